@@ -1,0 +1,39 @@
+"""Sweep-level analyses: the framework-bound plateau and the transition batch size (DESIGN.md)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+#: Default tolerance: a batch size is on the plateau while its latency is within 10% of batch size 1's.
+PLATEAU_TOLERANCE = 0.10
+#: Default utilization threshold below which an iteration is framework-bound.
+FRAMEWORK_BOUND_UTILIZATION = 0.5
+
+
+def plateau_and_transition(
+    latency_ms_by_batch: Mapping[int, float], tolerance: float = PLATEAU_TOLERANCE
+) -> tuple[list[int], int | None]:
+    """Framework-bound plateau and transition batch size of one latency-vs-batch-size curve.
+
+    The plateau is the run of batch sizes, from the smallest upward, whose latency stays within
+    ``tolerance`` (fraction) of the smallest batch size's latency; the transition batch size is the first
+    batch size past the plateau, or ``None`` when latency never leaves it. Latency in any unit.
+    """
+    if not latency_ms_by_batch:
+        return [], None
+    batches = sorted(latency_ms_by_batch)
+    base = latency_ms_by_batch[batches[0]]
+    plateau: list[int] = []
+    for batch in batches:
+        if latency_ms_by_batch[batch] <= base * (1.0 + tolerance):
+            plateau.append(batch)
+        else:
+            return plateau, batch
+    return plateau, None
+
+
+def is_framework_bound(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> bool | None:
+    """True when GPU utilization (busy / latency, 0..1) is below ``threshold``; None when unknown."""
+    if gpu_utilization is None:
+        return None
+    return gpu_utilization < threshold

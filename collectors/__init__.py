@@ -1,0 +1,1 @@
+"""Collection: model zoo, runtime adapters, profiler drivers and the sweep/timing harness."""

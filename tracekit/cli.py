@@ -1,0 +1,62 @@
+"""The ``tracekit`` command line: one subcommand module per verb under :mod:`tracekit.commands`.
+
+Each command module exposes ``register(subparsers) -> None`` (adds its parser and sets ``func``) and is
+imported lazily, so ``tracekit analyze`` never pays for torch. Errors the user can fix become one line on
+stderr (``tracekit: FILE: problem``) with exit code 2 (input/usage) or 1 (run failure).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+from tracekit import __version__
+from tracekit.errors import TracekitError
+
+COMMANDS: dict[str, str] = {
+    "analyze": "Per-iteration latency, GPU busy, idle gaps, launch and framework overhead of a trace.",
+    "collect": "Run a model under one runtime over a batch/sequence sweep, under profilers.",
+    "simulate": "Write synthetic nsys-schema SQLite and Kineto traces with known ground truth.",
+    "table": "The study's utilization table (latency, SMs active, warp occupancy) across runtimes.",
+    "report": "Sweep report: boundedness, transition batch size, figures and recommendations.",
+    "compare": "Two traces or runs side by side, with per-kernel deltas.",
+}
+
+
+
+def build_parser(argv: list[str]) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="tracekit", description="Measure the framework tax of inference.")
+    parser.add_argument("--version", action="version", version=f"tracekit {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    chosen = next((a for a in argv if not a.startswith("-")), None)
+    for name, help_text in COMMANDS.items():
+        if name == chosen:
+            module = importlib.import_module(f"tracekit.commands.{name}")
+            module.register(sub)
+        else:
+            sub.add_parser(name, help=help_text, description=help_text)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv)
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except TracekitError as exc:
+        print(f"tracekit: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("tracekit: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

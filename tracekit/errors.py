@@ -1,0 +1,30 @@
+"""Errors that the CLI turns into one line on stderr and an exit code, never a traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class TracekitError(Exception):
+    """A problem the user can fix (bad input, missing tool). ``exit_code`` 2 = usage/input, 1 = run failure."""
+
+    exit_code = 2
+
+    def __init__(self, message: str, path: str | Path | None = None) -> None:
+        self.path = str(path) if path is not None else None
+        self.message = message
+        super().__init__(f"{self.path}: {message}" if self.path else message)
+
+
+class TraceFormatError(TracekitError):
+    """The file is not a trace tracekit can read, or it is damaged (truncated, corrupt, foreign)."""
+
+
+class NoActivityError(TracekitError):
+    """The trace holds nothing to analyze: no device ops and no ranges, or no range of the requested name."""
+
+
+class RunFailure(TracekitError):
+    """A collection run failed (model export, runtime error, profiler crash)."""
+
+    exit_code = 1

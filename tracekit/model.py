@@ -1,0 +1,176 @@
+"""The normalized trace model every reader produces and every analyzer consumes.
+
+All timestamps are integer nanoseconds on one clock (the reader's choice of origin, consistent across frames).
+Frames are polars DataFrames with exactly the columns and dtypes below, so analyzers never need to know
+which profiler wrote the trace.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+#: Device operations: GPU kernels, memcpy and memset (``kind`` = "kernel" | "memcpy" | "memset"), or, on a
+#: CPU-only trace, operator executions (``kind`` = "operator": ORT ``Node`` events, leaf torch.profiler ops).
+#: ``correlation`` links an op to the API call that launched it (null when unknown); ``pid`` scopes it.
+#: ``graph`` is the CUDA graph id when the op ran as a graph node, else null.
+OPS_SCHEMA: dict[str, pl.DataType] = {
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "device": pl.Int32,
+    "stream": pl.Int64,
+    "pid": pl.Int64,
+    "correlation": pl.Int64,
+    "graph": pl.Int64,
+    "kind": pl.String,
+    "name": pl.String,
+}
+
+#: Host API calls (CUDA runtime or driver, HIP). ``name`` has version suffixes stripped
+#: (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``); ``kind`` = "runtime" | "driver".
+API_SCHEMA: dict[str, pl.DataType] = {
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "pid": pl.Int64,
+    "thread": pl.Int64,
+    "correlation": pl.Int64,
+    "kind": pl.String,
+    "name": pl.String,
+}
+
+#: Annotated CPU ranges: NVTX push/pop and start/end ranges, torch.profiler user annotations and
+#: ProfilerStep ranges, ORT ``model_run`` sessions. ``depth`` is the nesting depth on its thread (0 = top).
+RANGES_SCHEMA: dict[str, pl.DataType] = {
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "pid": pl.Int64,
+    "thread": pl.Int64,
+    "depth": pl.Int32,
+    "domain": pl.String,
+    "name": pl.String,
+}
+
+#: Sampled GPU metrics (Nsight Systems ``--gpu-metrics-device``). ``value`` in the metric's own unit
+#: (``unit``, e.g. "%"); ``device`` is the GPU the sample came from.
+GPU_METRICS_SCHEMA: dict[str, pl.DataType] = {
+    "timestamp": pl.Int64,
+    "device": pl.Int32,
+    "metric": pl.String,
+    "unit": pl.String,
+    "value": pl.Float64,
+}
+
+#: Per-kernel metrics (Nsight Compute, or Kineto's per-kernel estimates). ``kernel`` is the kernel's
+#: 0-based launch order within the report, ``range`` the innermost NVTX range it ran in (or null).
+KERNEL_METRICS_SCHEMA: dict[str, pl.DataType] = {
+    "kernel": pl.Int64,
+    "name": pl.String,
+    "range": pl.String,
+    "duration_ns": pl.Int64,
+    "metric": pl.String,
+    "unit": pl.String,
+    "value": pl.Float64,
+}
+
+SCHEMAS: dict[str, dict[str, pl.DataType]] = {
+    "ops": OPS_SCHEMA,
+    "api": API_SCHEMA,
+    "ranges": RANGES_SCHEMA,
+    "gpu_metrics": GPU_METRICS_SCHEMA,
+    "kernel_metrics": KERNEL_METRICS_SCHEMA,
+}
+
+#: Names of API calls that launch GPU work (after suffix stripping). Graph launches are included: a graph
+#: launch is one call whose correlation id is carried by every kernel of the graph.
+LAUNCH_API_NAMES: tuple[str, ...] = (
+    "cudaLaunchKernel",
+    "cudaLaunchKernelExC",
+    "cudaLaunchCooperativeKernel",
+    "cudaLaunchCooperativeKernelMultiDevice",
+    "cudaGraphLaunch",
+    "cuLaunchKernel",
+    "cuLaunchKernelEx",
+    "cuLaunchCooperativeKernel",
+    "cuGraphLaunch",
+    "hipLaunchKernel",
+    "hipExtLaunchKernel",
+    "hipModuleLaunchKernel",
+    "hipExtModuleLaunchKernel",
+    "hipGraphLaunch",
+)
+
+
+def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """An empty frame with the given schema."""
+    return pl.DataFrame(schema=schema)
+
+
+def conform(frame: pl.DataFrame | None, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Return ``frame`` with exactly ``schema``'s columns, in order, cast to its dtypes.
+
+    Missing columns are added as nulls; extra columns are dropped. ``None`` gives an empty frame.
+    """
+    if frame is None or frame.width == 0:
+        return empty_frame(schema)
+    exprs = []
+    for name, dtype in schema.items():
+        if name in frame.columns:
+            exprs.append(pl.col(name).cast(dtype))
+        else:
+            exprs.append(pl.lit(None, dtype=dtype).alias(name))
+    return frame.select(exprs)
+
+
+@dataclass
+class Trace:
+    """A profiler trace in normalized form.
+
+    ``meta`` keys (all optional): ``path``, ``format`` ("nsys-sqlite" | "kineto" | "ort" | "ncu-csv" |
+    "ncu-rep"), ``format_version``, ``device`` ("gpu" | "cpu": what the ops frame measured), ``gpu``
+    (name), ``gpus`` (list), ``driver``, ``runtime``, ``model``, ``batch_size``, ``seq_len``, ``precision``,
+    ``synthetic`` (bool), ``warnings`` (list of strings the reader wants shown).
+    """
+
+    ops: pl.DataFrame = field(default_factory=lambda: empty_frame(OPS_SCHEMA))
+    api: pl.DataFrame = field(default_factory=lambda: empty_frame(API_SCHEMA))
+    ranges: pl.DataFrame = field(default_factory=lambda: empty_frame(RANGES_SCHEMA))
+    gpu_metrics: pl.DataFrame = field(default_factory=lambda: empty_frame(GPU_METRICS_SCHEMA))
+    kernel_metrics: pl.DataFrame = field(default_factory=lambda: empty_frame(KERNEL_METRICS_SCHEMA))
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        for name, schema in SCHEMAS.items():
+            setattr(self, name, conform(getattr(self, name), schema))
+        self.ops = self.ops.sort("start", "end")
+        self.api = self.api.sort("start", "end")
+        self.ranges = self.ranges.sort("start", "end")
+        self.meta.setdefault("warnings", [])
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.meta["warnings"]
+
+
+def sidecar_meta_path(trace_path: Path) -> Path:
+    """``x.sqlite`` -> ``x.meta.json``; ``x.json.gz`` -> ``x.meta.json``; ``x.pt.trace.json`` -> ``x.pt.trace.meta.json``."""
+    name = trace_path.name
+    for suffix in (".json.gz", ".sqlite", ".json", ".csv", ".ncu-rep", ".nsys-rep"):
+        if name.endswith(suffix):
+            return trace_path.with_name(name[: -len(suffix)] + ".meta.json")
+    return trace_path.with_name(name + ".meta.json")
+
+
+def load_sidecar_meta(trace_path: Path) -> dict[str, Any]:
+    """The ``.meta.json`` written beside a trace (by ``tracekit collect`` / ``simulate``), or ``{}``."""
+    path = sidecar_meta_path(trace_path)
+    if not path.is_file():
+        return {}
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}

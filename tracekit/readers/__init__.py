@@ -1,0 +1,91 @@
+"""Readers: one module per trace format, each turning a file into a :class:`tracekit.model.Trace`.
+
+The format is detected from the file's content, not its extension. Readers know formats and nothing of
+metrics. Every reader opens its input read-only and raises :class:`tracekit.errors.TraceFormatError`
+(naming the file and the problem) on damaged or foreign input.
+"""
+
+from __future__ import annotations
+
+import gzip
+import importlib
+from pathlib import Path
+
+from tracekit.errors import TraceFormatError
+from tracekit.model import Trace, load_sidecar_meta
+
+#: format name -> module under tracekit.readers exposing ``read(path: Path) -> Trace``
+READERS: dict[str, str] = {
+    "nsys-sqlite": "nsys_sqlite",
+    "kineto": "kineto",
+    "ort": "ort",
+    "ncu-csv": "ncu",
+    "ncu-rep": "ncu",
+}
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+GZIP_MAGIC = b"\x1f\x8b"
+
+
+def _json_head(path: Path, head: bytes) -> str:
+    """The first few KB of a (possibly gzipped) JSON file, as text, for sniffing."""
+    if head.startswith(GZIP_MAGIC):
+        try:
+            with gzip.open(path, "rb") as fh:
+                return fh.read(65536).decode("utf-8", "replace")
+        except (OSError, EOFError) as exc:
+            raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+    with open(path, "rb") as fh:
+        return fh.read(65536).decode("utf-8", "replace")
+
+
+def detect_format(path: str | Path) -> str:
+    """Name the trace format of ``path`` from its content. Raises TraceFormatError when unknown."""
+    path = Path(path)
+    if not path.exists():
+        raise TraceFormatError("no such file", path)
+    if path.is_dir():
+        raise TraceFormatError("is a directory, not a trace file", path)
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(64)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+    if not head:
+        raise TraceFormatError("empty file", path)
+    if head.startswith(SQLITE_MAGIC):
+        return "nsys-sqlite"
+    if path.suffix in (".nsys-rep", ".qdrep"):
+        raise TraceFormatError(
+            "an Nsight Systems report; export it first: nsys export --type sqlite -o X.sqlite " + path.name, path
+        )
+    if path.suffix == ".ncu-rep":
+        return "ncu-rep"
+    text_head = _json_head(path, head).lstrip("\ufeff \t\r\n")
+    if text_head.startswith("{") or text_head.startswith("["):
+        # ORT profiles are a JSON list of events with cat Session/Node; Kineto is a dict with traceEvents.
+        if text_head.startswith("[") and ('"cat" : "Session"' in text_head or '"cat":"Session"' in text_head
+                                          or '"cat" : "Node"' in text_head or '"cat":"Node"' in text_head
+                                          or '"model_run"' in text_head or '"model_loading' in text_head):
+            return "ort"
+        return "kineto"
+    if text_head.startswith('"ID"') or text_head.startswith("==PROF==") or '"Kernel Name"' in text_head[:4096]:
+        return "ncu-csv"
+    raise TraceFormatError(
+        "not a trace tracekit can read (expected Nsight Systems SQLite, Kineto JSON, ORT profile JSON or ncu CSV)",
+        path,
+    )
+
+
+def read_trace(path: str | Path) -> Trace:
+    """Read any supported trace into a normalized Trace; sidecar ``.meta.json`` values fill ``meta`` gaps."""
+    path = Path(path)
+    fmt = detect_format(path)
+    module = importlib.import_module(f"tracekit.readers.{READERS[fmt]}")
+    trace: Trace = module.read(path)
+    trace.meta.setdefault("path", str(path))
+    trace.meta.setdefault("format", fmt)
+    for key, value in load_sidecar_meta(path).items():
+        if trace.meta.get(key) is None:
+            trace.meta[key] = value
+    return trace

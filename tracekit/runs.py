@@ -1,0 +1,136 @@
+"""The layout of a run directory, as written by ``tracekit collect`` and ``tracekit simulate``.
+
+A run directory holds one runtime's sweep::
+
+    RUN/run.json                        what ran, on what, with which versions, and one entry per config
+    RUN/latency.csv                     untraced latency of every timed iteration (collect only)
+    RUN/<stem>.sqlite | .kineto.json.gz | .ort.json | .ncu.csv   the traces
+    RUN/<stem>.meta.json (one per trace stem) sidecar metadata read by tracekit.readers.read_trace
+
+``run.json``::
+
+    {"tracekit_version", "kind": "collect"|"simulate", "synthetic": bool, "command": [...],
+     "started", "finished", "runtime", "model", "device", "precision", "gpu": {...}|null, "cpu": str,
+     "versions": {...},
+     "configs": [{"batch_size", "seq_len", "status": "ok"|"failed"|"skipped", "error": str|null,
+                  "untraced_latency_ms": {"mean", "p50", "p90", "p99", "min", "max", "count"}|null,
+                  "traces": {"nsys"|"torch"|"ort"|"ncu"|"kineto": "relative/path"},
+                  "traced_latency_ms": {"nsys": mean, ...}}]}
+
+Stems are ``{runtime}_b{batch}_s{seq}`` plus a profiler suffix (``.nsys``, ``.torch``, ``.ort``, ``.ncu``) and,
+for simulated traces, ``.synthetic``.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tracekit.errors import TracekitError
+from tracekit.io import write_text_atomic
+
+RUN_FILE = "run.json"
+LATENCY_FILE = "latency.csv"
+
+
+def config_stem(runtime: str, batch_size: int, seq_len: int) -> str:
+    """The file stem shared by one configuration's traces."""
+    return f"{runtime}_b{batch_size}_s{seq_len}"
+
+
+def write_run_json(run_dir: str | Path, data: dict[str, Any]) -> None:
+    """Write ``run.json`` atomically (called after every completed config, so a crash leaves it valid)."""
+    write_text_atomic(Path(run_dir) / RUN_FILE, json.dumps(data, indent=2, default=str) + "\n")
+
+
+def load_run(run_dir: str | Path) -> dict[str, Any]:
+    """Read a run directory's ``run.json``; TracekitError when absent or damaged."""
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise TracekitError("not a tracekit run directory (no run.json)", run_dir)
+    try:
+        data = json.loads(path.read_text())
+    except ValueError as exc:
+        raise TracekitError(f"damaged run.json ({exc})", path) from exc
+    if not isinstance(data, dict) or not isinstance(data.get("configs"), list):
+        raise TracekitError("run.json has no 'configs' list", path)
+    return data
+
+
+@dataclass
+class TraceInput:
+    """One trace to analyze, with what is known about the configuration that produced it."""
+
+    path: Path
+    profiler: str | None = None
+    runtime: str | None = None
+    model: str | None = None
+    batch_size: int | None = None
+    seq_len: int | None = None
+    precision: str | None = None
+    device: str | None = None
+    synthetic: bool = False
+    untraced_latency_ms: dict[str, float] | None = None
+    run: dict[str, Any] = field(default_factory=dict)
+
+
+#: Order in which a config's traces are preferred when one trace must stand for it.
+PROFILER_PREFERENCE = ("nsys", "torch", "kineto", "ort", "ncu")
+
+
+def expand_inputs(paths: list[str | Path], prefer: tuple[str, ...] = PROFILER_PREFERENCE) -> list[TraceInput]:
+    """Turn CLI inputs (run directories or trace files) into TraceInputs.
+
+    A run directory gives one TraceInput per successful config: its most preferred trace. A trace file
+    gives one TraceInput, its configuration taken from the sidecar ``.meta.json`` when present.
+    """
+    from tracekit.model import load_sidecar_meta
+
+    inputs: list[TraceInput] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            run = load_run(path)
+            for config in run["configs"]:
+                if config.get("status", "ok") != "ok":
+                    continue
+                traces = config.get("traces") or {}
+                profiler = next((p for p in prefer if p in traces), None)
+                if profiler is None:
+                    continue
+                inputs.append(
+                    TraceInput(
+                        path=path / traces[profiler],
+                        profiler=profiler,
+                        runtime=run.get("runtime"),
+                        model=run.get("model"),
+                        batch_size=config.get("batch_size"),
+                        seq_len=config.get("seq_len"),
+                        precision=run.get("precision"),
+                        device=run.get("device"),
+                        synthetic=bool(run.get("synthetic", False)),
+                        untraced_latency_ms=config.get("untraced_latency_ms"),
+                        run=run,
+                    )
+                )
+        else:
+            if not path.exists():
+                raise TracekitError("no such file or directory", path)
+            meta = load_sidecar_meta(path)
+            inputs.append(
+                TraceInput(
+                    path=path,
+                    profiler=meta.get("profiler"),
+                    runtime=meta.get("runtime"),
+                    model=meta.get("model"),
+                    batch_size=meta.get("batch_size"),
+                    seq_len=meta.get("seq_len"),
+                    precision=meta.get("precision"),
+                    device=meta.get("device"),
+                    synthetic=bool(meta.get("synthetic", False)),
+                    untraced_latency_ms=meta.get("untraced_latency_ms"),
+                )
+            )
+    return inputs
