@@ -1,0 +1,99 @@
+"""An independent, deliberately plain-Python implementation of DESIGN.md's per-iteration metrics.
+
+Used only by tests, on small traces, to check the vectorized analyzer against a second reading of the same
+definitions. It shares no code with ``analyzers``.
+"""
+
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass
+
+from tracekit.model import LAUNCH_API_NAMES, Trace
+
+
+@dataclass
+class RefIteration:
+    start: int
+    end: int
+    latency_ns: int
+    busy_ns: int
+    gaps: list[int]
+    kernels: int
+    launches: int
+    synchronized: bool
+
+
+def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
+    """Per-iteration metrics of the ranges named ``range_name`` (outermost level only)."""
+    rows = [r for r in trace.ranges.iter_rows(named=True) if r["name"] == range_name and r["domain"] != "gpu"]
+    min_depth = min(r["depth"] for r in rows)
+    rows = sorted((r for r in rows if r["depth"] == min_depth), key=lambda r: (r["start"], r["end"]))
+    starts = [r["start"] for r in rows]
+
+    def which(t: int) -> int | None:
+        i = bisect.bisect_right(starts, t) - 1
+        if i >= 0 and t < rows[i]["end"]:
+            return i
+        return None
+
+    calls: dict[tuple[int, int], tuple[int, int]] = {}
+    for a in trace.api.iter_rows(named=True):
+        if a["correlation"] is None:
+            continue
+        key = (a["pid"], a["correlation"])
+        best = calls.get(key)
+        if best is None or (a["start"], -a["end"]) < (best[0], -best[1]):
+            calls[key] = (a["start"], a["end"])
+
+    per_iter: list[list[tuple[int, int, str]]] = [[] for _ in rows]
+    for op in trace.ops.iter_rows(named=True):
+        call = calls.get((op["pid"], op["correlation"])) if op["correlation"] is not None else None
+        i = which(call[0] if call else op["start"])
+        if i is not None:
+            per_iter[i].append((op["start"], op["end"], op["kind"]))
+
+    launches = [0] * len(rows)
+    for a in trace.api.iter_rows(named=True):
+        if a["name"] in LAUNCH_API_NAMES:
+            i = which(a["start"])
+            if i is not None:
+                launches[i] += 1
+
+    out: list[RefIteration] = []
+    prev_gpu_end: int | None = None
+    for i, r in enumerate(rows):
+        ops = per_iter[i]
+        gpu_end = max((e for _, e, _ in ops), default=None)
+        w0 = r["start"] if prev_gpu_end is None else max(r["start"], prev_gpu_end)
+        w1 = max(r["end"] if gpu_end is None else max(r["end"], gpu_end), w0)
+        # Sweep over clipped intervals.
+        clipped = sorted((max(s, w0), min(e, w1)) for s, e, _ in ops if min(e, w1) > max(s, w0))
+        busy = 0
+        gaps: list[int] = []
+        cursor = w0
+        for s, e in clipped:
+            if s > cursor:
+                gaps.append(s - cursor)
+                busy += e - s
+                cursor = e
+            elif e > cursor:
+                busy += e - cursor
+                cursor = e
+        if w1 > cursor:
+            gaps.append(w1 - cursor)
+        out.append(
+            RefIteration(
+                start=r["start"],
+                end=r["end"],
+                latency_ns=w1 - w0,
+                busy_ns=busy,
+                gaps=gaps,
+                kernels=sum(1 for _, _, k in ops if k in ("kernel", "operator")),
+                launches=launches[i],
+                synchronized=gpu_end is None or gpu_end <= r["end"],
+            )
+        )
+        if gpu_end is not None:
+            prev_gpu_end = gpu_end if prev_gpu_end is None else max(prev_gpu_end, gpu_end)
+    return out

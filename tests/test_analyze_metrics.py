@@ -1,0 +1,202 @@
+"""Per-iteration metrics on hand-built traces (exact answers) and generated ones (invariants)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzers.iterations import analyze_iterations
+from tests.reference_metrics import reference_iterations
+from tracekit.errors import NoActivityError
+from tracekit.model import Trace
+
+
+def make_trace(ranges, api=(), ops=(), meta=None) -> Trace:
+    """ranges: (start, end, name[, depth]); api: (start, end, corr, name); ops: (start, end, corr, stream[, kind])."""
+    r = pl.DataFrame(
+        [
+            {"start": x[0], "end": x[1], "name": x[2], "depth": x[3] if len(x) > 3 else 0, "pid": 1, "thread": 1,
+             "domain": "default"}
+            for x in ranges
+        ],
+        schema={"start": pl.Int64, "end": pl.Int64, "name": pl.String, "depth": pl.Int32, "pid": pl.Int64,
+                "thread": pl.Int64, "domain": pl.String},
+    )
+    a = pl.DataFrame(
+        [{"start": x[0], "end": x[1], "correlation": x[2], "name": x[3], "pid": 1, "thread": 1, "kind": "runtime"}
+         for x in api],
+        schema={"start": pl.Int64, "end": pl.Int64, "correlation": pl.Int64, "name": pl.String, "pid": pl.Int64,
+                "thread": pl.Int64, "kind": pl.String},
+    )
+    o = pl.DataFrame(
+        [{"start": x[0], "end": x[1], "correlation": x[2], "stream": x[3], "kind": x[4] if len(x) > 4 else "kernel",
+          "pid": 1, "device": 0, "name": f"k{i}"} for i, x in enumerate(ops)],
+        schema={"start": pl.Int64, "end": pl.Int64, "correlation": pl.Int64, "stream": pl.Int64, "kind": pl.String,
+                "pid": pl.Int64, "device": pl.Int32, "name": pl.String},
+    )
+    return Trace(ops=o, api=a, ranges=r, meta=meta or {"path": "hand-built"})
+
+
+SYNCED = make_trace(
+    ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
+    api=[(100, 150, 1, "cudaLaunchKernel"), (200, 260, 2, "cudaLaunchKernel"), (300, 990, 3, "cudaDeviceSynchronize"),
+         (1100, 1150, 4, "cudaLaunchKernel"), (1200, 1990, 5, "cudaDeviceSynchronize")],
+    # stream 7 and 8 overlap: union [160, 500] then [600, 700]; iteration 2: [1180, 1900]
+    ops=[(160, 400, 1, 7), (300, 500, 2, 8), (600, 700, 2, 8), (1180, 1900, 4, 7)],
+)
+
+
+def test_synchronized_iterations_exact():
+    a = analyze_iterations(SYNCED)
+    it = a.iterations
+    assert a.range_name == "iteration"
+    assert it["latency_ms"].to_list() == pytest.approx([1000 / 1e6, 1000 / 1e6])
+    assert it["gpu_busy_ms"].to_list() == pytest.approx([440 / 1e6, 720 / 1e6])
+    assert it["framework_overhead_ms"].to_list() == pytest.approx([560 / 1e6, 280 / 1e6])
+    assert it["gpu_utilization"].to_list() == pytest.approx([0.44, 0.72])
+    assert it["idle_gaps"].to_list() == [3, 2]  # 0-160, 500-600, 700-1000 ; 1000-1180, 1900-2000
+    assert it["kernels"].to_list() == [3, 1]
+    assert it["launches"].to_list() == [2, 1]
+    assert it["launch_api_us"].to_list() == pytest.approx([0.11, 0.05])
+    # per launch: first op start - call start: corr1 160-100=60, corr2 300-200=100 -> median 80 ns
+    assert it["launch_latency_us"].to_list() == pytest.approx([0.08, 0.08])
+    assert it["queue_us"].to_list() == pytest.approx([(10 + 40) / 2 / 1e3, 0.03])
+    assert it["synchronized"].to_list() == [True, True]
+    gaps = a.gaps.filter(pl.col("iteration") == 0)
+    assert gaps["duration_ns"].to_list() == [160, 100, 300]
+    assert gaps["position"].to_list() == ["leading", "inner", "trailing"]
+    assert a.summary["bound"] == "compute"  # median utilization 0.58
+
+
+def test_gap_context_names_the_sync_call():
+    a = analyze_iterations(SYNCED)
+    trailing = a.gaps.filter((pl.col("iteration") == 0) & (pl.col("position") == "trailing"))
+    assert trailing["cpu_context"].to_list() == ["cudaDeviceSynchronize"]
+
+
+def test_unsynchronized_graph_launch_uses_steady_state_period():
+    # Like the study's CUDA-graph trace: the range closes right after cudaGraphLaunch; GPU work outlives it.
+    t = make_trace(
+        ranges=[(0, 100, "forward"), (1000, 1100, "forward"), (2000, 2100, "forward")],
+        api=[(10, 60, 1, "cudaGraphLaunch"), (1010, 1060, 2, "cudaGraphLaunch"), (2010, 2060, 3, "cudaGraphLaunch")],
+        ops=[(70, 500, 1, 7), (500, 1500, 1, 7),  # graph 1 runs until 1500, past range 2's start
+             (1500, 1800, 2, 7), (2070, 2600, 3, 7)],
+    )
+    a = analyze_iterations(t)
+    it = a.iterations
+    assert a.range_name == "forward" and "most frequent" in a.range_choice
+    assert it["synchronized"].to_list() == [False, False, False]
+    # windows: [0,1500], [max(1000,1500)=1500, max(1100,1800)=1800], [max(2000,1800)=2000, 2600]
+    assert it["window_start_ns"].to_list() == [0, 1500, 2000]
+    assert it["window_end_ns"].to_list() == [1500, 1800, 2600]
+    assert it["latency_ms"].to_list() == pytest.approx([1500e-6, 300e-6, 600e-6])
+    assert it["gpu_busy_ms"].to_list() == pytest.approx([1430e-6, 300e-6, 530e-6])
+    assert it["kernels"].to_list() == [2, 1, 1]
+    assert it["launches"].to_list() == [1, 1, 1]
+    # graph launch latency: first kernel of the graph only: 70-10 = 60 ns
+    assert it["launch_latency_us"][0] == pytest.approx(0.06)
+    assert any("unsynchronized" in w for w in a.warnings)
+
+
+def test_ops_without_correlation_fall_back_to_time_and_skip():
+    t = make_trace(
+        ranges=[(0, 100, "model_run"), (100, 200, "model_run"), (200, 300, "model_run")],
+        ops=[(10, 30, None, 1, "operator"), (40, 90, None, 1, "operator"), (120, 150, None, 1, "operator"),
+             (210, 290, None, 1, "operator")],
+    )
+    a = analyze_iterations(t, skip=1)
+    assert a.device == "cpu"
+    assert a.iterations["index"].to_list() == [1, 2]
+    assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([30e-6, 80e-6])
+    assert a.iterations["launches"].to_list() == [None, None]  # no API calls in a CPU trace
+    assert a.summary["iterations"] == 2
+
+
+def test_profiler_steps_are_collapsed_and_range_errors_list_names():
+    t = make_trace(
+        ranges=[(0, 100, "ProfilerStep#7"), (100, 200, "ProfilerStep#8"), (10, 20, "aten::mm", 1)],
+        ops=[(10, 30, None, 1, "operator")],
+    )
+    a = analyze_iterations(t)
+    assert a.range_name == "ProfilerStep#*" and a.iterations.height == 2
+    with pytest.raises(NoActivityError) as err:
+        analyze_iterations(t, range_name="iteration")
+    assert "'ProfilerStep#*'" in str(err.value) and "hand-built" in str(err.value)
+    with pytest.raises(NoActivityError):
+        analyze_iterations(t, skip=2)
+
+
+def test_no_ranges_is_an_error_and_no_ops_reports_latency_only():
+    with pytest.raises(NoActivityError):
+        analyze_iterations(make_trace(ranges=[], ops=[(0, 1, None, 1)]))
+    a = analyze_iterations(make_trace(ranges=[(0, 100, "iteration")]))
+    assert a.iterations["latency_ms"].to_list() == pytest.approx([100e-6])
+    assert a.iterations["gpu_busy_ms"].to_list() == [None]
+    assert a.summary["bound"] is None
+    assert any("no GPU or operator activity" in w for w in a.warnings)
+
+
+# ---------------------------------------------------------------- generated traces: invariants + reference
+
+
+@st.composite
+def random_traces(draw):
+    n_iter = draw(st.integers(1, 6))
+    ranges, api, ops = [], [], []
+    t = 0
+    corr = 0
+    for _ in range(n_iter):
+        length = draw(st.integers(50, 2000))
+        start = t + draw(st.integers(0, 300))
+        ranges.append((start, start + length, "iteration"))
+        for _ in range(draw(st.integers(0, 6))):
+            corr += 1
+            cs = start + draw(st.integers(0, length - 1))
+            api.append((cs, cs + draw(st.integers(1, 50)), corr, "cudaLaunchKernel"))
+            ks = cs + draw(st.integers(0, 400))
+            ops.append((ks, ks + draw(st.integers(1, 600)), corr, draw(st.integers(0, 2))))
+        # uncorrelated ops (memcpy-like) by time
+        for _ in range(draw(st.integers(0, 2))):
+            ks = start + draw(st.integers(0, length - 1))
+            ops.append((ks, ks + draw(st.integers(1, 300)), None, 9, "memcpy"))
+        t = start + length
+    return make_trace(ranges, api, ops)
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_traces(), st.randoms())
+def test_invariants_and_agreement_with_reference(trace, rnd):
+    a = analyze_iterations(trace)
+    it = a.iterations
+    ref = reference_iterations(trace, "iteration")
+    assert it.height == len(ref)
+    if trace.ops.is_empty():  # latency only
+        assert it["gpu_busy_ms"].is_null().all() and a.gaps.is_empty()
+        assert it["latency_ms"].to_list() == pytest.approx([r.latency_ns / 1e6 for r in ref])
+        return
+    for row, r in zip(it.iter_rows(named=True), ref, strict=True):
+        assert row["latency_ms"] == pytest.approx(r.latency_ns / 1e6)
+        assert row["gpu_busy_ms"] == pytest.approx(r.busy_ns / 1e6)
+        assert row["idle_gaps"] == len(r.gaps)
+        assert row["kernels"] == r.kernels
+        assert row["launches"] == (r.launches if not trace.api.is_empty() else None)
+        assert row["synchronized"] == r.synchronized
+        # invariants
+        assert 0 <= row["gpu_busy_ms"] <= row["latency_ms"] + 1e-12
+        assert row["gpu_busy_ms"] + row["idle_ms"] == pytest.approx(row["latency_ms"])
+    assert (a.gaps["duration_ns"] > 0).all()
+    per_iter_gap_ms = a.gaps.group_by("iteration").agg((pl.col("duration_ns").sum() / 1e6).alias("g"))
+    joined = it.join(per_iter_gap_ms, left_on="index", right_on="iteration", how="left")
+    for row in joined.iter_rows(named=True):
+        assert (row["g"] or 0.0) == pytest.approx(row["idle_ms"], abs=1e-12)
+    # Row order of the input does not matter.
+    shuffled = Trace(
+        ops=trace.ops.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 10**6)),
+        api=trace.api.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 10**6)),
+        ranges=trace.ranges.sample(fraction=1.0, shuffle=True, seed=rnd.randint(0, 10**6)),
+        meta=dict(trace.meta),
+    )
+    b = analyze_iterations(shuffled)
+    assert b.iterations.drop("launch_latency_us", "queue_us").equals(it.drop("launch_latency_us", "queue_us"))
