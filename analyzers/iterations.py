@@ -23,7 +23,6 @@ Units: ``*_ns`` integer nanoseconds, ``*_ms`` milliseconds, ``*_us`` microsecond
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +34,6 @@ from tracekit.errors import NoActivityError
 from tracekit.model import LAUNCH_API_NAMES, Trace
 
 DEFAULT_RANGE = "iteration"
-PROFILER_STEP = re.compile(r"^ProfilerStep#\d+$")
 PROFILER_STEP_KEY = "ProfilerStep#*"
 #: Op kinds counted as "kernels" (device work items) per iteration.
 KERNEL_KINDS = ("kernel", "operator")
@@ -105,8 +103,11 @@ class IterationAnalysis:
 
 
 def _range_key(names: pl.Expr) -> pl.Expr:
-    """Collapse ``ProfilerStep#123`` names to ``ProfilerStep#*`` so steps form one range name."""
-    return names.str.replace(r"^ProfilerStep#\d+$", PROFILER_STEP_KEY)
+    """The name ranges are grouped by: ``ProfilerStep#123`` -> ``ProfilerStep#*``, and PyTorch ``emit_nvtx``
+    names lose their per-call suffixes (``aten::mul, seq = 3, op_id = 314339`` -> ``aten::mul``)."""
+    return names.str.replace(r"^ProfilerStep#\d+$", PROFILER_STEP_KEY).str.replace(
+        r",\s*(seq|op_id|sizes|input_op_ids)\s*=.*$", ""
+    )
 
 
 def choose_ranges(trace: Trace, range_name: str | None) -> tuple[pl.DataFrame, str, str]:

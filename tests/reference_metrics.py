@@ -7,6 +7,7 @@ definitions. It shares no code with ``analyzers``.
 from __future__ import annotations
 
 import bisect
+import re
 from dataclasses import dataclass
 
 from tracekit.model import LAUNCH_API_NAMES, Trace
@@ -25,8 +26,19 @@ class RefIteration:
 
 
 def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
-    """Per-iteration metrics of the ranges named ``range_name`` (outermost level only)."""
-    rows = [r for r in trace.ranges.iter_rows(named=True) if r["name"] == range_name and r["domain"] != "gpu"]
+    """Per-iteration metrics of the ranges named ``range_name`` (outermost level only).
+
+    ``ProfilerStep#*`` stands for every ``ProfilerStep#N``; a plain name also matches PyTorch ``emit_nvtx``
+    names that carry per-call suffixes (``aten::mul, seq = 3, op_id = 7``).
+    """
+    if range_name == "ProfilerStep#*":
+        pattern = re.compile(r"ProfilerStep#\d+")
+    else:
+        pattern = re.compile(re.escape(range_name) + r"(,\s*(seq|op_id|sizes|input_op_ids)\s*=.*)?")
+    rows = [
+        r for r in trace.ranges.iter_rows(named=True)
+        if pattern.fullmatch(r["name"] or "") and r["domain"] != "gpu"
+    ]
     min_depth = min(r["depth"] for r in rows)
     rows = sorted((r for r in rows if r["depth"] == min_depth), key=lambda r: (r["start"], r["end"]))
     starts = [r["start"] for r in rows]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 
 from tracekit import __version__
@@ -56,6 +57,13 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except Exception as exc:  # a bug, not bad input: one line unless TRACEKIT_DEBUG asks for the traceback
+        if os.environ.get("TRACEKIT_DEBUG"):
+            raise
+        where = getattr(args, "trace", None) or ""
+        print(f"tracekit: internal error{' on ' + str(where) if where else ''}: {type(exc).__name__}: {exc} "
+              "(set TRACEKIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -33,6 +33,11 @@ CSV_COLUMNS = [
 ]
 
 
+def _duration(ms: float) -> str:
+    """A duration given in ms, shown in µs below 0.1 ms so small values keep their digits."""
+    return f"{ms * 1e3:.1f} µs" if abs(ms) < 0.1 else f"{ms:.3f} ms"
+
+
 def _device_word(doc: dict[str, Any]) -> str:
     return "GPU" if doc["trace"]["device"] == "gpu" else "operator"
 
@@ -52,7 +57,7 @@ def _headline(doc: dict[str, Any]) -> list[str]:
         lines.append(
             f"verdict: {what} — median {_device_word(doc)} utilization {util:.1%} "
             f"(threshold {s['bound_threshold']:.0%}); median framework overhead "
-            f"{s['framework_overhead_ms']['p50']:.3f} ms of {s['latency_ms']['p50']:.3f} ms"
+            f"{_duration(s['framework_overhead_ms']['p50'])} of {_duration(s['latency_ms']['p50'])}"
         )
     if not s.get("synchronized", True):
         lines.append("latency: steady-state period (GPU work outlives its range; no sync inside the range)")

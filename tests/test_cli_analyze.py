@@ -1,0 +1,147 @@
+"""`tracekit analyze` end to end: output schema, bad input, and agreement with the reference on real traces."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import shutil
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from analyzers.iterations import analyze_iterations
+from tests.conftest import REAL_TRACES, real_trace
+from tests.reference_metrics import reference_iterations
+from tracekit.cli import main
+from tracekit.readers import read_trace
+
+ITERATION_FIELDS = {
+    "index", "start_ns", "end_ns", "latency_ms", "cpu_ms", "gpu_busy_ms", "framework_overhead_ms",
+    "gpu_utilization", "kernels", "launches", "launch_api_us", "launch_latency_us", "idle_gaps", "idle_ms",
+    "synchronized",
+}
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tracekit.cli", *args], capture_output=True, text=True, timeout=300)
+
+
+def assert_one_line_error(proc: subprocess.CompletedProcess, path: str, words: str) -> None:
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert path in lines[0] and words in lines[0], lines[0]
+
+
+@pytest.mark.parametrize(
+    "content, words",
+    [
+        (b"", "empty file"),
+        (b'{"traceEvents": [{"ph": "X", "cat": "kernel", "ts": 1, "du', "JSON"),
+        (b"hello, I am not a trace\n", "not a trace"),
+    ],
+)
+def test_bad_files_give_one_line(tmp_path, content, words):
+    bad = tmp_path / "bad.json"
+    bad.write_bytes(content)
+    assert_one_line_error(run_cli("analyze", str(bad)), str(bad), words)
+
+
+def test_missing_file_and_directory(tmp_path):
+    assert_one_line_error(run_cli("analyze", str(tmp_path / "nope.sqlite")), "nope.sqlite", "no such file")
+    assert_one_line_error(run_cli("analyze", str(tmp_path)), str(tmp_path), "directory")
+
+
+def test_truncated_gzip(tmp_path):
+    data = gzip.compress(json.dumps({"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 2}] * 200}).encode())
+    bad = tmp_path / "cut.json.gz"
+    bad.write_bytes(data[: len(data) // 2])
+    proc = run_cli("analyze", str(bad))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and str(bad) in proc.stderr
+
+
+def test_foreign_and_corrupt_sqlite(tmp_path):
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE people (name TEXT)")
+    assert_one_line_error(run_cli("analyze", str(foreign)), str(foreign), "Nsight Systems")
+    corrupt = tmp_path / "corrupt.sqlite"
+    corrupt.write_bytes(b"SQLite format 3\x00" + b"\xff" * 3000)
+    proc = run_cli("analyze", str(corrupt))
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and str(corrupt) in proc.stderr
+
+
+PAPER = ("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite")
+
+
+def test_json_schema_and_readonly_input_on_the_papers_trace(tmp_path):
+    src = real_trace(*PAPER)
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    out = tmp_path / "out.json"
+    assert main(["analyze", str(src), "--format", "json", "-o", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert set(doc) >= {"trace", "range", "iterations", "summary", "warnings"}
+    assert set(doc["trace"]) >= {"path", "format", "format_version", "device", "gpu"}
+    assert doc["range"] == "forward" and len(doc["iterations"]) == 10
+    assert ITERATION_FIELDS <= set(doc["iterations"][0])
+    assert doc["summary"]["iterations"] == 10
+    assert set(doc["summary"]["latency_ms"]) == {"mean", "p50", "p90", "p99", "min", "max"}
+    assert doc["summary"]["bound"] in ("framework", "compute")
+    # The study's CUDA-graph trace has no sync inside its ranges: every iteration is unsynchronized.
+    assert not any(it["synchronized"] for it in doc["iterations"])
+    assert any("unsynchronized" in w for w in doc["warnings"])
+    # Its steady-state period agrees with the study's published 2.82 ms to within 10%.
+    assert doc["summary"]["latency_ms"]["p50"] == pytest.approx(2.82, rel=0.10)
+    assert hashlib.sha256(src.read_bytes()).hexdigest() == digest
+
+
+def test_range_that_matches_nothing_lists_names():
+    src = real_trace(*PAPER)
+    proc = run_cli("analyze", str(src), "--range", "iteration")
+    assert proc.returncode == 2 and "'forward'" in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+
+
+@pytest.mark.parametrize("fmt", ["table", "csv", "md"])
+def test_other_formats_render(fmt, tmp_path):
+    src = real_trace(*PAPER)
+    out = tmp_path / f"out.{fmt}"
+    assert main(["analyze", str(src), "--format", fmt, "-o", str(out), "--skip", "1"]) == 0
+    text = out.read_text()
+    if fmt == "csv":
+        assert text.splitlines()[0].startswith("index,start_ns,end_ns,latency_ms") and len(text.splitlines()) == 10
+    else:
+        assert "forward" in text and "latency" in text
+
+
+def _real_files() -> list[Path]:
+    if not REAL_TRACES.is_dir():
+        return []
+    files = sorted(REAL_TRACES.glob("nsys/*.sqlite")) + sorted(REAL_TRACES.glob("paper/*.sqlite"))
+    files += sorted(REAL_TRACES.glob("kineto/*.json.gz")) + sorted(REAL_TRACES.glob("paper/kineto/*.json"))
+    return files
+
+
+@pytest.mark.real_traces
+@pytest.mark.parametrize("path", _real_files(), ids=lambda p: p.name)
+def test_every_real_trace_agrees_with_the_reference(path, tmp_path):
+    """Each real trace analyzes without error, and per-iteration numbers equal an independent computation."""
+    copy = tmp_path / path.name
+    shutil.copyfile(path, copy)
+    trace = read_trace(copy)
+    analysis = analyze_iterations(trace)
+    assert analysis.iterations.height > 0
+    ref = reference_iterations(trace, analysis.range_name)
+    got = analysis.iterations
+    assert got.height == len(ref)
+    assert got["latency_ms"].to_list() == pytest.approx([r.latency_ns / 1e6 for r in ref])
+    if not trace.ops.is_empty():
+        assert got["gpu_busy_ms"].to_list() == pytest.approx([r.busy_ns / 1e6 for r in ref])
+        assert got["idle_gaps"].to_list() == [len(r.gaps) for r in ref]
+        assert got["kernels"].to_list() == [r.kernels for r in ref]
+    if not trace.api.is_empty():
+        assert got["launches"].to_list() == [r.launches for r in ref]
