@@ -132,7 +132,8 @@ class Trace:
     ``meta`` keys (all optional): ``path``, ``format`` ("nsys-sqlite" | "kineto" | "ort" | "ncu-csv" |
     "ncu-rep"), ``format_version``, ``device`` ("gpu" | "cpu": what the ops frame measured), ``gpu``
     (name), ``gpus`` (list), ``driver``, ``runtime``, ``model``, ``batch_size``, ``seq_len``, ``precision``,
-    ``synthetic`` (bool), ``warnings`` (list of strings the reader wants shown).
+    ``synthetic`` (bool), ``warnings`` (list of strings the reader wants shown); nsys exports add
+    ``export_schema_version`` and ``cuda_driver``.
     """
 
     ops: pl.DataFrame = field(default_factory=lambda: empty_frame(OPS_SCHEMA))
@@ -147,7 +148,8 @@ class Trace:
             setattr(self, name, conform(getattr(self, name), schema))
         self.ops = self.ops.sort("start", "end")
         self.api = self.api.sort("start", "end")
-        self.ranges = self.ranges.sort("start", "end")
+        # Parents before the children they enclose: by start, then longest first.
+        self.ranges = self.ranges.sort(["start", "end"], descending=[False, True])
         self.meta.setdefault("warnings", [])
 
     @property

@@ -1,0 +1,752 @@
+"""Reader for Nsight Systems SQLite exports (``nsys export --type sqlite``), versions 2022.4 to 2026.x.
+
+Tables and columns are discovered at run time (``sqlite_master`` / ``PRAGMA table_info``); every table is
+optional except that a file with none of ``StringIds``, ``NVTX_EVENTS`` or a ``CUPTI_ACTIVITY_KIND_*`` table
+is not an Nsight Systems export, and ``StringIds`` is required as soon as a table that refers to it has rows.
+The file is opened read-only and immutable; it is never modified.
+
+What lands where (all timestamps are int64 nanoseconds on the export's session clock, unchanged):
+
+``ops`` (GPU work)
+    ``CUPTI_ACTIVITY_KIND_KERNEL`` -> kind "kernel"; ``name`` = the ``demangledName`` string (``shortName``
+    when the demangled one is absent); ``device`` = ``deviceId`` (the CUDA device ordinal CUPTI reports);
+    ``stream`` = ``streamId``; ``correlation`` = ``correlationId``; ``graph`` = ``graphId`` (null before
+    nsys 2024.x, which does not export it); ``pid`` = ``(globalPid >> 24) & 0xFFFFFF`` (the OS pid).
+    ``CUPTI_ACTIVITY_KIND_MEMCPY`` -> kind "memcpy", name "[CUDA memcpy HtoD]" etc. from ``copyKind``;
+    ``CUPTI_ACTIVITY_KIND_MEMSET`` -> kind "memset", name "[CUDA memset]".
+``api`` (host calls)
+    ``CUPTI_ACTIVITY_KIND_RUNTIME`` (and ``CUPTI_ACTIVITY_KIND_DRIVER`` where an export has it).
+    ``kind`` = "driver" for rows of the DRIVER table and for RUNTIME rows with ``eventClass`` 1
+    (TRACE_PROCESS_EVENT_CUDA_DRIVER: nsys puts driver calls such as ``cuLaunchKernel`` there), else
+    "runtime". ``name`` has one version suffix stripped (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``,
+    ``cudaGetDeviceProperties_v2_v12000`` -> ``cudaGetDeviceProperties_v2``). ``pid`` / ``thread`` =
+    ``(globalTid >> 24) & 0xFFFFFF`` / ``globalTid & 0xFFFFFF``. Rows that repeat one non-zero correlation id
+    within a process (nsys 2022.4 writes each call twice, a plain "CUDA backtrace" row and the ``_v`` row)
+    are collapsed to the outermost one: earliest start, then longest.
+``ranges`` (NVTX)
+    ``NVTX_EVENTS`` rows of eventType 59 (push/pop) and 60 (start/end); name from ``text`` or ``textId`` ->
+    ``StringIds``; ``thread`` / ``pid`` from ``globalTid`` (for start/end ranges: the thread that started
+    it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0;
+    ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
+    level). A range with no end (never closed) ends at the trace end (the largest timestamp in the file's
+    frames) and the reader adds a warning. Marks (34), thread names (39) and domain events (75/76) are not
+    ranges.
+``gpu_metrics``
+    nsys 2024+: ``GPU_METRICS`` joined to ``TARGET_INFO_GPU_METRICS`` on (typeId, metricId) for
+    ``metricName``. nsys 2022.x/2023.x: ``GENERIC_EVENTS`` rows whose type belongs to a
+    ``GENERIC_EVENT_SOURCES`` source named "GpuMetrics"; each row is a JSON object {metric name: value}
+    (``timestamp`` is null in 2022.4 exports: ``rawTimestamp``, on the session clock, is used then).
+    ``device``: the sample's GPU, ``typeId & 0xFF`` (the PerfWorks GPU id), mapped to the CUDA device id
+    through ``TARGET_INFO_GPU`` when it holds distinct ``cuDevice`` values. ``metric`` is the name as nsys
+    spells it; ``unit`` is the bracketed suffix's last word ("SMs Active [Throughput %]" -> "%"); for the
+    bracket-less 2022/2023 names it follows nsys's metric-set definitions: "... Frequency" -> "Hz",
+    "... Started" / "... Requests ..." -> "count", otherwise "%".
+
+CPU-only traces (no kernel, memcpy or memset row, e.g. a CPU PyTorch run under ``nsys -t nvtx,osrt`` with
+``emit_nvtx``): ``ops`` holds the leaf NVTX ranges of depth >= 1 (ranges that contain no other range on
+their thread), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` set, ``correlation`` and
+``graph`` null; ``meta["device"]`` is then "cpu". Top-level ranges (the user's ``iteration``) stay ranges only.
+
+``meta``: ``format`` "nsys-sqlite", ``format_version`` (EXPORT_PRODUCT_VERSION, e.g. "2024.6.2.25"),
+``export_schema_version``, ``device``, ``gpu`` (name of the GPU that ran most kernels), ``gpus`` (list of
+{id, name}, id = CUDA device id), ``driver`` (NvDriverVersion), ``cuda_driver`` ("12.8" from 12080),
+``synthetic`` (True when the export metadata has TRACEKIT_SYNTHETIC = "1" or the file name says
+"synthetic"), ``warnings``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.errors import TraceFormatError
+from tracekit.model import (
+    API_SCHEMA,
+    GPU_METRICS_SCHEMA,
+    OPS_SCHEMA,
+    Trace,
+    conform,
+    empty_frame,
+)
+
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
+MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
+DRIVER_TABLE = "CUPTI_ACTIVITY_KIND_DRIVER"
+
+#: NVTX_EVENTS.eventType values (ENUM_NSYS_EVENT_TYPE).
+NVTX_MARK = 34
+NVTX_THREAD_NAME = 39
+NVTX_PUSH_POP = 59
+NVTX_START_END = 60
+NVTX_DOMAIN_CREATE = 75
+
+#: ENUM_NSYS_EVENT_CLASS id of CUDA driver API calls in CUPTI_ACTIVITY_KIND_RUNTIME.
+EVENT_CLASS_CUDA_DRIVER = 1
+
+#: ENUM_CUDA_MEMCPY_OPER id -> the short direction nsys prints in "[CUDA memcpy HtoD]".
+MEMCPY_KINDS: dict[int, str] = {
+    0: "Unknown",
+    1: "HtoD",
+    2: "DtoH",
+    3: "HtoA",
+    4: "AtoH",
+    5: "AtoA",
+    6: "AtoD",
+    7: "DtoA",
+    8: "DtoD",
+    9: "HtoH",
+    10: "PtoP",
+    11: "Unified HtoD",
+    12: "Unified DtoH",
+    13: "Unified DtoD",
+}
+
+API_SUFFIX = r"_v\d+$"
+_PID_SQL = "(({col} >> 24) & 16777215)"
+_TID_SQL = "({col} & 16777215)"
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def _q(name: str) -> str:
+    """Quote an SQL identifier."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    """Open ``path`` read-only and immutable (no locks, no journal, never written)."""
+    uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
+    con = sqlite3.connect(uri, uri=True)
+    # Exports can hold text that is not valid UTF-8 (seen in TARGET_INFO_SYSTEM_ENV): replace, never fail.
+    con.text_factory = _decode_text
+    return con
+
+
+def _decode_text(raw: bytes) -> str:
+    return raw.decode("utf-8", "replace")
+
+
+def _frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+    """Run ``sql`` and return its rows as a frame with ``schema`` (column order = SELECT order)."""
+    cursor = con.execute(sql)
+    rows = cursor.fetchall()
+    if not rows:
+        return pl.DataFrame(schema=schema)
+    return pl.DataFrame(rows, schema=list(schema.items()), orient="row")
+
+
+class _Export:
+    """Table and column discovery for one open export."""
+
+    def __init__(self, con: sqlite3.Connection) -> None:
+        self.con = con
+        rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
+        self.tables: set[str] = {r[0] for r in rows}
+        self._columns: dict[str, set[str]] = {}
+
+    def has(self, table: str) -> bool:
+        return table in self.tables
+
+    def columns(self, table: str) -> set[str]:
+        if table not in self._columns:
+            rows = self.con.execute(f"PRAGMA table_info({_q(table)})").fetchall()
+            self._columns[table] = {r[1] for r in rows}
+        return self._columns[table]
+
+    def col(self, table: str, *candidates: str, default: str = "NULL") -> str:
+        """SQL for the first of ``candidates`` that ``table`` has, else ``default``."""
+        cols = self.columns(table)
+        for name in candidates:
+            if name in cols:
+                return _q(name)
+        return default
+
+    def nonempty(self, table: str) -> bool:
+        return (
+            self.has(table) and self.con.execute(f"SELECT 1 FROM {_q(table)} LIMIT 1").fetchone() is not None
+        )
+
+    def key_values(self, table: str) -> dict[str, str]:
+        """name -> value of a (name, value) table such as META_DATA_EXPORT; {} when absent."""
+        if not self.has(table) or not {"name", "value"} <= self.columns(table):
+            return {}
+        return {
+            str(k): "" if v is None else str(v)
+            for k, v in self.con.execute(f"SELECT name, value FROM {_q(table)}").fetchall()
+        }
+
+
+def _require_columns(export: _Export, table: str, needed: Iterable[str], path: Path) -> None:
+    missing = [c for c in needed if c not in export.columns(table)]
+    if missing:
+        raise TraceFormatError(f"{table} lacks required column(s) {', '.join(missing)}", path)
+
+
+def _lookup_names(frame: pl.DataFrame, strings: pl.DataFrame, id_col: str, out: str) -> pl.DataFrame:
+    """Replace integer column ``id_col`` by the StringIds value, as column ``out``."""
+    joined = frame.join(strings.rename({"id": id_col, "value": out}), on=id_col, how="left")
+    return joined.drop(id_col)
+
+
+# ----------------------------------------------------------------------------------------------- ops
+
+
+def _read_kernels(export: _Export, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
+    t = KERNEL_TABLE
+    _require_columns(export, t, ("start", "end"), path)
+    cols = export.columns(t)
+    name_cols = [c for c in ("demangledName", "shortName", "mangledName", "name") if c in cols]
+    if not name_cols:
+        raise TraceFormatError(f"{t} has no kernel name column (demangledName/shortName)", path)
+    name_sql = f"COALESCE({', '.join(_q(c) for c in name_cols)})" if len(name_cols) > 1 else _q(name_cols[0])
+    gpid = export.col(t, "globalPid")
+    pid_sql = _PID_SQL.format(col=gpid) if gpid != "NULL" else "NULL"
+    sql = (
+        f'SELECT "start", "end", {export.col(t, "deviceId")}, {export.col(t, "streamId")}, {pid_sql}, '
+        f"{export.col(t, 'correlationId')}, {export.col(t, 'graphId')}, {name_sql} FROM {_q(t)}"
+    )
+    schema = {
+        "start": pl.Int64,
+        "end": pl.Int64,
+        "device": pl.Int32,
+        "stream": pl.Int64,
+        "pid": pl.Int64,
+        "correlation": pl.Int64,
+        "graph": pl.Int64,
+        "name_id": pl.Int64,
+    }
+    frame = _frame(export.con, sql, schema)
+    frame = _lookup_names(frame, strings, "name_id", "name")
+    return frame.with_columns(kind=pl.lit("kernel"))
+
+
+def _read_copies(export: _Export, table: str, kind: str, path: Path) -> pl.DataFrame:
+    _require_columns(export, table, ("start", "end"), path)
+    gpid = export.col(table, "globalPid")
+    pid_sql = _PID_SQL.format(col=gpid) if gpid != "NULL" else "NULL"
+    copy_kind = export.col(table, "copyKind") if kind == "memcpy" else "NULL"
+    sql = (
+        f'SELECT "start", "end", {export.col(table, "deviceId")}, {export.col(table, "streamId")}, {pid_sql}, '
+        f"{export.col(table, 'correlationId')}, {copy_kind} FROM {_q(table)}"
+    )
+    schema = {
+        "start": pl.Int64,
+        "end": pl.Int64,
+        "device": pl.Int32,
+        "stream": pl.Int64,
+        "pid": pl.Int64,
+        "correlation": pl.Int64,
+        "copy_kind": pl.Int64,
+    }
+    frame = _frame(export.con, sql, schema)
+    if kind == "memcpy":
+        direction = pl.col("copy_kind").replace_strict(MEMCPY_KINDS, default=None, return_dtype=pl.String)
+        name = (
+            pl.when(direction.is_null())
+            .then(pl.lit("[CUDA memcpy]"))
+            .otherwise(pl.concat_str(pl.lit("[CUDA memcpy "), direction, pl.lit("]")))
+        )
+    else:
+        name = pl.lit("[CUDA memset]")
+    return frame.with_columns(name=name, kind=pl.lit(kind), graph=pl.lit(None, pl.Int64)).drop("copy_kind")
+
+
+# ----------------------------------------------------------------------------------------------- api
+
+
+def _read_api_table(export: _Export, table: str, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
+    _require_columns(export, table, ("start", "end", "nameId"), path)
+    gtid = export.col(table, "globalTid")
+    pid_sql = _PID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
+    tid_sql = _TID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
+    sql = (
+        f'SELECT "start", "end", {pid_sql}, {tid_sql}, {export.col(table, "correlationId")}, '
+        f'{export.col(table, "eventClass")}, "nameId" FROM {_q(table)}'
+    )
+    schema = {
+        "start": pl.Int64,
+        "end": pl.Int64,
+        "pid": pl.Int64,
+        "thread": pl.Int64,
+        "correlation": pl.Int64,
+        "event_class": pl.Int64,
+        "name_id": pl.Int64,
+    }
+    frame = _frame(export.con, sql, schema)
+    frame = _lookup_names(frame, strings, "name_id", "name")
+    if table == DRIVER_TABLE:
+        kind = pl.lit("driver")
+    else:
+        kind = (
+            pl.when(pl.col("event_class") == EVENT_CLASS_CUDA_DRIVER)
+            .then(pl.lit("driver"))
+            .otherwise(pl.lit("runtime"))
+        )
+    return frame.with_columns(kind=kind, name=pl.col("name").str.replace(API_SUFFIX, "")).drop("event_class")
+
+
+def collapse_duplicate_calls(api: pl.DataFrame) -> pl.DataFrame:
+    """One row per (pid, correlation) for non-null, non-zero correlation ids: the outermost call
+    (earliest start, then longest). Rows without a correlation id are all kept."""
+    if api.height == 0:
+        return api
+    has_corr = pl.col("correlation").is_not_null() & (pl.col("correlation") != 0)
+    keyed = api.filter(has_corr).sort(["start", "end"], descending=[False, True])
+    keyed = keyed.unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
+    return pl.concat([keyed, api.filter(~has_corr)], how="vertical")
+
+
+# -------------------------------------------------------------------------------------------- ranges
+
+
+def nesting_depth(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Add ``depth`` (Int32) and ``has_child`` (bool) to ``ranges`` (columns ``start``, ``end`` and ``keys``).
+
+    depth = number of ranges with the same ``keys`` still open when this one starts (a range ending exactly
+    when another starts does not enclose it; of two ranges starting together the longer encloses the
+    shorter). has_child = the next range on the thread (by start, longer first) lies inside this one.
+    Vectorized: +1 at each start and -1 at each end, sorted by time, cumulative sum per thread.
+    """
+    if ranges.height == 0:
+        return ranges.with_columns(depth=pl.lit(None, pl.Int32), has_child=pl.lit(None, pl.Boolean))
+    indexed = ranges.with_row_index("_row")
+    base = indexed.select("_row", *keys, "start", "end")
+    starts = base.select(
+        "_row",
+        *keys,
+        t=pl.col("start"),
+        order=pl.lit(1, pl.Int8),
+        tie=-pl.col("end"),
+        delta=pl.lit(1, pl.Int64),
+    )
+    # Ends sort before starts at the same instant (touching ranges do not nest), except a zero-length range's
+    # own end, which must follow its start.
+    ends = base.select(
+        "_row",
+        *keys,
+        t=pl.col("end"),
+        order=pl.when(pl.col("end") > pl.col("start")).then(pl.lit(0, pl.Int8)).otherwise(pl.lit(2, pl.Int8)),
+        tie=pl.lit(0, pl.Int64),
+        delta=pl.lit(-1, pl.Int64),
+    )
+    events = pl.concat([starts, ends]).sort([*keys, "t", "order", "tie"])
+    events = events.with_columns(open=pl.col("delta").cum_sum().over(keys))
+    depth = events.filter(pl.col("delta") == 1).select("_row", depth=(pl.col("open") - 1).cast(pl.Int32))
+
+    ordered = base.sort([*keys, "start", "end"], descending=[False] * len(keys) + [False, True])
+    nxt_start = pl.col("start").shift(-1).over(keys)
+    nxt_end = pl.col("end").shift(-1).over(keys)
+    child = ordered.select(
+        "_row",
+        has_child=(
+            nxt_start.is_not_null()
+            & (nxt_end <= pl.col("end"))
+            & ((nxt_start < pl.col("end")) | (nxt_start == pl.col("start")))
+        ).fill_null(False),
+    )
+    out = indexed.join(depth, on="_row", how="left").join(child, on="_row", how="left")
+    return out.sort("_row").drop("_row")
+
+
+def _read_nvtx(export: _Export, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
+    """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later)."""
+    t = "NVTX_EVENTS"
+    _require_columns(export, t, ("start", "eventType"), path)
+    gtid = export.col(t, "globalTid")
+    pid_sql = _PID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
+    tid_sql = _TID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
+    sql = (
+        f'SELECT "start", {export.col(t, "end")}, "eventType", {pid_sql}, {tid_sql}, {export.col(t, "text")}, '
+        f"{export.col(t, 'textId')}, {export.col(t, 'domainId')} FROM {_q(t)} "
+        f'WHERE "eventType" IN ({NVTX_PUSH_POP}, {NVTX_START_END}, {NVTX_DOMAIN_CREATE})'
+    )
+    schema = {
+        "start": pl.Int64,
+        "end": pl.Int64,
+        "event_type": pl.Int64,
+        "pid": pl.Int64,
+        "thread": pl.Int64,
+        "text": pl.String,
+        "text_id": pl.Int64,
+        "domain_id": pl.Int64,
+    }
+    frame = _frame(export.con, sql, schema)
+    frame = _lookup_names(frame, strings, "text_id", "registered")
+    frame = frame.with_columns(name=pl.coalesce("text", "registered")).drop("text", "registered")
+    domains = (
+        frame.filter(pl.col("event_type") == NVTX_DOMAIN_CREATE)
+        .select("pid", "domain_id", domain_name=pl.col("name"))
+        .unique(subset=["pid", "domain_id"], keep="last", maintain_order=True)
+    )
+    ranges = frame.filter(pl.col("event_type") != NVTX_DOMAIN_CREATE).join(
+        domains, on=["pid", "domain_id"], how="left", nulls_equal=True
+    )
+    domain = (
+        pl.when(pl.col("domain_id").fill_null(0) == 0)
+        .then(pl.lit("default"))
+        .when(pl.col("domain_name").is_not_null())
+        .then(pl.col("domain_name"))
+        .otherwise(pl.col("domain_id").cast(pl.String))
+    )
+    return ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
+
+
+# --------------------------------------------------------------------------------------- gpu metrics
+
+
+def metric_unit(name: pl.Expr) -> pl.Expr:
+    """Unit of a metric from its nsys name (see the module docstring)."""
+    bracket = name.str.extract(r"\[([^\]]*)\]\s*$", 1).str.strip_chars()
+    last_word = bracket.str.extract(r"(\S+)$", 1)
+    return (
+        pl.when(bracket.is_not_null() & bracket.str.ends_with("%"))
+        .then(pl.lit("%"))
+        .when(bracket.is_not_null())
+        .then(last_word)
+        .when(name.str.contains(r"(?i)frequency"))
+        .then(pl.lit("Hz"))
+        .when(name.str.contains(r"(?i)started|requests"))
+        .then(pl.lit("count"))
+        .otherwise(pl.lit("%"))
+    )
+
+
+def _finish_metrics(frame: pl.DataFrame, pw_to_cuda: dict[int, int]) -> pl.DataFrame:
+    pw = pl.col("type_id") & 0xFF
+    device = pw.replace_strict(pw_to_cuda, default=pw, return_dtype=pl.Int64) if pw_to_cuda else pw
+    return frame.with_columns(device=device.cast(pl.Int32), unit=metric_unit(pl.col("metric"))).select(
+        list(GPU_METRICS_SCHEMA)
+    )
+
+
+def _read_gpu_metrics(export: _Export, pw_to_cuda: dict[int, int], warnings: list[str]) -> pl.DataFrame:
+    t = "GPU_METRICS"
+    cols = export.columns(t)
+    if not {"metricId", "value"} <= cols:
+        warnings.append("GPU_METRICS lacks metricId/value columns; GPU metrics skipped")
+        return empty_frame(GPU_METRICS_SCHEMA)
+    ts_cols = [c for c in ("timestamp", "rawTimestamp") if c in cols]
+    if not ts_cols:
+        warnings.append("GPU_METRICS has no timestamp column; GPU metrics skipped")
+        return empty_frame(GPU_METRICS_SCHEMA)
+    ts_sql = f"COALESCE({', '.join(_q(c) for c in ts_cols)})" if len(ts_cols) > 1 else _q(ts_cols[0])
+    sql = f'SELECT {ts_sql}, {export.col(t, "typeId", default="0")}, "metricId", "value" FROM {_q(t)}'
+    schema = {"timestamp": pl.Int64, "type_id": pl.Int64, "metric_id": pl.Int64, "value": pl.Float64}
+    frame = _frame(export.con, sql, schema)
+    names = empty_frame({"metric_id": pl.Int64, "metric": pl.String})
+    join_on = ["metric_id"]
+    info = "TARGET_INFO_GPU_METRICS"
+    if export.has(info) and {"metricId", "metricName"} <= export.columns(info):
+        if "typeId" in export.columns(info) and "typeId" in cols:
+            names = _frame(
+                export.con,
+                f'SELECT DISTINCT "typeId", "metricId", "metricName" FROM {_q(info)}',
+                {"type_id": pl.Int64, "metric_id": pl.Int64, "metric": pl.String},
+            )
+            names = names.unique(subset=["type_id", "metric_id"], keep="first")
+            join_on = ["type_id", "metric_id"]
+        else:
+            names = _frame(
+                export.con,
+                f'SELECT "metricId", MIN("metricName") FROM {_q(info)} GROUP BY "metricId"',
+                {"metric_id": pl.Int64, "metric": pl.String},
+            )
+    frame = frame.join(names, on=join_on, how="left")
+    unnamed = frame.filter(pl.col("metric").is_null()).height
+    if unnamed:
+        warnings.append(
+            f"{unnamed} GPU_METRICS samples have no name in TARGET_INFO_GPU_METRICS; named 'metric <id>'"
+        )
+        frame = frame.with_columns(
+            metric=pl.coalesce(
+                "metric", pl.concat_str(pl.lit("metric "), pl.col("metric_id").cast(pl.String))
+            )
+        )
+    return _finish_metrics(frame, pw_to_cuda)
+
+
+def _read_generic_gpu_metrics(
+    export: _Export, pw_to_cuda: dict[int, int], warnings: list[str]
+) -> pl.DataFrame:
+    """GPU metrics stored as JSON rows in GENERIC_EVENTS (nsys 2022.x / 2023.x)."""
+    if not (export.has("GENERIC_EVENT_SOURCES") and export.has("GENERIC_EVENT_TYPES")):
+        warnings.append(
+            "GENERIC_EVENTS without GENERIC_EVENT_SOURCES/TYPES; cannot tell GPU metrics apart, skipped"
+        )
+        return empty_frame(GPU_METRICS_SCHEMA)
+    sources = export.con.execute('SELECT "sourceId", "data" FROM GENERIC_EVENT_SOURCES').fetchall()
+    metric_sources: list[int] = []
+    for source_id, data in sources:
+        try:
+            desc = json.loads(data)
+        except (TypeError, ValueError):
+            continue
+        if isinstance(desc, dict) and desc.get("Name") == "GpuMetrics":
+            metric_sources.append(int(source_id))
+            if desc.get("TimeSource") not in (None, "SessionNs"):
+                warnings.append(f"GPU metrics time source is {desc.get('TimeSource')!r}, not session ns")
+    if not metric_sources:
+        return empty_frame(GPU_METRICS_SCHEMA)
+    cols = export.columns("GENERIC_EVENTS")
+    ts_cols = [c for c in ("timestamp", "rawTimestamp") if c in cols]
+    if not ts_cols or not {"typeId", "data"} <= cols:
+        warnings.append("GENERIC_EVENTS lacks timestamp/typeId/data columns; GPU metrics skipped")
+        return empty_frame(GPU_METRICS_SCHEMA)
+    ts_sql = f"COALESCE({', '.join('g.' + _q(c) for c in ts_cols)})"
+    ids = ", ".join(str(s) for s in metric_sources)
+    where = f'g."typeId" IN (SELECT "typeId" FROM GENERIC_EVENT_TYPES WHERE "sourceId" IN ({ids}))'
+    schema = {"timestamp": pl.Int64, "type_id": pl.Int64, "metric": pl.String, "raw": pl.String}
+    try:
+        frame = _frame(
+            export.con,
+            f'SELECT {ts_sql}, g."typeId", j.key, CAST(j.value AS TEXT) FROM GENERIC_EVENTS g, json_each(g."data") j '
+            f"WHERE {where}",
+            schema,
+        )
+    except sqlite3.OperationalError:  # SQLite built without JSON1: decode in polars instead
+        rows = _frame(
+            export.con,
+            f'SELECT {ts_sql}, g."typeId", g."data" FROM GENERIC_EVENTS g WHERE {where}',
+            {"timestamp": pl.Int64, "type_id": pl.Int64, "data": pl.String},
+        )
+        if rows.height == 0:
+            return empty_frame(GPU_METRICS_SCHEMA)
+        decoded = rows.with_columns(pl.col("data").str.json_decode(infer_schema_length=None)).unnest("data")
+        value_cols = [c for c in decoded.columns if c not in ("timestamp", "type_id")]
+        frame = decoded.with_columns(pl.col(value_cols).cast(pl.String)).unpivot(
+            index=["timestamp", "type_id"], on=value_cols, variable_name="metric", value_name="raw"
+        )
+    frame = frame.with_columns(value=pl.col("raw").cast(pl.Float64, strict=False))
+    bad = frame.filter(pl.col("value").is_null() & pl.col("raw").is_not_null()).height
+    if bad:
+        warnings.append(f"{bad} GENERIC_EVENTS GPU-metric values are not numbers; dropped")
+    frame = frame.filter(pl.col("value").is_not_null())
+    return _finish_metrics(frame, pw_to_cuda)
+
+
+# ---------------------------------------------------------------------------------------------- gpus
+
+
+def _gpu_table(export: _Export, env: dict[str, str]) -> list[dict[str, Any]]:
+    """GPUs of the target: [{id (CUDA device id), name, pw (PerfWorks id)}]."""
+    rows: list[dict[str, Any]] = []
+    if export.has("TARGET_INFO_GPU") and "id" in export.columns("TARGET_INFO_GPU"):
+        t = "TARGET_INFO_GPU"
+        sql = (
+            f'SELECT "id", {export.col(t, "name")}, {export.col(t, "pwGpuId")}, {export.col(t, "cuDevice")} '
+            f'FROM {_q(t)} ORDER BY "id"'
+        )
+        rows = [
+            {"gid": r[0], "name": r[1], "pw": r[2], "cu": r[3]} for r in export.con.execute(sql).fetchall()
+        ]
+    elif env.get("GpuInfo"):
+        try:
+            info = json.loads(env["GpuInfo"])
+        except ValueError:
+            info = {}
+        gpus = info.get("Gpus", []) if isinstance(info, dict) else []
+        rows = [
+            {"gid": g.get("Id"), "name": g.get("Name"), "pw": g.get("PwGpuId"), "cu": g.get("CuDevice")}
+            for g in gpus
+            if isinstance(g, dict) and g.get("Id") is not None
+        ]
+    if not rows:
+        return []
+    cuda_of: dict[Any, Any] = {}
+    if export.has("TARGET_INFO_CUDA_DEVICE") and {"gpuId", "cudaId"} <= export.columns(
+        "TARGET_INFO_CUDA_DEVICE"
+    ):
+        pairs = set(
+            export.con.execute('SELECT DISTINCT "gpuId", "cudaId" FROM TARGET_INFO_CUDA_DEVICE').fetchall()
+        )
+        by_gpu: dict[Any, set[Any]] = {}
+        for gpu_id, cuda_id in pairs:
+            by_gpu.setdefault(gpu_id, set()).add(cuda_id)
+        if all(len(v) == 1 for v in by_gpu.values()) and len({next(iter(v)) for v in by_gpu.values()}) == len(
+            by_gpu
+        ):
+            cuda_of = {k: next(iter(v)) for k, v in by_gpu.items()}
+    cus = [r["cu"] for r in rows]
+    cu_distinct = None not in cus and len(set(cus)) == len(cus)
+    out = []
+    for r in rows:
+        cuda = cuda_of.get(r["gid"], r["cu"] if cu_distinct else r["gid"])
+        out.append({"id": int(cuda), "name": r["name"], "pw": r["pw"] if r["pw"] is not None else r["gid"]})
+    return out
+
+
+# ---------------------------------------------------------------------------------------------- read
+
+
+def read(path: Path) -> Trace:
+    """Read an Nsight Systems SQLite export into a normalized :class:`Trace` (see the module docstring)."""
+    path = Path(path)
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+    if size == 0:
+        raise TraceFormatError("empty file", path)
+    with open(path, "rb") as fh:
+        if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
+            raise TraceFormatError("not an SQLite database (expected an Nsight Systems SQLite export)", path)
+    try:
+        con = _connect(path)
+    except sqlite3.Error as exc:
+        raise TraceFormatError(f"cannot open as SQLite ({exc})", path) from exc
+    try:
+        return _read(con, path)
+    except sqlite3.DatabaseError as exc:
+        raise TraceFormatError(f"corrupt SQLite ({exc})", path) from exc
+    finally:
+        con.close()
+
+
+def _read(con: sqlite3.Connection, path: Path) -> Trace:
+    export = _Export(con)
+    warnings: list[str] = []
+    cupti = {t for t in export.tables if t.startswith("CUPTI_ACTIVITY_KIND_")}
+    if not ({"StringIds", "NVTX_EVENTS"} & export.tables or cupti):
+        raise TraceFormatError("not an Nsight Systems export: no StringIds/NVTX_EVENTS/CUPTI tables", path)
+    # Force a read of every table we use early, so that a damaged file fails here and not half-way.
+    users = [t for t in (KERNEL_TABLE, RUNTIME_TABLE, DRIVER_TABLE) if export.nonempty(t)]
+    if export.has("StringIds"):
+        _require_columns(export, "StringIds", ("id", "value"), path)
+        strings = _frame(con, 'SELECT "id", "value" FROM StringIds', {"id": pl.Int64, "value": pl.String})
+    elif users:
+        raise TraceFormatError(
+            f"missing required table StringIds (names in {', '.join(users)} refer to it)", path
+        )
+    else:
+        strings = empty_frame({"id": pl.Int64, "value": pl.String})
+
+    # ops
+    parts = []
+    if export.has(KERNEL_TABLE):
+        parts.append(_read_kernels(export, strings, path))
+    if export.has(MEMCPY_TABLE):
+        parts.append(_read_copies(export, MEMCPY_TABLE, "memcpy", path))
+    if export.has(MEMSET_TABLE):
+        parts.append(_read_copies(export, MEMSET_TABLE, "memset", path))
+    ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
+    nameless = ops.filter(pl.col("name").is_null()).height
+    if nameless:
+        warnings.append(f"{nameless} kernels have a name id missing from StringIds")
+
+    # api
+    api_parts = [
+        _read_api_table(export, t, strings, path) for t in (RUNTIME_TABLE, DRIVER_TABLE) if export.has(t)
+    ]
+    api = pl.concat([conform(p, API_SCHEMA) for p in api_parts]) if api_parts else empty_frame(API_SCHEMA)
+    api = collapse_duplicate_calls(api)
+
+    # GPUs and metadata
+    env = export.key_values("TARGET_INFO_SYSTEM_ENV")
+    gpus = _gpu_table(export, env)
+    pw_to_cuda = {int(g["pw"]): g["id"] for g in gpus if g["pw"] is not None}
+
+    # gpu metrics
+    if export.has("GPU_METRICS"):
+        gpu_metrics = _read_gpu_metrics(export, pw_to_cuda, warnings)
+    elif export.has("GENERIC_EVENTS"):
+        gpu_metrics = _read_generic_gpu_metrics(export, pw_to_cuda, warnings)
+    else:
+        gpu_metrics = empty_frame(GPU_METRICS_SCHEMA)
+
+    # ranges
+    if export.has("NVTX_EVENTS"):
+        raw = _read_nvtx(export, strings, path)
+    else:
+        raw = empty_frame(
+            {
+                "start": pl.Int64,
+                "end": pl.Int64,
+                "pid": pl.Int64,
+                "thread": pl.Int64,
+                "name": pl.String,
+                "domain": pl.String,
+            }
+        )
+    unclosed = raw.filter(pl.col("end").is_null()).height
+    if unclosed:
+        candidates = [
+            ops.select(pl.col("end").max()).item(),
+            api.select(pl.col("end").max()).item(),
+            raw.select(pl.max_horizontal(pl.col("start").max(), pl.col("end").max())).item(),
+            gpu_metrics.select(pl.col("timestamp").max()).item(),
+        ]
+        trace_end = max(int(c) for c in candidates if c is not None)
+        raw = raw.with_columns(pl.col("end").fill_null(trace_end))
+        warnings.append(f"{unclosed} NVTX range(s) never closed; closed at the trace end ({trace_end} ns)")
+    ranges = nesting_depth(raw, ["pid", "thread"])
+
+    device = "gpu" if ops.height else "cpu"
+    if not ops.height and ranges.height:
+        leaves = ranges.filter((pl.col("depth") >= 1) & ~pl.col("has_child"))
+        ops = leaves.select(
+            "start",
+            "end",
+            device=pl.lit(-1, pl.Int32),
+            stream=pl.col("thread"),
+            pid=pl.col("pid"),
+            kind=pl.lit("operator"),
+            name=pl.col("name"),
+        )
+
+    meta = _meta(export, path, env, gpus, ops if device == "gpu" else None)
+    meta["device"] = device
+    meta["warnings"] = warnings
+    return Trace(ops=ops, api=api, ranges=ranges, gpu_metrics=gpu_metrics, meta=meta)
+
+
+def _meta(
+    export: _Export, path: Path, env: dict[str, str], gpus: list[dict[str, Any]], gpu_ops: pl.DataFrame | None
+) -> dict[str, Any]:
+    info = {**export.key_values("EXPORT_META_DATA"), **export.key_values("META_DATA_EXPORT")}
+    meta: dict[str, Any] = {"path": str(path), "format": "nsys-sqlite"}
+    if info.get("EXPORT_PRODUCT_VERSION"):
+        meta["format_version"] = info["EXPORT_PRODUCT_VERSION"]
+    if info.get("EXPORT_SCHEMA_VERSION"):
+        meta["export_schema_version"] = info["EXPORT_SCHEMA_VERSION"]
+    synthetic = info.get("TRACEKIT_SYNTHETIC") == "1" or "synthetic" in path.name.lower()
+    meta["synthetic"] = synthetic
+    driver = env.get("NvDriverVersion", "")
+    if re.fullmatch(r"\d{8}", driver):  # nsys 2022.4 writes 470.161.03 as "47016103"
+        driver = f"{driver[:3]}.{int(driver[3:6])}.{driver[6:]}"
+    if driver and driver != "0":
+        meta["driver"] = driver
+    cuda = env.get("CudaDriverVersion", "")
+    if re.fullmatch(r"\d{4,6}", cuda) and int(cuda) > 0:
+        meta["cuda_driver"] = f"{int(cuda) // 1000}.{int(cuda) % 1000 // 10}"
+    if gpus:
+        meta["gpus"] = [{"id": g["id"], "name": g["name"]} for g in gpus]
+        names = {g["id"]: g["name"] for g in gpus}
+        gpu_name = None
+        if gpu_ops is not None:
+            kernels = gpu_ops.filter(pl.col("kind") == "kernel")
+            counts = (
+                (kernels if kernels.height else gpu_ops)
+                .group_by("device")
+                .len()
+                .sort(["len", "device"], descending=[True, False])
+            )
+            for dev in counts.get_column("device").to_list():
+                if dev in names:
+                    gpu_name = names[dev]
+                    break
+        if gpu_name is None and gpu_ops is not None and len(set(names.values())) == 1:
+            gpu_name = next(iter(names.values()))
+        if gpu_name:
+            meta["gpu"] = gpu_name
+    return meta
