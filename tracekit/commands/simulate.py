@@ -1,0 +1,145 @@
+"""``tracekit simulate``: write synthetic traces (nsys-schema SQLite, Kineto JSON) with known ground truth."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from tracekit.errors import TracekitError
+
+RUNTIME_CHOICES = ("pytorch", "torchscript", "cuda-graphs", "onnx", "onnx-cuda-graphs")
+
+
+def _batch_sizes(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from exc
+    if not values or any(v < 1 for v in values):
+        raise argparse.ArgumentTypeError("batch sizes must be integers >= 1")
+    return sorted(set(values))
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be >= 1")
+    return value
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "simulate",
+        help="Write synthetic nsys-schema SQLite and Kineto traces with known ground truth.",
+        description=(
+            "Run a discrete-event model of the framework tax (CPU dispatch per operator, launch calls, launch "
+            "latency, kernels growing with batch x sequence length, device sync per iteration) for one runtime "
+            "preset over a batch-size sweep, and write, per batch size, an Nsight Systems-schema SQLite, a Kineto "
+            "JSON, a .truth.json with the exact per-iteration metrics, and a sidecar .meta.json. All outputs are "
+            "named and marked synthetic."
+        ),
+    )
+    parser.add_argument("--runtime", required=True, choices=RUNTIME_CHOICES, help="runtime preset")
+    parser.add_argument(
+        "--batch-sizes",
+        type=_batch_sizes,
+        default=[1],
+        metavar="B1,B2,...",
+        help="batch sizes to simulate (default 1)",
+    )
+    parser.add_argument(
+        "--seq-len", type=_positive, default=128, metavar="S", help="sequence length (default 128)"
+    )
+    parser.add_argument(
+        "--iters", type=_positive, default=20, metavar="N", help="iterations per batch size (default 20)"
+    )
+    parser.add_argument(
+        "--kernels",
+        type=_positive,
+        metavar="N",
+        help="target kernels per batch size (overrides --iters; for benchmarks)",
+    )
+    parser.add_argument(
+        "--ops", type=_positive, metavar="N", help="operators (kernels) per iteration (preset default)"
+    )
+    parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    parser.add_argument(
+        "--format",
+        choices=["nsys", "kineto", "both"],
+        default="both",
+        help="which traces to write (default both)",
+    )
+    parser.add_argument(
+        "--metrics-interval-us",
+        type=float,
+        default=100.0,
+        metavar="US",
+        help="GPU-metrics sampling interval in the SQLite, microseconds (default 100 = nsys's default "
+        "10 kHz; 0 = none)",
+    )
+    parser.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a model parameter (repeatable), e.g. --set op_cpu_ns=15000; "
+        "see tracekit/simulate/presets.py",
+    )
+    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="output run directory")
+    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from tracekit.simulate import preset, simulate_sweep
+
+    overrides: dict[str, str] = {}
+    for item in args.overrides:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise TracekitError(f"--set expects KEY=VALUE, got {item!r}")
+        overrides[key.strip()] = value.strip()
+    if args.ops is not None:
+        overrides["ops"] = str(args.ops)
+    if args.metrics_interval_us < 0:
+        raise TracekitError("--metrics-interval-us must be >= 0")
+    params = preset(args.runtime, overrides)
+    started = time.perf_counter()
+
+    def progress(result) -> None:  # noqa: ANN001 - SimulatedConfig
+        if args.quiet:
+            return
+        s = result.summary
+        print(
+            f"simulated {args.runtime} b{result.batch_size} s{result.seq_len}: {s['iterations']} iterations, "
+            f"{s['kernels']} kernels, latency {s['latency_ms_mean']:.3f} ms, utilization "
+            f"{s['gpu_utilization_mean']:.2f} ({time.perf_counter() - started:.1f} s)",
+            file=sys.stderr,
+        )
+
+    run_doc = simulate_sweep(
+        args.output,
+        params,
+        args.batch_sizes,
+        args.seq_len,
+        args.iters,
+        args.seed,
+        fmt=args.format,
+        kernels=args.kernels,
+        metrics_interval_ns=int(round(args.metrics_interval_us * 1000)),
+        command=["tracekit", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("tracekit") else None,
+        progress=progress,
+    )
+    if not args.quiet:
+        sweep = run_doc["sweep"]
+        print(
+            f"wrote {len(run_doc['configs'])} synthetic configs to {args.output} "
+            f"(transition batch size: {sweep['transition_batch_size']})",
+            file=sys.stderr,
+        )
+    return 0

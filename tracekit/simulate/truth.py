@@ -1,0 +1,171 @@
+"""Ground truth of a simulated run, computed from the model's own event arrays.
+
+This is deliberately independent of :mod:`analyzers`: the point of a synthetic trace is that its metrics are
+known without trusting the code under test. Per iteration (one ``iteration`` range, synchronized by
+construction, so the latency window is the range itself):
+
+- ``latency_ns`` = range end − range start;
+- ``gpu_busy_ns`` = length of the union of the iteration's kernel intervals clipped to the range;
+- ``idle_gaps`` = number of maximal sub-intervals of the range with no kernel running, longer than 0 ns,
+  leading (range start → first kernel) and trailing (last kernel end → range end) gaps included;
+  ``idle_ns`` their total (so ``gpu_busy_ns + idle_ns == latency_ns``, checked by the tests);
+- ``kernels`` = kernels launched by the iteration; ``launches`` = launch calls (cudaLaunchKernel or
+  cudaGraphLaunch) starting inside the range;
+- ``sm_active_pct`` / ``warps_in_flight_pct`` = wall-time averages over the range of the model's SM-activity
+  and warps-in-flight signals (Σ kernel time × SM fill / latency), which the sampled GPU metrics approximate.
+
+Sweep level: the plateau is the run of batch sizes, from the smallest, whose mean true latency stays within
+10% of the smallest batch size's; the transition batch size is the first past it, or null (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from tracekit.simulate.mechanism import API_GRAPH_LAUNCH, API_LAUNCH, Chunk
+
+PLATEAU_TOLERANCE = 0.10
+#: Per-iteration integer fields (ns and counts) kept while accumulating.
+INT_FIELDS = (
+    "index",
+    "start_ns",
+    "end_ns",
+    "latency_ns",
+    "gpu_busy_ns",
+    "idle_ns",
+    "idle_gaps",
+    "kernels",
+    "launches",
+)
+
+
+def chunk_truth(chunk: Chunk) -> dict[str, np.ndarray]:
+    """Per-iteration truth of one chunk (arrays of length ``chunk.n_iter``)."""
+    n, m = chunk.n_iter, chunk.ops
+    rs = chunk.range_start
+    re_ = chunk.range_end
+    # The kernels of iteration i are the ones its launch calls issued; the model issues them in order.
+    order = np.argsort(chunk.k_start.reshape(n, m), axis=1, kind="stable")
+    s = np.take_along_axis(chunk.k_start.reshape(n, m), order, axis=1)
+    e = np.take_along_axis(chunk.k_end.reshape(n, m), order, axis=1)
+    fill = np.take_along_axis(chunk.k_fill.reshape(n, m), order, axis=1)
+    occ = np.take_along_axis(chunk.k_occ.reshape(n, m), order, axis=1)
+    s = np.clip(s, rs[:, None], re_[:, None])
+    e = np.clip(e, rs[:, None], re_[:, None])
+    reach = np.maximum.accumulate(e, axis=1)
+    before = np.concatenate([rs[:, None], np.maximum(reach[:, :-1], rs[:, None])], axis=1)
+    busy = np.maximum(0, e - np.maximum(s, before)).sum(axis=1)
+    gap_before = s - before
+    tail = re_ - np.maximum(reach[:, -1], rs)
+    idle = np.where(gap_before > 0, gap_before, 0).sum(axis=1) + np.maximum(tail, 0)
+    gaps = (gap_before > 0).sum(axis=1) + (tail > 0)
+    latency = re_ - rs
+    overlap = np.maximum(0, e - s)
+    sm_active = np.where(latency > 0, (overlap * fill).sum(axis=1) / np.maximum(latency, 1) * 100.0, 0.0)
+    warps = np.where(latency > 0, (overlap * fill * occ).sum(axis=1) / np.maximum(latency, 1) * 100.0, 0.0)
+
+    is_launch = (chunk.api_kind == API_LAUNCH) | (chunk.api_kind == API_GRAPH_LAUNCH)
+    starts = chunk.api_start[is_launch]
+    slot = np.searchsorted(rs, starts, side="right") - 1
+    inside = (slot >= 0) & (starts < re_[np.clip(slot, 0, n - 1)])
+    launches = np.bincount(slot[inside], minlength=n)[:n]
+    return {
+        "index": chunk.iter_index.astype(np.int64),
+        "start_ns": rs.astype(np.int64),
+        "end_ns": re_.astype(np.int64),
+        "latency_ns": latency.astype(np.int64),
+        "gpu_busy_ns": busy.astype(np.int64),
+        "idle_ns": idle.astype(np.int64),
+        "idle_gaps": gaps.astype(np.int64),
+        "kernels": np.full(n, m, dtype=np.int64),
+        "launches": launches.astype(np.int64),
+        "sm_active_pct": sm_active,
+        "warps_in_flight_pct": warps,
+    }
+
+
+class TruthAccumulator:
+    """Collects per-iteration truth over the chunks of one config (a few numbers per iteration)."""
+
+    def __init__(self) -> None:
+        self._parts: list[dict[str, np.ndarray]] = []
+
+    def add(self, chunk: Chunk) -> dict[str, np.ndarray]:
+        part = chunk_truth(chunk)
+        self._parts.append(part)
+        return part
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        if not self._parts:
+            return {k: np.zeros(0) for k in (*INT_FIELDS, "sm_active_pct", "warps_in_flight_pct")}
+        return {k: np.concatenate([p[k] for p in self._parts]) for k in self._parts[0]}
+
+    def iterations(self) -> list[dict[str, Any]]:
+        """Per-iteration truth records (``*_ms`` from exact ns; the ns values are kept too)."""
+        a = self.arrays()
+        records = []
+        for i in range(len(a["index"])):
+            latency = int(a["latency_ns"][i])
+            busy = int(a["gpu_busy_ns"][i])
+            records.append(
+                {
+                    "index": int(a["index"][i]),
+                    "start_ns": int(a["start_ns"][i]),
+                    "end_ns": int(a["end_ns"][i]),
+                    "latency_ms": latency / 1e6,
+                    "gpu_busy_ms": busy / 1e6,
+                    "idle_ms": int(a["idle_ns"][i]) / 1e6,
+                    "gpu_utilization": busy / latency if latency else None,
+                    "kernels": int(a["kernels"][i]),
+                    "launches": int(a["launches"][i]),
+                    "idle_gaps": int(a["idle_gaps"][i]),
+                    "latency_ns": latency,
+                    "gpu_busy_ns": busy,
+                    "idle_ns": int(a["idle_ns"][i]),
+                    "sm_active_pct": float(a["sm_active_pct"][i]),
+                    "warps_in_flight_pct": float(a["warps_in_flight_pct"][i]),
+                }
+            )
+        return records
+
+    def summary(self) -> dict[str, Any]:
+        """Means over iterations (ms, fractions, %) and totals."""
+        a = self.arrays()
+        count = len(a["index"])
+        if not count:
+            return {"iterations": 0}
+        latency = a["latency_ns"].astype(np.float64)
+        busy = a["gpu_busy_ns"].astype(np.float64)
+        return {
+            "iterations": count,
+            "kernels": int(a["kernels"].sum()),
+            "launches": int(a["launches"].sum()),
+            "latency_ms_mean": float(latency.mean() / 1e6),
+            "latency_ms_p50": float(np.median(latency) / 1e6),
+            "gpu_busy_ms_mean": float(busy.mean() / 1e6),
+            "gpu_utilization_mean": float((busy / np.maximum(latency, 1)).mean()),
+            "idle_gaps_mean": float(a["idle_gaps"].mean()),
+            "sm_active_pct_mean": float(a["sm_active_pct"].mean()),
+            "warps_in_flight_pct_mean": float(a["warps_in_flight_pct"].mean()),
+        }
+
+
+def plateau_and_transition(
+    latency_by_batch: Mapping[int, float], tolerance: float = PLATEAU_TOLERANCE
+) -> tuple[list[int], int | None]:
+    """DESIGN.md's plateau and transition batch size, applied to true latencies (any unit).
+
+    The plateau is the run of batch sizes, from the smallest, whose latency is at most (1 + tolerance) times
+    the smallest batch size's; the transition is the first batch size past it, None if there is none.
+    """
+    batches = sorted(latency_by_batch)
+    if not batches:
+        return [], None
+    base = latency_by_batch[batches[0]]
+    for i, batch in enumerate(batches):
+        if latency_by_batch[batch] > base * (1.0 + tolerance):
+            return batches[:i], batch
+    return batches, None
