@@ -146,10 +146,10 @@ class Trace:
     def __post_init__(self) -> None:
         for name, schema in SCHEMAS.items():
             setattr(self, name, conform(getattr(self, name), schema))
-        self.ops = self.ops.sort("start", "end")
-        self.api = self.api.sort("start", "end")
+        self.ops = self.ops.sort("start", "end", maintain_order=True)
+        self.api = self.api.sort("start", "end", maintain_order=True)
         # Parents before the children they enclose: by start, then longest first.
-        self.ranges = self.ranges.sort(["start", "end"], descending=[False, True])
+        self.ranges = self.ranges.sort(["start", "end"], descending=[False, True], maintain_order=True)
         self.meta.setdefault("warnings", [])
 
     @property

@@ -59,7 +59,7 @@ def detect_format(path: str | Path) -> str:
         raise TraceFormatError(
             "an Nsight Systems report; export it first: nsys export --type sqlite -o X.sqlite " + path.name, path
         )
-    if path.suffix == ".ncu-rep":
+    if path.suffix in (".ncu-rep", ".ncu-repz"):
         return "ncu-rep"
     text_head = _json_head(path, head).lstrip("\ufeff \t\r\n")
     if text_head.startswith("{") or text_head.startswith("["):

@@ -35,7 +35,8 @@ def rich_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]
 
 
 _TEXT_KEYS = {"runtime", "name", "source", "range", "bound", "kernel", "what", "position", "cpu_context",
-              "sms_active_source", "warp_occupancy_source", "graph_compilation", "kernel_serialization", "model"}
+              "sms_active_source", "warp_occupancy_source", "graph_compilation", "kernel_serialization", "model",
+              "kernel_time_source"}
 
 
 def render_rich(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], title: str | None = None,

@@ -1,0 +1,364 @@
+"""SM activity and warp occupancy from per-kernel metrics (Nsight Compute, or Kineto's estimate).
+
+Per kernel (percent):
+
+- SMs active: ``sm__cycles_active.avg.pct_of_peak_sustained_elapsed``; when only base counters exist,
+  100 × ``sm__cycles_active.avg`` / ``sm__cycles_elapsed.avg``, else 100 × ``sm__cycles_active.avg`` /
+  ``gpc__cycles_elapsed.max`` (reports collected without ``sm__cycles_elapsed``). The first one present
+  and not NaN is used; ``how`` names it.
+- Warp occupancy: ``sm__warps_active.avg.pct_of_peak_sustained_active`` (achieved occupancy: resident warps
+  over the SM's warp slots, averaged over the cycles the SM was active); for Kineto traces the profiler's
+  ``est. achieved occupancy %`` (an *estimate* CUPTI derives from launch parameters; labelled as such).
+
+Two aggregates:
+
+- kernel-time average = Σ(kernel time × value) / Σ(kernel time): the SM state *while kernels run*.
+- wall-time figure, per iteration = Σ(kernel time × value) / latency over the iteration's kernels, then the
+  mean over iterations (the study's definition: idle time counts as 0). Needs a timeline trace of the same
+  run: kernel times are then the timeline's (measured in the application, not under ncu's replay).
+
+Joining Nsight Compute kernels to a timeline: ncu kernels are taken in profiling order, restricted to the
+NVTX range that delimits iterations when they carry it; the timeline's kernels of the analyzed iterations
+are taken in start order. When every iteration launches the same number K of kernels, ncu kernel j is
+matched to position j mod K of every iteration (ncu usually profiles fewer iterations than the timeline
+holds; repeated positions are averaged); otherwise kernels are matched one to one in order, and only
+iterations whose kernels are all matched get a value. Names are compared after reduction to the bare
+function name (``void ns::k<...>(args)`` -> ``k``); count and name mismatches are warnings.
+
+NaN values (an incomplete ncu replay) and kernels without a value are skipped and counted, never read as 0
+in the kernel-time average; in the wall-time figure such a kernel contributes nothing, and the covered
+share of kernel time is reported (``coverage``).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import polars as pl
+
+from analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
+from analyzers.stats import summarize_columns
+from tracekit.model import Trace
+
+SM_ACTIVE_PCT = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
+SM_CYCLES_ACTIVE = "sm__cycles_active.avg"
+SM_CYCLES_ELAPSED = "sm__cycles_elapsed.avg"
+GPC_CYCLES_ELAPSED = "gpc__cycles_elapsed.max"
+WARPS_ACTIVE_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
+KINETO_OCCUPANCY = "est. achieved occupancy %"
+NEEDED = (
+    SM_ACTIVE_PCT,
+    SM_CYCLES_ACTIVE,
+    SM_CYCLES_ELAPSED,
+    GPC_CYCLES_ELAPSED,
+    WARPS_ACTIVE_PCT,
+    KINETO_OCCUPANCY,
+)
+SM_ACTIVE_RATIO = f"100*{SM_CYCLES_ACTIVE}/{SM_CYCLES_ELAPSED}"
+SM_ACTIVE_GPC_RATIO = f"100*{SM_CYCLES_ACTIVE}/{GPC_CYCLES_ELAPSED}"
+COLUMNS = ("sms_active", "warp_occupancy")
+
+
+def base_name(name: str | None) -> str | None:
+    """The bare function name of a kernel: drops return type, template arguments, parameters, namespaces."""
+    if name is None:
+        return None
+    s = name.strip().replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
+    previous = None
+    while previous != s:  # remove innermost template argument lists until none remain
+        previous = s
+        s = re.sub(r"<[^<>]*>", "", s)
+    s = s.split("(", 1)[0].strip()
+    s = s.split()[-1] if s.split() else s
+    return s.rsplit("::", 1)[-1]
+
+
+def _candidates(present: set[str]) -> dict[str, list[tuple[str, pl.Expr]]]:
+    def col(name: str) -> pl.Expr:
+        return pl.col(name) if name in present else pl.lit(None, pl.Float64)
+
+    return {
+        "sms_active": [
+            (SM_ACTIVE_PCT, col(SM_ACTIVE_PCT)),
+            (SM_ACTIVE_RATIO, 100.0 * col(SM_CYCLES_ACTIVE) / col(SM_CYCLES_ELAPSED)),
+            (SM_ACTIVE_GPC_RATIO, 100.0 * col(SM_CYCLES_ACTIVE) / col(GPC_CYCLES_ELAPSED)),
+        ],
+        "warp_occupancy": [
+            (WARPS_ACTIVE_PCT, col(WARPS_ACTIVE_PCT)),
+            (KINETO_OCCUPANCY, col(KINETO_OCCUPANCY)),
+        ],
+    }
+
+
+def per_kernel(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
+    """One row per kernel: kernel, name, range, duration_ns, sms_active, sms_active_how, warp_occupancy,
+    warp_occupancy_how (values in %; NaN where the chosen metric is NaN; null where none was collected)."""
+    kernels = kernel_metrics.select("kernel", "name", "range", "duration_ns").unique("kernel", keep="first")
+    wanted = kernel_metrics.filter(pl.col("metric").is_in(NEEDED))
+    if wanted.is_empty():
+        wide = kernels
+    else:
+        wide = kernels.join(
+            wanted.pivot(on="metric", index="kernel", values="value", aggregate_function="first"),
+            on="kernel",
+            how="left",
+        )
+    present = set(wide.columns)
+    exprs = []
+    for column, cands in _candidates(present).items():
+        usable = [(how, e.cast(pl.Float64)) for how, e in cands]
+        good = lambda e: e.is_not_null() & e.is_not_nan()  # noqa: E731
+        value = pl.coalesce([pl.when(good(e)).then(e) for _, e in usable] + [e for _, e in usable])
+        how = pl.coalesce(
+            [pl.when(good(e)).then(pl.lit(h)) for h, e in usable]
+            + [pl.when(e.is_not_null()).then(pl.lit(h)) for h, e in usable]
+        )
+        exprs += [value.alias(column), how.alias(f"{column}_how")]
+    return wide.select("kernel", "name", "range", "duration_ns", *exprs).sort("kernel")
+
+
+@dataclass
+class KernelMetricsResult:
+    """``kernels``: per-kernel values (plus, when joined, iteration, position, timeline_ns, name_match);
+    ``iterations``: index, latency_ms, sms_active, warp_occupancy (wall-time, %) or None without a timeline;
+    ``summary[column]``: {"source", "metric" (how), "unit", "wall_time" (mean over iterations, or None),
+    "kernel_time", "kernels" (with a value), "nan_skipped", "missing", "coverage", stats over iterations}
+    or None when no kernel has the metric."""
+
+    source: str
+    kernels: pl.DataFrame
+    iterations: pl.DataFrame | None
+    summary: dict[str, dict[str, Any] | None]
+    warnings: list[str] = field(default_factory=list)
+
+    def value(self, column: str, wall_time: bool = True) -> float | None:
+        entry = self.summary.get(column)
+        if entry is None:
+            return None
+        return entry["wall_time"] if wall_time else entry["kernel_time"]
+
+
+def _timeline_kernels(timeline: Trace, analysis: IterationAnalysis, range_name: str | None) -> pl.DataFrame:
+    """Kernels of the analyzed iterations: iteration, position (0-based within it, start order), name, ns."""
+    ranges, _, _ = choose_ranges(timeline, range_name if range_name is not None else analysis.range_name)
+    ops = assign_ops(timeline, ranges).filter(
+        (pl.col("kind") == "kernel") & pl.col("iteration").is_in(analysis.iterations["index"].implode())
+    )
+    return (
+        ops.sort("iteration", "start", "end")
+        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("iteration").alias("position"))
+        .select(
+            "op",
+            "iteration",
+            "position",
+            pl.col("name").alias("timeline_name"),
+            (pl.col("end") - pl.col("start")).alias("timeline_ns"),
+        )
+    )
+
+
+def _join_ncu(values: pl.DataFrame, timeline_kernels: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """Timeline kernels with the matched ncu values (see module docstring)."""
+    m = values.height
+    counts = timeline_kernels.group_by("iteration").len()["len"]
+    n = timeline_kernels.height
+    if m == 0 or n == 0:
+        return timeline_kernels.clear().with_columns(
+            [pl.lit(None, pl.Float64).alias(c) for c in COLUMNS] + [pl.lit(None, pl.String).alias("name")]
+        )
+    k = int(counts[0]) if counts.n_unique() == 1 else None
+    ordered = values.sort("kernel").with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("j"))
+    if k is not None and m >= k:
+        used = (m // k) * k
+        if m % k:
+            warnings.append(
+                f"Nsight Compute holds {m} kernels, not a multiple of the {k} kernels per iteration: "
+                f"the last {m % k} are ignored"
+            )
+        reps = ordered.filter(pl.col("j") < used).with_columns((pl.col("j") % k).alias("position"))
+        names = reps.group_by("position").agg(pl.col("name").first())
+        by_pos = (
+            reps.group_by("position")
+            .agg(
+                [pl.col(c).filter(pl.col(c).is_not_nan()).mean().alias(c) for c in COLUMNS]
+                + [pl.col(c).is_nan().all().alias(f"{c}_nan") for c in COLUMNS]
+            )
+            .join(names, on="position")
+        )
+        by_pos = by_pos.with_columns(
+            [pl.when(pl.col(f"{c}_nan")).then(float("nan")).otherwise(pl.col(c)).alias(c) for c in COLUMNS]
+        ).drop([f"{c}_nan" for c in COLUMNS])
+        return timeline_kernels.join(by_pos, on="position", how="left")
+    if m != n:
+        warnings.append(
+            f"Nsight Compute holds {m} kernels but the timeline's analyzed iterations hold {n} "
+            f"(kernels per iteration vary: {counts.min()}..{counts.max()}): matched one to one in order; "
+            "iterations not fully matched get no value"
+        )
+    seq = timeline_kernels.sort("iteration", "position").with_columns(
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("j")
+    )
+    joined = seq.join(ordered.select("j", "name", *COLUMNS), on="j", how="left").drop("j")
+    return joined
+
+
+def _check_names(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    if joined.is_empty():
+        return joined.with_columns(pl.lit(None, pl.Boolean).alias("name_match"))
+    joined = joined.with_columns(
+        pl.col("name").map_elements(base_name, return_dtype=pl.String).alias("_a"),
+        pl.col("timeline_name").map_elements(base_name, return_dtype=pl.String).alias("_b"),
+    ).with_columns(
+        pl.when(pl.col("name").is_null())
+        .then(None)
+        .otherwise(pl.col("_a") == pl.col("_b"))
+        .alias("name_match")
+    )
+    bad = joined.filter(pl.col("name_match") == False)  # noqa: E712
+    if bad.height:
+        first = bad.row(0, named=True)
+        warnings.append(
+            f"{bad.height} of {joined.filter(pl.col('name_match').is_not_null()).height} matched kernels differ in "
+            f"name (first: iteration {first['iteration']} position {first['position']}: Nsight Compute "
+            f"{first['_a']!r} vs timeline {first['_b']!r}): the join by order may be wrong"
+        )
+    return joined.drop("_a", "_b")
+
+
+def _kernel_time_average(
+    frame: pl.DataFrame, column: str, duration: str
+) -> tuple[float | None, int, int, int]:
+    """(Σ d·v / Σ d over kernels with a value and a duration, kernels used, NaN skipped, without a value)."""
+    v = pl.col(column)
+    ok = v.is_not_null() & v.is_not_nan() & pl.col(duration).is_not_null()
+    row = frame.select(
+        (pl.when(ok).then(pl.col(duration) * v).sum()).alias("num"),
+        pl.when(ok).then(pl.col(duration)).sum().alias("den"),
+        ok.sum().alias("used"),
+        (v.is_not_null() & v.is_nan()).sum().alias("nan"),
+        v.is_null().sum().alias("missing"),
+    ).row(0, named=True)
+    avg = row["num"] / row["den"] if row["den"] else None
+    return avg, int(row["used"]), int(row["nan"]), int(row["missing"])
+
+
+def analyze_kernel_metrics(
+    metrics_trace: Trace,
+    timeline: Trace | None = None,
+    analysis: IterationAnalysis | None = None,
+    range_name: str | None = None,
+) -> KernelMetricsResult:
+    """SMs active / warp occupancy from ``metrics_trace.kernel_metrics`` (see module docstring).
+
+    ``timeline`` + ``analysis`` (its :func:`analyze_iterations` result) give the wall-time figure. When
+    ``metrics_trace`` *is* ``timeline`` (Kineto's per-kernel estimates), kernel_metrics' ``kernel`` index is
+    matched to the timeline's kernels in start order instead of the ncu join.
+    """
+    warnings: list[str] = []
+    km = metrics_trace.kernel_metrics
+    same_trace = timeline is not None and metrics_trace is timeline
+    source = "kineto estimate" if (same_trace or km["metric"].eq(KINETO_OCCUPANCY).any()) else "ncu"
+    values = per_kernel(km)
+    scope = range_name or (analysis.range_name if analysis is not None else None)
+    if not same_trace and scope is not None and values["range"].is_not_null().any():
+        in_scope = values.filter(pl.col("range") == scope)
+        if in_scope.height:
+            values = in_scope
+        else:
+            warnings.append(
+                f"no Nsight Compute kernel ran inside an NVTX range named {scope!r}; "
+                f"using all {values.height} kernels in profiling order"
+            )
+    joined: pl.DataFrame | None = None
+    if timeline is not None and analysis is not None:
+        tk = _timeline_kernels(timeline, analysis, range_name)
+        if same_trace:
+            # kernel_metrics' ``kernel`` = rank of the kernel among the trace's kernels in start order.
+            rank = (
+                timeline.ops.with_row_index("op")
+                .filter(pl.col("kind") == "kernel")
+                .select(pl.col("op"), pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"))
+            )
+            joined = (
+                tk.join(rank, on="op", how="left")
+                .join(values.select("kernel", "name", *COLUMNS), on="kernel", how="left")
+                .drop("kernel")
+            )
+        else:
+            joined = _join_ncu(values, tk, warnings)
+        joined = _check_names(joined, warnings)
+    summary: dict[str, dict[str, Any] | None] = {}
+    iterations: pl.DataFrame | None = None
+    if joined is not None and analysis is not None:
+        lat = analysis.iterations.select("index", "latency_ms")
+        per_iter = joined.group_by("iteration").agg(
+            [
+                (
+                    (
+                        pl.when(pl.col(c).is_not_nan()).then(pl.col(c)).otherwise(None)
+                        * pl.col("timeline_ns")
+                    ).sum()
+                ).alias(f"{c}_num")
+                for c in COLUMNS
+            ]
+            + [pl.col(c).is_null().any().alias(f"{c}_incomplete") for c in COLUMNS]
+            + [pl.col(c).is_not_null().any().alias(f"{c}_any") for c in COLUMNS]
+        )
+        iterations = (
+            lat.join(per_iter, left_on="index", right_on="iteration", how="left")
+            .select(
+                "index",
+                "latency_ms",
+                *[
+                    pl.when(pl.col(f"{c}_any") & ~pl.col(f"{c}_incomplete") & (pl.col("latency_ms") > 0))
+                    .then(pl.col(f"{c}_num") / (pl.col("latency_ms") * 1e6))
+                    .otherwise(None)
+                    .alias(c)
+                    for c in COLUMNS
+                ],
+            )
+            .sort("index")
+        )
+    duration = "timeline_ns" if joined is not None else "duration_ns"
+    frame = joined if joined is not None else values
+    for c in COLUMNS:
+        how = values[f"{c}_how"].drop_nulls()
+        if how.is_empty():
+            summary[c] = None
+            continue
+        avg, used, _, _ = _kernel_time_average(frame, c, duration)
+        # NaN / missing are counted over the metric trace's own kernels (not over joined timeline kernels).
+        nan = int((values[c].is_not_null() & values[c].is_nan()).sum())
+        missing = int(values[c].is_null().sum())
+        entry: dict[str, Any] = {
+            "source": "kineto estimate" if how[0] == KINETO_OCCUPANCY else "ncu",
+            "metric": how.mode().sort()[0],
+            "unit": "%",
+            "kernel_time": avg,
+            "wall_time": None,
+            "kernels": used,
+            "nan_skipped": nan,
+            "missing": missing,
+        }
+        if nan:
+            warnings.append(f"{c}: {nan} kernel{'s' if nan != 1 else ''} with NaN {entry['metric']} skipped")
+        if how.n_unique() > 1:
+            entry["metrics_used"] = sorted(how.unique().to_list())
+        if frame.height:
+            total = frame.select(pl.col(duration).sum()).item() or 0
+            covered = (
+                frame.filter(pl.col(c).is_not_null() & pl.col(c).is_not_nan())
+                .select(pl.col(duration).sum())
+                .item()
+                or 0
+            )
+            entry["coverage"] = covered / total if total else None
+        if iterations is not None:
+            stats = summarize_columns(iterations, [c])[c]
+            entry["wall_time"] = stats["mean"]
+            entry["iterations"] = int(iterations[c].is_not_null().sum())
+            entry.update({f"wall_{k}": v for k, v in stats.items()})
+        summary[c] = entry
+    return KernelMetricsResult(source, frame, iterations, summary, warnings)

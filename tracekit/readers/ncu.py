@@ -1,0 +1,424 @@
+"""Nsight Compute reports: ``ncu --csv --page raw`` CSV and ``.ncu-rep`` (through the optional ``ncu_report``).
+
+What Nsight Compute measures is per-kernel hardware counters, each kernel replayed in isolation (serialized,
+often with locked clocks and flushed caches). The reader fills:
+
+``kernel_metrics``
+    one row per (kernel, numeric metric): ``kernel`` = 0-based profiling order in the report (ncu's ``ID``),
+    ``name`` = kernel name as the report spells it (the CSV's ``Kernel Name``, demangled by default; the
+    demangled name for ``.ncu-rep``), ``range`` = innermost NVTX push/pop range open at the launch (last entry
+    of the last domain that has one; null when none or when ncu ran without ``--nvtx``), ``duration_ns`` =
+    ``gpu__time_duration.sum`` converted to ns (null when absent or NaN), ``metric``, ``unit`` (as ncu wrote
+    it), ``value`` (float; NaN kept where ncu reported NaN/``n/a``, e.g. an incomplete replay). String-valued
+    metrics are not rows; ``device__attribute_display_name`` becomes ``meta["gpu"]``.
+``ops``
+    one op of kind "kernel" per kernel whose duration is known, **laid out back to back from t = 0** in
+    profiling order. ncu does not record when kernels ran in the application, so these start/end times are
+    not measurements: ``meta["timeline"]`` is ``False`` and a reader warning says so. Only the durations are
+    real (and they were measured under ncu's replay conditions, not the application's).
+
+``meta``: ``format`` "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
+``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
+``timeline`` False, ``kernels`` (count).
+
+CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
+``"ID"``). The raw page is wide (one row per kernel, one column per metric, a second row of units); the
+details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read too. Numbers may carry
+thousands separators (``1,234.5``).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.errors import TraceFormatError
+from tracekit.model import KERNEL_METRICS_SCHEMA, OPS_SCHEMA, Trace, empty_frame
+
+DURATION_METRIC = "gpu__time_duration.sum"
+GPU_NAME_METRIC = "device__attribute_display_name"
+#: NVTX push/pop column of the CSV (``--nvtx``); its cells read
+#: ``<tid> "<domain>:<range>:<PL_Type>:<PL_Value>:<CLR_Type>:<Color>:<Msg_Type>:<Msg>" ...`` outer to inner.
+NVTX_PUSH_POP_PREFIX = "thread Domain:Push/Pop_Range"
+#: Columns of the CSV that identify a kernel rather than hold a metric.
+ID_COLUMNS = (
+    "ID",
+    "Process ID",
+    "Process Name",
+    "Host Name",
+    "Kernel Name",
+    "Kernel Time",
+    "Context",
+    "Stream",
+    "Block Size",
+    "Grid Size",
+    "Device",
+    "CC",
+    "Section Name",
+)
+#: Multipliers from ncu's time units to nanoseconds.
+TIME_UNITS_NS: dict[str, float] = {
+    "ns": 1.0,
+    "nsecond": 1.0,
+    "nsec": 1.0,
+    "nanosecond": 1.0,
+    "us": 1e3,
+    "usecond": 1e3,
+    "usec": 1e3,
+    "microsecond": 1e3,
+    "µs": 1e3,
+    "ms": 1e6,
+    "msecond": 1e6,
+    "msec": 1e6,
+    "millisecond": 1e6,
+    "s": 1e9,
+    "second": 1e9,
+    "sec": 1e9,
+}
+TIMELINE_WARNING = (
+    "Nsight Compute records no kernel start times: the ops frame lays its kernels back to back from 0 "
+    "(meta timeline=false); only their durations are measured"
+)
+_VERSION_RE = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
+
+
+# --------------------------------------------------------------------------------------------- helpers
+
+
+def innermost_range(cell: str | None) -> str | None:
+    """The innermost push/pop range named in one cell of the CSV's NVTX column (None when none).
+
+    The cell lists ``"<domain>:<range>:<6 payload/colour/message fields>"`` entries, outer to inner; a range
+    name may itself contain ``:``.
+    """
+    if not cell:
+        return None
+    entries = re.findall(r'"([^"]*)"', cell)
+    for entry in reversed(entries):
+        parts = entry.split(":")
+        if len(parts) >= 8:
+            name = ":".join(parts[1:-6])
+        elif len(parts) >= 2:
+            name = parts[1]
+        else:
+            continue
+        if name and name != "none":
+            return name
+    return None
+
+
+def _numbers(col: pl.Expr) -> pl.Expr:
+    """Parse ncu number strings (thousands separators allowed); null where not a number."""
+    cleaned = col.str.strip_chars().str.replace_all(",", "")
+    return cleaned.cast(pl.Float64, strict=False)
+
+
+def _to_ns(value: pl.Expr, unit: pl.Expr) -> pl.Expr:
+    factor = unit.str.strip_chars().replace_strict(TIME_UNITS_NS, default=None, return_dtype=pl.Float64)
+    return (value * factor).round(0)
+
+
+def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], path: Path) -> Trace:
+    """Build the Trace from ``kernels`` (kernel, name, range, device, stream) and long metrics
+    (kernel, metric, unit, value)."""
+    if kernels.is_empty():
+        raise TraceFormatError("Nsight Compute report holds no profiled kernels", path)
+    duration = (
+        long.filter(pl.col("metric") == DURATION_METRIC)
+        .with_columns(
+            pl.when(pl.col("value").is_nan())
+            .then(None)
+            .otherwise(_to_ns(pl.col("value"), pl.col("unit")))
+            .alias("duration_ns")
+        )
+        .select("kernel", pl.col("duration_ns").cast(pl.Int64))
+        .unique("kernel", keep="first")
+    )
+    kernels = kernels.join(duration, on="kernel", how="left").sort("kernel")
+    warnings: list[str] = meta.setdefault("warnings", [])
+    unknown_units = long.filter(
+        (pl.col("metric") == DURATION_METRIC)
+        & pl.col("value").is_not_nan()
+        & ~pl.col("unit").str.strip_chars().is_in(list(TIME_UNITS_NS))
+    )
+    if unknown_units.height:
+        warnings.append(
+            f"{DURATION_METRIC} has an unknown time unit {unknown_units['unit'][0]!r}; durations unknown"
+        )
+    kernel_metrics = long.join(
+        kernels.select("kernel", "name", "range", "duration_ns"), on="kernel", how="left"
+    )
+    timed = kernels.filter(pl.col("duration_ns").is_not_null())
+    ops = timed.with_columns(
+        (pl.col("duration_ns").cum_sum() - pl.col("duration_ns")).alias("start"),
+    ).with_columns(
+        (pl.col("start") + pl.col("duration_ns")).alias("end"),
+        pl.lit("kernel").alias("kind"),
+    )
+    if timed.height:
+        warnings.append(TIMELINE_WARNING)
+    meta.update(device="gpu", timeline=False, kernels=kernels.height)
+    return Trace(
+        ops=ops if timed.height else empty_frame(OPS_SCHEMA),
+        kernel_metrics=kernel_metrics.select(list(KERNEL_METRICS_SCHEMA)),
+        meta=meta,
+    )
+
+
+# ------------------------------------------------------------------------------------------------- CSV
+
+
+def _csv_text(path: Path) -> str:
+    """The CSV part of an ncu output file: from the header line (first field "ID") on."""
+    try:
+        text = path.read_text(encoding="utf-8-sig", errors="replace")
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith('"ID"') or line.startswith("ID,"):
+            body = [ln for ln in lines[i:] if ln.strip() and not ln.startswith("==")]
+            return "\n".join(body) + "\n"
+    raise TraceFormatError('no ncu CSV header (a line starting with "ID") found', path)
+
+
+def _read_csv(path: Path) -> Trace:
+    text = _csv_text(path)
+    try:
+        frame = pl.read_csv(
+            io.StringIO(text), infer_schema=False, has_header=True, truncate_ragged_lines=True
+        )
+    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+        raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
+    if "Kernel Name" not in frame.columns:
+        raise TraceFormatError("ncu CSV has no 'Kernel Name' column", path)
+    nvtx_col = next((c for c in frame.columns if c.startswith(NVTX_PUSH_POP_PREFIX)), None)
+    meta: dict[str, Any] = {"format": "ncu-csv", "format_version": None, "warnings": []}
+    if {"Metric Name", "Metric Value"} <= set(frame.columns):
+        kernels, long = _details_page(frame, nvtx_col, path)
+        string_values = long.filter(pl.col("value").is_null())
+        gpu_rows = string_values.filter(pl.col("metric") == GPU_NAME_METRIC)
+    else:
+        kernels, long, gpu_rows = _raw_page(frame, nvtx_col, path)
+    if gpu_rows.height:
+        meta["gpu"] = gpu_rows["raw"][0]
+    elif "Device" in frame.columns:
+        names = frame.filter(pl.col("ID").is_not_null() & (pl.col("ID") != ""))["Device"].drop_nulls()
+        if names.len() and not names[0].strip().isdigit():
+            meta["gpu"] = names[0].strip()
+    long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
+    return _finish(kernels, long, meta, path)
+
+
+def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
+    """kernel index (0-based, in ID order), name, innermost NVTX range, device, stream per kernel row."""
+    ids = _numbers(pl.col("ID"))
+    first = rows.with_columns(ids.alias("_id")).unique("_id", keep="first", maintain_order=True).sort("_id")
+    ranges = (
+        first[nvtx_col].map_elements(innermost_range, return_dtype=pl.String)
+        if nvtx_col is not None
+        else pl.Series("range", [None] * first.height, dtype=pl.String)
+    )
+    device = _numbers(pl.col("Device")).cast(pl.Int32, strict=False) if "Device" in first.columns else None
+    stream = _numbers(pl.col("Stream")).cast(pl.Int64, strict=False) if "Stream" in first.columns else None
+    return first.select(
+        pl.col("_id"),
+        pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"),
+        pl.col("Kernel Name").alias("name"),
+        pl.Series("range", ranges, dtype=pl.String),
+        (device if device is not None else pl.lit(None, pl.Int32)).alias("device"),
+        (stream if stream is not None else pl.lit(None, pl.Int64)).alias("stream"),
+    )
+
+
+def _raw_page(
+    frame: pl.DataFrame, nvtx_col: str | None, path: Path
+) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
+    """Wide ``--page raw``: kernels, long metrics (kernel, metric, unit, raw, value), GPU-name rows."""
+    id_cols = set(ID_COLUMNS) | {c for c in frame.columns if ":" in c and "Range" in c}
+    metric_cols = [c for c in frame.columns if c not in id_cols and "__" in c]
+    is_kernel = _numbers(pl.col("ID")).is_not_null()
+    units_rows = frame.filter(~is_kernel & (pl.col("Kernel Name").is_null() | (pl.col("Kernel Name") == "")))
+    units = units_rows.row(0, named=True) if units_rows.height else {}
+    rows = frame.filter(is_kernel)
+    if rows.is_empty():
+        raise TraceFormatError("ncu CSV holds no kernel rows", path)
+    kernels = _kernel_table(rows, nvtx_col)
+    if not metric_cols:
+        raise TraceFormatError(
+            "ncu CSV has no metric columns (expected names like gpu__time_duration.sum)", path
+        )
+    long = (
+        rows.with_columns(_numbers(pl.col("ID")).alias("_id"))
+        .select(["_id", *metric_cols])
+        .unpivot(index="_id", on=metric_cols, variable_name="metric", value_name="raw")
+        .join(kernels.select("_id", "kernel"), on="_id", how="left")
+        .with_columns(
+            pl.col("metric")
+            .replace_strict({c: (units.get(c) or "") for c in metric_cols}, return_dtype=pl.String)
+            .alias("unit"),
+            pl.col("raw").str.strip_chars(),
+        )
+        .filter(pl.col("raw").is_not_null() & (pl.col("raw") != ""))
+        .with_columns(_numbers(pl.col("raw")).alias("value"))
+    )
+    # A column is numeric when any of its cells parses; its unparseable cells ("n/a", "nan") are NaN.
+    numeric = long.group_by("metric").agg(pl.col("value").is_not_null().any().alias("numeric"))
+    long = long.join(numeric, on="metric")
+    gpu_rows = long.filter((pl.col("metric") == GPU_NAME_METRIC) & ~pl.col("numeric"))
+    long = long.filter(pl.col("numeric")).with_columns(pl.col("value").fill_null(float("nan")))
+    return kernels, long.sort("kernel", "metric"), gpu_rows
+
+
+def _details_page(frame: pl.DataFrame, nvtx_col: str | None, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Long details page: kernels and long metrics (kernel, metric, unit, raw, value; value null for strings)."""
+    rows = frame.filter(_numbers(pl.col("ID")).is_not_null())
+    if rows.is_empty():
+        raise TraceFormatError("ncu CSV holds no kernel rows", path)
+    kernels = _kernel_table(rows, nvtx_col)
+    unit_col = pl.col("Metric Unit") if "Metric Unit" in rows.columns else pl.lit("")
+    long = (
+        rows.with_columns(_numbers(pl.col("ID")).alias("_id"))
+        .join(kernels.select("_id", "kernel"), on="_id", how="left")
+        .select(
+            "kernel",
+            pl.col("Metric Name").alias("metric"),
+            unit_col.fill_null("").alias("unit"),
+            pl.col("Metric Value").str.strip_chars().alias("raw"),
+        )
+        .filter(pl.col("metric").is_not_null() & (pl.col("metric") != ""))
+        .with_columns(_numbers(pl.col("raw")).alias("value"))
+        .with_columns(
+            pl.when(
+                pl.col("value").is_null() & pl.col("raw").str.to_lowercase().is_in(["nan", "n/a", "-nan"])
+            )
+            .then(float("nan"))
+            .otherwise(pl.col("value"))
+            .alias("value")
+        )
+        .unique(["kernel", "metric"], keep="first", maintain_order=True)
+    )
+    return kernels, long
+
+
+# ---------------------------------------------------------------------------------------------- ncu-rep
+
+
+def report_version(path: Path, limit: int = 64 << 20) -> str | None:
+    """The Nsight Compute version embedded in a .ncu-rep ("2024.1.1.0"), scanning at most ``limit`` bytes."""
+    chunk = 1 << 20
+    tail = b""
+    read = 0
+    with open(path, "rb") as fh:
+        while read < limit:
+            block = fh.read(chunk)
+            if not block:
+                return None
+            read += len(block)
+            match = _VERSION_RE.search(tail + block)
+            if match:
+                return match.group(1).decode()
+            tail = block[-64:]
+    return None
+
+
+def _read_rep(path: Path) -> Trace:
+    try:
+        import ncu_report  # type: ignore[import-not-found]
+    except ImportError as exc:
+        raise TraceFormatError(
+            "reading .ncu-rep needs the ncu_report module (pip install 'tracekit[ncu]', i.e. ncu-report), or "
+            "export a CSV: ncu --import X.ncu-rep --csv --page raw > X.csv",
+            path,
+        ) from exc
+    try:
+        context = ncu_report.load_report(str(path))
+    except Exception as exc:  # the SWIG layer raises assorted types on damaged files
+        raise TraceFormatError(f"cannot load Nsight Compute report ({exc})", path) from exc
+    string_kind = ncu_report.IMetric.ValueKind_STRING
+    kernel_rows: list[dict[str, Any]] = []
+    names: list[str] = []
+    units: list[str] = []
+    values: list[float] = []
+    kernel_ids: list[int] = []
+    gpu: str | None = None
+    skipped = 0
+    kernel = 0
+    for r in range(context.num_ranges()):
+        rng = context.range_by_idx(r)
+        for a in range(rng.num_actions()):
+            action = rng.action_by_idx(a)
+            if action.workload_type() != ncu_report.IAction.WorkloadType_KERNEL:
+                skipped += 1
+                continue
+            stack: list[str] = []
+            state = action.nvtx_state()
+            if state is not None:
+                for domain_id in state.domains():
+                    domain = state.domain_by_id(domain_id)
+                    pushed = list(domain.push_pop_ranges())
+                    if pushed:
+                        stack = pushed
+            stream = action.metric_by_name("launch__stream_id")
+            kernel_rows.append(
+                {
+                    "kernel": kernel,
+                    "name": action.name(ncu_report.IAction.NameBase_DEMANGLED),
+                    "range": stack[-1] if stack else None,
+                    "device": None,
+                    "stream": None if stream is None or not stream.has_value() else int(stream.as_uint64()),
+                }
+            )
+            for metric_name in action.metric_names():
+                metric = action.metric_by_name(metric_name)
+                if metric is None or not metric.has_value():
+                    continue
+                if metric.kind() == string_kind:
+                    if metric_name == GPU_NAME_METRIC and gpu is None:
+                        gpu = metric.as_string()
+                    continue
+                kernel_ids.append(kernel)
+                names.append(metric_name)
+                units.append(metric.unit())
+                values.append(float(metric.as_double()))
+            kernel += 1
+    kernels = pl.DataFrame(
+        kernel_rows,
+        schema={
+            "kernel": pl.Int64,
+            "name": pl.String,
+            "range": pl.String,
+            "device": pl.Int32,
+            "stream": pl.Int64,
+        },
+    )
+    long = pl.DataFrame(
+        {"kernel": kernel_ids, "metric": names, "unit": units, "value": values},
+        schema={"kernel": pl.Int64, "metric": pl.String, "unit": pl.String, "value": pl.Float64},
+    )
+    meta: dict[str, Any] = {
+        "format": "ncu-rep",
+        "format_version": report_version(path),
+        "gpu": gpu,
+        "warnings": [],
+    }
+    if skipped:
+        meta["warnings"].append(
+            f"{skipped} non-kernel results (range or graph replay) in the report were skipped"
+        )
+    return _finish(kernels, long, meta, path)
+
+
+def read(path: Path) -> Trace:
+    """Read an Nsight Compute CSV (``--csv --page raw`` or details page) or ``.ncu-rep`` into a Trace."""
+    path = Path(path)
+    if path.suffix in (".ncu-rep", ".ncu-repz"):
+        trace = _read_rep(path)
+    else:
+        trace = _read_csv(path)
+    trace.meta["path"] = str(path)
+    return trace
