@@ -42,6 +42,7 @@ CONFIG_COLUMNS: list[str] = [
     "profiler",
     "synthetic",
     "iterations",
+    "skipped_iterations",
     "synchronized",
     "latency_ms",
     "latency_source",
@@ -191,7 +192,9 @@ def build_report(
         lat, batch = row["latency_ms"], row["batch_size"]
         row["throughput_per_s"] = batch / lat * 1e3 if lat and batch is not None else None
         if batch is None:
-            warnings.append(f"{row['path']}: batch size unknown (no run.json or .meta.json); left out of sweeps")
+            warnings.append(
+                f"{row['path']}: batch size unknown (no run.json or .meta.json); left out of sweeps"
+            )
 
     runtime_order: list[str] = []
     for row in kept:
@@ -204,7 +207,8 @@ def build_report(
 
     sweeps: list[dict[str, Any]] = []
     for (runtime, seq), members in sorted(
-        groups.items(), key=lambda kv: (runtime_order.index(kv[0][0]), kv[0][1] if kv[0][1] is not None else -1)
+        groups.items(),
+        key=lambda kv: (runtime_order.index(kv[0][0]), kv[0][1] if kv[0][1] is not None else -1),
     ):
         members.sort(key=lambda r: r["batch_size"])
         sweeps.append(_sweep(runtime, seq, members, plateau_tolerance, bound_threshold))
@@ -300,7 +304,7 @@ def recommend(
         base = members[0]
         b0 = base["batch_size"]
         where = f"{runtime}, batch {b0}" + (f", seq {seq}" if seq is not None else "")
-        work = unit.get(base["device"], "GPU")
+        work = unit.get(base["device"], "GPU")  # "GPU" busy / "operator" busy (CPU traces)
 
         # Framework overhead at the smallest batch size, and the fastest alternative runtime there.
         frac = base["framework_overhead_fraction"]
@@ -308,8 +312,11 @@ def recommend(
             others = [
                 r
                 for (rt, s, b), r in index.items()
-                if rt != runtime and s == seq and b == b0 and r["latency_ms"] and r["latency_source"]
-                == base["latency_source"]
+                if rt != runtime
+                and s == seq
+                and b == b0
+                and r["latency_ms"]
+                and r["latency_source"] == base["latency_source"]
             ]
             best = min(others, key=lambda r: r["latency_ms"], default=None)
             numbers: dict[str, Any] = {
@@ -319,7 +326,7 @@ def recommend(
                 "traced_latency_ms": base["traced_latency_ms"],
             }
             text = (
-                f"At batch {b0}, {_pct(frac)} of {runtime}'s latency is framework overhead "
+                f"{where}: {_pct(frac)} of latency is framework overhead "
                 f"({_ms(base['framework_overhead_ms'])} of {_ms(base['traced_latency_ms'])}; {work} busy "
                 f"{_ms(base['gpu_busy_ms'])})"
             )
@@ -338,7 +345,11 @@ def recommend(
                     }
                 )
             else:
-                text += f": the {work} is idle most of the iteration."
+                text += (
+                    ": the GPU is idle most of the iteration."
+                    if work == "GPU"
+                    else ": operators run less than half of the iteration."
+                )
             out.append(_rec("framework_overhead", runtime, seq, b0, text, numbers))
 
         # Free headroom.
@@ -367,20 +378,29 @@ def recommend(
         if tb is not None:
             row = index[(runtime, seq, tb)]
             util = row["gpu_utilization"]
-            text = (
-                f"{runtime}{'' if seq is None else f' (seq {seq})'}: latency stays within "
-                f"{_pct(tolerance)} of batch {b0} up to batch {last_plateau} and leaves the plateau at batch "
-                f"{tb} ({sweep['transition_latency_ratio']:.2f}x)"
-            )
+            name = f"{runtime}{'' if seq is None else f' (seq {seq})'}"
+            if last_plateau == b0:
+                text = (
+                    f"{name}: no framework-bound plateau: batch {tb} already costs "
+                    f"{sweep['transition_latency_ratio']:.2f}x batch {b0} (tolerance {_pct(tolerance)})"
+                )
+            else:
+                text = (
+                    f"{name}: latency stays within {_pct(tolerance)} of batch {b0} up to batch {last_plateau} "
+                    f"and leaves the plateau at batch {tb} ({sweep['transition_latency_ratio']:.2f}x)"
+                )
             text += f"; {work} utilization there is {_pct(util)}." if util is not None else "."
             numbers = {"latency_ratio": sweep["transition_latency_ratio"], "gpu_utilization": util}
-        else:
+        elif len(sweep["batch_sizes"]) > 1:
             text = (
                 f"{runtime}{'' if seq is None else f' (seq {seq})'}: latency stays within {_pct(tolerance)} "
                 f"of batch {b0} over the whole measured range (up to batch {sweep['batch_sizes'][-1]})."
             )
             numbers = {"largest_batch_size": sweep["batch_sizes"][-1]}
-        out.append(_rec("transition", runtime, seq, tb, text, numbers))
+        else:
+            text = ""  # one batch size: no sweep to speak of
+        if text:
+            out.append(_rec("transition", runtime, seq, tb, text, numbers))
 
         # Launch-call time at the smallest batch size (GPU traces only).
         launches, kernels = base["launches"], base["kernels"]
@@ -422,9 +442,9 @@ def recommend(
         if first is not None and bound_rows and bound_rows[0]["gpu_utilization"] < bound_threshold:
             text = (
                 f"{runtime}{'' if seq is None else f' (seq {seq})'}: from batch {first['batch_size']} the "
-                f"{work} is busy {_pct(first['gpu_utilization'])} of the iteration (compute-bound at the "
-                f"{_pct(bound_threshold)} threshold): past it, speedups come from faster kernels rather "
-                f"than less framework overhead."
+                f"{'GPU is' if work == 'GPU' else 'operators are'} busy {_pct(first['gpu_utilization'])} of the iteration (compute-bound at the "
+                f"{_pct(bound_threshold)} threshold): from there device work, not framework overhead, is the "
+                f"larger share of latency."
             )
             out.append(
                 _rec(
@@ -438,7 +458,9 @@ def recommend(
             )
 
         # Profiler perturbation.
-        perturbed = [r for r in members if r["profiler_ratio"] is not None and r["profiler_ratio"] > PERTURBATION_RATIO]
+        perturbed = [
+            r for r in members if r["profiler_ratio"] is not None and r["profiler_ratio"] > PERTURBATION_RATIO
+        ]
         if perturbed:
             worst = max(perturbed, key=lambda r: r["profiler_ratio"])
             text = (
@@ -454,14 +476,38 @@ def recommend(
                     seq,
                     worst["batch_size"],
                     text,
-                    {"profiler_ratio": worst["profiler_ratio"], "batch_sizes": [r["batch_size"] for r in perturbed]},
+                    {
+                        "profiler_ratio": worst["profiler_ratio"],
+                        "batch_sizes": [r["batch_size"] for r in perturbed],
+                    },
                 )
             )
-    return out
+    order = {k: i for i, k in enumerate(RECOMMENDATION_ORDER)}
+    return sorted(out, key=lambda r: order.get(r["kind"], len(order)))
 
 
-def _rec(kind: str, runtime: str, seq: Any, batch: int | None, text: str, numbers: dict[str, Any]) -> dict[str, Any]:
-    return {"kind": kind, "runtime": runtime, "seq_len": seq, "batch_size": batch, "text": text, "numbers": numbers}
+#: Order of the recommendation kinds in the report (most actionable first; stable within a kind).
+RECOMMENDATION_ORDER = (
+    "framework_overhead",
+    "launch_calls",
+    "headroom",
+    "transition",
+    "compute_bound",
+    "profiler_perturbation",
+)
+
+
+def _rec(
+    kind: str, runtime: str, seq: Any, batch: int | None, text: str, numbers: dict[str, Any]
+) -> dict[str, Any]:
+    return {
+        "kind": kind,
+        "runtime": runtime,
+        "seq_len": seq,
+        "batch_size": batch,
+        "text": text,
+        "numbers": numbers,
+    }
 
 
 # --------------------------------------------------------------------------------------------- timeline
@@ -526,7 +572,9 @@ def build_timeline(trace: Trace, analysis: IterationAnalysis, count: int = 3, ti
     if threads.null_count() == 0 and threads.len():
         cpu_ranges = cpu_ranges.filter(pl.col("thread").is_in(threads.implode()))
     min_depth = cpu_ranges["depth"].min() if cpu_ranges.height else 0
-    cpu_ranges = cpu_ranges.with_columns((pl.col("depth") - (min_depth or 0)).alias("d")).filter(pl.col("d") < 3)
+    cpu_ranges = cpu_ranges.with_columns((pl.col("depth") - (min_depth or 0)).alias("d")).filter(
+        pl.col("d") < 3
+    )
     range_bars = rel(
         cpu_ranges,
         pl.format("CPU range depth {}", pl.col("d")),
@@ -546,16 +594,20 @@ def build_timeline(trace: Trace, analysis: IterationAnalysis, count: int = 3, ti
 
     shown_ops = ops.filter(pl.col("iteration").is_in(idx))
     work = "GPU" if analysis.device == "gpu" else "CPU operators"
+    lane_unit = "stream" if analysis.device == "gpu" else "thread"  # CPU traces: stream holds the thread id
     streams = (
-        shown_ops.group_by("stream").len().sort(["len", "stream"], descending=[True, False])["stream"].to_list()
+        shown_ops.group_by("stream")
+        .len()
+        .sort(["len", "stream"], descending=[True, False])["stream"]
+        .to_list()
     )
     top = [s for s in streams if s is not None][:TIMELINE_MAX_STREAMS]
     stream_lane = (
         pl.when(pl.col("stream").is_null())
         .then(pl.lit(work))
         .when(pl.col("stream").is_in(top))
-        .then(pl.format(f"{work} stream {{}}", pl.col("stream")))
-        .otherwise(pl.lit(f"{work} other streams"))
+        .then(pl.format(f"{work} {lane_unit} {{}}", pl.col("stream")))
+        .otherwise(pl.lit(f"{work} other {lane_unit}s"))
     )
     op_bars = rel(shown_ops, stream_lane, pl.col("kind"))
 
@@ -571,8 +623,8 @@ def build_timeline(trace: Trace, analysis: IterationAnalysis, count: int = 3, ti
     )
     bars = pl.concat([range_bars, api_bars, op_bars], how="vertical_relaxed")
     range_lanes = sorted(range_bars["lane"].unique().to_list())
-    op_lanes = ([work] if None in streams else []) + [f"{work} stream {s}" for s in top]
+    op_lanes = ([work] if None in streams else []) + [f"{work} {lane_unit} {s}" for s in top]
     if len([s for s in streams if s is not None]) > len(top):
-        op_lanes.append(f"{work} other streams")
+        op_lanes.append(f"{work} other {lane_unit}s")
     lanes = range_lanes + (["CPU API calls"] if api_bars.height else []) + op_lanes
     return Timeline(title, analysis.device, lanes, bars, gaps, iterations, truncated)

@@ -1,0 +1,145 @@
+"""tracekit compare: per-kernel-name deltas, summary deltas, CLI over simulated runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzers.compare import compare, kernel_deltas, per_name
+from analyzers.iterations import analyze_iterations
+from tests.test_report import hand_trace
+
+
+def test_per_name_counts_and_times_per_iteration() -> None:
+    trace = hand_trace(iters=4, kernels=5, kernel_ns=10_000)
+    frame = per_name(trace, analyze_iterations(trace, skip=1)).sort("name")
+    # k0 at kernels 0, 2, 4; k1 at 1, 3: per iteration 3 x 10 us and 2 x 10 us.
+    assert frame.to_dicts() == [
+        {"name": "k0", "count": 3.0, "time_us": 30.0},
+        {"name": "k1", "count": 2.0, "time_us": 20.0},
+    ]
+
+
+def test_compare_exact_deltas() -> None:
+    a = hand_trace(iters=3, kernels=4, kernel_ns=10_000)
+    b = hand_trace(iters=3, kernels=4, kernel_ns=25_000, graph=True)
+    doc = compare(a, analyze_iterations(a), b, analyze_iterations(b))
+    kernels = {k["name"]: k for k in doc["kernels"]}
+    assert kernels["k0"] == {
+        "name": "k0",
+        "count_a": 2.0,
+        "count_b": 2.0,
+        "count_delta": 0.0,
+        "time_a_us": 20.0,
+        "time_b_us": 50.0,
+        "time_delta_us": 30.0,
+    }
+    summary = {r["metric"]: r for r in doc["summary"]}
+    # A: 109 us per iteration (see test_report); B: 20 dispatch + 3 + 4 x 25 + 1 = 124 us.
+    assert summary["latency_ms"]["a"] == pytest.approx(0.109)
+    assert summary["latency_ms"]["b"] == pytest.approx(0.124)
+    assert summary["latency_ms"]["delta"] == pytest.approx(0.015)
+    assert summary["launches"]["a"] == 4 and summary["launches"]["b"] == 1
+    assert summary["gpu_busy_ms"]["ratio"] == pytest.approx(2.5)
+    assert doc["a"]["bound"] == "framework" and doc["b"]["bound"] == "compute"
+
+
+def test_kernel_deltas_outer_join_and_order() -> None:
+    a = pl.DataFrame({"name": ["x", "y", "gone"], "count": [1.0, 2.0, 1.0], "time_us": [10.0, 5.0, 3.0]})
+    b = pl.DataFrame({"name": ["x", "y", "new"], "count": [1.0, 4.0, 2.0], "time_us": [4.0, 5.0, 8.0]})
+    out = kernel_deltas(a, b)
+    assert out["name"].to_list() == ["new", "x", "gone", "y"]
+    rows = {r["name"]: r for r in out.to_dicts()}
+    assert rows["new"]["time_a_us"] == 0.0 and rows["new"]["count_delta"] == 2.0
+    assert rows["gone"]["time_b_us"] == 0.0 and rows["gone"]["time_delta_us"] == -3.0
+    assert rows["x"]["time_delta_us"] == -6.0
+
+
+@settings(max_examples=50, deadline=None)
+@given(
+    st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 1e6), max_size=8),
+    st.dictionaries(st.sampled_from("abcdefgh"), st.floats(0, 1e6), max_size=8),
+)
+def test_kernel_deltas_invariants(ta: dict[str, float], tb: dict[str, float]) -> None:
+    def frame(d: dict[str, float]) -> pl.DataFrame:
+        return pl.DataFrame(
+            {"name": list(d), "count": [1.0] * len(d), "time_us": list(d.values())},
+            schema={"name": pl.String, "count": pl.Float64, "time_us": pl.Float64},
+        )
+
+    out = kernel_deltas(frame(ta), frame(tb))
+    assert set(out["name"]) == set(ta) | set(tb)
+    assert out["time_delta_us"].sum() == pytest.approx(
+        sum(tb.values()) - sum(ta.values()), rel=1e-9, abs=1e-6
+    )
+    deltas = out["time_delta_us"].abs().to_list()
+    assert deltas == sorted(deltas, reverse=True)
+
+
+def _tracekit(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", *args], capture_output=True, text=True, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    try:
+        import tracekit.commands.simulate  # noqa: F401
+    except ImportError:
+        pytest.skip("tracekit simulate is not available")
+    root = tmp_path_factory.mktemp("runs")
+    for runtime in ("pytorch", "onnx"):
+        proc = _tracekit(
+            "simulate",
+            "--runtime",
+            runtime,
+            "--batch-sizes",
+            "1,4",
+            "--iters",
+            "3",
+            "-o",
+            str(root / runtime),
+        )
+        assert proc.returncode == 0, proc.stderr
+    return root / "pytorch", root / "onnx"
+
+
+def test_compare_cli_runs_config_by_config(two_runs: tuple[Path, Path]) -> None:
+    a, b = two_runs
+    proc = _tracekit("compare", str(a), str(b), "--format", "json", "--top", "5")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert [c["config"] for c in doc["comparisons"]] == ["batch 1, seq 128", "batch 4, seq 128"]
+    first = doc["comparisons"][0]
+    assert first["a"]["runtime"] == "pytorch" and first["b"]["runtime"] == "onnx"
+    latency = next(r for r in first["summary"] if r["metric"] == "latency_ms")
+    assert latency["b"] < latency["a"]  # the simulated ONNX preset dispatches far fewer, cheaper operators
+    deltas = [abs(k["time_delta_us"]) for k in first["kernels"]]
+    assert deltas == sorted(deltas, reverse=True)
+    for fmt in ("rich", "markdown", "csv"):
+        proc = _tracekit("compare", str(a), str(b), "--format", fmt, "--top", "3")
+        assert proc.returncode == 0, proc.stderr
+        assert "latency" in proc.stdout
+    csv_rows = proc.stdout.strip().splitlines()
+    assert csv_rows[0] == "config,section,name,a,b,delta,ratio,count_a,count_b,count_delta"
+    assert sum(",kernel," in line for line in csv_rows) <= 6
+
+
+def test_compare_cli_two_traces_and_errors(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    a, b = two_runs
+    ta = sorted(a.glob("*_b1_*.sqlite"))
+    tb = sorted(b.glob("*_b4_*.sqlite"))
+    if ta and tb:
+        proc = _tracekit("compare", str(ta[0]), str(tb[0]))
+        assert proc.returncode == 0, proc.stderr
+        assert "batch 1, seq 128 vs batch 4, seq 128" in proc.stdout
+    proc = _tracekit("compare", str(a), str(tmp_path / "missing"))
+    assert proc.returncode == 2 and "no such file" in proc.stderr and "Traceback" not in proc.stderr

@@ -1,0 +1,538 @@
+"""tracekit report: sweep rows, plateau/transition/headroom, recommendations, timeline, figures, CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from analyzers.iterations import analyze_iterations
+from analyzers.report import CONFIG_COLUMNS, build_report, build_timeline, config_row, recommend
+from tracekit.model import Trace
+from tracekit.runs import TraceInput
+
+# ------------------------------------------------------------------------------------------- builders
+
+
+def hand_trace(
+    iters: int = 3,
+    kernels: int = 4,
+    dispatch_ns: int = 20_000,
+    launch_ns: int = 5_000,
+    kernel_ns: int = 10_000,
+    graph: bool = False,
+) -> Trace:
+    """A hand-made synchronized GPU trace (synthetic). Per iteration, for each kernel: ``dispatch_ns`` of CPU
+    work, then a launch call of ``launch_ns``; the kernel starts 3 µs after its call starts (or when the
+    stream frees up) and runs ``kernel_ns``. With ``graph``: one cudaGraphLaunch after one dispatch, kernels
+    back to back. A cudaDeviceSynchronize follows; the range closes 1 µs after the last kernel (or CPU end)."""
+    api: list[tuple[int, int, int | None, str]] = []
+    ops: list[tuple[int, int, int, str]] = []
+    ranges: list[tuple[int, int]] = []
+    t, corr = 1_000_000, 1
+    for _ in range(iters):
+        start = cpu = t
+        gpu_free = t
+        if graph:
+            cpu += dispatch_ns
+            api.append((cpu, cpu + launch_ns, corr, "cudaGraphLaunch"))
+            g = cpu + 3_000
+            for k in range(kernels):
+                ops.append((g, g + kernel_ns, corr, f"k{k % 2}"))
+                g += kernel_ns
+            gpu_free, cpu, corr = g, cpu + launch_ns, corr + 1
+        else:
+            for k in range(kernels):
+                cpu += dispatch_ns
+                api.append((cpu, cpu + launch_ns, corr, "cudaLaunchKernel"))
+                s = max(cpu + 3_000, gpu_free)
+                ops.append((s, s + kernel_ns, corr, f"k{k % 2}"))
+                gpu_free, cpu, corr = s + kernel_ns, cpu + launch_ns, corr + 1
+        end = max(cpu, gpu_free) + 1_000
+        api.append((cpu, end - 500, None, "cudaDeviceSynchronize"))
+        ranges.append((start, end))
+        t = end + 2_000
+    return Trace(
+        ops=pl.DataFrame(
+            {
+                "start": [o[0] for o in ops],
+                "end": [o[1] for o in ops],
+                "device": 0,
+                "stream": 7,
+                "pid": 1,
+                "correlation": [o[2] for o in ops],
+                "kind": "kernel",
+                "name": [o[3] for o in ops],
+            }
+        ),
+        api=pl.DataFrame(
+            {
+                "start": [a[0] for a in api],
+                "end": [a[1] for a in api],
+                "pid": 1,
+                "thread": 1,
+                "correlation": [a[2] for a in api],
+                "kind": "runtime",
+                "name": [a[3] for a in api],
+            }
+        ),
+        ranges=pl.DataFrame(
+            {
+                "start": [r[0] for r in ranges],
+                "end": [r[1] for r in ranges],
+                "pid": 1,
+                "thread": 1,
+                "depth": 0,
+                "domain": None,
+                "name": "iteration",
+            }
+        ),
+        meta={"device": "gpu", "synthetic": True},
+    )
+
+
+def make_row(
+    runtime: str, batch: int, latency: float, busy: float | None = None, seq: int = 128, **extra: Any
+) -> dict[str, Any]:
+    """A configuration row as config_row makes it, from numbers (traced latency = ``latency``)."""
+    busy = latency * 0.2 if busy is None else busy
+    row: dict[str, Any] = {k: None for k in CONFIG_COLUMNS}
+    row.update(
+        runtime=runtime,
+        seq_len=seq,
+        batch_size=batch,
+        device="gpu",
+        synthetic=True,
+        latency_ms=latency,
+        latency_source="traced",
+        traced_latency_ms=latency,
+        gpu_busy_ms=busy,
+        framework_overhead_ms=latency - busy,
+        framework_overhead_fraction=(latency - busy) / latency,
+        gpu_utilization=busy / latency,
+        kernels=100.0,
+        launches=1.0,
+        launch_api_ms=0.0,
+        path=f"{runtime}_b{batch}",
+        warnings=[],
+    )
+    row.update(extra)
+    return row
+
+
+# ---------------------------------------------------------------------------------------- config rows
+
+
+def test_config_row_exact_numbers() -> None:
+    trace = hand_trace(iters=3, kernels=4)
+    analysis = analyze_iterations(trace)
+    item = TraceInput(path=Path("x.sqlite"), runtime="pytorch", batch_size=2, seq_len=64, profiler="nsys")
+    row = config_row(item, trace, analysis)
+    # Per iteration: 4 x (20 us dispatch + 5 us launch) = 100 us CPU, + sync; last kernel starts at
+    # 75+20+3 = 98 us and ends at 108 us; range closes at 109 us. Busy 4 x 10 us.
+    assert row["traced_latency_ms"] == pytest.approx(0.109)
+    assert row["latency_ms"] == pytest.approx(0.109)
+    assert row["latency_source"] == "traced"
+    assert row["gpu_busy_ms"] == pytest.approx(0.040)
+    assert row["framework_overhead_ms"] == pytest.approx(0.069)
+    assert row["framework_overhead_fraction"] == pytest.approx(0.069 / 0.109)
+    assert row["launches"] == 4
+    assert row["kernels"] == 4
+    assert row["launch_api_ms"] == pytest.approx(0.020)
+    assert row["profiler_ratio"] is None
+    assert (row["runtime"], row["batch_size"], row["seq_len"], row["device"]) == ("pytorch", 2, 64, "gpu")
+
+
+def test_config_row_prefers_untraced_latency() -> None:
+    trace = hand_trace()
+    item = TraceInput(
+        path=Path("x"),
+        runtime="onnx",
+        batch_size=1,
+        seq_len=8,
+        untraced_latency_ms={"mean": 0.0545, "p50": 0.05},
+    )
+    row = config_row(item, trace, analyze_iterations(trace))
+    assert row["latency_ms"] == pytest.approx(0.0545)
+    assert row["latency_source"] == "untraced"
+    assert row["profiler_ratio"] == pytest.approx(0.109 / 0.0545)
+
+
+# ------------------------------------------------------------------------------ plateau and transition
+
+
+def test_sweep_plateau_transition_headroom() -> None:
+    lat = {1: 10.0, 2: 10.2, 4: 10.5, 8: 10.9, 16: 14.0, 32: 25.0}
+    rep = build_report([make_row("pytorch", b, v) for b, v in lat.items()])
+    (sweep,) = rep.sweeps
+    assert sweep["plateau"] == [1, 2, 4, 8]
+    assert sweep["transition_batch_size"] == 16
+    assert sweep["transition_latency_ratio"] == pytest.approx(1.4)
+    assert sweep["headroom_batch_size"] == 8
+    assert sweep["headroom_latency_ratio"] == pytest.approx(1.09)
+    assert sweep["headroom_throughput_gain"] == pytest.approx(8 / 1.09)
+    assert rep.to_json()["transition_batch_size"] == {"pytorch": {"128": 16}}
+    on = {r["batch_size"]: r["on_plateau"] for r in rep.configs}
+    assert on == {1: True, 2: True, 4: True, 8: True, 16: False, 32: False}
+
+
+def test_transition_null_when_latency_never_leaves_plateau() -> None:
+    rep = build_report([make_row("cuda-graphs", b, 2.0 + 0.01 * b) for b in (1, 2, 4, 8)])
+    doc = json.loads(json.dumps(rep.to_json()))
+    assert doc["transition_batch_size"] == {"cuda-graphs": {"128": None}}
+    assert doc["sweeps"][0]["headroom_batch_size"] == 8
+    kinds = [r["kind"] for r in doc["recommendations"]]
+    assert "headroom" in kinds and "transition" in kinds
+    transition = next(r for r in doc["recommendations"] if r["kind"] == "transition")
+    assert "whole measured range" in transition["text"]
+
+
+def test_tolerance_flag_changes_transition() -> None:
+    rows = [make_row("onnx", b, v) for b, v in {1: 1.0, 2: 1.04, 4: 1.08, 8: 1.3}.items()]
+    assert build_report(rows, plateau_tolerance=0.05).sweeps[0]["transition_batch_size"] == 4
+    rows = [make_row("onnx", b, v) for b, v in {1: 1.0, 2: 1.04, 4: 1.08, 8: 1.3}.items()]
+    assert build_report(rows, plateau_tolerance=0.35).sweeps[0]["transition_batch_size"] is None
+
+
+def test_sweeps_split_by_runtime_and_seq_len_and_duplicates_warn() -> None:
+    rows = [
+        make_row("a", 1, 1.0, seq=64),
+        make_row("a", 2, 2.0, seq=64),
+        make_row("a", 1, 5.0, seq=128),
+        make_row("a", 2, 5.1, seq=128),
+        make_row("b", 1, 3.0, seq=64),
+        make_row("a", 1, 9.9, seq=64),
+    ]
+    rep = build_report(rows)
+    assert [(s["runtime"], s["seq_len"], s["transition_batch_size"]) for s in rep.sweeps] == [
+        ("a", 64, 2),
+        ("a", 128, None),
+        ("b", 64, None),
+    ]
+    assert len(rep.configs) == 5
+    assert any("duplicate configuration" in w for w in rep.warnings)
+
+
+def test_single_batch_and_unknown_batch() -> None:
+    unknown = make_row("onnx", 1, 3.0, batch_size=None, path="loose.json")
+    rep = build_report([make_row("onnx", 1, 2.0), unknown])
+    assert len(rep.configs) == 2 and len(rep.sweeps) == 1
+    assert rep.sweeps[0]["batch_sizes"] == [1] and rep.sweeps[0]["transition_batch_size"] is None
+    assert any("loose.json: batch size unknown" in w for w in rep.warnings)
+    assert not [r for r in rep.recommendations if r["kind"] in ("transition", "headroom")]
+
+
+def test_cpu_timeline_lanes() -> None:
+    ops = pl.DataFrame(
+        {
+            "start": [10, 40, 110, 140],
+            "end": [30, 80, 130, 180],
+            "stream": 14,
+            "kind": "operator",
+            "name": ["a", "b", "a", "b"],
+            "pid": 1,
+        }
+    )
+    ranges = pl.DataFrame(
+        {"start": [0, 100], "end": [90, 190], "name": "model_run", "depth": 0, "thread": 14, "pid": 1}
+    )
+    trace = Trace(ops=ops, ranges=ranges, meta={"device": "cpu"})
+    tl = build_timeline(trace, analyze_iterations(trace))
+    assert tl.lanes == ["CPU range depth 0", "CPU operators thread 14"]
+    assert tl.gaps["duration_ms"].to_list() == pytest.approx([1e-5] * 6)
+    assert tl.bars.filter(pl.col("category") == "operator").height == 4
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(min_value=0.01, max_value=1000.0), min_size=1, max_size=8),
+    st.floats(min_value=0.0, max_value=0.5),
+)
+def test_sweep_invariants(latencies: list[float], tol: float) -> None:
+    batches = [2**i for i in range(len(latencies))]
+    rep = build_report(
+        [make_row("r", b, v) for b, v in zip(batches, latencies, strict=True)], plateau_tolerance=tol
+    )
+    (sweep,) = rep.sweeps
+    plateau, transition = sweep["plateau"], sweep["transition_batch_size"]
+    assert plateau == batches[: len(plateau)] and plateau[0] == 1
+    assert transition is None or transition == batches[len(plateau)]
+    assert all(v <= latencies[0] * (1 + tol) for v in latencies[: len(plateau)])
+    assert sweep["headroom_batch_size"] == plateau[-1]
+    hb = plateau[-1]
+    assert sweep["headroom_throughput_gain"] == pytest.approx(hb * latencies[0] / latencies[len(plateau) - 1])
+
+
+# ----------------------------------------------------------------------------------- recommendations
+
+
+def test_recommendations_from_data() -> None:
+    rows = [
+        # pytorch: 80% overhead at batch 1, launch calls 3 ms of 10 ms, plateau to 8.
+        make_row("pytorch", 1, 10.0, busy=2.0, launches=400.0, kernels=400.0, launch_api_ms=3.0),
+        make_row("pytorch", 8, 10.4, busy=4.0),
+        make_row("pytorch", 16, 12.0, busy=9.0),
+        # cuda-graphs: 2.5 ms at batch 1, one graph launch, not overhead dominated.
+        make_row("cuda-graphs", 1, 2.5, busy=2.0, launches=1.0, kernels=400.0, launch_api_ms=0.01),
+        make_row("cuda-graphs", 8, 6.0, busy=5.5),
+        make_row("cuda-graphs", 16, 11.0, busy=10.5),
+    ]
+    rep = build_report(rows)
+    by = {(r["kind"], r["runtime"]): r for r in rep.recommendations}
+    fo = by[("framework_overhead", "pytorch")]
+    assert fo["numbers"]["framework_overhead_fraction"] == pytest.approx(0.8)
+    assert fo["numbers"]["alternative_runtime"] == "cuda-graphs"
+    assert fo["numbers"]["speedup"] == pytest.approx(4.0)
+    assert "80% of latency is framework overhead" in fo["text"] and "4.0x faster" in fo["text"]
+    assert ("framework_overhead", "cuda-graphs") not in by  # 20% overhead: below the threshold
+    hr = by[("headroom", "pytorch")]
+    assert hr["batch_size"] == 8 and hr["numbers"]["latency_ratio"] == pytest.approx(1.04)
+    assert "batch 8 costs 1.04x batch 1" in hr["text"]
+    assert ("headroom", "cuda-graphs") not in by  # batch 8 costs 2.4x
+    lc = by[("launch_calls", "pytorch")]
+    assert lc["numbers"]["projected_latency_ms"] == pytest.approx(7.0)
+    assert "3 ms per iteration" in lc["text"] and "7 ms" in lc["text"]
+    assert ("launch_calls", "cuda-graphs") not in by  # already one graph launch
+    cb = by[("compute_bound", "pytorch")]
+    assert cb["batch_size"] == 16 and cb["numbers"]["gpu_utilization"] == pytest.approx(0.75)
+    assert ("compute_bound", "cuda-graphs") not in by  # compute-bound from the start: nothing to say
+    assert ("profiler_perturbation", "pytorch") not in by
+
+
+def test_projected_latency_never_below_busy_and_perturbation() -> None:
+    row = make_row(
+        "pytorch",
+        1,
+        10.0,
+        busy=8.0,
+        launches=500.0,
+        kernels=500.0,
+        launch_api_ms=4.0,
+        latency_ms=6.0,
+        latency_source="untraced",
+        untraced_latency_ms=6.0,
+        profiler_ratio=10.0 / 6.0,
+    )
+    rep = build_report([row])
+    by = {r["kind"]: r for r in rep.recommendations}
+    assert by["launch_calls"]["numbers"]["projected_latency_ms"] == pytest.approx(8.0)
+    assert by["profiler_perturbation"]["numbers"]["profiler_ratio"] == pytest.approx(10.0 / 6.0)
+    assert "framework_overhead" not in by
+
+
+def test_no_alternative_named_when_not_faster() -> None:
+    rows = [make_row("a", 1, 10.0, busy=1.0), make_row("b", 1, 9.5, busy=1.0)]
+    recs = recommend(rows, build_report(rows).sweeps)
+    texts = [r["text"] for r in recs if r["kind"] == "framework_overhead"]
+    assert len(texts) == 2 and all("faster" not in t for t in texts)
+
+
+# -------------------------------------------------------------------------------------------- timeline
+
+
+def test_timeline_rows() -> None:
+    trace = hand_trace(iters=5, kernels=4)
+    analysis = analyze_iterations(trace, skip=1)
+    tl = build_timeline(trace, analysis, count=2)
+    assert tl.iterations["index"].to_list() == [1, 2]
+    assert tl.lanes == ["CPU range depth 0", "CPU API calls", "GPU stream 7"]
+    cats = dict(tl.bars.group_by("category").len().iter_rows())
+    assert cats == {"range": 2, "launch call": 8, "sync call": 2, "kernel": 8}
+    assert tl.iterations["start_ms"][0] == 0.0
+    # Gaps: per iteration leading 23 us, 3 inner gaps of 15 us, trailing 1 us -> 5 gaps.
+    assert tl.gaps.height == 10
+    assert tl.gaps["duration_ms"].sum() == pytest.approx(2 * 0.069)
+
+
+# --------------------------------------------------------------------------------------------- figures
+
+
+def _check_png(path: Path, min_w: int = 400, min_h: int = 250) -> None:
+    import matplotlib.image as mpimg
+
+    img = mpimg.imread(path)
+    h, w = img.shape[:2]
+    assert w >= min_w and h >= min_h, (path, w, h)
+    rgb = img[..., :3]
+    non_white = (rgb < 0.95).any(axis=-1).mean()
+    assert 0.02 < non_white < 0.9, (path, non_white)
+    assert len(np.unique(rgb.reshape(-1, 3), axis=0)) > 8  # more than a couple of flat colours
+
+
+def test_figures_render(tmp_path: Path) -> None:
+    from tracekit.commands.report import write_figures
+
+    rows = []
+    for runtime, graph, dispatch in (("pytorch", False, 20_000), ("cuda-graphs", True, 20_000)):
+        for b in (1, 2, 4, 8, 16):
+            trace = hand_trace(kernel_ns=1_000 * b, graph=graph, dispatch_ns=dispatch)
+            rows.append(
+                config_row(
+                    TraceInput(
+                        path=Path(f"{runtime}{b}"), runtime=runtime, batch_size=b, seq_len=128, synthetic=True
+                    ),
+                    trace,
+                    analyze_iterations(trace),
+                )
+            )
+    rep = build_report(rows)
+    trace = hand_trace()
+    tl = build_timeline(trace, analyze_iterations(trace), 3, title="t")
+    figures = write_figures(rep, tl, tmp_path)
+    assert figures == {
+        "breakdown": "fig_breakdown.png",
+        "latency": "fig_latency.png",
+        "timeline": "fig_timeline.png",
+    }
+    for name in ("fig_breakdown", "fig_latency", "fig_timeline"):
+        _check_png(tmp_path / f"{name}.png")
+        svg = (tmp_path / f"{name}.svg").read_text()
+        assert "<svg" in svg and "</svg>" in svg
+    assert not list(tmp_path.glob(".*.tmp"))
+
+
+# ----------------------------------------------------------------------------------- simulated sweeps
+
+RUNTIMES = ("pytorch", "torchscript", "cuda-graphs", "onnx", "onnx-cuda-graphs")
+BATCHES = "1,2,4,8,16,32,64,128"
+
+
+def _tracekit(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", *args], capture_output=True, text=True, cwd=cwd, timeout=300
+    )
+
+
+@pytest.fixture(scope="module")
+def simulated_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One simulated sweep per runtime preset (few iterations), or skip when the simulator is absent."""
+    try:
+        import tracekit.commands.simulate  # noqa: F401
+    except ImportError:
+        pytest.skip("tracekit simulate is not available")
+    root = tmp_path_factory.mktemp("sweeps")
+    out = {}
+    for runtime in RUNTIMES:
+        d = root / runtime
+        proc = _tracekit(
+            "simulate", "--runtime", runtime, "--batch-sizes", BATCHES, "--iters", "3", "-o", str(d)
+        )
+        assert proc.returncode == 0, proc.stderr
+        out[runtime] = d
+    return out
+
+
+def _truth(run_dir: Path) -> dict[int, Any]:
+    truths = {}
+    for path in run_dir.glob("*.truth.json"):
+        data = json.loads(path.read_text())
+        truths[int(data.get("batch_size", 0))] = data["transition_batch_size"]
+    return truths
+
+
+def test_report_finds_true_transition_of_each_preset(
+    simulated_sweeps: dict[str, Path], tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    proc = _tracekit("report", *map(str, simulated_sweeps.values()), "-o", str(out), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert json.loads(proc.stdout)["transition_batch_size"] == doc["transition_batch_size"]
+    assert doc["synthetic"] is True
+    found = {rt: next(iter(v.values())) for rt, v in doc["transition_batch_size"].items()}
+    truth = {}
+    for runtime, run_dir in simulated_sweeps.items():
+        values = set(_truth(run_dir).values())
+        assert len(values) == 1, (runtime, values)
+        truth[runtime] = values.pop()
+    assert found == truth
+    # Every file of the report is there; the figures open and are not blank.
+    for name in ("report.md", "report.csv", "fig_breakdown.svg", "fig_latency.svg", "fig_timeline.svg"):
+        assert (out / name).stat().st_size > 0
+    for name in ("fig_breakdown", "fig_latency", "fig_timeline"):
+        _check_png(out / f"{name}.png")
+    md = (out / "report.md").read_text()
+    assert "![latency breakdown](fig_breakdown.png)" in md and "Synthetic data" in md
+    csv = pl.read_csv(out / "report.csv")
+    assert csv.height == len(RUNTIMES) * len(BATCHES.split(","))
+    assert set(csv["runtime"].unique()) == set(RUNTIMES)
+
+
+def test_report_cli_options_and_errors(simulated_sweeps: dict[str, Path], tmp_path: Path) -> None:
+    d = simulated_sweeps["pytorch"]
+    out = tmp_path / "r"
+    proc = _tracekit(
+        "report",
+        str(d),
+        "-o",
+        str(out),
+        "--timeline-config",
+        "pytorch:4",
+        "--format",
+        "markdown",
+        "--skip",
+        "1",
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "| runtime |" in proc.stdout
+    doc = json.loads((out / "report.json").read_text())
+    assert "batch 4" in doc["timeline"]["title"] and doc["timeline"]["iterations"][0] == 1
+    bad = _tracekit("report", str(d), "-o", str(out), "--timeline-config", "pytorch:3")
+    assert bad.returncode == 2 and "no such configuration" in bad.stderr and "Traceback" not in bad.stderr
+    missing = _tracekit("report", str(tmp_path / "nope"), "-o", str(out))
+    assert missing.returncode == 2 and "no such file" in missing.stderr
+    # Single traces with their sidecar .meta.json work as inputs too.
+    traces = sorted(d.glob("*_b1_*.sqlite")) + sorted(d.glob("*_b2_*.sqlite"))
+    if traces:
+        proc = _tracekit("report", *map(str, traces), "-o", str(tmp_path / "t"), "--no-figures")
+        assert proc.returncode == 0, proc.stderr
+        doc = json.loads((tmp_path / "t" / "report.json").read_text())
+        assert [c["batch_size"] for c in doc["configs"]] == [1, 2]
+
+
+# ------------------------------------------------------------------------------------ real CPU sweep
+
+
+@pytest.mark.slow
+def test_report_over_real_cpu_sweep(tmp_path: Path) -> None:
+    """Collect a tiny ONNX Runtime CPU sweep with the ORT profiler, then report over it, end to end (real
+    measurements: only structural assertions, no latency values)."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("tracekit.commands.collect")
+    sweep = tmp_path / "sweep"
+    args = [
+        "--runtime",
+        "onnx",
+        "--device",
+        "cpu",
+        "--model",
+        "tiny",
+        "--batch-sizes",
+        "1,2,4",
+        "--seq-lens",
+        "16",
+    ]
+    args += ["--profiler", "ort", "--iters", "5", "--warmup", "2", "--no-progress", "-o", str(sweep)]
+    proc = _tracekit("collect", *args)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "report"
+    proc = _tracekit("report", str(sweep), "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((out / "report.json").read_text())
+    assert doc["synthetic"] is False
+    assert {c["batch_size"] for c in doc["configs"]} == {1, 2, 4}
+    assert all(c["device"] == "cpu" and c["latency_ms"] > 0 for c in doc["configs"])
+    assert "onnx" in doc["transition_batch_size"] and "16" in doc["transition_batch_size"]["onnx"]
+    # The run's 2 warm-up iterations are dropped automatically; 5 timed iterations remain.
+    assert all(c["skipped_iterations"] == 2 and c["iterations"] == 5 for c in doc["configs"])
+    assert all(c["latency_source"] == "untraced" for c in doc["configs"])
+    for name in ("fig_breakdown", "fig_latency", "fig_timeline"):
+        _check_png(out / f"{name}.png")

@@ -1,0 +1,290 @@
+"""``tracekit report INPUT... [-o DIR]``: sweep report with plateau, transition batch size, free headroom,
+figures and recommendations computed from the data."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracekit.errors import TracekitError
+
+FORMATS = ["rich", "table", "markdown", "md", "csv", "json"]
+
+SUMMARY_COLUMNS: list[tuple[str, str]] = [
+    ("runtime", "runtime"),
+    ("seq_len", "seq"),
+    ("latency_source", "latency"),
+    ("smallest_latency_ms", "smallest-batch ms"),
+    ("plateau_range", "plateau"),
+    ("transition_batch_size", "transition"),
+    ("headroom_batch_size", "headroom batch"),
+    ("headroom_throughput_gain", "throughput gain"),
+]
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "report",
+        help="Sweep report: boundedness, transition batch size, figures and recommendations.",
+        description=(
+            "Report over one or more sweeps (collect/simulate run directories, or traces with a .meta.json "
+            "beside them): per runtime, batch size and sequence length the latency, GPU busy, framework "
+            "overhead, utilization and launches; the framework-bound plateau, the transition batch size and "
+            "the free headroom; figures (PNG and SVG); recommendations; report.md, report.json, report.csv."
+        ),
+    )
+    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="run directory or trace file")
+    parser.add_argument(
+        "-o", "--output", default="report", metavar="DIR", help="report directory (default ./report)"
+    )
+    parser.add_argument(
+        "--range",
+        dest="range_name",
+        metavar="NAME",
+        help="range that delimits one iteration (default: 'iteration', else the most frequent "
+        "top-level range)",
+    )
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=None,
+        metavar="N",
+        help="drop the first N iterations (warm-up); default: the run's warm-up count when a trace holds "
+        "warm-up + timed iterations (run.json 'warmup', 'iters'), else 0",
+    )
+    parser.add_argument(
+        "--plateau-tolerance",
+        type=float,
+        default=0.10,
+        metavar="F",
+        help="plateau: latency within F (fraction) of the smallest batch size's (default 0.10)",
+    )
+    parser.add_argument(
+        "--bound-threshold",
+        type=float,
+        default=0.5,
+        metavar="U",
+        help="framework-bound when GPU utilization is below U (default 0.5)",
+    )
+    parser.add_argument(
+        "--timeline-config",
+        metavar="RUNTIME:BATCH[:SEQ]",
+        help="configuration drawn in the timeline (default: smallest batch of the first runtime)",
+    )
+    parser.add_argument(
+        "--timeline-iterations",
+        type=int,
+        default=3,
+        metavar="N",
+        help="iterations shown in the timeline (default 3)",
+    )
+    parser.add_argument("--no-figures", action="store_true", help="skip the figures (faster)")
+    parser.add_argument("--format", choices=FORMATS, default="rich", help="stdout summary format")
+    parser.set_defaults(func=run)
+
+
+def _parse_timeline_config(text: str | None) -> tuple[str, int, int | None] | None:
+    if text is None:
+        return None
+    parts = text.rsplit(":", 2) if text.count(":") >= 2 else text.rsplit(":", 1)
+    try:
+        if len(parts) == 3:
+            return parts[0], int(parts[1]), int(parts[2])
+        if len(parts) == 2:
+            return parts[0], int(parts[1]), None
+    except ValueError:
+        pass
+    raise TracekitError(f"--timeline-config {text!r}: expected RUNTIME:BATCH or RUNTIME:BATCH:SEQ")
+
+
+def _pick_timeline(inputs: list[Any], wanted: tuple[str, int, int | None] | None) -> int | None:
+    """Index of the input drawn in the timeline."""
+    known = [(i, x) for i, x in enumerate(inputs) if x.runtime is not None and x.batch_size is not None]
+    if wanted is None:
+        if not known:
+            return 0 if inputs else None
+        first = known[0][1].runtime
+        same = [(x.batch_size, x.seq_len or 0, i) for i, x in known if x.runtime == first]
+        return min(same)[2]
+    runtime, batch, seq = wanted
+    for i, x in known:
+        if x.runtime == runtime and x.batch_size == batch and (seq is None or x.seq_len == seq):
+            return i
+    choices = ", ".join(sorted({f"{x.runtime}:{x.batch_size}:{x.seq_len}" for _, x in known}))
+    raise TracekitError(f"--timeline-config {runtime}:{batch}: no such configuration (have {choices})")
+
+
+def auto_skip(trace: Any, item: Any, range_name: str | None) -> int:
+    """The run's warm-up count when the trace holds exactly warm-up + timed iterations, else 0."""
+    from analyzers.iterations import choose_ranges
+
+    warmup, iters = item.run.get("warmup"), item.run.get("iters")
+    if not isinstance(warmup, int) or not isinstance(iters, int) or warmup <= 0:
+        return 0
+    ranges, _, _ = choose_ranges(trace, range_name)
+    return warmup if ranges.height == warmup + iters else 0
+
+
+def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
+    """Read and analyze every input: (SweepReport, Timeline or None, inputs-left-out warnings)."""
+    from analyzers.iterations import analyze_iterations
+    from analyzers.report import build_report, build_timeline, config_row
+    from tracekit.readers import read_trace
+    from tracekit.runs import expand_inputs
+
+    if args.skip is not None and args.skip < 0:
+        raise TracekitError("--skip must be >= 0")
+    if not 0 <= args.plateau_tolerance:
+        raise TracekitError("--plateau-tolerance must be >= 0")
+    if not 0 < args.bound_threshold <= 1:
+        raise TracekitError("--bound-threshold must be in (0, 1]")
+    inputs = expand_inputs(args.inputs)
+    if not inputs:
+        raise TracekitError("no traces in the inputs (run directories with no successful configuration?)")
+    timeline_index = _pick_timeline(inputs, _parse_timeline_config(args.timeline_config))
+    rows: list[dict[str, Any]] = []
+    left_out: list[str] = []
+    timeline = None
+    for i, item in enumerate(inputs):
+        try:
+            trace = read_trace(item.path)
+            skip = args.skip if args.skip is not None else auto_skip(trace, item, args.range_name)
+            analysis = analyze_iterations(trace, args.range_name, skip, args.bound_threshold)
+        except TracekitError as exc:
+            if len(inputs) == 1:
+                raise
+            left_out.append(f"left out: {exc}")
+            continue
+        row = config_row(item, trace, analysis)
+        row["skipped_iterations"] = skip
+        rows.append(row)
+        if i == timeline_index and not args.no_figures and analysis.iterations.height:
+            where = f"{row['runtime']}, batch {row['batch_size']}" + (
+                f", seq {row['seq_len']}" if row["seq_len"] is not None else ""
+            )
+            synthetic = " (synthetic)" if row["synthetic"] else ""
+            timeline = build_timeline(
+                trace, analysis, max(1, args.timeline_iterations), title=f"Timeline of {where}{synthetic}"
+            )
+        del trace, analysis
+    if not rows:
+        raise TracekitError("no input could be analyzed:\n  " + "\n  ".join(left_out))
+    skip_setting = args.skip if args.skip is not None else "auto (the run's warm-up iterations)"
+    settings = {"range": args.range_name, "skip": skip_setting, "inputs": [str(p) for p in args.inputs]}
+    report = build_report(rows, args.plateau_tolerance, args.bound_threshold, settings)
+    report.warnings[:0] = left_out
+    return report, timeline, left_out
+
+
+def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
+    """Render the three figures into ``out_dir``; returns figure key -> PNG file name."""
+    from tracekit.renderers import plots
+
+    figures: dict[str, str] = {}
+    by_key = {(r["runtime"], r["seq_len"], r["batch_size"]): r for r in report.configs}
+    multi_seq = len({s["seq_len"] for s in report.sweeps}) > 1
+    tag = " (synthetic)" if report.synthetic else ""
+    devices = {s["device"] for s in report.sweeps}
+    busy_label = (
+        "GPU busy" if devices == {"gpu"} else ("operator busy" if devices == {"cpu"} else "device busy")
+    )
+
+    def label(s: dict[str, Any]) -> str:
+        return s["runtime"] + (f" (seq {s['seq_len']})" if multi_seq and s["seq_len"] is not None else "")
+
+    if report.sweeps:
+        panels = []
+        for s in report.sweeps:
+            members = [by_key[(s["runtime"], s["seq_len"], b)] for b in s["batch_sizes"]]
+            panels.append(
+                {
+                    "title": label(s)
+                    if s["seq_len"] is None or multi_seq
+                    else f"{s['runtime']} (seq {s['seq_len']})",
+                    "batch_sizes": s["batch_sizes"],
+                    "busy_ms": [m["gpu_busy_ms"] for m in members],
+                    "overhead_ms": [m["framework_overhead_ms"] for m in members],
+                    "transition": s["transition_batch_size"],
+                    "plateau": s["plateau"],
+                }
+            )
+        fig = plots.breakdown_figure(
+            panels, title=f"Latency breakdown vs batch size{tag}", busy_label=busy_label
+        )
+        plots.save_figure(fig, out_dir / "fig_breakdown")
+        figures["breakdown"] = "fig_breakdown.png"
+
+        series = [
+            {
+                "label": label(s),
+                "batch_sizes": s["batch_sizes"],
+                "latency_ms": s["latency_ms"],
+                "transition": s["transition_batch_size"],
+            }
+            for s in report.sweeps
+        ]
+        sources = {s["latency_source"] for s in report.sweeps}
+        ylabel = f"{'/'.join(sorted(sources))} mean latency (ms)"
+        fig = plots.latency_figure(series, title=f"Latency vs batch size{tag}", ylabel=ylabel)
+        plots.save_figure(fig, out_dir / "fig_latency")
+        figures["latency"] = "fig_latency.png"
+
+    if timeline is not None:
+        work = "GPU" if timeline.device == "gpu" else "CPU operators"
+        title = timeline.title + (
+            " (iterations capped to keep the figure small)" if timeline.truncated else ""
+        )
+        fig = plots.timeline_figure(
+            timeline.lanes, timeline.bars, timeline.gaps, timeline.iterations, title=title, device_label=work
+        )
+        plots.save_figure(fig, out_dir / "fig_timeline")
+        figures["timeline"] = "fig_timeline.png"
+    return figures
+
+
+def run(args: argparse.Namespace) -> int:
+    from analyzers.report import CONFIG_COLUMNS
+    from tracekit.io import write_text_atomic
+    from tracekit.renderers.report_markdown import render_report_markdown, sweep_rows
+    from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich
+
+    report, timeline, _ = build(args)
+    out_dir = Path(args.output)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise TracekitError("exists and is not a directory", out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    figures = {} if args.no_figures else write_figures(report, timeline, out_dir)
+
+    doc = report.to_json()
+    doc["figures"] = {k: {"png": v, "svg": v[:-4] + ".svg"} for k, v in figures.items()}
+    if timeline is not None:
+        doc["timeline"] = {
+            "title": timeline.title,
+            "iterations": timeline.iterations["index"].to_list(),
+            "truncated": timeline.truncated,
+        }
+    write_text_atomic(out_dir / "report.json", render_json(doc))
+    write_text_atomic(out_dir / "report.csv", render_csv(report.configs, CONFIG_COLUMNS))
+    write_text_atomic(out_dir / "report.md", render_report_markdown(doc, figures))
+
+    fmt = args.format
+    rows = sweep_rows(doc)
+    if fmt == "json":
+        sys.stdout.write(render_json(doc))
+    elif fmt == "csv":
+        sys.stdout.write(render_csv(report.configs, CONFIG_COLUMNS))
+    else:
+        recs = [f"- {r['text']}" for r in report.recommendations]
+        if fmt in ("markdown", "md"):
+            sys.stdout.write(render_markdown(rows, SUMMARY_COLUMNS) + "\n" + "\n".join(recs) + "\n")
+        else:
+            sys.stdout.write(render_rich(rows, SUMMARY_COLUMNS, title="Sweeps") + "\n".join(recs) + "\n")
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+    print(
+        f"wrote {out_dir}/report.md, report.json, report.csv" + (" and figures" if figures else ""),
+        file=sys.stderr,
+    )
+    return 0

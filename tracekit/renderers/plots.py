@@ -1,0 +1,294 @@
+"""Matplotlib figures for ``tracekit report`` (Agg backend, PNG and SVG, written atomically).
+
+The functions take plain data (lists, dicts, polars frames with named columns) prepared by the report
+command; they compute nothing beyond layout.
+
+- :func:`breakdown_figure`: latency breakdown vs batch size, stacked GPU busy / framework overhead, one
+  panel per sweep (the study's Figure 3).
+- :func:`latency_figure`: latency vs batch size per sweep on log-log axes, transitions marked (Figure 4).
+- :func:`timeline_figure`: a few iterations of one configuration: CPU ranges, API calls, device ops by
+  stream and the idle gaps shaded, plus a zoom into the first iteration.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import polars as pl  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+
+from tracekit.io import write_bytes_atomic  # noqa: E402
+
+BUSY_COLOR = "#2c7fb8"
+OVERHEAD_COLOR = "#fdae61"
+IDLE_COLOR = "#e31a1c"
+CATEGORY_COLORS: dict[str, str] = {
+    "range": "#9ecae1",
+    "nested range": "#c6dbef",
+    "launch call": "#f16913",
+    "sync call": "#7f2704",
+    "other API call": "#969696",
+    "kernel": "#238b45",
+    "operator": "#238b45",
+    "memcpy": "#6a51a3",
+    "memset": "#9e9ac8",
+}
+RUNTIME_COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
+MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
+
+
+def save_figure(fig: Figure, base: str | Path, dpi: int = 120) -> list[Path]:
+    """Write ``base``.png and ``base``.svg atomically, close the figure, return the two paths."""
+    base = Path(base)
+    paths = []
+    for fmt in ("png", "svg"):
+        buf = io.BytesIO()
+        fig.savefig(buf, format=fmt, dpi=dpi, bbox_inches="tight", metadata=_metadata(fmt))
+        target = base.with_name(base.name + f".{fmt}")
+        write_bytes_atomic(target, buf.getvalue())
+        paths.append(target)
+    plt.close(fig)
+    return paths
+
+
+def _metadata(fmt: str) -> dict[str, Any]:
+    # Reproducible files: no creation date in PNG/SVG.
+    if fmt == "svg":
+        return {"Date": None}
+    return {"Software": "tracekit (matplotlib)"}
+
+
+def _grid(n: int, max_cols: int = 3) -> tuple[int, int]:
+    cols = min(max_cols, max(n, 1))
+    return math.ceil(max(n, 1) / cols), cols
+
+
+def breakdown_figure(
+    panels: Sequence[dict[str, Any]], title: str = "", busy_label: str = "GPU busy"
+) -> Figure:
+    """Stacked bars per batch size: busy (bottom) + framework overhead (top), one panel per sweep.
+
+    Each panel: ``title``, ``batch_sizes``, ``busy_ms``, ``overhead_ms`` (lists, None allowed),
+    ``transition`` (batch size or None), ``plateau`` (list of batch sizes).
+    """
+    rows, cols = _grid(len(panels))
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
+    for ax in axes.flat[len(panels) :]:
+        ax.set_visible(False)
+    for ax, panel in zip(axes.flat, panels, strict=False):
+        batches = list(panel["batch_sizes"])
+        x = np.arange(len(batches))
+        busy = np.array([v if v is not None else np.nan for v in panel["busy_ms"]], dtype=float)
+        over = np.array([v if v is not None else np.nan for v in panel["overhead_ms"]], dtype=float)
+        ax.bar(x, np.nan_to_num(busy), color=BUSY_COLOR, label=busy_label, width=0.75)
+        ax.bar(
+            x,
+            np.nan_to_num(over),
+            bottom=np.nan_to_num(busy),
+            color=OVERHEAD_COLOR,
+            label="framework overhead",
+            width=0.75,
+        )
+        total = np.nan_to_num(busy) + np.nan_to_num(over)
+        # Overhead share above each bar.
+        with np.errstate(invalid="ignore", divide="ignore"):
+            share = np.where(total > 0, over / total, np.nan)
+        for xi, (t, s) in enumerate(zip(total, share, strict=False)):
+            if not np.isnan(s):
+                ax.text(xi, t, f"{100 * s:.0f}%", ha="center", va="bottom", fontsize=7, color="#7f3b08")
+        top = max(float(np.nanmax(total)) if total.size else 1.0, 1e-9) * 1.32
+        ax.set_ylim(0, top)
+        transition = panel.get("transition")
+        if transition is not None and transition in batches:
+            ti = batches.index(transition)
+            ax.axvline(ti - 0.5, color="#444444", linestyle="--", linewidth=1)
+            # In the band above the tallest bar (ylim leaves ~25% headroom), so it never hides a bar label.
+            ax.text(
+                ti - 0.45,
+                0.97,
+                f"transition: batch {transition}",
+                transform=ax.get_xaxis_transform(),
+                fontsize=7,
+                va="top",
+                ha="left",
+                color="#444444",
+            )
+        ax.set_xticks(x, [str(b) for b in batches])
+        ax.set_xlabel("batch size")
+        ax.set_ylabel("traced latency (ms)")
+        ax.set_title(panel["title"], fontsize=10)
+        ax.grid(axis="y", alpha=0.3)
+    handles = [
+        Patch(color=BUSY_COLOR, label=busy_label),
+        Patch(color=OVERHEAD_COLOR, label="framework overhead"),
+    ]
+    fig.legend(handles=handles, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 1.0))
+    if title:
+        fig.suptitle(title, y=1.05, fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.95))
+    return fig
+
+
+def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: str = "latency (ms)") -> Figure:
+    """Latency vs batch size on log-log axes, one line per series.
+
+    Each series: ``label``, ``batch_sizes``, ``latency_ms``, ``transition`` (batch size or None).
+    """
+    fig, ax = plt.subplots(figsize=(7.5, 5.0))
+    all_batches: set[int] = set()
+    for i, s in enumerate(series):
+        color = RUNTIME_COLORS[i % len(RUNTIME_COLORS)]
+        b = np.array(s["batch_sizes"], dtype=float)
+        y = np.array([v if v is not None else np.nan for v in s["latency_ms"]], dtype=float)
+        all_batches.update(int(v) for v in s["batch_sizes"])
+        ax.plot(
+            b, y, marker=MARKERS[i % len(MARKERS)], color=color, label=s["label"], linewidth=1.6, markersize=5
+        )
+        t = s.get("transition")
+        if t is not None and t in s["batch_sizes"]:
+            yt = y[list(s["batch_sizes"]).index(t)]
+            ax.plot(
+                [t],
+                [yt],
+                marker="o",
+                markersize=13,
+                markerfacecolor="none",
+                markeredgecolor=color,
+                markeredgewidth=1.5,
+            )
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    # Plain-number labels at 1-2-5 steps: log axes otherwise label only the decades.
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.yaxis.set_minor_formatter(NullFormatter())
+    if all_batches:
+        ticks = sorted(all_batches)
+        ax.set_xticks(ticks, [str(t) for t in ticks])
+        ax.minorticks_off() if len(ticks) > 1 else None
+    ax.set_xlabel("batch size")
+    ax.set_ylabel(ylabel)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.plot(
+        [],
+        [],
+        marker="o",
+        markersize=11,
+        markerfacecolor="none",
+        markeredgecolor="#444444",
+        linestyle="",
+        label="transition batch size",
+    )
+    ax.legend(fontsize=8, loc="upper left")
+    if title:
+        ax.set_title(title, fontsize=11)
+    fig.tight_layout()
+    return fig
+
+
+def _draw_lanes(
+    ax: Any, lanes: list[str], bars: pl.DataFrame, gaps: pl.DataFrame, op_lanes: list[int]
+) -> None:
+    height = 0.8
+    for category, group in bars.group_by("category", maintain_order=True):
+        cat = category[0]
+        color = CATEGORY_COLORS.get(cat, "#737373")
+        for lane, sub in group.group_by("lane", maintain_order=True):
+            if lane[0] not in lanes:
+                continue
+            y = len(lanes) - 1 - lanes.index(lane[0])
+            xr = sub.select("start_ms", "duration_ms").to_numpy()
+            ax.broken_barh(xr, (y - height / 2, height), facecolors=color, edgecolors=color, linewidth=0.4)
+    if gaps.height and op_lanes:
+        ys = [len(lanes) - 1 - i for i in op_lanes]
+        lo, hi = min(ys) - 0.5, max(ys) + 0.5
+        ax.broken_barh(
+            gaps.select("start_ms", "duration_ms").to_numpy(),
+            (lo, hi - lo),
+            facecolors=IDLE_COLOR,
+            alpha=0.18,
+            linewidth=0,
+        )
+    ax.set_yticks(range(len(lanes)), list(reversed(lanes)), fontsize=8)
+    ax.set_ylim(-0.6, len(lanes) - 0.4)
+
+
+def timeline_figure(
+    lanes: list[str],
+    bars: pl.DataFrame,
+    gaps: pl.DataFrame,
+    iterations: pl.DataFrame,
+    title: str = "",
+    device_label: str = "GPU",
+) -> Figure:
+    """A per-iteration timeline: one lane per CPU range depth, API calls and device stream; idle gaps shaded.
+
+    ``bars``: lane, category, start_ms, duration_ms. ``gaps``: start_ms, duration_ms. ``iterations``: index,
+    start_ms, end_ms, latency_ms, gpu_busy_ms. The lower panel zooms into the first iteration's start.
+    """
+    op_lanes = [i for i, lane in enumerate(lanes) if lane.startswith(device_label)]
+    fig, (ax, zoom) = plt.subplots(
+        2, 1, figsize=(14, 2.2 + 0.9 * len(lanes) * 2), gridspec_kw={"height_ratios": [1, 1]}
+    )
+    for a in (ax, zoom):
+        _draw_lanes(a, lanes, bars, gaps, op_lanes)
+        a.grid(axis="x", alpha=0.3)
+    end = float(iterations["end_ms"].max()) if iterations.height else 1.0
+    ax.set_xlim(0, end)
+    starts = iterations["start_ms"].to_numpy()
+    ax.vlines(
+        np.append(starts, end), -0.6, len(lanes) - 0.4, colors="#252525", linestyles="dotted", linewidth=1
+    )
+    for row in iterations.iter_rows(named=True):
+        busy = row["gpu_busy_ms"]
+        label = f"iteration {row['index']}: {row['latency_ms']:.3g} ms"
+        if busy is not None:
+            label += f", {device_label} busy {busy:.3g} ms ({100 * busy / row['latency_ms']:.0f}%)"
+        ax.text(
+            (row["start_ms"] + row["end_ms"]) / 2,
+            len(lanes) - 0.35,
+            label,
+            ha="center",
+            va="bottom",
+            fontsize=8,
+        )
+    ax.set_xlabel("time (ms)")
+    if iterations.height:
+        first = iterations.row(0, named=True)
+        span = first["end_ms"] - first["start_ms"]
+        z0 = first["start_ms"]
+        zoom.set_xlim(z0, z0 + span * 0.15)
+        zoom.set_title(
+            f"zoom: the first 15% of iteration {first['index']} ({span * 0.15:.3g} ms)", fontsize=9
+        )
+    zoom.set_xlabel("time (ms)")
+    handles = [
+        Patch(color=CATEGORY_COLORS[c], label=c)
+        for c in CATEGORY_COLORS
+        if c in set(bars["category"].to_list())
+    ]
+    handles.append(Patch(color=IDLE_COLOR, alpha=0.25, label=f"{device_label} idle gap"))
+    fig.legend(
+        handles=handles,
+        loc="upper center",
+        ncol=len(handles),
+        fontsize=8,
+        frameon=False,
+        bbox_to_anchor=(0.5, 1.0),
+    )
+    if title:
+        fig.suptitle(title, y=1.03, fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.96))
+    return fig

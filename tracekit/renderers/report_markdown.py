@@ -1,0 +1,123 @@
+"""The Markdown document of ``tracekit report``: findings, recommendations, sweep and configuration tables,
+figures. Takes the ``report.json`` document; knows nothing of trace formats."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracekit.renderers.tabular import render_markdown
+
+SWEEP_COLUMNS: list[tuple[str, str]] = [
+    ("runtime", "runtime"),
+    ("seq_len", "seq len"),
+    ("latency_source", "latency"),
+    ("batch_range", "batch sizes"),
+    ("plateau_range", "plateau"),
+    ("transition_batch_size", "transition batch"),
+    ("transition_latency_ratio", "latency there / smallest"),
+    ("headroom_batch_size", "free headroom batch"),
+    ("headroom_latency_ratio", "its latency / smallest"),
+    ("headroom_throughput_gain", "throughput gain"),
+]
+
+CONFIG_TABLE_COLUMNS: list[tuple[str, str]] = [
+    ("runtime", "runtime"),
+    ("seq_len", "seq"),
+    ("batch_size", "batch"),
+    ("latency_ms", "latency ms"),
+    ("untraced_latency_ms", "untraced ms"),
+    ("traced_latency_ms", "traced ms"),
+    ("gpu_busy_ms", "busy ms"),
+    ("framework_overhead_ms", "overhead ms"),
+    ("gpu_utilization", "utilization"),
+    ("launches", "launches"),
+    ("latency_vs_smallest", "vs smallest"),
+    ("throughput_per_s", "samples/s"),
+    ("on_plateau", "plateau"),
+]
+
+
+def _span(values: list[Any]) -> str:
+    if not values:
+        return "—"
+    return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
+
+
+def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The sweeps of a report document as table rows (batch and plateau ranges as text)."""
+    rows = []
+    for sweep in doc["sweeps"]:
+        row = dict(sweep)
+        row["batch_range"] = ", ".join(str(b) for b in sweep["batch_sizes"])
+        row["plateau_range"] = _span(sweep["plateau"])
+        rows.append(row)
+    return rows
+
+
+def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
+    """The report as Markdown. ``figures`` maps figure key ("breakdown", "latency", "timeline") to the PNG
+    file name (relative to the report); the SVG sits beside it."""
+    settings = doc["settings"]
+    out: list[str] = ["# tracekit report", ""]
+    if doc.get("synthetic"):
+        out += [
+            "> **Synthetic data**: at least one input is marked synthetic (e.g. written by `tracekit simulate`); "
+            "its numbers come from a model of the mechanism, not a measurement.",
+            "",
+        ]
+    devices = sorted({str(c["device"]) for c in doc["configs"]})
+    sources = sorted({c["latency_source"] for c in doc["configs"]})
+    out += [
+        f"- Inputs: {len(doc['configs'])} configurations, {len(doc['sweeps'])} sweeps "
+        f"(runtimes: {', '.join(dict.fromkeys(c['runtime'] for c in doc['configs']))}); devices: "
+        f"{', '.join(devices)}.",
+        f"- Latency used for the sweep: {' and '.join(sources)} mean latency "
+        "(untraced = measured with the profiler off; traced = the trace's iterations). "
+        "The busy/overhead breakdown is from the traced iterations.",
+        f"- Framework-bound plateau: latency within {100 * settings['plateau_tolerance']:.0f}% of the smallest "
+        f"batch size; framework-bound: GPU utilization below {settings['bound_threshold']:.2f}. "
+        f"Iteration range: {settings.get('range') or 'default'}; warm-up iterations skipped: "
+        f"{settings.get('skip', 0)}.",
+        "",
+        "## Findings and recommendations",
+        "",
+    ]
+    if doc["recommendations"]:
+        out += [f"- {r['text']}" for r in doc["recommendations"]]
+    else:
+        out.append("- None: the data supports no recommendation.")
+    out += ["", "## Sweeps", "", render_markdown(sweep_rows(doc), SWEEP_COLUMNS)]
+    if figures.get("breakdown"):
+        out += [
+            "## Latency breakdown",
+            "",
+            "Traced latency per batch size, split into GPU busy (union of device work) and framework overhead "
+            "(latency − busy); the percentage is the overhead share.",
+            "",
+            f"![latency breakdown]({figures['breakdown']})",
+            "",
+        ]
+    if figures.get("latency"):
+        out += [
+            "## Latency vs batch size",
+            "",
+            "Log-log; circles mark the transition batch size (first batch size past the plateau).",
+            "",
+            f"![latency vs batch size]({figures['latency']})",
+            "",
+        ]
+    if figures.get("timeline"):
+        out += [
+            "## Timeline",
+            "",
+            f"{doc.get('timeline', {}).get('title', '')}: CPU ranges, API calls (launches in orange) and device "
+            "ops per stream; idle gaps of the device shaded red.",
+            "",
+            f"![timeline]({figures['timeline']})",
+            "",
+        ]
+    out += ["## Configurations", "", render_markdown(doc["configs"], CONFIG_TABLE_COLUMNS)]
+    if doc.get("warnings"):
+        out += ["## Warnings", ""] + [f"- {w}" for w in doc["warnings"]] + [""]
+    out += ["Data: `report.json`, `report.csv`.", ""]
+    return "\n".join(out)
