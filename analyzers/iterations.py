@@ -136,6 +136,9 @@ def choose_ranges(trace: Trace, range_name: str | None) -> tuple[pl.DataFrame, s
     elif (candidates["key"] == DEFAULT_RANGE).any():
         chosen = candidates.filter(pl.col("key") == DEFAULT_RANGE)
         name, how = DEFAULT_RANGE, f"default range name {DEFAULT_RANGE!r}"
+    elif (candidates["key"] == PROFILER_STEP_KEY).any():
+        chosen = candidates.filter(pl.col("key") == PROFILER_STEP_KEY)
+        name, how = PROFILER_STEP_KEY, "torch.profiler steps (no 'iteration' range); choose another with --range"
     else:
         top = candidates.filter(pl.col("depth") == candidates["depth"].min())
         counts = (
@@ -290,8 +293,8 @@ def analyze_iterations(
 ) -> IterationAnalysis:
     """Per-iteration latency, GPU busy, idle gaps, launches and framework overhead of ``trace``.
 
-    ``range_name`` picks the iteration ranges (default: ``iteration`` if present, else the most frequent
-    top-level range, ``ProfilerStep#N`` collapsed); ``skip`` drops that many leading (warm-up) iterations
+    ``range_name`` picks the iteration ranges (default: ``iteration`` if present, else the torch.profiler
+    ``ProfilerStep#*`` steps, else the most frequent top-level range); ``skip`` drops that many leading (warm-up) iterations
     after the windows are computed. Raises NoActivityError when there is nothing to analyze.
     """
     warnings: list[str] = list(trace.warnings)

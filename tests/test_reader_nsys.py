@@ -15,7 +15,7 @@ from tests.conftest import real_trace
 from tests.nsys_builder import NsysBuilder
 from tracekit.errors import TraceFormatError
 from tracekit.readers import read_trace
-from tracekit.readers.nsys_sqlite import nesting_depth, read
+from tracekit.readers.nsys_sqlite import read, with_nesting
 
 
 def rows(frame: pl.DataFrame, *cols: str) -> list[tuple]:
@@ -213,7 +213,7 @@ def test_depth_of_properly_nested_ranges_is_the_stack_height(steps: list[tuple[i
     frame = pl.DataFrame(out, schema=["thread", "start", "end", "expected"], orient="row").with_columns(
         pid=pl.lit(1, pl.Int64)
     )
-    got = nesting_depth(frame, ["pid", "thread"])
+    got = with_nesting(frame, ["pid", "thread"])
     assert got["depth"].to_list() == got["expected"].to_list()
 
 

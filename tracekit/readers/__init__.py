@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import zlib
 from pathlib import Path
 
 from tracekit.errors import TraceFormatError
@@ -33,7 +34,7 @@ def _json_head(path: Path, head: bytes) -> str:
         try:
             with gzip.open(path, "rb") as fh:
                 return fh.read(65536).decode("utf-8", "replace")
-        except (OSError, EOFError) as exc:
+        except (OSError, EOFError, zlib.error) as exc:
             raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
     with open(path, "rb") as fh:
         return fh.read(65536).decode("utf-8", "replace")

@@ -74,6 +74,7 @@ from tracekit.model import (
     conform,
     empty_frame,
 )
+from tracekit.readers.nesting import leaf_mask, nesting_depth
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
@@ -310,53 +311,9 @@ def collapse_duplicate_calls(api: pl.DataFrame) -> pl.DataFrame:
 # -------------------------------------------------------------------------------------------- ranges
 
 
-def nesting_depth(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    """Add ``depth`` (Int32) and ``has_child`` (bool) to ``ranges`` (columns ``start``, ``end`` and ``keys``).
-
-    depth = number of ranges with the same ``keys`` still open when this one starts (a range ending exactly
-    when another starts does not enclose it; of two ranges starting together the longer encloses the
-    shorter). has_child = the next range on the thread (by start, longer first) lies inside this one.
-    Vectorized: +1 at each start and -1 at each end, sorted by time, cumulative sum per thread.
-    """
-    if ranges.height == 0:
-        return ranges.with_columns(depth=pl.lit(None, pl.Int32), has_child=pl.lit(None, pl.Boolean))
-    indexed = ranges.with_row_index("_row")
-    base = indexed.select("_row", *keys, "start", "end")
-    starts = base.select(
-        "_row",
-        *keys,
-        t=pl.col("start"),
-        order=pl.lit(1, pl.Int8),
-        tie=-pl.col("end"),
-        delta=pl.lit(1, pl.Int64),
-    )
-    # Ends sort before starts at the same instant (touching ranges do not nest), except a zero-length range's
-    # own end, which must follow its start.
-    ends = base.select(
-        "_row",
-        *keys,
-        t=pl.col("end"),
-        order=pl.when(pl.col("end") > pl.col("start")).then(pl.lit(0, pl.Int8)).otherwise(pl.lit(2, pl.Int8)),
-        tie=pl.lit(0, pl.Int64),
-        delta=pl.lit(-1, pl.Int64),
-    )
-    events = pl.concat([starts, ends]).sort([*keys, "t", "order", "tie"])
-    events = events.with_columns(open=pl.col("delta").cum_sum().over(keys))
-    depth = events.filter(pl.col("delta") == 1).select("_row", depth=(pl.col("open") - 1).cast(pl.Int32))
-
-    ordered = base.sort([*keys, "start", "end"], descending=[False] * len(keys) + [False, True])
-    nxt_start = pl.col("start").shift(-1).over(keys)
-    nxt_end = pl.col("end").shift(-1).over(keys)
-    child = ordered.select(
-        "_row",
-        has_child=(
-            nxt_start.is_not_null()
-            & (nxt_end <= pl.col("end"))
-            & ((nxt_start < pl.col("end")) | (nxt_start == pl.col("start")))
-        ).fill_null(False),
-    )
-    out = indexed.join(depth, on="_row", how="left").join(child, on="_row", how="left")
-    return out.sort("_row").drop("_row")
+def with_nesting(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """Add ``depth`` (Int32, enclosing ranges still open at this one's start) and ``has_child`` (bool)."""
+    return ranges.with_columns(depth=nesting_depth(ranges, keys), has_child=~leaf_mask(ranges, keys))
 
 
 def _read_nvtx(export: _Export, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
@@ -689,7 +646,7 @@ def _read(con: sqlite3.Connection, path: Path) -> Trace:
         trace_end = max(int(c) for c in candidates if c is not None)
         raw = raw.with_columns(pl.col("end").fill_null(trace_end))
         warnings.append(f"{unclosed} NVTX range(s) never closed; closed at the trace end ({trace_end} ns)")
-    ranges = nesting_depth(raw, ["pid", "thread"])
+    ranges = with_nesting(raw, ["pid", "thread"])
 
     device = "gpu" if ops.height else "cpu"
     if not ops.height and ranges.height:

@@ -1,0 +1,206 @@
+"""Reader for ONNX Runtime profiler JSON (``SessionOptions.enable_profiling``), CPU and CUDA providers.
+
+An ORT profile is a JSON array of chrome-trace complete events. ``ts``/``dur`` are integer microseconds
+since profiling started (converted exactly to int64 ns, see :func:`tracekit.readers.kineto.us_to_ns`), so
+the profile's resolution is 1 µs.
+
+What lands where:
+
+``ranges``
+    every ``cat: "Session"`` event: ``model_run`` (one per ``InferenceSession.run``), the executor span
+    inside it (``SequentialExecutor::Execute`` / ``ParallelExecutor::Execute``), ``session_initialization``,
+    ``model_loading_uri`` / ``model_loading_array`` and the like; ``domain`` "session", pid/thread of the
+    event, ``depth`` = nesting depth on the thread (``model_run`` 0, the executor span 1).
+``ops``
+    ``cat: "Node"`` events whose name ends with ``_kernel_time`` (the ``_fence_before``/``_fence_after``
+    events of old ORT versions are skipped) -> kind "operator", name ``"<op_name>:<node name>"`` (e.g.
+    ``"MatMul:/encoder/layer.0/attention/MatMul"``, the node name without the ``_kernel_time`` suffix),
+    ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid, ``correlation``/``graph`` null.
+    Node times are host-side: on the CPU provider they are the operator's computation; on the CUDA provider
+    they time the host part of the node (argument setup and kernel launches, plus any synchronous copy),
+    not the GPU execution, so ``meta["device"]`` stays "cpu" and a warning says how many nodes ran on a GPU
+    provider.
+    ``cat: "Kernel"`` events (emitted only by ORT builds with CUDA/ROCm profiling enabled): GPU kernels and
+    copies timed by CUPTI/roctracer -> kind "kernel" (names starting with "Memcpy" -> "memcpy", "Memset" ->
+    "memset"), ``stream`` = args "stream" (decimal, or a hex pointer on ROCm), ``device`` = args "device"
+    when present (ORT does not write it: null), ``pid`` = the pid of the session events, ``correlation``
+    null (ORT maps CUPTI correlation ids to nodes internally and does not write them). When Kernel events are
+    present they are the ops (``meta["device"]`` "gpu") and the Node events become ranges of domain "node"
+    instead, so that host time is not counted as device busy time.
+
+``meta``: ``format`` "ort", ``format_version`` (the ORT version when some event's args carry one), ``device``,
+``providers`` (execution providers seen on Node events), ``synthetic`` ("synthetic" in the file name, or a
+top-level ``"tracekit_synthetic": true`` object), ``warnings``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.errors import TraceFormatError
+from tracekit.model import OPS_SCHEMA, RANGES_SCHEMA, Trace, conform
+from tracekit.readers.kineto import gc_paused, load_json, us_to_ns
+from tracekit.readers.nesting import nesting_depth
+
+KERNEL_SUFFIX = "_kernel_time"
+GPU_PROVIDERS: tuple[str, ...] = (
+    "CUDAExecutionProvider",
+    "ROCMExecutionProvider",
+    "TensorrtExecutionProvider",
+    "MIGraphXExecutionProvider",
+    "DmlExecutionProvider",
+)
+_VERSION_KEYS: tuple[str, ...] = ("ort_version", "onnxruntime_version", "version")
+
+
+def _events(doc: Any, path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """(events, header) of a parsed ORT profile; TraceFormatError when it is not one."""
+    header: dict[str, Any] = {}
+    if isinstance(doc, dict) and isinstance(doc.get("traceEvents"), list):
+        header, doc = doc, doc["traceEvents"]
+    if not isinstance(doc, list):
+        raise TraceFormatError("not an ONNX Runtime profile: expected a JSON array of events", path)
+    events = [e for e in doc if isinstance(e, dict)]
+    if not any(e.get("cat") in ("Session", "Node", "Kernel") for e in events):
+        raise TraceFormatError("not an ONNX Runtime profile: no Session, Node or Kernel events", path)
+    return events, header
+
+
+def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
+    empty: dict[str, Any] = {}
+    with gc_paused():
+        rows = [
+            (
+                e.get("ph"),
+                e.get("cat"),
+                e.get("name"),
+                e.get("pid"),
+                e.get("tid"),
+                e.get("ts"),
+                e.get("dur"),
+                (a := e.get("args") if isinstance(e.get("args"), dict) else empty).get("op_name"),
+                a.get("provider"),
+                a.get("stream"),
+                a.get("device"),
+            )
+            for e in events
+        ]
+        columns = list(zip(*rows, strict=True))
+    names = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "op_name", "provider", "stream", "device")
+    frame = pl.DataFrame(
+        {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
+    )
+    frame = frame.filter(pl.col("ph").is_null() | (pl.col("ph") == "X"))
+    return frame.with_columns(
+        start=us_to_ns(pl.col("ts")),
+        end=us_to_ns(pl.col("ts")) + us_to_ns(pl.col("dur")).fill_null(0),
+        pid_i=pl.col("pid").cast(pl.Int64, strict=False),
+        tid_i=pl.col("tid").cast(pl.Int64, strict=False),
+    ).filter(pl.col("start").is_not_null())
+
+
+def _version(events: list[dict[str, Any]]) -> str | None:
+    for e in events:
+        args = e.get("args")
+        if isinstance(args, dict):
+            for key in _VERSION_KEYS:
+                if isinstance(args.get(key), str) and args[key]:
+                    return args[key]
+        if e.get("cat") == "Node":  # session metadata, when written, precedes the first node
+            break
+    return None
+
+
+def _stream(col: pl.Expr) -> pl.Expr:
+    """args "stream": decimal text (CUDA) or a hex pointer "0x..." (ROCm) -> Int64."""
+    text = col.str.strip_chars()
+    hexa = text.str.strip_prefix("0x").str.strip_prefix("0X")
+    return (
+        pl.when(text.str.starts_with("0x") | text.str.starts_with("0X"))
+        .then(hexa.str.to_integer(base=16, strict=False))
+        .otherwise(text.cast(pl.Int64, strict=False))
+    )
+
+
+def read(path: Path) -> Trace:
+    """Read an ONNX Runtime profile into a normalized Trace (see module doc)."""
+    path = Path(path)
+    events, header = _events(load_json(path), path)
+    frame = _frame(events)
+    warnings: list[str] = []
+
+    session = frame.filter(pl.col("cat") == "Session")
+    nodes = frame.filter((pl.col("cat") == "Node") & pl.col("name").str.ends_with(KERNEL_SUFFIX))
+    kernels = frame.filter(pl.col("cat") == "Kernel")
+    process = session.get_column("pid_i").drop_nulls()
+    main_pid = int(process.mode().sort()[0]) if process.len() else None
+
+    node_name = pl.col("name").str.strip_suffix(KERNEL_SUFFIX)
+    node_ops = nodes.select(
+        "start",
+        "end",
+        device=pl.lit(-1, pl.Int32),
+        stream="tid_i",
+        pid="pid_i",
+        kind=pl.lit("operator"),
+        name=pl.when(pl.col("op_name").is_not_null() & (pl.col("op_name") != ""))
+        .then(pl.concat_str([pl.col("op_name"), pl.lit(":"), node_name]))
+        .otherwise(node_name),
+    )
+    range_parts = [
+        session.select("start", "end", pid="pid_i", thread="tid_i", domain=pl.lit("session"), name="name")
+    ]
+    if kernels.height:
+        device = "gpu"
+        kernel_name = pl.col("name").fill_null("")
+        ops = kernels.select(
+            "start",
+            "end",
+            device=pl.col("device").cast(pl.Int32, strict=False),
+            stream=_stream(pl.col("stream")),
+            pid=pl.lit(main_pid, dtype=pl.Int64),
+            kind=pl.when(kernel_name.str.starts_with("Memcpy"))
+            .then(pl.lit("memcpy"))
+            .when(kernel_name.str.starts_with("Memset"))
+            .then(pl.lit("memset"))
+            .otherwise(pl.lit("kernel")),
+            name="name",
+        )
+        range_parts.append(
+            node_ops.select("start", "end", "pid", thread="stream", domain=pl.lit("node"), name="name")
+        )
+        warnings.append(
+            "GPU times come from ORT's own CUDA profiling: microsecond resolution and no correlation ids, so "
+            "kernels are assigned to iterations by time"
+        )
+    else:
+        device = "cpu"
+        ops = node_ops
+    ranges = pl.concat(range_parts)
+    ranges = ranges.with_columns(depth=nesting_depth(ranges, ["domain", "pid", "thread"]))
+
+    providers = sorted(nodes.get_column("provider").drop_nulls().unique().to_list())
+    on_gpu = nodes.filter(pl.col("provider").is_in(list(GPU_PROVIDERS))).height
+    if on_gpu and device == "cpu":
+        warnings.append(
+            f"{on_gpu} of {nodes.height} operator events ran on a GPU execution provider "
+            f"({', '.join(p for p in providers if p in GPU_PROVIDERS)}): ORT times them on the host (argument "
+            "setup and kernel launch), not on the GPU; profile with nsys or torch.profiler for GPU kernel times"
+        )
+    if nodes.height == 0 and kernels.height == 0:
+        warnings.append("no Node or Kernel events: this profile holds session events only")
+
+    meta: dict[str, Any] = {"path": str(path), "format": "ort"}
+    version = _version(events)
+    if version:
+        meta["format_version"] = version
+    meta["device"] = device
+    meta["providers"] = providers
+    meta["synthetic"] = (
+        header.get("tracekit_synthetic") in (True, "true", "1", 1) or "synthetic" in path.name.lower()
+    )
+    meta["warnings"] = warnings
+    return Trace(ops=conform(ops, OPS_SCHEMA), ranges=conform(ranges, RANGES_SCHEMA), meta=meta)
