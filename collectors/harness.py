@@ -1,0 +1,162 @@
+"""The timing harness: warm-up, then timed iterations, each in an NVTX range and device-synchronised.
+
+Warm-up iterations run inside NVTX ranges named ``warmup`` and timed ones inside ``iteration`` (so a trace's
+``iteration`` ranges are exactly the timed iterations). Each iteration ends with a device synchronisation
+inside its range, so the range length is the iteration's latency including GPU completion.
+
+NVTX and Nsight Systems 2022.4: the ``nvtx`` Python package (from 0.2.12 on) asks the injected tool
+``nvtxDomainIsEnabled`` before handing out a domain and, when the tool does not implement that newer
+callback (Nsight Systems 2022.4 does not), silently returns a dummy domain that emits nothing. :class:`Nvtx`
+therefore builds the ``nvtx`` domain without that check (the push/pop calls themselves work with every
+Nsight version) and falls back to ``nvtx.push_range``/``pop_range`` when the package's internals differ.
+With no tool attached, NVTX calls are no-ops either way.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+
+class Nvtx:
+    """Push/pop NVTX ranges in the default domain, working with old Nsight Systems (see module doc)."""
+
+    def __init__(self) -> None:
+        self._attrs: dict[str, Any] = {}
+        self._push: Callable[[str], None]
+        self._pop: Callable[[], None]
+        self.method = "none"
+        try:
+            from nvtx._lib import lib as nvtx_lib
+
+            handle = nvtx_lib.DomainHandle(None)
+            domain = object.__new__(nvtx_lib.Domain)
+            domain.handle = handle
+            domain.__init__(None)
+            push_range, pop_range = nvtx_lib.push_range, nvtx_lib.pop_range
+
+            def push(name: str) -> None:
+                attrs = self._attrs.get(name)
+                if attrs is None:
+                    attrs = self._attrs[name] = domain.get_event_attributes(message=name)
+                push_range(attrs, handle)
+
+            def pop() -> None:
+                pop_range(handle)
+
+            self._push, self._pop = push, pop
+            self.method = "nvtx-domain"
+        except Exception:  # older/newer nvtx layouts: the public API (fine with nvtx<=0.2.11 or new nsys)
+            try:
+                import nvtx
+
+                self._push = lambda name: nvtx.push_range(name)
+                self._pop = lambda: nvtx.pop_range()
+                self.method = "nvtx-public"
+            except Exception:
+                self._push = lambda name: None
+                self._pop = lambda: None
+
+    def push(self, name: str) -> None:
+        self._push(name)
+
+    def pop(self) -> None:
+        self._pop()
+
+    @contextlib.contextmanager
+    def range(self, name: str) -> Iterator[None]:
+        self._push(name)
+        try:
+            yield
+        finally:
+            self._pop()
+
+
+_NVTX: Nvtx | None = None
+
+
+def nvtx_ranges() -> Nvtx:
+    """The process-wide :class:`Nvtx` emitter."""
+    global _NVTX
+    if _NVTX is None:
+        _NVTX = Nvtx()
+    return _NVTX
+
+
+def operator_ranges(device: str) -> contextlib.AbstractContextManager[Any]:
+    """A context that puts one NVTX range around every torch operator (eager PyTorch under nsys).
+
+    On CUDA builds this is ``torch.autograd.profiler.emit_nvtx()``. CPU builds of torch lack NVTX, so a
+    ``TorchDispatchMode`` pushes an ``aten::<op>`` range around each ATen call instead (a Python call per
+    operator: part of the profiler perturbation that the traced/untraced ratio reports).
+    """
+    import torch
+
+    if device.startswith("cuda") and torch.cuda.is_available():
+        return torch.autograd.profiler.emit_nvtx(record_shapes=False)
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    ranges = nvtx_ranges()
+    names: dict[Any, str] = {}
+
+    class _NvtxOps(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):  # type: ignore[no-untyped-def]
+            name = names.get(func)
+            if name is None:
+                name = names[func] = f"aten::{func.overloadpacket.__name__}"
+            ranges.push(name)
+            try:
+                return func(*args, **(kwargs or {}))
+            finally:
+                ranges.pop()
+
+    return _NvtxOps()
+
+
+def time_iterations(
+    run: Callable[[], Any],
+    sync: Callable[[], None],
+    warmup: int,
+    iters: int,
+    range_name: str = "iteration",
+    record_function: bool = False,
+    op_ranges: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
+    on_iteration: Callable[[], None] | None = None,
+) -> list[float]:
+    """Run ``warmup`` + ``iters`` iterations; return the timed iterations' latencies in milliseconds.
+
+    Latency = wall time (``time.perf_counter_ns``) from just before the NVTX push to just after the device
+    sync that closes the iteration. ``record_function`` adds a ``torch.profiler.record_function(range_name)``
+    (torch.profiler annotation); ``op_ranges`` wraps each iteration in an operator-range context.
+    """
+    nv = nvtx_ranges()
+    for _ in range(warmup):
+        with nv.range("warmup"):
+            run()
+            sync()
+        if on_iteration:
+            on_iteration()
+    latencies: list[float] = []
+    rf: Callable[[str], contextlib.AbstractContextManager[Any]] | None = None
+    if record_function:
+        import torch
+
+        rf = torch.profiler.record_function
+    for _ in range(iters):
+        start = time.perf_counter_ns()
+        nv.push(range_name)
+        try:
+            with (
+                rf(range_name) if rf else contextlib.nullcontext(),
+                op_ranges() if op_ranges else contextlib.nullcontext(),
+            ):
+                run()
+                sync()
+        finally:
+            nv.pop()
+        latencies.append((time.perf_counter_ns() - start) / 1e6)
+        if on_iteration:
+            on_iteration()
+    return latencies

@@ -1,0 +1,8 @@
+"""Profiler drivers: ``nsys`` and ``ncu`` wrap a worker process; ``torch`` and ``ort`` run inside it."""
+
+from __future__ import annotations
+
+#: Profilers accepted by ``--profiler`` (``none`` = only the untraced timing run).
+PROFILERS: tuple[str, ...] = ("nsys", "torch", "ort", "ncu", "none")
+#: Profilers that wrap a child process (one per configuration).
+PROCESS_PROFILERS: frozenset[str] = frozenset({"nsys", "ncu"})

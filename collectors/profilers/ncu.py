@@ -1,0 +1,69 @@
+"""Nsight Compute: profile only the kernels inside the timed ``iteration`` NVTX ranges, with only the metrics
+tracekit uses, then export the raw page to CSV beside the report."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+from tracekit.errors import RunFailure, TracekitError
+
+#: The metrics collected (DESIGN.md): SM activity and warp occupancy per kernel, plus what weights them.
+NCU_METRICS: tuple[str, ...] = (
+    "sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
+    "sm__warps_active.avg.pct_of_peak_sustained_active",
+    "sm__cycles_active.avg",
+    "sm__cycles_elapsed.avg",
+    "gpu__time_duration.sum",
+)
+
+INSTALL_HINT = (
+    "ncu (Nsight Compute) not found on PATH; install it with the CUDA toolkit (package nsight-compute) or from "
+    "https://developer.nvidia.com/nsight-compute, and make sure it can access the GPU's performance counters"
+)
+
+
+def find_ncu() -> str | None:
+    return os.environ.get("TRACEKIT_NCU") or shutil.which("ncu")
+
+
+def require_ncu() -> str:
+    ncu = find_ncu()
+    if not ncu:
+        raise TracekitError(INSTALL_HINT)
+    return ncu
+
+
+def build_profile_argv(
+    ncu: str, output_base: str | Path, child: list[str], range_name: str = "iteration"
+) -> list[str]:
+    """``ncu`` restricted to kernels inside push/pop NVTX ranges named ``range_name`` (``NAME/`` syntax)."""
+    return [
+        ncu,
+        "--nvtx",
+        "--nvtx-include",
+        f"{range_name}/",
+        "--metrics",
+        ",".join(NCU_METRICS),
+        "--target-processes",
+        "all",
+        "--force-overwrite",
+        "-o",
+        str(output_base),
+        *child,
+    ]
+
+
+def build_csv_argv(ncu: str, report: str | Path) -> list[str]:
+    """``ncu --import REPORT --csv --page raw`` (written to stdout)."""
+    return [ncu, "--import", str(report), "--csv", "--page", "raw"]
+
+
+def export_csv(ncu: str, report: Path, csv_path: Path) -> None:
+    proc = subprocess.run(build_csv_argv(ncu, report), capture_output=True, text=True)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise RunFailure(f"ncu --import failed on {report.name}: {last}")
+    csv_path.write_text(proc.stdout)

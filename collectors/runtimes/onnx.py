@@ -1,0 +1,219 @@
+"""ONNX Runtime: export once (cached), then an InferenceSession on the CUDA EP with IO binding, or the CPU EP.
+
+Exports are cached under ``$TRACEKIT_CACHE/onnx`` (default ``~/.cache/tracekit/onnx``) as
+``{model}-{precision}-opset{N}-{config hash}.onnx`` with dynamic batch and sequence axes, written to a
+temporary name and renamed when complete. ``onnx-cuda-graphs`` enables ORT's CUDA graph capture
+(``enable_cuda_graph``), which needs IO binding with fixed input and output buffers.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import warnings
+from pathlib import Path
+from typing import Any
+
+from collectors.runtimes.base import RunContext, Runtime
+from tracekit.errors import RunFailure, TracekitError
+
+
+def cache_dir() -> Path:
+    """Where exported models are cached (``TRACEKIT_CACHE`` overrides ``~/.cache/tracekit``)."""
+    root = os.environ.get("TRACEKIT_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "tracekit")
+    return Path(root) / "onnx"
+
+
+def export_path(model: Any, precision: str, opset: int) -> Path:
+    return cache_dir() / f"{model.spec.name}-{precision}-opset{opset}-{model.config_hash()}.onnx"
+
+
+def export_onnx(model: Any, inputs: tuple[Any, ...], precision: str, opset: int) -> Path:
+    """The cached ONNX file for (model, precision, opset), exporting it first when absent.
+
+    Uses the TorchScript-based exporter (``dynamo=False``, fast) and falls back to the dynamo exporter.
+    A failed export raises RunFailure with the exporter's error in one line.
+    """
+    import torch
+
+    target = export_path(model, precision, opset)
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    names = model.input_names
+    example = tuple(t[:1] for t in inputs)
+    axes = {n: ({0: "batch"} if model.kind == "image" else {0: "batch", 1: "sequence"}) for n in names}
+    axes["output"] = {0: "batch"} if model.kind == "image" else {0: "batch", 1: "sequence"}
+    tmpdir = Path(tempfile.mkdtemp(prefix=".export-", dir=target.parent))
+    tmp = tmpdir / target.name
+    try:
+        errors: list[str] = []
+        for dynamo in (False, True):
+            try:
+                with warnings.catch_warnings(), torch.no_grad():
+                    warnings.simplefilter("ignore")
+                    kwargs: dict[str, Any] = {
+                        "input_names": names,
+                        "output_names": ["output"],
+                        "opset_version": opset,
+                        "dynamo": dynamo,
+                    }
+                    if dynamo:
+                        kwargs["dynamic_shapes"] = tuple(
+                            {k: torch.export.Dim.AUTO for k in axes[n]} for n in names
+                        )
+                        kwargs["external_data"] = False
+                    else:
+                        kwargs["dynamic_axes"] = axes
+                    torch.onnx.export(model.module, example, str(tmp), **kwargs)
+                break
+            except Exception as exc:  # the exporter's own error, reported in one line
+                errors.append(
+                    f"{type(exc).__name__}: {str(exc).strip().splitlines()[0] if str(exc).strip() else ''}"
+                )
+        else:
+            raise RunFailure(
+                f"ONNX export of {model.spec.name} ({precision}, opset {opset}) failed: {errors[0]}"
+            )
+        os.replace(tmp, target)
+    finally:
+        shutil.rmtree(tmpdir, ignore_errors=True)
+    return target
+
+
+def _np_dtype(tensor: Any) -> Any:
+    import numpy as np
+    import torch
+
+    return {
+        torch.int64: np.int64,
+        torch.float32: np.float32,
+        torch.float16: np.float16,
+        torch.int32: np.int32,
+    }[tensor.dtype]
+
+
+class OnnxRuntime(Runtime):
+    name = "onnx"
+    cuda_graph = False
+
+    def prepare(self, ctx: RunContext) -> None:
+        import onnxruntime as ort
+
+        super().prepare(ctx)
+        path = export_onnx(ctx.model, ctx.inputs, ctx.precision, ctx.opset)
+        opts = ort.SessionOptions()
+        opts.log_severity_level = 3
+        if ctx.ort_profile_prefix:
+            opts.enable_profiling = True
+            opts.profile_file_prefix = ctx.ort_profile_prefix
+        self.on_cuda = ctx.device.startswith("cuda")
+        if self.on_cuda:
+            if "CUDAExecutionProvider" not in ort.get_available_providers():
+                raise TracekitError(
+                    "onnxruntime has no CUDAExecutionProvider here; install onnxruntime-gpu "
+                    "(pip install 'tracekit[gpu]')"
+                )
+            self.device_id = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
+            cuda_opts: dict[str, Any] = {"device_id": self.device_id}
+            if self.cuda_graph:
+                cuda_opts["enable_cuda_graph"] = "1"
+            providers: list[Any] = [("CUDAExecutionProvider", cuda_opts)]
+        else:
+            providers = ["CPUExecutionProvider"]
+        self.model_path = path
+        try:
+            self.session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+        except Exception as exc:
+            raise RunFailure(
+                f"onnxruntime could not load {path.name}: {str(exc).strip().splitlines()[0]}"
+            ) from exc
+        names = [i.name for i in self.session.get_inputs()]
+        if self.on_cuda:
+            self._bind(names)
+        else:
+            self.feeds = {n: t.detach().cpu().numpy() for n, t in zip(names, ctx.inputs, strict=True)}
+
+    def _bind(self, names: list[str]) -> None:
+        """IO binding on the GPU: inputs bound to the torch tensors' device memory, output to a device buffer."""
+        import torch
+
+        self.binding = self.session.io_binding()
+        self.inputs = tuple(t.contiguous() for t in self.ctx.inputs)
+        for name, tensor in zip(names, self.inputs, strict=True):
+            self.binding.bind_input(
+                name, "cuda", self.device_id, _np_dtype(tensor), tuple(tensor.shape), tensor.data_ptr()
+            )
+        out_name = self.session.get_outputs()[0].name
+        # Run once with an ORT-allocated output to learn the output shape, then bind a fixed torch buffer
+        # (CUDA graphs replay into fixed addresses).
+        probe = self.session.io_binding()
+        for name, tensor in zip(names, self.inputs, strict=True):
+            probe.bind_input(
+                name, "cuda", self.device_id, _np_dtype(tensor), tuple(tensor.shape), tensor.data_ptr()
+            )
+        probe.bind_output(out_name, "cuda", self.device_id)
+        if not self.cuda_graph:
+            self.session.run_with_iobinding(probe)
+            shape = probe.get_outputs()[0].shape()
+            dtype = {
+                "tensor(float)": torch.float32,
+                "tensor(float16)": torch.float16,
+                "tensor(int64)": torch.int64,
+            }[self.session.get_outputs()[0].type]
+        else:
+            # A graph-enabled session must not run before its buffers are final: take the shape from a
+            # plain CUDA session of the same model.
+            import onnxruntime as ort
+
+            plain = ort.InferenceSession(
+                str(self.model_path), providers=[("CUDAExecutionProvider", {"device_id": self.device_id})]
+            )
+            pb = plain.io_binding()
+            for name, tensor in zip(names, self.inputs, strict=True):
+                pb.bind_input(
+                    name, "cuda", self.device_id, _np_dtype(tensor), tuple(tensor.shape), tensor.data_ptr()
+                )
+            pb.bind_output(out_name, "cuda", self.device_id)
+            plain.run_with_iobinding(pb)
+            shape = pb.get_outputs()[0].shape()
+            dtype = {
+                "tensor(float)": torch.float32,
+                "tensor(float16)": torch.float16,
+                "tensor(int64)": torch.int64,
+            }[plain.get_outputs()[0].type]
+            del plain
+        self.output = torch.empty(tuple(shape), dtype=dtype, device=f"cuda:{self.device_id}")
+        self.binding.bind_output(
+            out_name, "cuda", self.device_id, _np_dtype(self.output), tuple(shape), self.output.data_ptr()
+        )
+
+    def run(self) -> Any:
+        if self.on_cuda:
+            self.session.run_with_iobinding(self.binding)
+            return self.output
+        return self.session.run(None, self.feeds)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "runtime": self.name,
+            "providers": self.session.get_providers(),
+            "io_binding": self.on_cuda,
+            "cuda_graph": self.cuda_graph,
+            "model_file": Path(str(self.model_path)).name,
+        }
+
+    def end_profiling(self) -> str | None:
+        if self.ctx is not None and self.ctx.ort_profile_prefix:
+            return self.session.end_profiling()
+        return None
+
+    def close(self) -> None:
+        self.session = None
+
+
+class OnnxCudaGraphsRuntime(OnnxRuntime):
+    name = "onnx-cuda-graphs"
+    needs_cuda = True
+    cuda_graph = True

@@ -1,0 +1,488 @@
+"""The sweep: for every (batch size, sequence length), an untraced timing run plus one run per profiler,
+written into one run directory (layout: :mod:`tracekit.runs`).
+
+Files appear only when complete: profilers write into a hidden temporary folder inside the run directory and
+finished traces are renamed into place; ``run.json`` and ``latency.csv`` are rewritten atomically after every
+configuration. Ctrl-C or a crash therefore leaves the completed configurations intact and no half-written file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from collectors.profilers import PROFILERS
+from collectors.runtimes import CUDA_ONLY, ONNX_RUNTIMES, RUNTIMES, check_runtime_name
+from collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
+from tracekit.errors import RunFailure, TracekitError
+from tracekit.io import write_text_atomic
+from tracekit.runs import LATENCY_FILE, RUN_FILE, config_stem, write_run_json
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+LATENCY_COLUMNS = (
+    "runtime",
+    "model",
+    "device",
+    "precision",
+    "batch_size",
+    "seq_len",
+    "iteration",
+    "latency_ms",
+)
+#: File names of each profiler's trace, relative to the run directory, from the config stem.
+TRACE_NAMES: dict[str, str] = {
+    "nsys": "{stem}.nsys.sqlite",
+    "torch": "{stem}.torch.json.gz",
+    "ort": "{stem}.ort.json.gz",
+    "ncu": "{stem}.ncu.csv",
+}
+
+
+@dataclass
+class SweepOptions:
+    """What ``tracekit collect`` was asked to do (validated by :func:`validate`)."""
+
+    runtime: str = "pytorch"
+    model: str = "bert-base"
+    layers: int | None = None
+    hidden: int | None = None
+    gen_tokens: int = 8
+    device: str = "auto"
+    precision: str = "fp32"
+    batch_sizes: list[int] = field(default_factory=lambda: [1])
+    seq_lens: list[int] | None = None
+    warmup: int = 10
+    iters: int = 100
+    profilers: list[str] | None = None
+    out_dir: Path | None = None
+    opset: int = 17
+    seed: int = 0
+    overwrite: bool = False
+    command: list[str] = field(default_factory=list)
+    progress: bool = True
+    #: Run untraced/torch/ort timings in this process (fast, for tests) instead of a fresh worker each.
+    in_process: bool = False
+
+
+def default_profilers(runtime: str) -> list[str]:
+    """nsys when installed, else ort for the ONNX runtimes and torch for the others."""
+    from collectors.profilers.nsys import find_nsys
+
+    if find_nsys():
+        return ["nsys"]
+    return ["ort"] if runtime in ONNX_RUNTIMES else ["torch"]
+
+
+def validate(opts: SweepOptions) -> None:
+    """Check names and numbers before anything heavy is imported (TracekitError, exit 2, one line)."""
+    check_runtime_name(opts.runtime)
+    if opts.model not in MODELS:
+        raise unknown_model(opts.model)
+    if opts.precision not in ("fp32", "fp16"):
+        raise TracekitError(f"unknown precision '{opts.precision}'; choose from: fp32, fp16")
+    if not opts.batch_sizes or any(b < 1 for b in opts.batch_sizes):
+        raise TracekitError("--batch-sizes must be positive integers")
+    if opts.seq_lens is not None and (not opts.seq_lens or any(s < 1 for s in opts.seq_lens)):
+        raise TracekitError("--seq-lens must be positive integers")
+    if opts.warmup < 0 or opts.iters < 1:
+        raise TracekitError("--warmup must be >= 0 and --iters >= 1")
+    for layers_or_hidden in (opts.layers, opts.hidden):
+        if layers_or_hidden is not None and layers_or_hidden < 1:
+            raise TracekitError("--layers and --hidden must be >= 1")
+    profilers = opts.profilers or []
+    for prof in profilers:
+        if prof not in PROFILERS:
+            raise TracekitError(f"unknown profiler '{prof}'; choose from: {', '.join(PROFILERS)}")
+    if "ort" in profilers and opts.runtime not in ONNX_RUNTIMES:
+        raise TracekitError(
+            f"--profiler ort profiles ONNX Runtime; runtime '{opts.runtime}' does not use it "
+            f"(use torch or nsys)"
+        )
+    if opts.runtime in CUDA_ONLY and opts.device == "cpu":
+        raise TracekitError(f"runtime '{opts.runtime}' needs a CUDA device; it cannot run with --device cpu")
+
+
+def latency_stats(values: list[float]) -> dict[str, float]:
+    """mean, p50, p90, p99, min, max (ms) and count of a latency list (linear-interpolated percentiles)."""
+    import numpy as np
+
+    arr = np.asarray(values, dtype=float)
+    return {
+        "mean": float(arr.mean()),
+        "p50": float(np.percentile(arr, 50)),
+        "p90": float(np.percentile(arr, 90)),
+        "p99": float(np.percentile(arr, 99)),
+        "min": float(arr.min()),
+        "max": float(arr.max()),
+        "count": int(arr.size),
+    }
+
+
+def _one_line(exc: BaseException) -> str:
+    if isinstance(exc, TracekitError):
+        return exc.message
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
+def _main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).astimezone().isoformat(timespec="seconds")
+
+
+class Sweep:
+    """One ``tracekit collect`` run (see the module docstring)."""
+
+    def __init__(self, opts: SweepOptions) -> None:
+        validate(opts)
+        self.opts = opts
+        self.kind = model_kind(opts.model)
+        if opts.seq_lens is None:
+            opts.seq_lens = [IMAGE_SIZE] if self.kind == "image" else [128]
+        self.profilers = [p for p in (opts.profilers or default_profilers(opts.runtime)) if p != "none"]
+        self.profilers = list(dict.fromkeys(self.profilers))
+        self.nsys = self.ncu = None
+        if "nsys" in self.profilers:
+            from collectors.profilers.nsys import require_nsys
+
+            self.nsys = require_nsys()
+        if "ncu" in self.profilers:
+            from collectors.profilers.ncu import require_ncu
+
+            self.ncu = require_ncu()
+
+    # -- set-up ---------------------------------------------------------------------------------------------
+    def _prepare(self) -> None:
+        from collectors.environment import cpu_model, gpu_for, resolve_device, versions
+
+        opts = self.opts
+        self.device = resolve_device(opts.device, opts.runtime, opts.runtime in CUDA_ONLY)
+        if opts.runtime in ONNX_RUNTIMES and self.device.startswith("cuda"):
+            import onnxruntime as ort
+
+            if "CUDAExecutionProvider" not in ort.get_available_providers():
+                raise TracekitError(
+                    "onnxruntime has no CUDAExecutionProvider here; install onnxruntime-gpu (pip install 'tracekit[gpu]')"
+                )
+        if "ncu" in self.profilers and not self.device.startswith("cuda"):
+            raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
+        self.gpu = gpu_for(self.device)
+        stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+        dev = "cpu" if self.device == "cpu" else self.device.replace(":", "")
+        self.out = (
+            Path(opts.out_dir)
+            if opts.out_dir
+            else Path("runs") / f"{opts.model}-{opts.runtime}-{dev}-{stamp}"
+        )
+        if (self.out / RUN_FILE).exists() and not opts.overwrite:
+            raise TracekitError(
+                "already holds a run (run.json); choose another -o or pass --overwrite", self.out
+            )
+        self.out.mkdir(parents=True, exist_ok=True)
+        if opts.overwrite:
+            for name in (RUN_FILE, LATENCY_FILE):
+                (self.out / name).unlink(missing_ok=True)
+        for stale in self.out.glob(".tmp-*"):  # left by a run killed with SIGKILL
+            shutil.rmtree(stale, ignore_errors=True)
+        self.run: dict[str, Any] = {
+            "tracekit_version": versions().get("tracekit"),
+            "kind": "collect",
+            "synthetic": False,
+            "command": opts.command,
+            "started": _now(),
+            "finished": None,
+            "runtime": opts.runtime,
+            "model": opts.model,
+            "model_overrides": {"layers": opts.layers, "hidden": opts.hidden},
+            "device": self.device,
+            "precision": opts.precision,
+            "gpu": self.gpu,
+            "cpu": cpu_model(),
+            "versions": versions(self.nsys, self.ncu),
+            "warmup": opts.warmup,
+            "iters": opts.iters,
+            "profilers": self.profilers,
+            "configs": [],
+        }
+        if self.kind == "generate":
+            self.run["gen_tokens"] = opts.gen_tokens
+        if self.kind == "image":
+            self.run["seq_len_means"] = "image side in pixels"
+        self.latency_rows: list[tuple[Any, ...]] = []
+        write_run_json(self.out, self.run)
+
+    def _cfg(self, batch: int, seq: int, profiler: str, trace_out: str | None = None) -> dict[str, Any]:
+        o = self.opts
+        return {
+            "model": o.model,
+            "layers": o.layers,
+            "hidden": o.hidden,
+            "gen_tokens": o.gen_tokens,
+            "runtime": o.runtime,
+            "device": self.device,
+            "precision": o.precision,
+            "batch_size": batch,
+            "seq_len": seq,
+            "warmup": o.warmup,
+            "iters": o.iters,
+            "profiler": profiler,
+            "trace_out": trace_out,
+            "opset": o.opset,
+            "seed": o.seed,
+            "op_ranges": profiler == "nsys" and RUNTIMES[o.runtime].startswith("pytorch:"),
+        }
+
+    # -- one configuration --------------------------------------------------------------------------------
+    def _worker(self, cfg: dict[str, Any], tmp: Path, wrap: list[str] | None = None) -> dict[str, Any]:
+        """Run one configuration: in this process (``in_process``), else in a fresh worker process, optionally
+        under a wrapping profiler command line (``wrap`` = nsys/ncu argv up to the child). Every timing of a
+        sweep runs in the same conditions (a fresh process per run), so traced/untraced ratios compare like
+        with like. RunFailure with the worker's error in one line."""
+        if wrap is None and self.opts.in_process:
+            from collectors import worker
+
+            return worker.run_config(cfg)
+        result_file = tmp / f"result-{cfg['profiler']}.json"
+        child = [
+            sys.executable,
+            "-m",
+            "collectors.worker",
+            "--config",
+            json.dumps(cfg),
+            "--result",
+            str(result_file),
+        ]
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+        log = tmp / f"worker-{cfg['profiler']}.log"
+        with open(log, "wb") as fh:
+            proc = subprocess.run([*(wrap or []), *child], stdout=fh, stderr=subprocess.STDOUT, env=env)
+        result = json.loads(result_file.read_text()) if result_file.is_file() else {}
+        if result.get("error"):
+            raise (TracekitError if result.get("usage") else RunFailure)(result["error"])
+        if not result:
+            lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+            what = cfg["profiler"] if cfg["profiler"] != "none" else "untraced"
+            raise RunFailure(
+                f"{what} run failed (exit {proc.returncode}): {lines[-1] if lines else 'no output'}"
+            )
+        return result
+
+    def _untraced(self, batch: int, seq: int, tmp: Path) -> list[float]:
+        return self._worker(self._cfg(batch, seq, "none"), tmp)["latencies_ms"]
+
+    def _traced(
+        self, batch: int, seq: int, profiler: str, tmp: Path
+    ) -> tuple[dict[str, Any], dict[str, Path]]:
+        """Run one profiler; returns (worker result, {final name: finished file in tmp})."""
+        stem = config_stem(self.opts.runtime, batch, seq)
+        final = TRACE_NAMES[profiler].format(stem=stem)
+        if profiler in ("torch", "ort"):
+            result = self._worker(self._cfg(batch, seq, profiler, str(tmp / final)), tmp)
+            if not result.get("trace") or not Path(result["trace"]).is_file():
+                raise RunFailure(f"{profiler} profiler wrote no trace")
+            return result, {final: Path(result["trace"])}
+        base = tmp / f"{stem}.{profiler}"
+        if profiler == "nsys":
+            from collectors.profilers import nsys as nsys_mod
+
+            gpu_dev = self.gpu.get("physical_index") if self.gpu else None
+            wrap = nsys_mod.build_profile_argv(self.nsys, base, [], self.device.startswith("cuda"), gpu_dev)
+        else:
+            from collectors.profilers import ncu as ncu_mod
+
+            wrap = ncu_mod.build_profile_argv(self.ncu, base, [])
+        result = self._worker(self._cfg(batch, seq, profiler), tmp, wrap)
+        if profiler == "nsys":
+            from collectors.profilers.nsys import finalize
+
+            report, sqlite = finalize(self.nsys, base)
+            return result, {final: sqlite, f"{stem}.nsys{report.suffix}": report}
+        from collectors.profilers.ncu import export_csv
+
+        report = base.with_name(base.name + ".ncu-rep")
+        if not report.is_file():
+            raise RunFailure("ncu wrote no report")
+        export_csv(self.ncu, report, tmp / final)
+        return result, {final: tmp / final, f"{stem}.ncu.ncu-rep": report}
+
+    def _meta(
+        self,
+        profiler: str,
+        batch: int,
+        seq: int,
+        untraced: dict[str, float],
+        result: dict[str, Any],
+        traced: dict[str, float],
+    ) -> dict[str, Any]:
+        meta = {
+            "synthetic": False,
+            "made_by": "tracekit collect",
+            "profiler": profiler,
+            "runtime": self.opts.runtime,
+            "model": self.opts.model,
+            "batch_size": batch,
+            "seq_len": seq,
+            "precision": self.opts.precision,
+            "device": "gpu" if self.device.startswith("cuda") else "cpu",
+            "device_name": self.device,
+            "gpu": (self.gpu or {}).get("name"),
+            "cpu": self.run["cpu"],
+            "measurement": "real",
+            "range": "iteration",
+            "iterations": self.opts.iters,
+            "warmup_iterations": self.opts.warmup,
+            "warmup_in_trace": profiler == "ort",
+            "untraced_latency_ms": untraced,
+            "traced_latency_ms": traced,
+            "nvtx": result.get("nvtx"),
+            "operator_ranges": result.get("op_ranges", False),
+            "runtime_details": result.get("describe"),
+            "versions": {
+                k: self.run["versions"].get(k)
+                for k in ("torch", "onnxruntime", "transformers", "nsys", "ncu", "cuda", "driver", "python")
+                if self.run["versions"].get(k)
+            },
+        }
+        if self.opts.layers or self.opts.hidden:
+            meta["model_overrides"] = {"layers": self.opts.layers, "hidden": self.opts.hidden}
+        return meta
+
+    def _write_latency(self) -> None:
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(LATENCY_COLUMNS)
+        writer.writerows(self.latency_rows)
+        write_text_atomic(self.out / LATENCY_FILE, buf.getvalue())
+
+    def _config(self, batch: int, seq: int, advance: Any) -> dict[str, Any]:
+        opts = self.opts
+        stem = config_stem(opts.runtime, batch, seq)
+        entry: dict[str, Any] = {
+            "batch_size": batch,
+            "seq_len": seq,
+            "status": "ok",
+            "error": None,
+            "untraced_latency_ms": None,
+            "traces": {},
+            "traced_latency_ms": {},
+            "perturbation": {},
+        }
+        finished: list[tuple[Path, Path]] = []  # (tmp file, final path), renamed only when the config is done
+        metas: dict[str, dict[str, Any]] = {}
+        tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=self.out))
+        try:
+            latencies = self._untraced(batch, seq, tmp)
+            untraced = latency_stats(latencies)
+            entry["untraced_latency_ms"] = untraced
+            advance()
+            for prof in self.profilers:
+                sub = tmp / prof
+                sub.mkdir()
+                result, files = self._traced(batch, seq, prof, sub)
+                traced = latency_stats(result["latencies_ms"])
+                entry["traced_latency_ms"][prof] = traced["mean"]
+                entry["perturbation"][prof] = traced["mean"] / untraced["mean"] if untraced["mean"] else None
+                entry["traces"][prof] = TRACE_NAMES[prof].format(stem=stem)
+                entry.setdefault("runtime_details", result.get("describe"))
+                for name, path in files.items():
+                    finished.append((path, self.out / name))
+                metas[f"{stem}.{prof}.meta.json"] = self._meta(prof, batch, seq, untraced, result, traced)
+                advance()
+            for src, dst in finished:
+                os.replace(src, dst)
+            for name, meta in metas.items():
+                write_text_atomic(self.out / name, json.dumps(meta, indent=2, default=str) + "\n")
+            self.latency_rows.extend(
+                (opts.runtime, opts.model, self.device, opts.precision, batch, seq, i, round(v, 6))
+                for i, v in enumerate(latencies)
+            )
+        except RunFailure as exc:
+            entry.update(status="failed", error=exc.message, traces={}, traced_latency_ms={}, perturbation={})
+        except TracekitError:  # a usage problem (exit 2): the whole sweep stops
+            raise
+        except Exception as exc:  # a runtime or profiler crash: recorded, the sweep goes on
+            entry.update(
+                status="failed", error=_one_line(exc), traces={}, traced_latency_ms={}, perturbation={}
+            )
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return entry
+
+    # -- the sweep ----------------------------------------------------------------------------------------
+    def execute(self) -> dict[str, Any]:
+        """Run every configuration; returns run.json's content. RunFailure (exit 1) when any config failed."""
+        import signal
+
+        def _terminate(signum: int, frame: Any) -> None:  # SIGTERM cleans up like Ctrl-C
+            raise KeyboardInterrupt
+
+        previous = signal.signal(signal.SIGTERM, _terminate) if _main_thread() else None
+        try:
+            return self._execute()
+        finally:
+            if previous is not None:
+                signal.signal(signal.SIGTERM, previous)
+
+    def _execute(self) -> dict[str, Any]:
+        self._prepare()
+        opts = self.opts
+        grid = [(b, s) for s in (opts.seq_lens or []) for b in opts.batch_sizes]
+        steps = len(grid) * (1 + len(self.profilers))
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        console = Console(stderr=True)
+        show = opts.progress and console.is_terminal
+        progress = Progress(
+            TextColumn("[bold]{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            console=console,
+            disable=not show,
+            transient=False,
+        )
+        with progress:
+            task = progress.add_task(f"{opts.model} {opts.runtime} {self.device}", total=steps)
+            for batch, seq in grid:
+                progress.update(task, description=f"{opts.model} {opts.runtime} b{batch} s{seq}")
+                t0 = time.perf_counter()
+                entry = self._config(batch, seq, lambda: progress.advance(task))
+                self.run["configs"].append(entry)
+                if entry["status"] == "ok":
+                    self._write_latency()
+                write_run_json(self.out, self.run)
+                if not show:
+                    lat = entry["untraced_latency_ms"]
+                    what = f"{lat['mean']:.3f} ms mean" if lat and entry["status"] == "ok" else entry["error"]
+                    print(
+                        f"tracekit collect: b{batch} s{seq}: {entry['status']} ({what}; "
+                        f"{time.perf_counter() - t0:.1f} s)",
+                        file=sys.stderr,
+                    )
+        self.run["finished"] = _now()
+        write_run_json(self.out, self.run)
+        failed = [c for c in self.run["configs"] if c["status"] != "ok"]
+        if failed:
+            raise RunFailure(
+                f"{len(failed)} of {len(grid)} configurations failed; first: {failed[0]['error']} "
+                f"(completed ones are in {self.out})"
+            )
+        return self.run

@@ -1,0 +1,143 @@
+"""Run one configuration (build model, prepare runtime, warm up, time) in this process.
+
+Used in-process by the sweep for untraced, ``torch`` and ``ort`` runs, and as a child process
+(``python -m collectors.worker --config JSON --result FILE``) under the profilers that wrap a process
+(``nsys``, ``ncu``): one child per configuration.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from collectors.harness import nvtx_ranges, operator_ranges, time_iterations
+from collectors.inputs import make_inputs
+from collectors.runtimes import RunContext, get_runtime
+from collectors.zoo import BuiltModel, ModelSpec, build
+
+_MODELS: dict[tuple[Any, ...], BuiltModel] = {}
+
+
+def get_model(spec: ModelSpec, device: str, precision: str, seed: int = 0) -> BuiltModel:
+    """Build (once per process) the model on ``device`` in ``precision``."""
+    key = (spec, device, precision, seed)
+    if key not in _MODELS:
+        _MODELS.clear()
+        model = build(spec, seed)
+        module = model.module.to(device)
+        if precision == "fp16":
+            module = module.half()
+        model.module = module.eval()
+        _MODELS[key] = model
+    return _MODELS[key]
+
+
+def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
+    """Run one configuration; returns ``{"latencies_ms": [...], "describe": {...}, "trace": path|None}``.
+
+    ``cfg``: model (name), layers, hidden, gen_tokens, runtime, device, precision, batch_size, seq_len,
+    warmup, iters, profiler ("none" | "nsys" | "ncu" | "torch" | "ort"), trace_out (file the torch/ort
+    profile is written to), opset, seed, op_ranges (bool: NVTX range per torch operator).
+    """
+    import torch
+
+    spec = ModelSpec(cfg["model"], cfg.get("layers"), cfg.get("hidden"), cfg.get("gen_tokens", 8))
+    device, precision, profiler = cfg["device"], cfg["precision"], cfg.get("profiler", "none")
+    if cfg.get("threads"):
+        torch.set_num_threads(int(cfg["threads"]))
+    model = get_model(spec, device, precision, cfg.get("seed", 0))
+    inputs = make_inputs(model, cfg["batch_size"], cfg["seq_len"], device, precision, cfg.get("seed", 0))
+    runtime = get_runtime(cfg["runtime"])
+    tmpdir = Path(tempfile.mkdtemp(prefix="tracekit-ort-")) if profiler == "ort" else None
+    ctx = RunContext(
+        model=model,
+        inputs=inputs,
+        device=device,
+        precision=precision,
+        opset=cfg.get("opset", 17),
+        ort_profile_prefix=str(tmpdir / "ort") if tmpdir else None,
+    )
+    try:
+        runtime.prepare(ctx)
+        op_ranges = (
+            (lambda: operator_ranges(device)) if cfg.get("op_ranges") and runtime.eager_torch else None
+        )
+        common = {"run": runtime.run, "sync": runtime.sync, "warmup": cfg["warmup"], "iters": cfg["iters"]}
+        trace = None
+        if profiler == "torch":
+            activities = [torch.profiler.ProfilerActivity.CPU]
+            if device.startswith("cuda"):
+                activities.append(torch.profiler.ProfilerActivity.CUDA)
+            # Warm up outside the profiler, then profile only the timed iterations.
+            time_iterations(runtime.run, runtime.sync, cfg["warmup"], 0)
+            with torch.profiler.profile(activities=activities) as prof:
+                latencies = time_iterations(runtime.run, runtime.sync, 0, cfg["iters"], record_function=True)
+            trace = _export_kineto(prof, Path(cfg["trace_out"]))
+        else:
+            latencies = time_iterations(**common, op_ranges=op_ranges)
+            if profiler == "ort":
+                written = runtime.end_profiling()
+                if written:
+                    # ORT profiles are large (about 1 KB per node event): stored gzipped, as Kineto's are.
+                    out = Path(cfg["trace_out"])
+                    with open(written, "rb") as src, gzip.open(out, "wb", compresslevel=6) as dst:
+                        shutil.copyfileobj(src, dst)
+                    os.unlink(written)
+                    trace = str(out)
+        return {
+            "latencies_ms": latencies,
+            "describe": runtime.describe(),
+            "trace": trace,
+            "nvtx": nvtx_ranges().method,
+            "op_ranges": bool(op_ranges),
+        }
+    finally:
+        runtime.close()
+        if tmpdir:
+            shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _export_kineto(prof: Any, out: Path) -> str:
+    """Write the Kineto chrome trace gzipped to ``out`` (``.json.gz``)."""
+    fd, raw = tempfile.mkstemp(suffix=".json", dir=out.parent)
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(raw)
+        with open(raw, "rb") as src, gzip.open(out, "wb", compresslevel=6) as dst:
+            shutil.copyfileobj(src, dst)
+    finally:
+        os.unlink(raw)
+    return str(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m collectors.worker")
+    parser.add_argument("--config", required=True, help="configuration as JSON")
+    parser.add_argument("--result", required=True, help="file to write the result JSON to")
+    args = parser.parse_args(argv)
+    cfg = json.loads(args.config)
+    try:
+        result = run_config(cfg)
+    except Exception as exc:
+        from tracekit.errors import RunFailure, TracekitError
+
+        if isinstance(exc, TracekitError):
+            result = {"error": exc.message, "usage": not isinstance(exc, RunFailure)}
+        else:
+            text = str(exc).strip()
+            result = {"error": f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")}
+        Path(args.result).write_text(json.dumps(result))
+        return 1
+    Path(args.result).write_text(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,169 @@
+"""``tracekit collect``: run a model under one runtime over a batch/sequence sweep, under profilers."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from tracekit.errors import TracekitError
+
+RUNTIME_NAMES = (
+    "pytorch",
+    "torchscript",
+    "cuda-graphs",
+    "compile",
+    "compile-cudagraphs",
+    "onnx",
+    "onnx-cuda-graphs",
+)
+
+
+def _int_list(text: str) -> list[int]:
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from exc
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    parser = subparsers.add_parser(
+        "collect",
+        help="Run a model under one runtime over a batch/sequence sweep, under profilers.",
+        description=(
+            "Build a model offline (random weights), run it under one runtime for every batch size and sequence "
+            "length, time every configuration without a profiler (latency.csv) and once under each profiler "
+            "(traces for tracekit analyze). One output directory per run, with run.json."
+        ),
+    )
+    parser.add_argument(
+        "--runtime",
+        default="pytorch",
+        metavar="NAME",
+        help=f"one of {', '.join(RUNTIME_NAMES)} (default pytorch)",
+    )
+    parser.add_argument(
+        "--model",
+        default="bert-base",
+        metavar="NAME",
+        help="bert-base (default), distilbert, roberta-base, funnel, mobilebert, squeezebert, gpt2, "
+        "resnet50, vit-base, tiny (2-layer test preset)",
+    )
+    parser.add_argument(
+        "--layers", type=int, metavar="N", help="override the number of layers (depth scaling)"
+    )
+    parser.add_argument(
+        "--hidden",
+        type=int,
+        metavar="N",
+        help="override the hidden size (width scaling; heads = N/64, FFN = 4N)",
+    )
+    parser.add_argument(
+        "--gen-tokens",
+        type=int,
+        default=8,
+        metavar="N",
+        help="tokens generated per iteration by gpt2 (fixed-length generation, default 8)",
+    )
+    parser.add_argument(
+        "--batch-sizes",
+        type=_int_list,
+        default=[1],
+        metavar="LIST",
+        help="comma-separated batch sizes, e.g. 1,2,4,8,16,32,64,128 (default 1)",
+    )
+    parser.add_argument(
+        "--seq-lens",
+        type=_int_list,
+        default=None,
+        metavar="LIST",
+        help="comma-separated sequence lengths (default 128; image side for image models, default 224)",
+    )
+    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"])
+    parser.add_argument("--warmup", type=int, default=10, metavar="N", help="warm-up iterations (default 10)")
+    parser.add_argument("--iters", type=int, default=100, metavar="N", help="timed iterations (default 100)")
+    parser.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cpu, cuda or cuda:N")
+    parser.add_argument(
+        "--profiler",
+        action="append",
+        dest="profilers",
+        metavar="NAME",
+        help="nsys, torch, ort, ncu or none; repeatable (default nsys when installed, else ort "
+        "for ONNX runtimes and torch for the others)",
+    )
+    parser.add_argument(
+        "--opset", type=int, default=17, metavar="N", help="ONNX opset for exports (default 17)"
+    )
+    parser.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default 0)")
+    parser.add_argument(
+        "-o",
+        "--output",
+        metavar="DIR",
+        help="run directory (default runs/{model}-{runtime}-{device}-{YYYYmmdd-HHMMSS})",
+    )
+    parser.add_argument("--overwrite", action="store_true", help="reuse an output directory that holds a run")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar (one line per config)")
+    parser.add_argument(
+        "--in-process",
+        action="store_true",
+        help="run the untraced, torch and ort timings in this process instead of a fresh worker "
+        "process each (faster; nsys and ncu always wrap a worker)",
+    )
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from collectors.sweep import Sweep, SweepOptions
+
+    profilers: list[str] | None = None
+    if args.profilers:
+        profilers = [p.strip() for item in args.profilers for p in item.split(",") if p.strip()]
+        if "none" in profilers and len(profilers) > 1:
+            raise TracekitError("--profiler none cannot be combined with other profilers")
+    opts = SweepOptions(
+        runtime=args.runtime,
+        model=args.model,
+        layers=args.layers,
+        hidden=args.hidden,
+        gen_tokens=args.gen_tokens,
+        device=args.device,
+        precision=args.precision,
+        batch_sizes=args.batch_sizes,
+        seq_lens=args.seq_lens,
+        warmup=args.warmup,
+        iters=args.iters,
+        profilers=profilers,
+        opset=args.opset,
+        seed=args.seed,
+        out_dir=Path(args.output) if args.output else None,
+        overwrite=args.overwrite,
+        command=["tracekit", *sys.argv[1:]]
+        if sys.argv and sys.argv[0].endswith("tracekit")
+        else ["tracekit", "collect", *_argv_of(args)],
+        progress=not args.no_progress,
+        in_process=args.in_process,
+    )
+    sweep = Sweep(opts)
+    result = sweep.execute()
+    ok = sum(1 for c in result["configs"] if c["status"] == "ok")
+    print(f"tracekit collect: {ok} configuration(s) written to {sweep.out}", file=sys.stderr)
+    return 0
+
+
+def _argv_of(args: argparse.Namespace) -> list[str]:
+    """A reconstructed command line (when called programmatically rather than from the tracekit script)."""
+    out: list[str] = []
+    for key in ("runtime", "model", "device", "precision"):
+        out += [f"--{key}", str(getattr(args, key))]
+    out += ["--batch-sizes", ",".join(map(str, args.batch_sizes))]
+    if args.seq_lens:
+        out += ["--seq-lens", ",".join(map(str, args.seq_lens))]
+    out += ["--warmup", str(args.warmup), "--iters", str(args.iters)]
+    for prof in args.profilers or []:
+        out += ["--profiler", prof]
+    if args.output:
+        out += ["-o", args.output]
+    return out
