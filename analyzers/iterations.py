@@ -68,6 +68,7 @@ class IterationAnalysis:
     gaps: pl.DataFrame
     summary: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+    skipped: int = 0
 
     def to_json(self, trace: Trace) -> dict[str, Any]:
         """The ``tracekit analyze --format json`` document."""
@@ -285,17 +286,32 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.D
     )
 
 
+def warmup_to_skip(meta: dict[str, Any], ranges_found: int) -> int:
+    """Warm-up iterations recorded inside the trace, to drop by default.
+
+    ``tracekit collect`` names warm-up ranges ``warmup``, but a profiler that records from session start
+    (ONNX Runtime's) also holds the warm-up runs as iterations; its sidecar says so with
+    ``warmup_in_trace``, ``warmup_iterations`` and ``iterations``. Returns the warm-up count when the trace
+    holds exactly warm-up + timed iterations, else 0.
+    """
+    warmup, iters = meta.get("warmup_iterations"), meta.get("iterations")
+    if not meta.get("warmup_in_trace") or not isinstance(warmup, int) or not isinstance(iters, int):
+        return 0
+    return warmup if warmup > 0 and ranges_found == warmup + iters else 0
+
+
 def analyze_iterations(
     trace: Trace,
     range_name: str | None = None,
-    skip: int = 0,
+    skip: int | None = 0,
     bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
 ) -> IterationAnalysis:
     """Per-iteration latency, GPU busy, idle gaps, launches and framework overhead of ``trace``.
 
     ``range_name`` picks the iteration ranges (default: ``iteration`` if present, else the torch.profiler
     ``ProfilerStep#*`` steps, else the most frequent top-level range); ``skip`` drops that many leading (warm-up) iterations
-    after the windows are computed. Raises NoActivityError when there is nothing to analyze.
+    after the windows are computed (None: the run's warm-up iterations when the trace records them, see
+    :func:`warmup_to_skip`). Raises NoActivityError when there is nothing to analyze.
     """
     warnings: list[str] = list(trace.warnings)
     path = trace.meta.get("path")
@@ -368,6 +384,11 @@ def analyze_iterations(
         ).with_columns(pl.lit(None, pl.Int64).alias("idle_gaps"))
 
     total = frame.height
+    if skip is None:
+        skip = warmup_to_skip(trace.meta, total)
+        if skip:
+            warnings.append(f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "
+                            "(--skip 0 keeps them)")
     if skip:
         if skip >= total:
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
@@ -382,7 +403,7 @@ def analyze_iterations(
         )
     gaps = _with_cpu_context(trace, gaps, ranges)
     summary = summarize(frame, bound_threshold)
-    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings)
+    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip)
 
 
 def summarize(frame: pl.DataFrame, bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> dict[str, Any]:

@@ -21,7 +21,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--range", dest="range_name", metavar="NAME",
                         help="range that delimits one iteration (default: 'iteration', else the most frequent "
                              "top-level range; ProfilerStep#N are collapsed to 'ProfilerStep#*')")
-    parser.add_argument("--skip", type=int, default=0, metavar="N", help="drop the first N iterations (warm-up)")
+    parser.add_argument("--skip", type=int, default=None, metavar="N",
+                        help="drop the first N iterations (warm-up); default 0, or the run's warm-up count when "
+                             "the trace records warm-up runs as iterations (ONNX Runtime profiles)")
     parser.add_argument("--bound-threshold", type=float, default=0.5, metavar="U",
                         help="framework-bound when median utilization is below U (default 0.5)")
     parser.add_argument("--format", choices=["table", "json", "csv", "md"], default="table")
@@ -35,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.readers import read_trace
     from tracekit.renderers.analysis import render
 
-    if args.skip < 0:
+    if args.skip is not None and args.skip < 0:
         raise TracekitError("--skip must be >= 0")
     trace = read_trace(args.trace)
     analysis = analyze_iterations(trace, args.range_name, args.skip, args.bound_threshold)

@@ -52,7 +52,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=None,
         metavar="N",
         help="drop the first N iterations (warm-up); default: the run's warm-up count when a trace holds "
-        "warm-up + timed iterations (run.json 'warmup', 'iters'), else 0",
+        "warm-up + timed iterations (its .meta.json 'warmup_iterations', 'iterations'), else 0",
     )
     parser.add_argument(
         "--plateau-tolerance",
@@ -116,17 +116,6 @@ def _pick_timeline(inputs: list[Any], wanted: tuple[str, int, int | None] | None
     raise TracekitError(f"--timeline-config {runtime}:{batch}: no such configuration (have {choices})")
 
 
-def auto_skip(trace: Any, item: Any, range_name: str | None) -> int:
-    """The run's warm-up count when the trace holds exactly warm-up + timed iterations, else 0."""
-    from analyzers.iterations import choose_ranges
-
-    warmup, iters = item.run.get("warmup"), item.run.get("iters")
-    if not isinstance(warmup, int) or not isinstance(iters, int) or warmup <= 0:
-        return 0
-    ranges, _, _ = choose_ranges(trace, range_name)
-    return warmup if ranges.height == warmup + iters else 0
-
-
 def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """Read and analyze every input: (SweepReport, Timeline or None, inputs-left-out warnings)."""
     from analyzers.iterations import analyze_iterations
@@ -150,8 +139,8 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     for i, item in enumerate(inputs):
         try:
             trace = read_trace(item.path)
-            skip = args.skip if args.skip is not None else auto_skip(trace, item, args.range_name)
-            analysis = analyze_iterations(trace, args.range_name, skip, args.bound_threshold)
+            analysis = analyze_iterations(trace, args.range_name, args.skip, args.bound_threshold)
+            skip = analysis.skipped
         except TracekitError as exc:
             if len(inputs) == 1:
                 raise
