@@ -42,8 +42,8 @@ What lands where:
     kernel's 0-based position among all kernels ordered by start (then end), ``range`` null, ``duration_ns``
     the kernel's duration, ``metric`` "est. achieved occupancy %", ``unit`` "%".
 
-CPU-only traces (no kernel, memcpy or memset event): ``ops`` holds the leaf CPU operators (``cpu_op`` /
-``Operator`` events containing no other CPU operator on their thread, ProfilerStep excluded), kind
+CPU-only traces (no kernel, memcpy or memset event): ``ops`` holds the top-level CPU operators (``cpu_op`` /
+``Operator`` events not nested in another CPU operator on their thread, ProfilerStep excluded), kind
 "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid, ``correlation``/``graph``
 null; ``meta["device"]`` is then "cpu".
 
@@ -81,7 +81,7 @@ from tracekit.model import (
     conform,
     empty_frame,
 )
-from tracekit.readers.nesting import leaf_mask, nesting_depth
+from tracekit.readers.nesting import nesting_depth
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -318,7 +318,9 @@ def _cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
         thread=leading_int(pl.col("tid")),
         name="name",
     )
-    cpu = cpu.filter(leaf_mask(cpu, ["pid", "thread"]))
+    # Top-level operators: their union is the time spent inside any operator (a leaf-only view would lose the
+    # exclusive time of ops such as aten::addmm whose children are tiny bookkeeping ops).
+    cpu = cpu.filter(nesting_depth(cpu, ["pid", "thread"]) == 0)
     return cpu.select(
         "start",
         "end",
