@@ -1,0 +1,859 @@
+#!/usr/bin/env python
+"""Benchmark ``tracekit analyze`` against a bare SQLite scan, ``nsys stats`` and Holistic Trace Analysis.
+
+Every trace is **synthetic**: written by ``tracekit simulate --runtime pytorch --kernels N`` (nsys-schema
+SQLite, plus the Kineto ``.json.gz`` for the HTA comparison) and cached under ``benchmarks/.cache/`` keyed
+by N and by a hash of the simulator's source, so reruns only measure.
+
+For each size N every tool runs in a fresh child process (stdout discarded); its wall time is measured
+around the child and its peak resident memory is the child's ``ru_maxrss`` from ``os.wait4`` (on Linux
+the largest RSS of the child or of any descendant it waited for, not a sum). Measured, per N:
+
+``analyze``  ``python -m tracekit.cli analyze FILE.sqlite --format json`` (seconds, peak MB).
+``floor``    the floor the issue asks for: ``SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL`` through
+             Python's ``sqlite3`` with ``fetchall()`` in a fresh interpreter. ``analyze/floor`` uses this.
+``floor+pl`` the same rows turned into a polars frame (what a reader must at least do); shown, not used
+             in ratios.
+``nsys``     ``nsys stats`` with the kernel and NVTX summaries (``gpukernsum`` + ``nvtxsum`` on 2022.x/2023.x,
+             ``cuda_gpu_kern_sum`` + ``nvtx_sum`` on newer versions; picked from ``--help-reports``), CSV
+             to a temporary directory, when ``nsys`` is on PATH.
+``HTA``      HolisticTraceAnalysis ``TraceAnalysis`` on the Kineto file (copied as ``rank-0.json.gz`` into
+             a temporary directory): parse + ``get_idle_time_breakdown`` + ``get_cuda_kernel_launch_stats``,
+             when an interpreter with ``hta`` is found (``--hta-python``, this interpreter, or
+             ``benchmarks/.cache/hta-venv``). Only up to ``--hta-max-kernels`` (default 10^6): the Kineto
+             JSON of 10^7 kernels is several GB once parsed.
+``startup``  ``python -c "import tracekit.cli, polars"``: the fixed start-up cost inside every analyze time,
+             so that ratios at small N can be read.
+
+Targets (issue 5): analyze/floor <= 2, nsys/analyze >= 5, HTA/analyze >= 10, analyze peak < 2048 MB
+(stated for 10^7 kernels; checked at every size).
+
+Usage: ``python benchmarks/run.py [--sizes 1e4,1e5,1e6,1e7] [--repeat R] [--skip-nsys] [--skip-hta]
+[--write-results] [--json FILE]``. Times are the best of ``--repeat`` runs; peak memory is the largest.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime as _dt
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+DEFAULT_CACHE = HERE / ".cache"
+DEFAULT_SIZES = (10**4, 10**5, 10**6, 10**7)
+RUNTIME = "pytorch"
+STEM = f"{RUNTIME}_b1_s128.synthetic"
+
+#: Targets of issue 5.
+TARGET_FLOOR_RATIO = 2.0  # analyze / floor at most
+TARGET_NSYS_RATIO = 5.0  # nsys stats / analyze at least
+TARGET_HTA_RATIO = 10.0  # HTA / analyze at least
+TARGET_PEAK_MB = 2048.0  # analyze peak RSS below, MB
+
+README_START = "<!-- ratios:start -->"
+README_END = "<!-- ratios:end -->"
+
+FLOOR_SCRIPT = r"""
+import sqlite3, sys
+con = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro&immutable=1", uri=True)
+rows = con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
+if len(rows) == 0:
+    sys.exit("no kernels")
+"""
+
+FLOOR_POLARS_SCRIPT = r"""
+import sqlite3, sys
+import polars as pl
+con = sqlite3.connect("file:" + sys.argv[1] + "?mode=ro&immutable=1", uri=True)
+rows = con.execute("SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchall()
+frame = pl.DataFrame(rows, schema=[("start", pl.Int64), ("end", pl.Int64)], orient="row")
+if frame.height == 0:
+    sys.exit("no kernels")
+"""
+
+HTA_SCRIPT = r"""
+import json, logging, sys, time
+t0 = time.perf_counter()
+from hta.trace_analysis import TraceAnalysis
+t1 = time.perf_counter()
+analyzer = TraceAnalysis(trace_dir=sys.argv[1])
+t2 = time.perf_counter()
+analyzer.get_idle_time_breakdown(visualize=False)
+t3 = time.perf_counter()
+analyzer.get_cuda_kernel_launch_stats(visualize=False)
+t4 = time.perf_counter()
+import hta
+version = getattr(hta, "__version__", None)
+if version is None:
+    try:
+        from importlib.metadata import version as _v
+        version = _v("HolisticTraceAnalysis")
+    except Exception:
+        version = "?"
+with open(sys.argv[2], "w") as fh:
+    json.dump({"import_s": t1 - t0, "parse_s": t2 - t1, "idle_s": t3 - t2, "launch_s": t4 - t3,
+               "version": version}, fh)
+"""
+
+
+# --------------------------------------------------------------------------------------------- measuring
+
+
+@dataclasses.dataclass
+class Measurement:
+    """One tool on one file: best wall time (s) and largest peak RSS (MB) over the repeats, or an error."""
+
+    seconds: float | None = None
+    peak_mb: float | None = None
+    error: str | None = None
+    extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.seconds is not None
+
+
+def _rss_mb(pid: int) -> float:
+    """Current resident set size of ``pid`` in MB (0 when unknown)."""
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            for line in fh:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0.0
+
+
+def measure_once(
+    cmd: Sequence[str],
+    timeout: float | None = None,
+    mem_limit_mb: float | None = None,
+    cwd: Path | None = None,
+) -> Measurement:
+    """Run ``cmd`` in a fresh child: wall seconds around the child, peak RSS (MB) from ``os.wait4``.
+
+    stdout is discarded; stderr is kept (last lines) for the error message when the exit status is not 0.
+    The child is killed when it runs past ``timeout`` seconds or its own RSS passes ``mem_limit_mb`` (a guard
+    for shared machines; polled every few milliseconds, so the reported error is a lower bound).
+    """
+    with tempfile.TemporaryFile() as err:
+        started = time.perf_counter()
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+        deadline = None if timeout is None else started + timeout
+        polls = 0
+        while True:
+            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
+            if pid:
+                break
+            reason = None
+            if deadline and time.perf_counter() > deadline:
+                reason = f"timed out after {timeout:.0f} s"
+            elif mem_limit_mb and polls % 10 == 0 and (rss := _rss_mb(proc.pid)) > mem_limit_mb:
+                reason = f"killed: RSS {rss:.0f} MB passed the --mem-limit-mb guard ({mem_limit_mb:.0f} MB)"
+            if reason:
+                proc.kill()
+                os.wait4(proc.pid, 0)
+                proc.returncode = -9
+                return Measurement(error=f"{reason} after {time.perf_counter() - started:.1f} s")
+            polls += 1
+            time.sleep(0.002 if polls < 500 else 0.01)
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen the child is reaped
+        peak_mb = usage.ru_maxrss / 1024.0  # Linux: kilobytes
+        if proc.returncode != 0:
+            err.seek(0)
+            text = err.read().decode("utf-8", "replace").strip().splitlines()
+            tail = " | ".join(line.strip() for line in text[-3:]) or "(no stderr)"
+            return Measurement(error=f"exit {proc.returncode}: {tail}")
+    return Measurement(seconds=seconds, peak_mb=peak_mb)
+
+
+def measure(
+    cmd: Sequence[str], repeat: int, timeout: float | None = None, mem_limit_mb: float | None = None
+) -> Measurement:
+    """Best wall time and largest peak RSS over ``repeat`` fresh runs; the first error stops."""
+    best: Measurement | None = None
+    for _ in range(max(1, repeat)):
+        m = measure_once(cmd, timeout, mem_limit_mb)
+        if not m.ok:
+            return m
+        if best is None:
+            best = m
+        else:
+            best = Measurement(seconds=min(best.seconds, m.seconds), peak_mb=max(best.peak_mb, m.peak_mb))
+    assert best is not None
+    return best
+
+
+# ---------------------------------------------------------------------------------------------- traces
+
+
+def simulator_hash() -> str:
+    """Short hash of the simulator's source: cached traces are regenerated when it changes."""
+    digest = hashlib.sha256()
+    files = sorted((ROOT / "tracekit" / "simulate").glob("*.py")) + [ROOT / "tracekit/commands/simulate.py"]
+    for f in files:
+        if f.exists():
+            digest.update(f.name.encode())
+            digest.update(f.read_bytes())
+    return digest.hexdigest()[:10]
+
+
+def trace_dir(cache: Path, n: int) -> Path:
+    return cache / f"{RUNTIME}_n{n}_{simulator_hash()}"
+
+
+def ensure_trace(cache: Path, n: int, kineto: bool, log: Any = None) -> dict[str, Path]:
+    """Simulated traces of ``n`` kernels (generated once, cached): {"nsys": .sqlite, "kineto": .json.gz?}."""
+    out = trace_dir(cache, n)
+    sqlite_file = out / f"{STEM}.sqlite"
+    kineto_file = out / f"{STEM}.json.gz"
+    if not sqlite_file.exists() or (kineto and not kineto_file.exists()):
+        cache.mkdir(parents=True, exist_ok=True)
+        fmt = "both" if kineto else "nsys"
+        # written into a private folder, renamed when complete: a concurrent run never sees half a trace
+        partial = cache / f".partial-{out.name}-{os.getpid()}"
+        shutil.rmtree(partial, ignore_errors=True)
+        cmd = [sys.executable, "-m", "tracekit.cli", "simulate", "--runtime", RUNTIME, "--kernels", str(n),
+               "--format", fmt, "-q", "-o", str(partial)]  # fmt: skip
+        if log:
+            log(f"simulating {n:,} kernels ({fmt}) into {out} (cached for later runs) ...")
+        started = time.perf_counter()
+        done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            shutil.rmtree(partial, ignore_errors=True)
+            raise SystemExit(f"tracekit simulate failed for N={n}: {done.stderr.strip()[-2000:]}")
+        for stale in cache.glob(f"{RUNTIME}_n{n}_*"):  # older simulator versions or fewer formats
+            shutil.rmtree(stale, ignore_errors=True)
+        os.replace(partial, out)
+        if log:
+            log(f"  simulated in {time.perf_counter() - started:.1f} s")
+    files = {"nsys": sqlite_file}
+    if kineto_file.exists():
+        files["kineto"] = kineto_file
+    return files
+
+
+def kernel_count(sqlite_file: Path) -> int:
+    con = sqlite3.connect(f"file:{sqlite_file}?mode=ro&immutable=1", uri=True)
+    try:
+        return int(con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0])
+    finally:
+        con.close()
+
+
+# ---------------------------------------------------------------------------------------------- tools
+
+
+def nsys_version(nsys: str) -> str | None:
+    try:
+        out = subprocess.run([nsys, "--version"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return None
+    found = re.search(r"(\d{4}\.\d+(?:\.\d+)*)", out)
+    return found.group(1) if found else out.strip() or None
+
+
+def nsys_reports(nsys: str, version: str | None) -> list[str]:
+    """Kernel and NVTX summary report names this nsys knows (renamed in 2023.x/2024.x)."""
+    try:
+        listing = subprocess.run(
+            [nsys, "stats", "--help-reports"], capture_output=True, text=True, timeout=60
+        ).stdout
+    except (OSError, subprocess.SubprocessError):
+        listing = ""
+    if re.search(r"^\s*cuda_gpu_kern_sum\b", listing, re.M):
+        return ["cuda_gpu_kern_sum", "nvtx_sum"]
+    if re.search(r"^\s*gpukernsum\b", listing, re.M):
+        return ["gpukernsum", "nvtxsum"]
+    year = int(version.split(".")[0]) if version and version[:4].isdigit() else 2022
+    return ["cuda_gpu_kern_sum", "nvtx_sum"] if year >= 2024 else ["gpukernsum", "nvtxsum"]
+
+
+def run_nsys(
+    nsys: str,
+    reports: list[str],
+    sqlite_file: Path,
+    repeat: int,
+    timeout: float,
+    mem_limit_mb: float | None = None,
+) -> Measurement:
+    with tempfile.TemporaryDirectory(prefix="tracekit-bench-nsys-") as tmp:
+        cmd = [nsys, "stats", "--format", "csv", "--force-overwrite", "true", "-o", str(Path(tmp) / "stats")]
+        for r in reports:
+            cmd += ["--report", r]
+        cmd.append(str(sqlite_file))
+        m = measure(cmd, repeat, timeout, mem_limit_mb)
+        if m.ok:
+            made = sorted(p.name for p in Path(tmp).glob("*.csv"))
+            if len(made) < len(reports):
+                m = Measurement(error=f"nsys stats wrote {made or 'no CSV'} for reports {reports}")
+            else:
+                m.extra["csv"] = made
+    return m
+
+
+def find_hta_python(explicit: str | None, cache: Path) -> str | None:
+    """An interpreter that can ``import hta``: --hta-python, this one, or benchmarks/.cache/hta-venv."""
+    candidates = [explicit] if explicit else [sys.executable, str(cache / "hta-venv" / "bin" / "python")]
+    for c in candidates:
+        if c and Path(c).exists():
+            ok = subprocess.run([c, "-c", "import hta.trace_analysis"], capture_output=True, timeout=120)
+            if ok.returncode == 0:
+                return c
+    return None
+
+
+def run_hta(
+    python: str, kineto_file: Path, repeat: int, timeout: float, mem_limit_mb: float | None = None
+) -> Measurement:
+    best: Measurement | None = None
+    for _ in range(max(1, repeat)):
+        with tempfile.TemporaryDirectory(prefix="tracekit-bench-hta-") as tmp:
+            trace_dir_ = Path(tmp) / "traces"
+            trace_dir_.mkdir()
+            os.symlink(kineto_file, trace_dir_ / "rank-0.json.gz")
+            phases = Path(tmp) / "phases.json"
+            m = measure_once([python, "-c", HTA_SCRIPT, str(trace_dir_), str(phases)], timeout, mem_limit_mb)
+            if not m.ok:
+                return m
+            m.extra = json.loads(phases.read_text()) if phases.exists() else {}
+        if best is None or m.seconds < best.seconds:
+            peak = max(m.peak_mb, best.peak_mb) if best else m.peak_mb
+            best = dataclasses.replace(m, peak_mb=peak)
+    assert best is not None
+    return best
+
+
+# ---------------------------------------------------------------------------------------------- results
+
+
+@dataclasses.dataclass
+class Row:
+    """All measurements for one size N (seconds, MB) and the derived ratios."""
+
+    n: int
+    kernels: int
+    sqlite_mb: float
+    analyze: Measurement
+    floor: Measurement
+    floor_polars: Measurement
+    nsys: Measurement | None
+    hta: Measurement | None
+    hta_note: str | None = None
+
+    def ratio_floor(self) -> float | None:
+        """analyze seconds / floor seconds (floor = sqlite3 fetchall of start, end)."""
+        return _ratio(self.analyze, self.floor)
+
+    def ratio_nsys(self) -> float | None:
+        """nsys stats seconds / analyze seconds (how many times faster analyze is)."""
+        return _ratio(self.nsys, self.analyze)
+
+    def ratio_hta(self) -> float | None:
+        """HTA seconds / analyze seconds (how many times faster analyze is)."""
+        return _ratio(self.hta, self.analyze)
+
+    def targets(self) -> dict[str, bool | None]:
+        """Each target: True met, False missed, None not measured."""
+        return evaluate_targets(
+            self.ratio_floor(),
+            self.ratio_nsys(),
+            self.ratio_hta(),
+            self.analyze.peak_mb if self.analyze.ok else None,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        def m(x: Measurement | None) -> dict[str, Any] | None:
+            return None if x is None else dataclasses.asdict(x)
+
+        return {
+            "n": self.n,
+            "kernels": self.kernels,
+            "sqlite_mb": self.sqlite_mb,
+            "analyze": m(self.analyze),
+            "floor": m(self.floor),
+            "floor_polars": m(self.floor_polars),
+            "nsys": m(self.nsys),
+            "hta": m(self.hta),
+            "hta_note": self.hta_note,
+            "ratio_floor": self.ratio_floor(),
+            "ratio_nsys": self.ratio_nsys(),
+            "ratio_hta": self.ratio_hta(),
+            "targets": self.targets(),
+        }
+
+
+def _ratio(num: Measurement | None, den: Measurement | None) -> float | None:
+    if num is None or den is None or not num.ok or not den.ok or not den.seconds:
+        return None
+    return num.seconds / den.seconds
+
+
+def evaluate_targets(
+    ratio_floor: float | None, ratio_nsys: float | None, ratio_hta: float | None, peak_mb: float | None
+) -> dict[str, bool | None]:
+    """Issue 5's targets: analyze/floor <= 2, nsys/analyze >= 5, HTA/analyze >= 10, peak < 2048 MB."""
+    return {
+        "floor": None if ratio_floor is None else ratio_floor <= TARGET_FLOOR_RATIO,
+        "nsys": None if ratio_nsys is None else ratio_nsys >= TARGET_NSYS_RATIO,
+        "hta": None if ratio_hta is None else ratio_hta >= TARGET_HTA_RATIO,
+        "memory": None if peak_mb is None else peak_mb < TARGET_PEAK_MB,
+    }
+
+
+def parse_sizes(text: str) -> list[int]:
+    """'1e4,1e5,20000' -> [10000, 100000, 20000] (order kept, duplicates dropped)."""
+    out: list[int] = []
+    for part in text.split(","):
+        part = part.strip().replace("_", "")
+        if not part:
+            continue
+        try:
+            value = float(part) if re.fullmatch(r"\d+(\.\d+)?[eE]\d+", part) else int(part)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(f"not a size: {part!r}") from exc
+        if value != int(value) or int(value) < 1:
+            raise argparse.ArgumentTypeError(f"sizes must be whole numbers >= 1: {part!r}")
+        if int(value) not in out:
+            out.append(int(value))
+    if not out:
+        raise argparse.ArgumentTypeError("no sizes given")
+    return out
+
+
+def fmt_n(n: int) -> str:
+    exp = len(str(n)) - 1
+    return f"10^{exp}" if n == 10**exp else f"{n:,}"
+
+
+def _s(m: Measurement | None) -> str:
+    if m is None:
+        return "skipped"
+    if not m.ok:
+        return "error"
+    return f"{m.seconds:.3f}" if m.seconds < 10 else f"{m.seconds:.1f}"
+
+
+def _x(r: float | None) -> str:
+    return "-" if r is None else f"{r:.2f}x"
+
+
+def _mark(v: bool | None) -> str:
+    return "n/a" if v is None else ("yes" if v else "NO")
+
+
+COLUMNS = [
+    "N",
+    "analyze s",
+    "analyze peak MB",
+    "floor s",
+    "analyze/floor",
+    "floor+polars s",
+    "nsys stats s",
+    "nsys/analyze",
+    "HTA s",
+    "HTA/analyze",
+    "<=2x floor",
+    ">=5x nsys",
+    ">=10x HTA",
+    "<2 GB",
+]
+
+
+def table_rows(rows: list[Row]) -> list[list[str]]:
+    out = []
+    for r in rows:
+        t = r.targets()
+        hta = "n/a (> max N)" if r.hta is None and r.hta_note else _s(r.hta)
+        out.append(
+            [
+                fmt_n(r.n),
+                _s(r.analyze),
+                "-" if not r.analyze.ok else f"{r.analyze.peak_mb:.0f}",
+                _s(r.floor),
+                _x(r.ratio_floor()),
+                _s(r.floor_polars),
+                _s(r.nsys),
+                _x(r.ratio_nsys()),
+                hta,
+                _x(r.ratio_hta()),
+                _mark(t["floor"]),
+                _mark(t["nsys"]),
+                _mark(t["hta"]),
+                _mark(t["memory"]),
+            ]
+        )
+    return out
+
+
+def errors_of(rows: list[Row]) -> list[str]:
+    out = []
+    for r in rows:
+        for name, m in (
+            ("analyze", r.analyze),
+            ("floor", r.floor),
+            ("floor+polars", r.floor_polars),
+            ("nsys stats", r.nsys),
+            ("HTA", r.hta),
+        ):
+            if m is not None and not m.ok:
+                out.append(f"N={fmt_n(r.n)} {name}: {m.error}")
+        if r.hta_note:
+            out.append(f"N={fmt_n(r.n)} HTA: {r.hta_note}")
+    return out
+
+
+def machine_info(nsys_ver: str | None, hta_ver: str | None) -> dict[str, str]:
+    cpu = platform.processor() or "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    try:
+        usable = len(os.sched_getaffinity(0))
+    except AttributeError:
+        usable = os.cpu_count() or 0
+    mem = "?"
+    try:
+        kb = int(re.search(r"MemTotal:\s+(\d+)", Path("/proc/meminfo").read_text()).group(1))
+        mem = f"{kb / 1024 / 1024:.1f} GiB"
+    except (OSError, AttributeError):
+        pass
+    try:
+        import polars
+
+        polars_ver = polars.__version__
+    except ImportError:
+        polars_ver = "?"
+    try:
+        from tracekit import __version__ as tk_ver
+    except ImportError:
+        tk_ver = "?"
+    return {
+        "CPU": cpu,
+        "cores (usable)": str(usable),
+        "memory": mem,
+        "OS": f"{platform.system()} {platform.release()}",
+        "Python": platform.python_version(),
+        "SQLite": sqlite3.sqlite_version,
+        "polars": polars_ver,
+        "tracekit": tk_ver,
+        "nsys": nsys_ver or "not installed / skipped",
+        "HolisticTraceAnalysis": hta_ver or "not installed / skipped",
+    }
+
+
+def markdown_table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def results_markdown(
+    rows: list[Row], info: dict[str, str], startup: Measurement, args_line: str, notes: list[str]
+) -> str:
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    parts = [
+        "# Benchmark results (latest run)",
+        "",
+        f"Written by `python benchmarks/run.py --write-results` on {when}; command: `{args_line}`.",
+        "All traces are **synthetic** (`tracekit simulate --runtime pytorch --kernels N`). Times are wall "
+        "seconds of a fresh child process (best of the repeats); peak MB is the child's max RSS. "
+        "`analyze/floor` uses the sqlite3 `fetchall` floor; `nsys/analyze` and `HTA/analyze` say how many "
+        "times faster analyze is.",
+        "",
+        "## Machine",
+        "",
+        markdown_table(["", ""], [[k, v] for k, v in info.items()]),
+        "",
+        f'Start-up floor (`python -c "import tracekit.cli, polars"`): '
+        f"{_s(startup)} s, {startup.peak_mb or 0:.0f} MB peak; it is inside every analyze time.",
+        "",
+        "## Results",
+        "",
+        markdown_table(COLUMNS, table_rows(rows)),
+        "",
+        "Targets (issue 5): analyze within 2x of the floor, at least 5x faster than `nsys stats`, at least "
+        "10x faster than HTA, under 2 GB peak memory (at 10^7 kernels).",
+    ]
+    details = []
+    for r in rows:
+        size = f"N={fmt_n(r.n)}: SQLite {r.sqlite_mb:.0f} MB, {r.kernels:,} kernels"
+        if r.hta is not None and r.hta.ok and r.hta.extra:
+            e = r.hta.extra
+            size += (
+                f"; HTA phases: import {e.get('import_s', 0):.2f} s, parse {e.get('parse_s', 0):.2f} s, "
+                f"idle-time {e.get('idle_s', 0):.2f} s, launch stats {e.get('launch_s', 0):.2f} s, "
+                f"peak {r.hta.peak_mb:.0f} MB"
+            )
+        if r.nsys is not None and r.nsys.ok:
+            size += f"; nsys stats peak {r.nsys.peak_mb:.0f} MB"
+        details.append(f"- {size}")
+    parts += ["", "## Details", "", *details]
+    if notes:
+        parts += ["", "## Notes and errors", "", *[f"- {n}" for n in notes]]
+    return "\n".join(parts) + "\n"
+
+
+def readme_block(rows: list[Row], startup: Measurement, when: str) -> str:
+    """The ratios-only block quoted in benchmarks/README.md (no absolute times)."""
+    header = ["N", "analyze/floor", "nsys stats/analyze", "HTA/analyze", "peak < 2 GB"]
+    body = []
+    for r in rows:
+        t = r.targets()
+        body.append(
+            [
+                fmt_n(r.n),
+                _x(r.ratio_floor()),
+                _x(r.ratio_nsys()),
+                _x(r.ratio_hta()) if r.hta is not None else "not run",
+                _mark(t["memory"]),
+            ]
+        )
+    return "\n".join(
+        [
+            README_START,
+            f"Latest ratios ({when}, see `results.md` for the machine and absolute numbers):",
+            "",
+            markdown_table(header, body),
+            README_END,
+        ]
+    )
+
+
+def update_readme(readme: Path, block: str) -> bool:
+    """Replace the marked ratios block in ``readme``; False when the markers are absent."""
+    if not readme.exists():
+        return False
+    text = readme.read_text()
+    i, j = text.find(README_START), text.find(README_END)
+    if i < 0 or j < i:
+        return False
+    readme.write_text(text[:i] + block + text[j + len(README_END) :])
+    return True
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------- main
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    p.add_argument(
+        "--sizes",
+        type=parse_sizes,
+        default=list(DEFAULT_SIZES),
+        metavar="N1,N2,...",
+        help="kernel counts (default 1e4,1e5,1e6,1e7)",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=None,
+        metavar="R",
+        help="best of R runs per tool (default: 3 up to 10^5 kernels, 1 above)",
+    )
+    p.add_argument("--skip-nsys", action="store_true", help="do not run nsys stats")
+    p.add_argument("--skip-hta", action="store_true", help="do not run Holistic Trace Analysis")
+    p.add_argument(
+        "--hta-max-kernels",
+        type=parse_sizes,
+        default=[10**6],
+        metavar="N",
+        help="run HTA only up to this many kernels (default 1e6)",
+    )
+    p.add_argument("--hta-python", metavar="PYTHON", help="interpreter with HolisticTraceAnalysis installed")
+    p.add_argument("--nsys", default=None, metavar="PATH", help="nsys binary (default: nsys on PATH)")
+    p.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=DEFAULT_CACHE,
+        metavar="DIR",
+        help="where simulated traces are cached (default benchmarks/.cache)",
+    )
+    p.add_argument(
+        "--timeout", type=float, default=1800, metavar="S", help="per-command limit (default 1800 s)"
+    )
+    p.add_argument(
+        "--mem-limit-mb",
+        type=float,
+        default=12288,
+        metavar="MB",
+        help="kill a measured child whose RSS passes MB (guard for shared machines; default 12288)",
+    )
+    p.add_argument(
+        "--write-results",
+        action="store_true",
+        help="write benchmarks/results.md and update the ratios block of benchmarks/README.md",
+    )
+    p.add_argument("--results-file", type=Path, default=HERE / "results.md", help=argparse.SUPPRESS)
+    p.add_argument("--readme-file", type=Path, default=HERE / "README.md", help=argparse.SUPPRESS)
+    p.add_argument("--json", type=Path, metavar="FILE", help="also write all measurements as JSON")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover - rich is a project dependency
+        Console = Table = None  # noqa: N806
+    console = None
+    if Console:
+        console = Console(highlight=False)
+        if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
+            console = Console(highlight=False, width=200)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    cache: Path = args.cache_dir.resolve()
+    nsys = None if args.skip_nsys else (args.nsys or shutil.which("nsys"))
+    nsys_ver = nsys_version(nsys) if nsys else None
+    reports = nsys_reports(nsys, nsys_ver) if nsys else []
+    hta_python = None if args.skip_hta else find_hta_python(args.hta_python, cache)
+    hta_max = args.hta_max_kernels[0]
+    notes: list[str] = []
+    if not args.skip_nsys and not nsys:
+        notes.append("nsys not found on PATH: nsys stats not run")
+    if nsys:
+        notes.append(
+            f"nsys {nsys_ver}: `nsys stats --report {' --report '.join(reports)} --format csv` on the .sqlite"
+        )
+    if not args.skip_hta and not hta_python:
+        notes.append(
+            "HolisticTraceAnalysis not importable (pip install --no-deps HolisticTraceAnalysis into "
+            "benchmarks/.cache/hta-venv, see README): HTA not run"
+        )
+    if hta_python and any(n > hta_max for n in args.sizes):
+        notes.append(
+            f"HTA run only up to {fmt_n(hta_max)} kernels: the Kineto JSON of larger traces is too big "
+            "to parse in memory on this machine (HTA's parse memory grows linearly with N)"
+        )
+
+    log("measuring start-up floor ...")
+    startup = measure([sys.executable, "-c", "import tracekit.cli, polars"], max(3, args.repeat or 3))
+    rows: list[Row] = []
+    hta_ver = None
+    for n in args.sizes:
+        repeat = args.repeat or (3 if n <= 10**5 else 1)
+        want_kineto = hta_python is not None and n <= hta_max
+        files = ensure_trace(cache, n, want_kineto, log)
+        db = files["nsys"]
+        count = kernel_count(db)
+        if count != n:
+            notes.append(f"N={fmt_n(n)}: the simulator wrote {count:,} kernels")
+        log(f"N={fmt_n(n)}: analyze ...")
+        analyze = measure(
+            [sys.executable, "-m", "tracekit.cli", "analyze", str(db), "--format", "json"],
+            repeat,
+            args.timeout,
+            args.mem_limit_mb,
+        )
+        log(f"N={fmt_n(n)}: floor ...")
+        floor = measure(
+            [sys.executable, "-c", FLOOR_SCRIPT, str(db)], repeat, args.timeout, args.mem_limit_mb
+        )
+        floor_pl = measure(
+            [sys.executable, "-c", FLOOR_POLARS_SCRIPT, str(db)], repeat, args.timeout, args.mem_limit_mb
+        )
+        nsys_m = None
+        if nsys:
+            log(f"N={fmt_n(n)}: nsys stats ...")
+            nsys_m = run_nsys(nsys, reports, db, repeat, args.timeout, args.mem_limit_mb)
+        hta_m, hta_note = None, None
+        if hta_python and n <= hta_max:
+            if "kineto" not in files:
+                hta_note = "no Kineto file was written"
+            else:
+                log(f"N={fmt_n(n)}: HTA ...")
+                hta_m = run_hta(hta_python, files["kineto"], repeat, args.timeout, args.mem_limit_mb)
+                if hta_m.ok:
+                    hta_ver = hta_m.extra.get("version", hta_ver)
+        elif hta_python:
+            hta_note = f"not run above {fmt_n(hta_max)} kernels"
+        rows.append(
+            Row(n, count, db.stat().st_size / 2**20, analyze, floor, floor_pl, nsys_m, hta_m, hta_note)
+        )
+
+    hta_rows = [r for r in rows if r.hta is not None and r.hta.ok]
+    if hta_rows and any(r.hta is None and r.hta_note for r in rows):
+        last = hta_rows[-1]
+        notes.append(f"HTA peak memory at {fmt_n(last.n)} kernels: {last.hta.peak_mb:.0f} MB")
+    info = machine_info(nsys_ver, hta_ver)
+    title = (
+        f"tracekit analyze vs floor / nsys stats / HTA (synthetic traces; start-up floor "
+        f"{_s(startup)} s, {startup.peak_mb or 0:.0f} MB)"
+    )
+    if console and Table:
+        table = Table(title=title)
+        for c in COLUMNS:
+            table.add_column(c, justify="left" if c == "N" else "right")
+        for r in table_rows(rows):
+            table.add_row(*[f"[red]{c}[/red]" if c == "NO" else c for c in r])
+        console.print(table)
+        console.print(
+            f"machine: {info['CPU']}, {info['cores (usable)']} cores, {info['memory']}; "
+            f"Python {info['Python']}, polars {info['polars']}, SQLite {info['SQLite']}, nsys "
+            f"{info['nsys']}, HTA {info['HolisticTraceAnalysis']}"
+        )
+    else:
+        print(title)
+        print(markdown_table(COLUMNS, table_rows(rows)))
+    all_notes = notes + errors_of(rows)
+    for note in all_notes:
+        print(f"note: {note}")
+
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "machine": info,
+                    "startup": dataclasses.asdict(startup),
+                    "rows": [r.to_json() for r in rows],
+                    "notes": all_notes,
+                },
+                indent=2,
+            )
+        )
+    if args.write_results:
+        args_line = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+        _atomic_write(args.results_file, results_markdown(rows, info, startup, args_line.strip(), all_notes))
+        when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+        if update_readme(args.readme_file, readme_block(rows, startup, when)):
+            print(f"wrote {args.results_file} and the ratios block of {args.readme_file}")
+        else:
+            print(f"wrote {args.results_file} ({args.readme_file} has no ratios markers: not updated)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""Smoke and unit tests of ``benchmarks/run.py`` (issue 5's benchmark), at 10^3 and 10^4 synthetic kernels only."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUN_PY = ROOT / "benchmarks" / "run.py"
+
+
+@pytest.fixture(scope="module")
+def bench():
+    spec = importlib.util.spec_from_file_location("tracekit_benchmark_run", RUN_PY)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_parse_sizes(bench) -> None:
+    assert bench.parse_sizes("1e4,1e5, 20000,1e4") == [10_000, 100_000, 20_000]
+    assert bench.parse_sizes("1_000") == [1000]
+    for bad in ("0", "1.5e0", "abc", "", "-5"):
+        with pytest.raises(argparse.ArgumentTypeError):
+            bench.parse_sizes(bad)
+
+
+def test_targets_at_their_boundaries(bench) -> None:
+    assert bench.evaluate_targets(2.0, 5.0, 10.0, 2047.9) == {
+        "floor": True,
+        "nsys": True,
+        "hta": True,
+        "memory": True,
+    }
+    assert bench.evaluate_targets(2.01, 4.99, 9.99, 2048.0) == {
+        "floor": False,
+        "nsys": False,
+        "hta": False,
+        "memory": False,
+    }
+    assert bench.evaluate_targets(None, None, None, None) == {
+        "floor": None,
+        "nsys": None,
+        "hta": None,
+        "memory": None,
+    }
+
+
+def test_row_ratios_from_hand_built_measurements(bench) -> None:
+    M = bench.Measurement
+    row = bench.Row(
+        n=1000,
+        kernels=1000,
+        sqlite_mb=1.0,
+        analyze=M(seconds=1.0, peak_mb=100.0),
+        floor=M(seconds=0.25, peak_mb=20.0),
+        floor_polars=M(seconds=0.5, peak_mb=40.0),
+        nsys=M(seconds=6.0, peak_mb=30.0),
+        hta=M(error="exit 1: boom"),
+    )
+    assert row.ratio_floor() == pytest.approx(4.0)
+    assert row.ratio_nsys() == pytest.approx(6.0)
+    assert row.ratio_hta() is None
+    assert row.targets() == {"floor": False, "nsys": True, "hta": None, "memory": True}
+    cells = bench.table_rows([row])[0]
+    assert cells[:5] == ["10^3", "1.000", "100", "0.250", "4.00x"]
+    assert cells[6:10] == ["6.000", "6.00x", "error", "-"]
+    assert bench.errors_of([row]) == ["N=10^3 HTA: exit 1: boom"]
+
+
+def test_measure_once_reads_child_peak_memory_and_errors(bench) -> None:
+    big = bench.measure_once(
+        [sys.executable, "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"]
+    )
+    assert big.ok and big.peak_mb >= 200
+    small = bench.measure_once([sys.executable, "-c", "pass"])
+    assert small.ok and small.peak_mb < big.peak_mb - 150
+    failed = bench.measure_once([sys.executable, "-c", "import sys; sys.exit('bad input here')"])
+    assert not failed.ok and "exit 1" in failed.error and "bad input here" in failed.error
+    slow = bench.measure_once([sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5)
+    assert not slow.ok and "timed out" in slow.error
+    hog = bench.measure_once(
+        [
+            sys.executable,
+            "-c",
+            "import time; b = bytearray(300 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(30)",
+        ],
+        timeout=20,
+        mem_limit_mb=100,
+    )
+    assert not hog.ok and "mem-limit-mb" in hog.error
+
+
+def test_update_readme_replaces_only_the_marked_block(bench, tmp_path: Path) -> None:
+    readme = tmp_path / "README.md"
+    readme.write_text(f"intro\n{bench.README_START}\nold\n{bench.README_END}\noutro\n")
+    assert bench.update_readme(readme, f"{bench.README_START}\nnew\n{bench.README_END}")
+    assert readme.read_text() == f"intro\n{bench.README_START}\nnew\n{bench.README_END}\noutro\n"
+    plain = tmp_path / "plain.md"
+    plain.write_text("no markers\n")
+    assert not bench.update_readme(plain, "x")
+    assert plain.read_text() == "no markers\n"
+
+
+def test_benchmark_runs_end_to_end_at_small_sizes(bench, tmp_path: Path) -> None:
+    results = tmp_path / "results.md"
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# b\n{bench.README_START}\n{bench.README_END}\n")
+    out = tmp_path / "bench.json"
+    code = bench.main(
+        [
+            "--sizes", "1e3,1e4", "--repeat", "1", "--skip-hta", "--cache-dir", str(tmp_path / "cache"),
+            "--json", str(out), "--write-results", "--results-file", str(results), "--readme-file", str(readme),
+        ]
+    )  # fmt: skip
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert [r["n"] for r in doc["rows"]] == [1000, 10_000]
+    for r in doc["rows"]:
+        # --kernels is rounded up to whole iterations (400 kernels each in the pytorch preset)
+        assert r["n"] <= r["kernels"] < r["n"] + 1000
+        for tool in ("analyze", "floor", "floor_polars"):
+            assert r[tool]["error"] is None, r[tool]["error"]
+            assert r[tool]["seconds"] > 0 and r[tool]["peak_mb"] > 0
+        assert r["ratio_floor"] == pytest.approx(r["analyze"]["seconds"] / r["floor"]["seconds"])
+        assert r["hta"] is None and r["ratio_hta"] is None
+        if shutil.which("nsys"):
+            assert r["nsys"]["error"] is None, r["nsys"]["error"]
+            assert r["ratio_nsys"] == pytest.approx(r["nsys"]["seconds"] / r["analyze"]["seconds"])
+        else:
+            assert r["nsys"] is None
+    # the cache is keyed by N: a second run reuses the traces
+    cached = sorted(p.name for p in (tmp_path / "cache").iterdir())
+    assert len(cached) == 2 and all(name.startswith("pytorch_n") for name in cached)
+    text = results.read_text()
+    assert "synthetic" in text and "| N | analyze s |" in text and "| 10^3 |" in text and "| 10^4 |" in text
+    block = readme.read_text()
+    assert "| 10^3 |" in block and "analyze/floor" in block
