@@ -96,7 +96,8 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
     for key, header in SUMMARY_COLUMNS:
         table.add_column(header, justify="left" if key in ("metric", "unit") else "right")
     for row in _summary_rows(doc):
-        table.add_row(*(format_value(row.get(k)) for k, _ in SUMMARY_COLUMNS))
+        digits = 1 if row["unit"] == "count" else 3
+        table.add_row(*(format_value(row.get(k), digits) for k, _ in SUMMARY_COLUMNS))
     console.print(table)
     if doc["longest_gaps"]:
         gaps = Table(title="longest idle gaps", header_style="bold")
