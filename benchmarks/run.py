@@ -43,6 +43,7 @@ import os
 import platform
 import re
 import shutil
+import signal
 import sqlite3
 import subprocess
 import sys
@@ -129,15 +130,32 @@ class Measurement:
 
 
 def _rss_mb(pid: int) -> float:
-    """Current resident set size of ``pid`` in MB (0 when unknown)."""
+    """Current resident set size of ``pid`` and all its descendants in MB (0 when unknown)."""
+    total = 0.0
     try:
         with open(f"/proc/{pid}/status") as fh:
             for line in fh:
                 if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024.0
+                    total += int(line.split()[1]) / 1024.0
+                    break
+        with open(f"/proc/{pid}/task/{pid}/children") as fh:
+            children = [int(c) for c in fh.read().split()]
     except (OSError, ValueError, IndexError):
-        pass
-    return 0.0
+        return total
+    return total + sum(_rss_mb(child) for child in children)
+
+
+#: A tiny launcher between us and the measured command. Linux's ru_maxrss of a child counts the memory of the
+#: process it was forked from (the high-water mark of the pre-exec image), so forking the measured command
+#: straight from a large parent (pytest, this script) would add the parent's size to the child's peak. The
+#: launcher is a bare ``python -S`` (~10 MB): it spawns the command, then writes the command's ru_maxrss (KB)
+#: to the file named by its first argument and exits with the command's status.
+_LAUNCHER = (
+    "import os, resource, sys\n"
+    "rc = os.spawnvp(os.P_WAIT, sys.argv[2], sys.argv[2:])\n"
+    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "sys.exit(rc if rc >= 0 else 128 - rc)\n"
+)
 
 
 def measure_once(
@@ -146,20 +164,27 @@ def measure_once(
     mem_limit_mb: float | None = None,
     cwd: Path | None = None,
 ) -> Measurement:
-    """Run ``cmd`` in a fresh child: wall seconds around the child, peak RSS (MB) from ``os.wait4``.
+    """Run ``cmd`` in a fresh child: wall seconds around it, its peak RSS (MB) from ``ru_maxrss``.
 
-    stdout is discarded; stderr is kept (last lines) for the error message when the exit status is not 0.
-    The child is killed when it runs past ``timeout`` seconds or its own RSS passes ``mem_limit_mb`` (a guard
-    for shared machines; polled every few milliseconds, so the reported error is a lower bound).
+    The command runs under a small launcher (see ``_LAUNCHER``) so that its peak is its own. stdout is
+    discarded; stderr is kept (last lines) for the error message when the exit status is not 0. The command
+    is killed when it runs past ``timeout`` seconds or its RSS passes ``mem_limit_mb`` (a guard for shared
+    machines; polled every few milliseconds, so the reported error is a lower bound).
     """
-    with tempfile.TemporaryFile() as err:
+    with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r", suffix=".maxrss") as maxrss:
         started = time.perf_counter()
-        proc = subprocess.Popen(list(cmd), stdout=subprocess.DEVNULL, stderr=err, cwd=cwd)
+        proc = subprocess.Popen(
+            [sys.executable, "-S", "-c", _LAUNCHER, maxrss.name, *cmd],
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=cwd,
+            start_new_session=True,
+        )
         deadline = None if timeout is None else started + timeout
         polls = 0
         while True:
-            pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
-            if pid:
+            rc = proc.poll()
+            if rc is not None:
                 break
             reason = None
             if deadline and time.perf_counter() > deadline:
@@ -167,20 +192,18 @@ def measure_once(
             elif mem_limit_mb and polls % 10 == 0 and (rss := _rss_mb(proc.pid)) > mem_limit_mb:
                 reason = f"killed: RSS {rss:.0f} MB passed the --mem-limit-mb guard ({mem_limit_mb:.0f} MB)"
             if reason:
-                proc.kill()
-                os.wait4(proc.pid, 0)
-                proc.returncode = -9
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
                 return Measurement(error=f"{reason} after {time.perf_counter() - started:.1f} s")
             polls += 1
             time.sleep(0.002 if polls < 500 else 0.01)
         seconds = time.perf_counter() - started
-        proc.returncode = os.waitstatus_to_exitcode(status)  # tell Popen the child is reaped
-        peak_mb = usage.ru_maxrss / 1024.0  # Linux: kilobytes
-        if proc.returncode != 0:
+        if rc != 0:
             err.seek(0)
             text = err.read().decode("utf-8", "replace").strip().splitlines()
             tail = " | ".join(line.strip() for line in text[-3:]) or "(no stderr)"
-            return Measurement(error=f"exit {proc.returncode}: {tail}")
+            return Measurement(error=f"exit {rc}: {tail}")
+        peak_mb = int(maxrss.read() or 0) / 1024.0  # Linux: kilobytes
     return Measurement(seconds=seconds, peak_mb=peak_mb)
 
 
