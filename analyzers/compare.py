@@ -80,10 +80,15 @@ def kernel_deltas(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def summary_deltas(a: dict[str, Any], b: dict[str, Any]) -> list[dict[str, Any]]:
-    """Rows metric, label, a, b, delta (b − a), ratio (b / a) from two analysis summaries (means)."""
+def summary_deltas(a: dict[str, Any], b: dict[str, Any], device: str = "gpu") -> list[dict[str, Any]]:
+    """Rows metric, label, a, b, delta (b − a), ratio (b / a) from two analysis summaries (means).
+
+    ``device`` "cpu" (both traces measured CPU operators) labels busy/utilization as operator time.
+    """
     rows = []
     for key, label in SUMMARY_METRICS:
+        if device == "cpu":
+            label = label.replace("GPU", "operator")
         va = (a.get(key) or {}).get("mean")
         vb = (b.get(key) or {}).get("mean")
         rows.append(
@@ -119,7 +124,11 @@ def compare(
             "device": analysis_b.device,
             "synthetic": bool(trace_b.meta.get("synthetic", False)),
         },
-        "summary": summary_deltas(analysis_a.summary, analysis_b.summary),
+        "summary": summary_deltas(
+            analysis_a.summary,
+            analysis_b.summary,
+            "cpu" if analysis_a.device == analysis_b.device == "cpu" else "gpu",
+        ),
         "kernels": kernels.to_dicts(),
         "warnings": [f"A: {w}" for w in analysis_a.warnings] + [f"B: {w}" for w in analysis_b.warnings],
     }
