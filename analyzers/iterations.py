@@ -31,7 +31,7 @@ import polars as pl
 from analyzers.stats import summarize_columns
 from analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
 from tracekit.errors import NoActivityError
-from tracekit.model import LAUNCH_API_NAMES, Trace
+from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
 
 DEFAULT_RANGE = "iteration"
 PROFILER_STEP_KEY = "ProfilerStep#*"
@@ -39,6 +39,14 @@ PROFILER_STEP_KEY = "ProfilerStep#*"
 KERNEL_KINDS = ("kernel", "operator")
 #: How many of the longest idle gaps get a CPU-context lookup.
 LONGEST_GAPS = 10
+
+#: What :func:`analyze_iterations` reads of a trace (a :data:`tracekit.model.FrameSpec` for
+#: ``read_trace(path, frames=...)``): no GPU metrics, no op names, streams or graph ids, no API kinds or threads.
+FRAMES_NEEDED: dict[str, tuple[str, ...] | None] = {
+    "ops": ("start", "end", "pid", "correlation", "kind"),
+    "api": ("start", "end", "pid", "correlation", "name"),
+    "ranges": None,
+}
 
 #: Per-iteration numeric fields summarized in ``summary`` (and the JSON).
 NUMERIC_FIELDS = [
@@ -97,10 +105,27 @@ class IterationAnalysis:
     def longest_gaps(self, count: int = LONGEST_GAPS) -> pl.DataFrame:
         """The ``count`` longest idle gaps, longest first, with durations in µs."""
         return (
-            self.gaps.sort("duration_ns", descending=True)
-            .head(count)
+            _longest(self.gaps, count)
+            .drop("_row")
             .with_columns((pl.col("duration_ns") / 1e3).alias("duration_us"))
         )
+
+
+def _longest(gaps: pl.DataFrame, count: int) -> pl.DataFrame:
+    """The ``count`` longest gaps, longest first (earlier rows first among equal durations), with their row
+    number in ``gaps`` as ``_row``. Only gaps at least as long as the ``count``-th longest are gathered and
+    sorted, not every gap."""
+    duration = gaps.get_column("duration_ns")
+    if gaps.height > count:
+        rows = (duration >= duration.top_k(count).min()).arg_true()
+    else:
+        rows = pl.int_range(gaps.height, dtype=pl.UInt32, eager=True)
+    return (
+        gaps[rows]
+        .with_columns(rows.alias("_row"))
+        .sort("duration_ns", descending=True, maintain_order=True)
+        .head(count)
+    )
 
 
 def _range_key(names: pl.Expr) -> pl.Expr:
@@ -127,7 +152,10 @@ def choose_ranges(trace: Trace, range_name: str | None) -> tuple[pl.DataFrame, s
         chosen = candidates.filter((pl.col("key") == range_name) | (pl.col("name") == range_name))
         if chosen.is_empty():
             names = (
-                candidates.group_by("key").len().sort(["len", "key"], descending=[True, False]).head(15)["key"]
+                candidates.group_by("key")
+                .len()
+                .sort(["len", "key"], descending=[True, False])
+                .head(15)["key"]
             )
             raise NoActivityError(
                 f"no range named {range_name!r}; ranges in this trace: " + ", ".join(map(repr, names)), path
@@ -139,7 +167,10 @@ def choose_ranges(trace: Trace, range_name: str | None) -> tuple[pl.DataFrame, s
         name, how = DEFAULT_RANGE, f"default range name {DEFAULT_RANGE!r}"
     elif (candidates["key"] == PROFILER_STEP_KEY).any():
         chosen = candidates.filter(pl.col("key") == PROFILER_STEP_KEY)
-        name, how = PROFILER_STEP_KEY, "torch.profiler steps (no 'iteration' range); choose another with --range"
+        name, how = (
+            PROFILER_STEP_KEY,
+            "torch.profiler steps (no 'iteration' range); choose another with --range",
+        )
     else:
         top = candidates.filter(pl.col("depth") == candidates["depth"].min())
         counts = (
@@ -161,22 +192,61 @@ def choose_ranges(trace: Trace, range_name: str | None) -> tuple[pl.DataFrame, s
     return frame, name, how
 
 
+def _iteration_at(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
+    """For each time, the ``iteration`` whose [range_start, range_end) holds it (null: none).
+
+    The candidate is the last range (in ``ranges`` order, sorted by start) that starts at or before the time,
+    as a backward as-of join on ``range_start`` picks it, found by binary search so that the (large)
+    ``times`` need not be sorted."""
+    if ranges.is_empty() or times.is_empty():
+        return pl.Series("iteration", [None] * len(times), dtype=pl.Int64)
+    pos = ranges.get_column("range_start").search_sorted(times, side="right").cast(pl.Int64) - 1
+    at = pos.clip(lower_bound=0)
+    inside = (pos >= 0) & times.is_not_null() & (times < ranges.get_column("range_end").gather(at))
+    iteration = ranges.get_column("iteration").gather(at)
+    return pl.select(pl.when(inside).then(iteration).alias("iteration")).to_series()
+
+
 def _assign_to_iterations(points: pl.DataFrame, time_col: str, ranges: pl.DataFrame) -> pl.DataFrame:
     """Attach ``iteration`` to each row whose ``time_col`` lies in [range_start, range_end); others null."""
-    joined = points.sort(time_col).join_asof(
-        ranges.select("iteration", "range_start", "range_end"),
-        left_on=time_col,
-        right_on="range_start",
-        strategy="backward",
-    )
-    return joined.with_columns(
-        pl.when(pl.col(time_col) < pl.col("range_end")).then(pl.col("iteration")).alias("iteration")
-    ).drop("range_start", "range_end")
+    return points.with_columns(_iteration_at(points.get_column(time_col), ranges))
+
+
+#: ``pid`` and ``correlation`` fit one Int64 key, pid * 2**32 + correlation, when in these bounds.
+_PID_LIMIT = 1 << 31
+_CORRELATION_LIMIT = 1 << 32
+
+
+def _pair_keys_fit(*frames: pl.DataFrame) -> bool:
+    """Whether every non-null (pid, correlation) of ``frames`` fits :func:`_pair_key`."""
+    for frame in frames:
+        if frame.is_empty():
+            continue
+        lo_pid, hi_pid, lo_corr, hi_corr = frame.select(
+            pl.col("pid").min().alias("a"),
+            pl.col("pid").max().alias("b"),
+            pl.col("correlation").min().alias("c"),
+            pl.col("correlation").max().alias("d"),
+        ).row(0)
+        if lo_pid is not None and (lo_pid < 0 or hi_pid >= _PID_LIMIT):
+            return False
+        if lo_corr is not None and (lo_corr < 0 or hi_corr >= _CORRELATION_LIMIT):
+            return False
+    return True
+
+
+def _pair_key() -> pl.Expr:
+    """One Int64 per (pid, correlation) (null when either is null); see :func:`_pair_keys_fit`."""
+    return (pl.col("pid") * _CORRELATION_LIMIT + pl.col("correlation")).alias("key")
 
 
 def _launch_calls(trace: Trace) -> pl.DataFrame:
     """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
-    api = trace.api.filter(pl.col("correlation").is_not_null())
+    return _launch_calls_of(trace.api)
+
+
+def _launch_calls_of(api: pl.DataFrame) -> pl.DataFrame:
+    api = api.filter(pl.col("correlation").is_not_null())
     return (
         api.sort("start", pl.col("end"), descending=[False, True])
         .unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
@@ -184,20 +254,73 @@ def _launch_calls(trace: Trace) -> pl.DataFrame:
     )
 
 
+def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
+    """The launching call of each row of ``ops``: (``call``, per op in order: a row number in the returned
+    calls frame or null when none; calls frame with ``call_start``, ``call_end``).
+
+    The launching call is the outermost API call with the op's (pid, correlation) (earliest start, then
+    longest). Same answer as joining :func:`_launch_calls` on (pid, correlation), found by sorting the calls
+    on one (pid, correlation) key (a check when the API rows are in correlation order, the usual case) and
+    a binary search per op, rather than by hashing every row."""
+    keys = ops.select("pid", "correlation")
+    calls = api.select("pid", "correlation", "start", "end").filter(
+        pl.col("correlation").is_not_null() & pl.col("pid").is_not_null()
+    )
+    if calls.is_empty() or ops.is_empty() or not _pair_keys_fit(keys, calls):
+        launch = _launch_calls_of(api).with_row_index("call").with_columns(pl.col("call").cast(pl.Int64))
+        call = keys.join(
+            launch.select("pid", "correlation", "call"),
+            on=["pid", "correlation"],
+            how="left",
+            maintain_order="left",
+        ).get_column("call")
+        return call, launch.select("call_start", "call_end")
+    calls = sort_frame(
+        calls.select(_pair_key(), "start", "end"), ["key", "start", "end"], [False, False, True]
+    )
+    first = calls.select(pl.col("key").ne_missing(pl.col("key").shift(1))).to_series()
+    if not first.all():  # repeated (pid, correlation): keep the outermost call of each
+        calls = calls.filter(first)
+    del first
+    call_keys = calls.get_column("key")
+    op_keys = keys.select(_pair_key()).to_series()
+    pos = call_keys.search_sorted(op_keys, side="left").cast(pl.Int64).clip(upper_bound=calls.height - 1)
+    hit = op_keys.is_not_null() & (call_keys.gather(pos) == op_keys)
+    call = pl.select(pl.when(hit).then(pos).alias("call")).to_series()
+    return call, calls.select(pl.col("start").alias("call_start"), pl.col("end").alias("call_end"))
+
+
 def assign_ops(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame:
-    """The trace's ops with an ``iteration`` column (null = outside every iteration) and launch times."""
-    ops = trace.ops.with_row_index("op")
-    calls = _launch_calls(trace)
-    ops = ops.join(calls, on=["pid", "correlation"], how="left")
-    by_call = _assign_to_iterations(ops.filter(pl.col("call_start").is_not_null()), "call_start", ranges)
-    by_time = _assign_to_iterations(ops.filter(pl.col("call_start").is_null()), "start", ranges)
-    return pl.concat([by_call, by_time]).filter(pl.col("iteration").is_not_null()).sort("op")
+    """The trace's ops with an ``iteration`` column (null = outside every iteration) and launch times.
+
+    Columns: ``op`` (row number in ``trace.ops``), the ops columns, ``call_start``, ``call_end``, ``iteration``;
+    rows outside every iteration are dropped; in ``op`` order. An op belongs to the iteration whose range holds
+    its launching call's start, or, with no launching call, its own start."""
+    ops, calls = _assign(trace.ops.with_row_index("op"), trace, ranges)
+    call = ops.get_column("call")
+    return ops.with_columns(
+        calls.get_column("call_start").gather(call), calls.get_column("call_end").gather(call)
+    ).select(pl.exclude("call", "iteration"), "iteration")
+
+
+def _assign(ops: pl.DataFrame, trace: Trace, ranges: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``ops`` (rows of ``trace.ops`` in order: any of its columns, with pid, correlation and start) with
+    ``call`` (launching call, a row of the returned calls frame: ``call_start``, ``call_end``) and
+    ``iteration``; rows outside every iteration dropped, order kept."""
+    call, calls = _match_calls(ops, trace.api)
+    ops = ops.with_columns(call)
+    when = calls.get_column("call_start").gather(call).fill_null(ops.get_column("start"))
+    iteration = _iteration_at(when, ranges)
+    del when
+    return ops.with_columns(iteration).filter(pl.col("iteration").is_not_null()), calls
 
 
 def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     """Per iteration: GPU start/end and the effective latency window (see module docstring)."""
-    per_iter = ops.group_by("iteration").agg(
-        pl.col("start").min().alias("gpu_start"), pl.col("end").max().alias("gpu_end")
+    per_iter = (
+        ops.select("iteration", "start", "end")
+        .group_by("iteration")
+        .agg(pl.col("start").min().alias("gpu_start"), pl.col("end").max().alias("gpu_end"))
     )
     frame = ranges.join(per_iter, on="iteration", how="left").sort("iteration")
     previous_gpu_end = pl.col("gpu_end").cum_max().forward_fill().shift(1)
@@ -210,18 +333,49 @@ def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def _windows_in_order(windows: pl.DataFrame) -> bool:
+    """Whether every window starts at or after the end of every earlier window (iterations one after the
+    other, the usual case): then busy segments and gaps need no per-iteration windowed expressions."""
+    if windows.height < 2:
+        return True
+    return bool(
+        windows.select(
+            (pl.col("window_end").cum_max().shift(1) <= pl.col("window_start")).slice(1).all()
+        ).item()
+    )
+
+
+def _clipped(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """The iteration's op intervals clipped to its window (``s``, ``e``; empty ones dropped), sorted by
+    (iteration, s, e). ``windows`` has one row per iteration 0..n-1, in order."""
+    at = ops.get_column("iteration")
+    clipped = ops.select(
+        "iteration",
+        pl.max_horizontal("start", windows.get_column("window_start").gather(at)).alias("s"),
+        pl.min_horizontal("end", windows.get_column("window_end").gather(at)).alias("e"),
+    ).filter(pl.col("e") > pl.col("s"))
+    return sort_frame(clipped, ["iteration", "s", "e"], [False, False, False])
+
+
 def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """Merged busy intervals per iteration (union over streams), clipped to each iteration's window."""
-    clipped = (
-        ops.select("iteration", "start", "end")
-        .join(windows.select("iteration", "window_start", "window_end"), on="iteration")
-        .with_columns(
-            pl.max_horizontal("start", "window_start").alias("s"),
-            pl.min_horizontal("end", "window_end").alias("e"),
+    clipped = _clipped(ops, windows)
+    if _windows_in_order(windows):
+        # Every op of iteration i lies in its window, after every earlier window: the running maximum of the
+        # ends over all earlier rows is the running maximum within the iteration (after its first row).
+        reach = pl.col("e").cum_max()
+        first = pl.col("iteration").ne_missing(pl.col("iteration").shift(1))
+        starts = clipped.with_columns(
+            reach.alias("reach"), (first | (pl.col("s") > reach.shift(1))).alias("new")
         )
-        .filter(pl.col("e") > pl.col("s"))
-        .sort("iteration", "s", "e")
-    )
+        return pl.DataFrame(
+            {
+                "iteration": starts.filter("new").get_column("iteration").set_sorted(),
+                "seg_start": starts.filter("new").get_column("s"),
+                # A segment ends at the running maximum on its last row (the row before the next segment).
+                "seg_end": starts.filter(pl.col("new").shift(-1, fill_value=True)).get_column("reach"),
+            }
+        )
     previous_reach = pl.col("e").cum_max().shift(1).over("iteration")
     starts_segment = previous_reach.is_null() | (pl.col("s") > previous_reach)
     return (
@@ -229,60 +383,93 @@ def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         .group_by("iteration", "segment")
         .agg(pl.col("s").min().alias("seg_start"), pl.col("e").max().alias("seg_end"))
         .sort("iteration", "seg_start")
+        .drop("segment")
     )
 
 
 def _gaps(segments: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """Idle gaps per iteration: before each busy segment, and after the last one, inside the window."""
+    """Idle gaps per iteration: before each busy segment, and after the last one, inside the window.
+
+    ``segments``: (iteration, seg_start, seg_end) sorted by (iteration, seg_start); ``windows``: one row per
+    iteration 0..n-1, in order. Gaps come sorted by (iteration, start_ns).
+
+    Each iteration gets a sentinel segment at its window end, after its real ones: the gap before a segment
+    starts where the previous segment of the iteration ends (or at the window start: "leading"), and the gap
+    before the sentinel is the trailing one ("leading" too when the iteration has no busy segment)."""
     w = windows.select("iteration", "window_start", "window_end")
-    seg = segments.join(w, on="iteration").sort("iteration", "seg_start")
-    before = seg.select(
-        "iteration",
-        pl.coalesce(pl.col("seg_end").shift(1).over("iteration"), pl.col("window_start")).alias("start_ns"),
-        pl.col("seg_start").alias("end_ns"),
-        pl.when(pl.col("seg_end").shift(1).over("iteration").is_null())
-        .then(pl.lit("leading"))
-        .otherwise(pl.lit("inner"))
-        .alias("position"),
+    real = segments.lazy().select(
+        "iteration", "seg_start", "seg_end", (pl.col("iteration") * 2).alias("_order")
     )
-    last = seg.group_by("iteration").agg(pl.col("seg_end").max().alias("start_ns"))
-    trailing = (
-        w.join(last, on="iteration", how="left")
+    sentinels = w.lazy().select(
+        "iteration",
+        pl.col("window_end").alias("seg_start"),
+        pl.col("window_end").alias("seg_end"),
+        (pl.col("iteration") * 2 + 1).alias("_order"),
+    )
+    same = pl.col("iteration").eq_missing(pl.col("iteration").shift(1))
+    sentinel = (pl.col("_order") % 2) == 1
+    window_start = pl.col("iteration").replace_strict(w.get_column("iteration"), w.get_column("window_start"))
+    gaps = (
+        real.merge_sorted(sentinels, key="_order")
         .select(
             "iteration",
-            pl.coalesce("start_ns", "window_start").alias("start_ns"),
-            pl.col("window_end").alias("end_ns"),
-            pl.when(pl.col("start_ns").is_null()).then(pl.lit("leading")).otherwise(pl.lit("trailing")).alias(
-                "position"
-            ),
+            pl.when(same).then(pl.col("seg_end").shift(1)).otherwise(window_start).alias("start_ns"),
+            pl.col("seg_start").alias("end_ns"),
+            pl.when(~same)
+            .then(pl.lit("leading"))
+            .when(sentinel)
+            .then(pl.lit("trailing"))
+            .otherwise(pl.lit("inner"))
+            .alias("position"),
         )
-    )
-    return (
-        pl.concat([before, trailing])
         .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
         .filter(pl.col("duration_ns") > 0)
-        .sort("iteration", "start_ns")
+        .collect()
     )
+    return gaps.with_columns(pl.col("iteration").set_sorted())
 
 
-def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    """Per iteration: launches, summed launch-call time, median launch latency and queue time."""
-    launches = trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES))
-    launches = _assign_to_iterations(launches, "start", ranges).filter(pl.col("iteration").is_not_null())
-    calls = launches.group_by("iteration").agg(
-        pl.len().alias("launches"), ((pl.col("end") - pl.col("start")).sum() / 1e3).alias("launch_api_us")
+def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Per iteration: launches, summed launch-call time, median launch latency and queue time.
+
+    ``ops``, ``calls``: :func:`_assign`'s output (``ops`` in ``trace.ops`` order, with iteration, start, call)."""
+    launches = trace.api.select("start", (pl.col("end") - pl.col("start")).alias("duration")).filter(
+        trace.api.get_column("name").is_in(LAUNCH_API_NAMES)
     )
-    first_op = (
-        ops.filter(pl.col("call_start").is_not_null())
-        .group_by("iteration", "pid", "correlation")
-        .agg(pl.col("start").min(), pl.col("call_start").first(), pl.col("call_end").first())
+    launches = _assign_to_iterations(launches, "start", ranges)
+    per_iteration = (
+        launches.select("iteration", "duration")
+        .group_by("iteration")
+        .agg(pl.len().alias("launches"), (pl.col("duration").sum() / 1e3).alias("launch_api_us"))
+        .filter(pl.col("iteration").is_not_null())
+    )
+    del launches
+    # The first op of each launching call (one call per (pid, correlation); its ops share its iteration).
+    call = pl.col("call")
+    launched = ops.select("iteration", "call", "start").filter(
+        calls.get_column("call_start").gather(ops.get_column("call")).is_not_null()
+    )
+    in_call_order = launched.select((call >= call.shift(1)).slice(1).all()).item()
+    if launched.height < 2 or in_call_order:
+        # Each call's ops are consecutive and in start order: its first row is its first op.
+        first_op = launched.filter(call.ne_missing(call.shift(1)))
+    else:
+        first_op = launched.group_by("call").agg(pl.col("iteration").first(), pl.col("start").min())
+    del launched
+    first_op = first_op.select(
+        "iteration",
+        "start",
+        calls.get_column("call_start").gather(first_op.get_column("call")),
+        calls.get_column("call_end").gather(first_op.get_column("call")),
     )
     latency = first_op.group_by("iteration").agg(
         ((pl.col("start") - pl.col("call_start")).median() / 1e3).alias("launch_latency_us"),
         ((pl.col("start") - pl.col("call_end")).median() / 1e3).alias("queue_us"),
     )
-    return ranges.select("iteration").join(calls, on="iteration", how="left").join(
-        latency, on="iteration", how="left"
+    return (
+        ranges.select("iteration")
+        .join(per_iteration, on="iteration", how="left")
+        .join(latency, on="iteration", how="left")
     )
 
 
@@ -320,23 +507,36 @@ def analyze_iterations(
     has_ops = not trace.ops.is_empty()
     has_api = not trace.api.is_empty()
     if not has_ops:
-        warnings.append(
-            "the trace holds no GPU or operator activity: only latency and CPU time are reported"
-        )
+        warnings.append("the trace holds no GPU or operator activity: only latency and CPU time are reported")
 
-    ops = assign_ops(trace, ranges)
+    # Only the columns the metrics use (at 10^7 ops each column is 80 MB), and each large intermediate
+    # dropped as soon as it is used.
+    ops, calls = _assign(
+        trace.ops.select("start", "end", "pid", "correlation", pl.col("kind").is_in(KERNEL_KINDS)),
+        trace,
+        ranges,
+    )
+    ops = ops.drop("pid", "correlation")
     if has_ops and ops.is_empty():
         warnings.append(f"no GPU or operator activity falls inside the {name!r} ranges")
     windows = _windows(ranges, ops)
-    segments = _busy_segments(ops, windows)
-    gaps = _gaps(segments, windows) if has_ops else _gaps(segments.clear(), windows).clear()
-
-    busy = segments.group_by("iteration").agg((pl.col("seg_end") - pl.col("seg_start")).sum().alias("busy_ns"))
-    gap_stats = gaps.group_by("iteration").agg(pl.len().alias("idle_gaps"))
+    # (group_by works on whole frames: give it only the columns it needs)
     kernels = (
-        ops.filter(pl.col("kind").is_in(KERNEL_KINDS)).group_by("iteration").agg(pl.len().alias("kernels"))
+        ops.select("iteration")
+        .filter(ops.get_column("kind"))
+        .group_by("iteration")
+        .agg(pl.len().alias("kernels"))
     )
-    launch = _launch_stats(trace, ranges, ops)
+    launch = _launch_stats(trace, ranges, ops, calls)
+    del calls
+    segments = _busy_segments(ops, windows)
+    del ops
+    busy = segments.group_by("iteration").agg(
+        (pl.col("seg_end") - pl.col("seg_start")).sum().alias("busy_ns")
+    )
+    gaps = _gaps(segments, windows) if has_ops else _gaps(segments.clear(), windows).clear()
+    del segments
+    gap_stats = gaps.select("iteration").group_by("iteration").agg(pl.len().alias("idle_gaps"))
 
     frame = (
         windows.join(busy, on="iteration", how="left")
@@ -387,8 +587,10 @@ def analyze_iterations(
     if skip is None:
         skip = warmup_to_skip(trace.meta, total)
         if skip:
-            warnings.append(f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "
-                            "(--skip 0 keeps them)")
+            warnings.append(
+                f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "
+                "(--skip 0 keeps them)"
+            )
     if skip:
         if skip >= total:
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
@@ -428,13 +630,15 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
     """
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
-    longest = gaps.sort("duration_ns", descending=True).head(LONGEST_GAPS).select("iteration", "start_ns")
+    longest = _longest(gaps, LONGEST_GAPS).select("_row", "iteration", "start_ns")
     probe = longest.with_columns((pl.col("start_ns") + 1).alias("t")).sort("t")
 
     def in_progress(frame: pl.DataFrame, label: str) -> pl.DataFrame:
         if frame.is_empty():
             return probe.with_columns(pl.lit(None, pl.String).alias(label))
-        src = frame.select(pl.col("start").alias("t"), pl.col("end").alias("ctx_end"), pl.col("name")).sort("t")
+        src = frame.select(pl.col("start").alias("t"), pl.col("end").alias("ctx_end"), pl.col("name")).sort(
+            "t"
+        )
         joined = probe.join_asof(src, on="t", strategy="backward")
         return joined.select(
             "iteration",
@@ -443,15 +647,45 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
             pl.when(pl.col("ctx_end") > pl.col("t")).then(pl.col("name")).alias(label),
         )
 
+    def api_in_progress() -> pl.DataFrame:
+        # trace.api is sorted by (start, end): the call an as-of join would pick (the last one starting at or
+        # before t) is found by binary search, without copying and sorting the API table.
+        api = trace.api
+        if api.is_empty() or api.get_column("start").null_count():
+            return in_progress(api, "api")
+        pos = api.get_column("start").search_sorted(probe.get_column("t"), side="right").cast(pl.Int64) - 1
+        at = pos.clip(lower_bound=0)
+        running = (pos >= 0) & (api.get_column("end").gather(at) > probe.get_column("t"))
+        return probe.select(
+            "iteration",
+            "start_ns",
+            "t",
+            pl.when(running).then(api.get_column("name").gather(at)).alias("api"),
+        )
+
     iteration_starts = ranges["range_start"]
     inner_ranges = trace.ranges.filter(~pl.col("start").is_in(iteration_starts.implode()))
-    api_ctx = in_progress(trace.api, "api")
+    api_ctx = api_in_progress()
     range_ctx = in_progress(inner_ranges.sort("start"), "range")
-    context = api_ctx.join(range_ctx.select("iteration", "start_ns", "range"), on=["iteration", "start_ns"]).select(
+    context = api_ctx.join(
+        range_ctx.select("iteration", "start_ns", "range"), on=["iteration", "start_ns"]
+    ).select(
         "iteration",
         "start_ns",
         pl.coalesce(
-            pl.col("api"), pl.concat_str(pl.lit("in range "), pl.col("range")), pl.lit("host code outside API calls")
+            pl.col("api"),
+            pl.concat_str(pl.lit("in range "), pl.col("range")),
+            pl.lit("host code outside API calls"),
         ).alias("cpu_context"),
     )
-    return gaps.join(context, on=["iteration", "start_ns"], how="left")
+    # Gaps are unique per (iteration, start_ns): set the column on the few rows that have a context, rather
+    # than joining (and copying) every gap.
+    rows = (
+        longest.join(context, on=["iteration", "start_ns"], how="inner")
+        .filter(pl.col("cpu_context").is_not_null())
+        .select("_row", "cpu_context")
+    )
+    column = pl.repeat(None, gaps.height, dtype=pl.String, eager=True).alias("cpu_context")
+    if rows.height:
+        column = column.scatter(rows.get_column("_row"), rows.get_column("cpu_context"))
+    return gaps.with_columns(column)

@@ -32,7 +32,9 @@ def plateau_and_transition(
     return plateau, None
 
 
-def is_framework_bound(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> bool | None:
+def is_framework_bound(
+    gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_UTILIZATION
+) -> bool | None:
     """True when GPU utilization (busy / latency, 0..1) is below ``threshold``; None when unknown."""
     if gpu_utilization is None:
         return None

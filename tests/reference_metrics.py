@@ -36,7 +36,8 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
     else:
         pattern = re.compile(re.escape(range_name) + r"(,\s*(seq|op_id|sizes|input_op_ids)\s*=.*)?")
     rows = [
-        r for r in trace.ranges.iter_rows(named=True)
+        r
+        for r in trace.ranges.iter_rows(named=True)
         if pattern.fullmatch(r["name"] or "") and r["domain"] != "gpu"
     ]
     min_depth = min(r["depth"] for r in rows)

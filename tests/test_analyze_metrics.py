@@ -17,32 +17,87 @@ def make_trace(ranges, api=(), ops=(), meta=None) -> Trace:
     """ranges: (start, end, name[, depth]); api: (start, end, corr, name); ops: (start, end, corr, stream[, kind])."""
     r = pl.DataFrame(
         [
-            {"start": x[0], "end": x[1], "name": x[2], "depth": x[3] if len(x) > 3 else 0, "pid": 1, "thread": 1,
-             "domain": "default"}
+            {
+                "start": x[0],
+                "end": x[1],
+                "name": x[2],
+                "depth": x[3] if len(x) > 3 else 0,
+                "pid": 1,
+                "thread": 1,
+                "domain": "default",
+            }
             for x in ranges
         ],
-        schema={"start": pl.Int64, "end": pl.Int64, "name": pl.String, "depth": pl.Int32, "pid": pl.Int64,
-                "thread": pl.Int64, "domain": pl.String},
+        schema={
+            "start": pl.Int64,
+            "end": pl.Int64,
+            "name": pl.String,
+            "depth": pl.Int32,
+            "pid": pl.Int64,
+            "thread": pl.Int64,
+            "domain": pl.String,
+        },
     )
     a = pl.DataFrame(
-        [{"start": x[0], "end": x[1], "correlation": x[2], "name": x[3], "pid": 1, "thread": 1, "kind": "runtime"}
-         for x in api],
-        schema={"start": pl.Int64, "end": pl.Int64, "correlation": pl.Int64, "name": pl.String, "pid": pl.Int64,
-                "thread": pl.Int64, "kind": pl.String},
+        [
+            {
+                "start": x[0],
+                "end": x[1],
+                "correlation": x[2],
+                "name": x[3],
+                "pid": 1,
+                "thread": 1,
+                "kind": "runtime",
+            }
+            for x in api
+        ],
+        schema={
+            "start": pl.Int64,
+            "end": pl.Int64,
+            "correlation": pl.Int64,
+            "name": pl.String,
+            "pid": pl.Int64,
+            "thread": pl.Int64,
+            "kind": pl.String,
+        },
     )
     o = pl.DataFrame(
-        [{"start": x[0], "end": x[1], "correlation": x[2], "stream": x[3], "kind": x[4] if len(x) > 4 else "kernel",
-          "pid": 1, "device": 0, "name": f"k{i}"} for i, x in enumerate(ops)],
-        schema={"start": pl.Int64, "end": pl.Int64, "correlation": pl.Int64, "stream": pl.Int64, "kind": pl.String,
-                "pid": pl.Int64, "device": pl.Int32, "name": pl.String},
+        [
+            {
+                "start": x[0],
+                "end": x[1],
+                "correlation": x[2],
+                "stream": x[3],
+                "kind": x[4] if len(x) > 4 else "kernel",
+                "pid": 1,
+                "device": 0,
+                "name": f"k{i}",
+            }
+            for i, x in enumerate(ops)
+        ],
+        schema={
+            "start": pl.Int64,
+            "end": pl.Int64,
+            "correlation": pl.Int64,
+            "stream": pl.Int64,
+            "kind": pl.String,
+            "pid": pl.Int64,
+            "device": pl.Int32,
+            "name": pl.String,
+        },
     )
     return Trace(ops=o, api=a, ranges=r, meta=meta or {"path": "hand-built"})
 
 
 SYNCED = make_trace(
     ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
-    api=[(100, 150, 1, "cudaLaunchKernel"), (200, 260, 2, "cudaLaunchKernel"), (300, 990, 3, "cudaDeviceSynchronize"),
-         (1100, 1150, 4, "cudaLaunchKernel"), (1200, 1990, 5, "cudaDeviceSynchronize")],
+    api=[
+        (100, 150, 1, "cudaLaunchKernel"),
+        (200, 260, 2, "cudaLaunchKernel"),
+        (300, 990, 3, "cudaDeviceSynchronize"),
+        (1100, 1150, 4, "cudaLaunchKernel"),
+        (1200, 1990, 5, "cudaDeviceSynchronize"),
+    ],
     # stream 7 and 8 overlap: union [160, 500] then [600, 700]; iteration 2: [1180, 1900]
     ops=[(160, 400, 1, 7), (300, 500, 2, 8), (600, 700, 2, 8), (1180, 1900, 4, 7)],
 )
@@ -80,9 +135,17 @@ def test_unsynchronized_graph_launch_uses_steady_state_period():
     # Like the study's CUDA-graph trace: the range closes right after cudaGraphLaunch; GPU work outlives it.
     t = make_trace(
         ranges=[(0, 100, "forward"), (1000, 1100, "forward"), (2000, 2100, "forward")],
-        api=[(10, 60, 1, "cudaGraphLaunch"), (1010, 1060, 2, "cudaGraphLaunch"), (2010, 2060, 3, "cudaGraphLaunch")],
-        ops=[(70, 500, 1, 7), (500, 1500, 1, 7),  # graph 1 runs until 1500, past range 2's start
-             (1500, 1800, 2, 7), (2070, 2600, 3, 7)],
+        api=[
+            (10, 60, 1, "cudaGraphLaunch"),
+            (1010, 1060, 2, "cudaGraphLaunch"),
+            (2010, 2060, 3, "cudaGraphLaunch"),
+        ],
+        ops=[
+            (70, 500, 1, 7),
+            (500, 1500, 1, 7),  # graph 1 runs until 1500, past range 2's start
+            (1500, 1800, 2, 7),
+            (2070, 2600, 3, 7),
+        ],
     )
     a = analyze_iterations(t)
     it = a.iterations
@@ -103,8 +166,12 @@ def test_unsynchronized_graph_launch_uses_steady_state_period():
 def test_ops_without_correlation_fall_back_to_time_and_skip():
     t = make_trace(
         ranges=[(0, 100, "model_run"), (100, 200, "model_run"), (200, 300, "model_run")],
-        ops=[(10, 30, None, 1, "operator"), (40, 90, None, 1, "operator"), (120, 150, None, 1, "operator"),
-             (210, 290, None, 1, "operator")],
+        ops=[
+            (10, 30, None, 1, "operator"),
+            (40, 90, None, 1, "operator"),
+            (120, 150, None, 1, "operator"),
+            (210, 290, None, 1, "operator"),
+        ],
     )
     a = analyze_iterations(t, skip=1)
     assert a.device == "cpu"

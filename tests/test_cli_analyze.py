@@ -20,14 +20,28 @@ from tracekit.cli import main
 from tracekit.readers import read_trace
 
 ITERATION_FIELDS = {
-    "index", "start_ns", "end_ns", "latency_ms", "cpu_ms", "gpu_busy_ms", "framework_overhead_ms",
-    "gpu_utilization", "kernels", "launches", "launch_api_us", "launch_latency_us", "idle_gaps", "idle_ms",
+    "index",
+    "start_ns",
+    "end_ns",
+    "latency_ms",
+    "cpu_ms",
+    "gpu_busy_ms",
+    "framework_overhead_ms",
+    "gpu_utilization",
+    "kernels",
+    "launches",
+    "launch_api_us",
+    "launch_latency_us",
+    "idle_gaps",
+    "idle_ms",
     "synchronized",
 }
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "tracekit.cli", *args], capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 def assert_one_line_error(proc: subprocess.CompletedProcess, path: str, words: str) -> None:
@@ -58,7 +72,9 @@ def test_missing_file_and_directory(tmp_path):
 
 
 def test_truncated_gzip(tmp_path):
-    data = gzip.compress(json.dumps({"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 2}] * 200}).encode())
+    data = gzip.compress(
+        json.dumps({"traceEvents": [{"ph": "X", "name": "x", "ts": 1, "dur": 2}] * 200}).encode()
+    )
     bad = tmp_path / "cut.json.gz"
     bad.write_bytes(data[: len(data) // 2])
     proc = run_cli("analyze", str(bad))
@@ -113,7 +129,10 @@ def test_other_formats_render(fmt, tmp_path):
     assert main(["analyze", str(src), "--format", fmt, "-o", str(out), "--skip", "1"]) == 0
     text = out.read_text()
     if fmt == "csv":
-        assert text.splitlines()[0].startswith("index,start_ns,end_ns,latency_ms") and len(text.splitlines()) == 10
+        assert (
+            text.splitlines()[0].startswith("index,start_ns,end_ns,latency_ms")
+            and len(text.splitlines()) == 10
+        )
     else:
         assert "forward" in text and "latency" in text
 

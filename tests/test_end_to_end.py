@@ -26,8 +26,26 @@ def analyze_json(trace: Path, tmp_path: Path, *extra: str) -> dict:
 @needs_nsys
 def test_tiny_pytorch_under_nsys_finds_iterations_and_operator_time(tmp_path):
     run = tmp_path / "run"
-    argv = ["collect", "--runtime", "pytorch", "--model", "tiny", "--device", "cpu", "--seq-lens", "16",
-            "--warmup", "2", "--iters", "5", "--profiler", "nsys", "--in-process", "-o", str(run)]
+    argv = [
+        "collect",
+        "--runtime",
+        "pytorch",
+        "--model",
+        "tiny",
+        "--device",
+        "cpu",
+        "--seq-lens",
+        "16",
+        "--warmup",
+        "2",
+        "--iters",
+        "5",
+        "--profiler",
+        "nsys",
+        "--in-process",
+        "-o",
+        str(run),
+    ]
     assert main(argv) == 0
     doc = analyze_json(run / "pytorch_b1_s16.nsys.sqlite", tmp_path)
     assert doc["trace"]["device"] == "cpu" and doc["trace"]["format"] == "nsys-sqlite"
@@ -46,8 +64,23 @@ def test_tiny_pytorch_under_nsys_finds_iterations_and_operator_time(tmp_path):
 def test_bert_base_onnx_cpu_under_nsys_twenty_iterations(tmp_path):
     """Issue 3's acceptance run: BERT-base under ONNX Runtime on the CPU, traced by Nsight Systems."""
     run = tmp_path / "bert"
-    argv = ["collect", "--runtime", "onnx", "--device", "cpu", "--model", "bert-base", "--profiler", "nsys",
-            "--iters", "20", "--warmup", "3", "-o", str(run)]
+    argv = [
+        "collect",
+        "--runtime",
+        "onnx",
+        "--device",
+        "cpu",
+        "--model",
+        "bert-base",
+        "--profiler",
+        "nsys",
+        "--iters",
+        "20",
+        "--warmup",
+        "3",
+        "-o",
+        str(run),
+    ]
     assert main(argv) == 0
     run_json = json.loads((run / "run.json").read_text())
     config = run_json["configs"][0]

@@ -25,7 +25,6 @@ COMMANDS: dict[str, str] = {
 }
 
 
-
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="tracekit", description="Measure the framework tax of inference.")
     parser.add_argument("--version", action="version", version=f"tracekit {__version__}")
@@ -61,8 +60,11 @@ def main(argv: list[str] | None = None) -> int:
         if os.environ.get("TRACEKIT_DEBUG"):
             raise
         where = getattr(args, "trace", None) or ""
-        print(f"tracekit: internal error{' on ' + str(where) if where else ''}: {type(exc).__name__}: {exc} "
-              "(set TRACEKIT_DEBUG=1 for the traceback)", file=sys.stderr)
+        print(
+            f"tracekit: internal error{' on ' + str(where) if where else ''}: {type(exc).__name__}: {exc} "
+            "(set TRACEKIT_DEBUG=1 for the traceback)",
+            file=sys.stderr,
+        )
         return 1
 
 

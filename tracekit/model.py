@@ -8,6 +8,7 @@ which profiler wrote the trace.
 from __future__ import annotations
 
 import json
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,6 +105,57 @@ LAUNCH_API_NAMES: tuple[str, ...] = (
 )
 
 
+#: What a reader should read: None (everything), a collection of frame names (those frames, all columns),
+#: or a mapping frame name -> the columns needed (None: all of them). See :func:`wanted_frames`.
+FrameSpec = Mapping[str, Collection[str] | None] | Collection[str] | None
+
+
+def wanted_frames(frames: FrameSpec) -> dict[str, frozenset[str] | None]:
+    """Normalize a :data:`FrameSpec` to {frame name: columns or None (all)}; None asks for every frame.
+
+    Readers may read more than asked (frames and columns they cannot skip cheaply); what they skip stays
+    empty (frames) or null (columns). Unknown frame or column names raise ValueError."""
+    if frames is None:
+        return {name: None for name in SCHEMAS}
+    items = frames.items() if isinstance(frames, Mapping) else ((name, None) for name in frames)
+    out: dict[str, frozenset[str] | None] = {}
+    for name, cols in items:
+        if name not in SCHEMAS:
+            raise ValueError(f"unknown frame {name!r}; frames are {', '.join(SCHEMAS)}")
+        if cols is not None:
+            if isinstance(cols, str):
+                raise ValueError(f"columns of {name!r} must be a collection of names, not a string")
+            unknown = set(cols) - set(SCHEMAS[name])
+            if unknown:
+                raise ValueError(f"unknown column(s) {', '.join(sorted(unknown))} of frame {name!r}")
+            cols = frozenset(cols)
+        out[name] = cols
+    return out
+
+
+def sort_frame(frame: pl.DataFrame, by: list[str], descending: list[bool]) -> pl.DataFrame:
+    """``frame.sort(by, descending=descending, maintain_order=True)``, skipping the sort (and its copy of
+    every column) when the frame is already in that order, which is the common case for profiler tables.
+
+    The check is vectorized: every row compared with the previous one, key by key. Frames with nulls in
+    the keys are always sorted (nulls come first)."""
+    if frame.height < 2:
+        return frame
+    if frame.select(pl.any_horizontal(pl.col(by).null_count() > 0)).item():
+        return frame.sort(by, descending=descending, maintain_order=True)
+    in_order = pl.lit(True)
+    # Lexicographic: from the last key to the first, "in order" = strictly in order on this key, or tied on
+    # it and in order on the later keys.
+    for key, desc in zip(reversed(by), reversed(descending), strict=True):
+        cur, prev = pl.col(key), pl.col(key).shift(1)
+        strictly = cur < prev if desc else cur > prev
+        in_order = strictly | ((cur == prev) & in_order)
+    if frame.select(in_order.slice(1).all()).item():
+        # Already in order: say so, as a sort would, so that later operations can use it.
+        return frame.with_columns(pl.col(by[0]).set_sorted(descending=descending[0]))
+    return frame.sort(by, descending=descending, maintain_order=True)
+
+
 def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """An empty frame with the given schema."""
     return pl.DataFrame(schema=schema)
@@ -146,10 +198,10 @@ class Trace:
     def __post_init__(self) -> None:
         for name, schema in SCHEMAS.items():
             setattr(self, name, conform(getattr(self, name), schema))
-        self.ops = self.ops.sort("start", "end", maintain_order=True)
-        self.api = self.api.sort("start", "end", maintain_order=True)
+        self.ops = sort_frame(self.ops, ["start", "end"], [False, False])
+        self.api = sort_frame(self.api, ["start", "end"], [False, False])
         # Parents before the children they enclose: by start, then longest first.
-        self.ranges = self.ranges.sort(["start", "end"], descending=[False, True], maintain_order=True)
+        self.ranges = sort_frame(self.ranges, ["start", "end"], [False, True])
         self.meta.setdefault("warnings", [])
 
     @property

@@ -13,7 +13,7 @@ import zlib
 from pathlib import Path
 
 from tracekit.errors import TraceFormatError
-from tracekit.model import Trace, load_sidecar_meta
+from tracekit.model import FrameSpec, Trace, load_sidecar_meta, wanted_frames
 
 #: format name -> module under tracekit.readers exposing ``read(path: Path) -> Trace``
 READERS: dict[str, str] = {
@@ -58,19 +58,29 @@ def detect_format(path: str | Path) -> str:
         return "nsys-sqlite"
     if path.suffix in (".nsys-rep", ".qdrep"):
         raise TraceFormatError(
-            "an Nsight Systems report; export it first: nsys export --type sqlite -o X.sqlite " + path.name, path
+            "an Nsight Systems report; export it first: nsys export --type sqlite -o X.sqlite " + path.name,
+            path,
         )
     if path.suffix in (".ncu-rep", ".ncu-repz"):
         return "ncu-rep"
     text_head = _json_head(path, head).lstrip("\ufeff \t\r\n")
     if text_head.startswith("{") or text_head.startswith("["):
         # ORT profiles are a JSON list of events with cat Session/Node; Kineto is a dict with traceEvents.
-        if text_head.startswith("[") and ('"cat" : "Session"' in text_head or '"cat":"Session"' in text_head
-                                          or '"cat" : "Node"' in text_head or '"cat":"Node"' in text_head
-                                          or '"model_run"' in text_head or '"model_loading' in text_head):
+        if text_head.startswith("[") and (
+            '"cat" : "Session"' in text_head
+            or '"cat":"Session"' in text_head
+            or '"cat" : "Node"' in text_head
+            or '"cat":"Node"' in text_head
+            or '"model_run"' in text_head
+            or '"model_loading' in text_head
+        ):
             return "ort"
         return "kineto"
-    if text_head.startswith('"ID"') or text_head.startswith("==PROF==") or '"Kernel Name"' in text_head[:4096]:
+    if (
+        text_head.startswith('"ID"')
+        or text_head.startswith("==PROF==")
+        or '"Kernel Name"' in text_head[:4096]
+    ):
         return "ncu-csv"
     raise TraceFormatError(
         "not a trace tracekit can read (expected Nsight Systems SQLite, Kineto JSON, ORT profile JSON or ncu CSV)",
@@ -78,12 +88,26 @@ def detect_format(path: str | Path) -> str:
     )
 
 
-def read_trace(path: str | Path) -> Trace:
-    """Read any supported trace into a normalized Trace; sidecar ``.meta.json`` values fill ``meta`` gaps."""
+#: Reader modules whose ``read`` takes ``frames`` (see :func:`read_trace`); the others read everything.
+READS_FRAMES: frozenset[str] = frozenset({"nsys_sqlite"})
+
+
+def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
+    """Read any supported trace into a normalized Trace; sidecar ``.meta.json`` values fill ``meta`` gaps.
+
+    ``frames`` says what the caller needs (:data:`tracekit.model.FrameSpec`: None = everything, frame names,
+    or {frame: columns}); readers that can skip work use it (Nsight Systems SQLite: the GPU-metrics table and
+    unneeded columns of the large tables), the others read everything. What is skipped stays empty or null.
+    """
     path = Path(path)
+    wanted = wanted_frames(frames)  # validate the request before any reading
     fmt = detect_format(path)
-    module = importlib.import_module(f"tracekit.readers.{READERS[fmt]}")
-    trace: Trace = module.read(path)
+    module_name = READERS[fmt]
+    module = importlib.import_module(f"tracekit.readers.{module_name}")
+    if frames is not None and module_name in READS_FRAMES:
+        trace: Trace = module.read(path, frames=wanted)
+    else:
+        trace = module.read(path)
     trace.meta.setdefault("path", str(path))
     trace.meta.setdefault("format", fmt)
     for key, value in load_sidecar_meta(path).items():

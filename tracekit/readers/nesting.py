@@ -54,6 +54,8 @@ def leaf_mask(frame: pl.DataFrame, keys: list[str]) -> pl.Series:
     )
     nxt = pl.col("start").shift(-1).over(keys)
     nxt_end = pl.col("end").shift(-1).over(keys)
-    has_child = nxt.is_not_null() & (nxt_end <= pl.col("end")) & ((nxt < pl.col("end")) | (nxt == pl.col("start")))
+    has_child = (
+        nxt.is_not_null() & (nxt_end <= pl.col("end")) & ((nxt < pl.col("end")) | (nxt == pl.col("start")))
+    )
     marked = ordered.select("_row", leaf=~has_child.fill_null(False))
     return marked.sort("_row").get_column("leaf")

@@ -57,9 +57,10 @@ their thread), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -70,9 +71,12 @@ from tracekit.model import (
     API_SCHEMA,
     GPU_METRICS_SCHEMA,
     OPS_SCHEMA,
+    FrameSpec,
     Trace,
     conform,
     empty_frame,
+    sort_frame,
+    wanted_frames,
 )
 from tracekit.readers.nesting import leaf_mask, nesting_depth
 
@@ -125,10 +129,14 @@ def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+def _uri(path: Path) -> str:
+    """SQLite URI that opens ``path`` read-only and immutable (no locks, no journal, never written)."""
+    return path.resolve().as_uri() + "?mode=ro&immutable=1"
+
+
 def _connect(path: Path) -> sqlite3.Connection:
     """Open ``path`` read-only and immutable (no locks, no journal, never written)."""
-    uri = path.resolve().as_uri() + "?mode=ro&immutable=1"
-    con = sqlite3.connect(uri, uri=True)
+    con = sqlite3.connect(_uri(path), uri=True)
     # Exports can hold text that is not valid UTF-8 (seen in TARGET_INFO_SYSTEM_ENV): replace, never fail.
     con.text_factory = _decode_text
     return con
@@ -138,23 +146,86 @@ def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+#: Rows per ``fetchmany`` in the sqlite3 path: bounds the Python objects alive at once.
+FETCH_ROWS = 1 << 18
+#: Rows per Arrow batch in the ADBC path. Each batch becomes one chunk of the frame: one batch holds a table
+#: of up to 16M rows in one chunk (later operations are faster on contiguous columns), and no rechunk is
+#: needed (a rechunk holds two copies of the table at once).
+ADBC_BATCH_ROWS = 1 << 24
+#: ``TRACEKIT_SQLITE_ENGINE``: "adbc" / "sqlite3" force a reader for the large numeric tables; unset (or
+#: "auto") uses ADBC when ``adbc-driver-sqlite`` is installed, else the standard library.
+ENGINE_ENV = "TRACEKIT_SQLITE_ENGINE"
+
+
 def _frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-    """Run ``sql`` and return its rows as a frame with ``schema`` (column order = SELECT order)."""
+    """Run ``sql`` and return its rows as a frame with ``schema`` (column order = SELECT order).
+
+    Rows are fetched in chunks of :data:`FETCH_ROWS` and turned into frames chunk by chunk, so a large table
+    never exists as one list of Python tuples."""
     cursor = con.execute(sql)
-    rows = cursor.fetchall()
-    if not rows:
+    parts = []
+    while rows := cursor.fetchmany(FETCH_ROWS):
+        parts.append(pl.DataFrame(rows, schema=list(schema.items()), orient="row"))
+    if not parts:
         return pl.DataFrame(schema=schema)
-    return pl.DataFrame(rows, schema=list(schema.items()), orient="row")
+    return parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=True)
+
+
+def _adbc_database(path: Path) -> Any | None:
+    """An ADBC SQLite database handle on ``path`` (read-only, immutable), or None when ADBC is not
+    installed or not wanted (``TRACEKIT_SQLITE_ENGINE=sqlite3``)."""
+    engine = os.environ.get(ENGINE_ENV, "auto").lower()
+    if engine in ("sqlite3", "stdlib"):
+        return None
+    try:
+        import adbc_driver_sqlite
+    except ImportError:
+        if engine == "adbc":
+            raise
+        return None
+    try:
+        return adbc_driver_sqlite.connect(_uri(path))
+    except Exception:  # any driver failure: the sqlite3 path reports the problem properly
+        return None
+
+
+def _adbc_frame(database: Any, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame | None:
+    """Run ``sql`` through ADBC into a frame with ``schema``; None on any failure (type mismatch between
+    batches, driver error), so that the caller falls back to sqlite3 and its error handling."""
+    import adbc_driver_manager
+
+    conn = stmt = None
+    try:
+        conn = adbc_driver_manager.AdbcConnection(database)
+        stmt = adbc_driver_manager.AdbcStatement(conn)
+        stmt.set_options(**{"adbc.sqlite.query.batch_rows": str(ADBC_BATCH_ROWS)})
+        stmt.set_sql_query(sql)
+        stream, _ = stmt.execute_query()
+        frame = pl.DataFrame(stream)
+        if frame.width != len(schema):
+            return None
+        frame.columns = list(schema)
+        return frame.cast(schema)
+    except Exception:
+        return None
+    finally:
+        if stmt is not None:
+            stmt.close()
+        if conn is not None:
+            conn.close()
 
 
 class _Export:
     """Table and column discovery for one open export."""
 
-    def __init__(self, con: sqlite3.Connection) -> None:
+    def __init__(self, con: sqlite3.Connection, path: Path | None = None) -> None:
         self.con = con
+        self.path = path
         rows = con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')").fetchall()
         self.tables: set[str] = {r[0] for r in rows}
         self._columns: dict[str, set[str]] = {}
+        self._adbc: Any | None = None
+        self._adbc_tried = False
 
     def has(self, table: str) -> bool:
         return table in self.tables
@@ -187,6 +258,28 @@ class _Export:
             for k, v in self.con.execute(f"SELECT name, value FROM {_q(table)}").fetchall()
         }
 
+    def numeric_frame(
+        self, table: str, exprs: Mapping[str, str], schema: dict[str, pl.DataType]
+    ) -> pl.DataFrame:
+        """``SELECT exprs FROM table`` for large tables of numbers: columnar through ADBC when available
+        (several times faster than building Python tuples, and lean), else :func:`_frame`.
+
+        ``exprs`` maps output column -> SQL expression; ``schema`` gives the dtypes (same keys, same order)."""
+        sql = f"SELECT {', '.join(f'{e} AS {_q(c)}' for c, e in exprs.items())} FROM {_q(table)}"
+        if not self._adbc_tried and self.path is not None:
+            self._adbc_tried = True
+            self._adbc = _adbc_database(self.path)
+        if self._adbc is not None:
+            frame = _adbc_frame(self._adbc, sql, schema)
+            if frame is not None:
+                return frame
+        return _frame(self.con, sql, schema)
+
+    def close(self) -> None:
+        if self._adbc is not None:
+            self._adbc.close()
+            self._adbc = None
+
 
 def _require_columns(export: _Export, table: str, needed: Iterable[str], path: Path) -> None:
     missing = [c for c in needed if c not in export.columns(table)]
@@ -195,15 +288,53 @@ def _require_columns(export: _Export, table: str, needed: Iterable[str], path: P
 
 
 def _lookup_names(frame: pl.DataFrame, strings: pl.DataFrame, id_col: str, out: str) -> pl.DataFrame:
-    """Replace integer column ``id_col`` by the StringIds value, as column ``out``."""
-    joined = frame.join(strings.rename({"id": id_col, "value": out}), on=id_col, how="left")
-    return joined.drop(id_col)
+    """Replace integer column ``id_col`` by the StringIds value, as column ``out`` (null when missing).
+
+    StringIds ids are unique (its primary key): each id is mapped to its string, adding one column of string
+    views that share StringIds' buffers (16 bytes a row), without copying the frame's other columns. A
+    table with repeated ids (not an nsys export) is joined, as before, one row per match."""
+    if strings.get_column("id").is_duplicated().any():
+        joined = frame.join(
+            strings.rename({"id": id_col, "value": out}), on=id_col, how="left", maintain_order="left"
+        )
+        return joined.drop(id_col)
+    names = pl.col(id_col).replace_strict(
+        strings.get_column("id"), strings.get_column("value"), default=None, return_dtype=pl.String
+    )
+    return frame.with_columns(names.alias(out)).drop(id_col)
+
+
+def _pid_expr(export: _Export, table: str, column: str) -> str:
+    col = export.col(table, column)
+    return _PID_SQL.format(col=col) if col != "NULL" else "NULL"
+
+
+def _tid_expr(export: _Export, table: str, column: str) -> str:
+    col = export.col(table, column)
+    return _TID_SQL.format(col=col) if col != "NULL" else "NULL"
+
+
+def _select(
+    exprs: dict[str, str],
+    schema: dict[str, pl.DataType],
+    wanted: Collection[str] | None,
+    always: Iterable[str],
+) -> tuple[dict[str, str], dict[str, pl.DataType]]:
+    """The part of ``exprs`` / ``schema`` to read: columns in ``wanted`` (None: all) plus ``always``."""
+    if wanted is None:
+        return exprs, schema
+    keep = set(wanted) | set(always)
+    return {c: e for c, e in exprs.items() if c in keep}, {c: t for c, t in schema.items() if c in keep}
 
 
 # ----------------------------------------------------------------------------------------------- ops
 
 
-def _read_kernels(export: _Export, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
+def _read_kernels(
+    export: _Export, strings: pl.DataFrame, path: Path, wanted: Collection[str] | None = None
+) -> tuple[pl.DataFrame, int]:
+    """Kernel rows (OPS_SCHEMA columns in ``wanted``, None = all) and the number whose name id is missing
+    from StringIds."""
     t = KERNEL_TABLE
     _require_columns(export, t, ("start", "end"), path)
     cols = export.columns(t)
@@ -211,12 +342,16 @@ def _read_kernels(export: _Export, strings: pl.DataFrame, path: Path) -> pl.Data
     if not name_cols:
         raise TraceFormatError(f"{t} has no kernel name column (demangledName/shortName)", path)
     name_sql = f"COALESCE({', '.join(_q(c) for c in name_cols)})" if len(name_cols) > 1 else _q(name_cols[0])
-    gpid = export.col(t, "globalPid")
-    pid_sql = _PID_SQL.format(col=gpid) if gpid != "NULL" else "NULL"
-    sql = (
-        f'SELECT "start", "end", {export.col(t, "deviceId")}, {export.col(t, "streamId")}, {pid_sql}, '
-        f"{export.col(t, 'correlationId')}, {export.col(t, 'graphId')}, {name_sql} FROM {_q(t)}"
-    )
+    exprs = {
+        "start": '"start"',
+        "end": '"end"',
+        "device": export.col(t, "deviceId"),
+        "stream": export.col(t, "streamId"),
+        "pid": _pid_expr(export, t, "globalPid"),
+        "correlation": export.col(t, "correlationId"),
+        "graph": export.col(t, "graphId"),
+        "name_id": name_sql,
+    }
     schema = {
         "start": pl.Int64,
         "end": pl.Int64,
@@ -227,20 +362,33 @@ def _read_kernels(export: _Export, strings: pl.DataFrame, path: Path) -> pl.Data
         "graph": pl.Int64,
         "name_id": pl.Int64,
     }
-    frame = _frame(export.con, sql, schema)
-    frame = _lookup_names(frame, strings, "name_id", "name")
-    return frame.with_columns(kind=pl.lit("kernel"))
+    # device is always read (meta names the GPU that ran most kernels); name ids always (the warning).
+    exprs, schema = _select(exprs, schema, wanted, ("start", "end", "device", "name_id"))
+    frame = export.numeric_frame(t, exprs, schema)
+    named = strings.filter(pl.col("value").is_not_null())
+    nameless = frame.select(
+        (pl.col("name_id").is_null() | ~pl.col("name_id").is_in(named.get_column("id").implode())).sum()
+    ).item()
+    if wanted is None or "name" in wanted:
+        frame = _lookup_names(frame, strings, "name_id", "name")
+    else:
+        frame = frame.drop("name_id")
+    return frame.with_columns(kind=pl.lit("kernel")), int(nameless)
 
 
-def _read_copies(export: _Export, table: str, kind: str, path: Path) -> pl.DataFrame:
+def _read_copies(
+    export: _Export, table: str, kind: str, path: Path, wanted: Collection[str] | None = None
+) -> pl.DataFrame:
     _require_columns(export, table, ("start", "end"), path)
-    gpid = export.col(table, "globalPid")
-    pid_sql = _PID_SQL.format(col=gpid) if gpid != "NULL" else "NULL"
-    copy_kind = export.col(table, "copyKind") if kind == "memcpy" else "NULL"
-    sql = (
-        f'SELECT "start", "end", {export.col(table, "deviceId")}, {export.col(table, "streamId")}, {pid_sql}, '
-        f"{export.col(table, 'correlationId')}, {copy_kind} FROM {_q(table)}"
-    )
+    exprs = {
+        "start": '"start"',
+        "end": '"end"',
+        "device": export.col(table, "deviceId"),
+        "stream": export.col(table, "streamId"),
+        "pid": _pid_expr(export, table, "globalPid"),
+        "correlation": export.col(table, "correlationId"),
+        "copy_kind": export.col(table, "copyKind") if kind == "memcpy" else "NULL",
+    }
     schema = {
         "start": pl.Int64,
         "end": pl.Int64,
@@ -250,7 +398,8 @@ def _read_copies(export: _Export, table: str, kind: str, path: Path) -> pl.DataF
         "correlation": pl.Int64,
         "copy_kind": pl.Int64,
     }
-    frame = _frame(export.con, sql, schema)
+    exprs, schema = _select(exprs, schema, wanted, ("start", "end", "device", "copy_kind"))
+    frame = export.numeric_frame(table, exprs, schema)
     if kind == "memcpy":
         direction = pl.col("copy_kind").replace_strict(MEMCPY_KINDS, default=None, return_dtype=pl.String)
         name = (
@@ -266,15 +415,19 @@ def _read_copies(export: _Export, table: str, kind: str, path: Path) -> pl.DataF
 # ----------------------------------------------------------------------------------------------- api
 
 
-def _read_api_table(export: _Export, table: str, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
+def _read_api_table(
+    export: _Export, table: str, strings: pl.DataFrame, path: Path, wanted: Collection[str] | None = None
+) -> pl.DataFrame:
     _require_columns(export, table, ("start", "end", "nameId"), path)
-    gtid = export.col(table, "globalTid")
-    pid_sql = _PID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
-    tid_sql = _TID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
-    sql = (
-        f'SELECT "start", "end", {pid_sql}, {tid_sql}, {export.col(table, "correlationId")}, '
-        f'{export.col(table, "eventClass")}, "nameId" FROM {_q(table)}'
-    )
+    exprs = {
+        "start": '"start"',
+        "end": '"end"',
+        "pid": _pid_expr(export, table, "globalTid"),
+        "thread": _tid_expr(export, table, "globalTid"),
+        "correlation": export.col(table, "correlationId"),
+        "event_class": export.col(table, "eventClass"),
+        "name_id": '"nameId"',
+    }
     schema = {
         "start": pl.Int64,
         "end": pl.Int64,
@@ -284,28 +437,77 @@ def _read_api_table(export: _Export, table: str, strings: pl.DataFrame, path: Pa
         "event_class": pl.Int64,
         "name_id": pl.Int64,
     }
-    frame = _frame(export.con, sql, schema)
-    frame = _lookup_names(frame, strings, "name_id", "name")
-    if table == DRIVER_TABLE:
-        kind = pl.lit("driver")
-    else:
-        kind = (
-            pl.when(pl.col("event_class") == EVENT_CLASS_CUDA_DRIVER)
-            .then(pl.lit("driver"))
-            .otherwise(pl.lit("runtime"))
-        )
-    return frame.with_columns(kind=kind, name=pl.col("name").str.replace(API_SUFFIX, "")).drop("event_class")
+    # pid and correlation key the collapse of duplicate rows; start/end order it.
+    always = ["start", "end", "pid", "correlation"]
+    if wanted is None or "kind" in wanted:
+        always.append("event_class")
+    if wanted is None or "name" in wanted:
+        always.append("name_id")
+    exprs, schema = _select(exprs, schema, wanted, always)
+    frame = export.numeric_frame(table, exprs, schema)
+    if "name_id" in frame.columns:
+        # Strip the version suffix once per distinct string, not once per call.
+        names = strings.with_columns(pl.col("value").str.replace(API_SUFFIX, ""))
+        frame = _lookup_names(frame, names, "name_id", "name")
+    if wanted is None or "kind" in wanted:
+        if table == DRIVER_TABLE:
+            kind = pl.lit("driver")
+        else:
+            kind = (
+                pl.when(pl.col("event_class") == EVENT_CLASS_CUDA_DRIVER)
+                .then(pl.lit("driver"))
+                .otherwise(pl.lit("runtime"))
+            )
+        frame = frame.with_columns(kind=kind)
+    return frame.drop("event_class", strict=False)
+
+
+#: (pid, correlation) fit one Int64 sort key, pid * 2**32 + correlation, when in these bounds.
+_PID_LIMIT = 1 << 31
+_CORRELATION_LIMIT = 1 << 32
 
 
 def collapse_duplicate_calls(api: pl.DataFrame) -> pl.DataFrame:
     """One row per (pid, correlation) for non-null, non-zero correlation ids: the outermost call
-    (earliest start, then longest). Rows without a correlation id are all kept."""
+    (earliest start, then longest; the earlier row on a full tie). Rows without a correlation id are all kept.
+
+    Rows come out ordered by (start, end), calls with a correlation id before those without on a tie, each
+    group in input order otherwise. Found by sorting on the (pid, correlation) key, which is a check when
+    the table is in correlation order (nsys writes it so), rather than by hashing every row."""
     if api.height == 0:
         return api
     has_corr = pl.col("correlation").is_not_null() & (pl.col("correlation") != 0)
-    keyed = api.filter(has_corr).sort(["start", "end"], descending=[False, True])
-    keyed = keyed.unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
-    return pl.concat([keyed, api.filter(~has_corr)], how="vertical")
+    flagged = api.with_columns((~has_corr).alias("_uncorrelated"))
+    keyed = flagged.select("pid", "correlation", "start", "end", "_uncorrelated").with_row_index("_row")
+    keyed = keyed.filter(~pl.col("_uncorrelated")).drop("_uncorrelated")
+    bounds = keyed.select(
+        pl.col("pid").min().alias("a"),
+        pl.col("pid").max().alias("b"),
+        pl.col("pid").null_count().alias("n"),
+        pl.col("correlation").min().alias("c"),
+        pl.col("correlation").max().alias("d"),
+    ).row(0)
+    lo_pid, hi_pid, null_pids, lo_corr, hi_corr = bounds
+    if keyed.is_empty():
+        winners = keyed.get_column("_row")
+    elif (
+        null_pids == 0
+        and lo_pid >= 0
+        and hi_pid < _PID_LIMIT
+        and lo_corr >= 0
+        and hi_corr < _CORRELATION_LIMIT
+    ):
+        keyed = keyed.with_columns((pl.col("pid") * _CORRELATION_LIMIT + pl.col("correlation")).alias("_key"))
+        keyed = sort_frame(keyed, ["_key", "start", "end"], [False, False, True])
+        winners = keyed.filter(pl.col("_key").ne_missing(pl.col("_key").shift(1))).get_column("_row")
+    else:
+        keyed = keyed.sort(["start", "end"], descending=[False, True], maintain_order=True)
+        winners = keyed.unique(subset=["pid", "correlation"], keep="first", maintain_order=True).get_column(
+            "_row"
+        )
+    keep = pl.repeat(False, api.height, dtype=pl.Boolean, eager=True).scatter(winners, True)
+    kept = flagged.filter(keep | pl.col("_uncorrelated"))
+    return sort_frame(kept, ["start", "end", "_uncorrelated"], [False, False, False]).drop("_uncorrelated")
 
 
 # -------------------------------------------------------------------------------------------- ranges
@@ -546,8 +748,14 @@ def _gpu_table(export: _Export, env: dict[str, str]) -> list[dict[str, Any]]:
 # ---------------------------------------------------------------------------------------------- read
 
 
-def read(path: Path) -> Trace:
-    """Read an Nsight Systems SQLite export into a normalized :class:`Trace` (see the module docstring)."""
+def read(path: Path, frames: FrameSpec = None) -> Trace:
+    """Read an Nsight Systems SQLite export into a normalized :class:`Trace` (see the module docstring).
+
+    ``frames`` (see :func:`tracekit.model.wanted_frames`) limits what is read: frames left out stay empty and
+    columns left out are null. ``ops``, ``ranges`` and ``meta`` are always read (they decide the trace's
+    device); ``api`` and ``gpu_metrics`` only when asked for, or when an NVTX range is never closed (the
+    trace end that closes it is the latest timestamp of every frame). GPU-metric warnings come only with
+    ``gpu_metrics``."""
     path = Path(path)
     try:
         size = path.stat().st_size
@@ -562,16 +770,20 @@ def read(path: Path) -> Trace:
         con = _connect(path)
     except sqlite3.Error as exc:
         raise TraceFormatError(f"cannot open as SQLite ({exc})", path) from exc
+    export = None
     try:
-        return _read(con, path)
+        export = _Export(con, path)
+        return _read(export, path, wanted_frames(frames))
     except sqlite3.DatabaseError as exc:
         raise TraceFormatError(f"corrupt SQLite ({exc})", path) from exc
     finally:
+        if export is not None:
+            export.close()
         con.close()
 
 
-def _read(con: sqlite3.Connection, path: Path) -> Trace:
-    export = _Export(con)
+def _read(export: _Export, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
+    con = export.con
     warnings: list[str] = []
     cupti = {t for t in export.tables if t.startswith("CUPTI_ACTIVITY_KIND_")}
     if not ({"StringIds", "NVTX_EVENTS"} & export.tables or cupti):
@@ -589,39 +801,38 @@ def _read(con: sqlite3.Connection, path: Path) -> Trace:
         strings = empty_frame({"id": pl.Int64, "value": pl.String})
 
     # ops
+    ops_cols = want.get("ops")
     parts = []
+    nameless = 0
     if export.has(KERNEL_TABLE):
-        parts.append(_read_kernels(export, strings, path))
+        kernels, nameless = _read_kernels(export, strings, path, ops_cols)
+        parts.append(kernels)
     if export.has(MEMCPY_TABLE):
-        parts.append(_read_copies(export, MEMCPY_TABLE, "memcpy", path))
+        parts.append(_read_copies(export, MEMCPY_TABLE, "memcpy", path, ops_cols))
     if export.has(MEMSET_TABLE):
-        parts.append(_read_copies(export, MEMSET_TABLE, "memset", path))
+        parts.append(_read_copies(export, MEMSET_TABLE, "memset", path, ops_cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
-    nameless = ops.filter(pl.col("name").is_null()).height
     if nameless:
         warnings.append(f"{nameless} kernels have a name id missing from StringIds")
 
     # api
-    api_parts = [
-        _read_api_table(export, t, strings, path) for t in (RUNTIME_TABLE, DRIVER_TABLE) if export.has(t)
-    ]
-    api = pl.concat([conform(p, API_SCHEMA) for p in api_parts]) if api_parts else empty_frame(API_SCHEMA)
-    api = collapse_duplicate_calls(api)
+    def read_api(cols: frozenset[str] | None) -> pl.DataFrame:
+        api_parts = [
+            _read_api_table(export, t, strings, path, cols)
+            for t in (RUNTIME_TABLE, DRIVER_TABLE)
+            if export.has(t)
+        ]
+        api = pl.concat([conform(p, API_SCHEMA) for p in api_parts]) if api_parts else empty_frame(API_SCHEMA)
+        return collapse_duplicate_calls(api)
+
+    api = read_api(want["api"]) if "api" in want else None
 
     # GPUs and metadata
     env = export.key_values("TARGET_INFO_SYSTEM_ENV")
     gpus = _gpu_table(export, env)
     pw_to_cuda = {int(g["pw"]): g["id"] for g in gpus if g["pw"] is not None}
 
-    # gpu metrics
-    if export.has("GPU_METRICS"):
-        gpu_metrics = _read_gpu_metrics(export, pw_to_cuda, warnings)
-    elif export.has("GENERIC_EVENTS"):
-        gpu_metrics = _read_generic_gpu_metrics(export, pw_to_cuda, warnings)
-    else:
-        gpu_metrics = empty_frame(GPU_METRICS_SCHEMA)
-
-    # ranges
+    # ranges (read before GPU metrics: an unclosed range needs every frame's latest timestamp)
     if export.has("NVTX_EVENTS"):
         raw = _read_nvtx(export, strings, path)
     else:
@@ -636,7 +847,21 @@ def _read(con: sqlite3.Connection, path: Path) -> Trace:
             }
         )
     unclosed = raw.filter(pl.col("end").is_null()).height
+    if unclosed and api is None:
+        api = read_api(frozenset({"start", "end"}))
+
+    # gpu metrics
+    gpu_metrics = None
+    if "gpu_metrics" in want or unclosed:
+        if export.has("GPU_METRICS"):
+            gpu_metrics = _read_gpu_metrics(export, pw_to_cuda, warnings)
+        elif export.has("GENERIC_EVENTS"):
+            gpu_metrics = _read_generic_gpu_metrics(export, pw_to_cuda, warnings)
+        else:
+            gpu_metrics = empty_frame(GPU_METRICS_SCHEMA)
+
     if unclosed:
+        assert api is not None and gpu_metrics is not None
         candidates = [
             ops.select(pl.col("end").max()).item(),
             api.select(pl.col("end").max()).item(),
@@ -663,8 +888,19 @@ def _read(con: sqlite3.Connection, path: Path) -> Trace:
 
     meta = _meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
+    if ops_cols is not None and device == "gpu":
+        # Read for meta["gpu"] only: drop what was not asked for (null in the Trace).
+        ops = ops.drop(
+            [c for c in ("device", "stream", "pid", "correlation", "graph", "name") if c not in ops_cols]
+        )
     meta["warnings"] = warnings
-    return Trace(ops=ops, api=api, ranges=ranges, gpu_metrics=gpu_metrics, meta=meta)
+    return Trace(
+        ops=ops,
+        api=api if "api" in want else None,
+        ranges=ranges,
+        gpu_metrics=gpu_metrics if "gpu_metrics" in want else None,
+        meta=meta,
+    )
 
 
 def _meta(

@@ -27,9 +27,22 @@ SUMMARY_ROWS = [
 ]
 
 CSV_COLUMNS = [
-    "index", "start_ns", "end_ns", "latency_ms", "cpu_ms", "gpu_busy_ms", "framework_overhead_ms",
-    "gpu_utilization", "kernels", "launches", "launch_api_us", "launch_latency_us", "queue_us", "idle_gaps",
-    "idle_ms", "synchronized",
+    "index",
+    "start_ns",
+    "end_ns",
+    "latency_ms",
+    "cpu_ms",
+    "gpu_busy_ms",
+    "framework_overhead_ms",
+    "gpu_utilization",
+    "kernels",
+    "launches",
+    "launch_api_us",
+    "launch_latency_us",
+    "queue_us",
+    "idle_gaps",
+    "idle_ms",
+    "synchronized",
 ]
 
 
@@ -75,10 +88,23 @@ def _summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-SUMMARY_COLUMNS = [("metric", "metric"), ("unit", "unit"), ("mean", "mean"), ("p50", "p50"), ("p90", "p90"),
-                   ("p99", "p99"), ("min", "min"), ("max", "max")]
-GAP_COLUMNS = [("iteration", "iteration"), ("position", "position"), ("duration_us", "µs"),
-               ("start_ns", "start (ns)"), ("cpu_context", "host was in")]
+SUMMARY_COLUMNS = [
+    ("metric", "metric"),
+    ("unit", "unit"),
+    ("mean", "mean"),
+    ("p50", "p50"),
+    ("p90", "p90"),
+    ("p99", "p99"),
+    ("min", "min"),
+    ("max", "max"),
+]
+GAP_COLUMNS = [
+    ("iteration", "iteration"),
+    ("position", "position"),
+    ("duration_us", "µs"),
+    ("start_ns", "start (ns)"),
+    ("cpu_context", "host was in"),
+]
 
 
 def render_rich_text(doc: dict[str, Any], width: int = 120) -> str:

@@ -24,7 +24,9 @@ def format_value(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
-def rich_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], title: str | None = None) -> Table:
+def rich_table(
+    rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], title: str | None = None
+) -> Table:
     """A rich Table; ``columns`` are (key, header) pairs."""
     table = Table(title=title, header_style="bold")
     for key, header in columns:
@@ -34,13 +36,31 @@ def rich_table(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]
     return table
 
 
-_TEXT_KEYS = {"runtime", "name", "source", "range", "bound", "kernel", "what", "position", "cpu_context",
-              "sms_active_source", "warp_occupancy_source", "graph_compilation", "kernel_serialization", "model",
-              "kernel_time_source"}
+_TEXT_KEYS = {
+    "runtime",
+    "name",
+    "source",
+    "range",
+    "bound",
+    "kernel",
+    "what",
+    "position",
+    "cpu_context",
+    "sms_active_source",
+    "warp_occupancy_source",
+    "graph_compilation",
+    "kernel_serialization",
+    "model",
+    "kernel_time_source",
+}
 
 
-def render_rich(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], title: str | None = None,
-                width: int = 160) -> str:
+def render_rich(
+    rows: Sequence[dict[str, Any]],
+    columns: Sequence[tuple[str, str]],
+    title: str | None = None,
+    width: int = 160,
+) -> str:
     """The rich table as plain text (no colour codes), for files and tests."""
     console = Console(record=True, width=width, file=io.StringIO())
     console.print(rich_table(rows, columns, title))
