@@ -737,7 +737,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="write benchmarks/results.md and update the ratios block of benchmarks/README.md",
     )
     p.add_argument("--results-file", type=Path, default=HERE / "results.md", help=argparse.SUPPRESS)
-    p.add_argument("--readme-file", type=Path, default=HERE / "README.md", help=argparse.SUPPRESS)
+    p.add_argument(
+        "--readme-file",
+        type=Path,
+        action="append",
+        default=None,
+        help=argparse.SUPPRESS,  # default: benchmarks/README.md and the project README.md
+    )
     p.add_argument("--json", type=Path, metavar="FILE", help="also write all measurements as JSON")
     return p
 
@@ -871,10 +877,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         args_line = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
         _atomic_write(args.results_file, results_markdown(rows, info, startup, args_line.strip(), all_notes))
         when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
-        if update_readme(args.readme_file, readme_block(rows, startup, when)):
-            print(f"wrote {args.results_file} and the ratios block of {args.readme_file}")
+        readmes = args.readme_file or [HERE / "README.md", HERE.parent / "README.md"]
+        block = readme_block(rows, startup, when)
+        updated = [str(r) for r in readmes if update_readme(r, block)]
+        if updated:
+            print(f"wrote {args.results_file} and the ratios block of {', '.join(updated)}")
         else:
-            print(f"wrote {args.results_file} ({args.readme_file} has no ratios markers: not updated)")
+            print(f"wrote {args.results_file} (no README has the ratios markers: none updated)")
     return 0
 
 
