@@ -209,6 +209,21 @@ class Trace:
         return self.meta["warnings"]
 
 
+def busiest_gpu_name(ops: pl.DataFrame, names: dict[int, str]) -> str | None:
+    """Name of the GPU (``names``: device id -> name) that ran the most kernels (else the most GPU ops).
+
+    Ties go to the lower device id; devices missing from ``names`` are passed over; None when none is known.
+    """
+    kernels = ops.filter(pl.col("kind") == "kernel")
+    counts = (
+        (kernels if kernels.height else ops)
+        .group_by("device")
+        .len()
+        .sort(["len", "device"], descending=[True, False])
+    )
+    return next((names[d] for d in counts.get_column("device").to_list() if d in names), None)
+
+
 def sidecar_meta_path(trace_path: Path) -> Path:
     """``x.sqlite`` -> ``x.meta.json``; ``x.json.gz`` -> ``x.meta.json``; ``x.pt.trace.json`` -> ``x.pt.trace.meta.json``."""
     name = trace_path.name

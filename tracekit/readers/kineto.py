@@ -78,6 +78,7 @@ from tracekit.model import (
     OPS_SCHEMA,
     RANGES_SCHEMA,
     Trace,
+    busiest_gpu_name,
     conform,
     empty_frame,
 )
@@ -413,17 +414,7 @@ def _meta(
         names = {g["id"]: g["name"] for g in gpus}
         gpu_name = None
         if device == "gpu":
-            kernels = ops.filter(pl.col("kind") == "kernel")
-            counts = (
-                (kernels if kernels.height else ops)
-                .group_by("device")
-                .len()
-                .sort(["len", "device"], descending=[True, False])
-            )
-            for dev in counts.get_column("device").to_list():
-                if dev in names:
-                    gpu_name = names[dev]
-                    break
+            gpu_name = busiest_gpu_name(ops, names)
             if gpu_name is None:
                 gpu_name = names.get(0, gpus[0]["name"])
         if gpu_name:

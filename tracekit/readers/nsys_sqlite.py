@@ -73,6 +73,7 @@ from tracekit.model import (
     OPS_SCHEMA,
     FrameSpec,
     Trace,
+    busiest_gpu_name,
     conform,
     empty_frame,
     sort_frame,
@@ -927,17 +928,7 @@ def _meta(
         names = {g["id"]: g["name"] for g in gpus}
         gpu_name = None
         if gpu_ops is not None:
-            kernels = gpu_ops.filter(pl.col("kind") == "kernel")
-            counts = (
-                (kernels if kernels.height else gpu_ops)
-                .group_by("device")
-                .len()
-                .sort(["len", "device"], descending=[True, False])
-            )
-            for dev in counts.get_column("device").to_list():
-                if dev in names:
-                    gpu_name = names[dev]
-                    break
+            gpu_name = busiest_gpu_name(gpu_ops, names)
         if gpu_name is None and gpu_ops is not None and len(set(names.values())) == 1:
             gpu_name = next(iter(names.values()))
         if gpu_name:
