@@ -34,6 +34,8 @@ from tracekit.errors import NoActivityError
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
 
 DEFAULT_RANGE = "iteration"
+#: Where an idle gap lies in its iteration (an Enum: one byte a gap).
+GAP_POSITION = pl.Enum(["leading", "inner", "trailing"])
 PROFILER_STEP_KEY = "ProfilerStep#*"
 #: Op kinds counted as "kernels" (device work items) per iteration.
 KERNEL_KINDS = ("kernel", "operator")
@@ -420,6 +422,7 @@ def _gaps(segments: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
             .when(sentinel)
             .then(pl.lit("trailing"))
             .otherwise(pl.lit("inner"))
+            .cast(GAP_POSITION)
             .alias("position"),
         )
         .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
