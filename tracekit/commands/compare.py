@@ -147,8 +147,8 @@ def run(args: argparse.Namespace) -> int:
     out: list[str] = []
     for doc in results:
         heading = (
-            f"{doc['config']}: A = {doc['a']['runtime'] or '?'} ({doc['a']['path']}, {doc['a']['bound']}-bound), "
-            f"B = {doc['b']['runtime'] or '?'} ({doc['b']['path']}, {doc['b']['bound']}-bound)"
+            f"{doc['config']}: A = {doc['a']['runtime'] or '?'} ({doc['a']['path']}, {_bound(doc['a'])}), "
+            f"B = {doc['b']['runtime'] or '?'} ({doc['b']['path']}, {_bound(doc['b'])})"
         )
         if doc["a"]["synthetic"] or doc["b"]["synthetic"]:
             heading += " [synthetic data]"
@@ -180,3 +180,8 @@ def _short(name: str | None) -> str | None:
     if name is None or len(name) <= NAME_WIDTH:
         return name
     return name[: NAME_WIDTH - 1] + "…"
+
+
+def _bound(side: dict) -> str:
+    """'framework-bound' / 'compute-bound', or 'boundedness unknown' when the trace had no device activity."""
+    return f"{side['bound']}-bound" if side.get("bound") else "boundedness unknown"
