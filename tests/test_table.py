@@ -381,3 +381,16 @@ def test_table_real_kineto_estimate(capsys):
     assert row["warp_occupancy_kernel_time"] == pytest.approx(expected)
     assert 0 < row["warp_occupancy"] < row["warp_occupancy_kernel_time"]
     assert not any("differ in name" in w for w in doc["warnings"])
+
+
+def test_table_leaves_out_an_input_it_cannot_analyze(tmp_path, capsys):
+    good = write_nsys(tmp_path / "good.sqlite", metrics=True)
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"traceEvents": [')  # truncated
+    assert main(["table", str(good), str(bad), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["rows"]) == 1
+    assert any(w.startswith("left out:") and "bad.json" in w for w in doc["warnings"])
+    # Alone, the bad input is the error it always was.
+    assert main(["table", str(bad)]) == 2
+    assert "bad.json" in capsys.readouterr().err

@@ -262,7 +262,13 @@ def build_table(
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []
     for item in items:
-        row, row_warnings = build_row(item, range_name, skip)
+        try:
+            row, row_warnings = build_row(item, range_name, skip)
+        except TracekitError as exc:
+            if len(items) == 1:
+                raise
+            warnings.append(f"left out: {exc}")  # one bad input does not cost the others their rows
+            continue
         label = _label(row)
         rows.append(row)
         warnings += [f"{label}: {w}" for w in dict.fromkeys(row_warnings)]
