@@ -26,25 +26,6 @@ SUMMARY_ROWS = [
     ("queue_us", "queue time (op start - call end)", "µs"),
 ]
 
-CSV_COLUMNS = [
-    "index",
-    "start_ns",
-    "end_ns",
-    "latency_ms",
-    "cpu_ms",
-    "gpu_busy_ms",
-    "framework_overhead_ms",
-    "gpu_utilization",
-    "kernels",
-    "launches",
-    "launch_api_us",
-    "launch_latency_us",
-    "queue_us",
-    "idle_gaps",
-    "idle_ms",
-    "synchronized",
-]
-
 
 def _duration(ms: float) -> str:
     """A duration given in ms, shown in µs below 0.1 ms so small values keep their digits."""
@@ -152,7 +133,8 @@ def render(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
         return render_json(doc)
     if fmt == "csv":
-        return render_csv(doc["iterations"], CSV_COLUMNS)
+        # One row per iteration, the columns in the JSON document's own order.
+        return render_csv(doc["iterations"], list(doc["iterations"][0]) if doc["iterations"] else [])
     if fmt == "md":
         return render_markdown_doc(doc)
     return render_rich_text(doc)
