@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from tracekit.commands.options import add_iteration_options, check_iteration_options
 from tracekit.io import write_text_atomic
 
 
@@ -18,28 +19,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("trace", help="trace file (format detected from content)")
-    parser.add_argument(
-        "--range",
-        dest="range_name",
-        metavar="NAME",
-        help="range that delimits one iteration (default: 'iteration', else the most frequent "
-        "top-level range; ProfilerStep#N are collapsed to 'ProfilerStep#*')",
-    )
-    parser.add_argument(
-        "--skip",
-        type=int,
-        default=None,
-        metavar="N",
-        help="drop the first N iterations (warm-up); default 0, or the run's warm-up count when "
-        "the trace records warm-up runs as iterations (ONNX Runtime profiles)",
-    )
-    parser.add_argument(
-        "--bound-threshold",
-        type=float,
-        default=0.5,
-        metavar="U",
-        help="framework-bound when median utilization is below U (default 0.5)",
-    )
+    add_iteration_options(parser)
     parser.add_argument("--format", choices=["table", "json", "csv", "md"], default="table")
     parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
     parser.set_defaults(func=run)
@@ -47,12 +27,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analyzers.iterations import FRAMES_NEEDED, analyze_iterations
-    from tracekit.errors import TracekitError
     from tracekit.readers import read_trace
     from tracekit.renderers.analysis import render
 
-    if args.skip is not None and args.skip < 0:
-        raise TracekitError("--skip must be >= 0")
+    check_iteration_options(args)
     trace = read_trace(args.trace, frames=FRAMES_NEEDED)
     analysis = analyze_iterations(trace, args.range_name, args.skip, args.bound_threshold)
     doc = analysis.to_json(trace)

@@ -7,6 +7,7 @@ import argparse
 import sys
 from typing import Any
 
+from tracekit.commands.options import add_iteration_options, check_iteration_options
 from tracekit.errors import TracekitError
 
 FORMATS = ["rich", "table", "markdown", "md", "csv", "json"]
@@ -43,19 +44,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("a", metavar="A", help="trace file or run directory")
     parser.add_argument("b", metavar="B", help="trace file or run directory")
-    parser.add_argument(
-        "--range", dest="range_name", metavar="NAME", help="range that delimits one iteration"
-    )
-    parser.add_argument(
-        "--skip", type=int, default=0, metavar="N", help="drop the first N iterations (warm-up)"
-    )
-    parser.add_argument(
-        "--bound-threshold",
-        type=float,
-        default=0.5,
-        metavar="U",
-        help="framework-bound when median utilization is below U (default 0.5)",
-    )
+    add_iteration_options(parser)
     parser.add_argument(
         "--top", type=int, default=15, metavar="N", help="kernel names shown (default 15; 0 = all)"
     )
@@ -100,8 +89,7 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich
     from tracekit.runs import expand_inputs
 
-    if args.skip < 0:
-        raise TracekitError("--skip must be >= 0")
+    check_iteration_options(args)
     if args.top < 0:
         raise TracekitError("--top must be >= 0")
     inputs_a, inputs_b = expand_inputs([args.a]), expand_inputs([args.b])

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tracekit.commands.options import add_iteration_options, check_iteration_options
 from tracekit.errors import TracekitError
 
 FORMATS = ["rich", "table", "markdown", "md", "csv", "json"]
@@ -39,34 +40,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-o", "--output", default="report", metavar="DIR", help="report directory (default ./report)"
     )
-    parser.add_argument(
-        "--range",
-        dest="range_name",
-        metavar="NAME",
-        help="range that delimits one iteration (default: 'iteration', else the most frequent "
-        "top-level range)",
-    )
-    parser.add_argument(
-        "--skip",
-        type=int,
-        default=None,
-        metavar="N",
-        help="drop the first N iterations (warm-up); default: the run's warm-up count when a trace holds "
-        "warm-up + timed iterations (its .meta.json 'warmup_iterations', 'iterations'), else 0",
-    )
+    add_iteration_options(parser)
     parser.add_argument(
         "--plateau-tolerance",
         type=float,
         default=0.10,
         metavar="F",
         help="plateau: latency within F (fraction) of the smallest batch size's (default 0.10)",
-    )
-    parser.add_argument(
-        "--bound-threshold",
-        type=float,
-        default=0.5,
-        metavar="U",
-        help="framework-bound when GPU utilization is below U (default 0.5)",
     )
     parser.add_argument(
         "--timeline-config",
@@ -123,12 +103,9 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     from tracekit.readers import read_trace
     from tracekit.runs import expand_inputs
 
-    if args.skip is not None and args.skip < 0:
-        raise TracekitError("--skip must be >= 0")
+    check_iteration_options(args)
     if not 0 <= args.plateau_tolerance:
         raise TracekitError("--plateau-tolerance must be >= 0")
-    if not 0 < args.bound_threshold <= 1:
-        raise TracekitError("--bound-threshold must be in (0, 1]")
     inputs = expand_inputs(args.inputs)
     if not inputs:
         raise TracekitError("no traces in the inputs (run directories with no successful configuration?)")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tracekit.commands.options import add_iteration_options, check_iteration_options
 from tracekit.errors import TracekitError
 
 FORMATS = ["rich", "markdown", "csv", "json"]
@@ -82,12 +83,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="also print the study's published Table 3 (BERT-Base bs1 seq128 fp16, RTX 8000)",
     )
-    parser.add_argument(
-        "--range", dest="range_name", metavar="NAME", help="range that delimits one iteration"
-    )
-    parser.add_argument(
-        "--skip", type=int, default=0, metavar="N", help="drop the first N iterations (warm-up)"
-    )
+    add_iteration_options(parser, bound_threshold=False)
     parser.add_argument(
         "--ncu",
         nargs="+",
@@ -159,7 +155,7 @@ def _attach_ncu(rows: list[RowInput], files: list[Path]) -> None:
 # --------------------------------------------------------------------------------------------- rows
 
 
-def build_row(item: RowInput, range_name: str | None, skip: int) -> tuple[dict[str, Any], list[str]]:
+def build_row(item: RowInput, range_name: str | None, skip: int | None) -> tuple[dict[str, Any], list[str]]:
     """One table row and its warnings (see the module docstring for what each value means)."""
     from analyzers.gpu_metrics import analyze_gpu_metrics
     from analyzers.iterations import analyze_iterations
@@ -254,7 +250,7 @@ def _kernel_time(row: dict[str, Any], result: Any) -> None:
 
 
 def build_table(
-    items: list[RowInput], range_name: str | None = None, skip: int = 0, paper: bool = False
+    items: list[RowInput], range_name: str | None = None, skip: int | None = None, paper: bool = False
 ) -> dict[str, Any]:
     """The ``tracekit table --format json`` document: {"rows", "warnings", "notes", ["paper"]}."""
     from analyzers.paper import PAPER_CITATION, PAPER_SETUP, RUNTIME_ORDER, paper_rows
@@ -405,8 +401,7 @@ def render(doc: dict[str, Any], fmt: str) -> str:
 def run(args: argparse.Namespace) -> int:
     from tracekit.io import write_text_atomic
 
-    if args.skip < 0:
-        raise TracekitError("--skip must be >= 0")
+    check_iteration_options(args)
     items = collect_inputs(args.inputs, args.ncu)
     if not items:
         raise TracekitError("no successful configurations with a trace in the inputs")

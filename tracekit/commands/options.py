@@ -1,0 +1,43 @@
+"""Options shared by the commands that analyze iterations (analyze, table, report, compare)."""
+
+from __future__ import annotations
+
+import argparse
+
+from tracekit.errors import TracekitError
+
+
+def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool = True) -> None:
+    """Add ``--range``, ``--skip`` and (optionally) ``--bound-threshold`` with one meaning everywhere."""
+    parser.add_argument(
+        "--range",
+        dest="range_name",
+        metavar="NAME",
+        help="range that delimits one iteration (default: 'iteration', else torch.profiler's "
+        "'ProfilerStep#*', else the most frequent top-level range)",
+    )
+    parser.add_argument(
+        "--skip",
+        type=int,
+        default=None,
+        metavar="N",
+        help="drop the first N iterations (warm-up); default 0, or the run's warm-up count when a trace "
+        "records its warm-up runs as iterations (ONNX Runtime profiles; from the trace's .meta.json)",
+    )
+    if bound_threshold:
+        parser.add_argument(
+            "--bound-threshold",
+            type=float,
+            default=0.5,
+            metavar="U",
+            help="framework-bound when the median GPU (or operator) utilization is below U (default 0.5)",
+        )
+
+
+def check_iteration_options(args: argparse.Namespace) -> None:
+    """One-line errors for out-of-range values of the options above."""
+    if args.skip is not None and args.skip < 0:
+        raise TracekitError("--skip must be >= 0")
+    threshold = getattr(args, "bound_threshold", None)
+    if threshold is not None and not 0 < threshold <= 1:
+        raise TracekitError("--bound-threshold must be in (0, 1]")
