@@ -389,47 +389,111 @@ def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _gaps(segments: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+def _gaps(box: list[pl.DataFrame], windows: pl.DataFrame) -> pl.DataFrame:
     """Idle gaps per iteration: before each busy segment, and after the last one, inside the window.
 
-    ``segments``: (iteration, seg_start, seg_end) sorted by (iteration, seg_start); ``windows``: one row per
+    ``box``: a list holding one frame, the segments (iteration, seg_start, seg_end) sorted by (iteration,
+    seg_start), which is taken out of it (so that its columns are freed once used); ``windows``: one row per
     iteration 0..n-1, in order. Gaps come sorted by (iteration, start_ns).
 
-    Each iteration gets a sentinel segment at its window end, after its real ones: the gap before a segment
-    starts where the previous segment of the iteration ends (or at the window start: "leading"), and the gap
-    before the sentinel is the trailing one ("leading" too when the iteration has no busy segment)."""
-    w = windows.select("iteration", "window_start", "window_end")
-    real = segments.lazy().select(
-        "iteration", "seg_start", "seg_end", (pl.col("iteration") * 2).alias("_order")
+    The gap before a segment starts where the previous segment of the iteration ends (or at the window start:
+    "leading"); each iteration then has one gap from its last segment's end to its window end ("trailing", or
+    "leading" too when the iteration has no busy segment). The gaps before segments reuse the segments'
+    columns; the few per-iteration ones are merged in after them (left-biased merge on ``iteration``)."""
+    segments = box.pop()
+    iterations = windows.get_column("iteration")
+    window_start = windows.get_column("window_start")
+    it = segments.get_column("iteration")
+    seg_start = segments.get_column("seg_start")
+    same = it.eq_missing(it.shift(1))
+    start = pl.select(
+        pl.when(same).then(segments.get_column("seg_end").shift(1)).otherwise(window_start.gather(it))
+    ).to_series()
+    before = pl.DataFrame(
+        {
+            "iteration": it,
+            "start_ns": start,
+            "end_ns": seg_start,
+            "position": pl.select(
+                pl.when(same).then(pl.lit("inner")).otherwise(pl.lit("leading")).cast(GAP_POSITION)
+            ).to_series(),
+            "duration_ns": seg_start - start,
+        }
     )
-    sentinels = w.lazy().select(
-        "iteration",
-        pl.col("window_end").alias("seg_start"),
-        pl.col("window_end").alias("seg_end"),
-        (pl.col("iteration") * 2 + 1).alias("_order"),
+    del same, start
+    # Per iteration: its last segment's end (the window start when it has none).
+    window_start = window_start.cast(pl.Int64)
+    if segments.is_empty():
+        has_segment = pl.repeat(False, windows.height, dtype=pl.Boolean, eager=True)
+        last_end = pl.repeat(None, windows.height, dtype=pl.Int64, eager=True)
+    else:
+        last = (it.search_sorted(iterations, side="right").cast(pl.Int64) - 1).clip(lower_bound=0)
+        has_segment = it.gather(last) == iterations
+        last_end = segments.get_column("seg_end").gather(last)
+    window_end = windows.get_column("window_end")
+    trailing_start = pl.select(pl.when(has_segment).then(last_end).otherwise(window_start)).to_series()
+    after = pl.DataFrame(
+        {
+            "iteration": iterations,
+            "start_ns": trailing_start,
+            "end_ns": window_end,
+            "position": pl.select(
+                pl.when(has_segment).then(pl.lit("trailing")).otherwise(pl.lit("leading")).cast(GAP_POSITION)
+            ).to_series(),
+            "duration_ns": window_end - trailing_start,
+        }
     )
-    same = pl.col("iteration").eq_missing(pl.col("iteration").shift(1))
-    sentinel = (pl.col("_order") % 2) == 1
-    window_start = pl.col("iteration").replace_strict(w.get_column("iteration"), w.get_column("window_start"))
-    gaps = (
-        real.merge_sorted(sentinels, key="_order")
-        .select(
-            "iteration",
-            pl.when(same).then(pl.col("seg_end").shift(1)).otherwise(window_start).alias("start_ns"),
-            pl.col("seg_start").alias("end_ns"),
-            pl.when(~same)
-            .then(pl.lit("leading"))
-            .when(sentinel)
-            .then(pl.lit("trailing"))
-            .otherwise(pl.lit("inner"))
-            .cast(GAP_POSITION)
-            .alias("position"),
-        )
-        .with_columns((pl.col("end_ns") - pl.col("start_ns")).alias("duration_ns"))
-        .filter(pl.col("duration_ns") > 0)
-        .collect()
+    del segments, it, seg_start, last_end, trailing_start, has_segment
+    before = _positive(before)
+    after = _positive(after)
+    if before.is_empty():
+        return after.with_columns(pl.col("iteration").set_sorted())
+    # Merge the per-iteration gaps in after each iteration's others: the merge of (iteration, source row)
+    # gives the order once; then each column is gathered in that order and the source column freed, so that
+    # at most one column exists twice at a time.
+    n = before.height
+    source = pl.DataFrame({"iteration": before.get_column("iteration").set_sorted()}).with_row_index("src")
+    extra = pl.DataFrame({"iteration": after.get_column("iteration").set_sorted()}).with_row_index(
+        "src", offset=n
     )
-    return gaps.with_columns(pl.col("iteration").set_sorted())
+    order = source.select("iteration", "src").merge_sorted(
+        extra.select("iteration", "src"), key="iteration", maintain_order=True
+    )
+    del source, extra
+    src = order.get_column("src")
+    columns = {"iteration": order.get_column("iteration")}
+    del order
+    names = before.columns
+    parts = {c: before.get_column(c) for c in names if c != "iteration"}
+    del before
+    for c in names:
+        if c != "iteration":
+            columns[c] = pl.concat([parts.pop(c), after.get_column(c)]).gather(src)
+    return pl.DataFrame(columns).with_columns(pl.col("iteration").set_sorted())
+
+
+def _positive(gaps: pl.DataFrame) -> pl.DataFrame:
+    """The gaps longer than 0 ns (the frame itself, not a copy, when all are)."""
+    positive = gaps.get_column("duration_ns") > 0
+    return gaps if positive.all() else gaps.filter(positive)
+
+
+def _per_iteration_sums(
+    frame: pl.DataFrame, windows: pl.DataFrame, value: pl.Expr | None, alias: str
+) -> pl.DataFrame:
+    """Per iteration present in ``frame`` (sorted by ``iteration``): the sum of ``value`` over its rows
+    (None: the row count), as (iteration, ``alias``). Found from the iteration boundaries by binary search
+    and one cumulative sum, rather than by hashing every row."""
+    iterations = windows.get_column("iteration")
+    keys = frame.get_column("iteration")
+    lo = keys.search_sorted(iterations, side="left").cast(pl.Int64)
+    hi = keys.search_sorted(iterations, side="right").cast(pl.Int64)
+    if value is None:
+        total = hi - lo
+    else:
+        cum = pl.concat([pl.Series([0], dtype=pl.Int64), frame.select(value.cum_sum()).to_series()])
+        total = cum.gather(hi) - cum.gather(lo)
+    return pl.DataFrame({"iteration": iterations, alias: total}).filter(hi > lo)
 
 
 def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
@@ -534,12 +598,14 @@ def analyze_iterations(
     del calls
     segments = _busy_segments(ops, windows)
     del ops
-    busy = segments.group_by("iteration").agg(
-        (pl.col("seg_end") - pl.col("seg_start")).sum().alias("busy_ns")
-    )
-    gaps = _gaps(segments, windows) if has_ops else _gaps(segments.clear(), windows).clear()
+    busy = _per_iteration_sums(segments, windows, pl.col("seg_end") - pl.col("seg_start"), "busy_ns")
+    # _gaps takes the segments over (the list is emptied) and frees them as soon as it can.
+    box = [segments if has_ops else segments.clear()]
     del segments
-    gap_stats = gaps.select("iteration").group_by("iteration").agg(pl.len().alias("idle_gaps"))
+    gaps = _gaps(box, windows)
+    if not has_ops:
+        gaps = gaps.clear()
+    gap_stats = _per_iteration_sums(gaps, windows, None, "idle_gaps")
 
     frame = (
         windows.join(busy, on="iteration", how="left")
