@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from tracekit.commands.options import int_list
 from tracekit.errors import TracekitError
 
 RUNTIME_NAMES = (
@@ -17,16 +18,6 @@ RUNTIME_NAMES = (
     "onnx",
     "onnx-cuda-graphs",
 )
-
-
-def _int_list(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.replace(" ", "").split(",") if v]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got '{text}'") from exc
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return values
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -70,14 +61,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--batch-sizes",
-        type=_int_list,
+        type=int_list,
         default=[1],
         metavar="LIST",
         help="comma-separated batch sizes, e.g. 1,2,4,8,16,32,64,128 (default 1)",
     )
     parser.add_argument(
         "--seq-lens",
-        type=_int_list,
+        type=int_list,
         default=None,
         metavar="LIST",
         help="comma-separated sequence lengths (default 128; image side for image models, default 224)",

@@ -7,6 +7,17 @@ import argparse
 from tracekit.errors import TracekitError
 
 
+def int_list(text: str) -> list[int]:
+    """argparse type: comma-separated integers ("1,2,4"), at least one, in the order given."""
+    try:
+        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from exc
+    if not values:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    return values
+
+
 def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool = True) -> None:
     """Add ``--range``, ``--skip`` and (optionally) ``--bound-threshold`` with one meaning everywhere."""
     parser.add_argument(

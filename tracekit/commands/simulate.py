@@ -6,17 +6,15 @@ import argparse
 import sys
 import time
 
+from tracekit.commands.options import int_list
 from tracekit.errors import TracekitError
 
 RUNTIME_CHOICES = ("pytorch", "torchscript", "cuda-graphs", "onnx", "onnx-cuda-graphs")
 
 
 def _batch_sizes(text: str) -> list[int]:
-    try:
-        values = [int(v) for v in text.split(",") if v.strip()]
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from exc
-    if not values or any(v < 1 for v in values):
+    values = int_list(text)
+    if any(v < 1 for v in values):
         raise argparse.ArgumentTypeError("batch sizes must be integers >= 1")
     return sorted(set(values))
 

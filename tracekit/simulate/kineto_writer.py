@@ -34,6 +34,7 @@ from tracekit.simulate.mechanism import (
     Simulation,
 )
 from tracekit.simulate.nsys_writer import GPU_NAME, SM_COUNT
+from tracekit.simulate.truth import INT_FIELDS
 
 
 def _us(col: str) -> pl.Expr:
@@ -239,16 +240,7 @@ class KinetoWriter:
 
     def finish(self, truth_summary: dict[str, Any], truth_iterations: list[dict[str, Any]]) -> None:
         """Close the event list, append the ground truth, and close the file."""
-        keys = (
-            "start_ns",
-            "end_ns",
-            "latency_ns",
-            "gpu_busy_ns",
-            "idle_ns",
-            "idle_gaps",
-            "kernels",
-            "launches",
-        )
+        keys = [k for k in INT_FIELDS if k != "index"]
         truth = {"summary": truth_summary, "iterations": {k: [r[k] for r in truth_iterations] for k in keys}}
         self.out.write('\n ],\n "tracekit_truth": ' + json.dumps(truth) + "\n}\n")
         self.out.close()
