@@ -5,15 +5,19 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import sqlite3
 from pathlib import Path
 
+import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from analyzers.iterations import FRAMES_NEEDED, analyze_iterations
 from tests.conftest import REAL_TRACES, SAMPLE_TRACES
 from tests.nsys_builder import NsysBuilder
 from tracekit.model import SCHEMAS
-from tracekit.readers import read_trace
+from tracekit.readers import nsys_sqlite, read_trace
 
 HAS_ADBC = importlib.util.find_spec("adbc_driver_sqlite") is not None
 
@@ -63,3 +67,65 @@ def test_unclosed_range_gets_the_same_trace_end_in_a_partial_read(tmp_path):
     path = b.write(tmp_path / "unclosed.sqlite")
     full, part = read_trace(path), read_trace(path, frames=FRAMES_NEEDED)
     assert full.ranges["end"].to_list() == part.ranges["end"].to_list() == [100, 900]
+
+
+@pytest.mark.skipif(not HAS_ADBC, reason="adbc-driver-sqlite is not installed")
+@pytest.mark.parametrize("path", _files(), ids=lambda p: p.name)
+def test_reads_split_into_rowid_slices_on_threads_equal_the_serial_read(path, monkeypatch):
+    """Large tables are read in rowid slices, one per thread: rows, order and values must not change."""
+    monkeypatch.setenv("TRACEKIT_SQLITE_ENGINE", "sqlite3")
+    serial = read_trace(path)
+    monkeypatch.setenv("TRACEKIT_SQLITE_ENGINE", "adbc")
+    monkeypatch.setattr(nsys_sqlite, "SLICE_MIN_ROWS", 2)
+    monkeypatch.setattr(nsys_sqlite, "_read_threads", lambda: 3)
+    sliced = read_trace(path)
+    for name in SCHEMAS:
+        assert getattr(sliced, name).equals(getattr(serial, name)), name
+
+
+def test_pieces_are_joined_in_order_into_one_chunk_per_column():
+    pieces = [pl.DataFrame({"a": [1, 2], "b": ["x", "y"]}), pl.DataFrame({"a": [3], "b": [None]})]
+    joined = nsys_sqlite._concat_contiguous(pieces)
+    assert joined.to_dict(as_series=False) == {"a": [1, 2, 3], "b": ["x", "y", None]}
+    assert joined.n_chunks("all") == [1, 1]
+    assert pieces == []  # emptied: the caller's list does not keep the pieces alive
+
+
+def test_rowid_slices_cover_every_row_once_in_order_with_gaps_in_rowids(tmp_path):
+    path = tmp_path / "gaps.sqlite"
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE t (v INTEGER)")
+    rowids = [3, 4, 5, 90, 91, 400, 401, 402, 1000]
+    con.executemany("INSERT INTO t (rowid, v) VALUES (?, ?)", [(r, r * 10) for r in rowids])
+    con.commit()
+    for threads in (1, 2, 3, 4, 16):
+        for minimum in (1, 100):
+            clauses = nsys_sqlite._slices(con, "t", threads) if minimum == 1 else [""]
+            got = [v for c in clauses for (v,) in con.execute(f"SELECT v FROM t{c}")]
+            assert got == [r * 10 for r in rowids], (threads, clauses)
+    assert nsys_sqlite._slices(con, "t", 1) == [""]
+    con.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v INTEGER) WITHOUT ROWID")
+    assert nsys_sqlite._slices(con, "w", 4) == [""]  # no rowid: read whole
+    con.close()
+
+
+@given(st.integers(min_value=0, max_value=(1 << 63) - 1))
+def test_pid_and_tid_of_a_global_id_match_nsys_bit_layout(global_id):
+    frame = pl.DataFrame({"g": [global_id]}, schema={"g": pl.Int64})
+    pid, tid = frame.select(nsys_sqlite.pid_of(pl.col("g")), nsys_sqlite.tid_of(pl.col("g")).alias("t")).row(
+        0
+    )
+    assert (pid, tid) == ((global_id >> 24) & 0xFFFFFF, global_id & 0xFFFFFF)
+
+
+@pytest.mark.parametrize("first_id", [0, 1], ids=["dense-from-0", "from-1"])
+def test_name_lookup_maps_ids_and_leaves_unknown_ones_null(first_id):
+    strings = pl.DataFrame(
+        {"id": [first_id, first_id + 1, first_id + 2], "value": ["a", "b", "c"]},
+        schema={"id": pl.Int64, "value": pl.String},
+    )
+    ids = [first_id + 2, None, first_id, -1, first_id + 3, first_id + 1, 99]
+    frame = pl.DataFrame({"x": range(len(ids)), "name_id": ids}, schema={"x": pl.Int64, "name_id": pl.Int64})
+    got = nsys_sqlite._lookup_names(frame, strings, "name_id", "name")
+    assert got.columns == ["x", "name"]
+    assert got["name"].to_list() == ["c", None, "a", None, None, "b", None]

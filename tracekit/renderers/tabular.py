@@ -9,6 +9,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import orjson
 from rich.console import Console
 from rich.table import Table
 
@@ -86,8 +87,14 @@ def render_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
 
 
 def render_json(data: Any) -> str:
-    """Pretty JSON; NaN/inf become null so the output is strict JSON."""
-    return json.dumps(_clean(data), indent=2) + "\n"
+    """Pretty JSON (2-space indent, UTF-8 text); NaN/inf become null so the output is strict JSON.
+
+    orjson does both at once and is ~10x faster than the standard library on the per-iteration lists of
+    large traces; values it cannot take (integers beyond 64 bits) go through ``json`` instead."""
+    try:
+        return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
+    except orjson.JSONEncodeError:
+        return json.dumps(_clean(data), indent=2, ensure_ascii=False) + "\n"
 
 
 def _clean(value: Any) -> Any:
