@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import io
-from typing import Any
-
-from rich.console import Console
-from rich.table import Table
+from typing import TYPE_CHECKING, Any
 
 from tracekit.renderers.tabular import format_value, render_csv, render_json, render_markdown
+
+if TYPE_CHECKING:  # rich is imported where it is used: JSON/CSV/Markdown output does not load it
+    from rich.console import Console
 
 #: (summary key, label, unit) rows of the summary table.
 SUMMARY_ROWS = [
@@ -90,6 +90,8 @@ GAP_COLUMNS = [
 
 def render_rich_text(doc: dict[str, Any], width: int = 120) -> str:
     """Headline, summary statistics and the longest idle gaps, as plain text."""
+    from rich.console import Console
+
     console = Console(record=True, width=width, file=io.StringIO())
     print_rich(doc, console)
     return console.export_text()
@@ -97,6 +99,8 @@ def render_rich_text(doc: dict[str, Any], width: int = 120) -> str:
 
 def print_rich(doc: dict[str, Any], console: Console) -> None:
     """Print headline, summary statistics and the longest idle gaps to a rich console."""
+    from rich.table import Table
+
     for line in _headline(doc):
         console.print(line, highlight=False, markup=False)
     table = Table(title="per-iteration summary", header_style="bold")

@@ -7,11 +7,12 @@ import io
 import json
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
-from rich.console import Console
-from rich.table import Table
+
+if TYPE_CHECKING:  # rich is imported where it is used: JSON/CSV/Markdown output does not load it
+    from rich.table import Table
 
 
 def format_value(value: Any, digits: int = 3) -> str:
@@ -29,6 +30,8 @@ def rich_table(
     rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], title: str | None = None
 ) -> Table:
     """A rich Table; ``columns`` are (key, header) pairs."""
+    from rich.table import Table
+
     table = Table(title=title, header_style="bold")
     for key, header in columns:
         table.add_column(header, justify="left" if key in _TEXT_KEYS else "right")
@@ -63,6 +66,8 @@ def render_rich(
     width: int = 160,
 ) -> str:
     """The rich table as plain text (no colour codes), for files and tests."""
+    from rich.console import Console
+
     console = Console(record=True, width=width, file=io.StringIO())
     console.print(rich_table(rows, columns, title))
     return console.export_text()
