@@ -22,6 +22,8 @@ the largest RSS of the child or of any descendant it waited for, not a sum). Mea
              when an interpreter with ``hta`` is found (``--hta-python``, this interpreter, or
              ``benchmarks/.cache/hta-venv``). Only up to ``--hta-max-kernels`` (default 10^6): the Kineto
              JSON of 10^7 kernels is several GB once parsed.
+``analyze (Kineto)`` ``python -m tracekit.cli analyze FILE.json.gz --format json`` on the Kineto file HTA
+             reads (measured where HTA runs): the same-file comparison with HTA.
 ``startup``  ``python -c "import tracekit.cli, polars"``: the fixed start-up cost inside every analyze time,
              so that ratios at small N can be read.
 
@@ -380,6 +382,8 @@ class Row:
     nsys: Measurement | None
     hta: Measurement | None
     hta_note: str | None = None
+    #: analyze on the Kineto JSON that HTA reads (the same file; measured where HTA runs)
+    analyze_kineto: Measurement | None = None
 
     def ratio_floor(self) -> float | None:
         """analyze seconds / floor seconds (floor = sqlite3 fetchall of start, end)."""
@@ -392,6 +396,10 @@ class Row:
     def ratio_hta(self) -> float | None:
         """HTA seconds / analyze seconds (how many times faster analyze is)."""
         return _ratio(self.hta, self.analyze)
+
+    def ratio_hta_kineto(self) -> float | None:
+        """HTA seconds / analyze seconds on the same Kineto file."""
+        return _ratio(self.hta, self.analyze_kineto)
 
     def targets(self) -> dict[str, bool | None]:
         """Each target: True met, False missed, None not measured."""
@@ -416,6 +424,8 @@ class Row:
             "nsys": m(self.nsys),
             "hta": m(self.hta),
             "hta_note": self.hta_note,
+            "analyze_kineto": m(self.analyze_kineto),
+            "ratio_hta_kineto": self.ratio_hta_kineto(),
             "ratio_floor": self.ratio_floor(),
             "ratio_nsys": self.ratio_nsys(),
             "ratio_hta": self.ratio_hta(),
@@ -493,6 +503,8 @@ COLUMNS = [
     "nsys/analyze",
     "HTA s",
     "HTA/analyze",
+    "analyze (Kineto) s",
+    "HTA/analyze (Kineto)",
     "<=2x floor",
     ">=5x nsys",
     ">=10x HTA",
@@ -517,6 +529,8 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
                 _x(r.ratio_nsys()),
                 hta,
                 _x(r.ratio_hta()),
+                _s(r.analyze_kineto),
+                _x(r.ratio_hta_kineto()),
                 _mark(t["floor"]),
                 _mark(t["nsys"]),
                 _mark(t["hta"]),
@@ -535,6 +549,7 @@ def errors_of(rows: list[Row]) -> list[str]:
             ("floor+polars", r.floor_polars),
             ("nsys stats", r.nsys),
             ("HTA", r.hta),
+            ("analyze (Kineto)", r.analyze_kineto),
         ):
             if m is not None and not m.ok:
                 out.append(f"N={fmt_n(r.n)} {name}: {m.error}")
@@ -631,6 +646,8 @@ def results_markdown(
             )
         if r.nsys is not None and r.nsys.ok:
             size += f"; nsys stats peak {r.nsys.peak_mb:.0f} MB"
+        if r.analyze_kineto is not None and r.analyze_kineto.ok:
+            size += f"; analyze on the Kineto JSON peak {r.analyze_kineto.peak_mb:.0f} MB"
         details.append(f"- {size}")
     parts += ["", "## Details", "", *details]
     if notes:
@@ -640,7 +657,14 @@ def results_markdown(
 
 def readme_block(rows: list[Row], startup: Measurement, when: str) -> str:
     """The ratios-only block quoted in benchmarks/README.md (no absolute times)."""
-    header = ["N", "analyze/floor", "nsys stats/analyze", "HTA/analyze", "peak < 2 GB"]
+    header = [
+        "N",
+        "analyze/floor",
+        "nsys stats/analyze",
+        "HTA/analyze",
+        "HTA/analyze, same Kineto file",
+        "peak < 2 GB",
+    ]
     body = []
     for r in rows:
         t = r.targets()
@@ -650,6 +674,7 @@ def readme_block(rows: list[Row], startup: Measurement, when: str) -> str:
                 _x(r.ratio_floor()),
                 _x(r.ratio_nsys()),
                 _x(r.ratio_hta()) if r.hta is not None else "not run",
+                _x(r.ratio_hta_kineto()) if r.hta is not None else "not run",
                 _mark(t["memory"]),
             ]
         )
@@ -818,19 +843,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         if nsys:
             log(f"N={fmt_n(n)}: nsys stats ...")
             nsys_m = run_nsys(nsys, reports, db, repeat, args.timeout, args.mem_limit_mb)
-        hta_m, hta_note = None, None
+        hta_m, hta_note, kineto_m = None, None, None
         if hta_python and n <= hta_max:
             if "kineto" not in files:
                 hta_note = "no Kineto file was written"
             else:
                 log(f"N={fmt_n(n)}: HTA ...")
                 hta_m = run_hta(hta_python, files["kineto"], repeat, args.timeout, args.mem_limit_mb)
+                log(f"N={fmt_n(n)}: analyze on the Kineto file ...")
+                kineto_m = measure(
+                    [
+                        sys.executable,
+                        "-m",
+                        "tracekit.cli",
+                        "analyze",
+                        str(files["kineto"]),
+                        "--format",
+                        "json",
+                    ],
+                    repeat,
+                    args.timeout,
+                    args.mem_limit_mb,
+                )
                 if hta_m.ok:
                     hta_ver = hta_m.extra.get("version", hta_ver)
         elif hta_python:
             hta_note = f"not run above {fmt_n(hta_max)} kernels"
         rows.append(
-            Row(n, count, db.stat().st_size / 2**20, analyze, floor, floor_pl, nsys_m, hta_m, hta_note)
+            Row(
+                n,
+                count,
+                db.stat().st_size / 2**20,
+                analyze,
+                floor,
+                floor_pl,
+                nsys_m,
+                hta_m,
+                hta_note,
+                kineto_m,
+            )
         )
 
     hta_rows = [r for r in rows if r.hta is not None and r.hta.ok]

@@ -75,6 +75,27 @@ def test_row_ratios_from_hand_built_measurements(bench) -> None:
     assert bench.errors_of([row]) == ["N=10^3 HTA: exit 1: boom"]
 
 
+def test_same_file_kineto_ratio_uses_analyze_on_the_kineto_file(bench) -> None:
+    M = bench.Measurement
+    row = bench.Row(
+        n=1000,
+        kernels=1000,
+        sqlite_mb=1.0,
+        analyze=M(seconds=1.0, peak_mb=100.0),
+        floor=M(seconds=0.5, peak_mb=20.0),
+        floor_polars=M(seconds=0.5, peak_mb=40.0),
+        nsys=None,
+        hta=M(seconds=30.0, peak_mb=900.0),
+        analyze_kineto=M(seconds=4.0, peak_mb=700.0),
+    )
+    assert row.ratio_hta() == pytest.approx(30.0)
+    assert row.ratio_hta_kineto() == pytest.approx(7.5)
+    cells = bench.table_rows([row])[0]
+    assert cells[bench.COLUMNS.index("analyze (Kineto) s")] == "4.000"
+    assert cells[bench.COLUMNS.index("HTA/analyze (Kineto)")] == "7.50x"
+    assert row.to_json()["ratio_hta_kineto"] == pytest.approx(7.5)
+
+
 def test_measure_once_reads_child_peak_memory_and_errors(bench) -> None:
     big = bench.measure_once(
         [sys.executable, "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096])"]
