@@ -119,8 +119,6 @@ MEMCPY_KINDS: dict[int, str] = {
 }
 
 API_SUFFIX = r"_v\d+$"
-_PID_SQL = "(({col} >> 24) & 16777215)"
-_TID_SQL = "({col} & 16777215)"
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -599,11 +597,9 @@ def _read_nvtx(export: _Export, strings: pl.DataFrame, path: Path) -> pl.DataFra
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later)."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
-    gtid = export.col(t, "globalTid")
-    pid_sql = _PID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
-    tid_sql = _TID_SQL.format(col=gtid) if gtid != "NULL" else "NULL"
     sql = (
-        f'SELECT "start", {export.col(t, "end")}, "eventType", {pid_sql}, {tid_sql}, {export.col(t, "text")}, '
+        f'SELECT "start", {export.col(t, "end")}, "eventType", {export.col(t, "globalTid")}, '
+        f"{export.col(t, 'text')}, "
         f"{export.col(t, 'textId')}, {export.col(t, 'domainId')} FROM {_q(t)} "
         f'WHERE "eventType" IN ({NVTX_PUSH_POP}, {NVTX_START_END}, {NVTX_DOMAIN_CREATE})'
     )
@@ -611,13 +607,15 @@ def _read_nvtx(export: _Export, strings: pl.DataFrame, path: Path) -> pl.DataFra
         "start": pl.Int64,
         "end": pl.Int64,
         "event_type": pl.Int64,
-        "pid": pl.Int64,
-        "thread": pl.Int64,
+        "global_tid": pl.Int64,
         "text": pl.String,
         "text_id": pl.Int64,
         "domain_id": pl.Int64,
     }
     frame = _frame(export.con, sql, schema)
+    frame = frame.with_columns(
+        pid_of(pl.col("global_tid")).alias("pid"), tid_of(pl.col("global_tid")).alias("thread")
+    ).drop("global_tid")
     frame = _lookup_names(frame, strings, "text_id", "registered")
     frame = frame.with_columns(name=pl.coalesce("text", "registered")).drop("text", "registered")
     domains = (
