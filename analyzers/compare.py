@@ -16,7 +16,7 @@ from typing import Any
 
 import polars as pl
 
-from analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
+from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
 from tracekit.model import Trace
 
 #: Summary metrics compared (means over iterations): key, label.

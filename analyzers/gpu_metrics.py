@@ -25,7 +25,7 @@ from typing import Any
 
 import polars as pl
 
-from analyzers.stats import summarize_columns
+from tracekit.analyzers.stats import summarize_columns
 from tracekit.model import Trace
 
 #: Result column -> name patterns (case-insensitive, tried in order; the first pattern with a match wins).
@@ -89,7 +89,7 @@ def kernel_devices(trace: Trace) -> list[int]:
 def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsResult:
     """Wall-time SMs active / warp occupancy per iteration (see module docstring).
 
-    ``iterations`` is :attr:`analyzers.iterations.IterationAnalysis.iterations` (columns index,
+    ``iterations`` is :attr:`tracekit.analyzers.iterations.IterationAnalysis.iterations` (columns index,
     window_start_ns, window_end_ns). Values are in the sampled metric's unit (normally %).
     """
     warnings: list[str] = []

@@ -28,8 +28,8 @@ from typing import Any
 
 import polars as pl
 
-from analyzers.stats import summarize_columns
-from analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
+from tracekit.analyzers.stats import summarize_columns
+from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
 from tracekit.errors import NoActivityError
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
 

@@ -38,8 +38,8 @@ from typing import Any
 
 import polars as pl
 
-from analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
-from analyzers.stats import summarize_columns
+from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
+from tracekit.analyzers.stats import summarize_columns
 from tracekit.model import Trace
 
 SM_ACTIVE_PCT = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"

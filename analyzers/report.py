@@ -9,7 +9,7 @@ Units: ``*_ms`` milliseconds, ``*_us`` microseconds, fractions in 0..1, throughp
 - latency_ms: the latency the sweep analysis uses: the untraced mean latency when the run recorded one
   (``latency_source`` "untraced"), else the traced mean (``latency_source`` "traced").
 - traced_latency_ms / gpu_busy_ms / framework_overhead_ms / gpu_utilization / kernels / launches: means over
-  the traced iterations (``analyzers.iterations``). The busy/overhead breakdown is always the traced one.
+  the traced iterations (``tracekit.analyzers.iterations``). The busy/overhead breakdown is always the traced one.
 - framework_overhead_fraction: framework_overhead_ms / traced_latency_ms.
 - launch_api_ms: summed CPU time of the launch calls per iteration (mean).
 - profiler_ratio: traced_latency_ms / untraced_latency_ms (profiler perturbation), null without untraced.
@@ -27,8 +27,8 @@ from typing import Any
 
 import polars as pl
 
-from analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
-from analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, PLATEAU_TOLERANCE, plateau_and_transition
+from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
+from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, PLATEAU_TOLERANCE, plateau_and_transition
 from tracekit.model import LAUNCH_API_NAMES, Trace
 from tracekit.runs import TraceInput
 

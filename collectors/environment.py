@@ -97,7 +97,7 @@ def versions(nsys: str | None = None, ncu: str | None = None) -> dict[str, Any]:
         data["onnxruntime_providers"] = ort.get_available_providers()
     except Exception:
         data["onnxruntime_providers"] = None
-    from collectors.profilers.nvml import _nvml
+    from tracekit.collectors.profilers.nvml import _nvml
 
     nv = _nvml()
     try:
@@ -116,7 +116,7 @@ def gpu_for(device: str) -> dict[str, Any] | None:
         return None
     import torch
 
-    from collectors.profilers.nvml import gpu_info, physical_gpu_index
+    from tracekit.collectors.profilers.nvml import gpu_info, physical_gpu_index
 
     logical = int(device.split(":")[1]) if ":" in device else 0
     physical = physical_gpu_index(logical, os.environ.get("CUDA_VISIBLE_DEVICES"))

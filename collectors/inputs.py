@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.zoo import IMAGE_SIZE, BuiltModel
+from tracekit.collectors.zoo import IMAGE_SIZE, BuiltModel
 
 
 def make_inputs(

@@ -22,9 +22,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from collectors.profilers import PROFILERS
-from collectors.runtimes import CUDA_ONLY, ONNX_RUNTIMES, RUNTIMES, check_runtime_name
-from collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
+from tracekit.collectors.profilers import PROFILERS
+from tracekit.collectors.runtimes import CUDA_ONLY, ONNX_RUNTIMES, RUNTIMES, check_runtime_name
+from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
 from tracekit.runs import LATENCY_FILE, RUN_FILE, config_stem, write_run_json
@@ -77,7 +77,7 @@ class SweepOptions:
 
 def default_profilers(runtime: str) -> list[str]:
     """nsys when installed, else ort for the ONNX runtimes and torch for the others."""
-    from collectors.profilers.nsys import find_nsys
+    from tracekit.collectors.profilers.nsys import find_nsys
 
     if find_nsys():
         return ["nsys"]
@@ -159,17 +159,17 @@ class Sweep:
         self.profilers = list(dict.fromkeys(self.profilers))
         self.nsys = self.ncu = None
         if "nsys" in self.profilers:
-            from collectors.profilers.nsys import require_nsys
+            from tracekit.collectors.profilers.nsys import require_nsys
 
             self.nsys = require_nsys()
         if "ncu" in self.profilers:
-            from collectors.profilers.ncu import require_ncu
+            from tracekit.collectors.profilers.ncu import require_ncu
 
             self.ncu = require_ncu()
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def _prepare(self) -> None:
-        from collectors.environment import cpu_model, gpu_for, resolve_device, versions
+        from tracekit.collectors.environment import cpu_model, gpu_for, resolve_device, versions
 
         opts = self.opts
         self.device = resolve_device(opts.device, opts.runtime, opts.runtime in CUDA_ONLY)
@@ -255,14 +255,14 @@ class Sweep:
         sweep runs in the same conditions (a fresh process per run), so traced/untraced ratios compare like
         with like. RunFailure with the worker's error in one line."""
         if wrap is None and self.opts.in_process:
-            from collectors import worker
+            from tracekit.collectors import worker
 
             return worker.run_config(cfg)
         result_file = tmp / f"result-{cfg['profiler']}.json"
         child = [
             sys.executable,
             "-m",
-            "collectors.worker",
+            "tracekit.collectors.worker",
             "--config",
             json.dumps(cfg),
             "--result",
@@ -300,21 +300,21 @@ class Sweep:
             return result, {final: Path(result["trace"])}
         base = tmp / f"{stem}.{profiler}"
         if profiler == "nsys":
-            from collectors.profilers import nsys as nsys_mod
+            from tracekit.collectors.profilers import nsys as nsys_mod
 
             gpu_dev = self.gpu.get("physical_index") if self.gpu else None
             wrap = nsys_mod.build_profile_argv(self.nsys, base, [], self.device.startswith("cuda"), gpu_dev)
         else:
-            from collectors.profilers import ncu as ncu_mod
+            from tracekit.collectors.profilers import ncu as ncu_mod
 
             wrap = ncu_mod.build_profile_argv(self.ncu, base, [])
         result = self._worker(self._cfg(batch, seq, profiler), tmp, wrap)
         if profiler == "nsys":
-            from collectors.profilers.nsys import finalize
+            from tracekit.collectors.profilers.nsys import finalize
 
             report, sqlite = finalize(self.nsys, base)
             return result, {final: sqlite, f"{stem}.nsys{report.suffix}": report}
-        from collectors.profilers.ncu import export_csv
+        from tracekit.collectors.profilers.ncu import export_csv
 
         report = base.with_name(base.name + ".ncu-rep")
         if not report.is_file():

@@ -1,7 +1,7 @@
 """Run one configuration (build model, prepare runtime, warm up, time) in this process.
 
 Used in-process by the sweep for untraced, ``torch`` and ``ort`` runs, and as a child process
-(``python -m collectors.worker --config JSON --result FILE``) under the profilers that wrap a process
+(``python -m tracekit.collectors.worker --config JSON --result FILE``) under the profilers that wrap a process
 (``nsys``, ``ncu``): one child per configuration.
 """
 
@@ -17,10 +17,10 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from collectors.harness import nvtx_ranges, operator_ranges, time_iterations
-from collectors.inputs import make_inputs
-from collectors.runtimes import RunContext, get_runtime
-from collectors.zoo import BuiltModel, ModelSpec, build
+from tracekit.collectors.harness import nvtx_ranges, operator_ranges, time_iterations
+from tracekit.collectors.inputs import make_inputs
+from tracekit.collectors.runtimes import RunContext, get_runtime
+from tracekit.collectors.zoo import BuiltModel, ModelSpec, build
 
 _MODELS: dict[tuple[Any, ...], BuiltModel] = {}
 
@@ -118,7 +118,7 @@ def _export_kineto(prof: Any, out: Path) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m collectors.worker")
+    parser = argparse.ArgumentParser(prog="python -m tracekit.collectors.worker")
     parser.add_argument("--config", required=True, help="configuration as JSON")
     parser.add_argument("--result", required=True, help="file to write the result JSON to")
     args = parser.parse_args(argv)

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers.iterations import analyze_iterations
+from tracekit.analyzers.iterations import analyze_iterations
 from tests.reference_metrics import reference_iterations
 from tracekit.errors import NoActivityError
 from tracekit.model import Trace

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from collectors.profilers import ncu as ncu_mod
-from collectors.profilers import nsys as nsys_mod
-from collectors.profilers.nvml import physical_gpu_index
+from tracekit.collectors.profilers import ncu as ncu_mod
+from tracekit.collectors.profilers import nsys as nsys_mod
+from tracekit.collectors.profilers.nvml import physical_gpu_index
 from tracekit.cli import main
 
 TINY = [
@@ -363,7 +363,7 @@ def test_layout_run_json_and_latency_csv(tmp_path: Path) -> None:
 def test_failure_mid_sweep_keeps_completed_configs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import collectors.worker as worker
+    import tracekit.collectors.worker as worker
 
     real = worker.run_config
 
@@ -406,7 +406,7 @@ def test_failure_mid_sweep_keeps_completed_configs(
 
 
 def test_interrupt_mid_sweep_leaves_no_partial_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import collectors.worker as worker
+    import tracekit.collectors.worker as worker
 
     real = worker.run_config
 
@@ -507,9 +507,9 @@ def test_real_compile_collection(tmp_path: Path) -> None:
 
 
 def test_onnx_export_is_cached(tmp_path: Path) -> None:
-    from collectors.inputs import make_inputs
-    from collectors.runtimes.onnx import export_onnx, export_path
-    from collectors.zoo import ModelSpec, build
+    from tracekit.collectors.inputs import make_inputs
+    from tracekit.collectors.runtimes.onnx import export_onnx, export_path
+    from tracekit.collectors.zoo import ModelSpec, build
 
     model = build(ModelSpec("tiny", layers=1))
     inputs = make_inputs(model, 2, 8, "cpu", "fp32")
@@ -523,7 +523,7 @@ def test_onnx_export_is_cached(tmp_path: Path) -> None:
 
 
 def test_zoo_overrides() -> None:
-    from collectors.zoo import ModelSpec, build, model_kind
+    from tracekit.collectors.zoo import ModelSpec, build, model_kind
 
     model = build(ModelSpec("tiny", layers=1, hidden=128))
     assert model.config["num_hidden_layers"] == 1 and model.config["hidden_size"] == 128
@@ -537,7 +537,7 @@ def test_zoo_overrides() -> None:
 
 
 def test_nvtx_emitter_bypasses_enabled_check() -> None:
-    from collectors.harness import Nvtx
+    from tracekit.collectors.harness import Nvtx
 
     nv = Nvtx()
     assert nv.method == "nvtx-domain"

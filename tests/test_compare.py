@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers.compare import compare, kernel_deltas, per_name
-from analyzers.iterations import analyze_iterations
+from tracekit.analyzers.compare import compare, kernel_deltas, per_name
+from tracekit.analyzers.iterations import analyze_iterations
 from tests.test_report import hand_trace
 
 

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from analyzers.iterations import FRAMES_NEEDED, analyze_iterations
+from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
 from tests.conftest import REAL_TRACES, SAMPLE_TRACES
 from tests.nsys_builder import NsysBuilder
 from tracekit.model import SCHEMAS

@@ -14,8 +14,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from analyzers.iterations import analyze_iterations
-from analyzers.report import CONFIG_COLUMNS, build_report, build_timeline, config_row, recommend
+from tracekit.analyzers.iterations import analyze_iterations
+from tracekit.analyzers.report import CONFIG_COLUMNS, build_report, build_timeline, config_row, recommend
 from tracekit.model import Trace
 from tracekit.runs import TraceInput
 

@@ -461,9 +461,9 @@ def _has(module: str) -> bool:
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_analyze_recovers_the_truth_exactly(tmp_path: Path, runtime: str, fmt: str) -> None:
     reader = {"nsys": "tracekit.readers.nsys_sqlite", "kineto": "tracekit.readers.kineto"}[fmt]
-    if not (_has(reader) and _has("analyzers.iterations")):
+    if not (_has(reader) and _has("tracekit.analyzers.iterations")):
         pytest.skip(f"{reader} or analyzers.iterations not written yet")
-    from analyzers.iterations import analyze_iterations
+    from tracekit.analyzers.iterations import analyze_iterations
     from tracekit.readers import read_trace
 
     simulate_sweep(

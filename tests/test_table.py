@@ -12,8 +12,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from analyzers.iterations import analyze_iterations
-from analyzers.kernel_metrics import (
+from tracekit.analyzers.iterations import analyze_iterations
+from tracekit.analyzers.kernel_metrics import (
     GPC_CYCLES_ELAPSED,
     KINETO_OCCUPANCY,
     SM_ACTIVE_PCT,
@@ -24,7 +24,7 @@ from analyzers.kernel_metrics import (
     base_name,
     per_kernel,
 )
-from analyzers.paper import PAPER_TABLE3, runtime_traits
+from tracekit.analyzers.paper import PAPER_TABLE3, runtime_traits
 from tests.conftest import real_trace
 from tests.nsys_builder import NsysBuilder
 from tracekit.cli import main

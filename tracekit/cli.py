@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "table": "The study's utilization table (latency, SMs active, warp occupancy) across runtimes.",
     "report": "Sweep report: boundedness, transition batch size, figures and recommendations.",
     "compare": "Two traces or runs side by side, with per-kernel deltas.",
+    "doctor": "What this machine can collect: CUDA devices, runtimes, profilers and their permissions.",
 }
 
 

@@ -53,7 +53,7 @@ def build_profile_argv(
 
     ``cuda``: also trace CUDA (``-t cuda,nvtx,osrt``) with ``--cuda-graph-trace=node`` so every kernel of a
     graph launch is recorded. ``gpu_metrics_device``: physical GPU index to sample GPU metrics on (see
-    :func:`collectors.profilers.nvml.physical_gpu_index`).
+    :func:`tracekit.collectors.profilers.nvml.physical_gpu_index`).
     """
     argv = [
         nsys,

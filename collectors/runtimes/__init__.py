@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib
 
-from collectors.runtimes.base import RunContext, Runtime
+from tracekit.collectors.runtimes.base import RunContext, Runtime
 from tracekit.errors import TracekitError
 
 #: CLI name -> "module:Class" under collectors.runtimes.
@@ -33,7 +33,7 @@ def get_runtime(name: str) -> Runtime:
     """A fresh adapter for runtime ``name`` (TracekitError listing the choices when unknown)."""
     check_runtime_name(name)
     module_name, cls_name = RUNTIMES[name].split(":")
-    module = importlib.import_module(f"collectors.runtimes.{module_name}")
+    module = importlib.import_module(f"tracekit.collectors.runtimes.{module_name}")
     return getattr(module, cls_name)()
 
 

@@ -10,7 +10,7 @@ from typing import Any
 class RunContext:
     """Everything a runtime needs to prepare one configuration.
 
-    ``model`` is a :class:`collectors.zoo.BuiltModel` (already on ``device`` and in ``precision``), ``inputs`` the
+    ``model`` is a :class:`tracekit.collectors.zoo.BuiltModel` (already on ``device`` and in ``precision``), ``inputs`` the
     positional input tensors on ``device``. ``ort_profile_prefix``: when set, ONNX Runtime profiling is enabled
     with that file prefix (the ``ort`` profiler). ``opset``: ONNX opset for exports.
     """

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from collectors.runtimes.base import RunContext, Runtime
+from tracekit.collectors.runtimes.base import RunContext, Runtime
 
 
 class CudaGraphsRuntime(Runtime):

@@ -15,7 +15,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-from collectors.runtimes.base import RunContext, Runtime
+from tracekit.collectors.runtimes.base import RunContext, Runtime
 from tracekit.errors import RunFailure, TracekitError
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from collectors.runtimes.base import RunContext, Runtime
+from tracekit.collectors.runtimes.base import RunContext, Runtime
 
 
 class TorchScriptRuntime(Runtime):

@@ -26,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.iterations import FRAMES_NEEDED, analyze_iterations
+    from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
     from tracekit.readers import read_trace
     from tracekit.renderers.analysis import render
 

@@ -107,7 +107,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from collectors.sweep import Sweep, SweepOptions
+    from tracekit.collectors.sweep import Sweep, SweepOptions
 
     profilers: list[str] | None = None
     if args.profilers:

@@ -83,8 +83,8 @@ def pair_inputs(a: list[Any], b: list[Any]) -> list[tuple[str, Any, Any]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.compare import compare
-    from analyzers.iterations import analyze_iterations
+    from tracekit.analyzers.compare import compare
+    from tracekit.analyzers.iterations import analyze_iterations
     from tracekit.readers import read_trace
     from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich
     from tracekit.runs import expand_inputs

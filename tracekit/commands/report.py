@@ -98,8 +98,8 @@ def _pick_timeline(inputs: list[Any], wanted: tuple[str, int, int | None] | None
 
 def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """Read and analyze every input: (SweepReport, Timeline or None, inputs-left-out warnings)."""
-    from analyzers.iterations import analyze_iterations
-    from analyzers.report import build_report, build_timeline, config_row
+    from tracekit.analyzers.iterations import analyze_iterations
+    from tracekit.analyzers.report import build_report, build_timeline, config_row
     from tracekit.readers import read_trace
     from tracekit.runs import expand_inputs
 
@@ -211,7 +211,7 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analyzers.report import CONFIG_COLUMNS
+    from tracekit.analyzers.report import CONFIG_COLUMNS
     from tracekit.io import write_text_atomic
     from tracekit.renderers.report_markdown import render_report_markdown, sweep_rows
     from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich

@@ -1,13 +1,13 @@
 """``tracekit table INPUT...``: the study's utilization table (its Table 3) across runtimes.
 
 One row per input configuration (runtime, batch size, sequence length). Latency, GPU busy and framework
-overhead are the **mean over iterations** of ``analyzers.iterations`` (after ``--skip``). SMs active and warp
+overhead are the **mean over iterations** of ``tracekit.analyzers.iterations`` (after ``--skip``). SMs active and warp
 occupancy are wall-time figures (idle time counts), from the first source available:
 
 1. ``nsys metrics``: Nsight Systems GPU-metrics samples inside each iteration's window, mean over iterations
-   (the study's definition; ``analyzers.gpu_metrics``);
+   (the study's definition; ``tracekit.analyzers.gpu_metrics``);
 2. ``ncu``: Nsight Compute per-kernel values joined to the timeline's kernels, Σ(kernel time × value) /
-   latency per iteration, mean over iterations (``analyzers.kernel_metrics``);
+   latency per iteration, mean over iterations (``tracekit.analyzers.kernel_metrics``);
 3. ``kineto estimate``: torch.profiler's per-kernel ``est. achieved occupancy %`` (warp occupancy only),
    weighted the same way.
 
@@ -157,10 +157,10 @@ def _attach_ncu(rows: list[RowInput], files: list[Path]) -> None:
 
 def build_row(item: RowInput, range_name: str | None, skip: int | None) -> tuple[dict[str, Any], list[str]]:
     """One table row and its warnings (see the module docstring for what each value means)."""
-    from analyzers.gpu_metrics import analyze_gpu_metrics
-    from analyzers.iterations import analyze_iterations
-    from analyzers.kernel_metrics import KINETO_OCCUPANCY, analyze_kernel_metrics
-    from analyzers.paper import runtime_traits
+    from tracekit.analyzers.gpu_metrics import analyze_gpu_metrics
+    from tracekit.analyzers.iterations import analyze_iterations
+    from tracekit.analyzers.kernel_metrics import KINETO_OCCUPANCY, analyze_kernel_metrics
+    from tracekit.analyzers.paper import runtime_traits
     from tracekit.readers import read_trace
 
     warnings: list[str] = []
@@ -253,7 +253,7 @@ def build_table(
     items: list[RowInput], range_name: str | None = None, skip: int | None = None, paper: bool = False
 ) -> dict[str, Any]:
     """The ``tracekit table --format json`` document: {"rows", "warnings", "notes", ["paper"]}."""
-    from analyzers.paper import PAPER_CITATION, PAPER_SETUP, RUNTIME_ORDER, paper_rows
+    from tracekit.analyzers.paper import PAPER_CITATION, PAPER_SETUP, RUNTIME_ORDER, paper_rows
 
     rows: list[dict[str, Any]] = []
     warnings: list[str] = []

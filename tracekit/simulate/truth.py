@@ -1,6 +1,6 @@
 """Ground truth of a simulated run, computed from the model's own event arrays.
 
-This is deliberately independent of :mod:`analyzers`: the point of a synthetic trace is that its metrics are
+This is deliberately independent of :mod:`tracekit.analyzers`: the point of a synthetic trace is that its metrics are
 known without trusting the code under test. Per iteration (one ``iteration`` range, synchronized by
 construction, so the latency window is the range itself):
 
