@@ -7,7 +7,34 @@ from pathlib import Path
 
 import pytest
 
+from hypothesis import settings
+
 REPO = Path(__file__).resolve().parents[1]
+
+# Tests write only inside pytest's temporary folders: no hypothesis example database in the checkout.
+settings.register_profile("tracekit", database=None)
+settings.load_profile("tracekit")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Point every cache a test could fill (ONNX exports, matplotlib) into pytest's temporary folder.
+
+    Done at configure time, before test modules import matplotlib. Without this, the end-to-end collection
+    writes a 435 MB ONNX export into ~/.cache/tracekit.
+    """
+    factory = pytest.TempPathFactory.from_config(config, _ispytest=True)
+    root = factory.getbasetemp() / "caches"
+    root.mkdir(exist_ok=True)
+    os.environ["TRACEKIT_CACHE"] = str(root / "tracekit")
+    os.environ["MPLCONFIGDIR"] = str(root / "matplotlib")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_input_registry() -> None:
+    """Each test starts with no registered inputs (tracekit.io refuses to write over inputs of the process)."""
+    from tracekit.io import forget_inputs
+
+    forget_inputs()
 SAMPLE_TRACES = REPO / "sample_traces"
 REAL_TRACES = Path(os.environ.get("TRACEKIT_REAL_TRACES", REPO.parent / "shared" / "real_traces"))
 

@@ -11,6 +11,7 @@ import argparse
 import importlib
 import os
 import sys
+from typing import NoReturn
 
 from tracekit import __version__
 from tracekit.errors import TracekitError
@@ -26,8 +27,16 @@ COMMANDS: dict[str, str] = {
 }
 
 
+class OneLineErrorParser(argparse.ArgumentParser):
+    """An ArgumentParser whose usage errors are one line (the option and what is allowed), exit code 2."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def build_parser(argv: list[str]) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tracekit", description="Measure the framework tax of inference.")
+    parser = OneLineErrorParser(prog="tracekit", description="Measure the framework tax of inference.")
     parser.add_argument("--version", action="version", version=f"tracekit {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     chosen = next((a for a in argv if not a.startswith("-")), None)

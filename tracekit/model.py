@@ -241,6 +241,9 @@ def load_sidecar_meta(trace_path: Path) -> dict[str, Any]:
     path = sidecar_meta_path(trace_path)
     if not path.is_file():
         return {}
+    from tracekit.io import register_input
+
+    register_input(path)
     try:
         data = json.loads(path.read_text())
     except (OSError, ValueError):

@@ -6,6 +6,7 @@ import argparse
 import sys
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
+from tracekit.commands.output import add_output_options, resolve_output
 from tracekit.io import write_text_atomic
 
 
@@ -20,8 +21,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("trace", help="trace file (format detected from content)")
     add_iteration_options(parser)
-    parser.add_argument("--format", choices=["table", "json", "csv", "md"], default="table")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    add_output_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -31,6 +31,7 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.renderers.analysis import render
 
     check_iteration_options(args)
+    resolve_output(args, [args.trace])
     trace = read_trace(args.trace, frames=FRAMES_NEEDED)
     analysis = analyze_iterations(trace, args.range_name, args.skip, args.bound_threshold)
     doc = analysis.to_json(trace)

@@ -8,9 +8,8 @@ import sys
 from typing import Any
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
+from tracekit.commands.output import add_output_options, resolve_output
 from tracekit.errors import TracekitError
-
-FORMATS = ["rich", "table", "markdown", "md", "csv", "json"]
 
 SUMMARY_COLUMNS: list[tuple[str, str]] = [
     ("name", "metric"),
@@ -48,7 +47,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--top", type=int, default=15, metavar="N", help="kernel names shown (default 15; 0 = all)"
     )
-    parser.add_argument("--format", choices=FORMATS, default="rich")
+    add_output_options(parser)
     parser.set_defaults(func=run)
 
 
@@ -86,10 +85,10 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.analyzers.compare import compare
     from tracekit.analyzers.iterations import analyze_iterations
     from tracekit.readers import read_trace
-    from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich
     from tracekit.runs import expand_inputs
 
     check_iteration_options(args)
+    resolve_output(args, [args.a, args.b])
     if args.top < 0:
         raise TracekitError("--top must be >= 0")
     inputs_a, inputs_b = expand_inputs([args.a]), expand_inputs([args.b])
@@ -106,11 +105,25 @@ def run(args: argparse.Namespace) -> int:
         doc["b"]["runtime"] = xb.runtime or tb.meta.get("runtime")
         results.append(doc)
 
+    text = _render(args, results)
+    if args.output:
+        from tracekit.io import write_text_atomic
+
+        write_text_atomic(args.output, text)
+        print(f"wrote {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _render(args: argparse.Namespace, results: list[dict[str, Any]]) -> str:
+    """The comparisons in ``args.format``."""
+    from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich
+
     top = args.top or None
     fmt = args.format
     if fmt == "json":
-        sys.stdout.write(render_json({"a": args.a, "b": args.b, "comparisons": results}))
-        return 0
+        return render_json({"a": args.a, "b": args.b, "comparisons": results})
     if fmt == "csv":
         rows = []
         for doc in results:
@@ -130,8 +143,7 @@ def run(args: argparse.Namespace) -> int:
                 }
                 for k in doc["kernels"][:top]
             ]
-        sys.stdout.write(render_csv(rows, CSV_COLUMNS))
-        return 0
+        return render_csv(rows, CSV_COLUMNS)
     out: list[str] = []
     for doc in results:
         heading = (
@@ -160,8 +172,7 @@ def run(args: argparse.Namespace) -> int:
             ]
         for warning in doc["warnings"]:
             print(f"warning: {doc['config']}: {warning}", file=sys.stderr)
-    sys.stdout.write("\n".join(out))
-    return 0
+    return "\n".join(out)
 
 
 def _short(name: str | None) -> str | None:

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
+from tracekit.commands.output import add_output_options
 from tracekit.errors import TracekitError
-
-FORMATS = ["rich", "table", "markdown", "md", "csv", "json"]
 
 SUMMARY_COLUMNS: list[tuple[str, str]] = [
     ("runtime", "runtime"),
@@ -61,7 +60,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="iterations shown in the timeline (default 3)",
     )
     parser.add_argument("--no-figures", action="store_true", help="skip the figures (faster)")
-    parser.add_argument("--format", choices=FORMATS, default="rich", help="stdout summary format")
+    add_output_options(parser, output=False)
     parser.set_defaults(func=run)
 
 
@@ -212,15 +211,16 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
 
 def run(args: argparse.Namespace) -> int:
     from tracekit.analyzers.report import CONFIG_COLUMNS
-    from tracekit.io import write_text_atomic
+    from tracekit.io import output_dir, write_text_atomic
     from tracekit.renderers.report_markdown import render_report_markdown, sweep_rows
     from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich
 
-    report, timeline, _ = build(args)
+    args.format = args.format or "table"
     out_dir = Path(args.output)
-    if out_dir.exists() and not out_dir.is_dir():
-        raise TracekitError("exists and is not a directory", out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    if not out_dir.parent.is_dir():
+        raise TracekitError(f"cannot create the report folder: {out_dir.parent} does not exist", out_dir)
+    report, timeline, _ = build(args)
+    out_dir = output_dir(out_dir)
     figures = {} if args.no_figures else write_figures(report, timeline, out_dir)
 
     doc = report.to_json()

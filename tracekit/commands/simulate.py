@@ -66,10 +66,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
     parser.add_argument(
-        "--format",
+        "--traces",
+        "--format",  # the old name, kept working
+        dest="traces",
         choices=["nsys", "kineto", "both"],
         default="both",
-        help="which traces to write (default both)",
+        help="which traces to write: nsys (SQLite), kineto (JSON) or both (default both)",
     )
     parser.add_argument(
         "--metrics-interval-us",
@@ -88,7 +90,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="override a model parameter (repeatable), e.g. --set op_cpu_ns=15000; "
         "see tracekit/simulate/presets.py",
     )
-    parser.add_argument("-o", "--output", required=True, metavar="DIR", help="output run directory")
+    parser.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="DIR",
+        help="output run directory (its parent must exist; a folder holding a run needs --overwrite)",
+    )
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="replace a run already in DIR: its files (those its run.json lists) are removed first",
+    )
     parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     parser.set_defaults(func=run)
 
@@ -127,17 +140,23 @@ def run(args: argparse.Namespace) -> int:
         args.seq_len,
         args.iters,
         args.seed,
-        fmt=args.format,
+        fmt=args.traces,
         kernels=args.kernels,
         metrics_interval_ns=int(round(args.metrics_interval_us * 1000)),
         command=["tracekit", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("tracekit") else None,
         progress=progress,
+        overwrite=args.overwrite,
     )
     if not args.quiet:
-        sweep = run_doc["sweep"]
+        transition = run_doc["sweep"]["transition_batch_size"]
+        count = len(run_doc["configs"])
+        where = (
+            f"transition batch size {transition}"
+            if transition is not None
+            else "no transition within the batch sizes simulated"
+        )
         print(
-            f"wrote {len(run_doc['configs'])} synthetic configs to {args.output} "
-            f"(transition batch size: {sweep['transition_batch_size']})",
+            f"wrote {count} synthetic config{'s' if count != 1 else ''} to {args.output} ({where})",
             file=sys.stderr,
         )
     return 0

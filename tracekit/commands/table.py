@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
+from tracekit.commands.output import add_output_options, resolve_output
 from tracekit.errors import TracekitError
 
-FORMATS = ["rich", "markdown", "csv", "json"]
 NCU_FORMATS = ("ncu-csv", "ncu-rep")
 
 #: JSON/CSV row keys, in order.
@@ -76,8 +76,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         ),
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="collect run directory or trace file")
-    parser.add_argument("--format", choices=FORMATS, default="rich")
-    parser.add_argument("-o", "--output", metavar="FILE", help="write to FILE (atomically) instead of stdout")
+    add_output_options(parser)
     parser.add_argument(
         "--paper",
         action="store_true",
@@ -402,6 +401,7 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.io import write_text_atomic
 
     check_iteration_options(args)
+    resolve_output(args, [*args.inputs, *args.ncu])
     items = collect_inputs(args.inputs, args.ncu)
     if not items:
         raise TracekitError("no successful configurations with a trace in the inputs")

@@ -13,6 +13,7 @@ import zlib
 from pathlib import Path
 
 from tracekit.errors import TraceFormatError
+from tracekit.io import register_input
 from tracekit.model import FrameSpec, Trace, load_sidecar_meta, wanted_frames
 
 #: format name -> module under tracekit.readers exposing ``read(path: Path) -> Trace``
@@ -100,6 +101,7 @@ def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
     unneeded columns of the large tables), the others read everything. What is skipped stays empty or null.
     """
     path = Path(path)
+    register_input(path)
     wanted = wanted_frames(frames)  # validate the request before any reading
     fmt = detect_format(path)
     module_name = READERS[fmt]

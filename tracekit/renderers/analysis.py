@@ -133,12 +133,12 @@ def render_markdown_doc(doc: dict[str, Any]) -> str:
 
 
 def render(doc: dict[str, Any], fmt: str) -> str:
-    """Render the analyze document in ``fmt`` (table | json | csv | md)."""
+    """Render the analyze document in ``fmt`` (table | markdown | csv | json)."""
     if fmt == "json":
         return render_json(doc)
     if fmt == "csv":
         # One row per iteration, the columns in the JSON document's own order.
         return render_csv(doc["iterations"], list(doc["iterations"][0]) if doc["iterations"] else [])
-    if fmt == "md":
+    if fmt == "markdown":
         return render_markdown_doc(doc)
     return render_rich_text(doc)

@@ -28,7 +28,7 @@ from typing import Any
 
 from tracekit import __version__
 from tracekit.io import atomic_path, write_text_atomic
-from tracekit.runs import config_stem, write_run_json
+from tracekit.runs import config_stem, prepare_run_dir, write_run_json
 from tracekit.simulate.kineto_writer import KinetoWriter
 from tracekit.simulate.mechanism import CHUNK_KERNELS, Simulation
 from tracekit.simulate.nsys_writer import GPU_NAME, NsysWriter
@@ -150,13 +150,14 @@ def simulate_sweep(
     metrics_interval_ns: int = 100_000,
     command: list[str] | None = None,
     progress: Any = None,
+    overwrite: bool = False,
 ) -> dict[str, Any]:
     """Simulate every batch size, write traces, truth files and run.json; return the run.json dict.
 
-    ``kernels`` (target kernels per config) overrides ``iterations``.
+    ``kernels`` (target kernels per config) overrides ``iterations``. A folder that already holds a run is
+    refused unless ``overwrite``, which first removes the old run's files (:func:`tracekit.runs.prepare_run_dir`).
     """
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    out = prepare_run_dir(out_dir, overwrite)
     if kernels is not None:
         iterations = max(1, -(-kernels // params.ops))
     assert iterations is not None
