@@ -27,11 +27,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
-
 from tracekit.analyzers.stats import summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
+
 from tracekit.errors import NoActivityError
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
+from tracekit.readers.api_calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 
 DEFAULT_RANGE = "iteration"
 #: Where an idle gap lies in its iteration (an Enum: one byte a gap).
@@ -214,45 +215,14 @@ def _assign_to_iterations(points: pl.DataFrame, time_col: str, ranges: pl.DataFr
     return points.with_columns(_iteration_at(points.get_column(time_col), ranges))
 
 
-#: ``pid`` and ``correlation`` fit one Int64 key, pid * 2**32 + correlation, when in these bounds.
-_PID_LIMIT = 1 << 31
-_CORRELATION_LIMIT = 1 << 32
-
-
-def _pair_keys_fit(*frames: pl.DataFrame) -> bool:
-    """Whether every non-null (pid, correlation) of ``frames`` fits :func:`_pair_key`."""
-    for frame in frames:
-        if frame.is_empty():
-            continue
-        lo_pid, hi_pid, lo_corr, hi_corr = frame.select(
-            pl.col("pid").min().alias("a"),
-            pl.col("pid").max().alias("b"),
-            pl.col("correlation").min().alias("c"),
-            pl.col("correlation").max().alias("d"),
-        ).row(0)
-        if lo_pid is not None and (lo_pid < 0 or hi_pid >= _PID_LIMIT):
-            return False
-        if lo_corr is not None and (lo_corr < 0 or hi_corr >= _CORRELATION_LIMIT):
-            return False
-    return True
-
-
-def _pair_key() -> pl.Expr:
-    """One Int64 per (pid, correlation) (null when either is null); see :func:`_pair_keys_fit`."""
-    return (pl.col("pid") * _CORRELATION_LIMIT + pl.col("correlation")).alias("key")
-
-
 def _launch_calls(trace: Trace) -> pl.DataFrame:
     """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
     return _launch_calls_of(trace.api)
 
 
 def _launch_calls_of(api: pl.DataFrame) -> pl.DataFrame:
-    api = api.filter(pl.col("correlation").is_not_null())
-    return (
-        api.sort("start", pl.col("end"), descending=[False, True])
-        .unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
-        .select("pid", "correlation", pl.col("start").alias("call_start"), pl.col("end").alias("call_end"))
+    return outermost_of_pairs(api.filter(pl.col("correlation").is_not_null())).select(
+        "pid", "correlation", pl.col("start").alias("call_start"), pl.col("end").alias("call_end")
     )
 
 
@@ -268,7 +238,7 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
     calls = api.select("pid", "correlation", "start", "end").filter(
         pl.col("correlation").is_not_null() & pl.col("pid").is_not_null()
     )
-    if calls.is_empty() or ops.is_empty() or not _pair_keys_fit(keys, calls):
+    if calls.is_empty() or ops.is_empty() or not pair_keys_fit(keys, calls):
         launch = _launch_calls_of(api).with_row_index("call").with_columns(pl.col("call").cast(pl.Int64))
         call = keys.join(
             launch.select("pid", "correlation", "call"),
@@ -277,15 +247,9 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
             maintain_order="left",
         ).get_column("call")
         return call, launch.select("call_start", "call_end")
-    calls = sort_frame(
-        calls.select(_pair_key(), "start", "end"), ["key", "start", "end"], [False, False, True]
-    )
-    first = calls.select(pl.col("key").ne_missing(pl.col("key").shift(1))).to_series()
-    if not first.all():  # repeated (pid, correlation): keep the outermost call of each
-        calls = calls.filter(first)
-    del first
+    calls = outermost_of_keys(calls.select(pair_key(), "start", "end"))
     call_keys = calls.get_column("key")
-    op_keys = keys.select(_pair_key()).to_series()
+    op_keys = keys.select(pair_key()).to_series()
     pos = call_keys.search_sorted(op_keys, side="left").cast(pl.Int64).clip(upper_bound=calls.height - 1)
     hit = op_keys.is_not_null() & (call_keys.gather(pos) == op_keys)
     call = pl.select(pl.when(hit).then(pos).alias("call")).to_series()
