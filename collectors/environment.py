@@ -110,19 +110,32 @@ def versions(nsys: str | None = None, ncu: str | None = None) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None}
 
 
-def gpu_for(device: str) -> dict[str, Any] | None:
-    """GPU info for ``cuda:N`` (physical index resolved through CUDA_VISIBLE_DEVICES), None on CPU."""
-    if not device.startswith("cuda"):
+def gpu_for(device: str, nsys_listing: dict[str, int] | None = None) -> dict[str, Any] | None:
+    """GPU identity for ``cuda:N``, None on the CPU.
+
+    The CUDA index is mapped to NVML (and nsys) by the GPU's UUID, never by position: CUDA numbers GPUs
+    fastest first and over ``CUDA_VISIBLE_DEVICES``, NVML and nsys by PCI bus (see
+    :mod:`tracekit.collectors.gpu`). ``nvml_index`` (also as ``physical_index``) and ``nsys_gpu_id`` come
+    from that mapping; ``device_map`` holds the whole mapping for run.json.
+    """
+    from tracekit.collectors.gpu import cuda_device_map
+    from tracekit.collectors.profilers.nvml import gpu_info
+    from tracekit.collectors.runtimes.base import cuda_index
+
+    index = cuda_index(device)
+    if index is None:
         return None
-    import torch
-
-    from tracekit.collectors.profilers.nvml import gpu_info, physical_gpu_index
-
-    logical = int(device.split(":")[1]) if ":" in device else 0
-    physical = physical_gpu_index(logical, os.environ.get("CUDA_VISIBLE_DEVICES"))
-    info = gpu_info(physical) if physical is not None else None
-    if info is None:
-        info = {"name": torch.cuda.get_device_name(logical)}
-    info["logical"] = logical
-    info["physical_index"] = physical
+    ident = cuda_device_map(index, nsys_listing)
+    info = (gpu_info(ident.nvml_index) if ident.nvml_index is not None else None) or {}
+    info.setdefault("name", ident.name)
+    info.pop("index", None)
+    info.update(
+        cuda_index=index,
+        nvml_index=ident.nvml_index,
+        physical_index=ident.nvml_index,
+        nsys_gpu_id=ident.nsys_gpu_id,
+        uuid=info.get("uuid") or ident.uuid,
+        logical=index,
+        device_map=ident.to_json(),
+    )
     return info

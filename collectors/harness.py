@@ -129,7 +129,10 @@ def time_iterations(
 
     Latency = wall time (``time.perf_counter_ns``) from just before the NVTX push to just after the device
     sync that closes the iteration. ``record_function`` adds a ``torch.profiler.record_function(range_name)``
-    (torch.profiler annotation); ``op_ranges`` wraps each iteration in an operator-range context.
+    (torch.profiler annotation) per iteration. ``op_ranges`` (an operator-range context such as
+    ``torch.autograd.profiler.emit_nvtx``) is entered **once** around the whole timed loop, after the warm-up:
+    entering and leaving emit_nvtx synchronizes the device and toggles the profiler, which must not be
+    counted as any iteration's latency.
     """
     nv = nvtx_ranges()
     for _ in range(warmup):
@@ -144,19 +147,17 @@ def time_iterations(
         import torch
 
         rf = torch.profiler.record_function
-    for _ in range(iters):
-        start = time.perf_counter_ns()
-        nv.push(range_name)
-        try:
-            with (
-                rf(range_name) if rf else contextlib.nullcontext(),
-                op_ranges() if op_ranges else contextlib.nullcontext(),
-            ):
-                run()
-                sync()
-        finally:
-            nv.pop()
-        latencies.append((time.perf_counter_ns() - start) / 1e6)
-        if on_iteration:
-            on_iteration()
+    with op_ranges() if op_ranges else contextlib.nullcontext():
+        for _ in range(iters):
+            start = time.perf_counter_ns()
+            nv.push(range_name)
+            try:
+                with rf(range_name) if rf else contextlib.nullcontext():
+                    run()
+                    sync()
+            finally:
+                nv.pop()
+            latencies.append((time.perf_counter_ns() - start) / 1e6)
+            if on_iteration:
+                on_iteration()
     return latencies

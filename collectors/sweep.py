@@ -23,8 +23,16 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.collectors.profilers import PROFILERS
-from tracekit.collectors.runtimes import CUDA_ONLY, ONNX_RUNTIMES, RUNTIMES, check_runtime_name
+from tracekit.collectors.runtimes import (
+    CUDA_ONLY,
+    GRAPH_MIN_WARMUP,
+    GRAPH_RUNTIMES,
+    ONNX_RUNTIMES,
+    RUNTIMES,
+    check_runtime_name,
+)
 from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
+
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
 from tracekit.runs import LATENCY_FILE, RUN_FILE, config_stem, write_run_json
@@ -73,6 +81,8 @@ class SweepOptions:
     progress: bool = True
     #: Run untraced/torch/ort timings in this process (fast, for tests) instead of a fresh worker each.
     in_process: bool = False
+    #: TF32 for fp32 matmuls/convolutions in torch *and* ONNX Runtime (off by default for both).
+    tf32: bool = False
 
 
 def default_profilers(runtime: str) -> list[str]:
@@ -97,6 +107,11 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError("--seq-lens must be positive integers")
     if opts.warmup < 0 or opts.iters < 1:
         raise TracekitError("--warmup must be >= 0 and --iters >= 1")
+    if opts.runtime in GRAPH_RUNTIMES and opts.warmup < GRAPH_MIN_WARMUP:
+        raise TracekitError(
+            f"runtime '{opts.runtime}' needs --warmup >= {GRAPH_MIN_WARMUP}: its first runs capture or record "
+            "the CUDA graph, which must not land in timed iterations"
+        )
     for layers_or_hidden in (opts.layers, opts.hidden):
         if layers_or_hidden is not None and layers_or_hidden < 1:
             raise TracekitError("--layers and --hidden must be >= 1")
@@ -169,20 +184,67 @@ class Sweep:
 
     # -- set-up ---------------------------------------------------------------------------------------------
     def _prepare(self) -> None:
-        from tracekit.collectors.environment import cpu_model, gpu_for, resolve_device, versions
+        from tracekit.collectors.environment import cpu_model, resolve_device, versions
 
         opts = self.opts
         self.device = resolve_device(opts.device, opts.runtime, opts.runtime in CUDA_ONLY)
         if opts.runtime in ONNX_RUNTIMES and self.device.startswith("cuda"):
             import onnxruntime as ort
+            from tracekit.collectors.runtimes.onnx import cuda_provider_problem
 
-            if "CUDAExecutionProvider" not in ort.get_available_providers():
-                raise TracekitError(
-                    "onnxruntime has no CUDAExecutionProvider here; install onnxruntime-gpu (pip install 'tracekit[gpu]')"
-                )
+            available = list(ort.get_available_providers())
+            if "CUDAExecutionProvider" not in available:
+                raise TracekitError(cuda_provider_problem(ort, available))
         if "ncu" in self.profilers and not self.device.startswith("cuda"):
             raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
-        self.gpu = gpu_for(self.device)
+        self.notes: list[str] = []
+        self.gpu_metrics, self.ncu_counters = self._probe_profilers()
+        self._make_out_dir()
+        self.run: dict[str, Any] = {
+            "tracekit_version": versions().get("tracekit"),
+            "kind": "collect",
+            "synthetic": False,
+            "command": opts.command,
+            "started": _now(),
+            "finished": None,
+            "runtime": opts.runtime,
+            "model": opts.model,
+            "model_overrides": {"layers": opts.layers, "hidden": opts.hidden},
+            "device": self.device,
+            "precision": opts.precision,
+            "tf32": {
+                "enabled": opts.tf32,
+                "applies_to": "torch (cuBLAS matmul, cuDNN) and ONNX Runtime (use_tf32)",
+            },
+            "attention": self._attention(),
+            "gpu": self.gpu,
+            "device_map": self.device_map,
+            "gpu_metrics": self.gpu_metrics,
+            "ncu_counters": self.ncu_counters,
+            "notes": self.notes,
+            "cpu": cpu_model(),
+            "versions": versions(self.nsys, self.ncu),
+            "warmup": opts.warmup,
+            "iters": opts.iters,
+            "profilers": self.profilers,
+            "configs": [],
+        }
+        if self.kind == "generate":
+            self.run["gen_tokens"] = opts.gen_tokens
+        if self.kind == "image":
+            self.run["seq_len_means"] = "image side in pixels"
+        self.latency_rows: list[tuple[Any, ...]] = []
+        write_run_json(self.out, self.run)
+        for note in self.notes:  # said once, before the sweep
+            print(f"tracekit collect: note: {note}", file=sys.stderr)
+
+    def _attention(self) -> str:
+        from tracekit.collectors.zoo import attention_path
+
+        return attention_path(self.opts.model)
+
+    def _make_out_dir(self) -> None:
+        opts = self.opts
         stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
         dev = "cpu" if self.device == "cpu" else self.device.replace(":", "")
         self.out = (
@@ -200,36 +262,54 @@ class Sweep:
                 (self.out / name).unlink(missing_ok=True)
         for stale in self.out.glob(".tmp-*"):  # left by a run killed with SIGKILL
             shutil.rmtree(stale, ignore_errors=True)
-        self.run: dict[str, Any] = {
-            "tracekit_version": versions().get("tracekit"),
-            "kind": "collect",
-            "synthetic": False,
-            "command": opts.command,
-            "started": _now(),
-            "finished": None,
-            "runtime": opts.runtime,
-            "model": opts.model,
-            "model_overrides": {"layers": opts.layers, "hidden": opts.hidden},
-            "device": self.device,
-            "precision": opts.precision,
-            "gpu": self.gpu,
-            "cpu": cpu_model(),
-            "versions": versions(self.nsys, self.ncu),
-            "warmup": opts.warmup,
-            "iters": opts.iters,
-            "profilers": self.profilers,
-            "configs": [],
-        }
-        if self.kind == "generate":
-            self.run["gen_tokens"] = opts.gen_tokens
-        if self.kind == "image":
-            self.run["seq_len_means"] = "image side in pixels"
-        self.latency_rows: list[tuple[Any, ...]] = []
-        write_run_json(self.out, self.run)
+
+    def _probe_profilers(self) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """Map the CUDA device to NVML/nsys by UUID and probe GPU-metrics and ncu-counter permissions.
+
+        A refused GPU-metrics probe: nsys runs without metrics. A refused ncu probe: the ncu profiler is
+        dropped. Either way the sweep goes on and ``self.notes`` says why, once (output and run.json)."""
+        from tracekit.collectors.environment import gpu_for
+
+        self.gpu_metrics_device: int | None = None
+        self.metrics_option = "--gpu-metrics-device"
+        cuda = self.device.startswith("cuda")
+        listing: dict[str, int] | None = None
+        metrics: dict[str, Any] | None = None
+        if self.nsys and cuda:
+            from tracekit.collectors import gpu as gpu_mod
+            from tracekit.collectors.profilers.nsys import nsys_version
+
+            probe = gpu_mod.probe_nsys_gpu_metrics(self.nsys, nsys_version(self.nsys))
+            listing = probe.devices
+            metrics = probe.to_json()
+            if probe.option:
+                self.metrics_option = probe.option
+            if not probe.permitted:
+                self.notes.append(f"nsys runs without GPU metrics: {probe.reason}")
+        self.gpu = gpu_for(self.device, listing)
+        self.device_map = (self.gpu or {}).get("device_map")
+        if metrics is not None and metrics["permitted"]:
+            self.gpu_metrics_device = (self.gpu or {}).get("nsys_gpu_id")
+            if self.gpu_metrics_device is None:
+                metrics.update(
+                    permitted=False, reason="the CUDA device could not be mapped to an nsys GPU id"
+                )
+                self.notes.append("nsys runs without GPU metrics: " + metrics["reason"])
+            metrics["device"] = self.gpu_metrics_device
+        counters: dict[str, Any] | None = None
+        if self.ncu:
+            from tracekit.collectors.gpu import probe_ncu_counters
+
+            ncu_probe = probe_ncu_counters(self.ncu)
+            counters = ncu_probe.to_json()
+            if not ncu_probe.permitted:
+                self.profilers = [p for p in self.profilers if p != "ncu"]
+                self.notes.append(f"ncu profiler skipped: {ncu_probe.reason}")
+        return metrics, counters
 
     def _cfg(self, batch: int, seq: int, profiler: str, trace_out: str | None = None) -> dict[str, Any]:
         o = self.opts
-        return {
+        cfg = {
             "model": o.model,
             "layers": o.layers,
             "hidden": o.hidden,
@@ -246,7 +326,13 @@ class Sweep:
             "opset": o.opset,
             "seed": o.seed,
             "op_ranges": profiler == "nsys" and RUNTIMES[o.runtime].startswith("pytorch:"),
+            "tf32": o.tf32,
         }
+        if profiler == "ncu":  # ncu replays every kernel per metric pass: a few timed iterations suffice
+            from tracekit.collectors.profilers.ncu import NCU_ITERATIONS
+
+            cfg["iters"] = min(o.iters, NCU_ITERATIONS)
+        return cfg
 
     # -- one configuration --------------------------------------------------------------------------------
     def _worker(self, cfg: dict[str, Any], tmp: Path, wrap: list[str] | None = None) -> dict[str, Any]:
@@ -277,11 +363,13 @@ class Sweep:
         if result.get("error"):
             raise (TracekitError if result.get("usage") else RunFailure)(result["error"])
         if not result:
-            lines = [ln for ln in log.read_text(errors="replace").splitlines() if ln.strip()]
+            from tracekit.collectors.gpu import first_error_line
+
+            text = log.read_text(errors="replace")
+            lines = [ln for ln in text.splitlines() if ln.strip()]
             what = cfg["profiler"] if cfg["profiler"] != "none" else "untraced"
-            raise RunFailure(
-                f"{what} run failed (exit {proc.returncode}): {lines[-1] if lines else 'no output'}"
-            )
+            why = (first_error_line(text) if wrap else None) or (lines[-1] if lines else "no output")
+            raise RunFailure(f"{what} run failed (exit {proc.returncode}): {why}")
         return result
 
     def _untraced(self, batch: int, seq: int, tmp: Path) -> list[float]:
@@ -302,8 +390,14 @@ class Sweep:
         if profiler == "nsys":
             from tracekit.collectors.profilers import nsys as nsys_mod
 
-            gpu_dev = self.gpu.get("physical_index") if self.gpu else None
-            wrap = nsys_mod.build_profile_argv(self.nsys, base, [], self.device.startswith("cuda"), gpu_dev)
+            wrap = nsys_mod.build_profile_argv(
+                self.nsys,
+                base,
+                [],
+                self.device.startswith("cuda"),
+                self.gpu_metrics_device,
+                self.metrics_option,
+            )
         else:
             from tracekit.collectors.profilers import ncu as ncu_mod
 
@@ -314,11 +408,12 @@ class Sweep:
 
             report, sqlite = finalize(self.nsys, base)
             return result, {final: sqlite, f"{stem}.nsys{report.suffix}": report}
-        from tracekit.collectors.profilers.ncu import export_csv
+        from tracekit.collectors.profilers.ncu import export_csv, no_report_reason
 
         report = base.with_name(base.name + ".ncu-rep")
         if not report.is_file():
-            raise RunFailure("ncu wrote no report")
+            log = tmp / "worker-ncu.log"
+            raise RunFailure(no_report_reason(log.read_text(errors="replace") if log.is_file() else ""))
         export_csv(self.ncu, report, tmp / final)
         return result, {final: tmp / final, f"{stem}.ncu.ncu-rep": report}
 
@@ -346,9 +441,17 @@ class Sweep:
             "cpu": self.run["cpu"],
             "measurement": "real",
             "range": "iteration",
-            "iterations": self.opts.iters,
-            "warmup_iterations": self.opts.warmup,
+            "iterations": len(result.get("latencies_ms") or []) or self.opts.iters,  # ncu runs fewer
+            # Runs the trace holds before the timed ones (ORT profiles record from session creation: shape
+            # probes, warm-up and ORT's CUDA-graph capture run); analyze skips that many by default.
+            "warmup_iterations": result.get("runs_before_timed", self.opts.warmup)
+            if profiler == "ort"
+            else self.opts.warmup,
+            "warmup_runs": self.opts.warmup,
             "warmup_in_trace": profiler == "ort",
+            "tf32": self.opts.tf32,
+            "attention": result.get("attention"),
+            "warnings": result.get("warnings") or [],
             "untraced_latency_ms": untraced,
             "traced_latency_ms": traced,
             "nvtx": result.get("nvtx"),
@@ -401,6 +504,9 @@ class Sweep:
                 entry["perturbation"][prof] = traced["mean"] / untraced["mean"] if untraced["mean"] else None
                 entry["traces"][prof] = TRACE_NAMES[prof].format(stem=stem)
                 entry.setdefault("runtime_details", result.get("describe"))
+                for warning in result.get("warnings") or []:
+                    entry.setdefault("warnings", []).append(f"{prof}: {warning}")
+                    print(f"tracekit collect: warning: b{batch} s{seq} {prof}: {warning}", file=sys.stderr)
                 for name, path in files.items():
                     finished.append((path, self.out / name))
                 metas[f"{stem}.{prof}.meta.json"] = self._meta(prof, batch, seq, untraced, result, traced)
@@ -415,15 +521,31 @@ class Sweep:
             )
         except RunFailure as exc:
             entry.update(status="failed", error=exc.message, traces={}, traced_latency_ms={}, perturbation={})
+            entry["logs"] = self._keep_logs(tmp, stem)
         except TracekitError:  # a usage problem (exit 2): the whole sweep stops
+            self._keep_logs(tmp, stem)
             raise
         except Exception as exc:  # a runtime or profiler crash: recorded, the sweep goes on
             entry.update(
                 status="failed", error=_one_line(exc), traces={}, traced_latency_ms={}, perturbation={}
             )
+            entry["logs"] = self._keep_logs(tmp, stem)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
         return entry
+
+    def _keep_logs(self, tmp: Path, stem: str) -> list[str]:
+        """Move the worker/profiler logs of a failed configuration to ``logs/`` (they hold the reason)."""
+        kept: list[str] = []
+        logs = [p for p in sorted(tmp.rglob("*.log")) if p.stat().st_size]
+        if not logs:
+            return kept
+        (self.out / "logs").mkdir(exist_ok=True)
+        for log in logs:
+            name = f"logs/{stem}.{log.stem}.log"
+            os.replace(log, self.out / name)
+            kept.append(name)
+        return kept
 
     # -- the sweep ----------------------------------------------------------------------------------------
     def execute(self) -> dict[str, Any]:
@@ -466,6 +588,9 @@ class Sweep:
                 t0 = time.perf_counter()
                 entry = self._config(batch, seq, lambda: progress.advance(task))
                 self.run["configs"].append(entry)
+                details = entry.get("runtime_details") or {}
+                if details.get("provider_used") and "onnxruntime_provider" not in self.run:
+                    self.run["onnxruntime_provider"] = details["provider_used"]
                 if entry["status"] == "ok":
                     self._write_latency()
                 write_run_json(self.out, self.run)

@@ -11,6 +11,7 @@ import argparse
 import gzip
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -39,17 +40,59 @@ def get_model(spec: ModelSpec, device: str, precision: str, seed: int = 0) -> Bu
     return _MODELS[key]
 
 
+def select_device(device: str) -> None:
+    """Make ``cuda:N`` the process's current CUDA device (``torch.cuda.set_device``): streams, graph capture,
+    ``torch.cuda.synchronize()`` and ORT's default stream all act on the current device, device 0 otherwise."""
+    from tracekit.collectors.runtimes.base import cuda_index
+
+    index = cuda_index(device)
+    if index is not None:
+        import torch
+
+        torch.cuda.set_device(index)
+
+
+def apply_tf32(enabled: bool) -> dict[str, bool]:
+    """TF32 for fp32 matmuls (cuBLAS) and convolutions (cuDNN) in torch, on or off together; ONNX Runtime gets
+    the same through ``use_tf32``. Returns the settings read back (for run.json)."""
+    import torch
+
+    torch.backends.cuda.matmul.allow_tf32 = enabled
+    torch.backends.cudnn.allow_tf32 = enabled
+    return {
+        "torch_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
+        "torch_cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+    }
+
+
+_MODEL_RUN = re.compile(rb'"name"\s*:\s*"model_run"')
+
+
+def copy_ort_profile(written: str, out: Path) -> int:
+    """Gzip ORT's profile to ``out`` (about 1 KB per node event) and return how many ``model_run`` events it
+    holds (every ``Run`` since the session was created: shape probes, warm-up, ORT's CUDA-graph capture run)."""
+    runs = 0
+    with open(written, "rb") as src, gzip.open(out, "wb", compresslevel=6) as dst:
+        for line in src:
+            runs += len(_MODEL_RUN.findall(line))
+            dst.write(line)
+    os.unlink(written)
+    return runs
+
+
 def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
-    """Run one configuration; returns ``{"latencies_ms": [...], "describe": {...}, "trace": path|None}``.
+    """Run one configuration; returns ``{"latencies_ms": [...], "describe": {...}, "trace": path|None, ...}``.
 
     ``cfg``: model (name), layers, hidden, gen_tokens, runtime, device, precision, batch_size, seq_len,
     warmup, iters, profiler ("none" | "nsys" | "ncu" | "torch" | "ort"), trace_out (file the torch/ort
-    profile is written to), opset, seed, op_ranges (bool: NVTX range per torch operator).
+    profile is written to), opset, seed, op_ranges (bool: NVTX range per torch operator), tf32 (bool).
     """
     import torch
 
     spec = ModelSpec(cfg["model"], cfg.get("layers"), cfg.get("hidden"), cfg.get("gen_tokens", 8))
     device, precision, profiler = cfg["device"], cfg["precision"], cfg.get("profiler", "none")
+    select_device(device)
+    tf32 = apply_tf32(bool(cfg.get("tf32", False)))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
     model = get_model(spec, device, precision, cfg.get("seed", 0))
@@ -63,45 +106,74 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
         precision=precision,
         opset=cfg.get("opset", 17),
         ort_profile_prefix=str(tmpdir / "ort") if tmpdir else None,
+        tf32=bool(cfg.get("tf32", False)),
     )
+    result: dict[str, Any] = {"tf32": tf32, "attention": model.attention, "warnings": []}
     try:
+        if profiler == "torch" and runtime.captures_graphs:
+            # Graphs captured before the profiler starts may lose their kernels in the trace; the documented
+            # workaround initializes the profiler (CUPTI) once before capture.
+            torch.profiler._utils._init_for_cuda_graphs()
+            result["torch_profiler_graph_init"] = True
         runtime.prepare(ctx)
-        op_ranges = (
-            (lambda: operator_ranges(device)) if cfg.get("op_ranges") and runtime.eager_torch else None
-        )
-        common = {"run": runtime.run, "sync": runtime.sync, "warmup": cfg["warmup"], "iters": cfg["iters"]}
-        trace = None
-        if profiler == "torch":
-            activities = [torch.profiler.ProfilerActivity.CPU]
-            if device.startswith("cuda"):
-                activities.append(torch.profiler.ProfilerActivity.CUDA)
-            # Warm up outside the profiler, then profile only the timed iterations.
-            time_iterations(runtime.run, runtime.sync, cfg["warmup"], 0)
-            with torch.profiler.profile(activities=activities) as prof:
-                latencies = time_iterations(runtime.run, runtime.sync, 0, cfg["iters"], record_function=True)
-            trace = _export_kineto(prof, Path(cfg["trace_out"]))
-        else:
-            latencies = time_iterations(**common, op_ranges=op_ranges)
-            if profiler == "ort":
-                written = runtime.end_profiling()
-                if written:
-                    # ORT profiles are large (about 1 KB per node event): stored gzipped, as Kineto's are.
-                    out = Path(cfg["trace_out"])
-                    with open(written, "rb") as src, gzip.open(out, "wb", compresslevel=6) as dst:
-                        shutil.copyfileobj(src, dst)
-                    os.unlink(written)
-                    trace = str(out)
-        return {
-            "latencies_ms": latencies,
-            "describe": runtime.describe(),
-            "trace": trace,
-            "nvtx": nvtx_ranges().method,
-            "op_ranges": bool(op_ranges),
-        }
+        result.update(_timed(runtime, cfg, device, profiler))
+        result.update(describe=runtime.describe(), nvtx=nvtx_ranges().method)
+        return result
     finally:
         runtime.close()
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dict[str, Any]:
+    """Warm up and time under ``profiler``; the latencies, the trace written and what it holds."""
+    import torch
+
+    op_ranges = (lambda: operator_ranges(device)) if cfg.get("op_ranges") and runtime.eager_torch else None
+    out: dict[str, Any] = {"trace": None, "op_ranges": bool(op_ranges), "warnings": []}
+    if profiler == "torch":
+        activities = [torch.profiler.ProfilerActivity.CPU]
+        if device.startswith("cuda"):
+            activities.append(torch.profiler.ProfilerActivity.CUDA)
+        # Warm up outside the profiler, then profile only the timed iterations.
+        time_iterations(runtime.run, runtime.sync, cfg["warmup"], 0)
+        with torch.profiler.profile(activities=activities) as prof:
+            out["latencies_ms"] = time_iterations(
+                runtime.run, runtime.sync, 0, cfg["iters"], record_function=True
+            )
+        out["trace"] = _export_kineto(prof, Path(cfg["trace_out"]))
+        out["warnings"] += iteration_kernel_warnings(out["trace"])
+        return out
+    out["latencies_ms"] = time_iterations(
+        runtime.run, runtime.sync, cfg["warmup"], cfg["iters"], op_ranges=op_ranges
+    )
+    if profiler == "ort":
+        written = runtime.end_profiling()
+        if written:
+            trace = Path(cfg["trace_out"])
+            runs = copy_ort_profile(written, trace)
+            out["trace"] = str(trace)
+            out["trace_runs"] = runs
+            out["runs_before_timed"] = max(0, runs - cfg["iters"])
+    return out
+
+
+def iteration_kernel_warnings(trace_path: str) -> list[str]:
+    """One warning when some timed iteration of a torch.profiler trace holds no kernel (CUDA-graph kernels
+    dropped by the profiler, or a runtime that did no device work), else none."""
+    try:
+        from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
+
+        from tracekit.readers import read_trace
+
+        analysis = analyze_iterations(read_trace(trace_path, frames=FRAMES_NEEDED), "iteration", 0)
+    except Exception as exc:  # the check must not lose the run
+        return [f"could not check kernels per iteration: {type(exc).__name__}"]
+    empty = analysis.iterations.filter(analysis.iterations["kernels"] == 0).height
+    if empty:
+        total = analysis.iterations.height
+        return [f"{empty} of {total} timed iterations hold no kernel in the torch.profiler trace"]
+    return []
 
 
 def _export_kineto(prof: Any, out: Path) -> str:

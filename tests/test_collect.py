@@ -96,6 +96,8 @@ def test_ncu_argv() -> None:
         "--nvtx",
         "--nvtx-include",
         "iteration/",
+        "--launch-count",
+        "3000",
         "--metrics",
         "sm__cycles_active.avg.pct_of_peak_sustained_elapsed,"
         "sm__warps_active.avg.pct_of_peak_sustained_active,sm__cycles_active.avg,"

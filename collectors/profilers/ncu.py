@@ -36,15 +36,29 @@ def require_ncu() -> str:
     return ncu
 
 
+#: Timed iterations run under ncu (every kernel is replayed once per metric pass: seconds per kernel).
+NCU_ITERATIONS = 3
+#: Upper bound on profiled kernels, whatever the model (``--launch-count``).
+NCU_MAX_KERNELS = 3000
+
+
 def build_profile_argv(
-    ncu: str, output_base: str | Path, child: list[str], range_name: str = "iteration"
+    ncu: str,
+    output_base: str | Path,
+    child: list[str],
+    range_name: str = "iteration",
+    max_kernels: int = NCU_MAX_KERNELS,
 ) -> list[str]:
-    """``ncu`` restricted to kernels inside push/pop NVTX ranges named ``range_name`` (``NAME/`` syntax)."""
+    """``ncu`` restricted to kernels inside push/pop NVTX ranges named ``range_name`` (``NAME/`` syntax), at
+    most ``max_kernels`` of them (``--launch-count`` counts after the NVTX filter). The worker runs only
+    :data:`NCU_ITERATIONS` timed iterations under ncu, so the filter keeps a few iterations' kernels."""
     return [
         ncu,
         "--nvtx",
         "--nvtx-include",
         f"{range_name}/",
+        "--launch-count",
+        str(max_kernels),
         "--metrics",
         ",".join(NCU_METRICS),
         "--target-processes",
@@ -59,6 +73,14 @@ def build_profile_argv(
 def build_csv_argv(ncu: str, report: str | Path) -> list[str]:
     """``ncu --import REPORT --csv --page raw`` (written to stdout)."""
     return [ncu, "--import", str(report), "--csv", "--page", "raw"]
+
+
+def no_report_reason(log_text: str) -> str:
+    """One line for "ncu wrote no report": ncu's first error line from its log, else a generic line."""
+    from tracekit.collectors.gpu import first_error_line
+
+    err = first_error_line(log_text)
+    return f"ncu wrote no report: {err}" if err else "ncu wrote no report (no ==ERROR== line in its log)"
 
 
 def export_csv(ncu: str, report: Path, csv_path: Path) -> None:

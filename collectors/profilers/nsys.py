@@ -47,13 +47,20 @@ def nsys_version(nsys: str) -> str | None:
 
 
 def build_profile_argv(
-    nsys: str, output_base: str | Path, child: list[str], cuda: bool, gpu_metrics_device: int | None = None
+    nsys: str,
+    output_base: str | Path,
+    child: list[str],
+    cuda: bool,
+    gpu_metrics_device: int | None = None,
+    metrics_option: str = "--gpu-metrics-device",
 ) -> list[str]:
     """The ``nsys profile`` command line that traces ``child`` into ``output_base`` (.nsys-rep added by nsys).
 
     ``cuda``: also trace CUDA (``-t cuda,nvtx,osrt``) with ``--cuda-graph-trace=node`` so every kernel of a
-    graph launch is recorded. ``gpu_metrics_device``: physical GPU index to sample GPU metrics on (see
-    :func:`tracekit.collectors.profilers.nvml.physical_gpu_index`).
+    graph launch is recorded. ``gpu_metrics_device``: the nsys GPU id to sample GPU metrics on (nsys numbers
+    GPUs by PCI bus, like NVML: see :func:`tracekit.collectors.gpu.cuda_device_map`), None = no sampling.
+    ``metrics_option``: the spelling the installed nsys accepts (``--gpu-metrics-devices`` from 2023.4 on,
+    see :func:`tracekit.collectors.gpu.gpu_metrics_option`).
     """
     argv = [
         nsys,
@@ -69,7 +76,7 @@ def build_profile_argv(
     if cuda:
         argv.append("--cuda-graph-trace=node")
         if gpu_metrics_device is not None:
-            argv.append(f"--gpu-metrics-device={gpu_metrics_device}")
+            argv.append(f"{metrics_option}={gpu_metrics_device}")
     return argv + list(child)
 
 

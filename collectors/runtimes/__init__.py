@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 
 from tracekit.collectors.runtimes.base import RunContext, Runtime
+
 from tracekit.errors import TracekitError
 
 #: CLI name -> "module:Class" under collectors.runtimes.
@@ -20,6 +21,10 @@ RUNTIMES: dict[str, str] = {
 
 #: Runtimes that need a CUDA device.
 CUDA_ONLY: frozenset[str] = frozenset({"cuda-graphs", "compile-cudagraphs", "onnx-cuda-graphs"})
+#: Runtimes that replay captured CUDA graphs: their first runs capture/record, so they need >= 2 warm-up runs.
+GRAPH_RUNTIMES: frozenset[str] = frozenset({"cuda-graphs", "compile-cudagraphs", "onnx-cuda-graphs"})
+#: Warm-up runs the graph runtimes need before timing (capture or recording must not land in timed runs).
+GRAPH_MIN_WARMUP = 2
 #: Runtimes that execute through ONNX Runtime (the ``ort`` profiler applies to them only).
 ONNX_RUNTIMES: frozenset[str] = frozenset({"onnx", "onnx-cuda-graphs"})
 
@@ -39,6 +44,8 @@ def get_runtime(name: str) -> Runtime:
 
 __all__ = [
     "CUDA_ONLY",
+    "GRAPH_MIN_WARMUP",
+    "GRAPH_RUNTIMES",
     "ONNX_RUNTIMES",
     "RUNTIMES",
     "RunContext",

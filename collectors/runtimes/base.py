@@ -21,7 +21,21 @@ class RunContext:
     precision: str
     opset: int = 17
     ort_profile_prefix: str | None = None
+    #: TF32 for fp32 matmuls/convolutions: the same setting for torch and ONNX Runtime (``use_tf32``).
+    tf32: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def cuda_index(self) -> int | None:
+        """N of ``cuda:N`` (0 for plain ``cuda``), None on the CPU."""
+        return cuda_index(self.device)
+
+
+def cuda_index(device: str) -> int | None:
+    """N of ``cuda:N`` (0 for ``cuda``), None for a non-CUDA device."""
+    if not device.startswith("cuda"):
+        return None
+    return int(device.split(":")[1]) if ":" in device else 0
 
 
 class Runtime:
@@ -32,6 +46,8 @@ class Runtime:
     needs_cuda: bool = False
     #: True when torch operators run eagerly in Python (operator NVTX ranges are meaningful).
     eager_torch: bool = False
+    #: True when the runtime replays captured CUDA graphs (needs >= 2 warm-up runs; torch.profiler workaround).
+    captures_graphs: bool = False
 
     def __init__(self) -> None:
         self.ctx: RunContext | None = None
@@ -45,11 +61,11 @@ class Runtime:
         raise NotImplementedError
 
     def sync(self) -> None:
-        """Wait until the device has finished all work issued so far."""
+        """Wait until the run's device (``cuda:N``, not the current device) has finished all work issued."""
         if self.ctx is not None and self.ctx.device.startswith("cuda"):
             import torch
 
-            torch.cuda.synchronize()
+            torch.cuda.synchronize(self.ctx.device)
 
     def describe(self) -> dict[str, Any]:
         """What ran, for run.json (e.g. execution providers, compile mode)."""

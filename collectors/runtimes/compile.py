@@ -1,10 +1,39 @@
-"""``torch.compile``: default mode (``compile``) and ``mode="reduce-overhead"`` (``compile-cudagraphs``)."""
+"""``torch.compile``: default mode (``compile``) and ``mode="reduce-overhead"`` (``compile-cudagraphs``).
+
+``reduce-overhead`` asks Inductor for CUDA graphs (cudagraph trees) but Inductor silently falls back to
+launching kernels one by one when it cannot use them (CPU tensors in the graph, mutated inputs, dynamic
+shapes...; it logs "skipping cudagraphs" and counts ``counters["inductor"]["cudagraph_skips"]``).
+:meth:`CompileCudaGraphsRuntime.describe` therefore reports whether graphs were really recorded.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
 from tracekit.collectors.runtimes.base import RunContext, Runtime
+
+
+def cudagraph_skips() -> int:
+    """Inductor's running count of "skipping cudagraphs" decisions in this process."""
+    try:
+        from torch._dynamo.utils import counters
+
+        return int(counters["inductor"]["cudagraph_skips"])
+    except Exception:
+        return 0
+
+
+def recorded_graphs(device_index: int) -> int:
+    """CUDA graphs recorded by Inductor's cudagraph trees on ``device_index`` (0 when none, or no manager)."""
+    try:
+        from torch._inductor import cudagraph_trees
+
+        manager = cudagraph_trees.get_manager(device_index, create_if_none_exists=False)
+    except Exception:
+        return 0
+    if manager is None or getattr(manager, "roots", None) is None:
+        return 0
+    return sum(len(nodes) for nodes in manager.roots.values())
 
 
 class CompileRuntime(Runtime):
@@ -15,6 +44,7 @@ class CompileRuntime(Runtime):
         import torch
 
         super().prepare(ctx)
+        self._skips_before = cudagraph_skips()
         self.module = torch.compile(ctx.model.module, mode=self.mode, dynamic=False)
         # Compile now, not inside the first timed iteration (warm-up runs follow anyway).
         with torch.inference_mode():
@@ -35,3 +65,18 @@ class CompileCudaGraphsRuntime(CompileRuntime):
     name = "compile-cudagraphs"
     mode = "reduce-overhead"
     needs_cuda = True
+    captures_graphs = True
+
+    def describe(self) -> dict[str, Any]:
+        """Adds ``cuda_graphs_used`` (graphs recorded and no skip), ``graphs_recorded`` and
+        ``cudagraph_skips`` (Inductor's skip decisions since :meth:`prepare`)."""
+        index = self.ctx.cuda_index if self.ctx is not None else None
+        graphs = recorded_graphs(index) if index is not None else 0
+        skips = cudagraph_skips() - getattr(self, "_skips_before", 0)
+        return {
+            "runtime": self.name,
+            "mode": self.mode,
+            "cuda_graphs_used": graphs > 0 and skips == 0,
+            "graphs_recorded": graphs,
+            "cudagraph_skips": skips,
+        }

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.collectors.runtimes.base import RunContext, Runtime
+
 from tracekit.errors import RunFailure, TracekitError
 
 
@@ -94,6 +95,74 @@ def _np_dtype(tensor: Any) -> Any:
     }[tensor.dtype]
 
 
+def cuda_provider_options(device_id: int, cuda_graph: bool, tf32: bool) -> dict[str, str]:
+    """CUDA execution provider options: the device, TF32 as torch has it (``use_tf32``, ORT's default is on)
+    and ORT's CUDA graph capture (``enable_cuda_graph``) for ``onnx-cuda-graphs``."""
+    opts = {"device_id": str(device_id), "use_tf32": "1" if tf32 else "0"}
+    if cuda_graph:
+        opts["enable_cuda_graph"] = "1"
+    return opts
+
+
+def preload_cuda_libraries(ort: Any) -> str | None:
+    """``onnxruntime.preload_dlls()`` where the installed ORT has it (1.21+): load the CUDA/cuDNN libraries
+    that onnxruntime-gpu needs (from torch's or the nvidia pip packages) before the provider is created.
+    Returns a one-line note when it failed (the session check below decides), else None."""
+    preload = getattr(ort, "preload_dlls", None)
+    if preload is None:
+        return None
+    try:
+        preload()
+    except Exception as exc:
+        return f"onnxruntime.preload_dlls() failed: {type(exc).__name__}: {str(exc).strip()[:200]}"
+    return None
+
+
+def _pkg_version(name: str) -> str | None:
+    import importlib.metadata
+
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def cuda_provider_problem(ort: Any, providers: list[str], note: str | None = None) -> str:
+    """Why ORT built a session without its CUDA provider, and what to install (one line)."""
+    cpu, gpu = _pkg_version("onnxruntime"), _pkg_version("onnxruntime-gpu")
+    got = providers[0] if providers else "no provider"
+    head = f"onnxruntime created the session on {got}, not CUDAExecutionProvider"
+    if cpu and gpu:
+        fix = (
+            f"both onnxruntime {cpu} and onnxruntime-gpu {gpu} are installed and the CPU build wins; run "
+            "'pip uninstall -y onnxruntime onnxruntime-gpu && pip install onnxruntime-gpu'"
+        )
+    elif not gpu:
+        fix = "this is the CPU build of onnxruntime; install onnxruntime-gpu (pip install 'tracekit[gpu]')"
+    else:
+        try:
+            import torch
+
+            cuda = torch.version.cuda
+            cudnn = torch.backends.cudnn.version()
+        except Exception:
+            cuda = cudnn = None
+        fix = (
+            f"the CUDA provider library of onnxruntime-gpu {gpu} did not load: its CUDA and cuDNN major "
+            f"versions must match the installed ones (torch uses CUDA {cuda}, cuDNN {cudnn}); install the "
+            "onnxruntime-gpu build for them (see onnxruntime.ai CUDA EP requirements)"
+        )
+    return f"{head}: {fix}" + (f" ({note})" if note else "")
+
+
+def require_cuda_session(ort: Any, session: Any, note: str | None = None) -> None:
+    """TracekitError (exit 2) unless ``session`` really runs on the CUDA provider: ``get_available_providers``
+    lists compiled-in providers, not loadable ones, and ORT silently falls back to the CPU."""
+    providers = list(session.get_providers())
+    if not providers or providers[0] != "CUDAExecutionProvider":
+        raise TracekitError(cuda_provider_problem(ort, providers, note))
+
+
 class OnnxRuntime(Runtime):
     name = "onnx"
     cuda_graph = False
@@ -102,25 +171,22 @@ class OnnxRuntime(Runtime):
         import onnxruntime as ort
 
         super().prepare(ctx)
+        self.on_cuda = ctx.device.startswith("cuda")
+        note = preload_cuda_libraries(ort) if self.on_cuda else None
         path = export_onnx(ctx.model, ctx.inputs, ctx.precision, ctx.opset)
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
         if ctx.ort_profile_prefix:
             opts.enable_profiling = True
             opts.profile_file_prefix = ctx.ort_profile_prefix
-        self.on_cuda = ctx.device.startswith("cuda")
         if self.on_cuda:
             if "CUDAExecutionProvider" not in ort.get_available_providers():
-                raise TracekitError(
-                    "onnxruntime has no CUDAExecutionProvider here; install onnxruntime-gpu "
-                    "(pip install 'tracekit[gpu]')"
-                )
-            self.device_id = int(ctx.device.split(":")[1]) if ":" in ctx.device else 0
-            cuda_opts: dict[str, Any] = {"device_id": self.device_id}
-            if self.cuda_graph:
-                cuda_opts["enable_cuda_graph"] = "1"
-            providers: list[Any] = [("CUDAExecutionProvider", cuda_opts)]
+                raise TracekitError(cuda_provider_problem(ort, list(ort.get_available_providers()), note))
+            self.device_id = ctx.cuda_index or 0
+            self.provider_options = cuda_provider_options(self.device_id, self.cuda_graph, ctx.tf32)
+            providers: list[Any] = [("CUDAExecutionProvider", self.provider_options)]
         else:
+            self.provider_options = {}
             providers = ["CPUExecutionProvider"]
         self.model_path = path
         try:
@@ -129,6 +195,8 @@ class OnnxRuntime(Runtime):
             raise RunFailure(
                 f"onnxruntime could not load {path.name}: {str(exc).strip().splitlines()[0]}"
             ) from exc
+        if self.on_cuda:
+            require_cuda_session(ort, self.session, note)
         names = [i.name for i in self.session.get_inputs()]
         if self.on_cuda:
             self._bind(names)
@@ -167,9 +235,11 @@ class OnnxRuntime(Runtime):
             # plain CUDA session of the same model.
             import onnxruntime as ort
 
+            plain_options = cuda_provider_options(self.device_id, False, self.ctx.tf32)
             plain = ort.InferenceSession(
-                str(self.model_path), providers=[("CUDAExecutionProvider", {"device_id": self.device_id})]
+                str(self.model_path), providers=[("CUDAExecutionProvider", plain_options)]
             )
+            require_cuda_session(ort, plain)
             pb = plain.io_binding()
             for name, tensor in zip(names, self.inputs, strict=True):
                 pb.bind_input(
@@ -199,8 +269,15 @@ class OnnxRuntime(Runtime):
         return {
             "runtime": self.name,
             "providers": self.session.get_providers(),
+            "provider_used": self.session.get_providers()[0],
+            "provider_options": {
+                k: v
+                for k, v in self.provider_options.items()
+                if k in ("device_id", "use_tf32", "enable_cuda_graph")
+            },
             "io_binding": self.on_cuda,
             "cuda_graph": self.cuda_graph,
+            "cuda_graphs_used": self.cuda_graph and self.on_cuda,
             "model_file": Path(str(self.model_path)).name,
         }
 
@@ -216,4 +293,5 @@ class OnnxRuntime(Runtime):
 class OnnxCudaGraphsRuntime(OnnxRuntime):
     name = "onnx-cuda-graphs"
     needs_cuda = True
+    captures_graphs = True
     cuda_graph = True
