@@ -82,6 +82,15 @@ from tracekit.model import (
     conform,
     empty_frame,
 )
+from tracekit.readers.kineto_decode import (
+    ARG_FIELDS,
+    EVENT_FIELDS,
+    Progress,
+    chunk_frame,
+    event_chunks,
+    read_json_bytes,
+    split_document,
+)
 from tracekit.readers.nesting import nesting_depth
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -105,17 +114,6 @@ OCCUPANCY_ARG = "est. achieved occupancy %"
 API_SUFFIX = r"_v\d{4,}$"
 #: microsecond values from here on do not fit int64 nanoseconds
 MAX_US = 9_223_372_036_854_775
-
-#: event fields pulled out of every event (top level) and out of its ``args``
-_EVENT_COLUMNS: tuple[str, ...] = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
-_ARG_COLUMNS: dict[str, str] = {
-    "correlation": "a_correlation",
-    "device": "a_device",
-    "stream": "a_stream",
-    OCCUPANCY_ARG: "a_occupancy",
-    "graph id": "a_graph",
-}
-
 
 # ------------------------------------------------------------------------------------------- loading
 
@@ -176,47 +174,9 @@ def us_to_ns(col: pl.Expr) -> pl.Expr:
     return pl.when(negative).then(-magnitude).otherwise(magnitude)
 
 
-def events_frame(events: list[Any]) -> pl.DataFrame:
-    """The events as a frame of plain columns (``ph``, ``cat``, ``name``, ``pid``, ``tid``, ``ts``, ``dur``,
-    ``id`` as text; ``a_*`` args as text), plus ``cat_l`` (lower-cased category), ``start``/``dur_ns`` (ns)."""
-    if not all(isinstance(e, dict) for e in events):
-        events = [e for e in events if isinstance(e, dict)]
-    empty: dict[str, Any] = {}
-    names = _EVENT_COLUMNS + tuple(_ARG_COLUMNS)
-    if events:
-        with gc_paused():  # millions of small tuples: the cyclic GC would rescan them all, to no purpose
-            rows = [
-                (
-                    e.get("ph"),
-                    e.get("cat"),
-                    e.get("name"),
-                    e.get("pid"),
-                    e.get("tid"),
-                    e.get("ts"),
-                    e.get("dur"),
-                    e.get("id"),
-                    (a := e.get("args") if isinstance(e.get("args"), dict) else empty).get("correlation"),
-                    a.get("device"),
-                    a.get("stream"),
-                    a.get(OCCUPANCY_ARG),
-                    a.get("graph id"),
-                )
-                for e in events
-            ]
-            columns = list(zip(*rows, strict=True))
-            del rows
-    else:
-        columns = [() for _ in names]
-    data = {}
-    for name, values in zip(_EVENT_COLUMNS + tuple(_ARG_COLUMNS.values()), columns, strict=True):
-        # strict=False turns ints into their text and anything unrepresentable (lists, dicts) into null.
-        data[name] = pl.Series(name, list(values), dtype=pl.String, strict=False)
-    frame = pl.DataFrame(data)
-    return frame.with_columns(
-        cat_l=pl.col("cat").str.to_lowercase(),
-        start=us_to_ns(pl.col("ts")),
-        dur_ns=us_to_ns(pl.col("dur")).fill_null(0),
-    )
+def empty_events_frame() -> pl.DataFrame:
+    """An events chunk with no rows (the text columns of :func:`tracekit.readers.kineto_decode.chunk_frame`)."""
+    return pl.DataFrame(schema={name: pl.String for name in (*EVENT_FIELDS, *ARG_FIELDS)})
 
 
 def leading_int(col: pl.Expr) -> pl.Expr:
@@ -228,17 +188,6 @@ def leading_int(col: pl.Expr) -> pl.Expr:
 
 
 # ---------------------------------------------------------------------------------------------- read
-
-
-def _trace_events(doc: Any, path: Path) -> tuple[list[Any], dict[str, Any]]:
-    """(events, header) of a parsed Kineto document; TraceFormatError when it is not one."""
-    if isinstance(doc, dict):
-        events = doc.get("traceEvents")
-        if isinstance(events, list):
-            return events, doc
-    elif isinstance(doc, list) and doc and all(isinstance(e, dict) and "ph" in e for e in doc):
-        return doc, {}  # chrome trace "JSON array format"
-    raise TraceFormatError("not a Kineto trace: no traceEvents", path)
 
 
 def _main_pid(x_events: pl.DataFrame) -> int | None:
@@ -430,23 +379,80 @@ def _meta(
     return meta
 
 
-def read(path: Path) -> Trace:
-    """Read a Kineto chrome trace (``.json`` or ``.json.gz``) into a normalized Trace (see module doc)."""
-    path = Path(path)
-    events, header = _trace_events(load_json(path), path)
-    frame = events_frame(events)
-    events.clear()  # the parsed events are no longer needed: free them before the frame work
-    warnings: list[str] = []
-    bad_ts = frame.filter(pl.col("ph") == "X", pl.col("start").is_null()).height
-    if bad_ts:
-        warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
-    x_events = frame.filter(pl.col("ph") == "X", pl.col("start").is_not_null())
-    flows = frame.filter(
-        pl.col("ph").is_in(["s", "f", "t"]),
-        pl.col("cat_l").is_in(list(FLOW_CATEGORIES)),
-        pl.col("start").is_not_null(),
+def _chunk_rows(chunk: pl.DataFrame) -> tuple[pl.DataFrame, set[str], int]:
+    """(rows the analysis uses, the chunk's category names, complete events without a readable ts).
+
+    Rows kept: complete events of the categories read (ops, api, ranges, CPU operators) with a readable
+    ts, and flow events; the other events (python_function, cuda_sync, memory instants, ...) are dropped
+    here so that memory holds only what the frames below need."""
+    frame = chunk.with_columns(
+        cat_l=pl.col("cat").str.to_lowercase(),
+        start=us_to_ns(pl.col("ts")),
+        dur_ns=us_to_ns(pl.col("dur")).fill_null(0),
     )
     categories = set(frame.get_column("cat").drop_nulls().unique().to_list())
+    bad_ts = frame.filter(pl.col("ph") == "X", pl.col("start").is_null()).height
+    kept = frame.filter(
+        pl.col("start").is_not_null(),
+        ((pl.col("ph") == "X") & pl.col("cat_l").is_in(list(_READ_CATEGORIES)))
+        | (pl.col("ph").is_in(["s", "f", "t"]) & pl.col("cat_l").is_in(list(FLOW_CATEGORIES))),
+    )
+    return kept.drop("cat", "ts", "dur"), categories, bad_ts
+
+
+#: categories of the complete events that end up in a frame
+_READ_CATEGORIES: tuple[str, ...] = (
+    *OP_CATEGORIES,
+    *API_CATEGORIES,
+    *CPU_OP_CATEGORIES,
+    *USER_RANGE_CATEGORIES,
+    *GPU_RANGE_CATEGORIES,
+)
+
+
+def read_events(
+    path: Path, progress: Progress | None = None
+) -> tuple[pl.DataFrame, dict[str, Any], set[str], int]:
+    """(kept event rows, header, category names, complete events without a readable ts) of a Kineto file.
+
+    The file is decoded chunk by chunk (:mod:`tracekit.readers.kineto_decode`); each chunk is reduced to
+    the rows the frames need (:func:`_chunk_rows`) before the next is decoded."""
+    data = read_json_bytes(path, progress)
+    header, events = split_document(data, path)
+    parts: list[pl.DataFrame] = []
+    categories: set[str] = set()
+    bad_ts = 0
+    with gc_paused():  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
+        for chunk in event_chunks(events, progress):
+            frame = chunk_frame(chunk)
+            del chunk
+            rows, cats, bad = _chunk_rows(frame)
+            parts.append(rows)
+            categories |= cats
+            bad_ts += bad
+    del events, data  # the JSON text is no longer needed: free it before the frame work
+    if parts:
+        frame = pl.concat(parts, rechunk=True)
+    else:
+        frame = _chunk_rows(empty_events_frame())[0]
+    return frame, header, categories, bad_ts
+
+
+def read(path: Path, progress: Progress | None = None) -> Trace:
+    """Read a Kineto chrome trace (``.json`` or ``.json.gz``) into a normalized Trace (see module doc).
+
+    ``progress``, when given, is called as ``progress(phase, fraction)`` while the file is read: phase
+    "read" (the file inflated), "decode" (fraction of the event array decoded, one call per chunk of about
+    :data:`tracekit.readers.kineto_decode.CHUNK_BYTES` bytes) and "frames" (1.0 when the frames are built).
+    """
+    path = Path(path)
+    frame, header, categories, bad_ts = read_events(path, progress)
+    warnings: list[str] = []
+    if bad_ts:
+        warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
+    x_events = frame.filter(pl.col("ph") == "X")
+    flows = frame.filter(pl.col("ph").is_in(["s", "f", "t"]))
+    del frame
 
     main_pid = _main_pid(x_events)
     api = _api(x_events)
@@ -468,10 +474,13 @@ def read(path: Path) -> Trace:
     ranges = _ranges(x_events, main_pid)
     meta = _meta(path, header, categories, ops, device)
     meta["warnings"] = warnings
-    return Trace(
+    trace = Trace(
         ops=conform(ops, OPS_SCHEMA),
         api=conform(api, API_SCHEMA),
         ranges=conform(ranges, RANGES_SCHEMA),
         kernel_metrics=conform(kernel_metrics, KERNEL_METRICS_SCHEMA),
         meta=meta,
     )
+    if progress:
+        progress("frames", 1.0)
+    return trace
