@@ -1,0 +1,257 @@
+"""Serving-engine steps: prefill, decode or mixed, and the framework tax per class.
+
+A serving engine runs one *step* (one forward over a batch) per scheduler iteration. A *prefill* step
+processes prompt tokens of requests that have not produced a token yet (including chunks of a chunked
+prefill); a *decode* step produces one token (or, with speculative decoding, a few) for requests already
+generating; a *mixed* step holds both; an *idle* step has no request (data-parallel padding, a dummy batch).
+Decode steps are short and many, which is where CUDA graphs and host scheduling decide the framework tax.
+
+Classification is by the step's range name (formats and their sources in :mod:`tracekit.analyzers.ranges`).
+From each name come a count of context (prefill) requests ``context_requests`` and of generation (decode)
+requests ``generation_requests``; the class is *mixed* when both are > 0, *prefill* when only the first,
+*decode* when only the second, *idle* when both are 0.
+
+vLLM ``execute_context_{C}({tokens})_generation_{G}({tokens})`` and the detailed
+``execute_{T}_context_{C}(sq{tokens}...)_generation_{G}(sq{tokens}...)``
+    C and G as counted by ``compute_iteration_details`` (``vllm/v1/utils.py``): a request is a context request
+    while it has generated no token, so a chunked-prefill continuation counts as context. Exact.
+vLLM ``execute_new_{N}_cached_{M}`` (earlier V1)
+    C = N (requests scheduled for the first time: always prefill), G = M (requests scheduled before). A cached
+    request is decoding unless its prompt is being prefilled in chunks, so a chunk after the first counts as
+    decode here: the class is exact without chunked prefill, approximate with it.
+SGLang ``step[{MODE} bs={B} ...]``
+    by ``ForwardMode``: EXTEND, PREFILL, SPLIT_PREFILL, DRAFT_EXTEND, DRAFT_EXTEND_V2 -> prefill (C = B, G = 0);
+    DECODE, TARGET_VERIFY (speculative verification of generating requests) -> decode (C = 0, G = B); MIXED ->
+    mixed, or with the detailed fields ``c={C} g={G}`` by those counts; IDLE, DUMMY_FIRST -> idle (C = G = 0).
+    Other modes are left unclassified.
+TensorRT-LLM ``[Executor] _forward_step {i}: {C} ctx reqs, {G} gen reqs``
+    C context requests, G generation requests, as scheduled.
+
+When the iterations are not themselves engine steps (the default choice takes torch.profiler's
+``ProfilerStep#N`` first, and vLLM opens one around each step), an iteration takes the class of the engine
+step ranges that start inside it: *mixed* when they include prefill and decode work (or a mixed step),
+else their common class. Iterations with no recognised step name stay unclassified (null).
+
+Recorded shapes (Kineto ``Input Dims``) are not used: the trace model does not carry them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from tracekit.analyzers.ranges import ENGINE_STEPS
+
+from tracekit.model import Trace
+
+#: The step classes (an Enum column ``step_class``; null = not classified).
+STEP_CLASS = pl.Enum(["prefill", "decode", "mixed", "idle"])
+
+SGLANG_PREFILL_MODES = ("EXTEND", "PREFILL", "SPLIT_PREFILL", "DRAFT_EXTEND", "DRAFT_EXTEND_V2")
+SGLANG_DECODE_MODES = ("DECODE", "TARGET_VERIFY")
+SGLANG_IDLE_MODES = ("IDLE", "DUMMY_FIRST")
+
+_VLLM_CONTEXT = r"^execute_(?:\d+_)?context_(\d+)\([^)]*\)_generation_(\d+)\([^)]*\)$"
+_VLLM_NEW_CACHED = r"^execute_new_(\d+)_cached_(\d+)$"
+_SGLANG = r"^step\[([A-Z][A-Z0-9_]*) bs=(\d+)[^\]]*\]$"
+_SGLANG_CG = r" c=(\d+) g=(\d+)"
+_TRTLLM = ENGINE_STEPS["TensorRT-LLM"].replace(
+    r": \d+ ctx reqs, \d+ gen reqs", r": (\d+) ctx reqs, (\d+) gen reqs"
+)
+
+#: Per-class fields of :func:`class_summary`.
+SUMMARY_FIELDS = ("latency_ms", "gpu_busy_ms", "framework_overhead_ms", "gpu_utilization")
+
+
+def _int(name: pl.Expr, regex: str, group: int) -> pl.Expr:
+    return name.str.extract(regex, group).cast(pl.Int64, strict=False)
+
+
+def step_counts(names: pl.Expr) -> list[pl.Expr]:
+    """Expressions over range names: ``step_engine`` (null: not an engine step), ``context_requests``,
+    ``generation_requests`` (null where the name does not say)."""
+    mode = names.str.extract(_SGLANG, 1)
+    bs = _int(names, _SGLANG, 2)
+    sglang_c = (
+        pl.when(mode.is_in(SGLANG_PREFILL_MODES))
+        .then(bs)
+        .when(mode.is_in(SGLANG_DECODE_MODES + SGLANG_IDLE_MODES))
+        .then(0)
+        .when(mode == "MIXED")
+        .then(_int(names, _SGLANG_CG, 1))
+    )
+    sglang_g = (
+        pl.when(mode.is_in(SGLANG_DECODE_MODES))
+        .then(bs)
+        .when(mode.is_in(SGLANG_PREFILL_MODES + SGLANG_IDLE_MODES))
+        .then(0)
+        .when(mode == "MIXED")
+        .then(_int(names, _SGLANG_CG, 2))
+    )
+    is_vllm = names.str.contains(ENGINE_STEPS["vLLM"])
+    is_sglang = names.str.contains(ENGINE_STEPS["SGLang"])
+    is_trt = names.str.contains(ENGINE_STEPS["TensorRT-LLM"])
+    context = pl.coalesce(_int(names, _VLLM_CONTEXT, 1), _int(names, _VLLM_NEW_CACHED, 1))
+    generation = pl.coalesce(_int(names, _VLLM_CONTEXT, 2), _int(names, _VLLM_NEW_CACHED, 2))
+    return [
+        pl.when(is_vllm)
+        .then(pl.lit("vLLM"))
+        .when(is_sglang)
+        .then(pl.lit("SGLang"))
+        .when(is_trt)
+        .then(pl.lit("TensorRT-LLM"))
+        .alias("step_engine"),
+        pl.when(is_vllm)
+        .then(context)
+        .when(is_sglang)
+        .then(sglang_c)
+        .when(is_trt)
+        .then(_int(names, _TRTLLM, 1))
+        .alias("context_requests"),
+        pl.when(is_vllm)
+        .then(generation)
+        .when(is_sglang)
+        .then(sglang_g)
+        .when(is_trt)
+        .then(_int(names, _TRTLLM, 2))
+        .alias("generation_requests"),
+    ]
+
+
+def _flags(names: pl.Expr) -> list[pl.Expr]:
+    """Per name: ``prefill_work``, ``decode_work``, ``mixed_mode`` (SGLang MIXED without counts), ``known``."""
+    mode = names.str.extract(_SGLANG, 1)
+    c, g = pl.col("context_requests"), pl.col("generation_requests")
+    mixed_mode = (mode == "MIXED") & c.is_null()
+    return [
+        ((c > 0) | mixed_mode).fill_null(False).alias("prefill_work"),
+        ((g > 0) | mixed_mode).fill_null(False).alias("decode_work"),
+        (pl.col("step_engine").is_not_null() & (c.is_not_null() | mixed_mode)).alias("known"),
+    ]
+
+
+def classify_names(names: pl.Series) -> pl.DataFrame:
+    """Classify step range names: ``name``, ``step_engine``, ``context_requests``, ``generation_requests``,
+    ``step_class`` (module docstring; null: not a recognised step)."""
+    frame = pl.DataFrame({"name": names.cast(pl.String)}).with_columns(step_counts(pl.col("name")))
+    frame = frame.with_columns(_flags(pl.col("name")))
+    return frame.select(
+        "name",
+        "step_engine",
+        "context_requests",
+        "generation_requests",
+        _class_of("prefill_work", "decode_work", "known"),
+    )
+
+
+def _class_of(prefill: str, decode: str, known: str) -> pl.Expr:
+    p, d = pl.col(prefill), pl.col(decode)
+    return (
+        pl.when(~pl.col(known))
+        .then(None)
+        .when(p & d)
+        .then(pl.lit("mixed"))
+        .when(p)
+        .then(pl.lit("prefill"))
+        .when(d)
+        .then(pl.lit("decode"))
+        .otherwise(pl.lit("idle"))
+        .cast(STEP_CLASS)
+        .alias("step_class")
+    )
+
+
+def _inner_steps(own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """(iteration, name) of the engine step ranges of ``trace`` that start inside each iteration's range."""
+    host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu"))
+    engine_regex = "|".join(f"(?:{r})" for r in ENGINE_STEPS.values())
+    inner = host.filter(pl.col("name").str.contains(engine_regex)).select("start", "name").sort("start")
+    if inner.is_empty() or own.is_empty():
+        return pl.DataFrame(schema={"iteration": pl.Int64, "name": pl.String})
+    return (
+        inner.join_asof(
+            own.select("iteration", "range_start", "range_end").sort("range_start"),
+            left_on="start",
+            right_on="range_start",
+            strategy="backward",
+        )
+        .filter(pl.col("start") < pl.col("range_end"))
+        .select("iteration", "name")
+    )
+
+
+def step_classes(ranges: pl.DataFrame, trace: Trace | None = None) -> pl.DataFrame:
+    """Per iteration of ``ranges`` (the frame of :func:`tracekit.analyzers.ranges.choose_ranges`):
+    ``iteration``, ``step_engine``, ``step_class``, ``context_requests``, ``generation_requests`` (summed over
+    the steps of the iteration; null when a step does not say).
+
+    An iteration whose own name is a recognised step is classified by it; otherwise by the engine step ranges
+    of ``trace`` (host ranges) that start inside ``[range_start, range_end)`` (module docstring)."""
+    own = ranges.select("iteration", "range_start", "range_end", "name")
+    steps = own.select("iteration", "name")
+    if trace is not None:
+        known = classify_names(steps["name"])["step_class"].is_not_null()
+        inner = _inner_steps(own.filter(~known), trace)
+        steps = pl.concat([steps.filter(known), inner])
+    classified = pl.concat([steps.select("iteration"), classify_names(steps["name"])], how="horizontal")
+    c, g = pl.col("context_requests"), pl.col("generation_requests")
+    per_iteration = (
+        classified.filter(pl.col("step_class").is_not_null())
+        .group_by("iteration")
+        .agg(
+            pl.col("step_engine").first(),
+            pl.col("step_class").is_in(["prefill", "mixed"]).any().alias("_p"),
+            pl.col("step_class").is_in(["decode", "mixed"]).any().alias("_d"),
+            pl.when(c.null_count() == 0).then(c.sum()).alias("context_requests"),
+            pl.when(g.null_count() == 0).then(g.sum()).alias("generation_requests"),
+        )
+        .with_columns(pl.lit(True).alias("_k"))
+        .with_columns(_class_of("_p", "_d", "_k"))
+    )
+    return own.select("iteration").join(
+        per_iteration.select(
+            "iteration", "step_engine", "step_class", "context_requests", "generation_requests"
+        ),
+        on="iteration",
+        how="left",
+    )
+
+
+def add_step_class(
+    iterations: pl.DataFrame, ranges: pl.DataFrame, trace: Trace | None = None
+) -> pl.DataFrame:
+    """``iterations`` (``IterationAnalysis.iterations``: ``index`` = the range's ``iteration``) with
+    ``step_engine``, ``step_class``, ``context_requests``, ``generation_requests`` added (see
+    :func:`step_classes`); row order kept."""
+    classes = step_classes(ranges, trace).rename({"iteration": "index"})
+    return iterations.join(classes, on="index", how="left", maintain_order="left")
+
+
+def class_summary(iterations: pl.DataFrame) -> pl.DataFrame:
+    """The framework tax per step class, over the iterations of :func:`add_step_class` (classes in the order
+    prefill, decode, mixed, idle, then unclassified as a null class; classes with no step left out).
+
+    Columns: ``step_class``; ``steps`` (count); ``latency_ms``, ``gpu_busy_ms``, ``framework_overhead_ms``:
+    means in ms over the class's steps; ``gpu_utilization``: mean busy/latency fraction; ``p50_latency_ms``;
+    ``overhead_share``: total framework overhead / total latency of the class (a fraction); ``total_ms``: the
+    class's summed latency."""
+    means = [pl.col(f).mean().alias(f) for f in SUMMARY_FIELDS]
+    return (
+        iterations.group_by("step_class")
+        .agg(
+            pl.len().alias("steps"),
+            *means,
+            pl.col("latency_ms").median().alias("p50_latency_ms"),
+            (pl.col("framework_overhead_ms").sum() / pl.col("latency_ms").sum()).alias("overhead_share"),
+            pl.col("latency_ms").sum().alias("total_ms"),
+        )
+        .sort("step_class", nulls_last=True)
+    )
+
+
+def class_summary_json(iterations: pl.DataFrame) -> list[dict[str, Any]]:
+    """:func:`class_summary` as JSON rows (the unclassified class named "unclassified")."""
+    frame = class_summary(iterations).with_columns(
+        pl.col("step_class").cast(pl.String).fill_null("unclassified")
+    )
+    return frame.to_dicts()
