@@ -12,12 +12,12 @@ import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-
 from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
+
 from tests.conftest import REAL_TRACES, SAMPLE_TRACES
 from tests.nsys_builder import NsysBuilder
 from tracekit.model import SCHEMAS
-from tracekit.readers import nsys_sqlite, read_trace
+from tracekit.readers import nsys_sqlite, read_trace, sqlite_engine
 
 HAS_ADBC = importlib.util.find_spec("adbc_driver_sqlite") is not None
 
@@ -76,16 +76,26 @@ def test_reads_split_into_rowid_slices_on_threads_equal_the_serial_read(path, mo
     monkeypatch.setenv("TRACEKIT_SQLITE_ENGINE", "sqlite3")
     serial = read_trace(path)
     monkeypatch.setenv("TRACEKIT_SQLITE_ENGINE", "adbc")
-    monkeypatch.setattr(nsys_sqlite, "SLICE_MIN_ROWS", 2)
-    monkeypatch.setattr(nsys_sqlite, "_read_threads", lambda: 3)
+    monkeypatch.setattr(sqlite_engine, "SLICE_MIN_ROWS", 2)
+    monkeypatch.setattr(sqlite_engine, "read_threads", lambda: 3)
+    queries: list[str] = []
+    adbc_frame = sqlite_engine.adbc_frame
+
+    def counting_adbc_frame(database, sql, schema):
+        queries.append(sql)
+        return adbc_frame(database, sql, schema)
+
+    monkeypatch.setattr(sqlite_engine, "adbc_frame", counting_adbc_frame)
     sliced = read_trace(path)
+    # The slices were really taken (from the CUPTI tables: CPU-only exports have none, NVTX is read whole).
+    assert any(" WHERE rowid >= " in q for q in queries) == (serial.meta["device"] == "gpu")
     for name in SCHEMAS:
         assert getattr(sliced, name).equals(getattr(serial, name)), name
 
 
 def test_pieces_are_joined_in_order_into_one_chunk_per_column():
     pieces = [pl.DataFrame({"a": [1, 2], "b": ["x", "y"]}), pl.DataFrame({"a": [3], "b": [None]})]
-    joined = nsys_sqlite._concat_contiguous(pieces)
+    joined = sqlite_engine.concat_contiguous(pieces)
     assert joined.to_dict(as_series=False) == {"a": [1, 2, 3], "b": ["x", "y", None]}
     assert joined.n_chunks("all") == [1, 1]
     assert pieces == []  # emptied: the caller's list does not keep the pieces alive
@@ -100,12 +110,12 @@ def test_rowid_slices_cover_every_row_once_in_order_with_gaps_in_rowids(tmp_path
     con.commit()
     for threads in (1, 2, 3, 4, 16):
         for minimum in (1, 100):
-            clauses = nsys_sqlite._slices(con, "t", threads) if minimum == 1 else [""]
+            clauses = sqlite_engine.rowid_slices(con, "t", threads) if minimum == 1 else [""]
             got = [v for c in clauses for (v,) in con.execute(f"SELECT v FROM t{c}")]
             assert got == [r * 10 for r in rowids], (threads, clauses)
-    assert nsys_sqlite._slices(con, "t", 1) == [""]
+    assert sqlite_engine.rowid_slices(con, "t", 1) == [""]
     con.execute("CREATE TABLE w (k INTEGER PRIMARY KEY, v INTEGER) WITHOUT ROWID")
-    assert nsys_sqlite._slices(con, "w", 4) == [""]  # no rowid: read whole
+    assert sqlite_engine.rowid_slices(con, "w", 4) == [""]  # no rowid: read whole
     con.close()
 
 

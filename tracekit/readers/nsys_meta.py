@@ -1,0 +1,103 @@
+"""What an Nsight Systems SQLite export says about itself and its target: export version, driver and CUDA
+versions, the GPUs (CUDA device id, name, PerfWorks id) and whether the file is synthetic. See
+:mod:`tracekit.readers.nsys_sqlite` for the ``meta`` keys.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tracekit.model import busiest_gpu_name
+from tracekit.readers.sqlite_engine import Database, quote
+
+
+def gpu_table(export: Database, env: dict[str, str]) -> list[dict[str, Any]]:
+    """GPUs of the target: [{id (CUDA device id), name, pw (PerfWorks id)}]."""
+    rows: list[dict[str, Any]] = []
+    if export.has("TARGET_INFO_GPU") and "id" in export.columns("TARGET_INFO_GPU"):
+        t = "TARGET_INFO_GPU"
+        sql = (
+            f'SELECT "id", {export.col(t, "name")}, {export.col(t, "pwGpuId")}, {export.col(t, "cuDevice")} '
+            f'FROM {quote(t)} ORDER BY "id"'
+        )
+        rows = [
+            {"gid": r[0], "name": r[1], "pw": r[2], "cu": r[3]} for r in export.con.execute(sql).fetchall()
+        ]
+    elif env.get("GpuInfo"):
+        try:
+            info = json.loads(env["GpuInfo"])
+        except ValueError:
+            info = {}
+        gpus = info.get("Gpus", []) if isinstance(info, dict) else []
+        rows = [
+            {"gid": g.get("Id"), "name": g.get("Name"), "pw": g.get("PwGpuId"), "cu": g.get("CuDevice")}
+            for g in gpus
+            if isinstance(g, dict) and g.get("Id") is not None
+        ]
+    if not rows:
+        return []
+    cuda_of: dict[Any, Any] = {}
+    if export.has("TARGET_INFO_CUDA_DEVICE") and {"gpuId", "cudaId"} <= export.columns(
+        "TARGET_INFO_CUDA_DEVICE"
+    ):
+        pairs = set(
+            export.con.execute('SELECT DISTINCT "gpuId", "cudaId" FROM TARGET_INFO_CUDA_DEVICE').fetchall()
+        )
+        by_gpu: dict[Any, set[Any]] = {}
+        for gpu_id, cuda_id in pairs:
+            by_gpu.setdefault(gpu_id, set()).add(cuda_id)
+        if all(len(v) == 1 for v in by_gpu.values()) and len({next(iter(v)) for v in by_gpu.values()}) == len(
+            by_gpu
+        ):
+            cuda_of = {k: next(iter(v)) for k, v in by_gpu.items()}
+    cus = [r["cu"] for r in rows]
+    cu_distinct = None not in cus and len(set(cus)) == len(cus)
+    out = []
+    for r in rows:
+        cuda = cuda_of.get(r["gid"], r["cu"] if cu_distinct else r["gid"])
+        out.append({"id": int(cuda), "name": r["name"], "pw": r["pw"] if r["pw"] is not None else r["gid"]})
+    return out
+
+
+def export_meta(
+    export: Database,
+    path: Path,
+    env: dict[str, str],
+    gpus: list[dict[str, Any]],
+    gpu_ops: pl.DataFrame | None,
+) -> dict[str, Any]:
+    """``meta`` of the trace (see :mod:`tracekit.readers.nsys_sqlite`) but ``device`` and ``warnings``:
+    format and version, synthetic flag, driver versions, GPUs, and the name of the GPU that ran most of
+    ``gpu_ops`` (None: a CPU-only trace, no GPU named)."""
+    info = {**export.key_values("EXPORT_META_DATA"), **export.key_values("META_DATA_EXPORT")}
+    meta: dict[str, Any] = {"path": str(path), "format": "nsys-sqlite"}
+    if info.get("EXPORT_PRODUCT_VERSION"):
+        meta["format_version"] = info["EXPORT_PRODUCT_VERSION"]
+    if info.get("EXPORT_SCHEMA_VERSION"):
+        meta["export_schema_version"] = info["EXPORT_SCHEMA_VERSION"]
+    synthetic = info.get("TRACEKIT_SYNTHETIC") == "1" or "synthetic" in path.name.lower()
+    meta["synthetic"] = synthetic
+    driver = env.get("NvDriverVersion", "")
+    if re.fullmatch(r"\d{8}", driver):  # nsys 2022.4 writes 470.161.03 as "47016103"
+        driver = f"{driver[:3]}.{int(driver[3:6])}.{driver[6:]}"
+    if driver and driver != "0":
+        meta["driver"] = driver
+    cuda = env.get("CudaDriverVersion", "")
+    if re.fullmatch(r"\d{4,6}", cuda) and int(cuda) > 0:
+        meta["cuda_driver"] = f"{int(cuda) // 1000}.{int(cuda) % 1000 // 10}"
+    if gpus:
+        meta["gpus"] = [{"id": g["id"], "name": g["name"]} for g in gpus]
+        names = {g["id"]: g["name"] for g in gpus}
+        gpu_name = None
+        if gpu_ops is not None:
+            gpu_name = busiest_gpu_name(gpu_ops, names)
+        if gpu_name is None and gpu_ops is not None and len(set(names.values())) == 1:
+            gpu_name = next(iter(names.values()))
+        if gpu_name:
+            meta["gpu"] = gpu_name
+    return meta
