@@ -44,13 +44,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "resnet50, vit-base, tiny (2-layer test preset)",
     )
     parser.add_argument(
-        "--layers", type=int, metavar="N", help="override the number of layers (depth scaling)"
+        "--layers",
+        type=int,
+        metavar="N",
+        help="override the number of layers (depth scaling; default: the preset's own)",
     )
     parser.add_argument(
         "--hidden",
         type=int,
         metavar="N",
-        help="override the hidden size (width scaling; heads = N/64, FFN = 4N)",
+        help="override the hidden size (width scaling; heads = N/64, FFN = 4N; default: the preset's own)",
     )
     parser.add_argument(
         "--gen-tokens",
@@ -73,8 +76,26 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LIST",
         help="comma-separated sequence lengths (default 128; image side for image models, default 224)",
     )
-    parser.add_argument("--precision", default="fp32", choices=["fp32", "fp16"])
-    parser.add_argument("--warmup", type=int, default=10, metavar="N", help="warm-up iterations (default 10)")
+    parser.add_argument(
+        "--precision",
+        default="fp32",
+        choices=["fp32", "fp16"],
+        help="weights and activations precision (default fp32)",
+    )
+    parser.add_argument(
+        "--tf32",
+        action="store_true",
+        help="allow TF32 for fp32 matmuls and convolutions in torch and ONNX Runtime alike (default off for "
+        "both; ONNX Runtime's own default would be on, torch's off for matmuls)",
+    )
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=10,
+        metavar="N",
+        help="warm-up iterations before timing (default 10; at least 2 for cuda-graphs, compile-cudagraphs "
+        "and onnx-cuda-graphs)",
+    )
     parser.add_argument("--iters", type=int, default=100, metavar="N", help="timed iterations (default 100)")
     parser.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cpu, cuda or cuda:N")
     parser.add_argument(
@@ -88,25 +109,60 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--opset", type=int, default=17, metavar="N", help="ONNX opset for exports (default 17)"
     )
-    parser.add_argument("--seed", type=int, default=0, help="seed for weights and inputs (default 0)")
+    parser.add_argument(
+        "--seed", type=int, default=0, metavar="N", help="seed for weights and inputs (default 0)"
+    )
     parser.add_argument(
         "-o",
         "--output",
         metavar="DIR",
         help="run directory (default runs/{model}-{runtime}-{device}-{YYYYmmdd-HHMMSS})",
     )
-    parser.add_argument("--overwrite", action="store_true", help="reuse an output directory that holds a run")
-    parser.add_argument("--no-progress", action="store_true", help="no progress bar (one line per config)")
+    parser.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="reuse an output directory that holds a run (default: refuse)",
+    )
+    parser.add_argument(
+        "--no-progress",
+        action="store_true",
+        help="no progress bar, one line per configuration (default: a bar on a terminal)",
+    )
     parser.add_argument(
         "--in-process",
         action="store_true",
         help="run the untraced, torch and ort timings in this process instead of a fresh worker "
-        "process each (faster; nsys and ncu always wrap a worker)",
+        "process each (faster; nsys and ncu always wrap a worker; default: a fresh worker each)",
     )
     parser.set_defaults(func=run)
 
 
+#: Python packages collection imports, and the extra that installs them.
+COLLECT_PACKAGES: tuple[str, ...] = ("torch", "transformers")
+ONNX_PACKAGES: tuple[str, ...] = ("onnx", "onnxruntime")
+INSTALL_EXTRA = "pip install 'tracekit[collect]'"
+
+
+def require_collect_packages(runtime: str) -> None:
+    """One line (exit 2) naming the extra to install when a base install lacks the collection stack."""
+    import importlib
+
+    wanted = COLLECT_PACKAGES + (ONNX_PACKAGES if runtime.startswith("onnx") else ())
+    missing = []
+    for name in wanted:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise TracekitError(
+            f"collect needs {', '.join(missing)}, not installed here; install the collection extra: "
+            f"{INSTALL_EXTRA} (on a CUDA machine: pip install 'tracekit[gpu]')"
+        )
+
+
 def run(args: argparse.Namespace) -> int:
+    require_collect_packages(args.runtime)
     from tracekit.collectors.sweep import Sweep, SweepOptions
 
     profilers: list[str] | None = None
@@ -136,6 +192,7 @@ def run(args: argparse.Namespace) -> int:
         else ["tracekit", "collect", *_argv_of(args)],
         progress=not args.no_progress,
         in_process=args.in_process,
+        tf32=args.tf32,
     )
     sweep = Sweep(opts)
     result = sweep.execute()
@@ -153,6 +210,8 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
     if args.seq_lens:
         out += ["--seq-lens", ",".join(map(str, args.seq_lens))]
     out += ["--warmup", str(args.warmup), "--iters", str(args.iters)]
+    if args.tf32:
+        out.append("--tf32")
     for prof in args.profilers or []:
         out += ["--profiler", prof]
     if args.output:
