@@ -112,6 +112,8 @@ def simulate_config(
     sidecar["truth"] = f"{stem}.truth.json"
     files["meta"] = out_dir / f"{stem}.meta.json"
     write_text_atomic(files["meta"], json.dumps(sidecar, indent=2) + "\n")
+    # The idle attribution goes to .truth.json only (the traces' embedded truth keeps its fields).
+    summary = {**summary, **truth.attribution_summary()}
     return SimulatedConfig(batch_size, seq_len, files, records, summary, traces)
 
 

@@ -13,6 +13,14 @@ construction, so the latency window is the range itself):
   cudaGraphLaunch) starting inside the range;
 - ``sm_active_pct`` / ``warps_in_flight_pct`` = wall-time averages over the range of the model's SM-activity
   and warps-in-flight signals (Σ kernel time × SM fill / latency), which the sampled GPU metrics approximate.
+- idle attribution (``dispatch_ns``, ``launch_ns``, ``sync_ns``, ``other_api_ns``, ``in_flight_ns``; they sum
+  to ``idle_ns``): each idle interval is split by what the model's one host thread is doing. The next kernel
+  of an interval is the kernel that ends it (by construction, launched by launch call k of the iteration, or
+  by its graph launch); from the moment that call returns the interval is ``in_flight``. Before that (and in
+  the trailing interval, which has no next kernel) the host is inside a launch call (``launch``: the model's
+  cudaLaunchKernel / cudaGraphLaunch), inside its cudaDeviceSynchronize (``sync``), or running framework code
+  (``dispatch``: the per-iteration pre/post work, every operator's CPU cost, the range close). The model
+  makes no other API call, so ``other_api_ns`` is always 0.
 
 Sweep level: the plateau is the run of batch sizes, from the smallest, whose mean true latency stays within
 10% of the smallest batch size's; the transition batch size is the first past it, or null (DESIGN.md).
@@ -25,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from tracekit.simulate.mechanism import API_GRAPH_LAUNCH, API_LAUNCH, Chunk
+from tracekit.simulate.mechanism import API_GRAPH_LAUNCH, API_LAUNCH, API_SYNC, Chunk
 
 PLATEAU_TOLERANCE = 0.10
 #: Per-iteration integer fields (ns and counts) kept while accumulating.
@@ -40,6 +48,8 @@ INT_FIELDS = (
     "kernels",
     "launches",
 )
+#: Per-iteration idle attribution (integer ns), written to ``.truth.json`` only (not into the traces).
+CAUSE_FIELDS = ("dispatch_ns", "launch_ns", "sync_ns", "other_api_ns", "in_flight_ns")
 
 
 def chunk_truth(chunk: Chunk) -> dict[str, np.ndarray]:
@@ -87,6 +97,54 @@ def chunk_truth(chunk: Chunk) -> dict[str, np.ndarray]:
     }
 
 
+def _covered_before(t: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.ndarray:
+    """Σ over the disjoint, time-ordered calls [starts, ends) of their time before each ``t``."""
+    if len(starts) == 0:
+        return np.zeros(t.shape, dtype=np.int64)
+    before = np.concatenate([[0], np.cumsum(ends - starts)])
+    k = np.searchsorted(starts, t, side="right") - 1
+    kk = np.clip(k, 0, None)
+    return np.where(k >= 0, before[kk] + np.minimum(t - starts[kk], ends[kk] - starts[kk]), 0)
+
+
+def chunk_attribution(chunk: Chunk) -> dict[str, np.ndarray]:
+    """Per-iteration idle attribution of one chunk (see the module docstring), from the model's own arrays:
+    its kernels, which call launched each, and the kinds of its host thread's calls (which never overlap)."""
+    n, m = chunk.n_iter, chunk.ops
+    rs, re_ = chunk.range_start[:, None], chunk.range_end[:, None]
+    order = np.argsort(chunk.k_start.reshape(n, m), axis=1, kind="stable")
+    s = np.clip(np.take_along_axis(chunk.k_start.reshape(n, m), order, axis=1), rs, re_)
+    e = np.clip(np.take_along_axis(chunk.k_end.reshape(n, m), order, axis=1), rs, re_)
+    call_end = chunk.api_end.reshape(n, -1)
+    if call_end.shape[1] == 2:  # graph runtime: every kernel comes from the one cudaGraphLaunch
+        launched_by_end = np.repeat(call_end[:, :1], m, axis=1)
+    else:  # eager: kernel k from launch call k
+        launched_by_end = np.take_along_axis(call_end[:, :m], order, axis=1)
+    reach = np.maximum.accumulate(e, axis=1)
+    before = np.concatenate([rs, np.maximum(reach[:, :-1], rs)], axis=1)
+    idle = s > before
+    a = np.where(idle, before, s)  # empty intervals [s, s) where there is no gap
+    cut = np.clip(launched_by_end, a, s)
+    # Host intervals: [a, cut) of every gap, then the trailing [last end, range end) (no next kernel).
+    tail_start = np.maximum(reach[:, -1:], rs)
+    host_a = np.concatenate([a, tail_start], axis=1).reshape(-1)
+    host_b = np.concatenate([cut, np.maximum(re_, tail_start)], axis=1).reshape(-1)
+    spent = {}
+    for name, kinds in (("launch_ns", (API_LAUNCH, API_GRAPH_LAUNCH)), ("sync_ns", (API_SYNC,))):
+        mine = np.isin(chunk.api_kind, kinds)
+        starts, ends = chunk.api_start[mine], chunk.api_end[mine]
+        inside = _covered_before(host_b, starts, ends) - _covered_before(host_a, starts, ends)
+        spent[name] = inside.reshape(n, m + 1).sum(axis=1)
+    host = (host_b - host_a).reshape(n, m + 1).sum(axis=1)
+    return {
+        "dispatch_ns": (host - spent["launch_ns"] - spent["sync_ns"]).astype(np.int64),
+        "launch_ns": spent["launch_ns"].astype(np.int64),
+        "sync_ns": spent["sync_ns"].astype(np.int64),
+        "other_api_ns": np.zeros(n, dtype=np.int64),
+        "in_flight_ns": (s - cut).sum(axis=1).astype(np.int64),
+    }
+
+
 class TruthAccumulator:
     """Collects per-iteration truth over the chunks of one config (a few numbers per iteration)."""
 
@@ -95,12 +153,15 @@ class TruthAccumulator:
 
     def add(self, chunk: Chunk) -> dict[str, np.ndarray]:
         part = chunk_truth(chunk)
+        part.update(chunk_attribution(chunk))
         self._parts.append(part)
         return part
 
     def arrays(self) -> dict[str, np.ndarray]:
         if not self._parts:
-            return {k: np.zeros(0) for k in (*INT_FIELDS, "sm_active_pct", "warps_in_flight_pct")}
+            return {
+                k: np.zeros(0) for k in (*INT_FIELDS, *CAUSE_FIELDS, "sm_active_pct", "warps_in_flight_pct")
+            }
         return {k: np.concatenate([p[k] for p in self._parts]) for k in self._parts[0]}
 
     def iterations(self) -> list[dict[str, Any]]:
@@ -127,6 +188,8 @@ class TruthAccumulator:
                     "idle_ns": int(a["idle_ns"][i]),
                     "sm_active_pct": float(a["sm_active_pct"][i]),
                     "warps_in_flight_pct": float(a["warps_in_flight_pct"][i]),
+                    **{k: int(a[k][i]) for k in CAUSE_FIELDS},
+                    **{k[:-3] + "_ms": int(a[k][i]) / 1e6 for k in CAUSE_FIELDS},
                 }
             )
         return records
@@ -151,6 +214,13 @@ class TruthAccumulator:
             "sm_active_pct_mean": float(a["sm_active_pct"].mean()),
             "warps_in_flight_pct_mean": float(a["warps_in_flight_pct"].mean()),
         }
+
+    def attribution_summary(self) -> dict[str, Any]:
+        """Means over iterations of each idle cause, ms (``dispatch_ms_mean``, ...; for ``.truth.json``)."""
+        a = self.arrays()
+        if not len(a["index"]):
+            return {}
+        return {k[:-3] + "_ms_mean": float(a[k].mean() / 1e6) for k in CAUSE_FIELDS}
 
 
 def plateau_and_transition(

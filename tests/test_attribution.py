@@ -1,0 +1,451 @@
+"""Idle-time attribution (analyzers/attribution.py): hand-built traces with answers worked out by hand, a
+plain-Python nanosecond-by-nanosecond reference under hypothesis, the simulator's ground truth, the CUDA-graph
+projection, and the study's own traces."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from tracekit.analyzers.attribution import (
+    CAUSE_NS,
+    CAUSES,
+    attribute_idle,
+    attribute_trace,
+    host_states,
+    iteration_ranges,
+)
+from tracekit.analyzers.iterations import analyze_iterations
+
+from tracekit.model import Trace
+
+PID, MAIN, WORKER = 1, 10, 20
+
+
+def call(start: int, end: int, name: str, corr: int | None = None, thread: int = MAIN) -> dict[str, Any]:
+    return {"start": start, "end": end, "pid": PID, "thread": thread, "correlation": corr, "name": name}
+
+
+def op(start: int, end: int, corr: int | None, stream: int = 7, kind: str = "kernel") -> dict[str, Any]:
+    return {"start": start, "end": end, "pid": PID, "correlation": corr, "stream": stream, "kind": kind}
+
+
+def rng(start: int, end: int, thread: int = MAIN, name: str = "iteration") -> dict[str, Any]:
+    return {"start": start, "end": end, "pid": PID, "thread": thread, "depth": 0, "name": name}
+
+
+def make_trace(ops: list[dict], api: list[dict], ranges: list[dict]) -> Trace:
+    return Trace(
+        ops=pl.DataFrame(ops, schema_overrides={"correlation": pl.Int64}) if ops else None,
+        api=pl.DataFrame(api, schema_overrides={"correlation": pl.Int64}) if api else None,
+        ranges=pl.DataFrame(ranges),
+        meta={"path": "hand-built"},
+    )
+
+
+def attribute(trace: Trace, pieces: bool = True):  # noqa: ANN201
+    analysis = analyze_iterations(trace)
+    return analysis, attribute_trace(trace, analysis, pieces=pieces)
+
+
+def causes(frame: pl.DataFrame, row: int = 0) -> dict[str, int]:
+    return {c: frame[f"{c}_ns"][row] for c in CAUSES}
+
+
+def piece_list(result) -> list[tuple[int, int, str]]:  # noqa: ANN001
+    return [(r["start_ns"], r["end_ns"], r["cause"]) for r in result.pieces.iter_rows(named=True)]
+
+
+# --- hand-built traces ----------------------------------------------------------------------------------------
+
+
+def test_every_cause_on_one_thread() -> None:
+    # Range [0, 1000). cudaMalloc [50, 100); launch A [200, 260) -> kernel [300, 400); launch B [450, 500) ->
+    # kernel [480, 600) (starts before its call returns); cudaDeviceSynchronize [700, 900).
+    trace = make_trace(
+        [op(300, 400, 1), op(480, 600, 2)],
+        [
+            call(50, 100, "cudaMalloc"),
+            call(200, 260, "cudaLaunchKernel", 1),
+            call(450, 500, "cudaLaunchKernel", 2),
+            call(700, 900, "cudaDeviceSynchronize"),
+        ],
+        [rng(0, 1000)],
+    )
+    analysis, result = attribute(trace)
+    assert piece_list(result) == [
+        (0, 50, "dispatch"),
+        (50, 100, "other_api"),
+        (100, 200, "dispatch"),
+        (200, 260, "launch"),
+        (260, 300, "in_flight"),  # A's call returned at 260, A starts at 300
+        (400, 450, "dispatch"),
+        (450, 480, "launch"),  # B starts inside its own launch call: no in_flight
+        (600, 700, "dispatch"),  # trailing gap: the main thread
+        (700, 900, "sync"),
+        (900, 1000, "dispatch"),
+    ]
+    assert causes(result.iterations) == {
+        "dispatch": 400,
+        "launch": 90,
+        "sync": 200,
+        "other_api": 50,
+        "in_flight": 40,
+    }
+    it = analysis.iterations.row(0, named=True)
+    busy_ns = round(it["gpu_busy_ms"] * 1e6)
+    assert busy_ns + sum(causes(result.iterations).values()) == 1000 == round(it["latency_ms"] * 1e6)
+    assert result.iterations["idle_ns"][0] == 780
+    assert result.gaps["thread"].to_list() == [MAIN, MAIN, MAIN]
+
+
+def test_nested_and_overlapping_calls_outermost_decides() -> None:
+    # Range [0, 1000), one kernel at [900, 950) launched by the call at [850, 870).
+    # [100, 200) runtime launch holding a driver launch [120, 180): launch. [300, 500) cudaMemcpy holding a
+    # cuStreamSynchronize [350, 450): other_api throughout. [600, 700) cudaEventRecord overlapped by a
+    # cudaStreamSynchronize [650, 800): other_api until 700, then sync.
+    trace = make_trace(
+        [op(900, 950, 9)],
+        [
+            call(100, 200, "cudaLaunchKernel", 1),
+            call(120, 180, "cuLaunchKernel", 1),
+            call(300, 500, "cudaMemcpy"),
+            call(350, 450, "cuStreamSynchronize"),
+            call(600, 700, "cudaEventRecord"),
+            call(650, 800, "cudaStreamSynchronize_v3020"),
+            call(850, 870, "cudaLaunchKernel_ptsz", 9),
+        ],
+        [rng(0, 1000)],
+    )
+    _, result = attribute(trace)
+    assert piece_list(result)[:9] == [
+        (0, 100, "dispatch"),
+        (100, 200, "launch"),
+        (200, 300, "dispatch"),
+        (300, 500, "other_api"),
+        (500, 600, "dispatch"),
+        (600, 700, "other_api"),
+        (700, 800, "sync"),
+        (800, 850, "dispatch"),
+        (850, 870, "launch"),
+    ]
+    assert causes(result.iterations) == {
+        "dispatch": 100 + 100 + 100 + 50 + 50,
+        "launch": 120,
+        "sync": 100,
+        "other_api": 300,
+        "in_flight": 30,
+    }
+
+
+def test_identical_intervals_and_same_start_calls() -> None:
+    # Two calls with the same interval (nsys lists some calls twice): the cause listed first wins (launch
+    # before sync before other_api); of two starting together the longer one is the outer.
+    states = host_states(
+        pl.DataFrame(
+            [
+                call(0, 10, "cudaEventRecord"),
+                call(0, 10, "cudaLaunchKernel"),
+                call(20, 30, "cudaFree"),
+                call(20, 40, "cudaStreamSynchronize"),
+            ]
+        )
+    )
+    assert states.select("start", "end", "cause").rows() == [(0, 10, 1), (20, 40, 2)]
+
+
+def test_the_launching_thread_decides_not_the_main_thread() -> None:
+    # The main thread opens the range and waits in a sync; a worker thread launches both kernels.
+    trace = make_trace(
+        [op(300, 400, 1), op(600, 700, 2, stream=8)],
+        [
+            call(0, 1000, "cudaStreamSynchronize", thread=MAIN),
+            call(100, 150, "cudaLaunchKernel", 1, thread=WORKER),
+            call(500, 650, "cudaLaunchKernel", 2, thread=WORKER),
+            call(420, 480, "cudaMalloc", thread=WORKER),
+        ],
+        [rng(0, 1000)],
+    )
+    _, result = attribute(trace)
+    assert result.gaps["thread"].to_list() == [WORKER, WORKER, MAIN]
+    assert piece_list(result) == [
+        (0, 100, "dispatch"),
+        (100, 150, "launch"),
+        (150, 300, "in_flight"),
+        (400, 420, "dispatch"),
+        (420, 480, "other_api"),
+        (480, 500, "dispatch"),
+        (500, 600, "launch"),
+        (700, 1000, "sync"),  # trailing: the main thread, inside its sync
+    ]
+
+
+def test_multiple_streams_and_simultaneous_starts() -> None:
+    # Stream 7 and stream 8 kernels overlap: no gap between them. Two kernels start together at 800: the
+    # one whose call returned first (worker, at 600) is the next op, so [650, 800) is in flight although the
+    # main thread's call for the other one returns at 790.
+    trace = make_trace(
+        [op(100, 300, 1), op(200, 500, 2, stream=8), op(800, 900, 3), op(800, 850, 4, stream=8)],
+        [
+            call(50, 90, "cudaLaunchKernel", 1),
+            call(150, 190, "cudaLaunchKernel", 2),
+            call(560, 600, "cudaLaunchKernel", 3, thread=WORKER),
+            call(700, 790, "cudaLaunchKernel", 4),
+        ],
+        [rng(0, 1000)],
+    )
+    analysis, result = attribute(trace)
+    assert analysis.gaps.select("start_ns", "end_ns").rows() == [(0, 100), (500, 800), (900, 1000)]
+    assert result.gaps["thread"].to_list() == [MAIN, WORKER, MAIN]
+    assert piece_list(result)[3:6] == [(500, 560, "dispatch"), (560, 600, "launch"), (600, 800, "in_flight")]
+
+
+def test_cuda_graph_replay_is_in_flight_between_kernels() -> None:
+    # One cudaGraphLaunch [100, 150) whose three kernels share its correlation id; a sync [160, 420).
+    trace = make_trace(
+        [op(120, 200, 5), op(210, 300, 5), op(305, 400, 5)],
+        [call(100, 150, "cudaGraphLaunch", 5), call(160, 420, "cudaDeviceSynchronize")],
+        [rng(0, 500)],
+    )
+    _, result = attribute(trace)
+    assert piece_list(result) == [
+        (0, 100, "dispatch"),
+        (100, 120, "launch"),
+        (200, 210, "in_flight"),
+        (300, 305, "in_flight"),
+        (400, 420, "sync"),
+        (420, 500, "dispatch"),
+    ]
+
+
+def test_unsynchronized_ranges_follow_the_effective_window() -> None:
+    # Iteration 0: range [0, 100), launch [10, 20), kernel [50, 300) outlives the range. Iteration 1: range
+    # [150, 250), launch [160, 170), kernel [320, 420): its window starts at the previous GPU end (300), and
+    # its whole leading gap [300, 320) is in flight (the call returned at 170).
+    trace = make_trace(
+        [op(50, 300, 1), op(320, 420, 2)],
+        [call(10, 20, "cudaLaunchKernel", 1), call(160, 170, "cudaLaunchKernel", 2)],
+        [rng(0, 100), rng(150, 250)],
+    )
+    analysis, result = attribute(trace)
+    assert analysis.iterations["synchronized"].to_list() == [False, False]
+    assert piece_list(result) == [
+        (0, 10, "dispatch"),
+        (10, 20, "launch"),
+        (20, 50, "in_flight"),
+        (300, 320, "in_flight"),
+    ]
+    latency = (analysis.iterations["window_end_ns"] - analysis.iterations["window_start_ns"]).to_list()
+    busy = [250, 100]
+    assert [b + sum(causes(result.iterations, i).values()) for i, b in enumerate(busy)] == latency
+
+
+def test_missing_correlation_ids_use_the_main_thread_and_no_in_flight() -> None:
+    # The second kernel has no correlation id: its gap is split by the main thread's state only.
+    trace = make_trace(
+        [op(100, 200, 1), op(500, 600, None)],
+        [
+            call(50, 80, "cudaLaunchKernel", 1),
+            call(300, 350, "cudaLaunchKernel", 2),
+            call(700, 800, "cudaFree"),
+        ],
+        [rng(0, 1000)],
+    )
+    _, result = attribute(trace)
+    assert piece_list(result)[3:] == [
+        (200, 300, "dispatch"),
+        (300, 350, "launch"),
+        (350, 500, "dispatch"),  # not in_flight: the op's launching call is unknown
+        (600, 700, "dispatch"),
+        (700, 800, "other_api"),
+        (800, 1000, "dispatch"),
+    ]
+    assert result.gaps["next_call_end"].to_list() == [80, None, None]
+    assert any("missing correlation" in w for w in result.warnings)
+
+
+def test_cpu_only_trace_is_all_dispatch() -> None:
+    trace = make_trace(
+        [op(10, 40, None, kind="operator"), op(60, 90, None, kind="operator")], [], [rng(0, 100)]
+    )
+    _, result = attribute(trace)
+    assert causes(result.iterations) == {
+        "dispatch": 40,
+        "launch": 0,
+        "sync": 0,
+        "other_api": 0,
+        "in_flight": 0,
+    }
+
+
+def test_dispatch_pieces_are_named_after_the_enclosing_cpu_operator() -> None:
+    trace = make_trace(
+        [op(300, 400, 1)],
+        [call(200, 260, "cudaLaunchKernel", 1)],
+        [rng(0, 500)],
+    )
+    cpu_ops = pl.DataFrame(
+        {
+            "start": [20, 150, 150],
+            "end": [120, 280, 180],  # aten::addmm nests inside aten::linear: the top-level one names it
+            "pid": [PID] * 3,
+            "thread": [MAIN] * 3,
+            "name": ["aten::to", "aten::linear", "aten::addmm"],
+        }
+    )
+    analysis = analyze_iterations(trace)
+    result = attribute_trace(trace, analysis, cpu_ops=cpu_ops)
+    rows = result.pieces.select("start_ns", "end_ns", "cause", "cpu_op").rows()
+    assert rows[:6] == [
+        (0, 20, "dispatch", None),
+        (20, 120, "dispatch", "aten::to"),
+        (120, 150, "dispatch", None),
+        (150, 200, "dispatch", "aten::linear"),
+        (200, 260, "launch", None),
+        (260, 300, "in_flight", None),
+    ]
+    top = result.top_operators.rows(named=True)
+    assert [(r["cpu_op"], round(r["dispatch_ms"] * 1e6)) for r in top] == [
+        ("(outside CPU operators)", 20 + 30 + 100),  # and the trailing [400, 500)
+        ("aten::to", 100),
+        ("aten::linear", 50),
+    ]
+
+
+# --- hypothesis: a nanosecond-by-nanosecond reference --------------------------------------------------------
+
+_NAMES = ["cudaLaunchKernel", "cudaGraphLaunch", "cudaDeviceSynchronize", "cudaMalloc", "cudaEventRecord"]
+_CODE = {"cudaLaunchKernel": 1, "cudaGraphLaunch": 1, "cudaDeviceSynchronize": 2}
+
+
+def reference_causes(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> list[dict[str, int]]:
+    """The module docstring's rules applied one nanosecond at a time, in plain Python."""
+    api = trace.api.to_dicts()
+    ops = trace.ops.to_dicts()
+    ranges_rows = ranges.sort("range_start").to_dicts()
+
+    def launching(o: dict) -> dict | None:
+        same = [
+            a
+            for a in api
+            if a["pid"] == o["pid"] and a["correlation"] is not None and a["correlation"] == o["correlation"]
+        ]
+        return min(same, key=lambda a: (a["start"], -a["end"], a["thread"])) if same else None
+
+    def iteration_of(o: dict) -> int | None:
+        c = launching(o)
+        t = c["start"] if c else o["start"]
+        held = [r for r in ranges_rows if r["range_start"] <= t]
+        return held[-1]["iteration"] if held and t < held[-1]["range_end"] else None
+
+    out = []
+    for gap in gaps.to_dicts():
+        main = next(r for r in ranges_rows if r["iteration"] == gap["iteration"])
+        candidates = [
+            o
+            for o in ops
+            if gap["position"] != "trailing"
+            and o["start"] == gap["end_ns"]
+            and o["end"] > o["start"]
+            and iteration_of(o) == gap["iteration"]
+        ]
+        pairs = [(o, launching(o)) for o in candidates]
+        pairs.sort(
+            key=lambda p: (
+                p[1] is None,
+                p[1]["end"] if p[1] else 0,
+                p[1]["start"] if p[1] else 0,
+                p[1]["thread"] if p[1] else 0,
+            )
+        )
+        c = pairs[0][1] if pairs else None
+        pid, thread = (
+            (c["pid"], c["thread"]) if c and c["thread"] is not None else (main["pid"], main["thread"])
+        )
+        counts = dict.fromkeys(CAUSES, 0)
+        for t in range(gap["start_ns"], gap["end_ns"]):
+            if c is not None and t >= c["end"]:
+                counts["in_flight"] += 1
+                continue
+            running = [
+                a for a in api if a["pid"] == pid and a["thread"] == thread and a["start"] <= t < a["end"]
+            ]
+            if not running:
+                counts["dispatch"] += 1
+                continue
+            outer = min(running, key=lambda a: (a["start"], -a["end"], _CODE.get(a["name"], 3)))
+            counts[CAUSES[_CODE.get(outer["name"], 3)]] += 1
+        out.append(counts)
+    return out
+
+
+@st.composite
+def random_traces(draw: st.DrawFn) -> Trace:
+    n_iter = draw(st.integers(1, 3))
+    ranges, api, ops, t = [], [], [], 0
+    corr = 0
+    for _ in range(n_iter):
+        start = t + draw(st.integers(0, 20))
+        end = start + draw(st.integers(20, 80))
+        ranges.append(rng(start, end))
+        for _ in range(draw(st.integers(0, 5))):
+            a = draw(st.integers(start, end))
+            b = a + draw(st.integers(1, 30))
+            thread = draw(st.sampled_from([MAIN, WORKER]))
+            name = draw(st.sampled_from(_NAMES))
+            corr += 1
+            api.append(call(a, b, name, corr if draw(st.booleans()) else None, thread))
+            if name in ("cudaLaunchKernel", "cudaGraphLaunch") and draw(st.booleans()):
+                for _ in range(draw(st.integers(1, 2))):
+                    k = a + draw(st.integers(0, 40))
+                    use_corr = corr if draw(st.integers(0, 4)) else None
+                    ops.append(
+                        op(k, k + draw(st.integers(0, 25)), use_corr, stream=draw(st.sampled_from([7, 8])))
+                    )
+        t = end
+    return make_trace(ops, api, ranges)
+
+
+@settings(max_examples=150, deadline=None)
+@given(trace=random_traces(), seed=st.integers(0, 1000))
+def test_attribution_matches_the_reference_and_its_invariants(trace: Trace, seed: int) -> None:
+    analysis = analyze_iterations(trace)
+    ranges = iteration_ranges(trace, analysis.range_name)
+    ops = trace.ops.select("start", "end", "pid", "correlation")
+    result = attribute_idle(analysis.gaps, ops, trace.api, ranges, analysis.iterations["index"], pieces=True)
+    gaps = result.gaps
+    # every piece >= 0, and per gap the causes sum to its duration exactly
+    assert (
+        gaps.select(pl.min_horizontal(list(CAUSE_NS)).min()).item() in (None,)
+        or gaps.select(pl.min_horizontal(list(CAUSE_NS)).min()).item() >= 0
+    )
+    assert (gaps.select(pl.sum_horizontal(list(CAUSE_NS))).to_series() == gaps["duration_ns"]).all()
+    # per iteration: busy + causes = latency
+    it = analysis.iterations.join(result.iterations, on="index")
+    busy = (it["window_end_ns"] - it["window_start_ns"]) - it["idle_ns"]
+    assert (busy >= 0).all()
+    assert (
+        (busy + it.select(pl.sum_horizontal(list(CAUSE_NS))).to_series())
+        == (it["window_end_ns"] - it["window_start_ns"])
+    ).all()
+    # the reference, one nanosecond at a time
+    want = reference_causes(trace, analysis.gaps, ranges)
+    got = [{c: r[f"{c}_ns"] for c in CAUSES} for r in gaps.iter_rows(named=True)]
+    assert got == want
+    # pieces tile the gaps and add up to the per-gap causes
+    pieces = result.pieces
+    assert (pieces["end_ns"] > pieces["start_ns"]).all()
+    per_cause = pieces.group_by("cause").agg((pl.col("end_ns") - pl.col("start_ns")).sum().alias("ns"))
+    totals = dict(zip(per_cause["cause"].cast(pl.String).to_list(), per_cause["ns"].to_list(), strict=True))
+    assert {c: totals.get(c, 0) for c in CAUSES} == {c: int(gaps[f"{c}_ns"].sum()) for c in CAUSES}
+    # unchanged by row order
+    shuffled = attribute_idle(
+        analysis.gaps.sample(fraction=1.0, shuffle=True, seed=seed),
+        ops.sample(fraction=1.0, shuffle=True, seed=seed + 1),
+        trace.api.sample(fraction=1.0, shuffle=True, seed=seed + 2),
+        ranges.sample(fraction=1.0, shuffle=True, seed=seed + 3),
+        analysis.iterations["index"],
+    )
+    assert shuffled.iterations.equals(result.iterations)
