@@ -183,6 +183,14 @@ def _select(
 # ----------------------------------------------------------------------------------------------- ops
 
 
+def _activity_columns(export: Database, table: str) -> tuple[dict[str, str], dict[str, pl.DataType]]:
+    """SQL and dtypes of the columns every CUPTI activity table (kernel, memcpy, memset) shares:
+    ``start``, ``end``, ``device``, ``stream``, ``pid`` (still the globalPid) and ``correlation``."""
+    sources = {"device": "deviceId", "stream": "streamId", "pid": "globalPid", "correlation": "correlationId"}
+    exprs = {"start": '"start"', "end": '"end"'} | {c: export.col(table, s) for c, s in sources.items()}
+    return exprs, {c: OPS_SCHEMA[c] for c in exprs}
+
+
 def _read_kernels(
     export: Database, strings: pl.DataFrame, path: Path, wanted: Collection[str] | None = None
 ) -> tuple[pl.DataFrame, int]:
@@ -197,26 +205,9 @@ def _read_kernels(
     name_sql = (
         f"COALESCE({', '.join(quote(c) for c in name_cols)})" if len(name_cols) > 1 else quote(name_cols[0])
     )
-    exprs = {
-        "start": '"start"',
-        "end": '"end"',
-        "device": export.col(t, "deviceId"),
-        "stream": export.col(t, "streamId"),
-        "pid": export.col(t, "globalPid"),
-        "correlation": export.col(t, "correlationId"),
-        "graph": export.col(t, "graphId"),
-        "name_id": name_sql,
-    }
-    schema = {
-        "start": pl.Int64,
-        "end": pl.Int64,
-        "device": pl.Int32,
-        "stream": pl.Int64,
-        "pid": pl.Int64,
-        "correlation": pl.Int64,
-        "graph": pl.Int64,
-        "name_id": pl.Int64,
-    }
+    exprs, schema = _activity_columns(export, t)
+    exprs |= {"graph": export.col(t, "graphId"), "name_id": name_sql}
+    schema |= {"graph": OPS_SCHEMA["graph"], "name_id": pl.Int64}
     # device is always read (meta names the GPU that ran most kernels). Name ids only with names: the
     # missing-name count (a warning) needs them, but a whole column is a cost analyze does not need to pay.
     want_names = wanted is None or "name" in wanted
@@ -239,24 +230,9 @@ def _read_copies(
     export: Database, table: str, kind: str, path: Path, wanted: Collection[str] | None = None
 ) -> pl.DataFrame:
     _require_columns(export, table, ("start", "end"), path)
-    exprs = {
-        "start": '"start"',
-        "end": '"end"',
-        "device": export.col(table, "deviceId"),
-        "stream": export.col(table, "streamId"),
-        "pid": export.col(table, "globalPid"),
-        "correlation": export.col(table, "correlationId"),
-        "copy_kind": export.col(table, "copyKind") if kind == "memcpy" else "NULL",
-    }
-    schema = {
-        "start": pl.Int64,
-        "end": pl.Int64,
-        "device": pl.Int32,
-        "stream": pl.Int64,
-        "pid": pl.Int64,
-        "correlation": pl.Int64,
-        "copy_kind": pl.Int64,
-    }
+    exprs, schema = _activity_columns(export, table)
+    exprs["copy_kind"] = export.col(table, "copyKind") if kind == "memcpy" else "NULL"
+    schema["copy_kind"] = pl.Int64
     exprs, schema = _select(exprs, schema, wanted, ("start", "end", "device", "copy_kind"))
     frame = export.numeric_frame(table, exprs, schema)
     if "pid" in frame.columns:
