@@ -1,0 +1,130 @@
+"""tracekit doctor: for real on this CPU machine, and with a faked GPU machine (torch.cuda, NVML, ORT, probes)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import types
+from typing import Any
+
+import pytest
+
+from tracekit.cli import main
+
+
+def _doctor_json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
+    assert main(["doctor", "--format", "json"]) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_doctor_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this test describes a machine without CUDA")
+    doc = _doctor_json(capsys)
+    assert doc["cuda"] is False and doc["devices"] == []
+    assert doc["summary"].startswith("CPU only: this torch build has no CUDA")
+    assert doc["torch"]["version"] == torch.__version__
+    assert {n: e["works"] for n, e in doc["runtimes"].items()} == {
+        "pytorch": True,
+        "torchscript": True,
+        "cuda-graphs": False,
+        "compile": True,
+        "compile-cudagraphs": False,
+        "onnx": True,
+        "onnx-cuda-graphs": False,
+    }
+    assert doc["runtimes"]["cuda-graphs"]["why"] == "needs CUDA (this torch build has no CUDA)"
+    assert doc["runtimes"]["onnx"]["devices"] == ["cpu"]
+    assert doc["onnxruntime"]["cuda_provider_loads"] is False
+    assert doc["profilers"]["ncu"]["works"] is False and doc["profilers"]["torch"]["works"] is True
+    if shutil.which("nsys"):
+        assert doc["nsys"]["version"].count(".") >= 2
+        assert doc["profilers"]["nsys"]["records"].startswith("NVTX and OS runtime only")
+    assert main(["doctor"]) == 0
+    screen = capsys.readouterr().out
+    assert "No CUDA device" in screen and "cuda-graphs" in screen and "tracekit[gpu]" in screen
+
+
+def test_doctor_on_a_faked_gpu_machine(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+    from tracekit.collectors import gpu
+    from tracekit.collectors.gpu import ProbeResult
+    from tracekit.collectors.profilers import nvml
+    from tracekit.collectors.runtimes import onnx as onnx_mod
+
+    from tests.test_collect_gpu import _FakeNvml
+
+    props = types.SimpleNamespace(
+        name="Fake GPU 1",
+        uuid="2222bbbb-0000-0000-0000-000000000000",
+        major=9,
+        minor=0,
+        total_memory=80 << 30,
+    )
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: props)
+    monkeypatch.setattr(torch.version, "cuda", "12.8")
+    monkeypatch.setattr(nvml, "_nvml", lambda: _FakeNvml())
+    monkeypatch.setenv("TRACEKIT_NCU", "/fake/ncu")
+    monkeypatch.setattr(
+        gpu,
+        "probe_nsys_gpu_metrics",
+        lambda nsys, version=None: ProbeResult(
+            True, option="--gpu-metrics-devices", devices={"0000:3b:00.0": 1}
+        ),
+    )
+    monkeypatch.setattr(
+        gpu,
+        "probe_ncu_counters",
+        lambda ncu: ProbeResult(False, "no access to GPU performance counters (ERR_NVGPUCTRPERM)"),
+    )
+    monkeypatch.setattr("tracekit.collectors.environment._tool_version", lambda argv: "Version 2025.1.0")
+
+    class Session:
+        def __init__(self, model: Any, sess_options: Any = None, providers: Any = None) -> None:
+            self.providers = providers
+
+        def get_providers(self) -> list[str]:
+            return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    fake_ort = types.SimpleNamespace(
+        __version__="1.22.0",
+        SessionOptions=lambda: types.SimpleNamespace(),
+        InferenceSession=Session,
+        get_available_providers=lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"],
+    )
+    monkeypatch.setitem(sys.modules, "onnxruntime", fake_ort)
+    monkeypatch.setattr(onnx_mod, "preload_cuda_libraries", lambda ort: None)
+    doc = _doctor_json(capsys)
+    assert doc["cuda"] is True and doc["summary"] == "1 CUDA device(s): GPU collection possible"
+    dev = doc["devices"][0]
+    assert (dev["cuda_index"], dev["nvml_index"], dev["nsys_gpu_id"], dev["uuid"], dev["driver"]) == (
+        0,
+        1,
+        1,
+        "GPU-2222bbbb-0000-0000-0000-000000000000",
+        "570.86.15",
+    )
+    assert doc["onnxruntime"]["cuda_provider_loads"] is True
+    assert all(e["works"] for e in doc["runtimes"].values())
+    assert doc["runtimes"]["onnx"]["devices"] == ["cpu", "cuda"] and doc["runtimes"]["cuda-graphs"][
+        "devices"
+    ] == ["cuda"]
+    assert doc["profilers"]["ncu"] == {
+        "works": False,
+        "why": "no access to GPU performance counters (ERR_NVGPUCTRPERM)",
+    }
+    if shutil.which("nsys"):
+        assert doc["profilers"]["nsys"] == {
+            "works": True,
+            "records": "CUDA API, kernels, NVTX; GPU metrics sampled",
+        }
+    assert main(["doctor"]) == 0
+    screen = capsys.readouterr().out
+    assert "GPU-2222bbbb" in screen and "ERR_NVGPUCTRPERM" in screen
