@@ -4,7 +4,6 @@ that tracekit's readers + iteration analyzer recover the simulator's ground trut
 from __future__ import annotations
 
 import gzip
-import importlib.util
 import json
 import sqlite3
 from pathlib import Path
@@ -18,7 +17,13 @@ from tracekit.cli import main
 from tracekit.simulate import RUNTIMES, preset, simulate_sweep, synthetic_stem
 from tracekit.simulate.mechanism import API_SYNC, Simulation
 from tracekit.simulate.nsys_writer import TABLES
-from tracekit.simulate.truth import TruthAccumulator, chunk_truth, plateau_and_transition
+from tracekit.simulate.truth import (
+    CAUSE_FIELDS,
+    TruthAccumulator,
+    chunk_attribution,
+    chunk_truth,
+    plateau_and_transition,
+)
 
 from .conftest import real_trace
 
@@ -107,8 +112,34 @@ def test_kernel_time_grows_with_batch_and_sequence_length() -> None:
 
 
 def chunk_truth_records(chunk) -> list[dict]:  # noqa: ANN001
-    arrays = chunk_truth(chunk)
+    arrays = {**chunk_truth(chunk), **chunk_attribution(chunk)}
     return [{k: v[i].item() for k, v in arrays.items()} for i in range(chunk.n_iter)]
+
+
+def _causes(record: dict) -> tuple[int, ...]:
+    return tuple(record[k] for k in CAUSE_FIELDS)
+
+
+def test_idle_attribution_truth_by_hand() -> None:
+    # Eager, framework-bound (timeline of test_eager_framework_bound_timeline_by_hand): leading gap
+    # [0, 1550) = CPU 0..1500 (dispatch) + inside launch call 0 until kernel 0 starts (launch 50); inner gap
+    # [1750, 2150) = CPU until call 1 at 2100 (350) + launch 50; trailing [2350, 2660) = CPU until the sync
+    # at 2500 (150), the sync 2500..2650 (150), the range close (10).
+    [eager] = _truth("pytorch", {**EXACT, "ops": 2})
+    assert _causes(eager) == (1500 + 350 + 160, 100, 150, 0, 0)
+    # A launch latency (150) longer than the call (100): kernel 0 waits 50 ns after its call returned.
+    [late] = _truth("pytorch", {**EXACT, "ops": 2, "launch_latency_ns": 150})
+    assert _causes(late)[4] == 2 * 50
+    # GPU-bound: kernel 1 queues behind kernel 0, no inner gap; the trailing gap [3550, 3610) is 50 ns of sync.
+    [bound] = _truth("pytorch", {**EXACT, "ops": 2, "kernel_floor_ns": 1000})
+    assert _causes(bound) == (1500 + 10, 50, 50, 0, 0)
+    # CUDA graph: leading 1000 CPU + 50 ns inside the graph launch; the two 10 ns gaps between kernels are in
+    # flight (the graph launch returned at 1200); trailing [1670, 1730) = sync 50 + close 10.
+    graph = _truth("cuda-graphs", {**EXACT, "ops": 3}, iterations=2)
+    assert [_causes(r) for r in graph] == [(1010, 50, 50, 0, 20)] * 2
+    for r in (eager, late, bound, *graph):
+        assert sum(_causes(r)) == r["idle_ns"]
+        assert r["dispatch_ms"] == r["dispatch_ns"] / 1e6
 
 
 # --- truth invariants ---------------------------------------------------------------------------------------
@@ -126,6 +157,8 @@ def test_truth_is_self_consistent(runtime: str) -> None:
             assert r["kernels"] == params.ops
             assert r["launches"] == (1 if params.graph else params.ops)
             assert r["latency_ms"] == r["latency_ns"] / 1e6
+            assert min(_causes(r)) >= 0 and sum(_causes(r)) == r["idle_ns"]
+            assert r["other_api_ns"] == 0  # the model makes no other API call
 
 
 @settings(max_examples=40, deadline=None)
@@ -175,6 +208,8 @@ def test_mechanism_invariants(
         previous_end = chunk.range_end[-1]
         for r in chunk_truth_records(chunk):
             assert r["gpu_busy_ns"] + r["idle_ns"] == r["latency_ns"]
+            assert r["gpu_busy_ns"] + sum(_causes(r)) == r["latency_ns"]
+            assert min(_causes(r)) >= 0
             assert r["kernels"] == ops and r["launches"] == (1 if graph else ops)
 
 
@@ -450,20 +485,12 @@ def test_cli_simulate_and_bad_parameters(tmp_path: Path, capsys: pytest.CaptureF
 # --- the key check: tracekit's readers and analyzer recover the truth exactly ---------------------------------
 
 
-def _has(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
-
-
 @pytest.mark.parametrize("fmt", ["nsys", "kineto"])
 @pytest.mark.parametrize("runtime", RUNTIMES)
 def test_analyze_recovers_the_truth_exactly(tmp_path: Path, runtime: str, fmt: str) -> None:
-    reader = {"nsys": "tracekit.readers.nsys_sqlite", "kineto": "tracekit.readers.kineto"}[fmt]
-    if not (_has(reader) and _has("tracekit.analyzers.iterations")):
-        pytest.skip(f"{reader} or analyzers.iterations not written yet")
+    from tracekit.analyzers.attribution import attribute_trace
     from tracekit.analyzers.iterations import analyze_iterations
+
     from tracekit.readers import read_trace
 
     simulate_sweep(
@@ -480,8 +507,12 @@ def test_analyze_recovers_the_truth_exactly(tmp_path: Path, runtime: str, fmt: s
         stem = synthetic_stem(runtime, batch, 128)
         trace = read_trace(tmp_path / f"{stem}{'.sqlite' if fmt == 'nsys' else '.json.gz'}")
         assert trace.meta.get("synthetic") is True
-        result = analyze_iterations(trace).iterations
+        analysis = analyze_iterations(trace)
+        result = analysis.iterations
+        causes = attribute_trace(trace, analysis).iterations
         truth = json.loads((tmp_path / f"{stem}.truth.json").read_text())["iterations"]
+        assert causes.height == len(truth)
+        assert causes.select(CAUSE_FIELDS).rows() == [_causes(r) for r in truth], batch
         assert result.height == len(truth)
         for got, want in zip(result.to_dicts(), truth, strict=True):
             assert got["start_ns"] == want["start_ns"] and got["end_ns"] == want["end_ns"]
