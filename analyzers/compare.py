@@ -1,37 +1,34 @@
 """Two analyzed traces side by side: summary deltas and per-kernel-name time and count deltas.
 
+Summary rows compare the **median over iterations** (p50) of each field of :data:`tracekit.fields.ITERATION_FIELDS`
+that has a ``compare_label``: the same statistic the framework-bound verdict is taken from, so a side's verdict
+and its utilization row always agree. delta = B − A; ratio = B / A (None when A is 0 or either is unknown).
+
 Per-kernel-name figures are per iteration, over the analyzed iterations (after ``--skip``):
 
 - count_a / count_b: mean number of ops of that name per iteration (every op kind: kernels, memcpy, memset,
   CPU operators).
 - time_a_us / time_b_us: mean summed duration of those ops per iteration, in µs (summed op durations, not a
   union: concurrent ops on several streams both count).
-- time_delta_us = time_b_us − time_a_us; count_delta = count_b − count_a. A name absent from one side has 0
-  there. Rows are sorted by |time_delta_us|, largest first (ties: larger total time first).
+- time_delta_us = time_b_us − time_a_us; count_delta = count_b − count_a; time_ratio = time_b_us / time_a_us
+  (None when time_a_us is 0). A name absent from one side has 0 there. Rows are sorted by |time_delta_us|,
+  largest first (ties: larger total time first).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+from tracekit.analyzers.stats import Summary
 
-from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
-from tracekit.model import Trace
+from tracekit.fields import ITERATION_FIELDS
 
-#: Summary metrics compared (means over iterations): key, label.
-SUMMARY_METRICS: list[tuple[str, str]] = [
-    ("latency_ms", "latency (ms)"),
-    ("cpu_ms", "CPU range time (ms)"),
-    ("gpu_busy_ms", "GPU busy (ms)"),
-    ("framework_overhead_ms", "framework overhead (ms)"),
-    ("gpu_utilization", "GPU utilization"),
-    ("kernels", "kernels / iteration"),
-    ("launches", "launches / iteration"),
-    ("launch_api_us", "launch-call time (µs)"),
-    ("idle_gaps", "idle gaps / iteration"),
-    ("idle_ms", "idle (ms)"),
-]
+if TYPE_CHECKING:
+    from tracekit.session import AnalyzedTrace
+
+#: The statistic compared (and the verdict's): the median over iterations.
+STATISTIC = "p50"
 
 KERNEL_DELTA_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String,
@@ -41,17 +38,16 @@ KERNEL_DELTA_SCHEMA: dict[str, pl.DataType] = {
     "time_a_us": pl.Float64,
     "time_b_us": pl.Float64,
     "time_delta_us": pl.Float64,
+    "time_ratio": pl.Float64,
 }
 
 
-def per_name(trace: Trace, analysis: IterationAnalysis) -> pl.DataFrame:
+def per_name(analyzed: AnalyzedTrace) -> pl.DataFrame:
     """Per op name: mean count and mean summed duration (µs) per analyzed iteration."""
-    n_iter = analysis.iterations.height
-    if n_iter == 0 or trace.ops.is_empty():
+    n_iter = analyzed.iterations.height
+    if n_iter == 0 or analyzed.trace.ops.is_empty():
         return pl.DataFrame(schema={"name": pl.String, "count": pl.Float64, "time_us": pl.Float64})
-    ranges, _, _ = choose_ranges(trace, analysis.range_name)
-    ops = assign_ops(trace, ranges).filter(pl.col("iteration").is_in(analysis.iterations["index"].implode()))
-    return ops.group_by("name").agg(
+    return analyzed.ops.group_by("name").agg(
         (pl.len() / n_iter).cast(pl.Float64).alias("count"),
         ((pl.col("end") - pl.col("start")).sum() / 1e3 / n_iter).cast(pl.Float64).alias("time_us"),
     )
@@ -69,6 +65,9 @@ def kernel_deltas(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
         joined.with_columns(
             (pl.col("count_b") - pl.col("count_a")).alias("count_delta"),
             (pl.col("time_b_us") - pl.col("time_a_us")).alias("time_delta_us"),
+            pl.when(pl.col("time_a_us") != 0)
+            .then(pl.col("time_b_us") / pl.col("time_a_us"))
+            .alias("time_ratio"),
         )
         .with_columns(
             pl.col("time_delta_us").abs().alias("_abs"),
@@ -80,21 +79,19 @@ def kernel_deltas(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def summary_deltas(a: dict[str, Any], b: dict[str, Any], device: str = "gpu") -> list[dict[str, Any]]:
-    """Rows metric, label, a, b, delta (b − a), ratio (b / a) from two analysis summaries (means).
+def summary_deltas(a: Summary, b: Summary, device: str | None = "gpu") -> list[dict[str, Any]]:
+    """Rows metric, name (label), a, b, delta (b − a), ratio (b / a) of the medians of two summaries.
 
-    ``device`` "cpu" (both traces measured CPU operators) labels busy/utilization as operator time.
-    """
+    ``device``: the traces' common device ("cpu": busy/utilization worded as operator time)."""
     rows = []
-    for key, label in SUMMARY_METRICS:
-        if device == "cpu":
-            label = label.replace("GPU", "operator")
-        va = (a.get(key) or {}).get("mean")
-        vb = (b.get(key) or {}).get("mean")
+    for f in ITERATION_FIELDS:
+        if f.compare_label is None:
+            continue
+        va, vb = getattr(a[f.name], STATISTIC), getattr(b[f.name], STATISTIC)
         rows.append(
             {
-                "metric": key,
-                "name": label,
+                "metric": f.name,
+                "name": f.compare_label_for(device),
                 "a": va,
                 "b": vb,
                 "delta": vb - va if va is not None and vb is not None else None,
@@ -104,31 +101,31 @@ def summary_deltas(a: dict[str, Any], b: dict[str, Any], device: str = "gpu") ->
     return rows
 
 
-def compare(
-    trace_a: Trace, analysis_a: IterationAnalysis, trace_b: Trace, analysis_b: IterationAnalysis
-) -> dict[str, Any]:
-    """The comparison document: ``summary`` rows, ``kernels`` (all names, top changes first), bounds."""
-    kernels = kernel_deltas(per_name(trace_a, analysis_a), per_name(trace_b, analysis_b))
+def _side(analyzed: AnalyzedTrace) -> dict[str, Any]:
     return {
-        "a": {
-            "path": trace_a.meta.get("path"),
-            "bound": analysis_a.summary.get("bound"),
-            "iterations": analysis_a.iterations.height,
-            "device": analysis_a.device,
-            "synthetic": bool(trace_a.meta.get("synthetic", False)),
-        },
-        "b": {
-            "path": trace_b.meta.get("path"),
-            "bound": analysis_b.summary.get("bound"),
-            "iterations": analysis_b.iterations.height,
-            "device": analysis_b.device,
-            "synthetic": bool(trace_b.meta.get("synthetic", False)),
-        },
-        "summary": summary_deltas(
-            analysis_a.summary,
-            analysis_b.summary,
-            "cpu" if analysis_a.device == analysis_b.device == "cpu" else "gpu",
-        ),
+        "path": analyzed.trace.meta.get("path"),
+        "runtime": analyzed.config.runtime,
+        "bound": analyzed.summary.bound,
+        "gpu_utilization": getattr(analyzed.summary["gpu_utilization"], STATISTIC),
+        "iterations": analyzed.iterations.height,
+        "device": analyzed.device,
+        "synthetic": analyzed.config.synthetic,
+    }
+
+
+def compare(a: AnalyzedTrace, b: AnalyzedTrace, config: str | None = None) -> dict[str, Any]:
+    """The comparison document: ``summary`` rows, ``kernels`` (all names, top changes first), both sides."""
+    from tracekit.fields import common_device
+
+    kernels = kernel_deltas(per_name(a), per_name(b))
+    device = common_device([a.device, b.device])
+    return {
+        "config": config,
+        "statistic": STATISTIC,
+        "device": device,
+        "a": _side(a),
+        "b": _side(b),
+        "summary": summary_deltas(a.summary, b.summary, device),
         "kernels": kernels.to_dicts(),
-        "warnings": [f"A: {w}" for w in analysis_a.warnings] + [f"B: {w}" for w in analysis_b.warnings],
+        "warnings": [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
     }

@@ -139,7 +139,7 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
                 f"{empty} of {frame.height} iterations have no {choice.metric!r} sample inside their window "
                 "(sampling period longer than the iteration?): no value for them"
             )
-        stats = summarize_columns(out, [column])[column]
+        stats = summarize_columns(out, [column])[column].to_dict()
         valid = int(out[column].is_not_null().sum())
         summary[column] = (
             {

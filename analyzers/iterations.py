@@ -27,10 +27,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
-from tracekit.analyzers.stats import summarize_columns
-from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
+from tracekit.analyzers.stats import Summary, summarize_columns
+from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 
 from tracekit.errors import NoActivityError
+from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
 from tracekit.readers.api_calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 
@@ -51,43 +52,32 @@ FRAMES_NEEDED: dict[str, tuple[str, ...] | None] = {
     "ranges": None,
 }
 
-#: Per-iteration numeric fields summarized in ``summary`` (and the JSON).
-NUMERIC_FIELDS = [
-    "latency_ms",
-    "cpu_ms",
-    "gpu_busy_ms",
-    "framework_overhead_ms",
-    "gpu_utilization",
-    "kernels",
-    "launches",
-    "launch_api_us",
-    "launch_latency_us",
-    "queue_us",
-    "idle_gaps",
-    "idle_ms",
-]
-
 
 @dataclass
 class IterationAnalysis:
-    """The result of :func:`analyze_iterations`."""
+    """The result of :func:`analyze_iterations`.
+
+    ``iterations``: one row per analyzed iteration (``index``, ``start_ns``/``end_ns`` of its range, the
+    effective window, every :data:`tracekit.fields.ITERATION_FIELDS` column, ``synchronized``); ``gaps``: the
+    idle gaps (``iteration``, ``start_ns``, ``end_ns``, ``position``, ``duration_ns``, ``cpu_context``);
+    ``ranges``: every chosen range (``iteration``, ``range_start``, ``range_end``, ``thread``), warm-up
+    included, as :func:`assign_ops` takes them."""
 
     range_name: str
     range_choice: str
     device: str
     iterations: pl.DataFrame
     gaps: pl.DataFrame
-    summary: dict[str, Any]
+    summary: Summary
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0
+    ranges: pl.DataFrame | None = None
 
     def to_json(self, trace: Trace) -> dict[str, Any]:
         """The ``tracekit analyze --format json`` document."""
         meta = trace.meta
-        iterations = self.iterations.select(
-            ["index", "start_ns", "end_ns"] + NUMERIC_FIELDS[:-2] + ["idle_gaps", "idle_ms", "synchronized"]
-        )
-        # NUMERIC_FIELDS ends with idle_gaps, idle_ms: keep the issue's field order.
+        fields = [c for c in NUMERIC_FIELDS if c in self.iterations.columns]
+        iterations = self.iterations.select(["index", "start_ns", "end_ns", *fields, "synchronized"])
         return {
             "trace": {
                 "path": meta.get("path"),
@@ -100,18 +90,27 @@ class IterationAnalysis:
             "range": self.range_name,
             "range_choice": self.range_choice,
             "iterations": iterations.to_dicts(),
-            "summary": self.summary,
+            "summary": self.summary.to_json(),
             "longest_gaps": self.longest_gaps().to_dicts(),
             "warnings": list(self.warnings),
         }
 
     def longest_gaps(self, count: int = LONGEST_GAPS) -> pl.DataFrame:
-        """The ``count`` longest idle gaps, longest first, with durations in µs."""
-        return (
-            _longest(self.gaps, count)
-            .drop("_row")
-            .with_columns((pl.col("duration_ns") / 1e3).alias("duration_us"))
+        """The ``count`` longest idle gaps, longest first, with durations in µs and ``offset_ms`` (start in
+        ms after the iteration's window start)."""
+        longest = _longest(self.gaps, count).drop("_row")
+        return with_gap_offsets(longest, self.iterations).with_columns(
+            (pl.col("duration_ns") / 1e3).alias("duration_us")
         )
+
+
+def with_gap_offsets(gaps: pl.DataFrame, iterations: pl.DataFrame) -> pl.DataFrame:
+    """``gaps`` with ``offset_ms``: start_ns minus the gap's iteration's ``window_start_ns``, in ms."""
+    starts = iterations.select(pl.col("index").alias("iteration"), "window_start_ns")
+    return gaps.join(starts, on="iteration", how="left", maintain_order="left").select(
+        pl.exclude("window_start_ns"),
+        ((pl.col("start_ns") - pl.col("window_start_ns")) / 1e6).alias("offset_ms"),
+    )
 
 
 def _longest(gaps: pl.DataFrame, count: int) -> pl.DataFrame:
@@ -215,12 +214,8 @@ def _assign_to_iterations(points: pl.DataFrame, time_col: str, ranges: pl.DataFr
     return points.with_columns(_iteration_at(points.get_column(time_col), ranges))
 
 
-def _launch_calls(trace: Trace) -> pl.DataFrame:
-    """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
-    return _launch_calls_of(trace.api)
-
-
 def _launch_calls_of(api: pl.DataFrame) -> pl.DataFrame:
+    """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
     return outermost_of_pairs(api.filter(pl.col("correlation").is_not_null())).select(
         "pid", "correlation", pl.col("start").alias("call_start"), pl.col("end").alias("call_end")
     )
@@ -231,7 +226,7 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
     calls frame or null when none; calls frame with ``call_start``, ``call_end``).
 
     The launching call is the outermost API call with the op's (pid, correlation) (earliest start, then
-    longest). Same answer as joining :func:`_launch_calls` on (pid, correlation), found by sorting the calls
+    longest). Same answer as joining :func:`_launch_calls_of` on (pid, correlation), found by sorting the calls
     on one (pid, correlation) key (a check when the API rows are in correlation order, the usual case) and
     a binary search per op, rather than by hashing every row."""
     keys = ops.select("pid", "correlation")
@@ -638,21 +633,23 @@ def analyze_iterations(
         )
     gaps = _with_cpu_context(trace, gaps, ranges)
     summary = summarize(frame, bound_threshold)
-    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip)
+    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges)
 
 
-def summarize(frame: pl.DataFrame, bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> dict[str, Any]:
+def summarize(frame: pl.DataFrame, bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> Summary:
     """Summary over iterations: count, per-field stats, and "framework"/"compute" boundedness.
 
-    The run is framework-bound when the median GPU utilization is below ``bound_threshold``.
+    The run is framework-bound when the median GPU utilization is below ``bound_threshold``
+    (:func:`tracekit.analyzers.sweep.bound_of`).
     """
-    summary: dict[str, Any] = {"iterations": frame.height}
-    summary.update(summarize_columns(frame, NUMERIC_FIELDS))
-    p50 = summary["gpu_utilization"]["p50"]
-    summary["bound"] = None if p50 is None else ("framework" if p50 < bound_threshold else "compute")
-    summary["bound_threshold"] = bound_threshold
-    summary["synchronized"] = bool(frame["synchronized"].all())
-    return summary
+    fields = summarize_columns(frame, [c for c in NUMERIC_FIELDS if c in frame.columns])
+    return Summary(
+        iterations=frame.height,
+        fields=fields,
+        bound=bound_of(fields["gpu_utilization"].p50, bound_threshold),
+        bound_threshold=bound_threshold,
+        synchronized=bool(frame["synchronized"].all()),
+    )
 
 
 def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:

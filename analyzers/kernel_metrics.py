@@ -140,10 +140,17 @@ class KernelMetricsResult:
         return entry["wall_time"] if wall_time else entry["kernel_time"]
 
 
-def _timeline_kernels(timeline: Trace, analysis: IterationAnalysis, range_name: str | None) -> pl.DataFrame:
-    """Kernels of the analyzed iterations: iteration, position (0-based within it, start order), name, ns."""
-    ranges, _, _ = choose_ranges(timeline, range_name if range_name is not None else analysis.range_name)
-    ops = assign_ops(timeline, ranges).filter(
+def _timeline_kernels(
+    timeline: Trace, analysis: IterationAnalysis, range_name: str | None, ops: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Kernels of the analyzed iterations: iteration, position (0-based within it, start order), name, ns.
+
+    ``ops``: the timeline's ops already assigned to the analyzed iterations (``AnalyzedTrace.ops``), else
+    assigned here."""
+    if ops is None:
+        ranges, _, _ = choose_ranges(timeline, range_name if range_name is not None else analysis.range_name)
+        ops = assign_ops(timeline, ranges)
+    ops = ops.filter(
         (pl.col("kind") == "kernel") & pl.col("iteration").is_in(analysis.iterations["index"].implode())
     )
     return (
@@ -249,10 +256,12 @@ def analyze_kernel_metrics(
     timeline: Trace | None = None,
     analysis: IterationAnalysis | None = None,
     range_name: str | None = None,
+    ops: pl.DataFrame | None = None,
 ) -> KernelMetricsResult:
     """SMs active / warp occupancy from ``metrics_trace.kernel_metrics`` (see module docstring).
 
-    ``timeline`` + ``analysis`` (its :func:`analyze_iterations` result) give the wall-time figure. When
+    ``timeline`` + ``analysis`` (its :func:`analyze_iterations` result) give the wall-time figure; ``ops``
+    (optional) the timeline's ops by iteration, when already computed. When
     ``metrics_trace`` *is* ``timeline`` (Kineto's per-kernel estimates), kernel_metrics' ``kernel`` index is
     matched to the timeline's kernels in start order instead of the ncu join.
     """
@@ -273,7 +282,7 @@ def analyze_kernel_metrics(
             )
     joined: pl.DataFrame | None = None
     if timeline is not None and analysis is not None:
-        tk = _timeline_kernels(timeline, analysis, range_name)
+        tk = _timeline_kernels(timeline, analysis, range_name, ops)
         if same_trace:
             # kernel_metrics' ``kernel`` = rank of the kernel among the trace's kernels in start order.
             rank = (
@@ -356,7 +365,7 @@ def analyze_kernel_metrics(
             )
             entry["coverage"] = covered / total if total else None
         if iterations is not None:
-            stats = summarize_columns(iterations, [c])[c]
+            stats = summarize_columns(iterations, [c])[c].to_dict()
             entry["wall_time"] = stats["mean"]
             entry["iterations"] = int(iterations[c].is_not_null().sum())
             entry.update({f"wall_{k}": v for k, v in stats.items()})

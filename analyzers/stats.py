@@ -1,18 +1,72 @@
-"""Summary statistics over iterations."""
+"""Summary statistics over iterations, and the typed summary of one analyzed trace."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from typing import Any
+
 import polars as pl
 
-#: Quantiles reported for every per-iteration metric.
+#: Statistics reported for every per-iteration metric, in order.
 STAT_NAMES = ("mean", "p50", "p90", "p99", "min", "max")
 
 
-def summarize_columns(frame: pl.DataFrame, columns: list[str]) -> dict[str, dict[str, float | None]]:
-    """For each numeric column: mean, p50, p90, p99, min, max over rows (nulls skipped; None when empty).
+@dataclass(frozen=True)
+class Stats:
+    """One field's statistics over iterations (nulls skipped; None when no iteration has a value).
 
-    Quantiles use linear interpolation (numpy's default), so they agree with ``numpy.percentile``.
-    """
+    Quantiles use linear interpolation (numpy's default), so they agree with ``numpy.percentile``."""
+
+    mean: float | None = None
+    p50: float | None = None
+    p90: float | None = None
+    p99: float | None = None
+    min: float | None = None
+    max: float | None = None
+
+    def to_dict(self) -> dict[str, float | None]:
+        """``{"mean": ..., "p50": ..., ...}`` in :data:`STAT_NAMES` order."""
+        return {name: getattr(self, name) for name in STAT_NAMES}
+
+
+@dataclass(frozen=True)
+class Summary:
+    """Summary of one trace's analyzed iterations.
+
+    ``fields``: per-field :class:`Stats` (keys: :data:`tracekit.fields.NUMERIC_FIELDS`); ``bound``:
+    "framework" / "compute" from the median utilization (:func:`tracekit.analyzers.sweep.bound_of`), None
+    without device activity; ``synchronized``: every iteration's device work ended inside its range."""
+
+    iterations: int
+    fields: dict[str, Stats] = field(default_factory=dict)
+    bound: str | None = None
+    bound_threshold: float = 0.5
+    synchronized: bool = True
+
+    def __getitem__(self, name: str) -> Stats:
+        return self.fields.get(name, Stats())
+
+    def mean(self, name: str) -> float | None:
+        """The mean over iterations of field ``name`` (None when unknown)."""
+        return self[name].mean
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``summary`` object of ``tracekit analyze --format json``."""
+        out: dict[str, Any] = {"iterations": self.iterations}
+        out.update({name: stats.to_dict() for name, stats in self.fields.items()})
+        out.update(bound=self.bound, bound_threshold=self.bound_threshold, synchronized=self.synchronized)
+        return out
+
+    def frame(self) -> pl.DataFrame:
+        """One row per field: ``field``, then the statistics (the notebook view of the summary)."""
+        return pl.DataFrame(
+            [{"field": name, **stats.to_dict()} for name, stats in self.fields.items()],
+            schema={"field": pl.String, **{s: pl.Float64 for s in STAT_NAMES}},
+        )
+
+
+def summarize_columns(frame: pl.DataFrame, columns: list[str]) -> dict[str, Stats]:
+    """For each numeric column of ``frame``: its :class:`Stats` over rows."""
     if not columns:
         return {}
     exprs = []
@@ -27,8 +81,8 @@ def summarize_columns(frame: pl.DataFrame, columns: list[str]) -> dict[str, dict
             c.max().alias(f"{col}|max"),
         ]
     row = frame.select(exprs).row(0, named=True)
-    out: dict[str, dict[str, float | None]] = {}
+    values: dict[str, dict[str, float | None]] = {}
     for key, value in row.items():
         col, stat = key.split("|")
-        out.setdefault(col, {})[stat] = None if value is None else float(value)
-    return out
+        values.setdefault(col, {})[stat] = None if value is None else float(value)
+    return {col: Stats(**stats) for col, stats in values.items()}

@@ -39,3 +39,12 @@ def is_framework_bound(
     if gpu_utilization is None:
         return None
     return gpu_utilization < threshold
+
+
+def bound_of(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> str | None:
+    """"framework" when :func:`is_framework_bound`, else "compute"; None when the utilization is unknown.
+
+    The one framework-bound rule: a trace's verdict applies it to the median utilization over iterations,
+    the report's sweeps to each configuration's mean."""
+    bound = is_framework_bound(gpu_utilization, threshold)
+    return None if bound is None else ("framework" if bound else "compute")

@@ -6,8 +6,7 @@ import argparse
 import sys
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
-from tracekit.commands.output import add_output_options, resolve_output
-from tracekit.io import write_text_atomic
+from tracekit.commands.output import add_output_options, emit, resolve_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -26,24 +25,19 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
-    from tracekit.readers import read_trace
-    from tracekit.renderers.analysis import render
+    from tracekit.analyzers.iterations import FRAMES_NEEDED
+    from tracekit.renderers import render
+    from tracekit.session import AnalysisOptions, analyze_input
 
     check_iteration_options(args)
     resolve_output(args, [args.trace])
-    trace = read_trace(args.trace, frames=FRAMES_NEEDED)
-    analysis = analyze_iterations(trace, args.range_name, args.skip, args.bound_threshold)
-    doc = analysis.to_json(trace)
-    if args.output:
-        write_text_atomic(args.output, render(doc, args.format))
-        print(f"wrote {args.output}", file=sys.stderr)
-    elif args.format == "table" and sys.stdout.isatty():
+    doc = analyze_input(args.trace, AnalysisOptions.from_args(args), frames=FRAMES_NEEDED).to_json()
+    if not args.output and args.format == "table" and sys.stdout.isatty():
         from rich.console import Console
 
         from tracekit.renderers.analysis import print_rich
 
         print_rich(doc, Console())
     else:
-        sys.stdout.write(render(doc, args.format))
+        emit(args, render("analyze", doc, args.format))
     return 0

@@ -82,3 +82,15 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
             raise TracekitError(f"--format {fmt} contradicts the file's extension ({implied})", target)
     args.format = fmt or "table"
     return args.format
+
+
+def emit(args: argparse.Namespace, text: str) -> None:
+    """Write a rendered result to ``-o FILE`` (atomically; "wrote FILE" on stderr) or to stdout."""
+    from tracekit.io import write_text_atomic
+
+    out = getattr(args, "output", None)
+    if out:
+        write_text_atomic(out, text)
+        print(f"wrote {out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)

@@ -12,17 +12,6 @@ from tracekit.commands.options import add_iteration_options, check_iteration_opt
 from tracekit.commands.output import add_output_options
 from tracekit.errors import TracekitError
 
-SUMMARY_COLUMNS: list[tuple[str, str]] = [
-    ("runtime", "runtime"),
-    ("seq_len", "seq"),
-    ("latency_source", "latency"),
-    ("smallest_latency_ms", "smallest-batch ms"),
-    ("plateau_range", "plateau"),
-    ("transition_batch_size", "transition"),
-    ("headroom_batch_size", "headroom batch"),
-    ("headroom_throughput_gain", "throughput gain"),
-]
-
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
@@ -97,10 +86,9 @@ def _pick_timeline(inputs: list[Any], wanted: tuple[str, int, int | None] | None
 
 def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     """Read and analyze every input: (SweepReport, Timeline or None, inputs-left-out warnings)."""
-    from tracekit.analyzers.iterations import analyze_iterations
     from tracekit.analyzers.report import build_report, build_timeline, config_row
-    from tracekit.readers import read_trace
     from tracekit.runs import expand_inputs
+    from tracekit.session import AnalysisOptions, analyze_input, for_each_input
 
     check_iteration_options(args)
     if not 0 <= args.plateau_tolerance:
@@ -109,38 +97,28 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     if not inputs:
         raise TracekitError("no traces in the inputs (run directories with no successful configuration?)")
     timeline_index = _pick_timeline(inputs, _parse_timeline_config(args.timeline_config))
-    rows: list[dict[str, Any]] = []
-    left_out: list[str] = []
-    timeline = None
-    for i, item in enumerate(inputs):
-        try:
-            trace = read_trace(item.path)
-            analysis = analyze_iterations(trace, args.range_name, args.skip, args.bound_threshold)
-            skip = analysis.skipped
-        except TracekitError as exc:
-            if len(inputs) == 1:
-                raise
-            left_out.append(f"left out: {exc}")
-            continue
-        row = config_row(item, trace, analysis)
-        row["skipped_iterations"] = skip
-        rows.append(row)
-        if i == timeline_index and not args.no_figures and analysis.iterations.height:
+    options = AnalysisOptions.from_args(args)
+    timelines: list[Any] = []
+
+    def step(numbered: tuple[int, Any]) -> dict[str, Any]:
+        i, item = numbered
+        analyzed = analyze_input(item, options)
+        row = config_row(analyzed)
+        if i == timeline_index and not args.no_figures and analyzed.iterations.height:
             where = f"{row['runtime']}, batch {row['batch_size']}" + (
                 f", seq {row['seq_len']}" if row["seq_len"] is not None else ""
             )
             synthetic = " (synthetic)" if row["synthetic"] else ""
-            timeline = build_timeline(
-                trace, analysis, max(1, args.timeline_iterations), title=f"Timeline of {where}{synthetic}"
-            )
-        del trace, analysis
-    if not rows:
-        raise TracekitError("no input could be analyzed:\n  " + "\n  ".join(left_out))
+            count = max(1, args.timeline_iterations)
+            timelines.append(build_timeline(analyzed, count, title=f"Timeline of {where}{synthetic}"))
+        return row
+
+    rows, left_out = for_each_input(list(enumerate(inputs)), step)
     skip_setting = args.skip if args.skip is not None else "auto (the run's warm-up iterations)"
     settings = {"range": args.range_name, "skip": skip_setting, "inputs": [str(p) for p in args.inputs]}
     report = build_report(rows, args.plateau_tolerance, args.bound_threshold, settings)
     report.warnings[:0] = left_out
-    return report, timeline, left_out
+    return report, (timelines[0] if timelines else None), left_out
 
 
 def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
@@ -210,10 +188,12 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracekit.analyzers.report import CONFIG_COLUMNS
     from tracekit.io import output_dir, write_text_atomic
-    from tracekit.renderers.report_markdown import render_report_markdown, sweep_rows
-    from tracekit.renderers.tabular import render_csv, render_json, render_markdown, render_rich
+    from tracekit.renderers import render
+    from tracekit.renderers.recommendations import describe
+    from tracekit.renderers.report_markdown import render_report_markdown
+    from tracekit.renderers.report_text import configs_csv
+    from tracekit.renderers.tabular import render_json
 
     args.format = args.format or "table"
     out_dir = Path(args.output)
@@ -223,7 +203,7 @@ def run(args: argparse.Namespace) -> int:
     out_dir = output_dir(out_dir)
     figures = {} if args.no_figures else write_figures(report, timeline, out_dir)
 
-    doc = report.to_json()
+    doc = report.to_json(describe)
     doc["figures"] = {k: {"png": v, "svg": v[:-4] + ".svg"} for k, v in figures.items()}
     if timeline is not None:
         doc["timeline"] = {
@@ -232,21 +212,10 @@ def run(args: argparse.Namespace) -> int:
             "truncated": timeline.truncated,
         }
     write_text_atomic(out_dir / "report.json", render_json(doc))
-    write_text_atomic(out_dir / "report.csv", render_csv(report.configs, CONFIG_COLUMNS))
+    write_text_atomic(out_dir / "report.csv", configs_csv(doc))
     write_text_atomic(out_dir / "report.md", render_report_markdown(doc, figures))
-
-    fmt = args.format
-    rows = sweep_rows(doc)
-    if fmt == "json":
-        sys.stdout.write(render_json(doc))
-    elif fmt == "csv":
-        sys.stdout.write(render_csv(report.configs, CONFIG_COLUMNS))
-    else:
-        recs = [f"- {r['text']}" for r in report.recommendations]
-        if fmt in ("markdown", "md"):
-            sys.stdout.write(render_markdown(rows, SUMMARY_COLUMNS) + "\n" + "\n".join(recs) + "\n")
-        else:
-            sys.stdout.write(render_rich(rows, SUMMARY_COLUMNS, title="Sweeps") + "\n".join(recs) + "\n")
+    sys.stdout.write(render("report", doc, args.format))
+    if args.format in ("table", "markdown"):
         for warning in report.warnings:
             print(f"warning: {warning}", file=sys.stderr)
     print(

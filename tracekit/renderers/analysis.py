@@ -5,25 +5,26 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
-from tracekit.renderers.tabular import format_value, render_csv, render_json, render_markdown
+from tracekit.fields import FIELDS, ITERATION_FIELDS, device_word
+from tracekit.renderers.tabular import as_count, format_value, render_csv, render_json, render_markdown
 
 if TYPE_CHECKING:  # rich is imported where it is used: JSON/CSV/Markdown output does not load it
     from rich.console import Console
 
-#: (summary key, label, unit) rows of the summary table.
-SUMMARY_ROWS = [
-    ("latency_ms", "latency", "ms"),
-    ("cpu_ms", "CPU time in range", "ms"),
-    ("gpu_busy_ms", "busy", "ms"),
-    ("framework_overhead_ms", "framework overhead", "ms"),
-    ("gpu_utilization", "utilization (busy / latency)", ""),
-    ("idle_gaps", "idle gaps", "count"),
-    ("idle_ms", "idle", "ms"),
-    ("kernels", "kernels / ops", "count"),
-    ("launches", "launch calls", "count"),
-    ("launch_api_us", "launch-call CPU time", "µs"),
-    ("launch_latency_us", "launch latency (op start - call start)", "µs"),
-    ("queue_us", "queue time (op start - call end)", "µs"),
+#: Order of the summary table's rows (fields not listed follow, in the field table's order).
+SUMMARY_ORDER = [
+    "latency_ms",
+    "cpu_ms",
+    "gpu_busy_ms",
+    "framework_overhead_ms",
+    "gpu_utilization",
+    "idle_gaps",
+    "idle_ms",
+    "kernels",
+    "launches",
+    "launch_api_us",
+    "launch_latency_us",
+    "queue_us",
 ]
 
 
@@ -33,7 +34,7 @@ def _duration(ms: float) -> str:
 
 
 def _device_word(doc: dict[str, Any]) -> str:
-    return "GPU" if doc["trace"]["device"] == "gpu" else "operator"
+    return device_word(doc["trace"]["device"])
 
 
 def _headline(doc: dict[str, Any]) -> list[str]:
@@ -58,14 +59,32 @@ def _headline(doc: dict[str, Any]) -> list[str]:
     return lines
 
 
+#: Shown under the summary when a queue time is negative (see the README's definitions).
+NEGATIVE_QUEUE_NOTE = (
+    "queue time < 0: the op started before its launch call returned (the call still had host work after "
+    "submitting, or the host and device clocks are skewed); shown as measured, not clamped"
+)
+
+
+def _notes(doc: dict[str, Any]) -> list[str]:
+    """Notes on values that need a word of explanation."""
+    low = (doc["summary"].get("queue_us") or {}).get("min")
+    return [NEGATIVE_QUEUE_NOTE] if low is not None and low < 0 else []
+
+
 def _summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per field of the summary: label (worded for the trace's device), unit, statistics; counts as
+    integers where they are whole."""
+    order = SUMMARY_ORDER + [f.name for f in ITERATION_FIELDS if f.name not in SUMMARY_ORDER]
     rows = []
-    word = _device_word(doc)
-    for key, label, unit in SUMMARY_ROWS:
-        stats = doc["summary"].get(key) or {}
-        label = label.replace("busy", f"{word} busy") if key == "gpu_busy_ms" else label
-        label = label.replace("utilization", f"{word} utilization") if key == "gpu_utilization" else label
-        rows.append({"metric": label, "unit": unit, **stats})
+    for name in order:
+        if name not in doc["summary"] or name not in FIELDS:
+            continue
+        field = FIELDS[name]
+        stats = doc["summary"][name] or {}
+        if field.kind == "count":
+            stats = {k: as_count(v) for k, v in stats.items()}
+        rows.append({"metric": field.label_for(doc["trace"]["device"]), "unit": field.unit, **stats})
     return rows
 
 
@@ -83,7 +102,7 @@ GAP_COLUMNS = [
     ("iteration", "iteration"),
     ("position", "position"),
     ("duration_us", "µs"),
-    ("start_ns", "start (ns)"),
+    ("offset_ms", "starts at (ms into iteration)"),
     ("cpu_context", "host was in"),
 ]
 
@@ -107,7 +126,7 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
     for key, header in SUMMARY_COLUMNS:
         table.add_column(header, justify="left" if key in ("metric", "unit") else "right")
     for row in _summary_rows(doc):
-        digits = 1 if row["unit"] == "count" else 3
+        digits = 1 if row["unit"] == "count" else 3  # whole counts are ints already
         table.add_row(*(format_value(row.get(k), digits) for k, _ in SUMMARY_COLUMNS))
     console.print(table)
     if doc["longest_gaps"]:
@@ -115,8 +134,10 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
         for key, header in GAP_COLUMNS:
             gaps.add_column(header, justify="left" if key in ("position", "cpu_context") else "right")
         for row in doc["longest_gaps"]:
-            gaps.add_row(*(format_value(row.get(k), 1) for k, _ in GAP_COLUMNS))
+            gaps.add_row(*(format_value(row.get(k), 3 if k == "offset_ms" else 1) for k, _ in GAP_COLUMNS))
         console.print(gaps)
+    for note in _notes(doc):
+        console.print(f"note: {note}", highlight=False, markup=False)
     for warning in doc["warnings"]:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
 
@@ -125,6 +146,7 @@ def render_markdown_doc(doc: dict[str, Any]) -> str:
     """The same content as Markdown."""
     parts = ["# tracekit analyze", ""] + [f"- {line}" for line in _headline(doc)] + [""]
     parts.append(render_markdown(_summary_rows(doc), SUMMARY_COLUMNS))
+    parts += [f"Note: {note}" for note in _notes(doc)]
     if doc["longest_gaps"]:
         parts += ["", "## Longest idle gaps", "", render_markdown(doc["longest_gaps"], GAP_COLUMNS)]
     if doc["warnings"]:

@@ -75,6 +75,20 @@ def _grid(n: int, max_cols: int = 3) -> tuple[int, int]:
     return math.ceil(max(n, 1) / cols), cols
 
 
+#: Drawn in a breakdown panel whose traces hold no device work (e.g. ONNX Runtime CPU under nsys).
+NO_DATA_TEXT = "no device/operator data in this trace"
+
+
+def _no_data(ax: Any, batches: list[Any]) -> None:
+    """A panel with nothing to stack: say so instead of drawing empty bars on a meaningless axis."""
+    ax.text(
+        0.5, 0.5, NO_DATA_TEXT, transform=ax.transAxes, ha="center", va="center", fontsize=9, color="#444444"
+    )
+    ax.set_xticks(np.arange(len(batches)), [str(b) for b in batches])
+    ax.set_xlabel("batch size")
+    ax.set_yticks([])
+
+
 def breakdown_figure(
     panels: Sequence[dict[str, Any]], title: str = "", busy_label: str = "GPU busy"
 ) -> Figure:
@@ -92,6 +106,10 @@ def breakdown_figure(
         x = np.arange(len(batches))
         busy = np.array([v if v is not None else np.nan for v in panel["busy_ms"]], dtype=float)
         over = np.array([v if v is not None else np.nan for v in panel["overhead_ms"]], dtype=float)
+        ax.set_title(panel["title"], fontsize=10)
+        if np.isnan(busy).all() and np.isnan(over).all():
+            _no_data(ax, batches)
+            continue
         ax.bar(x, np.nan_to_num(busy), color=BUSY_COLOR, label=busy_label, width=0.75)
         ax.bar(
             x,
@@ -128,7 +146,6 @@ def breakdown_figure(
         ax.set_xticks(x, [str(b) for b in batches])
         ax.set_xlabel("batch size")
         ax.set_ylabel("traced latency (ms)")
-        ax.set_title(panel["title"], fontsize=10)
         ax.grid(axis="y", alpha=0.3)
     handles = [
         Patch(color=BUSY_COLOR, label=busy_label),

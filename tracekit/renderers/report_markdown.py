@@ -5,10 +5,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import render_markdown
+
+#: Said by every output of a report that reads a synthetic trace.
+SYNTHETIC_NOTE = (
+    "SYNTHETIC data: at least one input is marked synthetic (e.g. written by `tracekit simulate`); "
+    "its numbers come from a model of the mechanism, not a measurement."
+)
 
 SWEEP_COLUMNS: list[tuple[str, str]] = [
     ("runtime", "runtime"),
+    ("device", "device"),
     ("seq_len", "seq len"),
     ("latency_source", "latency"),
     ("batch_range", "batch sizes"),
@@ -24,17 +32,24 @@ CONFIG_TABLE_COLUMNS: list[tuple[str, str]] = [
     ("runtime", "runtime"),
     ("seq_len", "seq"),
     ("batch_size", "batch"),
+    ("device", "device"),
+    ("latency_source", "latency used"),
     ("latency_ms", "latency ms"),
     ("untraced_latency_ms", "untraced ms"),
     ("traced_latency_ms", "traced ms"),
-    ("gpu_busy_ms", "busy ms"),
+    ("gpu_busy_ms", "{device} busy ms"),
     ("framework_overhead_ms", "overhead ms"),
-    ("gpu_utilization", "utilization"),
+    ("gpu_utilization", "{device} utilization"),
     ("launches", "launches"),
     ("latency_vs_smallest", "vs smallest"),
     ("throughput_per_s", "samples/s"),
     ("on_plateau", "plateau"),
 ]
+
+
+def _plural(n: int, noun: str) -> str:
+    """ "1 sweep", "2 sweeps"."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def _span(values: list[Any]) -> str:
@@ -60,22 +75,19 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
     settings = doc["settings"]
     out: list[str] = ["# tracekit report", ""]
     if doc.get("synthetic"):
-        out += [
-            "> **Synthetic data**: at least one input is marked synthetic (e.g. written by `tracekit simulate`); "
-            "its numbers come from a model of the mechanism, not a measurement.",
-            "",
-        ]
+        out += [f"> **{SYNTHETIC_NOTE}**", ""]
     devices = sorted({str(c["device"]) for c in doc["configs"]})
+    word = device_word(common_device(c["device"] for c in doc["configs"]))
     sources = sorted({c["latency_source"] for c in doc["configs"]})
     out += [
-        f"- Inputs: {len(doc['configs'])} configurations, {len(doc['sweeps'])} sweeps "
+        f"- Inputs: {_plural(len(doc['configs']), 'configuration')}, {_plural(len(doc['sweeps']), 'sweep')} "
         f"(runtimes: {', '.join(dict.fromkeys(c['runtime'] for c in doc['configs']))}); devices: "
         f"{', '.join(devices)}.",
         f"- Latency used for the sweep: {' and '.join(sources)} mean latency "
         "(untraced = measured with the profiler off; traced = the trace's iterations). "
         "The busy/overhead breakdown is from the traced iterations.",
         f"- Framework-bound plateau: latency within {100 * settings['plateau_tolerance']:.0f}% of the smallest "
-        f"batch size; framework-bound: GPU utilization below {settings['bound_threshold']:.2f}. "
+        f"batch size; framework-bound: {word} utilization below {settings['bound_threshold']:.2f}. "
         f"Iteration range: {settings.get('range') or 'default'}; warm-up iterations skipped: "
         f"{settings.get('skip', 0)}.",
         "",
@@ -91,7 +103,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         out += [
             "## Latency breakdown",
             "",
-            "Traced latency per batch size, split into GPU busy (union of device work) and framework overhead "
+            f"Traced latency per batch size, split into {word} busy (union of device work) and framework overhead "
             "(latency − busy); the percentage is the overhead share.",
             "",
             f"![latency breakdown]({figures['breakdown']})",
@@ -116,7 +128,8 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
             f"![timeline]({figures['timeline']})",
             "",
         ]
-    out += ["## Configurations", "", render_markdown(doc["configs"], CONFIG_TABLE_COLUMNS)]
+    columns = [(k, h.replace("{device}", word)) for k, h in CONFIG_TABLE_COLUMNS]
+    out += ["## Configurations", "", render_markdown(doc["configs"], columns)]
     if doc.get("warnings"):
         out += ["## Warnings", ""] + [f"- {w}" for w in doc["warnings"]] + [""]
     out += ["Data: `report.json`, `report.csv`.", ""]

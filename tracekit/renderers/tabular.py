@@ -26,6 +26,13 @@ def format_value(value: Any, digits: int = 3) -> str:
     return str(value)
 
 
+def as_count(value: Any) -> Any:
+    """A count for display: an integral float as an int ("401", not "401.0"); other values unchanged."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
 def rich_table(
     rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]], title: str | None = None
 ) -> Table:
@@ -56,6 +63,8 @@ _TEXT_KEYS = {
     "kernel_serialization",
     "model",
     "kernel_time_source",
+    "device",
+    "latency_source",
 }
 
 

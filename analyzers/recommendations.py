@@ -1,0 +1,233 @@
+"""Recommendations computed from a sweep report's data (never invented): one small function per rule, each
+returning a typed :class:`Recommendation` or None. The wording is in :mod:`tracekit.renderers.recommendations`.
+
+A rule fires only when its condition holds, per sweep (runtime, sequence length):
+
+- ``framework_overhead``: at the smallest batch size the framework overhead is at least ``1 - bound_threshold``
+  of the traced latency; names the fastest other runtime measured at the same batch size and sequence length
+  when it is at least ``FASTER_RATIO_MIN`` times faster (same latency source).
+- ``launch_calls``: on a GPU trace, at the smallest batch size, the launch-call CPU time is at least
+  ``LAUNCH_SHARE_MIN`` of latency and there are at least as many launches as half the kernels (no CUDA graph
+  yet): projected latency with the launch calls removed is max(GPU busy, latency − launch time), a bound
+  assuming the launch calls were on the critical path.
+- ``headroom``: the plateau extends past the smallest batch size: the largest batch size on it costs little
+  more latency and multiplies throughput.
+- ``transition``: where latency leaves the plateau (or that it never does in the measured range).
+- ``compute_bound``: the first batch size whose utilization reaches ``bound_threshold``.
+- ``profiler_perturbation``: tracing inflated latency by more than ``PERTURBATION_RATIO``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, PLATEAU_TOLERANCE, is_framework_bound
+
+#: Traced launch-call time below this fraction of latency gives no CUDA-graph recommendation.
+LAUNCH_SHARE_MIN = 0.10
+#: Traced/untraced latency ratio above which the report warns about profiler perturbation.
+PERTURBATION_RATIO = 1.25
+#: A runtime must be at least this much faster (ratio) to be named as the alternative.
+FASTER_RATIO_MIN = 1.10
+#: Order of the kinds in the report (most actionable first; stable within a kind).
+RECOMMENDATION_ORDER = (
+    "framework_overhead",
+    "launch_calls",
+    "headroom",
+    "transition",
+    "compute_bound",
+    "profiler_perturbation",
+)
+
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """One finding. ``numbers``: the values it rests on (in report.json); ``facts``: further values the
+    wording quotes; ``device``: "gpu" / "cpu" (wording of busy/utilization)."""
+
+    kind: str
+    runtime: str
+    seq_len: Any
+    batch_size: int | None
+    numbers: dict[str, Any]
+    device: str = "gpu"
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self, text: str) -> dict[str, Any]:
+        """The report.json entry (``text``: its wording)."""
+        return {
+            "kind": self.kind,
+            "runtime": self.runtime,
+            "seq_len": self.seq_len,
+            "batch_size": self.batch_size,
+            "text": text,
+            "numbers": self.numbers,
+        }
+
+
+@dataclass(frozen=True)
+class SweepView:
+    """What a rule sees of one sweep: the sweep, its member rows by batch size, every row, the settings."""
+
+    sweep: dict[str, Any]
+    members: list[Row]
+    index: dict[tuple[Any, Any, Any], Row]
+    tolerance: float
+    bound_threshold: float
+
+    @property
+    def base(self) -> Row:
+        return self.members[0]
+
+    def rec(self, kind: str, batch: int | None, numbers: dict[str, Any], **facts: Any) -> Recommendation:
+        s = self.sweep
+        return Recommendation(kind, s["runtime"], s["seq_len"], batch, numbers, self.base["device"], facts)
+
+
+def framework_overhead(v: SweepView) -> Recommendation | None:
+    base = v.base
+    frac = base["framework_overhead_fraction"]
+    if frac is None or frac < 1.0 - v.bound_threshold:
+        return None
+    runtime, seq, b0 = v.sweep["runtime"], v.sweep["seq_len"], base["batch_size"]
+    others = [
+        r
+        for (rt, s, b), r in v.index.items()
+        if rt != runtime
+        and s == seq
+        and b == b0
+        and r["latency_ms"]
+        and r["latency_source"] == base["latency_source"]
+    ]
+    best = min(others, key=lambda r: r["latency_ms"], default=None)
+    numbers: dict[str, Any] = {
+        "framework_overhead_fraction": frac,
+        "framework_overhead_ms": base["framework_overhead_ms"],
+        "gpu_busy_ms": base["gpu_busy_ms"],
+        "traced_latency_ms": base["traced_latency_ms"],
+    }
+    if best is not None and base["latency_ms"] / best["latency_ms"] >= FASTER_RATIO_MIN:
+        numbers.update(
+            alternative_runtime=best["runtime"],
+            alternative_latency_ms=best["latency_ms"],
+            latency_ms=base["latency_ms"],
+            speedup=base["latency_ms"] / best["latency_ms"],
+        )
+    return v.rec("framework_overhead", b0, numbers, latency_source=base["latency_source"])
+
+
+def headroom(v: SweepView) -> Recommendation | None:
+    hb, b0 = v.sweep["headroom_batch_size"], v.base["batch_size"]
+    if hb is None or hb == b0:
+        return None
+    numbers = {
+        "latency_ratio": v.sweep["headroom_latency_ratio"],
+        "throughput_gain": v.sweep["headroom_throughput_gain"],
+        "smallest_batch_size": b0,
+    }
+    key = (v.sweep["runtime"], v.sweep["seq_len"], hb)
+    return v.rec(
+        "headroom",
+        hb,
+        numbers,
+        latency_ms=v.index[key]["latency_ms"],
+        smallest_latency_ms=v.base["latency_ms"],
+    )
+
+
+def transition(v: SweepView) -> Recommendation | None:
+    s, b0 = v.sweep, v.base["batch_size"]
+    tb = s["transition_batch_size"]
+    facts = {
+        "tolerance": v.tolerance,
+        "smallest_batch_size": b0,
+        "last_plateau": s["plateau"][-1] if s["plateau"] else b0,
+    }
+    if tb is not None:
+        util = v.index[(s["runtime"], s["seq_len"], tb)]["gpu_utilization"]
+        numbers = {"latency_ratio": s["transition_latency_ratio"], "gpu_utilization": util}
+        return v.rec("transition", tb, numbers, **facts)
+    if len(s["batch_sizes"]) > 1:
+        return v.rec("transition", None, {"largest_batch_size": s["batch_sizes"][-1]}, **facts)
+    return None  # one batch size: no sweep to speak of
+
+
+def launch_calls(v: SweepView) -> Recommendation | None:
+    base = v.base
+    launches, kernels = base["launches"], base["kernels"]
+    launch_ms, traced = base["launch_api_ms"], base["traced_latency_ms"]
+    if not (
+        base["device"] == "gpu"
+        and launches
+        and kernels
+        and launch_ms is not None
+        and traced
+        and launch_ms >= LAUNCH_SHARE_MIN * traced
+        and launches >= 0.5 * kernels
+    ):
+        return None
+    numbers = {
+        "launch_api_ms": launch_ms,
+        "launches": launches,
+        "traced_latency_ms": traced,
+        "projected_latency_ms": max(base["gpu_busy_ms"] or 0.0, traced - launch_ms),
+    }
+    return v.rec("launch_calls", base["batch_size"], numbers)
+
+
+def compute_bound(v: SweepView) -> Recommendation | None:
+    known = [r for r in v.members if r["gpu_utilization"] is not None]
+    first = next((r for r in known if not is_framework_bound(r["gpu_utilization"], v.bound_threshold)), None)
+    if first is None or not is_framework_bound(known[0]["gpu_utilization"], v.bound_threshold):
+        return None
+    numbers = {"gpu_utilization": first["gpu_utilization"]}
+    return v.rec("compute_bound", first["batch_size"], numbers, bound_threshold=v.bound_threshold)
+
+
+def profiler_perturbation(v: SweepView) -> Recommendation | None:
+    perturbed = [
+        r for r in v.members if r["profiler_ratio"] is not None and r["profiler_ratio"] > PERTURBATION_RATIO
+    ]
+    if not perturbed:
+        return None
+    worst = max(perturbed, key=lambda r: r["profiler_ratio"])
+    numbers = {"profiler_ratio": worst["profiler_ratio"], "batch_sizes": [r["batch_size"] for r in perturbed]}
+    return v.rec(
+        "profiler_perturbation",
+        worst["batch_size"],
+        numbers,
+        traced_latency_ms=worst["traced_latency_ms"],
+        untraced_latency_ms=worst["untraced_latency_ms"],
+    )
+
+
+#: The rules, in the order they are evaluated per sweep.
+RULES: tuple[Callable[[SweepView], Recommendation | None], ...] = (
+    framework_overhead,
+    headroom,
+    transition,
+    launch_calls,
+    compute_bound,
+    profiler_perturbation,
+)
+
+
+def recommend(
+    rows: list[Row],
+    sweeps: list[dict[str, Any]],
+    tolerance: float = PLATEAU_TOLERANCE,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+) -> list[Recommendation]:
+    """Every rule applied to every sweep; ordered by :data:`RECOMMENDATION_ORDER` (stable within a kind)."""
+    index = {(r["runtime"], r["seq_len"], r["batch_size"]): r for r in rows if r["batch_size"] is not None}
+    out: list[Recommendation] = []
+    for sweep in sweeps:
+        members = [index[(sweep["runtime"], sweep["seq_len"], b)] for b in sweep["batch_sizes"]]
+        view = SweepView(sweep, members, index, tolerance, bound_threshold)
+        out += [rec for rule in RULES if (rec := rule(view)) is not None]
+    order = {k: i for i, k in enumerate(RECOMMENDATION_ORDER)}
+    return sorted(out, key=lambda r: order.get(r.kind, len(order)))

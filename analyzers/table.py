@@ -1,0 +1,167 @@
+"""The study's utilization table (its Table 3) across runtimes: one row per configuration.
+
+Latency, busy and framework overhead are the **mean over iterations** of :mod:`tracekit.analyzers.iterations`
+(after ``--skip``) and are *traced* latencies (measured with the profiler on; ``latency_source`` says so).
+SMs active and warp occupancy come from :mod:`tracekit.analyzers.utilization` with their source.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracekit.analyzers.paper import PAPER_CITATION, PAPER_SETUP, RUNTIME_ORDER, paper_rows, runtime_traits
+
+if TYPE_CHECKING:
+    from tracekit.runs import TraceInput
+    from tracekit.session import AnalysisOptions, AnalyzedTrace
+
+NCU_FORMATS = ("ncu-csv", "ncu-rep")
+
+#: JSON/CSV row keys, in order.
+ROW_KEYS = [
+    "runtime",
+    "batch_size",
+    "seq_len",
+    "device",
+    "graph_compilation",
+    "kernel_serialization",
+    "iterations",
+    "latency_ms",
+    "latency_source",
+    "gpu_busy_ms",
+    "framework_overhead_ms",
+    "gpu_utilization",
+    "sms_active",
+    "sms_active_source",
+    "sms_active_metric",
+    "warp_occupancy",
+    "warp_occupancy_source",
+    "warp_occupancy_metric",
+    "sms_active_kernel_time",
+    "warp_occupancy_kernel_time",
+    "kernel_time_source",
+    "synthetic",
+    "trace",
+    "ncu_trace",
+]
+
+#: Means over iterations copied from the typed summary into the row.
+MEAN_FIELDS = ("latency_ms", "gpu_busy_ms", "framework_overhead_ms", "gpu_utilization")
+
+
+@dataclass
+class RowInput:
+    """One configuration: its main trace (timeline or ncu) and, optionally, an Nsight Compute trace."""
+
+    trace: TraceInput
+    ncu: Path | None = None
+
+
+def _base_row(item: RowInput, meta: dict[str, Any], device: str | None) -> tuple[dict[str, Any], list[str]]:
+    from tracekit.session import TraceConfig
+
+    config = TraceConfig.resolve(item.trace, meta, device)
+    compilation, serialization = runtime_traits(config.runtime)
+    row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
+    row.update(
+        runtime=config.runtime,
+        batch_size=config.batch_size,
+        seq_len=config.seq_len,
+        device=config.device,
+        graph_compilation=compilation,
+        kernel_serialization=serialization,
+        synthetic=config.synthetic,
+        trace=str(item.trace.path),
+        ncu_trace=str(item.ncu) if item.ncu else None,
+    )
+    warnings = []
+    if config.runtime is not None and compilation is None:
+        warnings.append(
+            f"unknown runtime {config.runtime!r}: graph compilation / kernel serialization not known"
+        )
+    return row, warnings
+
+
+def table_row(item: RowInput, options: AnalysisOptions) -> tuple[dict[str, Any], list[str]]:
+    """One table row and its warnings (see the module docstring for what each value means)."""
+    from tracekit.analyzers.utilization import kernel_time_only
+
+    from tracekit.readers import read_trace
+    from tracekit.session import analyze_trace
+
+    trace = read_trace(item.trace.path)
+    if trace.meta.get("format") in NCU_FORMATS:
+        # Nsight Compute alone: no timeline, so no latency and no wall-time figure.
+        row, warnings = _base_row(item, trace.meta, trace.meta.get("device"))
+        result = kernel_time_only(trace)
+        row.update({k: v for k, v in result.fields().items() if "kernel_time" in k})
+        return row, warnings + result.warnings
+    analyzed = analyze_trace(trace, item.trace, options)
+    return analyzed_row(analyzed, item, read_trace(item.ncu) if item.ncu is not None else None)
+
+
+def analyzed_row(
+    analyzed: AnalyzedTrace, item: RowInput, ncu: Any = None
+) -> tuple[dict[str, Any], list[str]]:
+    """The row of an analyzed timeline trace (``ncu``: its Nsight Compute trace, if any)."""
+    from tracekit.analyzers.utilization import utilization
+
+    row, warnings = _base_row(item, analyzed.trace.meta, analyzed.device)
+    warnings += analyzed.warnings
+    summary = analyzed.summary
+    row["iterations"] = summary.iterations
+    row.update({key: summary.mean(key) for key in MEAN_FIELDS})
+    row["latency_source"] = "traced"
+    if row["runtime"] is None:
+        warnings.append("runtime unknown (no run.json or sidecar metadata)")
+    result = utilization(analyzed, ncu)
+    row.update(result.fields())
+    return row, warnings + result.warnings
+
+
+def row_label(row: dict[str, Any]) -> str:
+    """``runtime b1 s128`` of a row (the file name when the runtime is unknown)."""
+    parts = [row["runtime"] or Path(row["trace"]).name]
+    if row["batch_size"] is not None:
+        parts.append(f"b{row['batch_size']}")
+    if row["seq_len"] is not None:
+        parts.append(f"s{row['seq_len']}")
+    return " ".join(parts)
+
+
+def build_table(
+    results: list[tuple[dict[str, Any], list[str]]], left_out: list[str], paper: bool = False
+) -> dict[str, Any]:
+    """The ``tracekit table --format json`` document: {"rows", "warnings", "notes", ["paper"]}."""
+    rows: list[dict[str, Any]] = []
+    warnings: list[str] = list(left_out)
+    for row, row_warnings in results:
+        rows.append(row)
+        warnings += [f"{row_label(row)}: {w}" for w in dict.fromkeys(row_warnings)]
+    order = {name: i for i, name in enumerate(RUNTIME_ORDER)}
+    rows.sort(
+        key=lambda r: (
+            order.get(r["runtime"] or "", len(order)),
+            r["runtime"] or "",
+            r["batch_size"] if r["batch_size"] is not None else -1,
+            r["seq_len"] if r["seq_len"] is not None else -1,
+        )
+    )
+    doc: dict[str, Any] = {
+        "rows": rows,
+        "warnings": warnings,
+        "notes": [
+            "latency_ms, gpu_busy_ms, framework_overhead_ms, gpu_utilization: mean over the traced iterations "
+            "(traced latency: measured with the profiler on)",
+            "sms_active, warp_occupancy: wall-time % (idle time counts), mean over iterations; "
+            "*_kernel_time: Σ(kernel time × value) / Σ kernel time",
+        ],
+    }
+    if any(r["synthetic"] for r in rows):
+        doc["notes"].append("rows marked synthetic come from simulated traces, not measurements")
+    if paper:
+        published = [{**r, "device": "gpu", "latency_source": "published"} for r in paper_rows()]
+        doc["paper"] = {"citation": PAPER_CITATION, "setup": PAPER_SETUP, "rows": published}
+    return doc

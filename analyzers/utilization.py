@@ -1,0 +1,120 @@
+"""SMs active and warp occupancy of one configuration, from the best source available (the study's Table 3).
+
+Wall-time figures (idle time counts as 0), percent, mean over the analyzed iterations, from the first source
+that has a value:
+
+1. ``nsys metrics``: Nsight Systems GPU-metrics samples inside each iteration's window
+   (:mod:`tracekit.analyzers.gpu_metrics`; the study's definition);
+2. ``ncu``: Nsight Compute per-kernel values joined to the timeline's kernels, Σ(kernel time × value) /
+   latency per iteration (:mod:`tracekit.analyzers.kernel_metrics`);
+3. ``kineto estimate``: torch.profiler's per-kernel ``est. achieved occupancy %`` (warp occupancy only),
+   weighted the same way.
+
+The kernel-time-only averages (Σ(kernel time × value) / Σ kernel time: the SMs while kernels run) come from
+ncu, else the Kineto estimate. Unknown values stay None, never 0.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from tracekit.analyzers.kernel_metrics import KernelMetricsResult
+
+    from tracekit.model import Trace
+    from tracekit.session import AnalyzedTrace
+
+#: The two figures, as result keys.
+COLUMNS = ("sms_active", "warp_occupancy")
+
+
+@dataclass
+class Figure:
+    """One wall-time figure: value (%), where it came from, and which metric it is."""
+
+    value: float | None = None
+    source: str | None = None
+    metric: str | None = None
+
+
+@dataclass
+class Utilization:
+    """SMs active / warp occupancy of one configuration (see the module docstring)."""
+
+    wall: dict[str, Figure] = field(default_factory=lambda: {c: Figure() for c in COLUMNS})
+    kernel_time: dict[str, float | None] = field(default_factory=lambda: dict.fromkeys(COLUMNS))
+    kernel_time_source: str | None = None
+    warnings: list[str] = field(default_factory=list)
+
+    def fields(self) -> dict[str, Any]:
+        """Flat keys of the ``table`` row: sms_active, sms_active_source, ..., kernel_time_source."""
+        out: dict[str, Any] = {}
+        for column in COLUMNS:
+            fig = self.wall[column]
+            out.update({column: fig.value, f"{column}_source": fig.source, f"{column}_metric": fig.metric})
+        out.update({f"{c}_kernel_time": self.kernel_time[c] for c in COLUMNS})
+        out["kernel_time_source"] = self.kernel_time_source
+        return out
+
+
+def _fill_wall(result: Utilization, metrics: KernelMetricsResult, source: str) -> None:
+    """Take a wall-time figure from per-kernel metrics where no better source gave one."""
+    for column in COLUMNS:
+        entry = metrics.summary.get(column)
+        if result.wall[column].value is None and entry is not None and entry.get("wall_time") is not None:
+            result.wall[column] = Figure(entry["wall_time"], entry.get("source", source), entry["metric"])
+
+
+def _fill_kernel_time(result: Utilization, metrics: KernelMetricsResult) -> None:
+    sources = []
+    for column in COLUMNS:
+        entry = metrics.summary.get(column)
+        if entry is not None and entry.get("kernel_time") is not None:
+            result.kernel_time[column] = entry["kernel_time"]
+            sources.append(entry.get("source", metrics.source))
+    if sources:
+        result.kernel_time_source = " / ".join(dict.fromkeys(sources))
+
+
+def kernel_time_only(ncu: Trace) -> Utilization:
+    """An Nsight Compute report without a timeline: kernel-time averages only."""
+    from tracekit.analyzers.kernel_metrics import analyze_kernel_metrics
+
+    metrics = analyze_kernel_metrics(ncu)
+    result = Utilization(warnings=list(metrics.warnings))
+    _fill_kernel_time(result, metrics)
+    result.warnings.append(
+        "Nsight Compute report without a timeline trace: latency and wall-time SMs active / "
+        "warp occupancy unknown; kernel-time averages only"
+    )
+    return result
+
+
+def utilization(analyzed: AnalyzedTrace, ncu: Trace | None = None) -> Utilization:
+    """SMs active / warp occupancy of an analyzed timeline trace, ``ncu`` its Nsight Compute trace if any."""
+    from tracekit.analyzers.gpu_metrics import analyze_gpu_metrics
+    from tracekit.analyzers.kernel_metrics import KINETO_OCCUPANCY, analyze_kernel_metrics
+
+    trace, analysis = analyzed.trace, analyzed.analysis
+    result = Utilization()
+    if not trace.gpu_metrics.is_empty():
+        gm = analyze_gpu_metrics(trace, analysis.iterations)
+        result.warnings += gm.warnings
+        for column in COLUMNS:
+            entry = gm.summary.get(column)
+            if entry is not None and entry.get("mean") is not None:
+                unit = f" [{entry['unit']}]" if entry.get("unit") else ""
+                result.wall[column] = Figure(entry["mean"], "nsys metrics", entry["metric"] + unit)
+    if ncu is not None:
+        metrics = analyze_kernel_metrics(ncu, trace, analysis, analysis.range_name, analyzed.ops)
+        result.warnings += [f"ncu: {w}" for w in metrics.warnings]
+        _fill_wall(result, metrics, "ncu")
+        _fill_kernel_time(result, metrics)
+    if trace.kernel_metrics["metric"].eq(KINETO_OCCUPANCY).any():
+        metrics = analyze_kernel_metrics(trace, trace, analysis, analysis.range_name, analyzed.ops)
+        result.warnings += metrics.warnings
+        _fill_wall(result, metrics, "kineto estimate")
+        if result.kernel_time_source is None:
+            _fill_kernel_time(result, metrics)
+    return result

@@ -1,0 +1,227 @@
+"""The analysis session shared by the commands and the Python API.
+
+- :class:`TraceConfig`: what is known about the configuration that produced a trace (runtime, model, batch
+  size, sequence length, device, synthetic, untraced latency), resolved once from the run directory's
+  ``run.json`` / the sidecar ``.meta.json`` and the trace's own metadata.
+- :class:`AnalyzedTrace`: a trace with its chosen iterations, idle gaps, typed summary and (computed once,
+  on first use) its ops assigned to the analyzed iterations.
+- :func:`analyze_input` analyzes one input; :func:`for_each_input` applies one step to many inputs with the
+  one bad-input policy of every command: a bad input among several is left out with a one-line warning,
+  a bad input alone is the error (exit 2), and when every input fails the error lists them.
+
+Every command is "parse args -> analyze inputs -> one analyzer -> renderer".
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import polars as pl
+
+from tracekit.errors import TracekitError
+
+if TYPE_CHECKING:
+    from tracekit.analyzers.iterations import IterationAnalysis
+    from tracekit.analyzers.stats import Summary
+    from tracekit.model import FrameSpec, Trace
+    from tracekit.runs import TraceInput
+
+T = TypeVar("T")
+X = TypeVar("X")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """How iterations are chosen and judged (``--range``, ``--skip``, ``--bound-threshold``).
+
+    ``skip`` None: drop the run's warm-up iterations when the trace records them, else none."""
+
+    range_name: str | None = None
+    skip: int | None = None
+    bound_threshold: float = 0.5
+
+    @classmethod
+    def from_args(cls, args: Any) -> AnalysisOptions:
+        """The options of a parsed command line (see :mod:`tracekit.commands.options`)."""
+        return cls(args.range_name, args.skip, getattr(args, "bound_threshold", None) or 0.5)
+
+
+@dataclass(frozen=True)
+class TraceConfig:
+    """The configuration of one trace; the input's run/sidecar metadata first, then the trace's own.
+
+    ``untraced_latency_ms``: mean latency measured with the profiler off (None when not recorded);
+    ``untraced_latency``: its statistics as recorded (mean, p50, ..., count)."""
+
+    path: Path
+    profiler: str | None = None
+    runtime: str | None = None
+    model: str | None = None
+    batch_size: int | None = None
+    seq_len: int | None = None
+    precision: str | None = None
+    device: str | None = None
+    synthetic: bool = False
+    untraced_latency: dict[str, float] | None = None
+
+    @classmethod
+    def resolve(cls, item: TraceInput, meta: dict[str, Any], device: str | None) -> TraceConfig:
+        """Merge an input's configuration with the trace's metadata; ``device`` is the measured one."""
+
+        def pick(value: Any, key: str) -> Any:
+            return value if value is not None else meta.get(key)
+
+        batch, seq = pick(item.batch_size, "batch_size"), pick(item.seq_len, "seq_len")
+        untraced = item.untraced_latency_ms
+        return cls(
+            path=Path(item.path),
+            profiler=item.profiler or meta.get("profiler") or meta.get("format"),
+            runtime=item.runtime or meta.get("runtime"),
+            model=item.model or meta.get("model"),
+            batch_size=None if batch is None else int(batch),
+            seq_len=None if seq is None else int(seq),
+            precision=item.precision or meta.get("precision"),
+            device=device or item.device,
+            synthetic=bool(item.synthetic or meta.get("synthetic", False)),
+            untraced_latency=untraced if isinstance(untraced, dict) else None,
+        )
+
+    @property
+    def untraced_latency_ms(self) -> float | None:
+        """Mean untraced latency (ms), or None."""
+        mean = (self.untraced_latency or {}).get("mean")
+        return None if mean is None else float(mean)
+
+    @property
+    def label(self) -> str:
+        """``runtime b1 s128`` (the file name when the runtime is unknown)."""
+        parts = [self.runtime or self.path.name]
+        if self.batch_size is not None:
+            parts.append(f"b{self.batch_size}")
+        if self.seq_len is not None:
+            parts.append(f"s{self.seq_len}")
+        return " ".join(parts)
+
+
+@dataclass
+class AnalyzedTrace:
+    """One analyzed trace: the trace, its configuration and its iteration analysis.
+
+    ``iterations`` (polars, one row per analyzed iteration), ``gaps`` (every idle gap, absolute ns),
+    ``idle_gaps`` (the same with ``offset_ms`` from the iteration's window start), ``summary`` (typed
+    statistics, verdict, synchronized), ``ops`` (the trace's ops of the analyzed iterations with an
+    ``iteration`` column and their launching call's ``call_start``/``call_end``; computed on first use)."""
+
+    trace: Trace
+    config: TraceConfig
+    analysis: IterationAnalysis
+
+    @property
+    def iterations(self) -> pl.DataFrame:
+        return self.analysis.iterations
+
+    @property
+    def gaps(self) -> pl.DataFrame:
+        return self.analysis.gaps
+
+    @property
+    def idle_gaps(self) -> pl.DataFrame:
+        """Idle gaps with ``offset_ms``: the gap's start in ms after its iteration's window start."""
+        from tracekit.analyzers.iterations import with_gap_offsets
+
+        return with_gap_offsets(self.analysis.gaps, self.analysis.iterations)
+
+    @property
+    def summary(self) -> Summary:
+        return self.analysis.summary
+
+    @property
+    def verdict(self) -> str | None:
+        """ "framework" (framework-bound), "compute" or None (no device activity)."""
+        return self.analysis.summary.bound
+
+    @property
+    def device(self) -> str:
+        """ "gpu" or "cpu" (a CPU-only trace: the ops are CPU operators)."""
+        return self.analysis.device
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.analysis.warnings
+
+    @property
+    def range_name(self) -> str:
+        return self.analysis.range_name
+
+    @cached_property
+    def ops(self) -> pl.DataFrame:
+        """Ops of the analyzed iterations (see :func:`tracekit.analyzers.iterations.assign_ops`)."""
+        from tracekit.analyzers.iterations import assign_ops
+
+        analyzed = self.iterations.get_column("index").implode()
+        return assign_ops(self.trace, self.analysis.ranges).filter(pl.col("iteration").is_in(analyzed))
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``tracekit analyze --format json`` document."""
+        return self.analysis.to_json(self.trace)
+
+
+def trace_input(path: str | Path) -> TraceInput:
+    """The input of one trace file (its configuration from the sidecar ``.meta.json`` when present)."""
+    from tracekit.runs import expand_inputs
+
+    path = Path(path)
+    if path.is_dir():
+        raise TracekitError("is a folder; give one trace file", path)
+    return expand_inputs([path])[0]
+
+
+def analyze_input(
+    item: TraceInput | str | Path,
+    options: AnalysisOptions | None = None,
+    frames: FrameSpec | None = None,
+) -> AnalyzedTrace:
+    """Read and analyze one input. ``frames``: what to read of the trace (None: everything).
+
+    Raises TracekitError (one line naming the file) when the input cannot be read or analyzed."""
+    from tracekit.readers import read_trace
+
+    if isinstance(item, (str, Path)):
+        item = trace_input(item)
+    return analyze_trace(read_trace(item.path, frames=frames), item, options)
+
+
+def analyze_trace(
+    trace: Trace, item: TraceInput | None = None, options: AnalysisOptions | None = None
+) -> AnalyzedTrace:
+    """Analyze a trace already read (``item``: its input, for the configuration; None: the trace's meta)."""
+    from tracekit.analyzers.iterations import analyze_iterations
+    from tracekit.runs import TraceInput
+
+    options = options or AnalysisOptions()
+    if item is None:
+        item = TraceInput(path=Path(trace.meta.get("path") or "trace"))
+    analysis = analyze_iterations(trace, options.range_name, options.skip, options.bound_threshold)
+    return AnalyzedTrace(trace, TraceConfig.resolve(item, trace.meta, analysis.device), analysis)
+
+
+def for_each_input(items: Sequence[X], step: Callable[[X], T]) -> tuple[list[T], list[str]]:
+    """``step`` applied to each item in turn (one at a time, so one large trace is freed before the next is
+    read): (results, warnings). The one bad-input policy: a TracekitError on one of several items leaves it
+    out with a ``left out: FILE: problem`` warning; on a single item, or on every item, it is raised."""
+    results: list[T] = []
+    left_out: list[str] = []
+    for item in items:
+        try:
+            results.append(step(item))
+        except TracekitError as exc:
+            if len(items) == 1:
+                raise
+            left_out.append(f"left out: {exc}")
+    if items and not results:
+        raise TracekitError("no input could be analyzed:\n  " + "\n  ".join(left_out))
+    return results, left_out
