@@ -168,6 +168,7 @@ def _default_choice(candidates: pl.DataFrame) -> tuple[pl.DataFrame, str, str]:
         counts = engine.drop_nulls().value_counts(sort=True)
         top = counts[0, 0]
         chosen = candidates.filter(engine == top)
+        chosen = chosen.filter(pl.col("depth") == chosen["depth"].min())
         how = (
             f"{top} serving-engine steps ({chosen.height} ranges of {chosen['name'].n_unique()} names); "
             "choose another with --range"
@@ -238,12 +239,12 @@ def choose_ranges(
             raise NoActivityError(
                 f"no range matches {range_name!r}; ranges in this trace: " + ", ".join(map(repr, names)), path
             )
-        exact = ((candidates["name"] == range_name) | (candidates["key"] == range_name)).any()
+        frame = _range_frame(chosen)
         how = "requested with --range"
-        if not exact:
+        if not ((candidates["name"] == range_name) | (candidates["key"] == range_name)).any():
             kind = pattern_kind(range_name)
-            how += f" ({kind}: {chosen.height} ranges of {chosen['name'].n_unique()} names)"
-        name = range_name
+            how += f" ({kind}: {frame.height} ranges of {frame['name'].n_unique()} names)"
+        return frame, range_name, how
     return _range_frame(chosen), name, how
 
 
