@@ -1,3 +1,26 @@
-"""tracekit: measure the framework tax of deep-learning inference from profiler traces."""
+"""tracekit: measure the framework tax of deep-learning inference from profiler traces.
+
+The Python API (see :mod:`tracekit.api`) is loaded on first use, so ``import tracekit`` stays light
+(no rich, matplotlib or torch)::
+
+    a = tracekit.analyze("trace.sqlite", range="iteration", skip=2)
+    a.iterations, a.summary, a.idle_gaps, a.verdict
+    tracekit.read_trace(path); tracekit.table([...]); tracekit.report([...])
+"""
+
+from __future__ import annotations
+
+from typing import Any
 
 __version__ = "0.1.0"
+__all__ = ["analyze", "read_trace", "report", "table", "__version__"]
+
+_API = frozenset({"analyze", "read_trace", "report", "table", "Report"})
+
+
+def __getattr__(name: str) -> Any:
+    if name in _API:
+        from tracekit import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'tracekit' has no attribute {name!r}")

@@ -1,0 +1,66 @@
+"""The public Python API: tracekit.analyze/read_trace/table/report match the command line field for field."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracekit
+from tracekit.cli import main
+from tracekit.errors import TracekitError
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_traces" / "synthetic" / "table3_pytorch" / "pytorch_b1_s128.synthetic.sqlite"
+SWEEP = ROOT / "sample_traces" / "synthetic" / "sweep_pytorch"
+
+
+def test_import_is_light() -> None:
+    code = "import sys, tracekit; print(sorted(m for m in ('rich', 'matplotlib', 'torch') if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_analyze_matches_cli_json_field_for_field(capsys: pytest.CaptureFixture[str]) -> None:
+    a = tracekit.analyze(SAMPLE)
+    assert main(["analyze", str(SAMPLE), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert a.iterations.height == len(doc["iterations"]) == 10
+    for row, expected in zip(a.iterations.to_dicts(), doc["iterations"], strict=True):
+        assert {k: row[k] for k in expected} == expected
+    assert a.summary.to_json() == doc["summary"]
+    assert a.verdict == doc["summary"]["bound"] == "framework"
+    assert a.device == doc["trace"]["device"] == "gpu"
+    assert a.iterations.shape == (10, 18)
+
+
+def test_analyze_options_and_gaps() -> None:
+    a = tracekit.analyze(SAMPLE, range="iteration", skip=2)
+    assert a.iterations["index"].to_list() == list(range(2, 10))
+    gaps = a.idle_gaps
+    assert gaps["iteration"].min() == 2
+    # offset_ms: the gap's start after its iteration's window start; a leading gap starts at 0.
+    assert gaps.filter(pl.col("position") == "leading")["offset_ms"].to_list() == [0.0] * 8
+    assert (gaps["offset_ms"] >= 0).all()
+    frame = a.summary.frame()
+    assert frame.filter(pl.col("field") == "kernels")["p50"].item() == 400.0
+    with pytest.raises(TracekitError, match="skip"):
+        tracekit.analyze(SAMPLE, skip=-1)
+
+
+def test_read_trace_and_table_and_report(capsys: pytest.CaptureFixture[str]) -> None:
+    trace = tracekit.read_trace(SAMPLE)
+    assert trace.ops.height > 0 and {"start", "end"} <= set(trace.ops.columns)
+    frame = tracekit.table([SAMPLE.parent])
+    assert main(["table", str(SAMPLE.parent), "--format", "json"]) == 0
+    row = json.loads(capsys.readouterr().out)["rows"][0]
+    assert frame.row(0, named=True)["latency_ms"] == row["latency_ms"]
+    assert frame.row(0, named=True)["sms_active"] == row["sms_active"]
+    r = tracekit.report([SWEEP])
+    assert r.configs["batch_size"].to_list() == [1, 2, 4, 8, 16, 32, 64, 128]
+    assert r.sweeps.row(0, named=True)["transition_batch_size"] == 32
+    assert all(rec["text"] for rec in r.recommendations)
