@@ -66,6 +66,7 @@ import json
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import compress
 from pathlib import Path
 from typing import Any
 
@@ -84,10 +85,10 @@ from tracekit.model import (
 )
 from tracekit.readers.kineto_decode import (
     ARG_FIELDS,
-    EVENT_FIELDS,
     Progress,
-    chunk_frame,
+    columns,
     event_chunks,
+    is_fast,
     read_json_bytes,
     split_document,
 )
@@ -174,9 +175,39 @@ def us_to_ns(col: pl.Expr) -> pl.Expr:
     return pl.when(negative).then(-magnitude).otherwise(magnitude)
 
 
-def empty_events_frame() -> pl.DataFrame:
-    """An events chunk with no rows (the text columns of :func:`tracekit.readers.kineto_decode.chunk_frame`)."""
-    return pl.DataFrame(schema={name: pl.String for name in (*EVENT_FIELDS, *ARG_FIELDS)})
+def _flows_frame() -> pl.DataFrame:
+    """No flow events (the columns of :func:`_flows`)."""
+    return pl.DataFrame(schema={"pid": pl.String, "tid": pl.String, "start": pl.Int64, "id": pl.String})
+
+
+def us_to_ns_series(text: pl.Series) -> pl.Series:
+    """:func:`us_to_ns` of a String series, fast on plain decimals ("-12", "1009612.574", at most 15 digits
+    before the point): those are split at the point and cast; the other values go through
+    :func:`us_to_ns` (same result, regex-based and slower)."""
+    frame = pl.DataFrame({"t": text})
+    parts = pl.col("t").str.split_exact(".", 1)
+    whole = parts.struct.field("field_0")
+    frac4 = (
+        parts.struct.field("field_1")
+        .fill_null("")
+        .str.pad_end(4, "0")
+        .str.slice(0, 4)
+        .cast(pl.Int64, strict=False)
+    )
+    magnitude = (
+        whole.str.strip_prefix("-").cast(pl.Int64, strict=False) * 1000 + frac4 // 10 + (frac4 % 10 >= 5)
+    )
+    plain = pl.col("t").str.contains(r"^-?\d{1,15}(\.\d+)?$")
+    out = frame.select(
+        plain=plain,
+        ns=pl.when(plain).then(pl.when(whole.str.starts_with("-")).then(-magnitude).otherwise(magnitude)),
+    )
+    ns = out.get_column("ns")
+    other = ~out.get_column("plain") & text.is_not_null()
+    if other.any():
+        idx = other.arg_true()
+        ns = ns.scatter(idx, frame.select(us_to_ns(pl.col("t").gather(idx))).to_series())
+    return ns.alias(text.name)
 
 
 def leading_int(col: pl.Expr) -> pl.Expr:
@@ -379,25 +410,47 @@ def _meta(
     return meta
 
 
-def _chunk_rows(chunk: pl.DataFrame) -> tuple[pl.DataFrame, set[str], int]:
-    """(rows the analysis uses, the chunk's category names, complete events without a readable ts).
+def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int]:
+    """(rows the analysis uses, the chunk's category names, complete events without a readable ts) of one
+    decoded chunk of events.
 
     Rows kept: complete events of the categories read (ops, api, ranges, CPU operators) with a readable
-    ts, and flow events; the other events (python_function, cuda_sync, memory instants, ...) are dropped
-    here so that memory holds only what the frames below need."""
-    frame = chunk.with_columns(
-        cat_l=pl.col("cat").str.to_lowercase(),
-        start=us_to_ns(pl.col("ts")),
-        dur_ns=us_to_ns(pl.col("dur")).fill_null(0),
+    ts; the other events (python_function, cuda_sync, memory instants, flows, ...) are dropped here, and
+    each field is turned into a column only for the events that need it, so that memory and time go to
+    what the frames below use. Flow events are read by :func:`_flows` only when needed."""
+    fast = is_fast(chunk)
+    head = columns(chunk, ("ph", "cat"), fast)
+    categories = set(head.get_column("cat").drop_nulls().unique().to_list())
+    is_x = head.select((pl.col("ph") == "X").fill_null(False)).to_series()
+    x_events = list(compress(chunk, is_x.to_list()))
+    x_head = head.filter(is_x).select(cat_l=pl.col("cat").str.to_lowercase())
+    start = us_to_ns_series(columns(x_events, ("ts",), fast).to_series())
+    bad_ts = start.null_count()
+    keep = x_head.select(pl.col("cat_l").is_in(list(_READ_CATEGORIES)) & start.is_not_null()).to_series()
+    kept = list(compress(x_events, keep.to_list()))
+    rest = columns(kept, ("name", "pid", "tid", "dur", *ARG_FIELDS), fast)
+    rows = pl.concat(
+        [x_head.filter(keep), pl.DataFrame({"start": start.filter(keep)}), rest], how="horizontal"
     )
-    categories = set(frame.get_column("cat").drop_nulls().unique().to_list())
-    bad_ts = frame.filter(pl.col("ph") == "X", pl.col("start").is_null()).height
-    kept = frame.filter(
-        pl.col("start").is_not_null(),
-        ((pl.col("ph") == "X") & pl.col("cat_l").is_in(list(_READ_CATEGORIES)))
-        | (pl.col("ph").is_in(["s", "f", "t"]) & pl.col("cat_l").is_in(list(FLOW_CATEGORIES))),
-    )
-    return kept.drop("cat", "ts", "dur"), categories, bad_ts
+    rows = rows.with_columns(ph=pl.lit("X"), dur_ns=us_to_ns(pl.col("dur")).fill_null(0)).drop("dur")
+    return rows, categories, bad_ts
+
+
+def _flows(events: Any) -> pl.DataFrame:
+    """Flow events (``ph`` s/f/t of the flow categories, readable ts): pid, tid, start, id (text)."""
+    parts = []
+    for chunk in event_chunks(events, lenient=True):
+        cols = columns(chunk, ("ph", "cat", "pid", "tid", "ts", "id"), False)
+        parts.append(
+            cols.filter(
+                pl.col("ph").is_in(["s", "f", "t"]),
+                pl.col("cat").str.to_lowercase().is_in(list(FLOW_CATEGORIES)),
+            )
+            .with_columns(start=us_to_ns(pl.col("ts")))
+            .filter(pl.col("start").is_not_null())
+            .select("pid", "tid", "start", "id")
+        )
+    return pl.concat(parts)
 
 
 #: categories of the complete events that end up in a frame
@@ -424,18 +477,20 @@ def read_events(
     bad_ts = 0
     with gc_paused():  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
         for chunk in event_chunks(events, progress):
-            frame = chunk_frame(chunk)
+            rows, cats, bad = _chunk_rows(chunk)
             del chunk
-            rows, cats, bad = _chunk_rows(frame)
             parts.append(rows)
             categories |= cats
             bad_ts += bad
-    del events, data  # the JSON text is no longer needed: free it before the frame work
-    if parts:
         frame = pl.concat(parts, rechunk=True)
-    else:
-        frame = _chunk_rows(empty_events_frame())[0]
-    return frame, header, categories, bad_ts
+        # Flow events matter only for GPU events without a correlation id (older traces): read them then.
+        missing = frame.filter(
+            pl.col("cat_l").is_in(list(OP_CATEGORIES)),
+            pl.col("a_correlation").cast(pl.Int64, strict=False).is_null(),
+        ).height
+        flows = _flows(events) if missing else _flows_frame()
+    del events, data  # the JSON text is no longer needed: free it before the frame work
+    return frame, flows, header, categories, bad_ts
 
 
 def read(path: Path, progress: Progress | None = None) -> Trace:
@@ -446,13 +501,10 @@ def read(path: Path, progress: Progress | None = None) -> Trace:
     :data:`tracekit.readers.kineto_decode.CHUNK_BYTES` bytes) and "frames" (1.0 when the frames are built).
     """
     path = Path(path)
-    frame, header, categories, bad_ts = read_events(path, progress)
+    x_events, flows, header, categories, bad_ts = read_events(path, progress)
     warnings: list[str] = []
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
-    x_events = frame.filter(pl.col("ph") == "X")
-    flows = frame.filter(pl.col("ph").is_in(["s", "f", "t"]))
-    del frame
 
     main_pid = _main_pid(x_events)
     api = _api(x_events)

@@ -8,7 +8,7 @@ float ever rounds a timestamp). Each chunk becomes one polars frame of *text* co
 chunk to the rows it needs before the next one is decoded, which bounds memory to the inflated file plus
 the kept rows.
 
-Chunk boundaries: a cut is tried after a ``}`` followed by ``,`` and accepted only when the cut text decodes
+Chunk boundaries: a cut is tried after a ``}`` followed by ``,`` and ``{"`` and accepted only when the cut text decodes
 as a JSON array of events. A cut inside a string leaves the string unterminated and a cut inside a nested
 object leaves a brace open, so only a cut between two top-level events decodes; a failed try moves the cut
 back. The whole document has already been validated by the first decode, so a failure there is never the
@@ -26,7 +26,7 @@ import json
 import operator
 import re
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from pathlib import Path
 from typing import Any
@@ -54,7 +54,8 @@ CHUNK_BYTES = 24 * 2**20
 #: never valid in JSON text (control characters must be escaped inside strings): safe column separator
 _SEP = "\x1f"
 _NULL = msgspec.Raw(b"null")
-_CUT = re.compile(rb"\}\s*,")
+#: the end of one event and the start of the next: "}" "," "{" '"' with optional whitespace between
+_CUT = re.compile(rb"\}\s*,\s*(\{)\s*\"")
 #: how far back from the target a chunk cut is looked for before the window doubles
 _CUT_WINDOW = 1 << 16
 
@@ -80,7 +81,7 @@ class _Args(msgspec.Struct, gc=False):
 
 
 class _Event(msgspec.Struct, gc=False):
-    """One chrome-trace event: the fields tracekit reads, each as its JSON text."""
+    """One chrome-trace event, any spelling: the fields tracekit reads, each as its JSON text."""
 
     ph: msgspec.Raw = _NULL
     cat: msgspec.Raw = _NULL
@@ -94,11 +95,41 @@ class _Event(msgspec.Struct, gc=False):
     args: _Args | list[Any] | str | int | float | bool | None = None
 
 
+class _FastArgs(msgspec.Struct, gc=False):
+    """:class:`_Args` as Kineto writes them (ids as integers or strings), decoded to Python values."""
+
+    a_correlation: int | str | None = msgspec.field(default=None, name="correlation")
+    a_device: int | str | None = msgspec.field(default=None, name="device")
+    a_stream: int | str | None = msgspec.field(default=None, name="stream")
+    a_occupancy: msgspec.Raw = msgspec.field(default=_NULL, name="est. achieved occupancy %")
+    a_graph: int | str | None = msgspec.field(default=None, name="graph id")
+
+
+class _FastEvent(msgspec.Struct, gc=False):
+    """:class:`_Event` as Kineto writes it: strings, integer or string ids, ``ts``/``dur`` as JSON text.
+    A chunk with any other value type is decoded again as :class:`_Event` (same columns, slower)."""
+
+    ph: str | None = None
+    cat: str | None = None
+    name: str | None = None
+    pid: int | str | None = None
+    tid: int | str | None = None
+    ts: msgspec.Raw = _NULL
+    dur: msgspec.Raw = _NULL
+    id: int | str | None = None
+    args: _FastArgs | None = None
+
+
 _Item = _Event | list[Any] | str | int | float | bool | None
+_DECODE_FAST = msgspec.json.Decoder(list[_FastEvent])
 _DECODE_EVENTS = msgspec.json.Decoder(list[_Event])
 _DECODE_ITEMS = msgspec.json.Decoder(list[_Item])
 _DECODE_HEADER = msgspec.json.Decoder(float_hook=str)
 _DECODE_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
+#: fields whose typed (fast) value is Raw text, not a Python value
+_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy"})
+#: fields that :class:`_FastEvent` decodes as str
+_STR_FIELDS = frozenset({"ph", "cat", "name"})
 
 
 # ------------------------------------------------------------------------------------------- bytes
@@ -172,8 +203,9 @@ def _all_have_ph(data: bytes) -> bool:
 # ------------------------------------------------------------------------------------------ chunks
 
 
-def _cut_after(mv: memoryview, start: int, target: int) -> int | None:
-    """Offset just past the last ``}`` followed by ``,`` in mv[start:target] (None when none)."""
+def _cut_after(mv: memoryview, start: int, target: int) -> tuple[int, int] | None:
+    """(offset just past the ``}``, offset of the next ``{``) of the last event boundary candidate that
+    starts in mv[start:target] (None when none)."""
     window = _CUT_WINDOW
     while True:
         lo = max(start, target - window)
@@ -181,42 +213,38 @@ def _cut_after(mv: memoryview, start: int, target: int) -> int | None:
         for match in _CUT.finditer(mv, lo, target):
             last = match
         if last is not None:
-            return last.start() + 1
+            return last.start() + 1, last.start(1)
         if lo == start:
             return None
         window *= 2
 
 
-def _next_event_start(mv: memoryview, cut: int) -> int:
-    """Offset of the first byte after the comma that follows the cut."""
-    match = _CUT.match(mv, cut - 1)
-    assert match is not None
-    return match.end()
-
-
-def event_chunks(events: msgspec.Raw | bytes, progress: Progress | None = None) -> Iterator[list[_Event]]:
+def event_chunks(
+    events: msgspec.Raw | bytes, progress: Progress | None = None, lenient: bool = False
+) -> Iterator[list[_FastEvent] | list[_Event]]:
     """Decode the events array text in chunks of about :data:`CHUNK_BYTES`: each a list of events (array
-    elements that are not objects are dropped, as before)."""
+    elements that are not objects are dropped, as before). ``lenient``: always as :class:`_Event`."""
     mv = memoryview(events)
     total = len(mv)
     start = 1  # past "["
     while start < total:
         target = start + CHUNK_BYTES
-        chunk: list[_Event] | None = None
+        chunk: list[_FastEvent] | list[_Event] | None = None
         end = total
         if target < total - 1:
             hi = target
             while chunk is None:
-                cut = _cut_after(mv, start, hi)
-                if cut is None:
+                found = _cut_after(mv, start, hi)
+                if found is None:
                     break  # no cut possible before target: decode up to the end
-                chunk = _decode_chunk(b"".join((b"[", mv[start:cut], b"]")))
+                cut, next_start = found
+                chunk = _decode_chunk(b"".join((b"[", mv[start:cut], b"]")), lenient)
                 if chunk is not None:
-                    end = _next_event_start(mv, cut)
+                    end = next_start
                 else:
                     hi = cut - 1  # the cut was inside a string or a nested object: move back
         if chunk is None:
-            chunk = _decode_chunk(b"".join((b"[", mv[start:])))
+            chunk = _decode_chunk(b"".join((b"[", mv[start:])), lenient)
             end = total
             if chunk is None:  # cannot happen: the document was validated
                 raise ValueError("events array does not decode")
@@ -226,8 +254,16 @@ def event_chunks(events: msgspec.Raw | bytes, progress: Progress | None = None) 
         yield chunk
 
 
-def _decode_chunk(text: bytes) -> list[_Event] | None:
-    """Events of one array text; None when the text is not a JSON array (a bad cut)."""
+def _decode_chunk(text: bytes, lenient: bool = False) -> list[_FastEvent] | list[_Event] | None:
+    """Events of one array text (:class:`_FastEvent`, else :class:`_Event` when some value has another
+    type, or always with ``lenient``); None when the text is not a JSON array (a bad cut)."""
+    if not lenient:
+        try:
+            return _DECODE_FAST.decode(text)
+        except msgspec.ValidationError:
+            pass
+        except msgspec.DecodeError:
+            return None
     try:
         return _DECODE_EVENTS.decode(text)
     except msgspec.ValidationError:
@@ -250,38 +286,75 @@ def _raw_texts(values: list[msgspec.Raw]) -> pl.Series:
     return texts
 
 
-def _json_scalar_text(texts: pl.Series) -> pl.Series:
-    """JSON value texts -> the value as text: strings unescaped, ``null`` -> null, ``-0`` -> ``0``."""
-    frame = pl.DataFrame({"t": texts})
-    is_str = pl.col("t").str.starts_with('"')
-    escaped = is_str & pl.col("t").str.contains("\\", literal=True)
-    out = frame.select(
-        v=pl.when(is_str)
-        .then(pl.col("t").str.slice(1, pl.col("t").str.len_chars() - 2))
-        .when(pl.col("t") == "null")
+def _scalar_text(t: pl.Expr) -> pl.Expr:
+    """A JSON value text -> the value as text: string quotes dropped, ``null`` -> null, ``-0`` -> ``0``.
+    Strings with escapes are finished by :func:`_unescape`."""
+    return (
+        pl.when(t == "null")
         .then(None)
-        .when(pl.col("t") == "-0")
+        .when(t == "-0")
         .then(pl.lit("0"))
-        .otherwise(pl.col("t")),
-        escaped=escaped,
+        .otherwise(t.str.strip_prefix('"').str.strip_suffix('"'))
     )
-    values = out.get_column("v")
-    mask = out.get_column("escaped")
-    if mask.any():
-        idx = mask.arg_true()
-        decoded = texts.gather(idx).str.json_decode(pl.String)
-        values = values.scatter(idx, decoded)
-    return values
 
 
-def chunk_frame(events: list[_Event]) -> pl.DataFrame:
-    """One chunk of events as text columns (:data:`EVENT_FIELDS`, then the ``a_*`` args columns)."""
-    data: dict[str, pl.Series] = {}
-    for name in EVENT_FIELDS:
-        raws = list(map(getattr, events, repeat(name)))
-        data[name] = _json_scalar_text(_raw_texts(raws)).alias(name)
-    args = list(map(getattr, events, repeat("args")))
-    for column in ARG_FIELDS:
-        raws = list(map(getattr, args, repeat(column), repeat(_NULL)))
-        data[column] = _json_scalar_text(_raw_texts(raws)).alias(column)
-    return pl.DataFrame(data)
+def _unescape(frame: pl.DataFrame, texts: pl.DataFrame) -> pl.DataFrame:
+    """Replace the values whose JSON text is a string with escapes (``\\n``, ``\\u00e9``, ...) by the
+    decoded string (only those rows go through the JSON decoder)."""
+    escaped = texts.select(
+        pl.col(c).str.starts_with('"') & pl.col(c).str.contains("\\", literal=True) for c in texts.columns
+    )
+    columns = []
+    for column in texts.columns:
+        mask = escaped.get_column(column)
+        if mask.any():
+            idx = mask.arg_true()
+            decoded = texts.get_column(column).gather(idx).str.json_decode(pl.String)
+            columns.append(frame.get_column(column).scatter(idx, decoded))
+    return frame.with_columns(columns) if columns else frame
+
+
+def _values_text(values: list[Any]) -> pl.Series:
+    """Python values decoded by :class:`_FastEvent` (int, str or None) -> text, as a String cast of the
+    values gives (the reader's text of an int is its decimal digits)."""
+    try:
+        return pl.Series(values, dtype=pl.Int64).cast(pl.String)
+    except (TypeError, OverflowError, pl.exceptions.PolarsError):
+        return pl.Series(values, dtype=pl.String, strict=False)
+
+
+def is_fast(events: list[Any]) -> bool:
+    """Whether a chunk from :func:`event_chunks` was decoded as :class:`_FastEvent` (else :class:`_Event`)."""
+    return bool(events) and type(events[0]) is _FastEvent
+
+
+def columns(events: list[Any], fields: Iterable[str], fast: bool) -> pl.DataFrame:
+    """Text columns (String) of ``fields`` (names from :data:`EVENT_FIELDS` and :data:`ARG_FIELDS`) of
+    events of one chunk (``fast``: :func:`is_fast` of the chunk), in one C-level pass per field."""
+    fields = list(fields)
+    args: list[Any] | None = None
+    typed: dict[str, pl.Series] = {}
+    raw: dict[str, pl.Series] = {}
+    for name in fields:
+        if name in ARG_FIELDS:
+            if args is None:
+                args = list(map(getattr, events, repeat("args")))
+            objs = args
+        else:
+            objs = events
+        is_raw = not fast or name in _RAW_FIELDS
+        values = list(map(getattr, objs, repeat(name), repeat(_NULL if is_raw else None)))
+        if is_raw:
+            raw[name] = _raw_texts(values).alias(name)
+        elif name in _STR_FIELDS:
+            typed[name] = pl.Series(name, values, dtype=pl.String)
+        else:
+            typed[name] = _values_text(values).alias(name)
+    parts = [pl.DataFrame(typed)] if typed else []
+    if raw:
+        texts = pl.DataFrame(raw)
+        parts.append(_unescape(texts.select(_scalar_text(pl.col(c)).alias(c) for c in raw), texts))
+    if not parts:
+        return pl.DataFrame()
+    frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="horizontal")
+    return frame.select(fields)
