@@ -315,9 +315,9 @@ def synthetic_windows(trace: Trace, split_idle_ms: float | None) -> tuple[pl.Dat
     ops = launch_times(trace).filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     if ops.is_empty():
         raise NoActivityError("no ranges and no device activity: nothing to analyze", path)
-    devices = ops["device"].unique().drop_nulls()
+    known = ops["device"].drop_nulls().unique()
     windows = idle_split(ops, split_idle_ms)
-    device = int(devices[0]) if devices.len() == 1 else None
+    device = int(known[0]) if known.len() == 1 and not ops["device"].null_count() else None
     frame = windows.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("iteration"),
         "range_start",
@@ -326,7 +326,12 @@ def synthetic_windows(trace: Trace, split_idle_ms: float | None) -> tuple[pl.Dat
         pl.lit(WINDOW_NAME).alias("name"),
         pl.lit(device, pl.Int32).alias("device"),
     )
-    where = f"device {device}" if device is not None else f"all {devices.len()} devices together"
+    if device is not None:
+        where = "CPU operators" if device == -1 else f"device {device}"
+    elif known.len() > 1:
+        where = f"all {known.len()} devices together"
+    else:
+        where = "device not recorded"
     if split_idle_ms is None:
         how = (
             f"no ranges in the trace: one window over the whole trace ({where}, first op launch to last op "
@@ -343,16 +348,18 @@ def synthetic_windows(trace: Trace, split_idle_ms: float | None) -> tuple[pl.Dat
 # ------------------------------------------------------------------------------------------ per device
 
 
-def devices(trace: Trace) -> list[int]:
-    """The devices that ran ops, in order (empty when the ops frame has no device column read)."""
-    return sorted(trace.ops.get_column("device").drop_nulls().unique().to_list())
+def devices(trace: Trace) -> list[int | None]:
+    """The devices that ran ops, in order; None stands for ops whose device is not recorded (a reader that
+    skipped the column)."""
+    ids = trace.ops.get_column("device").unique().to_list()
+    return sorted(ids, key=lambda d: (d is None, d if d is not None else 0))
 
 
-def device_trace(trace: Trace, device: int) -> Trace:
+def device_trace(trace: Trace, device: int | None) -> Trace:
     """The part of ``trace`` one device saw: its ops; the API calls launching them, plus calls without a
     correlation id (synchronizations, allocations); the ranges of the processes that launched them (all
-    ranges when none of them recorded a range). ``meta`` is shared, with ``device_id`` set."""
-    ops = trace.ops.filter(pl.col("device") == device)
+    ranges when none of them recorded a range). ``meta`` is copied, with ``device_id`` set."""
+    ops = trace.ops.filter(pl.col("device").eq_missing(pl.lit(device, pl.Int32)))
     keys = ops.select("pid", "correlation").filter(pl.col("correlation").is_not_null()).unique()
     api = pl.concat(
         [
@@ -370,9 +377,10 @@ def device_trace(trace: Trace, device: int) -> Trace:
     return Trace(ops=ops, api=api, ranges=ranges, meta=meta)
 
 
-def split_by_device(trace: Trace) -> dict[int, Trace]:
-    """One trace per device that ran ops (:func:`device_trace`); ``{}`` when the trace has no ops. A trace
-    of one device is returned as it is."""
+def split_by_device(trace: Trace) -> dict[int | None, Trace]:
+    """One trace per device that ran ops (:func:`device_trace`), in device order; ``{}`` when the trace has
+    no ops. A trace of one device (or whose ops' device is not recorded) is returned as it is, keyed by its
+    device (None: not recorded)."""
     ids = devices(trace)
     if len(ids) <= 1:
         return {d: trace for d in ids}

@@ -119,7 +119,8 @@ def step_counts(names: pl.Expr) -> list[pl.Expr]:
 
 
 def _flags(names: pl.Expr) -> list[pl.Expr]:
-    """Per name: ``prefill_work``, ``decode_work``, ``mixed_mode`` (SGLang MIXED without counts), ``known``."""
+    """Per name (after :func:`step_counts`): ``prefill_work``, ``decode_work`` (an SGLang MIXED step without
+    counts has both), ``known`` (a step whose class the name gives)."""
     mode = names.str.extract(_SGLANG, 1)
     c, g = pl.col("context_requests"), pl.col("generation_requests")
     mixed_mode = (mode == "MIXED") & c.is_null()

@@ -560,3 +560,18 @@ def test_split_idle_invariants(spans, split_us):
         it = analyze_with(mp, trace, split_idle_ms=split_us / 1000).iterations
     assert round(it["gpu_busy_ms"].sum() * 1e6) == union
     assert it["kernels"].sum() == len(ops)
+
+
+def test_ops_without_a_recorded_device():
+    # A reader asked for ops without the device column (analyze's FRAMES_NEEDED today): one group, key None.
+    trace = Trace(ops=GPU_ONLY.ops.with_columns(pl.lit(None, pl.Int32).alias("device")), meta={"path": "x"})
+    assert list(R.split_by_device(trace)) == [None]
+    frame, _, how = R.choose_ranges(trace, None)
+    assert windows(frame) == [(1000 * US, 9800 * US)] and frame["device"].to_list() == [None]
+    assert "(device not recorded," in how
+
+
+def test_cpu_only_trace_without_ranges():
+    ops = GPU_ONLY.ops.with_columns(pl.lit(-1, pl.Int32).alias("device"), pl.lit("operator").alias("kind"))
+    frame, _, how = R.choose_ranges(Trace(ops=ops, meta={"path": "x"}), None, split_idle_ms=1.0)
+    assert frame.height == 3 and "the GPU (CPU operators)" in how
