@@ -198,6 +198,21 @@ def _range_frame(chosen: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+_IDLE_NAME = re.compile(r"^idle>(\d+(?:\.\d*)?(?:e[+-]?\d+)?)ms$")
+
+
+def _synthetic_request(trace: Trace, range_name: str) -> tuple[float | None] | None:
+    """``(split_idle_ms,)`` when ``range_name`` is a name :func:`synthetic_windows` gives ("window": the
+    whole trace; ``idle>MSms``: split at gaps longer than MS) and no range of the trace is named so; else
+    None. So the name a choice returns selects the same ranges again."""
+    if range_name != WINDOW_NAME and not _IDLE_NAME.match(range_name):
+        return None
+    if (trace.ranges.get_column("name") == range_name).any():
+        return None
+    match = _IDLE_NAME.match(range_name)
+    return (float(match.group(1)) if match else None,)
+
+
 def choose_ranges(
     trace: Trace, range_name: str | None = None, split_idle_ms: float | None = None
 ) -> tuple[pl.DataFrame, str, str]:
@@ -208,6 +223,10 @@ def choose_ranges(
     Raises NoActivityError when nothing matches or the trace holds neither ranges nor ops, TracekitError on
     a bad pattern or option combination."""
     path = trace.meta.get("path")
+    if range_name is not None and split_idle_ms is None:
+        synthetic = _synthetic_request(trace, range_name)
+        if synthetic is not None:
+            return synthetic_windows(trace, synthetic[0], requested=True)
     if split_idle_ms is not None:
         if range_name is not None:
             raise TracekitError("--range and --split-idle exclude each other: use one of them", path)
@@ -309,8 +328,20 @@ def idle_split(ops: pl.DataFrame, split_idle_ms: float | None) -> pl.DataFrame:
     )
 
 
-def synthetic_windows(trace: Trace, split_idle_ms: float | None) -> tuple[pl.DataFrame, str, str]:
-    """Ranges made from the ops alone: one window over the trace, or iterations cut at idle gaps."""
+def _ms_text(ms: float) -> str:
+    """``ms`` as short text that reads back as the same float (``1.0`` -> "1", ``0.05`` -> "0.05")."""
+    short = f"{ms:g}"
+    return short if float(short) == ms else repr(float(ms))
+
+
+def synthetic_windows(
+    trace: Trace, split_idle_ms: float | None, requested: bool = False
+) -> tuple[pl.DataFrame, str, str]:
+    """Ranges made from the ops alone: one window over the trace, or iterations cut at idle gaps (module
+    docstring). ``requested``: asked for by name (``--range window``, ``--range 'idle>MSms'``) rather than
+    forced by a trace without ranges or by ``--split-idle``; only the wording of the choice differs.
+
+    The name returned ("window", ``idle>MSms``) selects the same ranges when passed back as ``range_name``."""
     path = trace.meta.get("path")
     ops = launch_times(trace).filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     if ops.is_empty():
@@ -333,16 +364,18 @@ def synthetic_windows(trace: Trace, split_idle_ms: float | None) -> tuple[pl.Dat
     else:
         where = "device not recorded"
     if split_idle_ms is None:
-        how = (
-            f"no ranges in the trace: one window over the whole trace ({where}, first op launch to last op "
-            "end); split it into iterations with --split-idle MS"
+        what = f"one window over the whole trace ({where}, first op launch to last op end)"
+        if requested:
+            return frame, WINDOW_NAME, f"requested with --range: {what}"
+        return (
+            frame,
+            WINDOW_NAME,
+            f"no ranges in the trace: {what}; split it into iterations with --split-idle MS",
         )
-        return frame, WINDOW_NAME, how
-    how = (
-        f"--split-idle {split_idle_ms:g}: {frame.height} iterations cut where the GPU ({where}) was idle "
-        f"longer than {split_idle_ms:g} ms"
-    )
-    return frame, f"idle>{split_idle_ms:g}ms", how
+    ms = _ms_text(split_idle_ms)
+    what = f"{frame.height} iterations cut where the GPU ({where}) was idle longer than {ms} ms"
+    how = f"requested with --range: {what}" if requested else f"--split-idle {ms}: {what}"
+    return frame, f"idle>{ms}ms", how
 
 
 # ------------------------------------------------------------------------------------------ per device

@@ -177,7 +177,7 @@ def test_split_idle_gives_n_iterations_end_to_end(monkeypatch):
     assert it["kernels"].to_list() == [3, 2, 1]
     assert it["idle_gaps"].to_list() == [1, 1, 0]
     assert it["synchronized"].all()
-    assert a.summary["iterations"] == 3
+    assert it.height == 3
     # --skip works on automatic iterations as on ranges
     b = analyze_with(monkeypatch, GPU_ONLY, split_idle_ms=1.0, skip=1)
     assert b.iterations["index"].to_list() == [1, 2]
@@ -575,3 +575,20 @@ def test_cpu_only_trace_without_ranges():
     ops = GPU_ONLY.ops.with_columns(pl.lit(-1, pl.Int32).alias("device"), pl.lit("operator").alias("kind"))
     frame, _, how = R.choose_ranges(Trace(ops=ops, meta={"path": "x"}), None, split_idle_ms=1.0)
     assert frame.height == 3 and "the GPU (CPU operators)" in how
+
+
+def test_synthetic_names_select_the_same_windows_again():
+    # kernel_metrics and attribution re-choose ranges from analysis.range_name: the names must round-trip.
+    for split in (None, 1.0, 0.05, 0.0123456789):
+        frame, name, _ = R.choose_ranges(GPU_ONLY, None, split_idle_ms=split)
+        again, name2, how = R.choose_ranges(GPU_ONLY, name)
+        assert windows(again) == windows(frame) and name2 == name
+        assert how.startswith("requested with --range: ")
+    assert R.choose_ranges(GPU_ONLY, None, split_idle_ms=0.0123456789)[1] == "idle>0.0123456789ms"
+    # on an annotated trace too (the ranges are ignored, as with --split-idle)
+    annotated = make_trace(ranges=[(0, 10_000 * US, "iteration")], ops=GPU_ONLY_OPS)
+    assert R.choose_ranges(annotated, "idle>1ms")[0].height == 3
+    assert R.choose_ranges(annotated, "window")[0].height == 1
+    # a range really named "window" is that range
+    named = make_trace(ranges=[(0, 500 * US, "window")], ops=GPU_ONLY_OPS)
+    assert windows(R.choose_ranges(named, "window")[0]) == [(0, 500 * US)]
