@@ -1,8 +1,9 @@
-"""NVML helpers: GPU identity and clocks for run.json, and the physical index of the GPU a process uses.
+"""NVML helpers: GPU identity and clocks for run.json.
 
-``nsys --gpu-metrics-device`` takes the *physical* GPU index, while the worker runs on logical ``cuda:N``:
-:func:`physical_gpu_index` maps it through ``CUDA_VISIBLE_DEVICES`` (indices, or GPU UUIDs / unique UUID
-prefixes, which NVML resolves).
+The CUDA device of a run is mapped to its NVML index by UUID (:func:`tracekit.collectors.gpu.cuda_device_map`):
+CUDA orders GPUs fastest first, NVML by PCI bus, so positions alone are wrong on mixed machines.
+:func:`physical_gpu_index` (``CUDA_VISIBLE_DEVICES`` entries -> NVML index) is kept for callers that have no
+torch device properties; it cannot see CUDA's fastest-first reordering.
 """
 
 from __future__ import annotations

@@ -76,6 +76,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="LIST",
         help="comma-separated sequence lengths (default 128; image side for image models, default 224)",
     )
+    _run_options(parser)
+    parser.set_defaults(func=run)
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    """Precision, TF32, timing, device, profilers and output options of ``collect``."""
     parser.add_argument(
         "--precision",
         default="fp32",
@@ -134,7 +140,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="run the untraced, torch and ort timings in this process instead of a fresh worker "
         "process each (faster; nsys and ncu always wrap a worker; default: a fresh worker each)",
     )
-    parser.set_defaults(func=run)
 
 
 #: Python packages collection imports, and the extra that installs them.
