@@ -165,8 +165,8 @@ def _default_choice(candidates: pl.DataFrame) -> tuple[pl.DataFrame, str, str]:
         return candidates.filter(key == PROFILER_STEP_KEY), PROFILER_STEP_KEY, how
     engine = _engine_of(candidates["name"])
     if engine.is_not_null().any():
-        counts = engine.drop_nulls().value_counts(sort=True)
-        top = counts[0, 0]
+        counts = engine.drop_nulls().value_counts().sort(["count", "engine"], descending=[True, False])
+        top = counts["engine"][0]
         chosen = candidates.filter(engine == top)
         chosen = chosen.filter(pl.col("depth") == chosen["depth"].min())
         how = (

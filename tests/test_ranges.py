@@ -592,3 +592,10 @@ def test_synthetic_names_select_the_same_windows_again():
     # a range really named "window" is that range
     named = make_trace(ranges=[(0, 500 * US, "window")], ops=GPU_ONLY_OPS)
     assert windows(R.choose_ranges(named, "window")[0]) == [(0, 500 * US)]
+
+
+def test_engine_with_most_steps_wins():
+    trace = _steps(VLLM_STEPS[:2] + SGLANG_STEPS[:3])
+    frame, _, how = R.choose_ranges(trace, None)
+    assert frame["name"].to_list() == SGLANG_STEPS[:3]
+    assert how.startswith("SGLang serving-engine steps (3 ranges of 2 names)")
