@@ -12,9 +12,11 @@ import importlib
 import zlib
 from pathlib import Path
 
+from tracekit import progress
 from tracekit.errors import TraceFormatError
 from tracekit.io import register_input
 from tracekit.model import FrameSpec, Trace, load_sidecar_meta, wanted_frames
+from tracekit.readers.sqlite_engine import SQLITE_MAGIC
 
 #: format name -> module under tracekit.readers exposing ``read(path: Path) -> Trace``
 READERS: dict[str, str] = {
@@ -25,7 +27,6 @@ READERS: dict[str, str] = {
     "ncu-rep": "ncu",
 }
 
-SQLITE_MAGIC = b"SQLite format 3\x00"
 GZIP_MAGIC = b"\x1f\x8b"
 
 
@@ -99,17 +100,20 @@ def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
     ``frames`` says what the caller needs (:data:`tracekit.model.FrameSpec`: None = everything, frame names,
     or {frame: columns}); readers that can skip work use it (Nsight Systems SQLite: the GPU-metrics table and
     unneeded columns of the large tables), the others read everything. What is skipped stays empty or null.
-    """
+
+    On a terminal, a progress row "reading NAME" is shown on standard error while the file is read
+    (:mod:`tracekit.progress`; nothing when output is not a terminal)."""
     path = Path(path)
     register_input(path)
     wanted = wanted_frames(frames)  # validate the request before any reading
     fmt = detect_format(path)
     module_name = READERS[fmt]
     module = importlib.import_module(f"tracekit.readers.{module_name}")
-    if frames is not None and module_name in READS_FRAMES:
-        trace: Trace = module.read(path, frames=wanted)
-    else:
-        trace = module.read(path)
+    with progress.task(f"reading {path.name}"):
+        if frames is not None and module_name in READS_FRAMES:
+            trace: Trace = module.read(path, frames=wanted)
+        else:
+            trace = module.read(path)
     trace.meta.setdefault("path", str(path))
     trace.meta.setdefault("format", fmt)
     for key, value in load_sidecar_meta(path).items():

@@ -61,11 +61,12 @@ sqlite3, threaded rowid slices) are :mod:`tracekit.readers.sqlite_engine`; GPU m
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable
+from collections.abc import Callable, Collection, Iterable
 from pathlib import Path
 
 import polars as pl
 
+from tracekit import progress
 from tracekit.errors import TraceFormatError
 from tracekit.model import (
     API_SCHEMA,
@@ -375,7 +376,7 @@ def read(path: Path, frames: FrameSpec = None) -> Trace:
         return _read(export, path, wanted_frames(frames))
 
 
-def _read_strings(export: Database, path: Path) -> pl.DataFrame:
+def _read_strings(export: Database, path: Path, step: Callable[[str], None]) -> pl.DataFrame:
     """The StringIds table (id, value); fails early on a file that is not an nsys export, or whose tables
     refer to a StringIds it lacks (reading each used table once, so that a damaged file fails here)."""
     cupti = {t for t in export.tables if t.startswith("CUPTI_ACTIVITY_KIND_")}
@@ -384,6 +385,7 @@ def _read_strings(export: Database, path: Path) -> pl.DataFrame:
     users = [t for t in (KERNEL_TABLE, RUNTIME_TABLE, DRIVER_TABLE) if export.nonempty(t)]
     if export.has("StringIds"):
         _require_columns(export, "StringIds", ("id", "value"), path)
+        step("StringIds")
         return fetch_frame(
             export.con, 'SELECT "id", "value" FROM StringIds', {"id": pl.Int64, "value": pl.String}
         )
@@ -395,17 +397,25 @@ def _read_strings(export: Database, path: Path) -> pl.DataFrame:
 
 
 def _read_ops(
-    export: Database, strings: pl.DataFrame, path: Path, cols: frozenset[str] | None, warnings: list[str]
+    export: Database,
+    strings: pl.DataFrame,
+    path: Path,
+    cols: frozenset[str] | None,
+    warnings: list[str],
+    step: Callable[[str], None],
 ) -> pl.DataFrame:
     """Kernels, memcpys and memsets (:data:`OPS_SCHEMA`; columns not in ``cols`` may be left out)."""
     parts = []
     nameless = 0
     if export.has(KERNEL_TABLE):
+        step(KERNEL_TABLE)
         kernels, nameless = _read_kernels(export, strings, path, cols)
         parts.append(kernels)
     if export.has(MEMCPY_TABLE):
+        step(MEMCPY_TABLE)
         parts.append(_read_copies(export, MEMCPY_TABLE, "memcpy", path, cols))
     if export.has(MEMSET_TABLE):
+        step(MEMSET_TABLE)
         parts.append(_read_copies(export, MEMSET_TABLE, "memset", path, cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
     if nameless:
@@ -414,14 +424,18 @@ def _read_ops(
 
 
 def _read_api(
-    export: Database, strings: pl.DataFrame, path: Path, cols: frozenset[str] | None
+    export: Database,
+    strings: pl.DataFrame,
+    path: Path,
+    cols: frozenset[str] | None,
+    step: Callable[[str], None],
 ) -> pl.DataFrame:
     """Runtime and driver calls (:data:`API_SCHEMA`), duplicate rows of one call collapsed to the outermost."""
-    parts = [
-        _read_api_table(export, t, strings, path, cols)
-        for t in (RUNTIME_TABLE, DRIVER_TABLE)
-        if export.has(t)
-    ]
+    parts = []
+    for table in (RUNTIME_TABLE, DRIVER_TABLE):
+        if export.has(table):
+            step(table)
+            parts.append(_read_api_table(export, table, strings, path, cols))
     api = pl.concat([conform(p, API_SCHEMA) for p in parts]) if parts else empty_frame(API_SCHEMA)
     return collapse_duplicate_calls(api)
 
@@ -456,28 +470,73 @@ def _cpu_operators(ranges: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+class _TableSteps:
+    """Progress of one read (:mod:`tracekit.progress`): a step per table, "KERNEL (N rows)" (CUPTI tables
+    without their common prefix), the bar at the share of the planned tables begun. Costs nothing when no progress display is shown."""
+
+    def __init__(self, export: Database, planned: list[str]) -> None:
+        self.export = export
+        self.planned = max(1, len(planned))
+        self.begun = 0
+
+    def __call__(self, table: str) -> None:
+        if progress.active():
+            rows = self.export.row_estimate(table)
+            name = table.removeprefix("CUPTI_ACTIVITY_KIND_")
+            label = name if rows is None else f"{name} ({rows:,} rows)"
+            progress.report(label, min(1.0, self.begun / self.planned))
+        self.begun += 1
+
+    def done(self, stage: str) -> None:
+        """Every table read; ``stage`` is what comes next."""
+        progress.report(stage, 1.0)
+
+
+def _planned_tables(export: Database, want: dict[str, frozenset[str] | None]) -> list[str]:
+    """The tables a read with ``want`` reads (one more pass over the API tables for an unclosed range)."""
+    tables = ["StringIds", KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE]
+    if "api" in want:
+        tables += [RUNTIME_TABLE, DRIVER_TABLE]
+    tables.append("NVTX_EVENTS")
+    if "gpu_metrics" in want and (table := _metrics_table(export)):
+        tables.append(table)
+    return [t for t in tables if export.has(t)]
+
+
+def _metrics_table(export: Database) -> str | None:
+    """The table that holds the GPU-metric samples, if any (see :mod:`tracekit.readers.nsys_gpu_metrics`)."""
+    return next((t for t in ("GPU_METRICS", "GENERIC_EVENTS") if export.has(t)), None)
+
+
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
     warnings: list[str] = []
-    strings = _read_strings(export, path)
+    step = _TableSteps(export, _planned_tables(export, want))
+    strings = _read_strings(export, path, step)
     ops_cols = want.get("ops")
-    ops = _read_ops(export, strings, path, ops_cols, warnings)
-    api = _read_api(export, strings, path, want["api"]) if "api" in want else None
+    ops = _read_ops(export, strings, path, ops_cols, warnings, step)
+    api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
 
     env = export.key_values("TARGET_INFO_SYSTEM_ENV")
     gpus = gpu_table(export, env)
     pw_to_cuda = {int(g["pw"]): g["id"] for g in gpus if g["pw"] is not None}
 
     # ranges (read before GPU metrics: an unclosed range needs every frame's latest timestamp)
-    raw = _read_nvtx(export, strings, path) if export.has("NVTX_EVENTS") else empty_frame(RAW_RANGES_SCHEMA)
+    raw = empty_frame(RAW_RANGES_SCHEMA)
+    if export.has("NVTX_EVENTS"):
+        step("NVTX_EVENTS")
+        raw = _read_nvtx(export, strings, path)
     unclosed = raw.filter(pl.col("end").is_null()).height
     if unclosed and api is None:
-        api = _read_api(export, strings, path, frozenset({"start", "end"}))
+        api = _read_api(export, strings, path, frozenset({"start", "end"}), step)
     gpu_metrics = None
     if "gpu_metrics" in want or unclosed:
+        if table := _metrics_table(export):
+            step(table)
         gpu_metrics = read_gpu_metrics(export, pw_to_cuda, warnings)
     if unclosed:
         assert api is not None and gpu_metrics is not None
         raw = _close_unclosed(raw, ops, api, gpu_metrics, warnings)
+    step.done("normalizing")
     ranges = with_nesting(raw, ["pid", "thread"])
 
     device = "gpu" if ops.height else "cpu"

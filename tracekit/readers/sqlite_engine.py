@@ -104,6 +104,19 @@ def read_threads() -> int:
     return max(1, min(8, pl.thread_pool_size()))
 
 
+def rowid_span(con: sqlite3.Connection, table: str) -> tuple[int, int] | None:
+    """(smallest, largest) rowid of ``table`` (two B-tree lookups, not a scan), or None for an empty table
+    or one without rowids."""
+    try:
+        low = con.execute(f"SELECT min(rowid) FROM {quote(table)}").fetchone()[0]
+        high = con.execute(f"SELECT max(rowid) FROM {quote(table)}").fetchone()[0]
+    except sqlite3.Error:
+        return None
+    if not isinstance(low, int) or not isinstance(high, int):
+        return None
+    return low, high
+
+
 def rowid_slices(con: sqlite3.Connection, table: str, threads: int) -> list[str]:
     """WHERE clauses that split ``table`` into ``threads`` contiguous rowid ranges, in rowid order, or
     ``[""]`` (no split) for a small table, one thread, or a table without rowids.
@@ -112,13 +125,10 @@ def rowid_slices(con: sqlite3.Connection, table: str, threads: int) -> list[str]
     return exactly the rows of the unsplit query, in the same order."""
     if threads < 2:
         return [""]
-    try:
-        low = con.execute(f"SELECT min(rowid) FROM {quote(table)}").fetchone()[0]
-        high = con.execute(f"SELECT max(rowid) FROM {quote(table)}").fetchone()[0]
-    except sqlite3.Error:
+    span = rowid_span(con, table)
+    if span is None or span[1] - span[0] + 1 < SLICE_MIN_ROWS:
         return [""]
-    if not isinstance(low, int) or not isinstance(high, int) or high - low + 1 < SLICE_MIN_ROWS:
-        return [""]
+    low, high = span
     step = (high - low + 1 + threads - 1) // threads
     bounds = [low + i * step for i in range(threads)]
     clauses = [f" WHERE rowid >= {b} AND rowid < {b + step}" for b in bounds[:-1]]
@@ -227,10 +237,11 @@ class Database:
             for k, v in self.con.execute(f"SELECT name, value FROM {quote(table)}").fetchall()
         }
 
-    def frame(self, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
-        """``sql``'s rows through sqlite3 (:func:`fetch_frame`): for small tables and queries that are
-        not one table's columns."""
-        return fetch_frame(self.con, sql, schema)
+    def row_estimate(self, table: str) -> int | None:
+        """Rows of ``table`` as its rowid span (exact when no row was ever deleted, as in profiler exports;
+        an upper bound otherwise), found without a scan; None when unknown."""
+        span = rowid_span(self.con, table)
+        return None if span is None else span[1] - span[0] + 1
 
     def numeric_frame(
         self, table: str, exprs: Mapping[str, str], schema: dict[str, pl.DataType]
