@@ -150,3 +150,28 @@ def test_fractions_are_clamped_to_the_bar(fraction):
         progress.report("step", fraction)
     expected = round(100 * min(1.0, max(0.0, fraction)))
     assert re.search(rf"work .*\b{expected}% step", shown_text(buffer))
+
+
+def test_a_reader_that_takes_a_progress_callback_gets_it_only_when_shown(monkeypatch):
+    """How the Kineto/ORT readers plug in: ``read(path, progress=None)`` receives ``report`` on a display."""
+    from tracekit.readers import ort
+
+    trace_path = SAMPLE_TRACES / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz"
+    received = []
+    original = ort.read
+
+    def read_with_progress(path, progress=None):
+        received.append(progress)
+        if progress is not None:
+            progress("model_run events", 0.4)
+        return original(path)
+
+    monkeypatch.setattr(ort, "read", read_with_progress)
+    monkeypatch.setenv(progress.DISABLE_ENV, "1")
+    read_trace(trace_path)
+    monkeypatch.delenv(progress.DISABLE_ENV)
+    console, buffer = fake_terminal()
+    with progress.display(console):
+        read_trace(trace_path)
+    assert received == [None, progress.report]
+    assert re.search(rf"reading {re.escape(trace_path.name)} .* 40% model_run events", shown_text(buffer))

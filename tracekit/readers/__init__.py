@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import inspect
 import zlib
 from pathlib import Path
 
@@ -102,18 +103,21 @@ def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
     unneeded columns of the large tables), the others read everything. What is skipped stays empty or null.
 
     On a terminal, a progress row "reading NAME" is shown on standard error while the file is read
-    (:mod:`tracekit.progress`; nothing when output is not a terminal)."""
+    (:mod:`tracekit.progress`; nothing when output is not a terminal). A reader whose ``read`` takes a
+    ``progress`` argument gets :func:`tracekit.progress.report` (``(stage, fraction)``) when it is shown."""
     path = Path(path)
     register_input(path)
     wanted = wanted_frames(frames)  # validate the request before any reading
     fmt = detect_format(path)
     module_name = READERS[fmt]
     module = importlib.import_module(f"tracekit.readers.{module_name}")
-    with progress.task(f"reading {path.name}"):
+    with progress.task(f"reading {path.name}") as task:
+        kwargs: dict[str, object] = {}
         if frames is not None and module_name in READS_FRAMES:
-            trace: Trace = module.read(path, frames=wanted)
-        else:
-            trace = module.read(path)
+            kwargs["frames"] = wanted
+        if task.shown and "progress" in inspect.signature(module.read).parameters:
+            kwargs["progress"] = progress.report  # a reader's optional (stage, fraction) callback
+        trace: Trace = module.read(path, **kwargs)
     trace.meta.setdefault("path", str(path))
     trace.meta.setdefault("format", fmt)
     for key, value in load_sidecar_meta(path).items():
