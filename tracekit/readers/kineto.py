@@ -432,7 +432,8 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int]:
     rows = pl.concat(
         [x_head.filter(keep), pl.DataFrame({"start": start.filter(keep)}), rest], how="horizontal"
     )
-    rows = rows.with_columns(ph=pl.lit("X"), dur_ns=us_to_ns(pl.col("dur")).fill_null(0)).drop("dur")
+    dur_ns = us_to_ns_series(rows.get_column("dur")).fill_null(0).alias("dur_ns")
+    rows = rows.with_columns(dur_ns, ph=pl.lit("X")).drop("dur")
     return rows, categories, bad_ts
 
 

@@ -50,7 +50,7 @@ Progress = Callable[[str, float], None]
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: bytes of event JSON decoded per chunk (bounds the Python objects alive at once to ~ this size x 3)
-CHUNK_BYTES = 24 * 2**20
+CHUNK_BYTES = 8 * 2**20
 #: never valid in JSON text (control characters must be escaped inside strings): safe column separator
 _SEP = "\x1f"
 _NULL = msgspec.Raw(b"null")
@@ -106,8 +106,9 @@ class _FastArgs(msgspec.Struct, gc=False):
 
 
 class _FastEvent(msgspec.Struct, gc=False):
-    """:class:`_Event` as Kineto writes it: strings, integer or string ids, ``ts``/``dur`` as JSON text.
-    A chunk with any other value type is decoded again as :class:`_Event` (same columns, slower)."""
+    """:class:`_Event` as Kineto writes it: strings, integer or string ids, ``ts``/``dur`` as JSON text;
+    no ``id`` (flow events are read apart). A chunk with any other value type is decoded again as
+    :class:`_Event` (same columns, slower)."""
 
     ph: str | None = None
     cat: str | None = None
@@ -116,7 +117,6 @@ class _FastEvent(msgspec.Struct, gc=False):
     tid: int | str | None = None
     ts: msgspec.Raw = _NULL
     dur: msgspec.Raw = _NULL
-    id: int | str | None = None
     args: _FastArgs | None = None
 
 
