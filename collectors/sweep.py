@@ -35,7 +35,7 @@ from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_mode
 
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
-from tracekit.runs import LATENCY_FILE, RUN_FILE, config_stem, write_run_json
+from tracekit.runs import LATENCY_FILE, config_stem, prepare_run_dir, write_run_json
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 LATENCY_COLUMNS = (
@@ -252,14 +252,12 @@ class Sweep:
             if opts.out_dir
             else Path("runs") / f"{opts.model}-{opts.runtime}-{dev}-{stamp}"
         )
-        if (self.out / RUN_FILE).exists() and not opts.overwrite:
-            raise TracekitError(
-                "already holds a run (run.json); choose another -o or pass --overwrite", self.out
-            )
-        self.out.mkdir(parents=True, exist_ok=True)
-        if opts.overwrite:
-            for name in (RUN_FILE, LATENCY_FILE):
-                (self.out / name).unlink(missing_ok=True)
+        if not opts.out_dir:
+            self.out.parent.mkdir(
+                exist_ok=True
+            )  # the default ./runs/ folder; a user's -o is never created deep
+        # The same rule as simulate: refuse an existing run unless --overwrite, which removes the old run's files.
+        prepare_run_dir(self.out, opts.overwrite)
         for stale in self.out.glob(".tmp-*"):  # left by a run killed with SIGKILL
             shutil.rmtree(stale, ignore_errors=True)
 

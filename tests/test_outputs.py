@@ -108,7 +108,9 @@ def test_old_format_names_still_work_with_a_note(
     assert "--format md is now called --format markdown" in capsys.readouterr().err
 
 
-def test_no_folder_is_created_silently(trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_no_folder_is_created_silently(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     missing = tmp_path / "no" / "such"
     err = _refused(["analyze", str(trace), "-o", str(missing / "x.json")], capsys)
     assert "does not exist" in err
@@ -121,7 +123,9 @@ def test_no_folder_is_created_silently(trace: Path, tmp_path: Path, capsys: pyte
 
 
 def _simulate(out: Path, runtime: str, *extra: str) -> int:
-    return main(["simulate", "--runtime", runtime, "--iters", "2", "--ops", "5", "-q", "-o", str(out), *extra])
+    return main(
+        ["simulate", "--runtime", runtime, "--iters", "2", "--ops", "5", "-q", "-o", str(out), *extra]
+    )
 
 
 def test_simulate_refuses_an_existing_run_and_overwrite_replaces_it_whole(
@@ -142,8 +146,13 @@ def test_simulate_refuses_an_existing_run_and_overwrite_replaces_it_whole(
     assert json.loads((out / "run.json").read_text())["runtime"] == "onnx"
 
 
-def test_simulate_says_when_there_is_no_transition(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["simulate", "--runtime", "pytorch", "--iters", "2", "--ops", "5", "-o", str(tmp_path / "s")]) == 0
+def test_simulate_says_when_there_is_no_transition(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        main(["simulate", "--runtime", "pytorch", "--iters", "2", "--ops", "5", "-o", str(tmp_path / "s")])
+        == 0
+    )
     err = capsys.readouterr().err
     assert "None" not in err and "wrote 1 synthetic config to" in err
 
@@ -171,3 +180,20 @@ def test_the_test_session_keeps_caches_out_of_home() -> None:
     """The ONNX export cache and matplotlib's cache point into pytest's temporary folder (issue 11, 6)."""
     for name in ("TRACEKIT_CACHE", "MPLCONFIGDIR"):
         assert "pytest-" in os.environ[name], (name, os.environ[name])
+
+
+def test_collect_overwrite_removes_the_old_runs_files(tmp_path: Path) -> None:
+    """collect follows the same rule as simulate: --overwrite replaces the old run whole, nothing orphaned."""
+    pytest.importorskip("torch")
+    out = tmp_path / "run"
+    tiny = ["collect", "--runtime", "pytorch", "--model", "tiny", "--seq-lens", "16", "--warmup", "1",
+            "--iters", "2", "--profiler", "torch", "-o", str(out)]  # fmt: skip
+    assert main([*tiny, "--batch-sizes", "2"]) == 0
+    assert (out / "pytorch_b2_s16.torch.json.gz").is_file()
+    mine = out / "notes.txt"
+    mine.write_text("mine")
+    assert main([*tiny, "--batch-sizes", "1"]) == 2
+    assert main([*tiny, "--batch-sizes", "1", "--overwrite"]) == 0
+    names = sorted(p.name for p in out.iterdir())
+    assert not [n for n in names if n.startswith("pytorch_b2_")], names
+    assert "pytorch_b1_s16.torch.json.gz" in names and mine.read_text() == "mine"
