@@ -6,8 +6,8 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tracekit.analyzers.iterations import analyze_iterations
+
 from tests.reference_metrics import reference_iterations
 from tracekit.errors import NoActivityError
 from tracekit.model import Trace
@@ -122,7 +122,7 @@ def test_synchronized_iterations_exact():
     gaps = a.gaps.filter(pl.col("iteration") == 0)
     assert gaps["duration_ns"].to_list() == [160, 100, 300]
     assert gaps["position"].to_list() == ["leading", "inner", "trailing"]
-    assert a.summary["bound"] == "compute"  # median utilization 0.58
+    assert a.summary.bound == "compute"  # median utilization 0.58
 
 
 def test_gap_context_names_the_sync_call():
@@ -178,7 +178,7 @@ def test_ops_without_correlation_fall_back_to_time_and_skip():
     assert a.iterations["index"].to_list() == [1, 2]
     assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([30e-6, 80e-6])
     assert a.iterations["launches"].to_list() == [None, None]  # no API calls in a CPU trace
-    assert a.summary["iterations"] == 2
+    assert a.summary.iterations == 2
 
 
 def test_profiler_steps_are_collapsed_and_range_errors_list_names():
@@ -201,7 +201,7 @@ def test_no_ranges_is_an_error_and_no_ops_reports_latency_only():
     a = analyze_iterations(make_trace(ranges=[(0, 100, "iteration")]))
     assert a.iterations["latency_ms"].to_list() == pytest.approx([100e-6])
     assert a.iterations["gpu_busy_ms"].to_list() == [None]
-    assert a.summary["bound"] is None
+    assert a.summary.bound is None
     assert any("no GPU or operator activity" in w for w in a.warnings)
 
 

@@ -11,15 +11,15 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from tracekit.analyzers.compare import compare, kernel_deltas, per_name
-from tracekit.analyzers.iterations import analyze_iterations
+
 from tests.test_report import hand_trace
+from tracekit.session import AnalysisOptions, analyze_trace
 
 
 def test_per_name_counts_and_times_per_iteration() -> None:
     trace = hand_trace(iters=4, kernels=5, kernel_ns=10_000)
-    frame = per_name(trace, analyze_iterations(trace, skip=1)).sort("name")
+    frame = per_name(analyze_trace(trace, options=AnalysisOptions(skip=1))).sort("name")
     # k0 at kernels 0, 2, 4; k1 at 1, 3: per iteration 3 x 10 us and 2 x 10 us.
     assert frame.to_dicts() == [
         {"name": "k0", "count": 3.0, "time_us": 30.0},
@@ -30,7 +30,7 @@ def test_per_name_counts_and_times_per_iteration() -> None:
 def test_compare_exact_deltas() -> None:
     a = hand_trace(iters=3, kernels=4, kernel_ns=10_000)
     b = hand_trace(iters=3, kernels=4, kernel_ns=25_000, graph=True)
-    doc = compare(a, analyze_iterations(a), b, analyze_iterations(b))
+    doc = compare(analyze_trace(a), analyze_trace(b))
     kernels = {k["name"]: k for k in doc["kernels"]}
     assert kernels["k0"] == {
         "name": "k0",
@@ -40,6 +40,7 @@ def test_compare_exact_deltas() -> None:
         "time_a_us": 20.0,
         "time_b_us": 50.0,
         "time_delta_us": 30.0,
+        "time_ratio": 2.5,
     }
     summary = {r["metric"]: r for r in doc["summary"]}
     # A: 109 us per iteration (see test_report); B: 20 dispatch + 3 + 4 x 25 + 1 = 124 us.
@@ -91,10 +92,6 @@ def _tracekit(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.fixture(scope="module")
 def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    try:
-        import tracekit.commands.simulate  # noqa: F401
-    except ImportError:
-        pytest.skip("tracekit simulate is not available")
     root = tmp_path_factory.mktemp("runs")
     for runtime in ("pytorch", "onnx"):
         proc = _tracekit(
@@ -137,9 +134,9 @@ def test_compare_cli_two_traces_and_errors(two_runs: tuple[Path, Path], tmp_path
     a, b = two_runs
     ta = sorted(a.glob("*_b1_*.sqlite"))
     tb = sorted(b.glob("*_b4_*.sqlite"))
-    if ta and tb:
-        proc = _tracekit("compare", str(ta[0]), str(tb[0]))
-        assert proc.returncode == 0, proc.stderr
-        assert "batch 1, seq 128 vs batch 4, seq 128" in proc.stdout
+    assert ta and tb, "simulate writes one SQLite trace per configuration"
+    proc = _tracekit("compare", str(ta[0]), str(tb[0]))
+    assert proc.returncode == 0, proc.stderr
+    assert "batch 1, seq 128 vs batch 4, seq 128" in proc.stdout
     proc = _tracekit("compare", str(a), str(tmp_path / "missing"))
     assert proc.returncode == 2 and "no such file" in proc.stderr and "Traceback" not in proc.stderr

@@ -13,11 +13,13 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from tracekit.analyzers.recommendations import recommend
+from tracekit.analyzers.report import CONFIG_COLUMNS, SweepReport, build_report, build_timeline, config_row
 
-from tracekit.analyzers.iterations import analyze_iterations
-from tracekit.analyzers.report import CONFIG_COLUMNS, build_report, build_timeline, config_row, recommend
 from tracekit.model import Trace
+from tracekit.renderers.recommendations import describe
 from tracekit.runs import TraceInput
+from tracekit.session import AnalysisOptions, analyze_trace
 
 # ------------------------------------------------------------------------------------------- builders
 
@@ -128,14 +130,18 @@ def make_row(
     return row
 
 
+def recommendations(rep: SweepReport) -> list[dict[str, Any]]:
+    """The report.json recommendations (kind, numbers and the rendered text)."""
+    return rep.to_json(describe)["recommendations"]
+
+
 # ---------------------------------------------------------------------------------------- config rows
 
 
 def test_config_row_exact_numbers() -> None:
     trace = hand_trace(iters=3, kernels=4)
-    analysis = analyze_iterations(trace)
     item = TraceInput(path=Path("x.sqlite"), runtime="pytorch", batch_size=2, seq_len=64, profiler="nsys")
-    row = config_row(item, trace, analysis)
+    row = config_row(analyze_trace(trace, item))
     # Per iteration: 4 x (20 us dispatch + 5 us launch) = 100 us CPU, + sync; last kernel starts at
     # 75+20+3 = 98 us and ends at 108 us; range closes at 109 us. Busy 4 x 10 us.
     assert row["traced_latency_ms"] == pytest.approx(0.109)
@@ -160,7 +166,7 @@ def test_config_row_prefers_untraced_latency() -> None:
         seq_len=8,
         untraced_latency_ms={"mean": 0.0545, "p50": 0.05},
     )
-    row = config_row(item, trace, analyze_iterations(trace))
+    row = config_row(analyze_trace(trace, item))
     assert row["latency_ms"] == pytest.approx(0.0545)
     assert row["latency_source"] == "untraced"
     assert row["profiler_ratio"] == pytest.approx(0.109 / 0.0545)
@@ -179,14 +185,14 @@ def test_sweep_plateau_transition_headroom() -> None:
     assert sweep["headroom_batch_size"] == 8
     assert sweep["headroom_latency_ratio"] == pytest.approx(1.09)
     assert sweep["headroom_throughput_gain"] == pytest.approx(8 / 1.09)
-    assert rep.to_json()["transition_batch_size"] == {"pytorch": {"128": 16}}
+    assert rep.to_json(describe)["transition_batch_size"] == {"pytorch": {"128": 16}}
     on = {r["batch_size"]: r["on_plateau"] for r in rep.configs}
     assert on == {1: True, 2: True, 4: True, 8: True, 16: False, 32: False}
 
 
 def test_transition_null_when_latency_never_leaves_plateau() -> None:
     rep = build_report([make_row("cuda-graphs", b, 2.0 + 0.01 * b) for b in (1, 2, 4, 8)])
-    doc = json.loads(json.dumps(rep.to_json()))
+    doc = json.loads(json.dumps(rep.to_json(describe)))
     assert doc["transition_batch_size"] == {"cuda-graphs": {"128": None}}
     assert doc["sweeps"][0]["headroom_batch_size"] == 8
     kinds = [r["kind"] for r in doc["recommendations"]]
@@ -227,7 +233,7 @@ def test_single_batch_and_unknown_batch() -> None:
     assert len(rep.configs) == 2 and len(rep.sweeps) == 1
     assert rep.sweeps[0]["batch_sizes"] == [1] and rep.sweeps[0]["transition_batch_size"] is None
     assert any("loose.json: batch size unknown" in w for w in rep.warnings)
-    assert not [r for r in rep.recommendations if r["kind"] in ("transition", "headroom")]
+    assert not [r for r in recommendations(rep) if r["kind"] in ("transition", "headroom")]
 
 
 def test_cpu_timeline_lanes() -> None:
@@ -245,7 +251,7 @@ def test_cpu_timeline_lanes() -> None:
         {"start": [0, 100], "end": [90, 190], "name": "model_run", "depth": 0, "thread": 14, "pid": 1}
     )
     trace = Trace(ops=ops, ranges=ranges, meta={"device": "cpu"})
-    tl = build_timeline(trace, analyze_iterations(trace))
+    tl = build_timeline(analyze_trace(trace))
     assert tl.lanes == ["CPU range depth 0", "CPU operators thread 14"]
     assert tl.gaps["duration_ms"].to_list() == pytest.approx([1e-5] * 6)
     assert tl.bars.filter(pl.col("category") == "operator").height == 4
@@ -286,7 +292,7 @@ def test_recommendations_from_data() -> None:
         make_row("cuda-graphs", 16, 11.0, busy=10.5),
     ]
     rep = build_report(rows)
-    by = {(r["kind"], r["runtime"]): r for r in rep.recommendations}
+    by = {(r["kind"], r["runtime"]): r for r in recommendations(rep)}
     fo = by[("framework_overhead", "pytorch")]
     assert fo["numbers"]["framework_overhead_fraction"] == pytest.approx(0.8)
     assert fo["numbers"]["alternative_runtime"] == "cuda-graphs"
@@ -322,7 +328,7 @@ def test_projected_latency_never_below_busy_and_perturbation() -> None:
         profiler_ratio=10.0 / 6.0,
     )
     rep = build_report([row])
-    by = {r["kind"]: r for r in rep.recommendations}
+    by = {r["kind"]: r for r in recommendations(rep)}
     assert by["launch_calls"]["numbers"]["projected_latency_ms"] == pytest.approx(8.0)
     assert by["profiler_perturbation"]["numbers"]["profiler_ratio"] == pytest.approx(10.0 / 6.0)
     assert "framework_overhead" not in by
@@ -331,7 +337,7 @@ def test_projected_latency_never_below_busy_and_perturbation() -> None:
 def test_no_alternative_named_when_not_faster() -> None:
     rows = [make_row("a", 1, 10.0, busy=1.0), make_row("b", 1, 9.5, busy=1.0)]
     recs = recommend(rows, build_report(rows).sweeps)
-    texts = [r["text"] for r in recs if r["kind"] == "framework_overhead"]
+    texts = [describe(r) for r in recs if r.kind == "framework_overhead"]
     assert len(texts) == 2 and all("faster" not in t for t in texts)
 
 
@@ -340,8 +346,7 @@ def test_no_alternative_named_when_not_faster() -> None:
 
 def test_timeline_rows() -> None:
     trace = hand_trace(iters=5, kernels=4)
-    analysis = analyze_iterations(trace, skip=1)
-    tl = build_timeline(trace, analysis, count=2)
+    tl = build_timeline(analyze_trace(trace, options=AnalysisOptions(skip=1)), count=2)
     assert tl.iterations["index"].to_list() == [1, 2]
     assert tl.lanes == ["CPU range depth 0", "CPU API calls", "GPU stream 7"]
     cats = dict(tl.bars.group_by("category").len().iter_rows())
@@ -376,16 +381,21 @@ def test_figures_render(tmp_path: Path) -> None:
             trace = hand_trace(kernel_ns=1_000 * b, graph=graph, dispatch_ns=dispatch)
             rows.append(
                 config_row(
-                    TraceInput(
-                        path=Path(f"{runtime}{b}"), runtime=runtime, batch_size=b, seq_len=128, synthetic=True
-                    ),
-                    trace,
-                    analyze_iterations(trace),
+                    analyze_trace(
+                        trace,
+                        TraceInput(
+                            path=Path(f"{runtime}{b}"),
+                            runtime=runtime,
+                            batch_size=b,
+                            seq_len=128,
+                            synthetic=True,
+                        ),
+                    )
                 )
             )
     rep = build_report(rows)
     trace = hand_trace()
-    tl = build_timeline(trace, analyze_iterations(trace), 3, title="t")
+    tl = build_timeline(analyze_trace(trace), 3, title="t")
     figures = write_figures(rep, tl, tmp_path)
     assert figures == {
         "breakdown": "fig_breakdown.png",
@@ -414,10 +424,6 @@ def _tracekit(*args: str, cwd: Path | None = None) -> subprocess.CompletedProces
 @pytest.fixture(scope="module")
 def simulated_sweeps(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """One simulated sweep per runtime preset (few iterations), or skip when the simulator is absent."""
-    try:
-        import tracekit.commands.simulate  # noqa: F401
-    except ImportError:
-        pytest.skip("tracekit simulate is not available")
     root = tmp_path_factory.mktemp("sweeps")
     out = {}
     for runtime in RUNTIMES:
@@ -491,11 +497,11 @@ def test_report_cli_options_and_errors(simulated_sweeps: dict[str, Path], tmp_pa
     assert missing.returncode == 2 and "no such file" in missing.stderr
     # Single traces with their sidecar .meta.json work as inputs too.
     traces = sorted(d.glob("*_b1_*.sqlite")) + sorted(d.glob("*_b2_*.sqlite"))
-    if traces:
-        proc = _tracekit("report", *map(str, traces), "-o", str(tmp_path / "t"), "--no-figures")
-        assert proc.returncode == 0, proc.stderr
-        doc = json.loads((tmp_path / "t" / "report.json").read_text())
-        assert [c["batch_size"] for c in doc["configs"]] == [1, 2]
+    assert len(traces) == 2, "simulate writes one SQLite trace per configuration"
+    proc = _tracekit("report", *map(str, traces), "-o", str(tmp_path / "t"), "--no-figures")
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads((tmp_path / "t" / "report.json").read_text())
+    assert [c["batch_size"] for c in doc["configs"]] == [1, 2]
 
 
 # ------------------------------------------------------------------------------------ real CPU sweep

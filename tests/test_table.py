@@ -11,7 +11,6 @@ from pathlib import Path
 
 import polars as pl
 import pytest
-
 from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.analyzers.kernel_metrics import (
     GPC_CYCLES_ELAPSED,
@@ -25,6 +24,7 @@ from tracekit.analyzers.kernel_metrics import (
     per_kernel,
 )
 from tracekit.analyzers.paper import PAPER_TABLE3, runtime_traits
+
 from tests.conftest import real_trace
 from tests.nsys_builder import NsysBuilder
 from tracekit.cli import main
@@ -321,7 +321,7 @@ def test_table_markdown_paper_and_ncu_flag(tmp_path):
     )
     text = out.read_text()
     assert "Published (Fernandez et al., The Framework Tax (2023), Table 3)" in text
-    assert "| PyTorch + CUDA Graphs | none | yes | 2.820 | 57.000 | 9.200 |" in text
+    assert "| PyTorch + CUDA Graphs | gpu (Quadro RTX 8000) | none | yes | 2.820 | 57.000 | 9.200 |" in text
     assert "| ncu |" in text
     assert "18.000" in text
 

@@ -172,11 +172,11 @@ class AnalyzedTrace:
 
 def trace_input(path: str | Path) -> TraceInput:
     """The input of one trace file (its configuration from the sidecar ``.meta.json`` when present)."""
-    from tracekit.runs import expand_inputs
+    from tracekit.runs import TraceInput, expand_inputs
 
     path = Path(path)
-    if path.is_dir():
-        raise TracekitError("is a folder; give one trace file", path)
+    if path.is_dir():  # the reader says what is wrong with it
+        return TraceInput(path=path)
     return expand_inputs([path])[0]
 
 

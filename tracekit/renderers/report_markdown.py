@@ -8,9 +8,9 @@ from typing import Any
 from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import render_markdown
 
-#: Said by every output of a report that reads a synthetic trace.
+#: Said by every output of a report that reads a synthetic trace (report.md, and stdout).
 SYNTHETIC_NOTE = (
-    "SYNTHETIC data: at least one input is marked synthetic (e.g. written by `tracekit simulate`); "
+    "at least one input is marked synthetic (e.g. written by `tracekit simulate`); "
     "its numbers come from a model of the mechanism, not a measurement."
 )
 
@@ -75,7 +75,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
     settings = doc["settings"]
     out: list[str] = ["# tracekit report", ""]
     if doc.get("synthetic"):
-        out += [f"> **{SYNTHETIC_NOTE}**", ""]
+        out += [f"> **Synthetic data**: {SYNTHETIC_NOTE}", ""]
     devices = sorted({str(c["device"]) for c in doc["configs"]})
     word = device_word(common_device(c["device"] for c in doc["configs"]))
     sources = sorted({c["latency_source"] for c in doc["configs"]})

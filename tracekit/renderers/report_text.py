@@ -41,7 +41,7 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         return configs_csv(doc)
     rows = sweep_rows(doc)
     recs = [f"- {r['text']}" for r in doc["recommendations"]]
-    head = [SYNTHETIC_NOTE] if doc.get("synthetic") else []
+    head = [f"SYNTHETIC data: {SYNTHETIC_NOTE}"] if doc.get("synthetic") else []
     if fmt == "markdown":
         head = [f"> {line}\n" for line in head]
         return "\n".join(head) + render_markdown(rows, SUMMARY_COLUMNS) + "\n" + "\n".join(recs) + "\n"
