@@ -51,6 +51,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -67,6 +68,9 @@ TARGET_FLOOR_RATIO = 2.0  # analyze / floor at most
 TARGET_NSYS_RATIO = 5.0  # nsys stats / analyze at least
 TARGET_HTA_RATIO = 10.0  # HTA / analyze at least
 TARGET_PEAK_MB = 2048.0  # analyze peak RSS below, MB
+#: Targets of issue 13, on the Kineto file HTA reads: HTA / analyze at least 10 (TARGET_HTA_RATIO), analyze
+#: peak below HTA's and below this many times the uncompressed JSON size.
+TARGET_KINETO_JSON_PEAK = 2.0
 
 README_START = "<!-- ratios:start -->"
 README_END = "<!-- ratios:end -->"
@@ -384,6 +388,8 @@ class Row:
     hta_note: str | None = None
     #: analyze on the Kineto JSON that HTA reads (the same file; measured where HTA runs)
     analyze_kineto: Measurement | None = None
+    #: uncompressed size of that Kineto JSON, MB
+    kineto_json_mb: float | None = None
 
     def ratio_floor(self) -> float | None:
         """analyze seconds / floor seconds (floor = sqlite3 fetchall of start, end)."""
@@ -400,6 +406,15 @@ class Row:
     def ratio_hta_kineto(self) -> float | None:
         """HTA seconds / analyze seconds on the same Kineto file."""
         return _ratio(self.hta, self.analyze_kineto)
+
+    def kineto_targets(self) -> dict[str, bool | None]:
+        """Issue 13's targets on the Kineto file: >= 10x HTA, peak below HTA's, peak below 2x the JSON."""
+        return evaluate_kineto_targets(
+            self.ratio_hta_kineto(),
+            _peak(self.analyze_kineto),
+            _peak(self.hta),
+            self.kineto_json_mb,
+        )
 
     def targets(self) -> dict[str, bool | None]:
         """Each target: True met, False missed, None not measured."""
@@ -426,6 +441,8 @@ class Row:
             "hta_note": self.hta_note,
             "analyze_kineto": m(self.analyze_kineto),
             "ratio_hta_kineto": self.ratio_hta_kineto(),
+            "kineto_json_mb": self.kineto_json_mb,
+            "kineto_targets": self.kineto_targets(),
             "ratio_floor": self.ratio_floor(),
             "ratio_nsys": self.ratio_nsys(),
             "ratio_hta": self.ratio_hta(),
@@ -437,6 +454,46 @@ def _ratio(num: Measurement | None, den: Measurement | None) -> float | None:
     if num is None or den is None or not num.ok or not den.ok or not den.seconds:
         return None
     return num.seconds / den.seconds
+
+
+def _peak(m: Measurement | None) -> float | None:
+    return m.peak_mb if m is not None and m.ok else None
+
+
+def evaluate_kineto_targets(
+    ratio: float | None, peak_mb: float | None, hta_peak_mb: float | None, json_mb: float | None
+) -> dict[str, bool | None]:
+    """Issue 13's targets for analyze on the Kineto file HTA reads: HTA/analyze >= 10, analyze peak below
+    HTA's peak, analyze peak below 2x the uncompressed JSON size (None where not measured)."""
+    return {
+        "hta": None if ratio is None else ratio >= TARGET_HTA_RATIO,
+        "below_hta": None if peak_mb is None or hta_peak_mb is None else peak_mb < hta_peak_mb,
+        "below_2x_json": None
+        if peak_mb is None or json_mb is None
+        else peak_mb < TARGET_KINETO_JSON_PEAK * json_mb,
+    }
+
+
+def json_size_mb(kineto_file: Path) -> float:
+    """Uncompressed size of a (gzipped) JSON file in MB, inflated in 16 MB blocks (cached beside it)."""
+    cached = kineto_file.with_name(kineto_file.name + ".size")
+    if cached.exists() and cached.stat().st_mtime >= kineto_file.stat().st_mtime:
+        return int(cached.read_text()) / 2**20
+    size = 0
+    with open(kineto_file, "rb") as fh:
+        if fh.read(2) == b"\x1f\x8b":
+            fh.seek(0)
+            inflater = zlib.decompressobj(wbits=47)
+            while block := fh.read(16 * 2**20):
+                size += len(inflater.decompress(block))
+            size += len(inflater.flush())
+        else:
+            size = kineto_file.stat().st_size
+    try:
+        cached.write_text(str(size))
+    except OSError:
+        pass
+    return size / 2**20
 
 
 def evaluate_targets(
@@ -488,6 +545,10 @@ def _x(r: float | None) -> str:
     return "-" if r is None else f"{r:.2f}x"
 
 
+def _mb(m: Measurement | None) -> str:
+    return "-" if m is None or not m.ok or m.peak_mb is None else f"{m.peak_mb:.0f}"
+
+
 def _mark(v: bool | None) -> str:
     return "n/a" if v is None else ("yes" if v else "NO")
 
@@ -505,10 +566,16 @@ COLUMNS = [
     "HTA/analyze",
     "analyze (Kineto) s",
     "HTA/analyze (Kineto)",
+    "Kineto JSON MB",
+    "HTA peak MB",
+    "analyze (Kineto) peak MB",
     "<=2x floor",
     ">=5x nsys",
     ">=10x HTA",
     "<2 GB",
+    "Kineto: >=10x HTA",
+    "Kineto: peak < HTA",
+    "Kineto: peak < 2x JSON",
 ]
 
 
@@ -516,6 +583,7 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
     out = []
     for r in rows:
         t = r.targets()
+        k = r.kineto_targets()
         hta = "n/a (> max N)" if r.hta is None and r.hta_note else _s(r.hta)
         out.append(
             [
@@ -531,10 +599,16 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
                 _x(r.ratio_hta()),
                 _s(r.analyze_kineto),
                 _x(r.ratio_hta_kineto()),
+                "-" if r.kineto_json_mb is None else f"{r.kineto_json_mb:.0f}",
+                _mb(r.hta),
+                _mb(r.analyze_kineto),
                 _mark(t["floor"]),
                 _mark(t["nsys"]),
                 _mark(t["hta"]),
                 _mark(t["memory"]),
+                _mark(k["hta"]),
+                _mark(k["below_hta"]),
+                _mark(k["below_2x_json"]),
             ]
         )
     return out
@@ -632,7 +706,9 @@ def results_markdown(
         markdown_table(COLUMNS, table_rows(rows)),
         "",
         "Targets (issue 5): analyze within 2x of the floor, at least 5x faster than `nsys stats`, at least "
-        "10x faster than HTA, under 2 GB peak memory (at 10^7 kernels).",
+        "10x faster than HTA, under 2 GB peak memory (at 10^7 kernels). Targets (issue 13), on the Kineto "
+        "file HTA reads: analyze at least 10x faster than HTA, its peak memory below HTA's and below 2x the "
+        "uncompressed JSON size (`Kineto JSON MB`).",
     ]
     details = []
     for r in rows:
@@ -664,10 +740,14 @@ def readme_block(rows: list[Row], startup: Measurement, when: str) -> str:
         "HTA/analyze",
         "HTA/analyze, same Kineto file",
         "peak < 2 GB",
+        "Kineto peak / HTA peak",
+        "Kineto peak / JSON size",
     ]
     body = []
     for r in rows:
         t = r.targets()
+        kineto_peak = _peak(r.analyze_kineto)
+        hta_peak = _peak(r.hta)
         body.append(
             [
                 fmt_n(r.n),
@@ -676,6 +756,8 @@ def readme_block(rows: list[Row], startup: Measurement, when: str) -> str:
                 _x(r.ratio_hta()) if r.hta is not None else "not run",
                 _x(r.ratio_hta_kineto()) if r.hta is not None else "not run",
                 _mark(t["memory"]),
+                _x(kineto_peak / hta_peak) if kineto_peak and hta_peak else "not run",
+                _x(kineto_peak / r.kineto_json_mb) if kineto_peak and r.kineto_json_mb else "not run",
             ]
         )
     return "\n".join(
@@ -846,7 +928,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if nsys:
             log(f"N={fmt_n(n)}: nsys stats ...")
             nsys_m = run_nsys(nsys, reports, db, repeat, args.timeout, args.mem_limit_mb)
-        hta_m, hta_note, kineto_m = None, None, None
+        hta_m, hta_note, kineto_m, json_mb = None, None, None, None
         if hta_python and n <= hta_max:
             if "kineto" not in files:
                 hta_note = "no Kineto file was written"
@@ -870,6 +952,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 )
                 if hta_m.ok:
                     hta_ver = hta_m.extra.get("version", hta_ver)
+                json_mb = json_size_mb(files["kineto"])
         elif hta_python:
             hta_note = f"not run above {fmt_n(hta_max)} kernels"
         rows.append(
@@ -884,6 +967,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 hta_m,
                 hta_note,
                 kineto_m,
+                json_mb,
             )
         )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gzip
 import importlib.util
 import json
 import shutil
@@ -166,3 +167,24 @@ def test_benchmark_runs_end_to_end_at_small_sizes(bench, tmp_path: Path) -> None
     assert "synthetic" in text and "| N | analyze s |" in text and "| 10^3 |" in text and "| 10^4 |" in text
     block = readme.read_text()
     assert "| 10^3 |" in block and "analyze/floor" in block
+
+
+def test_kineto_targets_and_json_size(bench, tmp_path: Path) -> None:
+    """Issue 13's same-file targets: >= 10x HTA, peak below HTA's and below 2x the uncompressed JSON."""
+    met = bench.evaluate_kineto_targets(10.0, 199.0, 200.0, 100.0)
+    assert met == {"hta": True, "below_hta": True, "below_2x_json": True}
+    missed = bench.evaluate_kineto_targets(9.99, 250.0, 200.0, 100.0)
+    assert missed == {"hta": False, "below_hta": False, "below_2x_json": False}
+    assert bench.evaluate_kineto_targets(None, None, 200.0, 100.0) == {
+        "hta": None,
+        "below_hta": None,
+        "below_2x_json": None,
+    }
+    payload = b'{"traceEvents": []}' * 1000
+    plain = tmp_path / "t.json"
+    plain.write_bytes(payload)
+    packed = tmp_path / "t.json.gz"
+    packed.write_bytes(gzip.compress(payload))
+    assert bench.json_size_mb(plain) == len(payload) / 2**20
+    assert bench.json_size_mb(packed) == len(payload) / 2**20
+    assert bench.json_size_mb(packed) == len(payload) / 2**20  # from the cached size
