@@ -1,0 +1,253 @@
+"""Kineto fast decoding (issue 13): exact nanoseconds from 19-digit µs text, chunked decoding that gives the
+same frames whatever the chunk size, the typed and the lenient decoding paths agreeing, escaped strings,
+the fast µs -> ns conversion matching the exact one, progress reports, and damaged input. All traces
+here are hand-built (synthetic)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from decimal import ROUND_HALF_UP, Decimal
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import tracekit.readers.kineto_decode as kd
+from tests.test_reader_kineto import (
+    EXPECTED_CURRENT_API,
+    EXPECTED_CURRENT_KERNEL_METRICS,
+    EXPECTED_CURRENT_OPS,
+    EXPECTED_CURRENT_RANGES,
+    SYNTHETIC_CURRENT_RAW,
+)
+from tracekit.errors import TraceFormatError
+from tracekit.model import Trace
+from tracekit.readers.kineto import read, us_to_ns, us_to_ns_series
+
+
+def _write(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
+    path = tmp_path / name
+    if gz:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path
+
+
+def _frames(trace: Trace) -> dict[str, pl.DataFrame]:
+    return {"ops": trace.ops, "api": trace.api, "ranges": trace.ranges, "km": trace.kernel_metrics}
+
+
+#: Epoch-µs timestamps with nanosecond fractions (as in HTA's ns-resolution traces): float64 cannot hold them.
+BIG_TS = {
+    "ph": "X",
+    "cat": "kernel",
+    "name": "k",
+    "pid": 0,
+    "tid": 7,
+    "dur": 1.5,
+    "args": {"device": 0, "stream": 7, "correlation": 1},
+}
+
+
+def _big_trace(extra_events: list[Any] | None = None) -> str:
+    events = [
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 9,
+            "tid": 9,
+            "ts": "TS0",
+            "dur": 2,
+            "args": {"correlation": 1},
+        },  # fmt: skip
+        {**BIG_TS, "ts": "TS1"},
+        {**BIG_TS, "ts": "TS2", "args": {"device": 0, "stream": 7, "correlation": 1}},
+        *(extra_events or []),
+    ]
+    text = json.dumps({"traceEvents": events})
+    # written as JSON numbers, not strings: the text is what Kineto writes
+    return (
+        text.replace('"TS0"', "1712195495519689.047")
+        .replace('"TS1"', "1712195495519690.0005")
+        .replace('"TS2"', "1712195495519691.9994999")
+    )
+
+
+@pytest.mark.parametrize("lenient", [False, True])
+def test_19_digit_timestamps_exact_to_the_nanosecond(tmp_path: Path, lenient: bool) -> None:
+    # a non-object element sends the chunk through the lenient decoding path
+    trace = read(_write(tmp_path, "big.json", _big_trace([7] if lenient else None)))
+    assert trace.api["start"].to_list() == [1712195495519689047]
+    assert trace.api["end"].to_list() == [1712195495519691047]
+    # .0005 rounds half away from zero; .9994999 rounds down
+    assert trace.ops["start"].to_list() == [1712195495519690001, 1712195495519691999]
+    assert trace.ops["end"].to_list() == [1712195495519691501, 1712195495519693499]
+
+
+@pytest.mark.parametrize("chunk_bytes", [64, 300, 1 << 20])
+@pytest.mark.parametrize("gz", [False, True])
+def test_chunk_size_does_not_change_the_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int, gz: bool
+) -> None:
+    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    trace = read(
+        _write(tmp_path, "synthetic_current.json" + (".gz" if gz else ""), SYNTHETIC_CURRENT_RAW, gz)
+    )
+    assert_frame_equal(trace.ops, EXPECTED_CURRENT_OPS)
+    assert_frame_equal(trace.api, EXPECTED_CURRENT_API)
+    assert_frame_equal(trace.ranges, EXPECTED_CURRENT_RANGES)
+    assert_frame_equal(trace.kernel_metrics, EXPECTED_CURRENT_KERNEL_METRICS)
+
+
+#: Events whose names hold the text of an event boundary, nested args, escapes and unicode (synthetic).
+TRICKY_EVENTS: list[Any] = [
+    {
+        "ph": "X",
+        "cat": "cuda_runtime",
+        "name": 'launch "q" }, {"ph": "X"',
+        "pid": 5,
+        "tid": "5",
+        "ts": 10,
+        "dur": 1,
+        "args": {"nested": {"a": [1, {"b": 2}]}, "correlation": 1},
+    },  # fmt: skip
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "void f<{lambda()#1}, 2>(é, \\, \t)",
+        "pid": 0,
+        "tid": "stream 3",
+        "ts": 11.25,
+        "dur": 0.5,
+        "args": {"device": 0, "correlation": 1, "est. achieved occupancy %": 12.5},
+    },  # fmt: skip
+    {"ph": "X", "cat": "kernel", "name": "no_args", "pid": 0, "tid": 3, "ts": 12, "dur": 1},
+    {
+        "ph": "X",
+        "cat": "kernel",
+        "name": "args_not_a_dict",
+        "pid": 0,
+        "tid": 3,
+        "ts": 13,
+        "dur": 1,
+        "args": [1],
+    },
+    {"ph": "X", "cat": "user_annotation", "name": "iteration", "pid": "5", "tid": 5, "ts": 9, "dur": 10},
+]
+
+
+def test_tricky_names_and_both_decoding_paths_agree(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    text = json.dumps({"traceEvents": TRICKY_EVENTS}, indent=1, ensure_ascii=True)
+    reference = read(_write(tmp_path, "tricky.json", text))
+    ops = reference.ops
+    assert ops["name"].to_list() == ["void f<{lambda()#1}, 2>(é, \\, \t)", "no_args", "args_not_a_dict"]
+    assert ops["start"].to_list() == [11250, 12000, 13000]
+    assert ops["stream"].to_list() == [3, 3, 3]  # "stream 3" and 3
+    assert ops["correlation"].to_list() == [1, None, None]
+    assert reference.api["name"].to_list() == ['launch "q" }, {"ph": "X"']
+    assert reference.kernel_metrics["value"].to_list() == [12.5]
+    # tiny chunks (many cuts tried inside names and args) and the lenient path (args [1] is typed-invalid
+    # in every chunk it lands in) give the same frames
+    for chunk_bytes in (1, 50, 200):
+        monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+        again = read(_write(tmp_path, "tricky.json", text))
+        for name, frame in _frames(again).items():
+            assert_frame_equal(frame, _frames(reference)[name])
+
+
+def test_fast_and_lenient_chunks_give_the_same_columns() -> None:
+    events = json.dumps(TRICKY_EVENTS[:3]).encode()
+    fast = kd._DECODE_FAST.decode(events)
+    lenient = kd._DECODE_EVENTS.decode(events)
+    assert kd.is_fast(fast) and not kd.is_fast(lenient)
+    fields = (*kd.EVENT_FIELDS[:-1], *kd.ARG_FIELDS)  # the fast type has no "id"
+    assert_frame_equal(kd.columns(fast, fields, True), kd.columns(lenient, fields, False))
+
+
+def test_value_text_follows_json_loads_then_string_cast() -> None:
+    text = (
+        b'[{"ph": "X", "pid": true, "tid": -0, "name": 1.50, "cat": null, "ts": "12", "dur": 1e3},'
+        b' {"ph": "X", "pid": 123456789012345678901, "tid": "a\\"b", "name": "\\u00e9\xe4\xb8\xad", "ts": -0.0}]'
+    )
+    chunk = kd._DECODE_EVENTS.decode(text)
+    cols = kd.columns(chunk, ("pid", "tid", "name", "cat", "ts", "dur"), False).rows()
+    assert cols == [
+        ("true", "0", "1.50", None, "12", "1e3"),
+        ("123456789012345678901", 'a"b', "\u00e9\u4e2d", None, "-0.0", None),
+    ]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.one_of(
+        st.decimals(min_value=Decimal("-9e15"), max_value=Decimal("9e15"), places=7, allow_nan=False).map(
+            lambda d: format(d, "f")
+        ),
+        st.integers(min_value=-(10**17), max_value=10**17).map(str),
+        st.text(alphabet="0123456789.-+eE ", max_size=22),
+    )
+)
+def test_fast_us_to_ns_matches_the_exact_conversion(text: str) -> None:
+    series = pl.Series("t", [text, None], dtype=pl.String)
+    expected = pl.DataFrame({"t": series}).select(us_to_ns(pl.col("t"))).to_series().to_list()
+    assert us_to_ns_series(series).to_list() == expected
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.decimals(min_value=Decimal("1e15"), max_value=Decimal("2e15"), places=4, allow_nan=False))
+def test_fast_us_to_ns_epoch_values_exact(value: Decimal) -> None:
+    expected = int((value * 1000).quantize(Decimal(1), rounding=ROUND_HALF_UP))
+    assert us_to_ns_series(pl.Series([format(value, "f")])).item() == expected
+
+
+def test_progress_reports_phases_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kd, "CHUNK_BYTES", 500)
+    calls: list[tuple[str, float]] = []
+    read(
+        _write(tmp_path, "p.json.gz", SYNTHETIC_CURRENT_RAW, gz=True),
+        progress=lambda p, f: calls.append((p, f)),
+    )
+    phases = [p for p, _ in calls]
+    assert phases[0] == "read" and phases[-1] == "frames"
+    decode = [f for p, f in calls if p == "decode"]
+    assert len(decode) > 3 and decode == sorted(decode) and decode[-1] == 1.0
+    assert all(0 < f <= 1 for f in decode)
+
+
+@pytest.mark.parametrize("chunk_bytes", [200, 1 << 20])
+def test_truncated_inside_the_events_one_line_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
+) -> None:
+    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    cut = SYNTHETIC_CURRENT_RAW[: int(len(SYNTHETIC_CURRENT_RAW) * 0.8)]
+    for gz in (False, True):
+        path = _write(tmp_path, "cut.json" + (".gz" if gz else ""), cut, gz)
+        with pytest.raises(TraceFormatError, match="truncated or invalid JSON") as err:
+            read(path)
+        assert str(path) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_bom_and_utf16_read_as_json_loads_did(tmp_path: Path) -> None:
+    text = SYNTHETIC_CURRENT_RAW
+    bom = tmp_path / "bom.json"
+    bom.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    utf16 = tmp_path / "u16.json"
+    utf16.write_bytes(text.encode("utf-16"))
+    for path in (bom, utf16):
+        assert_frame_equal(read(path).ops, EXPECTED_CURRENT_OPS)
+
+
+def test_bare_event_array_and_foreign_arrays(tmp_path: Path) -> None:
+    events = json.loads(SYNTHETIC_CURRENT_RAW)["traceEvents"]
+    bare = _write(tmp_path, "bare.json", json.dumps(events))
+    assert_frame_equal(read(bare).ops, EXPECTED_CURRENT_OPS)
+    for bad in ('[{"ph": "X"}, {"name": "no ph"}]', "[]", '"text"', "3"):
+        with pytest.raises(TraceFormatError, match="not a Kineto trace"):
+            read(_write(tmp_path, "bad.json", bad))
