@@ -93,6 +93,21 @@ class Attribution:
 
 # ------------------------------------------------------------------------------------------- host states
 
+#: Stand-ins in int64 arrays: a null pid/thread/iteration, and "no call end" (later than any time).
+_NULL = np.iinfo(np.int64).min
+_FAR = np.iinfo(np.int64).max
+#: Gaps handled at a time where per-gap temporaries are large.
+_CHUNK = 1 << 20
+#: Per host thread (pid, thread): disjoint intervals (starts, ends, labels), sorted by start.
+Intervals = dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
+
+
+def _np(series: pl.Series, fill: int = _NULL) -> np.ndarray:
+    """An integer column as an int64 numpy array, nulls as ``fill``."""
+    if series.null_count():
+        series = series.fill_null(fill)
+    return series.cast(pl.Int64).to_numpy()
+
 
 def api_cause(names: pl.Expr) -> pl.Expr:
     """Host-state code (1 launch, 2 sync, 3 other_api; UInt8) of API calls by name."""
@@ -106,53 +121,97 @@ def api_cause(names: pl.Expr) -> pl.Expr:
     )
 
 
-def _call_causes(api: pl.DataFrame) -> pl.Series:
-    """:func:`api_cause` of every row of ``api``, computed once per distinct name (millions of calls share a
-    handful of names)."""
+def _call_causes(api: pl.DataFrame) -> np.ndarray:
+    """:func:`api_cause` of every row of ``api`` (int64 codes): the names are classified once per distinct
+    name (millions of calls share a handful), then each row is looked up."""
     names = api.get_column("name")
-    distinct = names.unique().drop_nulls()
-    codes = pl.DataFrame({"name": distinct}).select(api_cause(pl.col("name"))).to_series()
-    return names.replace_strict(distinct, codes, default=pl.lit(_OTHER, pl.UInt8), return_dtype=pl.UInt8)
+    distinct = pl.DataFrame({"name": names.unique().drop_nulls()})
+    coded = distinct.with_columns(api_cause(pl.col("name")).alias("code"))
+    launch = coded.filter(pl.col("code") == _LAUNCH).get_column("name")
+    sync = coded.filter(pl.col("code") == _SYNC).get_column("name")
+    codes = pl.select(
+        pl.when(names.is_in(launch.implode()))
+        .then(pl.lit(_LAUNCH, pl.Int64))
+        .when(names.is_in(sync.implode()))
+        .then(pl.lit(_SYNC, pl.Int64))
+        .otherwise(pl.lit(_OTHER, pl.Int64))
+    ).to_series()
+    return codes.to_numpy()
 
 
-def outermost_intervals(frame: pl.DataFrame, label: str) -> pl.DataFrame:
-    """Disjoint intervals saying which row of ``frame`` (``start``, ``end``, ``pid``, ``thread``, ``label``)
-    decides at each instant of its thread: the running row that started first (ties: the longer, then the
-    lower ``label``). Returns ``pid``, ``thread``, ``start``, ``end``, ``label`` sorted by (pid, thread, start),
-    only intervals longer than 0 ns. Row k decides over [max(start_k, reach), end_k), reach being the latest
-    end of the rows before it on its thread."""
-    rows = frame.select("pid", "thread", "start", "end", label).filter(
-        pl.col("start").is_not_null() & pl.col("end").is_not_null() & (pl.col("end") > pl.col("start"))
+def _outermost(s: np.ndarray, e: np.ndarray, lab: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One thread's intervals -> the disjoint intervals where each decides (see :func:`outermost_intervals`)."""
+    if len(s) > 1:
+        ds = s[1:] - s[:-1]
+        later = (e[1:] < e[:-1]) | ((e[1:] == e[:-1]) & (lab[1:] >= lab[:-1]))
+        if not np.all((ds > 0) | ((ds == 0) & later)):
+            order = np.lexsort((lab, -e, s))
+            s, e, lab = s[order], e[order], lab[order]
+    reach = np.empty_like(e)
+    if len(e):
+        reach[0] = s[0]
+        np.maximum.accumulate(e[:-1], out=reach[1:])
+    start = np.maximum(s, reach)
+    keep = e > start
+    return start[keep], e[keep], lab[keep]
+
+
+def thread_intervals(
+    start: np.ndarray, end: np.ndarray, pid: np.ndarray, thread: np.ndarray, label: np.ndarray
+) -> Intervals:
+    """Per (pid, thread): the disjoint intervals in which each row decides, the running row that started
+    first (ties: the longer, then the lower ``label``); row k decides over [max(start_k, reach), end_k),
+    reach being the latest end of the rows before it on its thread. Empty intervals and rows with a null
+    (``_NULL``) time, pid or thread are dropped. Arrays in, numpy arrays out."""
+    ok = (end > start) & (start != _NULL) & (pid != _NULL) & (thread != _NULL)
+    if not ok.all():
+        start, end, pid, thread, label = start[ok], end[ok], pid[ok], thread[ok], label[ok]
+    if len(start) == 0:
+        return {}
+    if pid.min() == pid.max() and thread.min() == thread.max():
+        return {(int(pid[0]), int(thread[0])): _outermost(start, end, label)}
+    order = np.lexsort((thread, pid))  # stable: each thread keeps its row order
+    pid, thread = pid[order], thread[order]
+    bounds = np.flatnonzero((pid[1:] != pid[:-1]) | (thread[1:] != thread[:-1])) + 1
+    out: Intervals = {}
+    for lo, hi in zip(np.r_[0, bounds], np.r_[bounds, len(order)], strict=True):
+        rows = order[lo:hi]
+        out[(int(pid[lo]), int(thread[lo]))] = _outermost(start[rows], end[rows], label[rows])
+    return out
+
+
+def api_intervals(api: pl.DataFrame) -> Intervals:
+    """Each host thread's outermost API calls as disjoint intervals labelled with their cause code."""
+    if api.is_empty():
+        return {}
+    return thread_intervals(
+        _np(api.get_column("start")),
+        _np(api.get_column("end")),
+        _np(api.get_column("pid")),
+        _np(api.get_column("thread")),
+        _call_causes(api),
     )
-    rows = sort_frame(rows, ["pid", "thread", "start", "end", label], [False, False, False, True, False])
-    if rows.is_empty():
-        return rows
-    one_thread = rows.select((pl.col("pid").n_unique() == 1) & (pl.col("thread").n_unique() == 1)).item()
-    reach = pl.col("end").cum_max().shift(1)
-    if not one_thread:
-        reach = reach.over(["pid", "thread"])
-    return (
-        rows.with_columns(pl.max_horizontal("start", reach).alias("start"))
-        .filter(pl.col("end") > pl.col("start"))
-        .with_columns(pl.col("pid").set_sorted())
-    )
+
+
+def intervals_frame(intervals: Intervals, label: str) -> pl.DataFrame:
+    """:data:`Intervals` as a frame: ``pid``, ``thread``, ``start``, ``end``, ``label``, by (pid, thread, start)."""
+    parts = [
+        pl.DataFrame(
+            {"pid": np.full(len(s), p), "thread": np.full(len(s), t), "start": s, "end": e, label: lab}
+        )
+        for (p, t), (s, e, lab) in sorted(intervals.items())
+    ]
+    if not parts:
+        return pl.DataFrame(
+            schema={"pid": pl.Int64, "thread": pl.Int64, "start": pl.Int64, "end": pl.Int64, label: pl.Int64}
+        )
+    return pl.concat(parts)
 
 
 def host_states(api: pl.DataFrame) -> pl.DataFrame:
     """Each host thread's outermost API calls as disjoint intervals: ``pid``, ``thread``, ``start``, ``end``,
-    ``cause`` (UInt8 code: 1 launch, 2 sync, 3 other_api), sorted by (pid, thread, start)."""
-    if api.is_empty():
-        return pl.DataFrame(
-            schema={
-                "pid": pl.Int64,
-                "thread": pl.Int64,
-                "start": pl.Int64,
-                "end": pl.Int64,
-                "cause": pl.UInt8,
-            }
-        )
-    calls = api.select("start", "end", "pid", "thread").with_columns(_call_causes(api).alias("cause"))
-    return outermost_intervals(calls, "cause")
+    ``cause`` (code: 1 launch, 2 sync, 3 other_api), sorted by (pid, thread, start)."""
+    return intervals_frame(api_intervals(api), "cause")
 
 
 # ------------------------------------------------------------------------------------------- next ops
@@ -163,171 +222,228 @@ _PID_LIMIT = 1 << 31
 _CORRELATION_LIMIT = 1 << 32
 
 
-def _keys_fit(frame: pl.DataFrame) -> bool:
-    if frame.is_empty():
-        return True
-    lo_p, hi_p, lo_c, hi_c = frame.select(
-        pl.col("pid").min().alias("a"),
-        pl.col("pid").max().alias("b"),
-        pl.col("correlation").min().alias("c"),
-        pl.col("correlation").max().alias("d"),
-    ).row(0)
-    pid_ok = lo_p is None or (lo_p >= 0 and hi_p < _PID_LIMIT)
-    corr_ok = lo_c is None or (lo_c >= 0 and hi_c < _CORRELATION_LIMIT)
-    return pid_ok and corr_ok
-
-
-def launching_calls(keys: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
-    """For each row of ``keys`` (``pid``, ``correlation``), in order: its launching call's ``call_start``,
-    ``call_end``, ``call_pid``, ``call_thread`` (nulls when none). The launching call is the outermost API
-    call with the same (pid, correlation): earliest start, then longest (then lowest thread)."""
-    calls = api.select("pid", "correlation", "start", "end", "thread").filter(
-        pl.col("pid").is_not_null() & pl.col("correlation").is_not_null() & pl.col("start").is_not_null()
+def _fits(pid: np.ndarray, corr: np.ndarray) -> bool:
+    return not len(pid) or (
+        pid.min() >= 0 and pid.max() < _PID_LIMIT and corr.min() >= 0 and corr.max() < _CORRELATION_LIMIT
     )
-    out_cols = {
-        "call_start": pl.col("start"),
-        "call_end": pl.col("end"),
-        "call_pid": pl.col("pid"),
-        "call_thread": pl.col("thread"),
+
+
+def launching_calls(pid: np.ndarray, corr: np.ndarray, api: pl.DataFrame) -> dict[str, np.ndarray]:
+    """For each (pid, correlation) (numpy, ``_NULL`` for null): its launching call, the outermost API call
+    with the same pair (earliest start, then longest, then lowest thread): ``found`` (bool), ``call_start``,
+    ``call_end``, ``call_pid``, ``call_thread`` (``_NULL`` where not found or unknown)."""
+    calls = api.select("pid", "correlation", "start", "end", "thread")
+    if calls.select(pl.any_horizontal(pl.col("pid", "correlation", "start").null_count() > 0)).item():
+        calls = calls.filter(
+            pl.col("pid").is_not_null() & pl.col("correlation").is_not_null() & pl.col("start").is_not_null()
+        )
+    valid = (pid != _NULL) & (corr != _NULL)
+    c_pid, c_corr = _np(calls.get_column("pid")), _np(calls.get_column("correlation"))
+    if not (_fits(c_pid, c_corr) and _fits(pid[valid], corr[valid])):
+        return _launching_calls_joined(pid, corr, calls)
+    direct = _launching_calls_direct(pid, corr, valid, c_pid, c_corr, calls)
+    if direct is not None:
+        return direct
+    key = c_pid * _CORRELATION_LIMIT + c_corr
+    cols = {name: _np(calls.get_column(name)) for name in ("start", "end", "thread")}
+    if len(key) > 1:
+        dk, ds = key[1:] - key[:-1], cols["start"][1:] - cols["start"][:-1]
+        later = (cols["end"][1:] < cols["end"][:-1]) | (
+            (cols["end"][1:] == cols["end"][:-1]) & (cols["thread"][1:] >= cols["thread"][:-1])
+        )
+        if not np.all((dk > 0) | ((dk == 0) & ((ds > 0) | ((ds == 0) & later)))):
+            order = np.lexsort((cols["thread"], -cols["end"], cols["start"], key))
+            key, c_pid = key[order], c_pid[order]
+            cols = {name: col[order] for name, col in cols.items()}
+    first = np.ones(len(key), dtype=bool)
+    first[1:] = key[1:] != key[:-1]
+    key, c_pid = key[first], c_pid[first]
+    cols = {name: col[first] for name, col in cols.items()}
+    wanted = np.where(valid, pid * _CORRELATION_LIMIT + np.where(valid, corr, 0), -1)
+    pos = np.minimum(np.searchsorted(key, wanted, side="left"), max(len(key) - 1, 0))
+    found = valid & (len(key) > 0) & (key[pos] == wanted) if len(key) else np.zeros(len(pid), dtype=bool)
+    pick = lambda col: np.where(found, col[pos], _NULL) if len(key) else np.full(len(pid), _NULL)  # noqa: E731
+    return {
+        "found": found,
+        "call_start": pick(cols["start"]),
+        "call_end": pick(cols["end"]),
+        "call_pid": pick(c_pid),
+        "call_thread": pick(cols["thread"]),
     }
-    if calls.is_empty() or keys.is_empty() or not (_keys_fit(calls) and _keys_fit(keys)):
-        first = calls.sort(
-            ["pid", "correlation", "start", "end", "thread"], descending=[False, False, False, True, False]
-        ).unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
-        joined = keys.select("pid", "correlation").join(
-            first, on=["pid", "correlation"], how="left", maintain_order="left"
-        )
-        return joined.select(**out_cols)
-    key = (pl.col("pid") * _CORRELATION_LIMIT + pl.col("correlation")).alias("key")
-    calls = sort_frame(
-        calls.select(key, "start", "end", "pid", "thread"),
-        ["key", "start", "end", "thread"],
-        [False, False, True, False],
-    )
-    first = calls.select(pl.col("key").ne_missing(pl.col("key").shift(1))).to_series()
-    if not first.all():
-        calls = calls.filter(first)
-    call_keys = calls.get_column("key")
-    wanted = keys.select(key).to_series()
-    pos = call_keys.search_sorted(wanted, side="left").cast(pl.Int64).clip(upper_bound=calls.height - 1)
-    hit = wanted.is_not_null() & (call_keys.gather(pos) == wanted)
-    at = pl.select(pl.when(hit).then(pos)).to_series()
-    return calls.select(
-        pl.col(c).gather(at).alias(name)
-        for name, c in (
-            ("call_start", "start"),
-            ("call_end", "end"),
-            ("call_pid", "pid"),
-            ("call_thread", "thread"),
-        )
-    )
 
 
-def iteration_at(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
+def _launching_calls_direct(
+    pid: np.ndarray,
+    corr: np.ndarray,
+    valid: np.ndarray,
+    c_pid: np.ndarray,
+    c_corr: np.ndarray,
+    calls: pl.DataFrame,
+) -> dict[str, np.ndarray] | None:
+    """:func:`launching_calls` by direct indexing on the correlation id, in the usual case of one process
+    whose correlation ids are small and carried by one call each (None otherwise: no answer)."""
+    if not len(c_corr) or c_pid.min() != c_pid.max() or c_corr.max() > 4 * len(c_corr) + 1024:
+        return None
+    if np.bincount(c_corr).max() > 1:
+        return None
+    table = np.full(int(c_corr.max()) + 1, -1, dtype=np.int64)
+    table[c_corr] = np.arange(len(c_corr))
+    inside = valid & (pid == c_pid[0]) & (corr >= 0) & (corr < len(table))
+    row = np.where(inside, table[np.where(inside, corr, 0)], -1)
+    found = row >= 0
+    at = np.where(found, row, 0)
+    out = {"found": found, "call_pid": np.where(found, c_pid[0], _NULL)}
+    for name, col in (("call_start", "start"), ("call_end", "end"), ("call_thread", "thread")):
+        out[name] = np.where(found, _np(calls.get_column(col))[at], _NULL)
+    return out
+
+
+def _launching_calls_joined(pid: np.ndarray, corr: np.ndarray, calls: pl.DataFrame) -> dict[str, np.ndarray]:
+    """:func:`launching_calls` by a hash join (ids outside the one-key bounds)."""
+    first = calls.sort(
+        ["pid", "correlation", "start", "end", "thread"], descending=[False, False, False, True, False]
+    ).unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
+    keys = pl.DataFrame({"pid": pid, "correlation": corr}).with_columns(
+        pl.col("pid", "correlation").replace(_NULL, None)
+    )
+    joined = keys.join(first, on=["pid", "correlation"], how="left", maintain_order="left")
+    found = joined.get_column("start").is_not_null().to_numpy()
+    out = {"found": found}
+    for name, col in (
+        ("call_start", "start"),
+        ("call_end", "end"),
+        ("call_pid", "pid"),
+        ("call_thread", "thread"),
+    ):
+        out[name] = np.where(found, _np(joined.get_column(col)), _NULL)
+    return out
+
+
+def _iteration_at(times: np.ndarray, ranges: pl.DataFrame) -> np.ndarray:
     """For each time, the ``iteration`` of ``ranges`` (sorted by ``range_start``) whose [range_start,
-    range_end) holds it: the last range starting at or before it (null: none)."""
-    if ranges.is_empty() or times.is_empty():
-        return pl.Series("iteration", [None] * len(times), dtype=pl.Int64)
-    pos = ranges.get_column("range_start").search_sorted(times, side="right").cast(pl.Int64) - 1
-    at = pos.clip(lower_bound=0)
-    inside = (pos >= 0) & times.is_not_null() & (times < ranges.get_column("range_end").gather(at))
-    return pl.select(
-        pl.when(inside).then(ranges.get_column("iteration").gather(at)).alias("iteration")
-    ).to_series()
+    range_end) holds it, the last range starting at or before it (``_NULL``: none)."""
+    starts, ends = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
+    if len(starts) == 0:
+        return np.full(len(times), _NULL)
+    pos = np.searchsorted(starts, times, side="right") - 1
+    at = np.clip(pos, 0, None)
+    inside = (pos >= 0) & (times != _NULL) & (times < ends[at])
+    return np.where(inside, _np(ranges.get_column("iteration"))[at], _NULL)
 
 
-def _candidates(gaps: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
-    """(gap row ``g``, op row ``o``) for every op starting exactly at the end of a non-trailing gap."""
-    ends = gaps.get_column("end_ns")
-    starts = ops.get_column("start")
-    lo = starts.search_sorted(ends, side="left").cast(pl.Int64)
-    hi = starts.search_sorted(ends, side="right").cast(pl.Int64)
-    frame = pl.DataFrame({"g": pl.int_range(gaps.height, dtype=pl.Int64, eager=True), "lo": lo, "n": hi - lo})
-    frame = frame.filter((pl.col("n") > 0) & (gaps.get_column("position") != "trailing"))
-    if frame.is_empty() or frame.get_column("n").max() == 1:
-        return frame.select("g", pl.col("lo").alias("o"))
-    return frame.select("g", pl.int_ranges("lo", pl.col("lo") + pl.col("n")).alias("o")).explode("o")
+def _in_iteration(times: np.ndarray, iteration: np.ndarray, ranges: pl.DataFrame) -> np.ndarray:
+    """Whether :func:`_iteration_at` of each time is the given iteration. When the ranges do not overlap
+    and are numbered 0..n-1 in start order (the usual case) that is: the time lies in that iteration's range,
+    found without a search."""
+    starts, ends = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
+    numbers = _np(ranges.get_column("iteration"))
+    plain = np.array_equal(numbers, np.arange(len(numbers))) and bool(np.all(starts[1:] >= ends[:-1]))
+    if not plain:
+        return _iteration_at(times, ranges) == iteration
+    at = np.clip(iteration, 0, max(len(starts) - 1, 0))
+    return (iteration >= 0) & (iteration < len(starts)) & (times >= starts[at]) & (times < ends[at])
+
+
+def _candidates(ends: np.ndarray, eligible: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(gap rows, op rows): every op (``starts`` sorted) starting exactly at the end of an eligible gap."""
+    n_ops = len(starts)
+    if n_ops == 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    lo = np.searchsorted(starts, ends, side="left")
+    at = np.minimum(lo, n_ops - 1)
+    g = np.flatnonzero(eligible & (lo < n_ops) & (starts[at] == ends))
+    o = lo[g]
+    nxt = np.minimum(o + 1, n_ops - 1)
+    if not np.any((o + 1 < n_ops) & (starts[nxt] == ends[g])):
+        return g, o
+    count = np.searchsorted(starts, ends[g], side="right") - o
+    offsets = np.cumsum(count) - count
+    g = np.repeat(g, count)
+    o = np.repeat(o, count) + (np.arange(len(g)) - np.repeat(offsets, count))
+    return g, o
 
 
 def next_op_calls(
     gaps: pl.DataFrame, ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame
-) -> pl.DataFrame:
-    """Per gap (in order): the launching call of its next op: ``call_end``, ``call_pid``, ``call_thread``
-    (nulls when the gap has no next op or the op no launching call).
+) -> dict[str, np.ndarray]:
+    """Per gap (in order): the launching call of its next op: ``found``, ``call_end``, ``call_pid``,
+    ``call_thread`` (numpy; ``_NULL`` where there is none or it is unknown).
 
     The next op of a gap is an op with a positive duration, of the gap's iteration, starting at the gap's
-    end; of several, the one whose launch call returned first (ops without a call last). An op's iteration is
-    ``ops["iteration"]`` when given, else the range holding its launching call's start (or its own start)."""
-    ops = ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+    end (trailing gaps have none); of several, the one whose launch call returned first (ops without a call
+    last). An op's iteration is ``ops["iteration"]`` when given, else the range of ``ranges`` (sorted by
+    ``range_start``) holding its launching call's start (or its own start)."""
+    if ops.select(pl.any_horizontal(pl.col("start", "end").null_count() > 0)).item():
+        ops = ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     ops = sort_frame(ops, ["start"], [False])
-    pairs = _candidates(gaps, ops)
-    o = pairs.get_column("o")
-    cand = ops.select(
-        pl.col("start").gather(o),
-        pl.col("end").gather(o),
-        pl.col("pid").gather(o),
-        pl.col("correlation").gather(o),
+    g, o = _candidates(
+        _np(gaps.get_column("end_ns")),
+        (gaps.get_column("position") != "trailing").to_numpy(),
+        _np(ops.get_column("start")),
     )
-    calls = launching_calls(cand, api)
+    op_start, op_end = _np(ops.get_column("start"))[o], _np(ops.get_column("end"))[o]
+    calls = launching_calls(_np(ops.get_column("pid"))[o], _np(ops.get_column("correlation"))[o], api)
+    gap_iteration = _np(gaps.get_column("iteration"))[g]
     if "iteration" in ops.columns:
-        op_iteration = ops.get_column("iteration").gather(o)
+        same = _np(ops.get_column("iteration"))[o] == gap_iteration
     else:
-        when = calls.get_column("call_start").fill_null(cand.get_column("start"))
-        op_iteration = iteration_at(when, ranges)
-    gap_iteration = gaps.get_column("iteration").gather(pairs.get_column("g"))
-    cand = pl.concat([pairs.select("g"), calls], how="horizontal").filter(
-        (op_iteration == gap_iteration) & (cand.get_column("end") > cand.get_column("start"))
-    )
-    if cand.select(pl.col("g").is_duplicated().any()).item():
-        cand = cand.sort(
-            ["g", "call_end", "call_start", "call_pid", "call_thread"], nulls_last=True, maintain_order=True
-        ).unique(subset="g", keep="first", maintain_order=True)
-    out = pl.DataFrame({"g": pl.int_range(gaps.height, dtype=pl.Int64, eager=True)})
-    return out.join(
-        cand.select("g", "call_end", "call_pid", "call_thread"), on="g", how="left", maintain_order="left"
-    ).drop("g")
+        same = _in_iteration(np.where(calls["found"], calls["call_start"], op_start), gap_iteration, ranges)
+    keep = same & (op_end > op_start)
+    g = g[keep]
+    calls = {name: col[keep] for name, col in calls.items()}
+    if len(g) > 1 and np.any(g[1:] == g[:-1]):  # several next ops: the call that returned first
+        end_key = np.where(calls["found"], calls["call_end"], _FAR)
+        order = np.lexsort((calls["call_thread"], calls["call_pid"], calls["call_start"], end_key, g))
+        g = g[order]
+        first = np.r_[True, g[1:] != g[:-1]]
+        g = g[first]
+        calls = {name: col[order][first] for name, col in calls.items()}
+    out = {"found": np.zeros(gaps.height, dtype=bool)}
+    out.update({name: np.full(gaps.height, _NULL) for name in ("call_end", "call_pid", "call_thread")})
+    for name in out:
+        out[name][g] = calls[name]
+    return out
 
 
 # ------------------------------------------------------------------------------------------- per gap
 
 
-def _integrals(starts: np.ndarray, ends: np.ndarray, codes: np.ndarray, t: np.ndarray) -> np.ndarray:
-    """Time before ``t`` covered by disjoint sorted intervals, per code 1..3: array (3, len(t))."""
-    lengths = ends - starts
+def _api_time(
+    intervals: tuple[np.ndarray, np.ndarray, np.ndarray], s: np.ndarray, c: np.ndarray
+) -> np.ndarray:
+    """Time of [s, c) (per row) inside intervals of code 1, 2, 3: array (3, len(s)), from cumulative sums of
+    the interval lengths per code and one binary search per bound."""
+    starts, ends, codes = intervals
+    # A leading empty interval no later than any bound: every bound then has an interval at or before it.
+    floor = min(int(starts[0]), int(s.min())) if len(s) else int(starts[0])
+    lengths = np.concatenate([[0], ends - starts])
+    starts = np.concatenate([[floor], starts])
+    codes = np.concatenate([[0], codes])
+    t = np.stack([s, c], axis=1).reshape(-1)  # s0, c0, s1, c1, ...: in time order when the gaps are
     k = np.searchsorted(starts, t, side="right") - 1
-    kk = np.clip(k, 0, None)
-    covered = np.where(k >= 0, np.minimum(t - starts[kk], lengths[kk]), 0)
-    out = np.empty((3, len(t)), dtype=np.int64)
+    covered = np.minimum(t - starts[k], lengths[k])
+    code_k = codes[k]
+    out = np.zeros((3, len(s)), dtype=np.int64)
     for j, code in enumerate((_LAUNCH, _SYNC, _OTHER)):
-        cum = np.concatenate([[0], np.cumsum(np.where(codes == code, lengths, 0))])
-        out[j] = np.where(k >= 0, cum[kk], 0) + np.where(codes[kk] == code, covered, 0)
+        mine = codes == code
+        if not mine.any():
+            continue
+        cum = np.zeros(len(starts) + 1, dtype=np.int64)
+        np.cumsum(np.where(mine, lengths, 0), out=cum[1:])
+        before = cum[k] + np.where(code_k == code, covered, 0)
+        out[j] = before[1::2] - before[0::2]
     return out
 
 
-def _thread_groups(pid: pl.Series, thread: pl.Series) -> list[tuple[Any, Any, np.ndarray | None]]:
-    """(pid, thread, row indices or None for all rows) per distinct host thread of the gaps."""
-    keys = pl.DataFrame({"pid": pid, "thread": thread})
-    distinct = keys.unique(maintain_order=True)
-    if distinct.height == 1:
-        p, t = distinct.row(0)
-        return [(p, t, None)]
-    out = []
-    for p, t in distinct.iter_rows():
-        mask = keys.select(pl.col("pid").eq_missing(p) & pl.col("thread").eq_missing(t)).to_series()
-        out.append((p, t, mask.arg_true().to_numpy()))
-    return out
-
-
-def _states_of(states: pl.DataFrame, pid: Any, thread: Any) -> pl.DataFrame:
-    if pid is None or thread is None:
-        return states.clear()
-    if (
-        states.height
-        and states.select((pl.col("pid").n_unique() == 1) & (pl.col("thread").n_unique() == 1)).item()
-    ):
-        p, t = states.select(pl.col("pid").first(), pl.col("thread").first()).row(0)
-        return states if (p, t) == (pid, thread) else states.clear()
-    return states.filter((pl.col("pid") == pid) & (pl.col("thread") == thread))
+def _thread_groups(pid: np.ndarray, thread: np.ndarray) -> list[tuple[tuple[int, int], np.ndarray | None]]:
+    """((pid, thread), row indices or None for all rows) per distinct host thread of the gaps."""
+    if len(pid) == 0:
+        return []
+    if pid.min() == pid.max() and thread.min() == thread.max():
+        return [((int(pid[0]), int(thread[0])), None)]
+    pairs, inverse = np.unique(np.stack([pid, thread], axis=1), axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    return [((int(p), int(t)), np.flatnonzero(inverse == i)) for i, (p, t) in enumerate(pairs)]
 
 
 def main_threads(ranges: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
@@ -338,55 +454,65 @@ def main_threads(ranges: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     return ranges.join(pids, on="thread", how="left", maintain_order="left")
 
 
+def _host_threads(
+    gaps: pl.DataFrame, ranges: pl.DataFrame, nxt: dict[str, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per gap, the (pid, thread) whose state decides: its next op's launching thread, else the main one."""
+    by_iteration = sort_frame(ranges, ["iteration"], [False])
+    iterations, wanted = _np(by_iteration.get_column("iteration")), _np(gaps.get_column("iteration"))
+    if len(iterations) and iterations[0] == 0 and iterations[-1] == len(iterations) - 1:
+        pos = np.clip(wanted, 0, len(iterations) - 1)  # iterations 0..n-1: the row is the iteration
+    else:
+        pos = np.clip(np.searchsorted(iterations, wanted), 0, max(len(iterations) - 1, 0))
+    main_pid = (
+        _np(by_iteration.get_column("pid"))[pos] if by_iteration.height else np.full(gaps.height, _NULL)
+    )
+    main_thread = (
+        _np(by_iteration.get_column("thread"))[pos] if by_iteration.height else np.full(gaps.height, _NULL)
+    )
+    own = nxt["found"] & (nxt["call_thread"] != _NULL) & (nxt["call_pid"] != _NULL)
+    return np.where(own, nxt["call_pid"], main_pid), np.where(own, nxt["call_thread"], main_thread)
+
+
+def _nullable(values: np.ndarray, name: str) -> pl.Series:
+    series = pl.Series(name, values)
+    return series.set(series == _NULL, None) if np.any(values == _NULL) else series  # type: ignore[arg-type]
+
+
 def attribute_gaps(
     gaps: pl.DataFrame,
     ops: pl.DataFrame,
     api: pl.DataFrame,
     ranges: pl.DataFrame,
-    states: pl.DataFrame | None = None,
+    intervals: Intervals | None = None,
 ) -> pl.DataFrame:
     """Split every gap into the five causes (see module docstring).
 
     ``gaps``: ``iteration``, ``start_ns``, ``end_ns``, ``position`` (:func:`analyze_iterations`'s gaps);
     ``ops``: ``start``, ``end``, ``pid``, ``correlation`` and optionally ``iteration`` (``trace.ops`` or
     :func:`assign_ops`'s output); ``api``: ``trace.api``; ``ranges``: the iteration ranges (``iteration``,
-    ``range_start``, ``range_end``, ``thread``, ``pid``; see :func:`iteration_ranges`); ``states``:
-    :func:`host_states` of ``api`` when already computed. Returns the gaps (same order) with ``pid``,
+    ``range_start``, ``range_end``, ``thread``, ``pid``; see :func:`iteration_ranges`); ``intervals``:
+    :func:`api_intervals` of ``api`` when already computed. Returns the gaps (same order) with ``pid``,
     ``thread``, ``next_call_end`` and ``dispatch_ns`` ... ``in_flight_ns``."""
     ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
-    states = host_states(api) if states is None else states
+    intervals = api_intervals(api) if intervals is None else intervals
     nxt = next_op_calls(gaps, ops, api, ranges)
-    by_iteration = ranges.sort("iteration")
-    pos = by_iteration.get_column("iteration").search_sorted(gaps.get_column("iteration")).cast(pl.Int64)
-    own = nxt.get_column("call_thread").is_not_null()
-    pid = pl.select(
-        pl.when(own).then(nxt.get_column("call_pid")).otherwise(by_iteration.get_column("pid").gather(pos))
-    ).to_series()
-    thread = pl.select(
-        pl.when(own)
-        .then(nxt.get_column("call_thread"))
-        .otherwise(by_iteration.get_column("thread").gather(pos))
-    ).to_series()
-    s = gaps.get_column("start_ns").to_numpy()
-    e = gaps.get_column("end_ns").to_numpy()
-    call_end = nxt.get_column("call_end")
-    c = np.clip(call_end.fill_null(np.iinfo(np.int64).max).to_numpy(), s, e)
+    pid, thread = _host_threads(gaps, ranges, nxt)
+    s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
+    c = np.where(nxt["found"], np.clip(nxt["call_end"], s, e), e)
     api_ns = np.zeros((3, gaps.height), dtype=np.int64)
-    for p, t, rows in _thread_groups(pid, thread):
-        mine = _states_of(states, p, t)
-        if mine.is_empty():
+    for key, rows in _thread_groups(pid, thread):
+        mine = intervals.get(key)
+        if mine is None or _NULL in key:
             continue
-        arrays = [mine.get_column(col).to_numpy() for col in ("start", "end", "cause")]
-        ss, cc = (s, c) if rows is None else (s[rows], c[rows])
-        part = _integrals(*arrays, cc) - _integrals(*arrays, ss)
-        if rows is None:
-            api_ns = part
-        else:
-            api_ns[:, rows] = part
+        rows = np.arange(len(s)) if rows is None else rows
+        for lo in range(0, len(rows), _CHUNK):  # bounded temporaries on traces of millions of gaps
+            part = rows[lo : lo + _CHUNK]
+            api_ns[:, part] = _api_time(mine, s[part], c[part])
     return gaps.with_columns(
-        pid.alias("pid"),
-        thread.alias("thread"),
-        call_end.alias("next_call_end"),
+        _nullable(pid, "pid"),
+        _nullable(thread, "thread"),
+        _nullable(np.where(nxt["found"], nxt["call_end"], _NULL), "next_call_end"),
         pl.Series("dispatch_ns", (c - s) - api_ns.sum(axis=0)),
         pl.Series("launch_ns", api_ns[0]),
         pl.Series("sync_ns", api_ns[1]),
@@ -467,37 +593,37 @@ def _split(
     return rows[order], lo[order], hi[order], lab[order]
 
 
-def cpu_operator_intervals(cpu_ops: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
-    """Outermost CPU operators per thread as disjoint intervals (``pid``, ``thread``, ``start``, ``end``,
-    ``op``: index into the returned names)."""
+def cpu_operator_intervals(cpu_ops: pl.DataFrame) -> tuple[Intervals, pl.Series]:
+    """Outermost CPU operators per thread as disjoint intervals labelled with an index into the returned
+    names (rows sorted first, so that the labels do not depend on row order)."""
     ops = cpu_ops.select("start", "end", "pid", "thread", "name").sort(
         ["pid", "thread", "start", "end", "name"],
         descending=[False, False, False, True, False],
         nulls_last=True,
     )
-    names = ops.get_column("name")
-    ops = ops.with_row_index("op").with_columns(pl.col("op").cast(pl.Int64))
-    return outermost_intervals(ops, "op"), names
+    intervals = thread_intervals(
+        *(_np(ops.get_column(c)) for c in ("start", "end", "pid", "thread")), np.arange(ops.height)
+    )
+    return intervals, ops.get_column("name")
+
+
+_NO_INTERVALS = (np.zeros(0, dtype=np.int64),) * 3
 
 
 def _thread_pieces(
-    s: np.ndarray, c: np.ndarray, mine: pl.DataFrame, mine_ops: pl.DataFrame | None
+    s: np.ndarray,
+    c: np.ndarray,
+    mine: tuple[np.ndarray, np.ndarray, np.ndarray],
+    mine_ops: tuple[np.ndarray, np.ndarray, np.ndarray] | None,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Host pieces of gaps [s, c) on one thread: (row, start, end, cause code 0..3, operator index or -1)."""
-    if mine.is_empty():
-        row, lo, hi, lab = np.arange(len(s)), s, c, np.full(len(s), -1)
-        keep = hi > lo
-        row, lo, hi, lab = row[keep], lo[keep], hi[keep], lab[keep]
-    else:
-        arrays = [mine.get_column(col).to_numpy() for col in ("start", "end", "cause")]
-        row, lo, hi, lab = _split(s, c, arrays[0], arrays[1], arrays[2].astype(np.int64))
+    row, lo, hi, lab = _split(s, c, *mine)
     cause = np.where(lab < 0, 0, lab)
     op = np.full(len(row), -1)
-    if mine_ops is None or mine_ops.is_empty():
+    if mine_ops is None or len(mine_ops[0]) == 0:
         return row, lo, hi, cause, op
     dispatch = np.flatnonzero(cause == 0)
-    arrays = [mine_ops.get_column(col).to_numpy() for col in ("start", "end", "op")]
-    sub, s2, e2, lab2 = _split(lo[dispatch], hi[dispatch], *arrays)
+    sub, s2, e2, lab2 = _split(lo[dispatch], hi[dispatch], *mine_ops)
     other = np.flatnonzero(cause != 0)
     parts = (
         np.concatenate([row[other], row[dispatch][sub]]),
@@ -511,29 +637,33 @@ def _thread_pieces(
 
 
 def idle_pieces(
-    gap_causes: pl.DataFrame, states: pl.DataFrame, cpu_ops: pl.DataFrame | None = None
+    gap_causes: pl.DataFrame,
+    api: pl.DataFrame,
+    cpu_ops: pl.DataFrame | None = None,
+    intervals: Intervals | None = None,
 ) -> pl.DataFrame:
     """The consecutive pieces of every gap: ``iteration``, ``start_ns``, ``end_ns``, ``cause`` (Enum of
     :data:`CAUSES`), ``pid``, ``thread`` (the host thread whose state decided), ``cpu_op`` (the top-level CPU
     operator running on that thread during a dispatch piece; null elsewhere or without ``cpu_ops``).
 
-    ``gap_causes``: :func:`attribute_gaps`'s output; ``states``: :func:`host_states`; ``cpu_ops``: CPU
-    operators (``start``, ``end``, ``pid``, ``thread``, ``name``; see :func:`kineto_cpu_ops`). Pieces come in
-    gap order, then time order; per gap they tile [start_ns, end_ns) exactly."""
-    s = gap_causes.get_column("start_ns").to_numpy()
-    e = gap_causes.get_column("end_ns").to_numpy()
-    call_end = gap_causes.get_column("next_call_end").fill_null(np.iinfo(np.int64).max).to_numpy()
-    c = np.clip(call_end, s, e)
-    op_intervals, names = (None, None) if cpu_ops is None else cpu_operator_intervals(cpu_ops)
+    ``gap_causes``: :func:`attribute_gaps`'s output; ``api``: the API calls (or ``intervals``, their
+    :func:`api_intervals`); ``cpu_ops``: CPU operators (``start``, ``end``, ``pid``, ``thread``, ``name``;
+    see :func:`kineto_cpu_ops`). Pieces come in gap order, then time order; per gap they tile
+    [start_ns, end_ns) exactly."""
+    intervals = api_intervals(api) if intervals is None else intervals
+    s, e = _np(gap_causes.get_column("start_ns")), _np(gap_causes.get_column("end_ns"))
+    c = np.clip(_np(gap_causes.get_column("next_call_end"), _FAR), s, e)
+    op_intervals, names = ({}, None) if cpu_ops is None else cpu_operator_intervals(cpu_ops)
     parts: list[tuple[np.ndarray, ...]] = []
-    for p, t, rows in _thread_groups(gap_causes.get_column("pid"), gap_causes.get_column("thread")):
-        mine_ops = None if op_intervals is None else _states_of(op_intervals, p, t)
+    pid, thread = _np(gap_causes.get_column("pid")), _np(gap_causes.get_column("thread"))
+    for key, rows in _thread_groups(pid, thread):
         idx = np.arange(len(s)) if rows is None else rows
-        row, lo, hi, cause, op = _thread_pieces(s[idx], c[idx], _states_of(states, p, t), mine_ops)
+        mine = _NO_INTERVALS if _NULL in key else intervals.get(key, _NO_INTERVALS)
+        row, lo, hi, cause, op = _thread_pieces(s[idx], c[idx], mine, op_intervals.get(key))
         parts.append((idx[row], lo, hi, cause, op))
     flight = np.flatnonzero(e > c)
     parts.append((flight, c[flight], e[flight], np.full(len(flight), 4), np.full(len(flight), -1)))
-    g, lo, hi, cause, op = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    g, lo, hi, cause, op = (np.concatenate([p[i] for p in parts]).astype(np.int64) for i in range(5))
     order = np.lexsort((lo, g))
     g, lo, hi, cause, op = g[order], lo[order], hi[order], cause[order], op[order]
     gi = pl.Series(g)
@@ -600,17 +730,19 @@ def attribute_idle(
     (e.g. the analysis' ``iterations["index"]``; None: those of ``ranges``); ``cpu_ops``: CPU operators to
     name dispatch pieces by (Kineto, :func:`kineto_cpu_ops`; implies ``pieces``); ``pieces``: also build the
     piece list (millions of rows on large traces: off by default)."""
-    states = host_states(api)
-    gap_causes = attribute_gaps(gaps, ops, api, ranges, states)
+    intervals = api_intervals(api)
+    gap_causes = attribute_gaps(gaps, ops, api, ranges, intervals)
     if index is None:
         index = ranges.get_column("iteration").sort()
     iterations = per_iteration(gap_causes, index)
     result = Attribution(gap_causes, iterations, summarize_attribution(iterations))
     if pieces or cpu_ops is not None:
-        result.pieces = idle_pieces(gap_causes, states, cpu_ops)
+        result.pieces = idle_pieces(gap_causes, api, cpu_ops, intervals)
         if cpu_ops is not None:
             result.top_operators = top_dispatch_operators(result.pieces)
-    no_call = gap_causes.filter((pl.col("position") != "trailing") & pl.col("next_call_end").is_null()).height
+    no_call = gap_causes.select(
+        ((pl.col("position") != "trailing") & pl.col("next_call_end").is_null()).sum()
+    ).item()
     if no_call and not api.is_empty():
         result.warnings.append(
             f"{no_call} of {gap_causes.height} idle gaps end at an op with no launching API call in the trace "
