@@ -7,6 +7,11 @@ missing correlation id. Category names are matched case-insensitively, so the 20
 ``cuda_runtime``, ``Kernel``, flows ``async_cpu_to_gpu``) and the current one (``kernel``, ``gpu_memcpy``,
 ``gpu_memset``, ``cuda_runtime``, ``cuda_driver``, flows ``ac2g``) all read the same way.
 
+Decoding (:mod:`tracekit.readers.kineto_decode`): msgspec, in chunks of a few MB of event JSON, each
+field kept as its exact JSON text where it is a number, and each field turned into a column only for the
+events that need it (flow events are decoded only when a GPU event lacks its correlation id); there is no
+per-event Python code. ``read(path, progress=...)`` reports progress as ``progress(phase, fraction)``.
+
 Timestamps: Kineto writes ``ts``/``dur`` in microseconds, as integers or as decimals with nanosecond
 fractions. The JSON is parsed with decimals kept as text and converted exactly: ns = round(µs × 1000),
 rounding half away from zero at the nanosecond (``1.0005`` µs -> 1001 ns, ``1.0004`` µs -> 1000 ns), so no
