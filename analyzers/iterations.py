@@ -1,4 +1,4 @@
-"""Per-iteration framework-tax metrics (DESIGN.md, "Metric definitions").
+"""Per-iteration framework-tax metrics (docs/design.md, "Per-iteration metrics").
 
 An iteration is one range (NVTX range, torch.profiler annotation, ORT ``model_run``) of the chosen name.
 Its GPU work is the set of device ops whose launching API call starts inside the range (joined by
