@@ -1,6 +1,6 @@
 """Wall-time SM activity and warp occupancy per iteration, from Nsight Systems GPU-metrics samples.
 
-This is the reference study's definition (DESIGN.md): for each iteration, the mean of the sampled GPU
+This is the reference study's definition (docs/design.md): for each iteration, the mean of the sampled GPU
 metric over the samples whose timestamp lies inside the iteration's effective latency window
 ``[window_start_ns, window_end_ns]`` (both ends included). Idle time inside the window is sampled too, so a
 framework-bound iteration shows low values even when its kernels keep the SMs busy while they run.
