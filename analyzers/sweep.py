@@ -1,4 +1,4 @@
-"""Sweep-level analyses: the framework-bound plateau and the transition batch size (DESIGN.md)."""
+"""Sweep-level analyses: the framework-bound plateau and the transition batch size (docs/design.md)."""
 
 from __future__ import annotations
 
