@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tracekit.errors import RunFailure, TracekitError
 
-#: The metrics collected (DESIGN.md): SM activity and warp occupancy per kernel, plus what weights them.
+#: The metrics collected (docs/design.md): SM activity and warp occupancy per kernel, plus what weights them.
 NCU_METRICS: tuple[str, ...] = (
     "sm__cycles_active.avg.pct_of_peak_sustained_elapsed",
     "sm__warps_active.avg.pct_of_peak_sustained_active",
