@@ -20,7 +20,7 @@ from tracekit.errors import RunFailure, TracekitError
 
 INSTALL_HINT = (
     "nsys (Nsight Systems) not found on PATH; install it: on Debian add the non-free component and run "
-    "'apt-get install nsight-systems' (see DESIGN.md), or get it from https://developer.nvidia.com/nsight-systems"
+    "'apt-get install nsight-systems' (see docs/design.md), or get it from https://developer.nvidia.com/nsight-systems"
 )
 
 
