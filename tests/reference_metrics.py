@@ -1,4 +1,4 @@
-"""An independent, deliberately plain-Python implementation of DESIGN.md's per-iteration metrics.
+"""An independent, deliberately plain-Python implementation of the per-iteration metrics in docs/design.md.
 
 Used only by tests, on small traces, to check the vectorized analyzer against a second reading of the same
 definitions. It shares no code with ``analyzers``.
