@@ -23,7 +23,7 @@ construction, so the latency window is the range itself):
   makes no other API call, so ``other_api_ns`` is always 0.
 
 Sweep level: the plateau is the run of batch sizes, from the smallest, whose mean true latency stays within
-10% of the smallest batch size's; the transition batch size is the first past it, or null (DESIGN.md).
+10% of the smallest batch size's; the transition batch size is the first past it, or null (docs/design.md).
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ class TruthAccumulator:
 def plateau_and_transition(
     latency_by_batch: Mapping[int, float], tolerance: float = PLATEAU_TOLERANCE
 ) -> tuple[list[int], int | None]:
-    """DESIGN.md's plateau and transition batch size, applied to true latencies (any unit).
+    """The plateau and transition (docs/design.md) batch size, applied to true latencies (any unit).
 
     The plateau is the run of batch sizes, from the smallest, whose latency is at most (1 + tolerance) times
     the smallest batch size's; the transition is the first batch size past it, None if there is none.
