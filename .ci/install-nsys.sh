@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Install Nsight Systems (Debian non-free, 2022.4) when nsys is not on PATH. See DESIGN.md.
+# Install Nsight Systems (Debian non-free, 2022.4) when nsys is not on PATH. See docs/design.md.
 set -euo pipefail
 if command -v nsys >/dev/null 2>&1; then exit 0; fi
 SUDO=""; [ "$(id -u)" = 0 ] || SUDO="sudo"
