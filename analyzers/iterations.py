@@ -579,6 +579,35 @@ def analyze_iterations(
             pl.col("kernels").fill_null(0),
         )
     )
+    frame = _iteration_columns(frame, has_api, has_ops)
+    total = frame.height
+    if skip is None:
+        skip = warmup_to_skip(trace.meta, total)
+        if skip:
+            warnings.append(
+                f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "
+                "(--skip 0 keeps them)"
+            )
+    if skip:
+        if skip >= total:
+            raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
+        frame = frame.filter(pl.col("index") >= skip)
+        gaps = gaps.filter(pl.col("iteration") >= skip)
+
+    unsynced = int((~frame["synchronized"]).sum())
+    if unsynced:
+        warnings.append(
+            f"{unsynced} of {frame.height} iterations are unsynchronized (GPU work outlives the range): "
+            "latency is the steady-state period max(range end, GPU end) - max(range start, previous GPU end)"
+        )
+    gaps = _with_cpu_context(trace, gaps, ranges)
+    summary = summarize(frame, bound_threshold)
+    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges)
+
+
+def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.DataFrame:
+    """The per-iteration frame's public columns (:data:`tracekit.fields.ITERATION_FIELDS`, units in their
+    names) from the joined windows, busy time, gaps, kernels and launch statistics (in ns)."""
     if has_api:
         frame = frame.with_columns(pl.col("launches").fill_null(0), pl.col("launch_api_us").fill_null(0.0))
     ms = 1e6
@@ -610,30 +639,7 @@ def analyze_iterations(
             pl.lit(None, pl.Float64).alias(c)
             for c in ("gpu_busy_ms", "framework_overhead_ms", "gpu_utilization", "idle_ms")
         ).with_columns(pl.lit(None, pl.Int64).alias("idle_gaps"))
-
-    total = frame.height
-    if skip is None:
-        skip = warmup_to_skip(trace.meta, total)
-        if skip:
-            warnings.append(
-                f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "
-                "(--skip 0 keeps them)"
-            )
-    if skip:
-        if skip >= total:
-            raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
-        frame = frame.filter(pl.col("index") >= skip)
-        gaps = gaps.filter(pl.col("iteration") >= skip)
-
-    unsynced = int((~frame["synchronized"]).sum())
-    if unsynced:
-        warnings.append(
-            f"{unsynced} of {frame.height} iterations are unsynchronized (GPU work outlives the range): "
-            "latency is the steady-state period max(range end, GPU end) - max(range start, previous GPU end)"
-        )
-    gaps = _with_cpu_context(trace, gaps, ranges)
-    summary = summarize(frame, bound_threshold)
-    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges)
+    return frame
 
 
 def summarize(frame: pl.DataFrame, bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> Summary:

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
-
 from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
 from tracekit.analyzers.stats import summarize_columns
+
 from tracekit.model import Trace
 
 SM_ACTIVE_PCT = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
@@ -251,6 +251,39 @@ def _kernel_time_average(
     return avg, int(row["used"]), int(row["nan"]), int(row["missing"])
 
 
+def _wall_time_per_iteration(joined: pl.DataFrame, analysis: IterationAnalysis) -> pl.DataFrame:
+    """Per analyzed iteration: Σ(kernel time × value) / latency of each column (%), None when some kernel
+    of the iteration has no value."""
+    lat = analysis.iterations.select("index", "latency_ms")
+    per_iter = joined.group_by("iteration").agg(
+        [
+            (
+                (
+                    pl.when(pl.col(c).is_not_nan()).then(pl.col(c)).otherwise(None) * pl.col("timeline_ns")
+                ).sum()
+            ).alias(f"{c}_num")
+            for c in COLUMNS
+        ]
+        + [pl.col(c).is_null().any().alias(f"{c}_incomplete") for c in COLUMNS]
+        + [pl.col(c).is_not_null().any().alias(f"{c}_any") for c in COLUMNS]
+    )
+    return (
+        lat.join(per_iter, left_on="index", right_on="iteration", how="left")
+        .select(
+            "index",
+            "latency_ms",
+            *[
+                pl.when(pl.col(f"{c}_any") & ~pl.col(f"{c}_incomplete") & (pl.col("latency_ms") > 0))
+                .then(pl.col(f"{c}_num") / (pl.col("latency_ms") * 1e6))
+                .otherwise(None)
+                .alias(c)
+                for c in COLUMNS
+            ],
+        )
+        .sort("index")
+    )
+
+
 def analyze_kernel_metrics(
     metrics_trace: Trace,
     timeline: Trace | None = None,
@@ -301,35 +334,7 @@ def analyze_kernel_metrics(
     summary: dict[str, dict[str, Any] | None] = {}
     iterations: pl.DataFrame | None = None
     if joined is not None and analysis is not None:
-        lat = analysis.iterations.select("index", "latency_ms")
-        per_iter = joined.group_by("iteration").agg(
-            [
-                (
-                    (
-                        pl.when(pl.col(c).is_not_nan()).then(pl.col(c)).otherwise(None)
-                        * pl.col("timeline_ns")
-                    ).sum()
-                ).alias(f"{c}_num")
-                for c in COLUMNS
-            ]
-            + [pl.col(c).is_null().any().alias(f"{c}_incomplete") for c in COLUMNS]
-            + [pl.col(c).is_not_null().any().alias(f"{c}_any") for c in COLUMNS]
-        )
-        iterations = (
-            lat.join(per_iter, left_on="index", right_on="iteration", how="left")
-            .select(
-                "index",
-                "latency_ms",
-                *[
-                    pl.when(pl.col(f"{c}_any") & ~pl.col(f"{c}_incomplete") & (pl.col("latency_ms") > 0))
-                    .then(pl.col(f"{c}_num") / (pl.col("latency_ms") * 1e6))
-                    .otherwise(None)
-                    .alias(c)
-                    for c in COLUMNS
-                ],
-            )
-            .sort("index")
-        )
+        iterations = _wall_time_per_iteration(joined, analysis)
     duration = "timeline_ns" if joined is not None else "duration_ns"
     frame = joined if joined is not None else values
     for c in COLUMNS:

@@ -356,8 +356,7 @@ def test_table_paper_trace_warns_about_metrics_gpu(capsys):
     assert row["latency_ms"] == pytest.approx(3.015, abs=0.01)
     from tracekit.readers import read_trace
 
-    if read_trace(path).gpu_metrics.is_empty():
-        pytest.skip("the nsys reader does not read GENERIC_EVENTS GPU metrics")
+    assert not read_trace(path).gpu_metrics.is_empty(), "the nsys reader must read GENERIC_EVENTS GPU metrics"
     assert any("but the kernels ran on GPU 3" in w for w in doc["warnings"])
 
 

@@ -56,7 +56,8 @@ def add_output_options(parser: argparse.ArgumentParser, output: bool = True) -> 
             "-o",
             "--output",
             metavar="FILE",
-            help="write to FILE (atomically; never over an input; its folder must exist) instead of stdout",
+            help="write to FILE (atomically; never over an input; its folder must exist) instead of stdout "
+            "(default: stdout)",
         )
 
 

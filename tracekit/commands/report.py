@@ -48,7 +48,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="N",
         help="iterations shown in the timeline (default 3)",
     )
-    parser.add_argument("--no-figures", action="store_true", help="skip the figures (faster)")
+    parser.add_argument(
+        "--no-figures", action="store_true", help="skip the figures (faster; default: figures are drawn)"
+    )
     add_output_options(parser, output=False)
     parser.set_defaults(func=run)
 

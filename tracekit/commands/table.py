@@ -30,12 +30,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Kineto estimate) with their source, and the kernel-time-only averages beside them."
         ),
     )
-    parser.add_argument("inputs", nargs="+", metavar="INPUT", help="collect run directory or trace file")
+    parser.add_argument(
+        "inputs",
+        nargs="+",
+        metavar="INPUT",
+        help="collect run directory or trace file (one or more; required)",
+    )
     add_output_options(parser)
     parser.add_argument(
         "--paper",
         action="store_true",
-        help="also print the study's published Table 3 (BERT-Base bs1 seq128 fp16, RTX 8000)",
+        help="also print the study's published Table 3 (BERT-Base bs1 seq128 fp16, RTX 8000) (default: off)",
     )
     add_iteration_options(parser, bound_threshold=False)
     parser.add_argument(
@@ -43,7 +48,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="Nsight Compute CSV/.ncu-rep for the inputs (matched by sidecar metadata, else in order)",
+        help="Nsight Compute CSV/.ncu-rep for the inputs (matched by sidecar metadata, else in order; default: "
+        "the run directory's own ncu traces, else none)",
     )
     parser.set_defaults(func=run)
 
