@@ -830,11 +830,11 @@ GRAPH_ASSUMPTIONS: tuple[str, ...] = (
     "last op) disappears: that host work is captured into the graph",
     "each inner gap becomes max(its in_flight time, kernel_gap_ns): device-side waits already in the trace "
     "stay, and consecutive graph kernels are at least kernel_gap_ns apart",
-    "host work before the first op (the leading gap's dispatch, other_api and sync time: input preparation, "
-    "and the first operator's own dispatch, which a graph would also remove) is kept, so is everything after "
-    "the last op (the trailing gap: post-processing, the final sync, the range close)",
-    "one graph launch replaces the first op's launch and in_flight time: it costs graph_launch_ns from its "
-    "call to the first kernel",
+    "the leading gap (host work before the first op: input preparation and the first operator's own "
+    "dispatch, which a graph would also remove, so this part is an upper bound) is kept; its launch and "
+    "in_flight time, the first launch reaching the device, stands for the one graph launch unless "
+    "graph_launch_ns is given",
+    "the trailing gap (host work after the last op: post-processing, the final sync, the range close) is kept",
 )
 
 
@@ -845,46 +845,35 @@ def project_cuda_graphs(
     kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Projected latency of each iteration if launch and dispatch between kernels disappeared (the iteration
-    replayed as one CUDA graph), with the assumptions as data.
+    replayed as one CUDA graph), with the assumptions as data (:data:`GRAPH_ASSUMPTIONS`).
 
-    ``iterations``: :func:`analyze_iterations`'s frame (``index``, ``window_start_ns``, ``window_end_ns``,
-    ``launch_latency_us``); ``gap_causes``: :func:`attribute_gaps`'s output. ``graph_launch_ns``: time from
-    the graph launch call to its first kernel (None: the median over iterations of the trace's own launch
-    latency, call start to first op start). Per iteration (ns): projected = busy + leading host time
-    (dispatch + other_api + sync of the leading gap) + graph_launch_ns + Σ_inner max(in_flight, kernel_gap_ns)
-    + trailing gap; iterations without ops keep their latency. Returns (``index``, ``latency_ms``,
-    ``projected_ms``, ``saved_ms``, ``speedup``), and a dict with the assumptions and the summary."""
-    source = "given"
-    if graph_launch_ns is None:
-        median_us = iterations.get_column("launch_latency_us").median() if iterations.height else None
-        graph_launch_ns = 0 if median_us is None else round(float(median_us) * 1000)
-        source = (
-            "median over iterations of this trace's launch latency (launch call start -> first op start)"
-            if median_us is not None
-            else "no launch in this trace: 0"
-        )
-    g = gap_causes
-    host = pl.col("dispatch_ns") + pl.col("other_api_ns") + pl.col("sync_ns")
-    parts = g.group_by("iteration").agg(
+    ``iterations``: :func:`analyze_iterations`'s frame (``index``, ``window_start_ns``, ``window_end_ns``);
+    ``gap_causes``: :func:`attribute_gaps`'s output. Per iteration (ns): projected = busy + leading gap +
+    Σ_inner max(in_flight, kernel_gap_ns) + trailing gap, where the leading gap's launch + in_flight time is
+    replaced by ``graph_launch_ns`` when given (time from the graph launch call to its first kernel); an
+    iteration without ops keeps its latency. Returns (``index``, ``latency_ms``, ``projected_ms``,
+    ``saved_ms``, ``speedup``) and a dict: ``assumptions``, ``parameters`` (value and source of each), and
+    ``summary`` (mean/p50/p90/... of each column)."""
+    leading = pl.col("end_ns") - pl.col("start_ns")
+    if graph_launch_ns is not None:
+        leading = leading - pl.col("launch_ns") - pl.col("in_flight_ns") + graph_launch_ns
+    position = pl.col("position")
+    parts = gap_causes.group_by("iteration").agg(
         (pl.col("end_ns") - pl.col("start_ns")).sum().alias("idle"),
-        host.filter(pl.col("position") == "leading").sum().alias("leading_host"),
+        leading.filter(position == "leading").sum().alias("leading"),
         pl.max_horizontal("in_flight_ns", pl.lit(kernel_gap_ns))
-        .filter(pl.col("position") == "inner")
+        .filter(position == "inner")
         .sum()
         .alias("inner"),
-        (pl.col("end_ns") - pl.col("start_ns"))
-        .filter(pl.col("position") == "trailing")
-        .sum()
-        .alias("trailing"),
+        (pl.col("end_ns") - pl.col("start_ns")).filter(position == "trailing").sum().alias("trailing"),
     )
-    frame = iterations.select(
-        "index", (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("latency")
-    ).join(parts.rename({"iteration": "index"}), on="index", how="left", maintain_order="left")
-    frame = frame.with_columns(pl.col("idle", "leading_host", "inner", "trailing").fill_null(0))
+    frame = iterations.select("index", (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("latency"))
+    frame = frame.join(parts.rename({"iteration": "index"}), on="index", how="left", maintain_order="left")
+    frame = frame.with_columns(pl.col("idle", "leading", "inner", "trailing").fill_null(0))
     busy = pl.col("latency") - pl.col("idle")
     projected = (
         pl.when(busy > 0)
-        .then(busy + pl.col("leading_host") + graph_launch_ns + pl.col("inner") + pl.col("trailing"))
+        .then(busy + pl.col("leading") + pl.col("inner") + pl.col("trailing"))
         .otherwise(pl.col("latency"))
     )
     frame = frame.select(
@@ -894,17 +883,22 @@ def project_cuda_graphs(
         ((pl.col("latency") - projected) / 1e6).alias("saved_ms"),
         pl.when(projected > 0).then(pl.col("latency") / projected).alias("speedup"),
     )
+    gap_source = (
+        "default: median kernel-to-kernel gap of the CUDA-graph replays in the study's own Nsight Systems "
+        "trace (Quadro RTX 8000)"
+        if kernel_gap_ns == GRAPH_KERNEL_GAP_NS
+        else "given"
+    )
+    launch_source = (
+        "given"
+        if graph_launch_ns is not None
+        else "each iteration's own first launch (launch + in_flight time of its leading gap)"
+    )
     info = {
         "assumptions": list(GRAPH_ASSUMPTIONS),
         "parameters": {
-            "graph_launch_ns": {"value": graph_launch_ns, "source": source},
-            "kernel_gap_ns": {
-                "value": kernel_gap_ns,
-                "source": "given"
-                if kernel_gap_ns != GRAPH_KERNEL_GAP_NS
-                else "default: median kernel-to-kernel gap of the CUDA-graph replays in the study's own "
-                "Nsight Systems trace (Quadro RTX 8000)",
-            },
+            "graph_launch_ns": {"value": graph_launch_ns, "source": launch_source},
+            "kernel_gap_ns": {"value": kernel_gap_ns, "source": gap_source},
         },
         "summary": summarize_columns(frame, ["latency_ms", "projected_ms", "saved_ms", "speedup"]),
     }

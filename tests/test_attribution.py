@@ -4,9 +4,12 @@ projection, and the study's own traces."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracekit.analyzers.attribution import (
@@ -16,10 +19,14 @@ from tracekit.analyzers.attribution import (
     attribute_trace,
     host_states,
     iteration_ranges,
+    kineto_cpu_ops,
+    project_cuda_graphs,
 )
 from tracekit.analyzers.iterations import analyze_iterations
 
 from tracekit.model import Trace
+
+from .conftest import real_trace
 
 PID, MAIN, WORKER = 1, 10, 20
 
@@ -417,10 +424,7 @@ def test_attribution_matches_the_reference_and_its_invariants(trace: Trace, seed
     result = attribute_idle(analysis.gaps, ops, trace.api, ranges, analysis.iterations["index"], pieces=True)
     gaps = result.gaps
     # every piece >= 0, and per gap the causes sum to its duration exactly
-    assert (
-        gaps.select(pl.min_horizontal(list(CAUSE_NS)).min()).item() in (None,)
-        or gaps.select(pl.min_horizontal(list(CAUSE_NS)).min()).item() >= 0
-    )
+    assert (gaps.select(pl.min_horizontal(list(CAUSE_NS))).to_series() >= 0).all()
     assert (gaps.select(pl.sum_horizontal(list(CAUSE_NS))).to_series() == gaps["duration_ns"]).all()
     # per iteration: busy + causes = latency
     it = analysis.iterations.join(result.iterations, on="index")
@@ -449,3 +453,154 @@ def test_attribution_matches_the_reference_and_its_invariants(trace: Trace, seed
         analysis.iterations["index"],
     )
     assert shuffled.iterations.equals(result.iterations)
+
+
+# --- the simulator: ground truth and the CUDA-graph projection ------------------------------------------------
+
+
+def _simulated(tmp_path: Path, runtime: str, batch: int, iterations: int = 4) -> tuple[Trace, dict]:
+    from tracekit.readers import read_trace
+    from tracekit.simulate import preset, simulate_sweep, synthetic_stem
+
+    out = tmp_path / runtime
+    simulate_sweep(out, preset(runtime), [batch], 128, iterations, seed=0, fmt="nsys", metrics_interval_ns=0)
+    stem = synthetic_stem(runtime, batch, 128)
+    return read_trace(out / f"{stem}.sqlite"), json.loads((out / f"{stem}.truth.json").read_text())
+
+
+@pytest.mark.parametrize(("eager", "graphs"), [("pytorch", "cuda-graphs"), ("onnx", "onnx-cuda-graphs")])
+def test_cuda_graph_projection_lands_near_the_simulated_graph_runtime(
+    tmp_path: Path, eager: str, graphs: str
+) -> None:
+    # The same simulated model, batch 1: the eager preset's projection vs the graph preset's true latency.
+    trace, truth = _simulated(tmp_path, eager, 1)
+    analysis = analyze_iterations(trace)
+    causes = attribute_trace(trace, analysis)
+    assert causes.iterations.select(list(CAUSE_NS)).rows() == [
+        tuple(r[c] for c in CAUSE_NS) for r in truth["iterations"]
+    ]
+    frame, info = project_cuda_graphs(analysis.iterations, causes.gaps)
+    _, graph_truth = _simulated(tmp_path, graphs, 1)
+    projected = frame["projected_ms"].mean()
+    actual = graph_truth["summary"]["latency_ms_mean"]
+    eager_latency = truth["summary"]["latency_ms_mean"]
+    assert abs(projected - actual) / actual < 0.10, (projected, actual)
+    assert projected < 0.6 * eager_latency
+    assert info["parameters"]["kernel_gap_ns"]["value"] == 576
+    assert len(info["assumptions"]) == 5
+    # Without the graph's own kernel-to-kernel gap the eager pytorch projection would be 19% short: the
+    # assumption matters and is stated, not fitted (see the module's GRAPH_KERNEL_GAP_NS).
+    bare, _ = project_cuda_graphs(analysis.iterations, causes.gaps, kernel_gap_ns=0)
+    assert bare["projected_ms"].mean() < projected
+
+
+def test_projection_by_hand() -> None:
+    # Leading gap [0, 300) (dispatch 200, launch 60, in flight 40) kept; inner gaps: [400, 480) (dispatch 50,
+    # launch 30) -> 0 in flight -> kernel_gap 25; trailing [600, 1000) kept. Busy 220.
+    trace = make_trace(
+        [op(300, 400, 1), op(480, 600, 2)],
+        [
+            call(50, 100, "cudaMalloc"),
+            call(200, 260, "cudaLaunchKernel", 1),
+            call(450, 500, "cudaLaunchKernel", 2),
+            call(700, 900, "cudaDeviceSynchronize"),
+        ],
+        [rng(0, 1000)],
+    )
+    analysis, result = attribute(trace, pieces=False)
+    frame, info = project_cuda_graphs(analysis.iterations, result.gaps, kernel_gap_ns=25)
+    assert round(frame["projected_ms"][0] * 1e6) == 220 + 300 + 25 + 400
+    frame, info = project_cuda_graphs(analysis.iterations, result.gaps, graph_launch_ns=10, kernel_gap_ns=25)
+    assert round(frame["projected_ms"][0] * 1e6) == 220 + (300 - 60 - 40 + 10) + 25 + 400
+    assert info["parameters"]["graph_launch_ns"] == {"value": 10, "source": "given"}
+
+
+# --- sample and real traces: the sums hold ----------------------------------------------------------------------
+
+
+def _check_sums(trace: Trace, cpu_ops: pl.DataFrame | None = None):  # noqa: ANN202
+    analysis = analyze_iterations(trace)
+    result = attribute_trace(trace, analysis, cpu_ops=cpu_ops, pieces=True)
+    gaps = result.gaps
+    assert (gaps.select(pl.min_horizontal(list(CAUSE_NS))).to_series() >= 0).all()
+    assert (gaps.select(pl.sum_horizontal(list(CAUSE_NS))).to_series() == gaps["duration_ns"]).all()
+    it = analysis.iterations.join(result.iterations, on="index")
+    if analysis.iterations["gpu_busy_ms"].null_count():  # no device ops at all: no gaps to attribute
+        assert gaps.is_empty() and (it["idle_ns"] == 0).all()
+        return analysis, result
+    latency = it["window_end_ns"] - it["window_start_ns"]
+    busy = (it["gpu_busy_ms"] * 1e6).round().cast(pl.Int64)
+    assert ((busy + it.select(pl.sum_horizontal(list(CAUSE_NS))).to_series() - latency).abs() <= 1).all()
+    per_iteration = result.pieces.group_by("iteration").agg((pl.col("end_ns") - pl.col("start_ns")).sum())
+    assert dict(per_iteration.rows()) == {
+        k: v for k, v in result.iterations.select("index", "idle_ns").rows() if v
+    }
+    return analysis, result
+
+
+SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
+
+
+@pytest.mark.parametrize(
+    "path",
+    sorted(p for p in SAMPLES.rglob("*") if p.name.endswith((".sqlite", ".json.gz")) and "_b1_" in p.name),
+    ids=lambda p: f"{p.parent.name}/{p.name}",
+)
+def test_sums_hold_on_every_sample_trace(path: Path) -> None:
+    from tracekit.readers import read_trace
+
+    trace = read_trace(path)
+    analysis, result = _check_sums(trace)
+    truth_path = path.with_name(path.name.split(".")[0] + ".synthetic.truth.json")
+    if truth_path.exists():  # synthetic: the truth, exactly
+        truth = json.loads(truth_path.read_text())["iterations"]
+        assert result.iterations.select(list(CAUSE_NS)).rows() == [
+            tuple(r[c] for c in CAUSE_NS) for r in truth
+        ]
+    if analysis.device == "cpu":  # operators as device ops, no API calls: idle is dispatch
+        assert result.summary["share_of_idle"]["dispatch"] in (None, 1.0)
+
+
+def test_the_studys_cuda_graph_trace(real_traces: Path) -> None:
+    from tracekit.readers import read_trace
+
+    trace = read_trace(real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite"))
+    analysis, result = _check_sums(trace)
+    share = result.summary["share_of_idle"]
+    # Graph replays: most idle time is in flight (kernels launched, waiting on the device); the steady-state
+    # iterations are entirely so, the first one (right after the capture) holds the host work.
+    assert share["in_flight"] > 0.5 and share["sync"] == 0
+    steady = result.iterations.filter(pl.col("index") > 0)
+    assert (steady["in_flight_ns"] == steady["idle_ns"]).all()
+
+
+@pytest.mark.parametrize(
+    ("name", "top"),
+    [
+        ("gpu_util_log_onnx-batch1_HERRON_3518956.1666209271797.pt.trace.json", "(outside CPU operators)"),
+        ("gpu_util_log_onnx-batch16_HERRON_3494129.1666196962094.pt.trace.json", "(outside CPU operators)"),
+        (
+            "gpu_util_log_pytorch-batch16-torch.float16_HERRON_3494129.1666196964215.pt.trace.json",
+            "aten::conv2d",
+        ),
+        (
+            "gpu_util_log_torchscript-batch16-torch.float16_HERRON_3494129.1666196965133.pt.trace.json",
+            "forward",
+        ),
+    ],
+)
+def test_the_studys_kineto_traces(real_traces: Path, name: str, top: str) -> None:
+    from tracekit.readers import read_trace
+
+    path = real_trace("paper", "kineto", name)
+    analysis, result = _check_sums(read_trace(path), kineto_cpu_ops(path))
+    assert result.summary["share_of_idle"]["dispatch"] > 0.5  # framework time dominates the idle time
+    assert result.top_operators["cpu_op"][0] == top
+    dispatch = result.pieces.filter(pl.col("cause") == "dispatch")
+    assert (
+        abs(
+            result.top_operators["dispatch_ms"].sum() * 1e6
+            - (dispatch["end_ns"] - dispatch["start_ns"]).sum()
+        )
+        <= 1
+    )
