@@ -36,6 +36,7 @@ binary searches (no per-gap Python loop; the only loops are over the few host th
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,6 +69,11 @@ SYNC_API_NAMES: tuple[str, ...] = (
 #: API name suffixes that do not change what a call does (per-thread default stream, version).
 _NAME_SUFFIX = r"(_ptsz|_ptds)?(_v\d+)?$"
 
+#: Default device-side gap between consecutive kernels of a CUDA-graph replay, ns: the median of the 2,256
+#: kernel-to-kernel gaps of the 10 replays in the study's own Nsight Systems trace (BERT fp16, batch 1,
+#: PyTorch + CUDA Graphs, Quadro RTX 8000; p10 256 ns, p90 1,184 ns). A measurement of one GPU, not a law.
+GRAPH_KERNEL_GAP_NS = 576
+
 #: Per-iteration columns of :func:`attribute_idle` (integer ns; the ``_ms`` columns are these / 1e6).
 CAUSE_NS: tuple[str, ...] = tuple(f"{c}_ns" for c in CAUSES)
 CAUSE_MS: tuple[str, ...] = tuple(f"{c}_ms" for c in CAUSES)
@@ -78,17 +84,20 @@ class Attribution:
     """The result of :func:`attribute_idle`.
 
     ``gaps``: the input gaps with ``pid``, ``thread`` (the host thread whose state decided), ``next_call_end``
-    (null: no launching call) and one ``*_ns`` column per cause. ``iterations``: per iteration ``index``,
+    (null: no launching call) and one ``*_ns`` column per cause (only when asked for: None otherwise). ``iterations``: per iteration ``index``,
     ``idle_ns`` and the causes in ns and ms. ``pieces``: consecutive pieces (see :func:`idle_pieces`), only
     when asked for. ``top_operators``: dispatch time by top-level CPU operator (only with ``cpu_ops``).
     """
 
-    gaps: pl.DataFrame
+    gaps: pl.DataFrame | None
     iterations: pl.DataFrame
     summary: dict[str, Any]
     pieces: pl.DataFrame | None = None
     top_operators: pl.DataFrame | None = None
     warnings: list[str] = field(default_factory=list)
+    #: per iteration: :data:`PROJECTION_PARTS` (for :func:`project_cuda_graphs`), with the kernel gap used
+    projection_parts: pl.DataFrame | None = None
+    kernel_gap_ns: int = 0
 
 
 # ------------------------------------------------------------------------------------------- host states
@@ -228,120 +237,151 @@ def _fits(pid: np.ndarray, corr: np.ndarray) -> bool:
     )
 
 
-def launching_calls(pid: np.ndarray, corr: np.ndarray, api: pl.DataFrame) -> dict[str, np.ndarray]:
-    """For each (pid, correlation) (numpy, ``_NULL`` for null): its launching call, the outermost API call
-    with the same pair (earliest start, then longest, then lowest thread): ``found`` (bool), ``call_start``,
-    ``call_end``, ``call_pid``, ``call_thread`` (``_NULL`` where not found or unknown)."""
-    calls = api.select("pid", "correlation", "start", "end", "thread")
-    if calls.select(pl.any_horizontal(pl.col("pid", "correlation", "start").null_count() > 0)).item():
-        calls = calls.filter(
-            pl.col("pid").is_not_null() & pl.col("correlation").is_not_null() & pl.col("start").is_not_null()
+class CallIndex:
+    """The launching call of each (pid, correlation): the outermost API call with that pair (earliest start,
+    then longest, then lowest thread). Built once; :meth:`lookup` answers for arrays of pairs.
+
+    Three ways, fastest first: a table indexed by correlation id (one process, small ids, one call each: the
+    usual case), a binary search on sorted pid * 2**32 + correlation keys, a hash join (ids too large)."""
+
+    def __init__(self, api: pl.DataFrame) -> None:
+        calls = api.select("pid", "correlation", "start", "end", "thread")
+        if calls.select(pl.any_horizontal(pl.col("pid", "correlation", "start").null_count() > 0)).item():
+            calls = calls.filter(
+                pl.col("pid").is_not_null()
+                & pl.col("correlation").is_not_null()
+                & pl.col("start").is_not_null()
+            )
+        self.pid, self.corr = _np(calls.get_column("pid")), _np(calls.get_column("correlation"))
+        self.cols = {name: _np(calls.get_column(name)) for name in ("start", "end", "thread")}
+        self.table: np.ndarray | None = None
+        self.keys: np.ndarray | None = None
+        self.joined: pl.DataFrame | None = None
+        if not _fits(self.pid, self.corr):
+            self.joined = calls.sort(
+                ["pid", "correlation", "start", "end", "thread"],
+                descending=[False, False, False, True, False],
+            ).unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
+        elif (
+            len(self.corr)
+            and self.pid.min() == self.pid.max()
+            and self.corr.max() <= 4 * len(self.corr) + 1024
+            and np.bincount(self.corr).max() == 1
+        ):
+            self.table = np.full(int(self.corr.max()) + 1, -1, dtype=np.int64)
+            self.table[self.corr] = np.arange(len(self.corr))
+        else:
+            self._sorted_keys()
+
+    def _sorted_keys(self) -> None:
+        key, cols = self.pid * _CORRELATION_LIMIT + self.corr, self.cols
+        if len(key) > 1:
+            dk, ds = key[1:] - key[:-1], cols["start"][1:] - cols["start"][:-1]
+            later = (cols["end"][1:] < cols["end"][:-1]) | (
+                (cols["end"][1:] == cols["end"][:-1]) & (cols["thread"][1:] >= cols["thread"][:-1])
+            )
+            if not np.all((dk > 0) | ((dk == 0) & ((ds > 0) | ((ds == 0) & later)))):
+                order = np.lexsort((cols["thread"], -cols["end"], cols["start"], key))
+                key, self.pid = key[order], self.pid[order]
+                cols = {name: col[order] for name, col in cols.items()}
+        first = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, dtype=bool)
+        self.keys, self.pid = key[first], self.pid[first]
+        self.cols = {name: col[first] for name, col in cols.items()}
+
+    def lookup(self, pid: np.ndarray, corr: np.ndarray) -> dict[str, np.ndarray]:
+        """``found`` (bool), ``call_start``, ``call_end``, ``call_pid``, ``call_thread`` (``_NULL`` where
+        not found or unknown) for each (pid, correlation) (``_NULL`` for null)."""
+        valid = (pid != _NULL) & (corr != _NULL)
+        if self.joined is not None:
+            return self._lookup_joined(pid, corr)
+        if self.table is not None:
+            inside = valid & (pid == self.pid[0]) & (corr >= 0) & (corr < len(self.table))
+            row = np.where(inside, self.table[np.where(inside, corr, 0)], -1)
+        elif self.keys is not None and len(self.keys) and _fits(pid[valid], corr[valid]):
+            wanted = np.where(valid, pid * _CORRELATION_LIMIT + np.where(valid, corr, 0), -1)
+            pos = np.minimum(np.searchsorted(self.keys, wanted, side="left"), len(self.keys) - 1)
+            row = np.where(valid & (self.keys[pos] == wanted), pos, -1)
+        else:
+            row = np.full(len(pid), -1)
+        found = row >= 0
+        at = np.where(found, row, 0)
+        out = {"found": found}
+        for name, col in (("call_start", "start"), ("call_end", "end"), ("call_thread", "thread")):
+            out[name] = (
+                np.where(found, self.cols[col][at], _NULL) if len(self.pid) else np.full(len(pid), _NULL)
+            )
+        out["call_pid"] = np.where(found, self.pid[at], _NULL) if len(self.pid) else np.full(len(pid), _NULL)
+        return out
+
+    def _lookup_joined(self, pid: np.ndarray, corr: np.ndarray) -> dict[str, np.ndarray]:
+        keys = pl.DataFrame({"pid": pid, "correlation": corr}).with_columns(
+            pl.col("pid", "correlation").replace(_NULL, None)
         )
-    valid = (pid != _NULL) & (corr != _NULL)
-    c_pid, c_corr = _np(calls.get_column("pid")), _np(calls.get_column("correlation"))
-    if not (_fits(c_pid, c_corr) and _fits(pid[valid], corr[valid])):
-        return _launching_calls_joined(pid, corr, calls)
-    direct = _launching_calls_direct(pid, corr, valid, c_pid, c_corr, calls)
-    if direct is not None:
-        return direct
-    key = c_pid * _CORRELATION_LIMIT + c_corr
-    cols = {name: _np(calls.get_column(name)) for name in ("start", "end", "thread")}
-    if len(key) > 1:
-        dk, ds = key[1:] - key[:-1], cols["start"][1:] - cols["start"][:-1]
-        later = (cols["end"][1:] < cols["end"][:-1]) | (
-            (cols["end"][1:] == cols["end"][:-1]) & (cols["thread"][1:] >= cols["thread"][:-1])
-        )
-        if not np.all((dk > 0) | ((dk == 0) & ((ds > 0) | ((ds == 0) & later)))):
-            order = np.lexsort((cols["thread"], -cols["end"], cols["start"], key))
-            key, c_pid = key[order], c_pid[order]
-            cols = {name: col[order] for name, col in cols.items()}
-    first = np.ones(len(key), dtype=bool)
-    first[1:] = key[1:] != key[:-1]
-    key, c_pid = key[first], c_pid[first]
-    cols = {name: col[first] for name, col in cols.items()}
-    wanted = np.where(valid, pid * _CORRELATION_LIMIT + np.where(valid, corr, 0), -1)
-    pos = np.minimum(np.searchsorted(key, wanted, side="left"), max(len(key) - 1, 0))
-    found = valid & (len(key) > 0) & (key[pos] == wanted) if len(key) else np.zeros(len(pid), dtype=bool)
-    pick = lambda col: np.where(found, col[pos], _NULL) if len(key) else np.full(len(pid), _NULL)  # noqa: E731
-    return {
-        "found": found,
-        "call_start": pick(cols["start"]),
-        "call_end": pick(cols["end"]),
-        "call_pid": pick(c_pid),
-        "call_thread": pick(cols["thread"]),
-    }
+        joined = keys.join(self.joined, on=["pid", "correlation"], how="left", maintain_order="left")
+        found = joined.get_column("start").is_not_null().to_numpy()
+        out = {"found": found}
+        for name, col in (
+            ("call_start", "start"),
+            ("call_end", "end"),
+            ("call_pid", "pid"),
+            ("call_thread", "thread"),
+        ):
+            out[name] = np.where(found, _np(joined.get_column(col)), _NULL)
+        return out
 
 
-def _launching_calls_direct(
-    pid: np.ndarray,
-    corr: np.ndarray,
-    valid: np.ndarray,
-    c_pid: np.ndarray,
-    c_corr: np.ndarray,
-    calls: pl.DataFrame,
-) -> dict[str, np.ndarray] | None:
-    """:func:`launching_calls` by direct indexing on the correlation id, in the usual case of one process
-    whose correlation ids are small and carried by one call each (None otherwise: no answer)."""
-    if not len(c_corr) or c_pid.min() != c_pid.max() or c_corr.max() > 4 * len(c_corr) + 1024:
-        return None
-    if np.bincount(c_corr).max() > 1:
-        return None
-    table = np.full(int(c_corr.max()) + 1, -1, dtype=np.int64)
-    table[c_corr] = np.arange(len(c_corr))
-    inside = valid & (pid == c_pid[0]) & (corr >= 0) & (corr < len(table))
-    row = np.where(inside, table[np.where(inside, corr, 0)], -1)
-    found = row >= 0
-    at = np.where(found, row, 0)
-    out = {"found": found, "call_pid": np.where(found, c_pid[0], _NULL)}
-    for name, col in (("call_start", "start"), ("call_end", "end"), ("call_thread", "thread")):
-        out[name] = np.where(found, _np(calls.get_column(col))[at], _NULL)
-    return out
-
-
-def _launching_calls_joined(pid: np.ndarray, corr: np.ndarray, calls: pl.DataFrame) -> dict[str, np.ndarray]:
-    """:func:`launching_calls` by a hash join (ids outside the one-key bounds)."""
-    first = calls.sort(
-        ["pid", "correlation", "start", "end", "thread"], descending=[False, False, False, True, False]
-    ).unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
-    keys = pl.DataFrame({"pid": pid, "correlation": corr}).with_columns(
-        pl.col("pid", "correlation").replace(_NULL, None)
-    )
-    joined = keys.join(first, on=["pid", "correlation"], how="left", maintain_order="left")
-    found = joined.get_column("start").is_not_null().to_numpy()
-    out = {"found": found}
-    for name, col in (
-        ("call_start", "start"),
-        ("call_end", "end"),
-        ("call_pid", "pid"),
-        ("call_thread", "thread"),
-    ):
-        out[name] = np.where(found, _np(joined.get_column(col)), _NULL)
-    return out
-
-
-def _iteration_at(times: np.ndarray, ranges: pl.DataFrame) -> np.ndarray:
-    """For each time, the ``iteration`` of ``ranges`` (sorted by ``range_start``) whose [range_start,
-    range_end) holds it, the last range starting at or before it (``_NULL``: none)."""
-    starts, ends = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
+def _iteration_at(times: np.ndarray, starts: np.ndarray, ends: np.ndarray, numbers: np.ndarray) -> np.ndarray:
+    """For each time, the iteration (``numbers``; ranges sorted by start) whose [start, end) holds it, the
+    last range starting at or before it (``_NULL``: none)."""
     if len(starts) == 0:
         return np.full(len(times), _NULL)
     pos = np.searchsorted(starts, times, side="right") - 1
     at = np.clip(pos, 0, None)
     inside = (pos >= 0) & (times != _NULL) & (times < ends[at])
-    return np.where(inside, _np(ranges.get_column("iteration"))[at], _NULL)
+    return np.where(inside, numbers[at], _NULL)
 
 
-def _in_iteration(times: np.ndarray, iteration: np.ndarray, ranges: pl.DataFrame) -> np.ndarray:
-    """Whether :func:`_iteration_at` of each time is the given iteration. When the ranges do not overlap
-    and are numbered 0..n-1 in start order (the usual case) that is: the time lies in that iteration's range,
-    found without a search."""
-    starts, ends = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
-    numbers = _np(ranges.get_column("iteration"))
-    plain = np.array_equal(numbers, np.arange(len(numbers))) and bool(np.all(starts[1:] >= ends[:-1]))
-    if not plain:
-        return _iteration_at(times, ranges) == iteration
-    at = np.clip(iteration, 0, max(len(starts) - 1, 0))
-    return (iteration >= 0) & (iteration < len(starts)) & (times >= starts[at]) & (times < ends[at])
+class _Context:
+    """What attributing a chunk of gaps needs, prepared once: the ops sorted by start, the launching calls,
+    the iteration ranges (with their main thread), the host threads' API intervals."""
+
+    def __init__(
+        self, ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame, intervals: Intervals
+    ) -> None:
+        if ops.select(pl.any_horizontal(pl.col("start", "end").null_count() > 0)).item():
+            ops = ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+        ops = sort_frame(ops, ["start"], [False])
+        self.op = {c: _np(ops.get_column(c)) for c in ("start", "end", "pid", "correlation")}
+        self.op_iteration = _np(ops.get_column("iteration")) if "iteration" in ops.columns else None
+        self.calls = CallIndex(api)
+        ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
+        self.r_start, self.r_end = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
+        self.r_number = _np(ranges.get_column("iteration"))
+        # Ranges numbered 0..n-1 in start order and not overlapping (the usual case): an iteration's range is
+        # its row, and "the range holding t is iteration i" is one comparison.
+        self.plain = np.array_equal(self.r_number, np.arange(len(self.r_number))) and bool(
+            np.all(self.r_start[1:] >= self.r_end[:-1])
+        )
+        by_number = np.argsort(self.r_number, kind="stable")
+        self.sorted_numbers = self.r_number[by_number]
+        self.main_pid = _np(ranges.get_column("pid"))[by_number]
+        self.main_thread = _np(ranges.get_column("thread"))[by_number]
+        self.intervals = intervals
+
+    def in_iteration(self, times: np.ndarray, iteration: np.ndarray) -> np.ndarray:
+        """Whether the range holding each time (see :func:`_iteration_at`) is the given iteration."""
+        if not self.plain:
+            return _iteration_at(times, self.r_start, self.r_end, self.r_number) == iteration
+        at = np.clip(iteration, 0, max(len(self.r_start) - 1, 0))
+        ok = (iteration >= 0) & (iteration < len(self.r_start))
+        return ok & (times >= self.r_start[at]) & (times < self.r_end[at])
+
+    def main(self, iteration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(pid, thread) of each iteration's range."""
+        if len(self.sorted_numbers) == 0:
+            return np.full(len(iteration), _NULL), np.full(len(iteration), _NULL)
+        pos = np.clip(np.searchsorted(self.sorted_numbers, iteration), 0, len(self.sorted_numbers) - 1)
+        return self.main_pid[pos], self.main_thread[pos]
 
 
 def _candidates(ends: np.ndarray, eligible: np.ndarray, starts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -363,31 +403,22 @@ def _candidates(ends: np.ndarray, eligible: np.ndarray, starts: np.ndarray) -> t
     return g, o
 
 
-def next_op_calls(
-    gaps: pl.DataFrame, ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame
+def _next_op_calls(
+    ctx: _Context, iteration: np.ndarray, end: np.ndarray, eligible: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """Per gap (in order): the launching call of its next op: ``found``, ``call_end``, ``call_pid``,
-    ``call_thread`` (numpy; ``_NULL`` where there is none or it is unknown).
+    """Per gap: the launching call of its next op (``found``, ``call_end``, ``call_pid``, ``call_thread``).
 
     The next op of a gap is an op with a positive duration, of the gap's iteration, starting at the gap's
     end (trailing gaps have none); of several, the one whose launch call returned first (ops without a call
-    last). An op's iteration is ``ops["iteration"]`` when given, else the range of ``ranges`` (sorted by
-    ``range_start``) holding its launching call's start (or its own start)."""
-    if ops.select(pl.any_horizontal(pl.col("start", "end").null_count() > 0)).item():
-        ops = ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
-    ops = sort_frame(ops, ["start"], [False])
-    g, o = _candidates(
-        _np(gaps.get_column("end_ns")),
-        (gaps.get_column("position") != "trailing").to_numpy(),
-        _np(ops.get_column("start")),
-    )
-    op_start, op_end = _np(ops.get_column("start"))[o], _np(ops.get_column("end"))[o]
-    calls = launching_calls(_np(ops.get_column("pid"))[o], _np(ops.get_column("correlation"))[o], api)
-    gap_iteration = _np(gaps.get_column("iteration"))[g]
-    if "iteration" in ops.columns:
-        same = _np(ops.get_column("iteration"))[o] == gap_iteration
+    last). An op's iteration is ``ops["iteration"]`` when given, else the range holding its launching call's
+    start (or its own start)."""
+    g, o = _candidates(end, eligible, ctx.op["start"])
+    op_start, op_end = ctx.op["start"][o], ctx.op["end"][o]
+    calls = ctx.calls.lookup(ctx.op["pid"][o], ctx.op["correlation"][o])
+    if ctx.op_iteration is not None:
+        same = ctx.op_iteration[o] == iteration[g]
     else:
-        same = _in_iteration(np.where(calls["found"], calls["call_start"], op_start), gap_iteration, ranges)
+        same = ctx.in_iteration(np.where(calls["found"], calls["call_start"], op_start), iteration[g])
     keep = same & (op_end > op_start)
     g = g[keep]
     calls = {name: col[keep] for name, col in calls.items()}
@@ -398,8 +429,8 @@ def next_op_calls(
         first = np.r_[True, g[1:] != g[:-1]]
         g = g[first]
         calls = {name: col[order][first] for name, col in calls.items()}
-    out = {"found": np.zeros(gaps.height, dtype=bool)}
-    out.update({name: np.full(gaps.height, _NULL) for name in ("call_end", "call_pid", "call_thread")})
+    out = {"found": np.zeros(len(end), dtype=bool)}
+    out.update({name: np.full(len(end), _NULL) for name in ("call_end", "call_pid", "call_thread")})
     for name in out:
         out[name][g] = calls[name]
     return out
@@ -454,24 +485,46 @@ def main_threads(ranges: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     return ranges.join(pids, on="thread", how="left", maintain_order="left")
 
 
-def _host_threads(
-    gaps: pl.DataFrame, ranges: pl.DataFrame, nxt: dict[str, np.ndarray]
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per gap, the (pid, thread) whose state decides: its next op's launching thread, else the main one."""
-    by_iteration = sort_frame(ranges, ["iteration"], [False])
-    iterations, wanted = _np(by_iteration.get_column("iteration")), _np(gaps.get_column("iteration"))
-    if len(iterations) and iterations[0] == 0 and iterations[-1] == len(iterations) - 1:
-        pos = np.clip(wanted, 0, len(iterations) - 1)  # iterations 0..n-1: the row is the iteration
-    else:
-        pos = np.clip(np.searchsorted(iterations, wanted), 0, max(len(iterations) - 1, 0))
-    main_pid = (
-        _np(by_iteration.get_column("pid"))[pos] if by_iteration.height else np.full(gaps.height, _NULL)
-    )
-    main_thread = (
-        _np(by_iteration.get_column("thread"))[pos] if by_iteration.height else np.full(gaps.height, _NULL)
-    )
+def _chunk_causes(
+    ctx: _Context, iteration: np.ndarray, s: np.ndarray, e: np.ndarray, eligible: np.ndarray
+) -> dict[str, np.ndarray]:
+    """The attribution of a chunk of gaps (numpy in, numpy out): ``pid``, ``thread`` (the deciding host
+    thread), ``next_call_end`` (``_NULL``: none) and one ``*_ns`` array per cause."""
+    nxt = _next_op_calls(ctx, iteration, e, eligible)
+    main_pid, main_thread = ctx.main(iteration)
     own = nxt["found"] & (nxt["call_thread"] != _NULL) & (nxt["call_pid"] != _NULL)
-    return np.where(own, nxt["call_pid"], main_pid), np.where(own, nxt["call_thread"], main_thread)
+    pid = np.where(own, nxt["call_pid"], main_pid)
+    thread = np.where(own, nxt["call_thread"], main_thread)
+    c = np.where(nxt["found"], np.clip(nxt["call_end"], s, e), e)
+    api_ns = np.zeros((3, len(s)), dtype=np.int64)
+    for key, rows in _thread_groups(pid, thread):
+        mine = ctx.intervals.get(key)
+        if mine is None or _NULL in key:
+            continue
+        if rows is None:
+            api_ns = _api_time(mine, s, c)
+        else:
+            api_ns[:, rows] = _api_time(mine, s[rows], c[rows])
+    return {
+        "pid": pid,
+        "thread": thread,
+        "next_call_end": np.where(nxt["found"], nxt["call_end"], _NULL),
+        "dispatch_ns": (c - s) - api_ns.sum(axis=0),
+        "launch_ns": api_ns[0],
+        "sync_ns": api_ns[1],
+        "other_api_ns": api_ns[2],
+        "in_flight_ns": e - c,
+    }
+
+
+def _gap_chunks(gaps: pl.DataFrame, ctx: _Context) -> Iterator[tuple[slice, dict[str, np.ndarray]]]:
+    """(rows, :func:`_chunk_causes`) for consecutive chunks of ``gaps`` (bounded temporaries)."""
+    iteration = _np(gaps.get_column("iteration"))
+    s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
+    eligible = (gaps.get_column("position") != "trailing").to_numpy()
+    for lo in range(0, gaps.height, _CHUNK):
+        rows = slice(lo, lo + _CHUNK)
+        yield rows, _chunk_causes(ctx, iteration[rows], s[rows], e[rows], eligible[rows])
 
 
 def _nullable(values: np.ndarray, name: str) -> pl.Series:
@@ -494,57 +547,61 @@ def attribute_gaps(
     ``range_start``, ``range_end``, ``thread``, ``pid``; see :func:`iteration_ranges`); ``intervals``:
     :func:`api_intervals` of ``api`` when already computed. Returns the gaps (same order) with ``pid``,
     ``thread``, ``next_call_end`` and ``dispatch_ns`` ... ``in_flight_ns``."""
-    ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
-    intervals = api_intervals(api) if intervals is None else intervals
-    nxt = next_op_calls(gaps, ops, api, ranges)
-    pid, thread = _host_threads(gaps, ranges, nxt)
-    s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
-    c = np.where(nxt["found"], np.clip(nxt["call_end"], s, e), e)
-    api_ns = np.zeros((3, gaps.height), dtype=np.int64)
-    for key, rows in _thread_groups(pid, thread):
-        mine = intervals.get(key)
-        if mine is None or _NULL in key:
-            continue
-        rows = np.arange(len(s)) if rows is None else rows
-        for lo in range(0, len(rows), _CHUNK):  # bounded temporaries on traces of millions of gaps
-            part = rows[lo : lo + _CHUNK]
-            api_ns[:, part] = _api_time(mine, s[part], c[part])
+    return _gap_frame(
+        gaps, _Context(ops, api, ranges, api_intervals(api) if intervals is None else intervals)
+    )
+
+
+def _gap_frame(gaps: pl.DataFrame, ctx: _Context) -> pl.DataFrame:
+    """:func:`attribute_gaps` with its context prepared."""
+    parts = [arrays for _, arrays in _gap_chunks(gaps, ctx)]
+    names = ("pid", "thread", "next_call_end", *CAUSE_NS)
+    columns = {n: np.concatenate([p[n] for p in parts]) if parts else np.zeros(0, np.int64) for n in names}
     return gaps.with_columns(
-        _nullable(pid, "pid"),
-        _nullable(thread, "thread"),
-        _nullable(np.where(nxt["found"], nxt["call_end"], _NULL), "next_call_end"),
-        pl.Series("dispatch_ns", (c - s) - api_ns.sum(axis=0)),
-        pl.Series("launch_ns", api_ns[0]),
-        pl.Series("sync_ns", api_ns[1]),
-        pl.Series("other_api_ns", api_ns[2]),
-        pl.Series("in_flight_ns", e - c),
+        *(_nullable(columns[n], n) for n in ("pid", "thread", "next_call_end")),
+        *(pl.Series(n, columns[n]) for n in CAUSE_NS),
     )
 
 
 # ------------------------------------------------------------------------------------------- per iteration
 
+#: Per-iteration sums kept for :func:`project_cuda_graphs` (ns): each gap position's length, the leading
+#: gap's launch + in_flight time, and Σ over inner gaps of max(in_flight, kernel_gap_ns).
+PROJECTION_PARTS: tuple[str, ...] = ("leading_ns", "leading_launch_ns", "inner_floor_ns", "trailing_ns")
 
-def per_iteration(gap_causes: pl.DataFrame, index: pl.Series | None = None) -> pl.DataFrame:
-    """Per iteration: ``index``, ``idle_ns`` and each cause in ns and ms (iterations of ``index`` without
-    gaps get zeros; None: the iterations present in ``gap_causes``)."""
-    sums = (
-        gap_causes.group_by("iteration")
-        .agg(
-            (pl.col("end_ns") - pl.col("start_ns")).sum().alias("idle_ns"),
-            *(pl.col(c).sum() for c in CAUSE_NS),
-        )
-        .rename({"iteration": "index"})
-    )
-    if index is None:
-        index = sums.get_column("index").sort()
-    frame = pl.DataFrame({"index": index.cast(pl.Int64)}).join(
-        sums, on="index", how="left", maintain_order="left"
-    )
-    cols = ["idle_ns", *CAUSE_NS]
-    return frame.with_columns(pl.col(cols).fill_null(0).cast(pl.Int64)).with_columns(
+
+def _iteration_sums(
+    gaps: pl.DataFrame, ctx: _Context, index: np.ndarray, kernel_gap_ns: int
+) -> tuple[pl.DataFrame, int]:
+    """Per iteration of ``index`` (sorted): ``idle_ns``, the causes and :data:`PROJECTION_PARTS`, summed
+    chunk by chunk without keeping per-gap columns (sums exact below 2**53 ns a column); and the number of
+    non-trailing gaps whose next op has no launching call."""
+    names = ("idle_ns", *CAUSE_NS, *PROJECTION_PARTS)
+    acc = {n: np.zeros(len(index), dtype=np.float64) for n in names}
+    iteration = _np(gaps.get_column("iteration"))
+    position = gaps.get_column("position").to_physical().to_numpy()  # 0 leading, 1 inner, 2 trailing
+    s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
+    no_call = 0
+    for rows, arrays in _gap_chunks(gaps, ctx):
+        no_call += int(np.count_nonzero((position[rows] != 2) & (arrays["next_call_end"] == _NULL)))
+        pos = np.searchsorted(index, iteration[rows])
+        ok = (pos < len(index)) & (index[np.minimum(pos, len(index) - 1)] == iteration[rows])
+        at = pos[ok]
+        duration = (e[rows] - s[rows])[ok]
+        where = position[rows][ok]
+        values = {n: arrays[n][ok] for n in CAUSE_NS}
+        values["idle_ns"] = duration
+        values["leading_ns"] = np.where(where == 0, duration, 0)
+        values["leading_launch_ns"] = np.where(where == 0, values["launch_ns"] + values["in_flight_ns"], 0)
+        values["inner_floor_ns"] = np.where(where == 1, np.maximum(values["in_flight_ns"], kernel_gap_ns), 0)
+        values["trailing_ns"] = np.where(where == 2, duration, 0)
+        for n in names:
+            acc[n] += np.bincount(at, weights=values[n], minlength=len(index))
+    frame = pl.DataFrame({"index": index, **{n: np.rint(acc[n]).astype(np.int64) for n in names}})
+    return frame.with_columns(
         (pl.col("idle_ns") / 1e6).alias("idle_ms"),
         *((pl.col(ns) / 1e6).alias(ms) for ns, ms in zip(CAUSE_NS, CAUSE_MS, strict=True)),
-    )
+    ), no_call
 
 
 def summarize_attribution(frame: pl.DataFrame) -> dict[str, Any]:
@@ -723,29 +780,34 @@ def attribute_idle(
     index: pl.Series | None = None,
     cpu_ops: pl.DataFrame | None = None,
     pieces: bool = False,
+    per_gap: bool = False,
+    kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
 ) -> Attribution:
     """Attribute every idle nanosecond of every iteration (module docstring).
 
     ``gaps``, ``ops``, ``api``, ``ranges``: see :func:`attribute_gaps`; ``index``: the iterations to report
     (e.g. the analysis' ``iterations["index"]``; None: those of ``ranges``); ``cpu_ops``: CPU operators to
     name dispatch pieces by (Kineto, :func:`kineto_cpu_ops`; implies ``pieces``); ``pieces``: also build the
-    piece list (millions of rows on large traces: off by default)."""
+    piece list, ``per_gap``: the per-gap frame (millions of rows on large traces: both off by default, the
+    per-iteration sums need neither); ``kernel_gap_ns``: see :func:`project_cuda_graphs`."""
     intervals = api_intervals(api)
-    gap_causes = attribute_gaps(gaps, ops, api, ranges, intervals)
+    ctx = _Context(ops, api, ranges, intervals)
     if index is None:
-        index = ranges.get_column("iteration").sort()
-    iterations = per_iteration(gap_causes, index)
-    result = Attribution(gap_causes, iterations, summarize_attribution(iterations))
+        index = ranges.get_column("iteration")
+    sums, no_call = _iteration_sums(gaps, ctx, np.sort(_np(index)), kernel_gap_ns)
+    iterations = sums.drop(list(PROJECTION_PARTS))
+    result = Attribution(None, iterations, summarize_attribution(iterations))
+    result.projection_parts = sums.select("index", *PROJECTION_PARTS)
+    result.kernel_gap_ns = kernel_gap_ns
+    if per_gap or pieces or cpu_ops is not None:
+        result.gaps = _gap_frame(gaps, ctx)
     if pieces or cpu_ops is not None:
-        result.pieces = idle_pieces(gap_causes, api, cpu_ops, intervals)
+        result.pieces = idle_pieces(result.gaps, api, cpu_ops, intervals)
         if cpu_ops is not None:
             result.top_operators = top_dispatch_operators(result.pieces)
-    no_call = gap_causes.select(
-        ((pl.col("position") != "trailing") & pl.col("next_call_end").is_null()).sum()
-    ).item()
     if no_call and not api.is_empty():
         result.warnings.append(
-            f"{no_call} of {gap_causes.height} idle gaps end at an op with no launching API call in the trace "
+            f"{no_call} of {gaps.height} idle gaps end at an op with no launching API call in the trace "
             "(missing correlation id): their host thread is the iteration's main thread and they have no "
             "in_flight piece"
         )
@@ -773,7 +835,12 @@ def with_range_pids(ranges: pl.DataFrame, all_ranges: pl.DataFrame) -> pl.DataFr
 
 
 def attribute_trace(
-    trace: Any, analysis: Any, cpu_ops: pl.DataFrame | None = None, pieces: bool = False
+    trace: Any,
+    analysis: Any,
+    cpu_ops: pl.DataFrame | None = None,
+    pieces: bool = False,
+    per_gap: bool = False,
+    kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
 ) -> Attribution:
     """:func:`attribute_idle` of an :class:`~tracekit.analyzers.iterations.IterationAnalysis` of ``trace``."""
     chosen = getattr(analysis, "ranges", None)
@@ -783,7 +850,15 @@ def attribute_trace(
         ranges = with_range_pids(chosen, trace.ranges)
     ops = trace.ops.select("start", "end", "pid", "correlation")
     return attribute_idle(
-        analysis.gaps, ops, trace.api, ranges, analysis.iterations.get_column("index"), cpu_ops, pieces
+        analysis.gaps,
+        ops,
+        trace.api,
+        ranges,
+        analysis.iterations.get_column("index"),
+        cpu_ops,
+        pieces,
+        per_gap,
+        kernel_gap_ns,
     )
 
 
@@ -818,10 +893,6 @@ def kineto_cpu_ops(path: Any) -> pl.DataFrame:
 
 # ------------------------------------------------------------------------------------------- CUDA graphs
 
-#: Default device-side gap between consecutive kernels of a CUDA-graph replay, ns: the median of the 2,256
-#: kernel-to-kernel gaps of the 10 replays in the study's own Nsight Systems trace (BERT fp16, batch 1,
-#: PyTorch + CUDA Graphs, Quadro RTX 8000; p10 256 ns, p90 1,184 ns). A measurement of one GPU, not a law.
-GRAPH_KERNEL_GAP_NS = 576
 
 #: What :func:`project_cuda_graphs` assumes, as printed with its result.
 GRAPH_ASSUMPTIONS: tuple[str, ...] = (
@@ -839,41 +910,34 @@ GRAPH_ASSUMPTIONS: tuple[str, ...] = (
 
 
 def project_cuda_graphs(
-    iterations: pl.DataFrame,
-    gap_causes: pl.DataFrame,
-    graph_launch_ns: int | None = None,
-    kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
+    iterations: pl.DataFrame, attribution: Attribution, graph_launch_ns: int | None = None
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
     """Projected latency of each iteration if launch and dispatch between kernels disappeared (the iteration
     replayed as one CUDA graph), with the assumptions as data (:data:`GRAPH_ASSUMPTIONS`).
 
     ``iterations``: :func:`analyze_iterations`'s frame (``index``, ``window_start_ns``, ``window_end_ns``);
-    ``gap_causes``: :func:`attribute_gaps`'s output. Per iteration (ns): projected = busy + leading gap +
-    Σ_inner max(in_flight, kernel_gap_ns) + trailing gap, where the leading gap's launch + in_flight time is
-    replaced by ``graph_launch_ns`` when given (time from the graph launch call to its first kernel); an
-    iteration without ops keeps its latency. Returns (``index``, ``latency_ms``, ``projected_ms``,
-    ``saved_ms``, ``speedup``) and a dict: ``assumptions``, ``parameters`` (value and source of each), and
-    ``summary`` (mean/p50/p90/... of each column)."""
-    leading = pl.col("end_ns") - pl.col("start_ns")
+    ``attribution``: :func:`attribute_idle`'s result (its ``kernel_gap_ns`` is the gap assumed between graph
+    kernels). Per iteration (ns): projected = busy + leading gap + Σ_inner max(in_flight, kernel_gap_ns) +
+    trailing gap, where the leading gap's launch + in_flight time is replaced by ``graph_launch_ns`` when
+    given (time from the graph launch call to its first kernel); an iteration without ops keeps its latency.
+    Returns (``index``, ``latency_ms``, ``projected_ms``, ``saved_ms``, ``speedup``) and a dict:
+    ``assumptions``, ``parameters`` (value and source of each), ``summary`` (mean/p50/p90/... per column)."""
+    parts = attribution.projection_parts
+    assert parts is not None
+    leading = pl.col("leading_ns")
     if graph_launch_ns is not None:
-        leading = leading - pl.col("launch_ns") - pl.col("in_flight_ns") + graph_launch_ns
-    position = pl.col("position")
-    parts = gap_causes.group_by("iteration").agg(
-        (pl.col("end_ns") - pl.col("start_ns")).sum().alias("idle"),
-        leading.filter(position == "leading").sum().alias("leading"),
-        pl.max_horizontal("in_flight_ns", pl.lit(kernel_gap_ns))
-        .filter(position == "inner")
-        .sum()
-        .alias("inner"),
-        (pl.col("end_ns") - pl.col("start_ns")).filter(position == "trailing").sum().alias("trailing"),
-    )
+        leading = leading - pl.col("leading_launch_ns") + graph_launch_ns
     frame = iterations.select("index", (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("latency"))
-    frame = frame.join(parts.rename({"iteration": "index"}), on="index", how="left", maintain_order="left")
-    frame = frame.with_columns(pl.col("idle", "leading", "inner", "trailing").fill_null(0))
-    busy = pl.col("latency") - pl.col("idle")
+    frame = frame.join(
+        parts.join(attribution.iterations.select("index", "idle_ns"), on="index"),
+        on="index",
+        how="left",
+        maintain_order="left",
+    ).with_columns(pl.col("idle_ns", *PROJECTION_PARTS).fill_null(0))
+    busy = pl.col("latency") - pl.col("idle_ns")
     projected = (
         pl.when(busy > 0)
-        .then(busy + pl.col("leading") + pl.col("inner") + pl.col("trailing"))
+        .then(busy + leading + pl.col("inner_floor_ns") + pl.col("trailing_ns"))
         .otherwise(pl.col("latency"))
     )
     frame = frame.select(
@@ -883,6 +947,7 @@ def project_cuda_graphs(
         ((pl.col("latency") - projected) / 1e6).alias("saved_ms"),
         pl.when(projected > 0).then(pl.col("latency") / projected).alias("speedup"),
     )
+    kernel_gap_ns = attribution.kernel_gap_ns
     gap_source = (
         "default: median kernel-to-kernel gap of the CUDA-graph replays in the study's own Nsight Systems "
         "trace (Quadro RTX 8000)"

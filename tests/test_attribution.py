@@ -453,6 +453,12 @@ def test_attribution_matches_the_reference_and_its_invariants(trace: Trace, seed
         analysis.iterations["index"],
     )
     assert shuffled.iterations.equals(result.iterations)
+    assert shuffled.projection_parts.equals(result.projection_parts)
+    # the per-gap frame, summed, gives the same per-iteration sums as the chunked accumulation
+    sums = gaps.group_by("iteration").agg(pl.col(list(CAUSE_NS)).sum()).rename({"iteration": "index"})
+    merged = result.iterations.join(sums, on="index", how="left", suffix="_g").fill_null(0)
+    for c in CAUSE_NS:
+        assert (merged[c] == merged[f"{c}_g"]).all()
 
 
 # --- the simulator: ground truth and the CUDA-graph projection ------------------------------------------------
@@ -479,7 +485,7 @@ def test_cuda_graph_projection_lands_near_the_simulated_graph_runtime(
     assert causes.iterations.select(list(CAUSE_NS)).rows() == [
         tuple(r[c] for c in CAUSE_NS) for r in truth["iterations"]
     ]
-    frame, info = project_cuda_graphs(analysis.iterations, causes.gaps)
+    frame, info = project_cuda_graphs(analysis.iterations, causes)
     _, graph_truth = _simulated(tmp_path, graphs, 1)
     projected = frame["projected_ms"].mean()
     actual = graph_truth["summary"]["latency_ms_mean"]
@@ -490,7 +496,7 @@ def test_cuda_graph_projection_lands_near_the_simulated_graph_runtime(
     assert len(info["assumptions"]) == 5
     # Without the graph's own kernel-to-kernel gap the eager pytorch projection would be 19% short: the
     # assumption matters and is stated, not fitted (see the module's GRAPH_KERNEL_GAP_NS).
-    bare, _ = project_cuda_graphs(analysis.iterations, causes.gaps, kernel_gap_ns=0)
+    bare, _ = project_cuda_graphs(analysis.iterations, attribute_trace(trace, analysis, kernel_gap_ns=0))
     assert bare["projected_ms"].mean() < projected
 
 
@@ -507,10 +513,13 @@ def test_projection_by_hand() -> None:
         ],
         [rng(0, 1000)],
     )
-    analysis, result = attribute(trace, pieces=False)
-    frame, info = project_cuda_graphs(analysis.iterations, result.gaps, kernel_gap_ns=25)
+    analysis = analyze_iterations(trace)
+    result = attribute_trace(trace, analysis, kernel_gap_ns=25)
+    assert result.gaps is None and result.pieces is None  # the sums need neither
+    frame, info = project_cuda_graphs(analysis.iterations, result)
     assert round(frame["projected_ms"][0] * 1e6) == 220 + 300 + 25 + 400
-    frame, info = project_cuda_graphs(analysis.iterations, result.gaps, graph_launch_ns=10, kernel_gap_ns=25)
+    assert info["parameters"]["kernel_gap_ns"] == {"value": 25, "source": "given"}
+    frame, info = project_cuda_graphs(analysis.iterations, result, graph_launch_ns=10)
     assert round(frame["projected_ms"][0] * 1e6) == 220 + (300 - 60 - 40 + 10) + 25 + 400
     assert info["parameters"]["graph_launch_ns"] == {"value": 10, "source": "given"}
 
