@@ -380,7 +380,11 @@ class _Context:
         """(pid, thread) of each iteration's range."""
         if len(self.sorted_numbers) == 0:
             return np.full(len(iteration), _NULL), np.full(len(iteration), _NULL)
-        pos = np.clip(np.searchsorted(self.sorted_numbers, iteration), 0, len(self.sorted_numbers) - 1)
+        last = len(self.sorted_numbers) - 1
+        if self.sorted_numbers[0] == 0 and self.sorted_numbers[-1] == last:  # 0..n-1: the row is the number
+            pos = np.clip(iteration, 0, last)
+        else:
+            pos = np.clip(np.searchsorted(self.sorted_numbers, iteration), 0, last)
         return self.main_pid[pos], self.main_thread[pos]
 
 
@@ -570,34 +574,55 @@ def _gap_frame(gaps: pl.DataFrame, ctx: _Context) -> pl.DataFrame:
 PROJECTION_PARTS: tuple[str, ...] = ("leading_ns", "leading_launch_ns", "inner_floor_ns", "trailing_ns")
 
 
+def _sum_by(at: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
+    """Σ values per ``at`` (positions 0..size-1) as int64: a segmented sum when ``at`` is sorted (the usual
+    gap order), else a weighted bincount (exact below 2**53)."""
+    if len(at) == 0:
+        return np.zeros(size, dtype=np.int64)
+    if np.all(at[1:] >= at[:-1]):
+        first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+        out = np.zeros(size, dtype=np.int64)
+        out[at[first]] = np.add.reduceat(values, first)
+        return out
+    return np.rint(np.bincount(at, weights=values, minlength=size)).astype(np.int64)
+
+
 def _iteration_sums(
     gaps: pl.DataFrame, ctx: _Context, index: np.ndarray, kernel_gap_ns: int
 ) -> tuple[pl.DataFrame, int]:
     """Per iteration of ``index`` (sorted): ``idle_ns``, the causes and :data:`PROJECTION_PARTS`, summed
-    chunk by chunk without keeping per-gap columns (sums exact below 2**53 ns a column); and the number of
-    non-trailing gaps whose next op has no launching call."""
+    chunk by chunk without keeping per-gap columns; and the number of non-trailing gaps whose next op has no
+    launching call."""
     names = ("idle_ns", *CAUSE_NS, *PROJECTION_PARTS)
-    acc = {n: np.zeros(len(index), dtype=np.float64) for n in names}
+    acc = {n: np.zeros(len(index), dtype=np.int64) for n in names}
     iteration = _np(gaps.get_column("iteration"))
     position = gaps.get_column("position").to_physical().to_numpy()  # 0 leading, 1 inner, 2 trailing
     s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
+    contiguous = len(index) > 0 and index[-1] - index[0] == len(index) - 1
     no_call = 0
     for rows, arrays in _gap_chunks(gaps, ctx):
-        no_call += int(np.count_nonzero((position[rows] != 2) & (arrays["next_call_end"] == _NULL)))
-        pos = np.searchsorted(index, iteration[rows])
-        ok = (pos < len(index)) & (index[np.minimum(pos, len(index) - 1)] == iteration[rows])
-        at = pos[ok]
-        duration = (e[rows] - s[rows])[ok]
-        where = position[rows][ok]
-        values = {n: arrays[n][ok] for n in CAUSE_NS}
-        values["idle_ns"] = duration
-        values["leading_ns"] = np.where(where == 0, duration, 0)
-        values["leading_launch_ns"] = np.where(where == 0, values["launch_ns"] + values["in_flight_ns"], 0)
-        values["inner_floor_ns"] = np.where(where == 1, np.maximum(values["in_flight_ns"], kernel_gap_ns), 0)
-        values["trailing_ns"] = np.where(where == 2, duration, 0)
-        for n in names:
-            acc[n] += np.bincount(at, weights=values[n], minlength=len(index))
-    frame = pl.DataFrame({"index": index, **{n: np.rint(acc[n]).astype(np.int64) for n in names}})
+        it, where = iteration[rows], position[rows]
+        no_call += int(np.count_nonzero((where != 2) & (arrays["next_call_end"] == _NULL)))
+        pos = it - index[0] if contiguous else np.searchsorted(index, it)
+        ok = (pos >= 0) & (pos < len(index))
+        ok &= index[np.clip(pos, 0, max(len(index) - 1, 0))] == it
+        if not ok.all():
+            pos, where, arrays = pos[ok], where[ok], {n: a[ok] for n, a in arrays.items()}
+            duration = (e[rows] - s[rows])[ok]
+        else:
+            duration = e[rows] - s[rows]
+        for n in CAUSE_NS:
+            acc[n] += _sum_by(pos, arrays[n], len(index))
+        acc["idle_ns"] += _sum_by(pos, duration, len(index))
+        inner = np.where(where == 1, np.maximum(arrays["in_flight_ns"], kernel_gap_ns), 0)
+        acc["inner_floor_ns"] += _sum_by(pos, inner, len(index))
+        for name, code in (("leading_ns", 0), ("trailing_ns", 2)):  # at most one such gap an iteration
+            rows_of = np.flatnonzero(where == code)
+            np.add.at(acc[name], pos[rows_of], duration[rows_of])
+            if code == 0:
+                launch = arrays["launch_ns"][rows_of] + arrays["in_flight_ns"][rows_of]
+                np.add.at(acc["leading_launch_ns"], pos[rows_of], launch)
+    frame = pl.DataFrame({"index": index, **acc})
     return frame.with_columns(
         (pl.col("idle_ns") / 1e6).alias("idle_ms"),
         *((pl.col(ns) / 1e6).alias(ms) for ns, ms in zip(CAUSE_NS, CAUSE_MS, strict=True)),
