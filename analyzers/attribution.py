@@ -16,6 +16,9 @@ main thread (the thread of its range). At time t of the gap the cause is:
   - ``dispatch``: outside every API call: Python and framework code, operator dispatch, graph construction,
     control flow. This is the framework tax proper.
 
+Inside a CUDA-graph replay every kernel's launching call is the one ``cudaGraphLaunch``: gaps between the
+graph's kernels are ``in_flight`` once that call has returned, and ``launch`` while it is still running.
+
 Nested or overlapping API calls on one thread: the *outermost* call decides, i.e. at time t the running call
 that started first (of two starting together, the longer; of two identical intervals, the cause listed
 first in ``launch, sync, other_api``). A call partly overlapping an earlier one decides from the earlier
@@ -31,7 +34,8 @@ gap's duration to the nanosecond, so per iteration ``busy + dispatch + launch + 
 in_flight = latency``.
 
 Everything is vectorized: per-gap sums come from cumulative sums over each host thread's call intervals and
-binary searches (no per-gap Python loop; the only loops are over the few host threads that launch work).
+binary searches (no per-gap Python loop; the only loops are over the few host threads that launch work
+and over chunks of about a million gaps, which bound the temporaries).
 """
 
 from __future__ import annotations
@@ -367,6 +371,14 @@ class _Context:
         self.main_pid = _np(ranges.get_column("pid"))[by_number]
         self.main_thread = _np(ranges.get_column("thread"))[by_number]
         self.intervals = intervals
+        self._prepared: dict[tuple[int, int], _Prepared | None] = {}
+
+    def prepared(self, key: tuple[int, int]) -> _Prepared | None:
+        """The API intervals of host thread ``key`` ready for :func:`_api_time` (None: it made no call)."""
+        if key not in self._prepared:
+            mine = None if _NULL in key else self.intervals.get(key)
+            self._prepared[key] = None if mine is None or not len(mine[0]) else _Prepared.of(mine)
+        return self._prepared[key]
 
     def in_iteration(self, times: np.ndarray, iteration: np.ndarray) -> np.ndarray:
         """Whether the range holding each time (see :func:`_iteration_at`) is the given iteration."""
@@ -443,28 +455,48 @@ def _next_op_calls(
 # ------------------------------------------------------------------------------------------- per gap
 
 
-def _api_time(
-    intervals: tuple[np.ndarray, np.ndarray, np.ndarray], s: np.ndarray, c: np.ndarray
-) -> np.ndarray:
-    """Time of [s, c) (per row) inside intervals of code 1, 2, 3: array (3, len(s)), from cumulative sums of
-    the interval lengths per code and one binary search per bound."""
-    starts, ends, codes = intervals
-    # A leading empty interval no later than any bound: every bound then has an interval at or before it.
-    floor = min(int(starts[0]), int(s.min())) if len(s) else int(starts[0])
-    lengths = np.concatenate([[0], ends - starts])
-    starts = np.concatenate([[floor], starts])
-    codes = np.concatenate([[0], codes])
+#: Start of the empty interval put before every thread's first API call (earlier than any trace time, and
+#: far enough from both int64 ends that ``t - start`` cannot overflow for any trace time t).
+_BEFORE_ALL = -(1 << 62)
+
+
+@dataclass
+class _Prepared:
+    """One thread's API intervals ready for :func:`_api_time`: starts (an empty interval at
+    :data:`_BEFORE_ALL` first), lengths, codes, and per code present, the running sums of its lengths."""
+
+    starts: np.ndarray
+    lengths: np.ndarray
+    codes: np.ndarray
+    cums: dict[int, np.ndarray]
+
+    @classmethod
+    def of(cls, intervals: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _Prepared:
+        starts, ends, codes = intervals
+        lengths = np.concatenate([[0], ends - starts])
+        codes = np.concatenate([[0], codes])
+        cums = {}
+        for code in (_LAUNCH, _SYNC, _OTHER):
+            mine = codes == code
+            if mine.any():
+                cum = np.zeros(len(codes) + 1, dtype=np.int64)
+                np.cumsum(np.where(mine, lengths, 0), out=cum[1:])
+                cums[code] = cum
+        return cls(np.concatenate([[_BEFORE_ALL], starts]), lengths, codes, cums)
+
+
+def _api_time(prepared: _Prepared, s: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """Time of [s, c) (per row) inside one thread's intervals of code 1, 2, 3: array (3, len(s)), from the
+    running sums of the interval lengths per code and one binary search per bound."""
     t = np.stack([s, c], axis=1).reshape(-1)  # s0, c0, s1, c1, ...: in time order when the gaps are
-    k = np.searchsorted(starts, t, side="right") - 1
-    covered = np.minimum(t - starts[k], lengths[k])
-    code_k = codes[k]
+    k = np.searchsorted(prepared.starts, t, side="right") - 1
+    covered = np.minimum(t - prepared.starts[k], prepared.lengths[k])
+    code_k = prepared.codes[k]
     out = np.zeros((3, len(s)), dtype=np.int64)
     for j, code in enumerate((_LAUNCH, _SYNC, _OTHER)):
-        mine = codes == code
-        if not mine.any():
+        cum = prepared.cums.get(code)
+        if cum is None:
             continue
-        cum = np.zeros(len(starts) + 1, dtype=np.int64)
-        np.cumsum(np.where(mine, lengths, 0), out=cum[1:])
         before = cum[k] + np.where(code_k == code, covered, 0)
         out[j] = before[1::2] - before[0::2]
     return out
@@ -502,8 +534,8 @@ def _chunk_causes(
     c = np.where(nxt["found"], np.clip(nxt["call_end"], s, e), e)
     api_ns = np.zeros((3, len(s)), dtype=np.int64)
     for key, rows in _thread_groups(pid, thread):
-        mine = ctx.intervals.get(key)
-        if mine is None or _NULL in key:
+        mine = ctx.prepared(key)
+        if mine is None:
             continue
         if rows is None:
             api_ns = _api_time(mine, s, c)
