@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+from tracekit.analyzers.ranges import choose_ranges
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 
@@ -35,10 +36,8 @@ from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
 from tracekit.readers.api_calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 
-DEFAULT_RANGE = "iteration"
 #: Where an idle gap lies in its iteration (an Enum: one byte a gap).
 GAP_POSITION = pl.Enum(["leading", "inner", "trailing"])
-PROFILER_STEP_KEY = "ProfilerStep#*"
 #: Op kinds counted as "kernels" (device work items) per iteration.
 KERNEL_KINDS = ("kernel", "operator")
 #: How many of the longest idle gaps get a CPU-context lookup.
@@ -47,7 +46,7 @@ LONGEST_GAPS = 10
 #: What :func:`analyze_iterations` reads of a trace (a :data:`tracekit.model.FrameSpec` for
 #: ``read_trace(path, frames=...)``): no GPU metrics, no op names, streams or graph ids, no API kinds or threads.
 FRAMES_NEEDED: dict[str, tuple[str, ...] | None] = {
-    "ops": ("start", "end", "pid", "correlation", "kind"),
+    "ops": ("start", "end", "device", "pid", "correlation", "kind"),
     "api": ("start", "end", "pid", "correlation", "name"),
     "ranges": None,
 }
@@ -72,12 +71,18 @@ class IterationAnalysis:
     warnings: list[str] = field(default_factory=list)
     skipped: int = 0
     ranges: pl.DataFrame | None = None
+    #: Serving-engine step classes (prefill/decode/mixed/idle) with the framework tax of each, when the
+    #: iterations are (or hold) vLLM/SGLang/TensorRT-LLM steps (:func:`tracekit.analyzers.steps.class_summary`).
+    step_classes: list[dict[str, Any]] | None = None
+    #: One summary row per GPU when the trace's ops ran on several (see :func:`per_device_rows`).
+    per_device: list[dict[str, Any]] | None = None
 
     def to_json(self, trace: Trace) -> dict[str, Any]:
         """The ``tracekit analyze --format json`` document."""
         meta = trace.meta
         fields = [c for c in NUMERIC_FIELDS if c in self.iterations.columns]
-        iterations = self.iterations.select(["index", "start_ns", "end_ns", *fields, "synchronized"])
+        steps = [c for c in STEP_COLUMNS if c in self.iterations.columns]
+        iterations = self.iterations.select(["index", "start_ns", "end_ns", *fields, "synchronized", *steps])
         return {
             "trace": {
                 "path": meta.get("path"),
@@ -92,6 +97,8 @@ class IterationAnalysis:
             "iterations": iterations.to_dicts(),
             "summary": self.summary.to_json(),
             "longest_gaps": self.longest_gaps().to_dicts(),
+            **({"step_classes": self.step_classes} if self.step_classes is not None else {}),
+            **({"per_device": self.per_device} if self.per_device is not None else {}),
             "warnings": list(self.warnings),
         }
 
@@ -128,70 +135,6 @@ def _longest(gaps: pl.DataFrame, count: int) -> pl.DataFrame:
         .sort("duration_ns", descending=True, maintain_order=True)
         .head(count)
     )
-
-
-def _range_key(names: pl.Expr) -> pl.Expr:
-    """The name ranges are grouped by: ``ProfilerStep#123`` -> ``ProfilerStep#*``, and PyTorch ``emit_nvtx``
-    names lose their per-call suffixes (``aten::mul, seq = 3, op_id = 314339`` -> ``aten::mul``)."""
-    return names.str.replace(r"^ProfilerStep#\d+$", PROFILER_STEP_KEY).str.replace(
-        r",\s*(seq|op_id|sizes|input_op_ids)\s*=.*$", ""
-    )
-
-
-def choose_ranges(trace: Trace, range_name: str | None) -> tuple[pl.DataFrame, str, str]:
-    """Select the iteration ranges: (frame start/end/thread/depth, chosen name, how it was chosen)."""
-    path = trace.meta.get("path")
-    candidates = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).with_columns(
-        _range_key(pl.col("name")).alias("key")
-    )
-    if candidates.is_empty():
-        raise NoActivityError(
-            "no NVTX ranges or profiler annotations to delimit iterations "
-            "(wrap each timed iteration in nvtx.annotate('iteration'))",
-            path,
-        )
-    if range_name is not None:
-        chosen = candidates.filter((pl.col("key") == range_name) | (pl.col("name") == range_name))
-        if chosen.is_empty():
-            names = (
-                candidates.group_by("key")
-                .len()
-                .sort(["len", "key"], descending=[True, False])
-                .head(15)["key"]
-            )
-            raise NoActivityError(
-                f"no range named {range_name!r}; ranges in this trace: " + ", ".join(map(repr, names)), path
-            )
-        how = "requested with --range"
-        name = range_name
-    elif (candidates["key"] == DEFAULT_RANGE).any():
-        chosen = candidates.filter(pl.col("key") == DEFAULT_RANGE)
-        name, how = DEFAULT_RANGE, f"default range name {DEFAULT_RANGE!r}"
-    elif (candidates["key"] == PROFILER_STEP_KEY).any():
-        chosen = candidates.filter(pl.col("key") == PROFILER_STEP_KEY)
-        name, how = (
-            PROFILER_STEP_KEY,
-            "torch.profiler steps (no 'iteration' range); choose another with --range",
-        )
-    else:
-        top = candidates.filter(pl.col("depth") == candidates["depth"].min())
-        counts = (
-            top.group_by("key")
-            .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
-            .sort(["n", "first"], descending=[True, False])
-        )
-        name = counts["key"][0]
-        chosen = candidates.filter(pl.col("key") == name)
-        how = f"most frequent top-level range ({counts['n'][0]} of them); choose another with --range"
-    # Nested ranges of the same name: keep the outermost level only.
-    chosen = chosen.filter(pl.col("depth") == chosen["depth"].min()).sort("start", "end")
-    frame = chosen.select(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("iteration"),
-        pl.col("start").alias("range_start"),
-        pl.col("end").alias("range_end"),
-        pl.col("thread"),
-    )
-    return frame, name, how
 
 
 def _iteration_at(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
@@ -518,6 +461,7 @@ def analyze_iterations(
     range_name: str | None = None,
     skip: int | None = 0,
     bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+    split_idle_ms: float | None = None,
 ) -> IterationAnalysis:
     """Per-iteration latency, GPU busy, idle gaps, launches and framework overhead of ``trace``.
 
@@ -529,7 +473,7 @@ def analyze_iterations(
     warnings: list[str] = list(trace.warnings)
     path = trace.meta.get("path")
     device = trace.meta.get("device") or ("cpu" if trace.ops["kind"].eq("operator").all() else "gpu")
-    ranges, name, how = choose_ranges(trace, range_name)
+    ranges, name, how = choose_ranges(trace, range_name, split_idle_ms)
     has_ops = not trace.ops.is_empty()
     has_api = not trace.api.is_empty()
     if not has_ops:
@@ -602,7 +546,29 @@ def analyze_iterations(
         )
     gaps = _with_cpu_context(trace, gaps, ranges)
     summary = summarize(frame, bound_threshold)
-    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges)
+    frame, classes = _with_step_classes(trace, ranges, frame)
+    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges, classes)
+
+
+#: Per-iteration serving-step columns added when the trace holds engine steps (:mod:`tracekit.analyzers.steps`).
+STEP_COLUMNS = ("step_engine", "step_class", "context_requests", "generation_requests")
+
+
+def _with_step_classes(
+    trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame
+) -> tuple[pl.DataFrame, list[dict[str, Any]] | None]:
+    """``frame`` with the serving-step columns and the per-class summary, when the trace's host ranges include
+    vLLM/SGLang/TensorRT-LLM step names (checked on the distinct names only); else unchanged and None."""
+    from tracekit.analyzers.ranges import ENGINE_STEPS
+    from tracekit.analyzers.steps import add_step_class, class_summary_json
+
+    if "name" not in ranges.columns or trace.ranges.is_empty():
+        return frame, None
+    any_step = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
+    if not trace.ranges.get_column("name").unique().str.contains(any_step).any():
+        return frame, None
+    frame = add_step_class(frame, ranges, trace)
+    return frame, class_summary_json(frame)
 
 
 def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.DataFrame:
@@ -725,3 +691,43 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
     if rows.height:
         column = column.scatter(rows.get_column("_row"), rows.get_column("cpu_context"))
     return gaps.with_columns(column)
+
+
+def per_device_rows(
+    trace: Trace,
+    range_name: str | None = None,
+    skip: int | None = 0,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+    split_idle_ms: float | None = None,
+) -> list[dict[str, Any]] | None:
+    """One summary row per GPU of a multi-GPU trace, or None when its ops ran on fewer than two devices.
+
+    Each device's part of the trace (its ops, their launching calls, its processes' ranges:
+    :func:`tracekit.analyzers.ranges.split_by_device`) is analyzed like the whole trace. A row holds
+    ``device``, ``iterations``, median ``latency_ms``/``gpu_busy_ms``/``framework_overhead_ms`` (ms),
+    median ``gpu_utilization`` (fraction) and ``bound``; a device none of whose work falls in an iteration
+    gets ``error`` instead."""
+    from tracekit.analyzers.ranges import split_by_device
+
+    if trace.ops.is_empty() or trace.ops.get_column("device").drop_nulls().n_unique() < 2:
+        return None
+    rows: list[dict[str, Any]] = []
+    for device, part in sorted(split_by_device(trace).items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
+        try:
+            a = analyze_iterations(part, range_name, skip, bound_threshold, split_idle_ms)
+        except NoActivityError as exc:
+            rows.append({"device": device, "error": exc.message})
+            continue
+        stats = a.summary.fields
+        rows.append(
+            {
+                "device": device,
+                "iterations": a.summary.iterations,
+                **{
+                    name: stats[name].p50
+                    for name in ("latency_ms", "gpu_busy_ms", "framework_overhead_ms", "gpu_utilization")
+                },
+                "bound": a.summary.bound,
+            }
+        )
+    return rows

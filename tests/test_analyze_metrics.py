@@ -195,9 +195,13 @@ def test_profiler_steps_are_collapsed_and_range_errors_list_names():
         analyze_iterations(t, skip=2)
 
 
-def test_no_ranges_is_an_error_and_no_ops_reports_latency_only():
+def test_no_ranges_is_one_window_nothing_is_an_error_and_no_ops_reports_latency_only():
+    whole = analyze_iterations(make_trace(ranges=[], ops=[(0, 1, None, 1), (5, 9, None, 1)]))
+    assert whole.iterations["latency_ms"].to_list() == pytest.approx([9e-6])
+    assert whole.iterations["gpu_busy_ms"].to_list() == pytest.approx([5e-6])
+    assert whole.range_choice.startswith("no ranges in the trace")
     with pytest.raises(NoActivityError):
-        analyze_iterations(make_trace(ranges=[], ops=[(0, 1, None, 1)]))
+        analyze_iterations(make_trace(ranges=[], ops=[]))
     a = analyze_iterations(make_trace(ranges=[(0, 100, "iteration")]))
     assert a.iterations["latency_ms"].to_list() == pytest.approx([100e-6])
     assert a.iterations["gpu_busy_ms"].to_list() == [None]

@@ -2,12 +2,11 @@
 
 Every trace here is hand-built (synthetic, not a measurement); the serving-engine step names follow the
 formats in the engines' sources (see the docstring of tracekit.analyzers.ranges). The end-to-end tests run
-``analyze_iterations`` with ``choose_ranges`` swapped for this module's one: that is the wiring to do.
+``analyze_iterations`` and ``tracekit analyze``, which use this selection.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 
@@ -91,11 +90,9 @@ def make_trace(ranges=(), api=(), ops=(), meta=None) -> Trace:
 
 
 def analyze_with(monkeypatch, trace: Trace, range_name=None, split_idle_ms=None, **kw):
-    """analyze_iterations with this module's choose_ranges (what the wiring must do)."""
-    monkeypatch.setattr(
-        iterations, "choose_ranges", functools.partial(R.choose_ranges, split_idle_ms=split_idle_ms)
-    )
-    return analyze_iterations(trace, range_name, **kw)
+    """analyze_iterations with the range selection of analyzers/ranges.py (wired in)."""
+    assert iterations.choose_ranges is R.choose_ranges
+    return analyze_iterations(trace, range_name, split_idle_ms=split_idle_ms, **kw)
 
 
 # Three forward passes on one GPU, no API calls and no ranges (a GPU-only trace, activities=[CUDA]).
@@ -498,7 +495,7 @@ def test_kineto_gpu_only_file(tmp_path: Path, monkeypatch):
 
 
 def test_cli_on_a_gpu_only_trace(tmp_path: Path, monkeypatch, capsys):
-    """What ``tracekit analyze`` prints once choose_ranges is wired (swapped in here)."""
+    """What ``tracekit analyze`` prints on a trace without ranges, and with --split-idle."""
     from tracekit.cli import main
     from tracekit.readers.kineto import read
 
@@ -511,10 +508,8 @@ def test_cli_on_a_gpu_only_trace(tmp_path: Path, monkeypatch, capsys):
     path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
     assert read(path).ranges.is_empty()
     for split, n in ((None, 1), (1.0, 3)):
-        monkeypatch.setattr(
-            iterations, "choose_ranges", functools.partial(R.choose_ranges, split_idle_ms=split)
-        )
-        assert main(["analyze", str(path), "--format", "json"]) == 0
+        extra = [] if split is None else ["--split-idle", str(split)]
+        assert main(["analyze", str(path), "--format", "json", *extra]) == 0
         doc = json.loads(capsys.readouterr().out)
         assert len(doc["iterations"]) == n
         assert doc["range"] == ("window" if split is None else "idle>1ms")
@@ -599,3 +594,41 @@ def test_engine_with_most_steps_wins():
     frame, _, how = R.choose_ranges(trace, None)
     assert frame["name"].to_list() == SGLANG_STEPS[:3]
     assert how.startswith("SGLang serving-engine steps (3 ranges of 2 names)")
+
+
+# ------------------------------------------------------------------ wired into the analyze document
+
+
+def test_analyze_document_reports_serving_step_classes() -> None:
+    """The analyze JSON carries each step's class and the framework tax per class (SGLang names)."""
+    from tracekit.renderers.analysis import render
+    from tracekit.session import analyze_trace
+
+    doc = analyze_trace(_steps(SGLANG_STEPS)).to_json()
+    assert [it["step_class"] for it in doc["iterations"]] == ["prefill", "decode", "decode", "decode"]
+    classes = {row["step_class"]: row for row in doc["step_classes"]}
+    assert classes["decode"]["steps"] == 3 and classes["prefill"]["steps"] == 1
+    # each step: range 800 ns, kernel 500 ns -> overhead 300 ns
+    assert classes["decode"]["framework_overhead_ms"] == pytest.approx(300e-6)
+    assert "framework tax by serving-step class" in render(doc, "table")
+    # a trace without engine steps has neither the columns nor the section
+    plain = analyze_trace(_steps(["iteration"] * 2)).to_json()
+    assert "step_classes" not in plain and "step_class" not in plain["iterations"][0]
+
+
+def test_analyze_document_has_one_row_per_device() -> None:
+    """Two GPUs, each running one kernel per iteration: a per-device row each, with its own busy time."""
+    from tracekit.session import analyze_trace
+
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
+        api=[(10, 20, 1, "cudaLaunchKernel"), (30, 40, 2, "cudaLaunchKernel"),
+             (1010, 1020, 3, "cudaLaunchKernel"), (1030, 1040, 4, "cudaLaunchKernel")],
+        ops=[(100, 300, 1, 7, 0), (100, 700, 2, 8, 1), (1100, 1300, 3, 7, 0), (1100, 1700, 4, 8, 1)],
+    )  # fmt: skip
+    rows = {r["device"]: r for r in analyze_trace(trace).to_json()["per_device"]}
+    assert rows[0]["gpu_busy_ms"] == pytest.approx(200e-6) and rows[1]["gpu_busy_ms"] == pytest.approx(600e-6)
+    assert rows[0]["iterations"] == rows[1]["iterations"] == 2
+    single = make_trace(ranges=[(0, 1000, "iteration")], api=[(10, 20, 1, "cudaLaunchKernel")],
+                        ops=[(100, 300, 1, 7, 0)])  # fmt: skip
+    assert "per_device" not in analyze_trace(single).to_json()

@@ -32,7 +32,9 @@ if TYPE_CHECKING:
 PathLike = str | Path
 
 
-def _options(range: str | None, skip: int | None, bound_threshold: float) -> Any:
+def _options(
+    range: str | None, skip: int | None, bound_threshold: float, split_idle: float | None = None
+) -> Any:
     from tracekit.errors import TracekitError
     from tracekit.session import AnalysisOptions
 
@@ -40,7 +42,7 @@ def _options(range: str | None, skip: int | None, bound_threshold: float) -> Any
         raise TracekitError("skip must be >= 0")
     if not 0 < bound_threshold <= 1:
         raise TracekitError("bound_threshold must be in (0, 1]")
-    return AnalysisOptions(range, skip, bound_threshold)
+    return AnalysisOptions(range, skip, bound_threshold, split_idle)
 
 
 def read_trace(path: PathLike) -> Trace:
@@ -58,12 +60,18 @@ def read_trace(path: PathLike) -> Trace:
 
 
 def analyze(
-    path: PathLike, range: str | None = None, skip: int | None = 0, bound_threshold: float = 0.5
+    path: PathLike,
+    range: str | None = None,
+    skip: int | None = 0,
+    bound_threshold: float = 0.5,
+    split_idle: float | None = None,
 ) -> AnalyzedTrace:
     """Per-iteration framework-tax metrics of one trace (what ``tracekit analyze`` prints).
 
-    ``range``: the range name that delimits an iteration (default: "iteration", else torch.profiler steps,
-    else the most frequent top-level range); ``skip``: leading (warm-up) iterations to drop (None: the run's
+    ``range``: the range that delimits an iteration: a name, a glob (``"execute_*"``) or ``"re:REGEX"``
+    (default: "iteration", else torch.profiler steps, else serving-engine steps, else the most frequent
+    top-level range; a trace without ranges is one window); ``split_idle``: instead of ranges, cut the
+    device timeline at idle gaps longer than this many ms; ``skip``: leading (warm-up) iterations to drop (None: the run's
     warm-up when the trace records it); ``bound_threshold``: framework-bound below this median utilization.
 
     >>> a = tracekit.analyze("sample_traces/synthetic/table3_pytorch/pytorch_b1_s128.synthetic.sqlite")
@@ -76,7 +84,7 @@ def analyze(
     """
     from tracekit.session import analyze_input
 
-    return analyze_input(Path(path), _options(range, skip, bound_threshold))
+    return analyze_input(Path(path), _options(range, skip, bound_threshold, split_idle))
 
 
 def table(

@@ -36,18 +36,26 @@ X = TypeVar("X")
 
 @dataclass(frozen=True)
 class AnalysisOptions:
-    """How iterations are chosen and judged (``--range``, ``--skip``, ``--bound-threshold``).
+    """How iterations are chosen and judged (``--range``, ``--skip``, ``--bound-threshold``, ``--split-idle``).
 
-    ``skip`` None: drop the run's warm-up iterations when the trace records them, else none."""
+    ``skip`` None: drop the run's warm-up iterations when the trace records them, else none.
+    ``split_idle_ms``: cut the device timeline into iterations at idle gaps longer than this many ms
+    (:func:`tracekit.analyzers.ranges.choose_ranges`) instead of using ranges."""
 
     range_name: str | None = None
     skip: int | None = None
     bound_threshold: float = 0.5
+    split_idle_ms: float | None = None
 
     @classmethod
     def from_args(cls, args: Any) -> AnalysisOptions:
         """The options of a parsed command line (see :mod:`tracekit.commands.options`)."""
-        return cls(args.range_name, args.skip, getattr(args, "bound_threshold", None) or 0.5)
+        return cls(
+            args.range_name,
+            args.skip,
+            getattr(args, "bound_threshold", None) or 0.5,
+            getattr(args, "split_idle", None),
+        )
 
 
 @dataclass(frozen=True)
@@ -205,7 +213,11 @@ def analyze_trace(
     options = options or AnalysisOptions()
     if item is None:
         item = TraceInput(path=Path(trace.meta.get("path") or "trace"))
-    analysis = analyze_iterations(trace, options.range_name, options.skip, options.bound_threshold)
+    from tracekit.analyzers.iterations import per_device_rows
+
+    args = (options.range_name, options.skip, options.bound_threshold, options.split_idle_ms)
+    analysis = analyze_iterations(trace, *args)
+    analysis.per_device = per_device_rows(trace, *args)
     return AnalyzedTrace(trace, TraceConfig.resolve(item, trace.meta, analysis.device), analysis)
 
 

@@ -24,8 +24,18 @@ def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool
         "--range",
         dest="range_name",
         metavar="NAME",
-        help="range that delimits one iteration (default: 'iteration', else torch.profiler's "
-        "'ProfilerStep#*', else the most frequent top-level range)",
+        help="range that delimits one iteration: a name, a glob ('execute_*') or a regular expression "
+        "('re:^step\\[') (default: 'iteration', else torch.profiler's 'ProfilerStep#N', else vLLM/SGLang/"
+        "TensorRT-LLM step ranges, else the most frequent top-level range; a trace without ranges is "
+        "analyzed as one window)",
+    )
+    parser.add_argument(
+        "--split-idle",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="ignore ranges and cut the device timeline into iterations at idle gaps longer than MS "
+        "milliseconds (default: off)",
     )
     parser.add_argument(
         "--skip",
@@ -49,6 +59,11 @@ def check_iteration_options(args: argparse.Namespace) -> None:
     """One-line errors for out-of-range values of the options above."""
     if args.skip is not None and args.skip < 0:
         raise TracekitError("--skip must be >= 0")
+    split = getattr(args, "split_idle", None)
+    if split is not None and not split >= 0:
+        raise TracekitError("--split-idle must be >= 0 (milliseconds)")
+    if split is not None and args.range_name is not None:
+        raise TracekitError("--range and --split-idle exclude each other: use one of them")
     threshold = getattr(args, "bound_threshold", None)
     if threshold is not None and not 0 < threshold <= 1:
         raise TracekitError("--bound-threshold must be in (0, 1]")

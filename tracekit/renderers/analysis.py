@@ -107,6 +107,37 @@ GAP_COLUMNS = [
 ]
 
 
+STEP_CLASS_COLUMNS = [
+    ("step_class", "step class"),
+    ("steps", "steps"),
+    ("latency_ms", "latency ms"),
+    ("gpu_busy_ms", "busy ms"),
+    ("framework_overhead_ms", "overhead ms"),
+    ("gpu_utilization", "utilization"),
+    ("overhead_share", "overhead share"),
+]
+DEVICE_COLUMNS = [
+    ("device", "device"),
+    ("iterations", "iterations"),
+    ("latency_ms", "latency ms (p50)"),
+    ("gpu_busy_ms", "busy ms (p50)"),
+    ("framework_overhead_ms", "overhead ms (p50)"),
+    ("gpu_utilization", "utilization (p50)"),
+    ("bound", "bound"),
+]
+
+
+def _sections(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[tuple[str, str]]]]:
+    """The optional tables: framework tax per serving-step class, and one row per GPU."""
+    out = []
+    if doc.get("step_classes"):
+        out.append(("framework tax by serving-step class (means)", doc["step_classes"], STEP_CLASS_COLUMNS))
+    if doc.get("per_device"):
+        rows = [{**r, "bound": r.get("bound") or r.get("error")} for r in doc["per_device"]]
+        out.append(("per device (each GPU's own work and iterations)", rows, DEVICE_COLUMNS))
+    return out
+
+
 def render_rich_text(doc: dict[str, Any], width: int = 120) -> str:
     """Headline, summary statistics and the longest idle gaps, as plain text."""
     from rich.console import Console
@@ -136,6 +167,13 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
         for row in doc["longest_gaps"]:
             gaps.add_row(*(format_value(row.get(k), 3 if k == "offset_ms" else 1) for k, _ in GAP_COLUMNS))
         console.print(gaps)
+    for title, rows, columns in _sections(doc):
+        extra = Table(title=title, header_style="bold")
+        for key, header in columns:
+            extra.add_column(header, justify="left" if key in ("step_class", "bound") else "right")
+        for row in rows:
+            extra.add_row(*(format_value(row.get(k), 3) for k, _ in columns))
+        console.print(extra)
     for note in _notes(doc):
         console.print(f"note: {note}", highlight=False, markup=False)
     for warning in doc["warnings"]:
@@ -149,6 +187,8 @@ def render_markdown_doc(doc: dict[str, Any]) -> str:
     parts += [f"Note: {note}" for note in _notes(doc)]
     if doc["longest_gaps"]:
         parts += ["", "## Longest idle gaps", "", render_markdown(doc["longest_gaps"], GAP_COLUMNS)]
+    for title, rows, columns in _sections(doc):
+        parts += ["", f"## {title[0].upper()}{title[1:]}", "", render_markdown(rows, columns)]
     if doc["warnings"]:
         parts += ["", "## Warnings", ""] + [f"- {w}" for w in doc["warnings"]]
     return "\n".join(parts) + "\n"
