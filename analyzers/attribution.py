@@ -300,7 +300,11 @@ class CallIndex:
             return self._lookup_joined(pid, corr)
         if self.table is not None:
             inside = valid & (pid == self.pid[0]) & (corr >= 0) & (corr < len(self.table))
-            row = np.where(inside, self.table[np.where(inside, corr, 0)], -1)
+            row = (
+                self.table[corr]
+                if inside.all()
+                else np.where(inside, self.table[np.where(inside, corr, 0)], -1)
+            )
         elif self.keys is not None and len(self.keys) and _fits(pid[valid], corr[valid]):
             wanted = np.where(valid, pid * _CORRELATION_LIMIT + np.where(valid, corr, 0), -1)
             pos = np.minimum(np.searchsorted(self.keys, wanted, side="left"), len(self.keys) - 1)
@@ -308,13 +312,18 @@ class CallIndex:
         else:
             row = np.full(len(pid), -1)
         found = row >= 0
-        at = np.where(found, row, 0)
         out = {"found": found}
-        for name, col in (("call_start", "start"), ("call_end", "end"), ("call_thread", "thread")):
-            out[name] = (
-                np.where(found, self.cols[col][at], _NULL) if len(self.pid) else np.full(len(pid), _NULL)
+        if not len(self.pid):
+            out.update(
+                {n: np.full(len(pid), _NULL) for n in ("call_start", "call_end", "call_thread", "call_pid")}
             )
-        out["call_pid"] = np.where(found, self.pid[at], _NULL) if len(self.pid) else np.full(len(pid), _NULL)
+            return out
+        everywhere = bool(found.all())
+        at = row if everywhere else np.where(found, row, 0)
+        columns = {"call_start": self.cols["start"], "call_end": self.cols["end"]}
+        columns.update({"call_thread": self.cols["thread"], "call_pid": self.pid})
+        for name, col in columns.items():
+            out[name] = col[at] if everywhere else np.where(found, col[at], _NULL)
         return out
 
     def _lookup_joined(self, pid: np.ndarray, corr: np.ndarray) -> dict[str, np.ndarray]:
@@ -436,8 +445,9 @@ def _next_op_calls(
     else:
         same = ctx.in_iteration(np.where(calls["found"], calls["call_start"], op_start), iteration[g])
     keep = same & (op_end > op_start)
-    g = g[keep]
-    calls = {name: col[keep] for name, col in calls.items()}
+    if not keep.all():
+        g = g[keep]
+        calls = {name: col[keep] for name, col in calls.items()}
     if len(g) > 1 and np.any(g[1:] == g[:-1]):  # several next ops: the call that returned first
         end_key = np.where(calls["found"], calls["call_end"], _FAR)
         order = np.lexsort((calls["call_thread"], calls["call_pid"], calls["call_start"], end_key, g))
