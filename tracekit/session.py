@@ -15,7 +15,7 @@ Every command is "parse args -> analyze inputs -> one analyzer -> renderer".
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -58,10 +58,23 @@ class AnalysisOptions:
         )
 
 
+#: Where a TraceConfig value came from, besides :mod:`tracekit.analyzers.identify`'s two sources.
+FROM_RUN = "from run.json"
+FROM_SIDECAR = "from sidecar .meta.json"
+FROM_TRACE_META = "from trace metadata"
+#: The values :meth:`TraceConfig.resolve` infers from the trace when nothing else says them.
+INFERABLE = ("runtime", "batch_size", "seq_len", "precision")
+
+
 @dataclass(frozen=True)
 class TraceConfig:
-    """The configuration of one trace; the input's run/sidecar metadata first, then the trace's own.
+    """The configuration of one trace; the input's run/sidecar metadata first, then the trace's own, then
+    what the trace's content (or, weaker, its file name) says (:mod:`tracekit.analyzers.identify`).
 
+    ``sources``: for each of runtime, batch_size, seq_len, precision that is known, where it came from
+    (``"from run.json"``, ``"from sidecar .meta.json"``, ``"from trace metadata"``, ``"inferred from trace
+    content"``, ``"from file name"``); ``evidence``: for the inferred ones, what in the trace or name says so;
+    ``inference_warnings``: file-name hints that disagree with the content.
     ``untraced_latency_ms``: mean latency measured with the profiler off (None when not recorded);
     ``untraced_latency``: its statistics as recorded (mean, p50, ..., count)."""
 
@@ -75,28 +88,71 @@ class TraceConfig:
     device: str | None = None
     synthetic: bool = False
     untraced_latency: dict[str, float] | None = None
+    sources: dict[str, str] = field(default_factory=dict)
+    evidence: dict[str, str] = field(default_factory=dict)
+    inference_warnings: tuple[str, ...] = ()
 
     @classmethod
-    def resolve(cls, item: TraceInput, meta: dict[str, Any], device: str | None) -> TraceConfig:
-        """Merge an input's configuration with the trace's metadata; ``device`` is the measured one."""
+    def resolve(
+        cls, item: TraceInput, meta: dict[str, Any], device: str | None, trace: Trace | None = None
+    ) -> TraceConfig:
+        """Merge an input's configuration with the trace's metadata; ``device`` is the measured one.
 
-        def pick(value: Any, key: str) -> Any:
-            return value if value is not None else meta.get(key)
+        ``trace``: the trace itself, to infer what neither says (None: no inference)."""
+        given = FROM_RUN if item.run else FROM_SIDECAR
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        for key in INFERABLE:
+            if getattr(item, key) is not None:
+                values[key], sources[key] = getattr(item, key), given
+            elif meta.get(key) is not None:
+                values[key], sources[key] = meta[key], FROM_TRACE_META
+        evidence: dict[str, str] = {}
+        warnings: tuple[str, ...] = ()
+        if trace is not None and any(key not in values for key in INFERABLE):
+            from tracekit.analyzers.identify import identify
 
-        batch, seq = pick(item.batch_size, "batch_size"), pick(item.seq_len, "seq_len")
+            identity = identify(trace, meta.get("path") or item.path)
+            for key in INFERABLE:
+                found = getattr(identity, key)
+                if key not in values and found is not None:
+                    values[key], sources[key], evidence[key] = found.value, found.source, found.evidence
+            warnings = tuple(w for key, w in identity.warnings.items() if key in evidence)
+        batch, seq = values.get("batch_size"), values.get("seq_len")
         untraced = item.untraced_latency_ms
         return cls(
             path=Path(item.path),
             profiler=item.profiler or meta.get("profiler") or meta.get("format"),
-            runtime=item.runtime or meta.get("runtime"),
+            runtime=values.get("runtime"),
             model=item.model or meta.get("model"),
             batch_size=None if batch is None else int(batch),
             seq_len=None if seq is None else int(seq),
-            precision=item.precision or meta.get("precision"),
+            precision=values.get("precision"),
             device=device or item.device,
             synthetic=bool(item.synthetic or meta.get("synthetic", False)),
             untraced_latency=untraced if isinstance(untraced, dict) else None,
+            sources=sources,
+            evidence=evidence,
+            inference_warnings=warnings,
         )
+
+    def inferred(self, key: str) -> bool:
+        """Whether ``key`` (runtime, batch_size, seq_len, precision) was inferred (content or file name)."""
+        from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+
+        return self.sources.get(key) in (FROM_CONTENT, FROM_NAME)
+
+    @property
+    def runtime_label(self) -> str | None:
+        """The runtime as shown: ``"onnx"``, ``"onnx (inferred)"`` (from the content), ``"onnx (file name)"``."""
+        from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+
+        if self.runtime is None:
+            return None
+        tag = {FROM_CONTENT: " (inferred)", FROM_NAME: " (file name)"}.get(
+            self.sources.get("runtime", ""), ""
+        )
+        return self.runtime + tag
 
     @property
     def untraced_latency_ms(self) -> float | None:
@@ -106,8 +162,8 @@ class TraceConfig:
 
     @property
     def label(self) -> str:
-        """``runtime b1 s128`` (the file name when the runtime is unknown)."""
-        parts = [self.runtime or self.path.name]
+        """``runtime b1 s128`` (the run directory and file name when the runtime is unknown)."""
+        parts = [self.runtime_label or f"{self.path.parent.name}/{self.path.name}"]
         if self.batch_size is not None:
             parts.append(f"b{self.batch_size}")
         if self.seq_len is not None:
@@ -218,7 +274,7 @@ def analyze_trace(
     args = (options.range_name, options.skip, options.bound_threshold, options.split_idle_ms)
     analysis = analyze_iterations(trace, *args)
     analysis.per_device = per_device_rows(trace, *args)
-    return AnalyzedTrace(trace, TraceConfig.resolve(item, trace.meta, analysis.device), analysis)
+    return AnalyzedTrace(trace, TraceConfig.resolve(item, trace.meta, analysis.device, trace), analysis)
 
 
 def for_each_input(items: Sequence[X], step: Callable[[X], T]) -> tuple[list[T], list[str]]:
