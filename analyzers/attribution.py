@@ -109,8 +109,9 @@ class Attribution:
 #: Stand-ins in int64 arrays: a null pid/thread/iteration, and "no call end" (later than any time).
 _NULL = np.iinfo(np.int64).min
 _FAR = np.iinfo(np.int64).max
-#: Gaps handled at a time where per-gap temporaries are large.
-_CHUNK = 1 << 20
+#: Gaps handled at a time: bounds the temporaries, and keeps each chunk's binary searches inside the slice of
+#: the (time-sorted) ops and calls its time span covers, which stays in cache.
+_CHUNK = 1 << 16
 #: Per host thread (pid, thread): disjoint intervals (starts, ends, labels), sorted by start.
 Intervals = dict[tuple[int, int], tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -152,14 +153,22 @@ def _call_causes(api: pl.DataFrame) -> np.ndarray:
     return codes.to_numpy()
 
 
+def _search(sorted_values: np.ndarray, keys: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted(sorted_values, keys, side)``, searching only the slice of ``sorted_values`` between
+    the keys' minimum and maximum (a chunk of time-ordered keys touches a small, cached part of a large
+    array)."""
+    if len(keys) == 0 or len(sorted_values) == 0:
+        return np.searchsorted(sorted_values, keys, side=side)  # type: ignore[call-overload]
+    lo = int(np.searchsorted(sorted_values, keys.min(), side="left"))
+    hi = int(np.searchsorted(sorted_values, keys.max(), side="right"))
+    return lo + np.searchsorted(sorted_values[lo:hi], keys, side=side)  # type: ignore[call-overload]
+
+
 def _outermost(s: np.ndarray, e: np.ndarray, lab: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One thread's intervals -> the disjoint intervals where each decides (see :func:`outermost_intervals`)."""
-    if len(s) > 1:
-        ds = s[1:] - s[:-1]
-        later = (e[1:] < e[:-1]) | ((e[1:] == e[:-1]) & (lab[1:] >= lab[:-1]))
-        if not np.all((ds > 0) | ((ds == 0) & later)):
-            order = np.lexsort((lab, -e, s))
-            s, e, lab = s[order], e[order], lab[order]
+    if len(s) > 1 and not _in_outermost_order(s, e, lab):
+        order = np.lexsort((lab, -e, s))
+        s, e, lab = s[order], e[order], lab[order]
     reach = np.empty_like(e)
     if len(e):
         reach[0] = s[0]
@@ -167,6 +176,17 @@ def _outermost(s: np.ndarray, e: np.ndarray, lab: np.ndarray) -> tuple[np.ndarra
     start = np.maximum(s, reach)
     keep = e > start
     return start[keep], e[keep], lab[keep]
+
+
+def _in_outermost_order(s: np.ndarray, e: np.ndarray, lab: np.ndarray) -> bool:
+    """Whether rows are sorted by (start, end descending, label): checked on the few tied starts only."""
+    if not np.all(s[1:] >= s[:-1]):
+        return False
+    tied = np.flatnonzero(s[1:] == s[:-1])
+    if not len(tied):
+        return True
+    e0, e1, l0, l1 = e[tied], e[tied + 1], lab[tied], lab[tied + 1]
+    return bool(np.all((e1 < e0) | ((e1 == e0) & (l1 >= l0))))
 
 
 def thread_intervals(
@@ -414,14 +434,14 @@ def _candidates(ends: np.ndarray, eligible: np.ndarray, starts: np.ndarray) -> t
     n_ops = len(starts)
     if n_ops == 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
-    lo = np.searchsorted(starts, ends, side="left")
+    lo = _search(starts, ends, side="left")
     at = np.minimum(lo, n_ops - 1)
     g = np.flatnonzero(eligible & (lo < n_ops) & (starts[at] == ends))
     o = lo[g]
     nxt = np.minimum(o + 1, n_ops - 1)
     if not np.any((o + 1 < n_ops) & (starts[nxt] == ends[g])):
         return g, o
-    count = np.searchsorted(starts, ends[g], side="right") - o
+    count = _search(starts, ends[g], side="right") - o
     offsets = np.cumsum(count) - count
     g = np.repeat(g, count)
     o = np.repeat(o, count) + (np.arange(len(g)) - np.repeat(offsets, count))
@@ -499,7 +519,7 @@ def _api_time(prepared: _Prepared, s: np.ndarray, c: np.ndarray) -> np.ndarray:
     """Time of [s, c) (per row) inside one thread's intervals of code 1, 2, 3: array (3, len(s)), from the
     running sums of the interval lengths per code and one binary search per bound."""
     t = np.stack([s, c], axis=1).reshape(-1)  # s0, c0, s1, c1, ...: in time order when the gaps are
-    k = np.searchsorted(prepared.starts, t, side="right") - 1
+    k = _search(prepared.starts, t, side="right") - 1
     covered = np.minimum(t - prepared.starts[k], prepared.lengths[k])
     code_k = prepared.codes[k]
     out = np.zeros((3, len(s)), dtype=np.int64)
