@@ -87,3 +87,56 @@ def paper_rows() -> list[dict[str, Any]]:
             }
         )
     return rows
+
+
+def _mismatches(row: dict[str, Any]) -> list[str]:
+    """How a measured row's configuration differs from the published setup (batch size, precision, and
+    sequence length / model where the row knows them); unknown batch size or precision is a difference."""
+    out = []
+    for key, short in (("batch_size", "bs"), ("precision", "")):
+        value, published = row.get(key), PAPER_SETUP[key]
+        if value is None:
+            out.append(f"{key.replace('_', ' ')} unknown")
+        elif value != published:
+            out.append(f"{short}{value} (published {short}{published})")
+    seq = row.get("seq_len")
+    if seq is not None and seq != PAPER_SETUP["seq_len"]:
+        out.append(f"s{seq} (published s{PAPER_SETUP['seq_len']})")
+    model = row.get("model")
+    if model and not str(model).lower().startswith(PAPER_SETUP["model"]):
+        out.append(f"model {model} (published {PAPER_SETUP['model']})")
+    return out
+
+
+def align_with_paper(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Measured rows beside the published ones, aligned by runtime, in the study's order.
+
+    One entry per measured row of a published runtime (``published``: that runtime's Table 3 row), one per
+    published runtime without a measured row (``measured`` None), then one per measured row of another
+    runtime (``published`` None). ``measured`` is the row's index in ``rows``. ``latency_ratio`` is
+    measured / published latency when the configurations match (same batch size and precision; sequence
+    length and model where known), else None with the differences in ``mismatch``."""
+    published = {p["runtime"]: p for p in paper_rows()}
+    by_runtime: dict[str | None, list[int]] = {}
+    for i, row in enumerate(rows):
+        by_runtime.setdefault(row.get("runtime"), []).append(i)
+    entries: list[dict[str, Any]] = []
+
+    def entry(index: int | None, paper: dict[str, Any] | None) -> dict[str, Any]:
+        row = rows[index] if index is not None else None
+        mismatch = _mismatches(row) if row is not None and paper is not None else []
+        ratio = None
+        if row is not None and paper is not None and not mismatch and row.get("latency_ms") is not None:
+            ratio = row["latency_ms"] / paper["latency_ms"]
+        return {
+            "runtime": (row or paper or {}).get("runtime"),
+            "measured": index,
+            "published": paper,
+            "mismatch": mismatch,
+            "latency_ratio": ratio,
+        }
+
+    for runtime, paper in published.items():
+        entries += [entry(i, paper) for i in by_runtime.pop(runtime, [])] or [entry(None, paper)]
+    entries += [entry(i, None) for indices in by_runtime.values() for i in indices]
+    return entries

@@ -3,6 +3,9 @@
 Latency, busy and framework overhead are the **mean over iterations** of :mod:`tracekit.analyzers.iterations`
 (after ``--skip``) and are *traced* latencies (measured with the profiler on; ``latency_source`` says so).
 SMs active and warp occupancy come from :mod:`tracekit.analyzers.utilization` with their source.
+Runtime, batch size, sequence length and precision come from :class:`tracekit.session.TraceConfig`: run.json /
+sidecar metadata, else inferred (:mod:`tracekit.analyzers.identify`); ``<key>_source`` says which and
+``evidence`` what in the trace or its name says so. ``row``: the row's number (1-based, in the table's order).
 """
 
 from __future__ import annotations
@@ -11,20 +14,37 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracekit.analyzers.paper import PAPER_CITATION, PAPER_SETUP, RUNTIME_ORDER, paper_rows, runtime_traits
+from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+from tracekit.analyzers.paper import (
+    PAPER_CITATION,
+    PAPER_SETUP,
+    RUNTIME_ORDER,
+    align_with_paper,
+    paper_rows,
+    runtime_traits,
+)
 
 if TYPE_CHECKING:
     from tracekit.runs import TraceInput
-    from tracekit.session import AnalysisOptions, AnalyzedTrace
+    from tracekit.session import AnalysisOptions, AnalyzedTrace, TraceConfig
 
 NCU_FORMATS = ("ncu-csv", "ncu-rep")
 
 #: JSON/CSV row keys, in order.
 ROW_KEYS = [
+    "row",
     "runtime",
+    "runtime_source",
+    "runtime_evidence",
+    "model",
     "batch_size",
+    "batch_size_source",
     "seq_len",
+    "seq_len_source",
+    "precision",
+    "precision_source",
     "device",
+    "gpu",
     "graph_compilation",
     "kernel_serialization",
     "iterations",
@@ -45,7 +65,13 @@ ROW_KEYS = [
     "synthetic",
     "trace",
     "ncu_trace",
+    "evidence",
 ]
+
+INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME)
+
+#: Keys whose value may be inferred; the row says each one's source (``<key>_source``).
+IDENTITY_KEYS = ("runtime", "batch_size", "seq_len", "precision")
 
 #: Means over iterations copied from the typed summary into the row.
 MEAN_FIELDS = ("latency_ms", "gpu_busy_ms", "framework_overhead_ms", "gpu_utilization")
@@ -59,25 +85,33 @@ class RowInput:
     ncu: Path | None = None
 
 
-def _base_row(item: RowInput, meta: dict[str, Any], device: str | None) -> tuple[dict[str, Any], list[str]]:
-    from tracekit.session import TraceConfig
-
-    config = TraceConfig.resolve(item.trace, meta, device)
+def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     compilation, serialization = runtime_traits(config.runtime)
     row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
     row.update(
         runtime=config.runtime,
+        model=config.model,
         batch_size=config.batch_size,
         seq_len=config.seq_len,
+        precision=config.precision,
         device=config.device,
+        gpu=meta.get("gpu") if config.device == "gpu" else None,
         graph_compilation=compilation,
         kernel_serialization=serialization,
         synthetic=config.synthetic,
         trace=str(item.trace.path),
         ncu_trace=str(item.ncu) if item.ncu else None,
+        runtime_evidence=config.evidence.get("runtime"),
+        evidence=dict(config.evidence),
     )
-    warnings = []
-    if config.runtime is not None and compilation is None:
+    row.update({f"{key}_source": config.sources.get(key) for key in IDENTITY_KEYS})
+    warnings = list(config.inference_warnings)
+    if config.runtime is None:
+        warnings.append(
+            "runtime unknown: no run.json or sidecar metadata, and neither the trace content nor the file name "
+            "says it"
+        )
+    elif compilation is None:
         warnings.append(
             f"unknown runtime {config.runtime!r}: graph compilation / kernel serialization not known"
         )
@@ -89,12 +123,13 @@ def table_row(item: RowInput, options: AnalysisOptions) -> tuple[dict[str, Any],
     from tracekit.analyzers.utilization import kernel_time_only
 
     from tracekit.readers import read_trace
-    from tracekit.session import analyze_trace
+    from tracekit.session import TraceConfig, analyze_trace
 
     trace = read_trace(item.trace.path)
     if trace.meta.get("format") in NCU_FORMATS:
         # Nsight Compute alone: no timeline, so no latency and no wall-time figure.
-        row, warnings = _base_row(item, trace.meta, trace.meta.get("device"))
+        config = TraceConfig.resolve(item.trace, trace.meta, trace.meta.get("device"), trace)
+        row, warnings = _base_row(item, config, trace.meta)
         result = kernel_time_only(trace)
         row.update({k: v for k, v in result.fields().items() if "kernel_time" in k})
         return row, warnings + result.warnings
@@ -108,22 +143,30 @@ def analyzed_row(
     """The row of an analyzed timeline trace (``ncu``: its Nsight Compute trace, if any)."""
     from tracekit.analyzers.utilization import utilization
 
-    row, warnings = _base_row(item, analyzed.trace.meta, analyzed.device)
+    row, warnings = _base_row(item, analyzed.config, analyzed.trace.meta)
     warnings += analyzed.warnings
     summary = analyzed.summary
     row["iterations"] = summary.iterations
     row.update({key: summary.mean(key) for key in MEAN_FIELDS})
     row["latency_source"] = "traced"
-    if row["runtime"] is None:
-        warnings.append("runtime unknown (no run.json or sidecar metadata)")
     result = utilization(analyzed, ncu)
     row.update(result.fields())
     return row, warnings + result.warnings
 
 
 def row_label(row: dict[str, Any]) -> str:
-    """``runtime b1 s128`` of a row (the file name when the runtime is unknown)."""
-    parts = [row["runtime"] or Path(row["trace"]).name]
+    """``runtime b1 s128`` of a row (``onnx (inferred) b16``; the run directory and file when the runtime is
+    unknown)."""
+    from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+
+    path = Path(row["trace"])
+    if row["runtime"] is None:
+        parts = [f"{path.parent.name}/{path.name}" if path.parent.name else path.name]
+    else:
+        tag = {FROM_CONTENT: " (inferred)", FROM_NAME: " (file name)"}.get(
+            row.get("runtime_source") or "", ""
+        )
+        parts = [row["runtime"] + tag]
     if row["batch_size"] is not None:
         parts.append(f"b{row['batch_size']}")
     if row["seq_len"] is not None:
@@ -159,9 +202,22 @@ def build_table(
             "*_kernel_time: Σ(kernel time × value) / Σ kernel time",
         ],
     }
+    for i, row in enumerate(rows, start=1):
+        row["row"] = i
     if any(r["synthetic"] for r in rows):
         doc["notes"].append("rows marked synthetic come from simulated traces, not measurements")
+    if any(r.get(f"{k}_source") in INFERRED_SOURCES for r in rows for k in IDENTITY_KEYS):
+        doc["notes"].append(
+            "runtime / batch size / sequence length / precision without run.json or sidecar metadata are "
+            "inferred from the trace content, else from hints in the file name (weaker); *_source says which "
+            "and 'evidence' what says so"
+        )
     if paper:
         published = [{**r, "device": "gpu", "latency_source": "published"} for r in paper_rows()]
-        doc["paper"] = {"citation": PAPER_CITATION, "setup": PAPER_SETUP, "rows": published}
+        doc["paper"] = {
+            "citation": PAPER_CITATION,
+            "setup": PAPER_SETUP,
+            "rows": published,
+            "aligned": align_with_paper(rows),
+        }
     return doc
