@@ -1,6 +1,7 @@
 """``tracekit table INPUT...``: the study's utilization table (its Table 3) across runtimes.
 
-One row per input configuration (runtime, batch size, sequence length): parse the arguments, analyze the
+One row per input configuration (runtime, batch size, sequence length; inferred from the trace when no run.json
+or sidecar says them, see :mod:`tracekit.analyzers.identify`): parse the arguments, analyze the
 inputs (:mod:`tracekit.session`), build the rows (:mod:`tracekit.analyzers.table`; what each value means is
 documented there and in :mod:`tracekit.analyzers.utilization`), render (:mod:`tracekit.renderers.table`).
 """
@@ -40,7 +41,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--paper",
         action="store_true",
-        help="also print the study's published Table 3 (BERT-Base bs1 seq128 fp16, RTX 8000) (default: off)",
+        help="put the study's published Table 3 (BERT-Base bs1 seq128 fp16, Quadro RTX 8000) beside the measured "
+        "rows, aligned by runtime, with measured / published latency where batch size and precision match "
+        "(default: off)",
+    )
+    parser.add_argument(
+        "--wide",
+        action="store_true",
+        help="terminal table with every column (trace, model, each source, kernel-time averages, utilization) "
+        "at its natural width instead of fitting the terminal (at least 120 columns) (default: off)",
     )
     add_iteration_options(parser, bound_threshold=False)
     parser.add_argument(
@@ -116,7 +125,7 @@ def _attach_ncu(rows: list[RowInput], files: list[Path]) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from tracekit.analyzers.table import build_table, table_row
-    from tracekit.renderers import render
+    from tracekit.renderers.table import render
     from tracekit.session import AnalysisOptions, for_each_input
 
     check_iteration_options(args)
@@ -126,5 +135,5 @@ def run(args: argparse.Namespace) -> int:
         raise TracekitError("no successful configurations with a trace in the inputs")
     options = AnalysisOptions.from_args(args)
     rows, left_out = for_each_input(items, lambda item: table_row(item, options))
-    emit(args, render("table", build_table(rows, left_out, args.paper), args.format))
+    emit(args, render(build_table(rows, left_out, args.paper), args.format, wide=args.wide))
     return 0
