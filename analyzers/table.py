@@ -105,7 +105,7 @@ def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tupl
         evidence=dict(config.evidence),
     )
     row.update({f"{key}_source": config.sources.get(key) for key in IDENTITY_KEYS})
-    warnings = list(config.inference_warnings)
+    warnings: list[str] = []
     if config.runtime is None:
         warnings.append(
             "runtime unknown: no run.json or sidecar metadata, and neither the trace content nor the file name "
@@ -130,6 +130,7 @@ def table_row(item: RowInput, options: AnalysisOptions) -> tuple[dict[str, Any],
         # Nsight Compute alone: no timeline, so no latency and no wall-time figure.
         config = TraceConfig.resolve(item.trace, trace.meta, trace.meta.get("device"), trace)
         row, warnings = _base_row(item, config, trace.meta)
+        warnings += config.inference_warnings
         result = kernel_time_only(trace)
         row.update({k: v for k, v in result.fields().items() if "kernel_time" in k})
         return row, warnings + result.warnings
@@ -143,8 +144,11 @@ def analyzed_row(
     """The row of an analyzed timeline trace (``ncu``: its Nsight Compute trace, if any)."""
     from tracekit.analyzers.utilization import utilization
 
+    from tracekit.session import INFERRED_NOTE
+
     row, warnings = _base_row(item, analyzed.config, analyzed.trace.meta)
-    warnings += analyzed.warnings
+    # The inferred values are in the row (and the table's legend), not repeated as a warning.
+    warnings += [w for w in analyzed.warnings if not w.startswith(INFERRED_NOTE)]
     summary = analyzed.summary
     row["iterations"] = summary.iterations
     row.update({key: summary.mean(key) for key in MEAN_FIELDS})

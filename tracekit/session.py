@@ -274,7 +274,24 @@ def analyze_trace(
     args = (options.range_name, options.skip, options.bound_threshold, options.split_idle_ms)
     analysis = analyze_iterations(trace, *args)
     analysis.per_device = per_device_rows(trace, *args)
-    return AnalyzedTrace(trace, TraceConfig.resolve(item, trace.meta, analysis.device, trace), analysis)
+    config = TraceConfig.resolve(item, trace.meta, analysis.device, trace)
+    analysis.warnings += [*inference_notes(config), *config.inference_warnings]
+    return AnalyzedTrace(trace, config, analysis)
+
+
+#: Start of the note that says which configuration values were inferred (the table shows them in its legend).
+INFERRED_NOTE = "not stated by run.json or sidecar metadata, inferred: "
+
+
+def inference_notes(config: TraceConfig) -> list[str]:
+    """One line naming the inferred values, their source and evidence (none when nothing was inferred): so
+    that ``report``, ``compare`` and ``analyze`` say it where they list a trace's warnings."""
+    said = [
+        f"{key.replace('_', ' ')} {getattr(config, key)} {config.sources[key]} ({config.evidence[key]})"
+        for key in INFERABLE
+        if config.inferred(key) and key in config.evidence
+    ]
+    return [INFERRED_NOTE + "; ".join(said)] if said else []
 
 
 def for_each_input(items: Sequence[X], step: Callable[[X], T]) -> tuple[list[T], list[str]]:
