@@ -40,9 +40,9 @@ CPU-operator evidence on GPU traces comes from two reader-filled ``meta`` keys (
 ``meta["thread_names"]`` (optional)
     distinct thread names of the process.
 
-Batch size (:func:`batch_from_content`): the first dim of the first rank >= 2 tensor input of the first
-model operator (factory operators such as ``aten::zeros`` are passed over; for ``aten::embedding`` the
-indices, not the weight). Sequence length: the second dim when that tensor is an integer ``[batch, seq]``
+Batch size (:func:`batch_from_content`): the first dim of the model input of the first model operator: its
+first integer rank-2 tensor (token ids; for ``aten::embedding`` / ORT ``Gather`` the indices, not the table),
+else its first tensor of rank >= 2 (factory operators such as ``aten::zeros`` are passed over). Sequence length: the second dim when that tensor is an integer ``[batch, seq]``
 tensor (token ids). Precision (:func:`precision_from_content`): the first floating-point input type
 (``c10::Half``/``float16`` -> fp16, ``c10::BFloat16``/``bfloat16`` -> bf16, ``float`` -> fp32, ``double`` ->
 fp64), else the floating type of the kernels that carry one in their names, weighted by kernel time
@@ -292,18 +292,19 @@ def _first_ops(trace: Trace) -> list[dict[str, Any]]:
 
 
 def _model_input(op: dict[str, Any]) -> tuple[list[int], str] | None:
-    """(dims, type) of the operator's first rank >= 2 tensor input (embedding: its indices), or None."""
-    name = str(op.get("name") or "")
-    if FACTORY_OPS.match(name):
+    """(dims, type) of the operator's model input, or None: its first integer tensor of rank 2 (token ids:
+    ``aten::embedding``'s or ORT ``Gather``'s indices, not the embedding table), else its first tensor of
+    rank >= 2. Factory operators (``aten::zeros``...) have none."""
+    if FACTORY_OPS.match(str(op.get("name") or "")):
         return None
-    dims, types = op["dims"], list(op.get("types") or [])
-    inputs = list(zip(dims, types + [""] * (len(dims) - len(types)), strict=False))
-    if name.startswith("aten::embedding") and len(inputs) > 1:
-        inputs = inputs[1:]  # embedding(weight, indices): the weight's first dim is the vocabulary
-    for d, t in inputs:
-        if isinstance(d, list) and len(d) >= 2 and all(isinstance(x, int) for x in d):
-            return d, str(t)
-    return None
+    dims, types = op["dims"], [str(t) for t in op.get("types") or []]
+    inputs = [
+        (d, types[i] if i < len(types) else "")
+        for i, d in enumerate(dims)
+        if isinstance(d, list) and len(d) >= 2 and all(isinstance(x, int) for x in d)
+    ]
+    tokens = [(d, t) for d, t in inputs if len(d) == 2 and t.lower() in _INTEGER_TYPES]
+    return (tokens or inputs or [None])[0]
 
 
 def batch_from_content(trace: Trace) -> tuple[Inferred | None, Inferred | None]:

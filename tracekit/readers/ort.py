@@ -29,7 +29,8 @@ What lands where:
     instead, so that host time is not counted as device busy time.
 
 ``meta``: ``format`` "ort", ``format_version`` (the ORT version when some event's args carry one), ``device``,
-``providers`` (execution providers seen on Node events), ``synthetic`` ("synthetic" in the file name, or a
+``providers`` (execution providers seen on Node events), ``first_op_inputs`` (the first 8 nodes with an input
+of rank >= 2: name, input dims, element types, from ``args.input_type_shape``), ``synthetic`` ("synthetic" in the file name, or a
 top-level ``"tracekit_synthetic": true`` object), ``warnings``.
 """
 
@@ -112,6 +113,38 @@ def _version(events: list[dict[str, Any]]) -> str | None:
         if e.get("cat") == "Node":  # session metadata, when written, precedes the first node
             break
     return None
+
+
+#: How many operators :func:`_first_op_inputs` keeps.
+FIRST_OPS = 8
+
+
+def _first_op_inputs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The first Node events (in file order, which is start order) with an input of rank >= 2: op name, input
+    dims and element types from ``args.input_type_shape`` (``[{"int64": [1, 128]}, ...]``); the contract of
+    ``meta["first_op_inputs"]`` read by :mod:`tracekit.analyzers.identify` (batch size, precision)."""
+    out: list[dict[str, Any]] = []
+    for e in events:  # stops after FIRST_OPS operators: the first model run's first nodes
+        args = e.get("args")
+        if e.get("cat") != "Node" or not isinstance(args, dict):
+            continue
+        shapes = args.get("input_type_shape")
+        if not isinstance(shapes, list):
+            continue
+        pairs = [next(iter(x.items())) for x in shapes if isinstance(x, dict) and len(x) == 1]
+        if not any(isinstance(d, list) and len(d) >= 2 for _, d in pairs):
+            continue
+        name = str(e.get("name") or "").removesuffix(KERNEL_SUFFIX)
+        out.append(
+            {
+                "name": f"{args['op_name']}:{name}" if args.get("op_name") else name,
+                "dims": [d if isinstance(d, list) else [] for _, d in pairs],
+                "types": [str(t) for t, _ in pairs],
+            }
+        )
+        if len(out) == FIRST_OPS:
+            break
+    return out
 
 
 def _stream(col: pl.Expr) -> pl.Expr:
@@ -199,6 +232,9 @@ def read(path: Path) -> Trace:
         meta["format_version"] = version
     meta["device"] = device
     meta["providers"] = providers
+    first_ops = _first_op_inputs(events)
+    if first_ops:
+        meta["first_op_inputs"] = first_ops
     meta["synthetic"] = (
         header.get("tracekit_synthetic") in (True, "true", "1", 1) or "synthetic" in path.name.lower()
     )
