@@ -373,8 +373,8 @@ def precision_from_content(trace: Trace) -> Inferred | None:
     return None
 
 
-_BATCH_HINT = re.compile(r"(?:^|[^a-z0-9])(?:batch|bs|b)[-_]?(\d+)(?=$|[^0-9])")
-_SEQ_HINT = re.compile(r"(?:^|[^a-z0-9])(?:seq_len|seqlen|seq|sl|s)[-_]?(\d+)(?=$|[^0-9])")
+_BATCH_HINT = re.compile(r"(?:^|[^a-z0-9])(?:batch|bs|b)[-_]?(\d+)(?=$|[^a-z0-9])")
+_SEQ_HINT = re.compile(r"(?:^|[^a-z0-9])(?:seq_len|seqlen|seq|sl|s)[-_]?(\d+)(?=$|[^a-z0-9])")
 _PRECISION_HINTS: tuple[tuple[str, str], ...] = (
     (r"bfloat16|bf16", "bf16"),
     (r"float16|fp16|(^|[^a-z])half([^a-z]|$)", "fp16"),
