@@ -5,6 +5,7 @@ All traces here are hand-built and synthetic; expected numbers are worked out by
 
 from __future__ import annotations
 
+import io
 import json
 import math
 from pathlib import Path
@@ -330,7 +331,7 @@ def test_table_csv_and_json_paper(tmp_path, capsys):
     trace = write_nsys(tmp_path / "t.sqlite", metrics=True)
     assert main(["table", str(trace), "--format", "csv", "--paper"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[0].startswith("table,runtime,batch_size")
+    assert lines[0].startswith("table,row,runtime,runtime_source,runtime_evidence,model,batch_size")
     assert len(lines) == 1 + 1 + len(PAPER_TABLE3)
     assert main(["table", str(trace), "--format", "json", "--paper"]) == 0
     doc = json.loads(capsys.readouterr().out)
@@ -393,3 +394,162 @@ def test_table_leaves_out_an_input_it_cannot_analyze(tmp_path, capsys):
     # Alone, the bad input is the error it always was.
     assert main(["table", str(bad)]) == 2
     assert "bad.json" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------- identified rows, 120 columns, --paper
+
+STUDY_KINETO = [
+    "gpu_util_log_onnx-batch16_HERRON_3494129.1666196962094.pt.trace.json",
+    "gpu_util_log_onnx-batch1_HERRON_3518956.1666209271797.pt.trace.json",
+    "gpu_util_log_pytorch-batch16-torch.float16_HERRON_3494129.1666196964215.pt.trace.json",
+    "gpu_util_log_torchscript-batch16-torch.float16_HERRON_3494129.1666196965133.pt.trace.json",
+]
+
+
+def study_traces() -> list[str]:
+    paths = [real_trace("paper", "kineto", name) for name in STUDY_KINETO]
+    return [
+        *map(str, paths),
+        str(real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite")),
+    ]
+
+
+def table_lines(text: str) -> list[str]:
+    """The table's own lines (box drawing), without the legend under it."""
+    return [line for line in text.splitlines() if line[:1] in "┌│├└┏┃┡"]
+
+
+def assert_fits(text: str, width: int = 120) -> None:
+    lines = table_lines(text)
+    assert lines and max(len(line) for line in lines) <= width
+    assert "…" not in text
+
+
+def synthetic_doc(paper: bool) -> dict:
+    """A table document of two hand-built rows: an inferred runtime and an unknown one (long file name)."""
+    from tracekit.analyzers.table import ROW_KEYS, build_table
+
+    base = dict.fromkeys(ROW_KEYS)
+    one = {
+        **base,
+        "runtime": "onnx-cuda-graphs",
+        "runtime_source": "inferred from trace content",
+        "batch_size": 1,
+        "batch_size_source": "from file name",
+        "precision": "fp16",
+        "precision_source": "inferred from trace content",
+        "seq_len": 128,
+        "device": "gpu",
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "graph_compilation": "ahead-of-time",
+        "kernel_serialization": "yes",
+        "latency_ms": 2.0,
+        "gpu_busy_ms": 1.5,
+        "framework_overhead_ms": 0.5,
+        "sms_active": 50.0,
+        "sms_active_source": "nsys metrics",
+        "warp_occupancy": 10.0,
+        "warp_occupancy_source": "nsys metrics",
+        "synthetic": True,
+        "trace": "runs/a/onnx-cuda-graphs_b1.synthetic.sqlite",
+        "evidence": {"runtime": "1 onnxruntime:: kernel name(s); 10 cudaGraphLaunch calls"},
+    }
+    two = {
+        **base,
+        "device": "gpu",
+        "latency_ms": 3.0,
+        "synthetic": True,
+        "trace": "some_long_run_directory_name/a_trace_file_with_a_very_long_name_indeed_1234567890.pt.trace.json",
+    }
+    return build_table([(one, []), (two, ["runtime unknown"])], [], paper)
+
+
+@pytest.mark.parametrize("paper", [False, True])
+def test_terminal_table_fits_120_columns_without_cutting_a_header(paper):
+    from rich.console import Console
+
+    from tracekit.renderers.table import render_text, rich_table
+
+    doc = synthetic_doc(paper)
+    text = render_text(doc, 120)
+    assert_fits(text)
+    # The same table printed by a rich Console of 120 columns: no line longer, no header cut.
+    console = Console(width=120, record=True, file=io.StringIO())
+    console.print(rich_table(doc, paper=paper, width=120))
+    assert_fits(console.export_text())
+    body = [line.split("│") for line in table_lines(text) if line.startswith("│")]
+    at = next(i for i, cells in enumerate(body) if cells[1].strip() == "1")
+    first = [cells[2:4] for cells in body[at : at + 2]]  # row 1 and its continuation line
+    runtime, config = (" ".join(cell[i].strip() for cell in first) for i in (0, 1))
+    assert runtime == "onnx-cuda-graphs (inferred)"
+    assert config == "H100 80GB fp16* bs1† s128"  # device, precision (content), batch (file name), seq
+    # The unknown row names its run directory and file (folded over lines rather than cut).
+    folded = "".join(line.split("│")[2].strip() for line in table_lines(text) if line.count("│") > 3)
+    assert (
+        "some_long_run_directory_name/a_trace_file_with_a_very_long_name_indeed_1234567890.pt.trace.json"
+        in folded
+    )
+    assert "nsys metrics (rows 1)" in text or paper
+
+
+def test_wide_shows_every_column():
+    from tracekit.renderers.table import render_text
+
+    text = render_text(synthetic_doc(False), 120, wide=True)
+    for header in ("trace", "GPU", "precision", "iterations", "SMs active % (kernel time)", "synthetic"):
+        assert header in text
+    assert "nsys metrics" in table_lines(text)[3]  # the source column, in the first row
+    assert max(len(line) for line in table_lines(text)) > 120  # its natural width, not the terminal's
+
+
+def test_align_with_paper_exact():
+    from tracekit.analyzers.paper import align_with_paper
+
+    rows = [
+        {"runtime": "cuda-graphs", "batch_size": 1, "precision": "fp16", "latency_ms": 2.82 * 1.5},
+        {"runtime": "onnx", "batch_size": 16, "precision": "fp32", "latency_ms": 5.0},
+        {"runtime": "onnx", "batch_size": 1, "precision": None, "latency_ms": 5.0},
+        {"runtime": "compile", "batch_size": 1, "precision": "fp16", "latency_ms": 1.0},
+    ]
+    entries = align_with_paper(rows)
+    by = [(e["runtime"], e["measured"]) for e in entries]
+    assert by == [
+        ("pytorch", None),
+        ("torchscript", None),
+        ("cuda-graphs", 0),
+        ("onnx", 1),
+        ("onnx", 2),
+        ("onnx-cuda-graphs", None),
+        ("compile", 3),
+    ]
+    assert entries[2]["latency_ratio"] == pytest.approx(1.5) and entries[2]["mismatch"] == []
+    assert entries[3]["mismatch"] == ["bs16 (published bs1)", "fp32 (published fp16)"]
+    assert entries[3]["latency_ratio"] is None
+    assert entries[4]["mismatch"] == ["precision unknown"]
+    assert entries[6]["published"] is None
+
+
+def test_study_traces_identified_with_the_paper_beside_them(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    assert main(["table", *study_traces(), "--paper"]) == 0
+    out = capsys.readouterr().out
+    assert_fits(out)
+    rows = {line.split("│")[1].strip(): line for line in table_lines(out) if line.startswith("│")}
+    assert "pytorch (inferred)" in rows["1"] and "fp16* bs16†" in rows["1"]
+    assert "torchscript (file name)" in rows["2"] and "fp16* bs16†" in rows["2"]
+    assert "cuda-graphs (inferred)" in rows["3"] and "fp16* bs1†" in rows["3"]
+    assert "onnx (file name)" in rows["4"] and "bs1†" in rows["4"] and "≠ fp32" in rows["4"]
+    assert "onnx (file name)" in rows["5"] and "≠ bs16 fp32" in rows["5"]
+    # 3.016 ms traced against the published 2.82 ms: the one row whose batch and precision match.
+    assert "1.07×" in rows["3"]
+    published = [line for line in table_lines(out) if line.startswith("│ pub")]
+    assert len(published) == 5 and "PyTorch + CUDA Graphs" in published[2] and "2.820" in published[2]
+    assert "runtime unknown" not in out
+    doc = json.loads(main(["table", *study_traces(), "--format", "json"]) == 0 and capsys.readouterr().out)
+    assert [(r["runtime"], r["batch_size"], r["precision"]) for r in doc["rows"]] == [
+        ("pytorch", 16, "fp16"),
+        ("torchscript", 16, "fp16"),
+        ("cuda-graphs", 1, "fp16"),
+        ("onnx", 1, "fp32"),
+        ("onnx", 16, "fp32"),
+    ]

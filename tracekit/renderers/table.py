@@ -255,8 +255,9 @@ def column_widths(columns: Sequence[Column], cells: list[list[str]], width: int 
     (runtime, config, trace) gives up one character at a time, down to :data:`SHRINK_FLOOR`."""
     widths = []
     for i, (_, header, _, _) in enumerate(columns):
-        longest_word = max(len(w) for w in header.split())
-        widths.append(max([longest_word, *(len(row[i]) for row in cells)]))
+        # At the natural width (None) headers stay on one line; otherwise they may wrap between words.
+        head = len(header) if width is None else max(len(w) for w in header.split())
+        widths.append(max([head, *(len(row[i]) for row in cells)]))
     if width is None:
         return widths
     floors = [
@@ -294,7 +295,8 @@ def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list
                 continue
             evidence = (r.get("evidence") or {}).get(key, "").replace(f" in {path.name}", "")
             said.append(f"{key.replace('_', ' ')} {r[key]} {source}" + (f" ({evidence})" if evidence else ""))
-        lines.append(f"  {r['row']}  {where}" + (": " + "; ".join(said) if said else ""))
+        synthetic = " (synthetic)" if r.get("synthetic") else ""
+        lines.append(f"  {r['row']}  {where}{synthetic}" + (": " + "; ".join(said) if said else ""))
     if not wide:
         by_source: dict[str, dict[str, list[int]]] = {}
         for r in rows:
