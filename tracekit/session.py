@@ -269,11 +269,14 @@ def analyze_trace(
     options = options or AnalysisOptions()
     if item is None:
         item = TraceInput(path=Path(trace.meta.get("path") or "trace"))
+    from tracekit import progress
     from tracekit.analyzers.iterations import per_device_rows
 
     args = (options.range_name, options.skip, options.bound_threshold, options.split_idle_ms)
-    analysis = analyze_iterations(trace, *args)
-    analysis.per_device = per_device_rows(trace, *args)
+    name = Path(trace.meta.get("path") or "trace").name
+    with progress.task(f"analyzing {name}"):
+        analysis = analyze_iterations(trace, *args)
+        analysis.per_device = per_device_rows(trace, *args)
     config = TraceConfig.resolve(item, trace.meta, analysis.device, trace)
     analysis.warnings += [*inference_notes(config), *config.inference_warnings]
     return AnalyzedTrace(trace, config, analysis)
