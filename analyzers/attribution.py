@@ -87,10 +87,12 @@ CAUSE_MS: tuple[str, ...] = tuple(f"{c}_ms" for c in CAUSES)
 class Attribution:
     """The result of :func:`attribute_idle`.
 
-    ``gaps``: the input gaps with ``pid``, ``thread`` (the host thread whose state decided), ``next_call_end``
-    (null: no launching call) and one ``*_ns`` column per cause (only when asked for: None otherwise). ``iterations``: per iteration ``index``,
-    ``idle_ns`` and the causes in ns and ms. ``pieces``: consecutive pieces (see :func:`idle_pieces`), only
-    when asked for. ``top_operators``: dispatch time by top-level CPU operator (only with ``cpu_ops``).
+    ``iterations``: per iteration ``index``, ``idle_ns`` and the causes in ns and ms. ``summary``: see
+    :func:`summarize_attribution`. Only when asked for (None otherwise, as they hold a row per gap or more):
+    ``gaps``, the input gaps with ``pid``, ``thread`` (the host thread whose state decided),
+    ``next_call_end`` (null: no launching call) and one ``*_ns`` column per cause; ``pieces``, the
+    consecutive pieces (:func:`idle_pieces`); ``top_operators``, dispatch time by top-level CPU operator
+    (with ``cpu_ops``). ``warnings``: what the user should know (gaps whose next op has no launching call).
     """
 
     gaps: pl.DataFrame | None
