@@ -224,7 +224,7 @@ def api_intervals(api: pl.DataFrame) -> Intervals:
         _np(api.get_column("end")),
         _np(api.get_column("pid")),
         _np(api.get_column("thread")),
-        _call_causes(api),
+        _call_causes(api).astype(np.int8),  # one byte a call
     )
 
 
@@ -232,7 +232,13 @@ def intervals_frame(intervals: Intervals, label: str) -> pl.DataFrame:
     """:data:`Intervals` as a frame: ``pid``, ``thread``, ``start``, ``end``, ``label``, by (pid, thread, start)."""
     parts = [
         pl.DataFrame(
-            {"pid": np.full(len(s), p), "thread": np.full(len(s), t), "start": s, "end": e, label: lab}
+            {
+                "pid": np.full(len(s), p),
+                "thread": np.full(len(s), t),
+                "start": s,
+                "end": e,
+                label: lab.astype(np.int64),
+            }
         )
         for (p, t), (s, e, lab) in sorted(intervals.items())
     ]
@@ -506,7 +512,7 @@ class _Prepared:
     def of(cls, intervals: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _Prepared:
         starts, ends, codes = intervals
         lengths = np.concatenate([[0], ends - starts])
-        codes = np.concatenate([[0], codes])
+        codes = np.concatenate([np.zeros(1, dtype=codes.dtype), codes])
         cums = {}
         for code in (_LAUNCH, _SYNC, _OTHER):
             mine = codes == code
