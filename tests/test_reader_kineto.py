@@ -753,3 +753,132 @@ def test_simulated_kineto_and_sqlite_give_identical_per_iteration_json(tmp_path:
     kineto, sqlite = outputs
     assert len(kineto["iterations"]) == 4
     assert kineto == sqlite
+
+
+# ------------------------------------------------------------- CPU-operator evidence (meta, issue 15)
+
+
+def _ev(cat: str, name: str, ts: Any, dur: Any, pid: Any = 1, tid: Any = 1, **args: Any) -> dict[str, Any]:
+    event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if args:
+        event["args"] = {k.replace("_", " "): v for k, v in args.items()}
+    return event
+
+
+def _kineto_file(tmp_path: Path, events: list[dict[str, Any]], name: str = "hand_built.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_cpu_op_summary_launches_outside_ops_exact(tmp_path: Path) -> None:
+    events = [
+        _ev("cpu_op", "ProfilerStep#1", 0, 100),  # a marker, not an operator: encloses nothing
+        _ev("cpu_op", "aten::linear", 0, 10),
+        _ev("cpu_op", "aten::addmm", 1, 8),
+        _ev("cpu_op", "<forward op>", 20, 10, tid=2),
+        _ev("cuda_runtime", "cudaLaunchKernel", 2, 1, correlation=1),  # inside aten::linear/addmm
+        _ev("cuda_runtime", "cudaLaunchKernel", 9, 2, correlation=2),  # ends after aten::linear: outside
+        _ev("cuda_driver", "cuLaunchKernel", 21, 1, correlation=3),  # the operator there is on tid 2
+        # the operator's exact bounds count as inside; pid/tid written as text match the integers
+        _ev("cuda_runtime", "cudaLaunchKernel_v7000", 20, 10, pid="1", tid="2", correlation=4),
+        _ev("cuda_runtime", "cudaMemcpyAsync", 40, 1, correlation=5),  # not a launch
+        _ev("Operator", "prim::If", 50, 1, tid=3),  # 2021 spelling of the category
+        _ev("python_function", "forward", 0, 100),  # not an operator
+        _kernel("k", 3, 1, correlation=1),
+    ]
+    summary = read(_kineto_file(tmp_path, events)).meta["cpu_op_summary"]
+    assert summary == {
+        "count": 4,
+        "names": {"<forward op>": 1, "aten::addmm": 1, "aten::linear": 1, "prim::If": 1},
+        "namespaces": {"aten": 2, "": 1, "prim": 1},
+        "launches": 4,
+        "launches_outside_ops": 0.5,
+    }
+
+
+def test_cpu_op_summary_keeps_50_names_and_50_non_aten_names(tmp_path: Path) -> None:
+    counts = {f"aten::op{i:02}": 70 - i for i in range(60)}  # 70 .. 11 events each
+    counts |= {"prim::If": 2, "fallback_function": 1} | {f"custom{i:02}": 1 for i in range(60)}
+    events = [_ev("cpu_op", name, t, 0.5) for name, n in counts.items() for t in range(n)]
+    summary = read(_kineto_file(tmp_path, events)).meta["cpu_op_summary"]
+    expected = {f"aten::op{i:02}": 70 - i for i in range(50)}  # aten::op50..59 are not among the top 50
+    # then non-aten names by count, ties by name: "fallback_function" sorts after custom00..custom59
+    expected |= {"prim::If": 2} | {f"custom{i:02}": 1 for i in range(49)}
+    assert summary["names"] == expected and list(summary["names"]) == list(expected)
+    assert summary["count"] == sum(counts.values()) == 2493
+    assert summary["namespaces"] == {"aten": 2430, "": 61, "prim": 2}
+    assert summary["launches"] == 0 and summary["launches_outside_ops"] is None
+
+
+@pytest.mark.parametrize("chunk_bytes", [150, 1 << 20])
+def test_first_op_inputs_earliest_model_op(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
+) -> None:
+    import tracekit.readers.kineto_decode as kd
+
+    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    dims, types = [[8, 16], [32, 16], [32]], ["float", "float", "float"]
+    events = [
+        _ev("cpu_op", "aten::linear", 7, 1, Input_Dims=dims, Input_type=types),
+        _ev("cpu_op", "aten::matmul", 7, 1, Input_Dims=[[9, 9]], Input_type=["float"]),  # same start, later
+        _ev("cpu_op", "aten::zeros", 1, 1, Input_Dims=[[4, 4]], Input_type=["float"]),  # a factory op
+        _ev("cpu_op", "aten::copy_", 1, 1, Input_Dims=[[4, 4], [4, 4]], Input_type=["float", "float"]),
+        _ev(
+            "cpu_op", "aten::add", 2, 1, Input_Dims=[[], [4]], Input_type=["Scalar", "float"]
+        ),  # rank 0 first
+        _ev("cpu_op", "aten::conv2d", 3, 1, Input_type=["c10::Half"]),  # no Input Dims
+        _ev("cpu_op", "ProfilerStep#3", 0, 9, Input_Dims=[[1]]),  # a marker, not an operator
+        _ev("cuda_runtime", "aten::mm", 0, 1, Input_Dims=[[2, 2]]),  # not a CPU operator
+        _ev("cpu_op", "aten::relu", 8, 1, Input_Dims=[[8, 32]]),  # later; no Input type
+    ]
+    meta = read(_kineto_file(tmp_path, events)).meta
+    assert meta["first_op_inputs"] == {"name": "aten::linear", "dims": dims, "types": types}
+    # the earliest qualifying operator wins wherever it is in the file (here in the last chunk)
+    events.append(_ev("cpu_op", "aten::layer_norm", 6.5, 1, Input_Dims=[[1, 128, 768], [768]]))
+    meta = read(_kineto_file(tmp_path, events)).meta
+    assert meta["first_op_inputs"] == {
+        "name": "aten::layer_norm",
+        "dims": [[1, 128, 768], [768]],
+        "types": [],
+    }
+    # no model operator: the key is absent
+    meta = read(_kineto_file(tmp_path, events[2:4])).meta
+    assert "first_op_inputs" not in meta
+    assert meta["cpu_op_summary"]["count"] == 2
+
+
+PAPER_CPU_OPS = {
+    "gpu_util_log_onnx-batch16_HERRON_3494129.1666196962094.pt.trace.json": (4, 130, 1.0),
+    "gpu_util_log_onnx-batch1_HERRON_3518956.1666209271797.pt.trace.json": (4, 73, 1.0),
+    "gpu_util_log_pytorch-batch16-torch.float16_HERRON_3494129.1666196964215.pt.trace.json": (1031, 391, 0.0),
+    "gpu_util_log_torchscript-batch16-torch.float16_HERRON_3494129.1666196965133.pt.trace.json": (
+        1525,
+        391,
+        0.0,
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(PAPER_CPU_OPS))
+def test_real_paper_kineto_cpu_op_evidence(name: str) -> None:
+    count, launches, outside = PAPER_CPU_OPS[name]
+    meta = _real("paper", "kineto", name).meta
+    summary = meta["cpu_op_summary"]
+    assert (summary["count"], summary["launches"], summary["launches_outside_ops"]) == (
+        count,
+        launches,
+        outside,
+    )
+    first = meta.get("first_op_inputs")
+    if "onnx" in name:  # ORT ran the model: the only ATen operators are the profiler's own allocations
+        assert first is None and set(summary["namespaces"]) == {"aten"}
+    elif "pytorch" in name:
+        assert first["name"] == "aten::conv2d"
+        assert (
+            first["dims"][:2] == [[16, 3, 224, 224], [64, 3, 7, 7]]
+            and first["types"][:2] == ["c10::Half"] * 2
+        )
+    else:
+        assert {"<forward op>", "fallback_function"} <= set(summary["names"])
+        assert first["name"] == "aten::_convolution" and first["dims"][0] == [16, 3, 224, 224]

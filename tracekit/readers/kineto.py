@@ -90,6 +90,7 @@ from tracekit.model import (
 )
 from tracekit.readers.kineto_decode import (
     ARG_FIELDS,
+    INPUT_FIELDS,
     Progress,
     columns,
     event_chunks,
@@ -97,6 +98,7 @@ from tracekit.readers.kineto_decode import (
     read_json_bytes,
     split_document,
 )
+from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
 from tracekit.readers.nesting import nesting_depth
 
 GZIP_MAGIC = b"\x1f\x8b"
@@ -415,9 +417,10 @@ def _meta(
     return meta
 
 
-def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int]:
-    """(rows the analysis uses, the chunk's category names, complete events without a readable ts) of one
-    decoded chunk of events.
+def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataFrame]:
+    """(rows the analysis uses, the chunk's category names, complete events without a readable ts, the
+    chunk's ``first_op_inputs`` candidate: :func:`tracekit.readers.kineto_summary.first_op_candidate`) of
+    one decoded chunk of events.
 
     Rows kept: complete events of the categories read (ops, api, ranges, CPU operators) with a readable
     ts; the other events (python_function, cuda_sync, memory instants, flows, ...) are dropped here, and
@@ -439,7 +442,34 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int]:
     )
     dur_ns = us_to_ns_series(rows.get_column("dur")).fill_null(0).alias("dur_ns")
     rows = rows.with_columns(dur_ns, ph=pl.lit("X")).drop("dur")
-    return rows, categories, bad_ts
+    return rows, categories, bad_ts, _first_op(rows, kept, fast)
+
+
+def _first_op(rows: pl.DataFrame, kept: list[Any], fast: bool) -> pl.DataFrame:
+    """The ``first_op_inputs`` candidate of one chunk (``rows`` built from the events ``kept``): the
+    ``Input Dims``/``Input type`` texts are read for its CPU operators only and not kept in the rows."""
+    is_cpu = rows.select(_is_cpu_op()).to_series()
+    cpu_events = list(compress(kept, is_cpu.to_list()))
+    inputs = columns(cpu_events, tuple(INPUT_FIELDS), fast)
+    cpu = pl.concat([rows.filter(is_cpu).select("start", "name"), inputs], how="horizontal")
+    return first_op_candidate(cpu)
+
+
+def _is_cpu_op() -> pl.Expr:
+    """CPU operator rows (``cpu_op``/``Operator`` events), ``ProfilerStep#N`` markers excluded."""
+    return pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~pl.col("name").str.contains(
+        PROFILER_STEP
+    ).fill_null(False)
+
+
+def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
+    """``meta["cpu_op_summary"]`` (:func:`tracekit.readers.kineto_summary.cpu_op_summary`) of the rows."""
+    span = ("pid", "tid", "start", pl.col("start") + pl.col("dur_ns"))
+    cpu = x_events.filter(_is_cpu_op()).select("name", *span[:3], end=span[3])
+    calls = x_events.filter(pl.col("cat_l").is_in(list(API_CATEGORIES))).select(
+        pl.col("name").str.replace(API_SUFFIX, ""), *span[:3], end=span[3]
+    )
+    return cpu_op_summary(cpu, calls)
 
 
 def _flows(events: Any) -> pl.DataFrame:
@@ -471,8 +501,9 @@ _READ_CATEGORIES: tuple[str, ...] = (
 
 def read_events(
     path: Path, progress: Progress | None = None
-) -> tuple[pl.DataFrame, dict[str, Any], set[str], int]:
-    """(kept event rows, header, category names, complete events without a readable ts) of a Kineto file.
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any], set[str], int, dict[str, Any] | None]:
+    """(kept event rows, flow events, header, category names, complete events without a readable ts,
+    ``meta["first_op_inputs"]``) of a Kineto file.
 
     The file is decoded chunk by chunk (:mod:`tracekit.readers.kineto_decode`); each chunk is reduced to
     the rows the frames need (:func:`_chunk_rows`) before the next is decoded."""
@@ -481,11 +512,13 @@ def read_events(
     parts: list[pl.DataFrame] = []
     categories: set[str] = set()
     bad_ts = 0
+    first_ops: list[pl.DataFrame] = []
     with gc_paused():  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
         for chunk in event_chunks(events, progress):
-            rows, cats, bad = _chunk_rows(chunk)
+            rows, cats, bad, first = _chunk_rows(chunk)
             del chunk
             parts.append(rows)
+            first_ops.append(first)
             categories |= cats
             bad_ts += bad
         frame = pl.concat(parts, rechunk=True)
@@ -496,7 +529,8 @@ def read_events(
         ).height
         flows = _flows(events) if missing else _flows_frame()
     del events, data  # the JSON text is no longer needed: free it before the frame work
-    return frame, flows, header, categories, bad_ts
+    first_op = first_op_inputs(pl.concat(first_ops)) if first_ops else None
+    return frame, flows, header, categories, bad_ts, first_op
 
 
 def read(path: Path, progress: Progress | None = None) -> Trace:
@@ -507,7 +541,7 @@ def read(path: Path, progress: Progress | None = None) -> Trace:
     :data:`tracekit.readers.kineto_decode.CHUNK_BYTES` bytes) and "frames" (1.0 when the frames are built).
     """
     path = Path(path)
-    x_events, flows, header, categories, bad_ts = read_events(path, progress)
+    x_events, flows, header, categories, bad_ts, first_op = read_events(path, progress)
     warnings: list[str] = []
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
@@ -531,6 +565,9 @@ def read(path: Path, progress: Progress | None = None) -> Trace:
         kernel_metrics = None
     ranges = _ranges(x_events, main_pid)
     meta = _meta(path, header, categories, ops, device)
+    meta["cpu_op_summary"] = _summary(x_events)
+    if first_op is not None:
+        meta["first_op_inputs"] = first_op
     meta["warnings"] = warnings
     trace = Trace(
         ops=conform(ops, OPS_SCHEMA),

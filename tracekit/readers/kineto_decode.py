@@ -68,6 +68,8 @@ ARG_FIELDS: dict[str, str] = {
     "a_occupancy": "est. achieved occupancy %",
     "a_graph": "graph id",
 }
+#: ``args`` keys of CPU operators read as JSON text for ``meta["first_op_inputs"]`` (column name -> key)
+INPUT_FIELDS: dict[str, str] = {"a_input_dims": "Input Dims", "a_input_type": "Input type"}
 
 
 class _Args(msgspec.Struct, gc=False):
@@ -78,6 +80,8 @@ class _Args(msgspec.Struct, gc=False):
     a_stream: msgspec.Raw = msgspec.field(default=_NULL, name="stream")
     a_occupancy: msgspec.Raw = msgspec.field(default=_NULL, name="est. achieved occupancy %")
     a_graph: msgspec.Raw = msgspec.field(default=_NULL, name="graph id")
+    a_input_dims: msgspec.Raw = msgspec.field(default=_NULL, name="Input Dims")
+    a_input_type: msgspec.Raw = msgspec.field(default=_NULL, name="Input type")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -103,6 +107,8 @@ class _FastArgs(msgspec.Struct, gc=False):
     a_stream: int | str | None = msgspec.field(default=None, name="stream")
     a_occupancy: msgspec.Raw = msgspec.field(default=_NULL, name="est. achieved occupancy %")
     a_graph: int | str | None = msgspec.field(default=None, name="graph id")
+    a_input_dims: msgspec.Raw = msgspec.field(default=_NULL, name="Input Dims")
+    a_input_type: msgspec.Raw = msgspec.field(default=_NULL, name="Input type")
 
 
 class _FastEvent(msgspec.Struct, gc=False):
@@ -127,7 +133,7 @@ _DECODE_ITEMS = msgspec.json.Decoder(list[_Item])
 _DECODE_HEADER = msgspec.json.Decoder(float_hook=str)
 _DECODE_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
 #: fields whose typed (fast) value is Raw text, not a Python value
-_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy"})
+_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy", *INPUT_FIELDS})
 #: fields that :class:`_FastEvent` decodes as str
 _STR_FIELDS = frozenset({"ph", "cat", "name"})
 
@@ -329,14 +335,15 @@ def is_fast(events: list[Any]) -> bool:
 
 
 def columns(events: list[Any], fields: Iterable[str], fast: bool) -> pl.DataFrame:
-    """Text columns (String) of ``fields`` (names from :data:`EVENT_FIELDS` and :data:`ARG_FIELDS`) of
+    """Text columns (String) of ``fields`` (names from :data:`EVENT_FIELDS`, :data:`ARG_FIELDS` and
+    :data:`INPUT_FIELDS`) of
     events of one chunk (``fast``: :func:`is_fast` of the chunk), in one C-level pass per field."""
     fields = list(fields)
     args: list[Any] | None = None
     typed: dict[str, pl.Series] = {}
     raw: dict[str, pl.Series] = {}
     for name in fields:
-        if name in ARG_FIELDS:
+        if name in ARG_FIELDS or name in INPUT_FIELDS:
             if args is None:
                 args = list(map(getattr, events, repeat("args")))
             objs = args
