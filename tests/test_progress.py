@@ -175,3 +175,17 @@ def test_a_reader_that_takes_a_progress_callback_gets_it_only_when_shown(monkeyp
         read_trace(trace_path)
     assert received == [None, progress.report]
     assert re.search(rf"reading {re.escape(trace_path.name)} .* 40% model_run events", shown_text(buffer))
+
+
+def test_simulate_and_analyze_show_their_rows(tmp_path):
+    """simulate advances a bar per chunk of iterations; the session shows an 'analyzing' row."""
+    from tracekit.session import analyze_input
+    from tracekit.simulate import preset, simulate_sweep
+
+    console, buffer = fake_terminal()
+    with progress.display(console):
+        simulate_sweep(tmp_path / "s", preset("pytorch", {"ops": 5}), [1], 128, 3, seed=0)
+        analyze_input(tmp_path / "s" / "pytorch_b1_s128.synthetic.sqlite")
+    text = shown_text(buffer)
+    assert "simulating pytorch_b1_s128.synthetic" in text and "writing" in text
+    assert "analyzing pytorch_b1_s128.synthetic.sqlite" in text

@@ -4,5 +4,3 @@ from __future__ import annotations
 
 #: Profilers accepted by ``--profiler`` (``none`` = only the untraced timing run).
 PROFILERS: tuple[str, ...] = ("nsys", "torch", "ort", "ncu", "none")
-#: Profilers that wrap a child process (one per configuration).
-PROCESS_PROFILERS: frozenset[str] = frozenset({"nsys", "ncu"})

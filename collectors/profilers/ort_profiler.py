@@ -4,5 +4,3 @@ holds the warm-up runs: the sidecar records ``warmup_iterations`` (the first tha
 are warm-up; ``tracekit analyze --skip N`` drops them)."""
 
 from __future__ import annotations
-
-TRACE_SUFFIX = ".ort.json.gz"

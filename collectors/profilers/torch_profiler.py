@@ -3,5 +3,3 @@ starts), each inside ``record_function("iteration")``, and writes the chrome tra
 ``{stem}.torch.json.gz``. See :func:`tracekit.collectors.worker.run_config`."""
 
 from __future__ import annotations
-
-TRACE_SUFFIX = ".torch.json.gz"

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tracekit import __version__
+from tracekit import __version__, progress
 from tracekit.io import atomic_path, write_text_atomic
 from tracekit.runs import config_stem, prepare_run_dir, write_run_json
 from tracekit.simulate.kineto_writer import KinetoWriter
@@ -94,12 +94,15 @@ def simulate_config(
             kineto = KinetoWriter(stack.enter_context(atomic_path(files["kineto"])), sim, meta)
             stack.callback(kineto.abort)
             traces["kineto"] = files["kineto"].name
-        for chunk in sim.chunks():
-            truth.add(chunk)
-            if nsys is not None:
-                nsys.write_chunk(chunk)
-            if kineto is not None:
-                kineto.write_chunk(chunk)
+        with progress.task(f"simulating {stem}", total=iterations) as shown:
+            for chunk in sim.chunks():
+                truth.add(chunk)
+                if nsys is not None:
+                    nsys.write_chunk(chunk)
+                if kineto is not None:
+                    kineto.write_chunk(chunk)
+                shown.advance(chunk.n_iter)
+            shown("writing")
         records = truth.iterations()
         summary = truth.summary()
         # Close the writers before atomic_path renames their temporary files (ExitStack unwinds in reverse).
