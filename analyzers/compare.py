@@ -105,6 +105,8 @@ def _side(analyzed: AnalyzedTrace) -> dict[str, Any]:
     return {
         "path": analyzed.trace.meta.get("path"),
         "runtime": analyzed.config.runtime,
+        "runtime_source": analyzed.config.sources.get("runtime"),
+        "runtime_label": analyzed.config.runtime_label,
         "bound": analyzed.summary.bound,
         "gpu_utilization": getattr(analyzed.summary["gpu_utilization"], STATISTIC),
         "iterations": analyzed.iterations.height,

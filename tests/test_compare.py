@@ -140,3 +140,23 @@ def test_compare_cli_two_traces_and_errors(two_runs: tuple[Path, Path], tmp_path
     assert "batch 1, seq 128 vs batch 4, seq 128" in proc.stdout
     proc = _tracekit("compare", str(a), str(tmp_path / "missing"))
     assert proc.returncode == 2 and "no such file" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_compare_says_when_the_runtime_was_inferred(capsys: pytest.CaptureFixture[str]) -> None:
+    """Traces without run.json or sidecar: each side's runtime is inferred from content and labelled so."""
+    from tests.conftest import real_trace
+    from tracekit.cli import main
+
+    onnx = real_trace(
+        "paper", "kineto", "gpu_util_log_onnx-batch1_HERRON_3518956.1666209271797.pt.trace.json"
+    )
+    torch = real_trace(
+        "paper",
+        "kineto",
+        "gpu_util_log_pytorch-batch16-torch.float16_HERRON_3494129.1666196964215.pt.trace.json",
+    )
+    assert main(["compare", str(onnx), str(torch), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)["comparisons"][0]
+    assert (doc["a"]["runtime_label"], doc["b"]["runtime_label"]) == ("onnx (inferred)", "pytorch (inferred)")
+    assert main(["compare", str(onnx), str(torch)]) == 0
+    assert "A = onnx (inferred)" in capsys.readouterr().out
