@@ -682,9 +682,18 @@ def markdown_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def results_markdown(
-    rows: list[Row], info: dict[str, str], startup: Measurement, args_line: str, notes: list[str]
+    rows: list[Row],
+    info: dict[str, str],
+    startup: Measurement,
+    args_line: str,
+    notes: list[str],
+    previous: str | None = None,
 ) -> str:
+    """results.md of this run; rows (and detail lines) of sizes this run did not measure are kept from
+    ``previous`` (the file's former text), marked with the date of their run."""
     when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    rerun = {fmt_n(r.n) for r in rows}
+    table = merge_kept_rows(COLUMNS, table_rows(rows), previous, rerun)
     parts = [
         "# Benchmark results (latest run)",
         "",
@@ -703,8 +712,17 @@ def results_markdown(
         "",
         "## Results",
         "",
-        markdown_table(COLUMNS, table_rows(rows)),
+        markdown_table(COLUMNS, table),
         "",
+        *(
+            [
+                "Rows whose N carries a date were not rerun by this command: they are kept from the run of "
+                "that date (machine load may have differed; `-`: not measured then).",
+                "",
+            ]
+            if len(table) > len(rows)
+            else []
+        ),
         "Targets (issue 5): analyze within 2x of the floor, at least 5x faster than `nsys stats`, at least "
         "10x faster than HTA, under 2 GB peak memory (at 10^7 kernels). Targets (issue 13), on the Kineto "
         "file HTA reads: analyze at least 10x faster than HTA, its peak memory below HTA's and below 2x the "
@@ -725,14 +743,15 @@ def results_markdown(
         if r.analyze_kineto is not None and r.analyze_kineto.ok:
             size += f"; analyze on the Kineto JSON peak {r.analyze_kineto.peak_mb:.0f} MB"
         details.append(f"- {size}")
-    parts += ["", "## Details", "", *details]
+    parts += ["", "## Details", "", *merge_kept_details(details, previous, rerun)]
     if notes:
         parts += ["", "## Notes and errors", "", *[f"- {n}" for n in notes]]
     return "\n".join(parts) + "\n"
 
 
-def readme_block(rows: list[Row], startup: Measurement, when: str) -> str:
-    """The ratios-only block quoted in benchmarks/README.md (no absolute times)."""
+def readme_block(rows: list[Row], startup: Measurement, when: str, previous: str | None = None) -> str:
+    """The ratios-only block quoted in benchmarks/README.md (no absolute times); rows of sizes this run
+    did not measure are kept from ``previous`` (the block's former text), marked with their date."""
     header = [
         "N",
         "analyze/floor",
@@ -765,10 +784,19 @@ def readme_block(rows: list[Row], startup: Measurement, when: str) -> str:
             README_START,
             f"Latest ratios ({when}, see `results.md` for the machine and absolute numbers):",
             "",
-            markdown_table(header, body),
+            markdown_table(header, merge_kept_rows(header, body, previous, {fmt_n(r.n) for r in rows})),
             README_END,
         ]
     )
+
+
+def readme_previous_block(readme: Path) -> str | None:
+    """The marked ratios block of ``readme`` as it stands (None when absent)."""
+    if not readme.exists():
+        return None
+    text = readme.read_text()
+    i, j = text.find(README_START), text.find(README_END)
+    return text[i:j] if 0 <= i < j else None
 
 
 def update_readme(readme: Path, block: str) -> bool:
@@ -781,6 +809,76 @@ def update_readme(readme: Path, block: str) -> bool:
         return False
     readme.write_text(text[:i] + block + text[j + len(README_END) :])
     return True
+
+
+#: "10^7" or "10^7 (2026-11-21)": a size, with the date of the run it was kept from
+_N_CELL = re.compile(r"^(10\^\d+)(?: \((\d{4}-\d{2}-\d{2})\))?$")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def _size_key(cell: str) -> str | None:
+    match = _N_CELL.match(cell.strip())
+    return match.group(1) if match else None
+
+
+def _split_row(line: str) -> list[str]:
+    cells = re.split(r"(?<!\\)\|", line.strip()[1:-1])
+    return [c.strip().replace("\\|", "|") for c in cells]
+
+
+def parse_size_table(text: str) -> tuple[list[str], list[list[str]], tuple[int, int]] | None:
+    """(header, rows, (first line, end line)) of the first markdown table in ``text`` whose first column is
+    "N" (rows keep their cells as text); None when there is none."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("| N |") and i + 1 < len(lines) and lines[i + 1].startswith("|---"):
+            j = i + 2
+            while j < len(lines) and lines[j].startswith("|"):
+                j += 1
+            return _split_row(line), [_split_row(x) for x in lines[i + 2 : j]], (i, j)
+    return None
+
+
+def merge_kept_rows(
+    header: list[str], rows: list[list[str]], old_text: str | None, rerun: set[str]
+) -> list[list[str]]:
+    """``rows`` plus the rows of sizes not in ``rerun`` from the previous text's table (matched by column
+    name; columns it lacks read "-"), their N cell marked with the date of the run they come from (their
+    own mark, else the first date in ``old_text``), sorted by size."""
+    if not old_text:
+        return rows
+    parsed = parse_size_table(old_text)
+    if parsed is None:
+        return rows
+    old_header, old_rows, _ = parsed
+    date = _DATE.search(old_text)
+    kept = []
+    for old in old_rows:
+        match = _N_CELL.match(old[0])
+        if match is None or match.group(1) in rerun:
+            continue
+        when = match.group(2) or (date.group(0) if date else "earlier run")
+        by_name = dict(zip(old_header, old, strict=False))
+        cells = [by_name.get(h, "-") for h in header]
+        cells[0] = f"{match.group(1)} ({when})"
+        kept.append(cells)
+    merged = rows + kept
+    return sorted(merged, key=lambda r: int(_size_key(r[0]).split("^")[1]) if _size_key(r[0]) else 99)
+
+
+def merge_kept_details(details: list[str], old_text: str | None, rerun: set[str]) -> list[str]:
+    """``details`` plus the previous text's "- N=10^k: ..." lines of sizes not rerun (marked "kept from
+    DATE"), sorted by size."""
+    if not old_text:
+        return details
+    date = _DATE.search(old_text)
+    kept = []
+    for line in old_text.split("\n"):
+        match = re.match(r"^- N=(10\^\d+)(?: \((?:kept from )?(\d{4}-\d{2}-\d{2})\))?: (.*)$", line)
+        if match and match.group(1) not in rerun:
+            when = match.group(2) or (date.group(0) if date else "earlier run")
+            kept.append(f"- N={match.group(1)} (kept from {when}): {match.group(3)}")
+    return sorted(details + kept, key=lambda d: int(re.match(r"^- N=10\^(\d+)", d).group(1)))
 
 
 def _atomic_write(path: Path, text: str) -> None:
@@ -1013,11 +1111,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     if args.write_results:
         args_line = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        _atomic_write(args.results_file, results_markdown(rows, info, startup, args_line.strip(), all_notes))
+        previous = args.results_file.read_text() if args.results_file.exists() else None
+        _atomic_write(
+            args.results_file,
+            results_markdown(rows, info, startup, args_line.strip(), all_notes, previous),
+        )
         when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
         readmes = args.readme_file or [HERE / "README.md", HERE.parent / "README.md"]
-        block = readme_block(rows, startup, when)
-        updated = [str(r) for r in readmes if update_readme(r, block)]
+        updated = [
+            str(r)
+            for r in readmes
+            if update_readme(r, readme_block(rows, startup, when, readme_previous_block(r)))
+        ]
         if updated:
             print(f"wrote {args.results_file} and the ratios block of {', '.join(updated)}")
         else:

@@ -188,3 +188,32 @@ def test_kineto_targets_and_json_size(bench, tmp_path: Path) -> None:
     assert bench.json_size_mb(plain) == len(payload) / 2**20
     assert bench.json_size_mb(packed) == len(payload) / 2**20
     assert bench.json_size_mb(packed) == len(payload) / 2**20  # from the cached size
+
+
+def test_rerun_of_some_sizes_keeps_the_other_rows_with_their_date(bench) -> None:
+    """A run of some sizes keeps the rows of the sizes it did not run (matched by column name, marked with
+    their run's date); the rows it ran replace the old ones."""
+    old = (
+        "Written by `python benchmarks/run.py --write-results` on 2026-11-21 07:15 UTC\n\n"
+        "| N | analyze s | nsys stats s |\n|---|---|---|\n"
+        "| 10^4 | 0.264 | 0.053 |\n| 10^6 (2026-11-02) | 0.933 | 1.642 |\n| 10^7 | 7.358 | 20.9 |\n\n"
+        "- N=10^4: SQLite 1 MB\n- N=10^7: SQLite 1457 MB, 10,000,000 kernels; nsys stats peak 975 MB\n"
+    )
+    header = ["N", "analyze s", "HTA s", "nsys stats s"]
+    merged = bench.merge_kept_rows(header, [["10^4", "0.5", "3.9", "0.1"]], old, {"10^4"})
+    assert merged == [
+        ["10^4", "0.5", "3.9", "0.1"],
+        ["10^6 (2026-11-02)", "0.933", "-", "1.642"],
+        ["10^7 (2026-11-21)", "7.358", "-", "20.9"],
+    ]
+    details = bench.merge_kept_details(["- N=10^4: SQLite 2 MB"], old, {"10^4"})
+    assert details == [
+        "- N=10^4: SQLite 2 MB",
+        "- N=10^7 (kept from 2026-11-21): SQLite 1457 MB, 10,000,000 kernels; nsys stats peak 975 MB",
+    ]
+    # a kept row keeps its first date through later merges
+    again = bench.merge_kept_rows(header, [], bench.markdown_table(header, merged), {"10^4"})
+    assert [r[0] for r in again] == ["10^6 (2026-11-02)", "10^7 (2026-11-21)"]
+    assert bench.merge_kept_rows(header, [["10^4", "1", "2", "3"]], None, {"10^4"}) == [
+        ["10^4", "1", "2", "3"]
+    ]
