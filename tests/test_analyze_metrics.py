@@ -8,86 +8,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracekit.analyzers.iterations import analyze_iterations
 
+from tests.builders import make_trace
 from tests.reference_metrics import reference_iterations
 from tracekit.errors import NoActivityError
 from tracekit.model import Trace
-
-
-def make_trace(ranges, api=(), ops=(), meta=None) -> Trace:
-    """ranges: (start, end, name[, depth]); api: (start, end, corr, name); ops: (start, end, corr, stream[, kind])."""
-    r = pl.DataFrame(
-        [
-            {
-                "start": x[0],
-                "end": x[1],
-                "name": x[2],
-                "depth": x[3] if len(x) > 3 else 0,
-                "pid": 1,
-                "thread": 1,
-                "domain": "default",
-            }
-            for x in ranges
-        ],
-        schema={
-            "start": pl.Int64,
-            "end": pl.Int64,
-            "name": pl.String,
-            "depth": pl.Int32,
-            "pid": pl.Int64,
-            "thread": pl.Int64,
-            "domain": pl.String,
-        },
-    )
-    a = pl.DataFrame(
-        [
-            {
-                "start": x[0],
-                "end": x[1],
-                "correlation": x[2],
-                "name": x[3],
-                "pid": 1,
-                "thread": 1,
-                "kind": "runtime",
-            }
-            for x in api
-        ],
-        schema={
-            "start": pl.Int64,
-            "end": pl.Int64,
-            "correlation": pl.Int64,
-            "name": pl.String,
-            "pid": pl.Int64,
-            "thread": pl.Int64,
-            "kind": pl.String,
-        },
-    )
-    o = pl.DataFrame(
-        [
-            {
-                "start": x[0],
-                "end": x[1],
-                "correlation": x[2],
-                "stream": x[3],
-                "kind": x[4] if len(x) > 4 else "kernel",
-                "pid": 1,
-                "device": 0,
-                "name": f"k{i}",
-            }
-            for i, x in enumerate(ops)
-        ],
-        schema={
-            "start": pl.Int64,
-            "end": pl.Int64,
-            "correlation": pl.Int64,
-            "stream": pl.Int64,
-            "kind": pl.String,
-            "pid": pl.Int64,
-            "device": pl.Int32,
-            "name": pl.String,
-        },
-    )
-    return Trace(ops=o, api=a, ranges=r, meta=meta or {"path": "hand-built"})
-
 
 SYNCED = make_trace(
     ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],

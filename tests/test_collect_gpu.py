@@ -14,22 +14,9 @@ from typing import Any
 
 import pytest
 
+from tests.test_collect import TINY
 from tracekit.cli import main
 from tracekit.errors import RunFailure, TracekitError
-
-TINY = [
-    "--model",
-    "tiny",
-    "--device",
-    "cpu",
-    "--seq-lens",
-    "16",
-    "--warmup",
-    "1",
-    "--iters",
-    "3",
-    "--in-process",
-]
 
 
 @pytest.fixture(autouse=True)

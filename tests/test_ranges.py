@@ -18,6 +18,7 @@ from tracekit.analyzers import iterations
 from tracekit.analyzers import ranges as R
 from tracekit.analyzers.iterations import analyze_iterations
 
+from tests import builders
 from tracekit.errors import NoActivityError, TracekitError
 from tracekit.model import Trace
 
@@ -27,66 +28,9 @@ US = 1000  # ns
 def make_trace(ranges=(), api=(), ops=(), meta=None) -> Trace:
     """ranges: (start, end, name[, depth[, domain]]); api: (start, end, corr, name);
     ops: (start, end, corr, stream[, device]). Times in ns; one process (pid 1), one thread."""
-    r = pl.DataFrame(
-        [
-            {
-                "start": x[0],
-                "end": x[1],
-                "name": x[2],
-                "depth": x[3] if len(x) > 3 else 0,
-                "domain": x[4] if len(x) > 4 else "user",
-                "pid": 1,
-                "thread": 1,
-            }
-            for x in ranges
-        ],
-        schema={
-            "start": pl.Int64,
-            "end": pl.Int64,
-            "name": pl.String,
-            "depth": pl.Int32,
-            "domain": pl.String,
-            "pid": pl.Int64,
-            "thread": pl.Int64,
-        },
+    return builders.make_trace(
+        ranges, api, ops, meta, op_fields=("start", "end", "correlation", "stream", "device")
     )
-    a = pl.DataFrame(
-        [{"start": x[0], "end": x[1], "correlation": x[2], "name": x[3], "pid": 1, "thread": 1} for x in api],
-        schema={
-            "start": pl.Int64,
-            "end": pl.Int64,
-            "correlation": pl.Int64,
-            "name": pl.String,
-            "pid": pl.Int64,
-            "thread": pl.Int64,
-        },
-    )
-    o = pl.DataFrame(
-        [
-            {
-                "start": x[0],
-                "end": x[1],
-                "correlation": x[2],
-                "stream": x[3],
-                "device": x[4] if len(x) > 4 else 0,
-                "kind": "kernel",
-                "pid": 1,
-                "name": f"k{i}",
-            }
-            for i, x in enumerate(ops)
-        ],
-        schema={
-            "start": pl.Int64,
-            "end": pl.Int64,
-            "correlation": pl.Int64,
-            "stream": pl.Int64,
-            "device": pl.Int32,
-            "kind": pl.String,
-            "pid": pl.Int64,
-            "name": pl.String,
-        },
-    )
-    return Trace(ops=o, api=a, ranges=r, meta=meta or {"path": "hand-built"})
 
 
 def analyze_with(monkeypatch, trace: Trace, range_name=None, split_idle_ms=None, **kw):

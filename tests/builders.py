@@ -1,0 +1,69 @@
+"""One builder of hand-made (synthetic) traces for the tests, on the trace model's own schemas.
+
+Rows are given as tuples, times in integer ns; every frame is conformed to :data:`tracekit.model.SCHEMAS`
+(missing columns null, dtypes cast), so a builder can never drift from the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import polars as pl
+
+from tracekit.model import API_SCHEMA, OPS_SCHEMA, RANGES_SCHEMA, Trace, conform
+
+#: Default tuple layouts (later fields optional).
+RANGE_FIELDS = ("start", "end", "name", "depth", "domain")
+API_FIELDS = ("start", "end", "correlation", "name")
+OP_FIELDS = ("start", "end", "correlation", "stream", "kind", "device")
+#: Values of fields a tuple leaves out: one process (pid 1) and thread (1), device 0, kernels, depth 0.
+DEFAULTS: dict[str, Any] = {
+    "pid": 1,
+    "thread": 1,
+    "depth": 0,
+    "domain": "user",
+    "kind": "kernel",
+    "device": 0,
+}
+
+
+def _frame(
+    rows: Iterable[Sequence[Any]],
+    fields: Sequence[str],
+    schema: dict[str, pl.DataType],
+    extra: dict[str, Any],
+) -> pl.DataFrame:
+    records = []
+    for i, row in enumerate(rows):
+        record = {k: v for k, v in DEFAULTS.items() if k in schema}
+        record.update(extra)
+        record.update(zip(fields, row, strict=False))
+        if "name" in schema and "name" not in record:
+            record["name"] = f"k{i}"
+        records.append(record)
+    if not records:
+        return conform(None, schema)
+    frame = pl.DataFrame(records, schema_overrides={k: v for k, v in schema.items() if k != "kind"})
+    return conform(frame, schema)
+
+
+def make_trace(
+    ranges: Iterable[Sequence[Any]] = (),
+    api: Iterable[Sequence[Any]] = (),
+    ops: Iterable[Sequence[Any]] = (),
+    meta: dict[str, Any] | None = None,
+    *,
+    range_fields: Sequence[str] = RANGE_FIELDS,
+    api_fields: Sequence[str] = API_FIELDS,
+    op_fields: Sequence[str] = OP_FIELDS,
+) -> Trace:
+    """A Trace from tuples: ranges ``(start, end, name[, depth[, domain]])``, API calls ``(start, end,
+    correlation, name)`` (kind "runtime"), ops ``(start, end, correlation, stream[, kind[, device]])`` named
+    ``k0, k1, ...``; other layouts through ``*_fields``. ``meta`` defaults to ``{"path": "hand-built"}``."""
+    return Trace(
+        ops=_frame(ops, op_fields, OPS_SCHEMA, {}),
+        api=_frame(api, api_fields, API_SCHEMA, {"kind": "runtime"}),
+        ranges=_frame(ranges, range_fields, RANGES_SCHEMA, {}),
+        meta=meta or {"path": "hand-built"},
+    )
