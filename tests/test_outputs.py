@@ -197,3 +197,20 @@ def test_collect_overwrite_removes_the_old_runs_files(tmp_path: Path) -> None:
     names = sorted(p.name for p in out.iterdir())
     assert not [n for n in names if n.startswith("pytorch_b2_")], names
     assert "pytorch_b1_s16.torch.json.gz" in names and mine.read_text() == "mine"
+
+
+def test_simulate_format_is_the_old_name_of_traces(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """--format means the output format everywhere; simulate's old --format (which traces) still works."""
+    assert _simulate(tmp_path / "s", "onnx", "--format", "nsys") == 0
+    assert "simulate --format nsys is now --traces nsys" in capsys.readouterr().err
+    assert sorted(p.suffix for p in (tmp_path / "s").iterdir()) == [".json", ".json", ".json", ".sqlite"]
+
+
+def test_doctor_takes_the_common_format_names(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "doctor.json"
+    assert main(["doctor", "-o", str(out)]) == 0
+    assert "cuda" in json.loads(out.read_text())
+    capsys.readouterr()
+    assert "doctor prints --format table or json" in _refused(["doctor", "--format", "csv"], capsys)

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
+
+from tracekit.commands.output import add_output_options, emit, resolve_output
+from tracekit.errors import TracekitError
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -19,21 +21,27 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "On a GPU it runs two short probes (nsys --gpu-metrics-device=help and a one-kernel ncu profile)."
         ),
     )
-    parser.add_argument(
-        "--format",
-        choices=["table", "json"],
-        default="table",
-        help="table (one screen, default) or json",
-    )
+    add_output_options(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from tracekit.collectors.doctor import diagnose
 
+    fmt = resolve_output(args, [])
+    if fmt not in ("table", "json"):
+        raise TracekitError(f"doctor prints --format table or json, not {fmt}")
     doc = diagnose()
-    if args.format == "json":
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+    if fmt == "json":
+        emit(args, json.dumps(doc, indent=2, default=str) + "\n")
+    elif args.output:
+        import io
+
+        from rich.console import Console
+
+        console = Console(file=io.StringIO(), width=120, record=True)
+        render(doc, console)
+        emit(args, console.export_text())
     else:
         render(doc)
     return 0
@@ -43,13 +51,13 @@ def _mark(ok: bool | None) -> str:
     return "[green]yes[/]" if ok else "[red]no[/]"
 
 
-def render(doc: dict[str, Any]) -> None:
-    """One screen of rich tables: summary, devices, software, runtimes, profilers."""
+def render(doc: dict[str, Any], console: Any = None) -> None:
+    """One screen of rich tables (summary, devices, software, runtimes, profilers) on ``console``."""
     from rich.console import Console
     from rich.markup import escape
     from rich.table import Table
 
-    console = Console()
+    console = console or Console()
     console.print(f"[bold]tracekit doctor[/]: {doc['summary']}")
     console.print(f"CPU: {doc['machine']['cpu']}; Python {doc['machine']['python']}")
     if doc["devices"]:

@@ -67,11 +67,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
     parser.add_argument(
         "--traces",
-        "--format",  # the old name, kept working
-        dest="traces",
         choices=["nsys", "kineto", "both"],
-        default="both",
+        default=None,
         help="which traces to write: nsys (SQLite), kineto (JSON) or both (default both)",
+    )
+    # The old name of --traces, kept working (hidden: --format means the output format in every other command).
+    parser.add_argument(
+        "--format", dest="old_traces", choices=["nsys", "kineto", "both"], help=argparse.SUPPRESS
     )
     parser.add_argument(
         "--metrics-interval-us",
@@ -119,6 +121,13 @@ def run(args: argparse.Namespace) -> int:
         overrides["ops"] = str(args.ops)
     if args.metrics_interval_us < 0:
         raise TracekitError("--metrics-interval-us must be >= 0")
+    if args.old_traces is not None:
+        print(
+            f"tracekit: note: simulate --format {args.old_traces} is now --traces {args.old_traces}",
+            file=sys.stderr,
+        )
+        args.traces = args.traces or args.old_traces
+    args.traces = args.traces or "both"
     params = preset(args.runtime, overrides)
     started = time.perf_counter()
 
