@@ -50,6 +50,9 @@ from tracekit.analyzers.stats import summarize_columns
 
 from tracekit.model import LAUNCH_API_NAMES, sort_frame
 
+#: The launching-call columns (as :func:`tracekit.analyzers.iterations._match_calls` returns them).
+CALL_COLUMNS: tuple[str, ...] = ("call_start", "call_end", "call_pid", "call_thread")
+
 #: The causes, in report order (an Enum: one byte a piece).
 CAUSES: tuple[str, ...] = ("dispatch", "launch", "sync", "other_api", "in_flight")
 CAUSE = pl.Enum(list(CAUSES))
@@ -104,6 +107,8 @@ class Attribution:
     #: per iteration: :data:`PROJECTION_PARTS` (for :func:`project_cuda_graphs`), with the kernel gap used
     projection_parts: pl.DataFrame | None = None
     kernel_gap_ns: int = 0
+    #: CUDA/HIP graph launch calls in the trace's API calls (> 0: the trace already replays graphs)
+    graph_launches: int = 0
 
 
 # ------------------------------------------------------------------------------------------- host states
@@ -137,12 +142,20 @@ def api_cause(names: pl.Expr) -> pl.Expr:
     )
 
 
-def _call_causes(api: pl.DataFrame) -> np.ndarray:
-    """:func:`api_cause` of every row of ``api`` (int64 codes): the names are classified once per distinct
-    name (millions of calls share a handful), then each row is looked up."""
+#: Graph launch calls (after version and per-thread-stream suffixes are stripped).
+GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(n for n in LAUNCH_API_NAMES if "GraphLaunch" in n)
+
+
+def _classify(api: pl.DataFrame) -> tuple[np.ndarray, int]:
+    """:func:`api_cause` of every row of ``api`` (int64 codes) and the number of graph launch calls: the
+    names are classified once per distinct name (millions of calls share a handful), then each row is
+    looked up."""
     names = api.get_column("name")
     distinct = pl.DataFrame({"name": names.unique().drop_nulls()})
-    coded = distinct.with_columns(api_cause(pl.col("name")).alias("code"))
+    coded = distinct.with_columns(
+        api_cause(pl.col("name")).alias("code"),
+        pl.col("name").str.replace(_NAME_SUFFIX, "").is_in(list(GRAPH_LAUNCH_NAMES)).alias("graph"),
+    )
     launch = coded.filter(pl.col("code") == _LAUNCH).get_column("name")
     sync = coded.filter(pl.col("code") == _SYNC).get_column("name")
     codes = pl.select(
@@ -152,7 +165,14 @@ def _call_causes(api: pl.DataFrame) -> np.ndarray:
         .then(pl.lit(_SYNC, pl.Int64))
         .otherwise(pl.lit(_OTHER, pl.Int64))
     ).to_series()
-    return codes.to_numpy()
+    graph = coded.filter("graph").get_column("name")
+    graphs = int(names.is_in(graph.implode()).sum()) if graph.len() else 0
+    return codes.to_numpy(), graphs
+
+
+def _call_causes(api: pl.DataFrame) -> np.ndarray:
+    """:func:`api_cause` of every row of ``api`` (int64 codes), classified once per distinct name."""
+    return _classify(api)[0]
 
 
 def _search(sorted_values: np.ndarray, keys: np.ndarray, side: str = "left") -> np.ndarray:
@@ -217,15 +237,22 @@ def thread_intervals(
 
 def api_intervals(api: pl.DataFrame) -> Intervals:
     """Each host thread's outermost API calls as disjoint intervals labelled with their cause code."""
+    return _api_intervals(api)[0]
+
+
+def _api_intervals(api: pl.DataFrame) -> tuple[Intervals, int]:
+    """:func:`api_intervals` and the number of graph launch calls."""
     if api.is_empty():
-        return {}
-    return thread_intervals(
+        return {}, 0
+    codes, graphs = _classify(api)
+    intervals = thread_intervals(
         _np(api.get_column("start")),
         _np(api.get_column("end")),
         _np(api.get_column("pid")),
         _np(api.get_column("thread")),
-        _call_causes(api).astype(np.int8),  # one byte a call
+        codes.astype(np.int8),  # one byte a call
     )
+    return intervals, graphs
 
 
 def intervals_frame(intervals: Intervals, label: str) -> pl.DataFrame:
@@ -258,116 +285,33 @@ def host_states(api: pl.DataFrame) -> pl.DataFrame:
 # ------------------------------------------------------------------------------------------- next ops
 
 
-#: pid * 2**32 + correlation as one Int64 key, when in these bounds (else a hash join is used).
-_PID_LIMIT = 1 << 31
-_CORRELATION_LIMIT = 1 << 32
+class LaunchingCalls:
+    """The launching call of each op (a row of a calls frame, or none), as numpy arrays: the matching of
+    :func:`tracekit.analyzers.iterations._match_calls` (the outermost API call with the op's (pid,
+    correlation): earliest start, then longest), shared with the iteration analysis rather than done twice.
 
+    ``op_call``: per op (in the ops' order) the call's row, -1 for none; ``calls``: :data:`CALL_COLUMNS`."""
 
-def _fits(pid: np.ndarray, corr: np.ndarray) -> bool:
-    return not len(pid) or (
-        pid.min() >= 0 and pid.max() < _PID_LIMIT and corr.min() >= 0 and corr.max() < _CORRELATION_LIMIT
-    )
+    def __init__(self, op_call: pl.Series, calls: pl.DataFrame) -> None:
+        self.op_call = _np(op_call, -1)
+        self.cols = {
+            name: _np(calls.get_column(name)) if name in calls.columns else np.full(calls.height, _NULL)
+            for name in CALL_COLUMNS
+        }
+        self.size = calls.height
 
-
-class CallIndex:
-    """The launching call of each (pid, correlation): the outermost API call with that pair (earliest start,
-    then longest, then lowest thread). Built once; :meth:`lookup` answers for arrays of pairs.
-
-    Three ways, fastest first: a table indexed by correlation id (one process, small ids, one call each: the
-    usual case), a binary search on sorted pid * 2**32 + correlation keys, a hash join (ids too large)."""
-
-    def __init__(self, api: pl.DataFrame) -> None:
-        calls = api.select("pid", "correlation", "start", "end", "thread")
-        if calls.select(pl.any_horizontal(pl.col("pid", "correlation", "start").null_count() > 0)).item():
-            calls = calls.filter(
-                pl.col("pid").is_not_null()
-                & pl.col("correlation").is_not_null()
-                & pl.col("start").is_not_null()
-            )
-        self.pid, self.corr = _np(calls.get_column("pid")), _np(calls.get_column("correlation"))
-        self.cols = {name: _np(calls.get_column(name)) for name in ("start", "end", "thread")}
-        self.table: np.ndarray | None = None
-        self.keys: np.ndarray | None = None
-        self.joined: pl.DataFrame | None = None
-        if not _fits(self.pid, self.corr):
-            self.joined = calls.sort(
-                ["pid", "correlation", "start", "end", "thread"],
-                descending=[False, False, False, True, False],
-            ).unique(subset=["pid", "correlation"], keep="first", maintain_order=True)
-        elif (
-            len(self.corr)
-            and self.pid.min() == self.pid.max()
-            and self.corr.max() <= 4 * len(self.corr) + 1024
-            and np.bincount(self.corr).max() == 1
-        ):
-            self.table = np.full(int(self.corr.max()) + 1, -1, dtype=np.int64)
-            self.table[self.corr] = np.arange(len(self.corr))
-        else:
-            self._sorted_keys()
-
-    def _sorted_keys(self) -> None:
-        key, cols = self.pid * _CORRELATION_LIMIT + self.corr, self.cols
-        if len(key) > 1:
-            dk, ds = key[1:] - key[:-1], cols["start"][1:] - cols["start"][:-1]
-            later = (cols["end"][1:] < cols["end"][:-1]) | (
-                (cols["end"][1:] == cols["end"][:-1]) & (cols["thread"][1:] >= cols["thread"][:-1])
-            )
-            if not np.all((dk > 0) | ((dk == 0) & ((ds > 0) | ((ds == 0) & later)))):
-                order = np.lexsort((cols["thread"], -cols["end"], cols["start"], key))
-                key, self.pid = key[order], self.pid[order]
-                cols = {name: col[order] for name, col in cols.items()}
-        first = np.r_[True, key[1:] != key[:-1]] if len(key) else np.zeros(0, dtype=bool)
-        self.keys, self.pid = key[first], self.pid[first]
-        self.cols = {name: col[first] for name, col in cols.items()}
-
-    def lookup(self, pid: np.ndarray, corr: np.ndarray) -> dict[str, np.ndarray]:
-        """``found`` (bool), ``call_start``, ``call_end``, ``call_pid``, ``call_thread`` (``_NULL`` where
-        not found or unknown) for each (pid, correlation) (``_NULL`` for null)."""
-        valid = (pid != _NULL) & (corr != _NULL)
-        if self.joined is not None:
-            return self._lookup_joined(pid, corr)
-        if self.table is not None:
-            inside = valid & (pid == self.pid[0]) & (corr >= 0) & (corr < len(self.table))
-            row = (
-                self.table[corr]
-                if inside.all()
-                else np.where(inside, self.table[np.where(inside, corr, 0)], -1)
-            )
-        elif self.keys is not None and len(self.keys) and _fits(pid[valid], corr[valid]):
-            wanted = np.where(valid, pid * _CORRELATION_LIMIT + np.where(valid, corr, 0), -1)
-            pos = np.minimum(np.searchsorted(self.keys, wanted, side="left"), len(self.keys) - 1)
-            row = np.where(valid & (self.keys[pos] == wanted), pos, -1)
-        else:
-            row = np.full(len(pid), -1)
+    def lookup(self, ops: np.ndarray) -> dict[str, np.ndarray]:
+        """``found`` (bool) and :data:`CALL_COLUMNS` (``_NULL`` where not found or unknown) of the ops at
+        rows ``ops``."""
+        row = self.op_call[ops] if self.size else np.full(len(ops), -1)
         found = row >= 0
         out = {"found": found}
-        if not len(self.pid):
-            out.update(
-                {n: np.full(len(pid), _NULL) for n in ("call_start", "call_end", "call_thread", "call_pid")}
-            )
+        if found.all():
+            out.update({name: col[row] for name, col in self.cols.items()})
             return out
-        everywhere = bool(found.all())
-        at = row if everywhere else np.where(found, row, 0)
-        columns = {"call_start": self.cols["start"], "call_end": self.cols["end"]}
-        columns.update({"call_thread": self.cols["thread"], "call_pid": self.pid})
-        for name, col in columns.items():
-            out[name] = col[at] if everywhere else np.where(found, col[at], _NULL)
-        return out
-
-    def _lookup_joined(self, pid: np.ndarray, corr: np.ndarray) -> dict[str, np.ndarray]:
-        keys = pl.DataFrame({"pid": pid, "correlation": corr}).with_columns(
-            pl.col("pid", "correlation").replace(_NULL, None)
-        )
-        joined = keys.join(self.joined, on=["pid", "correlation"], how="left", maintain_order="left")
-        found = joined.get_column("start").is_not_null().to_numpy()
-        out = {"found": found}
-        for name, col in (
-            ("call_start", "start"),
-            ("call_end", "end"),
-            ("call_pid", "pid"),
-            ("call_thread", "thread"),
-        ):
-            out[name] = np.where(found, _np(joined.get_column(col)), _NULL)
+        at = np.where(found, row, 0)
+        for name, col in self.cols.items():
+            out[name] = np.where(found, col[at], _NULL) if self.size else np.full(len(ops), _NULL)
         return out
 
 
@@ -387,14 +331,25 @@ class _Context:
     the iteration ranges (with their main thread), the host threads' API intervals."""
 
     def __init__(
-        self, ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame, intervals: Intervals
+        self,
+        ops: pl.DataFrame,
+        api: pl.DataFrame,
+        ranges: pl.DataFrame,
+        intervals: Intervals,
+        calls: pl.DataFrame | None = None,
     ) -> None:
+        from tracekit.analyzers.iterations import _match_calls
+
         if ops.select(pl.any_horizontal(pl.col("start", "end").null_count() > 0)).item():
             ops = ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
         ops = sort_frame(ops, ["start"], [False])
-        self.op = {c: _np(ops.get_column(c)) for c in ("start", "end", "pid", "correlation")}
+        self.op = {c: _np(ops.get_column(c)) for c in ("start", "end")}
         self.op_iteration = _np(ops.get_column("iteration")) if "iteration" in ops.columns else None
-        self.calls = CallIndex(api)
+        if calls is None:  # match here (the iteration analysis passes its own matching)
+            call, calls = _match_calls(ops.select("pid", "correlation"), api)
+        else:
+            call = ops.get_column("call")
+        self.calls = LaunchingCalls(call, calls)
         ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
         self.r_start, self.r_end = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
         self.r_number = _np(ranges.get_column("iteration"))
@@ -467,7 +422,7 @@ def _next_op_calls(
     start (or its own start)."""
     g, o = _candidates(end, eligible, ctx.op["start"])
     op_start, op_end = ctx.op["start"][o], ctx.op["end"][o]
-    calls = ctx.calls.lookup(ctx.op["pid"][o], ctx.op["correlation"][o])
+    calls = ctx.calls.lookup(o)
     if ctx.op_iteration is not None:
         same = ctx.op_iteration[o] == iteration[g]
     else:
@@ -626,9 +581,13 @@ def attribute_gaps(
     )
 
 
-def _gap_frame(gaps: pl.DataFrame, ctx: _Context) -> pl.DataFrame:
-    """:func:`attribute_gaps` with its context prepared."""
-    parts = [arrays for _, arrays in _gap_chunks(gaps, ctx)]
+def _gap_frame(
+    gaps: pl.DataFrame, ctx: _Context, parts: list[dict[str, np.ndarray]] | None = None
+) -> pl.DataFrame:
+    """:func:`attribute_gaps` with its context prepared (``parts``: the chunks' arrays, when already
+    computed)."""
+    if parts is None:
+        parts = [arrays for _, arrays in _gap_chunks(gaps, ctx)]
     names = ("pid", "thread", "next_call_end", *CAUSE_NS)
     columns = {n: np.concatenate([p[n] for p in parts]) if parts else np.zeros(0, np.int64) for n in names}
     return gaps.with_columns(
@@ -658,10 +617,15 @@ def _sum_by(at: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
 
 
 def _iteration_sums(
-    gaps: pl.DataFrame, ctx: _Context, index: np.ndarray, kernel_gap_ns: int
+    gaps: pl.DataFrame,
+    ctx: _Context,
+    index: np.ndarray,
+    kernel_gap_ns: int,
+    kept: list[dict[str, np.ndarray]] | None = None,
 ) -> tuple[pl.DataFrame, int]:
     """Per iteration of ``index`` (sorted): ``idle_ns``, the causes and :data:`PROJECTION_PARTS`, summed
-    chunk by chunk without keeping per-gap columns; and the number of non-trailing gaps whose next op has no
+    chunk by chunk without keeping per-gap columns (unless ``kept``, a list: each chunk's per-gap arrays
+    are appended to it, for :func:`_gap_frame`); and the number of non-trailing gaps whose next op has no
     launching call."""
     names = ("idle_ns", *CAUSE_NS, *PROJECTION_PARTS)
     acc = {n: np.zeros(len(index), dtype=np.int64) for n in names}
@@ -671,6 +635,8 @@ def _iteration_sums(
     contiguous = len(index) > 0 and index[-1] - index[0] == len(index) - 1
     no_call = 0
     for rows, arrays in _gap_chunks(gaps, ctx):
+        if kept is not None:
+            kept.append(arrays)
         it, where = iteration[rows], position[rows]
         no_call += int(np.count_nonzero((where != 2) & (arrays["next_call_end"] == _NULL)))
         pos = it - index[0] if contiguous else np.searchsorted(index, it)
@@ -877,6 +843,7 @@ def attribute_idle(
     pieces: bool = False,
     per_gap: bool = False,
     kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
+    calls: pl.DataFrame | None = None,
 ) -> Attribution:
     """Attribute every idle nanosecond of every iteration (module docstring).
 
@@ -884,18 +851,24 @@ def attribute_idle(
     (e.g. the analysis' ``iterations["index"]``; None: those of ``ranges``); ``cpu_ops``: CPU operators to
     name dispatch pieces by (Kineto, :func:`kineto_cpu_ops`; implies ``pieces``); ``pieces``: also build the
     piece list, ``per_gap``: the per-gap frame (millions of rows on large traces: both off by default, the
-    per-iteration sums need neither); ``kernel_gap_ns``: see :func:`project_cuda_graphs`."""
-    intervals = api_intervals(api)
-    ctx = _Context(ops, api, ranges, intervals)
+    per-iteration sums need neither); ``kernel_gap_ns``: see :func:`project_cuda_graphs`; ``calls``: the
+    ops' launching calls when already matched (:data:`CALL_COLUMNS`; ``ops`` then has ``call``, a row of
+    ``calls`` or null, instead of ``pid``/``correlation``)."""
+    intervals, graphs = _api_intervals(api)
+    ctx = _Context(ops, api, ranges, intervals, calls)
     if index is None:
         index = ranges.get_column("iteration")
-    sums, no_call = _iteration_sums(gaps, ctx, np.sort(_np(index)), kernel_gap_ns)
+    want_gaps = per_gap or pieces or cpu_ops is not None
+    kept: list[dict[str, np.ndarray]] | None = [] if want_gaps else None
+    sums, no_call = _iteration_sums(gaps, ctx, np.sort(_np(index)), kernel_gap_ns, kept)
     iterations = sums.drop(list(PROJECTION_PARTS))
     result = Attribution(None, iterations, summarize_attribution(iterations))
     result.projection_parts = sums.select("index", *PROJECTION_PARTS)
     result.kernel_gap_ns = kernel_gap_ns
-    if per_gap or pieces or cpu_ops is not None:
-        result.gaps = _gap_frame(gaps, ctx)
+    result.graph_launches = graphs
+    if want_gaps:
+        result.gaps = _gap_frame(gaps, ctx, kept)
+        del kept
     if pieces or cpu_ops is not None:
         result.pieces = idle_pieces(result.gaps, api, cpu_ops, intervals)
         if cpu_ops is not None:
@@ -1063,3 +1036,82 @@ def project_cuda_graphs(
         "summary": summarize_columns(frame, ["latency_ms", "projected_ms", "saved_ms", "speedup"]),
     }
     return frame, info
+
+
+# ------------------------------------------------------------------------------------------- documents
+
+#: One line per cause, as the outputs print them (the module docstring has the full rules).
+CAUSE_DEFINITIONS: dict[str, str] = {
+    "dispatch": "host outside every CUDA/HIP API call: Python and framework code, operator dispatch, graph "
+    "construction, control flow (the framework tax proper)",
+    "launch": "host inside a kernel or graph launch call",
+    "sync": "host inside a synchronization call (cudaDeviceSynchronize, cudaStreamSynchronize, ...)",
+    "other_api": "host inside any other API call (allocation, event record, memcpy's host part, ...)",
+    "in_flight": "the next op was launched (its launch call returned) and has not started: device-side "
+    "launch latency, queueing and scheduling",
+}
+#: Whose host state decides, as the outputs print it.
+THREAD_RULE = (
+    "each idle interval is split by the state of the host thread that launched the op ending it (else the "
+    "iteration's main thread); per iteration busy + the five causes = latency, to the nanosecond"
+)
+
+
+def projection_document(iterations: pl.DataFrame, attribution: Attribution, device: str) -> dict[str, Any]:
+    """The CUDA-graph projection as JSON (:func:`project_cuda_graphs`): ``applies`` (False with a ``reason``
+    on CPU-only traces, traces without device work and traces that already replay graphs), else the means
+    over iterations (``latency_ms``, ``projected_ms``, ``saved_ms``; ``speedup`` = mean latency / mean
+    projected latency), each column's statistics, the assumptions and the parameters."""
+    if device == "cpu":
+        return {"applies": False, "reason": "CPU-only trace: nothing to capture into a CUDA graph"}
+    if attribution.graph_launches:
+        return {
+            "applies": False,
+            "reason": f"the trace already replays CUDA graphs ({attribution.graph_launches} graph launch calls)",
+        }
+    if not iterations.height or iterations.get_column("gpu_busy_ms").drop_nulls().is_empty():
+        return {"applies": False, "reason": "no device work in the analyzed iterations"}
+    frame, info = project_cuda_graphs(iterations, attribution)
+    latency, projected = frame.get_column("latency_ms").mean(), frame.get_column("projected_ms").mean()
+    return {
+        "applies": True,
+        "latency_ms": latency,
+        "projected_ms": projected,
+        "saved_ms": frame.get_column("saved_ms").mean(),
+        "speedup": latency / projected if projected else None,  # type: ignore[operator]
+        "summary": {name: stats.to_dict() for name, stats in info["summary"].items()},
+        "assumptions": info["assumptions"],
+        "parameters": info["parameters"],
+    }
+
+
+def attribution_document(iterations: pl.DataFrame, attribution: Attribution, device: str) -> dict[str, Any]:
+    """The ``idle_attribution`` object of ``tracekit analyze --format json``: per cause (``causes``, in
+    :data:`CAUSES` order) the mean/p50/p90 over iterations (ms), the total over iterations (ms) and the
+    share of all idle time (fraction, None without idle time); ``idle_ms`` (its mean/p50/p90); the
+    definitions; ``cuda_graph_projection`` (:func:`projection_document`); ``top_dispatch_operators`` (dispatch
+    time by enclosing top-level CPU operator, None when the trace holds no CPU operators)."""
+    summary, frame = attribution.summary, attribution.iterations
+    rows = []
+    for cause in CAUSES:
+        stats = summary[f"{cause}_ms"]
+        rows.append(
+            {
+                "cause": cause,
+                "mean_ms": stats.mean,
+                "p50_ms": stats.p50,
+                "p90_ms": stats.p90,
+                "total_ms": int(frame.get_column(f"{cause}_ns").sum()) / 1e6 if frame.height else 0.0,
+                "share_of_idle": summary["share_of_idle"][cause],
+            }
+        )
+    idle = summary["idle_ms"]
+    top = attribution.top_operators
+    return {
+        "causes": rows,
+        "idle_ms": {"mean": idle.mean, "p50": idle.p50, "p90": idle.p90},
+        "definitions": dict(CAUSE_DEFINITIONS),
+        "rule": THREAD_RULE,
+        "cuda_graph_projection": projection_document(iterations, attribution, device),
+        "top_dispatch_operators": None if top is None else top.to_dicts(),
+    }

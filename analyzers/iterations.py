@@ -44,11 +44,14 @@ KERNEL_KINDS = ("kernel", "operator")
 LONGEST_GAPS = 10
 
 #: What :func:`analyze_iterations` reads of a trace (a :data:`tracekit.model.FrameSpec` for
-#: ``read_trace(path, frames=...)``): no GPU metrics, no op names, streams or graph ids, no API kinds or threads.
+#: ``read_trace(path, frames=...)``): no GPU metrics, no op names, streams or graph ids, no API kinds. The API
+#: calls' threads and the optional CPU operators are for the idle-time attribution
+#: (:mod:`tracekit.analyzers.attribution`).
 FRAMES_NEEDED: dict[str, tuple[str, ...] | None] = {
     "ops": ("start", "end", "device", "pid", "correlation", "kind"),
-    "api": ("start", "end", "pid", "correlation", "name"),
+    "api": ("start", "end", "pid", "correlation", "name", "thread"),
     "ranges": None,
+    "cpu_ops": None,
 }
 
 
@@ -76,6 +79,9 @@ class IterationAnalysis:
     step_classes: list[dict[str, Any]] | None = None
     #: One summary row per GPU when the trace's ops ran on several (see :func:`per_device_rows`).
     per_device: list[dict[str, Any]] | None = None
+    #: Every idle nanosecond of every iteration by cause (:mod:`tracekit.analyzers.attribution`); None when
+    #: not computed (``attribute=False``).
+    attribution: Any = None
 
     def to_json(self, trace: Trace) -> dict[str, Any]:
         """The ``tracekit analyze --format json`` document."""
@@ -99,8 +105,15 @@ class IterationAnalysis:
             "longest_gaps": self.longest_gaps().to_dicts(),
             **({"step_classes": self.step_classes} if self.step_classes is not None else {}),
             **({"per_device": self.per_device} if self.per_device is not None else {}),
+            **({"idle_attribution": self.attribution_json()} if self.attribution is not None else {}),
             "warnings": list(self.warnings),
         }
+
+    def attribution_json(self) -> dict[str, Any]:
+        """The ``idle_attribution`` object of the JSON document (:func:`attribution_document`)."""
+        from tracekit.analyzers.attribution import attribution_document
+
+        return attribution_document(self.iterations, self.attribution, self.device)
 
     def longest_gaps(self, count: int = LONGEST_GAPS) -> pl.DataFrame:
         """The ``count`` longest idle gaps, longest first, with durations in µs and ``offset_ms`` (start in
@@ -157,23 +170,39 @@ def _assign_to_iterations(points: pl.DataFrame, time_col: str, ranges: pl.DataFr
     return points.with_columns(_iteration_at(points.get_column(time_col), ranges))
 
 
+#: The launching-call columns :func:`_match_calls` returns (the call's start, end, pid and thread).
+CALL_COLUMNS = ("call_start", "call_end", "call_pid", "call_thread")
+
+
+def _call_columns(calls: pl.DataFrame) -> list[pl.Expr]:
+    """``start``, ``end``, ``pid``, ``thread`` of calls as :data:`CALL_COLUMNS` (thread null when absent)."""
+    thread = pl.col("thread") if "thread" in calls.columns else pl.lit(None, pl.Int64)
+    return [
+        pl.col("start").alias("call_start"),
+        pl.col("end").alias("call_end"),
+        pl.col("pid").alias("call_pid"),
+        thread.alias("call_thread"),
+    ]
+
+
 def _launch_calls_of(api: pl.DataFrame) -> pl.DataFrame:
     """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
-    return outermost_of_pairs(api.filter(pl.col("correlation").is_not_null())).select(
-        "pid", "correlation", pl.col("start").alias("call_start"), pl.col("end").alias("call_end")
-    )
+    calls = outermost_of_pairs(api.filter(pl.col("correlation").is_not_null()))
+    return calls.select("pid", "correlation", *_call_columns(calls))
 
 
 def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.DataFrame]:
     """The launching call of each row of ``ops``: (``call``, per op in order: a row number in the returned
-    calls frame or null when none; calls frame with ``call_start``, ``call_end``).
+    calls frame or null when none; calls frame with :data:`CALL_COLUMNS`: the call's start, end, pid,
+    thread).
 
     The launching call is the outermost API call with the op's (pid, correlation) (earliest start, then
     longest). Same answer as joining :func:`_launch_calls_of` on (pid, correlation), found by sorting the calls
     on one (pid, correlation) key (a check when the API rows are in correlation order, the usual case) and
     a binary search per op, rather than by hashing every row."""
     keys = ops.select("pid", "correlation")
-    calls = api.select("pid", "correlation", "start", "end").filter(
+    extra = ["thread"] if "thread" in api.columns else []
+    calls = api.select("pid", "correlation", "start", "end", *extra).filter(
         pl.col("correlation").is_not_null() & pl.col("pid").is_not_null()
     )
     if calls.is_empty() or ops.is_empty() or not pair_keys_fit(keys, calls):
@@ -184,14 +213,14 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
             how="left",
             maintain_order="left",
         ).get_column("call")
-        return call, launch.select("call_start", "call_end")
-    calls = outermost_of_keys(calls.select(pair_key(), "start", "end"))
+        return call, launch.select(CALL_COLUMNS)
+    calls = outermost_of_keys(calls.select(pair_key(), "start", "end", "pid", *extra))
     call_keys = calls.get_column("key")
     op_keys = keys.select(pair_key()).to_series()
     pos = call_keys.search_sorted(op_keys, side="left").cast(pl.Int64).clip(upper_bound=calls.height - 1)
     hit = op_keys.is_not_null() & (call_keys.gather(pos) == op_keys)
     call = pl.select(pl.when(hit).then(pos).alias("call")).to_series()
-    return call, calls.select(pl.col("start").alias("call_start"), pl.col("end").alias("call_end"))
+    return call, calls.select(_call_columns(calls))
 
 
 def assign_ops(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame:
@@ -462,8 +491,11 @@ def analyze_iterations(
     skip: int | None = 0,
     bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
     split_idle_ms: float | None = None,
+    attribute: bool = True,
 ) -> IterationAnalysis:
-    """Per-iteration latency, GPU busy, idle gaps, launches and framework overhead of ``trace``.
+    """Per-iteration latency, GPU busy, idle gaps, launches and framework overhead of ``trace``, and (with
+    ``attribute``) its idle time by cause (:mod:`tracekit.analyzers.attribution`: the ``*_ms`` columns of
+    :data:`tracekit.analyzers.attribution.CAUSES`, from the same op-to-launching-call matching).
 
     ``range_name`` picks the iteration ranges (default: ``iteration`` if present, else the torch.profiler
     ``ProfilerStep#*`` steps, else the most frequent top-level range); ``skip`` drops that many leading (warm-up) iterations
@@ -487,6 +519,13 @@ def analyze_iterations(
         ranges,
     )
     ops = ops.drop("pid", "correlation")
+    # What the attribution needs of the matching (columns shared, not copied).
+    matched = (
+        ops.select("start", "end", "iteration", "call"),
+        calls.select("call_end", "call_pid", "call_thread"),
+    )
+    if not attribute:
+        matched = None
     if has_ops and ops.is_empty():
         warnings.append(f"no GPU or operator activity falls inside the {name!r} ranges")
     windows = _windows(ranges, ops)
@@ -545,9 +584,46 @@ def analyze_iterations(
             "latency is the steady-state period max(range end, GPU end) - max(range start, previous GPU end)"
         )
     gaps = _with_cpu_context(trace, gaps, ranges)
+    attribution = None
+    if matched is not None:
+        frame, attribution = _with_attribution(trace, frame, gaps, ranges, matched)
+        del matched
+        warnings += attribution.warnings
     summary = summarize(frame, bound_threshold)
     frame, classes = _with_step_classes(trace, ranges, frame)
-    return IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges, classes)
+    analysis = IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges, classes)
+    analysis.attribution = attribution
+    return analysis
+
+
+def _with_attribution(
+    trace: Trace,
+    frame: pl.DataFrame,
+    gaps: pl.DataFrame,
+    ranges: pl.DataFrame,
+    matched: tuple[pl.DataFrame, pl.DataFrame],
+) -> tuple[pl.DataFrame, Any]:
+    """``frame`` with the idle time of each iteration by cause (``dispatch_ms`` ... ``in_flight_ms``; null
+    where ``idle_ms`` is), and the :class:`~tracekit.analyzers.attribution.Attribution`. ``matched``: the
+    iterations' ops (``start``, ``end``, ``iteration``, ``call``) and their launching calls."""
+    from tracekit.analyzers.attribution import CAUSE_MS, attribute_idle, with_range_pids
+
+    ops, calls = matched
+    cpu_ops = trace.cpu_ops if trace.cpu_ops.height else None
+    result = attribute_idle(
+        gaps,
+        ops,
+        trace.api,
+        with_range_pids(ranges, trace.ranges),
+        frame.get_column("index"),
+        cpu_ops=cpu_ops,
+        calls=calls,
+    )
+    causes = result.iterations.select("index", *CAUSE_MS)
+    frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
+        pl.when(pl.col("idle_ms").is_not_null()).then(pl.col(c)).alias(c) for c in CAUSE_MS
+    )
+    return frame, result
 
 
 #: Per-iteration serving-step columns added when the trace holds engine steps (:mod:`tracekit.analyzers.steps`).
@@ -714,7 +790,7 @@ def per_device_rows(
     rows: list[dict[str, Any]] = []
     for device, part in sorted(split_by_device(trace).items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):
         try:
-            a = analyze_iterations(part, range_name, skip, bound_threshold, split_idle_ms)
+            a = analyze_iterations(part, range_name, skip, bound_threshold, split_idle_ms, attribute=False)
         except NoActivityError as exc:
             rows.append({"device": device, "error": exc.message})
             continue

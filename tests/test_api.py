@@ -20,7 +20,9 @@ SWEEP = ROOT / "sample_traces" / "synthetic" / "sweep_pytorch"
 
 
 def test_import_is_light() -> None:
-    code = "import sys, tracekit; print(sorted(m for m in ('rich', 'matplotlib', 'torch') if m in sys.modules))"
+    code = (
+        "import sys, tracekit; print(sorted(m for m in ('rich', 'matplotlib', 'torch') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 
@@ -35,7 +37,20 @@ def test_analyze_matches_cli_json_field_for_field(capsys: pytest.CaptureFixture[
     assert a.summary.to_json() == doc["summary"]
     assert a.verdict == doc["summary"]["bound"] == "framework"
     assert a.device == doc["trace"]["device"] == "gpu"
-    assert a.iterations.shape == (10, 18)
+    assert a.iterations.shape == (10, 23)
+
+
+def test_analyze_has_the_idle_time_by_cause() -> None:
+    from tracekit.analyzers.attribution import CAUSE_MS
+
+    a = tracekit.analyze(SAMPLE)
+    assert set(CAUSE_MS) <= set(a.iterations.columns)
+    # busy + the five causes = latency, per iteration (the causes sum to idle_ms)
+    summed = a.iterations.select(pl.sum_horizontal(list(CAUSE_MS)) - pl.col("idle_ms")).to_series()
+    assert summed.abs().max() < 1e-9
+    assert a.summary["dispatch_ms"].p50 == pytest.approx(a.iterations["dispatch_ms"].median())
+    assert a.summary["dispatch_ms"].mean > a.summary["launch_ms"].mean > 0
+    assert a.attribution.iterations["index"].to_list() == a.iterations["index"].to_list()
 
 
 def test_analyze_options_and_gaps() -> None:

@@ -4,7 +4,7 @@ A field's *name* is its stable key (JSON keys, polars columns, CSV headers of GP
 hold ``{device}``, filled with "GPU" on GPU traces and "operator" on CPU-only traces (where the "device
 work" is CPU operators); :func:`device_name` does the same for names shown in CSV headers.
 
-To add a per-iteration metric (e.g. an idle-time attribution column ``dispatch_ms``): compute the column in
+To add a per-iteration metric (e.g. the idle-time attribution's ``dispatch_ms``): compute the column in
 :func:`tracekit.analyzers.iterations.analyze_iterations` (or a step it calls) and add one :class:`Field` to
 :data:`ITERATION_FIELDS`. The summary statistics, the JSON/CSV documents, the terminal and Markdown tables,
 the Python API and ``compare`` then carry it.
@@ -122,6 +122,49 @@ ITERATION_FIELDS: tuple[Field, ...] = (
         "idle gaps / iteration",
     ),
     Field("idle_ms", "ms", "idle", "duration", "latency - busy (summed idle gaps)", "idle (ms)"),
+    # The idle time by cause (tracekit.analyzers.attribution): the five sum to idle_ms, to the nanosecond.
+    Field(
+        "dispatch_ms",
+        "ms",
+        "idle: dispatch (host outside API calls)",
+        "duration",
+        "idle time while the launching host thread is outside every CUDA/HIP API call: Python and framework "
+        "code, operator dispatch, graph construction, control flow",
+        "idle: dispatch (ms)",
+    ),
+    Field(
+        "launch_ms",
+        "ms",
+        "idle: in launch calls",
+        "duration",
+        "idle time while the launching host thread is inside a kernel or graph launch call",
+        "idle: launch (ms)",
+    ),
+    Field(
+        "sync_ms",
+        "ms",
+        "idle: in sync calls",
+        "duration",
+        "idle time while the launching host thread is inside a synchronization call",
+        "idle: sync (ms)",
+    ),
+    Field(
+        "other_api_ms",
+        "ms",
+        "idle: in other API calls",
+        "duration",
+        "idle time while the launching host thread is inside any other API call (allocation, event record, ...)",
+        "idle: other API (ms)",
+    ),
+    Field(
+        "in_flight_ms",
+        "ms",
+        "idle: launched, not started",
+        "duration",
+        "idle time after the next op's launch call returned and before it started (device-side launch "
+        "latency and scheduling)",
+        "idle: in flight (ms)",
+    ),
 )
 
 FIELDS: dict[str, Field] = {f.name: f for f in ITERATION_FIELDS}

@@ -80,12 +80,25 @@ KERNEL_METRICS_SCHEMA: dict[str, pl.DataType] = {
     "value": pl.Float64,
 }
 
+#: Optional: the host's top-level CPU operators of a GPU trace (torch.profiler ``cpu_op``/``Operator`` events
+#: not nested in another operator on their thread, ``ProfilerStep#N`` excluded), on the ops' clock. Empty
+#: unless the reader fills it; the idle-time attribution (:mod:`tracekit.analyzers.attribution`) names the
+#: dispatch time it finds inside them after them. On CPU-only traces the operators are the ``ops`` already.
+CPU_OPS_SCHEMA: dict[str, pl.DataType] = {
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "pid": pl.Int64,
+    "thread": pl.Int64,
+    "name": pl.String,
+}
+
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "ops": OPS_SCHEMA,
     "api": API_SCHEMA,
     "ranges": RANGES_SCHEMA,
     "gpu_metrics": GPU_METRICS_SCHEMA,
     "kernel_metrics": KERNEL_METRICS_SCHEMA,
+    "cpu_ops": CPU_OPS_SCHEMA,
 }
 
 #: Names of API calls that launch GPU work (after suffix stripping). Graph launches are included: a graph
@@ -197,6 +210,8 @@ class Trace:
     gpu_metrics: pl.DataFrame = field(default_factory=lambda: empty_frame(GPU_METRICS_SCHEMA))
     kernel_metrics: pl.DataFrame = field(default_factory=lambda: empty_frame(KERNEL_METRICS_SCHEMA))
     meta: dict[str, Any] = field(default_factory=dict)
+    #: optional (:data:`CPU_OPS_SCHEMA`): empty unless the reader fills it
+    cpu_ops: pl.DataFrame = field(default_factory=lambda: empty_frame(CPU_OPS_SCHEMA))
 
     def __post_init__(self) -> None:
         for name, schema in SCHEMAS.items():

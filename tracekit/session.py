@@ -177,7 +177,8 @@ class AnalyzedTrace:
 
     ``iterations`` (polars, one row per analyzed iteration), ``gaps`` (every idle gap, absolute ns),
     ``idle_gaps`` (the same with ``offset_ms`` from the iteration's window start), ``summary`` (typed
-    statistics, verdict, synchronized), ``ops`` (the trace's ops of the analyzed iterations with an
+    statistics, verdict, synchronized), ``attribution`` (the idle time of each iteration by cause, whose
+    ``dispatch_ms`` ... ``in_flight_ms`` are columns of ``iterations``), ``ops`` (the trace's ops of the analyzed iterations with an
     ``iteration`` column and their launching call's ``call_start``/``call_end``; computed on first use)."""
 
     trace: Trace
@@ -220,6 +221,12 @@ class AnalyzedTrace:
     @property
     def range_name(self) -> str:
         return self.analysis.range_name
+
+    @property
+    def attribution(self) -> Any:
+        """The idle time by cause (:class:`tracekit.analyzers.attribution.Attribution`: per-iteration ns
+        sums, summary, CUDA-graph projection parts; the ``*_ms`` columns are in :attr:`iterations` too)."""
+        return self.analysis.attribution
 
     @cached_property
     def ops(self) -> pl.DataFrame:

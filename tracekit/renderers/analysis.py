@@ -72,13 +72,17 @@ def _notes(doc: dict[str, Any]) -> list[str]:
     return [NEGATIVE_QUEUE_NOTE] if low is not None and low < 0 else []
 
 
+#: Per-cause idle columns: shown in the "idle time by cause" section rather than the summary table.
+CAUSE_FIELDS = ("dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms")
+
+
 def _summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per field of the summary: label (worded for the trace's device), unit, statistics; counts as
-    integers where they are whole."""
+    integers where they are whole. The per-cause idle fields are left to :func:`cause_rows`."""
     order = SUMMARY_ORDER + [f.name for f in ITERATION_FIELDS if f.name not in SUMMARY_ORDER]
     rows = []
     for name in order:
-        if name not in doc["summary"] or name not in FIELDS:
+        if name not in doc["summary"] or name not in FIELDS or name in CAUSE_FIELDS:
             continue
         field = FIELDS[name]
         stats = doc["summary"][name] or {}
@@ -127,6 +131,81 @@ DEVICE_COLUMNS = [
 ]
 
 
+CAUSE_COLUMNS = [
+    ("cause", "cause"),
+    ("mean_ms", "mean ms"),
+    ("p50_ms", "p50 ms"),
+    ("p90_ms", "p90 ms"),
+    ("share", "share of idle"),
+    ("meaning", "the launching host thread is"),
+]
+#: What each cause means, short (the JSON document carries the full definitions).
+CAUSE_MEANINGS = {
+    "dispatch": "outside API calls (framework code, dispatch)",
+    "launch": "in a launch call",
+    "sync": "in a sync call",
+    "other_api": "in another API call",
+    "in_flight": "done: next op launched, not started",
+}
+OPERATOR_COLUMNS = [
+    ("cpu_op", "top-level CPU operator"),
+    ("dispatch_ms", "dispatch ms (all iterations)"),
+    ("share", "share of dispatch"),
+    ("pieces", "pieces"),
+]
+
+
+def _percent(value: float | None) -> str | None:
+    return None if value is None else f"{100 * value:.1f}%"
+
+
+def cause_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The "idle time by cause" table: per cause its mean/p50/p90 ms per iteration and share of the idle
+    time, then the idle total (empty when the document has no attribution)."""
+    section = doc.get("idle_attribution")
+    if not section:
+        return []
+    rows = [
+        {**row, "share": _percent(row["share_of_idle"]), "meaning": CAUSE_MEANINGS.get(row["cause"], "")}
+        for row in section["causes"]
+    ]
+    idle = section["idle_ms"]
+    total = "100%" if any(r["share_of_idle"] for r in section["causes"]) else None
+    rows.append(
+        {
+            "cause": "idle (sum)",
+            "mean_ms": idle["mean"],
+            "p50_ms": idle["p50"],
+            "p90_ms": idle["p90"],
+            "share": total,
+        }
+    )
+    return rows
+
+
+def projection_lines(doc: dict[str, Any]) -> list[str]:
+    """The CUDA-graph projection: one line with the numbers and one per assumption, or why there is none."""
+    section = doc.get("idle_attribution")
+    if not section:
+        return []
+    p = section["cuda_graph_projection"]
+    if not p["applies"]:
+        return [f"CUDA-graph projection: not applicable ({p['reason']})"]
+    params = p["parameters"]
+    gap = params["kernel_gap_ns"]["value"]
+    lines = [
+        f"CUDA-graph projection: mean latency {_duration(p['latency_ms'])} -> {_duration(p['projected_ms'])} "
+        f"(saves {_duration(p['saved_ms'])}, {p['speedup']:.2f}x) if launch and dispatch between kernels "
+        f"disappeared; kernel gap {gap} ns ({params['kernel_gap_ns']['source']}). Assumptions:"
+    ]
+    return lines + [f"  - {a}" for a in p["assumptions"]]
+
+
+def _operator_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    top = (doc.get("idle_attribution") or {}).get("top_dispatch_operators")
+    return [{**row, "share": _percent(row["share"])} for row in top or []]
+
+
 def _sections(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list[tuple[str, str]]]]:
     """The optional tables: framework tax per serving-step class, and one row per GPU."""
     out = []
@@ -160,6 +239,7 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
         digits = 1 if row["unit"] == "count" else 3  # whole counts are ints already
         table.add_row(*(format_value(row.get(k), digits) for k, _ in SUMMARY_COLUMNS))
     console.print(table)
+    _print_causes(doc, console)
     if doc["longest_gaps"]:
         gaps = Table(title="longest idle gaps", header_style="bold")
         for key, header in GAP_COLUMNS:
@@ -180,11 +260,56 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
 
 
+def _print_causes(doc: dict[str, Any], console: Console) -> None:
+    """The idle time by cause, the CUDA-graph projection and the top operators by dispatch time."""
+    from rich.table import Table
+
+    rows = cause_rows(doc)
+    if not rows:
+        return
+    table = Table(title="idle time by cause (per iteration)", header_style="bold")
+    for key, header in CAUSE_COLUMNS:
+        table.add_column(header, justify="left" if key in ("cause", "meaning", "share") else "right")
+    for row in rows:
+        table.add_row(*(format_value(row.get(k), 3) for k, _ in CAUSE_COLUMNS))
+    console.print(table)
+    for line in projection_lines(doc):
+        console.print(line, highlight=False, markup=False)
+    operators = _operator_rows(doc)
+    if operators:
+        top = Table(title="top CPU operators by dispatch time", header_style="bold")
+        for key, header in OPERATOR_COLUMNS:
+            top.add_column(header, justify="left" if key in ("cpu_op", "share") else "right")
+        for row in operators:
+            top.add_row(*(format_value(row.get(k), 3) for k, _ in OPERATOR_COLUMNS))
+        console.print(top)
+
+
+def _markdown_causes(doc: dict[str, Any]) -> list[str]:
+    rows = cause_rows(doc)
+    if not rows:
+        return []
+    parts = ["", "## Idle time by cause (per iteration)", "", render_markdown(rows, CAUSE_COLUMNS)]
+    lines = projection_lines(doc)
+    if lines:
+        parts += [lines[0], ""] + [line.strip() for line in lines[1:]]
+    operators = _operator_rows(doc)
+    if operators:
+        parts += [
+            "",
+            "### Top CPU operators by dispatch time",
+            "",
+            render_markdown(operators, OPERATOR_COLUMNS),
+        ]
+    return parts
+
+
 def render_markdown_doc(doc: dict[str, Any]) -> str:
     """The same content as Markdown."""
     parts = ["# tracekit analyze", ""] + [f"- {line}" for line in _headline(doc)] + [""]
     parts.append(render_markdown(_summary_rows(doc), SUMMARY_COLUMNS))
     parts += [f"Note: {note}" for note in _notes(doc)]
+    parts += _markdown_causes(doc)
     if doc["longest_gaps"]:
         parts += ["", "## Longest idle gaps", "", render_markdown(doc["longest_gaps"], GAP_COLUMNS)]
     for title, rows, columns in _sections(doc):
