@@ -251,3 +251,65 @@ def test_bare_event_array_and_foreign_arrays(tmp_path: Path) -> None:
     for bad in ('[{"ph": "X"}, {"name": "no ph"}]', "[]", '"text"', "3"):
         with pytest.raises(TraceFormatError, match="not a Kineto trace"):
             read(_write(tmp_path, "bad.json", bad))
+
+
+def _document_around_events() -> str:
+    """SYNTHETIC_CURRENT_RAW's events inside a header with decoys: the key's text inside a string and in a
+    nested object before the real key, top-level keys after the array (one repeating an earlier key: the
+    last value wins, as in json.loads), and "]}" inside a string after it."""
+    raw = SYNTHETIC_CURRENT_RAW
+    key = raw.index('"traceEvents": [')
+    events = raw[key + len('"traceEvents": ') : raw.rindex("]") + 1]
+    before = raw[1:key]
+    return (
+        '{"decoy": "\\"traceEvents\\": [", "nested": {"traceEvents": [{"ph": "X"}]},'
+        + before
+        + '"traceEvents": '
+        + events
+        + ' , "traceName": "x]}", "distributedInfo": {"rank": 5}\n}\n'
+    )
+
+
+@pytest.mark.parametrize("chunk_bytes", [64, 1 << 20])
+@pytest.mark.parametrize("gz", [False, True])
+def test_streamed_document_in_tiny_pieces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int, gz: bool
+) -> None:
+    import tracekit.readers.kineto_stream as ks
+
+    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(ks, "READ_BYTES", 7)  # the header, the cuts and the end each span many pieces
+    text = _document_around_events()
+    trace = read(_write(tmp_path, "doc.json" + (".gz" if gz else ""), text, gz))
+    assert_frame_equal(trace.ops, EXPECTED_CURRENT_OPS)
+    assert_frame_equal(trace.api, EXPECTED_CURRENT_API)
+    assert_frame_equal(trace.ranges, EXPECTED_CURRENT_RANGES)
+    assert trace.meta["rank"] == 5 and trace.meta["gpu"] == "Synthetic GPU A"
+    assert trace.meta["schema_version"] == 1
+    # the same header as the whole-document decoding gives
+    header, _ = kd.split_document(text.encode(), tmp_path / "doc.json")
+    got: dict[str, Any] = {}
+    for _ in ks.stream_events(tmp_path / ("doc.json" + (".gz" if gz else "")), header=got):
+        pass
+    assert got == header
+
+
+def test_streamed_gzip_cut_short_is_a_gzip_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import tracekit.readers.kineto_stream as ks
+
+    monkeypatch.setattr(ks, "READ_BYTES", 16)
+    data = gzip.compress(SYNTHETIC_CURRENT_RAW.encode())
+    for cut in (len(data) - 4, len(data) // 2, 30):
+        path = tmp_path / "cut.json.gz"
+        path.write_bytes(data[:cut])
+        with pytest.raises(TraceFormatError, match="damaged gzip file") as err:
+            read(path)
+        assert "\n" not in str(err.value)
+    # two gzip members read as one text, as gzip.decompress reads them
+    half = len(SYNTHETIC_CURRENT_RAW) // 2
+    two = tmp_path / "two.json.gz"
+    two.write_bytes(
+        gzip.compress(SYNTHETIC_CURRENT_RAW[:half].encode())
+        + gzip.compress(SYNTHETIC_CURRENT_RAW[half:].encode())
+    )
+    assert_frame_equal(read(two).ops, EXPECTED_CURRENT_OPS)

@@ -7,10 +7,12 @@ missing correlation id. Category names are matched case-insensitively, so the 20
 ``cuda_runtime``, ``Kernel``, flows ``async_cpu_to_gpu``) and the current one (``kernel``, ``gpu_memcpy``,
 ``gpu_memset``, ``cuda_runtime``, ``cuda_driver``, flows ``ac2g``) all read the same way.
 
-Decoding (:mod:`tracekit.readers.kineto_decode`): msgspec, in chunks of a few MB of event JSON, each
-field kept as its exact JSON text where it is a number, and each field turned into a column only for the
-events that need it (flow events are decoded only when a GPU event lacks its correlation id); there is no
-per-event Python code. ``read(path, progress=...)`` reports progress as ``progress(phase, fraction)``.
+Decoding (:mod:`tracekit.readers.kineto_stream`, :mod:`tracekit.readers.kineto_decode`): the file is
+inflated and decoded as a stream, msgspec in chunks of a few MB of event JSON, so the whole inflated text is
+never held; each field is kept as its exact JSON text where it is a number, and turned into a column only
+for the events that need it (flow events are read, in a second pass, only when a GPU event lacks its
+correlation id); there is no per-event Python code. ``read(path, progress=...)`` reports progress as
+``progress(phase, fraction)``.
 
 Timestamps: Kineto writes ``ts``/``dur`` in microseconds, as integers or as decimals with nanosecond
 fractions. The JSON is parsed with decimals kept as text and converted exactly: ns = round(µs × 1000),
@@ -88,16 +90,8 @@ from tracekit.model import (
     conform,
     empty_frame,
 )
-from tracekit.readers.kineto_decode import (
-    ARG_FIELDS,
-    INPUT_FIELDS,
-    Progress,
-    columns,
-    event_chunks,
-    is_fast,
-    read_json_bytes,
-    split_document,
-)
+from tracekit.readers.kineto_decode import ARG_FIELDS, INPUT_FIELDS, Progress, columns, is_fast
+from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
 from tracekit.readers.nesting import nesting_depth
 
@@ -472,10 +466,11 @@ def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
     return cpu_op_summary(cpu, calls)
 
 
-def _flows(events: Any) -> pl.DataFrame:
-    """Flow events (``ph`` s/f/t of the flow categories, readable ts): pid, tid, start, id (text)."""
-    parts = []
-    for chunk in event_chunks(events, lenient=True):
+def _flows(path: Path) -> pl.DataFrame:
+    """Flow events (``ph`` s/f/t of the flow categories, readable ts): pid, tid, start, id (text). A second
+    pass over the file, made only when some GPU event lacks its correlation id."""
+    parts = [_flows_frame()]
+    for chunk in stream_events(path, lenient=True):
         cols = columns(chunk, ("ph", "cat", "pid", "tid", "ts", "id"), False)
         parts.append(
             cols.filter(
@@ -507,14 +502,13 @@ def read_events(
 
     The file is decoded chunk by chunk (:mod:`tracekit.readers.kineto_decode`); each chunk is reduced to
     the rows the frames need (:func:`_chunk_rows`) before the next is decoded."""
-    data = read_json_bytes(path, progress)
-    header, events = split_document(data, path)
+    header: dict[str, Any] = {}
     parts: list[pl.DataFrame] = []
     categories: set[str] = set()
     bad_ts = 0
     first_ops: list[pl.DataFrame] = []
     with gc_paused():  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
-        for chunk in event_chunks(events, progress):
+        for chunk in stream_events(path, progress, header=header):
             rows, cats, bad, first = _chunk_rows(chunk)
             del chunk
             parts.append(rows)
@@ -527,8 +521,7 @@ def read_events(
             pl.col("cat_l").is_in(list(OP_CATEGORIES)),
             pl.col("a_correlation").cast(pl.Int64, strict=False).is_null(),
         ).height
-        flows = _flows(events) if missing else _flows_frame()
-    del events, data  # the JSON text is no longer needed: free it before the frame work
+        flows = _flows(path) if missing else _flows_frame()
     first_op = first_op_inputs(pl.concat(first_ops)) if first_ops else None
     return frame, flows, header, categories, bad_ts, first_op
 

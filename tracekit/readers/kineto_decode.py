@@ -1,7 +1,9 @@
 """Fast, bounded-memory decoding of Kineto chrome-trace JSON into polars text columns.
 
-The file is inflated in one piece (ISA-L's inflater when ``isal`` is installed, else the standard library's), the top level is decoded with every value left as a zero-copy :class:`msgspec.Raw`, and
-the ``traceEvents`` array is then decoded in chunks of about :data:`CHUNK_BYTES` bytes of JSON, each into
+Kineto files are normally streamed (:mod:`tracekit.readers.kineto_stream`, which uses the chunk decoding
+here). Documents it does not stream are read whole: the file is inflated in one piece (ISA-L's inflater
+when ``isal`` is installed, else the standard library's), the top level is decoded with every value left as
+a zero-copy :class:`msgspec.Raw`, and the ``traceEvents`` array is then decoded in chunks of about :data:`CHUNK_BYTES` bytes of JSON, each into
 typed :class:`msgspec.Struct` events whose fields are again ``Raw`` (the exact JSON text of the value: no
 float ever rounds a timestamp). Each chunk becomes one polars frame of *text* columns with a single C-level
 ``join`` per column and one vectorized split, so there is no per-event Python code; the caller reduces each
@@ -153,6 +155,14 @@ def read_json_bytes(path: Path, progress: Progress | None = None) -> bytes:
             raw = _gunzip(raw)
         except _GZIP_ERRORS as exc:
             raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+    raw = normalize_json_bytes(raw, path)
+    if progress:
+        progress("read", 1.0)
+    return raw
+
+
+def normalize_json_bytes(raw: bytes, path: Path) -> bytes:
+    """JSON text as UTF-8 bytes without a byte-order mark (UTF-16/32 re-encoded, as json.loads reads them)."""
     encoding = json.detect_encoding(raw[:4])
     if encoding == "utf-8-sig":
         raw = raw[3:]
@@ -161,8 +171,6 @@ def read_json_bytes(path: Path, progress: Progress | None = None) -> bytes:
             raw = raw.decode(encoding).encode()
         except UnicodeError as exc:
             raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
-    if progress:
-        progress("read", 1.0)
     return raw
 
 

@@ -1,0 +1,288 @@
+"""Streaming decode of a Kineto file: the JSON text is inflated and decoded piece by piece, so that neither
+the whole inflated text nor all decoded events are ever held at once (peak memory ~ the frames plus a few
+chunks, whatever the file size).
+
+The top level is found without decoding the whole document: the ``"traceEvents": [`` key is accepted
+where the text before it, closed with ``}``, decodes as a JSON object (a key inside a string or a nested
+object leaves it unterminated or unbalanced). The events array is then cut into chunks of about
+:data:`tracekit.readers.kineto_decode.CHUNK_BYTES` as in :func:`tracekit.readers.kineto_decode.event_chunks`;
+a cut is accepted only when the chunk decodes, and when no cut before the target decodes the window grows
+(a file damaged there fails at the end of the text, with the one-line error). At the end of the text, the
+array's closing ``]`` is the last one after which the rest of the document (``, "key": value ... }``)
+decodes as the remaining top-level keys.
+
+Documents this does not handle (a bare event array, no ``traceEvents`` array in the first
+:data:`HEAD_LIMIT` bytes, a UTF-16/32 encoding) are read whole by
+:func:`tracekit.readers.kineto_decode.read_json_bytes` / ``split_document`` instead, which also gives their
+errors.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tracekit.errors import TraceFormatError
+from tracekit.readers import kineto_decode as kd
+
+try:  # ISA-L inflates ~2x faster than zlib (a dependency; the standard library is the fallback)
+    from isal import isal_zlib as _zlib
+    from isal.isal_zlib import error as _IsalError  # noqa: N812
+
+    _INFLATE_ERRORS: tuple[type[BaseException], ...] = (zlib.error, _IsalError, OSError)
+except ImportError:  # pragma: no cover - depends on the environment
+    _zlib = zlib
+    _INFLATE_ERRORS = (zlib.error, OSError)
+
+#: compressed (or plain) bytes read from the file per step (a few MB of text once inflated)
+READ_BYTES = 1 << 18
+#: how far into the text the ``traceEvents`` key is looked for before the whole document is read instead
+HEAD_LIMIT = 64 << 20
+#: how many ``]`` candidates for the end of the events array are tried before the text is called invalid
+END_TRIES = 1000
+_EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
+#: a "]" followed by the end of the document or by another top-level key
+_END = re.compile(rb"\]\s*(?:\}|,\s*\")")
+_DECODE_OBJECT = msgspec.json.Decoder(dict[str, msgspec.Raw])
+_WS = b" \t\r\n"
+
+
+class _Whole(Exception):
+    """The document is to be read whole (see module doc); ``text`` holds what was read so far."""
+
+    def __init__(self, text: bytes) -> None:
+        super().__init__("read whole")
+        self.text = text
+
+
+def _pieces(path: Path) -> Iterator[tuple[bytes, float]]:
+    """(inflated text piece, fraction of the file read) until the end; TraceFormatError on a damaged or
+    truncated gzip stream."""
+    try:
+        fh = open(path, "rb")  # noqa: SIM115 - closed below
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+    with fh:
+        size = max(1, path.stat().st_size)
+        first = fh.read(READ_BYTES)
+        if not first.startswith(kd.GZIP_MAGIC):
+            block = first
+            while block:
+                yield block, fh.tell() / size
+                block = fh.read(READ_BYTES)
+            return
+        inflater = _zlib.decompressobj(wbits=31)
+        block = first
+        try:
+            while block:
+                out = inflater.decompress(block)
+                # concatenated gzip members (as gzip.decompress reads them)
+                while inflater.eof and inflater.unused_data:
+                    rest = inflater.unused_data
+                    inflater = _zlib.decompressobj(wbits=31)
+                    out += inflater.decompress(rest)
+                if out:
+                    yield out, fh.tell() / size
+                block = fh.read(READ_BYTES)
+        except _INFLATE_ERRORS as exc:
+            raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+        if not inflater.eof:
+            raise TraceFormatError(
+                "damaged gzip file (Compressed file ended before the end-of-stream marker was reached)", path
+            )
+
+
+class _Text:
+    """The inflated text from some offset on: ``buf`` (bytes), filled piece by piece."""
+
+    def __init__(self, path: Path) -> None:
+        self.pieces = _pieces(path)
+        self.buf = b""
+        self.eof = False
+        #: fraction of the file read; inflated bytes read; bytes dropped from the front of ``buf``
+        self.fraction = 0.0
+        self.read = 0
+        self.dropped = 0
+
+    def fill(self, size: int) -> None:
+        """Read until ``buf`` holds at least ``size`` bytes or the text ends."""
+        parts = [self.buf]
+        have = len(self.buf)
+        while have < size and not self.eof:
+            piece = next(self.pieces, None)
+            if piece is None:
+                self.eof = True
+                break
+            parts.append(piece[0])
+            have += len(piece[0])
+            self.read += len(piece[0])
+            self.fraction = piece[1]
+        if len(parts) > 1:
+            self.buf = b"".join(parts)
+
+    def drop(self, pos: int) -> None:
+        """Forget ``buf[:pos]``."""
+        if pos:
+            self.buf = self.buf[pos:]
+            self.dropped += pos
+
+    def done(self, pos: int) -> float:
+        """Estimated fraction of the text before ``buf[pos]`` (from the share of the file read so far)."""
+        total = self.read / max(self.fraction, 1e-9)
+        return max(1e-6, min(1.0, (self.dropped + pos) / max(total, 1.0)))
+
+    def rest(self) -> bytes:
+        """All the text from ``buf`` on (reads to the end)."""
+        self.fill(1 << 62)
+        return self.buf
+
+
+def _head(text: _Text) -> tuple[dict[str, msgspec.Raw], int]:
+    """(top-level values before ``traceEvents``, offset of its ``[`` in ``text.buf``); raises
+    :class:`_Whole` for documents read whole."""
+    text.fill(READ_BYTES)
+    while True:
+        buf = text.buf
+        if buf[:3] == b"\xef\xbb\xbf":
+            buf = text.buf = buf[3:]
+        body = buf.lstrip(_WS)
+        if not body.startswith(b"{") or json.detect_encoding(buf[:4]) != "utf-8":
+            raise _Whole(text.rest())
+        opening = len(buf) - len(body)
+        for match in _EVENTS_KEY.finditer(buf):
+            before = buf[opening : match.start()].rstrip(_WS)
+            if before == b"{":
+                return {}, match.end() - 1
+            if before.endswith(b","):
+                try:
+                    return _DECODE_OBJECT.decode(before[:-1] + b"}"), match.end() - 1
+                except (msgspec.DecodeError, msgspec.ValidationError):
+                    continue
+        if text.eof or len(buf) > HEAD_LIMIT:
+            raise _Whole(text.rest())
+        text.fill(len(buf) * 2)
+
+
+def _tail(rest: bytes) -> dict[str, msgspec.Raw] | None:
+    """The top-level values after the events array (``rest``: the text after its ``]``), or None when
+    ``rest`` does not end the document."""
+    rest = rest.strip(_WS)
+    if rest == b"}":
+        return {}
+    if rest.startswith(b","):
+        try:
+            return _DECODE_OBJECT.decode(b"{" + rest[1:])
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+    return None
+
+
+def _last_chunk(
+    buf: bytes, start: int, path: Path, lenient: bool
+) -> tuple[list[Any], dict[str, msgspec.Raw]]:
+    """(events, top-level values after the array) of the end of the text, ``buf[start:]``."""
+    mv = memoryview(buf)
+    ends = list(_END.finditer(buf, start))
+    for match in reversed(ends[-END_TRIES:]):
+        tail = _tail(buf[match.start() + 1 :])
+        if tail is None:
+            continue
+        body = bytes(mv[start : match.start()])
+        events = [] if not body.strip(_WS) else kd._decode_chunk(b"[" + body + b"]", lenient)
+        if events is not None:
+            return events, tail
+    try:  # say what is wrong with the text (the decoder's message)
+        msgspec.json.decode(b"[" + bytes(mv[start:]))
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from None
+    raise TraceFormatError("truncated or invalid JSON: the document does not end after its events", path)
+
+
+def stream_events(
+    path: Path,
+    progress: kd.Progress | None = None,
+    lenient: bool = False,
+    header: dict[str, Any] | None = None,
+) -> Iterator[list[Any]]:
+    """Decoded event chunks of a Kineto file (as :func:`tracekit.readers.kineto_decode.event_chunks`),
+    reading the file as it goes; ``header`` (when given) receives the decoded top-level values other than
+    ``traceEvents`` once the events are read. Documents of other shapes are read whole (module doc)."""
+    text = _Text(path)
+    try:
+        head, start = _head(text)
+    except _Whole as whole:
+        yield from _whole(path, whole.text, progress, lenient, header)
+        return
+    if progress:
+        progress("read", 1.0)
+    tail = yield from _chunks(text, start + 1, path, progress, lenient)
+    if header is not None:
+        header.update({k: kd._DECODE_HEADER.decode(v) for k, v in {**head, **tail}.items()})
+
+
+def _whole(
+    path: Path, data: bytes, progress: kd.Progress | None, lenient: bool, header: dict[str, Any] | None
+) -> Iterator[list[Any]]:
+    """Chunks of a document read whole (bare arrays, other encodings, errors)."""
+    data = kd.normalize_json_bytes(data, path)
+    if progress:
+        progress("read", 1.0)
+    head, events = kd.split_document(data, path)
+    if header is not None:
+        header.update(head)
+    yield from kd.event_chunks(events, progress, lenient)
+
+
+def _chunks(
+    text: _Text, pos: int, path: Path, progress: kd.Progress | None, lenient: bool
+) -> Iterator[list[Any]]:
+    """Event chunks from ``text.buf[pos:]`` on; returns the top-level values after the array."""
+    want = kd.CHUNK_BYTES
+    while True:
+        text.drop(pos)  # forget what is decoded (the rest is less than one piece)
+        pos = 0
+        text.fill(want + 2)
+        buf = text.buf
+        chunk, end = None, None
+        if len(buf) > pos + want + 1:  # text beyond the target: cut before it
+            chunk, end = _cut_chunk(buf, pos, pos + want, lenient)
+            if chunk is None:  # no event boundary before the target decodes: a bigger window
+                want *= 2
+                continue
+        else:  # the end of the text
+            events, tail = _last_chunk(buf, pos, path, lenient)
+            if progress:
+                progress("decode", 1.0)
+            yield events
+            return tail
+        del buf  # the next drop copies the rest of the text: do not keep this one alive
+        pos, want = end, kd.CHUNK_BYTES
+        if progress:
+            progress("decode", text.done(pos))
+        yield chunk
+
+
+def _cut_chunk(buf: bytes, start: int, target: int, lenient: bool) -> tuple[list[Any] | None, int]:
+    """(events of buf[start:cut], offset of the next event) for the last event boundary before ``target``
+    whose chunk decodes; (None, 0) when none does."""
+    mv = memoryview(buf)
+    hi = target
+    while True:
+        found = kd._cut_after(mv, start, hi)
+        if found is None:
+            return None, 0
+        cut, next_start = found
+        chunk = kd._decode_chunk(b"".join((b"[", mv[start:cut], b"]")), lenient)
+        if chunk is not None:
+            return chunk, next_start
+        hi = cut - 1
+
+
+#: signature of a chunk source: (path, progress, lenient, header) -> chunks
+ChunkSource = Callable[..., Iterator[list[Any]]]
