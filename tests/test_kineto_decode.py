@@ -313,3 +313,24 @@ def test_streamed_gzip_cut_short_is_a_gzip_error(tmp_path: Path, monkeypatch: py
         + gzip.compress(SYNTHETIC_CURRENT_RAW[half:].encode())
     )
     assert_frame_equal(read(two).ops, EXPECTED_CURRENT_OPS)
+
+
+def test_unknown_or_missing_phase_reads_through_the_lenient_path(tmp_path: Path) -> None:
+    # the fast decoding types events by phase; a phase it does not know, or none, sends the chunk to the
+    # lenient decoding, which drops such events as before (they are not complete events)
+    text = SYNTHETIC_CURRENT_RAW.replace(
+        '"traceEvents": [',
+        '"traceEvents": [{"ph": "Z", "cat": "kernel", "ts": 1}, {"name": "no ph", "ts": 2},',
+        1,
+    )
+    trace = read(_write(tmp_path, "odd.json", text))
+    assert_frame_equal(trace.ops, EXPECTED_CURRENT_OPS)
+    assert_frame_equal(trace.api, EXPECTED_CURRENT_API)
+    chunk = kd._decode_chunk(b'[{"ph": "Z"}]')
+    assert chunk is not None and not kd.is_fast(chunk)
+    fast = kd._decode_chunk(b'[{"ph": "s", "cat": "ac2g", "id": 1}, {"ph": "X", "cat": "kernel"}]')
+    assert (
+        kd.is_fast(fast)
+        and [e.ph for e in fast] == ["s", "X"]
+        and [e.cat for e in fast] == ["ac2g", "kernel"]
+    )

@@ -73,7 +73,7 @@ import json
 import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
-from itertools import compress
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
@@ -90,7 +90,7 @@ from tracekit.model import (
     conform,
     empty_frame,
 )
-from tracekit.readers.kineto_decode import ARG_FIELDS, INPUT_FIELDS, Progress, columns, is_fast
+from tracekit.readers.kineto_decode import ARG_FIELDS, INPUT_FIELDS, Progress, _FastEvent, columns, is_fast
 from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
 from tracekit.readers.nesting import nesting_depth
@@ -421,11 +421,17 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataF
     each field is turned into a column only for the events that need it, so that memory and time go to
     what the frames below use. Flow events are read by :func:`_flows` only when needed."""
     fast = is_fast(chunk)
-    head = columns(chunk, ("ph", "cat"), fast)
-    categories = set(head.get_column("cat").drop_nulls().unique().to_list())
-    is_x = head.select((pl.col("ph") == "X").fill_null(False)).to_series()
-    x_events = list(compress(chunk, is_x.to_list()))
-    x_head = head.filter(is_x).select(cat_l=pl.col("cat").str.to_lowercase())
+    if fast:  # typed by phase: the complete events are those of the "X" type
+        categories = set(map(getattr, chunk, repeat("cat")))
+        categories.discard(None)
+        x_events = list(filter(_FastEvent.__instancecheck__, chunk))
+        x_head = columns(x_events, ("cat",), fast).select(cat_l=pl.col("cat").str.to_lowercase())
+    else:
+        head = columns(chunk, ("ph", "cat"), fast)
+        categories = set(head.get_column("cat").drop_nulls().unique().to_list())
+        is_x = head.select((pl.col("ph") == "X").fill_null(False)).to_series()
+        x_events = list(compress(chunk, is_x.to_list()))
+        x_head = head.filter(is_x).select(cat_l=pl.col("cat").str.to_lowercase())
     start = us_to_ns_series(columns(x_events, ("ts",), fast).to_series())
     bad_ts = start.null_count()
     keep = x_head.select(pl.col("cat_l").is_in(list(_READ_CATEGORIES)) & start.is_not_null()).to_series()
@@ -443,6 +449,12 @@ def _first_op(rows: pl.DataFrame, kept: list[Any], fast: bool) -> pl.DataFrame:
     """The ``first_op_inputs`` candidate of one chunk (``rows`` built from the events ``kept``): the
     ``Input Dims``/``Input type`` texts are read for its CPU operators only and not kept in the rows."""
     is_cpu = rows.select(_is_cpu_op()).to_series()
+    if not is_cpu.any():
+        return first_op_candidate(
+            pl.DataFrame(
+                schema={"start": pl.Int64, "name": pl.String, **dict.fromkeys(INPUT_FIELDS, pl.String)}
+            )
+        )
     cpu_events = list(compress(kept, is_cpu.to_list()))
     inputs = columns(cpu_events, tuple(INPUT_FIELDS), fast)
     cpu = pl.concat([rows.filter(is_cpu).select("start", "name"), inputs], how="horizontal")

@@ -31,7 +31,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator
 from itertools import repeat
 from pathlib import Path
-from typing import Any
+from typing import Any, Union
 
 import msgspec
 import polars as pl
@@ -113,12 +113,12 @@ class _FastArgs(msgspec.Struct, gc=False):
     a_input_type: msgspec.Raw = msgspec.field(default=_NULL, name="Input type")
 
 
-class _FastEvent(msgspec.Struct, gc=False):
-    """:class:`_Event` as Kineto writes it: strings, integer or string ids, ``ts``/``dur`` as JSON text;
-    no ``id`` (flow events are read apart). A chunk with any other value type is decoded again as
-    :class:`_Event` (same columns, slower)."""
+class _FastEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event (``ph`` "X") as Kineto writes it: strings, integer or string ids, ``ts``/``dur``
+    as JSON text; no ``id`` (flow events are read apart). Events of the other phases decode as
+    :data:`_FAST_OTHER` (their category only). A chunk with any other value type, a missing ``ph`` or an
+    unknown phase is decoded again as :class:`_Event` (same columns, slower)."""
 
-    ph: str | None = None
     cat: str | None = None
     name: str | None = None
     pid: int | str | None = None
@@ -127,9 +127,32 @@ class _FastEvent(msgspec.Struct, gc=False):
     dur: msgspec.Raw = _NULL
     args: _FastArgs | None = None
 
+    @property
+    def ph(self) -> str:
+        """The event's phase (the union's tag)."""
+        return "X"
 
+
+#: chrome-trace phases other than "X" (the trace event format's list, Kineto's included)
+OTHER_PHASES = "BEIiCbneSTpFstfPONDMVvRc()"
+
+
+def _other_event(phase: str) -> type[msgspec.Struct]:
+    """A struct for events of one phase other than "X": only their category is read."""
+    return msgspec.defstruct(
+        f"_FastPhase{ord(phase)}",
+        [("cat", str | None, None)],
+        tag_field="ph",
+        tag=phase,
+        gc=False,
+        namespace={"ph": property(lambda self, p=phase: p, doc="The event's phase (the union's tag).")},
+    )
+
+
+_FAST_OTHER: tuple[type[msgspec.Struct], ...] = tuple(_other_event(p) for p in OTHER_PHASES)
+_FAST_TYPES = frozenset({_FastEvent, *_FAST_OTHER})
 _Item = _Event | list[Any] | str | int | float | bool | None
-_DECODE_FAST = msgspec.json.Decoder(list[_FastEvent])
+_DECODE_FAST = msgspec.json.Decoder(list[Union[(_FastEvent, *_FAST_OTHER)]])  # noqa: UP007
 _DECODE_EVENTS = msgspec.json.Decoder(list[_Event])
 _DECODE_ITEMS = msgspec.json.Decoder(list[_Item])
 _DECODE_HEADER = msgspec.json.Decoder(float_hook=str)
@@ -339,7 +362,12 @@ def _values_text(values: list[Any]) -> pl.Series:
 
 def is_fast(events: list[Any]) -> bool:
     """Whether a chunk from :func:`event_chunks` was decoded as :class:`_FastEvent` (else :class:`_Event`)."""
-    return bool(events) and type(events[0]) is _FastEvent
+    return bool(events) and type(events[0]) in _FAST_TYPES
+
+
+def is_x_event(event: Any) -> bool:
+    """Whether an event of a fast chunk is a complete event (for ``filter``: a C-level type check)."""
+    return type(event) is _FastEvent
 
 
 def columns(events: list[Any], fields: Iterable[str], fast: bool) -> pl.DataFrame:
