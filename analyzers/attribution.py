@@ -147,7 +147,7 @@ GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(n for n in LAUNCH_API_NAMES if "Grap
 
 
 def _classify(api: pl.DataFrame) -> tuple[np.ndarray, int]:
-    """:func:`api_cause` of every row of ``api`` (int64 codes) and the number of graph launch calls: the
+    """:func:`api_cause` of every row of ``api`` (int8 codes) and the number of graph launch calls: the
     names are classified once per distinct name (millions of calls share a handful), then each row is
     looked up."""
     names = api.get_column("name")
@@ -156,15 +156,10 @@ def _classify(api: pl.DataFrame) -> tuple[np.ndarray, int]:
         api_cause(pl.col("name")).alias("code"),
         pl.col("name").str.replace(_NAME_SUFFIX, "").is_in(list(GRAPH_LAUNCH_NAMES)).alias("graph"),
     )
-    launch = coded.filter(pl.col("code") == _LAUNCH).get_column("name")
-    sync = coded.filter(pl.col("code") == _SYNC).get_column("name")
-    codes = pl.select(
-        pl.when(names.is_in(launch.implode()))
-        .then(pl.lit(_LAUNCH, pl.Int64))
-        .when(names.is_in(sync.implode()))
-        .then(pl.lit(_SYNC, pl.Int64))
-        .otherwise(pl.lit(_OTHER, pl.Int64))
-    ).to_series()
+    # one hash lookup a row (a handful of distinct names), one byte a code
+    codes = names.replace_strict(
+        coded.get_column("name"), coded.get_column("code"), default=_OTHER, return_dtype=pl.Int8
+    ).fill_null(_OTHER)
     graph = coded.filter("graph").get_column("name")
     graphs = int(names.is_in(graph.implode()).sum()) if graph.len() else 0
     return codes.to_numpy(), graphs
@@ -250,7 +245,7 @@ def _api_intervals(api: pl.DataFrame) -> tuple[Intervals, int]:
         _np(api.get_column("end")),
         _np(api.get_column("pid")),
         _np(api.get_column("thread")),
-        codes.astype(np.int8),  # one byte a call
+        codes,  # one byte a call
     )
     return intervals, graphs
 

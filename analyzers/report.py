@@ -11,6 +11,11 @@ Units: ``*_ms`` milliseconds, ``*_us`` microseconds, fractions in 0..1, throughp
 - traced_latency_ms / gpu_busy_ms / framework_overhead_ms / gpu_utilization / kernels / launches: means over
   the traced iterations (``tracekit.analyzers.iterations``). The busy/overhead breakdown is always the traced one.
 - framework_overhead_fraction: framework_overhead_ms / traced_latency_ms.
+- dispatch_ms / launch_ms / sync_ms / other_api_ms / in_flight_ms: the framework overhead (idle time) by cause,
+  means over the traced iterations (:mod:`tracekit.analyzers.attribution`); they sum to framework_overhead_ms.
+- graph_projected_ms: mean projected latency if launch and dispatch between kernels disappeared (the
+  iterations replayed as CUDA graphs, :func:`tracekit.analyzers.attribution.project_cuda_graphs`); null on
+  CPU-only traces, traces that already replay graphs and traces without device work.
 - launch_api_ms: summed CPU time of the launch calls per iteration (mean).
 - profiler_ratio: traced_latency_ms / untraced_latency_ms (profiler perturbation), null without untraced.
 - plateau: the batch sizes from the smallest upward whose latency stays within ``plateau_tolerance`` of the
@@ -37,6 +42,9 @@ from tracekit.analyzers.sweep import (
 
 from tracekit.model import LAUNCH_API_NAMES
 
+#: The idle-time causes, as report columns (:data:`tracekit.analyzers.attribution.CAUSE_MS`).
+CAUSE_COLUMNS: tuple[str, ...] = ("dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms")
+
 if TYPE_CHECKING:
     from tracekit.session import AnalyzedTrace
 
@@ -60,6 +68,12 @@ CONFIG_COLUMNS: list[str] = [
     "gpu_busy_ms",
     "framework_overhead_ms",
     "framework_overhead_fraction",
+    "dispatch_ms",
+    "launch_ms",
+    "sync_ms",
+    "other_api_ms",
+    "in_flight_ms",
+    "graph_projected_ms",
     "gpu_utilization",
     "bound",
     "kernels",
@@ -82,6 +96,9 @@ def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
     untraced = config.untraced_latency_ms
     overhead = summary.mean("framework_overhead_ms")
     launch_api_us = summary.mean("launch_api_us")
+    projection = None
+    if analyzed.analysis.attribution is not None:
+        projection = analyzed.analysis.attribution_json()["cuda_graph_projection"]
     return {
         "runtime": config.runtime or "unknown",
         "model": config.model,
@@ -101,6 +118,8 @@ def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
         "gpu_busy_ms": summary.mean("gpu_busy_ms"),
         "framework_overhead_ms": overhead,
         "framework_overhead_fraction": overhead / traced if overhead is not None and traced else None,
+        **{name: summary.mean(name) for name in CAUSE_COLUMNS},
+        "graph_projected_ms": projection["projected_ms"] if projection and projection["applies"] else None,
         "gpu_utilization": summary.mean("gpu_utilization"),
         "bound": summary.bound,
         "kernels": summary.mean("kernels"),
@@ -247,6 +266,9 @@ def _sweep(
         "headroom_latency_ratio": headroom["latency_vs_smallest"],
         "headroom_throughput_gain": gain,
         "framework_bound_batch_sizes": framework_bound,
+        # the traced latency of each batch size = busy + each idle cause (means, ms; the breakdown figure)
+        "gpu_busy_ms": [r["gpu_busy_ms"] for r in members],
+        "idle_by_cause_ms": {name[: -len("_ms")]: [r.get(name) for r in members] for name in CAUSE_COLUMNS},
     }
 
 

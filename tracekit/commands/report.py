@@ -123,6 +123,16 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     return report, (timelines[0] if timelines else None), left_out
 
 
+def _causes(members: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
+    """The overhead of each configuration by idle cause ({cause: ms per batch size}), or None when no
+    configuration has the attribution (the figure then stacks the overhead whole)."""
+    from tracekit.analyzers.report import CAUSE_COLUMNS
+
+    if all(m.get(name) is None for m in members for name in CAUSE_COLUMNS):
+        return None
+    return {name[: -len("_ms")]: [m.get(name) for m in members] for name in CAUSE_COLUMNS}
+
+
 def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
     """Render the three figures into ``out_dir``; returns figure key -> PNG file name."""
     from tracekit.renderers import plots
@@ -153,6 +163,7 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
                     "overhead_ms": [m["framework_overhead_ms"] for m in members],
                     "transition": s["transition_batch_size"],
                     "plateau": s["plateau"],
+                    "causes": _causes(members),
                 }
             )
         fig = plots.breakdown_figure(

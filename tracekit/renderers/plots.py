@@ -4,7 +4,8 @@ The functions take plain data (lists, dicts, polars frames with named columns) p
 command; they compute nothing beyond layout.
 
 - :func:`breakdown_figure`: latency breakdown vs batch size, stacked GPU busy / framework overhead, one
-  panel per sweep (the study's Figure 3).
+  panel per sweep (the study's Figure 3); with the idle-time attribution, the overhead is stacked by cause
+  (dispatch, launch, sync, other API, in flight).
 - :func:`latency_figure`: latency vs batch size per sweep on log-log axes, transitions marked (Figure 4).
 - :func:`timeline_figure`: a few iterations of one configuration: CPU ranges, API calls, device ops by
   stream and the idle gaps shaded, plus a zoom into the first iteration.
@@ -44,6 +45,14 @@ CATEGORY_COLORS: dict[str, str] = {
     "operator": "#238b45",
     "memcpy": "#6a51a3",
     "memset": "#9e9ac8",
+}
+#: The idle-time causes, bottom to top above busy, with their legend labels and colors.
+CAUSE_STYLES: dict[str, tuple[str, str]] = {
+    "dispatch": ("dispatch (host outside API calls)", "#fdae61"),
+    "launch": ("launch calls", "#d7301f"),
+    "sync": ("sync calls", "#7f2704"),
+    "other_api": ("other API calls", "#969696"),
+    "in_flight": ("in flight (launched, not started)", "#9e9ac8"),
 }
 RUNTIME_COLORS = ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*"]
@@ -89,72 +98,96 @@ def _no_data(ax: Any, batches: list[Any]) -> None:
     ax.set_yticks([])
 
 
+def _values(values: Sequence[Any]) -> np.ndarray:
+    return np.array([v if v is not None else np.nan for v in values], dtype=float)
+
+
+def _layers(panel: dict[str, Any], busy_label: str) -> list[tuple[str, str, np.ndarray]]:
+    """(label, color, values) of the stacked layers of a panel, bottom first: busy, then each idle cause
+    (``causes``) or the whole overhead."""
+    layers = [(busy_label, BUSY_COLOR, _values(panel["busy_ms"]))]
+    causes = panel.get("causes")
+    if causes:
+        layers += [
+            (CAUSE_STYLES[c][0], CAUSE_STYLES[c][1], _values(causes[c])) for c in CAUSE_STYLES if c in causes
+        ]
+    else:
+        layers.append(("framework overhead", OVERHEAD_COLOR, _values(panel["overhead_ms"])))
+    return layers
+
+
+def _mark_transition(ax: Any, batches: list[Any], transition: Any) -> None:
+    if transition is None or transition not in batches:
+        return
+    ti = batches.index(transition)
+    ax.axvline(ti - 0.5, color="#444444", linestyle="--", linewidth=1)
+    # In the band above the tallest bar (ylim leaves ~25% headroom), so it never hides a bar label.
+    ax.text(
+        ti - 0.45,
+        0.97,
+        f"transition: batch {transition}",
+        transform=ax.get_xaxis_transform(),
+        fontsize=7,
+        va="top",
+        ha="left",
+        color="#444444",
+    )
+
+
 def breakdown_figure(
     panels: Sequence[dict[str, Any]], title: str = "", busy_label: str = "GPU busy"
 ) -> Figure:
-    """Stacked bars per batch size: busy (bottom) + framework overhead (top), one panel per sweep.
+    """Stacked bars per batch size: busy (bottom) + framework overhead (top), one panel per sweep; the
+    percentage above a bar is the overhead share of its latency.
 
     Each panel: ``title``, ``batch_sizes``, ``busy_ms``, ``overhead_ms`` (lists, None allowed),
-    ``transition`` (batch size or None), ``plateau`` (list of batch sizes).
+    ``transition`` (batch size or None), ``plateau`` (list of batch sizes), and optionally ``causes``
+    ({cause: list of ms} for the :data:`CAUSE_STYLES` causes): then the overhead is drawn as one layer per
+    cause (they sum to it).
     """
     rows, cols = _grid(len(panels))
     fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.6 * rows), squeeze=False)
     for ax in axes.flat[len(panels) :]:
         ax.set_visible(False)
+    legend: dict[str, str] = {}
     for ax, panel in zip(axes.flat, panels, strict=False):
         batches = list(panel["batch_sizes"])
         x = np.arange(len(batches))
-        busy = np.array([v if v is not None else np.nan for v in panel["busy_ms"]], dtype=float)
-        over = np.array([v if v is not None else np.nan for v in panel["overhead_ms"]], dtype=float)
+        layers = _layers(panel, busy_label)
         ax.set_title(panel["title"], fontsize=10)
-        if np.isnan(busy).all() and np.isnan(over).all():
+        if all(np.isnan(values).all() for _, _, values in layers):
             _no_data(ax, batches)
             continue
-        ax.bar(x, np.nan_to_num(busy), color=BUSY_COLOR, label=busy_label, width=0.75)
-        ax.bar(
-            x,
-            np.nan_to_num(over),
-            bottom=np.nan_to_num(busy),
-            color=OVERHEAD_COLOR,
-            label="framework overhead",
-            width=0.75,
-        )
-        total = np.nan_to_num(busy) + np.nan_to_num(over)
+        bottom = np.zeros(len(batches))
+        for label, color, values in layers:
+            ax.bar(x, np.nan_to_num(values), bottom=bottom, color=color, label=label, width=0.75)
+            bottom = bottom + np.nan_to_num(values)
+            legend.setdefault(label, color)
+        busy = np.nan_to_num(layers[0][2])
+        over = bottom - busy
         # Overhead share above each bar.
         with np.errstate(invalid="ignore", divide="ignore"):
-            share = np.where(total > 0, over / total, np.nan)
-        for xi, (t, s) in enumerate(zip(total, share, strict=False)):
+            share = np.where(bottom > 0, over / bottom, np.nan)
+        for xi, (t, s) in enumerate(zip(bottom, share, strict=False)):
             if not np.isnan(s):
                 ax.text(xi, t, f"{100 * s:.0f}%", ha="center", va="bottom", fontsize=7, color="#7f3b08")
-        top = max(float(np.nanmax(total)) if total.size else 1.0, 1e-9) * 1.32
+        top = max(float(np.nanmax(bottom)) if bottom.size else 1.0, 1e-9) * 1.32
         ax.set_ylim(0, top)
-        transition = panel.get("transition")
-        if transition is not None and transition in batches:
-            ti = batches.index(transition)
-            ax.axvline(ti - 0.5, color="#444444", linestyle="--", linewidth=1)
-            # In the band above the tallest bar (ylim leaves ~25% headroom), so it never hides a bar label.
-            ax.text(
-                ti - 0.45,
-                0.97,
-                f"transition: batch {transition}",
-                transform=ax.get_xaxis_transform(),
-                fontsize=7,
-                va="top",
-                ha="left",
-                color="#444444",
-            )
+        _mark_transition(ax, batches, panel.get("transition"))
         ax.set_xticks(x, [str(b) for b in batches])
         ax.set_xlabel("batch size")
         ax.set_ylabel("traced latency (ms)")
         ax.grid(axis="y", alpha=0.3)
-    handles = [
-        Patch(color=BUSY_COLOR, label=busy_label),
-        Patch(color=OVERHEAD_COLOR, label="framework overhead"),
-    ]
-    fig.legend(handles=handles, loc="upper center", ncol=2, frameon=False, bbox_to_anchor=(0.5, 1.0))
+    if not legend:
+        legend = {busy_label: BUSY_COLOR, "framework overhead": OVERHEAD_COLOR}
+    handles = [Patch(color=color, label=label) for label, color in legend.items()]
+    ncol = min(len(handles), 3 if len(handles) > 2 else 2)
+    fig.legend(
+        handles=handles, loc="upper center", ncol=ncol, frameon=False, bbox_to_anchor=(0.5, 1.0), fontsize=8
+    )
     if title:
-        fig.suptitle(title, y=1.05, fontsize=11)
-    fig.tight_layout(rect=(0, 0, 1, 0.95))
+        fig.suptitle(title, y=1.05 + 0.03 * (math.ceil(len(handles) / ncol) - 1), fontsize=11)
+    fig.tight_layout(rect=(0, 0, 1, 0.95 - 0.04 * (math.ceil(len(handles) / ncol) - 1)))
     return fig
 
 

@@ -47,6 +47,70 @@ CONFIG_TABLE_COLUMNS: list[tuple[str, str]] = [
 ]
 
 
+#: The framework overhead of each configuration by idle cause (means per iteration, ms).
+CAUSE_TABLE_COLUMNS: list[tuple[str, str]] = [
+    ("runtime", "runtime"),
+    ("seq_len", "seq"),
+    ("batch_size", "batch"),
+    ("traced_latency_ms", "traced ms"),
+    ("gpu_busy_ms", "{device} busy ms"),
+    ("dispatch_ms", "dispatch ms"),
+    ("launch_ms", "launch ms"),
+    ("sync_ms", "sync ms"),
+    ("other_api_ms", "other API ms"),
+    ("in_flight_ms", "in flight ms"),
+    ("dispatch_share", "dispatch share of overhead"),
+    ("graph_projected_ms", "CUDA-graph projection ms"),
+]
+CAUSE_TEXT = (
+    "Traced latency = {word} busy + the framework overhead split by what the host thread that launches the "
+    "next op was doing: **dispatch** (outside every CUDA/HIP API call: Python and framework code, operator "
+    "dispatch), **launch** (inside a launch call), **sync** (inside a synchronization call), **other API** "
+    "(inside any other API call), **in flight** (the next op was launched and had not started: device-side "
+    "latency). Means over the traced iterations, in ms; the causes sum to the overhead. The CUDA-graph "
+    "projection is the latency if launch and dispatch between kernels disappeared (kernels keep their "
+    "durations, consecutive graph kernels 576 ns apart, the leading and trailing host work kept; "
+    "`tracekit analyze` prints every assumption); blank on CPU-only traces and on traces that already "
+    "replay CUDA graphs."
+)
+
+
+def cause_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configurations that have the idle-time attribution, with the dispatch share of their overhead."""
+    rows = []
+    for c in doc["configs"]:
+        if c.get("dispatch_ms") is None:
+            continue
+        over = c.get("framework_overhead_ms")
+        share = c["dispatch_ms"] / over if over else None
+        rows.append({**c, "dispatch_share": None if share is None else f"{100 * share:.0f}%"})
+    return rows
+
+
+def headroom_lines(doc: dict[str, Any]) -> list[str]:
+    """Per sweep with the attribution: the free headroom tied to the idle time it fills (from the sweep's
+    busy and per-cause lists: the smallest batch size against the headroom batch size)."""
+    lines = []
+    for sweep in doc["sweeps"]:
+        causes = sweep.get("idle_by_cause_ms") or {}
+        batches, busy = sweep["batch_sizes"], sweep.get("gpu_busy_ms") or []
+        head = sweep["headroom_batch_size"]
+        if not causes or head not in batches or any(v is None for v in busy):
+            continue
+        i, j = 0, batches.index(head)
+        idle = [sum(causes[c][k] or 0.0 for c in causes) for k in (i, j)]
+        if idle[0] <= 0:
+            continue
+        host = sum((causes[c][i] or 0.0) for c in ("dispatch", "launch", "sync", "other_api") if c in causes)
+        lines.append(
+            f"{sweep['runtime']}: at batch {batches[i]} the device idles {idle[0]:.3g} ms an iteration, "
+            f"{100 * host / idle[0]:.0f}% of it host-side (dispatch, launch, sync, other API); up to batch "
+            f"{head} (the free headroom) busy grows {busy[i]:.3g} -> {busy[j]:.3g} ms while the idle time "
+            f"goes {idle[0]:.3g} -> {idle[1]:.3g} ms: the added device work fills host-bound idle time."
+        )
+    return lines
+
+
 def _plural(n: int, noun: str) -> str:
     """ "1 sweep", "2 sweeps"."""
     return f"{n} {noun}{'' if n == 1 else 's'}"
@@ -104,11 +168,18 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
             "## Latency breakdown",
             "",
             f"Traced latency per batch size, split into {word} busy (union of device work) and framework overhead "
-            "(latency − busy); the percentage is the overhead share.",
+            "(latency − busy), the overhead stacked by idle cause (next section); the percentage is the "
+            "overhead share.",
             "",
             f"![latency breakdown]({figures['breakdown']})",
             "",
         ]
+    causes = cause_rows(doc)
+    if causes:
+        columns = [(k, h.replace("{device}", word)) for k, h in CAUSE_TABLE_COLUMNS]
+        out += ["## Framework overhead by cause", "", CAUSE_TEXT.format(word=word), ""]
+        out += [render_markdown(causes, columns)]
+        out += [f"- {line}" for line in headroom_lines(doc)] + [""]
     if figures.get("latency"):
         out += [
             "## Latency vs batch size",
