@@ -132,3 +132,27 @@ def test_breakdown_panel_without_device_data_says_so() -> None:
 def test_report_cli_draws_the_no_data_panel(tmp_path: Path, capsys) -> None:
     run(capsys, "report", str(CPU_NSYS), "-o", str(tmp_path / "r"))
     assert (tmp_path / "r" / "fig_breakdown.png").stat().st_size > 0
+
+
+def test_analyze_and_report_outputs_carry_the_idle_time_by_cause(tmp_path: Path, capsys) -> None:
+    causes = ["dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms"]
+    for fmt, title in (
+        ("table", "idle time by cause (per iteration)"),
+        ("markdown", "## Idle time by cause"),
+    ):
+        out = run(capsys, "analyze", str(SYN_TRACE), "--format", fmt)[0]
+        assert title in out and "CUDA-graph projection: mean latency" in out and "Assumptions:" in out
+        # the causes have their own section, not rows of the summary table
+        assert "idle: dispatch" not in out
+    doc = json.loads(run(capsys, "analyze", str(SYN_TRACE), "--format", "json")[0])
+    assert set(causes) <= set(doc["iterations"][0]) and set(causes) <= set(doc["summary"])
+    assert set(doc["idle_attribution"]) >= {"causes", "idle_ms", "definitions", "cuda_graph_projection"}
+    header = run(capsys, "analyze", str(SYN_TRACE), "--format", "csv")[0].splitlines()[0].split(",")
+    assert set(causes) <= set(header)
+    run(capsys, "report", str(SYN), "-o", str(tmp_path / "r"), "--no-figures")
+    md = (tmp_path / "r" / "report.md").read_text()
+    assert "## Framework overhead by cause" in md and "| dispatch ms |" in md
+    report_header = (tmp_path / "r" / "report.csv").read_text().splitlines()[0].split(",")
+    assert set(causes) <= set(report_header) and "graph_projected_ms" in report_header
+    config = json.loads((tmp_path / "r" / "report.json").read_text())["configs"][0]
+    assert sum(config[c] for c in causes) == pytest.approx(config["framework_overhead_ms"], abs=1e-9)

@@ -14,7 +14,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from tracekit.analyzers.recommendations import recommend
-from tracekit.analyzers.report import CONFIG_COLUMNS, SweepReport, build_report, build_timeline, config_row
+from tracekit.analyzers.report import (
+    CAUSE_COLUMNS,
+    CONFIG_COLUMNS,
+    SweepReport,
+    build_report,
+    build_timeline,
+    config_row,
+)
 
 from tracekit.model import Trace
 from tracekit.renderers.recommendations import describe
@@ -155,6 +162,21 @@ def test_config_row_exact_numbers() -> None:
     assert row["launch_api_ms"] == pytest.approx(0.020)
     assert row["profiler_ratio"] is None
     assert (row["runtime"], row["batch_size"], row["seq_len"], row["device"]) == ("pytorch", 2, 64, "gpu")
+    # The overhead by cause. Leading gap [0, 23) us: 20 dispatch + 3 inside the first launch call (its kernel
+    # starts 3 us into it); three inner gaps of 15 us: 12 dispatch + 3 launch; trailing gap [108, 109): the
+    # sync call runs to 108.5, then 0.5 dispatch. No op waits after its call returned: no in_flight.
+    assert row["dispatch_ms"] == pytest.approx(0.0565)
+    assert row["launch_ms"] == pytest.approx(0.012)
+    assert row["sync_ms"] == pytest.approx(0.0005)
+    assert row["other_api_ms"] == row["in_flight_ms"] == 0
+    assert sum(row[c] for c in CAUSE_COLUMNS) == pytest.approx(row["framework_overhead_ms"], abs=1e-12)
+    # As one graph: busy 40 + leading 23 + 3 inner gaps of 576 ns + trailing 1 (us).
+    assert row["graph_projected_ms"] == pytest.approx((40 + 23 + 3 * 0.576 + 1) / 1e3)
+    graph = config_row(analyze_trace(hand_trace(iters=3, kernels=4, graph=True), item))
+    # One cudaGraphLaunch, its kernels back to back: 20 us dispatch, 3 us into the launch call, the trailing
+    # 1 us half sync, half dispatch; nothing to project (already a graph replay).
+    assert graph["graph_projected_ms"] is None
+    assert [round(graph[c] * 1e6) for c in CAUSE_COLUMNS] == [20_500, 3_000, 500, 0, 0]
 
 
 def test_config_row_prefers_untraced_latency() -> None:
@@ -402,11 +424,35 @@ def test_figures_render(tmp_path: Path) -> None:
         "latency": "fig_latency.png",
         "timeline": "fig_timeline.png",
     }
+    sweep = rep.sweeps[0]
+    assert sweep["idle_by_cause_ms"]["dispatch"] == [
+        r["dispatch_ms"] for r in rep.configs if r["runtime"] == sweep["runtime"]
+    ]
     for name in ("fig_breakdown", "fig_latency", "fig_timeline"):
         _check_png(tmp_path / f"{name}.png")
         svg = (tmp_path / f"{name}.svg").read_text()
         assert "<svg" in svg and "</svg>" in svg
     assert not list(tmp_path.glob(".*.tmp"))
+
+
+def test_breakdown_stacks_busy_and_each_cause_to_the_latency() -> None:
+    from tracekit.renderers.plots import CAUSE_STYLES, breakdown_figure
+
+    causes = {"dispatch": [3.0, 1.0], "launch": [1.0, 0.5], "sync": [0.5, None], "other_api": [0.0, 0.0]}
+    causes["in_flight"] = [0.5, 0.5]
+    panel = {"title": "p", "batch_sizes": [1, 2], "busy_ms": [1.0, 4.0], "overhead_ms": [5.0, 2.0]}
+    fig = breakdown_figure([{**panel, "plateau": [1, 2], "causes": causes}])
+    bars = fig.axes[0].patches
+    assert len(bars) == 2 * 6  # busy + five causes, two batch sizes
+    tops = {round(b.get_x() + b.get_width() / 2): 0.0 for b in bars}
+    for b in bars:
+        tops[round(b.get_x() + b.get_width() / 2)] = max(
+            tops[round(b.get_x() + b.get_width() / 2)], b.get_y() + b.get_height()
+        )
+    assert tops == {0: 6.0, 1: 6.0}  # latency = busy + causes (a missing value stacks as 0)
+    labels = [t.get_text() for t in fig.legends[0].texts]
+    assert labels == ["GPU busy"] + [label for label, _ in CAUSE_STYLES.values()]
+    assert [t.get_text() for t in fig.axes[0].texts] == ["83%", "33%"]  # overhead share
 
 
 # ----------------------------------------------------------------------------------- simulated sweeps

@@ -1,0 +1,107 @@
+"""`tracekit analyze` and `tracekit report` carry the idle time by cause (issue 14): on every committed sample
+trace the breakdown is shown and its JSON causes sum to idle_ms per iteration; the simulator's truth comes
+back exactly through the CLI's JSON; the CUDA-graph projection is printed with its assumptions (or why not)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from tracekit.analyzers.attribution import CAUSE_MS, CAUSES
+
+from tracekit.cli import main
+
+ROOT = Path(__file__).resolve().parents[1] / "sample_traces"
+SAMPLES = sorted(
+    p
+    for p in ROOT.rglob("*")
+    if p.name.endswith((".sqlite", ".json.gz")) and not p.name.endswith((".meta.json", ".truth.json"))
+)
+
+
+def analyze(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
+    assert main(["analyze", *argv]) == 0
+    return capsys.readouterr().out
+
+
+def test_there_are_sample_traces() -> None:
+    # every kind: synthetic nsys and Kineto GPU traces, CPU-only nsys, ORT and torch.profiler traces
+    names = {p.parent.name for p in SAMPLES}
+    assert len(SAMPLES) >= 21
+    assert {
+        "cpu_onnx_bert_nsys",
+        "cpu_onnx_bert_ort",
+        "cpu_pytorch_bert_torch",
+        "table3_cuda-graphs",
+    } <= names
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_sample_trace_shows_the_breakdown_and_its_sums_hold(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(analyze(capsys, str(path), "--format", "json"))
+    section = doc["idle_attribution"]
+    assert [row["cause"] for row in section["causes"]] == list(CAUSES)
+    for it in doc["iterations"]:
+        if it["idle_ms"] is None:  # no device work at all: nothing idle to attribute
+            assert all(it[c] is None for c in CAUSE_MS)
+            continue
+        assert all(it[c] >= 0 for c in CAUSE_MS)
+        assert abs(sum(it[c] for c in CAUSE_MS) - it["idle_ms"]) <= 1e-9
+    shares = [row["share_of_idle"] for row in section["causes"]]
+    if any(s is not None for s in shares):
+        assert sum(shares) == pytest.approx(1.0, abs=1e-12)
+    text = analyze(capsys, str(path))
+    assert "idle time by cause (per iteration)" in text and "dispatch" in text and "in_flight" in text
+    assert "CUDA-graph projection:" in text
+    md = analyze(capsys, str(path), "--format", "markdown")
+    assert "## Idle time by cause (per iteration)" in md and "CUDA-graph projection" in md
+    header = analyze(capsys, str(path), "--format", "csv").splitlines()[0].split(",")
+    assert header[header.index("idle_ms") + 1 : header.index("idle_ms") + 6] == list(CAUSE_MS)
+
+
+def test_the_simulators_truth_comes_back_exactly_through_the_cli_json(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("table3_pytorch/pytorch_b1_s128", "table3_cuda-graphs/cuda-graphs_b1_s128"):
+        truth = json.loads((ROOT / "synthetic" / f"{name}.synthetic.truth.json").read_text())
+        want = {r["index"]: [r[f"{c}_ns"] for c in CAUSES] for r in truth["iterations"]}
+        for suffix in (".synthetic.sqlite", ".synthetic.json.gz"):  # nsys and Kineto outputs of one run
+            doc = json.loads(analyze(capsys, str(ROOT / "synthetic" / f"{name}{suffix}"), "--format", "json"))
+            got = {r["index"]: [round(r[c] * 1e6) for c in CAUSE_MS] for r in doc["iterations"]}
+            assert got == {i: want[i] for i in got} and len(got) == len(want), (name, suffix)
+
+
+def test_projection_is_printed_with_its_assumptions_or_the_reason_there_is_none(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    eager = ROOT / "synthetic" / "table3_pytorch" / "pytorch_b1_s128.synthetic.sqlite"
+    doc = json.loads(analyze(capsys, str(eager), "--format", "json"))
+    projection = doc["idle_attribution"]["cuda_graph_projection"]
+    assert projection["applies"] and len(projection["assumptions"]) == 5
+    assert projection["projected_ms"] < doc["summary"]["latency_ms"]["mean"]
+    assert projection["projected_ms"] >= doc["summary"]["gpu_busy_ms"]["mean"]
+    text = analyze(capsys, str(eager))
+    assert "kernel gap 576 ns" in text and "kernels keep their durations" in text
+    graphs = ROOT / "synthetic" / "table3_cuda-graphs" / "cuda-graphs_b1_s128.synthetic.sqlite"
+    doc = json.loads(analyze(capsys, str(graphs), "--format", "json"))
+    projection = doc["idle_attribution"]["cuda_graph_projection"]
+    assert not projection["applies"] and "already replays CUDA graphs" in projection["reason"]
+    # graph replays: the idle time between the graph's kernels is in flight
+    assert doc["summary"]["in_flight_ms"]["mean"] > 0
+    cpu = ROOT / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz"
+    doc = json.loads(analyze(capsys, str(cpu), "--format", "json"))
+    section = doc["idle_attribution"]
+    assert not section["cuda_graph_projection"]["applies"]
+    assert section["causes"][0]["share_of_idle"] == 1.0  # operators as device ops, no API calls: dispatch
+
+
+def test_compare_carries_the_causes(capsys: pytest.CaptureFixture[str]) -> None:
+    a, b = ROOT / "synthetic" / "table3_pytorch", ROOT / "synthetic" / "table3_cuda-graphs"
+    assert main(["compare", str(a), str(b), "--format", "json"]) == 0
+    (comparison,) = json.loads(capsys.readouterr().out)["comparisons"]
+    rows = {r["metric"]: r for r in comparison["summary"]}
+    assert set(CAUSE_MS) <= set(rows)
+    assert rows["dispatch_ms"]["a"] > rows["dispatch_ms"]["b"]  # graphs remove the dispatch between kernels
