@@ -200,6 +200,27 @@ def test_fast_us_to_ns_matches_the_exact_conversion(text: str) -> None:
     assert us_to_ns_series(series).to_list() == expected
 
 
+#: Kineto's own spellings (integers, three fraction digits) near the int64-nanosecond limits, and text around them
+_KINETO_US = st.one_of(
+    st.decimals(min_value=Decimal("-9.3e15"), max_value=Decimal("9.3e15"), places=3, allow_nan=False).map(
+        lambda d: format(d, "f")
+    ),
+    st.integers(min_value=-(2**63), max_value=2**63).map(str),
+    st.sampled_from(
+        ["9223372036854775.000", "9223372036854774.999", "-9223372036854775.000", "9223372036854775"]
+    ),
+    st.text(alphabet="0123456789.-+ ", min_size=1, max_size=21).filter(lambda t: len(t) - t.find(".") == 4),
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_KINETO_US, min_size=1, max_size=8))
+def test_kineto_spellings_us_to_ns_match_the_exact_conversion(texts: list[str]) -> None:
+    series = pl.Series("t", [*texts, None], dtype=pl.String)
+    expected = pl.DataFrame({"t": series}).select(us_to_ns(pl.col("t"))).to_series().to_list()
+    assert us_to_ns_series(series).to_list() == expected
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.decimals(min_value=Decimal("1e15"), max_value=Decimal("2e15"), places=4, allow_nan=False))
 def test_fast_us_to_ns_epoch_values_exact(value: Decimal) -> None:
