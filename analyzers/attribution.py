@@ -190,6 +190,8 @@ def _outermost(s: np.ndarray, e: np.ndarray, lab: np.ndarray) -> tuple[np.ndarra
     if len(e):
         reach[0] = s[0]
         np.maximum.accumulate(e[:-1], out=reach[1:])
+    if np.all(reach <= s) and np.all(e > s):  # already disjoint (the usual case): no copies
+        return s, e, lab
     start = np.maximum(s, reach)
     keep = e > start
     return start[keep], e[keep], lab[keep]
@@ -443,50 +445,62 @@ def _next_op_calls(
 # ------------------------------------------------------------------------------------------- per gap
 
 
-#: Start of the empty interval put before every thread's first API call (earlier than any trace time, and
-#: far enough from both int64 ends that ``t - start`` cannot overflow for any trace time t).
-_BEFORE_ALL = -(1 << 62)
+#: A cause code whose calls are fewer than this fraction of a thread's intervals gets arrays of its own
+#: (small, cache-resident searches); the others share the thread's arrays (no copy).
+_SPARSE = 0.25
 
 
 @dataclass
 class _Prepared:
-    """One thread's API intervals ready for :func:`_api_time`: starts (an empty interval at
-    :data:`_BEFORE_ALL` first), lengths, codes, and per code present, the running sums of its lengths."""
+    """One thread's API intervals (disjoint, sorted) ready for :func:`_api_time`. Per cause code present:
+    (starts, ends, running sums of the lengths with a leading 0, labels or None). A frequent code shares the
+    thread's starts and ends (its running sum counts only its own intervals, ``labels`` tells them apart); a
+    sparse one gets its own few intervals (labels None)."""
 
-    starts: np.ndarray
-    lengths: np.ndarray
-    codes: np.ndarray
-    cums: dict[int, np.ndarray]
+    by_code: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]]
 
     @classmethod
     def of(cls, intervals: tuple[np.ndarray, np.ndarray, np.ndarray]) -> _Prepared:
         starts, ends, codes = intervals
-        lengths = np.concatenate([[0], ends - starts])
-        codes = np.concatenate([np.zeros(1, dtype=codes.dtype), codes])
-        cums = {}
+        by_code = {}
+        counts = np.bincount(codes, minlength=_OTHER + 1)
         for code in (_LAUNCH, _SYNC, _OTHER):
-            mine = codes == code
-            if mine.any():
-                cum = np.zeros(len(codes) + 1, dtype=np.int64)
-                np.cumsum(np.where(mine, lengths, 0), out=cum[1:])
-                cums[code] = cum
-        return cls(np.concatenate([[_BEFORE_ALL], starts]), lengths, codes, cums)
+            n = int(counts[code])
+            if n == 0:
+                continue
+            cum = np.zeros((n if n < _SPARSE * len(codes) else len(codes)) + 1, dtype=np.int64)
+            if n == len(codes):  # one code only: every interval is its own
+                np.cumsum(ends - starts, out=cum[1:])
+                by_code[code] = (starts, ends, cum, None)
+            elif n < _SPARSE * len(codes):
+                mine = np.flatnonzero(codes == code)
+                s, e = starts[mine], ends[mine]
+                np.cumsum(e - s, out=cum[1:])
+                by_code[code] = (s, e, cum, None)
+            else:
+                np.cumsum(np.where(codes == code, ends - starts, 0), out=cum[1:])
+                by_code[code] = (starts, ends, cum, codes)
+        return cls(by_code)
 
 
 def _api_time(prepared: _Prepared, s: np.ndarray, c: np.ndarray) -> np.ndarray:
-    """Time of [s, c) (per row) inside one thread's intervals of code 1, 2, 3: array (3, len(s)), from the
-    running sums of the interval lengths per code and one binary search per bound."""
+    """Time of [s, c) (per row) inside one thread's intervals of code 1, 2, 3: array (3, len(s)). F(t), the
+    time of a code's intervals before t, is the running sum over the intervals starting at or before t less
+    the part of the last of them still to come after t (intervals are disjoint: only that one can reach past
+    t); the answer is F(c) - F(s). One binary search per bound and distinct array."""
     t = np.stack([s, c], axis=1).reshape(-1)  # s0, c0, s1, c1, ...: in time order when the gaps are
-    k = _search(prepared.starts, t, side="right") - 1
-    covered = np.minimum(t - prepared.starts[k], prepared.lengths[k])
-    code_k = prepared.codes[k]
     out = np.zeros((3, len(s)), dtype=np.int64)
-    for j, code in enumerate((_LAUNCH, _SYNC, _OTHER)):
-        cum = prepared.cums.get(code)
-        if cum is None:
-            continue
-        before = cum[k] + np.where(code_k == code, covered, 0)
-        out[j] = before[1::2] - before[0::2]
+    found: dict[int, np.ndarray] = {}
+    for code, (starts, ends, cum, labels) in prepared.by_code.items():
+        key = id(starts)
+        if key not in found:
+            found[key] = _search(starts, t, side="right")
+        j = found[key]
+        last = np.maximum(j - 1, 0)
+        ahead = np.maximum(ends[last] - t, 0)
+        mine = j > 0 if labels is None else (j > 0) & (labels[last] == code)
+        before = cum[j] - np.where(mine, ahead, 0)
+        out[code - 1] = before[1::2] - before[0::2]
     return out
 
 

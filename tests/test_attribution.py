@@ -613,3 +613,31 @@ def test_the_studys_kineto_traces(real_traces: Path, name: str, top: str) -> Non
         )
         <= 1
     )
+
+
+def test_the_trace_models_cpu_ops_name_the_dispatch_time_in_the_analysis() -> None:
+    # The optional cpu_ops frame (a reader fills it; empty by default): the session's attribution uses it.
+    from tracekit.renderers.analysis import render_rich_text
+    from tracekit.session import analyze_trace
+
+    trace = make_trace([op(300, 400, 1)], [call(200, 260, "cudaLaunchKernel", 1)], [rng(0, 500)])
+    assert trace.cpu_ops.is_empty() and trace.cpu_ops.columns == ["start", "end", "pid", "thread", "name"]
+    assert analyze_trace(trace).to_json()["idle_attribution"]["top_dispatch_operators"] is None
+    trace.cpu_ops = pl.DataFrame(
+        {
+            "start": [20, 150],
+            "end": [120, 280],
+            "pid": [PID] * 2,
+            "thread": [MAIN] * 2,
+            "name": ["aten::to", "aten::linear"],
+        }
+    )
+    doc = analyze_trace(trace).to_json()
+    top = doc["idle_attribution"]["top_dispatch_operators"]
+    assert [(r["cpu_op"], round(r["dispatch_ms"] * 1e6)) for r in top] == [
+        ("(outside CPU operators)", 150),
+        ("aten::to", 100),
+        ("aten::linear", 50),
+    ]
+    assert round(doc["iterations"][0]["dispatch_ms"] * 1e6) == 300
+    assert "top CPU operators by dispatch time" in render_rich_text(doc)
