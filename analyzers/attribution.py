@@ -942,16 +942,19 @@ def attribute_trace(
 def kineto_cpu_ops(path: Any) -> pl.DataFrame:
     """The top-level CPU operators (``cpu_op``/``Operator`` events not nested in another on their thread,
     ``ProfilerStep#N`` excluded) of a Kineto trace: ``start``, ``end`` (ns, the reader's clock), ``pid``,
-    ``thread``, ``name``. The trace model does not keep them for GPU traces yet: this decodes the file again
-    with the reader's :func:`~tracekit.readers.kineto.read_events`."""
+    ``thread``, ``name``: what ``trace.cpu_ops`` holds (:data:`tracekit.model.CPU_OPS_SCHEMA`) once the
+    Kineto reader fills it. Until then this decodes the file again with the reader's
+    :func:`~tracekit.readers.kineto.read_events` (for tests and notebooks, not the default analysis)."""
     from pathlib import Path
 
     from tracekit.readers.kineto import read_events
     from tracekit.readers.nesting import nesting_depth
 
     events = read_events(Path(path))[0]
+    # complete events: phase "X" (readers that keep only complete events' durations drop the phase column)
+    complete = pl.col("ph") == "X" if "ph" in events.columns else pl.col("dur_ns").is_not_null()
     frame = events.filter(
-        (pl.col("ph") == "X")
+        complete
         & pl.col("cat_l").is_in(["cpu_op", "operator"])
         & ~pl.col("name").str.contains(r"^ProfilerStep#\d+$")
     ).select(
