@@ -90,7 +90,15 @@ from tracekit.model import (
     conform,
     empty_frame,
 )
-from tracekit.readers.kineto_decode import ARG_FIELDS, INPUT_FIELDS, Progress, _FastEvent, columns, is_fast
+from tracekit.readers.kineto_decode import (
+    INPUT_FIELDS,
+    Progress,
+    _FastEvent,
+    columns,
+    int_columns,
+    is_fast,
+    number_column,
+)
 from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
 from tracekit.readers.nesting import nesting_depth
@@ -454,23 +462,35 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataF
         categories = set(map(getattr, chunk, repeat("cat")))
         categories.discard(None)
         x_events = list(filter(_FastEvent.__instancecheck__, chunk))
-        x_head = columns(x_events, ("cat",), fast).select(cat_l=pl.col("cat").str.to_lowercase())
+        # the chunk's category names that are read, in any case (a set of distinct names, not events)
+        read = {c for c in categories if c.lower() in _READ_CATEGORIES}
+        is_read = pl.Series(
+            list(map(read.__contains__, map(getattr, x_events, repeat("cat")))), dtype=pl.Boolean
+        )
     else:
         head = columns(chunk, ("ph", "cat"), fast)
         categories = set(head.get_column("cat").drop_nulls().unique().to_list())
         is_x = head.select((pl.col("ph") == "X").fill_null(False)).to_series()
         x_events = list(compress(chunk, is_x.to_list()))
-        x_head = head.filter(is_x).select(cat_l=pl.col("cat").str.to_lowercase())
-    start = us_to_ns_series(columns(x_events, ("ts",), fast).to_series())
+        is_read = (
+            head.filter(is_x)
+            .select(pl.col("cat").str.to_lowercase().is_in(list(_READ_CATEGORIES)).fill_null(False))
+            .to_series()
+        )
+    start = us_to_ns_series(number_column(x_events, "ts", fast))
     bad_ts = start.null_count()
-    keep = x_head.select(pl.col("cat_l").is_in(list(_READ_CATEGORIES)) & start.is_not_null()).to_series()
+    keep = is_read & start.is_not_null()
     kept = list(compress(x_events, keep.to_list()))
-    rest = columns(kept, ("name", "pid", "tid", "dur", *ARG_FIELDS), fast)
+    text = columns(kept, ("cat", "name", "pid", "tid", "a_occupancy"), fast)
     rows = pl.concat(
-        [x_head.filter(keep), pl.DataFrame({"start": start.filter(keep)}), rest], how="horizontal"
-    )
-    dur_ns = us_to_ns_series(rows.get_column("dur")).fill_null(0).alias("dur_ns")
-    rows = rows.with_columns(dur_ns, ph=pl.lit("X")).drop("dur")
+        [
+            text,
+            int_columns(kept, _INT_ARGS, fast),
+            pl.DataFrame({"start": start.filter(keep)}),
+            us_to_ns_series(number_column(kept, "dur", fast)).fill_null(0).alias("dur_ns").to_frame(),
+        ],
+        how="horizontal",
+    ).select(pl.col("cat").str.to_lowercase().alias("cat_l"), *_ROW_COLUMNS)
     return rows, categories, bad_ts, _first_op(rows, kept, fast)
 
 
@@ -525,6 +545,10 @@ def _flows(path: Path) -> pl.DataFrame:
     return pl.concat(parts)
 
 
+#: ``args`` fields read as integers (the others as text)
+_INT_ARGS: tuple[str, ...] = ("a_correlation", "a_device", "a_stream", "a_graph")
+#: columns of the kept rows after ``cat_l``, in order (every chunk gives the same frame layout)
+_ROW_COLUMNS: tuple[str, ...] = ("start", "name", "pid", "tid", *_INT_ARGS, "a_occupancy", "dur_ns")
 #: categories of the complete events that end up in a frame
 _READ_CATEGORIES: tuple[str, ...] = (
     *OP_CATEGORIES,
