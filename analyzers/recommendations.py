@@ -8,8 +8,9 @@ A rule fires only when its condition holds, per sweep (runtime, sequence length)
   when it is at least ``FASTER_RATIO_MIN`` times faster (same latency source).
 - ``launch_calls``: on a GPU trace, at the smallest batch size, the launch-call CPU time is at least
   ``LAUNCH_SHARE_MIN`` of latency and there are at least as many launches as half the kernels (no CUDA graph
-  yet): projected latency with the launch calls removed is max(GPU busy, latency − launch time), a bound
-  assuming the launch calls were on the critical path.
+  yet): the projected latency under CUDA graphs is the idle-time attribution's projection
+  (``graph_projected_ms``: busy + in-flight gaps + one graph launch, :func:`tracekit.analyzers.attribution.
+  project_cuda_graphs`), or, when the trace gives none, max(GPU busy, latency − launch time).
 - ``headroom``: the plateau extends past the smallest batch size: the largest batch size on it costs little
   more latency and multiplies throughput.
 - ``transition``: where latency leaves the plateau (or that it never does in the measured range).
@@ -174,7 +175,9 @@ def launch_calls(v: SweepView) -> Recommendation | None:
         "launch_api_ms": launch_ms,
         "launches": launches,
         "traced_latency_ms": traced,
-        "projected_latency_ms": max(base["gpu_busy_ms"] or 0.0, traced - launch_ms),
+        "projected_latency_ms": base.get("graph_projected_ms")
+        or max(base["gpu_busy_ms"] or 0.0, traced - launch_ms),
+        "projection": "attribution" if base.get("graph_projected_ms") else "launch time removed",
     }
     return v.rec("launch_calls", base["batch_size"], numbers)
 

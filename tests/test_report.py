@@ -588,3 +588,17 @@ def test_report_over_real_cpu_sweep(tmp_path: Path) -> None:
     assert all(c["latency_source"] == "untraced" for c in doc["configs"])
     for name in ("fig_breakdown", "fig_latency", "fig_timeline"):
         _check_png(out / f"{name}.png")
+
+
+def test_cuda_graph_recommendation_uses_the_attribution_projection() -> None:
+    """The launch-call rule quotes the idle-time attribution's CUDA-graph projection (one number everywhere)."""
+    import tracekit
+
+    from tests.conftest import SAMPLE_TRACES
+
+    report = tracekit.report([str(SAMPLE_TRACES / "synthetic" / "table3_pytorch")])
+    (rec,) = [r for r in report.recommendations if r["kind"] == "launch_calls"]
+    (config,) = report.configs.to_dicts()
+    assert rec["numbers"]["projection"] == "attribution"
+    assert rec["numbers"]["projected_latency_ms"] == pytest.approx(config["graph_projected_ms"])
+    assert "projected latency 1.96 ms" in rec["text"]

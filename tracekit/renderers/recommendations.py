@@ -81,8 +81,13 @@ def _launch_calls(r: Recommendation) -> str:
     launch_ms, traced = n["launch_api_ms"], n["traced_latency_ms"]
     return (
         f"{_where(r)}: the launch-call time alone is {_ms(launch_ms)} per iteration "
-        f"({n['launches']:.0f} launches, {_pct(launch_ms / traced)} of the traced {_ms(traced)}); a CUDA "
-        f"graph would remove it (projected latency {_ms(n['projected_latency_ms'])} at best)."
+        f"({n['launches']:.0f} launches, {_pct(launch_ms / traced)} of the traced {_ms(traced)}); "
+        + (
+            f"CUDA graphs would remove launches and dispatch between kernels: projected latency "
+            f"{_ms(n['projected_latency_ms'])} (busy + in-flight gaps + one graph launch)."
+            if n.get("projection") == "attribution"
+            else f"a CUDA graph would remove it (projected latency {_ms(n['projected_latency_ms'])} at best)."
+        )
     )
 
 
