@@ -593,7 +593,6 @@ def test_report_over_real_cpu_sweep(tmp_path: Path) -> None:
 def test_cuda_graph_recommendation_uses_the_attribution_projection() -> None:
     """The launch-call rule quotes the idle-time attribution's CUDA-graph projection (one number everywhere)."""
     import tracekit
-
     from tests.conftest import SAMPLE_TRACES
 
     report = tracekit.report([str(SAMPLE_TRACES / "synthetic" / "table3_pytorch")])
