@@ -46,8 +46,8 @@ from typing import Any
 
 import numpy as np
 import polars as pl
-from tracekit.analyzers.stats import summarize_columns
 
+from tracekit.analyzers.stats import summarize_columns
 from tracekit.model import LAUNCH_API_NAMES, sort_frame
 
 #: The launching-call columns (as :func:`tracekit.analyzers.iterations._match_calls` returns them).

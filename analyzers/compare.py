@@ -20,8 +20,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
-from tracekit.analyzers.stats import Summary
 
+from tracekit.analyzers.stats import Summary
 from tracekit.fields import ITERATION_FIELDS
 
 if TYPE_CHECKING:

@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+
 from tracekit.analyzers.ranges import choose_ranges
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
-
 from tracekit.errors import NoActivityError
 from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame

@@ -37,9 +37,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
+
 from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
 from tracekit.analyzers.stats import summarize_columns
-
 from tracekit.model import Trace
 
 SM_ACTIVE_PCT = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
 from tracekit.analyzers.recommendations import Recommendation, recommend
 from tracekit.analyzers.sweep import (
     FRAMEWORK_BOUND_UTILIZATION,
@@ -39,7 +40,6 @@ from tracekit.analyzers.sweep import (
     is_framework_bound,
     plateau_and_transition,
 )
-
 from tracekit.model import LAUNCH_API_NAMES
 
 #: The idle-time causes, as report columns (:data:`tracekit.analyzers.attribution.CAUSE_MS`).

@@ -40,8 +40,8 @@ from __future__ import annotations
 from typing import Any
 
 import polars as pl
-from tracekit.analyzers.ranges import ENGINE_STEPS
 
+from tracekit.analyzers.ranges import ENGINE_STEPS
 from tracekit.model import Trace
 
 #: The step classes (an Enum column ``step_class``; null = not classified).

@@ -121,7 +121,6 @@ def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tupl
 def table_row(item: RowInput, options: AnalysisOptions) -> tuple[dict[str, Any], list[str]]:
     """One table row and its warnings (see the module docstring for what each value means)."""
     from tracekit.analyzers.utilization import kernel_time_only
-
     from tracekit.readers import read_trace
     from tracekit.session import TraceConfig, analyze_trace
 
@@ -143,7 +142,6 @@ def analyzed_row(
 ) -> tuple[dict[str, Any], list[str]]:
     """The row of an analyzed timeline trace (``ncu``: its Nsight Compute trace, if any)."""
     from tracekit.analyzers.utilization import utilization
-
     from tracekit.session import INFERRED_NOTE
 
     row, warnings = _base_row(item, analyzed.config, analyzed.trace.meta)

@@ -21,7 +21,6 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from tracekit.analyzers.kernel_metrics import KernelMetricsResult
-
     from tracekit.model import Trace
     from tracekit.session import AnalyzedTrace
 

@@ -32,7 +32,6 @@ from tracekit.collectors.runtimes import (
     check_runtime_name,
 )
 from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
-
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
 from tracekit.runs import LATENCY_FILE, config_stem, prepare_run_dir, write_run_json
@@ -190,6 +189,7 @@ class Sweep:
         self.device = resolve_device(opts.device, opts.runtime, opts.runtime in CUDA_ONLY)
         if opts.runtime in ONNX_RUNTIMES and self.device.startswith("cuda"):
             import onnxruntime as ort
+
             from tracekit.collectors.runtimes.onnx import cuda_provider_problem
 
             available = list(ort.get_available_providers())

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+
 from tracekit.collectors.runtimes import GRAPH_RUNTIMES
 
 #: Launch API names (prefixes: nsys may append a version suffix such as ``_v10000``) of a graph launch.
@@ -120,7 +121,6 @@ def ratio_check(label: str, runtime: str | None, meta: dict[str, Any]) -> Check:
 def check_trace(path: str | Path) -> list[Check]:
     """All invariants of one trace file (nsys SQLite, Kineto or ORT JSON), its sidecar giving the runtime."""
     from tracekit.analyzers.iterations import analyze_iterations
-
     from tracekit.readers import read_trace
 
     path = Path(path)

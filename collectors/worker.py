@@ -163,7 +163,6 @@ def iteration_kernel_warnings(trace_path: str) -> list[str]:
     dropped by the profiler, or a runtime that did no device work), else none."""
     try:
         from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
-
         from tracekit.readers import read_trace
 
         analysis = analyze_iterations(read_trace(trace_path, frames=FRAMES_NEEDED), "iteration", 0)

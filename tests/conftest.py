@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from hypothesis import settings
 
 REPO = Path(__file__).resolve().parents[1]
@@ -35,6 +34,8 @@ def _fresh_input_registry() -> None:
     from tracekit.io import forget_inputs
 
     forget_inputs()
+
+
 SAMPLE_TRACES = REPO / "sample_traces"
 REAL_TRACES = Path(os.environ.get("TRACEKIT_REAL_TRACES", REPO.parent / "shared" / "real_traces"))
 

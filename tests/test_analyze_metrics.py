@@ -6,10 +6,10 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tracekit.analyzers.iterations import analyze_iterations
 
 from tests.builders import make_trace
 from tests.reference_metrics import reference_iterations
+from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.errors import NoActivityError
 from tracekit.model import Trace
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import polars as pl
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tracekit.analyzers.iterations import _match_calls
 
+from tracekit.analyzers.iterations import _match_calls
 from tracekit.readers.api_calls import (
     CORRELATION_LIMIT,
     PID_LIMIT,

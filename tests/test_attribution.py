@@ -12,6 +12,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tracekit.analyzers.attribution import (
     CAUSE_NS,
     CAUSES,
@@ -23,7 +24,6 @@ from tracekit.analyzers.attribution import (
     project_cuda_graphs,
 )
 from tracekit.analyzers.iterations import analyze_iterations
-
 from tracekit.model import Trace
 
 from .conftest import real_trace

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from tracekit.analyzers.iterations import analyze_iterations
 from tests.conftest import REAL_TRACES, real_trace
 from tests.reference_metrics import reference_iterations
+from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.cli import main
 from tracekit.readers import read_trace
 

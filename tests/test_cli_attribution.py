@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from tracekit.analyzers.attribution import CAUSE_MS, CAUSES
 
+from tracekit.analyzers.attribution import CAUSE_MS, CAUSES
 from tracekit.cli import main
 
 ROOT = Path(__file__).resolve().parents[1] / "sample_traces"

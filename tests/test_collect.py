@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
+from tracekit.cli import main
 from tracekit.collectors.profilers import ncu as ncu_mod
 from tracekit.collectors.profilers import nsys as nsys_mod
 from tracekit.collectors.profilers.nvml import physical_gpu_index
-from tracekit.cli import main
 
 TINY = [
     "--model",

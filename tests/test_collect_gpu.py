@@ -56,6 +56,7 @@ class _Stop(Exception):
 
 def test_worker_makes_the_requested_device_current(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+
     from tracekit.collectors import worker
 
     calls: list[Any] = []
@@ -73,6 +74,7 @@ def test_worker_makes_the_requested_device_current(monkeypatch: pytest.MonkeyPat
 
 def test_sync_waits_on_the_runs_device(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+
     from tracekit.collectors.runtimes.base import RunContext, Runtime
 
     synced: list[Any] = []
@@ -123,6 +125,7 @@ def _fake_cuda(monkeypatch: pytest.MonkeyPatch, log: list[Any]) -> None:
 
 def test_cuda_graphs_warms_up_and_captures_on_the_requested_device(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+
     from tracekit.collectors.runtimes.base import RunContext
     from tracekit.collectors.runtimes.cuda_graphs import CAPTURE_WARMUP, CudaGraphsRuntime
 
@@ -225,6 +228,7 @@ def test_cpu_only_onnxruntime_is_named_with_the_extra(monkeypatch: pytest.Monkey
 
 def test_tf32_and_attention_recorded_and_applied(tmp_path: Path) -> None:
     import torch
+
     from tracekit.collectors.zoo import attention_path
 
     for flag, expected in (([], False), (["--tf32"], True)):
@@ -280,6 +284,7 @@ def _aten_ops(fn: Any) -> list[str]:
 
 def test_eager_and_capture_run_the_same_masked_attention(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+
     from tracekit.collectors.inputs import make_inputs
     from tracekit.collectors.zoo import ModelSpec, build
 
@@ -297,6 +302,7 @@ def test_eager_and_capture_run_the_same_masked_attention(monkeypatch: pytest.Mon
 
 def test_wrapper_masks_give_transformers_results() -> None:
     import torch
+
     from tracekit.collectors.inputs import make_inputs
     from tracekit.collectors.zoo import ModelSpec, build
 
@@ -466,6 +472,7 @@ class _FakeNvml:
 
 def _fake_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
     import torch
+
     from tracekit.collectors.profilers import nvml
 
     # CUDA's fastest-first order puts the PCI-second GPU first: cuda:0 is NVML GPU 1.
@@ -568,7 +575,6 @@ def _ort_profile(path: Path, runs: int) -> None:
 def test_ort_runs_before_timed_are_counted_and_skipped(tmp_path: Path) -> None:
     from tracekit.analyzers.iterations import analyze_iterations
     from tracekit.collectors import worker
-
     from tracekit.readers import read_trace
 
     raw = tmp_path / "ort_raw.json"
@@ -606,6 +612,7 @@ def test_torch_profiler_initialized_before_capture_and_empty_iterations_warned(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     import torch
+
     from tracekit.collectors import worker
     from tracekit.collectors.runtimes.base import Runtime
 
@@ -665,6 +672,7 @@ def test_graph_runtimes_need_two_warmup_runs(
 def test_compile_cudagraphs_says_whether_graphs_were_used(monkeypatch: pytest.MonkeyPatch) -> None:
     from torch._dynamo.utils import counters
     from torch._inductor import cudagraph_trees
+
     from tracekit.collectors.runtimes.base import RunContext
     from tracekit.collectors.runtimes.compile import CompileCudaGraphsRuntime
 

@@ -11,9 +11,9 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tracekit.analyzers.compare import compare, kernel_deltas, per_name
 
 from tests.test_report import hand_trace
+from tracekit.analyzers.compare import compare, kernel_deltas, per_name
 from tracekit.session import AnalysisOptions, analyze_trace
 
 

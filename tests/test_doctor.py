@@ -52,12 +52,12 @@ def test_doctor_on_a_faked_gpu_machine(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import torch
+
+    from tests.test_collect_gpu import _FakeNvml
     from tracekit.collectors import gpu
     from tracekit.collectors.gpu import ProbeResult
     from tracekit.collectors.profilers import nvml
     from tracekit.collectors.runtimes import onnx as onnx_mod
-
-    from tests.test_collect_gpu import _FakeNvml
 
     props = types.SimpleNamespace(
         name="Fake GPU 1",

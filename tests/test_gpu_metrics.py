@@ -6,9 +6,9 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from tracekit.analyzers.gpu_metrics import analyze_gpu_metrics, choose_metric
 
 from tests.conftest import real_trace
+from tracekit.analyzers.gpu_metrics import analyze_gpu_metrics, choose_metric
 from tracekit.model import Trace
 
 WINDOWS = pl.DataFrame(
@@ -143,7 +143,6 @@ def test_iteration_value_is_the_mean_of_its_window_samples(points):
 def test_paper_trace_metrics_come_from_another_gpu():
     """The study's own trace sampled GPU metrics on an idle GPU: no value, a warning (never 0)."""
     from tracekit.analyzers.iterations import analyze_iterations
-
     from tracekit.readers import read_trace
 
     trace = read_trace(real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite"))

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
 from tracekit.collectors.validate import Check, check_trace, iteration_checks, ratio_check
 
 ROOT = Path(__file__).resolve().parents[1]

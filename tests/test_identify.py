@@ -11,6 +11,8 @@ import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+from tests.conftest import real_trace
 from tracekit.analyzers.identify import (
     FROM_CONTENT,
     FROM_NAME,
@@ -21,8 +23,6 @@ from tracekit.analyzers.identify import (
     precision_from_kernels,
     runtime_from_content,
 )
-
-from tests.conftest import real_trace
 from tracekit.model import Trace
 from tracekit.runs import TraceInput
 from tracekit.session import FROM_RUN, FROM_SIDECAR, TraceConfig, analyze_trace, inference_notes

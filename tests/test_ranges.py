@@ -14,11 +14,11 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
+from tests import builders
 from tracekit.analyzers import iterations
 from tracekit.analyzers import ranges as R
 from tracekit.analyzers.iterations import analyze_iterations
-
-from tests import builders
 from tracekit.errors import NoActivityError, TracekitError
 from tracekit.model import Trace
 

@@ -12,10 +12,10 @@ import polars as pl
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
 
 from tests.conftest import REAL_TRACES, SAMPLE_TRACES
 from tests.nsys_builder import NsysBuilder
+from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
 from tracekit.model import SCHEMAS
 from tracekit.readers import nsys_sqlite, read_trace, sqlite_engine
 

@@ -13,6 +13,7 @@ import polars as pl
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+
 from tracekit.analyzers.recommendations import recommend
 from tracekit.analyzers.report import (
     CAUSE_COLUMNS,
@@ -22,7 +23,6 @@ from tracekit.analyzers.report import (
     build_timeline,
     config_row,
 )
-
 from tracekit.model import Trace
 from tracekit.renderers.recommendations import describe
 from tracekit.runs import TraceInput

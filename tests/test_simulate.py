@@ -490,7 +490,6 @@ def test_cli_simulate_and_bad_parameters(tmp_path: Path, capsys: pytest.CaptureF
 def test_analyze_recovers_the_truth_exactly(tmp_path: Path, runtime: str, fmt: str) -> None:
     from tracekit.analyzers.attribution import attribute_trace
     from tracekit.analyzers.iterations import analyze_iterations
-
     from tracekit.readers import read_trace
 
     simulate_sweep(

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from tracekit.analyzers import ranges as R
-from tracekit.analyzers import steps as S
 
 from tests.test_ranges import US, analyze_with, make_trace
+from tracekit.analyzers import ranges as R
+from tracekit.analyzers import steps as S
 
 NAMES = [
     # vLLM V1, Worker.annotate_profile: context/generation (requests and tokens)

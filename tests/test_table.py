@@ -13,6 +13,9 @@ from pathlib import Path
 
 import polars as pl
 import pytest
+
+from tests.conftest import real_trace
+from tests.nsys_builder import NsysBuilder
 from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.analyzers.kernel_metrics import (
     GPC_CYCLES_ELAPSED,
@@ -26,9 +29,6 @@ from tracekit.analyzers.kernel_metrics import (
     per_kernel,
 )
 from tracekit.analyzers.paper import PAPER_TABLE3, runtime_traits
-
-from tests.conftest import real_trace
-from tests.nsys_builder import NsysBuilder
 from tracekit.cli import main
 from tracekit.model import Trace
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import importlib
 
 from tracekit.collectors.runtimes.base import RunContext, Runtime
-
 from tracekit.errors import TracekitError
 
 #: CLI name -> "module:Class" under collectors.runtimes.

@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.collectors.runtimes.base import RunContext, Runtime
-
 from tracekit.errors import RunFailure, TracekitError
 
 
