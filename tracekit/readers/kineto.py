@@ -61,8 +61,10 @@ Not read: ``cuda_sync`` events (CUPTI synchronization records on the GPU timelin
 "2023+ spelling"), ``schema_version``, ``kineto_spelling``, ``device`` ("gpu" | "cpu"), ``gpus`` (list of
 {id, name} from ``deviceProperties``), ``gpu`` (name of the device that ran the most kernels; device 0's
 when no kernel names a listed device), ``rank`` (``distributedInfo.rank``), ``synthetic`` (top-level
-``"tracekit_synthetic": true`` or "synthetic" in the file name), ``warnings``; scalar entries of a
-``tracekit_meta`` header (written by ``tracekit simulate``) fill keys not set otherwise.
+``"tracekit_synthetic": true`` or "synthetic" in the file name), ``warnings``, ``cpu_op_summary`` and
+``first_op_inputs`` (CPU-operator evidence for runtime identification:
+:mod:`tracekit.readers.kineto_summary`); scalar entries of a ``tracekit_meta`` header (written by
+``tracekit simulate``) fill keys not set otherwise.
 """
 
 from __future__ import annotations
