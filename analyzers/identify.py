@@ -28,13 +28,15 @@ CPU-operator evidence on GPU traces comes from two reader-filled ``meta`` keys (
 ``meta["cpu_op_summary"]``
     ``{"count": int, "names": {name: count}, "namespaces": {ns: count}, "launches": int,
     "launches_outside_ops": float}``: ``count`` CPU operator events (Kineto ``cpu_op``); ``names`` their
-    distinct names with counts (the 500 most frequent); ``namespaces`` counts by the part before the first
+    distinct names with counts (the Kineto reader keeps the 50 most frequent plus up to 50 more names outside
+    ``aten::``, so that rare TorchScript/ONNX markers are never cut); ``namespaces`` counts by the part before the first
     ``::`` ("" for names without one, e.g. ``<forward op>``); ``launches`` kernel-launch runtime calls;
     ``launches_outside_ops`` the fraction (0..1) of those calls not enclosed by any CPU operator on their
     thread (None when there are no launches).
 ``meta["first_op_inputs"]``
-    a dict, or a list of up to 8 dicts in start order, ``{"name": str, "dims": [[int, ...], ...],
-    "types": [str, ...]}``: the first CPU operators having an input of rank >= 2, their ``Input Dims`` (one
+    a dict (the Kineto reader: the earliest non-factory operator whose first input has rank >= 1), or a list of
+    up to 8 dicts in start order (the ORT reader), ``{"name": str, "dims": [[int, ...], ...],
+    "types": [str, ...]}``: the first model operators, their ``Input Dims`` (one
     list per input; ``[]`` for scalars and non-tensors) and ``Input type`` (verbatim, e.g. ``"c10::Half"``,
     ``"float"``, ``"long int"``; ORT's ``"float16"``, ``"int64"``).
 ``meta["thread_names"]`` (optional)
