@@ -52,7 +52,7 @@ import sys
 import tempfile
 import time
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -953,23 +953,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    try:
-        from rich.console import Console
-        from rich.table import Table
-    except ImportError:  # pragma: no cover - rich is a project dependency
-        Console = Table = None  # noqa: N806
-    console = None
-    if Console:
-        console = Console(highlight=False)
-        if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
-            console = Console(highlight=False, width=200)
+@dataclasses.dataclass
+class Tools:
+    """The external tools found for this run (None: not run) and the notes that say so."""
 
-    def log(msg: str) -> None:
-        print(msg, file=sys.stderr, flush=True)
+    nsys: str | None
+    nsys_ver: str | None
+    reports: list[str]
+    hta_python: str | None
+    hta_max: int
+    notes: list[str]
 
-    cache: Path = args.cache_dir.resolve()
+
+def find_tools(args: argparse.Namespace, cache: Path) -> Tools:
+    """nsys and an HTA interpreter as the options allow, with a note for each one missing or limited."""
     nsys = None if args.skip_nsys else (args.nsys or shutil.which("nsys"))
     nsys_ver = nsys_version(nsys) if nsys else None
     reports = nsys_reports(nsys, nsys_ver) if nsys else []
@@ -992,93 +989,71 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"HTA run only up to {fmt_n(hta_max)} kernels: the Kineto JSON of larger traces is too big "
             "to parse in memory on this machine (HTA's parse memory grows linearly with N)"
         )
+    return Tools(nsys, nsys_ver, reports, hta_python, hta_max, notes)
 
-    log("measuring start-up floor ...")
-    startup = measure([sys.executable, "-c", "import tracekit.cli, polars"], max(3, args.repeat or 3))
-    rows: list[Row] = []
-    hta_ver = None
-    for n in args.sizes:
-        # Best of 3 where a run takes seconds (SQLite tools up to 10^6 kernels; HTA and the Kineto parse,
-        # which take minutes at 10^6, up to 10^5); one run above.
-        repeat = args.repeat or (3 if n <= 10**6 else 1)
-        repeat_slow = args.repeat or (3 if n <= 10**5 else 1)
-        want_kineto = hta_python is not None and n <= hta_max
-        files = ensure_trace(cache, n, want_kineto, log)
-        db = files["nsys"]
-        count = kernel_count(db)
-        if count != n:
-            notes.append(f"N={fmt_n(n)}: the simulator wrote {count:,} kernels")
-        log(f"N={fmt_n(n)}: analyze ...")
-        analyze = measure(
-            [sys.executable, "-m", "tracekit.cli", "analyze", str(db), "--format", "json"],
-            repeat,
-            args.timeout,
-            args.mem_limit_mb,
-        )
-        log(f"N={fmt_n(n)}: floor ...")
-        floor = measure(
-            [sys.executable, "-c", FLOOR_SCRIPT, str(db)], repeat, args.timeout, args.mem_limit_mb
-        )
-        floor_pl = measure(
-            [sys.executable, "-c", FLOOR_POLARS_SCRIPT, str(db)], repeat, args.timeout, args.mem_limit_mb
-        )
-        nsys_m = None
-        if nsys:
-            log(f"N={fmt_n(n)}: nsys stats ...")
-            nsys_m = run_nsys(nsys, reports, db, repeat, args.timeout, args.mem_limit_mb)
-        hta_m, hta_note, kineto_m, json_mb = None, None, None, None
-        if hta_python and n <= hta_max:
-            if "kineto" not in files:
-                hta_note = "no Kineto file was written"
-            else:
-                log(f"N={fmt_n(n)}: HTA ...")
-                hta_m = run_hta(hta_python, files["kineto"], repeat_slow, args.timeout, args.mem_limit_mb)
-                log(f"N={fmt_n(n)}: analyze on the Kineto file ...")
-                kineto_m = measure(
-                    [
-                        sys.executable,
-                        "-m",
-                        "tracekit.cli",
-                        "analyze",
-                        str(files["kineto"]),
-                        "--format",
-                        "json",
-                    ],
-                    repeat_slow,
-                    args.timeout,
-                    args.mem_limit_mb,
-                )
-                if hta_m.ok:
-                    hta_ver = hta_m.extra.get("version", hta_ver)
-                json_mb = json_size_mb(files["kineto"])
-        elif hta_python:
-            hta_note = f"not run above {fmt_n(hta_max)} kernels"
-        rows.append(
-            Row(
-                n,
-                count,
-                db.stat().st_size / 2**20,
-                analyze,
-                floor,
-                floor_pl,
-                nsys_m,
-                hta_m,
-                hta_note,
-                kineto_m,
-                json_mb,
-            )
-        )
 
-    hta_rows = [r for r in rows if r.hta is not None and r.hta.ok]
-    if hta_rows and any(r.hta is None and r.hta_note for r in rows):
-        last = hta_rows[-1]
-        notes.append(f"HTA peak memory at {fmt_n(last.n)} kernels: {last.hta.peak_mb:.0f} MB")
-    info = machine_info(nsys_ver, hta_ver)
+def _analyze_cmd(path: Path) -> list[str]:
+    return [sys.executable, "-m", "tracekit.cli", "analyze", str(path), "--format", "json"]
+
+
+def measure_size(
+    n: int, args: argparse.Namespace, tools: Tools, cache: Path, log: Callable[[str], None]
+) -> tuple[Row, str | None]:
+    """Every tool on the N-kernel trace (best of 3 where a run takes seconds: SQLite tools up to 10^6 kernels;
+    HTA and the Kineto parse, which take minutes at 10^6, up to 10^5; one run above): the row and HTA's
+    version when it ran."""
+    repeat = args.repeat or (3 if n <= 10**6 else 1)
+    repeat_slow = args.repeat or (3 if n <= 10**5 else 1)
+    limits = (args.timeout, args.mem_limit_mb)
+    files = ensure_trace(cache, n, tools.hta_python is not None and n <= tools.hta_max, log)
+    db = files["nsys"]
+    count = kernel_count(db)
+    if count != n:
+        tools.notes.append(f"N={fmt_n(n)}: the simulator wrote {count:,} kernels")
+    log(f"N={fmt_n(n)}: analyze ...")
+    analyze = measure(_analyze_cmd(db), repeat, *limits)
+    log(f"N={fmt_n(n)}: floor ...")
+    floor = measure([sys.executable, "-c", FLOOR_SCRIPT, str(db)], repeat, *limits)
+    floor_pl = measure([sys.executable, "-c", FLOOR_POLARS_SCRIPT, str(db)], repeat, *limits)
+    nsys_m = None
+    if tools.nsys:
+        log(f"N={fmt_n(n)}: nsys stats ...")
+        nsys_m = run_nsys(tools.nsys, tools.reports, db, repeat, *limits)
+    hta_m, hta_note, kineto_m, json_mb, hta_ver = None, None, None, None, None
+    if tools.hta_python and n <= tools.hta_max:
+        if "kineto" not in files:
+            hta_note = "no Kineto file was written"
+        else:
+            log(f"N={fmt_n(n)}: HTA ...")
+            hta_m = run_hta(tools.hta_python, files["kineto"], repeat_slow, *limits)
+            log(f"N={fmt_n(n)}: analyze on the Kineto file ...")
+            kineto_m = measure(_analyze_cmd(files["kineto"]), repeat_slow, *limits)
+            if hta_m.ok:
+                hta_ver = hta_m.extra.get("version")
+            json_mb = json_size_mb(files["kineto"])
+    elif tools.hta_python:
+        hta_note = f"not run above {fmt_n(tools.hta_max)} kernels"
+    size_mb = db.stat().st_size / 2**20
+    row = Row(n, count, size_mb, analyze, floor, floor_pl, nsys_m, hta_m, hta_note, kineto_m, json_mb)
+    return row, hta_ver
+
+
+def print_results(rows: list[Row], startup: Measurement, info: dict[str, Any], notes: list[str]) -> None:
+    """The results table (rich on a terminal, 200 columns when piped; Markdown without rich) and the notes."""
     title = (
         f"tracekit analyze vs floor / nsys stats / HTA (synthetic traces; start-up floor "
         f"{_s(startup)} s, {startup.peak_mb or 0:.0f} MB)"
     )
-    if console and Table:
+    try:
+        from rich.console import Console
+        from rich.table import Table
+    except ImportError:  # pragma: no cover - rich is a project dependency
+        print(title)
+        print(markdown_table(COLUMNS, table_rows(rows)))
+    else:
+        console = Console(highlight=False)
+        if not console.is_terminal:  # piped or captured: do not squeeze the table to 80 columns
+            console = Console(highlight=False, width=200)
         table = Table(title=title)
         for c in COLUMNS:
             table.add_column(c, justify="left" if c == "N" else "right")
@@ -1090,43 +1065,71 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"Python {info['Python']}, polars {info['polars']}, SQLite {info['SQLite']}, nsys "
             f"{info['nsys']}, HTA {info['HolisticTraceAnalysis']}"
         )
-    else:
-        print(title)
-        print(markdown_table(COLUMNS, table_rows(rows)))
-    all_notes = notes + errors_of(rows)
-    for note in all_notes:
+    for note in notes:
         print(f"note: {note}")
 
+
+def write_results(
+    args: argparse.Namespace,
+    argv: Sequence[str] | None,
+    rows: list[Row],
+    startup: Measurement,
+    info: dict[str, Any],
+    notes: list[str],
+) -> None:
+    """``--json`` and ``--write-results``: results.md (rows of sizes not rerun kept) and the READMEs' blocks."""
     if args.json:
-        args.json.write_text(
-            json.dumps(
-                {
-                    "machine": info,
-                    "startup": dataclasses.asdict(startup),
-                    "rows": [r.to_json() for r in rows],
-                    "notes": all_notes,
-                },
-                indent=2,
-            )
-        )
-    if args.write_results:
-        args_line = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
-        previous = args.results_file.read_text() if args.results_file.exists() else None
-        _atomic_write(
-            args.results_file,
-            results_markdown(rows, info, startup, args_line.strip(), all_notes, previous),
-        )
-        when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
-        readmes = args.readme_file or [HERE / "README.md", HERE.parent / "README.md"]
-        updated = [
-            str(r)
-            for r in readmes
-            if update_readme(r, readme_block(rows, startup, when, readme_previous_block(r)))
-        ]
-        if updated:
-            print(f"wrote {args.results_file} and the ratios block of {', '.join(updated)}")
-        else:
-            print(f"wrote {args.results_file} (no README has the ratios markers: none updated)")
+        doc = {
+            "machine": info,
+            "startup": dataclasses.asdict(startup),
+            "rows": [r.to_json() for r in rows],
+            "notes": notes,
+        }
+        args.json.write_text(json.dumps(doc, indent=2))
+    if not args.write_results:
+        return
+    args_line = "python benchmarks/run.py " + " ".join(sys.argv[1:] if argv is None else argv)
+    previous = args.results_file.read_text() if args.results_file.exists() else None
+    _atomic_write(
+        args.results_file, results_markdown(rows, info, startup, args_line.strip(), notes, previous)
+    )
+    when = _dt.datetime.now(_dt.timezone.utc).strftime("%Y-%m-%d")
+    readmes = args.readme_file or [HERE / "README.md", HERE.parent / "README.md"]
+    updated = [
+        str(r)
+        for r in readmes
+        if update_readme(r, readme_block(rows, startup, when, readme_previous_block(r)))
+    ]
+    if updated:
+        print(f"wrote {args.results_file} and the ratios block of {', '.join(updated)}")
+    else:
+        print(f"wrote {args.results_file} (no README has the ratios markers: none updated)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+
+    def log(msg: str) -> None:
+        print(msg, file=sys.stderr, flush=True)
+
+    cache: Path = args.cache_dir.resolve()
+    tools = find_tools(args, cache)
+    log("measuring start-up floor ...")
+    startup = measure([sys.executable, "-c", "import tracekit.cli, polars"], max(3, args.repeat or 3))
+    rows: list[Row] = []
+    hta_ver = None
+    for n in args.sizes:
+        row, version = measure_size(n, args, tools, cache, log)
+        rows.append(row)
+        hta_ver = version or hta_ver
+    hta_rows = [r for r in rows if r.hta is not None and r.hta.ok]
+    if hta_rows and any(r.hta is None and r.hta_note for r in rows):
+        last = hta_rows[-1]
+        tools.notes.append(f"HTA peak memory at {fmt_n(last.n)} kernels: {last.hta.peak_mb:.0f} MB")
+    info = machine_info(tools.nsys_ver, hta_ver)
+    notes = tools.notes + errors_of(rows)
+    print_results(rows, startup, info, notes)
+    write_results(args, argv, rows, startup, info, notes)
     return 0
 
 
