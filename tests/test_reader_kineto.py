@@ -19,7 +19,7 @@ from polars.testing import assert_frame_equal
 
 from tests.conftest import real_trace
 from tracekit.errors import TraceFormatError
-from tracekit.model import API_SCHEMA, KERNEL_METRICS_SCHEMA, OPS_SCHEMA, RANGES_SCHEMA, Trace
+from tracekit.model import API_SCHEMA, CPU_OPS_SCHEMA, KERNEL_METRICS_SCHEMA, OPS_SCHEMA, RANGES_SCHEMA, Trace
 from tracekit.readers import detect_format, read_trace
 from tracekit.readers.kineto import read, us_to_ns
 from tracekit.readers.nesting import leaf_mask, nesting_depth
@@ -882,3 +882,76 @@ def test_real_paper_kineto_cpu_op_evidence(name: str) -> None:
     else:
         assert {"<forward op>", "fallback_function"} <= set(summary["names"])
         assert first["name"] == "aten::_convolution" and first["dims"][0] == [16, 3, 224, 224]
+
+
+# ------------------------------------------------------------------- top-level CPU operators (issue 14)
+
+
+def test_cpu_ops_of_a_gpu_trace_are_the_top_level_operators_per_thread(tmp_path: Path) -> None:
+    """Hand-built (synthetic) GPU trace, operators nested on two threads of one process: ``cpu_ops`` holds
+    exactly the top-level ones (ProfilerStep excluded, the enclosed ones dropped), numbered like api.thread."""
+    events = [
+        _ev("cpu_op", "ProfilerStep#3", 0, 100, tid=7),  # a step marker, not an operator
+        _ev("cpu_op", "aten::linear", 10, 20, tid=7),
+        _ev("cpu_op", "aten::addmm", 12, 15, tid=7),  # inside aten::linear
+        _ev("cpu_op", "aten::empty", 13, 1, tid=7),  # two levels down
+        _ev("cuda_runtime", "cudaLaunchKernel", 14, 2, tid=7, correlation=5),
+        _ev("cpu_op", "aten::relu", 30, 5.5, tid=7),  # starts as linear ends: not nested
+        _ev("Operator", "aten::conv2d", 10, 50, tid="8"),  # 2021 spelling, other thread
+        _ev("cpu_op", "aten::convolution", 11, 40, tid="8"),
+        _ev("cpu_op", "aten::copy_", 70, 2.0005, tid="8"),
+        _ev("kernel", "k", 20, 3, pid=0, tid=7, correlation=5, device=0, stream=7),
+    ]
+    trace = read_trace(_kineto_file(tmp_path, events))
+    assert trace.meta["device"] == "gpu"
+    expected = pl.DataFrame(
+        {
+            "start": [10_000, 30_000, 10_000, 70_000],
+            "end": [30_000, 35_500, 60_000, 72_001],
+            "pid": [1, 1, 1, 1],
+            "thread": [7, 7, 8, 8],
+            "name": ["aten::linear", "aten::relu", "aten::conv2d", "aten::copy_"],
+        },
+        schema=CPU_OPS_SCHEMA,
+    )
+    assert_frame_equal(trace.cpu_ops.sort("thread", "start"), expected)
+    assert trace.api["thread"].to_list() == [7]
+    # not asked for: not built
+    assert read(_kineto_file(tmp_path, events), frames={"ops": None, "api": None}).cpu_ops.height == 0
+    assert read(_kineto_file(tmp_path, events), frames=["cpu_ops"]).cpu_ops.height == 4
+
+
+def test_cpu_ops_stay_empty_on_a_cpu_only_trace(tmp_path: Path) -> None:
+    """Without GPU work the top-level operators are the ``ops`` and ``cpu_ops`` stays empty."""
+    events = [_ev("cpu_op", "aten::linear", 10, 20), _ev("cpu_op", "aten::addmm", 12, 15)]
+    trace = read_trace(_kineto_file(tmp_path, events))
+    assert trace.meta["device"] == "cpu"
+    assert trace.ops["name"].to_list() == ["aten::linear"]
+    assert trace.cpu_ops.height == 0
+
+
+def test_cpu_ops_of_the_study_trace_match_the_attribution_reference_and_name_dispatch() -> None:
+    """The study's PyTorch Kineto trace: ``cpu_ops`` equals :func:`kineto_cpu_ops` (the reference that decodes
+    the file again), and ``tracekit analyze`` names the dispatch time by operator, aten::conv2d first."""
+    import subprocess
+    import sys
+
+    from tracekit.analyzers.attribution import kineto_cpu_ops
+
+    path = real_trace(
+        "paper",
+        "kineto",
+        "gpu_util_log_pytorch-batch16-torch.float16_HERRON_3494129.1666196964215.pt.trace.json",
+    )
+    trace = read_trace(path)
+    assert trace.cpu_ops.height > 0
+    assert_frame_equal(trace.cpu_ops, kineto_cpu_ops(path))
+    done = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "analyze", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    top = json.loads(done.stdout)["idle_attribution"]["top_dispatch_operators"]
+    assert top[0]["cpu_op"] == "aten::conv2d"
+    assert top[0]["dispatch_ms"] > 0

@@ -53,6 +53,10 @@ CPU-only traces (no kernel, memcpy or memset event): ``ops`` holds the top-level
 ``Operator`` events not nested in another CPU operator on their thread, ProfilerStep excluded), kind
 "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid, ``correlation``/``graph``
 null; ``meta["device"]`` is then "cpu".
+``cpu_ops`` (GPU traces only; empty on CPU-only ones, whose operators are the ``ops``)
+    the same top-level CPU operators: ``start``, ``end``, ``pid``, ``thread`` (numbered as ``api.thread``),
+    ``name``, in file order; the idle-time attribution names dispatch time after the enclosing one. Built
+    only when ``read(..., frames=...)`` asks for it (or frames is None).
 
 Not read: ``cuda_sync`` events (CUPTI synchronization records on the GPU timeline: waits, not work),
 ``python_function`` stacks, memory instant events, ``fwdbwd`` flows, ``Trace`` spans.
@@ -84,13 +88,16 @@ import polars as pl
 from tracekit.errors import TraceFormatError
 from tracekit.model import (
     API_SCHEMA,
+    CPU_OPS_SCHEMA,
     KERNEL_METRICS_SCHEMA,
     OPS_SCHEMA,
     RANGES_SCHEMA,
+    FrameSpec,
     Trace,
     busiest_gpu_name,
     conform,
     empty_frame,
+    wanted_frames,
 )
 from tracekit.readers.kineto_decode import (
     INPUT_FIELDS,
@@ -329,7 +336,11 @@ def _gpu_ops(
     )
 
 
-def _cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
+def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
+    """The top-level CPU operators of the rows (``cpu_op``/``Operator`` events not nested in another
+    operator on their pid and thread, ``ProfilerStep#N`` excluded): ``start``, ``end`` (ns, the trace's
+    clock), ``pid``, ``thread`` (the number in the tid, as ``api.thread``), ``name``
+    (:data:`tracekit.model.CPU_OPS_SCHEMA`), in file order."""
     cpu = x_events.filter(
         pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~pl.col("name").str.contains(PROFILER_STEP)
     ).select(
@@ -341,8 +352,12 @@ def _cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
     )
     # Top-level operators: their union is the time spent inside any operator (a leaf-only view would lose the
     # exclusive time of ops such as aten::addmm whose children are tiny bookkeeping ops).
-    cpu = cpu.filter(nesting_depth(cpu, ["pid", "thread"]) == 0)
-    return cpu.select(
+    return cpu.filter(nesting_depth(cpu, ["pid", "thread"]) == 0)
+
+
+def _cpu_ops(top_level: pl.DataFrame) -> pl.DataFrame:
+    """The ``ops`` of a CPU-only trace: its top-level CPU operators (:func:`top_level_cpu_ops`)."""
+    return top_level.select(
         "start",
         "end",
         device=pl.lit(-1, pl.Int32),
@@ -593,14 +608,18 @@ def read_events(
     return frame, flows, header, categories, bad_ts, first_op
 
 
-def read(path: Path, progress: Progress | None = None) -> Trace:
+def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None) -> Trace:
     """Read a Kineto chrome trace (``.json`` or ``.json.gz``) into a normalized Trace (see module doc).
 
     ``progress``, when given, is called as ``progress(phase, fraction)`` while the file is read: phase
     "read" (the file inflated), "decode" (fraction of the event array decoded, one call per chunk of about
     :data:`tracekit.readers.kineto_decode.CHUNK_BYTES` bytes) and "frames" (1.0 when the frames are built).
+
+    ``frames`` (:data:`tracekit.model.FrameSpec`, None = all): ``cpu_ops`` (the top-level CPU operators of a
+    GPU trace) is built only when asked for; the other frames are always read.
     """
     path = Path(path)
+    want_cpu_ops = "cpu_ops" in wanted_frames(frames)
     x_events, flows, header, categories, bad_ts, first_op = read_events(path, progress)
     warnings: list[str] = []
     if bad_ts:
@@ -619,10 +638,13 @@ def read(path: Path, progress: Progress | None = None) -> Trace:
                 "trace (launched before the capture window, or no correlation): they are assigned by time"
             )
         kernel_metrics = _kernel_metrics(ops)
+        # the host's top-level operators: the idle-time attribution names dispatch time after them
+        cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
     else:
         device = "cpu"
-        ops = _cpu_ops(x_events)
+        ops = _cpu_ops(top_level_cpu_ops(x_events))
         kernel_metrics = None
+        cpu_ops = None  # the operators are the ops already
     ranges = _ranges(x_events, main_pid)
     meta = _meta(path, header, categories, ops, device)
     meta["cpu_op_summary"] = _summary(x_events)
@@ -635,6 +657,7 @@ def read(path: Path, progress: Progress | None = None) -> Trace:
         ranges=conform(ranges, RANGES_SCHEMA),
         kernel_metrics=conform(kernel_metrics, KERNEL_METRICS_SCHEMA),
         meta=meta,
+        cpu_ops=conform(cpu_ops, CPU_OPS_SCHEMA),
     )
     if progress:
         progress("frames", 1.0)
