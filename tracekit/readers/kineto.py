@@ -262,6 +262,20 @@ def leading_int(col: pl.Expr) -> pl.Expr:
     return col.str.extract(r"(-?\d+)\s*$", 1).cast(pl.Int64, strict=False)
 
 
+def leading_int_series(text: pl.Series) -> pl.Series:
+    """:func:`leading_int` of a String series: the values that are plain integers ("25738") by one cast, the
+    regex only for the others ("stream 7"); the same result (a text the cast reads is all digits, with an
+    optional sign, and the regex reads the same number from it)."""
+    ints = text.cast(pl.Int64, strict=False)
+    other = ints.is_null() & text.is_not_null()
+    if other.any():
+        idx = other.arg_true()
+        ints = ints.scatter(
+            idx, text.gather(idx).to_frame().select(leading_int(pl.col(text.name))).to_series()
+        )
+    return ints
+
+
 # --------------------------------------------------------------------------------------------- nesting
 
 
@@ -289,7 +303,7 @@ def _api(x_events: pl.DataFrame) -> pl.DataFrame:
         "start",
         end=pl.col("start") + pl.col("dur_ns"),
         pid=pl.col("pid").cast(pl.Int64, strict=False),
-        thread=leading_int(pl.col("tid")),
+        thread=pl.col("tid_i"),
         correlation=pl.col("a_correlation").cast(pl.Int64, strict=False),
         kind=pl.col("cat_l").replace_strict(API_CATEGORIES, return_dtype=pl.String),
         name=pl.col("name").str.replace(API_SUFFIX, ""),
@@ -325,7 +339,7 @@ def _gpu_ops(
         device=pl.coalesce(
             pl.col("a_device").cast(pl.Int64, strict=False), pl.col("pid").cast(pl.Int64, strict=False)
         ),
-        stream=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), leading_int(pl.col("tid"))),
+        stream=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), pl.col("tid_i")),
         pid=pl.coalesce("call_pid", pl.lit(main_pid, dtype=pl.Int64)),
         correlation="correlation",
         graph=pl.col("a_graph").cast(pl.Int64, strict=False),
@@ -341,14 +355,17 @@ def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
     operator on their pid and thread, ``ProfilerStep#N`` excluded): ``start``, ``end`` (ns, the trace's
     clock), ``pid``, ``thread`` (the number in the tid, as ``api.thread``), ``name``
     (:data:`tracekit.model.CPU_OPS_SCHEMA`), in file order."""
-    cpu = x_events.filter(
-        pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~pl.col("name").str.contains(PROFILER_STEP)
-    ).select(
-        "start",
-        end=pl.col("start") + pl.col("dur_ns"),
-        pid=pl.col("pid").cast(pl.Int64, strict=False),
-        thread=leading_int(pl.col("tid")),
-        name="name",
+    # the name test on the operator rows only (null names dropped, as by the reference kineto_cpu_ops)
+    cpu = (
+        x_events.filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)))
+        .filter(~pl.col("name").str.contains(PROFILER_STEP))
+        .select(
+            "start",
+            end=pl.col("start") + pl.col("dur_ns"),
+            pid=pl.col("pid").cast(pl.Int64, strict=False),
+            thread=pl.col("tid_i"),
+            name="name",
+        )
     )
     # Top-level operators: their union is the time spent inside any operator (a leaf-only view would lose the
     # exclusive time of ops such as aten::addmm whose children are tiny bookkeeping ops).
@@ -369,14 +386,16 @@ def _cpu_ops(top_level: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ranges(x_events: pl.DataFrame, main_pid: int | None) -> pl.DataFrame:
-    host = x_events.filter(
-        pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES))
-        | (pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & pl.col("name").str.contains(PROFILER_STEP))
+    host = (
+        x_events.filter(pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES + CPU_OP_CATEGORIES))).filter(
+            pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES))
+            | pl.col("name").str.contains(PROFILER_STEP).fill_null(False)
+        )
     ).select(
         "start",
         end=pl.col("start") + pl.col("dur_ns"),
         pid=pl.col("pid").cast(pl.Int64, strict=False),
-        thread=leading_int(pl.col("tid")),
+        thread=pl.col("tid_i"),
         domain=pl.lit("user"),
         name="name",
     )
@@ -384,7 +403,7 @@ def _ranges(x_events: pl.DataFrame, main_pid: int | None) -> pl.DataFrame:
         "start",
         end=pl.col("start") + pl.col("dur_ns"),
         pid=pl.lit(main_pid, dtype=pl.Int64),
-        thread=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), leading_int(pl.col("tid"))),
+        thread=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), pl.col("tid_i")),
         domain=pl.lit("gpu"),
         name="name",
     )
@@ -514,7 +533,13 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataF
 def _first_op(rows: pl.DataFrame, kept: list[Any], fast: bool) -> pl.DataFrame:
     """The ``first_op_inputs`` candidate of one chunk (``rows`` built from the events ``kept``): the
     ``Input Dims``/``Input type`` texts are read for its CPU operators only and not kept in the rows."""
-    is_cpu = rows.select(_is_cpu_op()).to_series()
+    is_cat = rows.select(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES))).to_series()
+    # the name test on the CPU-operator rows only (most rows are kernels and API calls)
+    is_cpu = (
+        is_cat
+        if not is_cat.any()
+        else is_cat.scatter(is_cat.arg_true(), rows.filter(is_cat).select(_is_cpu_op()).to_series())
+    )
     if not is_cpu.any():
         return first_op_candidate(
             pl.DataFrame(
@@ -527,6 +552,11 @@ def _first_op(rows: pl.DataFrame, kept: list[Any], fast: bool) -> pl.DataFrame:
     return first_op_candidate(cpu)
 
 
+def _cpu_op_rows(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows.filter(_is_cpu_op())``, the name test made on the CPU-operator rows only."""
+    return rows.filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES))).filter(_is_cpu_op())
+
+
 def _is_cpu_op() -> pl.Expr:
     """CPU operator rows (``cpu_op``/``Operator`` events), ``ProfilerStep#N`` markers excluded."""
     return pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~pl.col("name").str.contains(
@@ -537,7 +567,7 @@ def _is_cpu_op() -> pl.Expr:
 def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
     """``meta["cpu_op_summary"]`` (:func:`tracekit.readers.kineto_summary.cpu_op_summary`) of the rows."""
     span = ("pid", "tid", "start", pl.col("start") + pl.col("dur_ns"))
-    cpu = x_events.filter(_is_cpu_op()).select("name", *span[:3], end=span[3])
+    cpu = _cpu_op_rows(x_events).select("name", *span[:3], end=span[3])
     calls = x_events.filter(pl.col("cat_l").is_in(list(API_CATEGORIES))).select(
         pl.col("name").str.replace(API_SUFFIX, ""), *span[:3], end=span[3]
     )
@@ -625,6 +655,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
 
+    x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
     main_pid = _main_pid(x_events)
     api = _api(x_events)
     gpu_ops = _gpu_ops(x_events, flows, api, main_pid)
