@@ -517,17 +517,53 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataF
     bad_ts = start.null_count()
     keep = is_read & start.is_not_null()
     kept = list(compress(x_events, keep.to_list()))
-    text = columns(kept, ("cat", "name", "pid", "tid", "a_occupancy"), fast)
+    text = columns(kept, ("cat", "name", "pid", "tid"), fast)
     rows = pl.concat(
         [
             text,
-            int_columns(kept, _INT_ARGS, fast),
+            _args_by_use(kept, text.get_column("cat").str.to_lowercase(), fast),
             pl.DataFrame({"start": start.filter(keep)}),
             us_to_ns_series(number_column(kept, "dur", fast)).fill_null(0).alias("dur_ns").to_frame(),
         ],
         how="horizontal",
     ).select(pl.col("cat").str.to_lowercase().alias("cat_l"), *_ROW_COLUMNS)
     return rows, categories, bad_ts, _first_op(rows, kept, fast)
+
+
+def _args_by_use(kept: list[Any], cat_l: pl.Series, fast: bool) -> pl.DataFrame:
+    """The ``args`` columns of the kept events (:data:`_INT_ARGS` as Int64, ``a_occupancy`` as text), each
+    read only for the events whose frame uses it (:data:`_ARG_USERS`), null for the others."""
+    out = []
+    for fields, users in _ARG_USERS:
+        mask = cat_l.is_in(list(users)).fill_null(False)
+        n_used = mask.sum()
+        if n_used == len(kept):
+            used = kept
+        elif n_used:
+            used = list(compress(kept, mask.to_list()))
+        if fields == ("a_occupancy",):
+            part = columns(used, fields, fast) if n_used else None
+            schema = dict.fromkeys(fields, pl.String)
+        else:
+            part = int_columns(used, fields, fast) if n_used else None
+            schema = dict.fromkeys(fields, pl.Int64)
+        if part is None:
+            out.append(
+                pl.DataFrame({f: pl.repeat(None, len(kept), dtype=t, eager=True) for f, t in schema.items()})
+            )
+        elif n_used < len(kept):
+            idx = mask.arg_true()
+            out.append(
+                pl.DataFrame(
+                    {
+                        f: pl.repeat(None, len(kept), dtype=t, eager=True).scatter(idx, part.get_column(f))
+                        for f, t in schema.items()
+                    }
+                )
+            )
+        else:
+            out.append(part)
+    return pl.concat(out, how="horizontal")
 
 
 def _first_op(rows: pl.DataFrame, kept: list[Any], fast: bool) -> pl.DataFrame:
@@ -594,6 +630,14 @@ def _flows(path: Path) -> pl.DataFrame:
 
 #: ``args`` fields read as integers (the others as text)
 _INT_ARGS: tuple[str, ...] = ("a_correlation", "a_device", "a_stream", "a_graph")
+#: ``args`` fields and the (lower-cased) categories of the events whose frames use them: ops (device,
+#: stream, graph, occupancy, correlation), GPU annotations (stream), runtime/driver calls (correlation)
+_ARG_USERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("a_correlation",), (*OP_CATEGORIES, *API_CATEGORIES)),
+    (("a_device", "a_graph"), tuple(OP_CATEGORIES)),
+    (("a_stream",), (*OP_CATEGORIES, *GPU_RANGE_CATEGORIES)),
+    (("a_occupancy",), tuple(OP_CATEGORIES)),
+)
 #: columns of the kept rows after ``cat_l``, in order (every chunk gives the same frame layout)
 _ROW_COLUMNS: tuple[str, ...] = ("start", "name", "pid", "tid", *_INT_ARGS, "a_occupancy", "dur_ns")
 #: categories of the complete events that end up in a frame
