@@ -516,17 +516,20 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataF
     start = us_to_ns_series(number_column(x_events, "ts", fast))
     bad_ts = start.null_count()
     keep = is_read & start.is_not_null()
-    kept = list(compress(x_events, keep.to_list()))
+    every = keep.all()  # the usual case: no copy of the event list
+    kept = x_events if every else list(compress(x_events, keep.to_list()))
     text = columns(kept, ("cat", "name", "pid", "tid"), fast)
+    cat_l = text.get_column("cat").str.to_lowercase().alias("cat_l")
     rows = pl.concat(
         [
             text,
-            _args_by_use(kept, text.get_column("cat").str.to_lowercase(), fast),
-            pl.DataFrame({"start": start.filter(keep)}),
+            cat_l.to_frame(),
+            _args_by_use(kept, cat_l, fast),
+            pl.DataFrame({"start": start if every else start.filter(keep)}),
             us_to_ns_series(number_column(kept, "dur", fast)).fill_null(0).alias("dur_ns").to_frame(),
         ],
         how="horizontal",
-    ).select(pl.col("cat").str.to_lowercase().alias("cat_l"), *_ROW_COLUMNS)
+    ).select("cat_l", *_ROW_COLUMNS)
     return rows, categories, bad_ts, _first_op(rows, kept, fast)
 
 
