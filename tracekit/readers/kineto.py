@@ -103,6 +103,7 @@ from tracekit.readers.kineto_decode import (
     INPUT_FIELDS,
     Progress,
     _FastEvent,
+    args_of,
     columns,
     int_columns,
     is_fast,
@@ -535,37 +536,32 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataF
 
 def _args_by_use(kept: list[Any], cat_l: pl.Series, fast: bool) -> pl.DataFrame:
     """The ``args`` columns of the kept events (:data:`_INT_ARGS` as Int64, ``a_occupancy`` as text), each
-    read only for the events whose frame uses it (:data:`_ARG_USERS`), null for the others."""
+    read only for the events whose frames use it (:data:`_ARG_USERS`), null for the others."""
+    all_args = args_of(kept)
     out = []
     for fields, users in _ARG_USERS:
         mask = cat_l.is_in(list(users)).fill_null(False)
         n_used = mask.sum()
-        if n_used == len(kept):
-            used = kept
-        elif n_used:
-            used = list(compress(kept, mask.to_list()))
-        if fields == ("a_occupancy",):
-            part = columns(used, fields, fast) if n_used else None
-            schema = dict.fromkeys(fields, pl.String)
-        else:
-            part = int_columns(used, fields, fast) if n_used else None
-            schema = dict.fromkeys(fields, pl.Int64)
-        if part is None:
+        ints = [f for f in fields if f in _INT_ARGS]
+        schema = {f: pl.Int64 if f in _INT_ARGS else pl.String for f in fields}
+        if not n_used:
             out.append(
                 pl.DataFrame({f: pl.repeat(None, len(kept), dtype=t, eager=True) for f, t in schema.items()})
             )
-        elif n_used < len(kept):
-            idx = mask.arg_true()
-            out.append(
-                pl.DataFrame(
-                    {
-                        f: pl.repeat(None, len(kept), dtype=t, eager=True).scatter(idx, part.get_column(f))
-                        for f, t in schema.items()
-                    }
-                )
-            )
-        else:
+            continue
+        every = n_used == len(kept)
+        used = kept if every else list(compress(kept, mask.to_list()))
+        args = all_args if every else list(compress(all_args, mask.to_list()))
+        part = int_columns(used, ints, fast, args)
+        texts = [f for f in fields if f not in _INT_ARGS]
+        if texts:
+            part = pl.concat([part, columns(used, texts, fast, args)], how="horizontal")
+        if every:
             out.append(part)
+        else:
+            idx = mask.arg_true()
+            full = {f: pl.repeat(None, len(kept), dtype=t, eager=True) for f, t in schema.items()}
+            out.append(pl.DataFrame({f: col.scatter(idx, part.get_column(f)) for f, col in full.items()}))
     return pl.concat(out, how="horizontal")
 
 
@@ -637,9 +633,7 @@ _INT_ARGS: tuple[str, ...] = ("a_correlation", "a_device", "a_stream", "a_graph"
 #: stream, graph, occupancy, correlation), GPU annotations (stream), runtime/driver calls (correlation)
 _ARG_USERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("a_correlation",), (*OP_CATEGORIES, *API_CATEGORIES)),
-    (("a_device", "a_graph"), tuple(OP_CATEGORIES)),
-    (("a_stream",), (*OP_CATEGORIES, *GPU_RANGE_CATEGORIES)),
-    (("a_occupancy",), tuple(OP_CATEGORIES)),
+    (("a_device", "a_stream", "a_graph", "a_occupancy"), (*OP_CATEGORIES, *GPU_RANGE_CATEGORIES)),
 )
 #: columns of the kept rows after ``cat_l``, in order (every chunk gives the same frame layout)
 _ROW_COLUMNS: tuple[str, ...] = ("start", "name", "pid", "tid", *_INT_ARGS, "a_occupancy", "dur_ns")

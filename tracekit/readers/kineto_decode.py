@@ -370,12 +370,14 @@ def is_x_event(event: Any) -> bool:
     return type(event) is _FastEvent
 
 
-def columns(events: list[Any], fields: Iterable[str], fast: bool) -> pl.DataFrame:
+def columns(
+    events: list[Any], fields: Iterable[str], fast: bool, args: list[Any] | None = None
+) -> pl.DataFrame:
     """Text columns (String) of ``fields`` (names from :data:`EVENT_FIELDS`, :data:`ARG_FIELDS` and
     :data:`INPUT_FIELDS`) of
-    events of one chunk (``fast``: :func:`is_fast` of the chunk), in one C-level pass per field."""
+    events of one chunk (``fast``: :func:`is_fast` of the chunk), in one C-level pass per field.
+    ``args``: the events' ``args`` values when the caller has them already (:func:`args_of`)."""
     fields = list(fields)
-    args: list[Any] | None = None
     typed: dict[str, pl.Series] = {}
     raw: dict[str, pl.Series] = {}
     for name in fields:
@@ -416,14 +418,22 @@ def number_column(events: list[Any], name: str, fast: bool) -> pl.Series:
     return columns(events, (name,), fast).to_series()
 
 
-def int_columns(events: list[Any], fields: Iterable[str], fast: bool) -> pl.DataFrame:
+def args_of(events: list[Any]) -> list[Any]:
+    """The ``args`` value of each event (for :func:`columns` and :func:`int_columns`)."""
+    return list(map(getattr, events, repeat("args")))
+
+
+def int_columns(
+    events: list[Any], fields: Iterable[str], fast: bool, args: list[Any] | None = None
+) -> pl.DataFrame:
     """Int64 columns of ``args`` fields (names from :data:`ARG_FIELDS`) of events of one chunk: their
     :func:`columns` text cast to Int64 (non-integers null), built directly from the decoded integers when
-    every value is one."""
+    every value is one. ``args``: the events' ``args`` values when the caller has them (:func:`args_of`)."""
     fields = list(fields)
     if not fast:
-        return columns(events, fields, False).select(pl.all().cast(pl.Int64, strict=False))
-    args = list(map(getattr, events, repeat("args")))
+        return columns(events, fields, False, args).select(pl.all().cast(pl.Int64, strict=False))
+    if args is None:
+        args = args_of(events)
     out = {}
     for name in fields:
         values = list(map(getattr, args, repeat(name), repeat(None)))
