@@ -496,14 +496,17 @@ def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataF
     what the frames below use. Flow events are read by :func:`_flows` only when needed."""
     fast = is_fast(chunk)
     if fast:  # typed by phase: the complete events are those of the "X" type
-        categories = set(map(getattr, chunk, repeat("cat")))
-        categories.discard(None)
+        present = set(map(getattr, chunk, repeat("cat")))
+        categories = present - {None}
         x_events = list(filter(_FastEvent.__instancecheck__, chunk))
         # the chunk's category names that are read, in any case (a set of distinct names, not events)
         read = {c for c in categories if c.lower() in _READ_CATEGORIES}
-        is_read = pl.Series(
-            list(map(read.__contains__, map(getattr, x_events, repeat("cat")))), dtype=pl.Boolean
-        )
+        if read == present:  # every event has a category that is read: no per-event test
+            is_read = pl.repeat(True, len(x_events), dtype=pl.Boolean, eager=True)
+        else:
+            is_read = pl.Series(
+                list(map(read.__contains__, map(getattr, x_events, repeat("cat")))), dtype=pl.Boolean
+            )
     else:
         head = columns(chunk, ("ph", "cat"), fast)
         categories = set(head.get_column("cat").drop_nulls().unique().to_list())
