@@ -1104,6 +1104,29 @@ def attribution_document(iterations: pl.DataFrame, attribution: Attribution, dev
     definitions; ``cuda_graph_projection`` (:func:`projection_document`); ``top_dispatch_operators`` (dispatch
     time by enclosing top-level CPU operator, None when the trace holds no CPU operators)."""
     summary, frame = attribution.summary, attribution.iterations
+    if iterations.height and iterations.get_column("idle_ms").null_count() == iterations.height:
+        # Latency-only traces (ranges without device or operator ops): there is no idle time to attribute, and
+        # zeros would read as "no overhead".
+        return {
+            "available": False,
+            "reason": "the trace holds no device or operator activity: idle time is unknown",
+            "causes": [
+                {
+                    "cause": c,
+                    "mean_ms": None,
+                    "p50_ms": None,
+                    "p90_ms": None,
+                    "total_ms": None,
+                    "share_of_idle": None,
+                }
+                for c in CAUSES
+            ],
+            "idle_ms": {"mean": None, "p50": None, "p90": None},
+            "definitions": dict(CAUSE_DEFINITIONS),
+            "rule": THREAD_RULE,
+            "cuda_graph_projection": projection_document(iterations, attribution, device),
+            "top_dispatch_operators": None,
+        }
     rows = []
     for cause in CAUSES:
         stats = summary[f"{cause}_ms"]
@@ -1120,6 +1143,7 @@ def attribution_document(iterations: pl.DataFrame, attribution: Attribution, dev
     idle = summary["idle_ms"]
     top = attribution.top_operators
     return {
+        "available": True,
         "causes": rows,
         "idle_ms": {"mean": idle.mean, "p50": idle.p50, "p90": idle.p90},
         "definitions": dict(CAUSE_DEFINITIONS),

@@ -54,9 +54,13 @@ def test_every_sample_trace_shows_the_breakdown_and_its_sums_hold(
     if any(s is not None for s in shares):
         assert sum(shares) == pytest.approx(1.0, abs=1e-12)
     text = analyze(capsys, str(path))
+    md = analyze(capsys, str(path), "--format", "markdown")
+    if not section["available"]:  # latency only (ORT CPU under nsys): said, not shown as zeros
+        assert all(it["idle_ms"] is None for it in doc["iterations"])
+        assert "idle time by cause: not available" in text and "not available" in md
+        return
     assert "idle time by cause (per iteration)" in text and "dispatch" in text and "in_flight" in text
     assert "CUDA-graph projection:" in text
-    md = analyze(capsys, str(path), "--format", "markdown")
     assert "## Idle time by cause (per iteration)" in md and "CUDA-graph projection" in md
     header = analyze(capsys, str(path), "--format", "csv").splitlines()[0].split(",")
     assert header[header.index("idle_ms") + 1 : header.index("idle_ms") + 6] == list(CAUSE_MS)
@@ -105,3 +109,18 @@ def test_compare_carries_the_causes(capsys: pytest.CaptureFixture[str]) -> None:
     rows = {r["metric"]: r for r in comparison["summary"]}
     assert set(CAUSE_MS) <= set(rows)
     assert rows["dispatch_ms"]["a"] > rows["dispatch_ms"]["b"]  # graphs remove the dispatch between kernels
+
+
+def test_latency_only_trace_says_the_breakdown_is_not_available(capsys) -> None:
+    """Ranges without device or operator ops (ORT CPU under nsys): no cause is reported as 0, it is unknown."""
+    from tests.conftest import SAMPLE_TRACES
+    from tracekit.cli import main
+
+    path = SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite"
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    section = json.loads(capsys.readouterr().out)["idle_attribution"]
+    assert section["available"] is False
+    assert all(row["mean_ms"] is None and row["total_ms"] is None for row in section["causes"])
+    assert main(["analyze", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "idle time by cause: not available" in out and "dispatch" not in out

@@ -163,7 +163,7 @@ def cause_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The "idle time by cause" table: per cause its mean/p50/p90 ms per iteration and share of the idle
     time, then the idle total (empty when the document has no attribution)."""
     section = doc.get("idle_attribution")
-    if not section:
+    if not section or section.get("available") is False:
         return []
     rows = [
         {**row, "share": _percent(row["share_of_idle"]), "meaning": CAUSE_MEANINGS.get(row["cause"], "")}
@@ -265,6 +265,12 @@ def _print_causes(doc: dict[str, Any], console: Console) -> None:
     from rich.table import Table
 
     rows = cause_rows(doc)
+    section = doc.get("idle_attribution") or {}
+    if section.get("available") is False:
+        console.print(
+            f"idle time by cause: not available ({section['reason']})", highlight=False, markup=False
+        )
+        return
     if not rows:
         return
     table = Table(title="idle time by cause (per iteration)", header_style="bold")
@@ -286,6 +292,9 @@ def _print_causes(doc: dict[str, Any], console: Console) -> None:
 
 
 def _markdown_causes(doc: dict[str, Any]) -> list[str]:
+    section = doc.get("idle_attribution") or {}
+    if section.get("available") is False:
+        return ["", f"Idle time by cause: not available ({section['reason']})."]
     rows = cause_rows(doc)
     if not rows:
         return []
