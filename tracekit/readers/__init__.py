@@ -92,7 +92,7 @@ def detect_format(path: str | Path) -> str:
 
 
 #: Reader modules whose ``read`` takes ``frames`` (see :func:`read_trace`); the others read everything.
-READS_FRAMES: frozenset[str] = frozenset({"nsys_sqlite"})
+READS_FRAMES: frozenset[str] = frozenset({"nsys_sqlite", "kineto"})
 
 
 def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
