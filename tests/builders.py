@@ -6,7 +6,9 @@ Rows are given as tuples, times in integer ns; every frame is conformed to :data
 
 from __future__ import annotations
 
+import gzip
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -67,3 +69,13 @@ def make_trace(
         ranges=_frame(ranges, range_fields, RANGES_SCHEMA, {}),
         meta=meta or {"path": "hand-built"},
     )
+
+
+def write_file(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
+    """Write ``text`` to ``tmp_path / name`` (gzip-compressed when ``gz``) and return the path."""
+    path = tmp_path / name
+    if gz:
+        path.write_bytes(gzip.compress(text.encode()))
+    else:
+        path.write_text(text)
+    return path

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import tracekit.readers.kineto_decode as kd
+from tests.builders import write_file as _write
 from tests.test_reader_kineto import (
     EXPECTED_CURRENT_API,
     EXPECTED_CURRENT_KERNEL_METRICS,
@@ -28,15 +29,6 @@ from tests.test_reader_kineto import (
 from tracekit.errors import TraceFormatError
 from tracekit.model import Trace
 from tracekit.readers.kineto import read, us_to_ns, us_to_ns_series
-
-
-def _write(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
-    path = tmp_path / name
-    if gz:
-        path.write_bytes(gzip.compress(text.encode()))
-    else:
-        path.write_text(text)
-    return path
 
 
 def _frames(trace: Trace) -> dict[str, pl.DataFrame]:

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from tests.builders import write_file as _write
 from tests.conftest import real_trace
 from tracekit.errors import TraceFormatError
 from tracekit.model import API_SCHEMA, CPU_OPS_SCHEMA, KERNEL_METRICS_SCHEMA, OPS_SCHEMA, RANGES_SCHEMA, Trace
@@ -159,15 +160,6 @@ EXPECTED_CURRENT_KERNEL_METRICS = pl.DataFrame(
     },
     schema=KERNEL_METRICS_SCHEMA,
 )
-
-
-def _write(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
-    path = tmp_path / name
-    if gz:
-        path.write_bytes(gzip.compress(text.encode()))
-    else:
-        path.write_text(text)
-    return path
 
 
 @pytest.mark.parametrize("gz", [False, True])

@@ -74,9 +74,7 @@ when no kernel names a listed device), ``rank`` (``distributedInfo.rank``), ``sy
 from __future__ import annotations
 
 import gc
-import gzip
 import json
-import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import compress, repeat
@@ -108,6 +106,7 @@ from tracekit.readers.kineto_decode import (
     int_columns,
     is_fast,
     number_column,
+    read_json_bytes,
 )
 from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
@@ -155,16 +154,7 @@ def load_json(path: Path) -> Any:
 
     Raises TraceFormatError on a damaged gzip stream or truncated/invalid JSON.
     """
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
-    if raw.startswith(GZIP_MAGIC):
-        try:
-            raw = gzip.decompress(raw)
-        except (OSError, EOFError, zlib.error) as exc:
-            raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+    raw = read_json_bytes(path)
     try:
         with gc_paused():
             return json.loads(raw, parse_float=str)
