@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "named and marked synthetic."
         ),
     )
-    parser.add_argument("--runtime", required=True, choices=RUNTIME_CHOICES, help="runtime preset")
+    parser.add_argument("--runtime", required=True, choices=RUNTIME_CHOICES, help="runtime preset (required)")
     parser.add_argument(
         "--batch-sizes",
         type=_batch_sizes,
@@ -59,7 +59,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--kernels",
         type=_positive,
         metavar="N",
-        help="target kernels per batch size (overrides --iters; for benchmarks)",
+        help="target kernels per batch size (overrides --iters; for benchmarks; default: off)",
     )
     parser.add_argument(
         "--ops", type=_positive, metavar="N", help="operators (kernels) per iteration (preset default)"
@@ -90,14 +90,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default=[],
         metavar="KEY=VALUE",
         help="override a model parameter (repeatable), e.g. --set op_cpu_ns=15000; "
-        "see tracekit/simulate/presets.py",
+        "see tracekit/simulate/presets.py (default: the preset's values)",
     )
     parser.add_argument(
         "-o",
         "--output",
         required=True,
         metavar="DIR",
-        help="output run directory (its parent must exist; a folder holding a run needs --overwrite)",
+        help="output run directory (required; its parent must exist; a folder holding a run needs --overwrite)",
     )
     parser.add_argument(
         "--overwrite",
