@@ -775,7 +775,7 @@ def idle_pieces(
 
     ``gap_causes``: :func:`attribute_gaps`'s output; ``api``: the API calls (or ``intervals``, their
     :func:`api_intervals`); ``cpu_ops``: CPU operators (``start``, ``end``, ``pid``, ``thread``, ``name``;
-    see :func:`kineto_cpu_ops`). Pieces come in gap order, then time order; per gap they tile
+    the trace's ``cpu_ops`` frame). Pieces come in gap order, then time order; per gap they tile
     [start_ns, end_ns) exactly."""
     intervals = api_intervals(api) if intervals is None else intervals
     s, e = _np(gap_causes.get_column("start_ns")), _np(gap_causes.get_column("end_ns"))
@@ -858,7 +858,7 @@ def attribute_idle(
 
     ``gaps``, ``ops``, ``api``, ``ranges``: see :func:`attribute_gaps`; ``index``: the iterations to report
     (e.g. the analysis' ``iterations["index"]``; None: those of ``ranges``); ``cpu_ops``: CPU operators to
-    name dispatch pieces by (Kineto, :func:`kineto_cpu_ops`; implies ``pieces``); ``pieces``: also build the
+    name dispatch pieces by (the trace's ``cpu_ops`` frame; implies ``pieces``); ``pieces``: also build the
     piece list, ``per_gap``: the per-gap frame (millions of rows on large traces: both off by default, the
     per-iteration sums need neither); ``kernel_gap_ns``: see :func:`project_cuda_graphs`; ``calls``: the
     ops' launching calls when already matched (:data:`CALL_COLUMNS`; ``ops`` then has ``call``, a row of
@@ -937,38 +937,6 @@ def attribute_trace(
         per_gap,
         kernel_gap_ns,
     )
-
-
-def kineto_cpu_ops(path: Any) -> pl.DataFrame:
-    """The top-level CPU operators (``cpu_op``/``Operator`` events not nested in another on their thread,
-    ``ProfilerStep#N`` excluded) of a Kineto trace: ``start``, ``end`` (ns, the reader's clock), ``pid``,
-    ``thread``, ``name``: what ``trace.cpu_ops`` holds (:data:`tracekit.model.CPU_OPS_SCHEMA`) once the
-    Kineto reader fills it. Until then this decodes the file again with the reader's
-    :func:`~tracekit.readers.kineto.read_events` (for tests and notebooks, not the default analysis)."""
-    from pathlib import Path
-
-    from tracekit.readers.kineto import read_events
-    from tracekit.readers.nesting import nesting_depth
-
-    events = read_events(Path(path))[0]
-    # complete events: phase "X" (readers that keep only complete events' durations drop the phase column)
-    complete = pl.col("ph") == "X" if "ph" in events.columns else pl.col("dur_ns").is_not_null()
-    frame = events.filter(
-        complete
-        & pl.col("cat_l").is_in(["cpu_op", "operator"])
-        & ~pl.col("name").str.contains(r"^ProfilerStep#\d+$")
-    ).select(
-        "start",
-        (pl.col("start") + pl.col("dur_ns")).alias("end"),
-        pl.col("pid").cast(pl.Int64, strict=False),
-        pl.col("tid")
-        .cast(pl.String)
-        .str.extract(r"(-?\d+)\s*$", 1)
-        .cast(pl.Int64, strict=False)
-        .alias("thread"),
-        pl.col("name").cast(pl.String),
-    )
-    return frame.filter(nesting_depth(frame, ["pid", "thread"]) == 0)
 
 
 # ------------------------------------------------------------------------------------------- CUDA graphs

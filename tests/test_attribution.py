@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.reference_kineto import kineto_cpu_ops
 from tracekit.analyzers.attribution import (
     CAUSE_NS,
     CAUSES,
@@ -20,7 +21,6 @@ from tracekit.analyzers.attribution import (
     attribute_trace,
     host_states,
     iteration_ranges,
-    kineto_cpu_ops,
     project_cuda_graphs,
 )
 from tracekit.analyzers.iterations import analyze_iterations
@@ -68,10 +68,10 @@ def piece_list(result) -> list[tuple[int, int, str]]:  # noqa: ANN001
 # --- hand-built traces ----------------------------------------------------------------------------------------
 
 
-def test_every_cause_on_one_thread() -> None:
-    # Range [0, 1000). cudaMalloc [50, 100); launch A [200, 260) -> kernel [300, 400); launch B [450, 500) ->
-    # kernel [480, 600) (starts before its call returns); cudaDeviceSynchronize [700, 900).
-    trace = make_trace(
+def every_cause_trace() -> Trace:
+    """Range [0, 1000). cudaMalloc [50, 100); launch A [200, 260) -> kernel [300, 400); launch B [450, 500) ->
+    kernel [480, 600) (starts before its call returns); cudaDeviceSynchronize [700, 900)."""
+    return make_trace(
         [op(300, 400, 1), op(480, 600, 2)],
         [
             call(50, 100, "cudaMalloc"),
@@ -81,6 +81,12 @@ def test_every_cause_on_one_thread() -> None:
         ],
         [rng(0, 1000)],
     )
+
+
+def test_every_cause_on_one_thread() -> None:
+    # Range [0, 1000). cudaMalloc [50, 100); launch A [200, 260) -> kernel [300, 400); launch B [450, 500) ->
+    # kernel [480, 600) (starts before its call returns); cudaDeviceSynchronize [700, 900).
+    trace = every_cause_trace()
     analysis, result = attribute(trace)
     assert piece_list(result) == [
         (0, 50, "dispatch"),
@@ -503,16 +509,7 @@ def test_cuda_graph_projection_lands_near_the_simulated_graph_runtime(
 def test_projection_by_hand() -> None:
     # Leading gap [0, 300) (dispatch 200, launch 60, in flight 40) kept; inner gaps: [400, 480) (dispatch 50,
     # launch 30) -> 0 in flight -> kernel_gap 25; trailing [600, 1000) kept. Busy 220.
-    trace = make_trace(
-        [op(300, 400, 1), op(480, 600, 2)],
-        [
-            call(50, 100, "cudaMalloc"),
-            call(200, 260, "cudaLaunchKernel", 1),
-            call(450, 500, "cudaLaunchKernel", 2),
-            call(700, 900, "cudaDeviceSynchronize"),
-        ],
-        [rng(0, 1000)],
-    )
+    trace = every_cause_trace()
     analysis = analyze_iterations(trace)
     result = attribute_trace(trace, analysis, kernel_gap_ns=25)
     assert result.gaps is None and result.pieces is None  # the sums need neither

@@ -928,7 +928,7 @@ def test_cpu_ops_of_the_study_trace_match_the_attribution_reference_and_name_dis
     import subprocess
     import sys
 
-    from tracekit.analyzers.attribution import kineto_cpu_ops
+    from tests.reference_kineto import kineto_cpu_ops
 
     path = real_trace(
         "paper",

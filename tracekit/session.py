@@ -282,15 +282,13 @@ def analyze_trace(
     trace: Trace, item: TraceInput | None = None, options: AnalysisOptions | None = None
 ) -> AnalyzedTrace:
     """Analyze a trace already read (``item``: its input, for the configuration; None: the trace's meta)."""
-    from tracekit.analyzers.iterations import analyze_iterations
+    from tracekit import progress
+    from tracekit.analyzers.iterations import analyze_iterations, per_device_rows
     from tracekit.runs import TraceInput
 
     options = options or AnalysisOptions()
     if item is None:
         item = TraceInput(path=Path(trace.meta.get("path") or "trace"))
-    from tracekit import progress
-    from tracekit.analyzers.iterations import per_device_rows
-
     args = (options.range_name, options.skip, options.bound_threshold, options.split_idle_ms)
     name = Path(trace.meta.get("path") or "trace").name
     with progress.task(f"analyzing {name}"):
