@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
 import tracekit.readers.kineto_decode as kd
+import tracekit.readers.kineto_json as kj
 from tests.builders import write_file as _write
 from tests.test_reader_kineto import (
     EXPECTED_CURRENT_API,
@@ -88,7 +89,7 @@ def test_19_digit_timestamps_exact_to_the_nanosecond(tmp_path: Path, lenient: bo
 def test_chunk_size_does_not_change_the_frames(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int, gz: bool
 ) -> None:
-    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(kj, "CHUNK_BYTES", chunk_bytes)
     trace = read(
         _write(tmp_path, "synthetic_current.json" + (".gz" if gz else ""), SYNTHETIC_CURRENT_RAW, gz)
     )
@@ -148,7 +149,7 @@ def test_tricky_names_and_both_decoding_paths_agree(tmp_path: Path, monkeypatch:
     # tiny chunks (many cuts tried inside names and args) and the lenient path (args [1] is typed-invalid
     # in every chunk it lands in) give the same frames
     for chunk_bytes in (1, 50, 200):
-        monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+        monkeypatch.setattr(kj, "CHUNK_BYTES", chunk_bytes)
         again = read(_write(tmp_path, "tricky.json", text))
         for name, frame in _frames(again).items():
             assert_frame_equal(frame, _frames(reference)[name])
@@ -156,10 +157,10 @@ def test_tricky_names_and_both_decoding_paths_agree(tmp_path: Path, monkeypatch:
 
 def test_fast_and_lenient_chunks_give_the_same_columns() -> None:
     events = json.dumps(TRICKY_EVENTS[:3]).encode()
-    fast = kd._DECODE_FAST.decode(events)
-    lenient = kd._DECODE_EVENTS.decode(events)
-    assert kd.is_fast(fast) and not kd.is_fast(lenient)
-    fields = (*kd.EVENT_FIELDS[:-1], *kd.ARG_FIELDS)  # the fast type has no "id"
+    fast = kj._DECODE_FAST.decode(events)
+    lenient = kj._DECODE_EVENTS.decode(events)
+    assert kj.is_fast(fast) and not kj.is_fast(lenient)
+    fields = (*kj.EVENT_FIELDS[:-1], *kj.ARG_FIELDS)  # the fast type has no "id"
     assert_frame_equal(kd.columns(fast, fields, True), kd.columns(lenient, fields, False))
 
 
@@ -168,7 +169,7 @@ def test_value_text_follows_json_loads_then_string_cast() -> None:
         b'[{"ph": "X", "pid": true, "tid": -0, "name": 1.50, "cat": null, "ts": "12", "dur": 1e3},'
         b' {"ph": "X", "pid": 123456789012345678901, "tid": "a\\"b", "name": "\\u00e9\xe4\xb8\xad", "ts": -0.0}]'
     )
-    chunk = kd._DECODE_EVENTS.decode(text)
+    chunk = kj._DECODE_EVENTS.decode(text)
     cols = kd.columns(chunk, ("pid", "tid", "name", "cat", "ts", "dur"), False).rows()
     assert cols == [
         ("true", "0", "1.50", None, "12", "1e3"),
@@ -221,7 +222,7 @@ def test_fast_us_to_ns_epoch_values_exact(value: Decimal) -> None:
 
 
 def test_progress_reports_phases_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(kd, "CHUNK_BYTES", 500)
+    monkeypatch.setattr(kj, "CHUNK_BYTES", 500)
     calls: list[tuple[str, float]] = []
     read(
         _write(tmp_path, "p.json.gz", SYNTHETIC_CURRENT_RAW, gz=True),
@@ -238,7 +239,7 @@ def test_progress_reports_phases_in_order(tmp_path: Path, monkeypatch: pytest.Mo
 def test_truncated_inside_the_events_one_line_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
 ) -> None:
-    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(kj, "CHUNK_BYTES", chunk_bytes)
     cut = SYNTHETIC_CURRENT_RAW[: int(len(SYNTHETIC_CURRENT_RAW) * 0.8)]
     for gz in (False, True):
         path = _write(tmp_path, "cut.json" + (".gz" if gz else ""), cut, gz)
@@ -290,7 +291,7 @@ def test_streamed_document_in_tiny_pieces(
 ) -> None:
     import tracekit.readers.kineto_stream as ks
 
-    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(kj, "CHUNK_BYTES", chunk_bytes)
     monkeypatch.setattr(ks, "READ_BYTES", 7)  # the header, the cuts and the end each span many pieces
     text = _document_around_events()
     trace = read(_write(tmp_path, "doc.json" + (".gz" if gz else ""), text, gz))
@@ -300,7 +301,7 @@ def test_streamed_document_in_tiny_pieces(
     assert trace.meta["rank"] == 5 and trace.meta["gpu"] == "Synthetic GPU A"
     assert trace.meta["schema_version"] == 1
     # the same header as the whole-document decoding gives
-    header, _ = kd.split_document(text.encode(), tmp_path / "doc.json")
+    header, _ = kj.split_document(text.encode(), tmp_path / "doc.json")
     got: dict[str, Any] = {}
     for _ in ks.stream_events(tmp_path / ("doc.json" + (".gz" if gz else "")), header=got):
         pass
@@ -339,11 +340,11 @@ def test_unknown_or_missing_phase_reads_through_the_lenient_path(tmp_path: Path)
     trace = read(_write(tmp_path, "odd.json", text))
     assert_frame_equal(trace.ops, EXPECTED_CURRENT_OPS)
     assert_frame_equal(trace.api, EXPECTED_CURRENT_API)
-    chunk = kd._decode_chunk(b'[{"ph": "Z"}]')
-    assert chunk is not None and not kd.is_fast(chunk)
-    fast = kd._decode_chunk(b'[{"ph": "s", "cat": "ac2g", "id": 1}, {"ph": "X", "cat": "kernel"}]')
+    chunk = kj._decode_chunk(b'[{"ph": "Z"}]')
+    assert chunk is not None and not kj.is_fast(chunk)
+    fast = kj._decode_chunk(b'[{"ph": "s", "cat": "ac2g", "id": 1}, {"ph": "X", "cat": "kernel"}]')
     assert (
-        kd.is_fast(fast)
+        kj.is_fast(fast)
         and [e.ph for e in fast] == ["s", "X"]
         and [e.cat for e in fast] == ["ac2g", "kernel"]
     )

@@ -807,9 +807,9 @@ def test_cpu_op_summary_keeps_50_names_and_50_non_aten_names(tmp_path: Path) -> 
 def test_first_op_inputs_earliest_model_op(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, chunk_bytes: int
 ) -> None:
-    import tracekit.readers.kineto_decode as kd
+    import tracekit.readers.kineto_json as kj
 
-    monkeypatch.setattr(kd, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(kj, "CHUNK_BYTES", chunk_bytes)
     dims, types = [[8, 16], [32, 16], [32]], ["float", "float", "float"]
     events = [
         _ev("cpu_op", "aten::linear", 7, 1, Input_Dims=dims, Input_type=types),

@@ -25,12 +25,16 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    check_iteration_options(args)
+    resolve_output(args, [args.trace])
+    from tracekit.readers import kineto_worker
+
+    kineto_worker.prefetch(args.trace)  # a large Kineto file decodes while the analysis modules load
+
     from tracekit.analyzers.iterations import FRAMES_NEEDED
     from tracekit.renderers import render
     from tracekit.session import AnalysisOptions, analyze_input
 
-    check_iteration_options(args)
-    resolve_output(args, [args.trace])
     doc = analyze_input(args.trace, AnalysisOptions.from_args(args), frames=FRAMES_NEEDED).to_json()
     if not args.output and args.format == "table" and sys.stdout.isatty():
         from rich.console import Console

@@ -12,12 +12,18 @@ import importlib
 import inspect
 import zlib
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tracekit import progress
 from tracekit.errors import TraceFormatError
 from tracekit.io import register_input
-from tracekit.model import FrameSpec, Trace, load_sidecar_meta, wanted_frames
-from tracekit.readers.sqlite_engine import SQLITE_MAGIC
+
+if TYPE_CHECKING:
+    from tracekit.model import FrameSpec, Trace
+
+#: the first bytes of every SQLite 3 database file (the package stays free of polars until a reader loads:
+#: the Kineto decoding worker imports it)
+SQLITE_MAGIC = b"SQLite format 3\x00"
 
 #: format name -> module under tracekit.readers exposing ``read(path: Path) -> Trace``
 READERS: dict[str, str] = {
@@ -105,6 +111,8 @@ def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
     On a terminal, a progress row "reading NAME" is shown on standard error while the file is read
     (:mod:`tracekit.progress`; nothing when output is not a terminal). A reader whose ``read`` takes a
     ``progress`` argument gets :func:`tracekit.progress.report` (``(stage, fraction)``) when it is shown."""
+    from tracekit.model import load_sidecar_meta, wanted_frames
+
     path = Path(path)
     register_input(path)
     wanted = wanted_frames(frames)  # validate the request before any reading

@@ -73,11 +73,11 @@ when no kernel names a listed device), ``rank`` (``distributedInfo.rank``), ``sy
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
-from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
@@ -97,37 +97,29 @@ from tracekit.model import (
     empty_frame,
     wanted_frames,
 )
-from tracekit.readers.kineto_decode import (
+from tracekit.readers import kineto_wire, kineto_worker
+from tracekit.readers.kineto_decode import _values_text, columns, raw_column
+from tracekit.readers.kineto_json import (
+    _SEP,
+    API_CATEGORIES,
+    CPU_OP_CATEGORIES,
+    FLOW_CATEGORIES,
+    GPU_RANGE_CATEGORIES,
     INPUT_FIELDS,
+    INT_ARGS,
+    OP_CATEGORIES,
+    READ_CATEGORIES,
+    USER_RANGE_CATEGORIES,
     Progress,
-    _FastEvent,
-    args_of,
-    columns,
-    int_columns,
-    is_fast,
-    number_column,
     read_json_bytes,
 )
 from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
+from tracekit.readers.kineto_wire import WireChunk
 from tracekit.readers.nesting import nesting_depth
 
 GZIP_MAGIC = b"\x1f\x8b"
 
-#: lower-cased category -> ops kind
-OP_CATEGORIES: dict[str, str] = {
-    "kernel": "kernel",
-    "gpu_memcpy": "memcpy",
-    "memcpy": "memcpy",
-    "gpu_memset": "memset",
-    "memset": "memset",
-}
-#: lower-cased category -> api kind
-API_CATEGORIES: dict[str, str] = {"cuda_runtime": "runtime", "runtime": "runtime", "cuda_driver": "driver"}
-CPU_OP_CATEGORIES: tuple[str, ...] = ("cpu_op", "operator")
-USER_RANGE_CATEGORIES: tuple[str, ...] = ("user_annotation",)
-GPU_RANGE_CATEGORIES: tuple[str, ...] = ("gpu_user_annotation",)
-FLOW_CATEGORIES: tuple[str, ...] = ("ac2g", "async", "async_cpu_to_gpu")
 PROFILER_STEP = r"^ProfilerStep#\d+$"
 OCCUPANCY_ARG = "est. achieved occupancy %"
 API_SUFFIX = r"_v\d{4,}$"
@@ -475,109 +467,145 @@ def _meta(
     return meta
 
 
-def _chunk_rows(chunk: list[Any]) -> tuple[pl.DataFrame, set[str], int, pl.DataFrame]:
-    """(rows the analysis uses, the chunk's category names, complete events without a readable ts, the
-    chunk's ``first_op_inputs`` candidate: :func:`tracekit.readers.kineto_summary.first_op_candidate`) of
-    one decoded chunk of events.
+def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame]:
+    """(rows the analysis uses, the chunk's category names, the chunk's ``first_op_inputs`` candidate:
+    :func:`tracekit.readers.kineto_summary.first_op_candidate`) of one chunk as
+    :func:`tracekit.readers.kineto_wire.encode_chunk` gives it.
 
-    Rows kept: complete events of the categories read (ops, api, ranges, CPU operators) with a readable
-    ts; the other events (python_function, cuda_sync, memory instants, flows, ...) are dropped here, and
-    each field is turned into a column only for the events that need it, so that memory and time go to
-    what the frames below use. Flow events are read by :func:`_flows` only when needed."""
-    fast = is_fast(chunk)
-    if fast:  # typed by phase: the complete events are those of the "X" type
-        present = set(map(getattr, chunk, repeat("cat")))
-        categories = present - {None}
-        x_events = list(filter(_FastEvent.__instancecheck__, chunk))
-        # the chunk's category names that are read, in any case (a set of distinct names, not events)
-        read = {c for c in categories if c.lower() in _READ_CATEGORIES}
-        if read == present:  # every event has a category that is read: no per-event test
-            is_read = pl.repeat(True, len(x_events), dtype=pl.Boolean, eager=True)
+    Rows kept: complete events of the categories read (ops, api, ranges, CPU operators); the other events
+    (python_function, cuda_sync, memory instants, flows, ...) were dropped with the chunk's decoding or
+    are dropped here. ``ts`` and ``dur`` stay JSON text and pid/tid stay integers where they are integers:
+    the conversions run once over all rows in :func:`_finish_rows`. Flow events are read by :func:`_flows`
+    only when needed."""
+    n, categories, columns, inputs = wire
+    frame = _wire_frame(columns, n)
+    if categories is None:  # a lenient chunk: every event, every field as text
+        categories = set(frame.get_column("cat").drop_nulls().unique().to_list())
+        keep = frame.select(
+            (pl.col("ph") == "X").fill_null(False)
+            & pl.col("cat").str.to_lowercase().is_in(list(READ_CATEGORIES)).fill_null(False)
+        ).to_series()
+        frame = frame.filter(keep).drop("ph")
+        if inputs is not None:  # the texts of every event: keep those of the CPU operator rows
+            is_cpu = keep.scatter(keep.arg_true(), frame.select(_is_cpu_category()).to_series())
+            inputs = {f: ("series", s) for f, s in _wire_frame(inputs, n).filter(is_cpu).to_dict().items()}
+    rows = frame.select(*kineto_wire.COLUMNS)
+    return rows, categories, _first_op(rows, inputs)
+
+
+def _wire_frame(columns: dict[str, tuple[str, Any]], n: int) -> pl.DataFrame:
+    """The columns of a wire chunk (:mod:`tracekit.readers.kineto_wire`) as the rows keep them: ``cat``,
+    ``name``, ``a_occupancy``, ``ts``, ``dur`` as text, the ``args`` ids as Int64, pid/tid as Int64 when
+    every value is an integer, else as text. Columns of one kind are split together (one split per kind)."""
+    parts: dict[str, pl.Series] = {}
+    by_kind: dict[str, list[str]] = {}
+    for name, (kind, payload) in columns.items():
+        if kind == "series":
+            parts[name] = payload.alias(name)
+        elif kind == "list":
+            parts[name] = (
+                pl.Series(name, payload, dtype=pl.String) if name in ("cat", "name") else _id_series(payload)
+            ).alias(name)
+        elif n == 0:
+            parts[name] = pl.Series(name, [], dtype=pl.String)
+        elif kind == "dict":  # distinct strings gathered: each stored once, whatever the rows
+            distinct, codes = payload
+            positions = pl.Series([codes]).str.split(",").explode().cast(pl.UInt32)
+            parts[name] = pl.Series(name, [distinct]).str.split(_SEP).explode().gather(positions)
         else:
-            is_read = pl.Series(
-                list(map(read.__contains__, map(getattr, x_events, repeat("cat")))), dtype=pl.Boolean
-            )
-    else:
-        head = columns(chunk, ("ph", "cat"), fast)
-        categories = set(head.get_column("cat").drop_nulls().unique().to_list())
-        is_x = head.select((pl.col("ph") == "X").fill_null(False)).to_series()
-        x_events = list(compress(chunk, is_x.to_list()))
-        is_read = (
-            head.filter(is_x)
-            .select(pl.col("cat").str.to_lowercase().is_in(list(_READ_CATEGORIES)).fill_null(False))
-            .to_series()
-        )
-    start = us_to_ns_series(number_column(x_events, "ts", fast))
-    bad_ts = start.null_count()
-    keep = is_read & start.is_not_null()
-    every = keep.all()  # the usual case: no copy of the event list
-    kept = x_events if every else list(compress(x_events, keep.to_list()))
-    text = columns(kept, ("cat", "name", "pid", "tid"), fast)
-    cat_l = text.get_column("cat").str.to_lowercase().alias("cat_l")
-    rows = pl.concat(
-        [
-            text,
-            cat_l.to_frame(),
-            _args_by_use(kept, cat_l, fast),
-            pl.DataFrame({"start": start if every else start.filter(keep)}),
-            us_to_ns_series(number_column(kept, "dur", fast)).fill_null(0).alias("dur_ns").to_frame(),
-        ],
-        how="horizontal",
-    ).select("cat_l", *_ROW_COLUMNS)
-    return rows, categories, bad_ts, _first_op(rows, kept, fast)
-
-
-def _args_by_use(kept: list[Any], cat_l: pl.Series, fast: bool) -> pl.DataFrame:
-    """The ``args`` columns of the kept events (:data:`_INT_ARGS` as Int64, ``a_occupancy`` as text), each
-    read only for the events whose frames use it (:data:`_ARG_USERS`), null for the others."""
-    all_args = args_of(kept)
-    out = []
-    for fields, users in _ARG_USERS:
-        mask = cat_l.is_in(list(users)).fill_null(False)
-        n_used = mask.sum()
-        ints = [f for f in fields if f in _INT_ARGS]
-        schema = {f: pl.Int64 if f in _INT_ARGS else pl.String for f in fields}
-        if not n_used:
-            out.append(
-                pl.DataFrame({f: pl.repeat(None, len(kept), dtype=t, eager=True) for f, t in schema.items()})
-            )
-            continue
-        every = n_used == len(kept)
-        used = kept if every else list(compress(kept, mask.to_list()))
-        args = all_args if every else list(compress(all_args, mask.to_list()))
-        part = int_columns(used, ints, fast, args)
-        texts = [f for f in fields if f not in _INT_ARGS]
-        if texts:
-            part = pl.concat([part, columns(used, texts, fast, args)], how="horizontal")
-        if every:
-            out.append(part)
-        else:
-            idx = mask.arg_true()
-            full = {f: pl.repeat(None, len(kept), dtype=t, eager=True) for f, t in schema.items()}
-            out.append(pl.DataFrame({f: col.scatter(idx, part.get_column(f)) for f, col in full.items()}))
-    return pl.concat(out, how="horizontal")
-
-
-def _first_op(rows: pl.DataFrame, kept: list[Any], fast: bool) -> pl.DataFrame:
-    """The ``first_op_inputs`` candidate of one chunk (``rows`` built from the events ``kept``): the
-    ``Input Dims``/``Input type`` texts are read for its CPU operators only and not kept in the rows."""
-    is_cat = rows.select(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES))).to_series()
-    # the name test on the CPU-operator rows only (most rows are kernels and API calls)
-    is_cpu = (
-        is_cat
-        if not is_cat.any()
-        else is_cat.scatter(is_cat.arg_true(), rows.filter(is_cat).select(_is_cpu_op()).to_series())
+            by_kind.setdefault(kind, []).append(name)
+    for kind, names in by_kind.items():
+        sep = "," if kind == "num" else _SEP
+        texts = pl.Series([sep.join(columns[name][1] for name in names)]).str.split(sep).explode()
+        for i, name in enumerate(names):
+            parts[name] = texts.slice(i * n, n).alias(name)
+        if kind == "raw":
+            for name in names:
+                parts[name] = raw_column(parts[name])
+    frame = pl.DataFrame([parts[name] for name in columns])
+    nums = set(by_kind.get("num", ()))
+    frame = frame.with_columns(
+        *(pl.col(c).cast(pl.Int64, strict=False) for c in columns if c in INT_ARGS),
+        *(pl.when(pl.col(c) != "null").then(pl.col(c)).alias(c) for c in nums if c not in INT_ARGS),
     )
-    if not is_cpu.any():
-        return first_op_candidate(
-            pl.DataFrame(
-                schema={"start": pl.Int64, "name": pl.String, **dict.fromkeys(INPUT_FIELDS, pl.String)}
-            )
-        )
-    cpu_events = list(compress(kept, is_cpu.to_list()))
-    inputs = columns(cpu_events, tuple(INPUT_FIELDS), fast)
-    cpu = pl.concat([rows.filter(is_cpu).select("start", "name"), inputs], how="horizontal")
-    return first_op_candidate(cpu)
+    ids = [c for c in ("pid", "tid") if c in nums]
+    if ids:  # integers unless some value is not (a string, or past int64)
+        ints = frame.select(pl.col(ids).cast(pl.Int64, strict=False))
+        same = [c for c in ids if ints.get_column(c).null_count() == frame.get_column(c).null_count()]
+        frame = frame.with_columns(ints.select(same)) if same else frame
+    return frame
+
+
+def _id_series(values: list[Any]) -> pl.Series:
+    """Decoded ids (int, str or None) as Int64 when all are integers, else as text
+    (:func:`_finish_rows` makes every chunk's pid/tid text)."""
+    try:
+        return pl.Series(values, dtype=pl.Int64)
+    except (TypeError, OverflowError, pl.exceptions.PolarsError):
+        return _values_text(values)
+
+
+def _is_cpu_category() -> pl.Expr:
+    """Rows of a CPU-operator category (``cpu_op``/``Operator``), by the ``cat`` column."""
+    return pl.col("cat").str.to_lowercase().is_in(list(CPU_OP_CATEGORIES)).fill_null(False)
+
+
+def _first_op(rows: pl.DataFrame, inputs: dict[str, Any] | None) -> pl.DataFrame:
+    """The ``first_op_inputs`` candidate of one chunk: ``inputs`` holds the ``Input Dims``/``Input type``
+    texts of its CPU operator rows (in row order), read for them only and not kept in the rows."""
+    if inputs is None:
+        return _NO_FIRST_OP
+    cpu = rows.filter(_is_cpu_category())
+    if cpu.height == 0:
+        return _NO_FIRST_OP
+    texts = _wire_frame(inputs, cpu.height)
+    cpu = pl.concat([cpu.select("ts", "name"), texts], how="horizontal").filter(
+        ~pl.col("name").str.contains(PROFILER_STEP).fill_null(False)
+    )
+    start = us_to_ns_series(cpu.get_column("ts")).alias("start")
+    return first_op_candidate(cpu.select(start, "name", *INPUT_FIELDS))
+
+
+#: no ``first_op_inputs`` candidate (the columns of :func:`first_op_candidate`)
+_NO_FIRST_OP = pl.DataFrame(
+    schema={"start": pl.Int64, "name": pl.String, **dict.fromkeys(INPUT_FIELDS, pl.String)}
+)
+
+
+def _finish_rows(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame, int]:
+    """(kept event rows, complete events without a readable ts) from the chunks' rows: pid/tid as text,
+    ``cat_l`` (lower-cased category), ``start``/``dur_ns`` in ns (:func:`us_to_ns_series`), rows without a
+    readable ts dropped, and each ``args`` column null on the rows whose frames do not use it
+    (:data:`_ARG_USERS`)."""
+    ids = ("pid", "tid")
+    text_ids = {c for part in parts for c in ids if part.schema[c] != pl.Int64}
+    if text_ids:
+        parts = [part.with_columns(pl.col(c).cast(pl.String) for c in text_ids) for part in parts]
+    frame = pl.concat(parts, rechunk=True) if parts else _EMPTY_ROWS
+    start = us_to_ns_series(frame.get_column("ts"))
+    bad_ts = start.null_count()
+    frame = frame.with_columns(
+        pl.col(*ids).cast(pl.String),
+        cat_l=pl.col("cat").str.to_lowercase(),
+        start=start,
+        dur_ns=us_to_ns_series(frame.get_column("dur")).fill_null(0),
+    )
+    if bad_ts:
+        frame = frame.filter(pl.col("start").is_not_null())
+    cat_l = pl.col("cat_l")
+    return frame.select(
+        "cat_l",
+        "start",
+        "name",
+        "pid",
+        "tid",
+        *(
+            pl.when(cat_l.is_in(list(users))).then(pl.col(field)).alias(field)
+            for fields, users in _ARG_USERS
+            for field in fields
+        ),
+        "dur_ns",
+    ).select("cat_l", *_ROW_COLUMNS), bad_ts
 
 
 def _cpu_op_rows(rows: pl.DataFrame) -> pl.DataFrame:
@@ -620,8 +648,6 @@ def _flows(path: Path) -> pl.DataFrame:
     return pl.concat(parts)
 
 
-#: ``args`` fields read as integers (the others as text)
-_INT_ARGS: tuple[str, ...] = ("a_correlation", "a_device", "a_stream", "a_graph")
 #: ``args`` fields and the (lower-cased) categories of the events whose frames use them: ops (device,
 #: stream, graph, occupancy, correlation), GPU annotations (stream), runtime/driver calls (correlation)
 _ARG_USERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
@@ -629,14 +655,14 @@ _ARG_USERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("a_device", "a_stream", "a_graph", "a_occupancy"), (*OP_CATEGORIES, *GPU_RANGE_CATEGORIES)),
 )
 #: columns of the kept rows after ``cat_l``, in order (every chunk gives the same frame layout)
-_ROW_COLUMNS: tuple[str, ...] = ("start", "name", "pid", "tid", *_INT_ARGS, "a_occupancy", "dur_ns")
-#: categories of the complete events that end up in a frame
-_READ_CATEGORIES: tuple[str, ...] = (
-    *OP_CATEGORIES,
-    *API_CATEGORIES,
-    *CPU_OP_CATEGORIES,
-    *USER_RANGE_CATEGORIES,
-    *GPU_RANGE_CATEGORIES,
+_ROW_COLUMNS: tuple[str, ...] = ("start", "name", "pid", "tid", *INT_ARGS, "a_occupancy", "dur_ns")
+#: rows of no chunk (the columns :func:`wire_rows` gives)
+_EMPTY_ROWS = pl.DataFrame(
+    schema={
+        **dict.fromkeys(("cat", "name", "pid", "tid"), pl.String),
+        **dict.fromkeys(INT_ARGS, pl.Int64),
+        **dict.fromkeys(("a_occupancy", "ts", "dur"), pl.String),
+    }
 )
 
 
@@ -646,29 +672,55 @@ def read_events(
     """(kept event rows, flow events, header, category names, complete events without a readable ts,
     ``meta["first_op_inputs"]``) of a Kineto file.
 
-    The file is decoded chunk by chunk (:mod:`tracekit.readers.kineto_decode`); each chunk is reduced to
-    the rows the frames need (:func:`_chunk_rows`) before the next is decoded."""
-    header: dict[str, Any] = {}
-    parts: list[pl.DataFrame] = []
+    The file is decoded chunk by chunk, in a worker process when it is large enough
+    (:mod:`tracekit.readers.kineto_worker`) and in this one otherwise or when the worker is lost; each
+    chunk is reduced to the rows the frames need (:mod:`tracekit.readers.kineto_wire`,
+    :func:`wire_rows`) before the next is read."""
+    workers = kineto_worker.take(path)
+    if workers is None and kineto_worker.wanted(path):
+        with contextlib.suppress(kineto_worker.WorkerLost):
+            workers = kineto_worker.start(path)
+    if workers is not None:
+        header: dict[str, Any] = {}
+        try:
+            return _read_chunks(path, workers.chunks(progress, header), header)
+        except kineto_worker.WorkerLost:
+            pass  # decode here instead
+        finally:
+            workers.close()
+    header = {}
+    wires = ((0, wire) for wire in kineto_wire.wire_chunks(path, progress, header=header))
+    return _read_chunks(path, wires, header)
+
+
+def _read_chunks(
+    path: Path, wires: Iterator[tuple[int, WireChunk]], header: dict[str, Any]
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any], set[str], int, dict[str, Any] | None]:
+    """:func:`read_events` from the file's wire chunks, as (part, chunk) with each part's chunks in file
+    order (``header`` filled once they are read)."""
+    parts: dict[int, list[pl.DataFrame]] = {}
+    first_ops: dict[int, list[pl.DataFrame]] = {}
     categories: set[str] = set()
-    bad_ts = 0
-    first_ops: list[pl.DataFrame] = []
     with gc_paused():  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
-        for chunk in stream_events(path, progress, header=header):
-            rows, cats, bad, first = _chunk_rows(chunk)
-            del chunk
-            parts.append(rows)
-            first_ops.append(first)
+        for part, wire in wires:
+            rows, cats, first = wire_rows(wire)
+            del wire
+            parts.setdefault(part, []).append(rows)
+            if first.height:
+                first_ops.setdefault(part, []).append(first)
             categories |= cats
-            bad_ts += bad
-        frame = pl.concat(parts, rechunk=True)
+        in_order = [rows for part in sorted(parts) for rows in parts[part]]
+        first_op_parts = [first for part in sorted(first_ops) for first in first_ops[part]]
+        del parts
+        frame, bad_ts = _finish_rows(in_order)
+        del in_order
         # Flow events matter only for GPU events without a correlation id (older traces): read them then.
         missing = frame.filter(
             pl.col("cat_l").is_in(list(OP_CATEGORIES)),
             pl.col("a_correlation").cast(pl.Int64, strict=False).is_null(),
         ).height
         flows = _flows(path) if missing else _flows_frame()
-    first_op = first_op_inputs(pl.concat(first_ops)) if first_ops else None
+    first_op = first_op_inputs(pl.concat(first_op_parts)) if first_op_parts else None
     return frame, flows, header, categories, bad_ts, first_op
 
 

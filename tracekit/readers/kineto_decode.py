@@ -1,315 +1,30 @@
-"""Fast, bounded-memory decoding of Kineto chrome-trace JSON into polars text columns.
+"""Kineto events of one decoded chunk (:mod:`tracekit.readers.kineto_json`) -> polars text columns.
 
-Kineto files are normally streamed (:mod:`tracekit.readers.kineto_stream`, which uses the chunk decoding
-here). Documents it does not stream are read whole: the file is inflated in one piece (ISA-L's inflater
-when ``isal`` is installed, else the standard library's), the top level is decoded with every value left as
-a zero-copy :class:`msgspec.Raw`, and the ``traceEvents`` array is then decoded in chunks of about :data:`CHUNK_BYTES` bytes of JSON, each into
-typed :class:`msgspec.Struct` events whose fields are again ``Raw`` (the exact JSON text of the value: no
-float ever rounds a timestamp). Each chunk becomes one polars frame of *text* columns with a single C-level
-``join`` per column and one vectorized split, so there is no per-event Python code; the caller reduces each
-chunk to the rows it needs before the next one is decoded, which bounds memory to the inflated file plus
-the kept rows.
-
-Chunk boundaries: a cut is tried after a ``}`` followed by ``,`` and ``{"`` and accepted only when the cut text decodes
-as a JSON array of events. A cut inside a string leaves the string unterminated and a cut inside a nested
-object leaves a brace open, so only a cut between two top-level events decodes; a failed try moves the cut
-back. The whole document has already been validated by the first decode, so a failure there is never the
-file's fault.
-
-Column text follows ``json.loads(..., parse_float=str)`` followed by a polars ``String`` cast: JSON strings
-unescaped, numbers as their exact text (``-0`` as ``0``, as Python prints the int), ``true``/``false`` as
-such, ``null`` or a missing key as null; nested arrays/objects keep their JSON text.
+Each chunk becomes one polars frame of *text* columns with a single C-level ``join`` per column and one
+vectorized split, so there is no per-event Python code. Column text follows
+``json.loads(..., parse_float=str)`` followed by a polars ``String`` cast: JSON strings unescaped, numbers
+as their exact text (``-0`` as ``0``, as Python prints the int), ``true``/``false`` as such, ``null`` or a
+missing key as null; nested arrays/objects keep their JSON text.
 """
 
 from __future__ import annotations
 
-import gzip
-import json
-import operator
-import re
-import zlib
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable
 from itertools import repeat
-from pathlib import Path
-from typing import Any, Union
+from typing import Any
 
 import msgspec
 import polars as pl
 
-from tracekit.errors import TraceFormatError
-
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
-try:  # ISA-L inflates gzip ~2x faster than zlib (a dependency; the standard library is the fallback)
-    from isal.igzip import decompress as _gunzip
-    from isal.igzip_lib import IsalError
-
-    _GZIP_ERRORS += (IsalError,)
-except ImportError:  # pragma: no cover - depends on the environment
-    _gunzip = gzip.decompress
-
-#: progress callback: (phase, fraction done in [0, 1]); phases "read", "decode", "frames"
-Progress = Callable[[str, float], None]
-
-GZIP_MAGIC = b"\x1f\x8b"
-#: bytes of event JSON decoded per chunk (bounds the Python objects alive at once to ~ this size x 3)
-CHUNK_BYTES = 8 * 2**20
-#: never valid in JSON text (control characters must be escaped inside strings): safe column separator
-_SEP = "\x1f"
-_NULL = msgspec.Raw(b"null")
-#: the end of one event and the start of the next: "}" "," "{" '"' with optional whitespace between
-_CUT = re.compile(rb"\}\s*,\s*(\{)\s*\"")
-#: how far back from the target a chunk cut is looked for before the window doubles
-_CUT_WINDOW = 1 << 16
-
-#: top-level event fields read as text; ``args`` keys read as text (column name -> args key)
-EVENT_FIELDS: tuple[str, ...] = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "id")
-ARG_FIELDS: dict[str, str] = {
-    "a_correlation": "correlation",
-    "a_device": "device",
-    "a_stream": "stream",
-    "a_occupancy": "est. achieved occupancy %",
-    "a_graph": "graph id",
-}
-#: ``args`` keys of CPU operators read as JSON text for ``meta["first_op_inputs"]`` (column name -> key)
-INPUT_FIELDS: dict[str, str] = {"a_input_dims": "Input Dims", "a_input_type": "Input type"}
-
-
-class _Args(msgspec.Struct, gc=False):
-    """The few ``args`` keys tracekit reads (everything else in ``args`` is skipped by the decoder)."""
-
-    a_correlation: msgspec.Raw = msgspec.field(default=_NULL, name="correlation")
-    a_device: msgspec.Raw = msgspec.field(default=_NULL, name="device")
-    a_stream: msgspec.Raw = msgspec.field(default=_NULL, name="stream")
-    a_occupancy: msgspec.Raw = msgspec.field(default=_NULL, name="est. achieved occupancy %")
-    a_graph: msgspec.Raw = msgspec.field(default=_NULL, name="graph id")
-    a_input_dims: msgspec.Raw = msgspec.field(default=_NULL, name="Input Dims")
-    a_input_type: msgspec.Raw = msgspec.field(default=_NULL, name="Input type")
-
-
-class _Event(msgspec.Struct, gc=False):
-    """One chrome-trace event, any spelling: the fields tracekit reads, each as its JSON text."""
-
-    ph: msgspec.Raw = _NULL
-    cat: msgspec.Raw = _NULL
-    name: msgspec.Raw = _NULL
-    pid: msgspec.Raw = _NULL
-    tid: msgspec.Raw = _NULL
-    ts: msgspec.Raw = _NULL
-    dur: msgspec.Raw = _NULL
-    id: msgspec.Raw = _NULL
-    # args that are not an object (or absent) read as no args
-    args: _Args | list[Any] | str | int | float | bool | None = None
-
-
-class _FastArgs(msgspec.Struct, gc=False):
-    """:class:`_Args` as Kineto writes them (ids as integers or strings), decoded to Python values."""
-
-    a_correlation: int | str | None = msgspec.field(default=None, name="correlation")
-    a_device: int | str | None = msgspec.field(default=None, name="device")
-    a_stream: int | str | None = msgspec.field(default=None, name="stream")
-    a_occupancy: msgspec.Raw = msgspec.field(default=_NULL, name="est. achieved occupancy %")
-    a_graph: int | str | None = msgspec.field(default=None, name="graph id")
-    a_input_dims: msgspec.Raw = msgspec.field(default=_NULL, name="Input Dims")
-    a_input_type: msgspec.Raw = msgspec.field(default=_NULL, name="Input type")
-
-
-class _FastEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
-    """A complete event (``ph`` "X") as Kineto writes it: strings, integer or string ids, ``ts``/``dur``
-    as JSON text; no ``id`` (flow events are read apart). Events of the other phases decode as
-    :data:`_FAST_OTHER` (their category only). A chunk with any other value type, a missing ``ph`` or an
-    unknown phase is decoded again as :class:`_Event` (same columns, slower)."""
-
-    cat: str | None = None
-    name: str | None = None
-    pid: int | str | None = None
-    tid: int | str | None = None
-    ts: msgspec.Raw = _NULL
-    dur: msgspec.Raw = _NULL
-    args: _FastArgs | None = None
-
-    @property
-    def ph(self) -> str:
-        """The event's phase (the union's tag)."""
-        return "X"
-
-
-#: chrome-trace phases other than "X" (the trace event format's list, Kineto's included)
-OTHER_PHASES = "BEIiCbneSTpFstfPONDMVvRc()"
-
-
-def _other_event(phase: str) -> type[msgspec.Struct]:
-    """A struct for events of one phase other than "X": only their category is read."""
-    return msgspec.defstruct(
-        f"_FastPhase{ord(phase)}",
-        [("cat", str | None, None)],
-        tag_field="ph",
-        tag=phase,
-        gc=False,
-        namespace={"ph": property(lambda self, p=phase: p, doc="The event's phase (the union's tag).")},
-    )
-
-
-_FAST_OTHER: tuple[type[msgspec.Struct], ...] = tuple(_other_event(p) for p in OTHER_PHASES)
-_FAST_TYPES = frozenset({_FastEvent, *_FAST_OTHER})
-_Item = _Event | list[Any] | str | int | float | bool | None
-_DECODE_FAST = msgspec.json.Decoder(list[Union[(_FastEvent, *_FAST_OTHER)]])  # noqa: UP007
-_DECODE_EVENTS = msgspec.json.Decoder(list[_Event])
-_DECODE_ITEMS = msgspec.json.Decoder(list[_Item])
-_DECODE_HEADER = msgspec.json.Decoder(float_hook=str)
-_DECODE_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
-#: fields whose typed (fast) value is Raw text, not a Python value
-_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy", *INPUT_FIELDS})
-#: fields that :class:`_FastEvent` decodes as str
-_STR_FIELDS = frozenset({"ph", "cat", "name"})
-
-
-# ------------------------------------------------------------------------------------------- bytes
-
-
-def read_json_bytes(path: Path, progress: Progress | None = None) -> bytes:
-    """The file's JSON text as UTF-8 bytes (inflated when gzipped). TraceFormatError on a damaged file."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
-    if raw.startswith(GZIP_MAGIC):
-        try:
-            raw = _gunzip(raw)
-        except _GZIP_ERRORS as exc:
-            raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
-    raw = normalize_json_bytes(raw, path)
-    if progress:
-        progress("read", 1.0)
-    return raw
-
-
-def normalize_json_bytes(raw: bytes, path: Path) -> bytes:
-    """JSON text as UTF-8 bytes without a byte-order mark (UTF-16/32 re-encoded, as json.loads reads them)."""
-    encoding = json.detect_encoding(raw[:4])
-    if encoding == "utf-8-sig":
-        raw = raw[3:]
-    elif encoding != "utf-8":  # UTF-16/32, as json.loads accepts: re-encode (never written by torch)
-        try:
-            raw = raw.decode(encoding).encode()
-        except UnicodeError as exc:
-            raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
-    return raw
-
-
-def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw | bytes]:
-    """(header, events array text) of a Kineto document: the header holds the decoded top-level values
-    except ``traceEvents``; the array is the raw ``[...]`` text. Validates the whole JSON text.
-
-    TraceFormatError on invalid JSON, or when the document is not a dict with a ``traceEvents`` array nor
-    a non-empty array of objects each with a ``ph`` key (the chrome "JSON array format")."""
-    try:
-        top = _DECODE_TOP.decode(data)
-    except msgspec.ValidationError:  # valid JSON, but a scalar at the top
-        raise TraceFormatError("not a Kineto trace: no traceEvents", path) from None
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
-    if isinstance(top, dict):
-        events = top.pop("traceEvents", None)
-        if events is None or not bytes(memoryview(events)[:1]).startswith(b"["):
-            raise TraceFormatError("not a Kineto trace: no traceEvents", path)
-        # floats as their text, as json.loads(parse_float=str) gave them (tracekit_meta values keep their text)
-        header = {key: _DECODE_HEADER.decode(value) for key, value in top.items()}
-        return header, events
-    # a bare array: Kineto only when every element is an object with "ph"
-    if not top or not _all_have_ph(data):
-        raise TraceFormatError("not a Kineto trace: no traceEvents", path)
-    return {}, data
-
-
-_MISSING = msgspec.Raw(b"")
-
-
-class _PhProbe(msgspec.Struct, gc=False):
-    ph: msgspec.Raw = _MISSING
-
-
-def _all_have_ph(data: bytes) -> bool:
-    """Every element of the array is an object with a ``ph`` key."""
-    probe = msgspec.json.decode(data, type=list[_PhProbe | list[Any] | str | int | float | bool | None])
-    if set(map(type, probe)) != {_PhProbe}:
-        return False
-    return not any(map(operator.is_, map(operator.attrgetter("ph"), probe), repeat(_MISSING)))
-
-
-# ------------------------------------------------------------------------------------------ chunks
-
-
-def _cut_after(mv: memoryview, start: int, target: int) -> tuple[int, int] | None:
-    """(offset just past the ``}``, offset of the next ``{``) of the last event boundary candidate that
-    starts in mv[start:target] (None when none)."""
-    window = _CUT_WINDOW
-    while True:
-        lo = max(start, target - window)
-        last = None
-        for match in _CUT.finditer(mv, lo, target):
-            last = match
-        if last is not None:
-            return last.start() + 1, last.start(1)
-        if lo == start:
-            return None
-        window *= 2
-
-
-def event_chunks(
-    events: msgspec.Raw | bytes, progress: Progress | None = None, lenient: bool = False
-) -> Iterator[list[_FastEvent] | list[_Event]]:
-    """Decode the events array text in chunks of about :data:`CHUNK_BYTES`: each a list of events (array
-    elements that are not objects are dropped, as before). ``lenient``: always as :class:`_Event`."""
-    mv = memoryview(events)
-    total = len(mv)
-    start = 1  # past "["
-    while start < total:
-        target = start + CHUNK_BYTES
-        chunk: list[_FastEvent] | list[_Event] | None = None
-        end = total
-        if target < total - 1:
-            hi = target
-            while chunk is None:
-                found = _cut_after(mv, start, hi)
-                if found is None:
-                    break  # no cut possible before target: decode up to the end
-                cut, next_start = found
-                chunk = _decode_chunk(b"".join((b"[", mv[start:cut], b"]")), lenient)
-                if chunk is not None:
-                    end = next_start
-                else:
-                    hi = cut - 1  # the cut was inside a string or a nested object: move back
-        if chunk is None:
-            chunk = _decode_chunk(b"".join((b"[", mv[start:])), lenient)
-            end = total
-            if chunk is None:  # cannot happen: the document was validated
-                raise ValueError("events array does not decode")
-        start = end
-        if progress:
-            progress("decode", min(1.0, start / total))
-        yield chunk
-
-
-def _decode_chunk(text: bytes, lenient: bool = False) -> list[_FastEvent] | list[_Event] | None:
-    """Events of one array text (:class:`_FastEvent`, else :class:`_Event` when some value has another
-    type, or always with ``lenient``); None when the text is not a JSON array (a bad cut)."""
-    if not lenient:
-        try:
-            return _DECODE_FAST.decode(text)
-        except msgspec.ValidationError:
-            pass
-        except msgspec.DecodeError:
-            return None
-    try:
-        return _DECODE_EVENTS.decode(text)
-    except msgspec.ValidationError:
-        # some element is not an object: keep the objects only
-        items = _DECODE_ITEMS.decode(text)
-        return list(filter(_Event.__instancecheck__, items))
-    except msgspec.DecodeError:
-        return None
-
+from tracekit.readers.kineto_json import (
+    _NULL,
+    _RAW_FIELDS,
+    _SEP,
+    _STR_FIELDS,
+    ARG_FIELDS,
+    INPUT_FIELDS,
+    args_of,
+)
 
 # ------------------------------------------------------------------------------------------ frames
 
@@ -360,16 +75,6 @@ def _values_text(values: list[Any]) -> pl.Series:
         return pl.Series(values, dtype=pl.String, strict=False)
 
 
-def is_fast(events: list[Any]) -> bool:
-    """Whether a chunk from :func:`event_chunks` was decoded as :class:`_FastEvent` (else :class:`_Event`)."""
-    return bool(events) and type(events[0]) in _FAST_TYPES
-
-
-def is_x_event(event: Any) -> bool:
-    """Whether an event of a fast chunk is a complete event (for ``filter``: a C-level type check)."""
-    return type(event) is _FastEvent
-
-
 def columns(
     events: list[Any], fields: Iterable[str], fast: bool, args: list[Any] | None = None
 ) -> pl.DataFrame:
@@ -405,22 +110,21 @@ def columns(
     return frame.select(fields)
 
 
-def number_column(events: list[Any], name: str, fast: bool) -> pl.Series:
-    """Text of a numeric field (``ts``, ``dur``) of events of one chunk, for :func:`us_to_ns`: the same
-    numbers as :func:`columns` gives (``-0`` may stay ``-0``: the same nanoseconds), without its string
-    handling when no value is a JSON string (one join, one split)."""
+def number_column(events: list[Any], name: str, fast: bool, args: list[Any] | None = None) -> pl.Series:
+    """Text of a numeric field (``ts``, ``dur``, ``a_occupancy``) of events of one chunk, for
+    :func:`tracekit.readers.kineto.us_to_ns` or a cast: the same numbers as :func:`columns` gives (``-0``
+    may stay ``-0``: the same value), without its string handling when no value is a JSON string (one
+    join, one split). ``args``: the events' ``args`` values when the caller has them (:func:`args_of`)."""
     if fast and events:
-        blob = _SEP.encode().join(map(getattr, events, repeat(name)))
+        objs = events
+        if name in ARG_FIELDS:
+            objs = args if args is not None else args_of(events)
+        blob = _SEP.encode().join(map(getattr, objs, repeat(name), repeat(_NULL)))
         if b'"' not in blob:
             texts = pl.Series(name, [blob.decode("utf-8")]).str.split(_SEP).explode()
             if texts.len() == len(events):
                 return texts.to_frame().select(pl.when(pl.col(name) != "null").then(pl.col(name))).to_series()
-    return columns(events, (name,), fast).to_series()
-
-
-def args_of(events: list[Any]) -> list[Any]:
-    """The ``args`` value of each event (for :func:`columns` and :func:`int_columns`)."""
-    return list(map(getattr, events, repeat("args")))
+    return columns(events, (name,), fast, args).to_series()
 
 
 def int_columns(
@@ -442,3 +146,10 @@ def int_columns(
         except (TypeError, OverflowError, pl.exceptions.PolarsError):
             out[name] = _values_text(values).cast(pl.Int64, strict=False).alias(name)
     return pl.DataFrame(out, schema=dict.fromkeys(fields, pl.Int64))
+
+
+def raw_column(texts: pl.Series) -> pl.Series:
+    """JSON value texts (:mod:`tracekit.readers.kineto_wire`'s ``"raw"`` kind, split) -> the text column
+    :func:`columns` gives for those values."""
+    frame = texts.to_frame()
+    return _unescape(frame.select(_scalar_text(pl.col(texts.name)).alias(texts.name)), frame).to_series()

@@ -5,7 +5,7 @@ chunks, whatever the file size).
 The top level is found without decoding the whole document: the ``"traceEvents": [`` key is accepted
 where the text before it, closed with ``}``, decodes as a JSON object (a key inside a string or a nested
 object leaves it unterminated or unbalanced). The events array is then cut into chunks of about
-:data:`tracekit.readers.kineto_decode.CHUNK_BYTES` as in :func:`tracekit.readers.kineto_decode.event_chunks`;
+:data:`tracekit.readers.kineto_json.CHUNK_BYTES` as in :func:`tracekit.readers.kineto_json.event_chunks`;
 a cut is accepted only when the chunk decodes, and when no cut before the target decodes the window grows
 (a file damaged there fails at the end of the text, with the one-line error). At the end of the text, the
 array's closing ``]`` is the last one after which the rest of the document (``, "key": value ... }``)
@@ -13,7 +13,7 @@ decodes as the remaining top-level keys.
 
 Documents this does not handle (a bare event array, no ``traceEvents`` array in the first
 :data:`HEAD_LIMIT` bytes, a UTF-16/32 encoding) are read whole by
-:func:`tracekit.readers.kineto_decode.read_json_bytes` / ``split_document`` instead, which also gives their
+:func:`tracekit.readers.kineto_json.read_json_bytes` / ``split_document`` instead, which also gives their
 errors.
 """
 
@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 
 from tracekit.errors import TraceFormatError
-from tracekit.readers import kineto_decode as kd
+from tracekit.readers import kineto_json as kd
 
 try:  # ISA-L inflates ~2x faster than zlib (a dependency; the standard library is the fallback)
     from isal import isal_zlib as _zlib
@@ -109,6 +109,9 @@ class _Text:
         self.fraction = 0.0
         self.read = 0
         self.dropped = 0
+        #: part marks: share of the file -> the text offset where that share was read (interpolated in the
+        #: piece that reached it; -1 until then), the same in every process reading the file
+        self.marks: dict[float, int] = {}
 
     def fill(self, size: int) -> None:
         """Read until ``buf`` holds at least ``size`` bytes or the text ends."""
@@ -121,8 +124,12 @@ class _Text:
                 break
             parts.append(piece[0])
             have += len(piece[0])
-            self.read += len(piece[0])
-            self.fraction = piece[1]
+            before, self.read = self.read, self.read + len(piece[0])
+            last, self.fraction = self.fraction, piece[1]
+            for share, offset in self.marks.items():
+                if offset < 0 and self.fraction >= share:  # the text offset where the file's share was read
+                    within = (share - last) / max(self.fraction - last, 1e-12)
+                    self.marks[share] = before + int(len(piece[0]) * min(1.0, max(0.0, within)))
         if len(parts) > 1:
             self.buf = b"".join(parts)
 
@@ -209,21 +216,74 @@ def stream_events(
     progress: kd.Progress | None = None,
     lenient: bool = False,
     header: dict[str, Any] | None = None,
+    part: tuple[int, int] = (0, 1),
 ) -> Iterator[list[Any]]:
-    """Decoded event chunks of a Kineto file (as :func:`tracekit.readers.kineto_decode.event_chunks`),
+    """Decoded event chunks of a Kineto file (as :func:`tracekit.readers.kineto_json.event_chunks`),
     reading the file as it goes; ``header`` (when given) receives the decoded top-level values other than
-    ``traceEvents`` once the events are read. Documents of other shapes are read whole (module doc)."""
+    ``traceEvents`` once the events are read. Documents of other shapes are read whole (module doc).
+
+    ``part = (k, n)``: only the k-th of n consecutive parts of the events array (0-based), so that n
+    processes can decode one file together; the parts' chunks, in order, are the whole file's. Part k
+    starts at the first event boundary candidate at or after the text offset where the k-th n-th of the
+    file (compressed bytes) has been read, and the part before it ends there (:func:`_boundary`). That
+    cut is checked by the earlier part, whose last chunk must decode: :class:`PartBoundaryError` when it
+    does not (the caller reads the file in one part instead). The head's values go to part 0's
+    ``header``, the tail's to the last part's; documents read whole are all part 0's."""
+    index, count = part
     text = _Text(path)
+    for k in range(1, count):
+        text.marks[k / count] = -1
     try:
         head, start = _head(text)
     except _Whole as whole:
-        yield from _whole(path, whole.text, progress, lenient, header)
+        if index == 0:
+            yield from _whole(path, whole.text, progress, lenient, header)
         return
     if progress:
         progress("read", 1.0)
-    tail = yield from _chunks(text, start + 1, path, progress, lenient)
+    pos = start + 1
+    if index > 0:
+        found = _boundary(text, index / count, start)
+        if found is None:  # no event starts in this part: the one before reads to the end
+            return
+        pos = found[1] - text.dropped
+        head = {}
+    stop = (index + 1) / count if index + 1 < count else None
+    tail = yield from _chunks(text, pos, path, progress, lenient, stop, start)
     if header is not None:
         header.update({k: kd._DECODE_HEADER.decode(v) for k, v in {**head, **tail}.items()})
+
+
+class PartBoundaryError(Exception):
+    """The cut between two parts of a file (:func:`stream_events`) is not between two events."""
+
+
+def _boundary(text: _Text, share: float, start: int) -> tuple[int, int] | None:
+    """(absolute text offset just past the ``}``, absolute offset of the next ``{``) of the first event
+    boundary candidate at or after the part mark ``share`` (not before the events array, which starts at
+    ``text.buf[start]``), or None when the text has none. Text before the mark is dropped on the way."""
+    array_start = text.dropped + start
+    while text.marks[share] < 0 and not text.eof:
+        text.drop(max(0, len(text.buf) - 64))  # keep a few bytes: the events array start may be here
+        text.fill(len(text.buf) + READ_BYTES)
+    mark = max(text.marks[share] if text.marks[share] >= 0 else text.read, array_start)
+    return _find_from(text, mark, drop=True)
+
+
+def _find_from(text: _Text, offset: int, drop: bool) -> tuple[int, int] | None:
+    """The first ``_CUT`` candidate whose ``}`` is at absolute text offset >= ``offset`` (reading more
+    text as needed; with ``drop``, text before ``offset`` is forgotten)."""
+    if drop and offset > text.dropped:
+        text.drop(min(offset - text.dropped, len(text.buf)))
+    want = READ_BYTES
+    while True:
+        text.fill(max(offset - text.dropped, 0) + want)
+        match = kd._CUT.search(text.buf, max(offset - text.dropped, 0))
+        if match is not None:
+            return text.dropped + match.start() + 1, text.dropped + match.start(1)
+        if text.eof:
+            return None
+        want *= 2
 
 
 def _whole(
@@ -240,15 +300,38 @@ def _whole(
 
 
 def _chunks(
-    text: _Text, pos: int, path: Path, progress: kd.Progress | None, lenient: bool
+    text: _Text,
+    pos: int,
+    path: Path,
+    progress: kd.Progress | None,
+    lenient: bool,
+    stop: float | None = None,
+    start: int = 0,
 ) -> Iterator[list[Any]]:
-    """Event chunks from ``text.buf[pos:]`` on; returns the top-level values after the array."""
+    """Event chunks from ``text.buf[pos:]`` on; returns the top-level values after the array. ``stop``:
+    the part mark where the next part of the file begins (:func:`stream_events`; ``start``: the absolute
+    text offset of the events array's ``[``): the chunks end at that boundary, and nothing is returned."""
     want = kd.CHUNK_BYTES
+    end_at: tuple[int, int] | None = None  # the next part's boundary, once the text reaches its mark
     while True:
         text.drop(pos)  # forget what is decoded (the rest is less than one piece)
         pos = 0
         text.fill(want + 2)
+        if stop is not None and end_at is None and (text.marks[stop] >= 0 or text.eof):
+            mark = text.marks[stop] if text.marks[stop] >= 0 else text.read
+            end_at = _find_from(text, max(mark, start), drop=False)
+            if end_at is None:  # no event starts in the next part: this one reads to the end
+                stop = None
         buf = text.buf
+        if end_at is not None and end_at[0] - text.dropped <= want + 1:  # the last chunk of this part
+            body = buf[pos : end_at[0] - text.dropped]
+            events = kd._decode_chunk(b"[" + body + b"]", lenient)
+            if events is None:
+                raise PartBoundaryError(f"the part boundary at text offset {end_at[0]} is not between events")
+            if progress:
+                progress("decode", text.done(end_at[0] - text.dropped))
+            yield events
+            return {}
         chunk, end = None, None
         if len(buf) > pos + want + 1:  # text beyond the target: cut before it
             chunk, end = _cut_chunk(buf, pos, pos + want, lenient)

@@ -28,8 +28,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.errors import TraceFormatError
-
-SQLITE_MAGIC = b"SQLite format 3\x00"
+from tracekit.readers import SQLITE_MAGIC
 
 #: Rows per ``fetchmany`` in the sqlite3 path: bounds the Python objects alive at once.
 FETCH_ROWS = 1 << 18

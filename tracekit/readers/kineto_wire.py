@@ -1,0 +1,173 @@
+"""One decoded chunk of Kineto events -> the columns the reader keeps, as a few strings (no polars).
+
+This is the per-event half of the Kineto reader: it runs where the chunk was decoded (in the reader's own
+process, or in the decoding worker of :mod:`tracekit.readers.kineto_worker`), and turns the chunk into a
+:data:`WireChunk` whose columns are each one string (or, rarely, one list), so that building the polars
+frame (:func:`tracekit.readers.kineto.wire_rows`) is vectorized and the hand-over between processes is a
+few large strings. Every step is a C-level pass over the chunk (``map``/``filter``/``join``/msgspec), no
+per-event Python code.
+
+Column kinds (``(kind, payload)``):
+
+``"dict"``
+    decoded strings that repeat (names, categories): the distinct ones joined by ``\\x1f`` and each
+    value's position among them (used when no value is null or holds ``\\x1f``).
+``"str"``
+    decoded strings joined by ``\\x1f`` (same condition).
+``"num"``
+    JSON scalar texts joined by ``,`` with no JSON string among them: numbers as written (``Raw`` texts
+    such as ``1712195495519689.047`` stay exact) and ``null``.
+``"raw"``
+    JSON value texts joined by ``\\x1f`` (never inside JSON text): read as
+    :func:`tracekit.readers.kineto_decode.columns` reads them (strings unquoted and unescaped, ``-0`` as
+    ``0``, ``null`` as null, nested values as their text).
+``"list"``
+    the Python values themselves (int, str or None), where neither of the above applies.
+
+Chunks decoded as :class:`~tracekit.readers.kineto_json._FastEvent` are reduced here to the complete
+events of the categories read (:data:`~tracekit.readers.kineto_json.READ_CATEGORIES`), as a C-level test
+on the category name. Chunks decoded as :class:`~tracekit.readers.kineto_json._Event` (other value types)
+keep every event with every field as ``"raw"`` text plus a ``ph`` column: the frame side selects the rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from itertools import compress, repeat
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from tracekit.readers.kineto_json import (
+    _NULL,
+    _SEP,
+    CPU_OP_CATEGORIES,
+    INPUT_FIELDS,
+    INT_ARGS,
+    READ_CATEGORIES,
+    Progress,
+    _FastEvent,
+    args_of,
+    is_fast,
+)
+from tracekit.readers.kineto_stream import stream_events
+
+#: one column: (kind, payload), see the module doc
+Column = tuple[str, Any]
+#: (events kept, category names of the chunk or None when the frame side is to find them, columns, the
+#: ``Input Dims``/``Input type`` columns of the chunk's CPU operators or None when it has none)
+WireChunk = tuple[int, "set[str] | None", dict[str, Column], "dict[str, Column] | None"]
+
+#: the columns of every chunk, in order (the lenient ones also carry ``ph``)
+COLUMNS: tuple[str, ...] = ("cat", "name", "pid", "tid", *INT_ARGS, "a_occupancy", "ts", "dur")
+_ENCODE = msgspec.json.Encoder()
+_CPU_OP_NAMES = frozenset(CPU_OP_CATEGORIES)
+
+
+def encode_chunk(chunk: list[Any]) -> WireChunk:
+    """The :data:`WireChunk` of one decoded chunk (see module doc)."""
+    if is_fast(chunk):
+        return _encode_fast(chunk)
+    return _encode_lenient(chunk)
+
+
+def wire_chunks(
+    path: Path,
+    progress: Progress | None = None,
+    header: dict[str, Any] | None = None,
+    part: tuple[int, int] = (0, 1),
+) -> Iterator[WireChunk]:
+    """The wire chunks of a Kineto file (or of one part of it, see :func:`stream_events`), decoded in this
+    process."""
+    for chunk in stream_events(path, progress, header=header, part=part):
+        yield encode_chunk(chunk)
+
+
+def _encode_fast(chunk: list[Any]) -> WireChunk:
+    categories = set(map(getattr, chunk, repeat("cat"))) - {None}
+    kept = list(filter(_FastEvent.__instancecheck__, chunk))
+    cats = list(map(getattr, kept, repeat("cat")))
+    present = set(cats)
+    read = {c for c in present - {None} if c.lower() in READ_CATEGORIES}
+    if read != present:  # some complete events are of categories not read: drop them
+        is_read = list(map(read.__contains__, cats))
+        kept, cats = list(compress(kept, is_read)), list(compress(cats, is_read))
+    args = args_of(kept)
+    columns: dict[str, Column] = {
+        "cat": _distinct(cats),
+        "name": _distinct(list(map(getattr, kept, repeat("name")))),
+        "pid": _values(list(map(getattr, kept, repeat("pid")))),
+        "tid": _values(list(map(getattr, kept, repeat("tid")))),
+    }
+    for field in INT_ARGS:
+        columns[field] = _values(list(map(getattr, args, repeat(field), repeat(None))))
+    columns["a_occupancy"] = _numbers(list(map(getattr, args, repeat("a_occupancy"), repeat(_NULL))))
+    columns["ts"] = _numbers(list(map(getattr, kept, repeat("ts"))))
+    columns["dur"] = _numbers(list(map(getattr, kept, repeat("dur"))))
+    inputs = None
+    cpu = {c for c in read if c.lower() in _CPU_OP_NAMES}
+    if cpu:  # the Input Dims/Input type texts of the CPU operators, in row order
+        cpu_args = args_of(list(compress(kept, map(cpu.__contains__, cats))))
+        inputs = {f: _raws(list(map(getattr, cpu_args, repeat(f), repeat(_NULL)))) for f in INPUT_FIELDS}
+    return len(kept), categories, columns, inputs
+
+
+def _encode_lenient(chunk: list[Any]) -> WireChunk:
+    args = args_of(chunk)
+    columns = {
+        name: _raws(list(map(getattr, chunk, repeat(name))))
+        for name in ("ph", "cat", "name", "pid", "tid", "ts", "dur")
+    }
+    for field in (*INT_ARGS, "a_occupancy"):
+        columns[field] = _raws(list(map(getattr, args, repeat(field), repeat(_NULL))))
+    inputs = {f: _raws(list(map(getattr, args, repeat(f), repeat(_NULL)))) for f in INPUT_FIELDS}
+    return len(chunk), None, columns, inputs
+
+
+def _distinct(values: list[Any]) -> Column:
+    """Decoded strings (or None) that repeat (names, categories): ``"dict"``, the distinct strings joined by
+    ``\x1f`` and each value's position among them as ``"num"`` text, when no value is null or holds the
+    separator; else ``"list"``. The frame side gathers the distinct strings, so a name seen a million times
+    is stored once (polars string views share the buffer)."""
+    distinct = list(dict.fromkeys(values))
+    if None not in distinct:
+        joined = _SEP.join(distinct)
+        if joined.count(_SEP) == max(len(distinct) - 1, 0):
+            position = {value: i for i, value in enumerate(distinct)}
+            codes = _ENCODE.encode(list(map(position.__getitem__, values)))[1:-1].decode("ascii")
+            return "dict", (joined, codes)
+    return "list", values
+
+
+def _strings(values: list[Any]) -> Column:
+    """Decoded strings (or None): ``"str"`` when none is null or holds the separator, else ``"list"``."""
+    if None not in values:
+        joined = _SEP.join(values)
+        if joined.count(_SEP) == max(len(values) - 1, 0):
+            return "str", joined
+    return "list", values
+
+
+def _values(values: list[Any]) -> Column:
+    """Decoded ints, strings or None: ``"num"`` when there is no string among them, else ``"list"``."""
+    text = _ENCODE.encode(values)
+    if b'"' not in text:
+        return "num", text[1:-1].decode("ascii")
+    return "list", values
+
+
+def _numbers(values: list[msgspec.Raw]) -> Column:
+    """JSON texts of number fields: ``"num"`` when each is a plain scalar without a string, else ``"raw"``."""
+    text = _ENCODE.encode(values)
+    if b'"' not in text and text.count(b",") == max(len(values) - 1, 0):
+        try:
+            return "num", text[1:-1].decode("ascii")
+        except UnicodeDecodeError:
+            pass
+    return _raws(values)
+
+
+def _raws(values: list[msgspec.Raw]) -> Column:
+    """JSON texts of any values, ``"raw"`` (the separator cannot occur in JSON text)."""
+    return "raw", _SEP.encode().join(values).decode("utf-8")

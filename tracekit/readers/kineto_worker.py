@@ -1,0 +1,241 @@
+"""Decode a Kineto file in a second process while this one builds the frames (and, from the command line,
+while it is still importing polars).
+
+Decoding JSON into Python objects holds the interpreter lock, so it cannot share a core with the frame
+building in threads; a worker process (``python -m tracekit.readers.kineto_worker FILE ...``, which
+imports msgspec and ISA-L only, no polars) inflates, decodes and encodes the file chunk by chunk
+(:func:`tracekit.readers.kineto_wire.wire_chunks`) and writes each :data:`~tracekit.readers.kineto_wire.WireChunk`
+to its standard output (pickle, protocol 5); a thread here reads them into a bounded queue. The worker is
+a fresh interpreter, not a fork, so it is safe whatever threads this process runs.
+
+The file is shared by :func:`worker_count` workers, each decoding one part of the events array
+(``stream_events(..., part=(k, n))``): each inflates the file up to its part's end (inflating is the cheap
+step) and decodes only its part. Messages: ``("read",)`` once the document's head is read,
+``("chunk", wire, fraction)`` per chunk, ``("done", header)`` at the end, ``("error", message)`` for a
+damaged or foreign file (raised here as :class:`~tracekit.errors.TraceFormatError` naming the file),
+``("lost", why)`` when the cut between two parts falls inside an event. A lost or dead worker, or one that
+cannot start, raises :class:`WorkerLost`; the reader then decodes in its own process instead.
+
+``TRACEKIT_DECODE_WORKER``: ``0`` never uses a worker, ``1`` always does; unset, files of at least
+:data:`WORKER_MIN_BYTES` on disk do. :func:`prefetch` starts the worker for a file before the reader
+asks for it (the ``analyze`` command calls it first thing); :func:`take` hands it over.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import pickle
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from tracekit.errors import TraceFormatError, TracekitError
+
+#: files at least this large on disk are decoded in a worker (smaller ones take less than its start-up)
+WORKER_MIN_BYTES = 1 << 20
+#: the environment switch (see module doc)
+ENV = "TRACEKIT_DECODE_WORKER"
+#: wire chunks per worker read ahead of the frame building (bounds the memory they take)
+QUEUE_CHUNKS = 16
+#: at most this many worker processes share one file (each inflates the file up to its part's end)
+MAX_WORKERS = 4
+
+
+class WorkerLost(Exception):
+    """The worker could not start or ended without finishing (the caller decodes in-process instead)."""
+
+
+def wanted(path: Path) -> bool:
+    """Whether ``path`` is to be decoded in a worker (see module doc)."""
+    setting = os.environ.get(ENV, "").strip()
+    if setting == "0":
+        return False
+    if setting == "1":
+        return True
+    try:
+        return path.stat().st_size >= WORKER_MIN_BYTES
+    except OSError:
+        return False
+
+
+class Workers:
+    """The worker processes decoding one file (one part each, :func:`tracekit.readers.kineto_stream.stream_events`)
+    and the threads that read their messages into one queue."""
+
+    def __init__(self, path: Path, chunk_bytes: int, read_bytes: int, parts: int) -> None:
+        self.path = path
+        self.key = _key(path)
+        self.parts = parts
+        self.messages: queue.Queue[tuple[int, tuple[Any, ...]]] = queue.Queue(maxsize=QUEUE_CHUNKS * parts)
+        self.procs: list[subprocess.Popen[bytes]] = []
+        try:
+            for index in range(parts):
+                command = [sys.executable, "-m", __name__, str(path), str(chunk_bytes), str(read_bytes)]
+                command += [str(index), str(parts)]
+                self.procs.append(
+                    subprocess.Popen(
+                        command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+                    )
+                )
+        except OSError as exc:
+            self.close()
+            raise WorkerLost(f"cannot start ({exc})") from exc
+        for index, proc in enumerate(self.procs):
+            threading.Thread(
+                target=self._pump, args=(index, proc), name=f"kineto-decode-{index}", daemon=True
+            ).start()
+
+    def _pump(self, index: int, proc: subprocess.Popen[bytes]) -> None:
+        """Read one worker's messages into the queue until its last one (or its end)."""
+        stream = proc.stdout
+        assert stream is not None
+        try:
+            while True:
+                message = pickle.load(stream)
+                self.messages.put((index, message))
+                if message[0] in ("done", "error", "lost"):
+                    return
+        except Exception as exc:  # EOF, a broken pipe, a damaged message: the worker is lost
+            self.messages.put((index, ("lost", f"{type(exc).__name__}: {exc}")))
+
+    def chunks(
+        self, progress: Callable[[str, float], None] | None, header: dict[str, Any] | None
+    ) -> Iterator[tuple[int, Any]]:
+        """(part, wire chunk) as the workers send them: each part's chunks in file order, parts interleaved;
+        ``header`` receives the document's top-level values once every part is done."""
+        headers: dict[int, dict[str, Any]] = {}
+        done = [0.0] * self.parts
+        read = False
+        while len(headers) < self.parts:
+            index, message = self.messages.get()
+            kind = message[0]
+            if kind == "chunk":
+                done[index] = message[2]
+                if progress:
+                    progress("decode", min(1.0, sum(done) / self.parts))
+                yield index, message[1]
+            elif kind == "read":
+                if progress and not read:
+                    progress("read", 1.0)
+                read = True
+            elif kind == "done":
+                headers[index] = message[1]
+            elif kind == "error":
+                raise TraceFormatError(message[1], self.path)
+            else:
+                raise WorkerLost(message[1])
+        if header is not None:
+            for index in range(self.parts):
+                header.update(headers[index])
+
+    def close(self) -> None:
+        """Stop the workers (those still running) and wait for them."""
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.kill()
+        for proc in self.procs:
+            with contextlib.suppress(Exception):
+                proc.wait(timeout=10)
+            if proc.stdout is not None:
+                proc.stdout.close()
+
+
+def worker_count() -> int:
+    """How many worker processes share a file: the usable cores, at most :data:`MAX_WORKERS`."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        cores = os.cpu_count() or 1
+    return max(1, min(MAX_WORKERS, cores))
+
+
+_PREFETCHED: dict[tuple[str, int, int], Workers] = {}
+
+
+def _key(path: Path) -> tuple[str, int, int]:
+    """The file's identity: resolved path, size and modification time."""
+    stat = path.stat()
+    return str(path.resolve()), stat.st_size, stat.st_mtime_ns
+
+
+def start(path: Path) -> Workers:
+    """Workers for ``path`` (:func:`worker_count` parts) with this process's chunk sizes (WorkerLost when
+    one cannot start)."""
+    from tracekit.readers import kineto_json, kineto_stream
+
+    return Workers(path, kineto_json.CHUNK_BYTES, kineto_stream.READ_BYTES, worker_count())
+
+
+def prefetch(path: str | Path) -> None:
+    """Start decoding ``path`` now when it is a Kineto file the reader would decode in a worker; never
+    raises (the reader reports any problem with the file when it reads it)."""
+    try:
+        from tracekit.readers import detect_format
+
+        path = Path(path)
+        if wanted(path) and detect_format(path) == "kineto":
+            worker = start(path)
+            _PREFETCHED[worker.key] = worker
+    except (TracekitError, WorkerLost, OSError):
+        return
+
+
+def take(path: Path) -> Workers | None:
+    """The prefetched worker of ``path`` (None when there is none, or the file changed since)."""
+    try:
+        return _PREFETCHED.pop(_key(path), None)
+    except OSError:
+        return None
+
+
+@atexit.register
+def _close_prefetched() -> None:
+    for worker in _PREFETCHED.values():
+        worker.close()
+    _PREFETCHED.clear()
+
+
+def main(argv: list[str]) -> int:
+    """A worker: decode part ``index`` of ``parts`` of ``path`` (``argv = [path, chunk_bytes, read_bytes,
+    index, parts]``) and write its messages to stdout."""
+    from tracekit.readers import kineto_json, kineto_stream
+    from tracekit.readers.kineto_wire import wire_chunks
+
+    path, chunk_bytes, read_bytes, index, parts = Path(argv[0]), *map(int, argv[1:5])
+    kineto_json.CHUNK_BYTES, kineto_stream.READ_BYTES = chunk_bytes, read_bytes
+    out = sys.stdout.buffer
+    done = [0.0]
+
+    def progress(phase: str, fraction: float) -> None:
+        if phase == "read":
+            pickle.dump(("read",), out, protocol=5)
+        else:
+            done[0] = fraction
+
+    header: dict[str, Any] = {}
+    try:
+        for wire in wire_chunks(path, progress, header=header, part=(index, parts)):
+            pickle.dump(("chunk", wire, done[0]), out, protocol=5)
+        pickle.dump(("done", header), out, protocol=5)
+    except TracekitError as exc:
+        pickle.dump(("error", exc.message), out, protocol=5)
+    except kineto_stream.PartBoundaryError as exc:
+        pickle.dump(("lost", str(exc)), out, protocol=5)
+    out.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    import gc
+
+    gc.disable()  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
+    try:
+        sys.exit(main(sys.argv[1:]))
+    except BrokenPipeError:  # the reader stopped listening (it failed or was interrupted)
+        os._exit(0)
