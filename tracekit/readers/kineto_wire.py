@@ -12,8 +12,6 @@ Column kinds (``(kind, payload)``):
 ``"dict"``
     decoded strings that repeat (names, categories): the distinct ones joined by ``\\x1f`` and each
     value's position among them (used when no value is null or holds ``\\x1f``).
-``"str"``
-    decoded strings joined by ``\\x1f`` (same condition).
 ``"num"``
     JSON scalar texts joined by ``,`` with no JSON string among them: numbers as written (``Raw`` texts
     such as ``1712195495519689.047`` stay exact) and ``null``.
@@ -137,15 +135,6 @@ def _distinct(values: list[Any]) -> Column:
             position = {value: i for i, value in enumerate(distinct)}
             codes = _ENCODE.encode(list(map(position.__getitem__, values)))[1:-1].decode("ascii")
             return "dict", (joined, codes)
-    return "list", values
-
-
-def _strings(values: list[Any]) -> Column:
-    """Decoded strings (or None): ``"str"`` when none is null or holds the separator, else ``"list"``."""
-    if None not in values:
-        joined = _SEP.join(values)
-        if joined.count(_SEP) == max(len(values) - 1, 0):
-            return "str", joined
     return "list", values
 
 
