@@ -581,7 +581,7 @@ def _finish_rows(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame, int]:
     text_ids = {c for part in parts for c in ids if part.schema[c] != pl.Int64}
     if text_ids:
         parts = [part.with_columns(pl.col(c).cast(pl.String) for c in text_ids) for part in parts]
-    frame = pl.concat(parts, rechunk=True) if parts else _EMPTY_ROWS
+    frame = pl.concat(parts) if parts else _EMPTY_ROWS  # chunked: a rechunk copies every row
     start = us_to_ns_series(frame.get_column("ts"))
     bad_ts = start.null_count()
     frame = frame.with_columns(
