@@ -103,6 +103,8 @@ class Workers:
                     return
         except Exception as exc:  # EOF, a broken pipe, a damaged message: the worker is lost
             self.messages.put((index, ("lost", f"{type(exc).__name__}: {exc}")))
+        finally:
+            stream.close()
 
     def chunks(
         self, progress: Callable[[str, float], None] | None, header: dict[str, Any] | None
@@ -142,8 +144,9 @@ class Workers:
         for proc in self.procs:
             with contextlib.suppress(Exception):
                 proc.wait(timeout=10)
-            if proc.stdout is not None:
-                proc.stdout.close()
+        with contextlib.suppress(queue.Empty):  # unblock the reading threads, which then see the end
+            while True:
+                self.messages.get_nowait()
 
 
 def worker_count() -> int:
