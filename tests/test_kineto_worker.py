@@ -1,0 +1,684 @@
+"""Kineto decoding in worker processes (:mod:`tracekit.readers.kineto_worker`) and the file parts they
+share (``stream_events(..., part=(k, n))``): the worker path gives exactly the in-process frames and meta
+(sample and real traces, any number of parts), the parts of a file concatenate to the whole, a part cut
+inside an event falls back to in-process decoding, damaged files give the in-process error (and the CLI's
+one-line error), lost workers fall back, prefetch/take, no polars in the worker modules, and no worker
+process outlives a read. The generated traces here are synthetic (hand-built)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import subprocess
+import sys
+import threading
+import time
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from polars.testing import assert_frame_equal
+
+import tracekit.readers.kineto_json as kj
+import tracekit.readers.kineto_stream as ks
+import tracekit.readers.kineto_worker as kw
+from tests.conftest import REPO, SAMPLE_TRACES, real_trace
+from tracekit.errors import TraceFormatError
+from tracekit.model import Trace
+from tracekit.readers.kineto import read
+
+SAMPLES = [
+    *sorted(
+        p.relative_to(SAMPLE_TRACES).as_posix() for p in SAMPLE_TRACES.glob("synthetic/table3_*/*.json.gz")
+    ),
+    "cpu_pytorch_bert_torch/pytorch_b1_s128.torch.json.gz",
+]
+#: real traces (../shared/real_traces/kineto), each test skipped when absent: a small one, a DDP trace and
+#: one over WORKER_MIN_BYTES
+REAL = [
+    "hta_mi250_rocm_minitoy.json.gz",
+    "hta_a100_ddp_nccl_rank0.json.gz",
+    "kineto_tbplugin_v100_resnet50_worker0.pt.trace.json.gz",
+]
+PYTORCH_SAMPLE = SAMPLE_TRACES / "synthetic/table3_pytorch/pytorch_b1_s128.synthetic.json.gz"
+
+
+# ------------------------------------------------------------------------------------------- helpers
+
+
+def _frames(trace: Trace) -> dict[str, pl.DataFrame | None]:
+    return {
+        "ops": trace.ops,
+        "api": trace.api,
+        "ranges": trace.ranges,
+        "kernel_metrics": trace.kernel_metrics,
+        "cpu_ops": trace.cpu_ops,
+    }
+
+
+def _meta(trace: Trace) -> dict[str, Any]:
+    return {k: v for k, v in trace.meta.items() if k != "path"}
+
+
+def _assert_same_trace(got: Trace, expected: Trace) -> None:
+    want = _frames(expected)
+    for name, frame in _frames(got).items():
+        if want[name] is None or frame is None:
+            assert frame is None and want[name] is None, name
+        else:
+            try:
+                assert_frame_equal(frame, want[name])
+            except AssertionError as exc:
+                raise AssertionError(f"{name}: {exc}") from None
+    assert _meta(got) == _meta(expected)
+
+
+def _read_in_process(monkeypatch: pytest.MonkeyPatch, path: Path) -> Trace:
+    """``read(path)`` decoded in this process (TRACEKIT_DECODE_WORKER=0); leaves the switch at 1 (workers)."""
+    monkeypatch.setenv(kw.ENV, "0")
+    trace = read(path)
+    monkeypatch.setenv(kw.ENV, "1")
+    return trace
+
+
+def _error_in_process(monkeypatch: pytest.MonkeyPatch, path: Path) -> str:
+    """The TraceFormatError message of ``read(path)`` in this process; leaves the switch at 1."""
+    monkeypatch.setenv(kw.ENV, "0")
+    with pytest.raises(TraceFormatError) as err:
+        read(path)
+    monkeypatch.setenv(kw.ENV, "1")
+    return str(err.value)
+
+
+class Spy:
+    """Records the workers started (:func:`kw.start`) and what each ``Workers.chunks`` call gave: the
+    chunks per part and how it ended ("done", "lost" for WorkerLost, "error" for TraceFormatError)."""
+
+    def __init__(self) -> None:
+        self.started: list[kw.Workers] = []
+        self.start_failed = 0
+        self.reads: list[dict[str, Any]] = []
+
+    def outcomes(self) -> list[str]:
+        return [r["outcome"] for r in self.reads]
+
+    def assert_exited(self) -> None:
+        """Every worker process started has exited and every message pump thread has ended."""
+        for workers in self.started:
+            for proc in workers.procs:
+                assert proc.poll() is not None, f"worker {proc.pid} still running"
+        deadline = time.monotonic() + 10
+        for thread in threading.enumerate():
+            if thread.name.startswith("kineto-decode-"):
+                thread.join(max(0.0, deadline - time.monotonic()))
+                assert not thread.is_alive(), f"{thread.name} still running"
+
+
+@pytest.fixture
+def spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[Spy]:
+    record = Spy()
+    start, chunks = kw.start, kw.Workers.chunks
+
+    def recording_start(path: Path) -> kw.Workers:
+        try:
+            workers = start(path)
+        except kw.WorkerLost:
+            record.start_failed += 1
+            raise
+        record.started.append(workers)
+        return workers
+
+    def recording_chunks(self: kw.Workers, progress: Any, header: Any) -> Iterator[tuple[int, Any]]:
+        entry: dict[str, Any] = {"workers": self, "parts": {}, "outcome": "closed"}
+        record.reads.append(entry)
+        try:
+            for index, wire in chunks(self, progress, header):
+                entry["parts"][index] = entry["parts"].get(index, 0) + 1
+                yield index, wire
+        except kw.WorkerLost:
+            entry["outcome"] = "lost"
+            raise
+        except TraceFormatError:
+            entry["outcome"] = "error"
+            raise
+        entry["outcome"] = "done"
+
+    monkeypatch.setattr(kw, "start", recording_start)
+    monkeypatch.setattr(kw.Workers, "chunks", recording_chunks)
+    before = set(kw._PREFETCHED)
+    yield record
+    for key in set(kw._PREFETCHED) - before:  # prefetched by the test and not taken
+        kw._PREFETCHED.pop(key).close()
+    for workers in record.started:
+        workers.close()
+
+
+def _parts(monkeypatch: pytest.MonkeyPatch, parts: int) -> None:
+    """Workers share each file in ``parts`` parts, whatever the cores of this machine."""
+    monkeypatch.setattr(kw, "worker_count", lambda: parts)
+
+
+def _write(path: Path, text: str | bytes, gz: bool = False) -> Path:
+    data = text.encode() if isinstance(text, str) else text
+    path.write_bytes(gzip.compress(data) if gz else data)
+    return path
+
+
+# ------------------------------------------------------------------------ 1. worker == in-process
+
+
+def _check_worker_equals_in_process(
+    monkeypatch: pytest.MonkeyPatch, spy: Spy, path: Path, parts: int
+) -> None:
+    _parts(monkeypatch, parts)
+    expected = _read_in_process(monkeypatch, path)
+    assert spy.started == []  # TRACEKIT_DECODE_WORKER=0: no worker
+    got = read(path)
+    _assert_same_trace(got, expected)
+    # the workers really decoded the file: one start, every part sent chunks, none was lost
+    assert len(spy.started) == 1 and len(spy.started[0].procs) == parts
+    assert spy.outcomes() == ["done"]
+    assert sorted(spy.reads[0]["parts"]) == list(range(parts))
+    spy.assert_exited()
+
+
+@pytest.mark.parametrize("parts", [2, 4])
+@pytest.mark.parametrize("name", SAMPLES)
+def test_worker_equals_in_process_on_sample_traces(
+    monkeypatch: pytest.MonkeyPatch, spy: Spy, name: str, parts: int
+) -> None:
+    _check_worker_equals_in_process(monkeypatch, spy, SAMPLE_TRACES / name, parts)
+
+
+@pytest.mark.parametrize("name", REAL)
+def test_worker_equals_in_process_on_real_traces(
+    monkeypatch: pytest.MonkeyPatch, spy: Spy, name: str
+) -> None:
+    _check_worker_equals_in_process(monkeypatch, spy, real_trace("kineto", name), 3)
+
+
+@pytest.mark.parametrize("gz", [False, True])
+def test_worker_equals_in_process_with_top_level_keys_after_the_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy, gz: bool
+) -> None:
+    # the last part alone reads the keys after the events array (distributedInfo: meta["rank"])
+    text = _document(_generated_events(400, seed=7), indent=None, bare=False)
+    path = _write(tmp_path / ("gen.json.gz" if gz else "gen.json"), text, gz)
+    _check_worker_equals_in_process(monkeypatch, spy, path, 3)
+    assert spy.reads[0]["workers"].path == path
+    assert read(path).meta["rank"] == 2
+
+
+def test_default_worker_count_equals_in_process(monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
+    # as many parts as worker_count() gives on this machine (1 to MAX_WORKERS)
+    count = kw.worker_count()
+    assert 1 <= count <= kw.MAX_WORKERS
+    _check_worker_equals_in_process(monkeypatch, spy, PYTORCH_SAMPLE, count)
+
+
+def test_wanted_follows_the_switch_and_the_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    path = _write(tmp_path / "t.json", "x" * 100)
+    monkeypatch.setenv(kw.ENV, "0")
+    monkeypatch.setattr(kw, "WORKER_MIN_BYTES", 10)
+    assert not kw.wanted(path)
+    monkeypatch.setenv(kw.ENV, "1")
+    monkeypatch.setattr(kw, "WORKER_MIN_BYTES", 1000)
+    assert kw.wanted(path)
+    monkeypatch.delenv(kw.ENV)
+    assert not kw.wanted(path)
+    monkeypatch.setattr(kw, "WORKER_MIN_BYTES", 100)
+    assert kw.wanted(path)
+    assert not kw.wanted(tmp_path / "missing.json")
+
+
+# ------------------------------------------------------------------ 2. parts concatenate to the whole
+
+_CATS = ["kernel", "cuda_runtime", "cpu_op", "user_annotation", "gpu_memcpy", "python_function", "Trace"]
+#: characters that spell event boundaries, escapes and unicode inside names (JSON escapes every '"')
+_NAME_CHARS = 'ab}{,:" []\\é中\t'
+
+
+def _generated_events(count: int, seed: int) -> list[dict[str, Any]]:
+    """``count`` synthetic events of varied lengths: complete events (some with nested args that hold no
+    event boundary), flow starts, instants and metadata."""
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = []
+    for i in range(count):
+        name = "".join(rng.choice(_NAME_CHARS) for _ in range(rng.randrange(0, 40)))
+        kind = rng.random()
+        if kind < 0.75:
+            event: dict[str, Any] = {
+                "ph": "X",
+                "cat": rng.choice(_CATS),
+                "name": name,
+                "pid": rng.choice([0, 1, 100]),
+                "tid": rng.choice([1, 7, "stream 7"]),
+                "ts": rng.randrange(10**15, 2 * 10**15) / 1000,
+                "dur": rng.randrange(0, 10**6),
+            }
+            args: dict[str, Any] = {"correlation": i}
+            if rng.random() < 0.5:
+                args.update(device=0, stream=7, **{"est. achieved occupancy %": rng.randrange(100)})
+            if rng.random() < 0.3:
+                args["nested"] = {"a": [1, {"b": name}], "pad": "p" * rng.randrange(0, 200)}
+            event["args"] = args
+        elif kind < 0.85:
+            event = {"ph": "s", "cat": "ac2g", "name": name, "id": i, "pid": 1, "tid": 1, "ts": i}
+        elif kind < 0.95:
+            event = {"ph": "i", "cat": "instant", "name": name, "pid": 1, "tid": 1, "ts": i, "s": "t"}
+        else:
+            event = {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": name}}
+        events.append(event)
+    return events
+
+
+def _document(events: list[dict[str, Any]], indent: int | None, bare: bool) -> str:
+    if bare:
+        return json.dumps(events, indent=indent)
+    head = {"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Synthetic GPU", "numSms": 2}]}
+    doc = {**head, "traceEvents": events, "traceName": "gen]}", "distributedInfo": {"rank": 2}, "f": 1.50}
+    return json.dumps(doc, indent=indent, ensure_ascii=False)
+
+
+def _events_of(chunks: Iterator[list[Any]]) -> list[tuple[str, bytes]]:
+    return [(type(e).__name__, msgspec.json.encode(e)) for chunk in chunks for e in chunk]
+
+
+def _check_parts_concatenate(
+    path: Path, max_parts: int = 4
+) -> tuple[list[tuple[str, bytes]], dict[str, Any]]:
+    """For n in 1..max_parts: the events of parts 0..n-1 in order are the whole file's, and their headers
+    merged in order are its header; returns (the whole file's events, its header)."""
+    whole_header: dict[str, Any] = {}
+    whole = _events_of(ks.stream_events(path, header=whole_header))
+    for n in range(1, max_parts + 1):
+        events: list[tuple[str, bytes]] = []
+        merged: dict[str, Any] = {}
+        for k in range(n):
+            header: dict[str, Any] = {}
+            events += _events_of(ks.stream_events(path, header=header, part=(k, n)))
+            merged.update(header)
+        assert events == whole, f"parts of {n}"
+        assert merged == whole_header, f"headers of {n} parts"
+    return whole, whole_header
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    count=st.integers(min_value=0, max_value=300),
+    seed=st.integers(min_value=0, max_value=2**32),
+    indent=st.sampled_from([None, 1]),
+    gz=st.booleans(),
+    bare=st.sampled_from([False, False, False, True]),
+    read_bytes=st.sampled_from([64, 200, 1 << 18]),
+)
+def test_parts_concatenate_to_the_whole(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    count: int,
+    seed: int,
+    indent: int | None,
+    gz: bool,
+    bare: bool,
+    read_bytes: int,
+) -> None:
+    monkeypatch.setattr(kj, "CHUNK_BYTES", 200)
+    monkeypatch.setattr(ks, "READ_BYTES", read_bytes)
+    events = _generated_events(max(count, 1) if bare else count, seed)  # "[]" is no Kineto trace
+    text = _document(events, indent, bare)
+    path = _write(tmp_path / ("gen.json.gz" if gz else "gen.json"), text, gz)
+    whole, header = _check_parts_concatenate(path)
+    # the whole file's stream is the document itself: every event, the header as split_document gives it
+    assert len(whole) == len(events)
+    assert header == kj.split_document(text.encode(), path)[0]
+
+
+def test_parts_of_a_sample_trace_concatenate_to_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(kj, "CHUNK_BYTES", 50_000)
+    monkeypatch.setattr(ks, "READ_BYTES", 4096)
+    _check_parts_concatenate(
+        SAMPLE_TRACES / "synthetic/table3_onnx-cuda-graphs/onnx-cuda-graphs_b1_s128.synthetic.json.gz"
+    )
+
+
+# ------------------------------------------------------------------- 3. a part boundary inside an event
+
+
+def _nested_events(count: int, every: int) -> list[dict[str, Any]]:
+    """Kernels and their launches; every ``every``-th launch carries ``args`` with a nested array of
+    objects (``}, {"`` inside the event: an event boundary candidate that is not one)."""
+    events: list[dict[str, Any]] = []
+    for i in range(count):
+        launch: dict[str, Any] = {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 1,
+            "tid": 1,
+            "ts": 10 * i,
+            "dur": 2,
+            "args": {"correlation": i},
+        }
+        if i % every == 0:
+            launch["args"]["x"] = [{"a": j} for j in range(12)]
+        kernel = {
+            "ph": "X",
+            "cat": "kernel",
+            "name": f"k{i % 5}",
+            "pid": 0,
+            "tid": 7,
+            "ts": 10 * i + 3,
+            "dur": 5,
+            "args": {"device": 0, "stream": 7, "correlation": i},
+        }
+        events += [launch, kernel]
+    return events
+
+
+def _nested_file(tmp_path: Path, every: int = 1, name: str = "nested.json") -> Path:
+    doc = {"schemaVersion": 1, "traceEvents": _nested_events(150, every), "traceName": "nested"}
+    return _write(tmp_path / name, json.dumps(doc))
+
+
+def test_boundary_inside_an_event_is_a_part_boundary_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(kj, "CHUNK_BYTES", 200)
+    raised: list[tuple[int, int, int]] = []
+    clean = 0
+    for every in (1, 3):
+        path = _nested_file(tmp_path, every)
+        whole = _events_of(ks.stream_events(path))
+        for read_bytes in (64, 700, 1 << 18):
+            monkeypatch.setattr(ks, "READ_BYTES", read_bytes)
+            for n in (2, 3, 4):
+                events: list[tuple[str, bytes]] = []
+                failed = False
+                for k in range(n):
+                    try:
+                        events += _events_of(ks.stream_events(path, part=(k, n)))
+                    except ks.PartBoundaryError:
+                        # only the part before a boundary raises it: never the last one
+                        assert k < n - 1
+                        raised.append((read_bytes, n, k))
+                        failed = True
+                    except TraceFormatError:
+                        failed = True  # a part that starts inside an event (its predecessor raised)
+                if not failed:  # every cut between events: the parts are the whole
+                    clean += 1
+                    assert events == whole
+    assert raised, "no part boundary landed inside an event"
+    assert clean, "every split failed (the file is meant to have clean splits too)"
+
+
+def _ordered_pumps(monkeypatch: pytest.MonkeyPatch, first: int) -> None:
+    """The workers' messages reach the reader part ``first``'s first (all of them, up to its last one),
+    then the others' (as the scheduling of the processes may have it)."""
+    pump = kw.Workers._pump
+
+    def ordered(self: kw.Workers, index: int, proc: subprocess.Popen[bytes]) -> None:
+        gate = self.__dict__.setdefault("_test_gate", threading.Event())
+        if index != first:
+            gate.wait(timeout=30)
+        try:
+            pump(self, index, proc)
+        finally:
+            if index == first:
+                gate.set()
+
+    monkeypatch.setattr(kw.Workers, "_pump", ordered)
+
+
+def _assert_split_inside_an_event(path: Path, parts: int) -> None:
+    with pytest.raises(ks.PartBoundaryError):
+        for _ in ks.stream_events(path, part=(0, parts)):
+            pass
+
+
+def test_boundary_inside_an_event_falls_back_to_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
+) -> None:
+    path = _nested_file(tmp_path)
+    _parts(monkeypatch, 2)
+    _assert_split_inside_an_event(path, 2)
+    expected = _read_in_process(monkeypatch, path)
+    _ordered_pumps(monkeypatch, first=0)  # the earlier part reports the bad cut first
+    _assert_same_trace(read(path), expected)
+    assert len(spy.started) == 1 and spy.outcomes() == ["lost"]
+    spy.assert_exited()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=TraceFormatError,
+    reason="bug: the last part, starting inside an event, reports 'truncated or invalid JSON' as an 'error' "
+    "message; when it reaches Workers.chunks before the earlier part's 'lost', read() raises "
+    "TraceFormatError on a valid file instead of falling back",
+)
+def test_boundary_inside_an_event_falls_back_whichever_part_reports_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
+) -> None:
+    path = _nested_file(tmp_path)
+    _parts(monkeypatch, 2)
+    _assert_split_inside_an_event(path, 2)
+    expected = _read_in_process(monkeypatch, path)
+    _ordered_pumps(monkeypatch, first=1)  # the later part (cut inside an event) reports first
+    try:
+        _assert_same_trace(read(path), expected)
+    finally:
+        spy.assert_exited()
+
+
+# ----------------------------------------------------------------------- 4. errors through the worker
+
+
+def _truncated_gz(tmp_path: Path) -> Path:
+    data = PYTORCH_SAMPLE.read_bytes()
+    return _write(tmp_path / "truncated.json.gz", data[: len(data) // 2])
+
+
+def _cut_json(tmp_path: Path) -> Path:
+    text = gzip.decompress(PYTORCH_SAMPLE.read_bytes())
+    return _write(tmp_path / "cut.json", text[: int(len(text) * 0.6)])
+
+
+@pytest.mark.parametrize("parts", [1, 2, 4])
+@pytest.mark.parametrize(
+    "make, words", [(_truncated_gz, "damaged gzip file"), (_cut_json, "truncated or invalid JSON")]
+)
+def test_damaged_file_through_the_worker_same_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy, make: Any, words: str, parts: int
+) -> None:
+    path = make(tmp_path)
+    _parts(monkeypatch, parts)
+    expected = _error_in_process(monkeypatch, path)
+    assert words in expected and str(path) in expected and "\n" not in expected
+    with pytest.raises(TraceFormatError) as err:
+        read(path)
+    assert str(err.value) == expected
+    assert len(spy.started) == 1 and spy.outcomes() == ["error"]  # the worker reported it
+    spy.assert_exited()
+
+
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="bug: kineto_stream._last_chunk's message carries msgspec's byte offset counted from the start of "
+    "the last chunk, which starts elsewhere in the last part of a worker than in-process: the messages differ",
+)
+def test_invalid_text_through_the_worker_same_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
+) -> None:
+    text = gzip.decompress(PYTORCH_SAMPLE.read_bytes())
+    at = text.index(b'"name": "', len(text) // 2) + len(b'"name": "ab')
+    path = _write(tmp_path / "invalid.json", text[:at] + b"\n")  # a raw newline inside a string
+    _parts(monkeypatch, 2)
+    expected = _error_in_process(monkeypatch, path)
+    assert "truncated or invalid JSON" in expected
+    with pytest.raises(TraceFormatError) as err:
+        read(path)
+    assert spy.outcomes() == ["error"]
+    spy.assert_exited()
+    assert str(err.value) == expected
+
+
+@pytest.mark.parametrize("make", [_truncated_gz, _cut_json])
+def test_cli_damaged_file_through_the_worker_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, make: Any
+) -> None:
+    path = make(tmp_path)
+    expected = _error_in_process(monkeypatch, path)
+    proc = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "analyze", str(path), "--format", "json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=REPO,
+        env={**os.environ, kw.ENV: "1"},
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert lines[0] == f"tracekit: {expected}"
+
+
+# -------------------------------------------------------------------------- 5. a lost worker falls back
+
+
+def _truncating_worker(tmp_path: Path) -> str:
+    """A worker command whose output stops after 300 bytes (a worker that dies mid-message)."""
+    script = tmp_path / "dying_worker.sh"
+    script.write_text(f'#!/bin/sh\n"{sys.executable}" "$@" | head -c 300\n')
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.mark.parametrize("command", ["/bin/true", "/bin/echo", "truncating", "missing"])
+def test_lost_worker_falls_back_to_in_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy, command: str
+) -> None:
+    path = PYTORCH_SAMPLE
+    _parts(monkeypatch, 2)
+    expected = _read_in_process(monkeypatch, path)
+    executable = {"truncating": _truncating_worker(tmp_path), "missing": str(tmp_path / "no_python")}.get(
+        command, command
+    )
+    monkeypatch.setattr(kw, "sys", types.SimpleNamespace(executable=executable))
+    _assert_same_trace(read(path), expected)
+    if command == "missing":  # cannot start: no worker, decoded here
+        assert spy.start_failed == 1 and spy.started == [] and spy.reads == []
+    else:
+        assert len(spy.started) == 1 and spy.outcomes() == ["lost"]
+    spy.assert_exited()
+
+
+# ---------------------------------------------------------------------------------- 6. prefetch / take
+
+
+def test_prefetch_then_take_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
+    monkeypatch.setenv(kw.ENV, "1")
+    _parts(monkeypatch, 2)
+    path = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    kw.prefetch(path)
+    assert len(spy.started) == 1
+    workers = kw.take(path)
+    assert workers is spy.started[0] and workers.path == path
+    assert kw.take(path) is None  # handed over once
+    header: dict[str, Any] = {}
+    try:
+        assert sum(1 for _ in workers.chunks(None, header)) >= 2
+    finally:
+        workers.close()
+    whole: dict[str, Any] = {}
+    for _ in ks.stream_events(path, header=whole):
+        pass
+    assert header == whole and "tracekit_truth" in header  # a key after the events array
+    assert spy.outcomes() == ["done"]
+    spy.assert_exited()
+
+
+def test_read_uses_the_prefetched_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
+    path = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    expected = _read_in_process(monkeypatch, path)
+    _parts(monkeypatch, 2)
+    kw.prefetch(path)
+    assert len(spy.started) == 1
+    _assert_same_trace(read(path), expected)
+    assert len(spy.started) == 1 and spy.reads[0]["workers"] is spy.started[0]  # no second start
+    assert spy.outcomes() == ["done"] and kw.take(path) is None
+    spy.assert_exited()
+
+
+def test_file_changed_after_prefetch_is_not_taken(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
+) -> None:
+    monkeypatch.setenv(kw.ENV, "1")
+    _parts(monkeypatch, 2)
+    path = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    kw.prefetch(path)
+    assert len(spy.started) == 1
+    stat = path.stat()
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5 * 10**9))
+    assert kw.take(path) is None
+    # the stale workers stay registered under the old identity (closed by the fixture)
+    assert spy.started[0] in kw._PREFETCHED.values()
+
+
+def test_prefetch_does_nothing_for_other_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
+) -> None:
+    kineto = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    before = dict(kw._PREFETCHED)
+    monkeypatch.setenv(kw.ENV, "1")
+    sqlite = SAMPLE_TRACES / "synthetic/table3_torchscript/torchscript_b1_s128.synthetic.sqlite"
+    for path in (tmp_path / "missing.json.gz", sqlite, tmp_path, _write(tmp_path / "e.json.gz", b"")):
+        kw.prefetch(path)  # raises nothing
+        kw.prefetch(str(path))
+        assert kw.take(Path(path)) is None
+    monkeypatch.setenv(kw.ENV, "0")  # a Kineto file the reader would not decode in a worker
+    kw.prefetch(kineto)
+    monkeypatch.delenv(kw.ENV)  # small (< WORKER_MIN_BYTES)
+    kw.prefetch(kineto)
+    assert spy.started == [] and kw._PREFETCHED == before
+
+
+# ------------------------------------------------------------------------------------- 7. polars-free
+
+
+def test_worker_modules_never_import_polars() -> None:
+    code = f"""
+import io, pickle, sys, types
+from pathlib import Path
+import tracekit.readers.kineto_worker as kw, tracekit.readers.kineto_wire
+assert "polars" not in sys.modules, "import"
+path = {str(PYTORCH_SAMPLE)!r}
+# the worker's own work, here: decode part 0 of 2 into a buffer
+out = io.BytesIO()
+sys.stdout = types.SimpleNamespace(buffer=out)
+assert kw.main([path, "200000", "65536", "0", "2"]) == 0
+sys.stdout = sys.__stdout__
+kinds = []
+out.seek(0)
+while out.tell() < len(out.getvalue()):
+    kinds.append(pickle.load(out)[0])
+assert kinds[0] == "read" and kinds[-1] == "done" and "chunk" in kinds, kinds
+# the CLI's prefetch (before it imports the analysis)
+import os
+os.environ[kw.ENV] = "1"
+kw.prefetch(path)
+workers = kw.take(Path(path))
+assert workers is not None
+workers.close()
+assert "polars" not in sys.modules, "use"
+print("ok")
+"""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
