@@ -12,9 +12,10 @@ The file is shared by :func:`worker_count` workers, each decoding one part of th
 (``stream_events(..., part=(k, n))``): each inflates the file up to its part's end (inflating is the cheap
 step) and decodes only its part. Messages: ``("read",)`` once the document's head is read,
 ``("chunk", wire, fraction)`` per chunk, ``("done", header)`` at the end, ``("error", message)`` for a
-damaged or foreign file (raised here as :class:`~tracekit.errors.TraceFormatError` naming the file),
-``("lost", why)`` when the cut between two parts falls inside an event. A lost or dead worker, or one that
-cannot start, raises :class:`WorkerLost`; the reader then decodes in its own process instead.
+damaged or foreign file, ``("lost", why)`` when the cut between two parts falls inside an event. An error,
+a lost or dead worker, or one that cannot start raises :class:`WorkerLost`; the reader then decodes the file
+in its own process instead, which gives the one error message a damaged file has (a part that starts after
+a bad cut fails too, with a message of its own, and a part's error would not say where in the file it is).
 
 ``TRACEKIT_DECODE_WORKER``: ``0`` never uses a worker, ``1`` always does; unset, files of at least
 :data:`WORKER_MIN_BYTES` on disk do. :func:`prefetch` starts the worker for a file before the reader
@@ -35,7 +36,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from tracekit.errors import TraceFormatError, TracekitError
+from tracekit.errors import TracekitError
 
 #: files at least this large on disk are decoded in a worker (smaller ones take less than its start-up)
 WORKER_MIN_BYTES = 1 << 20
@@ -128,9 +129,7 @@ class Workers:
                 read = True
             elif kind == "done":
                 headers[index] = message[1]
-            elif kind == "error":
-                raise TraceFormatError(message[1], self.path)
-            else:
+            else:  # "error" or "lost": the reader decodes the file itself, and raises its own error if any
                 raise WorkerLost(message[1])
         if header is not None:
             for index in range(self.parts):
