@@ -23,7 +23,6 @@ from tracekit.readers.kineto_json import (
     _STR_FIELDS,
     ARG_FIELDS,
     INPUT_FIELDS,
-    args_of,
 )
 
 # ------------------------------------------------------------------------------------------ frames
@@ -108,44 +107,6 @@ def columns(
         return pl.DataFrame()
     frame = parts[0] if len(parts) == 1 else pl.concat(parts, how="horizontal")
     return frame.select(fields)
-
-
-def number_column(events: list[Any], name: str, fast: bool, args: list[Any] | None = None) -> pl.Series:
-    """Text of a numeric field (``ts``, ``dur``, ``a_occupancy``) of events of one chunk, for
-    :func:`tracekit.readers.kineto.us_to_ns` or a cast: the same numbers as :func:`columns` gives (``-0``
-    may stay ``-0``: the same value), without its string handling when no value is a JSON string (one
-    join, one split). ``args``: the events' ``args`` values when the caller has them (:func:`args_of`)."""
-    if fast and events:
-        objs = events
-        if name in ARG_FIELDS:
-            objs = args if args is not None else args_of(events)
-        blob = _SEP.encode().join(map(getattr, objs, repeat(name), repeat(_NULL)))
-        if b'"' not in blob:
-            texts = pl.Series(name, [blob.decode("utf-8")]).str.split(_SEP).explode()
-            if texts.len() == len(events):
-                return texts.to_frame().select(pl.when(pl.col(name) != "null").then(pl.col(name))).to_series()
-    return columns(events, (name,), fast, args).to_series()
-
-
-def int_columns(
-    events: list[Any], fields: Iterable[str], fast: bool, args: list[Any] | None = None
-) -> pl.DataFrame:
-    """Int64 columns of ``args`` fields (names from :data:`ARG_FIELDS`) of events of one chunk: their
-    :func:`columns` text cast to Int64 (non-integers null), built directly from the decoded integers when
-    every value is one. ``args``: the events' ``args`` values when the caller has them (:func:`args_of`)."""
-    fields = list(fields)
-    if not fast:
-        return columns(events, fields, False, args).select(pl.all().cast(pl.Int64, strict=False))
-    if args is None:
-        args = args_of(events)
-    out = {}
-    for name in fields:
-        values = list(map(getattr, args, repeat(name), repeat(None)))
-        try:
-            out[name] = pl.Series(name, values, dtype=pl.Int64)
-        except (TypeError, OverflowError, pl.exceptions.PolarsError):
-            out[name] = _values_text(values).cast(pl.Int64, strict=False).alias(name)
-    return pl.DataFrame(out, schema=dict.fromkeys(fields, pl.Int64))
 
 
 def raw_column(texts: pl.Series) -> pl.Series:

@@ -333,11 +333,7 @@ def is_fast(events: list[Any]) -> bool:
     return bool(events) and type(events[0]) in _FAST_TYPES
 
 
-def is_x_event(event: Any) -> bool:
-    """Whether an event of a fast chunk is a complete event (for ``filter``: a C-level type check)."""
-    return type(event) is _FastEvent
-
-
 def args_of(events: list[Any]) -> list[Any]:
-    """The ``args`` value of each event (for :func:`columns` and :func:`int_columns`)."""
+    """The ``args`` value of each event (for :func:`tracekit.readers.kineto_decode.columns` and
+    :mod:`tracekit.readers.kineto_wire`)."""
     return list(map(getattr, events, repeat("args")))
