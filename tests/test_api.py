@@ -67,6 +67,27 @@ def test_analyze_options_and_gaps() -> None:
         tracekit.analyze(SAMPLE, skip=-1)
 
 
+@pytest.mark.parametrize(
+    "options, message",
+    [
+        ({"skip": -1}, "^skip must be >= 0$"),
+        ({"split_idle": -0.5}, r"^split_idle must be >= 0 \(milliseconds\)$"),
+        ({"split_idle": float("nan")}, r"^split_idle must be >= 0 \(milliseconds\)$"),
+        (
+            {"range": "iteration", "split_idle": 1.0},
+            "^range and split_idle exclude each other: use one of them$",
+        ),
+        ({"bound_threshold": 0.0}, r"^bound_threshold must be in \(0, 1\]$"),
+        ({"bound_threshold": 1.5}, r"^bound_threshold must be in \(0, 1\]$"),
+    ],
+)
+def test_analyze_option_errors_name_the_api_argument(options: dict, message: str) -> None:
+    """The API checks its arguments as the command line checks its options (one checker), named as the
+    API spells them, before reading anything."""
+    with pytest.raises(TracekitError, match=message):
+        tracekit.analyze("no-such-file.sqlite", **options)
+
+
 def test_read_trace_and_table_and_report(capsys: pytest.CaptureFixture[str]) -> None:
     trace = tracekit.read_trace(SAMPLE)
     assert trace.ops.height > 0 and {"start", "end"} <= set(trace.ops.columns)

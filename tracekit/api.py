@@ -35,13 +35,10 @@ PathLike = str | Path
 def _options(
     range: str | None, skip: int | None, bound_threshold: float, split_idle: float | None = None
 ) -> Any:
-    from tracekit.errors import TracekitError
+    from tracekit.commands.options import API_NAMES, check_option_values
     from tracekit.session import AnalysisOptions
 
-    if skip is not None and skip < 0:
-        raise TracekitError("skip must be >= 0")
-    if not 0 < bound_threshold <= 1:
-        raise TracekitError("bound_threshold must be in (0, 1]")
+    check_option_values(range, skip, bound_threshold, split_idle, API_NAMES)
     return AnalysisOptions(range, skip, bound_threshold, split_idle)
 
 

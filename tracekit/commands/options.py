@@ -57,13 +57,34 @@ def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool
 
 def check_iteration_options(args: argparse.Namespace) -> None:
     """One-line errors for out-of-range values of the options above."""
-    if args.skip is not None and args.skip < 0:
-        raise TracekitError("--skip must be >= 0")
-    split = getattr(args, "split_idle", None)
-    if split is not None and not split >= 0:
-        raise TracekitError("--split-idle must be >= 0 (milliseconds)")
-    if split is not None and args.range_name is not None:
-        raise TracekitError("--range and --split-idle exclude each other: use one of them")
-    threshold = getattr(args, "bound_threshold", None)
-    if threshold is not None and not 0 < threshold <= 1:
-        raise TracekitError("--bound-threshold must be in (0, 1]")
+    check_option_values(
+        args.range_name,
+        args.skip,
+        getattr(args, "bound_threshold", None),
+        getattr(args, "split_idle", None),
+        CLI_NAMES,
+    )
+
+
+#: how :func:`check_option_values` names each option: on the command line and in the Python API
+CLI_NAMES = {"range": "--range", "skip": "--skip", "threshold": "--bound-threshold", "split": "--split-idle"}
+API_NAMES = {"range": "range", "skip": "skip", "threshold": "bound_threshold", "split": "split_idle"}
+
+
+def check_option_values(
+    range_name: str | None,
+    skip: int | None,
+    bound_threshold: float | None,
+    split_idle: float | None,
+    names: dict[str, str],
+) -> None:
+    """TracekitError (one line, the option spelled as ``names`` says) for an out-of-range value: the one
+    check behind the command line (:func:`check_iteration_options`) and :mod:`tracekit.api`."""
+    if skip is not None and skip < 0:
+        raise TracekitError(f"{names['skip']} must be >= 0")
+    if split_idle is not None and not split_idle >= 0:
+        raise TracekitError(f"{names['split']} must be >= 0 (milliseconds)")
+    if split_idle is not None and range_name is not None:
+        raise TracekitError(f"{names['range']} and {names['split']} exclude each other: use one of them")
+    if bound_threshold is not None and not 0 < bound_threshold <= 1:
+        raise TracekitError(f"{names['threshold']} must be in (0, 1]")
