@@ -896,19 +896,7 @@ def iteration_ranges(trace: Any, range_name: str | None = None) -> pl.DataFrame:
     (``iteration``, ``range_start``, ``range_end``, ``thread``) with the range's ``pid``."""
     from tracekit.analyzers.iterations import choose_ranges
 
-    ranges, _, _ = choose_ranges(trace, range_name)
-    return with_range_pids(ranges, trace.ranges)
-
-
-def with_range_pids(ranges: pl.DataFrame, all_ranges: pl.DataFrame) -> pl.DataFrame:
-    """Iteration ranges (``iteration``, ``range_start``, ``range_end``, ``thread``) with the ``pid`` of the
-    trace range (``all_ranges``: ``trace.ranges``) they were chosen from."""
-    if "pid" in ranges.columns:
-        return ranges
-    pids = all_ranges.select(
-        pl.col("start").alias("range_start"), pl.col("end").alias("range_end"), "thread", "pid"
-    ).unique(subset=["range_start", "range_end", "thread"], keep="first")
-    return ranges.join(pids, on=["range_start", "range_end", "thread"], how="left", maintain_order="left")
+    return choose_ranges(trace, range_name)[0]
 
 
 def attribute_trace(
@@ -920,11 +908,9 @@ def attribute_trace(
     kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
 ) -> Attribution:
     """:func:`attribute_idle` of an :class:`~tracekit.analyzers.iterations.IterationAnalysis` of ``trace``."""
-    chosen = getattr(analysis, "ranges", None)
-    if chosen is None:
+    ranges = getattr(analysis, "ranges", None)
+    if ranges is None:
         ranges = iteration_ranges(trace, analysis.range_name)
-    else:
-        ranges = with_range_pids(chosen, trace.ranges)
     ops = trace.ops.select("start", "end", "pid", "correlation")
     return attribute_idle(
         analysis.gaps,

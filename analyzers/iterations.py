@@ -606,7 +606,7 @@ def _with_attribution(
     """``frame`` with the idle time of each iteration by cause (``dispatch_ms`` ... ``in_flight_ms``; null
     where ``idle_ms`` is), and the :class:`~tracekit.analyzers.attribution.Attribution`. ``matched``: the
     iterations' ops (``start``, ``end``, ``iteration``, ``call``) and their launching calls."""
-    from tracekit.analyzers.attribution import CAUSE_MS, attribute_idle, with_range_pids
+    from tracekit.analyzers.attribution import CAUSE_MS, attribute_idle
 
     ops, calls = matched
     cpu_ops = trace.cpu_ops if trace.cpu_ops.height else None
@@ -614,7 +614,7 @@ def _with_attribution(
         gaps,
         ops,
         trace.api,
-        with_range_pids(ranges, trace.ranges),
+        ranges,
         frame.get_column("index"),
         cpu_ops=cpu_ops,
         calls=calls,

@@ -64,7 +64,8 @@ TensorRT-LLM
     ``_forward_step: {ctx} ctx reqs, {gen} gen reqs``).
 
 Frame returned: ``iteration`` (Int64, 0..n-1 in start order), ``range_start``, ``range_end`` (ns),
-``thread`` (null for synthetic windows) -- the columns ``analyze_iterations`` reads -- plus ``name``
+``thread`` and ``pid`` of the range (null for synthetic windows) -- the columns ``analyze_iterations`` and
+the idle-time attribution read -- plus ``name``
 (the range's own name, "window" for synthetic windows; :mod:`tracekit.analyzers.steps` classifies by it) and
 ``device`` (Int32: the device of synthetic windows when the trace holds one device, else null).
 """
@@ -103,6 +104,7 @@ RANGE_COLUMNS: dict[str, pl.DataType] = {
     "range_start": pl.Int64,
     "range_end": pl.Int64,
     "thread": pl.Int64,
+    "pid": pl.Int64,
     "name": pl.String,
     "device": pl.Int32,
 }
@@ -193,6 +195,7 @@ def _range_frame(chosen: pl.DataFrame) -> pl.DataFrame:
         pl.col("start").alias("range_start"),
         pl.col("end").alias("range_end"),
         pl.col("thread"),
+        pl.col("pid"),
         pl.col("name"),
         pl.lit(None, pl.Int32).alias("device"),
     )
@@ -354,6 +357,7 @@ def synthetic_windows(
         "range_start",
         "range_end",
         pl.lit(None, pl.Int64).alias("thread"),
+        pl.lit(None, pl.Int64).alias("pid"),
         pl.lit(WINDOW_NAME).alias("name"),
         pl.lit(device, pl.Int32).alias("device"),
     )

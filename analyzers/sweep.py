@@ -42,7 +42,7 @@ def is_framework_bound(
 
 
 def bound_of(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> str | None:
-    """"framework" when :func:`is_framework_bound`, else "compute"; None when the utilization is unknown.
+    """ "framework" when :func:`is_framework_bound`, else "compute"; None when the utilization is unknown.
 
     The one framework-bound rule: a trace's verdict applies it to the median utilization over iterations,
     the report's sweeps to each configuration's mean."""
