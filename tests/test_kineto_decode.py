@@ -348,3 +348,60 @@ def test_unknown_or_missing_phase_reads_through_the_lenient_path(tmp_path: Path)
         and [e.ph for e in fast] == ["s", "X"]
         and [e.cat for e in fast] == ["ac2g", "kernel"]
     )
+
+
+WIRE_EVENTS: list[Any] = [
+    # each value below makes the fast encoding take another column kind (kineto_wire's module doc)
+    {"ph": "X", "cat": "kernel", "name": None, "pid": 0, "tid": 7, "ts": 1, "dur": 1},  # null name: list
+    {"ph": "X", "cat": "kernel", "name": "a\u001fb", "pid": 0, "tid": 7, "ts": 2, "dur": 1},  # separator
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": "host", "tid": 7, "ts": 3, "dur": 1},
+    {"ph": "X", "cat": "cuda_runtime", "name": "big", "pid": 2**70, "tid": -0, "ts": 4, "dur": 1},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": "stream 3", "ts": "5.5", "dur": "0.25",
+     "args": {"correlation": 9, "device": 0, "stream": 3, "graph id": 2, "est. achieved occupancy %": "12.5"}},
+    {"ph": "X", "cat": "python_function", "name": "dropped", "pid": 0, "tid": 7, "ts": 6, "dur": 1},
+    {"ph": "f", "cat": "ac2g", "id": 9, "pid": 0, "tid": 7, "ts": 5.5},
+]  # fmt: skip
+
+
+def test_wire_kinds_give_the_lenient_rows() -> None:
+    """Every column kind of the fast chunk encoding (distinct strings, number text, JSON text, value lists)
+    gives, once the rows are finished, exactly the rows of the lenient encoding (every field as JSON text),
+    which follows json.loads then a String cast."""
+    from tracekit.readers import kineto as K
+    from tracekit.readers import kineto_wire as kw
+
+    text = json.dumps(WIRE_EVENTS).encode()
+    fast, lenient = kj._DECODE_FAST.decode(text), kj._DECODE_EVENTS.decode(text)
+    wire_fast, wire_lenient = kw.encode_chunk(fast), kw.encode_chunk(lenient)
+    kinds = {name: kind for name, (kind, _) in wire_fast[2].items()}
+    assert kinds["name"] == "list" and kinds["pid"] == "list" and kinds["cat"] == "dict"
+    assert kinds["ts"] == "raw" and kinds["a_occupancy"] == "raw" and kinds["a_correlation"] == "num"
+    rows_fast, cats_fast, _ = K.wire_rows(wire_fast)
+    rows_lenient, cats_lenient, _ = K.wire_rows(wire_lenient)
+    assert cats_fast == cats_lenient == {"kernel", "cuda_runtime", "python_function", "ac2g"}
+    finished, bad = K._finish_rows([rows_fast])
+    assert bad == 0 and finished.height == 5  # python_function and the flow are not kept
+    assert_frame_equal(finished, K._finish_rows([rows_lenient])[0])
+    assert finished["name"].to_list() == [None, "a\u001fb", "cudaLaunchKernel", "big", "k"]
+    assert finished["pid"].to_list() == ["0", "0", "host", str(2**70), "0"]
+    assert finished["tid"].to_list() == ["7", "7", "7", "0", "stream 3"]
+    assert finished["start"].to_list() == [1000, 2000, 3000, 4000, 5500]
+    assert finished["a_occupancy"].to_list() == [None, None, None, None, "12.5"]
+    assert finished["a_graph"].to_list() == [None, None, None, None, 2]
+
+
+def test_wire_repeated_names_are_sent_once() -> None:
+    """A name repeated on many rows crosses as one string plus positions (the frame side gathers it, so
+    polars string views share one copy), and comes back on every row."""
+    from tracekit.readers import kineto as K
+    from tracekit.readers import kineto_wire as kw
+
+    name = "void at::native::elementwise_kernel<128, 4, " + "x" * 300 + ">"
+    events = [
+        {"ph": "X", "cat": "kernel", "name": name, "pid": 0, "tid": 7, "ts": i, "dur": 1} for i in range(5000)
+    ]
+    wire = kw.encode_chunk(kj._DECODE_FAST.decode(json.dumps(events).encode()))
+    assert wire[2]["name"][0] == "dict" and wire[2]["name"][1][0] == name  # one distinct name sent
+    rows = K.wire_rows(wire)[0]
+    assert rows["name"].to_list() == [name] * 5000
+    assert len(wire[2]["name"][1][0]) + len(wire[2]["name"][1][1]) < 5000 * 3  # not 5000 x 345 bytes
