@@ -556,7 +556,10 @@ def test_lost_worker_falls_back_to_in_process(
     executable = {"truncating": _truncating_worker(tmp_path), "missing": str(tmp_path / "no_python")}.get(
         command, command
     )
-    monkeypatch.setattr(kw, "sys", types.SimpleNamespace(executable=executable))
+    # a fresh interpreter, never a fork (polars is loaded here anyway), started as this command
+    monkeypatch.setattr(
+        kw, "sys", types.SimpleNamespace(executable=executable, platform="linux", modules=sys.modules)
+    )
     _assert_same_trace(read(path), expected)
     if command == "missing":  # cannot start: no worker, decoded here
         assert spy.start_failed == 1 and spy.started == [] and spy.reads == []
@@ -640,30 +643,48 @@ def test_prefetch_does_nothing_for_other_files(
 
 def test_worker_modules_never_import_polars() -> None:
     code = f"""
-import io, pickle, sys, types
+import io, pickle, sys
 from pathlib import Path
 import tracekit.readers.kineto_worker as kw, tracekit.readers.kineto_wire
 assert "polars" not in sys.modules, "import"
 path = {str(PYTORCH_SAMPLE)!r}
 # the worker's own work, here: decode part 0 of 2 into a buffer
 out = io.BytesIO()
-sys.stdout = types.SimpleNamespace(buffer=out)
-assert kw.main([path, "200000", "65536", "0", "2"]) == 0
-sys.stdout = sys.__stdout__
+assert kw.decode_part([path, "200000", "65536", "0", "2"], out) == 0
 kinds = []
 out.seek(0)
 while out.tell() < len(out.getvalue()):
     kinds.append(pickle.load(out)[0])
 assert kinds[0] == "read" and kinds[-1] == "done" and "chunk" in kinds, kinds
-# the CLI's prefetch (before it imports the analysis)
+# the CLI's prefetch (before it imports the analysis): single-threaded, no polars: the workers are forked
 import os
 os.environ[kw.ENV] = "1"
+assert kw._can_fork()
 kw.prefetch(path)
 workers = kw.take(Path(path))
-assert workers is not None
+assert workers is not None and all(isinstance(p, kw._Forked) for p in workers.procs)
 workers.close()
+assert all(p.poll() is not None for p in workers.procs)
 assert "polars" not in sys.modules, "use"
 print("ok")
 """
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=REPO)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr
+
+
+def test_cli_forked_workers_give_the_in_process_output() -> None:
+    """``tracekit analyze`` prefetches before loading polars, so its workers are forked (not started
+    afresh): the output is byte for byte the one-process output, and no worker is left behind."""
+    outputs = {}
+    for setting in ("1", "0"):
+        run = subprocess.run(
+            [sys.executable, "-m", "tracekit.cli", "analyze", str(PYTORCH_SAMPLE), "--format", "json"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            cwd=REPO,
+            env={**os.environ, kw.ENV: setting},
+        )
+        assert run.returncode == 0, run.stderr
+        outputs[setting] = run.stdout
+    assert outputs["1"] == outputs["0"] and '"iterations"' in outputs["1"]
