@@ -8,6 +8,7 @@ stderr (``tracekit: FILE: problem``) with exit code 2 (input/usage) or 1 (run fa
 from __future__ import annotations
 
 import argparse
+import atexit
 import importlib
 import os
 import sys
@@ -78,5 +79,21 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def entry() -> NoReturn:
+    """The ``tracekit`` program: :func:`main`, then an exit that skips the interpreter's teardown of every
+    module and frame (~0.15 s after an analysis, more than the analysis of a small trace): exit handlers
+    run and the standard streams are flushed first, so nothing written is lost."""
+    code = main()
+    run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_exit_handlers is not None:
+        run_exit_handlers()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()
