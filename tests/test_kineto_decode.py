@@ -405,3 +405,23 @@ def test_wire_repeated_names_are_sent_once() -> None:
     rows = K.wire_rows(wire)[0]
     assert rows["name"].to_list() == [name] * 5000
     assert len(wire[2]["name"][1][0]) + len(wire[2]["name"][1][1]) < 5000 * 3  # not 5000 x 345 bytes
+
+
+@pytest.mark.parametrize("batch_rows", [1, 7, 1 << 15])
+def test_batches_of_any_size_give_the_same_frames(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batch_rows: int
+) -> None:
+    """Decoded chunks are merged into wire batches (kineto_wire._Batch): a batch per chunk, a few chunks
+    per batch, or all of them (with flushes where a chunk's column kinds differ, as pid 5 then "5" here)
+    give the frames of the default reading, on the tricky events and on the sample torch.profiler trace."""
+    from tracekit.readers import kineto_wire as kw
+
+    tricky = _write(tmp_path, "tricky.json", json.dumps({"traceEvents": TRICKY_EVENTS + WIRE_EVENTS}))
+    sample = Path("sample_traces/cpu_pytorch_bert_torch/pytorch_b1_s128.torch.json.gz")
+    expected = {path: _frames(read(path)) for path in (tricky, sample)}
+    monkeypatch.setattr(kw, "BATCH_ROWS", batch_rows)
+    for path, frames in expected.items():
+        monkeypatch.setattr(kj, "CHUNK_BYTES", 300 if path == tricky else 1 << 16)
+        again = _frames(read(path))
+        for name, frame in frames.items():
+            assert_frame_equal(again[name], frame)

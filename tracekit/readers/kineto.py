@@ -478,6 +478,8 @@ def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame]:
     the conversions run once over all rows in :func:`_finish_rows`. Flow events are read by :func:`_flows`
     only when needed."""
     n, categories, columns, inputs = wire
+    if not columns:  # no rows, the category names only
+        return _EMPTY_ROWS.select(*kineto_wire.COLUMNS), categories or set(), _NO_FIRST_OP
     frame = _wire_frame(columns, n)
     if categories is None:  # a lenient chunk: every event, every field as text
         categories = set(frame.get_column("cat").drop_nulls().unique().to_list())

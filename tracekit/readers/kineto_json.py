@@ -42,8 +42,10 @@ except ImportError:  # pragma: no cover - depends on the environment
 Progress = Callable[[str, float], None]
 
 GZIP_MAGIC = b"\x1f\x8b"
-#: bytes of event JSON decoded per chunk (bounds the Python objects alive at once to ~ this size x 3)
-CHUNK_BYTES = 8 * 2**20
+#: bytes of event JSON decoded per chunk (bounds the Python objects alive at once to ~ this size x 3;
+#: small, so that they stay in cache and their memory is reused: :mod:`tracekit.readers.kineto_wire` merges
+#: the encoded chunks into large batches)
+CHUNK_BYTES = 1 << 20
 #: never valid in JSON text (control characters must be escaped inside strings): safe column separator
 _SEP = "\x1f"
 _NULL = msgspec.Raw(b"null")

@@ -40,8 +40,8 @@ except ImportError:  # pragma: no cover - depends on the environment
     _zlib = zlib
     _INFLATE_ERRORS = (zlib.error, OSError)
 
-#: compressed (or plain) bytes read from the file per step (a few MB of text once inflated)
-READ_BYTES = 1 << 18
+#: compressed (or plain) bytes read from the file per step (under a MB of text once inflated)
+READ_BYTES = 1 << 16
 #: how far into the text the ``traceEvents`` key is looked for before the whole document is read instead
 HEAD_LIMIT = 64 << 20
 #: how many ``]`` candidates for the end of the events array are tried before the text is called invalid

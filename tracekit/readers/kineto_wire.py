@@ -63,11 +63,18 @@ _ENCODE = msgspec.json.Encoder()
 _CPU_OP_NAMES = frozenset(CPU_OP_CATEGORIES)
 
 
-def encode_chunk(chunk: list[Any]) -> WireChunk:
-    """The :data:`WireChunk` of one decoded chunk (see module doc)."""
-    if is_fast(chunk):
-        return _encode_fast(chunk)
-    return _encode_lenient(chunk)
+def encode_chunk(chunk: list[Any], positions: dict[str, dict[str, int]] | None = None) -> WireChunk:
+    """The :data:`WireChunk` of one decoded chunk (see module doc). ``positions``: per ``"dict"`` column, the
+    distinct strings met so far and their positions, shared by the chunks of one batch (:class:`_Batch`);
+    without it the chunk's ``"dict"`` payloads are complete."""
+    if not is_fast(chunk):
+        return _encode_lenient(chunk)
+    own = positions is None
+    positions = {} if positions is None else positions
+    wire = _encode_fast(chunk, positions)
+    if own:
+        wire = _with_distinct(wire, positions)
+    return wire
 
 
 def wire_chunks(
@@ -77,12 +84,92 @@ def wire_chunks(
     part: tuple[int, int] = (0, 1),
 ) -> Iterator[WireChunk]:
     """The wire chunks of a Kineto file (or of one part of it, see :func:`stream_events`), decoded in this
-    process."""
+    process: decoded chunks (small, so that their objects stay in cache and their memory is reused) are
+    encoded and merged into batches of at least :data:`BATCH_ROWS` rows (few, so that the frame side does
+    its column work a few times only)."""
+    batch = _Batch()
     for chunk in stream_events(path, progress, header=header, part=part):
-        yield encode_chunk(chunk)
+        yield from batch.add(chunk)
+    yield from batch.flush()
 
 
-def _encode_fast(chunk: list[Any]) -> WireChunk:
+#: rows of the wire chunks :func:`wire_chunks` sends (at least; one decoded chunk more at most)
+BATCH_ROWS = 1 << 15
+
+
+class _Batch:
+    """Encoded chunks merged into one wire chunk: columns of the same kind joined (``"dict"`` columns share
+    their distinct strings), until :data:`BATCH_ROWS` rows or a chunk whose column kinds differ."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self.rows = 0
+        self.categories: set[str] = set()
+        self.kinds: dict[str, str] | None = None
+        self.parts: dict[str, list[Any]] = {}
+        self.inputs: dict[str, list[str]] = {}
+        self.positions: dict[str, dict[str, int]] = {}
+
+    def add(self, chunk: list[Any]) -> Iterator[WireChunk]:
+        """Take one decoded chunk; yields the wire chunks that are complete."""
+        if not is_fast(chunk):  # every event as text, with a phase column: sent alone
+            yield from self.flush()
+            yield encode_chunk(chunk)
+            return
+        wire = encode_chunk(chunk, self.positions)
+        kinds = {name: kind for name, (kind, _) in wire[2].items()}
+        if wire[0] and self.kinds is not None and kinds != self.kinds:  # not mergeable: a batch of its own
+            yield from self.flush()
+            wire = encode_chunk(chunk, self.positions)
+        self._merge(wire, kinds)
+        if self.rows >= BATCH_ROWS:
+            yield from self.flush()
+
+    def _merge(self, wire: WireChunk, kinds: dict[str, str]) -> None:
+        n, categories, columns, inputs = wire
+        self.categories |= categories or set()
+        if not n:  # no rows: its categories only
+            return
+        self.rows += n
+        self.kinds = kinds
+        for name, (_, payload) in columns.items():
+            self.parts.setdefault(name, []).append(payload)
+        for name, (_, text) in (inputs or {}).items():
+            self.inputs.setdefault(name, []).append(text)
+
+    def flush(self) -> Iterator[WireChunk]:
+        """The batch's wire chunk (when it holds rows or category names), and a new batch."""
+        if self.kinds is None:
+            if self.categories:
+                yield 0, self.categories, {}, None
+            self._reset()
+            return
+        columns: dict[str, Column] = {}
+        for name, kind in self.kinds.items():
+            parts = self.parts[name]
+            if kind == "list":
+                columns[name] = kind, [value for part in parts for value in part]
+            elif kind == "raw":
+                columns[name] = kind, _SEP.join(parts)
+            else:  # "num", and the positions of "dict"
+                columns[name] = kind, ",".join(parts)
+        inputs = {name: ("raw", _SEP.join(texts)) for name, texts in self.inputs.items()} or None
+        yield _with_distinct((self.rows, self.categories, columns, inputs), self.positions)
+        self._reset()
+
+
+def _with_distinct(wire: WireChunk, positions: dict[str, dict[str, int]]) -> WireChunk:
+    """``wire`` with each ``"dict"`` column's payload completed: (its distinct strings joined, positions)."""
+    n, categories, columns, inputs = wire
+    for name, (kind, codes) in list(columns.items()):
+        if kind == "dict":
+            columns[name] = kind, (_SEP.join(positions[name]), codes)
+    return n, categories, columns, inputs
+
+
+def _encode_fast(chunk: list[Any], positions: dict[str, dict[str, int]]) -> WireChunk:
     categories = set(map(getattr, chunk, repeat("cat"))) - {None}
     kept = list(filter(_FastEvent.__instancecheck__, chunk))
     cats = list(map(getattr, kept, repeat("cat")))
@@ -93,8 +180,8 @@ def _encode_fast(chunk: list[Any]) -> WireChunk:
         kept, cats = list(compress(kept, is_read)), list(compress(cats, is_read))
     args = args_of(kept)
     columns: dict[str, Column] = {
-        "cat": _distinct(cats),
-        "name": _distinct(list(map(getattr, kept, repeat("name")))),
+        "cat": _distinct(cats, positions.setdefault("cat", {})),
+        "name": _distinct(list(map(getattr, kept, repeat("name"))), positions.setdefault("name", {})),
         "pid": _values(list(map(getattr, kept, repeat("pid")))),
         "tid": _values(list(map(getattr, kept, repeat("tid")))),
     }
@@ -123,19 +210,18 @@ def _encode_lenient(chunk: list[Any]) -> WireChunk:
     return len(chunk), None, columns, inputs
 
 
-def _distinct(values: list[Any]) -> Column:
-    """Decoded strings (or None) that repeat (names, categories): ``"dict"``, the distinct strings joined by
-    ``\x1f`` and each value's position among them as ``"num"`` text, when no value is null or holds the
-    separator; else ``"list"``. The frame side gathers the distinct strings, so a name seen a million times
-    is stored once (polars string views share the buffer)."""
-    distinct = list(dict.fromkeys(values))
-    if None not in distinct:
-        joined = _SEP.join(distinct)
-        if joined.count(_SEP) == max(len(distinct) - 1, 0):
-            position = {value: i for i, value in enumerate(distinct)}
-            codes = _ENCODE.encode(list(map(position.__getitem__, values)))[1:-1].decode("ascii")
-            return "dict", (joined, codes)
-    return "list", values
+def _distinct(values: list[Any], position: dict[str, int]) -> Column:
+    """Decoded strings (or None) that repeat (names, categories): ``"dict"``, each value's position among
+    the distinct strings (``position``, extended with the new ones; :func:`_with_distinct` adds them to the
+    payload) as ``"num"``-like text, when no value is null or holds the separator; else ``"list"``. The
+    frame side gathers the distinct strings, so a name seen a million times is stored once (polars string
+    views share the buffer)."""
+    new = [value for value in dict.fromkeys(values) if value not in position]
+    if None in new or any(_SEP in value for value in new):
+        return "list", values
+    for value in new:
+        position[value] = len(position)
+    return "dict", _ENCODE.encode(list(map(position.__getitem__, values)))[1:-1].decode("ascii")
 
 
 def _values(values: list[Any]) -> Column:
