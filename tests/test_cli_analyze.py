@@ -164,3 +164,34 @@ def test_every_real_trace_agrees_with_the_reference(path, tmp_path):
         assert got["kernels"].to_list() == [r.kernels for r in ref]
     if not trace.api.is_empty():
         assert got["launches"].to_list() == [r.launches for r in ref]
+
+
+def test_program_exit_runs_exit_handlers_flushes_output_and_tunes_the_allocator(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ``tracekit`` program (cli.entry) leaves without the interpreter's teardown, but only after the
+    exit handlers ran and stdout was flushed: its piped output is main()'s, whole, with its exit code; it
+    sets polars' allocator to hand memory back (unless the user set it)."""
+    sample = "sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz"
+    assert main(["analyze", sample, "--format", "json"]) == 0
+    expected = capsys.readouterr().out
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('CONF=' + os.environ.get('_RJEM_MALLOC_CONF', ''), file=sys.stderr))\n"
+        "import tracekit.cli as c\n"
+        f"sys.argv = ['tracekit', 'analyze', {sample!r}, '--format', 'json']\n"
+        "c.entry()\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "_RJEM_MALLOC_CONF"}
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0 and run.stdout == expected
+    # polars puts its defaults first; later settings win (jemalloc's rule)
+    assert run.stderr.strip().endswith(",dirty_decay_ms:200,muzzy_decay_ms:0")
+    bad = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "analyze", str(tmp_path / "missing.json")],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**env, "_RJEM_MALLOC_CONF": "narenas:1"},
+    )
+    assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "missing.json" in bad.stderr
