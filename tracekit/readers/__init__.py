@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import gzip
 import importlib
-import inspect
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -101,6 +100,14 @@ def detect_format(path: str | Path) -> str:
 READS_FRAMES: frozenset[str] = frozenset({"nsys_sqlite", "kineto"})
 
 
+def _parameters(function: object) -> list[str]:
+    """The parameter names of ``function`` (``inspect`` is imported here: it is slow to import, and the
+    package must stay light for the Kineto decoding workers)."""
+    import inspect
+
+    return list(inspect.signature(function).parameters)  # type: ignore[arg-type]
+
+
 def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
     """Read any supported trace into a normalized Trace; sidecar ``.meta.json`` values fill ``meta`` gaps.
 
@@ -123,7 +130,7 @@ def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
         kwargs: dict[str, object] = {}
         if frames is not None and module_name in READS_FRAMES:
             kwargs["frames"] = wanted
-        if task.shown and "progress" in inspect.signature(module.read).parameters:
+        if task.shown and "progress" in _parameters(module.read):
             kwargs["progress"] = progress.report  # a reader's optional (stage, fraction) callback
         trace: Trace = module.read(path, **kwargs)
     trace.meta.setdefault("path", str(path))
