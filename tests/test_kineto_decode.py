@@ -376,12 +376,12 @@ def test_wire_kinds_give_the_lenient_rows() -> None:
     kinds = {name: kind for name, (kind, _) in wire_fast[2].items()}
     assert kinds["name"] == "list" and kinds["pid"] == "list" and kinds["cat"] == "dict"
     assert kinds["ts"] == "raw" and kinds["a_occupancy"] == "raw" and kinds["a_correlation"] == "num"
-    rows_fast, cats_fast, _ = K.wire_rows(wire_fast)
-    rows_lenient, cats_lenient, _ = K.wire_rows(wire_lenient)
+    rows_fast, cats_fast, _, bad = K.wire_rows(wire_fast)
+    rows_lenient, cats_lenient, _, bad_lenient = K.wire_rows(wire_lenient)
     assert cats_fast == cats_lenient == {"kernel", "cuda_runtime", "python_function", "ac2g"}
-    finished, bad = K._finish_rows([rows_fast])
-    assert bad == 0 and finished.height == 5  # python_function and the flow are not kept
-    assert_frame_equal(finished, K._finish_rows([rows_lenient])[0])
+    finished = K._finish_rows([rows_fast])
+    assert bad == bad_lenient == 0 and finished.height == 5  # python_function and the flow are not kept
+    assert_frame_equal(finished, K._finish_rows([rows_lenient]))
     assert finished["name"].to_list() == [None, "a\u001fb", "cudaLaunchKernel", "big", "k"]
     assert finished["pid"].to_list() == ["0", "0", "host", str(2**70), "0"]
     assert finished["tid"].to_list() == ["7", "7", "7", "0", "stream 3"]

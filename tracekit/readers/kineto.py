@@ -467,19 +467,19 @@ def _meta(
     return meta
 
 
-def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame]:
+def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame, int]:
     """(rows the analysis uses, the chunk's category names, the chunk's ``first_op_inputs`` candidate:
-    :func:`tracekit.readers.kineto_summary.first_op_candidate`) of one chunk as
-    :func:`tracekit.readers.kineto_wire.encode_chunk` gives it.
+    :func:`tracekit.readers.kineto_summary.first_op_candidate`, complete events without a readable ts) of
+    one wire chunk or batch as :mod:`tracekit.readers.kineto_wire` gives it.
 
-    Rows kept: complete events of the categories read (ops, api, ranges, CPU operators); the other events
-    (python_function, cuda_sync, memory instants, flows, ...) were dropped with the chunk's decoding or
-    are dropped here. ``ts`` and ``dur`` stay JSON text and pid/tid stay integers where they are integers:
-    the conversions run once over all rows in :func:`_finish_rows`. Flow events are read by :func:`_flows`
-    only when needed."""
+    Rows kept: complete events of the categories read (ops, api, ranges, CPU operators) with a readable ts;
+    the other events (python_function, cuda_sync, memory instants, flows, ...) were dropped with the chunk's
+    decoding or are dropped here. The rows are final (:func:`_finished`) but for pid/tid, which stay
+    integers where they are integers until :func:`_finish_rows` makes them text. Flow events are read by
+    :func:`_flows` only when needed."""
     n, categories, columns, inputs = wire
     if not columns:  # no rows, the category names only
-        return _EMPTY_ROWS.select(*kineto_wire.COLUMNS), categories or set(), _NO_FIRST_OP
+        return _EMPTY_ROWS, categories or set(), _NO_FIRST_OP, 0
     frame = _wire_frame(columns, n)
     if categories is None:  # a lenient chunk: every event, every field as text
         categories = set(frame.get_column("cat").drop_nulls().unique().to_list())
@@ -491,8 +491,29 @@ def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame]:
         if inputs is not None:  # the texts of every event: keep those of the CPU operator rows
             is_cpu = keep.scatter(keep.arg_true(), frame.select(_is_cpu_category()).to_series())
             inputs = {f: ("series", s) for f, s in _wire_frame(inputs, n).filter(is_cpu).to_dict().items()}
-    rows = frame.select(*kineto_wire.COLUMNS)
-    return rows, categories, _first_op(rows, inputs)
+    frame = _converted(frame)
+    first = _first_op(frame, inputs)
+    bad_ts = frame.get_column("start").null_count()
+    if bad_ts:
+        frame = frame.filter(pl.col("start").is_not_null())
+    return frame.select("cat_l", *_ROW_COLUMNS), categories, first, bad_ts
+
+
+def _converted(frame: pl.DataFrame) -> pl.DataFrame:
+    """The text columns of a chunk's rows made final: ``cat_l`` (lower-cased category), ``start``/``dur_ns``
+    in ns (:func:`us_to_ns_series`; ``start`` null where ts is unreadable), and each ``args`` column null on
+    the rows whose frames do not use it (:data:`_ARG_USERS`)."""
+    cat_l = frame.get_column("cat").str.to_lowercase().alias("cat_l")
+    masked = [
+        pl.when(pl.col("cat_l").is_in(list(users))).then(pl.col(field)).alias(field)
+        for fields, users in _ARG_USERS
+        for field in fields
+    ]
+    return frame.with_columns(
+        cat_l,
+        start=us_to_ns_series(frame.get_column("ts")),
+        dur_ns=us_to_ns_series(frame.get_column("dur")).fill_null(0),
+    ).with_columns(masked)
 
 
 def _wire_frame(columns: dict[str, tuple[str, Any]], n: int) -> pl.DataFrame:
@@ -553,19 +574,19 @@ def _is_cpu_category() -> pl.Expr:
 
 
 def _first_op(rows: pl.DataFrame, inputs: dict[str, Any] | None) -> pl.DataFrame:
-    """The ``first_op_inputs`` candidate of one chunk: ``inputs`` holds the ``Input Dims``/``Input type``
-    texts of its CPU operator rows (in row order), read for them only and not kept in the rows."""
+    """The ``first_op_inputs`` candidate of one chunk (``rows``: :func:`_converted`, every row still there):
+    ``inputs`` holds the ``Input Dims``/``Input type`` texts of its CPU operator rows (in row order), read for
+    them only and not kept in the rows."""
     if inputs is None:
         return _NO_FIRST_OP
-    cpu = rows.filter(_is_cpu_category())
+    cpu = rows.filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)))
     if cpu.height == 0:
         return _NO_FIRST_OP
     texts = _wire_frame(inputs, cpu.height)
-    cpu = pl.concat([cpu.select("ts", "name"), texts], how="horizontal").filter(
+    cpu = pl.concat([cpu.select("start", "name"), texts], how="horizontal").filter(
         ~pl.col("name").str.contains(PROFILER_STEP).fill_null(False)
     )
-    start = us_to_ns_series(cpu.get_column("ts")).alias("start")
-    return first_op_candidate(cpu.select(start, "name", *INPUT_FIELDS))
+    return first_op_candidate(cpu.select("start", "name", *INPUT_FIELDS))
 
 
 #: no ``first_op_inputs`` candidate (the columns of :func:`first_op_candidate`)
@@ -574,40 +595,14 @@ _NO_FIRST_OP = pl.DataFrame(
 )
 
 
-def _finish_rows(parts: list[pl.DataFrame]) -> tuple[pl.DataFrame, int]:
-    """(kept event rows, complete events without a readable ts) from the chunks' rows: pid/tid as text,
-    ``cat_l`` (lower-cased category), ``start``/``dur_ns`` in ns (:func:`us_to_ns_series`), rows without a
-    readable ts dropped, and each ``args`` column null on the rows whose frames do not use it
-    (:data:`_ARG_USERS`)."""
+def _finish_rows(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    """The kept event rows from the chunks' rows (:func:`wire_rows`): pid/tid as text."""
     ids = ("pid", "tid")
     text_ids = {c for part in parts for c in ids if part.schema[c] != pl.Int64}
     if text_ids:
         parts = [part.with_columns(pl.col(c).cast(pl.String) for c in text_ids) for part in parts]
     frame = pl.concat(parts) if parts else _EMPTY_ROWS  # chunked: a rechunk copies every row
-    start = us_to_ns_series(frame.get_column("ts"))
-    bad_ts = start.null_count()
-    frame = frame.with_columns(
-        pl.col(*ids).cast(pl.String),
-        cat_l=pl.col("cat").str.to_lowercase(),
-        start=start,
-        dur_ns=us_to_ns_series(frame.get_column("dur")).fill_null(0),
-    )
-    if bad_ts:
-        frame = frame.filter(pl.col("start").is_not_null())
-    cat_l = pl.col("cat_l")
-    return frame.select(
-        "cat_l",
-        "start",
-        "name",
-        "pid",
-        "tid",
-        *(
-            pl.when(cat_l.is_in(list(users))).then(pl.col(field)).alias(field)
-            for fields, users in _ARG_USERS
-            for field in fields
-        ),
-        "dur_ns",
-    ).select("cat_l", *_ROW_COLUMNS), bad_ts
+    return frame.with_columns(pl.col(*ids).cast(pl.String))
 
 
 def _cpu_op_rows(rows: pl.DataFrame) -> pl.DataFrame:
@@ -661,9 +656,12 @@ _ROW_COLUMNS: tuple[str, ...] = ("start", "name", "pid", "tid", *INT_ARGS, "a_oc
 #: rows of no chunk (the columns :func:`wire_rows` gives)
 _EMPTY_ROWS = pl.DataFrame(
     schema={
-        **dict.fromkeys(("cat", "name", "pid", "tid"), pl.String),
+        "cat_l": pl.String,
+        "start": pl.Int64,
+        **dict.fromkeys(("name", "pid", "tid"), pl.String),
         **dict.fromkeys(INT_ARGS, pl.Int64),
-        **dict.fromkeys(("a_occupancy", "ts", "dur"), pl.String),
+        "a_occupancy": pl.String,
+        "dur_ns": pl.Int64,
     }
 )
 
@@ -704,9 +702,11 @@ def _read_chunks(
     first_ops: dict[int, list[pl.DataFrame]] = {}
     categories: set[str] = set()
     with gc_paused():  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
+        bad_ts = 0
         for part, wire in wires:
-            rows, cats, first = wire_rows(wire)
+            rows, cats, first, bad = wire_rows(wire)
             del wire
+            bad_ts += bad
             parts.setdefault(part, []).append(rows)
             if first.height:
                 first_ops.setdefault(part, []).append(first)
@@ -714,7 +714,7 @@ def _read_chunks(
         in_order = [rows for part in sorted(parts) for rows in parts[part]]
         first_op_parts = [first for part in sorted(first_ops) for first in first_ops[part]]
         del parts
-        frame, bad_ts = _finish_rows(in_order)
+        frame = _finish_rows(in_order)
         del in_order
         # Flow events matter only for GPU events without a correlation id (older traces): read them then.
         missing = frame.filter(
