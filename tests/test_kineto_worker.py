@@ -42,7 +42,7 @@ SAMPLES = [
     "cpu_pytorch_bert_torch/pytorch_b1_s128.torch.json.gz",
 ]
 #: real traces (../shared/real_traces/kineto), each test skipped when absent: a small one, a DDP trace and
-#: one over WORKER_MIN_BYTES
+#: one over the forked workers' size (WORKER_MIN_JSON_BYTES)
 REAL = [
     "hta_mi250_rocm_minitoy.json.gz",
     "hta_a100_ddp_nccl_rank0.json.gz",
@@ -223,16 +223,21 @@ def test_default_worker_count_equals_in_process(monkeypatch: pytest.MonkeyPatch,
 
 def test_wanted_follows_the_switch_and_the_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     path = _write(tmp_path / "t.json", "x" * 100)
+    zipped = _write(tmp_path / "t.json.gz", gzip.compress(b"x" * 1000))
+    assert kw.json_bytes(path) == 100 and kw.json_bytes(zipped) == zipped.stat().st_size * kw.GZIP_RATIO
     monkeypatch.setenv(kw.ENV, "0")
-    monkeypatch.setattr(kw, "WORKER_MIN_BYTES", 10)
+    monkeypatch.setattr(kw, "WORKER_MIN_JSON_BYTES", {"fork": 10, "spawn": 10})
     assert not kw.wanted(path)
     monkeypatch.setenv(kw.ENV, "1")
-    monkeypatch.setattr(kw, "WORKER_MIN_BYTES", 1000)
+    monkeypatch.setattr(kw, "WORKER_MIN_JSON_BYTES", {"fork": 1000, "spawn": 1000})
     assert kw.wanted(path)
     monkeypatch.delenv(kw.ENV)
     assert not kw.wanted(path)
-    monkeypatch.setattr(kw, "WORKER_MIN_BYTES", 100)
-    assert kw.wanted(path)
+    monkeypatch.setattr(kw, "WORKER_MIN_JSON_BYTES", {"fork": 100, "spawn": 101})
+    monkeypatch.setattr(kw, "_can_fork", lambda: True)
+    assert kw.wanted(path)  # forked workers from 100 bytes
+    monkeypatch.setattr(kw, "_can_fork", lambda: False)
+    assert not kw.wanted(path)  # fresh interpreters only from 101
     assert not kw.wanted(tmp_path / "missing.json")
 
 
@@ -633,7 +638,7 @@ def test_prefetch_does_nothing_for_other_files(
         assert kw.take(Path(path)) is None
     monkeypatch.setenv(kw.ENV, "0")  # a Kineto file the reader would not decode in a worker
     kw.prefetch(kineto)
-    monkeypatch.delenv(kw.ENV)  # small (< WORKER_MIN_BYTES)
+    monkeypatch.delenv(kw.ENV)  # small (< WORKER_MIN_JSON_BYTES)
     kw.prefetch(kineto)
     assert spy.started == [] and kw._PREFETCHED == before
 
