@@ -266,8 +266,16 @@ def _boundary(text: _Text, share: float, start: int) -> tuple[int, int] | None:
     while text.marks[share] < 0 and not text.eof:
         text.drop(max(0, len(text.buf) - 64))  # keep a few bytes: the events array start may be here
         text.fill(len(text.buf) + READ_BYTES)
-    mark = max(text.marks[share] if text.marks[share] >= 0 else text.read, array_start)
-    return _find_from(text, mark, drop=True)
+    return _part_cut(text, share, array_start, drop=True)
+
+
+def _part_cut(text: _Text, share: float, array_start: int, drop: bool) -> tuple[int, int] | None:
+    """The cut where the part starting at mark ``share`` begins: the first event boundary candidate at or
+    after the mark's text offset (the end of the text when the mark was never reached) and not before the
+    events array (``array_start``, absolute). The part that starts there and the part that ends there both
+    call this, so they cannot disagree on it."""
+    mark = text.marks[share] if text.marks[share] >= 0 else text.read
+    return _find_from(text, max(mark, array_start), drop)
 
 
 def _find_from(text: _Text, offset: int, drop: bool) -> tuple[int, int] | None:
@@ -318,8 +326,7 @@ def _chunks(
         pos = 0
         text.fill(want + 2)
         if stop is not None and end_at is None and (text.marks[stop] >= 0 or text.eof):
-            mark = text.marks[stop] if text.marks[stop] >= 0 else text.read
-            end_at = _find_from(text, max(mark, start), drop=False)
+            end_at = _part_cut(text, stop, start, drop=False)
             if end_at is None:  # no event starts in the next part: this one reads to the end
                 stop = None
         buf = text.buf
