@@ -445,29 +445,20 @@ def _assert_split_inside_an_event(path: Path, parts: int) -> None:
             pass
 
 
+@pytest.mark.parametrize("first", [0, 1], ids=["earlier-part-first", "later-part-first"])
 def test_boundary_inside_an_event_falls_back_to_in_process(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy, first: int
 ) -> None:
+    """Whichever part reports first (the earlier one: the bad cut; the later one, which starts inside an
+    event: an error of its own), the reader decodes the file itself and gives the in-process frames."""
     path = _nested_file(tmp_path)
     _parts(monkeypatch, 2)
     _assert_split_inside_an_event(path, 2)
     expected = _read_in_process(monkeypatch, path)
-    _ordered_pumps(monkeypatch, first=0)  # the earlier part reports the bad cut first
-    _assert_same_trace(read(path), expected)
-    assert len(spy.started) == 1 and spy.outcomes() == ["lost"]
-    spy.assert_exited()
-
-
-def test_boundary_inside_an_event_falls_back_whichever_part_reports_first(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
-) -> None:
-    path = _nested_file(tmp_path)
-    _parts(monkeypatch, 2)
-    _assert_split_inside_an_event(path, 2)
-    expected = _read_in_process(monkeypatch, path)
-    _ordered_pumps(monkeypatch, first=1)  # the later part (cut inside an event) reports first
+    _ordered_pumps(monkeypatch, first=first)
     try:
         _assert_same_trace(read(path), expected)
+        assert len(spy.started) == 1 and spy.outcomes() == ["lost"]
     finally:
         spy.assert_exited()
 
