@@ -425,3 +425,46 @@ def test_batches_of_any_size_give_the_same_frames(
         again = _frames(read(path))
         for name, frame in frames.items():
             assert_frame_equal(again[name], frame)
+
+
+#: JSON number texts for ts/dur: Kineto's own spelling (three fraction digits, up to the int64-ns limit and
+#: past it), and the spellings that must keep the text path (other fraction lengths, integers, exponents)
+_US_NUMBER = st.one_of(
+    st.decimals(min_value=Decimal("-9.3e15"), max_value=Decimal("9.3e15"), places=3, allow_nan=False).map(
+        lambda d: format(d, "f")
+    ),
+    st.sampled_from(
+        ["9223372036854775.807", "9223372036854774.999", "-9223372036854774.999", "0.000", "-0.000",
+         "99999999999999999999.000", "1.5", "1.2345", "12", "-3", "1.000e3", "2.500E-1", "7.25"]
+    ),
+)  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_US_NUMBER, _US_NUMBER), min_size=1, max_size=6))
+def test_wire_ns_kind_gives_the_exact_conversion(values: list[tuple[str, str]]) -> None:
+    """ts/dur texts that are all Kineto's spelling (-?digits.ddd) cross as nanoseconds (the ``"ns"`` wire
+    kind: points removed); any other spelling in the chunk keeps the text kind. Either way the rows' start
+    and duration are :func:`us_to_ns` of the texts (nulls past int64 ns; a null duration reads as 0)."""
+    import re
+
+    from tracekit.readers import kineto as K
+    from tracekit.readers import kineto_wire as kw
+
+    events = ",".join(
+        f'{{"ph": "X", "cat": "kernel", "name": "k", "ts": {ts}, "dur": {dur}}}' for ts, dur in values
+    )
+    wire = kw.encode_chunk(kj._DECODE_FAST.decode(f"[{events}]".encode()))
+    kineto_spelling = re.compile(r"-?\d+\.\d{3}")
+    for i, field in enumerate(("ts", "dur")):
+        texts = [v[i] for v in values]
+        expected_kind = "ns" if all(kineto_spelling.fullmatch(t) for t in texts) else "num"
+        assert wire[2][field][0] == expected_kind
+    rows, _, _, bad = K.wire_rows(wire)
+    exact = pl.DataFrame({"ts": [v[0] for v in values], "dur": [v[1] for v in values]}).select(
+        start=us_to_ns(pl.col("ts")), dur_ns=us_to_ns(pl.col("dur")).fill_null(0)
+    )
+    kept = exact.filter(pl.col("start").is_not_null())  # events without a readable ts are skipped
+    assert bad == exact.height - kept.height
+    assert rows["start"].to_list() == kept["start"].to_list()
+    assert rows["dur_ns"].to_list() == kept["dur_ns"].to_list()

@@ -511,9 +511,15 @@ def _converted(frame: pl.DataFrame) -> pl.DataFrame:
     ]
     return frame.with_columns(
         cat_l,
-        start=us_to_ns_series(frame.get_column("ts")),
-        dur_ns=us_to_ns_series(frame.get_column("dur")).fill_null(0),
+        start=_nanoseconds(frame.get_column("ts")),
+        dur_ns=_nanoseconds(frame.get_column("dur")).fill_null(0),
     ).with_columns(masked)
+
+
+def _nanoseconds(column: pl.Series) -> pl.Series:
+    """A ``ts``/``dur`` column of a wire frame in ns: already in ns when the wire sent it so (Int64, the
+    ``"ns"`` kind), else converted from its microsecond text (:func:`us_to_ns_series`)."""
+    return column if column.dtype == pl.Int64 else us_to_ns_series(column)
 
 
 def _wire_frame(columns: dict[str, tuple[str, Any]], n: int) -> pl.DataFrame:
@@ -538,13 +544,18 @@ def _wire_frame(columns: dict[str, tuple[str, Any]], n: int) -> pl.DataFrame:
         else:
             by_kind.setdefault(kind, []).append(name)
     for kind, names in by_kind.items():
-        sep = "," if kind == "num" else _SEP
+        sep = _SEP if kind == "raw" else ","
         texts = pl.Series([sep.join(columns[name][1] for name in names)]).str.split(sep).explode()
         for i, name in enumerate(names):
             parts[name] = texts.slice(i * n, n).alias(name)
         if kind == "raw":
             for name in names:
                 parts[name] = raw_column(parts[name])
+        elif kind == "ns":  # integer ns text; within int64 ns as us_to_ns has it (|µs| < MAX_US), else null
+            within = pl.col("ns").is_between(-MAX_US * 1000, MAX_US * 1000, closed="none")
+            for name in names:
+                ns = parts[name].cast(pl.Int64, strict=False).alias("ns")
+                parts[name] = ns.to_frame().select(pl.when(within).then("ns")).to_series().alias(name)
     frame = pl.DataFrame([parts[name] for name in columns])
     nums = set(by_kind.get("num", ()))
     frame = frame.with_columns(
