@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -114,12 +115,31 @@ def _cpu_ops(trace: Trace) -> dict[str, Any] | None:
     return summary if isinstance(summary, dict) else None
 
 
-def _marker_names(trace: Trace) -> pl.Series:
-    """Names where framework markers can appear: ranges, CPU operators (contract), thread names."""
-    summary = _cpu_ops(trace) or {}
-    extra = [*(summary.get("names") or {}), *(trace.meta.get("thread_names") or [])]
-    operators = _names(trace.ops.filter(pl.col("kind") == "operator"))
-    return pl.concat([_names(trace.ranges), operators, pl.Series("name", extra, dtype=pl.String)]).unique()
+class _TraceNames:
+    """The distinct names of one trace's frames, each computed once per identification (the rules ask for
+    them several times; a unique over every kernel name is the costly step on large traces)."""
+
+    def __init__(self, trace: Trace) -> None:
+        self.trace = trace
+
+    @cached_property
+    def ops(self) -> pl.Series:
+        return _names(self.trace.ops)
+
+    @cached_property
+    def operators(self) -> pl.Series:
+        return _names(self.trace.ops.filter(pl.col("kind") == "operator"))
+
+    @cached_property
+    def ranges(self) -> pl.Series:
+        return _names(self.trace.ranges)
+
+    @cached_property
+    def markers(self) -> pl.Series:
+        """Names where framework markers can appear: ranges, CPU operators (contract), thread names."""
+        summary = _cpu_ops(self.trace) or {}
+        extra = [*(summary.get("names") or {}), *(self.trace.meta.get("thread_names") or [])]
+        return pl.concat([self.ranges, self.operators, pl.Series("name", extra, dtype=pl.String)]).unique()
 
 
 def graph_launches(trace: Trace) -> str | None:
@@ -134,17 +154,18 @@ def graph_launches(trace: Trace) -> str | None:
     return None
 
 
-def ort_evidence(trace: Trace, aten_kernels: int) -> str | None:
+def ort_evidence(trace: Trace, aten_kernels: int, names: _TraceNames | None = None) -> str | None:
     """Evidence that ONNX Runtime ran the model, or None (see the module docstring, rule 2)."""
+    names = names or _TraceNames(trace)
     if trace.meta.get("format") == "ort":
         return "ONNX Runtime profile format"
     providers = [p for p in trace.meta.get("providers") or [] if p]
     if providers:
         return f"execution providers {', '.join(providers)}"
-    kernels = _count(_names(trace.ops), contains=("onnxruntime::",))
+    kernels = _count(names.ops, contains=("onnxruntime::",))
     if kernels:
         return f"{kernels} onnxruntime:: kernel name(s)"
-    marks = _count(_marker_names(trace), contains=ORT_SUBSTRINGS)
+    marks = _count(names.markers, contains=ORT_SUBSTRINGS)
     if marks:
         return f"{marks} ONNX Runtime thread/range/operator name(s)"
     summary = _cpu_ops(trace)
@@ -157,8 +178,8 @@ def ort_evidence(trace: Trace, aten_kernels: int) -> str | None:
     return None
 
 
-def _torchscript_evidence(trace: Trace) -> str | None:
-    names = _marker_names(trace)
+def _torchscript_evidence(trace: Trace, trace_names: _TraceNames) -> str | None:
+    names = trace_names.markers
     found = _count(names, contains=(*TORCHSCRIPT_NAMES, *TORCHSCRIPT_SUBSTRINGS), regex=r"^prim::")
     prim = ((_cpu_ops(trace) or {}).get("namespaces") or {}).get("prim", 0)
     if not found and not prim:
@@ -170,11 +191,11 @@ def _torchscript_evidence(trace: Trace) -> str | None:
     return f"TorchScript operators ({example})"
 
 
-def _compile_evidence(trace: Trace) -> str | None:
-    triton = _count(_names(trace.ops), regex=r"(^|\s)triton_")
+def _compile_evidence(names: _TraceNames) -> str | None:
+    triton = _count(names.ops, regex=r"(^|\s)triton_")
     if triton:
         return f"{triton} Inductor/Triton kernel name(s) (triton_*)"
-    marks = _count(_marker_names(trace), contains=COMPILE_SUBSTRINGS)
+    marks = _count(names.markers, contains=COMPILE_SUBSTRINGS)
     if marks:
         return "torch.compile ranges (CompiledFunction / Torch-Compiled Region)"
     return None
@@ -183,32 +204,33 @@ def _compile_evidence(trace: Trace) -> str | None:
 def runtime_from_content(trace: Trace) -> Inferred | None:
     """The runtime the trace's events point to (rules 1-6 of the module docstring), or None."""
     graphs = graph_launches(trace)
-    aten_kernels = _count(_names(trace.ops), regex=ATEN_KERNEL)
-    ort = ort_evidence(trace, aten_kernels)
+    names = _TraceNames(trace)
+    aten_kernels = _count(names.ops, regex=ATEN_KERNEL)
+    ort = ort_evidence(trace, aten_kernels, names)
     if ort is not None:
         if graphs:
             return Inferred("onnx-cuda-graphs", f"{ort}; {graphs}")
         return Inferred("onnx", ort)
-    compiled = _compile_evidence(trace)
+    compiled = _compile_evidence(names)
     if compiled is not None:
         if graphs:
             return Inferred("compile-cudagraphs", f"{compiled}; {graphs}")
         return Inferred("compile", compiled)
     if graphs:
         return Inferred("cuda-graphs", f"{graphs}, no ONNX Runtime evidence")
-    torchscript = _torchscript_evidence(trace)
+    torchscript = _torchscript_evidence(trace, names)
     if torchscript is not None:
         return Inferred("torchscript", torchscript)
     summary = _cpu_ops(trace)
     aten_ops = ((summary or {}).get("namespaces") or {}).get("aten", 0)
     if aten_ops:
         return Inferred("pytorch", f"{aten_ops} aten:: operators, no TorchScript or compile markers")
-    aten_operators = _count(_names(trace.ops.filter(pl.col("kind") == "operator")), regex=r"^aten::")
+    aten_operators = _count(names.operators, regex=r"^aten::")
     if aten_operators:
         return Inferred(
             "pytorch", f"{aten_operators} aten:: operator names, no TorchScript or compile markers"
         )
-    aten_ranges = _count(_names(trace.ranges), regex=r"^aten::")
+    aten_ranges = _count(names.ranges, regex=r"^aten::")
     if aten_kernels or aten_ranges:
         what = f"{aten_kernels} ATen kernel name(s)" if aten_kernels else f"{aten_ranges} aten:: ranges"
         if summary is not None:

@@ -267,30 +267,55 @@ def leading_int_series(text: pl.Series) -> pl.Series:
 
 def _main_pid(x_events: pl.DataFrame) -> int | None:
     """The process pid of the trace: most runtime/driver events, else most CPU events (null when none)."""
-    host = x_events.filter(
-        pl.col("cat_l").is_in(list(API_CATEGORIES))
-        | pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES + USER_RANGE_CATEGORIES))
-    ).with_columns(
-        pid_i=pl.col("pid").cast(pl.Int64, strict=False), is_api=pl.col("cat_l").is_in(list(API_CATEGORIES))
+    # counted per pid text first (a handful of distinct values), then per integer pid; only the two
+    # columns used are read
+    counts = (
+        x_events.lazy()
+        .select(
+            "pid",
+            is_api=pl.col("cat_l").is_in(list(API_CATEGORIES)),
+            is_host=pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES + USER_RANGE_CATEGORIES)),
+        )
+        .filter(pl.col("is_api") | pl.col("is_host"))
+        .group_by("pid")
+        .agg(api=pl.col("is_api").sum(), n=pl.len())
+        .with_columns(pid_i=pl.col("pid").cast(pl.Int64, strict=False))
+        .filter(pl.col("pid_i").is_not_null())
+        .group_by("pid_i")
+        .agg(pl.col("api").sum(), pl.col("n").sum())
+        .collect()
     )
-    host = host.filter(pl.col("pid_i").is_not_null())
-    if host.height == 0:
+    if counts.height == 0:
         return None
-    counts = host.group_by("pid_i").agg(api=pl.col("is_api").sum(), n=pl.len())
     return int(counts.sort(["api", "n", "pid_i"], descending=[True, True, False])["pid_i"][0])
 
 
 def _api(x_events: pl.DataFrame) -> pl.DataFrame:
-    api = x_events.filter(pl.col("cat_l").is_in(list(API_CATEGORIES)))
-    return api.select(
-        "start",
-        end=pl.col("start") + pl.col("dur_ns"),
-        pid=pl.col("pid").cast(pl.Int64, strict=False),
-        thread=pl.col("tid_i"),
-        correlation=pl.col("a_correlation").cast(pl.Int64, strict=False),
-        kind=pl.col("cat_l").replace_strict(API_CATEGORIES, return_dtype=pl.String),
-        name=pl.col("name").str.replace(API_SUFFIX, ""),
+    api = (
+        x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "a_correlation", "name")  # filtered
+        .filter(pl.col("cat_l").is_in(list(API_CATEGORIES)))
+        .select(
+            "start",
+            end=pl.col("start") + pl.col("dur_ns"),
+            pid=pl.col("pid").cast(pl.Int64, strict=False),
+            thread=pl.col("tid_i"),
+            correlation=pl.col("a_correlation").cast(pl.Int64, strict=False),
+            kind=_category_kind(API_CATEGORIES),
+            name="name",
+        )
     )
+    return api.with_columns(_without_api_suffix(api.get_column("name")))
+
+
+def _without_api_suffix(names: pl.Series) -> pl.Series:
+    """API call names with one trailing ``_vNNNN`` version suffix stripped (:data:`API_SUFFIX`), the
+    pattern run on the distinct names only (a handful, however many calls)."""
+    distinct = names.unique()
+    stripped = distinct.str.replace(API_SUFFIX, "")
+    changed = distinct.ne_missing(stripped)
+    if not changed.any():
+        return names
+    return names.replace(distinct.filter(changed), stripped.filter(changed))
 
 
 def _gpu_ops(
@@ -310,12 +335,7 @@ def _gpu_ops(
         gpu = gpu.join(ends, on=["pid", "tid", "start"], how="left").with_columns(
             correlation=pl.coalesce("correlation", "flow_id")
         )
-    launch_pid = (
-        api.filter(pl.col("correlation").is_not_null())
-        .group_by("correlation")
-        .agg(call_pid=pl.col("pid").first())
-    )
-    gpu = gpu.join(launch_pid, on="correlation", how="left")
+    gpu = _with_launch_pid(gpu, api)
     return gpu.select(
         "start",
         end=pl.col("start") + pl.col("dur_ns"),
@@ -326,11 +346,36 @@ def _gpu_ops(
         pid=pl.coalesce("call_pid", pl.lit(main_pid, dtype=pl.Int64)),
         correlation="correlation",
         graph=pl.col("a_graph").cast(pl.Int64, strict=False),
-        kind=pl.col("cat_l").replace_strict(OP_CATEGORIES, return_dtype=pl.String),
+        kind=_category_kind(OP_CATEGORIES),
         name="name",
         has_call=pl.col("call_pid").is_not_null(),
         occupancy=pl.col("a_occupancy").cast(pl.Float64, strict=False),
     )
+
+
+def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
+    """``gpu`` with ``call_pid``: the pid of the first runtime/driver call carrying the op's correlation id
+    (null when none does). When every such call has one and the same pid (one process: the usual case),
+    that is a membership test of the correlation ids, not a group-by and a join."""
+    calls = api.filter(pl.col("correlation").is_not_null()).select("correlation", "pid")
+    pids = calls.get_column("pid")
+    if pids.null_count() == 0 and pids.n_unique() == 1:
+        launched = pl.col("correlation").is_in(calls.get_column("correlation").implode())
+        return gpu.with_columns(call_pid=pl.when(launched).then(pl.lit(pids[0], dtype=pl.Int64)))
+    launch_pid = calls.group_by("correlation").agg(call_pid=pl.col("pid").first())
+    return gpu.join(launch_pid, on="correlation", how="left")
+
+
+def _category_kind(kinds: dict[str, str]) -> pl.Expr:
+    """``cat_l`` mapped by ``kinds`` (lower-cased category -> kind; null for the others): one comparison
+    per kind (a handful), cheaper than a per-row string lookup."""
+    by_kind: dict[str, list[str]] = {}
+    for category, kind in kinds.items():
+        by_kind.setdefault(kind, []).append(category)
+    expr = pl.lit(None, dtype=pl.String)
+    for kind, categories in reversed(by_kind.items()):
+        expr = pl.when(pl.col("cat_l").is_in(categories)).then(pl.lit(kind)).otherwise(expr)
+    return expr
 
 
 def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
@@ -340,7 +385,8 @@ def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
     (:data:`tracekit.model.CPU_OPS_SCHEMA`), in file order."""
     # the name test on the operator rows only (null names dropped, as by the reference kineto_cpu_ops)
     cpu = (
-        x_events.filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)))
+        x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "name")  # only these are filtered
+        .filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)))
         .filter(~pl.col("name").str.contains(PROFILER_STEP))
         .select(
             "start",
@@ -369,20 +415,23 @@ def _cpu_ops(top_level: pl.DataFrame) -> pl.DataFrame:
 
 
 def _ranges(x_events: pl.DataFrame, main_pid: int | None) -> pl.DataFrame:
+    used = x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "a_stream", "name")  # filtered
     host = (
-        x_events.filter(pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES + CPU_OP_CATEGORIES))).filter(
+        used.filter(pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES + CPU_OP_CATEGORIES)))
+        .filter(
             pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES))
             | pl.col("name").str.contains(PROFILER_STEP).fill_null(False)
         )
-    ).select(
-        "start",
-        end=pl.col("start") + pl.col("dur_ns"),
-        pid=pl.col("pid").cast(pl.Int64, strict=False),
-        thread=pl.col("tid_i"),
-        domain=pl.lit("user"),
-        name="name",
+        .select(
+            "start",
+            end=pl.col("start") + pl.col("dur_ns"),
+            pid=pl.col("pid").cast(pl.Int64, strict=False),
+            thread=pl.col("tid_i"),
+            domain=pl.lit("user"),
+            name="name",
+        )
     )
-    gpu = x_events.filter(pl.col("cat_l").is_in(list(GPU_RANGE_CATEGORIES))).select(
+    gpu = used.filter(pl.col("cat_l").is_in(list(GPU_RANGE_CATEGORIES))).select(
         "start",
         end=pl.col("start") + pl.col("dur_ns"),
         pid=pl.lit(main_pid, dtype=pl.Int64),
@@ -616,8 +665,11 @@ def _finish_rows(parts: list[pl.DataFrame]) -> pl.DataFrame:
     return frame.with_columns(pl.col(*ids).cast(pl.String))
 
 
-def _cpu_op_rows(rows: pl.DataFrame) -> pl.DataFrame:
-    """``rows.filter(_is_cpu_op())``, the name test made on the CPU-operator rows only."""
+def _cpu_op_rows(rows: pl.DataFrame, *columns: str) -> pl.DataFrame:
+    """``rows.filter(_is_cpu_op())``, the name test made on the CPU-operator rows only; with ``columns``,
+    only those (and the two tested) are kept and filtered."""
+    if columns:
+        rows = rows.select(*dict.fromkeys(("cat_l", "name", *columns)))
     return rows.filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES))).filter(_is_cpu_op())
 
 
@@ -631,10 +683,13 @@ def _is_cpu_op() -> pl.Expr:
 def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
     """``meta["cpu_op_summary"]`` (:func:`tracekit.readers.kineto_summary.cpu_op_summary`) of the rows."""
     span = ("pid", "tid", "start", pl.col("start") + pl.col("dur_ns"))
-    cpu = _cpu_op_rows(x_events).select("name", *span[:3], end=span[3])
-    calls = x_events.filter(pl.col("cat_l").is_in(list(API_CATEGORIES))).select(
-        pl.col("name").str.replace(API_SUFFIX, ""), *span[:3], end=span[3]
+    cpu = _cpu_op_rows(x_events, "pid", "tid", "start", "dur_ns").select("name", *span[:3], end=span[3])
+    calls = (
+        x_events.select("cat_l", "name", "pid", "tid", "start", "dur_ns")  # only these are filtered
+        .filter(pl.col("cat_l").is_in(list(API_CATEGORIES)))
+        .select("name", *span[:3], end=span[3])
     )
+    calls = calls.with_columns(_without_api_suffix(calls.get_column("name")))
     return cpu_op_summary(cpu, calls)
 
 

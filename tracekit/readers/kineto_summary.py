@@ -100,6 +100,8 @@ def _outside_fraction(calls: pl.DataFrame, cpu: pl.DataFrame) -> float | None:
     join."""
     if calls.height == 0:
         return None
+    if cpu.height == 0:  # no operator at all: every call is outside
+        return 1.0
     keys = ["pid", "tid"]
     reach = (
         cpu.select(*keys, "start", "end")
