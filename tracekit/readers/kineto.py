@@ -95,6 +95,7 @@ from tracekit.model import (
     busiest_gpu_name,
     conform,
     empty_frame,
+    sort_frame,
     wanted_frames,
 )
 from tracekit.readers import kineto_wire, kineto_worker
@@ -444,12 +445,10 @@ def _ranges(x_events: pl.DataFrame, main_pid: int | None) -> pl.DataFrame:
 
 
 def _kernel_metrics(ops: pl.DataFrame) -> pl.DataFrame:
-    kernels = (
-        ops.filter(pl.col("kind") == "kernel")
-        .sort("start", "end", maintain_order=True)
-        .with_row_index("kernel")
-        .filter(pl.col("occupancy").is_not_null())
-    )
+    kernels = ops.filter(pl.col("kind") == "kernel").select("start", "end", "name", "occupancy")
+    # sorted only when not in (start, end) order already (a sort copies every kernel name)
+    kernels = sort_frame(kernels, ["start", "end"], [False, False])
+    kernels = kernels.with_row_index("kernel").filter(pl.col("occupancy").is_not_null())
     return kernels.select(
         pl.col("kernel").cast(pl.Int64),
         "name",
