@@ -13,7 +13,7 @@ from typing import Any
 
 import polars as pl
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -435,16 +435,18 @@ _US_NUMBER = st.one_of(
     ),
     st.sampled_from(
         ["9223372036854775.807", "9223372036854774.999", "-9223372036854774.999", "0.000", "-0.000",
-         "99999999999999999999.000", "1.5", "1.2345", "12", "-3", "1.000e3", "2.500E-1", "7.25"]
+         "99999999999999999999.000", "1.5", "1.2345", "12", "-3", "1.000e3", "2.500E-1", "7.25",
+         "[1.000,5]", "[2.000]", "null"]
     ),
 )  # fmt: skip
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(_US_NUMBER, _US_NUMBER), min_size=1, max_size=6))
+@example([("[1.000,5]", "1.000"), ("2.000", "1.000")])  # one point per value and a ".ddd," after each
 def test_wire_ns_kind_gives_the_exact_conversion(values: list[tuple[str, str]]) -> None:
     """ts/dur texts that are all Kineto's spelling (-?digits.ddd) cross as nanoseconds (the ``"ns"`` wire
-    kind: points removed); any other spelling in the chunk keeps the text kind. Either way the rows' start
+    kind: points removed); any other spelling in the chunk (arrays, nulls) keeps a text kind. Either way the rows' start
     and duration are :func:`us_to_ns` of the texts (nulls past int64 ns; a null duration reads as 0)."""
     import re
 
@@ -458,8 +460,10 @@ def test_wire_ns_kind_gives_the_exact_conversion(values: list[tuple[str, str]]) 
     kineto_spelling = re.compile(r"-?\d+\.\d{3}")
     for i, field in enumerate(("ts", "dur")):
         texts = [v[i] for v in values]
-        expected_kind = "ns" if all(kineto_spelling.fullmatch(t) for t in texts) else "num"
-        assert wire[2][field][0] == expected_kind
+        if all(kineto_spelling.fullmatch(t) for t in texts):
+            assert wire[2][field][0] == "ns"
+        else:  # a text kind: "num", or "raw" for the arrays
+            assert wire[2][field][0] in ("num", "raw")
     rows, _, _, bad = K.wire_rows(wire)
     exact = pl.DataFrame({"ts": [v[0] for v in values], "dur": [v[1] for v in values]}).select(
         start=us_to_ns(pl.col("ts")), dur_ns=us_to_ns(pl.col("dur")).fill_null(0)

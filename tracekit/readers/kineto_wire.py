@@ -254,13 +254,13 @@ _DIGIT_SHAPE = bytes.maketrans(b"0123456789", b"d" * 10)
 def _microseconds(values: list[msgspec.Raw]) -> Column:
     """JSON texts of ``ts``/``dur`` (microseconds): ``"ns"`` when every value is a plain decimal with
     exactly three fraction digits, else as :func:`_numbers`. The test is a few C-level passes over the
-    joined text: it holds exactly one point per value (JSON numbers have at most one), every point is
-    followed by exactly three digits and then the next value or the end, and there is no string; so each
-    value is ``-?digits.ddd`` (JSON allows nothing else before the point) and removing the points gives its
-    nanoseconds exactly."""
+    joined text: its only commas are the n - 1 separators (no array or object holds one), it holds exactly
+    one point per value, every point is followed by exactly three digits and then the next value or the
+    end, and there is no string; so each value is a JSON value ending in ``.ddd``, i.e. a number
+    ``-?digits.ddd``, and removing the points gives its nanoseconds exactly."""
     text = _ENCODE.encode(values)[1:-1]
     n = len(values)
-    if n and text.count(b".") == n and b'"' not in text:
+    if n and text.count(b".") == n and text.count(b",") == n - 1 and b'"' not in text:
         shape = text.translate(_DIGIT_SHAPE)
         if shape.endswith(b".ddd") and shape.count(b".ddd,") == n - 1:
             return "ns", text.replace(b".", b"").decode("ascii")
