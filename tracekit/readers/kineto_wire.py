@@ -236,12 +236,14 @@ def _values(values: list[Any]) -> Column:
     return "list", values
 
 
-def _numbers(values: list[msgspec.Raw]) -> Column:
-    """JSON texts of number fields: ``"num"`` when each is a plain scalar without a string, else ``"raw"``."""
-    text = _ENCODE.encode(values)
+def _numbers(values: list[msgspec.Raw], text: bytes | None = None) -> Column:
+    """JSON texts of number fields: ``"num"`` when each is a plain scalar without a string, else ``"raw"``.
+    ``text``: the values already joined by commas (``_ENCODE.encode(values)[1:-1]``), when at hand."""
+    if text is None:
+        text = _ENCODE.encode(values)[1:-1]
     if b'"' not in text and text.count(b",") == max(len(values) - 1, 0):
         try:
-            return "num", text[1:-1].decode("ascii")
+            return "num", text.decode("ascii")
         except UnicodeDecodeError:
             pass
     return _raws(values)
@@ -264,7 +266,7 @@ def _microseconds(values: list[msgspec.Raw]) -> Column:
         shape = text.translate(_DIGIT_SHAPE)
         if shape.endswith(b".ddd") and shape.count(b".ddd,") == n - 1:
             return "ns", text.replace(b".", b"").decode("ascii")
-    return _numbers(values)
+    return _numbers(values, text)
 
 
 def _raws(values: list[msgspec.Raw]) -> Column:
