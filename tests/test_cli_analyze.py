@@ -195,3 +195,34 @@ def test_program_exit_runs_exit_handlers_flushes_output_and_tunes_the_allocator(
         env={**env, "_RJEM_MALLOC_CONF": "narenas:1"},
     )
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "missing.json" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("argv", "preset", "expected"),
+    [
+        (["analyze", "missing.json"], None, "1"),
+        (["analyze", "missing.json"], "4", "4"),
+        (["compare", "missing.json", "missing.json"], None, "1"),
+        (["doctor"], None, None),
+    ],
+)
+def test_analysis_commands_keep_numpy_blas_to_one_thread(
+    argv: list[str], preset: str | None, expected: str | None, tmp_path: Path
+) -> None:
+    """Commands that only analyze set OPENBLAS_NUM_THREADS=1 before numpy is imported (its BLAS is never
+    called; its threads would double the import's CPU time), unless the user set it; other commands leave
+    it alone."""
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('BLAS=' + os.environ.get('OPENBLAS_NUM_THREADS', '-'), file=sys.stderr))\n"
+        "import tracekit.cli as c\n"
+        f"sys.argv = ['tracekit', *{argv!r}]\n"
+        "c.entry()\n"
+    )
+    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
+    if preset is not None:
+        env["OPENBLAS_NUM_THREADS"] = preset
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
+    )
+    assert run.stderr.strip().splitlines()[-1] == f"BLAS={expected or '-'}"

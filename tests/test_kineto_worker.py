@@ -684,3 +684,43 @@ def test_cli_forked_workers_give_the_in_process_output() -> None:
         assert run.returncode == 0, run.stderr
         outputs[setting] = run.stdout
     assert outputs["1"] == outputs["0"] and '"iterations"' in outputs["1"]
+
+
+_MALLINFO = """
+import ctypes, sys
+from tracekit.readers.kineto_worker import keep_freed_memory
+
+class MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+libc = ctypes.CDLL(None)
+libc.mallinfo2.restype = MallInfo2
+if sys.argv[1] == "keep":
+    keep_freed_memory()
+before = libc.mallinfo2().hblks
+block = bytearray(8 << 20)
+print(libc.mallinfo2().hblks - before)
+"""
+
+
+def _glibc_with_mallinfo2() -> bool:
+    import ctypes
+
+    try:
+        libc = ctypes.CDLL(None)
+        return bool(libc.gnu_get_libc_version and libc.mallinfo2)
+    except (OSError, AttributeError):
+        return False
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or not _glibc_with_mallinfo2(), reason="glibc only")
+@pytest.mark.parametrize(("mode", "mapped_blocks"), [("default", 1), ("keep", 0)])
+def test_worker_keeps_large_blocks_in_its_heap(mode: str, mapped_blocks: int) -> None:
+    """A worker's multi-megabyte blocks come from its heap (reused chunk after chunk) rather than from a
+    mapping of their own that is unmapped when freed and faulted in again for the next chunk."""
+    out = subprocess.run(
+        [sys.executable, "-c", _MALLINFO, mode], capture_output=True, text=True, check=True, cwd=REPO
+    )
+    assert int(out.stdout) == mapped_blocks
