@@ -226,3 +226,45 @@ def test_analysis_commands_keep_numpy_blas_to_one_thread(
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
     )
     assert run.stderr.strip().splitlines()[-1] == f"BLAS={expected or '-'}"
+
+
+@pytest.mark.parametrize(
+    ("trace", "workers", "user_conf", "expected"),
+    [
+        ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz", "1", None, "huge"),
+        ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz", "0", None, "plain"),
+        ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.sqlite", "1", None, "plain"),
+        ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz", "1", "narenas:1", "user"),
+    ],
+)
+def test_huge_pages_only_for_kineto_files_decoded_by_workers(
+    trace: str, workers: str, user_conf: str | None, expected: str
+) -> None:
+    """polars' allocator is asked for transparent huge pages when analyze decodes a Kineto file in worker
+    processes (frames built batch by batch), not for SQLite exports nor in-process decoding, and never over
+    the user's own allocator setting; the output is the same either way."""
+    import os
+
+    from tracekit.cli import ALLOCATOR_CONF, HUGE_PAGES_CONF
+
+    code = (
+        "import atexit, os, sys\n"
+        "atexit.register(lambda: print('CONF=' + os.environ.get('_RJEM_MALLOC_CONF', ''), file=sys.stderr))\n"
+        "import tracekit.cli as c\n"
+        f"sys.argv = ['tracekit', 'analyze', {trace!r}, '--format', 'json']\n"
+        "c.entry()\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
+    env["TRACEKIT_DECODE_WORKER"] = workers
+    if user_conf is not None:
+        env["_RJEM_MALLOC_CONF"] = user_conf
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
+    assert run.returncode == 0, run.stderr
+    conf = run.stderr.strip().splitlines()[-1].removeprefix("CONF=")
+    want = {
+        "huge": ALLOCATOR_CONF + HUGE_PAGES_CONF,
+        "plain": ALLOCATOR_CONF,
+        "user": user_conf,
+    }[expected]
+    assert conf.endswith(f",{want}")  # polars puts its own defaults first (later settings win)
+    assert json.loads(run.stdout)["iterations"]

@@ -29,7 +29,10 @@ def run(args: argparse.Namespace) -> int:
     resolve_output(args, [args.trace])
     from tracekit.readers import kineto_worker
 
-    kineto_worker.prefetch(args.trace)  # a large Kineto file decodes while the analysis modules load
+    if kineto_worker.prefetch(args.trace):  # a large Kineto file decodes while the analysis modules load
+        from tracekit.cli import use_huge_pages
+
+        use_huge_pages()
 
     from tracekit.analyzers.iterations import FRAMES_NEEDED
     from tracekit.renderers import render

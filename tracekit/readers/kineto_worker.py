@@ -195,9 +195,9 @@ def start(path: Path) -> Workers:
     return Workers(path, kineto_json.CHUNK_BYTES, kineto_stream.READ_BYTES, worker_count())
 
 
-def prefetch(path: str | Path) -> None:
-    """Start decoding ``path`` now when it is a Kineto file the reader would decode in a worker; never
-    raises (the reader reports any problem with the file when it reads it)."""
+def prefetch(path: str | Path) -> bool:
+    """Start decoding ``path`` now when it is a Kineto file the reader would decode in a worker (True when
+    workers were started); never raises (the reader reports any problem with the file when it reads it)."""
     try:
         from tracekit.readers import detect_format
 
@@ -205,8 +205,10 @@ def prefetch(path: str | Path) -> None:
         if wanted(path) and detect_format(path) == "kineto":
             worker = start(path)
             _PREFETCHED[worker.key] = worker
+            return True
     except (TracekitError, WorkerLost, OSError):
-        return
+        pass
+    return False
 
 
 def take(path: Path) -> Workers | None:
