@@ -217,3 +217,32 @@ def test_rerun_of_some_sizes_keeps_the_other_rows_with_their_date(bench) -> None
     assert bench.merge_kept_rows(header, [["10^4", "1", "2", "3"]], None, {"10^4"}) == [
         ["10^4", "1", "2", "3"]
     ]
+
+
+def test_alternate_interleaves_two_tools_and_keeps_the_best_of_each(bench) -> None:
+    """HTA and analyze on the Kineto file run in alternation: each tool's best time (with that run's extra
+    data) and largest peak; a tool that fails keeps its error and is not run again, the other goes on."""
+    M = bench.Measurement
+    calls: list[str] = []
+    slow = iter([M(9.0, 500, extra={"run": 1}), M(8.0, 400, extra={"run": 2}), M(8.5, 600, extra={"run": 3})])
+    fast = iter([M(1.0, 100), M(0.9, 120), M(1.2, 90)])
+
+    def first() -> object:
+        calls.append("slow")
+        return next(slow)
+
+    def second() -> object:
+        calls.append("fast")
+        return next(fast)
+
+    a, b = bench.alternate(first, second, 3)
+    assert calls == ["slow", "fast"] * 3
+    assert (a.seconds, a.peak_mb, a.extra) == (8.0, 600, {"run": 2})
+    assert (b.seconds, b.peak_mb) == (0.9, 120)
+
+    calls.clear()
+    slow = iter([M(9.0, 500), M(error="exit 1: boom")])
+    fast = iter([M(1.0, 100), M(0.8, 100), M(0.7, 100)])
+    a, b = bench.alternate(first, second, 3)
+    assert calls == ["slow", "fast", "slow", "fast", "fast"]
+    assert a.error == "exit 1: boom" and b.seconds == 0.7
