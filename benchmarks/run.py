@@ -259,16 +259,13 @@ def alternate(
 def measure(
     cmd: Sequence[str], repeat: int, timeout: float | None = None, mem_limit_mb: float | None = None
 ) -> Measurement:
-    """Best wall time and largest peak RSS over ``repeat`` fresh runs; the first error stops."""
+    """Best wall time and largest peak RSS over ``repeat`` fresh runs (:func:`better`); the first error
+    stops."""
     best: Measurement | None = None
     for _ in range(max(1, repeat)):
-        m = measure_once(cmd, timeout, mem_limit_mb)
-        if not m.ok:
-            return m
-        if best is None:
-            best = m
-        else:
-            best = Measurement(seconds=min(best.seconds, m.seconds), peak_mb=max(best.peak_mb, m.peak_mb))
+        best = better(best, measure_once(cmd, timeout, mem_limit_mb))
+        if not best.ok:
+            break
     assert best is not None
     return best
 
@@ -392,25 +389,18 @@ def find_hta_python(explicit: str | None, cache: Path) -> str | None:
     return None
 
 
-def run_hta(
-    python: str, kineto_file: Path, repeat: int, timeout: float, mem_limit_mb: float | None = None
-) -> Measurement:
-    best: Measurement | None = None
-    for _ in range(max(1, repeat)):
-        with tempfile.TemporaryDirectory(prefix="tracekit-bench-hta-") as tmp:
-            trace_dir_ = Path(tmp) / "traces"
-            trace_dir_.mkdir()
-            os.symlink(kineto_file, trace_dir_ / "rank-0.json.gz")
-            phases = Path(tmp) / "phases.json"
-            m = measure_once([python, "-c", HTA_SCRIPT, str(trace_dir_), str(phases)], timeout, mem_limit_mb)
-            if not m.ok:
-                return m
+def run_hta(python: str, kineto_file: Path, timeout: float, mem_limit_mb: float | None = None) -> Measurement:
+    """One run of HTA on ``kineto_file`` (its phases' times and version in ``extra``); the repeats are
+    :func:`alternate`'s, in turn with analyze."""
+    with tempfile.TemporaryDirectory(prefix="tracekit-bench-hta-") as tmp:
+        trace_dir_ = Path(tmp) / "traces"
+        trace_dir_.mkdir()
+        os.symlink(kineto_file, trace_dir_ / "rank-0.json.gz")
+        phases = Path(tmp) / "phases.json"
+        m = measure_once([python, "-c", HTA_SCRIPT, str(trace_dir_), str(phases)], timeout, mem_limit_mb)
+        if m.ok:
             m.extra = json.loads(phases.read_text()) if phases.exists() else {}
-        if best is None or m.seconds < best.seconds:
-            peak = max(m.peak_mb, best.peak_mb) if best else m.peak_mb
-            best = dataclasses.replace(m, peak_mb=peak)
-    assert best is not None
-    return best
+    return m
 
 
 # ---------------------------------------------------------------------------------------------- results
@@ -1088,7 +1078,7 @@ def measure_size(
             log(f"N={fmt_n(n)}: HTA and analyze on the Kineto file, in alternation ...")
             kineto_file = files["kineto"]
             hta_m, kineto_m = alternate(
-                lambda: run_hta(tools.hta_python, kineto_file, 1, *limits),  # type: ignore[arg-type]
+                lambda: run_hta(tools.hta_python, kineto_file, *limits),  # type: ignore[arg-type]
                 lambda: measure(_analyze_cmd(kineto_file), 1, *limits),
                 repeat_slow,
             )
