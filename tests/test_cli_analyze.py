@@ -166,6 +166,29 @@ def test_every_real_trace_agrees_with_the_reference(path, tmp_path):
         assert got["launches"].to_list() == [r.launches for r in ref]
 
 
+def _program_env_at_exit(
+    variable: str, argv: list[str], env: dict[str, str | None], cwd: Path | None = None
+) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run the ``tracekit`` program (cli.entry) with ``argv`` in a fresh interpreter whose environment is
+    this one's with ``env`` applied (None: removed); returns the run and the value ``variable`` had when
+    the program exited (``-`` when unset), read by an exit handler."""
+    import os
+
+    code = (
+        "import atexit, os, sys\n"
+        f"atexit.register(lambda: print('AT_EXIT=' + os.environ.get({variable!r}, '-'), file=sys.stderr))\n"
+        "import tracekit.cli as c\n"
+        f"sys.argv = ['tracekit', *{argv!r}]\n"
+        "c.entry()\n"
+    )
+    environment = {k: v for k, v in os.environ.items() if k not in env}
+    environment.update({k: v for k, v in env.items() if v is not None})
+    run = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=environment, cwd=cwd
+    )
+    return run, run.stderr.strip().splitlines()[-1].removeprefix("AT_EXIT=")
+
+
 def test_program_exit_runs_exit_handlers_flushes_output_and_tunes_the_allocator(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -175,18 +198,13 @@ def test_program_exit_runs_exit_handlers_flushes_output_and_tunes_the_allocator(
     sample = "sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz"
     assert main(["analyze", sample, "--format", "json"]) == 0
     expected = capsys.readouterr().out
-    code = (
-        "import atexit, os, sys\n"
-        "atexit.register(lambda: print('CONF=' + os.environ.get('_RJEM_MALLOC_CONF', ''), file=sys.stderr))\n"
-        "import tracekit.cli as c\n"
-        f"sys.argv = ['tracekit', 'analyze', {sample!r}, '--format', 'json']\n"
-        "c.entry()\n"
+    run, conf = _program_env_at_exit(
+        "_RJEM_MALLOC_CONF", ["analyze", sample, "--format", "json"], {"_RJEM_MALLOC_CONF": None}
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != "_RJEM_MALLOC_CONF"}
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0 and run.stdout == expected
     # polars puts its defaults first; later settings win (jemalloc's rule)
-    assert run.stderr.strip().endswith(",dirty_decay_ms:200,muzzy_decay_ms:0")
+    assert conf.endswith(",dirty_decay_ms:200,muzzy_decay_ms:0")
+    env = {k: v for k, v in __import__("os").environ.items() if k != "_RJEM_MALLOC_CONF"}
     bad = subprocess.run(
         [sys.executable, "-m", "tracekit.cli", "analyze", str(tmp_path / "missing.json")],
         capture_output=True,
@@ -212,20 +230,10 @@ def test_analysis_commands_keep_numpy_blas_to_one_thread(
     """Commands that only analyze set OPENBLAS_NUM_THREADS=1 before numpy is imported (its BLAS is never
     called; its threads would double the import's CPU time), unless the user set it; other commands leave
     it alone."""
-    code = (
-        "import atexit, os, sys\n"
-        "atexit.register(lambda: print('BLAS=' + os.environ.get('OPENBLAS_NUM_THREADS', '-'), file=sys.stderr))\n"
-        "import tracekit.cli as c\n"
-        f"sys.argv = ['tracekit', *{argv!r}]\n"
-        "c.entry()\n"
+    _, blas = _program_env_at_exit(
+        "OPENBLAS_NUM_THREADS", argv, {"OPENBLAS_NUM_THREADS": preset}, cwd=tmp_path
     )
-    env = {k: v for k, v in __import__("os").environ.items() if k != "OPENBLAS_NUM_THREADS"}
-    if preset is not None:
-        env["OPENBLAS_NUM_THREADS"] = preset
-    run = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env, cwd=tmp_path
-    )
-    assert run.stderr.strip().splitlines()[-1] == f"BLAS={expected or '-'}"
+    assert blas == (expected or "-")
 
 
 @pytest.mark.parametrize(
@@ -243,24 +251,14 @@ def test_huge_pages_only_for_kineto_files_decoded_by_workers(
     """polars' allocator is asked for transparent huge pages when analyze decodes a Kineto file in worker
     processes (frames built batch by batch), not for SQLite exports nor in-process decoding, and never over
     the user's own allocator setting; the output is the same either way."""
-    import os
-
     from tracekit.cli import ALLOCATOR_CONF, HUGE_PAGES_CONF
 
-    code = (
-        "import atexit, os, sys\n"
-        "atexit.register(lambda: print('CONF=' + os.environ.get('_RJEM_MALLOC_CONF', ''), file=sys.stderr))\n"
-        "import tracekit.cli as c\n"
-        f"sys.argv = ['tracekit', 'analyze', {trace!r}, '--format', 'json']\n"
-        "c.entry()\n"
+    run, conf = _program_env_at_exit(
+        "_RJEM_MALLOC_CONF",
+        ["analyze", trace, "--format", "json"],
+        {"_RJEM_MALLOC_CONF": user_conf, "TRACEKIT_DECODE_WORKER": workers},
     )
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-    env["TRACEKIT_DECODE_WORKER"] = workers
-    if user_conf is not None:
-        env["_RJEM_MALLOC_CONF"] = user_conf
-    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, env=env)
     assert run.returncode == 0, run.stderr
-    conf = run.stderr.strip().splitlines()[-1].removeprefix("CONF=")
     want = {
         "huge": ALLOCATOR_CONF + HUGE_PAGES_CONF,
         "plain": ALLOCATOR_CONF,
