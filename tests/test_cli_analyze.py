@@ -266,3 +266,27 @@ def test_huge_pages_only_for_kineto_files_decoded_by_workers(
     }[expected]
     assert conf.endswith(f",{want}")  # polars puts its own defaults first (later settings win)
     assert json.loads(run.stdout)["iterations"]
+
+
+def test_numpy_prefetch_loads_the_numpy_modules_polars_needs() -> None:
+    # polars loads numpy.ma the first time it makes a series of a numpy array (~20 ms of module code, at
+    # the end of every analysis), so the prefetch thread that imports numpy while the trace is read takes
+    # numpy.ma too; if polars stops needing it, the first run says so and the prefetch can shrink
+    needs = (
+        "import sys, numpy, polars\n"
+        "before = 'numpy.ma' in sys.modules\n"
+        "polars.Series(numpy.arange(3))\n"
+        "print(before, 'numpy.ma' in sys.modules)\n"
+    )
+    prefetch = (
+        "import sys, threading\n"
+        "from tracekit.session import _prefetch_numpy\n"
+        "before = 'numpy' in sys.modules\n"
+        "_prefetch_numpy()\n"
+        "[t.join() for t in threading.enumerate() if t.name == 'prefetch-numpy']\n"
+        "print(before, 'numpy.ma' in sys.modules)\n"
+    )
+    for code in (needs, prefetch):
+        run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        assert run.returncode == 0, run.stderr
+        assert run.stdout.split() == ["False", "True"]
