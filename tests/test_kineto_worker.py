@@ -187,6 +187,21 @@ def _check_worker_equals_in_process(
     spy.assert_exited()
 
 
+@pytest.mark.parametrize("gz", [False, True])
+def test_worker_equals_in_process_with_non_finite_numbers_and_bytes_not_utf8(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy, gz: bool
+) -> None:
+    # the spellings read beyond strict JSON (an unread arg of inf on 200 events, a kernel name with a byte
+    # that is not UTF-8) read the same in the workers as in this process
+    text = gzip.decompress(PYTORCH_SAMPLE.read_bytes())
+    text = text.replace(b'"args": {', b'"args": {"memory bandwidth (GB/s)": inf, ', 200)
+    at = text.index(b'"cat": "kernel", "name": "') + len(b'"cat": "kernel", "name": "')
+    text = text[:at] + b"\xe9" + text[at:]
+    path = _write(tmp_path / ("quirks.json" + (".gz" if gz else "")), text, gz)
+    _check_worker_equals_in_process(monkeypatch, spy, path, 3)
+    assert read(path).ops.get_column("name").str.starts_with("\ufffd").sum() == 1
+
+
 @pytest.mark.parametrize("parts", [2, 4])
 @pytest.mark.parametrize("name", SAMPLES)
 def test_worker_equals_in_process_on_sample_traces(

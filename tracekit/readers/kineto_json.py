@@ -222,23 +222,40 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
 
     TraceFormatError on invalid JSON, or when the document is not a dict with a ``traceEvents`` array nor
     a non-empty array of objects each with a ``ph`` key (the chrome "JSON array format")."""
-    try:
-        top = _DECODE_TOP.decode(data)
-    except msgspec.ValidationError:  # valid JSON, but a scalar at the top
-        raise TraceFormatError("not a Kineto trace: no traceEvents", path) from None
-    except (msgspec.DecodeError, UnicodeDecodeError, RecursionError) as exc:
-        raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
+    while True:
+        try:
+            top = _DECODE_TOP.decode(data)
+            break
+        except msgspec.ValidationError:  # valid JSON, but a scalar at the top
+            raise TraceFormatError("not a Kineto trace: no traceEvents", path) from None
+        except msgspec.DecodeError as exc:  # a non-finite number reads as null (see _decode_chunk)
+            offset = error_offset(exc)
+            repaired = None if offset is None else repair_non_finite(data, offset)
+            if repaired is None:
+                raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
+            data = repaired
+        except (UnicodeDecodeError, RecursionError) as exc:
+            raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
     if isinstance(top, dict):
         events = top.pop("traceEvents", None)
         if events is None or not bytes(memoryview(events)[:1]).startswith(b"["):
             raise TraceFormatError("not a Kineto trace: no traceEvents", path)
         # floats as their text, as json.loads(parse_float=str) gave them (tracekit_meta values keep their text)
-        header = {key: _DECODE_HEADER.decode(value) for key, value in top.items()}
+        header = {key: decode_header_value(value) for key, value in top.items()}
         return header, events
     # a bare array: Kineto only when every element is an object with "ph"
     if not top or not _all_have_ph(data):
         raise TraceFormatError("not a Kineto trace: no traceEvents", path)
     return {}, data
+
+
+def decode_header_value(value: msgspec.Raw) -> Any:
+    """A top-level value of the document, decoded (floats as their text; bytes that are not UTF-8 in its
+    strings as U+FFFD)."""
+    try:
+        return _DECODE_HEADER.decode(value)
+    except UnicodeDecodeError:
+        return _DECODE_HEADER.decode(bytes(value).decode("utf-8", "replace").encode())
 
 
 _MISSING = msgspec.Raw(b"")
@@ -312,22 +329,109 @@ def event_chunks(
 
 def _decode_chunk(text: bytes, lenient: bool = False) -> list[_FastEvent] | list[_Event] | None:
     """Events of one array text (:class:`_FastEvent`, else :class:`_Event` when some value has another
-    type, or always with ``lenient``); None when the text is not a JSON array (a bad cut)."""
+    type, or always with ``lenient``); None when the text is not a JSON array because of where it was cut:
+    its error is at its end (the cut was inside a string or a nested value), or the array closes before
+    the error (the text runs past the end of the events array).
+
+    Two spellings that some profilers write and strict JSON lacks are read: a non-finite number
+    (:func:`repair_non_finite`) becomes null, and a string with bytes that are not UTF-8 gets U+FFFD for
+    them (as most trace viewers show it). Any other error inside the text raises :class:`InvalidJSON`:
+    moving the cut back cannot help then."""
+    while True:
+        try:
+            return _decode_events(text, lenient)
+        except UnicodeDecodeError:  # a string's bytes are not UTF-8 (outside strings it is a DecodeError)
+            text = text.decode("utf-8", "replace").encode()
+        except msgspec.DecodeError as exc:
+            offset = error_offset(exc)
+            repaired = None if offset is None else repair_non_finite(text, offset)
+            if repaired is not None:
+                text = repaired
+                continue
+            if offset is None or offset >= len(text) - 1 or _closes_before(text, offset):
+                return None  # a bad cut (or a truncated text)
+            raise InvalidJSON(_error_reason(exc), offset) from None
+
+
+def _decode_events(text: bytes, lenient: bool) -> list[_FastEvent] | list[_Event]:
+    """:func:`_decode_chunk` of a text, raising msgspec's DecodeError (or UnicodeDecodeError) as it is."""
     if not lenient:
         try:
             return _DECODE_FAST.decode(text)
         except msgspec.ValidationError:
             pass
-        except msgspec.DecodeError:
-            return None
     try:
         return _DECODE_EVENTS.decode(text)
     except msgspec.ValidationError:
         # some element is not an object: keep the objects only
         items = _DECODE_ITEMS.decode(text)
         return list(filter(_Event.__instancecheck__, items))
-    except msgspec.DecodeError:
-        return None
+
+
+_VALIDATE = msgspec.json.Decoder(msgspec.Raw)
+
+
+def _closes_before(text: bytes, offset: int) -> bool:
+    """Whether the text's value is complete before the error msgspec names at ``offset``: the text up to
+    there is one JSON value (validated without building it). msgspec names the byte of most errors, but
+    the byte after the first one for trailing characters, so both ends are tried."""
+    for end in (offset, offset - 1):
+        try:
+            _VALIDATE.decode(text[:end])
+            return True
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            pass
+    return False
+
+
+class InvalidJSON(Exception):
+    """A chunk's text is not JSON at ``offset`` (bytes into the text decoded), for a reason other than
+    where the chunk was cut."""
+
+    def __init__(self, reason: str, offset: int) -> None:
+        super().__init__(f"{reason} (byte {offset})")
+        self.reason = reason
+        self.offset = offset
+
+
+#: msgspec's DecodeError messages end with the offset of the error, e.g. "invalid character (byte 377)"
+_ERROR_AT = re.compile(r"\s*\(byte (\d+)\)$")
+
+
+def error_offset(exc: msgspec.DecodeError) -> int | None:
+    """The byte offset a msgspec DecodeError names (None when it names none, as for truncated input)."""
+    match = _ERROR_AT.search(str(exc))
+    return int(match.group(1)) if match else None
+
+
+def _error_reason(exc: msgspec.DecodeError) -> str:
+    """A msgspec DecodeError's message without its offset."""
+    return _ERROR_AT.sub("", str(exc))
+
+
+#: non-finite numbers as C/C++ formatting (``inf``, ``nan``) and Python's json (``Infinity``, ``NaN``) write
+#: them; Kineto once wrote ``"memory bandwidth (GB/s)": inf`` for a memcpy of zero duration (kineto#105)
+_NON_FINITE = re.compile(rb"-?(?:inf(?:inity)?|nan|Infinity|NaN)(?![0-9A-Za-z_])")
+
+
+def repair_non_finite(text: bytes, offset: int) -> bytes | None:
+    """``text`` with the non-finite number where a JSON decoder stopped replaced by ``null``, the value that
+    reads as missing; None when there is none there. ``offset``: the byte msgspec names, which is where the
+    token starts, one byte after its minus sign, or (for ``nan``, read as a misspelt ``null``) up to four
+    bytes after its start. The token must start a value (after ``:``, ``,`` or ``[``), so it is outside
+    any string."""
+    for start in range(offset, max(offset - _NULL_LOOKAHEAD, 0) - 1, -1):
+        match = _NON_FINITE.match(text, start)
+        if match is None or match.end() < offset:
+            continue
+        before = text[:start].rstrip(b" \t\r\n")[-1:]
+        if before in (b":", b",", b"["):
+            return b"".join((text[:start], b"null", text[match.end() :]))
+    return None
+
+
+#: how far before msgspec's offset a non-finite token can start (the ``-`` of ``-nan`` plus ``null``'s 4)
+_NULL_LOOKAHEAD = 5
 
 
 def is_fast(events: list[Any]) -> bool:

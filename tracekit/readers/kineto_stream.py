@@ -6,8 +6,9 @@ The top level is found without decoding the whole document: the ``"traceEvents":
 where the text before it, closed with ``}``, decodes as a JSON object (a key inside a string or a nested
 object leaves it unterminated or unbalanced). The events array is then cut into chunks of about
 :data:`tracekit.readers.kineto_json.CHUNK_BYTES` as in :func:`tracekit.readers.kineto_json.event_chunks`;
-a cut is accepted only when the chunk decodes, and when no cut before the target decodes the window grows
-(a file damaged there fails at the end of the text, with the one-line error). At the end of the text, the
+a cut is accepted only when the chunk decodes, and when no cut before the target decodes the window grows.
+A chunk whose text is invalid before its end (not because of where it was cut) fails at once, with the
+one-line error naming the byte of the JSON text (inflated) where it is invalid. At the end of the text, the
 array's closing ``]`` is the last one after which the rest of the document (``, "key": value ... }``)
 decodes as the remaining top-level keys.
 
@@ -167,10 +168,10 @@ def _head(text: _Text) -> tuple[dict[str, msgspec.Raw], int]:
             if before == b"{":
                 return {}, match.end() - 1
             if before.endswith(b","):
-                try:
-                    return _DECODE_OBJECT.decode(before[:-1] + b"}"), match.end() - 1
-                except (msgspec.DecodeError, msgspec.ValidationError):
+                head = _decode_object(before[:-1] + b"}")
+                if head is None:
                     continue
+                return head, match.end() - 1
         if text.eof or len(buf) > HEAD_LIMIT:
             raise _Whole(text.rest())
         text.fill(len(buf) * 2)
@@ -183,11 +184,24 @@ def _tail(rest: bytes) -> dict[str, msgspec.Raw] | None:
     if rest == b"}":
         return {}
     if rest.startswith(b","):
-        try:
-            return _DECODE_OBJECT.decode(b"{" + rest[1:])
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return None
+        return _decode_object(b"{" + rest[1:])
     return None
+
+
+def _decode_object(text: bytes) -> dict[str, msgspec.Raw] | None:
+    """The top-level values of a JSON object text (None when it is not one), non-finite numbers read as
+    null as in the events (:func:`tracekit.readers.kineto_json.repair_non_finite`)."""
+    while True:
+        try:
+            return _DECODE_OBJECT.decode(text)
+        except (msgspec.ValidationError, UnicodeDecodeError):
+            return None
+        except msgspec.DecodeError as exc:
+            offset = kd.error_offset(exc)
+            repaired = None if offset is None else kd.repair_non_finite(text, offset)
+            if repaired is None:
+                return None
+            text = repaired
 
 
 def _last_chunk(
@@ -251,7 +265,7 @@ def stream_events(
     stop = (index + 1) / count if index + 1 < count else None
     tail = yield from _chunks(text, pos, path, progress, lenient, stop, start)
     if header is not None:
-        header.update({k: kd._DECODE_HEADER.decode(v) for k, v in {**head, **tail}.items()})
+        header.update({k: kd.decode_header_value(v) for k, v in {**head, **tail}.items()})
 
 
 class PartBoundaryError(Exception):
@@ -319,6 +333,25 @@ def _chunks(
     """Event chunks from ``text.buf[pos:]`` on; returns the top-level values after the array. ``stop``:
     the part mark where the next part of the file begins (:func:`stream_events`; ``start``: the absolute
     text offset of the events array's ``[``): the chunks end at that boundary, and nothing is returned."""
+    try:
+        return (yield from _chunks_of(text, pos, path, progress, lenient, stop, start))
+    except kd.InvalidJSON as exc:  # each chunk's text starts at text.dropped, after the "[" put before it
+        raise TraceFormatError(
+            f"truncated or invalid JSON: {exc.reason} at byte {text.dropped + exc.offset - 1} of the JSON text",
+            path,
+        ) from None
+
+
+def _chunks_of(
+    text: _Text,
+    pos: int,
+    path: Path,
+    progress: kd.Progress | None,
+    lenient: bool,
+    stop: float | None,
+    start: int,
+) -> Iterator[list[Any]]:
+    """:func:`_chunks`, raising :class:`~tracekit.readers.kineto_json.InvalidJSON` as it is."""
     want = kd.CHUNK_BYTES
     end_at: tuple[int, int] | None = None  # the next part's boundary, once the text reaches its mark
     while True:

@@ -270,5 +270,6 @@ def _microseconds(values: list[msgspec.Raw]) -> Column:
 
 
 def _raws(values: list[msgspec.Raw]) -> Column:
-    """JSON texts of any values, ``"raw"`` (the separator cannot occur in JSON text)."""
-    return "raw", _SEP.encode().join(values).decode("utf-8")
+    """JSON texts of any values, ``"raw"`` (the separator cannot occur in JSON text; bytes that are not
+    UTF-8, which msgspec leaves as they are in a raw value, as U+FFFD)."""
+    return "raw", _SEP.encode().join(values).decode("utf-8", "replace")
