@@ -71,11 +71,10 @@ def make_trace(
     )
 
 
-def write_file(tmp_path: Path, name: str, text: str, gz: bool = False) -> Path:
-    """Write ``text`` to ``tmp_path / name`` (gzip-compressed when ``gz``) and return the path."""
+def write_file(tmp_path: Path, name: str, text: str | bytes, gz: bool = False) -> Path:
+    """Write ``text`` (UTF-8 when a str; bytes as they are) to ``tmp_path / name`` (gzip-compressed when
+    ``gz``) and return the path."""
+    data = text.encode() if isinstance(text, str) else text
     path = tmp_path / name
-    if gz:
-        path.write_bytes(gzip.compress(text.encode()))
-    else:
-        path.write_text(text)
+    path.write_bytes(gzip.compress(data) if gz else data)
     return path

@@ -477,12 +477,6 @@ def test_wire_ns_kind_gives_the_exact_conversion(values: list[tuple[str, str]]) 
 # ------------------------------------------------------------ spellings strict JSON lacks, damaged text
 
 
-def _bytes_file(tmp_path: Path, name: str, data: bytes, gz: bool = False) -> Path:
-    path = tmp_path / (name + (".gz" if gz else ""))
-    path.write_bytes(gzip.compress(data) if gz else data)
-    return path
-
-
 #: the second kernel's occupancy in SYNTHETIC_CURRENT_RAW
 _OCCUPANCY = '"est. achieved occupancy %": 25.5}'
 
@@ -514,7 +508,7 @@ def test_non_finite_numbers_read_as_missing_values(
         ("unread", unread, _frames(read(_write(tmp_path, "clean.json", SYNTHETIC_CURRENT_RAW)))),
         ("occupancy", occupancy, expected),
     ):
-        got = _frames(read(_bytes_file(tmp_path, name + ".json", text.encode(codec), gz)))
+        got = _frames(read(_write(tmp_path, name + ".json" + (".gz" if gz else ""), text.encode(codec), gz)))
         for frame in want:
             assert_frame_equal(got[frame], want[frame])
 
@@ -532,8 +526,12 @@ def test_bytes_that_are_not_utf8_read_as_replacement_characters(
         pl.col("name").str.replace("gemm_kernel", "gemm_k\ufffdrnel")
     )
     for gz in (False, True):
-        assert_frame_equal(read(_bytes_file(tmp_path, "typed.json", data, gz)).ops, expected)
-        assert_frame_equal(read(_bytes_file(tmp_path, "lenient.json", lenient, gz)).ops, expected)
+        assert_frame_equal(
+            read(_write(tmp_path, "typed.json" + (".gz" if gz else ""), data, gz)).ops, expected
+        )
+        assert_frame_equal(
+            read(_write(tmp_path, "lenient.json" + (".gz" if gz else ""), lenient, gz)).ops, expected
+        )
 
 
 @pytest.mark.parametrize("gz", [False, True])
@@ -553,7 +551,7 @@ def test_invalid_text_fails_at_once_naming_its_byte(
         kj, "_decode_chunk", lambda text, lenient=False: tries.append(1) or decode(text, lenient)
     )
     with pytest.raises(TraceFormatError) as err:
-        read(_bytes_file(tmp_path, "damaged.json", damaged, gz))
+        read(_write(tmp_path, "damaged.json" + (".gz" if gz else ""), damaged, gz))
     message = str(err.value)
     assert "truncated or invalid JSON: JSON is malformed: " in message
     assert message.endswith(f" at byte {at + 1} of the JSON text")

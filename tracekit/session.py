@@ -267,9 +267,9 @@ def analyze_input(
     return analyze_trace(read_trace(item.path, frames=frames), item, options)
 
 
-#: what :func:`_prefetch_numpy` imports: numpy, and ``numpy.ma``, which polars loads the first time it makes
-#: a series of a numpy array (~20 ms of module code, measured) and which numpy itself leaves unloaded
-NUMPY_MODULES = "numpy.ma"
+#: the module :func:`_prefetch_numpy` imports (numpy with it): ``numpy.ma``, which polars loads the first
+#: time it makes a series of a numpy array (~20 ms of module code, measured) and numpy itself leaves unloaded
+PREFETCHED_NUMPY_MODULE = "numpy.ma"
 
 
 def _prefetch_numpy() -> None:
@@ -279,8 +279,10 @@ def _prefetch_numpy() -> None:
     import sys
     import threading
 
-    if NUMPY_MODULES not in sys.modules:
-        threading.Thread(target=__import__, args=(NUMPY_MODULES,), name="prefetch-numpy", daemon=True).start()
+    if PREFETCHED_NUMPY_MODULE not in sys.modules:
+        threading.Thread(
+            target=__import__, args=(PREFETCHED_NUMPY_MODULE,), name="prefetch-numpy", daemon=True
+        ).start()
 
 
 def analyze_trace(

@@ -229,8 +229,7 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
         except msgspec.ValidationError:  # valid JSON, but a scalar at the top
             raise TraceFormatError("not a Kineto trace: no traceEvents", path) from None
         except msgspec.DecodeError as exc:  # a non-finite number reads as null (see _decode_chunk)
-            offset = error_offset(exc)
-            repaired = None if offset is None else repair_non_finite(data, offset)
+            repaired = repair_non_finite(data, exc)
             if repaired is None:
                 raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
             data = repaired
@@ -343,11 +342,11 @@ def _decode_chunk(text: bytes, lenient: bool = False) -> list[_FastEvent] | list
         except UnicodeDecodeError:  # a string's bytes are not UTF-8 (outside strings it is a DecodeError)
             text = text.decode("utf-8", "replace").encode()
         except msgspec.DecodeError as exc:
-            offset = error_offset(exc)
-            repaired = None if offset is None else repair_non_finite(text, offset)
+            repaired = repair_non_finite(text, exc)
             if repaired is not None:
                 text = repaired
                 continue
+            offset = _error_offset(exc)
             if offset is None or offset >= len(text) - 1 or _closes_before(text, offset):
                 return None  # a bad cut (or a truncated text)
             raise InvalidJSON(_error_reason(exc), offset) from None
@@ -398,7 +397,7 @@ class InvalidJSON(Exception):
 _ERROR_AT = re.compile(r"\s*\(byte (\d+)\)$")
 
 
-def error_offset(exc: msgspec.DecodeError) -> int | None:
+def _error_offset(exc: msgspec.DecodeError) -> int | None:
     """The byte offset a msgspec DecodeError names (None when it names none, as for truncated input)."""
     match = _ERROR_AT.search(str(exc))
     return int(match.group(1)) if match else None
@@ -414,12 +413,15 @@ def _error_reason(exc: msgspec.DecodeError) -> str:
 _NON_FINITE = re.compile(rb"-?(?:inf(?:inity)?|nan|Infinity|NaN)(?![0-9A-Za-z_])")
 
 
-def repair_non_finite(text: bytes, offset: int) -> bytes | None:
-    """``text`` with the non-finite number where a JSON decoder stopped replaced by ``null``, the value that
-    reads as missing; None when there is none there. ``offset``: the byte msgspec names, which is where the
-    token starts, one byte after its minus sign, or (for ``nan``, read as a misspelt ``null``) up to four
-    bytes after its start. The token must start a value (after ``:``, ``,`` or ``[``), so it is outside
-    any string."""
+def repair_non_finite(text: bytes, error: msgspec.DecodeError) -> bytes | None:
+    """``text`` with the non-finite number where msgspec stopped decoding it (``error``) replaced by
+    ``null``, the value that reads as missing; None when there is none there. The byte the error names is
+    where the token starts, one byte after its minus sign, or (for ``nan``, read as a misspelt ``null``) up
+    to four bytes after its start. The token must start a value (after ``:``, ``,`` or ``[``), so it is
+    outside any string."""
+    offset = _error_offset(error)
+    if offset is None:
+        return None
     for start in range(offset, max(offset - _NULL_LOOKAHEAD, 0) - 1, -1):
         match = _NON_FINITE.match(text, start)
         if match is None or match.end() < offset:

@@ -197,8 +197,7 @@ def _decode_object(text: bytes) -> dict[str, msgspec.Raw] | None:
         except (msgspec.ValidationError, UnicodeDecodeError):
             return None
         except msgspec.DecodeError as exc:
-            offset = kd.error_offset(exc)
-            repaired = None if offset is None else kd.repair_non_finite(text, offset)
+            repaired = kd.repair_non_finite(text, exc)
             if repaired is None:
                 return None
             text = repaired
