@@ -24,7 +24,10 @@ decodes large Kineto files in worker processes: all of them count at once). Meas
              ``benchmarks/.cache/hta-venv``). Only up to ``--hta-max-kernels`` (default 10^6): the Kineto
              JSON of 10^7 kernels is several GB once parsed.
 ``analyze (Kineto)`` ``python -m tracekit.cli analyze FILE.json.gz --format json`` on the Kineto file HTA
-             reads (measured where HTA runs): the same-file comparison with HTA.
+             reads (measured where HTA runs): the same-file comparison with HTA, in wall time and in CPU
+             time (user + system of each command and its descendants: HTA uses one core, analyze two
+             decoding workers beside itself, so the CPU ratio is what one core would see, and load from
+             other processes moves it far less than the wall-time ratio).
 ``startup``  ``python -c "import tracekit.cli, polars"``: the fixed start-up cost inside every analyze time,
              so that ratios at small N can be read.
 
@@ -124,11 +127,14 @@ with open(sys.argv[2], "w") as fh:
 
 @dataclasses.dataclass
 class Measurement:
-    """One tool on one file: best wall time (s) and largest peak RSS (MB) over the repeats, or an error."""
+    """One tool on one file: best wall time (s) and largest peak RSS (MB) over the repeats, or an error;
+    ``cpu_seconds``: user + system CPU time of the run with that wall time, its descendants included
+    (``tracekit analyze``'s decoding workers), so that a ratio of CPU times says what one core would see."""
 
     seconds: float | None = None
     peak_mb: float | None = None
     error: str | None = None
+    cpu_seconds: float | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -169,7 +175,8 @@ def _tree_rss_mb(launcher: int) -> float:
 _LAUNCHER = (
     "import os, resource, sys\n"
     "rc = os.spawnvp(os.P_WAIT, sys.argv[2], sys.argv[2:])\n"
-    "open(sys.argv[1], 'w').write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss))\n"
+    "u = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "open(sys.argv[1], 'w').write(f'{u.ru_maxrss} {u.ru_utime + u.ru_stime}')\n"
     "sys.exit(rc if rc >= 0 else 128 - rc)\n"
 )
 
@@ -182,7 +189,8 @@ def measure_once(
 ) -> Measurement:
     """Run ``cmd`` in a fresh child: wall seconds around it, its peak RSS (MB): the larger of its
     ``ru_maxrss`` and the largest sampled sum of RSS over its processes (a command that starts helper
-    processes, as ``tracekit analyze`` does for large Kineto files, is charged for all of them at once).
+    processes, as ``tracekit analyze`` does for large Kineto files, is charged for all of them at once), and
+    its CPU seconds (user + system, of the command and every descendant it waited for).
 
     The command runs under a small launcher (see ``_LAUNCHER``) so that its peak is its own. stdout is
     discarded; stderr is kept (last lines) for the error message when the exit status is not 0. The command
@@ -223,8 +231,9 @@ def measure_once(
             text = err.read().decode("utf-8", "replace").strip().splitlines()
             tail = " | ".join(line.strip() for line in text[-3:]) or "(no stderr)"
             return Measurement(error=f"exit {rc}: {tail}")
-        peak_mb = max(int(maxrss.read() or 0) / 1024.0, tree_peak)  # Linux: kilobytes
-    return Measurement(seconds=seconds, peak_mb=peak_mb)
+        maxrss_kb, cpu = (maxrss.read().split() + ["0", "0"])[:2]
+        peak_mb = max(int(maxrss_kb) / 1024.0, tree_peak)  # Linux: kilobytes
+    return Measurement(seconds=seconds, peak_mb=peak_mb, cpu_seconds=float(cpu))
 
 
 def better(best: Measurement | None, m: Measurement) -> Measurement:
@@ -440,6 +449,11 @@ class Row:
         """HTA seconds / analyze seconds on the same Kineto file."""
         return _ratio(self.hta, self.analyze_kineto)
 
+    def ratio_hta_kineto_cpu(self) -> float | None:
+        """HTA CPU seconds / analyze CPU seconds (its workers included) on the same Kineto file: the
+        speed-up on one core, which other processes' load changes far less than the wall-time ratio."""
+        return _ratio(self.hta, self.analyze_kineto, "cpu_seconds")
+
     def kineto_targets(self) -> dict[str, bool | None]:
         """Issue 13's targets on the Kineto file: >= 10x HTA, peak below HTA's, peak below 2x the JSON."""
         return evaluate_kineto_targets(
@@ -474,6 +488,7 @@ class Row:
             "hta_note": self.hta_note,
             "analyze_kineto": m(self.analyze_kineto),
             "ratio_hta_kineto": self.ratio_hta_kineto(),
+            "ratio_hta_kineto_cpu": self.ratio_hta_kineto_cpu(),
             "kineto_json_mb": self.kineto_json_mb,
             "kineto_targets": self.kineto_targets(),
             "ratio_floor": self.ratio_floor(),
@@ -483,10 +498,13 @@ class Row:
         }
 
 
-def _ratio(num: Measurement | None, den: Measurement | None) -> float | None:
-    if num is None or den is None or not num.ok or not den.ok or not den.seconds:
+def _ratio(num: Measurement | None, den: Measurement | None, field: str = "seconds") -> float | None:
+    """``num``'s ``field`` (wall ``seconds`` or ``cpu_seconds``) over ``den``'s; None when either was not
+    measured."""
+    if num is None or den is None or not num.ok or not den.ok:
         return None
-    return num.seconds / den.seconds
+    top, bottom = getattr(num, field), getattr(den, field)
+    return None if top is None or not bottom else top / bottom
 
 
 def _peak(m: Measurement | None) -> float | None:
@@ -599,6 +617,7 @@ COLUMNS = [
     "HTA/analyze",
     "analyze (Kineto) s",
     "HTA/analyze (Kineto)",
+    "HTA/analyze (Kineto) CPU",
     "Kineto JSON MB",
     "HTA peak MB",
     "analyze (Kineto) peak MB",
@@ -632,6 +651,7 @@ def table_rows(rows: list[Row]) -> list[list[str]]:
                 _x(r.ratio_hta()),
                 _s(r.analyze_kineto),
                 _x(r.ratio_hta_kineto()),
+                _x(r.ratio_hta_kineto_cpu()),
                 "-" if r.kineto_json_mb is None else f"{r.kineto_json_mb:.0f}",
                 _mb(r.hta),
                 _mb(r.analyze_kineto),
@@ -775,6 +795,10 @@ def results_markdown(
             size += f"; nsys stats peak {r.nsys.peak_mb:.0f} MB"
         if r.analyze_kineto is not None and r.analyze_kineto.ok:
             size += f"; analyze on the Kineto JSON peak {r.analyze_kineto.peak_mb:.0f} MB"
+            if r.analyze_kineto.cpu_seconds is not None:
+                size += f", CPU time {r.analyze_kineto.cpu_seconds:.2f} s"
+            if r.hta is not None and r.hta.ok and r.hta.cpu_seconds is not None:
+                size += f" (HTA {r.hta.cpu_seconds:.2f} s)"
         details.append(f"- {size}")
     parts += ["", "## Details", "", *merge_kept_details(details, previous, rerun)]
     if notes:
@@ -791,6 +815,7 @@ def readme_block(rows: list[Row], startup: Measurement, when: str, previous: str
         "nsys stats/analyze",
         "HTA/analyze",
         "HTA/analyze, same Kineto file",
+        "same Kineto file, CPU time",
         "peak < 2 GB",
         "Kineto peak / HTA peak",
         "Kineto peak / JSON size",
@@ -807,6 +832,7 @@ def readme_block(rows: list[Row], startup: Measurement, when: str, previous: str
                 _x(r.ratio_nsys()),
                 _x(r.ratio_hta()) if r.hta is not None else "not run",
                 _x(r.ratio_hta_kineto()) if r.hta is not None else "not run",
+                _x(r.ratio_hta_kineto_cpu()) if r.hta is not None else "not run",
                 _mark(t["memory"]),
                 _x(kineto_peak / hta_peak) if kineto_peak and hta_peak else "not run",
                 _x(kineto_peak / r.kineto_json_mb) if kineto_peak and r.kineto_json_mb else "not run",

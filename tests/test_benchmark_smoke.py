@@ -86,15 +86,38 @@ def test_same_file_kineto_ratio_uses_analyze_on_the_kineto_file(bench) -> None:
         floor=M(seconds=0.5, peak_mb=20.0),
         floor_polars=M(seconds=0.5, peak_mb=40.0),
         nsys=None,
-        hta=M(seconds=30.0, peak_mb=900.0),
-        analyze_kineto=M(seconds=4.0, peak_mb=700.0),
+        hta=M(seconds=30.0, peak_mb=900.0, cpu_seconds=29.0),
+        analyze_kineto=M(seconds=4.0, peak_mb=700.0, cpu_seconds=5.8),
     )
     assert row.ratio_hta() == pytest.approx(30.0)
     assert row.ratio_hta_kineto() == pytest.approx(7.5)
+    assert row.ratio_hta_kineto_cpu() == pytest.approx(5.0)
     cells = bench.table_rows([row])[0]
     assert cells[bench.COLUMNS.index("analyze (Kineto) s")] == "4.000"
     assert cells[bench.COLUMNS.index("HTA/analyze (Kineto)")] == "7.50x"
+    assert cells[bench.COLUMNS.index("HTA/analyze (Kineto) CPU")] == "5.00x"
     assert row.to_json()["ratio_hta_kineto"] == pytest.approx(7.5)
+    assert row.to_json()["ratio_hta_kineto_cpu"] == pytest.approx(5.0)
+    block = bench.readme_block([row], M(seconds=0.4, peak_mb=40.0), "today")
+    header, rows, _ = bench.parse_size_table(block)
+    assert dict(zip(header, rows[0], strict=True))["same Kineto file, CPU time"] == "5.00x"
+    # without CPU times (a row kept from an older run, a failed tool): no ratio, not a wrong one
+    no_cpu = bench.Row(**{**row.__dict__, "hta": M(seconds=30.0, peak_mb=900.0)})
+    assert no_cpu.ratio_hta_kineto_cpu() is None
+    assert bench.table_rows([no_cpu])[0][bench.COLUMNS.index("HTA/analyze (Kineto) CPU")] == "-"
+
+
+def test_measure_once_counts_the_cpu_time_of_the_command_and_its_descendants(bench) -> None:
+    # the command itself sleeps; its child (waited for) burns ~0.4 s of CPU: that is what is counted
+    burn = "import time; t = time.process_time(); exec('while time.process_time() - t < 0.4: pass')"
+    parent = (
+        f"import subprocess, sys, time; time.sleep(0.2); subprocess.run([sys.executable, '-c', {burn!r}])"
+    )
+    m = bench.measure_once([sys.executable, "-c", parent])
+    assert m.ok and m.cpu_seconds >= 0.4
+    assert m.cpu_seconds < m.seconds  # the sleep took wall time, no CPU
+    idle = bench.measure_once([sys.executable, "-c", "import time; time.sleep(0.3)"])
+    assert idle.ok and idle.seconds >= 0.3 and idle.cpu_seconds < 0.2
 
 
 def test_measure_once_reads_child_peak_memory_and_errors(bench) -> None:
