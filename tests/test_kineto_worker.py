@@ -23,7 +23,7 @@ from typing import Any
 import msgspec
 import polars as pl
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
@@ -337,6 +337,9 @@ def _check_parts_concatenate(
     bare=st.sampled_from([False, False, False, True]),
     read_bytes=st.sampled_from([64, 200, 1 << 18]),
 )
+# an event longer than a part: parts 1 and 2 of 3 started at the same cut, and both read the last event
+@example(count=3, seed=0, indent=None, gz=False, bare=False, read_bytes=1 << 18)
+@example(count=3, seed=0, indent=1, gz=True, bare=False, read_bytes=64)
 def test_parts_concatenate_to_the_whole(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,

@@ -255,13 +255,17 @@ def stream_events(
     if progress:
         progress("read", 1.0)
     pos = start + 1
+    stop = (index + 1) / count if index + 1 < count else None
     if index > 0:
         found = _boundary(text, index / count, start)
         if found is None:  # no event starts in this part: the one before reads to the end
             return
+        if stop is not None and 0 <= text.marks[stop] < found[0]:
+            # the next part's mark is at or before this cut's "}": the next part starts at this same cut, and
+            # no event is this part's (one event spans the whole part: a small file in many parts)
+            return
         pos = found[1] - text.dropped
         head = {}
-    stop = (index + 1) / count if index + 1 < count else None
     tail = yield from _chunks(text, pos, path, progress, lenient, stop, start)
     if header is not None:
         header.update({k: kd.decode_header_value(v) for k, v in {**head, **tail}.items()})
