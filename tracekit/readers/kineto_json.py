@@ -418,8 +418,8 @@ def repair_non_finite(text: bytes, error: msgspec.DecodeError) -> bytes | None:
     ``null``, the value that reads as missing, and so every other non-finite number after it outside a
     string; None when there is none where msgspec stopped. The byte the error names is where the token
     starts, one byte after its minus sign, or (for ``nan``, read as a misspelt ``null``) up to four bytes
-    after its start, i.e. one past its end. The token must start a value (after ``:``, ``,`` or ``[``), so it is outside any
-    string; the text before it decoded, so it holds no other such token.
+    after its start, i.e. one past its end. The token must start a value (after ``:``, ``,`` or ``[``), so
+    it is outside any string; the text before it decoded, so it holds no other such token.
 
     The rest of the text is mended in the same call (:func:`_nulls_after`), not one token per decode: a
     trace with a non-finite value in every tenth kernel (a zero-duration memcpy's bandwidth, kineto#105)
@@ -431,8 +431,7 @@ def repair_non_finite(text: bytes, error: msgspec.DecodeError) -> bytes | None:
         match = _NON_FINITE.match(text, start)
         if match is None or match.end() + 1 < offset:  # ``nan`` + one byte: one past its end
             continue
-        before = text[:start].rstrip(b" \t\r\n")[-1:]
-        if before in (b":", b",", b"["):
+        if _before_token(text, start) in _VALUE_STARTS:
             return b"".join((text[:start], b"null", _nulls_after(text[match.end() :])))
     return None
 
