@@ -229,6 +229,25 @@ def test_worker_equals_in_process_with_top_level_keys_after_the_events(
     assert read(path).meta["rank"] == 2
 
 
+@pytest.mark.parametrize("parts", [3, 4])
+def test_worker_equals_in_process_when_one_event_spans_a_part(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy, parts: int
+) -> None:
+    # three events, the second longer than a part: a part that starts and ends at the same cut holds no
+    # event (it read on, and the kernel after it came twice: two kernels in ops instead of one)
+    text = _document(_generated_events(3, seed=0), indent=None, bare=False)
+    path = _write(tmp_path / "spanned.json", text)
+    _parts(monkeypatch, parts)
+    expected = _read_in_process(monkeypatch, path)
+    assert expected.ops.height == 1
+    got = read(path)
+    _assert_same_trace(got, expected)
+    assert len(spy.started) == 1 and len(spy.started[0].procs) == parts
+    assert spy.outcomes() == ["done"]
+    assert len(spy.reads[0]["parts"]) < parts  # some part sent no chunk
+    spy.assert_exited()
+
+
 def test_default_worker_count_equals_in_process(monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
     # as many parts as worker_count() gives on this machine (1 to MAX_WORKERS)
     count = kw.worker_count()
