@@ -30,6 +30,7 @@ from polars.testing import assert_frame_equal
 import tracekit.readers.kineto_json as kj
 import tracekit.readers.kineto_stream as ks
 import tracekit.readers.kineto_worker as kw
+from tests.builders import write_file
 from tests.conftest import REPO, SAMPLE_TRACES, real_trace
 from tracekit.errors import TraceFormatError
 from tracekit.model import Trace
@@ -163,12 +164,6 @@ def _parts(monkeypatch: pytest.MonkeyPatch, parts: int) -> None:
     monkeypatch.setattr(kw, "worker_count", lambda: parts)
 
 
-def _write(path: Path, text: str | bytes, gz: bool = False) -> Path:
-    data = text.encode() if isinstance(text, str) else text
-    path.write_bytes(gzip.compress(data) if gz else data)
-    return path
-
-
 # ------------------------------------------------------------------------ 1. worker == in-process
 
 
@@ -197,7 +192,7 @@ def test_worker_equals_in_process_with_non_finite_numbers_and_bytes_not_utf8(
     text = text.replace(b'"args": {', b'"args": {"memory bandwidth (GB/s)": inf, ', 200)
     at = text.index(b'"cat": "kernel", "name": "') + len(b'"cat": "kernel", "name": "')
     text = text[:at] + b"\xe9" + text[at:]
-    path = _write(tmp_path / ("quirks.json" + (".gz" if gz else "")), text, gz)
+    path = write_file(tmp_path, "quirks.json" + (".gz" if gz else ""), text, gz)
     _check_worker_equals_in_process(monkeypatch, spy, path, 3)
     assert read(path).ops.get_column("name").str.starts_with("\ufffd").sum() == 1
 
@@ -223,7 +218,7 @@ def test_worker_equals_in_process_with_top_level_keys_after_the_events(
 ) -> None:
     # the last part alone reads the keys after the events array (distributedInfo: meta["rank"])
     text = _document(_generated_events(400, seed=7), indent=None, bare=False)
-    path = _write(tmp_path / ("gen.json.gz" if gz else "gen.json"), text, gz)
+    path = write_file(tmp_path, "gen.json.gz" if gz else "gen.json", text, gz)
     _check_worker_equals_in_process(monkeypatch, spy, path, 3)
     assert spy.reads[0]["workers"].path == path
     assert read(path).meta["rank"] == 2
@@ -236,7 +231,7 @@ def test_worker_equals_in_process_when_one_event_spans_a_part(
     # three events, the second longer than a part: a part that starts and ends at the same cut holds no
     # event (it read on, and the kernel after it came twice: two kernels in ops instead of one)
     text = _document(_generated_events(3, seed=0), indent=None, bare=False)
-    path = _write(tmp_path / "spanned.json", text)
+    path = write_file(tmp_path, "spanned.json", text)
     _parts(monkeypatch, parts)
     expected = _read_in_process(monkeypatch, path)
     assert expected.ops.height == 1
@@ -256,8 +251,8 @@ def test_default_worker_count_equals_in_process(monkeypatch: pytest.MonkeyPatch,
 
 
 def test_wanted_follows_the_switch_and_the_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    path = _write(tmp_path / "t.json", "x" * 100)
-    zipped = _write(tmp_path / "t.json.gz", gzip.compress(b"x" * 1000))
+    path = write_file(tmp_path, "t.json", "x" * 100)
+    zipped = write_file(tmp_path, "t.json.gz", gzip.compress(b"x" * 1000))
     assert kw.json_bytes(path) == 100 and kw.json_bytes(zipped) == zipped.stat().st_size * kw.GZIP_RATIO
     monkeypatch.setenv(kw.ENV, "0")
     monkeypatch.setattr(kw, "WORKER_MIN_JSON_BYTES", {"fork": 10, "spawn": 10})
@@ -373,7 +368,7 @@ def test_parts_concatenate_to_the_whole(
     monkeypatch.setattr(ks, "READ_BYTES", read_bytes)
     events = _generated_events(max(count, 1) if bare else count, seed)  # "[]" is no Kineto trace
     text = _document(events, indent, bare)
-    path = _write(tmp_path / ("gen.json.gz" if gz else "gen.json"), text, gz)
+    path = write_file(tmp_path, "gen.json.gz" if gz else "gen.json", text, gz)
     whole, header = _check_parts_concatenate(path)
     # the whole file's stream is the document itself: every event, the header as split_document gives it
     assert len(whole) == len(events)
@@ -424,7 +419,7 @@ def _nested_events(count: int, every: int) -> list[dict[str, Any]]:
 
 def _nested_file(tmp_path: Path, every: int = 1, name: str = "nested.json") -> Path:
     doc = {"schemaVersion": 1, "traceEvents": _nested_events(150, every), "traceName": "nested"}
-    return _write(tmp_path / name, json.dumps(doc))
+    return write_file(tmp_path, name, json.dumps(doc))
 
 
 def test_boundary_inside_an_event_is_a_part_boundary_error(
@@ -505,12 +500,12 @@ def test_boundary_inside_an_event_falls_back_to_in_process(
 
 def _truncated_gz(tmp_path: Path) -> Path:
     data = PYTORCH_SAMPLE.read_bytes()
-    return _write(tmp_path / "truncated.json.gz", data[: len(data) // 2])
+    return write_file(tmp_path, "truncated.json.gz", data[: len(data) // 2])
 
 
 def _cut_json(tmp_path: Path) -> Path:
     text = gzip.decompress(PYTORCH_SAMPLE.read_bytes())
-    return _write(tmp_path / "cut.json", text[: int(len(text) * 0.6)])
+    return write_file(tmp_path, "cut.json", text[: int(len(text) * 0.6)])
 
 
 @pytest.mark.parametrize("parts", [1, 2, 4])
@@ -537,7 +532,7 @@ def test_invalid_text_through_the_worker_same_error(
 ) -> None:
     text = gzip.decompress(PYTORCH_SAMPLE.read_bytes())
     at = text.index(b'"name": "', len(text) // 2) + len(b'"name": "ab')
-    path = _write(tmp_path / "invalid.json", text[:at] + b"\n")  # a raw newline inside a string
+    path = write_file(tmp_path, "invalid.json", text[:at] + b"\n")  # a raw newline inside a string
     _parts(monkeypatch, 2)
     expected = _error_in_process(monkeypatch, path)
     assert "truncated or invalid JSON" in expected
@@ -607,7 +602,7 @@ def test_lost_worker_falls_back_to_in_process(
 def test_prefetch_then_take_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
     monkeypatch.setenv(kw.ENV, "1")
     _parts(monkeypatch, 2)
-    path = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    path = write_file(tmp_path, "t.json.gz", PYTORCH_SAMPLE.read_bytes())
     kw.prefetch(path)
     assert len(spy.started) == 1
     workers = kw.take(path)
@@ -627,7 +622,7 @@ def test_prefetch_then_take_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_read_uses_the_prefetched_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
-    path = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    path = write_file(tmp_path, "t.json.gz", PYTORCH_SAMPLE.read_bytes())
     expected = _read_in_process(monkeypatch, path)
     _parts(monkeypatch, 2)
     kw.prefetch(path)
@@ -643,7 +638,7 @@ def test_file_changed_after_prefetch_is_not_taken(
 ) -> None:
     monkeypatch.setenv(kw.ENV, "1")
     _parts(monkeypatch, 2)
-    path = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    path = write_file(tmp_path, "t.json.gz", PYTORCH_SAMPLE.read_bytes())
     kw.prefetch(path)
     assert len(spy.started) == 1
     stat = path.stat()
@@ -656,11 +651,11 @@ def test_file_changed_after_prefetch_is_not_taken(
 def test_prefetch_does_nothing_for_other_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, spy: Spy
 ) -> None:
-    kineto = _write(tmp_path / "t.json.gz", PYTORCH_SAMPLE.read_bytes())
+    kineto = write_file(tmp_path, "t.json.gz", PYTORCH_SAMPLE.read_bytes())
     before = dict(kw._PREFETCHED)
     monkeypatch.setenv(kw.ENV, "1")
     sqlite = SAMPLE_TRACES / "synthetic/table3_torchscript/torchscript_b1_s128.synthetic.sqlite"
-    for path in (tmp_path / "missing.json.gz", sqlite, tmp_path, _write(tmp_path / "e.json.gz", b"")):
+    for path in (tmp_path / "missing.json.gz", sqlite, tmp_path, write_file(tmp_path, "e.json.gz", b"")):
         kw.prefetch(path)  # raises nothing
         kw.prefetch(str(path))
         assert kw.take(Path(path)) is None
