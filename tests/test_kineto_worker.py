@@ -161,7 +161,7 @@ def spy(monkeypatch: pytest.MonkeyPatch) -> Iterator[Spy]:
 
 def _parts(monkeypatch: pytest.MonkeyPatch, parts: int) -> None:
     """Workers share each file in ``parts`` parts, whatever the cores of this machine."""
-    monkeypatch.setattr(kw, "worker_count", lambda: parts)
+    monkeypatch.setattr(kw, "worker_count", lambda json_size=None: parts)
 
 
 # ------------------------------------------------------------------------ 1. worker == in-process
@@ -244,10 +244,31 @@ def test_worker_equals_in_process_when_one_event_spans_a_part(
 
 
 def test_default_worker_count_equals_in_process(monkeypatch: pytest.MonkeyPatch, spy: Spy) -> None:
-    # as many parts as worker_count() gives on this machine (1 to MAX_WORKERS)
-    count = kw.worker_count()
+    # as many parts as worker_count() gives on this machine for this file (1 to MAX_WORKERS)
+    count = kw.worker_count(kw.json_bytes(PYTORCH_SAMPLE))
     assert 1 <= count <= kw.MAX_WORKERS
     _check_worker_equals_in_process(monkeypatch, spy, PYTORCH_SAMPLE, count)
+
+
+@pytest.mark.parametrize(
+    ("cores", "json_size", "expected"),
+    [
+        (1, None, 1),
+        (1, 1 << 30, 1),
+        (2, 100 << 20, 2),
+        (8, 100 << 20, 2),  # a 10^5-kernel trace: two keep ahead of the analyzing process
+        (8, (256 << 20) - 1, 2),
+        (8, 256 << 20, 3),  # a third from 256 MB of JSON
+        (8, 1 << 30, 3),
+        (8, None, 3),
+        (2, 1 << 30, 2),
+    ],
+)
+def test_worker_count_follows_the_cores_and_the_size(
+    monkeypatch: pytest.MonkeyPatch, cores: int, json_size: int | None, expected: int
+) -> None:
+    monkeypatch.setattr(kw.os, "sched_getaffinity", lambda pid: set(range(cores)))
+    assert kw.worker_count(json_size) == expected
 
 
 def test_wanted_follows_the_switch_and_the_size(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

@@ -51,8 +51,15 @@ GZIP_RATIO = 10
 ENV = "TRACEKIT_DECODE_WORKER"
 #: wire chunks per worker read ahead of the frame building (bounds the memory they take)
 QUEUE_CHUNKS = 16
-#: at most this many worker processes share one file (each inflates the file up to its part's end)
-MAX_WORKERS = 4
+#: at most this many worker processes share one file (each inflates the file up to its part's end). More
+#: do not shorten a run: the analyzing process builds frames about three times as fast as one worker
+#: decodes (per 10^5 kernels, measured: ~0.2 s against ~0.6 s of CPU), so with three it is the bound, and
+#: each worker more costs memory (~18 MB of interpreter pages counted in every forked worker, ~15-25 MB of
+#: its own) and CPU (inflating the file up to its part)
+MAX_WORKERS = 3
+#: JSON text (estimated, :func:`json_bytes`) from which a third worker is started: below it two keep
+#: ahead of the analyzing process, whose ~0.3 s of imports come on top of its frame building
+THIRD_WORKER_JSON_BYTES = 256 << 20
 
 
 class WorkerLost(Exception):
@@ -169,13 +176,15 @@ class Workers:
                 self.messages.get_nowait()
 
 
-def worker_count() -> int:
-    """How many worker processes share a file: the usable cores, at most :data:`MAX_WORKERS`."""
+def worker_count(json_size: int | None = None) -> int:
+    """How many worker processes share a file of ``json_size`` bytes of JSON text (None: a large one): the
+    usable cores, at most two below :data:`THIRD_WORKER_JSON_BYTES` and at most :data:`MAX_WORKERS`."""
     try:
         cores = len(os.sched_getaffinity(0))
     except AttributeError:  # pragma: no cover - not on Linux
         cores = os.cpu_count() or 1
-    return max(1, min(MAX_WORKERS, cores))
+    useful = 2 if json_size is not None and json_size < THIRD_WORKER_JSON_BYTES else MAX_WORKERS
+    return max(1, min(useful, cores))
 
 
 _PREFETCHED: dict[tuple[str, int, int], Workers] = {}
@@ -192,7 +201,7 @@ def start(path: Path) -> Workers:
     one cannot start)."""
     from tracekit.readers import kineto_json, kineto_stream
 
-    return Workers(path, kineto_json.CHUNK_BYTES, kineto_stream.READ_BYTES, worker_count())
+    return Workers(path, kineto_json.CHUNK_BYTES, kineto_stream.READ_BYTES, worker_count(json_bytes(path)))
 
 
 def prefetch(path: str | Path) -> bool:
