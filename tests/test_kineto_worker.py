@@ -396,6 +396,51 @@ def test_parts_concatenate_to_the_whole(
     assert header == kj.split_document(text.encode(), path)[0]
 
 
+_NON_FINITE_SPELLINGS = ["inf", "-inf", "nan", "-nan", "NaN", "Infinity", "-Infinity"]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    count=st.integers(min_value=1, max_value=200),
+    seed=st.integers(min_value=0, max_value=2**32),
+    every=st.integers(min_value=1, max_value=5),
+    chunk_bytes=st.sampled_from([200, 700, 1 << 20]),
+    bare=st.sampled_from([False, False, True]),
+)
+def test_non_finite_numbers_read_as_null_in_every_chunk_and_part(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    count: int,
+    seed: int,
+    every: int,
+    chunk_bytes: int,
+    bare: bool,
+) -> None:
+    # non-finite values in args of many events (names full of quotes, backslashes, braces and "inf" text
+    # beside them), cut into chunks anywhere and into parts: the events read as those of the same file with
+    # null in their place, in one part and in 2..4
+    monkeypatch.setattr(kj, "CHUNK_BYTES", chunk_bytes)
+    monkeypatch.setattr(ks, "READ_BYTES", 200)
+    rng = random.Random(seed)
+    events = _generated_events(count, seed)
+    tokens = []
+    for i, event in enumerate(events):
+        if i % every == 0 and isinstance(event.get("args"), dict):
+            event["args"]["bw"] = f"@TOKEN{len(tokens)}@"
+            event["name"] = f"{event['name']} inf, nan: [-Infinity"
+            tokens.append(rng.choice(_NON_FINITE_SPELLINGS))
+    text = _document(events, None, bare)
+    nulled = tokened = text
+    for k, token in enumerate(tokens):
+        nulled = nulled.replace(f'"@TOKEN{k}@"', "null")
+        tokened = tokened.replace(f'"@TOKEN{k}@"', token)
+    want = _events_of(ks.stream_events(write_file(tmp_path, "nulled.json", nulled), header={}))
+    path = write_file(tmp_path, "tokened.json", tokened)
+    got, _ = _check_parts_concatenate(path)
+    assert got == want
+    assert len(got) == len(events)
+
+
 def test_parts_of_a_sample_trace_concatenate_to_the_whole(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(kj, "CHUNK_BYTES", 50_000)
     monkeypatch.setattr(ks, "READ_BYTES", 4096)
