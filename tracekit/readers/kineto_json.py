@@ -49,6 +49,14 @@ CHUNK_BYTES = 1 << 20
 #: never valid in JSON text (control characters must be escaped inside strings): safe column separator
 _SEP = "\x1f"
 _NULL = msgspec.Raw(b"null")
+
+
+def join_raw_texts(values: list[msgspec.Raw]) -> str:
+    """JSON value texts joined by :data:`_SEP` (which JSON text cannot hold), as one str; bytes that are not
+    UTF-8, which msgspec leaves as they are in a raw value, read as U+FFFD."""
+    return _SEP.encode().join(values).decode("utf-8", "replace")
+
+
 #: the end of one event and the start of the next: "}" "," "{" '"' with optional whitespace between
 _CUT = re.compile(rb"\}\s*,\s*(\{)\s*\"")
 #: how far back from the target a chunk cut is looked for before the window doubles
@@ -443,8 +451,6 @@ _STRING_OR_NON_FINITE = re.compile(
 #: every non-finite spelling holds one of these (``-Infinity``: ``Inf``); found with ``bytes.find``, which is
 #: far faster than a regex search (~40 ms per MB of Kineto text here, for a few matches)
 _NON_FINITE_CORES: tuple[bytes, ...] = (b"inf", b"Inf", b"nan", b"NaN")
-#: bytes that may precede a token that is a whole value (and not part of a name such as ``TensorInfo``)
-_BEFORE_VALUE = frozenset(b" \t\r\n:,[")
 
 
 def _nulls_after(rest: bytes) -> bytes:
@@ -472,10 +478,10 @@ def _nulls_after(rest: bytes) -> bytes:
     parts: list[bytes] = []
     copied = counted = quotes = 0
     for start in starts:
-        if start < copied or (start and rest[start - 1] not in _BEFORE_VALUE):
+        if start < copied or _before_token(rest, start) not in _VALUE_STARTS:  # e.g. ``TensorInfo``
             continue
         match = _NON_FINITE.match(rest, start)
-        if match is None or _before_token(rest, start) not in _VALUE_STARTS:
+        if match is None:
             continue
         quotes += rest.count(b'"', counted, start)
         counted = start
