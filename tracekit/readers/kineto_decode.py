@@ -23,6 +23,7 @@ from tracekit.readers.kineto_json import (
     _STR_FIELDS,
     ARG_FIELDS,
     INPUT_FIELDS,
+    join_raw_texts,
 )
 
 # ------------------------------------------------------------------------------------------ frames
@@ -31,8 +32,7 @@ from tracekit.readers.kineto_json import (
 def _raw_texts(values: list[msgspec.Raw]) -> pl.Series:
     """JSON texts -> one String series of those texts, in one join and one vectorized split (bytes that are
     not UTF-8, which msgspec leaves as they are in a raw value, as U+FFFD)."""
-    blob = _SEP.encode().join(values).decode("utf-8", "replace")
-    texts = pl.Series([blob]).str.split(_SEP).explode()
+    texts = pl.Series([join_raw_texts(values)]).str.split(_SEP).explode()
     if texts.len() != len(values):  # a separator inside a value: impossible in valid JSON, but be sure
         texts = pl.Series([bytes(v).decode("utf-8", "replace") for v in values], dtype=pl.String)
     return texts

@@ -52,6 +52,7 @@ from tracekit.readers.kineto_json import (
     _FastEvent,
     args_of,
     is_fast,
+    join_raw_texts,
 )
 from tracekit.readers.kineto_stream import stream_events
 
@@ -270,6 +271,5 @@ def _microseconds(values: list[msgspec.Raw]) -> Column:
 
 
 def _raws(values: list[msgspec.Raw]) -> Column:
-    """JSON texts of any values, ``"raw"`` (the separator cannot occur in JSON text; bytes that are not
-    UTF-8, which msgspec leaves as they are in a raw value, as U+FFFD)."""
-    return "raw", _SEP.encode().join(values).decode("utf-8", "replace")
+    """JSON texts of any values, ``"raw"`` (:func:`~tracekit.readers.kineto_json.join_raw_texts`)."""
+    return "raw", join_raw_texts(values)
