@@ -231,9 +231,10 @@ def measure_once(
             text = err.read().decode("utf-8", "replace").strip().splitlines()
             tail = " | ".join(line.strip() for line in text[-3:]) or "(no stderr)"
             return Measurement(error=f"exit {rc}: {tail}")
-        maxrss_kb, cpu = (maxrss.read().split() + ["0", "0"])[:2]
-        peak_mb = max(int(maxrss_kb) / 1024.0, tree_peak)  # Linux: kilobytes
-    return Measurement(seconds=seconds, peak_mb=peak_mb, cpu_seconds=float(cpu))
+        fields = maxrss.read().split()  # "maxrss_kb cpu_seconds", as the launcher writes them
+        peak_mb = max(int(fields[0]) / 1024.0 if fields else 0.0, tree_peak)  # Linux: kilobytes
+        cpu = float(fields[1]) if len(fields) > 1 else None  # not measured: no ratio, rather than 0
+    return Measurement(seconds=seconds, peak_mb=peak_mb, cpu_seconds=cpu)
 
 
 def better(best: Measurement | None, m: Measurement) -> Measurement:
