@@ -71,6 +71,11 @@ def make_trace(
     )
 
 
+#: the non-finite number spellings profilers write: C/C++ formatting (inf, nan) and Python's json (NaN,
+#: Infinity); the Kineto reader reads each as a missing value
+NON_FINITE_SPELLINGS: tuple[str, ...] = ("inf", "-inf", "nan", "-nan", "NaN", "Infinity", "-Infinity")
+
+
 def write_file(tmp_path: Path, name: str, text: str | bytes, gz: bool = False) -> Path:
     """Write ``text`` (UTF-8 when a str; bytes as they are) to ``tmp_path / name`` (gzip-compressed when
     ``gz``) and return the path."""

@@ -19,6 +19,7 @@ from polars.testing import assert_frame_equal
 
 import tracekit.readers.kineto_decode as kd
 import tracekit.readers.kineto_json as kj
+from tests.builders import NON_FINITE_SPELLINGS
 from tests.builders import write_file as _write
 from tests.test_reader_kineto import (
     EXPECTED_CURRENT_API,
@@ -481,7 +482,7 @@ def test_wire_ns_kind_gives_the_exact_conversion(values: list[tuple[str, str]]) 
 _OCCUPANCY = '"est. achieved occupancy %": 25.5}'
 
 
-@pytest.mark.parametrize("token", ["inf", "-inf", "nan", "-nan", "NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("token", NON_FINITE_SPELLINGS)
 @pytest.mark.parametrize("chunk_bytes", [200, 1 << 20])
 @pytest.mark.parametrize("encoding", ["utf-8", "utf-8 gz", "utf-16"])
 def test_non_finite_numbers_read_as_missing_values(
@@ -513,7 +514,6 @@ def test_non_finite_numbers_read_as_missing_values(
             assert_frame_equal(got[frame], want[frame])
 
 
-_TOKENS = ["inf", "-inf", "nan", "-nan", "NaN", "Infinity", "-Infinity"]
 #: text that looks like the tokens or like JSON structure, to put inside strings
 _TRICKY = st.text(alphabet=list('infaIty-N :,[]{}"\\x\u00e9'), max_size=12)
 
@@ -535,7 +535,9 @@ def _decode_repairing(text: bytes) -> tuple[Any, int]:
 @given(
     st.lists(
         st.tuples(
-            _TRICKY, st.one_of(st.integers(-5, 5), st.sampled_from(_TOKENS)), st.sampled_from([" ", ""])
+            _TRICKY,
+            st.one_of(st.integers(-5, 5), st.sampled_from(NON_FINITE_SPELLINGS)),
+            st.sampled_from([" ", ""]),
         ),
         min_size=1,
         max_size=12,

@@ -30,7 +30,7 @@ from polars.testing import assert_frame_equal
 import tracekit.readers.kineto_json as kj
 import tracekit.readers.kineto_stream as ks
 import tracekit.readers.kineto_worker as kw
-from tests.builders import write_file
+from tests.builders import NON_FINITE_SPELLINGS, write_file
 from tests.conftest import REPO, SAMPLE_TRACES, real_trace
 from tracekit.errors import TraceFormatError
 from tracekit.model import Trace
@@ -396,9 +396,6 @@ def test_parts_concatenate_to_the_whole(
     assert header == kj.split_document(text.encode(), path)[0]
 
 
-_NON_FINITE_SPELLINGS = ["inf", "-inf", "nan", "-nan", "NaN", "Infinity", "-Infinity"]
-
-
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     count=st.integers(min_value=1, max_value=200),
@@ -428,7 +425,7 @@ def test_non_finite_numbers_read_as_null_in_every_chunk_and_part(
         if i % every == 0 and isinstance(event.get("args"), dict):
             event["args"]["bw"] = f"@TOKEN{len(tokens)}@"
             event["name"] = f"{event['name']} inf, nan: [-Infinity"
-            tokens.append(rng.choice(_NON_FINITE_SPELLINGS))
+            tokens.append(rng.choice(NON_FINITE_SPELLINGS))
     text = _document(events, None, bare)
     nulled = tokened = text
     for k, token in enumerate(tokens):
