@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import gzip
 import importlib
+import json
 import zlib
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -37,15 +38,18 @@ GZIP_MAGIC = b"\x1f\x8b"
 
 
 def _json_head(path: Path, head: bytes) -> str:
-    """The first few KB of a (possibly gzipped) JSON file, as text, for sniffing."""
+    """The first few KB of a (possibly gzipped) JSON file, as text, for sniffing: in the encoding JSON text
+    is read in (UTF-8, or UTF-16/32 as ``json.loads`` detects it, e.g. a trace saved by PowerShell)."""
     if head.startswith(GZIP_MAGIC):
         try:
             with gzip.open(path, "rb") as fh:
-                return fh.read(65536).decode("utf-8", "replace")
+                raw = fh.read(65536)
         except (OSError, EOFError, zlib.error) as exc:
             raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
-    with open(path, "rb") as fh:
-        return fh.read(65536).decode("utf-8", "replace")
+    else:
+        with open(path, "rb") as fh:
+            raw = fh.read(65536)
+    return raw.decode(json.detect_encoding(raw[:4]), "replace")
 
 
 def detect_format(path: str | Path) -> str:
