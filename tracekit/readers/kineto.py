@@ -108,6 +108,7 @@ from tracekit.readers.kineto_json import (
     GPU_RANGE_CATEGORIES,
     INPUT_FIELDS,
     INT_ARGS,
+    NESTED_TOO_DEEPLY,
     OP_CATEGORIES,
     READ_CATEGORIES,
     USER_RANGE_CATEGORIES,
@@ -151,7 +152,9 @@ def load_json(path: Path) -> Any:
     try:
         with gc_paused():
             return json.loads(raw, parse_float=str)
-    except (ValueError, UnicodeDecodeError, RecursionError) as exc:
+    except RecursionError:
+        raise TraceFormatError(NESTED_TOO_DEEPLY, path) from None
+    except (ValueError, UnicodeDecodeError) as exc:
         raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
 
 
@@ -740,7 +743,18 @@ def read_events(
     The file is decoded chunk by chunk, in a worker process when it is large enough
     (:mod:`tracekit.readers.kineto_worker`) and in this one otherwise or when the worker is lost; each
     chunk is reduced to the rows the frames need (:mod:`tracekit.readers.kineto_wire`,
-    :func:`wire_rows`) before the next is read."""
+    :func:`wire_rows`) before the next is read. TraceFormatError for values nested deeper than the decoder
+    goes (msgspec's RecursionError, as for ``json.loads``)."""
+    try:
+        return _read_events(path, progress)
+    except RecursionError:
+        raise TraceFormatError(NESTED_TOO_DEEPLY, path) from None
+
+
+def _read_events(
+    path: Path, progress: Progress | None
+) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any], set[str], int, dict[str, Any] | None]:
+    """:func:`read_events`, raising RecursionError as it is."""
     workers = kineto_worker.take(path)
     if workers is None and kineto_worker.wanted(path):
         with contextlib.suppress(kineto_worker.WorkerLost):

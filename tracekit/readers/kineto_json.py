@@ -49,6 +49,9 @@ CHUNK_BYTES = 1 << 20
 #: never valid in JSON text (control characters must be escaped inside strings): safe column separator
 _SEP = "\x1f"
 _NULL = msgspec.Raw(b"null")
+#: the error for JSON whose arrays/objects nest deeper than the decoders go (msgspec and json.loads raise
+#: RecursionError there)
+NESTED_TOO_DEEPLY = "truncated or invalid JSON: values nested too deeply to decode"
 
 
 def join_raw_texts(values: list[msgspec.Raw]) -> str:
@@ -241,7 +244,9 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
             if repaired is None:
                 raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
             data = repaired
-        except (UnicodeDecodeError, RecursionError) as exc:
+        except RecursionError:
+            raise TraceFormatError(NESTED_TOO_DEEPLY, path) from None
+        except UnicodeDecodeError as exc:
             raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
     if isinstance(top, dict):
         events = top.pop("traceEvents", None)
