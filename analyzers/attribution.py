@@ -1035,7 +1035,7 @@ def projection_document(iterations: pl.DataFrame, attribution: Attribution, devi
             "applies": False,
             "reason": f"the trace already replays CUDA graphs ({attribution.graph_launches} graph launch calls)",
         }
-    if not iterations.height or iterations.get_column("gpu_busy_ms").drop_nulls().is_empty():
+    if not iterations.height or not (iterations.get_column("gpu_busy_ms").fill_null(0) > 0).any():
         return {"applies": False, "reason": "no device work in the analyzed iterations"}
     frame, info = project_cuda_graphs(iterations, attribution)
     latency, projected = frame.get_column("latency_ms").mean(), frame.get_column("projected_ms").mean()

@@ -15,12 +15,14 @@ from typing import Any
 
 import polars as pl
 
-#: Device operations: GPU kernels, memcpy and memset (``kind`` = "kernel" | "memcpy" | "memset"), or, on a
+#: Device operations: GPU kernels, memcpy and memset (``kind`` = "kernel" | "memcpy" | "memset"), whole CUDA
+#: graph executions where the profiler did not record their kernels one by one (``kind`` = "graph": Nsight
+#: Systems' ``--cuda-graph-trace=graph``), or, on a
 #: CPU-only trace, operator executions (``kind`` = "operator": ORT ``Node`` events, leaf torch.profiler ops).
 #: ``correlation`` links an op to the API call that launched it (null when unknown); ``pid`` scopes it.
 #: ``graph`` is the CUDA graph id when the op ran as a graph node, else null.
 #: The kinds of device op (an Enum: one byte a row on traces of millions of ops).
-OP_KIND = pl.Enum(["kernel", "memcpy", "memset", "operator"])
+OP_KIND = pl.Enum(["kernel", "memcpy", "memset", "operator", "graph"])
 
 OPS_SCHEMA: dict[str, pl.DataType] = {
     "start": pl.Int64,
@@ -172,6 +174,24 @@ def sort_frame(frame: pl.DataFrame, by: list[str], descending: list[bool]) -> pl
     return frame.sort(by, descending=descending, maintain_order=True)
 
 
+#: Frames of timed rows (``start``, ``end``) -> what their rows are, in a warning
+TIMED_FRAMES: dict[str, str] = {
+    "ops": "device ops",
+    "api": "API calls",
+    "ranges": "ranges",
+    "cpu_ops": "CPU operators",
+}
+
+
+def drop_negative_durations(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """(``frame`` without the rows whose ``end`` is before their ``start``, how many were dropped). Such a row
+    has no meaning as an interval (Kineto wrote ``dur`` = -``ts`` for events whose end it missed, kineto#646);
+    rows with a null end (a range never closed) are kept."""
+    negative = (pl.col("end") < pl.col("start")).fill_null(False)
+    dropped = int(frame.select(negative.sum()).item()) if frame.height else 0
+    return (frame.filter(~negative), dropped) if dropped else (frame, 0)
+
+
 def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """An empty frame with the given schema."""
     return pl.DataFrame(schema=schema)
@@ -214,13 +234,21 @@ class Trace:
     cpu_ops: pl.DataFrame = field(default_factory=lambda: empty_frame(CPU_OPS_SCHEMA))
 
     def __post_init__(self) -> None:
+        self.meta.setdefault("warnings", [])
         for name, schema in SCHEMAS.items():
-            setattr(self, name, conform(getattr(self, name), schema))
+            frame = conform(getattr(self, name), schema)
+            if name in TIMED_FRAMES:
+                frame, dropped = drop_negative_durations(frame)
+                if dropped:
+                    self.meta["warnings"].append(
+                        f"{dropped} {TIMED_FRAMES[name]} with a negative duration (end before start, a profiler "
+                        "bug such as kineto#646's missing end time) ignored"
+                    )
+            setattr(self, name, frame)
         self.ops = sort_frame(self.ops, ["start", "end"], [False, False])
         self.api = sort_frame(self.api, ["start", "end"], [False, False])
         # Parents before the children they enclose: by start, then longest first.
         self.ranges = sort_frame(self.ranges, ["start", "end"], [False, True])
-        self.meta.setdefault("warnings", [])
 
     @property
     def warnings(self) -> list[str]:

@@ -183,6 +183,11 @@ def cause_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _times(ratio: float | None) -> str:
+    """A speed-up factor as ``1.23x`` (``n/a`` when there is none)."""
+    return "n/a" if ratio is None else f"{ratio:.2f}x"
+
+
 def projection_lines(doc: dict[str, Any]) -> list[str]:
     """The CUDA-graph projection: one line with the numbers and one per assumption, or why there is none."""
     section = doc.get("idle_attribution")
@@ -195,7 +200,7 @@ def projection_lines(doc: dict[str, Any]) -> list[str]:
     gap = params["kernel_gap_ns"]["value"]
     lines = [
         f"CUDA-graph projection: mean latency {_duration(p['latency_ms'])} -> {_duration(p['projected_ms'])} "
-        f"(saves {_duration(p['saved_ms'])}, {p['speedup']:.2f}x) if launch and dispatch between kernels "
+        f"(saves {_duration(p['saved_ms'])}, {_times(p['speedup'])}) if launch and dispatch between kernels "
         f"disappeared; kernel gap {gap} ns ({params['kernel_gap_ns']['source']}). Assumptions:"
     ]
     return lines + [f"  - {a}" for a in p["assumptions"]]
