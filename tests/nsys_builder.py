@@ -108,6 +108,20 @@ TABLES: dict[str, list[_Col]] = {
         ("graphNodeId", "INTEGER", False),
         ("memKind", "INTEGER", False),
     ],
+    # --cuda-graph-trace=graph (nsys's default with CUDA 11.7+): one row per graph execution; the columns of a
+    # real nsys 2024.3 export
+    "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": [
+        ("start", "INTEGER", True),
+        ("end", "INTEGER", True),
+        ("deviceId", "INTEGER", True),
+        ("contextId", "INTEGER", True),
+        ("greenContextId", "INTEGER", False),
+        ("streamId", "INTEGER", True),
+        ("correlationId", "INTEGER", False),
+        ("globalPid", "INTEGER", False),
+        ("graphId", "INTEGER", False),
+        ("graphExecId", "INTEGER", False),
+    ],
     "CUPTI_ACTIVITY_KIND_RUNTIME": [
         ("start", "INTEGER", True),
         ("end", "INTEGER", True),
@@ -296,6 +310,30 @@ class NsysBuilder:
             dynamicSharedMemory=0,
             localMemoryPerThread=0,
             localMemoryTotal=0,
+        )
+
+    def graph_execution(
+        self,
+        start: int,
+        end: int,
+        *,
+        graph: int,
+        correlation: int | None = None,
+        device: int = 0,
+        stream: int = 7,
+        pid: int = 100,
+    ) -> None:
+        """One whole-graph execution (``--cuda-graph-trace=graph``), launched by the call of ``correlation``."""
+        self.add(
+            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
+            start=start,
+            end=end,
+            deviceId=device,
+            streamId=stream,
+            correlationId=correlation,
+            globalPid=global_pid(pid),
+            graphId=graph,
+            graphExecId=graph,
         )
 
     def memcpy(

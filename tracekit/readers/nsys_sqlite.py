@@ -14,6 +14,10 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     nsys 2024.x, which does not export it); ``pid`` = ``(globalPid >> 24) & 0xFFFFFF`` (the OS pid).
     ``CUPTI_ACTIVITY_KIND_MEMCPY`` -> kind "memcpy", name "[CUDA memcpy HtoD]" etc. from ``copyKind``;
     ``CUPTI_ACTIVITY_KIND_MEMSET`` -> kind "memset", name "[CUDA memset]".
+    ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` (``--cuda-graph-trace=graph``, nsys's default with CUDA 11.7+: a graph
+    replay is one row, its kernels are not recorded) -> kind "graph", name "CUDA graph <graphId>", ``graph`` =
+    ``graphId``, with a warning (the GPU counts as busy over the whole graph; its kernels are not counted).
+    Rows that CUPTI could not time (start and end 0) are left out, with a warning.
 ``api`` (host calls)
     ``CUPTI_ACTIVITY_KIND_RUNTIME`` (and ``CUPTI_ACTIVITY_KIND_DRIVER`` where an export has it).
     ``kind`` = "driver" for rows of the DRIVER table and for RUNTIME rows with ``eventClass`` 1
@@ -86,6 +90,9 @@ from tracekit.readers.sqlite_engine import Database, fetch_frame, open_database,
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
+#: whole-graph executions: ``nsys profile --cuda-graph-trace=graph`` (the default with CUDA 11.7+), where the
+#: kernels of a graph replay are not recorded one by one
+GRAPH_TRACE_TABLE = "CUPTI_ACTIVITY_KIND_GRAPH_TRACE"
 RUNTIME_TABLE = "CUPTI_ACTIVITY_KIND_RUNTIME"
 DRIVER_TABLE = "CUPTI_ACTIVITY_KIND_DRIVER"
 
@@ -248,6 +255,32 @@ def _read_copies(
     else:
         name = pl.lit("[CUDA memset]")
     return frame.with_columns(name=name, kind=pl.lit(kind), graph=pl.lit(None, pl.Int64)).drop("copy_kind")
+
+
+def _read_graph_executions(
+    export: Database, path: Path, wanted: Collection[str] | None = None
+) -> tuple[pl.DataFrame, int]:
+    """Whole-graph executions (:data:`GRAPH_TRACE_TABLE`) as ops of kind "graph", named "CUDA graph <id>",
+    ``graph`` = ``graphId``, and the number of rows without timestamps (start and end both 0, which CUPTI
+    writes when it could not time the graph), which are left out."""
+    t = GRAPH_TRACE_TABLE
+    _require_columns(export, t, ("start", "end"), path)
+    exprs, schema = _activity_columns(export, t)
+    exprs["graph"], schema["graph"] = export.col(t, "graphId"), OPS_SCHEMA["graph"]
+    exprs, schema = _select(exprs, schema, wanted, ("start", "end", "device", "graph"))
+    frame = export.numeric_frame(t, exprs, schema)
+    untimed = (pl.col("start") == 0) & (pl.col("end") == 0)
+    dropped = int(frame.select(untimed.sum()).item()) if frame.height else 0
+    if dropped:
+        frame = frame.filter(~untimed)
+    if "pid" in frame.columns:
+        frame = frame.with_columns(pid_of(pl.col("pid")))
+    name = (
+        pl.when(pl.col("graph").is_null())
+        .then(pl.lit("CUDA graph"))
+        .otherwise(pl.concat_str(pl.lit("CUDA graph "), pl.col("graph").cast(pl.String)))
+    )
+    return frame.with_columns(name=name, kind=pl.lit("graph")), dropped
 
 
 # ----------------------------------------------------------------------------------------------- api
@@ -417,6 +450,19 @@ def _read_ops(
     if export.has(MEMSET_TABLE):
         step(MEMSET_TABLE)
         parts.append(_read_copies(export, MEMSET_TABLE, "memset", path, cols))
+    if export.has(GRAPH_TRACE_TABLE):
+        step(GRAPH_TRACE_TABLE)
+        graphs, untimed = _read_graph_executions(export, path, cols)
+        parts.append(graphs)
+        if graphs.height:
+            warnings.append(
+                f"{graphs.height} CUDA graph executions were traced whole (nsys --cuda-graph-trace=graph, the "
+                "default with CUDA 11.7+): each counts as GPU busy from its first node's start to its last "
+                "node's end, the idle time between its kernels is not seen and its kernels are not counted; "
+                "profile with --cuda-graph-trace=node for kernel-level numbers"
+            )
+        if untimed:
+            warnings.append(f"{untimed} CUDA graph executions have no timestamps (start and end 0): left out")
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
     if nameless:
         warnings.append(f"{nameless} kernels have a name id missing from StringIds")
@@ -494,7 +540,7 @@ class _TableSteps:
 
 def _planned_tables(export: Database, want: dict[str, frozenset[str] | None]) -> list[str]:
     """The tables a read with ``want`` reads (one more pass over the API tables for an unclosed range)."""
-    tables = ["StringIds", KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE]
+    tables = ["StringIds", KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TRACE_TABLE]
     if "api" in want:
         tables += [RUNTIME_TABLE, DRIVER_TABLE]
     tables.append("NVTX_EVENTS")

@@ -45,6 +45,7 @@ CATEGORY_COLORS: dict[str, str] = {
     "operator": "#238b45",
     "memcpy": "#6a51a3",
     "memset": "#9e9ac8",
+    "graph": "#74c476",
 }
 #: The idle-time causes, bottom to top above busy, with their legend labels and colors.
 CAUSE_STYLES: dict[str, tuple[str, str]] = {
