@@ -290,3 +290,90 @@ def test_numpy_prefetch_loads_the_numpy_modules_polars_needs() -> None:
         run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
         assert run.returncode == 0, run.stderr
         assert run.stdout.split() == ["False", "True"]
+
+
+#: a small hand-made (synthetic) Kineto trace: two iterations of one kernel each, with their launches
+def _kineto_events(ts0: float = 10.0) -> list[dict]:
+    events = []
+    for i in range(2):
+        t = ts0 + 100.0 * i
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": "iteration", "ts": t, "dur": 50.0, "pid": 1, "tid": 1},
+            {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "ts": t + 1, "dur": 4.0, "pid": 1,
+             "tid": 1, "args": {"correlation": i + 1}},
+            {"ph": "X", "cat": "kernel", "name": "k", "ts": t + 10, "dur": 20.0, "pid": 0, "tid": 7,
+             "args": {"correlation": i + 1, "device": 0, "stream": 7}},
+        ]  # fmt: skip
+    return events
+
+
+def _analysis(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    """analyze --format json of ``path``, without its ``trace`` object (which names the file)."""
+    assert main(["analyze", str(path), "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    doc.pop("trace")
+    return doc
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32"])
+def test_utf16_and_utf32_json_traces_analyze_as_their_utf8_text(tmp_path, capsys, encoding):
+    # JSON text in UTF-16/32 (e.g. saved by Windows PowerShell) is JSON as json.loads reads it: the format
+    # detection read its first bytes as UTF-8 and rejected it as "not a trace"
+    kineto = json.dumps({"traceEvents": _kineto_events()})
+    ort = json.dumps(
+        [
+            {"cat": "Session", "name": "model_run", "ph": "X", "ts": 1, "dur": 10, "pid": 1, "tid": 1},
+            {"cat": "Node", "name": "n_kernel_time", "ph": "X", "ts": 2, "dur": 3, "pid": 1, "tid": 1,
+             "args": {"op_name": "MatMul", "provider": "CPUExecutionProvider"}},
+        ]
+    )  # fmt: skip
+    for text in (kineto, ort):
+        utf8 = tmp_path / "utf8.json"
+        utf8.write_text(text, encoding="utf-8")
+        other = tmp_path / "other.json"
+        other.write_bytes(text.encode(encoding))
+        expected = _analysis(utf8, capsys)
+        assert expected["iterations"]
+        assert _analysis(other, capsys) == expected
+
+
+@pytest.mark.parametrize("where", ["event", "args", "header", "tail", "bare array"])
+def test_values_nested_too_deeply_give_one_line(tmp_path, where):
+    # msgspec (like json.loads) raises RecursionError past its depth limit: that is bad input, not a bug
+    deep = "[" * 100_000 + "]" * 100_000
+    event = json.dumps(_kineto_events()[0])
+    text = {
+        "event": f'{{"traceEvents": [{event}, {deep}]}}',
+        "args": f'{{"traceEvents": [{event[:-1]}, "args": {{"a": {deep}}}}}]}}',
+        "header": f'{{"x": {deep}, "traceEvents": [{event}]}}',
+        "tail": f'{{"traceEvents": [{event}], "y": {deep}}}',
+        "bare array": f"[{event}, {deep}]",
+    }[where]
+    bad = tmp_path / "deep.json"
+    bad.write_text(text)
+    assert_one_line_error(run_cli("analyze", str(bad)), str(bad), "nested too deeply")
+
+
+def test_negative_durations_are_ignored_with_a_warning(tmp_path, capsys):
+    # Kineto before 2022 wrote dur = -ts for events whose end it missed (kineto#646): such a range, kernel or
+    # call is no interval; the analysis goes on without it, and says so, instead of a negative latency (or, for
+    # a range, a crash in the CUDA-graph projection line)
+    events = _kineto_events()
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps({"traceEvents": events}))
+    expected = _analysis(clean, capsys)
+    broken = [
+        {**events[0], "ts": 400.0, "dur": -400.0},  # a third iteration that ends at 0
+        {**events[2], "ts": 500.0, "dur": -500.0, "args": {"correlation": 9, "device": 0, "stream": 7}},
+        {**events[1], "ts": 600.0, "dur": -1.0, "args": {"correlation": 9}},
+    ]
+    path = tmp_path / "negative.json"
+    path.write_text(json.dumps({"traceEvents": events + broken}))
+    doc = _analysis(path, capsys)
+    warnings = doc.pop("warnings")
+    assert doc == {k: v for k, v in expected.items() if k != "warnings"}
+    for what in ("1 ranges", "1 device ops", "1 API calls"):
+        assert any(w.startswith(f"{what} with a negative duration") for w in warnings), warnings
+    # the text output (the projection line included) renders
+    assert main(["analyze", str(path)]) == 0
+    assert "negative duration" in capsys.readouterr().out

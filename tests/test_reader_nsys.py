@@ -71,6 +71,49 @@ def test_ops_and_api_exact(tmp_path: Path) -> None:
     assert meta["warnings"] == []
 
 
+def _graph_replays(tmp_path: Path, level: str) -> Path:
+    """Two iterations of one CUDA graph replay (graph 5) traced at ``level``: "node" (its three kernels) or
+    "graph" (one whole-graph row, nsys --cuda-graph-trace=graph); "graph" adds an untimed row (start = end = 0)."""
+    b = NsysBuilder(version="2024.6.2.25")
+    b.gpu(0, "NVIDIA H100 80GB HBM3")
+    for i, t in enumerate((1000, 3000)):
+        b.nvtx_range(t, t + 1000, "iteration")
+        b.runtime(t + 100, t + 150, "cudaGraphLaunch_v10000", correlation=i + 1)
+        if level == "node":
+            for start, end in ((200, 300), (310, 500), (510, 800)):
+                b.kernel(t + start, t + end, f"k{start}", correlation=i + 1, graph=5)
+        else:
+            b.graph_execution(t + 200, t + 800, graph=5, correlation=i + 1)
+    if level == "graph":
+        b.graph_execution(0, 0, graph=5, correlation=9)
+    return b.write(tmp_path / f"{level}.sqlite")
+
+
+def test_whole_graph_executions_are_device_ops_with_a_warning(tmp_path: Path) -> None:
+    # nsys's default --cuda-graph-trace=graph records a graph replay as one row and none of its kernels: read
+    # alone, the kernel table said the GPU was idle through a CUDA-graph runtime (framework-bound, wrongly)
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    trace = read(_graph_replays(tmp_path, "graph"))
+    assert rows(
+        trace.ops, "start", "end", "device", "stream", "pid", "correlation", "graph", "kind", "name"
+    ) == [
+        (1200, 1800, 0, 7, 100, 1, 5, "graph", "CUDA graph 5"),
+        (3200, 3800, 0, 7, 100, 2, 5, "graph", "CUDA graph 5"),
+    ]
+    assert trace.meta["device"] == "gpu"
+    assert any(w.startswith("2 CUDA graph executions were traced whole") for w in trace.warnings)
+    assert "1 CUDA graph executions have no timestamps (start and end 0): left out" in trace.warnings
+    whole = analyze_iterations(trace, "iteration").iterations
+    nodes = analyze_iterations(read(_graph_replays(tmp_path, "node")), "iteration").iterations
+    assert whole["latency_ms"].to_list() == nodes["latency_ms"].to_list() == [0.001, 0.001]
+    assert whole["gpu_busy_ms"].to_list() == [0.0006, 0.0006]  # the graph's span: its inner gaps are not seen
+    assert nodes["gpu_busy_ms"].to_list() == [0.00058, 0.00058]
+    assert whole["launches"].to_list() == nodes["launches"].to_list() == [1, 1]
+    assert whole["launch_latency_us"].to_list() == nodes["launch_latency_us"].to_list() == [0.1, 0.1]
+    assert whole["kernels"].to_list() == [0, 0] and nodes["kernels"].to_list() == [3, 3]
+
+
 def test_duplicate_correlation_collapse(tmp_path: Path) -> None:
     """nsys 2022.4 writes each runtime call twice (plain "CUDA backtrace" row and the _v row, one correlation
     id): one row per (pid, correlation) survives, the outermost. Other processes and correlation 0/null
