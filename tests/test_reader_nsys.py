@@ -103,7 +103,10 @@ def test_whole_graph_executions_are_device_ops_with_a_warning(tmp_path: Path) ->
     ]
     assert trace.meta["device"] == "gpu"
     assert any(w.startswith("2 CUDA graph executions were traced whole") for w in trace.warnings)
-    assert "1 CUDA graph executions have no timestamps (start and end 0): left out" in trace.warnings
+    assert (
+        "1 graph rows have no timestamps (start and end 0: CUPTI could not time them): left out"
+        in trace.warnings
+    )
     whole = analyze_iterations(trace, "iteration").iterations
     nodes = analyze_iterations(read(_graph_replays(tmp_path, "node")), "iteration").iterations
     assert whole["latency_ms"].to_list() == nodes["latency_ms"].to_list() == [0.001, 0.001]
@@ -112,6 +115,22 @@ def test_whole_graph_executions_are_device_ops_with_a_warning(tmp_path: Path) ->
     assert whole["launches"].to_list() == nodes["launches"].to_list() == [1, 1]
     assert whole["launch_latency_us"].to_list() == nodes["launch_latency_us"].to_list() == [0.1, 0.1]
     assert whole["kernels"].to_list() == [0, 0] and nodes["kernels"].to_list() == [3, 3]
+
+
+def test_rows_cupti_could_not_time_are_left_out(tmp_path: Path) -> None:
+    # CUPTI writes start = end = 0 for an activity it could not time: kept, such a row put an op at the
+    # session's start, so a trace without ranges (one window, first launch to last op end) began at 0
+    b = NsysBuilder()
+    b.runtime(1000, 1050, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(1100, 1300, "gemm", correlation=1)
+    b.kernel(0, 0, "lost", correlation=2)
+    b.memcpy(0, 0, copy_kind=1)
+    trace = read(b.write(tmp_path / "untimed.sqlite"))
+    assert rows(trace.ops, "start", "end", "name") == [(1100, 1300, "gemm")]
+    assert [w for w in trace.warnings if "no timestamps" in w] == [
+        "1 kernel rows have no timestamps (start and end 0: CUPTI could not time them): left out",
+        "1 memcpy rows have no timestamps (start and end 0: CUPTI could not time them): left out",
+    ]
 
 
 def test_duplicate_correlation_collapse(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` (``--cuda-graph-trace=graph``, nsys's default with CUDA 11.7+: a graph
     replay is one row, its kernels are not recorded) -> kind "graph", name "CUDA graph <graphId>", ``graph`` =
     ``graphId``, with a warning (the GPU counts as busy over the whole graph; its kernels are not counted).
-    Rows that CUPTI could not time (start and end 0) are left out, with a warning.
+    Rows of any of these tables that CUPTI could not time (start and end both 0) are left out, with a warning.
 ``api`` (host calls)
     ``CUPTI_ACTIVITY_KIND_RUNTIME`` (and ``CUPTI_ACTIVITY_KIND_DRIVER`` where an export has it).
     ``kind`` = "driver" for rows of the DRIVER table and for RUNTIME rows with ``eventClass`` 1
@@ -259,20 +259,15 @@ def _read_copies(
 
 def _read_graph_executions(
     export: Database, path: Path, wanted: Collection[str] | None = None
-) -> tuple[pl.DataFrame, int]:
+) -> pl.DataFrame:
     """Whole-graph executions (:data:`GRAPH_TRACE_TABLE`) as ops of kind "graph", named "CUDA graph <id>",
-    ``graph`` = ``graphId``, and the number of rows without timestamps (start and end both 0, which CUPTI
-    writes when it could not time the graph), which are left out."""
+    ``graph`` = ``graphId``."""
     t = GRAPH_TRACE_TABLE
     _require_columns(export, t, ("start", "end"), path)
     exprs, schema = _activity_columns(export, t)
     exprs["graph"], schema["graph"] = export.col(t, "graphId"), OPS_SCHEMA["graph"]
     exprs, schema = _select(exprs, schema, wanted, ("start", "end", "device", "graph"))
     frame = export.numeric_frame(t, exprs, schema)
-    untimed = (pl.col("start") == 0) & (pl.col("end") == 0)
-    dropped = int(frame.select(untimed.sum()).item()) if frame.height else 0
-    if dropped:
-        frame = frame.filter(~untimed)
     if "pid" in frame.columns:
         frame = frame.with_columns(pid_of(pl.col("pid")))
     name = (
@@ -280,7 +275,7 @@ def _read_graph_executions(
         .then(pl.lit("CUDA graph"))
         .otherwise(pl.concat_str(pl.lit("CUDA graph "), pl.col("graph").cast(pl.String)))
     )
-    return frame.with_columns(name=name, kind=pl.lit("graph")), dropped
+    return frame.with_columns(name=name, kind=pl.lit("graph"))
 
 
 # ----------------------------------------------------------------------------------------------- api
@@ -452,21 +447,34 @@ def _read_ops(
         parts.append(_read_copies(export, MEMSET_TABLE, "memset", path, cols))
     if export.has(GRAPH_TRACE_TABLE):
         step(GRAPH_TRACE_TABLE)
-        graphs, untimed = _read_graph_executions(export, path, cols)
-        parts.append(graphs)
-        if graphs.height:
-            warnings.append(
-                f"{graphs.height} CUDA graph executions were traced whole (nsys --cuda-graph-trace=graph, the "
-                "default with CUDA 11.7+): each counts as GPU busy from its first node's start to its last "
-                "node's end, the idle time between its kernels is not seen and its kernels are not counted; "
-                "profile with --cuda-graph-trace=node for kernel-level numbers"
-            )
-        if untimed:
-            warnings.append(f"{untimed} CUDA graph executions have no timestamps (start and end 0): left out")
+        parts.append(_read_graph_executions(export, path, cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
+    ops = _without_untimed(ops, warnings)
+    graphs = ops.select((pl.col("kind") == "graph").sum()).item() if ops.height else 0
+    if graphs:
+        warnings.append(
+            f"{graphs} CUDA graph executions were traced whole (nsys --cuda-graph-trace=graph, the default "
+            "with CUDA 11.7+): each counts as GPU busy from its first node's start to its last node's end, "
+            "the idle time between its kernels is not seen and its kernels are not counted; profile with "
+            "--cuda-graph-trace=node for kernel-level numbers"
+        )
     if nameless:
         warnings.append(f"{nameless} kernels have a name id missing from StringIds")
     return ops
+
+
+def _without_untimed(ops: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``ops`` without the rows CUPTI could not time (start and end both 0, as its activity records say), which
+    would otherwise sit at the session's start; a warning per kind left out."""
+    untimed = (pl.col("start") == 0) & (pl.col("end") == 0)
+    if not ops.height or not ops.select(untimed.any()).item():
+        return ops
+    counts = ops.filter(untimed).group_by("kind").len().sort("kind")
+    for kind, n in counts.iter_rows():
+        warnings.append(
+            f"{n} {kind} rows have no timestamps (start and end 0: CUPTI could not time them): left out"
+        )
+    return ops.filter(~untimed)
 
 
 def _read_api(
