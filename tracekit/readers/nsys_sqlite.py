@@ -85,7 +85,7 @@ from tracekit.readers.api_calls import collapse_duplicate_calls
 from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics
 from tracekit.readers.nsys_meta import export_meta, gpu_table
-from tracekit.readers.sqlite_engine import Database, fetch_frame, open_database, quote
+from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
@@ -341,25 +341,33 @@ def with_nesting(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
 
 
 def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
-    """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later)."""
+    """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
+    (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
+    per operator, millions in a large trace), the text as bytes (:func:`binary_to_text`: bytes that are not
+    UTF-8 as U+FFFD, as the row-by-row read gives them)."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
-    sql = (
-        f'SELECT "start", {export.col(t, "end")}, "eventType", {export.col(t, "globalTid")}, '
-        f"{export.col(t, 'text')}, "
-        f"{export.col(t, 'textId')}, {export.col(t, 'domainId')} FROM {quote(t)} "
-        f'WHERE "eventType" IN ({NVTX_PUSH_POP}, {NVTX_START_END}, {NVTX_DOMAIN_CREATE})'
-    )
+    exprs = {
+        "start": '"start"',
+        "end": export.col(t, "end"),
+        "event_type": '"eventType"',
+        "global_tid": export.col(t, "globalTid"),
+        "text": f"CAST({export.col(t, 'text')} AS BLOB)",
+        "text_id": export.col(t, "textId"),
+        "domain_id": export.col(t, "domainId"),
+    }
     schema = {
         "start": pl.Int64,
         "end": pl.Int64,
         "event_type": pl.Int64,
         "global_tid": pl.Int64,
-        "text": pl.String,
+        "text": pl.Binary,
         "text_id": pl.Int64,
         "domain_id": pl.Int64,
     }
-    frame = fetch_frame(export.con, sql, schema)
+    where = f'"eventType" IN ({NVTX_PUSH_POP}, {NVTX_START_END}, {NVTX_DOMAIN_CREATE})'
+    frame = export.numeric_frame(t, exprs, schema, where=where)
+    frame = frame.with_columns(binary_to_text(frame.get_column("text")))
     frame = frame.with_columns(
         pid_of(pl.col("global_tid")).alias("pid"), tid_of(pl.col("global_tid")).alias("thread")
     ).drop("global_tid")

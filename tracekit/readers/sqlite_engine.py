@@ -80,6 +80,24 @@ def fetch_frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType
     return parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=True)
 
 
+def _and_where(where: str, clause: str) -> str:
+    """A WHERE clause of both ``where`` (a condition, or "") and ``clause`` (" WHERE condition", or "", as
+    :func:`rowid_slices` gives it)."""
+    conditions = [c for c in (where, clause.removeprefix(" WHERE ")) if c]
+    return " WHERE " + " AND ".join(f"({c})" for c in conditions) if conditions else ""
+
+
+def binary_to_text(values: pl.Series) -> pl.Series:
+    """Bytes (Binary) -> text (String), bytes that are not UTF-8 as U+FFFD, as :func:`connect` reads text:
+    one vectorized cast, or, when some value is not UTF-8, one decode per distinct value."""
+    try:
+        return values.cast(pl.String)
+    except pl.exceptions.ComputeError:
+        distinct = values.unique().drop_nulls()
+        texts = pl.Series([bytes(v).decode("utf-8", "replace") for v in distinct], dtype=pl.String)
+        return values.replace_strict(distinct, texts, default=None, return_dtype=pl.String)
+
+
 def adbc_database(path: Path) -> Any | None:
     """An ADBC SQLite database handle on ``path`` (read-only, immutable), or None when ADBC is not
     installed or not wanted (``TRACEKIT_SQLITE_ENGINE=sqlite3``)."""
@@ -243,10 +261,11 @@ class Database:
         return None if span is None else span[1] - span[0] + 1
 
     def numeric_frame(
-        self, table: str, exprs: Mapping[str, str], schema: dict[str, pl.DataType]
+        self, table: str, exprs: Mapping[str, str], schema: dict[str, pl.DataType], where: str = ""
     ) -> pl.DataFrame:
-        """``SELECT exprs FROM table`` for large tables of numbers: columnar through ADBC when available
-        (several times faster than building Python tuples, and lean), else :func:`fetch_frame`.
+        """``SELECT exprs FROM table [WHERE where]`` for large tables of numbers (and blobs): columnar through
+        ADBC when available (several times faster than building Python tuples, and lean), else
+        :func:`fetch_frame` (also when ADBC fails, e.g. on a column whose values change type midway).
 
         ``exprs`` maps output column -> SQL expression; ``schema`` gives the dtypes (same keys, same order)."""
         sql = f"SELECT {', '.join(f'{e} AS {quote(c)}' for c, e in exprs.items())} FROM {quote(table)}"
@@ -254,10 +273,11 @@ class Database:
             self._adbc_tried = True
             self._adbc = adbc_database(self.path)
         if self._adbc is not None:
-            frame = adbc_sliced_frame(self._adbc, sql, rowid_slices(self.con, table, read_threads()), schema)
+            slices = [_and_where(where, s) for s in rowid_slices(self.con, table, read_threads())]
+            frame = adbc_sliced_frame(self._adbc, sql, slices, schema)
             if frame is not None:
                 return frame
-        return fetch_frame(self.con, sql, schema)
+        return fetch_frame(self.con, sql + _and_where(where, ""), schema)
 
     def close(self) -> None:
         if self._adbc is not None:
