@@ -37,7 +37,7 @@ def nesting_depth(frame: pl.DataFrame, keys: list[str]) -> pl.Series:
     depth = sweep.filter(pl.col("delta") == 1).select(
         "_row", depth=(pl.col("open") - 1).clip(0).cast(pl.Int32)
     )
-    return base.join(depth, on="_row", how="left").sort("_row").get_column("depth")
+    return _in_row_order(depth, "depth", frame.height)
 
 
 def leaf_mask(frame: pl.DataFrame, keys: list[str]) -> pl.Series:
@@ -58,4 +58,12 @@ def leaf_mask(frame: pl.DataFrame, keys: list[str]) -> pl.Series:
         nxt.is_not_null() & (nxt_end <= pl.col("end")) & ((nxt < pl.col("end")) | (nxt == pl.col("start")))
     )
     marked = ordered.select("_row", leaf=~has_child.fill_null(False))
-    return marked.sort("_row").get_column("leaf")
+    return _in_row_order(marked, "leaf", frame.height)
+
+
+def _in_row_order(values: pl.DataFrame, column: str, height: int) -> pl.Series:
+    """``values[column]`` put back in row order by its ``_row`` column (a permutation of 0..height-1): one
+    scatter, not a sort or a join."""
+    column_values = values.get_column(column)
+    out = pl.repeat(None, height, dtype=column_values.dtype, eager=True).alias(column)
+    return out.scatter(values.get_column("_row"), column_values)
