@@ -39,17 +39,22 @@ GPU_METRICS_TYPE_BASE = 0x1000100000000
 # (column, SQL type, NOT NULL) in the order real exports use.
 _Col = tuple[str, str, bool]
 
+#: The columns every CUPTI activity table (kernel, memcpy, memset, graph trace) begins with.
+_ACTIVITY_COLUMNS: list[_Col] = [
+    ("start", "INTEGER", True),
+    ("end", "INTEGER", True),
+    ("deviceId", "INTEGER", True),
+    ("contextId", "INTEGER", True),
+    ("greenContextId", "INTEGER", False),
+    ("streamId", "INTEGER", True),
+    ("correlationId", "INTEGER", False),
+    ("globalPid", "INTEGER", False),
+]
+
 TABLES: dict[str, list[_Col]] = {
     "StringIds": [("id", "INTEGER", True), ("value", "TEXT", True)],
     "CUPTI_ACTIVITY_KIND_KERNEL": [
-        ("start", "INTEGER", True),
-        ("end", "INTEGER", True),
-        ("deviceId", "INTEGER", True),
-        ("contextId", "INTEGER", True),
-        ("greenContextId", "INTEGER", False),
-        ("streamId", "INTEGER", True),
-        ("correlationId", "INTEGER", False),
-        ("globalPid", "INTEGER", False),
+        *_ACTIVITY_COLUMNS,
         ("demangledName", "INTEGER", True),
         ("shortName", "INTEGER", True),
         ("mangledName", "INTEGER", False),
@@ -73,14 +78,7 @@ TABLES: dict[str, list[_Col]] = {
         ("graphId", "INTEGER", False),
     ],
     "CUPTI_ACTIVITY_KIND_MEMCPY": [
-        ("start", "INTEGER", True),
-        ("end", "INTEGER", True),
-        ("deviceId", "INTEGER", True),
-        ("contextId", "INTEGER", True),
-        ("greenContextId", "INTEGER", False),
-        ("streamId", "INTEGER", True),
-        ("correlationId", "INTEGER", False),
-        ("globalPid", "INTEGER", False),
+        *_ACTIVITY_COLUMNS,
         ("bytes", "INTEGER", True),
         ("copyKind", "INTEGER", True),
         ("deprecatedSrcId", "INTEGER", False),
@@ -95,14 +93,7 @@ TABLES: dict[str, list[_Col]] = {
         ("virtualAddress", "INTEGER", False),
     ],
     "CUPTI_ACTIVITY_KIND_MEMSET": [
-        ("start", "INTEGER", True),
-        ("end", "INTEGER", True),
-        ("deviceId", "INTEGER", True),
-        ("contextId", "INTEGER", True),
-        ("greenContextId", "INTEGER", False),
-        ("streamId", "INTEGER", True),
-        ("correlationId", "INTEGER", False),
-        ("globalPid", "INTEGER", False),
+        *_ACTIVITY_COLUMNS,
         ("value", "INTEGER", True),
         ("bytes", "INTEGER", True),
         ("graphNodeId", "INTEGER", False),
@@ -111,14 +102,7 @@ TABLES: dict[str, list[_Col]] = {
     # --cuda-graph-trace=graph (nsys's default with CUDA 11.7+): one row per graph execution; the columns of a
     # real nsys 2024.3 export
     "CUPTI_ACTIVITY_KIND_GRAPH_TRACE": [
-        ("start", "INTEGER", True),
-        ("end", "INTEGER", True),
-        ("deviceId", "INTEGER", True),
-        ("contextId", "INTEGER", True),
-        ("greenContextId", "INTEGER", False),
-        ("streamId", "INTEGER", True),
-        ("correlationId", "INTEGER", False),
-        ("globalPid", "INTEGER", False),
+        *_ACTIVITY_COLUMNS,
         ("graphId", "INTEGER", False),
         ("graphExecId", "INTEGER", False),
     ],
@@ -278,6 +262,29 @@ class NsysBuilder:
         self.add("TARGET_INFO_SYSTEM_ENV", globalVid=0, devStateName="", name=name, nameEnum=0, value=value)
 
     # --- GPU work
+    def _activity(
+        self,
+        table: str,
+        start: int,
+        end: int,
+        device: int,
+        stream: int,
+        correlation: int | None,
+        pid: int,
+        **values: Any,
+    ) -> None:
+        """A row of a CUPTI activity table: the columns every one of them has, and ``values``."""
+        self.add(
+            table,
+            start=start,
+            end=end,
+            deviceId=device,
+            streamId=stream,
+            correlationId=correlation,
+            globalPid=global_pid(pid),
+            **values,
+        )
+
     def kernel(
         self,
         start: int,
@@ -294,14 +301,14 @@ class NsysBuilder:
         short = self.string(
             short_name if short_name is not None else name.split("(")[0].split("<")[0].split()[-1]
         )
-        self.add(
+        self._activity(
             "CUPTI_ACTIVITY_KIND_KERNEL",
-            start=start,
-            end=end,
-            deviceId=device,
-            streamId=stream,
-            correlationId=correlation,
-            globalPid=global_pid(pid),
+            start,
+            end,
+            device,
+            stream,
+            correlation,
+            pid,
             demangledName=self.string(name),
             shortName=short,
             gridId=len(self.rows.get("CUPTI_ACTIVITY_KIND_KERNEL", [])) + 1,
@@ -324,17 +331,10 @@ class NsysBuilder:
         pid: int = 100,
     ) -> None:
         """One whole-graph execution (``--cuda-graph-trace=graph``), launched by the call of ``correlation``."""
-        self.add(
-            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE",
-            start=start,
-            end=end,
-            deviceId=device,
-            streamId=stream,
-            correlationId=correlation,
-            globalPid=global_pid(pid),
-            graphId=graph,
+        self._activity(
+            "CUPTI_ACTIVITY_KIND_GRAPH_TRACE", start, end, device, stream, correlation, pid, graphId=graph,
             graphExecId=graph,
-        )
+        )  # fmt: skip
 
     def memcpy(
         self,
@@ -348,17 +348,10 @@ class NsysBuilder:
         correlation: int | None = None,
         pid: int = 100,
     ) -> None:
-        self.add(
-            "CUPTI_ACTIVITY_KIND_MEMCPY",
-            start=start,
-            end=end,
-            deviceId=device,
-            streamId=stream,
-            correlationId=correlation,
-            globalPid=global_pid(pid),
-            bytes=size,
+        self._activity(
+            "CUPTI_ACTIVITY_KIND_MEMCPY", start, end, device, stream, correlation, pid, bytes=size,
             copyKind=copy_kind,
-        )
+        )  # fmt: skip
 
     def memset(
         self,
@@ -371,16 +364,8 @@ class NsysBuilder:
         pid: int = 100,
         size: int = 4096,
     ) -> None:
-        self.add(
-            "CUPTI_ACTIVITY_KIND_MEMSET",
-            start=start,
-            end=end,
-            deviceId=device,
-            streamId=stream,
-            correlationId=correlation,
-            globalPid=global_pid(pid),
-            value=0,
-            bytes=size,
+        self._activity(
+            "CUPTI_ACTIVITY_KIND_MEMSET", start, end, device, stream, correlation, pid, value=0, bytes=size
         )
 
     # --- host API
