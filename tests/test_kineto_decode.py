@@ -200,10 +200,20 @@ _KINETO_US = st.one_of(
         lambda d: format(d, "f")
     ),
     st.integers(min_value=-(2**63), max_value=2**63).map(str),
+    # one or two fraction digits: Kineto re-saved by Python's json ("1683564901548726.5"), other tools
+    st.decimals(min_value=Decimal("-9.3e15"), max_value=Decimal("9.3e15"), places=2, allow_nan=False).map(
+        lambda d: format(d, "f")
+    ),
+    st.decimals(min_value=Decimal("-9.3e15"), max_value=Decimal("9.3e15"), places=1, allow_nan=False).map(
+        lambda d: format(d, "f")
+    ),
     st.sampled_from(
         ["9223372036854775.000", "9223372036854774.999", "-9223372036854775.000", "9223372036854775"]
+        + ["9223372036854774.99", "9223372036854775.0", "-9223372036854774.9", ".5", "-.5", "+1.5", "5."]
     ),
-    st.text(alphabet="0123456789.-+ ", min_size=1, max_size=21).filter(lambda t: len(t) - t.find(".") == 4),
+    st.text(alphabet="0123456789.-+ ", min_size=1, max_size=21).filter(
+        lambda t: 2 <= len(t) - t.find(".") <= 4
+    ),
 )
 
 

@@ -186,27 +186,28 @@ def _flows_frame() -> pl.DataFrame:
 
 
 def us_to_ns_series(text: pl.Series) -> pl.Series:
-    """:func:`us_to_ns` of a String series. Kineto's own spellings (integers, and decimals with exactly
-    three fraction digits such as "1712195495519689.047") take one integer cast of the digits (the point
-    removed); the others go through :func:`_us_to_ns_split` (same result, slower)."""
+    """:func:`us_to_ns` of a String series. The spellings profilers write (integers, as Kineto did until
+    2023; decimals with one to three fraction digits: "1712195495519689.047" as Kineto writes now,
+    "1683564901548726.5" as a trace re-saved by Python's json has it) take one integer cast of the digits
+    (the point removed) and one scaling to nanoseconds; the others go through :func:`_us_to_ns_split` (same
+    result, slower)."""
     t = pl.col("t")
     dot = pl.col("dot")
     staged = pl.DataFrame({"t": text}).with_columns(dot=t.str.find(".", literal=True))
+    places = t.str.len_bytes() - dot - 1  # fraction digits (null without a point)
     staged = staged.with_columns(
+        places=pl.when(dot.is_null()).then(0).when(places.is_between(1, 3)).then(places),
         digits=pl.when(dot.is_null())
         .then(t)
-        .when((t.str.len_bytes() - dot == 4) & t.str.tail(3).str.contains(r"^[0-9]{3}$"))
+        .when(places.is_between(1, 3) & t.str.tail(places).str.contains(r"^[0-9]+$"))
         .then(t.str.replace(".", "", literal=True))
-        .cast(pl.Int64, strict=False)
+        .cast(pl.Int64, strict=False),
     )
     # within int64 nanoseconds, as us_to_ns has it (|µs| < MAX_US); bounds, not abs(): abs(int64 min) wraps
-    digits, whole = pl.col("digits"), dot.is_null()
-    ns = staged.select(
-        pl.when(whole & (digits > -MAX_US) & (digits < MAX_US))
-        .then(digits * 1000)
-        .when(~whole & (digits > -MAX_US * 1000) & (digits < MAX_US * 1000))
-        .then(digits)
-    ).to_series()
+    digits, places = pl.col("digits"), pl.col("places")
+    scale = (10 ** (3 - places)).cast(pl.Int64)
+    limit = MAX_US * (10**places).cast(pl.Int64)
+    ns = staged.select(pl.when((digits > -limit) & (digits < limit)).then(digits * scale)).to_series()
     other = ns.is_null() & text.is_not_null()
     if other.any():
         idx = other.arg_true()
@@ -215,9 +216,10 @@ def us_to_ns_series(text: pl.Series) -> pl.Series:
 
 
 def _us_to_ns_split(text: pl.Series) -> pl.Series:
-    """:func:`us_to_ns` of a String series, fast on plain decimals ("-12", "1009612.574", at most 15 digits
-    before the point): those are split at the point and cast; the other values go through
-    :func:`us_to_ns` (same result, regex-based and slower)."""
+    """:func:`us_to_ns` of a String series, fast on plain decimals ("-12", "1009612.574",
+    "1683564901548726.5": at most 16 digits before the point, so epoch microseconds of any fraction length
+    too): those are split at the point and cast (null from :data:`MAX_US` µs on, as :func:`us_to_ns` has
+    it); the other values go through :func:`us_to_ns` (same result, regex-based and slower)."""
     frame = pl.DataFrame({"t": text})
     parts = pl.col("t").str.split_exact(".", 1)
     whole = parts.struct.field("field_0")
@@ -228,10 +230,10 @@ def _us_to_ns_split(text: pl.Series) -> pl.Series:
         .str.slice(0, 4)
         .cast(pl.Int64, strict=False)
     )
-    magnitude = (
-        whole.str.strip_prefix("-").cast(pl.Int64, strict=False) * 1000 + frac4 // 10 + (frac4 % 10 >= 5)
-    )
-    plain = pl.col("t").str.contains(r"^-?\d{1,15}(\.\d+)?$")
+    # 16 digits always fit an int64; below MAX_US µs, µs x 1000 + 1000 does too
+    whole_us = whole.str.strip_prefix("-").cast(pl.Int64, strict=False)
+    magnitude = pl.when(whole_us < MAX_US).then(whole_us * 1000 + frac4 // 10 + (frac4 % 10 >= 5))
+    plain = pl.col("t").str.contains(r"^-?\d{1,16}(\.\d+)?$")
     out = frame.select(
         plain=plain,
         ns=pl.when(plain).then(pl.when(whole.str.starts_with("-")).then(-magnitude).otherwise(magnitude)),
