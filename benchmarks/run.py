@@ -5,10 +5,14 @@ Every trace is **synthetic**: written by ``tracekit simulate --runtime pytorch -
 SQLite, plus the Kineto ``.json.gz`` for the HTA comparison) and cached under ``benchmarks/.cache/`` keyed
 by N and by a hash of the simulator's source, so reruns only measure.
 
-For each size N every tool runs in a fresh child process (stdout discarded); its wall time is measured
-around the child and its peak resident memory is the larger of its ``ru_maxrss`` and the largest sum of
-RSS over the child and its descendants, sampled every few milliseconds while it runs (``tracekit analyze``
-decodes large Kineto files in worker processes: all of them count at once). Measured, per N:
+For each size N every tool runs in a fresh child process (stdout discarded). Its wall time is measured
+around the child in runs that nothing watches but a guard thread waking every 50 ms (timeout, memory
+limit); its peak resident memory in one more run per tool, in which the RSS of the child and all its
+descendants is summed every 2 ms (``tracekit analyze`` decodes large Kineto files in worker processes:
+all of them count at once): the larger of that sum and every run's ``ru_maxrss``. Sampling /proc every
+2 ms costs CPU that a command using both cores loses (measured: 5-6% of analyze's wall time on the 10^5
+Kineto file) while a one-core command such as HTA does not (the sampler takes the idle core), so timing
+and sampling are kept apart. Measured, per N:
 
 ``analyze``  ``python -m tracekit.cli analyze FILE.sqlite --format json`` (seconds, peak MB).
 ``floor``    the floor the issue asks for: ``SELECT start, end FROM CUPTI_ACTIVITY_KIND_KERNEL`` through
@@ -35,12 +39,14 @@ Targets (issue 5): analyze/floor <= 2, nsys/analyze >= 5, HTA/analyze >= 10, ana
 (stated for 10^7 kernels; checked at every size).
 
 Usage: ``python benchmarks/run.py [--sizes 1e4,1e5,1e6,1e7] [--repeat R] [--skip-nsys] [--skip-hta]
-[--write-results] [--json FILE]``. Times are the best of ``--repeat`` runs; peak memory is the largest.
+[--write-results] [--json FILE]``. Times are the best of ``--repeat`` timed runs; peak memory is the largest
+over those and the sampled run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import datetime as _dt
 import hashlib
@@ -54,6 +60,7 @@ import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -181,21 +188,80 @@ _LAUNCHER = (
 )
 
 
+#: how often a sampled run sums the RSS of the command's processes, and how often the guard of a timed run
+#: checks its timeout and memory limit (seconds)
+SAMPLE_S = 0.002
+GUARD_S = 0.05
+
+
+class _Watch(threading.Thread):
+    """Watches a running command beside the thread that waits for it: every ``interval`` seconds it checks
+    the timeout and (every tenth look when sampling, else every look) the memory limit, killing the
+    command's process group past either (``reason`` says why), and with ``sample`` it records the largest
+    sum of RSS over the command's processes (``tree_peak``)."""
+
+    def __init__(
+        self,
+        proc: subprocess.Popen[bytes],
+        started: float,
+        timeout: float | None,
+        mem_limit_mb: float | None,
+        sample: bool,
+    ) -> None:
+        super().__init__(name="bench-watch", daemon=True)
+        self.proc, self.sample = proc, sample
+        self.deadline = None if timeout is None else started + timeout
+        self.timeout, self.mem_limit_mb = timeout, mem_limit_mb
+        self.interval = SAMPLE_S if sample else GUARD_S
+        self.tree_peak = 0.0
+        self.reason: str | None = None
+        self.done = threading.Event()
+        self.started = started
+
+    def run(self) -> None:
+        looks = 0
+        while not self.done.wait(self.interval):
+            if self.sample:
+                self.tree_peak = max(self.tree_peak, _tree_rss_mb(self.proc.pid))
+            reason = None
+            if self.deadline and time.perf_counter() > self.deadline:
+                reason = f"timed out after {self.timeout:.0f} s"
+            elif (
+                self.mem_limit_mb
+                and (not self.sample or looks % 10 == 0)
+                and (rss := _rss_mb(self.proc.pid)) > self.mem_limit_mb
+            ):
+                reason = (
+                    f"killed: RSS {rss:.0f} MB passed the --mem-limit-mb guard ({self.mem_limit_mb:.0f} MB)"
+                )
+            if reason:
+                self.reason = f"{reason} after {time.perf_counter() - self.started:.1f} s"
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                return
+            looks += 1
+
+
 def measure_once(
     cmd: Sequence[str],
     timeout: float | None = None,
     mem_limit_mb: float | None = None,
     cwd: Path | None = None,
+    sample: bool = True,
 ) -> Measurement:
-    """Run ``cmd`` in a fresh child: wall seconds around it, its peak RSS (MB): the larger of its
-    ``ru_maxrss`` and the largest sampled sum of RSS over its processes (a command that starts helper
-    processes, as ``tracekit analyze`` does for large Kineto files, is charged for all of them at once), and
-    its CPU seconds (user + system, of the command and every descendant it waited for).
+    """Run ``cmd`` in a fresh child: wall seconds around it, its peak RSS (MB) and its CPU seconds (user +
+    system, of the command and every descendant it waited for).
+
+    The peak is the command's ``ru_maxrss`` (its largest process) and, with ``sample``, the largest sum of
+    RSS over all its processes, read every :data:`SAMPLE_S` seconds (a command that starts helper
+    processes, as ``tracekit analyze`` does for large Kineto files, is charged for all of them at once).
+    Without ``sample`` nothing reads /proc while it runs but the guard, every :data:`GUARD_S` seconds:
+    the run to time (see the module doc).
 
     The command runs under a small launcher (see ``_LAUNCHER``) so that its peak is its own. stdout is
     discarded; stderr is kept (last lines) for the error message when the exit status is not 0. The command
     is killed when it runs past ``timeout`` seconds or its RSS passes ``mem_limit_mb`` (a guard for shared
-    machines; polled every few milliseconds, so the reported error is a lower bound).
+    machines, checked every few milliseconds, so the reported error is a lower bound).
     """
     with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile("r", suffix=".maxrss") as maxrss:
         started = time.perf_counter()
@@ -206,33 +272,21 @@ def measure_once(
             cwd=cwd,
             start_new_session=True,
         )
-        deadline = None if timeout is None else started + timeout
-        polls = 0
-        tree_peak = 0.0  # sampled sum over the command's processes (tracekit's decoding workers included)
-        while True:
-            rc = proc.poll()
-            if rc is not None:
-                break
-            tree_peak = max(tree_peak, _tree_rss_mb(proc.pid))
-            reason = None
-            if deadline and time.perf_counter() > deadline:
-                reason = f"timed out after {timeout:.0f} s"
-            elif mem_limit_mb and polls % 10 == 0 and (rss := _rss_mb(proc.pid)) > mem_limit_mb:
-                reason = f"killed: RSS {rss:.0f} MB passed the --mem-limit-mb guard ({mem_limit_mb:.0f} MB)"
-            if reason:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                return Measurement(error=f"{reason} after {time.perf_counter() - started:.1f} s")
-            polls += 1
-            time.sleep(0.002 if polls < 500 else 0.01)
+        watch = _Watch(proc, started, timeout, mem_limit_mb, sample)
+        watch.start()
+        rc = proc.wait()  # blocking: the end is seen at once, not at the next look
         seconds = time.perf_counter() - started
+        watch.done.set()
+        watch.join()
+        if watch.reason:
+            return Measurement(error=watch.reason)
         if rc != 0:
             err.seek(0)
             text = err.read().decode("utf-8", "replace").strip().splitlines()
             tail = " | ".join(line.strip() for line in text[-3:]) or "(no stderr)"
             return Measurement(error=f"exit {rc}: {tail}")
         fields = maxrss.read().split()  # "maxrss_kb cpu_seconds", as the launcher writes them
-        peak_mb = max(int(fields[0]) / 1024.0 if fields else 0.0, tree_peak)  # Linux: kilobytes
+        peak_mb = max(int(fields[0]) / 1024.0 if fields else 0.0, watch.tree_peak)  # Linux: kilobytes
         cpu = float(fields[1]) if len(fields) > 1 else None  # not measured: no ratio, rather than 0
     return Measurement(seconds=seconds, peak_mb=peak_mb, cpu_seconds=cpu)
 
@@ -249,34 +303,53 @@ def better(best: Measurement | None, m: Measurement) -> Measurement:
     return dataclasses.replace(faster, peak_mb=max(best.peak_mb or 0.0, m.peak_mb or 0.0))
 
 
-def alternate(
-    first: Callable[[], Measurement], second: Callable[[], Measurement], repeat: int
-) -> tuple[Measurement, Measurement]:
+def with_peak(timed: Measurement, sampled: Measurement) -> Measurement:
+    """The timed runs' result (:func:`better`) with the peak of the run that sampled memory where larger; the
+    sampled run's error when it failed."""
+    if not timed.ok:
+        return timed
+    if not sampled.ok:
+        return sampled
+    return dataclasses.replace(timed, peak_mb=max(timed.peak_mb or 0.0, sampled.peak_mb or 0.0))
+
+
+#: one run of a tool; its argument says whether it is the run that samples memory (:func:`measure_once`)
+Run = Callable[[bool], Measurement]
+
+
+def alternate(first: Run, second: Run, repeat: int) -> tuple[Measurement, Measurement]:
     """Two tools measured in alternation (first, second, first, second, ...), each the :func:`better` of its
-    ``repeat`` runs: a change in the shared machine's load over the minutes the slower tool takes then
-    falls on both alike, rather than on whichever ran during it (a tool that fails is not run again)."""
+    ``repeat`` timed runs, then one run of each that samples memory (:func:`with_peak`): a change in the
+    shared machine's load over the minutes the slower tool takes then falls on both alike, rather than on
+    whichever ran during it (a tool that fails is not run again)."""
     a: Measurement | None = None
     b: Measurement | None = None
     for _ in range(max(1, repeat)):
         if a is None or a.ok:
-            a = better(a, first())
+            a = better(a, first(False))
         if b is None or b.ok:
-            b = better(b, second())
+            b = better(b, second(False))
     assert a is not None and b is not None
+    if a.ok:
+        a = with_peak(a, first(True))
+    if b.ok:
+        b = with_peak(b, second(True))
     return a, b
 
 
 def measure(
     cmd: Sequence[str], repeat: int, timeout: float | None = None, mem_limit_mb: float | None = None
 ) -> Measurement:
-    """Best wall time and largest peak RSS over ``repeat`` fresh runs (:func:`better`); the first error
-    stops."""
+    """Best wall time over ``repeat`` fresh timed runs (:func:`better`; the first error stops) and the
+    largest peak RSS, including one more run that samples memory (:func:`with_peak`)."""
     best: Measurement | None = None
     for _ in range(max(1, repeat)):
-        best = better(best, measure_once(cmd, timeout, mem_limit_mb))
+        best = better(best, measure_once(cmd, timeout, mem_limit_mb, sample=False))
         if not best.ok:
             break
     assert best is not None
+    if best.ok:
+        best = with_peak(best, measure_once(cmd, timeout, mem_limit_mb, sample=True))
     return best
 
 
@@ -399,15 +472,19 @@ def find_hta_python(explicit: str | None, cache: Path) -> str | None:
     return None
 
 
-def run_hta(python: str, kineto_file: Path, timeout: float, mem_limit_mb: float | None = None) -> Measurement:
-    """One run of HTA on ``kineto_file`` (its phases' times and version in ``extra``); the repeats are
-    :func:`alternate`'s, in turn with analyze."""
+def run_hta(
+    python: str, kineto_file: Path, timeout: float, mem_limit_mb: float | None = None, sample: bool = True
+) -> Measurement:
+    """One run of HTA on ``kineto_file`` (its phases' times and version in ``extra``; ``sample``: the run that
+    samples memory, :func:`measure_once`); the repeats are :func:`alternate`'s, in turn with analyze."""
     with tempfile.TemporaryDirectory(prefix="tracekit-bench-hta-") as tmp:
         trace_dir_ = Path(tmp) / "traces"
         trace_dir_.mkdir()
         os.symlink(kineto_file, trace_dir_ / "rank-0.json.gz")
         phases = Path(tmp) / "phases.json"
-        m = measure_once([python, "-c", HTA_SCRIPT, str(trace_dir_), str(phases)], timeout, mem_limit_mb)
+        m = measure_once(
+            [python, "-c", HTA_SCRIPT, str(trace_dir_), str(phases)], timeout, mem_limit_mb, sample=sample
+        )
         if m.ok:
             m.extra = json.loads(phases.read_text()) if phases.exists() else {}
     return m
@@ -1105,8 +1182,8 @@ def measure_size(
             log(f"N={fmt_n(n)}: HTA and analyze on the Kineto file, in alternation ...")
             kineto_file = files["kineto"]
             hta_m, kineto_m = alternate(
-                lambda: run_hta(tools.hta_python, kineto_file, *limits),  # type: ignore[arg-type]
-                lambda: measure(_analyze_cmd(kineto_file), 1, *limits),
+                lambda sample: run_hta(tools.hta_python, kineto_file, *limits, sample),  # type: ignore[arg-type]
+                lambda sample: measure_once(_analyze_cmd(kineto_file), *limits, sample=sample),
                 repeat_slow,
             )
             if hta_m.ok:

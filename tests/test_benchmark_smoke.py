@@ -244,28 +244,98 @@ def test_rerun_of_some_sizes_keeps_the_other_rows_with_their_date(bench) -> None
 
 def test_alternate_interleaves_two_tools_and_keeps_the_best_of_each(bench) -> None:
     """HTA and analyze on the Kineto file run in alternation: each tool's best time (with that run's extra
-    data) and largest peak; a tool that fails keeps its error and is not run again, the other goes on."""
+    data) over its timed runs, then one run of each that samples memory, whose peak counts but whose time
+    does not; a tool that fails keeps its error and is not run again, the other goes on."""
     M = bench.Measurement
-    calls: list[str] = []
-    slow = iter([M(9.0, 500, extra={"run": 1}), M(8.0, 400, extra={"run": 2}), M(8.5, 600, extra={"run": 3})])
-    fast = iter([M(1.0, 100), M(0.9, 120), M(1.2, 90)])
+    calls: list[tuple[str, bool]] = []
+    slow = iter(
+        [
+            M(9.0, 500, extra={"run": 1}),
+            M(8.0, 400, extra={"run": 2}),
+            M(8.5, 600, extra={"run": 3}),
+            M(7.0, 700, extra={"run": "sampled"}),  # sampled: its time is not a timed run's
+        ]
+    )
+    fast = iter([M(1.0, 100), M(0.9, 120), M(1.2, 90), M(0.5, 150)])
 
-    def first() -> object:
-        calls.append("slow")
+    def first(sample: bool) -> object:
+        calls.append(("slow", sample))
         return next(slow)
 
-    def second() -> object:
-        calls.append("fast")
+    def second(sample: bool) -> object:
+        calls.append(("fast", sample))
         return next(fast)
 
     a, b = bench.alternate(first, second, 3)
-    assert calls == ["slow", "fast"] * 3
-    assert (a.seconds, a.peak_mb, a.extra) == (8.0, 600, {"run": 2})
-    assert (b.seconds, b.peak_mb) == (0.9, 120)
+    assert calls == [("slow", False), ("fast", False)] * 3 + [("slow", True), ("fast", True)]
+    assert (a.seconds, a.peak_mb, a.extra) == (8.0, 700, {"run": 2})
+    assert (b.seconds, b.peak_mb) == (0.9, 150)
 
     calls.clear()
     slow = iter([M(9.0, 500), M(error="exit 1: boom")])
-    fast = iter([M(1.0, 100), M(0.8, 100), M(0.7, 100)])
+    fast = iter([M(1.0, 100), M(0.8, 100), M(0.7, 100), M(0.6, 90)])
     a, b = bench.alternate(first, second, 3)
-    assert calls == ["slow", "fast", "slow", "fast", "fast"]
-    assert a.error == "exit 1: boom" and b.seconds == 0.7
+    assert calls == [
+        ("slow", False),
+        ("fast", False),
+        ("slow", False),
+        ("fast", False),
+        ("fast", False),
+        ("fast", True),
+    ]
+    assert a.error == "exit 1: boom" and (b.seconds, b.peak_mb) == (0.7, 100)
+
+    # a sampled run that fails (the memory guard) is the tool's result
+    calls.clear()
+    slow = iter([M(9.0, 500), M(error="killed: RSS 13000 MB passed the --mem-limit-mb guard")])
+    fast = iter([M(1.0, 100), M(0.9, 100)])
+    a, b = bench.alternate(first, second, 1)
+    assert "mem-limit-mb" in a.error and b.seconds == 1.0
+
+
+def test_measure_times_unsampled_runs_and_takes_the_peak_of_one_sampled_run(bench, monkeypatch) -> None:
+    M = bench.Measurement
+    seen: list[bool] = []
+    results = iter([M(2.0, 100, cpu_seconds=3.0), M(1.5, 110, cpu_seconds=2.5), M(1.0, 300, cpu_seconds=9.0)])
+
+    def fake(cmd, timeout=None, mem_limit_mb=None, cwd=None, sample=True):
+        seen.append(sample)
+        return next(results)
+
+    monkeypatch.setattr(bench, "measure_once", fake)
+    m = bench.measure(["tool"], 2)
+    assert seen == [False, False, True]
+    # time and CPU of the best timed run; the sampled run's (faster) time is not used, its peak is
+    assert (m.seconds, m.cpu_seconds, m.peak_mb) == (1.5, 2.5, 300)
+
+    seen.clear()
+    results = iter([M(error="exit 2: bad input")])
+    assert bench.measure(["tool"], 3).error == "exit 2: bad input" and seen == [False]
+
+
+def test_only_the_sampled_run_sums_the_memory_of_all_processes(bench, monkeypatch) -> None:
+    """Two children holding ~150 MB each at once: the sampled run is charged for both (the sum), the timed
+    run only for its largest process (ru_maxrss), and nothing reads /proc for it but the guard."""
+    hold = "import time; b = bytearray(150 * 2**20); b[::4096] = b'x' * len(b[::4096]); time.sleep(1.0)"
+    both = (
+        "import subprocess, sys; "
+        f"ps = [subprocess.Popen([sys.executable, '-c', {hold!r}]) for _ in range(2)]; [p.wait() for p in ps]"
+    )
+    sampled = bench.measure_once([sys.executable, "-c", both], timeout=60)
+    assert sampled.ok and sampled.peak_mb >= 290
+
+    looks: list[int] = []
+    real = bench._tree_rss_mb
+    monkeypatch.setattr(bench, "_tree_rss_mb", lambda pid: looks.append(pid) or real(pid))
+    timed = bench.measure_once([sys.executable, "-c", both], timeout=60, sample=False)
+    assert timed.ok and 145 <= timed.peak_mb < 250 and timed.seconds >= 1.0
+    assert looks == []
+    # the guard still works in a timed run
+    slow = bench.measure_once(
+        [sys.executable, "-c", "import time; time.sleep(30)"], timeout=0.5, sample=False
+    )
+    assert not slow.ok and "timed out" in slow.error
+    hog = bench.measure_once(
+        [sys.executable, "-c", f"{hold.replace('1.0', '30')}"], timeout=20, mem_limit_mb=100, sample=False
+    )
+    assert not hog.ok and "mem-limit-mb" in hog.error
