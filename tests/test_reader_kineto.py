@@ -302,15 +302,17 @@ def test_2021_spelling_exact_frames(tmp_path: Path) -> None:
     assert trace.meta["warnings"] == []
 
 
-def test_2022_spelling_and_missing_correlation_from_flows(tmp_path: Path) -> None:
+@pytest.mark.parametrize("gpu_tid", [649, "stream 649"])
+def test_2022_spelling_and_missing_correlation_from_flows(tmp_path: Path, gpu_tid: int | str) -> None:
     """2022 traces (the reference study's): cpu_op / cuda_runtime with capitalised Kernel and
-    async_cpu_to_gpu flows. A kernel without args.correlation takes the id of the flow ending on it."""
+    async_cpu_to_gpu flows. A kernel without args.correlation takes the id of the flow ending on it, whether
+    the reader keeps the events' tids as integers or (one of them text) as text."""
     doc = {
         "schemaVersion": 1,
         "traceEvents": [
             _x("user_annotation", "graph_inference", 7, 7, 0, 100),
             _x("cuda_runtime", "cudaLaunchKernel", 7, 7, 10, 5, correlation=2085043),
-            _x("Kernel", "k", 0, 649, 30, 2, device=0, stream=649),
+            _x("Kernel", "k", 0, gpu_tid, 30, 2, device=0, stream=649),
             {
                 "ph": "s",
                 "id": 2085043,
@@ -325,7 +327,7 @@ def test_2022_spelling_and_missing_correlation_from_flows(tmp_path: Path) -> Non
                 "ph": "f",
                 "id": 2085043,
                 "pid": 0,
-                "tid": 649,
+                "tid": gpu_tid,
                 "ts": 30,
                 "cat": "async_cpu_to_gpu",
                 "name": "async_gpu",

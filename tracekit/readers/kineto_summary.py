@@ -60,7 +60,8 @@ _FIRST_TENSOR = r"^\s*\[\s*\[\s*-?\d"
 def cpu_op_summary(cpu: pl.DataFrame, calls: pl.DataFrame) -> dict[str, Any]:
     """``meta["cpu_op_summary"]`` (see module doc) of CPU operators ``cpu`` (columns name, pid, tid, start,
     end) and launch candidates ``calls`` (runtime/driver events: name with the version suffix stripped,
-    pid, tid, start, end); pid/tid as the events' text."""
+    pid, tid, start, end); pid/tid as the reader keeps them (integers, or the events' text), the same type
+    in both."""
     counts = (
         cpu.group_by("name")
         .agg(n=pl.len())
