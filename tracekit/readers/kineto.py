@@ -343,7 +343,9 @@ def _gpu_ops(
         # flows keep pid/tid as text; the rows may hold them as integers (:func:`_finish_rows`)
         gpu = (
             gpu.with_columns(pid_text=pl.col("pid").cast(pl.String), tid_text=pl.col("tid").cast(pl.String))
-            .join(ends, left_on=["pid_text", "tid_text", "start"], right_on=["pid", "tid", "start"], how="left")
+            .join(
+                ends, left_on=["pid_text", "tid_text", "start"], right_on=["pid", "tid", "start"], how="left"
+            )
             .drop("pid_text", "tid_text")
             .with_columns(correlation=pl.coalesce("correlation", "flow_id"))
         )
