@@ -249,7 +249,7 @@ def parse_ncu_probe(returncode: int, text: str) -> ProbeResult:
 def probe_ncu_counters(ncu: str) -> ProbeResult:
     """Profile one tiny kernel with ncu (a few seconds) to learn whether counters are readable."""
     child = [sys.executable, "-c", NCU_PROBE_CHILD]
-    argv = [ncu, "--metrics", "gpu__time_duration.sum", "--launch-count", "1"]
+    argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--launch-count", "1"]
     try:
         proc = subprocess.run([*argv, *child], capture_output=True, text=True, timeout=300)
     except (OSError, subprocess.SubprocessError) as exc:

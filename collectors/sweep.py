@@ -25,8 +25,8 @@ from typing import Any
 from tracekit.collectors.profilers import PROFILERS
 from tracekit.collectors.runtimes import (
     CUDA_ONLY,
-    GRAPH_MIN_WARMUP,
     GRAPH_RUNTIMES,
+    MIN_WARMUP,
     ONNX_RUNTIMES,
     RUNTIMES,
     check_runtime_name,
@@ -36,7 +36,10 @@ from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
 from tracekit.runs import LATENCY_FILE, config_stem, prepare_run_dir, write_run_json
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+#: The folder that holds the ``tracekit`` package: worker processes get it on PYTHONPATH. (Not this file's
+#: grandparent: in a regular install that is ``site-packages/tracekit``, whose modules would then shadow
+#: top-level names.)
+PACKAGE_ROOT = Path(__import__("tracekit").__file__).resolve().parents[1]
 LATENCY_COLUMNS = (
     "runtime",
     "model",
@@ -106,10 +109,15 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError("--seq-lens must be positive integers")
     if opts.warmup < 0 or opts.iters < 1:
         raise TracekitError("--warmup must be >= 0 and --iters >= 1")
-    if opts.runtime in GRAPH_RUNTIMES and opts.warmup < GRAPH_MIN_WARMUP:
+    least = MIN_WARMUP.get(opts.runtime, 0)
+    if opts.warmup < least:
+        why = (
+            "its first runs capture or record the CUDA graph"
+            if opts.runtime in GRAPH_RUNTIMES
+            else "its profiling executor optimizes the graph only after its first runs"
+        )
         raise TracekitError(
-            f"runtime '{opts.runtime}' needs --warmup >= {GRAPH_MIN_WARMUP}: its first runs capture or record "
-            "the CUDA graph, which must not land in timed iterations"
+            f"runtime '{opts.runtime}' needs --warmup >= {least}: {why}, which must not land in timed iterations"
         )
     for layers_or_hidden in (opts.layers, opts.hidden):
         if layers_or_hidden is not None and layers_or_hidden < 1:
@@ -330,6 +338,7 @@ class Sweep:
             from tracekit.collectors.profilers.ncu import NCU_ITERATIONS
 
             cfg["iters"] = min(o.iters, NCU_ITERATIONS)
+            cfg["nvtx"] = "plain"  # nvtxRangePushA: ncu's --nvtx-include matches its plain ASCII message
         return cfg
 
     # -- one configuration --------------------------------------------------------------------------------
@@ -353,7 +362,7 @@ class Sweep:
             str(result_file),
         ]
         env = dict(os.environ)
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(PACKAGE_ROOT), env.get("PYTHONPATH")) if p)
         log = tmp / f"worker-{cfg['profiler']}.log"
         with open(log, "wb") as fh:
             proc = subprocess.run([*(wrap or []), *child], stdout=fh, stderr=subprocess.STDOUT, env=env)

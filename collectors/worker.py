@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tracekit.collectors.harness import nvtx_ranges, operator_ranges, time_iterations
+from tracekit.collectors.harness import nvtx_ranges, operator_ranges, time_iterations, use_plain_nvtx
 from tracekit.collectors.inputs import make_inputs
 from tracekit.collectors.runtimes import RunContext, get_runtime
 from tracekit.collectors.zoo import BuiltModel, ModelSpec, build
@@ -92,6 +92,8 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
     spec = ModelSpec(cfg["model"], cfg.get("layers"), cfg.get("hidden"), cfg.get("gen_tokens", 8))
     device, precision, profiler = cfg["device"], cfg["precision"], cfg.get("profiler", "none")
     select_device(device)
+    if cfg.get("nvtx") == "plain":
+        use_plain_nvtx()
     tf32 = apply_tf32(bool(cfg.get("tf32", False)))
     if cfg.get("threads"):
         torch.set_num_threads(int(cfg["threads"]))
@@ -142,7 +144,10 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
                 runtime.run, runtime.sync, 0, cfg["iters"], record_function=True
             )
         out["trace"] = _export_kineto(prof, Path(cfg["trace_out"]))
-        out["warnings"] += iteration_kernel_warnings(out["trace"])
+        if device.startswith("cuda"):
+            from tracekit.collectors.kineto_check import empty_iteration_warnings
+
+            out["warnings"] += empty_iteration_warnings(out["trace"])
         return out
     out["latencies_ms"] = time_iterations(
         runtime.run, runtime.sync, cfg["warmup"], cfg["iters"], op_ranges=op_ranges
@@ -156,23 +161,6 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
             out["trace_runs"] = runs
             out["runs_before_timed"] = max(0, runs - cfg["iters"])
     return out
-
-
-def iteration_kernel_warnings(trace_path: str) -> list[str]:
-    """One warning when some timed iteration of a torch.profiler trace holds no kernel (CUDA-graph kernels
-    dropped by the profiler, or a runtime that did no device work), else none."""
-    try:
-        from tracekit.analyzers.iterations import FRAMES_NEEDED, analyze_iterations
-        from tracekit.readers import read_trace
-
-        analysis = analyze_iterations(read_trace(trace_path, frames=FRAMES_NEEDED), "iteration", 0)
-    except Exception as exc:  # the check must not lose the run
-        return [f"could not check kernels per iteration: {type(exc).__name__}"]
-    empty = analysis.iterations.filter(analysis.iterations["kernels"] == 0).height
-    if empty:
-        total = analysis.iterations.height
-        return [f"{empty} of {total} timed iterations hold no kernel in the torch.profiler trace"]
-    return []
 
 
 def _export_kineto(prof: Any, out: Path) -> str:

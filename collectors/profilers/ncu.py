@@ -38,8 +38,6 @@ def require_ncu() -> str:
 
 #: Timed iterations run under ncu (every kernel is replayed once per metric pass: seconds per kernel).
 NCU_ITERATIONS = 3
-#: Upper bound on profiled kernels, whatever the model (``--launch-count``).
-NCU_MAX_KERNELS = 3000
 
 
 def build_profile_argv(
@@ -47,18 +45,24 @@ def build_profile_argv(
     output_base: str | Path,
     child: list[str],
     range_name: str = "iteration",
-    max_kernels: int = NCU_MAX_KERNELS,
+    max_kernels: int | None = None,
 ) -> list[str]:
-    """``ncu`` restricted to kernels inside push/pop NVTX ranges named ``range_name`` (``NAME/`` syntax), at
-    most ``max_kernels`` of them (``--launch-count`` counts after the NVTX filter). The worker runs only
-    :data:`NCU_ITERATIONS` timed iterations under ncu, so the filter keeps a few iterations' kernels."""
+    """``ncu`` restricted to kernels inside push/pop NVTX ranges named ``range_name`` (``NAME/`` syntax).
+
+    The worker runs only :data:`NCU_ITERATIONS` timed iterations under ncu, so the NVTX filter alone bounds
+    the kernels to those iterations' (every one of them: a fixed ``--launch-count`` cut off the third
+    iteration of a model launching more than a third of it per iteration, such as GPT-2 generation's ~1.4k).
+    ``max_kernels`` (``--launch-count``, counted after the filter) is added only when given."""
+    limit = ["--launch-count", str(max_kernels)] if max_kernels else []
     return [
         ncu,
         "--nvtx",
         "--nvtx-include",
         f"{range_name}/",
-        "--launch-count",
-        str(max_kernels),
+        *limit,
+        # The GPU's own clocks, as in the untraced and timeline runs (ncu's default locks base clocks).
+        "--clock-control",
+        "none",
         "--metrics",
         ",".join(NCU_METRICS),
         "--target-processes",

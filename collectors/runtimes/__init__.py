@@ -24,6 +24,10 @@ CUDA_ONLY: frozenset[str] = frozenset({"cuda-graphs", "compile-cudagraphs", "onn
 GRAPH_RUNTIMES: frozenset[str] = frozenset({"cuda-graphs", "compile-cudagraphs", "onnx-cuda-graphs"})
 #: Warm-up runs the graph runtimes need before timing (capture or recording must not land in timed runs).
 GRAPH_MIN_WARMUP = 2
+#: Warm-up runs each runtime needs before timing: the graph runtimes capture or record in their first runs, and
+#: TorchScript's profiling executor profiles the first run(s) and optimizes the graph after them, so an
+#: unoptimized run must not be timed.
+MIN_WARMUP: dict[str, int] = {**{name: GRAPH_MIN_WARMUP for name in GRAPH_RUNTIMES}, "torchscript": 2}
 #: Runtimes that execute through ONNX Runtime (the ``ort`` profiler applies to them only).
 ONNX_RUNTIMES: frozenset[str] = frozenset({"onnx", "onnx-cuda-graphs"})
 
@@ -45,6 +49,7 @@ __all__ = [
     "CUDA_ONLY",
     "GRAPH_MIN_WARMUP",
     "GRAPH_RUNTIMES",
+    "MIN_WARMUP",
     "ONNX_RUNTIMES",
     "RUNTIMES",
     "RunContext",

@@ -1,0 +1,359 @@
+#!/usr/bin/env python
+"""A GPU check of tracekit's collection that fits an air-gapped GPU box: about 6 minutes, at most 8 files back.
+
+    python benchmarks/gpu_check.py -o OUT [--device cuda:0] [--budget-s 420] [--iters 20] [--only STEP ...]
+
+It needs only what such a box's image has (torch with CUDA, transformers, onnx, onnxruntime (CPU build is
+enough), nvidia-ml-py, rich, numpy, Nsight Compute) plus tracekit itself: no Nsight Systems, no polars, no
+``nvtx`` package (NVTX ranges go through ``torch.cuda.nvtx`` when it is missing). Steps, in this order, each a
+``tracekit collect`` of BERT-base, fp16, sequence 128, under torch.profiler (Kineto):
+
+    pytorch, cuda-graphs, torchscript     batch 1 and 8 (one process each: --in-process)
+    pytorch-ncu                           batch 1 under Nsight Compute (SMs active, warp occupancy)
+    compile, compile-cudagraphs           batch 1 and 8 (Inductor compiles: the slow steps)
+    onnx-cpu                              ONNX Runtime on the CPU provider, fp32, batch 1, ORT profiler
+    doctor                                ``tracekit doctor`` as JSON
+
+A step that would start after ``--budget-s`` is skipped and said so. Then the invariants are checked on what
+was written, with the standard library only (:mod:`tracekit.collectors.kineto_check`): warm-up left out of
+the trace, kernels in every timed iteration, one graph launch per iteration for graph runtimes and none for
+the others, the same attention kernels and no fp32/TF32 GEMM kernels across the fp16 runtimes, untraced vs
+traced latency, and Nsight Compute's coverage of whole iterations.
+
+Output in ``OUT`` (at most 8 files): one ``<step>.tar`` per run directory (``tar xf`` it, then
+``tracekit analyze``/``table --paper`` on a CPU machine) and ``gpu_check.json`` (every step's time, exit
+code and output tail, every check). Exit 0 when every step ran and every check passed, 1 otherwise, 2 (one
+line) without torch or a CUDA device.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+#: (step, runtime, extra collect arguments, rough seconds on one H100/H200 for the estimate).
+STEPS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
+    ("pytorch", "pytorch", ("--batch-sizes", "1,8", "--profiler", "torch"), 30),
+    ("cuda-graphs", "cuda-graphs", ("--batch-sizes", "1,8", "--profiler", "torch"), 30),
+    ("torchscript", "torchscript", ("--batch-sizes", "1,8", "--profiler", "torch"), 35),
+    ("pytorch-ncu", "pytorch", ("--batch-sizes", "1", "--profiler", "ncu"), 90),
+    ("compile", "compile", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
+    ("compile-cudagraphs", "compile-cudagraphs", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
+    (
+        "onnx-cpu",
+        "onnx",
+        ("--batch-sizes", "1", "--profiler", "ort", "--device", "cpu", "--precision", "fp32"),
+        60,
+    ),
+)
+STEP_NAMES = tuple(s[0] for s in STEPS) + ("doctor",)
+GRAPH_STEPS = frozenset({"cuda-graphs", "compile-cudagraphs"})
+#: fp16 Kineto steps whose kernels are compared (precision, attention).
+FP16_TORCH_STEPS = ("pytorch", "cuda-graphs", "torchscript", "compile", "compile-cudagraphs")
+#: Kernel-name markers of fp32 or TF32 matrix products (cuBLAS/CUTLASS/nvjet spellings).
+FP32_GEMM_MARKERS = ("sgemm", "tf32", "_sss_", "nvjet_sss", "nvjet_tst", "f32f32_f32f32")
+GEMM_MARKERS = ("gemm", "nvjet", "xmma", "cutlass", "matmul")
+ATTENTION_MARKERS = ("flash", "fmha", "attention", "efficient_attention")
+
+
+def refuse(message: str) -> int:
+    print(f"gpu_check: {message}", file=sys.stderr)
+    return 2
+
+
+def preflight(device: str) -> str | None:
+    """None when this machine can run the check, else the one-line reason."""
+    try:
+        import torch
+    except ImportError:
+        return "needs torch with CUDA; torch is not installed here"
+    if not torch.cuda.is_available():
+        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
+        return f"needs a CUDA device, and {why}"
+    index = int(device.split(":")[1]) if ":" in device else 0
+    if index >= torch.cuda.device_count():
+        return f"{device}: only {torch.cuda.device_count()} CUDA device(s) visible"
+    return None
+
+
+def run_step(argv: list[str], timeout: float, cwd: Path) -> dict[str, Any]:
+    """Run ``python -m tracekit.cli ARGV`` in ``cwd``; its exit code, seconds and output tail.
+
+    Not in the repository root: ``-m`` puts the current folder first on sys.path, and the checkout's
+    ``tracekit/`` (which lacks ``tracekit.collectors``) would shadow an installed tracekit."""
+    start = time.perf_counter()
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tracekit.cli", *argv],
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=cwd,
+        )
+        rc, text = proc.returncode, proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        out = exc.stdout or b""
+        rc, text = 124, (out.decode(errors="replace") if isinstance(out, bytes) else out) + "\n(timed out)"
+    seconds = time.perf_counter() - start
+    print(f"gpu_check: {' '.join(argv[:3])}: exit {rc} in {seconds:.0f} s", flush=True)
+    return {"argv": argv, "rc": rc, "seconds": round(seconds, 1), "output_tail": text[-3000:]}
+
+
+def collect_argv(
+    step: str, runtime: str, extra: tuple[str, ...], args: argparse.Namespace, out: Path
+) -> list[str]:
+    argv = ["collect", "--runtime", runtime, "--model", args.model, "--seq-lens", "128"]
+    if "--device" not in extra:
+        argv += ["--device", args.device]
+    if "--precision" not in extra:
+        argv += ["--precision", "fp16"]
+    iters = str(min(args.iters, 10)) if runtime == "onnx" else str(args.iters)
+    argv += [*extra, "--warmup", str(args.warmup), "--iters", iters, "--no-progress", "--overwrite"]
+    if "ncu" not in extra:
+        argv.append("--in-process")
+    return [*argv, "-o", str(out / step)]
+
+
+# -- checks (standard library only) ----------------------------------------------------------------------------
+def check(name: str, ok: bool | None, detail: str, **data: Any) -> dict[str, Any]:
+    return {"check": name, "ok": ok, "detail": detail, **data}
+
+
+def kineto_checks(run_dir: Path, step: str, iters: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Checks on every Kineto trace of one run directory; also returns kernel names per batch size."""
+    from tracekit.collectors.kineto_check import summarize
+
+    out: list[dict[str, Any]] = []
+    names: dict[str, Any] = {}
+    run = json.loads((run_dir / "run.json").read_text())
+    for cfg in run.get("configs", []):
+        trace = cfg.get("traces", {}).get("torch")
+        label = f"{step} b{cfg['batch_size']}"
+        if cfg.get("status") != "ok" or not trace:
+            out.append(check("collected", False, f"{label}: {cfg.get('error') or 'no torch trace'}"))
+            continue
+        s = summarize(run_dir / trace)
+        names[str(cfg["batch_size"])] = s.kernel_names
+        per = s.kernels_per_iteration
+        out.append(
+            check(
+                "iterations",
+                len(s.iterations) == iters,
+                f"{label}: {len(s.iterations)} ranges, {iters} timed",
+            )
+        )
+        out.append(
+            check(
+                "warm-up excluded",
+                s.warmup_ranges == 0,
+                f"{label}: {s.warmup_ranges} warm-up ranges in the trace",
+            )
+        )
+        out.append(
+            check(
+                "kernels in every iteration",
+                bool(per) and min(per) > 0,
+                f"{label}: kernels per iteration {min(per) if per else 0}..{max(per) if per else 0}, "
+                f"{s.kernels_outside} of {s.kernels_total} kernels launched outside the iterations",
+            )
+        )
+        launches = sorted(set(s.graph_launches_per_iteration))
+        want = 1 if step in GRAPH_STEPS else 0
+        out.append(
+            check(
+                "graph launches per iteration",
+                launches == [want],
+                f"{label}: {launches} (expected {want})",
+            )
+        )
+        ratio = cfg.get("perturbation", {}).get("torch")
+        untraced = (cfg.get("untraced_latency_ms") or {}).get("mean")
+        out.append(
+            check(
+                "traced/untraced latency",
+                None if ratio is None else bool(ratio >= 0.95),
+                f"{label}: untraced {untraced:.3f} ms, traced/untraced {ratio:.3f}"
+                if ratio is not None and untraced is not None
+                else f"{label}: no ratio",
+                untraced_ms=untraced,
+                ratio=ratio,
+            )
+        )
+        out.append(check("summary", None, label, **s.to_json()))
+    return out, names
+
+
+def precision_checks(kernel_names: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
+    """fp16 runtimes: no fp32/TF32 GEMM kernel; eager, TorchScript and CUDA graphs run the same attention kernels."""
+    out: list[dict[str, Any]] = []
+    attention: dict[str, list[str]] = {}
+    for step, per_batch in kernel_names.items():
+        names = {n for batch in per_batch.values() for n in batch}
+        low = {n: n.lower() for n in names}
+        gemm = sorted(n for n, lc in low.items() if any(m in lc for m in GEMM_MARKERS))
+        fp32 = sorted(n for n in gemm if any(m in low[n] for m in FP32_GEMM_MARKERS))
+        attention[step] = sorted(n for n, lc in low.items() if any(m in lc for m in ATTENTION_MARKERS))
+        out.append(
+            check(
+                "fp16 GEMMs",
+                not fp32,
+                f"{step}: {len(gemm)} GEMM kernel names, {len(fp32)} fp32/TF32",
+                gemm_kernels=gemm[:20],
+                fp32_gemm_kernels=fp32[:20],
+            )
+        )
+    same = [s for s in ("pytorch", "torchscript", "cuda-graphs") if s in attention]
+    if len(same) >= 2:
+        first = attention[same[0]]
+        out.append(
+            check(
+                "same attention kernels",
+                all(attention[s] == first for s in same),
+                ", ".join(f"{s}: {len(attention[s])}" for s in same),
+                attention_kernels={s: attention[s] for s in attention},
+            )
+        )
+    return out
+
+
+def ncu_checks(out_dir: Path, kernels_per_iteration_b1: int | None) -> list[dict[str, Any]]:
+    """Nsight Compute profiled whole iterations: its kernel count is NCU_ITERATIONS x kernels per iteration."""
+    from tracekit.collectors.profilers.ncu import NCU_ITERATIONS
+
+    run_dir = out_dir / "pytorch-ncu"
+    csvs = sorted(run_dir.glob("*.ncu.csv"))
+    if not csvs:
+        return [check("ncu coverage", False, "no ncu CSV written")]
+    rows = list(csv.reader(io.StringIO(csvs[0].read_text())))
+    header = rows[0] if rows else []
+    data = [r for r in rows[2:] if r]  # row 2 holds the units
+    ids = {r[header.index("ID")] for r in data} if "ID" in header else set(range(len(data)))
+    metrics = [m for m in header if m.startswith(("sm__", "gpu__"))]
+    expected = NCU_ITERATIONS * kernels_per_iteration_b1 if kernels_per_iteration_b1 else None
+    return [
+        check(
+            "ncu coverage",
+            None if expected is None else len(ids) == expected,
+            f"{len(ids)} kernels profiled, expected {expected} ({NCU_ITERATIONS} iterations x "
+            f"{kernels_per_iteration_b1} kernels in the pytorch b1 torch.profiler trace)",
+            metrics=metrics,
+        )
+    ]
+
+
+def environment(device: str) -> dict[str, Any]:
+    """GPU, versions and the CUDA -> NVML mapping, as collection records them."""
+    env: dict[str, Any] = {}
+    try:
+        from tracekit.collectors.environment import gpu_for, versions
+        from tracekit.collectors.profilers.ncu import find_ncu
+
+        env["versions"] = versions(None, find_ncu())
+        env["gpu"] = gpu_for(device)
+    except Exception as exc:
+        env["error"] = f"{type(exc).__name__}: {exc}"
+    return env
+
+
+def bundle(out: Path, step: str) -> str | None:
+    """``OUT/<step>.tar`` of the run directory ``OUT/<step>/``, which is then removed (8 files come back)."""
+    src = out / step
+    if not src.is_dir():
+        return None
+    target = out / f"{step}.tar"
+    with tarfile.open(target, "w") as tar:
+        tar.add(src, arcname=step)
+    import shutil
+
+    shutil.rmtree(src)
+    return target.name
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "-o", "--output", default="runs/gpu-check", help="output folder (default runs/gpu-check)"
+    )
+    parser.add_argument("--device", default="cuda:0", help="CUDA device (default cuda:0)")
+    parser.add_argument("--model", default="bert-base", help="zoo model (default bert-base)")
+    parser.add_argument("--warmup", type=int, default=10, help="warm-up iterations (default 10)")
+    parser.add_argument("--iters", type=int, default=20, help="timed iterations (default 20; ORT on CPU: 10)")
+    parser.add_argument(
+        "--budget-s", type=float, default=420, help="start no step after this (default 420 s)"
+    )
+    parser.add_argument("--only", nargs="+", choices=STEP_NAMES, help="run only these steps")
+    parser.add_argument("--no-bundle", action="store_true", help="leave the run directories unpacked")
+    args = parser.parse_args(argv)
+    reason = preflight(args.device)
+    if reason:
+        return refuse(reason)
+    os.environ.setdefault("TRACEKIT_NO_PROGRESS", "1")
+    out = Path(args.output).resolve()
+    out.mkdir(parents=True, exist_ok=True)
+    t0 = time.perf_counter()
+    summary: dict[str, Any] = {"environment": environment(args.device), "steps": {}, "checks": []}
+    wanted = set(args.only or STEP_NAMES)
+    for step, runtime, extra, estimate in STEPS:
+        if step not in wanted:
+            continue
+        left = args.budget_s - (time.perf_counter() - t0)
+        if left < estimate / 3:
+            summary["steps"][step] = {
+                "skipped": f"{left:.0f} s of the budget left, about {estimate} s needed"
+            }
+            continue
+        summary["steps"][step] = run_step(
+            collect_argv(step, runtime, extra, args, out), max(60.0, left + 60), out
+        )
+    if "doctor" in wanted:
+        summary["steps"]["doctor"] = run_step(["doctor", "--format", "json"], 180, out)
+    names: dict[str, Any] = {}
+    b1_kernels: int | None = None
+    for step in FP16_TORCH_STEPS:
+        if (out / step / "run.json").is_file():
+            try:
+                checks, names[step] = kineto_checks(out / step, step, args.iters)
+            except Exception as exc:
+                checks = [check("readable", False, f"{step}: {type(exc).__name__}: {exc}")]
+            summary["checks"] += checks
+            if step == "pytorch":
+                for c in checks:
+                    if (
+                        c["check"] == "summary"
+                        and c["detail"] == "pytorch b1"
+                        and c.get("kernels_per_iteration")
+                    ):
+                        kpi = c["kernels_per_iteration"]
+                        b1_kernels = kpi["max"] if kpi["min"] == kpi["max"] else None
+    summary["checks"] += precision_checks(names)
+    if (out / "pytorch-ncu" / "run.json").is_file():
+        summary["checks"] += ncu_checks(out, b1_kernels)
+    summary["seconds"] = round(time.perf_counter() - t0, 1)
+    failed_steps = [s for s, r in summary["steps"].items() if r.get("rc") not in (0, None) or "skipped" in r]
+    failed_checks = [c for c in summary["checks"] if c["ok"] is False]
+    summary["failed_steps"], summary["failed_checks"] = failed_steps, len(failed_checks)
+    if not args.no_bundle:
+        summary["files"] = [b for s in STEP_NAMES if (b := bundle(out, s))]
+    (out / "gpu_check.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
+    for c in summary["checks"]:
+        if c["ok"] is not None:
+            print(f"{'ok  ' if c['ok'] else 'FAIL'} {c['check']}: {c['detail']}")
+    print(
+        f"gpu_check: {summary['seconds']:.0f} s; failed steps: {failed_steps or 'none'}; failed checks: {len(failed_checks)}"
+    )
+    return 1 if failed_steps or failed_checks else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
