@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import argparse
 import csv
-import io
+import gzip
 import json
 import os
 import subprocess
@@ -230,10 +230,12 @@ def ncu_checks(out_dir: Path, kernels_per_iteration_b1: int | None) -> list[dict
     from tracekit.collectors.profilers.ncu import NCU_ITERATIONS
 
     run_dir = out_dir / "pytorch-ncu"
-    csvs = sorted(run_dir.glob("*.ncu.csv"))
+    csvs = sorted(run_dir.glob("*.ncu.csv*"))
     if not csvs:
         return [check("ncu coverage", False, "no ncu CSV written")]
-    rows = list(csv.reader(io.StringIO(csvs[0].read_text())))
+    opener = gzip.open if csvs[0].suffix == ".gz" else open
+    with opener(csvs[0], "rt", encoding="utf-8") as fh:  # type: ignore[operator]
+        rows = list(csv.reader(fh))
     header = rows[0] if rows else []
     data = [r for r in rows[2:] if r]  # row 2 holds the units
     ids = {r[header.index("ID")] for r in data} if "ID" in header else set(range(len(data)))
@@ -264,6 +266,18 @@ def environment(device: str) -> dict[str, Any]:
     return env
 
 
+#: Largest file put in a bundle: an ncu report (.ncu-rep) of BERT-base's 600 kernels passes 16 MiB, the most
+#: a GPU box may hand back per file; its CSV export, which tracekit reads, stays.
+MAX_BUNDLED_BYTES = 8 << 20
+
+
+def _small_enough(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    if info.isfile() and info.size > MAX_BUNDLED_BYTES:
+        print(f"gpu_check: {info.name} ({info.size >> 20} MiB) left out of the bundle", flush=True)
+        return None
+    return info
+
+
 def bundle(out: Path, step: str) -> str | None:
     """``OUT/<step>.tar`` of the run directory ``OUT/<step>/``, which is then removed (8 files come back)."""
     src = out / step
@@ -271,7 +285,7 @@ def bundle(out: Path, step: str) -> str | None:
         return None
     target = out / f"{step}.tar"
     with tarfile.open(target, "w") as tar:
-        tar.add(src, arcname=step)
+        tar.add(src, arcname=step, filter=_small_enough)
     import shutil
 
     shutil.rmtree(src)

@@ -38,6 +38,8 @@ class IterationSummary:
     device_ops: int = 0
     graph_launches: int = 0
     api_calls: int = 0
+    #: Host-side operators (``cpu_op``) that start inside the range: the work of a CPU run.
+    cpu_ops: int = 0
 
 
 @dataclass
@@ -89,6 +91,7 @@ def summarize(path: str | Path, range_name: str = "iteration") -> TraceSummary:
     ranges: list[tuple[float, float]] = []
     api: list[tuple[float, int, str]] = []
     device: list[tuple[int, str, str]] = []
+    cpu_ops: list[float] = []
     for ev in events:
         if ev.get("ph") != "X":
             continue
@@ -100,6 +103,8 @@ def summarize(path: str | Path, range_name: str = "iteration") -> TraceSummary:
                 ranges.append((ts, ts + dur))
             elif name == "warmup":
                 summary.warmup_ranges += 1
+        elif cat == "cpu_op":
+            cpu_ops.append(ts)
         elif cat in API_CATEGORIES:
             api.append((ts, int(args.get("correlation", -1)), name))
         elif cat in DEVICE_CATEGORIES:
@@ -118,6 +123,10 @@ def summarize(path: str | Path, range_name: str = "iteration") -> TraceSummary:
             it.graph_launches += 1
         if corr >= 0:
             owner[corr] = i
+    for ts in cpu_ops:
+        i = bisect.bisect_right(starts, ts) - 1
+        if i >= 0 and ts <= ranges[i][1]:
+            summary.iterations[i].cpu_ops += 1
     for corr, cat, name in device:
         i = owner.get(corr)
         if cat == "kernel":
@@ -134,16 +143,18 @@ def summarize(path: str | Path, range_name: str = "iteration") -> TraceSummary:
     return summary
 
 
-def empty_iteration_warnings(path: str | Path) -> list[str]:
-    """One warning when some timed iteration launched no kernel (CUDA-graph kernels dropped by the profiler,
-    or a runtime that did no device work), else none."""
+def empty_iteration_warnings(path: str | Path, device: str) -> list[str]:
+    """One warning when some timed iteration did no work, else none: on ``cuda`` devices, no kernel launched
+    in it (CUDA-graph kernels dropped by the profiler, or a runtime that did no device work); on the CPU, no
+    operator ran in it."""
     try:
         summary = summarize(path)
     except Exception as exc:  # the check must not lose the run
-        return [f"could not check kernels per iteration: {type(exc).__name__}"]
-    empty = sum(1 for k in summary.kernels_per_iteration if k == 0)
+        return [f"could not check the work per iteration: {type(exc).__name__}"]
+    on_gpu = device.startswith("cuda")
+    counts = [it.kernels if on_gpu else it.cpu_ops for it in summary.iterations]
+    empty = sum(1 for k in counts if k == 0)
     if empty:
-        return [
-            f"{empty} of {len(summary.iterations)} timed iterations hold no kernel in the torch.profiler trace"
-        ]
+        what = "kernel" if on_gpu else "operator"
+        return [f"{empty} of {len(counts)} timed iterations hold no {what} in the torch.profiler trace"]
     return []

@@ -55,7 +55,7 @@ TRACE_NAMES: dict[str, str] = {
     "nsys": "{stem}.nsys.sqlite",
     "torch": "{stem}.torch.json.gz",
     "ort": "{stem}.ort.json.gz",
-    "ncu": "{stem}.ncu.csv",
+    "ncu": "{stem}.ncu.csv.gz",
 }
 
 

@@ -144,10 +144,9 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
                 runtime.run, runtime.sync, 0, cfg["iters"], record_function=True
             )
         out["trace"] = _export_kineto(prof, Path(cfg["trace_out"]))
-        if device.startswith("cuda"):
-            from tracekit.collectors.kineto_check import empty_iteration_warnings
+        from tracekit.collectors.kineto_check import empty_iteration_warnings
 
-            out["warnings"] += empty_iteration_warnings(out["trace"])
+        out["warnings"] += empty_iteration_warnings(out["trace"], device)
         return out
     out["latencies_ms"] = time_iterations(
         runtime.run, runtime.sync, cfg["warmup"], cfg["iters"], op_ranges=op_ranges

@@ -4,7 +4,7 @@ A run directory holds one runtime's sweep::
 
     RUN/run.json                        what ran, on what, with which versions, and one entry per config
     RUN/latency.csv                     untraced latency of every timed iteration (collect only)
-    RUN/<stem>.sqlite | .kineto.json.gz | .ort.json | .ncu.csv   the traces
+    RUN/<stem>.sqlite | .kineto.json.gz | .ort.json | .ncu.csv(.gz)   the traces
     RUN/<stem>.meta.json (one per trace stem) sidecar metadata read by tracekit.readers.read_trace
 
 ``run.json``::

@@ -193,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
         out_dir=Path(args.output) if args.output else None,
         overwrite=args.overwrite,
         command=["tracekit", *sys.argv[1:]]
-        if sys.argv and sys.argv[0].endswith("tracekit")
+        if sys.argv and Path(sys.argv[0]).name in ("tracekit", "cli.py")  # the script, python -m tracekit.cli
         else ["tracekit", "collect", *_argv_of(args)],
         progress=not args.no_progress,
         in_process=args.in_process,

@@ -173,11 +173,20 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
 
 
 def _csv_text(path: Path) -> str:
-    """The CSV part of an ncu output file: from the header line (first field "ID") on."""
+    """The CSV part of an ncu output file (plain or gzipped): from the header line (first field "ID") on."""
+    import gzip
+    import zlib
+
     try:
-        text = path.read_text(encoding="utf-8-sig", errors="replace")
+        with open(path, "rb") as fh:
+            raw = fh.read()
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        text = raw.decode("utf-8-sig", errors="replace")
     except OSError as exc:
         raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
+        raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith('"ID"') or line.startswith("ID,"):
