@@ -2,6 +2,8 @@
 
 Latency, busy and framework overhead are the **mean over iterations** of :mod:`tracekit.analyzers.iterations`
 (after ``--skip``) and are *traced* latencies (measured with the profiler on; ``latency_source`` says so).
+``untraced_latency_ms`` is the mean latency of the same configuration timed without a profiler (run.json or
+the sidecar; None when the trace has neither): the number a published latency compares with.
 SMs active and warp occupancy come from :mod:`tracekit.analyzers.utilization` with their source.
 Runtime, batch size, sequence length and precision come from :class:`tracekit.session.TraceConfig`: run.json /
 sidecar metadata, else inferred (:mod:`tracekit.analyzers.identify`); ``<key>_source`` says which and
@@ -50,6 +52,7 @@ ROW_KEYS = [
     "iterations",
     "latency_ms",
     "latency_source",
+    "untraced_latency_ms",
     "gpu_busy_ms",
     "framework_overhead_ms",
     "gpu_utilization",
@@ -101,6 +104,7 @@ def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tupl
         synthetic=config.synthetic,
         trace=str(item.trace.path),
         ncu_trace=str(item.ncu) if item.ncu else None,
+        untraced_latency_ms=(item.trace.untraced_latency_ms or {}).get("mean"),
         runtime_evidence=config.evidence.get("runtime"),
         evidence=dict(config.evidence),
     )

@@ -61,6 +61,10 @@ def devices(count: int, nsys_listing: dict[str, int] | None) -> list[dict[str, A
     return [cuda_device_map(i, nsys_listing).to_json() for i in range(count)]
 
 
+#: IR version of doctor's probe model (see :func:`_tiny_onnx`).
+PROBE_IR_VERSION = 8
+
+
 def _tiny_onnx() -> bytes:
     """A one-node (Identity) ONNX model, to learn whether a provider loads without exporting anything."""
     from onnx import TensorProto, helper
@@ -72,7 +76,10 @@ def _tiny_onnx() -> bytes:
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1])],
         [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1])],
     )
-    return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]).SerializeToString()
+    # IR version 8 (onnx 1.10+, ORT 1.10+): the installed onnx would write its newest (onnx 1.23: IR 14),
+    # which an older ORT rejects at load, and the probe would then blame the CUDA provider.
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=PROBE_IR_VERSION)
+    return model.SerializeToString()
 
 
 def ort_status(cuda: bool) -> dict[str, Any]:
@@ -101,20 +108,30 @@ def ort_status(cuda: bool) -> dict[str, Any]:
     if not cuda:
         data["why"] = "no CUDA device to load the CUDA provider on"
         return data
-    from tracekit.collectors.runtimes.onnx import cuda_provider_problem, preload_cuda_libraries
+    from tracekit.collectors.runtimes.onnx import (
+        create_session,
+        cuda_provider_problem,
+        preload_cuda_libraries,
+    )
 
     note = preload_cuda_libraries(ort)
     try:
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
-        session = ort.InferenceSession(_tiny_onnx(), sess_options=opts, providers=["CUDAExecutionProvider"])
+        session, error = create_session(
+            ort, _tiny_onnx(), sess_options=opts, providers=["CUDAExecutionProvider"]
+        )
         used = list(session.get_providers())
     except Exception as exc:
         data["why"] = f"session creation failed: {type(exc).__name__}: {str(exc).strip()[:200]}"
         return data
     data["cuda_provider_loads"] = bool(used) and used[0] == "CUDAExecutionProvider"
     if not data["cuda_provider_loads"]:
-        data["why"] = cuda_provider_problem(ort, used, note)
+        data["why"] = (
+            f"onnxruntime fell back to the CPU; its own words: EP Error {error}"
+            if error
+            else cuda_provider_problem(ort, used, note)
+        )
     return data
 
 

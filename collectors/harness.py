@@ -31,6 +31,8 @@ class Nvtx:
         try:
             from nvtx._lib import lib as nvtx_lib
 
+            if not hasattr(nvtx_lib.Domain, "get_event_attributes"):  # added in nvtx 0.2.11
+                raise AttributeError("nvtx < 0.2.11: no Domain.get_event_attributes")
             handle = nvtx_lib.DomainHandle(None)
             domain = object.__new__(nvtx_lib.Domain)
             domain.handle = handle

@@ -31,6 +31,7 @@ from tracekit.collectors.runtimes import (
     RUNTIMES,
     check_runtime_name,
 )
+from tracekit.collectors.runtimes.onnx import ORT_CONV_ALGO_SEARCH
 from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
@@ -224,6 +225,11 @@ class Sweep:
                 "enabled": opts.tf32,
                 "applies_to": "torch (cuBLAS matmul, cuDNN) and ONNX Runtime (use_tf32)",
             },
+            "conv_algorithms": {
+                "torch_cudnn_benchmark": False,
+                "onnxruntime_cudnn_conv_algo_search": ORT_CONV_ALGO_SEARCH,
+                "rule": "heuristics in both (no timing of candidate algorithms)",
+            },
             "attention": self._attention(),
             "gpu": self.gpu,
             "device_map": self.device_map,
@@ -414,6 +420,7 @@ class Sweep:
             from tracekit.collectors.profilers.nsys import finalize
 
             report, sqlite = finalize(self.nsys, base)
+            self._verify_gpu_metrics(sqlite)
             return result, {final: sqlite, f"{stem}.nsys{report.suffix}": report}
         from tracekit.collectors.profilers.ncu import export_csv, no_report_reason
 
@@ -423,6 +430,23 @@ class Sweep:
             raise RunFailure(no_report_reason(log.read_text(errors="replace") if log.is_file() else ""))
         export_csv(self.ncu, report, tmp / final)
         return result, {final: tmp / final, f"{stem}.ncu.ncu-rep": report}
+
+    def _verify_gpu_metrics(self, sqlite: Path) -> None:
+        """Check the probe's "permitted" on the first nsys trace (run.json ``gpu_metrics.verified``: True,
+        False with a note, or None = unverified); a False stops asking for metrics in later configurations."""
+        metrics = self.gpu_metrics
+        if not metrics or not metrics.get("permitted") or "verified" in metrics:
+            return
+        from tracekit.collectors.profilers.nsys import verify_gpu_metrics
+
+        verified, detail = verify_gpu_metrics(sqlite, int(self.gpu_metrics_device or 0))
+        metrics.update(verified=verified, verification=detail)
+        if verified is False:
+            self.gpu_metrics_device = None
+            metrics["permitted"] = False
+            note = f"nsys GPU metrics turned off after the first trace: {detail}"
+            self.notes.append(note)
+            print(f"tracekit collect: note: {note}", file=sys.stderr)
 
     def _meta(
         self,

@@ -59,9 +59,13 @@ def apply_tf32(enabled: bool) -> dict[str, bool]:
 
     torch.backends.cuda.matmul.allow_tf32 = enabled
     torch.backends.cudnn.allow_tf32 = enabled
+    # cuDNN picks convolution algorithms by heuristics, not by timing them: the same rule as ONNX Runtime's
+    # cudnn_conv_algo_search=HEURISTIC (collectors/runtimes/onnx.py), so conv models compare like with like.
+    torch.backends.cudnn.benchmark = False
     return {
         "torch_matmul_allow_tf32": bool(torch.backends.cuda.matmul.allow_tf32),
         "torch_cudnn_allow_tf32": bool(torch.backends.cudnn.allow_tf32),
+        "torch_cudnn_benchmark": bool(torch.backends.cudnn.benchmark),
     }
 
 
@@ -148,6 +152,8 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
 
         out["warnings"] += empty_iteration_warnings(out["trace"], device)
         return out
+    if profiler == "nsys" and device.startswith("cuda"):
+        start_capture()
     out["latencies_ms"] = time_iterations(
         runtime.run, runtime.sync, cfg["warmup"], cfg["iters"], op_ranges=op_ranges
     )
@@ -160,6 +166,16 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
             out["trace_runs"] = runs
             out["runs_before_timed"] = max(0, runs - cfg["iters"])
     return out
+
+
+def start_capture() -> None:
+    """Open nsys's capture range (``--capture-range=cudaProfilerApi``): everything before this call (model
+    build, ONNX export, torch.compile, CUDA-graph capture) stays out of the trace; warm-up and timed iterations
+    are in it, as the run's metadata says."""
+    import torch
+
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
 
 
 def _export_kineto(prof: Any, out: Path) -> str:

@@ -82,6 +82,8 @@ def test_nsys_argv_cuda_with_gpu_metrics() -> None:
         "-o",
         "out",
         "--cuda-graph-trace=node",
+        "--capture-range=cudaProfilerApi",
+        "--capture-range-end=stop",
         "--gpu-metrics-device=2",
         "py",
     ]

@@ -208,11 +208,12 @@ def test_ort_cuda_provider_gets_device_and_tf32_setting(monkeypatch: pytest.Monk
     seen = _fake_ort(monkeypatch, ["CUDAExecutionProvider", "CPUExecutionProvider"])
     with pytest.raises(_Stop):  # the provider check passed; binding starts
         onnx_mod.OnnxRuntime().prepare(_onnx_ctx("cuda:3", tf32=False))
-    assert seen["providers"] == [("CUDAExecutionProvider", {"device_id": "3", "use_tf32": "0"})]
+    conv = {"cudnn_conv_algo_search": "HEURISTIC"}  # as torch's cudnn.benchmark = False
+    assert seen["providers"] == [("CUDAExecutionProvider", {"device_id": "3", "use_tf32": "0", **conv})]
     with pytest.raises(_Stop):
         onnx_mod.OnnxCudaGraphsRuntime().prepare(_onnx_ctx("cuda:0", tf32=True))
     assert seen["providers"] == [
-        ("CUDAExecutionProvider", {"device_id": "0", "use_tf32": "1", "enable_cuda_graph": "1"})
+        ("CUDAExecutionProvider", {"device_id": "0", "use_tf32": "1", **conv, "enable_cuda_graph": "1"})
     ]
 
 

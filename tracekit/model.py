@@ -273,7 +273,7 @@ def busiest_gpu_name(ops: pl.DataFrame, names: dict[int, str]) -> str | None:
 def sidecar_meta_path(trace_path: Path) -> Path:
     """``x.sqlite`` -> ``x.meta.json``; ``x.json.gz`` -> ``x.meta.json``; ``x.pt.trace.json`` -> ``x.pt.trace.meta.json``."""
     name = trace_path.name
-    for suffix in (".json.gz", ".sqlite", ".json", ".csv", ".ncu-rep", ".nsys-rep"):
+    for suffix in (".json.gz", ".csv.gz", ".sqlite", ".json", ".csv", ".ncu-rep", ".nsys-rep"):
         if name.endswith(suffix):
             return trace_path.with_name(name[: -len(suffix)] + ".meta.json")
     return trace_path.with_name(name + ".meta.json")

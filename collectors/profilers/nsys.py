@@ -75,9 +75,43 @@ def build_profile_argv(
     ]
     if cuda:
         argv.append("--cuda-graph-trace=node")
+        # Record from the worker's cudaProfilerStart (after model build, export, compile and graph capture,
+        # before the warm-up) to the end of the process: set-up work stays out of the trace.
+        argv += ["--capture-range=cudaProfilerApi", "--capture-range-end=stop"]
         if gpu_metrics_device is not None:
             argv.append(f"{metrics_option}={gpu_metrics_device}")
     return argv + list(child)
+
+
+def verify_gpu_metrics(sqlite: str | Path, nsys_gpu_id: int) -> tuple[bool | None, str]:
+    """Did an exported trace really get GPU-metric samples from GPU ``nsys_gpu_id``?
+
+    ``--gpu-metrics-devices=help`` lists GPUs that cannot be sampled in the same form as those that can, and
+    may not show a permission refusal, so the probe's yes is checked on the first real trace: (True, detail)
+    when the ``GPU_METRICS`` table holds samples of that GPU (its id is the low byte of ``typeId``), (False,
+    why) when it holds none or only other GPUs', (None, why) when the export has no such table (nsys before
+    2024 keeps samples in ``GENERIC_EVENTS``: unverified). Read with the standard library, read-only."""
+    import sqlite3
+
+    uri = f"file:{Path(sqlite).resolve()}?mode=ro"
+    try:
+        con = sqlite3.connect(uri, uri=True)
+    except sqlite3.Error as exc:
+        return None, f"unverified: cannot open {Path(sqlite).name} ({exc})"
+    try:
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if "GPU_METRICS" not in tables:
+            return None, "unverified: this nsys export keeps no GPU_METRICS table"
+        counts = dict(con.execute("SELECT typeId & 255, COUNT(*) FROM GPU_METRICS GROUP BY typeId & 255"))
+    except sqlite3.Error as exc:
+        return None, f"unverified: {exc}"
+    finally:
+        con.close()
+    if not counts:
+        return False, "nsys was asked for GPU metrics but the trace holds no sample (not permitted or not supported)"
+    if nsys_gpu_id not in counts:
+        return False, f"the trace holds GPU-metric samples of GPU {sorted(counts)}, not of GPU {nsys_gpu_id}"
+    return True, f"{counts[nsys_gpu_id]} samples from GPU {nsys_gpu_id}"
 
 
 def importer_candidates(nsys: str) -> list[Path]:

@@ -8,8 +8,12 @@ temporary name and renamed when complete. ``onnx-cuda-graphs`` enables ORT's CUD
 
 from __future__ import annotations
 
+import contextlib
+import io
 import os
+import re
 import shutil
+import sys
 import tempfile
 import warnings
 from pathlib import Path
@@ -94,10 +98,22 @@ def _np_dtype(tensor: Any) -> Any:
     }[tensor.dtype]
 
 
+#: cuDNN convolution algorithm choice for ORT, matching torch's ``cudnn.benchmark = False`` (cuDNN's
+#: heuristics, no timing of candidates): ORT's own default is EXHAUSTIVE (time every algorithm on first use),
+#: which would compare a tuned ORT with an untuned torch on convolutional models.
+ORT_CONV_ALGO_SEARCH = "HEURISTIC"
+
+
 def cuda_provider_options(device_id: int, cuda_graph: bool, tf32: bool) -> dict[str, str]:
-    """CUDA execution provider options: the device, TF32 as torch has it (``use_tf32``, ORT's default is on)
-    and ORT's CUDA graph capture (``enable_cuda_graph``) for ``onnx-cuda-graphs``."""
-    opts = {"device_id": str(device_id), "use_tf32": "1" if tf32 else "0"}
+    """CUDA execution provider options: the device, TF32 as torch has it (``use_tf32``, ORT's default is on;
+    accepted from onnxruntime 1.18 on), convolution algorithms chosen as torch chooses them
+    (:data:`ORT_CONV_ALGO_SEARCH`) and ORT's CUDA graph capture (``enable_cuda_graph``) for
+    ``onnx-cuda-graphs``."""
+    opts = {
+        "device_id": str(device_id),
+        "use_tf32": "1" if tf32 else "0",
+        "cudnn_conv_algo_search": ORT_CONV_ALGO_SEARCH,
+    }
     if cuda_graph:
         opts["enable_cuda_graph"] = "1"
     return opts
@@ -154,11 +170,49 @@ def cuda_provider_problem(ort: Any, providers: list[str], note: str | None = Non
     return f"{head}: {fix}" + (f" ({note})" if note else "")
 
 
-def require_cuda_session(ort: Any, session: Any, note: str | None = None) -> None:
+#: ONNX Runtime's own words when creating a provider failed and its Python wrapper fell back to the CPU
+#: (printed to stdout, not raised: "EP Error <what> when using [...]", or "EP Error: <what> using [...]").
+_EP_ERROR = re.compile(r"EP Error:? (?!\*)(?P<what>.*?)\s+(?:when )?using \[", re.S)
+
+
+def ep_error(printed: str) -> str | None:
+    """The provider error ORT printed while falling back (first line, at most 300 characters), else None."""
+    match = _EP_ERROR.search(printed)
+    if not match:
+        return None
+    first = match.group("what").strip().splitlines()
+    return first[0][:300] if first else None
+
+
+def create_session(ort: Any, model: Any, **kwargs: Any) -> tuple[Any, str | None]:
+    """``ort.InferenceSession(model, **kwargs)`` with what ORT prints captured: (session, its "EP Error" text
+    when it fell back from a provider that failed to initialize, else None). ORT's wrapper reports such a
+    failure (e.g. an option the installed version does not accept) only by printing it and retrying on the
+    CPU; without its words the fallback looks like a broken install."""
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        session = ort.InferenceSession(model, **kwargs)
+    printed = buffer.getvalue()
+    error = ep_error(printed)
+    if printed and not error:
+        sys.stdout.write(printed)  # anything else ORT printed is passed on unchanged
+    return session, error
+
+
+def require_cuda_session(
+    ort: Any, session: Any, note: str | None = None, error: str | None = None
+) -> None:
     """TracekitError (exit 2) unless ``session`` really runs on the CUDA provider: ``get_available_providers``
-    lists compiled-in providers, not loadable ones, and ORT silently falls back to the CPU."""
+    lists compiled-in providers, not loadable ones, and ORT silently falls back to the CPU. ``error``: ORT's own
+    "EP Error" text (:func:`create_session`), quoted as the reason when there is one."""
     providers = list(session.get_providers())
     if not providers or providers[0] != "CUDAExecutionProvider":
+        if error:
+            version = getattr(ort, "__version__", "?")
+            raise TracekitError(
+                f"onnxruntime {version} could not create its CUDA provider and fell back to the CPU; "
+                f"its own words: EP Error {error}"
+            )
         raise TracekitError(cuda_provider_problem(ort, providers, note))
 
 
@@ -189,13 +243,13 @@ class OnnxRuntime(Runtime):
             providers = ["CPUExecutionProvider"]
         self.model_path = path
         try:
-            self.session = ort.InferenceSession(str(path), sess_options=opts, providers=providers)
+            self.session, error = create_session(ort, str(path), sess_options=opts, providers=providers)
         except Exception as exc:
             raise RunFailure(
                 f"onnxruntime could not load {path.name}: {str(exc).strip().splitlines()[0]}"
             ) from exc
         if self.on_cuda:
-            require_cuda_session(ort, self.session, note)
+            require_cuda_session(ort, self.session, note, error)
         names = [i.name for i in self.session.get_inputs()]
         if self.on_cuda:
             self._bind(names)
@@ -235,10 +289,10 @@ class OnnxRuntime(Runtime):
             import onnxruntime as ort
 
             plain_options = cuda_provider_options(self.device_id, False, self.ctx.tf32)
-            plain = ort.InferenceSession(
-                str(self.model_path), providers=[("CUDAExecutionProvider", plain_options)]
+            plain, error = create_session(
+                ort, str(self.model_path), providers=[("CUDAExecutionProvider", plain_options)]
             )
-            require_cuda_session(ort, plain)
+            require_cuda_session(ort, plain, error=error)
             pb = plain.io_binding()
             for name, tensor in zip(names, self.inputs, strict=True):
                 pb.bind_input(
@@ -272,7 +326,7 @@ class OnnxRuntime(Runtime):
             "provider_options": {
                 k: v
                 for k, v in self.provider_options.items()
-                if k in ("device_id", "use_tf32", "enable_cuda_graph")
+                if k in ("device_id", "use_tf32", "enable_cuda_graph", "cudnn_conv_algo_search")
             },
             "io_binding": self.on_cuda,
             "cuda_graph": self.cuda_graph,

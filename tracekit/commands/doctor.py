@@ -85,7 +85,7 @@ def render(doc: dict[str, Any], console: Any = None) -> None:
     soft.add_row(
         "torch",
         str(torch_s.get("version", "-")),
-        f"CUDA build {torch_s.get('cuda_build')}, CUDA available: {_mark(torch_s.get('cuda_available'))}"
+        f"{'CUDA ' + str(torch_s['cuda_build']) + ' build' if torch_s.get('cuda_build') else 'CPU-only build'}, CUDA available: {_mark(torch_s.get('cuda_available'))}"
         if torch_s.get("installed")
         else escape(str(torch_s.get("why"))),
     )

@@ -109,7 +109,9 @@ def ratio_cell(entry: dict[str, Any]) -> str:
     if entry["mismatch"]:
         return _short_mismatch(entry["mismatch"])
     ratio = entry["latency_ratio"]
-    return "—" if ratio is None else f"{ratio:.2f}×"
+    if ratio is None:
+        return "—"
+    return f"{ratio:.2f}×" + (" (traced)" if entry.get("latency_basis") == "traced" else "")
 
 
 # ------------------------------------------------------------------------------------------- columns
@@ -155,6 +157,8 @@ def _columns(doc: dict[str, Any], device: str | None, wide: bool, paper: bool) -
             ("traits", "compile / serialize", "left", lambda r, k: traits_cell(r)),
         ]
     cols.append(("latency_ms", "latency ms", "right", _number(3)))
+    if any(r.get("untraced_latency_ms") is not None for r in doc["rows"]):
+        cols.append(("untraced_latency_ms", "untraced ms", "right", _number(3)))
     if wide or not paper:
         cols += [
             ("gpu_busy_ms", f"{word} busy ms", "right", _number(3)),
@@ -314,8 +318,10 @@ def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list
         )
     if paper:
         lines.append(
-            "latency: traced (profiler on) for measured rows, published for 'pub' rows; measured / published only "
-            "where batch size and precision match the study's (≠: what differs, ?: unknown)"
+            "latency: traced (profiler on) for measured rows, published for 'pub' rows; untraced: the same "
+            "configuration timed without a profiler (run.json); measured / published uses the untraced latency "
+            "('(traced)' where the run has none), only where batch size and precision match the study's "
+            "(≠: what differs, ?: unknown)"
         )
     return lines
 
@@ -363,6 +369,7 @@ def _markdown_columns(doc: dict[str, Any], device: str | None) -> list[tuple[str
         ("graph_compilation", "graph compilation"),
         ("kernel_serialization", "kernel serialization"),
         ("latency_ms", "latency ms (traced)"),
+        ("untraced_latency_ms", "latency ms (untraced)"),
         ("gpu_busy_ms", f"{word} busy ms"),
         ("framework_overhead_ms", "framework overhead ms"),
         ("sms_active", "SMs active %"),

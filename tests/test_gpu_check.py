@@ -1,0 +1,414 @@
+"""The air-gapped GPU check (benchmarks/gpu_check.py), its polars-free trace checks, and the collection defects
+of issue 26 (each pinned with fakes of onnxruntime, nvtx and torch.cuda: no GPU needed).
+
+The committed H200 traces (sample_traces/h200_bert_fp16) were written by this very check on a real GPU: the
+tests read them with exact numbers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sqlite3
+import subprocess
+import sys
+import tarfile
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracekit.collectors.kineto_check import empty_iteration_warnings, summarize
+
+REPO = Path(__file__).resolve().parents[1]
+H200 = REPO / "sample_traces" / "h200_bert_fp16"
+
+
+def _load_gpu_check() -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location("gpu_check", REPO / "benchmarks" / "gpu_check.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+# -- the committed real traces, read without polars --------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("trace", "kernels", "launches"),
+    [
+        ("pytorch/pytorch_b1_s128.torch.json.gz", 202, 0),
+        ("pytorch/pytorch_b8_s128.torch.json.gz", 191, 0),
+        ("torchscript/torchscript_b1_s128.torch.json.gz", 175, 0),
+        ("cuda-graphs/cuda-graphs_b1_s128.torch.json.gz", 202, 1),
+        ("compile/compile_b1_s128.torch.json.gz", 136, 0),
+        ("compile-cudagraphs/compile-cudagraphs_b8_s128.torch.json.gz", 125, 1),
+    ],
+)
+def test_kineto_check_on_real_h200_traces(trace: str, kernels: int, launches: int) -> None:
+    summary = summarize(H200 / trace)
+    assert len(summary.iterations) == 20
+    assert summary.warmup_ranges == 0  # warm-up ran before the profiler started
+    assert set(summary.kernels_per_iteration) == {kernels}
+    assert set(summary.graph_launches_per_iteration) == {launches}
+    assert summary.kernels_outside == 0 and summary.kernels_total == 20 * kernels
+    assert empty_iteration_warnings(H200 / trace, "cuda:0") == []
+
+
+def test_kineto_check_counts_by_launch_not_by_time(tmp_path: Path) -> None:
+    """A kernel launched inside iteration 0 but running after its range belongs to iteration 0; a kernel whose
+    launch is outside every range is counted outside."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "iteration", "ts": 0, "dur": 10},
+        {"ph": "X", "cat": "user_annotation", "name": "iteration", "ts": 20, "dur": 10},
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "ts": 1,
+            "dur": 1,
+            "args": {"correlation": 7},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaGraphLaunch",
+            "ts": 21,
+            "dur": 1,
+            "args": {"correlation": 8},
+        },
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "ts": 15,
+            "dur": 1,
+            "args": {"correlation": 9},
+        },
+        {"ph": "X", "cat": "kernel", "name": "k", "ts": 25, "dur": 3, "args": {"correlation": 7}},
+        {"ph": "X", "cat": "kernel", "name": "g", "ts": 22, "dur": 1, "args": {"correlation": 8}},
+        {"ph": "X", "cat": "kernel", "name": "g", "ts": 23, "dur": 1, "args": {"correlation": 8}},
+        {"ph": "X", "cat": "kernel", "name": "o", "ts": 16, "dur": 1, "args": {"correlation": 9}},
+    ]
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    summary = summarize(path)
+    assert summary.kernels_per_iteration == [1, 2]
+    assert summary.graph_launches_per_iteration == [0, 1]
+    assert summary.kernels_outside == 1 and summary.kernels_total == 4
+    assert summary.kernel_names == {"k": 1, "g": 2, "o": 1}
+
+
+def test_empty_iteration_warning_names_what_is_missing(tmp_path: Path) -> None:
+    events = [{"ph": "X", "cat": "user_annotation", "name": "iteration", "ts": t, "dur": 5} for t in (0, 10)]
+    events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "ts": 1, "dur": 1})
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    assert empty_iteration_warnings(path, "cpu") == [
+        "1 of 2 timed iterations hold no operator in the torch.profiler trace"
+    ]
+    assert empty_iteration_warnings(path, "cuda:0") == [
+        "2 of 2 timed iterations hold no kernel in the torch.profiler trace"
+    ]
+
+
+# -- the check script ---------------------------------------------------------------------------------------------
+def test_gpu_check_refuses_without_cuda_in_one_line() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA device is visible")
+    proc = subprocess.run(
+        [sys.executable, str(REPO / "benchmarks" / "gpu_check.py"), "-o", "unused"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+    )
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines() == [
+        "gpu_check: needs a CUDA device, and this torch build has no CUDA"
+    ]
+
+
+def test_gpu_check_checks_on_the_committed_run(tmp_path: Path) -> None:
+    """The checks the script runs on the box, run again on what came back: all pass, with the numbers."""
+    gpu_check = _load_gpu_check()
+    checks, names = gpu_check.kineto_checks(H200 / "cuda-graphs", "cuda-graphs", 20)
+    failed = [c for c in checks if c["ok"] is False]
+    assert not failed
+    launches = [c for c in checks if c["check"] == "graph launches per iteration"]
+    assert [c["detail"] for c in launches] == [
+        "cuda-graphs b1: [1] (expected 1)",
+        "cuda-graphs b8: [1] (expected 1)",
+    ]
+    precision = gpu_check.precision_checks({"cuda-graphs": names})
+    assert precision[0]["ok"] is True and precision[0]["fp32_gemm_kernels"] == []
+    ncu = gpu_check.ncu_checks(H200, 202)
+    assert ncu[0]["ok"] is True and ncu[0]["detail"].startswith("606 kernels profiled, expected 606")
+
+
+def test_gpu_check_precision_flags_fp32_gemms() -> None:
+    gpu_check = _load_gpu_check()
+    names = {"pytorch": {"1": {"ampere_sgemm_128x64_tn": 1, "flash_fwd_kernel": 1}}}
+    out = gpu_check.precision_checks(names)
+    assert out[0]["ok"] is False and out[0]["fp32_gemm_kernels"] == ["ampere_sgemm_128x64_tn"]
+
+
+def test_gpu_check_bundles_leave_out_huge_files(tmp_path: Path) -> None:
+    gpu_check = _load_gpu_check()
+    run = tmp_path / "pytorch-ncu"
+    run.mkdir()
+    (run / "run.json").write_text("{}")
+    with open(run / "x.ncu-rep", "wb") as fh:
+        fh.truncate(gpu_check.MAX_BUNDLED_BYTES + 1)
+    assert gpu_check.bundle(tmp_path, "pytorch-ncu") == "pytorch-ncu.tar"
+    with tarfile.open(tmp_path / "pytorch-ncu.tar") as tar:
+        assert sorted(tar.getnames()) == ["pytorch-ncu", "pytorch-ncu/run.json"]
+    assert not run.exists()
+
+
+def test_gpu_check_runs_tracekit_outside_the_checkout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`python -m` puts the working folder first on sys.path; in the checkout its tracekit/ (without
+    tracekit.collectors) would shadow an installed tracekit, so steps run in the output folder."""
+    gpu_check = _load_gpu_check()
+    seen: dict[str, Any] = {}
+
+    def fake_run(argv: list[str], **kwargs: Any) -> Any:
+        seen.update(kwargs, argv=argv)
+        return types.SimpleNamespace(returncode=0, stdout="", stderr="")
+
+    monkeypatch.setattr(gpu_check.subprocess, "run", fake_run)
+    gpu_check.run_step(["doctor"], 5, tmp_path)
+    assert seen["cwd"] == tmp_path and seen["argv"][1:] == ["-m", "tracekit.cli", "doctor"]
+
+
+def test_worker_pythonpath_is_the_package_parent() -> None:
+    from tracekit.collectors import sweep
+
+    assert (sweep.PACKAGE_ROOT / "tracekit" / "__init__.py").is_file()
+
+
+# -- issue 26, section 2 ------------------------------------------------------------------------------------------
+def test_dependency_floors() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    deps = project["dependencies"]
+    extras = project["optional-dependencies"]
+    assert "nvtx>=0.2.11" in deps  # Domain.get_event_attributes
+    for extra, ort in (("collect", "onnxruntime>=1.18"), ("gpu", "onnxruntime-gpu>=1.18")):
+        assert ort in extras[extra]  # use_tf32 is always passed to the CUDA provider
+        assert "torch>=2.6" in extras[extra]
+
+
+class _FallingBackOrt:
+    """onnxruntime whose CUDA provider rejects an option: its wrapper prints "EP Error" and retries on CPU."""
+
+    __version__ = "1.17.3"
+
+    @staticmethod
+    def get_available_providers() -> list[str]:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    class InferenceSession:
+        def __init__(self, model: Any, sess_options: Any = None, providers: Any = None) -> None:
+            print("*************** EP Error ***************")
+            print(
+                "EP Error [ONNXRuntimeError] : 1 : FAIL : Unknown option: use_tf32\n when using "
+                "[('CUDAExecutionProvider', {'use_tf32': '0'})]"
+            )
+            print("Falling back to ['CPUExecutionProvider'] and retrying.")
+
+        @staticmethod
+        def get_providers() -> list[str]:
+            return ["CPUExecutionProvider"]
+
+
+def test_ort_fallback_quotes_its_ep_error(capsys: pytest.CaptureFixture[str]) -> None:
+    from tracekit.collectors.runtimes.onnx import create_session, require_cuda_session
+    from tracekit.errors import TracekitError
+
+    session, error = create_session(_FallingBackOrt, "m.onnx", providers=["CUDAExecutionProvider"])
+    assert error == "[ONNXRuntimeError] : 1 : FAIL : Unknown option: use_tf32"
+    assert capsys.readouterr().out == ""  # ORT's banner is not passed on: the error line says it
+    with pytest.raises(TracekitError) as info:
+        require_cuda_session(_FallingBackOrt, session, error=error)
+    assert info.value.message == (
+        "onnxruntime 1.17.3 could not create its CUDA provider and fell back to the CPU; its own words: "
+        "EP Error [ONNXRuntimeError] : 1 : FAIL : Unknown option: use_tf32"
+    )
+
+
+def test_ort_newer_ep_error_spelling() -> None:
+    from tracekit.collectors.runtimes.onnx import ep_error
+
+    assert ep_error("EP Error: CUDA failure 35 using ['CUDAExecutionProvider']\n") == "CUDA failure 35"
+    assert ep_error("nothing to see") is None
+
+
+def test_ort_and_torch_choose_conv_algorithms_alike() -> None:
+    import torch
+
+    from tracekit.collectors.runtimes.onnx import cuda_provider_options
+    from tracekit.collectors.worker import apply_tf32
+
+    assert cuda_provider_options(0, False, False)["cudnn_conv_algo_search"] == "HEURISTIC"
+    torch.backends.cudnn.benchmark = True
+    try:
+        assert apply_tf32(False)["torch_cudnn_benchmark"] is False
+        assert torch.backends.cudnn.benchmark is False
+    finally:
+        torch.backends.cudnn.benchmark = False
+
+
+def test_run_json_records_the_conv_rule(tmp_path: Path) -> None:
+    from tracekit.cli import main
+
+    out = tmp_path / "run"
+    argv = [
+        "collect",
+        "--model",
+        "tiny",
+        "--device",
+        "cpu",
+        "--seq-lens",
+        "8",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+    ]
+    assert main([*argv, "--profiler", "none", "--in-process", "-o", str(out)]) == 0
+    run = json.loads((out / "run.json").read_text())
+    assert run["conv_algorithms"]["onnxruntime_cudnn_conv_algo_search"] == "HEURISTIC"
+    assert run["conv_algorithms"]["torch_cudnn_benchmark"] is False
+
+
+def test_old_nvtx_without_get_event_attributes_falls_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """nvtx 0.2.5-0.2.10 lack Domain.get_event_attributes: the emitter must not crash at its first range."""
+    pushed: list[str] = []
+
+    class Domain:  # no get_event_attributes
+        pass
+
+    lib = types.SimpleNamespace(Domain=Domain, DomainHandle=lambda name: object())
+    fake_lib_module = types.ModuleType("nvtx._lib")
+    fake_lib_module.lib = lib  # type: ignore[attr-defined]
+    fake_nvtx = types.ModuleType("nvtx")
+    fake_nvtx.push_range = lambda name: pushed.append(name)  # type: ignore[attr-defined]
+    fake_nvtx.pop_range = lambda: pushed.append("pop")  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "nvtx", fake_nvtx)
+    monkeypatch.setitem(sys.modules, "nvtx._lib", fake_lib_module)
+    from tracekit.collectors.harness import Nvtx
+
+    emitter = Nvtx()
+    assert emitter.method == "nvtx-public"
+    with emitter.range("iteration"):
+        pass
+    assert pushed == ["iteration", "pop"]
+
+
+def test_ncu_runs_push_plain_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ncu's --nvtx-include matches plain push/pop messages: ncu runs use torch.cuda.nvtx (nvtxRangePushA)."""
+    import torch
+
+    from tracekit.collectors import harness
+    from tracekit.collectors import sweep as sweep_mod
+
+    calls: list[str] = []
+    monkeypatch.setattr(torch.cuda.nvtx, "range_push", lambda name: calls.append(name))
+    monkeypatch.setattr(torch.cuda.nvtx, "range_pop", lambda: calls.append("pop"))
+    monkeypatch.setattr(harness, "_NVTX", None)
+    emitter = harness.use_plain_nvtx()
+    assert emitter.method == "torch-cuda-nvtx" and harness.nvtx_ranges() is emitter
+    emitter.push("iteration")
+    emitter.pop()
+    assert calls[-2:] == ["iteration", "pop"]
+    monkeypatch.setenv("TRACEKIT_NCU", "/fake/ncu")
+    sweep = sweep_mod.Sweep(sweep_mod.SweepOptions(model="tiny", device="cpu", profilers=["none"]))
+    sweep.device = "cuda:0"
+    assert sweep._cfg(1, 16, "ncu")["nvtx"] == "plain"
+    assert "nvtx" not in sweep._cfg(1, 16, "nsys")
+
+
+def test_doctor_probe_model_pins_its_ir_version() -> None:
+    onnx = pytest.importorskip("onnx")
+    from tracekit.collectors.doctor import PROBE_IR_VERSION, _tiny_onnx
+
+    model = onnx.load_from_string(_tiny_onnx())
+    assert model.ir_version == PROBE_IR_VERSION == 8
+
+
+def test_nsys_records_from_the_capture_range(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors import worker
+    from tracekit.collectors.profilers.nsys import build_profile_argv
+
+    argv = build_profile_argv("nsys", "out", ["py"], cuda=True)
+    assert "--capture-range=cudaProfilerApi" in argv and "--capture-range-end=stop" in argv
+    assert not any(a.startswith("--capture-range") for a in build_profile_argv("nsys", "o", [], cuda=False))
+
+    order: list[str] = []
+
+    class Fake:
+        eager_torch = False
+
+        def run(self) -> None:
+            order.append("run")
+
+        def sync(self) -> None:
+            pass
+
+    monkeypatch.setattr(worker, "start_capture", lambda: order.append("start"))
+    cfg = {"warmup": 1, "iters": 2}
+    worker._timed(Fake(), cfg, "cuda:0", "nsys")
+    assert order == ["start", "run", "run", "run"]  # before the warm-up, after prepare (export, capture)
+    order.clear()
+    worker._timed(Fake(), cfg, "cpu", "nsys")
+    assert order == ["run", "run", "run"]
+
+
+def _metrics_db(path: Path, type_ids: list[int] | None) -> Path:
+    con = sqlite3.connect(path)
+    if type_ids is not None:
+        con.execute("CREATE TABLE GPU_METRICS (timestamp INT, typeId INT, metricId INT, value INT)")
+        con.executemany(
+            "INSERT INTO GPU_METRICS VALUES (?, ?, 0, 1)", [(i, t) for i, t in enumerate(type_ids)]
+        )
+    else:
+        con.execute("CREATE TABLE GENERIC_EVENTS (x INT)")
+    con.commit()
+    con.close()
+    return path
+
+
+def test_gpu_metrics_verified_on_the_first_trace(tmp_path: Path) -> None:
+    from tracekit.collectors.profilers.nsys import verify_gpu_metrics
+
+    # typeId's low byte is the GPU id (here 0x100 | 1 = GPU 1)
+    assert verify_gpu_metrics(_metrics_db(tmp_path / "a.sqlite", [0x101, 0x101]), 1) == (
+        True,
+        "2 samples from GPU 1",
+    )
+    assert verify_gpu_metrics(_metrics_db(tmp_path / "b.sqlite", [0x100]), 1) == (
+        False,
+        "the trace holds GPU-metric samples of GPU [0], not of GPU 1",
+    )
+    ok, why = verify_gpu_metrics(_metrics_db(tmp_path / "c.sqlite", []), 0)
+    assert ok is False and "holds no sample" in why
+    ok, why = verify_gpu_metrics(_metrics_db(tmp_path / "d.sqlite", None), 0)
+    assert ok is None and why.startswith("unverified")
+
+
+def test_sweep_turns_metrics_off_when_the_trace_has_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracekit.collectors import sweep as sweep_mod
+
+    sweep = sweep_mod.Sweep(sweep_mod.SweepOptions(model="tiny", device="cpu", profilers=["none"]))
+    sweep.gpu_metrics = {"permitted": True}
+    sweep.gpu_metrics_device = 0
+    sweep.notes = []
+    sweep._verify_gpu_metrics(_metrics_db(tmp_path / "t.sqlite", []))
+    assert sweep.gpu_metrics["verified"] is False and sweep.gpu_metrics["permitted"] is False
+    assert sweep.gpu_metrics_device is None
+    assert sweep.notes[0].startswith("nsys GPU metrics turned off after the first trace:")
