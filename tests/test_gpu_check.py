@@ -412,3 +412,40 @@ def test_sweep_turns_metrics_off_when_the_trace_has_none(
     assert sweep.gpu_metrics["verified"] is False and sweep.gpu_metrics["permitted"] is False
     assert sweep.gpu_metrics_device is None
     assert sweep.notes[0].startswith("nsys GPU metrics turned off after the first trace:")
+
+
+def test_collection_imports_no_analysis_stack(tmp_path: Path) -> None:
+    """A GPU box's image may lack polars, msgspec and nvtx: collection (and its torch.profiler check) must not
+    import them."""
+    script = (
+        "import sys\n"
+        "for m in ('polars', 'msgspec', 'nvtx', 'orjson', 'matplotlib', 'adbc_driver_sqlite'):\n"
+        "    sys.modules[m] = None\n"
+        "from tracekit.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "assert not any(k.startswith('polars') and sys.modules[k] is not None for k in sys.modules)\n"
+        "sys.exit(rc)\n"
+    )
+    argv = [
+        "collect",
+        "--model",
+        "tiny",
+        "--device",
+        "cpu",
+        "--seq-lens",
+        "8",
+        "--iters",
+        "2",
+        "--warmup",
+        "1",
+    ]
+    out = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *argv, "--profiler", "torch", "--in-process", "-o", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    meta = json.loads((out / "pytorch_b1_s8.torch.meta.json").read_text())
+    assert meta["warnings"] == [] and meta["nvtx"] in ("torch-cuda-nvtx", "none")
