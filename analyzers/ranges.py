@@ -17,7 +17,10 @@ the chosen name, a one-line account of how it was chosen) and extends it.
     Patterns are matched once per distinct name, not per range. Ranges nested in other ranges of the
     series are dropped (the outermost level is kept), as for exact names.
 
-Default choice, first rule that finds ranges (host ranges only; GPU-projected annotations are ignored):
+Default choice, first rule that finds ranges (host ranges only; GPU-projected annotations are ignored). A
+format whose reader declares its iteration (``meta["default_range"]``, with ``meta["default_range_reason"]``;
+ONNX Runtime profiles: ``model_run``, one per ``InferenceSession.run``) takes those ranges whenever they exist,
+before the rules below:
 
     1. ranges named ``iteration`` (what ``tracekit collect`` writes);
     2. torch.profiler steps ``ProfilerStep#N`` (``profiler.step()``);
@@ -247,7 +250,11 @@ def choose_ranges(
                 path,
             )
         return synthetic_windows(trace, None)
-    if range_name is None:
+    declared = trace.meta.get("default_range")  # a format's own iteration (ORT: model_run), when present
+    if range_name is None and declared and (candidates["key"] == declared).any():
+        chosen, name = candidates.filter(pl.col("key") == declared), declared
+        how = f"{trace.meta.get('default_range_reason') or 'the format default'}; choose another with --range"
+    elif range_name is None:
         chosen, name, how = _default_choice(candidates)
     else:
         chosen = candidates.filter(_matching(candidates, range_name, path))

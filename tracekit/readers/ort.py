@@ -30,8 +30,20 @@ What lands where:
 
 ``meta``: ``format`` "ort", ``format_version`` (the ORT version when some event's args carry one), ``device``,
 ``providers`` (execution providers seen on Node events), ``first_op_inputs`` (the first 8 nodes with an input
-of rank >= 2: name, input dims, element types, from ``args.input_type_shape``), ``synthetic`` ("synthetic" in the file name, or a
-top-level ``"tracekit_synthetic": true`` object), ``warnings``.
+of rank >= 2: name, input dims, element types, from ``args.input_type_shape``), ``embedding_inputs`` (up to 8
+distinct ``Gather`` nodes that look up a floating-point table of rank 2 with integer indices -- embedding
+lookups -- in the same shape as ``first_op_inputs``, the table first), ``operator_types`` (per ONNX operator
+type: ``op``, total node time ``ns``, ``count``, the input element ``types`` of its first node, longest total
+first; what :mod:`tracekit.analyzers.identify` reads the precision from), ``default_range`` "model_run" with
+``default_range_reason`` (the iteration of an ORT profile is one ``InferenceSession.run``, however many there
+are; :func:`tracekit.analyzers.ranges.choose_ranges` honours it), ``session_setup`` (the top-level Session
+events that are not ``model_run`` -- ``model_loading_uri``, ``session_initialization`` ... -- each as
+``{"name", "ms"}`` in start order: set-up times, reported apart, never an iteration), ``synthetic``
+("synthetic" in the file name, or a top-level ``"tracekit_synthetic": true`` object), ``warnings``.
+
+Profiles of every era read the same: ORT 0.x (2019) writes ``_fence_before``/``_fence_after`` Node events and
+no ``provider`` or shape args; 1.x adds ``provider``, ``input_type_shape``/``output_type_shape`` and thread
+statistics.
 """
 
 from __future__ import annotations
@@ -47,6 +59,8 @@ from tracekit.readers.kineto import gc_paused, load_json, us_to_ns
 from tracekit.readers.nesting import nesting_depth
 
 KERNEL_SUFFIX = "_kernel_time"
+#: The Session event of one ``InferenceSession.run``: the iteration of an ORT profile.
+MODEL_RUN = "model_run"
 GPU_PROVIDERS: tuple[str, ...] = (
     "CUDAExecutionProvider",
     "ROCMExecutionProvider",
@@ -86,11 +100,25 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
                 a.get("provider"),
                 a.get("stream"),
                 a.get("device"),
+                _element_types(a.get("input_type_shape")),
             )
             for e in events
         ]
         columns = list(zip(*rows, strict=True))
-    names = ("ph", "cat", "name", "pid", "tid", "ts", "dur", "op_name", "provider", "stream", "device")
+    names = (
+        "ph",
+        "cat",
+        "name",
+        "pid",
+        "tid",
+        "ts",
+        "dur",
+        "op_name",
+        "provider",
+        "stream",
+        "device",
+        "input_types",
+    )
     frame = pl.DataFrame(
         {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
     )
@@ -101,6 +129,14 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         pid_i=pl.col("pid").cast(pl.Int64, strict=False),
         tid_i=pl.col("tid").cast(pl.Int64, strict=False),
     ).filter(pl.col("start").is_not_null())
+
+
+def _element_types(shapes: Any) -> str | None:
+    """The element types of a node's inputs (``args.input_type_shape``: ``[{"float": [1, 8]}, {"int64": []}]``)
+    as one comma-separated text (``"float,int64"``); None when the node does not record them."""
+    if not isinstance(shapes, list):
+        return None
+    return ",".join(str(next(iter(x))) for x in shapes if isinstance(x, dict) and len(x) == 1)
 
 
 def _version(events: list[dict[str, Any]]) -> str | None:
@@ -147,6 +183,83 @@ def _first_op_inputs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return out
 
 
+#: ONNX element types of integer tensors (indices).
+_INTEGER_ELEMENTS = frozenset({"int64", "int32", "int16", "int8", "uint64", "uint32", "uint16", "uint8"})
+
+
+def _embedding_inputs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Up to :data:`FIRST_OPS` distinct ``Gather`` nodes (file order) whose first input is a floating-point
+    table of rank 2 and whose second input is an integer tensor: the model's embedding lookups (token,
+    position, token-type tables), as ``{"name", "dims": [table, ids], "types": [...]}``. Shape gathers (an
+    integer first input) are not lookups."""
+    out: list[dict[str, Any]] = []
+    seen: set[str] = set()
+    for e in events:
+        args = e.get("args")
+        if e.get("cat") != "Node" or not isinstance(args, dict) or args.get("op_name") != "Gather":
+            continue
+        shapes = args.get("input_type_shape")
+        if not isinstance(shapes, list) or len(shapes) < 2:
+            continue
+        pairs = [next(iter(x.items())) for x in shapes[:2] if isinstance(x, dict) and len(x) == 1]
+        if len(pairs) != 2:
+            continue
+        (table_type, table), (ids_type, ids) = pairs
+        if not (
+            isinstance(table, list)
+            and len(table) == 2
+            and str(table_type).startswith(("float", "bfloat", "double"))
+            and str(ids_type) in _INTEGER_ELEMENTS
+            and isinstance(ids, list)
+        ):
+            continue
+        name = f"Gather:{str(e.get('name') or '').removesuffix(KERNEL_SUFFIX)}"
+        if name in seen:
+            continue
+        seen.add(name)
+        out.append({"name": name, "dims": [table, ids], "types": [str(table_type), str(ids_type)]})
+        if len(out) == FIRST_OPS:
+            break
+    return out
+
+
+def _operator_types(nodes: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per ONNX operator type of the Node events: ``op``, total node time ``ns``, ``count`` and the input
+    element ``types`` of its first node that records them; longest total first (ties by name)."""
+    if nodes.is_empty():
+        return []
+    per_op = (
+        nodes.filter(pl.col("op_name").is_not_null() & (pl.col("op_name") != ""))
+        .group_by("op_name")
+        .agg(
+            (pl.col("end") - pl.col("start")).sum().alias("ns"),
+            pl.len().alias("count"),
+            pl.col("input_types").drop_nulls().first().alias("types"),
+        )
+        .sort(["ns", "op_name"], descending=[True, False])
+    )
+    return [
+        {
+            "op": row["op_name"],
+            "ns": int(row["ns"]),
+            "count": int(row["count"]),
+            "types": row["types"].split(",") if row["types"] else [],
+        }
+        for row in per_op.iter_rows(named=True)
+    ]
+
+
+def _session_setup(session: pl.DataFrame) -> list[dict[str, Any]]:
+    """The top-level Session events other than ``model_run`` (model loading, session initialization), in
+    start order, each ``{"name", "ms"}``: set-up time, not inference."""
+    top = session.filter(pl.col("depth") == 0).filter(pl.col("name") != MODEL_RUN).sort("start")
+    return [
+        {"name": name, "ms": (end - start) / 1e6}
+        for name, start, end in top.select("name", "start", "end").iter_rows()
+        if name is not None
+    ]
+
+
 def _stream(col: pl.Expr) -> pl.Expr:
     """args "stream": decimal text (CUDA) or a hex pointer "0x..." (ROCm) -> Int64."""
     text = col.str.strip_chars()
@@ -169,7 +282,13 @@ def read(path: Path) -> Trace:
     nodes = frame.filter((pl.col("cat") == "Node") & pl.col("name").str.ends_with(KERNEL_SUFFIX))
     kernels = frame.filter(pl.col("cat") == "Kernel")
     process = session.get_column("pid_i").drop_nulls()
-    main_pid = int(process.mode().sort()[0]) if process.len() else None
+    modes = process.mode().sort() if process.len() else pl.Series([], dtype=pl.Int64)
+    main_pid = int(modes[0]) if modes.len() else None
+    if kernels.height and modes.len() > 1:
+        warnings.append(
+            f"Session events come from {modes.len()} processes with as many events each "
+            f"({', '.join(map(str, modes.to_list()))}): GPU kernels are given the first, {main_pid}"
+        )
 
     node_name = pl.col("name").str.strip_suffix(KERNEL_SUFFIX)
     node_ops = nodes.select(
@@ -235,6 +354,16 @@ def read(path: Path) -> Trace:
     first_ops = _first_op_inputs(events)
     if first_ops:
         meta["first_op_inputs"] = first_ops
+    embeddings = _embedding_inputs(events)
+    if embeddings:
+        meta["embedding_inputs"] = embeddings
+    operator_types = _operator_types(nodes)
+    if operator_types:
+        meta["operator_types"] = operator_types
+    meta["default_range"] = MODEL_RUN
+    meta["default_range_reason"] = "ONNX Runtime profile: one 'model_run' per InferenceSession.run call"
+    sessions = ranges.filter(pl.col("domain") == "session")
+    meta["session_setup"] = _session_setup(sessions)
     meta["synthetic"] = (
         header.get("tracekit_synthetic") in (True, "true", "1", 1) or "synthetic" in path.name.lower()
     )
