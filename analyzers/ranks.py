@@ -1,0 +1,212 @@
+"""Across traces (ranks, GPUs, files): one row each, the spread, clock alignment, stragglers and skew.
+
+Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All times in ms unless named.
+
+- **rows**: per trace, the mean of latency, GPU busy, framework overhead and each idle cause over its
+  iterations, the median latency, and the mean communication / exposed communication per iteration.
+- **spread**: the slowest and fastest trace by median latency, and their ratio.
+- **clocks**: traces recorded on different hosts (or by different processes' clocks) cannot be compared by
+  timestamp. Collectives (NCCL/RCCL all-reduce and the like) *end together* on every rank, so the offset of a
+  trace's clock against the reference (the lowest rank, else the first trace) is the median, over the
+  collectives both have (matched in launch order), of end(trace) - end(reference). ``residual_us`` is the
+  largest disagreement left after removing it: small means the matching held. Without collectives on every
+  trace the clocks are ``not aligned`` and every timestamp comparison below is withheld (said so).
+- **straggler** (needs aligned clocks): at each matched collective, the trace that *arrives* (starts the
+  collective) last is the one the others wait for; the wait it causes is its arrival minus the median arrival
+  of the others. The straggler is the trace that arrives last most often; reported with how often and the
+  median and total wait it caused.
+- **skew** (needs aligned clocks): per step (iteration position, common to every trace), the spread of the
+  aligned iteration starts; median and largest.
+- Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
+  at each step, how often).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from statistics import mean, median
+from typing import Any
+
+#: Per-iteration fields averaged per trace (ms or a fraction).
+MEAN_FIELDS = (
+    "latency_ms",
+    "gpu_busy_ms",
+    "framework_overhead_ms",
+    "gpu_utilization",
+    "dispatch_ms",
+    "launch_ms",
+    "sync_ms",
+    "other_api_ms",
+    "in_flight_ms",
+    "comm_ms",
+    "exposed_comm_ms",
+)
+
+
+def label(result: dict[str, Any]) -> str:
+    """``rank 3`` when the trace says its rank, else its file name."""
+    return f"rank {result['rank']}" if result.get("rank") is not None else result["name"]
+
+
+def _mean(values: list[Any]) -> float | None:
+    nums = [float(v) for v in values if v is not None]
+    return mean(nums) if nums else None
+
+
+def trace_row(result: dict[str, Any]) -> dict[str, Any]:
+    """One row of the cross-trace table."""
+    its = result["iterations"]
+    row: dict[str, Any] = {
+        "trace": label(result),
+        "file": result["name"],
+        "rank": result.get("rank"),
+        "gpu": result.get("gpu"),
+        "iterations": len(its),
+        "median_latency_ms": median([i["latency_ms"] for i in its]) if its else None,
+    }
+    row.update({f"mean_{k}": _mean([i.get(k) for i in its]) for k in MEAN_FIELDS})
+    row["verdict"] = result.get("verdict")
+    row["synthetic"] = result.get("synthetic", False)
+    return row
+
+
+def _order(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Ranks first in rank order, then the rest by file name."""
+    return sorted(results, key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r["name"]))
+
+
+def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc)."""
+    counts = [len(r.get("collective_ends_ns") or []) for r in results]
+    if len(results) < 2 or min(counts) == 0:
+        missing = [label(r) for r, n in zip(results, counts, strict=True) if n == 0]
+        why = (
+            "one trace"
+            if len(results) < 2
+            else f"no collective kernels to align on in {', '.join(missing[:5])}"
+            + (" ..." if len(missing) > 5 else "")
+        )
+        return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
+    n = min(counts)
+    ref = results[0]["collective_ends_ns"][:n]
+    offsets: list[int] = []
+    residual = 0
+    for r in results:
+        diffs = [e - f for e, f in zip(r["collective_ends_ns"][:n], ref, strict=True)]
+        off = int(median(diffs))
+        offsets.append(off)
+        residual = max(residual, max(abs(d - off) for d in diffs))
+    out = {
+        "aligned": True,
+        "method": "collective ends",
+        "matched": n,
+        "offsets_ns": offsets,
+        "residual_us": residual / 1e3,
+        "reference": label(results[0]),
+    }
+    if len(set(counts)) > 1:
+        out["why"] = f"traces hold {min(counts)} to {max(counts)} collectives; the first {n} were matched"
+    return out
+
+
+def stragglers(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
+    """Who arrives last at each matched collective, and the wait it causes (aligned clocks)."""
+    n = min(len(r["collective_starts_ns"]) for r in results)
+    last = Counter()
+    waits: dict[int, list[float]] = {}
+    for k in range(n):
+        absolute = [r["collective_starts_ns"][k] - off for r, off in zip(results, offsets, strict=True)]
+        base = min(absolute)  # small numbers: a median of two epoch-ns values as a float loses ~256 ns
+        arrivals = [a - base for a in absolute]
+        i = max(range(len(arrivals)), key=arrivals.__getitem__)
+        others = arrivals[:i] + arrivals[i + 1 :]
+        last[i] += 1
+        waits.setdefault(i, []).append((arrivals[i] - median(others)) / 1e6)
+    if not last:
+        return {"straggler": None, "collectives": 0}
+    who, times = last.most_common(1)[0]
+    return {
+        "straggler": label(results[who]),
+        "arrives_last": times,
+        "collectives": n,
+        "median_wait_ms": median(waits[who]),
+        "total_wait_ms": sum(waits[who]),
+        "arrives_last_by_trace": {label(results[i]): c for i, c in last.items()},
+    }
+
+
+def _common_steps(results: list[dict[str, Any]]) -> int:
+    return min(len(r["iterations"]) for r in results) if results else 0
+
+
+def skew(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
+    """Spread of aligned iteration starts per step, and which trace ends its steps last."""
+    steps = _common_steps(results)
+    spreads: list[float] = []
+    ends_last = Counter()
+    for i in range(steps):
+        starts = [r["iterations"][i]["start_ns"] - off for r, off in zip(results, offsets, strict=True)]
+        ends = [r["iterations"][i]["end_ns"] - off for r, off in zip(results, offsets, strict=True)]
+        spreads.append((max(starts) - min(starts)) / 1e6)
+        if ends.count(max(ends)) == 1:
+            ends_last[ends.index(max(ends))] += 1
+    out: dict[str, Any] = {
+        "steps": steps,
+        "median_start_skew_ms": median(spreads) if spreads else None,
+        "max_start_skew_ms": max(spreads) if spreads else None,
+    }
+    if ends_last:
+        who, times = ends_last.most_common(1)[0]
+        out.update(ends_last=label(results[who]), ends_last_steps=times)
+    return out
+
+
+def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """Clock-free: which trace has the longest iteration at each common step."""
+    steps = _common_steps(results)
+    longest = Counter()
+    for i in range(steps):
+        lat = [r["iterations"][i]["latency_ms"] for r in results]
+        longest[lat.index(max(lat))] += 1
+    if not longest:
+        return {"steps": 0}
+    who, times = longest.most_common(1)[0]
+    return {"steps": steps, "slowest": label(results[who]), "slowest_steps": times}
+
+
+def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
+    """The cross-trace document (see the module docstring)."""
+    results = _order(results)
+    rows = [trace_row(r) for r in results]
+    doc: dict[str, Any] = {"rows": rows, "traces": len(rows), "warnings": []}
+    timed = [r for r in rows if r["median_latency_ms"] is not None]
+    if len(timed) >= 2:
+        slow = max(timed, key=lambda r: r["median_latency_ms"])
+        fast = min(timed, key=lambda r: r["median_latency_ms"])
+        doc["spread"] = {
+            "slowest": slow["trace"],
+            "slowest_median_latency_ms": slow["median_latency_ms"],
+            "fastest": fast["trace"],
+            "fastest_median_latency_ms": fast["median_latency_ms"],
+            "ratio": slow["median_latency_ms"] / fast["median_latency_ms"]
+            if fast["median_latency_ms"]
+            else None,
+        }
+    clocks = clock_offsets(results)
+    doc["clocks"] = clocks
+    if len(results) >= 2:
+        doc["slowest_by_step"] = slowest_by_step(results)
+        if clocks["aligned"]:
+            doc["straggler"] = stragglers(results, clocks["offsets_ns"])
+            doc["skew"] = skew(results, clocks["offsets_ns"])
+        else:
+            doc["warnings"].append(
+                f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "
+                "not computed; 'slowest by step' compares durations only"
+            )
+    steps = {len(r["iterations"]) for r in results}
+    if len(steps) > 1:
+        doc["warnings"].append(
+            f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"
+        )
+    return doc

@@ -1,0 +1,96 @@
+"""An opt-in cache of normalized traces (``--cache DIR``): re-analysis with other options reads Parquet columns
+instead of the trace.
+
+Key: the file's content hash (BLAKE2b-128 of its bytes) and the reader version (:data:`READER_VERSION`,
+tracekit's version plus a format number bumped whenever a reader's output changes): a changed file or a new
+tracekit misses. ``DIR/<key>/`` holds one Parquet file per frame and ``meta.json``; it is written to a
+temporary folder and renamed into place, so concurrent workers never see half an entry. Hashing a file
+costs ~1 s per GB; ``DIR/hashes.json`` remembers the hash of a (path, size, mtime, inode) it has seen, so an
+unchanged file is not hashed again (a changed one has another size or mtime and is hashed anew).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tracekit import __version__
+
+#: bumped when a reader's frames change meaning (invalidates every entry)
+CACHE_FORMAT = 1
+READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}"
+FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")
+
+
+def content_hash(path: Path) -> str:
+    """BLAKE2b-128 of the file's bytes, hex."""
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 22):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _stat_key(path: Path) -> str:
+    st = path.stat()
+    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+
+
+def file_hash(path: Path, cache: Path) -> str:
+    """The content hash of ``path``, remembered by its stat in ``cache/hashes.json``."""
+    memo_path = cache / "hashes.json"
+    key = _stat_key(path)
+    try:
+        memo = json.loads(memo_path.read_text())
+    except (OSError, ValueError):
+        memo = {}
+    if key in memo:
+        return memo[key]
+    value = content_hash(path)
+    memo[key] = value
+    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".hashes.", suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(memo, fh)
+    os.replace(tmp, memo_path)
+    return value
+
+
+def entry_dir(path: Path, cache: Path) -> Path:
+    """``cache/<reader version>-<content hash>``."""
+    return cache / f"{READER_VERSION}-{file_hash(path, cache)}"
+
+
+def cached_read(path: str | Path, cache_dir: str | Path) -> Any:
+    """The normalized trace of ``path``: from the cache when present, else read and stored."""
+    import polars as pl
+
+    from tracekit.io import register_input
+    from tracekit.model import Trace
+    from tracekit.readers import read_trace
+
+    path, cache = Path(path), Path(cache_dir)
+    cache.mkdir(parents=True, exist_ok=True)
+    register_input(path)
+    entry = entry_dir(path, cache)
+    if (entry / "meta.json").is_file():
+        meta = json.loads((entry / "meta.json").read_text())
+        frames = {name: pl.read_parquet(entry / f"{name}.parquet") for name in FRAMES}
+        meta["path"] = str(path)
+        return Trace(**frames, meta=meta)
+    trace = read_trace(path)
+    tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".entry-"))
+    try:
+        for name in FRAMES:
+            getattr(trace, name).write_parquet(tmp / f"{name}.parquet")
+        (tmp / "meta.json").write_text(json.dumps(trace.meta, default=str))
+        with contextlib.suppress(OSError):  # another worker stored it first: keep theirs
+            os.rename(tmp, entry)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return trace

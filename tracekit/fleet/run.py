@@ -1,0 +1,200 @@
+"""Analyze many traces: one after another, in a local process pool, or on a Dask cluster, with one code path.
+
+:func:`analyze_one` is the unit of work everywhere: it reads and analyzes one trace where it runs and returns
+an :class:`Outcome` holding the compact result (:mod:`tracekit.fleet.compact`) or a one-line error, never
+the frames, so the memory of a many-trace run is that of the traces in flight, not of all of them.
+
+- ``jobs == 1`` (no scheduler): in this process, in input order.
+- ``jobs > 1``: a ``ProcessPoolExecutor`` of ``jobs`` processes started by a fork server (fresh
+  interpreters that share tracekit's imported pages; polars' threads are never forked). Each worker decodes
+  its trace on its own (``TRACEKIT_DECODE_WORKER=0``): the parallelism is across traces.
+- ``scheduler``: the address of a Dask distributed scheduler (``tcp://host:8786``); the traces are read by
+  the workers (a shared file system, or any URL fsspec opens), only outcomes come back.
+
+Outcomes are reported as they finish (``on_done``) and returned in input order, so the result does not
+depend on the executor.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+#: environment of pool workers: one decoding process per trace (see the module docstring)
+WORKER_ENV = {"TRACEKIT_DECODE_WORKER": "0"}
+
+
+@dataclass
+class Outcome:
+    """One trace's result: ``result`` (the compact dict) or ``error`` (one line), and its seconds."""
+
+    path: str
+    result: dict[str, Any] | None = None
+    error: str | None = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not on Linux
+        return os.cpu_count() or 1
+
+
+def _options_tuple(options: Any) -> tuple[Any, ...]:
+    return (options.range_name, options.skip, options.bound_threshold, options.split_idle_ms)
+
+
+def analyze_one(path: str, options: tuple[Any, ...], cache_dir: str | None = None) -> Outcome:
+    """Read, analyze and compact one trace (``options``: range, skip, threshold, split-idle)."""
+    from tracekit.errors import TracekitError
+    from tracekit.fleet.compact import compact
+    from tracekit.session import AnalysisOptions, analyze_trace, trace_input
+
+    start = time.perf_counter()
+    try:
+        with _local(path) as local:
+            item = trace_input(local)
+            if cache_dir:
+                from tracekit.fleet.cache import cached_read
+
+                trace = cached_read(local, cache_dir)
+            else:
+                from tracekit.readers import read_trace
+
+                trace = read_trace(local)
+            analyzed = analyze_trace(trace, item, AnalysisOptions(*options))
+            result = compact(analyzed)
+            result["path"] = path
+        return Outcome(path, result=result, seconds=time.perf_counter() - start)
+    except TracekitError as exc:
+        return Outcome(path, error=str(exc), seconds=time.perf_counter() - start)
+    except Exception as exc:  # a bug on one trace must not lose the others: one line, counted as failed
+        text = str(exc).strip().splitlines()
+        return Outcome(
+            path,
+            error=f"{path}: internal error: {type(exc).__name__}: {text[0] if text else ''}".rstrip(": "),
+            seconds=time.perf_counter() - start,
+        )
+
+
+class _local:
+    """A local path for ``path``: itself, or (a URL with a scheme fsspec knows) a temporary copy."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.tmp: str | None = None
+
+    def __enter__(self) -> str:
+        if "://" not in self.path or self.path.startswith("file://"):
+            return self.path.removeprefix("file://")
+        import shutil
+        import tempfile
+
+        import fsspec  # only needed for URLs
+
+        suffix = "".join(os.path.basename(self.path).partition(".")[1:])
+        fd, self.tmp = tempfile.mkstemp(suffix="." + suffix if suffix else "")
+        with os.fdopen(fd, "wb") as out, fsspec.open(self.path, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+        return self.tmp
+
+    def __exit__(self, *exc: object) -> None:
+        if self.tmp:
+            os.unlink(self.tmp)
+
+
+def _init_worker() -> None:
+    os.environ.update(WORKER_ENV)
+
+
+def analyze_many(
+    paths: Sequence[str],
+    options: Any,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    cache_dir: str | None = None,
+    on_done: Callable[[Outcome], None] | None = None,
+) -> list[Outcome]:
+    """Every path's :class:`Outcome`, in input order (see the module docstring). ``jobs`` None: the usable
+    cores; ``on_done`` is called as each trace finishes."""
+    opts = _options_tuple(options)
+    done = on_done or (lambda outcome: None)
+    if scheduler:
+        return _on_dask(list(paths), opts, scheduler, cache_dir, done)
+    jobs = max(1, min(jobs or usable_cores(), len(paths) or 1))
+    if jobs == 1:
+        outcomes = []
+        for path in paths:
+            outcome = analyze_one(path, opts, cache_dir)
+            done(outcome)
+            outcomes.append(outcome)
+        return outcomes
+    return _in_pool(list(paths), opts, jobs, cache_dir, done)
+
+
+def _in_pool(
+    paths: list[str], opts: tuple[Any, ...], jobs: int, cache_dir: str | None, done: Callable[[Outcome], None]
+) -> list[Outcome]:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor, as_completed
+
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tracekit.fleet.run", "tracekit.session", "polars"])
+    by_path: dict[int, Outcome] = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
+        futures = {pool.submit(analyze_one, p, opts, cache_dir): i for i, p in enumerate(paths)}
+        for future in as_completed(futures):
+            i = futures[future]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # the worker died (killed, out of memory)
+                outcome = Outcome(paths[i], error=f"{paths[i]}: worker failed: {type(exc).__name__}: {exc}")
+            by_path[i] = outcome
+            done(outcome)
+    return [by_path[i] for i in range(len(paths))]
+
+
+def _on_dask(
+    paths: list[str],
+    opts: tuple[Any, ...],
+    address: str,
+    cache_dir: str | None,
+    done: Callable[[Outcome], None],
+) -> list[Outcome]:
+    from tracekit.errors import TracekitError
+
+    try:
+        from distributed import Client, as_completed
+    except ImportError as exc:
+        raise TracekitError("--scheduler needs Dask distributed: pip install 'tracekit[cluster]'") from exc
+    try:
+        client = Client(address, timeout="10s")
+    except (OSError, TimeoutError) as exc:
+        raise TracekitError(f"cannot reach the Dask scheduler at {address} ({exc})") from exc
+    by_path: dict[int, Outcome] = {}
+    try:
+        client.run(_init_worker)
+        futures = [client.submit(analyze_one, p, opts, cache_dir, pure=False) for p in paths]
+        index = {f.key: i for i, f in enumerate(futures)}
+        for future in as_completed(futures):
+            i = index[future.key]
+            try:
+                outcome = future.result()
+            except Exception as exc:  # the task failed on the worker (killed, lost)
+                outcome = Outcome(
+                    paths[i], error=f"{paths[i]}: Dask task failed: {type(exc).__name__}: {exc}"
+                )
+            by_path[i] = outcome
+            done(outcome)
+    finally:
+        client.close()
+    return [by_path[i] for i in range(len(paths))]

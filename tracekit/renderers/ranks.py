@@ -1,0 +1,109 @@
+"""The cross-trace document (:mod:`tracekit.analyzers.ranks`) as text, Markdown, CSV or JSON."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracekit.renderers.tabular import format_value, render_csv, render_json, render_markdown
+
+#: (key, header) of the per-trace table.
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("trace", "trace"),
+    ("iterations", "iterations"),
+    ("median_latency_ms", "median latency ms"),
+    ("mean_gpu_busy_ms", "GPU busy ms"),
+    ("mean_framework_overhead_ms", "framework overhead ms"),
+    ("mean_dispatch_ms", "dispatch ms"),
+    ("mean_launch_ms", "launch ms"),
+    ("mean_sync_ms", "sync ms"),
+    ("mean_other_api_ms", "other API ms"),
+    ("mean_in_flight_ms", "in flight ms"),
+    ("mean_comm_ms", "comm ms"),
+    ("mean_exposed_comm_ms", "exposed comm ms"),
+    ("verdict", "verdict"),
+)
+CSV_COLUMNS = ("trace", "file", "rank", "gpu", "synthetic") + tuple(k for k, _ in COLUMNS[1:])
+
+
+def _ms(value: Any) -> str:
+    return format_value(value)
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    """The lines under the table: spread, clocks, straggler, skew (what was withheld, and why)."""
+    lines: list[str] = []
+    spread = doc.get("spread")
+    if spread:
+        ratio = spread.get("ratio")
+        lines.append(
+            f"spread: slowest {spread['slowest']} ({_ms(spread['slowest_median_latency_ms'])} ms median), "
+            f"fastest {spread['fastest']} ({_ms(spread['fastest_median_latency_ms'])} ms)"
+            + (f", {ratio:.3f}x" if ratio else "")
+        )
+    clocks = doc.get("clocks") or {}
+    if clocks.get("aligned"):
+        offsets = ", ".join(
+            f"{row['trace']} {off / 1e6:+.3f} ms"
+            for row, off in zip(doc["rows"], clocks["offsets_ns"], strict=True)
+        )
+        lines.append(
+            f"clocks: aligned on {clocks['matched']} collective ends (largest residual "
+            f"{clocks['residual_us']:.3f} µs); offsets vs {clocks['reference']}: {offsets}"
+        )
+    elif doc["traces"] > 1:
+        lines.append(f"clocks: not aligned ({clocks.get('why')}); no timestamp is compared across traces")
+    straggler = doc.get("straggler") or {}
+    if straggler.get("straggler"):
+        lines.append(
+            f"straggler: {straggler['straggler']} arrives last at {straggler['arrives_last']} of "
+            f"{straggler['collectives']} collectives; the others wait {_ms(straggler['median_wait_ms'])} ms "
+            f"(median) for it, {_ms(straggler['total_wait_ms'])} ms in all"
+        )
+    skew = doc.get("skew") or {}
+    if skew.get("steps"):
+        text = (
+            f"step start skew: {_ms(skew['median_start_skew_ms'])} ms median, {_ms(skew['max_start_skew_ms'])} ms "
+            f"largest over {skew['steps']} steps"
+        )
+        if skew.get("ends_last"):
+            text += (
+                f"; {skew['ends_last']} ends its step last in {skew['ends_last_steps']} of {skew['steps']}"
+            )
+        lines.append(text)
+    slowest = doc.get("slowest_by_step") or {}
+    if slowest.get("slowest"):
+        lines.append(
+            f"slowest by step (durations only): {slowest['slowest']} in {slowest['slowest_steps']} of "
+            f"{slowest['steps']} steps"
+        )
+    lines += [f"warning: {w}" for w in doc.get("warnings", [])]
+    return lines
+
+
+def render_ranks(doc: dict[str, Any], fmt: str) -> str:
+    """``doc`` in ``fmt`` (table, markdown, csv, json)."""
+    if fmt == "json":
+        return render_json(doc)
+    if fmt == "csv":
+        return render_csv(doc["rows"], CSV_COLUMNS)
+    if fmt == "markdown":
+        body = render_markdown(doc["rows"], COLUMNS)
+        return body + "\n" + "".join(f"- {line}\n" for line in summary_lines(doc))
+    return _text_table(doc) + "\n".join(summary_lines(doc)) + "\n"
+
+
+def _text_table(doc: dict[str, Any]) -> str:
+    """A fixed-width plain table (also what a pipe gets)."""
+    cells = [[header for _, header in COLUMNS]]
+    cells += [[format_value(row.get(key)) for key, _ in COLUMNS] for row in doc["rows"]]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    lines = []
+    for n, row in enumerate(cells):
+        lines.append(
+            "  ".join(
+                c.ljust(w) if i == 0 else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
+        if n == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines) + "\n"
