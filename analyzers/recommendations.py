@@ -12,10 +12,16 @@ A rule fires only when its condition holds, per sweep (runtime, sequence length)
   (``graph_projected_ms``: busy + in-flight gaps + one graph launch, :func:`tracekit.analyzers.attribution.
   project_cuda_graphs`), or, when the trace gives none, max(GPU busy, latency − launch time).
 - ``headroom``: the plateau extends past the smallest batch size: the largest batch size on it costs little
-  more latency and multiplies throughput.
-- ``transition``: where latency leaves the plateau (or that it never does in the measured range).
+  more latency and multiplies throughput; whether its latency differs from the smallest batch size's at all
+  is stated only outside the noise (``difference``: "higher", "lower" or "within noise").
+- ``transition``: where latency leaves the plateau (or that it never does in the measured range), and the
+  batch sizes within noise of the plateau line (``edge``).
 - ``compute_bound``: the first batch size whose utilization reaches ``bound_threshold``.
-- ``profiler_perturbation``: tracing inflated latency by more than ``PERTURBATION_RATIO``.
+- ``profiler_perturbation``: tracing inflated latency by more than ``PERTURBATION_RATIO``, with the whole
+  interval of the ratio above it (a ratio within noise of the line is not a finding).
+
+Every comparison of latencies uses the medians and their 95% intervals (:mod:`tracekit.analyzers.stability`):
+an alternative runtime is named only when it is faster by ``FASTER_RATIO_MIN`` outside the noise.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracekit.analyzers.stability import Measurement, difference, ratio_state
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, PLATEAU_TOLERANCE, is_framework_bound
 
 #: Traced launch-call time below this fraction of latency gives no CUDA-graph recommendation.
@@ -105,13 +112,16 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
         and r["latency_source"] == base["latency_source"]
     ]
     best = min(others, key=lambda r: r["latency_ms"], default=None)
+    faster = None
+    if best is not None:
+        faster = ratio_state(difference(_stats(best), _stats(base)), FASTER_RATIO_MIN)
     numbers: dict[str, Any] = {
         "framework_overhead_fraction": frac,
         "framework_overhead_ms": base["framework_overhead_ms"],
         "gpu_busy_ms": base["gpu_busy_ms"],
         "traced_latency_ms": base["traced_latency_ms"],
     }
-    if best is not None and base["latency_ms"] / best["latency_ms"] >= FASTER_RATIO_MIN:
+    if best is not None and faster == "above":
         numbers.update(
             alternative_runtime=best["runtime"],
             alternative_latency_ms=best["latency_ms"],
@@ -121,13 +131,25 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
     return v.rec("framework_overhead", b0, numbers, latency_source=base["latency_source"])
 
 
+def _stats(row: Row) -> Measurement:
+    """A row's latency statistics (its median alone when the row carries none)."""
+    stats = row.get("_latency")
+    return stats if isinstance(stats, Measurement) else Measurement(0, 0, row["latency_ms"])
+
+
 def headroom(v: SweepView) -> Recommendation | None:
     hb, b0 = v.sweep["headroom_batch_size"], v.base["batch_size"]
     if hb is None or hb == b0:
         return None
+    s = v.sweep
     numbers = {
-        "latency_ratio": v.sweep["headroom_latency_ratio"],
-        "throughput_gain": v.sweep["headroom_throughput_gain"],
+        "latency_ratio": s["headroom_latency_ratio"],
+        "latency_ratio_low": s.get("headroom_latency_ratio_low"),
+        "latency_ratio_high": s.get("headroom_latency_ratio_high"),
+        "difference": s.get("headroom_difference"),
+        "throughput_gain": s["headroom_throughput_gain"],
+        "throughput_gain_low": s.get("headroom_throughput_gain_low"),
+        "throughput_gain_high": s.get("headroom_throughput_gain_high"),
         "smallest_batch_size": b0,
     }
     key = (v.sweep["runtime"], v.sweep["seq_len"], hb)
@@ -143,17 +165,33 @@ def headroom(v: SweepView) -> Recommendation | None:
 def transition(v: SweepView) -> Recommendation | None:
     s, b0 = v.sweep, v.base["batch_size"]
     tb = s["transition_batch_size"]
+    edge = list(s.get("plateau_edge") or [])
     facts = {
         "tolerance": v.tolerance,
         "smallest_batch_size": b0,
         "last_plateau": s["plateau"][-1] if s["plateau"] else b0,
+        "edge": edge,
+        "edge_ratios": [
+            (
+                v.index[(s["runtime"], s["seq_len"], b)]["latency_vs_smallest_low"],
+                v.index[(s["runtime"], s["seq_len"], b)]["latency_vs_smallest_high"],
+            )
+            for b in edge
+        ],
     }
     if tb is not None:
         util = v.index[(s["runtime"], s["seq_len"], tb)]["gpu_utilization"]
-        numbers = {"latency_ratio": s["transition_latency_ratio"], "gpu_utilization": util}
+        numbers = {
+            "latency_ratio": s["transition_latency_ratio"],
+            "latency_ratio_low": s.get("transition_latency_ratio_low"),
+            "latency_ratio_high": s.get("transition_latency_ratio_high"),
+            "gpu_utilization": util,
+            "within_noise_batch_sizes": edge,
+        }
         return v.rec("transition", tb, numbers, **facts)
     if len(s["batch_sizes"]) > 1:
-        return v.rec("transition", None, {"largest_batch_size": s["batch_sizes"][-1]}, **facts)
+        numbers = {"largest_batch_size": s["batch_sizes"][-1], "within_noise_batch_sizes": edge}
+        return v.rec("transition", None, numbers, **facts)
     return None  # one batch size: no sweep to speak of
 
 
@@ -192,18 +230,28 @@ def compute_bound(v: SweepView) -> Recommendation | None:
 
 
 def profiler_perturbation(v: SweepView) -> Recommendation | None:
-    perturbed = [
-        r for r in v.members if r["profiler_ratio"] is not None and r["profiler_ratio"] > PERTURBATION_RATIO
-    ]
+    def beyond(row: Row) -> bool:
+        diff = row.get("_perturbation")
+        if diff is not None:
+            return ratio_state(diff, PERTURBATION_RATIO) == "above"
+        return row["profiler_ratio"] is not None and row["profiler_ratio"] > PERTURBATION_RATIO
+
+    perturbed = [r for r in v.members if beyond(r)]
     if not perturbed:
         return None
     worst = max(perturbed, key=lambda r: r["profiler_ratio"])
-    numbers = {"profiler_ratio": worst["profiler_ratio"], "batch_sizes": [r["batch_size"] for r in perturbed]}
+    diff = worst.get("_perturbation")
+    numbers = {
+        "profiler_ratio": worst["profiler_ratio"],
+        "profiler_ratio_low": getattr(diff, "ratio_low", None),
+        "profiler_ratio_high": getattr(diff, "ratio_high", None),
+        "batch_sizes": [r["batch_size"] for r in perturbed],
+    }
     return v.rec(
         "profiler_perturbation",
         worst["batch_size"],
         numbers,
-        traced_latency_ms=worst["traced_latency_ms"],
+        traced_latency_ms=worst.get("traced_median_ms") or worst["traced_latency_ms"],
         untraced_latency_ms=worst["untraced_latency_ms"],
     )
 

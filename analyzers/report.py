@@ -6,10 +6,19 @@ configurations of one runtime and one sequence length, ordered by batch size.
 
 Units: ``*_ms`` milliseconds, ``*_us`` microseconds, fractions in 0..1, throughput in samples per second.
 
-- latency_ms: the latency the sweep analysis uses: the untraced mean latency when the run recorded one
-  (``latency_source`` "untraced"), else the traced mean (``latency_source`` "traced").
+- latency_ms: the latency the sweep analysis uses: the **median** of the untraced iterations when the run
+  recorded them (``latency_source`` "untraced"), else of the traced iterations (``latency_source`` "traced"),
+  after the stability rules of :mod:`tracekit.analyzers.stability` (warm-up drift and outliers dropped, by
+  rule); latency_ci_low / latency_ci_high its 95% interval (null with fewer than 6 kept iterations, or when
+  the run recorded only summary statistics), latency_cv the coefficient of variation, latency_iterations /
+  latency_dropped the iterations kept and dropped, latency_unstable whether the set is unstable (the reason
+  and, when known, its cause are in the row's warnings).
+- traced_median_ms: the median of the traced iterations (same rules); profiler_ratio: traced_median_ms over
+  the untraced median.
 - traced_latency_ms / gpu_busy_ms / framework_overhead_ms / gpu_utilization / kernels / launches: means over
-  the traced iterations (``tracekit.analyzers.iterations``). The busy/overhead breakdown is always the traced one.
+  the traced iterations (``tracekit.analyzers.iterations``) that the stability rules keep
+  (traced_kept_iterations of them: warm-up drift and outliers of the traced latency left out, so one stalled
+  iteration does not move the breakdown). The busy/overhead breakdown is always the traced one.
 - framework_overhead_fraction: framework_overhead_ms / traced_latency_ms.
 - dispatch_ms / launch_ms / sync_ms / other_api_ms / in_flight_ms: the framework overhead (idle time) by cause,
   means over the traced iterations (:mod:`tracekit.analyzers.attribution`); they sum to framework_overhead_ms.
@@ -17,12 +26,18 @@ Units: ``*_ms`` milliseconds, ``*_us`` microseconds, fractions in 0..1, throughp
   iterations replayed as CUDA graphs, :func:`tracekit.analyzers.attribution.project_cuda_graphs`); null on
   CPU-only traces, traces that already replay graphs and traces without device work.
 - launch_api_ms: summed CPU time of the launch calls per iteration (mean).
-- profiler_ratio: traced_latency_ms / untraced_latency_ms (profiler perturbation), null without untraced.
-- plateau: the batch sizes from the smallest upward whose latency stays within ``plateau_tolerance`` of the
-  smallest batch size's; transition_batch_size: the first batch size past it (null when none).
+- profiler_ratio: traced / untraced median latency (profiler perturbation), null without untraced.
+- latency_vs_smallest: latency_ms over the smallest batch size's, with the conservative interval
+  latency_vs_smallest_low / _high (:func:`tracekit.analyzers.stability.difference`); vs_smallest: "higher",
+  "lower" or "within noise" (the two 95% intervals overlap), null without intervals.
+- plateau (:func:`tracekit.analyzers.sweep.plateau_with_noise`): the batch sizes from the smallest upward whose
+  latency ratio to the smallest batch size's stays at most 1 + ``plateau_tolerance`` with its whole interval;
+  plateau_edge: the batch sizes after them whose interval straddles that line ("within noise", undecided);
+  transition_batch_size: the first batch size whose whole interval is above the line (null when none);
+  plateau_state per row: "on", "off" or "within noise".
 - headroom_batch_size: the largest plateau batch size ("free headroom"); headroom_latency_ratio its latency
-  over the smallest batch's; headroom_throughput_gain its throughput (batch / latency) over the smallest
-  batch's.
+  over the smallest batch's (with _low/_high and headroom_difference: "higher", "lower" or "within noise");
+  headroom_throughput_gain its throughput (batch / latency) over the smallest batch's.
 """
 
 from __future__ import annotations
@@ -34,11 +49,14 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit.analyzers.recommendations import Recommendation, recommend
+from tracekit.analyzers.stability import Measurement, difference, measure
 from tracekit.analyzers.sweep import (
     FRAMEWORK_BOUND_UTILIZATION,
+    ON_PLATEAU,
     PLATEAU_TOLERANCE,
+    WITHIN_NOISE,
     is_framework_bound,
-    plateau_and_transition,
+    plateau_with_noise,
 )
 from tracekit.model import LAUNCH_API_NAMES
 
@@ -47,6 +65,20 @@ CAUSE_COLUMNS: tuple[str, ...] = ("dispatch_ms", "launch_ms", "sync_ms", "other_
 
 if TYPE_CHECKING:
     from tracekit.session import AnalyzedTrace
+
+#: Per-iteration columns whose mean over the kept traced iterations a row carries.
+MEAN_COLUMNS: tuple[str, ...] = (
+    "latency_ms",
+    "gpu_busy_ms",
+    "framework_overhead_ms",
+    *CAUSE_COLUMNS,
+    "gpu_utilization",
+    "kernels",
+    "launches",
+    "launch_api_us",
+    "launch_latency_us",
+    "idle_gaps",
+)
 
 #: Column order of the per-configuration table (report.csv, JSON "configs").
 CONFIG_COLUMNS: list[str] = [
@@ -62,8 +94,16 @@ CONFIG_COLUMNS: list[str] = [
     "synchronized",
     "latency_ms",
     "latency_source",
+    "latency_ci_low",
+    "latency_ci_high",
+    "latency_cv",
+    "latency_iterations",
+    "latency_dropped",
+    "latency_unstable",
     "untraced_latency_ms",
     "traced_latency_ms",
+    "traced_median_ms",
+    "traced_kept_iterations",
     "profiler_ratio",
     "gpu_busy_ms",
     "framework_overhead_ms",
@@ -82,20 +122,92 @@ CONFIG_COLUMNS: list[str] = [
     "launch_latency_us",
     "idle_gaps",
     "latency_vs_smallest",
+    "latency_vs_smallest_low",
+    "latency_vs_smallest_high",
+    "vs_smallest",
     "throughput_per_s",
     "on_plateau",
+    "plateau_state",
     "transition_batch_size",
     "path",
 ]
 
 
+def untraced_measurement(analyzed: AnalyzedTrace) -> Measurement | None:
+    """The untraced set's statistics: as ``tracekit collect`` recorded them (run.json / sidecar), else
+    measured from the run's ``latency.csv`` (runs collected before the statistics were recorded), else the
+    recorded median (p50) alone, without an interval. None when the run recorded no untraced latency."""
+    config = analyzed.config
+    recorded = config.untraced_latency
+    if not recorded:
+        return None
+    stats = Measurement.from_json(recorded)
+    if stats is not None:
+        return stats
+    values = _latency_csv(config)
+    if values:
+        device = "cpu" if analyzed.device == "cpu" else "gpu"
+        return measure(values[0], values[1], device=device)
+    median = recorded.get("p50", recorded.get("mean"))
+    if median is None:
+        return None
+    count = int(recorded.get("count") or 0)
+    return Measurement(count=count, kept=count, median=float(median))
+
+
+def _latency_csv(config: Any) -> tuple[list[float], list[float] | None] | None:
+    """(latency_ms, cpu_ms or None) of one configuration's untraced iterations from the ``latency.csv``
+    beside its trace, in iteration order; None when there is none or it does not hold the configuration."""
+    import csv
+
+    path = config.path.parent / "latency.csv"
+    if not path.is_file() or config.batch_size is None:
+        return None
+    latency: list[float] = []
+    cpu: list[float] = []
+    try:
+        with open(path, newline="") as fh:
+            for row in csv.DictReader(fh):
+                if (
+                    row.get("runtime") == config.runtime
+                    and row.get("batch_size") == str(config.batch_size)
+                    and (config.seq_len is None or row.get("seq_len") == str(config.seq_len))
+                ):
+                    latency.append(float(row["latency_ms"]))
+                    if row.get("cpu_ms"):
+                        cpu.append(float(row["cpu_ms"]))
+    except (OSError, ValueError, KeyError):
+        return None
+    if not latency:
+        return None
+    return latency, (cpu if len(cpu) == len(latency) else None)
+
+
 def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
     """One configuration's report row from its analyzed trace (see module docstring)."""
     config, summary = analyzed.config, analyzed.summary
-    traced = summary.mean("latency_ms")
-    untraced = config.untraced_latency_ms
-    overhead = summary.mean("framework_overhead_ms")
-    launch_api_us = summary.mean("launch_api_us")
+    frame = analyzed.iterations
+    traced_stats = measure(frame.get_column("latency_ms").to_list())
+    if traced_stats.dropped:  # the breakdown's means leave out what the stability rules dropped
+        keep = [i not in traced_stats.dropped for i in range(frame.height)]
+        frame = frame.filter(pl.Series(keep))
+    columns = [c for c in MEAN_COLUMNS if c in frame.columns]
+    means = (
+        frame.select(pl.col(c).cast(pl.Float64).mean() for c in columns).row(0, named=True) if columns else {}
+    )
+
+    def mean(name: str) -> float | None:
+        value = means.get(name)
+        return None if value is None else float(value)
+
+    traced = mean("latency_ms")
+    untraced_stats = untraced_measurement(analyzed)
+    used = untraced_stats if untraced_stats is not None else traced_stats
+    source = "untraced" if untraced_stats is not None else "traced"
+    untraced = untraced_stats.median if untraced_stats is not None else None
+    perturbation = difference(untraced_stats, traced_stats) if untraced_stats is not None else None
+    overhead = mean("framework_overhead_ms")
+    launch_api_us = mean("launch_api_us")
     projection = None
     if analyzed.analysis.attribution is not None:
         projection = analyzed.analysis.attribution_json()["cuda_graph_projection"]
@@ -110,26 +222,48 @@ def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
         "iterations": summary.iterations,
         "skipped_iterations": analyzed.analysis.skipped,
         "synchronized": summary.synchronized,
-        "latency_ms": untraced if untraced is not None else traced,
-        "latency_source": "untraced" if untraced is not None else "traced",
+        "latency_ms": used.median,
+        "latency_source": source,
+        "latency_ci_low": used.ci_low,
+        "latency_ci_high": used.ci_high,
+        "latency_cv": used.cv,
+        "latency_iterations": used.kept,
+        "latency_dropped": used.count - used.kept,
+        "latency_unstable": used.unstable,
         "untraced_latency_ms": untraced,
         "traced_latency_ms": traced,
-        "profiler_ratio": traced / untraced if traced is not None and untraced else None,
-        "gpu_busy_ms": summary.mean("gpu_busy_ms"),
+        "traced_median_ms": traced_stats.median,
+        "profiler_ratio": perturbation.ratio if perturbation is not None else None,
+        "traced_kept_iterations": frame.height,
+        "gpu_busy_ms": mean("gpu_busy_ms"),
         "framework_overhead_ms": overhead,
         "framework_overhead_fraction": overhead / traced if overhead is not None and traced else None,
-        **{name: summary.mean(name) for name in CAUSE_COLUMNS},
+        **{name: mean(name) for name in CAUSE_COLUMNS},
         "graph_projected_ms": projection["projected_ms"] if projection and projection["applies"] else None,
-        "gpu_utilization": summary.mean("gpu_utilization"),
+        "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
-        "kernels": summary.mean("kernels"),
-        "launches": summary.mean("launches"),
+        "kernels": mean("kernels"),
+        "launches": mean("launches"),
         "launch_api_ms": None if launch_api_us is None else launch_api_us / 1e3,
-        "launch_latency_us": summary.mean("launch_latency_us"),
-        "idle_gaps": summary.mean("idle_gaps"),
+        "launch_latency_us": mean("launch_latency_us"),
+        "idle_gaps": mean("idle_gaps"),
         "path": str(config.path),
-        "warnings": list(analyzed.warnings),
+        "warnings": list(analyzed.warnings) + [f"{source} latency: {w}" for w in used.warnings],
+        "latency_stats": {**used.to_json(), "source": source},
+        "_latency": used,
+        "_perturbation": perturbation,
     }
+
+
+def _measurement(row: dict[str, Any]) -> Measurement | None:
+    """The row's latency statistics (a row built from numbers alone: its latency as a median without an
+    interval)."""
+    stats = row.get("_latency")
+    if isinstance(stats, Measurement):
+        return stats
+    if row.get("latency_ms") is None:
+        return None
+    return Measurement(count=0, kept=0, median=float(row["latency_ms"]))
 
 
 @dataclass
@@ -161,7 +295,10 @@ class SweepReport:
             "settings": self.settings,
             "transition_batch_size": self.transition_by_runtime,
             "sweeps": self.sweeps,
-            "configs": [{k: row.get(k) for k in CONFIG_COLUMNS + ["warnings"]} for row in self.configs],
+            "configs": [
+                {k: row.get(k) for k in CONFIG_COLUMNS + ["warnings", "latency_stats"]}
+                for row in self.configs
+            ],
             "recommendations": [rec.to_json(describe(rec)) for rec in self.recommendations],
             "warnings": self.warnings,
         }
@@ -193,9 +330,16 @@ def build_report(
         seen.add(key)
         kept.append(row)
     for row in kept:
-        row.setdefault("latency_vs_smallest", None)
-        row.setdefault("on_plateau", None)
-        row.setdefault("transition_batch_size", None)
+        for key in (
+            "latency_vs_smallest",
+            "latency_vs_smallest_low",
+            "latency_vs_smallest_high",
+            "vs_smallest",
+            "on_plateau",
+            "plateau_state",
+            "transition_batch_size",
+        ):
+            row.setdefault(key, None)
         lat, batch = row["latency_ms"], row["batch_size"]
         row["throughput_per_s"] = batch / lat * 1e3 if lat and batch is not None else None
         if batch is None:
@@ -228,21 +372,39 @@ def build_report(
     return SweepReport(kept, sweeps, recommendations, base_settings, warnings)
 
 
+def _state_word(significant: bool | None, ratio: float | None) -> str | None:
+    """ "higher" / "lower" when a difference is outside the noise, "within noise", or None (noise unknown)."""
+    if significant is None or ratio is None:
+        return None
+    if not significant:
+        return WITHIN_NOISE
+    return "higher" if ratio > 1 else "lower"
+
+
 def _sweep(
     runtime: str, seq: Any, members: list[dict[str, Any]], tolerance: float, bound_threshold: float
 ) -> dict[str, Any]:
-    latency = {r["batch_size"]: r["latency_ms"] for r in members}
-    plateau, transition = plateau_and_transition(latency, tolerance)
+    stats = {r["batch_size"]: _measurement(r) for r in members}
+    plateau, edge, transition, states = plateau_with_noise(stats, tolerance)
     base = members[0]
     by_batch = {r["batch_size"]: r for r in members}
     for row in members:
-        row["latency_vs_smallest"] = row["latency_ms"] / base["latency_ms"] if base["latency_ms"] else None
-        row["on_plateau"] = row["batch_size"] in plateau
+        diff = difference(stats[base["batch_size"]], stats[row["batch_size"]])
+        row["latency_vs_smallest"] = diff.ratio
+        row["latency_vs_smallest_low"] = diff.ratio_low
+        row["latency_vs_smallest_high"] = diff.ratio_high
+        row["vs_smallest"] = _state_word(diff.significant, diff.ratio) if row is not base else None
+        row["plateau_state"] = states[row["batch_size"]]
+        row["on_plateau"] = {ON_PLATEAU: True, WITHIN_NOISE: None}.get(states[row["batch_size"]], False)
         row["transition_batch_size"] = transition
     headroom = by_batch[plateau[-1]] if plateau else base
-    gain = None
+    gain = gain_low = gain_high = None
     if headroom["throughput_per_s"] and base["throughput_per_s"]:
         gain = headroom["throughput_per_s"] / base["throughput_per_s"]
+        scale = headroom["batch_size"] / base["batch_size"] if base["batch_size"] else None
+        if scale and headroom["latency_vs_smallest_low"] and headroom["latency_vs_smallest_high"]:
+            gain_low = scale / headroom["latency_vs_smallest_high"]
+            gain_high = scale / headroom["latency_vs_smallest_low"]
     framework_bound = [
         r["batch_size"] for r in members if is_framework_bound(r["gpu_utilization"], bound_threshold)
     ]
@@ -253,18 +415,35 @@ def _sweep(
         "model": base["model"],
         "device": base["device"],
         "latency_source": sources[0] if len(sources) == 1 else "mixed",
+        "latency_statistic": "median",
         "batch_sizes": [r["batch_size"] for r in members],
         "latency_ms": [r["latency_ms"] for r in members],
+        "latency_ci_low": [r.get("latency_ci_low") for r in members],
+        "latency_ci_high": [r.get("latency_ci_high") for r in members],
+        "noise_known": all(m is not None and m.noise_known for m in stats.values()),
         "smallest_batch_size": base["batch_size"],
         "smallest_latency_ms": base["latency_ms"],
         "plateau": plateau,
+        "plateau_edge": edge,
+        "plateau_states": [states[r["batch_size"]] for r in members],
         "transition_batch_size": transition,
         "transition_latency_ratio": (
             by_batch[transition]["latency_vs_smallest"] if transition is not None else None
         ),
+        "transition_latency_ratio_low": (
+            by_batch[transition]["latency_vs_smallest_low"] if transition is not None else None
+        ),
+        "transition_latency_ratio_high": (
+            by_batch[transition]["latency_vs_smallest_high"] if transition is not None else None
+        ),
         "headroom_batch_size": headroom["batch_size"],
         "headroom_latency_ratio": headroom["latency_vs_smallest"],
+        "headroom_latency_ratio_low": headroom["latency_vs_smallest_low"],
+        "headroom_latency_ratio_high": headroom["latency_vs_smallest_high"],
+        "headroom_difference": headroom["vs_smallest"],
         "headroom_throughput_gain": gain,
+        "headroom_throughput_gain_low": gain_low,
+        "headroom_throughput_gain_high": gain_high,
         "framework_bound_batch_sizes": framework_bound,
         # the traced latency of each batch size = busy + each idle cause (means, ms; the breakdown figure)
         "gpu_busy_ms": [r["gpu_busy_ms"] for r in members],

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 #: Default tolerance: a batch size is on the plateau while its latency is within 10% of batch size 1's.
 PLATEAU_TOLERANCE = 0.10
@@ -48,3 +49,42 @@ def bound_of(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_U
     the report's sweeps to each configuration's mean."""
     bound = is_framework_bound(gpu_utilization, threshold)
     return None if bound is None else ("framework" if bound else "compute")
+
+
+#: How a batch size stands against the plateau line (:func:`plateau_with_noise`).
+ON_PLATEAU, OFF_PLATEAU, WITHIN_NOISE = "on", "off", "within noise"
+
+
+def plateau_with_noise(
+    measurements: Mapping[int, Any], tolerance: float = PLATEAU_TOLERANCE
+) -> tuple[list[int], list[int], int | None, dict[int, str]]:
+    """The plateau and transition of :func:`plateau_and_transition`, stated only outside the noise.
+
+    ``measurements``: batch size -> :class:`tracekit.analyzers.stability.Measurement` of its latency. Each
+    batch size's latency ratio to the smallest batch size's, with the conservative interval of
+    :func:`tracekit.analyzers.stability.difference`, is "on" the plateau when the whole interval is at most
+    1 + ``tolerance``, "off" when it is entirely above, and "within noise" when it straddles the line (a set
+    without an interval is judged by its median alone, as before). Returns (plateau: the leading "on" batch
+    sizes; edge: the batch sizes after it and before the first "off" one, undecided; transition: the first
+    "off" batch size after the plateau and edge, or None; {batch size: state}).
+    """
+    from tracekit.analyzers.stability import difference, ratio_state
+
+    batches = sorted(measurements)
+    if not batches:
+        return [], [], None, {}
+    base = measurements[batches[0]]
+    states: dict[int, str] = {batches[0]: ON_PLATEAU}  # the smallest batch size defines the line
+    for batch in batches[1:]:
+        state = ratio_state(difference(base, measurements[batch]), 1.0 + tolerance)
+        states[batch] = {"below": ON_PLATEAU, "above": OFF_PLATEAU}.get(state or "", WITHIN_NOISE)
+    plateau: list[int] = []
+    edge: list[int] = []
+    for batch in batches:
+        if states[batch] == OFF_PLATEAU:
+            return plateau, edge, batch, states
+        if states[batch] == ON_PLATEAU and not edge:
+            plateau.append(batch)
+        else:
+            edge.append(batch)
+    return plateau, edge, None, states

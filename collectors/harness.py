@@ -17,6 +17,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -152,8 +153,15 @@ def time_iterations(
     record_function: bool = False,
     op_ranges: Callable[[], contextlib.AbstractContextManager[Any]] | None = None,
     on_iteration: Callable[[], None] | None = None,
+    cpu_ms: list[float] | None = None,
+    budget: TimingBudget | None = None,
 ) -> list[float]:
     """Run ``warmup`` + ``iters`` iterations; return the timed iterations' latencies in milliseconds.
+
+    ``cpu_ms``, when given, receives each timed iteration's process CPU time (``time.process_time_ns``, every
+    thread of the process) over the same span, in ms: what the stability rules compare with wall time to tell
+    CPU time stolen by another process (:mod:`tracekit.analyzers.stability`). ``budget``: keep timing past
+    ``iters`` as :class:`TimingBudget` says (``iters`` is then the least number of timed iterations).
 
     Latency = wall time (``time.perf_counter_ns``) from just before the NVTX push to just after the device
     sync that closes the iteration. ``record_function`` adds a ``torch.profiler.record_function(range_name)``
@@ -175,9 +183,13 @@ def time_iterations(
         import torch
 
         rf = torch.profiler.record_function
+    began = time.perf_counter()
     with op_ranges() if op_ranges else contextlib.nullcontext():
-        for _ in range(iters):
+        while len(latencies) < iters or (
+            budget is not None and not budget.done(latencies, time.perf_counter() - began)
+        ):
             start = time.perf_counter_ns()
+            cpu_start = time.process_time_ns()
             nv.push(range_name)
             try:
                 with rf(range_name) if rf else contextlib.nullcontext():
@@ -186,6 +198,46 @@ def time_iterations(
             finally:
                 nv.pop()
             latencies.append((time.perf_counter_ns() - start) / 1e6)
+            if cpu_ms is not None:
+                cpu_ms.append((time.process_time_ns() - cpu_start) / 1e6)
             if on_iteration:
                 on_iteration()
     return latencies
+
+
+@dataclass
+class TimingBudget:
+    """Adaptive timing of one set (``tracekit collect --min-time/--max-time``), as pyperf and hyperfine do it.
+
+    After the set's least number of iterations, timing goes on until the 95% interval of the median is within
+    ``target`` (fraction) of the median (:func:`tracekit.analyzers.stability.is_tight`, on the iterations its
+    rules keep) and at least ``min_time_s`` of timed iterations have passed, or until ``max_time_s`` have
+    passed or ``max_iters`` iterations were timed, whichever comes first. The interval is checked at
+    iteration counts growing by 10% (and every iteration while the time limits decide), so the check costs
+    little next to the iterations. ``max_time_s`` 0: exactly the least number of iterations.
+    """
+
+    min_time_s: float = 1.0
+    max_time_s: float = 30.0
+    target: float = 0.02
+    max_iters: int = 100_000
+    stopped_by: str | None = None
+    _next_check: int = 0
+
+    def done(self, latencies: list[float], elapsed_s: float) -> bool:
+        """Whether to stop timing now (``stopped_by`` says why: "max_time", "max_iters" or "tight")."""
+        if elapsed_s >= self.max_time_s:
+            self.stopped_by = "max_time"
+            return True
+        if len(latencies) >= self.max_iters:
+            self.stopped_by = "max_iters"
+            return True
+        if elapsed_s < self.min_time_s or len(latencies) < self._next_check:
+            return False
+        from tracekit.analyzers.stability import is_tight, measure
+
+        self._next_check = max(len(latencies) + 1, int(len(latencies) * 1.1))
+        if is_tight(measure(latencies), self.target):
+            self.stopped_by = "tight"
+            return True
+        return False

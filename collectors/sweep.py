@@ -50,6 +50,8 @@ LATENCY_COLUMNS = (
     "seq_len",
     "iteration",
     "latency_ms",
+    "cpu_ms",
+    "dropped",
 )
 #: File names of each profiler's trace, relative to the run directory, from the config stem.
 TRACE_NAMES: dict[str, str] = {
@@ -82,10 +84,16 @@ class SweepOptions:
     overwrite: bool = False
     command: list[str] = field(default_factory=list)
     progress: bool = True
+    #: No progress bar and no per-configuration lines (warnings still printed).
+    quiet: bool = False
     #: Run untraced/torch/ort timings in this process (fast, for tests) instead of a fresh worker each.
     in_process: bool = False
     #: TF32 for fp32 matmuls/convolutions in torch *and* ONNX Runtime (off by default for both).
     tf32: bool = False
+    #: Adaptive untraced timing (``--min-time``/``--max-time``, seconds; :class:`~tracekit.collectors.harness.
+    #: TimingBudget`): past ``iters``, time until the median's 95% interval is within 2% or the budget ends.
+    min_time_s: float = 1.0
+    max_time_s: float = 30.0
 
 
 def default_profilers(runtime: str) -> list[str]:
@@ -110,6 +118,10 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError("--seq-lens must be positive integers")
     if opts.warmup < 0 or opts.iters < 1:
         raise TracekitError("--warmup must be >= 0 and --iters >= 1")
+    if not (opts.min_time_s >= 0 and opts.max_time_s >= 0):
+        raise TracekitError("--min-time and --max-time must be >= 0 (seconds)")
+    if opts.max_time_s and opts.min_time_s > opts.max_time_s:
+        raise TracekitError("--min-time must not exceed --max-time")
     least = MIN_WARMUP.get(opts.runtime, 0)
     if opts.warmup < least:
         why = (
@@ -150,6 +162,16 @@ def latency_stats(values: list[float]) -> dict[str, float]:
         "max": float(arr.max()),
         "count": int(arr.size),
     }
+
+
+def _latency_words(stats: dict[str, Any]) -> str:
+    """'12.345 ms median [12.2-12.5], 240 iterations' (the interval when there is one)."""
+    median = stats.get("median", stats.get("p50"))
+    low, high = stats.get("ci_low"), stats.get("ci_high")
+    interval = f" [{low:.3f}-{high:.3f}]" if low is not None and high is not None else ""
+    dropped = len(stats.get("dropped_warmup") or []) + len(stats.get("dropped_outliers") or [])
+    kept = f" ({dropped} dropped: latency.csv says which, by rule)" if dropped else ""
+    return f"{median:.3f} ms median{interval}, {stats.get('count')} iterations{kept}"
 
 
 def _one_line(exc: BaseException) -> str:
@@ -240,6 +262,12 @@ class Sweep:
             "versions": versions(self.nsys, self.ncu),
             "warmup": opts.warmup,
             "iters": opts.iters,
+            "timing": {
+                "min_time_s": opts.min_time_s,
+                "max_time_s": opts.max_time_s,
+                "rule": "untraced: at least --iters iterations, then until the median's 95% interval is "
+                "within 2% of it (after --min-time) or --max-time; traced: exactly --iters",
+            },
             "profilers": self.profilers,
             "configs": [],
         }
@@ -340,6 +368,14 @@ class Sweep:
             "op_ranges": profiler == "nsys" and RUNTIMES[o.runtime].startswith("pytorch:"),
             "tf32": o.tf32,
         }
+        if profiler == "none":  # the untraced set is timed adaptively (the worker's TimingBudget)
+            from tracekit.analyzers.stability import TARGET_RELATIVE_CI
+
+            cfg["budget"] = {
+                "min_time_s": o.min_time_s,
+                "max_time_s": o.max_time_s,
+                "target": TARGET_RELATIVE_CI,
+            }
         if profiler == "ncu":  # ncu replays every kernel per metric pass: a few timed iterations suffice
             from tracekit.collectors.profilers.ncu import NCU_ITERATIONS
 
@@ -385,8 +421,29 @@ class Sweep:
             raise RunFailure(f"{what} run failed (exit {proc.returncode}): {why}")
         return result
 
-    def _untraced(self, batch: int, seq: int, tmp: Path) -> list[float]:
-        return self._worker(self._cfg(batch, seq, "none"), tmp)["latencies_ms"]
+    def _untraced(self, batch: int, seq: int, tmp: Path) -> dict[str, Any]:
+        return self._worker(self._cfg(batch, seq, "none"), tmp)
+
+    def _stats(self, result: dict[str, Any]) -> dict[str, Any]:
+        """A timed set's statistics: :func:`latency_stats` (mean, percentiles, count) and the stability rules'
+        (:func:`tracekit.analyzers.stability.measure`: median, 95% interval, CV, dropped iterations, cause)."""
+        from tracekit.analyzers.stability import measure
+
+        latencies = result["latencies_ms"]
+        cpu = result.get("cpu_ms") or None
+        stats = latency_stats(latencies)
+        stats.update(measure(latencies, cpu, device="cpu" if self.device == "cpu" else "gpu").to_json())
+        stats["count"] = len(latencies)
+        if cpu:
+            stats["cpu_ms_mean"] = sum(cpu) / len(cpu)
+        if result.get("stopped_by"):
+            stats["stopped_by"] = result["stopped_by"]
+        return stats
+
+    def _say(self, entry: dict[str, Any], batch: int, seq: int, what: str, warnings: list[str]) -> None:
+        for warning in warnings:
+            entry.setdefault("warnings", []).append(f"{what}: {warning}")
+            print(f"tracekit collect: warning: b{batch} s{seq} {what}: {warning}", file=sys.stderr)
 
     def _traced(
         self, batch: int, seq: int, profiler: str, tmp: Path
@@ -522,16 +579,23 @@ class Sweep:
         metas: dict[str, dict[str, Any]] = {}
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=self.out))
         try:
-            latencies = self._untraced(batch, seq, tmp)
-            untraced = latency_stats(latencies)
+            untraced_run = self._untraced(batch, seq, tmp)
+            latencies = untraced_run["latencies_ms"]
+            untraced = self._stats(untraced_run)
             entry["untraced_latency_ms"] = untraced
+            self._say(entry, batch, seq, "untraced", untraced["warnings"])
+            dropped = {i: "warmup" for i in untraced["dropped_warmup"]}
+            dropped.update({i: "outlier" for i in untraced["dropped_outliers"]})
+            cpu_ms = untraced_run.get("cpu_ms") or [None] * len(latencies)
             advance()
             for prof in self.profilers:
                 sub = tmp / prof
                 sub.mkdir()
                 result, files = self._traced(batch, seq, prof, sub)
-                traced = latency_stats(result["latencies_ms"])
+                traced = self._stats(result)
                 entry["traced_latency_ms"][prof] = traced["mean"]
+                entry.setdefault("traced_stats", {})[prof] = traced
+                self._say(entry, batch, seq, f"{prof} (traced)", traced["warnings"])
                 entry["perturbation"][prof] = traced["mean"] / untraced["mean"] if untraced["mean"] else None
                 entry["traces"][prof] = TRACE_NAMES[prof].format(stem=stem)
                 entry.setdefault("runtime_details", result.get("describe"))
@@ -547,8 +611,19 @@ class Sweep:
             for name, meta in metas.items():
                 write_text_atomic(self.out / name, json.dumps(meta, indent=2, default=str) + "\n")
             self.latency_rows.extend(
-                (opts.runtime, opts.model, self.device, opts.precision, batch, seq, i, round(v, 6))
-                for i, v in enumerate(latencies)
+                (
+                    opts.runtime,
+                    opts.model,
+                    self.device,
+                    opts.precision,
+                    batch,
+                    seq,
+                    i,
+                    round(v, 6),
+                    None if c is None else round(c, 6),
+                    dropped.get(i, ""),
+                )
+                for i, (v, c) in enumerate(zip(latencies, cpu_ms, strict=True))
             )
         except RunFailure as exc:
             entry.update(status="failed", error=exc.message, traces={}, traced_latency_ms={}, perturbation={})
@@ -602,7 +677,7 @@ class Sweep:
         from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         console = Console(stderr=True)
-        show = opts.progress and console.is_terminal
+        show = opts.progress and not opts.quiet and console.is_terminal
         progress = Progress(
             TextColumn("[bold]{task.description}"),
             BarColumn(),
@@ -625,9 +700,9 @@ class Sweep:
                 if entry["status"] == "ok":
                     self._write_latency()
                 write_run_json(self.out, self.run)
-                if not show:
+                if not show and not opts.quiet:
                     lat = entry["untraced_latency_ms"]
-                    what = f"{lat['mean']:.3f} ms mean" if lat and entry["status"] == "ok" else entry["error"]
+                    what = _latency_words(lat) if lat and entry["status"] == "ok" else entry["error"]
                     print(
                         f"tracekit collect: b{batch} s{seq}: {entry['status']} ({what}; "
                         f"{time.perf_counter() - t0:.1f} s)",

@@ -18,7 +18,13 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from tracekit.collectors.harness import nvtx_ranges, operator_ranges, time_iterations, use_plain_nvtx
+from tracekit.collectors.harness import (
+    TimingBudget,
+    nvtx_ranges,
+    operator_ranges,
+    time_iterations,
+    use_plain_nvtx,
+)
 from tracekit.collectors.inputs import make_inputs
 from tracekit.collectors.runtimes import RunContext, get_runtime
 from tracekit.collectors.zoo import BuiltModel, ModelSpec, build
@@ -89,7 +95,9 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
 
     ``cfg``: model (name), layers, hidden, gen_tokens, runtime, device, precision, batch_size, seq_len,
     warmup, iters, profiler ("none" | "nsys" | "ncu" | "torch" | "ort"), trace_out (file the torch/ort
-    profile is written to), opset, seed, op_ranges (bool: NVTX range per torch operator), tf32 (bool).
+    profile is written to), opset, seed, op_ranges (bool: NVTX range per torch operator), tf32 (bool), budget
+    (untraced runs: :class:`~tracekit.collectors.harness.TimingBudget` fields). The result also holds
+    ``cpu_ms`` (process CPU time per timed iteration) and, for an adaptive set, ``stopped_by``.
     """
     import torch
 
@@ -136,7 +144,7 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
     import torch
 
     op_ranges = (lambda: operator_ranges(device)) if cfg.get("op_ranges") and runtime.eager_torch else None
-    out: dict[str, Any] = {"trace": None, "op_ranges": bool(op_ranges), "warnings": []}
+    out: dict[str, Any] = {"trace": None, "op_ranges": bool(op_ranges), "warnings": [], "cpu_ms": []}
     if profiler == "torch":
         activities = [torch.profiler.ProfilerActivity.CPU]
         if device.startswith("cuda"):
@@ -145,7 +153,7 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
         time_iterations(runtime.run, runtime.sync, cfg["warmup"], 0)
         with torch.profiler.profile(activities=activities) as prof:
             out["latencies_ms"] = time_iterations(
-                runtime.run, runtime.sync, 0, cfg["iters"], record_function=True
+                runtime.run, runtime.sync, 0, cfg["iters"], record_function=True, cpu_ms=out["cpu_ms"]
             )
         out["trace"] = _export_kineto(prof, Path(cfg["trace_out"]))
         from tracekit.collectors.kineto_check import empty_iteration_warnings
@@ -154,9 +162,20 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
         return out
     if profiler == "nsys" and device.startswith("cuda"):
         start_capture()
+    # Only the untraced set is timed adaptively (cfg "budget"): a traced set keeps --iters iterations, so a
+    # trace's size and its warm-up count stay what the run says.
+    budget = TimingBudget(**cfg["budget"]) if profiler == "none" and cfg.get("budget") else None
     out["latencies_ms"] = time_iterations(
-        runtime.run, runtime.sync, cfg["warmup"], cfg["iters"], op_ranges=op_ranges
+        runtime.run,
+        runtime.sync,
+        cfg["warmup"],
+        cfg["iters"],
+        op_ranges=op_ranges,
+        cpu_ms=out["cpu_ms"],
+        budget=budget,
     )
+    if budget is not None:
+        out["stopped_by"] = budget.stopped_by
     if profiler == "ort":
         written = runtime.end_profiling()
         if written:

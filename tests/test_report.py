@@ -189,9 +189,11 @@ def test_config_row_prefers_untraced_latency() -> None:
         untraced_latency_ms={"mean": 0.0545, "p50": 0.05},
     )
     row = config_row(analyze_trace(trace, item))
-    assert row["latency_ms"] == pytest.approx(0.0545)
+    # Only summary statistics recorded (an old run.json, no latency.csv): the median, without an interval.
+    assert row["latency_ms"] == pytest.approx(0.05)
     assert row["latency_source"] == "untraced"
-    assert row["profiler_ratio"] == pytest.approx(0.109 / 0.0545)
+    assert row["latency_ci_low"] is None and row["latency_ci_high"] is None
+    assert row["profiler_ratio"] == pytest.approx(0.109 / 0.05)
 
 
 # ------------------------------------------------------------------------------ plateau and transition

@@ -33,6 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--runtime",
         default="pytorch",
+        choices=RUNTIME_NAMES,
         metavar="NAME",
         help=f"one of {', '.join(RUNTIME_NAMES)} (default pytorch)",
     )
@@ -102,7 +103,28 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         help="warm-up iterations before timing (default 10; at least 2 for cuda-graphs, compile-cudagraphs "
         "and onnx-cuda-graphs)",
     )
-    parser.add_argument("--iters", type=int, default=100, metavar="N", help="timed iterations (default 100)")
+    parser.add_argument(
+        "--iters",
+        type=int,
+        default=100,
+        metavar="N",
+        help="timed iterations: exactly N under a profiler, at least N untraced (default 100)",
+    )
+    parser.add_argument(
+        "--min-time",
+        type=float,
+        default=1.0,
+        metavar="S",
+        help="untraced timing goes on past --iters until the 95%% interval of the median is within 2%% of it, "
+        "and for at least S seconds (default 1)",
+    )
+    parser.add_argument(
+        "--max-time",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="... or until S seconds of untraced timing have passed (default 30; 0: exactly --iters)",
+    )
     parser.add_argument("--device", default="auto", metavar="DEV", help="auto (default), cpu, cuda or cuda:N")
     parser.add_argument(
         "--profiler",
@@ -133,6 +155,12 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         "--no-progress",
         action="store_true",
         help="no progress bar, one line per configuration (default: a bar on a terminal)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress bar and no per-configuration lines on stderr; warnings still appear (default: off)",
     )
     parser.add_argument(
         "--in-process",
@@ -196,13 +224,17 @@ def run(args: argparse.Namespace) -> int:
         if sys.argv and Path(sys.argv[0]).name in ("tracekit", "cli.py")  # the script, python -m tracekit.cli
         else ["tracekit", "collect", *_argv_of(args)],
         progress=not args.no_progress,
+        quiet=args.quiet,
+        min_time_s=args.min_time,
+        max_time_s=args.max_time,
         in_process=args.in_process,
         tf32=args.tf32,
     )
     sweep = Sweep(opts)
     result = sweep.execute()
     ok = sum(1 for c in result["configs"] if c["status"] == "ok")
-    print(f"tracekit collect: {ok} configuration(s) written to {sweep.out}", file=sys.stderr)
+    if not args.quiet:
+        print(f"tracekit collect: {ok} configuration(s) written to {sweep.out}", file=sys.stderr)
     return 0
 
 
@@ -215,6 +247,7 @@ def _argv_of(args: argparse.Namespace) -> list[str]:
     if args.seq_lens:
         out += ["--seq-lens", ",".join(map(str, args.seq_lens))]
     out += ["--warmup", str(args.warmup), "--iters", str(args.iters)]
+    out += ["--min-time", str(args.min_time), "--max-time", str(args.max_time)]
     if args.tf32:
         out.append("--tf32")
     for prof in args.profilers or []:

@@ -42,8 +42,55 @@ def format_name(text: str) -> str:
     raise argparse.ArgumentTypeError(f"unknown format {text!r} (choose from {', '.join(FORMATS)})")
 
 
+class _NoProgress(argparse.Action):
+    """``--no-progress``: sets ``TRACEKIT_NO_PROGRESS`` as soon as it is parsed, so every progress display of
+    the command (:mod:`tracekit.progress`, collect's bar) stays off."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        import os
+
+        from tracekit.progress import DISABLE_ENV
+
+        os.environ[DISABLE_ENV] = "1"
+        setattr(namespace, self.dest, True)
+
+
+def add_progress_options(parser: argparse.ArgumentParser) -> None:
+    """The two flags every command takes: ``--no-progress`` (no live progress display on stderr; the display
+    only ever appears on a terminal) and ``-q``/``--quiet`` (no informational lines on stderr: progress
+    lines, "wrote FILE", notes). Warnings and errors are always printed on stderr."""
+    parser.add_argument(
+        "--no-progress",
+        action=_NoProgress,
+        nargs=0,
+        default=False,
+        help="no live progress display on stderr (default: shown on a terminal only)",
+    )
+    parser.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no informational lines on stderr (progress lines, 'wrote FILE'); warnings and errors still "
+        "appear (default: off)",
+    )
+
+
+def info(args: argparse.Namespace, text: str) -> None:
+    """An informational line on stderr, unless ``--quiet``."""
+    if not getattr(args, "quiet", False):
+        print(text, file=sys.stderr)
+
+
+def warn(lines: list[str]) -> None:
+    """Warnings on stderr, always (with ``-o`` too): ``warning: LINE`` each."""
+    for line in lines:
+        print(f"warning: {line}", file=sys.stderr)
+
+
 def add_output_options(parser: argparse.ArgumentParser, output: bool = True) -> None:
-    """Add ``--format`` (and ``-o FILE`` unless ``output`` is False) with one meaning everywhere."""
+    """Add ``--format`` (and ``-o FILE`` unless ``output`` is False) with one meaning everywhere, and the
+    progress and quiet flags (:func:`add_progress_options`)."""
+    add_progress_options(parser)
     parser.add_argument(
         "--format",
         type=format_name,
@@ -92,6 +139,6 @@ def emit(args: argparse.Namespace, text: str) -> None:
     out = getattr(args, "output", None)
     if out:
         write_text_atomic(out, text)
-        print(f"wrote {out}", file=sys.stderr)
+        info(args, f"wrote {out}")
     else:
         sys.stdout.write(text)

@@ -7,6 +7,7 @@ import sys
 import time
 
 from tracekit.commands.options import int_list
+from tracekit.commands.output import add_progress_options
 from tracekit.errors import TracekitError
 
 RUNTIME_CHOICES = ("pytorch", "torchscript", "cuda-graphs", "onnx", "onnx-cuda-graphs")
@@ -104,12 +105,35 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         action="store_true",
         help="replace a run already in DIR: its files (those its run.json lists) are removed first",
     )
-    parser.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
+    parser.add_argument(
+        "--noise",
+        type=float,
+        default=0.0,
+        metavar="F",
+        help="per-iteration host noise: every host cost of an iteration times 1 + F*z, z standard normal "
+        "(e.g. 0.05; the truth file keeps each iteration's noise-free latency; default 0: none)",
+    )
+    parser.add_argument(
+        "--noise-stalls",
+        type=float,
+        default=0.0,
+        metavar="P",
+        help="share P of the iterations descheduled once at their start for as long as the iteration "
+        "(CPU time taken by another process; default 0)",
+    )
+    parser.add_argument(
+        "--noise-warmup",
+        type=int,
+        default=0,
+        metavar="K",
+        help="the first K iterations run slower (host costs up to 3x, falling to 1x: warm-up drift; default 0)",
+    )
+    add_progress_options(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracekit.simulate import preset, simulate_sweep
+    from tracekit.simulate import Noise, preset, simulate_sweep
 
     overrides: dict[str, str] = {}
     for item in args.overrides:
@@ -129,6 +153,8 @@ def run(args: argparse.Namespace) -> int:
         args.traces = args.traces or args.old_traces
     args.traces = args.traces or "both"
     params = preset(args.runtime, overrides)
+    noise = Noise(sd=args.noise, stall_rate=args.noise_stalls, warmup=args.noise_warmup)
+    noise.validate()
     started = time.perf_counter()
 
     def progress(result) -> None:  # noqa: ANN001 - SimulatedConfig
@@ -155,6 +181,7 @@ def run(args: argparse.Namespace) -> int:
         command=["tracekit", *sys.argv[1:]] if sys.argv and sys.argv[0].endswith("tracekit") else None,
         progress=progress,
         overwrite=args.overwrite,
+        noise=noise if noise.active else None,
     )
     if not args.quiet:
         transition = run_doc["sweep"]["transition_batch_size"]

@@ -35,40 +35,85 @@ def _framework_overhead(r: Recommendation) -> str:
     )
     if "alternative_runtime" in n:
         return text + (
-            f": {n['alternative_runtime']} measured {n['speedup']:.1f}x faster here "
-            f"({_ms(n['alternative_latency_ms'])} vs {_ms(n['latency_ms'])}, {r.facts['latency_source']})."
+            f": {n['alternative_runtime']} measured {n['speedup']:.1f}x faster here, outside the noise "
+            f"({_ms(n['alternative_latency_ms'])} vs {_ms(n['latency_ms'])}, {r.facts['latency_source']} "
+            "medians)."
         )
     if r.device == "gpu":
         return text + ": the GPU is idle most of the iteration."
     return text + ": operators run less than half of the iteration."
 
 
+def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
+    """'0.93-1.04x' (the ratio's 95% interval), or '' without one."""
+    if low is None or high is None:
+        return ""
+    return f"{low:.{digits}f}–{high:.{digits}f}x"
+
+
 def _headroom(r: Recommendation) -> str:
     n, f = r.numbers, r.facts
+    b0 = n["smallest_batch_size"]
+    ratio = _interval(n.get("latency_ratio_low"), n.get("latency_ratio_high"))
+    gain = _interval(n.get("throughput_gain_low"), n.get("throughput_gain_high"), 1)
+    latencies = f"{_ms(f['latency_ms'])} vs {_ms(f['smallest_latency_ms'])} median"
+    if n.get("difference") == "within noise":
+        return (
+            f"{_name(r)}: batch {r.batch_size} costs the same as batch {b0} within noise "
+            f"({n['latency_ratio']:.2f}x, 95% interval {ratio}; {latencies}): {gain} the throughput for free."
+        )
+    if n.get("difference") is None:
+        return (
+            f"{_name(r)}: batch {r.batch_size} costs {n['latency_ratio']:.2f}x batch {b0} ({latencies}; noise "
+            f"unknown: too few iterations for an interval), {n['throughput_gain']:.1f}x the throughput."
+        )
     return (
-        f"{_name(r)}: batch {r.batch_size} costs {n['latency_ratio']:.2f}x batch {n['smallest_batch_size']} "
-        f"({_ms(f['latency_ms'])} vs {_ms(f['smallest_latency_ms'])}), "
-        f"{n['throughput_gain']:.1f}x the throughput for free."
+        f"{_name(r)}: batch {r.batch_size} costs {n['latency_ratio']:.2f}x batch {b0} (95% interval {ratio}, "
+        f"outside the noise; {latencies}), {gain} the throughput for free."
     )
+
+
+def _edge(r: Recommendation) -> str:
+    """'; batch 8 is within noise of the 10% line (1.06-1.14x)' for the undecided batch sizes."""
+    f = r.facts
+    edge = f.get("edge") or []
+    if not edge:
+        return ""
+    parts = [
+        f"{b}" + (f" ({_interval(lo, hi)})" if lo is not None else "")
+        for b, (lo, hi) in zip(edge, f.get("edge_ratios") or [(None, None)] * len(edge), strict=False)
+    ]
+    noun = "batch" if len(edge) == 1 else "batches"
+    verb = "is" if len(edge) == 1 else "are"
+    return f"; {noun} {', '.join(parts)} {verb} within noise of the {_pct(f['tolerance'])} line: undecided"
 
 
 def _transition(r: Recommendation) -> str:
     n, f = r.numbers, r.facts
     b0, tol = f["smallest_batch_size"], _pct(f["tolerance"])
     if r.batch_size is None:
+        if f.get("edge"):
+            return (
+                f"{_name(r)}: latency stays within {tol} of batch {b0} up to batch {f['last_plateau']}"
+                + _edge(r)
+                + f" (measured up to batch {n['largest_batch_size']})."
+            )
         return (
             f"{_name(r)}: latency stays within {tol} of batch {b0} over the whole measured range "
             f"(up to batch {n['largest_batch_size']})."
         )
-    if f["last_plateau"] == b0:
+    ratio = _interval(n.get("latency_ratio_low"), n.get("latency_ratio_high"))
+    where = f"{n['latency_ratio']:.2f}x" + (f", 95% interval {ratio}" if ratio else "")
+    if f["last_plateau"] == b0 and not f.get("edge"):
         text = (
             f"{_name(r)}: no framework-bound plateau: batch {r.batch_size} already costs "
-            f"{n['latency_ratio']:.2f}x batch {b0} (tolerance {tol})"
+            f"{where} batch {b0} (tolerance {tol})"
         )
     else:
         text = (
-            f"{_name(r)}: latency stays within {tol} of batch {b0} up to batch {f['last_plateau']} "
-            f"and leaves the plateau at batch {r.batch_size} ({n['latency_ratio']:.2f}x)"
+            f"{_name(r)}: latency stays within {tol} of batch {b0} up to batch {f['last_plateau']}"
+            + _edge(r)
+            + f"; it leaves the plateau at batch {r.batch_size} ({where})"
         )
     util = n["gpu_utilization"]
     return text + (
@@ -101,10 +146,14 @@ def _compute_bound(r: Recommendation) -> str:
 
 
 def _profiler_perturbation(r: Recommendation) -> str:
+    n = r.numbers
+    ratio = _interval(n.get("profiler_ratio_low"), n.get("profiler_ratio_high"))
     return (
-        f"{_name(r)}: tracing inflated latency up to {r.numbers['profiler_ratio']:.2f}x (batch {r.batch_size}: "
-        f"{_ms(r.facts['traced_latency_ms'])} traced vs {_ms(r.facts['untraced_latency_ms'])} untraced); the "
-        "busy/overhead breakdown is from the traced runs, the sweep uses the untraced latency."
+        f"{_name(r)}: tracing inflated latency up to {n['profiler_ratio']:.2f}x"
+        + (f" (95% interval {ratio})" if ratio else "")
+        + f" (batch {r.batch_size}: {_ms(r.facts['traced_latency_ms'])} traced vs "
+        f"{_ms(r.facts['untraced_latency_ms'])} untraced, medians); the busy/overhead breakdown is from the "
+        "traced runs, the sweep uses the untraced latency."
     )
 
 

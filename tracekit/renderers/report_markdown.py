@@ -21,10 +21,11 @@ SWEEP_COLUMNS: list[tuple[str, str]] = [
     ("latency_source", "latency"),
     ("batch_range", "batch sizes"),
     ("plateau_range", "plateau"),
+    ("smallest_latency_shown", "smallest batch: median ms [95% interval]"),
     ("transition_batch_size", "transition batch"),
-    ("transition_latency_ratio", "latency there / smallest"),
+    ("transition_ratio_shown", "latency there / smallest"),
     ("headroom_batch_size", "free headroom batch"),
-    ("headroom_latency_ratio", "its latency / smallest"),
+    ("headroom_ratio_shown", "its latency / smallest"),
     ("headroom_throughput_gain", "throughput gain"),
 ]
 
@@ -34,16 +35,17 @@ CONFIG_TABLE_COLUMNS: list[tuple[str, str]] = [
     ("batch_size", "batch"),
     ("device", "device"),
     ("latency_source", "latency used"),
-    ("latency_ms", "latency ms"),
-    ("untraced_latency_ms", "untraced ms"),
-    ("traced_latency_ms", "traced ms"),
+    ("latency_shown", "median ms [95% interval]"),
+    ("latency_cv_shown", "CV"),
+    ("latency_dropped", "dropped"),
+    ("traced_latency_ms", "traced mean ms"),
     ("gpu_busy_ms", "{device} busy ms"),
     ("framework_overhead_ms", "overhead ms"),
     ("gpu_utilization", "{device} utilization"),
     ("launches", "launches"),
-    ("latency_vs_smallest", "vs smallest"),
+    ("vs_smallest_shown", "vs smallest"),
     ("throughput_per_s", "samples/s"),
-    ("on_plateau", "plateau"),
+    ("plateau_state", "plateau"),
 ]
 
 
@@ -122,13 +124,79 @@ def _span(values: list[Any]) -> str:
     return str(values[0]) if len(values) == 1 else f"{values[0]}–{values[-1]}"
 
 
+def latency_text(median: float | None, low: float | None, high: float | None) -> str:
+    """'12.35 [12.21–12.50]' (median and 95% interval), '12.35 (no interval)' or '—'."""
+    if median is None:
+        return "—"
+    if low is None or high is None:
+        return f"{median:.4g} (no interval)"
+    return f"{median:.4g} [{low:.4g}–{high:.4g}]"
+
+
+def ratio_text(ratio: float | None, low: float | None, high: float | None, state: str | None) -> str:
+    """'1.45x [1.40–1.51]', '0.98x (within noise)', '1.02x' (no interval) or '—'."""
+    if ratio is None:
+        return "—"
+    if state == "within noise":
+        return f"{ratio:.2f}x (within noise)"
+    if low is None or high is None:
+        return f"{ratio:.2f}x"
+    return f"{ratio:.2f}x [{low:.2f}–{high:.2f}]"
+
+
+def config_display_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The configurations with their latency, CV and ratio to the smallest batch size as text."""
+    rows = []
+    for c in doc["configs"]:
+        cv = c.get("latency_cv")
+        rows.append(
+            {
+                **c,
+                "latency_shown": latency_text(
+                    c.get("latency_ms"), c.get("latency_ci_low"), c.get("latency_ci_high")
+                )
+                + (" unstable" if c.get("latency_unstable") else ""),
+                "latency_cv_shown": "—" if cv is None else f"{100 * cv:.1f}%",
+                "vs_smallest_shown": ratio_text(
+                    c.get("latency_vs_smallest"),
+                    c.get("latency_vs_smallest_low"),
+                    c.get("latency_vs_smallest_high"),
+                    c.get("vs_smallest"),
+                ),
+            }
+        )
+    return rows
+
+
 def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    """The sweeps of a report document as table rows (batch and plateau ranges as text)."""
+    """The sweeps of a report document as table rows (batch and plateau ranges as text; the batch sizes
+    within noise of the plateau line after the plateau; the smallest batch size's median and interval)."""
     rows = []
     for sweep in doc["sweeps"]:
         row = dict(sweep)
         row["batch_range"] = ", ".join(str(b) for b in sweep["batch_sizes"])
-        row["plateau_range"] = _span(sweep["plateau"])
+        edge = sweep.get("plateau_edge") or []
+        row["plateau_range"] = _span(sweep["plateau"]) + (
+            f" ({', '.join(map(str, edge))}: within noise)" if edge else ""
+        )
+        lows, highs = sweep.get("latency_ci_low") or [None], sweep.get("latency_ci_high") or [None]
+        row["smallest_latency_shown"] = latency_text(sweep["smallest_latency_ms"], lows[0], highs[0])
+        row["headroom_ratio_shown"] = ratio_text(
+            sweep["headroom_latency_ratio"],
+            sweep.get("headroom_latency_ratio_low"),
+            sweep.get("headroom_latency_ratio_high"),
+            sweep.get("headroom_difference"),
+        )
+        row["transition_ratio_shown"] = (
+            ratio_text(
+                sweep["transition_latency_ratio"],
+                sweep.get("transition_latency_ratio_low"),
+                sweep.get("transition_latency_ratio_high"),
+                None,
+            )
+            if sweep["transition_batch_size"] is not None
+            else "—"
+        )
         rows.append(row)
     return rows
 
@@ -147,9 +215,11 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         f"- Inputs: {_plural(len(doc['configs']), 'configuration')}, {_plural(len(doc['sweeps']), 'sweep')} "
         f"(runtimes: {', '.join(dict.fromkeys(c['runtime'] for c in doc['configs']))}); devices: "
         f"{', '.join(devices)}.",
-        f"- Latency used for the sweep: {' and '.join(sources)} mean latency "
-        "(untraced = measured with the profiler off; traced = the trace's iterations). "
-        "The busy/overhead breakdown is from the traced iterations.",
+        f"- Latency used for the sweep: {' and '.join(sources)} median latency with its 95% interval "
+        "(untraced = measured with the profiler off; traced = the trace's iterations), after dropping warm-up "
+        "drift and outliers by rule (the `dropped` column; report.json lists which). A difference is stated "
+        "only when the two intervals do not overlap; otherwise it is *within noise*. The busy/overhead "
+        "breakdown is from the traced iterations (means).",
         f"- Framework-bound plateau: latency within {100 * settings['plateau_tolerance']:.0f}% of the smallest "
         f"batch size; framework-bound: {word} utilization below {settings['bound_threshold']:.2f}. "
         f"Iteration range: {settings.get('range') or 'default'}; warm-up iterations skipped: "
@@ -200,7 +270,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
             "",
         ]
     columns = [(k, h.replace("{device}", word)) for k, h in CONFIG_TABLE_COLUMNS]
-    out += ["## Configurations", "", render_markdown(doc["configs"], columns)]
+    out += ["## Configurations", "", render_markdown(config_display_rows(doc), columns)]
     if doc.get("warnings"):
         out += ["## Warnings", ""] + [f"- {w}" for w in doc["warnings"]] + [""]
     out += ["Data: `report.json`, `report.csv`.", ""]

@@ -15,10 +15,11 @@ SUMMARY_COLUMNS: list[tuple[str, str]] = [
     ("device", "device"),
     ("seq_len", "seq"),
     ("latency_source", "latency"),
-    ("smallest_latency_ms", "smallest-batch ms"),
+    ("smallest_latency_shown", "smallest batch: median ms [95%]"),
     ("plateau_range", "plateau"),
     ("transition_batch_size", "transition"),
     ("headroom_batch_size", "headroom batch"),
+    ("headroom_ratio_shown", "its latency / smallest"),
     ("headroom_throughput_gain", "throughput gain"),
 ]
 

@@ -30,12 +30,12 @@ from tracekit import __version__, progress
 from tracekit.io import atomic_path, write_text_atomic
 from tracekit.runs import config_stem, prepare_run_dir, write_run_json
 from tracekit.simulate.kineto_writer import KinetoWriter
-from tracekit.simulate.mechanism import CHUNK_KERNELS, Simulation
+from tracekit.simulate.mechanism import CHUNK_KERNELS, Noise, Simulation
 from tracekit.simulate.nsys_writer import GPU_NAME, NsysWriter
 from tracekit.simulate.presets import RUNTIMES, RuntimeParams, preset
 from tracekit.simulate.truth import PLATEAU_TOLERANCE, TruthAccumulator, plateau_and_transition
 
-__all__ = ["RUNTIMES", "SimulatedConfig", "preset", "simulate_sweep", "synthetic_stem"]
+__all__ = ["RUNTIMES", "Noise", "SimulatedConfig", "preset", "simulate_sweep", "synthetic_stem"]
 
 MODEL = "simulated-bert-base"
 PRECISION = "fp16"
@@ -73,11 +73,14 @@ def simulate_config(
     fmt: str = "both",
     metrics_interval_ns: int = 100_000,
     chunk_kernels: int = CHUNK_KERNELS,
+    noise: Noise | None = None,
 ) -> SimulatedConfig:
     """Simulate one config and write its trace files and sidecar (not its truth file: see simulate_sweep)."""
     stem = synthetic_stem(params.runtime, batch_size, seq_len)
-    sim = Simulation(params, batch_size, seq_len, iterations, seed, chunk_kernels)
+    sim = Simulation(params, batch_size, seq_len, iterations, seed, chunk_kernels, noise)
     meta = config_meta(params, batch_size, seq_len, seed, iterations, metrics_interval_ns)
+    if sim.noise is not None:
+        meta["noise"] = sim.noise.as_dict()
     meta["trace_name"] = stem
     files: dict[str, Path] = {}
     traces: dict[str, str] = {}
@@ -156,10 +159,12 @@ def simulate_sweep(
     command: list[str] | None = None,
     progress: Any = None,
     overwrite: bool = False,
+    noise: Noise | None = None,
 ) -> dict[str, Any]:
     """Simulate every batch size, write traces, truth files and run.json; return the run.json dict.
 
-    ``kernels`` (target kernels per config) overrides ``iterations``. A folder that already holds a run is
+    ``kernels`` (target kernels per config) overrides ``iterations``. ``noise``: per-iteration host noise
+    (:class:`~tracekit.simulate.mechanism.Noise`); the sweep's truth then uses the noise-free latencies. A folder that already holds a run is
     refused unless ``overwrite``, which first removes the old run's files (:func:`tracekit.runs.prepare_run_dir`).
     """
     out = prepare_run_dir(out_dir, overwrite)
@@ -185,9 +190,16 @@ def simulate_sweep(
         "seed": seed,
         "configs": [],
     }
+    noisy = noise is not None and noise.active
+    if noisy:
+        assert noise is not None
+        noise.validate()
+        run["noise"] = noise.as_dict()
     results: list[SimulatedConfig] = []
     for batch in batch_sizes:
-        result = simulate_config(out, params, batch, seq_len, iterations, seed, fmt, metrics_interval_ns)
+        result = simulate_config(
+            out, params, batch, seq_len, iterations, seed, fmt, metrics_interval_ns, noise=noise
+        )
         results.append(result)
         mean = result.summary.get("latency_ms_mean")
         run["configs"].append(
@@ -205,7 +217,8 @@ def simulate_sweep(
         write_run_json(out, run)
         if progress is not None:
             progress(result)
-    latency = {r.batch_size: r.summary["latency_ms_mean"] for r in results}
+    key = "latency_ms_noise_free_mean" if noisy else "latency_ms_mean"
+    latency = {r.batch_size: r.summary[key] for r in results}
     plateau, transition = plateau_and_transition(latency)
     sweep = {
         "batch_sizes": sorted(latency),
@@ -213,7 +226,9 @@ def simulate_sweep(
         "plateau_tolerance": PLATEAU_TOLERANCE,
         "plateau": plateau,
         "transition_batch_size": transition,
-        "latency_used": "mean of the true per-iteration latencies of each batch size",
+        "latency_used": "mean of the true per-iteration latencies of each batch size"
+        if not noisy
+        else "mean of the noise-free per-iteration latencies of each batch size (the noise taken out)",
     }
     for r in results:
         truth_doc = {

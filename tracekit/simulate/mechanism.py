@@ -19,10 +19,21 @@ with a device sync the GPU is idle at each range start, so iterations are indepe
 time and the chunks can be generated and written one after another in bounded memory.
 
 Everything is deterministic given the seed; chunk boundaries depend only on the operator count.
+
+**Noise** (:class:`Noise`, ``tracekit simulate --noise``; off by default, and then the events are exactly those of
+a run without it): what disturbs real timings, with known truth. Per iteration, every host (CPU) cost of the
+iteration (pre/post work, operator costs, launch, sync and range-close calls, the gap to the next iteration) is
+multiplied by one factor ``1 + sd * z`` (z standard normal, clipped to +-3; at least 0.1); a share
+``stall_rate`` of the iterations is descheduled once at its start (CPU time taken by another process) for
+``stall`` times the iteration's noise-free latency; and the first ``warmup`` iterations are slowed (factor
+``1 + warmup_slowdown`` for the first, falling linearly to 1). Device work is untouched. Each chunk then also
+carries every iteration's *noise-free* latency (the same iteration with factor 1 and no stall), which the truth
+file records.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,6 +65,40 @@ GRAPH_ID = 1
 T0_NS = 1_000_000_000
 #: Default number of kernels generated (and written) per chunk.
 CHUNK_KERNELS = 50_000
+
+
+@dataclass(frozen=True)
+class Noise:
+    """Per-iteration disturbance of the simulated host (module docstring). All zero: no noise."""
+
+    #: relative standard deviation of the per-iteration host-cost factor
+    sd: float = 0.0
+    #: share of the iterations descheduled once (0..1)
+    stall_rate: float = 0.0
+    #: a stall's length, relative to the iteration's noise-free latency
+    stall: float = 1.0
+    #: leading iterations slowed (warm-up drift)
+    warmup: int = 0
+    #: the first iteration's extra host-cost factor (falls linearly to 0 over ``warmup`` iterations)
+    warmup_slowdown: float = 2.0
+
+    @property
+    def active(self) -> bool:
+        return bool(self.sd or self.stall_rate or self.warmup)
+
+    def validate(self) -> None:
+        """TracekitError on values the model cannot use."""
+        from tracekit.errors import TracekitError
+
+        if not 0 <= self.sd < 1:
+            raise TracekitError("--noise (the host-cost standard deviation) must be in [0, 1)")
+        if not 0 <= self.stall_rate <= 1 or self.stall < 0:
+            raise TracekitError("--noise-stalls must be in [0, 1] (and a stall length >= 0)")
+        if self.warmup < 0 or self.warmup_slowdown < 0:
+            raise TracekitError("--noise-warmup must be >= 0")
+
+    def as_dict(self) -> dict[str, float | int]:
+        return dataclasses.asdict(self)
 
 
 @dataclass(frozen=True)
@@ -363,6 +408,25 @@ class Chunk:
     k_regs: np.ndarray
     k_grid: np.ndarray
     k_block: np.ndarray
+    #: with :class:`Noise`: each iteration's latency without it (ns), and its stall (ns); None without noise
+    noise_free_latency: np.ndarray | None = None
+    stall_ns: np.ndarray | None = None
+
+
+_HOST_DRAWS = ("pre", "post", "cpu", "call", "sync_call", "close", "gap_after")
+
+
+def _with_host_factor(draws: dict[str, np.ndarray], factor: np.ndarray, graph: bool) -> dict[str, np.ndarray]:
+    """``draws`` with every host cost of iteration i times ``factor[i]`` (integer ns, launch calls >= 1 ns)."""
+    out = dict(draws)
+    for key in _HOST_DRAWS:
+        if key not in draws:
+            continue
+        values = draws[key]
+        f = factor if values.ndim == 1 else factor[:, None]
+        scaled = np.rint(values * f).astype(np.int64)
+        out[key] = np.maximum(scaled, 1) if key == "call" else scaled
+    return out
 
 
 class Simulation:
@@ -376,8 +440,12 @@ class Simulation:
         iterations: int,
         seed: int,
         chunk_kernels: int = CHUNK_KERNELS,
+        noise: Noise | None = None,
     ) -> None:
         params.validate()
+        self.noise = noise if noise is not None and noise.active else None
+        if self.noise is not None:
+            self.noise.validate()
         self.params = params
         self.batch_size = int(batch_size)
         self.seq_len = int(seq_len)
@@ -433,40 +501,30 @@ class Simulation:
         kdur = noisy(self.kernel_ns[None, :], (n, m), minimum=1)
         pre = noisy(p.iter_pre_ns, (n,))
         post = noisy(p.iter_post_ns, (n,))
+        draws: dict[str, np.ndarray] = {"kdur": kdur, "pre": pre, "post": post}
         if p.graph:
-            call = noisy(p.graph_launch_ns, (n,), minimum=1)
-            lstart = pre
-            lend = lstart + call
-            first_ready = lstart + noisy(p.launch_latency_ns, (n,))
-            gaps = noisy(p.graph_kernel_gap_ns, (n, m))
-            gaps[:, 0] = 0
-            kstart = first_ready[:, None] + np.cumsum(gaps, axis=1) + (np.cumsum(kdur, axis=1) - kdur)
-            kend = kstart + kdur
-            last_call_end = lend
-            api_rel_start = np.stack([lstart, np.zeros(n, dtype=np.int64)], axis=1)
-            api_rel_end = np.stack([lend, np.zeros(n, dtype=np.int64)], axis=1)
-            calls_per_iter = 2
+            draws["call"] = noisy(p.graph_launch_ns, (n,), minimum=1)
+            draws["latency"] = noisy(p.launch_latency_ns, (n,))
+            draws["gaps"] = noisy(p.graph_kernel_gap_ns, (n, m))
         else:
-            cpu = noisy(p.op_cpu_ns * self.ops.cpu_shape[None, :], (n, m))
-            call = noisy(p.launch_call_ns, (n, m), minimum=1)
-            lstart = pre[:, None] + np.cumsum(cpu + call, axis=1) - call
-            lend = lstart + call
-            ready = lstart + noisy(p.launch_latency_ns, (n, m))
-            dsum = np.cumsum(kdur, axis=1)
-            kend = dsum + np.maximum.accumulate(ready - (dsum - kdur), axis=1)
-            kstart = kend - kdur
-            last_call_end = lend[:, -1]
-            api_rel_start = np.concatenate([lstart, np.zeros((n, 1), dtype=np.int64)], axis=1)
-            api_rel_end = np.concatenate([lend, np.zeros((n, 1), dtype=np.int64)], axis=1)
-            calls_per_iter = m + 1
-        sync_start = last_call_end + post
-        sync_end = np.maximum(sync_start + noisy(p.sync_call_ns, (n,)), kend[:, -1]) + noisy(
-            p.sync_return_ns, (n,)
-        )
-        range_len = sync_end + noisy(p.range_close_ns, (n,))
-        api_rel_start[:, -1] = sync_start
-        api_rel_end[:, -1] = sync_end
-        gap_after = noisy(p.iter_gap_ns, (n,))
+            draws["cpu"] = noisy(p.op_cpu_ns * self.ops.cpu_shape[None, :], (n, m))
+            draws["call"] = noisy(p.launch_call_ns, (n, m), minimum=1)
+            draws["latency"] = noisy(p.launch_latency_ns, (n, m))
+        draws["sync_call"] = noisy(p.sync_call_ns, (n,))
+        draws["sync_return"] = noisy(p.sync_return_ns, (n,))
+        draws["close"] = noisy(p.range_close_ns, (n,))
+        draws["gap_after"] = noisy(p.iter_gap_ns, (n,))
+        noise_free = stall = None
+        if self.noise is not None:
+            free = self._timeline(draws, n, m)
+            noise_free = free["range_len"]
+            factor, stall = self._noise(n, first, chunk_no, noise_free)
+            draws = _with_host_factor(draws, factor, p.graph)
+            draws["pre"] = draws["pre"] + stall
+        t = self._timeline(draws, n, m)
+        api_rel_start, api_rel_end = t["api_rel_start"], t["api_rel_end"]
+        kstart, kend, range_len, gap_after = t["kstart"], t["kend"], t["range_len"], t["gap_after"]
+        calls_per_iter = api_rel_start.shape[1]
         offsets = np.empty(n, dtype=np.int64)
         offsets[0] = cursor
         if n > 1:
@@ -504,4 +562,65 @@ class Simulation:
             k_regs=self.regs[op],
             k_grid=self.grid[op],
             k_block=self.block[op],
+            noise_free_latency=noise_free,
+            stall_ns=stall,
         )
+
+    def _timeline(self, d: dict[str, np.ndarray], n: int, m: int) -> dict[str, np.ndarray]:
+        """Times relative to each iteration's range start, from the drawn durations ``d`` (module docstring)."""
+        p = self.params
+        kdur, pre, post = d["kdur"], d["pre"], d["post"]
+        if p.graph:
+            call = d["call"]
+            lstart = pre
+            lend = lstart + call
+            first_ready = lstart + d["latency"]
+            gaps = d["gaps"].copy()
+            gaps[:, 0] = 0
+            kstart = first_ready[:, None] + np.cumsum(gaps, axis=1) + (np.cumsum(kdur, axis=1) - kdur)
+            kend = kstart + kdur
+            last_call_end = lend
+            api_rel_start = np.stack([lstart, np.zeros(n, dtype=np.int64)], axis=1)
+            api_rel_end = np.stack([lend, np.zeros(n, dtype=np.int64)], axis=1)
+        else:
+            cpu, call = d["cpu"], d["call"]
+            lstart = pre[:, None] + np.cumsum(cpu + call, axis=1) - call
+            lend = lstart + call
+            ready = lstart + d["latency"]
+            dsum = np.cumsum(kdur, axis=1)
+            kend = dsum + np.maximum.accumulate(ready - (dsum - kdur), axis=1)
+            kstart = kend - kdur
+            last_call_end = lend[:, -1]
+            api_rel_start = np.concatenate([lstart, np.zeros((n, 1), dtype=np.int64)], axis=1)
+            api_rel_end = np.concatenate([lend, np.zeros((n, 1), dtype=np.int64)], axis=1)
+        sync_start = last_call_end + post
+        sync_end = np.maximum(sync_start + d["sync_call"], kend[:, -1]) + d["sync_return"]
+        range_len = sync_end + d["close"]
+        api_rel_start[:, -1] = sync_start
+        api_rel_end[:, -1] = sync_end
+        return {
+            "api_rel_start": api_rel_start,
+            "api_rel_end": api_rel_end,
+            "kstart": kstart,
+            "kend": kend,
+            "range_len": range_len,
+            "gap_after": d["gap_after"],
+        }
+
+    def _noise(
+        self, n: int, first: int, chunk_no: int, noise_free: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """(host-cost factor, stall ns) of the chunk's iterations, from a generator of their own (so the
+        noise-free draws stay those of a run without noise)."""
+        noise = self.noise
+        assert noise is not None
+        rng = np.random.default_rng([self.seed, self.batch_size, self.seq_len, chunk_no, 0x401E])
+        z = np.clip(rng.standard_normal(n), -3.0, 3.0)
+        factor = np.maximum(1.0 + noise.sd * z, 0.1)
+        if noise.warmup:
+            index = first + np.arange(n)
+            ramp = np.clip((noise.warmup - index) / noise.warmup, 0.0, None)
+            factor = factor * (1.0 + noise.warmup_slowdown * ramp)
+        hit = rng.random(n) < noise.stall_rate
+        stall = np.where(hit, np.rint(noise.stall * noise_free), 0).astype(np.int64)
+        return factor, stall

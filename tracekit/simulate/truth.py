@@ -22,6 +22,11 @@ construction, so the latency window is the range itself):
   (``dispatch``: the per-iteration pre/post work, every operator's CPU cost, the range close). The model
   makes no other API call, so ``other_api_ns`` is always 0.
 
+With simulated noise (:class:`tracekit.simulate.mechanism.Noise`) every iteration also records
+``noise_free_latency_ns`` (the same iteration without the noise) and ``stall_ns`` (its stall), and the summary
+``latency_ms_noise_free_mean``: the latency a measurement should find once the noise is seen through. The sweep's
+plateau and transition then come from those noise-free means.
+
 Sweep level: the plateau is the run of batch sizes, from the smallest, whose mean true latency stays within
 10% of the smallest batch size's; the transition batch size is the first past it, or null (docs/design.md).
 """
@@ -82,7 +87,14 @@ def chunk_truth(chunk: Chunk) -> dict[str, np.ndarray]:
     slot = np.searchsorted(rs, starts, side="right") - 1
     inside = (slot >= 0) & (starts < re_[np.clip(slot, 0, n - 1)])
     launches = np.bincount(slot[inside], minlength=n)[:n]
+    noise = {}
+    if chunk.noise_free_latency is not None and chunk.stall_ns is not None:
+        noise = {
+            "noise_free_latency_ns": chunk.noise_free_latency.astype(np.int64),
+            "stall_ns": chunk.stall_ns.astype(np.int64),
+        }
     return {
+        **noise,
         "index": chunk.iter_index.astype(np.int64),
         "start_ns": rs.astype(np.int64),
         "end_ns": re_.astype(np.int64),
@@ -190,6 +202,14 @@ class TruthAccumulator:
                     "warps_in_flight_pct": float(a["warps_in_flight_pct"][i]),
                     **{k: int(a[k][i]) for k in CAUSE_FIELDS},
                     **{k[:-3] + "_ms": int(a[k][i]) / 1e6 for k in CAUSE_FIELDS},
+                    **(
+                        {
+                            "noise_free_latency_ms": int(a["noise_free_latency_ns"][i]) / 1e6,
+                            "stall_ms": int(a["stall_ns"][i]) / 1e6,
+                        }
+                        if "noise_free_latency_ns" in a
+                        else {}
+                    ),
                 }
             )
         return records
@@ -213,6 +233,14 @@ class TruthAccumulator:
             "idle_gaps_mean": float(a["idle_gaps"].mean()),
             "sm_active_pct_mean": float(a["sm_active_pct"].mean()),
             "warps_in_flight_pct_mean": float(a["warps_in_flight_pct"].mean()),
+            **(
+                {
+                    "latency_ms_noise_free_mean": float(a["noise_free_latency_ns"].mean() / 1e6),
+                    "stalled_iterations": int((a["stall_ns"] > 0).sum()),
+                }
+                if "noise_free_latency_ns" in a
+                else {}
+            ),
         }
 
     def attribution_summary(self) -> dict[str, Any]:

@@ -1,0 +1,225 @@
+"""Measurement statistics (tracekit.analyzers.stability) and adaptive timing (collectors.harness.TimingBudget):
+exact answers on hand-made sets, invariants on random ones. Every value set here is synthetic."""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tracekit.analyzers.stability import (
+    MIN_CI_SAMPLES,
+    Measurement,
+    difference,
+    is_tight,
+    measure,
+    median_ci_ranks,
+    outlier_indices,
+    ratio_state,
+    warmup_prefix,
+)
+from tracekit.collectors.harness import TimingBudget, time_iterations
+
+
+def test_median_interval_ranks_are_the_binomial_order_statistics() -> None:
+    # n = 6: only the extremes hold the median with >= 95% (1 - 2 / 64 = 96.9%); below 6 nothing does.
+    assert median_ci_ranks(5) is None
+    assert median_ci_ranks(6) == (0, 5)
+    # n = 20: P(Binomial(20, 1/2) <= 5) = 2.07% <= 2.5% < P(<= 6) = 5.77%: ranks 5 and 14 (0-based).
+    assert median_ci_ranks(20) == (5, 14)
+    # n = 100: the textbook ranks 40 and 61 (1-based).
+    assert median_ci_ranks(100) == (39, 60)
+    # Large n uses the normal approximation: close to n/2 -+ 1.96 sqrt(n)/2.
+    lo, hi = median_ci_ranks(10_000)  # type: ignore[misc]
+    assert abs(lo - (5000 - 1.96 * 50)) <= 2 and hi == 9999 - lo
+
+
+def test_exact_statistics_of_a_hand_made_set() -> None:
+    values = [10.0, 11.0, 9.0, 10.5, 9.5, 10.0, 10.2, 9.8]
+    m = measure(values)
+    assert m.count == 8 and m.kept == 8 and m.dropped == {}
+    assert m.median == pytest.approx(10.0)
+    # n = 8: ranks 0 and 7 (P(X <= 0) = 0.39%, P(X <= 1) = 3.5%): the interval is [min, max].
+    assert (m.ci_low, m.ci_high) == (9.0, 11.0)
+    assert m.mean == pytest.approx(statistics.fmean(values))
+    assert m.cv == pytest.approx(statistics.stdev(values) / statistics.fmean(values))
+    assert not m.unstable and m.warnings == ()
+
+
+def test_the_issue_case_warmup_then_stable() -> None:
+    """Issue 28's batch-1 run: five iterations at 1.7-2.0 s (another process had the CPU), then ~230 ms."""
+    rng = random.Random(7)
+    slow = [1800.0, 1900.0, 1700.0, 2000.0, 1750.0]
+    fast = [230.0 + rng.uniform(-5, 5) for _ in range(15)]
+    # the process got 0.3 s of CPU per second in the slow iterations, 1.9 (two busy cores) in the others
+    cpu = [v * 0.3 for v in slow] + [v * 1.9 for v in fast]
+    m = measure(slow + fast, cpu, device="cpu")
+    assert m.warmup == (0, 1, 2, 3, 4) and m.outliers == ()
+    assert m.dropped == {0: "warmup", 1: "warmup", 2: "warmup", 3: "warmup", 4: "warmup"}
+    assert m.median == pytest.approx(statistics.median(fast))
+    assert m.ci_low is not None and m.ci_high is not None and m.ci_low >= min(fast) and m.ci_high <= max(fast)
+    assert m.cause == "cpu_stolen" and m.cpu_per_wall == pytest.approx(1.9)
+    assert "iterations 0-4" in m.notes[0] and "15 of 20 iterations kept" in m.notes[0]
+    assert any("another process had the CPU" in w for w in m.warnings)
+    # The mean of all twenty (what the report used to show) is five times the truth.
+    assert statistics.fmean(slow + fast) > 2 * m.median
+
+
+def test_outliers_dropped_by_rule_and_named() -> None:
+    values = [5.0, 5.1, 4.9, 5.0, 5.05, 4.95, 50.0, 5.0, 5.02, 4.98, 5.01, 4.99]
+    m = measure(values)
+    assert m.outliers == (6,) and m.warmup == ()
+    assert m.median == pytest.approx(statistics.median([v for i, v in enumerate(values) if i != 6]))
+    assert "rule 'outlier'" in m.notes[0] and "iteration 6" in m.notes[0]
+    # More than a quarter would be outliers: none are dropped, the set is called unstable (no single mode).
+    bimodal = [1.0, 1.01, 0.99, 1.0, 1.0, 1.02, 0.98, 1.0, 9.0, 9.0, 9.0, 9.1]
+    assert outlier_indices(bimodal[:8] + bimodal[8:]) == []
+    mb = measure(bimodal)
+    assert mb.outliers == () and mb.unstable and "no single mode" in mb.warnings[-1]
+
+
+def test_trend_and_instability() -> None:
+    rising = [10.0 + 0.1 * i + (0.05 if i % 2 else -0.05) for i in range(60)]
+    m = measure(rising)
+    assert m.trend is not None and m.trend.startswith("rose from")
+    assert m.unstable and "latency rose" in m.warnings[0]
+    flat = [10.0 + (0.05 if i % 2 else -0.05) for i in range(60)]
+    assert measure(flat).trend is None and not measure(flat).unstable
+
+
+def test_more_cpu_work_is_not_called_stolen() -> None:
+    wall = [10.0] * 10 + [20.0] * 4 + [10.0] * 10
+    cpu = [w * 1.0 for w in wall]  # CPU time grew with the wall time
+    m = measure(wall, cpu, device="cpu")
+    assert m.cause == "more_cpu_work"
+    assert not any("another process" in w for w in m.warnings)
+
+
+def test_nulls_and_tiny_sets() -> None:
+    assert measure([]).median is None
+    m = measure([3.0, None, 5.0, float("nan"), 4.0])  # type: ignore[list-item]
+    assert m.count == 3 and m.median == 4.0 and not m.noise_known and m.relative_ci is None
+    assert Measurement.from_json({"mean": 3.0}) is None
+    assert Measurement.from_json(m.to_json()) == m
+
+
+def test_difference_states_only_outside_the_noise() -> None:
+    a = measure([10.0 + 0.1 * (i % 5) for i in range(20)])  # 10.0 .. 10.4
+    b = measure([10.1 + 0.1 * (i % 5) for i in range(20)])  # overlapping
+    c = measure([12.0 + 0.1 * (i % 5) for i in range(20)])  # clearly higher
+    assert difference(a, b).significant is False
+    d = difference(a, c)
+    assert d.significant is True and d.ratio == pytest.approx(12.2 / 10.2)
+    assert d.ratio_low == pytest.approx(c.ci_low / a.ci_high) and d.ratio_high == pytest.approx(
+        c.ci_high / a.ci_low
+    )
+    # Against a threshold: the whole interval below, above, or straddling it.
+    assert ratio_state(d, 1.1) == "above" and ratio_state(d, 1.3) == "below"
+    assert ratio_state(d, 1.2) == "within noise"
+    # Without an interval (fewer than 6 iterations): the medians alone, significance unknown.
+    few = difference(measure([1.0, 2.0, 3.0]), measure([4.0, 5.0, 6.0]))
+    assert few.significant is None and few.ratio == pytest.approx(2.5) and ratio_state(few, 2.0) == "above"
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(st.floats(min_value=0.01, max_value=1e4, allow_nan=False), min_size=1, max_size=80),
+)
+def test_invariants(values: list[float]) -> None:
+    m = measure(values)
+    assert m.count == len(values) and m.kept + len(m.dropped) == m.count and m.kept >= 1
+    assert len(m.warmup) <= len(values) // 2
+    kept = [v for i, v in enumerate(values) if i not in m.dropped]
+    assert m.median == pytest.approx(statistics.median(kept))
+    assert min(values) <= m.median <= max(values)  # type: ignore[operator]
+    if m.kept >= MIN_CI_SAMPLES:
+        assert m.ci_low is not None and m.ci_high is not None
+        assert min(kept) <= m.ci_low <= m.median <= m.ci_high <= max(kept)  # type: ignore[operator]
+    else:
+        assert not m.noise_known
+    assert warmup_prefix(values) == len(m.warmup)
+    # a set is never "different" from itself
+    assert difference(m, m).significant in (False, None)
+
+
+def test_interval_coverage_on_known_distribution() -> None:
+    """The 95% interval holds the true median in about 95% of repeated samples (seeded; exponential values,
+    skewed like latencies)."""
+    rng = random.Random(3)
+    true_median = math.log(2)
+    hits = 0
+    trials = 400
+    for _ in range(trials):
+        sample = [rng.expovariate(1.0) for _ in range(30)]
+        ranks = median_ci_ranks(30)
+        assert ranks is not None
+        ordered = sorted(sample)
+        hits += ordered[ranks[0]] <= true_median <= ordered[ranks[1]]
+    assert 0.93 <= hits / trials <= 0.995
+
+
+# ------------------------------------------------------------------------------------------ adaptive timing
+
+
+class _Clock:
+    """A fake perf_counter/perf_counter_ns/process_time_ns: each run() advances it by the next duration."""
+
+    def __init__(self, durations_ms: list[float]) -> None:
+        self.t_ns = 0
+        self.cpu_ns = 0
+        self.durations = iter(durations_ms)
+
+    def run(self) -> None:
+        step = int(next(self.durations) * 1e6)
+        self.t_ns += step
+        self.cpu_ns += step // 2
+
+
+@pytest.fixture
+def clock(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    def make(durations: list[float]) -> _Clock:
+        c = _Clock(durations)
+        import tracekit.collectors.harness as harness
+
+        monkeypatch.setattr(harness.time, "perf_counter_ns", lambda: c.t_ns)
+        monkeypatch.setattr(harness.time, "perf_counter", lambda: c.t_ns / 1e9)
+        monkeypatch.setattr(harness.time, "process_time_ns", lambda: c.cpu_ns)
+        return c
+
+    return make
+
+
+def test_budget_stops_when_the_interval_is_tight(clock) -> None:  # type: ignore[no-untyped-def]
+    c = clock([10.0] * 1000)
+    cpu: list[float] = []
+    budget = TimingBudget(min_time_s=0.0, max_time_s=100.0, target=0.02)
+    lat = time_iterations(c.run, lambda: None, 0, 3, cpu_ms=cpu, budget=budget)
+    # Identical iterations: the interval (from 6 on) has zero width, so timing stops at the first check.
+    assert len(lat) == MIN_CI_SAMPLES and budget.stopped_by == "tight"
+    assert cpu == [5.0] * len(lat)
+
+
+def test_budget_min_time_then_max_time(clock) -> None:  # type: ignore[no-untyped-def]
+    c = clock([10.0] * 1000)
+    budget = TimingBudget(min_time_s=0.5, max_time_s=100.0)
+    lat = time_iterations(c.run, lambda: None, 0, 3, budget=budget)
+    assert len(lat) == 50 and budget.stopped_by == "tight"  # 50 x 10 ms = the 0.5 s minimum
+    noisy = [10.0 if i % 2 else 30.0 for i in range(1000)]  # never within 2%
+    c2 = clock(noisy)
+    budget = TimingBudget(min_time_s=0.0, max_time_s=1.0)
+    lat = time_iterations(c2.run, lambda: None, 0, 3, budget=budget)
+    assert budget.stopped_by == "max_time" and sum(lat) == pytest.approx(1000.0, abs=30.0)
+    # --max-time 0: exactly --iters iterations.
+    c3 = clock([10.0] * 10)
+    budget = TimingBudget(min_time_s=1.0, max_time_s=0.0)
+    assert len(time_iterations(c3.run, lambda: None, 0, 4, budget=budget)) == 4
+
+
+def test_is_tight() -> None:
+    assert is_tight(measure([10.0] * 10))
+    assert not is_tight(measure([10.0, 12.0] * 10))
+    assert not is_tight(measure([10.0] * 3))  # no interval yet
