@@ -39,16 +39,41 @@ CPU-operator evidence on GPU traces comes from two reader-filled ``meta`` keys (
     "types": [str, ...]}``: the first model operators, their ``Input Dims`` (one
     list per input; ``[]`` for scalars and non-tensors) and ``Input type`` (verbatim, e.g. ``"c10::Half"``,
     ``"float"``, ``"long int"``; ORT's ``"float16"``, ``"int64"``).
+``meta["embedding_inputs"]`` (ORT reader, optional)
+    embedding lookups (``Gather`` of a floating rank-2 table by integer ids) in the shape of ``first_op_inputs``.
+``meta["operator_types"]`` (ORT reader, optional)
+    per ONNX operator type ``{"op", "ns", "count", "types"}``: total node time (ns), node count, the input
+    element types of its first node.
 ``meta["thread_names"]`` (optional)
     distinct thread names of the process.
 
-Batch size (:func:`batch_from_content`): the first dim of the model input of the first model operator: its
-first integer rank-2 tensor (token ids; for ``aten::embedding`` / ORT ``Gather`` the indices, not the table),
-else its first tensor of rank >= 2 (factory operators such as ``aten::zeros`` are passed over). Sequence length: the second dim when that tensor is an integer ``[batch, seq]``
-tensor (token ids). Precision (:func:`precision_from_content`): the first floating-point input type
-(``c10::Half``/``float16`` -> fp16, ``c10::BFloat16``/``bfloat16`` -> bf16, ``float`` -> fp32, ``double`` ->
-fp64), else the floating type of the kernels that carry one in their names, weighted by kernel time
-(:func:`precision_from_kernels`).
+Batch size, strongest evidence first (:func:`identify`):
+
+1. serving-engine step names (:func:`batch_from_steps`): SGLang's ``step[MODE bs=N]``, vLLM's
+   ``execute_..._context_C(...)_generation_G(...)`` / ``execute_new_N_cached_M`` and TensorRT-LLM's
+   ``C ctx reqs, G gen reqs`` (C + G requests); one value over all steps, or none when it varies by step
+   (source :data:`VARIES`, lowest and highest shown);
+2. recorded input shapes (:func:`batch_from_content`): the integer ids of an embedding lookup (``aten::embedding``,
+   an ORT ``Gather`` of a floating rank-2 table; the one with the largest table, i.e. the token embedding),
+   never the table (the weight): ids ``[batch, seq]`` give both; flat ids ``[N]`` are N tokens, the batch only
+   when every request feeds one token, so that value is *uncertain*; else the first dim of a convolution's
+   activation input. No other operator's shape is read (a ``slice`` of a block table, a ``linear`` over
+   batch x tokens);
+3. the file name (:func:`hints_from_name`): ``batch16``, ``bs16``, ``bs_16``; a bare ``b16`` only in tracekit's own
+   trace names (``pytorch_b16_s128.torch.json.gz``); never a GPU model (``b200``, ``h100``, ``mi300x``...:
+   :data:`GPU_MODELS`).
+
+Sequence length: the second dim of ``[batch, seq]`` ids, else the file name (``seq128``, ``sl128``, tracekit's
+``s128``). Precision: the dominant compute operators of an ONNX Runtime profile (:func:`precision_from_operators`:
+``QLinear*``, ``MatMulInteger``, ``ConvInteger``... -> int8; ``MatMul``, ``Gemm``, ``Conv``, attention -> their
+floating input type; by total node time), else the floating type in kernel names weighted by kernel time
+(:func:`precision_from_kernels`), else the first model operator's floating input type (``c10::Half``/``float16``
+-> fp16, ``c10::BFloat16``/``bfloat16`` -> bf16, ``float`` -> fp32, ``double`` -> fp64; indexing, view and factory
+operators passed over), else the file name.
+
+Confidence (:func:`settle`): when two sure sources give different values, the value is None with source
+:data:`UNCERTAIN`, both values in ``candidates`` and the evidence, and a warning; a source unsure of what its
+evidence means (flat ids) only corroborates or stands alone, flagged ``uncertain``. Nothing is picked silently.
 """
 
 from __future__ import annotations
@@ -60,6 +85,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+from tracekit.analyzers.paper import RUNTIME_ORDER
 
 if TYPE_CHECKING:
     from tracekit.model import Trace
@@ -83,12 +110,16 @@ OUTSIDE_OPS_THRESHOLD = 0.5
 class Inferred:
     """One inferred value: ``value``, ``evidence`` (what in the trace or name says so), ``source``.
 
-    ``ambiguous``: the content narrows it to a family (PyTorch eager or TorchScript) but not further."""
+    ``ambiguous``: the content narrows it to a family (PyTorch eager or TorchScript) but not further.
+    ``uncertain``: the evidence may not mean this value (flat token ids), or the sources disagree or vary
+    (``value`` None, source :data:`UNCERTAIN` / :data:`VARIES`, the values in ``candidates``)."""
 
     value: Any
     evidence: str
     source: str = FROM_CONTENT
     ambiguous: bool = False
+    uncertain: bool = False
+    candidates: tuple[Any, ...] = ()
 
 
 # ---------------------------------------------------------------------------------------------- runtime
@@ -293,7 +324,19 @@ def identify_runtime(trace: Trace, path: Path) -> tuple[Inferred | None, list[st
 
 # ------------------------------------------------------------------------------ batch, sequence, precision
 
-_INTEGER_TYPES = ("long int", "int", "long", "int64", "int32", "short", "int16", "unsigned char", "uint8")
+_INTEGER_TYPES = (
+    "long int",
+    "int",
+    "long",
+    "int64",
+    "int32",
+    "short",
+    "int16",
+    "unsigned char",
+    "uint8",
+    "c10::long",
+    "c10::int",
+)
 _FLOAT_TYPES: dict[str, str] = {
     "c10::half": "fp16",
     "half": "fp16",
@@ -308,6 +351,56 @@ _FLOAT_TYPES: dict[str, str] = {
     "c10::float8_e5m2": "fp8",
 }
 
+#: Embedding lookups (Kineto ``aten::embedding``, ORT ``Gather`` of a float table): the integer input holds the
+#: token ids (its first dim is the batch), the floating rank-2 input is the weight (never the batch).
+EMBEDDING_OPS = re.compile(r"^(?:aten::embedding(?:_bag)?|aten::_embedding_bag|Gather)(?::|$)")
+#: Convolutions: the first dim of the activation input (rank >= 3, floating) is the batch.
+CONV_OPS = re.compile(
+    r"^(?:aten::(?:conv[123]d|_convolution|convolution|cudnn_convolution|mkldnn_convolution)|Conv)(?::|$)"
+)
+#: Indexing, view and copy operators: their input types are whatever buffer they touch (a position-id table,
+#: a float mask), not the model's precision.
+INDEXING_OPS = re.compile(
+    r"^aten::(?:slice|select|view|reshape|index|index_select|narrow|expand|unsqueeze|squeeze|permute|"
+    r"transpose|t|as_strided|cat|stack|contiguous|clone|_unsafe_view|split|chunk|arange|item|"
+    r"_local_scalar_dense|normal_|uniform_|random_)$"
+)
+#: ONNX operator types that compute on 8-bit integers (activations and weights): the model runs in int8.
+QUANTIZED_OPS = re.compile(
+    r"^(?:QLinear\w+|MatMulInteger\w*|ConvInteger|QGemm|QAttention|QOrdered\w+|DynamicQuantizeMatMul|"
+    r"DynamicQuantizeLSTM)$"
+)
+#: ONNX operator types whose floating inputs carry the model's compute precision.
+FLOAT_COMPUTE_OPS = frozenset(
+    {
+        "MatMul",
+        "Gemm",
+        "Conv",
+        "ConvTranspose",
+        "FusedMatMul",
+        "FusedGemm",
+        "FusedConv",
+        "NhwcConv",
+        "Attention",
+        "MultiHeadAttention",
+        "GroupQueryAttention",
+        "PackedAttention",
+        "DecoderMaskedMultiHeadAttention",
+        "SparseAttention",
+        "Einsum",
+        "LSTM",
+        "GRU",
+        "RNN",
+    }
+)
+
+#: Source of a value that two kinds of evidence give differently (the value is then None; both are shown).
+UNCERTAIN = "uncertain: sources disagree"
+#: Source of a batch size that differs from one serving step to the next (the value is then None).
+VARIES = "varies by serving step"
+#: Every source of an inferred value.
+INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES)
+
 
 def _first_ops(trace: Trace) -> list[dict[str, Any]]:
     raw = trace.meta.get("first_op_inputs")
@@ -315,36 +408,115 @@ def _first_ops(trace: Trace) -> list[dict[str, Any]]:
     return [op for op in ops if isinstance(op, dict) and isinstance(op.get("dims"), list)]
 
 
-def _model_input(op: dict[str, Any]) -> tuple[list[int], str] | None:
-    """(dims, type) of the operator's model input, or None: its first integer tensor of rank 2 (token ids:
-    ``aten::embedding``'s or ORT ``Gather``'s indices, not the embedding table), else its first tensor of
-    rank >= 2. Factory operators (``aten::zeros``...) have none."""
-    if FACTORY_OPS.match(str(op.get("name") or "")):
-        return None
+def _inputs(op: dict[str, Any]) -> list[tuple[list[int], str]]:
+    """(dims, type) of each tensor input of a ``first_op_inputs`` entry (non-tensors left out)."""
     dims, types = op["dims"], [str(t) for t in op.get("types") or []]
-    inputs = [
-        (d, types[i] if i < len(types) else "")
+    return [
+        (d, types[i].lower() if i < len(types) else "")
         for i, d in enumerate(dims)
-        if isinstance(d, list) and len(d) >= 2 and all(isinstance(x, int) for x in d)
+        if isinstance(d, list) and d and all(isinstance(x, int) for x in d)
     ]
-    tokens = [(d, t) for d, t in inputs if len(d) == 2 and t.lower() in _INTEGER_TYPES]
-    return (tokens or inputs or [None])[0]
+
+
+def _lookups(trace: Trace) -> list[tuple[dict[str, Any], list[int], list[int], str]]:
+    """(op, table dims, ids dims, ids type) of every embedding lookup the reader recorded (Kineto's first
+    operator, ORT's ``embedding_inputs``): an :data:`EMBEDDING_OPS` operator with a floating rank-2 input (the
+    weight) and an integer input (the ids)."""
+    extra = trace.meta.get("embedding_inputs")
+    ops = _first_ops(trace) + [
+        op for op in extra or [] if isinstance(op, dict) and isinstance(op.get("dims"), list)
+    ]
+    found = []
+    for op in ops:
+        if not EMBEDDING_OPS.match(str(op.get("name") or "")):
+            continue
+        inputs = _inputs(op)
+        table = next((d for d, t in inputs if t in _FLOAT_TYPES and len(d) == 2), None)
+        ids = next(((d, t) for d, t in inputs if t in _INTEGER_TYPES), None)
+        if table is not None and ids is not None:
+            found.append((op, table, ids[0], ids[1]))
+    return found
 
 
 def batch_from_content(trace: Trace) -> tuple[Inferred | None, Inferred | None]:
-    """(batch size, sequence length) from the first model operator's input dims (see module docstring)."""
+    """(batch size, sequence length) from the operators' recorded input shapes (module docstring): the ids of
+    the embedding lookup with the largest table (the token embedding), else a convolution's activation input;
+    never an embedding's weight, never an indexing or view operator's input."""
+    lookups = _lookups(trace)
+    if lookups:
+        op, table, ids, dtype = max(lookups, key=lambda x: x[1][0])  # the first of the largest tables
+        name = op.get("name")
+        if len(ids) >= 2:
+            batch = Inferred(ids[0], f"first dim of {name} ids {ids} ({dtype}; {table} is its weight)")
+            seq = None
+            if len(ids) == 2:
+                seq = Inferred(ids[1], f"second dim of {name} ids {ids} ({dtype} token ids)")
+            return batch, seq
+        return (
+            Inferred(
+                ids[0],
+                f"{name} ids {ids}: {ids[0]} tokens in one flat batch, the batch size only when every request "
+                "feeds one token (decode)",
+                uncertain=True,
+            ),
+            None,
+        )
     for op in _first_ops(trace):
-        found = _model_input(op)
-        if found is None:
-            continue
-        dims, dtype = found
-        where = f"{op.get('name')} input {dims}"
-        batch = Inferred(dims[0], f"first dim of {where}")
-        seq = None
-        if len(dims) == 2 and dtype.lower() in _INTEGER_TYPES:
-            seq = Inferred(dims[1], f"second dim of {where} ({dtype} token ids)")
-        return batch, seq
+        if CONV_OPS.match(str(op.get("name") or "")):
+            activation = next((d for d, t in _inputs(op) if len(d) >= 3 and t in _FLOAT_TYPES), None)
+            if activation is not None:
+                return Inferred(activation[0], f"first dim of {op.get('name')} input {activation}"), None
     return None, None
+
+
+#: SGLang's batch size as its step name spells it.
+_SGLANG_BS = r"^step\[[A-Z][A-Z0-9_]* bs=(\d+)"
+#: Longest step name quoted in evidence.
+_EXAMPLE_CHARS = 60
+
+
+def batch_from_steps(trace: Trace) -> Inferred | None:
+    """The batch size serving-engine step names state (:mod:`tracekit.analyzers.steps`): SGLang's ``bs=N``,
+    vLLM's and TensorRT-LLM's context + generation requests; steps without requests (idle) left out. One value
+    over every step -> that value; several -> value None with source :data:`VARIES`; no step names -> None."""
+    from tracekit.analyzers.steps import step_counts
+
+    if trace.ranges.is_empty():
+        return None
+    host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).select("name")
+    names = pl.DataFrame({"name": host.get_column("name").drop_nulls().unique()})
+    named = names.with_columns(step_counts(pl.col("name"))).filter(pl.col("step_engine").is_not_null())
+    if named.is_empty():
+        return None
+    batch = (
+        pl.when(pl.col("step_engine") == "SGLang")
+        .then(pl.col("name").str.extract(_SGLANG_BS, 1).cast(pl.Int64, strict=False))
+        .otherwise(pl.col("context_requests") + pl.col("generation_requests"))
+    )
+    named = named.select("name", "step_engine", batch.alias("batch")).filter(pl.col("batch") > 0)
+    steps = host.join(named, on="name", how="inner", maintain_order="left")
+    if steps.is_empty():
+        return None
+    engines = " and ".join(sorted(steps.get_column("step_engine").unique().to_list()))
+    values = steps.get_column("batch").unique().sort()
+    example = steps.get_column("name")[0]
+    if len(example) > _EXAMPLE_CHARS:
+        example = example[: _EXAMPLE_CHARS - 1] + "…"
+    if values.len() == 1:
+        n = values[0]
+        what = "request" if n == 1 else "requests"
+        return Inferred(
+            int(n), f"{engines} step names: {n} {what} in each of {steps.height} step(s) ({example!r})"
+        )
+    low, high = int(values.min()), int(values.max())
+    return Inferred(
+        None,
+        f"{engines} step names: {low} to {high} requests per step over {steps.height} steps "
+        f"({values.len()} sizes; e.g. {example!r}): no single batch size",
+        VARIES,
+        uncertain=True,
+        candidates=(low, high),
+    )
 
 
 _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
@@ -355,7 +527,8 @@ _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
 
 
 def precision_from_kernels(trace: Trace) -> Inferred | None:
-    """The floating type of the kernels whose names carry one, weighted by kernel time; None when none do.
+    """The floating type of the kernels whose names carry one, weighted by kernel time; None when none do
+    (value None, :data:`UNCERTAIN`, when two types have exactly the same time).
 
     Half-precision kernels often also name ``float`` (accumulators): a kernel matching several types counts
     for the narrowest (bf16, then fp16)."""
@@ -379,16 +552,74 @@ def precision_from_kernels(trace: Trace) -> Inferred | None:
         return None
     top = typed.row(0, named=True)
     share = top["ns"] / max(typed.get_column("ns").sum(), 1)
-    return Inferred(
-        top["dtype"],
-        f"kernel names: {share:.0%} of typed kernel time is {top['dtype']} ({top['n']} kernels)",
-    )
+    evidence = f"kernel names: {share:.0%} of typed kernel time is {top['dtype']} ({top['n']} kernels)"
+    if typed.height > 1 and typed.get_column("ns")[1] == top["ns"]:
+        tied = typed.filter(pl.col("ns") == top["ns"]).get_column("dtype").to_list()
+        return Inferred(
+            None,
+            f"kernel names: equal kernel time in {' and '.join(tied)}",
+            UNCERTAIN,
+            uncertain=True,
+            candidates=tuple(tied),
+        )
+    return Inferred(top["dtype"], evidence)
+
+
+def _operator_precision(op: str, types: list[str]) -> str | None:
+    """The precision one ONNX operator type computes in: int8 for quantized operators, else the type of its
+    first floating input for the compute operators; None for the rest (element-wise, shape, data movement)."""
+    if QUANTIZED_OPS.match(op):
+        return "int8"
+    if op in FLOAT_COMPUTE_OPS:
+        return next((_FLOAT_TYPES[t.lower()] for t in types if t.lower() in _FLOAT_TYPES), None)
+    return None
+
+
+def precision_from_operators(trace: Trace) -> Inferred | None:
+    """The precision of the dominant compute operators of an ONNX Runtime profile (``meta["operator_types"]``):
+    each compute operator type counts its total node time for its precision (:func:`_operator_precision`:
+    ``QLinear*``, ``MatMulInteger``, ``ConvInteger``, ``QGemm``, ``QAttention``... -> int8; ``MatMul``,
+    ``Gemm``, ``Conv``, attention... -> their floating input type); the precision with the most time wins.
+    None when no compute operator records its input types; value None (:data:`UNCERTAIN`) on an exact tie."""
+    entries = trace.meta.get("operator_types")
+    if not isinstance(entries, list):
+        return None
+    time: dict[str, int] = {}
+    ops: dict[str, list[tuple[int, str, int]]] = {}
+    for e in entries:  # one entry per operator type (tens), not per node
+        if not isinstance(e, dict):
+            continue
+        precision = _operator_precision(str(e.get("op")), [str(t) for t in e.get("types") or []])
+        if precision is None:
+            continue
+        time[precision] = time.get(precision, 0) + int(e.get("ns") or 0)
+        ops.setdefault(precision, []).append(
+            (int(e.get("ns") or 0), str(e.get("op")), int(e.get("count") or 0))
+        )
+    if not time:
+        return None
+    ranked = sorted(time.items(), key=lambda kv: (-kv[1], kv[0]))
+    if len(ranked) > 1 and ranked[1][1] == ranked[0][1]:
+        tied = tuple(p for p, ns in ranked if ns == ranked[0][1])
+        return Inferred(
+            None,
+            f"ONNX operator types: equal compute-operator time in {' and '.join(tied)}",
+            UNCERTAIN,
+            uncertain=True,
+            candidates=tied,
+        )
+    top, ns = ranked[0]
+    share = ns / max(sum(time.values()), 1)
+    named = ", ".join(f"{op} x{n}" for _, op, n in sorted(ops[top], reverse=True)[:3])
+    return Inferred(top, f"ONNX operator types: {share:.0%} of compute-operator time is {top} ({named})")
 
 
 def precision_from_content(trace: Trace) -> Inferred | None:
-    """Precision from the first operators' input types (see module docstring), or None."""
+    """Precision from the first operators' input types (see module docstring), or None. Factory, indexing and
+    view operators (:data:`INDEXING_OPS`) are passed over: their inputs are buffers, not the model's tensors."""
     for op in _first_ops(trace):
-        if FACTORY_OPS.match(str(op.get("name") or "")):
+        name = str(op.get("name") or "")
+        if FACTORY_OPS.match(name) or INDEXING_OPS.match(name):
             continue
         for t in op.get("types") or []:
             value = _FLOAT_TYPES.get(str(t).lower())
@@ -397,8 +628,19 @@ def precision_from_content(trace: Trace) -> Inferred | None:
     return None
 
 
-_BATCH_HINT = re.compile(r"(?:^|[^a-z0-9])(?:batch|bs|b)[-_]?(\d+)(?=$|[^a-z0-9])")
-_SEQ_HINT = re.compile(r"(?:^|[^a-z0-9])(?:seq_len|seqlen|seq|sl|s)[-_]?(\d+)(?=$|[^a-z0-9])")
+_BATCH_HINT = re.compile(r"(?:^|[^a-z0-9])(?:batch|bs)[-_]?(\d+)(?=$|[^a-z0-9])")
+_SEQ_HINT = re.compile(r"(?:^|[^a-z0-9])(?:seq_len|seqlen|seq|sl)[-_]?(\d+)(?=$|[^a-z0-9])")
+#: GPU model names: never read as a batch size or sequence length (``b200_vllm_eager.json.gz`` ran on a B200).
+GPU_MODELS = re.compile(
+    r"(?<![a-z0-9])(?:gb\d{3}|[abh]\d{2,3}[a-z]?|l4|l40s?|t4|v100|p100|k80|mi\d{3}[a-z]?|"
+    r"rtx[-_]?[a-z]?\d{3,4}|gtx[-_]?\d{3,4}|quadro)(?![a-z0-9])"
+)
+#: tracekit's own trace names (``collect``, ``simulate``): ``{runtime}_b{B}_s{S}[.synthetic].{ext}``; only in
+#: these does a bare ``b``/``s`` number mean batch size and sequence length.
+_OWN_NAME = re.compile(
+    r"^(?:" + "|".join(re.escape(r) for r in sorted(RUNTIME_ORDER, key=len, reverse=True)) + r")"
+    r"_b(\d+)_s(\d+)(?:\.synthetic)?\.[a-z]"
+)
 _PRECISION_HINTS: tuple[tuple[str, str], ...] = (
     (r"bfloat16|bf16", "bf16"),
     (r"float16|fp16|(^|[^a-z])half([^a-z]|$)", "fp16"),
@@ -409,14 +651,23 @@ _PRECISION_HINTS: tuple[tuple[str, str], ...] = (
 
 
 def hints_from_name(path: Path) -> dict[str, Inferred]:
-    """``batch_size``, ``seq_len``, ``precision`` hints of a file name (``batch16``, ``bs16``, ``_b16_``,
-    ``s128``, ``float16``/``fp16``); only the keys found."""
-    text = _hint_text(path)
+    """``batch_size``, ``seq_len``, ``precision`` hints of a file name: ``batch16``, ``bs16``, ``bs_16``,
+    ``seq128``, ``seq_len128``, ``sl128``, ``float16``/``fp16``; a bare ``b16``/``s128`` only in tracekit's own
+    trace names (``pytorch_b16_s128.torch.json.gz``), never in other names, where ``b200``, ``h100``... are GPU
+    models (:data:`GPU_MODELS` are taken out of the text first). Only the keys found."""
+    text = GPU_MODELS.sub(" ", _hint_text(path))
     out: dict[str, Inferred] = {}
+    own = _OWN_NAME.match(path.name.lower())
+    if own is not None:
+        for key, group, letter in (("batch_size", 1, "b"), ("seq_len", 2, "s")):
+            token = f"{letter}{own.group(group)}"
+            out[key] = Inferred(
+                int(own.group(group)), f"{token!r} in {path.name} (tracekit's trace naming)", FROM_NAME
+            )
     for key, pattern in (("batch_size", _BATCH_HINT), ("seq_len", _SEQ_HINT)):
         match = pattern.search(text)
-        if match is not None:
-            token = match.group(0).strip("_-/.")
+        if match is not None and key not in out:
+            token = match.group(0).strip("_-/. ")
             out[key] = Inferred(int(match.group(1)), f"{token!r} in {path.name}", FROM_NAME)
     for pattern, value in _PRECISION_HINTS:
         match = re.search(pattern, text)
@@ -434,36 +685,73 @@ class Identity:
     batch_size: Inferred | None = None
     seq_len: Inferred | None = None
     precision: Inferred | None = None
-    #: key (runtime, batch_size, seq_len, precision) -> a file-name hint that disagrees with the content.
+    #: key (runtime, batch_size, seq_len, precision) -> why the value is uncertain (sources that disagree, a
+    #: batch that varies by step, evidence that may not mean the value) or a file-name hint the content
+    #: overrides (runtime).
     warnings: dict[str, str] = field(default_factory=dict)
 
 
+_SOURCE_WORDS = {FROM_CONTENT: "the trace content", FROM_NAME: "the file name"}
+
+
+def _said(found: Inferred) -> str:
+    return f"{found.value} {found.source} ({found.evidence})"
+
+
+def settle(key: str, ordered: list[Inferred | None]) -> tuple[Inferred | None, str | None]:
+    """One value of ``key`` from its sources, strongest first (``ordered``), and a warning when it is uncertain.
+
+    Sources that are sure of their value decide: the strongest one, unless another gives a different value,
+    then the answer is :data:`UNCERTAIN` (value None, both values in ``candidates`` and the evidence) rather
+    than a pick. A source unsure of what its evidence means (``uncertain``) only corroborates (an agreeing sure
+    source makes it sure) or stands alone (value kept, flagged uncertain); it never contradicts a sure one.
+    A strongest source without a single value (:data:`VARIES`) ends the search."""
+    found = [x for x in ordered if x is not None]
+    if not found:
+        return None, None
+    words = key.replace("_", " ")
+    if found[0].value is None:
+        return found[0], f"{words} unknown: {found[0].evidence}"
+    sure = [x for x in found if not x.uncertain and x.value is not None]
+    if not sure:
+        lone = found[0]
+        return lone, f"{words} {lone.value} is uncertain: {lone.evidence}"
+    first = sure[0]
+    other = next((x for x in sure[1:] if x.value != first.value), None)
+    if other is not None:
+        evidence = f"{_said(first)} vs {_said(other)}"
+        return (
+            Inferred(None, evidence, UNCERTAIN, uncertain=True, candidates=(first.value, other.value)),
+            f"{words} uncertain, sources disagree: {evidence}; neither is used",
+        )
+    agreeing = [x for x in found if x is not first and x.value == first.value and x.source != first.source]
+    if agreeing:
+        also = "; ".join(f"{_SOURCE_WORDS.get(x.source, x.source)}: {x.evidence}" for x in agreeing)
+        return Inferred(first.value, f"{first.evidence}; agrees with {also}", first.source), None
+    return first, None
+
+
 def identify(trace: Trace, path: Path | str) -> Identity:
-    """Runtime, batch size, sequence length and precision of a trace: its content first (for precision: the
-    first operators' input types, then kernel names), then its file name (:data:`FROM_NAME`). A file-name
-    hint that disagrees with the content is a warning."""
+    """Runtime, batch size, sequence length and precision of a trace. Batch size: serving-engine step names,
+    then the operators' recorded shapes (embedding ids, convolution input), then the file name; sequence
+    length: token ids, then the file name; precision: the dominant compute operators' types (ONNX Runtime),
+    then kernel names weighted by time, then the first model operator's input type, then the file name. Where
+    two sources disagree the value is :data:`UNCERTAIN` (:func:`settle`), never a silent pick."""
     path = Path(path)
     runtime, runtime_warnings = identify_runtime(trace, path)
     warnings = {"runtime": runtime_warnings[0]} if runtime_warnings else {}
     batch, seq = batch_from_content(trace)
     names = hints_from_name(path)
-    precision = precision_from_content(trace) or precision_from_kernels(trace) or names.get("precision")
-    for key, found in (("batch_size", batch), ("seq_len", seq), ("precision", precision)):
-        hint = names.get(key)
-        if (
-            found is not None
-            and hint is not None
-            and found.source == FROM_CONTENT
-            and hint.value != found.value
-        ):
-            warnings[key] = (
-                f"the file name suggests {key} {hint.value} ({hint.evidence}) but the trace content says "
-                f"{found.value} ({found.evidence}); using the content"
-            )
-    return Identity(
-        runtime=runtime,
-        batch_size=batch or names.get("batch_size"),
-        seq_len=seq or names.get("seq_len"),
-        precision=precision,
-        warnings=warnings,
+    content_precision = (
+        precision_from_operators(trace) or precision_from_kernels(trace) or precision_from_content(trace)
     )
+    settled: dict[str, Inferred | None] = {}
+    for key, ordered in (
+        ("batch_size", [batch_from_steps(trace), batch, names.get("batch_size")]),
+        ("seq_len", [seq, names.get("seq_len")]),
+        ("precision", [content_precision, names.get("precision")]),
+    ):
+        settled[key], warning = settle(key, ordered)
+        if warning is not None:
+            warnings[key] = warning
+    return Identity(runtime=runtime, warnings=warnings, **settled)

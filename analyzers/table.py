@@ -7,7 +7,12 @@ the sidecar; None when the trace has neither): the number a published latency co
 SMs active and warp occupancy come from :mod:`tracekit.analyzers.utilization` with their source.
 Runtime, batch size, sequence length and precision come from :class:`tracekit.session.TraceConfig`: run.json /
 sidecar metadata, else inferred (:mod:`tracekit.analyzers.identify`); ``<key>_source`` says which and
-``evidence`` what in the trace or its name says so. ``row``: the row's number (1-based, in the table's order).
+``evidence`` what in the trace or its name says so; ``uncertain`` the inferred values that are not sure, with
+their candidates (``{"batch_size": [32, 16]}``: two sources disagree and the value is None; ``[1, 32]`` with
+source "varies by serving step": the lowest and highest; ``[32]``: the value's evidence may not mean it).
+``empty_because``: why latency, busy, framework overhead and the wall-time SMs active / warp occupancy are
+empty (an Nsight Compute report alone has no timeline). ``row``: the row's number (1-based, in the table's
+order).
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES
 from tracekit.analyzers.paper import (
     PAPER_CITATION,
     PAPER_SETUP,
@@ -31,6 +36,19 @@ if TYPE_CHECKING:
     from tracekit.session import AnalysisOptions, AnalyzedTrace, TraceConfig
 
 NCU_FORMATS = ("ncu-csv", "ncu-rep")
+#: Why an Nsight Compute report alone leaves latency, busy, overhead and the wall-time columns empty.
+NCU_ALONE = (
+    "Nsight Compute alone: no timeline (ncu replays each kernel by itself and records no start times), so no "
+    "latency, busy, framework overhead or wall-time SMs active / warp occupancy; kernel-time averages only "
+    "(--wide)"
+)
+#: What to add to fill them.
+NCU_ALONE_FIX = (
+    "add a timeline trace of the same configuration (nsys or torch.profiler: tracekit collect --profiler nsys "
+    "--profiler ncu, or tracekit table TIMELINE --ncu REPORT)"
+)
+#: Start of :func:`tracekit.analyzers.utilization.kernel_time_only`'s own warning, replaced by the two above.
+KERNEL_TIME_ONLY_WARNING = "Nsight Compute report without a timeline trace"
 
 #: JSON/CSV row keys, in order.
 ROW_KEYS = [
@@ -69,9 +87,11 @@ ROW_KEYS = [
     "trace",
     "ncu_trace",
     "evidence",
+    "uncertain",
+    "empty_because",
 ]
 
-INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME)
+INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES)
 
 #: Keys whose value may be inferred; the row says each one's source (``<key>_source``).
 IDENTITY_KEYS = ("runtime", "batch_size", "seq_len", "precision")
@@ -107,6 +127,7 @@ def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tupl
         untraced_latency_ms=(item.trace.untraced_latency_ms or {}).get("mean"),
         runtime_evidence=config.evidence.get("runtime"),
         evidence=dict(config.evidence),
+        uncertain={k: list(v) for k, v in config.uncertain.items()} or None,
     )
     row.update({f"{key}_source": config.sources.get(key) for key in IDENTITY_KEYS})
     warnings: list[str] = []
@@ -136,7 +157,9 @@ def table_row(item: RowInput, options: AnalysisOptions) -> tuple[dict[str, Any],
         warnings += config.inference_warnings
         result = kernel_time_only(trace)
         row.update({k: v for k, v in result.fields().items() if "kernel_time" in k})
-        return row, warnings + result.warnings
+        row["empty_because"] = NCU_ALONE
+        said = [w for w in result.warnings if not w.startswith(KERNEL_TIME_ONLY_WARNING)]
+        return row, [*warnings, *said, f"{NCU_ALONE}; {NCU_ALONE_FIX}"]
     analyzed = analyze_trace(trace, item.trace, options)
     return analyzed_row(analyzed, item, read_trace(item.ncu) if item.ncu is not None else None)
 

@@ -16,6 +16,7 @@ from tests.conftest import real_trace
 from tracekit.analyzers.identify import (
     FROM_CONTENT,
     FROM_NAME,
+    UNCERTAIN,
     batch_from_content,
     hints_from_name,
     identify,
@@ -235,17 +236,29 @@ def test_file_name_hints(name, batch, seq, precision):
     assert all(v.source == FROM_NAME for v in hints.values())
 
 
-@given(st.integers(1, 65536), st.sampled_from(["batch", "bs", "b"]), st.sampled_from(["_", "-", "/"]))
+@given(st.integers(1, 65536), st.sampled_from(["batch", "bs"]), st.sampled_from(["_", "-", "/"]))
 def test_batch_hint_round_trips(n, word, sep):
     hint = hints_from_name(Path(f"model{sep}{word}{n}{sep}rtx8000.json"))["batch_size"]
     assert hint.value == n
+    # A bare bN is a batch size only in tracekit's own trace names (elsewhere b200 is a GPU).
+    assert "batch_size" not in hints_from_name(Path(f"model{sep}b{n}{sep}rtx8000.json"))
+    assert hints_from_name(Path(f"compile_b{n}_s128.torch.json.gz"))["batch_size"].value == n
 
 
-def test_content_batch_beats_the_file_name_with_a_warning():
-    first = {"name": "aten::linear", "dims": [[4, 16]], "types": ["float"]}
+def test_content_and_file_name_that_disagree_give_no_batch_size_but_both():
+    # Was: the content's 4 won with a warning. Two kinds of evidence that disagree are shown, not picked from.
+    first = {"name": "aten::embedding", "dims": [[1000, 16], [4, 16]], "types": ["float", "long int"]}
     identity = identify(trace(meta={"first_op_inputs": first}), "pytorch_bs8.json")
-    assert identity.batch_size.value == 4
-    assert "suggests batch_size 8" in identity.warnings["batch_size"]
+    assert identity.batch_size.value is None and identity.batch_size.candidates == (4, 8)
+    assert identity.batch_size.source == UNCERTAIN
+    assert (
+        "batch size uncertain, sources disagree: 4 inferred from trace content"
+        in identity.warnings["batch_size"]
+    )
+    assert "vs 8 from file name ('bs8' in pytorch_bs8.json)" in identity.warnings["batch_size"]
+    # A linear layer's first dim may be batch x tokens: it is no batch size evidence at all.
+    linear = {"name": "aten::linear", "dims": [[4, 16]], "types": ["float"]}
+    assert identify(trace(meta={"first_op_inputs": linear}), "pytorch_bs8.json").batch_size.value == 8
 
 
 # ------------------------------------------------------------------------------------------- config

@@ -15,7 +15,7 @@ Every command is "parse args -> analyze inputs -> one analyzer -> renderer".
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -73,8 +73,11 @@ class TraceConfig:
 
     ``sources``: for each of runtime, batch_size, seq_len, precision that is known, where it came from
     (``"from run.json"``, ``"from sidecar .meta.json"``, ``"from trace metadata"``, ``"inferred from trace
-    content"``, ``"from file name"``); ``evidence``: for the inferred ones, what in the trace or name says so;
-    ``inference_warnings``: file-name hints that disagree with the content.
+    content"``, ``"from file name"``, or, with the value None, ``"uncertain: sources disagree"`` / ``"varies
+    by serving step"``); ``evidence``: for the inferred ones, what in the trace or name says so;
+    ``uncertain``: the inferred values that are not sure, each with its candidate values (both disagreeing
+    values; the lowest and highest of a varying batch; the value itself when its evidence may not mean it);
+    ``inference_warnings``: why those are uncertain, and file-name hints the content overrides (runtime).
     ``untraced_latency_ms``: mean latency measured with the profiler off (None when not recorded);
     ``untraced_latency``: its statistics as recorded (mean, p50, ..., count)."""
 
@@ -90,6 +93,7 @@ class TraceConfig:
     untraced_latency: dict[str, float] | None = None
     sources: dict[str, str] = field(default_factory=dict)
     evidence: dict[str, str] = field(default_factory=dict)
+    uncertain: dict[str, tuple[Any, ...]] = field(default_factory=dict)
     inference_warnings: tuple[str, ...] = ()
 
     @classmethod
@@ -108,6 +112,7 @@ class TraceConfig:
             elif meta.get(key) is not None:
                 values[key], sources[key] = meta[key], FROM_TRACE_META
         evidence: dict[str, str] = {}
+        uncertain: dict[str, tuple[Any, ...]] = {}
         warnings: tuple[str, ...] = ()
         if trace is not None and any(key not in values for key in INFERABLE):
             from tracekit.analyzers.identify import identify
@@ -117,6 +122,8 @@ class TraceConfig:
                 found = getattr(identity, key)
                 if key not in values and found is not None:
                     values[key], sources[key], evidence[key] = found.value, found.source, found.evidence
+                    if found.uncertain:
+                        uncertain[key] = found.candidates or (found.value,)
             warnings = tuple(w for key, w in identity.warnings.items() if key in evidence)
         batch, seq = values.get("batch_size"), values.get("seq_len")
         untraced = item.untraced_latency_ms
@@ -133,14 +140,16 @@ class TraceConfig:
             untraced_latency=untraced if isinstance(untraced, dict) else None,
             sources=sources,
             evidence=evidence,
+            uncertain=uncertain,
             inference_warnings=warnings,
         )
 
     def inferred(self, key: str) -> bool:
-        """Whether ``key`` (runtime, batch_size, seq_len, precision) was inferred (content or file name)."""
-        from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+        """Whether ``key`` (runtime, batch_size, seq_len, precision) was inferred (content or file name, sure or
+        not)."""
+        from tracekit.analyzers.identify import INFERRED_SOURCES
 
-        return self.sources.get(key) in (FROM_CONTENT, FROM_NAME)
+        return self.sources.get(key) in INFERRED_SOURCES
 
     @property
     def runtime_label(self) -> str | None:
@@ -184,6 +193,9 @@ class AnalyzedTrace:
     trace: Trace
     config: TraceConfig
     analysis: IterationAnalysis
+    #: Why there is no framework-/compute-bound verdict (:func:`no_verdict_reason`); None when there is one
+    #: or the device simply did nothing.
+    no_verdict: str | None = None
 
     @property
     def iterations(self) -> pl.DataFrame:
@@ -206,8 +218,15 @@ class AnalyzedTrace:
 
     @property
     def verdict(self) -> str | None:
-        """ "framework" (framework-bound), "compute" or None (no device activity)."""
+        """ "framework" (framework-bound), "compute" or None: no device or operator activity, or no measured
+        timeline (an Nsight Compute report alone); :attr:`no_verdict` says why."""
         return self.analysis.summary.bound
+
+    @property
+    def session_setup(self) -> list[dict[str, Any]]:
+        """Set-up before inference, outside every iteration (ONNX Runtime profiles: ``model_loading_uri``,
+        ``session_initialization``), each ``{"name", "ms"}``; ``[]`` when the trace records none."""
+        return list(self.trace.meta.get("session_setup") or [])
 
     @property
     def device(self) -> str:
@@ -237,8 +256,15 @@ class AnalyzedTrace:
         return assign_ops(self.trace, self.analysis.ranges).filter(pl.col("iteration").is_in(analyzed))
 
     def to_json(self) -> dict[str, Any]:
-        """The ``tracekit analyze --format json`` document."""
-        return self.analysis.to_json(self.trace)
+        """The ``tracekit analyze --format json`` document; with ``no_verdict`` (why ``summary.bound`` is null,
+        when it is for want of evidence) and ``session_setup`` (set-up times outside every iteration, ms) where
+        they apply."""
+        doc = self.analysis.to_json(self.trace)
+        if self.no_verdict is not None:
+            doc["no_verdict"] = self.no_verdict
+        if self.session_setup:
+            doc["session_setup"] = self.session_setup
+        return doc
 
 
 def trace_input(path: str | Path) -> TraceInput:
@@ -301,9 +327,75 @@ def analyze_trace(
     with progress.task(f"analyzing {name}"):
         analysis = analyze_iterations(trace, *args)
         analysis.per_device = per_device_rows(trace, *args)
+    reason = no_verdict_reason(trace)
+    if trace.meta.get("timeline") is False:
+        _drop_timeline_fields(analysis)
+    if reason is not None:
+        analysis.summary = replace(analysis.summary, bound=None)
+        for row in analysis.per_device or []:
+            row["bound"] = None
+        analysis.warnings.insert(0, reason)
     config = TraceConfig.resolve(item, trace.meta, analysis.device, trace)
     analysis.warnings += [*inference_notes(config), *config.inference_warnings]
-    return AnalyzedTrace(trace, config, analysis)
+    return AnalyzedTrace(trace, config, analysis, reason)
+
+
+#: Per-iteration fields that need a measured timeline (when each op ran): without one (an Nsight Compute report
+#: alone: kernels laid back to back by the reader) they are not shown. GPU busy (the summed kernel durations)
+#: and the kernel count stay.
+TIMELINE_FIELDS = ("latency_ms", "cpu_ms", "framework_overhead_ms", "gpu_utilization", "idle_gaps", "idle_ms")
+
+#: What to collect for a verdict, by the format of a trace that cannot give one.
+_COLLECT_HINTS: dict[str, str] = {
+    "nsys-sqlite": (
+        "nsys profile -t cuda,nvtx for a GPU run; for a CPU run a profiler that records operators "
+        "(tracekit collect --profiler torch or ort)"
+    ),
+    "kineto": "torch.profiler with ProfilerActivity.CUDA for a GPU run (its CPU operators for a CPU run)",
+    "ort": "ONNX Runtime's profiler with its Node events kept (the default), or nsys/torch.profiler on a GPU",
+}
+
+
+def no_verdict_reason(trace: Trace) -> str | None:
+    """Why a trace gets no framework-/compute-bound verdict, in one line that says what the input can and
+    cannot tell and what to collect for the verdict; None when it can have one.
+
+    The verdict compares device (or operator) busy time with latency on one measured timeline. An Nsight
+    Compute report has no timeline (``meta["timeline"]`` False: ncu replays each kernel alone and records no
+    start times, so the reader lays the kernels back to back and any utilization would be 100% by
+    construction); a trace of ranges without device or operator activity has latency but no busy time."""
+    fmt = str(trace.meta.get("format") or "")
+    if trace.meta.get("timeline") is False:
+        return (
+            "no framework-/compute-bound verdict: Nsight Compute replays each kernel alone and records no start "
+            "times, so this input gives kernel durations (GPU busy = their sum) and per-kernel counters "
+            "(kernel-time SMs active / warp occupancy: tracekit table --wide), not latency, idle time or "
+            "utilization; for the verdict, collect a timeline of the same run too (tracekit collect --profiler "
+            "nsys --profiler ncu; nsys profile -t cuda,nvtx; torch.profiler with CUDA activity; tracekit table "
+            "TIMELINE --ncu REPORT joins them)"
+        )
+    if trace.ops.is_empty():
+        hint = _COLLECT_HINTS.get(fmt, "a profiler that records device work or operators")
+        return (
+            "no framework-/compute-bound verdict: the trace holds ranges but no GPU or operator activity, so it "
+            "gives latency and CPU time per iteration, not how much of it the device or operators were busy; "
+            f"for the verdict, profile with device or operator activity ({hint})"
+        )
+    return None
+
+
+def _drop_timeline_fields(analysis: IterationAnalysis) -> None:
+    """Null the fields of ``analysis`` that need a measured timeline (:data:`TIMELINE_FIELDS`, the idle time
+    by cause), drop its idle gaps and the attribution, and summarize again."""
+    from tracekit.analyzers.attribution import CAUSE_MS
+    from tracekit.analyzers.iterations import summarize
+
+    frame = analysis.iterations
+    blank = [c for c in (*TIMELINE_FIELDS, *CAUSE_MS) if c in frame.columns]
+    analysis.iterations = frame.with_columns(pl.lit(None, dtype=frame.schema[c]).alias(c) for c in blank)
+    analysis.gaps = analysis.gaps.clear()
+    analysis.attribution = None
+    analysis.summary = summarize(analysis.iterations, analysis.summary.bound_threshold)
 
 
 #: Start of the note that says which configuration values were inferred (the table shows them in its legend).
@@ -313,11 +405,14 @@ INFERRED_NOTE = "not stated by run.json or sidecar metadata, inferred: "
 def inference_notes(config: TraceConfig) -> list[str]:
     """One line naming the inferred values, their source and evidence (none when nothing was inferred): so
     that ``report``, ``compare`` and ``analyze`` say it where they list a trace's warnings."""
-    said = [
-        f"{key.replace('_', ' ')} {getattr(config, key)} {config.sources[key]} ({config.evidence[key]})"
-        for key in INFERABLE
-        if config.inferred(key) and key in config.evidence
-    ]
+    said = []
+    for key in INFERABLE:
+        if not (config.inferred(key) and key in config.evidence):
+            continue
+        value = getattr(config, key)
+        shown = config.sources[key] if value is None else f"{value} {config.sources[key]}"
+        mark = " (uncertain)" if value is not None and key in config.uncertain else ""
+        said.append(f"{key.replace('_', ' ')} {shown}{mark} ({config.evidence[key]})")
     return [INFERRED_NOTE + "; ".join(said)] if said else []
 
 

@@ -360,10 +360,14 @@ def read(path: Path) -> Trace:
     operator_types = _operator_types(nodes)
     if operator_types:
         meta["operator_types"] = operator_types
+    setup = _session_setup(ranges.filter(pl.col("domain") == "session"))
+    meta["session_setup"] = setup
     meta["default_range"] = MODEL_RUN
-    meta["default_range_reason"] = "ONNX Runtime profile: one 'model_run' per InferenceSession.run call"
-    sessions = ranges.filter(pl.col("domain") == "session")
-    meta["session_setup"] = _session_setup(sessions)
+    meta["default_range_reason"] = "ONNX Runtime profile: one 'model_run' per InferenceSession.run call" + (
+        "; session set-up, in no iteration: " + ", ".join(f"{x['name']} {x['ms']:.3f} ms" for x in setup)
+        if setup
+        else ""
+    )
     meta["synthetic"] = (
         header.get("tracekit_synthetic") in (True, "true", "1", 1) or "synthetic" in path.name.lower()
     )

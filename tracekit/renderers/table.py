@@ -66,16 +66,33 @@ def _mark(row: dict[str, Any], key: str) -> str:
     return MARKS.get(row.get(f"{key}_source") or "", "")
 
 
+#: Source of a value that varies by serving step (its candidates are the lowest and highest).
+VARIES_SOURCE = "varies by serving step"
+
+
+def value_text(row: dict[str, Any], key: str) -> str | None:
+    """A row's value of ``key`` as shown, with its mark: ``16*``, ``16†``; an uncertain one ``32*?`` (its
+    evidence may not mean it), ``32|16?`` (sources disagree: no value), ``1–32`` (varies by serving step);
+    None when unknown."""
+    value, candidates = row.get(key), (row.get("uncertain") or {}).get(key)
+    if value is not None:
+        return f"{format_value(value)}{_mark(row, key)}" + ("?" if candidates else "")
+    if not candidates:
+        return None
+    if row.get(f"{key}_source") == VARIES_SOURCE:
+        return "–".join(map(str, candidates))
+    return "|".join(map(str, candidates)) + "?"
+
+
 def config_cell(row: dict[str, Any]) -> str:
     """ "RTX 8000 fp16* bs16† s128": device (GPU name, else gpu/cpu), precision, batch size, sequence length
-    where known, each inferred value marked (* trace content, † file name)."""
+    where known, each inferred value marked (* trace content, † file name; ? uncertain, see
+    :func:`value_text`)."""
     parts = [short_gpu(row.get("gpu")) or row.get("device") or "?"]
-    if row.get("precision"):
-        parts.append(f"{row['precision']}{_mark(row, 'precision')}")
-    if row.get("batch_size") is not None:
-        parts.append(f"bs{row['batch_size']}{_mark(row, 'batch_size')}")
-    if row.get("seq_len") is not None:
-        parts.append(f"s{row['seq_len']}{_mark(row, 'seq_len')}")
+    for key, prefix in (("precision", ""), ("batch_size", "bs"), ("seq_len", "s")):
+        text = value_text(row, key)
+        if text is not None:
+            parts.append(prefix + text)
     return " ".join(parts)
 
 
@@ -138,12 +155,7 @@ def _columns(doc: dict[str, Any], device: str | None, wide: bool, paper: bool) -
             ("model", "model", "left", _text),
         ]
         cols += [
-            (
-                k,
-                h,
-                "right",
-                lambda r, k: format_value(r.get(k)) + _mark(r, k) if r.get(k) is not None else "—",
-            )
+            (k, h, "right", lambda r, k: value_text(r, k) or "—")
             for k, h in (("precision", "precision"), ("batch_size", "batch"), ("seq_len", "seq len"))
         ]
         cols += [
@@ -288,17 +300,23 @@ def _rows_list(numbers: Sequence[int]) -> str:
 def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list[str]:
     """Lines under the terminal table: what each row is (trace file, evidence), markers, metric sources."""
     rows = doc["rows"]
-    lines = [f"rows ({'* inferred from trace content, † from file name' if not wide else 'sources'}):"]
+    marks = "* inferred from trace content, † from file name, ? uncertain"
+    lines = [f"rows ({marks if not wide else 'sources'}):"]
     for r in rows:
         path = Path(r["trace"])
         where = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
         said = []
         for key in ("runtime", "batch_size", "seq_len", "precision"):
             source = r.get(f"{key}_source")
-            if r.get(key) is None or source is None:
+            if source is None or (r.get(key) is None and key not in (r.get("uncertain") or {})):
                 continue
             evidence = (r.get("evidence") or {}).get(key, "").replace(f" in {path.name}", "")
-            said.append(f"{key.replace('_', ' ')} {r[key]} {source}" + (f" ({evidence})" if evidence else ""))
+            shown = source if r.get(key) is None else f"{r[key]} {source}"
+            if r.get(key) is not None and key in (r.get("uncertain") or {}):
+                shown += ", uncertain"
+            said.append(f"{key.replace('_', ' ')} {shown}" + (f" ({evidence})" if evidence else ""))
+        if r.get("empty_because"):
+            said.append(r["empty_because"])
         synthetic = " (synthetic)" if r.get("synthetic") else ""
         lines.append(f"  {r['row']}  {where}{synthetic}" + (": " + "; ".join(said) if said else ""))
     if not wide:
@@ -428,11 +446,18 @@ def _markdown(doc: dict[str, Any], device: str | None) -> str:
     return "\n".join(parts) + "\n"
 
 
+def _uncertain_text(uncertain: dict[str, list[Any]] | None) -> str | None:
+    """``{"batch_size": [32, 16]}`` as one CSV cell: ``batch_size=32|16``."""
+    if not uncertain:
+        return None
+    return "; ".join(f"{k}={'|'.join(map(str, v))}" for k, v in uncertain.items())
+
+
 def _csv(doc: dict[str, Any], device: str | None) -> str:
     from tracekit.analyzers.table import ROW_KEYS
 
     keys = [k for k in ROW_KEYS if k != "evidence"]
-    rows = [{**r, "table": "measured"} for r in doc["rows"]]
+    rows = [{**r, "table": "measured", "uncertain": _uncertain_text(r.get("uncertain"))} for r in doc["rows"]]
     if "paper" in doc:
         keys = ["table", *keys]
         rows += [{**r, "table": "paper"} for r in doc["paper"]["rows"]]
