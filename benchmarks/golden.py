@@ -409,7 +409,21 @@ def diff(expected: Any, actual: Any, where: str = "") -> list[str]:
         return lines
     if expected == actual and type(expected) is type(actual):
         return []
+    if isinstance(expected, str) and isinstance(actual, str):
+        return [f"{here}: {_string_change(expected, actual)}"]
     return [f"{here}: {_short(expected)} -> {_short(actual)}"]
+
+
+def _string_change(old: str, new: str, context: int = 40) -> str:
+    """Two long strings shown around their first difference (a changed word deep in a warning is visible)."""
+    if len(old) <= 150 and len(new) <= 150:
+        return f"{_short(old)} -> {_short(new)}"
+    start = next(
+        (i for i, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), min(len(old), len(new))
+    )
+    cut = max(0, start - context)
+    prefix = "..." if cut else ""
+    return f"{prefix}{_short(old[cut:], 150)} -> {prefix}{_short(new[cut:], 150)} (strings differ from character {start})"
 
 
 def format_diff(name: str, lines: list[str], limit: int | None = None) -> str:
