@@ -57,7 +57,7 @@ Batch size, strongest evidence first (:func:`identify`):
    an ORT ``Gather`` of a floating rank-2 table; the one with the largest table, i.e. the token embedding),
    never the table (the weight): ids ``[batch, seq]`` give both; flat ids ``[N]`` are N tokens, the batch only
    when every request feeds one token, so that value is *uncertain*; else the first dim of a convolution's
-   activation input. No other operator's shape is read (a ``slice`` of a block table, a ``linear`` over
+   (or batch/group/instance norm's) ``[N, C, ...]`` activation input. No other operator's shape is read (a ``slice`` of a block table, a ``linear`` over
    batch x tokens);
 3. the file name (:func:`hints_from_name`): ``batch16``, ``bs16``, ``bs_16``; a bare ``b16`` only in tracekit's own
    trace names (``pytorch_b16_s128.torch.json.gz``); never a GPU model (``b200``, ``h100``, ``mi300x``...:
@@ -354,9 +354,12 @@ _FLOAT_TYPES: dict[str, str] = {
 #: Embedding lookups (Kineto ``aten::embedding``, ORT ``Gather`` of a float table): the integer input holds the
 #: token ids (its first dim is the batch), the floating rank-2 input is the weight (never the batch).
 EMBEDDING_OPS = re.compile(r"^(?:aten::embedding(?:_bag)?|aten::_embedding_bag|Gather)(?::|$)")
-#: Convolutions: the first dim of the activation input (rank >= 3, floating) is the batch.
+#: Convolutions and batch/group/instance norms: the first dim of the activation input (rank >= 3, floating,
+#: ``[N, C, ...]``) is the batch.
 CONV_OPS = re.compile(
-    r"^(?:aten::(?:conv[123]d|_convolution|convolution|cudnn_convolution|mkldnn_convolution)|Conv)(?::|$)"
+    r"^(?:aten::(?:conv[123]d|_convolution|convolution|cudnn_convolution|mkldnn_convolution|batch_norm|"
+    r"_batch_norm_impl_index|native_batch_norm|cudnn_batch_norm|group_norm|instance_norm)"
+    r"|Conv|BatchNormalization|InstanceNormalization|GroupNormalization)(?::|$)"
 )
 #: Indexing, view and copy operators: their input types are whatever buffer they touch (a position-id table,
 #: a float mask), not the model's precision.

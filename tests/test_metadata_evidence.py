@@ -130,6 +130,17 @@ def test_the_token_table_is_the_largest_lookup_of_an_ort_profile():
     assert (batch.value, seq.value) == (8, 128)  # not the position ids' [1, 128]
 
 
+def test_a_normalization_over_nchw_gives_the_batch():
+    # normalization_layer_test.json.gz (dev set) starts with this batch_norm
+    first = {"name": "aten::batch_norm", "dims": [[8, 16, 32, 32], [16], [16]], "types": ["float"] * 3}
+    batch, seq = batch_from_content(trace(first=first))
+    assert (batch.value, batch.evidence, seq) == (
+        8,
+        "first dim of aten::batch_norm input [8, 16, 32, 32]",
+        None,
+    )
+
+
 @pytest.mark.parametrize("name", ["aten::slice", "aten::select", "aten::linear", "aten::index"])
 def test_other_operators_give_no_batch(name):
     first = {"name": name, "dims": [[1024, 72]], "types": ["int"]}  # a vLLM block table slice

@@ -169,6 +169,8 @@ def test_session_events_only_give_latency_and_no_verdict(tmp_path, capsys):
         "no framework-/compute-bound verdict: the trace holds ranges but no GPU"
     )
     assert "ONNX Runtime's profiler with its Node events kept" in doc["no_verdict"]
+    assert doc["warnings"][0] == doc["no_verdict"]  # said once: the analyzer's shorter line is not repeated
+    assert not any(w.startswith("the trace holds no GPU or operator activity") for w in doc["warnings"])
     assert main(["analyze", str(path)]) == 0
     text = capsys.readouterr().out
     assert "verdict:" not in text.replace("no framework-/compute-bound verdict:", "")

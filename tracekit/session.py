@@ -334,11 +334,19 @@ def analyze_trace(
         analysis.summary = replace(analysis.summary, bound=None)
         for row in analysis.per_device or []:
             row["bound"] = None
-        analysis.warnings.insert(0, reason)
+        # the reason says it all: the analyzer's shorter "holds no GPU or operator activity" line would repeat it
+        analysis.warnings[:] = [
+            reason,
+            *(w for w in analysis.warnings if not w.startswith(NO_ACTIVITY_WARNING)),
+        ]
     config = TraceConfig.resolve(item, trace.meta, analysis.device, trace)
     analysis.warnings += [*inference_notes(config), *config.inference_warnings]
     return AnalyzedTrace(trace, config, analysis, reason)
 
+
+#: Start of :func:`tracekit.analyzers.iterations.analyze_iterations`' warning for a trace without ops, which
+#: :func:`no_verdict_reason` replaces.
+NO_ACTIVITY_WARNING = "the trace holds no GPU or operator activity"
 
 #: Per-iteration fields that need a measured timeline (when each op ran): without one (an Nsight Compute report
 #: alone: kernels laid back to back by the reader) they are not shown. GPU busy (the summed kernel durations)
