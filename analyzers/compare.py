@@ -3,6 +3,10 @@
 Summary rows compare the **median over iterations** (p50) of each field of :data:`tracekit.fields.ITERATION_FIELDS`
 that has a ``compare_label``: the same statistic the framework-bound verdict is taken from, so a side's verdict
 and its utilization row always agree. delta = B − A; ratio = B / A (None when A is 0 or either is unknown).
+Each median comes with its distribution-free 95% interval (``a_low``/``a_high``, ``b_low``/``b_high``;
+:func:`tracekit.analyzers.stability.median_interval`, null with fewer than 6 iterations); ``significant`` is
+True when the two intervals do not overlap, False when they do (the difference is *within noise*), None when
+either side has no interval.
 
 Per-kernel-name figures are per iteration, over the analyzed iterations (after ``--skip``):
 
@@ -11,8 +15,10 @@ Per-kernel-name figures are per iteration, over the analyzed iterations (after `
 - time_a_us / time_b_us: mean summed duration of those ops per iteration, in µs (summed op durations, not a
   union: concurrent ops on several streams both count).
 - time_delta_us = time_b_us − time_a_us; count_delta = count_b − count_a; time_ratio = time_b_us / time_a_us
-  (None when time_a_us is 0). A name absent from one side has 0 there. Rows are sorted by |time_delta_us|,
-  largest first (ties: larger total time first).
+  (None when time_a_us is 0). A name absent from one side is null there (shown "—"), and so are its deltas
+  and ratio: its ops did not run there, or that side has no op data at all (``a_has_ops``/``b_has_ops`` in
+  the document). Rows are sorted by |time delta| counting an absent side as 0, largest first (ties: larger
+  total time first).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracekit.analyzers.stability import median_interval
 from tracekit.analyzers.stats import Summary
 from tracekit.fields import ITERATION_FIELDS
 
@@ -58,9 +65,7 @@ def kernel_deltas(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
     joined = a.rename({"count": "count_a", "time_us": "time_a_us"}).join(
         b.rename({"count": "count_b", "time_us": "time_b_us"}), on="name", how="full", coalesce=True
     )
-    joined = joined.with_columns(
-        pl.col(c).fill_null(0.0) for c in ("count_a", "count_b", "time_a_us", "time_b_us")
-    )
+    ta, tb = pl.col("time_a_us").fill_null(0.0), pl.col("time_b_us").fill_null(0.0)
     return (
         joined.with_columns(
             (pl.col("count_b") - pl.col("count_a")).alias("count_delta"),
@@ -69,18 +74,22 @@ def kernel_deltas(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
             .then(pl.col("time_b_us") / pl.col("time_a_us"))
             .alias("time_ratio"),
         )
-        .with_columns(
-            pl.col("time_delta_us").abs().alias("_abs"),
-            (pl.col("time_a_us") + pl.col("time_b_us")).alias("_tot"),
-        )
+        .with_columns((tb - ta).abs().alias("_abs"), (ta + tb).alias("_tot"))
         .sort(["_abs", "_tot", "name"], descending=[True, True, False])
         .select(list(KERNEL_DELTA_SCHEMA))
         .cast(KERNEL_DELTA_SCHEMA)
     )
 
 
-def summary_deltas(a: Summary, b: Summary, device: str | None = "gpu") -> list[dict[str, Any]]:
-    """Rows metric, name (label), a, b, delta (b − a), ratio (b / a) of the medians of two summaries.
+def summary_deltas(
+    a: Summary,
+    b: Summary,
+    device: str | None = "gpu",
+    frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+) -> list[dict[str, Any]]:
+    """Rows metric, name (label), a, b, delta (b − a), ratio (b / a) of the medians of two summaries, with
+    each median's 95% interval and whether the difference is outside the noise (module docstring) when the
+    per-iteration ``frames`` (A's, B's) are given.
 
     ``device``: the traces' common device ("cpu": busy/utilization worded as operator time)."""
     rows = []
@@ -88,6 +97,12 @@ def summary_deltas(a: Summary, b: Summary, device: str | None = "gpu") -> list[d
         if f.compare_label is None:
             continue
         va, vb = getattr(a[f.name], STATISTIC), getattr(b[f.name], STATISTIC)
+        ia = ib = None
+        if frames is not None:
+            ia, ib = (_interval(frame, f.name) for frame in frames)
+        significant = None
+        if ia is not None and ib is not None and va is not None and vb is not None:
+            significant = ia[1] < ib[0] or ib[1] < ia[0]
         rows.append(
             {
                 "metric": f.name,
@@ -96,9 +111,22 @@ def summary_deltas(a: Summary, b: Summary, device: str | None = "gpu") -> list[d
                 "b": vb,
                 "delta": vb - va if va is not None and vb is not None else None,
                 "ratio": vb / va if va not in (None, 0) and vb is not None else None,
+                "a_low": ia[0] if ia else None,
+                "a_high": ia[1] if ia else None,
+                "b_low": ib[0] if ib else None,
+                "b_high": ib[1] if ib else None,
+                "significant": significant,
             }
         )
     return rows
+
+
+def _interval(frame: pl.DataFrame, column: str) -> tuple[float, float] | None:
+    """The 95% interval of the median of ``column`` over the iterations (nulls skipped), or None."""
+    if column not in frame.columns:
+        return None
+    values = frame.get_column(column).drop_nulls().cast(pl.Float64).to_list()
+    return median_interval(values)
 
 
 def _side(analyzed: AnalyzedTrace) -> dict[str, Any]:
@@ -127,7 +155,9 @@ def compare(a: AnalyzedTrace, b: AnalyzedTrace, config: str | None = None) -> di
         "device": device,
         "a": _side(a),
         "b": _side(b),
-        "summary": summary_deltas(a.summary, b.summary, device),
+        "summary": summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations)),
         "kernels": kernels.to_dicts(),
+        "a_has_ops": not a.trace.ops.is_empty(),
+        "b_has_ops": not b.trace.ops.is_empty(),
         "warnings": [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
     }

@@ -259,6 +259,13 @@ def _median_interval(values: Sequence[float]) -> tuple[float | None, float | Non
     return ordered[ranks[0]], ordered[ranks[1]]
 
 
+def median_interval(values: Sequence[float]) -> tuple[float, float] | None:
+    """The distribution-free 95% interval of the median of ``values`` as given (no iteration dropped), or
+    None with fewer than :data:`MIN_CI_SAMPLES` values."""
+    lo, hi = _median_interval(values)
+    return None if lo is None or hi is None else (lo, hi)
+
+
 def _trend(kept: Sequence[float], unit: str = "ms") -> str | None:
     """'rose from A to B ms' / 'fell ...' when the first and last thirds differ beyond noise (rule 4)."""
     third = len(kept) // 3

@@ -58,8 +58,10 @@ def test_kernel_deltas_outer_join_and_order() -> None:
     out = kernel_deltas(a, b)
     assert out["name"].to_list() == ["new", "x", "gone", "y"]
     rows = {r["name"]: r for r in out.to_dicts()}
-    assert rows["new"]["time_a_us"] == 0.0 and rows["new"]["count_delta"] == 2.0
-    assert rows["gone"]["time_b_us"] == 0.0 and rows["gone"]["time_delta_us"] == -3.0
+    # A name absent from one side is null there (shown "—"), and so are its deltas: never 0 / -time.
+    assert rows["new"]["time_a_us"] is None and rows["new"]["count_a"] is None
+    assert rows["new"]["count_delta"] is None and rows["new"]["time_delta_us"] is None
+    assert rows["gone"]["time_b_us"] is None and rows["gone"]["time_delta_us"] is None
     assert rows["x"]["time_delta_us"] == -6.0
 
 
@@ -77,10 +79,15 @@ def test_kernel_deltas_invariants(ta: dict[str, float], tb: dict[str, float]) ->
 
     out = kernel_deltas(frame(ta), frame(tb))
     assert set(out["name"]) == set(ta) | set(tb)
-    assert out["time_delta_us"].sum() == pytest.approx(
-        sum(tb.values()) - sum(ta.values()), rel=1e-9, abs=1e-6
+    both = set(ta) & set(tb)
+    assert out.filter(pl.col("name").is_in(list(both)))["time_delta_us"].sum() == pytest.approx(
+        sum(tb[k] - ta[k] for k in both), rel=1e-9, abs=1e-6
     )
-    deltas = out["time_delta_us"].abs().to_list()
+    assert out.filter(~pl.col("name").is_in(list(both)))["time_delta_us"].null_count() == len(
+        (set(ta) | set(tb)) - both
+    )
+    # ordered by |delta|, an absent side counting as 0
+    deltas = [abs(tb.get(n, 0.0) - ta.get(n, 0.0)) for n in out["name"]]
     assert deltas == sorted(deltas, reverse=True)
 
 
@@ -101,7 +108,7 @@ def two_runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
             "--batch-sizes",
             "1,4",
             "--iters",
-            "3",
+            "6",  # the fewest with a 95% interval of the median
             "-o",
             str(root / runtime),
         )
@@ -119,14 +126,25 @@ def test_compare_cli_runs_config_by_config(two_runs: tuple[Path, Path]) -> None:
     assert first["a"]["runtime"] == "pytorch" and first["b"]["runtime"] == "onnx"
     latency = next(r for r in first["summary"] if r["metric"] == "latency_ms")
     assert latency["b"] < latency["a"]  # the simulated ONNX preset dispatches far fewer, cheaper operators
-    deltas = [abs(k["time_delta_us"]) for k in first["kernels"]]
+    assert latency["significant"] is True and latency["b_high"] < latency["a_low"]
+    # The two presets run different kernels: every name is absent on one side, "—" there, never 0.
+    deltas = [abs((k["time_b_us"] or 0.0) - (k["time_a_us"] or 0.0)) for k in first["kernels"]]
     assert deltas == sorted(deltas, reverse=True)
+    assert all(
+        k["time_delta_us"] is None for k in first["kernels"] if None in (k["time_a_us"], k["time_b_us"])
+    )
+    table = _tracekit("compare", str(a), str(b), "--top", "3").stdout
+    assert "within noise" in table or "[" in table  # intervals shown beside the medians
+    kernel_table = table.split("per-iteration time and count")[1].split("batch 4")[0]
+    assert "—" in kernel_table and "│       0 │" not in kernel_table
     for fmt in ("rich", "markdown", "csv"):
         proc = _tracekit("compare", str(a), str(b), "--format", fmt, "--top", "3")
         assert proc.returncode == 0, proc.stderr
         assert "latency" in proc.stdout
     csv_rows = proc.stdout.strip().splitlines()
-    assert csv_rows[0] == "config,section,name,a,b,delta,ratio,count_a,count_b,count_delta"
+    assert csv_rows[0] == (
+        "config,section,name,a,b,delta,ratio,a_low,a_high,b_low,b_high,significant,count_a,count_b,count_delta"
+    )
     assert sum(",kernel," in line for line in csv_rows) <= 6
 
 

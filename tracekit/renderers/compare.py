@@ -5,13 +5,20 @@ from __future__ import annotations
 from typing import Any
 
 from tracekit.fields import COUNT_FIELDS, device_word
-from tracekit.renderers.tabular import as_count, render_csv, render_json, render_markdown, render_rich
+from tracekit.renderers.tabular import (
+    as_count,
+    format_value,
+    render_csv,
+    render_json,
+    render_markdown,
+    render_rich,
+)
 
 SUMMARY_COLUMNS: list[tuple[str, str]] = [
     ("name", "metric"),
-    ("a", "A (median)"),
-    ("b", "B (median)"),
-    ("delta", "B − A"),
+    ("a_shown", "A median [95%]"),
+    ("b_shown", "B median [95%]"),
+    ("delta_shown", "B − A"),
     ("ratio", "B / A"),
 ]
 KERNEL_COLUMNS: list[tuple[str, str]] = [
@@ -23,7 +30,25 @@ KERNEL_COLUMNS: list[tuple[str, str]] = [
     ("time_b_us", "time B µs"),
     ("time_delta_us", "Δ time µs"),
 ]
-CSV_COLUMNS = ["config", "section", "name", "a", "b", "delta", "ratio", "count_a", "count_b", "count_delta"]
+CSV_COLUMNS = [
+    "config",
+    "section",
+    "name",
+    "a",
+    "b",
+    "delta",
+    "ratio",
+    "a_low",
+    "a_high",
+    "b_low",
+    "b_high",
+    "significant",
+    "count_a",
+    "count_b",
+    "count_delta",
+]
+#: Said after a delta whose two 95% intervals overlap.
+WITHIN_NOISE = "within noise"
 NAME_WIDTH = 70
 
 
@@ -51,18 +76,55 @@ def _heading(doc: dict[str, Any]) -> str:
     return heading + (" [SYNTHETIC data]" if a["synthetic"] or b["synthetic"] else "")
 
 
+def _number(value: Any, count: bool) -> str:
+    if value is None:
+        return "—"
+    if count:
+        return format_value(as_count(value))
+    return f"{value:.4g}" if isinstance(value, float) else format_value(value)
+
+
 def _summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return [
-        {**r, **{k: as_count(r[k]) for k in ("a", "b", "delta")}} if r["metric"] in COUNT_FIELDS else r
-        for r in doc["summary"]
-    ]
+    """Medians with their intervals, and the delta stated only outside the noise ("+1.2" / "+0.01 (within
+    noise)"), as text."""
+    rows = []
+    for r in doc["summary"]:
+        count = r["metric"] in COUNT_FIELDS
+        row = dict(r)
+        for side in ("a", "b"):
+            low, high = r.get(f"{side}_low"), r.get(f"{side}_high")
+            shown = _number(r[side], count)
+            if low is not None and high is not None and r[side] is not None and low != high:
+                shown += f" [{_number(low, count)}–{_number(high, count)}]"
+            row[f"{side}_shown"] = shown
+        delta = r["delta"]
+        if delta is None:
+            row["delta_shown"] = "—"
+        else:
+            text = ("+" if delta > 0 else "") + _number(delta, count)
+            row["delta_shown"] = f"{text} ({WITHIN_NOISE})" if r.get("significant") is False else text
+        rows.append(row)
+    return rows
 
 
 def _kernel_rows(doc: dict[str, Any], top: int | None) -> list[dict[str, Any]]:
+    """Per-name rows; a side where the name did not run (or with no op data) stays None, shown "—"."""
     counts = ("count_a", "count_b", "count_delta")
     return [
-        {**k, "name": _short(k["name"]), **{c: as_count(k[c]) for c in counts}} for k in doc["kernels"][:top]
+        {**k, "name": _short(k["name"]), **{c: None if k[c] is None else as_count(k[c]) for c in counts}}
+        for k in doc["kernels"][:top]
     ]
+
+
+def _no_ops_note(doc: dict[str, Any]) -> str | None:
+    """'B has no op data (a latency-only trace): its per-name columns are "—"', or None."""
+    missing = [side.upper() for side in ("a", "b") if doc.get(f"{side}_has_ops") is False]
+    if not missing:
+        return None
+    who = " and ".join(missing)
+    return (
+        f"{who} {'has' if len(missing) == 1 else 'have'} no op data (a latency-only trace): its columns are —"
+    )
 
 
 def _csv(comparisons: list[dict[str, Any]], top: int | None) -> str:
@@ -100,19 +162,29 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         n = len(comparison["kernels"])
         kernel_title = f"per-iteration time and count by op name (top {len(kernels)} of {n} by |Δ time|)"
         summary = _summary_rows(comparison)
+        note = _no_ops_note(comparison)
+        legend = (
+            "Medians over iterations with their 95% intervals; a difference whose intervals overlap is "
+            f"'{WITHIN_NOISE}'. Per name: mean per iteration; '—' where the name did not run."
+        )
         if fmt == "markdown":
             out += [
                 f"## {_heading(comparison)}",
                 "",
                 render_markdown(summary, SUMMARY_COLUMNS),
+                legend,
+                "",
                 f"### {kernel_title}",
                 "",
+                *([note, ""] if note else []),
                 render_markdown(kernels, KERNEL_COLUMNS),
             ]
         else:
             out += [
                 _heading(comparison),
                 render_rich(summary, SUMMARY_COLUMNS),
+                legend,
+                *([note] if note else []),
                 render_rich(kernels, KERNEL_COLUMNS, title=kernel_title),
             ]
     return "\n".join(out)
