@@ -303,10 +303,13 @@ def timeline_figure(
         np.append(starts, end), -0.6, len(lanes) - 0.4, colors="#252525", linestyles="dotted", linewidth=1
     )
     for row in iterations.iter_rows(named=True):
-        busy = row["gpu_busy_ms"]
-        label = f"iteration {row['index']}: {row['latency_ms']:.3g} ms"
+        busy, latency = row["gpu_busy_ms"], row["latency_ms"]
+        # latency is None without a measured timeline (an Nsight Compute report alone)
+        label = f"iteration {row['index']}" + (f": {latency:.3g} ms" if latency is not None else "")
         if busy is not None:
-            label += f", {device_label} busy {busy:.3g} ms ({100 * busy / row['latency_ms']:.0f}%)"
+            label += f", {device_label} busy {busy:.3g} ms" + (
+                f" ({100 * busy / latency:.0f}%)" if latency else ""
+            )
         ax.text(
             (row["start_ms"] + row["end_ms"]) / 2,
             len(lanes) - 0.35,
