@@ -472,6 +472,22 @@ class Timeline:
     truncated: bool = False
 
 
+def idle_pieces_of(analyzed: AnalyzedTrace) -> pl.DataFrame:
+    """Every idle gap of the analyzed iterations cut into its attributed pieces (``iteration``, ``start_ns``,
+    ``end_ns``, ``cause``, ``pid``, ``thread``, ``cpu_op``; :func:`tracekit.analyzers.attribution.idle_pieces`):
+    per iteration they sum to its idle time. Empty when the trace has no device activity (latency only)."""
+    from tracekit.analyzers.attribution import attribute_trace
+
+    if analyzed.analysis.attribution is None or analyzed.gaps.is_empty():
+        return pl.DataFrame(
+            schema={"iteration": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "cause": pl.String}
+        )
+    cpu_ops = analyzed.trace.cpu_ops if analyzed.trace.cpu_ops.height else None
+    pieces = attribute_trace(analyzed.trace, analyzed.analysis, cpu_ops=cpu_ops, pieces=True).pieces
+    analyzed_iterations = analyzed.iterations.get_column("index").implode()
+    return pieces.filter(pl.col("iteration").is_in(analyzed_iterations))
+
+
 #: Most ops drawn in a timeline; fewer iterations are shown when one iteration exceeds it.
 TIMELINE_MAX_OPS = 30_000
 #: Most GPU-stream lanes; the rest are drawn in an "other streams" lane.

@@ -7,6 +7,7 @@ import argparse
 import csv
 import io
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -36,19 +37,204 @@ def commands(tmp: Path) -> dict[str, list[str]]:
     }
 
 
+# ---- the simulator's ground truth: what every format of every command must show (independent of the analysis)
+
+
+def _truth(run_dir: str) -> dict:
+    (path,) = (ROOT / "synthetic" / run_dir).glob("*.truth.json")
+    return json.loads(path.read_text())
+
+
+def _median(values: list[float]) -> float:
+    ordered = sorted(values)
+    mid = len(ordered) // 2
+    return ordered[mid] if len(ordered) % 2 else (ordered[mid - 1] + ordered[mid]) / 2
+
+
+PT, ONNX = _truth("table3_pytorch"), _truth("table3_onnx")
+PT_LATENCY = [it["latency_ns"] / 1e6 for it in PT["iterations"]]
+PT_BUSY = [it["gpu_busy_ns"] / 1e6 for it in PT["iterations"]]
+ONNX_LATENCY = [it["latency_ns"] / 1e6 for it in ONNX["iterations"]]
+#: (mean, median) latency and GPU busy of the simulated eager-PyTorch run, from the truth per iteration
+PT_LAT_MEAN, PT_LAT_P50 = sum(PT_LATENCY) / len(PT_LATENCY), _median(PT_LATENCY)
+PT_BUSY_MEAN, PT_BUSY_P50 = sum(PT_BUSY) / len(PT_BUSY), _median(PT_BUSY)
+ONNX_LAT_P50 = _median(ONNX_LATENCY)
+
+
+def test_the_truth_is_what_the_simulator_says_it_is() -> None:
+    # the expectations below come from the truth files, checked here against their own summary
+    assert len(PT_LATENCY) == 10 and PT_LAT_MEAN == pytest.approx(PT["summary"]["latency_ms_mean"], abs=1e-12)
+    assert PT_LAT_P50 == pytest.approx(PT["summary"]["latency_ms_p50"], abs=1e-12)
+    assert PT_BUSY_MEAN == pytest.approx(PT["summary"]["gpu_busy_ms_mean"], abs=1e-12)
+    assert ONNX_LAT_P50 == pytest.approx(ONNX["summary"]["latency_ms_p50"], abs=1e-12)
+    assert round(PT_LAT_P50, 3) != round(PT_LAT_MEAN, 3)  # mean and median tell apart at 3 decimals
+
+
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+
+
+def _shown(cell: str, value: float) -> bool:
+    """Whether the first number in ``cell`` is ``value`` rounded to the decimals shown."""
+    match = _NUMBER.search(cell.replace(",", ""))
+    assert match, f"no number in {cell!r}"
+    text = match.group()
+    decimals = len(text.split(".")[1]) if "." in text else 0
+    return abs(float(text) - value) <= 0.5 * 10**-decimals + 1e-12
+
+
+def _rows(text: str) -> list[dict[str, str]]:
+    """The body rows of every Markdown or terminal (box-drawn) table in ``text``, as {header: cell}; header
+    words wrapped over several terminal lines are joined."""
+    lines = text.splitlines()
+    rows: list[dict[str, str]] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i].strip()
+        if line.startswith("|") and i + 1 < len(lines) and lines[i + 1].strip().startswith("|---"):
+            header = [c.strip() for c in line.strip("|").split("|")]
+            i += 2
+            while i < len(lines) and lines[i].strip().startswith("|"):
+                cells = [c.strip() for c in lines[i].strip().strip("|").split("|")]
+                rows.append(dict(zip(header, cells, strict=False)))
+                i += 1
+            continue
+        if line[:1] in ("┏", "┌"):
+            parts: list[list[str]] = []
+            i += 1
+            while i < len(lines) and lines[i].strip()[:1] in ("┃", "│"):
+                parts.append([c.strip() for c in re.split("[┃│]", lines[i].strip())[1:-1]])
+                i += 1
+            header = (
+                [" ".join(p[k] for p in parts if p[k]).strip() for k in range(len(parts[0]))] if parts else []
+            )
+            i += 1  # the rule under the header
+            while i < len(lines) and lines[i].strip()[:1] == "│":
+                cells = [c.strip() for c in lines[i].strip().split("│")[1:-1]]
+                if cells and cells[0]:  # a wrapped continuation line has an empty first cell
+                    rows.append(dict(zip(header, cells, strict=False)))
+                i += 1
+            continue
+        i += 1
+    return rows
+
+
+def _cell(rows: list[dict[str, str]], first: str, column: str) -> str:
+    """The cell of the row whose first cell is ``first``, in the column whose header starts with ``column``."""
+    row = next(r for r in rows if next(iter(r.values())) == first or r.get("runtime") == first)
+    return next(v for k, v in row.items() if k.startswith(column))
+
+
+def _csv(text: str) -> list[dict[str, str]]:
+    rows = list(csv.reader(io.StringIO(text)))
+    assert len(rows) >= 2 and all(len(r) == len(rows[0]) for r in rows)
+    return [dict(zip(rows[0], r, strict=True)) for r in rows[1:]]
+
+
+def _check_analyze(fmt: str, out: str) -> None:
+    if fmt == "json":
+        doc = json.loads(out)
+        assert doc["trace"]["synthetic"] is True and doc["summary"]["bound"] == "framework"
+        assert [it["latency_ms"] for it in doc["iterations"]] == pytest.approx(PT_LATENCY, abs=1e-12)
+        assert [it["gpu_busy_ms"] for it in doc["iterations"]] == pytest.approx(PT_BUSY, abs=1e-12)
+        assert [it["kernels"] for it in doc["iterations"]] == [it["kernels"] for it in PT["iterations"]]
+        assert [it["dispatch_ms"] for it in doc["iterations"]] == pytest.approx(
+            [it["dispatch_ns"] / 1e6 for it in PT["iterations"]], abs=1e-12
+        )
+        assert doc["summary"]["latency_ms"]["p50"] == pytest.approx(PT_LAT_P50, abs=1e-12)
+    elif fmt == "csv":
+        rows = _csv(out)
+        assert [float(r["latency_ms"]) for r in rows] == pytest.approx(PT_LATENCY, abs=1e-12)
+        assert [float(r["gpu_busy_ms"]) for r in rows] == pytest.approx(PT_BUSY, abs=1e-12)
+        assert [int(r["launches"]) for r in rows] == [it["launches"] for it in PT["iterations"]]
+    else:
+        rows = _rows(out)
+        assert _shown(_cell(rows, "latency", "mean"), PT_LAT_MEAN)
+        assert _shown(_cell(rows, "latency", "p50"), PT_LAT_P50)
+        assert _shown(_cell(rows, "GPU busy", "mean"), PT_BUSY_MEAN)
+        assert _shown(_cell(rows, "kernels / ops", "p50"), 400)
+        assert "framework-bound" in out
+
+
+def _check_table(fmt: str, out: str) -> None:
+    if fmt == "json":
+        (row,) = json.loads(out)["rows"]
+        assert row["synthetic"] is True and (row["runtime"], row["batch_size"]) == ("pytorch", 1)
+        assert row["latency_ms"] == pytest.approx(PT_LAT_MEAN, abs=1e-12)
+        assert row["gpu_busy_ms"] == pytest.approx(PT_BUSY_MEAN, abs=1e-12)
+        assert row["iterations"] == len(PT_LATENCY)
+    elif fmt == "csv":
+        (row,) = _csv(out)
+        assert float(row["latency_ms"]) == pytest.approx(PT_LAT_MEAN, abs=1e-12)
+        assert float(row["gpu_busy_ms"]) == pytest.approx(PT_BUSY_MEAN, abs=1e-12)
+        assert row["synthetic"] == "True"
+    else:
+        rows = _rows(out)
+        assert _shown(_cell(rows, "pytorch", "latency ms"), PT_LAT_MEAN)
+        assert _shown(_cell(rows, "pytorch", "GPU busy"), PT_BUSY_MEAN)
+
+
+def _check_compare(fmt: str, out: str) -> None:
+    if fmt == "json":
+        (comparison,) = json.loads(out)["comparisons"]
+        latency = next(r for r in comparison["summary"] if r["metric"] == "latency_ms")
+        assert (latency["a"], latency["b"]) == pytest.approx((PT_LAT_P50, ONNX_LAT_P50), abs=1e-12)
+        assert latency["delta"] == pytest.approx(ONNX_LAT_P50 - PT_LAT_P50, abs=1e-12)
+    elif fmt == "csv":
+        row = next(r for r in _csv(out) if r["section"] == "summary" and r["name"] == "latency (ms)")
+        assert float(row["a"]) == pytest.approx(PT_LAT_P50, abs=1e-12)
+        assert float(row["b"]) == pytest.approx(ONNX_LAT_P50, abs=1e-12)
+        assert float(row["delta"]) == pytest.approx(ONNX_LAT_P50 - PT_LAT_P50, abs=1e-12)
+    else:
+        rows = _rows(out)
+        assert _shown(_cell(rows, "latency (ms)", "A "), PT_LAT_P50)
+        assert _shown(_cell(rows, "latency (ms)", "B "), ONNX_LAT_P50)
+        assert _shown(_cell(rows, "latency (ms)", "B −"), ONNX_LAT_P50 - PT_LAT_P50)
+
+
+def _check_report(fmt: str, out: str) -> None:
+    if fmt == "json":
+        doc = json.loads(out)
+        (sweep,) = doc["sweeps"]
+        assert doc["synthetic"] is True and sweep["batch_sizes"] == [1]
+        assert sweep["latency_statistic"] == "median"
+        assert sweep["latency_ms"] == pytest.approx([PT_LAT_P50], abs=1e-12)
+    elif fmt == "csv":
+        (row,) = _csv(out)
+        assert float(row["latency_ms"]) == pytest.approx(PT_LAT_P50, abs=1e-12)
+        assert float(row["gpu_busy_ms"]) == pytest.approx(PT_BUSY_MEAN, abs=1e-12)
+    else:
+        assert _shown(_cell(_rows(out), "pytorch", "smallest batch"), PT_LAT_P50)
+
+
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("command", ["analyze", "table", "compare", "report"])
 def test_every_command_every_format(command: str, fmt: str, tmp_path: Path, capsys) -> None:
+    """Each format of each command shows the simulator's true numbers (JSON/CSV to 1e-12 ms, text formats
+    rounded as shown) for the synthetic BERT runs, and says the input is synthetic."""
     out, _ = run(capsys, *commands(tmp_path)[command], "--format", fmt)
-    assert out.strip()
+    {"analyze": _check_analyze, "table": _check_table, "compare": _check_compare, "report": _check_report}[
+        command
+    ](fmt, out)
     if fmt == "json":
-        doc = json.loads(out)
-        assert "synthetic" in json.dumps(doc)  # the document carries it
-    elif fmt == "csv":
-        rows = list(csv.reader(io.StringIO(out)))
-        assert len(rows) >= 2 and all(len(r) == len(rows[0]) for r in rows)
-    else:  # item 8: a synthetic input is said on stdout
+        assert "synthetic" in json.dumps(json.loads(out))  # the document carries it
+    elif fmt != "csv":  # item 8: a synthetic input is said on stdout
         assert "synthetic" in out.lower()
+
+
+def test_the_table_reader_of_these_tests_reads_both_styles() -> None:
+    md = "x\n| metric | mean | p50 |\n|---|---|---|\n| latency | 10.302 | 10.301 |\n"
+    box = (
+        "┏━━━━━━━━━┳━━━━━━━━━┓\n┃         ┃ latency ┃\n┃ metric  ┃ ms      ┃\n┡━━━━━━━━━╇━━━━━━━━━┩\n"
+        "│ latency │  10.302 │\n│         │  (wrap) │\n└─────────┴─────────┘\n"
+    )
+    assert _rows(md) == [{"metric": "latency", "mean": "10.302", "p50": "10.301"}]
+    assert _rows(box) == [{"metric": "latency", "latency ms": "10.302"}]
+    assert (
+        _shown("10.302", 10.3020479)
+        and not _shown("10.302", 10.301078)
+        and _shown("10.3 [10.29–10.32]", 10.30)
+    )
+    assert _shown("-8.153", -8.153002) and not _shown("400", 401)
 
 
 def _parser(command: str) -> argparse.ArgumentParser:
@@ -109,7 +295,7 @@ def test_compare_verdict_and_table_use_one_statistic(capsys) -> None:
     assert (comparison["a"]["bound"] == "framework") == (util["a"] < 0.5)
     assert all("time_ratio" in k for k in comparison["kernels"])  # the ratio is in JSON, not only CSV
     out = run(capsys, *commands(Path("."))["compare"])[0]
-    assert f"median GPU utilization {util['a']:.1%}" in out and "A (median)" in out
+    assert f"median GPU utilization {util['a']:.1%}" in out and "A median [95%]" in out
 
 
 def test_negative_queue_time_is_explained(capsys) -> None:
@@ -129,9 +315,46 @@ def test_breakdown_panel_without_device_data_says_so() -> None:
     assert list(fig.axes[0].get_yticks()) == []
 
 
-def test_report_cli_draws_the_no_data_panel(tmp_path: Path, capsys) -> None:
-    run(capsys, "report", str(CPU_NSYS), "-o", str(tmp_path / "r"))
-    assert (tmp_path / "r" / "fig_breakdown.png").stat().st_size > 0
+def _bar_pixels(png: Path) -> float:
+    """Share of the image's pixels in the breakdown's bar colours (GPU busy, framework overhead)."""
+    import matplotlib.colors as mcolors
+    import matplotlib.image as mimage
+    import numpy as np
+
+    from tracekit.renderers.plots import BUSY_COLOR, OVERHEAD_COLOR
+
+    img = mimage.imread(png)[..., :3]
+    hits = sum(
+        (np.abs(img - np.array(mcolors.to_rgb(c))).max(axis=-1) < 0.02).sum()
+        for c in (BUSY_COLOR, OVERHEAD_COLOR)
+    )
+    return float(hits) / (img.shape[0] * img.shape[1])
+
+
+def test_report_cli_draws_the_no_data_panel(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CPU ONNX Runtime run under nsys has latency but no device or operator activity: the report's
+    breakdown figure says so in its panel and draws no bar (checked on the figure the report saves and on the
+    pixels of the PNG it wrote, against a run with data)."""
+    from tracekit.renderers import plots
+
+    saved: dict[str, dict] = {}
+    save_figure = plots.save_figure
+
+    def spy(fig, base, dpi: int = 120):
+        saved[Path(base).name] = {
+            "texts": [t.get_text() for ax in fig.axes for t in ax.texts],
+            "bars": sum(len(ax.patches) for ax in fig.axes),
+        }
+        return save_figure(fig, base, dpi)
+
+    monkeypatch.setattr(plots, "save_figure", spy)
+    run(capsys, "report", str(CPU_NSYS), "-o", str(tmp_path / "none"))
+    assert saved["fig_breakdown"]["texts"] == [plots.NO_DATA_TEXT] and saved["fig_breakdown"]["bars"] == 0
+    run(capsys, "report", str(SYN), "-o", str(tmp_path / "data"))
+    assert saved["fig_breakdown"]["bars"] > 0 and plots.NO_DATA_TEXT not in saved["fig_breakdown"]["texts"]
+    # the PNGs: only the legend's two swatches in bar colours without data; bars fill several % with data
+    assert _bar_pixels(tmp_path / "none" / "fig_breakdown.png") < 0.005
+    assert _bar_pixels(tmp_path / "data" / "fig_breakdown.png") > 0.05
 
 
 def test_analyze_and_report_outputs_carry_the_idle_time_by_cause(tmp_path: Path, capsys) -> None:

@@ -6,7 +6,7 @@ import argparse
 import sys
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
-from tracekit.commands.output import add_output_options, emit, resolve_output
+from tracekit.commands.output import add_output_options, emit, info, resolve_output, warn
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,12 +21,63 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("trace", help="trace file (format detected from content)")
     add_iteration_options(parser)
     add_output_options(parser)
+    parser.add_argument(
+        "--gaps",
+        metavar="FILE",
+        help="also write every idle gap with its cause to FILE: CSV, or JSON when FILE ends in .json (a row "
+        "per gap: iteration, start/end ns, position, offset, cause, the launching thread and its state, the ns "
+        "of every cause; default: off, the main output lists the longest gaps)",
+    )
+    parser.add_argument(
+        "--timeline",
+        metavar="FILE",
+        help="also write the trace, its iterations, every idle gap by cause and a utilization counter as "
+        "Chrome trace-event JSON: open it in ui.perfetto.dev (default: off)",
+    )
     parser.set_defaults(func=run)
+
+
+def _check_gaps_file(path: str, trace: str) -> None:
+    """One-line refusal (exit 2), before any work, of a ``--gaps`` file that is an input, a folder, or in a
+    folder that does not exist."""
+    from pathlib import Path
+
+    from tracekit.errors import TracekitError
+    from tracekit.io import check_outputs
+
+    target = Path(path)
+    check_outputs([target], [trace])
+    if target.is_dir():
+        raise TracekitError("is a folder; --gaps takes a file name", target)
+    if not target.parent.is_dir():
+        raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
+
+
+def write_gaps(path: str, gaps: object) -> None:
+    """Write the per-gap frame (polars) to ``path`` atomically: JSON records for ``.json``, else CSV."""
+    import json
+
+    import polars as pl
+
+    from tracekit.io import write_text_atomic
+
+    assert isinstance(gaps, pl.DataFrame)
+    frame = gaps.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))
+    if path.lower().endswith(".json"):
+        write_text_atomic(path, json.dumps(frame.to_dicts(), indent=1) + "\n")
+    else:
+        write_text_atomic(path, frame.write_csv())
 
 
 def run(args: argparse.Namespace) -> int:
     check_iteration_options(args)
     resolve_output(args, [args.trace])
+    if args.gaps:
+        _check_gaps_file(args.gaps, args.trace)
+    if args.timeline:
+        from tracekit.renderers.timeline import check_timeline_output
+
+        check_timeline_output(args.timeline, args.trace, args.output)
     from tracekit.readers import kineto_worker
 
     if kineto_worker.prefetch(args.trace):  # a large Kineto file decodes while the analysis modules load
@@ -38,7 +89,18 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.renderers import render
     from tracekit.session import AnalysisOptions, analyze_input
 
-    doc = analyze_input(args.trace, AnalysisOptions.from_args(args), frames=FRAMES_NEEDED).to_json()
+    analyzed = analyze_input(
+        args.trace, AnalysisOptions.from_args(args), frames=None if args.timeline else FRAMES_NEEDED
+    )
+    doc = analyzed.to_json()
+    if args.gaps:
+        write_gaps(args.gaps, analyzed.idle_gaps)
+        info(args, f"wrote {args.gaps}")
+    if args.timeline:
+        from tracekit.renderers.timeline import write_timeline
+
+        write_timeline(analyzed, args.timeline)
+        info(args, f"wrote {args.timeline}: open it in ui.perfetto.dev")
     if not args.output and args.format == "table" and sys.stdout.isatty():
         from rich.console import Console
 
@@ -47,4 +109,6 @@ def run(args: argparse.Namespace) -> int:
         print_rich(doc, Console())
     else:
         emit(args, render("analyze", doc, args.format))
+        if args.output or args.format != "table":  # the text holds them only on a terminal's table
+            warn(doc["warnings"])
     return 0

@@ -87,16 +87,19 @@ def warn(lines: list[str]) -> None:
         print(f"warning: {line}", file=sys.stderr)
 
 
-def add_output_options(parser: argparse.ArgumentParser, output: bool = True) -> None:
+def add_output_options(
+    parser: argparse.ArgumentParser, output: bool = True, format_help: str | None = None
+) -> None:
     """Add ``--format`` (and ``-o FILE`` unless ``output`` is False) with one meaning everywhere, and the
-    progress and quiet flags (:func:`add_progress_options`)."""
+    progress and quiet flags (:func:`add_progress_options`). ``format_help``: ``--format``'s help when the
+    command's ``-o`` is not a file (``report``)."""
     add_progress_options(parser)
     parser.add_argument(
         "--format",
         type=format_name,
         default=None,
         metavar="{" + ",".join(FORMATS) + "}",
-        help="output format (default: from the -o file's extension, else table)",
+        help=format_help or "output format (default: from the -o file's extension, else table)",
     )
     if output:
         parser.add_argument(
@@ -105,6 +108,26 @@ def add_output_options(parser: argparse.ArgumentParser, output: bool = True) -> 
             metavar="FILE",
             help="write to FILE (atomically; never over an input; its folder must exist) instead of stdout "
             "(default: stdout)",
+        )
+
+
+#: Names ``-o DIR`` refuses as folder names: they look like files (``report -o rep.json``).
+FILE_LIKE_SUFFIXES: frozenset[str] = frozenset(
+    [*EXTENSION_FORMATS, ".html", ".htm", ".png", ".svg", ".pdf", ".gz", ".sqlite", ".zip"]
+)
+
+
+def check_output_folder(path: Path, what: str) -> None:
+    """TracekitError (exit 2) when a folder output (``report -o DIR``) is named like a file or is a file:
+    ``what`` names what the folder receives."""
+    if path.exists() and not path.is_dir():
+        raise TracekitError(f"is a file; -o takes a folder (it receives {what})", path)
+    if path.suffix.lower() in FILE_LIKE_SUFFIXES and not path.is_dir():
+        raise TracekitError(
+            f"-o takes a folder (it receives {what}), and this looks like a file name; give a folder name "
+            f"such as {path.with_suffix('')} (--format {EXTENSION_FORMATS.get(path.suffix.lower(), 'json')} "
+            "chooses what is printed on stdout)",
+            path,
         )
 
 

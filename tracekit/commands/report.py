@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
-from tracekit.commands.output import add_output_options
+from tracekit.commands.output import add_output_options, check_output_folder, info, warn
 from tracekit.errors import TracekitError
 
 
@@ -26,7 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("inputs", nargs="+", metavar="INPUT", help="run directory or trace file")
     parser.add_argument(
-        "-o", "--output", default="report", metavar="DIR", help="report directory (default ./report)"
+        "-o",
+        "--output",
+        default="report",
+        metavar="DIR",
+        help="report folder, created at its last level, receiving report.md, report.json, report.csv and "
+        "the figures; a file-like name (rep.json) is refused (default ./report)",
     )
     add_iteration_options(parser)
     parser.add_argument(
@@ -51,7 +56,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--no-figures", action="store_true", help="skip the figures (faster; default: figures are drawn)"
     )
-    add_output_options(parser, output=False)
+    add_output_options(
+        parser,
+        output=False,
+        format_help="what is printed on stdout: the sweeps and recommendations as a table or Markdown, the "
+        "report.json document, or the report.csv rows (default table; the files in -o DIR are always all "
+        "written)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -210,6 +221,7 @@ def run(args: argparse.Namespace) -> int:
 
     args.format = args.format or "table"
     out_dir = Path(args.output)
+    check_output_folder(out_dir, "report.md, report.json, report.csv and the figures")
     if not out_dir.parent.is_dir():
         raise TracekitError(f"cannot create the report folder: {out_dir.parent} does not exist", out_dir)
     report, timeline, _ = build(args)
@@ -228,11 +240,6 @@ def run(args: argparse.Namespace) -> int:
     write_text_atomic(out_dir / "report.csv", configs_csv(doc))
     write_text_atomic(out_dir / "report.md", render_report_markdown(doc, figures))
     sys.stdout.write(render("report", doc, args.format))
-    if args.format in ("table", "markdown"):
-        for warning in report.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
-    print(
-        f"wrote {out_dir}/report.md, report.json, report.csv" + (" and figures" if figures else ""),
-        file=sys.stderr,
-    )
+    warn(report.warnings)  # always on stderr (also in report.md and report.json)
+    info(args, f"wrote {out_dir}/report.md, report.json, report.csv" + (" and figures" if figures else ""))
     return 0

@@ -96,9 +96,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "-o",
         "--output",
-        required=True,
         metavar="DIR",
-        help="output run directory (required; its parent must exist; a folder holding a run needs --overwrite)",
+        help="output run directory (its parent must exist; a folder holding a run needs --overwrite; default "
+        "runs/simulated-{runtime}-{YYYYmmdd-HHMMSS}, as collect's)",
     )
     parser.add_argument(
         "--overwrite",
@@ -155,6 +155,12 @@ def run(args: argparse.Namespace) -> int:
     params = preset(args.runtime, overrides)
     noise = Noise(sd=args.noise, stall_rate=args.noise_stalls, warmup=args.noise_warmup)
     noise.validate()
+    if not args.output:
+        from datetime import datetime
+        from pathlib import Path
+
+        Path("runs").mkdir(exist_ok=True)  # the default ./runs/ folder, as collect makes it
+        args.output = f"runs/simulated-{args.runtime}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
     started = time.perf_counter()
 
     def progress(result) -> None:  # noqa: ANN001 - SimulatedConfig

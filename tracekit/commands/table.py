@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from tracekit.commands.options import add_iteration_options, check_iteration_options
-from tracekit.commands.output import add_output_options, emit, resolve_output
+from tracekit.commands.output import add_output_options, emit, resolve_output, warn
 from tracekit.errors import TracekitError
 
 if TYPE_CHECKING:
@@ -135,5 +135,8 @@ def run(args: argparse.Namespace) -> int:
         raise TracekitError("no successful configurations with a trace in the inputs")
     options = AnalysisOptions.from_args(args)
     rows, left_out = for_each_input(items, lambda item: table_row(item, options))
-    emit(args, render(build_table(rows, left_out, args.paper), args.format, wide=args.wide))
+    doc = build_table(rows, left_out, args.paper)
+    emit(args, render(doc, args.format, wide=args.wide))
+    if args.output or args.format != "table":  # the table's own footer lists them otherwise
+        warn(doc["warnings"])
     return 0
