@@ -66,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in ANALYSIS_COMMANDS:  # before anything imports numpy; the user's own setting wins
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     try:
+        apply_limits(args)
         return int(args.func(args) or 0)
     except TracekitError as exc:
         print(f"tracekit: {exc}", file=sys.stderr)
@@ -85,6 +86,26 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+
+
+def apply_limits(args: argparse.Namespace) -> None:
+    """Set the input limits the command's options ask for (:mod:`tracekit.limits`; the analysis commands
+    have them) and, for those commands, start the memory ceiling: ``--max-memory``, else 3/4 of the
+    machine's memory. Any path that escapes the readers' own limits then ends in one line and exit 2."""
+    if not hasattr(args, "max_memory"):
+        return
+    from tracekit import limits
+
+    limits.configure(
+        max_inflated=args.max_inflated,
+        max_string=args.max_string,
+        max_event=args.max_event,
+        max_memory=args.max_memory or limits.default_memory(),
+    )
+    limits.start_memory_ceiling(limits.current.max_memory)
+    trace = getattr(args, "trace", None)
+    if isinstance(trace, str):
+        limits.reading(trace)
 
 
 #: polars' jemalloc settings for the ``tracekit`` program (unless ``_RJEM_MALLOC_CONF`` is set already)

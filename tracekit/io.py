@@ -1,21 +1,33 @@
-"""Small file helpers: atomic writes that never replace an input, and output folders.
+"""Small file helpers: opening inputs (pipes read once), atomic writes that never replace an input, and output
+folders.
 
 Every file a command reads as input is registered here (:func:`register_input`; the readers and the run-directory
 loader do it), and every write goes through :func:`atomic_path`, which refuses a target that is one of those
 inputs: the same path, the same file through a symbolic link, or the same inode through a hard link. So no
 command can write over a trace it read, whatever ``-o`` says and whatever a command writes inside an output
 folder.
+
+Inputs are opened through :func:`open_input` / :func:`peek_input`. A regular file is opened afresh each time
+(format detection, then the reader, then perhaps a second pass or decoding workers). Anything else (a named
+pipe, ``<(zcat t.json.gz)``, a character device) can be read only once: it is opened once per process, the
+bytes format detection sniffs are kept, and the reader gets them again followed by the rest of the stream;
+a second open, or a format that needs random access, is refused at once with one line, never a hang. A
+named pipe that no one writes to is refused after :data:`STREAM_WAIT_S` seconds.
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
+import select
+import stat
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import BinaryIO
 
-from tracekit.errors import TracekitError
+from tracekit.errors import TraceFormatError, TracekitError
 
 #: (device, inode) and resolved path of every input file read in this process.
 _INPUT_INODES: set[tuple[int, int]] = set()
@@ -111,3 +123,213 @@ def write_bytes_atomic(target: str | Path, data: bytes) -> None:
     """Write ``data`` to ``target`` atomically."""
     with atomic_path(target) as tmp:
         tmp.write_bytes(data)
+
+
+# ------------------------------------------------------------------------------------------ inputs
+
+#: how long a named pipe may stay silent (no writer, no byte) before it is refused
+STREAM_WAIT_S = 10.0
+
+
+def is_stream(path: str | Path) -> bool:
+    """Whether ``path`` is an input that can be read only once (a pipe, a socket, a character device), as
+    opposed to a regular file (or a folder, or nothing)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False
+    return not (stat.S_ISREG(mode) or stat.S_ISDIR(mode))
+
+
+class _Stream:
+    """One input that can be read once: its head, read by :meth:`peek`, is kept for the reader."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.head = b""
+        self.taken = False
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)  # a named pipe's open waits for a writer
+        except OSError as exc:
+            raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+        try:
+            ready, _, _ = select.select([fd], [], [], STREAM_WAIT_S)
+            os.set_blocking(fd, True)
+        except (OSError, ValueError) as exc:
+            os.close(fd)
+            raise TraceFormatError(f"cannot read ({exc})", path) from exc
+        if not ready:
+            os.close(fd)
+            raise TraceFormatError(f"nothing to read: the pipe stayed silent for {STREAM_WAIT_S:.0f} s", path)
+        self.raw = io.FileIO(fd, "rb", closefd=True)
+
+    def peek(self, n: int) -> bytes:
+        """The first ``n`` bytes (fewer at the end of the stream)."""
+        if self.taken:
+            raise TraceFormatError(ONCE, self.path)
+        while len(self.head) < n:
+            block = self.raw.read(n - len(self.head))
+            if not block:
+                break
+            self.head += block
+        return self.head[:n]
+
+    def take(self) -> BinaryIO:
+        """The stream from its first byte (the kept head, then the rest); refused the second time."""
+        if self.taken:
+            raise TraceFormatError(ONCE, self.path)
+        self.taken = True
+        return io.BufferedReader(_Replay(self.head, self.raw), buffer_size=1 << 16)  # type: ignore[return-value]
+
+
+#: the error for a second read of a stream
+ONCE = (
+    "a pipe can be read only once, and reading this trace needs a second pass or random access: save it to a "
+    "file first (e.g. zcat t.json.gz > t.json)"
+)
+
+
+class _Replay(io.RawIOBase):
+    """``head`` then the rest of ``raw``."""
+
+    def __init__(self, head: bytes, raw: io.FileIO) -> None:
+        self.head = memoryview(head)
+        self.raw = raw
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        if self.head:
+            n = min(len(buffer), len(self.head))
+            buffer[:n] = self.head[:n]
+            self.head = self.head[n:]
+            return n
+        return self.raw.readinto(buffer)
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
+_STREAMS: dict[str, _Stream] = {}
+
+
+def _stream(path: Path) -> _Stream:
+    key = str(path)
+    if key not in _STREAMS:
+        _STREAMS[key] = _Stream(path)
+    return _STREAMS[key]
+
+
+def peek_input(path: str | Path, n: int) -> bytes:
+    """The first ``n`` bytes of an input (fewer when it is shorter), without using it up: a stream's head is
+    kept for :func:`open_input`. TraceFormatError when it cannot be read."""
+    path = Path(path)
+    if is_stream(path):
+        return _stream(path).peek(n)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+
+
+def open_input(path: str | Path) -> BinaryIO:
+    """An input opened for reading from its first byte: a regular file afresh each time, a stream (pipe)
+    once (its head, kept by :func:`peek_input`, comes first; a second open is refused). TraceFormatError
+    when it cannot be read."""
+    path = Path(path)
+    if is_stream(path):
+        return _stream(path).take()
+    try:
+        return open(path, "rb")  # noqa: SIM115 - the caller closes it
+    except OSError as exc:
+        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+
+
+def input_size(path: str | Path) -> int | None:
+    """The size of a regular file in bytes; None for a stream (or when unknown)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+GZIP_MAGIC = b"\x1f\x8b"
+#: compressed bytes read per step by :func:`read_inflated`, and the most text one step may inflate to
+_READ_BYTES, _STEP_TEXT = 1 << 16, 4 << 20
+
+
+_WS = b" \t\r\n"
+
+
+def collapse_padding(piece: bytes) -> bytes:
+    """``piece``, or one space when it is all JSON whitespace (a run of it: outside strings it means
+    nothing; inside one, the string is far longer than any string limit)."""
+    if piece[:1] in (b" ", b"\t", b"\r", b"\n") and piece[-1:] in (b" ", b"\t", b"\r", b"\n"):
+        if not piece.translate(None, _WS):
+            return b" "
+    return piece
+
+
+def read_inflated(path: str | Path, json_text: bool = False) -> bytes:
+    """All of an input's bytes, inflated when gzipped (concatenated members too), read once: the inflated
+    size is watched as it streams (:class:`tracekit.limits.InflateGuard`; a stream's plain bytes too).
+    ``json_text``: a piece of the text (up to 4 MiB) that is all whitespace is kept as one space, so that
+    padding costs time, not memory. TraceFormatError when it cannot be read or the gzip stream is damaged;
+    LimitError past the limit."""
+    import zlib
+
+    from tracekit import limits
+
+    try:  # ISA-L inflates ~2x faster than zlib (a dependency; the standard library is the fallback)
+        from isal import isal_zlib as inflate
+
+        errors: tuple[type[BaseException], ...] = (zlib.error, inflate.error)
+    except ImportError:  # pragma: no cover - depends on the environment
+        inflate, errors = zlib, (zlib.error,)
+    keep = collapse_padding if json_text else bytes
+
+    path = Path(path)
+    on_disk = input_size(path)
+    with open_input(path) as fh:
+        try:
+            first = fh.read(_READ_BYTES)
+            if not first.startswith(GZIP_MAGIC):
+                guard = limits.InflateGuard(path, on_disk, compressed=False) if on_disk is None else None
+                if guard is None and not json_text:
+                    return first + fh.read()
+                parts, block = [keep(first)], first
+                while block:
+                    if guard is not None:
+                        guard.add(len(block))
+                    block = fh.read(_READ_BYTES)
+                    parts.append(keep(block))
+                return b"".join(parts)
+            guard = limits.InflateGuard(path, on_disk)
+            out: list[bytes] = []
+            inflater = inflate.decompressobj(wbits=31)
+            block, read = first, len(first)
+            while block:
+                data = block
+                while data:
+                    piece = inflater.decompress(data, _STEP_TEXT)
+                    guard.add(len(piece), read)
+                    out.append(keep(piece))
+                    data = inflater.unconsumed_tail
+                    if inflater.eof and inflater.unused_data and not data:  # the next gzip member
+                        data = inflater.unused_data
+                        inflater = inflate.decompressobj(wbits=31)
+                block = fh.read(_READ_BYTES)
+                read += len(block)
+        except OSError as exc:
+            raise TraceFormatError(f"cannot read ({exc.strerror or exc})", path) from exc
+        except errors as exc:
+            raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+    if not inflater.eof:
+        raise TraceFormatError(
+            "damaged gzip file (Compressed file ended before the end-of-stream marker was reached)", path
+        )
+    return b"".join(out)

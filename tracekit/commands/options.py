@@ -53,6 +53,7 @@ def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool
             metavar="U",
             help="framework-bound when the median GPU (or operator) utilization is below U (default 0.5)",
         )
+    add_input_limit_options(parser)
 
 
 def check_iteration_options(args: argparse.Namespace) -> None:
@@ -82,9 +83,52 @@ def check_option_values(
     check behind the command line (:func:`check_iteration_options`) and :mod:`tracekit.api`."""
     if skip is not None and skip < 0:
         raise TracekitError(f"{names['skip']} must be >= 0")
-    if split_idle is not None and not split_idle >= 0:
-        raise TracekitError(f"{names['split']} must be >= 0 (milliseconds)")
+    if split_idle is not None:
+        from tracekit.analyzers.ranges import check_split_idle
+
+        check_split_idle(split_idle, option=names["split"])
     if split_idle is not None and range_name is not None:
         raise TracekitError(f"{names['range']} and {names['split']} exclude each other: use one of them")
     if bound_threshold is not None and not 0 < bound_threshold <= 1:
         raise TracekitError(f"{names['threshold']} must be in (0, 1]")
+
+
+def size(text: str) -> int:
+    """argparse type: a size in bytes as :func:`tracekit.limits.parse_size` reads it (``512M``, ``4G``)."""
+    from tracekit.limits import parse_size
+
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from exc
+
+
+def add_input_limit_options(parser: argparse.ArgumentParser) -> None:
+    """Add the options that lift the limits on what one input may cost (:mod:`tracekit.limits`)."""
+    group = parser.add_argument_group("limits on hostile or huge inputs (sizes: 512M, 4G, 1.5GiB)")
+    group.add_argument(
+        "--max-inflated",
+        type=size,
+        metavar="SIZE",
+        help="stop when a compressed input (or a pipe) inflates past SIZE of text (default: 200x its size on "
+        "disk, at least 256 MiB, at most 64 GiB)",
+    )
+    group.add_argument(
+        "--max-memory",
+        type=size,
+        metavar="SIZE",
+        help="stop when tracekit and its decoding workers hold more than SIZE of memory (default: 3/4 of "
+        "the machine's)",
+    )
+    group.add_argument(
+        "--max-string",
+        type=size,
+        metavar="SIZE",
+        help="cut JSON strings (event names) longer than SIZE, with a warning (default 64K)",
+    )
+    group.add_argument(
+        "--max-event",
+        type=size,
+        metavar="SIZE",
+        help="refuse a JSON event (its strings cut) or an SQLite value longer than SIZE (default 16M)",
+    )

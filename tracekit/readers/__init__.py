@@ -7,7 +7,6 @@ metrics. Every reader opens its input read-only and raises :class:`tracekit.erro
 
 from __future__ import annotations
 
-import gzip
 import importlib
 import json
 import zlib
@@ -16,7 +15,7 @@ from typing import TYPE_CHECKING
 
 from tracekit import progress
 from tracekit.errors import TraceFormatError
-from tracekit.io import register_input
+from tracekit.io import is_stream, peek_input, register_input
 
 if TYPE_CHECKING:
     from tracekit.model import FrameSpec, Trace
@@ -37,33 +36,51 @@ READERS: dict[str, str] = {
 GZIP_MAGIC = b"\x1f\x8b"
 
 
+#: bytes of the input (compressed or not) that format detection sniffs
+SNIFF_BYTES = 1 << 17
+#: inflated bytes of a gzipped input that format detection looks at
+SNIFF_TEXT = 1 << 16
+
+
 def _json_head(path: Path, head: bytes) -> str:
-    """The first few KB of a (possibly gzipped) JSON file, as text, for sniffing: in the encoding JSON text
-    is read in (UTF-8, or UTF-16/32 as ``json.loads`` detects it, e.g. a trace saved by PowerShell)."""
+    """The first few KB of a (possibly gzipped) JSON input, as text, for sniffing: in the encoding JSON text
+    is read in (UTF-8, or UTF-16/32 as ``json.loads`` detects it, e.g. a trace saved by PowerShell). Only
+    :data:`SNIFF_BYTES` of the input are read (a stream keeps them for its reader), and at most
+    :data:`SNIFF_TEXT` bytes are inflated from them."""
+    raw = peek_input(path, SNIFF_BYTES)
     if head.startswith(GZIP_MAGIC):
         try:
-            with gzip.open(path, "rb") as fh:
-                raw = fh.read(65536)
-        except (OSError, EOFError, zlib.error) as exc:
+            raw = zlib.decompressobj(wbits=31).decompress(raw, SNIFF_TEXT)
+        except zlib.error as exc:
             raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
     else:
-        with open(path, "rb") as fh:
-            raw = fh.read(65536)
+        raw = raw[:SNIFF_TEXT]
     return raw.decode(json.detect_encoding(raw[:4]), "replace")
 
 
+#: formats read with random access (by SQLite or Nsight Compute's own module): never from a stream
+RANDOM_ACCESS: frozenset[str] = frozenset({"nsys-sqlite", "ncu-rep"})
+
+
 def detect_format(path: str | Path) -> str:
-    """Name the trace format of ``path`` from its content. Raises TraceFormatError when unknown."""
-    path = Path(path)
+    """Name the trace format of ``path`` from its content. Raises TraceFormatError when unknown, or when a
+    pipe holds a format that needs random access (SQLite, ``.ncu-rep``)."""
+    fmt = _detect_format(Path(path))
+    if fmt in RANDOM_ACCESS and is_stream(path):
+        raise TraceFormatError(
+            f"{'an SQLite file' if fmt == 'nsys-sqlite' else 'a .ncu-rep report'} needs random access, which a pipe "
+            "cannot give: save it to a file first",
+            path,
+        )
+    return fmt
+
+
+def _detect_format(path: Path) -> str:
     if not path.exists():
         raise TraceFormatError("no such file", path)
     if path.is_dir():
         raise TraceFormatError("is a directory, not a trace file", path)
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(64)
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+    head = peek_input(path, 64)
     if not head:
         raise TraceFormatError("empty file", path)
     if head.startswith(SQLITE_MAGIC):
@@ -122,10 +139,12 @@ def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
     On a terminal, a progress row "reading NAME" is shown on standard error while the file is read
     (:mod:`tracekit.progress`; nothing when output is not a terminal). A reader whose ``read`` takes a
     ``progress`` argument gets :func:`tracekit.progress.report` (``(stage, fraction)``) when it is shown."""
+    from tracekit import limits
     from tracekit.model import load_sidecar_meta, wanted_frames
 
     path = Path(path)
     register_input(path)
+    limits.reading(path)
     wanted = wanted_frames(frames)  # validate the request before any reading
     fmt = detect_format(path)
     module_name = READERS[fmt]

@@ -83,7 +83,9 @@ from typing import Any
 
 import polars as pl
 
+from tracekit import limits
 from tracekit.errors import TraceFormatError
+from tracekit.limits import format_size
 from tracekit.model import (
     API_SCHEMA,
     CPU_OPS_SCHEMA,
@@ -708,6 +710,29 @@ def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
     return cpu_op_summary(cpu, calls)
 
 
+def _cut_long_names(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``x_events`` with every name longer than the string limit (:data:`tracekit.limits.MAX_STRING_BYTES`,
+    ``--max-string``) cut to it (whole UTF-8 characters), and a warning that counts them and names the
+    first such event (its category, the start of its name, its ts). The decoder has already cut such a
+    string in an event too long for a chunk window to a few times the limit
+    (:mod:`tracekit.readers.json_value`), so that memory stayed bounded; this is the one cut the frames
+    see. One vectorized length test when no name is that long."""
+    limit = limits.current.max_string
+    names = x_events.get_column("name")
+    long = names.str.len_bytes() > limit
+    if not long.any():
+        return x_events
+    rows = long.arg_true()
+    cut = [name.encode()[:limit].decode("utf-8", "ignore") for name in names.gather(rows).to_list()]
+    first = x_events.row(int(rows[0]), named=True)
+    warnings.append(
+        f"{len(rows)} event name(s) longer than {format_size(limit)} cut to {format_size(limit)} (--max-string "
+        f"SIZE keeps more); the first: the {first['cat_l']} event at ts {first['start'] / 1000:.3f} us named "
+        f"'{cut[0][:60]}...'"
+    )
+    return x_events.with_columns(names.scatter(rows, pl.Series(cut, dtype=pl.String)))
+
+
 def _flows(path: Path) -> pl.DataFrame:
     """Flow events (``ph`` s/f/t of the flow categories, readable ts): pid, tid, start, id (text). A second
     pass over the file, made only when some GPU event lacks its correlation id."""
@@ -832,6 +857,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     want_cpu_ops = "cpu_ops" in wanted_frames(frames)
     x_events, flows, header, categories, bad_ts, first_op = read_events(path, progress)
     warnings: list[str] = []
+    x_events = _cut_long_names(x_events, warnings)
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
 
@@ -846,7 +872,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         if orphans:
             warnings.append(
                 f"{orphans} of {ops.height} GPU ops have no runtime/driver call with their correlation id in the "
-                "trace (launched before the capture window, or no correlation): they are assigned by time"
+                "trace (launched before the capture window, or no correlation)"
             )
         kernel_metrics = _kernel_metrics(ops)
         # the host's top-level operators: the idle-time attribution names dispatch time after them

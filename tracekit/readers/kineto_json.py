@@ -15,11 +15,9 @@ try moves the cut back.
 
 from __future__ import annotations
 
-import gzip
 import json
 import operator
 import re
-import zlib
 from collections.abc import Callable, Iterator
 from itertools import repeat
 from pathlib import Path
@@ -28,15 +26,7 @@ from typing import Any, Union
 import msgspec
 
 from tracekit.errors import TraceFormatError
-
-_GZIP_ERRORS: tuple[type[BaseException], ...] = (OSError, EOFError, zlib.error)
-try:  # ISA-L inflates gzip ~2x faster than zlib (a dependency; the standard library is the fallback)
-    from isal.igzip import decompress as _gunzip
-    from isal.igzip_lib import IsalError
-
-    _GZIP_ERRORS += (IsalError,)
-except ImportError:  # pragma: no cover - depends on the environment
-    _gunzip = gzip.decompress
+from tracekit.io import read_inflated
 
 #: progress callback: (phase, fraction done in [0, 1]); phases "read", "decode", "frames"
 Progress = Callable[[str, float], None]
@@ -197,18 +187,10 @@ _STR_FIELDS = frozenset({"ph", "cat", "name"})
 
 
 def read_json_bytes(path: Path, progress: Progress | None = None) -> bytes:
-    """The file's JSON text as UTF-8 bytes (inflated when gzipped). TraceFormatError on a damaged file."""
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
-    if raw.startswith(GZIP_MAGIC):
-        try:
-            raw = _gunzip(raw)
-        except _GZIP_ERRORS as exc:
-            raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
-    raw = normalize_json_bytes(raw, path)
+    """The file's JSON text as UTF-8 bytes (inflated when gzipped, the inflated size watched, whitespace
+    padding kept as one space: :func:`tracekit.io.read_inflated`; a pipe read once). TraceFormatError on a
+    damaged file, LimitError past the inflation limit."""
+    raw = normalize_json_bytes(read_inflated(path, json_text=True), path)
     if progress:
         progress("read", 1.0)
     return raw
@@ -304,6 +286,55 @@ def _cut_after(mv: memoryview, start: int, target: int) -> tuple[int, int] | Non
         window *= 2
 
 
+def decodable_cut(
+    mv: memoryview, start: int, target: int, lenient: bool
+) -> tuple[list[Any], int, int] | None:
+    """(events of mv[start:cut], cut, offset of the next event) for an event boundary candidate before
+    ``target`` whose chunk decodes; None when none does.
+
+    The last candidate before ``target`` is tried first (nearly always the one: Kineto's events hold no
+    ``},{"`` inside them). When it does not decode (it is inside an event whose nested values hold objects
+    in arrays), the candidates before it are tried one, two, four, ... back, and then between the last
+    that failed and the first that decoded by halves: a few decodes whatever the number of candidates
+    inside the event (trying each in turn, back from the target, took a decode of the whole chunk per
+    nested object)."""
+    found = _cut_after(mv, start, target)
+    if found is None:
+        return None
+    chunk = _decode_chunk(b"".join((b"[", mv[start : found[0]], b"]")), lenient)
+    if chunk is not None:
+        return chunk, found[0], found[1]
+    cuts = [(m.start() + 1, m.start(1)) for m in _CUT.finditer(mv, start, found[0] - 1)]
+    tried: dict[int, list[Any] | None] = {}
+
+    def attempt(i: int) -> list[Any] | None:
+        if i not in tried:
+            cut = cuts[i][0]
+            tried[i] = _decode_chunk(b"".join((b"[", mv[start:cut], b"]")), lenient)
+        return tried[i]
+
+    bad, step, good = len(cuts), 1, -1
+    while bad - step >= 0:
+        if attempt(bad - step) is not None:
+            good = bad - step
+            break
+        bad, step = bad - step, step * 2
+    else:
+        if cuts and attempt(0) is not None:
+            good = 0
+        else:
+            return None
+    while bad - good > 1:  # a decodable candidate closer to the failed one
+        mid = (good + bad) // 2
+        if attempt(mid) is not None:
+            good = mid
+        else:
+            bad = mid
+    events = tried[good]
+    assert events is not None
+    return events, cuts[good][0], cuts[good][1]
+
+
 def event_chunks(
     events: msgspec.Raw | bytes, progress: Progress | None = None, lenient: bool = False
 ) -> Iterator[list[_FastEvent] | list[_Event]]:
@@ -317,17 +348,9 @@ def event_chunks(
         chunk: list[_FastEvent] | list[_Event] | None = None
         end = total
         if target < total - 1:
-            hi = target
-            while chunk is None:
-                found = _cut_after(mv, start, hi)
-                if found is None:
-                    break  # no cut possible before target: decode up to the end
-                cut, next_start = found
-                chunk = _decode_chunk(b"".join((b"[", mv[start:cut], b"]")), lenient)
-                if chunk is not None:
-                    end = next_start
-                else:
-                    hi = cut - 1  # the cut was inside a string or a nested object: move back
+            found = decodable_cut(mv, start, target, lenient)
+            if found is not None:  # else no cut possible before target: decode up to the end
+                chunk, _, end = found
         if chunk is None:
             chunk = _decode_chunk(b"".join((b"[", mv[start:])), lenient)
             end = total

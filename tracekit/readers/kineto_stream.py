@@ -13,7 +13,7 @@ array's closing ``]`` is the last one after which the rest of the document (``, 
 decodes as the remaining top-level keys.
 
 Documents this does not handle (a bare event array, no ``traceEvents`` array in the first
-:data:`HEAD_LIMIT` bytes, a UTF-16/32 encoding) are read whole by
+:data:`HEAD_SCAN` bytes, a UTF-16/32 encoding) are read whole by
 :func:`tracekit.readers.kineto_json.read_json_bytes` / ``split_document`` instead, which also gives their
 errors.
 """
@@ -29,7 +29,11 @@ from typing import Any
 
 import msgspec
 
+from tracekit import limits
 from tracekit.errors import TraceFormatError
+from tracekit.io import collapse_padding, input_size, open_input
+from tracekit.limits import InflateGuard, LimitError, format_size
+from tracekit.readers import json_value
 from tracekit.readers import kineto_json as kd
 
 try:  # ISA-L inflates ~2x faster than zlib (a dependency; the standard library is the fallback)
@@ -43,8 +47,17 @@ except ImportError:  # pragma: no cover - depends on the environment
 
 #: compressed (or plain) bytes read from the file per step (under a MB of text once inflated)
 READ_BYTES = 1 << 16
-#: how far into the text the ``traceEvents`` key is looked for before the whole document is read instead
-HEAD_LIMIT = 64 << 20
+#: the most text one step inflates (a step of a Kineto file inflates to ~1 MB; a bomb's, to up to 64 MB)
+PIECE_TEXT = 4 << 20
+#: how far into the text the ``traceEvents`` key is looked for by a regex search; past it, the head is read
+#: value by value (:func:`_head_streamed`)
+HEAD_SCAN = 1 << 20
+#: a chunk window that grows to this size without a cut that decodes: the value at its start is longer than
+#: a window (or is whitespace), and is read by :mod:`tracekit.readers.json_value` (:func:`_oversized`)
+OVERSIZED_WINDOW = 8 << 20
+#: how far past a part's mark its first event boundary is looked for (:func:`_find_from`); none within: no
+#: event starts in that part (the part before it reads on)
+BOUNDARY_SEARCH = 16 << 20
 #: how many ``]`` candidates for the end of the events array are tried before the text is called invalid
 END_TRIES = 1000
 _EVENTS_KEY = re.compile(rb'"traceEvents"\s*:\s*\[')
@@ -64,33 +77,41 @@ class _Whole(Exception):
 
 def _pieces(path: Path) -> Iterator[tuple[bytes, float]]:
     """(inflated text piece, fraction of the file read) until the end; TraceFormatError on a damaged or
-    truncated gzip stream."""
-    try:
-        fh = open(path, "rb")  # noqa: SIM115 - closed below
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
+    truncated gzip stream, LimitError when the inflated text passes its limit (:class:`InflateGuard`,
+    watched piece by piece: a piece is at most :data:`PIECE_TEXT` bytes). A pipe is read once
+    (:func:`tracekit.io.open_input`); its fraction read is 0 until the end (its size is unknown)."""
+    fh = open_input(path)
+    size = input_size(path)
     with fh:
-        size = max(1, path.stat().st_size)
         first = fh.read(READ_BYTES)
         if not first.startswith(kd.GZIP_MAGIC):
-            block = first
+            guard = None if size is not None else InflateGuard(path, None, compressed=False)
+            block, read = first, 0
             while block:
-                yield block, fh.tell() / size
+                read += len(block)
+                if guard is not None:
+                    guard.add(len(block))
+                yield block, read / size if size else 0.0
                 block = fh.read(READ_BYTES)
             return
+        guard = InflateGuard(path, size)
         inflater = _zlib.decompressobj(wbits=31)
-        block = first
+        block, read = first, len(first)
         try:
             while block:
-                out = inflater.decompress(block)
-                # concatenated gzip members (as gzip.decompress reads them)
-                while inflater.eof and inflater.unused_data:
-                    rest = inflater.unused_data
-                    inflater = _zlib.decompressobj(wbits=31)
-                    out += inflater.decompress(rest)
-                if out:
-                    yield out, fh.tell() / size
+                data = block
+                while data:
+                    out = inflater.decompress(data, PIECE_TEXT)
+                    data = inflater.unconsumed_tail
+                    # concatenated gzip members (as gzip.decompress reads them)
+                    if inflater.eof and inflater.unused_data and not data:
+                        data = inflater.unused_data
+                        inflater = _zlib.decompressobj(wbits=31)
+                    if out:
+                        guard.add(len(out), read)
+                        yield out, read / size if size else 0.0
                 block = fh.read(READ_BYTES)
+                read += len(block)
         except _INFLATE_ERRORS as exc:
             raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
         if not inflater.eof:
@@ -103,6 +124,7 @@ class _Text:
     """The inflated text from some offset on: ``buf`` (bytes), filled piece by piece."""
 
     def __init__(self, path: Path) -> None:
+        self.path = path
         self.pieces = _pieces(path)
         self.buf = b""
         self.eof = False
@@ -146,8 +168,13 @@ class _Text:
         return max(1e-6, min(1.0, (self.dropped + pos) / max(total, 1.0)))
 
     def rest(self) -> bytes:
-        """All the text from ``buf`` on (reads to the end)."""
-        self.fill(1 << 62)
+        """All the text from ``buf`` on (reads to the end), for a document read whole; a piece that is all
+        whitespace is kept as one space (:func:`tracekit.io.collapse_padding`), so padding costs no memory."""
+        parts = [self.buf]
+        for piece, _ in self.pieces:
+            parts.append(collapse_padding(piece))
+        self.eof = True
+        self.buf = b"".join(parts)
         return self.buf
 
 
@@ -172,9 +199,73 @@ def _head(text: _Text) -> tuple[dict[str, msgspec.Raw], int]:
                 if head is None:
                     continue
                 return head, match.end() - 1
-        if text.eof or len(buf) > HEAD_LIMIT:
+        if text.eof:
             raise _Whole(text.rest())
+        if (
+            len(buf) > HEAD_SCAN
+        ):  # a long head (padding, a huge value, no traceEvents): read it value by value
+            return _head_streamed(text, opening)
         text.fill(len(buf) * 2)
+
+
+def _head_streamed(text: _Text, opening: int) -> tuple[dict[str, msgspec.Raw], int]:
+    """:func:`_head` for a head longer than :data:`HEAD_SCAN`: the top-level keys and values are read one by
+    one (:func:`tracekit.readers.json_value.read_value`, dropping what is read) until ``"traceEvents": [``;
+    the values are their compact copies."""
+    path = text.path
+    head: dict[str, msgspec.Raw] = {}
+    pos = opening + 1
+    try:
+        while True:
+            pos = json_value.skip_ws(text, pos)
+            if pos >= len(text.buf):
+                raise TraceFormatError("truncated or invalid JSON: the document ends before its events", path)
+            byte = text.buf[pos : pos + 1]
+            if byte == b"}":
+                raise TraceFormatError("not a Kineto trace: no traceEvents", path)
+            if byte == b"," and head:
+                pos += 1
+                continue
+            if byte != b'"':
+                raise _invalid_at(text, pos, "expected a key")
+            key, pos, _ = json_value.read_value(
+                text, pos, limits.current.max_string, limits.current.max_event
+            )
+            pos = json_value.skip_ws(text, pos)
+            if text.buf[pos : pos + 1] != b":":
+                raise _invalid_at(text, pos, "expected ':'")
+            pos = json_value.skip_ws(text, pos + 1)
+            if key == b'"traceEvents"' and text.buf[pos : pos + 1] == b"[":
+                return head, pos
+            value, pos, _ = json_value.read_value(
+                text, pos, limits.current.max_string, limits.current.max_event
+            )
+            name = _decode_object(b"{" + key + b": null}")
+            if name is None:
+                raise _invalid_at(text, pos, "a key that is not a JSON string")
+            head[next(iter(name))] = msgspec.Raw(value)
+    except json_value.Truncated:
+        raise TraceFormatError(
+            "truncated or invalid JSON: the document ends before its events", path
+        ) from None
+    except json_value.TooLong as exc:
+        raise _too_long(path, exc.start) from None
+
+
+def _invalid_at(text: _Text, pos: int, reason: str) -> TraceFormatError:
+    return TraceFormatError(
+        f"truncated or invalid JSON: {reason} at byte {text.dropped + pos} of the JSON text", text.path
+    )
+
+
+def _too_long(path: Path, start: int) -> LimitError:
+    """The error for a value whose compact copy passes the event limit."""
+    return LimitError(
+        f"the JSON value at byte {start} of the JSON text is longer than {format_size(limits.current.max_event)} even "
+        f"with its whitespace collapsed and its strings cut to {format_size(limits.current.max_string)}; pass "
+        "--max-event SIZE to allow it",
+        path,
+    )
 
 
 def _tail(rest: bytes) -> dict[str, msgspec.Raw] | None:
@@ -296,17 +387,21 @@ def _part_cut(text: _Text, share: float, array_start: int, drop: bool) -> tuple[
 
 
 def _find_from(text: _Text, offset: int, drop: bool) -> tuple[int, int] | None:
-    """The first ``_CUT`` candidate whose ``}`` is at absolute text offset >= ``offset`` (reading more
-    text as needed; with ``drop``, text before ``offset`` is forgotten)."""
+    """The first ``_CUT`` candidate whose ``}`` is at absolute text offset >= ``offset`` and that lies within
+    :data:`BOUNDARY_SEARCH` bytes of it (reading more text as needed; with ``drop``, text before ``offset``
+    is forgotten); None when there is none. The windows searched, ``[offset, offset + want)`` for ``want``
+    doubling from :data:`READ_BYTES`, depend on ``offset`` alone, so the two parts that call this for one
+    cut find the same one whatever text each holds."""
     if drop and offset > text.dropped:
         text.drop(min(offset - text.dropped, len(text.buf)))
     want = READ_BYTES
     while True:
-        text.fill(max(offset - text.dropped, 0) + want)
-        match = kd._CUT.search(text.buf, max(offset - text.dropped, 0))
+        lo = max(offset - text.dropped, 0)
+        text.fill(lo + want)
+        match = kd._CUT.search(text.buf, lo, lo + want)
         if match is not None:
             return text.dropped + match.start() + 1, text.dropped + match.start(1)
-        if text.eof:
+        if (text.eof and lo + want >= len(text.buf)) or want >= BOUNDARY_SEARCH:
             return None
         want *= 2
 
@@ -378,6 +473,19 @@ def _chunks_of(
         chunk, end = None, None
         if len(buf) > pos + want + 1:  # text beyond the target: cut before it
             chunk, end = _cut_chunk(buf, pos, pos + want, lenient)
+            if chunk is None and want >= OVERSIZED_WINDOW:  # one value longer than any window: read it alone
+                if stop is not None:  # (not within a part: the file is then decoded in one process)
+                    raise PartBoundaryError("a value longer than the decode window")
+                del buf
+                events, pos, at_end = _oversized(text, pos, path, lenient)
+                want = kd.CHUNK_BYTES
+                if events:
+                    if progress:
+                        progress("decode", text.done(pos))
+                    yield events
+                if at_end:  # pos is at the events array's "]"
+                    return _tail_streamed(text, pos + 1)
+                continue
             if chunk is None:  # no event boundary before the target decodes: a bigger window
                 want *= 2
                 continue
@@ -395,19 +503,68 @@ def _chunks_of(
 
 
 def _cut_chunk(buf: bytes, start: int, target: int, lenient: bool) -> tuple[list[Any] | None, int]:
-    """(events of buf[start:cut], offset of the next event) for the last event boundary before ``target``
-    whose chunk decodes; (None, 0) when none does."""
-    mv = memoryview(buf)
-    hi = target
-    while True:
-        found = kd._cut_after(mv, start, hi)
-        if found is None:
-            return None, 0
-        cut, next_start = found
-        chunk = kd._decode_chunk(b"".join((b"[", mv[start:cut], b"]")), lenient)
-        if chunk is not None:
-            return chunk, next_start
-        hi = cut - 1
+    """(events of buf[start:cut], offset of the next event) for an event boundary before ``target`` whose
+    chunk decodes (:func:`tracekit.readers.kineto_json.decodable_cut`); (None, 0) when none does."""
+    found = kd.decodable_cut(memoryview(buf), start, target, lenient)
+    if found is None:
+        return None, 0
+    return found[0], found[2]
+
+
+def _oversized(text: _Text, pos: int, path: Path, lenient: bool) -> tuple[list[Any], int, bool]:
+    """(events, offset in ``text.buf`` where the next one starts, whether the events array ends there) for
+    the one value at ``text.buf[pos:]`` (after whitespace) that no chunk window holds: read by
+    :func:`tracekit.readers.json_value.read_value` (bounded memory: its compact copy, strings cut) and
+    decoded alone. With ``at_end``, the offset is that of the array's ``]``."""
+    max_string, max_event = limits.current.max_string, limits.current.max_event
+    try:
+        pos = json_value.skip_ws(text, pos)
+        if text.buf[pos : pos + 1] == b"]":
+            return [], pos, True
+        start = text.dropped + pos
+        value, pos, _ = json_value.read_value(text, pos, max_string, max_event)
+        pos = json_value.skip_ws(text, pos)
+    except json_value.Truncated:
+        raise TraceFormatError(
+            "truncated or invalid JSON: the text ends inside the events array", path
+        ) from None
+    except json_value.TooLong as exc:
+        raise _too_long(path, exc.start) from None
+    try:
+        events = kd._decode_chunk(b"[" + value + b"]", lenient) if value else None
+    except kd.InvalidJSON as exc:
+        raise TraceFormatError(
+            f"truncated or invalid JSON: {exc.reason} in the value at byte {start} of the JSON text", path
+        ) from None
+    if events is None:
+        raise _invalid_at(text, pos, "a value that does not decode ends")
+    byte = text.buf[pos : pos + 1]
+    if byte == b"]":
+        return events, pos, True
+    if byte != b",":
+        raise _invalid_at(text, pos, "expected ',' or ']'")
+    try:
+        pos = json_value.skip_ws(text, pos + 1)
+    except json_value.Truncated:  # pragma: no cover - skip_ws does not raise it
+        pos = len(text.buf)
+    return events, pos, False
+
+
+def _tail_streamed(text: _Text, pos: int) -> dict[str, msgspec.Raw]:
+    """The top-level values after the events array, whose ``]`` is just before ``text.buf[pos]``, read as a
+    compact copy (:func:`tracekit.readers.json_value.read_rest`): bounded whatever follows."""
+    try:
+        rest = json_value.read_rest(text, pos, limits.current.max_string, limits.current.max_event)
+    except json_value.Truncated:
+        rest = b""
+    except json_value.TooLong as exc:
+        raise _too_long(text.path, exc.start) from None
+    tail = _tail(rest)
+    if tail is None:
+        raise TraceFormatError(
+            "truncated or invalid JSON: the document does not end after its events", text.path
+        )
+    return tail
 
 
 #: signature of a chunk source: (path, progress, lenient, header) -> chunks

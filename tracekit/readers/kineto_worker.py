@@ -38,7 +38,9 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from tracekit import limits
 from tracekit.errors import TracekitError
+from tracekit.io import is_stream, peek_input
 
 #: estimated JSON text (a gzip file: :data:`GZIP_RATIO` times its size) from which workers pay off: forked
 #: ones (the command line's prefetch) and fresh interpreters (the Python API, ~0.15 s each to start);
@@ -69,21 +71,20 @@ class WorkerLost(Exception):
 def wanted(path: Path) -> bool:
     """Whether ``path`` is to be decoded in a worker (see module doc)."""
     setting = os.environ.get(ENV, "").strip()
-    if setting == "0":
+    if setting == "0" or is_stream(path):  # a pipe can be read once only: by the reader itself
         return False
     if setting == "1":
         return True
     try:
         size = json_bytes(path)
-    except OSError:
+    except (OSError, TracekitError):
         return False
     return size >= WORKER_MIN_JSON_BYTES["fork" if _can_fork() else "spawn"]
 
 
 def json_bytes(path: Path) -> int:
     """The size of ``path``'s JSON text, estimated: its size, or :data:`GZIP_RATIO` times it when gzipped."""
-    with open(path, "rb") as fh:
-        gzipped = fh.read(2) == b"\x1f\x8b"
+    gzipped = peek_input(path, 2) == b"\x1f\x8b"
     return path.stat().st_size * (GZIP_RATIO if gzipped else 1)
 
 
@@ -97,21 +98,24 @@ class Workers:
         self.parts = parts
         self.messages: queue.Queue[tuple[int, tuple[Any, ...]]] = queue.Queue(maxsize=QUEUE_CHUNKS * parts)
         self.procs: list[Any] = []  # subprocess.Popen, or _Forked where forking is safe
-        fork = _can_fork()
         try:
-            for index in range(parts):
-                argv = [str(path), str(chunk_bytes), str(read_bytes), str(index), str(parts)]
-                if fork:
-                    self.procs.append(_Forked(argv))
-                    continue
-                self.procs.append(
-                    subprocess.Popen(
-                        [sys.executable, "-m", __name__, *argv],
-                        stdin=subprocess.DEVNULL,
-                        stdout=subprocess.PIPE,
-                        stderr=subprocess.DEVNULL,
-                    )
-                )
+            with limits.watchdog_paused():  # a fork needs a process of one thread
+                fork = _can_fork()
+                for index in range(parts):
+                    argv = [str(path), str(chunk_bytes), str(read_bytes), str(index), str(parts)]
+                    argv += limits.to_argv()
+                    if fork:
+                        self.procs.append(_Forked(argv))
+                    else:
+                        self.procs.append(
+                            subprocess.Popen(
+                                [sys.executable, "-m", __name__, *argv],
+                                stdin=subprocess.DEVNULL,
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL,
+                            )
+                        )
+                    limits.watch_process(self.procs[-1].pid)  # its memory counts against the ceiling
         except OSError as exc:
             self.close()
             raise WorkerLost(f"cannot start ({exc})") from exc
@@ -128,7 +132,7 @@ class Workers:
             while True:
                 message = pickle.load(stream)
                 self.messages.put((index, message))
-                if message[0] in ("done", "error", "lost"):
+                if message[0] in ("done", "error", "lost", "limit"):
                     return
         except Exception as exc:  # EOF, a broken pipe, a damaged message: the worker is lost
             self.messages.put((index, ("lost", f"{type(exc).__name__}: {exc}")))
@@ -157,6 +161,8 @@ class Workers:
                 read = True
             elif kind == "done":
                 headers[index] = message[1]
+            elif kind == "limit":  # the file passed a limit: decoding it here would pass it again
+                raise limits.LimitError(message[1], self.path)
             else:  # "error" or "lost": the reader decodes the file itself, and raises its own error if any
                 raise WorkerLost(message[1])
         if header is not None:
@@ -171,6 +177,7 @@ class Workers:
         for proc in self.procs:
             with contextlib.suppress(Exception):
                 proc.wait(timeout=10)
+            limits.unwatch_process(proc.pid)
         with contextlib.suppress(queue.Empty):  # unblock the reading threads, which then see the end
             while True:
                 self.messages.get_nowait()
@@ -211,6 +218,7 @@ def prefetch(path: str | Path) -> bool:
         from tracekit.readers import detect_format
 
         path = Path(path)
+        limits.reading(path)
         if wanted(path) and detect_format(path) == "kineto":
             worker = start(path)
             _PREFETCHED[worker.key] = worker
@@ -239,10 +247,15 @@ def _can_fork() -> bool:
     """Whether a worker may be forked from this process rather than started afresh (saving its ~0.15 s
     start-up): on Linux, while this process runs one thread and has not loaded polars (the ``analyze``
     command's prefetch, before its imports). Anywhere else a fresh interpreter is started."""
-    if not sys.platform.startswith("linux") or "polars" in sys.modules or threading.active_count() != 1:
+    others = limits.watchdog_threads()  # the memory watchdog, paused while a worker is forked
+    if (
+        not sys.platform.startswith("linux")
+        or "polars" in sys.modules
+        or threading.active_count() - others != 1
+    ):
         return False
     try:
-        return len(os.listdir("/proc/self/task")) == 1
+        return len(os.listdir("/proc/self/task")) - others == 1
     except OSError:
         return False
 
@@ -327,6 +340,8 @@ def decode_part(argv: list[str], out: BinaryIO) -> int:
     from tracekit.readers.kineto_wire import wire_chunks
 
     path, chunk_bytes, read_bytes, index, parts = Path(argv[0]), *map(int, argv[1:5])
+    if len(argv) > 5:
+        limits.from_argv(argv[5:])
     kineto_json.CHUNK_BYTES, kineto_stream.READ_BYTES = chunk_bytes, read_bytes
     done = [0.0]
 
@@ -341,6 +356,8 @@ def decode_part(argv: list[str], out: BinaryIO) -> int:
         for wire in wire_chunks(path, progress, header=header, part=(index, parts)):
             pickle.dump(("chunk", wire, done[0]), out, protocol=5)
         pickle.dump(("done", header), out, protocol=5)
+    except limits.LimitError as exc:
+        pickle.dump(("limit", exc.message), out, protocol=5)
     except TracekitError as exc:
         pickle.dump(("error", exc.message), out, protocol=5)
     except kineto_stream.PartBoundaryError as exc:

@@ -173,20 +173,11 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
 
 
 def _csv_text(path: Path) -> str:
-    """The CSV part of an ncu output file (plain or gzipped): from the header line (first field "ID") on."""
-    import gzip
-    import zlib
+    """The CSV part of an ncu output file (plain or gzipped): from the header line (first field "ID") on.
+    Read through :func:`tracekit.io.read_inflated`: a pipe once, the inflated size watched."""
+    from tracekit.io import read_inflated
 
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read()
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
-        text = raw.decode("utf-8-sig", errors="replace")
-    except OSError as exc:
-        raise TraceFormatError(f"cannot read ({exc.strerror})", path) from exc
-    except (EOFError, zlib.error, gzip.BadGzipFile) as exc:
-        raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+    text = read_inflated(path).decode("utf-8-sig", errors="replace")
     lines = text.splitlines()
     for i, line in enumerate(lines):
         if line.startswith('"ID"') or line.startswith("ID,"):

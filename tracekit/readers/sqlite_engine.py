@@ -27,7 +27,9 @@ from typing import Any
 
 import polars as pl
 
+from tracekit import limits
 from tracekit.errors import TraceFormatError
+from tracekit.limits import format_size
 from tracekit.readers import SQLITE_MAGIC
 
 #: Rows per ``fetchmany`` in the sqlite3 path: bounds the Python objects alive at once.
@@ -54,8 +56,12 @@ def read_only_uri(path: Path) -> str:
 
 
 def connect(path: Path) -> sqlite3.Connection:
-    """Open ``path`` read-only and immutable (no locks, no journal, never written)."""
+    """Open ``path`` read-only and immutable (no locks, no journal, never written). A value longer than the
+    event limit (``--max-event``, :data:`tracekit.limits.MAX_EVENT_BYTES`) fails to read ("string or blob
+    too big") before SQLite allocates it: a forged record can declare a gigabyte string in a small file."""
     con = sqlite3.connect(read_only_uri(path), uri=True)
+    if hasattr(con, "setlimit"):  # Python 3.11+
+        con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(limits.current.max_event, 1_000_000_000))
     # Files can hold text that is not valid UTF-8 (seen in nsys's TARGET_INFO_SYSTEM_ENV): replace, never fail.
     con.text_factory = _decode_text
     return con
@@ -285,6 +291,28 @@ class Database:
             self._adbc = None
 
 
+def check_header(header: bytes, size: int, path: Path) -> None:
+    """Refuse, before any query, an SQLite file whose 100-byte header is cut short, names a page size SQLite
+    cannot have, or declares more pages than the file holds (SQLite would read the missing pages as
+    zeros; a forged header can declare terabytes). The declared page count (offset 28) counts only when
+    the change counter (offset 24) equals the version-valid-for number (offset 92), as SQLite reads it."""
+    if len(header) < 100:
+        raise TraceFormatError(
+            f"truncated SQLite file ({size} bytes, shorter than its 100-byte header)", path
+        )
+    page_size = int.from_bytes(header[16:18], "big")
+    page_size = 65536 if page_size == 1 else page_size
+    if page_size < 512 or page_size & (page_size - 1):
+        raise TraceFormatError(f"corrupt SQLite (its header names a page size of {page_size})", path)
+    pages = int.from_bytes(header[28:32], "big")
+    if pages and header[24:28] == header[92:96] and pages * page_size > size:
+        raise TraceFormatError(
+            f"corrupt SQLite (truncated or forged): its header declares {pages:,} pages of {page_size} bytes "
+            f"({format_size(pages * page_size)}) but the file holds {format_size(size)}; refused before reading",
+            path,
+        )
+
+
 @contextmanager
 def open_database(path: Path, expected: str) -> Iterator[Database]:
     """``path`` open read-only as a :class:`Database`, closed on exit. Raises TraceFormatError naming the
@@ -297,8 +325,10 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
     if size == 0:
         raise TraceFormatError("empty file", path)
     with open(path, "rb") as fh:
-        if fh.read(len(SQLITE_MAGIC)) != SQLITE_MAGIC:
-            raise TraceFormatError(f"not an SQLite database (expected {expected})", path)
+        header = fh.read(100)
+    if not header.startswith(SQLITE_MAGIC):
+        raise TraceFormatError(f"not an SQLite database (expected {expected})", path)
+    check_header(header, size, path)
     try:
         con = connect(path)
     except sqlite3.Error as exc:
@@ -307,6 +337,14 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
     try:
         database = Database(con, path)
         yield database
+    except sqlite3.DataError as exc:
+        if "too big" not in str(exc):
+            raise TraceFormatError(f"corrupt SQLite ({exc})", path) from exc
+        raise limits.LimitError(
+            f"holds a value longer than {format_size(limits.current.max_event)} (or its record says so); pass "
+            "--max-event SIZE to allow it",
+            path,
+        ) from exc
     except sqlite3.DatabaseError as exc:
         raise TraceFormatError(f"corrupt SQLite ({exc})", path) from exc
     finally:
