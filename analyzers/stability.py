@@ -30,8 +30,12 @@ iteration order); the iterations a rule drops are listed by index with the rule'
    when the slow iterations' extra wall time came with proportionally less process CPU time (CPU time per
    wall time below :data:`STOLEN_RATIO` of the typical iterations', and the missing CPU time explains at least
    half of their extra wall time), the process was not running for part of them: ``cpu_stolen`` (on a CPU
-   run: another process had the CPU). When their CPU time grew with their wall time, the work itself took
-   longer: ``more_cpu_work``. Otherwise no cause is named.
+   run: another process had the CPU). When their CPU time grew with their wall time the process kept running
+   (``more_cpu_work``: more work, or threads spinning while waiting for one another, which a descheduled
+   sibling thread also causes), and CPU time alone names no cause. With per-iteration involuntary context
+   switches, slow iterations preempted at least twice as often per ms as the typical ones (and at least once
+   each) are ``preempted``: the scheduler gave their CPU to another runnable thread. Otherwise no cause is
+   named.
 
 Two sets **differ** only when their intervals do not overlap (:func:`difference`); otherwise the difference is
 *within noise* and said so with the numbers. A set without an interval (fewer than 6 iterations) is compared
@@ -67,12 +71,18 @@ TARGET_RELATIVE_CI = 0.02
 #: Slow iterations whose CPU time per wall time is below this share of the typical iterations' lost CPU.
 STOLEN_RATIO = 0.8
 
+#: Slow iterations preempted this many times as often (per ms) as the typical ones: cause "preempted".
+PREEMPTED_RATIO = 2.0
+
 #: What each cause means, in one sentence (for warnings).
 CAUSES: dict[str, str] = {
     "cpu_stolen": "the process was not running for part of them (less CPU time per wall time than the "
     "other iterations{where})",
-    "more_cpu_work": "their process CPU time grew with their wall time: the work itself took longer "
-    "(not time taken by another process)",
+    "preempted": "the process was preempted {slow} times per slow iteration against {typical} per typical one "
+    "(involuntary context switches: another runnable thread, usually of another process, took a CPU)",
+    "more_cpu_work": "their process CPU time grew with their wall time: the process kept running (more work, "
+    "or threads spinning while they waited for one another), so CPU time alone cannot tell whether another "
+    "process interfered",
 }
 
 
@@ -82,7 +92,8 @@ class Measurement:
 
     ``count``: iterations given; ``kept``: iterations the statistics use; ``dropped``: {iteration index:
     rule}; ``notes``: what was dropped (one sentence); ``warnings``: why the set is unstable, or that its
-    dropped iterations lost CPU time to another process; ``cause``: "cpu_stolen", "more_cpu_work" or None."""
+    dropped iterations lost CPU time to another process; ``cause``: "cpu_stolen", "preempted",
+    "more_cpu_work" or None."""
 
     count: int
     kept: int
@@ -311,6 +322,25 @@ def _cause(
     return None, typical_ratio
 
 
+def _preemption(
+    wall: Sequence[float], preempted: Sequence[float], slow: list[int], typical: list[int]
+) -> tuple[float, float] | None:
+    """(involuntary context switches per slow iteration, per typical one) when the slow iterations were
+    preempted at least :data:`PREEMPTED_RATIO` times as often per ms of wall time and at least once each on
+    average (rule 6); None otherwise."""
+    if not slow or len(typical) < 3:
+        return None
+    slow_n = sum(preempted[i] for i in slow)
+    typical_n = sum(preempted[i] for i in typical)
+    slow_ms = sum(wall[i] for i in slow)
+    typical_ms = sum(wall[i] for i in typical)
+    if slow_ms <= 0 or typical_ms <= 0 or slow_n < len(slow):
+        return None
+    if slow_n / slow_ms < PREEMPTED_RATIO * typical_n / typical_ms:
+        return None
+    return slow_n / len(slow), typical_n / len(typical)
+
+
 def _fmt(x: float) -> str:
     return f"{x:.4g}"
 
@@ -320,10 +350,12 @@ def measure(
     cpu: Sequence[float] | None = None,
     unit: str = "ms",
     device: str | None = None,
+    preempted: Sequence[float] | None = None,
 ) -> Measurement:
     """The :class:`Measurement` of one timed set: ``values`` per iteration in iteration order (None and NaN
     entries are ignored, their positions still count as iteration indices); ``cpu``: the process CPU time of
-    each iteration, same unit, for the cause (rule 6); ``device`` "cpu" names the cause's "another process".
+    each iteration, same unit, and ``preempted``: its involuntary context switches, for the cause (rule 6);
+    ``device`` "cpu" names the cause's "another process".
     """
     indexed = [(i, float(v)) for i, v in enumerate(values) if v is not None and not math.isnan(float(v))]
     count = len(indexed)
@@ -375,27 +407,38 @@ def measure(
         )
     unstable = bool(reasons)
     cause = cpu_per_wall = None
+    fields = {
+        "where": ": another process had the CPU" if device == "cpu" else ": waiting, for a CPU or the device"
+    }
+    wall_all = [float(v) if v is not None else math.nan for v in values]
+    slow = [i for i in warm + outliers if wall_all[i] > median]
+    if unstable:
+        ranked = sorted(kept_pairs, key=lambda pair: pair[1])
+        slow += [i for i, _ in ranked[len(ranked) - max(1, len(ranked) // 4) :]]
+        typical = [i for i, _ in ranked[: len(ranked) - max(1, len(ranked) // 4)]]
+    else:
+        typical = [i for i, _ in kept_pairs]
+    slow = list(dict.fromkeys(slow))
     if cpu is not None and len(cpu) == len(values):
-        wall_all = [float(v) if v is not None else math.nan for v in values]
         cpu_all = [float(c) if c is not None else math.nan for c in cpu]
-        slow = [i for i in warm + outliers if wall_all[i] > median]
-        if unstable:
-            ranked = sorted(kept_pairs, key=lambda pair: pair[1])
-            slow += [i for i, _ in ranked[len(ranked) - max(1, len(ranked) // 4) :]]
-            typical = [i for i, _ in ranked[: len(ranked) - max(1, len(ranked) // 4)]]
-        else:
-            typical = [i for i, _ in kept_pairs]
-        slow = [i for i in dict.fromkeys(slow) if not math.isnan(cpu_all[i])]
-        typical = [i for i in typical if not math.isnan(cpu_all[i])]
-        cause, cpu_per_wall = _cause(wall_all, cpu_all, slow, typical)
+        cause, cpu_per_wall = _cause(
+            wall_all,
+            cpu_all,
+            [i for i in slow if not math.isnan(cpu_all[i])],
+            [i for i in typical if not math.isnan(cpu_all[i])],
+        )
+    if cause != "cpu_stolen" and preempted is not None and len(preempted) == len(values):
+        rates = _preemption(wall_all, preempted, slow, typical)
+        if rates is not None:
+            cause = "preempted"
+            fields.update(slow=f"{rates[0]:.3g}", typical=f"{rates[1]:.3g}")
     if not (unstable or warm or outliers):
         cause = None
     if cause is not None:
-        where = ": another process had the CPU" if device == "cpu" else ": waiting, for a CPU or the device"
-        said = CAUSES[cause].format(where=where)
+        said = CAUSES[cause].format(**fields)
         if unstable:
             reasons.append("cause: " + said)
-        elif cause == "cpu_stolen":
+        elif cause in ("cpu_stolen", "preempted"):
             warnings.append(f"the dropped iterations' cause: {said}")
     if unstable:
         warnings.append("unstable: " + "; ".join(reasons))

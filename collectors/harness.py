@@ -155,12 +155,15 @@ def time_iterations(
     on_iteration: Callable[[], None] | None = None,
     cpu_ms: list[float] | None = None,
     budget: TimingBudget | None = None,
+    preempted: list[int] | None = None,
 ) -> list[float]:
     """Run ``warmup`` + ``iters`` iterations; return the timed iterations' latencies in milliseconds.
 
     ``cpu_ms``, when given, receives each timed iteration's process CPU time (``time.process_time_ns``, every
     thread of the process) over the same span, in ms: what the stability rules compare with wall time to tell
-    CPU time stolen by another process (:mod:`tracekit.analyzers.stability`). ``budget``: keep timing past
+    CPU time stolen by another process (:mod:`tracekit.analyzers.stability`); ``preempted`` the process'
+    involuntary context switches in each (``getrusage``'s ``ru_nivcsw``, every thread: the scheduler took a
+    CPU from it for another runnable thread). ``budget``: keep timing past
     ``iters`` as :class:`TimingBudget` says (``iters`` is then the least number of timed iterations).
 
     Latency = wall time (``time.perf_counter_ns``) from just before the NVTX push to just after the device
@@ -190,6 +193,7 @@ def time_iterations(
         ):
             start = time.perf_counter_ns()
             cpu_start = time.process_time_ns()
+            switches = _involuntary_switches() if preempted is not None else 0
             nv.push(range_name)
             try:
                 with rf(range_name) if rf else contextlib.nullcontext():
@@ -200,9 +204,20 @@ def time_iterations(
             latencies.append((time.perf_counter_ns() - start) / 1e6)
             if cpu_ms is not None:
                 cpu_ms.append((time.process_time_ns() - cpu_start) / 1e6)
+            if preempted is not None:
+                preempted.append(_involuntary_switches() - switches)
             if on_iteration:
                 on_iteration()
     return latencies
+
+
+def _involuntary_switches() -> int:
+    """The process' involuntary context switches so far (0 where ``resource`` is missing: Windows)."""
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - not on Linux/macOS
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_nivcsw)
 
 
 @dataclass

@@ -431,8 +431,10 @@ class Sweep:
 
         latencies = result["latencies_ms"]
         cpu = result.get("cpu_ms") or None
+        preempted = result.get("preempted") or None
         stats = latency_stats(latencies)
-        stats.update(measure(latencies, cpu, device="cpu" if self.device == "cpu" else "gpu").to_json())
+        device = "cpu" if self.device == "cpu" else "gpu"
+        stats.update(measure(latencies, cpu, device=device, preempted=preempted).to_json())
         stats["count"] = len(latencies)
         if cpu:
             stats["cpu_ms_mean"] = sum(cpu) / len(cpu)

@@ -97,7 +97,8 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
     warmup, iters, profiler ("none" | "nsys" | "ncu" | "torch" | "ort"), trace_out (file the torch/ort
     profile is written to), opset, seed, op_ranges (bool: NVTX range per torch operator), tf32 (bool), budget
     (untraced runs: :class:`~tracekit.collectors.harness.TimingBudget` fields). The result also holds
-    ``cpu_ms`` (process CPU time per timed iteration) and, for an adaptive set, ``stopped_by``.
+    ``cpu_ms`` (process CPU time per timed iteration), ``preempted`` (involuntary context switches per timed
+    iteration) and, for an adaptive set, ``stopped_by``.
     """
     import torch
 
@@ -144,7 +145,13 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
     import torch
 
     op_ranges = (lambda: operator_ranges(device)) if cfg.get("op_ranges") and runtime.eager_torch else None
-    out: dict[str, Any] = {"trace": None, "op_ranges": bool(op_ranges), "warnings": [], "cpu_ms": []}
+    out: dict[str, Any] = {
+        "trace": None,
+        "op_ranges": bool(op_ranges),
+        "warnings": [],
+        "cpu_ms": [],
+        "preempted": [],
+    }
     if profiler == "torch":
         activities = [torch.profiler.ProfilerActivity.CPU]
         if device.startswith("cuda"):
@@ -153,7 +160,13 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
         time_iterations(runtime.run, runtime.sync, cfg["warmup"], 0)
         with torch.profiler.profile(activities=activities) as prof:
             out["latencies_ms"] = time_iterations(
-                runtime.run, runtime.sync, 0, cfg["iters"], record_function=True, cpu_ms=out["cpu_ms"]
+                runtime.run,
+                runtime.sync,
+                0,
+                cfg["iters"],
+                record_function=True,
+                cpu_ms=out["cpu_ms"],
+                preempted=out["preempted"],
             )
         out["trace"] = _export_kineto(prof, Path(cfg["trace_out"]))
         from tracekit.collectors.kineto_check import empty_iteration_warnings
@@ -173,6 +186,7 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
         op_ranges=op_ranges,
         cpu_ms=out["cpu_ms"],
         budget=budget,
+        preempted=out["preempted"],
     )
     if budget is not None:
         out["stopped_by"] = budget.stopped_by

@@ -223,3 +223,23 @@ def test_is_tight() -> None:
     assert is_tight(measure([10.0] * 10))
     assert not is_tight(measure([10.0, 12.0] * 10))
     assert not is_tight(measure([10.0] * 3))  # no interval yet
+
+
+def test_preemption_names_the_cause_when_cpu_time_cannot() -> None:
+    """Spinning threads keep CPU time growing with wall time; involuntary context switches still show that
+    the scheduler took the CPU away (synthetic counts)."""
+    wall = [10.0] * 10 + [20.0] * 4 + [10.0] * 10
+    cpu = list(wall)  # CPU time grew with wall time: alone, no cause
+    assert measure(wall, cpu, device="cpu").cause == "more_cpu_work"
+    m = measure(wall, cpu, device="cpu", preempted=[0] * 10 + [5] * 4 + [0] * 10)
+    assert m.cause == "preempted" and "preempted 5 times per slow iteration against 0" in m.warnings[0]
+    # as often per ms as the others: not a cause
+    even = measure(wall, cpu, device="cpu", preempted=[1] * 10 + [2] * 4 + [1] * 10)
+    assert even.cause == "more_cpu_work"
+
+
+def test_harness_records_involuntary_switches(clock) -> None:  # type: ignore[no-untyped-def]
+    c = clock([1.0] * 10)
+    switches: list[int] = []
+    time_iterations(c.run, lambda: None, 0, 5, preempted=switches)
+    assert len(switches) == 5 and all(isinstance(n, int) and n >= 0 for n in switches)
