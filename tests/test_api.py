@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -27,17 +28,53 @@ def test_import_is_light() -> None:
     assert out.strip() == "[]"
 
 
-def test_analyze_matches_cli_json_field_for_field(capsys: pytest.CaptureFixture[str]) -> None:
+def _program_json(*argv: str) -> dict:
+    """The JSON of the ``tracekit`` program run as a user runs it: a separate process (its entry point, its
+    own environment handling and exit), not this process' ``main``."""
+    env = {**os.environ, "TRACEKIT_NO_PROGRESS": "1"}
+    code = "import sys; from tracekit.cli import entry; sys.argv = ['tracekit', *sys.argv[1:]]; entry()"
+    done = subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, env=env, check=True
+    )
+    return json.loads(done.stdout)
+
+
+def test_analyze_matches_cli_json_field_for_field() -> None:
+    """Every field of the API's analysis equals the program's JSON (iterations, summary, longest gaps,
+    verdict, device, range, warnings), and both equal the simulator's truth for this synthetic trace."""
     a = tracekit.analyze(SAMPLE)
-    assert main(["analyze", str(SAMPLE), "--format", "json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert a.iterations.height == len(doc["iterations"]) == 10
-    for row, expected in zip(a.iterations.to_dicts(), doc["iterations"], strict=True):
-        assert {k: row[k] for k in expected} == expected
+    doc = _program_json("analyze", str(SAMPLE), "--format", "json")
+    rows = a.iterations.to_dicts()
+    assert len(rows) == len(doc["iterations"]) == 10
+    for row, expected in zip(rows, doc["iterations"], strict=True):
+        assert set(expected) <= set(row)
+        assert {k: row[k] for k in expected} == expected  # same values and types (int stays int)
     assert a.summary.to_json() == doc["summary"]
-    assert a.verdict == doc["summary"]["bound"] == "framework"
-    assert a.device == doc["trace"]["device"] == "gpu"
-    assert a.iterations.shape == (10, 23)
+    assert (
+        (a.verdict, a.device, a.analysis.range_name)
+        == (
+            doc["summary"]["bound"],
+            doc["trace"]["device"],
+            doc["range"],
+        )
+        == ("framework", "gpu", "iteration")
+    )
+    assert a.analysis.range_choice == doc["range_choice"] and a.analysis.warnings == doc["warnings"]
+    # the program's ten longest gaps are the API's ten longest, at the same offsets
+    gaps = a.idle_gaps.sort("duration_ns", descending=True)
+    assert [g["duration_ns"] for g in doc["longest_gaps"]] == gaps["duration_ns"].head(10).to_list()
+    by_start = {(g["iteration"], g["start_ns"]): g for g in a.idle_gaps.to_dicts()}
+    for g in doc["longest_gaps"]:
+        api = by_start[(g["iteration"], g["start_ns"])]
+        assert (api["end_ns"], api["offset_ms"]) == (g["end_ns"], g["offset_ms"])
+    # and both are the truth the simulator wrote beside the trace (to 1e-12 ms: float rounding of ns / 1e6)
+    truth = json.loads(SAMPLE.with_name("pytorch_b1_s128.synthetic.truth.json").read_text())["iterations"]
+    for name in ("latency", "gpu_busy", "idle", "dispatch", "launch", "sync"):
+        got, want = [r[f"{name}_ms"] for r in rows], [t[f"{name}_ns"] / 1e6 for t in truth]
+        assert got == pytest.approx(want, rel=0, abs=1e-12), name
+    for name in ("kernels", "launches", "idle_gaps"):
+        assert [r[name] for r in rows] == [t[name] for t in truth], name
+    assert [r["start_ns"] for r in rows] == [t["start_ns"] for t in truth]
 
 
 def test_analyze_has_the_idle_time_by_cause() -> None:

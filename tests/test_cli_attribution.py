@@ -25,16 +25,44 @@ def analyze(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
     return capsys.readouterr().out
 
 
+#: every sample folder's traces: (format, device, synthetic) as the reader must report them, by hand from
+#: sample_traces/*/run.json and the H200 README (which profiler wrote them on which device)
+SAMPLE_KINDS = {
+    "cpu_onnx_bert_nsys": {("nsys-sqlite", "cpu", False)},
+    "cpu_onnx_bert_ort": {("ort", "cpu", False)},
+    "cpu_pytorch_bert_torch": {("kineto", "cpu", False)},
+    **{
+        run: {("kineto", "gpu", False)}
+        for run in (
+            "compile",
+            "compile-cudagraphs",
+            "cuda-graphs",
+            "pytorch",
+            "sweep-cuda-graphs",
+            "torchscript",
+        )
+    },
+    "sweep_pytorch": {("nsys-sqlite", "gpu", True)},
+    **{
+        f"table3_{run}": {("kineto", "gpu", True), ("nsys-sqlite", "gpu", True)}
+        for run in ("cuda-graphs", "onnx", "onnx-cuda-graphs", "pytorch", "torchscript")
+    },
+}
+
+
 def test_there_are_sample_traces() -> None:
-    # every kind: synthetic nsys and Kineto GPU traces, CPU-only nsys, ORT and torch.profiler traces
-    names = {p.parent.name for p in SAMPLES}
-    assert len(SAMPLES) >= 21
-    assert {
-        "cpu_onnx_bert_nsys",
-        "cpu_onnx_bert_ort",
-        "cpu_pytorch_bert_torch",
-        "table3_cuda-graphs",
-    } <= names
+    """The parametrized test below runs on every kind of sample: each folder's traces read as the format,
+    device and synthetic flag they were written as (the CPU nsys/ORT/Kineto runs, the real H200 Kineto runs,
+    the synthetic SQLite and Kineto presets), and no folder is missing."""
+    from tracekit.readers import read_trace
+
+    kinds: dict[str, set[tuple[str, str, bool]]] = {}
+    for path in SAMPLES:
+        meta = read_trace(path).meta
+        kinds.setdefault(path.parent.name, set()).add(
+            (meta["format"], meta["device"], bool(meta.get("synthetic")))
+        )
+    assert kinds == SAMPLE_KINDS
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=lambda p: f"{p.parent.name}/{p.name}")

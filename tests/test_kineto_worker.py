@@ -167,13 +167,58 @@ def _parts(monkeypatch: pytest.MonkeyPatch, parts: int) -> None:
 # ------------------------------------------------------------------------ 1. worker == in-process
 
 
+def _file_says(path: Path) -> dict[str, Any] | None:
+    """What the file holds, decoded by the standard library's json (exact decimals, no code shared with the
+    reader): every GPU kernel's (start ns, end ns, name), the memcpy count and the runtime/driver call count.
+    None for a file that is not standard JSON (the reader's extensions: bare inf/nan, bytes not UTF-8)."""
+    from decimal import Decimal
+
+    data = path.read_bytes()
+    if path.name.endswith(".gz"):
+        data = gzip.decompress(data)
+    try:
+        doc = json.loads(data, parse_float=Decimal)
+    except ValueError:
+        return None
+    events = doc["traceEvents"] if isinstance(doc, dict) else doc
+    complete = [e for e in events if isinstance(e, dict) and e.get("ph") == "X"]
+
+    def ns(value: Any) -> int:
+        return int(Decimal(value) * 1000)
+
+    def cat(e: dict[str, Any]) -> str:
+        return str(e.get("cat") or "").lower()
+
+    return {
+        "kernels": sorted(
+            (ns(e["ts"]), ns(e["ts"]) + ns(e["dur"]), e["name"]) for e in complete if cat(e) == "kernel"
+        ),
+        "memcpy": sum(cat(e) in ("gpu_memcpy", "memcpy") for e in complete),
+        "api": sum(cat(e) in ("cuda_runtime", "cuda_driver", "runtime") for e in complete),
+    }
+
+
+def _trace_says(trace: Trace) -> dict[str, Any]:
+    kind = pl.col("kind").cast(pl.String)
+    return {
+        "kernels": sorted(trace.ops.filter(kind == "kernel").select("start", "end", "name").rows()),
+        "memcpy": trace.ops.filter(kind == "memcpy").height,
+        "api": trace.api.height,
+    }
+
+
 def _check_worker_equals_in_process(
     monkeypatch: pytest.MonkeyPatch, spy: Spy, path: Path, parts: int
 ) -> None:
+    """The workers' frames are what the file holds (kernels, memcpys, API calls, checked against the
+    standard library's decoding where the file is standard JSON) and equal the in-process frames exactly."""
     _parts(monkeypatch, parts)
     expected = _read_in_process(monkeypatch, path)
     assert spy.started == []  # TRACEKIT_DECODE_WORKER=0: no worker
     got = read(path)
+    truth = _file_says(path)
+    if truth is not None:
+        assert _trace_says(got) == truth
     _assert_same_trace(got, expected)
     # the workers really decoded the file: one start, every part sent chunks, none was lost
     assert len(spy.started) == 1 and len(spy.started[0].procs) == parts
