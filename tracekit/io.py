@@ -44,9 +44,14 @@ def register_input(path: str | Path) -> None:
 
 
 def forget_inputs() -> None:
-    """Clear the input registry (for long-lived processes and tests that run several commands)."""
+    """Clear the input registry (for long-lived processes and tests that run several commands), and close
+    the streams opened once (:func:`open_input`)."""
     _INPUT_INODES.clear()
     _INPUT_PATHS.clear()
+    for stream in _STREAMS.values():
+        with contextlib.suppress(OSError):
+            stream.raw.close()
+    _STREAMS.clear()
 
 
 def is_input(path: str | Path) -> bool:

@@ -106,11 +106,11 @@ def parse_size(text: str) -> int:
 
 
 def format_size(n: float) -> str:
-    """A byte count for people: ``512 B``, ``64 KiB``, ``3.1 MiB``, ``620 MiB``, ``1.5 GiB``."""
+    """A byte count for people, to three digits: ``512 B``, ``64 KiB``, ``3.1 MiB``, ``620 MiB``, ``1.95 GiB``."""
     for unit, size in (("TiB", 1 << 40), ("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if n >= size:
             value = n / size
-            return f"{value:.1f} {unit}" if value < 10 and value != int(value) else f"{value:.0f} {unit}"
+            return f"{value:.0f} {unit}" if value >= 100 else f"{value:.3g} {unit}"
     return f"{int(n)} B"
 
 

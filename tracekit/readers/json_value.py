@@ -104,6 +104,23 @@ class _Finder:
         return at
 
 
+def _escape_size(buf: bytes, at: int, eof: bool) -> int:
+    """Bytes of the string escape at ``buf[at]`` (a backslash): 2, 6 (``\\uXXXX``) or 12 (a surrogate pair);
+    0 when the buffer ends before it can tell and the text goes on (``eof``: it does not)."""
+    if at + 1 >= len(buf):
+        return 0
+    if buf[at + 1] != _U:
+        return 2
+    if at + 6 > len(buf):
+        return 0 if not eof else 6
+    if buf[at + 2 : at + 4].lower() in (b"d8", b"d9", b"da", b"db"):  # a high surrogate: its pair follows
+        if at + 12 > len(buf) and not eof and buf[at + 6 : at + 8] in (b"", b"\\", b"\\u"):
+            return 0
+        if buf[at + 6 : at + 8] == b"\\u" and buf[at + 8 : at + 10].lower() in (b"dc", b"dd", b"de", b"df"):
+            return 12
+    return 6
+
+
 def read_value(text: Stream, pos: int, max_string: int, max_out: int) -> tuple[bytes, int, int]:
     """(compact copy of the JSON value that starts at ``text.buf[pos]`` (not whitespace), offset in
     ``text.buf`` just after it, number of strings cut). The text before the value's end may be dropped on
@@ -157,8 +174,10 @@ def read_value(text: Stream, pos: int, max_string: int, max_out: int) -> tuple[b
                 if depth == 0:
                     return bytes(out), i, cuts
                 continue
-            # an escape: two bytes, or six for \uXXXX; read on when the buffer ends inside it
-            if stop + 1 >= len(buf) or (buf[stop + 1] == _U and stop + 6 > len(buf)):
+            # an escape: two bytes, six for \uXXXX, twelve for a surrogate pair (kept whole: half of one is no
+            # character); read on when the buffer ends inside it
+            size = _escape_size(buf, stop, text.eof)
+            if size == 0:
                 if text.eof:
                     raise Truncated
                 text.drop(stop)
@@ -167,7 +186,6 @@ def read_value(text: Stream, pos: int, max_string: int, max_out: int) -> tuple[b
                 buf = text.buf
                 find = _Finder(buf)
                 continue
-            size = 6 if buf[stop + 1] == _U else 2
             if not cut and kept + size <= keep:
                 out += buf[stop : stop + size]
                 kept += size

@@ -298,7 +298,7 @@ def check_header(header: bytes, size: int, path: Path) -> None:
     the change counter (offset 24) equals the version-valid-for number (offset 92), as SQLite reads it."""
     if len(header) < 100:
         raise TraceFormatError(
-            f"truncated SQLite file ({size} bytes, shorter than its 100-byte header)", path
+            f"corrupt SQLite (truncated: {size} bytes, less than its 100-byte header)", path
         )
     page_size = int.from_bytes(header[16:18], "big")
     page_size = 65536 if page_size == 1 else page_size

@@ -1,0 +1,236 @@
+"""Generated hostile inputs ("bombs", all SYNTHETIC) for tests/test_hostile_inputs.py: small files that
+inflate or declare far more than they hold, built in a fraction of a second.
+
+A gzip file may hold several members, each compressed alone (``gzip -d`` and every tracekit reader read
+them one after the other): a member of 64 MiB of one byte is compressed once (~64 KiB) and repeated, so a
+3 GiB run costs ~3 MB on disk and no time to build.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import sqlite3
+import struct
+import zlib
+from pathlib import Path
+
+MIB = 1 << 20
+GIB = 1 << 30
+#: bytes of one repeated member's text
+RUN = 64 * MIB
+
+
+def _member(data: bytes, level: int = 9) -> bytes:
+    return gzip.compress(data, compresslevel=level, mtime=0)
+
+
+def _run_members(byte: bytes, size: int) -> bytes:
+    """gzip members whose text is ``size`` bytes of ``byte`` (a multiple of :data:`RUN`, plus the rest)."""
+    full, rest = divmod(size, RUN)
+    out = _member(byte * RUN) * full if full else b""
+    return out + (_member(byte * rest) if rest else b"")
+
+
+def small_trace_events(iterations: int = 4, kernels: int = 3, t0: int = 1_000_000) -> list[dict]:
+    """A tiny valid Kineto trace (SYNTHETIC): per iteration one ``iteration`` annotation, ``kernels``
+    launches and kernels of 10 µs, 100 µs apart, in a range of 900 µs: latency 0.9 ms and GPU busy
+    ``kernels`` x 0.01 ms per iteration."""
+    events: list[dict] = []
+    corr = 1
+    for i in range(iterations):
+        start = t0 + i * 1000
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "iteration",
+                "pid": 1,
+                "tid": 1,
+                "ts": start,
+                "dur": 900,
+            }
+        )
+        for k in range(kernels):
+            launch = start + 10 + k * 100
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": launch,
+                    "dur": 5,
+                    "args": {"correlation": corr},
+                }
+            )
+            events.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": f"kernel_{k}",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": launch + 20,
+                    "dur": 10,
+                    "args": {"correlation": corr, "device": 0, "stream": 7},
+                }
+            )
+            corr += 1
+    return events
+
+
+def _events_text(events: list[dict]) -> bytes:
+    return b",".join(json.dumps(e, separators=(",", ":")).encode() for e in events)
+
+
+def whitespace_bomb(path: Path, spaces: int = 3 * GIB, byte: bytes = b" ") -> Path:
+    """``{"traceEvents": [`` + ``spaces`` bytes of whitespace + ``]}``, gzipped (3 GiB: ~3 MB)."""
+    path.write_bytes(_member(b'{"traceEvents": [') + _run_members(byte, spaces) + _member(b"]}"))
+    return path
+
+
+def padded_trace(path: Path, spaces: int, where: str = "between") -> Path:
+    """A small valid trace with ``spaces`` bytes of whitespace ``between`` two events, ``inside`` one (between
+    two of its keys), ``head`` (before ``traceEvents``) or ``tail`` (after the events array), gzipped."""
+    events = small_trace_events()
+    text = _events_text(events)
+    cut = text.index(b',{"ph"', len(text) // 2)
+    if where == "between":
+        before, after = b'{"traceEvents":[' + text[: cut + 1], text[cut + 1 :] + b"]}"
+    elif where == "inside":
+        at = text.index(b'"cat"', cut)
+        before, after = b'{"traceEvents":[' + text[:at], text[at:] + b"]}"
+    elif where == "head":
+        before, after = b'{"schemaVersion": 1,', b'"traceEvents":[' + text + b"]}"
+    else:
+        before, after = b'{"traceEvents":[' + text + b"]", b',"displayTimeUnit": "ms"}'
+    path.write_bytes(_member(before) + _run_members(b" ", spaces) + _member(after))
+    return path
+
+
+def giant_string_trace(path: Path, length: int = 3 * GIB // 2, field: str = "name") -> Path:
+    """The small valid trace whose first kernel has a ``field`` (``name``, or ``args.extra``) of ``length``
+    bytes (1.5 GiB: ~1.6 MB gzipped)."""
+    events = small_trace_events()
+    first = next(i for i, e in enumerate(events) if e["cat"] == "kernel")
+    marker = "@@GIANT@@"
+    if field == "name":
+        events[first]["name"] = marker
+    else:
+        events[first]["args"]["extra"] = marker
+    text = b'{"traceEvents":[' + _events_text(events) + b"]}"
+    before, after = text.split(marker.encode())
+    path.write_bytes(_member(before) + _run_members(b"a", length) + _member(after))
+    return path
+
+
+def nested_trace(path: Path, depth: int = 900, width: int = 20_000, events: int = 40) -> Path:
+    """The small valid trace plus ``events`` CPU-instant-free, ignored ``python_function`` events whose args
+    nest ``depth`` arrays deep (as deep as the decoders go: legal) and hold ``width`` small objects side by
+    side (so every ``},{"`` inside them looks like a cut between events), gzipped."""
+    nest = "[" * depth + "0" + "]" * depth
+    wide = "[" + ",".join('{"a":1}' for _ in range(width)) + "]"
+    extra = [
+        {
+            "ph": "X",
+            "cat": "python_function",
+            "name": "nested",
+            "pid": 1,
+            "tid": 2,
+            "ts": 1_000_000 + i,
+            "dur": 1,
+            "args": {"deep": "@@NEST@@", "wide": "@@WIDE@@"},
+        }
+        for i in range(events)
+    ]
+    trace = small_trace_events()
+    text = b'{"traceEvents":[' + _events_text(extra[: events // 2] + trace + extra[events // 2 :]) + b"]}"
+    text = text.replace(b'"@@NEST@@"', nest.encode()).replace(b'"@@WIDE@@"', wide.encode())
+    path.write_bytes(_member(text, level=6))
+    return path
+
+
+def ignored_events_trace(path: Path, ignored: int = 3_000_000, block: int = 100_000) -> Path:
+    """The small valid trace followed by ``ignored`` complete events of a category tracekit does not read
+    (``python_function``; distinct timestamps within each block of ``block`` events, repeated), gzipped as
+    one member per block (~12:1, as real Kineto text compresses)."""
+
+    def events(n: int) -> bytes:
+        return b"".join(
+            b',{"ph":"X","cat":"python_function","name":"torch/nn/modules/module.py(1501): _call_impl",'
+            b'"pid":1,"tid":2,"ts":%d.%03d,"dur":1.000,"args":{"Python id":%d}}'
+            % (2_000_000 + i // 1000, i % 1000, i)
+            for i in range(n)
+        )
+
+    full, rest = divmod(ignored, block)
+    body = _member(events(block), level=1) * full + (_member(events(rest), level=1) if rest else b"")
+    head = b'{"traceEvents":[' + _events_text(small_trace_events())
+    path.write_bytes(_member(head) + body + _member(b"]}"))
+    return path
+
+
+# ------------------------------------------------------------------------------------------- SQLite
+
+
+def billion_row_sqlite(path: Path, rowid: int = 1_000_000_000) -> Path:
+    """A tiny Nsight-Systems-shaped export whose kernel table's rowids run from 1 to ``rowid`` (three rows:
+    the table declares a billion rows to anything that reads its rowid span), with a runtime table and one
+    NVTX range, SYNTHETIC."""
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            deviceId INTEGER, streamId INTEGER, globalPid INTEGER, correlationId INTEGER,
+            demangledName INTEGER, shortName INTEGER);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL,
+            eventClass INTEGER, globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
+        CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL,
+            rangeId INTEGER, category INTEGER, color INTEGER, text TEXT, globalTid INTEGER, endGlobalTid INTEGER,
+            textId INTEGER, domainId INTEGER, uint64Value INTEGER, int64Value INTEGER, doubleValue REAL,
+            uint32Value INTEGER, int32Value INTEGER, floatValue REAL, jsonTextId INTEGER, jsonText TEXT);
+        """
+    )
+    con.execute("INSERT INTO StringIds VALUES (1, 'kernel_a'), (2, 'cudaLaunchKernel_v7000')")
+    tid = (1 << 24) | 1
+    for rid, start in ((1, 1000), (2, 3000), (rowid, 5000)):
+        con.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (rowid, start, end, deviceId, streamId, globalPid, "
+            "correlationId, demangledName, shortName) VALUES (?, ?, ?, 0, 7, ?, ?, 1, 1)",
+            (rid, start + 100, start + 600, 1 << 24, rid),
+        )
+        con.execute(
+            "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME (rowid, start, end, eventClass, globalTid, correlationId, "
+            "nameId) VALUES (?, ?, ?, 0, ?, ?, 2)",
+            (rid, start, start + 50, tid, rid),
+        )
+    con.execute(
+        "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid) VALUES (0, 10000, 59, 'iteration', ?)",
+        (tid,),
+    )
+    con.commit()
+    con.close()
+    return path
+
+
+def declared_pages_sqlite(source: Path, path: Path, pages: int = 2_000_000_000) -> Path:
+    """``source`` (an SQLite file) with a header that declares ``pages`` pages (at 4 KiB, ~7.5 TiB), which the
+    file does not hold."""
+    data = bytearray(source.read_bytes())
+    struct.pack_into(">I", data, 28, pages)
+    path.write_bytes(bytes(data))
+    return path
+
+
+def inflate_ratio(path: Path) -> float:
+    """Inflated text / bytes on disk of a gzip file (members read one after the other)."""
+    data = path.read_bytes()
+    total, inflater = 0, zlib.decompressobj(wbits=31)
+    while data:
+        total += len(inflater.decompress(data))
+        data = inflater.unused_data
+        inflater = zlib.decompressobj(wbits=31) if data else inflater
+    return total / path.stat().st_size
