@@ -1,29 +1,55 @@
 """Where the framework tax goes: every idle nanosecond of every iteration attributed to its cause.
 
 The idle time of an iteration (latency - busy, :mod:`tracekit.analyzers.iterations`) is the union of its idle
-gaps (leading, inner, trailing) inside the effective window. Each gap is split into consecutive *pieces* by
-the state of one host thread: the thread that issued the launch call of the gap's *next op* (the op of the
-iteration whose start ends the gap; of several, the one whose launch call returned first), or, when that is
-unknown (trailing gap, no next op, an op with no launching call or one on no known thread), the iteration's
-main thread (the thread of its range). At time t of the gap the cause is:
+gaps (leading, inner, trailing, empty) inside the window. Each gap ends at its *next op* (the op of the
+iteration whose start ends the gap; of several, the one whose launch call returned first); trailing and
+empty gaps have none. The cause of every instant t of a gap is decided by **launch order first, host state
+second**:
 
-- ``in_flight``: the next op's launch call has returned (t >= call end) and the op has not started: device-side
-  launch latency, queueing and scheduling (nearly all idle time of a CUDA-graph replay);
-- otherwise the state of the host thread at t:
+- *device-side* (``in_flight``): the next op had been launched at t -- its launch call had returned (t >=
+  call end), or its launching call is not in the trace although it carries a correlation id (launched
+  before the capture began, so before any gap in the trace). A gap whose next op was launched before the gap
+  began is device-side whole, whatever the host was doing. The device-side time is named further
+  (:data:`DEVICE_CAUSES`, per gap and per iteration; they sum to ``in_flight``):
+
+  - ``stream_wait``: the op's launching thread issued a stream-wait call (``cudaStreamWaitEvent``,
+    ``hipStreamWaitEvent``, ...: :data:`STREAM_WAIT_NAMES`) after its previous op-launching call and before
+    this op's: the op waited on an event of another stream;
+  - ``queued``: the device was running other work (ops of no iteration or of another one) meanwhile: the
+    op waited behind it;
+  - ``launch_lag``: neither, and the device sat idle longer than :data:`LAUNCH_LAG_NS` (1 ms) with the op
+    launched: no launch latency is that long, so the device was blocked by something the trace does not
+    show, or the host and device clocks are offset (:func:`launch_lags` counts such ops; the analysis warns
+    and marks its verdict uncertain);
+  - ``launch_latency``: the rest: device-side launch latency and scheduling (nearly all idle time inside a
+    CUDA-graph replay);
+
+- otherwise (the next op not yet launched) the state at t of the host thread that issued the next op's
+  launch call, or, when that is unknown (trailing and empty gaps, an op with no correlation id, a call on no
+  known thread), the iteration's main thread (the thread of its range; none for synthetic windows):
   - ``launch``: inside a launch call (:data:`tracekit.model.LAUNCH_API_NAMES`, graph launches included);
   - ``sync``: inside a synchronization call (:data:`SYNC_API_NAMES`);
   - ``other_api``: inside any other CUDA/HIP API call (allocation, event record, memcpy's host part, ...);
   - ``dispatch``: outside every API call: Python and framework code, operator dispatch, graph construction,
     control flow. This is the framework tax proper.
 
-Inside a CUDA-graph replay every kernel's launching call is the one ``cudaGraphLaunch``: gaps between the
-graph's kernels are ``in_flight`` once that call has returned, and ``launch`` while it is still running.
+These rules read only the gap's next op and the clock, never the window: the same instant of the same gap
+gets the same cause whichever ranges or ``--split-idle`` windows cut the trace (tested on real and
+simulated traces). Inside a CUDA-graph replay every kernel's launching call is the one ``cudaGraphLaunch``:
+gaps between the graph's kernels are ``in_flight`` once that call has returned, and ``launch`` while it is
+still running.
 
 Nested or overlapping API calls on one thread: the *outermost* call decides, i.e. at time t the running call
 that started first (of two starting together, the longer; of two identical intervals, the cause listed
 first in ``launch, sync, other_api``). A call partly overlapping an earlier one decides from the earlier
-one's end on. With no launching call (missing correlation ids, CPU-only traces) a gap has no ``in_flight``
+one's end on. An op with no correlation id (CPU-only traces, formats without links) has no device-side
 piece. On CPU-only traces the device ops are operators and the gaps are mostly ``dispatch``.
+
+Per gap (:func:`attribute_gaps`, the analysis' longest gaps, ``tracekit analyze --gaps FILE``): ``cause``,
+the cause holding most of the gap (a device-side one whenever its next op was launched before it began),
+``host_state``
+(the deciding thread's state at the gap's start; null when no thread is known), ``thread``, and the
+nanoseconds of every cause.
 
 Kineto traces also hold the host's CPU operators (``aten::linear``, ...): given them (``cpu_ops``),
 dispatch pieces are split further at the boundaries of the top-level operator running on the piece's thread
@@ -31,7 +57,7 @@ and named after it (``cpu_op``, null outside every operator).
 
 Units: ``*_ns`` integer nanoseconds, ``*_ms`` milliseconds. Exactness: per gap the five causes sum to the
 gap's duration to the nanosecond, so per iteration ``busy + dispatch + launch + sync + other_api +
-in_flight = latency``.
+in_flight = latency``; ``in_flight = launch_latency + queued + stream_wait + launch_lag``.
 
 Everything is vectorized: per-gap sums come from cumulative sums over each host thread's call intervals and
 binary searches (no per-gap Python loop; the only loops are over the few host threads that launch work
@@ -76,10 +102,40 @@ SYNC_API_NAMES: tuple[str, ...] = (
 #: API name suffixes that do not change what a call does (per-thread default stream, version).
 _NAME_SUFFIX = r"(_ptsz|_ptds)?(_v\d+)?$"
 
-#: Default device-side gap between consecutive kernels of a CUDA-graph replay, ns: the median of the 2,256
-#: kernel-to-kernel gaps of the 10 replays in the study's own Nsight Systems trace (BERT fp16, batch 1,
-#: PyTorch + CUDA Graphs, Quadro RTX 8000; p10 256 ns, p90 1,184 ns). A measurement of one GPU, not a law.
-GRAPH_KERNEL_GAP_NS = 576
+#: Stream-wait calls: the op launched next on the thread waits on an event of another stream.
+STREAM_WAIT_NAMES: tuple[str, ...] = (
+    "cudaStreamWaitEvent",
+    "cuStreamWaitEvent",
+    "hipStreamWaitEvent",
+)
+#: The device-side causes (the parts of ``in_flight``), in report order.
+DEVICE_CAUSES: tuple[str, ...] = ("launch_latency", "queued", "stream_wait", "launch_lag")
+DEVICE_NS: tuple[str, ...] = tuple(f"{c}_ns" for c in DEVICE_CAUSES)
+#: A launched op that waits longer than this (ns) on an idle device, with no stream wait before it, is a
+#: launch lag (module docstring): launch latencies are microseconds, not milliseconds.
+LAUNCH_LAG_NS = 1_000_000
+#: The per-gap causes (:func:`attribute_gaps`' ``cause``): host states, then the device-side causes.
+GAP_CAUSE = pl.Enum(["dispatch", "launch", "sync", "other_api", *DEVICE_CAUSES])
+#: The host states (:func:`attribute_gaps`' ``host_state``).
+HOST_STATE = pl.Enum(["dispatch", "launch", "sync", "other_api"])
+
+#: The CUDA-graph projection's defaults (:func:`project_cuda_graphs`), measured on the committed real trace
+#: sample_traces/h200_bert_fp16/cuda-graphs/cuda-graphs_b1_s128.torch.json.gz (BERT-base fp16, batch 1,
+#: PyTorch + CUDA Graphs, torch.profiler, one NVIDIA H200; 20 iterations, one cudaGraphLaunch of 202 kernels
+#: each; ``tests/test_projection.py`` recomputes them from the file). Measurements of one GPU, not laws.
+#: Kernel-to-kernel gap inside a replay, ns: the median over iterations of the mean inner gap (the sum of
+#: the gaps is what a projection needs; the median gap is 448 ns, p90 1,120 ns).
+GRAPH_KERNEL_GAP_NS = 777
+#: Range start to the graph's first kernel, ns (median leading gap: the harness's host code before the
+#: replay, 7 us, and the launch call's time to the first kernel, 19.5 us).
+GRAPH_HEAD_NS = 26_792
+#: Last kernel's end to range end, ns (median trailing gap: the synchronize returning, the range closing).
+GRAPH_TAIL_NS = 12_458
+#: Where the defaults come from, as the outputs print it.
+GRAPH_DEFAULTS_SOURCE = (
+    "measured: median over iterations of the committed H200 CUDA-graph trace "
+    "(sample_traces/h200_bert_fp16/cuda-graphs, BERT-base fp16 batch 1)"
+)
 
 #: Per-iteration columns of :func:`attribute_idle` (integer ns; the ``_ms`` columns are these / 1e6).
 CAUSE_NS: tuple[str, ...] = tuple(f"{c}_ns" for c in CAUSES)
@@ -90,12 +146,13 @@ CAUSE_MS: tuple[str, ...] = tuple(f"{c}_ms" for c in CAUSES)
 class Attribution:
     """The result of :func:`attribute_idle`.
 
-    ``iterations``: per iteration ``index``, ``idle_ns`` and the causes in ns and ms. ``summary``: see
-    :func:`summarize_attribution`. Only when asked for (None otherwise, as they hold a row per gap or more):
-    ``gaps``, the input gaps with ``pid``, ``thread`` (the host thread whose state decided),
-    ``next_call_end`` (null: no launching call) and one ``*_ns`` column per cause; ``pieces``, the
-    consecutive pieces (:func:`idle_pieces`); ``top_operators``, dispatch time by top-level CPU operator
-    (with ``cpu_ops``). ``warnings``: what the user should know (gaps whose next op has no launching call).
+    ``iterations``: per iteration ``index``, ``idle_ns``, the causes in ns and ms and the device-side causes
+    (:data:`DEVICE_NS`). ``summary``: see :func:`summarize_attribution`. Only when asked for (None otherwise,
+    as they hold a row per gap or more): ``gaps``, the input gaps with the per-gap columns of
+    :func:`attribute_gaps`; ``pieces``, the consecutive pieces (:func:`idle_pieces`); ``top_operators``,
+    dispatch time by top-level CPU operator (with ``cpu_ops``). ``detail``: the per-gap columns of the gaps
+    asked for by row (``detail_rows``). ``lags``: the ops that started long after launch on an idle device
+    (:func:`launch_lags`: ``iteration``, ``start``, ``lag_ns``). ``warnings``: what the user should know.
     """
 
     gaps: pl.DataFrame | None
@@ -109,6 +166,8 @@ class Attribution:
     kernel_gap_ns: int = 0
     #: CUDA/HIP graph launch calls in the trace's API calls (> 0: the trace already replays graphs)
     graph_launches: int = 0
+    detail: pl.DataFrame | None = None
+    lags: pl.DataFrame | None = None
 
 
 # ------------------------------------------------------------------------------------------- host states
@@ -302,7 +361,7 @@ class LaunchingCalls:
         rows ``ops``."""
         row = self.op_call[ops] if self.size else np.full(len(ops), -1)
         found = row >= 0
-        out = {"found": found}
+        out = {"found": found, "row": row}
         if found.all():
             out.update({name: col[row] for name, col in self.cols.items()})
             return out
@@ -323,6 +382,85 @@ def _iteration_at(times: np.ndarray, starts: np.ndarray, ends: np.ndarray, numbe
     return np.where(inside, numbers[at], _NULL)
 
 
+class DeviceTimeline:
+    """All of a trace's device ops (every iteration's and none's) as the causes need them: the union of their
+    busy intervals with running sums (how much of [a, b) some op was running: :meth:`busy_between`), and
+    the latest end of the ops that started before a time (:meth:`reach_before`). ``starts``/``ends``: the
+    ops' times (any order; nulls dropped)."""
+
+    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+        keep = (starts != _NULL) & (ends != _NULL)
+        if not keep.all():
+            starts, ends = starts[keep], ends[keep]
+        if len(starts) > 1 and not np.all(starts[1:] >= starts[:-1]):
+            order = np.argsort(starts, kind="stable")
+            starts, ends = starts[order], ends[order]
+        self.starts = starts
+        self.reach = np.maximum.accumulate(ends) if len(ends) else ends
+        # union segments: a new one where an op starts after every earlier op ended
+        new = np.ones(len(starts), dtype=bool)
+        if len(starts) > 1:
+            new[1:] = starts[1:] > self.reach[:-1]
+        first = np.flatnonzero(new)
+        self.seg_start = starts[first]
+        self.seg_end = self.reach[np.r_[first[1:] - 1, len(starts) - 1]] if len(first) else first
+        self.cum = np.zeros(len(first) + 1, dtype=np.int64)
+        np.cumsum(self.seg_end - self.seg_start, out=self.cum[1:])
+
+    @classmethod
+    def of(cls, ops: pl.DataFrame) -> DeviceTimeline:
+        """The timeline of ``ops`` (``start``, ``end``: a trace's ops frame, sorted by start as
+        :class:`~tracekit.model.Trace` keeps it)."""
+        return cls(_np(ops.get_column("start")), _np(ops.get_column("end")))
+
+    def _busy_before(self, t: np.ndarray) -> np.ndarray:
+        j = _search(self.seg_start, t, side="right")
+        last = np.maximum(j - 1, 0)
+        ahead = np.where(j > 0, np.maximum(self.seg_end[last] - t, 0), 0) if len(self.seg_start) else 0
+        return self.cum[j] - ahead
+
+    def busy_between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Per row: ns of [a, b) during which some op was running (0 where b <= a)."""
+        if len(self.seg_start) == 0:
+            return np.zeros(len(a), dtype=np.int64)
+        return np.maximum(self._busy_before(b) - self._busy_before(a), 0)
+
+    def reach_before(self, t: np.ndarray) -> np.ndarray:
+        """Per time: the latest end of the ops that started before it (``_NULL``: none did)."""
+        j = _search(self.starts, t, side="left")
+        return (
+            np.where(j > 0, self.reach[np.maximum(j - 1, 0)], _NULL)
+            if len(self.starts)
+            else np.full(len(t), _NULL)
+        )
+
+
+def stream_waited(calls: pl.DataFrame, launching: np.ndarray, api: pl.DataFrame) -> np.ndarray:
+    """Per row of ``calls`` (:data:`CALL_COLUMNS`): whether its thread issued a stream-wait call
+    (:data:`STREAM_WAIT_NAMES`) after the thread's previous op-launching call and before this one.
+    ``launching``: per call row, whether it launched an op (only those count as "previous")."""
+    out = np.zeros(calls.height, dtype=bool)
+    if api.is_empty() or not calls.height:
+        return out
+    base = api.get_column("name").str.replace(_NAME_SUFFIX, "")
+    waits = api.filter(base.is_in(list(STREAM_WAIT_NAMES)))
+    if waits.is_empty():
+        return out
+    start, pid, thread = (_np(calls.get_column(c)) for c in ("call_start", "call_pid", "call_thread"))
+    w_start, w_pid, w_thread = (_np(waits.get_column(c)) for c in ("start", "pid", "thread"))
+    for p, t in {(int(a), int(b)) for a, b in zip(w_pid, w_thread, strict=True)}:
+        mine = np.flatnonzero((pid == p) & (thread == t) & launching)
+        if not len(mine):
+            continue
+        order = mine[np.argsort(start[mine], kind="stable")]
+        s = start[order]
+        w = np.sort(w_start[(w_pid == p) & (w_thread == t)])
+        previous = np.r_[_NULL, s[:-1]]
+        between = np.searchsorted(w, s, side="left") - np.searchsorted(w, previous, side="right")
+        out[order] = between > 0
+    return out
+
+
 class _Context:
     """What attributing a chunk of gaps needs, prepared once: the ops sorted by start, the launching calls,
     the iteration ranges (with their main thread), the host threads' API intervals."""
@@ -334,19 +472,29 @@ class _Context:
         ranges: pl.DataFrame,
         intervals: Intervals,
         calls: pl.DataFrame | None = None,
+        timeline: DeviceTimeline | None = None,
     ) -> None:
-        from tracekit.analyzers.iterations import _match_calls
+        from tracekit.analyzers.iterations import _iterations_of
 
         if ops.select(pl.any_horizontal(pl.col("start", "end").null_count() > 0)).item():
             ops = ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+        if calls is None:  # assign and match here (the iteration analysis passes its own)
+            iteration, call, calls, missing = _iterations_of(ops, api, ranges)
+            ops = ops.with_columns(iteration, call, missing.alias("no_launch"))
         ops = sort_frame(ops, ["start"], [False])
         self.op = {c: _np(ops.get_column(c)) for c in ("start", "end")}
-        self.op_iteration = _np(ops.get_column("iteration")) if "iteration" in ops.columns else None
-        if calls is None:  # match here (the iteration analysis passes its own matching)
-            call, calls = _match_calls(ops.select("pid", "correlation"), api)
-        else:
-            call = ops.get_column("call")
+        self.op_iteration = _np(ops.get_column("iteration"))
+        no_launch = ops.get_column("no_launch") if "no_launch" in ops.columns else None
+        self.op_no_launch = (
+            no_launch.fill_null(False).to_numpy() if no_launch is not None and no_launch.any() else None
+        )
+        call = ops.get_column("call")
         self.calls = LaunchingCalls(call, calls)
+        launching = np.zeros(calls.height, dtype=bool)
+        used = _np(call.drop_nulls())
+        launching[used] = True
+        self.waited = stream_waited(calls, launching, api)
+        self.timeline = timeline
         ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
         self.r_start, self.r_end = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
         self.r_number = _np(ranges.get_column("iteration"))
@@ -408,28 +556,37 @@ def _candidates(ends: np.ndarray, eligible: np.ndarray, starts: np.ndarray) -> t
     return g, o
 
 
+#: Stand-in call end of an op launched before the capture began (earlier than any time in the trace).
+_BEFORE = _NULL + 1
+#: What :func:`_next_op_calls` returns per gap.
+_NEXT = ("call_end", "call_pid", "call_thread", "no_launch", "waited")
+
+
 def _next_op_calls(
     ctx: _Context, iteration: np.ndarray, end: np.ndarray, eligible: np.ndarray
 ) -> dict[str, np.ndarray]:
-    """Per gap: the launching call of its next op (``found``, ``call_end``, ``call_pid``, ``call_thread``).
+    """Per gap: its next op's launch (``found``: the op has a launching call in the trace, ``call_end``,
+    ``call_pid``, ``call_thread``; ``no_launch``: the op was launched before the capture began; ``waited``:
+    its launching thread issued a stream wait just before it).
 
     The next op of a gap is an op with a positive duration, of the gap's iteration, starting at the gap's
-    end (trailing gaps have none); of several, the one whose launch call returned first (ops without a call
-    last). An op's iteration is ``ops["iteration"]`` when given, else the range holding its launching call's
-    start (or its own start)."""
+    end (trailing and empty gaps have none); of several, the one launched first (ops launched before the
+    capture first, ops without a call last)."""
     g, o = _candidates(end, eligible, ctx.op["start"])
     op_start, op_end = ctx.op["start"][o], ctx.op["end"][o]
     calls = ctx.calls.lookup(o)
-    if ctx.op_iteration is not None:
-        same = ctx.op_iteration[o] == iteration[g]
-    else:
-        same = ctx.in_iteration(np.where(calls["found"], calls["call_start"], op_start), iteration[g])
-    keep = same & (op_end > op_start)
+    calls["no_launch"] = ctx.op_no_launch[o] if ctx.op_no_launch is not None else np.zeros(len(o), dtype=bool)
+    calls["waited"] = (
+        np.where(calls["row"] >= 0, ctx.waited[np.maximum(calls["row"], 0)], False)
+        if len(ctx.waited)
+        else np.zeros(len(o), dtype=bool)
+    )
+    keep = (ctx.op_iteration[o] == iteration[g]) & (op_end > op_start)
     if not keep.all():
         g = g[keep]
         calls = {name: col[keep] for name, col in calls.items()}
-    if len(g) > 1 and np.any(g[1:] == g[:-1]):  # several next ops: the call that returned first
-        end_key = np.where(calls["found"], calls["call_end"], _FAR)
+    if len(g) > 1 and np.any(g[1:] == g[:-1]):  # several next ops: the one launched first
+        end_key = np.where(calls["found"], calls["call_end"], np.where(calls["no_launch"], _BEFORE, _FAR))
         order = np.lexsort((calls["call_thread"], calls["call_pid"], calls["call_start"], end_key, g))
         g = g[order]
         first = np.r_[True, g[1:] != g[:-1]]
@@ -437,6 +594,7 @@ def _next_op_calls(
         calls = {name: col[order][first] for name, col in calls.items()}
     out = {"found": np.zeros(len(end), dtype=bool)}
     out.update({name: np.full(len(end), _NULL) for name in ("call_end", "call_pid", "call_thread")})
+    out.update({name: np.zeros(len(end), dtype=bool) for name in ("no_launch", "waited")})
     for name in out:
         out[name][g] = calls[name]
     return out
@@ -527,13 +685,16 @@ def _chunk_causes(
     ctx: _Context, iteration: np.ndarray, s: np.ndarray, e: np.ndarray, eligible: np.ndarray
 ) -> dict[str, np.ndarray]:
     """The attribution of a chunk of gaps (numpy in, numpy out): ``pid``, ``thread`` (the deciding host
-    thread), ``next_call_end`` (``_NULL``: none) and one ``*_ns`` array per cause."""
+    thread), ``next_call_end`` (``_NULL``: none; ``_BEFORE``: launched before the capture), ``waited`` and
+    one ``*_ns`` array per cause and device-side cause."""
     nxt = _next_op_calls(ctx, iteration, e, eligible)
     main_pid, main_thread = ctx.main(iteration)
     own = nxt["found"] & (nxt["call_thread"] != _NULL) & (nxt["call_pid"] != _NULL)
-    pid = np.where(own, nxt["call_pid"], main_pid)
-    thread = np.where(own, nxt["call_thread"], main_thread)
-    c = np.where(nxt["found"], np.clip(nxt["call_end"], s, e), e)
+    before = nxt["no_launch"]
+    pid = np.where(own, nxt["call_pid"], np.where(before, _NULL, main_pid))
+    thread = np.where(own, nxt["call_thread"], np.where(before, _NULL, main_thread))
+    # launch order first: from the next op's launch on (its call returned), the time is device-side
+    c = np.where(nxt["found"], np.clip(nxt["call_end"], s, e), np.where(before, s, e))
     api_ns = np.zeros((3, len(s)), dtype=np.int64)
     for key, rows in _thread_groups(pid, thread):
         mine = ctx.prepared(key)
@@ -543,15 +704,25 @@ def _chunk_causes(
             api_ns = _api_time(mine, s, c)
         else:
             api_ns[:, rows] = _api_time(mine, s[rows], c[rows])
+    device = e - c
+    queued = ctx.timeline.busy_between(c, e) if ctx.timeline is not None else np.zeros(len(s), dtype=np.int64)
+    idle = device - queued
+    waited = np.where(nxt["waited"], idle, 0)
+    rest = idle - waited
+    lag = np.where(rest > LAUNCH_LAG_NS, rest, 0)
     return {
         "pid": pid,
         "thread": thread,
-        "next_call_end": np.where(nxt["found"], nxt["call_end"], _NULL),
+        "next_call_end": np.where(nxt["found"], nxt["call_end"], np.where(before, _BEFORE, _NULL)),
         "dispatch_ns": (c - s) - api_ns.sum(axis=0),
         "launch_ns": api_ns[0],
         "sync_ns": api_ns[1],
         "other_api_ns": api_ns[2],
-        "in_flight_ns": e - c,
+        "in_flight_ns": device,
+        "launch_latency_ns": rest - lag,
+        "queued_ns": queued,
+        "stream_wait_ns": waited,
+        "launch_lag_ns": lag,
     }
 
 
@@ -576,18 +747,54 @@ def attribute_gaps(
     api: pl.DataFrame,
     ranges: pl.DataFrame,
     intervals: Intervals | None = None,
+    timeline: DeviceTimeline | None = None,
 ) -> pl.DataFrame:
-    """Split every gap into the five causes (see module docstring).
+    """Split every gap into its causes (see module docstring).
 
     ``gaps``: ``iteration``, ``start_ns``, ``end_ns``, ``position`` (:func:`analyze_iterations`'s gaps);
-    ``ops``: ``start``, ``end``, ``pid``, ``correlation`` and optionally ``iteration`` (``trace.ops`` or
-    :func:`assign_ops`'s output); ``api``: ``trace.api``; ``ranges``: the iteration ranges (``iteration``,
+    ``ops``: ``start``, ``end``, ``pid``, ``correlation`` (``trace.ops``: every op, assigned here as the
+    analysis assigns them); ``api``: ``trace.api``; ``ranges``: the iteration ranges (``iteration``,
     ``range_start``, ``range_end``, ``thread``, ``pid``; see :func:`iteration_ranges`); ``intervals``:
-    :func:`api_intervals` of ``api`` when already computed. Returns the gaps (same order) with ``pid``,
-    ``thread``, ``next_call_end`` and ``dispatch_ns`` ... ``in_flight_ns``."""
-    return _gap_frame(
-        gaps, _Context(ops, api, ranges, api_intervals(api) if intervals is None else intervals)
+    :func:`api_intervals` of ``api`` when already computed; ``timeline``: :class:`DeviceTimeline` of all
+    the trace's ops (None: of ``ops``). Returns the gaps (same order) with :data:`GAP_COLUMNS`."""
+    if timeline is None:
+        timeline = DeviceTimeline.of(ops.sort("start"))
+    ctx = _Context(
+        ops, api, ranges, api_intervals(api) if intervals is None else intervals, timeline=timeline
     )
+    return _gap_frame(gaps, ctx)
+
+
+#: The per-gap columns :func:`attribute_gaps` adds: the gap's ``cause`` (:data:`GAP_CAUSE`), the deciding
+#: thread's state at the gap's start (``host_state``, :data:`HOST_STATE`; null: no thread known), that
+#: thread (``pid``, ``thread``), its next op's launch (``next_call_end``; null: no launching call in the
+#: trace; ``no_launch``: launched before the capture), and the ns of every cause and device-side cause.
+GAP_COLUMNS: tuple[str, ...] = (
+    "cause",
+    "host_state",
+    "pid",
+    "thread",
+    "next_call_end",
+    "no_launch",
+    *CAUSE_NS,
+    *DEVICE_NS,
+)
+
+
+def _host_state_at(ctx: _Context, t: np.ndarray, pid: np.ndarray, thread: np.ndarray) -> np.ndarray:
+    """Per row: the state code (0 dispatch, 1 launch, 2 sync, 3 other_api; -1: no thread) of host thread
+    (pid, thread) at time t."""
+    out = np.where((pid == _NULL) | (thread == _NULL), -1, 0)
+    for key, rows in _thread_groups(pid, thread):
+        if _NULL in key or key not in ctx.intervals:
+            continue
+        starts, ends, codes = ctx.intervals[key]
+        idx = np.arange(len(t)) if rows is None else rows
+        j = np.searchsorted(starts, t[idx], side="right") - 1
+        at = np.maximum(j, 0)
+        running = (j >= 0) & (ends[at] > t[idx]) if len(starts) else np.zeros(len(idx), dtype=bool)
+        out[idx] = np.where(running, codes[at] if len(starts) else 0, 0)
+    return out
 
 
 def _gap_frame(
@@ -597,19 +804,35 @@ def _gap_frame(
     computed)."""
     if parts is None:
         parts = [arrays for _, arrays in _gap_chunks(gaps, ctx)]
-    names = ("pid", "thread", "next_call_end", *CAUSE_NS)
+    names = ("pid", "thread", "next_call_end", *CAUSE_NS, *DEVICE_NS)
     columns = {n: np.concatenate([p[n] for p in parts]) if parts else np.zeros(0, np.int64) for n in names}
+    before = columns["next_call_end"] == _BEFORE
+    columns["next_call_end"] = np.where(before, _NULL, columns["next_call_end"])
+    s = _np(gaps.get_column("start_ns"))
+    # the cause holding most of the gap: a gap whose next op was launched before it began is device-side
+    # whole (launch order first), so its cause is a device-side one
+    every = [columns[f"{c}_ns"] for c in CAUSES[:4]] + [columns[n] for n in DEVICE_NS]
+    cause = np.stack(every).argmax(axis=0) if len(s) else np.zeros(0, np.int64)
+    state = _host_state_at(ctx, s, columns["pid"], columns["thread"])
+    labels = list(GAP_CAUSE.categories)
     return gaps.with_columns(
+        pl.Series("cause", cause).replace_strict(list(range(len(labels))), labels, return_dtype=GAP_CAUSE),
+        pl.Series("host_state", state).replace_strict(
+            [-1, 0, 1, 2, 3], [None, *HOST_STATE.categories], return_dtype=HOST_STATE
+        ),
         *(_nullable(columns[n], n) for n in ("pid", "thread", "next_call_end")),
-        *(pl.Series(n, columns[n]) for n in CAUSE_NS),
+        pl.Series("no_launch", before),
+        *(pl.Series(n, columns[n]) for n in (*CAUSE_NS, *DEVICE_NS)),
     )
 
 
 # ------------------------------------------------------------------------------------------- per iteration
 
-#: Per-iteration sums kept for :func:`project_cuda_graphs` (ns): each gap position's length, the leading
-#: gap's launch + in_flight time, and Σ over inner gaps of max(in_flight, kernel_gap_ns).
-PROJECTION_PARTS: tuple[str, ...] = ("leading_ns", "leading_launch_ns", "inner_floor_ns", "trailing_ns")
+#: Per-iteration sums kept for :func:`project_cuda_graphs` and :func:`replay_parameters` (ns): the leading
+#: and trailing gaps' lengths, the number of inner gaps and their summed length, and Σ over inner gaps of max(kept device-side wait, kernel_gap_ns), where the
+#: kept wait is the gap's queued + stream_wait + launch_lag time (dependencies a graph keeps; its launch
+#: latency a graph removes).
+PROJECTION_PARTS: tuple[str, ...] = ("leading_ns", "trailing_ns", "inner_gaps", "inner_ns", "inner_floor_ns")
 
 
 def _sum_by(at: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
@@ -631,23 +854,20 @@ def _iteration_sums(
     index: np.ndarray,
     kernel_gap_ns: int,
     kept: list[dict[str, np.ndarray]] | None = None,
-) -> tuple[pl.DataFrame, int]:
-    """Per iteration of ``index`` (sorted): ``idle_ns``, the causes and :data:`PROJECTION_PARTS`, summed
-    chunk by chunk without keeping per-gap columns (unless ``kept``, a list: each chunk's per-gap arrays
-    are appended to it, for :func:`_gap_frame`); and the number of non-trailing gaps whose next op has no
-    launching call."""
-    names = ("idle_ns", *CAUSE_NS, *PROJECTION_PARTS)
+) -> pl.DataFrame:
+    """Per iteration of ``index`` (sorted): ``idle_ns``, the causes, the device-side causes and
+    :data:`PROJECTION_PARTS`, summed chunk by chunk without keeping per-gap columns (unless ``kept``, a list:
+    each chunk's per-gap arrays are appended to it, for :func:`_gap_frame`)."""
+    names = ("idle_ns", *CAUSE_NS, *DEVICE_NS, *PROJECTION_PARTS)
     acc = {n: np.zeros(len(index), dtype=np.int64) for n in names}
     iteration = _np(gaps.get_column("iteration"))
-    position = gaps.get_column("position").to_physical().to_numpy()  # 0 leading, 1 inner, 2 trailing
+    position = gaps.get_column("position").to_physical().to_numpy()  # 0 leading, 1 inner, 2 trailing, 3 empty
     s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
     contiguous = len(index) > 0 and index[-1] - index[0] == len(index) - 1
-    no_call = 0
     for rows, arrays in _gap_chunks(gaps, ctx):
         if kept is not None:
             kept.append(arrays)
         it, where = iteration[rows], position[rows]
-        no_call += int(np.count_nonzero((where != 2) & (arrays["next_call_end"] == _NULL)))
         pos = it - index[0] if contiguous else np.searchsorted(index, it)
         ok = (pos >= 0) & (pos < len(index))
         ok &= index[np.clip(pos, 0, max(len(index) - 1, 0))] == it
@@ -656,31 +876,38 @@ def _iteration_sums(
             duration = (e[rows] - s[rows])[ok]
         else:
             duration = e[rows] - s[rows]
-        for n in CAUSE_NS:
+        for n in (*CAUSE_NS, *DEVICE_NS):
             acc[n] += _sum_by(pos, arrays[n], len(index))
         acc["idle_ns"] += _sum_by(pos, duration, len(index))
-        inner = np.where(where == 1, np.maximum(arrays["in_flight_ns"], kernel_gap_ns), 0)
-        acc["inner_floor_ns"] += _sum_by(pos, inner, len(index))
+        inner = where == 1
+        waits = arrays["queued_ns"] + arrays["stream_wait_ns"] + arrays["launch_lag_ns"]
+        acc["inner_floor_ns"] += _sum_by(
+            pos, np.where(inner, np.maximum(waits, kernel_gap_ns), 0), len(index)
+        )
+        acc["inner_gaps"] += _sum_by(pos, inner.astype(np.int64), len(index))
+        acc["inner_ns"] += _sum_by(pos, np.where(inner, duration, 0), len(index))
         for name, code in (("leading_ns", 0), ("trailing_ns", 2)):  # at most one such gap an iteration
             rows_of = np.flatnonzero(where == code)
             np.add.at(acc[name], pos[rows_of], duration[rows_of])
-            if code == 0:
-                launch = arrays["launch_ns"][rows_of] + arrays["in_flight_ns"][rows_of]
-                np.add.at(acc["leading_launch_ns"], pos[rows_of], launch)
     frame = pl.DataFrame({"index": index, **acc})
     return frame.with_columns(
         (pl.col("idle_ns") / 1e6).alias("idle_ms"),
         *((pl.col(ns) / 1e6).alias(ms) for ns, ms in zip(CAUSE_NS, CAUSE_MS, strict=True)),
-    ), no_call
+    )
 
 
 def summarize_attribution(frame: pl.DataFrame) -> dict[str, Any]:
-    """Mean/p50/p90 (and p99, min, max) over iterations of idle and each cause (ms), and each cause's share
-    of the total idle time (fraction; None when there is none)."""
+    """Mean/p50/p90 (and p99, min, max) over iterations of idle and each cause (ms), each cause's share
+    of the total idle time (fraction; None when there is none), and the total of each device-side cause over
+    the iterations (``device_side_ms``, ms)."""
     summary: dict[str, Any] = summarize_columns(frame, ["idle_ms", *CAUSE_MS])
     total = int(frame.get_column("idle_ns").sum()) if frame.height else 0
     summary["share_of_idle"] = {
         c: (int(frame.get_column(f"{c}_ns").sum()) / total if total else None) for c in CAUSES
+    }
+    summary["device_side_ms"] = {
+        c: (int(frame.get_column(f"{c}_ns").sum()) / 1e6 if f"{c}_ns" in frame.columns else 0.0)
+        for c in DEVICE_CAUSES
     }
     return summary
 
@@ -780,6 +1007,8 @@ def idle_pieces(
     intervals = api_intervals(api) if intervals is None else intervals
     s, e = _np(gap_causes.get_column("start_ns")), _np(gap_causes.get_column("end_ns"))
     c = np.clip(_np(gap_causes.get_column("next_call_end"), _FAR), s, e)
+    if "no_launch" in gap_causes.columns:  # launched before the capture: device-side whole
+        c = np.where(gap_causes.get_column("no_launch").to_numpy(), s, c)
     op_intervals, names = ({}, None) if cpu_ops is None else cpu_operator_intervals(cpu_ops)
     parts: list[tuple[np.ndarray, ...]] = []
     pid, thread = _np(gap_causes.get_column("pid")), _np(gap_causes.get_column("thread"))
@@ -842,6 +1071,34 @@ def top_dispatch_operators(pieces: pl.DataFrame, count: int = 10) -> pl.DataFram
 # ------------------------------------------------------------------------------------------- entry points
 
 
+def launch_lags(ctx: _Context, index: np.ndarray | None = None) -> pl.DataFrame:
+    """The ops (of the iterations ``index``; None: all) that started more than :data:`LAUNCH_LAG_NS` after
+    their launch call returned while the device was idle throughout (every op that started before them had
+    ended by the call's end: nothing queued, on their stream or any other) and with no stream wait before
+    them: ``iteration``, ``start``, ``lag_ns``. Such a wait is no launch latency: the device was blocked by
+    something the trace does not show, or the host and device clocks are offset."""
+    empty = pl.DataFrame(schema={"iteration": pl.Int64, "start": pl.Int64, "lag_ns": pl.Int64})
+    row = ctx.calls.op_call
+    if not ctx.calls.size or not len(row):
+        return empty
+    found = row >= 0
+    call_end = np.where(found, ctx.calls.cols["call_end"][np.maximum(row, 0)], _NULL)
+    lag = np.where(found & (call_end != _NULL), ctx.op["start"] - call_end, 0)
+    cand = np.flatnonzero(lag > LAUNCH_LAG_NS)
+    if not len(cand):
+        return empty
+    waited = ctx.waited[row[cand]] if len(ctx.waited) else np.zeros(len(cand), dtype=bool)
+    idle = np.ones(len(cand), dtype=bool)
+    if ctx.timeline is not None:
+        reach = ctx.timeline.reach_before(ctx.op["start"][cand])
+        idle = (reach == _NULL) | (reach <= call_end[cand])
+    keep = cand[~waited & idle]
+    it = ctx.op_iteration[keep]
+    if index is not None:
+        keep, it = keep[np.isin(it, index)], it[np.isin(it, index)]
+    return pl.DataFrame({"iteration": it, "start": ctx.op["start"][keep], "lag_ns": lag[keep]})
+
+
 def attribute_idle(
     gaps: pl.DataFrame,
     ops: pl.DataFrame,
@@ -853,41 +1110,45 @@ def attribute_idle(
     per_gap: bool = False,
     kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
     calls: pl.DataFrame | None = None,
+    timeline: DeviceTimeline | None = None,
+    detail_rows: pl.Series | None = None,
 ) -> Attribution:
     """Attribute every idle nanosecond of every iteration (module docstring).
 
-    ``gaps``, ``ops``, ``api``, ``ranges``: see :func:`attribute_gaps`; ``index``: the iterations to report
-    (e.g. the analysis' ``iterations["index"]``; None: those of ``ranges``); ``cpu_ops``: CPU operators to
-    name dispatch pieces by (the trace's ``cpu_ops`` frame; implies ``pieces``); ``pieces``: also build the
-    piece list, ``per_gap``: the per-gap frame (millions of rows on large traces: both off by default, the
-    per-iteration sums need neither); ``kernel_gap_ns``: see :func:`project_cuda_graphs`; ``calls``: the
-    ops' launching calls when already matched (:data:`CALL_COLUMNS`; ``ops`` then has ``call``, a row of
-    ``calls`` or null, instead of ``pid``/``correlation``)."""
+    ``gaps``, ``ops``, ``api``, ``ranges``, ``timeline``: see :func:`attribute_gaps`; ``index``: the
+    iterations to report (e.g. the analysis' ``iterations["index"]``; None: those of ``ranges``); ``cpu_ops``:
+    CPU operators to name dispatch pieces by (the trace's ``cpu_ops`` frame; implies ``pieces``); ``pieces``:
+    also build the piece list, ``per_gap``: the per-gap frame (millions of rows on large traces: both off by
+    default, the per-iteration sums need neither); ``detail_rows``: rows of ``gaps`` whose per-gap columns
+    to return in ``detail`` (e.g. the longest gaps); ``kernel_gap_ns``: see :func:`project_cuda_graphs`;
+    ``calls``: the ops' launching calls when already matched (:data:`CALL_COLUMNS`; ``ops`` then has
+    ``iteration``, ``call`` -- a row of ``calls`` or null -- and optionally ``no_launch``, instead of
+    ``pid``/``correlation``)."""
     intervals, graphs = _api_intervals(api)
-    ctx = _Context(ops, api, ranges, intervals, calls)
+    if timeline is None and calls is None:
+        timeline = DeviceTimeline.of(ops.sort("start"))
+    ctx = _Context(ops, api, ranges, intervals, calls, timeline)
     if index is None:
         index = ranges.get_column("iteration")
     want_gaps = per_gap or pieces or cpu_ops is not None
     kept: list[dict[str, np.ndarray]] | None = [] if want_gaps else None
-    sums, no_call = _iteration_sums(gaps, ctx, np.sort(_np(index)), kernel_gap_ns, kept)
+    numbers = np.sort(_np(index))
+    sums = _iteration_sums(gaps, ctx, numbers, kernel_gap_ns, kept)
     iterations = sums.drop(list(PROJECTION_PARTS))
     result = Attribution(None, iterations, summarize_attribution(iterations))
     result.projection_parts = sums.select("index", *PROJECTION_PARTS)
     result.kernel_gap_ns = kernel_gap_ns
     result.graph_launches = graphs
+    result.lags = launch_lags(ctx, numbers)
     if want_gaps:
         result.gaps = _gap_frame(gaps, ctx, kept)
         del kept
+    if detail_rows is not None:
+        result.detail = _gap_frame(gaps[detail_rows], ctx)
     if pieces or cpu_ops is not None:
         result.pieces = idle_pieces(result.gaps, api, cpu_ops, intervals)
         if cpu_ops is not None:
             result.top_operators = top_dispatch_operators(result.pieces)
-    if no_call and not api.is_empty():
-        result.warnings.append(
-            f"{no_call} of {gaps.height} idle gaps end at an op with no launching API call in the trace "
-            "(missing correlation id): their host thread is the iteration's main thread and they have no "
-            "in_flight piece"
-        )
     return result
 
 
@@ -907,7 +1168,8 @@ def attribute_trace(
     per_gap: bool = False,
     kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS,
 ) -> Attribution:
-    """:func:`attribute_idle` of an :class:`~tracekit.analyzers.iterations.IterationAnalysis` of ``trace``."""
+    """:func:`attribute_idle` of an :class:`~tracekit.analyzers.iterations.IterationAnalysis` of ``trace``
+    (its ops assigned to iterations again, by the analysis' rules)."""
     ranges = getattr(analysis, "ranges", None)
     if ranges is None:
         ranges = iteration_ranges(trace, analysis.range_name)
@@ -922,6 +1184,7 @@ def attribute_trace(
         pieces,
         per_gap,
         kernel_gap_ns,
+        timeline=DeviceTimeline.of(trace.ops),
     )
 
 
@@ -931,36 +1194,59 @@ def attribute_trace(
 #: What :func:`project_cuda_graphs` assumes, as printed with its result.
 GRAPH_ASSUMPTIONS: tuple[str, ...] = (
     "kernels keep their durations (the same kernels, replayed from one graph)",
-    "the dispatch, launch, sync and other_api time of the inner gaps (between the iteration's first and "
-    "last op) disappears: that host work is captured into the graph",
-    "each inner gap becomes max(its in_flight time, kernel_gap_ns): device-side waits already in the trace "
-    "stay, and consecutive graph kernels are at least kernel_gap_ns apart",
-    "the leading gap (host work before the first op: input preparation and the first operator's own "
-    "dispatch, which a graph would also remove, so this part is an upper bound) is kept; its launch and "
-    "in_flight time, the first launch reaching the device, stands for the one graph launch unless "
-    "graph_launch_ns is given",
-    "the trailing gap (host work after the last op: post-processing, the final sync, the range close) is kept",
+    "all host work between the iteration's first and last op disappears (captured into the graph), and so "
+    "does each kernel's own launch latency: every inner gap becomes kernel_gap_ns, the gap between "
+    "consecutive kernels of a replay, unless it holds a device-side wait a graph keeps (queued behind other "
+    "work, a stream/event wait, a launch lag), which stays when longer",
+    "the host work before the first op (input preparation, the forward's entry, the first operator's "
+    "dispatch) becomes the replay's head, graph_head_ns (host code before the replay and the launch call's "
+    "time to the first kernel), or stays when shorter",
+    "the host work after the last op (post-processing, the final synchronize, the range close) becomes the "
+    "replay's tail, graph_tail_ns (the synchronize returning), or stays when shorter: host work after a "
+    "replay's launch overlaps the device work",
+    "head, tail and kernel gap come from one GPU's replays (the defaults: an H200); on another GPU or "
+    "harness they differ, so the projection is an estimate, not a measurement",
 )
 
 
+def replay_parameters(attribution: Attribution) -> dict[str, int]:
+    """The projection's parameters as measured on a trace that replays CUDA graphs (one replay an
+    iteration): ``kernel_gap_ns``, the median over iterations of the mean gap between consecutive kernels;
+    ``graph_head_ns``, the median leading gap (iteration start to the first kernel); ``graph_tail_ns``, the
+    median trailing gap (last kernel's end to the iteration's end). How :data:`GRAPH_KERNEL_GAP_NS`,
+    :data:`GRAPH_HEAD_NS` and :data:`GRAPH_TAIL_NS` were measured."""
+    parts = attribution.projection_parts
+    assert parts is not None
+    gaps = parts.filter(pl.col("inner_gaps") > 0)
+    return {
+        "kernel_gap_ns": round(gaps.select((pl.col("inner_ns") / pl.col("inner_gaps")).median()).item()),
+        "graph_head_ns": round(parts.get_column("leading_ns").median()),  # type: ignore[arg-type]
+        "graph_tail_ns": round(parts.get_column("trailing_ns").median()),  # type: ignore[arg-type]
+    }
+
+
 def project_cuda_graphs(
-    iterations: pl.DataFrame, attribution: Attribution, graph_launch_ns: int | None = None
+    iterations: pl.DataFrame,
+    attribution: Attribution,
+    graph_head_ns: int | None = None,
+    graph_tail_ns: int | None = None,
 ) -> tuple[pl.DataFrame, dict[str, Any]]:
-    """Projected latency of each iteration if launch and dispatch between kernels disappeared (the iteration
-    replayed as one CUDA graph), with the assumptions as data (:data:`GRAPH_ASSUMPTIONS`).
+    """Projected latency of each iteration if it were replayed as one CUDA graph, with the assumptions as
+    data (:data:`GRAPH_ASSUMPTIONS`).
 
     ``iterations``: :func:`analyze_iterations`'s frame (``index``, ``window_start_ns``, ``window_end_ns``);
     ``attribution``: :func:`attribute_idle`'s result (its ``kernel_gap_ns`` is the gap assumed between graph
-    kernels). Per iteration (ns): projected = busy + leading gap + Σ_inner max(in_flight, kernel_gap_ns) +
-    trailing gap, where the leading gap's launch + in_flight time is replaced by ``graph_launch_ns`` when
-    given (time from the graph launch call to its first kernel); an iteration without ops keeps its latency.
-    Returns (``index``, ``latency_ms``, ``projected_ms``, ``saved_ms``, ``speedup``) and a dict:
+    kernels). Per iteration (ns): projected = min(leading gap, ``graph_head_ns``) + busy + Σ_inner
+    max(kept device-side wait, kernel_gap_ns) + min(trailing gap, ``graph_tail_ns``) (defaults
+    :data:`GRAPH_HEAD_NS`, :data:`GRAPH_TAIL_NS`, :data:`GRAPH_KERNEL_GAP_NS`, measured on a real H200
+    replay); an iteration without ops keeps its latency. An eager trace's inner gaps are host work and
+    per-kernel launch latency (its ``in_flight`` time: ~2 us a kernel on an H200), both of which a graph
+    removes. Returns (``index``, ``latency_ms``, ``projected_ms``, ``saved_ms``, ``speedup``) and a dict:
     ``assumptions``, ``parameters`` (value and source of each), ``summary`` (mean/p50/p90/... per column)."""
     parts = attribution.projection_parts
     assert parts is not None
-    leading = pl.col("leading_ns")
-    if graph_launch_ns is not None:
-        leading = leading - pl.col("leading_launch_ns") + graph_launch_ns
+    head = GRAPH_HEAD_NS if graph_head_ns is None else graph_head_ns
+    tail = GRAPH_TAIL_NS if graph_tail_ns is None else graph_tail_ns
     frame = iterations.select("index", (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("latency"))
     frame = frame.join(
         parts.join(attribution.iterations.select("index", "idle_ns"), on="index"),
@@ -971,7 +1257,12 @@ def project_cuda_graphs(
     busy = pl.col("latency") - pl.col("idle_ns")
     projected = (
         pl.when(busy > 0)
-        .then(busy + leading + pl.col("inner_floor_ns") + pl.col("trailing_ns"))
+        .then(
+            pl.min_horizontal("leading_ns", pl.lit(head))
+            + busy
+            + pl.col("inner_floor_ns")
+            + pl.min_horizontal("trailing_ns", pl.lit(tail))
+        )
         .otherwise(pl.col("latency"))
     )
     frame = frame.select(
@@ -981,23 +1272,19 @@ def project_cuda_graphs(
         ((pl.col("latency") - projected) / 1e6).alias("saved_ms"),
         pl.when(projected > 0).then(pl.col("latency") / projected).alias("speedup"),
     )
-    kernel_gap_ns = attribution.kernel_gap_ns
-    gap_source = (
-        "default: median kernel-to-kernel gap of the CUDA-graph replays in the study's own Nsight Systems "
-        "trace (Quadro RTX 8000)"
-        if kernel_gap_ns == GRAPH_KERNEL_GAP_NS
-        else "given"
-    )
-    launch_source = (
-        "given"
-        if graph_launch_ns is not None
-        else "each iteration's own first launch (launch + in_flight time of its leading gap)"
-    )
+
+    def source(given: int | None, default: int, value: int) -> str:
+        return GRAPH_DEFAULTS_SOURCE if given is None and value == default else "given"
+
     info = {
         "assumptions": list(GRAPH_ASSUMPTIONS),
         "parameters": {
-            "graph_launch_ns": {"value": graph_launch_ns, "source": launch_source},
-            "kernel_gap_ns": {"value": kernel_gap_ns, "source": gap_source},
+            "kernel_gap_ns": {
+                "value": attribution.kernel_gap_ns,
+                "source": source(None, GRAPH_KERNEL_GAP_NS, attribution.kernel_gap_ns),
+            },
+            "graph_head_ns": {"value": head, "source": source(graph_head_ns, GRAPH_HEAD_NS, head)},
+            "graph_tail_ns": {"value": tail, "source": source(graph_tail_ns, GRAPH_TAIL_NS, tail)},
         },
         "summary": summarize_columns(frame, ["latency_ms", "projected_ms", "saved_ms", "speedup"]),
     }
@@ -1013,12 +1300,22 @@ CAUSE_DEFINITIONS: dict[str, str] = {
     "launch": "host inside a kernel or graph launch call",
     "sync": "host inside a synchronization call (cudaDeviceSynchronize, cudaStreamSynchronize, ...)",
     "other_api": "host inside any other API call (allocation, event record, memcpy's host part, ...)",
-    "in_flight": "the next op was launched (its launch call returned) and has not started: device-side "
-    "launch latency, queueing and scheduling",
+    "in_flight": "device-side: the next op was launched (its launch call returned, or it was launched "
+    "before the capture) and has not started: launch latency, queueing, stream waits (device_side splits it)",
+}
+#: One line per device-side cause (the parts of ``in_flight``).
+DEVICE_CAUSE_DEFINITIONS: dict[str, str] = {
+    "launch_latency": "the device idle, the op launched: launch latency and device-side scheduling",
+    "queued": "the device busy with other work (ops of no iteration or of another): the op waited behind it",
+    "stream_wait": "the op's thread issued a stream-wait call (cudaStreamWaitEvent, ...) just before "
+    "launching it: it waited on an event of another stream",
+    "launch_lag": f"the device idle longer than {LAUNCH_LAG_NS / 1e6:g} ms with the op launched and no stream "
+    "wait: a blocked device or a host/device clock offset, not launch latency",
 }
 #: Whose host state decides, as the outputs print it.
 THREAD_RULE = (
-    "each idle interval is split by the state of the host thread that launched the op ending it (else the "
+    "launch order first: once the op ending an idle interval was launched, the interval is device-side "
+    "(in_flight); before, it is split by the state of the host thread that launched that op (else the "
     "iteration's main thread); per iteration busy + the five causes = latency, to the nanosecond"
 )
 
@@ -1054,7 +1351,8 @@ def projection_document(iterations: pl.DataFrame, attribution: Attribution, devi
 def attribution_document(iterations: pl.DataFrame, attribution: Attribution, device: str) -> dict[str, Any]:
     """The ``idle_attribution`` object of ``tracekit analyze --format json``: per cause (``causes``, in
     :data:`CAUSES` order) the mean/p50/p90 over iterations (ms), the total over iterations (ms) and the
-    share of all idle time (fraction, None without idle time); ``idle_ms`` (its mean/p50/p90); the
+    share of all idle time (fraction, None without idle time); ``idle_ms`` (its mean/p50/p90);
+    ``device_side`` (per device-side cause: total ms, share of ``in_flight``, definition); the
     definitions; ``cuda_graph_projection`` (:func:`projection_document`); ``top_dispatch_operators`` (dispatch
     time by enclosing top-level CPU operator, None when the trace holds no CPU operators)."""
     summary, frame = attribution.summary, attribution.iterations
@@ -1076,12 +1374,30 @@ def attribution_document(iterations: pl.DataFrame, attribution: Attribution, dev
                 for c in CAUSES
             ],
             "idle_ms": {"mean": None, "p50": None, "p90": None},
+            "device_side": [],
             "definitions": dict(CAUSE_DEFINITIONS),
             "rule": THREAD_RULE,
             "cuda_graph_projection": projection_document(iterations, attribution, device),
             "top_dispatch_operators": None,
         }
     rows = []
+    device_side = (
+        [
+            {
+                "cause": c,
+                "total_ms": summary["device_side_ms"][c],
+                "share_of_in_flight": (
+                    summary["device_side_ms"][c] / in_flight
+                    if (in_flight := int(frame.get_column("in_flight_ns").sum()) / 1e6)
+                    else None
+                ),
+                "definition": DEVICE_CAUSE_DEFINITIONS[c],
+            }
+            for c in DEVICE_CAUSES
+        ]
+        if frame.height
+        else []
+    )
     for cause in CAUSES:
         stats = summary[f"{cause}_ms"]
         rows.append(
@@ -1100,6 +1416,7 @@ def attribution_document(iterations: pl.DataFrame, attribution: Attribution, dev
         "available": True,
         "causes": rows,
         "idle_ms": {"mean": idle.mean, "p50": idle.p50, "p90": idle.p90},
+        "device_side": device_side,
         "definitions": dict(CAUSE_DEFINITIONS),
         "rule": THREAD_RULE,
         "cuda_graph_projection": projection_document(iterations, attribution, device),

@@ -1,24 +1,47 @@
 """Per-iteration framework-tax metrics (docs/design.md, "Per-iteration metrics").
 
-An iteration is one range (NVTX range, torch.profiler annotation, ORT ``model_run``) of the chosen name.
-Its GPU work is the set of device ops whose launching API call starts inside the range (joined by
-``(pid, correlation)``; every kernel of a CUDA graph carries its ``cudaGraphLaunch``'s correlation id), or,
-for ops with no matching call, the ops that start inside the range.
+An iteration is one range (NVTX range, torch.profiler annotation, ORT ``model_run``) of the chosen name
+(:mod:`tracekit.analyzers.ranges`), or a synthetic window cut from the device timeline.
+
+Which device ops are an iteration's (:func:`assign_ops`; the *launch* decides, not the GPU time):
+
+- an op with a launching API call in the trace (joined by ``(pid, correlation)``; every kernel of a CUDA
+  graph carries its ``cudaGraphLaunch``'s correlation id) belongs to the iteration whose range, *in the same
+  process*, holds that call's start;
+- an op that carries a correlation id but whose launching call is not in the trace (launched before the
+  capture began) belongs to no iteration, nor does an op launched outside every range: both are reported
+  apart (:attr:`IterationAnalysis.unassigned`: count and busy time), never counted in an iteration;
+- an op without a correlation id (formats that do not link ops to calls: ORT kernels, CPU operators), or
+  any op of a trace that holds no launching calls at all, belongs to the iteration whose range holds its
+  own start;
+- synthetic windows (no ranges, ``--split-idle``): an op belongs to the window whose device span holds its
+  start.
 
 Units: ``*_ns`` integer nanoseconds, ``*_ms`` milliseconds, ``*_us`` microseconds, utilization a fraction.
 
-- latency: length of the effective window ``[max(range start_i, GPU end_(i-1)), max(range end_i, GPU end_i)]``.
-  When the range closes after its GPU work (a sync inside the range) this is the range itself; when GPU work
-  outlives the range (``synchronized`` false) it is the steady-state period.
+- latency: length of the iteration's window. A *synchronized* iteration (no op of it ends after its range:
+  a sync inside the range, or no ops) has its range as window, always. An unsynchronized one (GPU work
+  outlives the range, e.g. the study's CUDA-graph trace) has ``[max(range start_i, GPU end_(i-1)),
+  max(range end_i, GPU end_i)]``: the steady-state period. A synthetic window runs from its first op's
+  launch to its last op's end (windows may overlap when the host runs ahead).
 - cpu_ms: the range's own length (host time between range open and close).
-- gpu_busy: length of the union of the iteration's op intervals (all streams, all kinds) clipped to the window.
+- gpu_busy: length of the union of the iteration's op intervals (all streams, all kinds) clipped to the
+  window, where a gap of at most :data:`ROUNDING_NS` (1 ns: one rounding unit of a nanosecond timestamp,
+  as between back-to-back kernels in ROCm Kineto traces) between two ops is not a gap: it is merged into
+  busy time.
 - idle gaps: maximal sub-intervals of the window with no op of the iteration running (> 0 ns), including the
-  leading (window start -> first op) and trailing (last op end -> window end) gaps; idle = latency - busy.
+  leading (window start -> first op) and trailing (last op end -> window end) gaps; an iteration without
+  ops has one gap of position ``empty`` (its whole window); idle = latency - busy.
 - framework_overhead = latency - busy; gpu_utilization = busy / latency.
 - kernels: ops of kind "kernel" (or "operator" on CPU-only traces) in the iteration.
 - launches: launch API calls (``LAUNCH_API_NAMES``) starting inside the range; launch_api_us their summed
-  CPU duration. launch_latency_us: median over the iteration's launches of (first op start - call start);
-  queue_us: median of (first op start - call end). For a graph launch "first op" is the graph's first kernel.
+  CPU duration. Per launching call, only its *first* op counts (a graph launch's first kernel):
+  launch_latency_us is the median over the iteration's launches of (first op start - call start);
+  queue_us the median of max(0, first op start - call end), the time the op waited after its call
+  returned. A first op that starts before its call returns was not queued at all (0): the device took the
+  work while the call was still running -- always so for a graph launch, whose call submits its kernels
+  one after the other and returns after the first have run. A first op that starts before its call
+  *began* is impossible on one clock: host and device clocks disagree; a warning says so.
 """
 
 from __future__ import annotations
@@ -28,7 +51,7 @@ from typing import Any
 
 import polars as pl
 
-from tracekit.analyzers.ranges import choose_ranges
+from tracekit.analyzers.ranges import choose_ranges, select_ranges  # noqa: F401 (choose_ranges: re-exported)
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.errors import NoActivityError
@@ -36,8 +59,13 @@ from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
 from tracekit.readers.api_calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 
-#: Where an idle gap lies in its iteration (an Enum: one byte a gap).
-GAP_POSITION = pl.Enum(["leading", "inner", "trailing"])
+#: Where an idle gap lies in its iteration (an Enum: one byte a gap); "empty": the whole window of an
+#: iteration without ops.
+GAP_POSITION = pl.Enum(["leading", "inner", "trailing", "empty"])
+#: Gaps of at most this many ns between ops are timestamp rounding, not idle time: merged into busy time
+#: (one unit of a nanosecond timestamp; ROCm Kineto traces put 1 ns between back-to-back kernels, whose
+#: ``ts + dur`` and next ``ts`` are rounded apart).
+ROUNDING_NS = 1
 #: Op kinds counted as "kernels" (device work items) per iteration.
 KERNEL_KINDS = ("kernel", "operator")
 #: How many of the longest idle gaps get a CPU-context lookup.
@@ -82,6 +110,23 @@ class IterationAnalysis:
     #: Every idle nanosecond of every iteration by cause (:mod:`tracekit.analyzers.attribution`); None when
     #: not computed (``attribute=False``).
     attribution: Any = None
+    #: The ops that count in no iteration (:func:`unassigned_ops`); None when every op is in one.
+    unassigned: dict[str, Any] | None = None
+    #: What some figures need said to be read right (not warnings: nothing is wrong), e.g. launches whose
+    #: first op started before the call returned (:func:`launch_notes`).
+    notes: list[str] = field(default_factory=list)
+
+    def gap_causes(self, trace: Trace) -> pl.DataFrame:
+        """Every idle gap with its cause columns (``cause``, ``host_state``, ``pid``, ``thread``,
+        ``next_call_end``, ``no_launch``, the ns of every cause and device-side cause:
+        :data:`tracekit.analyzers.attribution.GAP_COLUMNS`), computed on demand (a row per gap: large on
+        large traces) by the same rules as the per-iteration sums. ``trace``: the analyzed trace."""
+        from tracekit.analyzers.attribution import GAP_COLUMNS, DeviceTimeline, attribute_gaps
+
+        gaps = self.gaps.drop("cause", "host_state", strict=False)
+        ops = trace.ops.select("start", "end", "pid", "correlation")
+        frame = attribute_gaps(gaps, ops, trace.api, self.ranges, timeline=DeviceTimeline.of(trace.ops))
+        return frame.select(*gaps.columns, *GAP_COLUMNS)
 
     def to_json(self, trace: Trace) -> dict[str, Any]:
         """The ``tracekit analyze --format json`` document."""
@@ -103,6 +148,8 @@ class IterationAnalysis:
             "iterations": iterations.to_dicts(),
             "summary": self.summary.to_json(),
             "longest_gaps": self.longest_gaps().to_dicts(),
+            "unassigned_ops": self.unassigned,
+            "notes": list(self.notes),
             **({"step_classes": self.step_classes} if self.step_classes is not None else {}),
             **({"per_device": self.per_device} if self.per_device is not None else {}),
             **({"idle_attribution": self.attribution_json()} if self.attribution is not None else {}),
@@ -150,8 +197,9 @@ def _longest(gaps: pl.DataFrame, count: int) -> pl.DataFrame:
     )
 
 
-def _iteration_at(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
-    """For each time, the ``iteration`` whose [range_start, range_end) holds it (null: none).
+def _iteration_in(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
+    """For each time, the ``iteration`` whose [range_start, range_end) holds it (null: none), whatever its
+    process.
 
     The candidate is the last range (in ``ranges`` order, sorted by start) that starts at or before the time,
     as a backward as-of join on ``range_start`` picks it, found by binary search so that the (large)
@@ -165,9 +213,30 @@ def _iteration_at(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
     return pl.select(pl.when(inside).then(iteration).alias("iteration")).to_series()
 
 
-def _assign_to_iterations(points: pl.DataFrame, time_col: str, ranges: pl.DataFrame) -> pl.DataFrame:
-    """Attach ``iteration`` to each row whose ``time_col`` lies in [range_start, range_end); others null."""
-    return points.with_columns(_iteration_at(points.get_column(time_col), ranges))
+def _iteration_at(times: pl.Series, ranges: pl.DataFrame, pids: pl.Series | None = None) -> pl.Series:
+    """For each time, the ``iteration`` whose [range_start, range_end) holds it (null: none); with ``pids``
+    (the process of each time), only a range of the same process counts (a null pid on either side matches
+    any)."""
+    range_pid = ranges.get_column("pid") if "pid" in ranges.columns else None
+    if pids is None or range_pid is None or range_pid.null_count() == range_pid.len():
+        return _iteration_in(times, ranges)
+    distinct = range_pid.drop_nulls().unique()
+    if distinct.len() == 1 and not range_pid.null_count():
+        found = _iteration_in(times, ranges)
+        same = pids.is_null() | (pids == distinct[0])
+        return pl.select(pl.when(same).then(found).alias("iteration")).to_series()
+    # Ranges of several processes (they may overlap in time): each time against its own process's ranges.
+    out = pl.Series("iteration", [None] * len(times), dtype=pl.Int64)
+    for pid in distinct.to_list():
+        own = ranges.filter(pl.col("pid").eq_missing(pid) | pl.col("pid").is_null())
+        found = _iteration_in(times, own)
+        out = pl.select(
+            pl.when(pids.is_null() | (pids == pid))
+            .then(pl.coalesce(out, found))
+            .otherwise(out)
+            .alias("iteration")
+        ).to_series()
+    return out
 
 
 #: The launching-call columns :func:`_match_calls` returns (the call's start, end, pid and thread).
@@ -224,11 +293,11 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
 
 
 def assign_ops(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame:
-    """The trace's ops with an ``iteration`` column (null = outside every iteration) and launch times.
+    """The trace's ops with an ``iteration`` column and launch times (module docstring: by launch).
 
     Columns: ``op`` (row number in ``trace.ops``), the ops columns, ``call_start``, ``call_end``, ``iteration``;
-    rows outside every iteration are dropped; in ``op`` order. An op belongs to the iteration whose range holds
-    its launching call's start, or, with no launching call, its own start."""
+    ops in no iteration (launched outside every range, or launched before the capture) are dropped; in
+    ``op`` order. ``ranges``: :func:`tracekit.analyzers.ranges.choose_ranges`'s frame."""
     ops, calls = _assign(trace.ops.with_row_index("op"), trace, ranges)
     call = ops.get_column("call")
     return ops.with_columns(
@@ -236,16 +305,95 @@ def assign_ops(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame:
     ).select(pl.exclude("call", "iteration"), "iteration")
 
 
+def _synthetic(ranges: pl.DataFrame) -> bool:
+    """Whether ``ranges`` are synthetic windows (their device span given: ops assigned by start)."""
+    return (
+        "gpu_start" in ranges.columns
+        and ranges.height > 0
+        and not ranges.get_column("gpu_start").null_count()
+    )
+
+
+def _has_launch_calls(api: pl.DataFrame) -> bool:
+    """Whether the trace links ops to calls at all (some API call carries a correlation id)."""
+    return not api.is_empty() and api.get_column("correlation").null_count() < api.height
+
+
+def _iterations_of(
+    ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame
+) -> tuple[pl.Series, pl.Series, pl.DataFrame, pl.Series]:
+    """Per op (rows of ``ops``, with pid, correlation, start): (``iteration`` or null, ``call`` (row of the
+    calls frame or null), the calls frame, ``missing``: the op has a correlation id and the trace holds
+    launching calls, but not this op's: launched before the capture)."""
+    call, calls = _match_calls(ops, api)
+    ranges = sort_frame(ranges, ["range_start"], [False])
+    if _has_launch_calls(api):
+        missing = call.is_null() & ops.get_column("correlation").is_not_null()
+    else:
+        missing = pl.repeat(False, ops.height, dtype=pl.Boolean, eager=True)
+    if _synthetic(ranges):
+        # Windows are disjoint in device time: each op's start lies in exactly one span [gpu_start, gpu_end].
+        starts = ops.get_column("start")
+        spans = ranges.select(
+            "iteration", pl.col("gpu_start").alias("range_start"), (pl.col("gpu_end") + 1).alias("range_end")
+        )
+        return _iteration_in(starts, spans), call, calls, missing
+    when = calls.get_column("call_start").gather(call)
+    pids = calls.get_column("call_pid").gather(call).fill_null(ops.get_column("pid"))
+    when = pl.select(pl.when(~missing).then(when.fill_null(ops.get_column("start")))).to_series()
+    return _iteration_at(when, ranges, pids), call, calls, missing
+
+
 def _assign(ops: pl.DataFrame, trace: Trace, ranges: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """``ops`` (rows of ``trace.ops`` in order: any of its columns, with pid, correlation and start) with
     ``call`` (launching call, a row of the returned calls frame: ``call_start``, ``call_end``) and
-    ``iteration``; rows outside every iteration dropped, order kept."""
-    call, calls = _match_calls(ops, trace.api)
-    ops = ops.with_columns(call)
-    when = calls.get_column("call_start").gather(call).fill_null(ops.get_column("start"))
-    iteration = _iteration_at(when, ranges)
-    del when
-    return ops.with_columns(iteration).filter(pl.col("iteration").is_not_null()), calls
+    ``iteration``; rows in no iteration dropped, order kept."""
+    iteration, call, calls, _ = _iterations_of(ops, trace.api, ranges)
+    return ops.with_columns(call, iteration).filter(pl.col("iteration").is_not_null()), calls
+
+
+def _union_ns(starts: pl.Series, ends: pl.Series) -> int:
+    """Length (ns) of the union of the intervals [starts, ends)."""
+    frame = pl.DataFrame({"s": starts, "e": ends}).drop_nulls().sort("s", "e")
+    if frame.is_empty():
+        return 0
+    reach = pl.col("e").cum_max().shift(1)
+    return int(
+        frame.select(
+            (pl.col("e") - pl.max_horizontal("s", reach.fill_null(pl.col("s")))).clip(lower_bound=0).sum()
+        ).item()
+    )
+
+
+def unassigned_ops(
+    ops: pl.DataFrame,
+    iteration: pl.Series,
+    missing: pl.Series,
+    ranges: pl.DataFrame,
+    when: pl.Series | None = None,
+) -> dict[str, Any]:
+    """The ops that count in no iteration, as the analysis reports them: ``launch_not_in_trace`` (a
+    correlation id but no launching call in the trace: launched before the capture began) and
+    ``outside_iterations`` (launched -- or, without a call, started -- outside every range: ``before``
+    the first, ``after`` the last, ``between`` them), each with ``ops`` (count) and ``busy_ms`` (union of
+    their intervals). ``ops``: start, end; ``iteration``, ``missing``: per op (:func:`_iterations_of`);
+    ``when``: each op's launch time (for before/after)."""
+    none = iteration.is_null()
+    out: dict[str, Any] = {}
+    for key, mask in (("launch_not_in_trace", missing), ("outside_iterations", none & ~missing)):
+        count = int(mask.sum())
+        entry: dict[str, Any] = {
+            "ops": count,
+            "busy_ms": _union_ns(ops["start"].filter(mask), ops["end"].filter(mask)) / 1e6 if count else 0.0,
+        }
+        if key == "outside_iterations" and count and when is not None and ranges.height:
+            first, last = ranges["range_start"].min(), ranges["range_end"].max()
+            t = when.filter(mask)
+            entry["before"] = int((t < first).sum())
+            entry["after"] = int((t >= last).sum())
+            entry["between"] = count - entry["before"] - entry["after"]
+        out[key] = entry
+    return out
 
 
 def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
@@ -255,15 +403,23 @@ def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
         .group_by("iteration")
         .agg(pl.col("start").min().alias("gpu_start"), pl.col("end").max().alias("gpu_end"))
     )
-    frame = ranges.join(per_iter, on="iteration", how="left").sort("iteration")
-    previous_gpu_end = pl.col("gpu_end").cum_max().forward_fill().shift(1)
-    window_start = pl.max_horizontal("range_start", previous_gpu_end)
-    return frame.with_columns(
-        window_start.alias("window_start"),
-        # An iteration whose range and GPU work all end inside the previous iteration's GPU work has length 0.
-        pl.max_horizontal("range_end", "gpu_end", window_start).alias("window_end"),
-        (pl.col("gpu_end").is_null() | (pl.col("gpu_end") <= pl.col("range_end"))).alias("synchronized"),
+    frame = (
+        ranges.drop("gpu_start", "gpu_end", strict=False)
+        .join(per_iter, on="iteration", how="left")
+        .sort("iteration")
     )
+    synchronized = pl.col("gpu_end").is_null() | (pl.col("gpu_end") <= pl.col("range_end"))
+    previous_gpu_end = pl.col("gpu_end").cum_max().forward_fill().shift(1)
+    # A synchronized iteration's window is its range; an unsynchronized one starts where the previous GPU
+    # work ended (not before its range) and ends when its own GPU work does.
+    window_start = (
+        pl.when(synchronized)
+        .then(pl.col("range_start"))
+        .otherwise(pl.max_horizontal("range_start", previous_gpu_end))
+    )
+    return frame.with_columns(
+        window_start.alias("window_start"), synchronized.alias("synchronized")
+    ).with_columns(pl.max_horizontal("range_end", "gpu_end", "window_start").alias("window_end"))
 
 
 def _windows_in_order(windows: pl.DataFrame) -> bool:
@@ -291,7 +447,8 @@ def _clipped(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
 
 
 def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """Merged busy intervals per iteration (union over streams), clipped to each iteration's window."""
+    """Merged busy intervals per iteration (union over streams), clipped to each iteration's window; ops at
+    most :data:`ROUNDING_NS` apart are one interval (timestamp rounding is not idle time)."""
     clipped = _clipped(ops, windows)
     if _windows_in_order(windows):
         # Every op of iteration i lies in its window, after every earlier window: the running maximum of the
@@ -299,7 +456,7 @@ def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         reach = pl.col("e").cum_max()
         first = pl.col("iteration").ne_missing(pl.col("iteration").shift(1))
         starts = clipped.with_columns(
-            reach.alias("reach"), (first | (pl.col("s") > reach.shift(1))).alias("new")
+            reach.alias("reach"), (first | (pl.col("s") > reach.shift(1) + ROUNDING_NS)).alias("new")
         )
         return pl.DataFrame(
             {
@@ -310,7 +467,7 @@ def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
             }
         )
     previous_reach = pl.col("e").cum_max().shift(1).over("iteration")
-    starts_segment = previous_reach.is_null() | (pl.col("s") > previous_reach)
+    starts_segment = previous_reach.is_null() | (pl.col("s") > previous_reach + ROUNDING_NS)
     return (
         clipped.with_columns(starts_segment.cast(pl.Int64).cum_sum().over("iteration").alias("segment"))
         .group_by("iteration", "segment")
@@ -329,7 +486,7 @@ def _gaps(box: list[pl.DataFrame], windows: pl.DataFrame) -> pl.DataFrame:
 
     The gap before a segment starts where the previous segment of the iteration ends (or at the window start:
     "leading"); each iteration then has one gap from its last segment's end to its window end ("trailing", or
-    "leading" too when the iteration has no busy segment). The gaps before segments reuse the segments'
+    "empty" when the iteration has no op, "leading" when its ops have no length). The gaps before segments reuse the segments'
     columns; the few per-iteration ones are merged in after them (left-biased merge on ``iteration``)."""
     segments = box.pop()
     iterations = windows.get_column("iteration")
@@ -363,18 +520,24 @@ def _gaps(box: list[pl.DataFrame], windows: pl.DataFrame) -> pl.DataFrame:
         last_end = segments.get_column("seg_end").gather(last)
     window_end = windows.get_column("window_end")
     trailing_start = pl.select(pl.when(has_segment).then(last_end).otherwise(window_start)).to_series()
+    no_ops = windows.get_column("gpu_end").is_null()
     after = pl.DataFrame(
         {
             "iteration": iterations,
             "start_ns": trailing_start,
             "end_ns": window_end,
             "position": pl.select(
-                pl.when(has_segment).then(pl.lit("trailing")).otherwise(pl.lit("leading")).cast(GAP_POSITION)
+                pl.when(has_segment)
+                .then(pl.lit("trailing"))
+                .when(no_ops)
+                .then(pl.lit("empty"))
+                .otherwise(pl.lit("leading"))
+                .cast(GAP_POSITION)
             ).to_series(),
             "duration_ns": window_end - trailing_start,
         }
     )
-    del segments, it, seg_start, last_end, trailing_start, has_segment
+    del segments, it, seg_start, last_end, trailing_start, has_segment, no_ops
     before = _positive(before)
     after = _positive(after)
     if before.is_empty():
@@ -428,13 +591,17 @@ def _per_iteration_sums(
 
 
 def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
-    """Per iteration: launches, summed launch-call time, median launch latency and queue time.
+    """Per iteration: launches, summed launch-call time, median launch latency and queue time (module
+    docstring: first op of each launching call; queue time clamped at 0), and :data:`LAUNCH_NOTE_COLUMNS`.
 
     ``ops``, ``calls``: :func:`_assign`'s output (``ops`` in ``trace.ops`` order, with iteration, start, call)."""
-    launches = trace.api.select("start", (pl.col("end") - pl.col("start")).alias("duration")).filter(
+    launches = trace.api.select("start", "pid", (pl.col("end") - pl.col("start")).alias("duration")).filter(
         trace.api.get_column("name").is_in(LAUNCH_API_NAMES)
     )
-    launches = _assign_to_iterations(launches, "start", ranges)
+    # a launch call counts in a range of its own process
+    launches = launches.with_columns(
+        _iteration_at(launches.get_column("start"), ranges, launches.get_column("pid"))
+    )
     per_iteration = (
         launches.select("iteration", "duration")
         .group_by("iteration")
@@ -460,15 +627,51 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
         calls.get_column("call_start").gather(first_op.get_column("call")),
         calls.get_column("call_end").gather(first_op.get_column("call")),
     )
+    queue = pl.col("start") - pl.col("call_end")
     latency = first_op.group_by("iteration").agg(
         ((pl.col("start") - pl.col("call_start")).median() / 1e3).alias("launch_latency_us"),
-        ((pl.col("start") - pl.col("call_end")).median() / 1e3).alias("queue_us"),
+        (queue.clip(lower_bound=0).median() / 1e3).alias("queue_us"),
+        # for the notes: launches measured, first ops that started before their call returned / began
+        pl.len().alias("_first_ops"),
+        (queue < 0).sum().alias("_in_call"),
+        (pl.col("start") < pl.col("call_start")).sum().alias("_before_call"),
+        (pl.col("start") - pl.col("call_start")).min().alias("_min_latency_ns"),
     )
     return (
         ranges.select("iteration")
         .join(per_iteration, on="iteration", how="left")
         .join(latency, on="iteration", how="left")
     )
+
+
+#: Per-iteration helper columns of :func:`_launch_stats` read by :func:`launch_notes`, then dropped.
+LAUNCH_NOTE_COLUMNS = ("_first_ops", "_in_call", "_before_call", "_min_latency_ns")
+
+
+def launch_notes(frame: pl.DataFrame) -> list[str]:
+    """What the launch figures of the analyzed iterations need said (``frame``: with
+    :data:`LAUNCH_NOTE_COLUMNS`): first ops that started before their launch call returned (queue time
+    counted as 0), and first ops that started before their call began (host and device clocks disagree)."""
+    if "_first_ops" not in frame.columns:
+        return []
+    first_ops = int(frame.get_column("_first_ops").fill_null(0).sum())
+    in_call = int(frame.get_column("_in_call").fill_null(0).sum())
+    before = int(frame.get_column("_before_call").fill_null(0).sum())
+    notes = []
+    if in_call:
+        notes.append(
+            f"queue time: in {in_call} of {first_ops} launches the first op started before its launch call "
+            "returned (the device took the work while the call was still submitting; a graph launch call "
+            "returns after its first kernels ran): their queue time is 0, not negative"
+        )
+    if before:
+        worst = -int(frame.get_column("_min_latency_ns").min()) / 1e3
+        notes.append(
+            f"in {before} of {first_ops} launches the first op started before its launch call began (by up to "
+            f"{worst:.3f} us): impossible on one clock, so the host and device clocks disagree; launch latency "
+            "and queue time include that offset"
+        )
+    return notes
 
 
 def warmup_to_skip(meta: dict[str, Any], ranges_found: int) -> int:
@@ -505,7 +708,9 @@ def analyze_iterations(
     warnings: list[str] = list(trace.warnings)
     path = trace.meta.get("path")
     device = trace.meta.get("device") or ("cpu" if trace.ops["kind"].eq("operator").all() else "gpu")
-    ranges, name, how = choose_ranges(trace, range_name, split_idle_ms)
+    choice = select_ranges(trace, range_name, split_idle_ms)
+    ranges, name, how = choice.frame, choice.name, choice.how
+    warnings += choice.warnings
     has_ops = not trace.ops.is_empty()
     has_api = not trace.api.is_empty()
     if not has_ops:
@@ -513,16 +718,25 @@ def analyze_iterations(
 
     # Only the columns the metrics use (at 10^7 ops each column is 80 MB), and each large intermediate
     # dropped as soon as it is used.
-    ops, calls = _assign(
-        trace.ops.select("start", "end", "pid", "correlation", pl.col("kind").is_in(KERNEL_KINDS)),
-        trace,
-        ranges,
-    )
-    ops = ops.drop("pid", "correlation")
+    ops = trace.ops.select("start", "end", "pid", "correlation", pl.col("kind").is_in(KERNEL_KINDS))
+    iteration, call, calls, missing = _iterations_of(ops, trace.api, ranges)
+    assigned = iteration.is_not_null()
+    unassigned = None
+    if not assigned.all():
+        when = calls.get_column("call_start").gather(call).fill_null(ops.get_column("start"))
+        unassigned = unassigned_ops(ops, iteration, missing, ranges, when)
+        warnings += _unassigned_warnings(unassigned, choice.synthetic)
+        del when
+    warnings += _correlation_warnings(ops, assigned, missing, trace.api, choice.synthetic)
+    warnings += gpu_annotation_check(trace, ranges, ops, iteration, name)
+    ops = ops.drop("pid", "correlation").with_columns(call, iteration, missing.alias("no_launch"))
+    if not assigned.all():
+        ops = ops.filter(assigned)
+    del iteration, call, missing, assigned
     # What the attribution needs of the matching (columns shared, not copied).
     matched = (
-        ops.select("start", "end", "iteration", "call"),
-        calls.select("call_end", "call_pid", "call_thread"),
+        ops.select("start", "end", "iteration", "call", "no_launch"),
+        calls.select("call_start", "call_end", "call_pid", "call_thread"),
     )
     if not attribute:
         matched = None
@@ -562,7 +776,6 @@ def analyze_iterations(
             pl.col("kernels").fill_null(0),
         )
     )
-    frame = _iteration_columns(frame, has_api, has_ops)
     total = frame.height
     if skip is None:
         skip = warmup_to_skip(trace.meta, total)
@@ -574,8 +787,10 @@ def analyze_iterations(
     if skip:
         if skip >= total:
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
-        frame = frame.filter(pl.col("index") >= skip)
+        frame = frame.filter(pl.col("iteration") >= skip)
         gaps = gaps.filter(pl.col("iteration") >= skip)
+    notes = launch_notes(frame)
+    frame = _iteration_columns(frame, has_api, has_ops)
 
     unsynced = int((~frame["synchronized"]).sum())
     if unsynced:
@@ -583,17 +798,170 @@ def analyze_iterations(
             f"{unsynced} of {frame.height} iterations are unsynchronized (GPU work outlives the range): "
             "latency is the steady-state period max(range end, GPU end) - max(range start, previous GPU end)"
         )
+    empty = int(gaps.filter(pl.col("position") == "empty").height) if has_ops else 0
+    if empty:
+        warnings.append(
+            f"{empty} of {frame.height} iterations hold no device op: each is one idle gap of position "
+            "'empty' (its whole window), utilization 0"
+        )
     gaps = _with_cpu_context(trace, gaps, ranges)
     attribution = None
+    uncertain: list[str] = []
     if matched is not None:
-        frame, attribution = _with_attribution(trace, frame, gaps, ranges, matched)
+        frame, attribution, gaps = _with_attribution(trace, frame, gaps, ranges, matched)
         del matched
         warnings += attribution.warnings
-    summary = summarize(frame, bound_threshold)
+        uncertain = _verdict_doubts(attribution, frame)
+        warnings += uncertain
+    summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
     frame, classes = _with_step_classes(trace, ranges, frame)
     analysis = IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges, classes)
     analysis.attribution = attribution
+    analysis.unassigned = unassigned
+    analysis.notes = notes
     return analysis
+
+
+def _unassigned_warnings(unassigned: dict[str, Any], synthetic: bool) -> list[str]:
+    """The warnings that say which ops count in no iteration (:func:`unassigned_ops`)."""
+    out = []
+    missing, outside = unassigned["launch_not_in_trace"], unassigned["outside_iterations"]
+    if missing["ops"]:
+        out.append(
+            f"{missing['ops']} device ops ({missing['busy_ms']:.3f} ms busy) have a correlation id but no "
+            "launching call in the trace (launched before the capture began): they count in no iteration"
+        )
+    if outside["ops"]:
+        where = ", ".join(
+            f"{outside[k]} {label}"
+            for k, label in (
+                ("before", "before the first"),
+                ("between", "between"),
+                ("after", "after the last"),
+            )
+            if outside.get(k)
+        )
+        out.append(
+            f"{outside['ops']} device ops ({outside['busy_ms']:.3f} ms busy) were launched outside every "
+            f"iteration ({where or 'outside the ranges'}): they count in no iteration"
+        )
+    return out
+
+
+def _correlation_warnings(
+    ops: pl.DataFrame, assigned: pl.Series, missing: pl.Series, api: pl.DataFrame, synthetic: bool
+) -> list[str]:
+    """Facts about ops without a launching call in the iterations: counted from the ops, never from gaps."""
+    if not _has_launch_calls(api):
+        return []
+    out = []
+    no_id = int((assigned & ops.get_column("correlation").is_null()).sum())
+    if no_id:
+        out.append(
+            f"{no_id} device ops in the iterations carry no correlation id (nothing links them to a launching "
+            "call): they are assigned by their start, and the gaps they end are split by the iteration's main "
+            "thread's state, with no device-side part"
+        )
+    before = int((assigned & missing).sum())
+    if before and synthetic:
+        out.append(
+            f"{before} device ops in the windows were launched before the capture began (no launching call in "
+            "the trace): the gaps they end are device-side (in_flight)"
+        )
+    return out
+
+
+#: Device-side waiting (stream waits, launch lags) above this share of the idle time makes the verdict
+#: uncertain: that idle time is not the host's doing, so "framework-bound" would blame the framework for it.
+DEVICE_WAIT_DOUBT = 0.5
+
+
+def _verdict_doubts(attribution: Any, frame: pl.DataFrame) -> list[str]:
+    """Why the verdict may be wrong, as warnings starting "verdict uncertain": ops that started long after
+    launch on an idle device (:func:`tracekit.analyzers.attribution.launch_lags`), and idle time that is
+    mostly device-side waiting on other streams."""
+    from tracekit.analyzers.attribution import LAUNCH_LAG_NS
+
+    out = []
+    lags = attribution.lags
+    if lags is not None and lags.height:
+        lags = lags.filter(pl.col("iteration").is_in(frame.get_column("index").implode()))
+    if lags is not None and lags.height:
+        total, worst = int(lags["lag_ns"].sum()) / 1e6, int(lags["lag_ns"].max()) / 1e6
+        out.append(
+            f"verdict uncertain: {lags.height} ops in {lags['iteration'].n_unique()} iterations started more than "
+            f"{LAUNCH_LAG_NS / 1e6:g} ms after their launch call returned, on an idle device with nothing queued "
+            f"and no stream wait before them ({total:.3f} ms in all, up to {worst:.3f} ms): no launch latency is "
+            "that long, so the device was blocked by something the trace does not show, or the host and device "
+            "clocks are offset; that time counts as idle (in_flight: launch_lag) in the framework overhead"
+        )
+    sums = attribution.iterations
+    idle = int(sums.get_column("idle_ns").sum()) if sums.height else 0
+    waits = int(sums.get_column("stream_wait_ns").sum()) if sums.height else 0
+    if idle and waits > DEVICE_WAIT_DOUBT * idle:
+        out.append(
+            f"verdict uncertain: {waits / idle:.0%} of the idle time ({waits / 1e6:.3f} ms) is ops waiting on "
+            "events of other streams (stream_wait), a device-side dependency, not host overhead; it counts as "
+            "idle in the framework overhead"
+        )
+    return out
+
+
+def gpu_annotation_check(
+    trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, iteration: pl.Series, name: str
+) -> list[str]:
+    """Compare the launch assignment with Kineto's GPU-side copies of the iteration ranges
+    (``gpu_user_annotation``, domain "gpu": the span of the device work of the ops launched in the host
+    range) where the trace has them: the k-th host range of a name with the k-th GPU range of that name.
+    A warning when ops assigned to an iteration run outside its GPU annotation, or ops of no (or another)
+    iteration run inside it. ``ops``: ``start``, ``end`` of every op; ``iteration``: per op."""
+    gpu = trace.ranges.filter(pl.col("domain") == "gpu")
+    if gpu.is_empty() or ranges.is_empty() or ops.is_empty():
+        return []
+    host = ranges.select("iteration", "name", "range_start").with_columns(
+        pl.int_range(pl.len()).over("name").alias("k")
+    )
+    gpu = (
+        gpu.filter(pl.col("name").is_in(host.get_column("name").unique().implode()))
+        .sort("start")
+        .select("name", pl.col("start").alias("g0"), pl.col("end").alias("g1"))
+        .with_columns(pl.int_range(pl.len()).over("name").alias("k"))
+    )
+    pairs = host.join(gpu, on=["name", "k"], how="inner").sort("iteration")
+    if pairs.is_empty():
+        return []
+    # per op: the annotation span of its own iteration, and the annotation (if any) its start lies in
+    spans = pairs.select("iteration", "g0", "g1")
+    with_it = ops.select("start", "end").with_columns(iteration.alias("iteration"))
+    own = with_it.join(spans, on="iteration", how="inner")
+    outside = own.filter((pl.col("start") < pl.col("g0")) | (pl.col("end") > pl.col("g1")))
+    annotated = _iteration_in(
+        with_it.get_column("start"),
+        spans.sort("g0").select(
+            "iteration", pl.col("g0").alias("range_start"), pl.col("g1").alias("range_end")
+        ),
+    )
+    foreign = (
+        with_it.with_columns(annotated.alias("annotated"))
+        .filter(pl.col("annotated").is_not_null() & ~pl.col("iteration").eq_missing(pl.col("annotated")))
+        .join(spans.select(pl.col("iteration").alias("annotated"), pl.col("g1").alias("a1")), on="annotated")
+        .filter(pl.col("end") <= pl.col("a1"))
+    )
+    if outside.is_empty() and foreign.is_empty():
+        return []
+    parts = []
+    if outside.height:
+        parts.append(f"{outside.height} ops launched in an iteration ran outside its GPU-side annotation")
+    if foreign.height:
+        busy = _union_ns(foreign["start"], foreign["end"]) / 1e6
+        parts.append(
+            f"{foreign.height} ops ({busy:.3f} ms busy) inside an iteration's GPU-side annotation were launched "
+            "outside that iteration (counted where their launch is)"
+        )
+    return [
+        f"Kineto's GPU-side annotations ({name!r}, {pairs.height} of them) disagree with the assignment by "
+        "launch: " + "; ".join(parts)
+    ]
 
 
 def _with_attribution(
@@ -602,14 +970,17 @@ def _with_attribution(
     gaps: pl.DataFrame,
     ranges: pl.DataFrame,
     matched: tuple[pl.DataFrame, pl.DataFrame],
-) -> tuple[pl.DataFrame, Any]:
+) -> tuple[pl.DataFrame, Any, pl.DataFrame]:
     """``frame`` with the idle time of each iteration by cause (``dispatch_ms`` ... ``in_flight_ms``; null
-    where ``idle_ms`` is), and the :class:`~tracekit.analyzers.attribution.Attribution`. ``matched``: the
-    iterations' ops (``start``, ``end``, ``iteration``, ``call``) and their launching calls."""
-    from tracekit.analyzers.attribution import CAUSE_MS, attribute_idle
+    where ``idle_ms`` is), the :class:`~tracekit.analyzers.attribution.Attribution`, and ``gaps`` with
+    ``cause`` and ``host_state`` filled for the :data:`LONGEST_GAPS` longest (the full per-gap columns:
+    :meth:`IterationAnalysis.gap_causes`). ``matched``: the iterations' ops (``start``, ``end``,
+    ``iteration``, ``call``, ``no_launch``) and their launching calls."""
+    from tracekit.analyzers.attribution import CAUSE_MS, GAP_CAUSE, HOST_STATE, DeviceTimeline, attribute_idle
 
     ops, calls = matched
     cpu_ops = trace.cpu_ops if trace.cpu_ops.height else None
+    longest = _longest(gaps, LONGEST_GAPS).get_column("_row") if gaps.height else None
     result = attribute_idle(
         gaps,
         ops,
@@ -618,12 +989,19 @@ def _with_attribution(
         frame.get_column("index"),
         cpu_ops=cpu_ops,
         calls=calls,
+        timeline=DeviceTimeline.of(trace.ops),
+        detail_rows=longest,
     )
     causes = result.iterations.select("index", *CAUSE_MS)
     frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
         pl.when(pl.col("idle_ms").is_not_null()).then(pl.col(c)).alias(c) for c in CAUSE_MS
     )
-    return frame, result
+    cause = pl.repeat(None, gaps.height, dtype=GAP_CAUSE, eager=True).alias("cause")
+    state = pl.repeat(None, gaps.height, dtype=HOST_STATE, eager=True).alias("host_state")
+    if longest is not None and result.detail is not None and longest.len():
+        cause = cause.scatter(longest, result.detail.get_column("cause"))
+        state = state.scatter(longest, result.detail.get_column("host_state"))
+    return frame, result, gaps.with_columns(cause, state)
 
 
 #: Per-iteration serving-step columns added when the trace holds engine steps (:mod:`tracekit.analyzers.steps`).
@@ -684,19 +1062,24 @@ def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.
     return frame
 
 
-def summarize(frame: pl.DataFrame, bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION) -> Summary:
+def summarize(
+    frame: pl.DataFrame, bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION, uncertain: str | None = None
+) -> Summary:
     """Summary over iterations: count, per-field stats, and "framework"/"compute" boundedness.
 
     The run is framework-bound when the median GPU utilization is below ``bound_threshold``
-    (:func:`tracekit.analyzers.sweep.bound_of`).
+    (:func:`tracekit.analyzers.sweep.bound_of`). ``uncertain``: why the verdict may be wrong (launch lags),
+    kept in the summary when there is a verdict.
     """
     fields = summarize_columns(frame, [c for c in NUMERIC_FIELDS if c in frame.columns])
+    bound = bound_of(fields["gpu_utilization"].p50, bound_threshold)
     return Summary(
         iterations=frame.height,
         fields=fields,
-        bound=bound_of(fields["gpu_utilization"].p50, bound_threshold),
+        bound=bound,
         bound_threshold=bound_threshold,
         synchronized=bool(frame["synchronized"].all()),
+        verdict_uncertain=uncertain if bound is not None else None,
     )
 
 

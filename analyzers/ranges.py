@@ -14,8 +14,8 @@ the chosen name, a one-line account of how it was chosen) and extends it.
     3. a glob when the pattern holds ``*``, ``?`` or ``[`` (``fnmatch``, case-sensitive, whole name):
        ``--range 'execute_*'`` takes every vLLM step whatever its token counts.
 
-    Patterns are matched once per distinct name, not per range. Ranges nested in other ranges of the
-    series are dropped (the outermost level is kept), as for exact names.
+    Patterns are matched once per distinct name, not per range. Ranges held in time by another range of
+    the series are left out (the outermost are kept), as for exact names: see the same-name rule below.
 
 Default choice, first rule that finds ranges (host ranges only; GPU-projected annotations are ignored). A
 format whose reader declares its iteration (``meta["default_range"]``, with ``meta["default_range_reason"]``;
@@ -24,8 +24,24 @@ before the rules below:
 
     1. ranges named ``iteration`` (what ``tracekit collect`` writes);
     2. torch.profiler steps ``ProfilerStep#N`` (``profiler.step()``);
-    3. serving-engine step ranges (:data:`ENGINE_STEPS`), the engine with the most step ranges;
-    4. the most frequent name among top-level ranges (ties: the earliest first range).
+    3. serving-engine step ranges (:data:`ENGINE_STEPS`): the *outermost* ones (a step range inside another
+       step range of the same process, e.g. SGLang's ``step[EXTEND ...]`` inside ``execute_15360_context_...``,
+       is not a candidate: the enclosing step holds the whole step, host stalls included), of the engine with
+       the most such ranges;
+    4. the most frequent name among top-level ranges, counting only ranges on a thread that launches device
+       work when there are any (so worker threads' ranges do not outvote the launching thread's); ties: the
+       name whose ranges hold the most launch calls, then the earliest first range.
+
+    The choice is said in one line (``how``), with the other candidates it saw: nested engine steps, names
+    tied with the chosen one.
+
+Same name on several threads, or nested (one rule for the default and for ``--range``)
+    An instance of the chosen name (or pattern) is left out when another instance *of the same process*
+    holds it in time (starts no later and ends no earlier), whatever thread either is on: the outermost in
+    time are the iterations. nvFuser's ``compileFusionParallel`` runs on the main thread around the same
+    range on its worker threads: the main thread's instances are the iterations. A warning says how many
+    instances were left out and why; another says when instances that remain overlap in time (different
+    threads): an op launched in the overlap belongs to the later-starting one.
 
 No ranges at all (a GPU-only Kineto trace, ``activities=[CUDA]``; an Nsight Systems trace without NVTX)
     One synthetic window covers the trace: it opens at the first op's launch time and closes at the last op's
@@ -36,9 +52,12 @@ No ranges at all (a GPU-only Kineto trace, ``activities=[CUDA]``; an Nsight Syst
 ``split_idle_ms`` (``--split-idle MS``; default off)
     Automatic iterations cut at GPU idle gaps: the ops are taken in start order; an op starts a new iteration
     when its start is more than ``MS`` milliseconds after the latest end of all earlier ops (a gap in the
-    union of the ops' busy intervals, all streams; a gap of exactly ``MS`` does not cut). An iteration's range
-    runs from its first op's launch time to its last op end, cut back to the next iteration's start if they
-    overlap (an op launched before the previous iteration's GPU work ended). It ignores annotated ranges and
+    union of the ops' busy intervals, all streams; a gap of exactly ``MS`` does not cut). An op belongs to
+    the window its start falls in, so windows' *device* spans never overlap; the window itself -- its
+    latency -- runs from its first op's launch time to its last op's end. Windows may overlap when the host
+    runs ahead of the device (it launched the next window's first op before this window's work ended): each
+    window's latency is still its own first launch to last end, what a caller waiting for that work would
+    see, and a warning says how many windows overlap. Annotated ranges are ignored in this mode, and it
     cannot be combined with ``range_name``.
 
 The windows cover every device in the trace together. For one row per device, split the trace first with
@@ -68,20 +87,25 @@ TensorRT-LLM
 
 Frame returned: ``iteration`` (Int64, 0..n-1 in start order), ``range_start``, ``range_end`` (ns),
 ``thread`` and ``pid`` of the range (null for synthetic windows) -- the columns ``analyze_iterations`` and
-the idle-time attribution read -- plus ``name``
-(the range's own name, "window" for synthetic windows; :mod:`tracekit.analyzers.steps` classifies by it) and
-``device`` (Int32: the device of synthetic windows when the trace holds one device, else null).
+the idle-time attribution read -- plus ``name`` (the range's own name, "window" for synthetic windows;
+:mod:`tracekit.analyzers.steps` classifies by it), ``device`` (Int32: the device of synthetic windows when the
+trace holds one device, else null) and ``gpu_start``, ``gpu_end`` (synthetic windows only, else null: the
+window's device span; ops are assigned to a synthetic window by their start in ``[gpu_start, gpu_end]``, to a
+range by their launch: :mod:`tracekit.analyzers.iterations`). :func:`select_ranges` returns it in a
+:class:`RangeChoice`, with the warnings of the choice.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import math
 import re
+from dataclasses import dataclass, field
 
 import polars as pl
 
 from tracekit.errors import NoActivityError, TracekitError
-from tracekit.model import Trace
+from tracekit.model import LAUNCH_API_NAMES, Trace
 
 DEFAULT_RANGE = "iteration"
 PROFILER_STEP_KEY = "ProfilerStep#*"
@@ -101,7 +125,8 @@ ENGINE_STEPS: dict[str, str] = {
     "TensorRT-LLM": r"^(?:\[Executor\] )?_forward_step(?: \d+)?: \d+ ctx reqs, \d+ gen reqs$",
 }
 
-#: Columns of the returned frame (those ``analyze_iterations`` reads, then ``name`` and ``device``).
+#: Columns of the returned frame (those ``analyze_iterations`` reads, then ``name``, ``device`` and, for
+#: synthetic windows, their device span ``gpu_start``/``gpu_end``).
 RANGE_COLUMNS: dict[str, pl.DataType] = {
     "iteration": pl.Int64,
     "range_start": pl.Int64,
@@ -110,7 +135,33 @@ RANGE_COLUMNS: dict[str, pl.DataType] = {
     "pid": pl.Int64,
     "name": pl.String,
     "device": pl.Int32,
+    "gpu_start": pl.Int64,
+    "gpu_end": pl.Int64,
 }
+#: How many other candidate names a choice line lists at most.
+LISTED_CANDIDATES = 5
+#: Largest ``split_idle_ms`` accepted (ms; ~31.7 years): the threshold in ns must fit int64 with room.
+MAX_SPLIT_IDLE_MS = 1e12
+
+
+@dataclass
+class RangeChoice:
+    """The iteration ranges of a trace and how they were chosen.
+
+    ``frame``: :data:`RANGE_COLUMNS`, one row per iteration in start order; ``name``: the chosen name or
+    pattern (passing it back as ``range_name`` selects the same ranges); ``how``: one line saying which rule
+    chose them and which other candidates it saw; ``warnings``: instances of the chosen name left out, or
+    overlapping, or windows that overlap (module docstring)."""
+
+    frame: pl.DataFrame
+    name: str
+    how: str
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def synthetic(self) -> bool:
+        """Whether the iterations are synthetic windows (ops assigned by start, not by launch)."""
+        return bool(self.frame.height) and self.frame.get_column("gpu_start").null_count() == 0
 
 
 def range_key(names: pl.Expr) -> pl.Expr:
@@ -160,7 +211,101 @@ def _engine_of(names: pl.Series) -> pl.Series:
     return pl.DataFrame({"name": names}).select(expr.alias("engine")).to_series()
 
 
-def _default_choice(candidates: pl.DataFrame) -> tuple[pl.DataFrame, str, str]:
+def _held(rows: pl.DataFrame) -> pl.Series:
+    """Per row of ``rows`` (``pid``, ``start``, ``end``): whether another row of the same process holds it in
+    time (starts no later and ends no earlier). Of identical intervals the first in (pid, start, end
+    descending, input order) holds the others."""
+    order = rows.with_row_index("_row").sort(
+        ["pid", "start", "end", "_row"], descending=[False, False, True, False], nulls_last=True
+    )
+    reach = pl.col("end").cum_max().shift(1).over("pid")
+    held = order.select("_row", (reach.is_not_null() & (reach >= pl.col("end"))).alias("held"))
+    return held.sort("_row").get_column("held")
+
+
+def _launches_in(trace: Trace, rows: pl.DataFrame) -> int:
+    """How many launch calls start inside the ranges ``rows`` (``pid``, ``start``, ``end``; any overlap
+    counted once per range) of the same process."""
+    calls = trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).select("pid", "start")
+    if calls.is_empty() or rows.is_empty():
+        return 0
+    joined = rows.select("pid", pl.col("start").alias("r0"), pl.col("end").alias("r1")).join(
+        calls, on="pid", how="inner"
+    )
+    return int(joined.filter((pl.col("start") >= pl.col("r0")) & (pl.col("start") < pl.col("r1"))).height)
+
+
+def _names(values: list[str]) -> str:
+    """``'a', 'b', 'c'`` (at most :data:`LISTED_CANDIDATES`, then "and N more")."""
+    shown = ", ".join(repr(v) for v in values[:LISTED_CANDIDATES])
+    more = len(values) - LISTED_CANDIDATES
+    return shown + (f" and {more} more" if more > 0 else "")
+
+
+def _engine_choice(candidates: pl.DataFrame, engine: pl.Series) -> tuple[pl.DataFrame, str, str]:
+    """Rule 3: the outermost engine-step ranges of the engine with the most of them (module docstring)."""
+    steps = candidates.filter(engine.is_not_null()).with_columns(engine.drop_nulls().alias("engine"))
+    outer = steps.filter(~_held(steps))
+    counts = outer.get_column("engine").value_counts().sort(["count", "engine"], descending=[True, False])
+    top = counts["engine"][0]
+    chosen = outer.filter(pl.col("engine") == top)
+    how = f"{top} serving-engine steps ({chosen.height} ranges of {chosen['name'].n_unique()} names)"
+    others = steps.filter(pl.col("engine") != top)
+    if others.height:
+        inner = steps.filter(_held(steps) & (pl.col("engine") != top))
+        parts = []
+        for label, rows in (
+            ("nested inside them", inner),
+            ("outside them", others.join(inner, on=["pid", "start", "end", "name"], how="anti")),
+        ):
+            if rows.height:
+                engines = "/".join(sorted(set(rows["engine"].to_list())))
+                names = _names(sorted(rows["name"].unique().to_list()))
+                parts.append(
+                    f"{rows.height} {engines} step range{'s' if rows.height > 1 else ''} {label} ({names})"
+                )
+        how += "; also seen: " + "; ".join(parts)
+    return chosen, REGEX_PREFIX + ENGINE_STEPS[top], how + "; choose another with --range"
+
+
+def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame, str, str]:
+    """Rule 4: the most frequent top-level name, on launching threads when there are any (docstring)."""
+    top_level = candidates.filter(pl.col("depth") == candidates["depth"].min())
+    qualifier = ""
+    launching = (
+        trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).select("pid", "thread").unique()
+        if not trace.api.is_empty()
+        else None
+    )
+    if launching is not None and launching.height:
+        on_launching = candidates.join(launching, on=["pid", "thread"], how="semi")
+        if on_launching.height and on_launching.height < candidates.height:
+            qualifier = ", on the thread that launches the device work"
+            top_level = on_launching.filter(pl.col("depth") == on_launching["depth"].min())
+    counts = (
+        top_level.group_by("key")
+        .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
+        .sort(["n", "first"], descending=[True, False])
+    )
+    n = int(counts["n"][0])
+    tied = counts.filter(pl.col("n") == n)
+    tie_note = ""
+    if tied.height > 1:
+        held = {
+            key: _launches_in(trace, top_level.filter(pl.col("key") == key)) for key in tied["key"].to_list()
+        }
+        tied = tied.with_columns(
+            pl.col("key").replace_strict(held, return_dtype=pl.Int64).alias("launches")
+        ).sort(["launches", "first"], descending=[True, False])
+        rule = "most launch calls inside" if tied["launches"][0] > tied["launches"][1] else "earliest"
+        others = tied["key"].to_list()[1:]
+        tie_note = f"; tied at {n} with {_names(others)} (picked the {rule})"
+    name = tied["key"][0]
+    how = f"most frequent top-level range ({n} of them{qualifier}){tie_note}; choose another with --range"
+    return top_level.filter(pl.col("key") == name), name, how
+
+
+def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame, str, str]:
     """The default rules 1-4 of the module docstring: (chosen rows, name, how)."""
     key = candidates["key"]
     if (key == DEFAULT_RANGE).any():
@@ -170,30 +315,33 @@ def _default_choice(candidates: pl.DataFrame) -> tuple[pl.DataFrame, str, str]:
         return candidates.filter(key == PROFILER_STEP_KEY), PROFILER_STEP_KEY, how
     engine = _engine_of(candidates["name"])
     if engine.is_not_null().any():
-        counts = engine.drop_nulls().value_counts().sort(["count", "engine"], descending=[True, False])
-        top = counts["engine"][0]
-        chosen = candidates.filter(engine == top)
-        chosen = chosen.filter(pl.col("depth") == chosen["depth"].min())
-        how = (
-            f"{top} serving-engine steps ({chosen.height} ranges of {chosen['name'].n_unique()} names); "
-            "choose another with --range"
+        return _engine_choice(candidates, engine)
+    return _frequent_choice(candidates, trace)
+
+
+def _range_frame(chosen: pl.DataFrame, name: str) -> tuple[pl.DataFrame, list[str]]:
+    """The outermost-in-time ``chosen`` ranges (module docstring), in start order, as the returned frame, and
+    the warnings: instances left out, instances that overlap."""
+    held = _held(chosen)
+    warnings = []
+    if held.any():
+        out = chosen.filter(held)
+        kept = chosen.filter(~held)
+        other_thread = out.join(
+            kept.select("pid", "thread").unique(), on=["pid", "thread"], how="anti"
+        ).height
+        where = (
+            f"{other_thread} of them on threads with no kept instance"
+            if other_thread
+            else "all on the threads of the kept ones"
         )
-        return chosen, REGEX_PREFIX + ENGINE_STEPS[top], how
-    top_level = candidates.filter(pl.col("depth") == candidates["depth"].min())
-    counts = (
-        top_level.group_by("key")
-        .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
-        .sort(["n", "first"], descending=[True, False])
-    )
-    name = counts["key"][0]
-    how = f"most frequent top-level range ({counts['n'][0]} of them); choose another with --range"
-    return candidates.filter(pl.col("key") == name), name, how
-
-
-def _range_frame(chosen: pl.DataFrame) -> pl.DataFrame:
-    """The outermost level of ``chosen`` ranges, in start order, as the returned frame."""
-    chosen = chosen.filter(pl.col("depth") == chosen["depth"].min()).sort("start", "end")
-    return chosen.select(
+        warnings.append(
+            f"left out {out.height} of {chosen.height} {name!r} ranges: each lies inside another range of "
+            f"that name in the same process (the outermost in time are the iterations; {where})"
+        )
+        chosen = kept
+    chosen = chosen.sort("start", "end")
+    frame = chosen.select(
         pl.int_range(pl.len(), dtype=pl.Int64).alias("iteration"),
         pl.col("start").alias("range_start"),
         pl.col("end").alias("range_end"),
@@ -201,7 +349,18 @@ def _range_frame(chosen: pl.DataFrame) -> pl.DataFrame:
         pl.col("pid"),
         pl.col("name"),
         pl.lit(None, pl.Int32).alias("device"),
+        pl.lit(None, pl.Int64).alias("gpu_start"),
+        pl.lit(None, pl.Int64).alias("gpu_end"),
     )
+    overlap = frame.select(
+        (pl.col("range_start") < pl.col("range_end").cum_max().shift(1).over("pid")).fill_null(False).sum()
+    ).item()
+    if overlap:
+        warnings.append(
+            f"{overlap} of the {frame.height} {name!r} ranges start before an earlier one of the same process "
+            "ends (different threads): work launched where they overlap counts in the later-starting range"
+        )
+    return frame, warnings
 
 
 _IDLE_NAME = re.compile(r"^idle>(\d+(?:\.\d*)?(?:e[+-]?\d+)?)ms$")
@@ -219,25 +378,48 @@ def _synthetic_request(trace: Trace, range_name: str) -> tuple[float | None] | N
     return (float(match.group(1)) if match else None,)
 
 
+def check_split_idle(split_idle_ms: object, path: str | None = None, option: str = "--split-idle") -> None:
+    """TracekitError (one line naming ``option``) unless ``split_idle_ms`` is a finite number of ms in [0,
+    :data:`MAX_SPLIT_IDLE_MS`] (larger thresholds would not fit int64 nanoseconds)."""
+    number = isinstance(split_idle_ms, (int, float)) and not isinstance(split_idle_ms, bool)
+    if not number or not math.isfinite(split_idle_ms):  # type: ignore[arg-type]
+        raise TracekitError(f"{option} must be a finite number of ms, not {split_idle_ms!r}", path)
+    if not 0 <= split_idle_ms <= MAX_SPLIT_IDLE_MS:  # type: ignore[operator]
+        raise TracekitError(
+            f"{option} must be a number of ms >= 0 and <= {MAX_SPLIT_IDLE_MS:g}, not {split_idle_ms!r}", path
+        )
+
+
 def choose_ranges(
     trace: Trace, range_name: str | None = None, split_idle_ms: float | None = None
 ) -> tuple[pl.DataFrame, str, str]:
     """Select the iteration ranges: (frame, chosen name or pattern, how it was chosen, one line).
 
+    :func:`select_ranges` without the warnings (same arguments)."""
+    choice = select_ranges(trace, range_name, split_idle_ms)
+    return choice.frame, choice.name, choice.how
+
+
+def select_ranges(
+    trace: Trace, range_name: str | None = None, split_idle_ms: float | None = None
+) -> RangeChoice:
+    """Select the iteration ranges (module docstring) as a :class:`RangeChoice`.
+
     ``range_name``: exact name, ``re:REGEX`` or glob (module docstring); None: the default rules.
     ``split_idle_ms``: cut the device timeline at idle gaps longer than this (ms) instead of using ranges.
     Raises NoActivityError when nothing matches or the trace holds neither ranges nor ops, TracekitError on
-    a bad pattern or option combination."""
+    a bad pattern, value or option combination."""
     path = trace.meta.get("path")
     if range_name is not None and split_idle_ms is None:
         synthetic = _synthetic_request(trace, range_name)
         if synthetic is not None:
+            if synthetic[0] is not None:
+                check_split_idle(synthetic[0], path)
             return synthetic_windows(trace, synthetic[0], requested=True)
     if split_idle_ms is not None:
         if range_name is not None:
             raise TracekitError("--range and --split-idle exclude each other: use one of them", path)
-        if not split_idle_ms >= 0:
-            raise TracekitError(f"--split-idle must be a number of ms >= 0, not {split_idle_ms!r}", path)
+        check_split_idle(split_idle_ms, path)
         return synthetic_windows(trace, split_idle_ms)
     candidates = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).with_columns(
         range_key(pl.col("name")).alias("key")
@@ -250,12 +432,11 @@ def choose_ranges(
                 path,
             )
         return synthetic_windows(trace, None)
-    declared = trace.meta.get("default_range")  # a format's own iteration (ORT: model_run), when present
-    if range_name is None and declared and (candidates["key"] == declared).any():
-        chosen, name = candidates.filter(pl.col("key") == declared), declared
-        how = f"{trace.meta.get('default_range_reason') or 'the format default'}; choose another with --range"
+    declared = _format_default(trace, candidates)
+    if range_name is None and declared is not None:
+        chosen, name, how = declared
     elif range_name is None:
-        chosen, name, how = _default_choice(candidates)
+        chosen, name, how = _default_choice(candidates, trace)
     else:
         chosen = candidates.filter(_matching(candidates, range_name, path))
         if chosen.is_empty():
@@ -268,13 +449,24 @@ def choose_ranges(
             raise NoActivityError(
                 f"no range matches {range_name!r}; ranges in this trace: " + ", ".join(map(repr, names)), path
             )
-        frame = _range_frame(chosen)
+        frame, warnings = _range_frame(chosen, range_name)
         how = "requested with --range"
         if not ((candidates["name"] == range_name) | (candidates["key"] == range_name)).any():
             kind = pattern_kind(range_name)
             how += f" ({kind}: {frame.height} ranges of {frame['name'].n_unique()} names)"
-        return frame, range_name, how
-    return _range_frame(chosen), name, how
+        return RangeChoice(frame, range_name, how, warnings)
+    frame, warnings = _range_frame(chosen, name)
+    return RangeChoice(frame, name, how, warnings)
+
+
+def _format_default(trace: Trace, candidates: pl.DataFrame) -> tuple[pl.DataFrame, str, str] | None:
+    """The per-format default (rule 0): the ranges named ``trace.meta["default_range"]`` when its reader
+    declares one (ONNX Runtime: ``model_run``) and the trace holds them; else None."""
+    declared = trace.meta.get("default_range")  # a format's own iteration (ORT: model_run), when present
+    if not declared or not (candidates["key"] == declared).any():
+        return None
+    how = f"{trace.meta.get('default_range_reason') or 'the format default'}; choose another with --range"
+    return candidates.filter(pl.col("key") == declared), declared, how
 
 
 # ------------------------------------------------------------------------------------ synthetic windows
@@ -304,9 +496,9 @@ def launch_times(trace: Trace) -> pl.DataFrame:
 def idle_split(ops: pl.DataFrame, split_idle_ms: float | None) -> pl.DataFrame:
     """Group ``ops`` (``launch``, ``start``, ``end``) into iterations at idle gaps (module docstring).
 
-    Returns one row per iteration, in start order: ``range_start`` (first launch), ``range_end`` (last op end,
-    cut back to the next range's start where they overlap), ``ops`` (count), ``gpu_start``, ``gpu_end``.
-    ``split_idle_ms`` None: one iteration."""
+    Returns one row per iteration, in start order: ``range_start`` (first launch), ``range_end`` (last op
+    end; never before ``range_start``), ``ops`` (count), ``gpu_start``, ``gpu_end`` (the device span: the
+    groups' spans never overlap). ``split_idle_ms`` None: one iteration."""
     ops = ops.sort("start", "end")
     if split_idle_ms is None:
         new = pl.int_range(pl.len()) == 0
@@ -321,17 +513,13 @@ def idle_split(ops: pl.DataFrame, split_idle_ms: float | None) -> pl.DataFrame:
             pl.col("launch").min().alias("range_start"),
             pl.col("start").min().alias("gpu_start"),
             pl.col("end").max().alias("gpu_end"),
-            pl.col("launch").max().alias("last_launch"),
             pl.len().alias("ops"),
         )
-        .sort("range_start")
+        .sort("gpu_start")
     )
-    # The analyzer's ranges are half-open [start, end): an op launched at the last end (zero length) still
-    # lies inside; and ranges must not overlap, so each ends no later than the next starts.
-    end = pl.max_horizontal("gpu_end", pl.col("last_launch") + 1)
     return groups.select(
         "range_start",
-        pl.min_horizontal(end, pl.col("range_start").shift(-1).fill_null(end)).alias("range_end"),
+        pl.max_horizontal("gpu_end", "range_start").alias("range_end"),
         pl.col("ops").cast(pl.Int64),
         "gpu_start",
         "gpu_end",
@@ -344,9 +532,7 @@ def _ms_text(ms: float) -> str:
     return short if float(short) == ms else repr(float(ms))
 
 
-def synthetic_windows(
-    trace: Trace, split_idle_ms: float | None, requested: bool = False
-) -> tuple[pl.DataFrame, str, str]:
+def synthetic_windows(trace: Trace, split_idle_ms: float | None, requested: bool = False) -> RangeChoice:
     """Ranges made from the ops alone: one window over the trace, or iterations cut at idle gaps (module
     docstring). ``requested``: asked for by name (``--range window``, ``--range 'idle>MSms'``) rather than
     forced by a trace without ranges or by ``--split-idle``; only the wording of the choice differs.
@@ -355,6 +541,14 @@ def synthetic_windows(
     path = trace.meta.get("path")
     ops = launch_times(trace).filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     if ops.is_empty():
+        host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).height
+        if host and (split_idle_ms is not None or requested):
+            option = "--split-idle" if not requested else "a synthetic window"
+            raise NoActivityError(
+                f"{option} cuts the device timeline, and this trace has no device activity; its {host:,} "
+                "ranges are not used in that mode (analyze them with --range NAME, or without --split-idle)",
+                path,
+            )
         raise NoActivityError("no ranges and no device activity: nothing to analyze", path)
     known = ops["device"].drop_nulls().unique()
     windows = idle_split(ops, split_idle_ms)
@@ -367,7 +561,19 @@ def synthetic_windows(
         pl.lit(None, pl.Int64).alias("pid"),
         pl.lit(WINDOW_NAME).alias("name"),
         pl.lit(device, pl.Int32).alias("device"),
+        "gpu_start",
+        "gpu_end",
     )
+    warnings = []
+    overlapping = int(
+        frame.select((pl.col("range_start") < pl.col("gpu_end").shift(1)).fill_null(False).sum()).item()
+    )
+    if overlapping:
+        warnings.append(
+            f"{overlapping} of {frame.height} windows begin (first op's launch) before the previous window's "
+            "device work ended: the host launched ahead of the GPU; each window's latency still runs from its "
+            "first launch to its last op's end, so these latencies overlap"
+        )
     if device is not None:
         where = "CPU operators" if device == -1 else f"device {device}"
     elif known.len() > 1:
@@ -377,16 +583,16 @@ def synthetic_windows(
     if split_idle_ms is None:
         what = f"one window over the whole trace ({where}, first op launch to last op end)"
         if requested:
-            return frame, WINDOW_NAME, f"requested with --range: {what}"
-        return (
-            frame,
-            WINDOW_NAME,
-            f"no ranges in the trace: {what}; split it into iterations with --split-idle MS",
-        )
+            return RangeChoice(frame, WINDOW_NAME, f"requested with --range: {what}", warnings)
+        how = f"no ranges in the trace: {what}; split it into iterations with --split-idle MS"
+        return RangeChoice(frame, WINDOW_NAME, how, warnings)
     ms = _ms_text(split_idle_ms)
     what = f"{frame.height} iterations cut where the GPU ({where}) was idle longer than {ms} ms"
     how = f"requested with --range: {what}" if requested else f"--split-idle {ms}: {what}"
-    return frame, f"idle>{ms}ms", how
+    host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).height
+    if host and not requested:
+        how += f" (the trace's {host:,} ranges are not used in this mode)"
+    return RangeChoice(frame, f"idle>{ms}ms", how, warnings)
 
 
 # ------------------------------------------------------------------------------------------ per device

@@ -9,8 +9,9 @@ A rule fires only when its condition holds, per sweep (runtime, sequence length)
 - ``launch_calls``: on a GPU trace, at the smallest batch size, the launch-call CPU time is at least
   ``LAUNCH_SHARE_MIN`` of latency and there are at least as many launches as half the kernels (no CUDA graph
   yet): the projected latency under CUDA graphs is the idle-time attribution's projection
-  (``graph_projected_ms``: busy + in-flight gaps + one graph launch, :func:`tracekit.analyzers.attribution.
-  project_cuda_graphs`), or, when the trace gives none, max(GPU busy, latency − launch time).
+  (``graph_projected_ms``: busy + one replay gap per kernel + the replay's head and tail,
+  :func:`tracekit.analyzers.attribution.project_cuda_graphs`), or, when the trace gives none, max(GPU busy,
+  latency − launch time).
 - ``headroom``: the plateau extends past the smallest batch size: the largest batch size on it costs little
   more latency and multiplies throughput; whether its latency differs from the smallest batch size's at all
   is stated only outside the noise (``difference``: "higher", "lower" or "within noise").

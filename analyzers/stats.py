@@ -35,13 +35,16 @@ class Summary:
 
     ``fields``: per-field :class:`Stats` (keys: :data:`tracekit.fields.NUMERIC_FIELDS`); ``bound``:
     "framework" / "compute" from the median utilization (:func:`tracekit.analyzers.sweep.bound_of`), None
-    without device activity; ``synchronized``: every iteration's device work ended inside its range."""
+    without device activity; ``synchronized``: every iteration's device work ended inside its range;
+    ``verdict_uncertain``: why ``bound`` may be wrong (None: nothing known against it), e.g. ops that started
+    milliseconds after launch on an idle device, whose wait counts as idle time."""
 
     iterations: int
     fields: dict[str, Stats] = field(default_factory=dict)
     bound: str | None = None
     bound_threshold: float = 0.5
     synchronized: bool = True
+    verdict_uncertain: str | None = None
 
     def __getitem__(self, name: str) -> Stats:
         return self.fields.get(name, Stats())
@@ -55,6 +58,7 @@ class Summary:
         out: dict[str, Any] = {"iterations": self.iterations}
         out.update({name: stats.to_dict() for name, stats in self.fields.items()})
         out.update(bound=self.bound, bound_threshold=self.bound_threshold, synchronized=self.synchronized)
+        out["verdict_uncertain"] = self.verdict_uncertain
         return out
 
     def frame(self) -> pl.DataFrame:

@@ -26,7 +26,7 @@ class RefIteration:
 
 
 def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
-    """Per-iteration metrics of the ranges named ``range_name`` (outermost level only).
+    """Per-iteration metrics of the ranges named ``range_name`` (outermost in time only).
 
     ``ProfilerStep#*`` stands for every ``ProfilerStep#N``; a plain name also matches PyTorch ``emit_nvtx``
     names that carry per-call suffixes (``aten::mul, seq = 3, op_id = 7``).
@@ -40,14 +40,25 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
         for r in trace.ranges.iter_rows(named=True)
         if pattern.fullmatch(r["name"] or "") and r["domain"] != "gpu"
     ]
-    min_depth = min(r["depth"] for r in rows)
-    rows = sorted((r for r in rows if r["depth"] == min_depth), key=lambda r: (r["start"], r["end"]))
-    starts = [r["start"] for r in rows]
+    # an instance held in time by another instance of the same process is left out (identical: the first)
+    rows = sorted(rows, key=lambda r: (r["pid"], r["start"], -r["end"]))
+    rows = [
+        r
+        for k, r in enumerate(rows)
+        if not any(o["pid"] == r["pid"] and o["end"] >= r["end"] for o in rows[:k])
+    ]
+    rows.sort(key=lambda r: (r["start"], r["end"]))
+    # a launch (or start) belongs to a range of its own process: per pid, the last range starting at or before it
+    by_pid: dict[int | None, list[int]] = {}
+    for i, r in enumerate(rows):
+        by_pid.setdefault(r["pid"], []).append(i)
 
-    def which(t: int) -> int | None:
-        i = bisect.bisect_right(starts, t) - 1
-        if i >= 0 and t < rows[i]["end"]:
-            return i
+    def which(t: int, pid: int | None = None) -> int | None:
+        own = by_pid.get(pid, []) if pid is not None and len(by_pid) > 1 else list(range(len(rows)))
+        starts = [rows[i]["start"] for i in own]
+        k = bisect.bisect_right(starts, t) - 1
+        if k >= 0 and t < rows[own[k]]["end"]:
+            return own[k]
         return None
 
     calls: dict[tuple[int, int], tuple[int, int]] = {}
@@ -59,17 +70,22 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
         if best is None or (a["start"], -a["end"]) < (best[0], -best[1]):
             calls[key] = (a["start"], a["end"])
 
+    # An op belongs to the iteration whose range holds its launching call's start; an op with a correlation
+    # id whose call is not in the trace (a trace that holds calls) belongs to none; an op without a
+    # correlation id (or any op of a trace without calls) to the range holding its own start.
     per_iter: list[list[tuple[int, int, str]]] = [[] for _ in rows]
     for op in trace.ops.iter_rows(named=True):
         call = calls.get((op["pid"], op["correlation"])) if op["correlation"] is not None else None
-        i = which(call[0] if call else op["start"])
+        if call is None and op["correlation"] is not None and calls:
+            continue
+        i = which(call[0] if call else op["start"], op["pid"])
         if i is not None:
             per_iter[i].append((op["start"], op["end"], op["kind"]))
 
     launches = [0] * len(rows)
     for a in trace.api.iter_rows(named=True):
         if a["name"] in LAUNCH_API_NAMES:
-            i = which(a["start"])
+            i = which(a["start"], a["pid"])
             if i is not None:
                 launches[i] += 1
 
@@ -78,14 +94,18 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
     for i, r in enumerate(rows):
         ops = per_iter[i]
         gpu_end = max((e for _, e, _ in ops), default=None)
-        w0 = r["start"] if prev_gpu_end is None else max(r["start"], prev_gpu_end)
+        synchronized = gpu_end is None or gpu_end <= r["end"]
+        # A synchronized iteration's window is its range; an unsynchronized one is the steady-state period.
+        w0 = r["start"] if synchronized or prev_gpu_end is None else max(r["start"], prev_gpu_end)
         w1 = max(r["end"] if gpu_end is None else max(r["end"], gpu_end), w0)
-        # Sweep over clipped intervals.
+        # Sweep over clipped intervals; a gap of at most 1 ns (timestamp rounding) is busy time.
         clipped = sorted((max(s, w0), min(e, w1)) for s, e, _ in ops if min(e, w1) > max(s, w0))
         busy = 0
         gaps: list[int] = []
         cursor = w0
-        for s, e in clipped:
+        for n, (s, e) in enumerate(clipped):
+            if n and s - cursor <= 1:
+                s = min(s, cursor)
             if s > cursor:
                 gaps.append(s - cursor)
                 busy += e - s
@@ -104,7 +124,7 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
                 gaps=gaps,
                 kernels=sum(1 for _, _, k in ops if k in ("kernel", "operator")),
                 launches=launches[i],
-                synchronized=gpu_end is None or gpu_end <= r["end"],
+                synchronized=synchronized,
             )
         )
         if gpu_end is not None:

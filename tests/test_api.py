@@ -108,8 +108,9 @@ def test_analyze_options_and_gaps() -> None:
     "options, message",
     [
         ({"skip": -1}, "^skip must be >= 0$"),
-        ({"split_idle": -0.5}, r"^split_idle must be >= 0 \(milliseconds\)$"),
-        ({"split_idle": float("nan")}, r"^split_idle must be >= 0 \(milliseconds\)$"),
+        ({"split_idle": -0.5}, r"^split_idle must be a number of ms >= 0 and <= 1e\+12, not -0\.5$"),
+        ({"split_idle": float("nan")}, r"^split_idle must be a finite number of ms, not nan$"),
+        ({"split_idle": float("inf")}, r"^split_idle must be a finite number of ms, not inf$"),
         (
             {"range": "iteration", "split_idle": 1.0},
             "^range and split_idle exclude each other: use one of them$",

@@ -17,11 +17,13 @@ from tests.reference_kineto import kineto_cpu_ops
 from tracekit.analyzers.attribution import (
     CAUSE_NS,
     CAUSES,
+    GRAPH_KERNEL_GAP_NS,
     attribute_idle,
     attribute_trace,
     host_states,
     iteration_ranges,
     project_cuda_graphs,
+    replay_parameters,
 )
 from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.model import Trace
@@ -276,7 +278,11 @@ def test_missing_correlation_ids_use_the_main_thread_and_no_in_flight() -> None:
         (800, 1000, "dispatch"),
     ]
     assert result.gaps["next_call_end"].to_list() == [80, None, None]
-    assert any("missing correlation" in w for w in result.warnings)
+    # the warning counts ops (a fact), not gaps: one op in the iteration has no correlation id
+    analysis = analyze_iterations(trace)
+    assert any(
+        w.startswith("1 device ops in the iterations carry no correlation id") for w in analysis.warnings
+    )
 
 
 def test_cpu_only_trace_is_all_dispatch() -> None:
@@ -347,8 +353,14 @@ def reference_causes(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> 
         ]
         return min(same, key=lambda a: (a["start"], -a["end"], a["thread"])) if same else None
 
+    has_calls = any(a["correlation"] is not None for a in api)
+
     def iteration_of(o: dict) -> int | None:
         c = launching(o)
+        if c is None and o["correlation"] is not None and has_calls:
+            return (
+                None  # a correlation id but no call in the trace: launched before the capture, no iteration
+            )
         t = c["start"] if c else o["start"]
         held = [r for r in ranges_rows if r["range_start"] <= t]
         return held[-1]["iteration"] if held and t < held[-1]["range_end"] else None
@@ -485,40 +497,48 @@ def test_cuda_graph_projection_lands_near_the_simulated_graph_runtime(
     tmp_path: Path, eager: str, graphs: str
 ) -> None:
     # The same simulated model, batch 1: the eager preset's projection vs the graph preset's true latency.
+    # The projection takes the replay's kernel gap, head and tail from a graph trace of the same "GPU":
+    # here the simulated graph runtime's own trace (replay_parameters), as the defaults come from the
+    # committed H200 graph trace (tests/test_projection.py). Measured: pytorch -1.6%, onnx -1.3%.
     trace, truth = _simulated(tmp_path, eager, 1)
     analysis = analyze_iterations(trace)
-    causes = attribute_trace(trace, analysis)
+    graph_trace, graph_truth = _simulated(tmp_path, graphs, 1)
+    params = replay_parameters(analyze_iterations(graph_trace).attribution)
+    causes = attribute_trace(trace, analysis, kernel_gap_ns=params["kernel_gap_ns"])
     assert causes.iterations.select(list(CAUSE_NS)).rows() == [
         tuple(r[c] for c in CAUSE_NS) for r in truth["iterations"]
     ]
-    frame, info = project_cuda_graphs(analysis.iterations, causes)
-    _, graph_truth = _simulated(tmp_path, graphs, 1)
+    frame, info = project_cuda_graphs(
+        analysis.iterations, causes, params["graph_head_ns"], params["graph_tail_ns"]
+    )
     projected = frame["projected_ms"].mean()
     actual = graph_truth["summary"]["latency_ms_mean"]
     eager_latency = truth["summary"]["latency_ms_mean"]
-    assert abs(projected - actual) / actual < 0.10, (projected, actual)
+    assert abs(projected - actual) / actual < 0.05, (projected, actual)
     assert projected < 0.6 * eager_latency
-    assert info["parameters"]["kernel_gap_ns"]["value"] == 576
+    assert {k: v["source"] for k, v in info["parameters"].items()} == dict.fromkeys(
+        info["parameters"], "given"
+    )
     assert len(info["assumptions"]) == 5
-    # Without the graph's own kernel-to-kernel gap the eager pytorch projection would be 19% short: the
-    # assumption matters and is stated, not fitted (see the module's GRAPH_KERNEL_GAP_NS).
-    bare, _ = project_cuda_graphs(analysis.iterations, attribute_trace(trace, analysis, kernel_gap_ns=0))
-    assert bare["projected_ms"].mean() < projected
 
 
 def test_projection_by_hand() -> None:
-    # Leading gap [0, 300) (dispatch 200, launch 60, in flight 40) kept; inner gaps: [400, 480) (dispatch 50,
-    # launch 30) -> 0 in flight -> kernel_gap 25; trailing [600, 1000) kept. Busy 220.
+    # Leading gap [0, 300) (dispatch 200, launch 60, in flight 40); inner gap [400, 480) (dispatch 50,
+    # launch 30, no device-side wait) -> kernel_gap 25; trailing [600, 1000). Busy 220. The leading and
+    # trailing gaps become the replay's head and tail when those are shorter.
     trace = every_cause_trace()
     analysis = analyze_iterations(trace)
     result = attribute_trace(trace, analysis, kernel_gap_ns=25)
     assert result.gaps is None and result.pieces is None  # the sums need neither
-    frame, info = project_cuda_graphs(analysis.iterations, result)
-    assert round(frame["projected_ms"][0] * 1e6) == 220 + 300 + 25 + 400
+    frame, info = project_cuda_graphs(analysis.iterations, result, graph_head_ns=1000, graph_tail_ns=1000)
+    assert round(frame["projected_ms"][0] * 1e6) == 300 + 220 + 25 + 400
     assert info["parameters"]["kernel_gap_ns"] == {"value": 25, "source": "given"}
-    frame, info = project_cuda_graphs(analysis.iterations, result, graph_launch_ns=10)
-    assert round(frame["projected_ms"][0] * 1e6) == 220 + (300 - 60 - 40 + 10) + 25 + 400
-    assert info["parameters"]["graph_launch_ns"] == {"value": 10, "source": "given"}
+    frame, info = project_cuda_graphs(analysis.iterations, result, graph_head_ns=10, graph_tail_ns=50)
+    assert round(frame["projected_ms"][0] * 1e6) == 10 + 220 + 25 + 50
+    assert info["parameters"]["graph_head_ns"] == {"value": 10, "source": "given"}
+    frame, info = project_cuda_graphs(analysis.iterations, attribute_trace(trace, analysis))
+    assert round(frame["projected_ms"][0] * 1e6) == 300 + 220 + GRAPH_KERNEL_GAP_NS + 400
+    assert info["parameters"]["graph_tail_ns"]["source"].startswith("measured: ")
 
 
 # --- sample and real traces: the sums hold ----------------------------------------------------------------------

@@ -137,26 +137,42 @@ def test_no_ranges_with_launch_calls_opens_at_the_first_launch():
     assert windows(frame) == [(900 * US, 2000 * US), (4900 * US, 5500 * US)]
 
 
-def test_split_idle_ranges_never_overlap(monkeypatch):
-    # Op 2 was launched (1500 us) before op 1's GPU work ended (2000 us), then waited: range 0 is cut back
-    # to 1500 us so that every op keeps the iteration the GPU gap gives it.
+def test_split_idle_windows_overlap_when_the_host_runs_ahead(monkeypatch):
+    # Op 2 was launched (1500 us) before op 1's GPU work ended (2000 us), then waited. The documented rule
+    # (docs/design.md): each window runs from its first op's launch to its last op's end, so window 1 starts
+    # at 1500 us, inside window 0, and its latency counts the wait; ops belong to the window their start
+    # falls in (device spans never overlap). Before issue 30, window 0 was cut back to 1500 us and window 1
+    # reported the steady-state period (3500 us) with an "unsynchronized" warning about ranges that do not
+    # exist in this mode.
     trace = make_trace(
         api=[(900 * US, 950 * US, 1, "cudaLaunchKernel"), (1500 * US, 1550 * US, 2, "cudaLaunchKernel")],
         ops=[(1000 * US, 2000 * US, 1, 7), (5000 * US, 5500 * US, 2, 7)],
     )
-    frame, _, _ = R.choose_ranges(trace, None, split_idle_ms=1.0)
-    assert windows(frame) == [(900 * US, 1500 * US), (1500 * US, 5500 * US)]
-    it = analyze_with(monkeypatch, trace, split_idle_ms=1.0).iterations
+    choice = R.select_ranges(trace, None, split_idle_ms=1.0)
+    assert windows(choice.frame) == [(900 * US, 2000 * US), (1500 * US, 5500 * US)]
+    assert choice.frame["gpu_start"].to_list() == [1000 * US, 5000 * US]
+    assert choice.warnings == [
+        "1 of 2 windows begin (first op's launch) before the previous window's device work ended: the host "
+        "launched ahead of the GPU; each window's latency still runs from its first launch to its last op's "
+        "end, so these latencies overlap"
+    ]
+    a = analyze_with(monkeypatch, trace, split_idle_ms=1.0)
+    it = a.iterations
     assert it["kernels"].to_list() == [1, 1]
-    assert it["window_start_ns"].to_list() == [900 * US, 2000 * US]
+    assert it["window_start_ns"].to_list() == [900 * US, 1500 * US]
     assert it["window_end_ns"].to_list() == [2000 * US, 5500 * US]
-    assert it["synchronized"].to_list() == [False, True]
+    assert it["latency_ms"].to_list() == pytest.approx([1.1, 4.0])
+    assert it["synchronized"].to_list() == [True, True]
+    assert not any("unsynchronized" in w for w in a.warnings)
 
 
 def test_zero_length_last_op_stays_inside_its_window():
+    # The window ends at the last op's end (2000); ops are assigned by start in the device span, so the
+    # zero-length op at 2000 is inside (before issue 30 the range was stretched to 2001 for the launch rule).
     trace = make_trace(ops=[(1000, 2000, None, 7), (2000, 2000, None, 7)])
     frame, _, _ = R.choose_ranges(trace, None)
-    assert windows(frame) == [(1000, 2001)]
+    assert windows(frame) == [(1000, 2000)]
+    assert iterations.assign_ops(trace, frame).height == 2
 
 
 def test_no_ranges_and_no_ops_is_refused():
@@ -169,10 +185,20 @@ def test_range_name_on_a_trace_without_ranges_is_refused():
         R.choose_ranges(GPU_ONLY, "iteration")
 
 
-@pytest.mark.parametrize("bad", [-1.0, float("nan")])
-def test_bad_split_idle_values(bad):
-    with pytest.raises(TracekitError, match="--split-idle must be a number of ms >= 0"):
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        (-1.0, "must be a number of ms >= 0 and <= 1e+12, not -1.0"),
+        (float("nan"), "must be a finite number of ms, not nan"),
+        (float("inf"), "must be a finite number of ms, not inf"),
+        (1e40, "must be a number of ms >= 0 and <= 1e+12, not 1e+40"),
+    ],
+)
+def test_bad_split_idle_values(bad, said):
+    # issue 30: inf crashed (OverflowError), 1e40 gave a polars "integer too large", nan was told ">= 0"
+    with pytest.raises(TracekitError, match="--split-idle " + said.replace("+", r"\+")) as err:
         R.choose_ranges(GPU_ONLY, None, split_idle_ms=bad)
+    assert "\n" not in str(err.value)
 
 
 def test_split_idle_and_range_exclude_each_other():
@@ -484,8 +510,12 @@ def test_split_idle_invariants(spans, split_us):
         reach = max(reach, e)
     assert frame.height == cuts + 1
     starts, ends = frame["range_start"].to_list(), frame["range_end"].to_list()
-    assert all(a < b for a, b in zip(starts, ends, strict=True))
-    assert all(e <= s for e, s in zip(ends, starts[1:], strict=False))
+    assert all(a <= b for a, b in zip(starts, ends, strict=True))
+    # device spans never overlap; each window runs from its first op's start (no launch calls here) to its
+    # last op's end
+    g0, g1 = frame["gpu_start"].to_list(), frame["gpu_end"].to_list()
+    assert all(e < s for e, s in zip(g1, g0[1:], strict=False))
+    assert starts == g0 and ends == g1
     assert iterations.assign_ops(trace, frame).height == len(ops)  # every op in exactly one iteration
     union, reach = 0, None
     for s, e in ivs:

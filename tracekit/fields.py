@@ -109,9 +109,9 @@ ITERATION_FIELDS: tuple[Field, ...] = (
     Field(
         "queue_us",
         "µs",
-        "queue time (op start - call end)",
+        "queue time (op start - call end, >= 0)",
         "duration",
-        "median per launch; negative when host and device clocks are skewed",
+        "median per launch of max(0, first op start - call end): 0 when the op started before its call returned",
     ),
     Field(
         "idle_gaps",

@@ -205,12 +205,17 @@ class AnalyzedTrace:
     def gaps(self) -> pl.DataFrame:
         return self.analysis.gaps
 
-    @property
+    @cached_property
     def idle_gaps(self) -> pl.DataFrame:
-        """Idle gaps with ``offset_ms``: the gap's start in ms after its iteration's window start."""
+        """Every idle gap with ``offset_ms`` (its start in ms after its iteration's window start) and, when
+        the idle time was attributed, its causes (``cause``, ``host_state``, ``thread``, the ns of every cause:
+        :meth:`~tracekit.analyzers.iterations.IterationAnalysis.gap_causes`; computed on first use)."""
         from tracekit.analyzers.iterations import with_gap_offsets
 
-        return with_gap_offsets(self.analysis.gaps, self.analysis.iterations)
+        gaps = self.analysis.gaps
+        if self.analysis.attribution is not None:
+            gaps = self.analysis.gap_causes(self.trace)
+        return with_gap_offsets(gaps, self.analysis.iterations)
 
     @property
     def summary(self) -> Summary:

@@ -49,27 +49,38 @@ def _headline(doc: dict[str, Any]) -> list[str]:
     util = s["gpu_utilization"]["p50"]
     if s.get("bound") and util is not None:
         what = "framework-bound" if s["bound"] == "framework" else "compute-bound"
+        if s.get("verdict_uncertain"):
+            what += " (UNCERTAIN: see the warning 'verdict uncertain')"
         lines.append(
             f"verdict: {what} — median {_device_word(doc)} utilization {util:.1%} "
             f"(threshold {s['bound_threshold']:.0%}); median framework overhead "
             f"{_duration(s['framework_overhead_ms']['p50'])} of {_duration(s['latency_ms']['p50'])}"
         )
+    apart = _unassigned_line(doc)
+    if apart:
+        lines.append(apart)
     if not s.get("synchronized", True):
         lines.append("latency: steady-state period (GPU work outlives its range; no sync inside the range)")
     return lines
 
 
-#: Shown under the summary when a queue time is negative (see the README's definitions).
-NEGATIVE_QUEUE_NOTE = (
-    "queue time < 0: the op started before its launch call returned (the call still had host work after "
-    "submitting, or the host and device clocks are skewed); shown as measured, not clamped"
-)
+def _unassigned_line(doc: dict[str, Any]) -> str | None:
+    """One line for the device ops that count in no iteration (None when every op is in one)."""
+    apart = doc.get("unassigned_ops") or {}
+    parts = []
+    missing, outside = apart.get("launch_not_in_trace") or {}, apart.get("outside_iterations") or {}
+    if missing.get("ops"):
+        parts.append(f"{missing['ops']} launched before the capture ({_duration(missing['busy_ms'])} busy)")
+    if outside.get("ops"):
+        parts.append(
+            f"{outside['ops']} launched outside every iteration ({_duration(outside['busy_ms'])} busy)"
+        )
+    return "device ops in no iteration (not counted): " + "; ".join(parts) if parts else None
 
 
 def _notes(doc: dict[str, Any]) -> list[str]:
-    """Notes on values that need a word of explanation."""
-    low = (doc["summary"].get("queue_us") or {}).get("min")
-    return [NEGATIVE_QUEUE_NOTE] if low is not None and low < 0 else []
+    """Notes on values that need a word of explanation (the analysis' own notes)."""
+    return list(doc.get("notes") or [])
 
 
 #: Per-cause idle columns: shown in the "idle time by cause" section rather than the summary table.
@@ -107,6 +118,8 @@ GAP_COLUMNS = [
     ("position", "position"),
     ("duration_us", "µs"),
     ("offset_ms", "starts at (ms into iteration)"),
+    ("cause", "cause"),
+    ("host_state", "launcher was"),
     ("cpu_context", "host was in"),
 ]
 
@@ -136,6 +149,7 @@ CAUSE_COLUMNS = [
     ("mean_ms", "mean ms"),
     ("p50_ms", "p50 ms"),
     ("p90_ms", "p90 ms"),
+    ("total_ms", "total ms"),
     ("share", "share of idle"),
     ("meaning", "the launching host thread is"),
 ]
@@ -145,7 +159,14 @@ CAUSE_MEANINGS = {
     "launch": "in a launch call",
     "sync": "in a sync call",
     "other_api": "in another API call",
-    "in_flight": "done: next op launched, not started",
+    "in_flight": "done: next op launched, not started (device-side)",
+}
+#: What each device-side cause means, short (the parts of in_flight).
+DEVICE_MEANINGS = {
+    "launch_latency": "launch latency, device scheduling",
+    "queued": "device busy with other work",
+    "stream_wait": "waiting on another stream's event",
+    "launch_lag": "implausibly long on an idle device",
 }
 OPERATOR_COLUMNS = [
     ("cpu_op", "top-level CPU operator"),
@@ -165,10 +186,24 @@ def cause_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     section = doc.get("idle_attribution")
     if not section or section.get("available") is False:
         return []
-    rows = [
-        {**row, "share": _percent(row["share_of_idle"]), "meaning": CAUSE_MEANINGS.get(row["cause"], "")}
-        for row in section["causes"]
-    ]
+    rows = []
+    for row in section["causes"]:
+        rows.append(
+            {**row, "share": _percent(row["share_of_idle"]), "meaning": CAUSE_MEANINGS.get(row["cause"], "")}
+        )
+        if row["cause"] == "in_flight":
+            rows += [
+                {
+                    "cause": f"  {part['cause']}",
+                    "total_ms": part["total_ms"],
+                    "share": None
+                    if part["share_of_in_flight"] is None
+                    else f"{100 * part['share_of_in_flight']:.1f}% of in_flight",
+                    "meaning": DEVICE_MEANINGS.get(part["cause"], ""),
+                }
+                for part in section.get("device_side") or []
+                if part["total_ms"]
+            ]
     idle = section["idle_ms"]
     total = "100%" if any(r["share_of_idle"] for r in section["causes"]) else None
     rows.append(
@@ -197,11 +232,14 @@ def projection_lines(doc: dict[str, Any]) -> list[str]:
     if not p["applies"]:
         return [f"CUDA-graph projection: not applicable ({p['reason']})"]
     params = p["parameters"]
-    gap = params["kernel_gap_ns"]["value"]
+    values = ", ".join(
+        f"{k.removesuffix('_ns').replace('_', ' ')} {v['value']:,} ns" for k, v in params.items()
+    )
+    sources = sorted({v["source"] for v in params.values()})
     lines = [
         f"CUDA-graph projection: mean latency {_duration(p['latency_ms'])} -> {_duration(p['projected_ms'])} "
-        f"(saves {_duration(p['saved_ms'])}, {_times(p['speedup'])}) if launch and dispatch between kernels "
-        f"disappeared; kernel gap {gap} ns ({params['kernel_gap_ns']['source']}). Assumptions:"
+        f"(saves {_duration(p['saved_ms'])}, {_times(p['speedup'])}) if the iteration were replayed as one "
+        f"graph; {values} ({'; '.join(sources)}). Assumptions:"
     ]
     return lines + [f"  - {a}" for a in p["assumptions"]]
 

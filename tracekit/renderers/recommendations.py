@@ -129,7 +129,7 @@ def _launch_calls(r: Recommendation) -> str:
         f"({n['launches']:.0f} launches, {_pct(launch_ms / traced)} of the traced {_ms(traced)}); "
         + (
             f"CUDA graphs would remove launches and dispatch between kernels: projected latency "
-            f"{_ms(n['projected_latency_ms'])} (busy + in-flight gaps + one graph launch)."
+            f"{_ms(n['projected_latency_ms'])} (busy + one replay gap per kernel + the replay's head and tail)."
             if n.get("projection") == "attribution"
             else f"a CUDA graph would remove it (projected latency {_ms(n['projected_latency_ms'])} at best)."
         )
