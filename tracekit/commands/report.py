@@ -189,11 +189,13 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
                 "batch_sizes": s["batch_sizes"],
                 "latency_ms": s["latency_ms"],
                 "transition": s["transition_batch_size"],
+                "ci_low": s.get("latency_ci_low"),
+                "ci_high": s.get("latency_ci_high"),
             }
             for s in report.sweeps
         ]
         sources = {s["latency_source"] for s in report.sweeps}
-        ylabel = f"{'/'.join(sorted(sources))} mean latency (ms)"
+        ylabel = f"{'/'.join(sorted(sources))} median latency (ms), 95% interval"
         fig = plots.latency_figure(series, title=f"Latency vs batch size{tag}", ylabel=ylabel)
         plots.save_figure(fig, out_dir / "fig_latency")
         figures["latency"] = "fig_latency.png"

@@ -195,7 +195,8 @@ def breakdown_figure(
 def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: str = "latency (ms)") -> Figure:
     """Latency vs batch size on log-log axes, one line per series.
 
-    Each series: ``label``, ``batch_sizes``, ``latency_ms``, ``transition`` (batch size or None).
+    Each series: ``label``, ``batch_sizes``, ``latency_ms``, ``transition`` (batch size or None), and
+    optionally ``ci_low``/``ci_high`` (the 95% interval of each median, drawn as error bars where known).
     """
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     all_batches: set[int] = set()
@@ -207,6 +208,19 @@ def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: st
         ax.plot(
             b, y, marker=MARKERS[i % len(MARKERS)], color=color, label=s["label"], linewidth=1.6, markersize=5
         )
+        lows, highs = s.get("ci_low") or [], s.get("ci_high") or []
+        known = [k for k in range(len(b)) if k < len(lows) and lows[k] is not None and highs[k] is not None]
+        if known:
+            yk = y[known]
+            err = np.array(
+                [
+                    [yk[j] - lows[k] for j, k in enumerate(known)],
+                    [highs[k] - yk[j] for j, k in enumerate(known)],
+                ]
+            )
+            ax.errorbar(
+                b[known], yk, yerr=np.clip(err, 0, None), fmt="none", ecolor=color, capsize=3, linewidth=1
+            )
         t = s.get("transition")
         if t is not None and t in s["batch_sizes"]:
             yt = y[list(s["batch_sizes"]).index(t)]

@@ -181,11 +181,15 @@ def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         )
         lows, highs = sweep.get("latency_ci_low") or [None], sweep.get("latency_ci_high") or [None]
         row["smallest_latency_shown"] = latency_text(sweep["smallest_latency_ms"], lows[0], highs[0])
-        row["headroom_ratio_shown"] = ratio_text(
-            sweep["headroom_latency_ratio"],
-            sweep.get("headroom_latency_ratio_low"),
-            sweep.get("headroom_latency_ratio_high"),
-            sweep.get("headroom_difference"),
+        row["headroom_ratio_shown"] = (
+            ratio_text(
+                sweep["headroom_latency_ratio"],
+                sweep.get("headroom_latency_ratio_low"),
+                sweep.get("headroom_latency_ratio_high"),
+                sweep.get("headroom_difference"),
+            )
+            if sweep["headroom_batch_size"] != sweep["smallest_batch_size"]
+            else "—"
         )
         row["transition_ratio_shown"] = (
             ratio_text(
@@ -254,7 +258,8 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         out += [
             "## Latency vs batch size",
             "",
-            "Log-log; circles mark the transition batch size (first batch size past the plateau).",
+            "Log-log, medians with their 95% intervals as error bars; circles mark the transition batch size "
+            "(first batch size past the plateau).",
             "",
             f"![latency vs batch size]({figures['latency']})",
             "",
