@@ -116,7 +116,8 @@ def align_with_paper(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     runtime (``published`` None). ``measured`` is the row's index in ``rows``. ``latency_ratio`` is
     measured / published latency (``latency_basis``: the measured row's untraced latency where it has one,
     else its traced latency) when the configurations match (same batch size and precision; sequence
-    length and model where known), else None with the differences in ``mismatch``."""
+    length and model where known), else None with the differences in ``mismatch``; ``latency_ratio_low`` /
+    ``_high``: the untraced latency's 95% interval over the published latency, where the run recorded it."""
     published = {p["runtime"]: p for p in paper_rows()}
     by_runtime: dict[str | None, list[int]] = {}
     for i, row in enumerate(rows):
@@ -126,7 +127,7 @@ def align_with_paper(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     def entry(index: int | None, paper: dict[str, Any] | None) -> dict[str, Any]:
         row = rows[index] if index is not None else None
         mismatch = _mismatches(row) if row is not None and paper is not None else []
-        ratio = basis = None
+        ratio = basis = low = high = None
         if row is not None and paper is not None and not mismatch:
             # The untraced latency where the run has one: a profiler slows a run (1.1-2x on the H200 samples),
             # and a published latency is a latency, not a traced one.
@@ -134,12 +135,18 @@ def align_with_paper(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
             if key is not None:
                 ratio = row[key] / paper["latency_ms"]
                 basis = "untraced" if key == "untraced_latency_ms" else "traced"
+                if basis == "untraced" and row.get("untraced_ci_low") is not None:
+                    # the measurement's noise: its 95% interval over the published value
+                    low = row["untraced_ci_low"] / paper["latency_ms"]
+                    high = row["untraced_ci_high"] / paper["latency_ms"]
         return {
             "runtime": (row or paper or {}).get("runtime"),
             "measured": index,
             "published": paper,
             "mismatch": mismatch,
             "latency_ratio": ratio,
+            "latency_ratio_low": low,
+            "latency_ratio_high": high,
             "latency_basis": basis,
         }
 

@@ -2,8 +2,10 @@
 
 Latency, busy and framework overhead are the **mean over iterations** of :mod:`tracekit.analyzers.iterations`
 (after ``--skip``) and are *traced* latencies (measured with the profiler on; ``latency_source`` says so).
-``untraced_latency_ms`` is the mean latency of the same configuration timed without a profiler (run.json or
-the sidecar; None when the trace has neither): the number a published latency compares with.
+``untraced_latency_ms`` is the latency of the same configuration timed without a profiler (run.json or the
+sidecar; None when the trace has neither): the median after the stability rules with its 95% interval
+(``untraced_ci_low``/``_high``) where collect recorded them, else the recorded mean: the number a published
+latency compares with.
 SMs active and warp occupancy come from :mod:`tracekit.analyzers.utilization` with their source.
 Runtime, batch size, sequence length and precision come from :class:`tracekit.session.TraceConfig`: run.json /
 sidecar metadata, else inferred (:mod:`tracekit.analyzers.identify`); ``<key>_source`` says which and
@@ -71,6 +73,8 @@ ROW_KEYS = [
     "latency_ms",
     "latency_source",
     "untraced_latency_ms",
+    "untraced_ci_low",
+    "untraced_ci_high",
     "gpu_busy_ms",
     "framework_overhead_ms",
     "gpu_utilization",
@@ -108,6 +112,14 @@ class RowInput:
     ncu: Path | None = None
 
 
+def _untraced_center(stats: dict[str, Any] | None) -> float | None:
+    """The untraced latency a row shows: the median after the stability rules where collect recorded it
+    (the value its 95% interval belongs to, :mod:`tracekit.analyzers.stability`), else the recorded mean."""
+    stats = stats or {}
+    value = stats.get("median") if stats.get("median") is not None else stats.get("mean")
+    return None if value is None else float(value)
+
+
 def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
     compilation, serialization = runtime_traits(config.runtime)
     row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
@@ -124,7 +136,10 @@ def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tupl
         synthetic=config.synthetic,
         trace=str(item.trace.path),
         ncu_trace=str(item.ncu) if item.ncu else None,
-        untraced_latency_ms=(item.trace.untraced_latency_ms or {}).get("mean"),
+        untraced_latency_ms=_untraced_center(item.trace.untraced_latency_ms),
+        # the 95% interval of the untraced median, where collect recorded it (analyzers/stability.py)
+        untraced_ci_low=(item.trace.untraced_latency_ms or {}).get("ci_low"),
+        untraced_ci_high=(item.trace.untraced_latency_ms or {}).get("ci_high"),
         runtime_evidence=config.evidence.get("runtime"),
         evidence=dict(config.evidence),
         uncertain={k: list(v) for k, v in config.uncertain.items()} or None,

@@ -243,3 +243,26 @@ def test_harness_records_involuntary_switches(clock) -> None:  # type: ignore[no
     switches: list[int] = []
     time_iterations(c.run, lambda: None, 0, 5, preempted=switches)
     assert len(switches) == 5 and all(isinstance(n, int) and n >= 0 for n in switches)
+
+
+def test_table_measured_over_published_carries_the_interval() -> None:
+    """`table --paper`: measured / published latency with the untraced median's 95% interval beside it."""
+    from tracekit.analyzers.paper import PAPER_SETUP, align_with_paper
+    from tracekit.analyzers.table import _untraced_center
+    from tracekit.renderers.table import ratio_cell
+
+    stats = {"mean": 12.0, "median": 10.54, "ci_low": 10.0, "ci_high": 11.0}  # as collect records them
+    assert _untraced_center(stats) == 10.54 and _untraced_center({"mean": 12.0}) == 12.0
+    row = {
+        "runtime": "pytorch",
+        "batch_size": PAPER_SETUP["batch_size"],
+        "precision": PAPER_SETUP["precision"],
+        "seq_len": PAPER_SETUP["seq_len"],
+        "untraced_latency_ms": _untraced_center(stats),
+        "untraced_ci_low": stats["ci_low"],
+        "untraced_ci_high": stats["ci_high"],
+    }
+    entry = next(e for e in align_with_paper([row]) if e["measured"] == 0)
+    assert entry["latency_ratio"] == pytest.approx(1.0)  # the paper's PyTorch row: 10.54 ms
+    assert entry["latency_ratio_low"] == pytest.approx(10.0 / 10.54)
+    assert ratio_cell(entry) == "1.00× [0.95–1.04]"

@@ -128,7 +128,9 @@ def ratio_cell(entry: dict[str, Any]) -> str:
     ratio = entry["latency_ratio"]
     if ratio is None:
         return "—"
-    return f"{ratio:.2f}×" + (" (traced)" if entry.get("latency_basis") == "traced" else "")
+    low, high = entry.get("latency_ratio_low"), entry.get("latency_ratio_high")
+    noise = f" [{low:.2f}–{high:.2f}]" if low is not None and high is not None else ""
+    return f"{ratio:.2f}×{noise}" + (" (traced)" if entry.get("latency_basis") == "traced" else "")
 
 
 # ------------------------------------------------------------------------------------------- columns
