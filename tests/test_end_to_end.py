@@ -84,7 +84,8 @@ def test_bert_base_onnx_cpu_under_nsys_twenty_iterations(tmp_path):
     assert main(argv) == 0
     run_json = json.loads((run / "run.json").read_text())
     config = run_json["configs"][0]
-    assert config["status"] == "ok" and config["untraced_latency_ms"]["count"] == 20
+    # untraced timing is adaptive: at least --iters iterations (then until the interval is tight or 30 s)
+    assert config["status"] == "ok" and config["untraced_latency_ms"]["count"] >= 20
     doc = analyze_json(run / config["traces"]["nsys"], tmp_path)
     assert len(doc["iterations"]) == 20
     # ONNX Runtime's CPU provider emits no operator ranges: latency only, said so.
