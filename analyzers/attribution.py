@@ -1,9 +1,9 @@
 """Where the framework tax goes: every idle nanosecond of every iteration attributed to its cause.
 
 The idle time of an iteration (latency - busy, :mod:`tracekit.analyzers.iterations`) is the union of its idle
-gaps (leading, inner, trailing, empty) inside the window. Each gap ends at its *next op* (the op of the
-iteration whose start ends the gap; of several, the one whose launch call returned first); trailing and
-empty gaps have none. The cause of every instant t of a gap is decided by **launch order first, host state
+gaps (leading, inner, trailing, empty) inside the window. Each gap ends at its *next op*: an op starting
+at the gap's end, of this iteration or any other or none (of several, the one launched first: launched
+before the capture, else the earliest call end); trailing and empty gaps have none. The cause of every instant t of a gap is decided by **launch order first, host state
 second**:
 
 - *device-side* (``in_flight``): the next op had been launched at t -- its launch call had returned (t >=
@@ -558,8 +558,6 @@ def _candidates(ends: np.ndarray, eligible: np.ndarray, starts: np.ndarray) -> t
 
 #: Stand-in call end of an op launched before the capture began (earlier than any time in the trace).
 _BEFORE = _NULL + 1
-#: What :func:`_next_op_calls` returns per gap.
-_NEXT = ("call_end", "call_pid", "call_thread", "no_launch", "waited")
 
 
 def _next_op_calls(
@@ -569,9 +567,11 @@ def _next_op_calls(
     ``call_pid``, ``call_thread``; ``no_launch``: the op was launched before the capture began; ``waited``:
     its launching thread issued a stream wait just before it).
 
-    The next op of a gap is an op with a positive duration, of the gap's iteration, starting at the gap's
-    end (trailing and empty gaps have none); of several, the one launched first (ops launched before the
-    capture first, ops without a call last)."""
+    The next op of a gap is an op with a positive duration starting at the gap's end (trailing and empty gaps
+    have none), of any iteration or none: of several, the one launched first (ops launched before the capture
+    first, ops without a call last). So the choice, and the gap's cause, do not depend on which ops the
+    windows hold."""
+    del iteration  # (kept in the signature: the gaps' iterations, which the choice no longer reads)
     g, o = _candidates(end, eligible, ctx.op["start"])
     op_start, op_end = ctx.op["start"][o], ctx.op["end"][o]
     calls = ctx.calls.lookup(o)
@@ -581,7 +581,7 @@ def _next_op_calls(
         if len(ctx.waited)
         else np.zeros(len(o), dtype=bool)
     )
-    keep = (ctx.op_iteration[o] == iteration[g]) & (op_end > op_start)
+    keep = op_end > op_start
     if not keep.all():
         g = g[keep]
         calls = {name: col[keep] for name, col in calls.items()}

@@ -730,16 +730,18 @@ def analyze_iterations(
     warnings += _correlation_warnings(ops, assigned, missing, trace.api, choice.synthetic)
     warnings += gpu_annotation_check(trace, ranges, ops, iteration, name)
     ops = ops.drop("pid", "correlation").with_columns(call, iteration, missing.alias("no_launch"))
-    if not assigned.all():
-        ops = ops.filter(assigned)
-    del iteration, call, missing, assigned
-    # What the attribution needs of the matching (columns shared, not copied).
+    # What the attribution needs of the matching (columns shared, not copied): every op, those of no iteration
+    # too -- a gap's next op is any op starting at its end (the one launched first), so that its cause does
+    # not depend on which ops the windows hold.
     matched = (
         ops.select("start", "end", "iteration", "call", "no_launch"),
         calls.select("call_start", "call_end", "call_pid", "call_thread"),
     )
     if not attribute:
         matched = None
+    if not assigned.all():
+        ops = ops.filter(assigned)
+    del iteration, call, missing, assigned
     if has_ops and ops.is_empty():
         warnings.append(f"no GPU or operator activity falls inside the {name!r} ranges")
     windows = _windows(ranges, ops)

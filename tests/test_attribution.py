@@ -355,36 +355,37 @@ def reference_causes(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> 
 
     has_calls = any(a["correlation"] is not None for a in api)
 
-    def iteration_of(o: dict) -> int | None:
-        c = launching(o)
-        if c is None and o["correlation"] is not None and has_calls:
-            return (
-                None  # a correlation id but no call in the trace: launched before the capture, no iteration
-            )
-        t = c["start"] if c else o["start"]
-        held = [r for r in ranges_rows if r["range_start"] <= t]
-        return held[-1]["iteration"] if held and t < held[-1]["range_end"] else None
+    def before_capture(o: dict) -> bool:
+        """A correlation id but no call in the trace: launched before the capture (before every gap)."""
+        return launching(o) is None and o["correlation"] is not None and has_calls
 
     out = []
     for gap in gaps.to_dicts():
         main = next(r for r in ranges_rows if r["iteration"] == gap["iteration"])
+        # the next op: any op starting at the gap's end, whatever its iteration (the cause must not depend on
+        # the windowing); of several, the one launched first
         candidates = [
             o
             for o in ops
-            if gap["position"] != "trailing"
+            if gap["position"] not in ("trailing", "empty")
             and o["start"] == gap["end_ns"]
             and o["end"] > o["start"]
-            and iteration_of(o) == gap["iteration"]
         ]
         pairs = [(o, launching(o)) for o in candidates]
         pairs.sort(
             key=lambda p: (
+                not before_capture(p[0]),
                 p[1] is None,
                 p[1]["end"] if p[1] else 0,
                 p[1]["start"] if p[1] else 0,
                 p[1]["thread"] if p[1] else 0,
             )
         )
+        if pairs and before_capture(pairs[0][0]):  # device-side whole
+            counts = dict.fromkeys(CAUSES, 0)
+            counts["in_flight"] = gap["end_ns"] - gap["start_ns"]
+            out.append(counts)
+            continue
         c = pairs[0][1] if pairs else None
         pid, thread = (
             (c["pid"], c["thread"]) if c and c["thread"] is not None else (main["pid"], main["thread"])
