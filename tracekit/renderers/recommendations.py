@@ -107,7 +107,9 @@ def _transition(r: Recommendation) -> str:
     if f["last_plateau"] == b0 and not f.get("edge"):
         text = (
             f"{_name(r)}: no framework-bound plateau: batch {r.batch_size} already costs "
-            f"{where} batch {b0} (tolerance {tol})"
+            f"{n['latency_ratio']:.2f}x batch {b0} ("
+            + (f"95% interval {ratio}; " if ratio else "")
+            + f"tolerance {tol})"
         )
     else:
         text = (
