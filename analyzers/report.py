@@ -169,7 +169,8 @@ def _latency_csv(config: Any) -> tuple[list[float], list[float] | None] | None:
         with open(path, newline="") as fh:
             for row in csv.DictReader(fh):
                 if (
-                    row.get("runtime") == config.runtime
+                    row.get("set", "untraced") in ("untraced", "")
+                    and row.get("runtime") == config.runtime
                     and row.get("batch_size") == str(config.batch_size)
                     and (config.seq_len is None or row.get("seq_len") == str(config.seq_len))
                 ):

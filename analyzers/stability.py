@@ -29,8 +29,8 @@ iteration order); the iterations a rule drops are listed by index with the rule'
    (those dropped, and on an unstable set the slowest quarter of the kept ones) against the typical ones:
    when the slow iterations' extra wall time came with proportionally less process CPU time (CPU time per
    wall time below :data:`STOLEN_RATIO` of the typical iterations', and the missing CPU time explains at least
-   half of their extra wall time), the process was not running for part of them: ``cpu_stolen`` (on a CPU
-   run: another process had the CPU). When their CPU time grew with their wall time the process kept running
+   half of their extra wall time), the process was not running for part of them: ``cpu_stolen`` (it waited
+   for a CPU another process held, or for I/O; the context switches below tell which when they rose). When their CPU time grew with their wall time the process kept running
    (``more_cpu_work``: more work, or threads spinning while waiting for one another, which a descheduled
    sibling thread also causes), and CPU time alone names no cause. With per-iteration involuntary context
    switches, slow iterations preempted at least twice as often per ms as the typical ones (and at least once
@@ -76,8 +76,8 @@ PREEMPTED_RATIO = 2.0
 
 #: What each cause means, in one sentence (for warnings).
 CAUSES: dict[str, str] = {
-    "cpu_stolen": "the process was not running for part of them (less CPU time per wall time than the "
-    "other iterations{where})",
+    "cpu_stolen": "the process was not running for part of them: less CPU time per wall second than in the "
+    "other iterations (it waited, for a CPU that another process held or for I/O{where}){preempted}",
     "preempted": "the process was preempted {slow} times per slow iteration against {typical} per typical one "
     "(involuntary context switches: another runnable thread, usually of another process, took a CPU)",
     "more_cpu_work": "their process CPU time grew with their wall time: the process kept running (more work, "
@@ -407,9 +407,7 @@ def measure(
         )
     unstable = bool(reasons)
     cause = cpu_per_wall = None
-    fields = {
-        "where": ": another process had the CPU" if device == "cpu" else ": waiting, for a CPU or the device"
-    }
+    fields = {"where": "" if device == "cpu" else ", or for the device", "preempted": ""}
     wall_all = [float(v) if v is not None else math.nan for v in values]
     slow = [i for i in warm + outliers if wall_all[i] > median]
     if unstable:
@@ -427,9 +425,14 @@ def measure(
             [i for i in slow if not math.isnan(cpu_all[i])],
             [i for i in typical if not math.isnan(cpu_all[i])],
         )
-    if cause != "cpu_stolen" and preempted is not None and len(preempted) == len(values):
+    if preempted is not None and len(preempted) == len(values):
         rates = _preemption(wall_all, preempted, slow, typical)
-        if rates is not None:
+        if rates is not None and cause == "cpu_stolen":  # both: the wait was for a CPU
+            fields["preempted"] = (
+                f"; preempted {rates[0]:.3g} times per slow iteration against {rates[1]:.3g}: another "
+                "runnable thread took the CPU"
+            )
+        elif rates is not None:
             cause = "preempted"
             fields.update(slow=f"{rates[0]:.3g}", typical=f"{rates[1]:.3g}")
     if not (unstable or warm or outliers):

@@ -52,6 +52,7 @@ LATENCY_COLUMNS = (
     "latency_ms",
     "cpu_ms",
     "dropped",
+    "set",
 )
 #: File names of each profiler's trace, relative to the run directory, from the config stem.
 TRACE_NAMES: dict[str, str] = {
@@ -442,6 +443,33 @@ class Sweep:
             stats["stopped_by"] = result["stopped_by"]
         return stats
 
+    def _latency_rows(
+        self, batch: int, seq: int, which: str, result: dict[str, Any], stats: dict[str, Any]
+    ) -> list[tuple[Any, ...]]:
+        """latency.csv rows of one timed set (``set``: "untraced" or the profiler): every iteration's latency,
+        process CPU time and the stability rule that dropped it, if any."""
+        o = self.opts
+        latencies = result["latencies_ms"]
+        cpu = result.get("cpu_ms") or [None] * len(latencies)
+        dropped = {i: "warmup" for i in stats.get("dropped_warmup") or []}
+        dropped.update({i: "outlier" for i in stats.get("dropped_outliers") or []})
+        return [
+            (
+                o.runtime,
+                o.model,
+                self.device,
+                o.precision,
+                batch,
+                seq,
+                i,
+                round(v, 6),
+                None if c is None else round(c, 6),
+                dropped.get(i, ""),
+                which,
+            )
+            for i, (v, c) in enumerate(zip(latencies, cpu, strict=False))
+        ]
+
     def _say(self, entry: dict[str, Any], batch: int, seq: int, what: str, warnings: list[str]) -> None:
         for warning in warnings:
             entry.setdefault("warnings", []).append(f"{what}: {warning}")
@@ -582,19 +610,17 @@ class Sweep:
         tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{stem}-", dir=self.out))
         try:
             untraced_run = self._untraced(batch, seq, tmp)
-            latencies = untraced_run["latencies_ms"]
             untraced = self._stats(untraced_run)
             entry["untraced_latency_ms"] = untraced
             self._say(entry, batch, seq, "untraced", untraced["warnings"])
-            dropped = {i: "warmup" for i in untraced["dropped_warmup"]}
-            dropped.update({i: "outlier" for i in untraced["dropped_outliers"]})
-            cpu_ms = untraced_run.get("cpu_ms") or [None] * len(latencies)
+            rows = self._latency_rows(batch, seq, "untraced", untraced_run, untraced)
             advance()
             for prof in self.profilers:
                 sub = tmp / prof
                 sub.mkdir()
                 result, files = self._traced(batch, seq, prof, sub)
                 traced = self._stats(result)
+                rows += self._latency_rows(batch, seq, prof, result, traced)
                 entry["traced_latency_ms"][prof] = traced["mean"]
                 entry.setdefault("traced_stats", {})[prof] = traced
                 self._say(entry, batch, seq, f"{prof} (traced)", traced["warnings"])
@@ -612,21 +638,7 @@ class Sweep:
                 os.replace(src, dst)
             for name, meta in metas.items():
                 write_text_atomic(self.out / name, json.dumps(meta, indent=2, default=str) + "\n")
-            self.latency_rows.extend(
-                (
-                    opts.runtime,
-                    opts.model,
-                    self.device,
-                    opts.precision,
-                    batch,
-                    seq,
-                    i,
-                    round(v, 6),
-                    None if c is None else round(c, 6),
-                    dropped.get(i, ""),
-                )
-                for i, (v, c) in enumerate(zip(latencies, cpu_ms, strict=True))
-            )
+            self.latency_rows.extend(rows)
         except RunFailure as exc:
             entry.update(status="failed", error=exc.message, traces={}, traced_latency_ms={}, perturbation={})
             entry["logs"] = self._keep_logs(tmp, stem)

@@ -352,8 +352,10 @@ def test_layout_run_json_and_latency_csv(tmp_path: Path) -> None:
         "latency_ms",
         "cpu_ms",
         "dropped",
+        "set",
     ]
     assert all(float(r["cpu_ms"]) >= 0 and r["dropped"] in ("", "warmup", "outlier") for r in rows)
+    assert {r["set"] for r in rows} == {"untraced"}  # no profiler: the untraced sets only
     assert [(r["batch_size"], r["iteration"]) for r in rows] == [
         ("1", "0"),
         ("1", "1"),

@@ -90,7 +90,13 @@ def test_the_tour_runs_as_written(tmp_path: Path) -> None:
             assert run["configs"] and all(c["status"] == "ok" for c in run["configs"])
             stats = run["configs"][0]["untraced_latency_ms"]
             assert stats["median"] > 0 and stats["count"] >= int(argv[argv.index("--iters") + 1])
-            assert (run_dir / "latency.csv").read_text().splitlines()[0].endswith("latency_ms,cpu_ms,dropped")
+            latency_csv = (run_dir / "latency.csv").read_text().splitlines()
+            assert latency_csv[0].endswith("latency_ms,cpu_ms,dropped,set")
+            # every timed set, untraced and traced, records each iteration
+            assert {line.split(",")[-1] for line in latency_csv[1:]} == {
+                "untraced",
+                argv[argv.index("--profiler") + 1],
+            }
         elif verb == "analyze":
             if "--timeline" in argv:
                 doc = json.loads((tmp_path / argv[argv.index("--timeline") + 1]).read_text())
