@@ -386,9 +386,19 @@ class DeviceTimeline:
     """All of a trace's device ops (every iteration's and none's) as the causes need them: the union of their
     busy intervals with running sums (how much of [a, b) some op was running: :meth:`busy_between`), and
     the latest end of the ops that started before a time (:meth:`reach_before`). ``starts``/``ends``: the
-    ops' times (any order; nulls dropped)."""
+    ops' times (any order; nulls dropped). Built on first use. ``quiet``: the caller knows no gap overlaps
+    another op (every op in the iteration of its window, windows in order): :meth:`busy_between` is 0
+    without a search."""
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray) -> None:
+    def __init__(self, starts: np.ndarray, ends: np.ndarray, quiet: bool = False) -> None:
+        self._raw: tuple[np.ndarray, np.ndarray] | None = (starts, ends)
+        self.quiet = quiet
+
+    def _build(self) -> None:
+        if self._raw is None:
+            return
+        starts, ends = self._raw
+        self._raw = None
         keep = (starts != _NULL) & (ends != _NULL)
         if not keep.all():
             starts, ends = starts[keep], ends[keep]
@@ -408,10 +418,10 @@ class DeviceTimeline:
         np.cumsum(self.seg_end - self.seg_start, out=self.cum[1:])
 
     @classmethod
-    def of(cls, ops: pl.DataFrame) -> DeviceTimeline:
+    def of(cls, ops: pl.DataFrame, quiet: bool = False) -> DeviceTimeline:
         """The timeline of ``ops`` (``start``, ``end``: a trace's ops frame, sorted by start as
         :class:`~tracekit.model.Trace` keeps it)."""
-        return cls(_np(ops.get_column("start")), _np(ops.get_column("end")))
+        return cls(_np(ops.get_column("start")), _np(ops.get_column("end")), quiet)
 
     def _busy_before(self, t: np.ndarray) -> np.ndarray:
         j = _search(self.seg_start, t, side="right")
@@ -421,12 +431,16 @@ class DeviceTimeline:
 
     def busy_between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Per row: ns of [a, b) during which some op was running (0 where b <= a)."""
+        if self.quiet:
+            return np.zeros(len(a), dtype=np.int64)
+        self._build()
         if len(self.seg_start) == 0:
             return np.zeros(len(a), dtype=np.int64)
         return np.maximum(self._busy_before(b) - self._busy_before(a), 0)
 
     def reach_before(self, t: np.ndarray) -> np.ndarray:
         """Per time: the latest end of the ops that started before it (``_NULL``: none did)."""
+        self._build()
         j = _search(self.starts, t, side="left")
         return (
             np.where(j > 0, self.reach[np.maximum(j - 1, 0)], _NULL)
@@ -442,10 +456,12 @@ def stream_waited(calls: pl.DataFrame, launching: np.ndarray, api: pl.DataFrame)
     out = np.zeros(calls.height, dtype=bool)
     if api.is_empty() or not calls.height:
         return out
-    base = api.get_column("name").str.replace(_NAME_SUFFIX, "")
-    waits = api.filter(base.is_in(list(STREAM_WAIT_NAMES)))
-    if waits.is_empty():
+    names = api.get_column("name")
+    distinct = names.unique().drop_nulls()  # a handful of names for millions of calls: classified once each
+    wait_names = distinct.filter(distinct.str.replace(_NAME_SUFFIX, "").is_in(list(STREAM_WAIT_NAMES)))
+    if wait_names.is_empty():
         return out
+    waits = api.filter(names.is_in(wait_names.implode()))
     start, pid, thread = (_np(calls.get_column(c)) for c in ("call_start", "call_pid", "call_thread"))
     w_start, w_pid, w_thread = (_np(waits.get_column(c)) for c in ("start", "pid", "thread"))
     for p, t in {(int(a), int(b)) for a, b in zip(w_pid, w_thread, strict=True)}:
@@ -705,11 +721,14 @@ def _chunk_causes(
         else:
             api_ns[:, rows] = _api_time(mine, s[rows], c[rows])
     device = e - c
-    queued = ctx.timeline.busy_between(c, e) if ctx.timeline is not None else np.zeros(len(s), dtype=np.int64)
-    idle = device - queued
-    waited = np.where(nxt["waited"], idle, 0)
-    rest = idle - waited
-    lag = np.where(rest > LAUNCH_LAG_NS, rest, 0)
+    none = np.zeros(len(s), dtype=np.int64)  # (calloc: free until written)
+    quiet = ctx.timeline is None or ctx.timeline.quiet
+    queued = none if quiet else ctx.timeline.busy_between(c, e)  # type: ignore[union-attr]
+    idle = device if quiet else device - queued
+    waited = np.where(nxt["waited"], idle, 0) if nxt["waited"].any() else none
+    rest = idle - waited if nxt["waited"].any() else idle
+    long = rest > LAUNCH_LAG_NS
+    lag = np.where(long, rest, 0) if long.any() else none
     return {
         "pid": pid,
         "thread": thread,

@@ -166,6 +166,9 @@ class IterationAnalysis:
         """The ``count`` longest idle gaps, longest first, with durations in µs and ``offset_ms`` (start in
         ms after the iteration's window start)."""
         longest = _longest(self.gaps, count).drop("_row")
+        detail = getattr(self.attribution, "detail", None)
+        if detail is not None:  # each gap's cause and its launching thread's state
+            longest = longest.join(detail, on=["iteration", "start_ns"], how="left", maintain_order="left")
         return with_gap_offsets(longest, self.iterations).with_columns(
             (pl.col("duration_ns") / 1e3).alias("duration_us")
         )
@@ -739,12 +742,20 @@ def analyze_iterations(
     )
     if not attribute:
         matched = None
-    if not assigned.all():
+    everything_assigned = bool(assigned.all())
+    if not everything_assigned:
         ops = ops.filter(assigned)
     del iteration, call, missing, assigned
     if has_ops and ops.is_empty():
         warnings.append(f"no GPU or operator activity falls inside the {name!r} ranges")
     windows = _windows(ranges, ops)
+    # No gap can overlap another op when every op is in an iteration, inside its window, and the windows
+    # follow each other: then no gap's device-side time is queued behind other work, and nothing is searched.
+    quiet = (
+        everything_assigned
+        and _windows_in_order(windows)
+        and bool(windows.select((pl.col("gpu_start") >= pl.col("window_start")).all()).item())
+    )
     # (group_by works on whole frames: give it only the columns it needs)
     kernels = (
         ops.select("iteration")
@@ -810,7 +821,7 @@ def analyze_iterations(
     attribution = None
     uncertain: list[str] = []
     if matched is not None:
-        frame, attribution, gaps = _with_attribution(trace, frame, gaps, ranges, matched)
+        frame, attribution, gaps = _with_attribution(trace, frame, gaps, ranges, matched, quiet)
         del matched
         warnings += attribution.warnings
         uncertain = _verdict_doubts(attribution, frame)
@@ -972,13 +983,15 @@ def _with_attribution(
     gaps: pl.DataFrame,
     ranges: pl.DataFrame,
     matched: tuple[pl.DataFrame, pl.DataFrame],
+    quiet: bool = False,
 ) -> tuple[pl.DataFrame, Any, pl.DataFrame]:
     """``frame`` with the idle time of each iteration by cause (``dispatch_ms`` ... ``in_flight_ms``; null
-    where ``idle_ms`` is), the :class:`~tracekit.analyzers.attribution.Attribution`, and ``gaps`` with
-    ``cause`` and ``host_state`` filled for the :data:`LONGEST_GAPS` longest (the full per-gap columns:
-    :meth:`IterationAnalysis.gap_causes`). ``matched``: the iterations' ops (``start``, ``end``,
-    ``iteration``, ``call``, ``no_launch``) and their launching calls."""
-    from tracekit.analyzers.attribution import CAUSE_MS, GAP_CAUSE, HOST_STATE, DeviceTimeline, attribute_idle
+    where ``idle_ms`` is), the :class:`~tracekit.analyzers.attribution.Attribution` (its ``detail``: the
+    ``cause`` and ``host_state`` of the :data:`LONGEST_GAPS` longest gaps; every gap's:
+    :meth:`IterationAnalysis.gap_causes`), and ``gaps``. ``matched``: the trace's ops (``start``, ``end``,
+    ``iteration``, ``call``, ``no_launch``) and their launching calls; ``quiet``: no gap can overlap another
+    op (every op in an iteration, windows in order, ops inside their windows): no search for queued time."""
+    from tracekit.analyzers.attribution import CAUSE_MS, DeviceTimeline, attribute_idle
 
     ops, calls = matched
     cpu_ops = trace.cpu_ops if trace.cpu_ops.height else None
@@ -991,19 +1004,16 @@ def _with_attribution(
         frame.get_column("index"),
         cpu_ops=cpu_ops,
         calls=calls,
-        timeline=DeviceTimeline.of(trace.ops),
+        timeline=DeviceTimeline.of(trace.ops, quiet=quiet),
         detail_rows=longest,
     )
     causes = result.iterations.select("index", *CAUSE_MS)
     frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
         pl.when(pl.col("idle_ms").is_not_null()).then(pl.col(c)).alias(c) for c in CAUSE_MS
     )
-    cause = pl.repeat(None, gaps.height, dtype=GAP_CAUSE, eager=True).alias("cause")
-    state = pl.repeat(None, gaps.height, dtype=HOST_STATE, eager=True).alias("host_state")
-    if longest is not None and result.detail is not None and longest.len():
-        cause = cause.scatter(longest, result.detail.get_column("cause"))
-        state = state.scatter(longest, result.detail.get_column("host_state"))
-    return frame, result, gaps.with_columns(cause, state)
+    if result.detail is not None:  # the longest gaps' causes, joined in by longest_gaps()
+        result.detail = result.detail.select("iteration", "start_ns", "cause", "host_state")
+    return frame, result, gaps
 
 
 #: Per-iteration serving-step columns added when the trace holds engine steps (:mod:`tracekit.analyzers.steps`).
