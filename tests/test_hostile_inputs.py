@@ -16,8 +16,6 @@ from __future__ import annotations
 import gzip
 import json
 import os
-import resource
-import signal
 import subprocess
 import sys
 import threading
@@ -61,34 +59,43 @@ class Run(NamedTuple):
     stderr: str
 
 
+#: the process that runs each command: it puts the address-space limit on itself (its children inherit it),
+#: starts the command in a session of its own, kills that session after the timeout, and writes the
+#: command's exit status, seconds and peak to a file. A child of this small process, not of pytest: a child's
+#: peak (``ru_maxrss``) starts at its parent's resident set when forked, however little it uses after exec.
+LAUNCHER = """
+import json, os, resource, signal, subprocess, sys, threading, time
+result, limit, timeout, out, err, *command = sys.argv[1:]
+resource.setrlimit(resource.RLIMIT_AS, (int(limit), int(limit)))
+with open(out, "wb") as o, open(err, "wb") as e:
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=o, stderr=e, start_new_session=True)
+    timer = threading.Timer(float(timeout), lambda: os.killpg(proc.pid, signal.SIGKILL))
+    timer.start()
+    _, status, usage = os.wait4(proc.pid, 0)
+    timer.cancel()
+    seconds = time.perf_counter() - start
+with open(result, "w") as fh:
+    json.dump([os.waitstatus_to_exitcode(status), seconds, usage.ru_maxrss * 1024], fh)
+"""
+
+
 def _run(args: list[str], tmp_path: Path, timeout: float = SECONDS, shell: str | None = None) -> Run:
     """``tracekit analyze ARGS --format json --max-memory 1G`` (unless ARGS set it) in a subprocess (or
     ``shell``, a bash command whose ``{tracekit}`` is that command) under :data:`ADDRESS_SPACE`, killed after
-    ``timeout`` seconds."""
+    ``timeout`` seconds (:data:`LAUNCHER`)."""
     ceiling = [] if "--max-memory" in args else ["--max-memory", "1G"]
     command = [sys.executable, "-m", "tracekit.cli", "analyze", *args, "--format", "json", *ceiling]
     if shell is not None:
         command = ["bash", "-c", shell.replace("{tracekit}", " ".join(command))]
     env = {**os.environ, "POLARS_MAX_THREADS": THREADS, "PYTHONPATH": str(REPO)}
-    out, err = tmp_path / "stdout", tmp_path / "stderr"
-
-    def limit() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (ADDRESS_SPACE, ADDRESS_SPACE))
-
-    with out.open("wb") as o, err.open("wb") as e:
-        start = time.perf_counter()
-        proc = subprocess.Popen(
-            command, stdout=o, stderr=e, env=env, preexec_fn=limit, start_new_session=True
-        )
-        timer = threading.Timer(timeout, lambda: os.killpg(proc.pid, signal.SIGKILL))
-        timer.start()
-        try:
-            _, status, usage = os.wait4(proc.pid, 0)
-        finally:
-            timer.cancel()
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-    return Run(proc.returncode, seconds, usage.ru_maxrss * 1024, out.read_text(), err.read_text())
+    out, err, result = tmp_path / "stdout", tmp_path / "stderr", tmp_path / "result.json"
+    paths = [str(result), str(ADDRESS_SPACE), str(timeout), str(out), str(err)]
+    subprocess.run(
+        [sys.executable, "-c", LAUNCHER, *paths, *command], env=env, check=True, timeout=timeout + 30
+    )
+    code, seconds, peak = json.loads(result.read_text())
+    return Run(code, seconds, peak, out.read_text(), err.read_text())
 
 
 def _one_line(run: Run, *fragments: str) -> None:

@@ -86,6 +86,17 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 1
+    finally:
+        release_limits()
+
+
+def release_limits() -> None:
+    """Stop the memory ceiling and restore the default limits (``main`` may run again in this process: tests,
+    embedding); the ``tracekit`` program exits right after."""
+    limits = sys.modules.get("tracekit.limits")
+    if limits is not None:
+        limits.stop_memory_ceiling()
+        limits.current = limits.Limits()
 
 
 def apply_limits(args: argparse.Namespace) -> None:
