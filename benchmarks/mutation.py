@@ -1,0 +1,370 @@
+"""Mutation testing of tracekit's core modules with mutmut (issue 33): one module at a time, on a private copy.
+
+    pip install 'mutmut==3.8.1'                                  # or: pip install -e '.[mutation]'
+    python benchmarks/mutation.py utilization                   # score one module (see --list)
+    python benchmarks/mutation.py utilization gpu_metrics       # several, one after the other
+    python benchmarks/mutation.py --list                        # the modules and the tests each one runs
+    python benchmarks/mutation.py utilization --report-only     # the last run's score and survivors again
+
+Not in CI: a module takes minutes to an hour on two cores. Each run copies the committed tree (``--rev``,
+default HEAD; ``--overlay PATH...`` adds working-tree files over it, e.g. a test not yet committed) to
+``--workdir`` (default ``/tmp/tracekit-mutation/MODULE``) in the installed layout (``analyzers/`` and
+``collectors/`` inside ``tracekit/``, as ``pip install`` lays them out), regenerates the copy's goldens from
+its own code (the baseline a mutant must change; a golden a commit forgot to update would fail the
+unmutated run), writes mutmut's configuration there from ``[tool.mutmut]`` in pyproject.toml plus the module
+and its tests (:data:`MODULES`), and runs ``nice -n 19 mutmut run`` there with ``--max-children`` (default
+1): nothing is written into the checkout, which others share. mutmut records which of the selected tests
+call each mutated function and runs only those for each mutant, stopping at the first failure.
+
+The score counts every mutant: killed / (all - equivalent). A surviving mutant is either killed by a new
+test or written down in ``benchmarks/mutation_equivalent.json`` (module, function, the mutated line, why
+no output can change); "no tests" and timeouts count as survivors. The report lists every survivor with
+mutmut's diff and is written to WORKDIR/report.md; ``benchmarks/README.md`` keeps the scores and dates.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import tomllib
+
+REPO = Path(__file__).resolve().parents[1]
+EQUIVALENT = REPO / "benchmarks" / "mutation_equivalent.json"
+REAL = Path(os.environ.get("TRACEKIT_REAL_TRACES", REPO.parent / "shared" / "real_traces"))
+
+#: module short name -> (its file in the installed layout, the test files that may exercise it). mutmut
+#: narrows these further, per mutated function, to the tests that call it.
+MODULES: dict[str, tuple[str, list[str]]] = {
+    "utilization": (
+        "tracekit/analyzers/utilization.py",
+        [
+            "tests/test_utilization.py",
+            "tests/test_table.py",
+            "tests/test_gpu_metrics.py",
+            "tests/test_golden.py",
+        ],
+    ),
+    "kernel_metrics": (
+        "tracekit/analyzers/kernel_metrics.py",
+        [
+            "tests/test_kernel_metrics.py",
+            "tests/test_table.py",
+            "tests/test_gpu_metrics.py",
+            "tests/test_reader_ncu.py",
+            "tests/test_golden.py",
+        ],
+    ),
+    "gpu_metrics": (
+        "tracekit/analyzers/gpu_metrics.py",
+        ["tests/test_gpu_metrics.py", "tests/test_table.py", "tests/test_golden.py"],
+    ),
+    "nsys_sqlite": (
+        "tracekit/readers/nsys_sqlite.py",
+        [
+            "tests/test_reader_nsys.py",
+            "tests/test_reader_engines.py",
+            "tests/test_api_calls.py",
+            "tests/test_golden.py",
+        ],
+    ),
+    "kineto": (
+        "tracekit/readers/kineto.py",
+        ["tests/test_reader_kineto.py", "tests/test_kineto_decode.py", "tests/test_golden.py"],
+    ),
+    # being rewritten at the time of issue 33; ready to score once they settle
+    "iterations": (
+        "tracekit/analyzers/iterations.py",
+        [
+            "tests/test_analyze_metrics.py",
+            "tests/test_steps.py",
+            "tests/test_cli_analyze.py",
+            "tests/test_golden.py",
+        ],
+    ),
+    "ranges": ("tracekit/analyzers/ranges.py", ["tests/test_ranges.py", "tests/test_golden.py"]),
+    "attribution": (
+        "tracekit/analyzers/attribution.py",
+        ["tests/test_attribution.py", "tests/test_cli_attribution.py", "tests/test_golden.py"],
+    ),
+    "identify": (
+        "tracekit/analyzers/identify.py",
+        ["tests/test_identify.py", "tests/test_table.py", "tests/test_golden.py"],
+    ),
+    "session": (
+        "tracekit/session.py",
+        ["tests/test_api.py", "tests/test_cli_analyze.py", "tests/test_golden.py"],
+    ),
+}
+
+#: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens
+COPIED = ("tracekit", "analyzers", "collectors", "tests", "sample_traces", "benchmarks", "pyproject.toml")
+
+STATUS = {
+    1: "killed",
+    3: "killed",
+    0: "survived",
+    5: "no tests",
+    33: "no tests",
+    34: "skipped",
+    36: "timeout",
+}
+STATUS.update({-24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "caught by type check"})
+
+
+def _overlay_files(paths: list[str]) -> list[str]:
+    """Files of the working tree under ``paths`` (tracked or untracked, not ignored)."""
+    if not paths:
+        return []
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *paths],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout.decode()
+    return [f for f in out.split("\0") if f and (REPO / f).is_file()]
+
+
+def _installed(rel: str) -> str:
+    for folder in ("analyzers", "collectors"):
+        if rel == folder or rel.startswith(folder + "/"):
+            return "tracekit/" + rel
+    return rel
+
+
+def _toml_value(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return json.dumps(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    raise TypeError(value)
+
+
+def mutmut_config(module: str, workdir: Path) -> dict[str, object]:
+    """``[tool.mutmut]`` of pyproject.toml with the module to mutate and its tests (those in the copy)."""
+    base = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"].get("mutmut", {})
+    path, tests = MODULES[module]
+    config = dict(base)
+    config["only_mutate"] = [path]
+    config["pytest_add_cli_args_test_selection"] = [t for t in tests if (workdir / t).exists()]
+    return config
+
+
+def prepare(module: str, workdir: Path, rev: str, overlay: list[str]) -> None:
+    """A fresh copy of commit ``rev`` (the goldens and the code they pin agree there; the shared working tree
+    holds others' unfinished edits), with the working tree's ``overlay`` paths over it (your new tests), in
+    the installed layout, with mutmut's configuration for ``module``."""
+    if workdir.exists():
+        shutil.rmtree(workdir)
+    workdir.mkdir(parents=True)
+    archive = subprocess.run(
+        ["git", "archive", rev, "--", *COPIED], cwd=REPO, capture_output=True, check=True
+    )
+    subprocess.run(["tar", "-x", "-C", str(workdir)], input=archive.stdout, check=True)
+    for folder in ("analyzers", "collectors"):
+        if (workdir / folder).is_dir():
+            (workdir / folder).rename(workdir / "tracekit" / folder)
+    for rel in _overlay_files(overlay):
+        target = workdir / _installed(rel)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(REPO / rel, target)
+    refresh_goldens(workdir)
+    write_config(module, workdir)
+
+
+def write_config(module: str, workdir: Path) -> None:
+    """The copy's pyproject.toml with mutmut's configuration for ``module`` (its tests present in the copy)."""
+    text = (workdir / "pyproject.toml").read_text()
+    text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", text)  # replaced by the module's own
+    lines = [f"{k} = {_toml_value(v)}" for k, v in mutmut_config(module, workdir).items()]
+    (workdir / "pyproject.toml").write_text(text.rstrip() + "\n\n[tool.mutmut]\n" + "\n".join(lines) + "\n")
+
+
+def refresh_goldens(workdir: Path) -> None:
+    """Rewrite the copy's goldens from the copy's own (unmutated) code: the baseline a mutant must change.
+    Goldens that a commit forgot to update would otherwise fail every test run, the unmutated one first."""
+    env = dict(os.environ, PYTHONPATH=str(workdir), TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
+    done = subprocess.run(
+        [sys.executable, "benchmarks/golden.py", "--update", "--limit", "1"],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    summary = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr.strip()[-300:]
+    if done.returncode != 0 or " 0 rewritten" not in summary:
+        print(f"note: the copy's goldens were out of date and were regenerated from its code: {summary}")
+
+
+def rerun_survivors(module: str, workdir: Path, overlay: list[str], max_children: int) -> int:
+    """Run again only the mutants that survived the last run, with the working tree's ``overlay`` files (new
+    tests) copied into the copy; mutmut collects which tests call what again (its stats file removed)."""
+    for rel in _overlay_files(overlay):
+        for root in (workdir, workdir / "mutants"):
+            target = root / _installed(rel)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / rel, target)
+    write_config(module, workdir)
+    (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    names = [name for name, state in results(workdir, module).items() if state not in ("killed", "skipped")]
+    if not names:
+        return 0
+    return run_mutmut(workdir, max_children, names)
+
+
+def run_mutmut(workdir: Path, max_children: int, names: list[str] | None = None) -> int:
+    env = dict(
+        os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1", PYTHONDONTWRITEBYTECODE="1"
+    )
+    env.pop("PYTHONPATH", None)
+    mutmut = shutil.which("mutmut") or str(Path(sys.executable).with_name("mutmut"))
+    command = ["nice", "-n", "19", mutmut, "run", "--max-children", str(max_children), *(names or [])]
+    with open(workdir / "mutmut.log", "a" if names else "w") as log:
+        return subprocess.run(command, cwd=workdir, env=env, stdout=log, stderr=subprocess.STDOUT).returncode
+
+
+def results(workdir: Path, module: str) -> dict[str, str]:
+    """mutant name -> status, from mutmut's .meta file of the module."""
+    meta = workdir / "mutants" / (MODULES[module][0] + ".meta")
+    data = json.loads(meta.read_text())
+    return {
+        name: STATUS.get(code, "suspicious" if code is not None else "not checked")
+        for name, code in data["exit_code_by_key"].items()
+    }
+
+
+def mutant_diff(workdir: Path, name: str) -> str:
+    mutmut = shutil.which("mutmut") or str(Path(sys.executable).with_name("mutmut"))
+    out = subprocess.run([mutmut, "show", name], cwd=workdir, capture_output=True, text=True).stdout
+    return "\n".join(
+        line
+        for line in out.splitlines()
+        if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))
+    )
+
+
+def _function(name: str) -> str:
+    """``x_func__mutmut_3`` / ``xǁClassǁmethod__mutmut_3`` -> ``func`` / ``Class.method``."""
+    short = name.rsplit(".", 1)[-1]
+    short = re.sub(r"__mutmut_\d+$", "", short)
+    short = short[2:] if short.startswith("x_") else short
+    return short.replace("xǁ", "").replace("ǁ", ".").strip(".")
+
+
+def _added_line(diff: str) -> str:
+    added = [line[1:].strip() for line in diff.splitlines() if line.startswith("+")]
+    return added[0] if added else ""
+
+
+def load_equivalent() -> list[dict[str, str]]:
+    return json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else []
+
+
+def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
+    status = results(workdir, module)
+    equivalents = [e for e in load_equivalent() if e["module"] == module]
+    survivors, equivalent = [], []
+    for name, state in sorted(status.items(), key=lambda kv: int(re.search(r"(\d+)$", kv[0]).group(1))):
+        if state in ("killed", "caught by type check", "skipped"):
+            continue
+        diff = mutant_diff(workdir, name)
+        match = next(
+            (e for e in equivalents if e["function"] == _function(name) and e["mutant"] == _added_line(diff)),
+            None,
+        )
+        (equivalent if match else survivors).append((name, state, diff, match))
+    counts = {
+        "mutants": len(status),
+        "killed": sum(s in ("killed", "caught by type check") for s in status.values()),
+        "equivalent": len(equivalent),
+        "survived": len(survivors),
+        "skipped": sum(s == "skipped" for s in status.values()),
+    }
+    counted = counts["mutants"] - counts["equivalent"] - counts["skipped"]
+    score = counts["killed"] / counted if counted else 1.0
+    counts["score_pct"] = round(100 * score, 1)
+    lines = [
+        f"# Mutation score of {MODULES[module][0]} ({dt.date.today().isoformat()})",
+        "",
+        f"{counts['killed']} of {counted} non-equivalent mutants killed: **{100 * score:.1f}%** "
+        f"({counts['mutants']} mutants, {counts['equivalent']} equivalent, {counts['survived']} survived, "
+        f"{counts['skipped']} skipped).",
+        "",
+    ]
+    for title, rows in (("Surviving", survivors), ("Equivalent", equivalent)):
+        if rows:
+            lines += [f"## {title}", ""]
+        for name, state, diff, match in rows:
+            lines += [f"### {name} ({state})", "", "```diff", diff, "```", ""]
+            if match:
+                lines += [f"Equivalent: {match['reason']}", ""]
+    return "\n".join(lines), counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("modules", nargs="*", help=f"modules to score: {', '.join(MODULES)}")
+    parser.add_argument("--list", action="store_true", help="list the modules and their tests")
+    parser.add_argument(
+        "--workdir", type=Path, default=Path("/tmp/tracekit-mutation"), help="parent of the copies"
+    )
+    parser.add_argument("--max-children", type=int, default=1, help="mutants tested at once (default 1)")
+    parser.add_argument("--report-only", action="store_true", help="report the last run again, run nothing")
+    parser.add_argument(
+        "--rerun-survivors",
+        action="store_true",
+        help="in the last run's copy, test again only its survivors, with --overlay files (new tests) added",
+    )
+    parser.add_argument("--rev", default="HEAD", help="commit to copy (default HEAD)")
+    parser.add_argument(
+        "--overlay",
+        nargs="+",
+        default=[],
+        metavar="PATH",
+        help="working-tree files or folders copied over the commit (e.g. a new test file not yet committed)",
+    )
+    args = parser.parse_args(argv)
+    if args.list or not args.modules:
+        for name, (path, tests) in MODULES.items():
+            print(f"{name}: {path} <- {' '.join(tests)}")
+        return 0
+    unknown = [m for m in args.modules if m not in MODULES]
+    if unknown:
+        parser.error(f"unknown module(s) {unknown}; known: {', '.join(MODULES)}")
+    if shutil.which("mutmut") is None and not Path(sys.executable).with_name("mutmut").exists():
+        parser.error("mutmut is not installed: pip install 'mutmut==3.8.1'")
+    worst = 0
+    for module in args.modules:
+        workdir = args.workdir / module
+        if args.rerun_survivors:
+            started = dt.datetime.now()
+            code = rerun_survivors(module, workdir, args.overlay, args.max_children)
+        elif not args.report_only:
+            prepare(module, workdir, args.rev, args.overlay)
+            started = dt.datetime.now()
+            code = run_mutmut(workdir, args.max_children)
+        if args.rerun_survivors or not args.report_only:
+            took = (dt.datetime.now() - started).total_seconds()
+            if code != 0:
+                print(f"{module}: mutmut exited {code} after {took:.0f} s; see {workdir / 'mutmut.log'}")
+                worst = max(worst, 1)
+                continue
+        text, counts = report(module, workdir)
+        (workdir / "report.md").write_text(text + "\n")
+        print(f"{module}: {counts['score_pct']}% ({counts}); report: {workdir / 'report.md'}")
+    return worst
+
+
+if __name__ == "__main__":
+    sys.exit(main())
