@@ -178,7 +178,7 @@ def tiny_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    option=st.sampled_from(["--split-idle", "--skip", "--bound-threshold"]),
+    option=st.sampled_from(_numeric_options()),
     value=st.one_of(
         st.sampled_from(EXTREMES),
         st.floats(allow_nan=True, allow_infinity=True).map(repr),
@@ -319,6 +319,14 @@ def _real_files() -> list[Path]:
 
 
 REAL_FILES = _real_files()
+#: every real timeline trace: the above, the study's own traces, and the CPU-only NVTX export (no ops); the
+#: Nsight Compute reports have no timeline (no windows to check)
+EVERY_REAL = (
+    REAL_FILES
+    + (sorted((REAL_TRACES / "paper").glob("*.sqlite")) if REAL_TRACES.is_dir() else [])
+    + (sorted((REAL_TRACES / "paper" / "kineto").glob("*.json")) if REAL_TRACES.is_dir() else [])
+    + ([REAL_TRACES / "nsys" / "local_nvtx_only_cpu_2022.4.sqlite"] if REAL_TRACES.is_dir() else [])
+)
 H200 = sorted((SAMPLE_TRACES / "h200_bert_fp16").glob("*/*_b1_s128.torch.json.gz"))
 
 
@@ -335,7 +343,7 @@ def test_gap_causes_are_the_same_under_default_and_split_idle_on_real_traces(pat
 
 
 @pytest.mark.real_traces
-@pytest.mark.parametrize("path", REAL_FILES + H200, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", EVERY_REAL + H200, ids=lambda p: p.name)
 def test_real_traces_follow_the_window_rules_and_warn_only_facts(path: Path) -> None:
     from tracekit.readers import read_trace
 
@@ -360,6 +368,12 @@ def test_real_traces_follow_the_window_rules_and_warn_only_facts(path: Path) -> 
     assert [int(w.split()[0]) for w in said] == ([without] if without else [])
     assert not any("missing correlation id" in w for w in a.warnings)
     # --split-idle windows: first launch to last end of each group
+    if trace.ops.is_empty():  # ranges without device activity: the mode says why it has nothing to cut
+        from tracekit.errors import NoActivityError
+
+        with pytest.raises(NoActivityError, match="ranges are not used in that mode"):
+            analyze_iterations(trace, split_idle_ms=0.1)
+        return
     w = analyze_iterations(trace, split_idle_ms=0.1)
     frame = w.ranges
     assert (frame["range_start"] <= frame["gpu_start"]).all()
@@ -368,3 +382,46 @@ def test_real_traces_follow_the_window_rules_and_warn_only_facts(path: Path) -> 
     assert w.iterations["latency_ms"].to_list() == pytest.approx(
         ((frame["range_end"] - frame["range_start"]) / 1e6).to_list()
     )
+
+
+def test_split_idle_on_ranges_without_ops_says_the_ranges_are_not_used() -> None:
+    # issue 30: "no ranges and no device activity" was said of a trace with 1,824 NVTX ranges
+    from tracekit.errors import NoActivityError
+
+    trace = make_trace(ranges=[(0, 100, "iteration"), (100, 200, "iteration")])
+    with pytest.raises(NoActivityError) as err:
+        analyze_iterations(trace, split_idle_ms=1.0)
+    assert str(err.value) == (
+        "hand-built: --split-idle cuts the device timeline, and this trace has no device activity; its 2 ranges "
+        "are not used in that mode (analyze them with --range NAME, or without --split-idle)"
+    )
+    with pytest.raises(NoActivityError, match="no ranges and no device activity"):
+        analyze_iterations(make_trace(), split_idle_ms=1.0)
+
+
+def test_gaps_file_holds_every_gap_with_its_causes(tmp_path: Path, capsys) -> None:
+    from tracekit.cli import main
+
+    sample = SAMPLE_TRACES / "synthetic" / "table3_pytorch" / "pytorch_b1_s128.synthetic.sqlite"
+    out = tmp_path / "gaps.csv"
+    assert main(["analyze", str(sample), "--format", "json", "--gaps", str(out)]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    gaps = pl.read_csv(out)
+    assert gaps.height == sum(it["idle_gaps"] for it in doc["iterations"])
+    causes = ["dispatch_ns", "launch_ns", "sync_ns", "other_api_ns", "in_flight_ns"]
+    assert (gaps.select(pl.sum_horizontal(causes)).to_series() == gaps["duration_ns"]).all()
+    per_iteration = gaps.group_by("iteration").agg(pl.col("dispatch_ns").sum()).sort("iteration")
+    assert per_iteration["dispatch_ns"].to_list() == [
+        round(it["dispatch_ms"] * 1e6) for it in doc["iterations"]
+    ]
+    assert set(gaps["cause"]) <= {"dispatch", "launch", "sync", "other_api", "launch_latency", "queued",
+                                  "stream_wait", "launch_lag"}  # fmt: skip
+    as_json = tmp_path / "gaps.json"
+    assert main(["analyze", str(sample), "--format", "json", "--gaps", str(as_json)]) == 0
+    capsys.readouterr()
+    assert len(json.loads(as_json.read_text())) == gaps.height
+    # refused before any work: an input, a folder, a missing folder
+    for bad, said in ((sample, "refusing to write over an input"), (tmp_path, "is a folder"),
+                      (tmp_path / "no" / "g.csv", "does not exist")):  # fmt: skip
+        assert main(["analyze", str(sample), "--gaps", str(bad)]) == 2
+        assert said in capsys.readouterr().err
