@@ -9,7 +9,8 @@ Example (a notebook)::
     a.summary.frame()     # per-field statistics (mean, p50, p90, p99, min, max)
     a.summary.mean("latency_ms")
     a.idle_gaps           # every idle gap, with offset_ms from its iteration's start
-    a.verdict             # "framework", "compute" or None
+    a.verdict             # "framework", "compute" or None (a.no_verdict says why, when for want of a timeline)
+    a.session_setup       # ONNX Runtime: model load / session initialization (ms), outside every iteration
 
     t = tracekit.read_trace("trace.sqlite")     # the normalized trace: t.ops, t.api, t.ranges, ...
     tracekit.table(["runs/pytorch", "runs/onnx"])   # the utilization table, one row per configuration
