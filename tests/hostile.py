@@ -127,7 +127,7 @@ def giant_string_trace(path: Path, length: int = 3 * GIB // 2, field: str = "nam
 
 
 def nested_trace(path: Path, depth: int = 900, width: int = 20_000, events: int = 40) -> Path:
-    """The small valid trace plus ``events`` CPU-instant-free, ignored ``python_function`` events whose args
+    """The small valid trace plus ``events`` ignored (``python_function``) complete events whose args
     nest ``depth`` arrays deep (as deep as the decoders go: legal) and hold ``width`` small objects side by
     side (so every ``},{"`` inside them looks like a cut between events), gzipped."""
     nest = "[" * depth + "0" + "]" * depth
