@@ -749,7 +749,8 @@ def _gap_chunks(gaps: pl.DataFrame, ctx: _Context) -> Iterator[tuple[slice, dict
     """(rows, :func:`_chunk_causes`) for consecutive chunks of ``gaps`` (bounded temporaries)."""
     iteration = _np(gaps.get_column("iteration"))
     s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
-    eligible = (gaps.get_column("position") != "trailing").to_numpy()
+    # trailing and empty gaps run to the window's end: no op ends them
+    eligible = (~gaps.get_column("position").is_in(["trailing", "empty"])).to_numpy()
     for lo in range(0, gaps.height, _CHUNK):
         rows = slice(lo, lo + _CHUNK)
         yield rows, _chunk_causes(ctx, iteration[rows], s[rows], e[rows], eligible[rows])

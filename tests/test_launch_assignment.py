@@ -345,3 +345,18 @@ def test_rounding_gaps_are_gone_from_rocm_traces(name: str) -> None:
     assert (a.gaps["duration_ns"] > ROUNDING_NS).all() or a.gaps.filter(pl.col("position") == "inner")[
         "duration_ns"
     ].min() > ROUNDING_NS
+
+
+def test_an_empty_iterations_gap_has_no_next_op() -> None:
+    # Found by the attribution's hypothesis test: iteration 1 [10, 20) holds no op, and an op launched before
+    # the capture starts at 20, where its window ends. That op does not end the gap (the window's end does):
+    # the gap is the main thread's state (a launch call [12, 13), dispatch around it), not device-side.
+    trace = make_trace(
+        ranges=[(0, 10, "iteration"), (10, 20, "iteration")],
+        api=[(0, 1, 2, "cudaLaunchKernel"), (12, 13, None, "cudaLaunchKernel")],
+        ops=[(2, 5, 2, 7), (20, 21, 6, 7)],
+    )
+    a = analyze_iterations(trace)
+    gaps = a.gap_causes(trace).filter(pl.col("iteration") == 1).row(0, named=True)
+    assert gaps["position"] == "empty" and (gaps["start_ns"], gaps["end_ns"]) == (10, 20)
+    assert (gaps["dispatch_ns"], gaps["launch_ns"], gaps["in_flight_ns"]) == (9, 1, 0)
