@@ -311,8 +311,20 @@ def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFram
     if (key == DEFAULT_RANGE).any():
         return candidates.filter(key == DEFAULT_RANGE), DEFAULT_RANGE, f"default range name {DEFAULT_RANGE!r}"
     if (key == PROFILER_STEP_KEY).any():
-        how = "torch.profiler steps (no 'iteration' range); choose another with --range"
-        return candidates.filter(key == PROFILER_STEP_KEY), PROFILER_STEP_KEY, how
+        how = "torch.profiler steps (no 'iteration' range)"
+        engine = _engine_of(candidates["name"])
+        if engine.is_not_null().any():  # e.g. vLLM's execute_... inside each profiler.step()
+            steps = candidates.filter(engine.is_not_null()).with_columns(engine.drop_nulls().alias("engine"))
+            engines = "/".join(sorted(set(steps["engine"].to_list())))
+            names = _names(sorted(steps["name"].unique().to_list()))
+            how += (
+                f"; also seen: {steps.height} {engines} step range{'s' if steps.height > 1 else ''} ({names})"
+            )
+        return (
+            candidates.filter(key == PROFILER_STEP_KEY),
+            PROFILER_STEP_KEY,
+            how + "; choose another with --range",
+        )
     engine = _engine_of(candidates["name"])
     if engine.is_not_null().any():
         return _engine_choice(candidates, engine)

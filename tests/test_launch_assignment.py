@@ -360,3 +360,16 @@ def test_an_empty_iterations_gap_has_no_next_op() -> None:
     gaps = a.gap_causes(trace).filter(pl.col("iteration") == 1).row(0, named=True)
     assert gaps["position"] == "empty" and (gaps["start_ns"], gaps["end_ns"]) == (10, 20)
     assert (gaps["dispatch_ns"], gaps["launch_ns"], gaps["in_flight_ns"]) == (9, 1, 0)
+
+
+def test_profiler_steps_name_the_engine_steps_inside_them() -> None:
+    trace = make_trace(
+        ranges=[(0, 1000, "ProfilerStep#3"), (10, 900, "execute_context_0(0)_generation_1(1)", 1)],
+        api=[(20, 30, 1, "cudaLaunchKernel")],
+        ops=[(40, 50, 1, 7)],
+    )
+    assert R.choose_ranges(trace, None)[1:] == (
+        "ProfilerStep#*",
+        "torch.profiler steps (no 'iteration' range); also seen: 1 vLLM step range "
+        "('execute_context_0(0)_generation_1(1)'); choose another with --range",
+    )
