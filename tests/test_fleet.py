@@ -119,3 +119,100 @@ def test_interval_union_and_cover() -> None:
 def test_truth_file_written_beside_the_traces(rank_traces: list[str]) -> None:
     data = json.loads((Path(rank_traces[0]).parent / "ranks.synthetic.truth.json").read_text())
     assert data["synthetic"] is True and data["straggler_rank"] == 2
+
+
+# -- the command line ---------------------------------------------------------------------------------------------
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from tracekit.cli import main
+
+    rc = main(argv)
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def test_cli_many_traces_prints_the_rank_table_and_the_straggler(
+    rank_traces: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = str(Path(rank_traces[0]).parent)
+    rc, out, _ = _cli(["analyze", folder, "--jobs", "2", "--no-progress"], capsys)
+    assert rc == 0
+    assert [line.split()[1] for line in out.splitlines()[2:6]] == ["0", "1", "2", "3"]  # "rank N" rows
+    assert "straggler: rank 2 arrives last at 6 of 6 collectives" in out
+    assert "offsets vs rank 0: rank 0 +0.000 ms, rank 1 -0.700 ms, rank 2 +0.000 ms, rank 3 +3.000 ms" in out
+
+
+def test_cli_json_is_the_same_with_one_job_two_jobs_and_a_dask_cluster(
+    rank_traces: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    base = ["analyze", *rank_traces, "--format", "json", "--no-progress"]
+    docs = []
+    for extra in (["--jobs", "1"], ["--jobs", "2"]):
+        rc, out, _ = _cli(base + extra, capsys)
+        assert rc == 0
+        docs.append(json.loads(out))
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as c:
+        rc, out, _ = _cli(base + ["--scheduler", c.scheduler_address], capsys)
+    assert rc == 0
+    docs.append(json.loads(out))
+    assert docs[0] == docs[1] == docs[2]
+
+
+def test_cli_a_bad_file_among_several_is_one_line_and_exit_1(
+    rank_traces: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.json.gz"
+    bad.write_bytes(b"\x1f\x8b not really gzip")
+    rc, out, err = _cli(["analyze", rank_traces[0], str(bad), "--jobs", "1", "--no-progress"], capsys)
+    assert rc == 1
+    assert [line for line in err.splitlines() if str(bad) in line] == [
+        next(line for line in err.splitlines() if line.startswith(f"tracekit: {bad}"))
+    ]
+    assert "rank 0" in out
+
+
+def test_cli_refuses_per_trace_outputs_with_several(
+    rank_traces: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    rc, _, err = _cli(["analyze", *rank_traces[:2], "--gaps", "g.csv"], capsys)
+    assert rc == 2 and err.strip() == "tracekit: --gaps writes one trace's gaps; give one trace file with it"
+
+
+def test_cli_simulate_ranks_writes_traces_and_truth(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "ranks"
+    rc, _, _ = _cli(["simulate", "--ranks", "3", "--iters", "4", "--ops", "5", "-q", "-o", str(out)], capsys)
+    assert rc == 0
+    assert sorted(p.name for p in out.iterdir()) == [
+        "rank0.synthetic.json.gz",
+        "rank1.synthetic.json.gz",
+        "rank2.synthetic.json.gz",
+        "ranks.synthetic.truth.json",
+    ]
+    assert json.loads((out / "ranks.synthetic.truth.json").read_text())["straggler_rank"] == 1
+
+
+# -- real multi-GPU exports ---------------------------------------------------------------------------------------
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real_traces"
+
+
+@pytest.mark.real_traces
+def test_real_distributed_traces_run_through_the_pool() -> None:
+    paths = [
+        REAL / "kineto" / "hta_a100_ddp_nccl_rank0.json.gz",
+        REAL / "nsys" / "nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite",
+    ]
+    if not all(p.is_file() for p in paths):
+        pytest.skip("../shared/real_traces absent")
+    outcomes = analyze_many([str(p) for p in paths], AnalysisOptions(), jobs=2)
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    ddp = outcomes[0].result
+    assert ddp["rank"] == 0
+    comm = [i["comm_ms"] for i in ddp["iterations"]]
+    assert comm and all(c is not None and c > 0 for c in comm)  # DDP's NCCL all-reduce in every step
+    assert all(0 <= i["exposed_comm_ms"] <= i["comm_ms"] for i in ddp["iterations"])
+    doc = summarize([o.result for o in outcomes])
+    assert doc["clocks"]["aligned"] is False  # the nsys slice has no collectives to align on

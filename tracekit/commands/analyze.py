@@ -1,10 +1,12 @@
-"""``tracekit analyze TRACE``: per-iteration framework-tax metrics of one trace."""
+"""``tracekit analyze TRACE``: per-iteration framework-tax metrics of one trace; several traces (files, folders,
+globs) go to :mod:`tracekit.commands.analyze_many` (one analysis each, in parallel, then the cross-trace table)."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
+from tracekit.commands.analyze_many import add_many_options, run_many
 from tracekit.commands.options import add_iteration_options, check_iteration_options
 from tracekit.commands.output import add_output_options, emit, info, resolve_output, warn
 
@@ -18,8 +20,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "profile: per iteration (one range), how much of the latency was device work and how much framework tax."
         ),
     )
-    parser.add_argument("trace", help="trace file (format detected from content)")
+    parser.add_argument(
+        "traces",
+        nargs="+",
+        metavar="TRACE",
+        help="trace file (format detected from content); several files, folders or globs: one analysis each "
+        "and the cross-trace table (ranks, GPUs, files: spread, straggler, skew, communication)",
+    )
     add_iteration_options(parser)
+    add_many_options(parser)
     add_output_options(parser)
     parser.add_argument(
         "--gaps",
@@ -69,8 +78,31 @@ def write_gaps(path: str, gaps: object) -> None:
         write_text_atomic(path, frame.write_csv())
 
 
+def _single(traces: list[str]) -> bool:
+    """One trace file (not a folder, a pattern or a URL): the per-iteration analysis."""
+    from pathlib import Path
+
+    if len(traces) != 1:
+        return False
+    path = traces[0]
+    return (
+        not Path(path).is_dir()
+        and "://" not in path
+        and not (any(c in path for c in "*?[") and not Path(path).exists())
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     check_iteration_options(args)
+    if not _single(args.traces):
+        from tracekit.errors import TracekitError
+
+        for flag in ("gaps", "timeline"):
+            if getattr(args, flag):
+                raise TracekitError(f"--{flag} writes one trace's gaps; give one trace file with it")
+        resolve_output(args, [t for t in args.traces if "://" not in t])
+        return run_many(args, args.traces)
+    args.trace = args.traces[0]
     resolve_output(args, [args.trace])
     if args.gaps:
         _check_gaps_file(args.gaps, args.trace)

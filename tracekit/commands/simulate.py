@@ -42,7 +42,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "named and marked synthetic."
         ),
     )
-    parser.add_argument("--runtime", required=True, choices=RUNTIME_CHOICES, help="runtime preset (required)")
+    parser.add_argument(
+        "--runtime", choices=RUNTIME_CHOICES, help="runtime preset (required, except with --ranks)"
+    )
+    parser.add_argument(
+        "--ranks",
+        type=_positive,
+        metavar="N",
+        help="instead of a sweep: N synthetic rank traces (Kineto) of one distributed step loop with a known "
+        "straggler, clock offsets and NCCL all-reduces, and their truth (--iters steps, --ops compute kernels "
+        "per step, --kernels per rank; see tracekit/simulate/ranks.py; default: off)",
+    )
     parser.add_argument(
         "--batch-sizes",
         type=_batch_sizes,
@@ -132,8 +142,46 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
+def run_ranks(args: argparse.Namespace) -> int:
+    """``simulate --ranks N``: one synthetic Kineto trace per rank plus ``ranks.synthetic.truth.json``."""
+    from pathlib import Path
+
+    from tracekit.io import output_dir
+    from tracekit.simulate.ranks import RankSimulation, write_ranks
+
+    if args.ranks < 2:
+        raise TracekitError("--ranks needs at least 2 ranks")
+    kernels = args.ops or 20
+    steps = args.iters if args.kernels is None else max(1, args.kernels // (kernels + 2))
+    if not args.output:
+        from datetime import datetime
+
+        Path("runs").mkdir(exist_ok=True)
+        args.output = f"runs/simulated-ranks-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = output_dir(args.output)
+    existing = list(out.glob("rank*.synthetic.json.gz"))
+    if existing and not args.overwrite:
+        raise TracekitError("holds simulated rank traces already; pass --overwrite to replace them", out)
+    for old in existing:
+        old.unlink()
+    sim = RankSimulation(ranks=args.ranks, steps=steps, kernels=kernels, straggler=1 % args.ranks)
+    paths = write_ranks(sim, out)
+    if not args.quiet:
+        print(
+            f"simulated {args.ranks} ranks x {steps} steps x {kernels + 2} kernels into {out} "
+            f"(straggler rank {sim.straggler}; truth in ranks.synthetic.truth.json)",
+            file=sys.stderr,
+        )
+    return 0 if paths else 1
+
+
 def run(args: argparse.Namespace) -> int:
     from tracekit.simulate import Noise, preset, simulate_sweep
+
+    if args.ranks is not None:
+        return run_ranks(args)
+    if args.runtime is None:
+        raise TracekitError("simulate needs --runtime (or --ranks N for rank traces)")
 
     overrides: dict[str, str] = {}
     for item in args.overrides:

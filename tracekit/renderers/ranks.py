@@ -29,8 +29,9 @@ def _ms(value: Any) -> str:
     return format_value(value)
 
 
-def summary_lines(doc: dict[str, Any]) -> list[str]:
-    """The lines under the table: spread, clocks, straggler, skew (what was withheld, and why)."""
+def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
+    """The lines under the table: spread, clocks, straggler, skew (what was withheld, and why); the
+    warnings too unless ``warnings`` is False (the command prints them on stderr)."""
     lines: list[str] = []
     spread = doc.get("spread")
     if spread:
@@ -76,7 +77,8 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
             f"slowest by step (durations only): {slowest['slowest']} in {slowest['slowest_steps']} of "
             f"{slowest['steps']} steps"
         )
-    lines += [f"warning: {w}" for w in doc.get("warnings", [])]
+    if warnings:
+        lines += [f"warning: {w}" for w in doc.get("warnings", [])]
     return lines
 
 
@@ -89,7 +91,7 @@ def render_ranks(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "markdown":
         body = render_markdown(doc["rows"], COLUMNS)
         return body + "\n" + "".join(f"- {line}\n" for line in summary_lines(doc))
-    return _text_table(doc) + "\n".join(summary_lines(doc)) + "\n"
+    return _text_table(doc) + "\n".join(summary_lines(doc, warnings=False)) + "\n"
 
 
 def _text_table(doc: dict[str, Any]) -> str:

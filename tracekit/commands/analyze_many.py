@@ -1,0 +1,121 @@
+"""``tracekit analyze A B C ...`` (several files, folders or globs): one analysis per trace, in parallel, then the
+cross-trace table (:mod:`tracekit.analyzers.ranks`). Argument parsing and output only; the work is
+:func:`tracekit.fleet.run.analyze_many`."""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+from pathlib import Path
+
+from tracekit.errors import TracekitError
+
+#: File names taken from a folder (any other file there is ignored): what the readers detect.
+TRACE_SUFFIXES = (".sqlite", ".json", ".json.gz", ".ncu-rep", ".ncu.csv", ".ncu.csv.gz")
+SKIPPED_SUFFIXES = (".meta.json", ".truth.json", "run.json", "report.json")
+
+
+def add_many_options(parser: argparse.ArgumentParser) -> None:
+    """``--jobs``, ``--scheduler``, ``--cache`` (they apply when several traces are given)."""
+    parser.add_argument(
+        "--jobs",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="with several traces: analyze N at once in worker processes (default: the usable cores)",
+    )
+    parser.add_argument(
+        "--scheduler",
+        default=os.environ.get("TRACEKIT_SCHEDULER"),
+        metavar="ADDRESS",
+        help="with several traces: run them on a Dask cluster (tcp://HOST:PORT; default $TRACEKIT_SCHEDULER, "
+        "else local); the workers read the traces (shared file system or an fsspec URL)",
+    )
+    parser.add_argument(
+        "--cache",
+        metavar="DIR",
+        help="keep each trace's normalized frames as Parquet in DIR (keyed by content hash and reader "
+        "version) and reuse them on the next analysis (default: no cache)",
+    )
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
+    return value
+
+
+def _is_trace_name(name: str) -> bool:
+    return name.endswith(TRACE_SUFFIXES) and not name.endswith(SKIPPED_SUFFIXES)
+
+
+def expand(inputs: list[str]) -> list[str]:
+    """Files as given; folders: the trace files in them (recursively, sorted); globs (``*``, ``?``, ``[``)
+    expanded here when the shell did not. URLs (``s3://...``) are passed on for the workers to open.
+    TracekitError when an input matches nothing."""
+    out: list[str] = []
+    for raw in inputs:
+        if "://" in raw:
+            out.append(raw)
+            continue
+        path = Path(raw)
+        if path.is_dir():
+            found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _is_trace_name(p.name))
+            if not found:
+                raise TracekitError("no trace files in this folder", path)
+            out += found
+        elif any(c in raw for c in "*?[") and not path.exists():
+            found = sorted(p for p in glob.glob(raw, recursive=True) if Path(p).is_file())
+            if not found:
+                raise TracekitError("no file matches this pattern", raw)
+            out += found
+        else:
+            out.append(raw)
+    return list(dict.fromkeys(out))
+
+
+def run_many(args: argparse.Namespace, inputs: list[str]) -> int:
+    """Analyze every input; print the cross-trace table. Exit 0 when all were analyzed, 1 when some failed
+    (each said in one line), 2 when none could be."""
+    from tracekit import progress
+    from tracekit.analyzers.ranks import summarize
+    from tracekit.commands.output import emit, info, warn
+    from tracekit.fleet.run import analyze_many
+    from tracekit.renderers.ranks import render_ranks
+    from tracekit.session import AnalysisOptions
+
+    paths = expand(inputs)
+    failed: list[str] = []
+    with progress.task(f"analyzing {len(paths)} traces", total=len(paths)) as bar:
+
+        def done(outcome: object) -> None:
+            bar.advance(1)
+            if not outcome.ok:  # type: ignore[attr-defined]
+                failed.append(outcome.error)  # type: ignore[attr-defined]
+                print(f"tracekit: {outcome.error}", file=sys.stderr)  # type: ignore[attr-defined]
+
+        outcomes = analyze_many(
+            paths,
+            AnalysisOptions.from_args(args),
+            jobs=args.jobs,
+            scheduler=args.scheduler,
+            cache_dir=args.cache,
+            on_done=done,
+        )
+    results = [o.result for o in outcomes if o.ok and o.result is not None]
+    if not results:
+        raise TracekitError(f"none of the {len(paths)} traces could be analyzed")
+    doc = summarize(results)
+    doc["failed"] = [{"path": o.path, "error": o.error} for o in outcomes if not o.ok]
+    warn(doc["warnings"])
+    emit(args, render_ranks(doc, args.format))
+    if failed:
+        info(args, f"tracekit: {len(failed)} of {len(paths)} traces failed (each said above)")
+        return 1
+    return 0
