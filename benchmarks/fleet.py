@@ -1,0 +1,201 @@
+#!/usr/bin/env python
+"""Benchmark of many-trace analysis (issue 29): jobs, a Dask cluster, and the Parquet cache.
+
+    python benchmarks/fleet.py [--ranks 16] [--kernels 1e5] [--cache-kernels 1e6] [--repeat 3] [--write-results]
+
+On **synthetic** traces (``tracekit simulate --ranks N --kernels K``: N rank traces of K kernels each, cached
+under ``benchmarks/.cache/``) it measures, each command in a fresh process (best wall time of ``--repeat``):
+
+- ``tracekit analyze DIR --jobs 1`` and ``--jobs 2``: the speed-up of two worker processes on two cores;
+- ``tracekit analyze DIR --scheduler ADDR`` against a local Dask cluster (2 worker processes, 1 thread each,
+  started before timing: what a user with a running cluster pays);
+- peak memory as the largest **sum of PSS** (proportional set size, ``/proc/PID/smaps_rollup``) over the command
+  and its descendants, sampled every 20 ms: pages the fork server's workers share with it are counted once, not
+  once per process as an RSS sum would. Against one rank trace analyzed alone, measured the same way;
+- the cache (``--cache-kernels``, a simulated nsys SQLite from benchmarks/run.py's cache): the first analysis
+  without a cache against a re-analysis from a warm cache with other options (``--skip 1``), both through
+  :func:`tracekit.fleet.run.analyze_many` with ``jobs=1`` in a fresh process.
+
+Targets (issue 29): ``--jobs 2`` >= 1.7x faster than ``--jobs 1``; peak of the whole run <= 1.5x a single
+trace's; the Dask cluster within 1.2x of ``--jobs 2``; cached re-analysis >= 5x faster than the first.
+``--write-results`` appends the numbers, machine and date to benchmarks/results.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = HERE / ".cache"
+
+
+def pss_mb(pid: int) -> float:
+    """PSS (MB) of ``pid`` and all its descendants (0 for processes gone meanwhile)."""
+    total = 0.0
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            for line in fh:
+                if line.startswith("Pss:"):
+                    total += int(line.split()[1]) / 1024.0
+                    break
+        children: list[int] = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                children += [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        return total
+    return total + sum(pss_mb(c) for c in children)
+
+
+def run_measured(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(wall seconds, peak PSS MB of the command's process tree) of one run; raises on a non-zero exit."""
+    peak = 0.0
+    done = threading.Event()
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+
+    def watch() -> None:
+        nonlocal peak
+        while not done.wait(0.02):
+            peak = max(peak, pss_mb(proc.pid))
+
+    thread = threading.Thread(target=watch, daemon=True)
+    thread.start()
+    _, err = proc.communicate()
+    seconds = time.perf_counter() - start
+    done.set()
+    thread.join()
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])}...: exit {proc.returncode}: {err.decode()[-500:]}")
+    return seconds, peak
+
+
+def best_of(cmd: list[str], repeat: int, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """Best wall time and largest peak over ``repeat`` runs."""
+    runs = [run_measured(cmd, env) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def tracekit(*args: str) -> list[str]:
+    return [sys.executable, "-m", "tracekit.cli", *args]
+
+
+def rank_traces(ranks: int, kernels: int) -> Path:
+    out = CACHE / f"ranks{ranks}-k{kernels}"
+    if not (out / "ranks.synthetic.truth.json").is_file():
+        CACHE.mkdir(exist_ok=True)
+        subprocess.run(
+            tracekit(
+                "simulate",
+                "--ranks",
+                str(ranks),
+                "--kernels",
+                str(kernels),
+                "-q",
+                "--overwrite",
+                "-o",
+                str(out),
+            ),
+            check=True,
+        )
+    return out
+
+
+def cache_trace(kernels: int) -> Path:
+    sys.path.insert(0, str(HERE))
+    import run as bench  # benchmarks/run.py: its simulated nsys traces
+
+    return bench.ensure_trace(CACHE, kernels, kineto=False)["nsys"]
+
+
+CACHE_CHILD = (
+    "import sys, time\n"
+    "from tracekit.fleet.run import analyze_many\n"
+    "from tracekit.session import AnalysisOptions\n"
+    "t = time.perf_counter()\n"
+    "o = analyze_many([sys.argv[1]], AnalysisOptions(skip=int(sys.argv[3])), jobs=1, cache_dir=sys.argv[2] or None)\n"
+    "assert o[0].ok, o[0].error\n"
+)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--ranks", type=int, default=16)
+    p.add_argument("--kernels", type=float, default=1e5, help="kernels per rank trace (default 1e5)")
+    p.add_argument("--cache-kernels", type=float, default=1e6, help="kernels of the cache benchmark's trace")
+    p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--skip-dask", action="store_true")
+    p.add_argument("--write-results", action="store_true")
+    args = p.parse_args(argv)
+    env = dict(os.environ, TRACEKIT_NO_PROGRESS="1")
+    folder = rank_traces(args.ranks, int(args.kernels))
+    one = sorted(folder.glob("rank*.synthetic.json.gz"))[0]
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
+    single_s, single_mb = best_of(tracekit("analyze", str(one), "--format", "json"), args.repeat, env)
+    say(f"one rank trace alone: {single_s:.2f} s, peak PSS {single_mb:.0f} MB")
+    j1_s, j1_mb = best_of(
+        tracekit("analyze", str(folder), "--jobs", "1", "--format", "json"), args.repeat, env
+    )
+    j2_s, j2_mb = best_of(
+        tracekit("analyze", str(folder), "--jobs", "2", "--format", "json"), args.repeat, env
+    )
+    say(f"{args.ranks} traces, --jobs 1: {j1_s:.2f} s, peak PSS {j1_mb:.0f} MB")
+    say(
+        f"{args.ranks} traces, --jobs 2: {j2_s:.2f} s, peak PSS {j2_mb:.0f} MB: {j1_s / j2_s:.2f}x faster "
+        f"(target >= 1.7x); peak {j2_mb / single_mb:.2f}x one trace's (target <= 1.5x)"
+    )
+    if not args.skip_dask:
+        from distributed import LocalCluster
+
+        with LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster:
+            cmd = tracekit(
+                "analyze", str(folder), "--scheduler", cluster.scheduler_address, "--format", "json"
+            )
+            d_s, _ = best_of(cmd, args.repeat, env)
+        say(
+            f"{args.ranks} traces on a local Dask cluster (2 workers): {d_s:.2f} s, {d_s / j2_s:.2f}x --jobs 2 (target <= 1.2x)"
+        )
+    sqlite = cache_trace(int(args.cache_kernels))
+    cache_dir = Path(tempfile.mkdtemp(prefix="tk-cache-"))
+    try:
+        first_s, _ = best_of([sys.executable, "-c", CACHE_CHILD, str(sqlite), "", "0"], args.repeat, env)
+        run_measured([sys.executable, "-c", CACHE_CHILD, str(sqlite), str(cache_dir), "0"], env)  # fill it
+        warm_s, _ = best_of(
+            [sys.executable, "-c", CACHE_CHILD, str(sqlite), str(cache_dir), "1"], args.repeat, env
+        )
+        say(
+            f"cache, {int(args.cache_kernels):,} kernels: first analysis {first_s:.2f} s, re-analysis from the cache "
+            f"(other --skip) {warm_s:.2f} s: {first_s / warm_s:.2f}x (target >= 5x)"
+        )
+    finally:
+        shutil.rmtree(cache_dir, ignore_errors=True)
+    if args.write_results:
+        when = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+        cpu = platform.processor() or platform.machine()
+        with open(HERE / "results.md", "a") as fh:
+            fh.write(
+                f"\n## Many traces ({when}, {os.cpu_count()} cores, {cpu}, load {os.getloadavg()[0]:.1f})\n\n"
+                + "".join(f"- {line}\n" for line in lines)
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
