@@ -17,8 +17,8 @@ and its tests (:data:`MODULES`), and runs ``nice -n 19 mutmut run`` there with `
 call each mutated function and runs only those for each mutant, stopping at the first failure.
 
 The score counts every mutant: killed / (all - equivalent). A surviving mutant is either killed by a new
-test or written down in ``benchmarks/mutation_equivalent.json`` (module, function, the mutated line, why
-no output can change); "no tests" and timeouts count as survivors. The report lists every survivor with
+test or written down in ``benchmarks/mutation_equivalent.json`` (module, function, the mutant's diff with its
+context lines, why no output can change); "no tests" and timeouts count as survivors. The report lists every survivor with
 mutmut's diff and is written to WORKDIR/report.md; ``benchmarks/README.md`` keeps the scores and dates.
 """
 
@@ -245,13 +245,12 @@ def results(workdir: Path, module: str) -> dict[str, str]:
 
 
 def mutant_diff(workdir: Path, name: str) -> str:
+    """mutmut's diff of one mutant: the changed lines with their context (no file or hunk headers)."""
     mutmut = shutil.which("mutmut") or str(Path(sys.executable).with_name("mutmut"))
     out = subprocess.run([mutmut, "show", name], cwd=workdir, capture_output=True, text=True).stdout
-    return "\n".join(
-        line
-        for line in out.splitlines()
-        if line.startswith(("+", "-")) and not line.startswith(("+++", "---"))
-    )
+    lines = out.splitlines()
+    start = next((i + 1 for i, line in enumerate(lines) if line.startswith("@@")), len(lines))
+    return "\n".join(line.rstrip() for line in lines[start:])
 
 
 def _function(name: str) -> str:
@@ -262,9 +261,10 @@ def _function(name: str) -> str:
     return short.replace("xǁ", "").replace("ǁ", ".").strip(".")
 
 
-def _added_line(diff: str) -> str:
-    added = [line[1:].strip() for line in diff.splitlines() if line.startswith("+")]
-    return added[0] if added else ""
+def _key(diff: str) -> list[str]:
+    """The mutant's diff without indentation: what an equivalence entry is matched on (the changed line and
+    its neighbours tell apart one mutation of a line that occurs several times in a function)."""
+    return [line[:1] + line[1:].strip() for line in diff.splitlines() if line.strip()]
 
 
 def load_equivalent() -> list[dict[str, str]]:
@@ -280,8 +280,7 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
             continue
         diff = mutant_diff(workdir, name)
         match = next(
-            (e for e in equivalents if e["function"] == _function(name) and e["mutant"] == _added_line(diff)),
-            None,
+            (e for e in equivalents if e["function"] == _function(name) and e["diff"] == _key(diff)), None
         )
         (equivalent if match else survivors).append((name, state, diff, match))
     counts = {
