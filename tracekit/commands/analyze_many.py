@@ -68,7 +68,7 @@ def expand(inputs: list[str]) -> list[str]:
         if path.is_dir():
             found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _is_trace_name(p.name))
             if not found:
-                raise TracekitError("no trace files in this folder", path)
+                raise TracekitError("a directory with no trace files in it", path)
             out += found
         elif any(c in raw for c in "*?[") and not path.exists():
             found = sorted(p for p in glob.glob(raw, recursive=True) if Path(p).is_file())
