@@ -64,7 +64,12 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "gpu_metrics": (
         "tracekit/analyzers/gpu_metrics.py",
-        ["tests/test_gpu_metrics.py", "tests/test_table.py", "tests/test_golden.py"],
+        [
+            "tests/test_gpu_metrics_rules.py",
+            "tests/test_gpu_metrics.py",
+            "tests/test_table.py",
+            "tests/test_golden.py",
+        ],
     ),
     "nsys_sqlite": (
         "tracekit/readers/nsys_sqlite.py",
