@@ -1,0 +1,233 @@
+"""The Nsight Compute join of analyzers/kernel_metrics.py at its edges (issue 33's mutation run found these
+unchecked): nothing to join, one iteration, a profile that repeats the iteration's kernels with a remainder,
+kernel counts that vary, rows not in order. Hand-built frames and traces (synthetic), exact values."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.test_table import NCU_TWO, SM_ACTIVE_PCT, WARPS_ACTIVE_PCT, ncu_trace, timeline
+from tracekit.analyzers.iterations import analyze_iterations
+from tracekit.analyzers.kernel_metrics import _join_ncu, analyze_kernel_metrics
+
+TIMELINE_SCHEMA = {
+    "op": pl.Int64,
+    "iteration": pl.Int64,
+    "position": pl.Int64,
+    "timeline_name": pl.String,
+    "timeline_ns": pl.Int64,
+}
+
+
+def _timeline_kernels(rows: list[tuple[int, int]]) -> pl.DataFrame:
+    """(iteration, position) rows; op = row number, names k<position>, 100 ns each."""
+    return pl.DataFrame(
+        {
+            "op": list(range(len(rows))),
+            "iteration": [r[0] for r in rows],
+            "position": [r[1] for r in rows],
+            "timeline_name": [f"k{r[1]}" for r in rows],
+            "timeline_ns": [100] * len(rows),
+        },
+        schema=TIMELINE_SCHEMA,
+    )
+
+
+def _values(sms: list[float]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {
+            "kernel": list(range(len(sms))),
+            "name": [f"n{i}" for i in range(len(sms))],
+            "sms_active": sms,
+            "warp_occupancy": [v / 10 for v in sms],
+        },
+        schema={
+            "kernel": pl.Int64,
+            "name": pl.String,
+            "sms_active": pl.Float64,
+            "warp_occupancy": pl.Float64,
+        },
+    )
+
+
+JOINED_SCHEMA = {**TIMELINE_SCHEMA, "sms_active": pl.Float64, "warp_occupancy": pl.Float64, "name": pl.String}
+
+
+@pytest.mark.parametrize(("m", "n"), [(0, 2), (3, 0), (0, 0)])
+def test_nothing_to_join_gives_an_empty_frame_of_the_joined_schema(m: int, n: int) -> None:
+    warnings: list[str] = []
+    joined = _join_ncu(_values([10.0, 20.0, 30.0][:m]), _timeline_kernels([(0, 0), (0, 1)][:n]), warnings)
+    assert joined.is_empty() and dict(joined.schema) == JOINED_SCHEMA
+    assert warnings == []
+
+
+def test_one_kernel_in_one_iteration_is_joined() -> None:
+    warnings: list[str] = []
+    joined = _join_ncu(_values([42.0]), _timeline_kernels([(0, 0)]), warnings)
+    assert joined.select("iteration", "position", "name", "sms_active", "warp_occupancy").rows() == [
+        (0, 0, "n0", 42.0, 4.2)
+    ]
+    assert warnings == []
+
+
+def test_a_profile_of_whole_iterations_plus_a_remainder_averages_the_whole_ones() -> None:
+    # 3 kernels per iteration, 7 profiled: repetitions j = 0..5 count, j = 6 is left out
+    warnings: list[str] = []
+    timeline_kernels = _timeline_kernels([(i, p) for i in range(2) for p in range(3)])
+    joined = _join_ncu(_values([10.0, 20.0, 30.0, 30.0, 40.0, 50.0, 1000.0]), timeline_kernels, warnings)
+    by_position = dict(joined.filter(pl.col("iteration") == 0).select("position", "sms_active").rows())
+    assert by_position == {0: 20.0, 1: 30.0, 2: 40.0}
+    assert joined.height == 6 and joined.filter(pl.col("iteration") == 1)["sms_active"].to_list() == [
+        20.0,
+        30.0,
+        40.0,
+    ]
+    assert warnings == [
+        "Nsight Compute holds 7 kernels, not a multiple of the 3 kernels per iteration: the last 1 are ignored"
+    ]
+
+
+def test_varying_kernel_counts_join_in_order_even_from_unsorted_rows() -> None:
+    warnings: list[str] = []
+    rows = [(1, 1), (0, 1), (1, 0), (0, 0), (1, 2)]  # iteration 0: 2 kernels, iteration 1: 3
+    joined = _join_ncu(_values([1.0, 2.0, 3.0, 4.0]), _timeline_kernels(rows), warnings)
+    got = {(r["iteration"], r["position"]): r["sms_active"] for r in joined.to_dicts()}
+    assert got == {(0, 0): 1.0, (0, 1): 2.0, (1, 0): 3.0, (1, 1): 4.0, (1, 2): None}
+    assert warnings == [
+        "Nsight Compute holds 4 kernels but the timeline's analyzed iterations hold 5 (kernels per iteration "
+        "vary: 2..3): matched one to one in order; iterations not fully matched get no value"
+    ]
+
+
+def test_one_iteration_timeline_with_the_ncu_profile_of_it() -> None:
+    tl = timeline(kernels=[(100, 300, "void ns::A<int>(int*)"), (400, 500, "B(float*)")], ranges=((0, 1000),))
+    result = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, analyze_iterations(tl))
+    # (200 * 50 + 100 * 80) / 1000 ns = 18 %
+    assert result.iterations["sms_active"].to_list() == pytest.approx([18.0])
+    assert result.summary["sms_active"]["iterations"] == 1 and result.warnings == []
+    assert (SM_ACTIVE_PCT, WARPS_ACTIVE_PCT) == (
+        result.summary["sms_active"]["metric"],
+        result.summary["warp_occupancy"]["metric"],
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "bare"),
+    [
+        ("void at::native::(anonymous namespace)::k<float, 4>(int, float*)", "k"),
+        ("(anonymous namespace)", "anon"),  # the namespace is all there is: it is the name
+        ("ns::<unnamed>", "anon"),
+        ("void f<(anonymous namespace)::X>(int)", "f"),
+        ("", ""),
+        (None, None),
+    ],
+)
+def test_base_name_of_anonymous_and_unnamed(name: str | None, bare: str | None) -> None:
+    from tracekit.analyzers.kernel_metrics import base_name
+
+    assert base_name(name) == bare
+
+
+def test_name_check_keeps_its_columns_and_names_the_first_mismatch() -> None:
+    from tracekit.analyzers.kernel_metrics import _check_names
+
+    warnings: list[str] = []
+    empty = _check_names(_join_ncu(_values([]), _timeline_kernels([]), []), warnings)
+    assert empty.is_empty() and empty.schema["name_match"] == pl.Boolean and "_a" not in empty.columns
+    joined = _join_ncu(_values([1.0, 2.0, 3.0]), _timeline_kernels([(0, 0), (0, 1), (0, 2)]), [])
+    joined = joined.with_columns(pl.Series("timeline_name", ["n0", "x1", "x2"]))
+    checked = _check_names(joined, warnings)
+    assert list(checked.columns) == [*JOINED_SCHEMA, "name_match"]
+    assert checked["name_match"].to_list() == [True, False, False]
+    assert warnings == [
+        "2 of 3 matched kernels differ in name (first: iteration 0 position 1: Nsight Compute 'n1' vs timeline "
+        "'x1'): the join by order may be wrong"
+    ]
+
+
+def test_an_iteration_without_kernels_stays_with_no_value() -> None:
+    tl = timeline(kernels=[(100, 300, "void ns::A<int>(int*)"), (400, 500, "B(float*)")])  # iteration 1: none
+    result = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, analyze_iterations(tl))
+    assert result.iterations.columns == ["index", "latency_ms", "sms_active", "warp_occupancy"]
+    assert result.iterations["index"].to_list() == [0, 1]
+    assert result.iterations["sms_active"].to_list() == pytest.approx([18.0, None])
+
+
+def _kineto_timeline(occupancy: dict[int, float]) -> object:
+    """The hand-built two-iteration timeline with Kineto's per-kernel occupancy estimate on the kernels named
+    in ``occupancy`` (kernel index in start order -> %), as the Kineto reader writes it."""
+    from tracekit.analyzers.kernel_metrics import KINETO_OCCUPANCY
+
+    km = pl.DataFrame(
+        {
+            "kernel": list(occupancy),
+            "name": ["k"] * len(occupancy),
+            "range": [None] * len(occupancy),
+            "duration_ns": [None] * len(occupancy),
+            "metric": [KINETO_OCCUPANCY] * len(occupancy),
+            "unit": ["%"] * len(occupancy),
+            "value": list(occupancy.values()),
+        },
+        schema_overrides={"range": pl.String, "duration_ns": pl.Int64},
+    )
+    return timeline(kernel_metrics=km)
+
+
+def test_the_result_names_its_source() -> None:
+    tl = timeline()
+    analysis = analyze_iterations(tl)
+    assert analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, analysis).source == "ncu"
+    assert analyze_kernel_metrics(ncu_trace(NCU_TWO)).source == "ncu"
+    kineto = _kineto_timeline({0: 20.0, 1: 40.0, 2: 20.0, 3: 40.0})
+    assert analyze_kernel_metrics(kineto, kineto, analyze_iterations(kineto)).source == "kineto estimate"
+    # a metrics trace other than the timeline that carries the Kineto estimate is still the estimate
+    assert analyze_kernel_metrics(kineto, tl, analysis).source == "kineto estimate"
+
+
+def test_a_kernel_without_the_kineto_estimate_leaves_its_iteration_without_a_wall_value() -> None:
+    kineto = _kineto_timeline({0: 20.0, 1: 40.0, 2: 20.0})  # the 4th kernel (iteration 1) has no estimate
+    result = analyze_kernel_metrics(kineto, kineto, analyze_iterations(kineto))
+    # iteration 0: (200 * 20 + 100 * 40) / 1000 = 8 %; iteration 1 incomplete
+    assert result.iterations["warp_occupancy"].to_list() == pytest.approx([8.0, None])
+    entry = result.summary["warp_occupancy"]
+    assert (entry["unit"], entry["missing"], entry["kernels"]) == ("%", 0, 3)
+    assert entry["kernel_time"] == pytest.approx((200 * 20 + 100 * 40 + 200 * 20) / 500)
+
+
+def test_summary_counts_missing_values_and_has_a_unit() -> None:
+    kernels = [NCU_TWO[0], ("B(float*)", "iteration", 90, {SM_ACTIVE_PCT: 80.0})]  # B: no warps metric
+    result = analyze_kernel_metrics(ncu_trace(kernels))
+    entry = result.summary["warp_occupancy"]
+    assert (entry["unit"], entry["missing"], entry["nan_skipped"], entry["kernels"]) == ("%", 1, 0, 1)
+    assert result.summary["sms_active"]["source"] == "ncu"
+
+
+def test_one_profiled_kernel_and_all_nan_values() -> None:
+    one = analyze_kernel_metrics(ncu_trace([NCU_TWO[0]]))
+    assert one.summary["sms_active"]["source"] == "ncu" and one.value("sms_active", wall_time=False) == 50.0
+    nan = analyze_kernel_metrics(ncu_trace([("k", None, 100, {SM_ACTIVE_PCT: float("nan")})]))
+    assert nan.value("sms_active", wall_time=False) is None  # no kernel with a value: no average, not 0/0
+    assert nan.summary["sms_active"]["nan_skipped"] == 1
+
+
+def test_a_timeline_without_an_analysis_or_the_reverse_gives_kernel_time_only() -> None:
+    tl = timeline()
+    analysis = analyze_iterations(tl)
+    for result in (
+        analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, None),
+        analyze_kernel_metrics(ncu_trace(NCU_TWO), None, analysis),
+    ):
+        assert result.iterations is None and result.value("sms_active") is None
+        assert result.value("sms_active", wall_time=False) == pytest.approx((150 * 50 + 90 * 80) / 240)
+
+
+def test_no_ncu_kernel_in_the_range_uses_them_all_and_says_so() -> None:
+    kernels = [(name, "warmup", dur, metrics) for name, _, dur, metrics in NCU_TWO]
+    tl = timeline()
+    result = analyze_kernel_metrics(ncu_trace(kernels), tl, analyze_iterations(tl))
+    assert result.warnings[0] == (
+        "no Nsight Compute kernel ran inside an NVTX range named 'iteration'; using all 2 kernels in "
+        "profiling order"
+    )
+    assert result.value("sms_active") == pytest.approx(18.0)
