@@ -66,14 +66,14 @@ and over chunks of about a million gaps, which bound the temporaries).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 import polars as pl
 
-from tracekit.analyzers.stats import summarize_columns
+from tracekit.analyzers.stats import Stats, summarize_columns
 from tracekit.model import LAUNCH_API_NAMES, sort_frame
 
 #: The launching-call columns (as :func:`tracekit.analyzers.iterations._match_calls` returns them).
@@ -1340,105 +1340,229 @@ THREAD_RULE = (
 )
 
 
-def projection_document(iterations: pl.DataFrame, attribution: Attribution, device: str) -> dict[str, Any]:
-    """The CUDA-graph projection as JSON (:func:`project_cuda_graphs`): ``applies`` (False with a ``reason``
-    on CPU-only traces, traces without device work and traces that already replay graphs), else the means
-    over iterations (``latency_ms``, ``projected_ms``, ``saved_ms``; ``speedup`` = mean latency / mean
-    projected latency), each column's statistics, the assumptions and the parameters."""
-    if device == "cpu":
-        return {"applies": False, "reason": "CPU-only trace: nothing to capture into a CUDA graph"}
-    if attribution.graph_launches:
+@dataclass(frozen=True)
+class Projection:
+    """The CUDA-graph projection of an analysis (:func:`projection`): ``applies`` (False with a ``reason`` on
+    CPU-only traces, traces without device work and traces that already replay graphs), else the means over
+    iterations (``latency_ms``, ``projected_ms``, ``saved_ms``, ms; ``speedup`` = mean latency / mean projected
+    latency), each column's statistics (``summary``), the ``assumptions`` and the ``parameters`` (value and
+    source of each)."""
+
+    applies: bool
+    reason: str | None = None
+    latency_ms: float | None = None
+    projected_ms: float | None = None
+    saved_ms: float | None = None
+    speedup: float | None = None
+    summary: Mapping[str, Stats] = field(default_factory=dict)
+    assumptions: tuple[str, ...] = ()
+    parameters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``cuda_graph_projection`` object of ``tracekit analyze --format json``."""
+        if not self.applies:
+            return {"applies": False, "reason": self.reason}
         return {
-            "applies": False,
-            "reason": f"the trace already replays CUDA graphs ({attribution.graph_launches} graph launch calls)",
+            "applies": True,
+            "latency_ms": self.latency_ms,
+            "projected_ms": self.projected_ms,
+            "saved_ms": self.saved_ms,
+            "speedup": self.speedup,
+            "summary": {name: stats.to_dict() for name, stats in self.summary.items()},
+            "assumptions": list(self.assumptions),
+            "parameters": {k: dict(v) for k, v in self.parameters.items()},
         }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> Projection:
+        """The inverse of :meth:`to_json`."""
+        if not doc.get("applies"):
+            return cls(False, doc.get("reason"))
+        return cls(
+            True,
+            None,
+            doc.get("latency_ms"),
+            doc.get("projected_ms"),
+            doc.get("saved_ms"),
+            doc.get("speedup"),
+            {name: Stats(**stats) for name, stats in (doc.get("summary") or {}).items()},
+            tuple(doc.get("assumptions") or ()),
+            {k: dict(v) for k, v in (doc.get("parameters") or {}).items()},
+        )
+
+
+def projection(iterations: pl.DataFrame, attribution: Attribution, device: str) -> Projection:
+    """Stage *project*: the CUDA-graph projection of the analyzed ``iterations`` (:func:`project_cuda_graphs`),
+    or why it does not apply."""
+    if device == "cpu":
+        return Projection(False, "CPU-only trace: nothing to capture into a CUDA graph")
+    if attribution.graph_launches:
+        return Projection(
+            False, f"the trace already replays CUDA graphs ({attribution.graph_launches} graph launch calls)"
+        )
     if not iterations.height or not (iterations.get_column("gpu_busy_ms").fill_null(0) > 0).any():
-        return {"applies": False, "reason": "no device work in the analyzed iterations"}
+        return Projection(False, "no device work in the analyzed iterations")
     frame, info = project_cuda_graphs(iterations, attribution)
     latency, projected = frame.get_column("latency_ms").mean(), frame.get_column("projected_ms").mean()
-    return {
-        "applies": True,
-        "latency_ms": latency,
-        "projected_ms": projected,
-        "saved_ms": frame.get_column("saved_ms").mean(),
-        "speedup": latency / projected if projected else None,  # type: ignore[operator]
-        "summary": {name: stats.to_dict() for name, stats in info["summary"].items()},
-        "assumptions": info["assumptions"],
-        "parameters": info["parameters"],
-    }
+    return Projection(
+        True,
+        None,
+        latency,  # type: ignore[arg-type]
+        projected,  # type: ignore[arg-type]
+        frame.get_column("saved_ms").mean(),  # type: ignore[arg-type]
+        latency / projected if projected else None,  # type: ignore[operator]
+        info["summary"],
+        tuple(info["assumptions"]),
+        info["parameters"],
+    )
 
 
-def attribution_document(iterations: pl.DataFrame, attribution: Attribution, device: str) -> dict[str, Any]:
-    """The ``idle_attribution`` object of ``tracekit analyze --format json``: per cause (``causes``, in
-    :data:`CAUSES` order) the mean/p50/p90 over iterations (ms), the total over iterations (ms) and the
-    share of all idle time (fraction, None without idle time); ``idle_ms`` (its mean/p50/p90);
-    ``device_side`` (per device-side cause: total ms, share of ``in_flight``, definition); the
-    definitions; ``cuda_graph_projection`` (:func:`projection_document`); ``top_dispatch_operators`` (dispatch
-    time by enclosing top-level CPU operator, None when the trace holds no CPU operators)."""
+@dataclass(frozen=True)
+class CauseShare:
+    """One cause's idle time over the analyzed iterations: ``mean_ms``, ``p50_ms``, ``p90_ms`` per iteration,
+    ``total_ms`` over them (ms), ``share_of_idle`` (fraction of all idle time; None without idle time)."""
+
+    cause: str
+    mean_ms: float | None
+    p50_ms: float | None
+    p90_ms: float | None
+    total_ms: float | None
+    share_of_idle: float | None
+
+
+@dataclass(frozen=True)
+class DeviceSideShare:
+    """One device-side cause (a part of ``in_flight``): ``total_ms`` over the iterations, ``share_of_in_flight``
+    (fraction; None without in-flight time) and its definition."""
+
+    cause: str
+    total_ms: float
+    share_of_in_flight: float | None
+    definition: str
+
+
+@dataclass(frozen=True)
+class IdleSummary:
+    """The idle time of an analysis by cause, as reported (:func:`idle_summary`): per cause (``causes``, in
+    :data:`CAUSES` order) its :class:`CauseShare`; ``idle_ms`` (mean/p50/p90 per iteration); ``device_side``
+    (per device-side cause); the definitions and the rule; ``top_dispatch_operators`` (dispatch time by
+    enclosing top-level CPU operator, None when the trace holds no CPU operators). ``available`` False (with a
+    ``reason``) for a trace without device or operator activity, whose idle time is unknown."""
+
+    available: bool
+    causes: tuple[CauseShare, ...]
+    idle_ms: Mapping[str, float | None]
+    device_side: tuple[DeviceSideShare, ...]
+    definitions: Mapping[str, str]
+    rule: str
+    top_dispatch_operators: tuple[Mapping[str, Any], ...] | None = None
+    reason: str | None = None
+
+    def to_json(self, projection: Projection | None = None) -> dict[str, Any]:
+        """The ``idle_attribution`` object of ``tracekit analyze --format json``, with ``projection`` as its
+        ``cuda_graph_projection``."""
+        head: dict[str, Any] = {"available": self.available}
+        if not self.available:
+            head["reason"] = self.reason
+        causes = [
+            {
+                "cause": c.cause,
+                "mean_ms": c.mean_ms,
+                "p50_ms": c.p50_ms,
+                "p90_ms": c.p90_ms,
+                "total_ms": c.total_ms,
+                "share_of_idle": c.share_of_idle,
+            }
+            for c in self.causes
+        ]
+        device_side = [
+            {
+                "cause": d.cause,
+                "total_ms": d.total_ms,
+                "share_of_in_flight": d.share_of_in_flight,
+                "definition": d.definition,
+            }
+            for d in self.device_side
+        ]
+        top = self.top_dispatch_operators
+        return {
+            **head,
+            "causes": causes,
+            "idle_ms": dict(self.idle_ms),
+            "device_side": device_side,
+            "definitions": dict(self.definitions),
+            "rule": self.rule,
+            "cuda_graph_projection": None if projection is None else projection.to_json(),
+            "top_dispatch_operators": None if top is None else [dict(r) for r in top],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any]) -> IdleSummary:
+        """The inverse of :meth:`to_json` (its ``cuda_graph_projection`` is read by :meth:`Projection.from_json`)."""
+        top = doc.get("top_dispatch_operators")
+        return cls(
+            available=bool(doc.get("available")),
+            causes=tuple(CauseShare(**c) for c in doc.get("causes") or ()),
+            idle_ms=dict(doc.get("idle_ms") or {}),
+            device_side=tuple(DeviceSideShare(**d) for d in doc.get("device_side") or ()),
+            definitions=dict(doc.get("definitions") or {}),
+            rule=doc.get("rule", ""),
+            top_dispatch_operators=None if top is None else tuple(dict(r) for r in top),
+            reason=doc.get("reason"),
+        )
+
+
+def idle_summary(iterations: pl.DataFrame, attribution: Attribution) -> IdleSummary:
+    """The :class:`IdleSummary` of the analyzed ``iterations`` (their ``idle_ms``) from ``attribution``."""
     summary, frame = attribution.summary, attribution.iterations
     if iterations.height and iterations.get_column("idle_ms").null_count() == iterations.height:
         # Latency-only traces (ranges without device or operator ops): there is no idle time to attribute, and
         # zeros would read as "no overhead".
-        return {
-            "available": False,
-            "reason": "the trace holds no device or operator activity: idle time is unknown",
-            "causes": [
-                {
-                    "cause": c,
-                    "mean_ms": None,
-                    "p50_ms": None,
-                    "p90_ms": None,
-                    "total_ms": None,
-                    "share_of_idle": None,
-                }
-                for c in CAUSES
-            ],
-            "idle_ms": {"mean": None, "p50": None, "p90": None},
-            "device_side": [],
-            "definitions": dict(CAUSE_DEFINITIONS),
-            "rule": THREAD_RULE,
-            "cuda_graph_projection": projection_document(iterations, attribution, device),
-            "top_dispatch_operators": None,
-        }
-    rows = []
+        return IdleSummary(
+            available=False,
+            reason="the trace holds no device or operator activity: idle time is unknown",
+            causes=tuple(CauseShare(c, None, None, None, None, None) for c in CAUSES),
+            idle_ms={"mean": None, "p50": None, "p90": None},
+            device_side=(),
+            definitions=dict(CAUSE_DEFINITIONS),
+            rule=THREAD_RULE,
+            top_dispatch_operators=None,
+        )
+    in_flight = int(frame.get_column("in_flight_ns").sum()) / 1e6 if frame.height else 0.0
     device_side = (
-        [
-            {
-                "cause": c,
-                "total_ms": summary["device_side_ms"][c],
-                "share_of_in_flight": (
-                    summary["device_side_ms"][c] / in_flight
-                    if (in_flight := int(frame.get_column("in_flight_ns").sum()) / 1e6)
-                    else None
-                ),
-                "definition": DEVICE_CAUSE_DEFINITIONS[c],
-            }
+        tuple(
+            DeviceSideShare(
+                c,
+                summary["device_side_ms"][c],
+                summary["device_side_ms"][c] / in_flight if in_flight else None,
+                DEVICE_CAUSE_DEFINITIONS[c],
+            )
             for c in DEVICE_CAUSES
-        ]
+        )
         if frame.height
-        else []
+        else ()
     )
+    causes = []
     for cause in CAUSES:
         stats = summary[f"{cause}_ms"]
-        rows.append(
-            {
-                "cause": cause,
-                "mean_ms": stats.mean,
-                "p50_ms": stats.p50,
-                "p90_ms": stats.p90,
-                "total_ms": int(frame.get_column(f"{cause}_ns").sum()) / 1e6 if frame.height else 0.0,
-                "share_of_idle": summary["share_of_idle"][cause],
-            }
+        causes.append(
+            CauseShare(
+                cause,
+                stats.mean,
+                stats.p50,
+                stats.p90,
+                int(frame.get_column(f"{cause}_ns").sum()) / 1e6 if frame.height else 0.0,
+                summary["share_of_idle"][cause],
+            )
         )
     idle = summary["idle_ms"]
     top = attribution.top_operators
-    return {
-        "available": True,
-        "causes": rows,
-        "idle_ms": {"mean": idle.mean, "p50": idle.p50, "p90": idle.p90},
-        "device_side": device_side,
-        "definitions": dict(CAUSE_DEFINITIONS),
-        "rule": THREAD_RULE,
-        "cuda_graph_projection": projection_document(iterations, attribution, device),
-        "top_dispatch_operators": None if top is None else top.to_dicts(),
-    }
+    return IdleSummary(
+        available=True,
+        causes=tuple(causes),
+        idle_ms={"mean": idle.mean, "p50": idle.p50, "p90": idle.p90},
+        device_side=device_side,
+        definitions=dict(CAUSE_DEFINITIONS),
+        rule=THREAD_RULE,
+        top_dispatch_operators=None if top is None else tuple(top.to_dicts()),
+    )

@@ -32,7 +32,7 @@ from tracekit.analyzers.stats import Summary
 from tracekit.fields import ITERATION_FIELDS
 
 if TYPE_CHECKING:
-    from tracekit.session import AnalyzedTrace
+    from tracekit.analysis import Analysis
 
 #: The statistic compared (and the verdict's): the median over iterations.
 STATISTIC = "p50"
@@ -49,10 +49,10 @@ KERNEL_DELTA_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def per_name(analyzed: AnalyzedTrace) -> pl.DataFrame:
+def per_name(analyzed: Analysis) -> pl.DataFrame:
     """Per op name: mean count and mean summed duration (µs) per analyzed iteration."""
     n_iter = analyzed.iterations.height
-    if n_iter == 0 or analyzed.trace.ops.is_empty():
+    if n_iter == 0 or analyzed.trace_data.ops.is_empty():
         return pl.DataFrame(schema={"name": pl.String, "count": pl.Float64, "time_us": pl.Float64})
     return analyzed.ops.group_by("name").agg(
         (pl.len() / n_iter).cast(pl.Float64).alias("count"),
@@ -129,9 +129,9 @@ def _interval(frame: pl.DataFrame, column: str) -> tuple[float, float] | None:
     return median_interval(values)
 
 
-def _side(analyzed: AnalyzedTrace) -> dict[str, Any]:
+def _side(analyzed: Analysis) -> dict[str, Any]:
     return {
-        "path": analyzed.trace.meta.get("path"),
+        "path": analyzed.trace.path,
         "runtime": analyzed.config.runtime,
         "runtime_source": analyzed.config.sources.get("runtime"),
         "runtime_label": analyzed.config.runtime_label,
@@ -143,7 +143,7 @@ def _side(analyzed: AnalyzedTrace) -> dict[str, Any]:
     }
 
 
-def compare(a: AnalyzedTrace, b: AnalyzedTrace, config: str | None = None) -> dict[str, Any]:
+def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, Any]:
     """The comparison document: ``summary`` rows, ``kernels`` (all names, top changes first), both sides."""
     from tracekit.fields import common_device
 
@@ -157,7 +157,7 @@ def compare(a: AnalyzedTrace, b: AnalyzedTrace, config: str | None = None) -> di
         "b": _side(b),
         "summary": summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations)),
         "kernels": kernels.to_dicts(),
-        "a_has_ops": not a.trace.ops.is_empty(),
-        "b_has_ops": not b.trace.ops.is_empty(),
+        "a_has_ops": not a.trace_data.ops.is_empty(),
+        "b_has_ops": not b.trace_data.ops.is_empty(),
         "warnings": [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
     }

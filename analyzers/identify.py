@@ -91,6 +91,14 @@ from tracekit.analyzers.paper import RUNTIME_ORDER
 if TYPE_CHECKING:
     from tracekit.model import Trace
 
+#: What identifying a trace reads of it beyond what the metrics read (a :data:`tracekit.model.FrameSpec` part:
+#: the ops' names, kinds and CUDA-graph ids; the API calls' names; every range).
+FRAMES_READ: dict[str, tuple[str, ...] | None] = {
+    "ops": ("start", "end", "kind", "name", "graph"),
+    "api": ("name",),
+    "ranges": None,
+}
+
 FROM_CONTENT = "inferred from trace content"
 FROM_NAME = "from file name"
 

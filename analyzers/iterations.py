@@ -46,22 +46,27 @@ Units: ``*_ns`` integer nanoseconds, ``*_ms`` milliseconds, ``*_us`` microsecond
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracekit.analyzers.ranges import choose_ranges, select_ranges  # noqa: F401 (choose_ranges: re-exported)
+from tracekit.analyzers.ranges import RangeChoice, choose_ranges, select_ranges  # noqa: F401 (re-exported)
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
+from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError
 from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
-from tracekit.readers.api_calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
+
+if TYPE_CHECKING:
+    from tracekit.analyzers.attribution import Attribution
 
 #: Where an idle gap lies in its iteration (an Enum: one byte a gap); "empty": the whole window of an
 #: iteration without ops.
 GAP_POSITION = pl.Enum(["leading", "inner", "trailing", "empty"])
+#: The positions as a series, to gather from by code (0 leading, 1 inner, 2 trailing, 3 empty).
+GAP_POSITIONS = pl.Series("position", GAP_POSITION.categories, dtype=GAP_POSITION)
 #: Gaps of at most this many ns between ops are timestamp rounding, not idle time: merged into busy time
 #: (one unit of a nanosecond timestamp; ROCm Kineto traces put 1 ns between back-to-back kernels, whose
 #: ``ts + dur`` and next ``ts`` are rounded apart).
@@ -70,6 +75,53 @@ ROUNDING_NS = 1
 KERNEL_KINDS = ("kernel", "operator")
 #: How many of the longest idle gaps get a CPU-context lookup.
 LONGEST_GAPS = 10
+
+#: Start of the warning for a trace without ops, which :func:`no_verdict_reason`'s line replaces.
+NO_ACTIVITY_WARNING = "the trace holds no GPU or operator activity"
+
+#: Per-iteration fields that need a measured timeline (when each op ran): without one (an Nsight Compute report
+#: alone: kernels laid back to back by the reader) they are not shown. GPU busy (the summed kernel durations)
+#: and the kernel count stay.
+TIMELINE_FIELDS = ("latency_ms", "cpu_ms", "framework_overhead_ms", "gpu_utilization", "idle_gaps", "idle_ms")
+
+#: What to collect for a verdict, by the format of a trace that cannot give one.
+_COLLECT_HINTS: dict[str, str] = {
+    "nsys-sqlite": (
+        "nsys profile -t cuda,nvtx for a GPU run; for a CPU run a profiler that records operators "
+        "(tracekit collect --profiler torch or ort)"
+    ),
+    "kineto": "torch.profiler with ProfilerActivity.CUDA for a GPU run (its CPU operators for a CPU run)",
+    "ort": "ONNX Runtime's profiler with its Node events kept (the default), or nsys/torch.profiler on a GPU",
+}
+
+
+def no_verdict_reason(trace: Trace) -> str | None:
+    """Why a trace gets no framework-/compute-bound verdict, in one line that says what the input can and
+    cannot tell and what to collect for the verdict; None when it can have one.
+
+    The verdict compares device (or operator) busy time with latency on one measured timeline. An Nsight
+    Compute report has no timeline (``meta["timeline"]`` False: ncu replays each kernel alone and records no
+    start times, so the reader lays the kernels back to back and any utilization would be 100% by
+    construction); a trace of ranges without device or operator activity has latency but no busy time."""
+    fmt = str(trace.meta.get("format") or "")
+    if trace.meta.get("timeline") is False:
+        return (
+            "no framework-/compute-bound verdict: Nsight Compute replays each kernel alone and records no start "
+            "times, so this input gives kernel durations (GPU busy = their sum) and per-kernel counters "
+            "(kernel-time SMs active / warp occupancy: tracekit table --wide), not latency, idle time or "
+            "utilization; for the verdict, collect a timeline of the same run too (tracekit collect --profiler "
+            "nsys --profiler ncu; nsys profile -t cuda,nvtx; torch.profiler with CUDA activity; tracekit table "
+            "TIMELINE --ncu REPORT joins them)"
+        )
+    if trace.ops.is_empty():
+        hint = _COLLECT_HINTS.get(fmt, "a profiler that records device work or operators")
+        return (
+            "no framework-/compute-bound verdict: the trace holds ranges but no GPU or operator activity, so it "
+            "gives latency and CPU time per iteration, not how much of it the device or operators were busy; "
+            f"for the verdict, profile with device or operator activity ({hint})"
+        )
+    return None
+
 
 #: What :func:`analyze_iterations` reads of a trace (a :data:`tracekit.model.FrameSpec` for
 #: ``read_trace(path, frames=...)``): no GPU metrics, no op names, streams or graph ids, no API kinds. The API
@@ -83,15 +135,20 @@ FRAMES_NEEDED: dict[str, tuple[str, ...] | None] = {
 }
 
 
-@dataclass
+@dataclass(frozen=True)
 class IterationAnalysis:
-    """The result of :func:`analyze_iterations`.
+    """The per-iteration analysis of one trace (:func:`analyze_iterations`, or the stages one by one:
+    :func:`assign`, :func:`measure_gaps`, :func:`attribute`, :func:`summarize_stages`). Built once, never
+    changed.
 
     ``iterations``: one row per analyzed iteration (``index``, ``start_ns``/``end_ns`` of its range, the
-    effective window, every :data:`tracekit.fields.ITERATION_FIELDS` column, ``synchronized``); ``gaps``: the
-    idle gaps (``iteration``, ``start_ns``, ``end_ns``, ``position``, ``duration_ns``, ``cpu_context``);
-    ``ranges``: every chosen range (``iteration``, ``range_start``, ``range_end``, ``thread``), warm-up
-    included, as :func:`assign_ops` takes them."""
+    effective window ``window_start_ns``/``window_end_ns``, every :data:`tracekit.fields.ITERATION_FIELDS`
+    column, ``synchronized``, the serving-step columns when the trace holds engine steps); ``gaps``: every idle
+    gap (``iteration``, ``start_ns``, ``end_ns``, ``position``, ``duration_ns``, ``cpu_context``);
+    ``longest``: the :data:`LONGEST_GAPS` longest gaps with their causes (``cause``, ``host_state``),
+    ``offset_ms`` and ``duration_us``; ``ranges``: every chosen range (``iteration``, ``range_start``,
+    ``range_end``, ``thread``), warm-up included, as :func:`assign_ops` takes them; ``no_verdict``: why there is
+    no framework-/compute-bound verdict for want of evidence (:func:`no_verdict_reason`; None otherwise)."""
 
     range_name: str
     range_choice: str
@@ -105,16 +162,16 @@ class IterationAnalysis:
     #: Serving-engine step classes (prefill/decode/mixed/idle) with the framework tax of each, when the
     #: iterations are (or hold) vLLM/SGLang/TensorRT-LLM steps (:func:`tracekit.analyzers.steps.class_summary`).
     step_classes: list[dict[str, Any]] | None = None
-    #: One summary row per GPU when the trace's ops ran on several (see :func:`per_device_rows`).
-    per_device: list[dict[str, Any]] | None = None
     #: Every idle nanosecond of every iteration by cause (:mod:`tracekit.analyzers.attribution`); None when
-    #: not computed (``attribute=False``).
-    attribution: Any = None
+    #: not computed (``attribute=False``) or without a measured timeline.
+    attribution: Attribution | None = None
     #: The ops that count in no iteration (:func:`unassigned_ops`); None when every op is in one.
     unassigned: dict[str, Any] | None = None
     #: What some figures need said to be read right (not warnings: nothing is wrong), e.g. launches whose
     #: first op started before the call returned (:func:`launch_notes`).
     notes: list[str] = field(default_factory=list)
+    longest: pl.DataFrame | None = None
+    no_verdict: str | None = None
 
     def gap_causes(self, trace: Trace) -> pl.DataFrame:
         """Every idle gap with its cause columns (``cause``, ``host_state``, ``pid``, ``thread``,
@@ -128,50 +185,34 @@ class IterationAnalysis:
         frame = attribute_gaps(gaps, ops, trace.api, self.ranges, timeline=DeviceTimeline.of(trace.ops))
         return frame.select(*gaps.columns, *GAP_COLUMNS)
 
-    def to_json(self, trace: Trace) -> dict[str, Any]:
-        """The ``tracekit analyze --format json`` document."""
-        meta = trace.meta
-        fields = [c for c in NUMERIC_FIELDS if c in self.iterations.columns]
-        steps = [c for c in STEP_COLUMNS if c in self.iterations.columns]
-        iterations = self.iterations.select(["index", "start_ns", "end_ns", *fields, "synchronized", *steps])
-        return {
-            "trace": {
-                "path": meta.get("path"),
-                "format": meta.get("format"),
-                "format_version": meta.get("format_version"),
-                "device": self.device,
-                "gpu": meta.get("gpu"),
-                "synthetic": bool(meta.get("synthetic", False)),
-            },
-            "range": self.range_name,
-            "range_choice": self.range_choice,
-            "iterations": iterations.to_dicts(),
-            "summary": self.summary.to_json(),
-            "longest_gaps": self.longest_gaps().to_dicts(),
-            "unassigned_ops": self.unassigned,
-            "notes": list(self.notes),
-            **({"step_classes": self.step_classes} if self.step_classes is not None else {}),
-            **({"per_device": self.per_device} if self.per_device is not None else {}),
-            **({"idle_attribution": self.attribution_json()} if self.attribution is not None else {}),
-            "warnings": list(self.warnings),
-        }
-
-    def attribution_json(self) -> dict[str, Any]:
-        """The ``idle_attribution`` object of the JSON document (:func:`attribution_document`)."""
-        from tracekit.analyzers.attribution import attribution_document
-
-        return attribution_document(self.iterations, self.attribution, self.device)
-
     def longest_gaps(self, count: int = LONGEST_GAPS) -> pl.DataFrame:
-        """The ``count`` longest idle gaps, longest first, with durations in µs and ``offset_ms`` (start in
-        ms after the iteration's window start)."""
-        longest = _longest(self.gaps, count).drop("_row")
-        detail = getattr(self.attribution, "detail", None)
-        if detail is not None:  # each gap's cause and its launching thread's state
-            longest = longest.join(detail, on=["iteration", "start_ns"], how="left", maintain_order="left")
-        return with_gap_offsets(longest, self.iterations).with_columns(
-            (pl.col("duration_ns") / 1e3).alias("duration_us")
+        """The ``count`` longest idle gaps, longest first, with durations in µs, ``offset_ms`` (start in ms after
+        the iteration's window start) and, where the idle time was attributed, their ``cause`` and
+        ``host_state``."""
+        if count == LONGEST_GAPS and self.longest is not None:
+            return self.longest
+        detail = self.attribution.detail if self.attribution is not None else None
+        return longest_gaps(self.gaps, self.iterations, detail, count)
+
+
+def longest_gaps(
+    gaps: pl.DataFrame, iterations: pl.DataFrame, detail: pl.DataFrame | None, count: int = LONGEST_GAPS
+) -> pl.DataFrame:
+    """The ``count`` longest of ``gaps``, longest first (earlier gaps first among equal ones), with their causes
+    from ``detail`` (``iteration``, ``start_ns``, ``cause``, ``host_state``; None: both null), ``offset_ms``
+    (start in ms after the iteration's window start) and ``duration_us``."""
+    from tracekit.analyzers.attribution import GAP_CAUSE, HOST_STATE
+
+    longest = _longest(gaps, count).drop("_row")
+    if detail is not None:  # each gap's cause and its launching thread's state
+        longest = longest.join(detail, on=["iteration", "start_ns"], how="left", maintain_order="left")
+    else:  # the same columns always: no cause known
+        longest = longest.with_columns(
+            pl.lit(None, GAP_CAUSE).alias("cause"), pl.lit(None, HOST_STATE).alias("host_state")
         )
+    return with_gap_offsets(longest, iterations).with_columns(
+        (pl.col("duration_ns") / 1e3).alias("duration_us")
+    )
 
 
 def with_gap_offsets(gaps: pl.DataFrame, iterations: pl.DataFrame) -> pl.DataFrame:
@@ -449,124 +490,103 @@ def _clipped(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     return sort_frame(clipped, ["iteration", "s", "e"], [False, False, False])
 
 
-def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """Merged busy intervals per iteration (union over streams), clipped to each iteration's window; ops at
-    most :data:`ROUNDING_NS` apart are one interval (timestamp rounding is not idle time)."""
+def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """Merged busy intervals per iteration (union over streams), clipped to each iteration's window, as
+    (iteration, start, end) sorted by (iteration, start); ops at most :data:`ROUNDING_NS` apart are one
+    interval (timestamp rounding is not idle time)."""
     clipped = _clipped(ops, windows)
     if _windows_in_order(windows):
         # Every op of iteration i lies in its window, after every earlier window: the running maximum of the
         # ends over all earlier rows is the running maximum within the iteration (after its first row).
         reach = pl.col("e").cum_max()
         first = pl.col("iteration").ne_missing(pl.col("iteration").shift(1))
-        starts = clipped.with_columns(
-            reach.alias("reach"), (first | (pl.col("s") > reach.shift(1) + ROUNDING_NS)).alias("new")
+        marked = clipped.select(
+            "iteration",
+            "s",
+            reach.alias("reach"),
+            (first | (pl.col("s") > reach.shift(1) + ROUNDING_NS)).alias("new"),
         )
-        return pl.DataFrame(
-            {
-                "iteration": starts.filter("new").get_column("iteration").set_sorted(),
-                "seg_start": starts.filter("new").get_column("s"),
-                # A segment ends at the running maximum on its last row (the row before the next segment).
-                "seg_end": starts.filter(pl.col("new").shift(-1, fill_value=True)).get_column("reach"),
-            }
+        new = marked.get_column("new")
+        # A segment ends at the running maximum on its last row (the row before the next segment).
+        last = new.shift(-1, fill_value=True)
+        return (
+            marked.get_column("iteration").filter(new).set_sorted(),
+            marked.get_column("s").filter(new),
+            marked.get_column("reach").filter(last),
         )
     previous_reach = pl.col("e").cum_max().shift(1).over("iteration")
     starts_segment = previous_reach.is_null() | (pl.col("s") > previous_reach + ROUNDING_NS)
-    return (
+    segments = (
         clipped.with_columns(starts_segment.cast(pl.Int64).cum_sum().over("iteration").alias("segment"))
         .group_by("iteration", "segment")
         .agg(pl.col("s").min().alias("seg_start"), pl.col("e").max().alias("seg_end"))
         .sort("iteration", "seg_start")
-        .drop("segment")
+    )
+    return (
+        segments.get_column("iteration").set_sorted(),
+        segments.get_column("seg_start"),
+        segments.get_column("seg_end"),
     )
 
 
-def _gaps(box: list[pl.DataFrame], windows: pl.DataFrame) -> pl.DataFrame:
-    """Idle gaps per iteration: before each busy segment, and after the last one, inside the window.
-
-    ``box``: a list holding one frame, the segments (iteration, seg_start, seg_end) sorted by (iteration,
-    seg_start), which is taken out of it (so that its columns are freed once used); ``windows``: one row per
-    iteration 0..n-1, in order. Gaps come sorted by (iteration, start_ns).
+def _idle_gaps(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
+    """Idle gaps per iteration (``ops``: the assigned ops; ``windows``: one row per iteration, in order): before
+    each busy segment (:func:`_busy_segments`), and after the last one, inside the window; gaps of 0 ns left
+    out. Sorted by (iteration, start_ns).
 
     The gap before a segment starts where the previous segment of the iteration ends (or at the window start:
     "leading"); each iteration then has one gap from its last segment's end to its window end ("trailing", or
-    "empty" when the iteration has no op, "leading" when its ops have no length). The gaps before segments reuse the segments'
-    columns; the few per-iteration ones are merged in after them (left-biased merge on ``iteration``)."""
-    segments = box.pop()
+    "empty" when the iteration has no op, "leading" when its ops have no length). The gaps are the window less
+    the busy segments, so an iteration's busy time is its window's length less its gaps'."""
+    import numpy as np  # (not at module level: numpy is imported on a thread while the trace is read)
+
+    it, seg_start, seg_end = _busy_segments(ops, windows)
     iterations = windows.get_column("iteration")
-    window_start = windows.get_column("window_start")
-    it = segments.get_column("iteration")
-    seg_start = segments.get_column("seg_start")
+    n_seg, n_win = it.len(), iterations.len()
+    window_start = windows.get_column("window_start").cast(pl.Int64)
+    rank = iterations.search_sorted(it, side="left").cast(pl.Int64) if n_seg else pl.Series(dtype=pl.Int64)
     same = it.eq_missing(it.shift(1))
-    start = pl.select(
-        pl.when(same).then(segments.get_column("seg_end").shift(1)).otherwise(window_start.gather(it))
-    ).to_series()
-    before = pl.DataFrame(
-        {
-            "iteration": it,
-            "start_ns": start,
-            "end_ns": seg_start,
-            "position": pl.select(
-                pl.when(same).then(pl.lit("inner")).otherwise(pl.lit("leading")).cast(GAP_POSITION)
-            ).to_series(),
-            "duration_ns": seg_start - start,
-        }
-    )
-    del same, start
-    # Per iteration: its last segment's end (the window start when it has none).
-    window_start = window_start.cast(pl.Int64)
-    if segments.is_empty():
-        has_segment = pl.repeat(False, windows.height, dtype=pl.Boolean, eager=True)
-        last_end = pl.repeat(None, windows.height, dtype=pl.Int64, eager=True)
-    else:
-        last = (it.search_sorted(iterations, side="right").cast(pl.Int64) - 1).clip(lower_bound=0)
-        has_segment = it.gather(last) == iterations
-        last_end = segments.get_column("seg_end").gather(last)
-    window_end = windows.get_column("window_end")
-    trailing_start = pl.select(pl.when(has_segment).then(last_end).otherwise(window_start)).to_series()
+    # Where each gap goes in (iteration, start) order: each iteration's gaps before its segments, then its
+    # one gap after them; every earlier iteration has exactly one of those.
+    before_at = (pl.int_range(n_seg, dtype=pl.Int64, eager=True) + rank).to_numpy()
+    segments_upto = it.search_sorted(iterations, side="right").cast(pl.Int64)
+    after_at = (segments_upto + pl.int_range(n_win, dtype=pl.Int64, eager=True)).to_numpy()
+    has_segment = segments_upto > segments_upto.shift(1, fill_value=0)
+    last_end = seg_end.gather((segments_upto - 1).clip(lower_bound=0)) if n_seg else segments_upto
     no_ops = windows.get_column("gpu_end").is_null()
-    after = pl.DataFrame(
+    position = pl.select(
+        pl.when(same).then(1).otherwise(0).cast(pl.UInt8).alias("before"),
+    ).to_series()
+    after_position = pl.select(
+        pl.when(has_segment).then(2).when(no_ops).then(3).otherwise(0).cast(pl.UInt8)
+    ).to_series()
+
+    def spread(before: pl.Series, after: pl.Series, dtype: Any) -> pl.Series:
+        out = np.empty(n_seg + n_win, dtype=dtype)
+        out[before_at] = before.to_numpy()
+        out[after_at] = after.to_numpy()
+        return pl.Series(out)
+
+    starts = spread(
+        pl.select(pl.when(same).then(seg_end.shift(1)).otherwise(window_start.gather(rank))).to_series()
+        if n_seg
+        else seg_end,
+        pl.select(pl.when(has_segment).then(last_end).otherwise(window_start)).to_series(),
+        np.int64,
+    )
+    del same
+    ends = spread(seg_start, windows.get_column("window_end").cast(pl.Int64), np.int64)
+    del seg_start, seg_end, last_end
+    gaps = pl.DataFrame(
         {
-            "iteration": iterations,
-            "start_ns": trailing_start,
-            "end_ns": window_end,
-            "position": pl.select(
-                pl.when(has_segment)
-                .then(pl.lit("trailing"))
-                .when(no_ops)
-                .then(pl.lit("empty"))
-                .otherwise(pl.lit("leading"))
-                .cast(GAP_POSITION)
-            ).to_series(),
-            "duration_ns": window_end - trailing_start,
+            "iteration": spread(it, iterations.cast(pl.Int64), np.int64).set_sorted(),
+            "start_ns": starts,
+            "end_ns": ends,
+            "position": GAP_POSITIONS.gather(spread(position, after_position, np.uint8)),
+            "duration_ns": ends - starts,
         }
     )
-    del segments, it, seg_start, last_end, trailing_start, has_segment, no_ops
-    before = _positive(before)
-    after = _positive(after)
-    if before.is_empty():
-        return after.with_columns(pl.col("iteration").set_sorted())
-    # Merge the per-iteration gaps in after each iteration's others: the merge of (iteration, source row)
-    # gives the order once; then each column is gathered in that order and the source column freed, so that
-    # at most one column exists twice at a time.
-    n = before.height
-    source = pl.DataFrame({"iteration": before.get_column("iteration").set_sorted()}).with_row_index("src")
-    extra = pl.DataFrame({"iteration": after.get_column("iteration").set_sorted()}).with_row_index(
-        "src", offset=n
-    )
-    order = source.select("iteration", "src").merge_sorted(
-        extra.select("iteration", "src"), key="iteration", maintain_order=True
-    )
-    del source, extra
-    src = order.get_column("src")
-    columns = {"iteration": order.get_column("iteration")}
-    del order
-    names = before.columns
-    parts = {c: before.get_column(c) for c in names if c != "iteration"}
-    del before
-    for c in names:
-        if c != "iteration":
-            columns[c] = pl.concat([parts.pop(c), after.get_column(c)]).gather(src)
-    return pl.DataFrame(columns).with_columns(pl.col("iteration").set_sorted())
+    return _positive(gaps)
 
 
 def _positive(gaps: pl.DataFrame) -> pl.DataFrame:
@@ -691,36 +711,45 @@ def warmup_to_skip(meta: dict[str, Any], ranges_found: int) -> int:
     return warmup if warmup > 0 and ranges_found == warmup + iters else 0
 
 
-def analyze_iterations(
-    trace: Trace,
-    range_name: str | None = None,
-    skip: int | None = 0,
-    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
-    split_idle_ms: float | None = None,
-    attribute: bool = True,
-) -> IterationAnalysis:
-    """Per-iteration latency, GPU busy, idle gaps, launches and framework overhead of ``trace``, and (with
-    ``attribute``) its idle time by cause (:mod:`tracekit.analyzers.attribution`: the ``*_ms`` columns of
-    :data:`tracekit.analyzers.attribution.CAUSES`, from the same op-to-launching-call matching).
+@dataclass(frozen=True)
+class Assignment:
+    """Stage *assign* (:func:`assign`): the iteration ranges and every op's iteration, by launch (module
+    docstring).
 
-    ``range_name`` picks the iteration ranges (default: ``iteration`` if present, else the torch.profiler
-    ``ProfilerStep#*`` steps, else the most frequent top-level range); ``skip`` drops that many leading (warm-up) iterations
-    after the windows are computed (None: the run's warm-up iterations when the trace records them, see
-    :func:`warmup_to_skip`). Raises NoActivityError when there is nothing to analyze.
-    """
+    ``choice``: the chosen ranges (:class:`tracekit.analyzers.ranges.RangeChoice`); ``device``: "gpu" or "cpu"
+    (what the ops measured); ``ops``: every op of the trace in its order (``start``, ``end``, ``kind``: whether it
+    counts as a kernel, ``call``: its launching call, a row of ``calls`` or null, ``iteration`` or null,
+    ``no_launch``: launched before the capture); ``calls``: the launching calls
+    (:data:`CALL_COLUMNS`); ``unassigned``: the ops that count in no iteration (None: every op is in one);
+    ``warnings``: the trace's own and the assignment's."""
+
+    choice: RangeChoice
+    device: str
+    ops: pl.DataFrame
+    calls: pl.DataFrame
+    unassigned: dict[str, Any] | None
+    warnings: list[str]
+
+    @property
+    def ranges(self) -> pl.DataFrame:
+        return self.choice.frame
+
+    @property
+    def everything_assigned(self) -> bool:
+        return self.unassigned is None
+
+
+def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | None = None) -> Assignment:
+    """Stage *assign*: choose the iteration ranges (``range_name``, ``split_idle_ms``:
+    :func:`tracekit.analyzers.ranges.select_ranges`) and assign every op to the iteration that launched it."""
     warnings: list[str] = list(trace.warnings)
-    path = trace.meta.get("path")
     device = trace.meta.get("device") or ("cpu" if trace.ops["kind"].eq("operator").all() else "gpu")
     choice = select_ranges(trace, range_name, split_idle_ms)
-    ranges, name, how = choice.frame, choice.name, choice.how
+    ranges = choice.frame
     warnings += choice.warnings
-    has_ops = not trace.ops.is_empty()
-    has_api = not trace.api.is_empty()
-    if not has_ops:
-        warnings.append("the trace holds no GPU or operator activity: only latency and CPU time are reported")
-
-    # Only the columns the metrics use (at 10^7 ops each column is 80 MB), and each large intermediate
-    # dropped as soon as it is used.
+    if trace.ops.is_empty():
+        warnings.append(f"{NO_ACTIVITY_WARNING}: only latency and CPU time are reported")
+    # Only the columns the metrics use (at 10^7 ops each column is 80 MB).
     ops = trace.ops.select("start", "end", "pid", "correlation", pl.col("kind").is_in(KERNEL_KINDS))
     iteration, call, calls, missing = _iterations_of(ops, trace.api, ranges)
     assigned = iteration.is_not_null()
@@ -731,28 +760,47 @@ def analyze_iterations(
         warnings += _unassigned_warnings(unassigned, choice.synthetic)
         del when
     warnings += _correlation_warnings(ops, assigned, missing, trace.api, choice.synthetic)
-    warnings += gpu_annotation_check(trace, ranges, ops, iteration, name)
+    warnings += gpu_annotation_check(trace, ranges, ops, iteration, choice.name)
+    # Every op, those of no iteration too: a gap's next op is any op starting at its end (the one launched
+    # first), so that its cause does not depend on which ops the windows hold.
     ops = ops.drop("pid", "correlation").with_columns(call, iteration, missing.alias("no_launch"))
-    # What the attribution needs of the matching (columns shared, not copied): every op, those of no iteration
-    # too -- a gap's next op is any op starting at its end (the one launched first), so that its cause does
-    # not depend on which ops the windows hold.
-    matched = (
-        ops.select("start", "end", "iteration", "call", "no_launch"),
-        calls.select("call_start", "call_end", "call_pid", "call_thread"),
-    )
-    if not attribute:
-        matched = None
-    everything_assigned = bool(assigned.all())
-    if not everything_assigned:
-        ops = ops.filter(assigned)
-    del iteration, call, missing, assigned
+    return Assignment(choice, device, ops, calls, unassigned, warnings)
+
+
+@dataclass(frozen=True)
+class Measured:
+    """Stage *gaps* (:func:`measure_gaps`): per analyzed iteration its window, busy time, idle gaps, kernels
+    and launches (``iterations``: the public columns, :func:`_iteration_columns`), every idle gap
+    (``gaps``, with the CPU context of the longest), the iterations dropped as warm-up (``skipped``), the
+    launch notes, the warnings, and ``quiet``: no gap can overlap another op (every op in an iteration, inside
+    its window, windows in order), so the attribution need not look for queued time."""
+
+    iterations: pl.DataFrame
+    gaps: pl.DataFrame
+    skipped: int
+    notes: list[str]
+    warnings: list[str]
+    quiet: bool
+
+
+def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
+    """Stage *gaps*: each iteration's window, busy time (the union of its ops), idle gaps, kernels and launch
+    statistics (module docstring), then ``skip`` leading iterations dropped (None: the run's warm-up when the
+    trace records it, :func:`warmup_to_skip`). Raises NoActivityError when ``skip`` drops every iteration."""
+    path = trace.meta.get("path")
+    ranges, name = assignment.ranges, assignment.choice.name
+    has_ops, has_api = not trace.ops.is_empty(), not trace.api.is_empty()
+    warnings: list[str] = []
+    ops = assignment.ops.select("start", "end", "kind", "call", "iteration")
+    if not assignment.everything_assigned:
+        ops = ops.filter(pl.col("iteration").is_not_null())
     if has_ops and ops.is_empty():
         warnings.append(f"no GPU or operator activity falls inside the {name!r} ranges")
     windows = _windows(ranges, ops)
     # No gap can overlap another op when every op is in an iteration, inside its window, and the windows
     # follow each other: then no gap's device-side time is queued behind other work, and nothing is searched.
     quiet = (
-        everything_assigned
+        assignment.everything_assigned
         and _windows_in_order(windows)
         and bool(windows.select((pl.col("gpu_start") >= pl.col("window_start")).all()).item())
     )
@@ -763,31 +811,28 @@ def analyze_iterations(
         .group_by("iteration")
         .agg(pl.len().alias("kernels"))
     )
-    launch = _launch_stats(trace, ranges, ops, calls)
-    del calls
-    segments = _busy_segments(ops, windows)
+    launch = _launch_stats(trace, ranges, ops, assignment.calls)
+    gaps = _idle_gaps(ops, windows)
     del ops
-    busy = _per_iteration_sums(segments, windows, pl.col("seg_end") - pl.col("seg_start"), "busy_ns")
-    # _gaps takes the segments over (the list is emptied) and frees them as soon as it can.
-    box = [segments if has_ops else segments.clear()]
-    del segments
-    gaps = _gaps(box, windows)
+    # The gaps are the window less the busy time: busy = latency - the gaps' length.
+    idle = _per_iteration_sums(gaps, windows, pl.col("duration_ns"), "idle_ns")
     if not has_ops:
         gaps = gaps.clear()
     gap_stats = _per_iteration_sums(gaps, windows, None, "idle_gaps")
-
+    latency = pl.col("window_end") - pl.col("window_start")
     frame = (
-        windows.join(busy, on="iteration", how="left")
+        windows.join(idle, on="iteration", how="left")
         .join(gap_stats, on="iteration", how="left")
         .join(kernels, on="iteration", how="left")
         .join(launch, on="iteration", how="left")
         .sort("iteration")
         .with_columns(
-            (pl.col("window_end") - pl.col("window_start")).alias("latency_ns"),
-            pl.col("busy_ns").fill_null(0),
+            latency.alias("latency_ns"),
+            (latency - pl.col("idle_ns").fill_null(0)).alias("busy_ns"),
             pl.col("idle_gaps").fill_null(0),
             pl.col("kernels").fill_null(0),
         )
+        .drop("idle_ns")
     )
     total = frame.height
     if skip is None:
@@ -804,7 +849,6 @@ def analyze_iterations(
         gaps = gaps.filter(pl.col("iteration") >= skip)
     notes = launch_notes(frame)
     frame = _iteration_columns(frame, has_api, has_ops)
-
     unsynced = int((~frame["synchronized"]).sum())
     if unsynced:
         warnings.append(
@@ -818,21 +862,114 @@ def analyze_iterations(
             "'empty' (its whole window), utilization 0"
         )
     gaps = _with_cpu_context(trace, gaps, ranges)
-    attribution = None
+    return Measured(frame, gaps, skip or 0, notes, warnings, quiet)
+
+
+def attribute(trace: Trace, assignment: Assignment, measured: Measured) -> Attribution:
+    """Stage *attribute*: every idle nanosecond of every analyzed iteration by cause
+    (:func:`tracekit.analyzers.attribution.attribute_idle`, from the assignment's op-to-launching-call
+    matching; its ``detail``: the causes of the :data:`LONGEST_GAPS` longest gaps)."""
+    from tracekit.analyzers.attribution import DeviceTimeline, attribute_idle
+
+    gaps = measured.gaps
+    longest = _longest(gaps, LONGEST_GAPS).get_column("_row") if gaps.height else None
+    result = attribute_idle(
+        gaps,
+        assignment.ops.select("start", "end", "iteration", "call", "no_launch"),
+        trace.api,
+        assignment.ranges,
+        measured.iterations.get_column("index"),
+        cpu_ops=trace.cpu_ops if trace.cpu_ops.height else None,
+        calls=assignment.calls,
+        timeline=DeviceTimeline.of(trace.ops, quiet=measured.quiet),
+        detail_rows=longest,
+    )
+    if result.detail is not None:  # the longest gaps' causes, joined in by longest_gaps()
+        result = replace(result, detail=result.detail.select("iteration", "start_ns", "cause", "host_state"))
+    return result
+
+
+def summarize_stages(
+    trace: Trace,
+    assignment: Assignment,
+    measured: Measured,
+    attribution: Attribution | None,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+) -> IterationAnalysis:
+    """Stage *summarize*: the per-iteration frame with the idle time by cause (``dispatch_ms`` ...
+    ``in_flight_ms``; null where ``idle_ms`` is) and the serving-step columns, the typed summary and verdict,
+    the longest gaps, and the no-verdict rules (:func:`no_verdict_reason`: without a measured timeline the
+    fields of :data:`TIMELINE_FIELDS`, the idle time by cause and the gaps are dropped)."""
+    from tracekit.analyzers.attribution import CAUSE_MS
+
+    frame, gaps = measured.iterations, measured.gaps
+    warnings = [*assignment.warnings, *measured.warnings]
     uncertain: list[str] = []
-    if matched is not None:
-        frame, attribution, gaps = _with_attribution(trace, frame, gaps, ranges, matched, quiet)
-        del matched
+    if attribution is not None:
+        causes = attribution.iterations.select("index", *CAUSE_MS)
+        frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
+            pl.when(pl.col("idle_ms").is_not_null()).then(pl.col(c)).alias(c) for c in CAUSE_MS
+        )
         warnings += attribution.warnings
         uncertain = _verdict_doubts(attribution, frame)
         warnings += uncertain
+    reason = no_verdict_reason(trace)
+    if trace.meta.get("timeline") is False:
+        # No measured timeline (an Nsight Compute report alone): what needs one is not shown.
+        blank = [c for c in (*TIMELINE_FIELDS, *CAUSE_MS) if c in frame.columns]
+        frame = frame.with_columns(pl.lit(None, dtype=frame.schema[c]).alias(c) for c in blank)
+        gaps, attribution = gaps.clear(), None
     summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
-    frame, classes = _with_step_classes(trace, ranges, frame)
-    analysis = IterationAnalysis(name, how, device, frame, gaps, summary, warnings, skip, ranges, classes)
-    analysis.attribution = attribution
-    analysis.unassigned = unassigned
-    analysis.notes = notes
-    return analysis
+    if reason is not None:
+        summary = replace(summary, bound=None)
+        # the reason says it all: the shorter "holds no GPU or operator activity" line would repeat it
+        warnings = [reason, *(w for w in warnings if not w.startswith(NO_ACTIVITY_WARNING))]
+    frame, classes = _with_step_classes(trace, assignment.ranges, frame)
+    detail = attribution.detail if attribution is not None else None
+    return IterationAnalysis(
+        range_name=assignment.choice.name,
+        range_choice=assignment.choice.how,
+        device=assignment.device,
+        iterations=frame,
+        gaps=gaps,
+        summary=summary,
+        warnings=warnings,
+        skipped=measured.skipped,
+        ranges=assignment.ranges,
+        step_classes=classes,
+        attribution=attribution,
+        unassigned=assignment.unassigned,
+        notes=measured.notes,
+        longest=longest_gaps(gaps, frame, detail),
+        no_verdict=reason,
+    )
+
+
+def analyze_iterations(
+    trace: Trace,
+    range_name: str | None = None,
+    skip: int | None = 0,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+    split_idle_ms: float | None = None,
+    attribute: bool = True,
+) -> IterationAnalysis:
+    """Per-iteration latency, GPU busy, idle gaps, launches and framework overhead of ``trace``, and (with
+    ``attribute``) its idle time by cause (:mod:`tracekit.analyzers.attribution`: the ``*_ms`` columns of
+    :data:`tracekit.analyzers.attribution.CAUSES`, from the same op-to-launching-call matching): the stages
+    :func:`assign`, :func:`measure_gaps`, :func:`attribute` and :func:`summarize_stages` in turn.
+
+    ``range_name`` picks the iteration ranges (default: ``iteration`` if present, else the torch.profiler
+    ``ProfilerStep#*`` steps, else the most frequent top-level range); ``skip`` drops that many leading (warm-up) iterations
+    after the windows are computed (None: the run's warm-up iterations when the trace records them, see
+    :func:`warmup_to_skip`). Raises NoActivityError when there is nothing to analyze.
+    """
+    assigned = assign(trace, range_name, split_idle_ms)
+    measured = measure_gaps(trace, assigned, skip)
+    causes = _attribute(trace, assigned, measured) if attribute else None
+    return summarize_stages(trace, assigned, measured, causes, bound_threshold)
+
+
+_attribute = attribute
 
 
 def _unassigned_warnings(unassigned: dict[str, Any], synthetic: bool) -> list[str]:
@@ -975,45 +1112,6 @@ def gpu_annotation_check(
         f"Kineto's GPU-side annotations ({name!r}, {pairs.height} of them) disagree with the assignment by "
         "launch: " + "; ".join(parts)
     ]
-
-
-def _with_attribution(
-    trace: Trace,
-    frame: pl.DataFrame,
-    gaps: pl.DataFrame,
-    ranges: pl.DataFrame,
-    matched: tuple[pl.DataFrame, pl.DataFrame],
-    quiet: bool = False,
-) -> tuple[pl.DataFrame, Any, pl.DataFrame]:
-    """``frame`` with the idle time of each iteration by cause (``dispatch_ms`` ... ``in_flight_ms``; null
-    where ``idle_ms`` is), the :class:`~tracekit.analyzers.attribution.Attribution` (its ``detail``: the
-    ``cause`` and ``host_state`` of the :data:`LONGEST_GAPS` longest gaps; every gap's:
-    :meth:`IterationAnalysis.gap_causes`), and ``gaps``. ``matched``: the trace's ops (``start``, ``end``,
-    ``iteration``, ``call``, ``no_launch``) and their launching calls; ``quiet``: no gap can overlap another
-    op (every op in an iteration, windows in order, ops inside their windows): no search for queued time."""
-    from tracekit.analyzers.attribution import CAUSE_MS, DeviceTimeline, attribute_idle
-
-    ops, calls = matched
-    cpu_ops = trace.cpu_ops if trace.cpu_ops.height else None
-    longest = _longest(gaps, LONGEST_GAPS).get_column("_row") if gaps.height else None
-    result = attribute_idle(
-        gaps,
-        ops,
-        trace.api,
-        ranges,
-        frame.get_column("index"),
-        cpu_ops=cpu_ops,
-        calls=calls,
-        timeline=DeviceTimeline.of(trace.ops, quiet=quiet),
-        detail_rows=longest,
-    )
-    causes = result.iterations.select("index", *CAUSE_MS)
-    frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
-        pl.when(pl.col("idle_ms").is_not_null()).then(pl.col(c)).alias(c) for c in CAUSE_MS
-    )
-    if result.detail is not None:  # the longest gaps' causes, joined in by longest_gaps()
-        result.detail = result.detail.select("iteration", "start_ns", "cause", "host_state")
-    return frame, result, gaps
 
 
 #: Per-iteration serving-step columns added when the trace holds engine steps (:mod:`tracekit.analyzers.steps`).

@@ -64,7 +64,7 @@ from tracekit.model import LAUNCH_API_NAMES
 CAUSE_COLUMNS: tuple[str, ...] = ("dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms")
 
 if TYPE_CHECKING:
-    from tracekit.session import AnalyzedTrace
+    from tracekit.analysis import Analysis
 
 #: Per-iteration columns whose mean over the kept traced iterations a row carries.
 MEAN_COLUMNS: tuple[str, ...] = (
@@ -133,7 +133,7 @@ CONFIG_COLUMNS: list[str] = [
 ]
 
 
-def untraced_measurement(analyzed: AnalyzedTrace) -> Measurement | None:
+def untraced_measurement(analyzed: Analysis) -> Measurement | None:
     """The untraced set's statistics: as ``tracekit collect`` recorded them (run.json / sidecar), else
     measured from the run's ``latency.csv`` (runs collected before the statistics were recorded), else the
     recorded median (p50) alone, without an interval. None when the run recorded no untraced latency."""
@@ -184,7 +184,7 @@ def _latency_csv(config: Any) -> tuple[list[float], list[float] | None] | None:
     return latency, (cpu if len(cpu) == len(latency) else None)
 
 
-def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
+def config_row(analyzed: Analysis) -> dict[str, Any]:
     """One configuration's report row from its analyzed trace (see module docstring)."""
     config, summary = analyzed.config, analyzed.summary
     frame = analyzed.iterations
@@ -209,9 +209,7 @@ def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
     perturbation = difference(untraced_stats, traced_stats) if untraced_stats is not None else None
     overhead = mean("framework_overhead_ms")
     launch_api_us = mean("launch_api_us")
-    projection = None
-    if analyzed.analysis.attribution is not None:
-        projection = analyzed.analysis.attribution_json()["cuda_graph_projection"]
+    projection = analyzed.projection
     return {
         "runtime": config.runtime or "unknown",
         "model": config.model,
@@ -221,7 +219,7 @@ def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
         "profiler": config.profiler,
         "synthetic": config.synthetic,
         "iterations": summary.iterations,
-        "skipped_iterations": analyzed.analysis.skipped,
+        "skipped_iterations": analyzed.skipped,
         "synchronized": summary.synchronized,
         "latency_ms": used.median,
         "latency_source": source,
@@ -240,7 +238,9 @@ def config_row(analyzed: AnalyzedTrace) -> dict[str, Any]:
         "framework_overhead_ms": overhead,
         "framework_overhead_fraction": overhead / traced if overhead is not None and traced else None,
         **{name: mean(name) for name in CAUSE_COLUMNS},
-        "graph_projected_ms": projection["projected_ms"] if projection and projection["applies"] else None,
+        "graph_projected_ms": projection.projected_ms
+        if projection is not None and projection.applies
+        else None,
         "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
         "kernels": mean("kernels"),
@@ -473,18 +473,19 @@ class Timeline:
     truncated: bool = False
 
 
-def idle_pieces_of(analyzed: AnalyzedTrace) -> pl.DataFrame:
+def idle_pieces_of(analyzed: Analysis) -> pl.DataFrame:
     """Every idle gap of the analyzed iterations cut into its attributed pieces (``iteration``, ``start_ns``,
     ``end_ns``, ``cause``, ``pid``, ``thread``, ``cpu_op``; :func:`tracekit.analyzers.attribution.idle_pieces`):
     per iteration they sum to its idle time. Empty when the trace has no device activity (latency only)."""
     from tracekit.analyzers.attribution import attribute_trace
 
-    if analyzed.analysis.attribution is None or analyzed.gaps.is_empty():
+    if analyzed.attribution is None or analyzed.gaps.is_empty():
         return pl.DataFrame(
             schema={"iteration": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "cause": pl.String}
         )
-    cpu_ops = analyzed.trace.cpu_ops if analyzed.trace.cpu_ops.height else None
-    pieces = attribute_trace(analyzed.trace, analyzed.analysis, cpu_ops=cpu_ops, pieces=True).pieces
+    trace = analyzed.trace_data
+    cpu_ops = trace.cpu_ops if trace.cpu_ops.height else None
+    pieces = attribute_trace(trace, analyzed, cpu_ops=cpu_ops, pieces=True).pieces
     analyzed_iterations = analyzed.iterations.get_column("index").implode()
     return pieces.filter(pl.col("iteration").is_in(analyzed_iterations))
 
@@ -495,11 +496,11 @@ TIMELINE_MAX_OPS = 30_000
 TIMELINE_MAX_STREAMS = 4
 
 
-def build_timeline(analyzed: AnalyzedTrace, count: int = 3, title: str = "") -> Timeline:
+def build_timeline(analyzed: Analysis, count: int = 3, title: str = "") -> Timeline:
     """Rows for the per-iteration timeline figure: CPU ranges (by depth), launch and other API calls, device
     ops by stream, idle gaps. Shows the first ``count`` analyzed iterations (fewer when they hold more than
     ``TIMELINE_MAX_OPS`` ops)."""
-    trace, analysis = analyzed.trace, analyzed.analysis
+    trace, analysis = analyzed.trace_data, analyzed
     iters = analysis.iterations.sort("index")
     ranges = analysis.ranges
     ops = analyzed.ops

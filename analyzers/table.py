@@ -7,7 +7,7 @@ sidecar; None when the trace has neither): the median after the stability rules 
 (``untraced_ci_low``/``_high``) where collect recorded them, else the recorded mean: the number a published
 latency compares with.
 SMs active and warp occupancy come from :mod:`tracekit.analyzers.utilization` with their source.
-Runtime, batch size, sequence length and precision come from :class:`tracekit.session.TraceConfig`: run.json /
+Runtime, batch size, sequence length and precision come from :class:`tracekit.inputs.TraceConfig`: run.json /
 sidecar metadata, else inferred (:mod:`tracekit.analyzers.identify`); ``<key>_source`` says which and
 ``evidence`` what in the trace or its name says so; ``uncertain`` the inferred values that are not sure, with
 their candidates (``{"batch_size": [32, 16]}``: two sources disagree and the value is None; ``[1, 32]`` with
@@ -19,8 +19,6 @@ order).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES
@@ -34,8 +32,9 @@ from tracekit.analyzers.paper import (
 )
 
 if TYPE_CHECKING:
-    from tracekit.runs import TraceInput
-    from tracekit.session import AnalysisOptions, AnalyzedTrace, TraceConfig
+    from tracekit.analysis import Analysis
+    from tracekit.inputs import TraceConfig, TraceInput
+    from tracekit.session import AnalysisOptions
 
 NCU_FORMATS = ("ncu-csv", "ncu-rep")
 #: Why an Nsight Compute report alone leaves latency, busy, overhead and the wall-time columns empty.
@@ -104,14 +103,6 @@ IDENTITY_KEYS = ("runtime", "batch_size", "seq_len", "precision")
 MEAN_FIELDS = ("latency_ms", "gpu_busy_ms", "framework_overhead_ms", "gpu_utilization")
 
 
-@dataclass
-class RowInput:
-    """One configuration: its main trace (timeline or ncu) and, optionally, an Nsight Compute trace."""
-
-    trace: TraceInput
-    ncu: Path | None = None
-
-
 def _untraced_center(stats: dict[str, Any] | None) -> float | None:
     """The untraced latency a row shows: the median after the stability rules where collect recorded it
     (the value its 95% interval belongs to, :mod:`tracekit.analyzers.stability`), else the recorded mean."""
@@ -120,7 +111,9 @@ def _untraced_center(stats: dict[str, Any] | None) -> float | None:
     return None if value is None else float(value)
 
 
-def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def _base_row(
+    item: TraceInput, config: TraceConfig, meta: dict[str, Any]
+) -> tuple[dict[str, Any], list[str]]:
     compilation, serialization = runtime_traits(config.runtime)
     row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
     row.update(
@@ -134,12 +127,12 @@ def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tupl
         graph_compilation=compilation,
         kernel_serialization=serialization,
         synthetic=config.synthetic,
-        trace=str(item.trace.path),
+        trace=str(item.path),
         ncu_trace=str(item.ncu) if item.ncu else None,
-        untraced_latency_ms=_untraced_center(item.trace.untraced_latency_ms),
+        untraced_latency_ms=_untraced_center(item.untraced_latency_ms),
         # the 95% interval of the untraced median, where collect recorded it (analyzers/stability.py)
-        untraced_ci_low=(item.trace.untraced_latency_ms or {}).get("ci_low"),
-        untraced_ci_high=(item.trace.untraced_latency_ms or {}).get("ci_high"),
+        untraced_ci_low=(item.untraced_latency_ms or {}).get("ci_low"),
+        untraced_ci_high=(item.untraced_latency_ms or {}).get("ci_high"),
         runtime_evidence=config.evidence.get("runtime"),
         evidence=dict(config.evidence),
         uncertain={k: list(v) for k, v in config.uncertain.items()} or None,
@@ -158,16 +151,18 @@ def _base_row(item: RowInput, config: TraceConfig, meta: dict[str, Any]) -> tupl
     return row, warnings
 
 
-def table_row(item: RowInput, options: AnalysisOptions) -> tuple[dict[str, Any], list[str]]:
-    """One table row and its warnings (see the module docstring for what each value means)."""
+def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any], list[str]]:
+    """One table row and its warnings (see the module docstring for what each value means); ``item.ncu``: an
+    Nsight Compute trace of the same configuration, joined to the timeline."""
     from tracekit.analyzers.utilization import kernel_time_only
+    from tracekit.inputs import TraceConfig
     from tracekit.readers import read_trace
-    from tracekit.session import TraceConfig, analyze_trace
+    from tracekit.session import analyze_trace
 
-    trace = read_trace(item.trace.path)
+    trace = read_trace(item.path, fmt=item.format, sidecar=item.sidecar)
     if trace.meta.get("format") in NCU_FORMATS:
         # Nsight Compute alone: no timeline, so no latency and no wall-time figure.
-        config = TraceConfig.resolve(item.trace, trace.meta, trace.meta.get("device"), trace)
+        config = TraceConfig.resolve(item, trace.meta, trace.meta.get("device"), trace)
         row, warnings = _base_row(item, config, trace.meta)
         warnings += config.inference_warnings
         result = kernel_time_only(trace)
@@ -175,18 +170,16 @@ def table_row(item: RowInput, options: AnalysisOptions) -> tuple[dict[str, Any],
         row["empty_because"] = NCU_ALONE
         said = [w for w in result.warnings if not w.startswith(KERNEL_TIME_ONLY_WARNING)]
         return row, [*warnings, *said, f"{NCU_ALONE}; {NCU_ALONE_FIX}"]
-    analyzed = analyze_trace(trace, item.trace, options)
+    analyzed = analyze_trace(trace, item, options)
     return analyzed_row(analyzed, item, read_trace(item.ncu) if item.ncu is not None else None)
 
 
-def analyzed_row(
-    analyzed: AnalyzedTrace, item: RowInput, ncu: Any = None
-) -> tuple[dict[str, Any], list[str]]:
+def analyzed_row(analyzed: Analysis, item: TraceInput, ncu: Any = None) -> tuple[dict[str, Any], list[str]]:
     """The row of an analyzed timeline trace (``ncu``: its Nsight Compute trace, if any)."""
     from tracekit.analyzers.utilization import utilization
-    from tracekit.session import INFERRED_NOTE
+    from tracekit.inputs import INFERRED_NOTE
 
-    row, warnings = _base_row(item, analyzed.config, analyzed.trace.meta)
+    row, warnings = _base_row(item, analyzed.config, analyzed.trace_data.meta)
     # The inferred values are in the row (and the table's legend), not repeated as a warning.
     warnings += [w for w in analyzed.warnings if not w.startswith(INFERRED_NOTE)]
     summary = analyzed.summary
@@ -200,22 +193,18 @@ def analyzed_row(
 
 def row_label(row: dict[str, Any]) -> str:
     """``runtime b1 s128`` of a row (``onnx (inferred) b16``; the run directory and file when the runtime is
-    unknown)."""
-    from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+    unknown): :func:`tracekit.inputs.config_label`, the one label of a configuration."""
+    from pathlib import Path
 
-    path = Path(row["trace"])
-    if row["runtime"] is None:
-        parts = [f"{path.parent.name}/{path.name}" if path.parent.name else path.name]
-    else:
-        tag = {FROM_CONTENT: " (inferred)", FROM_NAME: " (file name)"}.get(
+    from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+    from tracekit.inputs import config_label
+
+    runtime = row["runtime"]
+    if runtime is not None:
+        runtime += {FROM_CONTENT: " (inferred)", FROM_NAME: " (file name)"}.get(
             row.get("runtime_source") or "", ""
         )
-        parts = [row["runtime"] + tag]
-    if row["batch_size"] is not None:
-        parts.append(f"b{row['batch_size']}")
-    if row["seq_len"] is not None:
-        parts.append(f"s{row['seq_len']}")
-    return " ".join(parts)
+    return config_label(runtime, row["batch_size"], row["seq_len"], Path(row["trace"]))
 
 
 def build_table(

@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from tracekit.analysis import Analysis
     from tracekit.analyzers.kernel_metrics import KernelMetricsResult
     from tracekit.model import Trace
-    from tracekit.session import AnalyzedTrace
 
 #: The two figures, as result keys.
 COLUMNS = ("sms_active", "warp_occupancy")
@@ -90,12 +90,12 @@ def kernel_time_only(ncu: Trace) -> Utilization:
     return result
 
 
-def utilization(analyzed: AnalyzedTrace, ncu: Trace | None = None) -> Utilization:
+def utilization(analyzed: Analysis, ncu: Trace | None = None) -> Utilization:
     """SMs active / warp occupancy of an analyzed timeline trace, ``ncu`` its Nsight Compute trace if any."""
     from tracekit.analyzers.gpu_metrics import analyze_gpu_metrics
     from tracekit.analyzers.kernel_metrics import KINETO_OCCUPANCY, analyze_kernel_metrics
 
-    trace, analysis = analyzed.trace, analyzed.analysis
+    trace, analysis = analyzed.trace_data, analyzed
     result = Utilization()
     if not trace.gpu_metrics.is_empty():
         gm = analyze_gpu_metrics(trace, analysis.iterations)

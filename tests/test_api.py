@@ -51,7 +51,7 @@ def test_analyze_matches_cli_json_field_for_field() -> None:
         assert {k: row[k] for k in expected} == expected  # same values and types (int stays int)
     assert a.summary.to_json() == doc["summary"]
     assert (
-        (a.verdict, a.device, a.analysis.range_name)
+        (a.verdict, a.device, a.range_name)
         == (
             doc["summary"]["bound"],
             doc["trace"]["device"],
@@ -59,7 +59,7 @@ def test_analyze_matches_cli_json_field_for_field() -> None:
         )
         == ("framework", "gpu", "iteration")
     )
-    assert a.analysis.range_choice == doc["range_choice"] and a.analysis.warnings == doc["warnings"]
+    assert a.range_choice == doc["range_choice"] and list(a.warnings) == doc["warnings"]
     # the program's ten longest gaps are the API's ten longest, at the same offsets
     gaps = a.idle_gaps.sort("duration_ns", descending=True)
     assert [g["duration_ns"] for g in doc["longest_gaps"]] == gaps["duration_ns"].head(10).to_list()
@@ -87,7 +87,7 @@ def test_analyze_has_the_idle_time_by_cause() -> None:
     assert summed.abs().max() < 1e-9
     assert a.summary["dispatch_ms"].p50 == pytest.approx(a.iterations["dispatch_ms"].median())
     assert a.summary["dispatch_ms"].mean > a.summary["launch_ms"].mean > 0
-    assert a.attribution.iterations["index"].to_list() == a.iterations["index"].to_list()
+    assert a.source.iterations.attribution.iterations["index"].to_list() == a.iterations["index"].to_list()
 
 
 def test_analyze_options_and_gaps() -> None:

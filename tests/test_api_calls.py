@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracekit.analyzers.iterations import _match_calls
-from tracekit.readers.api_calls import (
+from tracekit.calls import (
     CORRELATION_LIMIT,
     PID_LIMIT,
     collapse_duplicate_calls,

@@ -24,8 +24,8 @@ from tracekit.analyzers.identify import (
     precision_from_kernels,
     runtime_from_content,
 )
+from tracekit.inputs import TraceInput
 from tracekit.model import Trace
-from tracekit.runs import TraceInput
 from tracekit.session import FROM_RUN, FROM_SIDECAR, TraceConfig, analyze_trace, inference_notes
 
 ATEN_KERNEL = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::Half>>(int)"
@@ -270,7 +270,7 @@ def test_trace_config_keeps_stated_values_and_infers_the_rest(tmp_path):
     assert (stated.runtime, stated.sources["runtime"]) == ("pytorch", FROM_SIDECAR)
     assert (stated.batch_size, stated.sources["batch_size"]) == (4, FROM_NAME)
     assert stated.inferred("batch_size") and not stated.inferred("runtime")
-    run = TraceInput(path=tmp_path / "x.sqlite", runtime="onnx", run={"runtime": "onnx"})
+    run = TraceInput(path=tmp_path / "x.sqlite", runtime="onnx", stated_by=FROM_RUN)
     assert TraceConfig.resolve(run, {}, "gpu", t).sources["runtime"] == FROM_RUN
     inferred = TraceConfig.resolve(TraceInput(path=tmp_path / "x.sqlite"), {}, "gpu", t)
     assert inferred.runtime_label == "cuda-graphs (inferred)"

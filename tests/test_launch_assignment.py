@@ -15,6 +15,7 @@ from tracekit.analyzers import ranges as R
 from tracekit.analyzers.attribution import DEVICE_CAUSES, LAUNCH_LAG_NS, attribute_trace
 from tracekit.analyzers.iterations import ROUNDING_NS, analyze_iterations, assign_ops
 from tracekit.model import Trace
+from tracekit.session import analyze_trace
 
 from .conftest import real_trace
 
@@ -45,7 +46,7 @@ def test_an_op_launched_before_the_capture_counts_in_no_iteration() -> None:
         w.startswith("1 device ops (0.001 ms busy) have a correlation id but no launching call")
         for w in a.warnings
     )
-    assert a.to_json(_queued_before_the_step())["unassigned_ops"] == a.unassigned
+    assert analyze_trace(_queued_before_the_step()).to_json()["unassigned_ops"] == a.unassigned
     # The leading gap [1000, 1600): op 2 was launched [1100, 1150), so the gap is host time until 1150
     # (dispatch 100, launch 50) and device-side after it: the device was busy with op 1 until 1500 (queued
     # 350 ns), then idle with op 2 launched (launch latency 100 ns).
@@ -197,7 +198,7 @@ def test_a_long_wait_on_an_idle_device_is_a_launch_lag_and_makes_the_verdict_unc
     a = analyze_iterations(trace)
     assert a.attribution.lags.rows() == [(0, 20 + lag, lag)]
     assert a.summary.verdict_uncertain is not None and "1 ops in 1 iterations" in a.summary.verdict_uncertain
-    assert a.to_json(trace)["summary"]["verdict_uncertain"] == a.summary.verdict_uncertain
+    assert analyze_trace(trace).to_json()["summary"]["verdict_uncertain"] == a.summary.verdict_uncertain
     assert a.attribution.summary["device_side_ms"]["launch_lag"] == pytest.approx(lag / 1e6)
     # a short wait is launch latency, and no doubt is raised
     quick = make_trace(

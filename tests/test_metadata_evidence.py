@@ -23,10 +23,10 @@ from tracekit.analyzers.identify import (
     hints_from_name,
     identify,
 )
-from tracekit.analyzers.table import RowInput, table_row
+from tracekit.analyzers.table import table_row
+from tracekit.inputs import TraceInput
 from tracekit.model import Trace
 from tracekit.renderers.table import config_cell
-from tracekit.runs import TraceInput
 from tracekit.session import AnalysisOptions, TraceConfig
 
 
@@ -235,7 +235,7 @@ DEV_SET = {
 def test_dev_set_metadata(name):
     path = real_trace("tracelens", name)
     batch, source, seq = DEV_SET[name]
-    row, warnings = table_row(RowInput(TraceInput(path=path)), AnalysisOptions())
+    row, warnings = table_row(TraceInput(path=path), AnalysisOptions())
     assert (row["batch_size"], row["batch_size_source"], row["seq_len"]) == (batch, source, seq)
     assert row["uncertain"] is None
     assert row["precision"] == "bf16"

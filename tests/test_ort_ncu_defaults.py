@@ -23,9 +23,9 @@ import pytest
 import tracekit
 from tests.conftest import real_trace
 from tracekit.analyzers.report import config_row
-from tracekit.analyzers.table import NCU_ALONE, RowInput, table_row
+from tracekit.analyzers.table import NCU_ALONE, table_row
 from tracekit.cli import main
-from tracekit.runs import TraceInput
+from tracekit.inputs import TraceInput
 from tracekit.session import AnalysisOptions, analyze_input
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_single_run_profile_is_its_model_run_everywhere(tmp_path, capsys, events
     assert api.iterations["gpu_busy_ms"].to_list() == [it["gpu_busy_ms"]]
     assert [(s["name"], s["ms"]) for s in api.session_setup] == setup
 
-    row, _ = table_row(RowInput(TraceInput(path=path)), AnalysisOptions())
+    row, _ = table_row(TraceInput(path=path), AnalysisOptions())
     assert (row["latency_ms"], row["gpu_busy_ms"]) == (it["latency_ms"], it["gpu_busy_ms"])
     report = config_row(analyze_input(path))
     assert (report["traced_latency_ms"], report["gpu_busy_ms"], report["bound"]) == (

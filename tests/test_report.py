@@ -23,9 +23,9 @@ from tracekit.analyzers.report import (
     build_timeline,
     config_row,
 )
+from tracekit.inputs import TraceInput
 from tracekit.model import Trace
 from tracekit.renderers.recommendations import describe
-from tracekit.runs import TraceInput
 from tracekit.session import AnalysisOptions, analyze_trace
 
 # ------------------------------------------------------------------------------------------- builders
@@ -398,7 +398,7 @@ def _check_png(path: Path, min_w: int = 400, min_h: int = 250) -> None:
 
 
 def test_figures_render(tmp_path: Path) -> None:
-    from tracekit.commands.report import write_figures
+    from tracekit.renderers.report_figures import write_figures
 
     rows = []
     for runtime, graph, dispatch in (("pytorch", False, 20_000), ("cuda-graphs", True, 20_000)):

@@ -140,7 +140,7 @@ def test_timeline_is_valid_and_matches_the_analysis(name: str, tmp_path: Path) -
 
     # The trace's own events are there: every op, on the device/operator process.
     ops = [e for e in events if e["pid"] == 3 and e["ph"] == "X"]
-    assert len(ops) == analyzed.trace.ops.height
+    assert len(ops) == analyzed.trace_data.ops.height
 
 
 def test_gzipped_timeline_and_refusals(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -24,6 +24,7 @@ from tracekit.analyzers.utilization import (
     utilization,
 )
 from tracekit.readers import read_trace
+from tracekit.session import EVERYTHING, analyze_input
 
 SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 H200 = SAMPLES / "h200_bert_fp16"
@@ -141,7 +142,7 @@ def test_ncu_wins_over_the_kineto_estimate_and_its_warnings_are_kept() -> None:
 
 
 def test_nsys_metrics_come_first_with_their_unit_and_warnings(monkeypatch: pytest.MonkeyPatch) -> None:
-    analyzed = tracekit.analyze(SYN)
+    analyzed = analyze_input(SYN, None, EVERYTHING)  # with its GPU metrics, as table reads it
     result = utilization(analyzed, read_trace(NCU))
     assert result.wall["sms_active"].source == "nsys metrics"
     assert result.wall["sms_active"].metric == "SMs Active [Throughput %] [%]"

@@ -3,8 +3,9 @@
 The Python API (see :mod:`tracekit.api`) is loaded on first use, so ``import tracekit`` stays light
 (no rich, matplotlib or torch)::
 
-    a = tracekit.analyze("trace.sqlite", range="iteration", skip=2)
-    a.iterations, a.summary, a.idle_gaps, a.verdict
+    a = tracekit.analyze("trace.sqlite")       # what `tracekit analyze trace.sqlite` prints, as an Analysis
+    a.iterations, a.summary, a.idle_gaps, a.verdict, a.to_json()
+    tracekit.load("analysis.json") == a        # a saved `analyze --format json` document, back
     tracekit.read_trace(path); tracekit.table([...]); tracekit.report([...])
 """
 
@@ -13,12 +14,16 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["analyze", "read_trace", "report", "table", "__version__"]
+__all__ = ["Analysis", "analyze", "load", "read_trace", "report", "table", "__version__"]
 
-_API = frozenset({"analyze", "read_trace", "report", "table", "Report"})
+_API = frozenset({"analyze", "load", "read_trace", "report", "table", "Report", "Options"})
 
 
 def __getattr__(name: str) -> Any:
+    if name == "Analysis":
+        from tracekit.analysis import Analysis
+
+        return Analysis
     if name in _API:
         from tracekit import api
 

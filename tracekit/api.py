@@ -1,16 +1,18 @@
-"""The public Python API: the same analysis as the command line, returning polars frames.
+"""The public Python API: the same analyses as the command line (which is a thin layer over these functions:
+argument parsing and output only), returning typed results and polars frames.
 
 Example (a notebook)::
 
     import tracekit
 
-    a = tracekit.analyze("trace.sqlite", range="iteration", skip=2)
+    a = tracekit.analyze("trace.sqlite")       # the CLI's defaults: range rules, the recorded warm-up dropped
     a.iterations          # polars DataFrame, one row per iteration (latency_ms, gpu_busy_ms, ...)
     a.summary.frame()     # per-field statistics (mean, p50, p90, p99, min, max)
     a.summary.mean("latency_ms")
-    a.idle_gaps           # every idle gap, with offset_ms from its iteration's start
+    a.idle_gaps           # every idle gap, with offset_ms from its iteration's start and its cause
     a.verdict             # "framework", "compute" or None (a.no_verdict says why, when for want of a timeline)
-    a.session_setup       # ONNX Runtime: model load / session initialization (ms), outside every iteration
+    a.config.runtime, a.config.sources["runtime"]   # what produced the trace, and how that is known
+    a.to_json()           # == `tracekit analyze --format json`; tracekit.load("analysis.json") == a
 
     t = tracekit.read_trace("trace.sqlite")     # the normalized trace: t.ops, t.api, t.ranges, ...
     tracekit.table(["runs/pytorch", "runs/onnx"])   # the utilization table, one row per configuration
@@ -19,28 +21,56 @@ Example (a notebook)::
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, PLATEAU_TOLERANCE
+from tracekit.session import EVERYTHING, AnalysisOptions, analyze_input, for_each_input
+
 if TYPE_CHECKING:
     import polars as pl
 
+    from tracekit.analysis import Analysis
+    from tracekit.inputs import TraceInput
     from tracekit.model import Trace
-    from tracekit.session import AnalyzedTrace
 
 PathLike = str | Path
+#: The options object of every analysis (:class:`tracekit.session.AnalysisOptions`).
+Options = AnalysisOptions
+
+__all__ = [
+    "EVERYTHING",
+    "Options",
+    "Report",
+    "analyze",
+    "analyze_input",
+    "analyze_many",
+    "compare",
+    "load",
+    "read_trace",
+    "report",
+    "report_data",
+    "resolve_input",
+    "resolve_inputs",
+    "table",
+    "table_document",
+]
 
 
-def _options(
-    range: str | None, skip: int | None, bound_threshold: float, split_idle: float | None = None
-) -> Any:
-    from tracekit.commands.options import API_NAMES, check_option_values
-    from tracekit.session import AnalysisOptions
+def resolve_input(path: PathLike, begin: bool = False) -> TraceInput:
+    """One trace file as an input (:func:`tracekit.inputs.resolve_input`)."""
+    from tracekit.inputs import resolve_input as _resolve
 
-    check_option_values(range, skip, bound_threshold, split_idle, API_NAMES)
-    return AnalysisOptions(range, skip, bound_threshold, split_idle)
+    return _resolve(path, begin)
+
+
+def resolve_inputs(paths: Sequence[PathLike], ncu: Sequence[PathLike] = ()) -> list[TraceInput]:
+    """Run directories and trace files as inputs (:func:`tracekit.inputs.resolve_inputs`)."""
+    from tracekit.inputs import resolve_inputs as _resolve
+
+    return _resolve(paths, ncu)
 
 
 def read_trace(path: PathLike) -> Trace:
@@ -60,29 +90,61 @@ def read_trace(path: PathLike) -> Trace:
 def analyze(
     path: PathLike,
     range: str | None = None,
-    skip: int | None = 0,
-    bound_threshold: float = 0.5,
+    skip: int | None = None,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
     split_idle: float | None = None,
-) -> AnalyzedTrace:
-    """Per-iteration framework-tax metrics of one trace (what ``tracekit analyze`` prints).
+) -> Analysis:
+    """Per-iteration framework-tax metrics of one trace: exactly what ``tracekit analyze`` prints, with the
+    same defaults (:class:`tracekit.session.AnalysisOptions`).
 
     ``range``: the range that delimits an iteration: a name, a glob (``"execute_*"``) or ``"re:REGEX"``
     (default: "iteration", else torch.profiler steps, else serving-engine steps, else the most frequent
     top-level range; a trace without ranges is one window); ``split_idle``: instead of ranges, cut the
-    device timeline at idle gaps longer than this many ms; ``skip``: leading (warm-up) iterations to drop (None: the run's
-    warm-up when the trace records it); ``bound_threshold``: framework-bound below this median utilization.
+    device timeline at idle gaps longer than this many ms; ``skip``: leading (warm-up) iterations to drop (None:
+    the run's warm-up when the trace records it, as the command line does); ``bound_threshold``:
+    framework-bound below this median utilization.
 
     >>> a = tracekit.analyze("sample_traces/synthetic/table3_pytorch/pytorch_b1_s128.synthetic.sqlite")
     >>> a.iterations.shape
-    (10, 23)
+    (10, 25)
     >>> a.verdict
     'framework'
     >>> round(a.summary.mean("gpu_utilization"), 3)
     0.156
     """
-    from tracekit.session import analyze_input
+    options = AnalysisOptions.from_kwargs(range, skip, bound_threshold, split_idle)
+    return analyze_input(Path(path), options)
 
-    return analyze_input(Path(path), _options(range, skip, bound_threshold, split_idle))
+
+def load(path: PathLike) -> Analysis:
+    """The Analysis saved as a ``tracekit analyze --format json`` document (:func:`tracekit.analysis.load`):
+    equal to the one that wrote it."""
+    from tracekit.analysis import load as _load
+
+    return _load(path)
+
+
+# ------------------------------------------------------------------------------------------- table
+
+
+def table_document(
+    inputs: Sequence[PathLike],
+    options: AnalysisOptions | None = None,
+    ncu: Sequence[PathLike] = (),
+    paper: bool = False,
+) -> dict[str, Any]:
+    """The ``tracekit table --format json`` document: one row per configuration of the inputs (run directories
+    or trace files; ``ncu``: Nsight Compute traces to join to them), the warnings (an input that cannot be
+    analyzed among several is left out with one), and with ``paper`` the study's published table beside."""
+    from tracekit.analyzers.table import build_table, table_row
+    from tracekit.errors import TracekitError
+
+    options = options or AnalysisOptions()
+    items = resolve_inputs(inputs, ncu)
+    if not items:
+        raise TracekitError("no successful configurations with a trace in the inputs")
+    rows, left_out = for_each_input(items, lambda item: table_row(item, options))
+    return build_table(rows, left_out, paper)
 
 
 def table(
@@ -99,19 +161,75 @@ def table(
 
     import polars as pl
 
-    from tracekit.analyzers.table import ROW_KEYS, build_table, table_row
-    from tracekit.commands.table import collect_inputs
-    from tracekit.session import for_each_input
+    from tracekit.analyzers.table import ROW_KEYS
 
-    options = _options(range, skip, 0.5)
-    rows, left_out = for_each_input(
-        collect_inputs([str(p) for p in inputs], []), lambda i: table_row(i, options)
-    )
-    doc = build_table(rows, left_out, paper)
+    doc = table_document(inputs, AnalysisOptions.from_kwargs(range, skip), paper=paper)
     for w in doc["warnings"]:
         warnings.warn(w, stacklevel=2)
     frame = pl.DataFrame(doc["rows"], schema_overrides={"trace": pl.String}, infer_schema_length=None)
     return frame.select([k for k in ROW_KEYS if k in frame.columns])
+
+
+# ------------------------------------------------------------------------------------------- compare
+
+
+def _pair_label(item: TraceInput) -> str:
+    parts = []
+    if item.batch_size is not None:
+        parts.append(f"batch {item.batch_size}")
+    if item.seq_len is not None:
+        parts.append(f"seq {item.seq_len}")
+    return ", ".join(parts) or item.path.name
+
+
+def pair_inputs(a: list[TraceInput], b: list[TraceInput]) -> list[tuple[str, TraceInput, TraceInput]]:
+    """(label, input A, input B) pairs: the two traces, or configurations matched on (batch size, seq len)."""
+    from tracekit.errors import TracekitError
+
+    if len(a) == 1 and len(b) == 1:
+        la, lb = _pair_label(a[0]), _pair_label(b[0])
+        return [(f"{la} vs {lb}" if la != lb else la, a[0], b[0])]
+    index_b = {(x.batch_size, x.seq_len): x for x in b}
+    pairs = [
+        (_pair_label(x), x, index_b[(x.batch_size, x.seq_len)])
+        for x in a
+        if (x.batch_size, x.seq_len) in index_b
+    ]
+    if not pairs:
+        have_a = sorted({(x.batch_size, x.seq_len) for x in a}, key=str)
+        have_b = sorted({(x.batch_size, x.seq_len) for x in b}, key=str)
+        raise TracekitError(f"no configuration (batch size, seq len) in both A {have_a} and B {have_b}")
+    return pairs
+
+
+def compare(
+    a: PathLike, b: PathLike, options: AnalysisOptions | None = None, top: int = 15
+) -> dict[str, Any]:
+    """The ``tracekit compare A B --format json`` document: two traces, or two run directories configuration
+    by configuration (matched on batch size and sequence length), side by side with per-kernel deltas
+    (:func:`tracekit.analyzers.compare.compare`; deltas are B - A); ``top`` kernel names are shown (0: all).
+    A pair that cannot be analyzed among several is left out with a warning."""
+    from tracekit.analyzers.compare import compare as compare_pair
+    from tracekit.errors import TracekitError
+
+    if top < 0:
+        raise TracekitError("--top must be >= 0")
+    options = options or AnalysisOptions()
+    inputs_a, inputs_b = resolve_inputs([a]), resolve_inputs([b])
+    if not inputs_a or not inputs_b:
+        raise TracekitError("no traces in " + str(a if not inputs_a else b))
+
+    def step(pair: tuple[str, TraceInput, TraceInput]) -> dict[str, Any]:
+        label, xa, xb = pair
+        return compare_pair(
+            analyze_input(xa, options, EVERYTHING), analyze_input(xb, options, EVERYTHING), label
+        )
+
+    results, left_out = for_each_input(pair_inputs(inputs_a, inputs_b), step)
+    return {"a": str(a), "b": str(b), "top": top, "comparisons": results, "warnings": left_out}
+
+
+# ------------------------------------------------------------------------------------------- report
 
 
 @dataclass
@@ -125,12 +243,77 @@ class Report:
     warnings: list[str]
 
 
+def _pick_timeline(inputs: list[TraceInput], wanted: tuple[str, int, int | None] | None) -> int | None:
+    """Index of the input drawn in the timeline: ``wanted`` (runtime, batch, seq or None), else the smallest
+    batch of the first runtime."""
+    from tracekit.errors import TracekitError
+
+    known = [(i, x) for i, x in enumerate(inputs) if x.runtime is not None and x.batch_size is not None]
+    if wanted is None:
+        if not known:
+            return 0 if inputs else None
+        first = known[0][1].runtime
+        same = [(x.batch_size, x.seq_len or 0, i) for i, x in known if x.runtime == first]
+        return min(same)[2]
+    runtime, batch, seq = wanted
+    for i, x in known:
+        if x.runtime == runtime and x.batch_size == batch and (seq is None or x.seq_len == seq):
+            return i
+    choices = ", ".join(sorted({f"{x.runtime}:{x.batch_size}:{x.seq_len}" for _, x in known}))
+    raise TracekitError(f"--timeline-config {runtime}:{batch}: no such configuration (have {choices})")
+
+
+def report_data(
+    inputs: Sequence[PathLike],
+    options: AnalysisOptions | None = None,
+    plateau_tolerance: float = PLATEAU_TOLERANCE,
+    timeline: tuple[str, int, int | None] | None = None,
+    timeline_iterations: int = 3,
+    figures: bool = True,
+) -> tuple[Any, Any, list[str]]:
+    """Every input analyzed into the sweep report: (:class:`tracekit.analyzers.report.SweepReport`, the
+    :class:`tracekit.analyzers.report.Timeline` of one configuration or None, the inputs-left-out warnings).
+    ``timeline``: the configuration drawn (runtime, batch size, sequence length or None; default: the smallest
+    batch of the first runtime), over ``timeline_iterations`` iterations; ``figures`` False: no timeline."""
+    from tracekit.analyzers.report import build_report, build_timeline, config_row
+    from tracekit.errors import TracekitError
+
+    options = options or AnalysisOptions()
+    if not 0 <= plateau_tolerance:
+        raise TracekitError("--plateau-tolerance must be >= 0")
+    items = resolve_inputs(inputs)
+    if not items:
+        raise TracekitError("no traces in the inputs (run directories with no successful configuration?)")
+    timeline_index = _pick_timeline(items, timeline)
+    timelines: list[Any] = []
+
+    def step(numbered: tuple[int, TraceInput]) -> dict[str, Any]:
+        i, item = numbered
+        analyzed = analyze_input(item, options, EVERYTHING)
+        row = config_row(analyzed)
+        if i == timeline_index and figures and analyzed.iterations.height:
+            where = f"{row['runtime']}, batch {row['batch_size']}" + (
+                f", seq {row['seq_len']}" if row["seq_len"] is not None else ""
+            )
+            synthetic = " (synthetic)" if row["synthetic"] else ""
+            count = max(1, timeline_iterations)
+            timelines.append(build_timeline(analyzed, count, title=f"Timeline of {where}{synthetic}"))
+        return row
+
+    rows, left_out = for_each_input(list(enumerate(items)), step)
+    skip_setting = options.skip if options.skip is not None else "auto (the run's warm-up iterations)"
+    settings = {"range": options.range_name, "skip": skip_setting, "inputs": [str(p) for p in inputs]}
+    built = build_report(rows, plateau_tolerance, options.bound_threshold, settings)
+    built.warnings[:0] = left_out
+    return built, (timelines[0] if timelines else None), left_out
+
+
 def report(
     inputs: Sequence[PathLike],
     range: str | None = None,
     skip: int | None = None,
-    bound_threshold: float = 0.5,
-    plateau_tolerance: float = 0.10,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+    plateau_tolerance: float = PLATEAU_TOLERANCE,
 ) -> Report:
     """The sweep report (``tracekit report``) without its files and figures.
 
@@ -140,20 +323,52 @@ def report(
     """
     import polars as pl
 
-    from tracekit.analyzers.report import CONFIG_COLUMNS, build_report, config_row
+    from tracekit.analyzers.report import CONFIG_COLUMNS
     from tracekit.renderers.recommendations import describe
-    from tracekit.runs import expand_inputs
-    from tracekit.session import analyze_input, for_each_input
 
-    options = _options(range, skip, bound_threshold)
-    items = expand_inputs([Path(p) for p in inputs])
-    rows, left_out = for_each_input(items, lambda item: config_row(analyze_input(item, options)))
-    built = build_report(rows, plateau_tolerance, bound_threshold)
+    options = AnalysisOptions.from_kwargs(range, skip, bound_threshold)
+    built, _, _ = report_data(inputs, options, plateau_tolerance, figures=False)
     doc = built.to_json(describe)
     configs = pl.DataFrame(doc["configs"], infer_schema_length=None).select(CONFIG_COLUMNS)
     return Report(
         configs,
         pl.DataFrame(doc["sweeps"], infer_schema_length=None),
         doc["recommendations"],
-        left_out + built.warnings,
+        list(built.warnings),
     )
+
+
+# ------------------------------------------------------------------------------------------- many traces
+
+
+def analyze_many(
+    paths: Sequence[str],
+    options: AnalysisOptions | None = None,
+    jobs: int | None = None,
+    scheduler: str | None = None,
+    cache_dir: str | None = None,
+    on_done: Callable[[Any], None] | None = None,
+) -> dict[str, Any]:
+    """One analysis per trace (files or fsspec URLs; serially, in ``jobs`` worker processes, or on the Dask
+    cluster at ``scheduler``: :func:`tracekit.fleet.run.analyze_many`), then the cross-trace document
+    (:func:`tracekit.analyzers.ranks.summarize`) with ``failed`` (path and one-line error of each trace that
+    could not be analyzed). ``on_done`` is called with each trace's outcome as it finishes. TracekitError when
+    no trace could be analyzed."""
+    from tracekit.analyzers.ranks import summarize
+    from tracekit.errors import TracekitError
+    from tracekit.fleet.run import analyze_many as run_all
+
+    outcomes = run_all(
+        paths,
+        options or AnalysisOptions(),
+        jobs=jobs,
+        scheduler=scheduler,
+        cache_dir=cache_dir,
+        on_done=on_done,
+    )
+    results = [o.result for o in outcomes if o.ok and o.result is not None]
+    if not results:
+        raise TracekitError(f"none of the {len(paths)} traces could be analyzed")
+    doc = summarize(results)
+    doc["failed"] = [{"path": o.path, "error": o.error} for o in outcomes if not o.ok]
+    return doc

@@ -29,8 +29,8 @@ COMMANDS: dict[str, str] = {
 
 
 #: Commands that only read and analyze traces: numpy's BLAS (which tracekit never calls) is kept to one thread
-#: in them. By default OpenBLAS starts a thread per core when numpy is imported, which doubles the CPU time
-#: of the import (0.15 s instead of 0.08 s here) and competes with the trace decoding for the cores.
+#: in them. By default OpenBLAS starts a thread per core when numpy is imported, which adds to the CPU time
+#: of the import and competes with the trace decoding for the cores (measured: benchmarks/README.md).
 ANALYSIS_COMMANDS = frozenset({"analyze", "table", "report", "compare"})
 
 
@@ -119,35 +119,13 @@ def apply_limits(args: argparse.Namespace) -> None:
         limits.reading(trace)
 
 
-#: polars' jemalloc settings for the ``tracekit`` program (unless ``_RJEM_MALLOC_CONF`` is set already)
-ALLOCATOR_CONF = "dirty_decay_ms:200,muzzy_decay_ms:0"
-
-
-#: what :func:`use_huge_pages` adds to :data:`ALLOCATOR_CONF`
-HUGE_PAGES_CONF = ",thp:always"
-
-
-def use_huge_pages() -> None:
-    """Have polars' allocator back its memory with transparent huge pages (where the system allows them on
-    request, as its default ``madvise`` setting does): for a large Kineto file, whose frames are built batch
-    by batch while the workers decode, a page fault then maps 2 MB instead of 4 KB. Measured on the
-    benchmark's simulated traces: at 10^5 kernels the analyzing process' page faults went from ~39k to
-    ~25k and its CPU time down ~0.06 s, at 10^6 the CPU time of the whole analysis from 13.8 to 12.6 s, for a
-    peak ~5% (10^5) to ~12% (10^6) higher. Not used for SQLite exports (no gain measured, and the peak
-    matters there at 10^7 kernels). Only before polars is loaded, and only over the program's own setting
-    (a user's ``_RJEM_MALLOC_CONF`` stays as it is)."""
-    if "polars" not in sys.modules and os.environ.get("_RJEM_MALLOC_CONF") == ALLOCATOR_CONF:
-        os.environ["_RJEM_MALLOC_CONF"] = ALLOCATOR_CONF + HUGE_PAGES_CONF
-
-
 def entry() -> NoReturn:
     """The ``tracekit`` program: :func:`main`, then an exit that skips the interpreter's teardown of every
     module and frame (~0.15 s after an analysis, more than the analysis of a small trace): exit handlers
     run and the standard streams are flushed first, so nothing written is lost."""
-    # polars' allocator (jemalloc) hands freed pages back after 200 ms, not polars' own 500 ms (and at once
-    # for "muzzy" ones, not after 1 s): a short run's peak is closer to what it uses (~10% less at 10^5
-    # Kineto kernels, no time lost); polars appends a user's _RJEM_MALLOC_CONF to its defaults, so it wins
-    os.environ.setdefault("_RJEM_MALLOC_CONF", ALLOCATOR_CONF)
+    from tracekit.readers import program_allocator
+
+    program_allocator()  # the program's allocator setting, before polars loads (the readers' concern)
     code = main()
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_handlers is not None:

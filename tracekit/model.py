@@ -7,10 +7,8 @@ which profiler wrote the trace.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import polars as pl
@@ -268,27 +266,3 @@ def busiest_gpu_name(ops: pl.DataFrame, names: dict[int, str]) -> str | None:
         .sort(["len", "device"], descending=[True, False])
     )
     return next((names[d] for d in counts.get_column("device").to_list() if d in names), None)
-
-
-def sidecar_meta_path(trace_path: Path) -> Path:
-    """``x.sqlite`` -> ``x.meta.json``; ``x.json.gz`` -> ``x.meta.json``; ``x.pt.trace.json`` -> ``x.pt.trace.meta.json``."""
-    name = trace_path.name
-    for suffix in (".json.gz", ".csv.gz", ".sqlite", ".json", ".csv", ".ncu-rep", ".nsys-rep"):
-        if name.endswith(suffix):
-            return trace_path.with_name(name[: -len(suffix)] + ".meta.json")
-    return trace_path.with_name(name + ".meta.json")
-
-
-def load_sidecar_meta(trace_path: Path) -> dict[str, Any]:
-    """The ``.meta.json`` written beside a trace (by ``tracekit collect`` / ``simulate``), or ``{}``."""
-    path = sidecar_meta_path(trace_path)
-    if not path.is_file():
-        return {}
-    from tracekit.io import register_input
-
-    register_input(path)
-    try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}

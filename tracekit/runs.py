@@ -5,7 +5,7 @@ A run directory holds one runtime's sweep::
     RUN/run.json                        what ran, on what, with which versions, and one entry per config
     RUN/latency.csv                     untraced latency of every timed iteration (collect only)
     RUN/<stem>.sqlite | .kineto.json.gz | .ort.json | .ncu.csv(.gz)   the traces
-    RUN/<stem>.meta.json (one per trace stem) sidecar metadata read by tracekit.readers.read_trace
+    RUN/<stem>.meta.json (one per trace stem) sidecar metadata (tracekit.inputs: read once per input)
 
 ``run.json``::
 
@@ -18,13 +18,12 @@ A run directory holds one runtime's sweep::
                   "traced_latency_ms": {"nsys": mean, ...}}]}
 
 Stems are ``{runtime}_b{batch}_s{seq}`` plus a profiler suffix (``.nsys``, ``.torch``, ``.ort``, ``.ncu``) and,
-for simulated traces, ``.synthetic``.
+for simulated traces, ``.synthetic``. What to analyze in a run directory: :func:`tracekit.inputs.resolve_inputs`.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -66,7 +65,7 @@ def _run_files(run_dir: Path, run: dict[str, Any]) -> set[Path]:
     Per-config files are those whose name starts with a config stem of the run (``{runtime}_b{B}_s{S}.``),
     which catches what a profiler leaves beside its trace (``.nsys-rep``, logs). Nothing else is touched.
     """
-    from tracekit.model import sidecar_meta_path
+    from tracekit.inputs import sidecar_meta_path
 
     files = {run_dir / RUN_FILE, run_dir / LATENCY_FILE}
     runtime = run.get("runtime")
@@ -109,80 +108,3 @@ def prepare_run_dir(run_dir: str | Path, overwrite: bool) -> Path:
             if path.is_file() or path.is_symlink():
                 path.unlink()
     return output_dir(run_dir)
-
-
-@dataclass
-class TraceInput:
-    """One trace to analyze, with what is known about the configuration that produced it."""
-
-    path: Path
-    profiler: str | None = None
-    runtime: str | None = None
-    model: str | None = None
-    batch_size: int | None = None
-    seq_len: int | None = None
-    precision: str | None = None
-    device: str | None = None
-    synthetic: bool = False
-    untraced_latency_ms: dict[str, float] | None = None
-    run: dict[str, Any] = field(default_factory=dict)
-
-
-#: Order in which a config's traces are preferred when one trace must stand for it.
-PROFILER_PREFERENCE = ("nsys", "torch", "kineto", "ort", "ncu")
-
-
-def expand_inputs(paths: list[str | Path], prefer: tuple[str, ...] = PROFILER_PREFERENCE) -> list[TraceInput]:
-    """Turn CLI inputs (run directories or trace files) into TraceInputs.
-
-    A run directory gives one TraceInput per successful config: its most preferred trace. A trace file
-    gives one TraceInput, its configuration taken from the sidecar ``.meta.json`` when present.
-    """
-    from tracekit.model import load_sidecar_meta
-
-    inputs: list[TraceInput] = []
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            run = load_run(path)
-            for config in run["configs"]:
-                if config.get("status", "ok") != "ok":
-                    continue
-                traces = config.get("traces") or {}
-                profiler = next((p for p in prefer if p in traces), None)
-                if profiler is None:
-                    continue
-                inputs.append(
-                    TraceInput(
-                        path=path / traces[profiler],
-                        profiler=profiler,
-                        runtime=run.get("runtime"),
-                        model=run.get("model"),
-                        batch_size=config.get("batch_size"),
-                        seq_len=config.get("seq_len"),
-                        precision=run.get("precision"),
-                        device=run.get("device"),
-                        synthetic=bool(run.get("synthetic", False)),
-                        untraced_latency_ms=config.get("untraced_latency_ms"),
-                        run=run,
-                    )
-                )
-        else:
-            if not path.exists():
-                raise TracekitError("no such file or directory", path)
-            meta = load_sidecar_meta(path)
-            inputs.append(
-                TraceInput(
-                    path=path,
-                    profiler=meta.get("profiler"),
-                    runtime=meta.get("runtime"),
-                    model=meta.get("model"),
-                    batch_size=meta.get("batch_size"),
-                    seq_len=meta.get("seq_len"),
-                    precision=meta.get("precision"),
-                    device=meta.get("device"),
-                    synthetic=bool(meta.get("synthetic", False)),
-                    untraced_latency_ms=meta.get("untraced_latency_ms"),
-                )
-            )
-    return inputs

@@ -1,5 +1,8 @@
 """``tracekit analyze TRACE``: per-iteration framework-tax metrics of one trace; several traces (files, folders,
-globs) go to :mod:`tracekit.commands.analyze_many` (one analysis each, in parallel, then the cross-trace table)."""
+globs) go to :mod:`tracekit.commands.analyze_many` (one analysis each, in parallel, then the cross-trace table).
+
+Argument parsing and output only: the analysis is :func:`tracekit.api.analyze_input`, the function behind
+``tracekit.analyze()``, with the same options object, so the command line and the API give one answer."""
 
 from __future__ import annotations
 
@@ -7,7 +10,7 @@ import argparse
 import sys
 
 from tracekit.commands.analyze_many import add_many_options, run_many
-from tracekit.commands.options import add_iteration_options, check_iteration_options
+from tracekit.commands.options import add_iteration_options, iteration_options
 from tracekit.commands.output import add_output_options, emit, info, resolve_output, warn
 
 
@@ -62,22 +65,6 @@ def _check_gaps_file(path: str, trace: str) -> None:
         raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
 
 
-def write_gaps(path: str, gaps: object) -> None:
-    """Write the per-gap frame (polars) to ``path`` atomically: JSON records for ``.json``, else CSV."""
-    import json
-
-    import polars as pl
-
-    from tracekit.io import write_text_atomic
-
-    assert isinstance(gaps, pl.DataFrame)
-    frame = gaps.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))
-    if path.lower().endswith(".json"):
-        write_text_atomic(path, json.dumps(frame.to_dicts(), indent=1) + "\n")
-    else:
-        write_text_atomic(path, frame.write_csv())
-
-
 def _single(traces: list[str]) -> bool:
     """One trace file (not a folder, a pattern or a URL): the per-iteration analysis."""
     from pathlib import Path
@@ -93,7 +80,7 @@ def _single(traces: list[str]) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    check_iteration_options(args)
+    options = iteration_options(args)
     if not _single(args.traces):
         from tracekit.errors import TracekitError
 
@@ -101,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             if getattr(args, flag):
                 raise TracekitError(f"--{flag} writes one trace's gaps; give one trace file with it")
         resolve_output(args, [t for t in args.traces if "://" not in t])
-        return run_many(args, args.traces)
+        return run_many(args, args.traces, options)
     args.trace = args.traces[0]
     resolve_output(args, [args.trace])
     if args.gaps:
@@ -110,22 +97,17 @@ def run(args: argparse.Namespace) -> int:
         from tracekit.renderers.timeline import check_timeline_output
 
         check_timeline_output(args.timeline, args.trace, args.output)
-    from tracekit.readers import kineto_worker
+    from tracekit import api
 
-    if kineto_worker.prefetch(args.trace):  # a large Kineto file decodes while the analysis modules load
-        from tracekit.cli import use_huge_pages
-
-        use_huge_pages()
-
-    from tracekit.analyzers.iterations import FRAMES_NEEDED
+    # the input resolved now lets its reader begin while the analysis modules load
+    item = api.resolve_input(args.trace, begin=True)
     from tracekit.renderers import render
-    from tracekit.session import AnalysisOptions, analyze_input
 
-    analyzed = analyze_input(
-        args.trace, AnalysisOptions.from_args(args), frames=None if args.timeline else FRAMES_NEEDED
-    )
+    analyzed = api.analyze_input(item, options, api.EVERYTHING if args.timeline else "needed")
     doc = analyzed.to_json()
     if args.gaps:
+        from tracekit.renderers.analysis import write_gaps
+
         write_gaps(args.gaps, analyzed.idle_gaps)
         info(args, f"wrote {args.gaps}")
     if args.timeline:

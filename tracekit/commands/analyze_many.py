@@ -1,6 +1,6 @@
 """``tracekit analyze A B C ...`` (several files, folders or globs): one analysis per trace, in parallel, then the
 cross-trace table (:mod:`tracekit.analyzers.ranks`). Argument parsing and output only; the work is
-:func:`tracekit.fleet.run.analyze_many`."""
+:func:`tracekit.api.analyze_many`."""
 
 from __future__ import annotations
 
@@ -80,15 +80,12 @@ def expand(inputs: list[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-def run_many(args: argparse.Namespace, inputs: list[str]) -> int:
+def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> int:
     """Analyze every input; print the cross-trace table. Exit 0 when all were analyzed, 1 when some failed
     (each said in one line), 2 when none could be."""
-    from tracekit import progress
-    from tracekit.analyzers.ranks import summarize
+    from tracekit import api, progress
     from tracekit.commands.output import emit, info, warn
-    from tracekit.fleet.run import analyze_many
     from tracekit.renderers.ranks import render_ranks
-    from tracekit.session import AnalysisOptions
 
     paths = expand(inputs)
     failed: list[str] = []
@@ -100,19 +97,14 @@ def run_many(args: argparse.Namespace, inputs: list[str]) -> int:
                 failed.append(outcome.error)  # type: ignore[attr-defined]
                 print(f"tracekit: {outcome.error}", file=sys.stderr)  # type: ignore[attr-defined]
 
-        outcomes = analyze_many(
+        doc = api.analyze_many(
             paths,
-            AnalysisOptions.from_args(args),
+            options,  # type: ignore[arg-type]
             jobs=args.jobs,
             scheduler=args.scheduler,
             cache_dir=args.cache,
             on_done=done,
         )
-    results = [o.result for o in outcomes if o.ok and o.result is not None]
-    if not results:
-        raise TracekitError(f"none of the {len(paths)} traces could be analyzed")
-    doc = summarize(results)
-    doc["failed"] = [{"path": o.path, "error": o.error} for o in outcomes if not o.ok]
     warn(doc["warnings"])
     emit(args, render_ranks(doc, args.format))
     if failed:

@@ -1,10 +1,13 @@
-"""Options shared by the commands that analyze iterations (analyze, table, report, compare)."""
+"""Options shared by the commands that analyze iterations (analyze, table, report, compare): their argparse
+definitions; their defaults and checks are :class:`tracekit.api.Options`'s, the same as the Python API's."""
 
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
-from tracekit.errors import TracekitError
+if TYPE_CHECKING:
+    from tracekit.api import Options
 
 
 def int_list(text: str) -> list[int]:
@@ -46,51 +49,25 @@ def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool
         "records its warm-up runs as iterations (ONNX Runtime profiles; from the trace's .meta.json)",
     )
     if bound_threshold:
+        from tracekit.api import Options
+
         parser.add_argument(
             "--bound-threshold",
             type=float,
-            default=0.5,
+            default=None,
             metavar="U",
-            help="framework-bound when the median GPU (or operator) utilization is below U (default 0.5)",
+            help="framework-bound when the median GPU (or operator) utilization is below U (default "
+            f"{Options().bound_threshold:g})",
         )
     add_input_limit_options(parser)
 
 
-def check_iteration_options(args: argparse.Namespace) -> None:
-    """One-line errors for out-of-range values of the options above."""
-    check_option_values(
-        args.range_name,
-        args.skip,
-        getattr(args, "bound_threshold", None),
-        getattr(args, "split_idle", None),
-        CLI_NAMES,
-    )
+def iteration_options(args: argparse.Namespace) -> Options:
+    """The analysis options of a parsed command line (:class:`tracekit.api.Options`: every default once, the
+    same checks as the Python API's), or TracekitError (one line naming the option)."""
+    from tracekit.api import Options
 
-
-#: how :func:`check_option_values` names each option: on the command line and in the Python API
-CLI_NAMES = {"range": "--range", "skip": "--skip", "threshold": "--bound-threshold", "split": "--split-idle"}
-API_NAMES = {"range": "range", "skip": "skip", "threshold": "bound_threshold", "split": "split_idle"}
-
-
-def check_option_values(
-    range_name: str | None,
-    skip: int | None,
-    bound_threshold: float | None,
-    split_idle: float | None,
-    names: dict[str, str],
-) -> None:
-    """TracekitError (one line, the option spelled as ``names`` says) for an out-of-range value: the one
-    check behind the command line (:func:`check_iteration_options`) and :mod:`tracekit.api`."""
-    if skip is not None and skip < 0:
-        raise TracekitError(f"{names['skip']} must be >= 0")
-    if split_idle is not None:
-        from tracekit.analyzers.ranges import check_split_idle
-
-        check_split_idle(split_idle, option=names["split"])
-    if split_idle is not None and range_name is not None:
-        raise TracekitError(f"{names['range']} and {names['split']} exclude each other: use one of them")
-    if bound_threshold is not None and not 0 < bound_threshold <= 1:
-        raise TracekitError(f"{names['threshold']} must be in (0, 1]")
+    return Options.from_args(args)
 
 
 def size(text: str) -> int:

@@ -20,7 +20,7 @@ import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
-    from tracekit.session import AnalyzedTrace
+    from tracekit.analysis import Analysis
 
 #: Device-op names of collective communication kernels (NCCL on NVIDIA, RCCL on AMD).
 COMM_PATTERN = r"(?i)nccl|rccl"
@@ -103,18 +103,18 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def rank_of(analyzed: AnalyzedTrace) -> int | None:
+def rank_of(analyzed: Analysis) -> int | None:
     """The trace's rank: Kineto's ``distributedInfo.rank``, else none (never guessed from a file name)."""
-    rank = analyzed.trace.meta.get("rank")
+    rank = analyzed.trace_data.meta.get("rank")
     try:
         return None if rank is None else int(rank)
     except (TypeError, ValueError):
         return None
 
 
-def compact(analyzed: AnalyzedTrace) -> dict[str, Any]:
+def compact(analyzed: Analysis) -> dict[str, Any]:
     """The compact result of one analyzed trace (see the module docstring)."""
-    meta = analyzed.trace.meta
+    meta = analyzed.trace_data.meta
     its = analyzed.iterations
     fields = [f for f in ITERATION_FIELDS if f in its.columns]
     iterations = its.select(fields)

@@ -57,12 +57,13 @@ def analyze_one(path: str, options: tuple[Any, ...], cache_dir: str | None = Non
     """Read, analyze and compact one trace (``options``: range, skip, threshold, split-idle)."""
     from tracekit.errors import TracekitError
     from tracekit.fleet.compact import compact
-    from tracekit.session import AnalysisOptions, analyze_trace, trace_input
+    from tracekit.inputs import resolve_input
+    from tracekit.session import AnalysisOptions, analyze_trace
 
     start = time.perf_counter()
     try:
         with _local(path) as local:
-            item = trace_input(local)
+            item = resolve_input(local)
             if cache_dir:
                 from tracekit.fleet.cache import cached_read
 
@@ -70,7 +71,7 @@ def analyze_one(path: str, options: tuple[Any, ...], cache_dir: str | None = Non
             else:
                 from tracekit.readers import read_trace
 
-                trace = read_trace(local)
+                trace = read_trace(local, fmt=item.format, sidecar=item.sidecar)
             analyzed = analyze_trace(trace, item, AnalysisOptions(*options))
             result = compact(analyzed)
             result["path"] = path

@@ -10,12 +10,14 @@ from __future__ import annotations
 import importlib
 import json
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from tracekit import progress
 from tracekit.errors import TraceFormatError
 from tracekit.io import is_stream, peek_input, register_input
+from tracekit.readers.memory import program_allocator  # noqa: F401 (the program's allocator setting)
 
 if TYPE_CHECKING:
     from tracekit.model import FrameSpec, Trace
@@ -129,26 +131,58 @@ def _parameters(function: object) -> list[str]:
     return list(inspect.signature(function).parameters)  # type: ignore[arg-type]
 
 
-def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
-    """Read any supported trace into a normalized Trace; sidecar ``.meta.json`` values fill ``meta`` gaps.
+def begin_reading(path: str | Path, fmt: str | None = None) -> bool:
+    """Let the reader of ``path`` start now, while the caller loads the analysis (True when it did): a large
+    Kineto file is decoded by worker processes forked before polars loads (:mod:`tracekit.readers.kineto_worker`,
+    with huge pages for the frames built from their batches: :func:`tracekit.readers.memory.use_huge_pages`);
+    other formats have nothing to begin. :func:`read_trace` picks up what was begun. Never raises: the read
+    reports any problem with the file."""
+    if (fmt or "kineto") != "kineto":
+        return False
+    from tracekit.readers import kineto_worker
+
+    if kineto_worker.prefetch(path):
+        from tracekit.readers.memory import use_huge_pages
+
+        use_huge_pages()
+        return True
+    return False
+
+
+def read_trace(
+    path: str | Path,
+    frames: FrameSpec = None,
+    fmt: str | None = None,
+    sidecar: Mapping[str, Any] | None = None,
+) -> Trace:
+    """Read any supported trace into a normalized Trace; what its run states (the sidecar ``.meta.json``) goes
+    into ``meta`` by the one precedence of :mod:`tracekit.inputs` (:func:`tracekit.inputs.merge_meta`:
+    configuration keys from the run, measured keys from the trace).
 
     ``frames`` says what the caller needs (:data:`tracekit.model.FrameSpec`: None = everything, frame names,
     or {frame: columns}); readers that can skip work use it (Nsight Systems SQLite: the GPU-metrics table and
     unneeded columns of the large tables), the others read everything. What is skipped stays empty or null.
+    ``fmt``: the format when already detected (:class:`tracekit.inputs.TraceInput` detects it once);
+    ``sidecar``: the sidecar when already read (None: read it here).
 
     On a terminal, a progress row "reading NAME" is shown on standard error while the file is read
     (:mod:`tracekit.progress`; nothing when output is not a terminal). A reader whose ``read`` takes a
-    ``progress`` argument gets :func:`tracekit.progress.report` (``(stage, fraction)``) when it is shown."""
+    ``progress`` argument gets :func:`tracekit.progress.report` (``(stage, fraction)``) when it is shown.
+    While the file is read, numpy (which the analysis needs next) is imported on a thread
+    (:func:`tracekit.readers.memory.warm_numpy`)."""
     from tracekit import limits
-    from tracekit.model import load_sidecar_meta, wanted_frames
+    from tracekit.inputs import load_sidecar_meta, merge_meta
+    from tracekit.model import wanted_frames
+    from tracekit.readers.memory import warm_numpy
 
     path = Path(path)
     register_input(path)
     limits.reading(path)
     wanted = wanted_frames(frames)  # validate the request before any reading
-    fmt = detect_format(path)
+    fmt = fmt or detect_format(path)
     module_name = READERS[fmt]
     module = importlib.import_module(f"tracekit.readers.{module_name}")
+    warm_numpy()
     with progress.task(f"reading {path.name}") as task:
         kwargs: dict[str, object] = {}
         if frames is not None and module_name in READS_FRAMES:
@@ -158,7 +192,5 @@ def read_trace(path: str | Path, frames: FrameSpec = None) -> Trace:
         trace: Trace = module.read(path, **kwargs)
     trace.meta.setdefault("path", str(path))
     trace.meta.setdefault("format", fmt)
-    for key, value in load_sidecar_meta(path).items():
-        if trace.meta.get(key) is None:
-            trace.meta[key] = value
+    merge_meta(trace.meta, load_sidecar_meta(path) if sidecar is None else sidecar)
     return trace

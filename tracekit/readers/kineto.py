@@ -674,8 +674,7 @@ def _finish_rows(parts: list[pl.DataFrame]) -> pl.DataFrame:
     """The kept event rows from the chunks' rows (:func:`wire_rows`): pid and tid each as integers (Int64)
     where every chunk has them so, else as text in every chunk (the readers of these rows take either:
     ids are compared and grouped, and read as numbers by a cast or :func:`leading_int_series`). Keeping
-    the integers saves a cast to text and a parse back of every row's pid and tid (~10 ms per 10^5
-    kernels)."""
+    the integers saves a cast to text and a parse back of every row's pid and tid."""
     text_ids = {c for part in parts for c in ("pid", "tid") if part.schema[c] != pl.Int64}
     if text_ids:
         parts = [part.with_columns(pl.col(c).cast(pl.String) for c in text_ids) for part in parts]

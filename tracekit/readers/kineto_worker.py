@@ -43,9 +43,8 @@ from tracekit.errors import TracekitError
 from tracekit.io import is_stream, peek_input
 
 #: estimated JSON text (a gzip file: :data:`GZIP_RATIO` times its size) from which workers pay off: forked
-#: ones (the command line's prefetch) and fresh interpreters (the Python API, ~0.15 s each to start);
-#: measured on the real and simulated traces here (a 1.4 MB gzip trace: 0.98 s with forked workers against
-#: 1.32 s without, but 0.54 s with fresh ones against 0.41 s without)
+#: ones (started before polars loads: :func:`tracekit.readers.begin_reading`) and fresh interpreters (each
+#: pays an interpreter's start-up); the thresholds and their measurements: benchmarks/README.md
 WORKER_MIN_JSON_BYTES: dict[str, int] = {"fork": 8 << 20, "spawn": 40 << 20}
 #: how much a Kineto trace inflates, roughly (10-15x on the traces here)
 GZIP_RATIO = 10
@@ -55,12 +54,11 @@ ENV = "TRACEKIT_DECODE_WORKER"
 QUEUE_CHUNKS = 16
 #: at most this many worker processes share one file (each inflates the file up to its part's end). More
 #: do not shorten a run: the analyzing process builds frames about three times as fast as one worker
-#: decodes (per 10^5 kernels, measured: ~0.2 s against ~0.6 s of CPU), so with three it is the bound, and
-#: each worker more costs memory (~18 MB of interpreter pages counted in every forked worker, ~15-25 MB of
-#: its own) and CPU (inflating the file up to its part)
+#: decodes, so with three it is the bound, and each worker more costs memory (interpreter pages and its own
+#: chunks) and CPU (inflating the file up to its part); measurements: benchmarks/README.md
 MAX_WORKERS = 3
 #: JSON text (estimated, :func:`json_bytes`) from which a third worker is started: below it two keep
-#: ahead of the analyzing process, whose ~0.3 s of imports come on top of its frame building
+#: ahead of the analyzing process, whose imports come on top of its frame building
 THIRD_WORKER_JSON_BYTES = 256 << 20
 
 
@@ -316,9 +314,8 @@ def keep_freed_memory() -> None:
 
     A worker allocates and frees the same few megabytes chunk after chunk (the inflated text, the decoded
     events, the joined columns); by default glibc unmaps each large block when it is freed and trims the
-    heap top, so the next chunk faults the same memory in again, page by page. Measured on the benchmark's
-    10^5-kernel trace: the worker that decodes the second half went from 26-30k page faults and 0.32-0.33 s
-    of CPU to 8.8k and 0.28 s, with the same peak memory (~40 MB). A no-op where malloc is not glibc's."""
+    heap top, so the next chunk faults the same memory in again, page by page (the measured effect:
+    benchmarks/README.md). A no-op where malloc is not glibc's."""
     if not sys.platform.startswith("linux"):
         return
     try:

@@ -60,7 +60,7 @@ their thread), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid
 This module decodes and normalizes the tables. The SQLite reads themselves (read-only connection, ADBC or
 sqlite3, threaded rowid slices) are :mod:`tracekit.readers.sqlite_engine`; GPU metrics
 :mod:`tracekit.readers.nsys_gpu_metrics`; GPUs and ``meta`` :mod:`tracekit.readers.nsys_meta`; the
-(pid, correlation) key and the outermost-call rule :mod:`tracekit.readers.api_calls`.
+(pid, correlation) key and the outermost-call rule :mod:`tracekit.calls`.
 """
 
 from __future__ import annotations
@@ -71,6 +71,7 @@ from pathlib import Path
 import polars as pl
 
 from tracekit import progress
+from tracekit.calls import collapse_duplicate_calls
 from tracekit.errors import TraceFormatError
 from tracekit.model import (
     API_SCHEMA,
@@ -81,7 +82,6 @@ from tracekit.model import (
     empty_frame,
     wanted_frames,
 )
-from tracekit.readers.api_calls import collapse_duplicate_calls
 from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics
 from tracekit.readers.nsys_meta import export_meta, gpu_table

@@ -381,3 +381,20 @@ def render(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "markdown":
         return render_markdown_doc(doc)
     return render_rich_text(doc)
+
+
+def write_gaps(path: str, gaps: Any) -> None:
+    """Write every idle gap (``analyze --gaps FILE``: a polars frame, one row per gap) to ``path`` atomically:
+    JSON records for ``.json``, else CSV."""
+    import json
+
+    import polars as pl
+
+    from tracekit.io import write_text_atomic
+
+    assert isinstance(gaps, pl.DataFrame)
+    frame = gaps.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))
+    if path.lower().endswith(".json"):
+        write_text_atomic(path, json.dumps(frame.to_dicts(), indent=1) + "\n")
+    else:
+        write_text_atomic(path, frame.write_csv())

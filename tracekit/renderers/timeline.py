@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
-    from tracekit.session import AnalyzedTrace
+    from tracekit.analysis import Analysis
 
 #: The processes of the timeline.
 ANALYSIS_PID, HOST_PID, DEVICE_PID = 1, 2, 3
@@ -137,8 +137,8 @@ def _encode(frames: list[pl.DataFrame]) -> list[str]:
     return lines
 
 
-def _origin(analyzed: AnalyzedTrace) -> int:
-    trace = analyzed.trace
+def _origin(analyzed: Analysis) -> int:
+    trace = analyzed.trace_data
     starts = [
         f.get_column("start").min()
         for f in (trace.ops, trace.api, trace.ranges, trace.cpu_ops)
@@ -151,11 +151,11 @@ def _origin(analyzed: AnalyzedTrace) -> int:
     return int(min(starts)) if starts else 0
 
 
-def timeline_events(analyzed: AnalyzedTrace, pieces: pl.DataFrame) -> dict[str, Any]:
+def timeline_events(analyzed: Analysis, pieces: pl.DataFrame) -> dict[str, Any]:
     """The trace-event document of ``analyzed`` (module docstring); ``pieces``: the idle pieces of its
     iterations (:func:`tracekit.analyzers.report.idle_pieces_of`). Returns ``{"lines": [JSON objects as
     text], "other": otherData}`` (:func:`render_timeline` joins them)."""
-    trace, analysis = analyzed.trace, analyzed.analysis
+    trace, analysis = analyzed.trace_data, analyzed
     origin = _origin(analyzed)
     tracks = _Tracks()
     frames: list[pl.DataFrame] = []
@@ -342,7 +342,7 @@ def check_timeline_output(path: str, trace: str, output: str | None) -> None:
         raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
 
 
-def write_timeline(analyzed: AnalyzedTrace, path: str) -> None:
+def write_timeline(analyzed: Analysis, path: str) -> None:
     """Write the timeline of ``analyzed`` to ``path`` atomically (gzipped when it ends in ``.gz``)."""
     import gzip
 

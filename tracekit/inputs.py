@@ -1,0 +1,456 @@
+"""One input to analyze, resolved once: :class:`TraceInput` (used by ``analyze``, ``table``, ``report``,
+``compare``, the Python API and the many-trace runs alike), and :class:`TraceConfig`, what is known about the
+configuration that produced it once the trace is read.
+
+Resolution (:func:`resolve_inputs`, :func:`resolve_input`) turns command-line inputs into TraceInputs:
+
+- a run directory (``run.json``, :mod:`tracekit.runs`) gives one TraceInput per successful configuration: its
+  most preferred trace (:data:`PROFILER_PREFERENCE`), with what ``run.json`` states about it, and the
+  configuration's Nsight Compute trace (``ncu``) when it has one besides;
+- a trace file gives one TraceInput, with what its sidecar ``.meta.json`` states.
+
+Each file's format is detected from its content here, once (:func:`tracekit.readers.detect_format`; a file
+that cannot be detected keeps ``format`` None and its reader says what is wrong when it is read), and its
+sidecar is read here, once (``sidecar``: it fills the trace's ``meta`` when the trace is read).
+
+**The one precedence** (what :meth:`TraceConfig.resolve` and :func:`tracekit.readers.read_trace` both follow):
+
+- *configuration* values (:data:`CONFIG_KEYS`: runtime, model, batch size, sequence length, precision,
+  synthetic, warm-up, untraced latency): ``run.json``, then the sidecar ``.meta.json``, then the trace's own
+  metadata, then the trace's content (:mod:`tracekit.analyzers.identify`), then the file name;
+- *measured* values (format, the device the ops ran on, the GPU, every timestamp): the trace itself; a
+  sidecar only fills what the reader left unset.
+
+This module stays free of polars (it runs before the analysis modules load, so that a reader can start
+decoding while they do: :func:`tracekit.readers.begin_reading`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tracekit.errors import TracekitError
+
+if TYPE_CHECKING:
+    from tracekit.model import Trace
+
+#: Where a configuration value came from, besides :mod:`tracekit.analyzers.identify`'s sources.
+FROM_RUN = "from run.json"
+FROM_SIDECAR = "from sidecar .meta.json"
+FROM_TRACE_META = "from trace metadata"
+#: The configuration values :meth:`TraceConfig.resolve` infers from the trace when nothing states them.
+INFERABLE = ("runtime", "batch_size", "seq_len", "precision")
+#: Configuration keys of a trace's ``meta``: for these, what the run states (run.json, sidecar) wins over the
+#: reader's own value (the module docstring's precedence); every other key is measured by the reader.
+#: (``synthetic`` is either side's: see :func:`merge_meta`.)
+CONFIG_KEYS = (
+    "runtime",
+    "model",
+    "batch_size",
+    "seq_len",
+    "precision",
+    "profiler",
+    "warmup_iterations",
+    "warmup_in_trace",
+    "iterations",
+    "untraced_latency_ms",
+)
+#: Order in which a configuration's traces are preferred when one trace must stand for it.
+PROFILER_PREFERENCE = ("nsys", "torch", "kineto", "ort", "ncu")
+
+
+@dataclass(frozen=True)
+class TraceInput:
+    """One trace to analyze and what its run states about it (None: not stated).
+
+    ``format``: the trace format detected from the content (None: not detected, the reader says why);
+    ``stated_by``: :data:`FROM_RUN` or :data:`FROM_SIDECAR` (None: nothing states the configuration);
+    ``sidecar``: the sidecar ``.meta.json`` as read (``{}``: none); ``untraced_latency_ms``: the statistics of
+    the latency measured with the profiler off (mean, median, interval, ...; None: not recorded); ``ncu``: an
+    Nsight Compute trace of the same configuration (``tracekit table`` joins it)."""
+
+    path: Path
+    format: str | None = None
+    profiler: str | None = None
+    runtime: str | None = None
+    model: str | None = None
+    batch_size: int | None = None
+    seq_len: int | None = None
+    precision: str | None = None
+    device: str | None = None
+    synthetic: bool = False
+    untraced_latency_ms: Mapping[str, Any] | None = None
+    stated_by: str | None = None
+    sidecar: Mapping[str, Any] = field(default_factory=dict, repr=False)
+    ncu: Path | None = None
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "path", Path(self.path))
+
+    @property
+    def states_identity(self) -> bool:
+        """Whether the run states every value :data:`INFERABLE` (then nothing needs to be inferred)."""
+        return all(getattr(self, key) is not None for key in INFERABLE)
+
+    def with_ncu(self, ncu: Path | None) -> TraceInput:
+        """This input with its Nsight Compute trace."""
+        return replace(self, ncu=ncu)
+
+
+def sidecar_meta_path(trace_path: Path) -> Path:
+    """``x.sqlite`` -> ``x.meta.json``; ``x.json.gz`` -> ``x.meta.json``; ``x.pt.trace.json`` -> ``x.pt.trace.meta.json``."""
+    name = trace_path.name
+    for suffix in (".json.gz", ".csv.gz", ".sqlite", ".json", ".csv", ".ncu-rep", ".nsys-rep"):
+        if name.endswith(suffix):
+            return trace_path.with_name(name[: -len(suffix)] + ".meta.json")
+    return trace_path.with_name(name + ".meta.json")
+
+
+def load_sidecar_meta(trace_path: Path) -> dict[str, Any]:
+    """The ``.meta.json`` written beside a trace (by ``tracekit collect`` / ``simulate``), or ``{}``."""
+    import json
+
+    path = sidecar_meta_path(Path(trace_path))
+    if not path.is_file():
+        return {}
+    from tracekit.io import register_input
+
+    register_input(path)
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def merge_meta(meta: dict[str, Any], stated: Mapping[str, Any]) -> None:
+    """Fill a trace's ``meta`` (in place) from what its run states (a sidecar): the module docstring's
+    precedence. A configuration key (:data:`CONFIG_KEYS`) takes the stated value; any other key only where the
+    reader left it unset, except ``synthetic``, which either side can set (a file the simulator marked is
+    synthetic whatever its sidecar says)."""
+    for key, value in stated.items():
+        if value is None:
+            continue
+        if key in CONFIG_KEYS or meta.get(key) is None or (key == "synthetic" and value):
+            meta[key] = value
+
+
+def _detected(path: Path) -> str | None:
+    """The format of ``path`` (None when it cannot be told: the reader reports the problem when it reads)."""
+    from tracekit.readers import detect_format
+
+    try:
+        return detect_format(path)
+    except (TracekitError, OSError):
+        return None
+
+
+def _file_input(path: Path) -> TraceInput:
+    """The input of one trace file, with what its sidecar states."""
+    meta = load_sidecar_meta(path)
+    return TraceInput(
+        path=path,
+        format=_detected(path),
+        profiler=meta.get("profiler"),
+        runtime=meta.get("runtime"),
+        model=meta.get("model"),
+        batch_size=meta.get("batch_size"),
+        seq_len=meta.get("seq_len"),
+        precision=meta.get("precision"),
+        device=meta.get("device"),
+        synthetic=bool(meta.get("synthetic", False)),
+        untraced_latency_ms=meta.get("untraced_latency_ms"),
+        stated_by=FROM_SIDECAR if meta else None,
+        sidecar=meta,
+    )
+
+
+def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
+    """One input per successful configuration of the run directory ``path`` (its most preferred trace; the
+    configuration's ncu trace besides, when it has one)."""
+    from tracekit.runs import load_run
+
+    run = load_run(path)
+    out = []
+    for config in run["configs"]:
+        if config.get("status", "ok") != "ok":
+            continue
+        traces = config.get("traces") or {}
+        profiler = next((p for p in prefer if p in traces), None)
+        if profiler is None:
+            continue
+        trace = path / traces[profiler]
+        ncu = path / traces["ncu"] if traces.get("ncu") and profiler != "ncu" else None
+        out.append(
+            TraceInput(
+                path=trace,
+                format=_detected(trace),
+                profiler=profiler,
+                runtime=run.get("runtime"),
+                model=run.get("model"),
+                batch_size=config.get("batch_size"),
+                seq_len=config.get("seq_len"),
+                precision=run.get("precision"),
+                device=run.get("device"),
+                synthetic=bool(run.get("synthetic", False)),
+                untraced_latency_ms=config.get("untraced_latency_ms"),
+                stated_by=FROM_RUN,
+                sidecar=load_sidecar_meta(trace),
+                ncu=ncu,
+            )
+        )
+    return out
+
+
+def resolve_inputs(
+    paths: Sequence[str | Path], ncu: Sequence[str | Path] = (), prefer: tuple[str, ...] = PROFILER_PREFERENCE
+) -> list[TraceInput]:
+    """Run directories and trace files (the module docstring) as TraceInputs, in order; ``ncu``: Nsight Compute
+    traces to join to them (``table --ncu``), matched by their sidecar's (runtime, batch size, sequence length),
+    else in order. TracekitError (one line) for a missing input or an ncu file that matches no input."""
+    inputs: list[TraceInput] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            inputs += _run_inputs(path, prefer)
+        elif not path.exists():
+            raise TracekitError("no such file or directory", path)
+        else:
+            inputs.append(_file_input(path))
+    return _attach_ncu(inputs, [Path(p) for p in ncu]) if ncu else inputs
+
+
+def resolve_input(path: str | Path, begin: bool = False) -> TraceInput:
+    """The input of one trace file (a folder is kept as it is: its reader says what is wrong with it).
+
+    ``begin``: let the reader start on the file now (:func:`tracekit.readers.begin_reading`), while the caller
+    loads the analysis; the read then picks up what was begun."""
+    path = Path(path)
+    if path.is_dir():
+        return TraceInput(path=path)
+    if not path.exists():
+        raise TracekitError("no such file or directory", path)
+    item = _file_input(path)
+    if begin and item.format is not None:
+        from tracekit.readers import begin_reading
+
+        begin_reading(path, item.format)
+    return item
+
+
+def _attach_ncu(inputs: list[TraceInput], files: list[Path]) -> list[TraceInput]:
+    """``inputs`` with each ``--ncu`` file joined to its input: matched by sidecar (runtime, batch, seq), else
+    given in order to the inputs that have none."""
+    for f in files:
+        if not f.is_file():
+            raise TracekitError("no such file", f)
+    out = list(inputs)
+    left: list[Path] = []
+    for f in files:
+        meta = load_sidecar_meta(f)
+        key = (meta.get("runtime"), meta.get("batch_size"), meta.get("seq_len"))
+        match = [
+            i
+            for i, x in enumerate(out)
+            if None not in key and (x.runtime, x.batch_size, x.seq_len) == key and x.ncu is None
+        ]
+        if len(match) == 1:
+            out[match[0]] = out[match[0]].with_ncu(f)
+        else:
+            left.append(f)
+    free = [i for i, x in enumerate(out) if x.ncu is None]
+    if left and len(left) != len(free):
+        raise TracekitError(
+            f"cannot tell which input each --ncu file belongs to ({len(left)} unmatched files for {len(free)} "
+            "inputs without one; give one --ncu file per input, in the same order, or sidecar .meta.json files)"
+        )
+    for i, f in zip(free, left, strict=False):
+        out[i] = out[i].with_ncu(f)
+    return out
+
+
+# ------------------------------------------------------------------------------------------- configuration
+
+
+@dataclass(frozen=True)
+class TraceConfig:
+    """The configuration of one analyzed trace, by the module docstring's precedence: what the run states
+    (run.json, sidecar), then the trace's own metadata, then what its content (or, weaker, its file name) says
+    (:mod:`tracekit.analyzers.identify`).
+
+    ``sources``: for each of runtime, batch_size, seq_len, precision that is known, where it came from
+    (:data:`FROM_RUN`, :data:`FROM_SIDECAR`, :data:`FROM_TRACE_META`, ``"inferred from trace content"``,
+    ``"from file name"``, or, with the value None, ``"uncertain: sources disagree"`` / ``"varies by serving
+    step"``); ``evidence``: for the inferred ones, what in the trace or name says so; ``uncertain``: the
+    inferred values that are not sure, each with its candidate values (both disagreeing values; the lowest
+    and highest of a varying batch; the value itself when its evidence may not mean it);
+    ``inference_warnings``: why those are uncertain, and file-name hints the content overrides (runtime).
+    ``untraced_latency``: the statistics of the latency measured with the profiler off, as recorded (mean,
+    median, interval, count; None when not recorded)."""
+
+    path: Path
+    profiler: str | None = None
+    runtime: str | None = None
+    model: str | None = None
+    batch_size: int | None = None
+    seq_len: int | None = None
+    precision: str | None = None
+    device: str | None = None
+    synthetic: bool = False
+    untraced_latency: Mapping[str, Any] | None = None
+    sources: Mapping[str, str] = field(default_factory=dict)
+    evidence: Mapping[str, str] = field(default_factory=dict)
+    uncertain: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
+    inference_warnings: tuple[str, ...] = ()
+
+    @classmethod
+    def resolve(
+        cls, item: TraceInput, meta: Mapping[str, Any], device: str | None, trace: Trace | None = None
+    ) -> TraceConfig:
+        """The configuration of ``item`` read as a trace with ``meta``; ``device``: the measured one;
+        ``trace``: the trace itself, to infer what nothing states (None: no inference)."""
+        given = item.stated_by or FROM_SIDECAR
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        for key in INFERABLE:
+            if getattr(item, key) is not None:
+                values[key], sources[key] = getattr(item, key), given
+            elif meta.get(key) is not None:
+                values[key], sources[key] = meta[key], FROM_TRACE_META
+        evidence: dict[str, str] = {}
+        uncertain: dict[str, tuple[Any, ...]] = {}
+        warnings: tuple[str, ...] = ()
+        if trace is not None and any(key not in values for key in INFERABLE):
+            from tracekit.analyzers.identify import identify
+
+            identity = identify(trace, meta.get("path") or item.path)
+            for key in INFERABLE:
+                found = getattr(identity, key)
+                if key not in values and found is not None:
+                    values[key], sources[key], evidence[key] = found.value, found.source, found.evidence
+                    if found.uncertain:
+                        uncertain[key] = tuple(found.candidates or (found.value,))
+            warnings = tuple(w for key, w in identity.warnings.items() if key in evidence)
+        batch, seq = values.get("batch_size"), values.get("seq_len")
+        untraced = item.untraced_latency_ms
+        return cls(
+            path=Path(item.path),
+            profiler=item.profiler or meta.get("profiler") or meta.get("format"),
+            runtime=values.get("runtime"),
+            model=item.model or meta.get("model"),
+            batch_size=None if batch is None else int(batch),
+            seq_len=None if seq is None else int(seq),
+            precision=values.get("precision"),
+            device=device or item.device,
+            synthetic=bool(item.synthetic or meta.get("synthetic", False)),
+            untraced_latency=dict(untraced) if isinstance(untraced, Mapping) else None,
+            sources=sources,
+            evidence=evidence,
+            uncertain=uncertain,
+            inference_warnings=warnings,
+        )
+
+    def inferred(self, key: str) -> bool:
+        """Whether ``key`` (runtime, batch_size, seq_len, precision) was inferred (content or file name, sure or
+        not)."""
+        from tracekit.analyzers.identify import INFERRED_SOURCES
+
+        return self.sources.get(key) in INFERRED_SOURCES
+
+    @property
+    def runtime_label(self) -> str | None:
+        """The runtime as shown: ``"onnx"``, ``"onnx (inferred)"`` (from the content), ``"onnx (file name)"``."""
+        from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME
+
+        if self.runtime is None:
+            return None
+        tag = {FROM_CONTENT: " (inferred)", FROM_NAME: " (file name)"}.get(
+            self.sources.get("runtime", ""), ""
+        )
+        return self.runtime + tag
+
+    @property
+    def untraced_latency_ms(self) -> float | None:
+        """Mean untraced latency (ms), or None."""
+        mean = (self.untraced_latency or {}).get("mean")
+        return None if mean is None else float(mean)
+
+    @property
+    def label(self) -> str:
+        """``runtime b1 s128`` (the run directory and file name when the runtime is unknown)."""
+        return config_label(self.runtime_label, self.batch_size, self.seq_len, self.path)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``config`` object of ``tracekit analyze --format json`` (without the path: the document's
+        ``trace`` object names the file)."""
+        return {
+            "profiler": self.profiler,
+            "runtime": self.runtime,
+            "model": self.model,
+            "batch_size": self.batch_size,
+            "seq_len": self.seq_len,
+            "precision": self.precision,
+            "device": self.device,
+            "synthetic": self.synthetic,
+            "untraced_latency_ms": None if self.untraced_latency is None else dict(self.untraced_latency),
+            "sources": dict(self.sources),
+            "evidence": dict(self.evidence),
+            "uncertain": {k: list(v) for k, v in self.uncertain.items()},
+            "inference_warnings": list(self.inference_warnings),
+        }
+
+    @classmethod
+    def from_json(cls, doc: Mapping[str, Any], path: str | Path) -> TraceConfig:
+        """The inverse of :meth:`to_json` (``path``: the trace's)."""
+        return cls(
+            path=Path(path),
+            profiler=doc.get("profiler"),
+            runtime=doc.get("runtime"),
+            model=doc.get("model"),
+            batch_size=doc.get("batch_size"),
+            seq_len=doc.get("seq_len"),
+            precision=doc.get("precision"),
+            device=doc.get("device"),
+            synthetic=bool(doc.get("synthetic", False)),
+            untraced_latency=doc.get("untraced_latency_ms"),
+            sources=dict(doc.get("sources") or {}),
+            evidence=dict(doc.get("evidence") or {}),
+            uncertain={k: tuple(v) for k, v in (doc.get("uncertain") or {}).items()},
+            inference_warnings=tuple(doc.get("inference_warnings") or ()),
+        )
+
+
+def config_label(runtime_label: str | None, batch_size: int | None, seq_len: int | None, path: Path) -> str:
+    """``runtime b1 s128`` (the run directory and file name when the runtime is unknown): the one label of a
+    configuration, in tables, reports and warnings."""
+    path = Path(path)
+    if runtime_label is None:
+        parts = [f"{path.parent.name}/{path.name}" if path.parent.name else path.name]
+    else:
+        parts = [runtime_label]
+    if batch_size is not None:
+        parts.append(f"b{batch_size}")
+    if seq_len is not None:
+        parts.append(f"s{seq_len}")
+    return " ".join(parts)
+
+
+#: Start of the note that says which configuration values were inferred (the table shows them in its legend).
+INFERRED_NOTE = "not stated by run.json or sidecar metadata, inferred: "
+
+
+def inference_notes(config: TraceConfig) -> list[str]:
+    """One line naming the inferred values, their source and evidence (none when nothing was inferred): so
+    that ``report``, ``compare`` and ``analyze`` say it where they list a trace's warnings."""
+    said = []
+    for key in INFERABLE:
+        if not (config.inferred(key) and key in config.evidence):
+            continue
+        value = getattr(config, key)
+        shown = config.sources[key] if value is None else f"{value} {config.sources[key]}"
+        mark = " (uncertain)" if value is not None and key in config.uncertain else ""
+        said.append(f"{key.replace('_', ' ')} {shown}{mark} ({config.evidence[key]})")
+    return [INFERRED_NOTE + "; ".join(said)] if said else []
