@@ -231,3 +231,87 @@ def test_no_ncu_kernel_in_the_range_uses_them_all_and_says_so() -> None:
         "profiling order"
     )
     assert result.value("sms_active") == pytest.approx(18.0)
+
+
+def test_per_kernel_takes_the_first_good_metric_and_names_it() -> None:
+    from tests.test_table import SM_CYCLES_ACTIVE, SM_CYCLES_ELAPSED
+    from tracekit.analyzers.kernel_metrics import per_kernel
+
+    km = ncu_trace(
+        [
+            # the percent is NaN: the cycles ratio stands in, and is named
+            ("a", None, 10, {SM_ACTIVE_PCT: float("nan"), SM_CYCLES_ACTIVE: 30.0, SM_CYCLES_ELAPSED: 120.0}),
+            # only a NaN: NaN, named after the metric that gave it
+            ("b", None, 10, {SM_ACTIVE_PCT: float("nan")}),
+            ("c", None, 10, {"something else": 1.0}),
+        ]
+    ).kernel_metrics
+    # a metric written twice for one kernel (ncu sections can repeat one): the first row counts
+    km = pl.concat([km, km.filter(pl.col("kernel") == 0).with_columns(pl.lit(99.0).alias("value"))])
+    frame = per_kernel(km)
+    assert frame.schema["sms_active"] == pl.Float64 and frame.schema["warp_occupancy"] == pl.Float64
+    assert frame["sms_active"].to_list()[0] == 25.0 and frame["sms_active"].to_list()[2] is None
+    assert frame["sms_active"].is_nan().to_list()[1] is True
+    assert frame["sms_active_how"].to_list() == [
+        f"100*{SM_CYCLES_ACTIVE}/{SM_CYCLES_ELAPSED}",
+        SM_ACTIVE_PCT,
+        None,
+    ]
+    assert frame["warp_occupancy"].to_list() == [None, None, None]
+    only_unknown = per_kernel(ncu_trace([("c", None, 10, {"something else": 1.0})]).kernel_metrics)
+    assert only_unknown.select("kernel", "name", "sms_active", "warp_occupancy").rows() == [
+        (0, "c", None, None)
+    ]
+    assert only_unknown.schema["sms_active"] == pl.Float64
+
+
+def test_summary_names_every_metric_used_and_counts_nan_kernels() -> None:
+    from tests.test_table import SM_CYCLES_ACTIVE, SM_CYCLES_ELAPSED
+
+    kernels = [
+        ("a", None, 100, {SM_ACTIVE_PCT: 50.0}),
+        ("b", None, 100, {SM_CYCLES_ACTIVE: 30.0, SM_CYCLES_ELAPSED: 120.0}),
+        ("c", None, 100, {SM_ACTIVE_PCT: 10.0}),
+        ("d", None, 100, {WARPS_ACTIVE_PCT: float("nan")}),
+        ("e", None, 100, {WARPS_ACTIVE_PCT: float("nan")}),
+    ]
+    result = analyze_kernel_metrics(ncu_trace(kernels))
+    sms = result.summary["sms_active"]
+    assert sms["metric"] == SM_ACTIVE_PCT and sms["metrics_used"] == sorted(
+        [SM_ACTIVE_PCT, f"100*{SM_CYCLES_ACTIVE}/{SM_CYCLES_ELAPSED}"]
+    )
+    assert sms["coverage"] == pytest.approx(300 / 500)
+    warps = result.summary["warp_occupancy"]
+    assert "metrics_used" not in warps and warps["coverage"] == 0.0 and warps["kernel_time"] is None
+    assert f"warp_occupancy: 2 kernels with NaN {WARPS_ACTIVE_PCT} skipped" in result.warnings
+    one = analyze_kernel_metrics(ncu_trace(kernels[:4]))
+    assert f"warp_occupancy: 1 kernel with NaN {WARPS_ACTIVE_PCT} skipped" in one.warnings
+
+
+def test_coverage_without_durations_is_unknown_not_zero() -> None:
+    result = analyze_kernel_metrics(ncu_trace([("a", None, None, {SM_ACTIVE_PCT: 50.0})]))
+    assert result.summary["sms_active"]["coverage"] is None
+
+
+def test_the_result_holds_the_joined_kernels_and_the_iteration_count() -> None:
+    tl = timeline()
+    result = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, analyze_iterations(tl))
+    assert result.kernels.height == 4 and result.kernels["name_match"].to_list() == [True] * 4
+    assert result.summary["sms_active"]["iterations"] == 2
+
+
+def test_the_timeline_kernels_follow_the_analysis_range_or_the_one_given() -> None:
+    """Without the analysis' ops, the kernels are assigned to the ranges named by ``range_name``, else by the
+    analysis' own range: here 'step' (one range over both 'iteration' ranges), not the default 'iteration'."""
+    tl = timeline(ranges=((0, 1000), (1000, 2000)))
+    step = tl.ranges.head(1).with_columns(pl.lit(2000, pl.Int64).alias("end"), pl.lit("step").alias("name"))
+    tl = type(tl)(ops=tl.ops, ranges=pl.concat([tl.ranges, step]), meta=tl.meta)
+    by_step = analyze_iterations(tl, range_name="step")
+    assert by_step.iterations.height == 1
+    result = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, by_step)
+    # one 2000 ns iteration holding all 4 kernels, profiled as 2 per iteration: not a whole iteration
+    assert result.kernels.height == 4 and result.iterations["sms_active"].to_list() == [None]
+    assert any("holds 2 kernels but the timeline's analyzed iterations hold 4" in w for w in result.warnings)
+    # range_name given: it decides the timeline's iterations (2 x 2 kernels), reported on the analysis' index 0
+    by_iteration = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, by_step, "iteration")
+    assert by_iteration.kernels["iteration"].to_list() == [0, 0]
