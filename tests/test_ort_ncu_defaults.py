@@ -338,3 +338,13 @@ def test_report_on_an_ncu_run_has_no_verdict_and_draws_its_figures(tmp_path, cap
     assert (config["bound"], config["gpu_utilization"], config["traced_latency_ms"]) == (None, None, None)
     assert config["latency_ms"] is not None  # the untraced latency run.json records
     assert (out / "fig_timeline.png").is_file()
+
+
+def test_report_draws_no_timeline_of_an_ncu_run(tmp_path, capsys):
+    """An ncu run has no measured timeline (kernels laid back to back by the reader): report draws none."""
+    out = tmp_path / "rep"
+    assert main(["report", str(NCU_SAMPLE.parent), "-o", str(out), "--no-progress"]) == 0
+    capsys.readouterr()
+    assert (out / "fig_breakdown.png").is_file()
+    assert not list(out.glob("fig_timeline*"))
+    assert "timeline" not in json.loads((out / "report.json").read_text())

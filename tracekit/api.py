@@ -291,7 +291,8 @@ def report_data(
         i, item = numbered
         analyzed = analyze_input(item, options, EVERYTHING)
         row = config_row(analyzed)
-        if i == timeline_index and figures and analyzed.iterations.height:
+        measured = analyzed.trace.format not in ("ncu-csv", "ncu-rep")  # ncu lays kernels back to back itself
+        if i == timeline_index and figures and analyzed.iterations.height and measured:
             where = f"{row['runtime']}, batch {row['batch_size']}" + (
                 f", seq {row['seq_len']}" if row["seq_len"] is not None else ""
             )
