@@ -18,7 +18,8 @@ call each mutated function and runs only those for each mutant, stopping at the 
 
 The score counts every mutant: killed / (all - equivalent). A surviving mutant is either killed by a new
 test or written down in ``benchmarks/mutation_equivalent.json`` (module, function, the mutant's diff with its
-context lines, why no output can change); "no tests" and timeouts count as survivors. The report lists every survivor with
+context lines, why no output can change); "no tests" counts as a survivor, a timeout as killed (the tests did not pass: the
+mutant made them hang, e.g. an endless loop; mutmut counts it so too). The report lists every survivor with
 mutmut's diff and is written to WORKDIR/report.md; ``benchmarks/README.md`` keeps the scores and dates.
 """
 
@@ -222,7 +223,11 @@ def rerun_survivors(module: str, workdir: Path, overlay: list[str], max_children
             shutil.copy2(REPO / rel, target)
     write_config(module, workdir)
     (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
-    names = [name for name, state in results(workdir, module).items() if state not in ("killed", "skipped")]
+    names = [
+        name
+        for name, state in results(workdir, module).items()
+        if state not in ("killed", "skipped", "timeout")
+    ]
     if not names:
         return 0
     return run_mutmut(workdir, max_children, names)
@@ -281,7 +286,7 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
     equivalents = [e for e in load_equivalent() if e["module"] == module]
     survivors, equivalent = [], []
     for name, state in sorted(status.items(), key=lambda kv: int(re.search(r"(\d+)$", kv[0]).group(1))):
-        if state in ("killed", "caught by type check", "skipped"):
+        if state in ("killed", "caught by type check", "skipped", "timeout"):
             continue
         diff = mutant_diff(workdir, name)
         match = next(
@@ -290,7 +295,7 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
         (equivalent if match else survivors).append((name, state, diff, match))
     counts = {
         "mutants": len(status),
-        "killed": sum(s in ("killed", "caught by type check") for s in status.values()),
+        "killed": sum(s in ("killed", "caught by type check", "timeout") for s in status.values()),
         "equivalent": len(equivalent),
         "survived": len(survivors),
         "skipped": sum(s == "skipped" for s in status.values()),

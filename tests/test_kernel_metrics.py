@@ -315,3 +315,43 @@ def test_the_timeline_kernels_follow_the_analysis_range_or_the_one_given() -> No
     # range_name given: it decides the timeline's iterations (2 x 2 kernels), reported on the analysis' index 0
     by_iteration = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, by_step, "iteration")
     assert by_iteration.kernels["iteration"].to_list() == [0, 0]
+
+
+def test_positions_follow_start_then_end_within_each_iteration() -> None:
+    """A kernel's position in its iteration is its rank by start, then end (overlapping kernels on two
+    streams), and the joined kernels come in iteration order even when a kernel launched in iteration 0
+    starts after one launched in iteration 1."""
+    from tests.builders import make_trace
+
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
+        api=[
+            (10, 20, 1, "cudaLaunchKernel"),
+            (30, 40, 2, "cudaLaunchKernel"),
+            (50, 60, 3, "cudaLaunchKernel"),
+            (1010, 1020, 4, "cudaLaunchKernel"),
+            (1030, 1040, 5, "cudaLaunchKernel"),
+            (1050, 1060, 6, "cudaLaunchKernel"),
+        ],
+        ops=[
+            (100, 500, 1, 7),  # iteration 0, position 0: starts first, ends last
+            (100, 200, 2, 8),  # same start, ends first: position 0 by (start, end)
+            (1120, 1220, 3, 9),  # launched in iteration 0, queued: starts after iteration 1's first kernel
+            (1100, 1150, 4, 7),
+            (1150, 1900, 5, 8),
+            (1200, 1300, 6, 9),
+        ],
+    )
+    analysis = analyze_iterations(trace)
+    kernels = [("k", "iteration", 100, {SM_ACTIVE_PCT: v}) for v in (10.0, 20.0, 30.0)]
+    result = analyze_kernel_metrics(ncu_trace(kernels), trace, analysis)
+    joined = result.kernels.select("iteration", "position", "timeline_ns", "sms_active").rows()
+    # by (start, end): iteration 0 = (100-200, 100-500, 1120-1220), iteration 1 = (1100-1150, 1150-1900, 1200-1300)
+    assert joined == [
+        (0, 0, 100, 10.0),
+        (0, 1, 400, 20.0),
+        (0, 2, 100, 30.0),
+        (1, 0, 50, 10.0),
+        (1, 1, 750, 20.0),
+        (1, 2, 100, 30.0),
+    ]
