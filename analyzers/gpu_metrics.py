@@ -169,17 +169,30 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
 def _window_means(samples: pl.DataFrame, windows: pl.DataFrame, column: str) -> pl.DataFrame:
     """Per iteration: mean value and count of samples with window_start <= timestamp <= window_end.
 
-    Windows are disjoint and ordered, so each sample is matched to the last window starting at or before it
-    (join_asof) and kept when it is not past that window's end.
-    """
+    Windows may overlap (``--split-idle`` windows when the host runs ahead, ranges on two threads): a sample
+    counts in every window that holds it. ``n`` counts every sample in the window, the mean only those with a
+    value. Vectorized: the samples sorted by time, each window's first and past-last sample found by binary
+    search, the mean from prefix sums of the non-null values."""
+    import numpy as np
+
     points = samples.select(pl.col("timestamp"), pl.col("value")).drop_nulls("timestamp").sort("timestamp")
-    win = windows.sort("window_start_ns")
-    joined = points.join_asof(win, left_on="timestamp", right_on="window_start_ns", strategy="backward")
-    inside = joined.filter(pl.col("index").is_not_null() & (pl.col("timestamp") <= pl.col("window_end_ns")))
-    agg = inside.group_by("index").agg(
-        pl.col("value").mean().alias(column), pl.len().cast(pl.Int64).alias("n")
+    ts = points["timestamp"].to_numpy()
+    known = points["value"].is_not_null().to_numpy()
+    values = points["value"].fill_null(0.0).cast(pl.Float64).to_numpy()
+    total = np.concatenate([[0.0], np.cumsum(values)])
+    count = np.concatenate([[0], np.cumsum(known.astype(np.int64))])
+    lo = np.searchsorted(ts, windows["window_start_ns"].to_numpy(), side="left")
+    hi = np.searchsorted(ts, windows["window_end_ns"].to_numpy(), side="right")
+    valued = count[hi] - count[lo]  # samples with a value: the mean's
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (total[hi] - total[lo]) / valued
+    return pl.DataFrame(
+        {
+            "index": windows["index"],
+            column: pl.Series(column, mean, dtype=pl.Float64).set(pl.Series(valued == 0), None),
+            "n": pl.Series("n", hi - lo, dtype=pl.Int64),  # every sample in the window, with a value or not
+        }
     )
-    return windows.select("index").join(agg, on="index", how="left").with_columns(pl.col("n").fill_null(0))
 
 
 def _fmt(devices: list[int]) -> str:

@@ -147,3 +147,20 @@ def test_a_sample_without_a_value_counts_as_a_sample_but_not_in_the_mean() -> No
     result = analyze_gpu_metrics(trace_with(samples), WINDOWS)
     assert result.iterations["sms_active"].to_list()[0] == 20.0
     assert result.iterations["samples"].to_list() == [2, 0, 0]
+
+
+def test_overlapping_windows_each_count_the_samples_they_hold() -> None:
+    """--split-idle windows may overlap when the host runs ahead: a sample in the overlap belongs to both, and a
+    sample after a later window's end but inside an earlier, longer window belongs to the earlier one."""
+    windows = pl.DataFrame(
+        {"index": [0, 1], "window_start_ns": [1000, 1500], "window_end_ns": [3000, 2000]},
+        schema={"index": pl.Int64, "window_start_ns": pl.Int64, "window_end_ns": pl.Int64},
+    )
+    samples = [
+        (1200, 0, "SMs Active", "%", 10.0),
+        (1800, 0, "SMs Active", "%", 30.0),
+        (2500, 0, "SMs Active", "%", 50.0),
+    ]
+    result = analyze_gpu_metrics(trace_with(samples), windows)
+    assert result.iterations["samples"].to_list() == [3, 1]
+    assert result.iterations["sms_active"].to_list() == [30.0, 30.0]
