@@ -17,6 +17,14 @@ from tracekit.collectors.profilers import ncu as ncu_mod
 from tracekit.collectors.profilers import nsys as nsys_mod
 from tracekit.collectors.profilers.nvml import physical_gpu_index
 
+
+def _needs(*modules: str) -> None:
+    """Skip the calling test where one of ``modules`` cannot be imported (an install without the collection
+    extra: torch, transformers, onnx, onnxruntime)."""
+    for module in modules:
+        pytest.importorskip(module)
+
+
 TINY = [
     "--model",
     "tiny",
@@ -214,6 +222,7 @@ def test_unknown_runtime_lists_choices(capsys: pytest.CaptureFixture[str], tmp_p
 
 
 def test_unknown_model_lists_choices(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     assert main(["collect", "--model", "bert-huge", "-o", str(tmp_path / "r")]) == 2
     line = _err_line(capsys)
     assert (
@@ -225,6 +234,7 @@ def test_unknown_model_lists_choices(capsys: pytest.CaptureFixture[str], tmp_pat
 def test_cuda_only_runtime_refuses_without_cuda(
     runtime: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    _needs("torch", "transformers", "onnx", "onnxruntime")
     if _torch_has_cuda():
         pytest.skip("CUDA is available here")
     assert (
@@ -249,6 +259,7 @@ def test_cuda_only_runtime_refuses_without_cuda(
 
 
 def test_device_cuda_refuses_without_cuda(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     if _torch_has_cuda():
         pytest.skip("CUDA is available here")
     assert (
@@ -275,6 +286,7 @@ def test_device_cuda_refuses_without_cuda(capsys: pytest.CaptureFixture[str], tm
 def test_missing_nsys_says_how_to_install(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _needs("torch", "transformers")
     monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert main(["collect", *TINY, "--profiler", "nsys", "-o", str(tmp_path / "r")]) == 2
@@ -285,6 +297,7 @@ def test_missing_nsys_says_how_to_install(
 def test_missing_ncu_says_how_to_install(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _needs("torch", "transformers")
     monkeypatch.delenv("TRACEKIT_NCU", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     assert main(["collect", *TINY, "--profiler", "ncu", "-o", str(tmp_path / "r")]) == 2
@@ -292,6 +305,7 @@ def test_missing_ncu_says_how_to_install(
 
 
 def test_ort_profiler_needs_onnx_runtime(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     assert (
         main(["collect", "--runtime", "pytorch", *TINY, "--profiler", "ort", "-o", str(tmp_path / "r")]) == 2
     )
@@ -306,6 +320,7 @@ def test_bad_batch_sizes_is_usage_error(tmp_path: Path) -> None:
 
 # -- output layout (real tiny run, no profiler) -------------------------------------------------------------
 def test_layout_run_json_and_latency_csv(tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     out = tmp_path / "run"
     assert (
         main(
@@ -376,6 +391,7 @@ def test_layout_run_json_and_latency_csv(tmp_path: Path) -> None:
 def test_failure_mid_sweep_keeps_completed_configs(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    _needs("torch", "transformers")
     import tracekit.collectors.worker as worker
 
     real = worker.run_config
@@ -419,6 +435,7 @@ def test_failure_mid_sweep_keeps_completed_configs(
 
 
 def test_interrupt_mid_sweep_leaves_no_partial_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch", "transformers")
     import tracekit.collectors.worker as worker
 
     real = worker.run_config
@@ -460,6 +477,7 @@ def test_interrupt_mid_sweep_leaves_no_partial_files(tmp_path: Path, monkeypatch
 
 # -- real tiny collections ----------------------------------------------------------------------------------
 def test_real_torch_profiler_collection(tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     out = tmp_path / "run"
     assert main(["collect", "--runtime", "pytorch", *TINY, "--profiler", "torch", "-o", str(out)]) == 0
     trace = out / "pytorch_b1_s16.torch.json.gz"
@@ -490,6 +508,7 @@ def test_real_torch_profiler_collection(tmp_path: Path) -> None:
 
 
 def test_real_ort_profiler_collection(tmp_path: Path) -> None:
+    _needs("torch", "transformers", "onnx", "onnxruntime")
     out = tmp_path / "run"
     assert main(["collect", "--runtime", "onnx", *TINY, "--profiler", "ort", "-o", str(out)]) == 0
     import gzip
@@ -506,6 +525,7 @@ def test_real_ort_profiler_collection(tmp_path: Path) -> None:
 
 
 def test_real_torchscript_collection(tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     out = tmp_path / "run"
     argv = [*TINY, "--warmup", "2"]  # the last --warmup wins: TorchScript needs two (profiling executor)
     assert main(["collect", "--runtime", "torchscript", *argv, "--profiler", "none", "-o", str(out)]) == 0
@@ -521,6 +541,7 @@ def test_real_compile_collection(tmp_path: Path) -> None:
 
 
 def test_onnx_export_is_cached(tmp_path: Path) -> None:
+    _needs("torch", "transformers", "onnx")
     from tracekit.collectors.inputs import make_inputs
     from tracekit.collectors.runtimes.onnx import export_onnx, export_path
     from tracekit.collectors.zoo import ModelSpec, build
@@ -537,6 +558,7 @@ def test_onnx_export_is_cached(tmp_path: Path) -> None:
 
 
 def test_zoo_overrides() -> None:
+    _needs("torch", "transformers")
     from tracekit.collectors.zoo import ModelSpec, build, model_kind
 
     model = build(ModelSpec("tiny", layers=1, hidden=128))

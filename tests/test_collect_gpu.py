@@ -19,6 +19,13 @@ from tracekit.cli import main
 from tracekit.errors import RunFailure, TracekitError
 
 
+def _needs(*modules: str) -> None:
+    """Skip the calling test where one of ``modules`` cannot be imported (an install without the collection
+    extra: torch, transformers, onnx, onnxruntime)."""
+    for module in modules:
+        pytest.importorskip(module)
+
+
 @pytest.fixture(autouse=True)
 def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path_factory.getbasetemp() / "tracekit-cache"))
@@ -55,6 +62,7 @@ class _Stop(Exception):
 
 
 def test_worker_makes_the_requested_device_current(monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch", "transformers")
     import torch
 
     from tracekit.collectors import worker
@@ -73,6 +81,7 @@ def test_worker_makes_the_requested_device_current(monkeypatch: pytest.MonkeyPat
 
 
 def test_sync_waits_on_the_runs_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch", "transformers")
     import torch
 
     from tracekit.collectors.runtimes.base import RunContext, Runtime
@@ -124,6 +133,7 @@ def _fake_cuda(monkeypatch: pytest.MonkeyPatch, log: list[Any]) -> None:
 
 
 def test_cuda_graphs_warms_up_and_captures_on_the_requested_device(monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch", "transformers")
     import torch
 
     from tracekit.collectors.runtimes.base import RunContext
@@ -228,6 +238,7 @@ def test_cpu_only_onnxruntime_is_named_with_the_extra(monkeypatch: pytest.Monkey
 
 
 def test_tf32_and_attention_recorded_and_applied(tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     import torch
 
     from tracekit.collectors.zoo import attention_path
@@ -284,6 +295,7 @@ def _aten_ops(fn: Any) -> list[str]:
 
 
 def test_eager_and_capture_run_the_same_masked_attention(monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch", "transformers")
     import torch
 
     from tracekit.collectors.inputs import make_inputs
@@ -302,6 +314,7 @@ def test_eager_and_capture_run_the_same_masked_attention(monkeypatch: pytest.Mon
 
 
 def test_wrapper_masks_give_transformers_results() -> None:
+    _needs("torch", "transformers")
     import torch
 
     from tracekit.collectors.inputs import make_inputs
@@ -403,6 +416,7 @@ def _cuda_sweep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, profilers: list
 def test_refused_gpu_metrics_and_counters_keep_the_run_and_say_why_once(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    _needs("torch", "transformers")
     sweep = _cuda_sweep(tmp_path, monkeypatch, ["nsys", "ncu"])
     sweep._prepare()
     run = json.loads((tmp_path / "run" / "run.json").read_text())
@@ -418,6 +432,7 @@ def test_refused_gpu_metrics_and_counters_keep_the_run_and_say_why_once(
 
 
 def test_failed_config_keeps_its_log(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch", "transformers")
     from tracekit.collectors import sweep as sweep_mod
 
     def failing(self: Any, batch: int, seq: int, tmp: Path) -> list[float]:
@@ -491,6 +506,7 @@ def _fake_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_cuda_device_maps_to_nvml_and_nsys_by_uuid(monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch", "transformers")
     from tracekit.collectors.environment import gpu_for
     from tracekit.collectors.gpu import cuda_device_map
 
@@ -574,6 +590,7 @@ def _ort_profile(path: Path, runs: int) -> None:
 
 
 def test_ort_runs_before_timed_are_counted_and_skipped(tmp_path: Path) -> None:
+    _needs("torch", "transformers")
     from tracekit.analyzers.iterations import analyze_iterations
     from tracekit.collectors import worker
     from tracekit.readers import read_trace
@@ -612,6 +629,7 @@ def test_ort_runs_before_timed_are_counted_and_skipped(tmp_path: Path) -> None:
 def test_torch_profiler_initialized_before_capture_and_empty_iterations_warned(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
+    _needs("torch", "transformers")
     import torch
 
     from tracekit.collectors import worker
@@ -664,6 +682,7 @@ def test_ncu_runs_few_iterations_and_reports_its_error(
 def test_graph_runtimes_need_two_warmup_runs(
     runtime: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    _needs("torch", "transformers", "onnx", "onnxruntime")
     assert (
         main(["collect", "--runtime", runtime, "--warmup", "1", "--model", "tiny", "-o", str(tmp_path / "r")])
         == 2
@@ -672,6 +691,7 @@ def test_graph_runtimes_need_two_warmup_runs(
 
 
 def test_compile_cudagraphs_says_whether_graphs_were_used(monkeypatch: pytest.MonkeyPatch) -> None:
+    _needs("torch")
     from torch._dynamo.utils import counters
     from torch._inductor import cudagraph_trees
 
@@ -708,6 +728,9 @@ def test_compile_cudagraphs_says_whether_graphs_were_used(monkeypatch: pytest.Mo
 def test_base_install_names_the_extra(
     missing: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
+    pytest.importorskip(
+        {"torch": "transformers", "transformers": "torch"}[missing]
+    )  # the other one installed
     monkeypatch.setitem(sys.modules, missing, None)  # import fails as on a base install
     assert main(["collect", "--model", "tiny", "--device", "cpu", "-o", str(tmp_path / "r")]) == 2
     line = _err_line(capsys)

@@ -13,12 +13,20 @@ import pytest
 from tracekit.cli import main
 
 
+def _needs(*modules: str) -> None:
+    """Skip the calling test where one of ``modules`` cannot be imported (an install without the collection
+    extra: torch, transformers, onnx, onnxruntime)."""
+    for module in modules:
+        pytest.importorskip(module)
+
+
 def _doctor_json(capsys: pytest.CaptureFixture[str]) -> dict[str, Any]:
     assert main(["doctor", "--format", "json"]) == 0
     return json.loads(capsys.readouterr().out)
 
 
 def test_doctor_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
+    _needs("torch")
     import torch
 
     if torch.cuda.is_available():
@@ -51,6 +59,7 @@ def test_doctor_on_this_machine(capsys: pytest.CaptureFixture[str]) -> None:
 def test_doctor_on_a_faked_gpu_machine(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    _needs("torch")
     import torch
 
     from tests.test_collect_gpu import _FakeNvml
