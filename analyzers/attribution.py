@@ -237,7 +237,23 @@ def _search(sorted_values: np.ndarray, keys: np.ndarray, side: str = "left") -> 
         return np.searchsorted(sorted_values, keys, side=side)  # type: ignore[call-overload]
     lo = int(np.searchsorted(sorted_values, keys.min(), side="left"))
     hi = int(np.searchsorted(sorted_values, keys.max(), side="right"))
-    return lo + np.searchsorted(sorted_values[lo:hi], keys, side=side)  # type: ignore[call-overload]
+    return lo + search_sorted(sorted_values[lo:hi], keys, side)
+
+
+def search_sorted(sorted_values: np.ndarray, keys: np.ndarray, side: str = "left") -> np.ndarray:
+    """``np.searchsorted(sorted_values, keys, side)``. Where the keys are sorted too (gaps and ops in time
+    order) and not far fewer than the values, by one merge of the two sorted runs (a stable sort of their
+    concatenation finds the two runs and merges them once) instead of a binary search per key: 1.3-2.5x
+    faster at 10^5-10^6 keys."""
+    n = len(sorted_values)
+    if len(keys) < 2 or n == 0 or n > 2 * len(keys) or not np.all(keys[1:] >= keys[:-1]):
+        return np.searchsorted(sorted_values, keys, side=side)  # type: ignore[call-overload]
+    # "right" counts the values <= each key: values before equal keys; "left" the values < it: keys first
+    values_first = side == "right"
+    both = np.concatenate([sorted_values, keys] if values_first else [keys, sorted_values])
+    order = np.argsort(both, kind="stable")
+    at_key = order >= n if values_first else order < len(keys)
+    return np.flatnonzero(at_key) - np.arange(len(keys))
 
 
 def _outermost(s: np.ndarray, e: np.ndarray, lab: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -855,17 +871,26 @@ def _gap_frame(
 PROJECTION_PARTS: tuple[str, ...] = ("leading_ns", "trailing_ns", "inner_gaps", "inner_ns", "inner_floor_ns")
 
 
-def _sum_by(at: np.ndarray, values: np.ndarray, size: int) -> np.ndarray:
-    """Σ values per ``at`` (positions 0..size-1) as int64: a segmented sum when ``at`` is sorted (the usual
-    gap order), else a weighted bincount (exact below 2**53)."""
-    if len(at) == 0:
-        return np.zeros(size, dtype=np.int64)
-    if np.all(at[1:] >= at[:-1]):
-        first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
-        out = np.zeros(size, dtype=np.int64)
-        out[at[first]] = np.add.reduceat(values, first)
-        return out
-    return np.rint(np.bincount(at, weights=values, minlength=size)).astype(np.int64)
+class _Summer:
+    """Σ values per position ``at`` (0..size-1) as int64, for several value arrays over the same positions:
+    where ``at`` is sorted (the usual gap order) the group boundaries are found once and each array is one
+    segmented sum; else a weighted bincount per array (exact below 2**53)."""
+
+    def __init__(self, at: np.ndarray, size: int) -> None:
+        self.at, self.size = at, size
+        self.first: np.ndarray | None = None
+        if len(at) and np.all(at[1:] >= at[:-1]):
+            self.first = np.flatnonzero(np.r_[True, at[1:] != at[:-1]])
+            self.where = at[self.first]
+
+    def __call__(self, values: np.ndarray) -> np.ndarray:
+        out = np.zeros(self.size, dtype=np.int64)
+        if not len(self.at):
+            return out
+        if self.first is not None:
+            out[self.where] = np.add.reduceat(values, self.first)
+            return out
+        return np.rint(np.bincount(self.at, weights=values, minlength=self.size)).astype(np.int64)
 
 
 def _iteration_sums(
@@ -889,23 +914,25 @@ def _iteration_sums(
             kept.append(arrays)
         it, where = iteration[rows], position[rows]
         pos = it - index[0] if contiguous else np.searchsorted(index, it)
-        ok = (pos >= 0) & (pos < len(index))
-        ok &= index[np.clip(pos, 0, max(len(index) - 1, 0))] == it
-        if not ok.all():
+        # every gap of an analyzed iteration (always so when the index is contiguous and covers the chunk)
+        covered = contiguous and len(it) and it.min() >= index[0] and it.max() <= index[-1]
+        if not covered:
+            ok = (pos >= 0) & (pos < len(index))
+            ok &= index[np.clip(pos, 0, max(len(index) - 1, 0))] == it
+        if not covered and not ok.all():
             pos, where, arrays = pos[ok], where[ok], {n: a[ok] for n, a in arrays.items()}
             duration = (e[rows] - s[rows])[ok]
         else:
             duration = e[rows] - s[rows]
+        add = _Summer(pos, len(index))
         for n in (*CAUSE_NS, *DEVICE_NS):
-            acc[n] += _sum_by(pos, arrays[n], len(index))
-        acc["idle_ns"] += _sum_by(pos, duration, len(index))
+            acc[n] += add(arrays[n])
+        acc["idle_ns"] += add(duration)
         inner = where == 1
         waits = arrays["queued_ns"] + arrays["stream_wait_ns"] + arrays["launch_lag_ns"]
-        acc["inner_floor_ns"] += _sum_by(
-            pos, np.where(inner, np.maximum(waits, kernel_gap_ns), 0), len(index)
-        )
-        acc["inner_gaps"] += _sum_by(pos, inner.astype(np.int64), len(index))
-        acc["inner_ns"] += _sum_by(pos, np.where(inner, duration, 0), len(index))
+        acc["inner_floor_ns"] += add(np.where(inner, np.maximum(waits, kernel_gap_ns), 0))
+        acc["inner_gaps"] += add(inner.astype(np.int64))
+        acc["inner_ns"] += add(np.where(inner, duration, 0))
         for name, code in (("leading_ns", 0), ("trailing_ns", 2)):  # at most one such gap an iteration
             rows_of = np.flatnonzero(where == code)
             np.add.at(acc[name], pos[rows_of], duration[rows_of])
@@ -1119,6 +1146,34 @@ def launch_lags(ctx: _Context, index: np.ndarray | None = None) -> pl.DataFrame:
     return pl.DataFrame({"iteration": it, "start": ctx.op["start"][keep], "lag_ns": lag[keep]})
 
 
+@dataclass
+class Setup:
+    """What attributing gaps needs that does not depend on the gaps (:func:`setup`): the host threads' API
+    intervals, the ops' launching calls and iterations, the device timeline; and ``graphs``, the graph
+    launch calls in the trace."""
+
+    ctx: _Context
+    graphs: int
+
+
+def setup(
+    ops: pl.DataFrame,
+    api: pl.DataFrame,
+    ranges: pl.DataFrame,
+    calls: pl.DataFrame | None = None,
+    timeline: DeviceTimeline | None = None,
+) -> Setup:
+    """The :class:`Setup` of :func:`attribute_idle` (same arguments), built apart so that it can be built
+    while the gaps are (on another thread: it reads only the trace and the op-to-call matching)."""
+    intervals, graphs = _api_intervals(api)
+    if timeline is None and calls is None:
+        timeline = DeviceTimeline.of(ops.sort("start"))
+    ctx = _Context(ops, api, ranges, intervals, calls, timeline)
+    for key in intervals:  # each host thread's intervals made ready for the per-gap sums
+        ctx.prepared(key)
+    return Setup(ctx, graphs)
+
+
 def attribute_idle(
     gaps: pl.DataFrame,
     ops: pl.DataFrame,
@@ -1132,6 +1187,7 @@ def attribute_idle(
     calls: pl.DataFrame | None = None,
     timeline: DeviceTimeline | None = None,
     detail_rows: pl.Series | None = None,
+    prepared: Setup | None = None,
 ) -> Attribution:
     """Attribute every idle nanosecond of every iteration (module docstring).
 
@@ -1143,11 +1199,9 @@ def attribute_idle(
     to return in ``detail`` (e.g. the longest gaps); ``kernel_gap_ns``: see :func:`project_cuda_graphs`;
     ``calls``: the ops' launching calls when already matched (:data:`CALL_COLUMNS`; ``ops`` then has
     ``iteration``, ``call`` -- a row of ``calls`` or null -- and optionally ``no_launch``, instead of
-    ``pid``/``correlation``)."""
-    intervals, graphs = _api_intervals(api)
-    if timeline is None and calls is None:
-        timeline = DeviceTimeline.of(ops.sort("start"))
-    ctx = _Context(ops, api, ranges, intervals, calls, timeline)
+    ``pid``/``correlation``); ``prepared``: :func:`setup` of these arguments, when already built."""
+    prepared = prepared or setup(ops, api, ranges, calls, timeline)
+    ctx, graphs, intervals = prepared.ctx, prepared.graphs, prepared.ctx.intervals
     if index is None:
         index = ranges.get_column("iteration")
     want_gaps = per_gap or pieces or cpu_ops is not None

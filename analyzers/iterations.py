@@ -60,7 +60,7 @@ from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
 
 if TYPE_CHECKING:
-    from tracekit.analyzers.attribution import Attribution
+    from tracekit.analyzers.attribution import Attribution, Setup
 
 #: Where an idle gap lies in its iteration (an Enum: one byte a gap); "empty": the whole window of an
 #: iteration without ops.
@@ -241,6 +241,19 @@ def _longest(gaps: pl.DataFrame, count: int) -> pl.DataFrame:
     )
 
 
+def _search_sorted(values: pl.Series, keys: pl.Series, side: str = "left") -> pl.Series:
+    """``values.search_sorted(keys, side)`` (``values`` sorted, no nulls) as Int64 positions, through numpy
+    (:func:`tracekit.analyzers.attribution.search_sorted`: a merge when the keys come in order, as ops'
+    times and keys do), several times faster than polars' binary search on a million keys. A null key gets
+    position 0: callers mask it."""
+    from tracekit.analyzers.attribution import search_sorted
+
+    if keys.null_count():
+        keys = keys.fill_null(0)
+    found = search_sorted(values.to_numpy(), keys.to_numpy(), side)
+    return pl.Series(keys.name, found, dtype=pl.Int64)
+
+
 def _iteration_in(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
     """For each time, the ``iteration`` whose [range_start, range_end) holds it (null: none), whatever its
     process.
@@ -250,7 +263,7 @@ def _iteration_in(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
     ``times`` need not be sorted."""
     if ranges.is_empty() or times.is_empty():
         return pl.Series("iteration", [None] * len(times), dtype=pl.Int64)
-    pos = ranges.get_column("range_start").search_sorted(times, side="right").cast(pl.Int64) - 1
+    pos = _search_sorted(ranges.get_column("range_start"), times, side="right") - 1
     at = pos.clip(lower_bound=0)
     inside = (pos >= 0) & times.is_not_null() & (times < ranges.get_column("range_end").gather(at))
     iteration = ranges.get_column("iteration").gather(at)
@@ -330,7 +343,7 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
     calls = outermost_of_keys(calls.select(pair_key(), "start", "end", "pid", *extra))
     call_keys = calls.get_column("key")
     op_keys = keys.select(pair_key()).to_series()
-    pos = call_keys.search_sorted(op_keys, side="left").cast(pl.Int64).clip(upper_bound=calls.height - 1)
+    pos = _search_sorted(call_keys, op_keys, side="left").clip(upper_bound=calls.height - 1)
     hit = op_keys.is_not_null() & (call_keys.gather(pos) == op_keys)
     call = pl.select(pl.when(hit).then(pos).alias("call")).to_series()
     return call, calls.select(_call_columns(calls))
@@ -440,10 +453,19 @@ def unassigned_ops(
     return out
 
 
+def _by_iteration(frame: pl.DataFrame) -> pl.DataFrame:
+    """``frame`` with its ``iteration`` column flagged sorted when it is (ops come in time order, so their
+    iterations usually do): polars then groups by it without hashing, several times faster."""
+    column = frame.get_column("iteration")
+    if column.null_count() or not column.is_sorted():
+        return frame
+    return frame.with_columns(column.set_sorted())
+
+
 def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     """Per iteration: GPU start/end and the effective latency window (see module docstring)."""
     per_iter = (
-        ops.select("iteration", "start", "end")
+        _by_iteration(ops.select("iteration", "start", "end"))
         .group_by("iteration")
         .agg(pl.col("start").min().alias("gpu_start"), pl.col("end").max().alias("gpu_end"))
     )
@@ -544,12 +566,15 @@ def _idle_gaps(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     iterations = windows.get_column("iteration")
     n_seg, n_win = it.len(), iterations.len()
     window_start = windows.get_column("window_start").cast(pl.Int64)
-    rank = iterations.search_sorted(it, side="left").cast(pl.Int64) if n_seg else pl.Series(dtype=pl.Int64)
+    if n_seg and iterations.len() and iterations[-1] - iterations[0] == n_win - 1:  # 0..n-1: the row
+        rank = it.cast(pl.Int64) - iterations[0]
+    else:
+        rank = _search_sorted(iterations, it, side="left") if n_seg else pl.Series(dtype=pl.Int64)
     same = it.eq_missing(it.shift(1))
     # Where each gap goes in (iteration, start) order: each iteration's gaps before its segments, then its
     # one gap after them; every earlier iteration has exactly one of those.
     before_at = (pl.int_range(n_seg, dtype=pl.Int64, eager=True) + rank).to_numpy()
-    segments_upto = it.search_sorted(iterations, side="right").cast(pl.Int64)
+    segments_upto = _search_sorted(it, iterations, side="right")
     after_at = (segments_upto + pl.int_range(n_win, dtype=pl.Int64, eager=True)).to_numpy()
     has_segment = segments_upto > segments_upto.shift(1, fill_value=0)
     last_end = seg_end.gather((segments_upto - 1).clip(lower_bound=0)) if n_seg else segments_upto
@@ -603,8 +628,8 @@ def _per_iteration_sums(
     and one cumulative sum, rather than by hashing every row."""
     iterations = windows.get_column("iteration")
     keys = frame.get_column("iteration")
-    lo = keys.search_sorted(iterations, side="left").cast(pl.Int64)
-    hi = keys.search_sorted(iterations, side="right").cast(pl.Int64)
+    lo = _search_sorted(keys, iterations, side="left")
+    hi = _search_sorted(keys, iterations, side="right")
     if value is None:
         total = hi - lo
     else:
@@ -626,10 +651,9 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
         _iteration_at(launches.get_column("start"), ranges, launches.get_column("pid"))
     )
     per_iteration = (
-        launches.select("iteration", "duration")
+        _by_iteration(launches.select("iteration", "duration").filter(pl.col("iteration").is_not_null()))
         .group_by("iteration")
         .agg(pl.len().alias("launches"), (pl.col("duration").sum() / 1e3).alias("launch_api_us"))
-        .filter(pl.col("iteration").is_not_null())
     )
     del launches
     # The first op of each launching call (one call per (pid, correlation); its ops share its iteration).
@@ -651,14 +675,18 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
         calls.get_column("call_end").gather(first_op.get_column("call")),
     )
     queue = pl.col("start") - pl.col("call_end")
-    latency = first_op.group_by("iteration").agg(
-        ((pl.col("start") - pl.col("call_start")).median() / 1e3).alias("launch_latency_us"),
-        (queue.clip(lower_bound=0).median() / 1e3).alias("queue_us"),
-        # for the notes: launches measured, first ops that started before their call returned / began
-        pl.len().alias("_first_ops"),
-        (queue < 0).sum().alias("_in_call"),
-        (pl.col("start") < pl.col("call_start")).sum().alias("_before_call"),
-        (pl.col("start") - pl.col("call_start")).min().alias("_min_latency_ns"),
+    latency = (
+        _by_iteration(first_op)
+        .group_by("iteration")
+        .agg(
+            ((pl.col("start") - pl.col("call_start")).median() / 1e3).alias("launch_latency_us"),
+            (queue.clip(lower_bound=0).median() / 1e3).alias("queue_us"),
+            # for the notes: launches measured, first ops that started before their call returned / began
+            pl.len().alias("_first_ops"),
+            (queue < 0).sum().alias("_in_call"),
+            (pl.col("start") < pl.col("call_start")).sum().alias("_before_call"),
+            (pl.col("start") - pl.col("call_start")).min().alias("_min_latency_ns"),
+        )
     )
     return (
         ranges.select("iteration")
@@ -806,8 +834,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     )
     # (group_by works on whole frames: give it only the columns it needs)
     kernels = (
-        ops.select("iteration")
-        .filter(ops.get_column("kind"))
+        _by_iteration(ops.select("iteration").filter(ops.get_column("kind")))
         .group_by("iteration")
         .agg(pl.len().alias("kernels"))
     )
@@ -865,12 +892,50 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     return Measured(frame, gaps, skip or 0, notes, warnings, quiet)
 
 
-def attribute(trace: Trace, assignment: Assignment, measured: Measured) -> Attribution:
+def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:
+    """What the *attribute* stage needs besides the gaps (:func:`tracekit.analyzers.attribution.setup`: the
+    host threads' API intervals, the launching calls, the device timeline): it reads only the trace and the
+    assignment, so :func:`gaps_and_setup` builds it while the gaps are measured."""
+    from tracekit.analyzers.attribution import DeviceTimeline, setup
+
+    return setup(
+        assignment.ops.select("start", "end", "iteration", "call", "no_launch"),
+        trace.api,
+        assignment.ranges,
+        calls=assignment.calls,
+        timeline=DeviceTimeline.of(trace.ops),
+    )
+
+
+def gaps_and_setup(
+    trace: Trace, assignment: Assignment, skip: int | None = 0, attribute: bool = True
+) -> tuple[Measured, Setup | None]:
+    """Stage *gaps* (:func:`measure_gaps`) and, with ``attribute``, the attribution's setup
+    (:func:`attribution_setup`) built at the same time on a second thread: the gaps are mostly polars work
+    (which runs without the GIL), the setup mostly numpy, so the two share the cores."""
+    if not attribute:
+        return measure_gaps(trace, assignment, skip), None
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracekit-setup") as pool:
+        pending = pool.submit(attribution_setup, trace, assignment)
+        measured = measure_gaps(trace, assignment, skip)
+        return measured, pending.result()
+
+
+def attribute(
+    trace: Trace, assignment: Assignment, measured: Measured, prepared: Setup | None = None
+) -> Attribution:
     """Stage *attribute*: every idle nanosecond of every analyzed iteration by cause
     (:func:`tracekit.analyzers.attribution.attribute_idle`, from the assignment's op-to-launching-call
-    matching; its ``detail``: the causes of the :data:`LONGEST_GAPS` longest gaps)."""
-    from tracekit.analyzers.attribution import DeviceTimeline, attribute_idle
+    matching; its ``detail``: the causes of the :data:`LONGEST_GAPS` longest gaps). ``prepared``:
+    :func:`attribution_setup`, when already built."""
+    from tracekit.analyzers.attribution import attribute_idle
 
+    prepared = prepared or attribution_setup(trace, assignment)
+    timeline = prepared.ctx.timeline
+    if timeline is not None:  # no gap overlaps another op: no search for queued time
+        timeline.quiet = measured.quiet
     gaps = measured.gaps
     longest = _longest(gaps, LONGEST_GAPS).get_column("_row") if gaps.height else None
     result = attribute_idle(
@@ -881,8 +946,8 @@ def attribute(trace: Trace, assignment: Assignment, measured: Measured) -> Attri
         measured.iterations.get_column("index"),
         cpu_ops=trace.cpu_ops if trace.cpu_ops.height else None,
         calls=assignment.calls,
-        timeline=DeviceTimeline.of(trace.ops, quiet=measured.quiet),
         detail_rows=longest,
+        prepared=prepared,
     )
     if result.detail is not None:  # the longest gaps' causes, joined in by longest_gaps()
         result = replace(result, detail=result.detail.select("iteration", "start_ns", "cause", "host_state"))
@@ -964,8 +1029,8 @@ def analyze_iterations(
     :func:`warmup_to_skip`). Raises NoActivityError when there is nothing to analyze.
     """
     assigned = assign(trace, range_name, split_idle_ms)
-    measured = measure_gaps(trace, assigned, skip)
-    causes = _attribute(trace, assigned, measured) if attribute else None
+    measured, prepared = gaps_and_setup(trace, assigned, skip, attribute)
+    causes = _attribute(trace, assigned, measured, prepared) if attribute else None
     return summarize_stages(trace, assigned, measured, causes, bound_threshold)
 
 

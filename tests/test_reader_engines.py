@@ -186,19 +186,23 @@ def test_reads_split_into_rowid_slices_on_threads_equal_the_serial_read(path, mo
     monkeypatch.setenv("TRACEKIT_SQLITE_ENGINE", "adbc")
     monkeypatch.setattr(sqlite_engine, "SLICE_MIN_ROWS", 2)
     monkeypatch.setattr(sqlite_engine, "read_threads", lambda: 3)
-    queries: list[str] = []
+    queries: list[tuple[str, str]] = []
     adbc_frame = sqlite_engine.adbc_frame
 
     def counting_adbc_frame(database, sql, schema):
-        queries.append(sql)
+        import threading
+
+        queries.append((sql, threading.current_thread().name))
         return adbc_frame(database, sql, schema)
 
     monkeypatch.setattr(sqlite_engine, "adbc_frame", counting_adbc_frame)
     sliced = read_trace(path)
-    # The slices were really taken: from NVTX_EVENTS (every export here has ranges) and the CUPTI tables
-    # (CPU-only exports have none).
-    assert any("(rowid >= " in q and "NVTX_EVENTS" in q for q in queries)
-    assert any("(rowid >= " in q and "CUPTI" in q for q in queries) == (serial.meta["device"] == "gpu")
+    # The slices were really taken from NVTX_EVENTS (every export here has ranges); the kernel and API tables
+    # were read side by side, each whole on a thread of its own (CPU-only exports have no kernels).
+    assert any("(rowid >= " in q and "NVTX_EVENTS" in q for q, _ in queries)
+    big = [(q, thread) for q, thread in queries if "KIND_KERNEL" in q or "KIND_RUNTIME" in q]
+    assert all("rowid >=" not in q and thread.startswith("tracekit-table") for q, thread in big)
+    assert (len(big) >= 2) == (serial.meta["device"] == "gpu")
     for name in SCHEMAS:
         assert getattr(sliced, name).equals(getattr(serial, name)), name
 

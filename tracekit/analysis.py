@@ -303,7 +303,7 @@ class Analysis:
                     and mine.equals(theirs, null_equal=True)
                 ):
                     return False
-            elif _plain(mine) != _plain(theirs):
+            elif not _same(_plain(mine), _plain(theirs)):
                 return False
         return True
 
@@ -363,6 +363,17 @@ def _summary(doc: Mapping[str, Any]) -> Summary:
         synchronized=bool(doc.get("synchronized", True)),
         verdict_uncertain=doc.get("verdict_uncertain"),
     )
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Equal plain values (:func:`_plain`), NaN equal to NaN (a NaN read back from JSON is the same value)."""
+    if isinstance(a, float) and isinstance(b, float) and a != a and b != b:
+        return True
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list) and isinstance(b, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b, strict=True))
+    return bool(a == b) and isinstance(a, bool) == isinstance(b, bool)
 
 
 def _plain(value: Any) -> Any:

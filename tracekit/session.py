@@ -171,8 +171,8 @@ def analyze_trace(
     name = Path(trace.meta.get("path") or "trace").name
     with progress.task(f"analyzing {name}"):
         assigned = it.assign(trace, options.range_name, options.split_idle_ms)
-        measured = it.measure_gaps(trace, assigned, options.skip)
-        causes = it.attribute(trace, assigned, measured)
+        measured, prepared = it.gaps_and_setup(trace, assigned, options.skip)  # gaps (+ attribution's setup)
+        causes = it.attribute(trace, assigned, measured, prepared)
         result = it.summarize_stages(trace, assigned, measured, causes, options.bound_threshold)
         per_device = it.per_device_rows(
             trace, options.range_name, options.skip, options.bound_threshold, options.split_idle_ms

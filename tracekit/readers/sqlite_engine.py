@@ -59,7 +59,9 @@ def connect(path: Path) -> sqlite3.Connection:
     """Open ``path`` read-only and immutable (no locks, no journal, never written). A value longer than the
     event limit (``--max-event``, :data:`tracekit.limits.MAX_EVENT_BYTES`) fails to read ("string or blob
     too big") before SQLite allocates it: a forged record can declare a gigabyte string in a small file."""
-    con = sqlite3.connect(read_only_uri(path), uri=True)
+    # check_same_thread False: the reader's small queries may come from the threads that read two large tables
+    # at once (:meth:`Database.side_by_side`); SQLite serializes them (a read-only, immutable file)
+    con = sqlite3.connect(read_only_uri(path), uri=True, check_same_thread=False)
     if hasattr(con, "setlimit"):  # Python 3.11+
         con.setlimit(sqlite3.SQLITE_LIMIT_LENGTH, min(limits.current.max_event, 1_000_000_000))
     # Files can hold text that is not valid UTF-8 (seen in nsys's TARGET_INFO_SYSTEM_ENV): replace, never fail.
@@ -227,6 +229,8 @@ class Database:
         self._columns: dict[str, set[str]] = {}
         self._adbc: Any | None = None
         self._adbc_tried = False
+        #: tables read one per thread (:meth:`side_by_side`): each in one slice
+        self._one_slice = False
 
     def has(self, table: str) -> bool:
         return table in self.tables
@@ -275,15 +279,37 @@ class Database:
 
         ``exprs`` maps output column -> SQL expression; ``schema`` gives the dtypes (same keys, same order)."""
         sql = f"SELECT {', '.join(f'{e} AS {quote(c)}' for c, e in exprs.items())} FROM {quote(table)}"
-        if not self._adbc_tried and self.path is not None:
-            self._adbc_tried = True
-            self._adbc = adbc_database(self.path)
-        if self._adbc is not None:
-            slices = [_and_where(where, s) for s in rowid_slices(self.con, table, read_threads())]
+        if self.adbc() is not None:
+            threads = 1 if self._one_slice else read_threads()
+            slices = [_and_where(where, s) for s in rowid_slices(self.con, table, threads)]
             frame = adbc_sliced_frame(self._adbc, sql, slices, schema)
             if frame is not None:
                 return frame
         return fetch_frame(self.con, sql + _and_where(where, ""), schema)
+
+    def adbc(self) -> Any | None:
+        """The ADBC database handle (opened on first use), or None when ADBC is not used."""
+        if not self._adbc_tried and self.path is not None:
+            self._adbc_tried = True
+            self._adbc = adbc_database(self.path)
+        return self._adbc
+
+    def side_by_side(self, *calls: Any) -> list[Any]:
+        """The results of ``calls`` (functions without arguments that read tables of this database), run at
+        the same time, one per thread, each table read in one slice, when ADBC reads the tables and there is
+        more than one read thread; else one after the other. Two large tables read side by side keep both
+        cores busy with no slices to join afterwards (a join copies every column once more)."""
+        if len(calls) < 2 or read_threads() < 2 or self.adbc() is None:
+            return [call() for call in calls]
+        for table in self.tables:  # the column lists the reads look up, cached before the threads start
+            self.columns(table)
+        self._one_slice = True
+        try:
+            with ThreadPoolExecutor(max_workers=len(calls), thread_name_prefix="tracekit-table") as pool:
+                futures = [pool.submit(call) for call in calls]
+                return [f.result() for f in futures]
+        finally:
+            self._one_slice = False
 
     def close(self) -> None:
         if self._adbc is not None:
