@@ -574,6 +574,13 @@ def _idle_gaps(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     # Where each gap goes in (iteration, start) order: each iteration's gaps before its segments, then its
     # one gap after them; every earlier iteration has exactly one of those.
     before_at = (pl.int_range(n_seg, dtype=pl.Int64, eager=True) + rank).to_numpy()
+    # each gap before a segment starts at the previous segment's end, or at its window's start
+    before_start = (
+        pl.select(pl.when(same).then(seg_end.shift(1)).otherwise(window_start.gather(rank))).to_series()
+        if n_seg
+        else seg_end
+    )
+    del rank
     segments_upto = _search_sorted(it, iterations, side="right")
     after_at = (segments_upto + pl.int_range(n_win, dtype=pl.Int64, eager=True)).to_numpy()
     has_segment = segments_upto > segments_upto.shift(1, fill_value=0)
@@ -592,25 +599,26 @@ def _idle_gaps(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
         out[after_at] = after.to_numpy()
         return pl.Series(out)
 
-    starts = spread(
-        pl.select(pl.when(same).then(seg_end.shift(1)).otherwise(window_start.gather(rank))).to_series()
-        if n_seg
-        else seg_end,
-        pl.select(pl.when(has_segment).then(last_end).otherwise(window_start)).to_series(),
-        np.int64,
-    )
-    del same
+    # each column built, then what it was built from let go (the largest traces: 80 MB a column)
+    after_start = pl.select(pl.when(has_segment).then(last_end).otherwise(window_start)).to_series()
+    starts = spread(before_start, after_start, np.int64)
+    del before_start, after_start, seg_end, last_end
     ends = spread(seg_start, windows.get_column("window_end").cast(pl.Int64), np.int64)
-    del seg_start, seg_end, last_end
+    del seg_start
+    positions = GAP_POSITIONS.gather(spread(position, after_position, np.uint8))
+    del same, position
+    iteration = spread(it, iterations.cast(pl.Int64), np.int64).set_sorted()
+    del it
     gaps = pl.DataFrame(
         {
-            "iteration": spread(it, iterations.cast(pl.Int64), np.int64).set_sorted(),
+            "iteration": iteration,
             "start_ns": starts,
             "end_ns": ends,
-            "position": GAP_POSITIONS.gather(spread(position, after_position, np.uint8)),
+            "position": positions,
             "duration_ns": ends - starts,
         }
     )
+    del iteration, starts, ends, positions
     return _positive(gaps)
 
 
@@ -907,14 +915,23 @@ def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:
     )
 
 
+#: Most ops for which :func:`gaps_and_setup` builds the attribution's setup while it measures the gaps.
+OVERLAP_MAX_OPS = 1 << 22
+
+
 def gaps_and_setup(
     trace: Trace, assignment: Assignment, skip: int | None = 0, attribute: bool = True
 ) -> tuple[Measured, Setup | None]:
     """Stage *gaps* (:func:`measure_gaps`) and, with ``attribute``, the attribution's setup
     (:func:`attribution_setup`) built at the same time on a second thread: the gaps are mostly polars work
-    (which runs without the GIL), the setup mostly numpy, so the two share the cores."""
+    (which runs without the GIL), the setup mostly numpy, so the two share the cores. Not above
+    :data:`OVERLAP_MAX_OPS` ops: then one after the other, so that the two stages' temporaries never add up
+    (the peak memory of the largest traces before their speed)."""
     if not attribute:
         return measure_gaps(trace, assignment, skip), None
+    if trace.ops.height > OVERLAP_MAX_OPS:
+        measured = measure_gaps(trace, assignment, skip)
+        return measured, attribution_setup(trace, assignment)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracekit-setup") as pool:

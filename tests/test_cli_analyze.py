@@ -241,7 +241,8 @@ def test_analysis_commands_keep_numpy_blas_to_one_thread(
     [
         ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz", "1", None, "huge"),
         ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz", "0", None, "plain"),
-        ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.sqlite", "1", None, "plain"),
+        # an SQLite export up to readers.HUGE_PAGES_MAX_SQLITE_BYTES gets them too (issue 27: fewer faults)
+        ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.sqlite", "1", None, "huge"),
         ("sample_traces/synthetic/table3_onnx/onnx_b1_s128.synthetic.json.gz", "1", "narenas:1", "user"),
     ],
 )
@@ -249,8 +250,8 @@ def test_huge_pages_only_for_kineto_files_decoded_by_workers(
     trace: str, workers: str, user_conf: str | None, expected: str
 ) -> None:
     """polars' allocator is asked for transparent huge pages when analyze decodes a Kineto file in worker
-    processes (frames built batch by batch), not for SQLite exports nor in-process decoding, and never over
-    the user's own allocator setting; the output is the same either way."""
+    processes (frames built batch by batch) or reads an SQLite export that is not huge, not for in-process
+    decoding, and never over the user's own allocator setting; the output is the same either way."""
     from tracekit.readers.memory import ALLOCATOR_CONF, HUGE_PAGES_CONF
 
     run, conf = _program_env_at_exit(

@@ -131,12 +131,29 @@ def _parameters(function: object) -> list[str]:
     return list(inspect.signature(function).parameters)  # type: ignore[arg-type]
 
 
+#: SQLite exports up to this size get huge pages for their frames (:func:`begin_reading`): fewer page faults
+#: (about half at 10^6 kernels, a 140 MB export), a few percent of the run; above it the peak memory matters
+#: more (+60 MB at 10^7 kernels, measured).
+HUGE_PAGES_MAX_SQLITE_BYTES = 512 << 20
+
+
 def begin_reading(path: str | Path, fmt: str | None = None) -> bool:
     """Let the reader of ``path`` start now, while the caller loads the analysis (True when it did): a large
     Kineto file is decoded by worker processes forked before polars loads (:mod:`tracekit.readers.kineto_worker`,
     with huge pages for the frames built from their batches: :func:`tracekit.readers.memory.use_huge_pages`);
-    other formats have nothing to begin. :func:`read_trace` picks up what was begun. Never raises: the read
-    reports any problem with the file."""
+    an SQLite export up to :data:`HUGE_PAGES_MAX_SQLITE_BYTES` gets huge pages too; other formats have nothing
+    to begin. :func:`read_trace` picks up what was begun. Never raises: the read reports any problem with the
+    file."""
+    if fmt == "nsys-sqlite":
+        from tracekit.readers.memory import use_huge_pages
+
+        try:
+            small = Path(path).stat().st_size <= HUGE_PAGES_MAX_SQLITE_BYTES
+        except OSError:
+            return False
+        if small:
+            use_huge_pages()
+        return small
     if (fmt or "kineto") != "kineto":
         return False
     from tracekit.readers import kineto_worker

@@ -88,6 +88,11 @@ from tracekit.readers.nsys_meta import export_meta, gpu_table
 from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
+#: Largest kernel or API table (rows) read side by side with the other (one thread each,
+#: :meth:`~tracekit.readers.sqlite_engine.Database.side_by_side`); above it the tables are read one after
+#: the other, each in rowid slices: reading both at once holds both tables' decoding memory at once (~+320 MB
+#: after the read at 10^7 kernels, measured), and the largest traces need the memory more than the speed.
+SIDE_BY_SIDE_MAX_ROWS = 1 << 22
 MEMCPY_TABLE = "CUPTI_ACTIVITY_KIND_MEMCPY"
 MEMSET_TABLE = "CUPTI_ACTIVITY_KIND_MEMSET"
 #: whole-graph executions: ``nsys profile --cuda-graph-trace=graph`` (the default with CUDA 11.7+), where the
@@ -405,7 +410,8 @@ def read(path: Path, frames: FrameSpec = None) -> Trace:
     read.
 
     The kernel (and copy) tables and the API tables are read through ADBC side by side, one per thread
-    (:meth:`tracekit.readers.sqlite_engine.Database.side_by_side`); any other table of
+    (:meth:`tracekit.readers.sqlite_engine.Database.side_by_side`), up to :data:`SIDE_BY_SIDE_MAX_ROWS`; any
+    other table, and those above it, of
     :data:`tracekit.readers.sqlite_engine.SLICE_MIN_ROWS` rows or more in contiguous rowid slices, one per
     thread, joined in rowid order: the same rows in the same order as one scan."""
     path = Path(path)
@@ -576,13 +582,15 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     step = _TableSteps(export, _planned_tables(export, want))
     strings = _read_strings(export, path, step)
     ops_cols = want.get("ops")
-    if "api" in want:  # the two largest tables, read side by side
+    rows = max((export.row_estimate(t) or 0) for t in (KERNEL_TABLE, RUNTIME_TABLE))
+    if "api" in want and rows <= SIDE_BY_SIDE_MAX_ROWS:  # the two largest tables, read side by side
         ops, api = export.side_by_side(
             lambda: _read_ops(export, strings, path, ops_cols, warnings, step),
             lambda: _read_api(export, strings, path, want["api"], step),
         )
     else:
-        ops, api = _read_ops(export, strings, path, ops_cols, warnings, step), None
+        ops = _read_ops(export, strings, path, ops_cols, warnings, step)
+        api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
 
     env = export.key_values("TARGET_INFO_SYSTEM_ENV")
     gpus = gpu_table(export, env)
