@@ -1360,7 +1360,8 @@ def per_device_rows(
     gets ``error`` instead."""
     from tracekit.analyzers.ranges import split_by_device
 
-    if trace.ops.is_empty() or trace.ops.get_column("device").drop_nulls().n_unique() < 2:
+    devices = trace.ops.get_column("device").drop_nulls()
+    if devices.len() == 0 or devices.min() == devices.max() or devices.n_unique() < 2:
         return None
     rows: list[dict[str, Any]] = []
     for device, part in sorted(split_by_device(trace).items(), key=lambda kv: (kv[0] is None, kv[0] or 0)):

@@ -258,6 +258,9 @@ def busiest_gpu_name(ops: pl.DataFrame, names: dict[int, str]) -> str | None:
 
     Ties go to the lower device id; devices missing from ``names`` are passed over; None when none is known.
     """
+    device = ops.get_column("device")
+    if device.len() and not device.null_count() and device.min() == device.max():  # one GPU: no counting
+        return names.get(device[0])
     kernels = ops.filter(pl.col("kind") == "kernel")
     counts = (
         (kernels if kernels.height else ops)
