@@ -665,17 +665,20 @@ class _Prepared:
             if n == 0:
                 continue
             cum = np.zeros((n if n < _SPARSE * len(codes) else len(codes)) + 1, dtype=np.int64)
+            lengths = cum[1:]  # the lengths, then their running sum, in place (no temporary of their size)
             if n == len(codes):  # one code only: every interval is its own
-                np.cumsum(ends - starts, out=cum[1:])
+                np.subtract(ends, starts, out=lengths)
                 by_code[code] = (starts, ends, cum, None)
             elif n < _SPARSE * len(codes):
                 mine = np.flatnonzero(codes == code)
                 s, e = starts[mine], ends[mine]
-                np.cumsum(e - s, out=cum[1:])
+                np.subtract(e, s, out=lengths)
                 by_code[code] = (s, e, cum, None)
             else:
-                np.cumsum(np.where(codes == code, ends - starts, 0), out=cum[1:])
+                np.subtract(ends, starts, out=lengths)
+                lengths[codes != code] = 0
                 by_code[code] = (starts, ends, cum, codes)
+            np.cumsum(lengths, out=lengths)
         return cls(by_code)
 
 
