@@ -267,6 +267,10 @@ def _outermost(s: np.ndarray, e: np.ndarray, lab: np.ndarray) -> tuple[np.ndarra
     if len(s) > 1 and not _in_outermost_order(s, e, lab):
         order = np.lexsort((lab, -e, s))
         s, e, lab = s[order], e[order], lab[order]
+    # already disjoint, each call ending before the next starts (the usual case; then the ends rise too): no
+    # copies, and no array of running ends (10^7 calls: 80 MB) to find it out
+    if np.all(e > s) and np.all(s[1:] >= e[:-1]):
+        return s, e, lab
     reach = np.empty_like(e)
     if len(e):
         reach[0] = s[0]
