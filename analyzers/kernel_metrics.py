@@ -145,7 +145,7 @@ def _timeline_kernels(
 ) -> pl.DataFrame:
     """Kernels of the analyzed iterations: iteration, position (0-based within it, start order), name, ns.
 
-    ``ops``: the timeline's ops already assigned to the analyzed iterations (``AnalyzedTrace.ops``), else
+    ``ops``: the timeline's ops already assigned to the analyzed iterations (``Analysis.ops``), else
     assigned here."""
     if ops is None:
         ranges, _, _ = choose_ranges(timeline, range_name if range_name is not None else analysis.range_name)

@@ -11,7 +11,8 @@ function, one bad-input policy.
   2. *assign* (:func:`tracekit.analyzers.iterations.assign`): the iteration ranges, every op to the
      iteration that launched it;
   3. *gaps* (:func:`tracekit.analyzers.iterations.measure_gaps`): windows, busy time, idle gaps, launches,
-     the warm-up dropped;
+     the warm-up dropped; meanwhile the attribution's setup on a second thread
+     (:func:`tracekit.analyzers.iterations.gaps_and_setup`);
   4. *attribute* (:func:`tracekit.analyzers.iterations.attribute`): every idle nanosecond by cause;
   5. *summarize* (:func:`tracekit.analyzers.iterations.summarize_stages`): per-iteration columns, statistics,
      verdict (or why there is none), the longest gaps; one row per GPU of a multi-GPU trace; the

@@ -158,7 +158,7 @@ def begin_reading(path: str | Path, fmt: str | None = None) -> bool:
         return False
     from tracekit.readers import kineto_worker
 
-    if kineto_worker.prefetch(path):
+    if kineto_worker.prefetch(path, fmt):
         from tracekit.readers.memory import use_huge_pages
 
         use_huge_pages()

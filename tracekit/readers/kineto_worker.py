@@ -209,15 +209,16 @@ def start(path: Path) -> Workers:
     return Workers(path, kineto_json.CHUNK_BYTES, kineto_stream.READ_BYTES, worker_count(json_bytes(path)))
 
 
-def prefetch(path: str | Path) -> bool:
+def prefetch(path: str | Path, fmt: str | None = None) -> bool:
     """Start decoding ``path`` now when it is a Kineto file the reader would decode in a worker (True when
-    workers were started); never raises (the reader reports any problem with the file when it reads it)."""
+    workers were started); never raises (the reader reports any problem with the file when it reads it).
+    ``fmt``: the file's format when already detected (not sniffed again)."""
     try:
         from tracekit.readers import detect_format
 
         path = Path(path)
         limits.reading(path)
-        if wanted(path) and detect_format(path) == "kineto":
+        if wanted(path) and (fmt or detect_format(path)) == "kineto":
             worker = start(path)
             _PREFETCHED[worker.key] = worker
             return True
