@@ -330,14 +330,14 @@ def test_real_quantized_model_is_int8(tmp_path, mode):
     assert analyzed.config.evidence["precision"].startswith("ONNX operator types: ")
 
 
-def test_report_on_an_ncu_run_has_no_verdict_and_draws_its_figures(tmp_path, capsys):
+def test_report_on_an_ncu_run_has_no_verdict(tmp_path, capsys):
     out = tmp_path / "report"
     assert main(["report", str(NCU_SAMPLE.parent), "-o", str(out)]) == 0  # was an internal error once
     capsys.readouterr()
     (config,) = json.loads((out / "report.json").read_text())["configs"]
     assert (config["bound"], config["gpu_utilization"], config["traced_latency_ms"]) == (None, None, None)
     assert config["latency_ms"] is not None  # the untraced latency run.json records
-    assert (out / "fig_timeline.png").is_file()
+    assert (out / "fig_breakdown.png").is_file()  # its timeline figure: none (the next test)
 
 
 def test_report_draws_no_timeline_of_an_ncu_run(tmp_path, capsys):
