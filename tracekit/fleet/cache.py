@@ -61,13 +61,19 @@ def file_hash(path: Path, cache: Path) -> str:
     return value
 
 
-def entry_dir(path: Path, cache: Path) -> Path:
-    """``cache/<reader version>-<content hash>``."""
-    return cache / f"{READER_VERSION}-{file_hash(path, cache)}"
+def entry_dir(path: Path, cache: Path, frames: Any = None) -> Path:
+    """``cache/<reader version>-<content hash>[-<what was read>]``: a read of some columns only (``frames``, a
+    :data:`tracekit.model.FrameSpec`) is its own entry."""
+    key = f"{READER_VERSION}-{file_hash(path, cache)}"
+    if frames is not None:
+        spec = json.dumps(frames, sort_keys=True, default=list)
+        key += "-" + hashlib.blake2b(spec.encode(), digest_size=6).hexdigest()
+    return cache / key
 
 
-def cached_read(path: str | Path, cache_dir: str | Path) -> Any:
-    """The normalized trace of ``path``: from the cache when present, else read and stored."""
+def cached_read(path: str | Path, cache_dir: str | Path, frames: Any = None, **read_args: Any) -> Any:
+    """The normalized trace of ``path`` as :func:`tracekit.readers.read_trace` reads it (``frames`` and
+    ``read_args`` passed on): from the cache when present, else read and stored."""
     import polars as pl
 
     from tracekit.io import register_input
@@ -77,13 +83,13 @@ def cached_read(path: str | Path, cache_dir: str | Path) -> Any:
     path, cache = Path(path), Path(cache_dir)
     cache.mkdir(parents=True, exist_ok=True)
     register_input(path)
-    entry = entry_dir(path, cache)
+    entry = entry_dir(path, cache, frames)
     if (entry / "meta.json").is_file():
         meta = json.loads((entry / "meta.json").read_text())
         frames = {name: pl.read_parquet(entry / f"{name}.parquet") for name in FRAMES}
         meta["path"] = str(path)
         return Trace(**frames, meta=meta)
-    trace = read_trace(path)
+    trace = read_trace(path, frames=frames, **read_args)
     tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".entry-"))
     try:
         for name in FRAMES:

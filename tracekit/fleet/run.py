@@ -67,11 +67,11 @@ def analyze_one(path: str, options: tuple[Any, ...], cache_dir: str | None = Non
             if cache_dir:
                 from tracekit.fleet.cache import cached_read
 
-                trace = cached_read(local, cache_dir)
+                trace = cached_read(local, cache_dir, frames(item), fmt=item.format, sidecar=item.sidecar)
             else:
                 from tracekit.readers import read_trace
 
-                trace = read_trace(local, fmt=item.format, sidecar=item.sidecar)
+                trace = read_trace(local, frames=frames(item), fmt=item.format, sidecar=item.sidecar)
             analyzed = analyze_trace(trace, item, AnalysisOptions(*options))
             result = compact(analyzed)
             result["path"] = path
@@ -85,6 +85,18 @@ def analyze_one(path: str, options: tuple[Any, ...], cache_dir: str | None = Non
             error=f"{path}: internal error: {type(exc).__name__}: {text[0] if text else ''}".rstrip(": "),
             seconds=time.perf_counter() - start,
         )
+
+
+def frames(item: Any) -> dict[str, tuple[str, ...] | None]:
+    """What the analysis reads (:func:`tracekit.session.frames_for`) plus the ops' names, which the compact
+    result needs to find the collectives: the columns a many-trace run reads, no more."""
+    from tracekit.session import frames_for
+
+    spec = frames_for(item)
+    ops = spec.get("ops", ())
+    if ops is not None:
+        spec["ops"] = tuple(dict.fromkeys([*ops, "name"]))
+    return spec
 
 
 class _local:
