@@ -12,7 +12,8 @@ Runtime rules, first match wins (:func:`runtime_from_content`):
 1. CUDA-graph launches (``cudaGraphLaunch`` / ``cuGraphLaunch`` / ``hipGraphLaunch`` calls, or a non-null
    ``graph`` id on ops) mean kernel serialization;
 2. ONNX Runtime evidence (an ORT profile, ORT thread names, execution-provider strings, ``onnxruntime::``
-   kernels, or, on a Kineto trace, kernel launches outside any framework operator with no ATen kernels)
+   kernels, or, on a Kineto trace that recorded CPU operators, kernel launches outside any of them with no
+   ATen kernels; a trace with no CPU operator at all says nothing: its profiler recorded no CPU activity)
    -> ``onnx`` (``onnx-cuda-graphs`` with graph launches);
 3. Inductor/Triton kernels (``triton_*``) or ``CompiledFunction`` / ``Torch-Compiled Region`` ranges or
    operators -> ``compile`` (``compile-cudagraphs`` with graph launches);
@@ -209,7 +210,8 @@ def ort_evidence(trace: Trace, aten_kernels: int, names: _TraceNames | None = No
         return f"{marks} ONNX Runtime thread/range/operator name(s)"
     summary = _cpu_ops(trace)
     outside = (summary or {}).get("launches_outside_ops")
-    if outside is not None and outside >= OUTSIDE_OPS_THRESHOLD and aten_kernels == 0:
+    recorded = (summary or {}).get("count") or 0  # no CPU operator at all: CPU activity was off, no evidence
+    if outside is not None and outside >= OUTSIDE_OPS_THRESHOLD and aten_kernels == 0 and recorded > 0:
         return (
             f"{outside:.0%} of {summary.get('launches', '?')} kernel launches outside any framework operator, "
             "no ATen kernels"

@@ -116,6 +116,13 @@ def test_kineto_launches_outside_framework_ops_without_aten_kernels_mean_onnx():
     assert runtime_from_content(trace(["volta_scudnn_128x64"], meta=inside)).value == "pytorch"
 
 
+def test_launches_outside_ops_of_a_trace_with_no_cpu_operator_say_nothing():
+    """torch.profiler without CPU activity records no operator at all: every launch is "outside", which says
+    nothing of ONNX Runtime (the synthetic rank traces were called onnx by this rule)."""
+    meta = {"cpu_op_summary": cpu_ops({}, launches=120, outside=1.0)}
+    assert runtime_from_content(trace(["ncclDevKernel_AllReduce_Sum_f16_RING_LL"], meta=meta)) is None
+
+
 def test_ort_with_graph_launches_is_onnx_cuda_graphs():
     found = runtime_from_content(trace(["onnxruntime::cuda::k"], api=["cudaGraphLaunch"]))
     assert found.value == "onnx-cuda-graphs"
