@@ -108,7 +108,10 @@ def verify_gpu_metrics(sqlite: str | Path, nsys_gpu_id: int) -> tuple[bool | Non
     finally:
         con.close()
     if not counts:
-        return False, "nsys was asked for GPU metrics but the trace holds no sample (not permitted or not supported)"
+        return (
+            False,
+            "nsys was asked for GPU metrics but the trace holds no sample (not permitted or not supported)",
+        )
     if nsys_gpu_id not in counts:
         return False, f"the trace holds GPU-metric samples of GPU {sorted(counts)}, not of GPU {nsys_gpu_id}"
     return True, f"{counts[nsys_gpu_id]} samples from GPU {nsys_gpu_id}"

@@ -199,9 +199,7 @@ def create_session(ort: Any, model: Any, **kwargs: Any) -> tuple[Any, str | None
     return session, error
 
 
-def require_cuda_session(
-    ort: Any, session: Any, note: str | None = None, error: str | None = None
-) -> None:
+def require_cuda_session(ort: Any, session: Any, note: str | None = None, error: str | None = None) -> None:
     """TracekitError (exit 2) unless ``session`` really runs on the CUDA provider: ``get_available_providers``
     lists compiled-in providers, not loadable ones, and ORT silently falls back to the CPU. ``error``: ORT's own
     "EP Error" text (:func:`create_session`), quoted as the reason when there is one."""
