@@ -118,6 +118,8 @@ def collect_argv(
         argv += ["--precision", "fp16"]
     iters = str(min(args.iters, 10)) if runtime == "onnx" else str(args.iters)
     argv += [*extra, "--warmup", str(args.warmup), "--iters", iters, "--no-progress", "--overwrite"]
+    # the untraced set times on until its interval is tight: at most --max-time s a configuration here
+    argv += ["--max-time", str(args.max_time)]
     if "ncu" not in extra:
         argv.append("--in-process")
     return [*argv, "-o", str(out / step)]
@@ -303,6 +305,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--model", default="bert-base", help="zoo model (default bert-base)")
     parser.add_argument("--warmup", type=int, default=10, help="warm-up iterations (default 10)")
     parser.add_argument("--iters", type=int, default=20, help="timed iterations (default 20; ORT on CPU: 10)")
+    parser.add_argument(
+        "--max-time",
+        type=float,
+        default=5.0,
+        help="collect's --max-time: the untraced timing's cap per configuration (default 5 s)",
+    )
     parser.add_argument(
         "--budget-s", type=float, default=420, help="start no step after this (default 420 s)"
     )
