@@ -85,20 +85,40 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/readers/kineto.py",
         ["tests/test_reader_kineto.py", "tests/test_kineto_decode.py", "tests/test_golden.py"],
     ),
-    # being rewritten at the time of issue 33; ready to score once they settle
+    # rewritten during issue 33 (issues 25, 27, 30); with the test files that import them
     "iterations": (
         "tracekit/analyzers/iterations.py",
         [
             "tests/test_analyze_metrics.py",
+            "tests/test_launch_assignment.py",
+            "tests/test_window_rules.py",
+            "tests/test_ranges.py",
+            "tests/test_api_calls.py",
             "tests/test_steps.py",
             "tests/test_cli_analyze.py",
             "tests/test_golden.py",
         ],
     ),
-    "ranges": ("tracekit/analyzers/ranges.py", ["tests/test_ranges.py", "tests/test_golden.py"]),
+    "ranges": (
+        "tracekit/analyzers/ranges.py",
+        [
+            "tests/test_ranges.py",
+            "tests/test_window_rules.py",
+            "tests/test_launch_assignment.py",
+            "tests/test_steps.py",
+            "tests/test_golden.py",
+        ],
+    ),
     "attribution": (
         "tracekit/analyzers/attribution.py",
-        ["tests/test_attribution.py", "tests/test_cli_attribution.py", "tests/test_golden.py"],
+        [
+            "tests/test_attribution.py",
+            "tests/test_launch_assignment.py",
+            "tests/test_window_rules.py",
+            "tests/test_projection.py",
+            "tests/test_cli_attribution.py",
+            "tests/test_golden.py",
+        ],
     ),
     "identify": (
         "tracekit/analyzers/identify.py",
@@ -189,11 +209,74 @@ def prepare(module: str, workdir: Path, rev: str, overlay: list[str]) -> None:
     write_config(module, workdir)
 
 
+#: Imports the modules named on its command line (from the folder given first), forks, and runs a polars
+#: sort in the child: exit 0 when the child finishes, non-zero when it hangs (killed by its alarm) or fails.
+#: Prints the tracekit modules and libraries then loaded, one a line (what a fork server may preload).
+FORK_PROBE = r"""
+import importlib, os, signal, sys
+sys.path.insert(0, sys.argv[1])
+for name in sys.argv[2:]:
+    importlib.import_module(name)
+import polars as pl
+print("\n".join(sorted(m for m in sys.modules if m.split(".")[0] in {"tracekit", "polars", "numpy",
+    "hypothesis", "pytest", "_pytest"})))
+sys.stdout.flush()
+pid = os.fork()
+if pid == 0:
+    signal.alarm(20)
+    pl.DataFrame({"a": range(100_000)}).sort("a", descending=True).select(pl.col("a").sum()).item()
+    os._exit(0)
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
+"""
+
+
+def _fork_probe(workdir: Path, modules: list[str]) -> tuple[bool, list[str]]:
+    """Whether polars still works in a child forked after importing ``modules`` (with the copy's code), and
+    the modules that were then loaded."""
+    env = dict(os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
+    env.pop("PYTHONPATH", None)
+    done = subprocess.run(
+        [sys.executable, "-c", FORK_PROBE, str(workdir), *modules],
+        cwd=workdir,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    return done.returncode == 0, done.stdout.split()
+
+
+def fork_warmup(module: str, workdir: Path) -> dict[str, object]:
+    """mutmut's fork-server warm-up for ``module``'s tests: collecting them in the server (mutmut's default,
+    fastest) unless a test file runs polars while it is imported (a frame built at module level, e.g.
+    tests/test_ranges.py): polars' thread pool then starts in the server, and every mutant forked from it
+    hangs until its timeout, which would count as killed. Such files are found by :data:`FORK_PROBE`;
+    then the server only imports the libraries and tracekit modules the fork-safe test files load (checked
+    by the same probe) and each mutant collects its tests itself (slower, but every verdict is real)."""
+    tests = mutmut_config(module, workdir)["pytest_add_cli_args_test_selection"]
+    names = [t.removesuffix(".py").replace("/", ".") for t in tests]  # type: ignore[union-attr]
+    unsafe = [n for n in names if not _fork_probe(workdir, [n])[0]]
+    if not unsafe:
+        return {}
+    ok, preload = _fork_probe(workdir, [n for n in names if n not in unsafe])
+    if not ok:
+        preload = []
+    elif not _fork_probe(workdir, preload)[0]:
+        preload = []
+    print(
+        f"note: {', '.join(unsafe)} run polars while imported: a fork server that collected them would hang "
+        f"every mutant; the server preloads {len(preload)} modules instead and each mutant collects its tests"
+    )
+    path = workdir / "mutmut-preload.txt"
+    path.write_text("".join(m + "\n" for m in preload))
+    return {"forkserver_warmup": "import", "preload_modules_file": str(path)}
+
+
 def write_config(module: str, workdir: Path) -> None:
     """The copy's pyproject.toml with mutmut's configuration for ``module`` (its tests present in the copy)."""
     text = (workdir / "pyproject.toml").read_text()
     text = re.sub(r"(?ms)^\[tool\.mutmut\]\n.*?(?=^\[|\Z)", "", text)  # replaced by the module's own
-    lines = [f"{k} = {_toml_value(v)}" for k, v in mutmut_config(module, workdir).items()]
+    config = mutmut_config(module, workdir) | fork_warmup(module, workdir)
+    lines = [f"{k} = {_toml_value(v)}" for k, v in config.items()]
     (workdir / "pyproject.toml").write_text(text.rstrip() + "\n\n[tool.mutmut]\n" + "\n".join(lines) + "\n")
 
 

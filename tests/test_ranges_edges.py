@@ -1,0 +1,246 @@
+"""Range selection (tracekit.analyzers.ranges) at the edges the mutation run of issue 33 found unchecked.
+
+Every trace here is hand-built (synthetic, not a measurement); each test asserts the exact frame, name, line or
+error a user sees, so that a changed comparison, column or word in ranges.py fails at least one of them.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests import builders
+from tracekit.analyzers import ranges as R
+from tracekit.errors import TracekitError
+from tracekit.model import Trace
+
+
+def make_trace(ranges=(), api=(), ops=(), meta=None, **fields) -> Trace:
+    """ranges: (start, end, name[, depth[, domain]]); api: (start, end, corr, name); ops: (start, end, corr,
+    stream[, device]). Times in ns; one process (pid 1) and thread (1) unless the fields say otherwise."""
+    fields.setdefault("op_fields", ("start", "end", "correlation", "stream", "device"))
+    return builders.make_trace(ranges, api, ops, meta, **fields)
+
+
+def spans(frame: pl.DataFrame) -> list[tuple[int, int]]:
+    return list(zip(frame["range_start"].to_list(), frame["range_end"].to_list(), strict=True))
+
+
+def _named(names: list[str], gap: int = 1000, length: int = 800) -> Trace:
+    """One top-level range per name, back to back from 10 us, each with one kernel inside (no API calls)."""
+    rs = [(10_000 + i * gap, 10_000 + i * gap + length, n) for i, n in enumerate(names)]
+    ops = [(10_000 + i * gap + 50, 10_000 + i * gap + 550, None, 7) for i in range(len(names))]
+    return make_trace(ranges=rs, ops=ops, meta={"path": "run.sqlite"})
+
+
+# ------------------------------------------------------------------------------------- --range patterns
+
+
+def test_a_bad_regex_names_the_file():
+    with pytest.raises(TracekitError) as err:
+        R.select_ranges(_named(["a", "b"]), "re:(")
+    assert err.value.path == "run.sqlite"
+    assert str(err.value).startswith("run.sqlite: --range 're:(': bad regular expression (")
+
+
+def test_a_glob_may_match_the_name_but_not_its_key():
+    # 'ProfilerStep#1?' matches the names ProfilerStep#10..#19, not their key 'ProfilerStep#*'
+    names = [f"ProfilerStep#{i}" for i in (9, 10, 11, 20)]
+    choice = R.select_ranges(_named(names), "ProfilerStep#1?")
+    assert choice.frame["name"].to_list() == ["ProfilerStep#10", "ProfilerStep#11"]
+    assert choice.how == "requested with --range (glob: 2 ranges of 2 names)"
+
+
+def test_a_regex_may_match_the_key_but_not_the_name():
+    # emit_nvtx names carry per-call suffixes; the key drops them, so an anchored regex matches the key only
+    names = [
+        "aten::mul, seq = 3, op_id = 7",
+        "aten::add, seq = 4, op_id = 8",
+        "aten::mul, seq = 5, op_id = 9",
+    ]
+    choice = R.select_ranges(_named(names), "re:^aten::mul$")
+    assert choice.frame["name"].to_list() == [names[0], names[2]]
+    assert choice.frame["range_start"].to_list() == [10_000, 12_000]
+    assert choice.how == "requested with --range (regex: 2 ranges of 2 names)"
+
+
+# ------------------------------------------------------------------------------ serving-engine steps
+
+VLLM = "execute_context_0(0)_generation_1(1)"
+SGLANG = "step[DECODE bs=1]"
+TRTLLM = "[Executor] _forward_step 9: 0 ctx reqs, 1 gen reqs"
+
+
+def test_engine_steps_of_other_engines_are_said_nested_and_outside():
+    # three vLLM steps; an SGLang step inside the first (held), an SGLang and a TensorRT-LLM step outside
+    ranges = [
+        (10_000, 10_800, VLLM),
+        (11_000, 11_800, VLLM),
+        (12_000, 12_800, VLLM),
+        (10_100, 10_200, SGLANG, 1),
+        (20_000, 20_100, SGLANG),
+        (21_000, 21_100, TRTLLM),
+    ]
+    choice = R.select_ranges(make_trace(ranges=ranges, ops=[(10_150, 10_160, None, 7)]), None)
+    assert spans(choice.frame) == [(10_000, 10_800), (11_000, 11_800), (12_000, 12_800)]
+    assert choice.name == "re:" + R.ENGINE_STEPS["vLLM"]
+    assert choice.how == (
+        "vLLM serving-engine steps (3 ranges of 1 names); also seen: "
+        f"1 SGLang step range nested inside them ({SGLANG!r}); "
+        f"2 SGLang/TensorRT-LLM step ranges outside them ({TRTLLM!r}, {SGLANG!r}); choose another with --range"
+    )
+
+
+def test_engines_tied_on_step_count_take_the_first_by_name():
+    # two SGLang and two vLLM steps, vLLM's first: 'SGLang' sorts before 'vLLM'
+    ranges = [
+        (10_000, 10_800, VLLM),
+        (11_000, 11_800, SGLANG),
+        (12_000, 12_800, VLLM),
+        (13_000, 13_800, SGLANG),
+    ]
+    choice = R.select_ranges(make_trace(ranges=ranges, ops=[(10_150, 10_160, None, 7)]), None)
+    assert spans(choice.frame) == [(11_000, 11_800), (13_000, 13_800)]
+    assert choice.name == "re:" + R.ENGINE_STEPS["SGLang"]
+    assert choice.how == (
+        f"SGLang serving-engine steps (2 ranges of 1 names); also seen: 2 vLLM step ranges outside them "
+        f"({VLLM!r}); choose another with --range"
+    )
+
+
+# ------------------------------------------------------------------------- most frequent name, ties
+
+
+def _tied(launch_at: str) -> Trace:
+    """'A' (10-11 us, 30-31 us) and 'B' (20-21 us, 40-41 us), two top-level ranges each, A first; a launch
+    call at the start of each B range ("start") or at its end ("end"), none in A."""
+    ranges = [(10_000, 11_000, "A"), (20_000, 21_000, "B"), (30_000, 31_000, "A"), (40_000, 41_000, "B")]
+    at = {"start": 0, "end": 1000}[launch_at]
+    api = [
+        (20_000 + at, 20_000 + at + 5, 1, "cudaLaunchKernel"),
+        (40_000 + at, 40_000 + at + 5, 2, "cudaLaunchKernel"),
+    ]
+    ops = [(t + 100, t + 200, i + 1, 7) for i, t in enumerate((20_000 + at, 40_000 + at))]
+    return make_trace(ranges=ranges, api=api, ops=ops)
+
+
+def test_a_tie_goes_to_the_name_whose_ranges_hold_a_launch_at_their_start():
+    choice = R.select_ranges(_tied("start"), None)
+    assert choice.name == "B"
+    assert spans(choice.frame) == [(20_000, 21_000), (40_000, 41_000)]
+    assert choice.how == (
+        "most frequent top-level range (2 of them); tied at 2 with 'A' (picked the most launch calls inside); "
+        "choose another with --range"
+    )
+
+
+def test_a_launch_at_a_range_end_is_not_inside_it():
+    choice = R.select_ranges(_tied("end"), None)
+    assert choice.name == "A"
+    assert spans(choice.frame) == [(10_000, 11_000), (30_000, 31_000)]
+    assert choice.how == (
+        "most frequent top-level range (2 of them); tied at 2 with 'B' (picked the earliest); "
+        "choose another with --range"
+    )
+
+
+@pytest.mark.parametrize(
+    ("count", "listed"),
+    [
+        (6, "'b', 'c', 'd', 'e', 'f'"),  # five others: all listed, no "and 0 more"
+        (7, "'b', 'c', 'd', 'e', 'f' and 1 more"),
+        (8, "'b', 'c', 'd', 'e', 'f' and 2 more"),
+    ],
+)
+def test_tied_names_are_listed_five_at_most(count, listed):
+    names = [chr(ord("a") + i) for i in range(count)]
+    choice = R.select_ranges(_named(names), None)
+    assert choice.name == "a"
+    assert choice.how == (
+        f"most frequent top-level range (1 of them); tied at 1 with {listed} (picked the earliest); "
+        "choose another with --range"
+    )
+
+
+# ------------------------------------------------------------------------------------ --split-idle
+
+
+@pytest.mark.parametrize(("bad", "shown"), [("1", "'1'"), (True, "True"), (None, "None"), ([1.0], "[1.0]")])
+def test_split_idle_that_is_not_a_number_is_refused_naming_the_file(bad, shown):
+    with pytest.raises(TracekitError) as err:
+        R.check_split_idle(bad, "run.sqlite")
+    assert str(err.value) == f"run.sqlite: --split-idle must be a finite number of ms, not {shown}"
+
+
+def test_split_idle_out_of_bounds_names_the_file_and_the_option():
+    with pytest.raises(TracekitError) as err:
+        R.check_split_idle(-0.5, "run.sqlite", option="split_idle_ms")
+    assert str(err.value) == "run.sqlite: split_idle_ms must be a number of ms >= 0 and <= 1e+12, not -0.5"
+    R.check_split_idle(0, "run.sqlite")  # the bounds are accepted
+    R.check_split_idle(R.MAX_SPLIT_IDLE_MS, "run.sqlite")
+
+
+def test_a_synthetic_name_with_a_bad_threshold_is_refused_naming_the_file():
+    ops = [(1000, 2000, None, 7)]
+    with pytest.raises(TracekitError) as err:
+        R.select_ranges(make_trace(ops=ops, meta={"path": "run.sqlite"}), "idle>1e13ms")
+    assert (
+        str(err.value)
+        == "run.sqlite: --split-idle must be a number of ms >= 0 and <= 1e+12, not 10000000000000.0"
+    )
+
+
+# ------------------------------------------------------------------------------------------ per device
+
+
+def test_devices_are_in_order_with_the_unrecorded_last():
+    trace = make_trace(ops=[(100, 200, None, 7, 1), (300, 400, None, 7, None), (500, 600, None, 7, 0)])
+    assert R.devices(trace) == [0, 1, None]
+    assert list(R.split_by_device(trace)) == [0, 1, None]
+    assert R.split_by_device(trace)[None].ops["start"].to_list() == [300]
+
+
+def test_a_device_keeps_the_ranges_of_the_processes_that_launched_its_work():
+    # process 1 ran device 0, process 2 device 1; each annotated its own iterations
+    ranges = [
+        (0, 1000, "iteration", 0, "user", 1),
+        (0, 1000, "iteration", 0, "user", 2),
+        (50, 60, "x", 1, None, 2),
+    ]
+    ops = [(100, 200, None, 7, 0, 1), (300, 400, None, 7, 1, 2)]
+    trace = make_trace(
+        ranges=ranges,
+        ops=ops,
+        range_fields=("start", "end", "name", "depth", "domain", "pid"),
+        op_fields=("start", "end", "correlation", "stream", "device", "pid"),
+    )
+    parts = R.split_by_device(trace)
+    assert parts[0].ranges["pid"].to_list() == [1]
+    assert parts[1].ranges["pid"].to_list() == [2, 2]
+    assert parts[1].ranges["domain"].to_list() == ["user", None]
+
+
+def test_a_device_whose_process_has_only_gpu_ranges_keeps_every_range():
+    # process 2 (device 1) recorded only GPU-projected annotations: not iterations, so every range is kept
+    ranges = [(0, 1000, "iteration", 0, "user", 1), (300, 400, "k", 0, "gpu", 2)]
+    ops = [(100, 200, None, 7, 0, 1), (300, 400, None, 7, 1, 2)]
+    trace = make_trace(
+        ranges=ranges,
+        ops=ops,
+        range_fields=("start", "end", "name", "depth", "domain", "pid"),
+        op_fields=("start", "end", "correlation", "stream", "device", "pid"),
+    )
+    parts = R.split_by_device(trace)
+    assert parts[0].ranges["pid"].to_list() == [1]
+    assert parts[1].ranges.equals(trace.ranges)
+    assert R.select_ranges(parts[1], None).frame["range_start"].to_list() == [0]
+
+
+def test_a_device_trace_carries_the_warnings_as_its_own_copy():
+    trace = make_trace(ops=[(100, 200, None, 7, 0), (300, 400, None, 7, 1)], meta={"path": "run.sqlite"})
+    trace.meta["warnings"] = ["reader: something"]
+    parts = R.split_by_device(trace)
+    assert parts[1].warnings == ["reader: something"]
+    assert parts[1].meta["path"] == "run.sqlite" and parts[1].meta["device_id"] == 1
+    parts[1].warnings.append("device 1 only")
+    assert trace.warnings == ["reader: something"]
