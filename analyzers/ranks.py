@@ -23,6 +23,7 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from statistics import mean, median
 from typing import Any
@@ -48,23 +49,35 @@ def label(result: dict[str, Any]) -> str:
     return f"rank {result['rank']}" if result.get("rank") is not None else result["name"]
 
 
-def _mean(values: list[Any]) -> float | None:
-    nums = [float(v) for v in values if v is not None]
-    return mean(nums) if nums else None
+def _values(result: dict[str, Any], field: str) -> list[float]:
+    """The iterations' values of ``field`` (a column of the compact result), nulls (None, NaN) left out."""
+    column = result["iterations"].get(field)
+    if column is None:
+        return []
+    return [float(v) for v in column if v is not None and not math.isnan(v)]
+
+
+def _mean(values: list[float]) -> float | None:
+    return mean(values) if values else None
+
+
+def steps_of(result: dict[str, Any]) -> int:
+    """How many iterations the compact result holds."""
+    return len(result["iterations"]["index"])
 
 
 def trace_row(result: dict[str, Any]) -> dict[str, Any]:
     """One row of the cross-trace table."""
-    its = result["iterations"]
+    latencies = _values(result, "latency_ms")
     row: dict[str, Any] = {
         "trace": label(result),
         "file": result["name"],
         "rank": result.get("rank"),
         "gpu": result.get("gpu"),
-        "iterations": len(its),
-        "median_latency_ms": median([i["latency_ms"] for i in its]) if its else None,
+        "iterations": steps_of(result),
+        "median_latency_ms": median(latencies) if latencies else None,
     }
-    row.update({f"mean_{k}": _mean([i.get(k) for i in its]) for k in MEAN_FIELDS})
+    row.update({f"mean_{k}": _mean(_values(result, k)) for k in MEAN_FIELDS})
     row["verdict"] = result.get("verdict")
     row["synthetic"] = result.get("synthetic", False)
     return row
@@ -136,7 +149,7 @@ def stragglers(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, A
 
 
 def _common_steps(results: list[dict[str, Any]]) -> int:
-    return min(len(r["iterations"]) for r in results) if results else 0
+    return min(steps_of(r) for r in results) if results else 0
 
 
 def skew(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
@@ -144,9 +157,11 @@ def skew(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
     steps = _common_steps(results)
     spreads: list[float] = []
     ends_last = Counter()
+    starts_of = [r["iterations"]["start_ns"] for r in results]
+    ends_of = [r["iterations"]["end_ns"] for r in results]
     for i in range(steps):
-        starts = [r["iterations"][i]["start_ns"] - off for r, off in zip(results, offsets, strict=True)]
-        ends = [r["iterations"][i]["end_ns"] - off for r, off in zip(results, offsets, strict=True)]
+        starts = [s[i] - off for s, off in zip(starts_of, offsets, strict=True)]
+        ends = [e[i] - off for e, off in zip(ends_of, offsets, strict=True)]
         spreads.append((max(starts) - min(starts)) / 1e6)
         if ends.count(max(ends)) == 1:
             ends_last[ends.index(max(ends))] += 1
@@ -165,8 +180,9 @@ def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Clock-free: which trace has the longest iteration at each common step."""
     steps = _common_steps(results)
     longest = Counter()
+    latencies = [r["iterations"]["latency_ms"] for r in results]
     for i in range(steps):
-        lat = [r["iterations"][i]["latency_ms"] for r in results]
+        lat = [float(column[i]) for column in latencies]
         longest[lat.index(max(lat))] += 1
     if not longest:
         return {"steps": 0}
@@ -204,7 +220,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "
                 "not computed; 'slowest by step' compares durations only"
             )
-    steps = {len(r["iterations"]) for r in results}
+    steps = {steps_of(r) for r in results}
     if len(steps) > 1:
         doc["warnings"].append(
             f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"

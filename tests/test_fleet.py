@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import numpy as np
+import polars as pl
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tracekit.analyzers.ranks import summarize
-from tracekit.fleet.compact import covered, merge_intervals
+from tracekit.fleet.compact import comm_per_iteration
 from tracekit.fleet.run import analyze_many
 from tracekit.session import AnalysisOptions
 from tracekit.simulate.ranks import RankSimulation, truth, write_ranks
@@ -21,6 +23,17 @@ SIM = RankSimulation(ranks=4, steps=6, kernels=12, straggler=2, clock_offset_ns=
 @pytest.fixture(scope="module")
 def rank_traces(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
     return [str(p) for p in write_ranks(SIM, tmp_path_factory.mktemp("ranks"))]
+
+
+def _plain(outcomes: list) -> list:
+    """The outcomes' results with every iteration column as a list (NaN as None), so that == compares them
+    field by field and value by value."""
+    out = []
+    for o in outcomes:
+        assert o.ok, o.error
+        its = {k: [None if v != v else v for v in list(c)] for k, c in o.result["iterations"].items()}
+        out.append({**o.result, "iterations": its})
+    return out
 
 
 def _doc(outcomes: list) -> dict:
@@ -52,7 +65,7 @@ def test_pool_gives_the_serial_answer_field_by_field(rank_traces: list[str]) -> 
     serial = analyze_many(rank_traces, AnalysisOptions(), jobs=1)
     pooled = analyze_many(rank_traces, AnalysisOptions(), jobs=2)
     assert [o.path for o in pooled] == rank_traces  # input order, whatever finished first
-    assert [o.result for o in pooled] == [o.result for o in serial]
+    assert _plain(pooled) == _plain(serial)
 
 
 def test_dask_local_cluster_gives_the_serial_answer(rank_traces: list[str]) -> None:
@@ -62,7 +75,7 @@ def test_dask_local_cluster_gives_the_serial_answer(rank_traces: list[str]) -> N
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as c:
         on_dask = analyze_many(rank_traces, AnalysisOptions(), scheduler=c.scheduler_address)
-    assert [o.result for o in on_dask] == [o.result for o in serial]
+    assert _plain(on_dask) == _plain(serial)
 
 
 def test_a_bad_trace_is_one_line_and_the_others_go_on(rank_traces: list[str], tmp_path: Path) -> None:
@@ -103,17 +116,84 @@ def test_cache_reanalysis_equals_first_and_misses_on_change(rank_traces: list[st
     again = analyze_many(
         rank_traces[:1], AnalysisOptions(range_name="ProfilerStep#*"), jobs=1, cache_dir=str(cache_dir)
     )
-    assert again[0].result == first[0].result
+    assert _plain(again) == _plain(first)
     copy = tmp_path / "copy.json.gz"
     copy.write_bytes(Path(rank_traces[1]).read_bytes())
     analyze_many([str(copy)], AnalysisOptions(), jobs=1, cache_dir=str(cache_dir))
     assert len([p for p in cache_dir.iterdir() if p.is_dir()]) == 2
 
 
-def test_interval_union_and_cover() -> None:
-    s, e = merge_intervals(np.array([5, 0, 2, 20]), np.array([8, 3, 4, 25]))
-    assert s.tolist() == [0, 5, 20] and e.tolist() == [4, 8, 25]
-    assert covered(s, e, np.array([0, 3, 6, 30]), np.array([30, 6, 22, 40])).tolist() == [12, 2, 4, 0]
+def _ops(rows: list[tuple[int | None, int, int | None, int | None, str]]) -> pl.DataFrame:
+    """(iteration, device, start, end, name) rows as an ops frame."""
+    return pl.DataFrame(
+        rows,
+        schema={
+            "iteration": pl.Int64,
+            "device": pl.Int64,
+            "start": pl.Int64,
+            "end": pl.Int64,
+            "name": pl.Utf8,
+        },
+        orient="row",
+    )
+
+
+def test_communication_hidden_only_by_other_ops_of_its_device_and_iteration() -> None:
+    ops = _ops(
+        [
+            # iteration 0, device 0: collectives [0,10) and [5,20) overlap: union 20 ns; gemm hides [8,12)
+            (0, 0, 0, 10, "ncclKernel_AllReduce"),
+            (0, 0, 5, 20, "ncclDevKernel_Broadcast"),
+            (0, 0, 8, 12, "sm90_gemm"),
+            (0, 1, 0, 20, "sm90_gemm"),  # another device: hides nothing
+            (1, 0, 0, 20, "sm90_gemm"),  # another iteration: hides nothing
+            # iteration 1, device 0: a collective [100,130) hidden by two overlapping ops over [90,125)
+            (1, 0, 100, 130, "rcclKernel"),
+            (1, 0, 90, 110, "elementwise"),
+            (1, 0, 105, 125, "elementwise"),
+            # iteration 1, device 1: a collective [50,60) with nothing beside it
+            (1, 1, 50, 60, "NCCL_Reduce"),
+            (2, 0, 0, 50, "sm90_gemm"),  # no collective in iteration 2: no row
+            (None, 0, 0, 1000, "ncclKernel_AllReduce"),  # in no iteration: left out
+            (3, 0, None, 10, "ncclKernel_AllReduce"),  # no start: left out
+        ]
+    )
+    got = comm_per_iteration(ops)
+    assert got["iteration"].to_list() == [0, 1]
+    assert got["comm_ms"].to_list() == pytest.approx([20e-6, 40e-6], rel=1e-12)
+    assert got["exposed_comm_ms"].to_list() == pytest.approx([16e-6, 15e-6], rel=1e-12)
+    assert comm_per_iteration(ops.filter(~pl.col("name").str.contains("(?i)nccl|rccl"))).is_empty()
+
+
+def _reference(rows: list[tuple[int, int, int, int, bool]]) -> dict[int, tuple[int, int]]:
+    """Per iteration: (communication ns, exposed ns), counting covered nanoseconds one by one."""
+    out: dict[int, tuple[int, int]] = {}
+    for it, dev in {(r[0], r[1]) for r in rows if r[4]}:
+        comm = {t for r in rows if r[:2] == (it, dev) and r[4] for t in range(r[2], r[3])}
+        other = {t for r in rows if r[:2] == (it, dev) and not r[4] for t in range(r[2], r[3])}
+        total, exposed = out.get(it, (0, 0))
+        out[it] = (total + len(comm), exposed + len(comm - other))
+    return out
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 2), st.integers(0, 1), st.integers(0, 60), st.integers(0, 25), st.booleans()
+        ),
+        max_size=25,
+    )
+)
+def test_communication_matches_counting_nanoseconds(raw: list[tuple[int, int, int, int, bool]]) -> None:
+    rows = [(it, dev, start, start + length, is_comm) for it, dev, start, length, is_comm in raw]
+    ops = _ops([(it, dev, s, e, "ncclKernel" if c else "gemm") for it, dev, s, e, c in rows])
+    got = comm_per_iteration(ops)
+    want = _reference(rows)
+    assert got["iteration"].to_list() == sorted(want)
+    assert got["comm_ms"].to_list() == pytest.approx([want[i][0] / 1e6 for i in sorted(want)], rel=1e-12)
+    assert got["exposed_comm_ms"].to_list() == pytest.approx(
+        [want[i][1] / 1e6 for i in sorted(want)], rel=1e-12
+    )
 
 
 def test_truth_file_written_beside_the_traces(rank_traces: list[str]) -> None:
@@ -211,8 +291,9 @@ def test_real_distributed_traces_run_through_the_pool() -> None:
     assert all(o.ok for o in outcomes), [o.error for o in outcomes]
     ddp = outcomes[0].result
     assert ddp["rank"] == 0
-    comm = [i["comm_ms"] for i in ddp["iterations"]]
-    assert comm and all(c is not None and c > 0 for c in comm)  # DDP's NCCL all-reduce in every step
-    assert all(0 <= i["exposed_comm_ms"] <= i["comm_ms"] for i in ddp["iterations"])
+    comm = ddp["iterations"]["comm_ms"].tolist()
+    exposed = ddp["iterations"]["exposed_comm_ms"].tolist()
+    assert comm and all(c > 0 for c in comm)  # DDP's NCCL all-reduce in every step (NaN compares false)
+    assert all(0 <= x <= c for x, c in zip(exposed, comm, strict=True))
     doc = summarize([o.result for o in outcomes])
     assert doc["clocks"]["aligned"] is False  # the nsys slice has no collectives to align on

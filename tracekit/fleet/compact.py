@@ -1,7 +1,7 @@
-"""One trace's analysis reduced to what a cross-trace summary needs: a small, picklable, JSON-able dict.
+"""One trace's analysis reduced to what a cross-trace summary needs: a small, picklable dict.
 
-Workers (processes or Dask) return this, never the frames: a 10^6-kernel trace's result is a few KB per
-iteration-less summary plus one row per iteration.
+Workers (processes or Dask) return this, never the frames: a few KB of trace-level fields plus the iterations
+by column (:func:`columns`: lists of ints and float64 arrays, not one dict per iteration).
 
 Communication: device ops whose name says NCCL or RCCL (:data:`COMM_PATTERN`) are collectives. Per iteration
 (ops counted in the iteration whose range launched them), ``comm_ms`` is the union of their intervals and
@@ -16,7 +16,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import polars as pl
 
 if TYPE_CHECKING:
@@ -43,64 +42,60 @@ ITERATION_FIELDS = (
 MAX_COLLECTIVES = 4096
 
 
-def merge_intervals(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Disjoint, sorted intervals covering the union of ``[starts, ends)`` (vectorized)."""
-    if starts.size == 0:
-        return starts, ends
-    order = np.argsort(starts, kind="stable")
-    s, e = starts[order], ends[order]
-    reach = np.maximum.accumulate(e)
-    new = np.empty(s.size, dtype=bool)
-    new[0] = True
-    new[1:] = s[1:] > reach[:-1]
-    group = np.cumsum(new) - 1
-    out_s = s[new]
-    out_e = np.zeros(out_s.size, dtype=reach.dtype)
-    np.maximum.at(out_e, group, e)
-    return out_s, out_e
-
-
-def covered(union_s: np.ndarray, union_e: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Length of ``[a, b)`` covered by the disjoint sorted union (for each pair, vectorized)."""
-    if union_s.size == 0 or a.size == 0:
-        return np.zeros(a.size, dtype=np.int64)
-    prefix = np.concatenate([[0], np.cumsum(union_e - union_s)])
-
-    def upto(x: np.ndarray) -> np.ndarray:
-        i = np.searchsorted(union_s, x, side="right")  # intervals starting at or before x
-        last = np.clip(i - 1, 0, None)
-        inside = np.where(i > 0, np.clip(x - union_s[last], 0, union_e[last] - union_s[last]), 0)
-        return prefix[np.clip(i - 1, 0, None)] * (i > 0) + inside
-
-    return upto(b) - upto(a)
-
-
 def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
-    """``iteration``, ``comm_ms``, ``exposed_comm_ms`` of every iteration with collectives (see module doc)."""
-    is_comm = pl.col("name").str.contains(COMM_PATTERN)
-    rows: list[dict[str, Any]] = []
-    comm = ops.filter(is_comm)
-    if comm.is_empty():
-        return pl.DataFrame(
-            schema={"iteration": pl.Int64, "comm_ms": pl.Float64, "exposed_comm_ms": pl.Float64}
-        )
-    others = ops.filter(~is_comm).partition_by(["iteration", "device"], as_dict=True)
-    empty = np.zeros(0, dtype=np.int64)
-    for (iteration, device), group in comm.group_by(["iteration", "device"], maintain_order=True):
-        cs, ce = merge_intervals(group["start"].to_numpy(), group["end"].to_numpy())
-        mine = others.get((iteration, device))
-        us, ue = (
-            merge_intervals(mine["start"].to_numpy(), mine["end"].to_numpy())
-            if mine is not None
-            else (empty, empty)
-        )
-        total = int((ce - cs).sum())
-        hidden = int(covered(us, ue, cs, ce).sum())
-        rows.append({"iteration": iteration, "comm_ns": total, "exposed_ns": total - hidden})
-    frame = pl.DataFrame(rows)
-    return frame.group_by("iteration", maintain_order=True).agg(
-        comm_ms=pl.col("comm_ns").sum() / 1e6, exposed_comm_ms=pl.col("exposed_ns").sum() / 1e6
+    """``iteration``, ``comm_ms``, ``exposed_comm_ms`` of every iteration with collectives (see module doc).
+
+    One sweep over the ops' edges per (iteration, device), vectorized: each start adds one to its kind's
+    count of running ops (collective or other), each end takes one away; between two consecutive edges the
+    counts hold, so the stretch is communication when collectives run (``comm > 0``) and hidden
+    communication when other ops run too (``other > 0``). Ops without a start, an end or an iteration are
+    left out (they cannot be placed)."""
+    keys = ["iteration", "device"]
+    empty = pl.DataFrame(schema={"iteration": pl.Int64, "comm_ms": pl.Float64, "exposed_comm_ms": pl.Float64})
+    placed = ops.filter(
+        pl.col("start").is_not_null() & pl.col("end").is_not_null() & pl.col("iteration").is_not_null()
+    ).select(*keys, "start", "end", is_comm=pl.col("name").str.contains(COMM_PATTERN).fill_null(False))
+    with_comm = placed.filter("is_comm").select(keys).unique()
+    if with_comm.is_empty():
+        return empty
+    placed = placed.join(with_comm, on=keys, how="semi", nulls_equal=True)
+    comm_step = pl.col("is_comm").cast(pl.Int64)
+    other_step = (~pl.col("is_comm")).cast(pl.Int64)
+    edges = pl.concat(
+        [
+            placed.select(*keys, at=pl.col("start"), comm=comm_step, other=other_step),
+            placed.select(*keys, at=pl.col("end"), comm=-comm_step, other=-other_step),
+        ]
+    ).sort(*keys, "at", nulls_last=True)
+    stretches = edges.with_columns(
+        comm=pl.col("comm").cum_sum().over(keys),
+        other=pl.col("other").cum_sum().over(keys),
+        length=(pl.col("at").shift(-1).over(keys) - pl.col("at")).fill_null(0),
     )
+    communicating = pl.col("comm") > 0
+    return (
+        stretches.group_by("iteration", maintain_order=True)
+        .agg(
+            comm=pl.col("length").filter(communicating).sum(),
+            hidden=pl.col("length").filter(communicating & (pl.col("other") > 0)).sum(),
+        )
+        .select(
+            pl.col("iteration").cast(pl.Int64),
+            comm_ms=pl.col("comm") / 1e6,
+            exposed_comm_ms=(pl.col("comm") - pl.col("hidden")) / 1e6,
+        )
+        .sort("iteration")
+    )
+
+
+def columns(frame: pl.DataFrame) -> dict[str, Any]:
+    """``frame`` by column: integer columns as lists of ints (nanosecond times stay exact; a null is None),
+    float columns as float64 arrays (a null is NaN). Measured on 16 simulated rank traces of 4,545 iterations:
+    their results take 21 MB in the collecting process so, 64 MB as one dict per iteration."""
+    return {
+        name: frame[name].to_numpy() if frame[name].dtype.is_float() else frame[name].to_list()
+        for name in frame.columns
+    }
 
 
 def rank_of(analyzed: Analysis) -> int | None:
@@ -131,7 +126,9 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         starts = collectives["start"].to_list()
         ends = collectives["end"].to_list()
     else:
-        iterations = iterations.with_columns(comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None))
+        iterations = iterations.with_columns(
+            comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None, pl.Float64)
+        )
         starts = ends = []
     summary = analyzed.summary
     return {
@@ -143,7 +140,7 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         "synthetic": bool(analyzed.config.synthetic),
         "range": analyzed.range_name,
         "verdict": summary.bound,
-        "iterations": iterations.to_dicts(),
+        "iterations": columns(iterations),
         "collective_starts_ns": starts,
         "collective_ends_ns": ends,
         "warnings": list(analyzed.warnings),

@@ -125,6 +125,28 @@ class _local:
             os.unlink(self.tmp)
 
 
+class _server_threads:
+    """While the pool starts: ``POLARS_MAX_THREADS`` = the usable cores shared among ``jobs`` workers, in the
+    environment the fork server inherits (polars sizes its thread pool when imported, which the server does
+    before forking workers). ``jobs`` workers of two threads each on two cores contend and hold a thread
+    pool's memory each (about 20 MB more per worker at 10^5 kernels); a value the user set is kept."""
+
+    NAME = "POLARS_MAX_THREADS"
+
+    def __init__(self, jobs: int) -> None:
+        self.value = str(max(1, usable_cores() // jobs))
+        self.set = False
+
+    def __enter__(self) -> None:
+        if self.NAME not in os.environ:
+            os.environ[self.NAME] = self.value
+            self.set = True
+
+    def __exit__(self, *exc: object) -> None:
+        if self.set:
+            os.environ.pop(self.NAME, None)
+
+
 def _init_worker() -> None:
     os.environ.update(WORKER_ENV)
 
@@ -163,7 +185,10 @@ def _in_pool(
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tracekit.fleet.run", "tracekit.session", "polars"])
     by_path: dict[int, Outcome] = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
+    with (
+        _server_threads(jobs),
+        ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool,
+    ):
         futures = {pool.submit(analyze_one, p, opts, cache_dir): i for i, p in enumerate(paths)}
         for future in as_completed(futures):
             i = futures[future]
