@@ -4,6 +4,8 @@ serially, in a local process pool and on a Dask cluster."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import polars as pl
@@ -66,6 +68,23 @@ def test_pool_gives_the_serial_answer_field_by_field(rank_traces: list[str]) -> 
     pooled = analyze_many(rank_traces, AnalysisOptions(), jobs=2)
     assert [o.path for o in pooled] == rank_traces  # input order, whatever finished first
     assert _plain(pooled) == _plain(serial)
+
+
+def test_a_script_without_a_main_guard_runs_in_a_pool(rank_traces: list[str], tmp_path: Path) -> None:
+    # multiprocessing runs the main script again in each worker unless told otherwise: a top-level call
+    # would then start the analysis again there and fail; the pool hides the main module while it starts
+    script = tmp_path / "many.py"
+    script.write_text(
+        "import tracekit\n"
+        f"doc = tracekit.analyze_many({rank_traces!r}, jobs=2)\n"
+        "print('traces', doc['traces'], 'failed', len(doc['failed']), doc['straggler']['straggler'])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["traces", "4", "failed", "0", "rank", "2"]
+    assert "bootstrapping" not in done.stderr
 
 
 def test_dask_local_cluster_gives_the_serial_answer(rank_traces: list[str]) -> None:

@@ -7,6 +7,7 @@ The Python API (see :mod:`tracekit.api`) is loaded on first use, so ``import tra
     a.iterations, a.summary, a.idle_gaps, a.verdict, a.to_json()
     tracekit.load("analysis.json") == a        # a saved `analyze --format json` document, back
     tracekit.read_trace(path); tracekit.table([...]); tracekit.report([...])
+    tracekit.analyze_many(paths, jobs=2)       # many traces (ranks, sweeps) in parallel: the cross-trace doc
 """
 
 from __future__ import annotations
@@ -14,9 +15,9 @@ from __future__ import annotations
 from typing import Any
 
 __version__ = "0.1.0"
-__all__ = ["Analysis", "analyze", "load", "read_trace", "report", "table", "__version__"]
+__all__ = ["Analysis", "analyze", "analyze_many", "load", "read_trace", "report", "table", "__version__"]
 
-_API = frozenset({"analyze", "load", "read_trace", "report", "table", "Report", "Options"})
+_API = frozenset({"analyze", "analyze_many", "load", "read_trace", "report", "table", "Report", "Options"})
 
 
 def __getattr__(name: str) -> Any:

@@ -18,6 +18,7 @@ depend on the executor.
 from __future__ import annotations
 
 import os
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -147,6 +148,30 @@ class _server_threads:
             os.environ.pop(self.NAME, None)
 
 
+class _main_not_reimported:
+    """While the fork server and the workers start: the main module's file and spec hidden from
+    multiprocessing, which would otherwise run the main script again in each of them (as ``__mp_main__``) to
+    find functions defined there. The work here is :func:`analyze_one`, a tracekit function, so nothing of
+    the main script is needed; and a script that calls ``analyze_many(..., jobs=2)`` at top level, without
+    an ``if __name__ == "__main__":`` guard, would otherwise start the analysis again in every worker and
+    fail there ("An attempt has been made to start a new process before ... bootstrapping")."""
+
+    def __enter__(self) -> None:
+        self.main = sys.modules.get("__main__")
+        self.saved = {
+            k: self.main.__dict__[k] for k in ("__file__", "__spec__") if k in vars(self.main or {})
+        }
+        for key in self.saved:
+            if key == "__spec__":
+                self.main.__spec__ = None  # type: ignore[union-attr]
+            else:
+                del self.main.__dict__[key]  # type: ignore[union-attr]
+
+    def __exit__(self, *exc: object) -> None:
+        if self.main is not None:
+            self.main.__dict__.update(self.saved)
+
+
 def _init_worker() -> None:
     os.environ.update(WORKER_ENV)
 
@@ -189,7 +214,8 @@ def _in_pool(
         _server_threads(jobs),
         ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool,
     ):
-        futures = {pool.submit(analyze_one, p, opts, cache_dir): i for i, p in enumerate(paths)}
+        with _main_not_reimported():  # the fork server and the workers start on these submits
+            futures = {pool.submit(analyze_one, p, opts, cache_dir): i for i, p in enumerate(paths)}
         for future in as_completed(futures):
             i = futures[future]
             try:
