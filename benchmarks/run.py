@@ -383,7 +383,7 @@ def ensure_trace(cache: Path, n: int, kineto: bool, log: Any = None) -> dict[str
         partial = cache / f".partial-{out.name}-{os.getpid()}"
         shutil.rmtree(partial, ignore_errors=True)
         cmd = [sys.executable, "-m", "tracekit.cli", "simulate", "--runtime", RUNTIME, "--kernels", str(n),
-               "--format", fmt, "-q", "-o", str(partial)]  # fmt: skip
+               "--traces", fmt, "-q", "-o", str(partial)]  # fmt: skip
         if log:
             log(f"simulating {n:,} kernels ({fmt}) into {out} (cached for later runs) ...")
         started = time.perf_counter()

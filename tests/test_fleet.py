@@ -316,3 +316,30 @@ def test_real_distributed_traces_run_through_the_pool() -> None:
     assert all(0 <= x <= c for x, c in zip(exposed, comm, strict=True))
     doc = summarize([o.result for o in outcomes])
     assert doc["clocks"]["aligned"] is False  # the nsys slice has no collectives to align on
+
+
+def test_one_trace_analyzed_through_the_cache_gives_the_same_document(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.conftest import REPO
+
+    trace = str(REPO / "sample_traces/synthetic/table3_torchscript/torchscript_b1_s128.synthetic.json.gz")
+    cache = str(tmp_path / "cache")
+    rc, plain, _ = _cli(["analyze", trace, "--format", "json", "--no-progress"], capsys)
+    assert rc == 0
+    rc, filled, _ = _cli(["analyze", trace, "--format", "json", "--no-progress", "--cache", cache], capsys)
+    assert rc == 0 and filled == plain
+    assert len([p for p in Path(cache).iterdir() if p.is_dir()]) == 1
+
+    import tracekit.readers
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the trace was read again")
+
+    monkeypatch.setattr(tracekit.readers, "read_trace", no_reading)
+    rc, again, _ = _cli(["analyze", trace, "--format", "json", "--no-progress", "--cache", cache], capsys)
+    assert rc == 0 and again == plain
+    rc, skipped, _ = _cli(
+        ["analyze", trace, "--format", "json", "--no-progress", "--cache", cache, "--skip", "3"], capsys
+    )
+    assert rc == 0 and json.loads(skipped)["skipped"] == 3 != json.loads(plain)["skipped"]

@@ -140,11 +140,15 @@ def frames_for(item: TraceInput) -> dict[str, tuple[str, ...] | None]:
 
 
 def analyze_input(
-    item: TraceInput | str | Path, options: AnalysisOptions | None = None, frames: FrameSpec | str = "needed"
+    item: TraceInput | str | Path,
+    options: AnalysisOptions | None = None,
+    frames: FrameSpec | str = "needed",
+    cache_dir: str | Path | None = None,
 ) -> Analysis:
     """Read and analyze one input (a path: :func:`tracekit.inputs.resolve_input`). ``frames``: what to read
     of the trace: "needed" (the default, :func:`frames_for`), or a :data:`tracekit.model.FrameSpec`
-    (:data:`EVERYTHING` for outputs that show the trace itself).
+    (:data:`EVERYTHING` for outputs that show the trace itself). ``cache_dir``: read through the Parquet
+    cache there (:func:`tracekit.fleet.cache.cached_read`; a file only, not a pipe).
 
     Raises TracekitError (one line naming the file) when the input cannot be read or analyzed."""
     from tracekit.readers import read_trace
@@ -152,7 +156,15 @@ def analyze_input(
     if isinstance(item, (str, Path)):
         item = resolve_input(item)
     spec = frames_for(item) if frames == "needed" else frames
-    trace = read_trace(item.path, frames=spec, fmt=item.format, sidecar=item.sidecar)  # stage: read
+    if cache_dir is not None:
+        from tracekit.fleet.cache import cached_read
+        from tracekit.io import is_stream
+
+        if is_stream(item.path):
+            raise TracekitError("--cache needs a trace file, not a pipe or standard input", item.path)
+        trace = cached_read(item.path, cache_dir, spec, fmt=item.format, sidecar=item.sidecar)
+    else:
+        trace = read_trace(item.path, frames=spec, fmt=item.format, sidecar=item.sidecar)  # stage: read
     return analyze_trace(trace, item, options)
 
 

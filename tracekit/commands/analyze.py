@@ -103,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
     item = api.resolve_input(args.trace, begin=True)
     from tracekit.renderers import render
 
-    analyzed = api.analyze_input(item, options, api.EVERYTHING if args.timeline else "needed")
+    analyzed = api.analyze_input(
+        item, options, api.EVERYTHING if args.timeline else "needed", cache_dir=args.cache
+    )
     doc = analyzed.to_json()
     if args.gaps:
         from tracekit.renderers.analysis import write_gaps

@@ -18,7 +18,7 @@ SKIPPED_SUFFIXES = (".meta.json", ".truth.json", "run.json", "report.json")
 
 
 def add_many_options(parser: argparse.ArgumentParser) -> None:
-    """``--jobs``, ``--scheduler``, ``--cache`` (they apply when several traces are given)."""
+    """``--jobs``, ``--scheduler`` (they apply when several traces are given) and ``--cache`` (always)."""
     parser.add_argument(
         "--jobs",
         type=_positive_int,
@@ -37,7 +37,7 @@ def add_many_options(parser: argparse.ArgumentParser) -> None:
         "--cache",
         metavar="DIR",
         help="keep each trace's normalized frames as Parquet in DIR (keyed by content hash and reader "
-        "version) and reuse them on the next analysis (default: no cache)",
+        "version) and reuse them on the next analysis, of one trace or many (default: no cache)",
     )
 
 
