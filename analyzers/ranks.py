@@ -88,9 +88,17 @@ def _order(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(results, key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r["name"]))
 
 
+def collective_ns(result: dict[str, Any], key: str, n: int | None = None) -> list[int]:
+    """The first ``n`` (all: None) collective starts or ends (``key``) of a compact result, as ints (ns)."""
+    values = result.get(key)
+    if values is None:
+        return []
+    return [int(v) for v in values[:n]]
+
+
 def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc)."""
-    counts = [len(r.get("collective_ends_ns") or []) for r in results]
+    counts = [len(r.get("collective_ends_ns", ())) for r in results]
     if len(results) < 2 or min(counts) == 0:
         missing = [label(r) for r, n in zip(results, counts, strict=True) if n == 0]
         why = (
@@ -101,11 +109,11 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     n = min(counts)
-    ref = results[0]["collective_ends_ns"][:n]
+    ref = collective_ns(results[0], "collective_ends_ns", n)
     offsets: list[int] = []
     residual = 0
     for r in results:
-        diffs = [e - f for e, f in zip(r["collective_ends_ns"][:n], ref, strict=True)]
+        diffs = [e - f for e, f in zip(collective_ns(r, "collective_ends_ns", n), ref, strict=True)]
         off = int(median(diffs))
         offsets.append(off)
         residual = max(residual, max(abs(d - off) for d in diffs))
@@ -125,10 +133,11 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
 def stragglers(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
     """Who arrives last at each matched collective, and the wait it causes (aligned clocks)."""
     n = min(len(r["collective_starts_ns"]) for r in results)
+    starts = [collective_ns(r, "collective_starts_ns", n) for r in results]
     last = Counter()
     waits: dict[int, list[float]] = {}
     for k in range(n):
-        absolute = [r["collective_starts_ns"][k] - off for r, off in zip(results, offsets, strict=True)]
+        absolute = [s[k] - off for s, off in zip(starts, offsets, strict=True)]
         base = min(absolute)  # small numbers: a median of two epoch-ns values as a float loses ~256 ns
         arrivals = [a - base for a in absolute]
         i = max(range(len(arrivals)), key=arrivals.__getitem__)

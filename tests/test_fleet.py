@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import polars as pl
 import pytest
 from hypothesis import given
@@ -34,7 +35,8 @@ def _plain(outcomes: list) -> list:
     for o in outcomes:
         assert o.ok, o.error
         its = {k: [None if v != v else v for v in list(c)] for k, c in o.result["iterations"].items()}
-        out.append({**o.result, "iterations": its})
+        arrays = {k: v.tolist() for k, v in o.result.items() if isinstance(v, np.ndarray)}
+        out.append({**o.result, **arrays, "iterations": its})
     return out
 
 
