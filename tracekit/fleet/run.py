@@ -176,6 +176,22 @@ def _init_worker() -> None:
     os.environ.update(WORKER_ENV)
 
 
+def _init_dask_worker() -> None:
+    """:func:`_init_worker` on a Dask worker, and ``POLARS_MAX_THREADS`` = the worker's task threads when
+    polars is not yet loaded there and the user did not set it: W workers of T threads on a machine are
+    sized for W x T cores, and polars would otherwise start a thread per core in each of them."""
+    _init_worker()
+    if "polars" in sys.modules or "POLARS_MAX_THREADS" in os.environ:
+        return
+    try:
+        from distributed import get_worker
+
+        threads = get_worker().state.nthreads
+    except (ImportError, ValueError, AttributeError):  # not on a worker, or another distributed API
+        return
+    os.environ["POLARS_MAX_THREADS"] = str(max(1, int(threads)))
+
+
 def analyze_many(
     paths: Sequence[str],
     options: Any,
@@ -246,7 +262,7 @@ def _on_dask(
         raise TracekitError(f"cannot reach the Dask scheduler at {address} ({exc})") from exc
     by_path: dict[int, Outcome] = {}
     try:
-        client.run(_init_worker)
+        client.run(_init_dask_worker)
         futures = [client.submit(analyze_one, p, opts, cache_dir, pure=False) for p in paths]
         index = {f.key: i for i, f in enumerate(futures)}
         for future in as_completed(futures):
