@@ -5,12 +5,16 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 - **rows**: per trace, the mean of latency, GPU busy, framework overhead and each idle cause over its
   iterations, the median latency, and the mean communication / exposed communication per iteration.
 - **spread**: the slowest and fastest trace by median latency, and their ratio.
+- **labels**: ``rank N`` when the trace says its rank (Kineto's ``distributedInfo``) and no other trace claims
+  the same rank, else the file name (the path when names repeat).
 - **clocks**: traces recorded on different hosts (or by different processes' clocks) cannot be compared by
   timestamp. Collectives (NCCL/RCCL all-reduce and the like) *end together* on every rank, so the offset of a
   trace's clock against the reference (the lowest rank, else the first trace) is the median, over the
   collectives both have (matched in launch order), of end(trace) - end(reference). ``residual_us`` is the
   largest disagreement left after removing it: small means the matching held. Without collectives on every
-  trace the clocks are ``not aligned`` and every timestamp comparison below is withheld (said so).
+  trace the clocks are ``not aligned`` and every timestamp comparison below is withheld (said so); so are
+  they when two traces claim the same rank (separate runs, not the ranks of one job: collectives of
+  unrelated runs do not end together).
 - **straggler** (needs aligned clocks): at each matched collective, the trace that *arrives* (starts the
   collective) last is the one the others wait for; the wait it causes is its arrival minus the median arrival
   of the others. The straggler is the trace that arrives last most often; reported with how often and the
@@ -45,8 +49,35 @@ MEAN_FIELDS = (
 
 
 def label(result: dict[str, Any]) -> str:
-    """``rank 3`` when the trace says its rank, else its file name."""
+    """The trace's name in the summary: the one :func:`summarize` gave it (:func:`with_labels`), else
+    ``rank 3`` when the trace says its rank, else its file name."""
+    if result.get("label"):
+        return str(result["label"])
     return f"rank {result['rank']}" if result.get("rank") is not None else result["name"]
+
+
+def repeated_ranks(results: list[dict[str, Any]]) -> list[int]:
+    """Ranks that more than one trace claims: such traces are not the ranks of one job (separate runs, each
+    its own rank 0, as serving engines and single-GPU jobs record)."""
+    known = Counter(r["rank"] for r in results if r.get("rank") is not None)
+    return sorted(rank for rank, n in known.items() if n > 1)
+
+
+def with_labels(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Copies of ``results`` with a ``label`` each, unique: ``rank N`` when no other trace claims rank N,
+    else the file name, else (file names repeat too) the path."""
+    repeated = set(repeated_ranks(results))
+    names = Counter(r["name"] for r in results)
+    out = []
+    for r in results:
+        if r.get("rank") is not None and r["rank"] not in repeated:
+            text = f"rank {r['rank']}"
+        elif names[r["name"]] == 1:
+            text = r["name"]
+        else:
+            text = str(r.get("path") or r["name"])
+        out.append({**r, "label": text})
+    return out
 
 
 def _values(result: dict[str, Any], field: str) -> list[float]:
@@ -99,6 +130,13 @@ def collective_ns(result: dict[str, Any], key: str, n: int | None = None) -> lis
 def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc)."""
     counts = [len(r.get("collective_ends_ns", ())) for r in results]
+    repeated = repeated_ranks(results)
+    if len(results) >= 2 and repeated:
+        why = (
+            f"rank {repeated[0]} is claimed by {sum(r.get('rank') == repeated[0] for r in results)} traces: "
+            "they are not the ranks of one job"
+        )
+        return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     if len(results) < 2 or min(counts) == 0:
         missing = [label(r) for r, n in zip(results, counts, strict=True) if n == 0]
         why = (
@@ -201,7 +239,7 @@ def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The cross-trace document (see the module docstring)."""
-    results = _order(results)
+    results = with_labels(_order(results))
     rows = [trace_row(r) for r in results]
     doc: dict[str, Any] = {"rows": rows, "traces": len(rows), "warnings": []}
     timed = [r for r in rows if r["median_latency_ms"] is not None]

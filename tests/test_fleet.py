@@ -345,3 +345,59 @@ def test_one_trace_analyzed_through_the_cache_gives_the_same_document(
         ["analyze", trace, "--format", "json", "--no-progress", "--cache", cache, "--skip", "3"], capsys
     )
     assert rc == 0 and json.loads(skipped)["skipped"] == 3 != json.loads(plain)["skipped"]
+
+
+def _result(name: str, rank: int | None, ends: list[int], path: str | None = None) -> dict:
+    """A hand-built compact result: two iterations, collectives ending at ``ends`` (ns)."""
+    return {
+        "path": path or f"/runs/{name}",
+        "name": name,
+        "rank": rank,
+        "iterations": {
+            "index": np.array([0, 1]),
+            "start_ns": np.array([0, 1_000_000]),
+            "end_ns": np.array([900_000, 1_900_000]),
+            "latency_ms": np.array([0.9, 0.9]),
+        },
+        "collective_starts_ns": np.array([e - 100 for e in ends]),
+        "collective_ends_ns": np.array(ends),
+        "verdict": "compute",
+        "warnings": [],
+    }
+
+
+def test_traces_claiming_the_same_rank_are_named_by_file_and_never_aligned() -> None:
+    # two separate single-GPU runs, each its own rank 0, plus a trace without a rank: collectives end at
+    # different times in each, and matching them would invent a clock offset and a straggler
+    doc = summarize(
+        [
+            _result("serve_a.json.gz", 0, [5_000, 9_000]),
+            _result("serve_b.json.gz", 0, [7_000, 8_000]),
+            _result("nsys.sqlite", None, [1_000, 2_000]),
+        ]
+    )
+    assert [r["trace"] for r in doc["rows"]] == ["serve_a.json.gz", "serve_b.json.gz", "nsys.sqlite"]
+    assert doc["clocks"] == {
+        "aligned": False,
+        "why": "rank 0 is claimed by 2 traces: they are not the ranks of one job",
+        "offsets_ns": None,
+        "matched": 0,
+    }
+    assert "straggler" not in doc and "skew" not in doc
+
+
+def test_labels_stay_unique_when_file_names_repeat() -> None:
+    doc = summarize(
+        [
+            _result("trace.json.gz", None, [], path="/runs/a/trace.json.gz"),
+            _result("trace.json.gz", None, [], path="/runs/b/trace.json.gz"),
+            _result("rank3.json.gz", 3, []),
+        ]
+    )
+    assert [r["trace"] for r in doc["rows"]] == ["rank 3", "/runs/a/trace.json.gz", "/runs/b/trace.json.gz"]
+
+
+def test_distinct_ranks_are_aligned_on_their_collective_ends() -> None:
+    doc = summarize([_result("r1.json.gz", 1, [7_000, 11_000]), _result("r0.json.gz", 0, [5_000, 9_000])])
+    assert [r["trace"] for r in doc["rows"]] == ["rank 0", "rank 1"]
+    assert doc["clocks"]["aligned"] is True and doc["clocks"]["offsets_ns"] == [0, 2_000]
