@@ -1,0 +1,301 @@
+"""Idle-time attribution (analyzers/attribution.py), the edges its other tests leave open (issue 33's mutation
+testing: each test here kills mutants that passed every other test). Hand-built synthetic traces and frames
+with answers worked out by hand: what a user sees -- the cause totals, the per-gap causes, the host states,
+the CUDA-graph projection and its parameters, the reported summary and its JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import polars as pl
+import pytest
+
+from tests.builders import make_trace
+from tracekit.analyzers.attribution import (
+    GRAPH_ASSUMPTIONS,
+    GRAPH_DEFAULTS_SOURCE,
+    GRAPH_HEAD_NS,
+    GRAPH_KERNEL_GAP_NS,
+    GRAPH_TAIL_NS,
+    Attribution,
+    Projection,
+    attribute_trace,
+    host_states,
+    iteration_ranges,
+    project_cuda_graphs,
+    projection,
+    replay_parameters,
+)
+from tracekit.analyzers.iterations import analyze_iterations
+from tracekit.model import API_SCHEMA, conform
+
+# ----------------------------------------------------------------------------------- host states
+
+
+def test_host_states_per_thread_with_pid_thread_and_integer_codes() -> None:
+    # Thread 1 (pid 1): a launch [0, 10) and a sync [20, 40); thread 2 (pid 5): a malloc [5, 15).
+    trace = make_trace(
+        api=[
+            (0, 10, 1, "cudaLaunchKernel", 1, 1),
+            (20, 40, None, "cudaStreamSynchronize", 1, 1),
+            (5, 15, None, "cudaMalloc", 5, 2),
+        ],
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+    )
+    states = host_states(trace.api)
+    assert states.columns == ["pid", "thread", "start", "end", "cause"]
+    assert states.rows() == [(1, 1, 0, 10, 1), (1, 1, 20, 40, 2), (5, 2, 5, 15, 3)]
+    assert all(dtype == pl.Int64 for dtype in states.dtypes)
+
+
+def test_host_states_of_no_calls_is_an_empty_frame_with_the_columns() -> None:
+    states = host_states(conform(None, API_SCHEMA))
+    assert states.height == 0
+    assert states.schema == pl.Schema(
+        {"pid": pl.Int64, "thread": pl.Int64, "start": pl.Int64, "end": pl.Int64, "cause": pl.Int64}
+    )
+
+
+# ----------------------------------------------------------------------------------- ranges and entry points
+
+
+def _two_range_names():  # noqa: ANN202
+    """Three ``fwd`` ranges on thread 2 (the format's declared default: the default choice) between two
+    ``step`` ranges on thread 1; one kernel per step: step [0, 1000) launches [100, 150) -> kernel [300,
+    400), then thread 1 synchronizes [500, 900); step [2000, 3000) launches [2100, 2150) -> kernel [2500,
+    2600)."""
+    return make_trace(
+        ranges=[
+            (0, 1000, "step", 1),
+            (2000, 3000, "step", 1),
+            (1100, 1200, "fwd", 2),
+            (1300, 1400, "fwd", 2),
+            (1500, 1600, "fwd", 2),
+        ],
+        api=[
+            (100, 150, 1, "cudaLaunchKernel"),
+            (500, 900, None, "cudaDeviceSynchronize"),
+            (2100, 2150, 2, "cudaLaunchKernel"),
+        ],
+        ops=[(300, 400, 1, 7), (2500, 2600, 2, 7)],
+        range_fields=("start", "end", "name", "thread"),
+        meta={"path": "hand-built", "default_range": "fwd"},
+    )
+
+
+def test_iteration_ranges_uses_the_range_name_given() -> None:
+    ranges = iteration_ranges(_two_range_names(), "step")
+    assert ranges.select("iteration", "range_start", "range_end").rows() == [(0, 0, 1000), (1, 2000, 3000)]
+    assert iteration_ranges(_two_range_names())["range_start"].to_list() == [1100, 1300, 1500]
+
+
+def test_attribute_trace_without_the_analysis_ranges_chooses_them_by_its_range_name() -> None:
+    trace = _two_range_names()
+    analysis = analyze_iterations(trace, "step")
+    # an analysis that does not carry its ranges (they are optional): attribute_trace chooses them again
+    bare = dataclasses.replace(analysis, ranges=None)
+    result = attribute_trace(trace, bare)
+    # step 0: [0, 100) dispatch, [100, 150) launch, [150, 300) in flight; its trailing gap [400, 1000) is
+    # the main thread's (thread 1, the step's): [500, 900) sync, the rest dispatch
+    assert result.iterations.select(
+        "index", "dispatch_ns", "launch_ns", "sync_ns", "in_flight_ns"
+    ).rows() == [
+        (0, 100 + 200, 50, 400, 150),
+        (1, 100 + 400, 50, 0, 350),
+    ]
+    assert result.iterations.equals(analysis.attribution.iterations)
+
+
+def test_attribute_trace_reports_only_the_analyzed_iterations() -> None:
+    # the first step skipped (warm-up): the attribution reports step 1 only, not a row of zeros for step 0
+    trace = _two_range_names()
+    analysis = analyze_iterations(trace, "step", skip=1)
+    result = attribute_trace(trace, analysis)
+    assert result.iterations.select("index", "idle_ns", "dispatch_ns").rows() == [
+        (1, 900, 500)
+    ]  # [2000, 2100) and [2600, 3000)
+    assert result.summary["dispatch_ms"].mean == pytest.approx(500e-6)
+
+
+def test_attribute_trace_of_split_idle_windows_uses_the_analysis_windows() -> None:
+    # --split-idle windows are not ranges of the trace: choosing ranges again would attribute other windows
+    trace = _two_range_names()
+    analysis = analyze_iterations(trace, split_idle_ms=0.0005)
+    result = attribute_trace(trace, analysis)
+    assert result.iterations.equals(analysis.attribution.iterations)
+
+
+# ----------------------------------------------------------------------------------- projection parameters
+
+
+def _parts(rows: list[tuple[int, int, int, int, int, int]]) -> Attribution:
+    """An Attribution holding only projection parts: (index, leading, trailing, inner_gaps, inner_ns,
+    inner_floor_ns) per iteration."""
+    parts = pl.DataFrame(
+        rows,
+        schema=["index", "leading_ns", "trailing_ns", "inner_gaps", "inner_ns", "inner_floor_ns"],
+        orient="row",
+    )
+    iterations = pl.DataFrame(
+        {"index": parts["index"], "idle_ns": parts["leading_ns"] + parts["trailing_ns"] + parts["inner_ns"]}
+    )
+    return Attribution(None, iterations, {}, projection_parts=parts)
+
+
+def test_replay_parameters_skip_iterations_without_inner_gaps() -> None:
+    # iteration 0 has no inner gap (one kernel): it says nothing about the kernel-to-kernel gap; iteration 1
+    # has one gap of 300 ns, iteration 2 two gaps of 1000 ns together (mean 500): median of [300, 500] = 400
+    params = replay_parameters(
+        _parts([(0, 10, 20, 0, 0, 0), (1, 30, 40, 1, 300, 777), (2, 50, 60, 2, 1000, 1554)])
+    )
+    assert params == {"kernel_gap_ns": 400, "graph_head_ns": 30, "graph_tail_ns": 40}
+
+
+# ----------------------------------------------------------------------------------- the CUDA-graph projection
+
+
+def _projection_inputs(kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS) -> tuple[pl.DataFrame, Attribution]:
+    """Five iterations (ns), the projection's inputs worked out by hand:
+
+    - 0: latency 10,000, idle 6,000 (leading 2,000, trailing 300, two inner gaps of 3,700 whose kept floor
+      is 1,554): busy 4,000;
+    - 1: latency 5,000, all idle (no ops): kept as it is;
+    - 2: latency 3,000, not in the attribution (no gaps): all busy;
+    - 3: latency 8,000, idle 3,300 (leading 400, trailing 900, one inner gap of 2,000, floor 777): busy
+      4,700;
+    - 4: latency 0 (an empty window)."""
+    iterations = pl.DataFrame(
+        {
+            "index": [0, 1, 2, 3, 4],
+            "window_start_ns": [0, 20_000, 30_000, 40_000, 50_000],
+            "window_end_ns": [10_000, 25_000, 33_000, 48_000, 50_000],
+        }
+    )
+    parts = pl.DataFrame(
+        [(0, 2000, 300, 2, 3700, 1554), (1, 0, 0, 0, 0, 0), (3, 400, 900, 1, 2000, 777), (4, 0, 0, 0, 0, 0)],
+        schema=["index", "leading_ns", "trailing_ns", "inner_gaps", "inner_ns", "inner_floor_ns"],
+        orient="row",
+    )
+    idle = pl.DataFrame({"index": [0, 1, 3, 4], "idle_ns": [6000, 5000, 3300, 0]})
+    return iterations, Attribution(None, idle, {}, projection_parts=parts, kernel_gap_ns=kernel_gap_ns)
+
+
+def test_project_cuda_graphs_by_hand() -> None:
+    iterations, attribution = _projection_inputs()
+    frame, info = project_cuda_graphs(iterations, attribution, graph_head_ns=1000, graph_tail_ns=500)
+    # 0: min(2000, 1000) + 4000 + 1554 + min(300, 500) = 6854; 1: no busy time: 5000 kept; 2: 3000 (all
+    # busy, no gaps); 3: min(400, 1000) + 4700 + 777 + min(900, 500) = 6377; 4: 0, no speedup
+    projected = [6854, 5000, 3000, 6377, 0]
+    latency = [10_000, 5000, 3000, 8000, 0]
+    assert frame.columns == ["index", "latency_ms", "projected_ms", "saved_ms", "speedup"]
+    assert frame["index"].to_list() == [0, 1, 2, 3, 4]
+    assert frame["latency_ms"].to_list() == pytest.approx([v / 1e6 for v in latency])
+    assert frame["projected_ms"].to_list() == pytest.approx([v / 1e6 for v in projected])
+    assert frame["saved_ms"].to_list() == pytest.approx(
+        [(a - b) / 1e6 for a, b in zip(latency, projected, strict=True)]
+    )
+    assert frame["speedup"].to_list()[:4] == pytest.approx([10_000 / 6854, 1.0, 1.0, 8000 / 6377])
+    assert frame["speedup"][4] is None
+    assert info["assumptions"] == list(GRAPH_ASSUMPTIONS)
+    assert info["parameters"] == {
+        "kernel_gap_ns": {"value": GRAPH_KERNEL_GAP_NS, "source": GRAPH_DEFAULTS_SOURCE},
+        "graph_head_ns": {"value": 1000, "source": "given"},
+        "graph_tail_ns": {"value": 500, "source": "given"},
+    }
+    assert set(info["summary"]) == {"latency_ms", "projected_ms", "saved_ms", "speedup"}
+    assert info["summary"]["projected_ms"].mean == pytest.approx(sum(projected) / 5 / 1e6)
+    assert info["summary"]["speedup"].max == pytest.approx(10_000 / 6854)
+    assert info["summary"]["speedup"].min == pytest.approx(1.0)
+
+
+def test_project_cuda_graphs_defaults_and_their_sources() -> None:
+    iterations, attribution = _projection_inputs(kernel_gap_ns=500)
+    frame, info = project_cuda_graphs(iterations, attribution)
+    # defaults: head 26,792 and tail 12,458 ns, longer than every leading and trailing gap here: they stay
+    assert frame["projected_ms"].to_list() == pytest.approx(
+        [v / 1e6 for v in (2000 + 4000 + 1554 + 300, 5000, 3000, 400 + 4700 + 777 + 900, 0)]
+    )
+    assert info["parameters"] == {
+        "kernel_gap_ns": {"value": 500, "source": "given"},
+        "graph_head_ns": {"value": GRAPH_HEAD_NS, "source": GRAPH_DEFAULTS_SOURCE},
+        "graph_tail_ns": {"value": GRAPH_TAIL_NS, "source": GRAPH_DEFAULTS_SOURCE},
+    }
+    # a value given is reported as given, even the default's
+    _, same = project_cuda_graphs(iterations, attribution, GRAPH_HEAD_NS, GRAPH_TAIL_NS)
+    assert same["parameters"]["graph_head_ns"] == {"value": GRAPH_HEAD_NS, "source": "given"}
+
+
+def _with_busy(iterations: pl.DataFrame, busy_ms: list[float | None]) -> pl.DataFrame:
+    return iterations.with_columns(pl.Series("gpu_busy_ms", busy_ms, dtype=pl.Float64))
+
+
+def test_projection_means_speedup_and_json_round_trip() -> None:
+    iterations, attribution = _projection_inputs()
+    iterations = _with_busy(iterations, [0.004, None, 0.003, 0.0047, 0.0])
+    result = projection(iterations, attribution, "gpu")
+    latency, projected = (
+        [10_000, 5000, 3000, 8000, 0],
+        [
+            min(2000, GRAPH_HEAD_NS) + 4000 + 1554 + 300,
+            5000,
+            3000,
+            400 + 4700 + 777 + 900,
+            0,
+        ],
+    )
+    assert result.applies and result.reason is None
+    assert result.latency_ms == pytest.approx(sum(latency) / 5 / 1e6)
+    assert result.projected_ms == pytest.approx(sum(projected) / 5 / 1e6)
+    assert result.saved_ms == pytest.approx((sum(latency) - sum(projected)) / 5 / 1e6)
+    # the speedup of the means (not the mean of the speedups): 26,000 / 22,035
+    assert result.speedup == pytest.approx(sum(latency) / sum(projected))
+    assert result.speedup > 1
+    assert result.assumptions == GRAPH_ASSUMPTIONS
+    assert result.parameters["graph_head_ns"] == {"value": GRAPH_HEAD_NS, "source": GRAPH_DEFAULTS_SOURCE}
+    assert result.summary["latency_ms"].max == pytest.approx(0.01)
+    doc = result.to_json()
+    assert list(doc) == [
+        "applies",
+        "latency_ms",
+        "projected_ms",
+        "saved_ms",
+        "speedup",
+        "summary",
+        "assumptions",
+        "parameters",
+    ]
+    assert doc["applies"] is True
+    assert doc["speedup"] == result.speedup
+    assert doc["summary"]["saved_ms"] == result.summary["saved_ms"].to_dict()
+    assert doc["assumptions"] == list(GRAPH_ASSUMPTIONS)
+    assert doc["parameters"]["kernel_gap_ns"] == {
+        "value": GRAPH_KERNEL_GAP_NS,
+        "source": GRAPH_DEFAULTS_SOURCE,
+    }
+    assert Projection.from_json(json.loads(json.dumps(doc))) == result
+
+
+@pytest.mark.parametrize(
+    ("device", "graphs", "busy", "reason"),
+    [
+        ("cpu", 0, [0.004] * 5, "CPU-only trace: nothing to capture into a CUDA graph"),
+        ("gpu", 3, [0.004] * 5, "the trace already replays CUDA graphs (3 graph launch calls)"),
+        ("gpu", 0, [None, 0.0, None, 0.0, 0.0], "no device work in the analyzed iterations"),
+    ],
+)
+def test_projection_says_why_it_does_not_apply(
+    device: str, graphs: int, busy: list[float | None], reason: str
+) -> None:
+    iterations, attribution = _projection_inputs()
+    attribution.graph_launches = graphs
+    result = projection(_with_busy(iterations, busy), attribution, device)
+    assert result == Projection(False, reason)
+    assert result.to_json() == {"applies": False, "reason": reason}
+    assert Projection.from_json(result.to_json()) == result
+
+
+def test_projection_of_no_iterations_does_not_apply() -> None:
+    iterations, attribution = _projection_inputs()
+    empty = _with_busy(iterations, [0.004] * 5).head(0)
+    assert projection(empty, attribution, "gpu").reason == "no device work in the analyzed iterations"
