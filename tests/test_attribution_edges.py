@@ -8,27 +8,44 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import numpy as np
 import polars as pl
 import pytest
 
 from tests.builders import make_trace
 from tracekit.analyzers.attribution import (
+    CAUSE_DEFINITIONS,
+    CAUSE_MS,
+    CAUSE_NS,
+    CAUSES,
+    DEVICE_CAUSE_DEFINITIONS,
+    DEVICE_CAUSES,
+    DEVICE_NS,
     GRAPH_ASSUMPTIONS,
     GRAPH_DEFAULTS_SOURCE,
     GRAPH_HEAD_NS,
     GRAPH_KERNEL_GAP_NS,
     GRAPH_TAIL_NS,
+    THREAD_RULE,
     Attribution,
+    CauseShare,
+    DeviceTimeline,
+    IdleSummary,
     Projection,
     attribute_trace,
     host_states,
+    idle_summary,
     iteration_ranges,
     project_cuda_graphs,
     projection,
     replay_parameters,
+    summarize_attribution,
 )
 from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.model import API_SCHEMA, conform
+
+#: the module's stand-in for a null time (int64 minimum)
+NULL = np.iinfo(np.int64).min
 
 # ----------------------------------------------------------------------------------- host states
 
@@ -299,3 +316,216 @@ def test_projection_of_no_iterations_does_not_apply() -> None:
     iterations, attribution = _projection_inputs()
     empty = _with_busy(iterations, [0.004] * 5).head(0)
     assert projection(empty, attribution, "gpu").reason == "no device work in the analyzed iterations"
+
+
+# ----------------------------------------------------------------------------------- the reported summary
+
+
+def _attributed(rows: list[dict[str, int]]) -> Attribution:
+    """An Attribution of per-iteration cause totals (ns) given by hand, with its summary computed."""
+    frame = pl.DataFrame(rows).with_columns(
+        pl.sum_horizontal(CAUSE_NS).alias("idle_ns"), pl.int_range(pl.len()).alias("index")
+    )
+    frame = frame.with_columns(
+        (pl.col("idle_ns") / 1e6).alias("idle_ms"),
+        *((pl.col(ns) / 1e6).alias(ms) for ns, ms in zip(CAUSE_NS, CAUSE_MS, strict=True)),
+    )
+    return Attribution(None, frame, summarize_attribution(frame))
+
+
+#: Two iterations: idle 1,000 and 2,000 ns; in flight 550 (launch latency 200, queued 100, stream wait 50,
+#: launch lag 200) and 400 (all launch latency).
+TWO = [
+    {
+        "dispatch_ns": 300,
+        "launch_ns": 100,
+        "sync_ns": 0,
+        "other_api_ns": 50,
+        "in_flight_ns": 550,
+        "launch_latency_ns": 200,
+        "queued_ns": 100,
+        "stream_wait_ns": 50,
+        "launch_lag_ns": 200,
+    },
+    {
+        "dispatch_ns": 1000,
+        "launch_ns": 200,
+        "sync_ns": 400,
+        "other_api_ns": 0,
+        "in_flight_ns": 400,
+        "launch_latency_ns": 400,
+        "queued_ns": 0,
+        "stream_wait_ns": 0,
+        "launch_lag_ns": 0,
+    },
+]
+
+
+def test_summarize_attribution_shares_and_device_side_totals() -> None:
+    summary = _attributed(TWO).summary
+    assert summary["share_of_idle"] == pytest.approx(
+        {
+            "dispatch": 1300 / 3000,
+            "launch": 300 / 3000,
+            "sync": 400 / 3000,
+            "other_api": 50 / 3000,
+            "in_flight": 950 / 3000,
+        }
+    )
+    assert summary["device_side_ms"] == pytest.approx(
+        {"launch_latency": 600e-6, "queued": 100e-6, "stream_wait": 50e-6, "launch_lag": 200e-6}
+    )
+    assert summary["idle_ms"].mean == pytest.approx(1500e-6)
+    assert summary["dispatch_ms"].p90 == pytest.approx(930e-6)  # 300 + 0.9 * 700 ns
+    # no idle time at all: no shares (None, not 0 and not a division by zero)
+    none = _attributed([dict.fromkeys(TWO[0], 0)]).summary
+    assert none["share_of_idle"] == dict.fromkeys(CAUSES)
+    assert none["device_side_ms"] == dict.fromkeys(DEVICE_CAUSES, 0.0)
+
+
+def test_summarize_attribution_without_device_side_columns_reports_zero() -> None:
+    # a per-iteration frame without the device-side columns (a caller's own): 0.0 ms each, not a KeyError
+    frame = _attributed(TWO).iterations.drop(*DEVICE_NS)
+    assert summarize_attribution(frame)["device_side_ms"] == dict.fromkeys(DEVICE_CAUSES, 0.0)
+
+
+def test_idle_summary_by_hand_and_its_json_round_trip() -> None:
+    attribution = _attributed(TWO)
+    attribution.top_operators = pl.DataFrame(
+        {"cpu_op": ["aten::linear"], "dispatch_ms": [0.0013], "share": [1.0], "pieces": [2]}
+    )
+    iterations = pl.DataFrame({"index": [0, 1], "idle_ms": [0.001, 0.002]})
+    summary = idle_summary(iterations, attribution)
+    assert summary.available and summary.reason is None
+    by_cause = {c.cause: c for c in summary.causes}
+    assert [c.cause for c in summary.causes] == list(CAUSES)
+    # total_ms: the sum over iterations in ms (1,300 ns = 0.0013 ms), not ns and not the mean
+    assert {c: by_cause[c].total_ms for c in CAUSES} == pytest.approx(
+        {"dispatch": 1300e-6, "launch": 300e-6, "sync": 400e-6, "other_api": 50e-6, "in_flight": 950e-6}
+    )
+    assert (by_cause["dispatch"].mean_ms, by_cause["dispatch"].p50_ms, by_cause["dispatch"].p90_ms) == (
+        pytest.approx(650e-6),
+        pytest.approx(650e-6),
+        pytest.approx(930e-6),
+    )
+    assert by_cause["sync"].share_of_idle == pytest.approx(400 / 3000)
+    assert summary.idle_ms == pytest.approx({"mean": 1500e-6, "p50": 1500e-6, "p90": 1900e-6})
+    assert [d.cause for d in summary.device_side] == list(DEVICE_CAUSES)
+    side = {d.cause: d for d in summary.device_side}
+    assert side["launch_latency"].total_ms == pytest.approx(600e-6)
+    assert side["launch_latency"].share_of_in_flight == pytest.approx(600 / 950)
+    assert side["stream_wait"].share_of_in_flight == pytest.approx(50 / 950)
+    assert side["launch_lag"].definition == DEVICE_CAUSE_DEFINITIONS["launch_lag"]
+    assert summary.definitions == CAUSE_DEFINITIONS and summary.rule == THREAD_RULE
+    assert summary.top_dispatch_operators == (
+        {"cpu_op": "aten::linear", "dispatch_ms": 0.0013, "share": 1.0, "pieces": 2},
+    )
+    doc = summary.to_json()
+    assert list(doc) == [
+        "available",
+        "causes",
+        "idle_ms",
+        "device_side",
+        "definitions",
+        "rule",
+        "cuda_graph_projection",
+        "top_dispatch_operators",
+    ]
+    assert doc["available"] is True
+    assert doc["causes"][0] == {
+        "cause": "dispatch",
+        "mean_ms": by_cause["dispatch"].mean_ms,
+        "p50_ms": by_cause["dispatch"].p50_ms,
+        "p90_ms": by_cause["dispatch"].p90_ms,
+        "total_ms": by_cause["dispatch"].total_ms,
+        "share_of_idle": by_cause["dispatch"].share_of_idle,
+    }
+    assert doc["device_side"][1] == {
+        "cause": "queued",
+        "total_ms": side["queued"].total_ms,
+        "share_of_in_flight": side["queued"].share_of_in_flight,
+        "definition": DEVICE_CAUSE_DEFINITIONS["queued"],
+    }
+    assert doc["idle_ms"] == summary.idle_ms and doc["definitions"] == CAUSE_DEFINITIONS
+    assert doc["rule"] == THREAD_RULE and doc["cuda_graph_projection"] is None
+    assert doc["top_dispatch_operators"] == [dict(summary.top_dispatch_operators[0])]
+    assert IdleSummary.from_json(json.loads(json.dumps(doc))) == summary
+    with_projection = summary.to_json(Projection(False, "why"))
+    assert with_projection["cuda_graph_projection"] == {"applies": False, "reason": "why"}
+
+
+def test_idle_summary_without_in_flight_time_has_no_in_flight_shares() -> None:
+    rows = [dict(TWO[0], in_flight_ns=0, launch_latency_ns=0, queued_ns=0, stream_wait_ns=0, launch_lag_ns=0)]
+    summary = idle_summary(pl.DataFrame({"idle_ms": [0.00045]}), _attributed(rows))
+    assert [d.share_of_in_flight for d in summary.device_side] == [None] * 4
+    assert [d.total_ms for d in summary.device_side] == [0.0] * 4
+    assert summary.top_dispatch_operators is None
+    assert summary.to_json()["top_dispatch_operators"] is None
+    assert IdleSummary.from_json(summary.to_json()) == summary
+
+
+def test_idle_summary_of_a_latency_only_trace_is_unavailable() -> None:
+    summary = idle_summary(
+        pl.DataFrame({"idle_ms": [None, None]}, schema={"idle_ms": pl.Float64}), _attributed(TWO)
+    )
+    assert not summary.available
+    assert summary.reason == "the trace holds no device or operator activity: idle time is unknown"
+    assert summary.causes == tuple(CauseShare(c, None, None, None, None, None) for c in CAUSES)
+    assert summary.idle_ms == {"mean": None, "p50": None, "p90": None}
+    assert summary.device_side == () and summary.top_dispatch_operators is None
+    assert summary.definitions == CAUSE_DEFINITIONS and summary.rule == THREAD_RULE
+    doc = summary.to_json()
+    assert (doc["available"], doc["reason"]) == (False, summary.reason)
+    assert list(doc)[:2] == ["available", "reason"]
+    assert IdleSummary.from_json(json.loads(json.dumps(doc))) == summary
+
+
+def test_idle_summary_of_an_empty_attribution_reports_zero_totals() -> None:
+    attribution = _attributed(TWO)
+    attribution.iterations = attribution.iterations.head(0)
+    summary = idle_summary(pl.DataFrame({"idle_ms": [0.001]}), attribution)
+    assert [c.total_ms for c in summary.causes] == [0.0] * 5
+    assert summary.device_side == ()
+
+
+def test_from_json_of_a_sparse_document() -> None:
+    # older or hand-written documents without the optional keys load with their defaults
+    assert IdleSummary.from_json({}) == IdleSummary(False, (), {}, (), {}, "", None, None)
+    assert Projection.from_json({"applies": True}) == Projection(True)
+
+
+# ----------------------------------------------------------------------------------- the device timeline
+
+
+def _timeline(quiet: bool = False) -> DeviceTimeline:
+    """Ops [0, 10), [5, 30) (overlapping), [50, 60), [100, 200), given out of order, and one without an end
+    (dropped): busy [0, 30), [50, 60), [100, 200)."""
+    starts = np.array([100, 5, 0, 50, 70], dtype=np.int64)
+    ends = np.array([200, 30, 10, 60, NULL], dtype=np.int64)
+    return DeviceTimeline(starts, ends, quiet)
+
+
+def test_device_timeline_busy_between() -> None:
+    a = np.array([0, 20, -10, 150, 25, 60, 199, 0], dtype=np.int64)
+    b = np.array([100, 55, 0, 120, 250, 100, 200, 5], dtype=np.int64)
+    assert _timeline().busy_between(a, b).tolist() == [40, 15, 0, 0, 115, 0, 1, 5]
+    # quiet: the caller knows no gap overlaps another op
+    assert _timeline(quiet=True).busy_between(a, b).tolist() == [0] * 8
+    empty = DeviceTimeline(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    assert empty.busy_between(a, b).tolist() == [0] * 8
+
+
+def test_device_timeline_reach_before() -> None:
+    t = np.array([0, 1, 5, 6, 50, 51, 300], dtype=np.int64)
+    # the latest end of the ops that started before t: none before 0; [0, 10) before 1 and 5; [5, 30) too
+    # from 6; [50, 60) from 51; every op before 300
+    assert _timeline().reach_before(t).tolist() == [NULL, 10, 10, 30, 30, 60, 200]
+    empty = DeviceTimeline(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+    assert empty.reach_before(t).tolist() == [NULL] * 7
+
+
+def test_device_timeline_of_a_frame() -> None:
+    ops = pl.DataFrame({"start": [0, 5, 50, None], "end": [10, 30, 60, 80]})
+    timeline = DeviceTimeline.of(ops)
+    assert timeline.busy_between(np.array([0]), np.array([100])).tolist() == [40]
+    assert DeviceTimeline.of(ops, quiet=True).busy_between(np.array([0]), np.array([100])).tolist() == [0]
