@@ -224,11 +224,6 @@ def _classify(api: pl.DataFrame) -> tuple[np.ndarray, int]:
     return codes.to_numpy(), graphs
 
 
-def _call_causes(api: pl.DataFrame) -> np.ndarray:
-    """:func:`api_cause` of every row of ``api`` (int64 codes), classified once per distinct name."""
-    return _classify(api)[0]
-
-
 def _search(sorted_values: np.ndarray, keys: np.ndarray, side: str = "left") -> np.ndarray:
     """``np.searchsorted(sorted_values, keys, side)``, searching only the slice of ``sorted_values`` between
     the keys' minimum and maximum (a chunk of time-ordered keys touches a small, cached part of a large
@@ -397,17 +392,6 @@ class LaunchingCalls:
         return out
 
 
-def _iteration_at(times: np.ndarray, starts: np.ndarray, ends: np.ndarray, numbers: np.ndarray) -> np.ndarray:
-    """For each time, the iteration (``numbers``; ranges sorted by start) whose [start, end) holds it, the
-    last range starting at or before it (``_NULL``: none)."""
-    if len(starts) == 0:
-        return np.full(len(times), _NULL)
-    pos = np.searchsorted(starts, times, side="right") - 1
-    at = np.clip(pos, 0, None)
-    inside = (pos >= 0) & (times != _NULL) & (times < ends[at])
-    return np.where(inside, numbers[at], _NULL)
-
-
 class DeviceTimeline:
     """All of a trace's device ops (every iteration's and none's) as the causes need them: the union of their
     busy intervals with running sums (how much of [a, b) some op was running: :meth:`busy_between`), and
@@ -538,15 +522,9 @@ class _Context:
         self.waited = stream_waited(calls, launching, api)
         self.timeline = timeline
         ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
-        self.r_start, self.r_end = _np(ranges.get_column("range_start")), _np(ranges.get_column("range_end"))
-        self.r_number = _np(ranges.get_column("iteration"))
-        # Ranges numbered 0..n-1 in start order and not overlapping (the usual case): an iteration's range is
-        # its row, and "the range holding t is iteration i" is one comparison.
-        self.plain = np.array_equal(self.r_number, np.arange(len(self.r_number))) and bool(
-            np.all(self.r_start[1:] >= self.r_end[:-1])
-        )
-        by_number = np.argsort(self.r_number, kind="stable")
-        self.sorted_numbers = self.r_number[by_number]
+        numbers = _np(ranges.get_column("iteration"))
+        by_number = np.argsort(numbers, kind="stable")
+        self.sorted_numbers = numbers[by_number]
         self.main_pid = _np(ranges.get_column("pid"))[by_number]
         self.main_thread = _np(ranges.get_column("thread"))[by_number]
         self.intervals = intervals
@@ -558,14 +536,6 @@ class _Context:
             mine = None if _NULL in key else self.intervals.get(key)
             self._prepared[key] = None if mine is None or not len(mine[0]) else _Prepared.of(mine)
         return self._prepared[key]
-
-    def in_iteration(self, times: np.ndarray, iteration: np.ndarray) -> np.ndarray:
-        """Whether the range holding each time (see :func:`_iteration_at`) is the given iteration."""
-        if not self.plain:
-            return _iteration_at(times, self.r_start, self.r_end, self.r_number) == iteration
-        at = np.clip(iteration, 0, max(len(self.r_start) - 1, 0))
-        ok = (iteration >= 0) & (iteration < len(self.r_start))
-        return ok & (times >= self.r_start[at]) & (times < self.r_end[at])
 
     def main(self, iteration: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(pid, thread) of each iteration's range."""
