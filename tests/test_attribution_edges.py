@@ -14,6 +14,7 @@ import pytest
 
 from tests.builders import make_trace
 from tracekit.analyzers.attribution import (
+    CAUSE,
     CAUSE_DEFINITIONS,
     CAUSE_MS,
     CAUSE_NS,
@@ -26,6 +27,7 @@ from tracekit.analyzers.attribution import (
     GRAPH_HEAD_NS,
     GRAPH_KERNEL_GAP_NS,
     GRAPH_TAIL_NS,
+    OUTSIDE_OPERATORS,
     THREAD_RULE,
     Attribution,
     CauseShare,
@@ -33,6 +35,7 @@ from tracekit.analyzers.attribution import (
     IdleSummary,
     Projection,
     attribute_trace,
+    cpu_operator_intervals,
     host_states,
     idle_summary,
     iteration_ranges,
@@ -40,6 +43,7 @@ from tracekit.analyzers.attribution import (
     projection,
     replay_parameters,
     summarize_attribution,
+    top_dispatch_operators,
 )
 from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.model import API_SCHEMA, conform
@@ -529,3 +533,56 @@ def test_device_timeline_of_a_frame() -> None:
     timeline = DeviceTimeline.of(ops)
     assert timeline.busy_between(np.array([0]), np.array([100])).tolist() == [40]
     assert DeviceTimeline.of(ops, quiet=True).busy_between(np.array([0]), np.array([100])).tolist() == [0]
+
+
+# ----------------------------------------------------------------------------------- CPU operators
+
+
+def test_top_dispatch_operators_by_hand() -> None:
+    pieces = pl.DataFrame(
+        [
+            (0, 100, "dispatch", "aten::a"),
+            (100, 150, "launch", None),
+            (150, 250, "dispatch", None),
+            (250, 300, "dispatch", "aten::a"),
+            (300, 400, "dispatch", "aten::b"),
+            (400, 450, "in_flight", None),
+            (500, 600, "dispatch", "aten::c"),
+        ],
+        schema={"start_ns": pl.Int64, "end_ns": pl.Int64, "cause": CAUSE, "cpu_op": pl.String},
+        orient="row",
+    )
+    # dispatch: 450 ns; aten::a 150 (2 pieces), then three of 100 ns by name ("(" sorts before "a")
+    top = top_dispatch_operators(pieces)
+    assert top.columns == ["cpu_op", "dispatch_ms", "share", "pieces"]
+    assert top.dtypes[3] == pl.Int64
+    assert top.rows() == [
+        ("aten::a", pytest.approx(150e-6), pytest.approx(150 / 450), 2),
+        (OUTSIDE_OPERATORS, pytest.approx(100e-6), pytest.approx(100 / 450), 1),
+        ("aten::b", pytest.approx(100e-6), pytest.approx(100 / 450), 1),
+        ("aten::c", pytest.approx(100e-6), pytest.approx(100 / 450), 1),
+    ]
+    assert top_dispatch_operators(pieces, count=2)["cpu_op"].to_list() == ["aten::a", OUTSIDE_OPERATORS]
+    # no dispatch piece: an empty table, not a division by zero
+    assert top_dispatch_operators(pieces.filter(pl.col("cause") != "dispatch")).height == 0
+
+
+def test_cpu_operator_intervals_outermost_per_thread() -> None:
+    # thread 1: "b" and "a" over the same [10, 50) (the first by name decides), "inner" inside them,
+    # "late" [40, 80) overlapping (decides from 50); thread 2: "x" [0, 5)
+    cpu_ops = pl.DataFrame(
+        {
+            "start": [40, 10, 20, 0, 10],
+            "end": [80, 50, 30, 5, 50],
+            "pid": [1, 1, 1, 1, 1],
+            "thread": [1, 1, 1, 2, 1],
+            "name": ["late", "b", "inner", "x", "a"],
+        }
+    )
+    intervals, names = cpu_operator_intervals(cpu_ops)
+    assert names.to_list() == ["a", "b", "inner", "late", "x"]
+    assert sorted(intervals) == [(1, 1), (1, 2)]
+    s, e, lab = intervals[(1, 1)]
+    assert (s.tolist(), e.tolist(), [names[int(i)] for i in lab]) == ([10, 50], [50, 80], ["a", "late"])
+    s, e, lab = intervals[(1, 2)]
+    assert (s.tolist(), e.tolist(), [names[int(i)] for i in lab]) == ([0], [5], ["x"])
