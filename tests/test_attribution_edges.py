@@ -22,11 +22,13 @@ from tracekit.analyzers.attribution import (
     DEVICE_CAUSE_DEFINITIONS,
     DEVICE_CAUSES,
     DEVICE_NS,
+    GAP_CAUSE,
     GRAPH_ASSUMPTIONS,
     GRAPH_DEFAULTS_SOURCE,
     GRAPH_HEAD_NS,
     GRAPH_KERNEL_GAP_NS,
     GRAPH_TAIL_NS,
+    HOST_STATE,
     OUTSIDE_OPERATORS,
     THREAD_RULE,
     Attribution,
@@ -34,6 +36,7 @@ from tracekit.analyzers.attribution import (
     DeviceTimeline,
     IdleSummary,
     Projection,
+    attribute_gaps,
     attribute_trace,
     cpu_operator_intervals,
     host_states,
@@ -586,3 +589,118 @@ def test_cpu_operator_intervals_outermost_per_thread() -> None:
     assert (s.tolist(), e.tolist(), [names[int(i)] for i in lab]) == ([10, 50], [50, 80], ["a", "late"])
     s, e, lab = intervals[(1, 2)]
     assert (s.tolist(), e.tolist(), [names[int(i)] for i in lab]) == ([0], [5], ["x"])
+
+
+# ----------------------------------------------------------------------------------- every per-gap cause
+
+
+def _every_gap_cause():  # noqa: ANN202
+    """One range [0, 3,000,000) on thread 1 whose five gaps each end in another cause:
+
+    - leading [0, 300): thread 1 launches A [150, 200) -> A [300, 1000): dispatch 150, launch 50, launch
+      latency 100;
+    - [1000, 1500): thread 2 waits on an event [900, 1150) (so at the gap's start it is in an API call), then
+      launches B [1200, 1300) -> B [1500, 2000): other_api 150, dispatch 50, launch 100, stream wait 200;
+    - [2000, 1,300,000): thread 1 launches C [2100, 2200) -> C [1,300,000, 1,400,000): dispatch 100, launch
+      100, then 1,297,800 ns on an idle device with C launched: a launch lag;
+    - [1,400,000, 1,600,000): thread 1 launches E [1,410,000, 1,420,000) -> E [1,600,000, 1,700,000); D, an op
+      launched before the capture (no call in the trace, in no iteration), runs [1,400,000, 1,550,000):
+      dispatch 10,000, launch 10,000, queued 130,000 behind D, launch latency 50,000;
+    - trailing [1,700,000, 3,000,000): thread 1 synchronizes [1,800,000, 2,900,000): dispatch 200,000, sync
+      1,100,000."""
+    fields = ("start", "end", "correlation", "name", "thread")
+    return make_trace(
+        ranges=[(0, 3_000_000, "iteration")],
+        api=[
+            (150, 200, 1, "cudaLaunchKernel", 1),
+            (900, 1150, None, "cudaStreamWaitEvent", 2),
+            (1200, 1300, 2, "cudaLaunchKernel", 2),
+            (2100, 2200, 3, "cudaLaunchKernel", 1),
+            (1_410_000, 1_420_000, 5, "cudaLaunchKernel", 1),
+            (1_800_000, 2_900_000, None, "cudaDeviceSynchronize", 1),
+        ],
+        ops=[
+            (300, 1000, 1, 7),
+            (1500, 2000, 2, 8),
+            (1_300_000, 1_400_000, 3, 7),
+            (1_400_000, 1_550_000, 99, 9),
+            (1_600_000, 1_700_000, 5, 7),
+        ],
+        api_fields=fields,
+    )
+
+
+#: per gap: cause, host_state, thread, next_call_end, dispatch, launch, sync, other_api, in_flight,
+#: launch_latency, queued, stream_wait, launch_lag (ns)
+EVERY_GAP = [
+    ("dispatch", "dispatch", 1, 200, 150, 50, 0, 0, 100, 100, 0, 0, 0),
+    ("stream_wait", "other_api", 2, 1300, 50, 100, 0, 150, 200, 0, 0, 200, 0),
+    ("launch_lag", "dispatch", 1, 2200, 100, 100, 0, 0, 1_297_800, 0, 0, 0, 1_297_800),
+    ("queued", "dispatch", 1, 1_420_000, 10_000, 10_000, 0, 0, 180_000, 50_000, 130_000, 0, 0),
+    ("sync", "dispatch", 1, None, 200_000, 0, 1_100_000, 0, 0, 0, 0, 0, 0),
+]
+GAP_FIELDS = ["cause", "host_state", "thread", "next_call_end", *CAUSE_NS, *DEVICE_NS]
+
+
+def test_every_per_gap_cause_by_hand() -> None:
+    trace = _every_gap_cause()
+    analysis = analyze_iterations(trace)
+    assert analysis.gaps.select("start_ns", "end_ns").rows() == [
+        (0, 300),
+        (1000, 1500),
+        (2000, 1_300_000),
+        (1_400_000, 1_600_000),
+        (1_700_000, 3_000_000),
+    ]
+    result = attribute_trace(trace, analysis, per_gap=True)
+    gaps = result.gaps
+    assert gaps.select(GAP_FIELDS).rows() == EVERY_GAP
+    assert gaps["pid"].to_list() == [1] * 5
+    assert gaps["no_launch"].to_list() == [False] * 5
+    assert gaps.schema["cause"] == GAP_CAUSE and gaps.schema["host_state"] == HOST_STATE
+    # the same per-gap answer from attribute_gaps (the analysis' gap_causes) and the longest gaps' causes
+    direct = attribute_gaps(analysis.gaps, trace.ops, trace.api, analysis.ranges)
+    assert direct.select(GAP_FIELDS).rows() == EVERY_GAP
+    assert analysis.gap_causes(trace).select(GAP_FIELDS).rows() == EVERY_GAP
+    longest = analysis.longest_gaps()
+    assert longest.select("start_ns", "cause", "host_state").rows() == [
+        (1_700_000, "sync", "dispatch"),
+        (2000, "launch_lag", "dispatch"),
+        (1_400_000, "queued", "dispatch"),
+        (1000, "stream_wait", "other_api"),
+        (0, "dispatch", "dispatch"),
+    ]
+
+
+def test_every_cause_summed_per_iteration_with_projection_parts_and_lags() -> None:
+    trace = _every_gap_cause()
+    result = analyze_iterations(trace).attribution
+    row = result.iterations.row(0, named=True)
+    assert {c: row[c] for c in ("idle_ns", *CAUSE_NS, *DEVICE_NS)} == {
+        "idle_ns": 300 + 500 + 1_298_000 + 200_000 + 1_300_000,
+        "dispatch_ns": 150 + 50 + 100 + 10_000 + 200_000,
+        "launch_ns": 50 + 100 + 100 + 10_000,
+        "sync_ns": 1_100_000,
+        "other_api_ns": 150,
+        "in_flight_ns": 100 + 200 + 1_297_800 + 180_000,
+        "launch_latency_ns": 100 + 50_000,
+        "queued_ns": 130_000,
+        "stream_wait_ns": 200,
+        "launch_lag_ns": 1_297_800,
+    }
+    assert row["sync_ms"] == pytest.approx(1.1) and row["idle_ms"] == pytest.approx(2.7988)
+    # inner floor: the stream wait (200) is shorter than the kernel gap (777); the launch lag and the queueing
+    # stay as they are
+    assert result.projection_parts.row(0, named=True) == {
+        "index": 0,
+        "leading_ns": 300,
+        "trailing_ns": 1_300_000,
+        "inner_gaps": 3,
+        "inner_ns": 500 + 1_298_000 + 200_000,
+        "inner_floor_ns": GRAPH_KERNEL_GAP_NS + 1_297_800 + 130_000,
+    }
+    # the launch lag: C started 1,297,800 ns after its call returned, the device idle throughout; E waited
+    # behind D (not idle) and B after a stream wait: neither is a lag
+    assert result.lags.rows() == [(0, 1_300_000, 1_297_800)]
+    assert result.graph_launches == 0
+    assert result.summary["device_side_ms"]["queued"] == pytest.approx(0.13)
