@@ -103,6 +103,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/analyzers/ranges.py",
         [
             "tests/test_ranges.py",
+            "tests/test_ranges_edges.py",
+            "tests/test_ranges_mutants.py",
             "tests/test_window_rules.py",
             "tests/test_launch_assignment.py",
             "tests/test_steps.py",
@@ -113,6 +115,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/analyzers/attribution.py",
         [
             "tests/test_attribution.py",
+            "tests/test_attribution_edges.py",
             "tests/test_launch_assignment.py",
             "tests/test_window_rules.py",
             "tests/test_projection.py",
