@@ -704,3 +704,20 @@ def test_every_cause_summed_per_iteration_with_projection_parts_and_lags() -> No
     assert result.lags.rows() == [(0, 1_300_000, 1_297_800)]
     assert result.graph_launches == 0
     assert result.summary["device_side_ms"]["queued"] == pytest.approx(0.13)
+
+
+def test_project_cuda_graphs_with_one_busy_nanosecond() -> None:
+    # latency 1,000 ns of which 999 idle (leading 500, trailing 499): one busy ns is device work, projected
+    # as min(500, 100) + 1 + min(499, 100) = 201 ns
+    iterations = pl.DataFrame({"index": [0], "window_start_ns": [0], "window_end_ns": [1000]})
+    parts = pl.DataFrame(
+        [(0, 500, 499, 0, 0, 0)],
+        schema=["index", "leading_ns", "trailing_ns", "inner_gaps", "inner_ns", "inner_floor_ns"],
+        orient="row",
+    )
+    attribution = Attribution(
+        None, pl.DataFrame({"index": [0], "idle_ns": [999]}), {}, projection_parts=parts
+    )
+    frame, _ = project_cuda_graphs(iterations, attribution, graph_head_ns=100, graph_tail_ns=100)
+    assert frame["projected_ms"].to_list() == pytest.approx([201e-6])
+    assert frame["speedup"].to_list() == pytest.approx([1000 / 201])
