@@ -45,6 +45,7 @@ from tracekit.analyzers.attribution import (
     project_cuda_graphs,
     projection,
     replay_parameters,
+    stream_waited,
     summarize_attribution,
     top_dispatch_operators,
 )
@@ -721,3 +722,44 @@ def test_project_cuda_graphs_with_one_busy_nanosecond() -> None:
     frame, _ = project_cuda_graphs(iterations, attribution, graph_head_ns=100, graph_tail_ns=100)
     assert frame["projected_ms"].to_list() == pytest.approx([201e-6])
     assert frame["speedup"].to_list() == pytest.approx([1000 / 201])
+
+
+# ----------------------------------------------------------------------------------- stream waits
+
+
+def test_stream_waited_counts_waits_since_the_previous_launching_call_on_the_thread() -> None:
+    # thread 2: waits at 0, 20, 40 and 55; calls at 15 (launched no op), 20, 40, 70 (each launched one);
+    # thread 1: a call at 5 and a wait at 100 (after it); the wait of a call is one strictly between the
+    # thread's previous launching call's start and its own start
+    calls = pl.DataFrame(
+        {
+            "call_start": [15, 20, 40, 70, 5],
+            "call_end": [18, 30, 50, 80, 8],
+            "call_pid": [1] * 5,
+            "call_thread": [2, 2, 2, 2, 1],
+        }
+    )
+    launching = np.array([False, True, True, True, True])
+    api = pl.DataFrame(
+        {
+            "start": [0, 20, 40, 55, 100, 61],
+            "end": [10, 21, 41, 60, 110, 62],
+            "pid": [1] * 6,
+            "thread": [2, 2, 2, 2, 1, 2],
+            "name": [
+                "cudaStreamWaitEvent_ptsz",
+                "cuStreamWaitEvent",
+                "cudaStreamWaitEvent",
+                "hipStreamWaitEvent",
+                "cudaStreamWaitEvent_v2",
+                "cudaMalloc",
+            ],
+        }
+    )
+    # 15: launched nothing (not a "previous" call, not reported); 20: the wait at 0; 40: the wait at 20
+    # started with the previous call (not after it); 70: the wait at 55; thread 1's call at 5: its wait
+    # comes later
+    assert stream_waited(calls, launching, api).tolist() == [False, True, False, True, False]
+    # no wait call at all, or no calls: nothing waited
+    assert stream_waited(calls, launching, api.filter(pl.col("name") == "cudaMalloc")).tolist() == [False] * 5
+    assert stream_waited(calls.head(0), launching[:0], api).tolist() == []
