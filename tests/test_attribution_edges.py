@@ -708,20 +708,20 @@ def test_every_cause_summed_per_iteration_with_projection_parts_and_lags() -> No
 
 
 def test_project_cuda_graphs_with_one_busy_nanosecond() -> None:
-    # latency 1,000 ns of which 999 idle (leading 500, trailing 499): one busy ns is device work, projected
-    # as min(500, 100) + 1 + min(499, 100) = 201 ns
-    iterations = pl.DataFrame({"index": [0], "window_start_ns": [0], "window_end_ns": [1000]})
+    # iteration 0: latency 1,000 ns of which 999 idle (leading 500, trailing 499): one busy ns is device
+    # work, projected as min(500, 100) + 1 + min(499, 100) = 201 ns; iteration 1: a 1 ns window, all busy:
+    # projected 1 ns, speedup 1
+    iterations = pl.DataFrame({"index": [0, 1], "window_start_ns": [0, 2000], "window_end_ns": [1000, 2001]})
     parts = pl.DataFrame(
-        [(0, 500, 499, 0, 0, 0)],
+        [(0, 500, 499, 0, 0, 0), (1, 0, 0, 0, 0, 0)],
         schema=["index", "leading_ns", "trailing_ns", "inner_gaps", "inner_ns", "inner_floor_ns"],
         orient="row",
     )
-    attribution = Attribution(
-        None, pl.DataFrame({"index": [0], "idle_ns": [999]}), {}, projection_parts=parts
-    )
+    idle = pl.DataFrame({"index": [0, 1], "idle_ns": [999, 0]})
+    attribution = Attribution(None, idle, {}, projection_parts=parts)
     frame, _ = project_cuda_graphs(iterations, attribution, graph_head_ns=100, graph_tail_ns=100)
-    assert frame["projected_ms"].to_list() == pytest.approx([201e-6])
-    assert frame["speedup"].to_list() == pytest.approx([1000 / 201])
+    assert frame["projected_ms"].to_list() == pytest.approx([201e-6, 1e-6])
+    assert frame["speedup"].to_list() == pytest.approx([1000 / 201, 1.0])
 
 
 # ----------------------------------------------------------------------------------- stream waits
