@@ -249,6 +249,7 @@ def test_project_cuda_graphs_defaults_and_their_sources() -> None:
     # a value given is reported as given, even the default's
     _, same = project_cuda_graphs(iterations, attribution, GRAPH_HEAD_NS, GRAPH_TAIL_NS)
     assert same["parameters"]["graph_head_ns"] == {"value": GRAPH_HEAD_NS, "source": "given"}
+    assert same["parameters"]["graph_tail_ns"] == {"value": GRAPH_TAIL_NS, "source": "given"}
 
 
 def _with_busy(iterations: pl.DataFrame, busy_ms: list[float | None]) -> pl.DataFrame:
