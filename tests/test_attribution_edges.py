@@ -764,3 +764,55 @@ def test_stream_waited_counts_waits_since_the_previous_launching_call_on_the_thr
     # no wait call at all, or no calls: nothing waited
     assert stream_waited(calls, launching, api.filter(pl.col("name") == "cudaMalloc")).tolist() == [False] * 5
     assert stream_waited(calls.head(0), launching[:0], api).tolist() == []
+
+
+def test_every_gap_cause_pieces_named_by_cpu_operator() -> None:
+    trace = _every_gap_cause()
+    # CPU operators: thread 1 "aten::mm" [0, 100) and "aten::add" [1,750,000, 1,850,000) (into the sync: only
+    # dispatch pieces are named); thread 2 "aten::wait" [1150, 1180)
+    cpu_ops = pl.DataFrame(
+        {
+            "start": [0, 1_750_000, 1150],
+            "end": [100, 1_850_000, 1180],
+            "pid": [1, 1, 1],
+            "thread": [1, 1, 2],
+            "name": ["aten::mm", "aten::add", "aten::wait"],
+        }
+    )
+    result = attribute_trace(trace, analyze_iterations(trace), cpu_ops=cpu_ops)
+    pieces = result.pieces
+    assert pieces.columns == ["iteration", "start_ns", "end_ns", "cause", "pid", "thread", "cpu_op"]
+    assert pieces.select("start_ns", "end_ns", "cause", "thread", "cpu_op").rows() == [
+        (0, 100, "dispatch", 1, "aten::mm"),
+        (100, 150, "dispatch", 1, None),
+        (150, 200, "launch", 1, None),
+        (200, 300, "in_flight", 1, None),
+        (1000, 1150, "other_api", 2, None),
+        (1150, 1180, "dispatch", 2, "aten::wait"),
+        (1180, 1200, "dispatch", 2, None),
+        (1200, 1300, "launch", 2, None),
+        (1300, 1500, "in_flight", 2, None),
+        (2000, 2100, "dispatch", 1, None),
+        (2100, 2200, "launch", 1, None),
+        (2200, 1_300_000, "in_flight", 1, None),
+        (1_400_000, 1_410_000, "dispatch", 1, None),
+        (1_410_000, 1_420_000, "launch", 1, None),
+        (1_420_000, 1_600_000, "in_flight", 1, None),
+        (1_700_000, 1_750_000, "dispatch", 1, None),
+        (1_750_000, 1_800_000, "dispatch", 1, "aten::add"),
+        (1_800_000, 2_900_000, "sync", 1, None),
+        (2_900_000, 3_000_000, "dispatch", 1, None),
+    ]
+    assert pieces["iteration"].to_list() == [0] * 19 and pieces["pid"].to_list() == [1] * 19
+    assert result.top_operators.select("cpu_op", "pieces").rows() == [
+        (OUTSIDE_OPERATORS, 6),
+        ("aten::add", 1),
+        ("aten::mm", 1),
+        ("aten::wait", 1),
+    ]
+    assert result.top_operators["dispatch_ms"].to_list() == pytest.approx([0.16017, 0.05, 0.0001, 0.00003])
+    assert result.top_operators["share"][0] == pytest.approx(160_170 / 210_300)
+    # without CPU operators: the same pieces unnamed, no operator table
+    plain = attribute_trace(trace, analyze_iterations(trace), pieces=True)
+    assert plain.pieces["cpu_op"].null_count() == plain.pieces.height == 16
+    assert plain.top_operators is None
