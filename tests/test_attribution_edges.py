@@ -37,6 +37,7 @@ from tracekit.analyzers.attribution import (
     IdleSummary,
     Projection,
     attribute_gaps,
+    attribute_idle,
     attribute_trace,
     cpu_operator_intervals,
     host_states,
@@ -816,3 +817,36 @@ def test_every_gap_cause_pieces_named_by_cpu_operator() -> None:
     plain = attribute_trace(trace, analyze_iterations(trace), pieces=True)
     assert plain.pieces["cpu_op"].null_count() == plain.pieces.height == 16
     assert plain.top_operators is None
+
+
+# ----------------------------------------------------------------------------------- iterations asked for
+
+
+def _three_steps():  # noqa: ANN202
+    """Three ranges [k000, k000 + 1000) (k = 0, 1, 2), each launching [k100, k150) a kernel [k300, k400): per
+    iteration dispatch 100 + 600 (trailing), launch 50, in flight 150; idle 900."""
+    return make_trace(
+        ranges=[(k * 1000, k * 1000 + 1000, "iteration") for k in range(3)],
+        api=[(k * 1000 + 100, k * 1000 + 150, k + 1, "cudaLaunchKernel") for k in range(3)],
+        ops=[(k * 1000 + 300, k * 1000 + 400, k + 1, 7) for k in range(3)],
+    )
+
+
+@pytest.mark.parametrize("index", [[0, 2], [2, 0], [0, 2, 5]])
+def test_attribute_idle_reports_the_iterations_asked_for(index: list[int]) -> None:
+    trace = _three_steps()
+    analysis = analyze_iterations(trace)
+    ops = trace.ops.select("start", "end", "pid", "correlation")
+    result = attribute_idle(analysis.gaps, ops, trace.api, analysis.ranges, pl.Series(index), per_gap=True)
+    columns = ["index", "idle_ns", "dispatch_ns", "launch_ns", "in_flight_ns", "launch_latency_ns"]
+    want = [(0, 900, 700, 50, 150, 150), (2, 900, 700, 50, 150, 150)]
+    if 5 in index:  # asked for, but no such iteration: no gap, zeros
+        want.append((5, 0, 0, 0, 0, 0))
+    assert result.iterations.select(columns).rows() == want
+    parts = result.projection_parts.select("index", "leading_ns", "trailing_ns", "inner_gaps").rows()
+    assert parts == [(i, 300, 600, 0) if i != 5 else (5, 0, 0, 0) for i in sorted(index)]
+    # the per-gap frame holds every gap given (all three iterations): per_gap is not filtered by index
+    assert result.gaps["iteration"].to_list() == [0, 0, 1, 1, 2, 2]
+    # the default index: the ranges' iterations
+    default = attribute_idle(analysis.gaps, ops, trace.api, analysis.ranges)
+    assert default.iterations["index"].to_list() == [0, 1, 2]
