@@ -850,3 +850,35 @@ def test_attribute_idle_reports_the_iterations_asked_for(index: list[int]) -> No
     # the default index: the ranges' iterations
     default = attribute_idle(analysis.gaps, ops, trace.api, analysis.ranges)
     assert default.iterations["index"].to_list() == [0, 1, 2]
+
+
+def _three_threads():  # noqa: ANN202
+    """Range k [k000, k000 + 1000) on thread k + 1 (k = 0, 1, 2), which launches [k100, k150) a kernel [k300,
+    k400) and synchronizes [k500, k900): per iteration dispatch 100 + 200, launch 50, in flight 150, sync
+    400 -- the trailing gap's thread is the range's."""
+    fields = ("start", "end", "correlation", "name", "thread")
+    return make_trace(
+        ranges=[(k * 1000, k * 1000 + 1000, "iteration", k + 1) for k in range(3)],
+        api=[(k * 1000 + 100, k * 1000 + 150, k + 1, "cudaLaunchKernel", k + 1) for k in range(3)]
+        + [(k * 1000 + 500, k * 1000 + 900, None, "cudaStreamSynchronize", k + 1) for k in range(3)],
+        ops=[(k * 1000 + 300, k * 1000 + 400, k + 1, 7) for k in range(3)],
+        range_fields=("start", "end", "name", "thread"),
+        api_fields=fields,
+    )
+
+
+@pytest.mark.parametrize("numbers", [[0, 1, 2], [10, 11, 12], [10, 20, 30], [5, 1, 3]])
+def test_the_main_thread_of_each_iteration_whatever_its_number(numbers: list[int]) -> None:
+    trace = _three_threads()
+    analysis = analyze_iterations(trace)
+    renumber = dict(enumerate(numbers))
+    gaps = analysis.gaps.with_columns(pl.col("iteration").replace_strict(renumber))
+    ranges = analysis.ranges.with_columns(pl.col("iteration").replace_strict(renumber))
+    ops = trace.ops.select("start", "end", "pid", "correlation")
+    result = attribute_idle(gaps, ops, trace.api, ranges, pl.Series(numbers), per_gap=True)
+    columns = ["index", "dispatch_ns", "launch_ns", "sync_ns", "in_flight_ns"]
+    assert result.iterations.select(columns).rows() == [(n, 300, 50, 400, 150) for n in sorted(numbers)]
+    trailing = result.gaps.filter(pl.col("position") == "trailing")
+    assert trailing.select("iteration", "thread", "cause").rows() == [
+        (numbers[k], k + 1, "sync") for k in range(3)
+    ]
