@@ -882,3 +882,48 @@ def test_the_main_thread_of_each_iteration_whatever_its_number(numbers: list[int
     assert trailing.select("iteration", "thread", "cause").rows() == [
         (numbers[k], k + 1, "sync") for k in range(3)
     ]
+
+
+# ----------------------------------------------------------------------------------- launch lags
+
+
+def _lags():  # noqa: ANN202
+    """Iteration 0 [0, 5 ms): op 1 starts 1,999,800 ns after its call [100, 200) returned (a lag); op 5 exactly
+    1 ms after its call [3,000,000, 3,000,100) (not more: launch latency). Iteration 1 [5 ms, 10 ms): a stream
+    wait [5,000,050, 5,000,080), then op 2 1,999,800 ns after its call [5,000,100, 5,000,200) (a stream wait,
+    not a lag); op 3 [8 ms, 8.1 ms) launched [5,000,300, 5,000,400) (the device ran op 2 meanwhile: not
+    idle); op 4 1,100,000 ns after its call [8,200,000, 8,300,000) on an idle device (a lag)."""
+    return make_trace(
+        ranges=[(0, 5_000_000, "iteration"), (5_000_000, 10_000_000, "iteration")],
+        api=[
+            (100, 200, 1, "cudaLaunchKernel"),
+            (3_000_000, 3_000_100, 5, "cudaLaunchKernel"),
+            (5_000_050, 5_000_080, None, "cudaStreamWaitEvent"),
+            (5_000_100, 5_000_200, 2, "cudaLaunchKernel"),
+            (5_000_300, 5_000_400, 3, "cudaLaunchKernel"),
+            (8_200_000, 8_300_000, 4, "cudaLaunchKernel"),
+        ],
+        ops=[
+            (2_000_000, 2_100_000, 1, 7),
+            (4_000_100, 4_000_200, 5, 7),
+            (7_000_000, 7_100_000, 2, 7),
+            (8_000_000, 8_100_000, 3, 7),
+            (9_400_000, 9_500_000, 4, 7),
+        ],
+    )
+
+
+def test_launch_lags_and_the_device_side_causes_around_them() -> None:
+    trace = _lags()
+    analysis = analyze_iterations(trace)
+    result = analysis.attribution
+    assert result.lags.rows() == [(0, 2_000_000, 1_999_800), (1, 9_400_000, 1_100_000)]
+    columns = ["index", "launch_latency_ns", "queued_ns", "stream_wait_ns", "launch_lag_ns"]
+    assert result.iterations.select(columns).rows() == [
+        (0, 1_000_000, 0, 0, 1_999_800),  # op 5: exactly 1 ms is launch latency
+        (1, 900_000, 0, 1_999_800, 1_100_000),
+    ]
+    # the lags of the iterations asked for only
+    ops = trace.ops.select("start", "end", "pid", "correlation")
+    one = attribute_idle(analysis.gaps, ops, trace.api, analysis.ranges, pl.Series([1]))
+    assert one.lags.rows() == [(1, 9_400_000, 1_100_000)]
