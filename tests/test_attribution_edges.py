@@ -11,6 +11,8 @@ import json
 import numpy as np
 import polars as pl
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.builders import make_trace
 from tracekit.analyzers.attribution import (
@@ -36,6 +38,7 @@ from tracekit.analyzers.attribution import (
     DeviceTimeline,
     IdleSummary,
     Projection,
+    _search,
     attribute_gaps,
     attribute_idle,
     attribute_trace,
@@ -46,6 +49,7 @@ from tracekit.analyzers.attribution import (
     project_cuda_graphs,
     projection,
     replay_parameters,
+    search_sorted,
     stream_waited,
     summarize_attribution,
     top_dispatch_operators,
@@ -927,3 +931,33 @@ def test_launch_lags_and_the_device_side_causes_around_them() -> None:
     ops = trace.ops.select("start", "end", "pid", "correlation")
     one = attribute_idle(analysis.gaps, ops, trace.api, analysis.ranges, pl.Series([1]))
     assert one.lags.rows() == [(1, 9_400_000, 1_100_000)]
+
+
+# ----------------------------------------------------------------------------------- searches
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.integers(0, 30), max_size=40).map(sorted),
+    keys=st.lists(st.integers(-2, 32), max_size=40),
+    sort_keys=st.booleans(),
+    side=st.sampled_from(["left", "right"]),
+)
+def test_search_sorted_is_numpys_searchsorted(
+    values: list[int], keys: list[int], sort_keys: bool, side: str
+) -> None:
+    # the merge path (sorted keys, not far fewer than the values) and the binary searches give numpy's answer,
+    # ties included: "left" counts the values below each key, "right" those at or below it
+    v = np.array(values, dtype=np.int64)
+    k = np.array(sorted(keys) if sort_keys else keys, dtype=np.int64)
+    want = np.searchsorted(v, k, side=side).tolist()
+    assert search_sorted(v, k, side).tolist() == want
+    assert _search(v, k, side).tolist() == want
+
+
+def test_search_sorted_ties_by_hand() -> None:
+    values = np.array([10, 20, 20, 30], dtype=np.int64)
+    keys = np.array([5, 10, 20, 20, 25, 30, 35], dtype=np.int64)
+    assert search_sorted(values, keys, "left").tolist() == [0, 0, 1, 1, 3, 3, 4]
+    assert search_sorted(values, keys, "right").tolist() == [0, 1, 3, 3, 3, 4, 4]
+    assert _search(values, keys[2:4], "right").tolist() == [3, 3]  # a slice of the values, offset back
