@@ -52,6 +52,7 @@ from tracekit.analyzers.attribution import (
     search_sorted,
     stream_waited,
     summarize_attribution,
+    thread_intervals,
     top_dispatch_operators,
 )
 from tracekit.analyzers.iterations import analyze_iterations
@@ -961,3 +962,42 @@ def test_search_sorted_ties_by_hand() -> None:
     assert search_sorted(values, keys, "left").tolist() == [0, 0, 1, 1, 3, 3, 4]
     assert search_sorted(values, keys, "right").tolist() == [0, 1, 3, 3, 3, 4, 4]
     assert _search(values, keys[2:4], "right").tolist() == [3, 3]  # a slice of the values, offset back
+
+
+# ----------------------------------------------------------------------------------- outermost intervals
+
+
+def _intervals(
+    rows: list[tuple[int, int, int, int, int]],
+) -> dict[tuple[int, int], list[tuple[int, int, int]]]:
+    arrays = [np.array(column, dtype=np.int64) for column in zip(*rows, strict=True)]
+    out = thread_intervals(*arrays)
+    return {key: list(zip(*(a.tolist() for a in value), strict=True)) for key, value in out.items()}
+
+
+def test_thread_intervals_outermost_per_thread() -> None:
+    rows = [
+        (35, 50, 1, 1, 2),  # overlaps (20, 40): decides from 40
+        (100, 110, 1, 2, 3),  # another thread
+        (0, 10, 1, 1, 3),  # identical to the next: the lower label decides
+        (20, 30, 1, 1, 2),  # same start as (20, 40), shorter: inside it
+        (NULL, 80, 1, 1, 1),  # no start: dropped
+        (0, 10, 1, 1, 1),
+        (60, 60, 1, 1, 1),  # empty: dropped
+        (70, 80, NULL, 1, 1),  # no pid: dropped
+        (5, 15, 2, 1, 1),  # another process
+        (20, 40, 1, 1, 3),
+        (70, 80, 1, NULL, 1),  # no thread: dropped
+        (45, 48, 1, 1, 1),  # inside the rest of (35, 50)
+    ]
+    assert _intervals(rows) == {
+        (1, 1): [(0, 10, 1), (20, 40, 3), (40, 50, 2)],
+        (1, 2): [(100, 110, 3)],
+        (2, 1): [(5, 15, 1)],
+    }
+    # one thread only (its own fast path), rows out of order
+    one = [r for r in rows if r[2:4] == (1, 1)]
+    assert _intervals(one) == {(1, 1): [(0, 10, 1), (20, 40, 3), (40, 50, 2)]}
+    # already disjoint and in order: as given
+    assert _intervals([(0, 5, 1, 1, 2), (5, 9, 1, 1, 1)]) == {(1, 1): [(0, 5, 2), (5, 9, 1)]}
+    assert _intervals([(NULL, 5, 1, 1, 2)]) == {}
