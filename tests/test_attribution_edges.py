@@ -38,6 +38,8 @@ from tracekit.analyzers.attribution import (
     DeviceTimeline,
     IdleSummary,
     Projection,
+    _api_time,
+    _Prepared,
     _search,
     attribute_gaps,
     attribute_idle,
@@ -1001,3 +1003,28 @@ def test_thread_intervals_outermost_per_thread() -> None:
     # already disjoint and in order: as given
     assert _intervals([(0, 5, 1, 1, 2), (5, 9, 1, 1, 1)]) == {(1, 1): [(0, 5, 2), (5, 9, 1)]}
     assert _intervals([(NULL, 5, 1, 1, 2)]) == {}
+
+
+def test_api_time_per_code_frequent_sparse_and_single() -> None:
+    # one thread: eight launches [0, 10), [20, 30), ... [140, 150) (frequent: sharing the thread's arrays), a
+    # sync [160, 200) and a malloc [210, 220) (sparse: arrays of their own)
+    starts = np.array([*range(0, 160, 20), 160, 210], dtype=np.int64)
+    ends = np.array([*range(10, 160, 20), 200, 220], dtype=np.int64)
+    codes = np.array([1] * 8 + [2, 3], dtype=np.int8)
+    prepared = _Prepared.of((starts, ends, codes))
+    s = np.array([5, 0, 150, 165, 300, -5, 10], dtype=np.int64)
+    c = np.array([25, 300, 215, 170, 400, 0, 10], dtype=np.int64)
+    assert _api_time(prepared, s, c).tolist() == [
+        [10, 80, 0, 0, 0, 0, 0],  # launch
+        [0, 40, 40, 5, 0, 0, 0],  # sync
+        [0, 10, 5, 0, 0, 0, 0],  # other_api
+    ]
+    # a thread of one code only
+    only = _Prepared.of(
+        (
+            np.array([0, 20], dtype=np.int64),
+            np.array([10, 30], dtype=np.int64),
+            np.array([2, 2], dtype=np.int8),
+        )
+    )
+    assert _api_time(only, np.array([5]), np.array([25])).tolist() == [[0], [10], [0]]
