@@ -582,21 +582,26 @@ def test_top_dispatch_operators_by_hand() -> None:
 
 def test_cpu_operator_intervals_outermost_per_thread() -> None:
     # thread 1: "b" and "a" over the same [10, 50) (the first by name decides), "inner" inside them,
-    # "late" [40, 80) overlapping (decides from 50); thread 2: "x" [0, 5)
+    # "late" [40, 80) overlapping (decides from 50), an unnamed operator and "aten::y" over the same [90, 95)
+    # (the named one decides); thread 2: "x" [0, 5)
     cpu_ops = pl.DataFrame(
         {
-            "start": [40, 10, 20, 0, 10],
-            "end": [80, 50, 30, 5, 50],
-            "pid": [1, 1, 1, 1, 1],
-            "thread": [1, 1, 1, 2, 1],
-            "name": ["late", "b", "inner", "x", "a"],
+            "start": [40, 90, 10, 20, 0, 90, 10],
+            "end": [80, 95, 50, 30, 5, 95, 50],
+            "pid": [1, 1, 1, 1, 1, 1, 1],
+            "thread": [1, 1, 1, 1, 2, 1, 1],
+            "name": ["late", None, "b", "inner", "x", "aten::y", "a"],
         }
     )
     intervals, names = cpu_operator_intervals(cpu_ops)
-    assert names.to_list() == ["a", "b", "inner", "late", "x"]
+    assert names.to_list() == ["a", "b", "inner", "late", "aten::y", None, "x"]
     assert sorted(intervals) == [(1, 1), (1, 2)]
     s, e, lab = intervals[(1, 1)]
-    assert (s.tolist(), e.tolist(), [names[int(i)] for i in lab]) == ([10, 50], [50, 80], ["a", "late"])
+    assert (s.tolist(), e.tolist(), [names[int(i)] for i in lab]) == (
+        [10, 50, 90],
+        [50, 80, 95],
+        ["a", "late", "aten::y"],
+    )
     s, e, lab = intervals[(1, 2)]
     assert (s.tolist(), e.tolist(), [names[int(i)] for i in lab]) == ([0], [5], ["x"])
 
