@@ -576,8 +576,12 @@ def test_top_dispatch_operators_by_hand() -> None:
         ("aten::c", pytest.approx(100e-6), pytest.approx(100 / 450), 1),
     ]
     assert top_dispatch_operators(pieces, count=2)["cpu_op"].to_list() == ["aten::a", OUTSIDE_OPERATORS]
-    # no dispatch piece: an empty table, not a division by zero
-    assert top_dispatch_operators(pieces.filter(pl.col("cause") != "dispatch")).height == 0
+    # no dispatch piece: an empty table with the same columns, not a division by zero
+    empty = top_dispatch_operators(pieces.filter(pl.col("cause") != "dispatch"))
+    assert empty.height == 0 and empty.schema == top.schema
+    # dispatch pieces of no length (a caller's own): no share of no time
+    zero = pieces.head(1).with_columns(pl.col("start_ns").alias("end_ns"))
+    assert top_dispatch_operators(zero).rows() == [("aten::a", 0.0, None, 1)]
 
 
 def test_cpu_operator_intervals_outermost_per_thread() -> None:
