@@ -46,6 +46,7 @@ from tracekit.analyzers.attribution import (
     attribute_trace,
     cpu_operator_intervals,
     host_states,
+    idle_pieces,
     idle_summary,
     iteration_ranges,
     project_cuda_graphs,
@@ -833,6 +834,10 @@ def test_every_gap_cause_pieces_named_by_cpu_operator() -> None:
     plain = attribute_trace(trace, analyze_iterations(trace), pieces=True)
     assert plain.pieces["cpu_op"].null_count() == plain.pieces.height == 16
     assert plain.top_operators is None
+    # idle_pieces on its own (the API intervals computed from the calls): the same pieces
+    assert idle_pieces(plain.gaps, trace.api).equals(plain.pieces)
+    named = idle_pieces(plain.gaps, trace.api, cpu_ops)
+    assert named.select("start_ns", "cpu_op").rows()[:2] == [(0, "aten::mm"), (100, None)]
 
 
 # ----------------------------------------------------------------------------------- iterations asked for
