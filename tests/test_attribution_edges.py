@@ -528,9 +528,13 @@ def test_device_timeline_busy_between() -> None:
     b = np.array([100, 55, 0, 120, 250, 100, 200, 5], dtype=np.int64)
     assert _timeline().busy_between(a, b).tolist() == [40, 15, 0, 0, 115, 0, 1, 5]
     # quiet: the caller knows no gap overlaps another op
-    assert _timeline(quiet=True).busy_between(a, b).tolist() == [0] * 8
-    empty = DeviceTimeline(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
-    assert empty.busy_between(a, b).tolist() == [0] * 8
+    quiet = _timeline(quiet=True).busy_between(a, b)
+    assert quiet.tolist() == [0] * 8 and quiet.dtype == np.int64
+    empty = DeviceTimeline(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).busy_between(a, b)
+    assert empty.tolist() == [0] * 8 and empty.dtype == np.int64
+    # one op, one segment
+    one = DeviceTimeline(np.array([0], dtype=np.int64), np.array([10], dtype=np.int64))
+    assert one.busy_between(np.array([0, 5, -3]), np.array([5, 20, 0])).tolist() == [5, 5, 0]
 
 
 def test_device_timeline_reach_before() -> None:
