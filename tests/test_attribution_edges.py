@@ -532,6 +532,9 @@ def test_device_timeline_busy_between() -> None:
     assert quiet.tolist() == [0] * 8 and quiet.dtype == np.int64
     empty = DeviceTimeline(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)).busy_between(a, b)
     assert empty.tolist() == [0] * 8 and empty.dtype == np.int64
+    # two ops out of order
+    two = DeviceTimeline(np.array([50, 0], dtype=np.int64), np.array([60, 10], dtype=np.int64))
+    assert two.busy_between(np.array([0, 5]), np.array([100, 55])).tolist() == [20, 10]
     # one op, one segment
     one = DeviceTimeline(np.array([0], dtype=np.int64), np.array([10], dtype=np.int64))
     assert one.busy_between(np.array([0, 5, -3]), np.array([5, 20, 0])).tolist() == [5, 5, 0]
