@@ -152,6 +152,9 @@ def test_held_is_per_row_in_input_order():
     )
     # row 4 (0-2000) holds rows 0, 1 and 3 of process 1; process 2's row is held by nothing
     assert R._held(rows).to_list() == [True, True, False, True, False]
+    # of identical intervals, the first in input order holds the others
+    twins = pl.DataFrame({"pid": [1, 1, 1], "start": [0, 0, 0], "end": [1000, 1000, 1000]})
+    assert R._held(twins).to_list() == [False, True, True]
 
 
 def test_instances_of_other_processes_neither_hold_nor_overlap_each_other():
@@ -276,6 +279,13 @@ def test_profiler_steps_say_the_engine_steps_inside_them():
         f"torch.profiler steps (no 'iteration' range); also seen: 2 vLLM step ranges ({vllm!r}); "
         "choose another with --range"
     )
+    sglang = "step[DECODE bs=1]"
+    ranges[-1] = (2100, 2900, sglang, 1)
+    choice = R.select_ranges(make_trace(ranges=ranges, ops=[(200, 300, None, 7)]), None)
+    assert choice.how == (
+        f"torch.profiler steps (no 'iteration' range); also seen: 2 SGLang/vLLM step ranges ({vllm!r}, "
+        f"{sglang!r}); choose another with --range"
+    )
     plain = [(0, 1000, "ProfilerStep#1"), (2000, 3000, "ProfilerStep#2")]
     choice = R.select_ranges(make_trace(ranges=plain, ops=[(200, 300, None, 7)]), None)
     assert choice.how == "torch.profiler steps (no 'iteration' range); choose another with --range"
@@ -310,10 +320,12 @@ def test_synthetic_windows_say_where_they_were_cut(devices, where, device):
     assert choice.frame["device"].to_list() == [device]
     assert (choice.name, choice.synthetic, choice.warnings) == ("window", True, [])
     assert choice.frame.rows() == [(0, 1000, 5_000_500, None, None, "window", device, 1000, 5_000_500)]
+    assert choice.frame.schema == pl.Schema(R.RANGE_COLUMNS)
     again = R.select_ranges(trace, "window")
     assert again.how == (
         f"requested with --range: one window over the whole trace ({where}, first op launch to last op end)"
     )
+    assert again.warnings == [] and again.synthetic
     split = R.select_ranges(trace, None, split_idle_ms=2.5)
     what = f"2 iterations cut where the GPU ({where}) was idle longer than 2.5 ms"
     assert (split.name, split.how) == ("idle>2.5ms", f"--split-idle 2.5: {what}")
@@ -339,3 +351,30 @@ def test_ranges_are_not_synthetic():
     assert choice.synthetic is False
     assert choice.frame.select("device", "gpu_start", "gpu_end").null_count().row(0) == (2, 2, 2)
     assert choice.frame.schema == pl.Schema(R.RANGE_COLUMNS)
+
+
+def test_a_window_launched_exactly_when_the_previous_one_ended_does_not_overlap_it():
+    # op 2 is launched at 2000 ns, the instant op 1 (window 0's last) ends: no overlap, no warning
+    trace = make_trace(
+        api=[(500, 600, 1, "cudaLaunchKernel"), (2000, 2100, 2, "cudaLaunchKernel")],
+        ops=[(1000, 2000, 1, 7), (5_000_000, 5_000_100, 2, 7)],
+    )
+    choice = R.select_ranges(trace, None, split_idle_ms=1.0)
+    assert spans(choice.frame) == [(500, 2000), (2000, 5_000_100)]
+    assert choice.warnings == []
+
+
+def test_ranges_starting_together_in_two_processes_are_in_end_order():
+    ranges = [(0, 1000, "iteration", 0, None, 1, 1), (0, 500, "iteration", 0, None, 1, 2)]
+    choice = R.select_ranges(make_trace(ranges=ranges, range_fields=THREADED), None)
+    assert choice.frame.select("iteration", "range_start", "range_end", "pid").rows() == [
+        (0, 0, 500, 2),
+        (1, 0, 1000, 1),
+    ]
+    assert choice.warnings == []
+
+
+def test_a_bad_split_idle_is_refused_naming_the_file():
+    with pytest.raises(TracekitError) as err:
+        R.select_ranges(_counted(["a", "a"]), None, split_idle_ms=-1.0)
+    assert str(err.value) == "run.sqlite: --split-idle must be a number of ms >= 0 and <= 1e+12, not -1.0"
