@@ -535,6 +535,9 @@ def test_device_timeline_busy_between() -> None:
     # two ops out of order
     two = DeviceTimeline(np.array([50, 0], dtype=np.int64), np.array([60, 10], dtype=np.int64))
     assert two.busy_between(np.array([0, 5]), np.array([100, 55])).tolist() == [20, 10]
+    # the first op earliest, the others out of order
+    three = DeviceTimeline(np.array([0, 50, 20], dtype=np.int64), np.array([10, 60, 30], dtype=np.int64))
+    assert three.busy_between(np.array([0]), np.array([100])).tolist() == [30]
     # one op, one segment
     one = DeviceTimeline(np.array([0], dtype=np.int64), np.array([10], dtype=np.int64))
     assert one.busy_between(np.array([0, 5, -3]), np.array([5, 20, 0])).tolist() == [5, 5, 0]
