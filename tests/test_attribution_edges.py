@@ -526,7 +526,8 @@ def _timeline(quiet: bool = False) -> DeviceTimeline:
 def test_device_timeline_busy_between() -> None:
     a = np.array([0, 20, -10, 150, 25, 60, 199, 0], dtype=np.int64)
     b = np.array([100, 55, 0, 120, 250, 100, 200, 5], dtype=np.int64)
-    assert _timeline().busy_between(a, b).tolist() == [40, 15, 0, 0, 115, 0, 1, 5]
+    busy = _timeline().busy_between(a, b)
+    assert busy.tolist() == [40, 15, 0, 0, 115, 0, 1, 5] and busy.dtype == np.int64
     # quiet: the caller knows no gap overlaps another op
     quiet = _timeline(quiet=True).busy_between(a, b)
     assert quiet.tolist() == [0] * 8 and quiet.dtype == np.int64
@@ -535,6 +536,9 @@ def test_device_timeline_busy_between() -> None:
     # two ops out of order
     two = DeviceTimeline(np.array([50, 0], dtype=np.int64), np.array([60, 10], dtype=np.int64))
     assert two.busy_between(np.array([0, 5]), np.array([100, 55])).tolist() == [20, 10]
+    # two ops, one inside the other: one segment
+    nested = DeviceTimeline(np.array([0, 10], dtype=np.int64), np.array([30, 20], dtype=np.int64))
+    assert nested.busy_between(np.array([0]), np.array([100])).tolist() == [30]
     # the first op earliest, the others out of order
     three = DeviceTimeline(np.array([0, 50, 20], dtype=np.int64), np.array([10, 60, 30], dtype=np.int64))
     assert three.busy_between(np.array([0]), np.array([100])).tolist() == [30]
