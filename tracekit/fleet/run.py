@@ -59,21 +59,15 @@ def analyze_one(path: str, options: tuple[Any, ...], cache_dir: str | None = Non
     from tracekit.errors import TracekitError
     from tracekit.fleet.compact import compact
     from tracekit.inputs import resolve_input
-    from tracekit.session import AnalysisOptions, analyze_trace
+    from tracekit.session import AnalysisOptions, analyze_input
 
     start = time.perf_counter()
     try:
         with _local(path) as local:
             item = resolve_input(local)
-            if cache_dir:
-                from tracekit.fleet.cache import cached_read
-
-                trace = cached_read(local, cache_dir, frames(item), fmt=item.format, sidecar=item.sidecar)
-            else:
-                from tracekit.readers import read_trace
-
-                trace = read_trace(local, frames=frames(item), fmt=item.format, sidecar=item.sidecar)
-            analyzed = analyze_trace(trace, item, AnalysisOptions(*options))
+            analyzed = analyze_input(
+                item, AnalysisOptions(*options), frames(item), cache_dir=cache_dir or None
+            )
             result = compact(analyzed)
             result["path"] = path
         return Outcome(path, result=result, seconds=time.perf_counter() - start)
