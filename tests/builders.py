@@ -76,6 +76,29 @@ def make_trace(
 NON_FINITE_SPELLINGS: tuple[str, ...] = ("inf", "-inf", "nan", "-nan", "NaN", "Infinity", "-Infinity")
 
 
+#: ops ``(start, end, correlation, stream[, device])``: the layout of the range-selection tests
+DEVICE_OP_FIELDS = ("start", "end", "correlation", "stream", "device")
+
+
+def device_trace(
+    ranges: Iterable[Sequence[Any]] = (),
+    api: Iterable[Sequence[Any]] = (),
+    ops: Iterable[Sequence[Any]] = (),
+    meta: dict[str, Any] | None = None,
+    **fields: Any,
+) -> Trace:
+    """:func:`make_trace` with ops laid out as :data:`DEVICE_OP_FIELDS` unless ``op_fields`` says otherwise:
+    ranges ``(start, end, name[, depth[, domain]])``, api ``(start, end, corr, name)``, ops ``(start, end,
+    corr, stream[, device])``; times in ns, one process (pid 1) and thread (1) unless the fields say so."""
+    fields.setdefault("op_fields", DEVICE_OP_FIELDS)
+    return make_trace(ranges, api, ops, meta, **fields)
+
+
+def spans(frame: pl.DataFrame) -> list[tuple[int, int]]:
+    """The ``(range_start, range_end)`` pairs of a range choice's frame."""
+    return list(zip(frame["range_start"].to_list(), frame["range_end"].to_list(), strict=True))
+
+
 def write_file(tmp_path: Path, name: str, text: str | bytes, gz: bool = False) -> Path:
     """Write ``text`` (UTF-8 when a str; bytes as they are) to ``tmp_path / name`` (gzip-compressed when
     ``gz``) and return the path."""

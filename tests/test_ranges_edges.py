@@ -6,24 +6,13 @@ error a user sees, so that a changed comparison, column or word in ranges.py fai
 
 from __future__ import annotations
 
-import polars as pl
 import pytest
 
-from tests import builders
+from tests.builders import device_trace as make_trace
+from tests.builders import spans
 from tracekit.analyzers import ranges as R
 from tracekit.errors import TracekitError
 from tracekit.model import Trace
-
-
-def make_trace(ranges=(), api=(), ops=(), meta=None, **fields) -> Trace:
-    """ranges: (start, end, name[, depth[, domain]]); api: (start, end, corr, name); ops: (start, end, corr,
-    stream[, device]). Times in ns; one process (pid 1) and thread (1) unless the fields say otherwise."""
-    fields.setdefault("op_fields", ("start", "end", "correlation", "stream", "device"))
-    return builders.make_trace(ranges, api, ops, meta, **fields)
-
-
-def spans(frame: pl.DataFrame) -> list[tuple[int, int]]:
-    return list(zip(frame["range_start"].to_list(), frame["range_end"].to_list(), strict=True))
 
 
 def _named(names: list[str], gap: int = 1000, length: int = 800) -> Trace:

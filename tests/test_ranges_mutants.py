@@ -10,22 +10,11 @@ from __future__ import annotations
 import polars as pl
 import pytest
 
-from tests import builders
+from tests.builders import device_trace as make_trace
+from tests.builders import spans
 from tracekit.analyzers import ranges as R
 from tracekit.errors import NoActivityError, TracekitError
 from tracekit.model import Trace
-
-
-def make_trace(ranges=(), api=(), ops=(), meta=None, **fields) -> Trace:
-    """ranges: (start, end, name[, depth[, domain]]); api: (start, end, corr, name); ops: (start, end, corr,
-    stream[, device]). Times in ns; one process (pid 1) and thread (1) unless the fields say otherwise."""
-    fields.setdefault("op_fields", ("start", "end", "correlation", "stream", "device"))
-    return builders.make_trace(ranges, api, ops, meta, **fields)
-
-
-def spans(frame: pl.DataFrame) -> list[tuple[int, int]]:
-    return list(zip(frame["range_start"].to_list(), frame["range_end"].to_list(), strict=True))
-
 
 # ------------------------------------------------------------------------------------ --split-idle
 
