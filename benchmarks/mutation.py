@@ -5,6 +5,7 @@
     python benchmarks/mutation.py utilization gpu_metrics       # several, one after the other
     python benchmarks/mutation.py --list                        # the modules and the tests each one runs
     python benchmarks/mutation.py utilization --report-only     # the last run's score and survivors again
+    python benchmarks/mutation.py iterations --sample 300       # 300 mutants drawn at random: an estimate
 
 Not in CI: a module takes minutes to an hour on two cores. Each run copies the committed tree (``--rev``,
 default HEAD; ``--overlay PATH...`` adds working-tree files over it, e.g. a test not yet committed) to
@@ -21,6 +22,11 @@ test or written down in ``benchmarks/mutation_equivalent.json`` (module, functio
 context lines, why no output can change); "no tests" counts as a survivor, a timeout as killed (the tests did not pass: the
 mutant made them hang, e.g. an endless loop; mutmut counts it so too). The report lists every survivor with
 mutmut's diff and is written to WORKDIR/report.md; ``benchmarks/README.md`` keeps the scores and dates.
+
+``--sample N`` tests N mutants drawn uniformly at random (``--seed``, default 33) from all the module's
+mutants instead of all of them: for modules whose thousands of mutants would take hours. The report then
+says it is a sample, and gives the score of the sample with its Wilson 95% interval as the estimate of the
+module's score (the untested mutants count nowhere). Survivors of a sample are handled like any others.
 """
 
 from __future__ import annotations
@@ -28,7 +34,9 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
+import math
 import os
+import random
 import re
 import shutil
 import subprocess
@@ -299,6 +307,56 @@ def refresh_goldens(workdir: Path) -> None:
         print(f"note: the copy's goldens were out of date and were regenerated from its code: {summary}")
 
 
+#: Generates the copy's mutants (mutmut's first step, without its test runs) so that their names are known.
+GENERATE = r"""
+from pathlib import Path
+from mutmut.__main__ import create_mutants
+from mutmut.mutation.trampoline import set_mutant_under_test
+from mutmut.utils.file_utils import copy_also_copy_files, copy_src_dir, setup_source_paths
+set_mutant_under_test("mutant_generation")
+Path("mutants").mkdir(exist_ok=True)
+copy_src_dir()
+copy_also_copy_files()
+setup_source_paths()
+create_mutants(1)
+"""
+
+SAMPLE_FILE = "sample.json"
+
+
+def draw_sample(module: str, workdir: Path, size: int, seed: int) -> list[str]:
+    """Generate the copy's mutants and draw ``size`` of their names uniformly at random (``seed``); the draw
+    is written to WORKDIR/sample.json for the report."""
+    env = dict(os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
+    env.pop("PYTHONPATH", None)
+    subprocess.run(
+        [sys.executable, "-c", GENERATE], cwd=workdir, env=env, check=True, capture_output=True, text=True
+    )
+    names = sorted(results(workdir, module))
+    chosen = sorted(random.Random(seed).sample(names, min(size, len(names))))
+    (workdir / SAMPLE_FILE).write_text(
+        json.dumps({"seed": seed, "size": len(chosen), "of": len(names), "mutants": chosen}, indent=1) + "\n"
+    )
+    return chosen
+
+
+def sampled(workdir: Path) -> dict[str, object] | None:
+    """The draw of a ``--sample`` run in ``workdir``, or None when the run tested every mutant."""
+    path = workdir / SAMPLE_FILE
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
+    """Wilson score 95% interval of a proportion (fractions in [0, 1]): the estimate of the module's score
+    from a random sample of its mutants."""
+    if trials == 0:
+        return 0.0, 1.0
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
 def rerun_survivors(module: str, workdir: Path, overlay: list[str], max_children: int) -> int:
     """Run again only the mutants that survived the last run, with the working tree's ``overlay`` files (new
     tests) copied into the copy; mutmut collects which tests call what again (its stats file removed)."""
@@ -309,10 +367,12 @@ def rerun_survivors(module: str, workdir: Path, overlay: list[str], max_children
             shutil.copy2(REPO / rel, target)
     write_config(module, workdir)
     (workdir / "mutants" / "mutmut-stats.json").unlink(missing_ok=True)
+    draw = sampled(workdir)
     names = [
         name
         for name, state in results(workdir, module).items()
         if state not in ("killed", "skipped", "timeout")
+        and not (draw is not None and state == "not checked")  # a sample's untested mutants stay untested
     ]
     if not names:
         return 0
@@ -368,7 +428,10 @@ def load_equivalent() -> list[dict[str, str]]:
 
 
 def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
+    draw = sampled(workdir)
     status = results(workdir, module)
+    if draw is not None:
+        status = {name: state for name, state in status.items() if name in set(draw["mutants"])}
     equivalents = [e for e in load_equivalent() if e["module"] == module]
     survivors, equivalent = [], []
     for name, state in sorted(status.items(), key=lambda kv: int(re.search(r"(\d+)$", kv[0]).group(1))):
@@ -397,6 +460,16 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
         f"{counts['skipped']} skipped).",
         "",
     ]
+    if draw is not None:
+        low, high = wilson_interval(counts["killed"], counted)
+        counts |= {"sample_of": draw["of"], "seed": draw["seed"]}
+        counts |= {"interval_pct": [round(100 * low, 1), round(100 * high, 1)]}
+        lines[2:2] = [
+            f"A random sample of {draw['size']} of the module's {draw['of']} mutants (seed {draw['seed']}): "
+            f"the module's score is estimated at {100 * score:.1f}%, 95% interval {100 * low:.1f}-"
+            f"{100 * high:.1f}% (Wilson).",
+            "",
+        ]
     for title, rows in (("Surviving", survivors), ("Equivalent", equivalent)):
         if rows:
             lines += [f"## {title}", ""]
@@ -421,6 +494,13 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="in the last run's copy, test again only its survivors, with --overlay files (new tests) added",
     )
+    parser.add_argument(
+        "--sample",
+        type=int,
+        metavar="N",
+        help="test N mutants drawn at random instead of all: the report gives an estimate with its interval",
+    )
+    parser.add_argument("--seed", type=int, default=33, help="the --sample draw's seed (default 33)")
     parser.add_argument("--rev", default="HEAD", help="commit to copy (default HEAD)")
     parser.add_argument(
         "--overlay",
@@ -447,8 +527,9 @@ def main(argv: list[str] | None = None) -> int:
             code = rerun_survivors(module, workdir, args.overlay, args.max_children)
         elif not args.report_only:
             prepare(module, workdir, args.rev, args.overlay)
+            chosen = draw_sample(module, workdir, args.sample, args.seed) if args.sample else None
             started = dt.datetime.now()
-            code = run_mutmut(workdir, args.max_children)
+            code = run_mutmut(workdir, args.max_children, chosen)
         if args.rerun_survivors or not args.report_only:
             took = (dt.datetime.now() - started).total_seconds()
             if code != 0:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import polars as pl
 import pytest
 from hypothesis import given, settings
@@ -13,22 +15,27 @@ from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.errors import NoActivityError
 from tracekit.model import Trace
 
-SYNCED = make_trace(
-    ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
-    api=[
-        (100, 150, 1, "cudaLaunchKernel"),
-        (200, 260, 2, "cudaLaunchKernel"),
-        (300, 990, 3, "cudaDeviceSynchronize"),
-        (1100, 1150, 4, "cudaLaunchKernel"),
-        (1200, 1990, 5, "cudaDeviceSynchronize"),
-    ],
-    # stream 7 and 8 overlap: union [160, 500] then [600, 700]; iteration 2: [1180, 1900]
-    ops=[(160, 400, 1, 7), (300, 500, 2, 8), (600, 700, 2, 8), (1180, 1900, 4, 7)],
-)
+
+@functools.cache
+def synced() -> Trace:
+    """Two synchronized iterations. Built on first use, not at import: a frame built while the file is
+    imported starts polars' thread pool in mutmut's fork server, and every mutant forked from it hangs."""
+    return make_trace(
+        ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
+        api=[
+            (100, 150, 1, "cudaLaunchKernel"),
+            (200, 260, 2, "cudaLaunchKernel"),
+            (300, 990, 3, "cudaDeviceSynchronize"),
+            (1100, 1150, 4, "cudaLaunchKernel"),
+            (1200, 1990, 5, "cudaDeviceSynchronize"),
+        ],
+        # stream 7 and 8 overlap: union [160, 500] then [600, 700]; iteration 2: [1180, 1900]
+        ops=[(160, 400, 1, 7), (300, 500, 2, 8), (600, 700, 2, 8), (1180, 1900, 4, 7)],
+    )
 
 
 def test_synchronized_iterations_exact():
-    a = analyze_iterations(SYNCED)
+    a = analyze_iterations(synced())
     it = a.iterations
     assert a.range_name == "iteration"
     assert it["latency_ms"].to_list() == pytest.approx([1000 / 1e6, 1000 / 1e6])
@@ -50,7 +57,7 @@ def test_synchronized_iterations_exact():
 
 
 def test_gap_context_names_the_sync_call():
-    a = analyze_iterations(SYNCED)
+    a = analyze_iterations(synced())
     trailing = a.gaps.filter((pl.col("iteration") == 0) & (pl.col("position") == "trailing"))
     assert trailing["cpu_context"].to_list() == ["cudaDeviceSynchronize"]
 

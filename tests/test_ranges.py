@@ -7,6 +7,7 @@ formats in the engines' sources (see the docstring of tracekit.analyzers.ranges)
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 
@@ -51,7 +52,12 @@ GPU_ONLY_OPS = [
     (5500 * US, 6000 * US, None, 7),
     (9000 * US, 9800 * US, None, 7),
 ]
-GPU_ONLY = make_trace(ops=GPU_ONLY_OPS)
+
+
+@functools.cache
+def gpu_only() -> Trace:
+    """The three forward passes above (built on first use, not at import: see benchmarks/mutation.py)."""
+    return make_trace(ops=GPU_ONLY_OPS)
 
 
 def windows(frame: pl.DataFrame) -> list[tuple[int, int]]:
@@ -62,7 +68,7 @@ def windows(frame: pl.DataFrame) -> list[tuple[int, int]]:
 
 
 def test_gpu_only_trace_is_one_window():
-    frame, name, how = R.choose_ranges(GPU_ONLY, None)
+    frame, name, how = R.choose_ranges(gpu_only(), None)
     assert windows(frame) == [(1000 * US, 9800 * US)]
     assert frame["iteration"].to_list() == [0]
     assert frame["device"].to_list() == [0]
@@ -73,7 +79,7 @@ def test_gpu_only_trace_is_one_window():
 
 
 def test_gpu_only_trace_analyzes_as_one_window(monkeypatch):
-    a = analyze_with(monkeypatch, GPU_ONLY)
+    a = analyze_with(monkeypatch, gpu_only())
     it = a.iterations
     assert it.height == 1
     assert it["latency_ms"].to_list() == pytest.approx([8.8])
@@ -98,7 +104,7 @@ def test_gpu_only_trace_analyzes_as_one_window(monkeypatch):
     ],
 )
 def test_split_idle_cuts_at_gaps_longer_than_ms(split_ms, expected):
-    frame, name, how = R.choose_ranges(GPU_ONLY, None, split_idle_ms=split_ms)
+    frame, name, how = R.choose_ranges(gpu_only(), None, split_idle_ms=split_ms)
     assert windows(frame) == [(s * US, e * US) for s, e in expected]
     assert frame["iteration"].to_list() == list(range(len(expected)))
     assert name == f"idle>{split_ms:g}ms"
@@ -109,7 +115,7 @@ def test_split_idle_cuts_at_gaps_longer_than_ms(split_ms, expected):
 
 
 def test_split_idle_gives_n_iterations_end_to_end(monkeypatch):
-    a = analyze_with(monkeypatch, GPU_ONLY, split_idle_ms=1.0)
+    a = analyze_with(monkeypatch, gpu_only(), split_idle_ms=1.0)
     it = a.iterations
     assert a.range_name == "idle>1ms"
     assert it["latency_ms"].to_list() == pytest.approx([1.0, 1.0, 0.8])
@@ -120,7 +126,7 @@ def test_split_idle_gives_n_iterations_end_to_end(monkeypatch):
     assert it["synchronized"].all()
     assert it.height == 3
     # --skip works on automatic iterations as on ranges
-    b = analyze_with(monkeypatch, GPU_ONLY, split_idle_ms=1.0, skip=1)
+    b = analyze_with(monkeypatch, gpu_only(), split_idle_ms=1.0, skip=1)
     assert b.iterations["index"].to_list() == [1, 2]
 
 
@@ -182,7 +188,7 @@ def test_no_ranges_and_no_ops_is_refused():
 
 def test_range_name_on_a_trace_without_ranges_is_refused():
     with pytest.raises(NoActivityError, match="holds no NVTX ranges.*--split-idle MS"):
-        R.choose_ranges(GPU_ONLY, "iteration")
+        R.choose_ranges(gpu_only(), "iteration")
 
 
 @pytest.mark.parametrize(
@@ -197,13 +203,13 @@ def test_range_name_on_a_trace_without_ranges_is_refused():
 def test_bad_split_idle_values(bad, said):
     # issue 30: inf crashed (OverflowError), 1e40 gave a polars "integer too large", nan was told ">= 0"
     with pytest.raises(TracekitError, match="--split-idle " + said.replace("+", r"\+")) as err:
-        R.choose_ranges(GPU_ONLY, None, split_idle_ms=bad)
+        R.choose_ranges(gpu_only(), None, split_idle_ms=bad)
     assert "\n" not in str(err.value)
 
 
 def test_split_idle_and_range_exclude_each_other():
     with pytest.raises(TracekitError, match="--range and --split-idle exclude each other"):
-        R.choose_ranges(GPU_ONLY, "iteration", split_idle_ms=1.0)
+        R.choose_ranges(gpu_only(), "iteration", split_idle_ms=1.0)
 
 
 def test_split_idle_ignores_ranges():
@@ -214,25 +220,29 @@ def test_split_idle_ignores_ranges():
 
 # ------------------------------------------------------------------------------------------ per device
 
-TWO_GPUS = make_trace(
-    api=[
-        (100, 110, 1, "cudaLaunchKernel"),
-        (120, 130, 2, "cudaLaunchKernel"),
-        (140, 150, None, "cudaDeviceSynchronize"),
-    ],
-    ops=[(200, 400, 1, 7, 0), (300, 600, 2, 7, 1), (700, 800, None, 9, 1)],
-)
+
+@functools.cache
+def two_gpus() -> Trace:
+    """Two GPUs, one launch each (built on first use, not at import)."""
+    return make_trace(
+        api=[
+            (100, 110, 1, "cudaLaunchKernel"),
+            (120, 130, 2, "cudaLaunchKernel"),
+            (140, 150, None, "cudaDeviceSynchronize"),
+        ],
+        ops=[(200, 400, 1, 7, 0), (300, 600, 2, 7, 1), (700, 800, None, 9, 1)],
+    )
 
 
 def test_two_devices_together_are_one_window_and_say_so():
-    frame, _, how = R.choose_ranges(TWO_GPUS, None)
+    frame, _, how = R.choose_ranges(two_gpus(), None)
     assert windows(frame) == [(100, 800)]
     assert frame["device"].to_list() == [None]
     assert "all 2 devices together" in how
 
 
 def test_split_by_device_gives_one_window_per_device(monkeypatch):
-    parts = R.split_by_device(TWO_GPUS)
+    parts = R.split_by_device(two_gpus())
     assert list(parts) == [0, 1]
     assert parts[0].api["correlation"].to_list() == [1, None]
     assert parts[1].api["correlation"].to_list() == [2, None]
@@ -268,7 +278,7 @@ def test_split_by_device_keeps_the_ranges_for_each_device(monkeypatch):
 
 
 def test_one_device_is_not_copied():
-    assert R.split_by_device(GPU_ONLY) == {0: GPU_ONLY}
+    assert R.split_by_device(gpu_only()) == {0: gpu_only()}
     assert R.split_by_device(make_trace()) == {}
 
 
@@ -533,7 +543,7 @@ def test_split_idle_invariants(spans, split_us):
 
 def test_ops_without_a_recorded_device():
     # A reader asked for ops without the device column (analyze's FRAMES_NEEDED today): one group, key None.
-    trace = Trace(ops=GPU_ONLY.ops.with_columns(pl.lit(None, pl.Int32).alias("device")), meta={"path": "x"})
+    trace = Trace(ops=gpu_only().ops.with_columns(pl.lit(None, pl.Int32).alias("device")), meta={"path": "x"})
     assert list(R.split_by_device(trace)) == [None]
     frame, _, how = R.choose_ranges(trace, None)
     assert windows(frame) == [(1000 * US, 9800 * US)] and frame["device"].to_list() == [None]
@@ -541,7 +551,7 @@ def test_ops_without_a_recorded_device():
 
 
 def test_cpu_only_trace_without_ranges():
-    ops = GPU_ONLY.ops.with_columns(pl.lit(-1, pl.Int32).alias("device"), pl.lit("operator").alias("kind"))
+    ops = gpu_only().ops.with_columns(pl.lit(-1, pl.Int32).alias("device"), pl.lit("operator").alias("kind"))
     frame, _, how = R.choose_ranges(Trace(ops=ops, meta={"path": "x"}), None, split_idle_ms=1.0)
     assert frame.height == 3 and "the GPU (CPU operators)" in how
 
@@ -549,11 +559,11 @@ def test_cpu_only_trace_without_ranges():
 def test_synthetic_names_select_the_same_windows_again():
     # kernel_metrics and attribution re-choose ranges from analysis.range_name: the names must round-trip.
     for split in (None, 1.0, 0.05, 0.0123456789):
-        frame, name, _ = R.choose_ranges(GPU_ONLY, None, split_idle_ms=split)
-        again, name2, how = R.choose_ranges(GPU_ONLY, name)
+        frame, name, _ = R.choose_ranges(gpu_only(), None, split_idle_ms=split)
+        again, name2, how = R.choose_ranges(gpu_only(), name)
         assert windows(again) == windows(frame) and name2 == name
         assert how.startswith("requested with --range: ")
-    assert R.choose_ranges(GPU_ONLY, None, split_idle_ms=0.0123456789)[1] == "idle>0.0123456789ms"
+    assert R.choose_ranges(gpu_only(), None, split_idle_ms=0.0123456789)[1] == "idle>0.0123456789ms"
     # on an annotated trace too (the ranges are ignored, as with --split-idle)
     annotated = make_trace(ranges=[(0, 10_000 * US, "iteration")], ops=GPU_ONLY_OPS)
     assert R.choose_ranges(annotated, "idle>1ms")[0].height == 3
