@@ -43,6 +43,11 @@ Same name on several threads, or nested (one rule for the default and for ``--ra
     instances were left out and why; another says when instances that remain overlap in time (different
     threads): an op launched in the overlap belongs to the later-starting one.
 
+Ranges never closed (a null ``end``)
+    are no candidates for any rule or pattern: with no end a range has no latency. A warning names them. No
+    reader here leaves one (the Nsight Systems reader closes them at the trace end, and says so); a
+    :class:`~tracekit.model.Trace` built by hand may.
+
 No ranges at all (a GPU-only Kineto trace, ``activities=[CUDA]``; an Nsight Systems trace without NVTX)
     One synthetic window covers the trace: it opens at the first op's launch time and closes at the last op's
     end. An op's launch time is the start of its launching API call (the first call with its (pid,
@@ -436,6 +441,25 @@ def select_ranges(
     candidates = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).with_columns(
         range_key(pl.col("name")).alias("key")
     )
+    unclosed = candidates.filter(pl.col("end").is_null())
+    if (
+        unclosed.height
+    ):  # no reader here leaves one (nsys closes them at the trace end); a Trace built by hand may
+        candidates = candidates.filter(pl.col("end").is_not_null())
+        choice = _select_closed(trace, candidates, range_name, path)
+        names = _names(unclosed.get_column("key").unique(maintain_order=True).to_list())
+        choice.warnings.append(
+            f"left out {unclosed.height} range{'s' if unclosed.height > 1 else ''} never closed ({names}): "
+            "with no end, a range has no latency and is no iteration"
+        )
+        return choice
+    return _select_closed(trace, candidates, range_name, path)
+
+
+def _select_closed(
+    trace: Trace, candidates: pl.DataFrame, range_name: str | None, path: str | None
+) -> RangeChoice:
+    """:func:`select_ranges` among ``candidates``, the trace's closed CPU ranges with their ``key``."""
     if candidates.is_empty():
         if range_name is not None:
             raise NoActivityError(

@@ -233,3 +233,33 @@ def test_a_device_trace_carries_the_warnings_as_its_own_copy():
     assert parts[1].meta["path"] == "run.sqlite" and parts[1].meta["device_id"] == 1
     parts[1].warnings.append("device 1 only")
     assert trace.warnings == ["reader: something"]
+
+
+# --------------------------------------------------------------------------------- ranges never closed
+
+
+def test_a_range_never_closed_is_no_iteration_and_is_said():
+    # The model allows a null end ("never closed"); such a range used to become an iteration of latency 0.
+    trace = make_trace(
+        ranges=[(0, 1000, "step"), (1000, None, "step"), (2000, 3000, "step"), (2500, None, "other")],
+        api=[(100, 150, 1, "cudaLaunchKernel"), (2100, 2150, 3, "cudaLaunchKernel")],
+        ops=[(200, 400, 1, 7), (2200, 2400, 3, 7)],
+    )
+    choice = R.select_ranges(trace)
+    assert spans(choice.frame) == [(0, 1000), (2000, 3000)]
+    assert choice.name == "step"
+    assert choice.warnings == [
+        "left out 2 ranges never closed ('step', 'other'): with no end, a range has no latency and is no iteration"
+    ]
+    assert spans(R.select_ranges(trace, "step").frame) == [(0, 1000), (2000, 3000)]
+
+
+def test_only_unclosed_ranges_give_the_whole_trace_window_and_say_so():
+    trace = make_trace(
+        ranges=[(1000, None, "step")], api=[(1100, 1150, 2, "cudaLaunchKernel")], ops=[(1200, 1400, 2, 7)]
+    )
+    choice = R.select_ranges(trace)
+    assert spans(choice.frame) == [(1100, 1400)]
+    assert choice.warnings == [
+        "left out 1 range never closed ('step'): with no end, a range has no latency and is no iteration"
+    ]
