@@ -18,7 +18,7 @@ and its tests (:data:`MODULES`), and runs ``nice -n 19 mutmut run`` there with `
 call each mutated function and runs only those for each mutant, stopping at the first failure.
 
 The score counts every mutant: killed / (all - equivalent). A surviving mutant is either killed by a new
-test or written down in ``benchmarks/mutation_equivalent.json`` (module, function, the mutant's diff with its
+test or written down in ``benchmarks/mutation_equivalent/MODULE.json`` (module, function, the mutant's diff with its
 context lines, why no output can change); "no tests" counts as a survivor, a timeout as killed (the tests did not pass: the
 mutant made them hang, e.g. an endless loop; mutmut counts it so too). The report lists every survivor with
 mutmut's diff and is written to WORKDIR/report.md; ``benchmarks/README.md`` keeps the scores and dates.
@@ -46,7 +46,8 @@ from pathlib import Path
 import tomllib
 
 REPO = Path(__file__).resolve().parents[1]
-EQUIVALENT = REPO / "benchmarks" / "mutation_equivalent.json"
+#: one file per module: ``benchmarks/mutation_equivalent/MODULE.json``
+EQUIVALENT = REPO / "benchmarks" / "mutation_equivalent"
 REAL = Path(os.environ.get("TRACEKIT_REAL_TRACES", REPO.parent / "shared" / "real_traces"))
 
 #: module short name -> (its file in the installed layout, the test files that may exercise it). mutmut
@@ -86,12 +87,18 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_reader_nsys.py",
             "tests/test_reader_engines.py",
             "tests/test_api_calls.py",
+            "tests/test_nsys_mutants.py",
             "tests/test_golden.py",
         ],
     ),
     "kineto": (
         "tracekit/readers/kineto.py",
-        ["tests/test_reader_kineto.py", "tests/test_kineto_decode.py", "tests/test_golden.py"],
+        [
+            "tests/test_reader_kineto.py",
+            "tests/test_kineto_decode.py",
+            "tests/test_kineto_mutants.py",
+            "tests/test_golden.py",
+        ],
     ),
     # rewritten during issue 33 (issues 25, 27, 30); with the test files that import them
     "iterations": (
@@ -104,6 +111,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_api_calls.py",
             "tests/test_steps.py",
             "tests/test_cli_analyze.py",
+            "tests/test_iterations_mutants.py",
             "tests/test_golden.py",
         ],
     ),
@@ -133,11 +141,21 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "identify": (
         "tracekit/analyzers/identify.py",
-        ["tests/test_identify.py", "tests/test_table.py", "tests/test_golden.py"],
+        [
+            "tests/test_identify.py",
+            "tests/test_table.py",
+            "tests/test_identify_mutants.py",
+            "tests/test_golden.py",
+        ],
     ),
     "session": (
         "tracekit/session.py",
-        ["tests/test_api.py", "tests/test_cli_analyze.py", "tests/test_golden.py"],
+        [
+            "tests/test_api.py",
+            "tests/test_cli_analyze.py",
+            "tests/test_session_mutants.py",
+            "tests/test_golden.py",
+        ],
     ),
 }
 
@@ -423,8 +441,10 @@ def _key(diff: str) -> list[str]:
     return [line[:1] + line[1:].strip() for line in diff.splitlines() if line.strip()]
 
 
-def load_equivalent() -> list[dict[str, str]]:
-    return json.loads(EQUIVALENT.read_text()) if EQUIVALENT.exists() else []
+def load_equivalent(module: str) -> list[dict[str, str]]:
+    """The mutants of ``module`` written down as equivalent (``benchmarks/mutation_equivalent/MODULE.json``)."""
+    path = EQUIVALENT / f"{module}.json"
+    return [e for e in json.loads(path.read_text()) if e["module"] == module] if path.exists() else []
 
 
 def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
@@ -432,7 +452,7 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
     status = results(workdir, module)
     if draw is not None:
         status = {name: state for name, state in status.items() if name in set(draw["mutants"])}
-    equivalents = [e for e in load_equivalent() if e["module"] == module]
+    equivalents = load_equivalent(module)
     survivors, equivalent = [], []
     for name, state in sorted(status.items(), key=lambda kv: int(re.search(r"(\d+)$", kv[0]).group(1))):
         if state in ("killed", "caught by type check", "skipped", "timeout"):
