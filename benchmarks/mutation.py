@@ -6,6 +6,8 @@
     python benchmarks/mutation.py --list                        # the modules and the tests each one runs
     python benchmarks/mutation.py utilization --report-only     # the last run's score and survivors again
     python benchmarks/mutation.py iterations --sample 300       # 300 mutants drawn at random: an estimate
+    python benchmarks/mutation.py session --try tests/test_new.py   # which survivors a new test kills
+    python benchmarks/mutation.py session --equivalent NAME --reason "why no output can change"
 
 Not in CI: a module takes minutes to an hour on two cores. Each run copies the committed tree (``--rev``,
 default HEAD; ``--overlay PATH...`` adds working-tree files over it, e.g. a test not yet committed) to
@@ -397,6 +399,62 @@ def rerun_survivors(module: str, workdir: Path, overlay: list[str], max_children
     return run_mutmut(workdir, max_children, names)
 
 
+def try_tests(module: str, workdir: Path, tests: list[str], names: list[str]) -> int:
+    """Run the working tree's test files ``tests`` against each mutant in ``names`` (default: the last run's
+    survivors not written down as equivalent) in the copy's mutated tree, first unmutated (they must pass
+    there); print ``killed`` or ``SURVIVES`` per mutant. Quicker than a mutmut re-run while writing tests;
+    the score is still mutmut's (``--rerun-survivors``)."""
+    root = workdir / "mutants"
+    for rel in tests:
+        shutil.copy2(REPO / rel, root / rel)
+    if not names:
+        text, _ = report(module, workdir)
+        names = re.findall(
+            r"^### (\S+) \((?:survived|no tests|suspicious)\)$", text.split("## Equivalent")[0], re.M
+        )
+    env = dict(os.environ, PYTHONPATH=str(root), TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
+    command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
+    clean = subprocess.run(
+        command, cwd=root, env=env | {"MUTANT_UNDER_TEST": ""}, capture_output=True, text=True
+    )
+    if clean.returncode != 0:
+        print(f"the tests fail on the unmutated code:\n{clean.stdout[-2000:]}")
+        return 1
+    survived = 0
+    for name in names:
+        done = subprocess.run(command, cwd=root, env=env | {"MUTANT_UNDER_TEST": name}, capture_output=True)
+        survived += done.returncode == 0
+        print(f"{'SURVIVES' if done.returncode == 0 else 'killed  '} {name}", flush=True)
+    print(f"{len(names) - survived} of {len(names)} killed")
+    return 0
+
+
+def write_equivalent(module: str, workdir: Path, name: str, reason: str) -> int:
+    """Write mutant ``name`` of the last run down as equivalent in ``benchmarks/mutation_equivalent/MODULE.json``
+    (function, its diff with context, ``reason``); a mutant already there is replaced."""
+    if not reason.strip():
+        print("--equivalent needs --reason: why no output can change")
+        return 2
+    name = name if name.startswith("tracekit.") else f"{MODULES[module][0][:-3].replace('/', '.')}.{name}"
+    entry = {
+        "module": module,
+        "function": _function(name),
+        "diff": _key(mutant_diff(workdir, name)),
+        "reason": reason,
+    }
+    if not entry["diff"]:
+        print(f"no mutant {name} in {workdir}")
+        return 2
+    path = EQUIVALENT / f"{module}.json"
+    entries = [
+        e for e in load_equivalent(module) if (e["function"], e["diff"]) != (entry["function"], entry["diff"])
+    ]
+    EQUIVALENT.mkdir(exist_ok=True)
+    path.write_text(json.dumps([*entries, entry], indent=1, ensure_ascii=False) + "\n")
+    print(f"{name}: written down as equivalent in {path.relative_to(REPO)}")
+    return 0
+
+
 def run_mutmut(workdir: Path, max_children: int, names: list[str] | None = None) -> int:
     env = dict(
         os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1", PYTHONDONTWRITEBYTECODE="1"
@@ -521,6 +579,18 @@ def main(argv: list[str] | None = None) -> int:
         help="test N mutants drawn at random instead of all: the report gives an estimate with its interval",
     )
     parser.add_argument("--seed", type=int, default=33, help="the --sample draw's seed (default 33)")
+    parser.add_argument(
+        "--try",
+        dest="try_tests",
+        nargs="+",
+        metavar="TEST",
+        help="run these working-tree test files against the last run's survivors (or --mutants) in its copy",
+    )
+    parser.add_argument("--mutants", nargs="+", default=[], metavar="NAME", help="the mutants for --try")
+    parser.add_argument(
+        "--equivalent", metavar="NAME", help="write this mutant of the last run down as equivalent"
+    )
+    parser.add_argument("--reason", default="", help="with --equivalent: why no output can change")
     parser.add_argument("--rev", default="HEAD", help="commit to copy (default HEAD)")
     parser.add_argument(
         "--overlay",
@@ -542,6 +612,12 @@ def main(argv: list[str] | None = None) -> int:
     worst = 0
     for module in args.modules:
         workdir = args.workdir / module
+        if args.equivalent:
+            worst = max(worst, write_equivalent(module, workdir, args.equivalent, args.reason))
+            continue
+        if args.try_tests:
+            worst = max(worst, try_tests(module, workdir, args.try_tests, args.mutants))
+            continue
         if args.rerun_survivors:
             started = dt.datetime.now()
             code = rerun_survivors(module, workdir, args.overlay, args.max_children)
