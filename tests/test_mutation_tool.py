@@ -1,0 +1,65 @@
+"""benchmarks/mutation.py's own arithmetic and parsing (the mutation run itself is not in CI: it takes hours).
+
+The Wilson interval is checked against published values (statsmodels' ``proportion_confint(method="wilson")``
+gives the same to 4 decimals): 95 of 100 -> [0.8882, 0.9785], 0 of 10 -> [0, 0.2775], 100 of 100 -> [0.9630, 1].
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import mutation  # noqa: E402
+
+
+@pytest.mark.parametrize(
+    ("killed", "tested", "low", "high"),
+    [(95, 100, 0.8882, 0.9785), (0, 10, 0.0, 0.2775), (100, 100, 0.9630, 1.0), (50, 100, 0.4038, 0.5962)],
+)
+def test_wilson_interval_matches_published_values(killed, tested, low, high):
+    got = mutation.wilson_interval(killed, tested)
+    assert got == pytest.approx((low, high), abs=5e-5)
+
+
+def test_wilson_interval_of_nothing_tested_is_everything():
+    assert mutation.wilson_interval(0, 0) == (0.0, 1.0)
+
+
+@pytest.mark.parametrize(
+    ("name", "function"),
+    [
+        ("tracekit.session.x_analyze_input__mutmut_13", "analyze_input"),
+        ("tracekit.session.xǁAnalysisOptionsǁfrom_args__mutmut_25", "AnalysisOptions.from_args"),
+        ("x_frames_for__mutmut_2", "frames_for"),
+    ],
+)
+def test_function_of_a_mutant_name(name, function):
+    assert mutation._function(name) == function
+
+
+def test_key_drops_indentation_and_blank_lines_but_keeps_each_line_mark():
+    diff = "     a = 1\n-    if x == 1:\n+    if x != 1:\n\n         raise\n"
+    assert mutation._key(diff) == [" a = 1", "-if x == 1:", "+if x != 1:", " raise"]
+
+
+def test_a_sampled_run_is_known_by_its_draw(tmp_path):
+    assert mutation.sampled(tmp_path) is None
+    draw = {"seed": 33, "size": 2, "of": 5, "mutants": ["a", "b"]}
+    (tmp_path / mutation.SAMPLE_FILE).write_text(json.dumps(draw))
+    assert mutation.sampled(tmp_path) == draw
+
+
+def test_every_module_names_an_existing_file_and_its_tests_exist_or_are_slots():
+    root = Path(mutation.REPO)
+    for name, (path, tests) in mutation.MODULES.items():
+        source = (
+            root / path.removeprefix("tracekit/") if path.startswith("tracekit/analyzers/") else root / path
+        )
+        assert source.is_file(), (name, path)
+        present = [t for t in tests if (root / t).is_file()]
+        assert present, name  # at least the module's own tests
+        assert all(t.endswith("_mutants.py") for t in tests if t not in present), name
