@@ -151,14 +151,9 @@ def _require_columns(export: Database, table: str, needed: Iterable[str], path: 
 def _lookup_names(frame: pl.DataFrame, strings: pl.DataFrame, id_col: str, out: str) -> pl.DataFrame:
     """Replace integer column ``id_col`` by the StringIds value, as column ``out`` (null when missing).
 
-    StringIds ids are unique (its primary key): each id is mapped to its string, adding one column of string
-    views that share StringIds' buffers (16 bytes a row), without copying the frame's other columns. A
-    table with repeated ids (not an nsys export) is joined, as before, one row per match."""
-    if strings.get_column("id").is_duplicated().any():
-        joined = frame.join(
-            strings.rename({"id": id_col, "value": out}), on=id_col, how="left", maintain_order="left"
-        )
-        return joined.drop(id_col)
+    StringIds ids are unique (its primary key; :func:`_read_strings` rejects a table that repeats one): each
+    id is mapped to its string, adding one column of string views that share StringIds' buffers (16 bytes a
+    row), without copying the frame's other columns."""
     ids, values = strings.get_column("id"), strings.get_column("value")
     if ids.len() and ids.is_sorted() and ids[0] == 0 and ids[-1] == ids.len() - 1:
         # Ids 0..n-1 in order (how nsys writes StringIds): the id is the row, a gather instead of a hash.
@@ -420,8 +415,9 @@ def read(path: Path, frames: FrameSpec = None) -> Trace:
 
 
 def _read_strings(export: Database, path: Path, step: Callable[[str], None]) -> pl.DataFrame:
-    """The StringIds table (id, value); fails early on a file that is not an nsys export, or whose tables
-    refer to a StringIds it lacks (reading each used table once, so that a damaged file fails here)."""
+    """The StringIds table (id, value); fails early on a file that is not an nsys export, whose tables
+    refer to a StringIds it lacks (reading each used table once, so that a damaged file fails here), or
+    whose StringIds gives one id two strings."""
     cupti = {t for t in export.tables if t.startswith("CUPTI_ACTIVITY_KIND_")}
     if not ({"StringIds", "NVTX_EVENTS"} & export.tables or cupti):
         raise TraceFormatError("not an Nsight Systems export: no StringIds/NVTX_EVENTS/CUPTI tables", path)
@@ -429,9 +425,19 @@ def _read_strings(export: Database, path: Path, step: Callable[[str], None]) -> 
     if export.has("StringIds"):
         _require_columns(export, "StringIds", ("id", "value"), path)
         step("StringIds")
-        return fetch_frame(
+        strings = fetch_frame(
             export.con, 'SELECT "id", "value" FROM StringIds', {"id": pl.Int64, "value": pl.String}
         )
+        repeated = strings.get_column("id").filter(strings.get_column("id").is_duplicated()).unique()
+        if repeated.len():
+            # Two strings for one id: every row naming it would be read once per string (a kernel counted
+            # twice), or with a name picked at random. nsys's StringIds.id is a primary key: not an export.
+            raise TraceFormatError(
+                f"StringIds repeats {repeated.len()} id(s) (first: {repeated.min()}): the names they stand "
+                "for are ambiguous (an nsys export's ids are unique)",
+                path,
+            )
+        return strings
     if users:
         raise TraceFormatError(
             f"missing required table StringIds (names in {', '.join(users)} refer to it)", path
