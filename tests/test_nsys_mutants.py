@@ -181,8 +181,10 @@ def test_a_domain_created_twice_in_a_process_names_its_ranges_once(tmp_path: Pat
 def test_a_cpu_only_export_closes_an_unclosed_range_at_its_last_timestamp(tmp_path: Path) -> None:
     """An export with no CUDA table at all (``nsys -t nvtx``) and a push never popped: the range ends at the
     latest timestamp of the file (here another thread's range end, 1200 ns), with the warning; the leaf
-    ranges below the top level are the CPU trace's operators."""
+    ranges below the top level are the CPU trace's operators, and a GPU the machine has is listed in
+    ``meta["gpus"]`` but not named as the trace's ``gpu`` (it ran nothing)."""
     b = NsysBuilder(version="2022.4.2.1", meta_table="EXPORT_META_DATA")
+    b.gpu(0, "Quadro RTX 8000")  # in the machine, unused by the process: listed, not named its GPU
     b.nvtx_range(0, 900, "iteration")
     b.nvtx_range(10, 500, "aten::linear")
     b.nvtx_range(1000, None, "never_popped")
@@ -196,7 +198,32 @@ def test_a_cpu_only_export_closes_an_unclosed_range_at_its_last_timestamp(tmp_pa
     ]
     assert trace.warnings == ["1 NVTX range(s) never closed; closed at the trace end (1200 ns)"]
     assert trace.meta["device"] == "cpu"
+    assert trace.meta["gpus"] == [{"id": 0, "name": "Quadro RTX 8000"}] and "gpu" not in trace.meta
     assert rows(trace.ops, "start", "end", "kind", "name") == [(10, 500, "operator", "aten::linear")]
+
+
+def test_an_unclosed_range_ends_at_the_last_api_call_in_full_and_partial_reads(tmp_path: Path) -> None:
+    """The trace end that closes a never-popped range counts the API calls, also in a read that does not
+    ask for them (they are then read for their times only and not returned); a full read keeps every API
+    column of its calls."""
+    b = NsysBuilder()
+    b.nvtx_range(0, 500, "iteration")
+    b.nvtx_range(600, None, "iteration")
+    b.runtime(610, 620, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(630, 700, "gemm", correlation=1)
+    b.runtime(710, 2000, "cudaDeviceSynchronize_v3020", correlation=2)  # the file's latest timestamp
+    path = b.write(tmp_path / "unclosed_api.synthetic.sqlite")
+    full = read(path)
+    assert rows(full.ranges, "start", "end", "name") == [(0, 500, "iteration"), (600, 2000, "iteration")]
+    assert rows(full.api, "start", "end", "kind", "name") == [
+        (610, 620, "runtime", "cudaLaunchKernel"),
+        (710, 2000, "runtime", "cudaDeviceSynchronize"),
+    ]
+    assert full.warnings == ["1 NVTX range(s) never closed; closed at the trace end (2000 ns)"]
+    part = read(path, frames={"ops": None, "ranges": None})
+    assert rows(part.ranges, "start", "end", "name") == [(0, 500, "iteration"), (600, 2000, "iteration")]
+    assert part.api.height == 0
+    assert part.warnings == full.warnings
 
 
 # --------------------------------------------------------------------------------------------- errors
