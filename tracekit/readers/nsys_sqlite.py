@@ -2,7 +2,8 @@
 
 Tables and columns are discovered at run time (``sqlite_master`` / ``PRAGMA table_info``); every table is
 optional except that a file with none of ``StringIds``, ``NVTX_EVENTS`` or a ``CUPTI_ACTIVITY_KIND_*`` table
-is not an Nsight Systems export, and ``StringIds`` is required as soon as a table that refers to it has rows.
+is not an Nsight Systems export, and ``StringIds`` is required as soon as a table that refers to it has rows
+(its ids unique, as nsys's primary key makes them: an id given two strings is an error).
 The file is opened read-only and immutable; it is never modified.
 
 What lands where (all timestamps are int64 nanoseconds on the export's session clock, unchanged):
