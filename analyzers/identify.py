@@ -593,7 +593,9 @@ def precision_from_operators(trace: Trace) -> Inferred | None:
     each compute operator type counts its total node time for its precision (:func:`_operator_precision`:
     ``QLinear*``, ``MatMulInteger``, ``ConvInteger``, ``QGemm``, ``QAttention``... -> int8; ``MatMul``,
     ``Gemm``, ``Conv``, attention... -> their floating input type); the precision with the most time wins.
-    None when no compute operator records its input types; value None (:data:`UNCERTAIN`) on an exact tie."""
+    When no node time is recorded at all (ORT writes whole microseconds), node counts weigh instead, and the
+    evidence says so. None when no compute operator records its input types; value None (:data:`UNCERTAIN`)
+    on an exact tie."""
     entries = trace.meta.get("operator_types")
     if not isinstance(entries, list):
         return None
@@ -611,12 +613,16 @@ def precision_from_operators(trace: Trace) -> Inferred | None:
         )
     if not time:
         return None
+    measure, verb = "compute-operator time", "is"
+    if not sum(time.values()):  # ORT writes whole microseconds: a model of sub-microsecond nodes records 0
+        time = {p: sum(n for _, _, n in rows) for p, rows in ops.items()}
+        measure, verb = "compute-operator nodes (no node time recorded)", "are"
     ranked = sorted(time.items(), key=lambda kv: (-kv[1], kv[0]))
     if len(ranked) > 1 and ranked[1][1] == ranked[0][1]:
         tied = tuple(p for p, ns in ranked if ns == ranked[0][1])
         return Inferred(
             None,
-            f"ONNX operator types: equal compute-operator time in {' and '.join(tied)}",
+            f"ONNX operator types: equal {measure} in {' and '.join(tied)}",
             UNCERTAIN,
             uncertain=True,
             candidates=tied,
@@ -624,7 +630,7 @@ def precision_from_operators(trace: Trace) -> Inferred | None:
     top, ns = ranked[0]
     share = ns / max(sum(time.values()), 1)
     named = ", ".join(f"{op} x{n}" for _, op, n in sorted(ops[top], reverse=True)[:3])
-    return Inferred(top, f"ONNX operator types: {share:.0%} of compute-operator time is {top} ({named})")
+    return Inferred(top, f"ONNX operator types: {share:.0%} of {measure} {verb} {top} ({named})")
 
 
 def precision_from_content(trace: Trace) -> Inferred | None:

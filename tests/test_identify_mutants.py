@@ -188,3 +188,27 @@ def test_kernel_precision_tie_lists_the_types_in_name_order():
     found = precision_from_kernels(trace(["sgemm_32x32", "h1688gemm"]))
     assert (found.value, found.source, found.candidates) == (None, UNCERTAIN, ("fp16", "fp32"))
     assert found.evidence == "kernel names: equal kernel time in fp16 and fp32"
+
+
+def test_ort_operator_precision_without_node_time_weighs_node_counts_and_says_so():
+    """ORT writes whole microseconds: a model of sub-microsecond nodes records 0 ns everywhere. The share used to
+    read "0% of compute-operator time is fp16"; node counts weigh instead (48 fp16 of 51 = 94%), said aloud."""
+    t = ort_operator_types([("MatMul", 0, 48, ["float16"]), ("FusedMatMul", 0, 3, ["float"])])
+    found = precision_from_operators(t)
+    assert (found.value, found.source, found.uncertain) == ("fp16", FROM_CONTENT, False)
+    assert found.evidence == (
+        "ONNX operator types: 94% of compute-operator nodes (no node time recorded) are fp16 (MatMul x48)"
+    )
+    one = precision_from_operators(ort_operator_types([("MatMul", 0, 5, ["float16"])]))
+    assert (
+        one.evidence
+        == "ONNX operator types: 100% of compute-operator nodes (no node time recorded) are fp16 (MatMul x5)"
+    )
+    tie = precision_from_operators(
+        ort_operator_types([("MatMul", 0, 2, ["float16"]), ("Gemm", 0, 2, ["float"])])
+    )
+    assert (tie.value, tie.candidates) == (None, ("fp16", "fp32"))
+    assert (
+        tie.evidence
+        == "ONNX operator types: equal compute-operator nodes (no node time recorded) in fp16 and fp32"
+    )
