@@ -28,7 +28,8 @@ Units: ``*_ns`` integer nanoseconds, ``*_ms`` milliseconds, ``*_us`` microsecond
 - gpu_busy: length of the union of the iteration's op intervals (all streams, all kinds) clipped to the
   window, where a gap of at most :data:`ROUNDING_NS` (1 ns: one rounding unit of a nanosecond timestamp,
   as between back-to-back kernels in ROCm Kineto traces) between two ops is not a gap: it is merged into
-  busy time.
+  busy time. An op without an end time (not recorded) has no interval and counts in no busy time (a warning
+  counts such ops).
 - idle gaps: maximal sub-intervals of the window with no op of the iteration running (> 0 ns), including the
   leading (window start -> first op) and trailing (last op end -> window end) gaps; an iteration without
   ops has one gap of position ``empty`` (its whole window); idle = latency - busy.
@@ -502,12 +503,15 @@ def _windows_in_order(windows: pl.DataFrame) -> bool:
 
 def _clipped(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     """The iteration's op intervals clipped to its window (``s``, ``e``; empty ones dropped), sorted by
-    (iteration, s, e). ``windows`` has one row per iteration 0..n-1, in order."""
+    (iteration, s, e). ``windows`` (:func:`_windows` of these ``ops``) has one row per iteration 0..n-1, in
+    order. Only the starts need clipping: no op ends after its window (the window ends at or after the
+    iteration's latest op end). An op without an end (not recorded) has no interval: it is dropped, not
+    counted busy to the window's end."""
     at = ops.get_column("iteration")
     clipped = ops.select(
         "iteration",
         pl.max_horizontal("start", windows.get_column("window_start").gather(at)).alias("s"),
-        pl.min_horizontal("end", windows.get_column("window_end").gather(at)).alias("e"),
+        pl.col("end").alias("e"),
     ).filter(pl.col("e") > pl.col("s"))
     return sort_frame(clipped, ["iteration", "s", "e"], [False, False, False])
 
@@ -832,6 +836,12 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         ops = ops.filter(pl.col("iteration").is_not_null())
     if has_ops and ops.is_empty():
         warnings.append(f"no GPU or operator activity falls inside the {name!r} ranges")
+    no_end = ops.get_column("end").null_count()
+    if no_end:
+        warnings.append(
+            f"{no_end} device ops in the iterations have no end time (not recorded): they count as kernels but "
+            "not in GPU busy time, which is short by however long they ran"
+        )
     windows = _windows(ranges, ops)
     # No gap can overlap another op when every op is in an iteration, inside its window, and the windows
     # follow each other: then no gap's device-side time is queued behind other work, and nothing is searched.

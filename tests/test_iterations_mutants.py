@@ -1,0 +1,169 @@
+"""Per-iteration metrics (tracekit.analyzers.iterations): the cases the sampled mutation run of issue 33
+(2026-11-26, ``python benchmarks/mutation.py iterations --sample 100``) found unchecked, one test per behaviour.
+
+Every trace here is hand-built (synthetic, not a measurement); each test asserts the exact number, column, line
+or warning a user sees.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import pytest
+
+from tests.builders import make_trace
+from tracekit.analyzers.iterations import analyze_iterations, per_device_rows
+from tracekit.model import Trace
+
+#: the columns of IterationAnalysis.gaps (docs/design.md section 4, "Gaps")
+GAP_COLUMNS = ["iteration", "start_ns", "end_ns", "position", "duration_ns", "cpu_context"]
+
+
+def _one_launch_then_a_sync() -> Trace:
+    """Two ranges [0, 1000) and [1000, 2000): the first launches one kernel (call [100, 150), kernel
+    [200, 300)); the second only synchronizes (a call without a correlation id, no launch)."""
+    return make_trace(
+        ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
+        api=[(100, 150, 1, "cudaLaunchKernel"), (1100, 1150, None, "cudaDeviceSynchronize")],
+        ops=[(200, 300, 1, 7)],
+    )
+
+
+# ------------------------------------------------------------------------------------------- launches
+
+
+def test_an_iteration_without_launches_has_zero_launch_time_not_null() -> None:
+    # A trace with API calls: an iteration that launched nothing spent 0 us in launch calls (a measured 0),
+    # while its launch latency and queue time, medians over no launches, are null.
+    it = analyze_iterations(_one_launch_then_a_sync()).iterations
+    assert it["launches"].to_list() == [1, 0]
+    assert it["launch_api_us"].to_list() == [pytest.approx(0.05), 0.0]
+    assert it["launch_latency_us"].to_list() == [pytest.approx(0.1), None]
+    assert it["queue_us"].to_list() == [pytest.approx(0.05), None]
+
+
+# ----------------------------------------------------------------------------------------------- gaps
+
+
+def test_an_op_without_an_end_time_is_not_busy_to_the_window_end() -> None:
+    # Op 1's end was not recorded (null: a hand-built Trace may hold one; no reader leaves one). It has no
+    # interval: it counts as a kernel, not as busy time, and a warning says so. It used to be clipped to the
+    # window's end, i.e. counted busy from 100 to 1000 ns (utilization 0.9 instead of 0.1).
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration")],
+        api=[(10, 20, 1, "cudaLaunchKernel"), (30, 40, 2, "cudaLaunchKernel")],
+        ops=[(100, None, 1, 7), (300, 400, 2, 7)],
+    )
+    a = analyze_iterations(trace)
+    it = a.iterations
+    assert it["kernels"].to_list() == [2]
+    assert it["gpu_busy_ms"].to_list() == pytest.approx([100e-6])
+    assert it["gpu_utilization"].to_list() == pytest.approx([0.1])
+    assert a.gaps.select("start_ns", "end_ns", "position").rows() == [
+        (0, 300, "leading"),
+        (400, 1000, "trailing"),
+    ]
+    assert a.warnings == [
+        "1 device ops in the iterations have no end time (not recorded): they count as kernels but not in GPU "
+        "busy time, which is short by however long they ran"
+    ]
+
+
+def test_an_analysis_without_idle_gaps_still_has_the_gap_columns() -> None:
+    # One iteration whose kernel fills its whole range: no gap, but the gaps frame (the API's gaps, the
+    # --gaps file) keeps its documented columns, cpu_context included.
+    a = analyze_iterations(
+        make_trace(ranges=[(0, 100, "iteration")], api=[(0, 0, 1, "cudaLaunchKernel")], ops=[(0, 100, 1, 7)])
+    )
+    assert a.iterations["gpu_utilization"].to_list() == [1.0]
+    assert a.gaps.is_empty() and a.gaps.columns == GAP_COLUMNS
+
+
+def test_the_analysis_emits_no_python_warnings() -> None:
+    # A user sees a Python warning on stderr: an ordinary trace (three gaps of each position but empty, an
+    # op without correlation id) is analyzed without any (e.g. numpy's "invalid value encountered in cast"
+    # from a null gap position).
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
+        api=[(10, 20, 1, "cudaLaunchKernel")],
+        ops=[(100, 200, 1, 7), (300, 400, None, 9, "memcpy")],
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        a = analyze_iterations(trace)
+    assert a.gaps.select("iteration", "start_ns", "end_ns", "position").rows() == [
+        (0, 0, 100, "leading"),
+        (0, 200, 300, "inner"),
+        (0, 400, 1000, "trailing"),
+        (1, 1000, 2000, "empty"),
+    ]
+
+
+def test_longest_gaps_without_attribution_have_null_causes() -> None:
+    # attribute=False: the longest gaps carry the same columns as with the attribution, cause and host_state
+    # null (nothing attributed), longest first.
+    a = analyze_iterations(_one_launch_then_a_sync(), attribute=False)
+    longest = a.longest_gaps()
+    assert longest.columns == [*GAP_COLUMNS, "cause", "host_state", "offset_ms", "duration_us"]
+    assert longest["duration_us"].to_list() == pytest.approx([1.0, 0.7, 0.2])
+    assert longest["cause"].null_count() == longest["host_state"].null_count() == 3
+
+
+# ------------------------------------------------------------------------------------------- warnings
+
+
+def test_the_warning_for_ops_without_correlation_id_is_said_in_full() -> None:
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration")],
+        api=[(10, 20, 1, "cudaLaunchKernel")],
+        ops=[(100, 200, 1, 7), (300, 400, None, 9, "memcpy")],
+    )
+    assert analyze_iterations(trace).warnings == [
+        "1 device ops in the iterations carry no correlation id (nothing links them to a launching call): they "
+        "are assigned by their start, and the gaps they end are split by the iteration's main thread's state, "
+        "with no device-side part"
+    ]
+
+
+def test_the_gpu_annotation_warning_is_said_in_full() -> None:
+    # Kineto's GPU-side copy of the step spans [150, 400): op 2 (launched in the step) ran outside it, op 3
+    # (launched before the capture) inside it.
+    trace = make_trace(
+        ranges=[(0, 1000, "ProfilerStep#3"), (150, 400, "ProfilerStep#3", 0, "gpu")],
+        api=[(10, 20, 1, "cudaLaunchKernel"), (30, 40, 2, "cudaLaunchKernel")],
+        ops=[(150, 300, 1, 7), (500, 600, 2, 7), (310, 390, 3, 8)],
+    )
+    assert analyze_iterations(trace).warnings[-1] == (
+        "Kineto's GPU-side annotations ('ProfilerStep#*', 1 of them) disagree with the assignment by launch: "
+        "1 ops launched in an iteration ran outside its GPU-side annotation; 1 ops (0.000 ms busy) inside an "
+        "iteration's GPU-side annotation were launched outside that iteration (counted where their launch is)"
+    )
+
+
+# ----------------------------------------------------------------------------------------- per device
+
+
+def test_per_device_rows_cut_each_device_by_split_idle() -> None:
+    # Two GPUs (one process each), no ranges: each runs two kernels of 100 us, 3 ms apart, each launched
+    # 5 us before it starts. With --split-idle 1 ms each device has two windows of 105 us (first launch to
+    # last end); without, one window of 3.105 ms.
+    us = 1_000
+    api, ops, corr = [], [], 0
+    for device, pid in ((0, 1), (1, 2)):
+        for start in (10 * us, 3_010 * us):
+            corr += 1
+            api.append((start - 5 * us, start - 4 * us, corr, "cudaLaunchKernel", pid, pid))
+            ops.append((start, start + 100 * us, corr, 7, "kernel", device, pid))
+    trace = make_trace(
+        api=api,
+        ops=ops,
+        meta={"path": "two_gpus.synthetic.json"},
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
+    )
+    rows = per_device_rows(trace, split_idle_ms=1.0)
+    assert [(r["device"], r["iterations"]) for r in rows] == [(0, 2), (1, 2)]
+    assert [r["latency_ms"] for r in rows] == pytest.approx([0.105, 0.105])
+    assert [r["gpu_busy_ms"] for r in rows] == pytest.approx([0.100, 0.100])
+    whole = per_device_rows(trace)
+    assert [(r["iterations"], r["latency_ms"]) for r in whole] == [(1, pytest.approx(3.105))] * 2
