@@ -12,12 +12,14 @@ from pathlib import Path
 
 import polars as pl
 
+from tests.builders import make_trace
 from tests.test_identify import ATEN_KERNEL, cpu_ops, trace
 from tracekit.analyzers.identify import (
     FROM_CONTENT,
     FROM_NAME,
     UNCERTAIN,
     batch_from_content,
+    batch_from_steps,
     identify,
     ort_evidence,
     precision_from_kernels,
@@ -212,3 +214,32 @@ def test_ort_operator_precision_without_node_time_weighs_node_counts_and_says_so
         tie.evidence
         == "ONNX operator types: equal compute-operator nodes (no node time recorded) in fp16 and fp32"
     )
+
+
+# ------------------------------------------- the second, independent sample (seed 34) found these unchecked
+
+
+def test_ort_operator_precision_winner_is_the_most_time_not_the_first_name():
+    """fp32 compute dominates (3000 ns against 1000 ns of fp16): the ranking is by time, not by name."""
+    t = ort_operator_types([("MatMul", 1000, 4, ["float16"]), ("Gemm", 3000, 2, ["float"])])
+    found = precision_from_operators(t)
+    assert found.value == "fp32"
+    assert found.evidence == "ONNX operator types: 75% of compute-operator time is fp32 (Gemm x2)"
+
+
+def test_an_embedding_with_a_float_table_and_no_integer_ids_is_no_lookup():
+    """A Gather of two float inputs (no integer ids) gives no batch size rather than failing."""
+    gather = {"name": "Gather", "dims": [[30522, 768], [2, 64]], "types": ["float", "float"]}
+    assert batch_from_content(make_trace(meta={"embedding_inputs": [gather]})) == (None, None)
+
+
+def test_a_step_name_of_exactly_the_example_length_is_shown_whole_one_longer_is_cut():
+    """The evidence quotes one step name up to 60 characters whole; a 61-character name is cut to 59 + '…'."""
+    base = "step[DECODE bs=2 g_sq=2 g_sqsq=2 g_sqsk=30 g_sk=30"
+    whole = base + "0" * (59 - len(base)) + "]"
+    longer = base + "0" * (60 - len(base)) + "]"
+    assert (len(whole), len(longer)) == (60, 61)
+    shown = batch_from_steps(make_trace(ranges=[(0, 100, whole), (100, 200, whole)]))
+    assert shown.evidence == f"SGLang step names: 2 requests in each of 2 step(s) ({whole!r})"
+    cut = batch_from_steps(make_trace(ranges=[(0, 100, longer), (100, 200, longer)]))
+    assert cut.evidence == f"SGLang step names: 2 requests in each of 2 step(s) ({longer[:59] + '…'!r})"
