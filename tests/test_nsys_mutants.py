@@ -17,7 +17,7 @@ from tests.nsys_builder import NsysBuilder
 from tracekit import progress
 from tracekit.errors import TraceFormatError
 from tracekit.readers import sqlite_engine
-from tracekit.readers.nsys_sqlite import read
+from tracekit.readers.nsys_sqlite import SIDE_BY_SIDE_MAX_ROWS, read
 
 
 def rows(frame: pl.DataFrame, *cols: str) -> list[tuple]:
@@ -89,6 +89,16 @@ def test_partial_read_selects_only_the_columns_it_needs(tmp_path: Path, monkeypa
     assert selected["CUPTI_ACTIVITY_KIND_KERNEL"] == ["start", "end", "device", "name_id"]
 
 
+def test_partial_read_of_graph_executions_keeps_their_end(tmp_path: Path) -> None:
+    """Whole-graph executions in a partial read that asks for neither ``start`` nor ``end``: both are read
+    (the device's busy time needs them), so each graph keeps its real end, not null."""
+    b = NsysBuilder()
+    b.runtime(100, 150, "cudaGraphLaunch_v10000", correlation=1)
+    b.graph_execution(200, 800, graph=5, correlation=1)
+    trace = read(b.write(tmp_path / "partial_graphs.synthetic.sqlite"), frames={"ops": ["kind"]})
+    assert rows(trace.ops, "start", "end", "kind", "graph") == [(200, 800, "graph", None)]
+
+
 def test_whole_graph_executions_warning_says_what_is_not_seen(tmp_path: Path) -> None:
     """The warning of a trace whose CUDA graphs were traced whole, word for word: how many, why, what the
     numbers then miss and how to profile instead."""
@@ -154,6 +164,59 @@ def test_memcpy_of_a_copy_kind_nsys_does_not_name_is_a_plain_memcpy(tmp_path: Pa
         (300, "memcpy", "[CUDA memcpy DtoD]"),
         (500, "memcpy", "[CUDA memcpy]"),
     ]
+
+
+def test_a_graph_execution_without_a_graph_id_is_named_cuda_graph(tmp_path: Path) -> None:
+    """A whole-graph execution whose ``graphId`` is null: named plain "CUDA graph" (no id to add), graph
+    null; one with an id is "CUDA graph <id>"."""
+    b = NsysBuilder()
+    b.runtime(100, 150, "cudaGraphLaunch_v10000", correlation=1)
+    b.graph_execution(200, 800, graph=None, correlation=1)  # type: ignore[arg-type]
+    b.graph_execution(900, 1500, graph=7, correlation=1)
+    trace = read(b.write(tmp_path / "graph_null_id.synthetic.sqlite"))
+    assert rows(trace.ops, "start", "kind", "name", "graph") == [
+        (200, "graph", "CUDA graph", None),
+        (900, "graph", "CUDA graph 7", 7),
+    ]
+
+
+def test_kernel_names_come_from_a_column_called_name(tmp_path: Path) -> None:
+    """A kernel table whose only name column is ``name`` (no demangledName, shortName or mangledName): the
+    kernels are named from it (ids into StringIds), not rejected as nameless."""
+    kernel = "CUPTI_ACTIVITY_KIND_KERNEL"
+    b = NsysBuilder(drop_columns={kernel: ["demangledName", "shortName", "mangledName"]})
+    b.runtime(100, 150, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(160, 190, "gemm", correlation=1)
+    path = b.write(tmp_path / "kernel_name_column.synthetic.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute(f'ALTER TABLE "{kernel}" ADD COLUMN "name" INTEGER')
+        con.execute(f"UPDATE \"{kernel}\" SET name = (SELECT id FROM StringIds WHERE value = 'gemm')")
+    con.close()
+    trace = read(path)
+    assert rows(trace.ops, "start", "end", "kind", "name") == [(160, 190, "kernel", "gemm")]
+    assert trace.warnings == []
+
+
+def test_string_ids_not_numbered_from_zero_name_each_id_by_its_own_string(tmp_path: Path) -> None:
+    """A StringIds that is not numbered 0..n-1 (hand-edited: a negative id -1 before ids 1..n, so n+1 rows
+    whose largest id is n): each id still maps to its own string. A kernel naming id -1 is named by it; a
+    kernel naming id 0, which the table lacks, has no name (with the missing-id warning), not the string of
+    the table's first row."""
+    b = NsysBuilder()
+    b.kernel(100, 200, "gemm")
+    b.kernel(300, 400, "relu")
+    b.kernel(500, 600, "softmax")
+    path = b.write(tmp_path / "negative_string_id.synthetic.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute("INSERT INTO StringIds (id, value) VALUES (-1, 'negative')")
+        con.execute('UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "demangledName" = -1 WHERE start = 300')
+        con.execute(
+            'UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET "demangledName" = 0, "shortName" = 0 WHERE start = 500'
+        )
+    con.close()
+    trace = read(path)
+    assert rows(trace.ops, "start", "name") == [(100, "gemm"), (300, "negative"), (500, None)]
+    assert trace.warnings == ["1 kernels have a name id missing from StringIds"]
 
 
 # ----------------------------------------------------------------------------------------------- NVTX
@@ -256,6 +319,27 @@ def test_a_table_without_a_required_column_is_an_error_naming_the_file(
     assert caught.value.exit_code == 2
 
 
+def test_an_api_table_error_of_a_large_trace_names_the_file(tmp_path: Path) -> None:
+    """A trace whose kernel table spans more than SIDE_BY_SIDE_MAX_ROWS rowids is read one table after the
+    other, not side by side: its API table's format error still names the file (here a RUNTIME table
+    without ``nameId``; two kernels, the second at rowid SIDE_BY_SIDE_MAX_ROWS + 1, so that the row
+    estimate, the rowid span, is over the limit)."""
+    runtime = "CUPTI_ACTIVITY_KIND_RUNTIME"
+    b = NsysBuilder(drop_columns={runtime: ["nameId"]})
+    b.runtime(100, 150, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(160, 190, "gemm", correlation=1)
+    b.kernel(200, 230, "relu")
+    path = b.write(tmp_path / "large_api_error.synthetic.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute(
+            "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET rowid = ? WHERE start = 200", (SIDE_BY_SIDE_MAX_ROWS + 1,)
+        )
+    con.close()
+    with pytest.raises(TraceFormatError) as caught:
+        read(path)
+    assert str(caught.value) == f"{path}: {runtime} lacks required column(s) nameId"
+
+
 def test_a_string_table_that_gives_one_id_two_names_is_an_error(tmp_path: Path) -> None:
     """StringIds with an id repeated (nsys's ``id`` is a primary key, so not an export as written): an error
     naming the file, not a trace. Read as it was, each row naming the id came once per string: one kernel
@@ -305,3 +389,31 @@ def test_progress_names_each_table_read_in_order(tmp_path: Path, monkeypatch) ->
         ("GPU_METRICS (1 rows)", 6 / 7),
         ("normalizing", 1.0),
     ]
+
+
+def test_progress_stays_at_most_full_when_an_unclosed_range_reads_unplanned_tables(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """A read that asks for no API calls nor GPU metrics plans 3 tables (StringIds, KERNEL, NVTX_EVENTS); a
+    range never closed makes it read RUNTIME and GPU_METRICS too (for the trace end): those steps are
+    reported with the bar full (1.0), never past it (GPU_METRICS is the 5th step of 3 planned)."""
+    b = NsysBuilder()
+    b.runtime(100, 150, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(160, 190, "gemm", correlation=1)
+    b.nvtx_range(0, None, "iteration")
+    b.gpu(0, "NVIDIA H100")
+    b.gpu_metric(500, "SMs Active [Throughput %]", 50)
+    path = b.write(tmp_path / "progress_unclosed.synthetic.sqlite")
+    reported: list[tuple[str, float | None]] = []
+    monkeypatch.setattr(progress, "active", lambda: True)
+    monkeypatch.setattr(progress, "report", lambda stage, fraction=None: reported.append((stage, fraction)))
+    trace = read(path, frames={"ops": None, "ranges": None})
+    assert reported == [
+        ("StringIds (2 rows)", 0.0),  # the launch's name and gemm
+        ("KERNEL (1 rows)", 1 / 3),
+        ("NVTX_EVENTS (1 rows)", 2 / 3),
+        ("RUNTIME (1 rows)", 1.0),
+        ("GPU_METRICS (1 rows)", 1.0),
+        ("normalizing", 1.0),
+    ]
+    assert rows(trace.ranges, "start", "end", "name") == [(0, 500, "iteration")]
