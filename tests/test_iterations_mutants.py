@@ -12,6 +12,7 @@ import warnings
 import pytest
 
 from tests.builders import make_trace
+from tracekit.analyzers import iterations
 from tracekit.analyzers.iterations import analyze_iterations, per_device_rows
 from tracekit.model import Trace
 
@@ -107,6 +108,20 @@ def test_longest_gaps_without_attribution_have_null_causes() -> None:
     assert longest.columns == [*GAP_COLUMNS, "cause", "host_state", "offset_ms", "duration_us"]
     assert longest["duration_us"].to_list() == pytest.approx([1.0, 0.7, 0.2])
     assert longest["cause"].null_count() == longest["host_state"].null_count() == 3
+
+
+def test_traces_above_the_overlap_limit_get_the_same_analysis(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Above OVERLAP_MAX_OPS ops (4 Mi: the largest traces) the gaps and the attribution's setup are built one
+    # after the other instead of on two threads: the same numbers either way (the limit lowered to 0 here,
+    # rather than building a trace of 4 million ops).
+    trace = _one_launch_then_a_sync()
+    overlapped = analyze_iterations(trace)
+    monkeypatch.setattr(iterations, "OVERLAP_MAX_OPS", 0)
+    one_by_one = analyze_iterations(trace)
+    assert one_by_one.iterations.equals(overlapped.iterations)
+    assert one_by_one.gaps.equals(overlapped.gaps)
+    assert one_by_one.iterations["gpu_busy_ms"].to_list() == pytest.approx([100e-6, 0.0])
+    assert one_by_one.iterations["dispatch_ms"].to_list() == pytest.approx([800e-6, 950e-6])
 
 
 # ------------------------------------------------------------------------------------------- warnings
