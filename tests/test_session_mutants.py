@@ -159,6 +159,23 @@ def test_the_sidecar_the_input_carries_is_the_one_merged_into_the_trace(tmp_path
     assert a.config.model == "stated-model"
 
 
+@pytest.mark.parametrize("cached", [False, True], ids=["read", "cache"])
+def test_the_format_is_detected_once_when_the_input_is_resolved(tmp_path, monkeypatch, cached):
+    """TraceInput carries the format detected when it was resolved; the read uses it instead of detecting it
+    again (a second detection would read the file's head again, and a pipe's twice)."""
+    from tracekit import readers
+
+    item = resolve_input(_copy_alone(tmp_path))
+    assert item.format == "nsys-sqlite"
+
+    def detect_again(path, *args, **kwargs):
+        raise AssertionError(f"format detected again for {path}")
+
+    monkeypatch.setattr(readers, "detect_format", detect_again)
+    a = analyze_input(item, cache_dir=tmp_path / "cache" if cached else None)
+    assert a.iterations.height == 10
+
+
 @pytest.mark.skipif(not Path("/dev/fd").is_dir(), reason="no /dev/fd to name a pipe by")
 def test_cache_refuses_a_pipe_with_one_line_naming_it(tmp_path):
     """--cache needs a file: a pipe (here /dev/fd/N of an anonymous pipe) is refused before anything is read
