@@ -43,9 +43,9 @@ Same name on several threads, or nested (one rule for the default and for ``--ra
     instances were left out and why; another says when instances that remain overlap in time (different
     threads): an op launched in the overlap belongs to the later-starting one.
 
-Ranges never closed (a null ``end``)
-    are no candidates for any rule or pattern: with no end a range has no latency. A warning names them. No
-    reader here leaves one (the Nsight Systems reader closes them at the trace end, and says so); a
+Ranges without a start or an end time (null: never closed, or never opened)
+    are no candidates for any rule or pattern: such a range has no latency. A warning names them. No reader
+    here leaves one (the Nsight Systems reader closes open ranges at the trace end, and says so); a
     :class:`~tracekit.model.Trace` built by hand may.
 
 No ranges at all (a GPU-only Kineto trace, ``activities=[CUDA]``; an Nsight Systems trace without NVTX)
@@ -441,16 +441,17 @@ def select_ranges(
     candidates = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).with_columns(
         range_key(pl.col("name")).alias("key")
     )
-    unclosed = candidates.filter(pl.col("end").is_null())
-    if (
-        unclosed.height
-    ):  # no reader here leaves one (nsys closes them at the trace end); a Trace built by hand may
-        candidates = candidates.filter(pl.col("end").is_not_null())
+    # No reader leaves a range without a start or an end (nsys closes open ranges at the trace end); a
+    # hand-built Trace may.
+    untimed = candidates.filter(pl.col("start").is_null() | pl.col("end").is_null())
+    if untimed.height:
+        candidates = candidates.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
         choice = _select_closed(trace, candidates, range_name, path)
-        names = _names(unclosed.get_column("key").unique(maintain_order=True).to_list())
+        names = _names(untimed.get_column("key").unique(maintain_order=True).to_list())
+        n = untimed.height
         choice.warnings.append(
-            f"left out {unclosed.height} range{'s' if unclosed.height > 1 else ''} never closed ({names}): "
-            "with no end, a range has no latency and is no iteration"
+            f"left out {n} range{'s' if n > 1 else ''} without a start or an end time ({names}): "
+            "such a range has no latency and is no iteration"
         )
         return choice
     return _select_closed(trace, candidates, range_name, path)

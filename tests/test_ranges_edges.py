@@ -249,9 +249,24 @@ def test_a_range_never_closed_is_no_iteration_and_is_said():
     assert spans(choice.frame) == [(0, 1000), (2000, 3000)]
     assert choice.name == "step"
     assert choice.warnings == [
-        "left out 2 ranges never closed ('step', 'other'): with no end, a range has no latency and is no iteration"
+        "left out 2 ranges without a start or an end time ('step', 'other'): such a range has no latency and is no "
+        "iteration"
     ]
     assert spans(R.select_ranges(trace, "step").frame) == [(0, 1000), (2000, 3000)]
+
+
+def test_a_range_without_a_start_is_left_out_too():
+    """A null start (never opened) would otherwise sort first and hold every later range of its process."""
+    trace = make_trace(
+        ranges=[(None, 5000, "step"), (0, 1000, "step"), (2000, 3000, "step")],
+        api=[(100, 150, 1, "cudaLaunchKernel"), (2100, 2150, 3, "cudaLaunchKernel")],
+        ops=[(200, 400, 1, 7), (2200, 2400, 3, 7)],
+    )
+    choice = R.select_ranges(trace)
+    assert spans(choice.frame) == [(0, 1000), (2000, 3000)]
+    assert choice.warnings == [
+        "left out 1 range without a start or an end time ('step'): such a range has no latency and is no iteration"
+    ]
 
 
 def test_only_unclosed_ranges_give_the_whole_trace_window_and_say_so():
@@ -261,5 +276,5 @@ def test_only_unclosed_ranges_give_the_whole_trace_window_and_say_so():
     choice = R.select_ranges(trace)
     assert spans(choice.frame) == [(1100, 1400)]
     assert choice.warnings == [
-        "left out 1 range never closed ('step'): with no end, a range has no latency and is no iteration"
+        "left out 1 range without a start or an end time ('step'): such a range has no latency and is no iteration"
     ]
