@@ -1149,7 +1149,7 @@ def setup(
     """The :class:`Setup` of :func:`attribute_idle` (same arguments), built apart so that it can be built
     while the gaps are (on another thread: it reads only the trace and the op-to-call matching)."""
     intervals, graphs = _api_intervals(api)
-    if timeline is None and calls is None:
+    if timeline is None:  # (with or without calls: "None: of ops", as documented)
         timeline = DeviceTimeline.of(ops.sort("start"))
     ctx = _Context(ops, api, ranges, intervals, calls, timeline)
     for key in intervals:  # each host thread's intervals made ready for the per-gap sums

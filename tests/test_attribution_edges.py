@@ -49,6 +49,7 @@ from tracekit.analyzers.attribution import (
     idle_pieces,
     idle_summary,
     iteration_ranges,
+    main_threads,
     project_cuda_graphs,
     projection,
     replay_parameters,
@@ -1056,3 +1057,150 @@ def test_api_time_per_code_frequent_sparse_and_single() -> None:
         )
     )
     assert _api_time(only, np.array([5]), np.array([25])).tolist() == [[0], [10], [0]]
+
+
+# ----------------------------------------------------------------------------------- mutation run of 2026-11-26
+
+
+def _host_only(pid: int = 1):  # noqa: ANN202
+    """Synthetic, no device op at all: range 0 [0, 1000) on thread 1, which synchronizes [200, 500); range 1
+    [2000, 3000) on thread 2, which allocates [2100, 2900). The API calls are on process ``pid`` (the ranges
+    on process 1, the builder's default)."""
+    return make_trace(
+        ranges=[(0, 1000, "iteration", 1), (2000, 3000, "iteration", 2)],
+        api=[(200, 500, None, "cudaStreamSynchronize", pid, 1), (2100, 2900, None, "cudaMalloc", pid, 2)],
+        range_fields=("start", "end", "name", "thread"),
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+    )
+
+
+def _empty_windows() -> pl.DataFrame:
+    """The two windows of :func:`_host_only` as gaps without ops ("empty": no op ends them)."""
+    from tracekit.analyzers.iterations import GAP_POSITION
+
+    return pl.DataFrame(
+        {
+            "iteration": [0, 1],
+            "start_ns": [0, 2000],
+            "end_ns": [1000, 3000],
+            "position": pl.Series(["empty", "empty"], dtype=GAP_POSITION),
+        }
+    )
+
+
+def test_gaps_of_a_trace_without_device_ops_are_the_main_threads_host_states() -> None:
+    # No op in the whole trace (a caller's own windows over a host-only trace): no op ends any gap, so each
+    # window is split by its range thread's calls alone -- not an error (kills _candidates' empty-ops return
+    # given a bad shape)
+    trace = _host_only()
+    ranges = iteration_ranges(trace)
+    gaps = attribute_gaps(_empty_windows(), trace.ops, trace.api, ranges)
+    assert gaps.select(
+        "cause", "host_state", "pid", "thread", "next_call_end", "no_launch", *CAUSE_NS
+    ).rows() == [
+        ("dispatch", "dispatch", 1, 1, None, False, 700, 0, 300, 0, 0),
+        ("other_api", "dispatch", 1, 2, None, False, 200, 0, 0, 800, 0),
+    ]
+    result = attribute_idle(_empty_windows(), trace.ops, trace.api, ranges)
+    assert result.iterations.select("index", "idle_ns", *CAUSE_NS).rows() == [
+        (0, 1000, 700, 0, 300, 0, 0),
+        (1, 1000, 200, 0, 0, 800, 0),
+    ]
+    assert result.lags.height == 0
+
+
+#: the columns of :func:`launch_lags`' frame
+LAG_SCHEMA = pl.Schema({"iteration": pl.Int64, "start": pl.Int64, "lag_ns": pl.Int64})
+
+
+def test_launch_lags_without_ops_or_calls_is_an_empty_frame_with_its_columns() -> None:
+    # Nothing can lag without ops (a host-only trace) or without launch calls (ops whose calls are not in the
+    # trace): the lags are an empty frame with the columns a frame of lags has, never None
+    trace = _host_only()
+    ranges = iteration_ranges(trace)
+    no_ops = attribute_idle(_empty_windows(), trace.ops, trace.api, ranges)
+    assert no_ops.lags.schema == LAG_SCHEMA and no_ops.lags.height == 0
+    no_calls = dataclasses.replace(_three_steps(), api=conform(None, API_SCHEMA))
+    result = attribute_trace(no_calls, analyze_iterations(no_calls))
+    assert result.lags.schema == LAG_SCHEMA and result.lags.height == 0
+    # the same columns as a frame with lags in it
+    assert analyze_iterations(_lags()).attribution.lags.schema == LAG_SCHEMA
+
+
+def test_main_threads_takes_the_pid_of_the_range_threads_calls() -> None:
+    # ranges without a pid column: each range's pid is the (smallest) pid of the API calls on its thread,
+    # null when its thread made no call; calls without a thread are no evidence; a pid column is kept as is
+    ranges = pl.DataFrame({"iteration": [0, 1, 2], "thread": [1, 2, 3]})
+    api = pl.DataFrame(
+        {"pid": [9, 7, 4, 5, 6], "thread": [1, 1, None, 2, None], "name": ["cudaMalloc"] * 5},
+        schema={"pid": pl.Int64, "thread": pl.Int64, "name": pl.String},
+    )
+    assert main_threads(ranges, api).rows() == [(0, 1, 7), (1, 2, 5), (2, 3, None)]
+    with_pid = ranges.with_columns(pl.lit(3, pl.Int64).alias("pid"))
+    assert main_threads(with_pid, api).equals(with_pid)
+
+
+def test_ranges_without_pid_take_it_from_the_api_calls() -> None:
+    # The calls are on process 7, the ranges (builder default) on process 1: given the ranges' pid, the
+    # range threads (1, 1) and (1, 2) made no call and every window is dispatch; without it, the pid comes
+    # from the calls on the range's thread (7) and their sync/other_api time is found
+    trace = _host_only(pid=7)
+    ranges = iteration_ranges(trace)
+    with_pid = attribute_gaps(_empty_windows(), trace.ops, trace.api, ranges)
+    assert with_pid.select("pid", *CAUSE_NS).rows() == [(1, 1000, 0, 0, 0, 0), (1, 1000, 0, 0, 0, 0)]
+    without = attribute_gaps(_empty_windows(), trace.ops, trace.api, ranges.drop("pid"))
+    assert without.select("pid", "thread", *CAUSE_NS).rows() == [
+        (7, 1, 700, 0, 300, 0, 0),
+        (7, 2, 200, 0, 0, 800, 0),
+    ]
+
+
+@pytest.mark.parametrize("chunk", [1, 2, 3, 4])
+def test_gaps_attributed_in_chunks_give_the_same_answer(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Large traces are attributed 65,536 gaps at a time; with chunks of 1-4 gaps the chunk boundaries fall
+    # inside and between iterations of these small traces: every gap is attributed once, the per-gap rows
+    # and the per-iteration sums are the exact answers of the unchunked tests
+    from tracekit.analyzers import attribution
+
+    monkeypatch.setattr(attribution, "_CHUNK", chunk)
+    trace = _every_gap_cause()
+    result = attribute_trace(trace, analyze_iterations(trace), per_gap=True)
+    assert result.gaps.select(GAP_FIELDS).rows() == EVERY_GAP
+    assert result.iterations.select("idle_ns", "dispatch_ns", "in_flight_ns").rows() == [
+        (2_798_800, 210_300, 1_478_100)
+    ]
+    three = _three_threads()
+    analysis = analyze_iterations(three)
+    assert analysis.attribution.iterations.select(
+        "index", "dispatch_ns", "launch_ns", "sync_ns", "in_flight_ns"
+    ).rows() == [(k, 300, 50, 400, 150) for k in range(3)]
+    # leading gaps: dispatch 100, launch 50, launch latency 150; trailing: sync 400, dispatch 200
+    assert analysis.gap_causes(three)["cause"].to_list() == ["launch_latency", "sync"] * 3
+
+
+def test_per_iteration_nanoseconds_are_integers() -> None:
+    # "*_ns integer nanoseconds": the per-iteration sums and the projection parts are Int64 columns (a
+    # float accumulator would write 900.0 and lose exactness above 2**53 ns); the *_ms columns are floats
+    result = attribute_trace(_three_steps(), analyze_iterations(_three_steps()))
+    schema = result.iterations.schema
+    assert all(schema[c] == pl.Int64 for c in ("index", "idle_ns", *CAUSE_NS, *DEVICE_NS))
+    assert all(schema[c] == pl.Float64 for c in ("idle_ms", *CAUSE_MS))
+    assert all(dtype == pl.Int64 for dtype in result.projection_parts.dtypes)
+    assert result.iterations.select("idle_ns", "dispatch_ns").row(0) == (900, 700)
+
+
+def test_attribute_idle_with_calls_and_no_timeline_finds_queued_time() -> None:
+    # Given the ops' launching calls (as the iteration analysis matches them) and no timeline, the timeline is
+    # that of ``ops`` (the documented default), as without calls: E's wait behind D is queued (130,000 ns),
+    # not launch latency. (Bug found by the mutation run: with calls given the timeline was left out, every
+    # queued ns was reported as launch latency, and a queued wait over 1 ms would have been a false lag.)
+    from tracekit.analyzers.iterations import assign
+
+    trace = _every_gap_cause()
+    assignment = assign(trace)
+    ops = assignment.ops.select("start", "end", "iteration", "call", "no_launch")
+    gaps = analyze_iterations(trace).gaps
+    result = attribute_idle(gaps, ops, trace.api, assignment.ranges, calls=assignment.calls, per_gap=True)
+    assert result.gaps.select(GAP_FIELDS).rows() == EVERY_GAP
+    assert result.iterations.select("queued_ns", "launch_latency_ns").row(0) == (130_000, 100 + 50_000)
+    assert result.lags.rows() == [(0, 1_300_000, 1_297_800)]
