@@ -1,5 +1,6 @@
 """Kineto reader (tracekit.readers.kineto): the cases the sampled mutation run of issue 33 (2026-11-26,
-``python benchmarks/mutation.py kineto --sample 100``) found unchecked, one test per behaviour.
+``python benchmarks/mutation.py kineto --sample 100``, and a second sample with ``--seed 34``) found
+unchecked, one test per behaviour.
 
 Every trace here is hand-built (synthetic, not a measurement); each test asserts the exact frame, value,
 warning or error a user sees, or the documented decoding path (the fast µs -> ns conversion, the decoding
@@ -288,3 +289,91 @@ def test_read_events_rows_hold_args_only_where_a_frame_uses_them(tmp_path: Path)
         ("gpu_user_annotation", None, 0, 7, None),
         ("kernel", 1, 0, 7, 5),
     ]
+
+
+# ------------------------------------------------- second sample (seed 34): skipped events, names, spelling
+
+
+def test_events_of_categories_not_read_give_an_empty_trace_without_warnings(tmp_path: Path) -> None:
+    """A trace whose complete events are all of categories not read (``python_function``) plus instant
+    events with a category: its chunk carries category names and no rows, which is no skipped event (no
+    "without a readable ts" warning) and no error; the spelling is "unknown"."""
+    events = [
+        _x("python_function", "nn.Module: Linear", 0, 5),
+        {"ph": "i", "s": "t", "cat": "cpu_instant_event", "name": "[memory]", "pid": 1, "tid": 1, "ts": 16},
+    ]
+    trace = K.read(_file(tmp_path, events))
+    assert trace.ops.is_empty() and trace.api.is_empty() and trace.ranges.is_empty()
+    assert trace.meta["warnings"] == []
+    assert trace.meta["kineto_spelling"] == "unknown"
+
+
+def test_events_without_a_readable_ts_are_counted_in_the_warning(tmp_path: Path) -> None:
+    """Complete events whose ts is not a number (text, null) are skipped, and the one warning counts them
+    all (2 here); the readable event is kept with its exact times."""
+    events = [
+        _x("cuda_runtime", "cudaLaunchKernel", "abc", 1, correlation=1),
+        _x("cuda_runtime", "cudaLaunchKernel", None, 1, correlation=2),
+        _x("cuda_runtime", "cudaMemcpyAsync", 3, 1.5, correlation=3),
+    ]
+    trace = K.read(_file(tmp_path, events))
+    assert trace.api.select("start", "end", "correlation", "name").rows() == [
+        (3_000, 4_500, 3, "cudaMemcpyAsync")
+    ]
+    assert trace.meta["warnings"] == ["2 complete events without a readable ts were skipped"]
+
+
+def test_load_json_error_names_the_file(tmp_path: Path) -> None:
+    """:func:`load_json` (the ONNX Runtime reader's JSON loader) on truncated JSON: TraceFormatError whose
+    text is the CLI's one line, starting with the file's path."""
+    path = write_file(tmp_path, "synthetic_truncated.json", '{"traceEvents": [{"ph": "X",')
+    with pytest.raises(TraceFormatError) as err:
+        K.load_json(path)
+    assert str(err.value).startswith(f"{path}: truncated or invalid JSON: ")
+
+
+def test_events_without_names_read_with_null_names(tmp_path: Path) -> None:
+    """Complete events with no ``name`` (every one of the chunk): the trace reads, the call and the kernel
+    are kept with a null name (text column), the launch still joined by correlation."""
+    call = _x("cuda_runtime", "x", 1, 1, correlation=1)
+    kernel = _x("kernel", "x", 2, 1, pid=0, tid=7, correlation=1)
+    for event in (call, kernel):
+        del event["name"]
+    trace = K.read(_file(tmp_path, [call, kernel]))
+    assert trace.api.select("start", "pid", "correlation", "kind", "name").rows() == [
+        (1_000, 1, 1, "runtime", None)
+    ]
+    assert trace.ops.select("start", "pid", "correlation", "kind", "name").rows() == [
+        (2_000, 1, 1, "kernel", None)
+    ]
+    assert trace.ops.schema["name"] == pl.String and trace.meta["warnings"] == []
+
+
+def test_runtime_calls_only_are_the_generic_2022_plus_spelling(tmp_path: Path) -> None:
+    """A trace with runtime calls only (category ``cuda_runtime``, no GPU work, no CPU operator or
+    annotation) is the generic "2022+" spelling, not "unknown"."""
+    trace = K.read(_file(tmp_path, [_x("cuda_runtime", "cudaDeviceSynchronize", 1, 1)]))
+    assert trace.meta["kineto_spelling"] == "2022+"
+    assert trace.meta["format_version"] == "schema 1, 2022+ spelling"
+
+
+def test_json_null_ids_and_occupancy_are_null_in_the_rows(tmp_path: Path) -> None:
+    """A JSON ``null`` pid, tid or occupancy is a null value in :func:`read_events`'s rows, not the text
+    "null": pid and tid stay integer columns (Int64), and a call with a null pid is on no process, so a CPU
+    operator with a null pid around it does not cover it (``launches_outside_ops`` 1.0)."""
+    events = [
+        _x("cpu_op", "aten::mm", 0, 10, pid=None, tid=None),
+        _x("cuda_runtime", "cudaLaunchKernel", 2, 1, pid=None, tid=None, correlation=1),
+        _x("kernel", "k", 3, 1, pid=0, tid=7, correlation=1, **{K.OCCUPANCY_ARG: None}),
+    ]
+    path = _file(tmp_path, events)
+    rows = K.read_events(path)[0]
+    assert rows.select("cat_l", "pid", "tid", "a_occupancy").rows() == [
+        ("cpu_op", None, None, None),
+        ("cuda_runtime", None, None, None),
+        ("kernel", 0, 7, None),
+    ]
+    assert rows.schema["pid"] == pl.Int64 and rows.schema["tid"] == pl.Int64
+    trace = K.read(path)
+    assert trace.meta["cpu_op_summary"]["launches_outside_ops"] == 1.0
+    assert trace.kernel_metrics.is_empty()
