@@ -407,6 +407,7 @@ def try_tests(module: str, workdir: Path, tests: list[str], names: list[str]) ->
     root = workdir / "mutants"
     for rel in tests:
         shutil.copy2(REPO / rel, root / rel)
+    names = [full_name(module, n) for n in names]
     if not names:
         text, _ = report(module, workdir)
         names = re.findall(
@@ -429,13 +430,18 @@ def try_tests(module: str, workdir: Path, tests: list[str], names: list[str]) ->
     return 0
 
 
+def full_name(module: str, name: str) -> str:
+    """mutmut's full name of a mutant of ``module`` given as ``x_func__mutmut_3`` or in full."""
+    return name if name.startswith("tracekit.") else f"{MODULES[module][0][:-3].replace('/', '.')}.{name}"
+
+
 def write_equivalent(module: str, workdir: Path, name: str, reason: str) -> int:
     """Write mutant ``name`` of the last run down as equivalent in ``benchmarks/mutation_equivalent/MODULE.json``
     (function, its diff with context, ``reason``); a mutant already there is replaced."""
     if not reason.strip():
         print("--equivalent needs --reason: why no output can change")
         return 2
-    name = name if name.startswith("tracekit.") else f"{MODULES[module][0][:-3].replace('/', '.')}.{name}"
+    name = full_name(module, name)
     entry = {
         "module": module,
         "function": _function(name),

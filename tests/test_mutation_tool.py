@@ -63,3 +63,13 @@ def test_every_module_names_an_existing_file_and_its_tests_exist_or_are_slots():
         present = [t for t in tests if (root / t).is_file()]
         assert present, name  # at least the module's own tests
         assert all(t.endswith("_mutants.py") for t in tests if t not in present), name
+
+
+def test_a_short_mutant_name_gets_its_module_path():
+    """--try and --equivalent take mutmut's short names too (a short name alone would switch no mutant on)."""
+    assert (
+        mutation.full_name("kineto", "x_load_json__mutmut_14")
+        == "tracekit.readers.kineto.x_load_json__mutmut_14"
+    )
+    assert mutation.full_name("iterations", "x_f__mutmut_1") == "tracekit.analyzers.iterations.x_f__mutmut_1"
+    assert mutation.full_name("session", "tracekit.session.x_f__mutmut_1") == "tracekit.session.x_f__mutmut_1"
