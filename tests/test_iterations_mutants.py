@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import warnings
 
+import polars as pl
 import pytest
 
 from tests.builders import make_trace
@@ -182,3 +183,52 @@ def test_per_device_rows_cut_each_device_by_split_idle() -> None:
     assert [r["gpu_busy_ms"] for r in rows] == pytest.approx([0.100, 0.100])
     whole = per_device_rows(trace)
     assert [(r["iterations"], r["latency_ms"]) for r in whole] == [(1, pytest.approx(3.105))] * 2
+
+
+# -------------------------------------------- second sample (seed 34, 2026-11-26): the survivors it found
+
+
+def test_assign_ops_returns_the_documented_columns() -> None:
+    # assign_ops (Analysis.ops, the kernel table's per-iteration ops) returns the op's row number, the ops
+    # columns, the launching call's start and end, and the iteration last: not the internal row number of
+    # the call in the matched calls frame.
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration")],
+        api=[(10, 20, 1, "cudaLaunchKernel"), (1010, 1020, 2, "cudaLaunchKernel")],
+        ops=[(100, 200, 1, 7), (1100, 1300, 2, 7)],
+    )
+    frame, _, _ = iterations.choose_ranges(trace, None)
+    ops = iterations.assign_ops(trace, frame)
+    assert ops.columns == ["op", *trace.ops.columns, "call_start", "call_end", "iteration"]
+    assert ops.select("op", "start", "call_start", "call_end", "iteration").rows() == [
+        (0, 100, 10, 20, 0),
+        (1, 1100, 1010, 1020, 1),
+    ]
+
+
+def test_an_op_whose_correlation_id_does_not_fit_the_pair_key_matches_no_other_call() -> None:
+    # Op 2 (pid 0, correlation 2**32 + 5: beyond the (pid, correlation) key's range) was launched by no call
+    # of the trace. Packed into one Int64 it would read as (pid 1, correlation 5), the launch of op 1: the
+    # matching then pairs ops and calls by the two columns instead, and op 2 counts as launched before the
+    # capture, not as a second kernel of the iteration.
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration")],
+        api=[(10, 20, 5, "cudaLaunchKernel", 1, 1)],
+        ops=[(100, 200, 5, 7, "kernel", 0, 1), (300, 400, 2**32 + 5, 7, "kernel", 0, 0)],
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
+    )
+    a = analyze_iterations(trace)
+    assert a.iterations["kernels"].to_list() == [1]
+    assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([100e-6])
+    assert a.unassigned is not None and a.unassigned["launch_not_in_trace"]["ops"] == 1
+
+
+def test_a_trace_without_device_activity_keeps_the_idle_gaps_column_type() -> None:
+    # Ranges only (no ops): the per-iteration frame keeps its documented types, idle_gaps an Int64 column of
+    # nulls (not polars' Null type, which a concat or a cast-free comparison with another run's frame trips on).
+    a = analyze_iterations(make_trace(ranges=[(0, 1000, "iteration"), (1000, 3000, "iteration")]))
+    it = a.iterations
+    assert it["latency_ms"].to_list() == pytest.approx([1e-3, 2e-3])
+    assert it.schema["idle_gaps"] == pl.Int64 and it["idle_gaps"].null_count() == 2
+    assert it.schema["gpu_busy_ms"] == pl.Float64 and it["gpu_busy_ms"].null_count() == 2
