@@ -417,3 +417,48 @@ def test_progress_stays_at_most_full_when_an_unclosed_range_reads_unplanned_tabl
         ("normalizing", 1.0),
     ]
     assert rows(trace.ranges, "start", "end", "name") == [(0, 500, "iteration")]
+
+
+# ------------------------------------------------------------------------- third sample (seed 35)
+
+
+def test_a_file_that_is_not_sqlite_is_an_error_saying_an_nsys_export_was_expected(tmp_path: Path) -> None:
+    """A file that is not SQLite at all (here synthetic JSON text) is a one-line error naming the file and
+    what it should have been: an Nsight Systems SQLite export."""
+    path = tmp_path / "not_sqlite.synthetic.sqlite"
+    path.write_text('{"traceEvents": []}\n')
+    with pytest.raises(TraceFormatError) as caught:
+        read(path)
+    assert str(caught.value) == f"{path}: not an SQLite database (expected an Nsight Systems SQLite export)"
+    assert caught.value.exit_code == 2
+
+
+def test_a_kernel_table_without_a_name_column_is_an_error_naming_the_file(tmp_path: Path) -> None:
+    """A kernel table with none of demangledName, shortName, mangledName or name cannot name its kernels:
+    a one-line error that names the file and the table."""
+    kernels = "CUPTI_ACTIVITY_KIND_KERNEL"
+    b = NsysBuilder(drop_columns={kernels: ["demangledName", "shortName", "mangledName"]})
+    path = _launches(b).write(tmp_path / "nameless_kernels.synthetic.sqlite")
+    with pytest.raises(TraceFormatError) as caught:
+        read(path)
+    assert str(caught.value) == f"{path}: {kernels} has no kernel name column (demangledName/shortName)"
+    assert caught.value.exit_code == 2
+
+
+def test_a_range_and_its_domain_without_a_thread_id_are_one_process(tmp_path: Path) -> None:
+    """NVTX rows whose globalTid is NULL (no process known): a range of domain 4 takes the name of the
+    domain created by another NULL-globalTid row (the same unknown process: the (pid, domain) join matches
+    null to null), not the bare id "4"; a range of a known process with domain 4 stays unnamed ("4")."""
+    b = NsysBuilder()
+    b.nvtx_domain(1, 4, "anonymous")
+    b.nvtx_range(10, 20, "a", domain=4)
+    b.nvtx_range(30, 40, "b", domain=4, pid=200, tid=200)
+    path = b.write(tmp_path / "null_tid_domain.synthetic.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE NVTX_EVENTS SET globalTid = NULL WHERE start IN (1, 10)")
+    con.close()
+    trace = read(path)
+    assert rows(trace.ranges, "start", "end", "pid", "thread", "name", "domain") == [
+        (10, 20, None, None, "a", "anonymous"),
+        (30, 40, 200, 200, "b", "4"),
+    ]
