@@ -408,6 +408,12 @@ def try_tests(module: str, workdir: Path, tests: list[str], names: list[str]) ->
     for rel in tests:
         shutil.copy2(REPO / rel, root / rel)
     names = [full_name(module, n) for n in names]
+    unknown = sorted(set(names) - set(results(workdir, module)))
+    if unknown:  # a name that switches no mutant on would print SURVIVES for a test that kills it
+        print(
+            f"no such mutant in {workdir}: {', '.join(unknown)} (names as mutmut writes them: x_func__mutmut_3)"
+        )
+        return 2
     if not names:
         text, _ = report(module, workdir)
         names = re.findall(
