@@ -1204,3 +1204,11 @@ def test_attribute_idle_with_calls_and_no_timeline_finds_queued_time() -> None:
     assert result.gaps.select(GAP_FIELDS).rows() == EVERY_GAP
     assert result.iterations.select("queued_ns", "launch_latency_ns").row(0) == (130_000, 100 + 50_000)
     assert result.lags.rows() == [(0, 1_300_000, 1_297_800)]
+
+
+def test_thread_intervals_a_shorter_call_listed_first_at_the_same_start_is_put_in_order() -> None:
+    """Two calls on one thread start together, the shorter listed first with the lower label: the input is not
+    in (start, end descending, label) order, so it is sorted and the longer one decides the whole time (second
+    mutation sample, _in_outermost_order_26: taking it as ordered gave [0, 10) to the shorter call)."""
+    assert _intervals([(0, 10, 1, 1, 0), (0, 20, 1, 1, 1)]) == {(1, 1): [(0, 20, 1)]}
+    assert _intervals([(0, 20, 1, 1, 1), (0, 10, 1, 1, 0)]) == {(1, 1): [(0, 20, 1)]}  # already in order
