@@ -176,6 +176,16 @@ STATUS = {
 STATUS.update({-24: "timeout", 24: "timeout", 152: "timeout", 255: "timeout", 37: "caught by type check"})
 
 
+def _env(pythonpath: Path | None = None, **extra: str) -> dict[str, str]:
+    """The environment of a run in a copy: the real traces found, no progress rows, ``PYTHONPATH`` only when
+    given (the copy's own tree), plus ``extra``."""
+    env = dict(os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1", **extra)
+    env.pop("PYTHONPATH", None)
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    return env
+
+
 def _overlay_files(paths: list[str]) -> list[str]:
     """Files of the working tree under ``paths`` (tracked or untracked, not ignored)."""
     if not paths:
@@ -264,12 +274,10 @@ sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))
 def _fork_probe(workdir: Path, modules: list[str]) -> tuple[bool, list[str]]:
     """Whether polars still works in a child forked after importing ``modules`` (with the copy's code), and
     the modules that were then loaded."""
-    env = dict(os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
-    env.pop("PYTHONPATH", None)
     done = subprocess.run(
         [sys.executable, "-c", FORK_PROBE, str(workdir), *modules],
         cwd=workdir,
-        env=env,
+        env=_env(),
         capture_output=True,
         text=True,
     )
@@ -314,11 +322,10 @@ def write_config(module: str, workdir: Path) -> None:
 def refresh_goldens(workdir: Path) -> None:
     """Rewrite the copy's goldens from the copy's own (unmutated) code: the baseline a mutant must change.
     Goldens that a commit forgot to update would otherwise fail every test run, the unmutated one first."""
-    env = dict(os.environ, PYTHONPATH=str(workdir), TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
     done = subprocess.run(
         [sys.executable, "benchmarks/golden.py", "--update", "--limit", "1"],
         cwd=workdir,
-        env=env,
+        env=_env(workdir),
         capture_output=True,
         text=True,
     )
@@ -347,10 +354,8 @@ SAMPLE_FILE = "sample.json"
 def draw_sample(module: str, workdir: Path, size: int, seed: int) -> list[str]:
     """Generate the copy's mutants and draw ``size`` of their names uniformly at random (``seed``); the draw
     is written to WORKDIR/sample.json for the report."""
-    env = dict(os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
-    env.pop("PYTHONPATH", None)
     subprocess.run(
-        [sys.executable, "-c", GENERATE], cwd=workdir, env=env, check=True, capture_output=True, text=True
+        [sys.executable, "-c", GENERATE], cwd=workdir, env=_env(), check=True, capture_output=True, text=True
     )
     names = sorted(results(workdir, module))
     chosen = sorted(random.Random(seed).sample(names, min(size, len(names))))
@@ -415,11 +420,9 @@ def try_tests(module: str, workdir: Path, tests: list[str], names: list[str]) ->
         )
         return 2
     if not names:
-        text, _ = report(module, workdir)
-        names = re.findall(
-            r"^### (\S+) \((?:survived|no tests|suspicious)\)$", text.split("## Equivalent")[0], re.M
-        )
-    env = dict(os.environ, PYTHONPATH=str(root), TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1")
+        alive = survivors(module, workdir)[1]
+        names = [name for name, state, *_ in alive if state in ("survived", "no tests", "suspicious")]
+    env = _env(root)
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
     clean = subprocess.run(
         command, cwd=root, env=env | {"MUTANT_UNDER_TEST": ""}, capture_output=True, text=True
@@ -468,10 +471,7 @@ def write_equivalent(module: str, workdir: Path, name: str, reason: str) -> int:
 
 
 def run_mutmut(workdir: Path, max_children: int, names: list[str] | None = None) -> int:
-    env = dict(
-        os.environ, TRACEKIT_REAL_TRACES=str(REAL), TRACEKIT_NO_PROGRESS="1", PYTHONDONTWRITEBYTECODE="1"
-    )
-    env.pop("PYTHONPATH", None)
+    env = _env(PYTHONDONTWRITEBYTECODE="1")
     mutmut = shutil.which("mutmut") or str(Path(sys.executable).with_name("mutmut"))
     command = ["nice", "-n", "19", mutmut, "run", "--max-children", str(max_children), *(names or [])]
     with open(workdir / "mutmut.log", "a" if names else "w") as log:
@@ -517,13 +517,21 @@ def load_equivalent(module: str) -> list[dict[str, str]]:
     return [e for e in json.loads(path.read_text()) if e["module"] == module] if path.exists() else []
 
 
-def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
+#: one surviving mutant: (name, status, mutmut's diff, its equivalence entry or None)
+Survivor = tuple[str, str, str, dict[str, str] | None]
+
+
+def survivors(module: str, workdir: Path) -> tuple[dict[str, str], list[Survivor], list[Survivor]]:
+    """The last run's mutants (name -> status; a sample's only), its survivors not written down as
+    equivalent, and those that are, in mutant-number order."""
     draw = sampled(workdir)
     status = results(workdir, module)
     if draw is not None:
-        status = {name: state for name, state in status.items() if name in set(draw["mutants"])}
+        drawn = set(draw["mutants"])
+        status = {name: state for name, state in status.items() if name in drawn}
     equivalents = load_equivalent(module)
-    survivors, equivalent = [], []
+    alive: list[Survivor] = []
+    equivalent: list[Survivor] = []
     for name, state in sorted(status.items(), key=lambda kv: int(re.search(r"(\d+)$", kv[0]).group(1))):
         if state in ("killed", "caught by type check", "skipped", "timeout"):
             continue
@@ -531,12 +539,18 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
         match = next(
             (e for e in equivalents if e["function"] == _function(name) and e["diff"] == _key(diff)), None
         )
-        (equivalent if match else survivors).append((name, state, diff, match))
+        (equivalent if match else alive).append((name, state, diff, match))
+    return status, alive, equivalent
+
+
+def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
+    draw = sampled(workdir)
+    status, alive, equivalent = survivors(module, workdir)
     counts = {
         "mutants": len(status),
         "killed": sum(s in ("killed", "caught by type check", "timeout") for s in status.values()),
         "equivalent": len(equivalent),
-        "survived": len(survivors),
+        "survived": len(alive),
         "skipped": sum(s == "skipped" for s in status.values()),
     }
     counted = counts["mutants"] - counts["equivalent"] - counts["skipped"]
@@ -560,7 +574,7 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
             f"{100 * high:.1f}% (Wilson).",
             "",
         ]
-    for title, rows in (("Surviving", survivors), ("Equivalent", equivalent)):
+    for title, rows in (("Surviving", alive), ("Equivalent", equivalent)):
         if rows:
             lines += [f"## {title}", ""]
         for name, state, diff, match in rows:
