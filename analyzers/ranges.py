@@ -446,15 +446,15 @@ def select_ranges(
     untimed = candidates.filter(pl.col("start").is_null() | pl.col("end").is_null())
     if untimed.height:
         candidates = candidates.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
-        choice = _select_closed(trace, candidates, range_name, path)
+    choice = _select_closed(trace, candidates, range_name, path)
+    if untimed.height:
         names = _names(untimed.get_column("key").unique(maintain_order=True).to_list())
         n = untimed.height
         choice.warnings.append(
             f"left out {n} range{'s' if n > 1 else ''} without a start or an end time ({names}): "
             "such a range has no latency and is no iteration"
         )
-        return choice
-    return _select_closed(trace, candidates, range_name, path)
+    return choice
 
 
 def _select_closed(
