@@ -106,3 +106,23 @@ def write_file(tmp_path: Path, name: str, text: str | bytes, gz: bool = False) -
     path = tmp_path / name
     path.write_bytes(gzip.compress(data) if gz else data)
     return path
+
+
+def two_gpu_launches(starts: Iterable[int]) -> Trace:
+    """Two GPUs, one process each (GPU 0: pid 1, GPU 1: pid 2), no ranges: at each of ``starts`` (ns) each
+    GPU runs a 100 us kernel on stream 7, launched by a 1 us ``cudaLaunchKernel`` that begins 5 us before the
+    kernel starts (synthetic, named ``two_gpus.synthetic.json``)."""
+    starts = list(starts)
+    api, ops, corr = [], [], 0
+    for device, pid in ((0, 1), (1, 2)):
+        for start in starts:
+            corr += 1
+            api.append((start - 5_000, start - 4_000, corr, "cudaLaunchKernel", pid, pid))
+            ops.append((start, start + 100_000, corr, 7, "kernel", device, pid))
+    return make_trace(
+        api=api,
+        ops=ops,
+        meta={"path": "two_gpus.synthetic.json"},
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
+    )

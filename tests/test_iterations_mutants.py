@@ -12,7 +12,7 @@ import warnings
 import polars as pl
 import pytest
 
-from tests.builders import make_trace
+from tests.builders import make_trace, two_gpu_launches
 from tracekit.analyzers import iterations
 from tracekit.analyzers.iterations import analyze_iterations, per_device_rows
 from tracekit.model import Trace
@@ -163,20 +163,7 @@ def test_per_device_rows_cut_each_device_by_split_idle() -> None:
     # Two GPUs (one process each), no ranges: each runs two kernels of 100 us, 3 ms apart, each launched
     # 5 us before it starts. With --split-idle 1 ms each device has two windows of 105 us (first launch to
     # last end); without, one window of 3.105 ms.
-    us = 1_000
-    api, ops, corr = [], [], 0
-    for device, pid in ((0, 1), (1, 2)):
-        for start in (10 * us, 3_010 * us):
-            corr += 1
-            api.append((start - 5 * us, start - 4 * us, corr, "cudaLaunchKernel", pid, pid))
-            ops.append((start, start + 100 * us, corr, 7, "kernel", device, pid))
-    trace = make_trace(
-        api=api,
-        ops=ops,
-        meta={"path": "two_gpus.synthetic.json"},
-        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
-        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
-    )
+    trace = two_gpu_launches([10_000, 3_010_000])
     rows = per_device_rows(trace, split_idle_ms=1.0)
     assert [(r["device"], r["iterations"]) for r in rows] == [(0, 2), (1, 2)]
     assert [r["latency_ms"] for r in rows] == pytest.approx([0.105, 0.105])

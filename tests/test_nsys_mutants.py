@@ -366,6 +366,14 @@ def test_a_string_table_that_gives_one_id_two_names_is_an_error(tmp_path: Path) 
 # ------------------------------------------------------------------------------------------- progress
 
 
+def _progress_reports(monkeypatch) -> list[tuple[str, float | None]]:
+    """The (stage, fraction) rows a read reports, as on a terminal with a progress display (appended to)."""
+    reported: list[tuple[str, float | None]] = []
+    monkeypatch.setattr(progress, "active", lambda: True)
+    monkeypatch.setattr(progress, "report", lambda stage, fraction=None: reported.append((stage, fraction)))
+    return reported
+
+
 def test_progress_names_each_table_read_in_order(tmp_path: Path, monkeypatch) -> None:
     """On a progress display, a read reports each table it reads, with its rows, the bar at the share of
     the planned tables begun, then "normalizing" at 100%: GPU_METRICS included when metrics are read."""
@@ -374,9 +382,7 @@ def test_progress_names_each_table_read_in_order(tmp_path: Path, monkeypatch) ->
     b.gpu(0, "NVIDIA H100")
     b.gpu_metric(500, "SMs Active [Throughput %]", 50)
     path = b.write(tmp_path / "progress.synthetic.sqlite")
-    reported: list[tuple[str, float | None]] = []
-    monkeypatch.setattr(progress, "active", lambda: True)
-    monkeypatch.setattr(progress, "report", lambda stage, fraction=None: reported.append((stage, fraction)))
+    reported = _progress_reports(monkeypatch)
     monkeypatch.setattr(sqlite_engine, "read_threads", lambda: 1)  # one table after the other: a fixed order
     read(path)
     assert reported == [
@@ -404,9 +410,7 @@ def test_progress_stays_at_most_full_when_an_unclosed_range_reads_unplanned_tabl
     b.gpu(0, "NVIDIA H100")
     b.gpu_metric(500, "SMs Active [Throughput %]", 50)
     path = b.write(tmp_path / "progress_unclosed.synthetic.sqlite")
-    reported: list[tuple[str, float | None]] = []
-    monkeypatch.setattr(progress, "active", lambda: True)
-    monkeypatch.setattr(progress, "report", lambda stage, fraction=None: reported.append((stage, fraction)))
+    reported = _progress_reports(monkeypatch)
     trace = read(path, frames={"ops": None, "ranges": None})
     assert reported == [
         ("StringIds (2 rows)", 0.0),  # the launch's name and gemm

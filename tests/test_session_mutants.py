@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
-from tests.builders import make_trace
+from tests.builders import make_trace, two_gpu_launches
 from tests.conftest import SAMPLE_TRACES
 from tracekit import progress
 from tracekit.errors import TracekitError
@@ -244,21 +244,7 @@ def test_split_idle_applies_to_each_gpu_of_a_multi_gpu_trace():
     """--split-idle cuts each GPU's rows of a multi-GPU trace too, not only the whole trace's. Hand-built
     (synthetic): GPUs 0 and 1 (processes 1 and 2) each run three 100 us kernels 2 ms apart, each launched
     5 us before it starts (a 1 us launch call); at 1 ms each GPU has 3 iterations of 105 us, 100 us busy."""
-    ms = 1_000_000
-    api, ops, corr = [], [], 0
-    for device, pid in ((0, 1), (1, 2)):
-        for i in range(3):
-            corr += 1
-            start = i * 2 * ms + 10_000
-            api.append((start - 5_000, start - 4_000, corr, "cudaLaunchKernel", pid, pid))
-            ops.append((start, start + 100_000, corr, 7, "kernel", device, pid))
-    trace = make_trace(
-        api=api,
-        ops=ops,
-        meta={"path": "two_gpus.synthetic.json"},
-        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
-        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
-    )
+    trace = two_gpu_launches([10_000, 2_010_000, 4_010_000])
     a = analyze_trace(trace, options=AnalysisOptions(split_idle_ms=1.0))
     assert a.iterations.height == 3
     assert [row["device"] for row in a.per_device] == [0, 1]
