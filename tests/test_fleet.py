@@ -4,6 +4,7 @@ serially, in a local process pool and on a Dask cluster."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -17,6 +18,7 @@ from hypothesis import strategies as st
 from tracekit.analyzers.ranks import summarize
 from tracekit.fleet.compact import comm_per_iteration
 from tracekit.fleet.run import analyze_many
+from tracekit.readers.memory import ALLOCATOR_CONF
 from tracekit.session import AnalysisOptions
 from tracekit.simulate.ranks import RankSimulation, truth, write_ranks
 
@@ -96,7 +98,42 @@ def test_dask_local_cluster_gives_the_serial_answer(rank_traces: list[str]) -> N
         n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
     ) as c:
         on_dask = analyze_many(rank_traces, AnalysisOptions(), scheduler=c.scheduler_address)
+        with distributed.Client(c.scheduler_address) as client:
+            settings = client.run(_worker_settings)
     assert _plain(on_dask) == _plain(serial)
+    # each worker runs one task at a time, so polars was started with one thread there (unless the user set it)
+    threads = os.environ.get("POLARS_MAX_THREADS", "1")
+    assert sorted(settings.values()) == [("0", threads, int(threads))] * 2
+
+
+def _worker_settings() -> tuple[str | None, str | None, int]:
+    """(TRACEKIT_DECODE_WORKER, POLARS_MAX_THREADS, polars' thread pool size) where it runs."""
+    import polars
+
+    return (
+        os.environ.get("TRACEKIT_DECODE_WORKER"),
+        os.environ.get("POLARS_MAX_THREADS"),
+        polars.thread_pool_size(),
+    )
+
+
+def test_a_dask_worker_gets_the_program_settings_before_polars_loads() -> None:
+    """``client.run`` hands the worker over as ``dask_worker``: its task threads size polars' pool, and polars'
+    allocator gets the program's setting, as in ``tracekit`` itself; nothing is set over a user's value."""
+    code = (
+        "import os, types\n"
+        "from tracekit.fleet.run import _init_dask_worker\n"
+        "_init_dask_worker(types.SimpleNamespace(state=types.SimpleNamespace(nthreads=3)))\n"
+        "print(os.environ['POLARS_MAX_THREADS'], os.environ['_RJEM_MALLOC_CONF'], os.environ['TRACEKIT_DECODE_WORKER'])\n"
+        "import polars\n"
+        "print(polars.thread_pool_size())\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k not in ("POLARS_MAX_THREADS", "_RJEM_MALLOC_CONF")}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["3", ALLOCATOR_CONF, "0", "3"]
+    env.update(POLARS_MAX_THREADS="2", _RJEM_MALLOC_CONF="narenas:2")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["2", "narenas:2", "0", "2"]
 
 
 def test_a_bad_trace_is_one_line_and_the_others_go_on(rank_traces: list[str], tmp_path: Path) -> None:

@@ -170,20 +170,21 @@ def _init_worker() -> None:
     os.environ.update(WORKER_ENV)
 
 
-def _init_dask_worker() -> None:
-    """:func:`_init_worker` on a Dask worker, and ``POLARS_MAX_THREADS`` = the worker's task threads when
-    polars is not yet loaded there and the user did not set it: W workers of T threads on a machine are
-    sized for W x T cores, and polars would otherwise start a thread per core in each of them."""
+def _init_dask_worker(dask_worker: Any = None) -> None:
+    """:func:`_init_worker` on a Dask worker (``client.run`` passes the worker as ``dask_worker``), and, when
+    polars is not yet loaded there, the ``tracekit`` program's settings: its allocator setting
+    (:func:`tracekit.readers.memory.program_allocator`) and ``POLARS_MAX_THREADS`` = the worker's task
+    threads unless the user set it: W workers of T threads on a machine are sized for W x T cores, and polars
+    would otherwise start a thread per core in each of them."""
     _init_worker()
-    if "polars" in sys.modules or "POLARS_MAX_THREADS" in os.environ:
+    if "polars" in sys.modules:
         return
-    try:
-        from distributed import get_worker
+    from tracekit.readers.memory import program_allocator
 
-        threads = get_worker().state.nthreads
-    except (ImportError, ValueError, AttributeError):  # not on a worker, or another distributed API
-        return
-    os.environ["POLARS_MAX_THREADS"] = str(max(1, int(threads)))
+    program_allocator()
+    threads = getattr(getattr(dask_worker, "state", None), "nthreads", None)
+    if "POLARS_MAX_THREADS" not in os.environ and isinstance(threads, int):
+        os.environ["POLARS_MAX_THREADS"] = str(max(1, threads))
 
 
 def analyze_many(
