@@ -689,11 +689,20 @@ def _thread_groups(pid: np.ndarray, thread: np.ndarray) -> list[tuple[tuple[int,
 
 
 def main_threads(ranges: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
-    """``ranges`` with ``pid`` (kept when present; else the pid of the API calls on the range's thread)."""
-    if "pid" in ranges.columns:
+    """``ranges`` with ``pid``: a range's own pid where it has one; where the column is missing or the value
+    null, the (smallest) pid of the API calls on the range's thread (null when its thread made none)."""
+    has_pid = "pid" in ranges.columns
+    if has_pid and ranges.get_column("pid").null_count() == 0:
         return ranges
-    pids = api.filter(pl.col("thread").is_not_null()).group_by("thread").agg(pl.col("pid").min())
-    return ranges.join(pids, on="thread", how="left", maintain_order="left")
+    pids = (
+        api.filter(pl.col("thread").is_not_null())
+        .group_by("thread")
+        .agg(pl.col("pid").min().alias("_api_pid"))
+    )
+    joined = ranges.join(pids, on="thread", how="left", maintain_order="left")
+    if not has_pid:
+        return joined.rename({"_api_pid": "pid"})
+    return joined.with_columns(pl.col("pid").fill_null(pl.col("_api_pid"))).drop("_api_pid")
 
 
 def _chunk_causes(

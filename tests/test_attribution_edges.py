@@ -1138,6 +1138,9 @@ def test_main_threads_takes_the_pid_of_the_range_threads_calls() -> None:
     assert main_threads(ranges, api).rows() == [(0, 1, 7), (1, 2, 5), (2, 3, None)]
     with_pid = ranges.with_columns(pl.lit(3, pl.Int64).alias("pid"))
     assert main_threads(with_pid, api).equals(with_pid)
+    # a null pid in a pid column is looked up the same way; the other rows keep theirs
+    some_null = ranges.with_columns(pl.Series("pid", [None, 3, None], dtype=pl.Int64))
+    assert main_threads(some_null, api).rows() == [(0, 1, 7), (1, 2, 3), (2, 3, None)]
 
 
 def test_ranges_without_pid_take_it_from_the_api_calls() -> None:
@@ -1148,11 +1151,13 @@ def test_ranges_without_pid_take_it_from_the_api_calls() -> None:
     ranges = iteration_ranges(trace)
     with_pid = attribute_gaps(_empty_windows(), trace.ops, trace.api, ranges)
     assert with_pid.select("pid", *CAUSE_NS).rows() == [(1, 1000, 0, 0, 0, 0), (1, 1000, 0, 0, 0, 0)]
+    found = [(7, 1, 700, 0, 300, 0, 0), (7, 2, 200, 0, 0, 800, 0)]
     without = attribute_gaps(_empty_windows(), trace.ops, trace.api, ranges.drop("pid"))
-    assert without.select("pid", "thread", *CAUSE_NS).rows() == [
-        (7, 1, 700, 0, 300, 0, 0),
-        (7, 2, 200, 0, 0, 800, 0),
-    ]
+    assert without.select("pid", "thread", *CAUSE_NS).rows() == found
+    # a pid column holding nulls (frames built by hand) is looked up the same way
+    nulls = ranges.with_columns(pl.lit(None, ranges.schema["pid"]).alias("pid"))
+    with_nulls = attribute_gaps(_empty_windows(), trace.ops, trace.api, nulls)
+    assert with_nulls.select("pid", "thread", *CAUSE_NS).rows() == found
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 4])
