@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.conftest import SAMPLE_TRACES
 from tracekit.analyzers.ranks import summarize
 from tracekit.fleet.compact import comm_per_iteration
 from tracekit.fleet.run import analyze_many
@@ -309,6 +310,32 @@ def test_cli_a_bad_file_among_several_is_one_line_and_exit_1(
         next(line for line in err.splitlines() if line.startswith(f"tracekit: {bad}"))
     ]
     assert "rank 0" in out
+
+
+def test_a_folder_names_its_reports_not_exported_and_passes_over_exported_ones(
+    rank_traces: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # rank 0's trace, an exported report (X.nsys-rep beside X.sqlite: the export is read, the report is not
+    # named), a report never exported (one line saying how to export it, exit 1) and a note (ignored)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "rank0.json.gz").write_bytes(Path(rank_traces[0]).read_bytes())
+    (folder / "fresh.nsys-rep").write_bytes(b"report")
+    (folder / "notes.txt").write_text("x")
+    rc, out, err = _cli(["analyze", str(folder), "--jobs", "1", "--no-progress"], capsys)
+    assert rc == 1 and "rank 0" in out
+    assert [line for line in err.splitlines() if "nsys-rep" in line] == [
+        f"tracekit: {folder / 'fresh.nsys-rep'}: an Nsight Systems report; export it first: "
+        "nsys export --type sqlite -o fresh.sqlite fresh.nsys-rep"
+    ]
+    (folder / "rank0.json.gz").unlink()
+    rc, _, err = _cli(["analyze", str(folder), "--no-progress"], capsys)
+    assert rc == 2 and "export it first" in err  # only the report: none could be analyzed
+    (folder / "fresh.sqlite").write_bytes(
+        (SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite").read_bytes()
+    )
+    rc, out, err = _cli(["analyze", str(folder), "--jobs", "1", "--no-progress"], capsys)
+    assert rc == 0 and "nsys-rep" not in err and "fresh.sqlite" in out
 
 
 def test_cli_refuses_per_trace_outputs_with_several(

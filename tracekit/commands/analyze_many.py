@@ -15,6 +15,9 @@ from tracekit.errors import TracekitError
 #: File names taken from a folder (any other file there is ignored): what the readers detect.
 TRACE_SUFFIXES = (".sqlite", ".json", ".json.gz", ".ncu-rep", ".ncu.csv", ".ncu.csv.gz")
 SKIPPED_SUFFIXES = (".meta.json", ".truth.json", "run.json", "report.json")
+#: Nsight Systems reports: taken from a folder only without their SQLite export beside them (``X.sqlite``), so
+#: that each is named in one line ("export it first") instead of being passed over in silence.
+REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 
 
 def add_many_options(parser: argparse.ArgumentParser) -> None:
@@ -55,8 +58,16 @@ def _is_trace_name(name: str) -> bool:
     return name.endswith(TRACE_SUFFIXES) and not name.endswith(SKIPPED_SUFFIXES)
 
 
+def _in_folder(path: Path) -> bool:
+    """Whether a file found in a folder is an input: a trace file, or a report not exported beside itself."""
+    if path.name.endswith(REPORT_SUFFIXES):
+        return not path.with_suffix(".sqlite").is_file()
+    return _is_trace_name(path.name)
+
+
 def expand(inputs: list[str]) -> list[str]:
-    """Files as given; folders: the trace files in them (recursively, sorted); globs (``*``, ``?``, ``[``)
+    """Files as given; folders: the trace files in them (recursively, sorted), and the Nsight Systems reports
+    without an SQLite export beside them (each then fails in one line that says to export it); globs (``*``, ``?``, ``[``)
     expanded here when the shell did not. URLs (``s3://...``) are passed on for the workers to open.
     TracekitError when an input matches nothing."""
     out: list[str] = []
@@ -66,7 +77,7 @@ def expand(inputs: list[str]) -> list[str]:
             continue
         path = Path(raw)
         if path.is_dir():
-            found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _is_trace_name(p.name))
+            found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _in_folder(p))
             if not found:
                 raise TracekitError("a directory with no trace files in it", path)
             out += found

@@ -89,7 +89,7 @@ def _detect_format(path: Path) -> str:
         return "nsys-sqlite"
     if path.suffix in (".nsys-rep", ".qdrep"):
         raise TraceFormatError(
-            "an Nsight Systems report; export it first: nsys export --type sqlite -o X.sqlite " + path.name,
+            f"an Nsight Systems report; export it first: nsys export --type sqlite -o {path.stem}.sqlite {path.name}",
             path,
         )
     if path.suffix in (".ncu-rep", ".ncu-repz"):
