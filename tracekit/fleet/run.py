@@ -179,7 +179,7 @@ def _init_dask_worker(dask_worker: Any = None) -> None:
     _init_worker()
     if "polars" in sys.modules:
         return
-    from tracekit.readers.memory import program_allocator
+    from tracekit.readers import program_allocator
 
     program_allocator()
     threads = getattr(getattr(dask_worker, "state", None), "nthreads", None)
