@@ -89,6 +89,12 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+def has_collectives(ops: pl.DataFrame) -> bool:
+    """Whether any of ``ops`` is a collective (:data:`COMM_PATTERN`): without one there is no communication
+    to measure, and the ops need not be assigned to iterations for it."""
+    return bool(ops.select(pl.col("name").str.contains(COMM_PATTERN).any()).item())
+
+
 def columns(frame: pl.DataFrame) -> dict[str, Any]:
     """``frame`` by column, as arrays: float columns as float64 (a null is NaN), integer columns as int64
     (nanosecond times stay exact), or as a list of ints when they hold a null (None). Measured on 16
@@ -119,8 +125,10 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
     its = analyzed.iterations
     fields = [f for f in ITERATION_FIELDS if f in its.columns]
     iterations = its.select(fields)
-    ops = analyzed.ops
-    comm = comm_per_iteration(ops) if not ops.is_empty() else None
+    comm = None
+    if has_collectives(analyzed.trace_data.ops):  # else the ops of the iterations need not be assigned
+        ops = analyzed.ops
+        comm = comm_per_iteration(ops) if not ops.is_empty() else None
     if comm is not None and not comm.is_empty():
         iterations = iterations.join(comm, left_on="index", right_on="iteration", how="left").with_columns(
             pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)
