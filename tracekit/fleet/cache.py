@@ -71,10 +71,26 @@ def entry_dir(path: Path, cache: Path, frames: Any = None) -> Path:
     return cache / key
 
 
+def _load_frames(entry: Path, frames: Any) -> dict[str, Any]:
+    """The frames of a cache entry, as ``frames`` (a :data:`tracekit.model.FrameSpec`) asks for them: only the
+    frames and columns asked for are read (the others stay empty or null, as a reader may leave them)."""
+    import polars as pl
+
+    from tracekit.model import wanted_frames
+
+    wanted = wanted_frames(frames)
+    return {
+        name: pl.read_parquet(
+            entry / f"{name}.parquet", columns=None if wanted[name] is None else sorted(wanted[name])
+        )
+        for name in FRAMES
+        if name in wanted
+    }
+
+
 def cached_read(path: str | Path, cache_dir: str | Path, frames: Any = None, **read_args: Any) -> Any:
     """The normalized trace of ``path`` as :func:`tracekit.readers.read_trace` reads it (``frames`` and
     ``read_args`` passed on): from the cache when present, else read and stored."""
-    import polars as pl
 
     from tracekit.io import register_input
     from tracekit.model import Trace
@@ -86,9 +102,8 @@ def cached_read(path: str | Path, cache_dir: str | Path, frames: Any = None, **r
     entry = entry_dir(path, cache, frames)
     if (entry / "meta.json").is_file():
         meta = json.loads((entry / "meta.json").read_text())
-        frames = {name: pl.read_parquet(entry / f"{name}.parquet") for name in FRAMES}
         meta["path"] = str(path)
-        return Trace(**frames, meta=meta)
+        return Trace(**_load_frames(entry, frames), meta=meta)
     trace = read_trace(path, frames=frames, **read_args)
     tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".entry-"))
     try:
