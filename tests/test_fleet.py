@@ -411,6 +411,37 @@ def test_one_trace_analyzed_through_the_cache_gives_the_same_document(
     assert rc == 0 and json.loads(skipped)["skipped"] == 3 != json.loads(plain)["skipped"]
 
 
+def test_the_cache_gives_back_what_the_analysis_asks_for(tmp_path: Path) -> None:
+    # A real Kineto trace with kernel metrics and CPU operators: stored whole, read back as asked. With every
+    # frame asked for, the frames equal a fresh read; with a frame spec, only its frames and columns are read
+    # (the others empty or null, as a reader may leave them), and the analysis is the same either way.
+    from tracekit.fleet.cache import cached_read
+    from tracekit.inputs import resolve_input
+    from tracekit.readers import read_trace
+    from tracekit.session import frames_for
+
+    trace = str(SAMPLE_TRACES / "h200_bert_fp16/pytorch/pytorch_b1_s128.torch.json.gz")
+    fresh = read_trace(trace)
+    cache = tmp_path / "cache"
+    cached_read(trace, cache)  # fills the entry of the whole trace
+    whole = cached_read(trace, cache)
+    for name in ("ops", "api", "ranges", "kernel_metrics", "cpu_ops"):
+        assert getattr(whole, name).equals(getattr(fresh, name)), name
+    assert fresh.kernel_metrics.height == 4040 and fresh.cpu_ops.height == 5620
+    spec = {"ops": ("start", "end", "name"), "ranges": None}
+    cached_read(trace, cache, frames=spec)
+    part = cached_read(trace, cache, frames=spec)
+    assert part.kernel_metrics.is_empty() and part.cpu_ops.is_empty() and part.api.is_empty()
+    assert part.ops.height == fresh.ops.height and part.ops["device"].null_count() == part.ops.height
+    assert part.ops.select("start", "end", "name").equals(fresh.ops.select("start", "end", "name"))
+    assert part.ranges.equals(fresh.ranges)
+    many = analyze_many([trace], AnalysisOptions(), jobs=1)
+    analyze_many([trace], AnalysisOptions(), jobs=1, cache_dir=str(cache))  # stores the spec's entry
+    from_cache = analyze_many([trace], AnalysisOptions(), jobs=1, cache_dir=str(cache))
+    assert frames_for(resolve_input(trace))["ops"] is not None  # the analysis reads some columns only
+    assert _plain(from_cache) == _plain(many)
+
+
 def _result(name: str, rank: int | None, ends: list[int], path: str | None = None) -> dict:
     """A hand-built compact result: two iterations, collectives ending at ``ends`` (ns)."""
     return {
