@@ -67,8 +67,8 @@ def _in_folder(path: Path) -> bool:
 
 def expand(inputs: list[str]) -> list[str]:
     """Files as given; folders: the trace files in them (recursively, sorted), and the Nsight Systems reports
-    without an SQLite export beside them (each then fails in one line that says to export it); globs (``*``, ``?``, ``[``)
-    expanded here when the shell did not. URLs (``s3://...``) are passed on for the workers to open.
+    without an SQLite export beside them (each then fails in one line that says to export it); globs
+    (``*``, ``?``, ``[``) expanded here when the shell did not. URLs (``s3://...``) are passed on for the workers to open.
     TracekitError when an input matches nothing."""
     out: list[str] = []
     for raw in inputs:

@@ -91,7 +91,6 @@ def _load_frames(entry: Path, frames: Any) -> dict[str, Any]:
 def cached_read(path: str | Path, cache_dir: str | Path, frames: Any = None, **read_args: Any) -> Any:
     """The normalized trace of ``path`` as :func:`tracekit.readers.read_trace` reads it (``frames`` and
     ``read_args`` passed on): from the cache when present, else read and stored."""
-
     from tracekit.io import register_input
     from tracekit.model import Trace
     from tracekit.readers import read_trace
