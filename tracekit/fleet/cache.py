@@ -4,7 +4,8 @@ instead of the trace.
 Key: the file's content hash (BLAKE2b-128 of its bytes) and the reader version (:data:`READER_VERSION`,
 tracekit's version plus a format number bumped whenever a reader's output changes): a changed file or a new
 tracekit misses. ``DIR/<key>/`` holds one Parquet file per frame and ``meta.json``; it is written to a
-temporary folder and renamed into place, so concurrent workers never see half an entry. Hashing a file
+temporary folder and renamed into place, so concurrent workers never see half an entry. An entry holds what
+the reader gave and is read back as the analysis asks (its frame spec: only those frames and columns). Hashing a file
 costs ~1 s per GB; ``DIR/hashes.json`` remembers the hash of a (path, size, mtime, inode) it has seen, so an
 unchanged file is not hashed again (a changed one has another size or mtime and is hashed anew).
 """
