@@ -190,6 +190,25 @@ def sample_cases() -> list[Case]:
         Case(f"compare/{name}", ("compare", a, b, "--top", "0", "--format", "json"))
         for name, (a, b) in compares.items()
     ]
+    # several traces: the cross-trace document (rows, spread, clocks, straggler, skew, warnings)
+    ranks = f"{SYN}/ranks4"
+    many = {
+        # four ranks of one job: aligned on their all-reduces, a straggler, skew, communication
+        "synthetic_ranks4": [ranks],
+        # ranks 1 and 3 only, in reverse order: ordered by rank, rank 1 the reference
+        "synthetic_ranks_3_1": [f"{ranks}/rank3.synthetic.json.gz", f"{ranks}/rank1.synthetic.json.gz"],
+        # a rank trace beside runs without collectives or ranks: clocks not aligned (said why), iteration
+        # counts that differ, labels from file names
+        "mixed_without_collectives": [
+            f"{ranks}/rank0.synthetic.json.gz",
+            f"{SYN}/table3_onnx/onnx_b1_s128.synthetic.json.gz",
+            "sample_traces/cpu_pytorch_bert_torch/pytorch_b1_s128.torch.json.gz",
+        ],
+    }
+    cases += [
+        Case(f"many/{name}", ("analyze", *args, "--jobs", "1", "--format", "json"))
+        for name, args in many.items()
+    ]
     return cases
 
 

@@ -159,8 +159,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_golden.py",
         ],
     ),
-    "ranks": ("tracekit/analyzers/ranks.py", ["tests/test_fleet.py", "tests/test_fleet_mutants.py"]),
-    "compact": ("tracekit/fleet/compact.py", ["tests/test_fleet.py", "tests/test_fleet_mutants.py"]),
+    "ranks": (
+        "tracekit/analyzers/ranks.py",
+        ["tests/test_fleet.py", "tests/test_fleet_mutants.py", "tests/test_golden.py"],
+    ),
+    "compact": (
+        "tracekit/fleet/compact.py",
+        ["tests/test_fleet.py", "tests/test_fleet_mutants.py", "tests/test_golden.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens

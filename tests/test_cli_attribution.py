@@ -43,6 +43,7 @@ SAMPLE_KINDS = {
         )
     },
     "sweep_pytorch": {("nsys-sqlite", "gpu", True)},
+    "ranks4": {("kineto", "gpu", True)},
     **{
         f"table3_{run}": {("kineto", "gpu", True), ("nsys-sqlite", "gpu", True)}
         for run in ("cuda-graphs", "onnx", "onnx-cuda-graphs", "pytorch", "torchscript")

@@ -353,11 +353,18 @@ def test_cli_simulate_ranks_writes_traces_and_truth(
     assert rc == 0
     assert sorted(p.name for p in out.iterdir()) == [
         "rank0.synthetic.json.gz",
+        "rank0.synthetic.meta.json",
         "rank1.synthetic.json.gz",
+        "rank1.synthetic.meta.json",
         "rank2.synthetic.json.gz",
+        "rank2.synthetic.meta.json",
         "ranks.synthetic.truth.json",
     ]
     assert json.loads((out / "ranks.synthetic.truth.json").read_text())["straggler_rank"] == 1
+    # each trace's sidecar says it is synthetic, what made it and which rank of how many it is
+    meta = json.loads((out / "rank2.synthetic.meta.json").read_text())
+    assert meta["synthetic"] is True and meta["made_by"] == "tracekit simulate --ranks"
+    assert (meta["rank"], meta["world_size"], meta["iterations"]) == (2, 3, 4)
 
 
 # -- real multi-GPU exports ---------------------------------------------------------------------------------------

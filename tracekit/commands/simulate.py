@@ -50,8 +50,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=_positive,
         metavar="N",
         help="instead of a sweep: N synthetic rank traces (Kineto) of one distributed step loop with a known "
-        "straggler, clock offsets and NCCL all-reduces, and their truth (--iters steps, --ops compute kernels "
-        "per step, --kernels per rank; see tracekit/simulate/ranks.py; default: off)",
+        "straggler, clock offsets and NCCL all-reduces, a sidecar .meta.json each, and their truth (--iters "
+        "steps, --ops compute kernels per step, --kernels per rank; see tracekit/simulate/ranks.py; default: off)",
     )
     parser.add_argument(
         "--batch-sizes",

@@ -197,9 +197,25 @@ def rank_events(sim: RankSimulation, rank: int) -> list[str]:
     return lines
 
 
+def sidecar(sim: RankSimulation, rank: int) -> dict[str, Any]:
+    """The ``rank{r}.synthetic.meta.json`` beside each rank trace: what made it, that it is synthetic."""
+    return {
+        "synthetic": True,
+        "made_by": "tracekit simulate --ranks",
+        "note": "SYNTHETIC trace from tracekit's multi-rank model; not a measurement",
+        "device": "gpu",
+        "gpu": "Simulated GPU",
+        "rank": rank,
+        "world_size": sim.ranks,
+        "iterations": sim.steps,
+        "truth": "ranks.synthetic.truth.json",
+    }
+
+
 def write_ranks(sim: RankSimulation, out: Path) -> list[Path]:
-    """Write ``rank{r}.synthetic.json.gz`` for every rank and ``ranks.synthetic.truth.json`` into ``out``
-    (created; atomically, file by file). Returns the trace paths."""
+    """Write ``rank{r}.synthetic.json.gz`` and its sidecar ``rank{r}.synthetic.meta.json`` (:func:`sidecar`) for
+    every rank and ``ranks.synthetic.truth.json`` into ``out`` (created; atomically, file by file). Returns the
+    trace paths."""
     out.mkdir(parents=True, exist_ok=True)
     paths = []
     for rank in range(sim.ranks):
@@ -216,6 +232,9 @@ def write_ranks(sim: RankSimulation, out: Path) -> list[Path]:
         path = out / f"rank{rank}.synthetic.json.gz"
         with atomic_path(path) as tmp, gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as fh:
             fh.write(head[:-1] + ', "traceEvents": [\n' + body + "\n]}\n")
+        write_text_atomic(
+            out / f"rank{rank}.synthetic.meta.json", json.dumps(sidecar(sim, rank), indent=2) + "\n"
+        )
         paths.append(path)
     write_text_atomic(out / "ranks.synthetic.truth.json", json.dumps(truth(sim), indent=2) + "\n")
     return paths

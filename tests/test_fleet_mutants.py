@@ -1,0 +1,167 @@
+"""The cross-trace summary's edge cases, each pinned by exact values on hand-built compact results (the mutation
+run of analyzers/ranks.py found them unpinned; benchmarks/mutation.py). The whole documents of the committed
+synthetic ranks are pinned by the goldens (tests/golden/many/)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tracekit.analyzers.ranks import clock_offsets, skew, stragglers, summarize, with_labels
+
+EPOCH = 1_700_000_000_000_000_000  # ns: clocks read epoch time, as Kineto and nsys write it
+
+
+def result(
+    name: str,
+    rank: int | None = None,
+    ends: list[int] | None = None,
+    starts: list[int] | None = None,
+    steps: list[tuple[int, int]] | None = None,
+    path: str | None = "",
+) -> dict[str, Any]:
+    """A compact result: iterations ``steps`` as (start, end) ns (default two of 1 ms), collectives ``starts``
+    and ``ends`` (ns; starts default to 100 ns before the ends)."""
+    steps = steps or [(EPOCH, EPOCH + 1_000_000), (EPOCH + 2_000_000, EPOCH + 3_000_000)]
+    ends = ends or []
+    starts = starts if starts is not None else [e - 100 for e in ends]
+    return {
+        "path": f"/runs/{name}" if path == "" else path,
+        "name": name,
+        "rank": rank,
+        "iterations": {
+            "index": np.arange(len(steps)),
+            "start_ns": np.array([s for s, _ in steps], dtype=np.int64),
+            "end_ns": np.array([e for _, e in steps], dtype=np.int64),
+            "latency_ms": np.array([(e - s) / 1e6 for s, e in steps]),
+        },
+        "collective_starts_ns": np.array(starts, dtype=np.int64),
+        "collective_ends_ns": np.array(ends, dtype=np.int64),
+        "verdict": "compute",
+        "warnings": [],
+    }
+
+
+def test_two_traces_claiming_one_rank_are_never_aligned() -> None:
+    """Two traces (the fewest that can disagree) both saying rank 0: separate runs, whatever their collectives."""
+    ends = [EPOCH + 5_000, EPOCH + 9_000]
+    clocks = clock_offsets([result("a.json", 0, ends), result("b.json", 0, ends)])
+    assert clocks == {
+        "aligned": False,
+        "why": "rank 0 is claimed by 2 traces: they are not the ranks of one job",
+        "offsets_ns": None,
+        "matched": 0,
+    }
+
+
+def test_traces_without_collectives_are_named_up_to_five() -> None:
+    """The 'not aligned' reason names the traces without collectives, five at most, then ' ...'; a trace with
+    collectives is not named."""
+    with_comm = result("comm.json", 0, [EPOCH + 5_000])
+    quiet = [result(f"q{i}.json") for i in range(7)]
+    clocks = clock_offsets([with_comm, *quiet])
+    assert (
+        clocks["why"]
+        == "no collective kernels to align on in q0.json, q1.json, q2.json, q3.json, q4.json ..."
+    )
+    clocks = clock_offsets([with_comm, *quiet[:5]])
+    assert clocks["why"] == "no collective kernels to align on in q0.json, q1.json, q2.json, q3.json, q4.json"
+    assert clock_offsets([with_comm])["why"] == "one trace"
+
+
+def test_unequal_collective_counts_match_the_first_ones_of_each() -> None:
+    """The reference holding more collectives than another trace (or fewer): the first min(counts) of each are
+    matched in launch order, the rest ignored, and the reason says so; the residual is the largest
+    disagreement left, in µs (here 3 µs: one trace's second collective ends 6 µs apart from the first's offset,
+    split by the median)."""
+    ref = result("r0.json", 0, [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000])
+    other = result("r1.json", 1, [EPOCH + 510_000, EPOCH + 526_000])  # offset 500 µs then 506 µs
+    clocks = clock_offsets([ref, other])
+    assert clocks == {
+        "aligned": True,
+        "method": "collective ends",
+        "matched": 2,
+        "offsets_ns": [0, 503_000],
+        "residual_us": 3.0,
+        "reference": "rank 0",
+        "why": "traces hold 2 to 3 collectives; the first 2 were matched",
+    }
+    assert clock_offsets([other, ref])["offsets_ns"] == [0, -503_000]
+
+
+def test_the_straggler_wait_is_exact_at_epoch_time() -> None:
+    """Three ranks at epoch-ns clocks: rank 2 arrives 1,001 ns after rank 0 and 2,000 ns after rank 1 at each
+    collective; it waits for the median of the others' arrivals (1,500.5 ns before it), computed on small
+    numbers (epoch-ns values as floats lose ~256 ns)."""
+    ends = [EPOCH + 1_000_000, EPOCH + 2_000_000]
+    arrive = {0: 999, 1: 0, 2: 2_000}
+    results = [
+        result(f"r{r}.json", r, ends, starts=[e - 100_000 + arrive[r] for e in ends]) for r in range(3)
+    ]
+    out = stragglers(results, [0, 0, 0])
+    assert out == {
+        "straggler": "rank 2",
+        "arrives_last": 2,
+        "collectives": 2,
+        "median_wait_ms": 0.0015005,
+        "total_wait_ms": 0.003001,
+        "arrives_last_by_trace": {"rank 2": 2},
+    }
+
+
+def test_no_collectives_no_straggler() -> None:
+    """Stragglers of traces without matched collectives: none, and zero collectives."""
+    assert stragglers([result("a.json", 0), result("b.json", 1)], [0, 0]) == {
+        "straggler": None,
+        "collectives": 0,
+    }
+
+
+def test_the_trace_whose_steps_end_last_and_how_often() -> None:
+    """Ends-last counts the steps each trace ends last (a tie counts for nobody); clock offsets are taken out
+    before comparing: rank 1's clock runs 1 ms ahead, so its raw ends look later than they are."""
+    ms = 1_000_000
+    r0 = result(
+        "r0.json",
+        0,
+        steps=[
+            (EPOCH, EPOCH + 5 * ms),
+            (EPOCH + 10 * ms, EPOCH + 16 * ms),
+            (EPOCH + 20 * ms, EPOCH + 25 * ms),
+        ],
+    )
+    # true ends: 5.5, 15.5, 25 ms (a tie with rank 0 at the third step); raw ends 1 ms later
+    r1 = result(
+        "r1.json",
+        1,
+        steps=[
+            (EPOCH + 1 * ms, EPOCH + 6_500_000),
+            (EPOCH + 11 * ms, EPOCH + 16_500_000),
+            (EPOCH + 21 * ms, EPOCH + 26 * ms),
+        ],
+    )
+    out = skew([r0, r1], [0, ms])
+    assert out == {
+        "steps": 3,
+        "median_start_skew_ms": 0.0,
+        "max_start_skew_ms": 0.0,
+        "ends_last": "rank 1",
+        "ends_last_steps": 1,
+    }
+
+
+def test_ranks_come_first_in_rank_order_not_name_order() -> None:
+    """Rows: traces with a rank by rank (rank 2 before rank 10, whatever their file names), then the others by
+    file name."""
+    doc = summarize([result("z.json"), result("b.json", 10), result("a.json"), result("c.json", 2)])
+    assert [row["trace"] for row in doc["rows"]] == ["rank 2", "rank 10", "a.json", "z.json"]
+
+
+def test_a_repeated_name_without_a_path_is_labelled_by_its_name() -> None:
+    """Labels: a file name two traces share is replaced by each one's path; where a result has no path, its
+    name stays."""
+    labels = [
+        r["label"] for r in with_labels([result("t.json", path=None), result("t.json", path="/b/t.json")])
+    ]
+    assert labels == ["t.json", "/b/t.json"]
