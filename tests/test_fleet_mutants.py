@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tracekit.analyzers.ranks import clock_offsets, skew, stragglers, summarize, with_labels
 
@@ -165,3 +166,13 @@ def test_a_repeated_name_without_a_path_is_labelled_by_its_name() -> None:
         r["label"] for r in with_labels([result("t.json", path=None), result("t.json", path="/b/t.json")])
     ]
     assert labels == ["t.json", "/b/t.json"]
+
+
+@pytest.mark.parametrize("offsets", [[0], [0, 0, 0]])
+@pytest.mark.parametrize("measure", [stragglers, skew])
+def test_offsets_that_do_not_match_the_traces_are_refused(measure: Any, offsets: list[int]) -> None:
+    """One clock offset per trace: a list of another length is an error, never a silent truncation that would
+    leave a trace out of the straggler or skew."""
+    ends = [EPOCH + 1_000_000]
+    with pytest.raises(ValueError):
+        measure([result("r0.json", 0, ends), result("r1.json", 1, ends)], offsets)
