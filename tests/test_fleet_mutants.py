@@ -7,9 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
+import polars as pl
 import pytest
 
 from tracekit.analyzers.ranks import clock_offsets, skew, stragglers, summarize, with_labels
+from tracekit.fleet.compact import columns, comm_per_iteration
 
 EPOCH = 1_700_000_000_000_000_000  # ns: clocks read epoch time, as Kineto and nsys write it
 
@@ -176,3 +178,47 @@ def test_offsets_that_do_not_match_the_traces_are_refused(measure: Any, offsets:
     ends = [EPOCH + 1_000_000]
     with pytest.raises(ValueError):
         measure([result("r0.json", 0, ends), result("r1.json", 1, ends)], offsets)
+
+
+# -- fleet/compact.py -----------------------------------------------------------------------------------------
+
+
+def _ops(rows: list[tuple[int | None, int | None, int, int, str | None]]) -> pl.DataFrame:
+    """(iteration, device, start, end, name) rows as an ops frame."""
+    schema = {
+        "iteration": pl.Int64,
+        "device": pl.Int64,
+        "start": pl.Int64,
+        "end": pl.Int64,
+        "name": pl.String,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")
+
+
+def test_an_op_without_a_name_is_not_communication() -> None:
+    """A device op whose name is missing is computation, never a collective: it hides the collective it
+    overlaps, and alone it makes no communication row."""
+    ops = _ops([(0, 0, 0, 10, "ncclKernel_AllReduce"), (0, 0, 5, 30, None)])
+    assert comm_per_iteration(ops).rows() == [(0, 10e-6, 5e-6)]
+    assert comm_per_iteration(_ops([(0, 0, 0, 10, None)])).is_empty()
+
+
+def test_a_collective_on_an_unknown_device_is_still_counted() -> None:
+    """Ops whose device is unknown (null) form their own group: their collective counts, hidden only by ops
+    of that same unknown device."""
+    ops = _ops([(0, None, 0, 10, "ncclKernel_AllReduce"), (0, None, 0, 4, "gemm"), (0, 1, 0, 10, "gemm")])
+    assert comm_per_iteration(ops).rows() == [(0, 10e-6, 6e-6)]
+
+
+def test_compact_columns_are_arrays_unless_an_integer_column_has_nulls() -> None:
+    """The compact result's iteration columns: float columns as float64 arrays (null -> NaN), integer columns
+    as int64 arrays, and an integer column with a null as a list of ints with None (an int64 array cannot
+    hold it; a float one would round nanosecond times)."""
+    frame = pl.DataFrame(
+        {"ms": [1.5, None], "ns": [EPOCH + 1, EPOCH + 3], "gaps": [2, None], "name": ["a", "b"]},
+        schema={"ms": pl.Float64, "ns": pl.Int64, "gaps": pl.Int64, "name": pl.String},
+    )
+    out = columns(frame)
+    assert out["ms"].dtype == np.float64 and out["ms"][0] == 1.5 and np.isnan(out["ms"][1])
+    assert out["ns"].dtype == np.int64 and out["ns"].tolist() == [EPOCH + 1, EPOCH + 3]
+    assert out["gaps"] == [2, None] and out["name"] == ["a", "b"]
