@@ -10,7 +10,14 @@ import numpy as np
 import polars as pl
 import pytest
 
-from tracekit.analyzers.ranks import clock_offsets, skew, stragglers, summarize, with_labels
+from tracekit.analyzers.ranks import (
+    clock_offsets,
+    skew,
+    slowest_by_step,
+    stragglers,
+    summarize,
+    with_labels,
+)
 from tracekit.fleet.compact import columns, comm_per_iteration
 
 EPOCH = 1_700_000_000_000_000_000  # ns: clocks read epoch time, as Kineto and nsys write it
@@ -178,6 +185,13 @@ def test_offsets_that_do_not_match_the_traces_are_refused(measure: Any, offsets:
     ends = [EPOCH + 1_000_000]
     with pytest.raises(ValueError):
         measure([result("r0.json", 0, ends), result("r1.json", 1, ends)], offsets)
+
+
+def test_no_common_step_no_slowest() -> None:
+    """A trace without iterations leaves no step to compare: zero steps, and nobody the slowest."""
+    empty = result("e.json", 1, steps=[(EPOCH, EPOCH + 1)])
+    empty["iterations"] = {k: v[:0] for k, v in empty["iterations"].items()}
+    assert slowest_by_step([result("a.json", 0), empty]) == {"steps": 0}
 
 
 # -- fleet/compact.py -----------------------------------------------------------------------------------------
