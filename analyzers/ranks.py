@@ -23,6 +23,8 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   aligned iteration starts; median and largest.
 - Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
   at each step, how often).
+- **warnings**: besides the above, each trace's own warnings (once per text, with the traces it applies to),
+  and traces whose iterations are cut by different ranges (their steps may be different work).
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from collections import Counter
 from statistics import mean, median
 from typing import Any
 
+#: How many traces a warning names before "and N more".
+NAMED_TRACES = 5
 #: Per-iteration fields averaged per trace (ms or a fraction).
 MEAN_FIELDS = (
     "latency_ms",
@@ -105,6 +109,8 @@ def trace_row(result: dict[str, Any]) -> dict[str, Any]:
         "file": result["name"],
         "rank": result.get("rank"),
         "gpu": result.get("gpu"),
+        "device": result.get("device"),
+        "range": result.get("range"),
         "iterations": steps_of(result),
         "median_latency_ms": median(latencies) if latencies else None,
     }
@@ -112,6 +118,37 @@ def trace_row(result: dict[str, Any]) -> dict[str, Any]:
     row["verdict"] = result.get("verdict")
     row["synthetic"] = result.get("synthetic", False)
     return row
+
+
+def _named(labels: list[str]) -> str:
+    """``labels`` joined, the first :data:`NAMED_TRACES` of them, then how many more."""
+    more = len(labels) - NAMED_TRACES
+    return ", ".join(labels[:NAMED_TRACES]) + (f" and {more} more" if more > 0 else "")
+
+
+def trace_warnings(results: list[dict[str, Any]]) -> list[str]:
+    """Each trace's own warnings (its analysis', as ``tracekit analyze`` on it alone prints them), once per
+    text, prefixed with the traces it applies to: what qualifies a trace's numbers qualifies its row."""
+    by_text: dict[str, list[str]] = {}
+    for r in results:
+        for text in r.get("warnings") or ():
+            by_text.setdefault(str(text), []).append(label(r))
+    return [f"{_named(labels)}: {text}" for text, labels in by_text.items()]
+
+
+def range_warning(results: list[dict[str, Any]]) -> list[str]:
+    """A warning when the traces cut their iterations by different ranges (``ProfilerStep#*`` in one, an
+    ``iteration`` annotation in another): their steps are not the same work, so steps are compared as
+    positions only."""
+    by_range: dict[str, list[str]] = {}
+    for r in results:
+        by_range.setdefault(str(r.get("range")), []).append(label(r))
+    if len(by_range) < 2:
+        return []
+    parts = "; ".join(f"'{name}' in {_named(labels)}" for name, labels in by_range.items())
+    return [
+        f"iterations are cut by different ranges ({parts}): a step of one trace may be other work than a step of another"
+    ]
 
 
 def _order(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -272,4 +309,5 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         doc["warnings"].append(
             f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"
         )
+    doc["warnings"] += range_warning(results) + trace_warnings(results)
     return doc

@@ -194,6 +194,27 @@ def test_no_common_step_no_slowest() -> None:
     assert slowest_by_step([result("a.json", 0), empty]) == {"steps": 0}
 
 
+def test_each_traces_warnings_are_said_once_with_the_traces_they_apply_to() -> None:
+    """A trace's own warnings qualify its row: each text once, after the traces it applies to (five named,
+    then how many more); traces cut by different ranges are warned about, with which range each uses."""
+    traces = [result(f"t{i}.json", i) for i in range(7)]
+    for r in traces:
+        r["warnings"] = ["3 of 3 iterations are unsynchronized"]
+        r["range"] = "ProfilerStep#*"
+    traces[2]["warnings"] = [*traces[2]["warnings"], "12 GPU ops have no runtime call"]
+    traces[6]["range"] = "iteration"
+    doc = summarize(traces)
+    assert doc["warnings"][-3:] == [
+        "iterations are cut by different ranges ('ProfilerStep#*' in rank 0, rank 1, rank 2, rank 3, rank 4 and 1 more; "
+        "'iteration' in rank 6): a step of one trace may be other work than a step of another",
+        "rank 0, rank 1, rank 2, rank 3, rank 4 and 2 more: 3 of 3 iterations are unsynchronized",
+        "rank 2: 12 GPU ops have no runtime call",
+    ]
+    assert [row["range"] for row in doc["rows"]][-2:] == ["ProfilerStep#*", "iteration"]
+    same = summarize(traces[:5])
+    assert not any("different ranges" in w for w in same["warnings"])
+
+
 # -- fleet/compact.py -----------------------------------------------------------------------------------------
 
 
@@ -236,3 +257,64 @@ def test_compact_columns_are_arrays_unless_an_integer_column_has_nulls() -> None
     assert out["ms"].dtype == np.float64 and out["ms"][0] == 1.5 and np.isnan(out["ms"][1])
     assert out["ns"].dtype == np.int64 and out["ns"].tolist() == [EPOCH + 1, EPOCH + 3]
     assert out["gaps"] == [2, None] and out["name"] == ["a", "b"]
+
+
+def _analyzed(ops: list[tuple[Any, ...]]) -> Any:
+    """A hand-built (synthetic) trace of two 1 µs iterations analyzed: ``ops`` as (start, end, correlation,
+    stream, name); correlations 1-4 are launched at 10, 30, 50 and 1010 ns."""
+    from tests.builders import make_trace
+    from tracekit.session import analyze_trace
+
+    trace = make_trace(
+        ranges=[(0, 1000, "step"), (1000, 2000, "step")],
+        api=[
+            (10, 20, 1, "cudaLaunchKernel"),
+            (30, 40, 2, "cudaLaunchKernel"),
+            (50, 60, 3, "cudaLaunchKernel"),
+            (1010, 1020, 4, "cudaLaunchKernel"),
+        ],
+        ops=ops,
+        op_fields=("start", "end", "correlation", "stream", "name"),
+        meta={"path": "hand-built.synthetic", "synthetic": True},
+    )
+    return analyze_trace(trace)
+
+
+def test_compact_collectives_in_launch_order_and_iterations_without_them() -> None:
+    """Collectives go in launch order (their call's start, then their own start; one without a launching call
+    last), not in start order: it is how they are matched across ranks. An iteration without a collective,
+    in a trace with some, has 0 communication, not none."""
+    from tracekit.fleet.compact import compact
+
+    analyzed = _analyzed(
+        [
+            (100, 220, 3, 7, "sm90_gemm"),  # hides C and the first 20 ns of B
+            (150, 180, 1, 15, "ncclDevKernel_AllGather"),  # C: launched with A (one call), starts first
+            (200, 250, 2, 14, "ncclDevKernel_Broadcast"),  # B: launched after A, starts before it
+            (300, 400, 1, 13, "ncclDevKernel_AllReduce"),  # A
+            (600, 650, None, 13, "ncclDevKernel_Reduce"),  # E: no correlation, placed by its start
+            (1100, 1500, 4, 7, "sm90_gemm"),  # iteration 1: computation only
+        ]
+    )
+    out = compact(analyzed)
+    assert out["collective_starts_ns"].tolist() == [150, 300, 200, 600]
+    assert out["collective_ends_ns"].tolist() == [180, 400, 250, 650]
+    assert out["collective_starts_ns"].dtype == np.int64
+    its = out["iterations"]
+    assert its["index"].tolist() == [0, 1]
+    assert its["comm_ms"].tolist() == pytest.approx([230e-6, 0.0], rel=1e-12)
+    assert its["exposed_comm_ms"].tolist() == pytest.approx([180e-6, 0.0], rel=1e-12)
+
+
+def test_compact_without_collectives() -> None:
+    """A trace without any collective: communication is unknown (NaN) in every iteration, not 0, and the
+    collective lists are empty int64 arrays."""
+    from tracekit.fleet.compact import compact
+
+    out = compact(_analyzed([(100, 220, 3, 7, "sm90_gemm"), (1100, 1500, 4, 7, "sm90_gemm")]))
+    for key in ("comm_ms", "exposed_comm_ms"):
+        column = out["iterations"][key]
+        assert column.dtype == np.float64 and np.isnan(column).all() and len(column) == 2
+    for key in ("collective_starts_ns", "collective_ends_ns"):
+        assert out[key].dtype == np.int64 and len(out[key]) == 0
+    assert (out["device"], out["range"], out["synthetic"]) == ("gpu", "step", True)

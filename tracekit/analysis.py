@@ -184,6 +184,13 @@ class Analysis:
         return self.source
 
     @property
+    def measurement_warnings(self) -> tuple[str, ...]:
+        """The warnings about the measurement itself (the reader's and the iteration analysis'), without those
+        about identifying the run (runtime, precision: :func:`tracekit.inputs.inference_notes`); this
+        process' analyses only."""
+        return tuple(self._source("the measurement warnings").iterations.warnings)
+
+    @property
     def trace_data(self) -> Trace:
         """The trace as read (this process' analyses only)."""
         return self._source("the trace").trace

@@ -159,5 +159,5 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         "iterations": columns(iterations),
         "collective_starts_ns": starts,
         "collective_ends_ns": ends,
-        "warnings": list(analyzed.warnings),
+        "warnings": list(analyzed.measurement_warnings),
     }
