@@ -308,13 +308,23 @@ def test_compact_collectives_in_launch_order_and_iterations_without_them() -> No
 
 def test_compact_without_collectives() -> None:
     """A trace without any collective: communication is unknown (NaN) in every iteration, not 0, and the
-    collective lists are empty int64 arrays."""
+    collective lists are empty int64 arrays; the trace's path, device, range and measurement warnings (an op
+    launched after the last iteration) are carried."""
     from tracekit.fleet.compact import compact
 
-    out = compact(_analyzed([(100, 220, 3, 7, "sm90_gemm"), (1100, 1500, 4, 7, "sm90_gemm")]))
+    out = compact(
+        _analyzed(
+            [(100, 220, 3, 7, "sm90_gemm"), (1100, 1500, 4, 7, "sm90_gemm"), (5000, 5100, None, 7, "late")]
+        )
+    )
     for key in ("comm_ms", "exposed_comm_ms"):
         column = out["iterations"][key]
         assert column.dtype == np.float64 and np.isnan(column).all() and len(column) == 2
     for key in ("collective_starts_ns", "collective_ends_ns"):
         assert out[key].dtype == np.int64 and len(out[key]) == 0
     assert (out["device"], out["range"], out["synthetic"]) == ("gpu", "step", True)
+    assert (out["path"], out["name"]) == ("hand-built.synthetic", "hand-built.synthetic")
+    assert out["warnings"] == [
+        "1 device ops (0.000 ms busy) were launched outside every iteration (1 after the last): they count in "
+        "no iteration"
+    ]
