@@ -192,6 +192,13 @@ def test_no_common_step_no_slowest() -> None:
     empty = result("e.json", 1, steps=[(EPOCH, EPOCH + 1)])
     empty["iterations"] = {k: v[:0] for k, v in empty["iterations"].items()}
     assert slowest_by_step([result("a.json", 0), empty]) == {"steps": 0}
+    assert slowest_by_step([]) == {"steps": 0}
+
+
+def test_a_result_that_does_not_say_synthetic_is_not() -> None:
+    """A row is synthetic only when its result says so (a measured trace's result may not say anything)."""
+    plain, marked = result("a.json", 0), {**result("b.json", 1), "synthetic": True}
+    assert [row["synthetic"] for row in summarize([plain, marked])["rows"]] == [False, True]
 
 
 def test_each_traces_warnings_are_said_once_with_the_traces_they_apply_to() -> None:
