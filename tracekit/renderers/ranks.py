@@ -22,7 +22,9 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("mean_exposed_comm_ms", "mean exposed comm ms"),
     ("verdict", "verdict"),
 )
-CSV_COLUMNS = ("trace", "file", "rank", "gpu", "device", "range", "synthetic") + tuple(k for k, _ in COLUMNS[1:])
+CSV_COLUMNS = ("trace", "file", "rank", "gpu", "device", "range", "synthetic") + tuple(
+    k for k, _ in COLUMNS[1:]
+)
 
 
 def _ms(value: Any) -> str:
