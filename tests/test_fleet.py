@@ -277,6 +277,7 @@ def test_cli_many_traces_prints_the_rank_table_and_the_straggler(
     assert rc == 0
     assert [line.split()[1] for line in out.splitlines()[2:6]] == ["0", "1", "2", "3"]  # "rank N" rows
     assert "straggler: rank 2 arrives last at 6 of 6 collectives" in out
+    assert "SYNTHETIC traces (simulated, not measurements): rank 0, rank 1, rank 2, rank 3" in out
     assert "offsets vs rank 0: rank 0 +0.000 ms, rank 1 -0.700 ms, rank 2 +0.000 ms, rank 3 +3.000 ms" in out
 
 

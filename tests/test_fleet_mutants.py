@@ -222,6 +222,20 @@ def test_each_traces_warnings_are_said_once_with_the_traces_they_apply_to() -> N
     assert not any("different ranges" in w for w in same["warnings"])
 
 
+def test_the_text_and_markdown_name_the_synthetic_traces_only() -> None:
+    """A synthetic trace's row is said to be synthetic under the table (its label alone would not say so); a
+    measured trace is not named there, and without synthetic traces there is no such line."""
+    from tracekit.renderers.ranks import render_ranks
+
+    doc = summarize([{**result("sim.json", 0), "synthetic": True}, result("real.json", 1)])
+    for fmt in ("table", "markdown"):
+        lines = [line for line in render_ranks(doc, fmt).splitlines() if "SYNTHETIC" in line]
+        assert lines == [
+            ("- " if fmt == "markdown" else "") + "SYNTHETIC traces (simulated, not measurements): rank 0"
+        ]
+    assert "SYNTHETIC" not in render_ranks(summarize([result("real.json", 1)]), "table")
+
+
 # -- fleet/compact.py -----------------------------------------------------------------------------------------
 
 

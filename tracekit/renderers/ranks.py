@@ -32,9 +32,12 @@ def _ms(value: Any) -> str:
 
 
 def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
-    """The lines under the table: spread, clocks, straggler, skew (what was withheld, and why); the
-    warnings too unless ``warnings`` is False (the command prints them on stderr)."""
+    """The lines under the table: which traces are synthetic, spread, clocks, straggler, skew (what was
+    withheld, and why); the warnings too unless ``warnings`` is False (the command prints them on stderr)."""
     lines: list[str] = []
+    synthetic = [row["trace"] for row in doc.get("rows", []) if row.get("synthetic")]
+    if synthetic:
+        lines.append(f"SYNTHETIC traces (simulated, not measurements): {', '.join(synthetic)}")
     spread = doc.get("spread")
     if spread:
         ratio = spread.get("ratio")
