@@ -366,6 +366,10 @@ def test_cli_simulate_ranks_writes_traces_and_truth(
     meta = json.loads((out / "rank2.synthetic.meta.json").read_text())
     assert meta["synthetic"] is True and meta["made_by"] == "tracekit simulate --ranks"
     assert (meta["rank"], meta["world_size"], meta["iterations"]) == (2, 3, 4)
+    # replaced by two ranks: rank 2's trace and sidecar both go
+    argv = ["simulate", "--ranks", "2", "--iters", "4", "--ops", "5", "-q", "-o", str(out), "--overwrite"]
+    assert _cli(argv, capsys)[0] == 0
+    assert not list(out.glob("rank2.*"))
 
 
 # -- real multi-GPU exports ---------------------------------------------------------------------------------------

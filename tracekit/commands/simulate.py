@@ -162,7 +162,7 @@ def run_ranks(args: argparse.Namespace) -> int:
     existing = list(out.glob("rank*.synthetic.json.gz"))
     if existing and not args.overwrite:
         raise TracekitError("holds simulated rank traces already; pass --overwrite to replace them", out)
-    for old in existing:
+    for old in [*existing, *out.glob("rank*.synthetic.meta.json")]:  # the traces and their sidecars
         old.unlink()
     sim = RankSimulation(ranks=args.ranks, steps=steps, kernels=kernels, straggler=1 % args.ranks)
     paths = write_ranks(sim, out)
