@@ -7,6 +7,7 @@ Rows are given as tuples, times in integer ns; every frame is conformed to :data
 from __future__ import annotations
 
 import gzip
+import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -106,6 +107,21 @@ def write_file(tmp_path: Path, name: str, text: str | bytes, gz: bool = False) -
     path = tmp_path / name
     path.write_bytes(gzip.compress(data) if gz else data)
     return path
+
+
+def kineto_event(
+    cat: str, name: str, ts: Any, dur: Any, pid: Any = 1, tid: Any = 1, **args: Any
+) -> dict[str, Any]:
+    """One Kineto complete (``ph`` X) event; ``args`` keys written with " " for "_" (``est_achieved_...``)."""
+    event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
+    if args:
+        event["args"] = {k.replace("_", " "): v for k, v in args.items()}
+    return event
+
+
+def kineto_file(tmp_path: Path, events: list[dict[str, Any]], name: str) -> Path:
+    """``events`` written as a Kineto JSON document (schema 1) to ``tmp_path / name``."""
+    return write_file(tmp_path, name, json.dumps({"schemaVersion": 1, "traceEvents": events}))
 
 
 def two_gpu_launches(starts: Iterable[int]) -> Trace:

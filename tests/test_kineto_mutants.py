@@ -9,7 +9,6 @@ worker) that large real traces depend on for their reading time.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from tests.builders import write_file
+from tests.builders import kineto_event, kineto_file, write_file
 from tests.test_reader_kineto import (
     EXPECTED_CURRENT_API,
     EXPECTED_CURRENT_KERNEL_METRICS,
@@ -31,17 +30,11 @@ from tracekit.errors import TraceFormatError
 from tracekit.readers import kineto as K
 from tracekit.readers import kineto_worker as kw
 
-
-def _x(cat: str, name: str, ts: Any, dur: Any, pid: Any = 1, tid: Any = 1, **args: Any) -> dict[str, Any]:
-    """One complete (``ph`` X) event; ``args`` keys with "_" written with " " (``est_achieved...``)."""
-    event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
-    if args:
-        event["args"] = {k.replace("_", " "): v for k, v in args.items()}
-    return event
+_x = kineto_event
 
 
 def _file(tmp_path: Path, events: list[dict[str, Any]], name: str = "synthetic_mutants.json") -> Path:
-    return write_file(tmp_path, name, json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return kineto_file(tmp_path, events, name)
 
 
 # --------------------------------------------------------------------------------- µs -> ns conversion

@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from polars.testing import assert_frame_equal
 
+from tests.builders import kineto_event, kineto_file
 from tests.builders import write_file as _write
 from tests.conftest import real_trace
 from tracekit.errors import TraceFormatError
@@ -29,10 +30,8 @@ from tracekit.readers.nesting import leaf_mask, nesting_depth
 
 
 def _x(cat: str, name: str, pid: Any, tid: Any, ts: Any, dur: Any, **args: Any) -> dict[str, Any]:
-    event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
-    if args:
-        event["args"] = {k.replace("_", " "): v for k, v in args.items()}
-    return event
+    """:func:`tests.builders.kineto_event` with pid and tid before the times."""
+    return kineto_event(cat, name, ts, dur, pid, tid, **args)
 
 
 def _kernel(name: str, ts: Any, dur: Any, device: int = 0, stream: int = 7, **args: Any) -> dict[str, Any]:
@@ -753,17 +752,11 @@ def test_simulated_kineto_and_sqlite_give_identical_per_iteration_json(tmp_path:
 # ------------------------------------------------------------- CPU-operator evidence (meta, issue 15)
 
 
-def _ev(cat: str, name: str, ts: Any, dur: Any, pid: Any = 1, tid: Any = 1, **args: Any) -> dict[str, Any]:
-    event = {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur}
-    if args:
-        event["args"] = {k.replace("_", " "): v for k, v in args.items()}
-    return event
+_ev = kineto_event
 
 
 def _kineto_file(tmp_path: Path, events: list[dict[str, Any]], name: str = "hand_built.json") -> Path:
-    path = tmp_path / name
-    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
-    return path
+    return kineto_file(tmp_path, events, name)
 
 
 def test_cpu_op_summary_launches_outside_ops_exact(tmp_path: Path) -> None:
