@@ -12,9 +12,13 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tracekit.model import API_SCHEMA, OPS_SCHEMA, RANGES_SCHEMA, Trace, conform
+
+#: ns: profilers' clocks read epoch time, as Kineto and nsys write it
+EPOCH = 1_700_000_000_000_000_000
 
 #: Default tuple layouts (later fields optional).
 RANGE_FIELDS = ("start", "end", "name", "depth", "domain")
@@ -142,3 +146,48 @@ def two_gpu_launches(starts: Iterable[int]) -> Trace:
         api_fields=("start", "end", "correlation", "name", "pid", "thread"),
         op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
     )
+
+
+def compact_result(
+    name: str,
+    rank: int | None = None,
+    ends: list[int] | None = None,
+    starts: list[int] | None = None,
+    steps: list[tuple[int, int]] | None = None,
+    path: str | None = "",
+) -> dict[str, Any]:
+    """A hand-built compact result (:mod:`tracekit.fleet.compact`, what :mod:`tracekit.analyzers.ranks`
+    summarizes): iterations ``steps`` as (start, end) ns (default two of 1 ms at :data:`EPOCH`), collectives
+    ``starts`` and ``ends`` (ns; starts default to 100 ns before the ends); ``path`` None: none, "" (the
+    default): ``/runs/NAME``."""
+    steps = steps or [(EPOCH, EPOCH + 1_000_000), (EPOCH + 2_000_000, EPOCH + 3_000_000)]
+    ends = ends or []
+    starts = starts if starts is not None else [e - 100 for e in ends]
+    return {
+        "path": f"/runs/{name}" if path == "" else path,
+        "name": name,
+        "rank": rank,
+        "iterations": {
+            "index": np.arange(len(steps)),
+            "start_ns": np.array([s for s, _ in steps], dtype=np.int64),
+            "end_ns": np.array([e for _, e in steps], dtype=np.int64),
+            "latency_ms": np.array([(e - s) / 1e6 for s, e in steps]),
+        },
+        "collective_starts_ns": np.array(starts, dtype=np.int64),
+        "collective_ends_ns": np.array(ends, dtype=np.int64),
+        "verdict": "compute",
+        "warnings": [],
+    }
+
+
+def comm_ops(rows: list[tuple[int | None, int | None, int | None, int | None, str | None]]) -> pl.DataFrame:
+    """(iteration, device, start, end, name) rows as the ops frame :func:`tracekit.fleet.compact.comm_per_iteration`
+    takes."""
+    schema = {
+        "iteration": pl.Int64,
+        "device": pl.Int64,
+        "start": pl.Int64,
+        "end": pl.Int64,
+        "name": pl.String,
+    }
+    return pl.DataFrame(rows, schema=schema, orient="row")

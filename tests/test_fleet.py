@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from tests.builders import comm_ops, compact_result
 from tests.conftest import SAMPLE_TRACES
 from tracekit.analyzers.ranks import summarize
 from tracekit.fleet.compact import comm_per_iteration
@@ -182,19 +183,7 @@ def test_cache_reanalysis_equals_first_and_misses_on_change(rank_traces: list[st
     assert len([p for p in cache_dir.iterdir() if p.is_dir()]) == 2
 
 
-def _ops(rows: list[tuple[int | None, int, int | None, int | None, str]]) -> pl.DataFrame:
-    """(iteration, device, start, end, name) rows as an ops frame."""
-    return pl.DataFrame(
-        rows,
-        schema={
-            "iteration": pl.Int64,
-            "device": pl.Int64,
-            "start": pl.Int64,
-            "end": pl.Int64,
-            "name": pl.Utf8,
-        },
-        orient="row",
-    )
+_ops = comm_ops
 
 
 def test_communication_hidden_only_by_other_ops_of_its_device_and_iteration() -> None:
@@ -455,22 +444,9 @@ def test_the_cache_gives_back_what_the_analysis_asks_for(tmp_path: Path) -> None
 
 
 def _result(name: str, rank: int | None, ends: list[int], path: str | None = None) -> dict:
-    """A hand-built compact result: two iterations, collectives ending at ``ends`` (ns)."""
-    return {
-        "path": path or f"/runs/{name}",
-        "name": name,
-        "rank": rank,
-        "iterations": {
-            "index": np.array([0, 1]),
-            "start_ns": np.array([0, 1_000_000]),
-            "end_ns": np.array([900_000, 1_900_000]),
-            "latency_ms": np.array([0.9, 0.9]),
-        },
-        "collective_starts_ns": np.array([e - 100 for e in ends]),
-        "collective_ends_ns": np.array(ends),
-        "verdict": "compute",
-        "warnings": [],
-    }
+    """A hand-built compact result: two iterations of 0.9 ms, collectives ending at ``ends`` (ns)."""
+    steps = [(0, 900_000), (1_000_000, 1_900_000)]
+    return compact_result(name, rank, ends, steps=steps, path=path or f"/runs/{name}")
 
 
 def test_traces_claiming_the_same_rank_are_named_by_file_and_never_aligned() -> None:

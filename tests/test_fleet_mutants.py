@@ -10,6 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
+from tests.builders import EPOCH, comm_ops, compact_result
 from tracekit.analyzers.ranks import (
     clock_offsets,
     skew,
@@ -20,37 +21,8 @@ from tracekit.analyzers.ranks import (
 )
 from tracekit.fleet.compact import columns, comm_per_iteration
 
-EPOCH = 1_700_000_000_000_000_000  # ns: clocks read epoch time, as Kineto and nsys write it
-
-
-def result(
-    name: str,
-    rank: int | None = None,
-    ends: list[int] | None = None,
-    starts: list[int] | None = None,
-    steps: list[tuple[int, int]] | None = None,
-    path: str | None = "",
-) -> dict[str, Any]:
-    """A compact result: iterations ``steps`` as (start, end) ns (default two of 1 ms), collectives ``starts``
-    and ``ends`` (ns; starts default to 100 ns before the ends)."""
-    steps = steps or [(EPOCH, EPOCH + 1_000_000), (EPOCH + 2_000_000, EPOCH + 3_000_000)]
-    ends = ends or []
-    starts = starts if starts is not None else [e - 100 for e in ends]
-    return {
-        "path": f"/runs/{name}" if path == "" else path,
-        "name": name,
-        "rank": rank,
-        "iterations": {
-            "index": np.arange(len(steps)),
-            "start_ns": np.array([s for s, _ in steps], dtype=np.int64),
-            "end_ns": np.array([e for _, e in steps], dtype=np.int64),
-            "latency_ms": np.array([(e - s) / 1e6 for s, e in steps]),
-        },
-        "collective_starts_ns": np.array(starts, dtype=np.int64),
-        "collective_ends_ns": np.array(ends, dtype=np.int64),
-        "verdict": "compute",
-        "warnings": [],
-    }
+result = compact_result
+_ops = comm_ops
 
 
 def test_two_traces_claiming_one_rank_are_never_aligned() -> None:
@@ -237,18 +209,6 @@ def test_the_text_and_markdown_name_the_synthetic_traces_only() -> None:
 
 
 # -- fleet/compact.py -----------------------------------------------------------------------------------------
-
-
-def _ops(rows: list[tuple[int | None, int | None, int, int, str | None]]) -> pl.DataFrame:
-    """(iteration, device, start, end, name) rows as an ops frame."""
-    schema = {
-        "iteration": pl.Int64,
-        "device": pl.Int64,
-        "start": pl.Int64,
-        "end": pl.Int64,
-        "name": pl.String,
-    }
-    return pl.DataFrame(rows, schema=schema, orient="row")
 
 
 def test_an_op_without_a_name_is_not_communication() -> None:
