@@ -68,10 +68,13 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
             placed.select(*keys, at=pl.col("end"), comm=-comm_step, other=-other_step),
         ]
     ).sort(*keys, "at", nulls_last=True)
+    # Every op of a group adds its start and its end, so a group's counts sum to 0: the running sums over all
+    # the sorted edges are each group's own, and after a group's last edge both are 0, so the stretch from it
+    # to the next group's first edge never counts (no window per group is needed).
     stretches = edges.with_columns(
-        comm=pl.col("comm").cum_sum().over(keys),
-        other=pl.col("other").cum_sum().over(keys),
-        length=(pl.col("at").shift(-1).over(keys) - pl.col("at")).fill_null(0),
+        comm=pl.col("comm").cum_sum(),
+        other=pl.col("other").cum_sum(),
+        length=(pl.col("at").shift(-1) - pl.col("at")).fill_null(0),
     )
     communicating = pl.col("comm") > 0
     return (
