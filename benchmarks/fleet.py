@@ -6,9 +6,15 @@
 On **synthetic** traces (``tracekit simulate --ranks N --kernels K``: N rank traces of K kernels each, cached
 under ``benchmarks/.cache/``) it measures, each command in a fresh process (best wall time of ``--repeat``):
 
-- ``tracekit analyze DIR --jobs 1`` and ``--jobs 2``: the speed-up of two worker processes on two cores;
+- ``tracekit analyze DIR --jobs 1`` and ``--jobs 2``, timed alternately: the speed-up of two worker
+  processes on two cores;
 - ``tracekit analyze DIR --scheduler ADDR`` against a local Dask cluster (2 worker processes, 1 thread each,
-  started before timing: what a user with a running cluster pays);
+  started before timing: what a user with a running cluster pays), twice: with Dask's default settings, and
+  with ``docs/dask-workers.yaml`` (the worker profiler off, the nanny's ``MALLOC_TRIM_THRESHOLD_`` left
+  unset), each against ``--jobs 2`` timed alternately with it; with each, and with ``--jobs 2``, the mean time of one trace's task where it ran
+  (:attr:`tracekit.fleet.run.Outcome.seconds`, one more run through :func:`tracekit.fleet.run.analyze_many`,
+  after the timed ones); and one rank trace analyzed alone with and without the environment a Dask nanny
+  gives its workers (``MALLOC_TRIM_THRESHOLD_=65536``), timed alternately;
 - peak memory as the largest **sum of PSS** (proportional set size, ``/proc/PID/smaps_rollup``) over the command
   and its descendants, sampled every 20 ms in one extra run (timed runs are not sampled: the sampler takes a
   good part of a core): pages the fork server's workers share with it are counted once, not once per
@@ -96,6 +102,19 @@ def best_of(
     return seconds, run_measured(cmd, env)[1] if memory else 0.0
 
 
+def alternately(
+    cmds: list[list[str]], repeat: int, env: dict[str, str], envs: list[dict[str, str]] | None = None
+) -> list[float]:
+    """Best wall seconds of each command over ``repeat`` rounds that run each once, in turn (unsampled): a
+    drift of the machine's speed (a shared host) then falls on all of them alike. ``envs``: each command's
+    environment (default ``env`` for all)."""
+    times: list[list[float]] = [[] for _ in cmds]
+    for _ in range(repeat):
+        for cmd, cmd_env, seen in zip(cmds, envs or [env] * len(cmds), times, strict=True):
+            seen.append(run_measured(cmd, cmd_env, sample=False)[0])
+    return [min(seen) for seen in times]
+
+
 def tracekit(*args: str) -> list[str]:
     return [sys.executable, "-m", "tracekit.cli", *args]
 
@@ -139,6 +158,68 @@ CACHE_CHILD = (
 )
 
 
+#: the Dask settings the README recommends for workers that analyze traces
+DASK_WORKERS = HERE.parent / "docs" / "dask-workers.yaml"
+
+TASK_CHILD = (
+    "import glob, sys\n"
+    "from tracekit.fleet.run import analyze_many\n"
+    "from tracekit.session import AnalysisOptions\n"
+    "paths = sorted(glob.glob(sys.argv[1] + '/*.json.gz'))\n"
+    "target = sys.argv[2]\n"
+    "o = analyze_many(paths, AnalysisOptions(), jobs=2, scheduler=None if target == '2' else target)\n"
+    "assert all(x.ok for x in o)\n"
+    "print(sum(x.seconds for x in o) / len(o))\n"
+)
+
+
+def task_seconds(folder: Path, env: dict[str, str], target: str) -> float:
+    """The mean seconds of one trace's task where it ran (``target``: "2" for ``--jobs 2``, or a scheduler
+    address), from one run of :func:`tracekit.fleet.run.analyze_many` in a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-c", TASK_CHILD, str(folder), target],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    return float(done.stdout.split()[-1])
+
+
+def dotted(tree: dict[str, object], prefix: str = "") -> dict[str, object]:
+    """A nested config as dotted keys (``dask.config.set`` replaces a whole subtree given as a dict)."""
+    out: dict[str, object] = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            out.update(dotted(value, f"{prefix}{key}."))
+        else:
+            out[prefix + key] = value
+    return out
+
+
+def on_local_cluster(
+    folder: Path, env: dict[str, str], repeat: int, settings: Path | None
+) -> tuple[float, float, float]:
+    """(best wall seconds of ``analyze DIR --scheduler``, best of ``--jobs 2`` timed alternately with it, mean
+    seconds of one trace's task on the cluster) on a local Dask cluster of 2 worker processes of 1 thread,
+    started before timing, with Dask's defaults or with the settings of the YAML file ``settings``. The two
+    commands alternate so that a drift of the machine's speed (a shared host) does not fall on one of them."""
+    import dask
+    from distributed import LocalCluster
+
+    extra = {} if settings is None else dotted(dask.config.collect([str(settings)], env={}))
+    with (
+        dask.config.set(extra),
+        LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+    ):
+        address = cluster.scheduler_address
+        on_dask = tracekit("analyze", str(folder), "--scheduler", address, "--format", "json")
+        in_pool = tracekit("analyze", str(folder), "--jobs", "2", "--format", "json")
+        run_measured(on_dask, env, sample=False)  # the workers import tracekit (not timed)
+        dask_s, pool_s = alternately([on_dask, in_pool], repeat, env)
+        return dask_s, pool_s, task_seconds(folder, env, address)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--ranks", type=int, default=16)
@@ -159,30 +240,34 @@ def main(argv: list[str] | None = None) -> int:
 
     single_s, single_mb = best_of(tracekit("analyze", str(one), "--format", "json"), args.repeat, env)
     say(f"one rank trace alone: {single_s:.2f} s, peak PSS {single_mb:.0f} MB")
-    j1_s, j1_mb = best_of(
-        tracekit("analyze", str(folder), "--jobs", "1", "--format", "json"), args.repeat, env
-    )
-    j2_s, j2_mb = best_of(
-        tracekit("analyze", str(folder), "--jobs", "2", "--format", "json"), args.repeat, env
-    )
+    jobs1 = tracekit("analyze", str(folder), "--jobs", "1", "--format", "json")
+    jobs2 = tracekit("analyze", str(folder), "--jobs", "2", "--format", "json")
+    j1_s, j2_s = alternately([jobs1, jobs2], args.repeat, env)
+    j1_mb, j2_mb = run_measured(jobs1, env)[1], run_measured(jobs2, env)[1]
     say(f"{args.ranks} traces, --jobs 1: {j1_s:.2f} s, peak PSS {j1_mb:.0f} MB")
     say(
         f"{args.ranks} traces, --jobs 2: {j2_s:.2f} s, peak PSS {j2_mb:.0f} MB: {j1_s / j2_s:.2f}x faster "
         f"(target >= 1.7x); peak {j2_mb / single_mb:.2f}x one trace's (target <= 1.5x)"
     )
     if not args.skip_dask:
-        from distributed import LocalCluster
-
-        with LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster:
-            cmd = tracekit(
-                "analyze", str(folder), "--scheduler", cluster.scheduler_address, "--format", "json"
-            )
-            d_s, _ = best_of(cmd, args.repeat, env, memory=False)
-        say(
-            f"{args.ranks} traces on a local Dask cluster (2 workers): {d_s:.2f} s, {d_s / j2_s:.2f}x --jobs 2 (target <= 1.2x)"
+        say(f"one trace's task in a --jobs 2 worker: {task_seconds(folder, env, '2'):.3f} s (mean)")
+        alone = tracekit("analyze", str(one), "--format", "json")
+        worker_env = dict(env, TRACEKIT_DECODE_WORKER="0", POLARS_MAX_THREADS="1")  # as a worker runs it
+        plain_s, trimmed_s = alternately(
+            [alone, alone], args.repeat, env, [worker_env, dict(worker_env, MALLOC_TRIM_THRESHOLD_="65536")]
         )
+        say(
+            f"one rank trace alone as a worker reads it (one process, one polars thread), with "
+            f"MALLOC_TRIM_THRESHOLD_=65536 (as a Dask nanny starts workers): {trimmed_s:.2f} s against "
+            f"{plain_s:.2f} s without, timed alternately: {trimmed_s / plain_s:.2f}x"
+        )
+        for label, settings in (("default settings", None), ("docs/dask-workers.yaml", DASK_WORKERS)):
+            d_s, pool_s, task_s = on_local_cluster(folder, env, args.repeat, settings)
+            say(
+                f"{args.ranks} traces on a local Dask cluster (2 workers, {label}): {d_s:.2f} s against "
+                f"--jobs 2 timed alternately {pool_s:.2f} s: {d_s / pool_s:.2f}x (target <= 1.2x); "
+                f"one trace's task {task_s:.3f} s (mean)"
+            )
     for fmt, trace in cache_traces(int(args.cache_kernels)).items():
         cache_dir = Path(tempfile.mkdtemp(prefix="tk-cache-"))
         child = [sys.executable, "-c", CACHE_CHILD, str(trace)]
