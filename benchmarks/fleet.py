@@ -205,9 +205,22 @@ def on_local_cluster(
     started before timing, with Dask's defaults or with the settings of the YAML file ``settings``. The two
     commands alternate so that a drift of the machine's speed (a shared host) does not fall on one of them."""
     import dask
-    from distributed import LocalCluster
 
     extra = {} if settings is None else dotted(dask.config.collect([str(settings)], env={}))
+    saved = dict(os.environ)  # a nanny sets its pre-spawn variables (MALLOC_TRIM_THRESHOLD_) in this process
+    try:
+        return _timed_on_cluster(folder, env, repeat, extra)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _timed_on_cluster(
+    folder: Path, env: dict[str, str], repeat: int, extra: dict[str, object]
+) -> tuple[float, float, float]:
+    import dask
+    from distributed import LocalCluster
+
     with (
         dask.config.set(extra),
         LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,

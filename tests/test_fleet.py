@@ -3,10 +3,12 @@ serially, in a local process pool and on a Dask cluster."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -117,6 +119,56 @@ def _worker_settings() -> tuple[str | None, str | None, int]:
         os.environ.get("POLARS_MAX_THREADS"),
         polars.thread_pool_size(),
     )
+
+
+@contextlib.contextmanager
+def _environ_restored() -> Iterator[None]:
+    saved = dict(os.environ)
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+@pytest.fixture(autouse=True)
+def _environ_kept() -> Iterator[None]:
+    """Each test leaves the environment as it found it: a LocalCluster's nannies set their pre-spawn variables
+    (``MALLOC_TRIM_THRESHOLD_``, ``OMP_NUM_THREADS``...) in the test process, where later tests' subprocesses
+    would inherit them."""
+    with _environ_restored():
+        yield
+
+
+def test_the_documented_worker_settings_reach_the_workers() -> None:
+    """docs/dask-workers.yaml, loaded as ``DASK_CONFIG`` would load it: a worker started under it has no
+    statistical profiler and no ``MALLOC_TRIM_THRESHOLD_`` from the nanny; without it, both are there."""
+    dask = pytest.importorskip("dask")
+    distributed = pytest.importorskip("distributed")
+    yaml_file = Path(__file__).resolve().parents[1] / "docs" / "dask-workers.yaml"
+    settings = dask.config.collect([str(yaml_file)], env={})
+
+    def dotted(tree: dict, prefix: str = "") -> dict:
+        out: dict = {}
+        for key, value in tree.items():
+            out.update(dotted(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key: value})
+        return out
+
+    def seen(dask_worker: object) -> tuple[str | None, bool]:
+        return os.environ.get("MALLOC_TRIM_THRESHOLD_"), "profile" in dask_worker.periodic_callbacks  # type: ignore[attr-defined]
+
+    answers = []
+    for config in ({}, dotted(settings)):
+        with (
+            _environ_restored(),  # a nanny sets its pre-spawn variables in the process that runs it
+            dask.config.set(config),
+            distributed.LocalCluster(
+                n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+            ) as cluster,
+            distributed.Client(cluster.scheduler_address) as client,
+        ):
+            answers.append(list(client.run(seen).values()))
+    assert answers == [[("65536", True)], [(None, False)]]
 
 
 def test_a_dask_worker_gets_the_program_settings_before_polars_loads() -> None:
