@@ -1,7 +1,8 @@
 #!/usr/bin/env python
 """Benchmark of many-trace analysis (issue 29): jobs, a Dask cluster, and the Parquet cache.
 
-    python benchmarks/fleet.py [--ranks 16] [--kernels 1e5] [--cache-kernels 1e6] [--repeat 3] [--write-results]
+    python benchmarks/fleet.py [--ranks 16] [--kernels 1e5] [--cache-kernels 1e6] [--repeat 3]
+                               [--only jobs|dask|cache] [--write-results]
 
 On **synthetic** traces (``tracekit simulate --ranks N --kernels K``: N rank traces of K kernels each, cached
 under ``benchmarks/.cache/``) it measures, each command in a fresh process (best wall time of ``--repeat``):
@@ -240,6 +241,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--cache-kernels", type=float, default=1e6, help="kernels of the cache benchmark's trace")
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--skip-dask", action="store_true")
+    p.add_argument(
+        "--only",
+        choices=("jobs", "dask", "cache"),
+        help="run one part only: jobs (one trace, --jobs 1/2, memory), dask (both clusters), cache",
+    )
     p.add_argument("--write-results", action="store_true")
     args = p.parse_args(argv)
     env = dict(os.environ, TRACEKIT_NO_PROGRESS="1")
@@ -251,18 +257,19 @@ def main(argv: list[str] | None = None) -> int:
         print(text, flush=True)
         lines.append(text)
 
-    single_s, single_mb = best_of(tracekit("analyze", str(one), "--format", "json"), args.repeat, env)
-    say(f"one rank trace alone: {single_s:.2f} s, peak PSS {single_mb:.0f} MB")
-    jobs1 = tracekit("analyze", str(folder), "--jobs", "1", "--format", "json")
-    jobs2 = tracekit("analyze", str(folder), "--jobs", "2", "--format", "json")
-    j1_s, j2_s = alternately([jobs1, jobs2], args.repeat, env)
-    j1_mb, j2_mb = run_measured(jobs1, env)[1], run_measured(jobs2, env)[1]
-    say(f"{args.ranks} traces, --jobs 1: {j1_s:.2f} s, peak PSS {j1_mb:.0f} MB")
-    say(
-        f"{args.ranks} traces, --jobs 2: {j2_s:.2f} s, peak PSS {j2_mb:.0f} MB: {j1_s / j2_s:.2f}x faster "
-        f"(target >= 1.7x); peak {j2_mb / single_mb:.2f}x one trace's (target <= 1.5x)"
-    )
-    if not args.skip_dask:
+    if args.only in (None, "jobs"):
+        single_s, single_mb = best_of(tracekit("analyze", str(one), "--format", "json"), args.repeat, env)
+        say(f"one rank trace alone: {single_s:.2f} s, peak PSS {single_mb:.0f} MB")
+        jobs1 = tracekit("analyze", str(folder), "--jobs", "1", "--format", "json")
+        jobs2 = tracekit("analyze", str(folder), "--jobs", "2", "--format", "json")
+        j1_s, j2_s = alternately([jobs1, jobs2], args.repeat, env)
+        j1_mb, j2_mb = run_measured(jobs1, env)[1], run_measured(jobs2, env)[1]
+        say(f"{args.ranks} traces, --jobs 1: {j1_s:.2f} s, peak PSS {j1_mb:.0f} MB")
+        say(
+            f"{args.ranks} traces, --jobs 2: {j2_s:.2f} s, peak PSS {j2_mb:.0f} MB: {j1_s / j2_s:.2f}x faster "
+            f"(target >= 1.7x); peak {j2_mb / single_mb:.2f}x one trace's (target <= 1.5x)"
+        )
+    if args.only in (None, "dask") and not args.skip_dask:
         say(f"one trace's task in a --jobs 2 worker: {task_seconds(folder, env, '2'):.3f} s (mean)")
         alone = tracekit("analyze", str(one), "--format", "json")
         worker_env = dict(env, TRACEKIT_DECODE_WORKER="0", POLARS_MAX_THREADS="1")  # as a worker runs it
@@ -281,7 +288,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"--jobs 2 timed alternately {pool_s:.2f} s: {d_s / pool_s:.2f}x (target <= 1.2x); "
                 f"one trace's task {task_s:.3f} s (mean)"
             )
-    for fmt, trace in cache_traces(int(args.cache_kernels)).items():
+    for fmt, trace in cache_traces(int(args.cache_kernels)).items() if args.only in (None, "cache") else ():
         cache_dir = Path(tempfile.mkdtemp(prefix="tk-cache-"))
         child = [sys.executable, "-c", CACHE_CHILD, str(trace)]
         try:
