@@ -79,6 +79,9 @@ LONGEST_GAPS = 10
 
 #: Start of the warning for a trace without ops, which :func:`no_verdict_reason`'s line replaces.
 NO_ACTIVITY_WARNING = "the trace holds no GPU or operator activity"
+#: Start of the warning for ranges that hold none of the trace's ops, which :func:`_no_work_in_iterations`'s
+#: line replaces.
+NO_WORK_INSIDE_WARNING = "no GPU or operator activity falls inside"
 
 #: Per-iteration fields that need a measured timeline (when each op ran): without one (an Nsight Compute report
 #: alone: kernels laid back to back by the reader) they are not shown. GPU busy (the summed kernel durations)
@@ -122,6 +125,23 @@ def no_verdict_reason(trace: Trace) -> str | None:
             f"for the verdict, profile with device or operator activity ({hint})"
         )
     return None
+
+
+def _no_work_in_iterations(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> str | None:
+    """Why there is no verdict when the trace holds device (or operator) work but none of it is in the
+    analyzed iterations (``frame``'s ``index``): their utilization is 0 by construction and says nothing about
+    the work, which ran outside the chosen ranges; None otherwise."""
+    if trace.ops.is_empty() or frame.is_empty():
+        return None
+    analyzed = frame.get_column("index").implode()
+    if assignment.ops.select(pl.col("iteration").is_in(analyzed).any()).item():
+        return None
+    return (
+        f"no framework-/compute-bound verdict: none of the {frame.height} analyzed {assignment.choice.name!r} "
+        f"iterations holds a device or operator op (all {trace.ops.height} of the trace's ran outside them), so "
+        "their 0% utilization describes those ranges, not the work; choose ranges that hold the work with "
+        "--range, or cut the device timeline at idle gaps with --split-idle MS"
+    )
 
 
 #: What :func:`analyze_iterations` reads of a trace (a :data:`tracekit.model.FrameSpec` for
@@ -835,7 +855,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     if not assignment.everything_assigned:
         ops = ops.filter(pl.col("iteration").is_not_null())
     if has_ops and ops.is_empty():
-        warnings.append(f"no GPU or operator activity falls inside the {name!r} ranges")
+        warnings.append(f"{NO_WORK_INSIDE_WARNING} the {name!r} ranges")
     no_end = ops.get_column("end").null_count()
     if no_end:
         warnings.append(
@@ -1005,7 +1025,7 @@ def summarize_stages(
         warnings += attribution.warnings
         uncertain = _verdict_doubts(attribution, frame)
         warnings += uncertain
-    reason = no_verdict_reason(trace)
+    reason = no_verdict_reason(trace) or _no_work_in_iterations(trace, assignment, frame)
     if trace.meta.get("timeline") is False:
         # No measured timeline (an Nsight Compute report alone): what needs one is not shown.
         blank = [c for c in (*TIMELINE_FIELDS, *CAUSE_MS) if c in frame.columns]
@@ -1014,8 +1034,9 @@ def summarize_stages(
     summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
     if reason is not None:
         summary = replace(summary, bound=None)
-        # the reason says it all: the shorter "holds no GPU or operator activity" line would repeat it
-        warnings = [reason, *(w for w in warnings if not w.startswith(NO_ACTIVITY_WARNING))]
+        # the reason says it all: the shorter "holds no ..." / "no ... falls inside" lines would repeat it
+        repeated = (NO_ACTIVITY_WARNING, NO_WORK_INSIDE_WARNING)
+        warnings = [reason, *(w for w in warnings if not w.startswith(repeated))]
     frame, classes = _with_step_classes(trace, assignment.ranges, frame)
     detail = attribution.detail if attribution is not None else None
     return IterationAnalysis(

@@ -29,8 +29,11 @@ before the rules below:
        is not a candidate: the enclosing step holds the whole step, host stalls included), of the engine with
        the most such ranges;
     4. the most frequent name among top-level ranges, counting only ranges on a thread that launches device
-       work when there are any (so worker threads' ranges do not outvote the launching thread's); ties: the
-       name whose ranges hold the most launch calls, then the earliest first range.
+       work when there are any (so worker threads' ranges do not outvote the launching thread's), and only
+       names whose ranges hold a launch call (of their process) when some do (a library's own
+       instrumentation, e.g. nvFuser's many ranges around host code, is no iteration of the work; the names
+       passed over are said); ties: the name whose ranges hold the most launch calls, then the earliest first
+       range.
 
     The choice is said in one line (``how``), with the other candidates it saw: nested engine steps, names
     tied with the chosen one.
@@ -228,16 +231,26 @@ def _held(rows: pl.DataFrame) -> pl.Series:
     return held.sort("_row").get_column("held")
 
 
-def _launches_in(trace: Trace, rows: pl.DataFrame) -> int:
-    """How many launch calls start inside the ranges ``rows`` (``pid``, ``start``, ``end``; any overlap
-    counted once per range) of the same process."""
-    calls = trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).select("pid", "start")
-    if calls.is_empty() or rows.is_empty():
-        return 0
-    joined = rows.select("pid", pl.col("start").alias("r0"), pl.col("end").alias("r1")).join(
-        calls, on="pid", how="inner"
+def _launch_counts(trace: Trace, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per ``key`` of ``rows`` (``key``, ``pid``, ``start``, ``end``): ``launches``, how many launch calls
+    (:data:`tracekit.model.LAUNCH_API_NAMES`) of the same process start inside its ranges (a call inside two
+    ranges of the key counts twice; a range without a pid holds none). By binary search over each process's
+    sorted call starts, not by pairing every range with every call."""
+    calls = (
+        trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES))
+        .select("pid", "start")
+        .drop_nulls()
+        .sort("pid", "start")
     )
-    return int(joined.filter((pl.col("start") >= pl.col("r0")) & (pl.col("start") < pl.col("r1"))).height)
+    counts = pl.Series("launches", [0] * rows.height, dtype=pl.Int64)
+    for pid in rows.get_column("pid").drop_nulls().unique().to_list() if calls.height else ():
+        at = rows.get_column("pid").eq_missing(pid)
+        times = calls.filter(pl.col("pid") == pid).get_column("start")
+        inside = times.search_sorted(rows.filter(at).get_column("end"), "left") - times.search_sorted(
+            rows.filter(at).get_column("start"), "left"
+        )
+        counts = counts.scatter(at.arg_true(), inside.cast(pl.Int64).clip(lower_bound=0))
+    return rows.select("key").with_columns(counts).group_by("key").agg(pl.col("launches").sum())
 
 
 def _names(values: list[str]) -> str:
@@ -290,23 +303,32 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
     counts = (
         top_level.group_by("key")
         .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
+        .join(_launch_counts(trace, top_level), on="key", how="left")
+        .with_columns(pl.col("launches").fill_null(0))
         .sort(["n", "first"], descending=[True, False])
     )
+    passed = ""
+    if (counts["launches"] > 0).any() and (counts["launches"] == 0).any():
+        # ranges that launch nothing (a library's own instrumentation, setup) are no iterations of the work
+        holding = counts.filter(pl.col("launches") > 0)
+        idle = counts.filter((pl.col("launches") == 0) & (pl.col("n") >= holding["n"][0]))
+        counts = holding
+        if idle.height:  # said only where it changed the choice
+            qualifier += ", holding launch calls"
+            listed = [f"{key!r} ({count} ranges)" for key, count in idle.select("key", "n").iter_rows()]
+            more = len(listed) - LISTED_CANDIDATES
+            passed = "; passed over for holding no launch call: " + ", ".join(listed[:LISTED_CANDIDATES])
+            passed += f" and {more} more" if more > 0 else ""
     n = int(counts["n"][0])
     tied = counts.filter(pl.col("n") == n)
     tie_note = ""
     if tied.height > 1:
-        held = {
-            key: _launches_in(trace, top_level.filter(pl.col("key") == key)) for key in tied["key"].to_list()
-        }
-        tied = tied.with_columns(
-            pl.col("key").replace_strict(held, return_dtype=pl.Int64).alias("launches")
-        ).sort(["launches", "first"], descending=[True, False])
+        tied = tied.sort(["launches", "first"], descending=[True, False])
         rule = "most launch calls inside" if tied["launches"][0] > tied["launches"][1] else "earliest"
         others = tied["key"].to_list()[1:]
         tie_note = f"; tied at {n} with {_names(others)} (picked the {rule})"
     name = tied["key"][0]
-    how = f"most frequent top-level range ({n} of them{qualifier}){tie_note}; choose another with --range"
+    how = f"most frequent top-level range ({n} of them{qualifier}){tie_note}{passed}; choose another with --range"
     return top_level.filter(pl.col("key") == name), name, how
 
 

@@ -216,3 +216,46 @@ def test_trace_drops_rows_that_end_before_they_start_and_says_so() -> None:
     assert [w.split(" with")[0] for w in trace.warnings] == ["1 device ops", "1 API calls", "1 ranges"]
     clean = make_trace(ranges=[(0, 100, "iteration")], ops=[(5, 9, 1, 7)])
     assert clean.warnings == [] and Trace(ops=clean.ops, ranges=clean.ranges).warnings == []
+
+
+def _work_outside_the_ranges() -> Trace:
+    """Two 'setup' ranges with host code only, then a launch and its kernel after them (hand-built)."""
+    return make_trace(
+        ranges=[(0, 1000, "setup"), (1000, 2000, "setup"), (3000, 5000, "forward")],
+        api=[(3100, 3150, 1, "cudaLaunchKernel")],
+        ops=[(3200, 4800, 1, 7)],
+    )
+
+
+def test_ranges_that_hold_none_of_the_work_get_no_verdict():
+    # their 0% utilization says nothing about the device work, which ran outside them
+    a = analyze_iterations(_work_outside_the_ranges(), range_name="setup")
+    assert a.summary.bound is None
+    assert a.no_verdict == (
+        "no framework-/compute-bound verdict: none of the 2 analyzed 'setup' iterations holds a device or "
+        "operator op (all 1 of the trace's ran outside them), so their 0% utilization describes those ranges, "
+        "not the work; choose ranges that hold the work with --range, or cut the device timeline at idle gaps "
+        "with --split-idle MS"
+    )
+    assert a.warnings[0] == a.no_verdict
+    # said once: the shorter "no GPU or operator activity falls inside" line is not repeated
+    assert not [w for w in a.warnings if "falls inside" in w]
+    assert a.iterations["gpu_utilization"].to_list() == [0.0, 0.0]  # the measurement itself is kept
+
+
+def test_ranges_that_hold_the_work_keep_their_verdict():
+    a = analyze_iterations(_work_outside_the_ranges(), range_name="forward")
+    assert a.no_verdict is None
+    assert a.summary.bound == "compute"
+    # one skipped iteration of two, the other empty: work in a skipped iteration is not in the analyzed ones
+    skipped = analyze_iterations(
+        make_trace(
+            ranges=[(0, 1000, "it"), (1000, 2000, "it")],
+            api=[(100, 150, 1, "cudaLaunchKernel")],
+            ops=[(200, 900, 1, 7)],
+        ),
+        range_name="it",
+        skip=1,
+    )
+    assert skipped.summary.bound is None and skipped.no_verdict is not None
+    assert "none of the 1 analyzed 'it' iterations" in skipped.no_verdict

@@ -254,9 +254,24 @@ def test_ties_are_named_and_broken_by_the_launches_they_hold() -> None:
     trace = make_trace(ranges=ranges, api=[(410, 420, 1, "cudaLaunchKernel")], ops=[(430, 440, 1, 7)])
     _, name, how = R.choose_ranges(trace, None)
     assert name == "b"
+    # only b's ranges launch anything: a (as frequent) is passed over and named, c (rarer) is not
     assert how == (
+        "most frequent top-level range (2 of them, holding launch calls); passed over for holding no launch "
+        "call: 'a' (2 ranges); choose another with --range"
+    )
+    both = make_trace(
+        ranges=ranges,
+        api=[
+            (410, 420, 1, "cudaLaunchKernel"),
+            (420, 430, 2, "cudaLaunchKernel"),
+            (10, 20, 3, "cudaLaunchKernel"),
+        ],
+        ops=[(430, 440, 1, 7), (440, 450, 2, 7), (30, 40, 3, 7)],
+    )
+    assert R.choose_ranges(both, None)[1:] == (
+        "b",
         "most frequent top-level range (2 of them); tied at 2 with 'a' (picked the most launch calls inside); "
-        "choose another with --range"
+        "choose another with --range",
     )
     quiet = make_trace(ranges=ranges)
     assert R.choose_ranges(quiet, None)[1:] == (

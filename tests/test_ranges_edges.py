@@ -6,6 +6,7 @@ error a user sees, so that a changed comparison, column or word in ranges.py fai
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from tests.builders import device_trace as make_trace
@@ -102,25 +103,68 @@ def test_engines_tied_on_step_count_take_the_first_by_name():
 
 def _tied(launch_at: str) -> Trace:
     """'A' (10-11 us, 30-31 us) and 'B' (20-21 us, 40-41 us), two top-level ranges each, A first; a launch
-    call at the start of each B range ("start") or at its end ("end"), none in A."""
+    call at the start of each B range ("start") or at its end ("end"), none in A; "both": those at the start
+    of each B range and one at the start of the first A range."""
     ranges = [(10_000, 11_000, "A"), (20_000, 21_000, "B"), (30_000, 31_000, "A"), (40_000, 41_000, "B")]
-    at = {"start": 0, "end": 1000}[launch_at]
-    api = [
-        (20_000 + at, 20_000 + at + 5, 1, "cudaLaunchKernel"),
-        (40_000 + at, 40_000 + at + 5, 2, "cudaLaunchKernel"),
-    ]
-    ops = [(t + 100, t + 200, i + 1, 7) for i, t in enumerate((20_000 + at, 40_000 + at))]
+    at = {"start": 0, "end": 1000, "both": 0}[launch_at]
+    starts = [20_000 + at, 40_000 + at] + ([10_000] if launch_at == "both" else [])
+    api = [(t, t + 5, i + 1, "cudaLaunchKernel") for i, t in enumerate(starts)]
+    ops = [(t + 100, t + 200, i + 1, 7) for i, t in enumerate(starts)]
     return make_trace(ranges=ranges, api=api, ops=ops)
 
 
-def test_a_tie_goes_to_the_name_whose_ranges_hold_a_launch_at_their_start():
-    choice = R.select_ranges(_tied("start"), None)
+def test_a_tie_goes_to_the_name_whose_ranges_hold_more_launch_calls():
+    choice = R.select_ranges(_tied("both"), None)
     assert choice.name == "B"
     assert spans(choice.frame) == [(20_000, 21_000), (40_000, 41_000)]
     assert choice.how == (
         "most frequent top-level range (2 of them); tied at 2 with 'A' (picked the most launch calls inside); "
         "choose another with --range"
     )
+
+
+def test_a_name_whose_ranges_hold_no_launch_call_is_passed_over():
+    # A ties with B, but only B's ranges launch anything: A is no iteration of the work
+    choice = R.select_ranges(_tied("start"), None)
+    assert choice.name == "B"
+    assert spans(choice.frame) == [(20_000, 21_000), (40_000, 41_000)]
+    assert choice.how == (
+        "most frequent top-level range (2 of them, holding launch calls); passed over for holding no launch "
+        "call: 'A' (2 ranges); choose another with --range"
+    )
+
+
+def test_a_more_frequent_name_without_launches_loses_to_a_rarer_one_with_them():
+    # nvFuser's own instrumentation: many short ranges around host code, one range around the kernel launches
+    ranges = [(10_000 + i * 1000, 10_500 + i * 1000, "replay") for i in range(4)]
+    ranges += [(20_000, 30_000, "runFusion"), (40_000, 40_500, "clear")]
+    api = [(21_000, 21_100, 1, "cudaLaunchKernel"), (22_000, 22_100, 2, "cuLaunchKernelEx")]
+    ops = [(21_500, 23_000, 1, 7), (23_000, 24_000, 2, 7)]
+    choice = R.select_ranges(make_trace(ranges=ranges, api=api, ops=ops), None)
+    assert choice.name == "runFusion"
+    assert spans(choice.frame) == [(20_000, 30_000)]
+    assert choice.how == (
+        "most frequent top-level range (1 of them, holding launch calls); passed over for holding no launch "
+        "call: 'replay' (4 ranges), 'clear' (1 ranges); choose another with --range"
+    )
+
+
+def test_a_launch_of_another_process_is_not_inside_a_range():
+    # process 2's launch falls in the time of process 1's 'A' range: it does not count for it
+    ranges = [(10_000, 11_000, "A", 0, None, 1), (20_000, 21_000, "B", 0, None, 1)]
+    ranges += [(12_000, 13_000, "A", 0, None, 1)]
+    api = [(10_100, 10_200, 1, "cudaLaunchKernel", 2), (20_100, 20_200, 2, "cudaLaunchKernel", 1)]
+    ops = [(10_300, 10_400, 1, 7, 0, 2), (20_300, 20_400, 2, 7, 0, 1)]
+    trace = make_trace(
+        ranges=ranges,
+        api=api,
+        ops=ops,
+        range_fields=("start", "end", "name", "depth", "domain", "pid"),
+        api_fields=("start", "end", "correlation", "name", "pid"),
+        op_fields=("start", "end", "correlation", "stream", "device", "pid"),
+    )
+    counts = R._launch_counts(trace, trace.ranges.with_columns(key=R.range_key(pl.col("name"))))
+    assert dict(counts.sort("key").iter_rows()) == {"A": 0, "B": 1}
 
 
 def test_a_launch_at_a_range_end_is_not_inside_it():
