@@ -245,19 +245,24 @@ def _launch_counts(trace: Trace, rows: pl.DataFrame) -> pl.DataFrame:
     counts = pl.Series("launches", [0] * rows.height, dtype=pl.Int64)
     for pid in rows.get_column("pid").drop_nulls().unique().to_list() if calls.height else ():
         at = rows.get_column("pid").eq_missing(pid)
+        own = rows.filter(at)
         times = calls.filter(pl.col("pid") == pid).get_column("start")
-        inside = times.search_sorted(rows.filter(at).get_column("end"), "left") - times.search_sorted(
-            rows.filter(at).get_column("start"), "left"
+        inside = times.search_sorted(own.get_column("end"), "left") - times.search_sorted(
+            own.get_column("start"), "left"
         )
         counts = counts.scatter(at.arg_true(), inside.cast(pl.Int64).clip(lower_bound=0))
     return rows.select("key").with_columns(counts).group_by("key").agg(pl.col("launches").sum())
 
 
+def _listed(texts: list[str]) -> str:
+    """``a, b, c`` (at most :data:`LISTED_CANDIDATES`, then "and N more")."""
+    more = len(texts) - LISTED_CANDIDATES
+    return ", ".join(texts[:LISTED_CANDIDATES]) + (f" and {more} more" if more > 0 else "")
+
+
 def _names(values: list[str]) -> str:
     """``'a', 'b', 'c'`` (at most :data:`LISTED_CANDIDATES`, then "and N more")."""
-    shown = ", ".join(repr(v) for v in values[:LISTED_CANDIDATES])
-    more = len(values) - LISTED_CANDIDATES
-    return shown + (f" and {more} more" if more > 0 else "")
+    return _listed([repr(v) for v in values])
 
 
 def _engine_choice(candidates: pl.DataFrame, engine: pl.Series) -> tuple[pl.DataFrame, str, str]:
@@ -316,9 +321,7 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         if idle.height:  # said only where it changed the choice
             qualifier += ", holding launch calls"
             listed = [f"{key!r} ({count} ranges)" for key, count in idle.select("key", "n").iter_rows()]
-            more = len(listed) - LISTED_CANDIDATES
-            passed = "; passed over for holding no launch call: " + ", ".join(listed[:LISTED_CANDIDATES])
-            passed += f" and {more} more" if more > 0 else ""
+            passed = f"; passed over for holding no launch call: {_listed(listed)}"
     n = int(counts["n"][0])
     tied = counts.filter(pl.col("n") == n)
     tie_note = ""

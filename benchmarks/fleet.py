@@ -33,6 +33,7 @@ trace's; the Dask cluster within 1.2x of ``--jobs 2``; cached re-analysis >= 5x 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import os
 import platform
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -208,9 +210,17 @@ def on_local_cluster(
     import dask
 
     extra = {} if settings is None else dotted(dask.config.collect([str(settings)], env={}))
-    saved = dict(os.environ)  # a nanny sets its pre-spawn variables (MALLOC_TRIM_THRESHOLD_) in this process
-    try:
+    with environ_restored():  # a nanny sets its pre-spawn variables (MALLOC_TRIM_THRESHOLD_) in this process
         return _timed_on_cluster(folder, env, repeat, extra)
+
+
+@contextlib.contextmanager
+def environ_restored() -> Iterator[None]:
+    """The process environment as it was before, whatever the block set (a LocalCluster's nannies set their
+    pre-spawn variables in the process that runs them, for its later subprocesses to inherit)."""
+    saved = dict(os.environ)
+    try:
+        yield
     finally:
         os.environ.clear()
         os.environ.update(saved)

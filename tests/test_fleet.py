@@ -3,7 +3,6 @@ serially, in a local process pool and on a Dask cluster."""
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import subprocess
@@ -25,6 +24,9 @@ from tracekit.fleet.run import analyze_many
 from tracekit.readers.memory import ALLOCATOR_CONF
 from tracekit.session import AnalysisOptions
 from tracekit.simulate.ranks import RankSimulation, truth, write_ranks
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+import fleet as fleet_benchmark  # noqa: E402  (benchmarks/fleet.py: how its clusters load the settings)
 
 SIM = RankSimulation(ranks=4, steps=6, kernels=12, straggler=2, clock_offset_ns=[0, -700_000, 0, 3_000_000])
 
@@ -121,22 +123,12 @@ def _worker_settings() -> tuple[str | None, str | None, int]:
     )
 
 
-@contextlib.contextmanager
-def _environ_restored() -> Iterator[None]:
-    saved = dict(os.environ)
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 @pytest.fixture(autouse=True)
 def _environ_kept() -> Iterator[None]:
     """Each test leaves the environment as it found it: a LocalCluster's nannies set their pre-spawn variables
     (``MALLOC_TRIM_THRESHOLD_``, ``OMP_NUM_THREADS``...) in the test process, where later tests' subprocesses
     would inherit them."""
-    with _environ_restored():
+    with fleet_benchmark.environ_restored():
         yield
 
 
@@ -148,19 +140,13 @@ def test_the_documented_worker_settings_reach_the_workers() -> None:
     yaml_file = Path(__file__).resolve().parents[1] / "docs" / "dask-workers.yaml"
     settings = dask.config.collect([str(yaml_file)], env={})
 
-    def dotted(tree: dict, prefix: str = "") -> dict:
-        out: dict = {}
-        for key, value in tree.items():
-            out.update(dotted(value, f"{prefix}{key}.") if isinstance(value, dict) else {prefix + key: value})
-        return out
-
     def seen(dask_worker: object) -> tuple[str | None, bool]:
         return os.environ.get("MALLOC_TRIM_THRESHOLD_"), "profile" in dask_worker.periodic_callbacks  # type: ignore[attr-defined]
 
     answers = []
-    for config in ({}, dotted(settings)):
+    for config in ({}, fleet_benchmark.dotted(settings)):
         with (
-            _environ_restored(),  # a nanny sets its pre-spawn variables in the process that runs it
+            fleet_benchmark.environ_restored(),  # a nanny sets its pre-spawn variables in the process that runs it
             dask.config.set(config),
             distributed.LocalCluster(
                 n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
