@@ -33,7 +33,13 @@ before the rules below:
        names whose ranges hold a launch call (of their process) when some do (a library's own
        instrumentation, e.g. nvFuser's many ranges around host code, is no iteration of the work; the names
        passed over are said); ties: the name whose ranges hold the most launch calls, then the earliest first
-       range.
+       range. PyTorch operator ranges (:func:`operator_ranges`: ``aten::mul, seq = 3, op_id = 7`` from
+       ``emit_nvtx``) are no candidates: an operator is never an iteration.
+
+    When rule 4 finds no candidate -- every range is an operator range (an ``emit_nvtx`` trace without a
+    step or iteration scope, or a window cut from a longer capture that lost the ranges around the work), or
+    the trace holds launch calls and no candidate name's ranges hold one (ranges around host code only) --
+    the trace is analyzed as if it had no ranges (below): one window over it, with the reason said.
 
     The choice is said in one line (``how``), with the other candidates it saw: nested engine steps, names
     tied with the chosen one.
@@ -172,6 +178,26 @@ class RangeChoice:
         return bool(self.frame.height) and self.frame.get_column("gpu_start").null_count() == 0
 
 
+#: PyTorch's operator namespaces: a range named ``aten::mul`` is one operator call (``emit_nvtx``, with or
+#: without its suffixes), never an iteration.
+OPERATOR_NAMESPACES = (
+    r"^(?:aten|prim|prims|c10d|_c10d_functional|_c10d_functional_autograd|autograd|profiler)::"
+)
+#: The suffixes ``torch.autograd.profiler.emit_nvtx`` appends to every range it opens (``seq``: an autograd
+#: operator's sequence number; ``op_id``: the RecordFunction's id).
+EMIT_NVTX_SUFFIX = r",\s*(?:seq|op_id)\s*=\s*\d"
+
+
+def operator_ranges(names: pl.Expr, keys: pl.Expr) -> pl.Expr:
+    """Whether a range is a PyTorch operator range (no iteration candidate of rule 4): its grouping key is in
+    one of :data:`OPERATOR_NAMESPACES`, or it was opened by ``emit_nvtx`` (:data:`EMIT_NVTX_SUFFIX`) and its
+    key is namespaced (``FSDP::pre_forward (layer.0), op_id = 12``: a library's hook, which ``emit_nvtx``
+    wraps like an operator). A user's own ``record_function("step")`` under ``emit_nvtx`` (``step, op_id =
+    5``) is not namespaced and stays a candidate."""
+    namespaced = keys.str.contains(r"^[A-Za-z_][\w.]*::")
+    return keys.str.contains(OPERATOR_NAMESPACES) | (names.str.contains(EMIT_NVTX_SUFFIX) & namespaced)
+
+
 def range_key(names: pl.Expr) -> pl.Expr:
     """The name ranges are grouped by: ``ProfilerStep#123`` -> ``ProfilerStep#*``, and PyTorch ``emit_nvtx``
     names lose their per-call suffixes (``aten::mul, seq = 3, op_id = 314339`` -> ``aten::mul``)."""
@@ -291,8 +317,33 @@ def _engine_choice(candidates: pl.DataFrame, engine: pl.Series) -> tuple[pl.Data
     return chosen, REGEX_PREFIX + ENGINE_STEPS[top], how + "; choose another with --range"
 
 
-def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame, str, str]:
-    """Rule 4: the most frequent top-level name, on launching threads when there are any (docstring)."""
+def _operators_said(operators: pl.DataFrame, top_depth: int | None) -> str:
+    """The operator ranges rule 4 passed over, as said in its choice line: the outermost of them, by name and
+    count, when they are as shallow as the top-level candidates (or there are none); else ""."""
+    if operators.is_empty():
+        return ""
+    outer = operators.filter(pl.col("depth") == operators["depth"].min())
+    if top_depth is not None and outer["depth"][0] > top_depth:
+        return ""  # nested inside the candidates: they were never top-level
+    counted = (
+        outer.group_by("key")
+        .agg(pl.len(), pl.col("start").min())
+        .sort(["len", "start"], descending=[True, False])
+        .select("key", "len")
+    )
+    listed = [f"{key!r} ({n} range{'s' if n > 1 else ''})" for key, n in counted.iter_rows()]
+    return f"PyTorch operator ranges (one per operator call, as emit_nvtx opens them): {_listed(listed)}"
+
+
+def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame | None, str, str]:
+    """Rule 4: the most frequent top-level name, on launching threads when there are any (docstring).
+    (None, "", reason) when no range is a candidate: the trace is then analyzed as one window."""
+    is_operator = candidates.select(operator_ranges(pl.col("name"), pl.col("key"))).to_series()
+    operators = candidates.filter(is_operator)
+    candidates = candidates.filter(~is_operator)
+    skipped = _operators_said(operators, candidates["depth"].min() if candidates.height else None)
+    if candidates.is_empty():
+        return None, "", f"the trace's ranges are all {skipped}"
     top_level = candidates.filter(pl.col("depth") == candidates["depth"].min())
     qualifier = ""
     launching = (
@@ -312,7 +363,14 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         .with_columns(pl.col("launches").fill_null(0))
         .sort(["n", "first"], descending=[True, False])
     )
-    passed = ""
+    passed = f"; passed over {skipped}" if skipped else ""
+    if (
+        not (counts["launches"] > 0).any()
+        and not trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).is_empty()
+    ):
+        listed = [f"{key!r} ({count} ranges)" for key, count in counts.select("key", "n").iter_rows()]
+        held = f"no top-level range holds a launch call of the trace's device work: {_listed(listed)}"
+        return None, "", f"passed over {skipped}; {held}" if skipped else held
     if (counts["launches"] > 0).any() and (counts["launches"] == 0).any():
         # ranges that launch nothing (a library's own instrumentation, setup) are no iterations of the work
         holding = counts.filter(pl.col("launches") > 0)
@@ -321,7 +379,7 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         if idle.height:  # said only where it changed the choice
             qualifier += ", holding launch calls"
             listed = [f"{key!r} ({count} ranges)" for key, count in idle.select("key", "n").iter_rows()]
-            passed = f"; passed over for holding no launch call: {_listed(listed)}"
+            passed += f"; passed over for holding no launch call: {_listed(listed)}"
     n = int(counts["n"][0])
     tied = counts.filter(pl.col("n") == n)
     tie_note = ""
@@ -335,8 +393,9 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
     return top_level.filter(pl.col("key") == name), name, how
 
 
-def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame, str, str]:
-    """The default rules 1-4 of the module docstring: (chosen rows, name, how)."""
+def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame | None, str, str]:
+    """The default rules 1-4 of the module docstring: (chosen rows, name, how); (None, "", reason) when rule 4
+    finds no candidate (one window over the trace)."""
     key = candidates["key"]
     if (key == DEFAULT_RANGE).any():
         return candidates.filter(key == DEFAULT_RANGE), DEFAULT_RANGE, f"default range name {DEFAULT_RANGE!r}"
@@ -499,6 +558,8 @@ def _select_closed(
         chosen, name, how = declared
     elif range_name is None:
         chosen, name, how = _default_choice(candidates, trace)
+        if chosen is None:
+            return synthetic_windows(trace, None, reason=f"no iteration ranges: {how}")
     else:
         chosen = candidates.filter(_matching(candidates, range_name, path))
         if chosen.is_empty():
@@ -594,10 +655,13 @@ def _ms_text(ms: float) -> str:
     return short if float(short) == ms else repr(float(ms))
 
 
-def synthetic_windows(trace: Trace, split_idle_ms: float | None, requested: bool = False) -> RangeChoice:
+def synthetic_windows(
+    trace: Trace, split_idle_ms: float | None, requested: bool = False, reason: str | None = None
+) -> RangeChoice:
     """Ranges made from the ops alone: one window over the trace, or iterations cut at idle gaps (module
     docstring). ``requested``: asked for by name (``--range window``, ``--range 'idle>MSms'``) rather than
-    forced by a trace without ranges or by ``--split-idle``; only the wording of the choice differs.
+    forced by a trace without ranges or by ``--split-idle``; ``reason``: why the default took one window over
+    a trace that has ranges (rule 4 found no candidate); only the wording of the choice differs.
 
     The name returned ("window", ``idle>MSms``) selects the same ranges when passed back as ``range_name``."""
     path = trace.meta.get("path")
@@ -646,6 +710,9 @@ def synthetic_windows(trace: Trace, split_idle_ms: float | None, requested: bool
         what = f"one window over the whole trace ({where}, first op launch to last op end)"
         if requested:
             return RangeChoice(frame, WINDOW_NAME, f"requested with --range: {what}", warnings)
+        if reason is not None:
+            how = f"{reason}: {what}; choose ranges with --range or split the trace with --split-idle MS"
+            return RangeChoice(frame, WINDOW_NAME, how, warnings)
         how = f"no ranges in the trace: {what}; split it into iterations with --split-idle MS"
         return RangeChoice(frame, WINDOW_NAME, how, warnings)
     ms = _ms_text(split_idle_ms)

@@ -29,8 +29,12 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
     """Per-iteration metrics of the ranges named ``range_name`` (outermost in time only).
 
     ``ProfilerStep#*`` stands for every ``ProfilerStep#N``; a plain name also matches PyTorch ``emit_nvtx``
-    names that carry per-call suffixes (``aten::mul, seq = 3, op_id = 7``).
+    names that carry per-call suffixes (``aten::mul, seq = 3, op_id = 7``). ``window``: one window over the
+    whole trace, from the first op's launch (its launching call's start, else its own start) to the last op's
+    end, holding every op.
     """
+    if range_name == "window":
+        return _window(trace)
     if range_name == "ProfilerStep#*":
         pattern = re.compile(r"ProfilerStep#\d+")
     else:
@@ -61,14 +65,7 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
             return own[k]
         return None
 
-    calls: dict[tuple[int, int], tuple[int, int]] = {}
-    for a in trace.api.iter_rows(named=True):
-        if a["correlation"] is None:
-            continue
-        key = (a["pid"], a["correlation"])
-        best = calls.get(key)
-        if best is None or (a["start"], -a["end"]) < (best[0], -best[1]):
-            calls[key] = (a["start"], a["end"])
+    calls = _launching_calls(trace)
 
     # An op belongs to the iteration whose range holds its launching call's start; an op with a correlation
     # id whose call is not in the trace (a trace that holds calls) belongs to none; an op without a
@@ -89,6 +86,45 @@ def reference_iterations(trace: Trace, range_name: str) -> list[RefIteration]:
             if i is not None:
                 launches[i] += 1
 
+    return _measured(rows, per_iter, launches)
+
+
+def _launching_calls(trace: Trace) -> dict[tuple[int, int], tuple[int, int]]:
+    """(pid, correlation) -> (start, end) of the earliest API call with that correlation id."""
+    calls: dict[tuple[int, int], tuple[int, int]] = {}
+    for a in trace.api.iter_rows(named=True):
+        if a["correlation"] is None:
+            continue
+        key = (a["pid"], a["correlation"])
+        best = calls.get(key)
+        if best is None or (a["start"], -a["end"]) < (best[0], -best[1]):
+            calls[key] = (a["start"], a["end"])
+    return calls
+
+
+def _window(trace: Trace) -> list[RefIteration]:
+    """The one synthetic window over the whole trace (see :func:`reference_iterations`)."""
+    calls = _launching_calls(trace)
+    ops = [op for op in trace.ops.iter_rows(named=True) if op["start"] is not None and op["end"] is not None]
+    if not ops:
+        return []
+    launch_at = []
+    for op in ops:
+        call = calls.get((op["pid"], op["correlation"])) if op["correlation"] is not None else None
+        launch_at.append(call[0] if call is not None and call[0] <= op["start"] else op["start"])
+    row = {"start": min(launch_at), "end": max(op["end"] for op in ops)}
+    launches = sum(
+        1
+        for a in trace.api.iter_rows(named=True)
+        if a["name"] in LAUNCH_API_NAMES and row["start"] <= a["start"] < row["end"]
+    )
+    return _measured([row], [[(op["start"], op["end"], op["kind"]) for op in ops]], [launches])
+
+
+def _measured(
+    rows: list[dict], per_iter: list[list[tuple[int, int, str]]], launches: list[int]
+) -> list[RefIteration]:
+    """Per-iteration metrics of ``rows`` (start, end) holding the ops ``per_iter`` (start, end, kind)."""
     out: list[RefIteration] = []
     prev_gpu_end: int | None = None
     for i, r in enumerate(rows):

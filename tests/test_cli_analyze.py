@@ -380,3 +380,19 @@ def test_negative_durations_are_ignored_with_a_warning(tmp_path, capsys):
     # the text output (the projection line included) renders
     assert main(["analyze", str(path)]) == 0
     assert "negative duration" in capsys.readouterr().out
+
+
+@pytest.mark.real_traces
+def test_an_emit_nvtx_cut_is_one_window_not_its_operators():
+    """nsys-ai's 1-second cut of a FastVideo run on 2 H100s (both ~99% busy, MANIFEST): its ranges are
+    PyTorch ``emit_nvtx`` operator ranges, the enclosing ones lost by the cut. Taking its 616 ``aten::mul``
+    ranges as iterations said "framework-bound, 0.0%"; the trace is analyzed as one window instead."""
+    path = real_trace("nsys", "nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite")
+    proc = run_cli("analyze", str(path))
+    assert proc.returncode == 0, proc.stderr
+    out = " ".join(proc.stdout.split())  # the table wraps lines
+    assert (
+        "iterations: 1 range named 'window' (no iteration ranges: passed over PyTorch operator ranges" in out
+    )
+    assert "'aten::mul' (616 ranges)" in out
+    assert "verdict: compute-bound — median GPU utilization 99.8%" in out

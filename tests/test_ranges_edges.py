@@ -168,12 +168,105 @@ def test_a_launch_of_another_process_is_not_inside_a_range():
 
 
 def test_a_launch_at_a_range_end_is_not_inside_it():
-    choice = R.select_ranges(_tied("end"), None)
-    assert choice.name == "A"
-    assert spans(choice.frame) == [(10_000, 11_000), (30_000, 31_000)]
+    # the launches sit at the ends of B's ranges: no range holds one, so no name is an iteration of the work
+    trace = _tied("end")
+    counts = R._launch_counts(trace, trace.ranges.with_columns(key=R.range_key(pl.col("name"))))
+    assert dict(counts.sort("key").iter_rows()) == {"A": 0, "B": 0}
+    choice = R.select_ranges(trace, None)
+    assert choice.name == "window"
+    assert spans(choice.frame) == [(21_000, 41_200)]  # first launch to last op end
     assert choice.how == (
-        "most frequent top-level range (2 of them); tied at 2 with 'B' (picked the earliest); "
-        "choose another with --range"
+        "no iteration ranges: no top-level range holds a launch call of the trace's device work: "
+        "'A' (2 ranges), 'B' (2 ranges): one window over the whole trace (device 0, first op launch to last op "
+        "end); choose ranges with --range or split the trace with --split-idle MS"
+    )
+
+
+# ------------------------------------------------------------------------ PyTorch operator ranges (rule 4)
+
+
+def _emit_nvtx(scope: str | None = None) -> Trace:
+    """A trace as ``emit_nvtx`` writes it: top-level operator ranges ``aten::mul`` (3, each launching one
+    kernel), ``aten::to`` (1) and an FSDP hook ``FSDP::pre_forward (layer.0)`` (1), all with its suffixes;
+    ``scope``: a user's ``record_function`` name around all of them (``step, op_id = 1``)."""
+    names = ["aten::mul, seq = 3, op_id = 11", "aten::to, op_id = 12", "aten::mul, seq = 4, op_id = 13"]
+    names += ["FSDP::pre_forward (layer.0), op_id = 14", "aten::mul, seq = 5, op_id = 15"]
+    depth = 0 if scope is None else 1
+    ranges = [(10_000 + 1000 * i, 10_800 + 1000 * i, n, depth) for i, n in enumerate(names)]
+    if scope is not None:
+        ranges.insert(0, (9_000, 16_000, f"{scope}, op_id = 1", 0))
+    launches = [10_100, 12_100, 14_100]  # one in each aten::mul
+    api = [(t, t + 5, i + 1, "cudaLaunchKernel") for i, t in enumerate(launches)]
+    ops = [(t + 100, t + 400, i + 1, 7) for i, t in enumerate(launches)]
+    return make_trace(ranges=ranges, api=api, ops=ops)
+
+
+def test_operator_ranges_are_no_iterations_the_trace_is_one_window():
+    choice = R.select_ranges(_emit_nvtx(), None)
+    assert choice.name == "window"
+    assert spans(choice.frame) == [(10_100, 14_500)]
+    assert choice.how == (
+        "no iteration ranges: the trace's ranges are all PyTorch operator ranges (one per operator call, as "
+        "emit_nvtx opens them): 'aten::mul' (3 ranges), 'aten::to' (1 range), "
+        "'FSDP::pre_forward (layer.0)' (1 range): one window over the whole trace (device 0, first op launch "
+        "to last op end); choose ranges with --range or split the trace with --split-idle MS"
+    )
+
+
+def test_a_users_scope_under_emit_nvtx_is_the_iteration():
+    # 'step, op_id = 1' is not namespaced: the user's own record_function, a candidate; the operators inside
+    # it were never top-level, so they are not said
+    choice = R.select_ranges(_emit_nvtx("step"), None)
+    assert (choice.name, spans(choice.frame)) == ("step", [(9_000, 16_000)])
+    assert choice.how == "most frequent top-level range (1 of them); choose another with --range"
+
+
+def test_operator_ranges_beside_a_candidate_are_said_passed_over():
+    trace = _emit_nvtx()
+    extra = make_trace(ranges=[(20_000, 21_000, "decode", 0)], api=[(20_100, 20_105, 9, "cudaLaunchKernel")])
+    both = Trace(
+        ops=trace.ops, api=pl.concat([trace.api, extra.api]), ranges=pl.concat([trace.ranges, extra.ranges])
+    )
+    choice = R.select_ranges(both, None)
+    assert (choice.name, spans(choice.frame)) == ("decode", [(20_000, 21_000)])
+    assert choice.how == (
+        "most frequent top-level range (1 of them); passed over PyTorch operator ranges (one per operator "
+        "call, as emit_nvtx opens them): 'aten::mul' (3 ranges), 'aten::to' (1 range), "
+        "'FSDP::pre_forward (layer.0)' (1 range); choose another with --range"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "operator"),
+    [
+        ("aten::mul, seq = 3, op_id = 7", True),
+        ("aten::empty", True),  # older emit_nvtx: no suffix when the op has no sequence number
+        ("c10d::allreduce_, op_id = 4", True),
+        ("_c10d_functional::all_gather_into_tensor", True),
+        ("FSDP::post_forward (encoder.block.0), op_id = 317400", True),
+        ("autograd::engine::evaluate_function: MulBackward0, op_id = 9", True),
+        ("detach_, op_id = 317134", False),  # not namespaced: indistinguishable from a user scope
+        ("step, op_id = 5", False),
+        ("KernelExecutor::runFusion", False),  # a library's own range, not opened by emit_nvtx
+        ("FSDP::pre_forward", False),
+        ("nccl:all_reduce", False),
+        ("xaten::mul, seq = 1", True),  # namespaced, with the suffix
+        ("xaten::mul", False),
+        ("aten:mul", False),
+        ("my aten::mul", False),
+    ],
+)
+def test_which_names_are_operator_ranges(name: str, operator: bool):
+    frame = pl.DataFrame({"name": [name]}).with_columns(key=R.range_key(pl.col("name")))
+    assert frame.select(R.operator_ranges(pl.col("name"), pl.col("key"))).item() is operator
+
+
+def test_a_cpu_only_trace_keeps_its_most_frequent_range():
+    # no launch call anywhere: rule 4 still takes the most frequent name (a CPU-only NVTX capture)
+    choice = R.select_ranges(_named(["a", "b", "a"]), None)
+    assert (choice.name, choice.how) == (
+        "a",
+        "most frequent top-level range (2 of them); choose another with --range",
     )
 
 

@@ -44,7 +44,8 @@ def _headline(doc: dict[str, Any]) -> list[str]:
         f"trace: {t['path']}  ({t['format']}{' ' + str(t['format_version']) if t.get('format_version') else ''})",
         f"device measured: {t['device']}{' (' + t['gpu'] + ')' if t.get('gpu') else ''}"
         + ("  [SYNTHETIC trace]" if t.get("synthetic") else ""),
-        f"iterations: {s['iterations']} ranges named {doc['range']!r} ({doc['range_choice']})",
+        f"iterations: {s['iterations']} range{'' if s['iterations'] == 1 else 's'} named {doc['range']!r} "
+        f"({doc['range_choice']})",
     ]
     util = s["gpu_utilization"]["p50"]
     if s.get("bound") and util is not None:
