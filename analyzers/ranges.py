@@ -33,13 +33,15 @@ before the rules below:
        names whose ranges hold a launch call (of their process) when some do (a library's own
        instrumentation, e.g. nvFuser's many ranges around host code, is no iteration of the work; the names
        passed over are said); ties: the name whose ranges hold the most launch calls, then the earliest first
-       range. PyTorch operator ranges (:func:`operator_ranges`: ``aten::mul, seq = 3, op_id = 7`` from
-       ``emit_nvtx``) are no candidates: an operator is never an iteration.
+       range. PyTorch operator and collective ranges (:func:`operator_ranges`: ``aten::mul, seq = 3, op_id =
+       7`` from ``emit_nvtx``, ``nccl:all_reduce`` from a process group) are no candidates: one operator or
+       collective call is never an iteration.
 
-    When rule 4 finds no candidate -- every range is an operator range (an ``emit_nvtx`` trace without a
-    step or iteration scope, or a window cut from a longer capture that lost the ranges around the work), or
-    the trace holds launch calls and no candidate name's ranges hold one (ranges around host code only) --
-    the trace is analyzed as if it had no ranges (below): one window over it, with the reason said.
+    When rule 4 finds no candidate -- every range is an operator or collective range (an ``emit_nvtx``
+    trace without a step or iteration scope, or a window cut from a longer capture that lost the ranges
+    around the work), or the trace holds launch calls and no candidate name's ranges hold one (ranges around
+    host code only) -- the trace is analyzed as if it had no ranges (below): one window over it, with the
+    reason said.
 
     The choice is said in one line (``how``), with the other candidates it saw: nested engine steps, names
     tied with the chosen one.
@@ -186,16 +188,26 @@ OPERATOR_NAMESPACES = (
 #: The suffixes ``torch.autograd.profiler.emit_nvtx`` appends to every range it opens (``seq``: an autograd
 #: operator's sequence number; ``op_id``: the RecordFunction's id).
 EMIT_NVTX_SUFFIX = r",\s*(?:seq|op_id)\s*=\s*\d"
+#: The ranges PyTorch's process groups open around each collective call (``ProcessGroupNCCL``'s profiling
+#: title ``nccl:all_reduce``, ``nccl:_all_gather_base``, ``nccl:send 0->1``; ``gloo:``, ``mpi:``, ``ucc:``,
+#: ``xccl:`` alike): one call, never an iteration (a DDP trace without profiler steps has more
+#: ``nccl:all_reduce`` ranges, top-level on the autograd thread, than steps).
+COLLECTIVE_RANGES = r"^(?:nccl|gloo|mpi|ucc|xccl|hccl):[A-Za-z_]"
 
 
 def operator_ranges(names: pl.Expr, keys: pl.Expr) -> pl.Expr:
-    """Whether a range is a PyTorch operator range (no iteration candidate of rule 4): its grouping key is in
-    one of :data:`OPERATOR_NAMESPACES`, or it was opened by ``emit_nvtx`` (:data:`EMIT_NVTX_SUFFIX`) and its
-    key is namespaced (``FSDP::pre_forward (layer.0), op_id = 12``: a library's hook, which ``emit_nvtx``
-    wraps like an operator). A user's own ``record_function("step")`` under ``emit_nvtx`` (``step, op_id =
-    5``) is not namespaced and stays a candidate."""
+    """Whether a range is one PyTorch operator or collective call (no iteration candidate of rule 4): its
+    grouping key is in one of :data:`OPERATOR_NAMESPACES`, or is a process group's collective
+    (:data:`COLLECTIVE_RANGES`), or it was opened by ``emit_nvtx`` (:data:`EMIT_NVTX_SUFFIX`) and its key is
+    namespaced (``FSDP::pre_forward (layer.0), op_id = 12``: a library's hook, which ``emit_nvtx`` wraps like
+    an operator). A user's own ``record_function("step")`` under ``emit_nvtx`` (``step, op_id = 5``) is not
+    namespaced and stays a candidate."""
     namespaced = keys.str.contains(r"^[A-Za-z_][\w.]*::")
-    return keys.str.contains(OPERATOR_NAMESPACES) | (names.str.contains(EMIT_NVTX_SUFFIX) & namespaced)
+    return (
+        keys.str.contains(OPERATOR_NAMESPACES)
+        | keys.str.contains(COLLECTIVE_RANGES)
+        | (names.str.contains(EMIT_NVTX_SUFFIX) & namespaced)
+    )
 
 
 def range_key(names: pl.Expr) -> pl.Expr:
@@ -332,7 +344,7 @@ def _operators_said(operators: pl.DataFrame, top_depth: int | None) -> str:
         .select("key", "len")
     )
     listed = [f"{key!r} ({n} range{'s' if n > 1 else ''})" for key, n in counted.iter_rows()]
-    return f"PyTorch operator ranges (one per operator call, as emit_nvtx opens them): {_listed(listed)}"
+    return f"PyTorch operator and collective ranges (one call each, no iteration): {_listed(listed)}"
 
 
 def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame | None, str, str]:

@@ -391,8 +391,28 @@ def test_an_emit_nvtx_cut_is_one_window_not_its_operators():
     proc = run_cli("analyze", str(path))
     assert proc.returncode == 0, proc.stderr
     out = " ".join(proc.stdout.split())  # the table wraps lines
-    assert (
-        "iterations: 1 range named 'window' (no iteration ranges: passed over PyTorch operator ranges" in out
-    )
+    assert "iterations: 1 range named 'window' (no iteration ranges: passed over PyTorch operator and" in out
     assert "'aten::mul' (616 ranges)" in out
     assert "verdict: compute-bound — median GPU utilization 99.8%" in out
+
+
+@pytest.mark.real_traces
+def test_a_ddp_trace_without_profiler_steps_is_not_cut_at_its_all_reduces(tmp_path):
+    """HTA's DDP rank trace with its ``ProfilerStep#N`` annotations taken out (a capture without
+    ``profiler.step()``): its 15 top-level ``nccl:all_reduce`` ranges (on the autograd thread) outnumber
+    every other name, and were taken as the iterations; each is one collective call."""
+    from tracekit.analyzers.ranges import select_ranges
+
+    source = real_trace("kineto", "hta_a100_ddp_nccl_rank0.json.gz")
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    doc["traceEvents"] = [
+        e for e in doc["traceEvents"] if not str(e.get("name", "")).startswith("ProfilerStep#")
+    ]
+    path = tmp_path / "ddp_rank0_no_steps.json.gz"
+    path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    choice = select_ranges(read_trace(path))
+    assert choice.name == "## backward ##"
+    assert (
+        "passed over PyTorch operator and collective ranges (one call each, no iteration): "
+        "'nccl:all_reduce' (15 ranges)" in choice.how
+    )

@@ -206,8 +206,8 @@ def test_operator_ranges_are_no_iterations_the_trace_is_one_window():
     assert choice.name == "window"
     assert spans(choice.frame) == [(10_100, 14_500)]
     assert choice.how == (
-        "no iteration ranges: the trace's ranges are all PyTorch operator ranges (one per operator call, as "
-        "emit_nvtx opens them): 'aten::mul' (3 ranges), 'aten::to' (1 range), "
+        "no iteration ranges: the trace's ranges are all PyTorch operator and collective ranges (one call "
+        "each, no iteration): 'aten::mul' (3 ranges), 'aten::to' (1 range), "
         "'FSDP::pre_forward (layer.0)' (1 range): one window over the whole trace (device 0, first op launch "
         "to last op end); choose ranges with --range or split the trace with --split-idle MS"
     )
@@ -230,8 +230,8 @@ def test_operator_ranges_beside_a_candidate_are_said_passed_over():
     choice = R.select_ranges(both, None)
     assert (choice.name, spans(choice.frame)) == ("decode", [(20_000, 21_000)])
     assert choice.how == (
-        "most frequent top-level range (1 of them); passed over PyTorch operator ranges (one per operator "
-        "call, as emit_nvtx opens them): 'aten::mul' (3 ranges), 'aten::to' (1 range), "
+        "most frequent top-level range (1 of them); passed over PyTorch operator and collective ranges (one "
+        "call each, no iteration): 'aten::mul' (3 ranges), 'aten::to' (1 range), "
         "'FSDP::pre_forward (layer.0)' (1 range); choose another with --range"
     )
 
@@ -249,7 +249,12 @@ def test_operator_ranges_beside_a_candidate_are_said_passed_over():
         ("step, op_id = 5", False),
         ("KernelExecutor::runFusion", False),  # a library's own range, not opened by emit_nvtx
         ("FSDP::pre_forward", False),
-        ("nccl:all_reduce", False),
+        ("nccl:all_reduce", True),  # ProcessGroupNCCL's range around one collective
+        ("nccl:send 0->1", True),
+        ("gloo:broadcast", True),
+        ("nccl_step", False),
+        ("ncclAllReduce", False),
+        ("NCCL:all_reduce", False),
         ("xaten::mul, seq = 1", True),  # namespaced, with the suffix
         ("xaten::mul", False),
         ("aten:mul", False),
