@@ -192,20 +192,26 @@ EMIT_NVTX_SUFFIX = r",\s*(?:seq|op_id)\s*=\s*\d"
 #: title ``nccl:all_reduce``, ``nccl:_all_gather_base``, ``nccl:send 0->1``; ``gloo:``, ``mpi:``, ``ucc:``,
 #: ``xccl:`` alike): one call, never an iteration (a DDP trace without profiler steps has more
 #: ``nccl:all_reduce`` ranges, top-level on the autograd thread, than steps).
-COLLECTIVE_RANGES = r"^(?:nccl|gloo|mpi|ucc|xccl|hccl):[A-Za-z_]"
+COLLECTIVE_RANGES = r"^(?:nccl|gloo|mpi|ucc|xccl|hccl):[A-Za-z_]|^(?:nccl|rccl)[A-Z][A-Za-z]*$"
+#: NVTX domains of communication libraries, whose every range is one API call: NCCL (2.19 on) opens
+#: ``ncclAllReduce``, ``ncclGroupEnd``, ``ncclCommInitRank`` ... in its own domain ``NCCL``.
+LIBRARY_DOMAINS = ("NCCL", "RCCL")
 
 
-def operator_ranges(names: pl.Expr, keys: pl.Expr) -> pl.Expr:
+def operator_ranges(names: pl.Expr, keys: pl.Expr, domains: pl.Expr | None = None) -> pl.Expr:
     """Whether a range is one PyTorch operator or collective call (no iteration candidate of rule 4): its
-    grouping key is in one of :data:`OPERATOR_NAMESPACES`, or is a process group's collective
-    (:data:`COLLECTIVE_RANGES`), or it was opened by ``emit_nvtx`` (:data:`EMIT_NVTX_SUFFIX`) and its key is
+    grouping key is in one of :data:`OPERATOR_NAMESPACES`, or is a process group's collective or an NCCL
+    API call (:data:`COLLECTIVE_RANGES`), or its NVTX domain is a communication library's
+    (:data:`LIBRARY_DOMAINS`), or it was opened by ``emit_nvtx`` (:data:`EMIT_NVTX_SUFFIX`) and its key is
     namespaced (``FSDP::pre_forward (layer.0), op_id = 12``: a library's hook, which ``emit_nvtx`` wraps like
     an operator). A user's own ``record_function("step")`` under ``emit_nvtx`` (``step, op_id = 5``) is not
     namespaced and stays a candidate."""
     namespaced = keys.str.contains(r"^[A-Za-z_][\w.]*::")
+    library = pl.lit(False) if domains is None else domains.is_in(LIBRARY_DOMAINS).fill_null(False)
     return (
         keys.str.contains(OPERATOR_NAMESPACES)
         | keys.str.contains(COLLECTIVE_RANGES)
+        | library
         | (names.str.contains(EMIT_NVTX_SUFFIX) & namespaced)
     )
 
@@ -350,7 +356,9 @@ def _operators_said(operators: pl.DataFrame, top_depth: int | None) -> str:
 def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame | None, str, str]:
     """Rule 4: the most frequent top-level name, on launching threads when there are any (docstring).
     (None, "", reason) when no range is a candidate: the trace is then analyzed as one window."""
-    is_operator = candidates.select(operator_ranges(pl.col("name"), pl.col("key"))).to_series()
+    is_operator = candidates.select(
+        operator_ranges(pl.col("name"), pl.col("key"), pl.col("domain")).fill_null(False)
+    ).to_series()
     operators = candidates.filter(is_operator)
     candidates = candidates.filter(~is_operator)
     skipped = _operators_said(operators, candidates["depth"].min() if candidates.height else None)

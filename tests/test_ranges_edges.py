@@ -253,8 +253,10 @@ def test_operator_ranges_beside_a_candidate_are_said_passed_over():
         ("nccl:send 0->1", True),
         ("gloo:broadcast", True),
         ("nccl_step", False),
-        ("ncclAllReduce", False),
         ("NCCL:all_reduce", False),
+        ("ncclAllReduce", True),  # NCCL's own NVTX range around the API call
+        ("ncclGroupEnd", True),
+        ("ncclx", False),
         ("xaten::mul, seq = 1", True),  # namespaced, with the suffix
         ("xaten::mul", False),
         ("aten:mul", False),
@@ -264,6 +266,33 @@ def test_operator_ranges_beside_a_candidate_are_said_passed_over():
 def test_which_names_are_operator_ranges(name: str, operator: bool):
     frame = pl.DataFrame({"name": [name]}).with_columns(key=R.range_key(pl.col("name")))
     assert frame.select(R.operator_ranges(pl.col("name"), pl.col("key"))).item() is operator
+
+
+@pytest.mark.parametrize(
+    ("domain", "operator"), [("NCCL", True), ("RCCL", True), ("default", False), (None, False)]
+)
+def test_a_communication_librarys_domain_holds_no_iteration(domain: str | None, operator: bool):
+    frame = pl.DataFrame({"name": ["AllReduce"], "domain": [domain]}, schema_overrides={"domain": pl.String})
+    frame = frame.with_columns(key=R.range_key(pl.col("name")))
+    got = frame.select(R.operator_ranges(pl.col("name"), pl.col("key"), pl.col("domain"))).item()
+    assert got is operator
+
+
+def test_nccl_api_ranges_in_its_own_domain_do_not_outvote_the_step():
+    # NCCL 2.19+ opens a range around each API call in its own domain: 4 of them, 2 'step' ranges
+    ranges = [(10_000, 20_000, "step", 0, None), (30_000, 40_000, "step", 0, None)]
+    ranges += [(t, t + 500, "ncclAllReduce", 0, "NCCL") for t in (21_000, 23_000, 25_000, 27_000)]
+    api = [(10_100, 10_105, 1, "cudaLaunchKernel"), (30_100, 30_105, 2, "cudaLaunchKernel")]
+    api += [
+        (t + 100, t + 105, 3 + i, "cudaLaunchKernel") for i, t in enumerate((21_000, 23_000, 25_000, 27_000))
+    ]
+    trace = make_trace(ranges=ranges, api=api, range_fields=("start", "end", "name", "depth", "domain"))
+    choice = R.select_ranges(trace, None)
+    assert (choice.name, spans(choice.frame)) == ("step", [(10_000, 20_000), (30_000, 40_000)])
+    assert choice.how == (
+        "most frequent top-level range (2 of them); passed over PyTorch operator and collective ranges (one call "
+        "each, no iteration): 'ncclAllReduce' (4 ranges); choose another with --range"
+    )
 
 
 def test_a_cpu_only_trace_keeps_its_most_frequent_range():
