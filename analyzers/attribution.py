@@ -74,7 +74,7 @@ import numpy as np
 import polars as pl
 
 from tracekit.analyzers.stats import Stats, summarize_columns
-from tracekit.model import LAUNCH_API_NAMES, sort_frame
+from tracekit.model import GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, sort_frame
 
 #: The launching-call columns (as :func:`tracekit.analyzers.iterations._match_calls` returns them).
 CALL_COLUMNS: tuple[str, ...] = ("call_start", "call_end", "call_pid", "call_thread")
@@ -100,7 +100,7 @@ SYNC_API_NAMES: tuple[str, ...] = (
     "hipCtxSynchronize",
 )
 #: API name suffixes that do not change what a call does (per-thread default stream, version).
-_NAME_SUFFIX = r"(_ptsz|_ptds)?(_v\d+)?$"
+_NAME_SUFFIX = r"(_ptsz|_ptds|_spt)?(_v\d+)?$"
 
 #: Stream-wait calls: the op launched next on the thread waits on an event of another stream.
 STREAM_WAIT_NAMES: tuple[str, ...] = (
@@ -199,10 +199,6 @@ def api_cause(names: pl.Expr) -> pl.Expr:
         .then(pl.lit(_SYNC, pl.UInt8))
         .otherwise(pl.lit(_OTHER, pl.UInt8))
     )
-
-
-#: Graph launch calls (after version and per-thread-stream suffixes are stripped).
-GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(n for n in LAUNCH_API_NAMES if "GraphLaunch" in n)
 
 
 def _classify(api: pl.DataFrame) -> tuple[np.ndarray, int]:

@@ -88,6 +88,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit.analyzers.paper import RUNTIME_ORDER
+from tracekit.model import GRAPH_LAUNCH_NAMES
 
 if TYPE_CHECKING:
     from tracekit.model import Trace
@@ -103,7 +104,6 @@ FRAMES_READ: dict[str, tuple[str, ...] | None] = {
 FROM_CONTENT = "inferred from trace content"
 FROM_NAME = "from file name"
 
-GRAPH_LAUNCH_NAMES = ("cudaGraphLaunch", "cuGraphLaunch", "hipGraphLaunch")
 TORCHSCRIPT_NAMES = ("<forward op>", "fallback_function")
 TORCHSCRIPT_SUBSTRINGS = ("GraphExecutor", "graph_executor", "CodeImpl::")
 COMPILE_SUBSTRINGS = ("CompiledFunction", "Torch-Compiled Region", "CompiledFxGraph")

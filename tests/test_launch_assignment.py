@@ -389,3 +389,33 @@ def test_profiler_steps_name_the_engine_steps_inside_them() -> None:
         "torch.profiler steps (no 'iteration' range); also seen: 1 vLLM step range "
         "('execute_context_0(0)_generation_1(1)'); choose another with --range",
     )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "cudaLaunchKernel_ptsz",
+        "cuLaunchKernel_ptsz",
+        "cudaGraphLaunch_ptsz",
+        "hipLaunchKernel_spt",
+        "hipGraphLaunch_spt",
+    ],
+)
+def test_a_per_thread_default_stream_launch_is_a_launch(name: str) -> None:
+    # an application built with --default-stream per-thread: CUPTI names its launches cudaLaunchKernel_ptsz
+    trace = make_trace(
+        ranges=[(1000, 2000, "iteration")],
+        api=[(1100, 1150, 1, name), (1200, 1900, None, "cudaStreamSynchronize_ptsz")],
+        ops=[(1300, 1500, 1, 7)],
+    )
+    it = analyze_iterations(trace).iterations
+    assert it["launches"].to_list() == [1]
+    assert it["launch_api_us"].to_list() == pytest.approx([0.05])
+    assert it["launch_latency_us"].to_list() == pytest.approx([0.2])  # op start - call start
+    gaps = attribute_trace(trace, analyze_iterations(trace), per_gap=True).gaps.sort("start_ns")
+    # [1000, 1300): dispatch 100, launch 50, then in flight; [1500, 2000): the host in the sync call until
+    # 1900, then outside API calls
+    assert gaps.select("start_ns", "dispatch_ns", "launch_ns", "sync_ns").rows() == [
+        (1000, 100, 50, 0),
+        (1500, 100, 0, 400),
+    ]

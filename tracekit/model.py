@@ -101,9 +101,13 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "cpu_ops": CPU_OPS_SCHEMA,
 }
 
-#: Names of API calls that launch GPU work (after suffix stripping). Graph launches are included: a graph
-#: launch is one call whose correlation id is carried by every kernel of the graph.
-LAUNCH_API_NAMES: tuple[str, ...] = (
+#: Names of API calls that launch GPU work (after the version suffix is stripped: ``cudaLaunchKernel_v7000``).
+#: Graph launches are included: a graph launch is one call whose correlation id is carried by every kernel of
+#: the graph. Each kernel and graph launch has its per-thread default-stream twin (an application built with
+#: ``--default-stream per-thread`` calls ``cudaLaunchKernel_ptsz``, and CUPTI names it so; HIP:
+#: ``hipLaunchKernel_spt``), which launches the same way (``_ptds`` marks calls that are synchronous, none of
+#: them a launch).
+_LAUNCHES: tuple[str, ...] = (
     "cudaLaunchKernel",
     "cudaLaunchKernelExC",
     "cudaLaunchCooperativeKernel",
@@ -117,8 +121,25 @@ LAUNCH_API_NAMES: tuple[str, ...] = (
     "hipExtLaunchKernel",
     "hipModuleLaunchKernel",
     "hipExtModuleLaunchKernel",
+    "hipLaunchCooperativeKernel",
     "hipGraphLaunch",
 )
+_PER_THREAD: dict[str, str] = {
+    "cudaLaunchKernel": "_ptsz",
+    "cudaLaunchKernelExC": "_ptsz",
+    "cudaLaunchCooperativeKernel": "_ptsz",
+    "cudaGraphLaunch": "_ptsz",
+    "cuLaunchKernel": "_ptsz",
+    "cuLaunchKernelEx": "_ptsz",
+    "cuLaunchCooperativeKernel": "_ptsz",
+    "cuGraphLaunch": "_ptsz",
+    "hipLaunchKernel": "_spt",
+    "hipLaunchCooperativeKernel": "_spt",
+    "hipGraphLaunch": "_spt",
+}
+LAUNCH_API_NAMES: tuple[str, ...] = _LAUNCHES + tuple(name + suffix for name, suffix in _PER_THREAD.items())
+#: The graph launches among :data:`LAUNCH_API_NAMES`: one call replays a whole CUDA (HIP) graph.
+GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(name for name in LAUNCH_API_NAMES if "GraphLaunch" in name)
 
 
 #: What a reader should read: None (everything), a collection of frame names (those frames, all columns),
