@@ -359,11 +359,15 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
     is_operator = candidates.select(
         operator_ranges(pl.col("name"), pl.col("key"), pl.col("domain")).fill_null(False)
     ).to_series()
-    operators = candidates.filter(is_operator)
-    candidates = candidates.filter(~is_operator)
-    skipped = _operators_said(operators, candidates["depth"].min() if candidates.height else None)
-    if candidates.is_empty():
-        return None, "", f"the trace's ranges are all {skipped}"
+    # a window needs timed ops: without them (a CPU-only capture) operator ranges are all there is to measure
+    windowable = not trace.ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null()).is_empty()
+    skipped = ""
+    if is_operator.any() and (windowable or not is_operator.all()):
+        operators = candidates.filter(is_operator)
+        candidates = candidates.filter(~is_operator)
+        skipped = _operators_said(operators, candidates["depth"].min() if candidates.height else None)
+        if candidates.is_empty():
+            return None, "", f"the trace's ranges are all {skipped}"
     top_level = candidates.filter(pl.col("depth") == candidates["depth"].min())
     qualifier = ""
     launching = (
@@ -385,7 +389,8 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
     )
     passed = f"; passed over {skipped}" if skipped else ""
     if (
-        not (counts["launches"] > 0).any()
+        windowable
+        and not (counts["launches"] > 0).any()
         and not trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).is_empty()
     ):
         listed = [f"{key!r} ({count} ranges)" for key, count in counts.select("key", "n").iter_rows()]

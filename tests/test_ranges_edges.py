@@ -295,6 +295,25 @@ def test_nccl_api_ranges_in_its_own_domain_do_not_outvote_the_step():
     )
 
 
+def test_a_cpu_only_emit_nvtx_trace_keeps_its_operator_ranges():
+    # no device op to lay a window over: the operator ranges are all there is to measure (as before)
+    names = ["aten::mul, seq = 1, op_id = 2", "aten::add", "aten::mul, seq = 2, op_id = 4"]
+    trace = make_trace(ranges=[(10_000 + 2000 * i, 11_000 + 2000 * i, n) for i, n in enumerate(names)])
+    choice = R.select_ranges(trace, None)
+    assert (choice.name, spans(choice.frame)) == ("aten::mul", [(10_000, 11_000), (14_000, 15_000)])
+    assert choice.how == "most frequent top-level range (2 of them); choose another with --range"
+
+
+def test_launch_calls_without_device_ops_keep_the_ranges():
+    # launches recorded, their kernels not (activity buffers lost): no window to fall back to
+    trace = make_trace(
+        ranges=[(10_000, 11_000, "host"), (12_000, 13_000, "host")],
+        api=[(20_000, 20_010, 1, "cudaLaunchKernel")],
+    )
+    choice = R.select_ranges(trace, None)
+    assert (choice.name, choice.frame.height) == ("host", 2)
+
+
 def test_a_cpu_only_trace_keeps_its_most_frequent_range():
     # no launch call anywhere: rule 4 still takes the most frequent name (a CPU-only NVTX capture)
     choice = R.select_ranges(_named(["a", "b", "a"]), None)
