@@ -336,15 +336,15 @@ def _engine_choice(candidates: pl.DataFrame, engine: pl.Series) -> tuple[pl.Data
 
 
 def _operators_said(operators: pl.DataFrame, top_depth: int | None) -> str:
-    """The operator ranges rule 4 passed over, as said in its choice line: the outermost of them, by name and
-    count, when they are as shallow as the top-level candidates (or there are none); else ""."""
-    if operators.is_empty():
-        return ""
-    outer = operators.filter(pl.col("depth") == operators["depth"].min())
-    if top_depth is not None and outer["depth"][0] > top_depth:
+    """The operator ranges rule 4 passed over (``operators``, at least one), as said in its choice line: the
+    outermost of them, by name and count, when they are as shallow as the top-level candidates (or there are
+    none); else ""."""
+    depth = operators["depth"].min()
+    if top_depth is not None and depth > top_depth:
         return ""  # nested inside the candidates: they were never top-level
     counted = (
-        outer.group_by("key")
+        operators.filter(pl.col("depth") == depth)
+        .group_by("key")
         .agg(pl.len(), pl.col("start").min())
         .sort(["len", "start"], descending=[True, False])
         .select("key", "len")

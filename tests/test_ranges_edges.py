@@ -213,6 +213,17 @@ def test_operator_ranges_are_no_iterations_the_trace_is_one_window():
     )
 
 
+def test_one_operator_range_at_the_top_level_is_said():
+    ranges = [(10_000, 11_000, "step", 0), (12_000, 12_500, "aten::copy_, op_id = 3", 0)]
+    trace = make_trace(
+        ranges=ranges, api=[(10_100, 10_105, 1, "cudaLaunchKernel")], ops=[(10_200, 10_300, 1, 7)]
+    )
+    assert R.select_ranges(trace, None).how == (
+        "most frequent top-level range (1 of them); passed over PyTorch operator and collective ranges (one call "
+        "each, no iteration): 'aten::copy_' (1 range); choose another with --range"
+    )
+
+
 def test_a_users_scope_under_emit_nvtx_is_the_iteration():
     # 'step, op_id = 1' is not namespaced: the user's own record_function, a candidate; the operators inside
     # it were never top-level, so they are not said
@@ -223,7 +234,10 @@ def test_a_users_scope_under_emit_nvtx_is_the_iteration():
 
 def test_operator_ranges_beside_a_candidate_are_said_passed_over():
     trace = _emit_nvtx()
-    extra = make_trace(ranges=[(20_000, 21_000, "decode", 0)], api=[(20_100, 20_105, 9, "cudaLaunchKernel")])
+    extra = make_trace(
+        ranges=[(20_000, 21_000, "decode", 0), (22_000, 22_500, "aten::to, op_id = 99", 0)],
+        api=[(20_100, 20_105, 9, "cudaLaunchKernel")],
+    )
     both = Trace(
         ops=trace.ops, api=pl.concat([trace.api, extra.api]), ranges=pl.concat([trace.ranges, extra.ranges])
     )
@@ -231,7 +245,7 @@ def test_operator_ranges_beside_a_candidate_are_said_passed_over():
     assert (choice.name, spans(choice.frame)) == ("decode", [(20_000, 21_000)])
     assert choice.how == (
         "most frequent top-level range (1 of them); passed over PyTorch operator and collective ranges (one "
-        "call each, no iteration): 'aten::mul' (3 ranges), 'aten::to' (1 range), "
+        "call each, no iteration): 'aten::mul' (3 ranges), 'aten::to' (2 ranges), "
         "'FSDP::pre_forward (layer.0)' (1 range); choose another with --range"
     )
 
@@ -281,7 +295,8 @@ def test_a_communication_librarys_domain_holds_no_iteration(domain: str | None, 
 def test_nccl_api_ranges_in_its_own_domain_do_not_outvote_the_step():
     # NCCL 2.19+ opens a range around each API call in its own domain: 4 of them, 2 'step' ranges
     ranges = [(10_000, 20_000, "step", 0, None), (30_000, 40_000, "step", 0, None)]
-    ranges += [(t, t + 500, "ncclAllReduce", 0, "NCCL") for t in (21_000, 23_000, 25_000, 27_000)]
+    # named as no other rule knows them: the domain alone says they are NCCL's
+    ranges += [(t, t + 500, "AllReduce", 0, "NCCL") for t in (21_000, 23_000, 25_000, 27_000)]
     api = [(10_100, 10_105, 1, "cudaLaunchKernel"), (30_100, 30_105, 2, "cudaLaunchKernel")]
     api += [
         (t + 100, t + 105, 3 + i, "cudaLaunchKernel") for i, t in enumerate((21_000, 23_000, 25_000, 27_000))
@@ -291,7 +306,7 @@ def test_nccl_api_ranges_in_its_own_domain_do_not_outvote_the_step():
     assert (choice.name, spans(choice.frame)) == ("step", [(10_000, 20_000), (30_000, 40_000)])
     assert choice.how == (
         "most frequent top-level range (2 of them); passed over PyTorch operator and collective ranges (one call "
-        "each, no iteration): 'ncclAllReduce' (4 ranges); choose another with --range"
+        "each, no iteration): 'AllReduce' (4 ranges); choose another with --range"
     )
 
 
