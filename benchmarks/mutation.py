@@ -359,17 +359,30 @@ create_mutants(1)
 SAMPLE_FILE = "sample.json"
 
 
-def draw_sample(module: str, workdir: Path, size: int, seed: int) -> list[str]:
-    """Generate the copy's mutants and draw ``size`` of their names uniformly at random (``seed``); the draw
-    is written to WORKDIR/sample.json for the report."""
+def draw_sample(
+    module: str, workdir: Path, size: int | None, seed: int, functions: list[str] | None = None
+) -> list[str]:
+    """Generate the copy's mutants and draw ``size`` of their names uniformly at random (``seed``), among the
+    mutants of ``functions`` only when given (``size`` None: all of those); the draw is written to
+    WORKDIR/sample.json for the report."""
     subprocess.run(
         [sys.executable, "-c", GENERATE], cwd=workdir, env=_env(), check=True, capture_output=True, text=True
     )
     names = sorted(results(workdir, module))
-    chosen = sorted(random.Random(seed).sample(names, min(size, len(names))))
-    (workdir / SAMPLE_FILE).write_text(
-        json.dumps({"seed": seed, "size": len(chosen), "of": len(names), "mutants": chosen}, indent=1) + "\n"
-    )
+    if functions:
+        names = [name for name in names if _function(name) in functions]
+        if not names:
+            raise SystemExit(f"no mutant in the functions {', '.join(functions)} of {module}")
+    chosen = names if size is None else sorted(random.Random(seed).sample(names, min(size, len(names))))
+    draw = {
+        "seed": seed if size is not None else None,
+        "size": len(chosen),
+        "of": len(names),
+        "mutants": chosen,
+    }
+    if functions:
+        draw["functions"] = sorted(functions)
+    (workdir / SAMPLE_FILE).write_text(json.dumps(draw, indent=1) + "\n")
     return chosen
 
 
@@ -572,14 +585,22 @@ def report(module: str, workdir: Path) -> tuple[str, dict[str, int]]:
         f"{counts['skipped']} skipped).",
         "",
     ]
-    if draw is not None:
+    if draw is not None and draw.get("functions") and draw["seed"] is None:
+        counts |= {"functions": draw["functions"]}
+        lines[2:2] = [f"Every mutant of the functions {', '.join(draw['functions'])}: {draw['size']}.", ""]
+    elif draw is not None:
         low, high = wilson_interval(counts["killed"], counted)
         counts |= {"sample_of": draw["of"], "seed": draw["seed"]}
         counts |= {"interval_pct": [round(100 * low, 1), round(100 * high, 1)]}
+        whose = (
+            f"the {draw['of']} mutants of the functions {', '.join(draw['functions'])}"
+            if draw.get("functions")
+            else f"the module's {draw['of']} mutants"
+        )
+        what = "those functions'" if draw.get("functions") else "the module's"
         lines[2:2] = [
-            f"A random sample of {draw['size']} of the module's {draw['of']} mutants (seed {draw['seed']}): "
-            f"the module's score is estimated at {100 * score:.1f}%, 95% interval {100 * low:.1f}-"
-            f"{100 * high:.1f}% (Wilson).",
+            f"A random sample of {draw['size']} of {whose} (seed {draw['seed']}): {what} score is estimated "
+            f"at {100 * score:.1f}%, 95% interval {100 * low:.1f}-{100 * high:.1f}% (Wilson).",
             "",
         ]
     for title, rows in (("Surviving", alive), ("Equivalent", equivalent)):
@@ -613,6 +634,12 @@ def main(argv: list[str] | None = None) -> int:
         help="test N mutants drawn at random instead of all: the report gives an estimate with its interval",
     )
     parser.add_argument("--seed", type=int, default=33, help="the --sample draw's seed (default 33)")
+    parser.add_argument(
+        "--functions",
+        nargs="+",
+        metavar="NAME",
+        help="only the mutants of these functions (Class.method for a method): all of them, or --sample N",
+    )
     parser.add_argument(
         "--try",
         dest="try_tests",
@@ -657,7 +684,11 @@ def main(argv: list[str] | None = None) -> int:
             code = rerun_survivors(module, workdir, args.overlay, args.max_children)
         elif not args.report_only:
             prepare(module, workdir, args.rev, args.overlay)
-            chosen = draw_sample(module, workdir, args.sample, args.seed) if args.sample else None
+            chosen = (
+                draw_sample(module, workdir, args.sample, args.seed, args.functions)
+                if args.sample or args.functions
+                else None
+            )
             started = dt.datetime.now()
             code = run_mutmut(workdir, args.max_children, chosen)
         if args.rerun_survivors or not args.report_only:

@@ -73,3 +73,36 @@ def test_a_short_mutant_name_gets_its_module_path():
     )
     assert mutation.full_name("iterations", "x_f__mutmut_1") == "tracekit.analyzers.iterations.x_f__mutmut_1"
     assert mutation.full_name("session", "tracekit.session.x_f__mutmut_1") == "tracekit.session.x_f__mutmut_1"
+
+
+def _killed_run(workdir: Path, names: list[str], draw: dict) -> None:
+    """A finished run in ``workdir`` whose mutants ``names`` were all killed, drawn as ``draw``."""
+    meta = workdir / "mutants" / (mutation.MODULES["ranges"][0] + ".meta")
+    meta.parent.mkdir(parents=True)
+    meta.write_text(json.dumps({"exit_code_by_key": dict.fromkeys(names, 1)}))
+    (workdir / mutation.SAMPLE_FILE).write_text(json.dumps(draw))
+
+
+def test_a_run_of_every_mutant_of_some_functions_is_reported_as_such(tmp_path):
+    names = [f"tracekit.analyzers.ranges.x_operator_ranges__mutmut_{i}" for i in (1, 2, 3)]
+    _killed_run(
+        tmp_path,
+        names,
+        {"seed": None, "size": 3, "of": 3, "mutants": names, "functions": ["operator_ranges"]},
+    )
+    text, counts = mutation.report("ranges", tmp_path)
+    assert "Every mutant of the functions operator_ranges: 3." in text
+    assert "estimated" not in text  # no claim about the module
+    assert (counts["killed"], counts["score_pct"], counts["functions"]) == (3, 100.0, ["operator_ranges"])
+
+
+def test_a_sample_of_some_functions_claims_those_functions_only(tmp_path):
+    names = [f"tracekit.analyzers.ranges.x__frequent_choice__mutmut_{i}" for i in (4, 9)]
+    draw = {"seed": 36, "size": 2, "of": 300, "mutants": names, "functions": ["_frequent_choice"]}
+    _killed_run(tmp_path, names, draw)
+    text, counts = mutation.report("ranges", tmp_path)
+    assert (
+        "A random sample of 2 of the 300 mutants of the functions _frequent_choice (seed 36): those functions' "
+        "score is estimated at 100.0%, 95% interval 34.2-100.0% (Wilson)." in text
+    )
+    assert counts["sample_of"] == 300
