@@ -122,6 +122,11 @@ _LAUNCHES: tuple[str, ...] = (
     "hipModuleLaunchKernel",
     "hipExtModuleLaunchKernel",
     "hipLaunchCooperativeKernel",
+    "hipLaunchCooperativeKernelMultiDevice",
+    "hipModuleLaunchCooperativeKernel",
+    "hipModuleLaunchCooperativeKernelMultiDevice",
+    "hipExtLaunchMultiKernelMultiDevice",
+    "hipHccModuleLaunchKernel",
     "hipGraphLaunch",
 )
 _PER_THREAD: dict[str, str] = {
