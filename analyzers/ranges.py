@@ -35,7 +35,10 @@ before the rules below:
        passed over are said); ties: the name whose ranges hold the most launch calls, then the earliest first
        range. PyTorch operator and collective ranges (:func:`operator_ranges`: ``aten::mul, seq = 3, op_id =
        7`` from ``emit_nvtx``, ``nccl:all_reduce`` from a process group) are no candidates: one operator or
-       collective call is never an iteration.
+       collective call is never an iteration. When the choice is a single range (no tie) and a name repeats
+       among the ranges directly inside it (its thread, one level down; those holding a launch call when
+       some do), the most frequent of those is taken instead: a ``benchmark`` range around a timed loop's
+       ``step`` ranges gives the steps.
 
     When rule 4 finds no candidate -- every range is an operator or collective range (an ``emit_nvtx``
     trace without a step or iteration scope, or a window cut from a longer capture that lost the ranges
@@ -406,16 +409,61 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
             listed = [f"{key!r} ({count} ranges)" for key, count in idle.select("key", "n").iter_rows()]
             passed += f"; passed over for holding no launch call: {_listed(listed)}"
     n = int(counts["n"][0])
-    tied = counts.filter(pl.col("n") == n)
-    tie_note = ""
-    if tied.height > 1:
-        tied = tied.sort(["launches", "first"], descending=[True, False])
-        rule = "most launch calls inside" if tied["launches"][0] > tied["launches"][1] else "earliest"
-        others = tied["key"].to_list()[1:]
-        tie_note = f"; tied at {n} with {_names(others)} (picked the {rule})"
-    name = tied["key"][0]
+    name, tie_note = _tie_broken(counts)
+    chosen = top_level.filter(pl.col("key") == name)
+    if n == 1 and not tie_note:
+        inner = _repeated_inside(chosen, candidates, trace)
+        if inner is not None:
+            rows, inner_name, inner_how = inner
+            return rows, inner_name, f"{inner_how}{passed}; choose another with --range"
     how = f"most frequent top-level range ({n} of them{qualifier}){tie_note}{passed}; choose another with --range"
-    return top_level.filter(pl.col("key") == name), name, how
+    return chosen, name, how
+
+
+def _tie_broken(counts: pl.DataFrame) -> tuple[str, str]:
+    """The most frequent key of ``counts`` (``key``, ``n``, ``first``, ``launches``; sorted by ``n``
+    descending, then ``first``) and the note of a tie ("" when none): a tie goes to the key whose ranges hold
+    the most launch calls, then to the earliest first range."""
+    n = int(counts["n"][0])
+    tied = counts.filter(pl.col("n") == n)
+    if tied.height == 1:
+        return tied["key"][0], ""
+    tied = tied.sort(["launches", "first"], descending=[True, False])
+    rule = "most launch calls inside" if tied["launches"][0] > tied["launches"][1] else "earliest"
+    return tied["key"][0], f"; tied at {n} with {_names(tied['key'].to_list()[1:])} (picked the {rule})"
+
+
+def _repeated_inside(outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace) -> tuple | None:
+    """Rule 4 one level down, when its choice is a single range (``outer``) that holds a repeated name: the
+    most frequent name among the ranges directly inside it (its thread, one level deeper, within its time),
+    counting only those holding a launch call when some do, if that name has 2 ranges or more there (a
+    ``benchmark`` range around the timed loop's ``step`` ranges: the steps are the iterations). (rows, name,
+    how), or None when nothing inside repeats."""
+    r = outer.row(0, named=True)
+    inside = candidates.filter(
+        pl.col("pid").eq_missing(r["pid"])
+        & pl.col("thread").eq_missing(r["thread"])
+        & (pl.col("depth") == r["depth"] + 1)
+        & (pl.col("start") >= r["start"])
+        & (pl.col("end") <= r["end"])
+    )
+    if inside.height < 2:
+        return None
+    counts = (
+        inside.group_by("key")
+        .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
+        .join(_launch_counts(trace, inside), on="key", how="left")
+        .with_columns(pl.col("launches").fill_null(0))
+    )
+    if (counts["launches"] > 0).any():
+        counts = counts.filter(pl.col("launches") > 0)
+    counts = counts.sort(["n", "first"], descending=[True, False])
+    n = int(counts["n"][0])
+    if n < 2:
+        return None
+    name, tie_note = _tie_broken(counts)
+    how = f"most frequent range inside the one top-level range {r['key']!r} ({n} of them){tie_note}"
+    return inside.filter(pl.col("key") == name), name, how
 
 
 def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame | None, str, str]:

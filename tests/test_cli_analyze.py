@@ -416,3 +416,25 @@ def test_a_ddp_trace_without_profiler_steps_is_not_cut_at_its_all_reduces(tmp_pa
         "passed over PyTorch operator and collective ranges (one call each, no iteration): "
         "'nccl:all_reduce' (15 ranges)" in choice.how
     )
+
+
+@pytest.mark.real_traces
+def test_one_range_around_the_studys_forwards_still_gives_the_forwards(tmp_path):
+    """The study's own nsys trace (10 top-level ``forward`` ranges) with one more NVTX range pushed around all
+    of them on the same thread, as a benchmark script wraps its timed loop: the default takes the 10
+    forwards inside it, with the same numbers as the trace without it."""
+    source = real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite")
+    wrapped = tmp_path / "wrapped.sqlite"
+    shutil.copyfile(source, wrapped)
+    with sqlite3.connect(wrapped) as db:
+        db.execute(
+            "INSERT INTO NVTX_EVENTS (start, end, eventType, text, globalTid, domainId) "
+            "SELECT min(start) - 1000, max(end) + 1000, 59, 'benchmark', globalTid, 0 FROM NVTX_EVENTS "
+            "WHERE eventType = 59 AND text = 'forward' GROUP BY globalTid"
+        )
+    before, after = analyze_iterations(read_trace(source)), analyze_iterations(read_trace(wrapped))
+    assert (after.range_name, after.range_choice) == (
+        "forward",
+        "most frequent range inside the one top-level range 'benchmark' (10 of them); choose another with --range",
+    )
+    assert after.iterations.equals(before.iterations)

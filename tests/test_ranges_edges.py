@@ -483,3 +483,81 @@ def test_only_unclosed_ranges_give_the_whole_trace_window_and_say_so():
     assert choice.warnings == [
         "left out 1 range without a start or an end time ('step'): such a range has no latency and is no iteration"
     ]
+
+
+# ------------------------------------------------------------- one top-level range around repeated ones
+
+
+def _benchmark(inner: list[tuple[int, int, str, int]], thread: int = 1) -> Trace:
+    """One top-level 'benchmark' range [10, 100) us on thread 1 around ``inner`` ranges (start, end, name,
+    launches inside, each launch at the range's start + 100 ns with its kernel 100 ns later) on ``thread``."""
+    ranges = [(10_000, 100_000, "benchmark", 0, 1)]
+    api, ops = [], []
+    for start, end, name, launches in inner:
+        ranges.append((start, end, name, 1, thread))
+        for k in range(launches):
+            t = start + 100 + 10 * k
+            api.append((t, t + 5, len(api) + 1, "cudaLaunchKernel", 1))
+            ops.append((t + 100, t + 105, len(ops) + 1, 7))
+    return make_trace(
+        ranges=ranges,
+        api=api,
+        ops=ops,
+        range_fields=("start", "end", "name", "depth", "thread"),
+        api_fields=("start", "end", "correlation", "name", "thread"),
+    )
+
+
+def test_one_range_around_a_timed_loop_gives_its_steps():
+    steps = [(20_000 + 10_000 * i, 25_000 + 10_000 * i, "step", 2) for i in range(3)]
+    choice = R.select_ranges(_benchmark([(12_000, 13_000, "setup", 1), *steps]), None)
+    assert (choice.name, spans(choice.frame)) == (
+        "step",
+        [(20_000, 25_000), (30_000, 35_000), (40_000, 45_000)],
+    )
+    assert choice.how == (
+        "most frequent range inside the one top-level range 'benchmark' (3 of them); choose another with --range"
+    )
+
+
+def test_nothing_repeated_inside_keeps_the_one_range():
+    choice = R.select_ranges(
+        _benchmark([(20_000, 30_000, "warmup", 1), (40_000, 50_000, "measure", 1)]), None
+    )
+    assert (choice.name, spans(choice.frame)) == ("benchmark", [(10_000, 100_000)])
+    assert choice.how == "most frequent top-level range (1 of them); choose another with --range"
+
+
+def test_a_repeated_inner_name_without_launches_is_no_step():
+    # 'log' repeats but launches nothing; 'forward', which launches, is there once: no descent
+    inner = [(20_000 + 5_000 * i, 21_000 + 5_000 * i, "log", 0) for i in range(4)] + [
+        (50_000, 60_000, "forward", 3)
+    ]
+    choice = R.select_ranges(_benchmark(inner), None)
+    assert choice.name == "benchmark"
+
+
+def test_ranges_on_another_thread_are_not_inside():
+    # thread 2's 'step' ranges fall in the benchmark's time, but on their own thread (top-level there), and
+    # thread 1 launches: the launching thread's one range stays the choice, nothing of thread 2 is inside it
+    trace = _benchmark([(20_000 + 10_000 * i, 25_000 + 10_000 * i, "step", 1) for i in range(3)], thread=2)
+    trace = Trace(ops=trace.ops, api=trace.api, ranges=trace.ranges.with_columns(depth=pl.lit(0, pl.Int32)))
+    choice = R.select_ranges(trace, None)
+    assert (choice.name, spans(choice.frame)) == ("benchmark", [(10_000, 100_000)])
+    assert choice.how == (
+        "most frequent top-level range (1 of them, on the thread that launches the device work); choose "
+        "another with --range"
+    )
+
+
+def test_inner_steps_tie_like_top_level_ones():
+    inner = [
+        (20_000 + 10_000 * i, 25_000 + 10_000 * i, "fwd" if i % 2 == 0 else "bwd", 1 + i % 2)
+        for i in range(4)
+    ]
+    choice = R.select_ranges(_benchmark(inner), None)
+    assert choice.name == "bwd"
+    assert choice.how == (
+        "most frequent range inside the one top-level range 'benchmark' (2 of them); tied at 2 with 'fwd' "
+        "(picked the most launch calls inside); choose another with --range"
+    )
