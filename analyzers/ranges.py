@@ -438,7 +438,8 @@ def _repeated_inside(outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace
     most frequent name among the ranges directly inside it (its thread, one level deeper, within its time),
     counting only those holding a launch call when some do, if that name has 2 ranges or more there (a
     ``benchmark`` range around the timed loop's ``step`` ranges: the steps are the iterations). (rows, name,
-    how), or None when nothing inside repeats."""
+    how), or None when nothing inside repeats, or when the one range holds launch calls and none of the
+    ranges inside it does."""
     r = outer.row(0, named=True)
     inside = candidates.filter(
         pl.col("pid").eq_missing(r["pid"])
@@ -452,12 +453,13 @@ def _repeated_inside(outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace
     counts = (
         inside.group_by("key")
         .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
-        .join(_launch_counts(trace, inside), on="key", how="left")
-        .with_columns(pl.col("launches").fill_null(0))
+        .join(_launch_counts(trace, inside), on="key")  # (a row for every key)
     )
     if (counts["launches"] > 0).any():
         counts = counts.filter(pl.col("launches") > 0)
-    counts = counts.sort(["n", "first"], descending=[True, False])
+    elif _launch_counts(trace, outer)["launches"].sum():
+        return None  # the one range launches its work outside every range inside it: they are no steps
+    counts = counts.sort("n", descending=True)  # (ties: _tie_broken)
     n = int(counts["n"][0])
     if n < 2:
         return None

@@ -561,3 +561,39 @@ def test_inner_steps_tie_like_top_level_ones():
         "most frequent range inside the one top-level range 'benchmark' (2 of them); tied at 2 with 'fwd' "
         "(picked the most launch calls inside); choose another with --range"
     )
+
+
+def test_two_steps_are_enough_and_may_touch_the_enclosing_range():
+    # the first step starts with the benchmark range, the last ends with it (same ns)
+    steps = [(10_000, 50_000, "step", 1), (60_000, 100_000, "step", 1)]
+    choice = R.select_ranges(_benchmark(steps), None)
+    assert (choice.name, spans(choice.frame)) == ("step", [(10_000, 50_000), (60_000, 100_000)])
+
+
+def test_the_inner_names_holding_launches_win_over_more_frequent_ones():
+    # 'log' x3 launches nothing; 'step' x2 holds one launch in all: the steps
+    inner = [(20_000 + 5_000 * i, 21_000 + 5_000 * i, "log", 0) for i in range(3)]
+    inner += [(50_000, 60_000, "step", 1), (70_000, 80_000, "step", 0)]
+    choice = R.select_ranges(_benchmark(inner), None)
+    assert (choice.name, spans(choice.frame)) == ("step", [(50_000, 60_000), (70_000, 80_000)])
+
+
+def test_repeated_inner_ranges_launching_nothing_leave_the_launching_range():
+    # the launches are in the benchmark range but outside its 'log' ranges: the logs are no steps
+    inner = [(20_000 + 5_000 * i, 21_000 + 5_000 * i, "log", 0) for i in range(3)]
+    trace = _benchmark(inner)
+    launch = make_trace(
+        api=[(60_000, 60_005, 1, "cudaLaunchKernel", 1)],
+        ops=[(60_100, 60_200, 1, 7)],
+        api_fields=("start", "end", "correlation", "name", "thread"),
+    )
+    trace = Trace(ops=launch.ops, api=launch.api, ranges=trace.ranges)
+    choice = R.select_ranges(trace, None)
+    assert (choice.name, spans(choice.frame)) == ("benchmark", [(10_000, 100_000)])
+
+
+def test_without_launch_calls_the_repeated_inner_ranges_are_the_steps():
+    # a CPU-only capture (no launch call anywhere): counted by number alone
+    trace = _benchmark([(20_000 + 5_000 * i, 21_000 + 5_000 * i, "step", 0) for i in range(3)])
+    choice = R.select_ranges(trace, None)
+    assert (choice.name, choice.frame.height) == ("step", 3)
