@@ -307,6 +307,11 @@ def _listed(texts: list[str]) -> str:
     return ", ".join(texts[:LISTED_CANDIDATES]) + (f" and {more} more" if more > 0 else "")
 
 
+def _counted(pairs: list[tuple[str, int]]) -> str:
+    """``'a' (3 ranges), 'b' (1 range)`` of (name, count) pairs, listed by :func:`_listed`."""
+    return _listed([f"{key!r} ({n} range{'s' if n != 1 else ''})" for key, n in pairs])
+
+
 def _names(values: list[str]) -> str:
     """``'a', 'b', 'c'`` (at most :data:`LISTED_CANDIDATES`, then "and N more")."""
     return _listed([repr(v) for v in values])
@@ -352,8 +357,7 @@ def _operators_said(operators: pl.DataFrame, top_depth: int | None) -> str:
         .sort(["len", "start"], descending=[True, False])
         .select("key", "len")
     )
-    listed = [f"{key!r} ({n} range{'s' if n > 1 else ''})" for key, n in counted.iter_rows()]
-    return f"PyTorch operator and collective ranges (one call each, no iteration): {_listed(listed)}"
+    return "PyTorch operator and collective ranges (one call each, no iteration): " + _counted(counted.rows())
 
 
 def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame | None, str, str]:
@@ -396,8 +400,9 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         and not (counts["launches"] > 0).any()
         and not trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).is_empty()
     ):
-        listed = [f"{key!r} ({count} ranges)" for key, count in counts.select("key", "n").iter_rows()]
-        held = f"no top-level range holds a launch call of the trace's device work: {_listed(listed)}"
+        held = "no top-level range holds a launch call of the trace's device work: " + _counted(
+            counts.select("key", "n").rows()
+        )
         return None, "", f"passed over {skipped}; {held}" if skipped else held
     if (counts["launches"] > 0).any() and (counts["launches"] == 0).any():
         # ranges that launch nothing (a library's own instrumentation, setup) are no iterations of the work
@@ -406,8 +411,7 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         counts = holding
         if idle.height:  # said only where it changed the choice
             qualifier += ", holding launch calls"
-            listed = [f"{key!r} ({count} ranges)" for key, count in idle.select("key", "n").iter_rows()]
-            passed += f"; passed over for holding no launch call: {_listed(listed)}"
+            passed += "; passed over for holding no launch call: " + _counted(idle.select("key", "n").rows())
     n = int(counts["n"][0])
     name, tie_note = _tie_broken(counts)
     chosen = top_level.filter(pl.col("key") == name)
@@ -422,8 +426,8 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
 
 def _tie_broken(counts: pl.DataFrame) -> tuple[str, str]:
     """The most frequent key of ``counts`` (``key``, ``n``, ``first``, ``launches``; sorted by ``n``
-    descending, then ``first``) and the note of a tie ("" when none): a tie goes to the key whose ranges hold
-    the most launch calls, then to the earliest first range."""
+    descending) and the note of a tie ("" when none): a tie goes to the key whose ranges hold the most launch
+    calls, then to the earliest first range."""
     n = int(counts["n"][0])
     tied = counts.filter(pl.col("n") == n)
     if tied.height == 1:
@@ -433,7 +437,9 @@ def _tie_broken(counts: pl.DataFrame) -> tuple[str, str]:
     return tied["key"][0], f"; tied at {n} with {_names(tied['key'].to_list()[1:])} (picked the {rule})"
 
 
-def _repeated_inside(outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace) -> tuple | None:
+def _repeated_inside(
+    outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace
+) -> tuple[pl.DataFrame, str, str] | None:
     """Rule 4 one level down, when its choice is a single range (``outer``) that holds a repeated name: the
     most frequent name among the ranges directly inside it (its thread, one level deeper, within its time),
     counting only those holding a launch call when some do, if that name has 2 ranges or more there (a

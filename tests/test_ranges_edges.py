@@ -145,7 +145,7 @@ def test_a_more_frequent_name_without_launches_loses_to_a_rarer_one_with_them():
     assert spans(choice.frame) == [(20_000, 30_000)]
     assert choice.how == (
         "most frequent top-level range (1 of them, holding launch calls); passed over for holding no launch "
-        "call: 'replay' (4 ranges), 'clear' (1 ranges); choose another with --range"
+        "call: 'replay' (4 ranges), 'clear' (1 range); choose another with --range"
     )
 
 
