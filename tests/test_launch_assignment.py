@@ -391,6 +391,10 @@ def test_profiler_steps_name_the_engine_steps_inside_them() -> None:
     )
 
 
+#: the per-thread default-stream twins of a stream synchronize (CUDA, HIP): sync calls like their base names
+PTSZ_SYNC, SPT_SYNC = "cudaStreamSynchronize_ptsz", "hipStreamSynchronize_spt"
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -407,7 +411,7 @@ def test_a_per_thread_default_stream_launch_is_a_launch(name: str) -> None:
     # an application built with --default-stream per-thread: CUPTI names its launches cudaLaunchKernel_ptsz
     trace = make_trace(
         ranges=[(1000, 2000, "iteration")],
-        api=[(1100, 1150, 1, name), (1200, 1900, None, "cudaStreamSynchronize_ptsz")],
+        api=[(1100, 1150, 1, name), (1200, 1900, None, SPT_SYNC if name.startswith("hip") else PTSZ_SYNC)],
         ops=[(1300, 1500, 1, 7)],
     )
     it = analyze_iterations(trace).iterations
