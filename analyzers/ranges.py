@@ -37,8 +37,9 @@ before the rules below:
        7`` from ``emit_nvtx``, ``nccl:all_reduce`` from a process group) are no candidates: one operator or
        collective call is never an iteration. When the choice is a single range (no tie) and a name repeats
        among the ranges directly inside it (its thread, one level down; those holding a launch call when
-       some do), the most frequent of those is taken instead: a ``benchmark`` range around a timed loop's
-       ``step`` ranges gives the steps.
+       some do), the choice line names it, with the ``--range`` that takes it: a ``benchmark`` range around
+       a timed loop's ``step`` ranges, or a ``forward`` range around its ``layer`` ranges (which are no
+       iterations), look the same, so the one range stays the choice.
 
     When rule 4 finds no candidate -- every range is an operator or collective range (an ``emit_nvtx``
     trace without a step or iteration scope, or a window cut from a longer capture that lost the ranges
@@ -119,6 +120,7 @@ from __future__ import annotations
 import fnmatch
 import math
 import re
+import shlex
 from dataclasses import dataclass, field
 
 import polars as pl
@@ -415,12 +417,16 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
     n = int(counts["n"][0])
     name, tie_note = _tie_broken(counts)
     chosen = top_level.filter(pl.col("key") == name)
+    hint = ""
     if n == 1 and not tie_note:
         inner = _repeated_inside(chosen, candidates, trace)
         if inner is not None:
-            rows, inner_name, inner_how = inner
-            return rows, inner_name, f"{inner_how}{passed}; choose another with --range"
-    how = f"most frequent top-level range ({n} of them{qualifier}){tie_note}{passed}; choose another with --range"
+            hint = (
+                f"; inside it {inner[0]!r} repeats {inner[1]} times (--range {shlex.quote(inner[0])} takes "
+                "those as the iterations)"
+            )
+    how = f"most frequent top-level range ({n} of them{qualifier}){tie_note}{passed}{hint}"
+    how += "; choose another with --range"
     return chosen, name, how
 
 
@@ -437,15 +443,13 @@ def _tie_broken(counts: pl.DataFrame) -> tuple[str, str]:
     return tied["key"][0], f"; tied at {n} with {_names(tied['key'].to_list()[1:])} (picked the {rule})"
 
 
-def _repeated_inside(
-    outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace
-) -> tuple[pl.DataFrame, str, str] | None:
-    """Rule 4 one level down, when its choice is a single range (``outer``) that holds a repeated name: the
-    most frequent name among the ranges directly inside it (its thread, one level deeper, within its time),
-    counting only those holding a launch call when some do, if that name has 2 ranges or more there (a
-    ``benchmark`` range around the timed loop's ``step`` ranges: the steps are the iterations). (rows, name,
-    how), or None when nothing inside repeats, or when the one range holds launch calls and none of the
-    ranges inside it does."""
+def _repeated_inside(outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace) -> tuple[str, int] | None:
+    """When rule 4's choice is a single range (``outer``): the most frequent name among the ranges directly
+    inside it (its thread, one level deeper, within its time), counting only those holding a launch call when
+    some do, with its count, if it has 2 ranges or more there; else None (also when the one range holds launch
+    calls and none of the ranges inside it does). Said in the choice line, not taken: a ``benchmark`` range
+    around a timed loop's ``step`` ranges and a ``forward`` range around its ``layer`` ranges look the same,
+    and taking the layers as iterations would leave the time between them out of the verdict."""
     r = outer.row(0, named=True)
     inside = candidates.filter(
         pl.col("pid").eq_missing(r["pid"])
@@ -469,9 +473,7 @@ def _repeated_inside(
     n = int(counts["n"][0])
     if n < 2:
         return None
-    name, tie_note = _tie_broken(counts)
-    how = f"most frequent range inside the one top-level range {r['key']!r} ({n} of them){tie_note}"
-    return inside.filter(pl.col("key") == name), name, how
+    return _tie_broken(counts)[0], n
 
 
 def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFrame | None, str, str]:

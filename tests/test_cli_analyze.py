@@ -419,10 +419,11 @@ def test_a_ddp_trace_without_profiler_steps_is_not_cut_at_its_all_reduces(tmp_pa
 
 
 @pytest.mark.real_traces
-def test_one_range_around_the_studys_forwards_still_gives_the_forwards(tmp_path):
+def test_one_range_around_the_studys_forwards_names_them(tmp_path):
     """The study's own nsys trace (10 top-level ``forward`` ranges) with one more NVTX range pushed around all
-    of them on the same thread, as a benchmark script wraps its timed loop: the default takes the 10
-    forwards inside it, with the same numbers as the trace without it."""
+    of them on the same thread, as a benchmark script wraps its timed loop: the one range stays the default
+    choice (a range around its layers would look the same), the choice line names the forwards, and the
+    ``--range`` it gives takes them, with the same numbers as the trace without the wrapper."""
     source = real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite")
     wrapped = tmp_path / "wrapped.sqlite"
     shutil.copyfile(source, wrapped)
@@ -432,9 +433,11 @@ def test_one_range_around_the_studys_forwards_still_gives_the_forwards(tmp_path)
             "SELECT min(start) - 1000, max(end) + 1000, 59, 'benchmark', globalTid, 0 FROM NVTX_EVENTS "
             "WHERE eventType = 59 AND text = 'forward' GROUP BY globalTid"
         )
-    before, after = analyze_iterations(read_trace(source)), analyze_iterations(read_trace(wrapped))
-    assert (after.range_name, after.range_choice) == (
-        "forward",
-        "most frequent range inside the one top-level range 'benchmark' (10 of them); choose another with --range",
+    default = analyze_iterations(read_trace(wrapped))
+    assert (default.range_name, default.range_choice) == (
+        "benchmark",
+        "most frequent top-level range (1 of them); inside it 'forward' repeats 10 times (--range forward "
+        "takes those as the iterations); choose another with --range",
     )
-    assert after.iterations.equals(before.iterations)
+    before = analyze_iterations(read_trace(source))
+    assert analyze_iterations(read_trace(wrapped), "forward").iterations.equals(before.iterations)

@@ -508,15 +508,30 @@ def _benchmark(inner: list[tuple[int, int, str, int]], thread: int = 1) -> Trace
     )
 
 
-def test_one_range_around_a_timed_loop_gives_its_steps():
+ONE = "most frequent top-level range (1 of them)"
+AGAIN = "; choose another with --range"
+
+
+def _hint(name: str, n: int) -> str:
+    return (
+        f"{ONE}; inside it {name!r} repeats {n} times (--range {name} takes those as the iterations){AGAIN}"
+    )
+
+
+def test_one_range_around_a_timed_loop_stays_the_choice_and_names_its_steps():
+    # the one range stays the iteration (a 'forward' around its 'layer' ranges looks the same); the line says
+    # how to take the steps
     steps = [(20_000 + 10_000 * i, 25_000 + 10_000 * i, "step", 2) for i in range(3)]
     choice = R.select_ranges(_benchmark([(12_000, 13_000, "setup", 1), *steps]), None)
-    assert (choice.name, spans(choice.frame)) == (
-        "step",
-        [(20_000, 25_000), (30_000, 35_000), (40_000, 45_000)],
-    )
-    assert choice.how == (
-        "most frequent range inside the one top-level range 'benchmark' (3 of them); choose another with --range"
+    assert (choice.name, spans(choice.frame)) == ("benchmark", [(10_000, 100_000)])
+    assert choice.how == _hint("step", 3)
+
+
+def test_a_hinted_name_is_quoted_for_the_shell():
+    steps = [(20_000 + 10_000 * i, 25_000 + 10_000 * i, "train step", 1) for i in range(2)]
+    how = R.select_ranges(_benchmark(steps), None).how
+    assert (
+        "inside it 'train step' repeats 2 times (--range 'train step' takes those as the iterations)" in how
     )
 
 
@@ -525,7 +540,7 @@ def test_nothing_repeated_inside_keeps_the_one_range():
         _benchmark([(20_000, 30_000, "warmup", 1), (40_000, 50_000, "measure", 1)]), None
     )
     assert (choice.name, spans(choice.frame)) == ("benchmark", [(10_000, 100_000)])
-    assert choice.how == "most frequent top-level range (1 of them); choose another with --range"
+    assert choice.how == ONE + AGAIN
 
 
 def test_a_repeated_inner_name_without_launches_is_no_step():
@@ -534,7 +549,7 @@ def test_a_repeated_inner_name_without_launches_is_no_step():
         (50_000, 60_000, "forward", 3)
     ]
     choice = R.select_ranges(_benchmark(inner), None)
-    assert choice.name == "benchmark"
+    assert (choice.name, choice.how) == ("benchmark", ONE + AGAIN)
 
 
 def test_ranges_on_another_thread_are_not_inside():
@@ -556,29 +571,23 @@ def test_inner_steps_tie_like_top_level_ones():
         for i in range(4)
     ]
     choice = R.select_ranges(_benchmark(inner), None)
-    assert choice.name == "bwd"
-    assert choice.how == (
-        "most frequent range inside the one top-level range 'benchmark' (2 of them); tied at 2 with 'fwd' "
-        "(picked the most launch calls inside); choose another with --range"
-    )
+    assert choice.how == _hint("bwd", 2)  # the tie broken as at the top level: more launch calls inside
 
 
 def test_two_steps_are_enough_and_may_touch_the_enclosing_range():
     # the first step starts with the benchmark range, the last ends with it (same ns)
     steps = [(10_000, 50_000, "step", 1), (60_000, 100_000, "step", 1)]
-    choice = R.select_ranges(_benchmark(steps), None)
-    assert (choice.name, spans(choice.frame)) == ("step", [(10_000, 50_000), (60_000, 100_000)])
+    assert R.select_ranges(_benchmark(steps), None).how == _hint("step", 2)
 
 
-def test_the_inner_names_holding_launches_win_over_more_frequent_ones():
+def test_the_inner_names_holding_launches_are_named_over_more_frequent_ones():
     # 'log' x3 launches nothing; 'step' x2 holds one launch in all: the steps
     inner = [(20_000 + 5_000 * i, 21_000 + 5_000 * i, "log", 0) for i in range(3)]
     inner += [(50_000, 60_000, "step", 1), (70_000, 80_000, "step", 0)]
-    choice = R.select_ranges(_benchmark(inner), None)
-    assert (choice.name, spans(choice.frame)) == ("step", [(50_000, 60_000), (70_000, 80_000)])
+    assert R.select_ranges(_benchmark(inner), None).how == _hint("step", 2)
 
 
-def test_repeated_inner_ranges_launching_nothing_leave_the_launching_range():
+def test_repeated_inner_ranges_launching_nothing_are_not_named():
     # the launches are in the benchmark range but outside its 'log' ranges: the logs are no steps
     inner = [(20_000 + 5_000 * i, 21_000 + 5_000 * i, "log", 0) for i in range(3)]
     trace = _benchmark(inner)
@@ -589,11 +598,10 @@ def test_repeated_inner_ranges_launching_nothing_leave_the_launching_range():
     )
     trace = Trace(ops=launch.ops, api=launch.api, ranges=trace.ranges)
     choice = R.select_ranges(trace, None)
-    assert (choice.name, spans(choice.frame)) == ("benchmark", [(10_000, 100_000)])
+    assert (choice.name, choice.how) == ("benchmark", ONE + AGAIN)
 
 
-def test_without_launch_calls_the_repeated_inner_ranges_are_the_steps():
+def test_without_launch_calls_the_repeated_inner_ranges_are_named_by_count():
     # a CPU-only capture (no launch call anywhere): counted by number alone
     trace = _benchmark([(20_000 + 5_000 * i, 21_000 + 5_000 * i, "step", 0) for i in range(3)])
-    choice = R.select_ranges(trace, None)
-    assert (choice.name, choice.frame.height) == ("step", 3)
+    assert R.select_ranges(trace, None).how == _hint("step", 3)
