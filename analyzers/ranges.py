@@ -280,17 +280,22 @@ def _held(rows: pl.DataFrame) -> pl.Series:
     return held.sort("_row").get_column("held")
 
 
-def _launch_counts(trace: Trace, rows: pl.DataFrame) -> pl.DataFrame:
-    """Per ``key`` of ``rows`` (``key``, ``pid``, ``start``, ``end``): ``launches``, how many launch calls
-    (:data:`tracekit.model.LAUNCH_API_NAMES`) of the same process start inside its ranges (a call inside two
-    ranges of the key counts twice; a range without a pid holds none). By binary search over each process's
-    sorted call starts, not by pairing every range with every call."""
-    calls = (
+def _launch_calls(trace: Trace) -> pl.DataFrame:
+    """The trace's launch calls (:data:`tracekit.model.LAUNCH_API_NAMES`) as (``pid``, ``start``), those
+    with both, sorted: what :func:`_launch_counts` searches (built once per range choice)."""
+    return (
         trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES))
         .select("pid", "start")
         .drop_nulls()
         .sort("pid", "start")
     )
+
+
+def _launch_counts(calls: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per ``key`` of ``rows`` (``key``, ``pid``, ``start``, ``end``): ``launches``, how many of the launch
+    ``calls`` (:func:`_launch_calls`) of the same process start inside its ranges (a call inside two ranges of
+    the key counts twice; a range without a pid holds none). By binary search over each process's sorted call
+    starts, not by pairing every range with every call."""
     counts = pl.Series("launches", [0] * rows.height, dtype=pl.Int64)
     for pid in rows.get_column("pid").drop_nulls().unique().to_list() if calls.height else ():
         at = rows.get_column("pid").eq_missing(pid)
@@ -301,6 +306,16 @@ def _launch_counts(trace: Trace, rows: pl.DataFrame) -> pl.DataFrame:
         )
         counts = counts.scatter(at.arg_true(), inside.cast(pl.Int64).clip(lower_bound=0))
     return rows.select("key").with_columns(counts).group_by("key").agg(pl.col("launches").sum())
+
+
+def _name_counts(rows: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """Per ``key`` of ``rows``: ``n`` ranges, the ``first`` one's start and the ``launches`` inside them
+    (:func:`_launch_counts`), unsorted; what rule 4 ranks names by."""
+    return (
+        rows.group_by("key")
+        .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
+        .join(_launch_counts(calls, rows), on="key")  # (a row for every key)
+    )
 
 
 def _listed(texts: list[str]) -> str:
@@ -389,19 +404,10 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         if on_launching.height and on_launching.height < candidates.height:
             qualifier = ", on the thread that launches the device work"
             top_level = on_launching.filter(pl.col("depth") == on_launching["depth"].min())
-    counts = (
-        top_level.group_by("key")
-        .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
-        .join(_launch_counts(trace, top_level), on="key", how="left")
-        .with_columns(pl.col("launches").fill_null(0))
-        .sort(["n", "first"], descending=[True, False])
-    )
+    calls = _launch_calls(trace)
+    counts = _name_counts(top_level, calls).sort(["n", "first"], descending=[True, False])
     passed = f"; passed over {skipped}" if skipped else ""
-    if (
-        windowable
-        and not (counts["launches"] > 0).any()
-        and not trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).is_empty()
-    ):
+    if windowable and not (counts["launches"] > 0).any() and launching is not None and launching.height:
         held = "no top-level range holds a launch call of the trace's device work: " + _counted(
             counts.select("key", "n").rows()
         )
@@ -419,7 +425,7 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
     chosen = top_level.filter(pl.col("key") == name)
     hint = ""
     if n == 1 and not tie_note:
-        inner = _repeated_inside(chosen, candidates, trace)
+        inner = _repeated_inside(chosen, candidates, calls)
         if inner is not None:
             hint = (
                 f"; inside it {inner[0]!r} repeats {inner[1]} times (--range {shlex.quote(inner[0])} takes "
@@ -443,11 +449,13 @@ def _tie_broken(counts: pl.DataFrame) -> tuple[str, str]:
     return tied["key"][0], f"; tied at {n} with {_names(tied['key'].to_list()[1:])} (picked the {rule})"
 
 
-def _repeated_inside(outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace) -> tuple[str, int] | None:
-    """When rule 4's choice is a single range (``outer``): the most frequent name among the ranges directly
-    inside it (its thread, one level deeper, within its time), counting only those holding a launch call when
-    some do, with its count, if it has 2 ranges or more there; else None (also when the one range holds launch
-    calls and none of the ranges inside it does). Said in the choice line, not taken: a ``benchmark`` range
+def _repeated_inside(
+    outer: pl.DataFrame, candidates: pl.DataFrame, calls: pl.DataFrame
+) -> tuple[str, int] | None:
+    """When rule 4's choice is a single range (``outer``; ``calls``: :func:`_launch_calls`): the most frequent
+    name among the ranges directly inside it (its thread, one level deeper, within its time), counting only
+    those holding a launch call when some do, with its count, if it has 2 ranges or more there; else None
+    (also when the one range holds launch calls and none of the ranges inside it does). Said in the choice line, not taken: a ``benchmark`` range
     around a timed loop's ``step`` ranges and a ``forward`` range around its ``layer`` ranges look the same,
     and taking the layers as iterations would leave the time between them out of the verdict."""
     r = outer.row(0, named=True)
@@ -460,14 +468,10 @@ def _repeated_inside(outer: pl.DataFrame, candidates: pl.DataFrame, trace: Trace
     )
     if inside.height < 2:
         return None
-    counts = (
-        inside.group_by("key")
-        .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
-        .join(_launch_counts(trace, inside), on="key")  # (a row for every key)
-    )
+    counts = _name_counts(inside, calls)
     if (counts["launches"] > 0).any():
         counts = counts.filter(pl.col("launches") > 0)
-    elif _launch_counts(trace, outer)["launches"].sum():
+    elif _launch_counts(calls, outer)["launches"].sum():
         return None  # the one range launches its work outside every range inside it: they are no steps
     counts = counts.sort("n", descending=True)  # (ties: _tie_broken)
     n = int(counts["n"][0])

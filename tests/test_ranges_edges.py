@@ -163,14 +163,18 @@ def test_a_launch_of_another_process_is_not_inside_a_range():
         api_fields=("start", "end", "correlation", "name", "pid"),
         op_fields=("start", "end", "correlation", "stream", "device", "pid"),
     )
-    counts = R._launch_counts(trace, trace.ranges.with_columns(key=R.range_key(pl.col("name"))))
+    counts = R._launch_counts(
+        R._launch_calls(trace), trace.ranges.with_columns(key=R.range_key(pl.col("name")))
+    )
     assert dict(counts.sort("key").iter_rows()) == {"A": 0, "B": 1}
 
 
 def test_a_launch_at_a_range_end_is_not_inside_it():
     # the launches sit at the ends of B's ranges: no range holds one, so no name is an iteration of the work
     trace = _tied("end")
-    counts = R._launch_counts(trace, trace.ranges.with_columns(key=R.range_key(pl.col("name"))))
+    counts = R._launch_counts(
+        R._launch_calls(trace), trace.ranges.with_columns(key=R.range_key(pl.col("name")))
+    )
     assert dict(counts.sort("key").iter_rows()) == {"A": 0, "B": 0}
     choice = R.select_ranges(trace, None)
     assert choice.name == "window"
