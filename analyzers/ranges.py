@@ -282,29 +282,26 @@ def _held(rows: pl.DataFrame) -> pl.Series:
 
 def _launch_calls(trace: Trace) -> pl.DataFrame:
     """The trace's launch calls (:data:`tracekit.model.LAUNCH_API_NAMES`) as (``pid``, ``start``), those
-    with both, sorted: what :func:`_launch_counts` searches (built once per range choice)."""
-    return (
-        trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES))
-        .select("pid", "start")
-        .drop_nulls()
-        .sort("pid", "start")
-    )
+    with both, in start order (a :class:`~tracekit.model.Trace` keeps its API calls sorted by start): what
+    :func:`_launch_counts` searches, built once per range choice."""
+    return trace.api.filter(pl.col("name").is_in(LAUNCH_API_NAMES)).select("pid", "start").drop_nulls()
 
 
 def _launch_counts(calls: pl.DataFrame, rows: pl.DataFrame) -> pl.DataFrame:
     """Per ``key`` of ``rows`` (``key``, ``pid``, ``start``, ``end``): ``launches``, how many of the launch
     ``calls`` (:func:`_launch_calls`) of the same process start inside its ranges (a call inside two ranges of
-    the key counts twice; a range without a pid holds none). By binary search over each process's sorted call
-    starts, not by pairing every range with every call."""
+    the key counts twice; a range without a pid holds none; a Trace holds no range ending before it
+    starts). By binary search over each process's calls (in start order), not by pairing every range with
+    every call."""
     counts = pl.Series("launches", [0] * rows.height, dtype=pl.Int64)
-    for pid in rows.get_column("pid").drop_nulls().unique().to_list() if calls.height else ():
+    for pid in rows.get_column("pid").drop_nulls().unique().to_list():
         at = rows.get_column("pid").eq_missing(pid)
         own = rows.filter(at)
         times = calls.filter(pl.col("pid") == pid).get_column("start")
         inside = times.search_sorted(own.get_column("end"), "left") - times.search_sorted(
             own.get_column("start"), "left"
         )
-        counts = counts.scatter(at.arg_true(), inside.cast(pl.Int64).clip(lower_bound=0))
+        counts = counts.scatter(at.arg_true(), inside.cast(pl.Int64))
     return rows.select("key").with_columns(counts).group_by("key").agg(pl.col("launches").sum())
 
 

@@ -169,6 +169,21 @@ def test_a_launch_of_another_process_is_not_inside_a_range():
     assert dict(counts.sort("key").iter_rows()) == {"A": 0, "B": 1}
 
 
+def test_a_range_without_a_pid_holds_no_launch():
+    ranges = [(10_000, 12_000, "nopid", 0, None, None), (30_000, 31_000, "ok", 0, None, 1)]
+    api = [(t, t + 5, i + 1, "cudaLaunchKernel", 1) for i, t in enumerate((11_000, 30_500))]
+    trace = make_trace(
+        ranges=ranges,
+        api=api,
+        range_fields=("start", "end", "name", "depth", "domain", "pid"),
+        api_fields=("start", "end", "correlation", "name", "pid"),
+    )
+    counts = R._launch_counts(
+        R._launch_calls(trace), trace.ranges.with_columns(key=R.range_key(pl.col("name")))
+    )
+    assert dict(counts.sort("key").iter_rows()) == {"nopid": 0, "ok": 1}
+
+
 def test_a_launch_at_a_range_end_is_not_inside_it():
     # the launches sit at the ends of B's ranges: no range holds one, so no name is an iteration of the work
     trace = _tied("end")
