@@ -409,7 +409,7 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
             counts.select("key", "n").rows()
         )
         return None, "", f"passed over {skipped}; {held}" if skipped else held
-    if (counts["launches"] > 0).any() and (counts["launches"] == 0).any():
+    if (counts["launches"] > 0).any():
         # ranges that launch nothing (a library's own instrumentation, setup) are no iterations of the work
         holding = counts.filter(pl.col("launches") > 0)
         idle = counts.filter((pl.col("launches") == 0) & (pl.col("n") >= holding["n"][0]))
