@@ -381,7 +381,9 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         operator_ranges(pl.col("name"), pl.col("key"), pl.col("domain")).fill_null(False)
     ).to_series()
     # a window needs timed ops: without them (a CPU-only capture) operator ranges are all there is to measure
-    windowable = not trace.ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null()).is_empty()
+    windowable = bool(
+        trace.ops.select((pl.col("start").is_not_null() & pl.col("end").is_not_null()).any()).item()
+    )
     skipped = ""
     if is_operator.any() and (windowable or not is_operator.all()):
         operators = candidates.filter(is_operator)
