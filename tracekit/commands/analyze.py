@@ -79,6 +79,13 @@ def _single(traces: list[str]) -> bool:
     )
 
 
+def _cached(trace: str, cache_dir: str) -> bool:
+    """Whether the ``--cache`` folder holds ``trace`` already (:func:`tracekit.fleet.cache.has_entry`)."""
+    from tracekit.fleet.cache import has_entry
+
+    return has_entry(trace, cache_dir)
+
+
 def run(args: argparse.Namespace) -> int:
     options = iteration_options(args)
     if not _single(args.traces):
@@ -99,8 +106,9 @@ def run(args: argparse.Namespace) -> int:
         check_timeline_output(args.timeline, args.trace, args.output)
     from tracekit import api
 
-    # the input resolved now lets its reader begin while the analysis modules load
-    item = api.resolve_input(args.trace, begin=True)
+    # the input resolved now lets its reader begin while the analysis modules load (not when the cache
+    # holds the trace already: the reader's decoding workers would take the cores from the cached analysis)
+    item = api.resolve_input(args.trace, begin=not (args.cache and _cached(args.trace, args.cache)))
     from tracekit.renderers import render
 
     analyzed = api.analyze_input(

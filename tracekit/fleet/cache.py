@@ -62,6 +62,30 @@ def file_hash(path: Path, cache: Path) -> str:
     return value
 
 
+def has_entry(path: str | Path, cache_dir: str | Path) -> bool:
+    """Whether ``cache_dir`` already holds an entry of ``path`` for this reader version, for any frame spec,
+    without hashing the file: only a hash remembered in ``hashes.json`` for the file's current stat is
+    looked up (a file never hashed there has no entry made through it). A guess for whether a read can be
+    skipped, never a substitute for :func:`cached_read`'s own lookup."""
+    path, cache = Path(path), Path(cache_dir)
+    try:
+        memo = json.loads((cache / "hashes.json").read_text())
+        digest = memo.get(_stat_key(path)) if isinstance(memo, dict) else None
+    except (OSError, ValueError):
+        return False
+    if not isinstance(digest, str):
+        return False
+    prefix = f"{READER_VERSION}-{digest}"
+    try:
+        names = os.listdir(cache)
+    except OSError:
+        return False
+    return any(
+        (name == prefix or name.startswith(prefix + "-")) and (cache / name / "meta.json").is_file()
+        for name in names
+    )
+
+
 def entry_dir(path: Path, cache: Path, frames: Any = None) -> Path:
     """``cache/<reader version>-<content hash>[-<what was read>]``: a read of some columns only (``frames``, a
     :data:`tracekit.model.FrameSpec`) is its own entry."""
