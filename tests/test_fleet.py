@@ -487,6 +487,32 @@ def test_a_trace_in_the_cache_does_not_start_its_reader(
     assert not has_entry(trace, cache)
 
 
+def test_a_changed_sidecar_is_read_as_it_is_now_through_the_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The cache's key is the trace file's content, not its sidecar: an entry must not answer with what the
+    # sidecar said when it was made. This ONNX Runtime profile holds its 10 warm-up runs, which its sidecar
+    # states (`warmup_in_trace`) and the analysis drops by default; with that key removed, none is dropped,
+    # through the cache as without it (an entry that kept the merged meta still dropped 10 of the 30).
+    from tests.conftest import REPO
+
+    source = REPO / "sample_traces/cpu_onnx_bert_ort"
+    for name in ("onnx_b1_s128.ort.json.gz", "onnx_b1_s128.ort.meta.json"):
+        (tmp_path / name).write_bytes((source / name).read_bytes())
+    trace, sidecar = tmp_path / "onnx_b1_s128.ort.json.gz", tmp_path / "onnx_b1_s128.ort.meta.json"
+    argv = ["analyze", str(trace), "--format", "json", "--no-progress"]
+    cache = ["--cache", str(tmp_path / "cache")]
+    rc, filled, _ = _cli([*argv, *cache], capsys)
+    assert rc == 0 and json.loads(filled)["skipped"] == 10
+    stated = json.loads(sidecar.read_text())
+    del stated["warmup_in_trace"]
+    sidecar.write_text(json.dumps(stated))
+    rc, plain, _ = _cli(argv, capsys)
+    rc2, cached, _ = _cli([*argv, *cache], capsys)
+    assert rc == rc2 == 0 and json.loads(plain)["skipped"] == 0
+    assert cached == plain and len(json.loads(cached)["iterations"]) == 30
+
+
 def test_the_cache_gives_back_what_the_analysis_asks_for(tmp_path: Path) -> None:
     # A real Kineto trace with kernel metrics and CPU operators: stored whole, read back as asked. With every
     # frame asked for, the frames equal a fresh read; with a frame spec, only its frames and columns are read

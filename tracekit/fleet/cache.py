@@ -5,7 +5,8 @@ Key: the file's content hash (BLAKE2b-128 of its bytes) and the reader version (
 tracekit's version plus a format number bumped whenever a reader's output changes): a changed file or a new
 tracekit misses. ``DIR/<key>/`` holds one Parquet file per frame and ``meta.json``; it is written to a
 temporary folder and renamed into place, so concurrent workers never see half an entry. An entry holds what
-the reader gave and is read back as the analysis asks (its frame spec: only those frames and columns). Hashing a file
+the reader gave, without the trace's sidecar (merged on every read, as it is then), and is read back as the
+analysis asks (its frame spec: only those frames and columns). Hashing a file
 costs ~1 s per GB; ``DIR/hashes.json`` remembers the hash of a (path, size, mtime, inode) it has seen, so an
 unchanged file is not hashed again (a changed one has another size or mtime and is hashed anew).
 """
@@ -18,13 +19,15 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from tracekit import __version__
 
-#: bumped when a reader's frames change meaning (invalidates every entry)
-CACHE_FORMAT = 1
+#: bumped when a reader's frames change meaning (invalidates every entry); 2: an entry's meta holds nothing of
+#: the trace's sidecar
+CACHE_FORMAT = 2
 READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}"
 FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")
 
@@ -113,9 +116,20 @@ def _load_frames(entry: Path, frames: Any) -> dict[str, Any]:
     }
 
 
-def cached_read(path: str | Path, cache_dir: str | Path, frames: Any = None, **read_args: Any) -> Any:
-    """The normalized trace of ``path`` as :func:`tracekit.readers.read_trace` reads it (``frames`` and
-    ``read_args`` passed on): from the cache when present, else read and stored."""
+def cached_read(
+    path: str | Path,
+    cache_dir: str | Path,
+    frames: Any = None,
+    sidecar: Mapping[str, Any] | None = None,
+    **read_args: Any,
+) -> Any:
+    """The normalized trace of ``path`` as :func:`tracekit.readers.read_trace` reads it (``frames``,
+    ``sidecar`` and ``read_args`` passed on): from the cache when present, else read and stored.
+
+    An entry holds what the trace file says, and nothing of its sidecar (``.meta.json``, which the key does
+    not cover): what the run states is merged in on every read, as it is now (``sidecar``; None: read it
+    beside the file), so that a corrected or removed stated value is never answered from an old entry."""
+    from tracekit.inputs import load_sidecar_meta, merge_meta
     from tracekit.io import register_input
     from tracekit.model import Trace
     from tracekit.readers import read_trace
@@ -127,8 +141,16 @@ def cached_read(path: str | Path, cache_dir: str | Path, frames: Any = None, **r
     if (entry / "meta.json").is_file():
         meta = json.loads((entry / "meta.json").read_text())
         meta["path"] = str(path)
-        return Trace(**_load_frames(entry, frames), meta=meta)
-    trace = read_trace(path, frames=frames, **read_args)
+        trace = Trace(**_load_frames(entry, frames), meta=meta)
+    else:
+        trace = read_trace(path, frames=frames, sidecar={}, **read_args)
+        _store(trace, entry, cache)
+    merge_meta(trace.meta, load_sidecar_meta(path) if sidecar is None else sidecar)
+    return trace
+
+
+def _store(trace: Any, entry: Path, cache: Path) -> None:
+    """``trace`` written as the entry ``entry`` of ``cache``: into a temporary folder, renamed into place."""
     tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".entry-"))
     try:
         for name in FRAMES:
@@ -138,4 +160,3 @@ def cached_read(path: str | Path, cache_dir: str | Path, frames: Any = None, **r
             os.rename(tmp, entry)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    return trace
