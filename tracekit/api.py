@@ -66,6 +66,21 @@ def resolve_input(path: PathLike, begin: bool = False) -> TraceInput:
     return _resolve(path, begin)
 
 
+def cache_folder(cache_dir: PathLike) -> Path:
+    """The ``--cache`` folder, created if needed; TracekitError, one line naming it, when it cannot be used
+    (:func:`tracekit.fleet.cache.cache_folder`)."""
+    from tracekit.fleet.cache import cache_folder as _folder
+
+    return _folder(cache_dir)
+
+
+def in_cache(path: PathLike, cache_dir: PathLike) -> bool:
+    """Whether the cache folder already holds the trace ``path`` (:func:`tracekit.fleet.cache.has_entry`)."""
+    from tracekit.fleet.cache import has_entry
+
+    return has_entry(path, cache_dir)
+
+
 def resolve_inputs(paths: Sequence[PathLike], ncu: Sequence[PathLike] = ()) -> list[TraceInput]:
     """Run directories and trace files as inputs (:func:`tracekit.inputs.resolve_inputs`)."""
     from tracekit.inputs import resolve_inputs as _resolve

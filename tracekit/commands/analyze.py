@@ -79,13 +79,6 @@ def _single(traces: list[str]) -> bool:
     )
 
 
-def _cached(trace: str, cache_dir: str) -> bool:
-    """Whether the ``--cache`` folder holds ``trace`` already (:func:`tracekit.fleet.cache.has_entry`)."""
-    from tracekit.fleet.cache import has_entry
-
-    return has_entry(trace, cache_dir)
-
-
 def run(args: argparse.Namespace) -> int:
     options = iteration_options(args)
     if not _single(args.traces):
@@ -98,17 +91,19 @@ def run(args: argparse.Namespace) -> int:
         return run_many(args, args.traces, options)
     args.trace = args.traces[0]
     resolve_output(args, [args.trace])
+    from tracekit import api
+
+    if args.cache:
+        api.cache_folder(args.cache)
     if args.gaps:
         _check_gaps_file(args.gaps, args.trace)
     if args.timeline:
         from tracekit.renderers.timeline import check_timeline_output
 
         check_timeline_output(args.timeline, args.trace, args.output)
-    from tracekit import api
-
     # the input resolved now lets its reader begin while the analysis modules load (not when the cache
     # holds the trace already: the reader's decoding workers would take the cores from the cached analysis)
-    item = api.resolve_input(args.trace, begin=not (args.cache and _cached(args.trace, args.cache)))
+    item = api.resolve_input(args.trace, begin=not (args.cache and api.in_cache(args.trace, args.cache)))
     from tracekit.renderers import render
 
     analyzed = api.analyze_input(

@@ -98,6 +98,8 @@ def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> in
     from tracekit.commands.output import emit, info, warn
     from tracekit.renderers.ranks import render_ranks
 
+    if args.cache and not args.scheduler:  # (on a cluster the folder is the workers': checked there)
+        api.cache_folder(args.cache)
     paths = expand(inputs)
     failed: list[str] = []
     with progress.task(f"analyzing {len(paths)} traces", total=len(paths)) as bar:

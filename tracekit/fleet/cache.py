@@ -32,6 +32,25 @@ READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}"
 FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")
 
 
+def cache_folder(cache_dir: str | Path) -> Path:
+    """The cache folder ``cache_dir``, created with its parents if needed (a tool-managed folder, like
+    ``~/.cache``). TracekitError, one line naming it, when it is not a folder, cannot be created, or cannot
+    be written: checked before any trace is read, so that a bad ``--cache`` ends the run at once (exit 2)."""
+    from tracekit.errors import TracekitError
+
+    path = Path(cache_dir)
+    if path.exists() and not path.is_dir():
+        raise TracekitError("the cache folder (--cache) exists and is not a folder", path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise TracekitError(f"cannot create the cache folder (--cache): {reason}", path) from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise TracekitError("cannot write in the cache folder (--cache): permission denied", path)
+    return path
+
+
 def content_hash(path: Path) -> str:
     """BLAKE2b-128 of the file's bytes, hex."""
     digest = hashlib.blake2b(digest_size=16)
@@ -46,22 +65,39 @@ def _stat_key(path: Path) -> str:
     return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
 
 
+def _memo(cache: Path) -> dict[str, Any]:
+    """``cache/hashes.json`` (stat key -> content hash); empty when absent, unreadable or not such a memo."""
+    try:
+        memo = json.loads((cache / "hashes.json").read_text())
+    except (OSError, ValueError):
+        return {}
+    return memo if isinstance(memo, dict) else {}
+
+
+def _is_digest(value: Any) -> bool:
+    """Whether ``value`` is a hash as :func:`content_hash` gives it (32 lower-case hex digits)."""
+    return isinstance(value, str) and len(value) == 32 and all(c in "0123456789abcdef" for c in value)
+
+
 def file_hash(path: Path, cache: Path) -> str:
     """The content hash of ``path``, remembered by its stat in ``cache/hashes.json``."""
     memo_path = cache / "hashes.json"
     key = _stat_key(path)
-    try:
-        memo = json.loads(memo_path.read_text())
-    except (OSError, ValueError):
-        memo = {}
-    if key in memo:
-        return memo[key]
+    memo = _memo(cache)
+    known = memo.get(key)
+    if _is_digest(known):
+        return known
     value = content_hash(path)
     memo[key] = value
-    fd, tmp = tempfile.mkstemp(dir=cache, prefix=".hashes.", suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(memo, fh)
-    os.replace(tmp, memo_path)
+    with contextlib.suppress(OSError):  # a memo not written (a full disk): the file is hashed next time
+        fd, tmp = tempfile.mkstemp(dir=cache, prefix=".hashes.", suffix=".tmp")
+        try:
+            with os.fdopen(fd, "w") as fh:
+                json.dump(memo, fh)
+            os.replace(tmp, memo_path)
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     return value
 
 
@@ -72,11 +108,10 @@ def has_entry(path: str | Path, cache_dir: str | Path) -> bool:
     skipped, never a substitute for :func:`cached_read`'s own lookup."""
     path, cache = Path(path), Path(cache_dir)
     try:
-        memo = json.loads((cache / "hashes.json").read_text())
-        digest = memo.get(_stat_key(path)) if isinstance(memo, dict) else None
-    except (OSError, ValueError):
+        digest = _memo(cache).get(_stat_key(path))
+    except OSError:  # the trace is gone: its reader says so
         return False
-    if not isinstance(digest, str):
+    if not _is_digest(digest):
         return False
     prefix = f"{READER_VERSION}-{digest}"
     try:
@@ -134,8 +169,7 @@ def cached_read(
     from tracekit.model import Trace
     from tracekit.readers import read_trace
 
-    path, cache = Path(path), Path(cache_dir)
-    cache.mkdir(parents=True, exist_ok=True)
+    path, cache = Path(path), cache_folder(cache_dir)
     register_input(path)
     entry = entry_dir(path, cache, frames)
     if (entry / "meta.json").is_file():
@@ -144,7 +178,12 @@ def cached_read(
         trace = Trace(**_load_frames(entry, frames), meta=meta)
     else:
         trace = read_trace(path, frames=frames, sidecar={}, **read_args)
-        _store(trace, entry, cache)
+        try:
+            _store(trace, entry, cache)
+        except OSError as exc:  # the analysis goes on without the entry (a full disk, a folder removed)
+            trace.meta["warnings"].append(
+                f"not stored in the cache {cache}: {exc.strerror or type(exc).__name__}"
+            )
     merge_meta(trace.meta, load_sidecar_meta(path) if sidecar is None else sidecar)
     return trace
 
