@@ -261,15 +261,17 @@ def skew(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
 
 
 def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Clock-free: which trace has the longest iteration at each common step."""
+    """Clock-free: which trace has the longest iteration at each common step (a step whose longest
+    iteration is shared by two traces counts for none, as in :func:`skew`'s ``ends_last``)."""
     steps = _common_steps(results)
     longest = Counter()
     latencies = [r["iterations"]["latency_ms"] for r in results]
     for i in range(steps):
         lat = [float(column[i]) for column in latencies]
-        longest[lat.index(max(lat))] += 1
+        if lat.count(max(lat)) == 1:
+            longest[lat.index(max(lat))] += 1
     if not longest:
-        return {"steps": 0}
+        return {"steps": steps}
     who, times = longest.most_common(1)[0]
     return {"steps": steps, "slowest": label(results[who]), "slowest_steps": times}
 
@@ -282,7 +284,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     timed = [r for r in rows if r["median_latency_ms"] is not None]
     if len(timed) >= 2:
         slow = max(timed, key=lambda r: r["median_latency_ms"])
-        fast = min(timed, key=lambda r: r["median_latency_ms"])
+        # another trace than the slowest, also where every latency ties (then at 1.000x)
+        fast = min((r for r in timed if r is not slow), key=lambda r: r["median_latency_ms"])
         doc["spread"] = {
             "slowest": slow["trace"],
             "slowest_median_latency_ms": slow["median_latency_ms"],

@@ -309,3 +309,20 @@ def test_compact_without_collectives() -> None:
         "1 device ops (0.000 ms busy) were launched outside every iteration (1 after the last): they count in "
         "no iteration"
     ]
+
+
+def test_tied_latencies_name_two_traces_and_no_slowest_step() -> None:
+    """Traces of equal latency (two exports of one run, or ranks in lockstep): the spread names two different
+    traces at 1.000x, never one trace as both the slowest and the fastest; and a step where the longest
+    iteration is shared has no slowest trace, as a collective that ends together has no last rank."""
+    a, b = result("a.json", 0), result("b.json", 1)
+    doc = summarize([a, b])
+    assert (doc["spread"]["slowest"], doc["spread"]["fastest"], doc["spread"]["ratio"]) == (
+        "rank 0",
+        "rank 1",
+        1.0,
+    )
+    assert slowest_by_step([a, b]) == {"steps": 2}
+    slower = result("c.json", 2, steps=[(EPOCH, EPOCH + 1_000_000), (EPOCH + 2_000_000, EPOCH + 3_000_001)])
+    assert slowest_by_step([a, b, slower]) == {"steps": 2, "slowest": "rank 2", "slowest_steps": 1}
+    assert summarize([a, slower])["spread"]["fastest"] == "rank 0"
