@@ -206,7 +206,8 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def stragglers(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
-    """Who arrives last at each matched collective, and the wait it causes (aligned clocks)."""
+    """Who arrives last at each matched collective, and the wait it causes (aligned clocks). A collective at
+    which two traces arrive last together has no straggler (ranks in lockstep wait for nobody)."""
     n = min(len(r["collective_starts_ns"]) for r in results)
     starts = [collective_ns(r, "collective_starts_ns", n) for r in results]
     last = Counter()
@@ -215,12 +216,14 @@ def stragglers(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, A
         absolute = [s[k] - off for s, off in zip(starts, offsets, strict=True)]
         base = min(absolute)  # small numbers: a median of two epoch-ns values as a float loses ~256 ns
         arrivals = [a - base for a in absolute]
-        i = max(range(len(arrivals)), key=arrivals.__getitem__)
+        if arrivals.count(max(arrivals)) > 1:
+            continue
+        i = arrivals.index(max(arrivals))
         others = arrivals[:i] + arrivals[i + 1 :]
         last[i] += 1
         waits.setdefault(i, []).append((arrivals[i] - median(others)) / 1e6)
     if not last:
-        return {"straggler": None, "collectives": 0}
+        return {"straggler": None, "collectives": n}
     who, times = last.most_common(1)[0]
     return {
         "straggler": label(results[who]),

@@ -326,3 +326,32 @@ def test_tied_latencies_name_two_traces_and_no_slowest_step() -> None:
     slower = result("c.json", 2, steps=[(EPOCH, EPOCH + 1_000_000), (EPOCH + 2_000_000, EPOCH + 3_000_001)])
     assert slowest_by_step([a, b, slower]) == {"steps": 2, "slowest": "rank 2", "slowest_steps": 1}
     assert summarize([a, slower])["spread"]["fastest"] == "rank 0"
+
+
+def test_ranks_in_lockstep_have_no_straggler() -> None:
+    """Collectives that two traces reach last together name no straggler (not the first trace listed, with a
+    wait of 0); the collectives are still counted, and a later collective with one last arrival counts."""
+    ends = [EPOCH + 1_000_000, EPOCH + 2_000_000]
+    same = [result(f"r{r}.json", r, ends) for r in range(2)]
+    assert stragglers(same, [0, 0]) == {"straggler": None, "collectives": 2}
+    late = result("r2.json", 2, ends, starts=[ends[0] - 100, ends[1] - 50])
+    out = stragglers([*same, late], [0, 0, 0])
+    assert (out["straggler"], out["arrives_last"], out["collectives"]) == ("rank 2", 1, 2)
+    assert out["median_wait_ms"] == 0.00005
+
+
+def test_the_table_says_when_no_trace_is_the_straggler() -> None:
+    """Aligned clocks, collectives matched, and every one reached last by two traces together: the table says
+    there is no straggler, and why; with a straggler it names it instead."""
+    from tracekit.renderers.ranks import render_ranks
+
+    ends = [EPOCH + 1_000_000, EPOCH + 2_000_000]
+    text = render_ranks(summarize([result(f"r{r}.json", r, ends) for r in range(2)]), "table")
+    said = [line for line in text.splitlines() if line.startswith("straggler:")]
+    assert said == ["straggler: none (at each of 2 collectives two or more traces arrive last together)"]
+    late = result("r2.json", 2, ends, starts=[e - 50 for e in ends])
+    text = render_ranks(summarize([result("r0.json", 0, ends), late]), "table")
+    assert [line for line in text.splitlines() if line.startswith("straggler:")] == [
+        "straggler: rank 2 arrives last at 2 of 2 collectives; the others wait 0.000 ms (median) for it, "
+        "0.000 ms in all"
+    ]
