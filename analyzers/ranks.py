@@ -18,7 +18,9 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 - **straggler** (needs aligned clocks): at each matched collective, the trace that *arrives* (starts the
   collective) last is the one the others wait for; the wait it causes is its arrival minus the median arrival
   of the others. The straggler is the trace that arrives last most often; reported with how often and the
-  median and total wait it caused.
+  median and total wait it caused. A collective counts for a trace only when it arrives last by more than
+  the alignment's ``residual_us`` (closer than the clocks are aligned, the order is not known), and for none
+  when two arrive last together; so do the steps of ``ends_last`` below.
 - **skew** (needs aligned clocks): per step (iteration position, common to every trace), the spread of the
   aligned iteration starts; median and largest.
 - Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
@@ -205,9 +207,21 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def stragglers(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
+def last_by_more_than(values: list[int], tolerance_ns: int = 0) -> int | None:
+    """The position of the one latest of ``values`` (aligned times, ns), when it is later than every other by
+    more than ``tolerance_ns`` (the clock alignment's residual: closer than that, the order is not known);
+    None when two are last together or within the tolerance."""
+    latest = max(values)
+    if sum(v >= latest - tolerance_ns for v in values) > 1:
+        return None
+    return values.index(latest)
+
+
+def stragglers(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int = 0) -> dict[str, Any]:
     """Who arrives last at each matched collective, and the wait it causes (aligned clocks). A collective at
-    which two traces arrive last together has no straggler (ranks in lockstep wait for nobody)."""
+    which two traces arrive last together, or within ``tolerance_ns`` of each other (the alignment's
+    residual), has no straggler: ranks in lockstep wait for nobody, and closer than the clocks are aligned,
+    which came first is not known."""
     n = min(len(r["collective_starts_ns"]) for r in results)
     starts = [collective_ns(r, "collective_starts_ns", n) for r in results]
     last = Counter()
@@ -216,9 +230,9 @@ def stragglers(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, A
         absolute = [s[k] - off for s, off in zip(starts, offsets, strict=True)]
         base = min(absolute)  # small numbers: a median of two epoch-ns values as a float loses ~256 ns
         arrivals = [a - base for a in absolute]
-        if arrivals.count(max(arrivals)) > 1:
+        i = last_by_more_than(arrivals, tolerance_ns)
+        if i is None:
             continue
-        i = arrivals.index(max(arrivals))
         others = arrivals[:i] + arrivals[i + 1 :]
         last[i] += 1
         waits.setdefault(i, []).append((arrivals[i] - median(others)) / 1e6)
@@ -239,8 +253,9 @@ def _common_steps(results: list[dict[str, Any]]) -> int:
     return min(steps_of(r) for r in results) if results else 0
 
 
-def skew(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
-    """Spread of aligned iteration starts per step, and which trace ends its steps last."""
+def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int = 0) -> dict[str, Any]:
+    """Spread of aligned iteration starts per step, and which trace ends its steps last (a step counts for a
+    trace only when it ends last by more than ``tolerance_ns``, as in :func:`stragglers`)."""
     steps = _common_steps(results)
     spreads: list[float] = []
     ends_last = Counter()
@@ -250,8 +265,9 @@ def skew(results: list[dict[str, Any]], offsets: list[int]) -> dict[str, Any]:
         starts = [s[i] - off for s, off in zip(starts_of, offsets, strict=True)]
         ends = [e[i] - off for e, off in zip(ends_of, offsets, strict=True)]
         spreads.append((max(starts) - min(starts)) / 1e6)
-        if ends.count(max(ends)) == 1:
-            ends_last[ends.index(max(ends))] += 1
+        last = last_by_more_than(ends, tolerance_ns)
+        if last is not None:
+            ends_last[last] += 1
     out: dict[str, Any] = {
         "steps": steps,
         "median_start_skew_ms": median(spreads) if spreads else None,
@@ -303,8 +319,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     if len(results) >= 2:
         doc["slowest_by_step"] = slowest_by_step(results)
         if clocks["aligned"]:
-            doc["straggler"] = stragglers(results, clocks["offsets_ns"])
-            doc["skew"] = skew(results, clocks["offsets_ns"])
+            tolerance = round(clocks["residual_us"] * 1e3)
+            doc["straggler"] = stragglers(results, clocks["offsets_ns"], tolerance)
+            doc["skew"] = skew(results, clocks["offsets_ns"], tolerance)
         else:
             doc["warnings"].append(
                 f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "

@@ -348,10 +348,35 @@ def test_the_table_says_when_no_trace_is_the_straggler() -> None:
     ends = [EPOCH + 1_000_000, EPOCH + 2_000_000]
     text = render_ranks(summarize([result(f"r{r}.json", r, ends) for r in range(2)]), "table")
     said = [line for line in text.splitlines() if line.startswith("straggler:")]
-    assert said == ["straggler: none (at each of 2 collectives two or more traces arrive last together)"]
+    assert said == [
+        "straggler: none (at each of 2 collectives two or more traces arrive last within the clocks' "
+        "alignment, 0.000 µs)"
+    ]
     late = result("r2.json", 2, ends, starts=[e - 50 for e in ends])
     text = render_ranks(summarize([result("r0.json", 0, ends), late]), "table")
     assert [line for line in text.splitlines() if line.startswith("straggler:")] == [
         "straggler: rank 2 arrives last at 2 of 2 collectives; the others wait 0.000 ms (median) for it, "
         "0.000 ms in all"
     ]
+
+
+@pytest.mark.parametrize("margin, straggler", [(300, None), (500, None), (501, "rank 1")])
+def test_an_arrival_closer_than_the_clock_alignment_names_no_straggler(margin: int, straggler: Any) -> None:
+    """Rank 1's collectives end 0 and 1,000 ns after rank 0's: its clock offset is their median, 500 ns, and
+    the residual 500 ns. Arriving later than rank 0 by no more than that, which came first is not known: no
+    straggler, and no trace ending its steps last; by 501 ns, rank 1 is the straggler."""
+    ms = 1_000_000
+    ends0, ends1 = [EPOCH + ms, EPOCH + 2 * ms], [EPOCH + ms, EPOCH + 2 * ms + 1_000]
+    r0 = result("r0.json", 0, ends0, steps=[(EPOCH, EPOCH + ms), (EPOCH + ms, EPOCH + 2 * ms)])
+    r1 = result(
+        "r1.json",
+        1,
+        ends1,
+        starts=[e - 100 + 500 + margin for e in ends0],
+        steps=[(EPOCH + 500, EPOCH + ms + 500 + margin), (EPOCH + ms + 500, EPOCH + 2 * ms + 500 + margin)],
+    )
+    doc = summarize([r0, r1])
+    assert doc["clocks"]["offsets_ns"] == [0, 500] and doc["clocks"]["residual_us"] == 0.5
+    assert doc["straggler"]["straggler"] == straggler and doc["straggler"]["collectives"] == 2
+    assert doc["skew"].get("ends_last") == straggler
+    assert stragglers([r0, r1], [0, 500])["straggler"] == "rank 1"  # without the tolerance: named

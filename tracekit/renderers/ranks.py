@@ -68,7 +68,7 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
     elif straggler.get("collectives"):
         lines.append(
             f"straggler: none (at each of {straggler['collectives']} collectives two or more traces arrive "
-            "last together)"
+            f"last within the clocks' alignment, {clocks.get('residual_us', 0):.3f} µs)"
         )
     skew = doc.get("skew") or {}
     if skew.get("steps"):
