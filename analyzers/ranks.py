@@ -20,7 +20,9 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   of the others. The straggler is the trace that arrives last most often; reported with how often and the
   median and total wait it caused. A collective counts for a trace only when it arrives last by more than
   the alignment's ``residual_us`` (closer than the clocks are aligned, the order is not known), and for none
-  when two arrive last together; so do the steps of ``ends_last`` below.
+  when two arrive last together; so do the steps of ``ends_last`` below. Two traces that arrive last equally
+  often are both named (``tied``), neither as the straggler; ``ends_last`` and ``slowest by step`` name
+  nobody then.
 - **skew** (needs aligned clocks): per step (iteration position, common to every trace), the spread of the
   aligned iteration starts; median and largest.
 - Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
@@ -207,7 +209,7 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def last_by_more_than(values: list[int], tolerance_ns: int = 0) -> int | None:
+def last_by_more_than(values: list[int], tolerance_ns: int) -> int | None:
     """The position of the one latest of ``values`` (aligned times, ns), when it is later than every other by
     more than ``tolerance_ns`` (the clock alignment's residual: closer than that, the order is not known);
     None when two are last together or within the tolerance."""
@@ -217,7 +219,16 @@ def last_by_more_than(values: list[int], tolerance_ns: int = 0) -> int | None:
     return values.index(latest)
 
 
-def stragglers(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int = 0) -> dict[str, Any]:
+def most_often(counts: Counter[int]) -> tuple[int, int] | None:
+    """(the trace counted most often, its count), when no other trace is counted as often; None when none
+    is counted, or when two share the most (neither is *the* straggler, or *the* slowest)."""
+    ranked = counts.most_common(2)
+    if not ranked or (len(ranked) == 2 and ranked[1][1] == ranked[0][1]):
+        return None
+    return ranked[0]
+
+
+def stragglers(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -> dict[str, Any]:
     """Who arrives last at each matched collective, and the wait it causes (aligned clocks). A collective at
     which two traces arrive last together, or within ``tolerance_ns`` of each other (the alignment's
     residual), has no straggler: ranks in lockstep wait for nobody, and closer than the clocks are aligned,
@@ -236,9 +247,16 @@ def stragglers(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: 
         others = arrivals[:i] + arrivals[i + 1 :]
         last[i] += 1
         waits.setdefault(i, []).append((arrivals[i] - median(others)) / 1e6)
-    if not last:
-        return {"straggler": None, "collectives": n}
-    who, times = last.most_common(1)[0]
+    top = most_often(last)
+    if top is None:
+        out: dict[str, Any] = {"straggler": None, "collectives": n}
+        if last:  # two or more arrive last equally often
+            most = max(last.values())
+            out.update(
+                tied=[label(results[i]) for i, c in sorted(last.items()) if c == most], arrives_last=most
+            )
+        return out
+    who, times = top
     return {
         "straggler": label(results[who]),
         "arrives_last": times,
@@ -253,17 +271,19 @@ def _common_steps(results: list[dict[str, Any]]) -> int:
     return min(steps_of(r) for r in results) if results else 0
 
 
-def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int = 0) -> dict[str, Any]:
+def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -> dict[str, Any]:
     """Spread of aligned iteration starts per step, and which trace ends its steps last (a step counts for a
     trace only when it ends last by more than ``tolerance_ns``, as in :func:`stragglers`)."""
     steps = _common_steps(results)
     spreads: list[float] = []
     ends_last = Counter()
-    starts_of = [r["iterations"]["start_ns"] for r in results]
-    ends_of = [r["iterations"]["end_ns"] for r in results]
+    aligned = [
+        (r["iterations"]["start_ns"], r["iterations"]["end_ns"], off)
+        for r, off in zip(results, offsets, strict=True)
+    ]
     for i in range(steps):
-        starts = [s[i] - off for s, off in zip(starts_of, offsets, strict=True)]
-        ends = [e[i] - off for e, off in zip(ends_of, offsets, strict=True)]
+        starts = [s[i] - off for s, _, off in aligned]
+        ends = [e[i] - off for _, e, off in aligned]
         spreads.append((max(starts) - min(starts)) / 1e6)
         last = last_by_more_than(ends, tolerance_ns)
         if last is not None:
@@ -273,9 +293,9 @@ def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int = 
         "median_start_skew_ms": median(spreads) if spreads else None,
         "max_start_skew_ms": max(spreads) if spreads else None,
     }
-    if ends_last:
-        who, times = ends_last.most_common(1)[0]
-        out.update(ends_last=label(results[who]), ends_last_steps=times)
+    top = most_often(ends_last)
+    if top is not None:
+        out.update(ends_last=label(results[top[0]]), ends_last_steps=top[1])
     return out
 
 
@@ -289,10 +309,10 @@ def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
         lat = [float(column[i]) for column in latencies]
         if lat.count(max(lat)) == 1:
             longest[lat.index(max(lat))] += 1
-    if not longest:
+    top = most_often(longest)
+    if top is None:
         return {"steps": steps}
-    who, times = longest.most_common(1)[0]
-    return {"steps": steps, "slowest": label(results[who]), "slowest_steps": times}
+    return {"steps": steps, "slowest": label(results[top[0]]), "slowest_steps": top[1]}
 
 
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:

@@ -169,8 +169,18 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
 }
 
-#: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens
-COPIED = ("tracekit", "analyzers", "collectors", "tests", "sample_traces", "benchmarks", "pyproject.toml")
+#: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and
+#: docs/ (a test loads docs/dask-workers.yaml)
+COPIED = (
+    "tracekit",
+    "analyzers",
+    "collectors",
+    "tests",
+    "sample_traces",
+    "benchmarks",
+    "docs",
+    "pyproject.toml",
+)
 
 STATUS = {
     1: "killed",

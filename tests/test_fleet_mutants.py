@@ -4,6 +4,7 @@ synthetic ranks are pinned by the goldens (tests/golden/many/)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,8 @@ import pytest
 from tests.builders import EPOCH, comm_ops, compact_result
 from tracekit.analyzers.ranks import (
     clock_offsets,
+    last_by_more_than,
+    most_often,
     skew,
     slowest_by_step,
     stragglers,
@@ -81,7 +84,7 @@ def test_the_straggler_wait_is_exact_at_epoch_time() -> None:
     results = [
         result(f"r{r}.json", r, ends, starts=[e - 100_000 + arrive[r] for e in ends]) for r in range(3)
     ]
-    out = stragglers(results, [0, 0, 0])
+    out = stragglers(results, [0, 0, 0], 0)
     assert out == {
         "straggler": "rank 2",
         "arrives_last": 2,
@@ -94,7 +97,7 @@ def test_the_straggler_wait_is_exact_at_epoch_time() -> None:
 
 def test_no_collectives_no_straggler() -> None:
     """Stragglers of traces without matched collectives: none, and zero collectives."""
-    assert stragglers([result("a.json", 0), result("b.json", 1)], [0, 0]) == {
+    assert stragglers([result("a.json", 0), result("b.json", 1)], [0, 0], 0) == {
         "straggler": None,
         "collectives": 0,
     }
@@ -123,7 +126,7 @@ def test_the_trace_whose_steps_end_last_and_how_often() -> None:
             (EPOCH + 21 * ms, EPOCH + 26 * ms),
         ],
     )
-    out = skew([r0, r1], [0, ms])
+    out = skew([r0, r1], [0, ms], 0)
     assert out == {
         "steps": 3,
         "median_start_skew_ms": 0.0,
@@ -156,7 +159,7 @@ def test_offsets_that_do_not_match_the_traces_are_refused(measure: Any, offsets:
     leave a trace out of the straggler or skew."""
     ends = [EPOCH + 1_000_000]
     with pytest.raises(ValueError):
-        measure([result("r0.json", 0, ends), result("r1.json", 1, ends)], offsets)
+        measure([result("r0.json", 0, ends), result("r1.json", 1, ends)], offsets, 0)
 
 
 def test_no_common_step_no_slowest() -> None:
@@ -333,9 +336,9 @@ def test_ranks_in_lockstep_have_no_straggler() -> None:
     wait of 0); the collectives are still counted, and a later collective with one last arrival counts."""
     ends = [EPOCH + 1_000_000, EPOCH + 2_000_000]
     same = [result(f"r{r}.json", r, ends) for r in range(2)]
-    assert stragglers(same, [0, 0]) == {"straggler": None, "collectives": 2}
+    assert stragglers(same, [0, 0], 0) == {"straggler": None, "collectives": 2}
     late = result("r2.json", 2, ends, starts=[ends[0] - 100, ends[1] - 50])
-    out = stragglers([*same, late], [0, 0, 0])
+    out = stragglers([*same, late], [0, 0, 0], 0)
     assert (out["straggler"], out["arrives_last"], out["collectives"]) == ("rank 2", 1, 2)
     assert out["median_wait_ms"] == 0.00005
 
@@ -360,23 +363,103 @@ def test_the_table_says_when_no_trace_is_the_straggler() -> None:
     ]
 
 
-@pytest.mark.parametrize("margin, straggler", [(300, None), (500, None), (501, "rank 1")])
+@pytest.mark.parametrize("margin, straggler", [(300, None), (1_000, None), (1_001, "rank 1")])
 def test_an_arrival_closer_than_the_clock_alignment_names_no_straggler(margin: int, straggler: Any) -> None:
-    """Rank 1's collectives end 0 and 1,000 ns after rank 0's: its clock offset is their median, 500 ns, and
-    the residual 500 ns. Arriving later than rank 0 by no more than that, which came first is not known: no
-    straggler, and no trace ending its steps last; by 501 ns, rank 1 is the straggler."""
+    """Rank 1's collectives end 0 and 2,000 ns after rank 0's: its clock offset is their median, 1,000 ns, and
+    the residual 1,000 ns. Arriving later than rank 0 by no more than that, which came first is not known: no
+    straggler, and no trace ending its steps last; by 1,001 ns, rank 1 is the straggler at both collectives
+    and ends both steps last."""
     ms = 1_000_000
-    ends0, ends1 = [EPOCH + ms, EPOCH + 2 * ms], [EPOCH + ms, EPOCH + 2 * ms + 1_000]
+    ends0, ends1 = [EPOCH + ms, EPOCH + 2 * ms], [EPOCH + ms, EPOCH + 2 * ms + 2_000]
     r0 = result("r0.json", 0, ends0, steps=[(EPOCH, EPOCH + ms), (EPOCH + ms, EPOCH + 2 * ms)])
     r1 = result(
         "r1.json",
         1,
         ends1,
-        starts=[e - 100 + 500 + margin for e in ends0],
-        steps=[(EPOCH + 500, EPOCH + ms + 500 + margin), (EPOCH + ms + 500, EPOCH + 2 * ms + 500 + margin)],
+        starts=[e - 100 + 1_000 + margin for e in ends0],
+        steps=[
+            (EPOCH + 1_000, EPOCH + ms + 1_000 + margin),
+            (EPOCH + ms + 1_000, EPOCH + 2 * ms + 1_000 + margin),
+        ],
     )
     doc = summarize([r0, r1])
-    assert doc["clocks"]["offsets_ns"] == [0, 500] and doc["clocks"]["residual_us"] == 0.5
+    assert doc["clocks"]["offsets_ns"] == [0, 1_000] and doc["clocks"]["residual_us"] == 1.0
     assert doc["straggler"]["straggler"] == straggler and doc["straggler"]["collectives"] == 2
-    assert doc["skew"].get("ends_last") == straggler
-    assert stragglers([r0, r1], [0, 500])["straggler"] == "rank 1"  # without the tolerance: named
+    assert doc["straggler"].get("arrives_last") == (2 if straggler else None)
+    assert (doc["skew"].get("ends_last"), doc["skew"].get("ends_last_steps")) == (
+        (straggler, 2) if straggler else (None, None)
+    )
+    assert stragglers([r0, r1], [0, 1_000], 0)["straggler"] == "rank 1"  # without the tolerance: named
+
+
+def test_the_one_last_by_more_than_the_tolerance() -> None:
+    """Later than every other by more than the tolerance: by 1 ns at tolerance 0, not at tolerance 1; two
+    equal latest values never."""
+    assert last_by_more_than([5, 6, 4], 0) == 1
+    assert last_by_more_than([5, 6, 4], 1) is None
+    assert last_by_more_than([6, 6, 4], 0) is None
+    assert last_by_more_than([7], 0) == 0
+
+
+def test_the_wait_is_against_the_median_of_the_others_only() -> None:
+    """Four ranks arriving 0, 100, 300 and 1,000 ns after the first: the last waits 900 ns over the median of
+    the three others (100 ns), not over a median that counts itself or one of them twice."""
+    ends = [EPOCH + 1_000_000]
+    arrive = [0, 100, 300, 1_000]
+    results = [result(f"r{r}.json", r, ends, starts=[ends[0] - 10_000 + arrive[r]]) for r in range(4)]
+    out = stragglers(results, [0, 0, 0, 0], 0)
+    assert (out["straggler"], out["median_wait_ms"]) == ("rank 3", 0.0009)
+
+
+def test_no_common_step_no_start_skew_and_no_zero_latency_ratio() -> None:
+    """Aligned traces with no step in common: no start skew (not a median of nothing); and a fastest trace of
+    zero median latency gives no ratio (not a division by zero)."""
+    ends = [EPOCH + 1_000_000]
+    empty = result("e.json", 1, ends)
+    empty["iterations"] = {k: v[:0] for k, v in empty["iterations"].items()}
+    assert skew([result("a.json", 0, ends), empty], [0, 0], 0) == {
+        "steps": 0,
+        "median_start_skew_ms": None,
+        "max_start_skew_ms": None,
+    }
+    instant = result("z.json", 2, steps=[(EPOCH, EPOCH)])
+    spread = summarize([result("a.json", 0), instant])["spread"]
+    assert (spread["fastest"], spread["fastest_median_latency_ms"], spread["ratio"]) == ("rank 2", 0.0, None)
+
+
+def test_two_traces_last_equally_often_are_both_named_and_neither_is_the_straggler() -> None:
+    """Rank 1 arrives last at the first collective, rank 2 at the second: neither is *the* straggler; both are
+    named, with how often, in the document and the table. The steps' ends and durations alike: a tie in how
+    often names nobody."""
+    from tracekit.renderers.ranks import render_ranks
+
+    ms = 1_000_000
+    ends = [EPOCH + ms, EPOCH + 2 * ms]
+    r0 = result("r0.json", 0, ends, steps=[(EPOCH, EPOCH + ms), (EPOCH + ms, EPOCH + 2 * ms)])
+    r1 = result(
+        "r1.json",
+        1,
+        ends,
+        starts=[ends[0] - 50, ends[1] - 100],
+        steps=[(EPOCH, EPOCH + ms + 7), (EPOCH + ms, EPOCH + 2 * ms)],
+    )
+    r2 = result(
+        "r2.json",
+        2,
+        ends,
+        starts=[ends[0] - 100, ends[1] - 50],
+        steps=[(EPOCH, EPOCH + ms), (EPOCH + ms, EPOCH + 2 * ms + 7)],
+    )
+    doc = summarize([r0, r1, r2])
+    assert doc["straggler"] == {
+        "straggler": None,
+        "collectives": 2,
+        "tied": ["rank 1", "rank 2"],
+        "arrives_last": 1,
+    }
+    assert "ends_last" not in doc["skew"] and doc["slowest_by_step"] == {"steps": 2}
+    said = [
+        line for line in render_ranks(doc, "table").splitlines() if line.startswith(("straggler", "slowest"))
+    ]
+    assert said == ["straggler: none (rank 1 and rank 2 each arrive last at 1 of 2 collectives)"]
+    assert most_often(Counter({1: 2, 2: 1})) == (1, 2) and most_often(Counter()) is None

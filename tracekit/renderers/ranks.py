@@ -65,6 +65,11 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
             f"{straggler['collectives']} collectives; the others wait {_ms(straggler['median_wait_ms'])} ms "
             f"(median) for it, {_ms(straggler['total_wait_ms'])} ms in all"
         )
+    elif straggler.get("tied"):
+        lines.append(
+            f"straggler: none ({' and '.join(straggler['tied'])} each arrive last at {straggler['arrives_last']} "
+            f"of {straggler['collectives']} collectives)"
+        )
     elif straggler.get("collectives"):
         lines.append(
             f"straggler: none (at each of {straggler['collectives']} collectives two or more traces arrive "
