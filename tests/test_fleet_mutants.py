@@ -112,11 +112,12 @@ def test_the_trace_whose_steps_end_last_and_how_often() -> None:
         0,
         steps=[
             (EPOCH, EPOCH + 5 * ms),
-            (EPOCH + 10 * ms, EPOCH + 16 * ms),
+            (EPOCH + 10 * ms, EPOCH + 15 * ms),
             (EPOCH + 20 * ms, EPOCH + 25 * ms),
         ],
     )
-    # true ends: 5.5, 15.5, 25 ms (a tie with rank 0 at the third step); raw ends 1 ms later
+    # true ends: 5.5, 15.5, 25 ms (later than rank 0's 5 and 15; a tie at the third step); raw ends 1 ms later,
+    # which would make rank 1 last at all three
     r1 = result(
         "r1.json",
         1,
@@ -132,7 +133,7 @@ def test_the_trace_whose_steps_end_last_and_how_often() -> None:
         "median_start_skew_ms": 0.0,
         "max_start_skew_ms": 0.0,
         "ends_last": "rank 1",
-        "ends_last_steps": 1,
+        "ends_last_steps": 2,
     }
 
 
