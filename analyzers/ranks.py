@@ -223,7 +223,7 @@ def most_often(counts: Counter[int]) -> tuple[int, int] | None:
     """(the trace counted most often, its count), when no other trace is counted as often; None when none
     is counted, or when two share the most (neither is *the* straggler, or *the* slowest)."""
     ranked = counts.most_common(2)
-    if not ranked or (len(ranked) == 2 and ranked[1][1] == ranked[0][1]):
+    if not ranked or (len(ranked) > 1 and ranked[1][1] == ranked[0][1]):
         return None
     return ranked[0]
 
