@@ -450,6 +450,29 @@ def test_one_trace_analyzed_through_the_cache_gives_the_same_document(
     assert rc == 0 and json.loads(skipped)["skipped"] == 3 != json.loads(plain)["skipped"]
 
 
+def test_a_worker_that_dies_fails_its_trace_only(rank_traces: list[str], tmp_path: Path) -> None:
+    # A worker killed mid-trace (the OOM killer, a crash in native code) breaks its process pool and every
+    # trace in flight in it. Only the trace whose worker dies when analyzed alone fails, in one line; the
+    # traces in flight beside it and those still queued get the same results as in a pool that never broke
+    # (before: every trace not finished when the worker died failed, with "BrokenProcessPool").
+    from tests import dying_worker
+    from tracekit.fleet.run import WORKER_DIED, _in_pool, _options_tuple
+
+    dies = tmp_path / "rank9.dies.json.gz"
+    dies.write_bytes(Path(rank_traces[0]).read_bytes())
+    paths = [rank_traces[0], str(dies), *rank_traces[1:], *rank_traces]
+    seen: list[str] = []
+    opts = _options_tuple(AnalysisOptions())
+    outcomes = _in_pool(paths, opts, 2, None, lambda o: seen.append(o.path), work=dying_worker.work)
+    assert [o.ok for o in outcomes] == [True, False] + [True] * 7
+    assert outcomes[1].error == f"{dies}: {WORKER_DIED}"
+    assert sorted(seen) == sorted(paths)  # each reported once, as it finished
+    healthy = [o for o in outcomes if o.ok]
+    assert _plain(healthy) == _plain(
+        analyze_many([p for p in paths if p != str(dies)], AnalysisOptions(), jobs=1)
+    )
+
+
 def test_a_trace_in_the_cache_does_not_start_its_reader(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -7,7 +7,8 @@ the frames, so the memory of a many-trace run is that of the traces in flight, n
 - ``jobs == 1`` (no scheduler): in this process, in input order.
 - ``jobs > 1``: a ``ProcessPoolExecutor`` of ``jobs`` processes started by a fork server (fresh
   interpreters that share tracekit's imported pages; polars' threads are never forked). Each worker decodes
-  its trace on its own (``TRACEKIT_DECODE_WORKER=0``): the parallelism is across traces.
+  its trace on its own (``TRACEKIT_DECODE_WORKER=0``): the parallelism is across traces. A trace that kills
+  its worker fails alone (:func:`_in_pool`).
 - ``scheduler``: the address of a Dask distributed scheduler (``tcp://host:8786``); the traces are read by
   the workers (a shared file system, or any URL fsspec opens), only outcomes come back.
 
@@ -212,30 +213,82 @@ def analyze_many(
     return _in_pool(list(paths), opts, jobs, cache_dir, done)
 
 
+#: The one line of a trace whose worker process died while analyzing it, alone (after the pool broke).
+WORKER_DIED = "the worker process analyzing it died (killed: out of memory, or a crash in native code)"
+
+
 def _in_pool(
-    paths: list[str], opts: tuple[Any, ...], jobs: int, cache_dir: str | None, done: Callable[[Outcome], None]
+    paths: list[str],
+    opts: tuple[Any, ...],
+    jobs: int,
+    cache_dir: str | None,
+    done: Callable[[Outcome], None],
+    work: Callable[..., Outcome] = analyze_one,
 ) -> list[Outcome]:
+    """``work`` (:func:`analyze_one`) on every path in pools of ``jobs`` fork-server workers, at most ``jobs``
+    traces in flight, so that the traces a dead worker may have held are known. A worker that dies (the OOM
+    killer, a crash in native code) breaks its pool and every trace in flight in it: those are analyzed
+    again one at a time, each in a pool of its own, and only a trace whose own worker dies fails (one line,
+    :data:`WORKER_DIED`); the rest go on in a fresh pool."""
     import multiprocessing
-    from concurrent.futures import ProcessPoolExecutor, as_completed
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tracekit.fleet.run", "tracekit.session", "polars"])
     by_path: dict[int, Outcome] = {}
-    with (
-        _server_threads(jobs),
-        ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool,
-    ):
-        with _main_not_reimported():  # the fork server and the workers start on these submits
-            futures = {pool.submit(analyze_one, p, opts, cache_dir): i for i, p in enumerate(paths)}
-        for future in as_completed(futures):
-            i = futures[future]
-            try:
-                outcome = future.result()
-            except Exception as exc:  # the worker died (killed, out of memory)
-                outcome = Outcome(paths[i], error=f"{paths[i]}: worker failed: {type(exc).__name__}: {exc}")
-            by_path[i] = outcome
-            done(outcome)
+    queue = list(range(len(paths)))
+    with _server_threads(jobs):
+        while queue:
+            suspects = _pool_round(context, paths, queue, opts, jobs, cache_dir, work, by_path, done)
+            for i in suspects:  # each alone: whether it kills its worker by itself
+                if _pool_round(context, paths, [i], opts, 1, cache_dir, work, by_path, done):
+                    by_path[i] = Outcome(paths[i], error=f"{paths[i]}: {WORKER_DIED}")
+                    done(by_path[i])
     return [by_path[i] for i in range(len(paths))]
+
+
+def _pool_round(
+    context: Any,
+    paths: list[str],
+    queue: list[int],
+    opts: tuple[Any, ...],
+    jobs: int,
+    cache_dir: str | None,
+    work: Callable[..., Outcome],
+    by_path: dict[int, Outcome],
+    done: Callable[[Outcome], None],
+) -> list[int]:
+    """Take traces from the front of ``queue`` (indices into ``paths``) into one pool of ``jobs`` workers, at
+    most ``jobs`` at a time, recording each outcome; returns the traces in flight when the pool broke (a
+    worker died), none when every trace taken got its outcome. ``queue`` keeps what was never taken."""
+    from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
+    from concurrent.futures.process import BrokenProcessPool
+
+    in_flight: dict[Any, int] = {}
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
+
+        def fill() -> None:
+            with _main_not_reimported():  # the fork server and the workers start on these submits
+                while queue and len(in_flight) < jobs:
+                    i = queue.pop(0)
+                    in_flight[pool.submit(work, paths[i], opts, cache_dir)] = i
+
+        fill()
+        while in_flight:
+            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+            for future in finished:
+                try:
+                    outcome = future.result()
+                except BrokenProcessPool:  # a worker died: which trace killed it is not known yet
+                    return sorted(in_flight.values())
+                except Exception as exc:  # the result could not come back (not picklable, ...)
+                    i = in_flight[future]
+                    outcome = Outcome(
+                        paths[i], error=f"{paths[i]}: worker failed: {type(exc).__name__}: {exc}"
+                    )
+                by_path[in_flight.pop(future)] = outcome
+                done(outcome)
+            fill()
+    return []
 
 
 def _on_dask(
