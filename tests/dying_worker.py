@@ -11,7 +11,7 @@ from typing import Any
 from tracekit.fleet.run import Outcome, analyze_one
 
 
-def work(path: str, options: tuple[Any, ...], cache_dir: str | None = None) -> Outcome:
+def work(path: str, options: tuple[Any, ...], *args: Any) -> Outcome:
     if "dies" in os.path.basename(path):
         os.kill(os.getpid(), signal.SIGKILL)
-    return analyze_one(path, options, cache_dir)
+    return analyze_one(path, options, *args)

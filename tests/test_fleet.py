@@ -473,6 +473,48 @@ def test_a_worker_that_dies_fails_its_trace_only(rank_traces: list[str], tmp_pat
     )
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_workers_read_with_the_limits_of_the_run(
+    jobs: int, rank_traces: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A kernel named with 100 kB of text: cut to 64 KiB under the default --max-string, kept whole under
+    # --max-string 1M, in the worker processes as in this one (before: the workers, fresh interpreters, read
+    # with the defaults whatever the command line said, and --jobs 2 cut the name that --jobs 1 kept).
+    import gzip
+
+    from tracekit import limits
+
+    doc = json.loads(gzip.decompress(Path(rank_traces[0]).read_bytes()))
+    kernel = next(e for e in doc["traceEvents"] if e.get("cat") == "kernel")
+    kernel["name"] = "k" * 100_000
+    long_name = tmp_path / "rank0.long.json.gz"
+    long_name.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    paths = [str(long_name), rank_traces[1]]
+
+    def cut(outcomes: list) -> list[bool]:
+        return [any("cut to 64 KiB" in w for w in o.result["warnings"]) for o in outcomes]
+
+    assert cut(analyze_many(paths, AnalysisOptions(), jobs=jobs)) == [True, False]
+    monkeypatch.setattr(limits, "current", limits.current._replace(max_string=1 << 20))
+    assert cut(analyze_many(paths, AnalysisOptions(), jobs=jobs)) == [False, False]
+    assert limits.current.max_string == 1 << 20  # restored after each trace
+
+
+def test_reading_limits_apply_for_the_block_only() -> None:
+    # what a worker applies: the sender's reading limits, max_inflated None included (the default ratio, not
+    # "keep"), never the memory ceiling; the limits in force before come back, after an error too
+    from tracekit import limits
+
+    before = limits.current
+    sent = (None, 1 << 20, 32 << 20)
+    with pytest.raises(RuntimeError), limits.reading_limits_applied(sent):
+        assert limits.reading_limits() == sent and limits.current.max_memory == before.max_memory
+        raise RuntimeError
+    assert limits.current is before
+    with limits.reading_limits_applied(None):
+        assert limits.current is before
+
+
 def test_a_trace_in_the_cache_does_not_start_its_reader(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -87,6 +87,28 @@ def configure(**changes: int | None) -> Limits:
     return current
 
 
+def reading_limits() -> tuple[int | None, int, int]:
+    """The reading limits in force (``max_inflated``, ``max_string``, ``max_event``): what a worker process
+    of a many-trace run applies (:func:`reading_limits_applied`) to read a trace as this process would."""
+    return (current.max_inflated, current.max_string, current.max_event)
+
+
+@contextlib.contextmanager
+def reading_limits_applied(values: tuple[int | None, int, int] | None) -> Iterator[None]:
+    """The reading limits ``values`` (:func:`reading_limits` of the process that sent the work; None: those
+    in force) for the block, then those in force before. The memory ceiling is not one of them."""
+    global current
+    if values is None:
+        yield
+        return
+    saved = current
+    current = current._replace(max_inflated=values[0], max_string=values[1], max_event=values[2])
+    try:
+        yield
+    finally:
+        current = saved
+
+
 # -------------------------------------------------------------------------------------------- sizes
 
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(?:i?b)?\s*$", re.IGNORECASE)

@@ -55,16 +55,24 @@ def _options_tuple(options: Any) -> tuple[Any, ...]:
     return (options.range_name, options.skip, options.bound_threshold, options.split_idle_ms)
 
 
-def analyze_one(path: str, options: tuple[Any, ...], cache_dir: str | None = None) -> Outcome:
-    """Read, analyze and compact one trace (``options``: range, skip, threshold, split-idle)."""
+def analyze_one(
+    path: str,
+    options: tuple[Any, ...],
+    cache_dir: str | None = None,
+    reading: tuple[int | None, int, int] | None = None,
+) -> Outcome:
+    """Read, analyze and compact one trace (``options``: range, skip, threshold, split-idle; ``reading``: the
+    reading limits of the process that sent the work, :func:`tracekit.limits.reading_limits`, so that a
+    worker reads as it would: ``--max-string`` and the like; None: those in force here)."""
     from tracekit.errors import TracekitError
     from tracekit.fleet.compact import compact
     from tracekit.inputs import resolve_input
+    from tracekit.limits import reading_limits_applied
     from tracekit.session import AnalysisOptions, analyze_input
 
     start = time.perf_counter()
     try:
-        with _local(path) as local:
+        with reading_limits_applied(reading), _local(path) as local:
             item = resolve_input(local)
             analyzed = analyze_input(
                 item, AnalysisOptions(*options), frames(item), cache_dir=cache_dir or None
@@ -263,6 +271,10 @@ def _pool_round(
     from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
     from concurrent.futures.process import BrokenProcessPool
 
+    from tracekit.limits import reading_limits
+
+    reading = reading_limits()
+
     in_flight: dict[Any, int] = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
 
@@ -270,7 +282,7 @@ def _pool_round(
             with _main_not_reimported():  # the fork server and the workers start on these submits
                 while queue and len(in_flight) < jobs:
                     i = queue.pop(0)
-                    in_flight[pool.submit(work, paths[i], opts, cache_dir)] = i
+                    in_flight[pool.submit(work, paths[i], opts, cache_dir, reading)] = i
 
         fill()
         while in_flight:
@@ -299,6 +311,7 @@ def _on_dask(
     done: Callable[[Outcome], None],
 ) -> list[Outcome]:
     from tracekit.errors import TracekitError
+    from tracekit.limits import reading_limits
 
     try:
         from distributed import Client, as_completed
@@ -311,7 +324,8 @@ def _on_dask(
     by_path: dict[int, Outcome] = {}
     try:
         client.run(_init_dask_worker)
-        futures = [client.submit(analyze_one, p, opts, cache_dir, pure=False) for p in paths]
+        reading = reading_limits()
+        futures = [client.submit(analyze_one, p, opts, cache_dir, reading, pure=False) for p in paths]
         index = {f.key: i for i, f in enumerate(futures)}
         for future in as_completed(futures):
             i = index[future.key]
