@@ -9,6 +9,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -473,9 +474,9 @@ def test_a_worker_that_dies_fails_its_trace_only(rank_traces: list[str], tmp_pat
     )
 
 
-@pytest.mark.parametrize("jobs", [1, 2])
+@pytest.mark.parametrize("jobs", [1, 2, "dask"])
 def test_workers_read_with_the_limits_of_the_run(
-    jobs: int, rank_traces: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    jobs: int | str, rank_traces: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A kernel named with 100 kB of text: cut to 64 KiB under the default --max-string, kept whole under
     # --max-string 1M, in the worker processes as in this one (before: the workers, fresh interpreters, read
@@ -491,13 +492,27 @@ def test_workers_read_with_the_limits_of_the_run(
     long_name.write_bytes(gzip.compress(json.dumps(doc).encode()))
     paths = [str(long_name), rank_traces[1]]
 
-    def cut(outcomes: list) -> list[bool]:
+    def cut(**where: Any) -> list[bool]:
+        outcomes = analyze_many(paths, AnalysisOptions(), **where)
         return [any("cut to 64 KiB" in w for w in o.result["warnings"]) for o in outcomes]
 
-    assert cut(analyze_many(paths, AnalysisOptions(), jobs=jobs)) == [True, False]
-    monkeypatch.setattr(limits, "current", limits.current._replace(max_string=1 << 20))
-    assert cut(analyze_many(paths, AnalysisOptions(), jobs=jobs)) == [False, False]
-    assert limits.current.max_string == 1 << 20  # restored after each trace
+    def both(**where: Any) -> tuple[list[bool], list[bool]]:
+        default = cut(**where)
+        with monkeypatch.context() as m:
+            m.setattr(limits, "current", limits.current._replace(max_string=1 << 20))
+            wider = cut(**where)
+            assert limits.current.max_string == 1 << 20  # the run's own limits, as they were
+        return default, wider
+
+    if jobs == "dask":
+        distributed = pytest.importorskip("distributed")
+        with distributed.LocalCluster(
+            n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as c:
+            answer = both(scheduler=c.scheduler_address)
+    else:
+        answer = both(jobs=jobs)
+    assert answer == ([True, False], [False, False])
 
 
 def test_reading_limits_apply_for_the_block_only() -> None:
