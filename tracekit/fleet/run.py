@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import sys
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -243,12 +244,12 @@ def _in_pool(
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tracekit.fleet.run", "tracekit.session", "polars"])
     by_path: dict[int, Outcome] = {}
-    queue = list(range(len(paths)))
+    queue = deque(range(len(paths)))
     with _server_threads(jobs):
         while queue:
             suspects = _pool_round(context, paths, queue, opts, jobs, cache_dir, work, by_path, done)
             for i in suspects:  # each alone: whether it kills its worker by itself
-                if _pool_round(context, paths, [i], opts, 1, cache_dir, work, by_path, done):
+                if _pool_round(context, paths, deque([i]), opts, 1, cache_dir, work, by_path, done):
                     by_path[i] = Outcome(paths[i], error=f"{paths[i]}: {WORKER_DIED}")
                     done(by_path[i])
     return [by_path[i] for i in range(len(paths))]
@@ -257,7 +258,7 @@ def _in_pool(
 def _pool_round(
     context: Any,
     paths: list[str],
-    queue: list[int],
+    queue: deque[int],
     opts: tuple[Any, ...],
     jobs: int,
     cache_dir: str | None,
@@ -281,7 +282,7 @@ def _pool_round(
         def fill() -> None:
             with _main_not_reimported():  # the fork server and the workers start on these submits
                 while queue and len(in_flight) < jobs:
-                    i = queue.pop(0)
+                    i = queue.popleft()
                     in_flight[pool.submit(work, paths[i], opts, cache_dir, reading)] = i
 
         fill()
