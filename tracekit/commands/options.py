@@ -95,7 +95,7 @@ def add_input_limit_options(parser: argparse.ArgumentParser) -> None:
         type=size,
         metavar="SIZE",
         help="stop when tracekit and its decoding workers hold more than SIZE of memory (default: 3/4 of "
-        "the machine's)",
+        "the machine's; with several traces, the collecting process: --jobs and Dask workers have no ceiling)",
     )
     group.add_argument(
         "--max-string",
