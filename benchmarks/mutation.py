@@ -167,6 +167,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/fleet/compact.py",
         ["tests/test_fleet.py", "tests/test_fleet_mutants.py", "tests/test_golden.py"],
     ),
+    "cache": (
+        "tracekit/fleet/cache.py",
+        ["tests/test_fleet.py", "tests/test_fleet_cache.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and
