@@ -60,7 +60,8 @@ def test_a_damaged_memo_is_not_trusted(tmp_path: Path) -> None:
     folder.mkdir()
     want = cache.content_hash(TRACE)
     key = cache._stat_key(TRACE)
-    for text in ('"' + key + want + '"', "[1, 2]", json.dumps({key: "../../elsewhere"}), '{"a": 1', "null"):
+    damaged = ('"' + key + want + '"', "[1, 2]", json.dumps({key: "../../elsewhere"}), '{"a": 1', "null")
+    for text in (*damaged, json.dumps({key: "X" * 32})):
         (folder / "hashes.json").write_text(text)
         assert not cache.has_entry(TRACE, folder)
         assert cache.file_hash(TRACE, folder) == want
@@ -82,3 +83,109 @@ def test_an_entry_that_cannot_be_stored_leaves_the_analysis_with_a_warning(
     assert said == [f"not stored in the cache {tmp_path / 'cache'}: No space left on device"]
     assert analyzed.iterations.equals(plain.iterations)
     assert not cache.has_entry(TRACE, tmp_path / "cache")
+
+
+SQLITE = REPO / "sample_traces/synthetic/table3_pytorch/pytorch_b1_s128.synthetic.sqlite"
+
+
+def test_an_unchanged_file_is_hashed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The memo answers for a file whose stat has not changed: its bytes are read once, not at every analysis."""
+    hashed: list[Path] = []
+    real = cache.content_hash
+    monkeypatch.setattr(cache, "content_hash", lambda path: hashed.append(path) or real(path))
+    folder = cache.cache_folder(tmp_path / "cache")
+    first = cache.file_hash(TRACE, folder)
+    assert cache.file_hash(TRACE, folder) == first and hashed == [TRACE]
+
+
+def test_has_entry_needs_this_files_entry_with_its_meta(tmp_path: Path) -> None:
+    """An entry counts only when it is this file's (its hash, this reader version) and complete (meta.json
+    written last); another file's entry, a half-written one or a trace that is gone does not."""
+    folder = cache.cache_folder(tmp_path / "cache")
+    digest = cache.file_hash(TRACE, folder)  # remembered, but nothing stored yet
+    assert not cache.has_entry(TRACE, folder)
+    other = folder / f"{cache.READER_VERSION}-{'0' * 32}"
+    other.mkdir()
+    (other / "meta.json").write_text("{}")
+    assert not cache.has_entry(TRACE, folder)  # another file's entry
+    mine = folder / f"{cache.READER_VERSION}-{digest}-abc123"
+    mine.mkdir()
+    assert not cache.has_entry(TRACE, folder)  # no meta.json yet: not complete
+    (mine / "meta.json").write_text("{}")
+    assert cache.has_entry(TRACE, folder)
+    assert not cache.has_entry(tmp_path / "gone.json.gz", folder)
+
+
+def test_a_read_of_some_columns_never_answers_a_read_of_all(tmp_path: Path) -> None:
+    """The SQLite reader reads only the columns asked for: that entry is its own, and a later read of
+    everything reads the trace again instead of answering with the nulls of the partial one."""
+    from tracekit.readers import read_trace
+
+    folder = tmp_path / "cache"
+    part = cache.cached_read(SQLITE, folder, frames={"ops": ("start", "end")})
+    assert part.ops.get_column("name").null_count() == part.ops.height
+    whole = cache.cached_read(SQLITE, folder)
+    assert whole.ops.equals(read_trace(SQLITE).ops) and whole.ops.get_column("name").null_count() == 0
+
+
+def test_a_copy_of_a_cached_file_is_named_by_its_own_path(tmp_path: Path) -> None:
+    """Two files with the same bytes share an entry; each trace read from it carries the path it was read by."""
+    folder = tmp_path / "cache"
+    copy = tmp_path / TRACE.name
+    copy.write_bytes(TRACE.read_bytes())
+    cache.cached_read(TRACE, folder)
+    assert cache.cached_read(copy, folder).meta["path"] == str(copy)
+    assert len([p for p in folder.iterdir() if p.is_dir()]) == 1
+
+
+def test_an_entry_is_renamed_into_place_from_inside_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry is written into a temporary folder inside the cache (the same file system, so the rename is
+    atomic) and renamed into place; when another worker stored the entry first, theirs is kept and the
+    temporary folder is removed."""
+    folder = cache.cache_folder(tmp_path / "cache")
+    renames: list[tuple[Path, Path]] = []
+    real = cache.os.rename
+    monkeypatch.setattr(cache.os, "rename", lambda a, b: renames.append((Path(a), Path(b))) or real(a, b))
+    trace = cache.cached_read(TRACE, folder)
+    [(source, entry)] = renames
+    assert source.parent == folder and source.name.startswith(".entry-") and entry.parent == folder
+    (entry / "kept").write_text("theirs")
+    cache._store(trace, entry, folder)  # another worker's entry is there already: the rename fails, quietly
+    assert (entry / "kept").read_text() == "theirs"
+    assert [p.name for p in folder.iterdir() if p.name.startswith(".entry-")] == []
+
+
+def test_a_memo_that_cannot_be_written_still_gives_the_hash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full_disk(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    folder = cache.cache_folder(tmp_path / "cache")
+    monkeypatch.setattr(cache.tempfile, "mkstemp", full_disk)
+    assert cache.file_hash(TRACE, folder) == cache.content_hash(TRACE)
+    assert list(folder.iterdir()) == []
+
+
+def test_the_cache_folder_is_made_with_its_parents_and_says_why_it_cannot_be(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    nested = tmp_path / "a" / "b" / "cache"
+    assert cache.cache_folder(nested) == nested and nested.is_dir()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    with pytest.raises(TracekitError) as error:
+        cache.cache_folder(blocker)
+    assert str(error.value) == f"{blocker}: the cache folder (--cache) exists and is not a folder"
+    with pytest.raises(TracekitError) as error:
+        cache.cache_folder(blocker / "sub")
+    assert str(error.value) == f"{blocker / 'sub'}: cannot create the cache folder (--cache): Not a directory"
+
+    def refused(*args: object, **kwargs: object) -> None:
+        raise OSError  # no errno, no text: the exception's name says what happened
+
+    monkeypatch.setattr(Path, "mkdir", refused)
+    with pytest.raises(TracekitError, match=r"cannot create the cache folder \(--cache\): OSError$"):
+        cache.cache_folder(tmp_path / "new")
