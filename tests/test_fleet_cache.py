@@ -47,10 +47,15 @@ def test_a_cache_path_that_is_a_file_ends_the_run_in_one_line(
 def test_a_cache_folder_that_cannot_be_written_is_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # (as root every folder is writable: the permission test is the one os.access answers)
-    monkeypatch.setattr(cache.os, "access", lambda path, mode: False)
-    with pytest.raises(TracekitError, match="cannot write in the cache folder"):
+    # (as root every folder is writable: the permission test is the one os.access answers, asked for
+    # writing and entering the folder)
+    monkeypatch.setattr(cache.os, "access", lambda path, mode: mode != cache.os.W_OK | cache.os.X_OK)
+    with pytest.raises(TracekitError) as error:
         cache.cache_folder(tmp_path / "cache")
+    assert (
+        str(error.value)
+        == f"{tmp_path / 'cache'}: cannot write in the cache folder (--cache): permission denied"
+    )
 
 
 def test_a_damaged_memo_is_not_trusted(tmp_path: Path) -> None:
@@ -83,6 +88,13 @@ def test_an_entry_that_cannot_be_stored_leaves_the_analysis_with_a_warning(
     assert said == [f"not stored in the cache {tmp_path / 'cache'}: No space left on device"]
     assert analyzed.iterations.equals(plain.iterations)
     assert not cache.has_entry(TRACE, tmp_path / "cache")
+
+    def unnamed(*args: object) -> None:
+        raise PermissionError  # no errno, no text: the exception's name says what happened
+
+    monkeypatch.setattr(cache, "_store", unnamed)
+    trace = cache.cached_read(TRACE, tmp_path / "cache")
+    assert trace.meta["warnings"][-1] == f"not stored in the cache {tmp_path / 'cache'}: PermissionError"
 
 
 SQLITE = REPO / "sample_traces/synthetic/table3_pytorch/pytorch_b1_s128.synthetic.sqlite"
@@ -189,3 +201,37 @@ def test_the_cache_folder_is_made_with_its_parents_and_says_why_it_cannot_be(
     monkeypatch.setattr(Path, "mkdir", refused)
     with pytest.raises(TracekitError, match=r"cannot create the cache folder \(--cache\): OSError$"):
         cache.cache_folder(tmp_path / "new")
+
+
+def test_the_memo_is_replaced_from_inside_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """hashes.json is written beside itself and renamed over (atomic on one file system, and then a reader
+    never sees half a memo); a cache folder that cannot be listed has no entry."""
+    folder = cache.cache_folder(tmp_path / "cache")
+    replaced: list[tuple[Path, Path]] = []
+    real = cache.os.replace
+    monkeypatch.setattr(cache.os, "replace", lambda a, b: replaced.append((Path(a), Path(b))) or real(a, b))
+    cache.file_hash(TRACE, folder)
+    [(source, target)] = replaced
+    assert source.parent == folder and target == folder / "hashes.json"
+    cache.cached_read(TRACE, folder)
+    assert cache.has_entry(TRACE, folder)
+
+    def unreadable(path: object) -> list[str]:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(cache.os, "listdir", unreadable)
+    assert not cache.has_entry(TRACE, folder)
+
+
+def test_the_sidecar_given_is_the_one_merged(tmp_path: Path) -> None:
+    """What the caller says the run stated (its sidecar, read once by the input) is merged, not the file
+    beside the trace read again; and a meta value that is not JSON is kept as its text."""
+    folder = tmp_path / "cache"
+    stated = cache.cached_read(TRACE, folder, sidecar={"batch_size": 64})
+    assert stated.meta["batch_size"] == 64
+    assert cache.cached_read(TRACE, folder).meta["batch_size"] == 1  # the sidecar beside it
+    trace = cache.cached_read(TRACE, folder)
+    trace.meta["source"] = tmp_path / "somewhere"
+    entry = folder / "entry"
+    cache._store(trace, entry, folder)
+    assert json.loads((entry / "meta.json").read_text())["source"] == str(tmp_path / "somewhere")
