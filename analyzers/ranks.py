@@ -209,7 +209,7 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def last_by_more_than(values: list[int], tolerance_ns: int) -> int | None:
+def last_by_more_than(values: list[int] | list[float], tolerance_ns: int) -> int | None:
     """The position of the one latest of ``values`` (aligned times, ns), when it is later than every other by
     more than ``tolerance_ns`` (the clock alignment's residual: closer than that, the order is not known);
     None when two are last together or within the tolerance."""
@@ -306,9 +306,9 @@ def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
     longest = Counter()
     latencies = [r["iterations"]["latency_ms"] for r in results]
     for i in range(steps):
-        lat = [float(column[i]) for column in latencies]
-        if lat.count(max(lat)) == 1:
-            longest[lat.index(max(lat))] += 1
+        slowest = last_by_more_than([float(column[i]) for column in latencies], 0)
+        if slowest is not None:
+            longest[slowest] += 1
     top = most_often(longest)
     if top is None:
         return {"steps": steps}
