@@ -113,7 +113,7 @@ def has_entry(path: str | Path, cache_dir: str | Path) -> bool:
         return False
     if not _is_digest(digest):
         return False
-    prefix = f"{READER_VERSION}-{digest}"
+    prefix = _entry_name(digest)
     try:
         names = os.listdir(cache)
     except OSError:
@@ -124,10 +124,15 @@ def has_entry(path: str | Path, cache_dir: str | Path) -> bool:
     )
 
 
+def _entry_name(digest: str) -> str:
+    """The name of a file's entries (``<reader version>-<content hash>``), before any frame spec's suffix."""
+    return f"{READER_VERSION}-{digest}"
+
+
 def entry_dir(path: Path, cache: Path, frames: Any = None) -> Path:
     """``cache/<reader version>-<content hash>[-<what was read>]``: a read of some columns only (``frames``, a
     :data:`tracekit.model.FrameSpec`) is its own entry."""
-    key = f"{READER_VERSION}-{file_hash(path, cache)}"
+    key = _entry_name(file_hash(path, cache))
     if frames is not None:
         spec = json.dumps(frames, sort_keys=True, default=list)
         key += "-" + hashlib.blake2b(spec.encode(), digest_size=6).hexdigest()
