@@ -454,9 +454,10 @@ def _repeated_inside(
     """When rule 4's choice is a single range (``outer``; ``calls``: :func:`_launch_calls`): the most frequent
     name among the ranges directly inside it (its thread, one level deeper, within its time), counting only
     those holding a launch call when some do, with its count, if it has 2 ranges or more there; else None
-    (also when the one range holds launch calls and none of the ranges inside it does). Said in the choice line, not taken: a ``benchmark`` range
-    around a timed loop's ``step`` ranges and a ``forward`` range around its ``layer`` ranges look the same,
-    and taking the layers as iterations would leave the time between them out of the verdict."""
+    (also when the one range holds launch calls and none of the ranges inside it does). Said in the choice
+    line, not taken: a ``benchmark`` range around a timed loop's ``step`` ranges and a ``forward`` range
+    around its ``layer`` ranges look the same, and taking the layers as iterations would leave the time
+    between them out of the verdict."""
     r = outer.row(0, named=True)
     inside = candidates.filter(
         pl.col("pid").eq_missing(r["pid"])
