@@ -91,16 +91,16 @@ def run(args: argparse.Namespace) -> int:
         return run_many(args, args.traces, options)
     args.trace = args.traces[0]
     resolve_output(args, [args.trace])
-    from tracekit import api
-
-    if args.cache:
-        api.cache_folder(args.cache)
     if args.gaps:
         _check_gaps_file(args.gaps, args.trace)
     if args.timeline:
         from tracekit.renderers.timeline import check_timeline_output
 
         check_timeline_output(args.timeline, args.trace, args.output)
+    from tracekit import api
+
+    if args.cache:  # made only once every other option is known good
+        api.cache_folder(args.cache)
     # the input resolved now lets its reader begin while the analysis modules load (not when the cache
     # holds the trace already: the reader's decoding workers would take the cores from the cached analysis)
     item = api.resolve_input(args.trace, begin=not (args.cache and api.in_cache(args.trace, args.cache)))
