@@ -3,6 +3,8 @@ serially, in a local process pool and on a Dask cluster."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import subprocess
@@ -307,6 +309,29 @@ def test_cli_many_traces_prints_the_rank_table_and_the_straggler(
     assert "straggler: rank 2 arrives last at 6 of 6 collectives" in out
     assert "SYNTHETIC traces (simulated, not measurements): rank 0, rank 1, rank 2, rank 3" in out
     assert "offsets vs rank 0: rank 0 +0.000 ms, rank 1 -0.700 ms, rank 2 +0.000 ms, rank 3 +3.000 ms" in out
+
+
+def test_the_table_gives_the_mean_latency_that_busy_and_overhead_add_up_to(
+    rank_traces: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the row's other columns are means, so its latency is given as a mean too (a median beside them need not
+    # be their sum); in every format that shows the table
+    rc, out, _ = _cli(["analyze", *rank_traces, "--jobs", "1", "--format", "csv", "--no-progress"], capsys)
+    assert rc == 0
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 4
+    for row in rows:
+        busy, overhead = float(row["mean_gpu_busy_ms"]), float(row["mean_framework_overhead_ms"])
+        assert float(row["mean_latency_ms"]) == pytest.approx(busy + overhead, abs=1e-9)
+    for fmt in ("table", "markdown"):
+        rc, out, _ = _cli(["analyze", *rank_traces, "--jobs", "1", "--format", fmt, "--no-progress"], capsys)
+        assert rc == 0
+        header = out.splitlines()[0]
+        assert (
+            header.index("median latency ms")
+            < header.index("mean latency ms")
+            < header.index("mean GPU busy")
+        )
 
 
 def test_cli_json_is_the_same_with_one_job_two_jobs_and_a_dask_cluster(

@@ -11,6 +11,8 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("trace", "trace"),
     ("iterations", "iterations"),
     ("median_latency_ms", "median latency ms"),
+    # the row's means add up: mean latency = mean GPU busy + mean framework overhead (a median does not)
+    ("mean_latency_ms", "mean latency ms"),
     ("mean_gpu_busy_ms", "mean GPU busy ms"),
     ("mean_framework_overhead_ms", "mean framework overhead ms"),
     ("mean_dispatch_ms", "mean dispatch ms"),
