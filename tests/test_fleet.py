@@ -4,6 +4,7 @@ serially, in a local process pool and on a Dask cluster."""
 from __future__ import annotations
 
 import csv
+import gzip
 import io
 import json
 import os
@@ -390,6 +391,79 @@ def test_a_folder_names_its_reports_not_exported_and_passes_over_exported_ones(
     )
     rc, out, err = _cli(["analyze", str(folder), "--jobs", "1", "--no-progress"], capsys)
     assert rc == 0 and "nsys-rep" not in err and "fresh.sqlite" in out
+
+
+def test_a_folder_passes_over_json_files_that_hold_no_trace_but_not_a_damaged_trace(
+    rank_traces: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # beside a trace: a run's settings and a tool's results (JSON, no trace: passed over and named), and a
+    # truncated trace (a trace that is damaged: analyzed, and its failure said in one line, exit 1)
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    (folder / "rank0.json.gz").write_bytes(Path(rank_traces[0]).read_bytes())
+    (folder / "config.json").write_text(json.dumps({"model": "bert", "batch": [1, 8]}))
+    (folder / "results.json.gz").write_bytes(gzip.compress(b"[1, 2, 3]"))
+    (folder / "cut.json").write_text('{"traceEvents": [{"ph": "X", "name": "k", "ts": 1')
+    rc, out, err = _cli(["analyze", str(folder), "--jobs", "1", "--no-progress"], capsys)
+    assert rc == 1 and "rank 0" in out
+    assert (
+        f"tracekit: passed over 2 JSON file(s) in the folders that hold no trace: {folder / 'config.json'}, "
+        f"{folder / 'results.json.gz'}"
+    ) in err.splitlines()
+    assert any(line.startswith(f"tracekit: {folder / 'cut.json'}: ") for line in err.splitlines())
+    # named on the command line, a file is always analyzed: its reader says what is wrong with it
+    rc, _, err = _cli(["analyze", str(folder / "config.json"), "--no-progress"], capsys)
+    assert rc == 2 and "traceEvents" in err
+    # a folder with nothing but such files holds no trace
+    for name in ("rank0.json.gz", "cut.json"):
+        (folder / name).unlink()
+    rc, _, err = _cli(["analyze", str(folder), "--no-progress"], capsys)
+    assert rc == 2
+    assert err.strip() == (
+        f"tracekit: {folder}: a directory with no trace files in it (only JSON files that hold none)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "no_trace"),
+    [
+        (b'{"model": "bert"}', True),  # settings
+        (b"[1, 2, 3]", True),  # results
+        (b'"text"', True),  # a bare value
+        (b'[{"name": "x"}]', True),  # objects, but no events
+        (b'{"traceEvents": []}', False),  # a Kineto trace with no events: its reader says so
+        (b'[{"cat": "Session", "name": "model_run", "ph": "X"}]', False),  # an ORT profile
+        (b'[{"ph": "X", "name": "k"}]', False),  # a bare Kineto event array
+        (b"[]", False),  # a profile that recorded nothing: its reader says so
+        (b'{"traceEvents": [{"ph": "X"', False),  # truncated: a damaged trace, not "no trace"
+        (b'{"model": ', False),  # truncated settings: not plainly anything
+    ],
+)
+def test_holds_no_trace_judges_only_documents_it_reads_whole(
+    tmp_path: Path, content: bytes, no_trace: bool
+) -> None:
+    from tracekit.readers import holds_no_trace
+
+    plain, packed = tmp_path / "a.json", tmp_path / "b.json.gz"
+    plain.write_bytes(content)
+    packed.write_bytes(gzip.compress(content))
+    assert holds_no_trace(plain) is no_trace
+    assert holds_no_trace(packed) is no_trace
+
+
+def test_holds_no_trace_does_not_judge_what_it_cannot_read_whole(tmp_path: Path) -> None:
+    from tracekit.readers import SNIFF_BYTES, SNIFF_TEXT, holds_no_trace
+
+    settings = {"pad": "x" * SNIFF_BYTES}
+    large = tmp_path / "large.json"  # over SNIFF_BYTES on disk
+    large.write_text(json.dumps(settings))
+    packed = tmp_path / "packed.json.gz"  # small on disk, inflates past SNIFF_TEXT
+    packed.write_bytes(gzip.compress(json.dumps({"pad": "x" * SNIFF_TEXT}).encode()))
+    assert packed.stat().st_size <= SNIFF_BYTES
+    assert holds_no_trace(large) is False and holds_no_trace(packed) is False
+    small = tmp_path / "small.json.gz"
+    small.write_bytes(gzip.compress(json.dumps({"pad": "x" * (SNIFF_TEXT - 20)}).encode()))
+    assert holds_no_trace(small) is True
 
 
 def test_cli_refuses_per_trace_outputs_with_several(

@@ -26,7 +26,14 @@ PACKAGES = {
     ROOT / "collectors": "tracekit.collectors",
 }
 #: What ``tracekit.readers`` offers the rest of the code.
-READERS_PUBLIC = {"read_trace", "detect_format", "begin_reading", "program_allocator", "READERS"}
+READERS_PUBLIC = {
+    "read_trace",
+    "detect_format",
+    "holds_no_trace",
+    "begin_reading",
+    "program_allocator",
+    "READERS",
+}
 #: What a command may import from tracekit (a prefix matches the module and its submodules).
 COMMAND_ALLOWED = (
     "tracekit.api",

@@ -81,6 +81,14 @@ def in_cache(path: PathLike, cache_dir: PathLike) -> bool:
     return has_entry(path, cache_dir)
 
 
+def holds_no_trace(path: PathLike) -> bool:
+    """Whether ``path`` is plainly a JSON document that is not a trace (:func:`tracekit.readers.holds_no_trace`):
+    what a folder of runs holds beside its traces."""
+    from tracekit.readers import holds_no_trace as _no_trace
+
+    return _no_trace(path)
+
+
 def resolve_inputs(paths: Sequence[PathLike], ncu: Sequence[PathLike] = ()) -> list[TraceInput]:
     """Run directories and trace files as inputs (:func:`tracekit.inputs.resolve_inputs`)."""
     from tracekit.inputs import resolve_inputs as _resolve

@@ -65,12 +65,17 @@ def _in_folder(path: Path) -> bool:
     return _is_trace_name(path.name)
 
 
-def expand(inputs: list[str]) -> list[str]:
-    """Files as given; folders: the trace files in them (recursively, sorted), and the Nsight Systems reports
-    without an SQLite export beside them (each then fails in one line that says to export it); globs
-    (``*``, ``?``, ``[``) expanded here when the shell did not. URLs (``s3://...``) are passed on for the workers to open.
-    TracekitError when an input matches nothing."""
+def expand(inputs: list[str]) -> tuple[list[str], list[str]]:
+    """(inputs, passed over). Files as given; folders: the trace files in them (recursively, sorted), and the
+    Nsight Systems reports without an SQLite export beside them (each then fails in one line that says to
+    export it), passing over the JSON files there that plainly hold no trace (a run's settings, a tool's
+    results: :func:`tracekit.api.holds_no_trace`; a file named on the command line is always analyzed); globs
+    (``*``, ``?``, ``[``) expanded here when the shell did not. URLs (``s3://...``) are passed on for the
+    workers to open. TracekitError when an input matches nothing."""
+    from tracekit import api
+
     out: list[str] = []
+    passed_over: list[str] = []
     for raw in inputs:
         if "://" in raw:
             out.append(raw)
@@ -80,7 +85,14 @@ def expand(inputs: list[str]) -> list[str]:
             found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _in_folder(p))
             if not found:
                 raise TracekitError("a directory with no trace files in it", path)
-            out += found
+            skip = [p for p in found if p.endswith((".json", ".json.gz")) and api.holds_no_trace(p)]
+            if len(skip) == len(found):
+                raise TracekitError(
+                    "a directory with no trace files in it (only JSON files that hold none)", path
+                )
+            passed_over += skip
+            skipped = set(skip)
+            out += [p for p in found if p not in skipped]
         elif any(c in raw for c in "*?[") and not path.exists():
             found = sorted(p for p in glob.glob(raw, recursive=True) if Path(p).is_file())
             if not found:
@@ -88,7 +100,7 @@ def expand(inputs: list[str]) -> list[str]:
             out += found
         else:
             out.append(raw)
-    return list(dict.fromkeys(out))
+    return list(dict.fromkeys(out)), list(dict.fromkeys(p for p in passed_over if p not in out))
 
 
 def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> int:
@@ -100,7 +112,15 @@ def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> in
 
     if args.cache and not args.scheduler:  # (on a cluster the folder is the workers': checked there)
         api.cache_folder(args.cache)
-    paths = expand(inputs)
+    paths, passed_over = expand(inputs)
+    if passed_over:
+        shown = ", ".join(passed_over[:3]) + (
+            f" and {len(passed_over) - 3} more" if len(passed_over) > 3 else ""
+        )
+        info(
+            args,
+            f"tracekit: passed over {len(passed_over)} JSON file(s) in the folders that hold no trace: {shown}",
+        )
     failed: list[str] = []
     with progress.task(f"analyzing {len(paths)} traces", total=len(paths)) as bar:
 

@@ -60,6 +60,33 @@ def _json_head(path: Path, head: bytes) -> str:
     return raw.decode(json.detect_encoding(raw[:4]), "replace")
 
 
+def holds_no_trace(path: str | Path) -> bool:
+    """Whether ``path`` is plainly a JSON document that no reader reads (a run's settings, a tool's results):
+    the whole file (at most :data:`SNIFF_BYTES`, inflated to at most :data:`SNIFF_TEXT`) decodes as JSON, and
+    it is an object without ``traceEvents``, an array whose items are not all events (objects with ``ph``
+    or ``cat``), or a bare value. False for everything else, a damaged or truncated trace included, which its reader then
+    names in one line; nothing larger is judged (a folder of large traces is not read twice)."""
+    path = Path(path)
+    try:
+        if is_stream(path) or path.stat().st_size > SNIFF_BYTES:
+            return False
+        raw = path.read_bytes()
+        if raw.startswith(GZIP_MAGIC):
+            inflater = zlib.decompressobj(wbits=31)
+            raw = inflater.decompress(raw, SNIFF_TEXT)
+            if not inflater.eof or inflater.unconsumed_tail:
+                return False
+        doc = json.loads(raw)
+    except (OSError, zlib.error, ValueError, RecursionError):
+        return False
+    if isinstance(doc, dict):
+        return "traceEvents" not in doc
+    if isinstance(doc, list):
+        # an empty array may be a profile that recorded nothing: its reader says so
+        return not all(isinstance(e, dict) and ("ph" in e or "cat" in e) for e in doc)
+    return True
+
+
 #: formats read with random access (by SQLite or Nsight Compute's own module): never from a stream
 RANDOM_ACCESS: frozenset[str] = frozenset({"nsys-sqlite", "ncu-rep"})
 
