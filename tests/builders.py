@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from tracekit.model import API_SCHEMA, OPS_SCHEMA, RANGES_SCHEMA, Trace, conform
+from tracekit.model import API_SCHEMA, OP_KIND, OPS_SCHEMA, RANGES_SCHEMA, Trace, conform
 
 #: ns: profilers' clocks read epoch time, as Kineto and nsys write it
 EPOCH = 1_700_000_000_000_000_000
@@ -180,14 +180,16 @@ def compact_result(
     }
 
 
-def comm_ops(rows: list[tuple[int | None, int | None, int | None, int | None, str | None]]) -> pl.DataFrame:
-    """(iteration, device, start, end, name) rows as the ops frame :func:`tracekit.fleet.compact.comm_per_iteration`
-    takes."""
+def comm_ops(rows: list[tuple[Any, ...]]) -> pl.DataFrame:
+    """(iteration, device, start, end, name[, kind]) rows as the ops frame
+    :func:`tracekit.fleet.compact.comm_per_iteration` takes (kind "kernel" where not given)."""
     schema = {
         "iteration": pl.Int64,
         "device": pl.Int64,
         "start": pl.Int64,
         "end": pl.Int64,
         "name": pl.String,
+        "kind": OP_KIND,
     }
-    return pl.DataFrame(rows, schema=schema, orient="row")
+    full = [row if len(row) == 6 else (*row, "kernel") for row in rows]
+    return pl.DataFrame(full, schema=schema, orient="row")

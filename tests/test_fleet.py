@@ -255,6 +255,25 @@ def test_communication_hidden_only_by_other_ops_of_its_device_and_iteration() ->
     assert comm_per_iteration(ops.filter(~pl.col("name").str.contains("(?i)nccl|rccl"))).is_empty()
 
 
+def test_a_copy_beside_a_collective_hides_none_of_it_and_a_graph_does() -> None:
+    # communication hidden by computation only (kernels, CUDA graph executions), as HTA counts it: a memcpy or
+    # memset running beside a collective is data movement, so the collective stays exposed
+    ops = _ops(
+        [
+            (0, 0, 0, 10, "ncclKernel_AllReduce"),
+            (0, 0, 0, 10, "Memcpy DtoH (Device -> Pinned)", "memcpy"),
+            (0, 0, 2, 4, "Memset (Device)", "memset"),
+            (1, 0, 0, 10, "ncclKernel_AllReduce"),
+            (1, 0, 0, 6, "CUDA graph 1", "graph"),
+            (1, 0, 6, 8, "sm90_gemm"),
+        ]
+    )
+    got = comm_per_iteration(ops)
+    assert got["iteration"].to_list() == [0, 1]
+    assert got["comm_ms"].to_list() == pytest.approx([10e-6, 10e-6], rel=1e-12)
+    assert got["exposed_comm_ms"].to_list() == pytest.approx([10e-6, 2e-6], rel=1e-12)
+
+
 def _reference(rows: list[tuple[int, int, int, int, bool]]) -> dict[int, tuple[int, int]]:
     """Per iteration: (communication ns, exposed ns), counting covered nanoseconds one by one."""
     out: dict[int, tuple[int, int]] = {}

@@ -5,8 +5,9 @@ by column (:func:`columns`: lists of ints and float64 arrays, not one dict per i
 
 Communication: device ops whose name says NCCL or RCCL (:data:`COMM_PATTERN`) are collectives. Per iteration
 (ops counted in the iteration whose range launched them), ``comm_ms`` is the union of their intervals and
-``exposed_comm_ms`` the part of that union that no other device op of the same device overlaps (communication
-the GPU did not hide behind computation). ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays)
+``exposed_comm_ms`` the part of that union that no computation of the same device overlaps: no other kernel
+and no CUDA graph execution (:data:`COMPUTE_KINDS`; a memcpy or memset beside a collective is data movement,
+which hides no communication, as HTA counts it). ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays)
 hold each collective's end and start in launch order: collectives end together on every rank, which is how
 :mod:`tracekit.analyzers.ranks` aligns clocks across traces.
 """
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 
 #: Device-op names of collective communication kernels (NCCL on NVIDIA, RCCL on AMD).
 COMM_PATTERN = r"(?i)nccl|rccl"
+#: Kinds of device op that compute (:data:`tracekit.model.OP_KIND`): what hides communication it overlaps.
+COMPUTE_KINDS = ("kernel", "graph")
 #: Iteration fields carried into the compact result (ms unless named otherwise).
 ITERATION_FIELDS = (
     "index",
@@ -49,19 +52,26 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
     One sweep over the ops' edges per (iteration, device), vectorized: each start adds one to its kind's
     count of running ops (collective or other), each end takes one away; between two consecutive edges the
     counts hold, so the stretch is communication when collectives run (``comm > 0``) and hidden
-    communication when other ops run too (``other > 0``). Ops without a start, an end or an iteration are
-    left out (they cannot be placed)."""
+    communication when computation runs too (``other > 0``: kernels and graphs, :data:`COMPUTE_KINDS`;
+    memcpy and memset count as neither). Ops without a start, an end or an iteration are left out (they
+    cannot be placed)."""
     keys = ["iteration", "device"]
     empty = pl.DataFrame(schema={"iteration": pl.Int64, "comm_ms": pl.Float64, "exposed_comm_ms": pl.Float64})
     placed = ops.filter(
         pl.col("start").is_not_null() & pl.col("end").is_not_null() & pl.col("iteration").is_not_null()
-    ).select(*keys, "start", "end", is_comm=pl.col("name").str.contains(COMM_PATTERN).fill_null(False))
+    ).select(
+        *keys,
+        "start",
+        "end",
+        is_comm=pl.col("name").str.contains(COMM_PATTERN).fill_null(False),
+        computes=pl.col("kind").cast(pl.String).is_in(COMPUTE_KINDS).fill_null(False),
+    )
     with_comm = placed.filter("is_comm").select(keys).unique()
     if with_comm.is_empty():
         return empty
     placed = placed.join(with_comm, on=keys, how="semi", nulls_equal=True)
     comm_step = pl.col("is_comm").cast(pl.Int64)
-    other_step = (~pl.col("is_comm")).cast(pl.Int64)
+    other_step = (~pl.col("is_comm") & pl.col("computes")).cast(pl.Int64)
     edges = pl.concat(
         [
             placed.select(*keys, at=pl.col("start"), comm=comm_step, other=other_step),
