@@ -14,7 +14,9 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   largest disagreement left after removing it: small means the matching held. Without collectives on every
   trace the clocks are ``not aligned`` and every timestamp comparison below is withheld (said so); so are
   they when two traces claim the same rank (separate runs, not the ranks of one job: collectives of
-  unrelated runs do not end together).
+  unrelated runs do not end together), when a matched pair names different operations
+  (:func:`kinds_differ`), and when the residual is over half the median time between the reference's
+  collectives (:func:`median_spacing`: a collective could then as well be matched to its neighbour).
 - **straggler** (needs aligned clocks): at each matched collective, the trace that *arrives* (starts the
   collective) last is the one the others wait for; the wait it causes is its arrival minus the median arrival
   of the others. The straggler is the trace that arrives last most often; reported with how often and the
@@ -37,6 +39,8 @@ import math
 from collections import Counter
 from statistics import mean, median
 from typing import Any
+
+import numpy as np
 
 #: How many traces a warning names before "and N more".
 NAMED_TRACES = 5
@@ -168,6 +172,32 @@ def collective_ns(result: dict[str, Any], key: str, n: int | None = None) -> lis
     return [int(v) for v in values[:n]]
 
 
+def kinds_differ(results: list[dict[str, Any]], n: int) -> str | None:
+    """Why the first ``n`` collectives of the traces, matched in launch order, are not the same ones: the
+    first position where a trace's collective names another operation than the reference's
+    (``collective_kinds``; "" or none known agrees with anything); None when they agree."""
+    ref = np.asarray(list(results[0].get("collective_kinds") or [""] * n)[:n], dtype=str)
+    for r in results[1:]:
+        kinds = np.asarray(list(r.get("collective_kinds") or [""] * n)[:n], dtype=str)
+        bad = np.flatnonzero((ref != "") & (kinds != "") & (ref != kinds))
+        if len(bad):
+            i = int(bad[0])
+            return (
+                f"the collectives differ: {label(r)}'s collective {i + 1} in launch order is {kinds[i]}, "
+                f"{label(results[0])}'s is {ref[i]} (other process groups, or captures that began at other "
+                "collectives)"
+            )
+    return None
+
+
+def median_spacing(ends: list[int]) -> float | None:
+    """The median time (ns) between consecutive collective ends, over those that do not end together; None
+    with fewer than two apart."""
+    steps = np.diff(np.sort(np.asarray(ends, dtype=np.int64)))
+    steps = steps[steps > 0]
+    return float(np.median(steps)) if len(steps) else None
+
+
 def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc)."""
     counts = [len(r.get("collective_ends_ns", ())) for r in results]
@@ -188,6 +218,9 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     n = min(counts)
+    differ = kinds_differ(results, n)
+    if differ:
+        return {"aligned": False, "why": differ, "offsets_ns": None, "matched": 0}
     ref = collective_ns(results[0], "collective_ends_ns", n)
     offsets: list[int] = []
     residual = 0
@@ -196,6 +229,14 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
         off = int(median(diffs))
         offsets.append(off)
         residual = max(residual, max(abs(d - off) for d in diffs))
+    spacing = median_spacing(ref)
+    if spacing is not None and residual > spacing / 2:
+        why = (
+            f"collective ends disagree by up to {residual / 1e3:.3f} µs once the offsets are taken out, more than "
+            f"half the {spacing / 1e3:.3f} µs between {label(results[0])}'s collectives (median): which "
+            "collective matches which is not known"
+        )
+        return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     out = {
         "aligned": True,
         "method": "collective ends",

@@ -155,11 +155,12 @@ def compact_result(
     starts: list[int] | None = None,
     steps: list[tuple[int, int]] | None = None,
     path: str | None = "",
+    kinds: list[str] | None = None,
 ) -> dict[str, Any]:
     """A hand-built compact result (:mod:`tracekit.fleet.compact`, what :mod:`tracekit.analyzers.ranks`
     summarizes): iterations ``steps`` as (start, end) ns (default two of 1 ms at :data:`EPOCH`), collectives
-    ``starts`` and ``ends`` (ns; starts default to 100 ns before the ends); ``path`` None: none, "" (the
-    default): ``/runs/NAME``."""
+    ``starts`` and ``ends`` (ns; starts default to 100 ns before the ends) and their ``kinds`` (default: all
+    "allreduce"); ``path`` None: none, "" (the default): ``/runs/NAME``."""
     steps = steps or [(EPOCH, EPOCH + 1_000_000), (EPOCH + 2_000_000, EPOCH + 3_000_000)]
     ends = ends or []
     starts = starts if starts is not None else [e - 100 for e in ends]
@@ -175,6 +176,7 @@ def compact_result(
         },
         "collective_starts_ns": np.array(starts, dtype=np.int64),
         "collective_ends_ns": np.array(ends, dtype=np.int64),
+        "collective_kinds": kinds if kinds is not None else ["allreduce"] * len(ends),
         "verdict": "compute",
         "warnings": [],
     }

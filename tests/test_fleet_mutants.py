@@ -75,6 +75,49 @@ def test_unequal_collective_counts_match_the_first_ones_of_each() -> None:
     assert clock_offsets([other, ref])["offsets_ns"] == [0, -503_000]
 
 
+def test_collectives_of_other_operations_are_not_matched() -> None:
+    """Matched in launch order, the n-th collectives of two traces must be the same operation (by their kernel
+    names): rank 1's second is an all-gather where rank 0's is an all-reduce (another process group, or a
+    capture that began one collective later), so the clocks are not aligned, and the reason names where. A kind
+    no name says ("") agrees with any; kinds past the matched ones are not compared."""
+    ends = [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000]
+    ref = result("r0.json", 0, ends, kinds=["allreduce", "allreduce", "allreduce"])
+    other = result("r1.json", 1, [e + 500 for e in ends], kinds=["allreduce", "allgather", "allreduce"])
+    clocks = clock_offsets([ref, other])
+    assert clocks == {
+        "aligned": False,
+        "why": "the collectives differ: rank 1's collective 2 in launch order is allgather, rank 0's is allreduce "
+        "(other process groups, or captures that began at other collectives)",
+        "offsets_ns": None,
+        "matched": 0,
+    }
+    unknown = result("r1.json", 1, [e + 500 for e in ends], kinds=["allreduce", "", "allreduce"])
+    assert clock_offsets([ref, unknown])["offsets_ns"] == [0, 500]
+    longer = result(
+        "r1.json", 1, [*[e + 500 for e in ends], EPOCH + 40_500], kinds=[*["allreduce"] * 3, "send"]
+    )
+    assert clock_offsets([ref, longer])["offsets_ns"] == [0, 500]
+
+
+@pytest.mark.parametrize(("late_ns", "aligned"), [(5_000, True), (5_001, False)])
+def test_collective_ends_that_disagree_by_half_their_spacing_are_not_matched(
+    late_ns: int, aligned: bool
+) -> None:
+    """Collectives every 10 µs: after the offsets are taken out, an end that still disagrees by more than half
+    that spacing could as well be matched to its neighbour, so no offset is trusted (exactly half still is);
+    the reason gives both numbers."""
+    ends = [EPOCH + 10_000 * k for k in range(1, 4)]
+    ref = result("r0.json", 0, ends)
+    other = result("r1.json", 1, [ends[0] + 1_000_000, ends[1] + 1_000_000 + late_ns, ends[2] + 1_000_000])
+    clocks = clock_offsets([ref, other])
+    assert clocks["aligned"] is aligned
+    if not aligned:
+        assert clocks["why"] == (
+            "collective ends disagree by up to 5.001 µs once the offsets are taken out, more than half the "
+            "10.000 µs between rank 0's collectives (median): which collective matches which is not known"
+        )
+
+
 def test_the_straggler_wait_is_exact_at_epoch_time() -> None:
     """Three ranks at epoch-ns clocks: rank 2 arrives 1,001 ns after rank 0 and 2,000 ns after rank 1 at each
     collective; it waits for the median of the others' arrivals (1,500.5 ns before it), computed on small
@@ -266,9 +309,11 @@ def _analyzed(ops: list[tuple[Any, ...]]) -> Any:
 
 
 def test_compact_collectives_in_launch_order_and_iterations_without_them() -> None:
-    """Collectives go in launch order (their call's start, then their own start; one without a launching call
-    last), not in start order: it is how they are matched across ranks. An iteration without a collective,
-    in a trace with some, has 0 communication, not none."""
+    """Collectives go in launch order (their call's start, then their own start), not in start order: it is
+    how they are matched across ranks; one without a launching call (launched before the capture: where it
+    falls in the launch order is not known) is left out of the lists, though its time counts as
+    communication. Each has the kind its name says. An iteration without a collective, in a trace with some,
+    has 0 communication, not none."""
     from tracekit.fleet.compact import compact
 
     analyzed = _analyzed(
@@ -277,18 +322,65 @@ def test_compact_collectives_in_launch_order_and_iterations_without_them() -> No
             (150, 180, 1, 15, "ncclDevKernel_AllGather"),  # C: launched with A (one call), starts first
             (200, 250, 2, 14, "ncclDevKernel_Broadcast"),  # B: launched after A, starts before it
             (300, 400, 1, 13, "ncclDevKernel_AllReduce"),  # A
-            (600, 650, None, 13, "ncclDevKernel_Reduce"),  # E: no correlation, placed by its start
+            (600, 650, None, 13, "ncclDevKernel_Reduce"),  # E: no launching call: not in the lists
             (1100, 1500, 4, 7, "sm90_gemm"),  # iteration 1: computation only
         ]
     )
     out = compact(analyzed)
-    assert out["collective_starts_ns"].tolist() == [150, 300, 200, 600]
-    assert out["collective_ends_ns"].tolist() == [180, 400, 250, 650]
+    assert out["collective_starts_ns"].tolist() == [150, 300, 200]
+    assert out["collective_ends_ns"].tolist() == [180, 400, 250]
+    assert out["collective_kinds"] == ["allgather", "allreduce", "broadcast"]
     assert out["collective_starts_ns"].dtype == np.int64
     its = out["iterations"]
     assert its["index"].tolist() == [0, 1]
     assert its["comm_ms"].tolist() == pytest.approx([230e-6, 0.0], rel=1e-12)
     assert its["exposed_comm_ms"].tolist() == pytest.approx([180e-6, 0.0], rel=1e-12)
+
+
+def test_collectives_without_any_launching_call_go_in_time_order() -> None:
+    """A trace with no host-side events (no collective has a launching call): every collective is listed, by
+    its start; kinds from the names, "" where a name says no operation."""
+    from tracekit.fleet.compact import collectives_in_launch_order
+
+    ops = pl.DataFrame(
+        {
+            "name": [
+                "nccl_custom",
+                "ncclKernel_ReduceScatter_RING",
+                "gemm",
+                "ncclDevKernel_SendRecv",
+                "rcclX",
+            ],
+            "start": [30, 10, 0, 20, None],
+            "end": [40, 15, 50, 25, 5],
+            "call_start": [None, None, None, None, None],
+        },
+        schema_overrides={"call_start": pl.Int64},
+    )
+    starts, ends, kinds = collectives_in_launch_order(ops)
+    assert starts.tolist() == [10, 20, 30] and ends.tolist() == [15, 25, 40]
+    assert kinds == ["reducescatter", "sendrecv", ""]
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)", "allreduce"),
+        ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclWorkElem)", "allreduce"),
+        ("ncclKernel_ReduceScatter_RING_SIMPLE_Sum_bf16", "reducescatter"),
+        ("ncclDevKernel_Reduce_Sum_f16_RING_LL", "reduce"),
+        ("ncclDevKernel_AllGather_RING_LL", "allgather"),
+        ("ncclDevKernel_Broadcast_RING_LL", "broadcast"),
+        ("ncclDevKernel_SendRecv(ncclDevComm*, unsigned long, ncclWork*)", "sendrecv"),
+        ("ncclDevKernel_Generic_4(ncclDevComm*, unsigned long, ncclWork*)", "generic"),
+        ("ncclKernel_AllToAll", "alltoall"),
+    ],
+)
+def test_a_collective_kind_is_the_operation_its_kernel_name_says(name: str, kind: str) -> None:
+    from tracekit.fleet.compact import collectives_in_launch_order
+
+    ops = pl.DataFrame({"name": [name], "start": [1], "end": [2], "call_start": [0]})
+    assert collectives_in_launch_order(ops)[2] == [kind]
 
 
 def test_compact_without_collectives() -> None:

@@ -8,8 +8,12 @@ Communication: device ops whose name says NCCL or RCCL (:data:`COMM_PATTERN`) ar
 ``exposed_comm_ms`` the part of that union that no computation of the same device overlaps: no other kernel
 and no CUDA graph execution (:data:`COMPUTE_KINDS`; a memcpy or memset beside a collective is data movement,
 which hides no communication, as HTA counts it). ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays)
-hold each collective's end and start in launch order: collectives end together on every rank, which is how
-:mod:`tracekit.analyzers.ranks` aligns clocks across traces.
+hold each collective's end and start in launch order, and ``collective_kinds`` the operation its kernel name
+says (:data:`COLLECTIVE_KIND`, lower case; "" where it says none): collectives end together on every rank,
+which is how :mod:`tracekit.analyzers.ranks` aligns clocks across traces, matching them in launch order and
+checking their kinds. A collective whose launching call is not in the trace (launched before the capture
+began) has no launch order and is left out of these lists, unless no collective has one (a trace without
+host-side events: then in time order).
 """
 
 from __future__ import annotations
@@ -25,6 +29,11 @@ if TYPE_CHECKING:
 
 #: Device-op names of collective communication kernels (NCCL on NVIDIA, RCCL on AMD).
 COMM_PATTERN = r"(?i)nccl|rccl"
+#: The operation a collective kernel's name says (``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` -> allreduce;
+#: RCCL's ``ncclDevKernel_Generic_4`` -> generic); the alternatives are tried in this order at each position.
+COLLECTIVE_KIND = (
+    r"(?i)(AllReduce|AllGather|ReduceScatter|Broadcast|AllToAll|SendRecv|Send|Recv|Reduce|Generic)"
+)
 #: Kinds of device op that compute (:data:`tracekit.model.OP_KIND`): what hides communication it overlaps.
 COMPUTE_KINDS = ("kernel", "graph")
 #: Iteration fields carried into the compact result (ms unless named otherwise).
@@ -108,6 +117,28 @@ def has_collectives(ops: pl.DataFrame) -> bool:
     return bool(ops.select(pl.col("name").str.contains(COMM_PATTERN).any()).item())
 
 
+def collectives_in_launch_order(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str]]:
+    """(starts, ends, kinds) of the first :data:`MAX_COLLECTIVES` collectives in launch order (see the module
+    docstring): those launched by a call in the trace, by the call's start; all of them by their own start
+    when none was."""
+    collectives = ops.filter(
+        pl.col("name").str.contains(COMM_PATTERN)
+        & pl.col("start").is_not_null()
+        & pl.col("end").is_not_null()
+    )
+    if collectives["call_start"].null_count() < collectives.height:
+        collectives = collectives.filter(pl.col("call_start").is_not_null())
+    collectives = collectives.sort("call_start", "start", nulls_last=True).head(MAX_COLLECTIVES)
+    kinds = collectives.select(
+        pl.col("name").str.extract(COLLECTIVE_KIND, 1).str.to_lowercase().fill_null("")
+    ).to_series()
+    return (
+        collectives["start"].cast(pl.Int64).to_numpy(),
+        collectives["end"].cast(pl.Int64).to_numpy(),
+        kinds.to_list(),
+    )
+
+
 def columns(frame: pl.DataFrame) -> dict[str, Any]:
     """``frame`` by column, as arrays: float columns as float64 (a null is NaN), integer columns as int64
     (nanosecond times stay exact), or as a list of ints when they hold a null (None). Measured on 16
@@ -146,19 +177,13 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         iterations = iterations.join(comm, left_on="index", right_on="iteration", how="left").with_columns(
             pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)
         )
-        collectives = ops.filter(
-            pl.col("name").str.contains(COMM_PATTERN)
-            & pl.col("start").is_not_null()
-            & pl.col("end").is_not_null()
-        ).sort("call_start", "start", nulls_last=True)
-        collectives = collectives.head(MAX_COLLECTIVES)
-        starts = collectives["start"].cast(pl.Int64).to_numpy()
-        ends = collectives["end"].cast(pl.Int64).to_numpy()
+        starts, ends, kinds = collectives_in_launch_order(ops)
     else:
         iterations = iterations.with_columns(
             comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None, pl.Float64)
         )
         starts = ends = np.zeros(0, dtype=np.int64)
+        kinds = []
     summary = analyzed.summary
     return {
         "path": str(analyzed.config.path),
@@ -172,5 +197,6 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         "iterations": columns(iterations),
         "collective_starts_ns": starts,
         "collective_ends_ns": ends,
+        "collective_kinds": kinds,
         "warnings": list(analyzed.measurement_warnings),
     }
