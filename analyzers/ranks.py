@@ -26,7 +26,8 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   often are both named (``tied``), neither as the straggler; ``ends_last`` and ``slowest by step`` name
   nobody then.
 - **skew** (needs aligned clocks): per step (iteration position, common to every trace), the spread of the
-  aligned iteration starts; median and largest.
+  aligned iteration starts; median and largest. Withheld, said why, when a trace's step does not overlap the
+  reference's step of the same position once aligned (:func:`steps_apart`): then positions are not steps.
 - Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
   at each step, how often).
 - **warnings**: besides the above, each trace's own warnings (once per text, with the traces it applies to),
@@ -312,6 +313,32 @@ def _common_steps(results: list[dict[str, Any]]) -> int:
     return min(steps_of(r) for r in results) if results else 0
 
 
+def steps_apart(results: list[dict[str, Any]], offsets: list[int], steps: int) -> str | None:
+    """Why the traces' steps, matched by position, are not the same steps: the first step of a trace that does
+    not overlap the reference's step of that position once the clocks are aligned (ranks of one job run a
+    step together, so such steps are other steps: captures that began at different steps); None when every
+    step overlaps."""
+    if steps == 0:
+        return None
+
+    def window(r: dict[str, Any], off: int) -> tuple[np.ndarray, np.ndarray]:
+        its = r["iterations"]
+        start = np.asarray(its["start_ns"][:steps], dtype=np.int64) - off
+        return start, np.asarray(its["end_ns"][:steps], dtype=np.int64) - off
+
+    ref_start, ref_end = window(results[0], offsets[0])
+    for r, off in zip(results[1:], offsets[1:], strict=True):
+        start, end = window(r, off)
+        apart = np.flatnonzero((start >= ref_end) | (end <= ref_start))
+        if len(apart):
+            i = int(apart[0])
+            return (
+                f"step {i + 1} of {label(r)} does not overlap step {i + 1} of {label(results[0])} once the clocks "
+                "are aligned: the traces' steps do not line up (captures that began at different steps?)"
+            )
+    return None
+
+
 def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -> dict[str, Any]:
     """Spread of aligned iteration starts per step, and which trace ends its steps last (a step counts for a
     trace only when it ends last by more than ``tolerance_ns``, as in :func:`stragglers`)."""
@@ -322,6 +349,9 @@ def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -
         (r["iterations"]["start_ns"], r["iterations"]["end_ns"], off)
         for r, off in zip(results, offsets, strict=True)
     ]
+    apart = steps_apart(results, offsets, steps)
+    if apart:
+        return {"steps": steps, "why": apart}
     for i in range(steps):
         starts = [s[i] - off for s, _, off in aligned]
         ends = [e[i] - off for _, e, off in aligned]

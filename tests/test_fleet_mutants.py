@@ -520,6 +520,34 @@ def test_no_common_step_no_start_skew_and_no_zero_latency_ratio() -> None:
     assert (spread["fastest"], spread["fastest_median_latency_ms"], spread["ratio"]) == ("rank 2", 0.0, None)
 
 
+@pytest.mark.parametrize("shift_ms", [0.5, 1, 2])
+def test_steps_that_do_not_overlap_once_aligned_are_not_compared(shift_ms: float) -> None:
+    """Rank 1's capture began one step later (its steps of 1 ms every 2 ms start 2 ms after rank 0's, with
+    the same clock): matched by position, its first step is rank 0's second, so no start skew and no
+    ends-last is computed, and the table says why. Shifted by half a step, the steps still overlap and the
+    skew is computed (0.5 ms); shifted by exactly a step's length they only touch, and do not overlap."""
+    from tracekit.renderers.ranks import render_ranks
+
+    ms = 1_000_000
+    shift = int(shift_ms * ms)
+    ends = [EPOCH + 10 * ms]
+    steps = [(EPOCH + 2 * k * ms, EPOCH + (2 * k + 1) * ms) for k in range(3)]
+    ref = result("r0.json", 0, ends, steps=steps)
+    later = result("r1.json", 1, ends, steps=[(s + shift, e + shift) for s, e in steps])
+    out = skew([ref, later], [0, 0], 0)
+    if shift_ms < 1:
+        assert out["median_start_skew_ms"] == pytest.approx(0.5)
+        return
+    why = (
+        "step 1 of rank 1 does not overlap step 1 of rank 0 once the clocks are aligned: the traces' steps do "
+        "not line up (captures that began at different steps?)"
+    )
+    assert out == {"steps": 3, "why": why}
+    doc = summarize([ref, later])
+    assert doc["skew"] == out
+    assert f"step start skew: not computed ({why})" in render_ranks(doc, "table").splitlines()
+
+
 def test_two_traces_last_equally_often_are_both_named_and_neither_is_the_straggler() -> None:
     """Rank 1 arrives last at the first collective, rank 2 at the second: neither is *the* straggler; both are
     named, with how often, in the document and the table. The steps' ends and durations alike: a tie in how

@@ -78,7 +78,9 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
             f"last within the clocks' alignment, {clocks.get('residual_us', 0):.3f} µs)"
         )
     skew = doc.get("skew") or {}
-    if skew.get("steps"):
+    if skew.get("why"):
+        lines.append(f"step start skew: not computed ({skew['why']})")
+    elif skew.get("steps"):
         text = (
             f"step start skew: {_ms(skew['median_start_skew_ms'])} ms median, {_ms(skew['max_start_skew_ms'])} ms "
             f"largest over {skew['steps']} steps"
