@@ -19,7 +19,10 @@ under ``benchmarks/.cache/``) it measures, each command in a fresh process (best
 - peak memory as the largest **sum of PSS** (proportional set size, ``/proc/PID/smaps_rollup``) over the command
   and its descendants, sampled every 20 ms in one extra run (timed runs are not sampled: the sampler takes a
   good part of a core): pages the fork server's workers share with it are counted once, not once per
-  process as an RSS sum would. Against one rank trace analyzed alone, measured the same way;
+  process as an RSS sum would. Against one rank trace analyzed alone, measured the same way; and the same pair
+  on the four tiny committed rank traces (``sample_traces/synthetic/ranks4``, 84 kernels each): what the
+  pool's processes (the command, multiprocessing's resource tracker, the fork server, two workers) cost with
+  almost no trace data;
 - the cache (``--cache-kernels``, the simulated nsys SQLite and Kineto JSON of benchmarks/run.py's cache): the
   first analysis without a cache against a re-analysis from a warm cache with other options (``--skip 1``),
   both through :func:`tracekit.fleet.run.analyze_many` with ``jobs=1`` in a fresh process (interpreter
@@ -164,6 +167,11 @@ CACHE_CHILD = (
 )
 
 
+#: the committed synthetic rank traces: tiny (84 kernels each), so that a run on them measures what its
+#: processes cost by themselves
+TINY_RANKS = HERE.parent / "sample_traces" / "synthetic" / "ranks4"
+TINY_KERNELS = 84
+
 #: the Dask settings the README recommends for workers that analyze traces
 DASK_WORKERS = HERE.parent / "docs" / "dask-workers.yaml"
 
@@ -281,6 +289,16 @@ def main(argv: list[str] | None = None) -> int:
         say(
             f"{args.ranks} traces, --jobs 2: {j2_s:.2f} s, peak PSS {j2_mb:.0f} MB: {j1_s / j2_s:.2f}x faster "
             f"(target >= 1.7x); peak {j2_mb / single_mb:.2f}x one trace's (target <= 1.5x)"
+        )
+        # the same comparison with almost no trace data: what the processes of a pool cost by themselves
+        tiny = [str(p) for p in sorted(TINY_RANKS.glob("rank*.synthetic.json.gz"))]
+        tiny_one = run_measured(tracekit("analyze", tiny[0], "--format", "json"), env)[1]
+        tiny_pool = run_measured(tracekit("analyze", *tiny, "--jobs", "2", "--format", "json"), env)[1]
+        say(
+            f"{len(tiny)} tiny rank traces ({TINY_RANKS.relative_to(HERE.parent)}, {TINY_KERNELS} kernels each), "
+            f"--jobs 2: peak PSS {tiny_pool:.0f} MB against {tiny_one:.0f} MB for one of them alone: "
+            f"{tiny_pool / tiny_one:.2f}x with almost no trace data (the interpreters and libraries of the "
+            "pool's processes)"
         )
     if args.only in (None, "dask") and not args.skip_dask:
         say(f"one trace's task in a --jobs 2 worker: {task_seconds(folder, env, '2'):.3f} s (mean)")
