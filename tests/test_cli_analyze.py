@@ -382,6 +382,32 @@ def test_negative_durations_are_ignored_with_a_warning(tmp_path, capsys):
     assert "negative duration" in capsys.readouterr().out
 
 
+def test_events_recorded_twice_count_once_with_a_warning(tmp_path, capsys):
+    # a kernel and a launch call written twice (every field equal, the correlation id included): one launch,
+    # one kernel, not two of each in the iteration's counts; said so. Two kernels equal but for a missing
+    # correlation id may be two short kernels of one name on a microsecond clock: both kept
+    events = _kineto_events()
+    clean = tmp_path / "clean.json"
+    clean.write_text(json.dumps({"traceEvents": events}))
+    expected = _analysis(clean, capsys)
+    path = tmp_path / "twice.json"
+    path.write_text(json.dumps({"traceEvents": [*events, events[2], events[1]]}))
+    doc = _analysis(path, capsys)
+    warnings = doc.pop("warnings")
+    doc["config"].pop("evidence"), expected["config"].pop("evidence")
+    assert doc == {k: v for k, v in expected.items() if k != "warnings"}
+    for what in ("1 device ops", "1 API calls"):
+        assert (
+            f"{what} recorded twice (a second event equal to the first in every field, its correlation id "
+            "included) counted once"
+        ) in warnings
+    no_id = {**events[2], "args": {"device": 0, "stream": 7}}
+    path.write_text(json.dumps({"traceEvents": [*events, no_id, no_id]}))
+    doc = _analysis(path, capsys)
+    assert not any("recorded twice" in w for w in doc["warnings"])
+    assert any(w.startswith("2 of 4 GPU ops have no runtime/driver call") for w in doc["warnings"])
+
+
 @pytest.mark.real_traces
 def test_an_emit_nvtx_cut_is_one_window_not_its_operators():
     """nsys-ai's 1-second cut of a FastVideo run on 2 H100s (both ~99% busy, MANIFEST): its ranges are

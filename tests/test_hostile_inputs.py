@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import msgspec
+import polars as pl
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
@@ -706,3 +707,40 @@ def test_help_names_every_limit_flag() -> None:
     )
     for flag in ("--max-inflated", "--max-memory", "--max-string", "--max-event"):
         assert flag in run.stdout
+
+
+# -- events recorded twice -------------------------------------------------------------------------------------
+
+
+@given(
+    st.lists(
+        st.tuples(
+            st.integers(0, 3),
+            st.integers(0, 2),
+            st.one_of(st.none(), st.integers(0, 2)),
+            st.sampled_from("ab"),
+        ),
+        max_size=30,
+    )
+)
+def test_only_rows_equal_in_every_field_with_a_correlation_are_dropped(
+    raw: list[tuple[int, int, int | None, str]],
+) -> None:
+    """:func:`tracekit.model.drop_repeated_rows` against counting by hand: of rows equal in every column, the
+    first is kept and the others dropped, but only where the correlation id is known; the order of the kept
+    rows is the frame's own."""
+    from tracekit.model import drop_repeated_rows
+
+    # sorted by start and end, as the trace's frames are (the rest of the order as generated)
+    rows = sorted(((s, s + length, corr, name) for s, length, corr, name in raw), key=lambda r: r[:2])
+    frame = pl.DataFrame(rows, schema=["start", "end", "correlation", "name"], orient="row")
+    kept, dropped = drop_repeated_rows(frame)
+    seen: set[tuple[int, int, int | None, str]] = set()
+    want = []
+    for row in rows:
+        if row[2] is not None and row in seen:
+            continue
+        seen.add(row)
+        want.append(row)
+    assert kept.rows() == want
+    assert dropped == len(rows) - len(want)

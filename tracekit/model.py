@@ -216,6 +216,29 @@ def drop_negative_durations(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     return (frame.filter(~negative), dropped) if dropped else (frame, 0)
 
 
+def drop_repeated_rows(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """(``frame`` (sorted by start, end) with each row that repeats an earlier one in every column dropped, how
+    many were dropped). Only rows with a correlation id count: a device op or API call recorded twice by the
+    profiler repeats its launch's correlation, while two distinct events without one may agree in every field
+    where timestamps are whole microseconds (two sub-microsecond kernels of one name in a row). Only when two
+    rows share a start and an end (neighbours once sorted) is the frame hashed at all."""
+    if frame.height < 2:
+        return frame, 0
+    tied = (
+        (pl.col("start") == pl.col("start").shift(1)) & (pl.col("end") == pl.col("end").shift(1))
+    ).fill_null(False)
+    # the rows in a run of equal (start, end): only those can repeat one another, and only they are hashed
+    in_tie = tied | tied.shift(-1).fill_null(False)
+    candidates = frame.with_row_index("_row").filter(in_tie & pl.col("correlation").is_not_null())
+    if candidates.is_empty():
+        return frame, 0
+    repeats = candidates.filter(~pl.struct(pl.exclude("_row")).is_first_distinct())["_row"]
+    if repeats.is_empty():
+        return frame, 0
+    keep = frame.with_row_index("_row").select(~pl.col("_row").is_in(repeats.implode())).to_series()
+    return frame.filter(keep), len(repeats)
+
+
 def empty_frame(schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """An empty frame with the given schema."""
     return pl.DataFrame(schema=schema)
@@ -271,6 +294,14 @@ class Trace:
             setattr(self, name, frame)
         self.ops = sort_frame(self.ops, ["start", "end"], [False, False])
         self.api = sort_frame(self.api, ["start", "end"], [False, False])
+        for name in ("ops", "api"):
+            frame, dropped = drop_repeated_rows(getattr(self, name))
+            if dropped:
+                self.meta["warnings"].append(
+                    f"{dropped} {TIMED_FRAMES[name]} recorded twice (a second event equal to the first in every "
+                    "field, its correlation id included) counted once"
+                )
+                setattr(self, name, frame)
         # Parents before the children they enclose: by start, then longest first.
         self.ranges = sort_frame(self.ranges, ["start", "end"], [False, True])
 
