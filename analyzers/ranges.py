@@ -659,14 +659,45 @@ def _select_closed(
             raise NoActivityError(
                 f"no range matches {range_name!r}; ranges in this trace: " + ", ".join(map(repr, names)), path
             )
+        chosen, left_out = _in_launching_processes(chosen, trace, range_name)
         frame, warnings = _range_frame(chosen, range_name)
+        warnings = left_out + warnings
         how = "requested with --range"
         if not ((candidates["name"] == range_name) | (candidates["key"] == range_name)).any():
             kind = pattern_kind(range_name)
             how += f" ({kind}: {frame.height} ranges of {frame['name'].n_unique()} names)"
         return RangeChoice(frame, range_name, how, warnings)
+    chosen, left_out = _in_launching_processes(chosen, trace, name)
     frame, warnings = _range_frame(chosen, name)
-    return RangeChoice(frame, name, how, warnings)
+    return RangeChoice(frame, name, how, left_out + warnings)
+
+
+def _in_launching_processes(chosen: pl.DataFrame, trace: Trace, name: str) -> tuple[pl.DataFrame, list[str]]:
+    """The ``chosen`` ranges without those of a process whose ranges of that name hold none of its launch
+    calls, when another process's do (a helper process that annotates its own steps, a data loader: its
+    ranges are no iterations of the device work, and counted with the others they would add iterations of 0
+    GPU busy); and the warning that says so. Unchanged when the ranges are all of one process, when the trace
+    holds no launch call, or when no process's ranges hold one (a CPU-only trace). Ranges without a process
+    stay (nothing says whose they are)."""
+    pids = chosen.get_column("pid").drop_nulls().unique()
+    if pids.len() < 2:
+        return chosen, []
+    calls = _launch_calls(trace)
+    if calls.is_empty():
+        return chosen, []
+    per_process = _launch_counts(calls, chosen.with_columns(key=pl.col("pid")))
+    idle = per_process.filter((pl.col("launches") == 0) & pl.col("key").is_not_null())["key"]
+    if idle.is_empty() or idle.len() == per_process.filter(pl.col("key").is_not_null()).height:
+        return chosen, []
+    out = pl.col("pid").is_in(idle.implode()).fill_null(False)
+    n = chosen.select(out.sum()).item()
+    listed = _listed([str(p) for p in sorted(idle.to_list())])
+    warning = (
+        f"left out {n} {name!r} ranges of process{'es' if idle.len() > 1 else ''} {listed}, which "
+        "launch no device work inside them (another process's ranges of that name hold its launches: those "
+        "are the iterations)"
+    )
+    return chosen.filter(~out), [warning]
 
 
 def _format_default(trace: Trace, candidates: pl.DataFrame) -> tuple[pl.DataFrame, str, str] | None:

@@ -169,6 +169,36 @@ def test_a_launch_of_another_process_is_not_inside_a_range():
     assert dict(counts.sort("key").iter_rows()) == {"A": 0, "B": 1}
 
 
+@pytest.mark.parametrize("requested", [None, "iteration"])
+def test_ranges_of_a_process_that_launches_nothing_are_no_iterations(requested):
+    # process 1 annotates its steps and launches the kernels; process 2 (a helper, a data loader) annotates
+    # steps of its own name alike, overlapping them, and launches nothing: its ranges would add iterations of
+    # 0 GPU busy. Left out, said so, by default and when the name is asked for; a range without a process stays
+    fields = {
+        "range_fields": ("start", "end", "name", "depth", "domain", "pid"),
+        "api_fields": ("start", "end", "correlation", "name", "pid"),
+        "op_fields": ("start", "end", "correlation", "stream", "device", "pid"),
+    }
+    ranges = [(10_000 * k, 10_000 * k + 5_000, "iteration", 0, None, 1) for k in (1, 2)]
+    ranges += [(10_000 * k + 100, 10_000 * k + 4_000, "iteration", 0, None, 2) for k in (1, 2)]
+    ranges += [(50_000, 55_000, "iteration", 0, None, None)]
+    api = [(10_000 * k + 200, 10_000 * k + 300, k, "cudaLaunchKernel", 1) for k in (1, 2)]
+    ops = [(10_000 * k + 400, 10_000 * k + 900, k, 7, 0, 1) for k in (1, 2)]
+    choice = R.select_ranges(make_trace(ranges=ranges, api=api, ops=ops, **fields), requested)
+    assert spans(choice.frame) == [(10_000, 15_000), (20_000, 25_000), (50_000, 55_000)]
+    assert choice.warnings[0] == (
+        "left out 2 'iteration' ranges of process 2, which launch no device work inside them (another "
+        "process's ranges of that name hold its launches: those are the iterations)"
+    )
+    # no process's ranges hold a launch (a CPU-only trace): all are kept, as before
+    cpu_only = make_trace(ranges=ranges, **fields)
+    assert len(R.select_ranges(cpu_only, requested).frame) == 5
+    # both processes launch (two ranks in one report): all are kept
+    api2 = api + [(10_000 * k + 150, 10_000 * k + 160, 10 + k, "cudaLaunchKernel", 2) for k in (1, 2)]
+    both = R.select_ranges(make_trace(ranges=ranges, api=api2, ops=ops, **fields), requested)
+    assert len(both.frame) == 5 and not any("launch no device work" in w for w in both.warnings)
+
+
 def test_a_range_without_a_pid_holds_no_launch():
     ranges = [(10_000, 12_000, "nopid", 0, None, None), (30_000, 31_000, "ok", 0, None, 1)]
     api = [(t, t + 5, i + 1, "cudaLaunchKernel", 1) for i, t in enumerate((11_000, 30_500))]
