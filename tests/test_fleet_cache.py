@@ -235,3 +235,29 @@ def test_the_sidecar_given_is_the_one_merged(tmp_path: Path) -> None:
     entry = folder / "entry"
     cache._store(trace, entry, folder)
     assert json.loads((entry / "meta.json").read_text())["source"] == str(tmp_path / "somewhere")
+
+
+def test_the_python_api_analyzes_through_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``tracekit.analyze(path, cache=DIR)``, a notebook's re-analysis with other options: the first call reads
+    the trace and stores its frames, the second, with another ``skip``, reads the frames only, and both give
+    what the uncached analysis gives; a folder that cannot be used is one TracekitError, before any reading."""
+    import tracekit
+    import tracekit.readers
+
+    folder = tmp_path / "cache"
+    first = tracekit.analyze(TRACE, cache=folder)
+    assert first.iterations.equals(tracekit.analyze(TRACE).iterations)
+    assert cache.has_entry(TRACE, folder)
+
+    def no_reading(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the trace was read again")
+
+    monkeypatch.setattr(tracekit.readers, "read_trace", no_reading)
+    again = tracekit.analyze(TRACE, skip=1, cache=folder)
+    monkeypatch.undo()
+    assert again.iterations.equals(tracekit.analyze(TRACE, skip=1).iterations)
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    monkeypatch.setattr(tracekit.readers, "read_trace", no_reading)
+    with pytest.raises(TracekitError, match="exists and is not a folder"):
+        tracekit.analyze(TRACE, cache=blocker)

@@ -116,6 +116,7 @@ def analyze(
     skip: int | None = None,
     bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
     split_idle: float | None = None,
+    cache: PathLike | None = None,
 ) -> Analysis:
     """Per-iteration framework-tax metrics of one trace: exactly what ``tracekit analyze`` prints, with the
     same defaults (:class:`tracekit.session.AnalysisOptions`).
@@ -125,7 +126,10 @@ def analyze(
     top-level range; a trace without ranges is one window); ``split_idle``: instead of ranges, cut the
     device timeline at idle gaps longer than this many ms; ``skip``: leading (warm-up) iterations to drop (None:
     the run's warm-up when the trace records it, as the command line does); ``bound_threshold``:
-    framework-bound below this median utilization.
+    framework-bound below this median utilization; ``cache``: a folder for the trace's normalized frames
+    (``--cache DIR``: Parquet keyed by the file's content hash and the reader's version), so that analyzing
+    it again, with these or other options, reads them instead of the trace (TracekitError, one line, when
+    the folder cannot be used).
 
     >>> a = tracekit.analyze("sample_traces/synthetic/table3_pytorch/pytorch_b1_s128.synthetic.sqlite")
     >>> a.iterations.shape
@@ -136,7 +140,9 @@ def analyze(
     0.156
     """
     options = AnalysisOptions.from_kwargs(range, skip, bound_threshold, split_idle)
-    return analyze_input(Path(path), options)
+    if cache is not None:
+        cache = cache_folder(cache)
+    return analyze_input(Path(path), options, cache_dir=cache)
 
 
 def load(path: PathLike) -> Analysis:
