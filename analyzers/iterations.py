@@ -757,6 +757,45 @@ def launch_notes(frame: pl.DataFrame) -> list[str]:
     return notes
 
 
+#: Host and device clocks that disagree by more than this share of the median iteration latency (first ops
+#: starting before their launch call began, by up to that much) make the verdict uncertain: busy time inside
+#: the host-side windows, the idle gaps and the overhead all compare times of the two clocks.
+CLOCK_DOUBT = 0.01
+
+
+def _before_call(frame: pl.DataFrame) -> tuple[int, int, int] | None:
+    """(first ops that started before their launch call began, first ops, the largest such lead in ns) of
+    the analyzed iterations (:data:`LAUNCH_NOTE_COLUMNS`); None when no first op did."""
+    if "_before_call" not in frame.columns:
+        return None
+    before = int(frame.get_column("_before_call").fill_null(0).sum())
+    if not before:
+        return None
+    first_ops = int(frame.get_column("_first_ops").fill_null(0).sum())
+    return before, first_ops, -int(frame.get_column("_min_latency_ns").min())
+
+
+def clock_doubts(before_call: tuple[int, int, int] | None, frame: pl.DataFrame) -> list[str]:
+    """The "verdict uncertain" warning when first ops started before their launch call began (one clock
+    cannot give that: the host's and the device's disagree) by more than :data:`CLOCK_DOUBT` of the median
+    iteration latency (``frame``: the public columns, ``latency_ms``); below that the launch note says it."""
+    if before_call is None or "latency_ms" not in frame.columns:
+        return []
+    before, first_ops, lead_ns = before_call
+    median = frame.get_column("latency_ms").median()
+    if median is None:
+        return []
+    lead_ms, latency_ms = lead_ns / 1e6, float(median)  # type: ignore[arg-type]
+    if lead_ms <= CLOCK_DOUBT * latency_ms:
+        return []
+    return [
+        f"verdict uncertain: in {before} of {first_ops} launches the first op started before its launch call "
+        f"began, by up to {lead_ms:.3f} ms ({lead_ms / latency_ms:.0%} of the median iteration): the host and "
+        "device clocks disagree, so the GPU busy time inside the host-side iterations, the idle gaps and the "
+        "framework overhead compare times of two clocks"
+    ]
+
+
 def warmup_to_skip(meta: dict[str, Any], ranges_found: int) -> int:
     """Warm-up iterations recorded inside the trace, to drop by default.
 
@@ -841,6 +880,8 @@ class Measured:
     notes: list[str]
     warnings: list[str]
     quiet: bool
+    #: warnings that make the verdict uncertain, found while measuring (:func:`clock_doubts`)
+    doubts: list[str] = field(default_factory=list)
 
 
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
@@ -913,7 +954,9 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         frame = frame.filter(pl.col("iteration") >= skip)
         gaps = gaps.filter(pl.col("iteration") >= skip)
     notes = launch_notes(frame)
+    before_call = _before_call(frame)
     frame = _iteration_columns(frame, has_api, has_ops)
+    doubts = clock_doubts(before_call, frame)
     unsynced = int((~frame["synchronized"]).sum())
     if unsynced:
         warnings.append(
@@ -927,7 +970,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             "'empty' (its whole window), utilization 0"
         )
     gaps = _with_cpu_context(trace, gaps, ranges)
-    return Measured(frame, gaps, skip or 0, notes, warnings, quiet)
+    return Measured(frame, gaps, skip or 0, notes, warnings, quiet, doubts)
 
 
 def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:
@@ -1015,16 +1058,17 @@ def summarize_stages(
     from tracekit.analyzers.attribution import CAUSE_MS
 
     frame, gaps = measured.iterations, measured.gaps
-    warnings = [*assignment.warnings, *measured.warnings]
-    uncertain: list[str] = []
+    warnings = [*assignment.warnings, *measured.warnings, *measured.doubts]
+    uncertain: list[str] = list(measured.doubts)
     if attribution is not None:
         causes = attribution.iterations.select("index", *CAUSE_MS)
         frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
             pl.when(pl.col("idle_ms").is_not_null()).then(pl.col(c)).alias(c) for c in CAUSE_MS
         )
         warnings += attribution.warnings
-        uncertain = _verdict_doubts(attribution, frame)
-        warnings += uncertain
+        doubts = _verdict_doubts(attribution, frame)
+        uncertain += doubts
+        warnings += doubts
     reason = no_verdict_reason(trace) or _no_work_in_iterations(trace, assignment, frame)
     if trace.meta.get("timeline") is False:
         # No measured timeline (an Nsight Compute report alone): what needs one is not shown.

@@ -207,6 +207,33 @@ def test_a_long_wait_on_an_idle_device_is_a_launch_lag_and_makes_the_verdict_unc
     assert analyze_iterations(quick).summary.verdict_uncertain is None
 
 
+@pytest.mark.parametrize(("lead", "doubt"), [(100, False), (101, True), (5_000, True)])
+def test_ops_that_start_before_their_launch_call_began_make_the_verdict_uncertain(
+    lead: int, doubt: bool
+) -> None:
+    # one clock cannot give an op that starts before the call that launched it: the device's clock runs
+    # ahead of the host's (by at least ``lead`` ns). Beyond 1% of the median iteration (10,000 ns here) that
+    # moves the busy time, gaps and overhead measurably: the verdict is uncertain, said in a warning; below
+    # it the launch note says it
+    trace = make_trace(
+        ranges=[(10_000 * k, 10_000 * k + 10_000, "iteration") for k in range(3)],
+        api=[(10_000 * k + 1_000, 10_000 * k + 1_200, k + 1, "cudaLaunchKernel") for k in range(3)],
+        ops=[(10_000 * k + 1_000 - lead, 10_000 * k + 4_000, k + 1, 7) for k in range(3)],
+    )
+    a = analyze_iterations(trace)
+    assert any("started before its launch call began" in n for n in a.notes)
+    if not doubt:
+        assert a.summary.verdict_uncertain is None
+        return
+    want = (
+        f"verdict uncertain: in 3 of 3 launches the first op started before its launch call began, by up to "
+        f"{lead / 1e6:.3f} ms ({lead / 10_000:.0%} of the median iteration): the host and device clocks disagree, "
+        "so the GPU busy time inside the host-side iterations, the idle gaps and the framework overhead compare "
+        "times of two clocks"
+    )
+    assert a.summary.verdict_uncertain == want and want in a.warnings
+
+
 def test_the_device_side_causes_sum_to_in_flight() -> None:
     trace = _queued_before_the_step()
     a = analyze_iterations(trace)
