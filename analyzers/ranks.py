@@ -194,7 +194,7 @@ def kinds_differ(results: list[dict[str, Any]], n: int) -> str | None:
 def median_spacing(ends: list[int]) -> float | None:
     """The median time (ns) between consecutive collective ends, over those that do not end together; None
     with fewer than two apart."""
-    steps = np.diff(np.sort(np.asarray(ends, dtype=np.int64)))
+    steps = np.diff(np.sort(np.asarray(ends)))
     steps = steps[steps > 0]
     return float(np.median(steps)) if len(steps) else None
 
@@ -323,8 +323,7 @@ def steps_apart(results: list[dict[str, Any]], offsets: list[int], steps: int) -
 
     def window(r: dict[str, Any], off: int) -> tuple[np.ndarray, np.ndarray]:
         its = r["iterations"]
-        start = np.asarray(its["start_ns"][:steps], dtype=np.int64) - off
-        return start, np.asarray(its["end_ns"][:steps], dtype=np.int64) - off
+        return np.asarray(its["start_ns"][:steps]) - off, np.asarray(its["end_ns"][:steps]) - off
 
     ref_start, ref_end = window(results[0], offsets[0])
     for r, off in zip(results[1:], offsets[1:], strict=True):

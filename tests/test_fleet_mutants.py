@@ -99,6 +99,37 @@ def test_collectives_of_other_operations_are_not_matched() -> None:
     assert clock_offsets([ref, longer])["offsets_ns"] == [0, 500]
 
 
+def test_a_kind_unknown_on_either_side_or_not_given_agrees_with_any() -> None:
+    """A collective whose name says no operation ("") on the reference's side agrees as on the other's; a
+    result without kinds at all (none recorded) agrees with any, on either side."""
+    ends = [EPOCH + 10_000, EPOCH + 20_000]
+    ref = result("r0.json", 0, ends, kinds=["", "allreduce"])
+    other = result("r1.json", 1, [e + 700 for e in ends], kinds=["allgather", "allreduce"])
+    assert clock_offsets([ref, other])["offsets_ns"] == [0, 700]
+    bare = result("r1.json", 1, [e + 700 for e in ends])
+    del bare["collective_kinds"]
+    assert clock_offsets([result("r0.json", 0, ends), bare])["offsets_ns"] == [0, 700]
+    assert clock_offsets([bare, result("r0.json", 0, ends)])["offsets_ns"] == [0, -700]
+
+
+@pytest.mark.parametrize(
+    ("ends", "spacing"),
+    [
+        ([10, 10, 10, 20, 30], 10.0),  # ends together are no spacing: not medians of zeros
+        ([0, 1, 2, 3], 1.0),  # a nanosecond apart is apart
+        ([30, 10, 20], 10.0),  # in time order, whatever the launch order
+        ([5, 5], None),  # none apart
+        ([7], None),
+    ],
+)
+def test_median_spacing_counts_only_collectives_that_end_apart(
+    ends: list[int], spacing: float | None
+) -> None:
+    from tracekit.analyzers.ranks import median_spacing
+
+    assert median_spacing(ends) == spacing
+
+
 @pytest.mark.parametrize(("late_ns", "aligned"), [(5_000, True), (5_001, False)])
 def test_collective_ends_that_disagree_by_half_their_spacing_are_not_matched(
     late_ns: int, aligned: bool
@@ -546,6 +577,22 @@ def test_steps_that_do_not_overlap_once_aligned_are_not_compared(shift_ms: float
     doc = summarize([ref, later])
     assert doc["skew"] == out
     assert f"step start skew: not computed ({why})" in render_ranks(doc, "table").splitlines()
+
+
+@pytest.mark.parametrize(("shift_ms", "apart"), [(-1, True), (-0.999, False)])
+def test_one_common_step_is_checked_too_and_touching_steps_do_not_overlap(
+    shift_ms: float, apart: bool
+) -> None:
+    """One step in common, rank 1's ending exactly where rank 0's begins (its capture one step earlier): no
+    overlap, so no skew; ending a microsecond later, they overlap."""
+    ms = 1_000_000
+    ends = [EPOCH + 10 * ms]
+    ref = result("r0.json", 0, ends, steps=[(EPOCH, EPOCH + ms)])
+    shift = int(shift_ms * ms)
+    other = result("r1.json", 1, ends, steps=[(EPOCH + shift, EPOCH + ms + shift)])
+    out = skew([ref, other], [0, 0], 0)
+    assert ("why" in out) is apart
+    assert out["steps"] == 1
 
 
 def test_two_traces_last_equally_often_are_both_named_and_neither_is_the_straggler() -> None:
