@@ -266,6 +266,7 @@ def test_a_copy_beside_a_collective_hides_none_of_it_and_a_graph_does() -> None:
             (1, 0, 0, 10, "ncclKernel_AllReduce"),
             (1, 0, 0, 6, "CUDA graph 1", "graph"),
             (1, 0, 6, 8, "sm90_gemm"),
+            (1, 0, 8, 10, "unknown kind", None),  # nothing says it computes: it hides nothing
         ]
     )
     got = comm_per_iteration(ops)

@@ -128,9 +128,10 @@ def collectives_in_launch_order(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarr
     )
     if collectives["call_start"].null_count() < collectives.height:
         collectives = collectives.filter(pl.col("call_start").is_not_null())
-    collectives = collectives.sort("call_start", "start", nulls_last=True).head(MAX_COLLECTIVES)
+    # (either every call_start is there or none is)
+    collectives = collectives.sort("call_start", "start").head(MAX_COLLECTIVES)
     kinds = collectives.select(
-        pl.col("name").str.extract(COLLECTIVE_KIND, 1).str.to_lowercase().fill_null("")
+        pl.col("name").str.extract(COLLECTIVE_KIND).str.to_lowercase().fill_null("")
     ).to_series()
     return (
         collectives["start"].cast(pl.Int64).to_numpy(),
