@@ -199,6 +199,18 @@ def test_ranges_of_a_process_that_launches_nothing_are_no_iterations(requested):
     assert len(both.frame) == 5 and not any("launch no device work" in w for w in both.warnings)
 
 
+def test_two_processes_that_launch_nothing_are_both_named():
+    fields = {
+        "range_fields": ("start", "end", "name", "depth", "domain", "pid"),
+        "api_fields": ("start", "end", "correlation", "name", "pid"),
+    }
+    ranges = [(10_000, 15_000, "step", 0, None, pid) for pid in (1, 2, 3)]
+    api = [(10_200, 10_300, 1, "cudaLaunchKernel", 1)]
+    choice = R.select_ranges(make_trace(ranges=ranges, api=api, **fields), "step")
+    assert len(choice.frame) == 1
+    assert choice.warnings[0].startswith("left out 2 'step' ranges of processes 2, 3, which launch no device")
+
+
 def test_a_range_without_a_pid_holds_no_launch():
     ranges = [(10_000, 12_000, "nopid", 0, None, None), (30_000, 31_000, "ok", 0, None, 1)]
     api = [(t, t + 5, i + 1, "cudaLaunchKernel", 1) for i, t in enumerate((11_000, 30_500))]
