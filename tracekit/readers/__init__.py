@@ -64,8 +64,9 @@ def holds_no_trace(path: str | Path) -> bool:
     """Whether ``path`` is plainly a JSON document that no reader reads (a run's settings, a tool's results):
     the whole file (at most :data:`SNIFF_BYTES`, inflated to at most :data:`SNIFF_TEXT`) decodes as JSON, and
     it is an object without ``traceEvents``, an array whose items are not all events (objects with ``ph``
-    or ``cat``), or a bare value. False for everything else, a damaged or truncated trace included, which its reader then
-    names in one line; nothing larger is judged (a folder of large traces is not read twice)."""
+    or ``cat``), or a bare value. False for everything else, a damaged or truncated trace included, which
+    its reader then names in one line; nothing larger is judged (a folder of large traces is not read
+    twice)."""
     path = Path(path)
     try:
         if is_stream(path) or path.stat().st_size > SNIFF_BYTES:
