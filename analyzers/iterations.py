@@ -731,15 +731,28 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
 LAUNCH_NOTE_COLUMNS = ("_first_ops", "_in_call", "_before_call", "_min_latency_ns")
 
 
-def launch_notes(frame: pl.DataFrame) -> list[str]:
+def before_call_counts(frame: pl.DataFrame) -> tuple[int, int, int] | None:
+    """(first ops that started before their launch call began, first ops, the largest such lead in ns) of
+    the analyzed iterations (``frame``: with :data:`LAUNCH_NOTE_COLUMNS`); None when no first op did. Read
+    by :func:`launch_notes` and :func:`clock_doubts`."""
+    if "_before_call" not in frame.columns:
+        return None
+    before = int(frame.get_column("_before_call").fill_null(0).sum())
+    if not before:
+        return None
+    first_ops = int(frame.get_column("_first_ops").fill_null(0).sum())
+    return before, first_ops, -int(frame.get_column("_min_latency_ns").min())
+
+
+def launch_notes(frame: pl.DataFrame, before_call: tuple[int, int, int] | None) -> list[str]:
     """What the launch figures of the analyzed iterations need said (``frame``: with
-    :data:`LAUNCH_NOTE_COLUMNS`): first ops that started before their launch call returned (queue time
-    counted as 0), and first ops that started before their call began (host and device clocks disagree)."""
+    :data:`LAUNCH_NOTE_COLUMNS`; ``before_call``: :func:`before_call_counts` of it): first ops that started
+    before their launch call returned (queue time counted as 0), and first ops that started before their
+    call began (host and device clocks disagree)."""
     if "_first_ops" not in frame.columns:
         return []
     first_ops = int(frame.get_column("_first_ops").fill_null(0).sum())
     in_call = int(frame.get_column("_in_call").fill_null(0).sum())
-    before = int(frame.get_column("_before_call").fill_null(0).sum())
     notes = []
     if in_call:
         notes.append(
@@ -747,12 +760,12 @@ def launch_notes(frame: pl.DataFrame) -> list[str]:
             "returned (the device took the work while the call was still submitting; a graph launch call "
             "returns after its first kernels ran): their queue time is 0, not negative"
         )
-    if before:
-        worst = -int(frame.get_column("_min_latency_ns").min()) / 1e3
+    if before_call is not None:
+        before, _, lead_ns = before_call
         notes.append(
             f"in {before} of {first_ops} launches the first op started before its launch call began (by up to "
-            f"{worst:.3f} us): impossible on one clock, so the host and device clocks disagree; launch latency "
-            "and queue time include that offset"
+            f"{lead_ns / 1e3:.3f} us): impossible on one clock, so the host and device clocks disagree; launch "
+            "latency and queue time include that offset"
         )
     return notes
 
@@ -761,18 +774,6 @@ def launch_notes(frame: pl.DataFrame) -> list[str]:
 #: starting before their launch call began, by up to that much) make the verdict uncertain: busy time inside
 #: the host-side windows, the idle gaps and the overhead all compare times of the two clocks.
 CLOCK_DOUBT = 0.01
-
-
-def _before_call(frame: pl.DataFrame) -> tuple[int, int, int] | None:
-    """(first ops that started before their launch call began, first ops, the largest such lead in ns) of
-    the analyzed iterations (:data:`LAUNCH_NOTE_COLUMNS`); None when no first op did."""
-    if "_before_call" not in frame.columns:
-        return None
-    before = int(frame.get_column("_before_call").fill_null(0).sum())
-    if not before:
-        return None
-    first_ops = int(frame.get_column("_first_ops").fill_null(0).sum())
-    return before, first_ops, -int(frame.get_column("_min_latency_ns").min())
 
 
 def clock_doubts(before_call: tuple[int, int, int] | None, frame: pl.DataFrame) -> list[str]:
@@ -953,8 +954,8 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
         frame = frame.filter(pl.col("iteration") >= skip)
         gaps = gaps.filter(pl.col("iteration") >= skip)
-    notes = launch_notes(frame)
-    before_call = _before_call(frame)
+    before_call = before_call_counts(frame)
+    notes = launch_notes(frame, before_call)
     frame = _iteration_columns(frame, has_api, has_ops)
     doubts = clock_doubts(before_call, frame)
     unsynced = int((~frame["synchronized"]).sum())
