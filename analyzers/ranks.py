@@ -177,9 +177,13 @@ def kinds_differ(results: list[dict[str, Any]], n: int) -> str | None:
     """Why the first ``n`` collectives of the traces, matched in launch order, are not the same ones: the
     first position where a trace's collective names another operation than the reference's
     (``collective_kinds``; "" or none known agrees with anything); None when they agree."""
-    ref = np.asarray(list(results[0].get("collective_kinds") or [""] * n)[:n], dtype=str)
+
+    def kinds_of(result: dict[str, Any]) -> np.ndarray:
+        return np.asarray(list(result.get("collective_kinds") or [""] * n)[:n], dtype=str)
+
+    ref = kinds_of(results[0])
     for r in results[1:]:
-        kinds = np.asarray(list(r.get("collective_kinds") or [""] * n)[:n], dtype=str)
+        kinds = kinds_of(r)
         bad = np.flatnonzero((ref != "") & (kinds != "") & (ref != kinds))
         if len(bad):
             i = int(bad[0])
