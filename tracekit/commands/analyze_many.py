@@ -100,7 +100,8 @@ def expand(inputs: list[str]) -> tuple[list[str], list[str]]:
             out += found
         else:
             out.append(raw)
-    return list(dict.fromkeys(out)), list(dict.fromkeys(p for p in passed_over if p not in out))
+    named = set(out)
+    return list(dict.fromkeys(out)), list(dict.fromkeys(p for p in passed_over if p not in named))
 
 
 def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> int:
