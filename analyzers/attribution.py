@@ -1387,8 +1387,9 @@ class Projection:
     """The CUDA-graph projection of an analysis (:func:`projection`): ``applies`` (False with a ``reason`` on
     CPU-only traces, traces without device work and traces that already replay graphs), else the means over
     iterations (``latency_ms``, ``projected_ms``, ``saved_ms``, ms; ``speedup`` = mean latency / mean projected
-    latency), each column's statistics (``summary``), the ``assumptions`` and the ``parameters`` (value and
-    source of each)."""
+    latency), each column's statistics (``summary``), the ``assumptions``, the ``parameters`` (value and
+    source of each) and the ``caveat``: why the saving is too large for this trace (None: no known reason;
+    in the JSON only when there is one)."""
 
     applies: bool
     reason: str | None = None
@@ -1399,11 +1400,13 @@ class Projection:
     summary: Mapping[str, Stats] = field(default_factory=dict)
     assumptions: tuple[str, ...] = ()
     parameters: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    caveat: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The ``cuda_graph_projection`` object of ``tracekit analyze --format json``."""
         if not self.applies:
             return {"applies": False, "reason": self.reason}
+        caveat = {} if self.caveat is None else {"caveat": self.caveat}
         return {
             "applies": True,
             "latency_ms": self.latency_ms,
@@ -1413,6 +1416,7 @@ class Projection:
             "summary": {name: stats.to_dict() for name, stats in self.summary.items()},
             "assumptions": list(self.assumptions),
             "parameters": {k: dict(v) for k, v in self.parameters.items()},
+            **caveat,
         }
 
     @classmethod
@@ -1430,12 +1434,16 @@ class Projection:
             {name: Stats(**stats) for name, stats in (doc.get("summary") or {}).items()},
             tuple(doc.get("assumptions") or ()),
             {k: dict(v) for k, v in (doc.get("parameters") or {}).items()},
+            doc.get("caveat"),
         )
 
 
-def projection(iterations: pl.DataFrame, attribution: Attribution, device: str) -> Projection:
+def projection(
+    iterations: pl.DataFrame, attribution: Attribution, device: str, caveat: str | None = None
+) -> Projection:
     """Stage *project*: the CUDA-graph projection of the analyzed ``iterations`` (:func:`project_cuda_graphs`),
-    or why it does not apply."""
+    or why it does not apply. ``caveat``: what makes the projection's saving too large here (setup calls in
+    the iterations, :mod:`tracekit.analyzers.setup_calls`)."""
     if device == "cpu":
         return Projection(False, "CPU-only trace: nothing to capture into a CUDA graph")
     if attribution.graph_launches:
@@ -1456,6 +1464,7 @@ def projection(iterations: pl.DataFrame, attribution: Attribution, device: str) 
         info["summary"],
         tuple(info["assumptions"]),
         info["parameters"],
+        caveat,
     )
 
 

@@ -193,6 +193,8 @@ class IterationAnalysis:
     notes: list[str] = field(default_factory=list)
     longest: pl.DataFrame | None = None
     no_verdict: str | None = None
+    #: :attr:`Measured.setup_caveat`
+    setup_caveat: str | None = None
 
     def gap_causes(self, trace: Trace) -> pl.DataFrame:
         """Every idle gap with its cause columns (``cause``, ``host_state``, ``pid``, ``thread``,
@@ -883,6 +885,9 @@ class Measured:
     quiet: bool
     #: warnings that make the verdict uncertain, found while measuring (:func:`clock_doubts`)
     doubts: list[str] = field(default_factory=list)
+    #: the analyzed iterations' setup calls, as the CUDA-graph projection's caveat (None: none to speak of;
+    #: :mod:`tracekit.analyzers.setup_calls`)
+    setup_caveat: str | None = None
 
 
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
@@ -958,6 +963,11 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     notes = launch_notes(frame, before_call)
     frame = _iteration_columns(frame, has_api, has_ops)
     doubts = clock_doubts(before_call, frame)
+    setup_notes, setup_doubts, setup_caveat = _setup_findings(
+        trace, ranges, windows, frame, assignment.choice.synthetic
+    )
+    warnings += setup_notes
+    doubts += setup_doubts
     unsynced = int((~frame["synchronized"]).sum())
     if unsynced:
         warnings.append(
@@ -971,7 +981,31 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             "'empty' (its whole window), utilization 0"
         )
     gaps = _with_cpu_context(trace, gaps, ranges)
-    return Measured(frame, gaps, skip or 0, notes, warnings, quiet, doubts)
+    return Measured(frame, gaps, skip or 0, notes, warnings, quiet, doubts, setup_caveat)
+
+
+def _setup_findings(
+    trace: Trace, ranges: pl.DataFrame, windows: pl.DataFrame, frame: pl.DataFrame, synthetic: bool
+) -> tuple[list[str], list[str], str | None]:
+    """:func:`tracekit.analyzers.setup_calls.setup_warnings` for the analyzed iterations (``frame``): each
+    setup call belongs to the range of its own process holding its start (a synthetic window: the window
+    holding it, whatever its process)."""
+    from tracekit.analyzers import setup_calls
+
+    calls = setup_calls.setup_calls(trace.api)
+    if calls.is_empty():
+        return [], [], None
+    if synthetic:
+        spans = windows.select(
+            "iteration", pl.col("window_start").alias("range_start"), pl.col("window_end").alias("range_end")
+        )
+        iteration = _iteration_in(calls.get_column("start"), sort_frame(spans, ["range_start"], [False]))
+    else:
+        iteration = _iteration_at(
+            calls.get_column("start"), sort_frame(ranges, ["range_start"], [False]), calls.get_column("pid")
+        )
+    per_iteration = setup_calls.setup_ns_per_iteration(calls, windows, iteration)
+    return setup_calls.setup_warnings(per_iteration, frame)
 
 
 def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:
@@ -1100,6 +1134,7 @@ def summarize_stages(
         notes=measured.notes,
         longest=longest_gaps(gaps, frame, detail),
         no_verdict=reason,
+        setup_caveat=measured.setup_caveat,
     )
 
 

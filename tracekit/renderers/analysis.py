@@ -242,6 +242,8 @@ def projection_lines(doc: dict[str, Any]) -> list[str]:
         f"(saves {_duration(p['saved_ms'])}, {_times(p['speedup'])}) if the iteration were replayed as one "
         f"graph; {values} ({'; '.join(sources)}). Assumptions:"
     ]
+    if p.get("caveat"):
+        lines.insert(0, f"CUDA-graph projection, caution: {p['caveat']}")
     return lines + [f"  - {a}" for a in p["assumptions"]]
 
 
