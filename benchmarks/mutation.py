@@ -171,6 +171,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/fleet/cache.py",
         ["tests/test_fleet.py", "tests/test_fleet_cache.py"],
     ),
+    "setup_calls": (
+        "tracekit/analyzers/setup_calls.py",
+        ["tests/test_setup_calls.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and
