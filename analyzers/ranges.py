@@ -59,9 +59,9 @@ Same name on several threads, or nested (one rule for the default and for ``--ra
     threads): an op launched in the overlap belongs to the later-starting one.
 
 Ranges without a start or an end time (null: never closed, or never opened)
-    are no candidates for any rule or pattern: such a range has no latency. A warning names them. No reader
-    here leaves one (the Nsight Systems reader closes open ranges at the trace end, and says so); a
-    :class:`~tracekit.model.Trace` built by hand may.
+    are no candidates for any rule or pattern: such a range has no latency. A warning names them. The Nsight
+    Systems reader leaves a range that was never closed (the capture ended inside it) with a null end, and
+    says so; a :class:`~tracekit.model.Trace` built by hand may hold either.
 
 No ranges at all (a GPU-only Kineto trace, ``activities=[CUDA]``; an Nsight Systems trace without NVTX)
     One synthetic window covers the trace: it opens at the first op's launch time and closes at the last op's
@@ -612,8 +612,7 @@ def select_ranges(
     candidates = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).with_columns(
         range_key(pl.col("name")).alias("key")
     )
-    # No reader leaves a range without a start or an end (nsys closes open ranges at the trace end); a
-    # hand-built Trace may.
+    # A range never closed (nsys: the capture ended inside it) has no end; a hand-built Trace may lack either.
     untimed = candidates.filter(pl.col("start").is_null() | pl.col("end").is_null())
     if untimed.height:
         candidates = candidates.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())

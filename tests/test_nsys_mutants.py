@@ -242,8 +242,9 @@ def test_a_domain_created_twice_in_a_process_names_its_ranges_once(tmp_path: Pat
 
 
 def test_a_cpu_only_export_closes_an_unclosed_range_at_its_last_timestamp(tmp_path: Path) -> None:
-    """An export with no CUDA table at all (``nsys -t nvtx``) and a push never popped: the range ends at the
-    latest timestamp of the file (here another thread's range end, 1200 ns), with the warning; the leaf
+    """An export with no CUDA table at all (``nsys -t nvtx``) and a push never popped: the range keeps a null
+    end, and the warning names the latest timestamp of the file (here another thread's range end, 1200 ns),
+    to which the nesting counts it open; the leaf
     ranges below the top level are the CPU trace's operators, and a GPU the machine has is listed in
     ``meta["gpus"]`` but not named as the trace's ``gpu`` (it ran nothing)."""
     b = NsysBuilder(version="2022.4.2.1", meta_table="EXPORT_META_DATA")
@@ -256,17 +257,21 @@ def test_a_cpu_only_export_closes_an_unclosed_range_at_its_last_timestamp(tmp_pa
     assert rows(trace.ranges, "start", "end", "thread", "depth", "name") == [
         (0, 900, 100, 0, "iteration"),
         (10, 500, 100, 1, "aten::linear"),
-        (1000, 1200, 100, 0, "never_popped"),
+        (1000, None, 100, 0, "never_popped"),
         (1100, 1200, 101, 0, "worker"),
     ]
-    assert trace.warnings == ["1 NVTX range(s) never closed; closed at the trace end (1200 ns)"]
+    assert trace.warnings == [
+        "1 NVTX range(s) never closed (the capture ended inside them, at 1200 ns): they have no end time, so "
+        "none of them is an iteration; ranges they enclose count them open to the trace end"
+    ]
     assert trace.meta["device"] == "cpu"
     assert trace.meta["gpus"] == [{"id": 0, "name": "Quadro RTX 8000"}] and "gpu" not in trace.meta
     assert rows(trace.ops, "start", "end", "kind", "name") == [(10, 500, "operator", "aten::linear")]
 
 
 def test_an_unclosed_range_ends_at_the_last_api_call_in_full_and_partial_reads(tmp_path: Path) -> None:
-    """The trace end that closes a never-popped range counts the API calls, also in a read that does not
+    """The trace end up to which a never-popped range counts as open (for the nesting; its own end stays
+    null) counts the API calls, also in a read that does not
     ask for them (they are then read for their times only and not returned); a full read keeps every API
     column of its calls."""
     b = NsysBuilder()
@@ -277,16 +282,40 @@ def test_an_unclosed_range_ends_at_the_last_api_call_in_full_and_partial_reads(t
     b.runtime(710, 2000, "cudaDeviceSynchronize_v3020", correlation=2)  # the file's latest timestamp
     path = b.write(tmp_path / "unclosed_api.synthetic.sqlite")
     full = read(path)
-    assert rows(full.ranges, "start", "end", "name") == [(0, 500, "iteration"), (600, 2000, "iteration")]
+    assert rows(full.ranges, "start", "end", "name") == [(0, 500, "iteration"), (600, None, "iteration")]
     assert rows(full.api, "start", "end", "kind", "name") == [
         (610, 620, "runtime", "cudaLaunchKernel"),
         (710, 2000, "runtime", "cudaDeviceSynchronize"),
     ]
-    assert full.warnings == ["1 NVTX range(s) never closed; closed at the trace end (2000 ns)"]
+    assert full.warnings == [
+        "1 NVTX range(s) never closed (the capture ended inside them, at 2000 ns): they have no end time, so "
+        "none of them is an iteration; ranges they enclose count them open to the trace end"
+    ]
     part = read(path, frames={"ops": None, "ranges": None})
-    assert rows(part.ranges, "start", "end", "name") == [(0, 500, "iteration"), (600, 2000, "iteration")]
+    assert rows(part.ranges, "start", "end", "name") == [(0, 500, "iteration"), (600, None, "iteration")]
     assert part.api.height == 0
     assert part.warnings == full.warnings
+
+
+def test_a_range_the_capture_ended_inside_is_no_iteration(tmp_path: Path) -> None:
+    """Three 'iteration' ranges of 500 ns, the third never closed (the capture stopped inside it) and the
+    file's latest timestamp 1 ms later: two iterations of 500 ns. Closed at the trace end, the third had
+    been an iteration of ~1 ms, and the mean latency three times the real one."""
+    from tracekit.session import analyze_trace
+
+    b = NsysBuilder()
+    for k in range(3):
+        t = 1000 * k
+        b.nvtx_range(t, None if k == 2 else t + 500, "iteration")
+        b.runtime(t + 10, t + 20, "cudaLaunchKernel_v7000", correlation=k + 1)
+        b.kernel(t + 30, t + 300, "gemm", correlation=k + 1)
+        b.runtime(t + 310, t + 490, "cudaDeviceSynchronize_v3020", correlation=10 + k)
+    b.runtime(1_002_000, 1_003_000, "cudaFree_v3020", correlation=99)
+    analysis = analyze_trace(read(b.write(tmp_path / "capture_ended.synthetic.sqlite")))
+    assert analysis.iterations.get_column("latency_ms").to_list() == [0.0005, 0.0005]
+    assert any(
+        w.startswith("1 NVTX range(s) never closed (the capture ended inside them") for w in analysis.warnings
+    )
 
 
 # --------------------------------------------------------------------------------------------- errors
@@ -420,7 +449,7 @@ def test_progress_stays_at_most_full_when_an_unclosed_range_reads_unplanned_tabl
         ("GPU_METRICS (1 rows)", 1.0),
         ("normalizing", 1.0),
     ]
-    assert rows(trace.ranges, "start", "end", "name") == [(0, 500, "iteration")]
+    assert rows(trace.ranges, "start", "end", "name") == [(0, None, "iteration")]
 
 
 # ------------------------------------------------------------------------- third sample (seed 35)

@@ -202,6 +202,7 @@ def test_nvtx_names_domains_depth_and_unclosed(tmp_path: Path) -> None:
     b.nvtx_range(20, 70, "worker", tid=101)  # other thread: its own depth 0
     b.nvtx_range(65, 95, "cross", start_end=True, end_tid=101)
     b.nvtx_range(200, None, "never_popped")
+    b.nvtx_range(250, 260, "inside_open")  # nested in the range never closed
     b.kernel(300, 400, "k", correlation=1)
     trace = read(b.write(tmp_path / "nvtx.sqlite"))
     assert rows(trace.ranges, "start", "end", "thread", "depth", "domain", "name") == [
@@ -213,10 +214,14 @@ def test_nvtx_names_domains_depth_and_unclosed(tmp_path: Path) -> None:
         (30, 40, 100, 3, "default", "relu"),
         (60, 98, 100, 2, "default", "postprocess"),
         (65, 95, 100, 3, "default", "cross"),
-        (200, 400, 100, 0, "default", "never_popped"),
+        (200, None, 100, 0, "default", "never_popped"),  # open to the end of the capture
+        (250, 260, 100, 1, "default", "inside_open"),
     ]
     assert trace.ranges["pid"].unique().to_list() == [100]
-    assert trace.warnings == ["1 NVTX range(s) never closed; closed at the trace end (400 ns)"]
+    assert trace.warnings == [
+        "1 NVTX range(s) never closed (the capture ended inside them, at 400 ns): they have no end time, so "
+        "none of them is an iteration; ranges they enclose count them open to the trace end"
+    ]
 
 
 def test_cpu_only_trace_leaf_ranges_become_operators(tmp_path: Path) -> None:

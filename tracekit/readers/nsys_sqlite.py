@@ -33,8 +33,9 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     ``StringIds``; ``thread`` / ``pid`` from ``globalTid`` (for start/end ranges: the thread that started
     it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0;
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
-    level). A range with no end (never closed) ends at the trace end (the largest timestamp in the file's
-    frames) and the reader adds a warning. Marks (34), thread names (39) and domain events (75/76) are not
+    level). A range with no end (never closed: the capture ended inside it) keeps a null end, so that it
+    has no latency and is no iteration; for the nesting it counts as open to the trace end (the largest
+    timestamp in the file's frames), and the reader adds a warning. Marks (34), thread names (39) and domain events (75/76) are not
     ranges.
 ``gpu_metrics``
     nsys 2024+: ``GPU_METRICS`` joined to ``TARGET_INFO_GPU_METRICS`` on (typeId, metricId) for
@@ -516,10 +517,15 @@ def _read_api(
     return collapse_duplicate_calls(api)
 
 
+#: Column marking the ranges :func:`_close_unclosed` closed (dropped before the Trace is built).
+_NEVER_CLOSED = "_never_closed"
+
+
 def _close_unclosed(
     raw: pl.DataFrame, ops: pl.DataFrame, api: pl.DataFrame, gpu_metrics: pl.DataFrame, warnings: list[str]
 ) -> pl.DataFrame:
-    """``raw`` NVTX ranges with a null ``end`` closed at the trace end: the latest timestamp of any frame."""
+    """``raw`` NVTX ranges with a null ``end`` closed at the trace end (the latest timestamp of any frame), for
+    the nesting only: column :data:`_NEVER_CLOSED` marks them, and the reader puts their null end back."""
     unclosed = raw.filter(pl.col("end").is_null()).height
     candidates = [
         ops.select(pl.col("end").max()).item(),
@@ -528,8 +534,11 @@ def _close_unclosed(
         gpu_metrics.select(pl.col("timestamp").max()).item(),
     ]
     trace_end = max(int(c) for c in candidates if c is not None)
-    warnings.append(f"{unclosed} NVTX range(s) never closed; closed at the trace end ({trace_end} ns)")
-    return raw.with_columns(pl.col("end").fill_null(trace_end))
+    warnings.append(
+        f"{unclosed} NVTX range(s) never closed (the capture ended inside them, at {trace_end} ns): they have "
+        "no end time, so none of them is an iteration; ranges they enclose count them open to the trace end"
+    )
+    return raw.with_columns(pl.col("end").is_null().alias(_NEVER_CLOSED), pl.col("end").fill_null(trace_end))
 
 
 def _cpu_operators(ranges: pl.DataFrame) -> pl.DataFrame:
@@ -621,6 +630,11 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         raw = _close_unclosed(raw, ops, api, gpu_metrics, warnings)
     step.done("normalizing")
     ranges = with_nesting(raw, ["pid", "thread"])
+    if unclosed:
+        # Nesting counted them open to the trace end; their own end stays unknown (no latency, no iteration).
+        ranges = ranges.with_columns(pl.when(~pl.col(_NEVER_CLOSED)).then(pl.col("end")).alias("end")).drop(
+            _NEVER_CLOSED
+        )
 
     device = "gpu" if ops.height else "cpu"
     if not ops.height and ranges.height:
