@@ -26,8 +26,8 @@ from typing import Any
 from tracekit import __version__
 
 #: bumped when a reader's frames change meaning (invalidates every entry); 2: an entry's meta holds nothing of
-#: the trace's sidecar
-CACHE_FORMAT = 2
+#: the trace's sidecar; 3: an Nsight Systems range never closed keeps a null end (was: the trace end)
+CACHE_FORMAT = 3
 READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}"
 FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")
 
