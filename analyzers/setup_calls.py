@@ -192,9 +192,7 @@ def setup_ns_per_iteration(calls: pl.DataFrame, windows: pl.DataFrame, iteration
     clipped = (
         calls.join(bounds, on="iteration", how="inner")
         .with_columns(
-            (pl.min_horizontal("end", "window_end") - pl.max_horizontal("start", "window_start"))
-            .clip(lower_bound=0)
-            .alias("ns")
+            (pl.min_horizontal("end", "window_end") - pl.max_horizontal("start", "window_start")).alias("ns")
         )
         .filter(pl.col("ns") > 0)
     )
@@ -205,7 +203,8 @@ def setup_ns_per_iteration(calls: pl.DataFrame, windows: pl.DataFrame, iteration
         .group_by("iteration", maintain_order=True)
         .agg(pl.struct("call", "ns").alias("by_call"), pl.col("ns").sum().alias("setup_ns"))
     )
-    length = (pl.col("window_end") - pl.col("window_start")).clip(lower_bound=0)
+    # (a window never ends before it starts: tracekit.analyzers.iterations._windows)
+    length = pl.col("window_end") - pl.col("window_start")
     return (
         by_call.join(bounds, on="iteration", how="inner")
         .select("iteration", pl.min_horizontal("setup_ns", length).alias("setup_ns"), "by_call")
@@ -254,7 +253,8 @@ def setup_warnings(
     )
     named = ", ".join(f"{c} {_ms(n)}" for c, n in calls.head(NAMED_CALLS).iter_rows())
     more = f" and {calls.height - NAMED_CALLS} more" if calls.height > NAMED_CALLS else ""
-    share = total / max(float(flagged.get_column("latency_ns").sum()), 1.0)
+    # (never 0: a flagged iteration's setup time, at least 1 ms, is at most its latency)
+    share = total / float(flagged.get_column("latency_ns").sum())
     what = (
         f"{_iterations_text(indices)} of {frame.height} {'spends' if len(indices) == 1 else 'spend'} {_ms(total)} ({share:.0%} of {'its' if len(indices) == 1 else 'their'} latency) in "
         f"setup calls ({named}{more}): CUDA initialization, memory allocation, stream, event or module "
