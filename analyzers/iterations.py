@@ -52,6 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracekit.analyzers import resolution
 from tracekit.analyzers.ranges import RangeChoice, choose_ranges, select_ranges  # noqa: F401 (re-exported)
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
@@ -888,6 +889,10 @@ class Measured:
     #: the analyzed iterations' setup calls, as the CUDA-graph projection's caveat (None: none to speak of;
     #: :mod:`tracekit.analyzers.setup_calls`)
     setup_caveat: str | None = None
+    #: the ops' clock unit when coarser than a nanosecond (1000: whole microseconds), and then per iteration
+    #: the inner gaps within its rounding (:mod:`tracekit.analyzers.resolution`)
+    time_unit_ns: int | None = None
+    small_gaps: pl.DataFrame | None = None
 
 
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
@@ -980,8 +985,10 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             f"{empty} of {frame.height} iterations hold no device op: each is one idle gap of position "
             "'empty' (its whole window), utilization 0"
         )
+    unit = resolution.time_unit_ns(trace.ops) if has_ops else None
+    small_gaps = resolution.small_gaps_per_iteration(gaps, unit) if unit is not None else None
     gaps = _with_cpu_context(trace, gaps, ranges)
-    return Measured(frame, gaps, skip or 0, notes, warnings, quiet, doubts, setup_caveat)
+    return Measured(frame, gaps, skip or 0, notes, warnings, quiet, doubts, setup_caveat, unit, small_gaps)
 
 
 def _setup_findings(
@@ -1095,6 +1102,14 @@ def summarize_stages(
     frame, gaps = measured.iterations, measured.gaps
     warnings = [*assignment.warnings, *measured.warnings, *measured.doubts]
     uncertain: list[str] = list(measured.doubts)
+    notes = list(measured.notes)
+    if measured.small_gaps is not None and measured.time_unit_ns is not None:
+        rounding, doubts = resolution.rounding_findings(
+            frame, measured.small_gaps, measured.time_unit_ns, bound_threshold
+        )
+        notes += rounding
+        uncertain += doubts
+        warnings += doubts
     if attribution is not None:
         causes = attribution.iterations.select("index", *CAUSE_MS)
         frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
@@ -1131,7 +1146,7 @@ def summarize_stages(
         step_classes=classes,
         attribution=attribution,
         unassigned=assignment.unassigned,
-        notes=measured.notes,
+        notes=notes,
         longest=longest_gaps(gaps, frame, detail),
         no_verdict=reason,
         setup_caveat=measured.setup_caveat,
