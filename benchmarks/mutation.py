@@ -175,6 +175,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/analyzers/setup_calls.py",
         ["tests/test_setup_calls.py"],
     ),
+    "resolution": (
+        "tracekit/analyzers/resolution.py",
+        ["tests/test_resolution.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and
