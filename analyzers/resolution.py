@@ -40,15 +40,11 @@ NOTE_SHARE = 0.05
 def time_unit_ns(ops: pl.DataFrame) -> int | None:
     """1000 (ns) when the ops' clock is whole microseconds: at least :data:`MIN_OPS` ops with a start and an
     end, each a multiple of 1000 ns; None otherwise."""
-    timed = ops.lazy().select("start", "end").drop_nulls()
-    counts = timed.select(
-        pl.len().alias("timed"),
-        ((pl.col("start") % MICROSECOND_NS == 0) & (pl.col("end") % MICROSECOND_NS == 0))
-        .sum()
-        .alias("whole"),
-    ).collect()
-    timed_count, whole = counts.row(0)
-    return MICROSECOND_NS if timed_count >= MIN_OPS and whole == timed_count else None
+    timed = ops.select("start", "end").drop_nulls()
+    whole = timed.select(
+        ((pl.col("start") % MICROSECOND_NS == 0) & (pl.col("end") % MICROSECOND_NS == 0)).all()
+    ).item()
+    return MICROSECOND_NS if timed.height >= MIN_OPS and whole else None
 
 
 def small_gaps_per_iteration(gaps: pl.DataFrame, unit_ns: int) -> pl.DataFrame:
@@ -75,36 +71,33 @@ def rounding_findings(
     (``frame``: ``index``, ``latency_ms``, ``gpu_busy_ms``, ``idle_ms``). The doubt ("verdict uncertain")
     comes when the median utilization is under ``bound_threshold`` and at or over it with those gaps counted
     busy."""
-    if frame.is_empty() or per_iteration.is_empty():
-        return [], []
-    joined = frame.select("index", "latency_ms", "gpu_busy_ms", "idle_ms").join(
-        per_iteration, left_on="index", right_on="iteration", how="left"
-    )
-    small = int(joined.get_column("small").fill_null(0).sum())
+    analyzed = per_iteration.join(frame.select(iteration="index"), on="iteration", how="semi")
+    small = int(analyzed.get_column("small").sum())
     if not small:
         return [], []
-    inner = int(joined.get_column("inner").fill_null(0).sum())
-    small_ms = int(joined.get_column("small_ns").fill_null(0).sum()) / 1e6
-    idle_ms = float(joined.get_column("idle_ms").fill_null(0.0).sum())
-    share = small_ms / idle_ms if idle_ms > 0 else 0.0
+    inner = int(analyzed.get_column("inner").sum())
+    small_ms = int(analyzed.get_column("small_ns").sum()) / 1e6
+    # (the idle time holds the small gaps: never 0 here)
+    share = small_ms / float(frame.get_column("idle_ms").sum())
     limit = ROUNDING_GAP_UNITS * unit_ns / 1000
     note = (
         f"the ops' timestamps are whole microseconds: {small:,} of the {inner:,} gaps between ops are at most "
-        f"{limit:g} µs ({small_ms:,.3f} ms in all, {share:.0%} of the idle time), within the rounding of their ends; each may really "
-        "have been anything from 0 to 3 µs"
+        f"{limit:g} µs ({small_ms:,.3f} ms in all, {share:.0%} of the idle time), within the rounding of their "
+        "ends; each may really have been anything from 0 to 3 µs"
     )
-    utilization = pl.col("gpu_busy_ms") / pl.col("latency_ms")
-    counted_busy = (pl.col("gpu_busy_ms") + pl.col("small_ns").fill_null(0) / 1e6) / pl.col("latency_ms")
-    medians = (
-        joined.filter(pl.col("latency_ms") > 0)
+    # Per iteration with a latency, the utilization as recorded and with the small gaps counted busy (an
+    # iteration without small gaps: as recorded); busy + small gaps never exceed the latency.
+    small_ms_of = pl.col("small_ns").fill_null(0) / 1e6
+    as_recorded, if_busy = (
+        frame.join(analyzed, left_on="index", right_on="iteration", how="left")
+        .filter(pl.col("latency_ms") > 0)
         .select(
-            utilization.median().alias("as_recorded"),
-            counted_busy.clip(upper_bound=1.0).median().alias("busy"),
+            (pl.col("gpu_busy_ms") / pl.col("latency_ms")).median(),
+            ((pl.col("gpu_busy_ms") + small_ms_of) / pl.col("latency_ms")).median().alias("if_busy"),
         )
         .row(0)
     )
-    as_recorded, if_busy = medians
-    if as_recorded is None or if_busy is None or not (as_recorded < bound_threshold <= if_busy):
+    if as_recorded is None or not as_recorded < bound_threshold <= if_busy:
         return ([note] if share >= NOTE_SHARE else []), []
     doubt = (
         f"verdict uncertain: the median utilization is {as_recorded:.1%} as recorded but {if_busy:.1%} with the "

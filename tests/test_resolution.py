@@ -128,6 +128,28 @@ def test_iterations_without_small_gaps_and_skipped_ones() -> None:
     assert R.rounding_findings(frame, _small([(0, 50, 50, 900_000)]), 1000, 0.5) == ([], [])
 
 
+def test_exactly_five_percent_of_the_idle_time_gets_the_note() -> None:
+    notes, _ = R.rounding_findings(
+        _frame([0.5, 0.5]), _small([(0, 10, 5, 25_000), (1, 10, 5, 25_000)]), 1000, 0.5
+    )
+    assert len(notes) == 1 and "(0.050 ms in all, 5% of the idle time)" in notes[0]
+
+
+def test_iterations_without_small_gaps_count_as_recorded() -> None:
+    # iteration 0's gaps lift it over the threshold, the other two stay just under it: the median stays under
+    frame = _frame([0.45, 0.4999995, 0.4999995])
+    notes, doubts = R.rounding_findings(frame, _small([(0, 100, 50, 400_000)]), 1000, 0.5)
+    assert len(notes) == 1 and doubts == []
+
+
+def test_an_iteration_of_no_length_has_no_utilization() -> None:
+    frame = pl.concat([_frame([0.45]), _frame([0.0], latency_ms=0.0).with_columns(pl.lit(1, pl.Int64).alias("index"))])
+    _, doubts = R.rounding_findings(frame, _small([(0, 100, 50, 50_000)]), 1000, 0.5)
+    assert doubts and doubts[0].startswith(
+        "verdict uncertain: the median utilization is 45.0% as recorded but 50.0%"
+    )
+
+
 # -------------------------------------------------------------------------------------- end to end
 
 
