@@ -167,14 +167,18 @@ def test_partial_read_gives_the_same_analysis_as_a_full_read(path):
 def test_unclosed_range_gets_the_same_trace_end_in_a_partial_read(tmp_path):
     b = NsysBuilder()
     b.nvtx_range(0, 100, "iteration")
-    b.nvtx_range(200, None, "iteration")  # never popped: closed at the trace's last timestamp
+    b.nvtx_range(200, None, "iteration")  # never popped: no end; open to the trace's last timestamp
+    b.nvtx_range(300, 400, "inside")  # nested in it
     b.kernel(10, 50, "k", correlation=1)
     b.runtime(5, 9, "cudaLaunchKernel_v7000", correlation=1)
     b.kernel(210, 900, "k", correlation=2)
     b.runtime(205, 209, "cudaLaunchKernel_v7000", correlation=2)
     path = b.write(tmp_path / "unclosed.sqlite")
     full, part = read_trace(path), read_trace(path, frames=FRAMES_NEEDED)
-    assert full.ranges["end"].to_list() == part.ranges["end"].to_list() == [100, 900]
+    assert full.ranges["end"].to_list() == part.ranges["end"].to_list() == [100, None, 400]
+    assert full.ranges["depth"].to_list() == part.ranges["depth"].to_list() == [0, 0, 1]
+    assert full.warnings == part.warnings
+    assert "at 900 ns" in full.warnings[0]
 
 
 @pytest.mark.skipif(not HAS_ADBC, reason="adbc-driver-sqlite is not installed")
