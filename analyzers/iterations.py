@@ -52,7 +52,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracekit.analyzers import resolution
+from tracekit.analyzers import communication, resolution
 from tracekit.analyzers.ranges import RangeChoice, choose_ranges, select_ranges  # noqa: F401 (re-exported)
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
@@ -1125,6 +1125,14 @@ def summarize_stages(
         blank = [c for c in (*TIMELINE_FIELDS, *CAUSE_MS) if c in frame.columns]
         frame = frame.with_columns(pl.lit(None, dtype=frame.schema[c]).alias(c) for c in blank)
         gaps, attribution = gaps.clear(), None
+    # (the trace's ops, row for row those of the assignment, with their names and devices)
+    named = trace.ops.select("start", "end", "kind", "device", "name").with_columns(
+        assignment.ops.get_column("iteration")
+    )
+    comm_doubt = communication.communication_doubt(frame, named, bound_threshold)
+    if comm_doubt is not None:
+        uncertain.append(comm_doubt)
+        warnings.append(comm_doubt)
     summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
     if reason is not None:
         summary = replace(summary, bound=None)

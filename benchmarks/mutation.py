@@ -179,6 +179,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/analyzers/resolution.py",
         ["tests/test_resolution.py"],
     ),
+    "communication": (
+        "tracekit/analyzers/communication.py",
+        ["tests/test_communication.py", "tests/test_fleet.py", "tests/test_fleet_mutants.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and

@@ -1,0 +1,123 @@
+"""Collective communication on the device (NCCL on NVIDIA, RCCL on AMD): how long it runs per iteration,
+how much of it no computation hides, and what that does to the verdict.
+
+Device ops whose name says NCCL or RCCL (:data:`COMM_PATTERN`) are collectives. Per iteration (ops counted in
+the iteration whose range launched them), ``comm_ms`` is the union of their intervals and ``exposed_comm_ms``
+the part of that union that no computation of the same device overlaps: no other kernel and no CUDA graph
+execution (:data:`COMPUTE_KINDS`; a memcpy or memset beside a collective is data movement, which hides no
+communication, as HTA counts it) (:func:`comm_per_iteration`).
+
+A collective kernel counts as GPU busy for as long as it runs, and it runs while it waits for the other
+ranks. So a rank whose GPU is "busy" mostly in exposed communication is not compute-bound: it waits on the
+network or on a straggler. :func:`communication_doubt` makes a compute-bound verdict uncertain when it rests
+on exposed communication: the median utilization is at or over the threshold with it, and under it without.
+Op names are needed: a trace read without them (a run whose metadata states everything) has none. One
+device only: on several, the busy time is the union over them.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+#: Device-op names of collective communication kernels (NCCL on NVIDIA, RCCL on AMD).
+COMM_PATTERN = r"(?i)nccl|rccl"
+#: Kinds of device op that compute (:data:`tracekit.model.OP_KIND`): what hides communication it overlaps.
+COMPUTE_KINDS = ("kernel", "graph")
+
+
+def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
+    """``iteration``, ``comm_ms``, ``exposed_comm_ms`` of every iteration with collectives (see module doc).
+
+    One sweep over the ops' edges per (iteration, device), vectorized: each start adds one to its kind's
+    count of running ops (collective or other), each end takes one away; between two consecutive edges the
+    counts hold, so the stretch is communication when collectives run (``comm > 0``) and hidden
+    communication when computation runs too (``other > 0``: kernels and graphs, :data:`COMPUTE_KINDS`;
+    memcpy and memset count as neither). Ops without a start, an end or an iteration are left out (they
+    cannot be placed)."""
+    keys = ["iteration", "device"]
+    empty = pl.DataFrame(schema={"iteration": pl.Int64, "comm_ms": pl.Float64, "exposed_comm_ms": pl.Float64})
+    placed = ops.filter(
+        pl.col("start").is_not_null() & pl.col("end").is_not_null() & pl.col("iteration").is_not_null()
+    ).select(
+        *keys,
+        "start",
+        "end",
+        is_comm=pl.col("name").str.contains(COMM_PATTERN).fill_null(False),
+        computes=pl.col("kind").cast(pl.String).is_in(COMPUTE_KINDS).fill_null(False),
+    )
+    with_comm = placed.filter("is_comm").select(keys).unique()
+    if with_comm.is_empty():
+        return empty
+    placed = placed.join(with_comm, on=keys, how="semi", nulls_equal=True)
+    comm_step = pl.col("is_comm").cast(pl.Int64)
+    other_step = (~pl.col("is_comm") & pl.col("computes")).cast(pl.Int64)
+    edges = pl.concat(
+        [
+            placed.select(*keys, at=pl.col("start"), comm=comm_step, other=other_step),
+            placed.select(*keys, at=pl.col("end"), comm=-comm_step, other=-other_step),
+        ]
+    ).sort(*keys, "at", nulls_last=True)
+    # Every op of a group adds its start and its end, so a group's counts sum to 0: the running sums over all
+    # the sorted edges are each group's own, and after a group's last edge both are 0, so the stretch from it
+    # to the next group's first edge never counts (no window per group is needed).
+    stretches = edges.with_columns(
+        comm=pl.col("comm").cum_sum(),
+        other=pl.col("other").cum_sum(),
+        length=(pl.col("at").shift(-1) - pl.col("at")).fill_null(0),
+    )
+    communicating = pl.col("comm") > 0
+    return (
+        stretches.group_by("iteration", maintain_order=True)
+        .agg(
+            comm=pl.col("length").filter(communicating).sum(),
+            hidden=pl.col("length").filter(communicating & (pl.col("other") > 0)).sum(),
+        )
+        .select(
+            pl.col("iteration").cast(pl.Int64),
+            comm_ms=pl.col("comm") / 1e6,
+            exposed_comm_ms=(pl.col("comm") - pl.col("hidden")) / 1e6,
+        )
+        .sort("iteration")
+    )
+
+
+def has_collectives(ops: pl.DataFrame) -> bool:
+    """Whether any of ``ops`` is a collective (:data:`COMM_PATTERN`): without one there is no communication
+    to measure, and the ops need not be assigned to iterations for it."""
+    return bool(ops.select(pl.col("name").str.contains(COMM_PATTERN).any()).item())
+
+
+def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold: float) -> str | None:
+    """The "verdict uncertain" text when a compute-bound verdict rests on exposed communication (module
+    docstring), else None. ``frame``: the analyzed iterations (``index``, ``latency_ms``, ``gpu_busy_ms``);
+    ``ops``: the device ops with ``iteration``, ``device``, ``start``, ``end``, ``kind``, ``name``."""
+    if frame.is_empty() or "name" not in ops.columns or ops.get_column("device").drop_nulls().n_unique() > 1:
+        # (on several devices the busy time is their union, which per-device communication does not subtract
+        # from: each device's own analysis is its per-device row)
+        return None
+    utilization = pl.col("gpu_busy_ms") / pl.col("latency_ms")
+    timed = frame.filter(pl.col("latency_ms") > 0)
+    as_recorded = timed.select(utilization.median()).item()
+    if as_recorded is None or as_recorded < bound_threshold or not has_collectives(ops):
+        return None
+    comm = comm_per_iteration(ops.join(frame.select(iteration="index"), on="iteration", how="semi"))
+
+    def ns(column: str) -> pl.Expr:  # (whole ns again: the ms columns came from them)
+        return (pl.col(column).fill_null(0.0) * 1e6).round(0).cast(pl.Int64)
+
+    without, exposed = (
+        timed.join(comm, left_on="index", right_on="iteration", how="left")
+        .select(
+            ((ns("gpu_busy_ms") - ns("exposed_comm_ms")) / ns("latency_ms")).median(),
+            pl.col("exposed_comm_ms").fill_null(0.0).median().alias("exposed"),
+        )
+        .row(0)
+    )
+    if without >= bound_threshold:
+        return None
+    return (
+        f"verdict uncertain: compute-bound at a median utilization of {as_recorded:.1%}, but {without:.1%} "
+        f"without the communication no computation overlaps (NCCL/RCCL kernels, median {exposed:.3f} ms per "
+        "iteration): a collective counts as busy while it waits for the other ranks, so this GPU may be "
+        "waiting on the network or on a straggler, not computing"
+    )

@@ -1,0 +1,101 @@
+"""A compute-bound verdict that rests on exposed communication is uncertain (tracekit.analyzers.communication).
+
+Hand-built traces (synthetic, exact answers): a collective kernel is GPU busy while it waits for the other
+ranks, so "compute-bound" on its strength is said to be uncertain, with the numbers.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.builders import make_trace
+from tracekit.analyzers import communication as C
+from tracekit.analyzers.iterations import analyze_iterations
+from tracekit.model import Trace
+
+US = 1000
+ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+OP_FIELDS = ("start", "end", "correlation", "stream", "kind", "device", "name")
+
+
+def _trace(
+    comm: tuple[int, int], compute: tuple[int, int] = (10, 50), devices: tuple[int, int] = (0, 0)
+) -> Trace:
+    """Two 100 µs iterations; in each, a compute kernel at ``compute`` µs (device ``devices[0]``) and an
+    all-reduce at ``comm`` µs (device ``devices[1]``), both launched at the iteration's start, on streams 7
+    and 9; a synchronize closes each."""
+    ranges, api, ops = [], [], []
+    for it in range(2):
+        t = it * 100 * US
+        ranges.append((t, t + 100 * US, "iteration"))
+        api.append((t + 1 * US, t + 2 * US, 10 * it + 1, "cudaLaunchKernel"))
+        api.append((t + 3 * US, t + 4 * US, 10 * it + 2, "cudaLaunchKernel"))
+        api.append((t + 95 * US, t + 99 * US, None, "cudaDeviceSynchronize"))
+        ops.append((t + compute[0] * US, t + compute[1] * US, 10 * it + 1, 7, "kernel", devices[0], "gemm"))
+        ops.append((t + comm[0] * US, t + comm[1] * US, 10 * it + 2, 9, "kernel", devices[1], ALLREDUCE))
+    return make_trace(ranges=ranges, api=api, ops=ops, op_fields=OP_FIELDS)
+
+
+def test_compute_bound_on_exposed_communication_is_uncertain() -> None:
+    # busy 80 µs of 100 (80%): 40 µs of it the all-reduce alone; 40% without it
+    a = analyze_iterations(_trace(comm=(50, 90)))
+    assert a.summary.bound == "compute"
+    want = (
+        "verdict uncertain: compute-bound at a median utilization of 80.0%, but 40.0% without the communication "
+        "no computation overlaps (NCCL/RCCL kernels, median 0.040 ms per iteration): a collective counts as busy "
+        "while it waits for the other ranks, so this GPU may be waiting on the network or on a straggler, not "
+        "computing"
+    )
+    assert a.summary.verdict_uncertain == want
+    assert want in a.warnings
+
+
+def test_communication_hidden_by_computation_leaves_the_verdict() -> None:
+    # the all-reduce runs beside the kernel: nothing exposed
+    a = analyze_iterations(_trace(comm=(20, 50), compute=(10, 70)))
+    assert a.summary.bound == "compute" and a.summary.verdict_uncertain is None
+
+
+@pytest.mark.parametrize(("compute_end", "uncertain"), [(60, False), (59, True)])
+def test_the_threshold_without_communication(compute_end: int, uncertain: bool) -> None:
+    # computation 50 µs of 100: 50% without the exposed all-reduce, the threshold (compute-bound); 49 µs: 49%
+    a = analyze_iterations(_trace(comm=(60, 80), compute=(10, compute_end)))
+    assert a.summary.bound == "compute"
+    assert (a.summary.verdict_uncertain is not None) is uncertain
+
+
+def test_a_framework_bound_verdict_is_left_alone() -> None:
+    a = analyze_iterations(_trace(comm=(50, 59), compute=(10, 40)))  # 39% busy
+    assert a.summary.bound == "framework" and a.summary.verdict_uncertain is None
+
+
+def test_without_names_or_on_two_devices_nothing_is_said() -> None:
+    trace = _trace(comm=(50, 90))
+    ops = trace.ops.with_columns(_ops_of(trace).get_column("iteration"))
+    assert C.communication_doubt(_frame_of(trace), ops, 0.5) is not None
+    assert C.communication_doubt(_frame_of(trace), ops.drop("name"), 0.5) is None
+    assert (
+        C.communication_doubt(_frame_of(trace), ops.with_columns(name=pl.lit(None, pl.String)), 0.5) is None
+    )
+    two = _trace(comm=(50, 90), devices=(0, 1))
+    assert analyze_iterations(two).summary.verdict_uncertain is None
+
+
+def test_the_doubt_reads_only_the_analyzed_iterations() -> None:
+    # skipping the first iteration leaves the second: the same numbers
+    a = analyze_iterations(_trace(comm=(50, 90)), skip=1)
+    assert (
+        a.summary.verdict_uncertain is not None
+        and "median 0.040 ms per iteration" in a.summary.verdict_uncertain
+    )
+
+
+def _frame_of(trace: Trace):  # type: ignore[no-untyped-def]
+    return analyze_iterations(trace).iterations
+
+
+def _ops_of(trace: Trace):  # type: ignore[no-untyped-def]
+    from tracekit.analyzers.iterations import assign
+
+    return assign(trace).ops
