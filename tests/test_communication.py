@@ -91,6 +91,55 @@ def test_the_doubt_reads_only_the_analyzed_iterations() -> None:
     )
 
 
+def _doubt(rows: list[tuple[float, float, int | None]]) -> str | None:
+    """:func:`C.communication_doubt` on iterations of (latency ms, busy ms, exposed all-reduce ns or None):
+    each exposed all-reduce one op of its own on device 0, nothing beside it."""
+    frame = pl.DataFrame(
+        {
+            "index": list(range(len(rows))),
+            "latency_ms": [r[0] for r in rows],
+            "gpu_busy_ms": [r[1] for r in rows],
+        }
+    )
+    ops = pl.DataFrame(
+        [
+            (i, 0, 1_000_000 * i, 1_000_000 * i + r[2], "kernel", ALLREDUCE)
+            for i, r in enumerate(rows)
+            if r[2]
+        ],
+        schema={
+            "iteration": pl.Int64,
+            "device": pl.Int32,
+            "start": pl.Int64,
+            "end": pl.Int64,
+            "kind": pl.String,
+            "name": pl.String,
+        },
+        orient="row",
+    )
+    return C.communication_doubt(frame, ops, 0.5)
+
+
+def test_iterations_without_communication_count_with_their_own_utilization() -> None:
+    # 80% and 80%, one with 0.04 ms exposed (40% without): the median without is 60%, compute-bound
+    assert _doubt([(0.1, 0.08, 40_000), (0.1, 0.08, None)]) is None
+    # 80% and 75%: 20% and 75% without, median 47.5%; the exposed median counts the 0 of the second
+    doubt = _doubt([(0.1, 0.08, 60_000), (0.1, 0.075, None)])
+    assert doubt is not None
+    assert "at a median utilization of 77.5%, but 47.5% without" in doubt
+    assert "(NCCL/RCCL kernels, median 0.030 ms per iteration)" in doubt
+
+
+def test_compute_bound_at_exactly_the_threshold_is_checked() -> None:
+    doubt = _doubt([(0.1, 0.05, 10_000)])
+    assert doubt is not None and "at a median utilization of 50.0%, but 40.0% without" in doubt
+
+
+def test_an_iteration_of_no_length_has_no_utilization() -> None:
+    doubt = _doubt([(0.1, 0.08, 40_000), (0.0, 0.0, None)])
+    assert doubt is not None and "at a median utilization of 80.0%, but 40.0% without" in doubt
+
+
 def _frame_of(trace: Trace):  # type: ignore[no-untyped-def]
     return analyze_iterations(trace).iterations
 
