@@ -125,6 +125,8 @@ def trace_row(result: dict[str, Any]) -> dict[str, Any]:
     }
     row.update({f"mean_{k}": _mean(_values(result, k)) for k in MEAN_FIELDS})
     row["verdict"] = result.get("verdict")
+    # (the why is among the trace's warnings, prefixed with its name)
+    row["verdict_uncertain"] = bool(result.get("verdict_uncertain"))
     row["synthetic"] = result.get("synthetic", False)
     return row
 

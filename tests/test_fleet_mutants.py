@@ -631,3 +631,23 @@ def test_two_traces_last_equally_often_are_both_named_and_neither_is_the_straggl
     ]
     assert said == ["straggler: none (rank 1 and rank 2 each arrive last at 1 of 2 collectives)"]
     assert most_often(Counter({1: 2, 2: 1})) == (1, 2) and most_often(Counter()) is None
+
+
+def test_an_uncertain_verdict_is_marked_in_the_many_trace_table() -> None:
+    """A trace whose analysis says "verdict uncertain" has its verdict marked in the table and Markdown, and
+    a ``verdict_uncertain`` field in JSON and CSV; the why is among its warnings."""
+    from tests.builders import compact_result
+    from tracekit.renderers.ranks import render_ranks
+
+    doubt = "verdict uncertain: iteration 0 of 1 spends 39.2 s in setup calls"
+    sure, unsure = compact_result("a.json", 0), compact_result("b.json", 1)
+    unsure.update(verdict_uncertain=True, warnings=[doubt])
+    doc = summarize([sure, unsure])
+    assert [r["verdict_uncertain"] for r in doc["rows"]] == [False, True]
+    table = render_ranks(doc, "table")
+    assert "compute (uncertain)" in table and table.count("(uncertain)") == 1
+    assert "| compute (uncertain) |" in render_ranks(doc, "markdown")
+    csv_lines = render_ranks(doc, "csv").splitlines()
+    assert csv_lines[0].endswith(",verdict,verdict_uncertain")
+    assert csv_lines[1].endswith(",compute,False") and csv_lines[2].endswith(",compute,True")
+    assert any(w.endswith(doubt) for w in doc["warnings"])

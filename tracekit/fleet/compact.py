@@ -134,6 +134,7 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         "synthetic": bool(analyzed.config.synthetic),
         "range": analyzed.range_name,
         "verdict": summary.bound,
+        "verdict_uncertain": summary.verdict_uncertain is not None,
         "iterations": columns(iterations),
         "collective_starts_ns": starts,
         "collective_ends_ns": ends,

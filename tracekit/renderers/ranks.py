@@ -24,9 +24,22 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("mean_exposed_comm_ms", "mean exposed comm ms"),
     ("verdict", "verdict"),
 )
-CSV_COLUMNS = ("trace", "file", "rank", "gpu", "device", "range", "synthetic") + tuple(
-    k for k, _ in COLUMNS[1:]
+CSV_COLUMNS = (
+    ("trace", "file", "rank", "gpu", "device", "range", "synthetic")
+    + tuple(k for k, _ in COLUMNS[1:])
+    + ("verdict_uncertain",)
 )
+
+
+def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The rows as the table and Markdown show them: an uncertain verdict marked so (its why is among the
+    warnings under the table)."""
+    return [
+        {**row, "verdict": f"{row['verdict']} (uncertain)"}
+        if row.get("verdict_uncertain") and row.get("verdict")
+        else row
+        for row in rows
+    ]
 
 
 def _ms(value: Any) -> str:
@@ -108,7 +121,7 @@ def render_ranks(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "csv":
         return render_csv(doc["rows"], CSV_COLUMNS)
     if fmt == "markdown":
-        body = render_markdown(doc["rows"], COLUMNS)
+        body = render_markdown(_shown(doc["rows"]), COLUMNS)
         return body + "\n" + "".join(f"- {line}\n" for line in summary_lines(doc))
     return _text_table(doc) + "\n".join(summary_lines(doc, warnings=False)) + "\n"
 
@@ -116,7 +129,7 @@ def render_ranks(doc: dict[str, Any], fmt: str) -> str:
 def _text_table(doc: dict[str, Any]) -> str:
     """A fixed-width plain table (also what a pipe gets)."""
     cells = [[header for _, header in COLUMNS]]
-    cells += [[format_value(row.get(key)) for key, _ in COLUMNS] for row in doc["rows"]]
+    cells += [[format_value(row.get(key)) for key, _ in COLUMNS] for row in _shown(doc["rows"])]
     widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
     lines = []
     for n, row in enumerate(cells):
