@@ -800,6 +800,32 @@ def clock_doubts(before_call: tuple[int, int, int] | None, frame: pl.DataFrame) 
     ]
 
 
+def parent_clock_findings(counts: Any, frame: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """(notes, doubts) when device ops started before the host event that launched them began, in a format
+    that links ops to their launching host event without launch calls (``meta["ops_before_parent"]``:
+    [such ops, linked ops, the largest lead in ns]; ONNX Runtime's Kernel events and their Node events,
+    :func:`tracekit.readers.ort.kernels_before_parent`): one clock cannot give that. Beyond
+    :data:`CLOCK_DOUBT` of the median iteration the verdict is uncertain, as in :func:`clock_doubts`; below,
+    a note."""
+    if not counts or "latency_ms" not in frame.columns:
+        return [], []
+    before, linked, lead_ns = (int(x) for x in counts)
+    median = frame.get_column("latency_ms").median()
+    lead_ms = lead_ns / 1e6
+    what = (
+        f"{before} of {linked} kernels started before the node that launched them began, by up to "
+        f"{lead_ms:.3f} ms"
+    )
+    median_ms = None if median is None else float(median)  # type: ignore[arg-type]
+    if median_ms is None or lead_ms <= CLOCK_DOUBT * median_ms:
+        return [f"{what}: the GPU and CPU times disagree (by at most 1% of the median iteration)"], []
+    return [], [
+        f"verdict uncertain: {what} ({lead_ms / median_ms:.0%} of the median iteration): the profile's GPU "
+        "and CPU times are on different clocks, so the GPU busy time inside the iterations, the idle gaps and "
+        "the framework overhead compare times of two clocks"
+    ]
+
+
 def warmup_to_skip(meta: dict[str, Any], ranges_found: int) -> int:
     """Warm-up iterations recorded inside the trace, to drop by default.
 
@@ -968,6 +994,9 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     notes = launch_notes(frame, before_call)
     frame = _iteration_columns(frame, has_api, has_ops)
     doubts = clock_doubts(before_call, frame)
+    parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)
+    notes += parent_notes
+    doubts += parent_doubts
     setup_notes, setup_doubts, setup_caveat = _setup_findings(
         trace, ranges, windows, frame, assignment.choice.synthetic
     )

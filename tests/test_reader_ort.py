@@ -240,3 +240,64 @@ def test_real_ort_profile(tmp_path: Path) -> None:
     ]
     assert sum(per_run) == trace.ops.height
     assert len(set(per_run)) == 1 and per_run[0] > 0
+
+
+def _gpu_profile(shift_us: int, runs: int = 3) -> list[dict[str, Any]]:
+    """A synthetic ORT CUDA profile: ``runs`` model_runs of 1000 µs, each with two nodes, each node followed
+    (file order, as ORT merges them) by its kernel, which starts 5 µs after its node began plus
+    ``shift_us`` (negative: a kernel clock behind the CPU's)."""
+    events: list[dict[str, Any]] = []
+    for r in range(runs):
+        t = 1000 * r + 100
+        events.append(_ev("Session", "model_run", t, 1000))
+        for k, op in enumerate(("MatMul", "Relu")):
+            node_ts = t + 10 + 300 * k
+            node = f"/{k}/{op}_kernel_time"
+            events.append(_ev("Node", node, node_ts, 20, op_name=op, provider="CUDAExecutionProvider"))
+            events.append(
+                {
+                    "cat": "Kernel",
+                    "pid": -1,
+                    "tid": -1,
+                    "dur": 100,
+                    "ts": node_ts + 5 + shift_us,
+                    "ph": "X",
+                    "name": f"{op.lower()}_kernel",
+                    "args": {"stream": "7", "op_name": op, "parent_name": node},
+                }
+            )
+    return events
+
+
+@pytest.mark.parametrize(
+    ("shift_us", "counts"), [(0, None), (-7, None), (-8, [6, 6, 3000]), (-505, [6, 6, 500_000])]
+)
+def test_kernels_that_start_before_their_node_are_counted(tmp_path: Path, shift_us: int, counts: Any) -> None:
+    """A kernel starting up to 2 µs before its node (rounding: both starts cut to the µs) is not counted."""
+    trace = read(_write(tmp_path, "synthetic_ort_gpu.json", _gpu_profile(shift_us)))
+    assert trace.meta.get("ops_before_parent") == counts
+
+
+def test_kernel_parents_are_the_nearest_earlier_node_of_their_name(tmp_path: Path) -> None:
+    # the second run's kernels name the same nodes as the first's: each is linked to its own run's node
+    events = _gpu_profile(0, runs=2)
+    events[-1]["ts"] -= 400  # the last kernel (run 2's Relu, its node at 1410) now starts at 1015
+    trace = read(_write(tmp_path, "synthetic_ort_gpu.json", events))
+    assert trace.meta["ops_before_parent"] == [1, 4, 395_000]
+
+
+def test_kernels_far_before_their_nodes_make_the_verdict_uncertain(tmp_path: Path) -> None:
+    from tracekit.session import analyze_trace
+
+    a = analyze_trace(read(_write(tmp_path, "synthetic_ort_gpu.json", _gpu_profile(-505))))
+    assert a.summary.verdict_uncertain == (
+        "verdict uncertain: 6 of 6 kernels started before the node that launched them began, by up to 0.500 ms "
+        "(50% of the median iteration): the profile's GPU and CPU times are on different clocks, so the GPU "
+        "busy time inside the iterations, the idle gaps and the framework overhead compare times of two clocks"
+    )
+    near = analyze_trace(read(_write(tmp_path, "synthetic_ort_gpu2.json", _gpu_profile(-8))))
+    assert near.summary.verdict_uncertain is None
+    assert (
+        "6 of 6 kernels started before the node that launched them began, by up to 0.003 ms: the GPU and CPU "
+        "times disagree (by at most 1% of the median iteration)"
+    ) in near.notes

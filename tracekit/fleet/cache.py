@@ -26,7 +26,8 @@ from typing import Any
 from tracekit import __version__
 
 #: bumped when a reader's frames change meaning (invalidates every entry); 2: an entry's meta holds nothing of
-#: the trace's sidecar; 3: an Nsight Systems range never closed keeps a null end (was: the trace end)
+#: the trace's sidecar; 3: an Nsight Systems range never closed keeps a null end (was: the trace end), and
+#: an ONNX Runtime profile's meta counts its kernels that start before their node (``ops_before_parent``)
 CACHE_FORMAT = 3
 READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}"
 FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")

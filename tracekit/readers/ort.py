@@ -28,7 +28,8 @@ What lands where:
     present they are the ops (``meta["device"]`` "gpu") and the Node events become ranges of domain "node"
     instead, so that host time is not counted as device busy time.
 
-``meta``: ``format`` "ort", ``format_version`` (the ORT version when some event's args carry one), ``device``,
+``meta``: ``ops_before_parent`` (:func:`kernels_before_parent`: Kernel events that started before the Node
+event that launched them began, a clock disagreement the analysis weighs), ``format`` "ort", ``format_version`` (the ORT version when some event's args carry one), ``device``,
 ``providers`` (execution providers seen on Node events), ``first_op_inputs`` (the first 8 nodes with an input
 of rank >= 2: name, input dims, element types, from ``args.input_type_shape``), ``embedding_inputs`` (up to 8
 distinct ``Gather`` nodes that look up a floating-point table of rank 2 with integer indices -- embedding
@@ -101,6 +102,7 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
                 a.get("stream"),
                 a.get("device"),
                 _element_types(a.get("input_type_shape")),
+                a.get("parent_name"),
             )
             for e in events
         ]
@@ -118,10 +120,11 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         "stream",
         "device",
         "input_types",
+        "parent_name",
     )
     frame = pl.DataFrame(
         {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
-    )
+    ).with_row_index("order")
     frame = frame.filter(pl.col("ph").is_null() | (pl.col("ph") == "X"))
     return frame.with_columns(
         start=us_to_ns(pl.col("ts")),
@@ -129,6 +132,39 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         pid_i=pl.col("pid").cast(pl.Int64, strict=False),
         tid_i=pl.col("tid").cast(pl.Int64, strict=False),
     ).filter(pl.col("start").is_not_null())
+
+
+#: A kernel may seem to start up to this long (ns) before the node that launched it by rounding alone: ORT
+#: cuts both starts to the microsecond.
+PARENT_ROUNDING_NS = 2000
+
+
+def kernels_before_parent(frame: pl.DataFrame) -> list[int] | None:
+    """[kernels that started before the node that launched them began (by more than
+    :data:`PARENT_ROUNDING_NS`), kernels linked to a node, the largest such lead in ns], or None when no
+    kernel did.
+
+    ORT writes each Kernel event right after its parent Node event (``args.parent_name`` names it), so the
+    parent is the nearest earlier Node event of that name in file order. A kernel cannot start before the
+    node that launched it: when it does, ORT wrote the GPU times on another clock than the CPU ones (some
+    versions do not shift CUPTI's kernel times onto the CPU clock, as they do for copies)."""
+    kernels = frame.filter((pl.col("cat") == "Kernel") & pl.col("parent_name").is_not_null()).select(
+        "order", "start", name="parent_name"
+    )
+    if kernels.is_empty():
+        return None
+    nodes = frame.filter(pl.col("cat") == "Node").select("order", "name", node_start="start")
+    linked = (
+        kernels.sort("order")
+        .join_asof(nodes.sort("order"), on="order", by="name", strategy="backward", check_sortedness=False)
+        .filter(pl.col("node_start").is_not_null())
+        .select(lead=pl.col("node_start") - pl.col("start"))
+    )
+    lead = pl.col("lead")
+    linked_count, before, largest = linked.select(
+        pl.len(), (lead > PARENT_ROUNDING_NS).sum().alias("before"), lead.max().alias("largest")
+    ).row(0)
+    return [int(before), int(linked_count), int(largest)] if before else None
 
 
 def _element_types(shapes: Any) -> str | None:
@@ -328,9 +364,11 @@ def read(path: Path) -> Trace:
             "GPU times come from ORT's own CUDA profiling: microsecond resolution and no correlation ids, so "
             "kernels are assigned to iterations by time"
         )
+        before_parent = kernels_before_parent(frame)
     else:
         device = "cpu"
         ops = node_ops
+        before_parent = None
     ranges = pl.concat(range_parts)
     ranges = ranges.with_columns(depth=nesting_depth(ranges, ["domain", "pid", "thread"]))
 
@@ -371,5 +409,7 @@ def read(path: Path) -> Trace:
     meta["synthetic"] = (
         header.get("tracekit_synthetic") in (True, "true", "1", 1) or "synthetic" in path.name.lower()
     )
+    if before_parent is not None:
+        meta["ops_before_parent"] = before_parent
     meta["warnings"] = warnings
     return Trace(ops=conform(ops, OPS_SCHEMA), ranges=conform(ranges, RANGES_SCHEMA), meta=meta)
