@@ -183,6 +183,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/analyzers/communication.py",
         ["tests/test_communication.py", "tests/test_fleet.py", "tests/test_fleet_mutants.py"],
     ),
+    "ort": (
+        "tracekit/readers/ort.py",
+        ["tests/test_reader_ort.py", "tests/test_ort_ncu_defaults.py", "tests/test_golden.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and

@@ -219,3 +219,43 @@ def test_a_trace_without_device_activity_keeps_the_idle_gaps_column_type() -> No
     assert it["latency_ms"].to_list() == pytest.approx([1e-3, 2e-3])
     assert it.schema["idle_gaps"] == pl.Int64 and it["idle_gaps"].null_count() == 2
     assert it.schema["gpu_busy_ms"] == pl.Float64 and it["gpu_busy_ms"].null_count() == 2
+
+
+# ------------------------------------------------------------- ops that start before their launching event
+
+
+@pytest.mark.parametrize(
+    ("lead_ns", "kind"),
+    [(10_000, "note"), (10_001, "doubt")],  # 1% of the 1 ms median iteration is 10,000 ns
+)
+def test_ops_before_their_parent_event_are_a_note_then_a_doubt(lead_ns: int, kind: str) -> None:
+    from tracekit.analyzers.iterations import parent_clock_findings
+
+    frame = pl.DataFrame({"latency_ms": [0.5, 1.0, 3.0]})
+    notes, doubts = parent_clock_findings([2, 40, lead_ns], frame)
+    what = (
+        f"2 of 40 kernels started before the node that launched them began, by up to {lead_ns / 1e6:.3f} ms"
+    )
+    if kind == "note":
+        assert notes == [f"{what}: the GPU and CPU times disagree (by at most 1% of the median iteration)"]
+        assert doubts == []
+        return
+    assert notes == []
+    assert doubts == [
+        f"verdict uncertain: {what} (1% of the median iteration): the profile's GPU and CPU times are on "
+        "different clocks, so the GPU busy time inside the iterations, the idle gaps and the framework overhead "
+        "compare times of two clocks"
+    ]
+
+
+def test_no_counts_or_no_latency_says_nothing() -> None:
+    from tracekit.analyzers.iterations import parent_clock_findings
+
+    assert parent_clock_findings(None, pl.DataFrame({"latency_ms": [1.0]})) == ([], [])
+    assert parent_clock_findings([], pl.DataFrame({"latency_ms": [1.0]})) == ([], [])
+    assert parent_clock_findings([1, 2, 5_000_000], pl.DataFrame({"index": [0]})) == ([], [])
+    # no iteration with a latency: nothing to weigh the lead against, so a note
+    notes, doubts = parent_clock_findings(
+        [1, 2, 5_000_000], pl.DataFrame({"latency_ms": [None]}, schema={"latency_ms": pl.Float64})
+    )
+    assert doubts == [] and len(notes) == 1 and "by up to 5.000 ms" in notes[0]
