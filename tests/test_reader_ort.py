@@ -301,3 +301,13 @@ def test_kernels_far_before_their_nodes_make_the_verdict_uncertain(tmp_path: Pat
         "6 of 6 kernels started before the node that launched them began, by up to 0.003 ms: the GPU and CPU "
         "times disagree (by at most 1% of the median iteration)"
     ) in near.notes
+
+
+def test_a_kernel_is_linked_to_its_named_node_not_the_one_just_before_it(tmp_path: Path) -> None:
+    """ORT inserts a kernel after the last event with its parent's start; another node can come between:
+    the parent is found by name. Here run 1's MatMul kernel follows the Relu node, which began after it."""
+    events = _gpu_profile(0, runs=1)
+    matmul_kernel = events.pop(2)  # model_run, MatMul node, [MatMul kernel], Relu node, Relu kernel
+    events.insert(3, matmul_kernel)  # now after the Relu node (ts 410), itself at ts 115
+    trace = read(_write(tmp_path, "synthetic_ort_gpu.json", events))
+    assert trace.meta.get("ops_before_parent") is None
