@@ -143,7 +143,9 @@ def test_iterations_without_small_gaps_count_as_recorded() -> None:
 
 
 def test_an_iteration_of_no_length_has_no_utilization() -> None:
-    frame = pl.concat([_frame([0.45]), _frame([0.0], latency_ms=0.0).with_columns(pl.lit(1, pl.Int64).alias("index"))])
+    frame = pl.concat(
+        [_frame([0.45]), _frame([0.0], latency_ms=0.0).with_columns(pl.lit(1, pl.Int64).alias("index"))]
+    )
     _, doubts = R.rounding_findings(frame, _small([(0, 100, 50, 50_000)]), 1000, 0.5)
     assert doubts and doubts[0].startswith(
         "verdict uncertain: the median utilization is 45.0% as recorded but 50.0%"
