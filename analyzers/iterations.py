@@ -1132,7 +1132,8 @@ def summarize_stages(
     warnings = [*assignment.warnings, *measured.warnings, *measured.doubts]
     uncertain: list[str] = list(measured.doubts)
     notes = list(measured.notes)
-    if measured.small_gaps is not None and measured.time_unit_ns is not None:
+    timeline = trace.meta.get("timeline") is not False  # (an Nsight Compute report alone has none)
+    if timeline and measured.small_gaps is not None and measured.time_unit_ns is not None:
         rounding, doubts = resolution.rounding_findings(
             frame, measured.small_gaps, measured.time_unit_ns, bound_threshold
         )
@@ -1149,7 +1150,7 @@ def summarize_stages(
         uncertain += doubts
         warnings += doubts
     reason = no_verdict_reason(trace) or _no_work_in_iterations(trace, assignment, frame)
-    if trace.meta.get("timeline") is False:
+    if not timeline:
         # No measured timeline (an Nsight Compute report alone): what needs one is not shown.
         blank = [c for c in (*TIMELINE_FIELDS, *CAUSE_MS) if c in frame.columns]
         frame = frame.with_columns(pl.lit(None, dtype=frame.schema[c]).alias(c) for c in blank)

@@ -215,3 +215,12 @@ def test_the_study_s_pytorch_trace_gets_the_note() -> None:
         "all, 9% of the idle time), within the rounding of their ends; each may really have been anything from 0 "
         "to 3 µs"
     ]
+
+
+def test_a_trace_without_a_timeline_gets_no_rounding_note() -> None:
+    # an Nsight Compute report alone lays its kernels out end to end: no measured gaps to speak of
+    trace = _back_to_back(0)
+    trace.meta["timeline"] = False
+    a = analyze_iterations(trace)
+    assert not any("whole microseconds" in n for n in a.notes)
+    assert a.summary.verdict_uncertain is None
