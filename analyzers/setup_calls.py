@@ -255,20 +255,24 @@ def setup_warnings(
     more = f" and {calls.height - NAMED_CALLS} more" if calls.height > NAMED_CALLS else ""
     # (never 0: a flagged iteration's setup time, at least 1 ms, is at most its latency)
     share = total / float(flagged.get_column("latency_ns").sum())
+    one = len(indices) == 1
+    spend, its, hold = ("spends", "its", "holds") if one else ("spend", "their", "hold")
+    iterations = _iterations_text(indices)
     what = (
-        f"{_iterations_text(indices)} of {frame.height} {'spends' if len(indices) == 1 else 'spend'} {_ms(total)} ({share:.0%} of {'its' if len(indices) == 1 else 'their'} latency) in "
-        f"setup calls ({named}{more}): CUDA initialization, memory allocation, stream, event or module "
-        "creation, graph instantiation"
+        f"{iterations} of {frame.height} {spend} {_ms(total)} ({share:.0%} of {its} latency) in setup calls "
+        f"({named}{more}): CUDA initialization, memory allocation, stream, event or module creation, graph "
+        "instantiation"
     )
     caveat = (
-        f"{_iterations_text(indices)} {'holds' if len(indices) == 1 else 'hold'} {_ms(total)} of setup calls ({named}{more}), which the projection "
-        "removes as host work: a warmed-up eager run does not pay them, so against it the saving is smaller"
+        f"{iterations} {hold} {_ms(total)} of setup calls ({named}{more}), which the projection removes as "
+        "host work: a warmed-up eager run does not pay them, so against it the saving is smaller"
     )
     first = frame.get_column("index").to_list()
     leading = indices == first[: len(indices)]
     if 2 * len(indices) < frame.height:
         hint = (
-            f"; a first run's one-time costs, not the steady state: --skip {len(indices)} leaves them out"
+            # (--skip counts from the trace's first iteration, warm-up already skipped included)
+            f"; a first run's one-time costs, not the steady state: --skip {indices[-1] + 1} leaves them out"
             if leading
             else "; they count as framework overhead (other_api) in those iterations"
         )

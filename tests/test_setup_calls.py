@@ -166,6 +166,14 @@ def test_a_first_iteration_with_setup_is_named_with_the_skip_that_leaves_it_out(
     )
 
 
+def test_the_skip_hint_counts_the_iterations_already_skipped() -> None:
+    # --skip 1 drops iteration 0; iteration 1 allocates: it is the first analyzed, and --skip 2 drops it
+    a = _analysis([(0, ""), (5 * MS, "cudaMalloc")], count=4, skip=1)
+    (warning,) = [w for w in a.warnings if "setup calls" in w]
+    assert warning.startswith("iteration 1 of 3 spends 5.000 ms")
+    assert warning.endswith("--skip 2 leaves them out")
+
+
 def test_skipping_the_set_up_iteration_leaves_nothing_to_say() -> None:
     a = _analysis([(5 * MS, "cudaMalloc")], skip=1)
     assert not [w for w in a.warnings if "setup calls" in w]
