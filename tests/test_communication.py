@@ -99,6 +99,7 @@ def _doubt(rows: list[tuple[float, float, int | None]]) -> str | None:
             "index": list(range(len(rows))),
             "latency_ms": [r[0] for r in rows],
             "gpu_busy_ms": [r[1] for r in rows],
+            "gpu_utilization": [r[1] / r[0] if r[0] else None for r in rows],
         }
     )
     ops = pl.DataFrame(
