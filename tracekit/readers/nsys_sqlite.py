@@ -35,8 +35,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
     level). A range with no end (never closed: the capture ended inside it) keeps a null end, so that it
     has no latency and is no iteration; for the nesting it counts as open to the trace end (the largest
-    timestamp in the file's frames), and the reader adds a warning. Marks (34), thread names (39) and domain events (75/76) are not
-    ranges.
+    timestamp in the file's frames), and the reader adds a warning. Marks (34), thread names (39) and
+    domain events (75/76) are not ranges.
 ``gpu_metrics``
     nsys 2024+: ``GPU_METRICS`` joined to ``TARGET_INFO_GPU_METRICS`` on (typeId, metricId) for
     ``metricName``. nsys 2022.x/2023.x: ``GENERIC_EVENTS`` rows whose type belongs to a
