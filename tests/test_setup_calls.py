@@ -326,3 +326,12 @@ def analyze_trace_file(path):  # type: ignore[no-untyped-def]
     from tracekit.api import analyze
 
     return analyze(path)
+
+
+def test_the_api_says_why_the_verdict_is_uncertain() -> None:
+    from tracekit.api import analyze
+
+    a = analyze(real_trace("kineto/hta_a100_alexnet_fwd_benchmark.json.gz"))
+    assert a.verdict == "framework"
+    assert a.verdict_uncertain == a.summary.verdict_uncertain
+    assert a.verdict_uncertain is not None and "in setup calls" in a.verdict_uncertain

@@ -170,6 +170,13 @@ class Analysis:
         return self.summary.bound
 
     @property
+    def verdict_uncertain(self) -> str | None:
+        """Why the verdict may be wrong (a "verdict uncertain: ..." text: clocks that disagree, setup calls,
+        whole-microsecond rounding, exposed communication, device-side waits), or None when nothing is
+        known against it."""
+        return self.summary.verdict_uncertain
+
+    @property
     def device(self) -> str:
         """ "gpu" or "cpu" (a CPU-only trace: the ops are CPU operators)."""
         return self.trace.device
