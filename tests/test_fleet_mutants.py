@@ -430,6 +430,7 @@ def test_compact_without_collectives() -> None:
         assert column.dtype == np.float64 and np.isnan(column).all() and len(column) == 2
     for key in ("collective_starts_ns", "collective_ends_ns"):
         assert out[key].dtype == np.int64 and len(out[key]) == 0
+    assert out["collective_kinds"] == [] and out["verdict_uncertain"] is False
     assert (out["device"], out["range"], out["synthetic"]) == ("gpu", "step", True)
     assert (out["path"], out["name"]) == ("hand-built.synthetic", "hand-built.synthetic")
     assert out["warnings"] == [
@@ -651,3 +652,15 @@ def test_an_uncertain_verdict_is_marked_in_the_many_trace_table() -> None:
     assert csv_lines[0].endswith(",verdict,verdict_uncertain")
     assert csv_lines[1].endswith(",compute,False") and csv_lines[2].endswith(",compute,True")
     assert any(w.endswith(doubt) for w in doc["warnings"])
+
+
+def test_compact_carries_an_uncertain_verdict_to_the_row() -> None:
+    """A kernel that starts 20 ns before its launch call began, in 1 µs iterations (over 1% of them): the
+    clocks disagree, the verdict is uncertain, and the compact result and the many-trace row say so."""
+    from tracekit.fleet.compact import compact
+
+    analyzed = _analyzed([(100, 220, 1, 7, "sm90_gemm"), (990, 1500, 4, 7, "sm90_gemm")])
+    assert analyzed.verdict_uncertain is not None
+    out = compact(analyzed)
+    assert out["verdict_uncertain"] is True
+    assert summarize([out])["rows"][0]["verdict_uncertain"] is True
