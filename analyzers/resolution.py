@@ -68,7 +68,7 @@ def rounding_findings(
     frame: pl.DataFrame, per_iteration: pl.DataFrame, unit_ns: int, bound_threshold: float
 ) -> tuple[list[str], list[str]]:
     """(notes, doubts) about the inner gaps within the clock's rounding, over the analyzed iterations
-    (``frame``: ``index``, ``latency_ms``, ``gpu_busy_ms``, ``idle_ms``). The doubt ("verdict uncertain")
+    (``frame``: ``index``, ``latency_ms``, ``gpu_busy_ms``, ``gpu_utilization``, ``idle_ms``). The doubt ("verdict uncertain")
     comes when the median utilization is under ``bound_threshold`` and at or over it with those gaps counted
     busy."""
     analyzed = per_iteration.join(frame.select(iteration="index"), on="iteration", how="semi")
@@ -85,15 +85,21 @@ def rounding_findings(
         f"{limit:g} µs ({small_ms:,.3f} ms in all, {share:.0%} of the idle time), within the rounding of their "
         "ends; each may really have been anything from 0 to 3 µs"
     )
-    # Per iteration with a latency, the utilization as recorded and with the small gaps counted busy (an
-    # iteration without small gaps: as recorded); busy + small gaps never exceed the latency.
-    small_ms_of = pl.col("small_ns").fill_null(0) / 1e6
+
+    # Per iteration with a latency, the utilization as recorded (the verdict's own column) and with the small
+    # gaps counted busy (an iteration without small gaps: as recorded), from whole ns (the ms came from
+    # them); busy + small gaps never exceed the latency.
+    def ns(column: str) -> pl.Expr:
+        return (pl.col(column) * 1e6).round(0).cast(pl.Int64)
+
     as_recorded, if_busy = (
         frame.join(analyzed, left_on="index", right_on="iteration", how="left")
         .filter(pl.col("latency_ms") > 0)
         .select(
-            (pl.col("gpu_busy_ms") / pl.col("latency_ms")).median(),
-            ((pl.col("gpu_busy_ms") + small_ms_of) / pl.col("latency_ms")).median().alias("if_busy"),
+            pl.col("gpu_utilization").median(),
+            ((ns("gpu_busy_ms") + pl.col("small_ns").fill_null(0)) / ns("latency_ms"))
+            .median()
+            .alias("if_busy"),
         )
         .row(0)
     )

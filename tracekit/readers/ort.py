@@ -29,13 +29,14 @@ What lands where:
     instead, so that host time is not counted as device busy time.
 
 ``meta``: ``ops_before_parent`` (:func:`kernels_before_parent`: Kernel events that started before the Node
-event that launched them began, a clock disagreement the analysis weighs), ``format`` "ort", ``format_version`` (the ORT version when some event's args carry one), ``device``,
-``providers`` (execution providers seen on Node events), ``first_op_inputs`` (the first 8 nodes with an input
-of rank >= 2: name, input dims, element types, from ``args.input_type_shape``), ``embedding_inputs`` (up to 8
-distinct ``Gather`` nodes that look up a floating-point table of rank 2 with integer indices -- embedding
-lookups -- in the same shape as ``first_op_inputs``, the table first), ``operator_types`` (per ONNX operator
-type: ``op``, total node time ``ns``, ``count``, the input element ``types`` of its first node, longest total
-first; what :mod:`tracekit.analyzers.identify` reads the precision from), ``default_range`` "model_run" with
+event that launched them began, a clock disagreement the analysis weighs), ``format`` "ort",
+``format_version`` (the ORT version when some event's args carry one), ``device``, ``providers`` (execution
+providers seen on Node events), ``first_op_inputs`` (the first 8 nodes with an input of rank >= 2: name, input
+dims, element types, from ``args.input_type_shape``), ``embedding_inputs`` (up to 8 distinct ``Gather`` nodes
+that look up a floating-point table of rank 2 with integer indices -- embedding lookups -- in the same shape
+as ``first_op_inputs``, the table first), ``operator_types`` (per ONNX operator type: ``op``, total node time
+``ns``, ``count``, the input element ``types`` of its first node, longest total first; what
+:mod:`tracekit.analyzers.identify` reads the precision from), ``default_range`` "model_run" with
 ``default_range_reason`` (the iteration of an ORT profile is one ``InferenceSession.run``, however many there
 are; :func:`tracekit.analyzers.ranges.choose_ranges` honours it), ``session_setup`` (the top-level Session
 events that are not ``model_run`` -- ``model_loading_uri``, ``session_initialization`` ... -- each as
