@@ -1520,7 +1520,8 @@ def per_device_rows(
     Each device's part of the trace (its ops, their launching calls, its processes' ranges:
     :func:`tracekit.analyzers.ranges.split_by_device`) is analyzed like the whole trace. A row holds
     ``device``, ``iterations``, median ``latency_ms``/``gpu_busy_ms``/``framework_overhead_ms`` (ms),
-    median ``gpu_utilization`` (fraction) and ``bound``; a device none of whose work falls in an iteration
+    median ``gpu_utilization`` (fraction), ``bound`` and ``verdict_uncertain`` (why it may be wrong, or
+    None); a device none of whose work falls in an iteration
     gets ``error`` instead."""
     from tracekit.analyzers.ranges import split_by_device
 
@@ -1544,6 +1545,8 @@ def per_device_rows(
                     for name in ("latency_ms", "gpu_busy_ms", "framework_overhead_ms", "gpu_utilization")
                 },
                 "bound": a.summary.bound,
+                # why this device's verdict may be wrong ("verdict uncertain: ..."), or None
+                "verdict_uncertain": a.summary.verdict_uncertain,
             }
         )
     return rows

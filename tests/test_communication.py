@@ -149,3 +149,36 @@ def _ops_of(trace: Trace):  # type: ignore[no-untyped-def]
     from tracekit.analyzers.iterations import assign
 
     return assign(trace).ops
+
+
+def test_each_device_of_a_two_gpu_trace_says_its_own_doubt() -> None:
+    """One process drives two GPUs, each computing 40 µs then waiting 40 µs in an all-reduce: the headline
+    (their union) is not checked, but each device's row is, and the table marks it."""
+    from tracekit.renderers.analysis import render_rich_text
+    from tracekit.session import analyze_trace
+
+    one, other = _trace(comm=(50, 90), devices=(0, 0)), _trace(comm=(50, 90), devices=(1, 1))
+    both = make_trace(
+        ranges=[(r[0], r[1], r[2]) for r in one.ranges.select("start", "end", "name").rows()],
+        api=one.api.select("start", "end", "correlation", "name").rows()
+        + [
+            (s + 500, e + 500, c + 100 if c else None, n)
+            for s, e, c, n in other.api.select("start", "end", "correlation", "name").rows()
+        ],
+        ops=one.ops.select(*OP_FIELDS).rows()
+        + [(s, e, c + 100, st, k, d, n) for s, e, c, st, k, d, n in other.ops.select(*OP_FIELDS).rows()],
+        op_fields=OP_FIELDS,
+        meta={"path": "two_gpus.synthetic.json"},
+    )
+    analysis = analyze_trace(both)
+    assert analysis.summary.verdict_uncertain is None  # the union over both GPUs is not weighed
+    rows = analysis.per_device
+    assert rows is not None and [r["device"] for r in rows] == [0, 1]
+    for row in rows:
+        assert row["bound"] == "compute"
+        assert (
+            row["verdict_uncertain"] is not None
+            and "40.0% without the communication" in row["verdict_uncertain"]
+        )
+    text = render_rich_text(analysis.to_json(), width=200)
+    assert text.count("compute (uncertain)") == 2

@@ -191,7 +191,9 @@ def analyze_trace(
             trace, options.range_name, options.skip, options.bound_threshold, options.split_idle_ms
         )
     if per_device is not None and result.no_verdict is not None:
-        per_device = [{**row, "bound": None} if "bound" in row else row for row in per_device]
+        per_device = [
+            {**row, "bound": None, "verdict_uncertain": None} if "bound" in row else row for row in per_device
+        ]
     config = TraceConfig.resolve(item, trace.meta, result.device, trace)
     attribution = result.attribution
     frame = result.iterations

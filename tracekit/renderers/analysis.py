@@ -258,7 +258,15 @@ def _sections(doc: dict[str, Any]) -> list[tuple[str, list[dict[str, Any]], list
     if doc.get("step_classes"):
         out.append(("framework tax by serving-step class (means)", doc["step_classes"], STEP_CLASS_COLUMNS))
     if doc.get("per_device"):
-        rows = [{**r, "bound": r.get("bound") or r.get("error")} for r in doc["per_device"]]
+        rows = [
+            {
+                **r,
+                "bound": f"{r['bound']} (uncertain)"
+                if r.get("bound") and r.get("verdict_uncertain")
+                else r.get("bound") or r.get("error"),
+            }
+            for r in doc["per_device"]
+        ]
         out.append(("per device (each GPU's own work and iterations)", rows, DEVICE_COLUMNS))
     return out
 
