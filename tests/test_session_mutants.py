@@ -45,6 +45,7 @@ ROW_KEYS = (
     "framework_overhead_ms",
     "gpu_utilization",
     "bound",
+    "verdict_uncertain",
 )
 PIPE_WITH_CACHE = "--cache needs a trace file, not a pipe or standard input"
 
@@ -272,6 +273,7 @@ def test_per_gpu_rows_of_a_trace_without_a_timeline_have_no_verdict():
         (0, None, pytest.approx(0.0015)),
         (1, None, pytest.approx(0.0015)),
     ]
+    assert [row["verdict_uncertain"] for row in a.per_device] == [None, None]
 
 
 # ------------------------------------------------------------------------------------------- for_each_input
