@@ -74,7 +74,7 @@ import numpy as np
 import polars as pl
 
 from tracekit.analyzers.stats import Stats, summarize_columns
-from tracekit.model import GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, sort_frame
+from tracekit.model import API_NAME_SUFFIX, GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, calls_named, sort_frame
 
 #: The launching-call columns (as :func:`tracekit.analyzers.iterations._match_calls` returns them).
 CALL_COLUMNS: tuple[str, ...] = ("call_start", "call_end", "call_pid", "call_thread")
@@ -99,8 +99,6 @@ SYNC_API_NAMES: tuple[str, ...] = (
     "hipEventSynchronize",
     "hipCtxSynchronize",
 )
-#: API name suffixes that do not change what a call does (per-thread default stream, version).
-_NAME_SUFFIX = r"(_ptsz|_ptds|_spt)?(_v\d+)?$"
 
 #: Stream-wait calls: the op launched next on the thread waits on an event of another stream.
 STREAM_WAIT_NAMES: tuple[str, ...] = (
@@ -191,7 +189,7 @@ def _np(series: pl.Series, fill: int = _NULL) -> np.ndarray:
 
 def api_cause(names: pl.Expr) -> pl.Expr:
     """Host-state code (1 launch, 2 sync, 3 other_api; UInt8) of API calls by name."""
-    base = names.str.replace(_NAME_SUFFIX, "")
+    base = names.str.replace(API_NAME_SUFFIX, "")
     return (
         pl.when(base.is_in(list(LAUNCH_API_NAMES)))
         .then(pl.lit(_LAUNCH, pl.UInt8))
@@ -209,7 +207,7 @@ def _classify(api: pl.DataFrame) -> tuple[np.ndarray, int]:
     distinct = pl.DataFrame({"name": names.unique().drop_nulls()})
     coded = distinct.with_columns(
         api_cause(pl.col("name")).alias("code"),
-        pl.col("name").str.replace(_NAME_SUFFIX, "").is_in(list(GRAPH_LAUNCH_NAMES)).alias("graph"),
+        pl.col("name").str.replace(API_NAME_SUFFIX, "").is_in(list(GRAPH_LAUNCH_NAMES)).alias("graph"),
     )
     # one hash lookup a row (a handful of distinct names), one byte a code
     codes = names.replace_strict(
@@ -462,12 +460,9 @@ def stream_waited(calls: pl.DataFrame, launching: np.ndarray, api: pl.DataFrame)
     out = np.zeros(calls.height, dtype=bool)
     if api.is_empty() or not calls.height:
         return out
-    names = api.get_column("name")
-    distinct = names.unique().drop_nulls()  # a handful of names for millions of calls: classified once each
-    wait_names = distinct.filter(distinct.str.replace(_NAME_SUFFIX, "").is_in(list(STREAM_WAIT_NAMES)))
-    if wait_names.is_empty():
+    waits = calls_named(api, STREAM_WAIT_NAMES)
+    if waits.is_empty():
         return out
-    waits = api.filter(names.is_in(wait_names.implode()))
     start, pid, thread = (_np(calls.get_column(c)) for c in ("call_start", "call_pid", "call_thread"))
     w_start, w_pid, w_thread = (_np(waits.get_column(c)) for c in ("start", "pid", "thread"))
     for p, t in {(int(a), int(b)) for a, b in zip(w_pid, w_thread, strict=True)}:

@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.model import API_NAME_SUFFIX, calls_named
+
 #: API calls (after the version and per-thread suffixes are stripped) that set up rather than run:
 #: initialization and device queries (CUDA initializes lazily, inside whichever of them comes first),
 #: memory allocation and release, stream and event creation, module loading, graph instantiation. Each is
@@ -155,21 +157,15 @@ SETUP_SHARE = 0.10
 #: How many call names a warning names, the longest first.
 NAMED_CALLS = 3
 
-#: What the suffixes stripped before matching look like: per-thread default stream, then a version.
-_SUFFIX = r"(_ptsz|_ptds|_spt)?(_v\d+)?$"
-
 
 def setup_calls(api: pl.DataFrame) -> pl.DataFrame:
     """The setup calls of ``api`` (:data:`SETUP_API_NAMES`, suffixes stripped): ``start``, ``end``,
     ``pid`` and ``call`` (the stripped name). Empty when the frame has no names (not read). The names are
     matched once each (a trace holds a few hundred distinct ones among millions of calls)."""
-    empty = pl.DataFrame(schema={"start": pl.Int64, "end": pl.Int64, "pid": pl.Int64, "call": pl.String})
-    distinct = api.get_column("name").unique().drop_nulls()
-    wanted = distinct.filter(distinct.str.replace(_SUFFIX, "").is_in(SETUP_API_NAMES))
-    if wanted.is_empty():
-        return empty
-    return api.filter(pl.col("name").is_in(wanted.implode()) & pl.col("end").is_not_null()).select(
-        "start", "end", "pid", pl.col("name").str.replace(_SUFFIX, "").alias("call")
+    return (
+        calls_named(api, SETUP_API_NAMES)
+        .filter(pl.col("end").is_not_null())
+        .select("start", "end", "pid", pl.col("name").str.replace(API_NAME_SUFFIX, "").alias("call"))
     )
 
 

@@ -145,6 +145,16 @@ _PER_THREAD: dict[str, str] = {
 LAUNCH_API_NAMES: tuple[str, ...] = _LAUNCHES + tuple(name + suffix for name, suffix in _PER_THREAD.items())
 #: The graph launches among :data:`LAUNCH_API_NAMES`: one call replays a whole CUDA (HIP) graph.
 GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(name for name in LAUNCH_API_NAMES if "GraphLaunch" in name)
+#: API name suffixes that do not change what a call does (per-thread default stream, then a version).
+API_NAME_SUFFIX = r"(_ptsz|_ptds|_spt)?(_v\d+)?$"
+
+
+def calls_named(api: pl.DataFrame, names: Collection[str]) -> pl.DataFrame:
+    """The rows of ``api`` whose name, :data:`API_NAME_SUFFIX` stripped, is one of ``names``. Each distinct
+    name is matched once (a trace holds a handful of names among millions of calls)."""
+    distinct = api.get_column("name").unique().drop_nulls()
+    wanted = distinct.filter(distinct.str.replace(API_NAME_SUFFIX, "").is_in(list(names)))
+    return api.filter(pl.col("name").is_in(wanted.implode()))
 
 
 #: What a reader should read: None (everything), a collection of frame names (those frames, all columns),
