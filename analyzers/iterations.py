@@ -779,6 +779,15 @@ def launch_notes(frame: pl.DataFrame, before_call: tuple[int, int, int] | None) 
 CLOCK_DOUBT = 0.01
 
 
+def _clock_lead_median(lead_ms: float, frame: pl.DataFrame) -> float | None:
+    """The median iteration latency (ms) when a clock lead of ``lead_ms`` is more than :data:`CLOCK_DOUBT`
+    of it (the verdict is then uncertain), else None (no median, or a lead within it)."""
+    median = frame.get_column("latency_ms").median()
+    if median is None or lead_ms <= CLOCK_DOUBT * float(median):  # type: ignore[arg-type]
+        return None
+    return float(median)  # type: ignore[arg-type]
+
+
 def clock_doubts(before_call: tuple[int, int, int] | None, frame: pl.DataFrame) -> list[str]:
     """The "verdict uncertain" warning when first ops started before their launch call began (one clock
     cannot give that: the host's and the device's disagree) by more than :data:`CLOCK_DOUBT` of the median
@@ -786,11 +795,9 @@ def clock_doubts(before_call: tuple[int, int, int] | None, frame: pl.DataFrame) 
     if before_call is None or "latency_ms" not in frame.columns:
         return []
     before, first_ops, lead_ns = before_call
-    median = frame.get_column("latency_ms").median()
-    if median is None:
-        return []
-    lead_ms, latency_ms = lead_ns / 1e6, float(median)  # type: ignore[arg-type]
-    if lead_ms <= CLOCK_DOUBT * latency_ms:
+    lead_ms = lead_ns / 1e6
+    latency_ms = _clock_lead_median(lead_ms, frame)
+    if latency_ms is None:
         return []
     return [
         f"verdict uncertain: in {before} of {first_ops} launches the first op started before its launch call "
@@ -810,14 +817,13 @@ def parent_clock_findings(counts: Any, frame: pl.DataFrame) -> tuple[list[str], 
     if not counts or "latency_ms" not in frame.columns:
         return [], []
     before, linked, lead_ns = (int(x) for x in counts)
-    median = frame.get_column("latency_ms").median()
     lead_ms = lead_ns / 1e6
     what = (
         f"{before} of {linked} kernels started before the node that launched them began, by up to "
         f"{lead_ms:.3f} ms"
     )
-    median_ms = None if median is None else float(median)  # type: ignore[arg-type]
-    if median_ms is None or lead_ms <= CLOCK_DOUBT * median_ms:
+    median_ms = _clock_lead_median(lead_ms, frame)
+    if median_ms is None:
         return [f"{what}: the GPU and CPU times disagree (by at most 1% of the median iteration)"], []
     return [], [
         f"verdict uncertain: {what} ({lead_ms / median_ms:.0%} of the median iteration): the profile's GPU "
