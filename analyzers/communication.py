@@ -92,14 +92,16 @@ def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold:
     docstring), else None. ``frame``: the analyzed iterations (``index``, ``latency_ms``, ``gpu_busy_ms``,
     ``gpu_utilization``);
     ``ops``: the device ops with ``iteration``, ``device``, ``start``, ``end``, ``kind``, ``name``."""
-    if frame.is_empty() or "name" not in ops.columns or ops.get_column("device").drop_nulls().n_unique() > 1:
+    if frame.is_empty() or "name" not in ops.columns:
+        return None
+    as_recorded = frame.get_column("gpu_utilization").median()  # (what the verdict reads)
+    if as_recorded is None or as_recorded < bound_threshold:
+        return None  # (first: the checks below read every op)
+    if ops.get_column("device").drop_nulls().n_unique() > 1 or not has_collectives(ops):
         # (on several devices the busy time is their union, which per-device communication does not subtract
         # from: each device's own analysis is its per-device row)
         return None
     timed = frame.filter(pl.col("latency_ms") > 0)
-    as_recorded = frame.get_column("gpu_utilization").median()  # (what the verdict reads)
-    if as_recorded is None or as_recorded < bound_threshold or not has_collectives(ops):
-        return None
     comm = comm_per_iteration(ops.join(frame.select(iteration="index"), on="iteration", how="semi"))
 
     def ns(column: str) -> pl.Expr:  # (whole ns again: the ms columns came from them)
