@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.analyzers.stats import whole_ns
+
 #: Device-op names of collective communication kernels (NCCL on NVIDIA, RCCL on AMD).
 COMM_PATTERN = r"(?i)nccl|rccl"
 #: Kinds of device op that compute (:data:`tracekit.model.OP_KIND`): what hides communication it overlaps.
@@ -104,13 +106,13 @@ def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold:
     timed = frame.filter(pl.col("latency_ms") > 0)
     comm = comm_per_iteration(ops.join(frame.select(iteration="index"), on="iteration", how="semi"))
 
-    def ns(column: str) -> pl.Expr:  # (whole ns again: the ms columns came from them)
-        return (pl.col(column).fill_null(0.0) * 1e6).round(0).cast(pl.Int64)
-
+    busy, exposed_ns, latency = (
+        whole_ns(pl.col(c).fill_null(0.0)) for c in ("gpu_busy_ms", "exposed_comm_ms", "latency_ms")
+    )
     without, exposed = (
         timed.join(comm, left_on="index", right_on="iteration", how="left")
         .select(
-            ((ns("gpu_busy_ms") - ns("exposed_comm_ms")) / ns("latency_ms")).median(),
+            ((busy - exposed_ns) / latency).median(),
             pl.col("exposed_comm_ms").fill_null(0.0).median().alias("exposed"),
         )
         .row(0)

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import polars as pl
 
+from tracekit.analyzers.stats import whole_ns
+
 #: A microsecond, in ns: the unit of the coarse clocks.
 MICROSECOND_NS = 1000
 #: Fewest ops with an end that must all fall on whole microseconds before a clock is taken as coarse (with
@@ -89,15 +91,15 @@ def rounding_findings(
     # Per iteration with a latency, the utilization as recorded (the verdict's own column) and with the small
     # gaps counted busy (an iteration without small gaps: as recorded), from whole ns (the ms came from
     # them); busy + small gaps never exceed the latency.
-    def ns(column: str) -> pl.Expr:
-        return (pl.col(column) * 1e6).round(0).cast(pl.Int64)
-
     as_recorded, if_busy = (
         frame.join(analyzed, left_on="index", right_on="iteration", how="left")
         .filter(pl.col("latency_ms") > 0)
         .select(
             pl.col("gpu_utilization").median(),
-            ((ns("gpu_busy_ms") + pl.col("small_ns").fill_null(0)) / ns("latency_ms"))
+            (
+                (whole_ns(pl.col("gpu_busy_ms")) + pl.col("small_ns").fill_null(0))
+                / whole_ns(pl.col("latency_ms"))
+            )
             .median()
             .alias("if_busy"),
         )

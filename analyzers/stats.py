@@ -90,3 +90,10 @@ def summarize_columns(frame: pl.DataFrame, columns: list[str]) -> dict[str, Stat
         col, stat = key.split("|")
         values.setdefault(col, {})[stat] = None if value is None else float(value)
     return {col: Stats(**stats) for col, stats in values.items()}
+
+
+def whole_ns(ms: pl.Expr) -> pl.Expr:
+    """A millisecond column of the iteration frame back as the whole nanoseconds it was computed from
+    (Int64): ratios of those compare exactly where ratios of the ms floats can miss a threshold by a rounding
+    error."""
+    return (ms * 1e6).round(0).cast(pl.Int64)
