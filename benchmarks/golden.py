@@ -65,7 +65,7 @@ class Case:
     name: str
     argv: tuple[str, ...]  # paths as "sample_traces/..." or "$REAL_TRACES/..."
     real: bool = False
-    needs: str | None = None  # a module the output depends on (skipped where it is missing)
+    needs: str | None = None  # a module, or "program:NAME", the output depends on (skipped where missing)
 
     def resolved_argv(self) -> list[str]:
         return [_resolve(a) for a in self.argv]
@@ -77,12 +77,28 @@ class Case:
         for arg in self.resolved_argv():
             if (arg.startswith(str(REAL)) or arg.startswith(str(REPO))) and not Path(arg).exists():
                 return f"{arg} is absent"
-        if self.needs:
+        if self.needs and self.needs.startswith("program:"):
+            import shutil
+
+            program = self.needs.removeprefix("program:")
+            if shutil.which(program) is None:
+                return f"{program} is not installed"
+        elif self.needs:
             import importlib.util
 
             if importlib.util.find_spec(self.needs) is None:
                 return f"the {self.needs} package is not installed"
         return None
+
+
+def needs_of(argv: tuple[str, ...] | list[str]) -> str | None:
+    """What a case's output depends on besides tracekit: ``ncu_report`` to read a ``.ncu-rep``, nsys to
+    export an Nsight Systems report."""
+    if any(a.endswith(".ncu-rep") for a in argv):
+        return "ncu_report"
+    if any(a.endswith((".nsys-rep", ".qdrep")) for a in argv):
+        return "program:nsys"
+    return None
 
 
 def _resolve(arg: str) -> str:
@@ -118,7 +134,7 @@ def real_trace_files() -> list[Path]:
 
 
 def _analyze(rel: str, *options: str, real: bool = False, tag: str = "") -> Case:
-    needs = "ncu_report" if rel.endswith(".ncu-rep") else None
+    needs = needs_of([rel])
     name = f"analyze/{rel.replace(REAL_TOKEN, 'real_traces')}{tag}"
     return Case(name, ("analyze", rel, *options, "--format", "json"), real=real, needs=needs)
 
@@ -234,7 +250,7 @@ def real_cases() -> list[Case]:
     ):
         doc = load_golden_file(path)
         argv = tuple(doc["argv"])
-        needs = "ncu_report" if any(a.endswith(".ncu-rep") for a in argv) else None
+        needs = needs_of(argv)
         cases.append(Case(golden_name(path), argv, real=True, needs=needs))
     return cases
 

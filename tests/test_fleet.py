@@ -388,10 +388,16 @@ def test_cli_a_bad_file_among_several_is_one_line_and_exit_1(
 
 
 def test_a_folder_names_its_reports_not_exported_and_passes_over_exported_ones(
-    rank_traces: list[str], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    rank_traces: list[str],
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # rank 0's trace, an exported report (X.nsys-rep beside X.sqlite: the export is read, the report is not
-    # named), a report never exported (one line saying how to export it, exit 1) and a note (ignored)
+    # named), a report never exported (read through nsys; here without nsys: one line saying how to export
+    # it, exit 1) and a note (ignored)
+    monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+    monkeypatch.setenv("PATH", os.path.dirname(sys.executable))  # no nsys on it
     folder = tmp_path / "runs"
     folder.mkdir()
     (folder / "rank0.json.gz").write_bytes(Path(rank_traces[0]).read_bytes())
@@ -400,12 +406,13 @@ def test_a_folder_names_its_reports_not_exported_and_passes_over_exported_ones(
     rc, out, err = _cli(["analyze", str(folder), "--jobs", "1", "--no-progress"], capsys)
     assert rc == 1 and "rank 0" in out
     assert [line for line in err.splitlines() if "nsys-rep" in line] == [
-        f"tracekit: {folder / 'fresh.nsys-rep'}: an Nsight Systems report; export it first: "
+        f"tracekit: {folder / 'fresh.nsys-rep'}: an Nsight Systems report, and nsys (Nsight Systems) is not "
+        "installed to export it: install it (or set TRACEKIT_NSYS), or export it where nsys is: "
         "nsys export --type sqlite -o fresh.sqlite fresh.nsys-rep"
     ]
     (folder / "rank0.json.gz").unlink()
     rc, _, err = _cli(["analyze", str(folder), "--no-progress"], capsys)
-    assert rc == 2 and "export it first" in err  # only the report: none could be analyzed
+    assert rc == 2 and "export it where nsys is" in err  # only the report: none could be analyzed
     (folder / "fresh.sqlite").write_bytes(
         (SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite").read_bytes()
     )

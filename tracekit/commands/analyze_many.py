@@ -15,8 +15,9 @@ from tracekit.errors import TracekitError
 #: File names taken from a folder (any other file there is ignored): what the readers detect.
 TRACE_SUFFIXES = (".sqlite", ".json", ".json.gz", ".ncu-rep", ".ncu.csv", ".ncu.csv.gz")
 SKIPPED_SUFFIXES = (".meta.json", ".truth.json", "run.json", "report.json")
-#: Nsight Systems reports: taken from a folder only without their SQLite export beside them (``X.sqlite``), so
-#: that each is named in one line ("export it first") instead of being passed over in silence.
+#: Nsight Systems reports: taken from a folder only without their SQLite export beside them (``X.sqlite``, which
+#: is read instead): each is exported by the installed nsys when read, or named in one line saying how to
+#: export it, never passed over in silence.
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
 
 
@@ -67,8 +68,8 @@ def _in_folder(path: Path) -> bool:
 
 def expand(inputs: list[str]) -> tuple[list[str], list[str]]:
     """(inputs, passed over). Files as given; folders: the trace files in them (recursively, sorted), and the
-    Nsight Systems reports without an SQLite export beside them (each then fails in one line that says to
-    export it), passing over the JSON files there that plainly hold no trace (a run's settings, a tool's
+    Nsight Systems reports without an SQLite export beside them (exported when read:
+    :mod:`tracekit.readers.nsys_report`), passing over the JSON files there that plainly hold no trace (a run's settings, a tool's
     results: :func:`tracekit.api.holds_no_trace`; a file named on the command line is always analyzed); globs
     (``*``, ``?``, ``[``) expanded here when the shell did not. URLs (``s3://...``) are passed on for the
     workers to open. TracekitError when an input matches nothing."""

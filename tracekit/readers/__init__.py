@@ -29,6 +29,7 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 #: format name -> module under tracekit.readers exposing ``read(path: Path) -> Trace``
 READERS: dict[str, str] = {
     "nsys-sqlite": "nsys_sqlite",
+    "nsys-rep": "nsys_report",
     "kineto": "kineto",
     "ort": "ort",
     "ncu-csv": "ncu",
@@ -36,6 +37,8 @@ READERS: dict[str, str] = {
 }
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: the first bytes of an Nsight Systems report (``.nsys-rep``, and the older ``.qdrep``)
+NSYS_REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
 
 
 #: bytes of the input (compressed or not) that format detection sniffs
@@ -89,7 +92,12 @@ def holds_no_trace(path: str | Path) -> bool:
 
 
 #: formats read with random access (by SQLite or Nsight Compute's own module): never from a stream
-RANDOM_ACCESS: frozenset[str] = frozenset({"nsys-sqlite", "ncu-rep"})
+RANDOM_ACCESS: frozenset[str] = frozenset({"nsys-sqlite", "nsys-rep", "ncu-rep"})
+RANDOM_ACCESS_NAMES = {
+    "nsys-sqlite": "an SQLite file",
+    "nsys-rep": "an Nsight Systems report",
+    "ncu-rep": "a .ncu-rep report",
+}
 
 
 def detect_format(path: str | Path) -> str:
@@ -98,7 +106,7 @@ def detect_format(path: str | Path) -> str:
     fmt = _detect_format(Path(path))
     if fmt in RANDOM_ACCESS and is_stream(path):
         raise TraceFormatError(
-            f"{'an SQLite file' if fmt == 'nsys-sqlite' else 'a .ncu-rep report'} needs random access, which a pipe "
+            f"{RANDOM_ACCESS_NAMES[fmt]} needs random access, which a pipe "
             "cannot give: save it to a file first",
             path,
         )
@@ -115,11 +123,8 @@ def _detect_format(path: Path) -> str:
         raise TraceFormatError("empty file", path)
     if head.startswith(SQLITE_MAGIC):
         return "nsys-sqlite"
-    if path.suffix in (".nsys-rep", ".qdrep"):
-        raise TraceFormatError(
-            f"an Nsight Systems report; export it first: nsys export --type sqlite -o {path.stem}.sqlite {path.name}",
-            path,
-        )
+    if head.startswith(NSYS_REPORT_MAGIC) or path.suffix in (".nsys-rep", ".qdrep"):
+        return "nsys-rep"  # exported by the installed nsys when read (:mod:`tracekit.readers.nsys_report`)
     if path.suffix in (".ncu-rep", ".ncu-repz"):
         return "ncu-rep"
     text_head = _json_head(path, head).lstrip("\ufeff \t\r\n")
@@ -148,7 +153,7 @@ def _detect_format(path: Path) -> str:
 
 
 #: Reader modules whose ``read`` takes ``frames`` (see :func:`read_trace`); the others read everything.
-READS_FRAMES: frozenset[str] = frozenset({"nsys_sqlite", "kineto"})
+READS_FRAMES: frozenset[str] = frozenset({"nsys_sqlite", "nsys_report", "kineto"})
 
 
 def _parameters(function: object) -> list[str]:

@@ -1,0 +1,221 @@
+"""Nsight Systems reports (``.nsys-rep``, ``.qdrep``) analyzed directly: exported by the installed nsys to a
+temporary SQLite file (tracekit.readers.nsys_report), never written beside the report.
+
+The real exports need nsys (CI installs it; skipped without it); the failure paths use a fake nsys."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SAMPLE_TRACES, real_trace
+
+SAMPLE = SAMPLE_TRACES / "cpu_onnx_bert_nsys"
+REPORT = SAMPLE / "onnx_b1_s128.nsys.nsys-rep"
+EXPORT = SAMPLE / "onnx_b1_s128.nsys.sqlite"
+needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys (Nsight Systems) not installed")
+
+
+def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    from tracekit.cli import main
+
+    rc = main([*argv, "--no-progress"])
+    out, err = capsys.readouterr()
+    return rc, out, err
+
+
+def _json(path: Path, capsys: pytest.CaptureFixture[str]) -> dict:
+    rc, out, err = _cli(["analyze", str(path), "--format", "json"], capsys)
+    assert rc == 0, err
+    doc = json.loads(out)
+    doc["trace"].pop("path")
+    return doc
+
+
+def _listing(folder: Path) -> list[tuple[str, int, int]]:
+    return sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in folder.iterdir())
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary folder of its own for the export, to see that it is removed."""
+    import tempfile
+
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder
+
+
+def _fake_nsys(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> Path:
+    """A shell script standing in for nsys (TRACEKIT_NSYS); ``$out`` is the -o argument; each call appends a
+    line to ``calls``."""
+    script = tmp_path / "fake-nsys"
+    calls = tmp_path / "calls"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'echo "$@" >> {calls}\n'
+        'out=""; while [ $# -gt 0 ]; do [ "$1" = "-o" ] && out="$2"; shift; done\n' + body + "\n"
+    )
+    script.chmod(0o755)
+    monkeypatch.setenv("TRACEKIT_NSYS", str(script))
+    return calls
+
+
+@needs_nsys
+def test_a_report_gives_the_answer_of_its_export_and_leaves_its_folder_alone(
+    tmp_path: Path, own_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    report = folder / REPORT.name
+    shutil.copy(REPORT, report)
+    shutil.copy(SAMPLE / "onnx_b1_s128.nsys.meta.json", folder)  # its sidecar, found beside the report
+    before = _listing(folder)
+    assert _json(report, capsys) == _json(EXPORT, capsys)
+    assert _listing(folder) == before  # nothing written beside the report, nothing changed
+    assert list(own_tmp.iterdir()) == []  # the temporary export is gone
+
+
+@needs_nsys
+def test_the_studys_qdrep_gives_the_answer_of_the_export_beside_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    qdrep = real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.qdrep")
+    sqlite = qdrep.with_suffix(".sqlite")  # exported with nsys 2022.4 by whoever shared it
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    os.symlink(qdrep, tmp_path / "a" / qdrep.name)  # the same file names: the answers may use them
+    os.symlink(sqlite, tmp_path / "b" / sqlite.name)
+    from_report = _json(tmp_path / "a" / qdrep.name, capsys)
+    from_export = _json(tmp_path / "b" / sqlite.name, capsys)
+    # the file name appears where a value agrees with it
+    assert json.dumps(from_report).replace(qdrep.name, sqlite.name) == json.dumps(from_export)
+    assert from_report["config"]["runtime"] == "cuda-graphs" and from_report["summary"]["iterations"] == 10
+    assert from_report["trace"]["format_version"] == "2022.4.2.1"  # the nsys that exported it here
+
+
+def test_without_nsys_one_line_says_how_to_export_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no nsys on it
+    rc, out, err = _cli(["analyze", str(REPORT)], capsys)
+    assert rc == 2 and out == ""
+    assert err == (
+        f"tracekit: {REPORT}: an Nsight Systems report, and nsys (Nsight Systems) is not installed to export "
+        "it: install it (or set TRACEKIT_NSYS), or export it where nsys is: "
+        "nsys export --type sqlite -o onnx_b1_s128.nsys.sqlite onnx_b1_s128.nsys.nsys-rep\n"
+    )
+
+
+def test_a_report_nsys_cannot_export_fails_in_one_line_with_what_nsys_said(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _fake_nsys(
+        tmp_path,
+        monkeypatch,
+        r'printf "Exporting 10 events: [1%%  ]\rExporting 10 events: [100%%]\n"; '
+        'echo "Exportation error: Section Table Reference magic number mismatch." ; exit 1',
+    )
+    report = tmp_path / "cut.nsys-rep"
+    report.write_bytes(REPORT.read_bytes()[:100_000])
+    rc, out, err = _cli(["analyze", str(report)], capsys)
+    assert (rc, out) == (2, "")
+    assert err == (
+        f"tracekit: {report}: fake-nsys export could not export this report: "
+        "Exportation error: Section Table Reference magic number mismatch.\n"
+    )
+
+
+def test_the_export_is_given_a_link_to_the_report_in_the_temporary_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # whatever nsys writes beside its input (here: a file next to the link) lands in the temporary folder
+    calls = _fake_nsys(
+        tmp_path, monkeypatch, f'touch "$(dirname "$out")/beside-the-input"; cp {EXPORT} "$out"'
+    )
+    folder = tmp_path / "run"
+    folder.mkdir()
+    report = folder / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    before = _listing(folder)
+    rc, out, err = _cli(["analyze", str(report), "--format", "json"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)["trace"]["path"] == str(report)
+    args = calls.read_text().split()
+    assert args[:6] == ["export", "--type", "sqlite", "--force-overwrite", "true", "-o"]
+    link = Path(args[-1])
+    assert link.parent == Path(args[6]).parent and link.parent.parent == own_tmp
+    assert _listing(folder) == before and list(own_tmp.iterdir()) == []
+
+
+def test_an_export_that_is_no_nsys_export_names_the_report(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    foreign = tmp_path / "foreign.sqlite"
+    with sqlite3.connect(foreign) as db:
+        db.execute("CREATE TABLE notes (x TEXT)")
+    _fake_nsys(tmp_path, monkeypatch, f'cp {foreign} "$out"')
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    rc, out, err = _cli(["analyze", str(report)], capsys)
+    assert (rc, out) == (2, "")
+    assert err == (
+        f"tracekit: {report}: not an Nsight Systems export: no StringIds/NVTX_EVENTS/CUPTI tables "
+        "(in its SQLite export)\n"
+    )
+
+
+def test_with_a_cache_a_second_analysis_exports_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls = _fake_nsys(tmp_path, monkeypatch, f'cp {EXPORT} "$out"')
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    cache = tmp_path / "cache"
+    first = _cli(["analyze", str(report), "--format", "json", "--cache", str(cache)], capsys)
+    second = _cli(["analyze", str(report), "--format", "json", "--cache", str(cache), "--skip", "1"], capsys)
+    assert first[0] == second[0] == 0
+    assert len(calls.read_text().splitlines()) == 1
+    assert json.loads(second[1])["summary"]["iterations"] == json.loads(first[1])["summary"]["iterations"] - 1
+
+
+def test_a_report_from_a_pipe_needs_a_file(tmp_path: Path) -> None:
+    import threading
+
+    from tracekit.errors import TraceFormatError
+    from tracekit.readers import detect_format
+
+    fifo = tmp_path / "r.nsys-rep"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        try:
+            with open(fifo, "wb") as pipe:
+                pipe.write(REPORT.read_bytes())
+        except BrokenPipeError:  # the reader refused after the first bytes
+            pass
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    try:
+        with pytest.raises(TraceFormatError, match="an Nsight Systems report needs random access"):
+            detect_format(fifo)
+    finally:
+        with open(fifo, "rb") as pipe:  # let the writer finish
+            pipe.read()
+        writer.join(10)
+
+
+def test_a_report_is_told_by_its_content_whatever_its_name(tmp_path: Path) -> None:
+    from tracekit.readers import detect_format
+
+    renamed = tmp_path / "profile.bin"
+    shutil.copy(REPORT, renamed)
+    assert detect_format(renamed) == detect_format(REPORT) == "nsys-rep"
