@@ -219,3 +219,22 @@ def test_a_report_is_told_by_its_content_whatever_its_name(tmp_path: Path) -> No
     renamed = tmp_path / "profile.bin"
     shutil.copy(REPORT, renamed)
     assert detect_format(renamed) == detect_format(REPORT) == "nsys-rep"
+
+
+def test_an_export_past_the_inflate_limit_is_stopped_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_tmp: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import time
+
+    # a report whose export keeps growing: nsys is stopped once the export passes --max-inflated
+    _fake_nsys(tmp_path, monkeypatch, 'head -c 3000000 /dev/zero > "$out"; sleep 30')
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    start = time.monotonic()
+    rc, out, err = _cli(["analyze", str(report), "--max-inflated", "1M"], capsys)
+    assert time.monotonic() - start < 10  # not the 30 s nsys would take
+    assert (rc, out) == (2, "")
+    assert err == (
+        f"tracekit: {report}: inflates past 1 MiB of text (--max-inflated); pass --max-inflated SIZE to allow it\n"
+    )
+    assert list(own_tmp.iterdir()) == []

@@ -16,9 +16,12 @@ report's content), so a second analysis exports nothing.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 from tracekit import progress
@@ -27,6 +30,8 @@ from tracekit.model import FrameSpec, Trace
 
 #: Seconds an export may take before it is given up (an export of 10^7 kernels takes minutes, not hours).
 EXPORT_TIMEOUT_S = 3600
+#: Seconds between looks at the export's size while nsys writes it.
+POLL_S = 0.1
 
 
 def find_nsys() -> str | None:
@@ -56,28 +61,63 @@ def export(report: Path, folder: Path) -> Path:
     link.symlink_to(report.resolve())
     out = folder / "report.sqlite"
     command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(out), str(link)]
-    try:
-        done = subprocess.run(
-            command, capture_output=True, text=True, errors="replace", timeout=EXPORT_TIMEOUT_S
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        raise TraceFormatError(f"could not run {nsys} export: {exc}", report) from exc
-    if done.returncode != 0 or not out.is_file():
+    log = folder / "nsys.log"
+    with open(log, "w+", errors="replace") as text:
+        try:
+            process = subprocess.Popen(
+                command,
+                stdout=text,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,  # its own process group: stopped whole (:func:`_wait`)
+            )
+        except OSError as exc:
+            raise TraceFormatError(f"could not run {nsys} export: {exc}", report) from exc
+        code = _wait(process, out, report)
+        text.seek(0)
+        said = text.read()
+    if code != 0 or not out.is_file():
         raise TraceFormatError(
-            f"{os.path.basename(nsys)} export could not export this report: {_last_line(done)}", report
+            f"{os.path.basename(nsys)} export could not export this report: {_last_line(said, code)}", report
         )
     return out
 
 
-def _last_line(done: subprocess.CompletedProcess[str]) -> str:
+def _wait(process: subprocess.Popen[bytes], out: Path, report: Path) -> int:
+    """``process``'s exit status once it ends; the export (``out``) is held to the reading limits as it grows
+    (:class:`tracekit.limits.InflateGuard`, against the report's size: a report is compressed) and nsys'
+    memory counts in the memory ceiling's; past a limit, or :data:`EXPORT_TIMEOUT_S`, nsys is stopped."""
+    from tracekit import limits
+
+    guard = limits.InflateGuard(report, report.stat().st_size)
+    limits.watch_process(process.pid)
+    deadline = time.monotonic() + EXPORT_TIMEOUT_S
+    try:
+        while True:
+            try:
+                return process.wait(POLL_S)
+            except subprocess.TimeoutExpired:
+                pass
+            grown = out.stat().st_size if out.exists() else 0
+            guard.add(grown - guard.total)
+            if time.monotonic() > deadline:
+                raise TraceFormatError(f"nsys export took over {EXPORT_TIMEOUT_S} s; stopped", report)
+    finally:
+        limits.unwatch_process(process.pid)
+        if process.poll() is None:  # nsys and anything it started
+            with contextlib.suppress(OSError):
+                os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+
+
+def _last_line(said: str, code: int) -> str:
     """The last meaningful line nsys printed (its progress bars, carriage returns, are dropped)."""
     lines = [
         line.strip()
-        for text in (done.stderr, done.stdout)
-        for line in text.replace("\r", "\n").splitlines()
+        for line in said.replace("\r", "\n").splitlines()
         if line.strip() and not line.lstrip().startswith("Exporting")
     ]
-    return lines[-1] if lines else f"exit status {done.returncode}, no message"
+    return lines[-1] if lines else f"exit status {code}, no message"
 
 
 def read(path: Path, frames: FrameSpec = None) -> Trace:
