@@ -205,6 +205,15 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
     return out
 
 
+#: The input name that means standard input, as for most command-line tools.
+STDIN_NAME = "-"
+
+
+def input_path(raw: str | Path) -> Path:
+    """The path of a command-line input: ``-`` is standard input (``/dev/stdin``, a pipe read once)."""
+    return Path("/dev/stdin") if str(raw) == STDIN_NAME else Path(raw)
+
+
 def resolve_inputs(
     paths: Sequence[str | Path], ncu: Sequence[str | Path] = (), prefer: tuple[str, ...] = PROFILER_PREFERENCE
 ) -> list[TraceInput]:
@@ -213,7 +222,7 @@ def resolve_inputs(
     else in order. TracekitError (one line) for a missing input or an ncu file that matches no input."""
     inputs: list[TraceInput] = []
     for raw in paths:
-        path = Path(raw)
+        path = input_path(raw)
         if path.is_dir():
             inputs += _run_inputs(path, prefer)
         elif not path.exists():
@@ -228,7 +237,7 @@ def resolve_input(path: str | Path, begin: bool = False) -> TraceInput:
 
     ``begin``: let the reader start on the file now (:func:`tracekit.readers.begin_reading`), while the caller
     loads the analysis; the read then picks up what was begun."""
-    path = Path(path)
+    path = input_path(path)
     if path.is_dir():
         return TraceInput(path=path)
     if not path.exists():
