@@ -529,11 +529,14 @@ def _clipped(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
     (iteration, s, e). ``windows`` (:func:`_windows` of these ``ops``) has one row per iteration 0..n-1, in
     order. Only the starts need clipping: no op ends after its window (the window ends at or after the
     iteration's latest op end). An op without an end (not recorded) has no interval: it is dropped, not
-    counted busy to the window's end."""
+    counted busy to the window's end; nor has an op without a start (not counted busy from the window's
+    start)."""
     at = ops.get_column("iteration")
     clipped = ops.select(
         "iteration",
-        pl.max_horizontal("start", windows.get_column("window_start").gather(at)).alias("s"),
+        pl.when(pl.col("start").is_not_null())
+        .then(pl.max_horizontal("start", windows.get_column("window_start").gather(at)))
+        .alias("s"),
         pl.col("end").alias("e"),
     ).filter(pl.col("e") > pl.col("s"))
     return sort_frame(clipped, ["iteration", "s", "e"], [False, False, False])
@@ -940,12 +943,13 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         ops = ops.filter(pl.col("iteration").is_not_null())
     if has_ops and ops.is_empty():
         warnings.append(f"{NO_WORK_INSIDE_WARNING} the {name!r} ranges")
-    no_end = ops.get_column("end").null_count()
-    if no_end:
-        warnings.append(
-            f"{no_end} device ops in the iterations have no end time (not recorded): they count as kernels but "
-            "not in GPU busy time, which is short by however long they ran"
-        )
+    for missing in ("start", "end"):
+        count = ops.get_column(missing).null_count()
+        if count:
+            warnings.append(
+                f"{count} device ops in the iterations have no {missing} time (not recorded): they count as "
+                "kernels but not in GPU busy time, which is short by however long they ran"
+            )
     windows = _windows(ranges, ops)
     # No gap can overlap another op when every op is in an iteration, inside its window, and the windows
     # follow each other: then no gap's device-side time is queued behind other work, and nothing is searched.
