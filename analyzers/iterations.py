@@ -52,14 +52,14 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracekit.analyzers import communication, resolution
+from tracekit.analyzers import communication, plausibility, resolution
 from tracekit.analyzers.ranges import RangeChoice, choose_ranges, select_ranges  # noqa: F401 (re-exported)
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError
 from tracekit.fields import NUMERIC_FIELDS
-from tracekit.model import LAUNCH_API_NAMES, Trace, sort_frame
+from tracekit.model import LAUNCH_API_NAMES, Trace, calls_named, sort_frame
 
 if TYPE_CHECKING:
     from tracekit.analyzers.attribution import Attribution, Setup
@@ -125,7 +125,28 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "gives latency and CPU time per iteration, not how much of it the device or operators were busy; "
             f"for the verdict, profile with device or operator activity ({hint})"
         )
-    return None
+    return _launches_without_kernels(trace)
+
+
+def _launches_without_kernels(trace: Trace) -> str | None:
+    """Why there is no verdict when the trace records kernel launch calls but no kernel (nor graph execution)
+    on the device: the device's activity was lost (a failed or forbidden CUPTI capture keeps the host-side
+    calls), and what busy time there is (copies, or CPU operators) says nothing of the kernels."""
+    if trace.api.is_empty() or trace.ops.select(pl.col("kind").is_in(["kernel", "graph"]).any()).item():
+        return None
+    launches = calls_named(trace.api, LAUNCH_API_NAMES)
+    if launches.is_empty():
+        return None
+    names = ", ".join(sorted(launches.get_column("name").unique().to_list())[:3])
+    operators = trace.ops.select((pl.col("kind") == "operator").any()).item()
+    shown = "CPU operators' time" if operators else "copies and memsets"
+    return (
+        f"no framework-/compute-bound verdict: the trace records {launches.height} kernel launch calls ({names}) "
+        "but no kernel ran on the device in it: the profiler lost the device's activity (CUPTI not enabled, "
+        "not permitted or its records dropped; or every launch was captured into a CUDA graph), so the busy "
+        f"time shown is {shown} only; for the verdict, profile the device activity too (nsys profile -t "
+        "cuda,nvtx; torch.profiler with ProfilerActivity.CUDA)"
+    )
 
 
 def _no_work_in_iterations(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> str | None:
@@ -146,11 +167,12 @@ def _no_work_in_iterations(trace: Trace, assignment: Assignment, frame: pl.DataF
 
 
 #: What :func:`analyze_iterations` reads of a trace (a :data:`tracekit.model.FrameSpec` for
-#: ``read_trace(path, frames=...)``): no GPU metrics, no op names, streams or graph ids, no API kinds. The API
-#: calls' threads and the optional CPU operators are for the idle-time attribution
-#: (:mod:`tracekit.analyzers.attribution`).
+#: ``read_trace(path, frames=...)``): no GPU metrics, no op names or graph ids, no API kinds. The API calls'
+#: threads and the optional CPU operators are for the idle-time attribution
+#: (:mod:`tracekit.analyzers.attribution`); the ops' streams for the plausibility checks
+#: (:mod:`tracekit.analyzers.plausibility`).
 FRAMES_NEEDED: dict[str, tuple[str, ...] | None] = {
-    "ops": ("start", "end", "device", "pid", "correlation", "kind"),
+    "ops": ("start", "end", "device", "pid", "correlation", "kind", "stream"),
     "api": ("start", "end", "pid", "correlation", "name", "thread"),
     "ranges": None,
     "cpu_ops": None,
@@ -1002,8 +1024,9 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         gaps = gaps.filter(pl.col("iteration") >= skip)
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
+    implausible = plausibility.doubts(trace, frame)
     frame = _iteration_columns(frame, has_api, has_ops)
-    doubts = clock_doubts(before_call, frame)
+    doubts = clock_doubts(before_call, frame) + implausible
     parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)
     notes += parent_notes
     doubts += parent_doubts

@@ -6,9 +6,13 @@ truth is known); nothing altered is committed."""
 
 from __future__ import annotations
 
+import gzip
+import json
 import shutil
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from tests.conftest import SAMPLE_TRACES
 from tracekit.api import analyze
@@ -44,3 +48,137 @@ def test_kernels_without_a_start_time_are_not_counted_busy_from_the_window_start
         "571 device ops in the iterations have no start time (not recorded): they count as kernels but not in "
         "GPU busy time, which is short by however long they ran"
     ) in a.warnings
+
+
+def _doubts(a: object) -> list[str]:
+    return [w for w in a.warnings if w.startswith("verdict uncertain")]  # type: ignore[attr-defined]
+
+
+def test_one_kernel_of_eleven_days_makes_the_verdict_uncertain(tmp_path: Path) -> None:
+    # 1e15 ns: a unit or clock error. The trace's own host side spans 103.377 ms.
+    huge = _altered_sqlite(
+        tmp_path,
+        "huge.sqlite",
+        f"UPDATE {KERNELS} SET end=start+1000000000000000 WHERE rowid=(SELECT min(rowid) FROM {KERNELS});",
+    )
+    a = analyze(huge)
+    assert a.verdict_uncertain is not None
+    assert _doubts(a)[0] == (
+        "verdict uncertain: 1 device ops last longer than 10x everything the host recorded (103.377 ms from the "
+        "first call or range to the last), up to 1e+06 s: no op runs that long in a capture that short, so "
+        "their timestamps are not plausible (a clock or unit error); the latency, busy and idle time of the "
+        "iterations they reach are not measurements"
+    )
+    assert analyze(SYN_SQLITE).verdict_uncertain is None
+
+
+def test_kernel_durations_in_the_wrong_unit_overlap_on_their_stream(tmp_path: Path) -> None:
+    # Every kernel 1000x as long (ns read as ps, or the like): utilization 100%, "compute-bound" before.
+    longer = _altered_sqlite(tmp_path, "x1000.sqlite", f"UPDATE {KERNELS} SET end=start+(end-start)*1000;")
+    a = analyze(longer)
+    assert a.verdict == "compute" and a.verdict_uncertain is not None
+    assert _doubts(a) == [
+        "verdict uncertain: 3999 of 4000 device ops (100%) start more than 1 µs before the previous op on "
+        "their stream ends, by up to 13.109 ms: a stream runs its ops one at a time, so their durations are not "
+        "plausible (a unit or clock error?); the busy time counts that overlap once"
+    ]
+
+
+def test_correlation_ids_reused_by_later_kernels_are_named(tmp_path: Path) -> None:
+    # The second half of the kernels carry the first half's ids (a wrap-around): they were assigned to the
+    # first half's launches, and half the iterations held no device op, with no word of why.
+    reused = _altered_sqlite(
+        tmp_path,
+        "reused.sqlite",
+        f"UPDATE {KERNELS} SET correlationId = correlationId - (SELECT (max(correlationId) - min(correlationId)) / 2 "
+        f"FROM {KERNELS}) WHERE correlationId > (SELECT (max(correlationId) + min(correlationId)) / 2 FROM {KERNELS});",
+    )
+    a = analyze(reused)
+    assert _doubts(a) == [
+        "verdict uncertain: 1995 kernel launches (not graph launches) are linked to several kernels each: the "
+        "ids that link each op to its launch are reused (a wrap-around, or ids rewritten), so ops are assigned "
+        "to other launches' iterations, and the launch latencies and the idle time's causes mix unrelated calls"
+    ]
+
+
+def test_launch_calls_without_any_kernel_get_no_verdict(tmp_path: Path) -> None:
+    # The study's CUDA-graph export with its kernel table gone (a capture that lost the device's activity):
+    # its copies alone made it "framework-bound, 0.5%" where it is compute-bound at 95%.
+    from tests.conftest import real_trace
+
+    paper = real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite")
+    lost = tmp_path / "lost.sqlite"
+    shutil.copy(paper, lost)
+    lost.chmod(0o644)
+    with sqlite3.connect(lost) as db:
+        db.execute(f"DROP TABLE {KERNELS}")
+    a = analyze(lost)
+    assert a.verdict is None
+    assert a.warnings[0] == (
+        "no framework-/compute-bound verdict: the trace records 257 kernel launch calls (cudaGraphLaunch, "
+        "cudaLaunchKernel) but no kernel ran on the device in it: the profiler lost the device's activity "
+        "(CUPTI not enabled, not permitted or its records dropped; or every launch was captured into a CUDA "
+        "graph), so the busy time shown is copies and memsets only; for the verdict, profile the device "
+        "activity too (nsys profile -t cuda,nvtx; torch.profiler with ProfilerActivity.CUDA)"
+    )
+
+
+H200_EAGER = SAMPLE_TRACES / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz"
+CPU_ORT = SAMPLE_TRACES / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz"
+
+
+def _altered_json(tmp_path: Path, name: str, source: Path, change: Callable[[Any], None]) -> Path:
+    doc = json.loads(gzip.decompress(source.read_bytes()))
+    change(doc)
+    out = tmp_path / name
+    out.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return out
+
+
+def test_a_kineto_gpu_trace_without_its_gpu_events_gets_no_verdict(tmp_path: Path) -> None:
+    # The H200 trace's 4040 launch calls kept, every GPU event dropped (a CUPTI capture that failed): its CPU
+    # operators were taken for the device's work, "compute-bound at 67%".
+    def drop_gpu(doc: dict[str, Any]) -> None:
+        gpu = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
+        doc["traceEvents"] = [
+            e for e in doc["traceEvents"] if e.get("cat") not in gpu and e.get("ph") not in ("s", "f")
+        ]
+
+    a = analyze(_altered_json(tmp_path, "no_gpu.json.gz", H200_EAGER, drop_gpu))
+    assert a.verdict is None
+    assert a.warnings[0].startswith(
+        "no framework-/compute-bound verdict: the trace records 4040 kernel launch calls (cuLaunchKernelEx, "
+        "cudaLaunchKernel, cudaLaunchKernelExC) but no kernel ran on the device in it"
+    )
+    assert "so the busy time shown is CPU operators' time only" in a.warnings[0]
+
+
+def test_one_correlation_id_for_every_launch_is_named(tmp_path: Path) -> None:
+    def one_id(doc: dict[str, Any]) -> None:
+        for e in doc["traceEvents"]:
+            if isinstance(e.get("args"), dict) and "correlation" in e["args"]:
+                e["args"]["correlation"] = 1
+
+    a = analyze(_altered_json(tmp_path, "one_id.json.gz", H200_EAGER, one_id))
+    assert a.verdict_uncertain is not None
+    assert (
+        "verdict uncertain: 4039 launch calls share a correlation id with another launch call of their "
+        "process; 1 kernel launches (not graph launches) are linked to several kernels each: the ids that link "
+        "each op to its launch are reused"
+    ) in a.verdict_uncertain
+
+
+def test_iterations_emptied_by_an_earlier_op_make_the_verdict_uncertain(tmp_path: Path) -> None:
+    # ORT's operators 1000x as long: each outlasts the runs after it, whose steady-state windows were empty
+    # (latency 0, no utilization) while the verdict said "compute-bound, 100%" from what was left.
+    def longer(doc: list[dict[str, Any]]) -> None:
+        for e in doc:
+            if e.get("cat") == "Node":
+                e["dur"] *= 1000
+
+    a = analyze(_altered_json(tmp_path, "x1000.ort.json.gz", CPU_ORT, longer))
+    doubt = next(d for d in _doubts(a) if "latency of 0" in d)
+    assert doubt.startswith(
+        "verdict uncertain: 22 of 30 iterations have a latency of 0 although they hold device work"
+    )
+    assert doubt.endswith("they have no utilization, and the medians rest on the other 8")

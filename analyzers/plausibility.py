@@ -1,0 +1,180 @@
+"""Timestamps and links a real device and profiler cannot produce: when a trace holds them, its numbers are
+not measurements, and the verdict is uncertain (each check returns the "verdict uncertain" line, or None).
+
+Found by altering copies of real traces the way damaged profiles are (a unit or clock error, a lost column,
+ids reused): each of these gave a confident verdict before, and none occurs in the real traces of
+``../shared`` or the committed samples (tests/test_implausible.py).
+
+- :func:`collapsed_iterations`: iterations whose latency is 0 although they hold device work. The latency of an
+  unsynchronized iteration runs from the previous iteration's GPU end to its own; when all of its work ran
+  before an earlier iteration's work ended (one op outlasting the iterations after it), that window is empty,
+  and the iteration drops out of the medians.
+- :func:`implausible_durations`: device ops longer than :data:`IMPLAUSIBLE_SPAN_RATIO` times everything the
+  host recorded (and at least :data:`IMPLAUSIBLE_MIN_NS`): a kernel of 11 days in a capture of 4 ms.
+- :func:`stream_overlap`: kernels that start before the previous kernel on their stream ends, by more than
+  :data:`OVERLAP_TOLERANCE_NS`, for at least :data:`OVERLAP_SHARE` of a trace's kernels (a stream runs its
+  work one op at a time; the real traces here show at most 1% such kernels, by a few µs: clock jitter).
+- :func:`reused_correlations`: correlation ids that link one launch to another's work: two launch calls of one
+  process with one id, or one kernel launch (not a graph launch, which replays many kernels under one id)
+  linked to several kernels.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tracekit.model import GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, Trace, calls_named
+
+#: An op is implausibly long beyond this many times the host's recorded span ...
+IMPLAUSIBLE_SPAN_RATIO = 10
+#: ... and beyond this length (ns): short captures of one long kernel stay plausible.
+IMPLAUSIBLE_MIN_NS = 1_000_000_000
+#: Same-stream overlap within this (ns) is clock jitter, not two ops at once.
+OVERLAP_TOLERANCE_NS = 1_000
+#: The share of a trace's kernels overlapping their stream's previous kernel that makes the durations doubtful.
+OVERLAP_SHARE = 0.25
+#: Fewer kernels than this say nothing about overlap.
+OVERLAP_MIN_KERNELS = 20
+#: The kinds of op that run on a stream one at a time.
+STREAM_KINDS = ("kernel", "memcpy", "memset")
+
+
+def collapsed_iterations(frame: pl.DataFrame) -> str | None:
+    """The doubt when analyzed iterations (``frame``: ``latency_ns``, ``kernels``, ``range_start``,
+    ``range_end``) hold device ops and a range of some length but a latency of 0 ns."""
+    collapsed = frame.filter(
+        (pl.col("kernels") > 0) & (pl.col("latency_ns") <= 0) & (pl.col("range_end") > pl.col("range_start"))
+    ).height
+    if not collapsed:
+        return None
+    return (
+        f"verdict uncertain: {collapsed} of {frame.height} iterations have a latency of 0 although they hold device "
+        "work: all of it ran before an earlier iteration's device work ended (an op outlasting the iterations "
+        "after it: overlapping iterations, or timestamps that are not plausible), so their steady-state window "
+        "(previous GPU end to their own GPU end) is empty; they have no utilization, and the medians rest on "
+        f"the other {frame.height - collapsed}"
+    )
+
+
+def host_span_ns(trace: Trace) -> int | None:
+    """From the first API call or range start to the last end (ns); None when the trace has neither."""
+    bounds = [
+        frame.select(pl.col("start").min(), pl.col("end").max()).row(0)
+        for frame in (trace.api, trace.ranges)
+        if not frame.is_empty()
+    ]
+    starts = [s for s, _ in bounds if s is not None]
+    ends = [e for _, e in bounds if e is not None]
+    if not starts or not ends:
+        return None
+    return max(ends) - min(starts)
+
+
+def implausible_durations(trace: Trace) -> str | None:
+    """The doubt when device ops last longer than :data:`IMPLAUSIBLE_SPAN_RATIO` times the host's span
+    (:func:`host_span_ns`) and :data:`IMPLAUSIBLE_MIN_NS`."""
+    span = host_span_ns(trace)
+    if span is None or trace.ops.is_empty():
+        return None
+    limit = max(IMPLAUSIBLE_SPAN_RATIO * span, IMPLAUSIBLE_MIN_NS)
+    duration = pl.col("end") - pl.col("start")
+    long = trace.ops.select((duration > limit).sum().alias("n"), duration.max().alias("longest")).row(0)
+    if not long[0]:
+        return None
+    return (
+        f"verdict uncertain: {long[0]} device ops last longer than {IMPLAUSIBLE_SPAN_RATIO}x everything the host "
+        f"recorded ({span / 1e6:.3f} ms from the first call or range to the last), up to {long[1] / 1e9:.4g} s: "
+        "no op runs that long in a capture that short, so their timestamps are not plausible (a clock or unit "
+        "error); the latency, busy and idle time of the iterations they reach are not measurements"
+    )
+
+
+def stream_overlap(trace: Trace) -> str | None:
+    """The doubt when at least :data:`OVERLAP_SHARE` of the trace's stream ops (:data:`STREAM_KINDS`, with a
+    stream) start more than :data:`OVERLAP_TOLERANCE_NS` before the previous one on their stream ended."""
+    if trace.ops.is_empty() or trace.ops.get_column("stream").null_count() == trace.ops.height:
+        return None
+    ops = trace.ops.filter(
+        pl.col("kind").is_in(STREAM_KINDS)
+        & pl.col("stream").is_not_null()
+        & pl.col("start").is_not_null()
+        & pl.col("end").is_not_null()
+    ).select("pid", "device", "stream", "start", "end")
+    if ops.height < OVERLAP_MIN_KERNELS:
+        return None
+    # (the ops are in start order: Trace sorts them; each stream's previous ops come before in it)
+    reach = pl.col("end").cum_max().shift(1).over("pid", "device", "stream")
+    overlap = (reach - pl.col("start")).alias("overlap")
+    over = ops.select(overlap).filter(pl.col("overlap") > OVERLAP_TOLERANCE_NS)
+    if over.height < OVERLAP_SHARE * ops.height:
+        return None
+    return (
+        f"verdict uncertain: {over.height} of {ops.height} device ops ({over.height / ops.height:.0%}) start more "
+        f"than {OVERLAP_TOLERANCE_NS / 1000:g} µs before the previous op on their stream ends, by up to "
+        f"{int(over['overlap'].max()) / 1e6:.3f} ms: a stream runs its ops one at a time, so their durations "
+        "are not plausible (a unit or clock error?); the busy time counts that overlap once"
+    )
+
+
+def _unique_ids(frame: pl.DataFrame) -> bool:
+    """Whether no two rows of ``frame`` share a correlation id (null ids aside): a count of distinct ids,
+    which is quick on the ordered ids profilers write."""
+    ids = frame.get_column("correlation").drop_nulls()
+    return ids.n_unique() == ids.len()
+
+
+def _repeated(frame: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
+    """The distinct ``keys`` that more than one row of ``frame`` holds."""
+    return frame.filter(pl.struct(keys).is_duplicated()).select(keys).unique()
+
+
+def reused_correlations(trace: Trace) -> str | None:
+    """The doubt when correlation ids link launches to other launches' work: launch calls of one process
+    sharing an id, or a kernel launch (not a graph launch) linked to several kernels of one device."""
+    if trace.api.is_empty() or _unique_ids(trace.api) and _unique_ids(trace.ops):
+        return None  # (the usual trace: every id once among the calls, and once among the ops)
+    calls = calls_named(trace.api, LAUNCH_API_NAMES).filter(pl.col("correlation").is_not_null())
+    if calls.is_empty():
+        return None
+    shared = 0
+    if not _unique_ids(calls):
+        keys = ["pid", "correlation"]
+        shared = calls.filter(pl.struct(keys).is_duplicated()).height - _repeated(calls, keys).height
+    kernels = trace.ops.filter((pl.col("kind") == "kernel") & pl.col("correlation").is_not_null())
+    several = 0
+    if not _unique_ids(kernels):
+        graph_calls = calls_named(calls, GRAPH_LAUNCH_NAMES).select("pid", "correlation")
+        kernel_calls = calls.select("pid", "correlation").join(
+            graph_calls, on=["pid", "correlation"], how="anti"
+        )
+        several = (
+            _repeated(kernels, ["pid", "device", "correlation"])
+            .join(kernel_calls.unique(), on=["pid", "correlation"], how="semi")
+            .height
+        )
+    if not shared and not several:
+        return None
+    found = [
+        f"{shared} launch calls share a correlation id with another launch call of their process"
+        if shared
+        else "",
+        f"{several} kernel launches (not graph launches) are linked to several kernels each"
+        if several
+        else "",
+    ]
+    return (
+        f"verdict uncertain: {'; '.join(f for f in found if f)}: the ids that link each op to its launch are "
+        "reused (a wrap-around, or ids rewritten), so ops are assigned to other launches' iterations, and the "
+        "launch latencies and the idle time's causes mix unrelated calls"
+    )
+
+
+def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
+    """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
+    found = [
+        collapsed_iterations(frame),
+        implausible_durations(trace),
+        stream_overlap(trace),
+        reused_correlations(trace),
+    ]
+    return [d for d in found if d is not None]
