@@ -63,6 +63,11 @@ Ranges without a start or an end time (null: never closed, or never opened)
     Systems reader leaves a range that was never closed (the capture ended inside it) with a null end, and
     says so; a :class:`~tracekit.model.Trace` built by hand may hold either.
 
+Ranges without a name (null: a Kineto event that lost its ``name``)
+    are no candidates either; a warning counts them. When no named range is left, the trace is analyzed as
+    one window (as with no ranges at all, below), with that reason in the choice line; ``--range`` then
+    finds nothing.
+
 No ranges at all (a GPU-only Kineto trace, ``activities=[CUDA]``; an Nsight Systems trace without NVTX)
     One synthetic window covers the trace: it opens at the first op's launch time and closes at the last op's
     end. An op's launch time is the start of its launching API call (the first call with its (pid,
@@ -616,7 +621,30 @@ def select_ranges(
     untimed = candidates.filter(pl.col("start").is_null() | pl.col("end").is_null())
     if untimed.height:
         candidates = candidates.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
-    choice = _select_closed(trace, candidates, range_name, path)
+    # A range without a name (a Kineto event that lost its "name") cannot be chosen, by name or by rule.
+    unnamed = candidates.filter(pl.col("name").is_null()).height
+    if unnamed:
+        candidates = candidates.filter(pl.col("name").is_not_null())
+    if unnamed and candidates.is_empty():
+        said = (
+            f"the trace's {unnamed} ranges have no name"
+            if unnamed > 1
+            else "the trace's one range has no name"
+        )
+        if range_name is not None:
+            raise NoActivityError(
+                f"no range named {range_name!r}: {said} (leave out --range to analyze the whole trace, or "
+                "split it with --split-idle MS)",
+                path,
+            )
+        choice = synthetic_windows(trace, None, reason=f"no named ranges ({said})")
+    else:
+        choice = _select_closed(trace, candidates, range_name, path)
+    if unnamed:
+        choice.warnings.append(
+            f"left out {unnamed} range{'s' if unnamed > 1 else ''} without a name: a range needs a name "
+            "to be chosen as the iterations"
+        )
     if untimed.height:
         names = _names(untimed.get_column("key").unique(maintain_order=True).to_list())
         n = untimed.height

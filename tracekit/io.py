@@ -66,8 +66,9 @@ def is_input(path: str | Path) -> bool:
     return (st.st_dev, st.st_ino) in _INPUT_INODES
 
 
-def check_outputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path]) -> None:
-    """Refuse (exit 2, one line) before any work when an output file is one of ``inputs``.
+def check_outputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path], option: str = "-o") -> None:
+    """Refuse (exit 2, one line) before any work when an output file is one of ``inputs``; ``option`` is the
+    option that named the outputs (``-o``, ``--gaps``, ``--timeline``), which the line tells to change.
 
     Commands call this with their ``-o`` file and their input files so that the refusal comes first; the
     registry check inside :func:`atomic_path` is the safety net for every other write.
@@ -77,7 +78,19 @@ def check_outputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path]) -
             register_input(path)
     for out in outputs:
         if is_input(out):
-            raise TracekitError("refusing to write over an input file (choose another -o)", out)
+            raise TracekitError(f"refusing to write over an input file (choose another {option})", out)
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether the paths ``a`` and ``b`` name one file: the same resolved path, or (both existing) the same
+    file by another name (a hard link, a symbolic link to it)."""
+    a, b = Path(a), Path(b)
+    if a.resolve() == b.resolve():
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 def output_dir(path: str | Path) -> Path:

@@ -49,16 +49,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.set_defaults(func=run)
 
 
-def _check_gaps_file(path: str, trace: str) -> None:
-    """One-line refusal (exit 2), before any work, of a ``--gaps`` file that is an input, a folder, or in a
+def _check_gaps_file(path: str, trace: str, output: str | None = None, timeline: str | None = None) -> None:
+    """One-line refusal (exit 2), before any work, of a ``--gaps`` file that is an input, the file of ``-o``
+    (``output``) or of ``--timeline`` (``timeline``; one output would replace the other), a folder, or in a
     folder that does not exist."""
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_outputs
+    from tracekit.io import check_outputs, same_file
 
     target = Path(path)
-    check_outputs([target], [trace])
+    check_outputs([target], [trace], option="--gaps")
+    for other, option in ((output, "-o"), (timeline, "--timeline")):
+        if other and same_file(other, target):
+            raise TracekitError(f"--gaps and {option} name the same file", target)
     if target.is_dir():
         raise TracekitError("is a folder; --gaps takes a file name", target)
     if not target.parent.is_dir():
@@ -92,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
     args.trace = args.traces[0]
     resolve_output(args, [args.trace])
     if args.gaps:
-        _check_gaps_file(args.gaps, args.trace)
+        _check_gaps_file(args.gaps, args.trace, args.output, args.timeline)
     if args.timeline:
         from tracekit.renderers.timeline import check_timeline_output
 

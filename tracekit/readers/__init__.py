@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import re
 import zlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -113,6 +114,19 @@ def detect_format(path: str | Path) -> str:
     return fmt
 
 
+#: what marks an ONNX Runtime profile in its head: an event of category Session or Node, however the
+#: writer spaces around the colon (ORT writes ``"cat" : "Node"``; Python's json.dumps, jq and json.tool
+#: write ``"cat": "Node"``), or one of ORT's own event names
+ORT_HEAD = re.compile(r'"cat"\s*:\s*"(?:Session|Node)"|"model_run"|"model_loading')
+
+
+def _looks_like_ort(text_head: str) -> bool:
+    """Whether the head of a JSON array (:func:`_json_head`) holds an ONNX Runtime event (:data:`ORT_HEAD`)
+    anywhere: a profile whose first events are Nodes (re-saved, reordered, its session events dropped) is
+    still ORT. One regular-expression search of the head."""
+    return ORT_HEAD.search(text_head) is not None
+
+
 def _detect_format(path: Path) -> str:
     if not path.exists():
         raise TraceFormatError("no such file", path)
@@ -130,14 +144,7 @@ def _detect_format(path: Path) -> str:
     text_head = _json_head(path, head).lstrip("\ufeff \t\r\n")
     if text_head.startswith("{") or text_head.startswith("["):
         # ORT profiles are a JSON list of events with cat Session/Node; Kineto is a dict with traceEvents.
-        if text_head.startswith("[") and (
-            '"cat" : "Session"' in text_head
-            or '"cat":"Session"' in text_head
-            or '"cat" : "Node"' in text_head
-            or '"cat":"Node"' in text_head
-            or '"model_run"' in text_head
-            or '"model_loading' in text_head
-        ):
+        if text_head.startswith("[") and _looks_like_ort(text_head):
             return "ort"
         return "kineto"
     if (

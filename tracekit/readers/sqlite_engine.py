@@ -17,6 +17,7 @@ immutable (``?mode=ro&immutable=1``: no locks, no journal; the file is never wri
 
 from __future__ import annotations
 
+import math
 import os
 import sqlite3
 from collections.abc import Iterator, Mapping
@@ -73,16 +74,107 @@ def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+class UnfitValueError(ValueError):
+    """A value read from SQLite that its column's dtype cannot hold (text ``'abc'``, a blob, or a REAL outside
+    the 64-bit integer range in a timestamp column): the rows' frame cannot be built. ``column``: the output
+    column; ``value``: the value as SQLite gave it; ``dtype``: the column's dtype; ``table``, ``source``,
+    ``rowid``: the table, the SQL expression read and the row, when :meth:`Database.numeric_frame` found them
+    (else None). ``str()`` is the one-line problem, without the file (:func:`open_database` adds it)."""
+
+    def __init__(self, column: str, value: object, dtype: pl.DataType) -> None:
+        super().__init__(column, value, dtype)
+        self.column = column
+        self.value = value
+        self.dtype = dtype
+        self.table: str | None = None
+        self.source: str | None = None
+        self.rowid: int | None = None
+
+    def __str__(self) -> str:
+        where = self.column
+        if self.table is not None:
+            source = self.source or quote(self.column)
+            named = source[1:-1].replace('""', '"') if _is_identifier(source) else source
+            where = f"{self.table}.{named}"
+        numeric = "a number" if self.dtype.is_numeric() else f"of type {self.dtype}"
+        kind = "an integer" if self.dtype.is_integer() else numeric
+        row = f", rowid {self.rowid}" if self.rowid is not None else ""
+        return f"{where} holds a value that is not {kind} ({describe_value(self.value)}{row})"
+
+
+def _is_identifier(sql: str) -> bool:
+    """Whether ``sql`` is one quoted identifier (as :func:`quote` writes it), not an expression."""
+    return len(sql) >= 2 and sql[0] == sql[-1] == '"' and '"' not in sql[1:-1].replace('""', "")
+
+
+def describe_value(value: object) -> str:
+    """A short account of an SQLite value for an error line: ``text 'abc'``, ``blob X'00010203'``, ``real
+    1e+30, outside the 64-bit integer range`` (long text and blobs cut)."""
+    if isinstance(value, bytes | bytearray | memoryview):
+        raw = bytes(value)
+        if len(raw) > 16:
+            return f"blob X'{raw[:16].hex().upper()}'... of {len(raw):,} bytes"
+        return f"blob X'{raw.hex().upper()}'"
+    if isinstance(value, str):
+        return f"text {value[:40]!r}{'...' if len(value) > 40 else ''}"
+    if isinstance(value, float):
+        if math.isfinite(value) and abs(value) >= 2.0**63:
+            return f"real {value!r}, outside the 64-bit integer range"
+        return f"real {value!r}"
+    return f"{type(value).__name__} {value!r}"[:60]
+
+
+#: What polars raises when a row's value does not fit its column's dtype.
+_UNFIT_ERRORS = (pl.exceptions.ComputeError, pl.exceptions.InvalidOperationError, OverflowError, TypeError)
+
+
+def _unfit_value(rows: list[tuple], schema: dict[str, pl.DataType]) -> UnfitValueError | None:
+    """The first value of ``rows`` (by column, then by row) that the frame builder refuses for its column's
+    dtype, as an :class:`UnfitValueError`; None when each column builds on its own. Only called once the
+    frame of ``rows`` failed: per column one build of the whole chunk, then a binary search over it (about
+    20 builds of shrinking slices)."""
+    for i, (name, dtype) in enumerate(schema.items()):
+        column = [(r[i],) for r in rows]
+
+        def builds(part: list[tuple], name: str = name, dtype: pl.DataType = dtype) -> bool:
+            try:
+                pl.DataFrame(part, schema=[(name, dtype)], orient="row")
+            except _UNFIT_ERRORS:
+                return False
+            return True
+
+        if builds(column):
+            continue
+        low, high = 0, len(column) - 1  # the first refused value lies in column[low..high]
+        while low < high:
+            mid = (low + high) // 2
+            if builds(column[low : mid + 1]):
+                low = mid + 1
+            else:
+                high = mid
+        return UnfitValueError(name, column[low][0], dtype)
+    return None
+
+
 def fetch_frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     """Run ``sql`` through sqlite3 and return its rows as a frame with ``schema`` (column order = SELECT
     order).
 
     Rows are fetched in chunks of :data:`FETCH_ROWS` and turned into frames chunk by chunk, so a large table
-    never exists as one list of Python tuples."""
+    never exists as one list of Python tuples. A value its column's dtype cannot hold (text ``'abc'`` in an
+    integer column, a blob, a REAL outside the int64 range) raises :class:`UnfitValueError` naming the column
+    and the value; text that reads as a number and REAL values within range are taken (as polars converts
+    them)."""
     cursor = con.execute(sql)
     parts = []
     while rows := cursor.fetchmany(FETCH_ROWS):
-        parts.append(pl.DataFrame(rows, schema=list(schema.items()), orient="row"))
+        try:
+            parts.append(pl.DataFrame(rows, schema=list(schema.items()), orient="row"))
+        except _UNFIT_ERRORS as exc:
+            unfit = _unfit_value(rows, schema)
+            if unfit is None:
+                raise
+            raise unfit from exc
     if not parts:
         return pl.DataFrame(schema=schema)
     return parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=True)
@@ -277,7 +369,10 @@ class Database:
         ADBC when available (several times faster than building Python tuples, and lean), else
         :func:`fetch_frame` (also when ADBC fails, e.g. on a column whose values change type midway).
 
-        ``exprs`` maps output column -> SQL expression; ``schema`` gives the dtypes (same keys, same order)."""
+        ``exprs`` maps output column -> SQL expression; ``schema`` gives the dtypes (same keys, same order).
+        A value its column's dtype cannot hold raises :class:`UnfitValueError` with the table, the column read
+        and the value's rowid (one more query, on that failure only), which :func:`open_database` turns into
+        the one line naming the file."""
         sql = f"SELECT {', '.join(f'{e} AS {quote(c)}' for c, e in exprs.items())} FROM {quote(table)}"
         if self.adbc() is not None:
             threads = 1 if self._one_slice else read_threads()
@@ -285,7 +380,23 @@ class Database:
             frame = adbc_sliced_frame(self._adbc, sql, slices, schema)
             if frame is not None:
                 return frame
-        return fetch_frame(self.con, sql + _and_where(where, ""), schema)
+        try:
+            return fetch_frame(self.con, sql + _and_where(where, ""), schema)
+        except UnfitValueError as exc:
+            exc.table, exc.source = table, exprs[exc.column]
+            exc.rowid = self._rowid_of(table, exc.source, exc.value, where)
+            raise
+
+    def _rowid_of(self, table: str, source: str, value: object, where: str = "") -> int | None:
+        """The rowid of the first row of ``table`` whose ``source`` (an SQL expression) is ``value``
+        (matching :func:`fetch_frame`'s rows: ``where`` applies), by one query; None when not found (a table
+        without rowids, an expression over several columns)."""
+        sql = f"SELECT rowid FROM {quote(table)}{_and_where(where, f' WHERE {source} IS ?')} LIMIT 1"
+        try:
+            row = self.con.execute(sql, (value,)).fetchone()
+        except sqlite3.Error:
+            return None
+        return row[0] if row and isinstance(row[0], int) else None
 
     def adbc(self) -> Any | None:
         """The ADBC database handle (opened on first use), or None when ADBC is not used."""
@@ -363,6 +474,8 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
     try:
         database = Database(con, path)
         yield database
+    except UnfitValueError as exc:
+        raise TraceFormatError(str(exc), path) from exc
     except sqlite3.DataError as exc:
         if "too big" not in str(exc):
             raise TraceFormatError(f"corrupt SQLite ({exc})", path) from exc

@@ -330,11 +330,11 @@ def check_timeline_output(path: str, trace: str, output: str | None) -> None:
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_outputs
+    from tracekit.io import check_outputs, same_file
 
     target = Path(path)
-    check_outputs([target], [trace])
-    if output and Path(output).resolve() == target.resolve():
+    check_outputs([target], [trace], option="--timeline")
+    if output and same_file(output, target):
         raise TracekitError("--timeline and -o name the same file", target)
     if target.is_dir():
         raise TracekitError("is a folder; --timeline takes a file name", target)
