@@ -238,3 +238,92 @@ def test_an_export_past_the_inflate_limit_is_stopped_in_one_line(
         f"tracekit: {report}: inflates past 1 MiB of text (--max-inflated); pass --max-inflated SIZE to allow it\n"
     )
     assert list(own_tmp.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "link"),
+    [("r.nsys-rep", "report.nsys-rep"), ("r.qdrep", "report.qdrep"), ("profile.bin", "report.nsys-rep")],
+)
+def test_nsys_exports_a_link_named_as_nsys_names_reports(
+    name: str, link: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, own_tmp: Path
+) -> None:
+    from tracekit.readers import read_trace
+
+    calls = _fake_nsys(tmp_path, monkeypatch, f'cp {EXPORT} "$out"')
+    report = tmp_path / name
+    shutil.copy(REPORT, report)
+    trace = read_trace(report)
+    args = calls.read_text().split()
+    folder = Path(args[-1]).parent
+    assert folder.parent == own_tmp and folder.name.startswith("tracekit-nsys-export-")
+    assert args == [
+        "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(folder / "report.sqlite"),
+        str(folder / link),
+    ]  # fmt: skip
+    assert trace.meta["path"] == str(report) and trace.meta["format"] == "nsys-sqlite"
+
+
+def _export_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], body: str
+) -> str:
+    _fake_nsys(tmp_path, monkeypatch, body)
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    rc, out, err = _cli(["analyze", str(report)], capsys)
+    assert (rc, out) == (2, "")
+    prefix = f"tracekit: {report}: fake-nsys export could not export this report: "
+    assert err.startswith(prefix) and err.endswith("\n") and err.count("\n") == 1, err
+    return err[len(prefix) : -1]
+
+
+@pytest.mark.parametrize(
+    ("body", "said"),
+    [
+        # a one-line message, on standard error
+        ('echo "Exportation error: boom" >&2; exit 1', "Exportation error: boom"),
+        # the progress bar after the message is not the message
+        (
+            'echo "Error: report version 3.9 is newer"; printf "Exporting 9 events: [100%%]\\r\\n"; exit 1',
+            "Error: report version 3.9 is newer",
+        ),
+        ('printf "  Exporting 9 events: [1%%]\\r"; exit 3', "exit status 3, no message"),
+        # exit status 0, but nothing written
+        ("exit 0", "exit status 0, no message"),
+        # a file written, but a failure said
+        ('echo half > "$out"; echo "Exportation error: disk full"; exit 1', "Exportation error: disk full"),
+    ],
+)
+def test_what_nsys_said_when_it_failed_is_the_one_line(
+    body: str,
+    said: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert _export_fails(tmp_path, monkeypatch, capsys, body) == said
+
+
+def test_an_nsys_that_cannot_run_is_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    missing = tmp_path / "no-such-nsys"
+    monkeypatch.setenv("TRACEKIT_NSYS", str(missing))
+    rc, out, err = _cli(["analyze", str(REPORT)], capsys)
+    assert (rc, out) == (2, "")
+    assert err.startswith(f"tracekit: {REPORT}: could not run {missing} export: [Errno 2] No such file")
+    assert err.count("\n") == 1
+
+
+def test_the_frames_asked_for_are_the_frames_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.readers import read_trace
+
+    gpu_export = SAMPLE_TRACES / "synthetic" / "table3_pytorch" / "pytorch_b1_s128.synthetic.sqlite"
+    _fake_nsys(tmp_path, monkeypatch, f'cp {gpu_export} "$out"')
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    everything, ranges_only = (
+        read_trace(report),
+        read_trace(report, frames={"ranges": None, "api": ("start",)}),
+    )
+    assert everything.api.get_column("name").null_count() == 0 and everything.api.height == 4010
+    assert ranges_only.api.get_column("name").null_count() == ranges_only.api.height > 0

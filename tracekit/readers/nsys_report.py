@@ -57,7 +57,8 @@ def export(report: Path, folder: Path) -> Path:
             f"(or set TRACEKIT_NSYS), or export it where nsys is: {export_hint(report)}",
             report,
         )
-    link = folder / ("report" + (report.suffix or ".nsys-rep"))
+    # (named as nsys names its reports, whatever the file's own name: the format was told by its content)
+    link = folder / ("report.qdrep" if report.suffix == ".qdrep" else "report.nsys-rep")
     link.symlink_to(report.resolve())
     out = folder / "report.sqlite"
     command = [nsys, "export", "--type", "sqlite", "--force-overwrite", "true", "-o", str(out), str(link)]
