@@ -1,0 +1,245 @@
+"""tracekit.analyzers.plausibility on hand-built (synthetic) traces: each check's threshold, what it counts and
+what it leaves alone, with its exact line (the altered real traces are in tests/test_implausible.py)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.builders import make_trace
+from tracekit.analyzers import plausibility
+from tracekit.analyzers.iterations import no_verdict_reason
+
+MS = 1_000_000
+S = 1_000_000_000
+
+
+# ---------------------------------------------------------------------------------------- collapsed
+
+
+def _frame(rows: list[tuple[int, int, int, int]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema=["latency_ns", "kernels", "range_start", "range_end"], orient="row")
+
+
+def test_an_iteration_with_work_and_no_latency_is_collapsed() -> None:
+    frame = _frame(
+        [
+            (0, 3, 0, 10),  # work, a range, no latency: collapsed
+            (-1, 1, 10, 20),  # (never negative; counted as well)
+            (0, 0, 20, 30),  # no work: an empty iteration, not collapsed
+            (0, 2, 30, 30),  # a range of no length: not measured at all
+            (1, 1, 40, 50),  # 1 ns of latency: measured
+        ]
+    )
+    assert plausibility.collapsed_iterations(frame) == (
+        "verdict uncertain: 2 of 5 iterations have a latency of 0 although they hold device work: all of it ran "
+        "before an earlier iteration's device work ended (an op outlasting the iterations after it: "
+        "overlapping iterations, or timestamps that are not plausible), so their steady-state window (previous "
+        "GPU end to their own GPU end) is empty; they have no utilization, and the medians rest on the other 3"
+    )
+    assert plausibility.collapsed_iterations(_frame([(1, 1, 0, 10), (0, 0, 10, 20)])) is None
+
+
+# ------------------------------------------------------------------------------------------ durations
+
+
+def _host(span_ns: int, op_ns: int, *, ranges: bool = True) -> object:
+    """A host side spanning ``span_ns`` (a range, or two calls) and one op of ``op_ns``."""
+    return make_trace(
+        ranges=[(0, span_ns, "iteration")] if ranges else [],
+        api=[] if ranges else [(0, 10, 1, "cudaLaunchKernel"), (span_ns - 10, span_ns, None, "cudaFree")],
+        ops=[(100, 100 + op_ns, 1, 7)],
+    )
+
+
+def test_an_op_longer_than_ten_times_the_host_span_and_a_second_is_implausible() -> None:
+    # 100 ms of host: the limit is max(10 x 100 ms, 1 s) = 1 s, and an op must exceed it
+    assert plausibility.implausible_durations(_host(100 * MS, S)) is None  # type: ignore[arg-type]
+    assert plausibility.implausible_durations(_host(100 * MS, S + 1)) == (  # type: ignore[arg-type]
+        "verdict uncertain: 1 device ops last longer than 10x everything the host recorded (100.000 ms from "
+        "the first call or range to the last), up to 1 s: no op runs that long in a capture that short, so "
+        "their timestamps are not plausible (a clock or unit error); the latency, busy and idle time of the "
+        "iterations they reach are not measurements"
+    )
+    # 200 ms of host (two API calls, no range): the limit is 2 s
+    assert plausibility.implausible_durations(_host(200 * MS, 2 * S, ranges=False)) is None  # type: ignore[arg-type]
+    found = plausibility.implausible_durations(_host(200 * MS, 3 * S, ranges=False))  # type: ignore[arg-type]
+    assert found is not None and "(200.000 ms from the first call or range to the last), up to 3 s:" in found
+
+
+def test_the_host_span_runs_from_the_first_start_to_the_last_end_of_calls_and_ranges() -> None:
+    trace = make_trace(
+        ranges=[(50, 400, "iteration")], api=[(20, 30, 1, "cudaLaunchKernel"), (300, 700, 2, "cudaFree")]
+    )
+    assert plausibility.host_span_ns(trace) == 680
+    assert plausibility.host_span_ns(make_trace(ops=[(0, 10, 1, 7)])) is None
+    assert (
+        plausibility.implausible_durations(make_trace(ops=[(0, 100 * S, 1, 7)])) is None
+    )  # nothing to compare
+
+
+# ----------------------------------------------------------------------------------------- same stream
+
+
+def _stream_ops(overlapping: int, total: int, by: int = 2_000) -> object:
+    """``total`` ops of 10 µs on stream 7; the first ``overlapping`` after the first start ``by`` ns before
+    the previous one ends, the others 10 µs after it."""
+    ops, end = [], 0
+    for i in range(total):
+        start = end - by if 1 <= i <= overlapping else end + 10_000
+        end = start + 10_000
+        ops.append((start, end, i, 7))
+    return make_trace(ops=ops)
+
+
+def test_a_quarter_of_the_stream_ops_overlapping_makes_the_durations_doubtful() -> None:
+    assert plausibility.stream_overlap(_stream_ops(4, 20)) is None  # type: ignore[arg-type]  # 20%
+    assert plausibility.stream_overlap(_stream_ops(5, 20)) == (  # type: ignore[arg-type]
+        "verdict uncertain: 5 of 20 device ops (25%) start more than 1 µs before the previous op on their "
+        "stream ends, by up to 0.002 ms: a stream runs its ops one at a time, so their durations are not "
+        "plausible (a unit or clock error?); the busy time counts that overlap once"
+    )
+    assert plausibility.stream_overlap(_stream_ops(10, 20, by=1_000)) is None  # type: ignore[arg-type]  # jitter
+    assert plausibility.stream_overlap(_stream_ops(19, 19)) is None  # type: ignore[arg-type]  # too few ops
+
+
+def test_ops_on_other_streams_or_devices_or_of_other_kinds_do_not_overlap() -> None:
+    rows = [(i * 1_000, i * 1_000 + 50_000, i) for i in range(20)]  # each overlapping the one before
+    fields = ("start", "end", "correlation", "stream", "kind", "device")
+    streams = make_trace(ops=[(*r, i, "kernel", 0) for i, r in enumerate(rows)], op_fields=fields)
+    devices = make_trace(ops=[(*r, 7, "kernel", i) for i, r in enumerate(rows)], op_fields=fields)
+    operators = make_trace(ops=[(*r, 7, "operator", 0) for r in rows], op_fields=fields)
+    no_stream = make_trace(ops=[(*r, None, "kernel", 0) for r in rows], op_fields=fields)
+    same = make_trace(ops=[(*r, 7, "memcpy", 0) for r in rows], op_fields=fields)
+    for trace in (streams, devices, operators, no_stream):
+        assert plausibility.stream_overlap(trace) is None
+    assert plausibility.stream_overlap(same) is not None
+    assert "19 of 20 device ops (95%)" in plausibility.stream_overlap(same)  # type: ignore[operator]
+
+
+def test_ops_without_a_start_or_an_end_are_left_out_of_the_overlap() -> None:
+    rows = [(i * 20_000, i * 20_000 + 10_000, i, 7) for i in range(20)]
+    rows[0] = (None, 10 * S, 0, 7)  # (sorted first; its end would reach over every later op)
+    rows[1] = (20_000, None, 1, 7)
+    assert plausibility.stream_overlap(make_trace(ops=rows)) is None
+
+
+# ---------------------------------------------------------------------------------------- correlations
+
+
+def test_launch_calls_sharing_an_id_in_one_process_are_counted() -> None:
+    api_fields = ("start", "end", "correlation", "name", "pid")
+    shared = make_trace(
+        api=[
+            (0, 1, 5, "cudaLaunchKernel", 1),
+            (2, 3, 5, "cudaLaunchKernel", 1),
+            (4, 5, 5, "cudaLaunchKernel_v7000", 1),
+            (6, 7, 5, "cudaLaunchKernel", 2),  # another process: its own ids
+            (8, 9, 6, "cudaMemcpyAsync", 1),
+            (10, 11, 6, "cudaLaunchKernel", 1),  # a copy call's id: not a launch's
+        ],
+        api_fields=api_fields,
+    )
+    assert plausibility.reused_correlations(shared) == (
+        "verdict uncertain: 2 launch calls share a correlation id with another launch call of their process: "
+        "the ids that link each op to its launch are reused (a wrap-around, or ids rewritten), so ops are "
+        "assigned to other launches' iterations, and the launch latencies and the idle time's causes mix "
+        "unrelated calls"
+    )
+
+
+def test_a_kernel_launch_linked_to_several_kernels_is_counted_a_graph_launch_is_not() -> None:
+    fields = ("start", "end", "correlation", "stream", "kind", "device")
+    trace = make_trace(
+        api=[(0, 1, 1, "cudaLaunchKernel"), (2, 3, 2, "cudaGraphLaunch"), (4, 5, 3, "cuLaunchKernel")],
+        ops=[
+            (10, 20, 1, 7, "kernel", 0),
+            (30, 40, 1, 7, "kernel", 0),  # launch 1 again: reused
+            (50, 60, 2, 7, "kernel", 0),
+            (70, 80, 2, 7, "kernel", 0),  # a graph's kernels share its id
+            (90, 99, 3, 7, "kernel", 0),
+            (90, 99, 3, 7, "kernel", 1),  # one kernel on each of two devices: not reused
+            (100, 110, 4, 7, "kernel", 0),
+            (120, 130, 4, 7, "kernel", 0),  # no call in the trace (launched before the capture): not counted
+            (140, 150, 1, 7, "memcpy", 0),  # not a kernel
+        ],
+        op_fields=fields,
+    )
+    found = plausibility.reused_correlations(trace)
+    assert found is not None
+    assert found.startswith(
+        "verdict uncertain: 1 kernel launches (not graph launches) are linked to several kernels each: the ids"
+    )
+    unique = make_trace(api=[(0, 1, 1, "cudaLaunchKernel")], ops=[(10, 20, 1, 7), (30, 40, None, 7)])
+    assert plausibility.reused_correlations(unique) is None
+    assert (
+        plausibility.reused_correlations(make_trace(ops=[(10, 20, 1, 7), (30, 40, 1, 7)])) is None
+    )  # no calls
+
+
+def test_both_kinds_of_reuse_are_said_together() -> None:
+    trace = make_trace(
+        api=[(0, 1, 1, "cudaLaunchKernel"), (2, 3, 1, "cudaLaunchKernel")],
+        ops=[(10, 20, 1, 7), (30, 40, 1, 7)],
+    )
+    assert plausibility.reused_correlations(trace).startswith(  # type: ignore[union-attr]
+        "verdict uncertain: 1 launch calls share a correlation id with another launch call of their process; "
+        "1 kernel launches (not graph launches) are linked to several kernels each: the ids"
+    )
+
+
+def test_the_doubts_come_in_order() -> None:
+    frame = _frame([(0, 1, 0, 10), (5, 1, 10, 20)])
+    trace = make_trace(
+        ranges=[(0, 100, "iteration")],
+        api=[(0, 1, 1, "cudaLaunchKernel"), (2, 3, 1, "cudaLaunchKernel")],
+        ops=[(10, 10 + 2 * S, 1, 7)] + [(20 + i, 30 + i, None, 7) for i in range(30)],
+    )
+    found = plausibility.doubts(trace, frame)
+    assert [d.split(":")[1].split()[1:4] for d in found] == [
+        ["of", "2", "iterations"],
+        ["device", "ops", "last"],
+        ["of", "31", "device"],
+        ["launch", "calls", "share"],
+    ]
+    assert plausibility.doubts(make_trace(ops=[(0, 10, 1, 7)]), _frame([(10, 1, 0, 10)])) == []
+
+
+# ------------------------------------------------------------------------------- launches, no kernels
+
+
+@pytest.mark.parametrize(
+    ("kinds", "shown"),
+    [
+        (["memcpy", "memset"], "copies and memsets"),
+        (["operator"], "CPU operators' time"),
+        (["kernel"], None),
+        (["graph"], None),
+    ],
+)
+def test_launch_calls_without_kernels_get_no_verdict(kinds: list[str], shown: str | None) -> None:
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration")],
+        api=[(0, 1, 1, "cudaLaunchKernel_ptsz"), (2, 3, 2, "cudaLaunchKernel"), (4, 5, 3, "cudaMemcpyAsync")],
+        ops=[(10 + 10 * i, 15 + 10 * i, None, 7, kind) for i, kind in enumerate(kinds)],
+    )
+    reason = no_verdict_reason(trace)
+    if shown is None:
+        assert reason is None
+        return
+    assert reason == (
+        "no framework-/compute-bound verdict: the trace records 2 kernel launch calls (cudaLaunchKernel, "
+        "cudaLaunchKernel_ptsz) but no kernel ran on the device in it: the profiler lost the device's activity "
+        "(CUPTI not enabled, not permitted or its records dropped; or every launch was captured into a CUDA "
+        f"graph), so the busy time shown is {shown} only; for the verdict, profile the device activity too "
+        "(nsys profile -t cuda,nvtx; torch.profiler with ProfilerActivity.CUDA)"
+    )
+
+
+def test_copies_without_kernel_launch_calls_are_a_trace_of_copies() -> None:
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration")],
+        api=[(0, 1, 1, "cudaMemcpyAsync")],
+        ops=[(10, 20, 1, 7, "memcpy")],
+    )
+    assert no_verdict_reason(trace) is None
