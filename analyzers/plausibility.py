@@ -17,6 +17,8 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
 - :func:`reused_correlations`: correlation ids that link one launch to another's work: two launch calls of one
   process with one id, or one kernel launch (not a graph launch, which replays many kernels under one id)
   linked to several kernels.
+- :func:`unlinked_ops`: ops with correlation ids but no API call in the trace, with unsynchronized
+  iterations: the work launched in an iteration that ran after its range counts in none.
 """
 
 from __future__ import annotations
@@ -169,6 +171,26 @@ def reused_correlations(trace: Trace) -> str | None:
     )
 
 
+def unlinked_ops(trace: Trace, frame: pl.DataFrame) -> str | None:
+    """The doubt when the device ops carry correlation ids but the trace has no API call at all (its runtime
+    and driver records lost: the profiler records them with the GPU work) and analyzed iterations are
+    unsynchronized (``frame``: ``synchronized``): ops are then assigned by their start time, and the work an
+    iteration launched that ran after its range ended counts in none."""
+    if not trace.api.is_empty() or trace.ops.is_empty() or "synchronized" not in frame.columns:
+        return None
+    linked = trace.ops.height - trace.ops.get_column("correlation").null_count()
+    unsynchronized = frame.height - int(frame.get_column("synchronized").sum())
+    if not linked or not unsynchronized:
+        return None
+    return (
+        f"verdict uncertain: {linked} device ops carry the correlation ids that link them to their launches, "
+        "but the trace holds no runtime or driver call (lost from it), and "
+        f"{unsynchronized} of {frame.height} iterations are unsynchronized: the ops are assigned by their start "
+        "time, so the work an iteration launched that ran after its range ended counts in no iteration, and "
+        "its latency and busy time are short by it"
+    )
+
+
 def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
     """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
     found = [
@@ -176,5 +198,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         implausible_durations(trace),
         stream_overlap(trace),
         reused_correlations(trace),
+        unlinked_ops(trace, frame),
     ]
     return [d for d in found if d is not None]

@@ -182,3 +182,21 @@ def test_iterations_emptied_by_an_earlier_op_make_the_verdict_uncertain(tmp_path
         "verdict uncertain: 22 of 30 iterations have a latency of 0 although they hold device work"
     )
     assert doubt.endswith("they have no utilization, and the medians rest on the other 8")
+
+
+def test_an_nsys_export_without_its_api_tables_says_so(tmp_path: Path) -> None:
+    # The study's CUDA-graph export with its runtime table dropped: its graphs' kernels, which run after their
+    # ranges end, were assigned by time to none, and the latency read 0.388 ms (2.958 with the table), with
+    # a confident compute-bound verdict.
+    from tests.conftest import real_trace
+
+    lost = tmp_path / "no_runtime.sqlite"
+    shutil.copy(real_trace("paper", "framework_tax_bert_fp16_bs1_cudagraphs_rtx8000.sqlite"), lost)
+    lost.chmod(0o644)
+    with sqlite3.connect(lost) as db:
+        db.execute("DROP TABLE CUPTI_ACTIVITY_KIND_RUNTIME")
+    a = analyze(lost)
+    assert a.verdict_uncertain is not None and a.verdict_uncertain.startswith(
+        "verdict uncertain: 2532 device ops carry the correlation ids that link them to their launches, but the "
+        "trace holds no runtime or driver call (lost from it), and 10 of 10 iterations are unsynchronized"
+    )

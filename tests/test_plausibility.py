@@ -243,3 +243,22 @@ def test_copies_without_kernel_launch_calls_are_a_trace_of_copies() -> None:
         ops=[(10, 20, 1, 7, "memcpy")],
     )
     assert no_verdict_reason(trace) is None
+
+
+# ------------------------------------------------------------------------------------------- unlinked
+
+
+def test_ops_with_ids_and_no_calls_in_unsynchronized_iterations_are_doubtful() -> None:
+    linked = make_trace(ops=[(10, 20, 1, 7), (30, 40, None, 7), (50, 60, 3, 7)])
+    frame = pl.DataFrame({"synchronized": [True, False, False]})
+    assert plausibility.unlinked_ops(linked, frame) == (
+        "verdict uncertain: 2 device ops carry the correlation ids that link them to their launches, but the "
+        "trace holds no runtime or driver call (lost from it), and 2 of 3 iterations are unsynchronized: the "
+        "ops are assigned by their start time, so the work an iteration launched that ran after its range "
+        "ended counts in no iteration, and its latency and busy time are short by it"
+    )
+    assert plausibility.unlinked_ops(linked, pl.DataFrame({"synchronized": [True, True]})) is None
+    no_ids = make_trace(ops=[(10, 20, None, 7)])
+    assert plausibility.unlinked_ops(no_ids, frame) is None
+    with_calls = make_trace(api=[(0, 5, 1, "cudaLaunchKernel")], ops=[(10, 20, 1, 7)])
+    assert plausibility.unlinked_ops(with_calls, frame) is None
