@@ -283,3 +283,42 @@ def test_output_over_the_input_names_its_option(tmp_path: Path, capsys: pytest.C
         said = f"{trace}: refusing to write over an input file (choose another {option})"
         assert _one_line(code, err) == said
     assert trace.read_bytes() == before
+
+
+# E2 -------------------------------------------------------------------------------- where the JSON breaks
+
+
+@pytest.fixture(scope="module")
+def kineto_text() -> bytes:
+    return gzip.decompress(KINETO_SAMPLE.read_bytes())
+
+
+def _e2(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: bytes) -> str:
+    path = tmp_path / "broken.json"
+    path.write_bytes(text)
+    code, _, err = _analyze(capsys, str(path))
+    line = _one_line(code, err)
+    prefix = f"{path}: truncated or invalid JSON: "
+    assert line.startswith(prefix), line
+    return line[len(prefix) :]
+
+
+def test_json_errors_name_the_byte_of_the_whole_text_where_it_breaks(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kineto_text: bytes
+) -> None:
+    # The last chunk's errors used to name a byte of that chunk (byte 1013711 of a 10 MB text, an ordinary
+    # event), and a document cut just before its closing brace was said to have trailing characters.
+    text = kineto_text
+    end = text.rindex(b"}")
+    array_end = text.rindex(b"]")
+    assert _e2(tmp_path, capsys, text[:end]) == (
+        f"the document ends before its closing brace (truncated?), after the events, at byte {end}"
+    )
+    assert _e2(tmp_path, capsys, text + b"xx") == f"text after the end of the document, at byte {end + 1}"
+    assert _e2(tmp_path, capsys, text[:5_000_000]) == "the text ends inside the events, at byte 5000000"
+    assert _e2(tmp_path, capsys, text[: array_end + 1] + b" xx}") == (
+        f"the events array is followed by neither , nor }} at byte {array_end + 2} of the JSON text"
+    )
+    assert _e2(tmp_path, capsys, text[: array_end + 1] + b"}  yy") == (
+        f"text after the end of the document, at byte {array_end + 4}"
+    )

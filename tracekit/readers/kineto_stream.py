@@ -295,24 +295,73 @@ def _decode_object(text: bytes) -> dict[str, msgspec.Raw] | None:
 
 
 def _last_chunk(
-    buf: bytes, start: int, path: Path, lenient: bool
+    buf: bytes, start: int, path: Path, lenient: bool, base: int = 0
 ) -> tuple[list[Any], dict[str, msgspec.Raw]]:
-    """(events, top-level values after the array) of the end of the text, ``buf[start:]``."""
+    """(events, top-level values after the array) of the end of the text, ``buf[start:]``; ``base``: the
+    offset of ``buf[0]`` in the JSON text, for the byte an error names."""
     mv = memoryview(buf)
     ends = list(_END.finditer(buf, start))
+    complete: int | None = None  # the last "]" before which the events decode, when what follows does not
     for match in reversed(ends[-END_TRIES:]):
+        body = bytes(mv[start : match.start()])
         tail = _tail(buf[match.start() + 1 :])
         if tail is None:
+            if complete is None and kd._decode_chunk(b"[" + body + b"]", lenient) is not None:
+                complete = match.start()
             continue
-        body = bytes(mv[start : match.start()])
         events = [] if not body.strip(_WS) else kd._decode_chunk(b"[" + body + b"]", lenient)
         if events is not None:
             return events, tail
+    if complete is not None:
+        raise TraceFormatError(_after_events(buf, complete + 1, base), path)
     try:  # say what is wrong with the text (the decoder's message)
         msgspec.json.decode(b"[" + bytes(mv[start:]))
-    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+    except msgspec.DecodeError as exc:
+        offset = kd._error_offset(exc)
+        if offset is None:  # the text ends inside the events
+            raise TraceFormatError(
+                f"truncated or invalid JSON: the text ends inside the events, at byte {base + len(buf)}", path
+            ) from None
+        reason, at = kd._error_reason(exc), base + start + offset - 1  # (less the "[" put before the text)
+        if "trailing characters" in reason:  # after the events array (msgspec names the byte after the first)
+            reason, at = "the events array is followed by neither , nor }", at - 1
+        raise TraceFormatError(
+            f"truncated or invalid JSON: {reason} at byte {at} of the JSON text", path
+        ) from None
+    except msgspec.ValidationError as exc:
         raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from None
     raise TraceFormatError("truncated or invalid JSON: the document does not end after its events", path)
+
+
+def _after_events(buf: bytes, at: int, base: int) -> str:
+    """What is wrong with the text after the events array (``buf[at:]``, after its ``]``), which does not end
+    the document although the events decode: the document's end missing, or text where it should end."""
+    rest = buf[at:]
+    skipped = len(rest) - len(rest.lstrip(_WS))
+    rest = rest[skipped:]
+    here = base + at + skipped
+    if not rest:
+        return f"truncated or invalid JSON: the document ends after its events without its closing brace (byte {here})"
+    if rest.startswith(b"}"):  # the document ended: text follows it
+        after = rest[1:]
+        gap = len(after) - len(after.lstrip(_WS))
+        return f"truncated or invalid JSON: text after the end of the document, at byte {here + 1 + gap}"
+    try:
+        msgspec.json.decode(b"{" + rest[1:])
+    except msgspec.DecodeError as exc:
+        offset = kd._error_offset(exc)
+        if offset is None:
+            return (
+                "truncated or invalid JSON: the document ends before its closing brace (truncated?), after the "
+                f"events, at byte {base + len(buf)}"
+            )
+        reason = kd._error_reason(exc)
+        if "trailing characters" in reason:  # (msgspec names the byte after the first one)
+            return (
+                f"truncated or invalid JSON: text after the end of the document, at byte {here + offset - 1}"
+            )
+        return f"truncated or invalid JSON: {reason} at byte {here + offset} of the JSON text"
+    return f"truncated or invalid JSON: the text after the events does not end the document (byte {here})"
 
 
 def stream_events(
@@ -490,7 +539,7 @@ def _chunks_of(
                 want *= 2
                 continue
         else:  # the end of the text
-            events, tail = _last_chunk(buf, pos, path, lenient)
+            events, tail = _last_chunk(buf, pos, path, lenient, text.dropped)
             if progress:
                 progress("decode", 1.0)
             yield events
