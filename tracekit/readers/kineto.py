@@ -21,6 +21,14 @@ float rounding creeps in even for epoch-sized microsecond values. ``end`` = ``st
 converted). All frames keep Kineto's own clock; ``baseTimeNanoseconds`` (present in newer traces) is not
 added: the origin does not matter as long as every frame shares it.
 
+Unreadable values: complete events without a readable ``ts`` are skipped, and a warning counts them. A GPU
+op whose ``dur`` does not read (null, missing, NaN/Infinity, not a number, past int64 ns) keeps its place
+with a null ``end`` (no end time, as nsys leaves a NULL end: it counts as an op but in no busy time), and a
+warning counts them; the other events read such a duration as 0. GPU work the reader cannot take is named
+by category in a warning (not counted: the decoder drops those events first): a GPU op category spelt
+with spaces (``"Kernel "``), and a GPU op category none of whose events is a complete one with a readable
+ts (kernels written as ``ph`` "i").
+
 What lands where:
 
 ``ops`` (GPU work)
@@ -354,7 +362,8 @@ def _gpu_ops(
     gpu = _with_launch_pid(gpu, api)
     return gpu.select(
         "start",
-        end=pl.col("start") + pl.col("dur_ns"),
+        # no end time where the duration is unreadable (as nsys leaves a NULL end): counted in no busy time
+        end=pl.when(~pl.col("dur_unread")).then(pl.col("start") + pl.col("dur_ns")),
         device=pl.coalesce(
             pl.col("a_device").cast(pl.Int64, strict=False), pl.col("pid").cast(pl.Int64, strict=False)
         ),
@@ -367,6 +376,34 @@ def _gpu_ops(
         has_call=pl.col("call_pid").is_not_null(),
         occupancy=pl.col("a_occupancy").cast(pl.Float64, strict=False),
     )
+
+
+def _unread_gpu_categories(categories: set[str], gpu_ops: pl.DataFrame) -> list[str]:
+    """Warnings for GPU work the trace names but that no op holds: a category that is a GPU op category but
+    for its spaces (``"Kernel "``: its events were not read), and a GPU op category of which no event became
+    an op (none is a complete event, ``ph`` "X", with a readable ts: e.g. kernels written as instant
+    events). ``categories``: every category name of the file's events; ``gpu_ops``: :func:`_gpu_ops`."""
+    warnings = []
+    for category in sorted(categories):
+        known = category.strip().lower()
+        if category.lower() not in READ_CATEGORIES and known in READ_CATEGORIES:
+            warnings.append(
+                f"events of category {category!r} were not read (the category tracekit reads is {known!r}, "
+                "without spaces): what they record is left out of every figure"
+            )
+    kinds = {OP_CATEGORIES[c.lower()]: c for c in sorted(categories) if c.lower() in OP_CATEGORIES}
+    if kinds:
+        present = gpu_ops.select(*((pl.col("kind") == kind).any().alias(kind) for kind in kinds)).row(
+            0, named=True
+        )
+        for kind, category in kinds.items():
+            if not present[kind]:
+                warnings.append(
+                    f"the trace has events of category {category!r} but none is a complete event ('ph': 'X') "
+                    f"with a readable ts: no {kind} was read, and the GPU work they record is left out of "
+                    "every figure"
+                )
+    return warnings
 
 
 def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
@@ -565,18 +602,22 @@ def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame, in
 
 def _converted(frame: pl.DataFrame) -> pl.DataFrame:
     """The text columns of a chunk's rows made final: ``cat_l`` (lower-cased category), ``start``/``dur_ns``
-    in ns (:func:`us_to_ns_series`; ``start`` null where ts is unreadable), and each ``args`` column null on
-    the rows whose frames do not use it (:data:`_ARG_USERS`)."""
+    in ns (:func:`us_to_ns_series`; ``start`` null where ts is unreadable, ``dur_ns`` 0 where dur is),
+    ``dur_unread`` (true where dur is unreadable: null, missing, NaN/Infinity, not a number, or past int64
+    ns; the GPU ops of such rows get no end time, :func:`_gpu_ops`), and each ``args`` column null on the
+    rows whose frames do not use it (:data:`_ARG_USERS`)."""
     cat_l = frame.get_column("cat").str.to_lowercase().alias("cat_l")
     masked = [
         pl.when(pl.col("cat_l").is_in(list(users))).then(pl.col(field)).alias(field)
         for fields, users in _ARG_USERS
         for field in fields
     ]
+    dur_ns = _nanoseconds(frame.get_column("dur"))
     return frame.with_columns(
         cat_l,
         start=_nanoseconds(frame.get_column("ts")),
-        dur_ns=_nanoseconds(frame.get_column("dur")).fill_null(0),
+        dur_ns=dur_ns.fill_null(0),
+        dur_unread=dur_ns.is_null(),
     ).with_columns(masked)
 
 
@@ -757,7 +798,16 @@ _ARG_USERS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("a_device", "a_stream", "a_graph", "a_occupancy"), (*OP_CATEGORIES, *GPU_RANGE_CATEGORIES)),
 )
 #: columns of the kept rows after ``cat_l``, in order (every chunk gives the same frame layout)
-_ROW_COLUMNS: tuple[str, ...] = ("start", "name", "pid", "tid", *INT_ARGS, "a_occupancy", "dur_ns")
+_ROW_COLUMNS: tuple[str, ...] = (
+    "start",
+    "name",
+    "pid",
+    "tid",
+    *INT_ARGS,
+    "a_occupancy",
+    "dur_ns",
+    "dur_unread",
+)
 #: rows of no chunk (the columns :func:`wire_rows` gives)
 _EMPTY_ROWS = pl.DataFrame(
     schema={
@@ -767,6 +817,7 @@ _EMPTY_ROWS = pl.DataFrame(
         **dict.fromkeys(INT_ARGS, pl.Int64),
         "a_occupancy": pl.String,
         "dur_ns": pl.Int64,
+        "dur_unread": pl.Boolean,
     }
 )
 
@@ -873,6 +924,13 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
                 f"{orphans} of {ops.height} GPU ops have no runtime/driver call with their correlation id in the "
                 "trace (launched before the capture window, or no correlation)"
             )
+        no_end = ops.get_column("end").null_count()
+        if no_end:
+            warnings.append(
+                f"{no_end} of {ops.height} GPU ops (kernel, memcpy, memset events) have no readable dur (null, "
+                "missing, NaN, Infinity or not a number): they have no end time, so they count as kernels but "
+                "not in GPU busy time, which is short by however long they ran"
+            )
         kernel_metrics = _kernel_metrics(ops)
         # the host's top-level operators: the idle-time attribution names dispatch time after them
         cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
@@ -881,6 +939,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         ops = _cpu_ops(top_level_cpu_ops(x_events))
         kernel_metrics = None
         cpu_ops = None  # the operators are the ops already
+    warnings += _unread_gpu_categories(categories, gpu_ops)
     ranges = _ranges(x_events, main_pid)
     meta = _meta(path, header, categories, ops, device)
     meta["cpu_op_summary"] = _summary(x_events)

@@ -24,7 +24,16 @@ often with locked clocks and flushed caches). The reader fills:
 CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
 ``"ID"``). The raw page is wide (one row per kernel, one column per metric, a second row of units); the
 details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read too. Numbers may carry
-thousands separators (``1,234.5``).
+thousands separators (``1,234.5``, ``1,234,567``: one to three digits, then groups of exactly three). Any
+other comma in a number (``3,168000``, ``3,1``: a decimal comma?) makes it unreadable, NaN like ``n/a``, and
+so does every comma in a metric that has such a value; a warning counts them, and a file in which every
+duration is written so is refused (no duration could be read).
+
+Implausible values: a share of a peak (unit ``%``, ``*.pct_of_peak_sustained_*``) below 0, or above 100 on
+any roll-up but ``.max``, is read as NaN (missing) and a warning names the metric, the kernels and the extreme
+value. Kernels whose
+duration does not read (``n/a``, ``nan``, empty, a decimal comma) are left out of ``ops``, with a warning
+that counts them.
 """
 
 from __future__ import annotations
@@ -111,10 +120,59 @@ def innermost_range(cell: str | None) -> str | None:
     return None
 
 
+#: a number whose commas are thousands separators: one to three digits, then groups of exactly three
+#: ("1,234", "3,168.0", "1,234,567"); "3,168000" or "3,1" (a decimal comma?) is not one
+_THOUSANDS = r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?([eE][+-]?\d+)?$"
+#: digits with a comma somewhere, as a number would be written: the cells :data:`_THOUSANDS` is tested on
+_COMMA_NUMBER = r"^[+-]?\d[\d,]*(\.\d*)?([eE][+-]?\d+)?$"
+#: a thousands grouping that a decimal comma could have written too ("3,168": 3168, or 3.168?)
+_AMBIGUOUS = r"^[+-]?\d{1,3},\d{3}$"
+
+
 def _numbers(col: pl.Expr) -> pl.Expr:
-    """Parse ncu number strings (thousands separators allowed); null where not a number."""
-    cleaned = col.str.strip_chars().str.replace_all(",", "")
-    return cleaned.cast(pl.Float64, strict=False)
+    """Parse ncu number strings (thousands separators allowed: :data:`_THOUSANDS`); null where not a number,
+    a comma that is not a thousands separator ("3,168000") included."""
+    text = col.str.strip_chars()
+    readable = ~text.str.contains(",", literal=True) | text.str.contains(_THOUSANDS)
+    return pl.when(readable).then(text.str.replace_all(",", "", literal=True)).cast(pl.Float64, strict=False)
+
+
+def _with_values(long: pl.DataFrame) -> pl.DataFrame:
+    """``long`` (metric, raw: the cell text, stripped) with ``value`` (:func:`_numbers`) and ``doubtful``:
+    the cell is written with a comma that is not a thousands separator ("3,168000", "3,1": a decimal
+    comma?), or it is a single group that a decimal comma could have written (:data:`_AMBIGUOUS`, "3,168")
+    in a metric that has such a cell. A doubtful cell has no value (null): the callers read it as
+    unreadable, NaN, like "n/a". Groupings no decimal comma writes ("3,168.0", "1,234,567") always read."""
+    raw = pl.col("raw")
+    comma = raw.str.contains(",", literal=True).fill_null(False)
+    misread = comma & raw.str.contains(_COMMA_NUMBER) & ~raw.str.contains(_THOUSANDS)
+    doubtful = misread | (raw.str.contains(_AMBIGUOUS) & misread.any().over("metric"))
+    return long.with_columns(
+        pl.when(~doubtful).then(_numbers(raw)).alias("value"), doubtful.fill_null(False).alias("doubtful")
+    )
+
+
+def _comma_warning(long: pl.DataFrame, kernels: int, path: Path) -> list[str]:
+    """The warning for the doubtful cells of ``long`` (:func:`_with_values`), none when there are none.
+    TraceFormatError when every kernel's duration is such a cell: no duration can be read."""
+    doubtful = long.filter(pl.col("doubtful"))
+    if doubtful.is_empty():
+        return []
+    first = doubtful.row(0, named=True)
+    durations = doubtful.filter(pl.col("metric") == DURATION_METRIC).get_column("kernel").n_unique()
+    example = f"e.g. {first['metric']} {first['raw']!r}"
+    if durations == kernels:
+        raise TraceFormatError(
+            f"every {DURATION_METRIC} value holds a comma that is not, or may not be, a thousands separator "
+            f"({doubtful.filter(pl.col('metric') == DURATION_METRIC)['raw'][0]!r}: a decimal comma?): no kernel "
+            "duration can be read; export the CSV with '.' as the decimal point (LC_ALL=C)",
+            path,
+        )
+    metrics = doubtful.get_column("metric").n_unique()
+    return [
+        f"{doubtful.height} values of {metrics} metric(s) hold a comma that is not, or may not be, a thousands "
+        f"separator ({example}: a decimal comma?): read as unreadable (NaN), as 'n/a' is"
+    ]
 
 
 def _to_ns(value: pl.Expr, unit: pl.Expr) -> pl.Expr:
@@ -122,11 +180,53 @@ def _to_ns(value: pl.Expr, unit: pl.Expr) -> pl.Expr:
     return (value * factor).round(0)
 
 
+#: the metrics whose value is a share of a peak (``<counter>.<rollup>.pct_of_peak_sustained_<when>``)
+PEAK_SHARE = ".pct_of_peak_sustained_"
+
+
+def _impossible_percentages(long: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``long`` (kernel, metric, unit, value) with every share of a peak that cannot be one made NaN (read as
+    missing, as ncu's "n/a": the analyses skip and count such kernels), and a warning per metric naming it,
+    how many kernels and the extreme value.
+
+    Checked: the metrics of unit "%" that are a share of a peak (:data:`PEAK_SHARE`, the SM-activity and
+    warp-occupancy figures among them). Such a share is impossible below 0, and above 100 unless the metric
+    is a ``.max`` roll-up (the busiest unit's count over the *average* unit's peak:
+    ``sm__warps_active.max.pct_of_peak_sustained_active`` reads several hundred % on real reports). Other
+    percentages are left as ncu wrote them: hit rates read a little over 100% on real reports
+    (``lts__t_sector_op_write_hit_rate.pct`` 100.4%), and tracekit reports none of them."""
+    value = pl.col("value")
+    share = (pl.col("unit").str.strip_chars() == "%") & pl.col("metric").str.contains(
+        PEAK_SHARE, literal=True
+    )
+    capped = ~pl.col("metric").str.contains(".max.", literal=True)
+    impossible = share & value.is_not_nan() & ((value < 0) | (capped & (value > 100)))
+    flagged = long.select(impossible.fill_null(False)).to_series()
+    if not flagged.any():
+        return long
+    per_metric = (
+        long.filter(flagged)
+        .group_by("metric")
+        .agg(pl.col("kernel").n_unique().alias("n"), value.min().alias("low"), value.max().alias("high"))
+        .sort("metric")
+    )
+    for metric, n, low, high in per_metric.iter_rows():
+        extremes = [f"largest {high:g}%"] if high > 100 else []
+        extremes += [f"smallest {low:g}%"] if low < 0 else []
+        warnings.append(
+            f"{metric}: {n} kernel(s) have a value outside 0-100% ({', '.join(extremes)}), which no share of a "
+            "peak can be: read as missing (NaN) for those kernels"
+        )
+    return long.with_columns(pl.when(flagged).then(float("nan")).otherwise(value).alias("value"))
+
+
 def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], path: Path) -> Trace:
     """Build the Trace from ``kernels`` (kernel, name, range, device, stream) and long metrics
     (kernel, metric, unit, value)."""
     if kernels.is_empty():
         raise TraceFormatError("Nsight Compute report holds no profiled kernels", path)
+    warnings: list[str] = meta.setdefault("warnings", [])
+    long = _impossible_percentages(long, warnings)
     duration = (
         long.filter(pl.col("metric") == DURATION_METRIC)
         .with_columns(
@@ -139,7 +239,6 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
         .unique("kernel", keep="first")
     )
     kernels = kernels.join(duration, on="kernel", how="left").sort("kernel")
-    warnings: list[str] = meta.setdefault("warnings", [])
     unknown_units = long.filter(
         (pl.col("metric") == DURATION_METRIC)
         & pl.col("value").is_not_nan()
@@ -149,6 +248,14 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
         warnings.append(
             f"{DURATION_METRIC} has an unknown time unit {unknown_units['unit'][0]!r}; durations unknown"
         )
+    else:
+        untimed = kernels.get_column("duration_ns").null_count()
+        if untimed and duration.height:  # some kernel has the duration metric: the others' did not read
+            warnings.append(
+                f"{untimed} of {kernels.height} kernels have no readable {DURATION_METRIC} (n/a, nan, empty "
+                "or not a number): they are left out of the ops, so GPU busy time is short by however long "
+                "they ran"
+            )
     kernel_metrics = long.join(
         kernels.select("kernel", "name", "range", "duration_ns"), on="kernel", how="left"
     )
@@ -210,6 +317,7 @@ def _read_csv(path: Path) -> Trace:
         names = frame.filter(pl.col("ID").is_not_null() & (pl.col("ID") != ""))["Device"].drop_nulls()
         if names.len() and not names[0].strip().isdigit():
             meta["gpu"] = names[0].strip()
+    meta["warnings"] += _comma_warning(long, kernels.height, path)
     long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
     return _finish(kernels, long, meta, path)
 
@@ -264,10 +372,13 @@ def _raw_page(
             pl.col("raw").str.strip_chars(),
         )
         .filter(pl.col("raw").is_not_null() & (pl.col("raw") != ""))
-        .with_columns(_numbers(pl.col("raw")).alias("value"))
+        .pipe(_with_values)
     )
-    # A column is numeric when any of its cells parses; its unparseable cells ("n/a", "nan") are NaN.
-    numeric = long.group_by("metric").agg(pl.col("value").is_not_null().any().alias("numeric"))
+    # A column is numeric when any of its cells parses or is a doubtful number (:func:`_with_values`); its
+    # unparseable cells ("n/a", "nan", "3,168000") are NaN.
+    numeric = long.group_by("metric").agg(
+        (pl.col("value").is_not_null() | pl.col("doubtful")).any().alias("numeric")
+    )
     long = long.join(numeric, on="metric")
     gpu_rows = long.filter((pl.col("metric") == GPU_NAME_METRIC) & ~pl.col("numeric"))
     long = long.filter(pl.col("numeric")).with_columns(pl.col("value").fill_null(float("nan")))
@@ -291,10 +402,11 @@ def _details_page(frame: pl.DataFrame, nvtx_col: str | None, path: Path) -> tupl
             pl.col("Metric Value").str.strip_chars().alias("raw"),
         )
         .filter(pl.col("metric").is_not_null() & (pl.col("metric") != ""))
-        .with_columns(_numbers(pl.col("raw")).alias("value"))
+        .pipe(_with_values)
         .with_columns(
             pl.when(
-                pl.col("value").is_null() & pl.col("raw").str.to_lowercase().is_in(["nan", "n/a", "-nan"])
+                pl.col("value").is_null()
+                & (pl.col("raw").str.to_lowercase().is_in(["nan", "n/a", "-nan"]) | pl.col("doubtful"))
             )
             .then(float("nan"))
             .otherwise(pl.col("value"))

@@ -2,7 +2,10 @@
 
 An ORT profile is a JSON array of chrome-trace complete events. ``ts``/``dur`` are integer microseconds
 since profiling started (converted exactly to int64 ns, see :func:`tracekit.readers.kineto.us_to_ns`), so
-the profile's resolution is 1 µs.
+the profile's resolution is 1 µs. Complete events without a readable ``ts`` are skipped and counted in a
+warning; an op (Node event on the CPU, Kernel event on the GPU) without a readable ``dur`` (null, missing,
+NaN, Infinity, not a number) gets a null ``end`` (no end time: it counts as an op but in no busy time) and a
+warning counts them; ranges read such a duration as 0.
 
 What lands where:
 
@@ -87,6 +90,10 @@ def _events(doc: Any, path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
 
 
 def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
+    """The complete events (``ph`` "X" or none) as text columns plus ``order`` (file position), ``start``/
+    ``end`` (ns; ``start`` null where ts is unreadable, ``end`` = ``start`` where dur is), ``op_end`` (ns,
+    null where dur is unreadable), ``pid_i``/``tid_i``. Events without a readable ts are kept here (their
+    ``start`` null): :func:`read` counts and drops them."""
     empty: dict[str, Any] = {}
     with gc_paused():
         rows = [
@@ -127,12 +134,15 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
     ).with_row_index("order")
     frame = frame.filter(pl.col("ph").is_null() | (pl.col("ph") == "X"))
+    duration = us_to_ns(pl.col("dur"))
     return frame.with_columns(
         start=us_to_ns(pl.col("ts")),
-        end=us_to_ns(pl.col("ts")) + us_to_ns(pl.col("dur")).fill_null(0),
+        end=us_to_ns(pl.col("ts")) + duration.fill_null(0),
+        # null where dur is unreadable (null, missing, NaN, Infinity, not a number): the ops' end time
+        op_end=pl.when(duration.is_not_null()).then(us_to_ns(pl.col("ts")) + duration),
         pid_i=pl.col("pid").cast(pl.Int64, strict=False),
         tid_i=pl.col("tid").cast(pl.Int64, strict=False),
-    ).filter(pl.col("start").is_not_null())
+    )
 
 
 #: A kernel may seem to start up to this long (ns) before the node that launched it by rounding alone: ORT
@@ -314,6 +324,11 @@ def read(path: Path) -> Trace:
     events, header = _events(load_json(path), path)
     frame = _frame(events)
     warnings: list[str] = []
+    read_categories = pl.col("cat").is_in(["Session", "Node", "Kernel"])
+    bad_ts = frame.filter(read_categories & pl.col("start").is_null()).height
+    if bad_ts:
+        warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
+    frame = frame.filter(pl.col("start").is_not_null())
 
     session = frame.filter(pl.col("cat") == "Session")
     nodes = frame.filter((pl.col("cat") == "Node") & pl.col("name").str.ends_with(KERNEL_SUFFIX))
@@ -330,7 +345,7 @@ def read(path: Path) -> Trace:
     node_name = pl.col("name").str.strip_suffix(KERNEL_SUFFIX)
     node_ops = nodes.select(
         "start",
-        "end",
+        end="op_end",
         device=pl.lit(-1, pl.Int32),
         stream="tid_i",
         pid="pid_i",
@@ -347,7 +362,7 @@ def read(path: Path) -> Trace:
         kernel_name = pl.col("name").fill_null("")
         ops = kernels.select(
             "start",
-            "end",
+            end="op_end",
             device=pl.col("device").cast(pl.Int32, strict=False),
             stream=_stream(pl.col("stream")),
             pid=pl.lit(main_pid, dtype=pl.Int64),
@@ -359,7 +374,9 @@ def read(path: Path) -> Trace:
             name="name",
         )
         range_parts.append(
-            node_ops.select("start", "end", "pid", thread="stream", domain=pl.lit("node"), name="name")
+            node_ops.select(
+                "start", nodes.get_column("end"), "pid", thread="stream", domain=pl.lit("node"), name="name"
+            )
         )
         warnings.append(
             "GPU times come from ORT's own CUDA profiling: microsecond resolution and no correlation ids, so "
@@ -370,6 +387,18 @@ def read(path: Path) -> Trace:
         device = "cpu"
         ops = node_ops
         before_parent = None
+    no_end = ops.get_column("end").null_count()
+    if no_end:
+        what, busy = (
+            ("GPU ops (Kernel events)", "GPU busy")
+            if device == "gpu"
+            else ("operators (Node events)", "busy")
+        )
+        warnings.append(
+            f"{no_end} of {ops.height} {what} have no readable dur (null, missing, NaN, Infinity or not a "
+            f"number): they have no end time, so they count as ops but not in {busy} time, which is short by "
+            "however long they ran"
+        )
     ranges = pl.concat(range_parts)
     ranges = ranges.with_columns(depth=nesting_depth(ranges, ["domain", "pid", "thread"]))
 
