@@ -800,6 +800,11 @@ def _ms_text(ms: float) -> str:
     return short if float(short) == ms else repr(float(ms))
 
 
+#: The readers' warnings that say what they left out of the trace: the reason a trace left with nothing to
+#: analyze was left so (every op dropped for a negative duration, every row untimed, ...).
+LEFT_OUT = re.compile(r"\b(ignored|left out|skipped|dropped)\b")
+
+
 def synthetic_windows(
     trace: Trace, split_idle_ms: float | None, requested: bool = False, reason: str | None = None
 ) -> RangeChoice:
@@ -820,7 +825,9 @@ def synthetic_windows(
                 "ranges are not used in that mode (analyze them with --range NAME, or without --split-idle)",
                 path,
             )
-        raise NoActivityError("no ranges and no device activity: nothing to analyze", path)
+        left_out = [w for w in trace.meta.get("warnings", []) if LEFT_OUT.search(w)]
+        why = f" (the reader left out what it could not use: {'; '.join(left_out)})" if left_out else ""
+        raise NoActivityError(f"no ranges and no device activity: nothing to analyze{why}", path)
     known = ops["device"].drop_nulls().unique()
     windows = idle_split(ops, split_idle_ms)
     device = int(known[0]) if known.len() == 1 and not ops["device"].null_count() else None

@@ -322,3 +322,29 @@ def test_json_errors_name_the_byte_of_the_whole_text_where_it_breaks(
     assert _e2(tmp_path, capsys, text[: array_end + 1] + b"}  yy") == (
         f"text after the end of the document, at byte {array_end + 4}"
     )
+
+
+# E3 ------------------------------------------------------------------------- nothing left, and why
+
+
+def test_a_trace_left_empty_by_the_reader_says_what_was_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Every start and end negated: every row has a negative duration and is left out. The one line used to
+    # say "nothing to analyze" only, with the reader's reasons lost.
+    path = _nsys_copy(
+        tmp_path,
+        "negated.sqlite",
+        f"UPDATE {KERNELS} SET start=-start, end=-end; "
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start=-start, end=-end; "
+        "UPDATE NVTX_EVENTS SET start=-start, end=-end;",
+    )
+    code, _, err = _analyze(capsys, str(path))
+    negative = (
+        "with a negative duration (end before start, a profiler bug such as kineto#646's missing end time)"
+    )
+    assert _one_line(code, err) == (
+        f"{path}: no ranges and no device activity: nothing to analyze (the reader left out what it could not "
+        f"use: 4000 device ops {negative} ignored; 4010 API calls {negative} ignored; 10 ranges {negative} "
+        "ignored)"
+    )
