@@ -212,3 +212,41 @@ def test_nesting_lanes(spans: list[tuple[int, int]]) -> None:
                 stack.pop()
             assert not stack or e <= stack[-1]
             stack.append(int(e))
+
+
+def test_ops_without_a_start_or_an_end_have_no_slice(tmp_path: Path) -> None:
+    """Ops whose start or end was not recorded (counted by the analysis, warned) are left off the timeline;
+    drawing them used to end the command with an internal error (hand-built, synthetic)."""
+    ops = pl.DataFrame(
+        {
+            "start": [1010, 1050, None],
+            "end": [1040, None, 1090],
+            "device": 0,
+            "stream": 7,
+            "pid": 1,
+            "correlation": None,
+            "kind": "kernel",
+            "name": ["k1", "k2", "k3"],
+        }
+    )
+    ranges = pl.DataFrame(
+        {
+            "start": [1000],
+            "end": [1100],
+            "pid": 1,
+            "thread": 1,
+            "depth": 0,
+            "domain": None,
+            "name": ["iteration"],
+        }
+    )
+    trace = Trace(ops=ops, ranges=ranges, meta={"device": "gpu", "synthetic": True, "path": "hand"})
+    analyzed = analyze_trace(trace, options=AnalysisOptions(range_name="iteration"))
+    from tracekit.analyzers.report import idle_pieces_of
+    from tracekit.renderers.timeline import render_timeline, timeline_events
+
+    events = check_trace_event_format(
+        json.loads(render_timeline(timeline_events(analyzed, idle_pieces_of(analyzed))))
+    )
+    assert [e["name"] for e in events if e.get("cat") == "kernel"] == ["k1"]
+    assert analyzed.iterations["kernels"].to_list() == [2]  # (k3, no start and no launch: in no iteration)

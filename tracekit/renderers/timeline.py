@@ -99,7 +99,9 @@ def _slices(
     origin: int,
     tracks: _Tracks,
 ) -> list[pl.DataFrame]:
-    """Complete events of ``frame`` (``start``, ``end`` ns), one track per distinct ``key`` (and lane)."""
+    """Complete events of ``frame`` (``start``, ``end`` ns), one track per distinct ``key`` (and lane); an
+    event without a start or an end (not recorded: the analysis counts it, warned) has no slice to draw."""
+    frame = frame.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     if frame.is_empty():
         return []
     frame = frame.sort([*key, "start", "end"], descending=[False] * len(key) + [False, True], nulls_last=True)
