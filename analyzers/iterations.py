@@ -952,6 +952,11 @@ class Measured:
     small_gaps: pl.DataFrame | None = None
 
 
+#: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
+#: verdict uncertain: the busy time is short by however long they ran.
+UNTIMED_DOUBT = 0.1
+
+
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
     """Stage *gaps*: each iteration's window, busy time (the union of its ops), idle gaps, kernels and launch
     statistics (module docstring), then ``skip`` leading iterations dropped (None: the run's warm-up when the
@@ -972,6 +977,18 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
                 f"{count} device ops in the iterations have no {missing} time (not recorded): they count as "
                 "kernels but not in GPU busy time, which is short by however long they ran"
             )
+    untimed = (
+        ops.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item() if ops.height else 0
+    )
+    untimed_doubt = (
+        [
+            f"verdict uncertain: {untimed} of {ops.height} device ops in the iterations "
+            f"({untimed / ops.height:.0%}) have no start or end time: the GPU busy time and the utilization are "
+            "short by however long they ran"
+        ]
+        if untimed and untimed >= UNTIMED_DOUBT * ops.height
+        else []
+    )
     windows = _windows(ranges, ops)
     # No gap can overlap another op when every op is in an iteration, inside its window, and the windows
     # follow each other: then no gap's device-side time is queued behind other work, and nothing is searched.
@@ -1026,7 +1043,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     notes = launch_notes(frame, before_call)
     implausible = plausibility.doubts(trace, frame)
     frame = _iteration_columns(frame, has_api, has_ops)
-    doubts = clock_doubts(before_call, frame) + implausible
+    doubts = untimed_doubt + clock_doubts(before_call, frame) + implausible
     parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)
     notes += parent_notes
     doubts += parent_doubts
@@ -1041,7 +1058,8 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             f"{unsynced} of {frame.height} iterations are unsynchronized (GPU work outlives the range): "
             "latency is the steady-state period max(range end, GPU end) - max(range start, previous GPU end)"
         )
-    empty = int(gaps.filter(pl.col("position") == "empty").height) if has_ops else 0
+    # (an iteration whose ops have no start or end has an 'empty' gap too, but it holds ops: not counted)
+    empty = int(frame.select((pl.col("kernels") == 0).sum()).item()) if has_ops else 0
     if empty:
         warnings.append(
             f"{empty} of {frame.height} iterations hold no device op: each is one idle gap of position "
