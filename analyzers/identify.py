@@ -549,7 +549,9 @@ def precision_from_kernels(trace: Trace) -> Inferred | None:
     if kernels.is_empty():
         return None
     # One row per distinct name first: the patterns run on a few hundred names, not on every kernel.
-    per_name = kernels.group_by("name").agg(ns=(pl.col("end") - pl.col("start")).sum(), n=pl.len())
+    # (durations in floating point: an absurd timestamp must not wrap an integer sum around)
+    duration = pl.col("end").cast(pl.Float64) - pl.col("start").cast(pl.Float64)
+    per_name = kernels.group_by("name").agg(ns=duration.sum(), n=pl.len())
     lower = pl.col("name").str.to_lowercase()
     expr = pl.lit(None, dtype=pl.String)
     for value, pattern in reversed(_KERNEL_TYPES):
@@ -563,9 +565,19 @@ def precision_from_kernels(trace: Trace) -> Inferred | None:
     )
     if typed.is_empty():
         return None
-    top = typed.row(0, named=True)
-    share = top["ns"] / max(typed.get_column("ns").sum(), 1)
-    evidence = f"kernel names: {share:.0%} of typed kernel time is {top['dtype']} ({top['n']} kernels)"
+    if not typed.get_column("ns").sum() > 0:  # no kernel durations recorded: weighed by count instead
+        typed = typed.with_columns(pl.col("n").cast(pl.Float64).alias("ns")).sort(
+            ["ns", "dtype"], descending=[True, False]
+        )
+        top = typed.row(0, named=True)
+        evidence = (
+            f"kernel names: {top['n']} of {int(typed.get_column('n').sum())} typed kernels are {top['dtype']} "
+            "(no kernel durations recorded)"
+        )
+    else:
+        top = typed.row(0, named=True)
+        share = top["ns"] / typed.get_column("ns").sum()
+        evidence = f"kernel names: {share:.0%} of typed kernel time is {top['dtype']} ({top['n']} kernels)"
     if typed.height > 1 and typed.get_column("ns")[1] == top["ns"]:
         tied = typed.filter(pl.col("ns") == top["ns"]).get_column("dtype").to_list()
         return Inferred(

@@ -224,6 +224,26 @@ def test_precision_from_kernel_names_is_weighted_by_kernel_time():
     assert found.evidence == "kernel names: 75% of typed kernel time is fp16 (3 kernels)"
 
 
+def test_precision_without_kernel_durations_is_weighted_by_count():
+    # Every kernel's end lost (null): no kernel time to weigh by. It used to say "0% of typed kernel time".
+    t = trace(["volta_fp16_s884gemm_fp16", "h1688gemm", "sgemm_32x32", ATEN_KERNEL])
+    t.ops = t.ops.with_columns(pl.lit(None, dtype=pl.Int64).alias("end"))
+    found = precision_from_kernels(t)
+    assert found.value == "fp16"
+    assert found.evidence == "kernel names: 3 of 4 typed kernels are fp16 (no kernel durations recorded)"
+
+
+def test_precision_share_of_an_absurd_kernel_stays_a_share():
+    # One kernel ending at the int64 maximum: an integer sum of the durations wrapped around (1955100%).
+    t = trace(["volta_fp16_s884gemm_fp16", "sgemm_32x32", "sgemm_64x64"])
+    t.ops = t.ops.with_columns(
+        pl.when(pl.col("name") == "sgemm_32x32").then(2**63 - 1).otherwise(pl.col("end")).alias("end")
+    )
+    found = precision_from_kernels(t)
+    assert found.value == "fp32"
+    assert found.evidence == "kernel names: 100% of typed kernel time is fp32 (2 kernels)"
+
+
 @pytest.mark.parametrize(
     ("name", "batch", "seq", "precision"),
     [
