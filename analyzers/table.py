@@ -169,9 +169,23 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
         row.update({k: v for k, v in result.fields().items() if "kernel_time" in k})
         row["empty_because"] = NCU_ALONE
         said = [w for w in result.warnings if not w.startswith(KERNEL_TIME_ONLY_WARNING)]
-        return row, [*warnings, *said, f"{NCU_ALONE}; {NCU_ALONE_FIX}"]
+        return row, [*warnings, *ncu_reader_warnings(trace), *said, f"{NCU_ALONE}; {NCU_ALONE_FIX}"]
     analyzed = analyze_trace(trace, item, options)
-    return analyzed_row(analyzed, item, read_trace(item.ncu) if item.ncu is not None else None)
+    ncu = read_trace(item.ncu) if item.ncu is not None else None
+    row, warnings = analyzed_row(analyzed, item, ncu)
+    return row, warnings + (ncu_reader_warnings(ncu, name=item.ncu.name) if ncu is not None else [])
+
+
+#: The Nsight Compute reader's warning that its timeline is made up (the row says it as ``NCU_ALONE``).
+NCU_TIMELINE_WARNING = "Nsight Compute records no kernel start times"
+
+
+def ncu_reader_warnings(trace: Any, name: str | None = None) -> list[str]:
+    """What the Nsight Compute reader said of ``trace`` (values it could not read or trust: durations,
+    percentages out of range), but its timeline warning, which the row says otherwise; ``name``: the file,
+    named when the report is joined to another trace's row."""
+    said = [w for w in trace.meta.get("warnings", []) if not w.startswith(NCU_TIMELINE_WARNING)]
+    return [f"{name}: {w}" for w in said] if name else said
 
 
 def analyzed_row(analyzed: Analysis, item: TraceInput, ncu: Any = None) -> tuple[dict[str, Any], list[str]]:

@@ -278,6 +278,33 @@ def test_ncu_sample_with_warp_occupancy_over_100_gives_no_figure(
     assert doc["rows"][0]["warp_occupancy_kernel_time"] is None
     assert doc["rows"][0]["sms_active_kernel_time"] == pytest.approx(39.876913171849125)
     assert any(f"606 kernels with NaN {WARPS} skipped" in w for w in doc["warnings"])
+    # the reader's own warning reaches the table (it used to show the analysis's only)
+    assert any(
+        w.endswith(
+            f"{WARPS}: 606 kernel(s) have a value outside 0-100% (largest 1786.99%), which no share of a peak can be: read as missing (NaN) for those kernels"
+        )
+        for w in doc["warnings"]
+    )
+    assert not any("records no kernel start times" in w for w in doc["warnings"])  # the row says it otherwise
+
+
+def test_ncu_reader_warnings_of_a_joined_report_are_named_by_its_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = _sample_rows()
+    column = rows[0].index(WARPS)
+    for row in rows[2:]:
+        row[column] = str(float(row[column]) * 50)
+    report = _write_rows(tmp_path / "pytorch_b1_s128.ncu.csv", rows)
+    timeline = SAMPLE_TRACES / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz"
+    assert main(["table", str(timeline), "--ncu", str(report), "--format", "json", "--no-progress"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert any(
+        w.endswith(
+            f"pytorch_b1_s128.ncu.csv: {WARPS}: 606 kernel(s) have a value outside 0-100% (largest 1786.99%), which no share of a peak can be: read as missing (NaN) for those kernels"
+        )
+        for w in doc["warnings"]
+    ), doc["warnings"]
 
 
 def test_ncu_commas_that_are_not_thousands_separators_are_unreadable(tmp_path: Path) -> None:
