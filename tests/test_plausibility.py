@@ -262,3 +262,36 @@ def test_ops_with_ids_and_no_calls_in_unsynchronized_iterations_are_doubtful() -
     assert plausibility.unlinked_ops(no_ids, frame) is None
     with_calls = make_trace(api=[(0, 5, 1, "cudaLaunchKernel")], ops=[(10, 20, 1, 7)])
     assert plausibility.unlinked_ops(with_calls, frame) is None
+
+
+def test_a_host_side_without_any_end_has_no_span() -> None:
+    no_end = make_trace(api=[(0, None, 1, "cudaLaunchKernel")], ops=[(0, 100 * S, 1, 7)])
+    assert plausibility.host_span_ns(no_end) is None
+    assert plausibility.implausible_durations(no_end) is None
+
+
+def test_the_span_and_the_overlap_are_given_to_the_microsecond() -> None:
+    span = 1_234_567_890  # ns: 1234.568 ms
+    found = plausibility.implausible_durations(_host(span, 20 * S))  # type: ignore[arg-type]
+    assert (
+        found is not None and "(1234.568 ms from the first call or range to the last), up to 20 s:" in found
+    )
+    ops = [(0, 2 * S, 0, 7)] + [(S + i * 10, S + i * 10 + 1_234_567_890, i + 1, 7) for i in range(19)]
+    overlap = plausibility.stream_overlap(make_trace(ops=ops))
+    assert overlap is not None and "by up to 1234.568 ms:" in overlap
+
+
+def test_two_processes_may_number_their_streams_alike() -> None:
+    fields = ("start", "end", "correlation", "stream", "kind", "device", "pid")
+    rows = [(i * 1_000, i * 1_000 + 50_000, i, 7, "kernel", 0, 100 + i) for i in range(20)]  # stream 7 each
+    assert plausibility.stream_overlap(make_trace(ops=rows, op_fields=fields)) is None
+
+
+def test_only_kernels_count_as_several_for_one_launch() -> None:
+    fields = ("start", "end", "correlation", "stream", "kind", "device")
+    trace = make_trace(
+        api=[(0, 1, 5, "cudaLaunchKernel"), (2, 3, 6, "cudaLaunchKernel")],
+        ops=[(10, 20, 5, 7, "kernel", 0), (30, 40, 5, 7, "memset", 0), (50, 60, 6, 7, "kernel", 0)],
+        op_fields=fields,
+    )
+    assert plausibility.reused_correlations(trace) is None
