@@ -111,17 +111,19 @@ def test_frames_for_adds_what_identification_reads_column_by_column(monkeypatch)
 
 def test_the_default_read_is_narrowed_to_the_columns_the_analysis_needs(tmp_path):
     """analyze_input reads only frames_for's columns by default (the Nsight Systems reader skips the rest: the
-    stream of each kernel and the GPU-metrics table stay empty), the kernel names included when the run does
-    not state its identity (identification reads them); ``frames=EVERYTHING`` reads it all. Same numbers."""
+    kind of each API call and the GPU-metrics table stay empty), the kernel names included when the run does
+    not state its identity (identification reads them) and the streams (the plausibility checks read them);
+    ``frames=EVERYTHING`` reads it all. Same numbers."""
     item = resolve_input(_copy_alone(tmp_path))
     narrow = analyze_input(item)
-    ops = narrow.source.trace.ops
+    ops, api = narrow.source.trace.ops, narrow.source.trace.api
     assert ops.height == 4000
-    assert ops["stream"].null_count() == 4000  # not needed: not read
+    assert api["kind"].null_count() == api.height == 4010  # not needed: not read
     assert ops["name"].null_count() == 0  # identification needs the kernel names
+    assert ops["stream"].null_count() == 0  # the same-stream overlap check needs the streams
     assert narrow.source.trace.gpu_metrics.height == 0
     whole = analyze_input(item, frames=EVERYTHING)
-    assert whole.source.trace.ops["stream"].null_count() == 0
+    assert whole.source.trace.api["kind"].null_count() == 0
     assert whole.source.trace.gpu_metrics.height > 0
     assert narrow.iterations.equals(whole.iterations)
 
@@ -136,7 +138,7 @@ def test_the_cached_read_is_the_same_narrow_read_and_gives_the_same_analysis(tmp
     cache = tmp_path / "cache"
     plain = analyze_input(item)
     first = analyze_input(item, cache_dir=cache)
-    assert first.source.trace.ops["stream"].null_count() == first.source.trace.ops.height
+    assert first.source.trace.api["kind"].null_count() == first.source.trace.api.height
     assert first.source.trace.ops["name"].null_count() == 0
     assert len([p for p in cache.iterdir() if p.is_dir()]) == 1
     second = analyze_input(item, cache_dir=cache)
