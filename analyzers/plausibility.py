@@ -11,6 +11,8 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
   and the iteration drops out of the medians.
 - :func:`implausible_durations`: device ops longer than :data:`IMPLAUSIBLE_SPAN_RATIO` times everything the
   host recorded (and at least :data:`IMPLAUSIBLE_MIN_NS`): a kernel of 11 days in a capture of 4 ms.
+- :func:`implausible_ranges`: iterations whose ranges last longer than :data:`IMPLAUSIBLE_SPAN_RATIO` times
+  everything the ops and API calls span (and a minute): a range ending at the int64 maximum.
 - :func:`stream_overlap`: kernels that start before the previous kernel on their stream ends, by more than
   :data:`OVERLAP_TOLERANCE_NS`, for at least :data:`OVERLAP_SHARE` of a trace's kernels (a stream runs its
   work one op at a time; the real traces here show at most 1% such kernels, by a few µs: clock jitter).
@@ -31,6 +33,9 @@ from tracekit.model import GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, Trace, calls_na
 IMPLAUSIBLE_SPAN_RATIO = 10
 #: ... and beyond this length (ns): short captures of one long kernel stay plausible.
 IMPLAUSIBLE_MIN_NS = 1_000_000_000
+#: A range is implausibly long beyond IMPLAUSIBLE_SPAN_RATIO times the work's span and this (ns): a step that
+#: waits (data loading, a sleep) around little work may last seconds; not a minute beyond ten times the work.
+IMPLAUSIBLE_RANGE_MIN_NS = 60_000_000_000
 #: Same-stream overlap within this (ns) is clock jitter, not two ops at once.
 OVERLAP_TOLERANCE_NS = 1_000
 #: The share of a trace's kernels overlapping their stream's previous kernel that makes the durations doubtful.
@@ -58,18 +63,19 @@ def collapsed_iterations(frame: pl.DataFrame) -> str | None:
     )
 
 
-def host_span_ns(trace: Trace) -> int | None:
-    """From the first API call or range start to the last end (ns); None when the trace has neither."""
-    bounds = [
-        frame.select(pl.col("start").min(), pl.col("end").max()).row(0)
-        for frame in (trace.api, trace.ranges)
-        if not frame.is_empty()
-    ]
+def _span_ns(frames: list[pl.DataFrame]) -> int | None:
+    """From the first start to the last end over ``frames`` (ns); None when they hold no timestamps."""
+    bounds = [f.select(pl.col("start").min(), pl.col("end").max()).row(0) for f in frames if not f.is_empty()]
     starts = [s for s, _ in bounds if s is not None]
     ends = [e for _, e in bounds if e is not None]
     if not starts or not ends:
         return None
     return max(ends) - min(starts)
+
+
+def host_span_ns(trace: Trace) -> int | None:
+    """From the first API call or range start to the last end (ns); None when the trace has neither."""
+    return _span_ns([trace.api, trace.ranges])
 
 
 def implausible_durations(trace: Trace) -> str | None:
@@ -88,6 +94,26 @@ def implausible_durations(trace: Trace) -> str | None:
         f"recorded ({span / 1e6:.3f} ms from the first call or range to the last), up to {long[1] / 1e9:.4g} s: "
         "no op runs that long in a capture that short, so their timestamps are not plausible (a clock or unit "
         "error); the latency, busy and idle time of the iterations they reach are not measurements"
+    )
+
+
+def implausible_ranges(trace: Trace, frame: pl.DataFrame) -> str | None:
+    """The doubt when analyzed iterations' ranges (``frame``: ``range_start``, ``range_end``) last longer than
+    :data:`IMPLAUSIBLE_SPAN_RATIO` times everything the ops and API calls span, and a minute
+    (:data:`IMPLAUSIBLE_RANGE_MIN_NS`): a range end of the int64 maximum, 292 years."""
+    span = _span_ns([trace.ops, trace.api])
+    if span is None or frame.is_empty():
+        return None
+    limit = max(IMPLAUSIBLE_SPAN_RATIO * span, IMPLAUSIBLE_RANGE_MIN_NS)
+    length = pl.col("range_end") - pl.col("range_start")
+    long = frame.select((length > limit).sum().alias("n"), length.max().alias("longest")).row(0)
+    if not long[0]:
+        return None
+    return (
+        f"verdict uncertain: {long[0]} of {frame.height} iterations' ranges last longer than "
+        f"{IMPLAUSIBLE_SPAN_RATIO}x everything the device ops and API calls span ({span / 1e6:.3f} ms), up to "
+        f"{long[1] / 1e9:.4g} s: no range lasts that long around that little work, so its timestamps are not "
+        "plausible (a clock or unit error); its latency is not a measurement"
     )
 
 
@@ -196,6 +222,7 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
     found = [
         collapsed_iterations(frame),
         implausible_durations(trace),
+        implausible_ranges(trace, frame),
         stream_overlap(trace),
         reused_correlations(trace),
         unlinked_ops(trace, frame),

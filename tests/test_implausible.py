@@ -200,3 +200,19 @@ def test_an_nsys_export_without_its_api_tables_says_so(tmp_path: Path) -> None:
         "verdict uncertain: 2532 device ops carry the correlation ids that link them to their launches, but the "
         "trace holds no runtime or driver call (lost from it), and 10 of 10 iterations are unsynchronized"
     )
+
+
+def test_a_range_ending_at_the_int64_maximum_makes_the_verdict_uncertain(tmp_path: Path) -> None:
+    # One 'iteration' range of 292 years swallowed the other nine: "framework-bound", latency 9.2e12 ms.
+    path = tmp_path / "forever.sqlite"
+    shutil.copy(SYN_SQLITE, path)
+    path.chmod(0o644)
+    with sqlite3.connect(path) as db:
+        db.execute(
+            "UPDATE NVTX_EVENTS SET end=9223372036854775807 WHERE rowid=(SELECT min(rowid) FROM NVTX_EVENTS "
+            "WHERE end IS NOT NULL)"
+        )
+    a = analyze(path)
+    assert a.verdict_uncertain is not None and "iterations' ranges last longer than 10x everything" in (
+        a.verdict_uncertain
+    )

@@ -295,3 +295,26 @@ def test_only_kernels_count_as_several_for_one_launch() -> None:
         op_fields=fields,
     )
     assert plausibility.reused_correlations(trace) is None
+
+
+# ----------------------------------------------------------------------------------------------- ranges
+
+
+def _ranges_frame(lengths: list[int]) -> pl.DataFrame:
+    return pl.DataFrame({"range_start": [0] * len(lengths), "range_end": lengths})
+
+
+def test_a_range_longer_than_ten_times_the_work_and_a_minute_is_implausible() -> None:
+    work = make_trace(api=[(0, 10, 1, "cudaLaunchKernel")], ops=[(100, 2 * S, 1, 7)])  # 2 s of work
+    assert plausibility.implausible_ranges(work, _ranges_frame([20 * S, 60 * S])) is None  # 10x; a minute
+    assert plausibility.implausible_ranges(work, _ranges_frame([60 * S + 1, 5])) == (
+        "verdict uncertain: 1 of 2 iterations' ranges last longer than 10x everything the device ops and API "
+        "calls span (2000.000 ms), up to 60 s: no range lasts that long around that little work, so its "
+        "timestamps are not plausible (a clock or unit error); its latency is not a measurement"
+    )
+    long_work = make_trace(ops=[(0, 7 * S, 1, 7)])  # 7 s of work: the limit is 70 s
+    assert plausibility.implausible_ranges(long_work, _ranges_frame([70 * S])) is None
+    assert plausibility.implausible_ranges(long_work, _ranges_frame([70 * S + 1])) is not None
+    assert (
+        plausibility.implausible_ranges(make_trace(), _ranges_frame([10**18])) is None
+    )  # no work to compare
