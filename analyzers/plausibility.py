@@ -131,6 +131,13 @@ def stream_overlap(trace: Trace) -> str | None:
     if ops.height < OVERLAP_MIN_KERNELS:
         return None
     # (the ops are in start order: Trace sorts them; each stream's previous ops come before in it)
+    # The reach of all earlier ops bounds the reach of a stream's earlier ops: when too few ops start inside
+    # the former, too few start inside the latter, and no per-stream pass is needed (one stream: the same).
+    anywhere = ops.select(
+        (pl.col("end").cum_max().shift(1) - pl.col("start") > OVERLAP_TOLERANCE_NS).sum()
+    ).item()
+    if anywhere < OVERLAP_SHARE * ops.height:
+        return None
     reach = pl.col("end").cum_max().shift(1).over("pid", "device", "stream")
     overlap = (reach - pl.col("start")).alias("overlap")
     over = ops.select(overlap).filter(pl.col("overlap") > OVERLAP_TOLERANCE_NS)
