@@ -6,6 +6,7 @@ import hashlib
 import json
 import os
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -214,3 +215,48 @@ def test_doctor_takes_the_common_format_names(tmp_path: Path, capsys: pytest.Cap
     assert "cuda" in json.loads(out.read_text())
     capsys.readouterr()
     assert "doctor prints --format table or json" in _refused(["doctor", "--format", "csv"], capsys)
+
+
+def test_an_output_that_is_no_regular_file_is_written_through_never_replaced(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # -o /dev/null (a common idiom) used to rename a regular file over the device, run as root: a named pipe
+    # and a device stand in for it here. Both stay what they are; what is written reaches the reader.
+    import threading
+
+    fifo = tmp_path / "out.pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    assert main(["analyze", str(trace), "-o", str(fifo), "--format", "json", "-q"]) == 0
+    reader.join(30)
+    assert fifo.is_fifo() and json.loads(got[0])["summary"]["iterations"] == 10
+    # (a device of its own, like /dev/null: a regression must not replace the machine's /dev/null)
+    device = tmp_path / "null"
+    try:
+        os.mknod(device, 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+    except PermissionError:  # not root: the pipe above stands for every such target
+        return
+    assert main(["analyze", str(trace), "-o", str(device), "--format", "json", "-q"]) == 0
+    assert device.is_char_device()
+    assert [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")] == []
+
+
+def test_an_output_through_a_symbolic_link_replaces_the_file_it_points_to(
+    trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "target.json"
+    target.write_text("orig")
+    link = tmp_path / "link.json"
+    link.symlink_to(target)
+    assert main(["analyze", str(trace), "-o", str(link), "--format", "json", "-q"]) == 0
+    assert link.is_symlink() and json.loads(target.read_text())["summary"]["iterations"] == 10
+
+
+def test_an_output_that_cannot_be_written_is_one_line_naming_it(
+    trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _refused(["analyze", str(trace), "-o", "/proc/tracekit-out.json", "--format", "json"], capsys) == (
+        "tracekit: /proc/tracekit-out.json: cannot write: No such file or directory"
+    )

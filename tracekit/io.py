@@ -21,6 +21,7 @@ import contextlib
 import io
 import os
 import select
+import shutil
 import stat
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -110,13 +111,28 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 
     A crash or Ctrl-C leaves ``target`` untouched (either absent or its previous content). The target's folder
     must exist (nothing is created silently), and the target must not be an input of this process.
-    """
+
+    A symbolic link is followed: the file it points to is replaced, not the link. A target that exists and is
+    no regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written through, as a plain ``open``
+    would, once the block succeeds (from a temporary file in the system's temporary folder): never replaced
+    by a file. A target that cannot be written is one line (TracekitError), not a traceback."""
     target = Path(target)
     if is_input(target):
         raise TracekitError("refusing to write over an input file", target)
-    if not target.parent.is_dir():
+    # (exists, is_file, is_dir follow links: /dev/stdout is a link to a pipe or a terminal)
+    special = target.exists() and not target.is_file() and not target.is_dir()
+    if target.is_symlink() and not special:
+        target = Path(os.path.realpath(target))
+        if is_input(target):
+            raise TracekitError("refusing to write over an input file (through a symbolic link)", target)
+    if not special and not target.parent.is_dir():
         raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{target.name}.", suffix=".tmp", dir=None if special else target.parent
+        )
+    except OSError as exc:
+        raise TracekitError(f"cannot write: {exc.strerror or exc}", target) from None
     os.close(fd)
     tmp_path = Path(tmp)
     # mkstemp makes the file 0600; give it the permissions a plain open() would (0666 less the umask).
@@ -125,7 +141,14 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     os.chmod(tmp_path, 0o666 & ~umask)
     try:
         yield tmp_path
-        os.replace(tmp_path, target)
+        try:
+            if special:
+                with open(tmp_path, "rb") as src, open(target, "wb") as out:
+                    shutil.copyfileobj(src, out)
+            else:
+                os.replace(tmp_path, target)
+        except OSError as exc:
+            raise TracekitError(f"cannot write: {exc.strerror or exc}", target) from None
     finally:
         if tmp_path.exists():
             tmp_path.unlink()
