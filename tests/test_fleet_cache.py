@@ -261,3 +261,27 @@ def test_the_python_api_analyzes_through_the_cache(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(tracekit.readers, "read_trace", no_reading)
     with pytest.raises(TracekitError, match="exists and is not a folder"):
         tracekit.analyze(TRACE, cache=blocker)
+
+
+def test_a_file_rewritten_in_place_with_its_old_mtime_is_read_again(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The same size and modification time (put back as touch -r, cp -p and rsync --times do): the memo used
+    # to answer with the old content's hash, and the analysis came from the old frames.
+    import gzip
+    import os
+
+    text = gzip.decompress(TRACE.read_bytes())
+    trace = tmp_path / "t.json"
+    trace.write_bytes(text)
+    before = trace.stat()
+    folder = tmp_path / "cache"
+    rc, first, _ = _cli(["analyze", str(trace), "--cache", str(folder), "--format", "json", "-q"], capsys)
+    assert rc == 0 and json.loads(first)["summary"]["bound"] == "framework"
+    changed = text.replace(b'"cat": "kernel"', b'"cat": "kernxl"')  # the same length: no kernel left
+    assert len(changed) == len(text) and changed != text
+    trace.write_bytes(changed)
+    os.utime(trace, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (trace.stat().st_size, trace.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    rc, second, _ = _cli(["analyze", str(trace), "--cache", str(folder), "--format", "json", "-q"], capsys)
+    assert rc == 0 and json.loads(second)["summary"]["bound"] is None  # no kernels: no verdict

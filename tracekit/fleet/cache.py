@@ -62,8 +62,12 @@ def content_hash(path: Path) -> str:
 
 
 def _stat_key(path: Path) -> str:
+    """What says that a file's content may have changed since it was hashed: its path, size, modification
+    time, inode and device, and its change time (``st_ctime_ns``: set by the system on every write and on
+    every change of the modification time, so a file rewritten in place with its old mtime put back, by
+    ``touch -r``, ``cp -p`` or ``rsync --times``, is hashed again)."""
     st = path.stat()
-    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}"
+    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}|{st.st_ctime_ns}"
 
 
 def _memo(cache: Path) -> dict[str, Any]:
