@@ -112,7 +112,9 @@ def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold:
     without, exposed = (
         timed.join(comm, left_on="index", right_on="iteration", how="left")
         .select(
-            ((busy - exposed_ns) / latency).median(),
+            # (never below 0: a collective's kernel may outlast the iteration's window, which clips the busy
+            # time and not the communication)
+            (pl.max_horizontal(busy - exposed_ns, pl.lit(0)) / latency).median(),
             pl.col("exposed_comm_ms").fill_null(0.0).median().alias("exposed"),
         )
         .row(0)

@@ -182,3 +182,23 @@ def test_each_device_of_a_two_gpu_trace_says_its_own_doubt() -> None:
         )
     text = render_rich_text(analysis.to_json(), width=200)
     assert text.count("compute (uncertain)") == 2
+
+
+def test_communication_outlasting_the_iteration_leaves_no_negative_utilization() -> None:
+    # The all-reduce runs from 50 µs to 2 ms, past the 100 µs iteration (its window clips the busy time, not
+    # the communication): "-1850.0% without the communication" was said; now 0.0%.
+    frame = pl.DataFrame({"index": [0], "latency_ms": [0.1], "gpu_busy_ms": [0.1], "gpu_utilization": [1.0]})
+    ops = pl.DataFrame(
+        {
+            "iteration": [0, 0],
+            "device": [0, 0],
+            "start": [10 * US, 50 * US],
+            "end": [50 * US, 2000 * US],
+            "kind": ["kernel", "kernel"],
+            "name": ["gemm", ALLREDUCE],
+        }
+    )
+    doubt = C.communication_doubt(frame, ops, 0.5)
+    assert doubt is not None and doubt.startswith(
+        "verdict uncertain: compute-bound at a median utilization of 100.0%, but 0.0% without the communication"
+    )
