@@ -19,6 +19,9 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
 - :func:`reused_correlations`: correlation ids that link one launch to another's work: two launch calls of one
   process with one id, or one kernel launch (not a graph launch, which replays many kernels under one id)
   linked to several kernels.
+- :func:`lost_launches`: most ops carrying ids that no call of the trace has, run after work of their stream
+  whose launch it has (the launch calls lost, other calls kept; not the backlog launched before the
+  capture), from :func:`tracekit.analyzers.iterations.measure_gaps`.
 - :func:`unlinked_ops`: ops with correlation ids but no API call in the trace, with unsynchronized
   iterations: the work launched in an iteration that ran after its range counts in none.
 """
@@ -221,6 +224,42 @@ def unlinked_ops(trace: Trace, frame: pl.DataFrame) -> str | None:
         f"{unsynchronized} of {frame.height} iterations are unsynchronized: the ops are assigned by their start "
         "time, so the work an iteration launched that ran after its range ended counts in no iteration, and "
         "its latency and busy time are short by it"
+    )
+
+
+#: Ops without their launching call beyond this share of the trace's ops, and run after work of their stream
+#: whose launch the trace has, make the verdict uncertain (see :func:`lost_launches`).
+LOST_LAUNCH_SHARE = 0.5
+
+
+def lost_launches(trace: Trace, ops: pl.DataFrame) -> str | None:
+    """The doubt when most of the trace's ops (:data:`LOST_LAUNCH_SHARE`) carry a correlation id that no API
+    call of the trace has (``ops``: the assignment's ``no_launch``, row for row the trace's ops) and ran after
+    an op of their stream whose launch the trace has: not work launched before the capture began (the
+    backlog a busy device still runs when the capture starts comes before everything launched inside it, on
+    each stream: 1,810 of 3,442 kernels of a real 1 s slice of a saturated H100), but launch calls lost from a
+    trace whose other calls remain. They count in no iteration, and the busy time is short by their work."""
+    if trace.api.is_empty() or ops.is_empty() or "no_launch" not in ops.columns:
+        return None
+    no_launch = ops.get_column("no_launch")
+    if no_launch.sum() < LOST_LAUNCH_SHARE * ops.height:
+        return None
+    keys = ["pid", "device", "stream"]
+    frame = trace.ops.select(*keys, "start").with_columns(no_launch)
+    first_linked = frame.filter(~pl.col("no_launch")).group_by(keys).agg(pl.col("start").min().alias("first"))
+    lost = (
+        frame.filter(pl.col("no_launch"))
+        .join(first_linked, on=keys, how="inner", nulls_equal=True)
+        .filter(pl.col("start") > pl.col("first"))
+        .height
+    )
+    if lost < LOST_LAUNCH_SHARE * ops.height:
+        return None
+    return (
+        f"verdict uncertain: {lost} of {ops.height} device ops carry a correlation id that no call of the trace "
+        f"has, although it records {trace.api.height} API calls, and ran after work of their stream whose "
+        "launch it has: their launch calls were lost (not made before the capture), so they count in no "
+        "iteration, and the busy time and utilization are short by their work"
     )
 
 

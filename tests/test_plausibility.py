@@ -318,3 +318,38 @@ def test_a_range_longer_than_ten_times_the_work_and_a_minute_is_implausible() ->
     assert (
         plausibility.implausible_ranges(make_trace(), _ranges_frame([10**18])) is None
     )  # no work to compare
+
+
+# ------------------------------------------------------------------------------------------ lost launches
+
+
+def _assigned(trace: object, no_launch: list[bool]) -> pl.DataFrame:
+    return pl.DataFrame({"no_launch": no_launch})
+
+
+def test_most_ops_without_their_launch_call_run_after_linked_work_are_lost_launches() -> None:
+    # stream 7: a linked op at 100, then two unlinked ones (lost launches); stream 9: an unlinked op before
+    # its stream's linked one (the backlog launched before the capture)
+    fields = ("start", "end", "correlation", "stream")
+    trace = make_trace(
+        api=[(10, 20, 1, "cudaLaunchKernel"), (30, 40, 2, "cudaLaunchKernel")],
+        ops=[(50, 60, 9, 9), (100, 110, 1, 7), (120, 130, 5, 7), (140, 150, 6, 7), (160, 170, 2, 9)],
+        op_fields=fields,
+    )
+    no_launch = _assigned(trace, [True, False, True, True, False])
+    assert plausibility.lost_launches(trace, no_launch) is None  # 2 of 5: under half
+    trace = make_trace(
+        api=trace.api.rows(),
+        ops=[*trace.ops.select(*fields).rows(), (180, 190, 7, 7)],
+        api_fields=trace.api.columns,
+        op_fields=fields,
+    )
+    assert plausibility.lost_launches(trace, _assigned(trace, [True, False, True, True, False, True])) == (
+        "verdict uncertain: 3 of 6 device ops carry a correlation id that no call of the trace has, although "
+        "it records 2 API calls, and ran after work of their stream whose launch it has: their launch calls "
+        "were lost (not made before the capture), so they count in no iteration, and the busy time and "
+        "utilization are short by their work"
+    )
+    backlog = _assigned(trace, [True, True, True, True, False, True])  # stream 7 has no linked op now
+    assert plausibility.lost_launches(trace, backlog) is None  # the unlinked ops run before any linked one
+    assert plausibility.lost_launches(make_trace(ops=[(0, 1, 1, 7)]), _assigned(None, [True])) is None
