@@ -216,3 +216,23 @@ def test_a_range_ending_at_the_int64_maximum_makes_the_verdict_uncertain(tmp_pat
     assert a.verdict_uncertain is not None and "iterations' ranges last longer than 10x everything" in (
         a.verdict_uncertain
     )
+
+
+def test_a_real_vllm_trace_whose_launch_calls_were_dropped_is_uncertain(tmp_path: Path) -> None:
+    # The TraceLens B200 vLLM trace with its launch calls removed (other runtime calls kept): 768 kernels
+    # counted in no iteration ("launched before the capture"), utilization 0.9% instead of 13%, sure of it.
+    from tests.conftest import real_trace
+
+    def drop_launches(doc: dict[str, Any]) -> None:
+        doc["traceEvents"] = [
+            e
+            for e in doc["traceEvents"]
+            if not (e.get("cat") in ("cuda_runtime", "cuda_driver") and "aunch" in str(e.get("name", "")))
+        ]
+
+    source = real_trace("tracelens", "b200_vllm_eager.json.gz")
+    a = analyze(_altered_json(tmp_path, "no_launches.json.gz", source, drop_launches))
+    assert a.verdict_uncertain is not None and a.verdict_uncertain.startswith(
+        "verdict uncertain: 768 of 929 device ops carry a correlation id that no call of the trace has"
+    )
+    assert analyze(source).verdict_uncertain is None
