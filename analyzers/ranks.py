@@ -167,21 +167,24 @@ def _order(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(results, key=lambda r: (r.get("rank") is None, r.get("rank") or 0, r["name"]))
 
 
-def collective_ns(result: dict[str, Any], key: str, n: int | None = None) -> list[int]:
-    """The first ``n`` (all: None) collective starts or ends (``key``) of a compact result, as ints (ns)."""
+def collective_ns(result: dict[str, Any], key: str, n: int | None = None, last: bool = False) -> list[int]:
+    """The first ``n`` (``last``: the last ``n``; all: None) collective starts or ends (``key``) of a compact
+    result, as ints (ns)."""
     values = result.get(key)
     if values is None:
         return []
-    return [int(v) for v in values[:n]]
+    picked = values if n is None else (values[len(values) - n :] if last else values[:n])
+    return [int(v) for v in picked]
 
 
-def kinds_differ(results: list[dict[str, Any]], n: int) -> str | None:
-    """Why the first ``n`` collectives of the traces, matched in launch order, are not the same ones: the
-    first position where a trace's collective names another operation than the reference's
-    (``collective_kinds``; "" or none known agrees with anything); None when they agree."""
+def kinds_differ(results: list[dict[str, Any]], n: int, last: bool = False) -> str | None:
+    """Why the first ``n`` (``last``: the last ``n``) collectives of the traces, matched in launch order, are
+    not the same ones: the first position where a trace's collective names another operation than the
+    reference's (``collective_kinds``; "" or none known agrees with anything); None when they agree."""
 
     def kinds_of(result: dict[str, Any]) -> np.ndarray:
-        return np.asarray(list(result.get("collective_kinds") or [""] * n)[:n], dtype=str)
+        kinds = list(result.get("collective_kinds") or [""] * n)
+        return np.asarray(kinds[len(kinds) - n :] if last else kinds[:n], dtype=str)
 
     ref = kinds_of(results[0])
     for r in results[1:]:
@@ -226,35 +229,85 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     n = min(counts)
     differ = kinds_differ(results, n)
-    if differ:
+    same_count = len(set(counts)) == 1
+    if differ and (same_count or kinds_differ(results, n, last=True)):
         return {"aligned": False, "why": differ, "offsets_ns": None, "matched": 0}
-    ref = collective_ns(results[0], "collective_ends_ns", n)
+    first = _aligned(results, n, last=False)
+    if same_count:
+        return _aligned_or_not(first, results, n)
+    # Traces hold different numbers of collectives: a capture that began (or ended) at another collective.
+    # Matched from the first or from the last (each only where the operations agree); when both fit with
+    # other offsets, the one under which the steps line up, else which is right is not known.
+    last = _aligned(results, n, last=True)
+    first["fits"] = first["fits"] and differ is None
+    last["fits"] = last["fits"] and kinds_differ(results, n, last=True) is None
+    fits = [a for a in (first, last) if a["fits"]]
+    span = f"traces hold {min(counts)} to {max(counts)} collectives"
+    apart = max(abs(a - b) for a, b in zip(first["offsets"], last["offsets"], strict=True))
+    how = ""
+    if len(fits) == 2 and apart > max(first["residual"], last["residual"]):
+        # Both fit (periodic steps): the one under which the traces' steps line up, if only one does.
+        steps = _common_steps(results)
+        lined_up = [a for a in fits if steps_apart(results, a["offsets"], steps) is None]
+        if len(lined_up) != 1:
+            why = (
+                f"{span}: matched from the first or from the last, both fit, with clock offsets up to "
+                f"{apart / 1e6:.3f} ms apart (captures that began or ended at other collectives), and the steps "
+                f"line up under {'both' if lined_up else 'neither'}: which collective matches which is not known"
+            )
+            return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
+        fits, how = lined_up, " (the only way the steps line up)"
+    chosen = fits[0] if fits else first
+    out = _aligned_or_not(chosen, results, n)
+    if out["aligned"]:
+        out["why"] = f"{span}; the {'last' if chosen is last else 'first'} {n} were matched{how}"
+        out["matched_from"] = "last" if chosen is last else "first"
+    return out
+
+
+def _aligned(results: list[dict[str, Any]], n: int, last: bool) -> dict[str, Any]:
+    """Offsets of each trace against the reference from ``n`` collective ends matched in launch order: each
+    trace's first ``n`` (``last``: its last ``n``), with the largest disagreement left (``residual``, ns) and
+    whether it fits (within half the median spacing of the reference's collectives: :func:`median_spacing`)."""
+
+    def ends(r: dict[str, Any]) -> list[int]:
+        return collective_ns(r, "collective_ends_ns", n, last)
+
+    ref = ends(results[0])
     offsets: list[int] = []
     residual = 0
     for r in results:
-        diffs = [e - f for e, f in zip(collective_ns(r, "collective_ends_ns", n), ref, strict=True)]
+        diffs = [e - f for e, f in zip(ends(r), ref, strict=True)]
         off = int(median(diffs))
         offsets.append(off)
         residual = max(residual, max(abs(d - off) for d in diffs))
     spacing = median_spacing(ref)
-    if spacing is not None and residual > spacing / 2:
+    return {
+        "offsets": offsets,
+        "residual": residual,
+        "spacing": spacing,
+        "fits": spacing is None or residual <= spacing / 2,
+    }
+
+
+def _aligned_or_not(alignment: dict[str, Any], results: list[dict[str, Any]], n: int) -> dict[str, Any]:
+    """The ``clocks`` document of an alignment (:func:`_aligned`): aligned when it fits, else why not."""
+    residual, spacing = alignment["residual"], alignment["spacing"]
+    if not alignment["fits"]:
         why = (
             f"collective ends disagree by up to {residual / 1e3:.3f} µs once the offsets are taken out, more than "
             f"half the {spacing / 1e3:.3f} µs between {label(results[0])}'s collectives (median): which "
             "collective matches which is not known"
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
-    out = {
+    return {
         "aligned": True,
         "method": "collective ends",
         "matched": n,
-        "offsets_ns": offsets,
+        "offsets_ns": alignment["offsets"],
         "residual_us": residual / 1e3,
         "reference": label(results[0]),
     }
-    if len(set(counts)) > 1:
-        out["why"] = f"traces hold {min(counts)} to {max(counts)} collectives; the first {n} were matched"
-    return out
 
 
 def last_by_more_than(values: list[int] | list[float], tolerance_ns: int) -> int | None:
@@ -276,13 +329,16 @@ def most_often(counts: Counter[int]) -> tuple[int, int] | None:
     return ranked[0]
 
 
-def stragglers(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -> dict[str, Any]:
+def stragglers(
+    results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int, last_matched: bool = False
+) -> dict[str, Any]:
     """Who arrives last at each matched collective, and the wait it causes (aligned clocks). A collective at
     which two traces arrive last together, or within ``tolerance_ns`` of each other (the alignment's
     residual), has no straggler: ranks in lockstep wait for nobody, and closer than the clocks are aligned,
-    which came first is not known."""
+    which came first is not known. ``last_matched``: the clocks were aligned on each trace's last
+    collectives (:func:`clock_offsets`' ``matched_from``), so these are the ones compared."""
     n = min(len(r["collective_starts_ns"]) for r in results)
-    starts = [collective_ns(r, "collective_starts_ns", n) for r in results]
+    starts = [collective_ns(r, "collective_starts_ns", n, last_matched) for r in results]
     last = Counter()
     waits: dict[int, list[float]] = {}
     for k in range(n):
@@ -416,7 +472,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         doc["slowest_by_step"] = slowest_by_step(results)
         if clocks["aligned"]:
             tolerance = round(clocks["residual_us"] * 1e3)
-            doc["straggler"] = stragglers(results, clocks["offsets_ns"], tolerance)
+            doc["straggler"] = stragglers(
+                results, clocks["offsets_ns"], tolerance, clocks.get("matched_from") == "last"
+            )
             doc["skew"] = skew(results, clocks["offsets_ns"], tolerance)
         else:
             doc["warnings"].append(

@@ -77,6 +77,34 @@ def test_simulated_rank_truth_recovered_exactly(rank_traces: list[str]) -> None:
     )
 
 
+@pytest.mark.parametrize("dropped", ["first", "last"])
+def test_a_rank_missing_two_collectives_is_aligned_where_the_steps_line_up(
+    rank_traces: list[str], tmp_path: Path, dropped: str
+) -> None:
+    # Rank 1's capture lacks its first (or last) two collectives: matched by position from the first, its
+    # clock was given an offset of two steps with residual 0, and the straggler was found from mismatched
+    # collectives. Both ways fit the periodic steps; only the right one lines the steps up.
+    paths = list(rank_traces)
+    doc = json.loads(gzip.decompress(Path(paths[1]).read_bytes()))
+    nccl = [i for i, e in enumerate(doc["traceEvents"]) if "nccl" in str(e.get("name", "")).lower()]
+    cut = set(nccl[:2] if dropped == "first" else nccl[-2:])
+    doc["traceEvents"] = [e for i, e in enumerate(doc["traceEvents"]) if i not in cut]
+    paths[1] = str(tmp_path / "rank1.synthetic.json.gz")
+    Path(paths[1]).write_bytes(gzip.compress(json.dumps(doc).encode()))
+    result = _doc(analyze_many(paths, AnalysisOptions(), jobs=1))
+    want = truth(SIM)
+    clocks = result["clocks"]
+    assert [o / 1e6 for o in clocks["offsets_ns"]] == want["clock_offset_ms_vs_rank0"]
+    matched = "last" if dropped == "first" else "first"  # (the others' collectives that rank 1 still has)
+    assert clocks["matched"] == SIM.steps - 2 and clocks["matched_from"] == matched
+    assert clocks["why"] == (
+        f"traces hold {SIM.steps - 2} to {SIM.steps} collectives; the {matched} {SIM.steps - 2} were matched "
+        "(the only way the steps line up)"
+    )
+    assert result["straggler"]["straggler"] == f"rank {want['straggler_rank']}"
+    assert result["straggler"]["arrives_last"] == SIM.steps - 2
+
+
 def test_pool_gives_the_serial_answer_field_by_field(rank_traces: list[str]) -> None:
     serial = analyze_many(rank_traces, AnalysisOptions(), jobs=1)
     pooled = analyze_many(rank_traces, AnalysisOptions(), jobs=2)

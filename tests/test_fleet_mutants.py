@@ -55,24 +55,44 @@ def test_traces_without_collectives_are_named_up_to_five() -> None:
     assert clock_offsets([with_comm])["why"] == "one trace"
 
 
-def test_unequal_collective_counts_match_the_first_ones_of_each() -> None:
+def test_unequal_collective_counts_match_the_first_or_the_last_ones_where_only_one_fits() -> None:
     """The reference holding more collectives than another trace (or fewer): the first min(counts) of each are
-    matched in launch order, the rest ignored, and the reason says so; the residual is the largest
-    disagreement left, in µs (here 3 µs: one trace's second collective ends 6 µs apart from the first's offset,
-    split by the median)."""
-    ref = result("r0.json", 0, [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000])
-    other = result("r1.json", 1, [EPOCH + 510_000, EPOCH + 526_000])  # offset 500 µs then 506 µs
+    matched in launch order, or the last (a capture that began at a later collective); where only one of the
+    two fits, it is taken and the reason says which; the residual is the largest disagreement left, in µs."""
+    ref = result("r0.json", 0, [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000, EPOCH + 100_000])
+    other = result("r1.json", 1, [EPOCH + 510_000, EPOCH + 520_000, EPOCH + 530_000])  # the first 3, +500 µs
     clocks = clock_offsets([ref, other])
     assert clocks == {
         "aligned": True,
         "method": "collective ends",
-        "matched": 2,
-        "offsets_ns": [0, 503_000],
-        "residual_us": 3.0,
+        "matched": 3,
+        "offsets_ns": [0, 500_000],
+        "residual_us": 0.0,
         "reference": "rank 0",
-        "why": "traces hold 2 to 3 collectives; the first 2 were matched",
+        "why": "traces hold 3 to 4 collectives; the first 3 were matched",
+        "matched_from": "first",
     }
-    assert clock_offsets([other, ref])["offsets_ns"] == [0, -503_000]
+    assert clock_offsets([other, ref])["offsets_ns"] == [0, -500_000]
+    later = result("r1.json", 1, [EPOCH + 520_000, EPOCH + 530_000, EPOCH + 600_000])  # the last 3, +500 µs
+    clocks = clock_offsets([ref, later])
+    assert (clocks["offsets_ns"], clocks["matched_from"]) == ([0, 500_000], "last")
+    assert clocks["why"] == "traces hold 3 to 4 collectives; the last 3 were matched"
+
+
+def test_unequal_collective_counts_that_fit_both_ways_are_not_aligned() -> None:
+    """Evenly spaced collectives (periodic steps) fit from the first and from the last, with offsets one
+    collective apart: without steps that line up under only one of them, which matches which is not known
+    (a capture that began two collectives later was given an offset of two steps, with residual 0)."""
+    ref = result("r0.json", 0, [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000])
+    other = result("r1.json", 1, [EPOCH + 510_000, EPOCH + 526_000])
+    assert clock_offsets([ref, other]) == {
+        "aligned": False,
+        "why": "traces hold 2 to 3 collectives: matched from the first or from the last, both fit, with clock "
+        "offsets up to 0.010 ms apart (captures that began or ended at other collectives), and the steps line up "
+        "under both: which collective matches which is not known",
+        "offsets_ns": None,
+        "matched": 0,
+    }
 
 
 def test_collectives_of_other_operations_are_not_matched() -> None:

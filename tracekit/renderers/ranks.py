@@ -67,8 +67,9 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
             f"{row['trace']} {off / 1e6:+.3f} ms"
             for row, off in zip(doc["rows"], clocks["offsets_ns"], strict=True)
         )
+        said = f" ({clocks['why']})" if clocks.get("why") else ""
         lines.append(
-            f"clocks: aligned on {clocks['matched']} collective ends (largest residual "
+            f"clocks: aligned on {clocks['matched']} collective ends{said} (largest residual "
             f"{clocks['residual_us']:.3f} µs); offsets vs {clocks['reference']}: {offsets}"
         )
     elif doc["traces"] > 1:
