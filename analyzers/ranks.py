@@ -16,7 +16,11 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   they when two traces claim the same rank (separate runs, not the ranks of one job: collectives of
   unrelated runs do not end together), when a matched pair names different operations
   (:func:`kinds_differ`), and when the residual is over half the median time between the reference's
-  collectives (:func:`median_spacing`: a collective could then as well be matched to its neighbour).
+  collectives (:func:`median_spacing`: a collective could then as well be matched to its neighbour). When
+  the traces hold different numbers of collectives (a capture that began or ended at another one), the
+  first ``n`` of each are matched, or the last ``n``: the one that fits is taken; when both fit (periodic
+  steps), the one under which the traces' steps line up (:func:`steps_apart`), else the clocks are not
+  aligned. ``matched_from`` says which, and the straggler compares the same collectives.
 - **straggler** (needs aligned clocks): at each matched collective, the trace that *arrives* (starts the
   collective) last is the one the others wait for; the wait it causes is its arrival minus the median arrival
   of the others. The straggler is the trace that arrives last most often; reported with how often and the
