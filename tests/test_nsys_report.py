@@ -327,3 +327,82 @@ def test_the_frames_asked_for_are_the_frames_read(tmp_path: Path, monkeypatch: p
     )
     assert everything.api.get_column("name").null_count() == 0 and everything.api.height == 4010
     assert ranges_only.api.get_column("name").null_count() == ranges_only.api.height > 0
+
+
+def test_progress_bars_before_the_message_on_its_line_are_dropped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    said = _export_fails(
+        tmp_path, monkeypatch, capsys, r'printf "Exporting 9 events: [1%%]\rError: bad \377 byte\n"; exit 1'
+    )
+    assert said == "Error: bad \ufffd byte"  # (a byte that is no UTF-8 read as U+FFFD, not a crash)
+
+
+def test_an_export_that_appears_late_is_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # nothing written for a few looks at its size, then the export in two steps under --max-inflated 2M:
+    # 1.6 MB in all, within it
+    _fake_nsys(
+        tmp_path,
+        monkeypatch,
+        f'sleep 0.35; head -c 800000 {EXPORT} > "$out"; sleep 0.35; cat {EXPORT} > "$out"',
+    )
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    rc, out, err = _cli(["analyze", str(report), "--max-inflated", "2M", "--format", "json"], capsys)
+    assert rc == 0, err
+    assert json.loads(out)["summary"]["iterations"] == 20
+
+
+def test_the_export_is_held_to_the_ratio_of_the_reports_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracekit import limits
+
+    monkeypatch.setattr(limits, "INFLATE_RATIO", 2)
+    monkeypatch.setattr(limits, "INFLATE_FLOOR_BYTES", 1)
+    _fake_nsys(tmp_path, monkeypatch, 'head -c 3000000 /dev/zero > "$out"; sleep 30')
+    report = tmp_path / "r.nsys-rep"
+    report.write_bytes(REPORT.read_bytes()[:500_000])
+    rc, out, err = _cli(["analyze", str(report)], capsys)
+    assert (rc, out) == (2, "")
+    assert err == (
+        f"tracekit: {report}: inflates past 977 KiB of text (2x its 488 KiB on disk); pass --max-inflated SIZE "
+        "to allow it\n"
+    )
+
+
+def test_nsys_is_watched_by_the_memory_ceiling_and_stopped_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os as os_
+
+    from tracekit import limits
+
+    watched: list[tuple[str, int]] = []
+    monkeypatch.setattr(limits, "watch_process", lambda pid: watched.append(("watch", pid)))
+    monkeypatch.setattr(limits, "unwatch_process", lambda pid: watched.append(("unwatch", pid)))
+    pids = tmp_path / "pids"
+    _fake_nsys(tmp_path, monkeypatch, f'echo $$ > {pids}; head -c 3000000 /dev/zero > "$out"; sleep 30')
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    rc, _, _ = _cli(["analyze", str(report), "--max-inflated", "1M"], capsys)
+    pid = int(pids.read_text())
+    assert rc == 2 and watched == [("watch", pid), ("unwatch", pid)]
+    with pytest.raises(ProcessLookupError):  # stopped and reaped, not left running
+        os_.kill(pid, 0)
+
+
+def test_an_export_that_takes_too_long_is_stopped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracekit.readers import nsys_report
+
+    monkeypatch.setattr(nsys_report, "EXPORT_TIMEOUT_S", 0.3)
+    _fake_nsys(tmp_path, monkeypatch, "sleep 30")
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    rc, out, err = _cli(["analyze", str(report)], capsys)
+    assert (rc, out) == (2, "")
+    assert err == f"tracekit: {report}: nsys export took over 0.3 s; stopped\n"

@@ -133,7 +133,6 @@ def read(path: Path, frames: FrameSpec = None) -> Trace:
         try:
             trace = nsys_sqlite.read(sqlite, frames=frames)
         except TracekitError as exc:  # name the report, not the temporary export
-            message = exc.message.replace(str(sqlite), path.name)
-            raise type(exc)(f"{message} (in its SQLite export)", path) from exc
+            raise type(exc)(f"{exc.message} (in its SQLite export)", path) from exc
     trace.meta["path"] = str(path)
     return trace
