@@ -353,3 +353,38 @@ def test_most_ops_without_their_launch_call_run_after_linked_work_are_lost_launc
     backlog = _assigned(trace, [True, True, True, True, False, True])  # stream 7 has no linked op now
     assert plausibility.lost_launches(trace, backlog) is None  # the unlinked ops run before any linked one
     assert plausibility.lost_launches(make_trace(ops=[(0, 1, 1, 7)]), _assigned(None, [True])) is None
+
+
+def _beside_a_long_op(stream_ops: list[tuple[int, int]]) -> object:
+    """``stream_ops`` on stream 7, and one op on stream 9 spanning them all: every stream-7 op starts inside
+    the reach of all earlier ops (the quick bound passes), so only their own stream's reach decides."""
+    ops = [(0, 10**9, 0, 9)] + [(s, e, i + 1, 7) for i, (s, e) in enumerate(stream_ops)]
+    return make_trace(ops=ops)
+
+
+def test_the_own_streams_reach_decides_once_the_quick_bound_passes() -> None:
+    chained, end = [], 1_000
+    for _ in range(19):  # each starts exactly 1 µs before the previous ends: jitter, not overlap
+        chained.append((end - 1_000, end - 1_000 + 10_000))
+        end = chained[-1][1]
+    assert plausibility.stream_overlap(_beside_a_long_op(chained)) is None
+    apart = [(i * 20_000, i * 20_000 + 10_000) for i in range(19)]
+    apart[5] = (apart[4][1] - 2_000, apart[4][1] + 8_000)  # one op of 20 overlapping its stream
+    assert plausibility.stream_overlap(_beside_a_long_op(apart)) is None
+
+
+def test_shared_ids_count_each_extra_call_of_every_id() -> None:
+    api_fields = ("start", "end", "correlation", "name", "pid")
+    trace = make_trace(
+        api=[
+            (0, 1, 5, "cudaLaunchKernel", 1),
+            (2, 3, 5, "cudaLaunchKernel", 1),
+            (4, 5, 7, "cudaLaunchKernel", 1),
+            (6, 7, 7, "cudaLaunchKernel", 1),
+            (8, 9, 8, "cudaLaunchKernel", 1),
+        ],
+        api_fields=api_fields,
+    )
+    assert plausibility.reused_correlations(trace).startswith(  # type: ignore[union-attr]
+        "verdict uncertain: 2 launch calls share a correlation id with another launch call of their process:"
+    )
