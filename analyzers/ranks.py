@@ -35,7 +35,8 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 - Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
   at each step, how often).
 - **warnings**: besides the above, each trace's own warnings (once per text, with the traces it applies to),
-  and traces whose iterations are cut by different ranges (their steps may be different work).
+  and traces whose iterations are cut by different ranges (their steps may be different work: the spread,
+  the skew and the slowest by step are then withheld, with ``why``).
 """
 
 from __future__ import annotations
@@ -457,7 +458,13 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     rows = [trace_row(r) for r in results]
     doc: dict[str, Any] = {"rows": rows, "traces": len(rows), "warnings": []}
     timed = [r for r in rows if r["median_latency_ms"] is not None]
-    if len(timed) >= 2:
+    # Iterations cut by different ranges (a whole-trace window in one, steps in the others) are not the same
+    # work: latencies and steps are not compared across them.
+    different = range_warning(results)
+    cut_alike = not different
+    if len(timed) >= 2 and not cut_alike:
+        doc["spread"] = {"why": "iterations are cut by different ranges"}
+    if len(timed) >= 2 and cut_alike:
         slow = max(timed, key=lambda r: r["median_latency_ms"])
         # another trace than the slowest, also where every latency ties (then at 1.000x)
         fast = min((r for r in timed if r is not slow), key=lambda r: r["median_latency_ms"])
@@ -473,13 +480,19 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     clocks = clock_offsets(results)
     doc["clocks"] = clocks
     if len(results) >= 2:
-        doc["slowest_by_step"] = slowest_by_step(results)
+        doc["slowest_by_step"] = (
+            slowest_by_step(results) if cut_alike else {"why": "iterations are cut by different ranges"}
+        )
         if clocks["aligned"]:
             tolerance = round(clocks["residual_us"] * 1e3)
             doc["straggler"] = stragglers(
                 results, clocks["offsets_ns"], tolerance, clocks.get("matched_from") == "last"
             )
-            doc["skew"] = skew(results, clocks["offsets_ns"], tolerance)
+            doc["skew"] = (
+                skew(results, clocks["offsets_ns"], tolerance)
+                if cut_alike
+                else {"steps": 0, "why": "iterations are cut by different ranges"}
+            )
         else:
             doc["warnings"].append(
                 f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "
@@ -490,5 +503,5 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         doc["warnings"].append(
             f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"
         )
-    doc["warnings"] += range_warning(results) + trace_warnings(results)
+    doc["warnings"] += different + trace_warnings(results)
     return doc

@@ -684,3 +684,28 @@ def test_compact_carries_an_uncertain_verdict_to_the_row() -> None:
     out = compact(analyzed)
     assert out["verdict_uncertain"] is True
     assert summarize([out])["rows"][0]["verdict_uncertain"] is True
+
+
+def test_traces_cut_by_different_ranges_are_not_compared_by_latency_or_step() -> None:
+    """One rank's iterations are one window over its trace (its steps lost), the others' are steps: the spread
+    (6.3x in the fuzz case), the skew and the slowest by step compared a whole trace with steps. They are
+    withheld, with why; the straggler, from collectives, is not."""
+    from tracekit.renderers.ranks import summary_lines
+
+    ends = [EPOCH + 500_000, EPOCH + 2_500_000]
+    steps = [(EPOCH, EPOCH + 1_000_000), (EPOCH + 2_000_000, EPOCH + 3_000_000)]
+    ranks = [result(f"r{i}.json", i, [e + 10_000 * i for e in ends], steps=steps) for i in range(2)]
+    window = result("r2.json", 2, ends, steps=[(EPOCH, EPOCH + 3_000_000)])
+    for r in ranks:
+        r["range"] = "ProfilerStep#*"
+    window["range"] = "window"
+    doc = summarize([*ranks, window])
+    why = "iterations are cut by different ranges"
+    assert doc["spread"] == {"why": why} and doc["slowest_by_step"] == {"why": why}
+    assert doc["skew"] == {"steps": 0, "why": why}
+    assert doc["straggler"]["collectives"] == 2
+    lines = summary_lines(doc, warnings=False)
+    assert f"spread: not computed ({why})" in lines and f"slowest by step: not computed ({why})" in lines
+    assert f"step start skew: not computed ({why})" in lines
+    alike = summarize(ranks)
+    assert alike["spread"]["ratio"] == 1.0 and "why" not in alike["slowest_by_step"]

@@ -54,7 +54,9 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
     if synthetic:
         lines.append(f"SYNTHETIC traces (simulated, not measurements): {', '.join(synthetic)}")
     spread = doc.get("spread")
-    if spread:
+    if spread and spread.get("why"):
+        lines.append(f"spread: not computed ({spread['why']})")
+    elif spread:
         ratio = spread.get("ratio")
         lines.append(
             f"spread: slowest {spread['slowest']} ({_ms(spread['slowest_median_latency_ms'])} ms median), "
@@ -105,7 +107,9 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
             )
         lines.append(text)
     slowest = doc.get("slowest_by_step") or {}
-    if slowest.get("slowest"):
+    if slowest.get("why"):
+        lines.append(f"slowest by step: not computed ({slowest['why']})")
+    elif slowest.get("slowest"):
         lines.append(
             f"slowest by step (durations only): {slowest['slowest']} in {slowest['slowest_steps']} of "
             f"{slowest['steps']} steps"
