@@ -1060,8 +1060,14 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             f"{unsynced} of {frame.height} iterations are unsynchronized (GPU work outlives the range): "
             "latency is the steady-state period max(range end, GPU end) - max(range start, previous GPU end)"
         )
-    # (an iteration whose ops have no start or end has an 'empty' gap too, but it holds ops: not counted)
-    empty = int(frame.select((pl.col("kernels") == 0).sum()).item()) if has_ops else 0
+    # An 'empty' gap (the whole window) and no kernel: an iteration whose ops have no start or end has an
+    # 'empty' gap too, and one of copies alone has no kernel; both hold ops, and neither is counted.
+    empty_gaps = gaps.filter(pl.col("position") == "empty").get_column("iteration") if has_ops else None
+    empty = (
+        int(frame.filter(pl.col("index").is_in(empty_gaps.implode()) & (pl.col("kernels") == 0)).height)
+        if empty_gaps is not None and empty_gaps.len()
+        else 0
+    )
     if empty:
         warnings.append(
             f"{empty} of {frame.height} iterations hold no device op: each is one idle gap of position "

@@ -288,3 +288,18 @@ def test_no_counts_or_no_latency_says_nothing() -> None:
         [1, 2, 5_000_000], pl.DataFrame({"latency_ms": [None]}, schema={"latency_ms": pl.Float64})
     )
     assert doubts == [] and len(notes) == 1 and "by up to 5.000 ms" in notes[0]
+
+
+def test_an_iteration_of_copies_alone_is_not_one_without_device_ops() -> None:
+    # The second iteration holds a copy and no kernel: busy, not "no device op"; the third holds nothing.
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration"), (1000, 2000, "iteration"), (2000, 3000, "iteration")],
+        api=[(10, 20, 1, "cudaLaunchKernel"), (1010, 1020, 2, "cudaMemcpyAsync")],
+        ops=[(100, 200, 1, 7), (1100, 1300, 2, 7, "memcpy")],
+    )
+    a = analyze_iterations(trace)
+    assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([100e-6, 200e-6, 0.0])
+    assert [w for w in a.warnings if "hold no device op" in w] == [
+        "1 of 3 iterations hold no device op: each is one idle gap of position 'empty' (its whole window), "
+        "utilization 0"
+    ]
