@@ -800,6 +800,11 @@ def _ms_text(ms: float) -> str:
     return short if float(short) == ms else repr(float(ms))
 
 
+#: ``--split-idle`` windows beyond this share of the ops (half: two ops a window or fewer) cut single ops, not
+#: iterations (a warning says so).
+SPLIT_TOO_FINE = 0.5
+#: ... on traces of at least this many ops (a handful of ops says nothing of what an iteration holds).
+SPLIT_MIN_OPS = 20
 #: The readers' warnings that say what they left out of the trace: the reason a trace left with nothing to
 #: analyze was left so (every op dropped for a negative duration, every row untimed, ...).
 LEFT_OUT = re.compile(r"\b(ignored|left out|skipped|dropped)\b")
@@ -868,6 +873,13 @@ def synthetic_windows(
         how = f"no ranges in the trace: {what}; split it into iterations with --split-idle MS"
         return RangeChoice(frame, WINDOW_NAME, how, warnings)
     ms = _ms_text(split_idle_ms)
+    if ops.height >= SPLIT_MIN_OPS and frame.height >= SPLIT_TOO_FINE * ops.height:
+        warnings.append(
+            f"--split-idle {ms} cut the device timeline into {frame.height} windows for {ops.height} ops "
+            f"({ops.height / frame.height:.1f} a window): almost every gap between two ops split an iteration, so "
+            "these are single ops, not iterations, and the idle time between them is in no window; choose a "
+            "longer gap (the trace's own idle gaps between iterations), or the trace's ranges with --range"
+        )
     what = f"{frame.height} iterations cut where the GPU ({where}) was idle longer than {ms} ms"
     how = f"requested with --range: {what}" if requested else f"--split-idle {ms}: {what}"
     host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).height

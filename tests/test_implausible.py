@@ -236,3 +236,16 @@ def test_a_real_vllm_trace_whose_launch_calls_were_dropped_is_uncertain(tmp_path
         "verdict uncertain: 768 of 929 device ops carry a correlation id that no call of the trace has"
     )
     assert analyze(source).verdict_uncertain is None
+
+
+def test_a_split_that_cuts_single_ops_says_so() -> None:
+    # --split-idle 1e-6 ms on an eager trace: 4000 one-kernel "iterations" and a verdict, with no word.
+    a = analyze(SYN_SQLITE, split_idle=1e-6)
+    assert a.iterations.height == 4000
+    assert (
+        "--split-idle 1e-06 cut the device timeline into 4000 windows for 4000 ops (1.0 a window): almost "
+        "every gap between two ops split an iteration, so these are single ops, not iterations, and the idle "
+        "time between them is in no window; choose a longer gap (the trace's own idle gaps between "
+        "iterations), or the trace's ranges with --range"
+    ) in a.warnings
+    assert not any("--split-idle" in w for w in analyze(SYN_SQLITE, split_idle=1.0).warnings)
