@@ -863,12 +863,37 @@ def warmup_to_skip(meta: dict[str, Any], ranges_found: int) -> int:
     ``tracekit collect`` names warm-up ranges ``warmup``, but a profiler that records from session start
     (ONNX Runtime's) also holds the warm-up runs as iterations; its sidecar says so with
     ``warmup_in_trace``, ``warmup_iterations`` and ``iterations``. Returns the warm-up count when the trace
-    holds exactly warm-up + timed iterations, else 0.
+    holds exactly warm-up + timed iterations, else 0 (:func:`warmup_problem` says why, when the sidecar says
+    the warm-up is in the trace).
     """
-    warmup, iters = meta.get("warmup_iterations"), meta.get("iterations")
-    if not meta.get("warmup_in_trace") or not isinstance(warmup, int) or not isinstance(iters, int):
+    if warmup_problem(meta, ranges_found) is not None or meta.get("warmup_in_trace") is not True:
         return 0
-    return warmup if warmup > 0 and ranges_found == warmup + iters else 0
+    return int(meta["warmup_iterations"])
+
+
+def _count(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def warmup_problem(meta: dict[str, Any], ranges_found: int) -> str | None:
+    """Why the warm-up a sidecar says the trace holds (``warmup_in_trace``) is not dropped: a value that is no
+    count (``"ten"``, -1, a ``"false"`` that is a string, not false), or counts that do not add up to the
+    iterations found; None when nothing is said or it adds up."""
+    flag = meta.get("warmup_in_trace")
+    if flag is None or flag is False:
+        return None
+    warmup, iters = meta.get("warmup_iterations"), meta.get("iterations")
+    if flag is not True:
+        return f"the sidecar's warmup_in_trace is {flag!r}, not true or false"
+    for key, value in (("warmup_iterations", warmup), ("iterations", iters)):
+        if not _count(value):
+            return f"the sidecar's {key} is {value!r}, not a count"
+    if warmup and ranges_found != warmup + iters:
+        return (
+            f"the sidecar says the trace holds {warmup} warm-up and {iters} timed runs, but it holds "
+            f"{ranges_found} iterations"
+        )
+    return None
 
 
 @dataclass(frozen=True)
@@ -1029,6 +1054,9 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     total = frame.height
     if skip is None:
         skip = warmup_to_skip(trace.meta, total)
+        problem = warmup_problem(trace.meta, total)
+        if problem:
+            warnings.append(f"{problem}: no warm-up dropped (--skip N drops the first N iterations)")
         if skip:
             warnings.append(
                 f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "

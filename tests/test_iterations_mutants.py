@@ -303,3 +303,48 @@ def test_an_iteration_of_copies_alone_is_not_one_without_device_ops() -> None:
         "1 of 3 iterations hold no device op: each is one idle gap of position 'empty' (its whole window), "
         "utilization 0"
     ]
+
+
+@pytest.mark.parametrize(
+    ("meta", "skipped", "said"),
+    [
+        ({"warmup_in_trace": True, "warmup_iterations": 1, "iterations": 2}, 1, None),
+        ({"warmup_in_trace": False, "warmup_iterations": 1, "iterations": 2}, 0, None),
+        (
+            {"warmup_in_trace": "false", "warmup_iterations": 1, "iterations": 2},
+            0,
+            "the sidecar's warmup_in_trace is 'false', not true or false",
+        ),
+        (
+            {"warmup_in_trace": True, "warmup_iterations": "ten", "iterations": 2},
+            0,
+            "the sidecar's warmup_iterations is 'ten', not a count",
+        ),
+        (
+            {"warmup_in_trace": True, "warmup_iterations": 1, "iterations": -1},
+            0,
+            "the sidecar's iterations is -1, not a count",
+        ),
+        (
+            {"warmup_in_trace": True, "warmup_iterations": 2, "iterations": 2},
+            0,
+            "the sidecar says the trace holds 2 warm-up and 2 timed runs, but it holds 3 iterations",
+        ),
+    ],
+)
+def test_a_sidecars_warm_up_is_dropped_only_when_it_adds_up(
+    meta: dict, skipped: int, said: str | None
+) -> None:
+    # Bad values used to be passed over in silence: the warm-up kept, no word.
+    trace = make_trace(
+        ranges=[(i * 1000, i * 1000 + 900, "iteration") for i in range(3)],
+        api=[(i * 1000 + 10, i * 1000 + 20, i, "cudaLaunchKernel") for i in range(3)],
+        ops=[(i * 1000 + 100, i * 1000 + 200, i, 7) for i in range(3)],
+        meta={"path": "hand-built", **meta},
+    )
+    a = analyze_iterations(trace, skip=None)
+    assert a.skipped == skipped and a.iterations.height == 3 - skipped
+    problems = [w for w in a.warnings if "no warm-up dropped" in w]
+    assert problems == (
+        [] if said is None else [f"{said}: no warm-up dropped (--skip N drops the first N iterations)"]
+    )
