@@ -406,3 +406,24 @@ def test_an_export_that_takes_too_long_is_stopped(
     rc, out, err = _cli(["analyze", str(report)], capsys)
     assert (rc, out) == (2, "")
     assert err == f"tracekit: {report}: nsys export took over 0.3 s; stopped\n"
+
+
+def test_the_export_shows_its_own_progress_row(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import contextlib
+
+    from tracekit import progress
+    from tracekit.readers import read_trace
+
+    rows: list[str] = []
+
+    @contextlib.contextmanager
+    def task(label: str, *args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        rows.append(label)
+        yield progress.NULL_TASK
+
+    _fake_nsys(tmp_path, monkeypatch, f'cp {EXPORT} "$out"')
+    monkeypatch.setattr(progress, "task", task)
+    report = tmp_path / "r.nsys-rep"
+    shutil.copy(REPORT, report)
+    read_trace(report)
+    assert rows == ["reading r.nsys-rep", "exporting r.nsys-rep with nsys"]

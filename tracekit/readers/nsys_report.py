@@ -112,10 +112,11 @@ def _wait(process: subprocess.Popen[bytes], out: Path, report: Path) -> int:
 
 
 def _last_line(said: str, code: int) -> str:
-    """The last meaningful line nsys printed (its progress bars, carriage returns, are dropped)."""
+    """The last meaningful line nsys printed (``said``, read in text mode: its progress bar's carriage
+    returns end lines too), its progress lines dropped."""
     lines = [
         line.strip()
-        for line in said.replace("\r", "\n").splitlines()
+        for line in said.splitlines()
         if line.strip() and not line.lstrip().startswith("Exporting")
     ]
     return lines[-1] if lines else f"exit status {code}, no message"
