@@ -30,6 +30,7 @@ from tracekit.analyzers.paper import (
     paper_rows,
     runtime_traits,
 )
+from tracekit.errors import TracekitError
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -171,9 +172,37 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
         said = [w for w in result.warnings if not w.startswith(KERNEL_TIME_ONLY_WARNING)]
         return row, [*warnings, *ncu_reader_warnings(trace), *said, f"{NCU_ALONE}; {NCU_ALONE_FIX}"]
     analyzed = analyze_trace(trace, item, options)
-    ncu = read_trace(item.ncu) if item.ncu is not None else None
+    ncu, failed = _read_ncu(item)
     row, warnings = analyzed_row(analyzed, item, ncu)
+    if failed is not None:
+        # The timeline row stands without the join: its figures from the other sources, and the ncu file
+        # left out like any input that cannot be read (a failure of the command: exit 1).
+        row["ncu_trace"] = None
+        shown = [
+            f"{name} from {row[f'{column}_source']}" if row[f"{column}_source"] else f"no {name}"
+            for column, name in (("sms_active", "SMs active"), ("warp_occupancy", "warp occupancy"))
+        ]
+        warnings.append(
+            f"{LEFT_OUT}{failed}; the row of {item.path.name} is kept without it ({', '.join(shown)})"
+        )
     return row, warnings + (ncu_reader_warnings(ncu, name=item.ncu.name) if ncu is not None else [])
+
+
+#: How a warning says an input was left out, as :func:`tracekit.session.for_each_input` says it: a row
+#: warning that starts so is listed with those, unprefixed (and counts as a failed input: exit 1).
+LEFT_OUT = "left out: "
+
+
+def _read_ncu(item: TraceInput) -> tuple[Any, TracekitError | None]:
+    """(the Nsight Compute trace joined to ``item``'s timeline or None, why it could not be read or None)."""
+    from tracekit.readers import read_trace
+
+    if item.ncu is None:
+        return None, None
+    try:
+        return read_trace(item.ncu), None
+    except TracekitError as exc:
+        return None, exc
 
 
 #: The Nsight Compute reader's warning that its timeline is made up (the row says it as ``NCU_ALONE``).
@@ -227,9 +256,15 @@ def build_table(
     """The ``tracekit table --format json`` document: {"rows", "warnings", "notes", ["paper"]}."""
     rows: list[dict[str, Any]] = []
     warnings: list[str] = list(left_out)
+    said: list[str] = []
     for row, row_warnings in results:
         rows.append(row)
-        warnings += [f"{row_label(row)}: {w}" for w in dict.fromkeys(row_warnings)]
+        for w in dict.fromkeys(row_warnings):
+            if w.startswith(LEFT_OUT):
+                warnings.append(w)  # an input of the row left out (its --ncu file): with the others
+            else:
+                said.append(f"{row_label(row)}: {w}")
+    warnings += said
     order = {name: i for i, name in enumerate(RUNTIME_ORDER)}
     rows.sort(
         key=lambda r: (

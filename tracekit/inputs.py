@@ -70,7 +70,9 @@ class TraceInput:
     ``stated_by``: :data:`FROM_RUN` or :data:`FROM_SIDECAR` (None: nothing states the configuration);
     ``sidecar``: the sidecar ``.meta.json`` as read (``{}``: none); ``untraced_latency_ms``: the statistics of
     the latency measured with the profiler off (mean, median, interval, ...; None: not recorded); ``ncu``: an
-    Nsight Compute trace of the same configuration (``tracekit table`` joins it)."""
+    Nsight Compute trace of the same configuration (``tracekit table`` joins it); ``notes``: what resolving
+    the input found that its analysis should say (a duplicate entry of run.json left out in its favour): they
+    join its configuration's warnings (:attr:`TraceConfig.inference_warnings`)."""
 
     path: Path
     format: str | None = None
@@ -86,6 +88,7 @@ class TraceInput:
     stated_by: str | None = None
     sidecar: Mapping[str, Any] = field(default_factory=dict, repr=False)
     ncu: Path | None = None
+    notes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
@@ -170,12 +173,20 @@ def _file_input(path: Path) -> TraceInput:
 
 def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
     """One input per successful configuration of the run directory ``path`` (its most preferred trace; the
-    configuration's ncu trace besides, when it has one)."""
-    from tracekit.runs import load_run
+    configuration's ncu trace besides, when it has one).
+
+    ``run.json`` is checked whole when it is read (:func:`tracekit.runs.load_run`: a wrongly typed or out of
+    range value ends the command, naming the field). A configuration whose status is not "ok", or that names
+    no trace, is not analyzed; one that repeats an earlier one's batch size and sequence length is left out,
+    the first kept (:func:`tracekit.analyzers.report.build_report`'s rule), and the kept one's input says so
+    (:attr:`TraceInput.notes`)."""
+    from tracekit.runs import RUN_FILE, load_run
 
     run = load_run(path)
-    out = []
-    for config in run["configs"]:
+    out: list[TraceInput] = []
+    first: dict[tuple[int, int], int] = {}  # (batch size, seq len) -> index into ``out``
+    numbers: list[int] = []  # each input's index in run.json's configs
+    for number, config in enumerate(run["configs"]):
         if config.get("status", "ok") != "ok":
             continue
         traces = config.get("traces") or {}
@@ -183,7 +194,19 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
         if profiler is None:
             continue
         trace = path / traces[profiler]
+        key = (config["batch_size"], config["seq_len"])
+        if key in first:
+            kept = first[key]
+            note = (
+                f"{path / RUN_FILE}: configs[{number}] ({trace.name}) is a duplicate configuration (runtime "
+                f"{run.get('runtime')}, seq {key[1]}, batch {key[0]}) of configs[{numbers[kept]}]; kept the "
+                "first one"
+            )
+            out[kept] = replace(out[kept], notes=(*out[kept].notes, note))
+            continue
         ncu = path / traces["ncu"] if traces.get("ncu") and profiler != "ncu" else None
+        first[key] = len(out)
+        numbers.append(number)
         out.append(
             TraceInput(
                 path=trace,
@@ -191,8 +214,8 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
                 profiler=profiler,
                 runtime=run.get("runtime"),
                 model=run.get("model"),
-                batch_size=config.get("batch_size"),
-                seq_len=config.get("seq_len"),
+                batch_size=config["batch_size"],
+                seq_len=config["seq_len"],
                 precision=run.get("precision"),
                 device=run.get("device"),
                 synthetic=bool(run.get("synthetic", False)),
@@ -296,7 +319,8 @@ class TraceConfig:
     step"``); ``evidence``: for the inferred ones, what in the trace or name says so; ``uncertain``: the
     inferred values that are not sure, each with its candidate values (both disagreeing values; the lowest
     and highest of a varying batch; the value itself when its evidence may not mean it);
-    ``inference_warnings``: why those are uncertain, and file-name hints the content overrides (runtime).
+    ``inference_warnings``: why those are uncertain, file-name hints the content overrides (runtime), and what
+    resolving the input noted of it (:attr:`TraceInput.notes`: a duplicate entry of run.json left out).
     ``untraced_latency``: the statistics of the latency measured with the profiler off, as recorded (mean,
     median, interval, count; None when not recorded)."""
 
@@ -359,7 +383,7 @@ class TraceConfig:
             sources=sources,
             evidence=evidence,
             uncertain=uncertain,
-            inference_warnings=warnings,
+            inference_warnings=(*warnings, *item.notes),
         )
 
     def inferred(self, key: str) -> bool:

@@ -24,6 +24,7 @@ for simulated traces, ``.synthetic``. What to analyze in a run directory: :func:
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,8 @@ def write_run_json(run_dir: str | Path, data: dict[str, Any]) -> None:
 
 
 def load_run(run_dir: str | Path) -> dict[str, Any]:
-    """Read a run directory's ``run.json``; TracekitError when absent or damaged."""
+    """Read a run directory's ``run.json``, checked whole (:func:`check_run`); TracekitError (one line naming
+    the file, and the field where one is wrong) when absent, damaged or wrongly typed."""
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
         raise TracekitError("not a tracekit run directory (no run.json)", run_dir)
@@ -56,7 +58,140 @@ def load_run(run_dir: str | Path) -> dict[str, Any]:
         raise TracekitError(f"damaged run.json ({exc})", path) from exc
     if not isinstance(data, dict) or not isinstance(data.get("configs"), list):
         raise TracekitError("run.json has no 'configs' list", path)
+    problem = check_run(data)
+    if problem is not None:
+        raise TracekitError(problem, path)
     return data
+
+
+# ------------------------------------------------------------------------------------------- run.json checks
+
+#: The statuses of a configuration (absent: "ok"). Only "ok" configurations are analyzed.
+STATUSES = ("ok", "failed", "skipped")
+#: The largest batch size or sequence length taken (no real one comes near it; a larger one is a damaged or
+#: hand-edited run.json, and would not fit the 32-bit integers some outputs use).
+MAX_DIMENSION = 2**31 - 1
+#: Run-level values that are text when given (absent or null: not stated).
+RUN_TEXT_FIELDS = ("runtime", "model", "precision", "device")
+#: Untraced latency statistics that are latencies (ms): a positive finite number or null.
+LATENCY_STATS = ("mean", "median", "p50", "p90", "p99", "min", "max", "ci_low", "ci_high", "mean_kept")
+#: Untraced statistics that are non-negative finite numbers or null (spread, CPU time).
+SPREAD_STATS = ("stdev", "cv", "cpu_per_wall", "cpu_ms_mean")
+#: Untraced statistics that are counts: a non-negative integer or null.
+COUNT_STATS = ("count", "kept")
+#: Untraced statistics that are lists of iteration indexes (non-negative integers) or null.
+INDEX_LIST_STATS = ("dropped_warmup", "dropped_outliers")
+#: Untraced statistics that are lists of text or null.
+TEXT_LIST_STATS = ("warnings", "notes")
+#: Untraced statistics that are text or null.
+TEXT_STATS = ("trend", "cause")
+
+
+def _shown(value: Any) -> str:
+    """``value`` as run.json spells it (JSON), shortened: for the one line that names a wrong field."""
+    text = json.dumps(value, default=str)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_int(value: Any) -> bool:
+    """An integer, not a boolean (JSON ``true`` is no batch size)."""
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(value: Any) -> bool:
+    """A finite number, not a boolean."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _wrong(where: str, value: Any, expected: str) -> str:
+    return f"{where} is {_shown(value)}, not {expected}"
+
+
+def _check_untraced(where: str, stats: Any) -> str | None:
+    """What is wrong with a configuration's ``untraced_latency_ms`` (None: nothing). Only the keys tracekit
+    reads are checked; others are kept as they are."""
+    if stats is None:
+        return None
+    if not isinstance(stats, dict):
+        return _wrong(where, stats, "an object of latency statistics (ms) or null")
+    for key in LATENCY_STATS:
+        value = stats.get(key)
+        if value is not None and not (_is_number(value) and value > 0):
+            return _wrong(f"{where}.{key}", value, "a positive number (ms) or null")
+    for key in SPREAD_STATS:
+        value = stats.get(key)
+        if value is not None and not (_is_number(value) and value >= 0):
+            return _wrong(f"{where}.{key}", value, "a non-negative number or null")
+    for key in COUNT_STATS:
+        value = stats.get(key)
+        if value is not None and not (_is_int(value) and value >= 0):
+            return _wrong(f"{where}.{key}", value, "a non-negative integer or null")
+    for key in INDEX_LIST_STATS:
+        value = stats.get(key)
+        if value is not None and not (isinstance(value, list) and all(_is_int(i) and i >= 0 for i in value)):
+            return _wrong(f"{where}.{key}", value, "a list of iteration numbers or null")
+    for key in TEXT_LIST_STATS:
+        value = stats.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(w, str) for w in value)):
+            return _wrong(f"{where}.{key}", value, "a list of text or null")
+    for key in TEXT_STATS:
+        value = stats.get(key)
+        if value is not None and not isinstance(value, str):
+            return _wrong(f"{where}.{key}", value, "text or null")
+    if stats.get("unstable") is not None and not isinstance(stats["unstable"], bool):
+        return _wrong(f"{where}.unstable", stats["unstable"], "true, false or null")
+    for low, high in (("ci_low", "ci_high"), ("min", "max")):
+        if stats.get(low) is not None and stats.get(high) is not None and stats[low] > stats[high]:
+            return f"{where}.{low} ({_shown(stats[low])}) is above {where}.{high} ({_shown(stats[high])})"
+    return None
+
+
+def _check_config(where: str, config: Any) -> str | None:
+    """What is wrong with one entry of ``configs`` (None: nothing); every entry is checked the same way,
+    whatever its status."""
+    if not isinstance(config, dict):
+        return _wrong(where, config, "an object")
+    status = config.get("status", "ok")
+    if status not in STATUSES:
+        return _wrong(f"{where}.status", status, '"ok", "failed" or "skipped"')
+    for key in ("batch_size", "seq_len"):
+        if key not in config:
+            return f"{where} has no {key} (a positive integer)"
+        value = config[key]
+        if not (_is_int(value) and 1 <= value <= MAX_DIMENSION):
+            return _wrong(f"{where}.{key}", value, f"a positive integer (1 to {MAX_DIMENSION})")
+    if "traces" not in config:
+        return f"{where} has no traces (an object naming each profiler's trace file; {{}} for none)"
+    traces = config["traces"]
+    if not isinstance(traces, dict):
+        return _wrong(f"{where}.traces", traces, "an object naming each profiler's trace file")
+    for profiler, name in traces.items():
+        if not (isinstance(name, str) and name.strip()):
+            return _wrong(f"{where}.traces.{profiler}", name, "a file name")
+    return _check_untraced(f"{where}.untraced_latency_ms", config.get("untraced_latency_ms"))
+
+
+def check_run(run: dict[str, Any]) -> str | None:
+    """What is wrong with a ``run.json`` document (None: nothing), the first problem found, naming the field:
+    ``configs[1].batch_size is "two", not a positive integer (1 to 2147483647)``.
+
+    Checked: the run-level values a command reads (``runtime``, ``model``, ``precision``, ``device``: text or
+    null; ``synthetic``: true, false or null) and every configuration: an object; ``status`` one of
+    :data:`STATUSES`; ``batch_size`` and ``seq_len`` integers from 1 to :data:`MAX_DIMENSION` (not
+    booleans); ``traces`` an object of file names (``{}``: none, as for a configuration timed untraced only); ``untraced_latency_ms`` null or statistics whose latencies
+    are positive finite numbers. Any problem ends the command (exit 2): run.json is written by tracekit, so a
+    wrong value means a damaged or hand-edited file, and no configuration of it is taken on trust."""
+    for key in RUN_TEXT_FIELDS:
+        value = run.get(key)
+        if value is not None and not (isinstance(value, str) and value.strip()):
+            return _wrong(key, value, "text or null")
+    if run.get("synthetic") is not None and not isinstance(run["synthetic"], bool):
+        return _wrong("synthetic", run["synthetic"], "true, false or null")
+    for i, config in enumerate(run["configs"]):
+        problem = _check_config(f"configs[{i}]", config)
+        if problem is not None:
+            return problem
+    return None
 
 
 def _run_files(run_dir: Path, run: dict[str, Any]) -> set[Path]:

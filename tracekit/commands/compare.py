@@ -8,6 +8,7 @@ import sys
 
 from tracekit.commands.options import add_iteration_options, iteration_options
 from tracekit.commands.output import add_output_options, emit, resolve_output
+from tracekit.commands.table import exit_code
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -42,4 +43,4 @@ def run(args: argparse.Namespace) -> int:
         f"{c['config']}: {w}" for c in doc["comparisons"] for w in c["warnings"]
     ]:
         print(f"warning: {warning}", file=sys.stderr)
-    return 0
+    return exit_code(args, doc["warnings"])

@@ -10,6 +10,7 @@ from typing import Any
 
 from tracekit.commands.options import add_iteration_options, iteration_options
 from tracekit.commands.output import add_output_options, check_output_folder, info, warn
+from tracekit.commands.table import exit_code
 from tracekit.errors import TracekitError
 
 
@@ -110,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(out_dir, "report.md, report.json, report.csv and the figures")
     if not out_dir.parent.is_dir():
         raise TracekitError(f"cannot create the report folder: {out_dir.parent} does not exist", out_dir)
-    report, timeline, _ = build(args)
+    report, timeline, left_out = build(args)
     out_dir = output_dir(out_dir)
     figures = {} if args.no_figures else write_figures(report, timeline, out_dir)  # renderers.report_figures
 
@@ -128,4 +129,4 @@ def run(args: argparse.Namespace) -> int:
     sys.stdout.write(render("report", doc, args.format))
     warn(report.warnings)  # always on stderr (also in report.md and report.json)
     info(args, f"wrote {out_dir}/report.md, report.json, report.csv" + (" and figures" if figures else ""))
-    return 0
+    return exit_code(args, left_out)
