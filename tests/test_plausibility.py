@@ -388,3 +388,29 @@ def test_shared_ids_count_each_extra_call_of_every_id() -> None:
     assert plausibility.reused_correlations(trace).startswith(  # type: ignore[union-attr]
         "verdict uncertain: 2 launch calls share a correlation id with another launch call of their process:"
     )
+
+
+def test_lost_launches_at_their_boundaries() -> None:
+    fields = ("start", "end", "correlation", "stream")
+    api = [(0, 5, 1, "cudaLaunchKernel")]
+    # half the ops unlinked, both after the linked one: lost (half is enough)
+    half = make_trace(
+        api=api, ops=[(10, 20, 1, 7), (30, 40, 8, 7), (50, 60, 9, 7), (70, 80, 2, 7)], op_fields=fields
+    )
+    found = plausibility.lost_launches(half, _assigned(half, [False, True, True, False]))
+    assert found is not None and found.startswith("verdict uncertain: 2 of 4 device ops")
+    # an unlinked op starting with the first linked one is not after it
+    tie = make_trace(
+        api=api, ops=[(10, 20, 1, 7), (10, 15, 8, 7), (30, 40, 9, 7), (50, 60, 7, 7)], op_fields=fields
+    )
+    assert plausibility.lost_launches(tie, _assigned(tie, [False, True, False, True])) is None
+    # streams not recorded (null) are one stream of their process and device
+    nulls = make_trace(
+        api=api, ops=[(10, 20, 1, None), (30, 40, 8, None), (50, 60, 9, None)], op_fields=fields
+    )
+    found = plausibility.lost_launches(nulls, _assigned(nulls, [False, True, True]))
+    assert found is not None and found.startswith("verdict uncertain: 2 of 3 device ops")
+    # no API call at all (unlinked_ops says it), or no assignment to read
+    no_api = make_trace(ops=[(10, 20, 1, 7), (30, 40, 8, 7), (50, 60, 9, 7)], op_fields=fields)
+    assert plausibility.lost_launches(no_api, _assigned(no_api, [False, True, True])) is None
+    assert plausibility.lost_launches(half, pl.DataFrame({"start": [1, 2, 3, 4]})) is None
