@@ -114,6 +114,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_steps.py",
             "tests/test_cli_analyze.py",
             "tests/test_iterations_mutants.py",
+            "tests/test_plausibility.py",
+            "tests/test_implausible.py",
             "tests/test_golden.py",
         ],
     ),
