@@ -14,6 +14,7 @@ import pytest
 from tests.builders import EPOCH, comm_ops, compact_result
 from tracekit.analyzers.ranks import (
     clock_offsets,
+    collective_ns,
     last_by_more_than,
     most_often,
     skew,
@@ -709,3 +710,66 @@ def test_traces_cut_by_different_ranges_are_not_compared_by_latency_or_step() ->
     assert f"step start skew: not computed ({why})" in lines
     alike = summarize(ranks)
     assert alike["spread"]["ratio"] == 1.0 and "why" not in alike["slowest_by_step"]
+
+
+def test_unequal_counts_match_where_the_operations_agree() -> None:
+    """Rank 1 holds rank 0's last two collectives (an all-reduce, then an all-gather), 500 µs later: matched
+    from the first, the operations differ; from the last, they agree and fit."""
+    ref = result("r0.json", 0, [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000], kinds=["ar", "ar", "ag"])
+    other = result("r1.json", 1, [EPOCH + 520_000, EPOCH + 530_000], kinds=["ar", "ag"])
+    clocks = clock_offsets([ref, other])
+    assert (clocks["aligned"], clocks["offsets_ns"], clocks["matched_from"]) == (True, [0, 500_000], "last")
+    assert clocks["why"] == "traces hold 2 to 3 collectives; the last 2 were matched"
+    neither = result("r1.json", 1, [EPOCH + 520_000, EPOCH + 530_000], kinds=["rs", "rs"])
+    assert clock_offsets([ref, neither]) == {
+        "aligned": False,
+        "why": "the collectives differ: rank 1's collective 1 in launch order is rs, rank 0's is ar (other "
+        "process groups, or captures that began at other collectives)",
+        "offsets_ns": None,
+        "matched": 0,
+    }
+
+
+def test_unequal_counts_that_fit_neither_way_say_why_from_the_first() -> None:
+    ref = result("r0.json", 0, [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000])
+    other = result("r1.json", 1, [EPOCH + 500_000, EPOCH + 600_000])  # 100 µs apart against 10
+    assert clock_offsets([ref, other]) == {
+        "aligned": False,
+        "why": "collective ends disagree by up to 45.000 µs once the offsets are taken out, more than half the "
+        "10.000 µs between rank 0's collectives (median): which collective matches which is not known",
+        "offsets_ns": None,
+        "matched": 0,
+    }
+
+
+def test_unequal_counts_under_which_no_steps_line_up_are_not_aligned() -> None:
+    """Collectives 2000 s apart (fitting both ways, far apart) and steps that overlap under neither offset."""
+    big = 2_000 * 10**9
+    ref = result("r0.json", 0, [EPOCH + big, EPOCH + 2 * big, EPOCH + 3 * big])
+    far = [(EPOCH + 10 * big, EPOCH + 10 * big + 1_000_000), (EPOCH + 11 * big, EPOCH + 11 * big + 1_000_000)]
+    other = result("r1.json", 1, [EPOCH + big + 5_000, EPOCH + 2 * big + 5_000], steps=far)
+    assert clock_offsets([ref, other])["why"] == (
+        "traces hold 2 to 3 collectives: matched from the first or from the last, both fit, with clock offsets up "
+        "to 2000000.000 ms apart (captures that began or ended at other collectives), and the steps line up "
+        "under neither: which collective matches which is not known"
+    )
+
+
+def test_stragglers_and_collective_ns_take_the_first_ones_unless_told() -> None:
+    ref = result("r0.json", 0, [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000])
+    assert collective_ns(ref, "collective_ends_ns", 2) == [EPOCH + 10_000, EPOCH + 20_000]
+    assert collective_ns(ref, "collective_ends_ns", 2, last=True) == [EPOCH + 20_000, EPOCH + 30_000]
+    assert collective_ns(ref, "collective_ends_ns") == [EPOCH + 10_000, EPOCH + 20_000, EPOCH + 30_000]
+    # rank 1 arrives 5 µs late at the first collective only: last at 1 of the 2 first ones
+    other = result("r1.json", 1, [EPOCH + 10_000, EPOCH + 20_000], starts=[EPOCH + 9_905, EPOCH + 19_900])
+    found = stragglers([ref, other], [0, 0], 0)
+    assert (found["straggler"], found["arrives_last"], found["collectives"]) == ("rank 1", 1, 2)
+
+
+def test_two_traces_cut_by_different_ranges_have_no_spread() -> None:
+    one = result("r0.json", 0)
+    two = result("r1.json", 1, steps=[(EPOCH, EPOCH + 3_000_000)])
+    one["range"], two["range"] = "ProfilerStep#*", "window"
+    assert summarize([one, two])["spread"] == {"why": "iterations are cut by different ranges"}
+    two["iterations"]["latency_ms"] = np.array([np.nan])  # one trace timed: no spread to withhold
+    assert "spread" not in summarize([one, two])
