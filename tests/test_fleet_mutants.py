@@ -773,3 +773,40 @@ def test_two_traces_cut_by_different_ranges_have_no_spread() -> None:
     assert summarize([one, two])["spread"] == {"why": "iterations are cut by different ranges"}
     two["iterations"]["latency_ms"] = np.array([np.nan])  # one trace timed: no spread to withhold
     assert "spread" not in summarize([one, two])
+
+
+def test_the_steps_compared_for_the_tie_are_the_common_ones() -> None:
+    """Rank 1 holds 2 steps and 2 collectives, rank 0 three of each: both matchings fit, and only the first
+    2 steps of each trace are compared to break the tie."""
+    us = 1_000
+    ref = result(
+        "r0.json",
+        0,
+        [EPOCH + 10 * us, EPOCH + 20 * us, EPOCH + 30 * us],
+        steps=[
+            (EPOCH + 5 * us, EPOCH + 15 * us),
+            (EPOCH + 15 * us, EPOCH + 25 * us),
+            (EPOCH + 25 * us, EPOCH + 35 * us),
+        ],
+    )
+    other = result(
+        "r1.json",
+        1,
+        [EPOCH + 20 * us, EPOCH + 30 * us],
+        steps=[(EPOCH + 15 * us, EPOCH + 25 * us), (EPOCH + 25 * us, EPOCH + 35 * us)],
+    )
+    clocks = clock_offsets([ref, other])
+    assert (clocks["offsets_ns"], clocks["matched_from"]) == ([0, 10 * us], "first")
+
+
+def test_traces_without_collectives_are_named_five_then_more() -> None:
+    ends = [EPOCH + 10_000]
+    traces = [result("r0.json", 0, ends)] + [result(f"r{i}.json", i) for i in range(1, 7)]
+    assert (
+        clock_offsets(traces)["why"]
+        == "no collective kernels to align on in rank 1, rank 2, rank 3, rank 4, rank 5 ..."
+    )
+    assert (
+        clock_offsets(traces[:6])["why"]
+        == "no collective kernels to align on in rank 1, rank 2, rank 3, rank 4, rank 5"
+    )
