@@ -190,7 +190,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         ["tests/test_reader_ort.py", "tests/test_ort_ncu_defaults.py", "tests/test_golden.py"],
     ),
     "nsys_report": ("tracekit/readers/nsys_report.py", ["tests/test_nsys_report.py"]),
-    "plausibility": ("tracekit/analyzers/plausibility.py", ["tests/test_implausible.py", "tests/test_plausibility.py"]),
+    "plausibility": (
+        "tracekit/analyzers/plausibility.py",
+        ["tests/test_implausible.py", "tests/test_plausibility.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and
