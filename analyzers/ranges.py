@@ -805,9 +805,10 @@ def _ms_text(ms: float) -> str:
 SPLIT_TOO_FINE = 0.5
 #: ... on traces of at least this many ops (a handful of ops says nothing of what an iteration holds).
 SPLIT_MIN_OPS = 20
-#: The readers' warnings that say what they left out of the trace: the reason a trace left with nothing to
-#: analyze was left so (every op dropped for a negative duration, every row untimed, ...).
-LEFT_OUT = re.compile(r"\b(ignored|left out|skipped|dropped)\b")
+#: The readers' warnings that say what they left out of the trace or could not read: the reason a trace left
+#: with nothing to analyze was left so (every op dropped for a negative duration, every row untimed, a
+#: duration in a unit tracekit does not know, ...).
+LEFT_OUT = re.compile(r"\b(ignored|left out|skipped|dropped|unknown|no readable)\b")
 
 
 def synthetic_windows(

@@ -382,3 +382,18 @@ def test_ncu_file_whose_every_duration_has_a_decimal_comma_is_refused(
         captured = capsys.readouterr()
         assert captured.out == ""
         assert captured.err == f"tracekit: {path}: {message}\n"
+
+
+def test_ncu_durations_in_an_unknown_unit_are_named_in_the_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The units row says "cycle" for the duration: no kernel has a duration, and the line used to say only
+    # "nothing to analyze".
+    rows = _sample_rows()
+    rows[1][rows[0].index("gpu__time_duration.sum")] = "cycle"
+    path = _write_rows(tmp_path / "cycles.ncu.csv", rows)
+    assert main(["analyze", str(path), "--no-progress"]) == 2
+    assert capsys.readouterr().err == (
+        f"tracekit: {path}: no ranges and no device activity: nothing to analyze (the reader left out what it "
+        "could not use: gpu__time_duration.sum has an unknown time unit 'cycle'; durations unknown)\n"
+    )
