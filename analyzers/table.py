@@ -30,7 +30,7 @@ from tracekit.analyzers.paper import (
     paper_rows,
     runtime_traits,
 )
-from tracekit.errors import TracekitError
+from tracekit.errors import LEFT_OUT, TracekitError
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -186,11 +186,6 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
             f"{LEFT_OUT}{failed}; the row of {item.path.name} is kept without it ({', '.join(shown)})"
         )
     return row, warnings + (ncu_reader_warnings(ncu, name=item.ncu.name) if ncu is not None else [])
-
-
-#: How a warning says an input was left out, as :func:`tracekit.session.for_each_input` says it: a row
-#: warning that starts so is listed with those, unprefixed (and counts as a failed input: exit 1).
-LEFT_OUT = "left out: "
 
 
 def _read_ncu(item: TraceInput) -> tuple[Any, TracekitError | None]:

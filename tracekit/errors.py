@@ -16,6 +16,12 @@ class TracekitError(Exception):
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
+#: How a warning says an input was left out because it could not be read or analyzed (the words of
+#: :func:`tracekit.session.for_each_input` and of a table row's failed ``--ncu`` join); a command that leaves
+#: one out exits 1.
+LEFT_OUT = "left out: "
+
+
 class TraceFormatError(TracekitError):
     """The file is not a trace tracekit can read, or it is damaged (truncated, corrupt, foreign)."""
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
-from tracekit.errors import TracekitError
+from tracekit.errors import LEFT_OUT, TracekitError
 from tracekit.inputs import (  # noqa: F401 (re-exported: the configuration and its notes)
     FROM_RUN,
     FROM_SIDECAR,
@@ -251,7 +251,7 @@ def for_each_input(items: Sequence[X], step: Callable[[X], T]) -> tuple[list[T],
         except TracekitError as exc:
             if len(items) == 1:
                 raise
-            left_out.append(f"left out: {exc}")
+            left_out.append(f"{LEFT_OUT}{exc}")
     if items and not results:
         raise TracekitError("no input could be analyzed:\n  " + "\n  ".join(left_out))
     return results, left_out

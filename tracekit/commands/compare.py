@@ -7,8 +7,7 @@ import argparse
 import sys
 
 from tracekit.commands.options import add_iteration_options, iteration_options
-from tracekit.commands.output import add_output_options, emit, resolve_output
-from tracekit.commands.table import exit_code
+from tracekit.commands.output import add_output_options, emit, exit_code, resolve_output
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:

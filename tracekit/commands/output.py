@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tracekit.errors import TracekitError
+from tracekit.errors import LEFT_OUT, TracekitError
 from tracekit.io import check_outputs
 
 #: The output formats every command accepts, in the order ``--help`` lists them.
@@ -79,6 +79,18 @@ def info(args: argparse.Namespace, text: str) -> None:
     """An informational line on stderr, unless ``--quiet``."""
     if not getattr(args, "quiet", False):
         print(text, file=sys.stderr)
+
+
+def exit_code(args: argparse.Namespace, warnings: list[str]) -> int:
+    """The exit code of ``table``, ``report`` and ``compare``, by ``analyze``'s rule on several traces: 1 when
+    some input was left out for failing (its ``left out: FILE: problem`` warning, :data:`LEFT_OUT`, said why;
+    a configuration that run.json records as failed or skipped is no failure of the command), else 0. (When
+    none could be analyzed, the command has already ended with one line and exit 2.)"""
+    failed = sum(1 for w in warnings if w.startswith(LEFT_OUT))
+    if not failed:
+        return 0
+    info(args, f"tracekit: {failed} input{'s' if failed > 1 else ''} left out (each said above)")
+    return 1
 
 
 def warn(lines: list[str]) -> None:

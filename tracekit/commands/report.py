@@ -9,8 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.commands.options import add_iteration_options, iteration_options
-from tracekit.commands.output import add_output_options, check_output_folder, info, warn
-from tracekit.commands.table import exit_code
+from tracekit.commands.output import add_output_options, check_output_folder, exit_code, info, warn
 from tracekit.errors import TracekitError
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import argparse
 
 from tracekit.commands.options import add_iteration_options, iteration_options
-from tracekit.commands.output import add_output_options, emit, info, resolve_output, warn
+from tracekit.commands.output import add_output_options, emit, exit_code, resolve_output, warn
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -68,20 +68,3 @@ def run(args: argparse.Namespace) -> int:
     if args.output or args.format != "table":  # the table's own footer lists them otherwise
         warn(doc["warnings"])
     return exit_code(args, doc["warnings"])
-
-
-#: How a warning says an input was left out because it could not be read or analyzed (the words of
-#: :func:`tracekit.session.for_each_input` and of a table row's failed ``--ncu`` join).
-LEFT_OUT = "left out: "
-
-
-def exit_code(args: argparse.Namespace, warnings: list[str]) -> int:
-    """The exit code of ``table``, ``report`` and ``compare``, by ``analyze``'s rule on several traces: 1 when
-    some input was left out for failing (its ``left out: FILE: problem`` warning said why; a configuration
-    that run.json records as failed or skipped is no failure of the command), else 0. (When none could be
-    analyzed, the command has already ended with one line and exit 2.)"""
-    failed = sum(1 for w in warnings if w.startswith(LEFT_OUT))
-    if not failed:
-        return 0
-    info(args, f"tracekit: {failed} input{'s' if failed > 1 else ''} left out (each said above)")
-    return 1
