@@ -81,16 +81,22 @@ def host_span_ns(trace: Trace) -> int | None:
     return _span_ns([trace.api, trace.ranges])
 
 
+def _too_long(frame: pl.DataFrame, length: pl.Expr, span: int, floor: int) -> tuple[int, int] | None:
+    """(how many of ``frame``'s ``length`` values, ns, exceed :data:`IMPLAUSIBLE_SPAN_RATIO` times ``span``
+    and ``floor``, the longest of all) when any does, else None."""
+    limit = max(IMPLAUSIBLE_SPAN_RATIO * span, floor)
+    n, longest = frame.select((length > limit).sum().alias("n"), length.max().alias("longest")).row(0)
+    return (n, longest) if n else None
+
+
 def implausible_durations(trace: Trace) -> str | None:
     """The doubt when device ops last longer than :data:`IMPLAUSIBLE_SPAN_RATIO` times the host's span
     (:func:`host_span_ns`) and :data:`IMPLAUSIBLE_MIN_NS`."""
     span = host_span_ns(trace)
     if span is None or trace.ops.is_empty():
         return None
-    limit = max(IMPLAUSIBLE_SPAN_RATIO * span, IMPLAUSIBLE_MIN_NS)
-    duration = pl.col("end") - pl.col("start")
-    long = trace.ops.select((duration > limit).sum().alias("n"), duration.max().alias("longest")).row(0)
-    if not long[0]:
+    long = _too_long(trace.ops, pl.col("end") - pl.col("start"), span, IMPLAUSIBLE_MIN_NS)
+    if long is None:
         return None
     return (
         f"verdict uncertain: {long[0]} device ops last longer than {IMPLAUSIBLE_SPAN_RATIO}x everything the host "
@@ -107,10 +113,8 @@ def implausible_ranges(trace: Trace, frame: pl.DataFrame) -> str | None:
     span = _span_ns([trace.ops, trace.api])
     if span is None or frame.is_empty():
         return None
-    limit = max(IMPLAUSIBLE_SPAN_RATIO * span, IMPLAUSIBLE_RANGE_MIN_NS)
-    length = pl.col("range_end") - pl.col("range_start")
-    long = frame.select((length > limit).sum().alias("n"), length.max().alias("longest")).row(0)
-    if not long[0]:
+    long = _too_long(frame, pl.col("range_end") - pl.col("range_start"), span, IMPLAUSIBLE_RANGE_MIN_NS)
+    if long is None:
         return None
     return (
         f"verdict uncertain: {long[0]} of {frame.height} iterations' ranges last longer than "
@@ -177,7 +181,7 @@ def reused_correlations(trace: Trace) -> str | None:
     shared = 0
     if not _unique_ids(calls):
         keys = ["pid", "correlation"]
-        shared = calls.filter(pl.struct(keys).is_duplicated()).height - _repeated(calls, keys).height
+        shared = calls.height - calls.select(keys).unique().height  # (each call beyond its id's first)
     kernels = trace.ops.filter((pl.col("kind") == "kernel") & pl.col("correlation").is_not_null())
     several = 0
     if not _unique_ids(kernels):

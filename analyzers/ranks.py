@@ -235,7 +235,9 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     n = min(counts)
     differ = kinds_differ(results, n)
     same_count = len(set(counts)) == 1
-    if differ and (same_count or kinds_differ(results, n, last=True)):
+    # (with equal counts the last n are the first n)
+    differ_last = differ if same_count else kinds_differ(results, n, last=True)
+    if differ and differ_last:
         return {"aligned": False, "why": differ, "offsets_ns": None, "matched": 0}
     first = _aligned(results, n, last=False)
     if same_count:
@@ -245,7 +247,7 @@ def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
     # other offsets, the one under which the steps line up, else which is right is not known.
     last = _aligned(results, n, last=True)
     first["fits"] = first["fits"] and differ is None
-    last["fits"] = last["fits"] and kinds_differ(results, n, last=True) is None
+    last["fits"] = last["fits"] and differ_last is None
     fits = [a for a in (first, last) if a["fits"]]
     span = f"traces hold {min(counts)} to {max(counts)} collectives"
     apart = max(abs(a - b) for a, b in zip(first["offsets"], last["offsets"], strict=True))
