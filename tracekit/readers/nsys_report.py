@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 
 from tracekit import progress
+from tracekit.collectors.profilers.nsys import find_nsys  # (the nsys tracekit collect runs)
 from tracekit.errors import TraceFormatError, TracekitError
 from tracekit.model import FrameSpec, Trace
 
@@ -32,14 +33,6 @@ from tracekit.model import FrameSpec, Trace
 EXPORT_TIMEOUT_S = 3600
 #: Seconds between looks at the export's size while nsys writes it.
 POLL_S = 0.1
-
-
-def find_nsys() -> str | None:
-    """The nsys executable that exports reports (``TRACEKIT_NSYS`` overrides PATH), or None; the same one
-    ``tracekit collect`` runs."""
-    from tracekit.collectors.profilers.nsys import find_nsys as find
-
-    return find()
 
 
 def export_hint(path: Path) -> str:
