@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,46 @@ def test_compare_says_when_the_runtime_was_inferred(capsys: pytest.CaptureFixtur
     assert (doc["a"]["runtime_label"], doc["b"]["runtime_label"]) == ("onnx (inferred)", "pytorch (inferred)")
     assert main(["compare", str(onnx), str(torch)]) == 0
     assert "A = onnx (inferred)" in capsys.readouterr().out
+
+
+def test_compare_names_configurations_without_a_partner(two_runs: tuple[Path, Path], tmp_path: Path) -> None:
+    """A configuration on one side only is not compared, and a warning names it (it was dropped in silence)."""
+    a, b = two_runs
+    shutil.copytree(b, tmp_path / "b")
+    run_file = tmp_path / "b" / "run.json"
+    run = json.loads(run_file.read_text())
+    run["configs"] = [c for c in run["configs"] if c["batch_size"] == 1]
+    run_file.write_text(json.dumps(run))
+    proc = _tracekit("compare", str(a), str(tmp_path / "b"), "--format", "json")
+    assert proc.returncode == 0, proc.stderr
+    assert [c["config"] for c in json.loads(proc.stdout)["comparisons"]] == ["batch 1, seq 128"]
+    assert "warning: not compared: batch 4, seq 128 is only in A (" in proc.stderr
+
+
+def test_pair_inputs_never_picks_one_of_several_partners() -> None:
+    """Inputs that share a configuration on a side (traces of unknown configuration through the API, all
+    "batch ?, seq ?") are not paired with an arbitrary partner: each such key is a note, and with no pair at
+    all the comparison is refused. The first version paired every A with B's last trace of that key."""
+    from tracekit.api import pair_inputs
+    from tracekit.errors import TracekitError
+    from tracekit.inputs import TraceInput
+
+    def item(name: str, batch: int | None) -> TraceInput:
+        return TraceInput(
+            path=Path(name), format="kineto", batch_size=batch, seq_len=None if batch is None else 8
+        )
+
+    a = [item("a1.json", None), item("a2.json", None), item("a4.json", 4)]
+    b = [item("b1.json", None), item("b4.json", 4), item("b9.json", 9)]
+    pairs, notes = pair_inputs(a, b)
+    assert [(label, x.path.name, y.path.name) for label, x, y in pairs] == [
+        ("batch 4, seq 8", "a4.json", "b4.json")
+    ]
+    assert notes == [
+        "not compared: batch ?, seq ?: 2 input(s) of A and 1 of B share this configuration (a1.json, a2.json "
+        "against b1.json), so none can be matched to one partner; give each trace its configuration (run.json "
+        "or a .meta.json sidecar) or compare the files two at a time",
+        "not compared: batch 9, seq 8 is only in B (b9.json): A has no configuration like it",
+    ]
+    with pytest.raises(TracekitError, match="that pairs one trace with one"):
+        pair_inputs(a[:2], b[:1] + b[2:])

@@ -211,24 +211,70 @@ def _pair_label(item: TraceInput) -> str:
     return ", ".join(parts) or item.path.name
 
 
-def pair_inputs(a: list[TraceInput], b: list[TraceInput]) -> list[tuple[str, TraceInput, TraceInput]]:
-    """(label, input A, input B) pairs: the two traces, or configurations matched on (batch size, seq len)."""
+def _config_key(item: TraceInput) -> tuple[int | None, int | None]:
+    return (item.batch_size, item.seq_len)
+
+
+def _config_text(key: tuple[int | None, int | None]) -> str:
+    batch, seq = key
+    return f"batch {'?' if batch is None else batch}, seq {'?' if seq is None else seq}"
+
+
+def pair_inputs(
+    a: list[TraceInput], b: list[TraceInput]
+) -> tuple[list[tuple[str, TraceInput, TraceInput]], list[str]]:
+    """(label, input A, input B) pairs -- the two traces, or configurations matched on (batch size, seq
+    len) -- and one note per input left unpaired: a configuration on one side only, or one that several inputs
+    of a side share (traces without a stated configuration, all "batch ?, seq ?"), which cannot be matched
+    to one partner and is not compared rather than compared with an arbitrary one."""
     from tracekit.errors import TracekitError
 
     if len(a) == 1 and len(b) == 1:
         la, lb = _pair_label(a[0]), _pair_label(b[0])
-        return [(f"{la} vs {lb}" if la != lb else la, a[0], b[0])]
-    index_b = {(x.batch_size, x.seq_len): x for x in b}
-    pairs = [
-        (_pair_label(x), x, index_b[(x.batch_size, x.seq_len)])
-        for x in a
-        if (x.batch_size, x.seq_len) in index_b
-    ]
+        return [(f"{la} vs {lb}" if la != lb else la, a[0], b[0])], []
+
+    def by_key(side: list[TraceInput]) -> dict[tuple[int | None, int | None], list[TraceInput]]:
+        out: dict[tuple[int | None, int | None], list[TraceInput]] = {}
+        for x in side:
+            out.setdefault(_config_key(x), []).append(x)
+        return out
+
+    keys_a, keys_b = by_key(a), by_key(b)
+    pairs: list[tuple[str, TraceInput, TraceInput]] = []
+    notes: list[str] = []
+    for key, xs in keys_a.items():
+        ys = keys_b.get(key, [])
+        if len(xs) == 1 and len(ys) == 1:
+            pairs.append((_pair_label(xs[0]), xs[0], ys[0]))
+        elif len(xs) > 1 or len(ys) > 1:
+            names = (
+                ", ".join(x.path.name for x in xs)
+                + " against "
+                + (", ".join(y.path.name for y in ys) or "none")
+            )
+            notes.append(
+                f"not compared: {_config_text(key)}: {len(xs)} input(s) of A and {len(ys)} of B share this "
+                f"configuration ({names}), so none can be matched to one partner; give each trace its "
+                "configuration (run.json or a .meta.json sidecar) or compare the files two at a time"
+            )
+        else:
+            notes.append(
+                f"not compared: {_config_text(key)} is only in A ({xs[0].path.name}): B has no configuration like it"
+            )
+    for key, ys in keys_b.items():
+        if key not in keys_a:
+            notes.append(
+                f"not compared: {_config_text(key)} is only in B ({', '.join(y.path.name for y in ys)}): A has "
+                "no configuration like it"
+            )
     if not pairs:
-        have_a = sorted({(x.batch_size, x.seq_len) for x in a}, key=str)
-        have_b = sorted({(x.batch_size, x.seq_len) for x in b}, key=str)
-        raise TracekitError(f"no configuration (batch size, seq len) in both A {have_a} and B {have_b}")
-    return pairs
+        have_a = sorted(keys_a, key=str)
+        have_b = sorted(keys_b, key=str)
+        raise TracekitError(
+            f"no configuration (batch size, seq len) in both A {have_a} and B {have_b} that pairs one trace "
+            "with one"
+        )
+    return pairs, notes
 
 
 def compare(
@@ -237,7 +283,8 @@ def compare(
     """The ``tracekit compare A B --format json`` document: two traces, or two run directories configuration
     by configuration (matched on batch size and sequence length), side by side with per-kernel deltas
     (:func:`tracekit.analyzers.compare.compare`; deltas are B - A); ``top`` kernel names are shown (0: all).
-    A pair that cannot be analyzed among several is left out with a warning."""
+    A pair that cannot be analyzed among several is left out with a warning, and so is each input that no
+    input of the other side pairs with (:func:`pair_inputs`)."""
     from tracekit.analyzers.compare import compare as compare_pair
     from tracekit.errors import TracekitError
 
@@ -254,8 +301,9 @@ def compare(
             analyze_input(xa, options, EVERYTHING), analyze_input(xb, options, EVERYTHING), label
         )
 
-    results, left_out = for_each_input(pair_inputs(inputs_a, inputs_b), step)
-    return {"a": str(a), "b": str(b), "top": top, "comparisons": results, "warnings": left_out}
+    pairs, unpaired = pair_inputs(inputs_a, inputs_b)
+    results, left_out = for_each_input(pairs, step)
+    return {"a": str(a), "b": str(b), "top": top, "comparisons": results, "warnings": [*unpaired, *left_out]}
 
 
 # ------------------------------------------------------------------------------------------- report
