@@ -249,3 +249,28 @@ def test_a_split_that_cuts_single_ops_says_so() -> None:
         "iterations), or the trace's ranges with --range"
     ) in a.warnings
     assert not any("--split-idle" in w for w in analyze(SYN_SQLITE, split_idle=1.0).warnings)
+
+
+def test_kernels_lost_from_between_their_launches_make_the_verdict_uncertain(tmp_path: Path) -> None:
+    # A third of the kernels' records dropped (as CUPTI drops records when its buffers fill, or as a
+    # multi-GPU capture loses one device's): the busy time shrank with no word of why.
+    gone = _altered_sqlite(tmp_path, "gone.sqlite", f"DELETE FROM {KERNELS} WHERE rowid % 3 = 0;")
+    doubts = _doubts(analyze(gone))
+    assert len(doubts) == 1 and doubts[0].startswith(
+        "verdict uncertain: 1333 of 4000 kernel launches have no kernel in the trace, although later launches "
+        "have theirs"
+    )
+    assert _doubts(analyze(SYN_SQLITE)) == []
+
+
+def test_one_gpu_of_a_real_two_gpu_capture_without_its_kernels_is_uncertain(tmp_path: Path) -> None:
+    from tests.conftest import real_trace
+
+    source = real_trace("nsys", "nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite")
+    assert _doubts(analyze(source)) == []
+    one = _altered_sqlite(tmp_path, "one_gpu.sqlite", f"DELETE FROM {KERNELS} WHERE deviceId = 1;", source)
+    doubts = _doubts(analyze(one))
+    # Device 1's work is launched by a thread of its own, and the slice holds the backlog of a saturated GPU
+    # (ops launched before it began): that thread's launches could be waiting behind it, so no doubt is
+    # raised there (a limit, docs/limits.md); with the backlog gone too, the lost GPU is named.
+    assert not any("kernel launches have no kernel" in d for d in doubts), doubts

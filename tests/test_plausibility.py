@@ -414,3 +414,84 @@ def test_lost_launches_at_their_boundaries() -> None:
     no_api = make_trace(ops=[(10, 20, 1, 7), (30, 40, 8, 7), (50, 60, 9, 7)], op_fields=fields)
     assert plausibility.lost_launches(no_api, _assigned(no_api, [False, True, True])) is None
     assert plausibility.lost_launches(half, pl.DataFrame({"start": [1, 2, 3, 4]})) is None
+
+
+# ------------------------------------------------------------------------------------------ lost kernels
+
+
+def _launches(count: int, linked: set[int], extra_api: list[tuple[int, int, int | None, str]] = ()) -> object:
+    """``count`` launch calls 100 ns apart (correlation = position), the ops of those in ``linked`` only."""
+    api = [(i * 100, i * 100 + 10, i, "cudaLaunchKernel") for i in range(count)] + list(extra_api)
+    ops = [(i * 100 + 50, i * 100 + 90, i, 7) for i in sorted(linked)]
+    return make_trace(api=api, ops=ops)
+
+
+def test_launch_calls_whose_kernels_are_missing_before_later_linked_ones_are_lost_kernels() -> None:
+    every_other = _launches(40, set(range(1, 40, 2)))  # 20 of 40 missing, each before the last linked (39)
+    assert plausibility.lost_kernels(every_other) == (  # type: ignore[arg-type]
+        "verdict uncertain: 20 of 40 kernel launches have no kernel in the trace, although later launches have "
+        "theirs: the profiler lost those kernels' records (CUPTI dropped them, or one "
+        "GPU's activity is missing), so the busy time and kernel counts are short by their work"
+    )
+    # the threshold: a tenth of the calls (4 of 40) is lost kernels, 3 of 40 is not
+    four = _launches(40, set(range(40)) - {0, 5, 10, 15})
+    assert "4 of 40 kernel launches" in (plausibility.lost_kernels(four) or "")  # type: ignore[arg-type]
+    assert plausibility.lost_kernels(_launches(40, set(range(40)) - {0, 5, 10})) is None  # type: ignore[arg-type]
+    # the last launches, whose kernels a busy device ran after the capture ended, are not lost
+    assert plausibility.lost_kernels(_launches(40, set(range(20)))) is None  # type: ignore[arg-type]
+    # too few calls to say
+    assert plausibility.lost_kernels(_launches(19, {18})) is None  # type: ignore[arg-type]
+
+
+def test_launches_inside_a_stream_capture_launch_nothing_and_are_not_lost() -> None:
+    """Launches between cudaStreamBeginCapture and cudaStreamEndCapture on their thread are recorded into a
+    graph and run nothing then (vLLM and SGLang capture their graphs at start-up)."""
+    capture = [(995, 996, None, "cudaStreamBeginCapture"), (3000, 3005, None, "cudaStreamEndCapture")]
+    captured = set(range(10, 30))  # the calls at 1000 .. 2900 are inside the capture
+    trace = _launches(40, set(range(40)) - captured, capture)
+    assert plausibility.lost_kernels(trace) is None  # type: ignore[arg-type]
+    # the same calls without the capture around them are lost kernels
+    assert "20 of 40" in (plausibility.lost_kernels(_launches(40, set(range(40)) - captured)) or "")  # type: ignore[arg-type]
+    # a capture whose end the trace lacks goes on to the end of the trace; versioned names match too
+    open_capture = _launches(40, set(range(10)) | {39}, [(995, 996, None, "cudaStreamBeginCapture_v10000")])
+    assert plausibility.lost_kernels(open_capture) is None  # type: ignore[arg-type]
+    # a capture on another thread leaves this thread's launches counted
+    other = make_trace(
+        api=[(i * 100, i * 100 + 10, i, "cudaLaunchKernel") for i in range(40)],
+        ops=[(i * 100 + 50, i * 100 + 90, i, 7) for i in sorted(set(range(40)) - captured)],
+    )
+    begin = pl.DataFrame(
+        {"start": [995], "end": [996], "pid": [1], "thread": [2], "correlation": [None], "kind": ["runtime"]},
+        schema_overrides={"correlation": pl.Int64},
+    ).with_columns(pl.lit("cudaStreamBeginCapture").alias("name"))
+    other = type(other)(
+        ops=other.ops,
+        api=pl.concat([other.api, begin.select(other.api.columns).cast(other.api.schema)]),
+        ranges=other.ranges,
+        meta=other.meta,
+    )
+    assert "20 of 40" in (plausibility.lost_kernels(other) or "")
+
+
+def test_a_thread_whose_launches_all_lost_their_kernels_counts_where_every_other_op_is_linked() -> None:
+    """Two threads launching alternately (two GPUs); the second thread's kernels are all missing. Where every
+    op of the trace has its launch call, that is lost records; where many ops have none (a saturated device
+    still running work launched before the capture), the thread's launches may just be waiting."""
+    fields = ("start", "end", "correlation", "name", "thread")
+    api = [(i * 100, i * 100 + 10, i, "cudaLaunchKernel", 1 + i % 2) for i in range(40)]
+    ops = [(i * 100 + 50, i * 100 + 90, i, 7) for i in range(0, 40, 2)]
+    trace = make_trace(api=api, ops=ops, api_fields=fields)
+    # 19: the second thread's last launch (39) comes after the trace's last linked one (38), as at a tail
+    assert "19 of 40 kernel launches have no kernel" in (plausibility.lost_kernels(trace) or "")
+    backlog = [(-5000 + i * 10, -4995 + i * 10, 1000 + i, 8) for i in range(5)]  # 5 of 25 ops without a call
+    assert plausibility.lost_kernels(make_trace(api=api, ops=ops + backlog, api_fields=fields)) is None
+    # fewer than 20 launches on the thread say nothing
+    few = [
+        (i * 100, i * 100 + 10, i, "cudaLaunchKernel", 2 if i in range(1, 38, 2) else 1) for i in range(40)
+    ]
+    assert plausibility.lost_kernels(make_trace(api=few, ops=ops, api_fields=fields)) is None
+    # a launch recorded twice (plain and versioned name, one id) counts once
+    twice = api + [(i * 100 + 1, i * 100 + 9, i, "cudaLaunchKernel_v7000", 1 + i % 2) for i in range(40)]
+    assert "19 of 40 kernel launches" in (
+        plausibility.lost_kernels(make_trace(api=twice, ops=ops, api_fields=fields)) or ""
+    )
