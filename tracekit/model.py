@@ -101,7 +101,8 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "cpu_ops": CPU_OPS_SCHEMA,
 }
 
-#: Names of API calls that launch GPU work (after the version suffix is stripped: ``cudaLaunchKernel_v7000``).
+#: Names of API calls that launch GPU work (after the version suffix is stripped: ``cudaLaunchKernel_v7000``):
+#: CUDA runtime and driver, HIP, Intel XPU (SYCL).
 #: Graph launches are included: a graph launch is one call whose correlation id is carried by every kernel of
 #: the graph. Each kernel and graph launch has its per-thread default-stream twin (an application built with
 #: ``--default-stream per-thread`` calls ``cudaLaunchKernel_ptsz``, and CUPTI names it so; HIP:
@@ -128,6 +129,17 @@ _LAUNCHES: tuple[str, ...] = (
     "hipExtLaunchMultiKernelMultiDevice",
     "hipHccModuleLaunchKernel",
     "hipGraphLaunch",
+    # Intel XPU, as Kineto's XPU plugin records them (category ``xpu_runtime``): SYCL's Unified Runtime and,
+    # before it, its Plugin Interface. The Level Zero calls these make (``zeCommandListAppendLaunchKernel``,
+    # category ``xpu_driver``) run nested inside them, one per launch, and are left out: counted too, every
+    # launch would count twice.
+    "urEnqueueKernelLaunch",
+    "urEnqueueKernelLaunchWithArgsExp",
+    "urEnqueueKernelLaunchCustomExp",
+    "urEnqueueCooperativeKernelLaunchExp",
+    "piEnqueueKernelLaunch",
+    "piextEnqueueKernelLaunchCustom",
+    "piextEnqueueCooperativeKernelLaunch",
 )
 _PER_THREAD: dict[str, str] = {
     "cudaLaunchKernel": "_ptsz",

@@ -44,11 +44,17 @@ What lands where:
     no correlation) get the trace's main process pid (the pid with the most runtime/driver events, else the
     most CPU events). A warning counts the ops without a launching call in the trace.
 ``api`` (host calls)
-    ``cuda_runtime``/``Runtime`` -> kind "runtime", ``cuda_driver`` -> kind "driver"; ``pid``/``thread``
-    from the event; ``correlation`` from args; one trailing ``_vNNNN`` version suffix is stripped from names.
+    ``cuda_runtime``/``Runtime``/``xpu_runtime``/``privateuse1_runtime`` -> kind "runtime",
+    ``cuda_driver``/``xpu_driver``/``privateuse1_driver`` -> kind "driver" (Intel XPU: SYCL calls such as
+    ``urEnqueueKernelLaunch`` and the Level Zero calls inside them); ``pid``/``thread`` from the event;
+    ``correlation`` from args; one trailing ``_vNNNN`` version suffix is stripped from names. A warning names
+    the calls that launched kernels (same correlation id) under no launch name tracekit knows
+    (:data:`tracekit.model.LAUNCH_API_NAMES`: a PrivateUse1 device's runtime, say), which the launch
+    counts leave out.
 ``ranges``
     ``user_annotation`` events and CPU-op events named ``ProfilerStep#N`` (kept as-is; the analyzer collapses
-    them) -> domain "user", pid/thread of the event. ``gpu_user_annotation`` (the same annotations projected
+    them) -> domain "user", pid/thread of the event; complete events only: a warning says so when the trace
+    has ``user_annotation`` events but none complete (begin/end pairs). ``gpu_user_annotation`` (the same annotations projected
     onto the GPU timeline) -> domain "gpu", pid = the main process pid, thread = the stream; the analyzer
     ignores domain "gpu" for iteration choice. ``depth`` = nesting depth among ranges of the same pid,
     thread and domain kind (gpu vs host), 0 = top level.
@@ -98,11 +104,13 @@ from tracekit.model import (
     API_SCHEMA,
     CPU_OPS_SCHEMA,
     KERNEL_METRICS_SCHEMA,
+    LAUNCH_API_NAMES,
     OPS_SCHEMA,
     RANGES_SCHEMA,
     FrameSpec,
     Trace,
     busiest_gpu_name,
+    calls_named,
     conform,
     empty_frame,
     sort_frame,
@@ -406,6 +414,22 @@ def _unread_gpu_categories(categories: set[str], gpu_ops: pl.DataFrame) -> list[
     return warnings
 
 
+def _unread_range_categories(categories: set[str], ranges: pl.DataFrame) -> list[str]:
+    """A warning for annotations the trace names but no range holds: a ``user_annotation`` category none of
+    whose events is a complete event (``ph`` "X") with a readable ts, e.g. ``ProfilerStep#N`` written as
+    async ``b``/``e`` or ``B``/``E`` pairs. Without it the analysis would say the trace has no ranges and
+    take it whole as one iteration. ``categories``: every category name of the file's events; ``ranges``:
+    :func:`_ranges`."""
+    named = sorted(c for c in categories if c.lower() in USER_RANGE_CATEGORIES)
+    if not named or ranges.filter(pl.col("domain") == "user").height:
+        return []
+    return [
+        f"the trace has events of category {named[0]!r} but none is a complete event ('ph': 'X') with a "
+        "readable ts: no range was read from them (begin/end pairs are not read), so the iterations they mark "
+        "are not known"
+    ]
+
+
 def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     """``gpu`` with ``call_pid``: the pid of the first runtime/driver call carrying the op's correlation id
     (null when none does). When every such call has one and the same pid (one process: the usual case),
@@ -417,6 +441,47 @@ def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
         return gpu.with_columns(call_pid=pl.when(launched).then(pl.lit(pids[0], dtype=pl.Int64)))
     launch_pid = calls.group_by("correlation").agg(call_pid=pl.col("pid").first())
     return gpu.join(launch_pid, on="correlation", how="left")
+
+
+def _unknown_launch_warning(gpu_ops: pl.DataFrame, api: pl.DataFrame) -> list[str]:
+    """A warning for kernels whose launching call is in the trace (same pid and correlation id) but none of
+    whose calls bears a launch name tracekit knows (:data:`tracekit.model.LAUNCH_API_NAMES`): e.g. a device
+    plugin's runtime (``privateuse1_runtime``) or Level Zero calls alone (``xpu_driver``). The analyses
+    count launches and launch-call time by name, so those would read 0 with the kernels there; the warning
+    names the calls (the three most frequent). Calls without a name (damaged events) are not such calls.
+    ``gpu_ops``: :func:`_gpu_ops`; ``api``: :func:`_api`. One membership test of the kernels' correlation
+    ids when every call has one pid (the usual case), else a join on (pid, correlation)."""
+    names = api.select(pl.col("name").unique().drop_nulls())
+    launch_names = calls_named(names, LAUNCH_API_NAMES).get_column("name").implode()
+    keys = ["pid", "correlation"]
+    linked = api.filter(pl.col("correlation").is_not_null() & pl.col("name").is_not_null())
+    is_launch = pl.col("name").is_in(launch_names)
+    if linked.filter(~is_launch).height == 0:
+        return []
+    kernels = gpu_ops.filter((pl.col("kind") == "kernel") & pl.col("has_call")).select(keys)
+    launches = linked.filter(is_launch).select(keys)
+    pids = linked.get_column("pid")
+    if pids.null_count() == 0 and pids.n_unique() == 1:
+        unknown = kernels.filter(~pl.col("correlation").is_in(launches.get_column("correlation").implode()))
+    else:
+        unknown = kernels.join(launches, on=keys, how="anti")
+    if unknown.height == 0:
+        return []
+    named = (
+        linked.filter(~is_launch)
+        .join(unknown, on=keys, how="semi")
+        .group_by("name")
+        .len()
+        .sort(["len", "name"], descending=[True, False])
+        .get_column("name")
+        .head(3)
+        .to_list()
+    )
+    return [
+        f"{unknown.height} of {kernels.height} kernels were launched by calls that tracekit does not know as "
+        f"kernel launches ({', '.join(named)}): launch counts and launch-call time leave them out, and the "
+        "time spent in those calls counts as other API time"
+    ]
 
 
 def _category_kind(kinds: dict[str, str]) -> pl.Expr:
@@ -931,6 +996,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
                 "missing, NaN, Infinity or not a number): they have no end time, so they count as kernels but "
                 "not in GPU busy time, which is short by however long they ran"
             )
+        warnings += _unknown_launch_warning(ops, api)
         kernel_metrics = _kernel_metrics(ops)
         # the host's top-level operators: the idle-time attribution names dispatch time after them
         cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
@@ -941,6 +1007,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         cpu_ops = None  # the operators are the ops already
     warnings += _unread_gpu_categories(categories, gpu_ops)
     ranges = _ranges(x_events, main_pid)
+    warnings += _unread_range_categories(categories, ranges)
     meta = _meta(path, header, categories, ops, device)
     meta["cpu_op_summary"] = _summary(x_events)
     if first_op is not None:

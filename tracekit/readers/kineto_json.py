@@ -76,8 +76,20 @@ OP_CATEGORIES: dict[str, str] = {
     "gpu_memset": "memset",
     "memset": "memset",
 }
-#: lower-cased category -> api kind
-API_CATEGORIES: dict[str, str] = {"cuda_runtime": "runtime", "runtime": "runtime", "cuda_driver": "driver"}
+#: lower-cased category -> api kind: CUDA/HIP (``cuda_runtime``, ``Runtime`` in 2021, ``cuda_driver``), Intel XPU
+#: (``xpu_runtime``: SYCL/Unified Runtime calls such as ``urEnqueueKernelLaunch``; ``xpu_driver``: Level Zero
+#: calls such as ``zeCommandListAppendLaunchKernel``) and out-of-tree PrivateUse1 backends
+#: (``privateuse1_runtime``/``privateuse1_driver``), as Kineto's ActivityType names them; their events carry
+#: the launch's ``correlation`` in args, as the CUDA ones do
+API_CATEGORIES: dict[str, str] = {
+    "cuda_runtime": "runtime",
+    "runtime": "runtime",
+    "cuda_driver": "driver",
+    "xpu_runtime": "runtime",
+    "xpu_driver": "driver",
+    "privateuse1_runtime": "runtime",
+    "privateuse1_driver": "driver",
+}
 CPU_OP_CATEGORIES: tuple[str, ...] = ("cpu_op", "operator")
 USER_RANGE_CATEGORIES: tuple[str, ...] = ("user_annotation",)
 GPU_RANGE_CATEGORIES: tuple[str, ...] = ("gpu_user_annotation",)
