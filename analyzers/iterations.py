@@ -1202,6 +1202,23 @@ def attribute(
     return result
 
 
+#: The warning of a device trace that records no host API call: its idle time is not attributed to causes.
+HOST_UNRECORDED = (
+    "idle time not attributed to causes (dispatch, launch, sync, other API calls, device-side): the trace "
+    "records device work but no host API call (runtime or driver), so what the host was doing in each gap is "
+    "not known; profile the host side too (nsys profile -t cuda; torch.profiler with ProfilerActivity.CPU)"
+)
+
+
+def host_unrecorded(trace: Trace) -> bool:
+    """Whether the trace holds device work (ops other than CPU operators) but no host API call at all (a
+    Kineto trace of CUDA activity only, an ONNX Runtime profile's CUPTI kernels): the causes of its idle time,
+    which are the host's states, cannot be told."""
+    if not trace.api.is_empty() or trace.ops.is_empty():
+        return False
+    return bool(trace.ops.select((pl.col("kind") != "operator").any()).item())
+
+
 def summarize_stages(
     trace: Trace,
     assignment: Assignment,
@@ -1227,6 +1244,9 @@ def summarize_stages(
         notes += rounding
         uncertain += doubts
         warnings += doubts
+    if attribution is not None and timeline and host_unrecorded(trace):
+        warnings.append(HOST_UNRECORDED)
+        attribution = None
     if attribution is not None:
         causes = attribution.iterations.select("index", *CAUSE_MS)
         frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(

@@ -274,3 +274,22 @@ def test_one_gpu_of_a_real_two_gpu_capture_without_its_kernels_is_uncertain(tmp_
     # (ops launched before it began): that thread's launches could be waiting behind it, so no doubt is
     # raised there (a limit, docs/limits.md); with the backlog gone too, the lost GPU is named.
     assert not any("kernel launches have no kernel" in d for d in doubts), doubts
+
+
+def test_a_device_trace_without_host_calls_attributes_no_idle_time(tmp_path: Path) -> None:
+    # A Kineto trace of CUDA activity only: every idle nanosecond had been called "dispatch" (the host "outside
+    # API calls"), and the CUDA-graph projection built on it, with no host event in the trace at all.
+    source = SAMPLE_TRACES / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz"
+    device_kinds = ("kernel", "gpu_memcpy", "gpu_memset")
+    gpu_only = _altered_json(
+        tmp_path,
+        "gpu_only.json",
+        source,
+        lambda doc: doc.update(traceEvents=[e for e in doc["traceEvents"] if e.get("cat") in device_kinds]),
+    )
+    result = analyze(gpu_only)
+    assert result.attribution is None and result.projection is None
+    assert "dispatch_ms" not in result.iterations.columns
+    assert any(w.startswith("idle time not attributed to causes") for w in result.warnings)
+    assert result.verdict == "framework"  # the busy time and latency are still the trace's
+    assert not any(w.startswith("idle time not attributed") for w in analyze(source).warnings)
