@@ -98,6 +98,17 @@ SYNC_API_NAMES: tuple[str, ...] = (
     "hipStreamSynchronize",
     "hipEventSynchronize",
     "hipCtxSynchronize",
+    # Intel XPU as Kineto's XPU plugin records it: SYCL's Unified Runtime and Plugin Interface calls
+    # (``xpu_runtime``), and the Level Zero host waits they make (``xpu_driver``; nested inside them, where the
+    # outermost call decides, or alone in a trace of driver calls only)
+    "urQueueFinish",
+    "urEventWait",
+    "piQueueFinish",
+    "piEventsWait",
+    "zeEventHostSynchronize",
+    "zeCommandQueueSynchronize",
+    "zeCommandListHostSynchronize",
+    "zeFenceHostSynchronize",
 )
 
 #: Stream-wait calls: the op launched next on the thread waits on an event of another stream.

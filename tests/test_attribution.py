@@ -659,3 +659,17 @@ def test_the_trace_models_cpu_ops_name_the_dispatch_time_in_the_analysis() -> No
     ]
     assert round(doc["iterations"][0]["dispatch_ms"] * 1e6) == 300
     assert "top CPU operators by dispatch time" in render_rich_text(doc)
+
+
+@pytest.mark.parametrize("wait", ["urQueueFinish", "urEventWait", "piQueueFinish", "zeEventHostSynchronize"])
+def test_xpu_host_waits_are_sync(wait: str) -> None:
+    """Intel XPU's host waits (SYCL Unified Runtime / Plugin Interface, Level Zero) as Kineto's XPU plugin
+    names them: sync time, not "other API" time as they were read before."""
+    trace = make_trace(
+        [op(300, 400, 1)],
+        [call(200, 260, "urEnqueueKernelLaunch", 1), call(450, 900, wait)],
+        [rng(0, 1000)],
+    )
+    _, result = attribute(trace)
+    assert causes(result.iterations)["sync"] == 450
+    assert causes(result.iterations)["other_api"] == 0
