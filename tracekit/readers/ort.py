@@ -29,7 +29,12 @@ What lands where:
     when present (ORT does not write it: null), ``pid`` = the pid of the session events, ``correlation``
     null (ORT maps CUPTI correlation ids to nodes internally and does not write them). When Kernel events are
     present they are the ops (``meta["device"]`` "gpu") and the Node events become ranges of domain "node"
-    instead, so that host time is not counted as device busy time.
+    instead, so that host time is not counted as device busy time. ORT writes a kernel's duration but not
+    when it ran (it stamps it at its node's start + 1 µs): kernels that so overlap an earlier op on their
+    stream are queued behind it (:func:`queue_on_streams`) and a warning counts them.
+
+``cat`` is read in any case ("node", "KERNEL"), as tools that rewrite profiles may spell it. A profile holding
+:data:`ORT_MAX_EVENTS` Session and Node events hit ORT's cap, past which it drops events: a warning says so.
 
 ``meta``: ``ops_before_parent`` (:func:`kernels_before_parent`: Kernel events that started before the Node
 event that launched them began, a clock disagreement the analysis weighs), ``format`` "ort",
@@ -74,6 +79,18 @@ GPU_PROVIDERS: tuple[str, ...] = (
     "DmlExecutionProvider",
 )
 _VERSION_KEYS: tuple[str, ...] = ("ort_version", "onnxruntime_version", "version")
+#: ORT's event categories as it spells them; a tool that rewrites a profile may change their case ("node").
+CATEGORIES: tuple[str, ...] = ("Session", "Node", "Kernel")
+#: How many Session and Node events ORT keeps at most (``Profiler::global_max_num_events_``, 1,000,000 in every
+#: version): past it, it drops every later event and only logs "Maximum number of events reached".
+ORT_MAX_EVENTS = 1_000_000
+_CANONICAL: dict[str, str] = {c.lower(): c for c in CATEGORIES}
+
+
+def _category(e: dict[str, Any]) -> str | None:
+    """The event's ``cat`` as ORT spells it ("node" -> "Node"); other text as it is, None when not text."""
+    cat = e.get("cat")
+    return _CANONICAL.get(cat.lower(), cat) if isinstance(cat, str) else None
 
 
 def _events(doc: Any, path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
@@ -84,7 +101,7 @@ def _events(doc: Any, path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
     if not isinstance(doc, list):
         raise TraceFormatError("not an ONNX Runtime profile: expected a JSON array of events", path)
     events = [e for e in doc if isinstance(e, dict)]
-    if not any(e.get("cat") in ("Session", "Node", "Kernel") for e in events):
+    if not any(_category(e) in CATEGORIES for e in events):
         raise TraceFormatError("not an ONNX Runtime profile: no Session, Node or Kernel events", path)
     return events, header
 
@@ -99,7 +116,7 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         rows = [
             (
                 e.get("ph"),
-                e.get("cat"),
+                _category(e),
                 e.get("name"),
                 e.get("pid"),
                 e.get("tid"),
@@ -155,13 +172,23 @@ def kernels_before_parent(frame: pl.DataFrame) -> list[int] | None:
     :data:`PARENT_ROUNDING_NS`), kernels linked to a node, the largest such lead in ns], or None when no
     kernel did.
 
-    ORT writes each Kernel event right after its parent Node event (``args.parent_name`` names it), so the
-    parent is the nearest earlier Node event of that name in file order. A kernel cannot start before the
-    node that launched it: when it does, ORT wrote the GPU times on another clock than the CPU ones (some
-    versions do not shift CUPTI's kernel times onto the CPU clock, as they do for copies)."""
-    kernels = frame.filter((pl.col("cat") == "Kernel") & pl.col("parent_name").is_not_null()).select(
-        "order", "start", name="parent_name"
+    ORT writes each Kernel event right after its parent Node event (``args.parent_name`` names it) or after
+    a kernel of the same node, so the parent is the nearest earlier Node event of that name in file order. A
+    kernel cannot start before the node that launched it: when it does, ORT wrote the GPU times on another
+    clock than the CPU ones (some versions do not shift CUPTI's kernel times onto the CPU clock, as they do
+    for copies). Only kernels still in that place are linked: in a profile whose events were reordered
+    (grouped by category, sorted by a tool), the nearest earlier node of that name is another run's."""
+    previous = frame.sort("order").with_columns(
+        prev_cat=pl.col("cat").shift(1),
+        prev_name=pl.col("name").shift(1),
+        prev_parent=pl.col("parent_name").shift(1),
     )
+    in_place = ((pl.col("prev_cat") == "Node") & (pl.col("prev_name") == pl.col("parent_name"))) | (
+        (pl.col("prev_cat") == "Kernel") & (pl.col("prev_parent") == pl.col("parent_name"))
+    )
+    kernels = previous.filter(
+        (pl.col("cat") == "Kernel") & pl.col("parent_name").is_not_null() & in_place.fill_null(False)
+    ).select("order", "start", name="parent_name")
     if kernels.is_empty():
         return None
     nodes = frame.filter(pl.col("cat") == "Node").select("order", "name", node_start="start")
@@ -193,7 +220,7 @@ def _version(events: list[dict[str, Any]]) -> str | None:
             for key in _VERSION_KEYS:
                 if isinstance(args.get(key), str) and args[key]:
                     return args[key]
-        if e.get("cat") == "Node":  # session metadata, when written, precedes the first node
+        if _category(e) == "Node":  # session metadata, when written, precedes the first node
             break
     return None
 
@@ -209,7 +236,7 @@ def _first_op_inputs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for e in events:  # stops after FIRST_OPS operators: the first model run's first nodes
         args = e.get("args")
-        if e.get("cat") != "Node" or not isinstance(args, dict):
+        if _category(e) != "Node" or not isinstance(args, dict):
             continue
         shapes = args.get("input_type_shape")
         if not isinstance(shapes, list):
@@ -243,7 +270,7 @@ def _embedding_inputs(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     seen: set[str] = set()
     for e in events:
         args = e.get("args")
-        if e.get("cat") != "Node" or not isinstance(args, dict) or args.get("op_name") != "Gather":
+        if _category(e) != "Node" or not isinstance(args, dict) or args.get("op_name") != "Gather":
             continue
         shapes = args.get("input_type_shape")
         if not isinstance(shapes, list) or len(shapes) < 2:
@@ -318,6 +345,42 @@ def _stream(col: pl.Expr) -> pl.Expr:
     )
 
 
+def queue_on_streams(ops: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
+    """(the GPU ops with each one's start moved to when its stream was free, how many moved, the largest move
+    in ns).
+
+    ORT does not write when the GPU ran a kernel: ``GPUProfilerBase::MergeEvents`` stamps each Kernel event at
+    its launching node's start + 1 µs (plus the durations of the node's earlier kernels; + 1, + 2 ... in the
+    versions before ``parent_name``), keeping CUPTI's duration. A node's host time is mostly shorter than its
+    kernels, so as written the kernels of consecutive nodes overlap on one stream, which a stream cannot do,
+    and a union of them (busy time) misses the overlap. Here each op starts at the later of its written start
+    and the end of the op before it on its stream (pid, stream; written start, then file order): the earliest
+    the GPU could have run it. Ops that do not overlap stay where they are; an op without an end time (null
+    ``end``) takes no time in the queue and keeps a null end."""
+    if ops.is_empty():
+        return ops, 0, 0
+    keys = ["pid", "stream"]
+    duration = (pl.col("end") - pl.col("start")).fill_null(0).clip(lower_bound=0)
+    queued = (
+        ops.with_row_index("_row")
+        .with_columns(_dur=duration)
+        .sort([*keys, "start", "_row"], nulls_last=True)
+        .with_columns(_done=pl.col("_dur").cum_sum().over(keys))
+        # end_i = max(start_i, end_(i-1)) + dur_i = done_i + max over j <= i of (start_j - done_(j-1))
+        .with_columns(
+            _end=pl.col("_done") + (pl.col("start") - (pl.col("_done") - pl.col("_dur"))).cum_max().over(keys)
+        )
+        .with_columns(_start=pl.col("_end") - pl.col("_dur"))
+        .sort("_row")
+    )
+    shift = pl.col("_start") - pl.col("start")
+    moved = queued.select((shift > 0).sum().alias("moved"), shift.max().alias("largest")).row(0)
+    out = queued.with_columns(
+        start=pl.col("_start"), end=pl.when(pl.col("end").is_not_null()).then(pl.col("_end"))
+    ).drop("_row", "_dur", "_done", "_end", "_start")
+    return out, int(moved[0] or 0), int(moved[1] or 0)
+
+
 def read(path: Path) -> Trace:
     """Read an ONNX Runtime profile into a normalized Trace (see module doc)."""
     path = Path(path)
@@ -325,6 +388,13 @@ def read(path: Path) -> Trace:
     frame = _frame(events)
     warnings: list[str] = []
     read_categories = pl.col("cat").is_in(["Session", "Node", "Kernel"])
+    recorded = frame.filter(pl.col("cat").is_in(["Session", "Node"])).height
+    if recorded >= ORT_MAX_EVENTS:
+        warnings.append(
+            f"the profile holds {recorded:,} Session and Node events, ORT's cap ({ORT_MAX_EVENTS:,}): ORT drops "
+            "every event past it (it only logs 'Maximum number of events reached'), so the runs after the cap "
+            "are missing and the iterations are the first runs only, not all of them"
+        )
     bad_ts = frame.filter(read_categories & pl.col("start").is_null()).height
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
@@ -373,6 +443,15 @@ def read(path: Path) -> Trace:
             .otherwise(pl.lit("kernel")),
             name="name",
         )
+        ops, queued, largest_move = queue_on_streams(ops)
+        if queued:
+            warnings.append(
+                f"{queued} of {ops.height} GPU ops (Kernel events) overlapped an earlier op on their stream as "
+                "ORT wrote them: ORT stamps each kernel at its launching node's start + 1 µs, not at when the GPU "
+                "ran it; each is moved to when its stream was free (by up to "
+                f"{largest_move / 1e6:.3f} ms), so GPU busy time is the sum of their durations, while where the "
+                "idle gaps fall and which iteration a late kernel lands in are estimates"
+            )
         range_parts.append(
             node_ops.select(
                 "start", nodes.get_column("end"), "pid", thread="stream", domain=pl.lit("node"), name="name"
