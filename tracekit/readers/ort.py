@@ -29,9 +29,10 @@ What lands where:
     when present (ORT does not write it: null), ``pid`` = the pid of the session events, ``correlation``
     null (ORT maps CUPTI correlation ids to nodes internally and does not write them). When Kernel events are
     present they are the ops (``meta["device"]`` "gpu") and the Node events become ranges of domain "node"
-    instead, so that host time is not counted as device busy time. ORT writes a kernel's duration but not
-    when it ran (it stamps it at its node's start + 1 µs): kernels that so overlap an earlier op on their
-    stream are queued behind it (:func:`queue_on_streams`) and a warning counts them.
+    instead, so that host time is not counted as device busy time. Older ORT versions write a kernel's
+    duration but not when it ran (they stamp it at its node's start + 1 µs); newer ones write CUPTI's start
+    shifted onto the CPU clock. Kernels that overlap an earlier op on their stream (only the older stamping
+    does that) are queued behind it (:func:`queue_on_streams`) and a warning counts them.
 
 ``cat`` is read in any case ("node", "KERNEL"), as tools that rewrite profiles may spell it. A profile holding
 :data:`ORT_MAX_EVENTS` Session and Node events hit ORT's cap, past which it drops events: a warning says so.
@@ -349,9 +350,10 @@ def queue_on_streams(ops: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """(the GPU ops with each one's start moved to when its stream was free, how many moved, the largest move
     in ns).
 
-    ORT does not write when the GPU ran a kernel: ``GPUProfilerBase::MergeEvents`` stamps each Kernel event at
-    its launching node's start + 1 µs (plus the durations of the node's earlier kernels; + 1, + 2 ... in the
-    versions before ``parent_name``), keeping CUPTI's duration. A node's host time is mostly shorter than its
+    Older ORT versions do not write when the GPU ran a kernel: their ``GPUProfilerBase::MergeEvents`` stamps
+    each Kernel event at its launching node's start + 1 µs (plus the durations of the node's earlier kernels),
+    keeping CUPTI's duration; newer ones keep CUPTI's start, shifted onto the CPU clock
+    (``offset_to_add_to_gpu_timestamps_``), and their kernels never overlap on a stream, so nothing moves. A node's host time is mostly shorter than its
     kernels, so as written the kernels of consecutive nodes overlap on one stream, which a stream cannot do,
     and a union of them (busy time) misses the overlap. Here each op starts at the later of its written start
     and the end of the op before it on its stream (pid, stream; written start, then file order): the earliest
@@ -447,8 +449,8 @@ def read(path: Path) -> Trace:
         if queued:
             warnings.append(
                 f"{queued} of {ops.height} GPU ops (Kernel events) overlapped an earlier op on their stream as "
-                "ORT wrote them: ORT stamps each kernel at its launching node's start + 1 µs, not at when the GPU "
-                "ran it; each is moved to when its stream was free (by up to "
+                "ORT wrote them: older ORT versions stamp each kernel at its launching node's start + 1 µs, not at "
+                "when the GPU ran it; each is moved to when its stream was free (by up to "
                 f"{largest_move / 1e6:.3f} ms), so GPU busy time is the sum of their durations, while where the "
                 "idle gaps fall and which iteration a late kernel lands in are estimates"
             )
