@@ -499,6 +499,7 @@ def test_nesting_depth_and_leaves_by_hand() -> None:
         ("[1, 2, 3]", "not a Kineto trace: no traceEvents"),
         ('[{"name": "x"}, {"name": "y"}]', "not a Kineto trace: no traceEvents"),
         ('{"traceEvents": {"x": 1}}', "not a Kineto trace: no traceEvents"),
+        ("[ ]", "an empty JSON array: no events"),  # was "no traceEvents": an empty profile, not a wrong format
     ],
 )
 def test_bad_json(tmp_path: Path, content: str, message: str) -> None:

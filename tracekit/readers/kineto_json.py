@@ -250,7 +250,12 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
         header = {key: decode_header_value(value) for key, value in top.items()}
         return header, events
     # a bare array: Kineto only when every element is an object with "ph"
-    if not top or not _all_have_ph(data):
+    if not top:
+        raise TraceFormatError(
+            "an empty JSON array: no events (an ONNX Runtime profile or chrome trace that recorded nothing)",
+            path,
+        )
+    if not _all_have_ph(data):
         raise TraceFormatError("not a Kineto trace: no traceEvents", path)
     return {}, data
 
