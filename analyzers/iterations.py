@@ -477,8 +477,9 @@ def unassigned_ops(
 ) -> dict[str, Any]:
     """The ops that count in no iteration, as the analysis reports them: ``launch_not_in_trace`` (a
     correlation id but no launching call in the trace: launched before the capture began) and
-    ``outside_iterations`` (launched -- or, without a call, started -- outside every range: ``before``
-    the first, ``after`` the last, ``between`` them), each with ``ops`` (count) and ``busy_ms`` (union of
+    ``outside_iterations`` (launched -- or, without a call, started -- outside every range: by a process
+    that holds no range, ``other_process`` (a DataLoader worker, another server process: their ops may run
+    during the iterations), else ``before`` the first, ``after`` the last, ``between`` them), each with ``ops`` (count) and ``busy_ms`` (union of
     their intervals). ``ops``: start, end; ``iteration``, ``missing``: per op (:func:`_iterations_of`);
     ``when``: each op's launch time (for before/after)."""
     none = iteration.is_null()
@@ -491,12 +492,27 @@ def unassigned_ops(
         }
         if key == "outside_iterations" and count and when is not None and ranges.height:
             first, last = ranges["range_start"].min(), ranges["range_end"].max()
-            t = when.filter(mask)
+            elsewhere = _in_other_processes(ops, ranges)
+            t = when.filter(mask & ~elsewhere)
+            if elsewhere.any():
+                entry["other_process"] = int((mask & elsewhere).sum())
             entry["before"] = int((t < first).sum())
             entry["after"] = int((t >= last).sum())
-            entry["between"] = count - entry["before"] - entry["after"]
+            entry["between"] = t.len() - entry["before"] - entry["after"]
         out[key] = entry
     return out
+
+
+def _in_other_processes(ops: pl.DataFrame, ranges: pl.DataFrame) -> pl.Series:
+    """Per op, whether its process (``pid``) holds none of ``ranges`` while the ranges name their processes:
+    the op was launched (or ran) elsewhere, so where its time falls against the ranges says nothing."""
+    if "pid" not in ranges.columns or "pid" not in ops.columns:
+        return pl.Series("elsewhere", [False] * ops.height)
+    pids = ranges.get_column("pid").drop_nulls().unique()
+    if pids.is_empty():
+        return pl.Series("elsewhere", [False] * ops.height)
+    pid = ops.get_column("pid")
+    return (pid.is_not_null() & ~pid.is_in(pids.implode())).alias("elsewhere")
 
 
 def _by_iteration(frame: pl.DataFrame) -> pl.DataFrame:
@@ -1338,6 +1354,7 @@ def _unassigned_warnings(unassigned: dict[str, Any], synthetic: bool) -> list[st
         where = ", ".join(
             f"{outside[k]} {label}"
             for k, label in (
+                ("other_process", "by processes that hold no iteration range"),
                 ("before", "before the first"),
                 ("between", "between"),
                 ("after", "after the last"),

@@ -453,3 +453,24 @@ def test_a_per_thread_default_stream_launch_is_a_launch(name: str) -> None:
         (1000, 100, 50, 0),
         (1500, 100, 0, 400),
     ]
+
+
+def test_ops_of_a_process_without_ranges_are_said_to_be_elsewhere_not_between_iterations() -> None:
+    """CPU operators of a DataLoader worker (pid 2) run during the steps of the main process (pid 1): they
+    count in no iteration, and the warning says they ran in a process without ranges, not "between" the
+    iterations, where none of them ran. One op of pid 1 does fall between the two steps."""
+    trace = make_trace(
+        ranges=[(0, 1000, "ProfilerStep#1"), (2000, 3000, "ProfilerStep#2")],
+        ops=[(100, 200, None, 1, "operator"), (1500, 1600, None, 1, "operator")]
+        + [(t, t + 50, None, 2, "operator", -1, 2) for t in (150, 500, 2100, 2500)],
+        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
+    )
+    a = analyze_iterations(trace)
+    assert a.unassigned is not None
+    outside = a.unassigned["outside_iterations"]
+    assert (outside["ops"], outside["other_process"], outside["between"]) == (5, 4, 1)
+    assert outside["before"] == outside["after"] == 0
+    assert (
+        "were launched outside every iteration (4 by processes that hold no iteration range, 1 between)"
+        in " ".join(a.warnings)
+    )
