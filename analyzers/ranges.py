@@ -871,7 +871,14 @@ def synthetic_windows(
         if reason is not None:
             how = f"{reason}: {what}; choose ranges with --range or split the trace with --split-idle MS"
             return RangeChoice(frame, WINDOW_NAME, how, warnings)
-        how = f"no ranges in the trace: {what}; split it into iterations with --split-idle MS"
+        gpu_side = trace.ranges.filter(pl.col("domain") == "gpu").height
+        none = (
+            f"no host ranges in the trace (its {gpu_side:,} GPU-side annotations, the projections of host "
+            "ranges onto the GPU timeline, are not iterations: they span only their device work)"
+            if gpu_side
+            else "no ranges in the trace"
+        )
+        how = f"{none}: {what}; split it into iterations with --split-idle MS"
         return RangeChoice(frame, WINDOW_NAME, how, warnings)
     ms = _ms_text(split_idle_ms)
     if ops.height >= SPLIT_MIN_OPS and frame.height >= SPLIT_TOO_FINE * ops.height:

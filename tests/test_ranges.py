@@ -78,6 +78,18 @@ def test_gpu_only_trace_is_one_window():
     assert "\n" not in how
 
 
+def test_gpu_side_annotations_alone_are_named_not_called_no_ranges():
+    """A trace whose only ranges are GPU-side annotations (Kineto's gpu_user_annotation, without the host
+    ranges they project) is one window too, but the choice says it has them: "no ranges" was false."""
+    trace = make_trace(ranges=[(1000 * US, 3000 * US, "ProfilerStep#1", 0, "gpu")], ops=GPU_ONLY_OPS)
+    frame, name, how = R.choose_ranges(trace, None)
+    assert name == "window" and frame.height == 1
+    assert how.startswith(
+        "no host ranges in the trace (its 1 GPU-side annotations, the projections of host ranges onto the GPU "
+        "timeline, are not iterations: they span only their device work): one window over the whole trace"
+    )
+
+
 def test_gpu_only_trace_analyzes_as_one_window(monkeypatch):
     a = analyze_with(monkeypatch, gpu_only())
     it = a.iterations
