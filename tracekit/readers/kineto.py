@@ -984,7 +984,12 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         device = "gpu"
         ops = gpu_ops
         orphans = ops.filter(~pl.col("has_call")).height
-        if orphans:
+        if orphans and api.is_empty():
+            warnings.append(
+                f"the trace records {ops.height} GPU ops but no runtime/driver call at all: the host side was not "
+                "profiled (torch.profiler without ProfilerActivity.CPU), so no op is linked to its launch"
+            )
+        elif orphans:
             warnings.append(
                 f"{orphans} of {ops.height} GPU ops have no runtime/driver call with their correlation id in the "
                 "trace (launched before the capture window, or no correlation)"
