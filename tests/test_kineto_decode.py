@@ -273,9 +273,11 @@ def test_bare_event_array_and_foreign_arrays(tmp_path: Path) -> None:
     events = json.loads(SYNTHETIC_CURRENT_RAW)["traceEvents"]
     bare = _write(tmp_path, "bare.json", json.dumps(events))
     assert_frame_equal(read(bare).ops, EXPECTED_CURRENT_OPS)
-    for bad in ('[{"ph": "X"}, {"name": "no ph"}]', "[]", '"text"', "3"):
+    for bad in ('[{"ph": "X"}, {"name": "no ph"}]', '"text"', "3"):
         with pytest.raises(TraceFormatError, match="not a Kineto trace"):
             read(_write(tmp_path, "bad.json", bad))
+    with pytest.raises(TraceFormatError, match="an empty JSON array: no events"):
+        read(_write(tmp_path, "bad.json", "[]"))
 
 
 def _document_around_events() -> str:

@@ -24,6 +24,7 @@ def _trace(
     tmp_path: Path,
     calls: list[tuple[str, str]],
     name: str = "variant.synthetic.json",
+    kernel_category: str = "kernel",
 ) -> Path:
     """``STEPS`` ProfilerStep ranges (pid 10, tid 11), each with ``KERNELS`` kernels (device 0, stream 7,
     200 µs, back to back from 100 µs into the step), each launched by the ``calls`` (category, name) given:
@@ -45,7 +46,9 @@ def _trace(
                 )
             start = t0 + 100 + k * (KERNEL_US + 10)
             events.append(
-                kineto_event("kernel", f"gemm{k}", start, KERNEL_US, 0, 7, device=0, correlation=correlation)
+                kineto_event(
+                    kernel_category, f"gemm{k}", start, KERNEL_US, 0, 7, device=0, correlation=correlation
+                )
             )
             correlation += 1
     return kineto_file(tmp_path, events, name)
@@ -153,3 +156,22 @@ def test_profiler_steps_written_as_begin_end_pairs_are_said_unread(
         "readable ts: no range was read from them (begin/end pairs are not read), so the iterations they mark "
         "are not known"
     ]
+
+
+@pytest.mark.parametrize(("runtime", "call"), [("mtia_runtime", "runFunction"), ("hpu_op", "hpuLaunch")])
+def test_accelerators_whose_device_events_kineto_names_otherwise_are_read(
+    tmp_path: Path, runtime: str, call: str
+) -> None:
+    """MTIA's on-device events (``mtia_ccp_events``, which HTA reads as kernels and newer Kineto aliases to
+    its kernel type) and the host runtimes of MTIA and Gaudi (``mtia_runtime``, ``hpu_op``). They were
+    dropped: the trace read as a CPU-only run, its CPU operators' time as the "device" busy time."""
+    path = _trace(tmp_path, [(runtime, call)], kernel_category="mtia_ccp_events")
+    trace = read(path)
+    assert trace.meta["device"] == "gpu"
+    assert trace.ops.height == STEPS * KERNELS and set(trace.ops["kind"]) == {"kernel"}
+    assert trace.api.height == STEPS * KERNELS and _no_orphans(trace.warnings)
+    a = tracekit.analyze(path)
+    assert a.iterations["kernels"].to_list() == [KERNELS] * STEPS
+    assert a.iterations["gpu_busy_ms"].to_list() == [pytest.approx(KERNELS * KERNEL_US / 1000)] * STEPS
+    # their launch calls' names are not known launches: said, not counted
+    assert any("does not know as kernel launches" in w for w in a.warnings)

@@ -32,8 +32,8 @@ ts (kernels written as ``ph`` "i").
 What lands where:
 
 ``ops`` (GPU work)
-    categories ``kernel`` -> kind "kernel", ``gpu_memcpy``/``Memcpy`` -> "memcpy", ``gpu_memset``/``Memset``
-    -> "memset". ``device`` = args "device" (else the event's pid, which Kineto sets to the device);
+    categories ``kernel`` (and MTIA's on-device ``mtia_ccp_events``, as HTA reads them) -> kind "kernel",
+    ``gpu_memcpy``/``Memcpy`` -> "memcpy", ``gpu_memset``/``Memset`` -> "memset". ``device`` = args "device" (else the event's pid, which Kineto sets to the device);
     ``stream`` = args "stream" (else the number in the tid, e.g. "stream 7" in 2021 traces);
     ``correlation`` = args "correlation" (args "External id" is a different id and is not used); when a
     GPU event lacks it, the id of the flow event (``ac2g``/``async``/``async_cpu_to_gpu``) that ends on it
@@ -44,8 +44,9 @@ What lands where:
     no correlation) get the trace's main process pid (the pid with the most runtime/driver events, else the
     most CPU events). A warning counts the ops without a launching call in the trace.
 ``api`` (host calls)
-    ``cuda_runtime``/``Runtime``/``xpu_runtime``/``privateuse1_runtime`` -> kind "runtime",
-    ``cuda_driver``/``xpu_driver``/``privateuse1_driver`` -> kind "driver" (Intel XPU: SYCL calls such as
+    ``cuda_runtime``/``Runtime``/``xpu_runtime``/``privateuse1_runtime``/``mtia_runtime``/``hpu_op``/
+    ``glow_runtime`` -> kind "runtime", ``cuda_driver``/``xpu_driver``/``privateuse1_driver``/``driver`` -> kind
+    "driver" (Intel XPU: SYCL calls such as
     ``urEnqueueKernelLaunch`` and the Level Zero calls inside them); ``pid``/``thread`` from the event;
     ``correlation`` from args; one trailing ``_vNNNN`` version suffix is stripped from names. A warning names
     the calls that launched kernels (same correlation id) under no launch name tracekit knows

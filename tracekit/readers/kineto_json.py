@@ -68,9 +68,12 @@ ARG_FIELDS: dict[str, str] = {
 INPUT_FIELDS: dict[str, str] = {"a_input_dims": "Input Dims", "a_input_type": "Input type"}
 
 
-#: lower-cased category -> ops kind
+#: lower-cased category -> ops kind; ``mtia_ccp_events`` are the on-device events of Meta's MTIA accelerator
+#: (Kineto's ``MTIA_CCP_EVENTS``, which newer Kineto aliases to ``CONCURRENT_KERNEL``; HTA reads them as
+#: kernels too)
 OP_CATEGORIES: dict[str, str] = {
     "kernel": "kernel",
+    "mtia_ccp_events": "kernel",
     "gpu_memcpy": "memcpy",
     "memcpy": "memcpy",
     "gpu_memset": "memset",
@@ -89,6 +92,12 @@ API_CATEGORIES: dict[str, str] = {
     "xpu_driver": "driver",
     "privateuse1_runtime": "runtime",
     "privateuse1_driver": "driver",
+    # the host-side runtimes of other accelerators (MTIA, Gaudi's HPU, Glow), and the accelerator-agnostic
+    # ``driver`` of newer Kineto (``runtime`` is above)
+    "mtia_runtime": "runtime",
+    "hpu_op": "runtime",
+    "glow_runtime": "runtime",
+    "driver": "driver",
 }
 CPU_OP_CATEGORIES: tuple[str, ...] = ("cpu_op", "operator")
 USER_RANGE_CATEGORIES: tuple[str, ...] = ("user_annotation",)
