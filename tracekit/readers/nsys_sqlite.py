@@ -35,8 +35,11 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
     level). A range with no end (never closed: the capture ended inside it) keeps a null end, so that it
     has no latency and is no iteration; for the nesting it counts as open to the trace end (the largest
-    timestamp in the file's frames), and the reader adds a warning. Marks (34), thread names (39) and
-    domain events (75/76) are not ranges.
+    timestamp in the file's frames), and the reader adds a warning. nsys 2022.4 gives such a range the
+    capture's end (``ANALYSIS_DETAILS.duration``) instead of none: a range ending exactly there is read as
+    never closed too, with its own warning. NVTX events whose ``textId`` is missing from StringIds (and
+    without ``text``) have a null name, with a warning. Marks (34), thread names (39) and domain events
+    (75/76) are not ranges.
 ``gpu_metrics``
     nsys 2024+: ``GPU_METRICS`` joined to ``TARGET_INFO_GPU_METRICS`` on (typeId, metricId) for
     ``metricName``. nsys 2022.x/2023.x: ``GENERIC_EVENTS`` rows whose type belongs to a
@@ -51,7 +54,9 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
 CPU-only traces (no kernel, memcpy or memset row, e.g. a CPU PyTorch run under ``nsys -t nvtx,osrt`` with
 ``emit_nvtx``): ``ops`` holds the leaf NVTX ranges of depth >= 1 (ranges that contain no other range on
 their thread), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` set, ``correlation`` and
-``graph`` null; ``meta["device"]`` is then "cpu". Top-level ranges (the user's ``iteration``) stay ranges only.
+``graph`` null; ``meta["device"]`` is then "cpu". Top-level ranges (the user's ``iteration``) stay ranges only,
+and so do ranges named ``iteration`` or ``ProfilerStep#N`` at any depth (inside a ``benchmark`` range they
+are leaves of depth 1, and would be operators busy all of their own iteration: "compute-bound", 100%).
 
 ``meta``: ``format`` "nsys-sqlite", ``format_version`` (EXPORT_PRODUCT_VERSION, e.g. "2024.6.2.25"),
 ``export_schema_version``, ``device``, ``gpu`` (name of the GPU that ran most kernels), ``gpus`` (list of
@@ -342,11 +347,26 @@ def with_nesting(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return ranges.with_columns(depth=nesting_depth(ranges, keys), has_child=~leaf_mask(ranges, keys))
 
 
-def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path) -> pl.DataFrame:
+def _session_ends(export: Database) -> list[int]:
+    """The capture's end on the session clock (ns): ``ANALYSIS_DETAILS.duration`` (one per row, positive);
+    [] when the export lacks it."""
+    t = "ANALYSIS_DETAILS"
+    if not export.has(t) or "duration" not in export.columns(t):
+        return []
+    rows = export.con.execute(f'SELECT DISTINCT "duration" FROM {quote(t)} WHERE "duration" > 0').fetchall()
+    return [int(r[0]) for r in rows if isinstance(r[0], int)]
+
+
+def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
     (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
     per operator, millions in a large trace), the text as bytes (:func:`binary_to_text`: bytes that are not
-    UTF-8 as U+FFFD, as the row-by-row read gives them)."""
+    UTF-8 as U+FFFD, as the row-by-row read gives them).
+
+    A range that ends exactly at the capture's end (:func:`_session_ends`) was still open when the capture
+    stopped: nsys 2022.4 writes the capture's end as its end (a push never popped, a process that died inside
+    a range; checked by recording), which would make it an iteration as long as the rest of the capture.
+    Its end is read as null (never closed), with a warning. Warnings are appended to ``warnings``."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
     exprs = {
@@ -373,8 +393,16 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path) -> pl.DataFr
     frame = frame.with_columns(
         pid_of(pl.col("global_tid")).alias("pid"), tid_of(pl.col("global_tid")).alias("thread")
     ).drop("global_tid")
-    frame = _lookup_names(frame, strings, "text_id", "registered")
-    frame = frame.with_columns(name=pl.coalesce("text", "registered")).drop("text", "registered")
+    frame = _lookup_names(frame.with_columns(_text_id=pl.col("text_id")), strings, "text_id", "registered")
+    unresolved = frame.select(
+        (pl.col("text").is_null() & pl.col("_text_id").is_not_null() & pl.col("registered").is_null()).sum()
+    ).item()
+    if unresolved:
+        warnings.append(
+            f"{unresolved} NVTX event(s) name a registered string (textId) missing from StringIds: they have "
+            "no name"
+        )
+    frame = frame.with_columns(name=pl.coalesce("text", "registered")).drop("text", "registered", "_text_id")
     domains = (
         frame.filter(pl.col("event_type") == NVTX_DOMAIN_CREATE)
         .select("pid", "domain_id", domain_name=pl.col("name"))
@@ -390,7 +418,16 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path) -> pl.DataFr
         .then(pl.col("domain_name"))
         .otherwise(pl.col("domain_id").cast(pl.String))
     )
-    return ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
+    ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
+    ends = _session_ends(export)
+    cut = ranges.select(pl.col("end").is_in(ends).sum()).item() if ends else 0
+    if cut:
+        warnings.append(
+            f"{cut} NVTX range(s) end exactly at the capture's end ({max(ends)} ns, ANALYSIS_DETAILS): nsys "
+            "gives a range still open when the capture stops that end, so they are read as never closed"
+        )
+        ranges = ranges.with_columns(pl.when(~pl.col("end").is_in(ends)).then(pl.col("end")).alias("end"))
+    return ranges
 
 
 # ---------------------------------------------------------------------------------------------- read
@@ -522,16 +559,23 @@ _NEVER_CLOSED = "_never_closed"
 
 
 def _close_unclosed(
-    raw: pl.DataFrame, ops: pl.DataFrame, api: pl.DataFrame, gpu_metrics: pl.DataFrame, warnings: list[str]
+    raw: pl.DataFrame,
+    ops: pl.DataFrame,
+    api: pl.DataFrame,
+    gpu_metrics: pl.DataFrame,
+    warnings: list[str],
+    capture_end: int | None = None,
 ) -> pl.DataFrame:
-    """``raw`` NVTX ranges with a null ``end`` closed at the trace end (the latest timestamp of any frame), for
-    the nesting only: column :data:`_NEVER_CLOSED` marks them, and the reader puts their null end back."""
+    """``raw`` NVTX ranges with a null ``end`` closed at the trace end (the latest timestamp of any frame, or
+    ``capture_end`` (ns, ``ANALYSIS_DETAILS``) when later), for the nesting only: column
+    :data:`_NEVER_CLOSED` marks them, and the reader puts their null end back."""
     unclosed = raw.filter(pl.col("end").is_null()).height
     candidates = [
         ops.select(pl.col("end").max()).item(),
         api.select(pl.col("end").max()).item(),
         raw.select(pl.max_horizontal(pl.col("start").max(), pl.col("end").max())).item(),
         gpu_metrics.select(pl.col("timestamp").max()).item(),
+        capture_end,
     ]
     trace_end = max(int(c) for c in candidates if c is not None)
     warnings.append(
@@ -541,9 +585,17 @@ def _close_unclosed(
     return raw.with_columns(pl.col("end").is_null().alias(_NEVER_CLOSED), pl.col("end").fill_null(trace_end))
 
 
+#: Names of the ranges the default range choice takes as iterations (``iteration``, what ``tracekit collect``
+#: writes; torch.profiler's ``ProfilerStep#N``): never operators of a CPU-only trace, even as leaves inside
+#: an outer range (a ``benchmark`` range around the loop), where they would be "busy" 100% of themselves.
+ITERATION_NAMES = r"^(?:iteration|ProfilerStep#\d+)$"
+
+
 def _cpu_operators(ranges: pl.DataFrame) -> pl.DataFrame:
-    """Ops of a CPU-only trace: the leaf NVTX ranges of depth >= 1, kind "operator" (module docstring)."""
-    leaves = ranges.filter((pl.col("depth") >= 1) & ~pl.col("has_child"))
+    """Ops of a CPU-only trace: the leaf NVTX ranges of depth >= 1, kind "operator" (module docstring), but
+    those named as iterations (:data:`ITERATION_NAMES`)."""
+    iteration = pl.col("name").str.contains(ITERATION_NAMES).fill_null(False)
+    leaves = ranges.filter((pl.col("depth") >= 1) & ~pl.col("has_child") & ~iteration)
     return leaves.select(
         "start",
         "end",
@@ -616,7 +668,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     raw = empty_frame(RAW_RANGES_SCHEMA)
     if export.has("NVTX_EVENTS"):
         step("NVTX_EVENTS")
-        raw = _read_nvtx(export, strings, path)
+        raw = _read_nvtx(export, strings, path, warnings)
     unclosed = raw.filter(pl.col("end").is_null()).height
     if unclosed and api is None:
         api = _read_api(export, strings, path, frozenset({"start", "end"}), step)
@@ -627,7 +679,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         gpu_metrics = read_gpu_metrics(export, pw_to_cuda, warnings)
     if unclosed:
         assert api is not None and gpu_metrics is not None
-        raw = _close_unclosed(raw, ops, api, gpu_metrics, warnings)
+        ends = _session_ends(export)
+        raw = _close_unclosed(raw, ops, api, gpu_metrics, warnings, max(ends) if ends else None)
     step.done("normalizing")
     ranges = with_nesting(raw, ["pid", "thread"])
     if unclosed:
