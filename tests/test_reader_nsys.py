@@ -501,9 +501,8 @@ def test_real_cpu_only_nvtx_2022() -> None:
     assert ranges.filter(pl.col("name") == "forward")["depth"].to_list() == [2, 2, 2, 2]
     cross = ranges.filter(pl.col("name") == "cross_thread_startend").row(0, named=True)
     assert cross["thread"] == 18771 and cross["depth"] == 0
-    assert ranges.filter(pl.col("name") == "unterminated_push")["end"].to_list() == [
-        163670952
-    ]  # nsys closed it
+    # nsys 2022.4 closed it at the capture's end (ANALYSIS_DETAILS.duration): read as never closed
+    assert ranges.filter(pl.col("name") == "unterminated_push")["end"].to_list() == [None]
     assert sorted(trace.ops["name"].to_list()) == ["forward"] * 4 + ["postprocess"] * 4
     assert set(trace.ops["kind"]) == {"operator"} and set(trace.ops["device"]) == {-1}
 

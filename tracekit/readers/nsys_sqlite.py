@@ -37,7 +37,7 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     has no latency and is no iteration; for the nesting it counts as open to the trace end (the largest
     timestamp in the file's frames), and the reader adds a warning. nsys 2022.4 gives such a range the
     capture's end (``ANALYSIS_DETAILS.duration``) instead of none: a range ending exactly there is read as
-    never closed too, with its own warning. NVTX events whose ``textId`` is missing from StringIds (and
+    never closed too. NVTX events whose ``textId`` is missing from StringIds (and
     without ``text``) have a null name, with a warning. Marks (34), thread names (39) and domain events
     (75/76) are not ranges.
 ``gpu_metrics``
@@ -366,7 +366,8 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     A range that ends exactly at the capture's end (:func:`_session_ends`) was still open when the capture
     stopped: nsys 2022.4 writes the capture's end as its end (a push never popped, a process that died inside
     a range; checked by recording), which would make it an iteration as long as the rest of the capture.
-    Its end is read as null (never closed), with a warning. Warnings are appended to ``warnings``."""
+    Its end is read as null (never closed), and the reader's never-closed warning counts it. Warnings are
+    appended to ``warnings``."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
     exprs = {
@@ -420,12 +421,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     )
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
     ends = _session_ends(export)
-    cut = ranges.select(pl.col("end").is_in(ends).sum()).item() if ends else 0
-    if cut:
-        warnings.append(
-            f"{cut} NVTX range(s) end exactly at the capture's end ({max(ends)} ns, ANALYSIS_DETAILS): nsys "
-            "gives a range still open when the capture stops that end, so they are read as never closed"
-        )
+    if ends:  # (the never-closed warning of :func:`_close_unclosed` counts them)
         ranges = ranges.with_columns(pl.when(~pl.col("end").is_in(ends)).then(pl.col("end")).alias("end"))
     return ranges
 
