@@ -318,7 +318,7 @@ def _call_key(exact: bool) -> pl.Expr:
     if exact:
         return pair_key()
     both = pl.col("pid").is_not_null() & pl.col("correlation").is_not_null()
-    hashed = pl.struct("pid", "correlation").hash(seed=0).cast(pl.Int64, wrapping=True)
+    hashed = pl.struct("pid", "correlation").hash(seed=0).reinterpret(signed=True)
     return pl.when(both).then(hashed).alias("key")
 
 

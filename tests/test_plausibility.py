@@ -495,3 +495,56 @@ def test_a_thread_whose_launches_all_lost_their_kernels_counts_where_every_other
     assert "19 of 40 kernel launches" in (
         plausibility.lost_kernels(make_trace(api=twice, ops=ops, api_fields=fields)) or ""
     )
+
+
+def test_lost_kernels_thresholds_and_their_edges() -> None:
+    """The edges of each count: 20 launches is enough to say; unlinked launches in the tail do not count
+    toward the tenth even when all unlinked ones together reach it; a launch at the same instant as the
+    thread's last linked one is not before it; a capture's end ends it."""
+    assert "10 of 20" in (plausibility.lost_kernels(_launches(20, set(range(1, 20, 2)))) or "")  # type: ignore[arg-type]
+    # 4 of 40 unlinked, but 2 of them after the last linked launch (the tail): 2 lost, under the tenth
+    tail = _launches(40, set(range(40)) - {5, 10, 38, 39})  # the last linked launch is 37
+    assert plausibility.lost_kernels(tail) is None  # type: ignore[arg-type]
+    # unlinked launches at the very start time of the thread's last linked one are not before it
+    same = make_trace(
+        api=[(i * 100, i * 100 + 10, i, "cudaLaunchKernel") for i in range(36)]
+        + [(3500, 3510, 100 + i, "cudaLaunchKernel") for i in range(4)],
+        ops=[(i * 100 + 50, i * 100 + 90, i, 7) for i in range(36)],
+    )
+    assert plausibility.lost_kernels(same) is None
+    # a capture that ended: the launches after its end are counted again
+    capture = [(995, 996, None, "cudaStreamBeginCapture"), (1995, 1996, None, "cudaStreamEndCapture")]
+    after = _launches(40, set(range(10)) | set(range(30, 40)), capture)  # 10..19 captured, 20..29 lost
+    assert "10 of 30 kernel launches" in (plausibility.lost_kernels(after) or "")  # type: ignore[arg-type]
+
+
+def test_lost_kernels_of_pids_beyond_the_pair_key_are_matched_by_hash() -> None:
+    """Processes whose pid does not fit the exact (pid, correlation) key (nsys global ids, pids >= 2^31) are
+    matched through a hash of the pair: the same answer."""
+    fields = ("start", "end", "correlation", "name", "pid")
+    op_fields = ("start", "end", "correlation", "stream", "kind", "device", "pid")
+    big = 1 << 40
+    api = [(i * 100, i * 100 + 10, i, "cudaLaunchKernel", big) for i in range(40)]
+    ops = [(i * 100 + 50, i * 100 + 90, i, 7, "kernel", 0, big) for i in range(1, 40, 2)]
+    ops += [(5000, 5010, None, 7, "kernel", 0, big)]  # an op without an id links to nothing
+    trace = make_trace(api=api, ops=ops, api_fields=fields, op_fields=op_fields)
+    assert "20 of 40 kernel launches" in (plausibility.lost_kernels(trace) or "")
+    every = [(i * 100 + 50, i * 100 + 90, i, 7, "kernel", 0, big) for i in range(40)]
+    assert (
+        plausibility.lost_kernels(make_trace(api=api, ops=every, api_fields=fields, op_fields=op_fields))
+        is None
+    )
+
+
+def test_a_whole_thread_counts_where_few_ops_lack_their_call() -> None:
+    """The whole-thread rule holds while fewer than a tenth of the ops have no launch call: 1 of 21 (a copy
+    launched before the capture) leaves it in force; 3 of 23 (13%) turn it off."""
+    fields = ("start", "end", "correlation", "name", "thread")
+    api = [(i * 100, i * 100 + 10, i, "cudaLaunchKernel", 1 + i % 2) for i in range(40)]
+    ops = [(i * 100 + 50, i * 100 + 90, i, 7) for i in range(0, 40, 2)]
+    one = [(-500, -490, 1000, 8)]
+    assert "19 of 40" in (
+        plausibility.lost_kernels(make_trace(api=api, ops=ops + one, api_fields=fields)) or ""
+    )
+    three = [(-500 - 20 * k, -490 - 20 * k, 1000 + k, 8) for k in range(3)]
+    assert plausibility.lost_kernels(make_trace(api=api, ops=ops + three, api_fields=fields)) is None
