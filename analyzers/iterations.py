@@ -57,7 +57,7 @@ from tracekit.analyzers.ranges import RangeChoice, choose_ranges, select_ranges 
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
-from tracekit.errors import NoActivityError
+from tracekit.errors import NoActivityError, TracekitError
 from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import LAUNCH_API_NAMES, Trace, calls_named, sort_frame
 
@@ -1314,6 +1314,44 @@ def summarize_stages(
     )
 
 
+def without_iteration_operators(
+    trace: Trace, range_name: str | None = None, split_idle_ms: float | None = None
+) -> Trace:
+    """``trace`` without the CPU operators that are its chosen iteration ranges themselves.
+
+    On a CPU-only nsys trace the operators are the leaf NVTX ranges below the top level
+    (:mod:`tracekit.readers.nsys_sqlite`), so a user's ``step`` ranges inside a ``benchmark`` range are both
+    the iterations and, each, an "operator" as long as itself: 100% busy, "compute-bound", whatever the
+    step did. Ops identical to a chosen range (same process, thread, name, start and end) are that range, not
+    work inside it: they are dropped, with a warning. Other traces (devices, synthetic windows, no match)
+    are returned as they are."""
+    if split_idle_ms is not None or trace.ops.is_empty() or trace.ranges.is_empty():
+        return trace
+    if not trace.ops.select((pl.col("kind") == "operator").all()).item():
+        return trace
+    try:
+        choice = select_ranges(trace, range_name, None)
+    except TracekitError:
+        return trace  # (assign raises it again, with its line)
+    if choice.synthetic or choice.frame.is_empty():
+        return trace
+    keys = ["pid", "stream", "name", "start", "end"]
+    chosen = choice.frame.select(
+        "pid", pl.col("thread").alias("stream"), "name", start="range_start", end="range_end"
+    )
+    ops = trace.ops.join(chosen, on=keys, how="anti", nulls_equal=True)
+    dropped = trace.ops.height - ops.height
+    if not dropped:
+        return trace
+    meta = dict(trace.meta)
+    meta["warnings"] = [
+        *trace.warnings,
+        f"{dropped} CPU operators are the {choice.name!r} iteration ranges themselves (leaf NVTX ranges read as "
+        "operators): not counted as operators, which would make each iteration 100% busy",
+    ]
+    return replace(trace, ops=ops, meta=meta)
+
+
 def analyze_iterations(
     trace: Trace,
     range_name: str | None = None,
@@ -1332,6 +1370,7 @@ def analyze_iterations(
     after the windows are computed (None: the run's warm-up iterations when the trace records them, see
     :func:`warmup_to_skip`). Raises NoActivityError when there is nothing to analyze.
     """
+    trace = without_iteration_operators(trace, range_name, split_idle_ms)
     assigned = assign(trace, range_name, split_idle_ms)
     measured, prepared = gaps_and_setup(trace, assigned, skip, attribute)
     causes = _attribute(trace, assigned, measured, prepared) if attribute else None

@@ -474,3 +474,31 @@ def test_ops_of_a_process_without_ranges_are_said_to_be_elsewhere_not_between_it
         "were launched outside every iteration (4 by processes that hold no iteration range, 1 between)"
         in " ".join(a.warnings)
     )
+
+
+def test_cpu_operators_that_are_the_iteration_ranges_themselves_are_not_operators() -> None:
+    """A CPU-only nsys trace reads leaf NVTX ranges below the top level as operators, so a user's ``step``
+    ranges inside a ``benchmark`` range were each an "operator" as long as itself: 100% busy,
+    "compute-bound". They are the iterations, not work inside them: dropped, and the real operator inside
+    the second step is what counts."""
+    ms = 1_000_000
+    steps = [(i * 10 * ms, i * 10 * ms + 8 * ms) for i in range(3)]
+    fields = ("start", "end", "correlation", "stream", "kind", "device", "name")
+
+    def trace_with(step_op_name: str) -> Trace:
+        return make_trace(
+            ranges=[(0, 40 * ms, "benchmark", 0)] + [(s, e, "step", 1) for s, e in steps],
+            ops=[(s, e, None, 1, "operator", -1, step_op_name) for s, e in steps]
+            + [(12 * ms, 14 * ms, None, 1, "operator", -1, "matmul")],
+            meta={"path": "hand-built", "device": "cpu"},
+            op_fields=fields,
+        )
+
+    a = analyze_iterations(trace_with("step"), "step")
+    assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.0, 2.0, 0.0])
+    assert a.summary.bound == "framework"
+    assert "3 CPU operators are the 'step' iteration ranges themselves" in " ".join(a.warnings)
+    # the same intervals as operators of another name are operators: nothing is dropped
+    other = analyze_iterations(trace_with("op"), "step")
+    assert other.iterations["gpu_busy_ms"].to_list() == pytest.approx([8.0] * 3)
+    assert not any("ranges themselves" in w for w in other.warnings)

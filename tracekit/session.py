@@ -183,6 +183,7 @@ def analyze_trace(
         item = TraceInput(path=Path(trace.meta.get("path") or "trace"))
     name = Path(trace.meta.get("path") or "trace").name
     with progress.task(f"analyzing {name}"):
+        trace = it.without_iteration_operators(trace, options.range_name, options.split_idle_ms)
         assigned = it.assign(trace, options.range_name, options.split_idle_ms)
         measured, prepared = it.gaps_and_setup(trace, assigned, options.skip)  # gaps (+ attribution's setup)
         causes = it.attribute(trace, assigned, measured, prepared)
