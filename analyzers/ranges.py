@@ -545,6 +545,13 @@ def _range_frame(chosen: pl.DataFrame, name: str) -> tuple[pl.DataFrame, list[st
         pl.lit(None, pl.Int64).alias("gpu_start"),
         pl.lit(None, pl.Int64).alias("gpu_end"),
     )
+    pids = frame.get_column("pid").drop_nulls().unique().sort()
+    if pids.len() > 1:
+        shown = ", ".join(str(p) for p in pids.head(4).to_list()) + (", ..." if pids.len() > 4 else "")
+        warnings.append(
+            f"the {frame.height} {name!r} ranges come from {pids.len()} processes (pids {shown}): they are "
+            "analyzed as one series of iterations, each holding the work its own process launched"
+        )
     overlap = frame.select(
         (pl.col("range_start") < pl.col("range_end").cum_max().shift(1).over("pid")).fill_null(False).sum()
     ).item()

@@ -110,6 +110,11 @@ def test_ranges_hold_only_their_own_process_launches() -> None:
     a = analyze_iterations(trace)
     assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([50e-6, 200e-6])
     assert a.iterations["launches"].to_list() == [1, 1]
+    # one series from two processes is said (it was not)
+    assert (
+        "the 2 'iteration' ranges come from 2 processes (pids 1, 2): they are analyzed as one series of "
+        "iterations, each holding the work its own process launched"
+    ) in a.warnings
 
 
 def test_ops_without_correlation_go_by_their_start_and_are_counted_as_a_fact() -> None:
