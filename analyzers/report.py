@@ -473,16 +473,25 @@ class Timeline:
     truncated: bool = False
 
 
+#: The cause of an idle piece whose trace cannot tell it (no host API call recorded).
+UNATTRIBUTED = "unattributed"
+
+
 def idle_pieces_of(analyzed: Analysis) -> pl.DataFrame:
     """Every idle gap of the analyzed iterations cut into its attributed pieces (``iteration``, ``start_ns``,
     ``end_ns``, ``cause``, ``pid``, ``thread``, ``cpu_op``; :func:`tracekit.analyzers.attribution.idle_pieces`):
-    per iteration they sum to its idle time. Empty when the trace has no device activity (latency only)."""
+    per iteration they sum to its idle time. Empty when the trace has no device activity (latency only). A
+    trace whose idle time is not attributed (device work without any host API call:
+    :data:`tracekit.analyzers.iterations.HOST_UNRECORDED`) gives its gaps whole, each of cause
+    :data:`UNATTRIBUTED`."""
     from tracekit.analyzers.attribution import attribute_trace
 
-    if analyzed.attribution is None or analyzed.gaps.is_empty():
+    if analyzed.gaps.is_empty():
         return pl.DataFrame(
             schema={"iteration": pl.Int64, "start_ns": pl.Int64, "end_ns": pl.Int64, "cause": pl.String}
         )
+    if analyzed.attribution is None:
+        return analyzed.gaps.select("iteration", "start_ns", "end_ns", cause=pl.lit(UNATTRIBUTED))
     trace = analyzed.trace_data
     cpu_ops = trace.cpu_ops if trace.cpu_ops.height else None
     pieces = attribute_trace(trace, analyzed, cpu_ops=cpu_ops, pieces=True).pieces
