@@ -479,8 +479,8 @@ def unassigned_ops(
     correlation id but no launching call in the trace: launched before the capture began) and
     ``outside_iterations`` (launched -- or, without a call, started -- outside every range: by a process
     that holds no range, ``other_process`` (a DataLoader worker, another server process: their ops may run
-    during the iterations), else ``before`` the first, ``after`` the last, ``between`` them), each with ``ops`` (count) and ``busy_ms`` (union of
-    their intervals). ``ops``: start, end; ``iteration``, ``missing``: per op (:func:`_iterations_of`);
+    during the iterations), else ``before`` the first, ``after`` the last, ``between`` them), each with
+    ``ops`` (count) and ``busy_ms`` (union of their intervals). ``ops``: start, end; ``iteration``, ``missing``: per op (:func:`_iterations_of`);
     ``when``: each op's launch time (for before/after)."""
     none = iteration.is_null()
     out: dict[str, Any] = {}
