@@ -22,8 +22,15 @@ often with locked clocks and flushed caches). The reader fills:
 ``timeline`` False, ``kernels`` (count).
 
 CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
-``"ID"``). The raw page is wide (one row per kernel, one column per metric, a second row of units); the
-details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read too. Numbers may carry
+``"ID"``); without one, the error quotes ncu's last ``==WARNING==``/``==ERROR==`` lines ("No kernels were
+profiled."). The raw page is wide (one row per kernel, one column per metric, a second row of units); the
+details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read too, with metric names
+(``--metrics``, ``--print-metric-name name``) or section labels (the default): the labels tracekit uses
+(:data:`SECTION_LABELS`, e.g. "Duration" of the SpeedOfLight section) are read as their metric names.
+``--print-summary`` output (Minimum/Maximum/Average per kernel name, not per kernel) is refused. A kernel is
+its process (``Host Name``, ``Process ID``) and ``ID``: processes that reuse IDs keep all their kernels;
+a row repeating an earlier one's process and ID is warned about and ignored. No duration metric at all
+(``--metrics`` without it) is a warning: no ops. Numbers may carry
 thousands separators (``1,234.5``, ``1,234,567``: one to three digits, then groups of exactly three). Any
 other comma in a number (``3,168000``, ``3,1``: a decimal comma?) makes it unreadable, NaN like ``n/a``, and
 so does every comma in a metric that has such a value; a warning counts them, and a file in which every
@@ -93,6 +100,22 @@ TIMELINE_WARNING = (
     "(meta timeline=false); only their durations are measured"
 )
 _VERSION_RE = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
+#: the header of ``ncu --print-summary per-kernel|per-gpu|per-nvtx`` output: statistics over the invocations of
+#: each kernel name (Minimum/Maximum/Average columns), not one row per kernel
+_SUMMARY_HEADER = re.compile(r'"?Metric Name"?,.*"?Minimum"?,"?Maximum"?,"?Average"?')
+SUMMARY_ERROR = (
+    "ncu --print-summary output (Minimum/Maximum/Average over the invocations of each kernel name), not one "
+    "row per kernel: kernel durations and counts cannot be read from it; export the raw page: "
+    "ncu --import REPORT.ncu-rep --csv --page raw"
+)
+#: metrics the details page names by their section label (``--print-metric-name label``, the default):
+#: (section display name, label) -> metric name, from ncu's SpeedOfLight and Occupancy section files
+SECTION_LABELS: dict[tuple[str, str], str] = {
+    ("GPU Speed Of Light Throughput", "Duration"): "gpu__time_duration.sum",
+    ("GPU Speed Of Light Throughput", "Elapsed Cycles"): "gpc__cycles_elapsed.max",
+    ("GPU Speed Of Light Throughput", "SM Active Cycles"): "sm__cycles_active.avg",
+    ("Occupancy", "Achieved Occupancy"): "sm__warps_active.avg.pct_of_peak_sustained_active",
+}
 
 
 # --------------------------------------------------------------------------------------------- helpers
@@ -244,7 +267,13 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
         & pl.col("value").is_not_nan()
         & ~pl.col("unit").str.strip_chars().is_in(list(TIME_UNITS_NS))
     )
-    if unknown_units.height:
+    if duration.is_empty():  # no kernel has the duration metric at all
+        warnings.append(
+            f"no kernel has {DURATION_METRIC} (Duration), e.g. ncu --metrics without it, or a section set "
+            "without SpeedOfLight: kernel durations are unknown, so this report gives no kernel ops and no GPU "
+            "busy time; collect it too (--metrics gpu__time_duration.sum,...)"
+        )
+    elif unknown_units.height:
         warnings.append(
             f"{DURATION_METRIC} has an unknown time unit {unknown_units['unit'][0]!r}; durations unknown"
         )
@@ -287,10 +316,17 @@ def _csv_text(path: Path) -> str:
     text = read_inflated(path).decode("utf-8-sig", errors="replace")
     lines = text.splitlines()
     for i, line in enumerate(lines):
+        if _SUMMARY_HEADER.search(line):
+            raise TraceFormatError(SUMMARY_ERROR, path)
         if line.startswith('"ID"') or line.startswith("ID,"):
             body = [ln for ln in lines[i:] if ln.strip() and not ln.startswith("==")]
             return "\n".join(body) + "\n"
-    raise TraceFormatError('no ncu CSV header (a line starting with "ID") found', path)
+    said = [ln.strip() for ln in lines if ln.startswith(("==WARNING==", "==ERROR=="))]
+    raise TraceFormatError(
+        'no ncu CSV header (a line starting with "ID") found'
+        + (f"; ncu said: {' / '.join(said[-3:])}" if said else ""),
+        path,
+    )
 
 
 def _read_csv(path: Path) -> Trace:
@@ -310,7 +346,7 @@ def _read_csv(path: Path) -> Trace:
         string_values = long.filter(pl.col("value").is_null())
         gpu_rows = string_values.filter(pl.col("metric") == GPU_NAME_METRIC)
     else:
-        kernels, long, gpu_rows = _raw_page(frame, nvtx_col, path)
+        kernels, long, gpu_rows = _raw_page(frame, nvtx_col, path, meta["warnings"])
     if gpu_rows.height:
         meta["gpu"] = gpu_rows["raw"][0]
     elif "Device" in frame.columns:
@@ -322,10 +358,37 @@ def _read_csv(path: Path) -> Trace:
     return _finish(kernels, long, meta, path)
 
 
+#: columns that, with ``ID``, identify one profiled kernel: IDs of different processes may coincide
+PROCESS_COLUMNS = ("Host Name", "Process ID")
+
+
+def _with_key(rows: pl.DataFrame) -> pl.DataFrame:
+    """``rows`` with ``_id`` (the ID as a number), ``_proc`` (0-based rank of the row's process, host and
+    process ID, by first appearance) and ``_key`` (process and ID: one kernel)."""
+    procs = [c for c in PROCESS_COLUMNS if c in rows.columns]
+    proc = (
+        pl.concat_str([pl.col(c).fill_null("").str.strip_chars() for c in procs], separator="\x1f")
+        if procs
+        else pl.lit("")
+    )
+    return (
+        rows.with_columns(_numbers(pl.col("ID")).alias("_id"), proc.alias("_p"))
+        .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("_row"))
+        .with_columns(
+            (pl.col("_row").min().over("_p").rank("dense").cast(pl.Int64) - 1).alias("_proc"),
+            pl.concat_str([pl.col("_p"), pl.col("_id").cast(pl.String)], separator="\x1e").alias("_key"),
+        )
+        .drop("_p", "_row")
+    )
+
+
 def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
-    """kernel index (0-based, in ID order), name, innermost NVTX range, device, stream per kernel row."""
-    ids = _numbers(pl.col("ID"))
-    first = rows.with_columns(ids.alias("_id")).unique("_id", keep="first", maintain_order=True).sort("_id")
+    """kernel index (0-based, in ID order: ncu's profiling order; when processes reuse IDs, processes in order
+    of first appearance, then ID order), ``_key``, name, innermost NVTX range, device, stream per kernel.
+    ``rows``: the kernel rows, keyed (:func:`_with_key`)."""
+    first = rows.unique("_key", keep="first", maintain_order=True)
+    reused = first.get_column("_id").n_unique() < first.height
+    first = first.sort(["_proc", "_id"] if reused else ["_id"])
     ranges = (
         first[nvtx_col].map_elements(innermost_range, return_dtype=pl.String)
         if nvtx_col is not None
@@ -334,7 +397,7 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
     device = _numbers(pl.col("Device")).cast(pl.Int32, strict=False) if "Device" in first.columns else None
     stream = _numbers(pl.col("Stream")).cast(pl.Int64, strict=False) if "Stream" in first.columns else None
     return first.select(
-        pl.col("_id"),
+        pl.col("_key"),
         pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"),
         pl.col("Kernel Name").alias("name"),
         pl.Series("range", ranges, dtype=pl.String),
@@ -344,27 +407,33 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
 
 
 def _raw_page(
-    frame: pl.DataFrame, nvtx_col: str | None, path: Path
+    frame: pl.DataFrame, nvtx_col: str | None, path: Path, warnings: list[str]
 ) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
-    """Wide ``--page raw``: kernels, long metrics (kernel, metric, unit, raw, value), GPU-name rows."""
+    """Wide ``--page raw``: kernels, long metrics (kernel, metric, unit, raw, value), GPU-name rows; a warning
+    is added to ``warnings`` for kernel rows that repeat an earlier one's process and ID."""
     id_cols = set(ID_COLUMNS) | {c for c in frame.columns if ":" in c and "Range" in c}
     metric_cols = [c for c in frame.columns if c not in id_cols and "__" in c]
     is_kernel = _numbers(pl.col("ID")).is_not_null()
     units_rows = frame.filter(~is_kernel & (pl.col("Kernel Name").is_null() | (pl.col("Kernel Name") == "")))
     units = units_rows.row(0, named=True) if units_rows.height else {}
-    rows = frame.filter(is_kernel)
+    rows = _with_key(frame.filter(is_kernel))
     if rows.is_empty():
         raise TraceFormatError("ncu CSV holds no kernel rows", path)
     kernels = _kernel_table(rows, nvtx_col)
+    if rows.height > kernels.height:
+        warnings.append(
+            f"{rows.height - kernels.height} kernel rows repeat the ID of an earlier row of the same process: "
+            "only the first is read (a CSV written twice into one file?)"
+        )
     if not metric_cols:
         raise TraceFormatError(
             "ncu CSV has no metric columns (expected names like gpu__time_duration.sum)", path
         )
     long = (
-        rows.with_columns(_numbers(pl.col("ID")).alias("_id"))
-        .select(["_id", *metric_cols])
-        .unpivot(index="_id", on=metric_cols, variable_name="metric", value_name="raw")
-        .join(kernels.select("_id", "kernel"), on="_id", how="left")
+        rows.unique("_key", keep="first", maintain_order=True)
+        .select(["_key", *metric_cols])
+        .unpivot(index="_key", on=metric_cols, variable_name="metric", value_name="raw")
+        .join(kernels.select("_key", "kernel"), on="_key", how="left")
         .with_columns(
             pl.col("metric")
             .replace_strict({c: (units.get(c) or "") for c in metric_cols}, return_dtype=pl.String)
@@ -387,17 +456,24 @@ def _raw_page(
 
 def _details_page(frame: pl.DataFrame, nvtx_col: str | None, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Long details page: kernels and long metrics (kernel, metric, unit, raw, value; value null for strings)."""
-    rows = frame.filter(_numbers(pl.col("ID")).is_not_null())
+    rows = _with_key(frame.filter(_numbers(pl.col("ID")).is_not_null()))
     if rows.is_empty():
         raise TraceFormatError("ncu CSV holds no kernel rows", path)
     kernels = _kernel_table(rows, nvtx_col)
     unit_col = pl.col("Metric Unit") if "Metric Unit" in rows.columns else pl.lit("")
+    label = pl.col("Metric Name").str.strip_chars()
+    section = pl.col("Section Name").str.strip_chars() if "Section Name" in rows.columns else None
+    metric = label
+    for (section_name, label_name), name in SECTION_LABELS.items():
+        matches = label == label_name
+        if section is not None:
+            matches = matches & (section == section_name)
+        metric = pl.when(matches).then(pl.lit(name)).otherwise(metric)
     long = (
-        rows.with_columns(_numbers(pl.col("ID")).alias("_id"))
-        .join(kernels.select("_id", "kernel"), on="_id", how="left")
+        rows.join(kernels.select("_key", "kernel"), on="_key", how="left")
         .select(
             "kernel",
-            pl.col("Metric Name").alias("metric"),
+            metric.alias("metric"),
             unit_col.fill_null("").alias("unit"),
             pl.col("Metric Value").str.strip_chars().alias("raw"),
         )
