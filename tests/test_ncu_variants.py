@@ -230,3 +230,17 @@ def test_crlf_bom_log_lines_and_templated_names(tmp_path):
 def test_print_units_base_and_dynamic_agree(tmp_path, unit, value):
     text = f"{RAW_HEADER}\n{RAW_UNITS.replace('usecond', unit)}\n{raw_row(0, value, '10')}\n"
     assert durations(read_trace(write(tmp_path, text))) == [3168]
+
+
+# ------------------------------------------------------------------------------------- range replay
+
+
+def test_results_without_launch_dimensions_are_warned_as_ranges(tmp_path):
+    """A result row with empty Block Size and Grid Size is no kernel launch (range replay writes one per
+    range): read as one kernel, its duration spanning a whole range, with a warning that says so."""
+    row = '"0","4242","app","127.0.0.1","iteration","1","","","","0","9.0","812.5","n/a"'
+    text = f"{RAW_HEADER}\n{RAW_UNITS}\n{row}\n"
+    trace = read_trace(write(tmp_path, text))
+    assert any("no launch dimensions" in w and "range" in w for w in trace.warnings)
+    kernels = f"{RAW_HEADER}\n{RAW_UNITS}\n{raw_row(0, '1.0', '10')}\n"
+    assert not any("launch dimensions" in w for w in read_trace(write(tmp_path, kernels, "k.csv")).warnings)

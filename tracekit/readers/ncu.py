@@ -30,7 +30,8 @@ details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read 
 ``--print-summary`` output (Minimum/Maximum/Average per kernel name, not per kernel) is refused. A kernel is
 its process (``Host Name``, ``Process ID``) and ``ID``: processes that reuse IDs keep all their kernels;
 a row repeating an earlier one's process and ID is warned about and ignored. No duration metric at all
-(``--metrics`` without it) is a warning: no ops. Numbers may carry
+(``--metrics`` without it) is a warning: no ops. Result rows without launch dimensions (empty ``Block Size``
+and ``Grid Size``: range replay's range results) are read as kernels, with a warning. Numbers may carry
 thousands separators (``1,234.5``, ``1,234,567``: one to three digits, then groups of exactly three). Any
 other comma in a number (``3,168000``, ``3,1``: a decimal comma?) makes it unreadable, NaN like ``n/a``, and
 so does every comma in a metric that has such a value; a warning counts them, and a file in which every
@@ -353,7 +354,8 @@ def _read_csv(path: Path) -> Trace:
         names = frame.filter(pl.col("ID").is_not_null() & (pl.col("ID") != ""))["Device"].drop_nulls()
         if names.len() and not names[0].strip().isdigit():
             meta["gpu"] = names[0].strip()
-    meta["warnings"] += _comma_warning(long, kernels.height, path)
+    meta["warnings"] += _comma_warning(long, kernels.height, path) + _launchless_warning(kernels)
+    kernels = kernels.drop("_launchless")
     long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
     return _finish(kernels, long, meta, path)
 
@@ -382,6 +384,26 @@ def _with_key(rows: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: the launch dimensions of a kernel row; a range-replay result has none
+LAUNCH_COLUMNS = ("Block Size", "Grid Size")
+
+
+def _launchless_warning(kernels: pl.DataFrame) -> list[str]:
+    """A warning when result rows have no launch dimensions (:data:`LAUNCH_COLUMNS` empty): what range
+    replay (``--replay-mode range|app-range``) writes for a whole NVTX/profiler range instead of a kernel.
+    Such a row's duration covers its range's kernels and gaps; it is read as one kernel, so counts and
+    per-kernel figures are of ranges. ``kernels``: :func:`_kernel_table`'s frame."""
+    n = int(kernels.get_column("_launchless").sum())
+    if not n:
+        return []
+    example = kernels.filter(pl.col("_launchless")).get_column("name")[0]
+    return [
+        f"{n} of {kernels.height} results have no launch dimensions (empty Block Size and Grid Size; e.g. "
+        f"{example!r}): range-replay results (--replay-mode range/app-range)? Each is read as one kernel, "
+        "though its duration spans a whole range"
+    ]
+
+
 def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
     """kernel index (0-based, in ID order: ncu's profiling order; when processes reuse IDs, processes in order
     of first appearance, then ID order), ``_key``, name, innermost NVTX range, device, stream per kernel.
@@ -396,8 +418,11 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
     )
     device = _numbers(pl.col("Device")).cast(pl.Int32, strict=False) if "Device" in first.columns else None
     stream = _numbers(pl.col("Stream")).cast(pl.Int64, strict=False) if "Stream" in first.columns else None
+    launch = [pl.col(c).fill_null("").str.strip_chars() == "" for c in LAUNCH_COLUMNS if c in first.columns]
+    launchless = pl.all_horizontal(launch) if len(launch) == len(LAUNCH_COLUMNS) else pl.lit(False)
     return first.select(
         pl.col("_key"),
+        launchless.alias("_launchless"),
         pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"),
         pl.col("Kernel Name").alias("name"),
         pl.Series("range", ranges, dtype=pl.String),
