@@ -244,3 +244,21 @@ def test_results_without_launch_dimensions_are_warned_as_ranges(tmp_path):
     assert any("no launch dimensions" in w and "range" in w for w in trace.warnings)
     kernels = f"{RAW_HEADER}\n{RAW_UNITS}\n{raw_row(0, '1.0', '10')}\n"
     assert not any("launch dimensions" in w for w in read_trace(write(tmp_path, kernels, "k.csv")).warnings)
+
+
+def test_a_csv_re_saved_without_quotes_is_still_an_ncu_csv(tmp_path):
+    """ncu quotes every field; pandas, Excel or Python's csv module re-save it quoting only where needed. That
+    file was refused as "not a trace tracekit can read"; it reads as the quoted one does."""
+    import csv
+    import io
+
+    quoted = "\n".join(
+        [RAW_HEADER, RAW_UNITS, raw_row(1, "3.5", "50"), raw_row(2, "1.5", "25", name=TEMPLATE)]
+    )
+    rows = list(csv.reader(io.StringIO(quoted)))
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\n").writerows(rows)
+    assert out.getvalue().startswith("ID,Process ID,")  # no quotes where none are needed
+    plain = read_trace(write(tmp_path, out.getvalue(), "unquoted.synthetic.ncu.csv"))
+    again = read_trace(write(tmp_path, quoted, "quoted.synthetic.ncu.csv"))
+    assert durations(plain) == durations(again) == [3500, 1500]

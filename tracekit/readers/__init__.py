@@ -148,9 +148,10 @@ def _detect_format(path: Path) -> str:
             return "ort"
         return "kineto"
     if (
-        text_head.startswith('"ID"')
+        text_head.startswith(('"ID"', "ID,"))  # ncu quotes every field; a CSV re-saved by pandas or Excel not
         or text_head.startswith("==PROF==")
         or '"Kernel Name"' in text_head[:4096]
+        or ",Kernel Name," in text_head[:4096]
     ):
         return "ncu-csv"
     raise TraceFormatError(
