@@ -316,16 +316,43 @@ def _iteration_in(times: pl.Series, ranges: pl.DataFrame) -> pl.Series:
     return pl.select(pl.when(inside).then(iteration).alias("iteration")).to_series()
 
 
-def _iteration_at(times: pl.Series, ranges: pl.DataFrame, pids: pl.Series | None = None) -> pl.Series:
+def _overlapping(ranges: pl.DataFrame) -> bool:
+    """Whether some of ``ranges`` (sorted by ``range_start``) starts before an earlier one ends."""
+    reach = pl.col("range_end").cum_max().shift(1)
+    return bool(ranges.select((pl.col("range_start") < reach).fill_null(False).any()).item())
+
+
+def _iteration_on_threads(
+    times: pl.Series, ranges: pl.DataFrame, threads: pl.Series, found: pl.Series
+) -> pl.Series:
+    """``found`` (each time's iteration by time alone, among ``ranges`` of one process) corrected for ranges
+    that overlap across threads (a thread pool running iterations at once): a time whose thread holds ranges
+    takes the one of its own thread that holds it (null: none), never another thread's."""
+    out = found
+    for thread in ranges.get_column("thread").drop_nulls().unique().to_list():
+        own = ranges.filter(pl.col("thread") == thread)
+        mine = (threads == thread).fill_null(False)
+        on_thread = _iteration_in(times, own)
+        out = pl.select(pl.when(mine).then(on_thread).otherwise(out).alias("iteration")).to_series()
+    return out
+
+
+def _iteration_at(
+    times: pl.Series, ranges: pl.DataFrame, pids: pl.Series | None = None, threads: pl.Series | None = None
+) -> pl.Series:
     """For each time, the ``iteration`` whose [range_start, range_end) holds it (null: none); with ``pids``
     (the process of each time), only a range of the same process counts (a null pid on either side matches
-    any)."""
+    any); with ``threads`` (the thread of each time: its launching call's, or a CPU operator's own), where a
+    process's ranges overlap in time, a time of a thread that holds ranges takes its own thread's
+    (:func:`_iteration_on_threads`)."""
     range_pid = ranges.get_column("pid") if "pid" in ranges.columns else None
     if pids is None or range_pid is None or range_pid.null_count() == range_pid.len():
         return _iteration_in(times, ranges)
     distinct = range_pid.drop_nulls().unique()
     if distinct.len() == 1 and not range_pid.null_count():
         found = _iteration_in(times, ranges)
+        if threads is not None and "thread" in ranges.columns and _overlapping(ranges):
+            found = _iteration_on_threads(times, ranges, threads, found)
         same = pids.is_null() | (pids == distinct[0])
         return pl.select(pl.when(same).then(found).alias("iteration")).to_series()
     # Ranges of several processes (they may overlap in time): each time against its own process's ranges.
@@ -333,6 +360,8 @@ def _iteration_at(times: pl.Series, ranges: pl.DataFrame, pids: pl.Series | None
     for pid in distinct.to_list():
         own = ranges.filter(pl.col("pid").eq_missing(pid) | pl.col("pid").is_null())
         found = _iteration_in(times, own)
+        if threads is not None and "thread" in own.columns and _overlapping(own):
+            found = _iteration_on_threads(times, own, threads, found)
         out = pl.select(
             pl.when(pids.is_null() | (pids == pid))
             .then(pl.coalesce(out, found))
@@ -443,8 +472,21 @@ def _iterations_of(
         return _iteration_in(starts, spans), call, calls, missing
     when = calls.get_column("call_start").gather(call)
     pids = calls.get_column("call_pid").gather(call).fill_null(ops.get_column("pid"))
+    threads = calls.get_column("call_thread").gather(call).fill_null(_op_threads(ops))
     when = pl.select(pl.when(~missing).then(when.fill_null(ops.get_column("start")))).to_series()
-    return _iteration_at(when, ranges, pids), call, calls, missing
+    return _iteration_at(when, ranges, pids, threads), call, calls, missing
+
+
+def _op_threads(ops: pl.DataFrame) -> pl.Series:
+    """The host thread of each op of its own (not its launching call's): a CPU operator's (kind "operator":
+    its ``stream`` is its thread) or a ``thread`` column's; null for device ops."""
+    if "thread" in ops.columns:
+        return ops.get_column("thread")
+    kind = ops.schema.get("kind")
+    if "stream" in ops.columns and kind is not None and kind != pl.Boolean:
+        operator = pl.col("kind").cast(pl.String) == "operator"
+        return ops.select(pl.when(operator).then(pl.col("stream")).alias("thread")).to_series()
+    return pl.Series("thread", [None] * ops.height, dtype=pl.Int64)
 
 
 def _assign(ops: pl.DataFrame, trace: Trace, ranges: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -951,7 +993,14 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
     if trace.ops.is_empty():
         warnings.append(f"{NO_ACTIVITY_WARNING}: only latency and CPU time are reported")
     # Only the columns the metrics use (at 10^7 ops each column is 80 MB).
-    ops = trace.ops.select("start", "end", "pid", "correlation", pl.col("kind").is_in(KERNEL_KINDS))
+    ops = trace.ops.select(
+        "start",
+        "end",
+        "pid",
+        "correlation",
+        pl.col("kind").is_in(KERNEL_KINDS),
+        thread=_op_threads(trace.ops),
+    )
     iteration, call, calls, missing = _iterations_of(ops, trace.api, ranges)
     assigned = iteration.is_not_null()
     unassigned = None

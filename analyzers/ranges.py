@@ -51,12 +51,14 @@ before the rules below:
     tied with the chosen one.
 
 Same name on several threads, or nested (one rule for the default and for ``--range``)
-    An instance of the chosen name (or pattern) is left out when another instance *of the same process*
-    holds it in time (starts no later and ends no earlier), whatever thread either is on: the outermost in
-    time are the iterations. nvFuser's ``compileFusionParallel`` runs on the main thread around the same
-    range on its worker threads: the main thread's instances are the iterations. A warning says how many
-    instances were left out and why; another says when instances that remain overlap in time (different
-    threads): an op launched in the overlap belongs to the later-starting one.
+    An instance of the chosen name (or pattern) is left out when another instance holds it in time (starts
+    no later and ends no earlier) on its own thread, or on another thread of the same process when its own
+    thread runs no instance that nothing holds (:func:`_left_out`). nvFuser's ``compileFusionParallel`` runs
+    on the main thread around the same range on its worker threads: the main thread's instances are the
+    iterations. A thread that also runs instances of its own is a thread pool running iterations at once:
+    its held instances stay. A warning says how many instances were left out and why; another says when
+    instances that remain overlap in time (different threads): an op launched in the overlap belongs to the
+    instance of its own thread, or, when its thread holds none, to the later-starting one.
 
 Ranges without a start or an end time (null: never closed, or never opened)
     are no candidates for any rule or pattern: such a range has no latency. A warning names them. The Nsight
@@ -273,16 +275,40 @@ def _engine_of(names: pl.Series) -> pl.Series:
     return pl.DataFrame({"name": names}).select(expr.alias("engine")).to_series()
 
 
-def _held(rows: pl.DataFrame) -> pl.Series:
-    """Per row of ``rows`` (``pid``, ``start``, ``end``): whether another row of the same process holds it in
-    time (starts no later and ends no earlier). Of identical intervals the first in (pid, start, end
-    descending, input order) holds the others."""
+def _held(rows: pl.DataFrame, by: tuple[str, ...] = ("pid",)) -> pl.Series:
+    """Per row of ``rows`` (``pid``, ``start``, ``end``, and the columns of ``by``): whether another row of
+    the same group (``by``: the process; or its thread too) holds it in time (starts no later and ends no
+    earlier). Of identical intervals the first in (group, start, end descending, input order) holds the
+    others."""
+    keys = list(by)
     order = rows.with_row_index("_row").sort(
-        ["pid", "start", "end", "_row"], descending=[False, False, True, False], nulls_last=True
+        [*keys, "start", "end", "_row"],
+        descending=[*([False] * len(keys)), False, True, False],
+        nulls_last=True,
     )
-    reach = pl.col("end").cum_max().shift(1).over("pid")
+    reach = pl.col("end").cum_max().shift(1).over(keys)
     held = order.select("_row", (reach.is_not_null() & (reach >= pl.col("end"))).alias("held"))
     return held.sort("_row").get_column("held")
+
+
+def _left_out(rows: pl.DataFrame) -> pl.Series:
+    """Per instance of the chosen ranges (``pid``, ``thread``, ``start``, ``end``): whether it is left out as
+    nested. An instance another holds on its own thread is nested (a push/pop stack is a thread's). One held
+    in time by an instance of another thread is nested when its thread holds no instance that is not so
+    held: worker threads' ranges inside the main thread's (nvFuser's ``compileFusionParallel``: 2 main-thread
+    ranges kept, 8 worker ones left out). A thread that also runs instances of its own, held by none, is a
+    thread pool running iterations at once: its held instances are iterations too (a real recording of 12
+    iterations on 4 threads had read as 9)."""
+    on_thread = _held(rows, ("pid", "thread"))
+    in_process = _held(rows)
+    free = rows.filter(~in_process).select("pid", "thread").unique().with_columns(pl.lit(True).alias("_free"))
+    has_free = (
+        rows.select("pid", "thread")
+        .join(free, on=["pid", "thread"], how="left", nulls_equal=True, maintain_order="left")
+        .get_column("_free")
+        .fill_null(False)
+    )
+    return on_thread | (in_process & ~has_free)
 
 
 def _launch_calls(trace: Trace) -> pl.DataFrame:
@@ -515,7 +541,7 @@ def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFram
 def _range_frame(chosen: pl.DataFrame, name: str) -> tuple[pl.DataFrame, list[str]]:
     """The outermost-in-time ``chosen`` ranges (module docstring), in start order, as the returned frame, and
     the warnings: instances left out, instances that overlap."""
-    held = _held(chosen)
+    held = _left_out(chosen)
     warnings = []
     if held.any():
         out = chosen.filter(held)
@@ -558,7 +584,8 @@ def _range_frame(chosen: pl.DataFrame, name: str) -> tuple[pl.DataFrame, list[st
     if overlap:
         warnings.append(
             f"{overlap} of the {frame.height} {name!r} ranges start before an earlier one of the same process "
-            "ends (different threads): work launched where they overlap counts in the later-starting range"
+            "ends (different threads running iterations at once): work launched where they overlap counts in the "
+            "range of the thread that launched it (in the later-starting one when that thread has no range)"
         )
     return frame, warnings
 

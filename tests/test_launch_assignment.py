@@ -507,3 +507,31 @@ def test_cpu_operators_that_are_the_iteration_ranges_themselves_are_not_operator
     other = analyze_iterations(trace_with("op"), "step")
     assert other.iterations["gpu_busy_ms"].to_list() == pytest.approx([8.0] * 3)
     assert not any("ranges themselves" in w for w in other.warnings)
+
+
+def test_iterations_running_at_once_on_threads_take_their_own_threads_work() -> None:
+    """A thread pool: thread 1's iteration [0, 1000) and thread 2's [100, 300) run at once in one process.
+    Thread 1's launches at 150 and 500 are thread 1's iteration's; thread 2's at 200 is thread 2's. By time
+    alone the launch at 150 went to the later-starting range (thread 2's), and the one at 500, inside thread
+    1's range but after thread 2's ended, to none. Thread 2's range inside thread 1's in time had been left
+    out as nested, although thread 2 runs an iteration of its own after it."""
+    trace = make_trace(
+        ranges=[
+            (0, 1000, "iteration", 0, None, 1, 1),
+            (100, 300, "iteration", 0, None, 1, 2),
+            (1100, 1300, "iteration", 0, None, 1, 2),  # thread 2 runs iterations of its own: a thread pool
+        ],
+        api=[
+            (150, 160, 1, "cudaLaunchKernel", 1),
+            (200, 210, 2, "cudaLaunchKernel", 2),
+            (500, 510, 3, "cudaLaunchKernel", 1),
+        ],
+        ops=[(170, 190, 1, 7), (220, 250, 2, 8), (520, 600, 3, 7)],
+        range_fields=("start", "end", "name", "depth", "domain", "pid", "thread"),
+        api_fields=("start", "end", "correlation", "name", "thread"),
+    )
+    a = analyze_iterations(trace)
+    assert a.iterations.height == 3
+    assert a.iterations["kernels"].to_list() == [2, 1, 0]
+    assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([100e-6, 30e-6, 0.0])
+    assert a.unassigned is None

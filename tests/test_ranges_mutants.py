@@ -124,6 +124,8 @@ def test_an_instance_nested_on_the_same_thread_is_left_out_and_said_so():
     ],
 )
 def test_which_instances_another_holds(second, kept, said):
+    """A worker thread's one instance inside the main thread's in time is nested (the thread runs no instance
+    of its own): left out."""
     ranges = [(0, 1000, "iteration", 0, None, 1, 1), (*second, "iteration", 0, None, 2, 1)]
     choice = R.select_ranges(make_trace(ranges=ranges, range_fields=THREADED), None)
     assert choice.frame.height == kept
@@ -159,7 +161,8 @@ def test_instances_of_other_processes_neither_hold_nor_overlap_each_other():
         "the 3 'iteration' ranges come from 2 processes (pids 1, 2): they are analyzed as one series of "
         "iterations, each holding the work its own process launched",
         "1 of the 3 'iteration' ranges start before an earlier one of the same process ends (different "
-        "threads): work launched where they overlap counts in the later-starting range",
+        "threads running iterations at once): work launched where they overlap counts in the range of the "
+        "thread that launched it (in the later-starting one when that thread has no range)",
     ]
 
 
@@ -372,3 +375,24 @@ def test_a_bad_split_idle_is_refused_naming_the_file():
     with pytest.raises(TracekitError) as err:
         R.select_ranges(_counted(["a", "a"]), None, split_idle_ms=-1.0)
     assert str(err.value) == "run.sqlite: --split-idle must be a number of ms >= 0 and <= 1e+12, not -1.0"
+
+
+def test_a_thread_that_runs_its_own_instances_too_keeps_the_held_ones():
+    """A thread pool: thread 2 runs an instance of its own (2000-3000) besides one that thread 1's long one
+    holds in time (100-900): its instances are iterations running at once, both kept; a worker thread whose
+    every instance lies inside another thread's (thread 3) is nested, left out (nvFuser's workers)."""
+    ranges = [
+        (0, 1000, "iteration", 0, None, 1, 1),
+        (100, 900, "iteration", 0, None, 2, 1),
+        (2000, 3000, "iteration", 0, None, 2, 1),
+        (200, 300, "iteration", 0, None, 3, 1),
+    ]
+    choice = R.select_ranges(make_trace(ranges=ranges, range_fields=THREADED), None)
+    assert spans(choice.frame) == [(0, 1000), (100, 900), (2000, 3000)]
+    assert choice.warnings[0] == (
+        "left out 1 of 4 'iteration' ranges: each lies inside another range of that name in the same process "
+        "(the outermost in time are the iterations; 1 of them on threads with no kept instance)"
+    )
+    # one thread nesting its own: left out, whatever the other threads do
+    nested = [(0, 1000, "iteration", 0, None, 1, 1), (100, 900, "iteration", 1, None, 1, 1)]
+    assert spans(R.select_ranges(make_trace(ranges=nested, range_fields=THREADED), None).frame) == [(0, 1000)]
