@@ -548,3 +548,34 @@ def test_a_whole_thread_counts_where_few_ops_lack_their_call() -> None:
     )
     three = [(-500 - 20 * k, -490 - 20 * k, 1000 + k, 8) for k in range(3)]
     assert plausibility.lost_kernels(make_trace(api=api, ops=ops + three, api_fields=fields)) is None
+
+
+def test_lost_kernels_more_edges_threads_unknown_pids_sharing_ids_and_the_whole_thread_bound() -> None:
+    """Calls whose thread is not recorded are one thread; two processes of the hash path that share
+    correlation ids are told apart by their pid; the whole-thread rule needs fewer than a tenth of the ops
+    without a call: exactly a tenth turns it off."""
+    fields = ("start", "end", "correlation", "name", "thread")
+    api = [(i * 100, i * 100 + 10, i, "cudaLaunchKernel", None) for i in range(40)]
+    ops = [(i * 100 + 50, i * 100 + 90, i, 7) for i in range(1, 40, 2)]
+    assert "20 of 40" in (plausibility.lost_kernels(make_trace(api=api, ops=ops, api_fields=fields)) or "")
+    # two big pids (the hash path) with the same correlation ids: the second's launches have no kernel
+    pid_fields = ("start", "end", "correlation", "name", "pid", "thread")
+    op_fields = ("start", "end", "correlation", "stream", "kind", "device", "pid")
+    a, b = 1 << 40, (1 << 40) + 1
+    calls = [
+        (i * 100, i * 100 + 10, i, "cudaLaunchKernel", pid, pid % 2 + 1) for i in range(20) for pid in (a, b)
+    ]
+    kernels = [(i * 100 + 50, i * 100 + 90, i, 7, "kernel", 0, a) for i in range(20)]
+    found = plausibility.lost_kernels(
+        make_trace(api=calls, ops=kernels, api_fields=pid_fields, op_fields=op_fields)
+    )
+    assert "19 of 40 kernel launches" in (found or "")
+    # 18 linked ops and 2 without a call: exactly a tenth, so a thread without kernels is not counted whole
+    launches = [(i * 100, i * 100 + 10, i, "cudaLaunchKernel", 1 + i % 2) for i in range(40)]
+    linked = [(i * 100 + 50, i * 100 + 90, i, 7) for i in range(0, 36, 2)]
+    unmatched = [(-500, -490, 1000, 8), (-400, -390, 1001, 8)]
+    trace = make_trace(api=launches, ops=linked + unmatched, api_fields=fields)
+    assert plausibility.lost_kernels(trace) is None
+    # one op without a call fewer: the thread counts (its 17 launches before the last linked one, 34)
+    trace = make_trace(api=launches, ops=linked + unmatched[:1], api_fields=fields)
+    assert "17 of 40" in (plausibility.lost_kernels(trace) or "")
