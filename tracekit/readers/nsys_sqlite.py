@@ -19,6 +19,9 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     replay is one row, its kernels are not recorded) -> kind "graph", name "CUDA graph <graphId>", ``graph`` =
     ``graphId``, with a warning (the GPU counts as busy over the whole graph; its kernels are not counted).
     Rows of any of these tables that CUPTI could not time (start and end both 0) are left out, with a warning.
+    An op's ``correlationId`` 0 (CUPTI's "none") is read as null. Ops without ``globalPid`` (null, or no such
+    column) get the process of the trace's CUDA calls when those all come from one (with a warning); with
+    calls of several processes they stay without one, and a warning says that they cannot be linked.
 ``api`` (host calls)
     ``CUPTI_ACTIVITY_KIND_RUNTIME`` (and ``CUPTI_ACTIVITY_KIND_DRIVER`` where an export has it).
     ``kind`` = "driver" for rows of the DRIVER table and for RUNTIME rows with ``eventClass`` 1
@@ -505,7 +508,7 @@ def _read_ops(
         step(GRAPH_TRACE_TABLE)
         parts.append(_read_graph_executions(export, path, cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
-    ops = _without_untimed(ops, warnings)
+    ops = _without_untimed(ops, warnings).with_columns(_no_zero_correlation())
     graphs = ops.select((pl.col("kind") == "graph").sum()).item() if ops.height else 0
     if graphs:
         warnings.append(
@@ -517,6 +520,15 @@ def _read_ops(
     if nameless:
         warnings.append(f"{nameless} kernels have a name id missing from StringIds")
     return ops
+
+
+def _no_zero_correlation() -> pl.Expr:
+    """An op's ``correlation`` with 0 read as null: CUPTI numbers launches from 1, and 0 means "no
+    correlation" (as :func:`tracekit.calls.collapse_duplicate_calls` reads it; API rows keep their 0, which
+    that collapse leaves apart). An op carrying 0 matched no call and was counted in no iteration, as if
+    launched before the capture (a device-launched kernel's time left out of its iteration's busy time);
+    without an id it is placed by its start, with the analysis's warning."""
+    return pl.when(pl.col("correlation") != 0).then(pl.col("correlation")).alias("correlation")
 
 
 def _without_untimed(ops: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
@@ -548,6 +560,32 @@ def _read_api(
             parts.append(_read_api_table(export, table, strings, path, cols))
     api = pl.concat([conform(p, API_SCHEMA) for p in parts]) if parts else empty_frame(API_SCHEMA)
     return collapse_duplicate_calls(api)
+
+
+def _with_launching_process(ops: pl.DataFrame, api: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``ops`` whose process is unknown (``globalPid`` null, or a table without the column) given the process
+    of the trace's CUDA calls when they all come from one: correlation ids are unique within a process, and
+    an op without its process matched no launch call (every op counted in no iteration, "launched before the
+    capture"). With calls of several processes such ops stay unlinked, and a warning says why."""
+    if "pid" not in ops.columns or "pid" not in api.columns:
+        return ops
+    unknown = ops.get_column("pid").null_count()
+    if not unknown:
+        return ops
+    pids = api.get_column("pid").drop_nulls().unique()
+    if pids.len() == 1:
+        pid = int(pids[0])
+        warnings.append(
+            f"{unknown} device ops have no process id (globalPid null): the trace's CUDA API calls all come "
+            f"from process {pid}, so they are read as launched by it"
+        )
+        return ops.with_columns(pl.col("pid").fill_null(pid))
+    if pids.len() > 1:
+        warnings.append(
+            f"{unknown} device ops have no process id (globalPid null) and the trace's CUDA API calls come "
+            f"from {pids.len()} processes: they cannot be linked to the calls that launched them"
+        )
+    return ops
 
 
 #: Column marking the ranges :func:`_close_unclosed` closed (dropped before the Trace is built).
@@ -655,6 +693,9 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     else:
         ops = _read_ops(export, strings, path, ops_cols, warnings, step)
         api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
+
+    if api is not None:
+        ops = _with_launching_process(ops, api, warnings)
 
     env = export.key_values("TARGET_INFO_SYSTEM_ENV")
     gpus = gpu_table(export, env)
