@@ -42,7 +42,9 @@ What lands where:
     can join ops to their launching call by (pid, correlation): an op's pid is the pid of the runtime/driver
     event carrying the same correlation id; ops with no such event (launched before the capture window, or
     no correlation) get the trace's main process pid (the pid with the most runtime/driver events, else the
-    most CPU events). A warning counts the ops without a launching call in the trace.
+    most CPU events). A warning counts the ops without a launching call in the trace, and apart those whose
+    correlation id lies between the first and last of the trace's own calls' (one process): launched during
+    the capture, their call records lost (:func:`_orphans_warning`).
 ``api`` (host calls)
     ``cuda_runtime``/``Runtime``/``xpu_runtime``/``privateuse1_runtime``/``mtia_runtime``/``hpu_op``/
     ``glow_runtime`` -> kind "runtime", ``cuda_driver``/``xpu_driver``/``privateuse1_driver``/``driver`` -> kind
@@ -483,6 +485,42 @@ def _unknown_launch_warning(gpu_ops: pl.DataFrame, api: pl.DataFrame) -> list[st
         f"kernel launches ({', '.join(named)}): launch counts and launch-call time leave them out, and the "
         "time spent in those calls counts as other API time"
     ]
+
+
+def _orphans_warning(gpu_ops: pl.DataFrame, api: pl.DataFrame) -> str:
+    """The warning for the GPU ops that have no runtime/driver call with their correlation id in the trace
+    (``gpu_ops``: :func:`_gpu_ops`, some without ``has_call``; ``api``: :func:`_api`, not empty).
+
+    The profiler numbers a process's calls in the order they begin (CUPTI's and roctracer's correlation ids
+    only grow), so an op launched before the capture began carries an id below every call of the trace. An
+    op whose id lies between the first and the last id of the trace's own calls was launched during the
+    capture: its call's record was lost (CUPTI drops records when its activity buffers fill), and the
+    analysis, which counts it in no iteration, is short by its work. Such ops are counted apart, with their
+    summed duration, when the calls come from one process (ids of two processes are two sequences; the
+    usual Kineto file is one process's)."""
+    orphans = gpu_ops.filter(~pl.col("has_call"))
+    head = (
+        f"{orphans.height} of {gpu_ops.height} GPU ops have no runtime/driver call with their correlation id in "
+        "the trace"
+    )
+    calls = api.filter(pl.col("correlation").is_not_null()).select("pid", "correlation")
+    pids = calls.get_column("pid")
+    if calls.is_empty() or pids.null_count() or pids.n_unique() != 1:
+        return f"{head} (launched before the capture window, or no correlation)"
+    first, last = calls.get_column("correlation").min(), calls.get_column("correlation").max()
+    lost = orphans.filter(pl.col("correlation").is_between(first, last))
+    if lost.is_empty():
+        return f"{head} (launched before the capture window, or no correlation)"
+    work_ms = lost.select((pl.col("end") - pl.col("start")).sum()).item() / 1e6
+    rest = orphans.height - lost.height
+    others = f"; the other {rest}: launched before the capture window, or no correlation" if rest else ""
+    return (
+        f"{head}: {lost.height} of them carry ids between the first and the last id of the trace's own calls "
+        f"({first} to {last}), so they were launched during the capture and the records of their launch calls "
+        "were lost (the profiler drops records when its buffers fill), not made before it: they count in no "
+        f"iteration, and the GPU busy time of the iterations that launched them is short by up to "
+        f"{work_ms:.3f} ms of their work{others}"
+    )
 
 
 def _category_kind(kinds: dict[str, str]) -> pl.Expr:
@@ -991,10 +1029,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
                 "profiled (torch.profiler without ProfilerActivity.CPU), so no op is linked to its launch"
             )
         elif orphans:
-            warnings.append(
-                f"{orphans} of {ops.height} GPU ops have no runtime/driver call with their correlation id in the "
-                "trace (launched before the capture window, or no correlation)"
-            )
+            warnings.append(_orphans_warning(ops, api))
         no_end = ops.get_column("end").null_count()
         if no_end:
             warnings.append(
