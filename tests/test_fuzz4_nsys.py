@@ -11,9 +11,11 @@ import sqlite3
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 import tracekit
 from tests.nsys_builder import NsysBuilder
+from tracekit.errors import TraceFormatError
 from tracekit.readers.nsys_sqlite import read
 
 US = 1_000
@@ -114,3 +116,25 @@ def test_ops_without_globalpid_and_calls_of_two_processes_stay_unlinked_with_a_w
         "4 device ops have no process id (globalPid null) and the trace's CUDA API calls come from 2 "
         "processes: they cannot be linked to the calls that launched them"
     ) in trace.warnings
+
+
+# ------------------------------------------------------------------------------------ one-line errors
+
+
+@pytest.mark.parametrize("engine", ["adbc", "sqlite3"])
+def test_a_device_id_too_large_for_its_column_is_said_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, engine: str
+) -> None:
+    """A deviceId of 2**32 - 1 (CUPTI's ids are uint32; an ordinal is small) is refused in one line that
+    names the column, the value and the row; it had read "holds a value that is not an integer (int
+    4294967295)", contradicting itself."""
+    monkeypatch.setenv("TRACEKIT_SQLITE_ENGINE", engine)
+    path = _iterations(NsysBuilder(), n=2).write(tmp_path / "device_uint32_max.synthetic.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET deviceId = 4294967295 WHERE rowid = 2")
+    with pytest.raises(TraceFormatError) as error:
+        read(path)
+    assert str(error.value) == (
+        f"{path}: CUPTI_ACTIVITY_KIND_KERNEL.deviceId holds a value outside the 32-bit integer range that "
+        "column takes (int 4294967295, rowid 2)"
+    )

@@ -74,6 +74,12 @@ def _decode_text(raw: bytes) -> str:
     return raw.decode("utf-8", "replace")
 
 
+#: Width of the integer dtypes a frame's column may have (for :class:`UnfitValueError`'s line).
+_INTEGER_BITS: dict[pl.DataType, int] = {
+    pl.Int8: 8, pl.Int16: 16, pl.Int32: 32, pl.Int64: 64, pl.UInt8: 8, pl.UInt16: 16, pl.UInt32: 32, pl.UInt64: 64,
+}  # fmt: skip
+
+
 class UnfitValueError(ValueError):
     """A value read from SQLite that its column's dtype cannot hold (text ``'abc'``, a blob, or a REAL outside
     the 64-bit integer range in a timestamp column): the rows' frame cannot be built. ``column``: the output
@@ -99,6 +105,13 @@ class UnfitValueError(ValueError):
         numeric = "a number" if self.dtype.is_numeric() else f"of type {self.dtype}"
         kind = "an integer" if self.dtype.is_integer() else numeric
         row = f", rowid {self.rowid}" if self.rowid is not None else ""
+        if self.dtype.is_integer() and isinstance(self.value, int) and not isinstance(self.value, bool):
+            # An integer, but too large for the column (a device id of 2**32 - 1 in an Int32 column).
+            bits = _INTEGER_BITS.get(self.dtype, 64)
+            return (
+                f"{where} holds a value outside the {bits}-bit integer range that column takes "
+                f"({describe_value(self.value)}{row})"
+            )
         return f"{where} holds a value that is not {kind} ({describe_value(self.value)}{row})"
 
 
