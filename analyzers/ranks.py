@@ -34,6 +34,14 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   reference's step of the same position once aligned (:func:`steps_apart`): then positions are not steps.
 - Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
   at each step, how often).
+- **steps by number**: when every trace numbers its steps (``ProfilerStep#N``, the compact result's ``step``)
+  and the numbers differ (captures that began at other steps), steps and collectives are compared on the
+  step numbers every trace holds (:func:`by_step_number`); none in common: nothing is compared across traces.
+- **one job**: traces that say different world sizes, or a rank outside the one they say, are not aligned
+  (:func:`job_apart`); ranks of the world size missing from the traces are warned (:func:`world_warnings`);
+  a recording given twice (a path again, a link, a copy) is summarized once (:func:`without_repeats`).
+- **skew within the residual**: a largest step-start skew no more than the alignment's residual is given with
+  ``why`` (not told from none: the aligned starts are known to the residual only).
 - **warnings**: besides the above, each trace's own warnings (once per text, with the traces it applies to),
   and traces whose iterations are cut by different ranges (their steps may be different work: the spread,
   the skew and the slowest by step are then withheld, with ``why``).
@@ -42,6 +50,7 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 from __future__ import annotations
 
 import math
+import os
 from collections import Counter
 from statistics import mean, median
 from typing import Any
@@ -213,9 +222,61 @@ def median_spacing(ends: list[int]) -> float | None:
     return float(np.median(steps)) if len(steps) else None
 
 
-def clock_offsets(results: list[dict[str, Any]]) -> dict[str, Any]:
-    """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc)."""
+def world_sizes(results: list[dict[str, Any]]) -> dict[int, list[str]]:
+    """The world sizes the traces say (``world_size``: Kineto's ``distributedInfo``, a sidecar's), each with
+    the traces that say it."""
+    sizes: dict[int, list[str]] = {}
+    for r in results:
+        if r.get("world_size"):
+            sizes.setdefault(int(r["world_size"]), []).append(label(r))
+    return sizes
+
+
+def job_apart(results: list[dict[str, Any]]) -> str | None:
+    """Why the traces are not the ranks of one job by what they say of it: different world sizes, or a rank
+    outside the world size the traces say; None when nothing says so."""
+    sizes = world_sizes(results)
+    if len(sizes) > 1:
+        said = "; ".join(f"{size} in {_named(labels)}" for size, labels in sorted(sizes.items()))
+        return f"the traces say different world sizes ({said}): they are not the ranks of one job"
+    if not sizes:
+        return None
+    (size,) = sizes
+    beyond = [label(r) for r in results if r.get("rank") is not None and not 0 <= r["rank"] < size]
+    if beyond:
+        return (
+            f"{_named(beyond)}: outside the world size of {size} that {_named(sizes[size])} say: they are not "
+            "the ranks of one job"
+        )
+    return None
+
+
+def world_warnings(results: list[dict[str, Any]]) -> list[str]:
+    """A warning when the traces say one world size and ranks of it are not among them: the straggler, the
+    skew and the spread are then those of the ranks given only."""
+    sizes = world_sizes(results)
+    if len(sizes) != 1 or len(results) < 2 or job_apart(results):
+        return []
+    (size,) = sizes
+    given = {r["rank"] for r in results if r.get("rank") is not None}
+    missing = sorted(set(range(size)) - given)
+    if not missing or len(given) < len(results):
+        return []
+    shown = ", ".join(str(m) for m in missing[:NAMED_TRACES]) + (
+        f" and {len(missing) - NAMED_TRACES} more" if len(missing) > NAMED_TRACES else ""
+    )
+    return [
+        f"{len(given)} of the {size} ranks the traces say their job has are here (missing: rank{'s' if len(missing) > 1 else ''} "
+        f"{shown}): the straggler, the skew and the spread are among these ranks only"
+    ]
+
+
+def clock_offsets(results: list[dict[str, Any]], apart: str | None = None) -> dict[str, Any]:
+    """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc);
+    ``apart``: why the traces are not one job's (:func:`job_apart`), then never aligned."""
     counts = [len(r.get("collective_ends_ns", ())) for r in results]
+    if len(results) >= 2 and apart:
+        return {"aligned": False, "why": apart, "offsets_ns": None, "matched": 0}
     repeated = repeated_ranks(results)
     if len(results) >= 2 and repeated:
         why = (
@@ -378,6 +439,60 @@ def stragglers(
     }
 
 
+def step_numbers(result: dict[str, Any]) -> list[int] | None:
+    """The step number of each iteration (``ProfilerStep#N``: the compact result's ``step`` column), when
+    every iteration has one and no two the same; else None (steps are then matched by position)."""
+    column = result["iterations"].get("step")
+    if column is None:
+        return None
+    numbers = list(column)
+    if any(n is None or n != n for n in numbers) or len(set(numbers)) != len(numbers):
+        return None
+    return [int(n) for n in numbers]
+
+
+def _spans(numbers: list[int]) -> str:
+    return f"#{min(numbers)}-#{max(numbers)}" if numbers else "none"
+
+
+def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None, bool]:
+    """The traces as the step comparisons and the clock alignment see them: when every trace numbers its
+    steps (:func:`step_numbers`) and the numbers differ (captures that began or ended at other steps: on-demand
+    profiling starts at each rank's next step), each restricted to the steps numbered alike in every trace, in
+    number order, with only the collectives launched in those steps (``collective_iterations``); else as they
+    are, compared by position. Returns (traces, what was done or None, whether some step is common)."""
+    numbers = [step_numbers(r) for r in results]
+    if len(results) < 2 or any(n is None for n in numbers) or all(n == numbers[0] for n in numbers):
+        return results, None, True
+    common = sorted(set.intersection(*(set(n) for n in numbers)))  # type: ignore[arg-type]
+    held = "; ".join(f"{label(r)} {_spans(n)}" for r, n in zip(results, numbers, strict=True))  # type: ignore[arg-type]
+    if not common:
+        return results, f"no step number is common to every trace ({held}): they recorded other steps", False
+    out = []
+    for r, nums in zip(results, numbers, strict=True):
+        where = {n: i for i, n in enumerate(nums)}  # type: ignore[union-attr]
+        keep = np.asarray([where[n] for n in common], dtype=np.int64)
+        its = {
+            k: np.asarray(v)[keep] if isinstance(v, np.ndarray) else [v[i] for i in keep]
+            for k, v in r["iterations"].items()
+        }
+        restricted = {**r, "iterations": its}
+        of = r.get("collective_iterations")
+        if of is not None and len(of) == len(r.get("collective_ends_ns", ())):
+            kept = set(np.asarray(r["iterations"]["index"])[keep].tolist())
+            mask = np.asarray([i in kept for i in of], dtype=bool)
+            restricted["collective_starts_ns"] = np.asarray(r["collective_starts_ns"])[mask]
+            restricted["collective_ends_ns"] = np.asarray(r["collective_ends_ns"])[mask]
+            kinds = list(r.get("collective_kinds") or [""] * len(mask))
+            restricted["collective_kinds"] = [k for k, m in zip(kinds, mask, strict=True) if m]
+        out.append(restricted)
+    note = (
+        f"the traces hold other steps ({held}): steps and collectives are compared on the {len(common)} steps "
+        f"numbered alike in every trace ({_spans(common)}), not by position"
+    )
+    return out, note, True
+
+
 def _common_steps(results: list[dict[str, Any]]) -> int:
     return min(steps_of(r) for r in results) if results else 0
 
@@ -432,6 +547,12 @@ def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -
         "median_start_skew_ms": median(spreads) if spreads else None,
         "max_start_skew_ms": max(spreads) if spreads else None,
     }
+    if spreads and tolerance_ns and max(spreads) * 1e6 <= tolerance_ns:
+        # (every aligned start is known to the residual only: a skew no larger is not told from none)
+        out["why"] = (
+            f"the largest, {max(spreads):.3f} ms, is no more than the clock alignment's residual "
+            f"({tolerance_ns / 1e6:.3f} ms): not told from no skew"
+        )
     top = most_often(ends_last)
     if top is not None:
         out.update(ends_last=label(results[top[0]]), ends_last_steps=top[1])
@@ -454,8 +575,51 @@ def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
     return {"steps": steps, "slowest": label(results[top[0]]), "slowest_steps": top[1]}
 
 
+def _recording(result: dict[str, Any]) -> list[Any]:
+    """What tells one recording from another: the file it is (a path that exists, links resolved), and its
+    rank, iteration times and collective ends when it has collectives (times to the nanosecond that no other
+    rank's recording shares); none of either: not told."""
+    keys: list[Any] = []
+    path = result.get("path")
+    if path and os.path.exists(path):
+        keys.append(os.path.realpath(path))
+    its = result["iterations"]
+    if len(result.get("collective_ends_ns", ())) and len(its.get("start_ns", ())):
+        keys.append(
+            (
+                result.get("rank"),
+                tuple(its["start_ns"]),
+                tuple(its.get("end_ns", ())),
+                tuple(result["collective_ends_ns"]),
+            )
+        )
+    return keys
+
+
+def without_repeats(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """``results`` with a recording given more than once (the same file by two paths, a link, a copy:
+    :func:`_recording`) kept once, and a warning naming each repeat: counted twice it would be two traces
+    claiming one rank (not one job), or a rank that ties with itself."""
+    seen: dict[Any, dict[str, Any]] = {}
+    kept, warnings = [], []
+    for r in results:
+        keys = _recording(r)
+        first = next((seen[k] for k in keys if k in seen), None)
+        if first is not None:
+            warnings.append(
+                f"{r.get('path') or r['name']} is the same recording as {first.get('path') or first['name']} "
+                "(the same file twice, a link or a copy): summarized once"
+            )
+            continue
+        for k in keys:
+            seen.setdefault(k, r)
+        kept.append(r)
+    return kept, warnings
+
+
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The cross-trace document (see the module docstring)."""
+    results, repeats = without_repeats(results)
     results = with_labels(_order(results))
     rows = [trace_row(r) for r in results]
     doc: dict[str, Any] = {"rows": rows, "traces": len(rows), "warnings": []}
@@ -479,19 +643,27 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             if fast["median_latency_ms"]
             else None,
         }
-    clocks = clock_offsets(results)
+    # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
+    steps_seen, numbered, shared = by_step_number(results)
+    clocks = clock_offsets(steps_seen, job_apart(results))
+    if not shared:
+        clocks = {"aligned": False, "why": numbered, "offsets_ns": None, "matched": 0}
     doc["clocks"] = clocks
     if len(results) >= 2:
         doc["slowest_by_step"] = (
-            slowest_by_step(results) if cut_alike else {"why": "iterations are cut by different ranges"}
+            {"why": numbered}
+            if not shared
+            else slowest_by_step(steps_seen)
+            if cut_alike
+            else {"why": "iterations are cut by different ranges"}
         )
         if clocks["aligned"]:
             tolerance = round(clocks["residual_us"] * 1e3)
             doc["straggler"] = stragglers(
-                results, clocks["offsets_ns"], tolerance, clocks.get("matched_from") == "last"
+                steps_seen, clocks["offsets_ns"], tolerance, clocks.get("matched_from") == "last"
             )
             doc["skew"] = (
-                skew(results, clocks["offsets_ns"], tolerance)
+                skew(steps_seen, clocks["offsets_ns"], tolerance)
                 if cut_alike
                 else {"steps": 0, "why": "iterations are cut by different ranges"}
             )
@@ -500,10 +672,12 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "
                 "not computed; 'slowest by step' compares durations only"
             )
+    if numbered and shared:
+        doc["warnings"].append(numbered)
     steps = {steps_of(r) for r in results}
-    if len(steps) > 1:
+    if len(steps) > 1 and not numbered:
         doc["warnings"].append(
             f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"
         )
-    doc["warnings"] += different + trace_warnings(results)
+    doc["warnings"] += repeats + world_warnings(results) + different + trace_warnings(results)
     return doc

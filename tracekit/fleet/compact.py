@@ -60,15 +60,7 @@ def collectives_in_launch_order(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarr
     """(starts, ends, kinds) of the first :data:`MAX_COLLECTIVES` collectives in launch order (see the module
     docstring): those launched by a call in the trace, by the call's start; all of them by their own start
     when none was."""
-    collectives = ops.filter(
-        pl.col("name").str.contains(COMM_PATTERN)
-        & pl.col("start").is_not_null()
-        & pl.col("end").is_not_null()
-    )
-    if collectives["call_start"].null_count() < collectives.height:
-        collectives = collectives.filter(pl.col("call_start").is_not_null())
-    # (either every call_start is there or none is)
-    collectives = collectives.sort("call_start", "start").head(MAX_COLLECTIVES)
+    collectives = _in_launch_order(ops)
     kinds = collectives.select(
         pl.col("name").str.extract(COLLECTIVE_KIND).str.to_lowercase().fill_null("")
     ).to_series()
@@ -77,6 +69,54 @@ def collectives_in_launch_order(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarr
         collectives["end"].cast(pl.Int64).to_numpy(),
         kinds.to_list(),
     )
+
+
+def collective_iterations(ops: pl.DataFrame) -> list[int | None]:
+    """The iteration of each collective of :func:`collectives_in_launch_order`, in the same order (None where
+    the ops carry none): which step a collective belongs to, so that traces whose captures hold other steps
+    are matched on the steps they share (:func:`tracekit.analyzers.ranks.by_step_number`)."""
+    if "iteration" not in ops.columns:
+        return [None] * _in_launch_order(ops).height
+    return _in_launch_order(ops)["iteration"].cast(pl.Int64).to_list()
+
+
+def step_numbers(analyzed: Analysis, index: pl.Series) -> list[int | None]:
+    """The number each iteration of ``index`` has in its range's name (``ProfilerStep#12`` -> 12: the step
+    the training loop counts, the same on every rank of one job), None where the name ends in no ``#N`` or the
+    iteration's ranges say different numbers."""
+    ranges = analyzed.ranges
+    if not {"iteration", "name"} <= set(ranges.columns):
+        return [None] * len(index)
+    numbered = (
+        ranges.select(
+            "iteration", step=pl.col("name").str.extract(r"#(\d+)\s*$").cast(pl.Int64, strict=False)
+        )
+        .group_by("iteration")
+        .agg(
+            pl.col("step").first(),
+            alike=(pl.col("step").n_unique() == 1) & (pl.col("step").null_count() == 0),
+        )
+        .select(pl.col("iteration").cast(pl.Int64), step=pl.when("alike").then("step"))
+    )
+    return (
+        index.cast(pl.Int64)
+        .to_frame("iteration")
+        .join(numbered, on="iteration", how="left", maintain_order="left")["step"]
+        .to_list()
+    )
+
+
+def _in_launch_order(ops: pl.DataFrame) -> pl.DataFrame:
+    """The collectives of ``ops`` in launch order (:func:`collectives_in_launch_order`)."""
+    collectives = ops.filter(
+        pl.col("name").str.contains(COMM_PATTERN)
+        & pl.col("start").is_not_null()
+        & pl.col("end").is_not_null()
+    )
+    if collectives["call_start"].null_count() < collectives.height:
+        collectives = collectives.filter(pl.col("call_start").is_not_null())
+    # (either every call_start is there or none is)
+    return collectives.sort("call_start", "start").head(MAX_COLLECTIVES)
 
 
 def columns(frame: pl.DataFrame) -> dict[str, Any]:
@@ -103,6 +143,16 @@ def rank_of(analyzed: Analysis) -> int | None:
         return None
 
 
+def _world_size(meta: dict[str, Any]) -> int | None:
+    """How many ranks the trace's job has, where its metadata says (``world_size``: a sidecar's, or the
+    reader's), else None."""
+    try:
+        size = meta.get("world_size")
+        return None if size is None else int(size)
+    except (TypeError, ValueError):
+        return None
+
+
 def compact(analyzed: Analysis) -> dict[str, Any]:
     """The compact result of one analyzed trace (see the module docstring)."""
     meta = analyzed.trace_data.meta
@@ -118,12 +168,17 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
             pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)
         )
         starts, ends, kinds = collectives_in_launch_order(ops)
+        collective_its = collective_iterations(ops)
     else:
         iterations = iterations.with_columns(
             comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None, pl.Float64)
         )
         starts = ends = np.zeros(0, dtype=np.int64)
         kinds = []
+        collective_its = []
+    iterations = iterations.with_columns(
+        step=pl.Series(step_numbers(analyzed, iterations["index"]), dtype=pl.Int64)
+    )
     summary = analyzed.summary
     return {
         "path": str(analyzed.config.path),
@@ -139,5 +194,7 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         "collective_starts_ns": starts,
         "collective_ends_ns": ends,
         "collective_kinds": kinds,
+        "collective_iterations": collective_its,
+        "world_size": _world_size(meta),
         "warnings": list(analyzed.measurement_warnings),
     }
