@@ -125,3 +125,27 @@ def test_real_traces_with_work_from_before_the_capture_say_so(real_traces: Path,
     assert _orphan_warning(trace.meta["warnings"]).endswith(
         "(launched before the capture window, or no correlation)"
     )
+
+
+# ----------------------------------------------------------------------------------- ROCm fill kernels
+
+
+def test_rocm_fill_kernels_of_memset_calls_are_no_unknown_launches(tmp_path: Path) -> None:
+    """ROCm runs ``hipMemsetAsync`` as a fill kernel, which Kineto's rocprofiler-sdk path records as a kernel
+    dispatch carrying the memset call's correlation id. A memset is no launch (as on CUDA, where it is a
+    ``gpu_memset`` event), so no warning says the kernels were launched under unknown launch names; a kernel of
+    a call tracekit does not know (a plugin's runtime) still is named."""
+    fill = [
+        kineto_event("cuda_runtime", "hipMemsetAsync", 1050, 8, PID, TID, correlation=100),
+        kineto_event("kernel", "__amd_rocclr_fillBufferAligned.kd", 1060, 3, 0, 7, device=0, correlation=100),
+    ]
+    warnings = read(_steps(tmp_path, "fill.synthetic.json", extra=fill)).meta["warnings"]
+    assert not any("does not know as kernel launches" in w for w in warnings)
+    plugin = [
+        kineto_event("privateuse1_runtime", "npuLaunch", 2050, 8, PID, TID, correlation=101),
+        kineto_event("kernel", "npu_kernel", 2060, 3, 0, 7, device=0, correlation=101),
+    ]
+    warnings = read(_steps(tmp_path, "plugin.synthetic.json", extra=fill + plugin)).meta["warnings"]
+    (unknown,) = [w for w in warnings if "does not know as kernel launches" in w]
+    assert unknown.startswith("1 of 11 kernels were launched by calls that tracekit does not know as kernel ")
+    assert "(npuLaunch)" in unknown

@@ -446,19 +446,27 @@ def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
     return gpu.join(launch_pid, on="correlation", how="left")
 
 
+#: API calls that copy or set memory (``cudaMemsetAsync``, ``hipMemset``, ``hipMemcpyWithStream``, ``cuMemcpyAsync``,
+#: ...): the device work they make is a copy or a set, even where it runs as a kernel (ROCm's fill and blit kernels)
+MEMORY_CALL = r"^(cuda|cu|hip)Mem(set|cpy)"
+
+
 def _unknown_launch_warning(gpu_ops: pl.DataFrame, api: pl.DataFrame) -> list[str]:
     """A warning for kernels whose launching call is in the trace (same pid and correlation id) but none of
     whose calls bears a launch name tracekit knows (:data:`tracekit.model.LAUNCH_API_NAMES`): e.g. a device
     plugin's runtime (``privateuse1_runtime``) or Level Zero calls alone (``xpu_driver``). The analyses
     count launches and launch-call time by name, so those would read 0 with the kernels there; the warning
-    names the calls (the three most frequent). Calls without a name (damaged events) are not such calls.
-    ``gpu_ops``: :func:`_gpu_ops`; ``api``: :func:`_api`. One membership test of the kernels' correlation
-    ids when every call has one pid (the usual case), else a join on (pid, correlation)."""
+    names the calls (the three most frequent). Calls without a name (damaged events) are not such calls, nor
+    are memory copies and sets (:data:`MEMORY_CALL`): ROCm runs a ``hipMemsetAsync`` as a fill kernel, which
+    Kineto's rocprofiler-sdk path records as a kernel dispatch under the call's correlation id, and a memset
+    is no launch on CUDA either. ``gpu_ops``: :func:`_gpu_ops`; ``api``: :func:`_api`. One membership test
+    of the kernels' correlation ids when every call has one pid (the usual case), else a join on (pid,
+    correlation)."""
     names = api.select(pl.col("name").unique().drop_nulls())
     launch_names = calls_named(names, LAUNCH_API_NAMES).get_column("name").implode()
     keys = ["pid", "correlation"]
     linked = api.filter(pl.col("correlation").is_not_null() & pl.col("name").is_not_null())
-    is_launch = pl.col("name").is_in(launch_names)
+    is_launch = pl.col("name").is_in(launch_names) | pl.col("name").str.contains(MEMORY_CALL)
     if linked.filter(~is_launch).height == 0:
         return []
     kernels = gpu_ops.filter((pl.col("kind") == "kernel") & pl.col("has_call")).select(keys)
