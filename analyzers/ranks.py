@@ -465,7 +465,9 @@ def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     if len(results) < 2 or any(n is None for n in numbers) or all(n == numbers[0] for n in numbers):
         return results, None, True
     common = sorted(set.intersection(*(set(n) for n in numbers)))  # type: ignore[arg-type]
-    held = "; ".join(f"{label(r)} {_spans(n)}" for r, n in zip(results, numbers, strict=True))  # type: ignore[arg-type]
+    spans = [f"{label(r)} {_spans(n)}" for r, n in zip(results, numbers, strict=True)]  # type: ignore[arg-type]
+    more = len(spans) - NAMED_TRACES
+    held = "; ".join(spans[:NAMED_TRACES]) + (f" and {more} more" if more > 0 else "")
     if not common:
         return results, f"no step number is common to every trace ({held}): they recorded other steps", False
     out = []
