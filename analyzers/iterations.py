@@ -580,8 +580,12 @@ def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     )
     synchronized = pl.col("gpu_end").is_null() | (pl.col("gpu_end") <= pl.col("range_end"))
     previous_gpu_end = pl.col("gpu_end").cum_max().forward_fill().shift(1)
+    if "pid" in frame.columns:
+        # The previous GPU work is the same process's: ranks of one report (``nsys profile torchrun``) run
+        # their iterations side by side, and another rank's GPU end says nothing of this one's queue.
+        previous_gpu_end = previous_gpu_end.over("pid")
     # A synchronized iteration's window is its range; an unsynchronized one starts where the previous GPU
-    # work ended (not before its range) and ends when its own GPU work does.
+    # work (of its process) ended (not before its range) and ends when its own GPU work does.
     window_start = (
         pl.when(synchronized)
         .then(pl.col("range_start"))

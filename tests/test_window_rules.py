@@ -52,6 +52,36 @@ def test_a_synchronized_iteration_has_its_range_as_latency_even_inside_earlier_g
     assert not any("correlation" in w for w in a.warnings)
 
 
+def test_unsynchronized_iterations_of_two_processes_each_start_at_their_own_previous_gpu_end(
+    tmp_path: Path,
+) -> None:
+    # One nsys report of two ranks (``nsys profile torchrun``): processes 100 and 200 on devices 0 and 1, each
+    # with 4 ranges of 1 ms, 2 ms apart, and one kernel from +0.2 to +1.5 ms (GPU work outlives the range);
+    # process 200 starts 0.3 ms later. Each rank alone: latency 1.5 ms (steady state: from the previous GPU
+    # end of its own process, or its range start), busy 1.3 ms. Before, process 200's windows started at
+    # process 100's GPU end: 0.3 ms latency, 100% utilization.
+    from tests.nsys_builder import NsysBuilder
+    from tracekit.readers import read_trace
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.gpu(1, "NVIDIA H100")
+    for pid, device, offset in ((100, 0, 0), (200, 1, 300 * US)):
+        for i in range(4):
+            s = i * 2000 * US + offset
+            b.nvtx_range(s, s + 1000 * US, "iteration", pid=pid, tid=pid)
+            b.runtime(
+                s + 100 * US, s + 110 * US, "cudaLaunchKernel_v7000", correlation=i + 1, pid=pid, tid=pid
+            )
+            b.kernel(s + 200 * US, s + 1500 * US, "gemm", correlation=i + 1, pid=pid, device=device)
+    path = tmp_path / "two_ranks.synthetic.sqlite"
+    b.write(str(path))
+    it = analyze_iterations(read_trace(path)).iterations
+    assert it.height == 8
+    assert it["latency_ms"].to_list() == pytest.approx([1.5] * 8)
+    assert it["gpu_busy_ms"].to_list() == pytest.approx([1.3] * 8)
+
+
 # ------------------------------------------------------- --split-idle on a simulated host-runs-ahead trace
 
 
