@@ -285,3 +285,30 @@ def test_a_file_rewritten_in_place_with_its_old_mtime_is_read_again(
     assert (trace.stat().st_size, trace.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
     rc, second, _ = _cli(["analyze", str(trace), "--cache", str(folder), "--format", "json", "-q"], capsys)
     assert rc == 0 and json.loads(second)["summary"]["bound"] is None  # no kernels: no verdict
+
+
+def test_the_reader_version_changes_with_any_reader_source(tmp_path: Path) -> None:
+    # A reader fixed without a CACHE_FORMAT bump (two such fixes went unbumped) must not answer from the
+    # frames the older reader wrote: the key holds a digest of the reader modules' source.
+    import shutil
+
+    import tracekit
+
+    package = Path(tracekit.__file__).resolve().parent
+    copy = tmp_path / "tracekit"
+    for name in cache.READER_SOURCES:
+        source = package / name
+        if source.is_dir():
+            shutil.copytree(source, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            copy.mkdir(exist_ok=True)
+            shutil.copy(source, copy / name)
+    digest = cache.reader_source_digest(copy)
+    assert cache.READER_VERSION.endswith("+" + digest)
+    reader = copy / "readers" / "kineto.py"
+    reader.write_text(reader.read_text() + "\n# a fix\n")
+    assert cache.reader_source_digest(copy) != digest
+    (copy / "model.py").write_text((copy / "model.py").read_text().replace("cudaLaunchKernel", "cudaLaunchX"))
+    reader.write_text(reader.read_text().removesuffix("\n# a fix\n"))
+    assert cache.reader_source_digest(copy) != digest
+    assert cache.reader_source_digest(tmp_path / "empty") == "nosource"

@@ -25,11 +25,36 @@ from typing import Any
 
 from tracekit import __version__
 
-#: bumped when a reader's frames change meaning (invalidates every entry); 2: an entry's meta holds nothing of
+#: bumped when the entries' layout changes (invalidates every entry); 2: an entry's meta holds nothing of
 #: the trace's sidecar; 3: an Nsight Systems range never closed keeps a null end (was: the trace end), and
 #: an ONNX Runtime profile's meta counts its kernels that start before their node (``ops_before_parent``)
 CACHE_FORMAT = 3
-READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}"
+#: the modules whose code decides what a reader gives (relative to the ``tracekit`` package): any change to
+#: them changes :data:`READER_VERSION`, so a reader fixed without a version bump never answers from frames
+#: an older reader wrote
+READER_SOURCES = ("readers", "model.py", "io.py", "limits.py", "inputs.py", "calls.py", "errors.py")
+
+
+def reader_source_digest(root: Path | None = None) -> str:
+    """BLAKE2b-64 of the reader modules' source (:data:`READER_SOURCES` under ``root``, default: this
+    ``tracekit`` package), in path order; "nosource" where the package ships no ``.py`` files (the version
+    alone then keys the entries)."""
+    root = root or Path(__file__).resolve().parent.parent
+    files = sorted(
+        f
+        for name in READER_SOURCES
+        for f in ((root / name).glob("*.py") if (root / name).is_dir() else [root / name])
+        if f.is_file()
+    )
+    if not files:
+        return "nosource"
+    digest = hashlib.blake2b(digest_size=8)
+    for f in files:
+        digest.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}+{reader_source_digest()}"
 FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")
 
 
