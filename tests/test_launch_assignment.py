@@ -438,6 +438,8 @@ PTSZ_SYNC, SPT_SYNC = "cudaStreamSynchronize_ptsz", "hipStreamSynchronize_spt"
         "hipGraphLaunch_spt",
         "hipHccModuleLaunchKernel",  # rocprofiler counts these two among kernel launches as well
         "hipModuleLaunchCooperativeKernel",
+        "hipLaunchKernelExC",  # HIP's twins of cudaLaunchKernelExC and cuLaunchKernelEx (HIP 6.5)
+        "hipDrvLaunchKernelEx",
     ],
 )
 def test_a_per_thread_default_stream_launch_is_a_launch(name: str) -> None:

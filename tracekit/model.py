@@ -119,6 +119,8 @@ _LAUNCHES: tuple[str, ...] = (
     "cuLaunchCooperativeKernel",
     "cuGraphLaunch",
     "hipLaunchKernel",
+    "hipLaunchKernelExC",  # HIP's cudaLaunchKernelExC
+    "hipDrvLaunchKernelEx",  # HIP's cuLaunchKernelEx (HIP 6.5; cluster launches)
     "hipExtLaunchKernel",
     "hipModuleLaunchKernel",
     "hipExtModuleLaunchKernel",
