@@ -53,7 +53,12 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit.analyzers import communication, plausibility, resolution
-from tracekit.analyzers.ranges import RangeChoice, choose_ranges, select_ranges  # noqa: F401 (re-exported)
+from tracekit.analyzers.ranges import (  # noqa: F401 (RangeChoice, choose_ranges, select_ranges: re-exported)
+    PROFILER_STEP_KEY,
+    RangeChoice,
+    choose_ranges,
+    select_ranges,
+)
 from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
@@ -1136,6 +1141,16 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
         frame = frame.filter(pl.col("iteration") >= skip)
         gaps = gaps.filter(pl.col("iteration") >= skip)
+    stub = _closing_profiler_step(trace, assignment, frame)
+    if stub is not None:
+        stub_range = frame.filter(pl.col("iteration") == stub)
+        warnings.append(
+            f"left out the last step, {stub_range['name'][0]} "
+            f"({stub_range['latency_ns'][0] / 1e6:.3f} ms): it holds no device op, launch call or CPU "
+            "operator, while the other steps do: the step the profiler stopped in, not a step of the run"
+        )
+        frame = frame.filter(pl.col("iteration") != stub)
+        gaps = gaps.filter(pl.col("iteration") != stub)
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
     implausible = plausibility.doubts(trace, frame)
@@ -1174,6 +1189,33 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     small_gaps = resolution.small_gaps_per_iteration(gaps, unit) if unit is not None else None
     gaps = _with_cpu_context(trace, gaps, ranges)
     return Measured(frame, gaps, skip or 0, notes, warnings, quiet, doubts, setup_caveat, unit, small_gaps)
+
+
+def _closing_profiler_step(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> int | None:
+    """The iteration of the step torch.profiler was in when it stopped, to leave out, or None.
+
+    The last ``p.step()`` of a profiled loop opens ``ProfilerStep#N``, which the profiler closes when it stops:
+    a stub of microseconds holding nothing of the run (real: a 49 µs ``ProfilerStep#2`` after a 9.3 ms
+    ``ProfilerStep#1``, which made the median latency 4.7 ms). It is the last of the ``ProfilerStep#*``
+    iterations (``frame``, after the warm-up is dropped) when it holds no op, no launch call and no CPU
+    operator (``trace.cpu_ops`` starting inside its range) while some earlier iteration holds an op."""
+    if assignment.choice.name != PROFILER_STEP_KEY or frame.height < 2:
+        return None
+    last = frame.row(frame.height - 1, named=True)
+    held = assignment.ops.get_column("iteration")
+    if (held == last["iteration"]).any() or not held.is_in(frame["iteration"].implode()).any():
+        return None
+    if last.get("launches") or last["kernels"]:
+        return None
+    cpu = trace.cpu_ops
+    if (
+        cpu.height
+        and cpu.filter(
+            pl.col("start").is_between(last["range_start"], last["range_end"], closed="left")
+        ).height
+    ):
+        return None
+    return int(last["iteration"])
 
 
 def _setup_findings(
