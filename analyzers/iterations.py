@@ -521,9 +521,12 @@ def unassigned_ops(
     missing: pl.Series,
     ranges: pl.DataFrame,
     when: pl.Series | None = None,
+    api: pl.DataFrame | None = None,
 ) -> dict[str, Any]:
     """The ops that count in no iteration, as the analysis reports them: ``launch_not_in_trace`` (a
-    correlation id but no launching call in the trace: launched before the capture began) and
+    correlation id but no launching call in the trace: launched before the capture began, or, counted apart as
+    ``inside_capture`` where ``api`` is given, launched during it with their call records lost:
+    :func:`tracekit.analyzers.plausibility.inside_call_ids`) and
     ``outside_iterations`` (launched -- or, without a call, started -- outside every range: by a process
     that holds no range, ``other_process`` (a DataLoader worker, another server process: their ops may run
     during the iterations), else ``before`` the first, ``after`` the last, ``between`` them), each with
@@ -537,6 +540,10 @@ def unassigned_ops(
             "ops": count,
             "busy_ms": _union_ns(ops["start"].filter(mask), ops["end"].filter(mask)) / 1e6 if count else 0.0,
         }
+        if key == "launch_not_in_trace" and count and api is not None and not api.is_empty():
+            inside = int(plausibility.inside_call_ids(ops, mask, api).sum())
+            if inside:
+                entry["inside_capture"] = inside
         if key == "outside_iterations" and count and when is not None and ranges.height:
             first, last = ranges["range_start"].min(), ranges["range_end"].max()
             elsewhere = _in_other_processes(ops, ranges)
@@ -1015,7 +1022,7 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
     unassigned = None
     if not assigned.all():
         when = calls.get_column("call_start").gather(call).fill_null(ops.get_column("start"))
-        unassigned = unassigned_ops(ops, iteration, missing, ranges, when)
+        unassigned = unassigned_ops(ops, iteration, missing, ranges, when, trace.api)
         warnings += _unassigned_warnings(unassigned, choice.synthetic)
         del when
     warnings += _correlation_warnings(ops, assigned, missing, trace.api, choice.synthetic)
@@ -1480,9 +1487,17 @@ def _unassigned_warnings(unassigned: dict[str, Any], synthetic: bool) -> list[st
     out = []
     missing, outside = unassigned["launch_not_in_trace"], unassigned["outside_iterations"]
     if missing["ops"]:
+        inside = missing.get("inside_capture", 0)
+        why = (
+            "launched before the capture began"
+            if not inside
+            else f"{inside} of them launched during the capture, their ids lying between their process's first "
+            "and last call ids, with their call records lost"
+            + (", the others before the capture began" if inside < missing["ops"] else "")
+        )
         out.append(
             f"{missing['ops']} device ops ({missing['busy_ms']:.3f} ms busy) have a correlation id but no "
-            "launching call in the trace (launched before the capture began): they count in no iteration"
+            f"launching call in the trace ({why}): they count in no iteration"
         )
     if outside["ops"]:
         where = ", ".join(

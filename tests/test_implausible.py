@@ -233,7 +233,8 @@ def test_a_real_vllm_trace_whose_launch_calls_were_dropped_is_uncertain(tmp_path
     source = real_trace("tracelens", "b200_vllm_eager.json.gz")
     a = analyze(_altered_json(tmp_path, "no_launches.json.gz", source, drop_launches))
     assert a.verdict_uncertain is not None and a.verdict_uncertain.startswith(
-        "verdict uncertain: 768 of 929 device ops carry a correlation id that no call of the trace has"
+        "verdict uncertain: 768 of 929 device ops (10.863 ms of work) carry correlation ids between the first "
+        "and the last id of their process's API calls, but their launch calls are not in the trace"
     )
     assert analyze(source).verdict_uncertain is None
 

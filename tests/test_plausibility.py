@@ -416,6 +416,52 @@ def test_lost_launches_at_their_boundaries() -> None:
     assert plausibility.lost_launches(half, pl.DataFrame({"start": [1, 2, 3, 4]})) is None
 
 
+def _calls_and_ops(pids_ids: list[tuple[int, int]], op_ids: list[tuple[int, int]]) -> object:
+    """Launch calls (pid, id) 10 ns apart, and ops (pid, id) of 5 ns each, one stream per pid."""
+    api = [(10 * i, 10 * i + 5, c, "cudaLaunchKernel", p) for i, (p, c) in enumerate(pids_ids)]
+    ops = [(10_000 + 10 * i, 10_000 + 10 * i + 5, c, p, p) for i, (p, c) in enumerate(op_ids)]
+    return make_trace(
+        api=api,
+        ops=ops,
+        api_fields=("start", "end", "correlation", "name", "pid"),
+        op_fields=("start", "end", "correlation", "stream", "pid"),
+    )
+
+
+def test_ops_whose_ids_lie_among_their_processs_call_ids_are_lost_launches_from_a_tenth() -> None:
+    # 20 ops, ids 1..20; calls of ids 1..20 except the lost ones: ids inside [first, last] of the calls were
+    # given to calls made during the capture (a process's ids only grow), whose records are gone.
+    def case(lost: set[int], below: int = 0) -> str | None:
+        calls = [(1, c) for c in range(1, 21) if c not in lost]
+        ops = [(1, -c) for c in range(below, 0, -1)] + [(1, c) for c in range(1, 21)]  # the backlog first
+        trace = _calls_and_ops(calls, ops)
+        no_launch = [c in lost or c < 0 for _, c in ops]
+        return plausibility.lost_launches(trace, _assigned(trace, no_launch))
+
+    assert case({5, 9}) == (
+        "verdict uncertain: 2 of 20 device ops (0.000 ms of work) carry correlation ids between the first and "
+        "the last id of their process's API calls, but their launch calls are not in the trace: they were "
+        "launched during the capture and the records of their calls lost (or made through an API the profiler "
+        "did not record), so they count in no iteration, and the busy time and utilization are short by their "
+        "work"
+    )
+    assert case({5, 9, 13}, below=3) is not None  # 3 of 23 inside: still a tenth
+    assert case({5}) is None  # 1 of 20: under a tenth
+    assert case({5, 9}, below=20) is None  # 2 of 40; the 20 ids below every call: launched before it
+    assert case({1, 20}) is None  # ids beyond the kept calls' span: not known to be inside the capture
+
+
+def test_call_id_spans_are_per_process_and_need_twenty_ops() -> None:
+    # pid 2's ops carry ids inside pid 1's span, but pid 2's own calls begin later: before its capture
+    calls = [(1, c) for c in range(1, 41)] + [(2, c) for c in range(50, 60)]
+    ops = [(1, c) for c in range(1, 41)] + [(2, c) for c in range(5, 10)]
+    trace = _calls_and_ops(calls, ops)
+    no_launch = [p == 2 for p, _ in ops]
+    assert plausibility.lost_launches(trace, _assigned(trace, no_launch)) is None
+    small = _calls_and_ops([(1, 1), (1, 5)], [(1, c) for c in range(1, 6)])  # 2 of 5 inside, under twenty
+    assert plausibility.lost_launches(small, _assigned(small, [False, True, True, False, False])) is None
+
+
 # ------------------------------------------------------------------------------------------ lost kernels
 
 

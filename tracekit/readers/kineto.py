@@ -523,11 +523,9 @@ def _orphans_warning(gpu_ops: pl.DataFrame, api: pl.DataFrame) -> str:
     rest = orphans.height - lost.height
     others = f"; the other {rest}: launched before the capture window, or no correlation" if rest else ""
     return (
-        f"{head}: {lost.height} of them carry ids between the first and the last id of the trace's own calls "
-        f"({first} to {last}), so they were launched during the capture and the records of their launch calls "
-        "were lost (the profiler drops records when its buffers fill), not made before it: they count in no "
-        f"iteration, and the GPU busy time of the iterations that launched them is short by up to "
-        f"{work_ms:.3f} ms of their work{others}"
+        f"{head} ({lost.height} of them, {work_ms:.3f} ms of work, carry ids between the first and the last id "
+        f"of the trace's own calls, {first} to {last}: launched during the capture, the records of their "
+        f"launch calls lost{others})"
     )
 
 
