@@ -15,8 +15,11 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   trace the clocks are ``not aligned`` and every timestamp comparison below is withheld (said so); so are
   they when two traces claim the same rank (separate runs, not the ranks of one job: collectives of
   unrelated runs do not end together), when a matched pair names different operations
-  (:func:`kinds_differ`), and when the residual is over half the median time between the reference's
-  collectives (:func:`median_spacing`: a collective could then as well be matched to its neighbour). When
+  (:func:`kinds_differ`), when some trace runs collectives on two or more streams of one device (several
+  communicators, process groups or point-to-point pairs, whose k-th collectives are not the same operation on
+  every rank: :func:`several_communicators`), and when the residual is over half the median time between the
+  reference's collectives (:func:`median_spacing`: a collective could then as well be matched to its
+  neighbour). When
   the traces hold different numbers of collectives (a capture that began or ended at another one), the
   first ``n`` of each are matched, or the last ``n``: the one that fits is taken; when both fit (periodic
   steps), the one under which the traces' steps line up (:func:`steps_apart`), else the clocks are not
@@ -271,6 +274,32 @@ def world_warnings(results: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def several_communicators(results: list[dict[str, Any]]) -> str | None:
+    """Why the traces' collectives cannot be matched by launch order: some trace runs collectives on two or
+    more streams of one device (``collective_streams``). PyTorch's ProcessGroupNCCL runs each process group's
+    (and each point-to-point pair's) kernels on a stream of its own per device, so these are several
+    communicators: with tensor and data parallelism rank 0's k-th collective may be its tensor-parallel group's
+    ({0, 1}) and rank 2's that of another group ({2, 3}), which do not end together, and offsets from them
+    can be wrong by a collective's wait while the residual stays small. None when every trace's collectives
+    run on one stream per device (or their streams are not known)."""
+    found = []
+    for r in results:
+        streams = r.get("collective_streams") or {}
+        several = sorted(((n, d) for d, n in streams.items() if n > 1), key=lambda x: -x[0])
+        if several:
+            n, device = several[0]
+            found.append((r, device, n))
+    if not found:
+        return None
+    r, device, n = found[0]
+    where = f"device {device}" if device is not None else "a device not named"
+    also = f"; {_named([label(o) for o, _, _ in found[1:]])} on several streams too" if len(found) > 1 else ""
+    return (
+        f"{label(r)} runs collectives on {n} streams of {where}{also}: several communicators (process groups "
+        "or point-to-point): which collective matches which across ranks is not known"
+    )
+
+
 def clock_offsets(results: list[dict[str, Any]], apart: str | None = None) -> dict[str, Any]:
     """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc);
     ``apart``: why the traces are not one job's (:func:`job_apart`), then never aligned."""
@@ -284,6 +313,9 @@ def clock_offsets(results: list[dict[str, Any]], apart: str | None = None) -> di
             "they are not the ranks of one job"
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
+    several = several_communicators(results) if len(results) >= 2 else None
+    if several:
+        return {"aligned": False, "why": several, "offsets_ns": None, "matched": 0}
     if len(results) < 2 or min(counts) == 0:
         missing = [label(r) for r, n in zip(results, counts, strict=True) if n == 0]
         why = (

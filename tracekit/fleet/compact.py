@@ -12,6 +12,12 @@ which is how :mod:`tracekit.analyzers.ranks` aligns clocks across traces, matchi
 checking their kinds. A collective whose launching call is not in the trace (launched before the capture
 began) has no launch order and is left out of these lists, unless no collective has one (a trace without
 host-side events: then in time order).
+
+``collective_streams`` ({device: how many streams carry its collectives}, one small dict) says whether the
+trace's collectives come from more than one communicator: PyTorch's ProcessGroupNCCL runs each process
+group's (and each point-to-point pair's) NCCL kernels on a stream of its own per device, so collectives on two
+or more streams of one device are several communicators, whose k-th collectives are not the same operation
+across ranks (:func:`tracekit.analyzers.ranks.several_communicators`).
 """
 
 from __future__ import annotations
@@ -69,6 +75,22 @@ def collectives_in_launch_order(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarr
         collectives["end"].cast(pl.Int64).to_numpy(),
         kinds.to_list(),
     )
+
+
+def collective_streams(ops: pl.DataFrame) -> dict[int | None, int]:
+    """How many distinct streams carry collectives (every op whose name says NCCL or RCCL, launched in the
+    trace or not) on each device (None: ops without a device); streams not known (null) are not counted,
+    and a device without a known stream is left out."""
+    if "stream" not in ops.columns:
+        return {}
+    collectives = ops.filter(pl.col("name").str.contains(COMM_PATTERN) & pl.col("stream").is_not_null())
+    if collectives.is_empty():
+        return {}
+    device = pl.col("device") if "device" in ops.columns else pl.lit(None, pl.Int64)
+    counts = collectives.group_by(device.alias("device")).agg(pl.col("stream").n_unique().alias("streams"))
+    return {
+        (None if d is None else int(d)): int(n) for d, n in counts.sort("device", nulls_last=True).iter_rows()
+    }
 
 
 def collective_iterations(ops: pl.DataFrame) -> list[int | None]:
@@ -169,6 +191,7 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         )
         starts, ends, kinds = collectives_in_launch_order(ops)
         collective_its = collective_iterations(ops)
+        streams = collective_streams(analyzed.trace_data.ops)
     else:
         iterations = iterations.with_columns(
             comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None, pl.Float64)
@@ -176,6 +199,7 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         starts = ends = np.zeros(0, dtype=np.int64)
         kinds = []
         collective_its = []
+        streams = {}
     iterations = iterations.with_columns(
         step=pl.Series(step_numbers(analyzed, iterations["index"]), dtype=pl.Int64)
     )
@@ -195,6 +219,7 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         "collective_ends_ns": ends,
         "collective_kinds": kinds,
         "collective_iterations": collective_its,
+        "collective_streams": streams,
         "world_size": _world_size(meta),
         "warnings": list(analyzed.measurement_warnings),
     }

@@ -81,9 +81,9 @@ Not read: ``cuda_sync`` events (CUPTI synchronization records on the GPU timelin
 ``meta``: ``format`` "kineto", ``format_version`` ("schema 1, 2021 spelling" / "2022 spelling" /
 "2023+ spelling"), ``schema_version``, ``kineto_spelling``, ``device`` ("gpu" | "cpu"), ``gpus`` (list of
 {id, name} from ``deviceProperties``), ``gpu`` (name of the device that ran the most kernels; device 0's
-when no kernel names a listed device), ``rank`` (``distributedInfo.rank``), ``synthetic`` (top-level
-``"tracekit_synthetic": true`` or "synthetic" in the file name), ``warnings``, ``cpu_op_summary`` and
-``first_op_inputs`` (CPU-operator evidence for runtime identification:
+when no kernel names a listed device), ``rank`` and ``world_size`` (``distributedInfo``'s), ``synthetic``
+(top-level ``"tracekit_synthetic": true`` or "synthetic" in the file name), ``warnings``, ``cpu_op_summary``
+and ``first_op_inputs`` (CPU-operator evidence for runtime identification:
 :mod:`tracekit.readers.kineto_summary`); scalar entries of a ``tracekit_meta`` header (written by
 ``tracekit simulate``) fill keys not set otherwise.
 """
@@ -667,8 +667,10 @@ def _meta(
         if gpu_name:
             meta["gpu"] = gpu_name
     dist = header.get("distributedInfo")
-    if isinstance(dist, dict) and dist.get("rank") is not None:
-        meta["rank"] = dist["rank"]
+    if isinstance(dist, dict):
+        for key in ("rank", "world_size"):
+            if dist.get(key) is not None:
+                meta[key] = dist[key]
     extra = header.get("tracekit_meta")
     if isinstance(extra, dict):
         for key, value in extra.items():
