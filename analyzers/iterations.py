@@ -1158,6 +1158,17 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         )
         frame = frame.filter(pl.col("iteration") != stub)
         gaps = gaps.filter(pl.col("iteration") != stub)
+    elif frame.height >= 2:
+        last = frame.row(frame.height - 1, named=True)
+        cut = plausibility.cut_off_launches(trace, last["range_start"], last["range_end"], last.get("pid"))
+        if cut:
+            warnings.append(
+                f"left out the last iteration, {last['name']}: {cut} of its launch calls have no op in the "
+                "trace, launched after the last launch of their thread whose op it holds: the capture ended "
+                "before the device ran them, so its busy time is not measured"
+            )
+            frame = frame.filter(pl.col("iteration") != last["iteration"])
+            gaps = gaps.filter(pl.col("iteration") != last["iteration"])
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
     implausible = plausibility.doubts(trace, frame)

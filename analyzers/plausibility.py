@@ -25,6 +25,10 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
   capture), from :func:`tracekit.analyzers.iterations.measure_gaps`.
 - :func:`unlinked_ops`: ops with correlation ids but no API call in the trace, with unsynchronized
   iterations: the work launched in an iteration that ran after its range counts in none.
+- :func:`zero_length_kernels`: half the kernels lasting 0 ns on a clock finer than a microsecond.
+- :func:`cut_off_launches`: the last iteration's launches whose ops the capture cut off (they come after the
+  last launch of their thread whose op it holds); that iteration is left out
+  (:func:`tracekit.analyzers.iterations.measure_gaps`).
 - :func:`lost_kernels`: the converse of :func:`lost_launches`: at least :data:`LOST_KERNEL_SHARE` of the
   kernel launch calls have no op in the trace, although a later launch call of their thread has one (device
   records dropped, or one GPU's activity missing from a multi-GPU trace). Calls made while their thread was
@@ -426,6 +430,67 @@ def lost_kernels(trace: Trace) -> str | None:
     )
 
 
+def zero_length_kernels(trace: Trace) -> str | None:
+    """The doubt when at least half of the trace's timed kernels (:data:`OVERLAP_MIN_KERNELS` or more) last
+    0 ns on a clock finer than a microsecond: no real kernel takes no time (the shortest run for a few
+    hundred ns), so their durations were not recorded or were damaged, and the busy time is not measured. A
+    clock of whole microseconds (Kineto's and ONNX Runtime's integer µs) rounds sub-µs kernels to 0, which
+    says nothing."""
+    if trace.ops.is_empty():
+        return None
+    kernels = trace.ops.filter((pl.col("kind") == "kernel") & pl.col("start").is_not_null()).select(
+        "start", "end"
+    )
+    kernels = kernels.filter(pl.col("end").is_not_null())
+    if kernels.height < OVERLAP_MIN_KERNELS:
+        return None
+    zero, whole_us = kernels.select(
+        (pl.col("end") == pl.col("start")).sum(),
+        ((pl.col("start") % 1000 == 0) & (pl.col("end") % 1000 == 0)).all(),
+    ).row(0)
+    if whole_us or zero < 0.5 * kernels.height:
+        return None
+    return (
+        f"verdict uncertain: {zero} of {kernels.height} kernels last 0 ns, on a clock finer than a microsecond: "
+        "no real kernel takes no time, so their durations were not recorded (or were damaged), and the busy "
+        "time and utilization are not measured"
+    )
+
+
+def cut_off_launches(trace: Trace, start: int, end: int, pid: int | None) -> int:
+    """How many launch calls of process ``pid`` (any, when None) starting in [``start``, ``end``) (the last
+    iteration's range) have no op in the trace although an earlier launch of their thread has its op, and
+    come after the last such launch: the capture ended before the device ran their work (a capture stopped by
+    ``cudaProfilerStop`` or ``--duration`` while the last iteration's kernels were queued), so that
+    iteration's busy time is short. Calls made while their thread captured a stream into a graph run
+    nothing and are not counted."""
+    if trace.api.is_empty() or trace.ops.is_empty() or "thread" not in trace.api.columns:
+        return 0
+    calls = calls_named(trace.api, LAUNCH_API_NAMES).filter(
+        pl.col("correlation").is_not_null() & pl.col("start").is_not_null()
+    )
+    if calls.is_empty():
+        return 0
+    exact = pair_keys_fit(calls, trace.ops)
+    op_keys = trace.ops.select(_call_key(exact)).get_column("key").drop_nulls().implode()
+    calls = (
+        calls.select("pid", "thread", "start", _call_key(exact))
+        .with_columns(pl.col("key").is_in(op_keys).alias("linked"))
+        .sort("start")
+    )
+    last_linked = (
+        calls.filter("linked").group_by("pid", "thread").agg(pl.col("start").max().alias("last_linked"))
+    )
+    inside = pl.col("start").is_between(start, end, closed="left") & ~pl.col("linked")
+    if pid is not None:
+        inside &= pl.col("pid") == pid
+    tail = calls.filter(~_capturing(calls, trace.api)).filter(inside)
+    if tail.is_empty():
+        return 0
+    tail = tail.join(last_linked, on=["pid", "thread"], how="inner", nulls_equal=True)
+    return int(tail.filter(pl.col("start") > pl.col("last_linked")).height)
+
+
 def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
     """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
     found = [
@@ -436,5 +501,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         reused_correlations(trace),
         unlinked_ops(trace, frame),
         lost_kernels(trace),
+        zero_length_kernels(trace),
     ]
     return [d for d in found if d is not None]

@@ -462,6 +462,26 @@ def test_call_id_spans_are_per_process_and_need_twenty_ops() -> None:
     assert plausibility.lost_launches(small, _assigned(small, [False, True, True, False, False])) is None
 
 
+def test_kernels_of_no_length_on_a_nanosecond_clock_make_the_verdict_uncertain() -> None:
+    def kernels(zero: int, total: int = 20, unit: int = 1) -> object:
+        ops = [
+            (i * 10_000 * unit + 7, i * 10_000 * unit + 7 + (0 if i < zero else 500), i, 7)
+            for i in range(total)
+        ]
+        if unit == 1000:
+            ops = [(i * 10_000_000, i * 10_000_000 + (0 if i < zero else 1000), i, 7) for i in range(total)]
+        return make_trace(ops=ops)
+
+    assert plausibility.zero_length_kernels(kernels(10)) == (
+        "verdict uncertain: 10 of 20 kernels last 0 ns, on a clock finer than a microsecond: no real kernel "
+        "takes no time, so their durations were not recorded (or were damaged), and the busy time and "
+        "utilization are not measured"
+    )
+    assert plausibility.zero_length_kernels(kernels(9)) is None  # under half
+    assert plausibility.zero_length_kernels(kernels(19, total=19)) is None  # too few kernels to say
+    assert plausibility.zero_length_kernels(kernels(20, unit=1000)) is None  # whole µs: sub-µs kernels read 0
+
+
 # ------------------------------------------------------------------------------------------ lost kernels
 
 
