@@ -430,6 +430,93 @@ def lost_kernels(trace: Trace) -> str | None:
     )
 
 
+#: Calls that return only when every op launched before them on their device (device-wide) has ended ...
+DEVICE_SYNC_NAMES = (
+    "cudaDeviceSynchronize",
+    "cudaThreadSynchronize",
+    "cuCtxSynchronize",
+    "hipDeviceSynchronize",
+)
+#: ... and calls that do so for one stream: device-wide where the process's ops ran on one stream
+STREAM_SYNC_NAMES = ("cudaStreamSynchronize", "cuStreamSynchronize", "hipStreamSynchronize")
+#: An op ending this long (ns) after a sync call that waited for it returned is no timestamp rounding.
+SYNC_CLOCK_TOLERANCE_NS = 20_000
+
+
+def ends_after_sync(trace: Trace) -> str | None:
+    """The doubt when ops end after a synchronization call that waited for them had returned: a sync call
+    returns only once the work launched before it has ended, so on one clock no such op ends later. Checked
+    for device-wide syncs (:data:`DEVICE_SYNC_NAMES`) and, in a process whose ops all ran on one stream of one
+    device, stream syncs; per process whose ops ran on one device (a device sync waits for the current device
+    only). Counted when half or more of the syncs that waited for work (at least one) show ops ending over
+    :data:`SYNC_CLOCK_TOLERANCE_NS` after they returned: the device's clock is ahead of the host's (a real H100
+    trace's GPU events shifted 0.3 ms later had moved 3.2 ms of dispatch to in_flight without a word; the
+    opposite offset is :func:`tracekit.analyzers.iterations.clock_doubts`'). "Launched before" is read from the
+    ids (smaller than the sync call's own), which a process gives in call order."""
+    api, ops = trace.api, trace.ops
+    if api.is_empty() or ops.is_empty() or "correlation" not in ops.columns:
+        return None
+    syncs = api.filter(
+        pl.col("name").is_in(DEVICE_SYNC_NAMES + STREAM_SYNC_NAMES) & pl.col("start").is_not_null()
+    )
+    if syncs.is_empty():
+        return None
+    per_pid = (
+        ops.select("pid", "device", "stream")
+        .unique()
+        .drop_nulls("pid")
+        .group_by("pid")
+        .agg((pl.col("device").n_unique() == 1).alias("one_device"), (pl.len() == 1).alias("one_stream"))
+    )
+    syncs = syncs.join(per_pid, on="pid", how="inner").filter(
+        pl.col("one_device") & (pl.col("name").is_in(DEVICE_SYNC_NAMES) | pl.col("one_stream"))
+    )
+    if syncs.is_empty():
+        return None
+    # Work launched before a sync began carries a smaller id: a process's ids are given in call order
+    # (CUPTI, roctracer), so no join with the calls is needed.
+    syncs = syncs.filter(pl.col("correlation").is_not_null())
+    launched = ops.select("pid", "correlation", "end").filter(
+        pl.col("correlation").is_not_null() & pl.col("end").is_not_null() & pl.col("pid").is_not_null()
+    )
+    if not launched.get_column("correlation").is_sorted():
+        launched = launched.sort("correlation")
+    reach = pl.col("end").cum_max()
+    one_pid = launched.get_column("pid").n_unique() == 1
+    launched = launched.with_columns((reach if one_pid else reach.over("pid")).alias("reach"))
+    if launched.is_empty() or syncs.is_empty():
+        return None
+    found = (
+        syncs.select(
+            "pid", "start", pl.col("end").alias("sync_end"), (pl.col("correlation") - 1).alias("before")
+        )
+        .sort("before")
+        .join_asof(
+            launched.select("pid", "correlation", "reach"),
+            left_on="before",
+            right_on="correlation",
+            by="pid",
+            strategy="backward",
+            check_sortedness=False,  # (both sorted above)
+        )
+        .drop_nulls("reach")
+        .filter(pl.col("reach") > pl.col("start"))  # the sync had work to wait for
+    )
+    if found.is_empty():
+        return None
+    late = found.filter(pl.col("reach") - pl.col("sync_end") > SYNC_CLOCK_TOLERANCE_NS)
+    if late.height * 2 < found.height:
+        return None
+    excess_us = late.select((pl.col("reach") - pl.col("sync_end")).median()).item() / 1e3
+    return (
+        f"verdict uncertain: in {late.height} of {found.height} synchronization calls that waited for device "
+        f"work, work launched before the call ended after it returned (median {excess_us:.1f} µs later): a "
+        "sync returns only once that work has ended, so the device's times run ahead of the host's (a clock "
+        "offset, or durations in a wrong unit), and the GPU busy time inside the host-side iterations, the idle "
+        "gaps and their causes (in_flight rather than dispatch) compare times of two clocks"
+    )
+
+
 def zero_length_kernels(trace: Trace) -> str | None:
     """The doubt when at least half of the trace's timed kernels (:data:`OVERLAP_MIN_KERNELS` or more) last
     0 ns on a clock finer than a microsecond: no real kernel takes no time (the shortest run for a few
@@ -502,5 +589,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         unlinked_ops(trace, frame),
         lost_kernels(trace),
         zero_length_kernels(trace),
+        ends_after_sync(trace),
     ]
     return [d for d in found if d is not None]

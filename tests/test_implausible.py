@@ -14,6 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.conftest import SAMPLE_TRACES
 from tracekit.api import analyze
 
@@ -80,7 +82,12 @@ def test_kernel_durations_in_the_wrong_unit_overlap_on_their_stream(tmp_path: Pa
     assert _doubts(a) == [
         "verdict uncertain: 3999 of 4000 device ops (100%) start more than 1 µs before the previous op on "
         "their stream ends, by up to 13.109 ms: a stream runs its ops one at a time, so their durations are not "
-        "plausible (a unit or clock error?); the busy time counts that overlap once"
+        "plausible (a unit or clock error?); the busy time counts that overlap once",
+        "verdict uncertain: in 10 of 10 synchronization calls that waited for device work, work launched before "
+        "the call ended after it returned (median 12363.4 µs later): a sync returns only once that work has "
+        "ended, so the device's times run ahead of the host's (a clock offset, or durations in a wrong unit), "
+        "and the GPU busy time inside the host-side iterations, the idle gaps and their causes (in_flight "
+        "rather than dispatch) compare times of two clocks",
     ]
 
 
@@ -97,8 +104,12 @@ def test_correlation_ids_reused_by_later_kernels_are_named(tmp_path: Path) -> No
     assert _doubts(a) == [
         "verdict uncertain: 1995 kernel launches (not graph launches) are linked to several kernels each: the "
         "ids that link each op to its launch are reused (a wrap-around, or ids rewritten), so ops are assigned "
-        "to other launches' iterations, and the launch latencies and the idle time's causes mix unrelated calls"
+        "to other launches' iterations, and the launch latencies and the idle time's causes mix unrelated calls",
+        *[d for d in _doubts(a) if d.startswith("verdict uncertain: in 9 of 9 synchronization calls")],
     ]
+    # the reused ids link later kernels to earlier launches, so they end after the syncs those launches
+    # preceded: the sync check sees it too
+    assert len(_doubts(a)) == 2
 
 
 def test_launch_calls_without_any_kernel_get_no_verdict(tmp_path: Path) -> None:
@@ -297,3 +308,27 @@ def test_a_device_trace_without_host_calls_attributes_no_idle_time(tmp_path: Pat
     assert not any("launched before the capture" in w for w in result.warnings)
     assert result.verdict == "framework"  # the busy time and latency are still the trace's
     assert not any(w.startswith("idle time not attributed") for w in analyze(source).warnings)
+
+
+def _gpu_later(doc: dict[str, Any], shift_us: float) -> None:
+    """Every GPU event (and the flows' GPU ends) ``shift_us`` later: the device's clock ahead of the host's."""
+    gpu = {"kernel", "gpu_memcpy", "gpu_memset", "gpu_user_annotation"}
+    for e in doc["traceEvents"]:
+        if e.get("cat") in gpu or (e.get("ph") == "f" and e.get("cat") == "ac2g"):
+            e["ts"] = float(e["ts"]) + shift_us
+
+
+@pytest.mark.parametrize("shift_us", [300.0, 800.0])
+def test_a_device_clock_ahead_of_the_hosts_is_caught_at_the_syncs(tmp_path: Path, shift_us: float) -> None:
+    # The committed H200 eager trace (a cudaDeviceSynchronize closing each of its 20 iterations) with its GPU
+    # events moved later by less than the 1 ms launch-lag bound: kernels then end after the sync that waited
+    # for them returned, which one clock cannot give; dispatch time had been read as in_flight, unsaid.
+    source = H200_EAGER
+    assert analyze(source).verdict_uncertain is None
+    a = analyze(
+        _altered_json(tmp_path, f"later{shift_us}.json.gz", source, lambda d: _gpu_later(d, shift_us))
+    )
+    assert a.verdict_uncertain is not None
+    assert "synchronization calls that waited for device work, work launched before the call ended after" in (
+        a.verdict_uncertain
+    )

@@ -482,6 +482,57 @@ def test_kernels_of_no_length_on_a_nanosecond_clock_make_the_verdict_uncertain()
     assert plausibility.zero_length_kernels(kernels(20, unit=1000)) is None  # whole µs: sub-µs kernels read 0
 
 
+def _synced(syncs: list[tuple[int, int, str]], ops: list[tuple[int, int, int, int, int]]) -> object:
+    """One process: a launch call at [c, c + 5) ns for each op of correlation c, the ``syncs`` (start, end,
+    name; correlation = start: ids in call order), and the ``ops`` (start, end, correlation, stream, device)."""
+    api = [(op[2], op[2] + 5, op[2], "cudaLaunchKernel") for op in ops]
+    api += [(start, end, start, name) for start, end, name in syncs]
+    return make_trace(api=api, ops=ops, op_fields=("start", "end", "correlation", "stream", "device"))
+
+
+DEVICE_SYNC = [(100_000, 101_000, "cudaDeviceSynchronize")]
+
+
+def _last_op_ending(end: int, stream: int = 7, device: int = 0) -> list[tuple[int, int, int, int, int]]:
+    return [(100, 50_000, 1, 7, 0), (60_000, end, 2, stream, device)]
+
+
+def test_ops_ending_after_the_sync_that_waited_for_them_make_the_verdict_uncertain() -> None:
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC, _last_op_ending(131_000))) == (
+        "verdict uncertain: in 1 of 1 synchronization calls that waited for device work, work launched before "
+        "the call ended after it returned (median 30.0 µs later): a sync returns only once that work has ended, "
+        "so the device's times run ahead of the host's (a clock offset, or durations in a wrong unit), and the "
+        "GPU busy time inside the host-side iterations, the idle gaps and their causes (in_flight rather than "
+        "dispatch) compare times of two clocks"
+    )
+    # up to 20 µs past the sync's return is within the tolerance
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC, _last_op_ending(121_000))) is None
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC, _last_op_ending(121_001))) is not None
+    # a stream sync is device-wide only where the process's ops ran on one stream
+    stream_sync = [(100_000, 101_000, "cudaStreamSynchronize")]
+    assert plausibility.ends_after_sync(_synced(stream_sync, _last_op_ending(200_000))) is not None
+    assert plausibility.ends_after_sync(_synced(stream_sync, _last_op_ending(200_000, stream=9))) is None
+    # a device sync waits for the current device only: a process driving two devices is not checked
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC, _last_op_ending(200_000, device=1))) is None
+
+
+def test_only_syncs_that_waited_for_work_count_and_half_of_them_must_be_late() -> None:
+    # the first sync is late; the next two came after all work had ended: they waited for nothing, not counted
+    later = [(300_000, 301_000, "cudaDeviceSynchronize"), (500_000, 501_000, "cudaDeviceSynchronize")]
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC + later, _last_op_ending(131_000))) is not None
+    # two syncs waited for work (a third op launched at 200 µs ends inside the second): one late of two is half
+    ops = [*_last_op_ending(131_000), (250_000, 300_500, 200_000, 7, 0)]
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC + later, ops)) is not None
+    # one late of three: under half
+    ops += [(450_000, 500_500, 400_000, 7, 0)]
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC + later, ops)) is None
+    # no sync waited for anything
+    assert plausibility.ends_after_sync(_synced(later, _last_op_ending(131_000))) is None
+    # work launched after the sync began (a larger id) is not waited for, however late it ends
+    after = [(100, 50_000, 1, 7, 0), (150_000, 300_000, 100_001, 7, 0)]
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC, after)) is None
+
+
 # ------------------------------------------------------------------------------------------ lost kernels
 
 
