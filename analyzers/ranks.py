@@ -587,6 +587,7 @@ def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -
             f"the largest, {max(spreads):.3f} ms, is no more than the clock alignment's residual "
             f"({tolerance_ns / 1e6:.3f} ms): not told from no skew"
         )
+        out.update(median_start_skew_ms=None, max_start_skew_ms=None)  # (no figure beside the why)
     top = most_often(ends_last)
     if top is not None:
         out.update(ends_last=label(results[top[0]]), ends_last_steps=top[1])

@@ -137,7 +137,7 @@ def test_a_step_skew_within_the_alignment_residual_is_not_claimed() -> None:
     doc = summarize([a, b])
     assert doc["clocks"]["offsets_ns"] == [0, 150_000] and doc["clocks"]["residual_us"] == 150.0
     skew = doc["skew"]
-    assert skew["max_start_skew_ms"] == pytest.approx(0.15, abs=1e-12)
+    assert skew["max_start_skew_ms"] is None and skew["median_start_skew_ms"] is None  # no figure beside it
     assert skew["why"] == (
         "the largest, 0.150 ms, is no more than the clock alignment's residual (0.150 ms): not told from no skew"
     )
