@@ -76,6 +76,52 @@ def pss_mb(pid: int) -> float:
     return total + sum(pss_mb(c) for c in children)
 
 
+def pss_tree(pid: int, role: str = "the command") -> list[tuple[str, float]]:
+    """(role, PSS MB) of ``pid`` and each of its descendants: the command, multiprocessing's resource tracker,
+    the fork server and its workers (told by their command lines and parents)."""
+    out: list[tuple[str, float]] = []
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as fh:
+            mb = next((int(line.split()[1]) / 1024.0 for line in fh if line.startswith("Pss:")), 0.0)
+        out.append((role, mb))
+        children: list[int] = []
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with open(f"/proc/{pid}/task/{task}/children") as fh:
+                children += [int(c) for c in fh.read().split()]
+    except (OSError, ValueError):
+        return out
+    for child in children:
+        try:
+            with open(f"/proc/{child}/cmdline", "rb") as fh:
+                line = fh.read().replace(b"\0", b" ").decode(errors="replace")
+        except OSError:
+            continue
+        kind = (
+            "a worker"
+            if role == "the fork server"
+            else "the resource tracker"
+            if "resource_tracker" in line
+            else "the fork server"
+            if "forkserver" in line
+            else "a child"
+        )
+        out += pss_tree(child, kind)
+    return out
+
+
+def peak_breakdown(cmd: list[str], env: dict[str, str] | None = None) -> list[tuple[str, float]]:
+    """One run of ``cmd``, sampled every 20 ms: the (role, PSS MB) of each of its processes at the sample
+    whose sum is the largest (:func:`pss_tree`)."""
+    best: list[tuple[str, float]] = []
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env)
+    while proc.poll() is None:
+        now = pss_tree(proc.pid)
+        if sum(mb for _, mb in now) > sum(mb for _, mb in best):
+            best = now
+        time.sleep(0.02)
+    return best
+
+
 def run_measured(
     cmd: list[str], env: dict[str, str] | None = None, sample: bool = True
 ) -> tuple[float, float]:
@@ -309,6 +355,14 @@ def main(argv: list[str] | None = None) -> int:
         say(
             f"{args.ranks} traces, --jobs 2: {j2_s:.2f} s, peak PSS {j2_mb:.0f} MB: {j1_s / j2_s:.2f}x faster "
             f"(target >= 1.7x); peak {j2_mb / single_mb:.2f}x one trace's (target <= 1.5x)"
+        )
+        parts = peak_breakdown(jobs2, env)
+        workers = [mb for role, mb in parts if role == "a worker"]
+        others = ", ".join(f"{role} {mb:.0f} MB" for role, mb in parts if role != "a worker")
+        say(
+            f"--jobs 2 at its peak ({sum(mb for _, mb in parts):.0f} MB, one more run): {others}, "
+            f"{len(workers)} workers {' + '.join(f'{mb:.0f}' for mb in workers)} MB; the workers alone "
+            f"{sum(workers) / single_mb:.2f}x one trace's peak"
         )
         # the same comparison with almost no trace data: what the processes of a pool cost by themselves
         tiny = [str(p) for p in sorted(TINY_RANKS.glob("rank*.synthetic.json.gz"))]
