@@ -1798,8 +1798,10 @@ def per_device_rows(
     skip: int | None = 0,
     bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
     split_idle_ms: float | None = None,
+    together: tuple[str | None, float | None] | None = None,
 ) -> list[dict[str, Any]] | None:
     """One summary row per GPU of a multi-GPU trace, or None when its ops ran on fewer than two devices.
+    ``together``: the whole trace's (bound, median utilization), all devices counted busy together.
 
     Each device's part of the trace (its ops, their launching calls, its processes' ranges:
     :func:`tracekit.analyzers.ranges.split_by_device`) is analyzed like the whole trace. A row holds
@@ -1833,4 +1835,25 @@ def per_device_rows(
                 "verdict_uncertain": a.summary.verdict_uncertain,
             }
         )
+    shared = _devices_sharing_iterations(trace)
+    if together is not None and together[0] == "compute" and shared:
+        for row in rows:
+            if row.get("bound") == "framework" and row["device"] in shared and not row["verdict_uncertain"]:
+                util = together[1]
+                row["verdict_uncertain"] = (
+                    f"verdict uncertain: one process drives devices {', '.join(str(d) for d in sorted(shared))} "
+                    f"in the same iterations, which together are busy {util:.0%} of them (compute-bound): this "
+                    "device's idle time includes its waits for the other devices' work, which this row counts as "
+                    "framework overhead"
+                )
     return rows
+
+
+def _devices_sharing_iterations(trace: Trace) -> set[int]:
+    """The devices of the processes whose ops ran on two or more devices (one process driving several GPUs:
+    pipeline stages, model parallelism in one process), whose iterations those devices share."""
+    ops = trace.ops.select("pid", "device").drop_nulls().unique()
+    many = ops.group_by("pid").agg(pl.col("device").n_unique().alias("n")).filter(pl.col("n") > 1)
+    if many.is_empty():
+        return set()
+    return set(ops.filter(pl.col("pid").is_in(many["pid"].implode()))["device"].to_list())

@@ -188,8 +188,14 @@ def analyze_trace(
         measured, prepared = it.gaps_and_setup(trace, assigned, options.skip)  # gaps (+ attribution's setup)
         causes = it.attribute(trace, assigned, measured, prepared)
         result = it.summarize_stages(trace, assigned, measured, causes, options.bound_threshold)
+        utilization = result.summary.fields.get("gpu_utilization")
         per_device = it.per_device_rows(
-            trace, options.range_name, options.skip, options.bound_threshold, options.split_idle_ms
+            trace,
+            options.range_name,
+            options.skip,
+            options.bound_threshold,
+            options.split_idle_ms,
+            (result.summary.bound, utilization.p50 if utilization is not None else None),
         )
     if per_device is not None and result.no_verdict is not None:
         per_device = [
