@@ -12,6 +12,7 @@ import csv
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -111,6 +112,8 @@ def validate(opts: SweepOptions) -> None:
     check_runtime_name(opts.runtime)
     if opts.model not in MODELS:
         raise unknown_model(opts.model)
+    if not _DEVICE.fullmatch(opts.device):
+        raise TracekitError(f"unknown device '{opts.device}'; choose from: auto, cpu, cuda, cuda:N")
     if opts.precision not in ("fp32", "fp16"):
         raise TracekitError(f"unknown precision '{opts.precision}'; choose from: fp32, fp16")
     if not opts.batch_sizes or any(b < 1 for b in opts.batch_sizes):
@@ -136,6 +139,8 @@ def validate(opts: SweepOptions) -> None:
     for layers_or_hidden in (opts.layers, opts.hidden):
         if layers_or_hidden is not None and layers_or_hidden < 1:
             raise TracekitError("--layers and --hidden must be >= 1")
+    if opts.gen_tokens < 1:
+        raise TracekitError("--gen-tokens must be >= 1")
     profilers = opts.profilers or []
     for prof in profilers:
         if prof not in PROFILERS:
@@ -147,6 +152,12 @@ def validate(opts: SweepOptions) -> None:
         )
     if opts.runtime in CUDA_ONLY and opts.device == "cpu":
         raise TracekitError(f"runtime '{opts.runtime}' needs a CUDA device; it cannot run with --device cpu")
+    if "ncu" in profilers and opts.device == "cpu":
+        raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
+
+
+#: The --device values: auto, cpu, cuda, cuda:N.
+_DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
 
 
 def latency_stats(values: list[float]) -> dict[str, float]:
@@ -203,7 +214,14 @@ class Sweep:
             opts.seq_lens = [IMAGE_SIZE] if self.kind == "image" else [128]
         self.profilers = [p for p in (opts.profilers or default_profilers(opts.runtime)) if p != "none"]
         self.profilers = list(dict.fromkeys(self.profilers))
+        # A batch size or sequence length given twice would run twice and write its files over the first run's.
+        opts.batch_sizes = list(dict.fromkeys(opts.batch_sizes))
+        opts.seq_lens = list(dict.fromkeys(opts.seq_lens))
         self.nsys = self.ncu = None
+
+    def _find_profilers(self) -> None:
+        """Find nsys and ncu (one line naming how to install a missing one), after the device is known: a
+        machine without CUDA is told that first, not that a GPU profiler is missing."""
         if "nsys" in self.profilers:
             from tracekit.collectors.profilers.nsys import require_nsys
 
@@ -229,6 +247,11 @@ class Sweep:
                 raise TracekitError(cuda_provider_problem(ort, available))
         if "ncu" in self.profilers and not self.device.startswith("cuda"):
             raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
+        if opts.runtime == "compile" and self.device == "cpu":
+            from tracekit.collectors.runtimes.compile import require_cxx_compiler
+
+            require_cxx_compiler()
+        self._find_profilers()
         self.notes: list[str] = []
         self.gpu_metrics, self.ncu_counters = self._probe_profilers()
         self._make_out_dir()
@@ -239,6 +262,10 @@ class Sweep:
             "command": opts.command,
             "started": _now(),
             "finished": None,
+            # "running" until the sweep ends: "complete", or "interrupted" (Ctrl-C, SIGTERM) with the
+            # configurations it did not run listed as "skipped". A run.json still saying "running" belongs to a
+            # sweep that is going on or was killed outright (SIGKILL, power loss).
+            "status": "running",
             "runtime": opts.runtime,
             "model": opts.model,
             "model_overrides": {"layers": opts.layers, "hidden": opts.hidden},
@@ -703,26 +730,16 @@ class Sweep:
         )
         with progress:
             task = progress.add_task(f"{opts.model} {opts.runtime} {self.device}", total=steps)
-            for batch, seq in grid:
-                progress.update(task, description=f"{opts.model} {opts.runtime} b{batch} s{seq}")
-                t0 = time.perf_counter()
-                entry = self._config(batch, seq, lambda: progress.advance(task))
-                self.run["configs"].append(entry)
-                details = entry.get("runtime_details") or {}
-                if details.get("provider_used") and "onnxruntime_provider" not in self.run:
-                    self.run["onnxruntime_provider"] = details["provider_used"]
-                if entry["status"] == "ok":
-                    self._write_latency()
-                write_run_json(self.out, self.run)
-                if not show and not opts.quiet:
-                    lat = entry["untraced_latency_ms"]
-                    what = _latency_words(lat) if lat and entry["status"] == "ok" else entry["error"]
-                    print(
-                        f"tracekit collect: b{batch} s{seq}: {entry['status']} ({what}; "
-                        f"{time.perf_counter() - t0:.1f} s)",
-                        file=sys.stderr,
-                    )
+            try:
+                self._sweep(grid, progress, task, show)
+            except KeyboardInterrupt:
+                self._stopped(grid, "interrupted", "the sweep was interrupted")
+                raise
+            except Exception as exc:  # a usage problem found mid-sweep (TracekitError): the sweep stops
+                self._stopped(grid, "stopped", f"the sweep stopped: {_one_line(exc)}")
+                raise
         self.run["finished"] = _now()
+        self.run["status"] = "complete"
         write_run_json(self.out, self.run)
         failed = [c for c in self.run["configs"] if c["status"] != "ok"]
         if failed:
@@ -731,3 +748,51 @@ class Sweep:
                 f"(completed ones are in {self.out})"
             )
         return self.run
+
+    def _stopped(self, grid: list[tuple[int, int]], status: str, why: str) -> None:
+        """Mark run.json ``status`` ("interrupted": Ctrl-C or SIGTERM; "stopped": an error that ends the sweep):
+        the configurations not run are listed as "skipped", so the partial run is not taken for a complete one
+        (the finished configurations' files stay as they are)."""
+        done = len(self.run["configs"])
+        for batch, seq in grid[done:]:
+            self.run["configs"].append(
+                {
+                    "batch_size": batch,
+                    "seq_len": seq,
+                    "status": "skipped",
+                    "error": f"not run: {why}",
+                    "untraced_latency_ms": None,
+                    "traces": {},
+                    "traced_latency_ms": {},
+                    "perturbation": {},
+                }
+            )
+        self.run["status"] = status
+        write_run_json(self.out, self.run)
+        print(
+            f"tracekit collect: {status}: {done} of {len(grid)} configurations done in {self.out}; "
+            f"run.json says status '{status}' and lists the others as skipped",
+            file=sys.stderr,
+        )
+
+    def _sweep(self, grid: list[tuple[int, int]], progress: Any, task: Any, show: bool) -> None:
+        opts = self.opts
+        for batch, seq in grid:
+            progress.update(task, description=f"{opts.model} {opts.runtime} b{batch} s{seq}")
+            t0 = time.perf_counter()
+            entry = self._config(batch, seq, lambda: progress.advance(task))
+            self.run["configs"].append(entry)
+            details = entry.get("runtime_details") or {}
+            if details.get("provider_used") and "onnxruntime_provider" not in self.run:
+                self.run["onnxruntime_provider"] = details["provider_used"]
+            if entry["status"] == "ok":
+                self._write_latency()
+            write_run_json(self.out, self.run)
+            if not show and not opts.quiet:
+                lat = entry["untraced_latency_ms"]
+                what = _latency_words(lat) if lat and entry["status"] == "ok" else entry["error"]
+                print(
+                    f"tracekit collect: b{batch} s{seq}: {entry['status']} ({what}; "
+                    f"{time.perf_counter() - t0:.1f} s)",
+                    file=sys.stderr,
+                )

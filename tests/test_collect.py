@@ -300,7 +300,10 @@ def test_missing_ncu_says_how_to_install(
     _needs("torch", "transformers")
     monkeypatch.delenv("TRACEKIT_NCU", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert main(["collect", *TINY, "--profiler", "ncu", "-o", str(tmp_path / "r")]) == 2
+    # A CUDA machine without ncu (on a CPU-only one the missing GPU is named first: test_collect_cpu_runtimes)
+    monkeypatch.setattr("tracekit.collectors.environment.resolve_device", lambda *a: "cuda:0")
+    argv = [a for a in TINY if a not in ("--device", "cpu")]
+    assert main(["collect", *argv, "--profiler", "ncu", "-o", str(tmp_path / "r")]) == 2
     assert "ncu (Nsight Compute) not found" in _err_line(capsys)
 
 
@@ -466,7 +469,9 @@ def test_interrupt_mid_sweep_leaves_no_partial_files(tmp_path: Path, monkeypatch
         == 130
     )
     run = json.loads((out / "run.json").read_text())
-    assert [(c["batch_size"], c["status"]) for c in run["configs"]] == [(1, "ok")]
+    # the configuration not finished is listed as skipped, and the run says it was interrupted
+    assert [(c["batch_size"], c["status"]) for c in run["configs"]] == [(1, "ok"), (2, "skipped")]
+    assert run["status"] == "interrupted" and run["finished"] is None
     assert sorted(p.name for p in out.iterdir()) == [
         "latency.csv",
         "pytorch_b1_s16.torch.json.gz",

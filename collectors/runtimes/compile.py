@@ -8,9 +8,43 @@ shapes...; it logs "skipping cudagraphs" and counts ``counters["inductor"]["cuda
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
+import sys
 from typing import Any
 
 from tracekit.collectors.runtimes.base import RunContext, Runtime
+from tracekit.errors import TracekitError
+
+
+def require_cxx_compiler() -> str:
+    """The C++ compiler TorchInductor will use for CPU kernels, found as Inductor finds it
+    (``torch._inductor.config.cpp.cxx``: ``$CXX``, else ``g++``; ``clang++`` on macOS; it runs
+    ``COMPILER --version``), without importing torch. A missing one is one line (TracekitError, exit 2) before
+    any model is built: otherwise every configuration would build and trace the model and then fail with
+    Inductor's ``InvalidCxxCompiler``. ``TORCH_INDUCTOR_INSTALL_GXX`` (Inductor installs g++ from conda
+    itself) is trusted as set."""
+    default = "clang++" if sys.platform == "darwin" else "g++"
+    compiler = os.environ.get("CXX") or default
+    if os.environ.get("TORCH_INDUCTOR_INSTALL_GXX"):
+        return compiler
+    found = shutil.which(compiler)
+    works = False
+    if found:
+        try:
+            subprocess.run([found, "--version"], capture_output=True, timeout=60, check=True)
+            works = True
+        except (OSError, subprocess.SubprocessError):
+            works = False
+    if not works:
+        what = f"'{compiler}' (from $CXX)" if os.environ.get("CXX") else f"'{compiler}'"
+        state = "does not run" if found else "not found on PATH"
+        raise TracekitError(
+            f"runtime 'compile' on the CPU needs a C++ compiler for TorchInductor's kernels: {what} {state}; "
+            f"install one (Debian/Ubuntu: apt-get install g++) or point CXX at it"
+        )
+    return found or compiler
 
 
 def cudagraph_skips() -> int:

@@ -177,15 +177,20 @@ INSTALL_EXTRA = "pip install 'tracekit[collect]'"
 
 
 def require_collect_packages(runtime: str) -> None:
-    """One line (exit 2) naming the extra to install when a base install lacks the collection stack."""
-    import importlib
+    """One line (exit 2) naming the extra to install when a base install lacks the collection stack.
+
+    Looks the packages up without importing them (``find_spec``): torch and transformers take seconds to
+    import, and a run refused for its device or options must not pay that first."""
+    import importlib.util
 
     wanted = COLLECT_PACKAGES + (ONNX_PACKAGES if runtime.startswith("onnx") else ())
     missing = []
     for name in wanted:
         try:
-            importlib.import_module(name)
-        except ImportError:
+            found = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):  # ValueError: a module in sys.modules without a spec
+            found = False
+        if not found:
             missing.append(name)
     if missing:
         raise TracekitError(
@@ -195,8 +200,9 @@ def require_collect_packages(runtime: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    require_collect_packages(args.runtime)
-    from tracekit.collectors.sweep import Sweep, SweepOptions
+    # collectors.sweep imports neither torch nor transformers: names and numbers are checked (validate) before
+    # anything heavy is imported, and the CUDA check (Sweep) imports torch alone, before any model is built.
+    from tracekit.collectors.sweep import Sweep, SweepOptions, validate
 
     profilers: list[str] | None = None
     if args.profilers:
@@ -230,6 +236,8 @@ def run(args: argparse.Namespace) -> int:
         in_process=args.in_process,
         tf32=args.tf32,
     )
+    validate(opts)
+    require_collect_packages(args.runtime)
     sweep = Sweep(opts)
     result = sweep.execute()
     ok = sum(1 for c in result["configs"] if c["status"] == "ok")
