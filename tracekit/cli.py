@@ -56,10 +56,37 @@ def build_parser(argv: list[str]) -> argparse.ArgumentParser:
     return parser
 
 
+def parser_of(parser: argparse.ArgumentParser, command: str) -> argparse.ArgumentParser | None:
+    """The subcommand ``command``'s parser inside ``parser`` (None when it has none)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return action.choices.get(command)
+    return None
+
+
+def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
+    """argparse's "unrecognized arguments" message, with the nearest option of ``parser`` for a misspelled
+    one (``--fromat``: did you mean --format?)."""
+    import difflib
+
+    text = f"unrecognized arguments: {' '.join(extras)}"
+    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    for extra in extras:
+        if extra.startswith("--"):
+            near = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1, cutoff=0.7)
+            if near:
+                return f"{text}; did you mean {near[0]}?"
+    return text
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
-    args = parser.parse_args(argv)
+    args, extras = parser.parse_known_args(argv)
+    if extras:  # said by the command's own parser: its name, and its --help to see
+        command = getattr(args, "command", None)
+        chosen = parser_of(parser, command) if command else None
+        (chosen or parser).error(unrecognized(extras, chosen or parser))
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

@@ -94,14 +94,60 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
+def _unwritable(folder: Path) -> str | None:
+    """Why this user cannot create files in the existing ``folder`` (None: it can): a read-only file system,
+    or the folder's permissions."""
+    if os.access(folder, os.W_OK | os.X_OK):
+        return None
+    with contextlib.suppress(OSError, AttributeError):
+        if os.statvfs(folder).f_flag & os.ST_RDONLY:
+            return "read-only file system"
+    return "permission denied"
+
+
+def check_writable(target: str | Path) -> None:
+    """TracekitError (exit 2, one line) when the file ``target`` could not be written atomically: its folder,
+    where :func:`atomic_path` makes its temporary file, does not let this user create files. Commands call it
+    with their output files before the work, so that a long analysis does not end in a write that fails. A
+    target that exists and is no regular file (``/dev/null``, a pipe) is written through and not checked;
+    a missing folder is the caller's own one-line refusal."""
+    target = Path(target)
+    if target.exists() and not target.is_file() and not target.is_dir():
+        return
+    folder = Path(os.path.realpath(target)).parent if target.is_symlink() else target.parent
+    if folder.is_dir():
+        reason = _unwritable(folder)
+        if reason is not None:
+            raise TracekitError(f"cannot write: the folder {folder} is not writable ({reason})", target)
+
+
+def check_output_dir(path: str | Path) -> None:
+    """TracekitError (exit 2, one line) when the output folder ``path`` (``report -o DIR``) could not be
+    created or written into: called before the work, as :func:`check_writable` is for files."""
+    path = Path(path)
+    folder = path if path.is_dir() else path.parent
+    if folder.is_dir():
+        reason = _unwritable(folder)
+        if reason is not None:
+            what = (
+                "the output folder is" if folder == path else f"cannot create the output folder: {folder} is"
+            )
+            raise TracekitError(f"{what} not writable ({reason})", path)
+
+
 def output_dir(path: str | Path) -> Path:
-    """Create the output folder ``path`` if needed, but only its last level: its parent must exist."""
+    """Create the output folder ``path`` if needed, but only its last level: its parent must exist. One line
+    (TracekitError) when it cannot be created or written into."""
     path = Path(path)
     if path.exists() and not path.is_dir():
         raise TracekitError("exists and is not a folder", path)
     if not path.parent.is_dir():
         raise TracekitError(f"cannot create the output folder: {path.parent} does not exist", path)
-    path.mkdir(exist_ok=True)
+    check_output_dir(path)
+    try:
+        path.mkdir(exist_ok=True)
+    except OSError as exc:
+        raise TracekitError(f"cannot create the output folder: {exc.strerror or exc}", path) from None
     return path
 
 

@@ -56,7 +56,7 @@ def _check_gaps_file(path: str, trace: str, output: str | None = None, timeline:
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_outputs, same_file
+    from tracekit.io import check_outputs, check_writable, same_file
 
     target = Path(path)
     check_outputs([target], [trace], option="--gaps")
@@ -67,6 +67,7 @@ def _check_gaps_file(path: str, trace: str, output: str | None = None, timeline:
         raise TracekitError("is a folder; --gaps takes a file name", target)
     if not target.parent.is_dir():
         raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
+    check_writable(target)
 
 
 def _single(traces: list[str]) -> bool:

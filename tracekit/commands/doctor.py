@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from tracekit.commands.output import add_output_options, emit, resolve_output
 from tracekit.errors import TracekitError
+
+#: What doctor prints: its screen of tables, or the JSON document.
+FORMATS = ("table", "json")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -21,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "On a GPU it runs two short probes (nsys --gpu-metrics-device=help and a one-kernel ncu profile)."
         ),
     )
-    add_output_options(parser)
+    add_output_options(parser, formats=FORMATS)
     parser.set_defaults(func=run)
 
 
@@ -29,17 +33,19 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.collectors.doctor import diagnose
 
     fmt = resolve_output(args, [])
-    if fmt not in ("table", "json"):
-        raise TracekitError(f"doctor prints --format table or json, not {fmt}")
+    if fmt not in FORMATS:
+        raise TracekitError(f"doctor prints --format table or json, not {fmt}", args.output)
     doc = diagnose()
     if fmt == "json":
         emit(args, json.dumps(doc, indent=2, default=str) + "\n")
-    elif args.output:
+    elif args.output or not sys.stdout.isatty():
+        # rendered first, then written: a reader that stops early (| head) ends the command with exit 0, as
+        # every command's, where rich writing to the pipe itself would exit 1
         import io
 
         from rich.console import Console
 
-        console = Console(file=io.StringIO(), width=120, record=True)
+        console = Console(file=io.StringIO(), width=120 if args.output else None, record=True)
         render(doc, console)
         emit(args, console.export_text())
     else:

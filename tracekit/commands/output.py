@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tracekit.errors import LEFT_OUT, TracekitError
-from tracekit.io import check_outputs
+from tracekit.io import check_outputs, check_writable
 
 #: The output formats every command accepts, in the order ``--help`` lists them.
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
@@ -100,17 +100,21 @@ def warn(lines: list[str]) -> None:
 
 
 def add_output_options(
-    parser: argparse.ArgumentParser, output: bool = True, format_help: str | None = None
+    parser: argparse.ArgumentParser,
+    output: bool = True,
+    format_help: str | None = None,
+    formats: tuple[str, ...] = FORMATS,
 ) -> None:
     """Add ``--format`` (and ``-o FILE`` unless ``output`` is False) with one meaning everywhere, and the
     progress and quiet flags (:func:`add_progress_options`). ``format_help``: ``--format``'s help when the
-    command's ``-o`` is not a file (``report``)."""
+    command's ``-o`` is not a file (``report``); ``formats``: the formats the command renders, when not all
+    (``--help`` lists them; the command refuses the others in one line, exit 2)."""
     add_progress_options(parser)
     parser.add_argument(
         "--format",
         type=format_name,
         default=None,
-        metavar="{" + ",".join(FORMATS) + "}",
+        metavar="{" + ",".join(formats) + "}",
         help=format_help or "output format (default: from the -o file's extension, else table)",
     )
     if output:
@@ -158,6 +162,7 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
             raise TracekitError("is a folder; -o takes a file name", target)
         if not target.parent.is_dir():
             raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
+        check_writable(target)
         implied = EXTENSION_FORMATS.get(target.suffix.lower())
         if fmt is None:
             fmt = implied or "table"

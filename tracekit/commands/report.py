@@ -97,7 +97,7 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tracekit.io import output_dir, write_text_atomic
+    from tracekit.io import check_output_dir, output_dir, write_text_atomic
     from tracekit.renderers import render
     from tracekit.renderers.recommendations import describe
     from tracekit.renderers.report_figures import write_figures
@@ -110,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     check_output_folder(out_dir, "report.md, report.json, report.csv and the figures")
     if not out_dir.parent.is_dir():
         raise TracekitError(f"cannot create the report folder: {out_dir.parent} does not exist", out_dir)
+    check_output_dir(out_dir)  # before the analyses, which may take long
     report, timeline, left_out = build(args)
     out_dir = output_dir(out_dir)
     figures = {} if args.no_figures else write_figures(report, timeline, out_dir)  # renderers.report_figures

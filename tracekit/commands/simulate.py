@@ -30,6 +30,30 @@ def _positive(text: str) -> int:
     return value
 
 
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be >= 0")
+    return value
+
+
+TRACE_CHOICES = ("nsys", "kineto", "both")
+
+
+def _old_traces(text: str) -> str:
+    """argparse type of the hidden ``--format`` (the old name of ``--traces``): an output format of the other
+    commands (``json``) is refused, saying why, not as an invalid trace choice."""
+    if text in TRACE_CHOICES:
+        return text
+    raise argparse.ArgumentTypeError(
+        f"simulate prints no result, so it takes no output format ({text!r}): it writes traces, their truth "
+        "and run.json into -o DIR (--traces nsys|kineto|both chooses the traces)"
+    )
+
+
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "simulate",
@@ -75,17 +99,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--ops", type=_positive, metavar="N", help="operators (kernels) per iteration (preset default)"
     )
-    parser.add_argument("--seed", type=int, default=0, metavar="S", help="random seed (default 0)")
+    parser.add_argument(
+        "--seed", type=_non_negative, default=0, metavar="S", help="random seed, an integer >= 0 (default 0)"
+    )
     parser.add_argument(
         "--traces",
-        choices=["nsys", "kineto", "both"],
+        choices=TRACE_CHOICES,
         default=None,
         help="which traces to write: nsys (SQLite), kineto (JSON) or both (default both)",
     )
     # The old name of --traces, kept working (hidden: --format means the output format in every other command).
-    parser.add_argument(
-        "--format", dest="old_traces", choices=["nsys", "kineto", "both"], help=argparse.SUPPRESS
-    )
+    parser.add_argument("--format", dest="old_traces", type=_old_traces, help=argparse.SUPPRESS)
     parser.add_argument(
         "--metrics-interval-us",
         type=float,

@@ -332,7 +332,7 @@ def check_timeline_output(path: str, trace: str, output: str | None) -> None:
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_outputs, same_file
+    from tracekit.io import check_outputs, check_writable, same_file
 
     target = Path(path)
     check_outputs([target], [trace], option="--timeline")
@@ -342,6 +342,7 @@ def check_timeline_output(path: str, trace: str, output: str | None) -> None:
         raise TracekitError("is a folder; --timeline takes a file name", target)
     if not target.parent.is_dir():
         raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
+    check_writable(target)
 
 
 def write_timeline(analyzed: Analysis, path: str) -> None:
