@@ -751,3 +751,95 @@ def test_collect_help_gives_every_option_a_default(capsys: pytest.CaptureFixture
         if action.dest == "help":
             continue
         assert action.help and "default" in action.help, action.dest
+
+
+# -- ORT + CUDA graphs: ORT's regular runs and its capture run happen in prepare, never in timed iterations ----
+class _FakeGraphOrt:
+    """ORT's CUDA provider with ``enable_cuda_graph``, as onnxruntime/core/providers/cuda/
+    cuda_execution_provider.h has it since 1.17: ``min_num_runs_before_cuda_graph_capture_ = 2`` regular runs,
+    then one run that captures, then replays. Every run is logged with its kind and whether the binding's
+    output was bound (fixed addresses) by then."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, str, bool]] = []
+
+    def module(self) -> Any:
+        fake = self
+
+        class Binding:
+            def __init__(self) -> None:
+                self.output_bound = False
+
+            def bind_input(self, *a: Any) -> None:
+                pass
+
+            def bind_output(self, *a: Any) -> None:
+                self.output_bound = True
+
+            def get_outputs(self) -> list[Any]:
+                return [types.SimpleNamespace(shape=lambda: [1, 8, 4])]
+
+        class Session:
+            def __init__(self, path: str, sess_options: Any = None, providers: Any = None) -> None:
+                self.graph = providers[0][1].get("enable_cuda_graph") == "1"
+                self.runs = 0
+
+            def get_providers(self) -> list[str]:
+                return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+            def get_inputs(self) -> list[Any]:
+                return [types.SimpleNamespace(name="input_ids"), types.SimpleNamespace(name="attention_mask")]
+
+            def get_outputs(self) -> list[Any]:
+                return [types.SimpleNamespace(name="output", type="tensor(float)")]
+
+            def io_binding(self) -> Any:
+                return Binding()
+
+            def run_with_iobinding(self, binding: Any) -> None:
+                self.runs += 1
+                if not self.graph:
+                    kind = "plain"
+                else:
+                    kind = "regular" if self.runs <= 2 else "capture" if self.runs == 3 else "replay"
+                fake.log.append(("graph" if self.graph else "plain", kind, binding.output_bound))
+
+        return types.SimpleNamespace(
+            SessionOptions=lambda: types.SimpleNamespace(),
+            InferenceSession=Session,
+            get_available_providers=lambda: ["CUDAExecutionProvider", "CPUExecutionProvider"],
+            preload_dlls=lambda: None,
+            __version__="1.22.0",
+        )
+
+
+def test_ort_cuda_graph_is_captured_in_prepare_not_in_timed_iterations(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _needs("torch")
+    import torch
+
+    from tracekit.collectors.harness import time_iterations
+    from tracekit.collectors.runtimes import MIN_WARMUP
+    from tracekit.collectors.runtimes import onnx as onnx_mod
+    from tracekit.collectors.runtimes.base import RunContext
+
+    fake = _FakeGraphOrt()
+    monkeypatch.setitem(sys.modules, "onnxruntime", fake.module())
+    monkeypatch.setattr(onnx_mod, "export_onnx", lambda *a, **k: Path("/nonexistent/tiny.onnx"))
+    real_empty = torch.empty
+    monkeypatch.setattr(torch, "empty", lambda *a, device=None, **k: real_empty(*a, **k))  # a "device" buffer
+    synced: list[Any] = []
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda device=None: synced.append(device))
+    inputs = (torch.ones(1, 8, dtype=torch.int64), torch.ones(1, 8, dtype=torch.int64))
+    rt = onnx_mod.OnnxCudaGraphsRuntime()
+    rt.prepare(RunContext(model=None, inputs=inputs, device="cuda:0", precision="fp32"))
+    prepared = len(fake.log)
+    time_iterations(rt.run, rt.sync, MIN_WARMUP["onnx-cuda-graphs"], 3)
+    graph_runs = [(kind, bound) for session, kind, bound in fake.log if session == "graph"]
+    # the output buffer was bound (fixed addresses) before the graph-enabled session ran at all
+    assert all(bound for _, bound in graph_runs)
+    assert [kind for kind, _ in graph_runs[:3]] == ["regular", "regular", "capture"]
+    assert [kind for _, kind, _ in fake.log[prepared:]] == ["replay"] * (MIN_WARMUP["onnx-cuda-graphs"] + 3)
+    assert synced and synced[0] == "cuda:0"  # the capture finished before prepare returned
+    assert rt.describe()["capture_runs_in_prepare"] == onnx_mod.ORT_GRAPH_CAPTURE_RUNS == 3
