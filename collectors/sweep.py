@@ -120,6 +120,13 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError("--batch-sizes must be positive integers")
     if opts.seq_lens is not None and (not opts.seq_lens or any(s < 1 for s in opts.seq_lens)):
         raise TracekitError("--seq-lens must be positive integers")
+    if opts.model == "vit-base" and opts.seq_lens and any(s != IMAGE_SIZE for s in opts.seq_lens):
+        # ViTConfig(image_size=224): its position embeddings fit 224x224 images only; any other side failed in
+        # every configuration after the model was built ("Input image size (32*32) doesn't match model")
+        raise TracekitError(
+            f"model vit-base takes {IMAGE_SIZE}x{IMAGE_SIZE} images (--seq-lens is the image side for image "
+            f"models; its position embeddings are built for {IMAGE_SIZE}): use --seq-lens {IMAGE_SIZE}"
+        )
     if opts.warmup < 0 or opts.iters < 1:
         raise TracekitError("--warmup must be >= 0 and --iters >= 1")
     if not (opts.min_time_s >= 0 and opts.max_time_s >= 0):

@@ -72,6 +72,7 @@ def _cuda() -> bool:
         ),
         (["--gen-tokens", "0"], "--gen-tokens must be >= 1"),
         (["--iters", "0"], "--iters >= 1"),
+        (["--model", "vit-base", "--seq-lens", "32"], "model vit-base takes 224x224 images"),
     ],
 )
 def test_bad_options_refused_before_torch_is_imported(
