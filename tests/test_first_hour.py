@@ -241,3 +241,28 @@ def test_readme_first_lines_of_the_setup_command(capsys: pytest.CaptureFixture[s
     assert trace.group(1) in printed[0]
     assert [printed[0].replace(str(README.parent) + "/", ""), *printed[1 : len(shown)]] == shown
     assert (SAMPLE_TRACES / trace.group(1).split("sample_traces/", 1)[1]).is_file()
+
+
+@pytest.mark.parametrize("command", ["table", "report", "compare"])
+def test_folder_of_traces_without_run_json_says_what_to_pass(
+    command: str, synthetic_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``simulate --ranks`` and torch.profiler write folders of traces with no run.json: ``analyze`` takes
+    them, and ``table``/``report``/``compare`` say so and which files to pass (was: only 'no run.json')."""
+    folder = tmp_path / "synthetic_traces"
+    folder.mkdir()
+    for name in ("a.synthetic.json.gz", "b.synthetic.json.gz"):
+        (folder / name).write_bytes(synthetic_trace.read_bytes())
+    (folder / "a.synthetic.meta.json").write_text("{}")
+    argv = {
+        "table": ["table", str(folder)],
+        "report": ["report", str(folder), "-o", str(tmp_path / "rep"), "--no-figures"],
+        "compare": ["compare", str(folder), str(synthetic_trace)],
+    }[command]
+    assert main(argv) == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line == (
+        f"tracekit: {folder}: not a tracekit run directory (no run.json); it holds 2 trace files "
+        f"(a.synthetic.json.gz, b.synthetic.json.gz): pass the files ({folder}/*.json.gz), or analyze the "
+        f"folder with tracekit analyze {folder}"
+    )

@@ -247,12 +247,48 @@ def resolve_inputs(
     for raw in paths:
         path = input_path(raw)
         if path.is_dir():
+            _check_run_dir(path)
             inputs += _run_inputs(path, prefer)
         elif not path.exists():
             raise TracekitError("no such file or directory", path)
         else:
             inputs.append(_file_input(path))
     return _attach_ncu(inputs, [Path(p) for p in ncu]) if ncu else inputs
+
+
+#: File names that look like traces, for the hint of :func:`_check_run_dir`.
+TRACE_GLOBS = ("*.json.gz", "*.json", "*.sqlite", "*.nsys-rep", "*.csv.gz", "*.csv", "*.ncu-rep")
+
+
+def _check_run_dir(path: Path) -> None:
+    """TracekitError (one line) for a folder given as a run directory that has no run.json: when it holds
+    trace files (``simulate --ranks``, a folder of torch.profiler traces), the line says to pass them, which
+    ``table``, ``report`` and ``compare`` take (``analyze`` takes such a folder itself)."""
+    from tracekit.runs import RUN_FILE
+
+    if (path / RUN_FILE).is_file():
+        return
+    traces = sorted(
+        {
+            p.name
+            for g in TRACE_GLOBS
+            for p in path.glob(g)
+            if p.is_file() and not p.name.endswith(".meta.json")
+        }
+    )
+    traces = [t for t in traces if not t.endswith((".truth.json", RUN_FILE))]
+    if not traces:
+        raise TracekitError("not a tracekit run directory (no run.json)", path)
+    from fnmatch import fnmatch
+
+    shown = ", ".join(traces[:3]) + (f" and {len(traces) - 3} more" if len(traces) > 3 else "")
+    pattern = max(TRACE_GLOBS, key=lambda g: sum(fnmatch(t, g) for t in traces))
+    raise TracekitError(
+        f"not a tracekit run directory (no run.json); it holds {len(traces)} trace file"
+        f"{'s' if len(traces) > 1 else ''} ({shown}): pass the files ({path}/{pattern}), or analyze the "
+        f"folder with tracekit analyze {path}",
+        path,
+    )
 
 
 def resolve_input(path: str | Path, begin: bool = False) -> TraceInput:
