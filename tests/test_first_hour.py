@@ -266,3 +266,14 @@ def test_folder_of_traces_without_run_json_says_what_to_pass(
         f"(a.synthetic.json.gz, b.synthetic.json.gz): pass the files ({folder}/*.json.gz), or analyze the "
         f"folder with tracekit analyze {folder}"
     )
+
+
+def test_api_takes_one_path_alone(synthetic_trace: Path) -> None:
+    """``tracekit.table("runs/x")`` and ``tracekit.report("runs/x")`` in a notebook: one path is one input
+    (it was iterated character by character: "/: no such file or directory")."""
+    import tracekit
+
+    folder = synthetic_trace.parent
+    assert tracekit.table(str(folder)).height == 1
+    assert tracekit.table(folder).height == 1
+    assert tracekit.report(str(folder)).configs.height == 1

@@ -242,7 +242,13 @@ def resolve_inputs(
 ) -> list[TraceInput]:
     """Run directories and trace files (the module docstring) as TraceInputs, in order; ``ncu``: Nsight Compute
     traces to join to them (``table --ncu``), matched by their sidecar's (runtime, batch size, sequence length),
-    else in order. TracekitError (one line) for a missing input or an ncu file that matches no input."""
+    else in order. TracekitError (one line) for a missing input or an ncu file that matches no input. One path
+    alone (``tracekit.table("runs/bert-onnx")``, as a notebook user writes it) is one input, not its
+    characters."""
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    if isinstance(ncu, (str, Path)):
+        ncu = [ncu]
     inputs: list[TraceInput] = []
     for raw in paths:
         path = input_path(raw)
