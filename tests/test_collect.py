@@ -500,7 +500,7 @@ def test_real_torch_profiler_collection(tmp_path: Path) -> None:
     config = run["configs"][0]
     assert config["traces"] == {"torch": "pytorch_b1_s16.torch.json.gz"}
     assert config["perturbation"]["torch"] == pytest.approx(
-        config["traced_latency_ms"]["torch"] / config["untraced_latency_ms"]["mean"]
+        config["traced_stats"]["torch"]["median"] / config["untraced_latency_ms"]["median"]
     )
     try:
         from tracekit.readers import read_trace

@@ -240,3 +240,44 @@ def test_cpu_runtime_under_its_profiler(runtime: str, profiler: str, tmp_path: P
     argv = [*TINY, "--batch-sizes", "2", "--profiler", profiler]
     assert main(["collect", "--runtime", runtime, *argv, "-o", str(out)]) == 0
     _check_run(out, runtime, profiler)
+
+
+# -- traced/untraced ratios on medians -------------------------------------------------------------------------
+def test_untraced_over_traced_check_uses_medians() -> None:
+    """A stall (or the first run, dropped by the stability rules) must not fail the GPU validation's ratio."""
+    from tracekit.collectors.validate import ratio_check
+
+    stalled = {
+        "untraced_latency_ms": {"mean": 27.6, "median": 11.0},  # one 182 ms run among 11 ms ones
+        "traced_latency_ms": {"mean": 18.6, "median": 11.5},
+    }
+    check = ratio_check("t", "pytorch", stalled)
+    assert check.ok is True and check.detail.startswith("0.957 ") and "medians" in check.detail
+    faster = {"untraced_latency_ms": {"median": 6.0}, "traced_latency_ms": {"median": 5.0}}
+    assert ratio_check("t", "pytorch", faster).ok is False
+
+
+def test_perturbation_is_the_ratio_of_medians(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    from tracekit.collectors import sweep as sweep_mod
+
+    sets = {
+        "none": [100.0, 10.0, 10.0, 10.0, 10.0],  # a slow first run: the mean is 28, the median 10
+        "torch": [11.0, 11.0, 11.0, 11.0, 11.0],
+    }
+
+    def worker(self: object, cfg: dict, tmp: Path, wrap: object = None) -> dict:
+        result = {"latencies_ms": sets[cfg["profiler"]], "cpu_ms": [], "warnings": []}
+        if cfg["profiler"] == "torch":
+            Path(cfg["trace_out"]).write_text("trace")
+            result["trace"] = cfg["trace_out"]
+        return result
+
+    monkeypatch.setattr(sweep_mod.Sweep, "_worker", worker)
+    opts = sweep_mod.SweepOptions(
+        model="tiny", device="cpu", profilers=["torch"], seq_lens=[8], out_dir=tmp_path / "r"
+    )
+    sweep = sweep_mod.Sweep(opts)
+    monkeypatch.setattr("tracekit.collectors.environment.resolve_device", lambda *a: "cpu")
+    sweep._prepare()
+    entry = sweep._config(1, 8, lambda: None)
+    assert entry["perturbation"]["torch"] == pytest.approx(1.1)  # not 11 / 28 = 0.39 ("tracing is faster")
