@@ -277,3 +277,21 @@ def test_api_takes_one_path_alone(synthetic_trace: Path) -> None:
     assert tracekit.table(str(folder)).height == 1
     assert tracekit.table(folder).height == 1
     assert tracekit.report(str(folder)).configs.height == 1
+
+
+def test_table_ncu_before_the_inputs_says_so(
+    synthetic_trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tracekit table --ncu REPORT RUN``: --ncu takes every file after it, RUN too; the line says so (was:
+    'the following arguments are required: INPUT', with INPUT given)."""
+    ncu = synthetic_trace.with_name("synthetic.ncu.csv")
+    assert main(["table", "--ncu", str(ncu), str(synthetic_trace.parent)]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"tracekit: no INPUT: --ncu took every file after it ({ncu}, {synthetic_trace.parent}); give the inputs "
+        "first: tracekit table INPUT... --ncu FILE..."
+    )
+    assert main(["table"]) == 2
+    assert "table needs at least one INPUT" in _one_line(capsys.readouterr().err)
+    parser = build_parser(["table"])
+    sub = next(a for a in parser._actions if a.dest == "command").choices["table"]  # type: ignore[union-attr]
+    assert sub.format_usage().rstrip().endswith("INPUT [INPUT ...]")

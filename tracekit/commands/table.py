@@ -25,9 +25,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "Kineto estimate) with their source, and the kernel-time-only averages beside them."
         ),
     )
-    parser.add_argument(
+    parser.add_argument(  # nargs "*": run() says what went wrong when --ncu took the inputs
         "inputs",
-        nargs="+",
+        nargs="*",
         metavar="INPUT",
         help="collect run directory or trace file (one or more; required)",
     )
@@ -51,9 +51,13 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         nargs="+",
         default=[],
         metavar="FILE",
-        help="Nsight Compute CSV/.ncu-rep for the inputs (matched by sidecar metadata, else in order; default: "
-        "the run directory's own ncu traces, else none)",
+        help="Nsight Compute CSV/.ncu-rep for the inputs (matched by sidecar metadata, else in order; every "
+        "file after --ncu is one: give the inputs before it; default: the run directory's own ncu traces, else "
+        "none)",
     )
+    # the usage line as with nargs "+": INPUT is required
+    usage = parser.format_usage().removeprefix("usage: ").rstrip()
+    parser.usage = usage.replace("[INPUT ...]", "INPUT [INPUT ...]").replace("%", "%%")
     parser.set_defaults(func=run)
 
 
@@ -61,6 +65,15 @@ def run(args: argparse.Namespace) -> int:
     from tracekit import api
     from tracekit.renderers.table import render
 
+    if not args.inputs:
+        from tracekit.errors import TracekitError
+
+        if args.ncu:
+            raise TracekitError(
+                f"no INPUT: --ncu took every file after it ({', '.join(args.ncu)}); give the inputs first: "
+                "tracekit table INPUT... --ncu FILE..."
+            )
+        raise TracekitError("table needs at least one INPUT (a run directory or trace file)")
     options = iteration_options(args)
     resolve_output(args, [*args.inputs, *args.ncu])
     doc = api.table_document(args.inputs, options, ncu=args.ncu, paper=args.paper)
