@@ -295,3 +295,18 @@ def test_table_ncu_before_the_inputs_says_so(
     parser = build_parser(["table"])
     sub = next(a for a in parser._actions if a.dest == "command").choices["table"]  # type: ignore[union-attr]
     assert sub.format_usage().rstrip().endswith("INPUT [INPUT ...]")
+
+
+def test_analyze_help_names_every_format_it_reads() -> None:
+    """The README lists .nsys-rep and ncu CSV among analyze's inputs; its --help named three formats only."""
+    parser = build_parser(["analyze"])
+    sub = next(a for a in parser._actions if a.dest == "command").choices["analyze"]  # type: ignore[union-attr]
+    text = " ".join(sub.format_help().split())
+    for name in (
+        "Nsight Systems SQLite",
+        ".nsys-rep",
+        "Kineto",
+        "ONNX Runtime profile",
+        "Nsight Compute CSV",
+    ):
+        assert name in text, name

@@ -19,8 +19,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "analyze",
         help="Per-iteration latency, GPU busy, idle gaps, launch and framework overhead of a trace.",
         description=(
-            "Analyze an Nsight Systems SQLite export, a torch.profiler (Kineto) JSON(.gz) or an ONNX Runtime "
-            "profile: per iteration (one range), how much of the latency was device work and how much framework tax."
+            "Analyze an Nsight Systems SQLite export (or .nsys-rep report, exported with nsys), a torch.profiler "
+            "(Kineto) JSON(.gz), an ONNX Runtime profile or an Nsight Compute CSV/.ncu-rep (kernel durations "
+            "and counters only: no verdict): per iteration (one range), how much of the latency was device work "
+            "and how much framework tax."
         ),
     )
     parser.add_argument(
