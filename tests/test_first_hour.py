@@ -310,3 +310,15 @@ def test_analyze_help_names_every_format_it_reads() -> None:
         "Nsight Compute CSV",
     ):
         assert name in text, name
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("analyse", "analyze"), ("comapre", "compare")])
+def test_misspelled_command_gets_the_nearest(
+    typed: str, meant: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main([typed, "x"])
+    assert info.value.code == 2
+    line = _one_line(capsys.readouterr().err)
+    assert line.startswith(f"tracekit: error: argument COMMAND: invalid choice: '{typed}'")
+    assert line.endswith(f"; did you mean {meant}? (see tracekit --help)")

@@ -38,6 +38,15 @@ class OneLineErrorParser(argparse.ArgumentParser):
     """An ArgumentParser whose usage errors are one line (the option and what is allowed), exit code 2."""
 
     def error(self, message: str) -> NoReturn:
+        import re
+
+        wrong = re.match(r"argument COMMAND: invalid choice: '([^']*)'", message)
+        if wrong:  # tracekit analyse ...: the nearest command
+            import difflib
+
+            near = difflib.get_close_matches(wrong.group(1), list(COMMANDS), n=1, cutoff=0.6)
+            if near:
+                message += f"; did you mean {near[0]}?"
         print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
 
