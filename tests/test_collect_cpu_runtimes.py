@@ -37,8 +37,9 @@ TINY = [
 
 
 @pytest.fixture(autouse=True)
-def _cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path_factory.getbasetemp() / "tracekit-cache"))
+def _cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a cache of this test's own: test_collect.py counts the exports in the session's shared one
+    monkeypatch.setenv("TRACEKIT_CACHE", str(tmp_path / "tracekit-cache"))
 
 
 def _err_line(capsys: pytest.CaptureFixture[str]) -> str:
