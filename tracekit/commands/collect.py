@@ -75,7 +75,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         type=int_list,
         default=None,
         metavar="LIST",
-        help="comma-separated sequence lengths (default 128; image side for image models, default 224)",
+        help="comma-separated sequence lengths (default 128; image side for image models, default 224, the only "
+        "one vit-base takes)",
     )
     _run_options(parser)
     parser.set_defaults(func=run)
