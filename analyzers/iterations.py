@@ -1216,10 +1216,16 @@ def _closing_profiler_step(trace: Trace, assignment: Assignment, frame: pl.DataF
     a stub of microseconds holding nothing of the run (real: a 49 µs ``ProfilerStep#2`` after a 9.3 ms
     ``ProfilerStep#1``, which made the median latency 4.7 ms). It is the last of the ``ProfilerStep#*``
     iterations (``frame``, after the warm-up is dropped) when it holds no op, no launch call and no CPU
-    operator (``trace.cpu_ops`` starting inside its range) while some earlier iteration holds an op."""
+    operator (``trace.cpu_ops`` starting inside its range) while some earlier iteration holds an op, and its
+    range is shorter than half the median of the others' (a step of the run that did nothing lasts as long as
+    the others)."""
     if assignment.choice.name != PROFILER_STEP_KEY or frame.height < 2:
         return None
     last = frame.row(frame.height - 1, named=True)
+    lengths = (frame["range_end"] - frame["range_start"]).head(frame.height - 1)
+    others = lengths.median()
+    if others is None or last["range_end"] - last["range_start"] >= 0.5 * others:
+        return None
     held = assignment.ops.get_column("iteration")
     if (held == last["iteration"]).any() or not held.is_in(frame["iteration"].implode()).any():
         return None

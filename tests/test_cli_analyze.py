@@ -155,6 +155,8 @@ def test_every_real_trace_agrees_with_the_reference(path, tmp_path):
     analysis = analyze_iterations(trace)
     assert analysis.iterations.height > 0
     ref = reference_iterations(trace, analysis.range_name)
+    if any(w.startswith("left out the last step") for w in analysis.warnings):
+        ref = ref[:-1]  # the step torch.profiler stopped in (the real MI250 trace's 49 µs ProfilerStep#2)
     got = analysis.iterations
     assert got.height == len(ref)
     assert got["latency_ms"].to_list() == pytest.approx([r.latency_ns / 1e6 for r in ref])

@@ -51,6 +51,14 @@ def test_a_last_step_holding_anything_is_kept(holds: str) -> None:
         assert a.iterations.height == 3
 
 
+def test_a_last_step_as_long_as_the_others_is_a_step_of_the_run() -> None:
+    # nothing ran in it, but it lasted as long as the others (500 of 1000 ns is not under half): kept
+    steps = [*STEPS[:2], (2000, 2500, "ProfilerStep#3")]
+    assert analyze_iterations(make_trace(ranges=steps, api=API, ops=OPS)).iterations.height == 3
+    stub = [*STEPS[:2], (2000, 2499, "ProfilerStep#3")]
+    assert analyze_iterations(make_trace(ranges=stub, api=API, ops=OPS)).iterations.height == 2
+
+
 def test_only_profiler_steps_and_only_the_last_one() -> None:
     # a user's 'iteration' ranges: an empty last one is the user's, kept
     named = [(s, e, "iteration") for s, e, _ in STEPS]
