@@ -138,3 +138,21 @@ def test_read_trace_and_table_and_report(capsys: pytest.CaptureFixture[str]) -> 
     assert r.configs["batch_size"].to_list() == [1, 2, 4, 8, 16, 32, 64, 128]
     assert r.sweeps.row(0, named=True)["transition_batch_size"] == 32
     assert all(rec["text"] for rec in r.recommendations)
+
+
+def test_analyze_many_takes_one_path_a_folder_and_says_why_nothing_was_analyzed(tmp_path) -> None:
+    # one string had been read character by character (30 "traces"), a folder was no trace, and the error
+    # gave no reason
+    import tracekit
+    from tests.conftest import SAMPLE_TRACES
+    from tracekit.errors import TracekitError
+
+    folder = SAMPLE_TRACES / "synthetic" / "ranks4"
+    one = tracekit.analyze_many(str(folder), jobs=1)
+    assert one["traces"] == 4 and one["failed"] == []
+    assert tracekit.analyze_many([folder], jobs=1)["rows"] == one["rows"]
+    bad = tmp_path / "notes.txt"
+    bad.write_text("not a trace")
+    with pytest.raises(TracekitError) as err:
+        tracekit.analyze_many(bad)
+    assert str(err.value).startswith(f"none of the 1 traces could be analyzed (the first: {bad}: not a trace")

@@ -21,6 +21,7 @@ Example (a notebook)::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -420,7 +421,7 @@ def report(
 
 
 def analyze_many(
-    paths: Sequence[str],
+    paths: str | os.PathLike[str] | Sequence[str | os.PathLike[str]],
     options: AnalysisOptions | None = None,
     jobs: int | None = None,
     scheduler: str | None = None,
@@ -430,11 +431,18 @@ def analyze_many(
     """One analysis per trace (files or fsspec URLs; serially, in ``jobs`` worker processes, or on the Dask
     cluster at ``scheduler``: :func:`tracekit.fleet.run.analyze_many`), then the cross-trace document
     (:func:`tracekit.analyzers.ranks.summarize`) with ``failed`` (path and one-line error of each trace that
-    could not be analyzed). ``on_done`` is called with each trace's outcome as it finishes. TracekitError when
-    no trace could be analyzed."""
+    could not be analyzed). ``paths``: one path or several; folders and globs are expanded as the command
+    line does (:func:`tracekit.commands.analyze_many.expand`: the trace files in a folder, recursively).
+    ``on_done`` is called with each trace's outcome as it finishes. TracekitError when no trace could be
+    analyzed, with the first one's error."""
     from tracekit.analyzers.ranks import summarize
+    from tracekit.commands.analyze_many import expand
     from tracekit.errors import TracekitError
     from tracekit.fleet.run import analyze_many as run_all
+
+    if isinstance(paths, (str, os.PathLike)):
+        paths = [paths]  # one path, not its characters
+    paths, _ = expand([os.fspath(p) for p in paths])
 
     outcomes = run_all(
         paths,
@@ -446,7 +454,9 @@ def analyze_many(
     )
     results = [o.result for o in outcomes if o.ok and o.result is not None]
     if not results:
-        raise TracekitError(f"none of the {len(paths)} traces could be analyzed")
+        first = next((o for o in outcomes if not o.ok), None)
+        why = f" (the first: {first.error})" if first is not None else ""  # (the error names its file)
+        raise TracekitError(f"none of the {len(paths)} traces could be analyzed{why}")
     doc = summarize(results)
     doc["failed"] = [{"path": o.path, "error": o.error} for o in outcomes if not o.ok]
     return doc
