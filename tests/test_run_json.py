@@ -164,7 +164,8 @@ def test_collect_style_statistics_and_failed_configs_are_taken(
     runs: dict[str, Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """No false alarm on what collect writes (a failed configuration with no trace, the full untraced
-    statistics), and no failure either: a configuration recorded as failed is left out, exit 0. A truncated
+    statistics), and no failure either: a configuration recorded as failed is left out, with one warning that
+    says so, exit 0. A truncated
     trace among them is left out with its warning, exit 1."""
     stats = {
         "mean": 10.5,
@@ -204,7 +205,11 @@ def test_collect_style_statistics_and_failed_configs_are_taken(
         (1, 10.4, 10.3),
         (2, None, None),
     ]
-    assert captured.err == ""
+    # the failed configuration is said (the sweep lacks it), and is no failure of the command
+    assert captured.err == (
+        f"warning: pytorch b1 s128: {run / 'run.json'}: not all configurations ran: 1 of 3 configurations not "
+        "analyzed (1 failed): the sweep is incomplete\n"
+    )
     # a truncated trace of an "ok" configuration is a failure of the command
     trace = run / "pytorch_b2_s128.synthetic.sqlite"
     trace.write_bytes(trace.read_bytes()[:3000])
@@ -329,3 +334,42 @@ def test_a_repeated_configuration_is_left_out_in_all_three_commands(
     assert [w for w in doc["warnings"] if "duplicate" in w] == [
         f"{run}/pytorch_b2_s128.synthetic.sqlite: {said}"
     ]
+
+
+def test_an_incomplete_run_is_said_and_a_run_with_nothing_to_analyze_is_named(tmp_path: Path) -> None:
+    # An interrupted collection (run.json status "interrupted", the configurations not run "skipped") had
+    # read as a complete, smaller sweep; one with nothing finished dropped out of the inputs in silence.
+    import json
+    import shutil
+
+    from tests.conftest import SAMPLE_TRACES
+    from tracekit.errors import TracekitError
+    from tracekit.inputs import resolve_inputs
+
+    run_dir = tmp_path / "run"
+    shutil.copytree(SAMPLE_TRACES / "synthetic" / "sweep_pytorch", run_dir)
+    doc = json.loads((run_dir / "run.json").read_text())
+    doc["status"] = "interrupted"
+    doc["configs"][-1]["status"] = "skipped"
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    inputs = resolve_inputs([run_dir])
+    assert len(inputs) == len(doc["configs"]) - 1
+    assert inputs[0].notes == (
+        f"{run_dir / 'run.json'}: the collection was interrupted: 1 of {len(doc['configs'])} configurations not "
+        "analyzed (1 skipped): the sweep is incomplete",
+    )
+    assert all(not i.notes for i in inputs[1:])
+    for config in doc["configs"]:
+        config["status"] = "skipped"
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    with pytest.raises(TracekitError) as err:
+        resolve_inputs([run_dir])
+    assert str(err.value) == (
+        f"{run_dir / 'run.json'}: no configuration to analyze: the collection was interrupted "
+        f"({len(doc['configs'])} skipped)"
+    )
+    doc["status"] = "complete"
+    for config in doc["configs"]:
+        config["status"] = "ok"
+    (run_dir / "run.json").write_text(json.dumps(doc))
+    assert not any(i.notes for i in resolve_inputs([run_dir]))  # a complete run: nothing to say

@@ -225,7 +225,40 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
                 ncu=ncu,
             )
         )
-    return out
+    return _with_incompleteness(path, run, out)
+
+
+#: run.json ``status`` values of a collection that did not finish (``collect`` writes them)
+INCOMPLETE_RUN = ("running", "interrupted", "stopped")
+
+
+def _with_incompleteness(path: Path, run: dict[str, Any], out: list[TraceInput]) -> list[TraceInput]:
+    """``out`` with a note, on its first input, when the run is incomplete (run.json's ``status``: the
+    collection interrupted, stopped or still running) or some configurations were not analyzed (failed,
+    skipped, no trace): a partial sweep must not read as a complete smaller one. TracekitError (one line,
+    naming the run) when none was analyzed: the folder would otherwise drop out of the inputs in silence."""
+    from collections import Counter
+
+    from tracekit.runs import RUN_FILE
+
+    configs = run.get("configs") or []
+    kinds = Counter(str(c.get("status", "ok")) for c in configs if c.get("status", "ok") != "ok")
+    status = run.get("status")
+    left = sum(kinds.values())
+    if not kinds and status not in INCOMPLETE_RUN and (out or not configs):
+        return out
+    said = ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+    why = f"the collection was {status}" if status in INCOMPLETE_RUN else "not all configurations ran"
+    if not out:
+        raise TracekitError(
+            f"no configuration to analyze: {why} ({said or 'none with a trace'})", path / RUN_FILE
+        )
+    note = (
+        f"{path / RUN_FILE}: {why}: {left} of {len(configs)} configurations not analyzed"
+        + (f" ({said})" if said else "")
+        + ": the sweep is incomplete"
+    )
+    return [replace(out[0], notes=(*out[0].notes, note)), *out[1:]]
 
 
 #: The input name that means standard input, as for most command-line tools.
