@@ -1143,6 +1143,12 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
                 f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "
                 "(--skip 0 keeps them)"
             )
+        elif trace.meta.get("format") == "ort" and "warmup_in_trace" not in trace.meta and total > 1:
+            warnings.append(
+                "an ONNX Runtime profile records every run since its session began, warm-up runs included, "
+                f"and nothing beside this one says how many of its {total} runs were warm-up: none are "
+                "dropped (--skip N drops the first N)"
+            )
     if skip:
         if skip >= total:
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)

@@ -311,3 +311,25 @@ def test_a_kernel_is_linked_to_its_named_node_not_the_one_just_before_it(tmp_pat
     events.insert(3, matmul_kernel)  # now after the Relu node (ts 410), itself at ts 115
     trace = read(_write(tmp_path, "synthetic_ort_gpu.json", events))
     assert trace.meta.get("ops_before_parent") is None
+
+
+def test_an_ort_profile_without_its_sidecar_says_its_warm_up_may_be_among_the_runs(tmp_path) -> None:
+    # Read from stdin or copied without its .meta.json, the committed ORT profile's 10 warm-up runs had
+    # counted as iterations without a word (30 runs, median 572.8 ms instead of 20 and 605.8 ms).
+    import shutil
+
+    from tests.conftest import SAMPLE_TRACES
+    from tracekit.api import analyze
+
+    source = SAMPLE_TRACES / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz"
+    alone = tmp_path / source.name
+    shutil.copyfile(source, alone)
+    said = (
+        "an ONNX Runtime profile records every run since its session began, warm-up runs included, and nothing "
+        "beside this one says how many of its 30 runs were warm-up: none are dropped (--skip N drops the first N)"
+    )
+    a = analyze(alone)
+    assert a.iterations.height == 30 and said in a.warnings
+    b = analyze(source)  # its sidecar says 10 warm-up runs: dropped, nothing to say
+    assert b.iterations.height == 20 and not any("nothing beside this one" in w for w in b.warnings)
+    assert not any("nothing beside this one" in w for w in analyze(alone, skip=10).warnings)
