@@ -116,6 +116,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_iterations_mutants.py",
             "tests/test_plausibility.py",
             "tests/test_implausible.py",
+            "tests/test_profiler_stub.py",
+            "tests/test_per_device_turns.py",
             "tests/test_golden.py",
         ],
     ),
@@ -192,7 +194,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "nsys_report": ("tracekit/readers/nsys_report.py", ["tests/test_nsys_report.py"]),
     "plausibility": (
         "tracekit/analyzers/plausibility.py",
-        ["tests/test_implausible.py", "tests/test_plausibility.py"],
+        ["tests/test_implausible.py", "tests/test_plausibility.py", "tests/test_profiler_stub.py"],
     ),
 }
 

@@ -485,7 +485,7 @@ def test_kernels_of_no_length_on_a_nanosecond_clock_make_the_verdict_uncertain()
 def _synced(syncs: list[tuple[int, int, str]], ops: list[tuple[int, int, int, int, int]]) -> object:
     """One process: a launch call at [c, c + 5) ns for each op of correlation c, the ``syncs`` (start, end,
     name; correlation = start: ids in call order), and the ``ops`` (start, end, correlation, stream, device)."""
-    api = [(op[2], op[2] + 5, op[2], "cudaLaunchKernel") for op in ops]
+    api = [(op[2], op[2] + 5, op[2], "cudaLaunchKernel") for op in ops if op[2] is not None]
     api += [(start, end, start, name) for start, end, name in syncs]
     return make_trace(api=api, ops=ops, op_fields=("start", "end", "correlation", "stream", "device"))
 
@@ -528,6 +528,17 @@ def test_only_syncs_that_waited_for_work_count_and_half_of_them_must_be_late() -
     assert plausibility.ends_after_sync(_synced(DEVICE_SYNC + later, ops)) is None
     # no sync waited for anything
     assert plausibility.ends_after_sync(_synced(later, _last_op_ending(131_000))) is None
+    # an op without a correlation id has no known launch: it raises no sync's reach, however late it ends
+    unlinked = [*_last_op_ending(101_000), (60_000, 300_000, None, 7, 0)]
+    assert plausibility.ends_after_sync(_synced(DEVICE_SYNC, unlinked)) is None
+    # another process's late work is not what this process's sync waited for
+    two = _synced(DEVICE_SYNC, _last_op_ending(101_000))
+    other = make_trace(
+        ops=[(60_000, 300_000, 2, 7, 0, 9)],
+        op_fields=("start", "end", "correlation", "stream", "device", "pid"),
+    )
+    both = type(two)(ops=pl.concat([two.ops, other.ops]), api=two.api, ranges=two.ranges, meta=two.meta)
+    assert plausibility.ends_after_sync(both) is None
     # work launched after the sync began (a larger id) is not waited for, however late it ends
     after = [(100, 50_000, 1, 7, 0), (150_000, 300_000, 100_001, 7, 0)]
     assert plausibility.ends_after_sync(_synced(DEVICE_SYNC, after)) is None
