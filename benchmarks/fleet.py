@@ -60,20 +60,7 @@ CACHE = HERE / ".cache"
 
 def pss_mb(pid: int) -> float:
     """PSS (MB) of ``pid`` and all its descendants (0 for processes gone meanwhile)."""
-    total = 0.0
-    try:
-        with open(f"/proc/{pid}/smaps_rollup") as fh:
-            for line in fh:
-                if line.startswith("Pss:"):
-                    total += int(line.split()[1]) / 1024.0
-                    break
-        children: list[int] = []
-        for task in os.listdir(f"/proc/{pid}/task"):
-            with open(f"/proc/{pid}/task/{task}/children") as fh:
-                children += [int(c) for c in fh.read().split()]
-    except (OSError, ValueError):
-        return total
-    return total + sum(pss_mb(c) for c in children)
+    return sum(mb for _, mb in pss_tree(pid))
 
 
 def pss_tree(pid: int, role: str = "the command") -> list[tuple[str, float]]:

@@ -20,24 +20,22 @@ def _batch_sizes(text: str) -> list[int]:
     return sorted(set(values))
 
 
-def _positive(text: str) -> int:
+def _integer_at_least(minimum: int, text: str) -> int:
     try:
         value = int(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be >= 1")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}")
     return value
+
+
+def _positive(text: str) -> int:
+    return _integer_at_least(1, text)
 
 
 def _non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from exc
-    if value < 0:
-        raise argparse.ArgumentTypeError("must be >= 0")
-    return value
+    return _integer_at_least(0, text)
 
 
 TRACE_CHOICES = ("nsys", "kineto", "both")
