@@ -240,3 +240,26 @@ def test_dev_set_metadata(name):
     assert row["uncertain"] is None
     assert row["precision"] == "bf16"
     assert not any("batch" in w for w in warnings), warnings
+
+
+def test_a_run_label_the_trace_content_contradicts_is_said_and_marked_uncertain(tmp_path) -> None:
+    # run.json saying "onnx" over a PyTorch eager trace (its aten:: operators) had been shown as ONNX Runtime's
+    # row without a word; a label of the same framework, or content without sure evidence, stays quiet.
+    import json
+    import shutil
+
+    from tests.conftest import SAMPLE_TRACES
+    from tracekit.api import table_document
+
+    run = tmp_path / "run"
+    shutil.copytree(SAMPLE_TRACES / "h200_bert_fp16" / "pytorch", run)
+    doc = json.loads((run / "run.json").read_text())
+    doc["runtime"] = "onnx"
+    (run / "run.json").write_text(json.dumps(doc))
+    table = table_document([run])
+    said = [w for w in table["warnings"] if "but the trace content says pytorch" in w]
+    assert len(said) == 2 and "runtime onnx from run.json, but the trace content says pytorch (" in said[0]
+    assert said[0].endswith("a PyTorch trace labelled ONNX Runtime; which ran is not known")
+    doc["runtime"] = "torchscript"  # same framework: content cannot tell the label wrong
+    (run / "run.json").write_text(json.dumps(doc))
+    assert not any("but the trace content says" in w for w in table_document([run])["warnings"])

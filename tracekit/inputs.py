@@ -382,6 +382,39 @@ def _attach_ncu(inputs: list[TraceInput], files: list[Path]) -> list[TraceInput]
 # ------------------------------------------------------------------------------------------- configuration
 
 
+#: the runtimes of each framework: a stated runtime of one and a content inference of the other contradict
+RUNTIME_FAMILIES = {
+    "onnx": "ONNX Runtime",
+    "onnx-cuda-graphs": "ONNX Runtime",
+    "pytorch": "PyTorch",
+    "torchscript": "PyTorch",
+    "cuda-graphs": "PyTorch",
+    "compile": "PyTorch",
+    "compile-cudagraphs": "PyTorch",
+}
+
+
+def _runtime_contradicted(stated: str, source: str, trace: Trace) -> tuple[tuple[Any, ...], str] | None:
+    """(the candidate runtimes, a warning) when the trace's content says, surely, a runtime of another
+    framework than the one ``source`` states (run.json labelled ``onnx`` over a PyTorch eager trace: its
+    numbers would be shown as ONNX Runtime's); None when it agrees, says nothing sure, or either runtime is
+    not one :data:`RUNTIME_FAMILIES` knows."""
+    from tracekit.analyzers.identify import runtime_from_content
+
+    found = runtime_from_content(trace)
+    if found is None or found.uncertain or found.value == "cuda-graphs":
+        # (an ambiguous one still names its framework; "cuda-graphs" is read from graph launches and the
+        # absence of ONNX Runtime evidence, which is no evidence of PyTorch)
+        return None
+    said, seen = RUNTIME_FAMILIES.get(str(stated)), RUNTIME_FAMILIES.get(str(found.value))
+    if said is None or seen is None or said == seen:
+        return None
+    return (stated, found.value), (
+        f"runtime {stated} {source}, but the trace content says {found.value} ({found.evidence}): a "
+        f"{seen} trace labelled {said}; which ran is not known"
+    )
+
+
 @dataclass(frozen=True)
 class TraceConfig:
     """The configuration of one analyzed trace, by the module docstring's precedence: what the run states
@@ -442,6 +475,11 @@ class TraceConfig:
                     if found.uncertain:
                         uncertain[key] = tuple(found.candidates or (found.value,))
             warnings = tuple(w for key, w in identity.warnings.items() if key in evidence)
+        if trace is not None and "runtime" in values and "runtime" not in evidence:
+            contradiction = _runtime_contradicted(values["runtime"], sources["runtime"], trace)
+            if contradiction is not None:
+                uncertain["runtime"] = contradiction[0]
+                warnings = (*warnings, contradiction[1])
         batch, seq = values.get("batch_size"), values.get("seq_len")
         untraced = item.untraced_latency_ms
         return cls(
