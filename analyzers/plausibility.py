@@ -383,11 +383,7 @@ def lost_kernels(trace: Trace) -> str | None:
     )
     if calls.height < LOST_KERNEL_MIN_CALLS:
         return None
-    exact = pair_keys_fit(calls, trace.ops)
-    op_keys = trace.ops.select(_call_key(exact)).get_column("key").drop_nulls()  # (read once, used twice)
-    calls = calls.select("pid", "thread", "start", _call_key(exact)).with_columns(
-        pl.col("key").is_in(op_keys.implode()).alias("linked")
-    )
+    calls, op_keys = _linked_calls(calls, trace.ops)
     if calls.get_column("linked").all():  # the common case: every launch has its op
         return None
     distinct, linked = calls.select(
@@ -544,37 +540,48 @@ def zero_length_kernels(trace: Trace) -> str | None:
     )
 
 
+def _linked_calls(calls: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
+    """(``calls``' ``pid``, ``thread``, ``start`` with their (pid, correlation) ``key`` (:func:`_call_key`) and
+    ``linked``: some op of ``ops`` carries it; the ops' keys, nulls dropped)."""
+    exact = pair_keys_fit(calls, ops)
+    op_keys = ops.select(_call_key(exact)).get_column("key").drop_nulls()
+    linked = pl.col("key").is_in(op_keys.implode()).alias("linked")
+    return calls.select("pid", "thread", "start", _call_key(exact)).with_columns(linked), op_keys
+
+
 def cut_off_launches(trace: Trace, start: int, end: int, pid: int | None) -> int:
     """How many launch calls of process ``pid`` (any, when None) starting in [``start``, ``end``) (the last
     iteration's range) have no op in the trace although an earlier launch of their thread has its op, and
     come after the last such launch: the capture ended before the device ran their work (a capture stopped by
     ``cudaProfilerStop`` or ``--duration`` while the last iteration's kernels were queued), so that
     iteration's busy time is short. Calls made while their thread captured a stream into a graph run
-    nothing and are not counted."""
-    if trace.api.is_empty() or trace.ops.is_empty() or "thread" not in trace.api.columns:
+    nothing and are not counted. The range's calls are looked at first: when each has its op (the usual
+    case), nothing else of the trace is."""
+    api = trace.api
+    if api.is_empty() or trace.ops.is_empty() or "thread" not in api.columns:
         return 0
-    calls = calls_named(trace.api, LAUNCH_API_NAMES).filter(
+    window = pl.col("start").is_between(start, end, closed="left") & pl.col("correlation").is_not_null()
+    if pid is not None:
+        window &= pl.col("pid") == pid
+    in_range = calls_named(api.filter(window), LAUNCH_API_NAMES)
+    if in_range.is_empty():
+        return 0
+    in_range, _ = _linked_calls(in_range, trace.ops)
+    unlinked = in_range.filter(~pl.col("linked")).sort("start")
+    if unlinked.is_empty():
+        return 0
+    unlinked = unlinked.filter(~_capturing(unlinked, api))
+    # the last launch with its op, of each thread that has an unlinked one in the range
+    threads = unlinked.select("pid", "thread").unique()
+    calls = calls_named(api, LAUNCH_API_NAMES).filter(
         pl.col("correlation").is_not_null() & pl.col("start").is_not_null()
     )
-    if calls.is_empty():
-        return 0
-    exact = pair_keys_fit(calls, trace.ops)
-    op_keys = trace.ops.select(_call_key(exact)).get_column("key").drop_nulls().implode()
-    calls = (
-        calls.select("pid", "thread", "start", _call_key(exact))
-        .with_columns(pl.col("key").is_in(op_keys).alias("linked"))
-        .sort("start")
-    )
+    calls = calls.join(threads, on=["pid", "thread"], how="semi", nulls_equal=True)
+    calls, _ = _linked_calls(calls, trace.ops)
     last_linked = (
         calls.filter("linked").group_by("pid", "thread").agg(pl.col("start").max().alias("last_linked"))
     )
-    inside = pl.col("start").is_between(start, end, closed="left") & ~pl.col("linked")
-    if pid is not None:
-        inside &= pl.col("pid") == pid
-    tail = calls.filter(~_capturing(calls, trace.api)).filter(inside)
-    if tail.is_empty():
-        return 0
-    tail = tail.join(last_linked, on=["pid", "thread"], how="inner", nulls_equal=True)
+    tail = unlinked.join(last_linked, on=["pid", "thread"], how="inner", nulls_equal=True)
     return int(tail.filter(pl.col("start") > pl.col("last_linked")).height)
 
 
