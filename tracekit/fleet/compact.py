@@ -62,11 +62,13 @@ ITERATION_FIELDS = (
 MAX_COLLECTIVES = 4096
 
 
-def collectives_in_launch_order(ops: pl.DataFrame) -> tuple[np.ndarray, np.ndarray, list[str]]:
+def collectives_in_launch_order(
+    ops: pl.DataFrame, ordered: pl.DataFrame | None = None
+) -> tuple[np.ndarray, np.ndarray, list[str]]:
     """(starts, ends, kinds) of the first :data:`MAX_COLLECTIVES` collectives in launch order (see the module
     docstring): those launched by a call in the trace, by the call's start; all of them by their own start
-    when none was."""
-    collectives = _in_launch_order(ops)
+    when none was. ``ordered``: those collectives (:func:`_in_launch_order` of ``ops``) when already taken."""
+    collectives = _in_launch_order(ops) if ordered is None else ordered
     kinds = collectives.select(
         pl.col("name").str.extract(COLLECTIVE_KIND).str.to_lowercase().fill_null("")
     ).to_series()
@@ -93,13 +95,14 @@ def collective_streams(ops: pl.DataFrame) -> dict[int | None, int]:
     }
 
 
-def collective_iterations(ops: pl.DataFrame) -> list[int | None]:
-    """The iteration of each collective of :func:`collectives_in_launch_order`, in the same order (None where
-    the ops carry none): which step a collective belongs to, so that traces whose captures hold other steps
-    are matched on the steps they share (:func:`tracekit.analyzers.ranks.by_step_number`)."""
-    if "iteration" not in ops.columns:
-        return [None] * _in_launch_order(ops).height
-    return _in_launch_order(ops)["iteration"].cast(pl.Int64).to_list()
+def collective_iterations(ordered: pl.DataFrame) -> list[int | None]:
+    """The iteration of each collective of :func:`collectives_in_launch_order` (``ordered``: those collectives,
+    :func:`_in_launch_order`), in the same order (None where the ops carry none): which step a collective
+    belongs to, so that traces whose captures hold other steps are matched on the steps they share
+    (:func:`tracekit.analyzers.ranks.by_step_number`)."""
+    if "iteration" not in ordered.columns:
+        return [None] * ordered.height
+    return ordered["iteration"].cast(pl.Int64).to_list()
 
 
 def step_numbers(analyzed: Analysis, index: pl.Series) -> list[int | None]:
@@ -189,8 +192,9 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         iterations = iterations.join(comm, left_on="index", right_on="iteration", how="left").with_columns(
             pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)
         )
-        starts, ends, kinds = collectives_in_launch_order(ops)
-        collective_its = collective_iterations(ops)
+        ordered = _in_launch_order(ops)  # (one filter of the ops' names, for both)
+        starts, ends, kinds = collectives_in_launch_order(ops, ordered)
+        collective_its = collective_iterations(ordered)
         streams = collective_streams(analyzed.trace_data.ops)
     else:
         iterations = iterations.with_columns(
