@@ -148,10 +148,10 @@ def trace_row(result: dict[str, Any]) -> dict[str, Any]:
     return row
 
 
-def _named(labels: list[str]) -> str:
-    """``labels`` joined, the first :data:`NAMED_TRACES` of them, then how many more."""
+def _named(labels: list[str], sep: str = ", ") -> str:
+    """``labels`` joined by ``sep``, the first :data:`NAMED_TRACES` of them, then how many more."""
     more = len(labels) - NAMED_TRACES
-    return ", ".join(labels[:NAMED_TRACES]) + (f" and {more} more" if more > 0 else "")
+    return sep.join(labels[:NAMED_TRACES]) + (f" and {more} more" if more > 0 else "")
 
 
 def trace_warnings(results: list[dict[str, Any]]) -> list[str]:
@@ -265,9 +265,7 @@ def world_warnings(results: list[dict[str, Any]]) -> list[str]:
     missing = sorted(set(range(size)) - given)
     if not missing or len(given) < len(results):
         return []
-    shown = ", ".join(str(m) for m in missing[:NAMED_TRACES]) + (
-        f" and {len(missing) - NAMED_TRACES} more" if len(missing) > NAMED_TRACES else ""
-    )
+    shown = _named([str(m) for m in missing])
     return [
         f"{len(given)} of the {size} ranks the traces say their job has are here (missing: rank{'s' if len(missing) > 1 else ''} "
         f"{shown}): the straggler, the skew and the spread are among these ranks only"
@@ -497,9 +495,10 @@ def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     if len(results) < 2 or any(n is None for n in numbers) or all(n == numbers[0] for n in numbers):
         return results, None, True
     common = sorted(set.intersection(*(set(n) for n in numbers)))  # type: ignore[arg-type]
-    spans = [f"{label(r)} {_spans(n)}" for r, n in zip(results, numbers, strict=True)]  # type: ignore[arg-type]
-    more = len(spans) - NAMED_TRACES
-    held = "; ".join(spans[:NAMED_TRACES]) + (f" and {more} more" if more > 0 else "")
+    held = _named(
+        [f"{label(r)} {_spans(n)}" for r, n in zip(results, numbers, strict=True)],  # type: ignore[arg-type]
+        "; ",
+    )
     if not common:
         return results, f"no step number is common to every trace ({held}): they recorded other steps", False
     out = []
