@@ -5,10 +5,21 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import platform
+import re
 import subprocess
 from typing import Any
 
 from tracekit.errors import TracekitError
+
+#: The --device values: auto, cpu, cuda, cuda:N.
+DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
+
+
+def check_device(requested: str) -> None:
+    """One line (TracekitError, exit 2) for a --device value that is none of :data:`DEVICE`'s (``cuda:x``,
+    ``cudax``); checked before anything is imported, and again by :func:`resolve_device`."""
+    if not DEVICE.fullmatch(requested):
+        raise TracekitError(f"unknown device '{requested}'; choose from: auto, cpu, cuda, cuda:N")
 
 
 def resolve_device(requested: str, runtime: str, cuda_only: bool) -> str:
@@ -18,9 +29,8 @@ def resolve_device(requested: str, runtime: str, cuda_only: bool) -> str:
     """
     import torch
 
+    check_device(requested)
     has_cuda = torch.cuda.is_available()
-    if requested not in ("auto", "cpu") and not requested.startswith("cuda"):
-        raise TracekitError(f"unknown device '{requested}'; choose from: auto, cpu, cuda, cuda:N")
     if requested == "cpu" and cuda_only:
         raise TracekitError(f"runtime '{runtime}' needs a CUDA device; it cannot run with --device cpu")
     if requested.startswith("cuda") or (requested == "auto" and cuda_only):

@@ -12,7 +12,6 @@ import csv
 import io
 import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from tracekit.collectors.environment import check_device
 from tracekit.collectors.profilers import PROFILERS
 from tracekit.collectors.runtimes import (
     CUDA_ONLY,
@@ -112,8 +112,7 @@ def validate(opts: SweepOptions) -> None:
     check_runtime_name(opts.runtime)
     if opts.model not in MODELS:
         raise unknown_model(opts.model)
-    if not _DEVICE.fullmatch(opts.device):
-        raise TracekitError(f"unknown device '{opts.device}'; choose from: auto, cpu, cuda, cuda:N")
+    check_device(opts.device)
     if opts.precision not in ("fp32", "fp16"):
         raise TracekitError(f"unknown precision '{opts.precision}'; choose from: fp32, fp16")
     if not opts.batch_sizes or any(b < 1 for b in opts.batch_sizes):
@@ -161,10 +160,6 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError(f"runtime '{opts.runtime}' needs a CUDA device; it cannot run with --device cpu")
     if "ncu" in profilers and opts.device == "cpu":
         raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
-
-
-#: The --device values: auto, cpu, cuda, cuda:N.
-_DEVICE = re.compile(r"auto|cpu|cuda(:[0-9]+)?")
 
 
 def latency_stats(values: list[float]) -> dict[str, float]:
