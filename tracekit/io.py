@@ -121,6 +121,17 @@ def check_writable(target: str | Path) -> None:
             raise TracekitError(f"cannot write: the folder {folder} is not writable ({reason})", target)
 
 
+def check_file_target(target: Path, option: str = "-o") -> None:
+    """TracekitError (exit 2, one line) when the output file ``target`` named by ``option`` is a folder, lies
+    in a folder that does not exist, or could not be written (:func:`check_writable`): the checks every
+    command makes of its output files before the work."""
+    if target.is_dir():
+        raise TracekitError(f"is a folder; {option} takes a file name", target)
+    if not target.parent.is_dir():
+        raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
+    check_writable(target)
+
+
 def check_output_dir(path: str | Path) -> None:
     """TracekitError (exit 2, one line) when the output folder ``path`` (``report -o DIR``) could not be
     created or written into: called before the work, as :func:`check_writable` is for files."""

@@ -58,18 +58,14 @@ def _check_gaps_file(path: str, trace: str, output: str | None = None, timeline:
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_outputs, check_writable, same_file
+    from tracekit.io import check_file_target, check_outputs, same_file
 
     target = Path(path)
     check_outputs([target], [trace], option="--gaps")
     for other, option in ((output, "-o"), (timeline, "--timeline")):
         if other and same_file(other, target):
             raise TracekitError(f"--gaps and {option} name the same file", target)
-    if target.is_dir():
-        raise TracekitError("is a folder; --gaps takes a file name", target)
-    if not target.parent.is_dir():
-        raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
-    check_writable(target)
+    check_file_target(target, "--gaps")
 
 
 def _single(traces: list[str]) -> bool:

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 
 from tracekit.errors import LEFT_OUT, TracekitError
-from tracekit.io import check_outputs, check_writable
+from tracekit.io import check_file_target, check_outputs
 
 #: The output formats every command accepts, in the order ``--help`` lists them.
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
@@ -158,11 +158,7 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
     if out:
         target = Path(out)
         check_outputs([target], inputs)
-        if target.is_dir():
-            raise TracekitError("is a folder; -o takes a file name", target)
-        if not target.parent.is_dir():
-            raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
-        check_writable(target)
+        check_file_target(target)
         implied = EXTENSION_FORMATS.get(target.suffix.lower())
         if fmt is None:
             fmt = implied or "table"

@@ -332,17 +332,13 @@ def check_timeline_output(path: str, trace: str, output: str | None) -> None:
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_outputs, check_writable, same_file
+    from tracekit.io import check_file_target, check_outputs, same_file
 
     target = Path(path)
     check_outputs([target], [trace], option="--timeline")
     if output and same_file(output, target):
         raise TracekitError("--timeline and -o name the same file", target)
-    if target.is_dir():
-        raise TracekitError("is a folder; --timeline takes a file name", target)
-    if not target.parent.is_dir():
-        raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
-    check_writable(target)
+    check_file_target(target, "--timeline")
 
 
 def write_timeline(analyzed: Analysis, path: str) -> None:
