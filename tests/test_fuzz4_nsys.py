@@ -2,7 +2,7 @@
 
 Every trace here is synthetic, hand-built with :class:`tests.nsys_builder.NsysBuilder` in a temporary folder
 and named ``*.synthetic.sqlite``; the expected numbers are exact, from the rows written. Tests that read the
-real exports of ``/work/shared/real_traces/nsys`` skip without them.
+real exports of ``../shared/real_traces/nsys`` (``tests.conftest.REAL_TRACES``) skip without them.
 """
 
 from __future__ import annotations
