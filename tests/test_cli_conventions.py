@@ -25,6 +25,20 @@ def test_every_command_takes_no_progress_and_quiet(command: str) -> None:
     assert {"--no-progress", "-q", "--quiet"} <= options, command
 
 
+@pytest.mark.parametrize("sizes", ["1,,2", "1,", ",2", ","])
+@pytest.mark.parametrize("command", ["collect", "simulate"])
+def test_an_empty_item_in_a_size_list_is_refused(
+    command: str, sizes: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # "1,,2" had been read as [1, 2]: a typo that ran another sweep than the one meant, without a word
+    with pytest.raises(SystemExit) as info:
+        main([command, "--batch-sizes", sizes, "-o", "nowhere"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--batch-sizes" in err[0], err
+    assert f"expected comma-separated integers, got {sizes!r} (an empty item)" in err[0]
+
+
 @pytest.mark.parametrize("command", ["collect", "simulate"])
 def test_runtime_names_checked_by_argparse(command: str, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as info:

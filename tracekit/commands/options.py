@@ -12,13 +12,15 @@ if TYPE_CHECKING:
 
 def int_list(text: str) -> list[int]:
     """argparse type: comma-separated integers ("1,2,4"), at least one, in the order given."""
+    items = text.replace(" ", "").split(",")
+    if items == [""]:
+        raise argparse.ArgumentTypeError("expected at least one integer")
+    if "" in items:  # "1,,2" or "1,": a typo, not a list of two
+        raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r} (an empty item)")
     try:
-        values = [int(v) for v in text.replace(" ", "").split(",") if v]
+        return [int(v) for v in items]
     except ValueError as exc:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from exc
-    if not values:
-        raise argparse.ArgumentTypeError("expected at least one integer")
-    return values
 
 
 def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool = True) -> None:
