@@ -922,7 +922,8 @@ def synthetic_windows(
             "these are single ops, not iterations, and the idle time between them is in no window; choose a "
             "longer gap (the trace's own idle gaps between iterations), or the trace's ranges with --range"
         )
-    what = f"{frame.height} iterations cut where the GPU ({where}) was idle longer than {ms} ms"
+    idle = "the CPU operators were" if device == -1 else f"the GPU ({where}) was"
+    what = f"{frame.height} iterations cut where {idle} idle longer than {ms} ms"
     how = f"requested with --range: {what}" if requested else f"--split-idle {ms}: {what}"
     host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).height
     if host and not requested:

@@ -321,7 +321,10 @@ def test_synthetic_windows_say_where_they_were_cut(devices, where, device):
     )
     assert again.warnings == [] and again.synthetic
     split = R.select_ranges(trace, None, split_idle_ms=2.5)
-    what = f"2 iterations cut where the GPU ({where}) was idle longer than 2.5 ms"
+    idle = (
+        "the CPU operators were" if device == -1 else f"the GPU ({where}) was"
+    )  # not "the GPU (CPU operators)"
+    what = f"2 iterations cut where {idle} idle longer than 2.5 ms"
     assert (split.name, split.how) == ("idle>2.5ms", f"--split-idle 2.5: {what}")
     assert split.frame["device"].to_list() == [device, device]
     assert R.select_ranges(trace, "idle>2.5ms").how == f"requested with --range: {what}"
