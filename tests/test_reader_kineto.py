@@ -499,7 +499,10 @@ def test_nesting_depth_and_leaves_by_hand() -> None:
         ("[1, 2, 3]", "not a Kineto trace: no traceEvents"),
         ('[{"name": "x"}, {"name": "y"}]', "not a Kineto trace: no traceEvents"),
         ('{"traceEvents": {"x": 1}}', "not a Kineto trace: no traceEvents"),
-        ("[ ]", "an empty JSON array: no events"),  # was "no traceEvents": an empty profile, not a wrong format
+        (
+            "[ ]",
+            "an empty JSON array: no events",
+        ),  # was "no traceEvents": an empty profile, not a wrong format
     ],
 )
 def test_bad_json(tmp_path: Path, content: str, message: str) -> None:
@@ -509,6 +512,41 @@ def test_bad_json(tmp_path: Path, content: str, message: str) -> None:
     assert str(path) in str(err.value)
     with pytest.raises(TraceFormatError, match=message):
         read(path)
+
+
+@pytest.mark.parametrize(
+    ("command", "args"),
+    [
+        ("analyze", ["analyze", "{trace}"]),
+        ("analyze", ["analyze", "{trace}", "{trace2}"]),  # the summary of several traces
+        ("table", ["table", "{trace}"]),
+        ("compare", ["compare", "{trace}", "{trace2}"]),
+    ],
+)
+def test_own_json_output_given_back_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, args: list[str]
+) -> None:
+    # the output of `analyze --format json` given back as a trace was "not a Kineto trace: no traceEvents",
+    # which sent a user looking for a damaged profile
+    from tests.conftest import SAMPLE_TRACES
+    from tracekit.cli import main
+
+    folder = SAMPLE_TRACES / "h200_bert_fp16"
+    names = {
+        "trace": str(folder / "pytorch" / "pytorch_b1_s128.torch.json.gz"),
+        "trace2": str(folder / "cuda-graphs" / "cuda-graphs_b1_s128.torch.json.gz"),
+    }
+    out = tmp_path / "out.json"
+    assert main([a.format(**names) for a in args] + ["--format", "json", "-o", str(out), "-q"]) == 0
+    capsys.readouterr()
+    with pytest.raises(TraceFormatError, match=f"the output of `tracekit {command} --format json`"):
+        read_trace(out)
+    assert main(["analyze", str(out), "-q"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [
+        f"tracekit: {out}: not a Kineto trace: no traceEvents (this looks like the output of "
+        f"`tracekit {command} --format json`, not a profiler's trace)"
+    ]
 
 
 def test_damaged_gzip(tmp_path: Path) -> None:

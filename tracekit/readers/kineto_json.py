@@ -254,7 +254,7 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
     if isinstance(top, dict):
         events = top.pop("traceEvents", None)
         if events is None or not bytes(memoryview(events)[:1]).startswith(b"["):
-            raise TraceFormatError("not a Kineto trace: no traceEvents", path)
+            raise TraceFormatError(f"not a Kineto trace: no traceEvents{_own_output(top)}", path)
         # floats as their text, as json.loads(parse_float=str) gave them (tracekit_meta values keep their text)
         header = {key: decode_header_value(value) for key, value in top.items()}
         return header, events
@@ -267,6 +267,26 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
     if not _all_have_ph(data):
         raise TraceFormatError("not a Kineto trace: no traceEvents", path)
     return {}, data
+
+
+#: Top-level keys that together mark a JSON document tracekit itself wrote (``--format json``), by command.
+OWN_OUTPUT_KEYS = (
+    ("analyze", {"range_choice", "iterations", "summary"}),
+    ("analyze", {"rows", "traces", "spread"}),  # of several traces
+    ("table", {"rows", "notes"}),
+    ("compare", {"a", "b", "comparisons"}),
+)
+
+
+def _own_output(top: dict[str, Any]) -> str:
+    """``" (...)"`` naming the tracekit command whose ``--format json`` output ``top`` (the document's top-level
+    keys) looks like, so that an output given back as a trace is named as such; "" for any other document."""
+    for command, keys in OWN_OUTPUT_KEYS:
+        if keys <= top.keys():
+            return (
+                f" (this looks like the output of `tracekit {command} --format json`, not a profiler's trace)"
+            )
+    return ""
 
 
 def decode_header_value(value: msgspec.Raw) -> Any:
