@@ -277,6 +277,37 @@ def sweep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def test_an_interrupted_sweep_leaves_each_finished_trace_its_truth(tmp_path: Path) -> None:
+    # the truth files were written at the end only: an interrupted sweep left traces that run.json listed,
+    # with no truth beside them
+    out = tmp_path / "run"
+
+    def stop_after_first(result: object) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        simulate_sweep(out, preset("pytorch", {"ops": 20}), [1, 2], 128, 3, seed=1, progress=stop_after_first)
+    run = json.loads((out / "run.json").read_text())
+    assert run["finished"] is None and [c["truth"] for c in run["configs"]] == [
+        "pytorch_b1_s128.synthetic.truth.json"
+    ]
+    truth = json.loads((out / "pytorch_b1_s128.synthetic.truth.json").read_text())
+    assert (
+        truth["transition_batch_size"] is None
+        and truth["sweep"] is None
+        and "not finished" in truth["sweep_note"]
+    )
+    assert len(truth["iterations"]) == 3 and truth["summary"]["iterations"] == 3
+    assert not (out / "pytorch_b2_s128.synthetic.truth.json").exists()
+
+
+def test_a_finished_sweep_gives_every_truth_the_sweep(sweep_dir: Path) -> None:
+    for b in (1, 2, 4):
+        truth = json.loads((sweep_dir / f"pytorch_b{b}_s128.synthetic.truth.json").read_text())
+        assert truth["sweep"]["batch_sizes"] == [1, 2, 4] and "sweep_note" not in truth
+        assert truth["transition_batch_size"] == truth["sweep"]["transition_batch_size"]
+
+
 def test_sweep_writes_named_synthetic_files(sweep_dir: Path) -> None:
     names = sorted(p.name for p in sweep_dir.iterdir())
     for b in (1, 2, 4):

@@ -146,6 +146,32 @@ def config_meta(
     }
 
 
+def _write_truth(
+    out: Path, params: RuntimeParams, seed: int, result: SimulatedConfig, sweep: dict[str, Any] | None
+) -> None:
+    """Write ``result``'s ``.truth.json``: its exact per-iteration metrics and, once the sweep has finished,
+    the sweep's (``sweep``; before that, null: ``transition_batch_size`` is the whole sweep's)."""
+    truth_doc = {
+        "synthetic": True,
+        "made_by": "tracekit simulate",
+        "runtime": params.runtime,
+        "model": MODEL,
+        "batch_size": result.batch_size,
+        "seq_len": result.seq_len,
+        "seed": seed,
+        "definitions": "see tracekit/simulate/truth.py; ms values are exact ns / 1e6",
+        "summary": result.summary,
+        "iterations": result.iterations,
+        "transition_batch_size": None if sweep is None else sweep["transition_batch_size"],
+        "sweep": sweep,
+    }
+    if sweep is None:
+        truth_doc["sweep_note"] = "the sweep had not finished when this was written: no transition batch size"
+    path = out / f"{synthetic_stem(params.runtime, result.batch_size, result.seq_len)}.truth.json"
+    write_text_atomic(path, json.dumps(truth_doc, indent=1) + "\n")
+    result.files["truth"] = path
+
+
 def simulate_sweep(
     out_dir: str | Path,
     params: RuntimeParams,
@@ -201,6 +227,8 @@ def simulate_sweep(
             out, params, batch, seq_len, iterations, seed, fmt, metrics_interval_ns, noise=noise
         )
         results.append(result)
+        # its truth now (the sweep's part still null), so that an interrupted sweep leaves no trace without one
+        _write_truth(out, params, seed, result, None)
         mean = result.summary.get("latency_ms_mean")
         run["configs"].append(
             {
@@ -231,23 +259,7 @@ def simulate_sweep(
         else "mean of the noise-free per-iteration latencies of each batch size (the noise taken out)",
     }
     for r in results:
-        truth_doc = {
-            "synthetic": True,
-            "made_by": "tracekit simulate",
-            "runtime": params.runtime,
-            "model": MODEL,
-            "batch_size": r.batch_size,
-            "seq_len": r.seq_len,
-            "seed": seed,
-            "definitions": "see tracekit/simulate/truth.py; ms values are exact ns / 1e6",
-            "summary": r.summary,
-            "iterations": r.iterations,
-            "transition_batch_size": transition,
-            "sweep": sweep,
-        }
-        path = out / f"{synthetic_stem(params.runtime, r.batch_size, r.seq_len)}.truth.json"
-        write_text_atomic(path, json.dumps(truth_doc, indent=1) + "\n")
-        r.files["truth"] = path
+        _write_truth(out, params, seed, r, sweep)
     run["finished"] = _now()
     run["sweep"] = sweep
     write_run_json(out, run)
