@@ -18,6 +18,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     ``CUPTI_ACTIVITY_KIND_GRAPH_TRACE`` (``--cuda-graph-trace=graph``, nsys's default with CUDA 11.7+: a graph
     replay is one row, its kernels are not recorded) -> kind "graph", name "CUDA graph <graphId>", ``graph`` =
     ``graphId``, with a warning (the GPU counts as busy over the whole graph; its kernels are not counted).
+    A launch the export also holds node by node keeps its kernels, not its whole row; a row whose ``deviceId``
+    is INT_MAX (its first node ran on the host) gets its stream's, else its process's device, else none.
     Rows of any of these tables that CUPTI could not time (start and end both 0) are left out, with a warning.
     An op's ``correlationId`` 0 (CUPTI's "none") is read as null. Ops without ``globalPid`` (null, or no such
     column) get the process of the trace's CUDA calls when those all come from one (with a warning); with
@@ -494,6 +496,10 @@ def _read_ops(
     """Kernels, memcpys and memsets (:data:`OPS_SCHEMA`; columns not in ``cols`` may be left out)."""
     parts = []
     nameless = 0
+    if cols is not None and export.nonempty(GRAPH_TRACE_TABLE):
+        # Placing whole-graph rows (:func:`_graph_rows_placed`) needs every op's launch key and stream; the
+        # reader drops the columns not asked for afterwards.
+        cols = cols | {"pid", "correlation", "stream"}
     if export.has(KERNEL_TABLE):
         step(KERNEL_TABLE)
         kernels, nameless = _read_kernels(export, strings, path, cols)
@@ -509,6 +515,8 @@ def _read_ops(
         parts.append(_read_graph_executions(export, path, cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
     ops = _without_untimed(ops, warnings).with_columns(_no_zero_correlation())
+    if export.nonempty(GRAPH_TRACE_TABLE):
+        ops = _graph_rows_placed(ops, warnings)
     graphs = ops.select((pl.col("kind") == "graph").sum()).item() if ops.height else 0
     if graphs:
         warnings.append(
@@ -520,6 +528,69 @@ def _read_ops(
     if nameless:
         warnings.append(f"{nameless} kernels have a name id missing from StringIds")
     return ops
+
+
+#: ``deviceId`` (and ``contextId``) of a whole-graph row whose first node runs on the host (CUPTI's
+#: ``CUpti_ActivityGraphTrace2``: "If this is INT_MAX, then the start is on the host").
+GRAPH_ON_HOST_DEVICE = 2**31 - 1
+
+
+def _graph_rows_placed(ops: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``ops`` with the whole-graph rows (kind "graph") that the export also holds node by node left out, and
+    those whose first node ran on the host given a device.
+
+    - A graph row whose launch (pid, correlation) also has kernels in the kernel table was traced twice: the
+      nodes are the measurement (a graph row counts its idle time between kernels as busy, 34 µs instead of
+      the kernels' 20 µs, and says its kernels are not counted when they are).
+    - ``deviceId`` :data:`GRAPH_ON_HOST_DEVICE` is no device: such a row runs on the device of the other ops
+      of its stream, else of its process, when those ran on one device; else it stays without a device (a
+      warning says so). Read as device 2147483647 it was a GPU of its own in the per-device rows, with the
+      graph's busy time taken from the device that ran it."""
+    if not {"pid", "correlation", "stream"} <= set(ops.columns):
+        return ops
+    graph = pl.col("kind") == "graph"
+    noded = (
+        ops.filter((pl.col("kind") == "kernel") & pl.col("correlation").is_not_null())
+        .select("pid", "correlation")
+        .unique()
+        .with_columns(_noded=pl.lit(True))
+    )
+    ops = ops.join(noded, on=["pid", "correlation"], how="left", nulls_equal=True, maintain_order="left")
+    twice = ops.select((graph & pl.col("_noded").fill_null(False)).sum()).item()
+    if twice:
+        warnings.append(
+            f"{twice} CUDA graph executions were traced both whole and node by node: their kernels are "
+            "counted, the whole-graph rows left out"
+        )
+        ops = ops.filter(~(graph & pl.col("_noded").fill_null(False)))
+    ops = ops.drop("_noded")
+    on_host = graph & (pl.col("device") == GRAPH_ON_HOST_DEVICE)
+    if not ops.select(on_host.any()).item():
+        return ops
+    placed = ops.filter(pl.col("device").is_not_null() & (pl.col("device") != GRAPH_ON_HOST_DEVICE))
+
+    def only_device(keys: list[str], name: str) -> pl.DataFrame:
+        return (
+            placed.group_by(keys)
+            .agg(pl.col("device").unique())
+            .filter(pl.col("device").list.len() == 1)
+            .select(*keys, pl.col("device").list.first().alias(name))
+        )
+
+    ops = ops.join(
+        only_device(["pid", "stream"], "_stream_device"), on=["pid", "stream"], how="left", nulls_equal=True,
+        maintain_order="left",
+    ).join(only_device(["pid"], "_pid_device"), on="pid", how="left", nulls_equal=True, maintain_order="left")  # fmt: skip
+    unplaced = ops.select(
+        (on_host & pl.col("_stream_device").is_null() & pl.col("_pid_device").is_null()).sum()
+    ).item()
+    if unplaced:
+        warnings.append(
+            f"{unplaced} CUDA graph executions began with a host node (deviceId INT_MAX) and no other op of "
+            "their stream or process tells their GPU: they count on no device of their own"
+        )
+    device = pl.when(on_host).then(pl.coalesce("_stream_device", "_pid_device")).otherwise(pl.col("device"))
+    return ops.with_columns(device.alias("device")).drop("_stream_device", "_pid_device")
 
 
 def _no_zero_correlation() -> pl.Expr:

@@ -1,0 +1,101 @@
+"""Nsight Systems exports fuzzed on CUDA graphs, NVTX ranges and threads (round 5).
+
+Every trace here is synthetic, hand-built with :class:`tests.nsys_builder.NsysBuilder` in pytest's temporary
+folder and named ``*.synthetic.sqlite``; the expected numbers are exact, from the rows written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+import tracekit
+from tests.nsys_builder import NsysBuilder
+from tracekit.readers.nsys_sqlite import read
+
+US = 1_000
+
+
+def ms(a: tracekit.Analysis, field: str) -> list[float]:
+    """One per-iteration field, rounded to the ns (the analysis divides ns by 1e6)."""
+    return [round(v, 6) for v in a.iterations[field].to_list()]
+
+
+# ------------------------------------------------------------------------------------------ CUDA graphs
+
+
+def _graph_iterations(b: NsysBuilder, *, nodes: bool, whole: bool, whole_device: int = 0) -> NsysBuilder:
+    """4 'iteration' ranges of 80 µs, 100 µs apart, each with one cudaGraphLaunch (+2 to +4 µs) whose graph
+    runs two 10 µs kernels (+6 to +16, +30 to +40 µs), traced node by node (``nodes``), whole (``whole``: one
+    GRAPH_TRACE row +6 to +40 µs on ``whole_device``) or both, and a stream synchronize to +78 µs."""
+    corr = 1
+    for i in range(4):
+        s = i * 100 * US
+        b.nvtx_range(s, s + 80 * US, "iteration")
+        b.runtime(s + 2 * US, s + 4 * US, "cudaGraphLaunch_v10000", correlation=corr)
+        if nodes:
+            b.kernel(s + 6 * US, s + 16 * US, "k1", correlation=corr, graph=5)
+            b.kernel(s + 30 * US, s + 40 * US, "k2", correlation=corr, graph=5)
+        if whole:
+            b.graph_execution(s + 6 * US, s + 40 * US, graph=5, correlation=corr, device=whole_device)
+        b.runtime(s + 42 * US, s + 78 * US, "cudaStreamSynchronize_v3020", correlation=corr + 1)
+        corr += 2
+    return b
+
+
+def test_a_graph_traced_both_whole_and_node_by_node_counts_its_kernels_once(tmp_path: Path) -> None:
+    """An export holding each graph launch twice, as a GRAPH_TRACE row and as its node kernels (same
+    (pid, correlation)): busy was the whole row's span, 34 µs of 80 (42.5%), under a warning that the kernels
+    are not counted (they were). The nodes are the measurement: busy 20 µs (25%), the same as the node-only
+    export, and a warning says the whole-graph rows were left out. Partial reads (analyze's) agree."""
+    b = _graph_iterations(NsysBuilder(), nodes=True, whole=True)
+    b.gpu(0, "NVIDIA H100")
+    both = b.write(tmp_path / "graph_both.synthetic.sqlite")
+    b = _graph_iterations(NsysBuilder(), nodes=True, whole=False)
+    b.gpu(0, "NVIDIA H100")
+    nodes_only = b.write(tmp_path / "graph_nodes.synthetic.sqlite")
+    a, ref = tracekit.analyze(both), tracekit.analyze(nodes_only)
+    assert ms(a, "gpu_busy_ms") == ms(ref, "gpu_busy_ms") == [0.02] * 4
+    assert a.iterations["kernels"].to_list() == [2] * 4
+    assert any("traced both whole and node by node" in w for w in a.warnings)
+    assert not any("traced whole (nsys --cuda-graph-trace=graph" in w for w in a.warnings)
+    partial = read(both, frames={"ops": ("start", "end", "kind")})
+    assert partial.ops.height == 8 and set(partial.ops["kind"].to_list()) == {"kernel"}
+    assert partial.ops["pid"].null_count() == 8  # read to place the rows, then dropped as not asked for
+
+
+def test_a_whole_graph_that_begins_on_the_host_runs_on_its_streams_device(tmp_path: Path) -> None:
+    """CUPTI gives a whole-graph record whose first node is a host node deviceId INT_MAX ("the start is on the
+    host"). Next to an eager kernel on device 0 of the same stream, that value had made a second GPU,
+    2147483647, in the per-device rows: device 0 busy 10 of 80 µs and the graph's 20 µs on the phantom one.
+    The row runs on its stream's device: one device, no per-device rows, busy 30 µs."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for i in range(4):
+        s = i * 100 * US
+        b.nvtx_range(s, s + 80 * US, "iteration")
+        b.runtime(s + 2 * US, s + 4 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(s + 6 * US, s + 16 * US, "eager", correlation=corr)
+        b.runtime(s + 5 * US, s + 7 * US, "cudaGraphLaunch_v10000", correlation=corr + 1)
+        b.graph_execution(s + 20 * US, s + 40 * US, graph=5, correlation=corr + 1, device=2**31 - 1)
+        b.runtime(s + 42 * US, s + 78 * US, "cudaStreamSynchronize_v3020", correlation=corr + 2)
+        corr += 3
+    path = b.write(tmp_path / "graph_host_start.synthetic.sqlite")
+    assert read(path).ops.filter(pl.col("kind") == "graph")["device"].to_list() == [0] * 4
+    a = tracekit.analyze(path)
+    assert a.per_device is None
+    assert ms(a, "gpu_busy_ms") == [0.03] * 4
+
+
+def test_a_whole_graph_on_the_host_with_nothing_to_place_it_has_no_device(tmp_path: Path) -> None:
+    """Only whole-graph rows, all with deviceId INT_MAX: nothing tells their GPU; they keep no device (null),
+    with a warning, rather than a device 2147483647. The busy time is unchanged (34 µs of 80)."""
+    b = _graph_iterations(NsysBuilder(), nodes=False, whole=True, whole_device=2**31 - 1)
+    b.gpu(0, "NVIDIA H100")
+    path = b.write(tmp_path / "graph_host_only.synthetic.sqlite")
+    trace = read(path)
+    assert trace.ops["device"].to_list() == [None] * 4
+    assert any("began with a host node" in w for w in trace.meta["warnings"])
+    assert ms(tracekit.analyze(path), "gpu_busy_ms") == [0.034] * 4
