@@ -32,7 +32,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracekit.analyzers.stability import Measurement, difference, ratio_state
-from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, PLATEAU_TOLERANCE, is_framework_bound
+from tracekit.analyzers.sweep import (
+    FRAMEWORK_BOUND_UTILIZATION,
+    PLATEAU_TOLERANCE,
+    config_key,
+    is_framework_bound,
+    sweep_key,
+)
 
 #: Traced launch-call time below this fraction of latency gives no CUDA-graph recommendation.
 LAUNCH_SHARE_MIN = 0.10
@@ -65,12 +71,15 @@ class Recommendation:
     numbers: dict[str, Any]
     device: str = "gpu"
     facts: dict[str, Any] = field(default_factory=dict)
+    #: The sweep's name where the runtime alone does not name it (``pytorch (cpu, fp32)``).
+    label: str | None = None
 
     def to_json(self, text: str) -> dict[str, Any]:
         """The report.json entry (``text``: its wording)."""
         return {
             "kind": self.kind,
             "runtime": self.runtime,
+            **({"sweep": self.label} if self.label and self.label != self.runtime else {}),
             "seq_len": self.seq_len,
             "batch_size": self.batch_size,
             "text": text,
@@ -94,7 +103,13 @@ class SweepView:
 
     def rec(self, kind: str, batch: int | None, numbers: dict[str, Any], **facts: Any) -> Recommendation:
         s = self.sweep
-        return Recommendation(kind, s["runtime"], s["seq_len"], batch, numbers, self.base["device"], facts)
+        return Recommendation(
+            kind, s["runtime"], s["seq_len"], batch, numbers, self.base["device"], facts, s.get("label")
+        )
+
+    def row(self, batch: int) -> Row:
+        """The sweep's configuration of batch size ``batch``."""
+        return self.index[(*sweep_key(self.sweep), batch)]
 
 
 def framework_overhead(v: SweepView) -> Recommendation | None:
@@ -102,12 +117,15 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
     frac = base["framework_overhead_fraction"]
     if frac is None or frac < 1.0 - v.bound_threshold:
         return None
-    runtime, seq, b0 = v.sweep["runtime"], v.sweep["seq_len"], base["batch_size"]
+    runtime, b0 = v.sweep["runtime"], base["batch_size"]
+    # another runtime of the same model, device, precision, sequence length and batch size: another model's
+    # or device's latency says nothing of what switching runtime buys
+    same = sweep_key(v.sweep)[1:]
     others = [
         r
-        for (rt, s, b), r in v.index.items()
+        for (rt, *rest, b), r in v.index.items()
         if rt != runtime
-        and s == seq
+        and tuple(rest) == same
         and b == b0
         and r["latency_ms"]
         and r["latency_source"] == base["latency_source"]
@@ -153,12 +171,11 @@ def headroom(v: SweepView) -> Recommendation | None:
         "throughput_gain_high": s.get("headroom_throughput_gain_high"),
         "smallest_batch_size": b0,
     }
-    key = (v.sweep["runtime"], v.sweep["seq_len"], hb)
     return v.rec(
         "headroom",
         hb,
         numbers,
-        latency_ms=v.index[key]["latency_ms"],
+        latency_ms=v.row(hb)["latency_ms"],
         smallest_latency_ms=v.base["latency_ms"],
     )
 
@@ -173,15 +190,11 @@ def transition(v: SweepView) -> Recommendation | None:
         "last_plateau": s["plateau"][-1] if s["plateau"] else b0,
         "edge": edge,
         "edge_ratios": [
-            (
-                v.index[(s["runtime"], s["seq_len"], b)]["latency_vs_smallest_low"],
-                v.index[(s["runtime"], s["seq_len"], b)]["latency_vs_smallest_high"],
-            )
-            for b in edge
+            (v.row(b)["latency_vs_smallest_low"], v.row(b)["latency_vs_smallest_high"]) for b in edge
         ],
     }
     if tb is not None:
-        util = v.index[(s["runtime"], s["seq_len"], tb)]["gpu_utilization"]
+        util = v.row(tb)["gpu_utilization"]
         numbers = {
             "latency_ratio": s["transition_latency_ratio"],
             "latency_ratio_low": s.get("transition_latency_ratio_low"),
@@ -275,10 +288,10 @@ def recommend(
     bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
 ) -> list[Recommendation]:
     """Every rule applied to every sweep; ordered by :data:`RECOMMENDATION_ORDER` (stable within a kind)."""
-    index = {(r["runtime"], r["seq_len"], r["batch_size"]): r for r in rows if r["batch_size"] is not None}
+    index = {config_key(r): r for r in rows if r["batch_size"] is not None}
     out: list[Recommendation] = []
     for sweep in sweeps:
-        members = [index[(sweep["runtime"], sweep["seq_len"], b)] for b in sweep["batch_sizes"]]
+        members = [index[(*sweep_key(sweep), b)] for b in sweep["batch_sizes"]]
         view = SweepView(sweep, members, index, tolerance, bound_threshold)
         out += [rec for rule in RULES if (rec := rule(view)) is not None]
     order = {k: i for i, k in enumerate(RECOMMENDATION_ORDER)}

@@ -54,9 +54,12 @@ from tracekit.analyzers.sweep import (
     FRAMEWORK_BOUND_UTILIZATION,
     ON_PLATEAU,
     PLATEAU_TOLERANCE,
+    SWEEP_IDENTITY,
     WITHIN_NOISE,
+    config_key,
     is_framework_bound,
     plateau_with_noise,
+    sweep_key,
 )
 from tracekit.model import LAUNCH_API_NAMES
 
@@ -216,6 +219,7 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "seq_len": config.seq_len,
         "batch_size": config.batch_size,
         "device": analyzed.device,
+        "precision": config.precision,
         "profiler": config.profiler,
         "synthetic": config.synthetic,
         "iterations": summary.iterations,
@@ -256,6 +260,13 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
     }
 
 
+def _sweep_label(runtime: str, identity: dict[str, Any], varying: list[str]) -> str:
+    """``pytorch``, or ``pytorch (bert-base, cpu)`` when the report's rows differ in model, device or
+    precision (then several sweeps can share a runtime and sequence length)."""
+    parts = [str(identity[k]) if identity[k] is not None else f"{k} unknown" for k in varying]
+    return runtime + (f" ({', '.join(parts)})" if parts else "")
+
+
 def _measurement(row: dict[str, Any]) -> Measurement | None:
     """The row's latency statistics (a row built from numbers alone: its latency as a median without an
     interval)."""
@@ -282,7 +293,8 @@ class SweepReport:
         """``{runtime: {str(seq_len): transition batch size or None}}`` (JSON-ready keys)."""
         out: dict[str, dict[str, int | None]] = {}
         for sweep in self.sweeps:
-            out.setdefault(sweep["runtime"], {})[str(sweep["seq_len"])] = sweep["transition_batch_size"]
+            label = sweep.get("label") or sweep["runtime"]
+            out.setdefault(label, {})[str(sweep["seq_len"])] = sweep["transition_batch_size"]
         return out
 
     @property
@@ -318,14 +330,15 @@ def build_report(
     ``transition_batch_size`` (the sweep's).
     """
     warnings: list[str] = []
-    seen: set[tuple[Any, Any, Any]] = set()
+    seen: set[tuple[Any, ...]] = set()
     kept: list[dict[str, Any]] = []
     for row in rows:
-        key = (row["runtime"], row["seq_len"], row["batch_size"])
+        key = config_key(row)
         if row["batch_size"] is not None and key in seen:
+            identity = ", ".join(f"{k} {row.get(k)}" for k in SWEEP_IDENTITY if row.get(k) is not None)
             warnings.append(
                 f"{row['path']}: duplicate configuration (runtime {row['runtime']}, seq {row['seq_len']}, "
-                f"batch {row['batch_size']}); kept the first one"
+                f"batch {row['batch_size']}{', ' + identity if identity else ''}); kept the first one"
             )
             continue
         seen.add(key)
@@ -352,18 +365,29 @@ def build_report(
     for row in kept:
         if row["runtime"] not in runtime_order:
             runtime_order.append(row["runtime"])
-    groups: dict[tuple[str, Any], list[dict[str, Any]]] = {}
+    # One sweep per runtime, sequence length, model, device and precision: a CPU run's batch 1 and a GPU
+    # run's batch 8 of one runtime are no latency curve (they had been read as one: "0.00x, 2186x the
+    # throughput for free").
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in kept:
         if row["batch_size"] is not None and row["latency_ms"] is not None:
-            groups.setdefault((row["runtime"], row["seq_len"]), []).append(row)
+            groups.setdefault(sweep_key(row), []).append(row)
+    varying = [k for i, k in enumerate(SWEEP_IDENTITY) if len({key[2 + i] for key in groups}) > 1]
 
     sweeps: list[dict[str, Any]] = []
-    for (runtime, seq), members in sorted(
+    for key, members in sorted(
         groups.items(),
-        key=lambda kv: (runtime_order.index(kv[0][0]), kv[0][1] if kv[0][1] is not None else -1),
+        key=lambda kv: (
+            runtime_order.index(kv[0][0]),
+            kv[0][1] if kv[0][1] is not None else -1,
+            *(str(v) for v in kv[0][2:]),
+        ),
     ):
         members.sort(key=lambda r: r["batch_size"])
-        sweeps.append(_sweep(runtime, seq, members, plateau_tolerance, bound_threshold))
+        sweep = _sweep(key[0], key[1], members, plateau_tolerance, bound_threshold)
+        sweep["precision"] = key[4]
+        sweep["label"] = _sweep_label(key[0], dict(zip(SWEEP_IDENTITY, key[2:], strict=True)), varying)
+        sweeps.append(sweep)
 
     recommendations = recommend(kept, sweeps, plateau_tolerance, bound_threshold)
     for row in kept:

@@ -51,6 +51,21 @@ def bound_of(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_U
     return None if bound is None else ("framework" if bound else "compute")
 
 
+#: What makes two configurations of one runtime and sequence length belong to different sweeps: a sweep's
+#: latency curve, plateau and transition are those of one model on one device at one precision.
+SWEEP_IDENTITY: tuple[str, ...] = ("model", "device", "precision")
+
+
+def sweep_key(item: Mapping[str, Any]) -> tuple[Any, ...]:
+    """The sweep of a configuration row, or a sweep's own (runtime, seq_len, model, device, precision)."""
+    return (item["runtime"], item["seq_len"], *(item.get(k) for k in SWEEP_IDENTITY))
+
+
+def config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """One configuration: its sweep and its batch size."""
+    return (*sweep_key(row), row["batch_size"])
+
+
 #: How a batch size stands against the plateau line (:func:`plateau_with_noise`).
 ON_PLATEAU, OFF_PLATEAU, WITHIN_NOISE = "on", "off", "within noise"
 

@@ -19,11 +19,13 @@ def _ms(x: float) -> str:
 
 
 def _name(r: Recommendation) -> str:
-    return f"{r.runtime}{'' if r.seq_len is None else f' (seq {r.seq_len})'}"
+    return f"{r.label or r.runtime}{'' if r.seq_len is None else f' (seq {r.seq_len})'}"
 
 
 def _where(r: Recommendation) -> str:
-    return f"{r.runtime}, batch {r.batch_size}" + (f", seq {r.seq_len}" if r.seq_len is not None else "")
+    return f"{r.label or r.runtime}, batch {r.batch_size}" + (
+        f", seq {r.seq_len}" if r.seq_len is not None else ""
+    )
 
 
 def _framework_overhead(r: Recommendation) -> str:

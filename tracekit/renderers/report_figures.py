@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.analyzers.report import CAUSE_COLUMNS
+from tracekit.analyzers.sweep import config_key, sweep_key
 
 
 def _causes(members: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
@@ -22,7 +23,7 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
     from tracekit.renderers import plots
 
     figures: dict[str, str] = {}
-    by_key = {(r["runtime"], r["seq_len"], r["batch_size"]): r for r in report.configs}
+    by_key = {config_key(r): r for r in report.configs}
     multi_seq = len({s["seq_len"] for s in report.sweeps}) > 1
     tag = " (synthetic)" if report.synthetic else ""
     devices = {s["device"] for s in report.sweeps}
@@ -31,17 +32,18 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
     )
 
     def label(s: dict[str, Any]) -> str:
-        return s["runtime"] + (f" (seq {s['seq_len']})" if multi_seq and s["seq_len"] is not None else "")
+        name = s.get("label") or s["runtime"]
+        return name + (f" (seq {s['seq_len']})" if multi_seq and s["seq_len"] is not None else "")
 
     if report.sweeps:
         panels = []
         for s in report.sweeps:
-            members = [by_key[(s["runtime"], s["seq_len"], b)] for b in s["batch_sizes"]]
+            members = [by_key[(*sweep_key(s), b)] for b in s["batch_sizes"]]
             panels.append(
                 {
                     "title": label(s)
                     if s["seq_len"] is None or multi_seq
-                    else f"{s['runtime']} (seq {s['seq_len']})",
+                    else f"{s.get('label') or s['runtime']} (seq {s['seq_len']})",
                     "batch_sizes": s["batch_sizes"],
                     "busy_ms": [m["gpu_busy_ms"] for m in members],
                     "overhead_ms": [m["framework_overhead_ms"] for m in members],
