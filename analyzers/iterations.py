@@ -595,7 +595,7 @@ def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     if "pid" in frame.columns:
         # The previous GPU work is the same process's: ranks of one report (``nsys profile torchrun``) run
         # their iterations side by side, and another rank's GPU end says nothing of this one's queue.
-        previous_gpu_end = previous_gpu_end.over("pid")
+        previous_gpu_end = previous_gpu_end.over("pid", _series_thread(frame))
     # A synchronized iteration's window is its range; an unsynchronized one starts where the previous GPU
     # work (of its process) ended (not before its range) and ends when its own GPU work does.
     window_start = (
@@ -606,6 +606,22 @@ def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(
         window_start.alias("window_start"), synchronized.alias("synchronized")
     ).with_columns(pl.max_horizontal("range_end", "gpu_end", "window_start").alias("window_end"))
+
+
+def _series_thread(frame: pl.DataFrame) -> pl.Expr:
+    """The thread of an iteration whose process runs iterations on several threads at once (a range starting
+    before an earlier range of its process ended, on another thread: a thread pool serving requests side by
+    side), else null: each such thread is a series of its own, whose previous GPU work is its own. Thread
+    101's unsynchronized iteration [0.5, 1.5] ms had started at thread 100's GPU end (1.5 ms) and read 0.5 ms,
+    100% busy, instead of 1.5 ms and 86.7%. Iterations one after another on changing threads stay one series
+    (the previous GPU work, whichever thread launched it, is what this one queues behind). ``frame``: one row
+    per iteration in iteration order, with ``pid``, ``range_start``, ``range_end`` (and ``thread``)."""
+    if "thread" not in frame.columns or frame.height < 2:
+        return pl.lit(None, pl.Int64)
+    earlier_end = pl.col("range_end").cum_max().shift(1).over("pid", order_by="range_start")
+    overlapping = (pl.col("range_start") < earlier_end).fill_null(False).any().over("pid")
+    at_once = overlapping & (pl.col("thread").n_unique().over("pid") > 1)
+    return pl.when(at_once).then(pl.col("thread").cast(pl.Int64))
 
 
 def _windows_in_order(windows: pl.DataFrame) -> bool:

@@ -22,6 +22,50 @@ def ms(a: tracekit.Analysis, field: str) -> list[float]:
     return [round(v, 6) for v in a.iterations[field].to_list()]
 
 
+# ------------------------------------------------------------- iterations on several threads at once
+
+
+def test_threads_running_unsynchronized_iterations_at_once_each_keep_their_own_steady_state(
+    tmp_path: Path,
+) -> None:
+    """Two threads of one process (a thread pool serving requests side by side) each run 4 'iteration'
+    ranges of 1 ms, 2 ms apart, thread 101 0.5 ms after thread 100; each range launches one kernel on its
+    own stream from +0.2 to +1.5 ms, which outlives the range (unsynchronized). Each thread alone: latency
+    1.5 ms (range start to GPU end), busy 1.3 ms, 86.7%. Thread 101's windows had started at thread 100's
+    GPU end: latency 0.5 ms, busy 0.5 ms, 100%."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for tid, offset, stream in ((100, 0, 7), (101, 500 * US, 8)):
+        for i in range(4):
+            s = i * 2000 * US + offset
+            b.nvtx_range(s, s + 1000 * US, "iteration", tid=tid)
+            b.runtime(s + 100 * US, s + 110 * US, "cudaLaunchKernel_v7000", correlation=corr, tid=tid)
+            b.kernel(s + 200 * US, s + 1500 * US, "gemm", correlation=corr, stream=stream)
+            corr += 1
+    a = tracekit.analyze(b.write(tmp_path / "thread_pool.synthetic.sqlite"))
+    assert a.iterations.height == 8
+    assert ms(a, "latency_ms") == [1.5] * 8
+    assert ms(a, "gpu_busy_ms") == [1.3] * 8
+    assert ms(a, "idle_ms") == [0.2] * 8
+
+
+def test_iterations_one_after_another_on_changing_threads_stay_one_series(tmp_path: Path) -> None:
+    """Iterations that do not overlap in time, each on another thread (a pool taking turns): iteration i+1's
+    window still starts at iteration i's GPU end, whichever thread launched it. Ranges of 1 ms every 1.2 ms,
+    kernels +0.2 to +1.3 ms: each window [GPU end of the previous, own GPU end] = 1.2 ms (the first 1.3)."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for i in range(4):
+        s = i * 1200 * US
+        tid = 100 + i % 2
+        b.nvtx_range(s, s + 1000 * US, "iteration", tid=tid)
+        b.runtime(s + 100 * US, s + 110 * US, "cudaLaunchKernel_v7000", correlation=i + 1, tid=tid)
+        b.kernel(s + 200 * US, s + 1300 * US, "gemm", correlation=i + 1)
+    a = tracekit.analyze(b.write(tmp_path / "turns.synthetic.sqlite"))
+    assert ms(a, "latency_ms") == [1.3, 1.2, 1.2, 1.2]
+
+
 # ------------------------------------------------------------------------------------------ CUDA graphs
 
 
