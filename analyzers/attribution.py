@@ -1445,13 +1445,20 @@ class Projection:
 
 
 def projection(
-    iterations: pl.DataFrame, attribution: Attribution, device: str, caveat: str | None = None
+    iterations: pl.DataFrame,
+    attribution: Attribution,
+    device: str,
+    caveat: str | None = None,
+    refusal: str | None = None,
 ) -> Projection:
     """Stage *project*: the CUDA-graph projection of the analyzed ``iterations`` (:func:`project_cuda_graphs`),
     or why it does not apply. ``caveat``: what makes the projection's saving too large here (setup calls in
-    the iterations, :mod:`tracekit.analyzers.setup_calls`)."""
+    the iterations, :mod:`tracekit.analyzers.setup_calls`); ``refusal``: a reason found earlier why it does not
+    apply (iterations that capture graphs)."""
     if device == "cpu":
         return Projection(False, "CPU-only trace: nothing to capture into a CUDA graph")
+    if refusal:
+        return Projection(False, refusal)
     if attribution.graph_launches:
         return Projection(
             False, f"the trace already replays CUDA graphs ({attribution.graph_launches} graph launch calls)"

@@ -232,7 +232,9 @@ def analyze_trace(
         attribution=None if attribution is None else idle_summary(frame, attribution),
         projection=None
         if attribution is None
-        else projection(frame, attribution, result.device, result.setup_caveat),  # stage: project
+        else projection(
+            frame, attribution, result.device, result.setup_caveat, result.capture_refusal
+        ),  # stage: project
         warnings=(*result.warnings, *inference_notes(config), *config.inference_warnings),
         no_verdict=result.no_verdict,
         session_setup=tuple(meta.get("session_setup") or ()),
