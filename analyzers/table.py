@@ -38,6 +38,15 @@ if TYPE_CHECKING:
     from tracekit.session import AnalysisOptions
 
 NCU_FORMATS = ("ncu-csv", "ncu-rep")
+#: The profiler that wrote a trace, by the reader's format (a row's ``profiler``): two traces of one
+#: configuration, e.g. under nsys and torch.profiler, give two rows that differ by it alone.
+PROFILERS = {
+    "nsys-sqlite": "nsys",
+    "kineto": "torch.profiler",
+    "ort": "ORT profiler",
+    "ncu-csv": "ncu",
+    "ncu-rep": "ncu",
+}
 #: Why an Nsight Compute report alone leaves latency, busy, overhead and the wall-time columns empty.
 NCU_ALONE = (
     "Nsight Compute alone: no timeline (ncu replays each kernel by itself and records no start times), so no "
@@ -67,6 +76,7 @@ ROW_KEYS = [
     "precision_source",
     "device",
     "gpu",
+    "profiler",
     "graph_compilation",
     "kernel_serialization",
     "iterations",
@@ -125,6 +135,7 @@ def _base_row(
         precision=config.precision,
         device=config.device,
         gpu=meta.get("gpu") if config.device == "gpu" else None,
+        profiler=PROFILERS.get(meta.get("format") or ""),
         graph_compilation=compilation,
         kernel_serialization=serialization,
         synthetic=config.synthetic,
@@ -252,13 +263,19 @@ def build_table(
     rows: list[dict[str, Any]] = []
     warnings: list[str] = list(left_out)
     said: list[str] = []
-    for row, row_warnings in results:
+    labels = [row_label(row) for row, _ in results]
+    profilers: dict[str, set[str | None]] = {}
+    for (row, _), label in zip(results, labels, strict=True):
+        profilers.setdefault(label, set()).add(row.get("profiler"))
+    for (row, row_warnings), label in zip(results, labels, strict=True):
         rows.append(row)
+        if len(profilers[label]) > 1 and row.get("profiler"):  # one label, several profilers: name each
+            label += f" ({row['profiler']})"
         for w in dict.fromkeys(row_warnings):
             if w.startswith(LEFT_OUT):
                 warnings.append(w)  # an input of the row left out (its --ncu file): with the others
             else:
-                said.append(f"{row_label(row)}: {w}")
+                said.append(f"{label}: {w}")
     warnings += said
     order = {name: i for i, name in enumerate(RUNTIME_ORDER)}
     rows.sort(

@@ -557,3 +557,29 @@ def test_study_traces_identified_with_the_paper_beside_them(capsys, monkeypatch)
         ("onnx", 1, "fp32"),
         ("onnx", 16, "fp32"),
     ]
+
+
+def test_one_configuration_under_two_profilers_names_each_rows_profiler(capsys, monkeypatch):
+    # two rows "onnx cpu fp32 bs1 s128" (nsys and ORT's profiler) differed only in the legend's file names,
+    # and their warnings both began "onnx b1 s128:", so which row a warning meant could not be told
+    from tests.conftest import SAMPLE_TRACES
+
+    monkeypatch.setenv("COLUMNS", "120")
+    runs = [str(SAMPLE_TRACES / "cpu_onnx_bert_nsys"), str(SAMPLE_TRACES / "cpu_onnx_bert_ort")]
+    assert main(["table", *runs, "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert [r["profiler"] for r in doc["rows"]] == ["nsys", "ORT profiler"]
+    said = [w.split(":")[0] for w in doc["warnings"]]
+    assert "onnx b1 s128 (nsys)" in said and "onnx b1 s128 (ORT profiler)" in said
+    assert main(["table", *runs]) == 0
+    out = capsys.readouterr().out
+    legend = [line.strip() for line in out.splitlines() if re.match(r"\s+[12]  ", line)]
+    assert legend[0].startswith("1  nsys, cpu_onnx_bert_nsys/") and legend[1].startswith("2  ORT profiler, ")
+    # one profiler: no row is labelled with it
+    assert main(["table", runs[1], "--format", "json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["rows"][0]["profiler"] == "ORT profiler" and not any(
+        "(ORT profiler)" in w for w in doc["warnings"]
+    )
+    assert main(["table", runs[1]]) == 0
+    assert "ORT profiler" not in capsys.readouterr().out

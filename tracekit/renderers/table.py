@@ -143,6 +143,11 @@ def _text(row: dict[str, Any], key: str) -> str:
     return format_value(row.get(key))
 
 
+def _mixed_profilers(doc: dict[str, Any]) -> bool:
+    """Whether the rows come from more than one profiler (then the table names each row's)."""
+    return len({r.get("profiler") for r in doc["rows"]}) > 1
+
+
 def _columns(doc: dict[str, Any], device: str | None, wide: bool, paper: bool) -> list[Column]:
     word = device_word(device)
     cols: list[Column] = [
@@ -151,6 +156,7 @@ def _columns(doc: dict[str, Any], device: str | None, wide: bool, paper: bool) -
     ]
     if wide:
         cols += [
+            ("profiler", "profiler", "left", lambda r, k: r.get(k) or "—"),
             ("trace", "trace", "left", lambda r, k: Path(r["trace"]).name if r.get("trace") else ""),
             ("device", "device", "left", _text),
             ("gpu", "GPU", "left", _text),
@@ -304,6 +310,7 @@ def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list
     rows = doc["rows"]
     marks = "* inferred from trace content, † from file name, ? uncertain"
     lines = [f"rows ({marks if not wide else 'sources'}):"]
+    mixed = _mixed_profilers(doc)
     for r in rows:
         path = Path(r["trace"])
         where = f"{path.parent.name}/{path.name}" if path.parent.name else path.name
@@ -320,7 +327,9 @@ def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list
         if r.get("empty_because"):
             said.append(r["empty_because"])
         synthetic = " (synthetic)" if r.get("synthetic") else ""
-        lines.append(f"  {r['row']}  {where}{synthetic}" + (": " + "; ".join(said) if said else ""))
+        # rows of one configuration under several profilers differ by it: say it first (--wide: a column)
+        profiler = f"{r['profiler']}, " if r.get("profiler") and mixed and not wide else ""
+        lines.append(f"  {r['row']}  {profiler}{where}{synthetic}" + (": " + "; ".join(said) if said else ""))
     if not wide:
         by_source: dict[str, dict[str, list[int]]] = {}
         for r in rows:
@@ -381,6 +390,7 @@ def _markdown_columns(doc: dict[str, Any], device: str | None) -> list[tuple[str
         ("row", "#"),
         ("runtime", "runtime"),
         ("runtime_source", "runtime source"),
+        *([("profiler", "profiler")] if _mixed_profilers(doc) else []),
         ("device", "device"),
         ("gpu", "GPU"),
         ("precision", "precision"),
