@@ -40,6 +40,16 @@ SAMPLE_TRACES = REPO / "sample_traces"
 REAL_TRACES = Path(os.environ.get("TRACEKIT_REAL_TRACES", REPO.parent / "shared" / "real_traces"))
 
 
+def pytest_report_header(config: pytest.Config) -> str:
+    """Say whether the real-trace tests run: without ../shared/real_traces they are skipped, and a green run
+    says nothing of them."""
+    if REAL_TRACES.is_dir():
+        return f"real traces: {REAL_TRACES}"
+    return (
+        f"real traces: {REAL_TRACES} is absent: the real-trace tests are skipped (TRACEKIT_REAL_TRACES=DIR)"
+    )
+
+
 @pytest.fixture
 def real_traces() -> Path:
     """../shared/real_traces beside the checkout; the test is skipped when it is absent."""
