@@ -1331,7 +1331,8 @@ def _capture_findings(
     run nothing, so the iteration's idle device and its host time are the graph's one-time construction, not
     an inference step's framework tax (SGLang's capture at batch 32: 544 of 546 calls, read "framework-bound,
     0.03%" with a 670x projection). Named in a warning; the verdict is uncertain when they are at least half
-    the analyzed iterations; the projection does not apply when any is one (the program already uses graphs)."""
+    the analyzed iterations; the projection does not apply when any analyzed iteration holds a captured call
+    (the program already uses graphs, and the host time it would save includes the capture's)."""
     captured = plausibility.captured_launches(trace.api)
     if captured.is_empty() or frame.is_empty() or "launches" not in frame.columns:
         return [], [], None
@@ -1342,14 +1343,19 @@ def _capture_findings(
         .group_by("iteration")
         .agg(pl.len().alias("captured"))
     )
-    capturing = (
-        frame.select("iteration", "name", pl.col("launches").fill_null(0))
-        .join(per_iteration, on="iteration", how="inner")
-        .filter(pl.col("captured") >= CAPTURE_SHARE * pl.col("launches"))
-        .sort("iteration")
+    held = frame.select("iteration", "name", pl.col("launches").fill_null(0)).join(
+        per_iteration, on="iteration", how="inner"
     )
-    if capturing.is_empty():
+    if held.is_empty():
         return [], [], None
+    # any captured call: the host time the projection would save includes the capture's
+    refusal = (
+        f"the iterations capture CUDA graphs ({int(held['captured'].sum())} launch calls made during a "
+        "stream capture)"
+    )
+    capturing = held.filter(pl.col("captured") >= CAPTURE_SHARE * pl.col("launches")).sort("iteration")
+    if capturing.is_empty():
+        return [], [], refusal
     calls, launches = int(capturing["captured"].sum()), int(capturing["launches"].sum())
     names = ", ".join(capturing["name"].head(3).to_list()) + (" ..." if capturing.height > 3 else "")
     what = (
@@ -1357,7 +1363,6 @@ def _capture_findings(
         f"{calls} of their {launches} launch calls were made between a stream-capture begin and end call, "
         "which record work into the graph and run none of it"
     )
-    refusal = f"the iterations capture CUDA graphs ({calls} launch calls made during a stream capture)"
     if 2 * capturing.height >= frame.height:
         return (
             [],

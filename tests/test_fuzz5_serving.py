@@ -55,10 +55,11 @@ def test_a_step_that_captures_a_graph_is_no_framework_bound_inference_step() -> 
     assert "capture" in a.projection.reason
 
 
-def _eager_steps_with_one_capture(tmp_path: Path) -> Path:
+def _eager_steps_with_one_capture(tmp_path: Path, eager_too: bool = False) -> Path:
     """Four 1 ms ProfilerSteps (pid 10, tid 11), each with three 10 µs cudaLaunchKernel calls of 200 µs
     kernels; in the second, the three calls sit between cudaStreamBeginCapture and cudaStreamEndCapture and
-    run nothing (synthetic)."""
+    run nothing (synthetic); with ``eager_too``, four eager launches of 20 µs kernels follow them there (a
+    capture's warm-up run)."""
     events: list[dict[str, Any]] = []
     correlation = 1
     for step in range(4):
@@ -82,6 +83,16 @@ def _eager_steps_with_one_capture(tmp_path: Path) -> Path:
                     kineto_event("kernel", f"gemm{k}", start, 200, 0, 7, device=0, correlation=correlation)
                 )
             correlation += 1
+        if step == 1 and eager_too:
+            for k in range(4):
+                ts = t0 + 300 + k * 30
+                events.append(
+                    kineto_event("cuda_runtime", "cudaLaunchKernel", ts, 10, 10, 11, correlation=correlation)
+                )
+                events.append(
+                    kineto_event("kernel", "warm", ts + 15, 20, 0, 7, device=0, correlation=correlation)
+                )
+                correlation += 1
     return kineto_file(tmp_path, events, "one_capture.synthetic.json")
 
 
@@ -212,3 +223,16 @@ def test_a_last_step_cut_during_its_graph_replay_is_left_out(tmp_path: Path) -> 
     assert a.summary.iterations == 5
     assert [round(v, 6) for v in a.iterations["gpu_busy_ms"]] == [10.718138] * 5
     assert any("replay holds 210 ops, the first of the 421" in w for w in a.warnings), a.warnings
+
+
+def test_a_step_with_a_few_captured_calls_gets_no_projection(tmp_path: Path) -> None:
+    """A step whose calls are mostly eager (4 of 7) but which captures three into a graph is no capture step
+    (nothing said of it), yet the CUDA-graph projection would count the capture's host time as saved: it
+    does not apply."""
+    a = tracekit.analyze(_eager_steps_with_one_capture(tmp_path, eager_too=True))
+    assert not any("capture a stream" in w for w in a.warnings), a.warnings
+    assert not a.projection.applies
+    assert (
+        a.projection.reason
+        == "the iterations capture CUDA graphs (3 launch calls made during a stream capture)"
+    )
