@@ -143,3 +143,28 @@ def test_a_whole_graph_on_the_host_with_nothing_to_place_it_has_no_device(tmp_pa
     assert trace.ops["device"].to_list() == [None] * 4
     assert any("began with a host node" in w for w in trace.meta["warnings"])
     assert ms(tracekit.analyze(path), "gpu_busy_ms") == [0.034] * 4
+
+
+# ------------------------------------------------------------------------------------------ NVTX domains
+
+
+def test_an_nvtx_domain_named_gpu_holds_host_ranges(tmp_path: Path) -> None:
+    """A user's NVTX domain named "gpu" (``nvtx.annotate("iteration", domain="gpu")``) shares its name with
+    the model's device-side annotations (Kineto's ``gpu_user_annotation``), which the range choice passes
+    over: its 4 'iteration' ranges were invisible, the trace one window of 0.314 ms with no warning, and
+    ``--range iteration`` said the trace holds no NVTX ranges. Every NVTX range is a host range: 4 iterations
+    of 80 µs, 10 µs busy each, by default and with ``--range iteration``."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.nvtx_domain(0, 1, "gpu")
+    for i in range(4):
+        s = i * 100 * US + 10 * US
+        b.nvtx_range(s, s + 80 * US, "iteration", domain=1)
+        b.runtime(s + 2 * US, s + 4 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(s + 6 * US, s + 16 * US, "k", correlation=2 * i + 1)
+        b.runtime(s + 20 * US, s + 78 * US, "cudaStreamSynchronize_v3020", correlation=2 * i + 2)
+    path = b.write(tmp_path / "gpu_domain.synthetic.sqlite")
+    assert read(path).ranges["domain"].unique().to_list() == ["gpu (NVTX)"]
+    for a in (tracekit.analyze(path), tracekit.analyze(path, range="iteration")):
+        assert ms(a, "latency_ms") == [0.08] * 4
+        assert ms(a, "gpu_busy_ms") == [0.01] * 4

@@ -36,7 +36,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
 ``ranges`` (NVTX)
     ``NVTX_EVENTS`` rows of eventType 59 (push/pop) and 60 (start/end); name from ``text`` or ``textId`` ->
     ``StringIds``; ``thread`` / ``pid`` from ``globalTid`` (for start/end ranges: the thread that started
-    it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0;
+    it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0 (a domain
+    named "gpu", the model's word for device-side annotations, is "gpu (NVTX)");
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
     level). A range with no end (never closed: the capture ended inside it) keeps a null end, so that it
     has no latency and is no iteration; for the nesting it counts as open to the trace end (the largest
@@ -119,6 +120,11 @@ NVTX_THREAD_NAME = 39
 NVTX_PUSH_POP = 59
 NVTX_START_END = 60
 NVTX_DOMAIN_CREATE = 75
+
+#: The ranges frame's domain of device-side copies of host ranges (Kineto's ``gpu_user_annotation``), which
+#: the range choice passes over. Every NVTX range is a host range: a user's NVTX domain of that name is read
+#: as "gpu (NVTX)" (its ranges had been invisible: 4 'iteration' ranges analyzed as one window of the trace).
+GPU_SIDE_DOMAIN = "gpu"
 
 #: ENUM_NSYS_EVENT_CLASS id of CUDA driver API calls in CUPTI_ACTIVITY_KIND_RUNTIME.
 EVENT_CLASS_CUDA_DRIVER = 1
@@ -420,6 +426,8 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     domain = (
         pl.when(pl.col("domain_id").fill_null(0) == 0)
         .then(pl.lit("default"))
+        .when(pl.col("domain_name") == GPU_SIDE_DOMAIN)
+        .then(pl.lit(f"{GPU_SIDE_DOMAIN} (NVTX)"))
         .when(pl.col("domain_name").is_not_null())
         .then(pl.col("domain_name"))
         .otherwise(pl.col("domain_id").cast(pl.String))
