@@ -11,13 +11,15 @@ A rule fires only when its condition holds, per sweep (runtime, sequence length)
   yet): the projected latency under CUDA graphs is the idle-time attribution's projection
   (``graph_projected_ms``: busy + one replay gap per kernel + the replay's head and tail,
   :func:`tracekit.analyzers.attribution.project_cuda_graphs`), or, when the trace gives none, max(GPU busy,
-  latency − launch time).
+  latency − launch time); and only when that projection is at least ``LAUNCH_SHARE_MIN`` of the traced latency
+  below it (launch calls that ran while the GPU was busy cost nothing a graph would save).
 - ``headroom``: the plateau extends past the smallest batch size: the largest batch size on it costs little
   more latency and multiplies throughput; whether its latency differs from the smallest batch size's at all
   is stated only outside the noise (``difference``: "higher", "lower" or "within noise").
 - ``transition``: where latency leaves the plateau (or that it never does in the measured range), and the
   batch sizes within noise of the plateau line (``edge``).
-- ``compute_bound``: the first batch size whose utilization reaches ``bound_threshold``.
+- ``compute_bound``: the first batch size from which every measured batch size's utilization reaches
+  ``bound_threshold`` (``reached_before``: smaller batch sizes that reached it, followed by one that did not).
 - ``profiler_perturbation``: tracing inflated latency by more than ``PERTURBATION_RATIO``, with the whole
   interval of the ratio above it (a ratio within noise of the line is not a finding).
 
@@ -223,12 +225,15 @@ def launch_calls(v: SweepView) -> Recommendation | None:
         and launches >= 0.5 * kernels
     ):
         return None
+    projected = base.get("graph_projected_ms") or max(base["gpu_busy_ms"] or 0.0, traced - launch_ms)
+    if traced - projected < LAUNCH_SHARE_MIN * traced:
+        # the launch calls ran while the device was busy (a GPU-bound run): a graph would buy little or nothing
+        return None
     numbers = {
         "launch_api_ms": launch_ms,
         "launches": launches,
         "traced_latency_ms": traced,
-        "projected_latency_ms": base.get("graph_projected_ms")
-        or max(base["gpu_busy_ms"] or 0.0, traced - launch_ms),
+        "projected_latency_ms": projected,
         "projection": "attribution" if base.get("graph_projected_ms") else "launch time removed",
     }
     return v.rec("launch_calls", base["batch_size"], numbers)
@@ -236,10 +241,15 @@ def launch_calls(v: SweepView) -> Recommendation | None:
 
 def compute_bound(v: SweepView) -> Recommendation | None:
     known = [r for r in v.members if r["gpu_utilization"] is not None]
-    first = next((r for r in known if not is_framework_bound(r["gpu_utilization"], v.bound_threshold)), None)
-    if first is None or not is_framework_bound(known[0]["gpu_utilization"], v.bound_threshold):
+    framework = [bool(is_framework_bound(r["gpu_utilization"], v.bound_threshold)) for r in known]
+    if not framework or not framework[0] or framework[-1]:
         return None
-    numbers = {"gpu_utilization": first["gpu_utilization"]}
+    # "from batch B" holds for every larger batch size measured: the first of the compute-bound tail (a batch
+    # size that reached the threshold and a larger one that fell back below it is named, not passed over)
+    start = len(framework) - framework[::-1].index(True)
+    first = known[start]
+    earlier = [r["batch_size"] for r, fw in zip(known[:start], framework[:start], strict=True) if not fw]
+    numbers = {"gpu_utilization": first["gpu_utilization"], "reached_before": earlier}
     return v.rec("compute_bound", first["batch_size"], numbers, bound_threshold=v.bound_threshold)
 
 

@@ -84,3 +84,58 @@ def test_alternative_runtime_is_of_the_same_model_and_device() -> None:
         if r["kind"] == "framework_overhead" and r["runtime"] == "pytorch"
     ]
     assert fo["numbers"]["alternative_runtime"] == "onnx"
+
+
+# ---------------------------------------------------------------------------------- CUDA-graph estimate
+
+
+def _row_of(trace: Any, batch: int = 1) -> dict[str, Any]:
+    from pathlib import Path
+
+    from tracekit.analyzers.report import config_row
+    from tracekit.inputs import TraceInput
+    from tracekit.session import AnalysisOptions, analyze_trace
+
+    item = TraceInput(
+        path=Path(f"pytorch_b{batch}.synthetic.sqlite"),
+        runtime="pytorch",
+        batch_size=batch,
+        seq_len=128,
+        profiler="nsys",
+    )
+    return config_row(analyze_trace(trace, item, AnalysisOptions()))
+
+
+def test_no_cuda_graph_recommendation_where_launches_hide_behind_busy_gpu() -> None:
+    """A GPU 99.5% busy whose launch calls (25% of the latency) all ran while kernels did had been told 'CUDA
+    graphs would remove launches ...: projected latency 1 ms' of a traced 1.005 ms: a graph saves nothing."""
+    from tests.test_report import hand_trace
+
+    row = _row_of(hand_trace(iters=8, kernels=50, dispatch_ns=1000, launch_ns=5000, kernel_ns=20000))
+    assert row["gpu_utilization"] > 0.99 and row["launch_api_ms"] >= 0.2 * row["traced_latency_ms"]
+    assert row["graph_projected_ms"] == pytest.approx(row["traced_latency_ms"], rel=0.01)
+    assert not [r for r in recommendations(build_report([row])) if r["kind"] == "launch_calls"]
+    # the host-bound case keeps it: 20 µs of dispatch before each 10 µs kernel
+    row = _row_of(hand_trace(iters=8, kernels=50, dispatch_ns=20_000, launch_ns=5000, kernel_ns=10_000))
+    (lc,) = [r for r in recommendations(build_report([row])) if r["kind"] == "launch_calls"]
+    assert lc["numbers"]["projected_latency_ms"] == pytest.approx(row["graph_projected_ms"])
+    assert lc["numbers"]["projected_latency_ms"] < 0.9 * row["traced_latency_ms"]
+
+
+# ----------------------------------------------------------------------------------- compute-bound from
+
+
+def test_compute_bound_from_a_batch_size_holds_for_every_larger_one() -> None:
+    """Utilization 20%, 51%, 29%, 40% at batches 1, 2, 4, 8 had read 'from batch 2 the GPU is busy 51% ...
+    from there device work ... is the larger share of latency', while batches 4 and 8 are framework-bound."""
+    rows = [
+        make_row("pytorch", 1, 10.0, busy=2.0),
+        make_row("pytorch", 2, 10.2, busy=5.2),
+        make_row("pytorch", 4, 10.5, busy=3.0),
+        make_row("pytorch", 8, 20.0, busy=8.0),
+    ]
+    assert not [r for r in recommendations(build_report(rows)) if r["kind"] == "compute_bound"]
+    rows.append(make_row("pytorch", 16, 40.0, busy=30.0))
+    (cb,) = [r for r in recommendations(build_report(rows)) if r["kind"] == "compute_bound"]
+    assert cb["batch_size"] == 16 and cb["numbers"]["reached_before"] == [2]
+    assert "from batch 16" in cb["text"] and "batch 2 reached it too" in cb["text"]

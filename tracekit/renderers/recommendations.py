@@ -142,10 +142,17 @@ def _launch_calls(r: Recommendation) -> str:
 
 def _compute_bound(r: Recommendation) -> str:
     busy = "GPU is" if r.device == "gpu" else "operators are"
+    before = r.numbers.get("reached_before") or []
+    also = (
+        f" ({'batch' if len(before) == 1 else 'batches'} {', '.join(map(str, before))} reached it too, but a "
+        "larger batch size fell back below it)"
+        if before
+        else ""
+    )
     return (
         f"{_name(r)}: from batch {r.batch_size} the {busy} busy {_pct(r.numbers['gpu_utilization'])} of the "
-        f"iteration (compute-bound at the {_pct(r.facts['bound_threshold'])} threshold): from there device "
-        "work, not framework overhead, is the larger share of latency."
+        f"iteration (compute-bound at the {_pct(r.facts['bound_threshold'])} threshold){also}: from there "
+        "device work, not framework overhead, is the larger share of latency."
     )
 
 
