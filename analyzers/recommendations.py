@@ -133,9 +133,10 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
         and r["latency_source"] == base["latency_source"]
     ]
     best = min(others, key=lambda r: r["latency_ms"], default=None)
-    faster = None
+    faster = diff = None
     if best is not None:
-        faster = ratio_state(difference(_stats(best), _stats(base)), FASTER_RATIO_MIN)
+        diff = difference(_stats(best), _stats(base))
+        faster = ratio_state(diff, FASTER_RATIO_MIN)
     numbers: dict[str, Any] = {
         "framework_overhead_fraction": frac,
         "framework_overhead_ms": base["framework_overhead_ms"],
@@ -148,6 +149,8 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
             alternative_latency_ms=best["latency_ms"],
             latency_ms=base["latency_ms"],
             speedup=base["latency_ms"] / best["latency_ms"],
+            # judged by the medians alone when either side has no interval (fewer than 6 iterations)
+            noise_known=diff is not None and diff.ratio_low is not None and diff.ratio_high is not None,
         )
     return v.rec("framework_overhead", b0, numbers, latency_source=base["latency_source"])
 

@@ -184,6 +184,15 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
         return row, [*warnings, *ncu_reader_warnings(trace), *said, f"{NCU_ALONE}; {NCU_ALONE_FIX}"]
     analyzed = analyze_trace(trace, item, options)
     ncu, failed = _read_ncu(item)
+    if ncu is not None and (differ := ncu_mismatch(analyzed.config, trace.meta, ncu.meta)):
+        # Per-kernel values of another configuration joined by position would be shown as this row's.
+        ncu, failed = (
+            None,
+            TracekitError(
+                f"{item.ncu}: its Nsight Compute report is of another configuration than the timeline "
+                f"({'; '.join(differ)}), so its per-kernel values are not this run's"
+            ),
+        )
     row, warnings = analyzed_row(analyzed, item, ncu)
     if failed is not None:
         # The timeline row stands without the join: its figures from the other sources, and the ncu file
@@ -197,6 +206,26 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
             f"{LEFT_OUT}{failed}; the row of {item.path.name} is kept without it ({', '.join(shown)})"
         )
     return row, warnings + (ncu_reader_warnings(ncu, name=item.ncu.name) if ncu is not None else [])
+
+
+#: What an Nsight Compute report and the timeline it is joined to must agree on, where both state it.
+NCU_MATCH_KEYS = ("runtime", "model", "batch_size", "seq_len", "precision")
+
+
+def ncu_mismatch(config: TraceConfig, timeline_meta: dict[str, Any], ncu_meta: dict[str, Any]) -> list[str]:
+    """How an Nsight Compute report's stated configuration (its sidecar / run.json, and the GPU it ran on)
+    differs from its timeline's: ``batch_size 1 (the timeline: 8)`` per key known on both sides."""
+    pairs = [
+        (key, getattr(config, key), ncu_meta.get(key))
+        for key in NCU_MATCH_KEYS
+        if config.sources.get(key) not in INFERRED_SOURCES  # a guess of the timeline's is no contradiction
+    ]
+    pairs.append(("gpu", timeline_meta.get("gpu"), ncu_meta.get("gpu")))
+    return [
+        f"{key.replace('_', ' ')} {theirs} (the timeline: {ours})"
+        for key, ours, theirs in pairs
+        if ours is not None and theirs is not None and str(ours).lower() != str(theirs).lower()
+    ]
 
 
 def _read_ncu(item: TraceInput) -> tuple[Any, TracekitError | None]:

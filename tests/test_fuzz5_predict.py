@@ -139,3 +139,68 @@ def test_compute_bound_from_a_batch_size_holds_for_every_larger_one() -> None:
     (cb,) = [r for r in recommendations(build_report(rows)) if r["kind"] == "compute_bound"]
     assert cb["batch_size"] == 16 and cb["numbers"]["reached_before"] == [2]
     assert "from batch 16" in cb["text"] and "batch 2 reached it too" in cb["text"]
+
+
+# ------------------------------------------------------------------------ table: ncu of another config
+
+
+def test_table_leaves_out_an_ncu_report_of_another_configuration(tmp_path: Any, capsys: Any) -> None:
+    """An Nsight Compute report of batch 1 joined to a batch-8 timeline had given the row 'SMs active 18%
+    (ncu)' with no word (the real H200 pair: 4.0% from the b1 report on the b8 timeline, warned only that
+    names differ). Kernel names alike, the values are another run's: the report is left out, said why."""
+    import json
+
+    from tests.test_table import NCU_CSV, write_nsys
+    from tracekit.cli import main
+
+    trace = write_nsys(tmp_path / "pytorch_b8.synthetic.sqlite", metrics=False)
+    stated = {
+        "runtime": "pytorch",
+        "model": "bert-base",
+        "seq_len": 128,
+        "precision": "fp16",
+        "synthetic": True,
+    }
+    (tmp_path / "pytorch_b8.synthetic.meta.json").write_text(json.dumps({**stated, "batch_size": 8}))
+    ncu = tmp_path / "pytorch_b1.synthetic.ncu.csv"
+    ncu.write_text(NCU_CSV)
+    (tmp_path / "pytorch_b1.synthetic.ncu.meta.json").write_text(json.dumps({**stated, "batch_size": 1}))
+    out = tmp_path / "t.json"
+    code = main(["table", str(trace), "--ncu", str(ncu), "--format", "json", "-o", str(out)])
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["sms_active"] is None and row["sms_active_source"] is None and row["ncu_trace"] is None
+    err = capsys.readouterr().err
+    assert "another configuration" in err and "batch size 1 (the timeline: 8)" in err
+    assert code == 1  # an input left out, as an unreadable --ncu file is
+    # the same report stated as batch 8: joined as before
+    (tmp_path / "pytorch_b1.synthetic.ncu.meta.json").write_text(json.dumps({**stated, "batch_size": 8}))
+    assert main(["table", str(trace), "--ncu", str(ncu), "--format", "json", "-o", str(out)]) == 0
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["sms_active"] == pytest.approx(18.0) and row["sms_active_source"] == "ncu"
+
+
+# -------------------------------------------------------------------- 'outside the noise' only when known
+
+
+def test_faster_runtime_is_outside_the_noise_only_when_the_noise_is_known() -> None:
+    """Medians without intervals (fewer than 6 iterations) had been worded 'onnx measured 5.0x faster here,
+    outside the noise': nothing was known of the noise."""
+    from tracekit.analyzers.stability import measure
+
+    rows = [make_row("pytorch", 1, 10.0, busy=1.0), make_row("onnx", 1, 2.0, busy=1.0)]
+    (fo,) = [
+        r
+        for r in recommendations(build_report(rows))
+        if r["kind"] == "framework_overhead" and r["runtime"] == "pytorch"
+    ]
+    assert fo["numbers"]["alternative_runtime"] == "onnx" and fo["numbers"]["noise_known"] is False
+    assert "outside the noise" not in fo["text"] and "noise unknown" in fo["text"]
+    # with 8 iterations a side, the intervals are known and the claim is made
+    rows[0]["_latency"] = measure([10.0 + 0.01 * i for i in range(8)])
+    rows[1]["_latency"] = measure([2.0 + 0.01 * i for i in range(8)])
+    (fo,) = [
+        r
+        for r in recommendations(build_report(rows))
+        if r["kind"] == "framework_overhead" and r["runtime"] == "pytorch"
+    ]
+    assert fo["numbers"]["noise_known"] is True and "5.0x faster here, outside the noise" in fo["text"]

@@ -37,9 +37,12 @@ def _framework_overhead(r: Recommendation) -> str:
     )
     if "alternative_runtime" in n:
         return text + (
-            f": {n['alternative_runtime']} measured {n['speedup']:.1f}x faster here, outside the noise "
-            f"({_ms(n['alternative_latency_ms'])} vs {_ms(n['latency_ms'])}, {r.facts['latency_source']} "
-            "medians)."
+            f": {n['alternative_runtime']} measured {n['speedup']:.1f}x faster here, "
+            + ("outside the noise " if n.get("noise_known", True) else "")
+            + f"({_ms(n['alternative_latency_ms'])} vs {_ms(n['latency_ms'])}, {r.facts['latency_source']} "
+            + "medians"
+            + ("" if n.get("noise_known", True) else "; noise unknown: too few iterations for an interval")
+            + ")."
         )
     if r.device == "gpu":
         return text + ": the GPU is idle most of the iteration."
