@@ -941,7 +941,7 @@ def devices(trace: Trace) -> list[int | None]:
     return sorted(ids, key=lambda d: (d is None, d if d is not None else 0))
 
 
-def device_trace(trace: Trace, device: int | None) -> Trace:
+def device_trace(trace: Trace, device: int | None, thread_devices: pl.DataFrame | None = None) -> Trace:
     """The part of ``trace`` one device saw: its ops; the API calls launching them, plus calls without a
     correlation id (synchronizations, allocations); the ranges of the processes that launched them (all
     ranges when none of them recorded a range). ``meta`` is copied, with ``device_id`` set."""
@@ -954,13 +954,53 @@ def device_trace(trace: Trace, device: int | None) -> Trace:
         ]
     )
     pids = ops["pid"].drop_nulls().unique()
-    ranges = trace.ranges.filter(pl.col("pid").is_in(pids.implode()))
+    if thread_devices is None:
+        thread_devices = _thread_devices(trace)
+    ranges = _without_other_devices_series(
+        trace.ranges.filter(pl.col("pid").is_in(pids.implode())), thread_devices, device
+    )
     if ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).is_empty():
         ranges = trace.ranges
     meta = dict(trace.meta)
     meta["device_id"] = device
     meta["warnings"] = list(trace.warnings)
     return Trace(ops=ops, api=api, ranges=ranges, meta=meta)
+
+
+def _thread_devices(trace: Trace) -> pl.DataFrame:
+    """(pid, thread, device): the devices each host thread launched work on (its calls joined to their ops)."""
+    if "thread" not in trace.api.columns or trace.ops.is_empty():
+        return pl.DataFrame(schema={"pid": pl.Int64, "thread": pl.Int64, "device": pl.Int32})
+    return (
+        trace.api.select("pid", "thread", "correlation")
+        .filter(pl.col("correlation").is_not_null())
+        .join(trace.ops.select("pid", "correlation", "device").unique(), on=["pid", "correlation"])
+        .select("pid", "thread", "device")
+        .unique()
+    )
+
+
+def _without_other_devices_series(
+    ranges: pl.DataFrame, thread_devices: pl.DataFrame, device: int | None
+) -> pl.DataFrame:
+    """``ranges`` (of the processes that ran work on ``device``) without those of a thread that launches work
+    on other devices only, where a thread launching on ``device`` holds ranges of the same name: one process
+    driving a GPU per thread, each thread running its own iterations (the other threads' series are other
+    GPUs' iterations, empty on this one: two threads each driving one GPU 60% and 20% busy had given each
+    GPU's row all 8 iterations, GPU 0 at 30%, "framework", for 60%). Ranges of threads that launch nothing
+    (a main thread around work launched by others) and names no launching thread of ``device`` holds stay."""
+    if ranges.is_empty() or thread_devices.is_empty():
+        return ranges
+    by_thread = thread_devices.group_by("pid", "thread").agg(
+        pl.col("device").eq_missing(pl.lit(device, pl.Int32)).any().alias("here")
+    )
+    if by_thread.get_column("here").all():
+        return ranges
+    marked = ranges.join(by_thread, on=["pid", "thread"], how="left", nulls_equal=True, maintain_order="left")
+    own = marked.filter(pl.col("here").fill_null(False)).select("pid", "name").unique()
+    elsewhere = marked.get_column("here").eq_missing(False)
+    shared = pl.struct("pid", "name").is_in(own.select(pl.struct("pid", "name")).to_series().implode())
+    return ranges.filter(~(elsewhere & shared))
 
 
 def split_by_device(trace: Trace) -> dict[int | None, Trace]:
@@ -970,4 +1010,5 @@ def split_by_device(trace: Trace) -> dict[int | None, Trace]:
     ids = devices(trace)
     if len(ids) <= 1:
         return {d: trace for d in ids}
-    return {d: device_trace(trace, d) for d in ids}
+    thread_devices = _thread_devices(trace)
+    return {d: device_trace(trace, d, thread_devices) for d in ids}

@@ -168,3 +168,30 @@ def test_an_nvtx_domain_named_gpu_holds_host_ranges(tmp_path: Path) -> None:
     for a in (tracekit.analyze(path), tracekit.analyze(path, range="iteration")):
         assert ms(a, "latency_ms") == [0.08] * 4
         assert ms(a, "gpu_busy_ms") == [0.01] * 4
+
+
+def test_a_process_driving_one_gpu_per_thread_gives_each_gpu_its_own_threads_iterations(
+    tmp_path: Path,
+) -> None:
+    """One process, two threads, each driving its own GPU and running its own 4 'iteration' ranges of 100 µs
+    (thread 100: a 60 µs kernel on GPU 0; thread 101, 10 µs later: a 20 µs kernel on GPU 1). Each GPU's row
+    had held all 8 iterations, the other thread's empty on it: GPU 0 busy 0.03 ms median, 30%, "framework"
+    (it is 60%, compute-bound), GPU 1 10% (20%). Each GPU's row holds its own thread's 4 iterations; a
+    thread driving both GPUs (or launching nothing) keeps its ranges in both rows."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.gpu(1, "NVIDIA H100")
+    corr = 1
+    for tid, dev, busy in ((100, 0, 60), (101, 1, 20)):
+        for i in range(4):
+            s = i * 200 * US + (tid - 100) * 10 * US
+            b.nvtx_range(s, s + 100 * US, "iteration", tid=tid)
+            b.runtime(s + 2 * US, s + 4 * US, "cudaLaunchKernel_v7000", correlation=corr, tid=tid)
+            b.kernel(s + 6 * US, s + (6 + busy) * US, "k", correlation=corr, device=dev, stream=7 + dev)
+            b.runtime(s + 8 * US, s + 98 * US, "cudaStreamSynchronize_v3020", correlation=corr + 1, tid=tid)
+            corr += 2
+    a = tracekit.analyze(b.write(tmp_path / "gpu_per_thread.synthetic.sqlite"))
+    rows = {r["device"]: r for r in a.per_device}
+    assert rows[0]["iterations"] == rows[1]["iterations"] == 4
+    assert round(rows[0]["gpu_utilization"], 6) == 0.6 and rows[0]["bound"] == "compute"
+    assert round(rows[1]["gpu_utilization"], 6) == 0.2 and rows[1]["bound"] == "framework"
