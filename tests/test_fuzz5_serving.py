@@ -236,3 +236,51 @@ def test_a_step_with_a_few_captured_calls_gets_no_projection(tmp_path: Path) -> 
         a.projection.reason
         == "the iterations capture CUDA graphs (3 launch calls made during a stream capture)"
     )
+
+
+# ------------------------------------------------------------------ prefill and decode steps in one trace
+
+
+def _serving_steps(tmp_path: Path, classes: str) -> Path:
+    """SGLang steps (pid 10, tid 11) in the order of ``classes``: P a 10 ms ``step[EXTEND ...]`` with nine
+    1 ms kernels back to back (90% busy), D a 2 ms ``step[DECODE bs=32]`` with ten 30 µs kernels launched
+    150 µs apart (15% busy); each step ends with a cudaDeviceSynchronize (synthetic)."""
+    events: list[dict[str, Any]] = []
+    correlation, t = 1, 1000
+    for cls in classes:
+        prefill = cls == "P"
+        name = "step[EXTEND bs=4 toks=4096]" if prefill else "step[DECODE bs=32]"
+        count, kernel, apart, step = (9, 1000, 1010, 10_000) if prefill else (10, 30, 150, 2000)
+        events.append(kineto_event("user_annotation", name, t, step - 20, 10, 11))
+        for k in range(count):
+            ts = t + 20 + k * apart
+            events.append(
+                kineto_event("cuda_runtime", "cudaLaunchKernel", ts, 8, 10, 11, correlation=correlation)
+            )
+            events.append(
+                kineto_event("kernel", f"k{k}", ts + 12, kernel, 0, 7, device=0, correlation=correlation)
+            )
+            correlation += 1
+        events.append(
+            kineto_event(
+                "cuda_runtime", "cudaDeviceSynchronize", t + step - 40, 15, 10, 11, correlation=correlation
+            )
+        )
+        correlation += 1
+        t += step
+    return kineto_file(tmp_path, events, f"serving_{classes}.synthetic.json")
+
+
+def test_prefill_and_decode_steps_with_opposite_verdicts_make_the_verdict_uncertain(tmp_path: Path) -> None:
+    """Three prefill steps at 90.2% and three decode steps at 15.2%: the headline read "compute-bound, median
+    GPU utilization 52.7%, median framework overhead 1.330 ms of 5.980 ms", numbers of no step, with no
+    word; with two prefill steps it read "framework-bound" (the decode steps') over a trace whose time is 77%
+    prefill. Both are uncertain now, each class's median and verdict said; steps of one class are not."""
+    for classes, bound in (("PPPDDD", "compute"), ("PPDDD", "framework")):
+        a = tracekit.analyze(_serving_steps(tmp_path, classes))
+        assert a.summary.bound == bound
+        doubt = a.summary.verdict_uncertain
+        assert (
+            doubt and "prefill steps (" in doubt and "90.2%, compute-bound; decode steps (3) 15.2%" in doubt
+        )
+    assert not tracekit.analyze(_serving_steps(tmp_path, "DDDD")).summary.verdict_uncertain
