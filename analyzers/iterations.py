@@ -47,6 +47,7 @@ Units: ``*_ns`` integer nanoseconds, ``*_ms`` milliseconds, ``*_us`` microsecond
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
@@ -1084,6 +1085,28 @@ class Measured:
 UNTIMED_DOUBT = 0.1
 
 
+def _slow_start_warning(frame: pl.DataFrame, name: str) -> list[str]:
+    """A warning when the first iterations of ``frame`` (analyzed, in order) are a slow start
+    (:func:`tracekit.analyzers.stability.slow_start`: warm-up left in the trace, such as lazy module loading,
+    compilation or cold caches) that moves the mean latency by more than 5%: the means include it, the
+    medians and the verdict do not."""
+    from tracekit.analyzers.stability import slow_start
+
+    latency = (frame["latency_ns"] / 1e6).to_list()
+    k = slow_start(latency)
+    if not k:
+        return []
+    first = ", ".join(f"{v:.3f}" for v in latency[: min(k, 3)]) + (", ..." if k > 3 else "")
+    median = statistics.median(latency[k:])
+    return [
+        f"the first {k} of {len(latency)} {name!r} iterations are a slow start ({first} ms, against a median of "
+        f"{median:.3f} ms for the rest): warm-up in the trace (lazy loading, compilation, cold caches); the "
+        f"means include them (mean latency {sum(latency) / len(latency):.3f} ms, "
+        f"{sum(latency[k:]) / (len(latency) - k):.3f} without them), the medians and the verdict do not: "
+        f"--skip {k} drops them"
+    ]
+
+
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
     """Stage *gaps*: each iteration's window, busy time (the union of its ops), idle gaps, kernels and launch
     statistics (module docstring), then ``skip`` leading iterations dropped (None: the run's warm-up when the
@@ -1154,6 +1177,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         .drop("idle_ns")
     )
     total = frame.height
+    skip_given = skip is not None
     if skip is None:
         skip = warmup_to_skip(trace.meta, total)
         problem = warmup_problem(trace.meta, total)
@@ -1206,6 +1230,8 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             )
             frame = frame.filter(pl.col("iteration") != last["iteration"])
             gaps = gaps.filter(pl.col("iteration") != last["iteration"])
+    if not skip_given:
+        warnings += _slow_start_warning(frame, name)
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
     implausible = plausibility.doubts(trace, frame)

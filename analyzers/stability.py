@@ -253,6 +253,22 @@ def warmup_prefix(values: Sequence[float]) -> int:
     return k
 
 
+#: A slow start (:func:`slow_start`) is worth a word when leaving it in moves the mean by more than this.
+SLOW_START_MEAN_SHIFT = 0.05
+
+
+def slow_start(values: Sequence[float]) -> int:
+    """How many leading ``values`` (per-iteration latencies, in order) are a slow start: warm-up drift upward
+    (rule 1 of the module docstring) that moves the mean of all of them by more than
+    :data:`SLOW_START_MEAN_SHIFT` against the mean of the rest; 0 otherwise (a faster start, or one too small to
+    change a mean)."""
+    k = warmup_prefix(values)
+    if not k or values[0] <= statistics.median(values[len(values) // 2 :]):
+        return 0
+    rest = statistics.fmean(values[k:])
+    return k if rest > 0 and statistics.fmean(values) > (1 + SLOW_START_MEAN_SHIFT) * rest else 0
+
+
 def outlier_indices(values: Sequence[float]) -> list[int]:
     """Positions of the outliers of ``values`` (rule 2), or [] when there are too many to drop."""
     if len(values) < 3:

@@ -279,3 +279,46 @@ def test_stolen_cpu_with_preemption_says_the_wait_was_for_a_cpu() -> None:
     )
     both = measure(wall, cpu, device="cpu", preempted=[0] * 10 + [7] * 4 + [0] * 10)
     assert both.cause == "cpu_stolen" and "preempted 7 times per slow iteration against 0" in both.warnings[0]
+
+
+# -- a slow start left in a trace (analyze) ---------------------------------------------------------------------
+def test_slow_start_counts_leading_slow_iterations_that_move_the_mean() -> None:
+    from tracekit.analyzers.stability import slow_start
+
+    steady = [1.0, 1.01, 0.99, 1.0, 1.02, 0.98, 1.0, 1.01, 0.99]
+    assert slow_start([100.0, *steady]) == 1
+    assert slow_start([3.0, 2.0, *steady]) == 2
+    assert slow_start(steady) == 0
+    assert slow_start([0.5, *steady]) == 0  # a fast start is no warm-up
+    # a slow first iteration too small to move the mean by 5%: 1.2 among nine of 1.0 moves it 2%
+    assert slow_start([1.2, *[1.0] * 9]) == 0
+    assert slow_start([1.6, *[1.0] * 9]) == 1  # 6%
+    assert slow_start([9.0, 1.0, 1.0]) == 0  # fewer than 4: no second half to judge by
+
+
+def _warm_trace():
+    from tests.builders import make_trace
+
+    ms = 1_000_000
+    ranges = [(0, 100 * ms, "iteration")] + [
+        (100 * ms + i * ms, 100 * ms + (i + 1) * ms - 1000, "iteration") for i in range(9)
+    ]
+    api = [(s + 1000, s + 2000, i, "cudaLaunchKernel") for i, (s, _, _) in enumerate(ranges)]
+    ops = [(s + 3000, e - 5000, i, 7) for i, (s, e, _) in enumerate(ranges)]
+    return make_trace(ranges=ranges, api=api, ops=ops)
+
+
+def test_analyze_warns_of_a_slow_start_in_the_means() -> None:
+    # a first iteration of 100 ms before nine of 1 ms (lazy loading, compilation) read a mean latency of
+    # 10.899 ms, and a CUDA-graph projection from that mean, without a word
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    said = [w for w in analyze_iterations(_warm_trace(), skip=None).warnings if "slow start" in w]
+    assert said == [
+        "the first 1 of 10 'iteration' iterations are a slow start (100.000 ms, against a median of 0.999 ms for "
+        "the rest): warm-up in the trace (lazy loading, compilation, cold caches); the means include them (mean "
+        "latency 10.899 ms, 0.999 without them), the medians and the verdict do not: --skip 1 drops them"
+    ]
+    # a --skip the user chose is theirs: no word
+    assert not [w for w in analyze_iterations(_warm_trace(), skip=0).warnings if "slow start" in w]
+    assert analyze_iterations(_warm_trace(), skip=1).iterations.height == 9
