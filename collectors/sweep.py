@@ -596,6 +596,12 @@ class Sweep:
             else self.opts.warmup,
             "warmup_runs": self.opts.warmup,
             "warmup_in_trace": profiler == "ort",
+            # torch.profiler: runs traced and discarded by its schedule before the timed ones (not in the trace)
+            **(
+                {"profiler_warmup_steps": result["profiler_warmup_steps"]}
+                if "profiler_warmup_steps" in result
+                else {}
+            ),
             "tf32": self.opts.tf32,
             "attention": result.get("attention"),
             "warnings": result.get("warnings") or [],

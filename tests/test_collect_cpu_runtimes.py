@@ -207,6 +207,17 @@ def _check_run(out: Path, runtime: str, profiler: str) -> None:
         "fp32",
     )
     assert meta["iterations"] == 4 and meta["warmup_runs"] == 2
+    if profiler == "torch":
+        # one run traced by torch.profiler's schedule and discarded (its start-up cost) before the timed four:
+        # ProfilerStep#0 is not in the trace; #1-#4 each hold one timed iteration
+        from tracekit.readers import read_trace
+
+        assert meta["profiler_warmup_steps"] == 1
+        names = read_trace(trace).ranges["name"].to_list()
+        assert sorted(n for n in names if n.startswith("ProfilerStep#")) == [
+            f"ProfilerStep#{i}" for i in range(1, 5)
+        ]
+        assert names.count("iteration") == 4 and "warmup" not in names
     with open(out / "latency.csv") as fh:
         rows = list(csv.DictReader(fh))
     timed = [float(r["latency_ms"]) for r in rows if r["set"] == profiler]
