@@ -438,10 +438,10 @@ def lost_kernels(trace: Trace) -> str | None:
 def lost_graph_replays(trace: Trace) -> str | None:
     """The doubt when at least :data:`LOST_KERNEL_SHARE` of the trace's graph launches (distinct (pid,
     correlation), :data:`GRAPH_LAUNCH_NAMES`; at least one) have no op with their (pid, correlation), neither
-    a node's kernel nor a whole-graph execution, although a later launch call of their thread has its op: the
-    device ran those replays (a later launch of the thread ran), but the trace holds none of their work (a
-    profiler that did not record graph nodes, or dropped their records), so the busy time is short by whole
-    graphs. :func:`lost_kernels` leaves graph launches aside; a qwen H100 trace with two thirds of its
+    a node's kernel nor a whole-graph execution, although a later launch call of their thread (of their
+    process, for a thread without any launch that has its op) has its op: the device ran those replays, but
+    the trace holds none of their work (a profiler that did not record graph nodes, or dropped their
+    records), so the busy time is short by whole graphs. :func:`lost_kernels` leaves graph launches aside; a qwen H100 trace with two thirds of its
     launches made graph replays whose kernels were then left out read "framework-bound, 33.8%" for "compute,
     64.6%" without a word. The last launches of a thread are not counted (the capture may end before the
     device runs them), nor calls made during a stream capture."""
@@ -456,20 +456,25 @@ def lost_graph_replays(trace: Trace) -> str | None:
     if graphs.get_column("linked").all():  # the common case: every replay has its work
         return None
     launches, _ = _linked_calls(calls_named(api, LAUNCH_API_NAMES).filter(timed), trace.ops)
-    last_linked = (
-        launches.filter("linked").group_by("pid", "thread").agg(pl.col("start").max().alias("limit"))
-    )
+    linked = launches.filter("linked")
+    per_thread = linked.group_by("pid", "thread").agg(pl.col("start").max().alias("limit"))
+    per_process = linked.group_by("pid").agg(pl.col("start").max().alias("process_limit"))
     graphs = graphs.sort("start").filter(pl.col("key").is_first_distinct())
     graphs = graphs.filter(~_capturing(graphs, api))
-    lost = graphs.filter(~pl.col("linked")).join(
-        last_linked, on=["pid", "thread"], how="inner", nulls_equal=True
+    lost = (
+        graphs.filter(~pl.col("linked"))
+        .join(per_thread, on=["pid", "thread"], how="left", nulls_equal=True)
+        .join(per_process, on="pid", how="left", nulls_equal=True)
+        # a thread that launches graphs only: its process's last launch with its op
+        .filter(pl.col("start") < pl.coalesce("limit", "process_limit"))
+        .height
     )
-    lost = lost.filter(pl.col("start") < pl.col("limit")).height
     if not lost or lost < LOST_KERNEL_SHARE * graphs.height:
         return None
     return (
         f"verdict uncertain: {lost} of {graphs.height} CUDA-graph launches have no kernel or graph execution in "
-        "the trace, although later launches of their thread have theirs: the device ran those replays, but "
+        "the trace, although later launches of their thread (or, for a thread that launches graphs only, of "
+        "their process) have theirs: the device ran those replays, but "
         "the profiler recorded none of their work (graph nodes not traced, or their records dropped), so the "
         "busy time and kernel counts are short by whole graphs"
     )

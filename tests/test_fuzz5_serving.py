@@ -112,11 +112,14 @@ def test_one_capturing_step_among_eager_steps_is_named_and_the_projection_refuse
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 
 
-def _as_graph_replays(doc: dict[str, Any], drop_work: bool) -> dict[str, Any]:
+def _as_graph_replays(
+    doc: dict[str, Any], drop_work: bool, graph_thread: int | None = None
+) -> dict[str, Any]:
     """The real qwen H100 trace with two of every three runs of 10 consecutive ``cudaLaunchKernel`` calls made
     one ``cudaGraphLaunch`` (the first call renamed, the others removed, their kernels given its correlation
     id, as CUPTI links a replay's node kernels), flows removed; with ``drop_work``, the replays' kernels left
-    out, as a profiler that recorded no graph node would."""
+    out, as a profiler that recorded no graph node would; ``graph_thread``: the graph launches' thread id (one
+    that launches nothing else)."""
     events = doc["traceEvents"]
     calls = {
         e["args"]["correlation"]: e
@@ -129,6 +132,8 @@ def _as_graph_replays(doc: dict[str, Any], drop_work: bool) -> dict[str, Any]:
         group = launches[start : start + 10]
         if n % 3:
             calls[group[0]]["name"] = "cudaGraphLaunch"
+            if graph_thread is not None:
+                calls[group[0]]["tid"] = graph_thread
             replay_of.update((k, group[0]) for k in group)
     heads = set(replay_of.values())
     kept = []
@@ -162,6 +167,16 @@ def test_graph_replays_without_their_kernels_make_the_verdict_uncertain(tmp_path
     )
     assert round(lost.iterations["gpu_busy_ms"][0], 3) == 16.644
     doubt = lost.summary.verdict_uncertain
+    assert doubt and "57 of 57 CUDA-graph launches have no kernel" in doubt
+
+
+def test_a_thread_of_graph_launches_without_their_kernels_makes_the_verdict_uncertain(tmp_path: Path) -> None:
+    """The same 57 graph launches without their kernels, made by a thread of their own that launches
+    nothing else: no launch of that thread has its op, so "later launches of their thread" never held and
+    the doubt was missing; the process's other thread launched (and ran) work after them."""
+    doc = _as_graph_replays(_events("h100_qwen1.5-0.5b_chat.json.gz"), True, graph_thread=424242)
+    a = tracekit.analyze(_write(doc, tmp_path / "lost_on_a_thread.json.gz"))
+    doubt = a.summary.verdict_uncertain
     assert doubt and "57 of 57 CUDA-graph launches have no kernel" in doubt
 
 
