@@ -1541,10 +1541,9 @@ def summarize_stages(
         uncertain.append(comm_doubt)
         warnings.append(comm_doubt)
     frame, classes = _with_step_classes(trace, assignment.ranges, frame)
-    class_doubt = _step_class_doubt(frame, bound_threshold)
-    if class_doubt is not None:
-        uncertain.append(class_doubt)
-        warnings.append(class_doubt)
+    class_notes, class_doubts = _step_class_findings(frame, bound_threshold)
+    uncertain += class_doubts
+    warnings += class_notes + class_doubts
     summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
     if reason is not None:
         summary = replace(summary, bound=None)
@@ -1811,37 +1810,53 @@ def _with_step_classes(
     return frame, class_summary_json(frame)
 
 
-def _step_class_doubt(frame: pl.DataFrame, bound_threshold: float) -> str | None:
-    """The doubt when the analyzed serving steps of two classes (prefill, decode, mixed: ``step_class`` of
-    :func:`_with_step_classes`) get opposite verdicts from their own median utilization: the verdict, from the
-    median over all steps, then says one class's, or (an even count) a utilization between them that no step
-    has. Three 10 ms prefill steps at 90% and three 2 ms decode steps at 15% read "compute-bound, median 52.7%,
-    median overhead 1.330 ms of 5.980 ms" without a word."""
+#: Steps of the classes whose own verdict differs from the headline's make it uncertain from this share of the
+#: classified steps, or from half their time; below both, a warning names them.
+STEP_CLASS_SHARE = 0.25
+
+
+def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[list[str], list[str]]:
+    """(warnings, doubts) when the analyzed serving steps of two classes (prefill, decode, mixed:
+    ``step_class`` of :func:`_with_step_classes`) get opposite verdicts from their own median utilization: the
+    verdict, from the median over all steps, then says one class's, or (an even count) a utilization between
+    them that no step has. Three 10 ms prefill steps at 90% and three 2 ms decode steps at 15% read
+    "compute-bound, median 52.7%, median overhead 1.330 ms of 5.980 ms" without a word. A doubt when the
+    steps of the classes the headline does not speak for are :data:`STEP_CLASS_SHARE` of the classified steps
+    or half their time (a few prefill steps among many decode steps: a warning)."""
     if "step_class" not in frame.columns or "gpu_utilization" not in frame.columns:
-        return None
+        return [], []
+    classified = frame.filter(pl.col("step_class").is_in(["prefill", "decode", "mixed"]))
     per_class = (
-        frame.filter(pl.col("step_class").is_in(["prefill", "decode", "mixed"]))
-        .group_by("step_class")
-        .agg(pl.len().alias("steps"), pl.col("gpu_utilization").median().alias("median"))
+        classified.group_by("step_class")
+        .agg(
+            pl.len().alias("steps"),
+            pl.col("gpu_utilization").median().alias("median"),
+            pl.col("latency_ms").sum().alias("time"),
+        )
         .drop_nulls("median")
         .sort("step_class")
     )
     if per_class.height < 2:
-        return None
+        return [], []
     bounds = [bound_of(m, bound_threshold) for m in per_class["median"]]
     if len(set(bounds)) < 2:
-        return None
+        return [], []
+    headline = bound_of(frame.get_column("gpu_utilization").median(), bound_threshold)  # type: ignore[arg-type]
+    other = per_class.filter(pl.Series([b != headline for b in bounds]))
+    steps, time = classified.height, classified.get_column("latency_ms").sum()
     parts = "; ".join(
         f"{c} steps ({n}) {m:.1%}, {b}-bound"
         for (c, n, m), b in zip(
             per_class.select("step_class", "steps", "median").iter_rows(), bounds, strict=True
         )
     )
-    return (
-        f"verdict uncertain: the serving steps' classes get opposite verdicts from their own median GPU "
-        f"utilization ({parts}): the median over all steps is one class's, or a mix of them, and says nothing "
-        "of the other; read the verdict per step class"
-    )
+    what = f"the serving steps' classes get opposite verdicts from their own median GPU utilization ({parts})"
+    if other["steps"].sum() >= STEP_CLASS_SHARE * steps or (time and other["time"].sum() >= 0.5 * time):
+        return [], [
+            f"verdict uncertain: {what}: the median over all steps is one class's, or a mix of them, and says "
+            "nothing of the other; read the verdict per step class"
+        ]
+    return [f"{what}: the verdict is the median step's"], []
 
 
 def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.DataFrame:

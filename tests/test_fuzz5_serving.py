@@ -299,3 +299,11 @@ def test_prefill_and_decode_steps_with_opposite_verdicts_make_the_verdict_uncert
             doubt and "prefill steps (" in doubt and "90.2%, compute-bound; decode steps (3) 15.2%" in doubt
         )
     assert not tracekit.analyze(_serving_steps(tmp_path, "DDDD")).summary.verdict_uncertain
+
+
+def test_one_prefill_step_among_many_decode_steps_is_said_not_doubted(tmp_path: Path) -> None:
+    """One prefill step (10 ms, 36% of the time) among nine decode steps: the verdict is the decode steps',
+    rightly for nine steps of ten; a warning names the prefill steps' own verdict, and the verdict stands."""
+    a = tracekit.analyze(_serving_steps(tmp_path, "P" + "D" * 9))
+    assert a.summary.bound == "framework" and not a.summary.verdict_uncertain
+    assert any(w.startswith("the serving steps' classes get opposite verdicts") for w in a.warnings)
