@@ -646,7 +646,8 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
     its last op is the last to end on its device. None when there is none. :func:`cut_off_launches` cannot
     see it (the launch has ops); a vLLM decode trace cut halfway through its last step's replay kept that
     step, 5.34 ms busy of 10.72. The range's graph launches are looked at first, then the replays' sizes; op
-    names are compared only where an earlier replay is longer (~50 ms at 10^6 graph kernels)."""
+    names are compared only where an earlier replay is longer (~50 ms at 10^6 graph kernels), and without
+    them (not read: the run states the trace's identity) nothing is claimed."""
     api, ops = trace.api, trace.ops
     if api.is_empty() or ops.is_empty():
         return None
@@ -686,6 +687,8 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
             .with_columns(pl.int_range(pl.len()).over("key").alias("position"))
         )
         cut = ordered.filter(pl.col("key") == key).select("position", "name")
+        if cut.get_column("name").null_count():  # names not read (the run states the identity): unknown
+            continue
         same = (
             ordered.filter((pl.col("key") != key) & (pl.col("position") < held_ops))
             .join(cut, on="position", how="inner", suffix="_cut")

@@ -12,11 +12,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 import tracekit
 from tests.builders import kineto_event, kineto_file
 from tests.conftest import REAL_TRACES
+from tracekit.analyzers import plausibility
 
 TRACELENS = REAL_TRACES / "tracelens"
 
@@ -238,6 +240,12 @@ def test_a_last_step_cut_during_its_graph_replay_is_left_out(tmp_path: Path) -> 
     assert a.summary.iterations == 5
     assert [round(v, 6) for v in a.iterations["gpu_busy_ms"]] == [10.718138] * 5
     assert any("replay holds 210 ops, the first of the 421" in w for w in a.warnings), a.warnings
+    # Without op names (not read when a run states the trace's identity) nothing is claimed.
+    trace = tracekit.read_trace(tmp_path / "cut.json.gz")
+    everything = (int(trace.ops["start"].min()) - 10**9, int(trace.ops["end"].max()), None)
+    assert plausibility.cut_off_replay(trace, *everything) == (210, 421)
+    trace.ops = trace.ops.with_columns(pl.lit(None, pl.String).alias("name"))
+    assert plausibility.cut_off_replay(trace, *everything) is None
 
 
 def test_a_step_with_a_few_captured_calls_gets_no_projection(tmp_path: Path) -> None:
