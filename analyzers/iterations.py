@@ -1085,16 +1085,19 @@ class Measured:
 UNTIMED_DOUBT = 0.1
 
 
-def _slow_start_warning(frame: pl.DataFrame, name: str) -> list[str]:
+def _slow_start_warning(
+    frame: pl.DataFrame, name: str, trace: Trace | None = None, ranges: pl.DataFrame | None = None
+) -> list[str]:
     """A warning when the first iterations of ``frame`` (analyzed, in order) are a slow start
     (:func:`tracekit.analyzers.stability.slow_start`: warm-up left in the trace, such as lazy module loading,
     compilation or cold caches) that moves the mean latency by more than 5%: the means include it, the
-    medians and the verdict do not."""
+    medians and the verdict do not. Not when they are serving steps of another class than the rest
+    (:func:`_other_step_class`: a prefill step before decode steps is longer by its work, not warm-up)."""
     from tracekit.analyzers.stability import slow_start
 
     latency = (frame["latency_ns"] / 1e6).to_list()
     k = slow_start(latency)
-    if not k:
+    if not k or (trace is not None and ranges is not None and _other_step_class(frame, k, trace, ranges)):
         return []
     first = ", ".join(f"{v:.3f}" for v in latency[: min(k, 3)]) + (", ..." if k > 3 else "")
     median = statistics.median(latency[k:])
@@ -1105,6 +1108,22 @@ def _slow_start_warning(frame: pl.DataFrame, name: str) -> list[str]:
         f"{sum(latency[k:]) / (len(latency) - k):.3f} without them), the medians and the verdict do not: "
         f"--skip {k} drops them"
     ]
+
+
+def _other_step_class(frame: pl.DataFrame, k: int, trace: Trace, ranges: pl.DataFrame) -> bool:
+    """Whether some of the first ``k`` iterations of ``frame`` are serving steps of a class
+    (:func:`tracekit.analyzers.steps.step_classes`) that none of the rest has: a prefill step (or a
+    ProfilerStep holding one) among decode steps. Three prefill steps' 10 ms before decode steps' 2 ms had
+    been called a slow start, "warm-up in the trace", with ``--skip`` offered to drop the prefill work."""
+    from tracekit.analyzers.steps import step_classes
+
+    if "name" not in ranges.columns:
+        return False
+    analyzed = ranges.join(frame.select("iteration"), on="iteration", how="semi")
+    classes = frame.select("iteration").join(step_classes(analyzed, trace), on="iteration", how="left")
+    lead = set(classes["step_class"].head(k).drop_nulls().to_list())
+    rest = set(classes["step_class"].slice(k).drop_nulls().to_list())
+    return bool(lead - rest)
 
 
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
@@ -1231,7 +1250,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             frame = frame.filter(pl.col("iteration") != last["iteration"])
             gaps = gaps.filter(pl.col("iteration") != last["iteration"])
     if not skip_given:
-        warnings += _slow_start_warning(frame, name)
+        warnings += _slow_start_warning(frame, name, trace, ranges)
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
     implausible = plausibility.doubts(trace, frame)
