@@ -194,6 +194,7 @@ def transition(v: SweepView) -> Recommendation | None:
         "smallest_batch_size": b0,
         "last_plateau": s["plateau"][-1] if s["plateau"] else b0,
         "edge": edge,
+        "not_compared": list(s.get("not_compared") or []),
         "edge_ratios": [
             (v.row(b)["latency_vs_smallest_low"], v.row(b)["latency_vs_smallest_high"]) for b in edge
         ],

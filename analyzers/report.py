@@ -388,6 +388,14 @@ def build_report(
         sweep["precision"] = key[4]
         sweep["label"] = _sweep_label(key[0], dict(zip(SWEEP_IDENTITY, key[2:], strict=True)), varying)
         sweeps.append(sweep)
+        if sweep["not_compared"]:
+            base_source = members[0]["latency_source"]
+            warnings.append(
+                f"{sweep['label']}{'' if key[1] is None else f' (seq {key[1]})'}: batch "
+                f"{', '.join(map(str, sweep['not_compared']))} has no {base_source} latency like batch "
+                f"{members[0]['batch_size']}'s (a profiler inflates latency by a different factor at each "
+                "batch size), so it is not compared with it: undecided, neither on nor off the plateau"
+            )
 
     recommendations = recommend(kept, sweeps, plateau_tolerance, bound_threshold)
     for row in kept:
@@ -409,11 +417,22 @@ def _state_word(significant: bool | None, ratio: float | None) -> str | None:
 def _sweep(
     runtime: str, seq: Any, members: list[dict[str, Any]], tolerance: float, bound_threshold: float
 ) -> dict[str, Any]:
-    stats = {r["batch_size"]: _measurement(r) for r in members}
-    plateau, edge, transition, states = plateau_with_noise(stats, tolerance)
+    sources = sorted({r["latency_source"] for r in members})
     base = members[0]
+    # A batch size whose latency is of another kind than the smallest's (traced where it is untraced: the
+    # profiler's inflation differs by batch size) is not compared with it: undecided, never on or off the
+    # plateau (an untraced batch 1 against a traced batch 8 had read 1.69x, a transition, for an untraced
+    # 1.20x; traced against traced reads 0.95x, a plateau)
+    unlike = [r["batch_size"] for r in members if r["latency_source"] != base["latency_source"]]
+    stats = {r["batch_size"]: _measurement(r) for r in members}
+    plateau, edge, transition, states = plateau_with_noise(stats, tolerance, undecided=unlike)
     by_batch = {r["batch_size"]: r for r in members}
     for row in members:
+        if row["batch_size"] in unlike:
+            row["plateau_state"] = states[row["batch_size"]]
+            row["on_plateau"] = None
+            row["transition_batch_size"] = transition
+            continue
         diff = difference(stats[base["batch_size"]], stats[row["batch_size"]])
         row["latency_vs_smallest"] = diff.ratio
         row["latency_vs_smallest_low"] = diff.ratio_low
@@ -433,13 +452,14 @@ def _sweep(
     framework_bound = [
         r["batch_size"] for r in members if is_framework_bound(r["gpu_utilization"], bound_threshold)
     ]
-    sources = sorted({r["latency_source"] for r in members})
     return {
         "runtime": runtime,
         "seq_len": seq,
         "model": base["model"],
         "device": base["device"],
         "latency_source": sources[0] if len(sources) == 1 else "mixed",
+        # batch sizes whose latency is of another source than the smallest's: not compared with it
+        "not_compared": unlike,
         "latency_statistic": "median",
         "batch_sizes": [r["batch_size"] for r in members],
         "latency_ms": [r["latency_ms"] for r in members],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import Any
 
 #: Default tolerance: a batch size is on the plateau while its latency is within 10% of batch size 1's.
@@ -71,7 +71,7 @@ ON_PLATEAU, OFF_PLATEAU, WITHIN_NOISE = "on", "off", "within noise"
 
 
 def plateau_with_noise(
-    measurements: Mapping[int, Any], tolerance: float = PLATEAU_TOLERANCE
+    measurements: Mapping[int, Any], tolerance: float = PLATEAU_TOLERANCE, undecided: Collection[int] = ()
 ) -> tuple[list[int], list[int], int | None, dict[int, str]]:
     """The plateau and transition of :func:`plateau_and_transition`, stated only outside the noise.
 
@@ -81,7 +81,8 @@ def plateau_with_noise(
     1 + ``tolerance``, "off" when it is entirely above, and "within noise" when it straddles the line (a set
     without an interval is judged by its median alone, as before). Returns (plateau: the leading "on" batch
     sizes; edge: the batch sizes after it and before the first "off" one, undecided; transition: the first
-    "off" batch size after the plateau and edge, or None; {batch size: state}).
+    "off" batch size after the plateau and edge, or None; {batch size: state}). The ``undecided`` batch
+    sizes (whose latency cannot be compared with the smallest's) are "within noise" whatever their ratio.
     """
     from tracekit.analyzers.stability import difference, ratio_state
 
@@ -92,6 +93,8 @@ def plateau_with_noise(
     states: dict[int, str] = {batches[0]: ON_PLATEAU}  # the smallest batch size defines the line
     for batch in batches[1:]:
         state = ratio_state(difference(base, measurements[batch]), 1.0 + tolerance)
+        if batch in undecided:
+            state = None
         states[batch] = {"below": ON_PLATEAU, "above": OFF_PLATEAU}.get(state or "", WITHIN_NOISE)
     plateau: list[int] = []
     edge: list[int] = []

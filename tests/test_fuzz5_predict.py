@@ -204,3 +204,33 @@ def test_faster_runtime_is_outside_the_noise_only_when_the_noise_is_known() -> N
         if r["kind"] == "framework_overhead" and r["runtime"] == "pytorch"
     ]
     assert fo["numbers"]["noise_known"] is True and "5.0x faster here, outside the noise" in fo["text"]
+
+
+# ------------------------------------------------------------ untraced against traced in one latency curve
+
+
+def test_a_traced_latency_is_not_compared_with_an_untraced_one() -> None:
+    """Batch 1 with an untraced latency (4.45 ms) and batch 8 with only its traced one (7.51 ms; untraced it
+    was 5.35 ms: 1.20x) had read 'no framework-bound plateau: batch 8 already costs 1.69x batch 1 (95%
+    interval 1.64-1.72x)' (the committed H200 pytorch run with batch 8's untraced timing removed)."""
+    from tracekit.analyzers.stability import measure
+
+    b1 = make_row("pytorch", 1, 7.94, busy=0.61, latency_ms=4.45, latency_source="untraced")
+    b1["_latency"] = measure([4.40 + 0.01 * i for i in range(11)])
+    b8 = make_row("pytorch", 8, 7.51, busy=0.87)
+    b8["_latency"] = measure([7.46 + 0.01 * i for i in range(11)])
+    rep = build_report([b1, b8])
+    (sweep,) = rep.sweeps
+    assert sweep["transition_batch_size"] is None and sweep["plateau"] == [1]
+    assert sweep["plateau_edge"] == [8] and sweep["not_compared"] == [8]
+    row8 = next(r for r in rep.configs if r["batch_size"] == 8)
+    assert row8["latency_vs_smallest"] is None and row8["plateau_state"] == "within noise"
+    texts = _texts(rep)
+    assert not any("1.69x" in t or "already costs" in t for t in texts)
+    assert any("batch 8 not compared" in t for t in texts)
+    assert any("batch 8 has no untraced latency like batch 1's" in w for w in rep.warnings)
+    # one source throughout: compared as before
+    b8u = make_row("pytorch", 8, 7.51, busy=0.87, latency_ms=5.35, latency_source="untraced")
+    b8u["_latency"] = measure([5.30 + 0.01 * i for i in range(11)])
+    (sweep,) = build_report([b1, b8u]).sweeps
+    assert sweep["transition_batch_size"] == 8 and sweep["not_compared"] == []

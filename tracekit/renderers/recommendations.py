@@ -84,13 +84,24 @@ def _edge(r: Recommendation) -> str:
     edge = f.get("edge") or []
     if not edge:
         return ""
+    apart = set(f.get("not_compared") or [])
     parts = [
         f"{b}" + (f" ({_interval(lo, hi)})" if lo is not None else "")
         for b, (lo, hi) in zip(edge, f.get("edge_ratios") or [(None, None)] * len(edge), strict=False)
+        if b not in apart
     ]
-    noun = "batch" if len(edge) == 1 else "batches"
-    verb = "is" if len(edge) == 1 else "are"
-    return f"; {noun} {', '.join(parts)} {verb} within noise of the {_pct(f['tolerance'])} line: undecided"
+    noun = "batch" if len(parts) == 1 else "batches"
+    verb = "is" if len(parts) == 1 else "are"
+    text = (
+        f"; {noun} {', '.join(parts)} {verb} within noise of the {_pct(f['tolerance'])} line" if parts else ""
+    )
+    if apart:
+        names = ", ".join(str(b) for b in edge if b in apart)
+        text += (
+            f"; {'batch' if len(apart) == 1 else 'batches'} {names} not compared (a latency of another source "
+            f"than batch {f['smallest_batch_size']}'s)"
+        )
+    return text + ": undecided"
 
 
 def _transition(r: Recommendation) -> str:
