@@ -330,3 +330,44 @@ def test_one_prefill_step_among_many_decode_steps_is_said_not_doubted(tmp_path: 
     path.write_text(json.dumps(doc))
     slow = tracekit.analyze(path)
     assert any("slow start" in w for w in slow.warnings), slow.warnings
+
+
+# ------------------------------------------------------------- device work the iterations did not launch
+
+
+def _step_behind_earlier_work(tmp_path: Path) -> Path:
+    """One 10 ms ProfilerStep (pid 10, tid 11) of a server profiled mid-stream: the GPU still runs six 1 ms
+    kernels launched before the capture (ids 1-6, no call in the trace) while the step's first call, a
+    cudaDeviceSynchronize, waits 5.9 ms for them; then five launches of 600 µs kernels and a final sync
+    (synthetic)."""
+    events = [kineto_event("user_annotation", "ProfilerStep#0", 1000, 10_000, 10, 11)]
+    for k in range(6):
+        events.append(
+            kineto_event("kernel", "earlier", 900 + k * 1000, 1000, 0, 7, device=0, correlation=1 + k)
+        )
+    events.append(kineto_event("cuda_runtime", "cudaDeviceSynchronize", 1010, 5900, 10, 11, correlation=100))
+    for k in range(5):
+        ts = 6920 + k * 50
+        events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", ts, 10, 10, 11, correlation=101 + k))
+        events.append(kineto_event("kernel", "own", 6940 + k * 600, 600, 0, 7, device=0, correlation=101 + k))
+    events.append(kineto_event("cuda_runtime", "cudaDeviceSynchronize", 7200, 2800, 10, 11, correlation=200))
+    return kineto_file(tmp_path, events, "behind_earlier_work.synthetic.json")
+
+
+def test_a_step_waiting_on_work_launched_before_the_capture_is_not_called_framework_bound(
+    tmp_path: Path,
+) -> None:
+    """The step's own kernels are 3 ms of its 10 ms (30%, "framework-bound"); for 5.9 ms of its idle time
+    the GPU ran work launched before the capture while the host waited on it in a sync call. It read
+    "framework-bound, 30.0%", 7 ms of framework overhead, without a word (the unassigned-ops warning says
+    only that those ops count in no iteration). Busy stays the step's own work; counted busy, that time gives
+    89%, so the verdict is uncertain. The real qwen trace's 13.5 ms of such time is noted (compute either
+    way)."""
+    a = tracekit.analyze(_step_behind_earlier_work(tmp_path))
+    assert round(a.iterations["gpu_busy_ms"][0], 6) == 3.0
+    assert a.summary.bound == "framework"
+    doubt = a.summary.verdict_uncertain
+    assert doubt and "during 5.900 ms of the iterations' idle time" in doubt and "89.0%" in doubt
+    qwen = tracekit.analyze(_real("h100_qwen1.5-0.5b_chat.json.gz"))
+    assert qwen.summary.bound == "compute" and not qwen.summary.verdict_uncertain
+    assert any(n.startswith("during 13.477 ms of the iterations' idle time (77%)") for n in qwen.notes)
