@@ -207,6 +207,8 @@ def transition(v: SweepView) -> Recommendation | None:
             "latency_ratio_high": s.get("transition_latency_ratio_high"),
             "gpu_utilization": util,
             "within_noise_batch_sizes": edge,
+            # the batch size measured just before: the plateau ends somewhere after it, at tb at the latest
+            "after_batch_size": s["batch_sizes"][s["batch_sizes"].index(tb) - 1],
         }
         return v.rec("transition", tb, numbers, **facts)
     if len(s["batch_sizes"]) > 1:

@@ -234,3 +234,27 @@ def test_a_traced_latency_is_not_compared_with_an_untraced_one() -> None:
     b8u["_latency"] = measure([5.30 + 0.01 * i for i in range(11)])
     (sweep,) = build_report([b1, b8u]).sweeps
     assert sweep["transition_batch_size"] == 8 and sweep["not_compared"] == []
+
+
+# ----------------------------------------------------------- a transition between batch sizes never run
+
+
+def test_transition_across_unmeasured_batch_sizes_is_a_range() -> None:
+    """A simulated sweep of batches 1 and 64 only (true plateau to 16) had read 'no framework-bound
+    plateau: batch 64 already costs 3.85x batch 1'; with 16 and 32 failed, 'it leaves the plateau at batch
+    64' read as the transition batch size. Both now say that it lies after the last batch size measured
+    below the line, at the first above it at the latest."""
+    rows = [make_row("pytorch", 1, 10.3, busy=1.6), make_row("pytorch", 64, 39.6, busy=39.0)]
+    (tr,) = [r for r in recommendations(build_report(rows)) if r["kind"] == "transition"]
+    assert tr["batch_size"] == 64 and tr["numbers"]["after_batch_size"] == 1
+    assert "no framework-bound plateau" not in tr["text"]
+    assert "no batch size between 1 and 64 was measured" in tr["text"]
+    rows = [make_row("pytorch", b, 10.3, busy=1.6) for b in (1, 4, 8)] + [make_row("pytorch", 64, 39.6)]
+    (tr,) = [r for r in recommendations(build_report(rows)) if r["kind"] == "transition"]
+    assert (
+        "up to batch 8" in tr["text"] and "somewhere after batch 8, at batch 64 at the latest" in tr["text"]
+    )
+    # consecutive powers of two: the usual wording, no range
+    rows = [make_row("pytorch", 1, 10.3, busy=1.6), make_row("pytorch", 2, 20.0, busy=15.0)]
+    (tr,) = [r for r in recommendations(build_report(rows)) if r["kind"] == "transition"]
+    assert "no framework-bound plateau: batch 2 already costs" in tr["text"] and "measured" not in tr["text"]

@@ -120,7 +120,22 @@ def _transition(r: Recommendation) -> str:
         )
     ratio = _interval(n.get("latency_ratio_low"), n.get("latency_ratio_high"))
     where = f"{n['latency_ratio']:.2f}x" + (f", 95% interval {ratio}" if ratio else "")
-    if f["last_plateau"] == b0 and not f.get("edge"):
+    after = n.get("after_batch_size")
+    if after is not None and r.batch_size > 2 * after:
+        # batch sizes between were not measured (skipped, failed): the transition is not known more closely
+        gap = (
+            f"; no batch size between {after} and {r.batch_size} was measured, so the plateau ends somewhere "
+            f"after batch {after}, at batch {r.batch_size} at the latest"
+        )
+    else:
+        gap = ""
+    if f["last_plateau"] == b0 and not f.get("edge") and gap:
+        text = (
+            f"{_name(r)}: batch {r.batch_size} costs {n['latency_ratio']:.2f}x batch {b0} ("
+            + (f"95% interval {ratio}; " if ratio else "")
+            + f"tolerance {tol})"
+        )
+    elif f["last_plateau"] == b0 and not f.get("edge"):
         text = (
             f"{_name(r)}: no framework-bound plateau: batch {r.batch_size} already costs "
             f"{n['latency_ratio']:.2f}x batch {b0} ("
@@ -134,8 +149,11 @@ def _transition(r: Recommendation) -> str:
             + f"; it leaves the plateau at batch {r.batch_size} ({where})"
         )
     util = n["gpu_utilization"]
-    return text + (
-        f"; {device_word(r.device)} utilization there is {_pct(util)}." if util is not None else "."
+    return (
+        text
+        + (f"; {device_word(r.device)} utilization there is {_pct(util)}" if util is not None else "")
+        + gap
+        + "."
     )
 
 
