@@ -55,9 +55,13 @@ What lands where:
     (:data:`tracekit.model.LAUNCH_API_NAMES`: a PrivateUse1 device's runtime, say), which the launch
     counts leave out.
 ``ranges``
-    ``user_annotation`` events and CPU-op events named ``ProfilerStep#N`` (kept as-is; the analyzer collapses
-    them) -> domain "user", pid/thread of the event; complete events only: a warning says so when the trace
-    has ``user_annotation`` events but none complete (begin/end pairs). ``gpu_user_annotation`` (the same annotations projected
+    ``user_annotation`` events and the CPU-op events that are ``record_function`` scopes, named
+    ``<kind>#<name>`` by PyTorch (``ProfilerStep#N``, kept as-is, the analyzer collapses them;
+    ``Optimizer.step#SGD.step``; ``enumerate(DataLoader)#...``): Kineto wrote every scope as an operator
+    before it had ``user_annotation`` (2021 spelling), and as an operator such a scope would hide the time
+    between the operators it holds (:data:`SCOPE_MARK`) -> domain "user", pid/thread of the event; complete
+    events only: a warning says so when the trace has ``user_annotation`` events but none complete
+    (begin/end pairs). ``gpu_user_annotation`` (the same annotations projected
     onto the GPU timeline) -> domain "gpu", pid = the main process pid, thread = the stream; the analyzer
     ignores domain "gpu" for iteration choice. ``depth`` = nesting depth among ranges of the same pid,
     thread and domain kind (gpu vs host), 0 = top level.
@@ -67,8 +71,8 @@ What lands where:
     the kernel's duration, ``metric`` "est. achieved occupancy %", ``unit`` "%".
 
 CPU-only traces (no kernel, memcpy or memset event): ``ops`` holds the top-level CPU operators (``cpu_op`` /
-``Operator`` events not nested in another CPU operator on their thread, ProfilerStep excluded), kind
-"operator", ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid, ``correlation``/``graph``
+``Operator`` events not nested in another CPU operator on their thread, scopes such as ProfilerStep
+excluded), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid, ``correlation``/``graph``
 null; ``meta["device"]`` is then "cpu".
 ``cpu_ops`` (GPU traces only; empty on CPU-only ones, whose operators are the ``ops``)
     the same top-level CPU operators: ``start``, ``end``, ``pid``, ``thread`` (numbered as ``api.thread``),
@@ -143,7 +147,13 @@ from tracekit.readers.nesting import nesting_depth
 
 GZIP_MAGIC = b"\x1f\x8b"
 
-PROFILER_STEP = r"^ProfilerStep#\d+$"
+#: a CPU-op event whose name holds this is a ``record_function`` scope, not an operator: PyTorch names its own
+#: scopes ``<kind>#<name>`` (``ProfilerStep#3``, ``Optimizer.step#SGD.step``,
+#: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``), and no operator name holds a ``#``. Kineto
+#: wrote every scope as an operator (``Operator``) before it had ``user_annotation`` (2021 spelling)
+SCOPE_MARK = "#"
+#: the pid the legacy autograd profiler's export (``use_kineto=False``, PyTorch before 1.8) gives host events
+LEGACY_PID = "CPU functions"
 OCCUPANCY_ARG = "est. achieved occupancy %"
 API_SUFFIX = r"_v\d{4,}$"
 #: microsecond values from here on do not fit int64 nanoseconds
@@ -543,14 +553,14 @@ def _category_kind(kinds: dict[str, str]) -> pl.Expr:
 
 def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
     """The top-level CPU operators of the rows (``cpu_op``/``Operator`` events not nested in another
-    operator on their pid and thread, ``ProfilerStep#N`` excluded): ``start``, ``end`` (ns, the trace's
-    clock), ``pid``, ``thread`` (the number in the tid, as ``api.thread``), ``name``
+    operator on their pid and thread, ``record_function`` scopes excluded: :data:`SCOPE_MARK`): ``start``,
+    ``end`` (ns, the trace's clock), ``pid``, ``thread`` (the number in the tid, as ``api.thread``), ``name``
     (:data:`tracekit.model.CPU_OPS_SCHEMA`), in file order."""
     # the name test on the operator rows only (null names dropped, as by the reference kineto_cpu_ops)
     cpu = (
         x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "name")  # only these are filtered
         .filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)))
-        .filter(~pl.col("name").str.contains(PROFILER_STEP))
+        .filter(~pl.col("name").str.contains(SCOPE_MARK, literal=True))  # null names dropped too
         .select(
             "start",
             end=pl.col("start") + pl.col("dur_ns"),
@@ -581,10 +591,7 @@ def _ranges(x_events: pl.DataFrame, main_pid: int | None) -> pl.DataFrame:
     used = x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "a_stream", "name")  # filtered
     host = (
         used.filter(pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES + CPU_OP_CATEGORIES)))
-        .filter(
-            pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES))
-            | pl.col("name").str.contains(PROFILER_STEP).fill_null(False)
-        )
+        .filter(pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES)) | _is_scope())
         .select(
             "start",
             end=pl.col("start") + pl.col("dur_ns"),
@@ -811,9 +818,7 @@ def _first_op(rows: pl.DataFrame, inputs: dict[str, Any] | None) -> pl.DataFrame
     if cpu.height == 0:
         return _NO_FIRST_OP
     texts = _wire_frame(inputs, cpu.height)
-    cpu = pl.concat([cpu.select("start", "name"), texts], how="horizontal").filter(
-        ~pl.col("name").str.contains(PROFILER_STEP).fill_null(False)
-    )
+    cpu = pl.concat([cpu.select("start", "name"), texts], how="horizontal").filter(~_is_scope())
     return first_op_candidate(cpu.select("start", "name", *INPUT_FIELDS))
 
 
@@ -843,10 +848,15 @@ def _cpu_op_rows(rows: pl.DataFrame, *columns: str) -> pl.DataFrame:
 
 
 def _is_cpu_op() -> pl.Expr:
-    """CPU operator rows (``cpu_op``/``Operator`` events), ``ProfilerStep#N`` markers excluded."""
-    return pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~pl.col("name").str.contains(
-        PROFILER_STEP
-    ).fill_null(False)
+    """CPU operator rows (``cpu_op``/``Operator`` events), ``record_function`` scopes excluded
+    (``ProfilerStep#N``, ``Optimizer.step#SGD.step``: :data:`SCOPE_MARK`)."""
+    return pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~_is_scope()
+
+
+def _is_scope() -> pl.Expr:
+    """CPU-op rows that are ``record_function`` scopes, not operators (:data:`SCOPE_MARK`): ranges of domain
+    "user", as ``user_annotation`` events are, and in no operator frame."""
+    return pl.col("name").str.contains(SCOPE_MARK, literal=True).fill_null(False)
 
 
 def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
@@ -883,6 +893,19 @@ def _cut_long_names(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame
         f"'{cut[0][:60]}...'"
     )
     return x_events.with_columns(names.scatter(rows, pl.Series(cut, dtype=pl.String)))
+
+
+def _legacy_export(path: Path) -> bool:
+    """Whether the file is the legacy autograd profiler's chrome trace (``EventList.export_chrome_trace``:
+    complete events without a category, host ones of pid :data:`LEGACY_PID`). A second pass over the file,
+    made only when no event of the first was kept (nothing to analyze then in any case)."""
+    for chunk in stream_events(path, lenient=True):
+        cols = columns(chunk, ("ph", "cat", "pid"), False)
+        if cols.filter(
+            (pl.col("ph") == "X") & pl.col("cat").is_null() & (pl.col("pid") == LEGACY_PID)
+        ).height:
+            return True
+    return False
 
 
 def _flows(path: Path) -> pl.DataFrame:
@@ -1018,6 +1041,14 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     path = Path(path)
     want_cpu_ops = "cpu_ops" in wanted_frames(frames)
     x_events, flows, header, categories, bad_ts, first_op = read_events(path, progress)
+    if x_events.is_empty() and _legacy_export(path):
+        raise TraceFormatError(
+            "the legacy autograd profiler's export (torch.autograd.profiler with use_kineto=False, or PyTorch "
+            f"before 1.8: events of pid '{LEGACY_PID}', no category), not a Kineto trace: it records no launch "
+            "call, and its 'CUDA functions' time each operator with CUDA events, not its kernels; record with "
+            "torch.profiler.profile instead",
+            path,
+        )
     warnings: list[str] = []
     x_events = _cut_long_names(x_events, warnings)
     if bad_ts:
