@@ -389,12 +389,12 @@ def build_report(
         sweep["label"] = _sweep_label(key[0], dict(zip(SWEEP_IDENTITY, key[2:], strict=True)), varying)
         sweeps.append(sweep)
         if sweep["not_compared"]:
-            base_source = members[0]["latency_source"]
+            first = members[0]
             warnings.append(
                 f"{sweep['label']}{'' if key[1] is None else f' (seq {key[1]})'}: batch "
-                f"{', '.join(map(str, sweep['not_compared']))} has no {base_source} latency like batch "
-                f"{members[0]['batch_size']}'s (a profiler inflates latency by a different factor at each "
-                "batch size), so it is not compared with it: undecided, neither on nor off the plateau"
+                f"{', '.join(map(str, sweep['not_compared']))} has no {_basis_text(first)} latency like batch "
+                f"{first['batch_size']}'s (a profiler inflates latency by its own factor at each batch size), "
+                "so it is not compared with it: undecided, neither on nor off the plateau"
             )
 
     recommendations = recommend(kept, sweeps, plateau_tolerance, bound_threshold)
@@ -414,16 +414,26 @@ def _state_word(significant: bool | None, ratio: float | None) -> str | None:
     return "higher" if ratio > 1 else "lower"
 
 
+def _basis(row: dict[str, Any]) -> tuple[Any, Any]:
+    """What a row's latency is: untraced, or traced under which profiler (each inflates it its own way)."""
+    return row["latency_source"], (row.get("profiler") if row["latency_source"] == "traced" else None)
+
+
+def _basis_text(row: dict[str, Any]) -> str:
+    source, profiler = _basis(row)
+    return source + (f" ({profiler})" if profiler else "")
+
+
 def _sweep(
     runtime: str, seq: Any, members: list[dict[str, Any]], tolerance: float, bound_threshold: float
 ) -> dict[str, Any]:
     sources = sorted({r["latency_source"] for r in members})
     base = members[0]
-    # A batch size whose latency is of another kind than the smallest's (traced where it is untraced: the
-    # profiler's inflation differs by batch size) is not compared with it: undecided, never on or off the
-    # plateau (an untraced batch 1 against a traced batch 8 had read 1.69x, a transition, for an untraced
-    # 1.20x; traced against traced reads 0.95x, a plateau)
-    unlike = [r["batch_size"] for r in members if r["latency_source"] != base["latency_source"]]
+    # A batch size whose latency is of another kind than the smallest's (traced where it is untraced, or
+    # traced under another profiler: a profiler's inflation differs by batch size and by profiler) is not
+    # compared with it: undecided, never on or off the plateau (an untraced batch 1 against a traced batch 8
+    # had read 1.69x, a transition, for an untraced 1.20x; traced against traced reads 0.95x, a plateau)
+    unlike = [r["batch_size"] for r in members if _basis(r) != _basis(base)]
     stats = {r["batch_size"]: _measurement(r) for r in members}
     plateau, edge, transition, states = plateau_with_noise(stats, tolerance, undecided=unlike)
     by_batch = {r["batch_size"]: r for r in members}

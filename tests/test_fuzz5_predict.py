@@ -258,3 +258,19 @@ def test_transition_across_unmeasured_batch_sizes_is_a_range() -> None:
     rows = [make_row("pytorch", 1, 10.3, busy=1.6), make_row("pytorch", 2, 20.0, busy=15.0)]
     (tr,) = [r for r in recommendations(build_report(rows)) if r["kind"] == "transition"]
     assert "no framework-bound plateau: batch 2 already costs" in tr["text"] and "measured" not in tr["text"]
+
+
+def test_traced_latencies_of_two_profilers_are_not_compared() -> None:
+    """Batches 1 and 2 traced under nsys and batch 4 under torch.profiler (no untraced timing; a run folder
+    whose nsys capture of batch 4 failed): the torch.profiler trace's own overhead had made batch 4 'leave the
+    plateau' at 1.40x."""
+    rows = [
+        make_row("pytorch", 1, 10.0, busy=1.0, profiler="nsys"),
+        make_row("pytorch", 2, 10.2, busy=1.2, profiler="nsys"),
+        make_row("pytorch", 4, 14.0, busy=1.4, profiler="torch"),
+    ]
+    rep = build_report(rows)
+    (sweep,) = rep.sweeps
+    assert sweep["transition_batch_size"] is None and sweep["not_compared"] == [4]
+    assert sweep["plateau"] == [1, 2]
+    assert any("has no traced (nsys) latency like batch 1's" in w for w in rep.warnings)
