@@ -39,6 +39,7 @@ from tracekit.analyzers.sweep import (
     PLATEAU_TOLERANCE,
     config_key,
     is_framework_bound,
+    latency_basis,
     sweep_key,
 )
 
@@ -130,7 +131,7 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
         and tuple(rest) == same
         and b == b0
         and r["latency_ms"]
-        and r["latency_source"] == base["latency_source"]
+        and latency_basis(r) == latency_basis(base)  # untraced, or traced under the same profiler
     ]
     best = min(others, key=lambda r: r["latency_ms"], default=None)
     faster = diff = None

@@ -58,6 +58,7 @@ from tracekit.analyzers.sweep import (
     WITHIN_NOISE,
     config_key,
     is_framework_bound,
+    latency_basis,
     plateau_with_noise,
     sweep_key,
 )
@@ -414,13 +415,8 @@ def _state_word(significant: bool | None, ratio: float | None) -> str | None:
     return "higher" if ratio > 1 else "lower"
 
 
-def _basis(row: dict[str, Any]) -> tuple[Any, Any]:
-    """What a row's latency is: untraced, or traced under which profiler (each inflates it its own way)."""
-    return row["latency_source"], (row.get("profiler") if row["latency_source"] == "traced" else None)
-
-
 def _basis_text(row: dict[str, Any]) -> str:
-    source, profiler = _basis(row)
+    source, profiler = latency_basis(row)
     return source + (f" ({profiler})" if profiler else "")
 
 
@@ -433,7 +429,7 @@ def _sweep(
     # traced under another profiler: a profiler's inflation differs by batch size and by profiler) is not
     # compared with it: undecided, never on or off the plateau (an untraced batch 1 against a traced batch 8
     # had read 1.69x, a transition, for an untraced 1.20x; traced against traced reads 0.95x, a plateau)
-    unlike = [r["batch_size"] for r in members if _basis(r) != _basis(base)]
+    unlike = [r["batch_size"] for r in members if latency_basis(r) != latency_basis(base)]
     stats = {r["batch_size"]: _measurement(r) for r in members}
     plateau, edge, transition, states = plateau_with_noise(stats, tolerance, undecided=unlike)
     by_batch = {r["batch_size"]: r for r in members}

@@ -66,6 +66,12 @@ def config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     return (*sweep_key(row), row["batch_size"])
 
 
+def latency_basis(row: Mapping[str, Any]) -> tuple[Any, Any]:
+    """What a configuration row's latency is: untraced, or traced under which profiler (each inflates latency
+    its own way): two latencies are compared only on one basis."""
+    return row["latency_source"], (row.get("profiler") if row["latency_source"] == "traced" else None)
+
+
 #: How a batch size stands against the plateau line (:func:`plateau_with_noise`).
 ON_PLATEAU, OFF_PLATEAU, WITHIN_NOISE = "on", "off", "within noise"
 

@@ -274,3 +274,25 @@ def test_traced_latencies_of_two_profilers_are_not_compared() -> None:
     assert sweep["transition_batch_size"] is None and sweep["not_compared"] == [4]
     assert sweep["plateau"] == [1, 2]
     assert any("has no traced (nsys) latency like batch 1's" in w for w in rep.warnings)
+
+
+def test_a_faster_runtime_is_named_only_on_one_latency_basis() -> None:
+    """Traced medians only: a PyTorch run traced by torch.profiler and an ONNX Runtime run traced by nsys had
+    been compared ('onnx measured 2.0x faster here'), each profiler's own inflation included."""
+    rows = [
+        make_row("pytorch", 1, 10.0, busy=1.0, profiler="torch"),
+        make_row("onnx", 1, 5.0, busy=1.0, profiler="nsys"),
+    ]
+    (fo,) = [
+        r
+        for r in recommendations(build_report(rows))
+        if r["kind"] == "framework_overhead" and r["runtime"] == "pytorch"
+    ]
+    assert "alternative_runtime" not in fo["numbers"]
+    rows[1]["profiler"] = "torch"
+    (fo,) = [
+        r
+        for r in recommendations(build_report(rows))
+        if r["kind"] == "framework_overhead" and r["runtime"] == "pytorch"
+    ]
+    assert fo["numbers"]["alternative_runtime"] == "onnx"
