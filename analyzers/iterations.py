@@ -60,7 +60,7 @@ from tracekit.analyzers.ranges import (  # noqa: F401 (RangeChoice, choose_range
     choose_ranges,
     select_ranges,
 )
-from tracekit.analyzers.stats import Summary, summarize_columns
+from tracekit.analyzers.stats import Summary, summarize_columns, whole_ns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError, TracekitError
@@ -1857,20 +1857,18 @@ def _foreign_work_findings(
     launched before the capture: 78% of its 17.5 ms idle time."""
     from tracekit.analyzers.attribution import DeviceTimeline
 
-    if gaps.is_empty() or trace.ops.get_column("device").n_unique() > 1:
+    if gaps.is_empty() or frame.is_empty() or trace.ops.get_column("device").n_unique() > 1:
         return [], []
-    analyzed = gaps.join(frame.select(iteration="index"), on="iteration", how="semi")
-    if analyzed.is_empty():
-        return [], []
-    timeline = DeviceTimeline.of(trace.ops)
-    foreign = timeline.busy_between(
-        analyzed.get_column("start_ns").to_numpy(), analyzed.get_column("end_ns").to_numpy()
+    # Per window, the device's busy time (every op's union) less the iteration's own: the other ops' time in
+    # its gaps (one search per window, not per gap).
+    windows = frame.filter(pl.col("window_start_ns").is_not_null() & pl.col("window_end_ns").is_not_null())
+    device_busy = DeviceTimeline.of(trace.ops).busy_between(
+        windows.get_column("window_start_ns").to_numpy(), windows.get_column("window_end_ns").to_numpy()
     )
-    per_iteration = (
-        analyzed.select("iteration")
-        .with_columns(pl.Series("foreign_ns", foreign))
-        .group_by("iteration")
-        .agg(pl.col("foreign_ns").sum())
+    own = whole_ns(pl.col("gpu_busy_ms")).fill_null(0)
+    per_iteration = windows.with_columns(pl.Series("device_busy", device_busy)).select(
+        pl.col("index").alias("iteration"),
+        (pl.col("device_busy") - own).clip(lower_bound=0).alias("foreign_ns"),
     )
     total = int(per_iteration.get_column("foreign_ns").sum())
     idle_ms = frame.get_column("idle_ms").sum()
