@@ -13,7 +13,7 @@ from tracekit.readers.nesting import nesting_depth
 
 def kineto_cpu_ops(path: Path | str) -> pl.DataFrame:
     """The top-level CPU operators (``cpu_op``/``Operator`` events not nested in another on their thread,
-    ``record_function`` scopes, whose names hold a ``#``, excluded: ``ProfilerStep#N``,
+    ``record_function`` scopes, whose names hold a ``#`` or are ``iteration``, excluded: ``ProfilerStep#N``,
     ``Optimizer.step#SGD.step``) of a Kineto trace: ``start``, ``end`` (ns, the reader's clock), ``pid``,
     ``thread``, ``name``: what ``trace.cpu_ops`` holds (:data:`tracekit.model.CPU_OPS_SCHEMA`) once the
     Kineto reader fills it, computed here from :func:`~tracekit.readers.kineto.read_events` (a second decode:
@@ -24,7 +24,7 @@ def kineto_cpu_ops(path: Path | str) -> pl.DataFrame:
     frame = events.filter(
         complete
         & pl.col("cat_l").is_in(["cpu_op", "operator"])
-        & ~pl.col("name").str.contains("#", literal=True)
+        & ~(pl.col("name").str.contains("#", literal=True) | (pl.col("name") == "iteration"))
     ).select(
         "start",
         (pl.col("start") + pl.col("dur_ns")).alias("end"),

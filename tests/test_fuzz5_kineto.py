@@ -19,32 +19,40 @@ from tracekit.readers.kineto import read
 STEPS = 3
 
 
-def _cpu_run(tmp_path: Path, spelling: str) -> Path:
+def _cpu_run(tmp_path: Path, spelling: str, step: str = "ProfilerStep#{}") -> Path:
     """A CPU-only run of ``STEPS`` 900 µs ProfilerSteps, each with three 100 µs ``aten::mm`` 50 µs apart, then
     ``Optimizer.step#SGD.step`` (PyTorch's ``record_function`` scope, 380 µs) around two 50 µs ``aten::add_``
     100 µs apart: operators busy 400 µs of 900. ``spelling`` "2021": every event ``Operator``, as Kineto wrote
     record_function scopes before it had ``user_annotation`` (the torch 1.9 tbplugin sample has
     ``Optimizer.step#SGD.step`` and ``enumerate(DataLoader)#...`` so); "2023": ``cpu_op`` and
-    ``user_annotation``."""
+    ``user_annotation``. ``step``: the name of the step ranges (``{}`` the step's number)."""
     op, scope = ("Operator", "Operator") if spelling == "2021" else ("cpu_op", "user_annotation")
     events: list[dict[str, Any]] = []
-    for step in range(STEPS):
-        t0 = 1000 + step * 1000
-        events.append(kineto_event(scope, f"ProfilerStep#{step}", t0, 900, 10, 11))
+    for i in range(STEPS):
+        t0 = 1000 + i * 1000
+        events.append(kineto_event(scope, step.format(i), t0, 900, 10, 11))
         events += [kineto_event(op, "aten::mm", t0 + 10 + k * 150, 100, 10, 11) for k in range(3)]
         events.append(kineto_event(scope, "Optimizer.step#SGD.step", t0 + 500, 380, 10, 11))
         events += [kineto_event(op, "aten::add_", t0 + 510 + k * 150, 50, 10, 11) for k in range(2)]
     return kineto_file(tmp_path, events, f"cpu_{spelling}.synthetic.json")
 
 
-def test_record_function_scopes_written_as_operators_are_ranges(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("step", "range_name"), [("ProfilerStep#{}", "ProfilerStep#*"), ("iteration", "iteration")]
+)
+def test_record_function_scopes_written_as_operators_are_ranges(
+    tmp_path: Path, step: str, range_name: str
+) -> None:
     """Kineto of 2021 wrote ``record_function`` scopes as ``Operator`` events: ``Optimizer.step#SGD.step``
     was taken as a top-level operator, its Python time between the two ``aten::add_`` as operator time: the
     run read 'compute-bound, 75.6%' (busy 0.680 ms of 0.900) where today's spelling of the same run reads
     'framework-bound, 44.4%' (0.400 ms). Scopes (a ``#`` in the name, PyTorch's ``<kind>#<name>``) are
-    ranges now, as ``user_annotation`` events are, in either spelling."""
-    old, new = (tracekit.analyze(_cpu_run(tmp_path, s)) for s in ("2021", "2023"))
+    ranges now, as ``user_annotation`` events are, in either spelling; so is ``iteration``, the range
+    ``tracekit collect`` opens and the analysis looks for first (as an operator it had held every other one:
+    the Optimizer scopes were taken for the iterations, and the three 'iteration' operators said outside them)."""
+    old, new = (tracekit.analyze(_cpu_run(tmp_path, s, step)) for s in ("2021", "2023"))
     for a in (old, new):
+        assert a.range_name == range_name
         assert a.iterations["gpu_busy_ms"].to_list() == [pytest.approx(0.4)] * STEPS
         assert a.iterations["kernels"].to_list() == [5] * STEPS
         assert a.summary.bound == "framework" and not a.summary.verdict_uncertain

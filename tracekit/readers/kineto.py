@@ -152,6 +152,9 @@ GZIP_MAGIC = b"\x1f\x8b"
 #: ``enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__``), and no operator name holds a ``#``. Kineto
 #: wrote every scope as an operator (``Operator``) before it had ``user_annotation`` (2021 spelling)
 SCOPE_MARK = "#"
+#: CPU-op names that are ``record_function`` scopes too: the range ``tracekit collect`` opens around each timed
+#: iteration, the analysis' default iteration name (a 2021 trace wrote it as an ``Operator``)
+SCOPE_NAMES: tuple[str, ...] = ("iteration",)
 #: the pid the legacy autograd profiler's export (``use_kineto=False``, PyTorch before 1.8) gives host events
 LEGACY_PID = "CPU functions"
 OCCUPANCY_ARG = "est. achieved occupancy %"
@@ -560,7 +563,7 @@ def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
     cpu = (
         x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "name")  # only these are filtered
         .filter(pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)))
-        .filter(~pl.col("name").str.contains(SCOPE_MARK, literal=True))  # null names dropped too
+        .filter(~_is_scope(keep_null=True))  # null names dropped
         .select(
             "start",
             end=pl.col("start") + pl.col("dur_ns"),
@@ -853,10 +856,13 @@ def _is_cpu_op() -> pl.Expr:
     return pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~_is_scope()
 
 
-def _is_scope() -> pl.Expr:
-    """CPU-op rows that are ``record_function`` scopes, not operators (:data:`SCOPE_MARK`): ranges of domain
-    "user", as ``user_annotation`` events are, and in no operator frame."""
-    return pl.col("name").str.contains(SCOPE_MARK, literal=True).fill_null(False)
+def _is_scope(keep_null: bool = False) -> pl.Expr:
+    """CPU-op rows that are ``record_function`` scopes, not operators (:data:`SCOPE_MARK`,
+    :data:`SCOPE_NAMES`): ranges of domain "user", as ``user_annotation`` events are, and in no operator
+    frame. Null where the name is null when ``keep_null``, else false there."""
+    name = pl.col("name")
+    scope = name.str.contains(SCOPE_MARK, literal=True) | name.is_in(list(SCOPE_NAMES))
+    return scope if keep_null else scope.fill_null(False)
 
 
 def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
