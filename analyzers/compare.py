@@ -37,6 +37,10 @@ if TYPE_CHECKING:
 #: The statistic compared (and the verdict's): the median over iterations.
 STATISTIC = "p50"
 
+#: Summary fields that mean the same whatever the traces measured (the host's clock); the others are device
+#: time (GPU kernels, or CPU operators on a CPU-only trace) and are not differenced across devices.
+HOST_FIELDS = ("latency_ms", "cpu_ms", "launches", "launch_api_us")
+
 KERNEL_DELTA_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String,
     "count_a": pl.Float64,
@@ -86,22 +90,26 @@ def summary_deltas(
     b: Summary,
     device: str | None = "gpu",
     frames: tuple[pl.DataFrame, pl.DataFrame] | None = None,
+    same_device: bool = True,
 ) -> list[dict[str, Any]]:
     """Rows metric, name (label), a, b, delta (b − a), ratio (b / a) of the medians of two summaries, with
     each median's 95% interval and whether the difference is outside the noise (module docstring) when the
     per-iteration ``frames`` (A's, B's) are given.
 
-    ``device``: the traces' common device ("cpu": busy/utilization worded as operator time)."""
+    ``device``: the traces' common device ("cpu": busy/utilization worded as operator time); ``same_device``
+    False (one side measured CPU operators, the other GPU kernels): only :data:`HOST_FIELDS` get a delta,
+    a ratio and ``significant``, the device-time fields keep each side's value with those null."""
     rows = []
     for f in ITERATION_FIELDS:
         if f.compare_label is None:
             continue
         va, vb = getattr(a[f.name], STATISTIC), getattr(b[f.name], STATISTIC)
+        apart = not same_device and f.name not in HOST_FIELDS
         ia = ib = None
         if frames is not None:
             ia, ib = (_interval(frame, f.name) for frame in frames)
         significant = None
-        if ia is not None and ib is not None and va is not None and vb is not None:
+        if ia is not None and ib is not None and va is not None and vb is not None and not apart:
             significant = ia[1] < ib[0] or ib[1] < ia[0]
         rows.append(
             {
@@ -109,8 +117,8 @@ def summary_deltas(
                 "name": f.compare_label_for(device),
                 "a": va,
                 "b": vb,
-                "delta": vb - va if va is not None and vb is not None else None,
-                "ratio": vb / va if va not in (None, 0) and vb is not None else None,
+                "delta": vb - va if va is not None and vb is not None and not apart else None,
+                "ratio": vb / va if va not in (None, 0) and vb is not None and not apart else None,
                 "a_low": ia[0] if ia else None,
                 "a_high": ia[1] if ia else None,
                 "b_low": ib[0] if ib else None,
@@ -127,6 +135,10 @@ def _interval(frame: pl.DataFrame, column: str) -> tuple[float, float] | None:
         return None
     values = frame.get_column(column).drop_nulls().cast(pl.Float64).to_list()
     return median_interval(values)
+
+
+def _measured(device: str | None) -> str:
+    return "CPU operators" if device == "cpu" else "GPU kernels" if device == "gpu" else f"{device} work"
 
 
 def _side(analyzed: Analysis) -> dict[str, Any]:
@@ -149,15 +161,25 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
 
     kernels = kernel_deltas(per_name(a), per_name(b))
     device = common_device([a.device, b.device])
+    same_device = not (a.device and b.device and a.device != b.device)
+    apart = (
+        []
+        if same_device
+        else [
+            f"A measured {_measured(a.device)} and B {_measured(b.device)}: busy, utilization, kernels and idle "
+            "time are different quantities on the two sides, so only latency, CPU range time and launches are "
+            "differenced"
+        ]
+    )
     return {
         "config": config,
         "statistic": STATISTIC,
         "device": device,
         "a": _side(a),
         "b": _side(b),
-        "summary": summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations)),
+        "summary": summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations), same_device),
         "kernels": kernels.to_dicts(),
         "a_has_ops": not a.trace_data.ops.is_empty(),
         "b_has_ops": not b.trace_data.ops.is_empty(),
-        "warnings": [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
+        "warnings": apart + [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
     }

@@ -296,3 +296,77 @@ def test_a_faster_runtime_is_named_only_on_one_latency_basis() -> None:
         if r["kind"] == "framework_overhead" and r["runtime"] == "pytorch"
     ]
     assert fo["numbers"]["alternative_runtime"] == "onnx"
+
+
+# -------------------------------------------------------------------- compare: CPU operators vs GPU kernels
+
+
+def _cpu_trace() -> Any:
+    """A synthetic CPU-only trace: 3 iterations of 4 operators of 20 µs with 5 µs between them."""
+    import polars as pl
+
+    from tracekit.model import Trace
+
+    ops, ranges, t = [], [], 1_000_000
+    for _ in range(3):
+        start = t
+        for k in range(4):
+            ops.append((t + 5_000, t + 25_000, f"aten::op{k}"))
+            t += 25_000
+        ranges.append((start, t + 5_000))
+        t += 10_000
+    return Trace(
+        ops=pl.DataFrame(
+            {
+                "start": [o[0] for o in ops],
+                "end": [o[1] for o in ops],
+                "device": -1,
+                "stream": 1,
+                "pid": 1,
+                "kind": "operator",
+                "name": [o[2] for o in ops],
+            }
+        ),
+        ranges=pl.DataFrame(
+            {
+                "start": [r[0] for r in ranges],
+                "end": [r[1] for r in ranges],
+                "pid": 1,
+                "thread": 1,
+                "depth": 0,
+                "name": "iteration",
+            }
+        ),
+        meta={"device": "cpu", "synthetic": True},
+    )
+
+
+def test_compare_of_cpu_operators_and_gpu_kernels_differences_only_host_time() -> None:
+    """A CPU-only trace against a GPU trace had been differenced field by field: 'device utilization B / A
+    0.077', 'kernels / iteration -91', each side's busy time being another quantity (operators vs kernels)."""
+    from pathlib import Path
+
+    from tests.test_report import hand_trace
+    from tracekit.analyzers.compare import compare
+    from tracekit.inputs import TraceInput
+    from tracekit.session import AnalysisOptions, analyze_trace
+
+    def analyzed(trace: Any, name: str) -> Any:
+        return analyze_trace(trace, TraceInput(path=Path(name), runtime="pytorch"), AnalysisOptions())
+
+    doc = compare(
+        analyzed(_cpu_trace(), "cpu.synthetic.json"), analyzed(hand_trace(iters=3), "gpu.synthetic.sqlite")
+    )
+    rows = {r["metric"]: r for r in doc["summary"]}
+    assert rows["latency_ms"]["delta"] is not None and rows["latency_ms"]["ratio"] is not None
+    for metric in ("gpu_busy_ms", "gpu_utilization", "kernels", "idle_ms", "dispatch_ms"):
+        assert rows[metric]["a"] is not None and rows[metric]["b"] is not None
+        assert rows[metric]["delta"] is None and rows[metric]["ratio"] is None, metric
+        assert rows[metric]["significant"] is None
+    assert any("A measured CPU operators and B GPU kernels" in w for w in doc["warnings"])
+    # two GPU traces: every field differenced, no such warning
+    doc = compare(
+        analyzed(hand_trace(iters=3), "a.synthetic.sqlite"), analyzed(hand_trace(iters=3), "b.sqlite")
+    )
+    assert all(r["delta"] is not None for r in doc["summary"] if r["a"] is not None and r["b"] is not None)
+    assert not any("A measured" in w for w in doc["warnings"])
