@@ -60,7 +60,7 @@ from tracekit.analyzers.ranges import (  # noqa: F401 (RangeChoice, choose_range
     choose_ranges,
     select_ranges,
 )
-from tracekit.analyzers.stats import Summary, summarize_columns, whole_ns
+from tracekit.analyzers.stats import Summary, summarize_columns
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError, TracekitError
@@ -1534,7 +1534,9 @@ def summarize_stages(
         uncertain += doubts
         warnings += doubts
     if timeline and not measured.quiet and trace.ops.height:
-        foreign_notes, foreign_doubts = _foreign_work_findings(trace, gaps, frame, bound_threshold)
+        foreign_notes, foreign_doubts = _foreign_work_findings(
+            trace, assignment.ops.get_column("iteration"), gaps, frame, bound_threshold
+        )
         notes += foreign_notes
         uncertain += foreign_doubts
         warnings += foreign_doubts
@@ -1845,30 +1847,38 @@ FOREIGN_NOTE_SHARE = 0.25
 
 
 def _foreign_work_findings(
-    trace: Trace, gaps: pl.DataFrame, frame: pl.DataFrame, bound_threshold: float
+    trace: Trace, held: pl.Series, gaps: pl.DataFrame, frame: pl.DataFrame, bound_threshold: float
 ) -> tuple[list[str], list[str]]:
-    """(notes, doubts) about device work that no analyzed iteration launched (ops launched before the capture,
-    outside every iteration, or by another iteration) running during the iterations' idle gaps, on a
-    one-device trace: the device was busy then, and the host was waiting on it (in a sync call, mostly), not
-    paying a framework tax. The busy time stays the iteration's own work (the definition); a note says how
-    much of the idle time this is from :data:`FOREIGN_NOTE_SHARE`, and the verdict is uncertain when the
-    median utilization is under ``bound_threshold`` and at or over it with that time counted busy. The real
-    qwen H100 trace's one step opens with a 14 ms cudaDeviceSynchronize while the GPU runs 13.7 ms of work
-    launched before the capture: 78% of its 17.5 ms idle time."""
+    """(notes, doubts) about device work that no analyzed iteration launched (``held``: each op's iteration,
+    row for row with ``trace.ops``; the ops of none, or of an iteration not analyzed: launched before the
+    capture, outside the iterations, in the skipped warm-up) running during the analyzed iterations' idle
+    gaps, on a one-device trace: the device was busy then, and the host was waiting on it (in a sync call,
+    mostly), not paying a framework tax. The busy time stays the iteration's own work (the definition); a
+    note says how much of the idle time this is from :data:`FOREIGN_NOTE_SHARE`, and the verdict is uncertain
+    when the median utilization is under ``bound_threshold`` and at or over it with that time counted busy.
+    The real qwen H100 trace's one step opens with a 14 ms cudaDeviceSynchronize while the GPU runs 13.7 ms
+    of work launched before the capture: 77% of its 17.5 ms idle time. Another analyzed iteration's ops are
+    left to the window rules (and to the clock check, when a device clock runs ahead)."""
     from tracekit.analyzers.attribution import DeviceTimeline
 
-    if gaps.is_empty() or frame.is_empty() or trace.ops.get_column("device").n_unique() > 1:
+    if gaps.is_empty() or frame.is_empty() or trace.meta.get("device") == "cpu":
+        return [], []  # (CPU operators of other threads are no device work)
+    if trace.ops.get_column("device").n_unique() > 1:
         return [], []
-    # Per window, the device's busy time (every op's union) less the iteration's own: the other ops' time in
-    # its gaps (one search per window, not per gap).
-    windows = frame.filter(pl.col("window_start_ns").is_not_null() & pl.col("window_end_ns").is_not_null())
-    device_busy = DeviceTimeline.of(trace.ops).busy_between(
-        windows.get_column("window_start_ns").to_numpy(), windows.get_column("window_end_ns").to_numpy()
+    foreign_ops = trace.ops.select("start", "end").filter(
+        ~held.is_in(frame.get_column("index").implode()).fill_null(False)
     )
-    own = whole_ns(pl.col("gpu_busy_ms")).fill_null(0)
-    per_iteration = windows.with_columns(pl.Series("device_busy", device_busy)).select(
-        pl.col("index").alias("iteration"),
-        (pl.col("device_busy") - own).clip(lower_bound=0).alias("foreign_ns"),
+    if foreign_ops.is_empty():  # the usual case: every op in an analyzed iteration
+        return [], []
+    analyzed = gaps.join(frame.select(iteration="index"), on="iteration", how="semi")
+    foreign = DeviceTimeline.of(foreign_ops).busy_between(
+        analyzed.get_column("start_ns").to_numpy(), analyzed.get_column("end_ns").to_numpy()
+    )
+    per_iteration = (
+        analyzed.select("iteration")
+        .with_columns(pl.Series("foreign_ns", foreign))
+        .group_by("iteration")
+        .agg(pl.col("foreign_ns").sum())
     )
     total = int(per_iteration.get_column("foreign_ns").sum())
     idle_ms = frame.get_column("idle_ms").sum()
@@ -1891,7 +1901,7 @@ def _foreign_work_findings(
     ).row(0)
     what = (
         f"during {total / 1e6:,.3f} ms of the iterations' idle time ({share:.0%}) the device ran work they did "
-        "not launch (launched before the capture, outside the iterations, or by another iteration): the host "
+        "not launch (launched before the capture, outside the iterations, or in iterations left out): the host "
         "was waiting on it, not paying a framework tax"
     )
     if as_recorded is not None and if_busy is not None and as_recorded < bound_threshold <= if_busy:
