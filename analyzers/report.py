@@ -44,10 +44,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES
 from tracekit.analyzers.recommendations import Recommendation, recommend
 from tracekit.analyzers.stability import Measurement, difference, measure
 from tracekit.analyzers.sweep import (
@@ -63,6 +65,9 @@ from tracekit.analyzers.sweep import (
     sweep_key,
 )
 from tracekit.model import LAUNCH_API_NAMES
+
+#: Where a configuration value was guessed, not stated (:mod:`tracekit.analyzers.identify`).
+INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES)
 
 #: The idle-time causes, as report columns (:data:`tracekit.analyzers.attribution.CAUSE_MS`).
 CAUSE_COLUMNS: tuple[str, ...] = ("dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms")
@@ -221,6 +226,10 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "batch_size": config.batch_size,
         "device": analyzed.device,
         "precision": config.precision,
+        # a trace that states no model and whose batch size is a guess: a sweep by itself (SWEEP_IDENTITY)
+        "unidentified": str(config.path)
+        if config.model is None and config.sources.get("batch_size") in INFERRED_SOURCES
+        else None,
         "profiler": config.profiler,
         "synthetic": config.synthetic,
         "iterations": summary.iterations,
@@ -263,8 +272,15 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
 
 def _sweep_label(runtime: str, identity: dict[str, Any], varying: list[str]) -> str:
     """``pytorch``, or ``pytorch (bert-base, cpu)`` when the report's rows differ in model, device or
-    precision (then several sweeps can share a runtime and sequence length)."""
-    parts = [str(identity[k]) if identity[k] is not None else f"{k} unknown" for k in varying]
+    precision, or hold a trace of no stated model (named by its file): then several sweeps can share a
+    runtime and sequence length."""
+    parts = [
+        (Path(identity[k]).name if k == "unidentified" else str(identity[k]))
+        if identity[k] is not None
+        else f"{k} unknown"
+        for k in varying
+        if identity[k] is not None or k != "unidentified"  # an unidentified trace is named by its file
+    ]
     return runtime + (f" ({', '.join(parts)})" if parts else "")
 
 
@@ -386,7 +402,7 @@ def build_report(
     ):
         members.sort(key=lambda r: r["batch_size"])
         sweep = _sweep(key[0], key[1], members, plateau_tolerance, bound_threshold)
-        sweep["precision"] = key[4]
+        sweep.update(precision=key[4], unidentified=key[5])
         sweep["label"] = _sweep_label(key[0], dict(zip(SWEEP_IDENTITY, key[2:], strict=True)), varying)
         sweeps.append(sweep)
         if sweep["not_compared"]:

@@ -53,7 +53,10 @@ def bound_of(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_U
 
 #: What makes two configurations of one runtime and sequence length belong to different sweeps: a sweep's
 #: latency curve, plateau and transition are those of one model on one device at one precision.
-SWEEP_IDENTITY: tuple[str, ...] = ("model", "device", "precision")
+#: ``unidentified``: the trace of a configuration whose model nothing states and whose batch size is only
+#: inferred (the file name, the content): it is no evidence of being the same model as any other, so it is
+#: a sweep by itself (report.py ``config_row``).
+SWEEP_IDENTITY: tuple[str, ...] = ("model", "device", "precision", "unidentified")
 
 
 def sweep_key(item: Mapping[str, Any]) -> tuple[Any, ...]:

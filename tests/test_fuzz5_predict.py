@@ -370,3 +370,37 @@ def test_compare_of_cpu_operators_and_gpu_kernels_differences_only_host_time() -
     )
     assert all(r["delta"] is not None for r in doc["summary"] if r["a"] is not None and r["b"] is not None)
     assert not any("A measured" in w for w in doc["warnings"])
+
+
+# --------------------------------------------------------- traces of no stated model, batch size guessed
+
+
+def test_traces_of_no_stated_model_and_a_guessed_batch_size_are_not_one_sweep() -> None:
+    """The real traces of ../shared (tracelens, kineto) in one report: sglang_qwen3-8b_prefilldecode (batch 15
+    inferred) and sglang_decode_capture_bs_32 (batch 32 from the name), both 'pytorch (bf16)', had made one
+    sweep: 'batch 32 costs 0.03x batch 15 ... 62.5x the throughput'; and a vLLM trace (compile-cudagraphs,
+    batch 32 guessed) was 'measured 24.8x faster' than an SGLang qwen3-8b trace. Nothing says they are one
+    model: each such trace is a sweep by itself, named by its file."""
+    from pathlib import Path
+
+    from tests.test_report import hand_trace
+    from tracekit.analyzers.report import config_row
+    from tracekit.inputs import TraceInput
+    from tracekit.session import AnalysisOptions, analyze_trace
+
+    def row(name: str, iters: int, kernels: int) -> dict[str, Any]:
+        item = TraceInput(path=Path(name), runtime="pytorch")  # no model, no batch size: the name's guess
+        return config_row(analyze_trace(hand_trace(iters=iters, kernels=kernels), item, AnalysisOptions()))
+
+    rows = [row("qwen_prefill_bs15.synthetic.sqlite", 3, 40), row("other_decode_bs32.synthetic.sqlite", 3, 4)]
+    assert [r["batch_size"] for r in rows] == [15, 32] and all(r["unidentified"] for r in rows)
+    rep = build_report(rows)
+    assert sorted(s["batch_sizes"] for s in rep.sweeps) == [[15], [32]]
+    assert not [r for r in recommendations(rep) if r["kind"] in ("headroom", "transition")]
+    assert {s["label"] for s in rep.sweeps} == {
+        "pytorch (qwen_prefill_bs15.synthetic.sqlite)",
+        "pytorch (other_decode_bs32.synthetic.sqlite)",
+    }
+    # a stated model (run.json, sidecar) keeps them comparable
+    stated = [make_row("pytorch", 15, 10.0, busy=1.0), make_row("pytorch", 32, 10.2, busy=2.0)]
+    assert [s["batch_sizes"] for s in build_report(stated).sweeps] == [[15, 32]]
