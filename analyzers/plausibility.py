@@ -702,6 +702,21 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
     return None
 
 
+def operator_scopes(trace: Trace) -> str | None:
+    """Operators that may be a user's ``record_function`` scopes (the reader's ``meta["scope_candidates"]``:
+    a CPU-only Kineto trace of the 2021 spelling, whose top-level operators outside every operator namespace
+    hold other operators): read as operators, the time between the operators they hold counts as busy."""
+    found = trace.meta.get("scope_candidates")
+    if not isinstance(found, dict):
+        return None
+    return (
+        f"{found.get('count')} top-level operators outside every operator namespace hold other operators "
+        f"({found.get('names')}) and may be record_function scopes (Kineto of 2021 wrote scopes as operators; "
+        "scopes named '<kind>#<name>' or 'iteration' are read as ranges): their time between the operators "
+        "they hold counts as operator busy time"
+    )
+
+
 def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
     """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
     found = [
@@ -715,5 +730,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         lost_graph_replays(trace),
         zero_length_kernels(trace),
         ends_after_sync(trace),
+        operator_scopes(trace),
     ]
     return [d for d in found if d is not None]

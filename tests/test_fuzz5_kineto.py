@@ -19,20 +19,23 @@ from tracekit.readers.kineto import read
 STEPS = 3
 
 
-def _cpu_run(tmp_path: Path, spelling: str, step: str = "ProfilerStep#{}") -> Path:
+def _cpu_run(
+    tmp_path: Path, spelling: str, step: str = "ProfilerStep#{}", scope: str = "Optimizer.step#SGD.step"
+) -> Path:
     """A CPU-only run of ``STEPS`` 900 µs ProfilerSteps, each with three 100 µs ``aten::mm`` 50 µs apart, then
     ``Optimizer.step#SGD.step`` (PyTorch's ``record_function`` scope, 380 µs) around two 50 µs ``aten::add_``
     100 µs apart: operators busy 400 µs of 900. ``spelling`` "2021": every event ``Operator``, as Kineto wrote
     record_function scopes before it had ``user_annotation`` (the torch 1.9 tbplugin sample has
     ``Optimizer.step#SGD.step`` and ``enumerate(DataLoader)#...`` so); "2023": ``cpu_op`` and
-    ``user_annotation``. ``step``: the name of the step ranges (``{}`` the step's number)."""
-    op, scope = ("Operator", "Operator") if spelling == "2021" else ("cpu_op", "user_annotation")
+    ``user_annotation``. ``step``: the name of the step ranges (``{}`` the step's number); ``scope``: the
+    inner scope's."""
+    op, annotation = ("Operator", "Operator") if spelling == "2021" else ("cpu_op", "user_annotation")
     events: list[dict[str, Any]] = []
     for i in range(STEPS):
         t0 = 1000 + i * 1000
-        events.append(kineto_event(scope, step.format(i), t0, 900, 10, 11))
+        events.append(kineto_event(annotation, step.format(i), t0, 900, 10, 11))
         events += [kineto_event(op, "aten::mm", t0 + 10 + k * 150, 100, 10, 11) for k in range(3)]
-        events.append(kineto_event(scope, "Optimizer.step#SGD.step", t0 + 500, 380, 10, 11))
+        events.append(kineto_event(annotation, scope, t0 + 500, 380, 10, 11))
         events += [kineto_event(op, "aten::add_", t0 + 510 + k * 150, 50, 10, 11) for k in range(2)]
     return kineto_file(tmp_path, events, f"cpu_{spelling}.synthetic.json")
 
@@ -61,6 +64,33 @@ def test_record_function_scopes_written_as_operators_are_ranges(
     user = trace.ranges.filter(trace.ranges["domain"] == "user")
     assert user["name"].to_list().count("Optimizer.step#SGD.step") == STEPS
     assert "Optimizer.step#SGD.step" not in trace.meta["cpu_op_summary"]["names"]
+
+
+def test_a_2021_scope_of_another_name_makes_the_verdict_uncertain(tmp_path: Path) -> None:
+    """A user's scope named otherwise (``forward``) cannot be told from an operator in the 2021 spelling: the
+    run reads 'compute-bound, 75.6%' (its Python time inside the scope counted busy), as before, but no
+    longer without a doubt that names the operators that may be scopes."""
+    a = tracekit.analyze(_cpu_run(tmp_path, "2021", scope="forward"))
+    assert a.iterations["gpu_busy_ms"].to_list() == [pytest.approx(0.68)] * STEPS
+    assert a.summary.bound == "compute"
+    assert "'forward' (3)" in (a.summary.verdict_uncertain or "")
+
+
+def test_operators_of_a_2021_trace_raise_no_scope_doubt(tmp_path: Path) -> None:
+    """No doubt for what is an operator: a namespaced one, an autograd node holding others
+    (``AddmmBackward``), a leaf outside every namespace (``detach_``, as torch 1.9 recorded it)."""
+    events: list[dict[str, Any]] = []
+    for i in range(STEPS):
+        t0 = 1000 + i * 1000
+        events.append(kineto_event("Operator", f"ProfilerStep#{i}", t0, 900, 10, 11))
+        events.append(kineto_event("Operator", "detach_", t0 + 10, 20, 10, 11))
+        events.append(kineto_event("Operator", "aten::linear", t0 + 50, 300, 10, 11))
+        events.append(kineto_event("Operator", "aten::mm", t0 + 60, 200, 10, 11))
+        events.append(kineto_event("Operator", "AddmmBackward", t0 + 400, 300, 10, 11))
+        events.append(kineto_event("Operator", "aten::mm", t0 + 410, 200, 10, 11))
+    path = kineto_file(tmp_path, events, "cpu_ops_2021.synthetic.json")
+    assert "scope_candidates" not in read(path).meta
+    assert not tracekit.analyze(path).summary.verdict_uncertain
 
 
 def test_scopes_of_a_2021_gpu_trace_name_no_dispatch(tmp_path: Path) -> None:

@@ -577,6 +577,55 @@ def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
     return cpu.filter(nesting_depth(cpu, ["pid", "thread"]) == 0)
 
 
+#: names of autograd nodes (``AddmmBackward``, ``CudnnConvolutionBackward0``): operators that hold others
+AUTOGRAD_NODE = r"Backward\d*$"
+
+
+def _scope_candidates(x_events: pl.DataFrame) -> dict[str, Any] | None:
+    """``meta["scope_candidates"]`` of a CPU-only trace of the 2021 spelling, whose Kineto wrote every ``record_function`` scope
+    as an ``Operator``: the top-level operators in no operator namespace (no ``::``, no autograd node) that
+    hold other operators may be a user's scopes (``forward``), which, read as operators, count the time
+    between the operators they hold as operator busy time. Scopes named ``<kind>#<name>`` or ``iteration``
+    are ranges already (:func:`_is_scope`). ``{"count": how many, "names": the three most frequent names
+    with their counts, as text}``, or None when there is none. The analysis doubts the verdict then
+    (:func:`tracekit.analyzers.plausibility.operator_scopes`)."""
+    cpu = x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "name").filter(
+        pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~_is_scope(keep_null=True)
+    )
+    cpu = cpu.select(
+        "start",
+        end=pl.col("start") + pl.col("dur_ns"),
+        pid=pl.col("pid").cast(pl.Int64, strict=False),
+        thread=pl.col("tid_i"),
+        name="name",
+    )
+    cpu = cpu.with_columns(depth=nesting_depth(cpu, ["pid", "thread"]))
+    plain = ~pl.col("name").str.contains("::", literal=True) & ~pl.col("name").str.contains(AUTOGRAD_NODE)
+    tops = cpu.filter((pl.col("depth") == 0) & plain).select("pid", "thread", "start", "end", "name")
+    if tops.is_empty():
+        return None
+    inner = cpu.filter(pl.col("depth") == 1).select("pid", "thread", "start").sort("start")
+    held = inner.join_asof(
+        tops.sort("start").rename({"end": "top_end", "start": "top_start"}),
+        left_on="start",
+        right_on="top_start",
+        by=["pid", "thread"],
+        strategy="backward",
+        check_sortedness=False,  # (both sorted above)
+    ).filter(pl.col("start") < pl.col("top_end"))
+    holders = tops.join(
+        held.select("pid", "thread", "top_start").unique(),
+        left_on=["pid", "thread", "start"],
+        right_on=["pid", "thread", "top_start"],
+        how="semi",
+    )
+    if holders.is_empty():
+        return None
+    counts = holders.group_by("name").len().sort(["len", "name"], descending=[True, False]).head(3)
+    named = ", ".join(f"'{n}' ({c})" for n, c in counts.iter_rows())
+    return {"count": holders.height, "names": named}
+
+
 def _cpu_ops(top_level: pl.DataFrame) -> pl.DataFrame:
     """The ``ops`` of a CPU-only trace: its top-level CPU operators (:func:`top_level_cpu_ops`)."""
     return top_level.select(
@@ -1061,6 +1110,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
 
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
+    scopes = None
     main_pid = _main_pid(x_events)
     api = _api(x_events)
     gpu_ops = _gpu_ops(x_events, flows, api, main_pid)
@@ -1089,12 +1139,16 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     else:
         device = "cpu"
         ops = _cpu_ops(top_level_cpu_ops(x_events))
+        if "Operator" in categories:  # 2021 spelling: a scope of another name reads as an operator
+            scopes = _scope_candidates(x_events)
         kernel_metrics = None
         cpu_ops = None  # the operators are the ops already
     warnings += _unread_gpu_categories(categories, gpu_ops)
     ranges = _ranges(x_events, main_pid)
     warnings += _unread_range_categories(categories, ranges)
     meta = _meta(path, header, categories, ops, device)
+    if scopes:  # the analysis doubts its verdict then (plausibility.operator_scopes)
+        meta["scope_candidates"] = scopes
     meta["cpu_op_summary"] = _summary(x_events)
     if first_op is not None:
         meta["first_op_inputs"] = first_op
