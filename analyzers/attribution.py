@@ -1444,6 +1444,10 @@ class Projection:
         )
 
 
+#: Mean latency above this multiple of the median: the projection's means are a few slow iterations'.
+SKEWED_MEAN = 1.5
+
+
 def projection(
     iterations: pl.DataFrame,
     attribution: Attribution,
@@ -1467,6 +1471,15 @@ def projection(
         return Projection(False, "no device work in the analyzed iterations")
     frame, info = project_cuda_graphs(iterations, attribution)
     latency, projected = frame.get_column("latency_ms").mean(), frame.get_column("projected_ms").mean()
+    typical = frame.select(pl.col("latency_ms", "projected_ms").median()).row(0)
+    if latency and typical[0] and latency > SKEWED_MEAN * typical[0]:
+        # a cold start in few iterations: its one-time costs are in the mean, and are no graph's to save
+        skew = (
+            f"the mean latency ({latency:.4g} ms) is {latency / typical[0]:.3g}x the median ({typical[0]:.4g} ms): "
+            f"a few slow iterations (a cold start?) dominate the means, and their one-time costs are not what a "
+            f"graph saves; the median iteration projects {typical[0]:.4g} -> {typical[1]:.4g} ms"
+        )
+        caveat = skew if caveat is None else f"{caveat}; {skew}"
     return Projection(
         True,
         None,

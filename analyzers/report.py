@@ -255,6 +255,7 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "graph_projected_ms": projection.projected_ms
         if projection is not None and projection.applies
         else None,
+        "_graph_caveat": projection.caveat if projection is not None and projection.applies else None,
         "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
         "kernels": mean("kernels"),

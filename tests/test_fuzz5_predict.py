@@ -404,3 +404,53 @@ def test_traces_of_no_stated_model_and_a_guessed_batch_size_are_not_one_sweep() 
     # a stated model (run.json, sidecar) keeps them comparable
     stated = [make_row("pytorch", 15, 10.0, busy=1.0), make_row("pytorch", 32, 10.2, busy=2.0)]
     assert [s["batch_sizes"] for s in build_report(stated).sweeps] == [[15, 32]]
+
+
+# ------------------------------------------------------ a cold start dominating the CUDA-graph projection
+
+
+def test_cuda_graph_projection_dominated_by_a_cold_start_says_so() -> None:
+    """TraceLens' normalization_layer_test (3 iterations: 128 ms of which 116 ms in its first launch calls,
+    then 0.67 and 0.22 ms) had been projected 'mean latency 42.957 ms -> 70.3 µs (610.80x)' and reported
+    'the launch-call time alone is 38.7 ms per iteration ... projected latency 0.0703 ms' with no word. A
+    hand-made eager trace whose first iteration's launch calls are slow: the projection and the launch-call
+    recommendation carry a caveat with the median iteration's projection."""
+    from pathlib import Path
+
+    import polars as pl
+
+    from tests.test_report import hand_trace
+    from tracekit.analyzers.report import config_row
+    from tracekit.inputs import TraceInput
+    from tracekit.model import Trace
+    from tracekit.session import AnalysisOptions, analyze_trace
+
+    base = hand_trace(iters=5, kernels=20)
+    first_end = base.ranges.get_column("end")[0]
+    cold = 30_000_000  # 30 ms more in the first launch call (lazy module loading)
+    shift = lambda c: pl.when(pl.col(c) >= first_end).then(pl.col(c) + cold).otherwise(pl.col(c))  # noqa: E731
+    first_call = base.api.get_column("start").min()
+    api = base.api.with_columns(
+        shift("start"),
+        pl.when(pl.col("start") == first_call)
+        .then(pl.col("end") + cold)
+        .otherwise(shift("end"))
+        .alias("end"),
+    )
+    ops = base.ops.with_columns(
+        pl.when(pl.col("start") >= first_call).then(pl.col(c) + cold).otherwise(pl.col(c)).alias(c)
+        for c in ("start", "end")
+    )
+    ranges = base.ranges.with_columns(shift("start"), (pl.col("end") + cold).alias("end"))
+    trace = Trace(ops=ops, api=api, ranges=ranges, meta=base.meta)
+    item = TraceInput(path=Path("cold.synthetic.sqlite"), runtime="pytorch", batch_size=1, model="m")
+    analyzed = analyze_trace(trace, item, AnalysisOptions(skip=0))
+    lat = analyzed.iterations.get_column("latency_ms")
+    assert lat[0] > 30 and lat.median() < 1
+    p = analyzed.projection
+    assert p.applies and p.caveat is not None and "the median iteration projects" in p.caveat
+    (lc,) = [r for r in recommendations(build_report([config_row(analyzed)])) if r["kind"] == "launch_calls"]
+    assert "Caution: the mean latency" in lc["text"]
+    # without the cold start: no caveat
+    plain = analyze_trace(hand_trace(iters=5, kernels=20), item, AnalysisOptions(skip=0))
+    assert plain.projection.caveat is None

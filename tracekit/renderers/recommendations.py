@@ -169,6 +169,7 @@ def _launch_calls(r: Recommendation) -> str:
             if n.get("projection") == "attribution"
             else f"a CUDA graph would remove it (projected latency {_ms(n['projected_latency_ms'])} at best)."
         )
+        + (f" Caution: {n['caveat']}." if n.get("caveat") else "")
     )
 
 
