@@ -1444,6 +1444,9 @@ class Projection:
         )
 
 
+#: Why the projection does not apply to a trace that replays CUDA graphs (the start of its reason).
+ALREADY_GRAPHS = "the trace already replays CUDA graphs"
+
 #: Mean latency above this multiple of the median: the projection's means are a few slow iterations'.
 SKEWED_MEAN = 1.5
 
@@ -1464,9 +1467,7 @@ def projection(
     if refusal:
         return Projection(False, refusal)
     if attribution.graph_launches:
-        return Projection(
-            False, f"the trace already replays CUDA graphs ({attribution.graph_launches} graph launch calls)"
-        )
+        return Projection(False, f"{ALREADY_GRAPHS} ({attribution.graph_launches} graph launch calls)")
     if not iterations.height or not (iterations.get_column("gpu_busy_ms").fill_null(0) > 0).any():
         return Projection(False, "no device work in the analyzed iterations")
     frame, info = project_cuda_graphs(iterations, attribution)

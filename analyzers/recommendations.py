@@ -243,6 +243,8 @@ def launch_calls(v: SweepView) -> Recommendation | None:
         "projected_latency_ms": projected,
         "projection": "attribution" if base.get("graph_projected_ms") else "launch time removed",
     }
+    if base.get("_replays_graphs"):
+        numbers["replays_graphs"] = True  # the launches counted are those outside the graphs it replays
     if base.get("_graph_caveat"):
         numbers["caveat"] = base["_graph_caveat"]  # the analysis' reason the saving is too large here
     return v.rec("launch_calls", base["batch_size"], numbers)

@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
+from tracekit.analyzers.attribution import ALREADY_GRAPHS
 from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES
 from tracekit.analyzers.recommendations import Recommendation, recommend
 from tracekit.analyzers.stability import Measurement, difference, measure
@@ -256,6 +257,7 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         if projection is not None and projection.applies
         else None,
         "_graph_caveat": projection.caveat if projection is not None and projection.applies else None,
+        "_replays_graphs": projection is not None and (projection.reason or "").startswith(ALREADY_GRAPHS),
         "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
         "kernels": mean("kernels"),

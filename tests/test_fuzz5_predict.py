@@ -454,3 +454,68 @@ def test_cuda_graph_projection_dominated_by_a_cold_start_says_so() -> None:
     # without the cold start: no caveat
     plain = analyze_trace(hand_trace(iters=5, kernels=20), item, AnalysisOptions(skip=0))
     assert plain.projection.caveat is None
+
+
+def test_launch_recommendation_to_a_run_that_replays_graphs_says_so() -> None:
+    """A run that replays a CUDA graph each iteration and still launches 20 kernels eagerly had been told 'a
+    CUDA graph would remove it', as if it used none (the projection is refused there, and the rule's fallback
+    spoke)."""
+    from pathlib import Path
+
+    import polars as pl
+
+    from tests.test_report import hand_trace
+    from tracekit.analyzers.report import config_row
+    from tracekit.inputs import TraceInput
+    from tracekit.model import Trace
+    from tracekit.session import AnalysisOptions, analyze_trace
+
+    base = hand_trace(iters=5, kernels=20)
+    starts = base.ranges.get_column("start").to_list()
+    corr = [10_000 + i for i in range(len(starts))]
+    api = pl.concat(
+        [
+            base.api,
+            base.api.head(0).vstack(
+                pl.DataFrame(
+                    {
+                        "start": [s + 1_000 for s in starts],
+                        "end": [s + 3_000 for s in starts],
+                        "pid": 1,
+                        "thread": 1,
+                        "correlation": corr,
+                        "kind": "runtime",
+                        "name": "cudaGraphLaunch",
+                    }
+                )
+                .select(base.api.columns)
+                .cast(base.api.schema)
+            ),
+        ]
+    )
+    ops = base.ops.vstack(
+        pl.DataFrame(
+            {
+                "start": [s + 4_000 for s in starts],
+                "end": [s + 5_000 for s in starts],
+                "device": 0,
+                "stream": 7,
+                "pid": 1,
+                "correlation": corr,
+                "graph": 1,
+                "kind": "kernel",
+                "name": "graph_node",
+            }
+        )
+        .select(base.ops.columns)
+        .cast(base.ops.schema)
+    )
+    trace = Trace(ops=ops, api=api, ranges=base.ranges, meta=base.meta)
+    item = TraceInput(
+        path=Path("mixed.synthetic.sqlite"), runtime="compile-cudagraphs", batch_size=1, model="m"
+    )
+    row = config_row(analyze_trace(trace, item, AnalysisOptions(skip=0)))
+    assert row["graph_projected_ms"] is None and row["launches"] >= 20
+    (lc,) = [r for r in recommendations(build_report([row])) if r["kind"] == "launch_calls"]
+    assert lc["numbers"]["replays_graphs"] is True
+    assert "already replays CUDA graphs" in lc["text"] and "a CUDA graph would remove it" not in lc["text"]

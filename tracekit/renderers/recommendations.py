@@ -167,7 +167,12 @@ def _launch_calls(r: Recommendation) -> str:
             f"CUDA graphs would remove launches and dispatch between kernels: projected latency "
             f"{_ms(n['projected_latency_ms'])} (busy + one replay gap per kernel + the replay's head and tail)."
             if n.get("projection") == "attribution"
-            else f"a CUDA graph would remove it (projected latency {_ms(n['projected_latency_ms'])} at best)."
+            else (
+                "the run already replays CUDA graphs; capturing the launches left outside them would remove "
+                f"that time (projected latency {_ms(n['projected_latency_ms'])} at best)."
+                if n.get("replays_graphs")
+                else f"a CUDA graph would remove it (projected latency {_ms(n['projected_latency_ms'])} at best)."
+            )
         )
         + (f" Caution: {n['caveat']}." if n.get("caveat") else "")
     )
