@@ -643,7 +643,9 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
     """(kernels held, kernels of an earlier replay of the same graph) for a graph launch of process ``pid``
     (any, when None) starting in [``start``, ``end``) (the last iteration's range) whose replay the capture
     cut: its ops are the first ones of an earlier replay (the same op names in the same order) but fewer, and
-    its last op is the last to end on its device. None when there is none. :func:`cut_off_launches` cannot
+    its last op is the last to end on its device; no other replay holds exactly its ops (names, order, count),
+    which makes it a whole replay (piecewise CUDA graphs: each step's last piece is a prefix of its others).
+    None when there is none. :func:`cut_off_launches` cannot
     see it (the launch has ops); a vLLM decode trace cut halfway through its last step's replay kept that
     step, 5.34 ms busy of 10.72. The range's graph launches are looked at first, then the replays' sizes; op
     names are compared only where an earlier replay is longer (~50 ms at 10^6 graph kernels), and without
@@ -678,8 +680,15 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
         longer = counts.filter((pl.col("ops") > held_ops) & (pl.col("key") != key))
         if not held_ops or longer.is_empty():
             continue
+        # a replay of its very size and names elsewhere is a whole one (piecewise CUDA graphs: the last piece
+        # of every step is a prefix of the others), so this one is whole too
+        equal = counts.filter((pl.col("ops") == held_ops) & (pl.col("key") != key))
         candidates = pl.concat(
-            [longer.select("key"), pl.DataFrame({"key": [key]}, schema=longer.select("key").schema)]
+            [
+                longer.select("key"),
+                equal.select("key"),
+                pl.DataFrame({"key": [key]}, schema=longer.select("key").schema),
+            ]
         )
         ordered = (
             replays.join(candidates, on="key", how="semi")
@@ -696,6 +705,9 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
             .agg((pl.col("name") == pl.col("name_cut")).all().alias("same"), pl.len().alias("matched"))
             .filter(pl.col("same") & (pl.col("matched") == held_ops))
         )
+        if same.join(equal, on="key", how="semi").height:
+            continue
+        same = same.join(longer, on="key", how="semi")
         if same.height:
             whole = counts.join(same, on="key", how="semi").get_column("ops").min()
             return held_ops, int(whole)  # type: ignore[arg-type]
