@@ -153,7 +153,12 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
             # judged by the medians alone when either side has no interval (fewer than 6 iterations)
             noise_known=diff is not None and diff.ratio_low is not None and diff.ratio_high is not None,
         )
-    return v.rec("framework_overhead", b0, numbers, latency_source=base["latency_source"])
+    # the analysis doubts this configuration's verdict (a graph-capture step, lost records, ...): the share is
+    # said with that doubt, not as a finding
+    uncertain = bool(base.get("_verdict_uncertain"))
+    return v.rec(
+        "framework_overhead", b0, numbers, latency_source=base["latency_source"], verdict_uncertain=uncertain
+    )
 
 
 def _stats(row: Row) -> Measurement:

@@ -260,6 +260,7 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "_replays_graphs": projection is not None and (projection.reason or "").startswith(ALREADY_GRAPHS),
         "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
+        "_verdict_uncertain": summary.verdict_uncertain,
         "kernels": mean("kernels"),
         "launches": mean("launches"),
         "launch_api_ms": None if launch_api_us is None else launch_api_us / 1e3,

@@ -35,6 +35,11 @@ def _framework_overhead(r: Recommendation) -> str:
         f"({_ms(n['framework_overhead_ms'])} of {_ms(n['traced_latency_ms'])}; {device_word(r.device)} busy "
         f"{_ms(n['gpu_busy_ms'])})"
     )
+    if r.facts.get("verdict_uncertain"):
+        return text + (
+            ": but the analysis doubts this configuration's verdict (its warning says why), so this share is "
+            "no finding until that is settled."
+        )
     if "alternative_runtime" in n:
         return text + (
             f": {n['alternative_runtime']} measured {n['speedup']:.1f}x faster here, "
