@@ -194,7 +194,12 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "nsys_report": ("tracekit/readers/nsys_report.py", ["tests/test_nsys_report.py"]),
     "plausibility": (
         "tracekit/analyzers/plausibility.py",
-        ["tests/test_implausible.py", "tests/test_plausibility.py", "tests/test_profiler_stub.py"],
+        [
+            "tests/test_implausible.py",
+            "tests/test_plausibility.py",
+            "tests/test_profiler_stub.py",
+            "tests/test_fuzz5_serving.py",
+        ],
     ),
 }
 
