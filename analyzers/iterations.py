@@ -1087,8 +1087,9 @@ UNTIMED_DOUBT = 0.1
 
 def _slow_start_warning(
     frame: pl.DataFrame, name: str, trace: Trace | None = None, ranges: pl.DataFrame | None = None
-) -> list[str]:
-    """A warning when the first iterations of ``frame`` (analyzed, in order) are a slow start
+) -> tuple[list[str], list[int]]:
+    """(a warning, the iterations it names) when the first iterations of ``frame`` (analyzed, in order) are a
+    slow start
     (:func:`tracekit.analyzers.stability.slow_start`: warm-up left in the trace, such as lazy module loading,
     compilation or cold caches) that moves the mean latency by more than 5%: the means include it, the
     medians and the verdict do not. Not when they are serving steps of another class than the rest
@@ -1098,7 +1099,7 @@ def _slow_start_warning(
     latency = (frame["latency_ns"] / 1e6).to_list()
     k = slow_start(latency)
     if not k or (trace is not None and ranges is not None and _other_step_class(frame, k, trace, ranges)):
-        return []
+        return [], []
     first = ", ".join(f"{v:.3f}" for v in latency[: min(k, 3)]) + (", ..." if k > 3 else "")
     median = statistics.median(latency[k:])
     return [
@@ -1107,7 +1108,7 @@ def _slow_start_warning(
         f"means include them (mean latency {sum(latency) / len(latency):.3f} ms, "
         f"{sum(latency[k:]) / (len(latency) - k):.3f} without them), the medians and the verdict do not: "
         f"--skip {k} drops them"
-    ]
+    ], frame.get_column("iteration").head(k).to_list()
 
 
 def _other_step_class(frame: pl.DataFrame, k: int, trace: Trace, ranges: pl.DataFrame) -> bool:
@@ -1249,24 +1250,28 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             )
             frame = frame.filter(pl.col("iteration") != last["iteration"])
             gaps = gaps.filter(pl.col("iteration") != last["iteration"])
-    if not skip_given:
-        warnings += _slow_start_warning(frame, name, trace, ranges)
+    slow_start, slow_iterations = (
+        _slow_start_warning(frame, name, trace, ranges) if not skip_given else ([], [])
+    )
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
     implausible = plausibility.doubts(trace, frame)
     lost = plausibility.lost_launches(trace, assignment.ops)
     implausible += [lost] if lost else []
-    capture_notes, capture_doubts, capture_refusal = _capture_findings(trace, ranges, frame)
+    capture_notes, capture_doubts, capture_refusal, capturing = _capture_findings(trace, ranges, frame)
     warnings += capture_notes
     frame = _iteration_columns(frame, has_api, has_ops)
     doubts = untimed_doubt + clock_doubts(before_call, frame) + implausible + capture_doubts
     parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)
     notes += parent_notes
     doubts += parent_doubts
-    setup_notes, setup_doubts, setup_caveat = _setup_findings(
+    setup_notes, setup_doubts, setup_caveat, setting_up = _setup_findings(
         trace, ranges, windows, frame, assignment.choice.synthetic
     )
     warnings += setup_notes
+    if not set(slow_iterations) <= set(setting_up) | set(capturing):
+        # (a slow start that the setup calls or a graph capture explain is said once, by their rule)
+        warnings += slow_start
     doubts += setup_doubts
     unsynced = int((~frame["synchronized"]).sum())
     if unsynced:
@@ -1340,15 +1345,16 @@ def _closing_profiler_step(trace: Trace, assignment: Assignment, frame: pl.DataF
 
 def _setup_findings(
     trace: Trace, ranges: pl.DataFrame, windows: pl.DataFrame, frame: pl.DataFrame, synthetic: bool
-) -> tuple[list[str], list[str], str | None]:
-    """:func:`tracekit.analyzers.setup_calls.setup_warnings` for the analyzed iterations (``frame``): each
+) -> tuple[list[str], list[str], str | None, list[int]]:
+    """:func:`tracekit.analyzers.setup_calls.setup_warnings` for the analyzed iterations (``frame``), and the
+    iterations they name (:func:`tracekit.analyzers.setup_calls.flagged_iterations`): each
     setup call belongs to the range of its own process holding its start (a synthetic window: the window
     holding it, whatever its process)."""
     from tracekit.analyzers import setup_calls
 
     calls = setup_calls.setup_calls(trace.api)
     if calls.is_empty():
-        return [], [], None
+        return [], [], None, []
     if synthetic:
         spans = windows.select(
             "iteration", pl.col("window_start").alias("range_start"), pl.col("window_end").alias("range_end")
@@ -1359,7 +1365,9 @@ def _setup_findings(
             calls.get_column("start"), sort_frame(ranges, ["range_start"], [False]), calls.get_column("pid")
         )
     per_iteration = setup_calls.setup_ns_per_iteration(calls, windows, iteration)
-    return setup_calls.setup_warnings(per_iteration, frame)
+    return *setup_calls.setup_warnings(per_iteration, frame), setup_calls.flagged_iterations(
+        per_iteration, frame
+    )
 
 
 #: An iteration at least this share of whose launch calls were made during a stream capture builds a graph.
@@ -1368,9 +1376,10 @@ CAPTURE_SHARE = 0.5
 
 def _capture_findings(
     trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame
-) -> tuple[list[str], list[str], str | None]:
-    """Warnings, doubts and the CUDA-graph projection's refusal for analyzed iterations (``frame``) that
-    capture a stream into a CUDA (HIP) graph: an iteration is a capture when at least :data:`CAPTURE_SHARE`
+) -> tuple[list[str], list[str], str | None, list[int]]:
+    """Warnings, doubts, the CUDA-graph projection's refusal and the capturing iterations' indices for analyzed
+    iterations (``frame``) that capture a stream into a CUDA (HIP) graph: an iteration is a capture when at
+    least :data:`CAPTURE_SHARE`
     of its launch calls (``launches``, each in the range of its own process holding its start) were made
     during a capture (:func:`tracekit.analyzers.plausibility.captured_launches`). Those calls record work and
     run nothing, so the iteration's idle device and its host time are the graph's one-time construction, not
@@ -1380,7 +1389,7 @@ def _capture_findings(
     (the program already uses graphs, and the host time it would save includes the capture's)."""
     captured = plausibility.captured_launches(trace.api)
     if captured.is_empty() or frame.is_empty() or "launches" not in frame.columns:
-        return [], [], None
+        return [], [], None, []
     iteration = _iteration_at(captured.get_column("start"), ranges, captured.get_column("pid"))
     per_iteration = (
         pl.DataFrame({"iteration": iteration})
@@ -1392,7 +1401,7 @@ def _capture_findings(
         per_iteration, on="iteration", how="inner"
     )
     if held.is_empty():
-        return [], [], None
+        return [], [], None, []
     # any captured call: the host time the projection would save includes the capture's
     refusal = (
         f"the iterations capture CUDA graphs ({int(held['captured'].sum())} launch calls made during a "
@@ -1400,8 +1409,9 @@ def _capture_findings(
     )
     capturing = held.filter(pl.col("captured") >= CAPTURE_SHARE * pl.col("launches")).sort("iteration")
     if capturing.is_empty():
-        return [], [], refusal
+        return [], [], refusal, []
     calls, launches = int(capturing["captured"].sum()), int(capturing["launches"].sum())
+    ids = capturing.get_column("iteration").to_list()
     names = ", ".join(capturing["name"].head(3).to_list()) + (" ..." if capturing.height > 3 else "")
     what = (
         f"{capturing.height} of {frame.height} iterations ({names}) capture a stream into a CUDA graph: "
@@ -1416,8 +1426,9 @@ def _capture_findings(
                 "utilization and framework overhead are the graph's construction, not an inference step's"
             ],
             refusal,
+            ids,
         )
-    return [f"{what}: their idle device is the graph's one-time construction"], [], refusal
+    return [f"{what}: their idle device is the graph's one-time construction"], [], refusal, ids
 
 
 def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:

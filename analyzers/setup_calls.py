@@ -221,6 +221,23 @@ def _iterations_text(indices: list[int]) -> str:
     return f"iterations {shown}" + (f" and {len(indices) - 8} more" if len(indices) > 8 else "")
 
 
+def _flagged(per_iteration: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
+    """The rows of ``per_iteration`` whose iteration is a set-up one (module docstring), with ``latency_ns``."""
+    latency = frame.select(
+        pl.col("index").alias("iteration"), (pl.col("latency_ms") * 1e6).alias("latency_ns")
+    )
+    return per_iteration.join(latency, on="iteration", how="inner").filter(
+        (pl.col("setup_ns") >= SETUP_MIN_NS) & (pl.col("setup_ns") >= SETUP_SHARE * pl.col("latency_ns"))
+    )
+
+
+def flagged_iterations(per_iteration: pl.DataFrame, frame: pl.DataFrame) -> list[int]:
+    """The set-up iterations that :func:`setup_warnings` names (arguments as there)."""
+    if per_iteration.is_empty() or frame.is_empty():
+        return []
+    return _flagged(per_iteration, frame).get_column("iteration").to_list()
+
+
 def setup_warnings(
     per_iteration: pl.DataFrame, frame: pl.DataFrame
 ) -> tuple[list[str], list[str], str | None]:
@@ -231,12 +248,7 @@ def setup_warnings(
     warnings too (they are not repeated in the first list)."""
     if per_iteration.is_empty() or frame.is_empty():
         return [], [], None
-    latency = frame.select(
-        pl.col("index").alias("iteration"), (pl.col("latency_ms") * 1e6).alias("latency_ns")
-    )
-    flagged = per_iteration.join(latency, on="iteration", how="inner").filter(
-        (pl.col("setup_ns") >= SETUP_MIN_NS) & (pl.col("setup_ns") >= SETUP_SHARE * pl.col("latency_ns"))
-    )
+    flagged = _flagged(per_iteration, frame)
     if flagged.is_empty():
         return [], [], None
     indices = flagged.get_column("iteration").to_list()

@@ -37,3 +37,43 @@ def test_a_whole_last_piece_of_a_piecewise_graph_step_is_no_cut_replay() -> None
     result = analyze_iterations(trace)
     assert result.summary.iterations == 4
     assert not any("CUDA-graph replay holds" in w for w in result.warnings), result.warnings
+
+
+def _slow_first_step(first: str):
+    """Ten 1 ms iterations of one 0.5 ms kernel; the first lasts 60 ms: 50 ms in a cudaMalloc (``first``
+    "setup"), or capturing three launches into a graph (``first`` "capture")."""
+    ranges, api, ops = [], [], []
+    t, correlation = 0, 1
+    for i in range(10):
+        length = 60_000_000 if i == 0 else 1_000_000
+        ranges.append((t, t + length, "iteration"))
+        start = t
+        if i == 0 and first == "setup":
+            api.append((t + 1_000, t + 50_000_000, None, "cudaMalloc"))
+            start = t + 50_000_000
+        if i == 0 and first == "capture":
+            api.append((t + 1_000, t + 2_000, None, "cudaStreamBeginCapture"))
+            for k in range(3):
+                api.append((t + 10_000 + k * 10_000, t + 15_000 + k * 10_000, 1000 + k, "cudaLaunchKernel"))
+            api.append((t + 50_000_000, t + 50_001_000, None, "cudaStreamEndCapture"))
+            start = t + 50_000_000
+        api.append((start + 1_000, start + 6_000, correlation, "cudaLaunchKernel"))
+        ops.append((start + 10_000, start + 500_000, correlation, 7))
+        correlation += 1
+        t += length + 100_000
+    return make_trace(ranges, api, ops)
+
+
+def test_a_slow_first_step_that_a_rule_explains_is_said_once() -> None:
+    """A first iteration slow by its setup calls had two warnings for the one fact, each offering --skip 1:
+    the setup rule's (cudaMalloc named) and the slow start's, which guessed 'lazy loading, compilation, cold
+    caches'; a first iteration capturing a graph had the same pair. The slow start is said only when no rule
+    names its iterations."""
+    result = analyze_iterations(_slow_first_step("setup"), skip=None)
+    assert any("in setup calls (cudaMalloc" in w for w in result.warnings), result.warnings
+    assert not any("slow start" in w for w in result.warnings), result.warnings
+    captured = analyze_iterations(_slow_first_step("capture"), skip=None)
+    assert any("capture a stream into a CUDA graph" in w for w in captured.warnings), captured.warnings
+    assert not any("slow start" in w for w in captured.warnings), captured.warnings
+    plain = analyze_iterations(_slow_first_step("none"), skip=None)
+    assert any("slow start" in w for w in plain.warnings), plain.warnings
