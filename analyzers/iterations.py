@@ -1078,6 +1078,9 @@ class Measured:
     #: the inner gaps within its rounding (:mod:`tracekit.analyzers.resolution`)
     time_unit_ns: int | None = None
     small_gaps: pl.DataFrame | None = None
+    #: the launch calls of ops without one were lost during the capture (:func:`plausibility.lost_launches`):
+    #: those ops are the iterations' own work, not work they did not launch (:func:`_foreign_work_findings`)
+    launches_lost: bool = False
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -1307,6 +1310,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         capture_refusal,
         unit,
         small_gaps,
+        lost is not None,
     )
 
 
@@ -1545,8 +1549,11 @@ def summarize_stages(
         uncertain += doubts
         warnings += doubts
     if timeline and not measured.quiet and trace.ops.height:
+        # ops whose launch calls were lost are their iterations' own (the lost-launch doubt says so), not work
+        # launched before the capture: left out of this check, or two doubts would give one fact two causes
+        lost = assignment.ops.get_column("no_launch") if measured.launches_lost else None
         foreign_notes, foreign_doubts = _foreign_work_findings(
-            trace, assignment.ops.get_column("iteration"), gaps, frame, bound_threshold
+            trace, assignment.ops.get_column("iteration"), gaps, frame, bound_threshold, lost
         )
         notes += foreign_notes
         uncertain += foreign_doubts
@@ -1858,7 +1865,12 @@ FOREIGN_NOTE_SHARE = 0.25
 
 
 def _foreign_work_findings(
-    trace: Trace, held: pl.Series, gaps: pl.DataFrame, frame: pl.DataFrame, bound_threshold: float
+    trace: Trace,
+    held: pl.Series,
+    gaps: pl.DataFrame,
+    frame: pl.DataFrame,
+    bound_threshold: float,
+    lost: pl.Series | None = None,
 ) -> tuple[list[str], list[str]]:
     """(notes, doubts) about device work that no analyzed iteration launched (``held``: each op's iteration,
     row for row with ``trace.ops``; the ops of none, or of an iteration not analyzed: launched before the
@@ -1869,16 +1881,19 @@ def _foreign_work_findings(
     when the median utilization is under ``bound_threshold`` and at or over it with that time counted busy.
     The real qwen H100 trace's one step opens with a 14 ms cudaDeviceSynchronize while the GPU runs 13.7 ms
     of work launched before the capture: 77% of its 17.5 ms idle time. Another analyzed iteration's ops are
-    left to the window rules (and to the clock check, when a device clock runs ahead)."""
+    left to the window rules (and to the clock check, when a device clock runs ahead). ``lost``: row for row
+    with ``trace.ops``, the ops whose launch calls the lost-launch doubt says were lost during the capture
+    (:func:`tracekit.analyzers.plausibility.lost_launches`): the iterations' own work, left out."""
     from tracekit.analyzers.attribution import DeviceTimeline
 
     if gaps.is_empty() or frame.is_empty() or trace.meta.get("device") == "cpu":
         return [], []  # (CPU operators of other threads are no device work)
     if trace.ops.get_column("device").n_unique() > 1:
         return [], []
-    foreign_ops = trace.ops.select("start", "end").filter(
-        ~held.is_in(frame.get_column("index").implode()).fill_null(False)
-    )
+    outside = ~held.is_in(frame.get_column("index").implode()).fill_null(False)
+    if lost is not None:  # (ops whose launch calls were lost: the iterations' own, not foreign)
+        outside &= ~lost.fill_null(False)
+    foreign_ops = trace.ops.select("start", "end").filter(outside)
     if foreign_ops.is_empty():  # the usual case: every op in an analyzed iteration
         return [], []
     analyzed = gaps.join(frame.select(iteration="index"), on="iteration", how="semi")
