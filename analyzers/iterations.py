@@ -1116,9 +1116,11 @@ def _slow_start_warning(
 
 def _other_step_class(frame: pl.DataFrame, k: int, trace: Trace, ranges: pl.DataFrame) -> bool:
     """Whether some of the first ``k`` iterations of ``frame`` are serving steps of a class
-    (:func:`tracekit.analyzers.steps.step_classes`) that none of the rest has: a prefill step (or a
-    ProfilerStep holding one) among decode steps. Three prefill steps' 10 ms before decode steps' 2 ms had
-    been called a slow start, "warm-up in the trace", with ``--skip`` offered to drop the prefill work."""
+    (:func:`tracekit.analyzers.steps.step_classes`) other than the rest's most common one: a prefill step (or a
+    ProfilerStep holding one) before decode steps, whether or not a later prefill step follows. Three prefill
+    steps' 10 ms before decode steps' 2 ms had been called a slow start, "warm-up in the trace", with
+    ``--skip`` offered to drop the prefill work; so had one 10 ms prefill step first and another among ten 2 ms
+    decode steps."""
     from tracekit.analyzers.steps import step_classes
 
     if "name" not in ranges.columns:
@@ -1126,8 +1128,10 @@ def _other_step_class(frame: pl.DataFrame, k: int, trace: Trace, ranges: pl.Data
     analyzed = ranges.join(frame.select("iteration"), on="iteration", how="semi")
     classes = frame.select("iteration").join(step_classes(analyzed, trace), on="iteration", how="left")
     lead = set(classes["step_class"].head(k).drop_nulls().to_list())
-    rest = set(classes["step_class"].slice(k).drop_nulls().to_list())
-    return bool(lead - rest)
+    rest = classes["step_class"].slice(k).drop_nulls()
+    # against the rest's most common class: a later prefill step among decode steps does not make a
+    # leading one warm-up
+    return bool(lead - set(rest.mode().to_list() if rest.len() else []))
 
 
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:

@@ -94,3 +94,15 @@ def test_ops_whose_launch_calls_were_lost_are_not_also_work_the_iterations_did_n
     doubts = result.summary.verdict_uncertain or ""
     assert "their launch calls were lost" in doubts
     assert "did not launch" not in doubts, doubts
+
+
+def test_a_leading_prefill_step_is_no_slow_start_when_another_prefill_step_follows(tmp_path) -> None:
+    """A 10 ms prefill step first and another among ten 2 ms decode steps: the first had been called a slow
+    start ('warm-up in the trace ... --skip 1 drops them') because the rest held a prefill step too; it is
+    a prefill step like the later one. A slow first decode step is still named (test_fuzz5_serving)."""
+    import tracekit
+    from tests.test_fuzz5_serving import _serving_steps
+
+    for classes in ("PDDDDPDDDDDD", "PDDDDDDDDDPD"):
+        a = tracekit.analyze(_serving_steps(tmp_path, classes))
+        assert not any("slow start" in w for w in a.warnings), (classes, a.warnings)
