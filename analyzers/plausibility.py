@@ -722,7 +722,8 @@ def operator_scopes(trace: Trace) -> str | None:
     if not isinstance(found, dict):
         return None
     return (
-        f"{found.get('count')} top-level operators outside every operator namespace hold other operators "
+        f"verdict uncertain: {found.get('count')} top-level operators outside every operator namespace hold "
+        "other operators "
         f"({found.get('names')}) and may be record_function scopes (Kineto of 2021 wrote scopes as operators; "
         "scopes named '<kind>#<name>' or 'iteration' are read as ranges): their time between the operators "
         "they hold counts as operator busy time"

@@ -106,3 +106,14 @@ def test_a_leading_prefill_step_is_no_slow_start_when_another_prefill_step_follo
     for classes in ("PDDDDPDDDDDD", "PDDDDDDDDDPD"):
         a = tracekit.analyze(_serving_steps(tmp_path, classes))
         assert not any("slow start" in w for w in a.warnings), (classes, a.warnings)
+
+
+def test_the_2021_scope_doubt_is_the_warning_the_verdict_line_points_to(tmp_path) -> None:
+    """The verdict line says "UNCERTAIN: see the warning 'verdict uncertain'", and every other check's doubt
+    begins so (plausibility's module contract); the 2021 scope doubt began "3 top-level operators ...", so
+    the warning pointed to was not there."""
+    import tracekit
+    from tests.test_fuzz5_kineto import _cpu_run
+
+    a = tracekit.analyze(_cpu_run(tmp_path, "2021", scope="forward"))
+    assert any(w.startswith("verdict uncertain: ") and "'forward' (3)" in w for w in a.warnings), a.warnings
