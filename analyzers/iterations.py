@@ -1088,6 +1088,11 @@ class Measured:
 UNTIMED_DOUBT = 0.1
 
 
+#: What the slow-start warning (:func:`_slow_start_warning`) says, for callers whose means already leave those
+#: iterations out (the report's, after the stability rules)
+SLOW_START_MARK = "iterations are a slow start ("
+
+
 def _slow_start_warning(
     frame: pl.DataFrame, name: str, trace: Trace | None = None, ranges: pl.DataFrame | None = None
 ) -> tuple[list[str], list[int]]:
@@ -1106,7 +1111,7 @@ def _slow_start_warning(
     first = ", ".join(f"{v:.3f}" for v in latency[: min(k, 3)]) + (", ..." if k > 3 else "")
     median = statistics.median(latency[k:])
     return [
-        f"the first {k} of {len(latency)} {name!r} iterations are a slow start ({first} ms, against a median of "
+        f"the first {k} of {len(latency)} {name!r} {SLOW_START_MARK}{first} ms, against a median of "
         f"{median:.3f} ms for the rest): warm-up in the trace (lazy loading, compilation, cold caches); the "
         f"means include them (mean latency {sum(latency) / len(latency):.3f} ms, "
         f"{sum(latency[k:]) / (len(latency) - k):.3f} without them), the medians and the verdict do not: "

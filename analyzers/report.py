@@ -51,6 +51,7 @@ import polars as pl
 
 from tracekit.analyzers.attribution import ALREADY_GRAPHS
 from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES
+from tracekit.analyzers.iterations import SLOW_START_MARK
 from tracekit.analyzers.recommendations import Recommendation, recommend
 from tracekit.analyzers.stability import Measurement, difference, measure
 from tracekit.analyzers.sweep import (
@@ -267,11 +268,23 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "launch_latency_us": mean("launch_latency_us"),
         "idle_gaps": mean("idle_gaps"),
         "path": str(config.path),
-        "warnings": list(analyzed.warnings) + [f"{source} latency: {w}" for w in used.warnings],
+        "warnings": _row_warnings(analyzed, traced_stats) + [f"{source} latency: {w}" for w in used.warnings],
         "latency_stats": {**used.to_json(), "source": source},
         "_latency": used,
         "_perturbation": perturbation,
     }
+
+
+def _row_warnings(analyzed: Analysis, traced_stats: Measurement) -> list[str]:
+    """The analysis' warnings, but its slow start where the stability rules dropped it from this row's traced
+    means (both :func:`tracekit.analyzers.stability.warmup_prefix`): its "the means include them" is not this
+    row's, whose traced latency is the mean without them; the drop is said instead."""
+    warnings = list(analyzed.warnings)
+    if not traced_stats.warmup or not any(SLOW_START_MARK in w for w in warnings):
+        return warnings
+    return [w for w in warnings if SLOW_START_MARK not in w] + [
+        f"traced latency: {n}" for n in traced_stats.notes
+    ]
 
 
 def _sweep_label(runtime: str, identity: dict[str, Any], varying: list[str]) -> str:
