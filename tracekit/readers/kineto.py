@@ -559,6 +559,20 @@ def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
     operator on their pid and thread, ``record_function`` scopes excluded: :data:`SCOPE_MARK`): ``start``,
     ``end`` (ns, the trace's clock), ``pid``, ``thread`` (the number in the tid, as ``api.thread``), ``name``
     (:data:`tracekit.model.CPU_OPS_SCHEMA`), in file order."""
+    return _top_level(_cpu_op_events(x_events))
+
+
+def _top_level(operators: pl.DataFrame) -> pl.DataFrame:
+    """The rows of :func:`_cpu_op_events` at depth 0, without the depth (:func:`top_level_cpu_ops`)."""
+    # Top-level operators: their union is the time spent inside any operator (a leaf-only view would lose the
+    # exclusive time of ops such as aten::addmm whose children are tiny bookkeeping ops).
+    return operators.filter(pl.col("depth") == 0).drop("depth")
+
+
+def _cpu_op_events(x_events: pl.DataFrame) -> pl.DataFrame:
+    """The CPU operator rows (``record_function`` scopes excluded, null names dropped) as ``start``, ``end``,
+    ``pid``, ``thread``, ``name``, in file order, with their ``depth`` among the operators of their pid and
+    thread (0: top level)."""
     # the name test on the operator rows only (null names dropped, as by the reference kineto_cpu_ops)
     cpu = (
         x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "name")  # only these are filtered
@@ -572,34 +586,22 @@ def top_level_cpu_ops(x_events: pl.DataFrame) -> pl.DataFrame:
             name="name",
         )
     )
-    # Top-level operators: their union is the time spent inside any operator (a leaf-only view would lose the
-    # exclusive time of ops such as aten::addmm whose children are tiny bookkeeping ops).
-    return cpu.filter(nesting_depth(cpu, ["pid", "thread"]) == 0)
+    return cpu.with_columns(depth=nesting_depth(cpu, ["pid", "thread"]))
 
 
 #: names of autograd nodes (``AddmmBackward``, ``CudnnConvolutionBackward0``): operators that hold others
 AUTOGRAD_NODE = r"Backward\d*$"
 
 
-def _scope_candidates(x_events: pl.DataFrame) -> dict[str, Any] | None:
-    """``meta["scope_candidates"]`` of a CPU-only trace of the 2021 spelling, whose Kineto wrote every ``record_function`` scope
-    as an ``Operator``: the top-level operators in no operator namespace (no ``::``, no autograd node) that
-    hold other operators may be a user's scopes (``forward``), which, read as operators, count the time
-    between the operators they hold as operator busy time. Scopes named ``<kind>#<name>`` or ``iteration``
-    are ranges already (:func:`_is_scope`). ``{"count": how many, "names": the three most frequent names
-    with their counts, as text}``, or None when there is none. The analysis doubts the verdict then
+def _scope_candidates(cpu: pl.DataFrame) -> dict[str, Any] | None:
+    """``meta["scope_candidates"]`` of a CPU-only trace of the 2021 spelling, whose Kineto wrote every
+    ``record_function`` scope as an ``Operator`` (``cpu``: its operators, :func:`_cpu_op_events`): the
+    top-level operators in no operator namespace (no ``::``, no autograd node) that hold other operators may
+    be a user's scopes (``forward``), which, read as operators, count the time between the operators they
+    hold as operator busy time. Scopes named ``<kind>#<name>`` or ``iteration`` are ranges already
+    (:func:`_is_scope`). ``{"count": how many, "names": the three most frequent names with their counts, as
+    text}``, or None when there is none. The analysis doubts the verdict then
     (:func:`tracekit.analyzers.plausibility.operator_scopes`)."""
-    cpu = x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "name").filter(
-        pl.col("cat_l").is_in(list(CPU_OP_CATEGORIES)) & ~_is_scope(keep_null=True)
-    )
-    cpu = cpu.select(
-        "start",
-        end=pl.col("start") + pl.col("dur_ns"),
-        pid=pl.col("pid").cast(pl.Int64, strict=False),
-        thread=pl.col("tid_i"),
-        name="name",
-    )
-    cpu = cpu.with_columns(depth=nesting_depth(cpu, ["pid", "thread"]))
     plain = ~pl.col("name").str.contains("::", literal=True) & ~pl.col("name").str.contains(AUTOGRAD_NODE)
     tops = cpu.filter((pl.col("depth") == 0) & plain).select("pid", "thread", "start", "end", "name")
     if tops.is_empty():
@@ -1138,9 +1140,10 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
     else:
         device = "cpu"
-        ops = _cpu_ops(top_level_cpu_ops(x_events))
+        operators = _cpu_op_events(x_events)
+        ops = _cpu_ops(_top_level(operators))
         if "Operator" in categories:  # 2021 spelling: a scope of another name reads as an operator
-            scopes = _scope_candidates(x_events)
+            scopes = _scope_candidates(operators)
         kernel_metrics = None
         cpu_ops = None  # the operators are the ops already
     warnings += _unread_gpu_categories(categories, gpu_ops)
