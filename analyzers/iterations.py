@@ -1231,37 +1231,12 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
         frame = frame.filter(pl.col("iteration") >= skip)
         gaps = gaps.filter(pl.col("iteration") >= skip)
-    stub = _closing_profiler_step(trace, assignment, frame)
-    if stub is not None:
-        stub_range = frame.filter(pl.col("iteration") == stub)
-        warnings.append(
-            f"left out the last step, {stub_range['name'][0]} "
-            f"({stub_range['latency_ns'][0] / 1e6:.3f} ms): it holds no device op, launch call or CPU "
-            "operator, while the other steps do: the step the profiler stopped in, not a step of the run"
-        )
-        frame = frame.filter(pl.col("iteration") != stub)
-        gaps = gaps.filter(pl.col("iteration") != stub)
-    elif frame.height >= 2:
-        last = frame.row(frame.height - 1, named=True)
-        cut = plausibility.cut_off_launches(trace, last["range_start"], last["range_end"], last.get("pid"))
-        if cut:
-            warnings.append(
-                f"left out the last iteration, {last['name']}: {cut} of its launch calls have no op in the "
-                "trace, launched after the last launch of their thread whose op it holds: the capture ended "
-                "before the device ran them, so its busy time is not measured"
-            )
-            frame = frame.filter(pl.col("iteration") != last["iteration"])
-            gaps = gaps.filter(pl.col("iteration") != last["iteration"])
-        elif replay := plausibility.cut_off_replay(
-            trace, last["range_start"], last["range_end"], last.get("pid")
-        ):
-            warnings.append(
-                f"left out the last iteration, {last['name']}: its CUDA-graph replay holds {replay[0]} ops, the "
-                f"first of the {replay[1]} an earlier replay of the same graph ran, and its last op is the last "
-                "of its device: the capture ended during the replay, so its busy time is not measured"
-            )
-            frame = frame.filter(pl.col("iteration") != last["iteration"])
-            gaps = gaps.filter(pl.col("iteration") != last["iteration"])
+    left_out = _left_out_last(trace, assignment, frame)
+    if left_out is not None:
+        dropped, why = left_out
+        warnings.append(why)
+        frame = frame.filter(pl.col("iteration") != dropped)
+        gaps = gaps.filter(pl.col("iteration") != dropped)
     slow_start, slow_iterations = (
         _slow_start_warning(frame, name, trace, ranges) if not skip_given else ([], [])
     )
@@ -1321,6 +1296,39 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         small_gaps,
         lost is not None,
     )
+
+
+def _left_out_last(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> tuple[int, str] | None:
+    """(the iteration, the warning) when the last analyzed iteration of ``frame`` is not one of the run's: the
+    step torch.profiler stopped in (:func:`_closing_profiler_step`), or, of two or more, one whose launches'
+    work (:func:`tracekit.analyzers.plausibility.cut_off_launches`) or CUDA-graph replay
+    (:func:`tracekit.analyzers.plausibility.cut_off_replay`) the capture cut off; None otherwise."""
+    stub = _closing_profiler_step(trace, assignment, frame)
+    if stub is not None:
+        stub_range = frame.filter(pl.col("iteration") == stub)
+        return stub, (
+            f"left out the last step, {stub_range['name'][0]} "
+            f"({stub_range['latency_ns'][0] / 1e6:.3f} ms): it holds no device op, launch call or CPU "
+            "operator, while the other steps do: the step the profiler stopped in, not a step of the run"
+        )
+    if frame.height < 2:
+        return None
+    last = frame.row(frame.height - 1, named=True)
+    cut = plausibility.cut_off_launches(trace, last["range_start"], last["range_end"], last.get("pid"))
+    if cut:
+        return last["iteration"], (
+            f"left out the last iteration, {last['name']}: {cut} of its launch calls have no op in the "
+            "trace, launched after the last launch of their thread whose op it holds: the capture ended "
+            "before the device ran them, so its busy time is not measured"
+        )
+    replay = plausibility.cut_off_replay(trace, last["range_start"], last["range_end"], last.get("pid"))
+    if replay:
+        return last["iteration"], (
+            f"left out the last iteration, {last['name']}: its CUDA-graph replay holds {replay[0]} ops, the "
+            f"first of the {replay[1]} an earlier replay of the same graph ran, and its last op is the last "
+            "of its device: the capture ended during the replay, so its busy time is not measured"
+        )
+    return None
 
 
 def _closing_profiler_step(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> int | None:
