@@ -39,6 +39,8 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import polars as pl
 
 from tracekit.calls import pair_key, pair_keys_fit
@@ -603,6 +605,17 @@ def _linked_calls(calls: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame,
     return calls.select("pid", "thread", "start", _call_key(exact)).with_columns(linked), op_keys
 
 
+def _calls_in_range(
+    api: pl.DataFrame, names: Collection[str], start: int, end: int, pid: int | None
+) -> pl.DataFrame:
+    """The calls of ``names`` with a correlation id that start in [``start``, ``end``) (the last iteration's
+    range), of process ``pid`` (any, when None)."""
+    window = pl.col("start").is_between(start, end, closed="left") & pl.col("correlation").is_not_null()
+    if pid is not None:
+        window &= pl.col("pid") == pid
+    return calls_named(api.filter(window), names)
+
+
 def cut_off_launches(trace: Trace, start: int, end: int, pid: int | None) -> int:
     """How many launch calls of process ``pid`` (any, when None) starting in [``start``, ``end``) (the last
     iteration's range) have no op in the trace although an earlier launch of their thread has its op, and
@@ -614,10 +627,7 @@ def cut_off_launches(trace: Trace, start: int, end: int, pid: int | None) -> int
     api = trace.api
     if api.is_empty() or trace.ops.is_empty() or "thread" not in api.columns:
         return 0
-    window = pl.col("start").is_between(start, end, closed="left") & pl.col("correlation").is_not_null()
-    if pid is not None:
-        window &= pl.col("pid") == pid
-    in_range = calls_named(api.filter(window), LAUNCH_API_NAMES)
+    in_range = _calls_in_range(api, LAUNCH_API_NAMES, start, end, pid)
     if in_range.is_empty():
         return 0
     in_range, _ = _linked_calls(in_range, trace.ops)
@@ -653,10 +663,7 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
     api, ops = trace.api, trace.ops
     if api.is_empty() or ops.is_empty():
         return None
-    window = pl.col("start").is_between(start, end, closed="left") & pl.col("correlation").is_not_null()
-    if pid is not None:
-        window &= pl.col("pid") == pid
-    launches = calls_named(api.filter(window), GRAPH_LAUNCH_NAMES)
+    launches = _calls_in_range(api, GRAPH_LAUNCH_NAMES, start, end, pid)
     if launches.is_empty():
         return None
     exact = pair_keys_fit(launches, ops)
