@@ -504,7 +504,8 @@ def _read_ops(
     """Kernels, memcpys and memsets (:data:`OPS_SCHEMA`; columns not in ``cols`` may be left out)."""
     parts = []
     nameless = 0
-    if cols is not None and export.nonempty(GRAPH_TRACE_TABLE):
+    whole_graphs = export.nonempty(GRAPH_TRACE_TABLE)
+    if cols is not None and whole_graphs:
         # Placing whole-graph rows (:func:`_graph_rows_placed`) needs every op's launch key and stream; the
         # reader drops the columns not asked for afterwards.
         cols = cols | {"pid", "correlation", "stream"}
@@ -523,7 +524,7 @@ def _read_ops(
         parts.append(_read_graph_executions(export, path, cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
     ops = _without_untimed(ops, warnings).with_columns(_no_zero_correlation())
-    if export.nonempty(GRAPH_TRACE_TABLE):
+    if whole_graphs:
         ops = _graph_rows_placed(ops, warnings)
     graphs = ops.select((pl.col("kind") == "graph").sum()).item() if ops.height else 0
     if graphs:
