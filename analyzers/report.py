@@ -50,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit.analyzers.attribution import ALREADY_GRAPHS
-from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES
+from tracekit.analyzers.identify import INFERRED_SOURCES
 from tracekit.analyzers.iterations import SLOW_START_MARK
 from tracekit.analyzers.recommendations import Recommendation, recommend
 from tracekit.analyzers.stability import Measurement, difference, measure
@@ -67,9 +67,6 @@ from tracekit.analyzers.sweep import (
     sweep_key,
 )
 from tracekit.model import LAUNCH_API_NAMES
-
-#: Where a configuration value was guessed, not stated (:mod:`tracekit.analyzers.identify`).
-INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES)
 
 #: The idle-time causes, as report columns (:data:`tracekit.analyzers.attribution.CAUSE_MS`).
 CAUSE_COLUMNS: tuple[str, ...] = ("dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms")

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from tracekit.analyzers.identify import FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES
+from tracekit.analyzers.identify import INFERRED_SOURCES
 from tracekit.analyzers.paper import (
     PAPER_CITATION,
     PAPER_SETUP,
@@ -104,8 +104,6 @@ ROW_KEYS = [
     "uncertain",
     "empty_because",
 ]
-
-INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES)
 
 #: Keys whose value may be inferred; the row says each one's source (``<key>_source``).
 IDENTITY_KEYS = ("runtime", "batch_size", "seq_len", "precision")
