@@ -1367,8 +1367,8 @@ def _closing_profiler_step(trace: Trace, assignment: Assignment, frame: pl.DataF
 def _setup_findings(
     trace: Trace, ranges: pl.DataFrame, windows: pl.DataFrame, frame: pl.DataFrame, synthetic: bool
 ) -> tuple[list[str], list[str], str | None, list[int]]:
-    """:func:`tracekit.analyzers.setup_calls.setup_warnings` for the analyzed iterations (``frame``), and the
-    iterations they name (:func:`tracekit.analyzers.setup_calls.flagged_iterations`): each
+    """:func:`tracekit.analyzers.setup_calls.setup_warnings` for the analyzed iterations (``frame``), with the
+    iterations they name: each
     setup call belongs to the range of its own process holding its start (a synthetic window: the window
     holding it, whatever its process)."""
     from tracekit.analyzers import setup_calls
@@ -1386,9 +1386,7 @@ def _setup_findings(
             calls.get_column("start"), sort_frame(ranges, ["range_start"], [False]), calls.get_column("pid")
         )
     per_iteration = setup_calls.setup_ns_per_iteration(calls, windows, iteration)
-    return *setup_calls.setup_warnings(per_iteration, frame), setup_calls.flagged_iterations(
-        per_iteration, frame
-    )
+    return setup_calls.setup_warnings(per_iteration, frame)
 
 
 #: An iteration at least this share of whose launch calls were made during a stream capture builds a graph.

@@ -221,36 +221,25 @@ def _iterations_text(indices: list[int]) -> str:
     return f"iterations {shown}" + (f" and {len(indices) - 8} more" if len(indices) > 8 else "")
 
 
-def _flagged(per_iteration: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
-    """The rows of ``per_iteration`` whose iteration is a set-up one (module docstring), with ``latency_ns``."""
-    latency = frame.select(
-        pl.col("index").alias("iteration"), (pl.col("latency_ms") * 1e6).alias("latency_ns")
-    )
-    return per_iteration.join(latency, on="iteration", how="inner").filter(
-        (pl.col("setup_ns") >= SETUP_MIN_NS) & (pl.col("setup_ns") >= SETUP_SHARE * pl.col("latency_ns"))
-    )
-
-
-def flagged_iterations(per_iteration: pl.DataFrame, frame: pl.DataFrame) -> list[int]:
-    """The set-up iterations that :func:`setup_warnings` names (arguments as there)."""
-    if per_iteration.is_empty() or frame.is_empty():
-        return []
-    return _flagged(per_iteration, frame).get_column("iteration").to_list()
-
-
 def setup_warnings(
     per_iteration: pl.DataFrame, frame: pl.DataFrame
-) -> tuple[list[str], list[str], str | None]:
-    """(warnings, doubts, caveat) about the set-up iterations (module docstring) among the analyzed ones; the
-    caveat (None: no set-up iteration) is the CUDA-graph projection's: it removes setup calls as host work.
+) -> tuple[list[str], list[str], str | None, list[int]]:
+    """(warnings, doubts, caveat, the set-up iterations they name) about the set-up iterations (module
+    docstring) among the analyzed ones; the caveat (None: no set-up iteration) is the CUDA-graph projection's:
+    it removes setup calls as host work.
     ``per_iteration``: :func:`setup_ns_per_iteration`; ``frame``: the analyzed iterations (``index``,
     ``latency_ms``; warm-up already dropped). Doubts start "verdict uncertain"; the caller shows them as
     warnings too (they are not repeated in the first list)."""
     if per_iteration.is_empty() or frame.is_empty():
-        return [], [], None
-    flagged = _flagged(per_iteration, frame)
+        return [], [], None, []
+    latency = frame.select(
+        pl.col("index").alias("iteration"), (pl.col("latency_ms") * 1e6).alias("latency_ns")
+    )
+    flagged = per_iteration.join(latency, on="iteration", how="inner").filter(
+        (pl.col("setup_ns") >= SETUP_MIN_NS) & (pl.col("setup_ns") >= SETUP_SHARE * pl.col("latency_ns"))
+    )
     if flagged.is_empty():
-        return [], [], None
+        return [], [], None, []
     indices = flagged.get_column("iteration").to_list()
     total = int(flagged.get_column("setup_ns").sum())
     calls = (
@@ -284,7 +273,7 @@ def setup_warnings(
             if leading
             else "; they count as framework overhead (other_api) in those iterations"
         )
-        return [what + hint], [], caveat
+        return [what + hint], [], caveat, indices
     doubt = (
         f"verdict uncertain: {what}. A first run pays them once (CUDA initializes inside its first call; the "
         "caching allocator's first allocations): then they are not the steady state, so profile after a "
@@ -292,4 +281,4 @@ def setup_warnings(
         "they recur every iteration, they are a cost the framework pays each time. They count as framework "
         "overhead (other_api)"
     )
-    return [], [doubt], caveat
+    return [], [doubt], caveat, indices
