@@ -65,6 +65,7 @@ from tracekit.analyzers.sweep import (
     latency_basis,
     plateau_with_noise,
     sweep_key,
+    sweep_label,
 )
 from tracekit.model import LAUNCH_API_NAMES
 
@@ -324,7 +325,7 @@ class SweepReport:
         """``{runtime: {str(seq_len): transition batch size or None}}`` (JSON-ready keys)."""
         out: dict[str, dict[str, int | None]] = {}
         for sweep in self.sweeps:
-            label = sweep.get("label") or sweep["runtime"]
+            label = sweep_label(sweep)
             out.setdefault(label, {})[str(sweep["seq_len"])] = sweep["transition_batch_size"]
         return out
 

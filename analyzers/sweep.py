@@ -64,6 +64,12 @@ def sweep_key(item: Mapping[str, Any]) -> tuple[Any, ...]:
     return (item["runtime"], item["seq_len"], *(item.get(k) for k in SWEEP_IDENTITY))
 
 
+def sweep_label(sweep: Mapping[str, Any]) -> str:
+    """A sweep's name as the report prints it: its ``label`` (``pytorch (cpu, fp32)`` where the runtime alone
+    does not name it), else its runtime (a sweep of a report.json written without labels)."""
+    return sweep.get("label") or sweep["runtime"]
+
+
 def config_key(row: Mapping[str, Any]) -> tuple[Any, ...]:
     """One configuration: its sweep and its batch size."""
     return (*sweep_key(row), row["batch_size"])

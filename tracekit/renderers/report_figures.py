@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from tracekit.analyzers.report import CAUSE_COLUMNS
-from tracekit.analyzers.sweep import config_key, sweep_key
+from tracekit.analyzers.sweep import config_key, sweep_key, sweep_label
 
 
 def _causes(members: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
@@ -32,7 +32,7 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
     )
 
     def label(s: dict[str, Any]) -> str:
-        name = s.get("label") or s["runtime"]
+        name = sweep_label(s)
         return name + (f" (seq {s['seq_len']})" if multi_seq and s["seq_len"] is not None else "")
 
     if report.sweeps:
@@ -43,7 +43,7 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
                 {
                     "title": label(s)
                     if s["seq_len"] is None or multi_seq
-                    else f"{s.get('label') or s['runtime']} (seq {s['seq_len']})",
+                    else f"{sweep_label(s)} (seq {s['seq_len']})",
                     "batch_sizes": s["batch_sizes"],
                     "busy_ms": [m["gpu_busy_ms"] for m in members],
                     "overhead_ms": [m["framework_overhead_ms"] for m in members],

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracekit.analyzers.sweep import sweep_label
 from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import render_markdown
 
@@ -105,7 +106,7 @@ def headroom_lines(doc: dict[str, Any]) -> list[str]:
             continue
         host = sum((causes[c][i] or 0.0) for c in ("dispatch", "launch", "sync", "other_api") if c in causes)
         lines.append(
-            f"{sweep.get('label') or sweep['runtime']}: at batch {batches[i]} the device idles {idle[0]:.3g} ms an iteration, "
+            f"{sweep_label(sweep)}: at batch {batches[i]} the device idles {idle[0]:.3g} ms an iteration, "
             f"{100 * host / idle[0]:.0f}% of it host-side (dispatch, launch, sync, other API); up to batch "
             f"{head} (the free headroom) busy grows {busy[i]:.3g} -> {busy[j]:.3g} ms while the idle time "
             f"goes {idle[0]:.3g} -> {idle[1]:.3g} ms: the added device work fills host-bound idle time."
@@ -174,7 +175,7 @@ def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for sweep in doc["sweeps"]:
         row = dict(sweep)
-        row["runtime"] = sweep.get("label") or sweep["runtime"]
+        row["runtime"] = sweep_label(sweep)
         row["batch_range"] = ", ".join(str(b) for b in sweep["batch_sizes"])
         edge = sweep.get("plateau_edge") or []
         row["plateau_range"] = _span(sweep["plateau"]) + (
