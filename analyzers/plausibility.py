@@ -443,9 +443,9 @@ def lost_graph_replays(trace: Trace) -> str | None:
     a node's kernel nor a whole-graph execution, although a later launch call of their thread (of their
     process, for a thread without any launch that has its op) has its op: the device ran those replays, but
     the trace holds none of their work (a profiler that did not record graph nodes, or dropped their
-    records), so the busy time is short by whole graphs. :func:`lost_kernels` leaves graph launches aside; a qwen H100 trace with two thirds of its
-    launches made graph replays whose kernels were then left out read "framework-bound, 33.8%" for "compute,
-    64.6%" without a word. The last launches of a thread are not counted (the capture may end before the
+    records), so the busy time is short by whole graphs. :func:`lost_kernels` leaves graph launches aside; a
+    qwen H100 trace with two thirds of its launches made graph replays whose kernels were then left out read
+    "framework-bound, 33.8%" for "compute, 64.6%" without a word. The last launches of a thread are not counted (the capture may end before the
     device runs them), nor calls made during a stream capture."""
     api = trace.api
     if api.is_empty() or trace.ops.is_empty() or "thread" not in api.columns:

@@ -72,8 +72,8 @@ What lands where:
 
 CPU-only traces (no kernel, memcpy or memset event): ``ops`` holds the top-level CPU operators (``cpu_op`` /
 ``Operator`` events not nested in another CPU operator on their thread, scopes such as ProfilerStep
-excluded), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid, ``correlation``/``graph``
-null; ``meta["device"]`` is then "cpu".
+excluded), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid,
+``correlation``/``graph`` null; ``meta["device"]`` is then "cpu".
 ``cpu_ops`` (GPU traces only; empty on CPU-only ones, whose operators are the ``ops``)
     the same top-level CPU operators: ``start``, ``end``, ``pid``, ``thread`` (numbered as ``api.thread``),
     ``name``, in file order; the idle-time attribution names dispatch time after the enclosing one. Built

@@ -7,8 +7,8 @@ distinct names, one as-of join; no per-event Python):
     ``{"count": int, "names": {name: count}, "namespaces": {ns: count}, "launches": int,
     "launches_outside_ops": float | None}``. CPU operators are the complete events of category ``cpu_op``
     (``Operator`` in 2021 traces) with a readable ``ts``, ``record_function`` scopes (``ProfilerStep#N``,
-    ``Optimizer.step#SGD.step``: a ``#`` in the name) excluded (the reader makes them ranges, not operators). ``count``: how many. ``names``: the 50 most frequent names with their
-    counts, plus (at most 50 more, most frequent first) names that contain ``::`` but are not ``aten::``
+    ``Optimizer.step#SGD.step``: a ``#`` in the name) excluded (the reader makes them ranges, not
+    operators). ``count``: how many. ``names``: the 50 most frequent names with their counts, plus (at most 50 more, most frequent first) names that contain ``::`` but are not ``aten::``
     and names without ``::`` (``<forward op>``, ``fallback_function``, ``prim::...`` ...); ties broken by
     name; ordered by count, most frequent first. ``namespaces``: event counts by the part of the name
     before its first ``::`` ("" for names without one), over all CPU operators. ``launches``: kernel-launch
