@@ -175,6 +175,19 @@ def _fake_nsys(root: Path) -> str:
     return str(nsys)
 
 
+def test_finds_the_importer_of_nsight_computes_bundled_nsys(tmp_path: Path) -> None:
+    # the layout of the H200 image's only nsys (Nsight Compute 2025.3.1), whose own import failed there
+    host = tmp_path / "nsight-compute" / "2025.3.1" / "host"
+    (host / "target-linux-x64").mkdir(parents=True)
+    (host / "linux-desktop-glibc_2_11_3-x64").mkdir()
+    nsys = host / "target-linux-x64" / "nsys"
+    importer = host / "linux-desktop-glibc_2_11_3-x64" / "QdstrmImporter"
+    for p in (nsys, importer):
+        p.write_text("#!/bin/sh\n")
+        p.chmod(p.stat().st_mode | stat.S_IXUSR)
+    assert nsys_mod.find_importer(str(nsys)) == importer
+
+
 def test_finalize_imports_qdstrm_then_exports(tmp_path: Path) -> None:
     nsys = _fake_nsys(tmp_path / "nsight")
     assert nsys_mod.find_importer(nsys) == tmp_path / "nsight" / "host-linux-x64" / "QdstrmImporter"

@@ -117,17 +117,18 @@ def verify_gpu_metrics(sqlite: str | Path, nsys_gpu_id: int) -> tuple[bool | Non
     return True, f"{counts[nsys_gpu_id]} samples from GPU {nsys_gpu_id}"
 
 
+#: Install roots of distribution packages of Nsight Systems (Debian, RPM).
+SYSTEM_ROOTS = ("/usr/lib/nsight-systems", "/usr/lib64/nsight-systems")
+
+
 def importer_candidates(nsys: str) -> list[Path]:
     """Places QdstrmImporter may live, relative to the nsys install first, then known install roots."""
     real = Path(os.path.realpath(nsys))
-    found: list[Path] = []
-    for root in (
-        real.parent.parent,
-        real.parent,
-        Path("/usr/lib/nsight-systems"),
-        Path("/usr/lib64/nsight-systems"),
-    ):
-        found.append(root / "host-linux-x64" / "QdstrmImporter")
+    found = [root / "host-linux-x64" / "QdstrmImporter" for root in (real.parent.parent, real.parent)]
+    # Nsight Compute's bundled nsys (``.../nsight-compute/<v>/host/target-linux-x64/nsys``, the only nsys of
+    # some GPU images) has its importer in a sibling host folder: ``linux-desktop-glibc_2_11_3-x64``
+    found.extend(sorted(real.parent.parent.glob("*-x64/QdstrmImporter")))
+    found += [Path(root) / "host-linux-x64" / "QdstrmImporter" for root in SYSTEM_ROOTS]
     for pattern in (
         "/opt/nvidia/nsight-systems/*/host-linux-x64/QdstrmImporter",
         "/usr/local/cuda*/nsight-systems*/host-linux-x64/QdstrmImporter",
