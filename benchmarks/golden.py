@@ -178,6 +178,13 @@ def sample_cases() -> list[Case]:
         ],
         "h200_pytorch_ncu_only": [f"{H200}/pytorch-ncu"],
         "h200_sweep_cuda_graphs": [f"{H200}/sweep-cuda-graphs"],
+        # nsys GPU-metric samples (SMs active, warp occupancy) beside ncu's counters on the same model
+        "h200_nsys_metrics_and_ncu": [
+            f"{H200}/nsys-pytorch",
+            f"{H200}/nsys-cuda-graphs",
+            "--ncu",
+            f"{H200}/pytorch-ncu/pytorch_b1_s128.ncu.csv.gz",
+        ],
         "cpu_runs": [
             "sample_traces/cpu_onnx_bert_nsys",
             "sample_traces/cpu_onnx_bert_ort",
