@@ -322,3 +322,41 @@ def test_analyze_warns_of_a_slow_start_in_the_means() -> None:
     # a --skip the user chose is theirs: no word
     assert not [w for w in analyze_iterations(_warm_trace(), skip=0).warnings if "slow start" in w]
     assert analyze_iterations(_warm_trace(), skip=1).iterations.height == 9
+
+
+def test_a_slow_first_half_is_not_called_warm_up_alone_and_moves_the_medians() -> None:
+    # a real H200 compile-cudagraphs b8 trace (sample_traces/h200_bert_fp16/compile-cudagraphs-run5): its first
+    # 10 of 20 iterations at 1.36-1.49 ms, the last 10 at 1.18-1.28. The warning had said "warm-up in the
+    # trace ... the medians and the verdict do not [include them]", while the median, 1.319 ms, lay between
+    # the two levels.
+    from tests.builders import make_trace
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    us = 1_000
+
+    def slow_start_said(lengths_us: list[int]) -> list[str]:
+        starts, t = [], 0
+        for length in lengths_us:
+            starts.append((t, t + length * us))
+            t += length * us + 10 * us
+        ranges = [(s, e, "iteration") for s, e in starts]
+        api = [(s + us, s + 2 * us, i, "cudaLaunchKernel") for i, (s, _) in enumerate(starts)]
+        ops = [(s + 3 * us, e - 5 * us, i, 7) for i, (s, e) in enumerate(starts)]
+        warnings = analyze_iterations(make_trace(ranges=ranges, api=api, ops=ops), skip=None).warnings
+        return [w for w in warnings if "slow start" in w]
+
+    # a cold first step decaying over the first half (the sweep-cuda-graphs b2 sample's shape) is warm-up, and
+    # the median moves a little
+    assert slow_start_said([1550, 900, 890, 880, 870, 844, 844, 843, 853, 840]) == [
+        "the first 5 of 10 'iteration' iterations are a slow start (1.550, 0.900, 0.890, ... ms, against a "
+        "median of 0.844 ms for the rest): warm-up in the trace (lazy loading, compilation, cold caches); the "
+        "means and the medians include them (mean latency 0.931 ms, 0.845 without them; median 0.861 ms, 0.844 "
+        "without them): --skip 5 drops them"
+    ]
+    assert slow_start_said([1450] * 10 + [1220] * 10) == [
+        "the first 10 of 20 'iteration' iterations are a slow start (1.450, 1.450, 1.450, ... ms, against a "
+        "median of 1.220 ms for the rest): the whole first half of the run, at one level: warm-up left in the "
+        "trace and a change of level during the run (GPU clocks, host load, another process) cannot be told apart; the "
+        "means and the medians include them (mean latency 1.335 ms, 1.220 without them; median 1.335 ms, 1.220 "
+        "without them): --skip 10 drops them, a longer run would tell which"
+    ]
