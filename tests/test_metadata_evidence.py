@@ -263,3 +263,23 @@ def test_a_run_label_the_trace_content_contradicts_is_said_and_marked_uncertain(
     doc["runtime"] = "torchscript"  # same framework: content cannot tell the label wrong
     (run / "run.json").write_text(json.dumps(doc))
     assert not any("but the trace content says" in w for w in table_document([run])["warnings"])
+
+
+def test_a_trace_has_one_profiler_name_whichever_source_names_it() -> None:
+    # a Kineto file alone (reader format "kineto") and one in a run directory (run.json key "torch") had been
+    # two profilers, so the report never compared their traced latencies (latency_basis)
+    import tracekit
+    from tracekit.inputs import profiler_name
+
+    samples = Path(__file__).resolve().parents[1] / "sample_traces"
+    loose = tracekit.analyze(samples / "synthetic" / "ranks4" / "rank0.synthetic.json.gz")
+    in_run = tracekit.analyze(samples / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz")
+    assert loose.config.profiler == in_run.config.profiler == "torch"
+    assert [profiler_name(v) for v in ("nsys-sqlite", "nsys", "ncu-csv", "ncu-rep", "ort", None)] == [
+        "nsys",
+        "nsys",
+        "ncu",
+        "ncu",
+        "ort",
+        None,
+    ]

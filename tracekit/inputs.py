@@ -415,6 +415,24 @@ def _runtime_contradicted(stated: str, source: str, trace: Trace) -> tuple[tuple
     )
 
 
+#: A reader's format -> the profiler that wrote it, in ``tracekit collect --profiler`` words (run.json's
+#: ``traces`` keys and the sidecars' ``profiler``), so that a trace's profiler has one spelling whichever
+#: source names it: a Kineto file alone (format ``kineto``) and one in a run directory (``torch``) had been
+#: two profilers, and their latencies never compared.
+PROFILER_OF_FORMAT = {
+    "nsys-sqlite": "nsys",
+    "kineto": "torch",
+    "ort": "ort",
+    "ncu-csv": "ncu",
+    "ncu-rep": "ncu",
+}
+
+
+def profiler_name(value: str | None) -> str | None:
+    """``value`` (a run.json key, a sidecar's ``profiler`` or a reader's format) in collect's words."""
+    return PROFILER_OF_FORMAT.get(value, value) if value else None
+
+
 @dataclass(frozen=True)
 class TraceConfig:
     """The configuration of one analyzed trace, by the module docstring's precedence: what the run states
@@ -484,7 +502,7 @@ class TraceConfig:
         untraced = item.untraced_latency_ms
         return cls(
             path=Path(item.path),
-            profiler=item.profiler or meta.get("profiler") or meta.get("format"),
+            profiler=profiler_name(item.profiler or meta.get("profiler") or meta.get("format")),
             runtime=values.get("runtime"),
             model=item.model or meta.get("model"),
             batch_size=None if batch is None else int(batch),
