@@ -226,6 +226,8 @@ class IterationAnalysis:
     setup_caveat: str | None = None
     #: :attr:`Measured.capture_refusal`
     capture_refusal: str | None = None
+    #: :attr:`Measured.setup_iterations`
+    setup_iterations: tuple[int, ...] = ()
 
     def gap_causes(self, trace: Trace) -> pl.DataFrame:
         """Every idle gap with its cause columns (``cause``, ``host_state``, ``pid``, ``thread``,
@@ -1081,6 +1083,9 @@ class Measured:
     #: the launch calls of ops without one were lost during the capture (:func:`plausibility.lost_launches`):
     #: those ops are the iterations' own work, not work they did not launch (:func:`_foreign_work_findings`)
     launches_lost: bool = False
+    #: the iterations whose setup calls :attr:`setup_caveat` speaks of (a report row whose means leave them
+    #: out leaves the caveat out too)
+    setup_iterations: tuple[int, ...] = ()
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -1321,6 +1326,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         unit,
         small_gaps,
         lost is not None,
+        tuple(setting_up),
     )
 
 
@@ -1654,6 +1660,7 @@ def summarize_stages(
         no_verdict=reason,
         setup_caveat=measured.setup_caveat,
         capture_refusal=measured.capture_refusal,
+        setup_iterations=measured.setup_iterations,
     )
 
 

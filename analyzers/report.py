@@ -23,8 +23,9 @@ Units: ``*_ms`` milliseconds, ``*_us`` microseconds, fractions in 0..1, throughp
 - dispatch_ms / launch_ms / sync_ms / other_api_ms / in_flight_ms: the framework overhead (idle time) by cause,
   means over the traced iterations (:mod:`tracekit.analyzers.attribution`); they sum to framework_overhead_ms.
 - graph_projected_ms: mean projected latency if launch and dispatch between kernels disappeared (the
-  iterations replayed as CUDA graphs, :func:`tracekit.analyzers.attribution.project_cuda_graphs`); null on
-  CPU-only traces, traces that already replay graphs and traces without device work.
+  iterations replayed as CUDA graphs, :func:`tracekit.analyzers.attribution.project_cuda_graphs`), over the
+  same iterations as traced_latency_ms (those the stability rules keep); null on CPU-only traces, traces that
+  already replay graphs and traces without device work.
 - launch_api_ms: summed CPU time of the launch calls per iteration (mean).
 - profiler_ratio: traced / untraced median latency (profiler perturbation), null without untraced.
 - latency_vs_smallest: latency_ms over the smallest batch size's, with the conservative interval
@@ -49,7 +50,7 @@ from typing import TYPE_CHECKING, Any
 
 import polars as pl
 
-from tracekit.analyzers.attribution import ALREADY_GRAPHS
+from tracekit.analyzers.attribution import ALREADY_GRAPHS, Projection, projection
 from tracekit.analyzers.identify import INFERRED_SOURCES
 from tracekit.analyzers.iterations import SLOW_START_MARK
 from tracekit.analyzers.recommendations import Recommendation, recommend
@@ -218,7 +219,7 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
     perturbation = difference(untraced_stats, traced_stats) if untraced_stats is not None else None
     overhead = mean("framework_overhead_ms")
     launch_api_us = mean("launch_api_us")
-    projection = analyzed.projection
+    projection = _row_projection(analyzed, frame, bool(traced_stats.dropped))
     return {
         "runtime": config.runtime or "unknown",
         "model": config.model,
@@ -271,6 +272,26 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "_latency": used,
         "_perturbation": perturbation,
     }
+
+
+def _row_projection(analyzed: Analysis, kept: pl.DataFrame, dropped: bool) -> Projection | None:
+    """The CUDA-graph projection over the row's iterations ``kept`` (those the stability rules keep, as the
+    row's traced means are): the analysis' own is over every analyzed iteration, so beside a traced latency
+    without a slow start its mean projected latency held the slow iterations (a saving too small, or none).
+    Recomputed when the rules dropped iterations; its setup-call caveat only while one of the set-up
+    iterations it names is kept. None for a loaded analysis (no attribution to recompute from) that dropped
+    some: the launch-call rule then falls back to its own estimate from the row's means."""
+    whole = analyzed.projection
+    if not dropped or whole is None or not whole.applies:
+        return whole
+    source = analyzed.source
+    attribution = None if source is None else source.iterations.attribution
+    if source is None or attribution is None:
+        return None
+    result = source.iterations
+    indices = set(kept.get_column("index").to_list())
+    caveat = result.setup_caveat if indices & set(result.setup_iterations) else None
+    return projection(kept, attribution, analyzed.device, caveat, result.capture_refusal)
 
 
 def _row_warnings(analyzed: Analysis, traced_stats: Measurement) -> list[str]:
