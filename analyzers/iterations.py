@@ -1009,6 +1009,9 @@ class Assignment:
     calls: pl.DataFrame
     unassigned: dict[str, Any] | None
     warnings: list[str]
+    #: :func:`tracekit.analyzers.plausibility.lost_launch_findings` on ``ops``: (the doubt that the launch
+    #: calls of ops without one were lost during the capture, how many ops it names, its evidence)
+    lost_launches: tuple[str | None, int, str | None] = (None, 0, None)
 
     @property
     def ranges(self) -> pl.DataFrame:
@@ -1040,18 +1043,24 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
     )
     iteration, call, calls, missing = _iterations_of(ops, trace.api, ranges)
     assigned = iteration.is_not_null()
+    # (before the warnings on ops without a launching call: where their calls were lost during the capture,
+    # those warnings say so, not "launched before the capture began", which the doubt contradicts)
+    lost = plausibility.lost_launch_findings(trace, pl.DataFrame([missing.alias("no_launch")]))
+    if choice.synthetic and lost[0] is not None:
+        # windows cut from the device timeline hold those ops too: they count, and busy is not short by them
+        lost = (None, *lost[1:])
     unassigned = None
     if not assigned.all():
         when = calls.get_column("call_start").gather(call).fill_null(ops.get_column("start"))
         unassigned = unassigned_ops(ops, iteration, missing, ranges, when, trace.api)
-        warnings += _unassigned_warnings(unassigned, choice.synthetic)
+        warnings += _unassigned_warnings(unassigned, choice.synthetic, lost)
         del when
-    warnings += _correlation_warnings(ops, assigned, missing, trace.api, choice.synthetic)
+    warnings += _correlation_warnings(ops, assigned, missing, trace.api, choice.synthetic, lost)
     warnings += gpu_annotation_check(trace, ranges, ops, iteration, choice.name)
     # Every op, those of no iteration too: a gap's next op is any op starting at its end (the one launched
     # first), so that its cause does not depend on which ops the windows hold.
     ops = ops.drop("pid", "correlation").with_columns(call, iteration, missing.alias("no_launch"))
-    return Assignment(choice, device, ops, calls, unassigned, warnings)
+    return Assignment(choice, device, ops, calls, unassigned, warnings, lost)
 
 
 @dataclass(frozen=True)
@@ -1274,7 +1283,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
     implausible = plausibility.doubts(trace, frame)
-    lost = plausibility.lost_launches(trace, assignment.ops)
+    lost = assignment.lost_launches[0]
     implausible += [lost] if lost else []
     capture_notes, capture_doubts, capture_refusal, capturing = _capture_findings(trace, ranges, frame)
     warnings += capture_notes
@@ -1325,7 +1334,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         capture_refusal,
         unit,
         small_gaps,
-        lost is not None,
+        assignment.lost_launches[1] > 0,
         tuple(setting_up),
     )
 
@@ -1730,19 +1739,33 @@ def analyze_iterations(
 _attribute = attribute
 
 
-def _unassigned_warnings(unassigned: dict[str, Any], synthetic: bool) -> list[str]:
-    """The warnings that say which ops count in no iteration (:func:`unassigned_ops`)."""
+def _unassigned_warnings(
+    unassigned: dict[str, Any], synthetic: bool, lost: tuple[str | None, int, str | None] = (None, 0, None)
+) -> list[str]:
+    """The warnings that say which ops count in no iteration (:func:`unassigned_ops`); ``lost``:
+    :func:`tracekit.analyzers.plausibility.lost_launch_findings`, whose doubt names the cause of the ops
+    without a launching call when it has one (the warning does not give them another)."""
     out = []
     missing, outside = unassigned["launch_not_in_trace"], unassigned["outside_iterations"]
     if missing["ops"]:
         inside = missing.get("inside_capture", 0)
-        why = (
-            "launched before the capture began"
-            if not inside
-            else f"{inside} of them launched during the capture, their ids lying between their process's first "
-            "and last call ids, with their call records lost"
-            + (", the others before the capture began" if inside < missing["ops"] else "")
-        )
+        if lost[1] and lost[2] == "stream":
+            during = min(lost[1], missing["ops"])
+            why = (
+                "launched during the capture, their call records lost: they ran after work of their stream whose "
+                "launch the trace has"
+                if during == missing["ops"]
+                else f"{during} of them launched during the capture, their call records lost: they ran after work "
+                "of their stream whose launch the trace has; the others before the capture began"
+            )
+        else:
+            why = (
+                "launched before the capture began"
+                if not inside
+                else f"{inside} of them launched during the capture, their ids lying between their process's "
+                "first and last call ids, with their call records lost"
+                + (", the others before the capture began" if inside < missing["ops"] else "")
+            )
         out.append(
             f"{missing['ops']} device ops ({missing['busy_ms']:.3f} ms busy) have a correlation id but no "
             f"launching call in the trace ({why}): they count in no iteration"
@@ -1766,9 +1789,15 @@ def _unassigned_warnings(unassigned: dict[str, Any], synthetic: bool) -> list[st
 
 
 def _correlation_warnings(
-    ops: pl.DataFrame, assigned: pl.Series, missing: pl.Series, api: pl.DataFrame, synthetic: bool
+    ops: pl.DataFrame,
+    assigned: pl.Series,
+    missing: pl.Series,
+    api: pl.DataFrame,
+    synthetic: bool,
+    lost: tuple[str | None, int, str | None] = (None, 0, None),
 ) -> list[str]:
-    """Facts about ops without a launching call in the iterations: counted from the ops, never from gaps."""
+    """Facts about ops without a launching call in the iterations: counted from the ops, never from gaps
+    (``lost``: as :func:`_unassigned_warnings` takes it)."""
     if not _has_launch_calls(api):
         return []
     out = []
@@ -1781,9 +1810,18 @@ def _correlation_warnings(
         )
     before = int((assigned & missing).sum())
     if before and synthetic:
+        evidence = {
+            "stream": "ran after work of their stream whose launch the trace has",
+            "ids": "carry ids between their process's first and last call ids",
+        }
+        when = (
+            "have no launching call in the trace (launched during the capture, their call records lost: "
+            f"{min(lost[1], before)} of them {evidence[lost[2]]})"
+            if lost[1] and lost[2] in evidence
+            else "were launched before the capture began (no launching call in the trace)"
+        )
         out.append(
-            f"{before} device ops in the windows were launched before the capture began (no launching call in "
-            "the trace): the gaps they end are device-side (in_flight)"
+            f"{before} device ops in the windows {when}: the gaps they end are device-side (in_flight)"
         )
     return out
 

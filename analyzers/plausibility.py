@@ -284,7 +284,13 @@ def inside_call_ids(ops: pl.DataFrame, no_launch: pl.Series, api: pl.DataFrame) 
 
 
 def lost_launches(trace: Trace, ops: pl.DataFrame) -> str | None:
-    """The doubt when the launch calls of many of the trace's ops are lost (``ops``: the assignment's
+    """The doubt of :func:`lost_launch_findings` (None: no doubt)."""
+    return lost_launch_findings(trace, ops)[0]
+
+
+def lost_launch_findings(trace: Trace, ops: pl.DataFrame) -> tuple[str | None, int, str | None]:
+    """(the doubt, how many ops it names, its evidence: "ids" or "stream"; (None, 0, None) without a doubt)
+    when the launch calls of many of the trace's ops are lost (``ops``: the assignment's
     ``no_launch``, row for row the trace's ops): they count in no iteration, and the busy time is short by
     their work. Two kinds of evidence, each sure the ops were launched during the capture, not before it:
 
@@ -296,22 +302,23 @@ def lost_launches(trace: Trace, ops: pl.DataFrame) -> str | None:
       comes before everything launched inside it, on each stream (1,810 of 3,442 kernels of a real 1 s slice
       of a saturated H100); this holds where ids are not ordered across the trace's processes."""
     if trace.api.is_empty() or ops.is_empty() or "no_launch" not in ops.columns:
-        return None
+        return None, 0, None
     no_launch = ops.get_column("no_launch")
     if no_launch.sum() < LOST_KERNEL_SHARE * ops.height:
-        return None
+        return None, 0, None
     inside = inside_call_ids(trace.ops, no_launch, trace.api)
     if ops.height >= LOST_KERNEL_MIN_CALLS and inside.sum() >= LOST_KERNEL_SHARE * ops.height:
         work_ms = trace.ops.select((pl.col("end") - pl.col("start")).filter(inside).sum()).item() / 1e6
-        return (
+        doubt = (
             f"verdict uncertain: {inside.sum()} of {ops.height} device ops ({work_ms:.3f} ms of work) carry "
             "correlation ids between the first and the last id of their process's API calls, but their launch "
             "calls are not in the trace: they were launched during the capture and the records of their calls "
             "lost (or made through an API the profiler did not record), so they count in no iteration, and the "
             "busy time and utilization are short by their work"
         )
+        return doubt, int(inside.sum()), "ids"
     if no_launch.sum() < LOST_LAUNCH_SHARE * ops.height:
-        return None
+        return None, 0, None
     keys = ["pid", "device", "stream"]
     frame = trace.ops.select(*keys, "start").with_columns(no_launch)
     first_linked = frame.filter(~pl.col("no_launch")).group_by(keys).agg(pl.col("start").min().alias("first"))
@@ -322,13 +329,14 @@ def lost_launches(trace: Trace, ops: pl.DataFrame) -> str | None:
         .height
     )
     if lost < LOST_LAUNCH_SHARE * ops.height:
-        return None
-    return (
+        return None, 0, None
+    doubt = (
         f"verdict uncertain: {lost} of {ops.height} device ops carry a correlation id that no call of the trace "
         f"has, although it records {trace.api.height} API calls, and ran after work of their stream whose "
         "launch it has: their launch calls were lost (not made before the capture), so they count in no "
         "iteration, and the busy time and utilization are short by their work"
     )
+    return doubt, lost, "stream"
 
 
 def _capturing(calls: pl.DataFrame, api: pl.DataFrame) -> pl.Series:

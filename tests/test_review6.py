@@ -66,3 +66,61 @@ def test_the_launch_call_projection_is_over_the_iterations_of_the_traced_latency
     recs = {r["kind"]: r for r in tracekit.report([path]).recommendations}
     assert recs["launch_calls"]["numbers"]["projected_latency_ms"] == pytest.approx(0.254, abs=0.001)
 
+
+def _lost_launch_run(backlog: bool = False):
+    """Five 0.9 ms iterations, each launching a 0.19 ms kernel on stream 7; two more kernels in each run in
+    its idle time with correlation ids no call of the trace has (their calls lost during the capture); with
+    ``backlog`` one more such kernel runs before any launched one, as work launched before the capture does."""
+    from tests.builders import make_trace
+
+    ranges, api, ops = [], [], []
+    if backlog:
+        ops.append((9_000_000, 9_500_000, 800, 7))
+    for i in range(5):
+        t = 10_000_000 + i * 1_000_000
+        ranges.append((t, t + 900_000, "iteration"))
+        api.append((t + 1_000, t + 6_000, i + 1, "cudaLaunchKernel"))
+        ops.append((t + 10_000, t + 200_000, i + 1, 7))
+        ops.append((t + 300_000, t + 500_000, 900 + 2 * i, 7))
+        ops.append((t + 600_000, t + 800_000, 901 + 2 * i, 7))
+    return make_trace(ranges, api, ops)
+
+
+def test_ops_whose_launch_calls_were_lost_are_not_also_said_to_be_launched_before_the_capture() -> None:
+    """The lost-launch doubt says the calls of 10 ops were lost during the capture ('not made before the
+    capture'); the warning on the same 10 ops said '(launched before the capture began)': one fact, two
+    causes. It now gives the doubt's cause, and 'before the capture' only for ops that ran before any
+    launched op of their stream (the backlog a busy device still runs)."""
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    result = analyze_iterations(_lost_launch_run())
+    assert "their launch calls were lost" in (result.summary.verdict_uncertain or "")
+    [warning] = [w for w in result.warnings if "no launching call in the trace" in w]
+    assert "before the capture" not in warning, warning
+    assert (
+        "(launched during the capture, their call records lost: they ran after work of their stream"
+        in warning
+    )
+    mixed = analyze_iterations(_lost_launch_run(backlog=True))
+    assert "their launch calls were lost" in (mixed.summary.verdict_uncertain or "")
+    [warning] = [w for w in mixed.warnings if "no launching call in the trace" in w]
+    assert warning.startswith("11 device ops"), warning
+    assert (
+        "10 of them launched during the capture" in warning
+        and "the others before the capture began" in warning
+    )
+
+
+def test_windows_cut_from_the_device_timeline_hold_the_ops_of_lost_launches() -> None:
+    """Cut at idle gaps (--split-idle), the windows hold every op, those whose calls were lost too: the
+    lost-launch doubt's 'they count in no iteration, and the busy time and utilization are short by their work'
+    was false there (each window 100% busy, by their work included), beside a warning that counted them in the
+    windows as 'launched before the capture began'."""
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    result = analyze_iterations(_lost_launch_run(), split_idle_ms=0.05)
+    assert not any("count in no iteration" in w for w in result.warnings), result.warnings
+    assert result.summary.verdict_uncertain is None
+    [warning] = [w for w in result.warnings if "no launching call in the trace" in w]
+    assert warning.startswith("10 device ops in the windows"), warning
+    assert "launched during the capture, their call records lost: 10 of them ran after work" in warning
