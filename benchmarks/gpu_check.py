@@ -4,24 +4,30 @@
     python benchmarks/gpu_check.py -o OUT [--device cuda:0] [--budget-s 420] [--iters 20] [--only STEP ...]
 
 It needs only what such a box's image has (torch with CUDA, transformers, onnx, onnxruntime (CPU build is
-enough), nvidia-ml-py, rich, numpy, Nsight Compute) plus tracekit itself: no Nsight Systems, no polars, no
-``nvtx`` package (NVTX ranges go through ``torch.cuda.nvtx`` when it is missing). Steps, in this order, each a
-``tracekit collect`` of BERT-base, fp16, sequence 128, under torch.profiler (Kineto):
+enough), nvidia-ml-py, rich, numpy, Nsight Compute) plus tracekit itself: no polars, no ``nvtx`` package
+(NVTX ranges go through ``torch.cuda.nvtx`` when it is missing). Nsight Systems is used when one is found
+(``TRACEKIT_NSYS``, PATH, or the nsys Nsight Compute bundles, whose importer needs ``libdw.so.1`` on
+``LD_LIBRARY_PATH``). Steps, in this order, each a ``tracekit collect`` of BERT-base, fp16, sequence 128,
+under torch.profiler (Kineto) unless said:
 
     pytorch, cuda-graphs, torchscript     batch 1 and 8 (one process each: --in-process)
     pytorch-ncu                           batch 1 under Nsight Compute (SMs active, warp occupancy)
     compile, compile-cudagraphs           batch 1 and 8 (Inductor compiles: the slow steps)
-    onnx-cpu                              ONNX Runtime on the CPU provider, fp32, batch 1, ORT profiler
+    nsys-pytorch, nsys-cuda-graphs        batch 1 under Nsight Systems with GPU metrics (when an nsys is found)
+    onnx-cpu                              ONNX Runtime on the CPU provider, fp32, batch 1, ORT profiler (left
+                                          out when the nsys steps run, to keep to 8 files)
     doctor                                ``tracekit doctor`` as JSON
 
 A step that would start after ``--budget-s`` is skipped and said so. Then the invariants are checked on what
-was written, with the standard library only (:mod:`tracekit.collectors.kineto_check`): warm-up left out of
-the trace, kernels in every timed iteration, one graph launch per iteration for graph runtimes and none for
-the others, the same attention kernels and no fp32/TF32 GEMM kernels across the fp16 runtimes, untraced vs
-traced latency, and Nsight Compute's coverage of whole iterations.
+was written, with the standard library only (:mod:`tracekit.collectors.kineto_check`,
+:mod:`tracekit.collectors.nsys_check`): warm-up left out of the trace, kernels in every timed iteration, one
+graph launch per iteration for graph runtimes and none for the others, the same attention kernels and no
+fp32/TF32 GEMM kernels across the fp16 runtimes, untraced vs traced latency, Nsight Compute's coverage of
+whole iterations, and nsys GPU-metric samples where permitted.
 
-Output in ``OUT`` (at most 8 files): one ``<step>.tar`` per run directory (``tar xf`` it, then
-``tracekit analyze``/``table --paper`` on a CPU machine) and ``gpu_check.json`` (every step's time, exit
+Output in ``OUT`` (at most 8 files): one ``<step>.tar`` per run directory, the nsys steps' together in
+``nsys.tar.gz`` without their ``.nsys-rep`` reports (``tar xf`` them, then ``tracekit analyze``/``table
+--paper`` on a CPU machine) and ``gpu_check.json`` (every step's time, exit
 code and output tail, every check). Exit 0 when every step ran and every check passed, 1 otherwise, 2 (one
 line) without torch or a CUDA device.
 """
@@ -48,6 +54,9 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
     ("pytorch-ncu", "pytorch", ("--batch-sizes", "1", "--profiler", "ncu"), 90),
     ("compile", "compile", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
     ("compile-cudagraphs", "compile-cudagraphs", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
+    # Nsight Systems (when an nsys is found: TRACEKIT_NSYS, PATH, or the one Nsight Compute bundles)
+    ("nsys-pytorch", "pytorch", ("--batch-sizes", "1", "--profiler", "nsys"), 45),
+    ("nsys-cuda-graphs", "cuda-graphs", ("--batch-sizes", "1", "--profiler", "nsys"), 45),
     (
         "onnx-cpu",
         "onnx",
@@ -56,7 +65,10 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
     ),
 )
 STEP_NAMES = tuple(s[0] for s in STEPS) + ("doctor",)
-GRAPH_STEPS = frozenset({"cuda-graphs", "compile-cudagraphs"})
+GRAPH_STEPS = frozenset({"cuda-graphs", "compile-cudagraphs", "nsys-cuda-graphs"})
+NSYS_STEPS = ("nsys-pytorch", "nsys-cuda-graphs")
+#: Where an image may keep its only nsys: the one Nsight Compute bundles (its importer needs libdw.so.1).
+BUNDLED_NSYS = "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys"
 #: fp16 Kineto steps whose kernels are compared (precision, attention).
 FP16_TORCH_STEPS = ("pytorch", "cuda-graphs", "torchscript", "compile", "compile-cudagraphs")
 #: Kernel-name markers of fp32 or TF32 matrix products (cuBLAS/CUTLASS/nvjet spellings).
@@ -120,7 +132,7 @@ def collect_argv(
     argv += [*extra, "--warmup", str(args.warmup), "--iters", iters, "--no-progress", "--overwrite"]
     # the untraced set times on until its interval is tight: at most --max-time s a configuration here
     argv += ["--max-time", str(args.max_time)]
-    if "ncu" not in extra:
+    if "ncu" not in extra and "nsys" not in extra:
         argv.append("--in-process")
     return [*argv, "-o", str(out / step)]
 
@@ -254,6 +266,67 @@ def ncu_checks(out_dir: Path, kernels_per_iteration_b1: int | None) -> list[dict
     ]
 
 
+def nsys_for_check() -> str | None:
+    """The nsys to collect with: TRACEKIT_NSYS or PATH, else the one Nsight Compute bundles, else None."""
+    import glob
+
+    from tracekit.collectors.profilers.nsys import find_nsys
+
+    return find_nsys() or next(iter(sorted(glob.glob(BUNDLED_NSYS), reverse=True)), None)
+
+
+def nsys_checks(out_dir: Path, iters: int) -> list[dict[str, Any]]:
+    """The nsys steps' traces (:mod:`tracekit.collectors.nsys_check`): every timed iteration and nothing
+    else in the trace (the warm-up stays out of the capture range), kernels in every iteration, one graph
+    launch per iteration for CUDA graphs and none for eager, GPU-metric samples where they were permitted."""
+    from tracekit.collectors.nsys_check import summarize
+
+    out: list[dict[str, Any]] = []
+    for step in NSYS_STEPS:
+        run_dir = out_dir / step
+        if not (run_dir / "run.json").is_file():
+            continue
+        run = json.loads((run_dir / "run.json").read_text())
+        metrics = run.get("gpu_metrics") or {}
+        for cfg in run.get("configs", []):
+            trace = cfg.get("traces", {}).get("nsys")
+            label = f"{step} b{cfg['batch_size']}"
+            if cfg.get("status") != "ok" or not trace:
+                out.append(check("collected", False, f"{label}: {cfg.get('error') or 'no nsys trace'}"))
+                continue
+            s = summarize(run_dir / trace)
+            per = s.kernels_per_iteration
+            want = 1 if step in GRAPH_STEPS else 0
+            launches = sorted(set(s.graph_launches_per_iteration))
+            out += [
+                check("iterations", len(per) == iters, f"{label}: {len(per)} ranges, {iters} timed"),
+                check(
+                    "warm-up excluded",
+                    s.kernels_outside == 0,
+                    f"{label}: {s.kernels_outside} of {s.kernels_total} kernels launched outside the iterations",
+                ),
+                check(
+                    "kernels in every iteration",
+                    bool(per) and min(per) > 0,
+                    f"{label}: kernels per iteration {min(per) if per else 0}..{max(per) if per else 0}",
+                ),
+                check(
+                    "graph launches per iteration",
+                    launches == [want],
+                    f"{label}: {launches} (expected {want})",
+                ),
+                check(
+                    "GPU metrics",
+                    None
+                    if not metrics.get("permitted")
+                    else bool(s.gpu_metric_samples) and metrics.get("verified"),
+                    f"{label}: {s.gpu_metric_samples} samples; run.json: {metrics.get('verification') or metrics.get('reason')}",
+                ),
+                check("summary", None, label, **s.to_json()),
+            ]
+    return out
+
+
 def environment(device: str) -> dict[str, Any]:
     """GPU, versions and the CUDA -> NVML mapping, as collection records them."""
     env: dict[str, Any] = {}
@@ -294,6 +367,26 @@ def bundle(out: Path, step: str) -> str | None:
     return target.name
 
 
+def bundle_nsys(out: Path) -> str | None:
+    """``OUT/nsys.tar.gz`` of the nsys steps' run directories (SQLite exports and sidecars; the ``.nsys-rep``
+    reports stay: 12-15 MB exports gzip to 2-3 MB), which are then removed."""
+    import shutil
+
+    steps = [step for step in NSYS_STEPS if (out / step).is_dir()]
+    if not steps:
+        return None
+    target = out / "nsys.tar.gz"
+    with tarfile.open(target, "w:gz") as tar:
+        for step in steps:
+            tar.add(
+                out / step,
+                arcname=step,
+                filter=lambda i: None if i.name.endswith((".nsys-rep", ".qdstrm")) else i,
+            )
+            shutil.rmtree(out / step)
+    return target.name
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -326,8 +419,17 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     summary: dict[str, Any] = {"environment": environment(args.device), "steps": {}, "checks": []}
     wanted = set(args.only or STEP_NAMES)
+    nsys = nsys_for_check()
+    if nsys:
+        os.environ["TRACEKIT_NSYS"] = nsys
+        if not args.only:  # at most 8 files come back: the ORT CPU step (checked on any machine) gives way
+            wanted.discard("onnx-cpu")
+            summary["steps"]["onnx-cpu"] = {"left out": "nsys steps ran instead (8 files come back)"}
     for step, runtime, extra, estimate in STEPS:
         if step not in wanted:
+            continue
+        if step in NSYS_STEPS and not nsys:
+            summary["steps"][step] = {"left out": "no nsys (TRACEKIT_NSYS, PATH, or Nsight Compute's bundle)"}
             continue
         left = args.budget_s - (time.perf_counter() - t0)
         if left < estimate / 3:
@@ -361,12 +463,18 @@ def main(argv: list[str] | None = None) -> int:
     summary["checks"] += precision_checks(names)
     if (out / "pytorch-ncu" / "run.json").is_file():
         summary["checks"] += ncu_checks(out, b1_kernels)
+    try:
+        summary["checks"] += nsys_checks(out, args.iters)
+    except Exception as exc:
+        summary["checks"].append(check("readable", False, f"nsys: {type(exc).__name__}: {exc}"))
     summary["seconds"] = round(time.perf_counter() - t0, 1)
     failed_steps = [s for s, r in summary["steps"].items() if r.get("rc") not in (0, None) or "skipped" in r]
     failed_checks = [c for c in summary["checks"] if c["ok"] is False]
     summary["failed_steps"], summary["failed_checks"] = failed_steps, len(failed_checks)
     if not args.no_bundle:
-        summary["files"] = [b for s in STEP_NAMES if (b := bundle(out, s))]
+        nsys_bundle = bundle_nsys(out)
+        summary["files"] = [b for s in STEP_NAMES if s not in NSYS_STEPS and (b := bundle(out, s))]
+        summary["files"] += [nsys_bundle] if nsys_bundle else []
     (out / "gpu_check.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     for c in summary["checks"]:
         if c["ok"] is not None:

@@ -155,6 +155,62 @@ def test_gpu_check_checks_on_the_committed_run(tmp_path: Path) -> None:
     assert ncu[0]["ok"] is True and ncu[0]["detail"].startswith("606 kernels profiled, expected 606")
 
 
+def test_gpu_check_nsys_checks_on_the_committed_nsys_runs(tmp_path: Path) -> None:
+    """The nsys steps' checks (standard library only) on the real H200 nsys runs: 20 iterations of 202
+    kernels, none launched outside them (the warm-up out of the capture range), one graph launch per CUDA-graph
+    iteration and none for eager, GPU metrics sampled and verified."""
+    import shutil
+
+    gpu_check = _load_gpu_check()
+    for step in gpu_check.NSYS_STEPS:
+        shutil.copytree(H200 / step, tmp_path / step)
+    checks = gpu_check.nsys_checks(tmp_path, 20)
+    assert [c for c in checks if c["ok"] is False] == []
+    details = {(c["check"], c["detail"].split(":")[0]): c for c in checks}
+    assert details[("graph launches per iteration", "nsys-cuda-graphs b1")]["detail"].endswith(
+        "[1] (expected 1)"
+    )
+    assert details[("graph launches per iteration", "nsys-pytorch b1")]["detail"].endswith("[0] (expected 0)")
+    assert details[("warm-up excluded", "nsys-pytorch b1")]["detail"] == (
+        "nsys-pytorch b1: 0 of 4040 kernels launched outside the iterations"
+    )
+    summary = details[("summary", "nsys-pytorch b1")]
+    assert summary["gpu_metric_samples"] == 390500 and summary["kernels_per_iteration"] == {
+        "min": 202,
+        "max": 202,
+    }
+    # bundled as one gzipped tar without the reports
+    (tmp_path / "nsys-pytorch" / "x.nsys-rep").write_bytes(b"report")
+    assert gpu_check.bundle_nsys(tmp_path) == "nsys.tar.gz"
+    with tarfile.open(tmp_path / "nsys.tar.gz") as tar:
+        names = tar.getnames()
+    assert "nsys-pytorch/pytorch_b1_s128.nsys.sqlite" in names and not any(
+        n.endswith(".nsys-rep") for n in names
+    )
+
+
+def test_nsys_check_counts_a_warm_up_left_in_the_capture(tmp_path: Path) -> None:
+    """A synthetic export whose warm-up kernels were launched before the first iteration range."""
+    from tracekit.collectors.nsys_check import summarize
+
+    db = tmp_path / "warm.synthetic.sqlite"
+    con = sqlite3.connect(db)
+    con.executescript(
+        "CREATE TABLE StringIds (id INT, value TEXT);"
+        "INSERT INTO StringIds VALUES (1, 'cudaLaunchKernel_v7000'), (2, 'cudaGraphLaunch_v10000');"
+        "CREATE TABLE NVTX_EVENTS (start INT, end INT, eventType INT, text TEXT, textId INT);"
+        "INSERT INTO NVTX_EVENTS VALUES (100, 200, 59, 'iteration', NULL), (300, 400, 59, 'iteration', NULL);"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INT, end INT, correlationId INT, nameId INT);"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (10, 12, 1, 1), (110, 112, 2, 1), (310, 312, 3, 2);"
+        "CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INT, end INT, correlationId INT);"
+        "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (20, 30, 1), (120, 130, 2), (320, 330, 3), (331, 340, 3);"
+    )
+    con.close()
+    s = summarize(db)
+    assert s.kernels_per_iteration == [1, 2] and s.graph_launches_per_iteration == [0, 1]
+    assert s.kernels_outside == 1 and s.gpu_metric_samples is None
+
+
 def test_gpu_check_precision_flags_fp32_gemms() -> None:
     gpu_check = _load_gpu_check()
     names = {"pytorch": {"1": {"ampere_sgemm_128x64_tn": 1, "flash_fwd_kernel": 1}}}
@@ -463,3 +519,40 @@ def test_collection_imports_no_analysis_stack(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     meta = json.loads((out / "pytorch_b1_s8.torch.meta.json").read_text())
     assert meta["warnings"] == [] and meta["nvtx"] in ("torch-cuda-nvtx", "none")
+
+
+def test_gpu_check_runs_the_nsys_steps_when_an_nsys_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpu_check = _load_gpu_check()
+    ran: list[list[str]] = []
+
+    def fake_step(argv: list[str], timeout: float, cwd: Path) -> dict[str, Any]:
+        ran.append(argv)
+        return {"argv": argv, "rc": 0}
+
+    monkeypatch.setattr(gpu_check, "preflight", lambda device: None)
+    monkeypatch.setattr(gpu_check, "environment", lambda device: {})
+    monkeypatch.setattr(gpu_check, "run_step", fake_step)
+    monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+    for found, expect_nsys in (
+        ("/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys", True),
+        (None, False),
+    ):
+        ran.clear()
+        monkeypatch.setattr(gpu_check, "nsys_for_check", lambda found=found: found)
+        assert gpu_check.main(["-o", str(tmp_path / str(expect_nsys)), "--no-bundle"]) == 0
+        summary = json.loads((tmp_path / str(expect_nsys) / "gpu_check.json").read_text())
+        nsys_runs = [a for a in ran if "nsys" in a]
+        if expect_nsys:
+            assert [a[a.index("-o") + 1].rsplit("/", 1)[1] for a in nsys_runs] == [
+                "nsys-pytorch",
+                "nsys-cuda-graphs",
+            ]
+            assert not any("--in-process" in a for a in nsys_runs)
+            assert "left out" in summary["steps"]["onnx-cpu"]  # 8 files come back
+            assert gpu_check.os.environ["TRACEKIT_NSYS"] == found
+        else:
+            assert nsys_runs == [] and "left out" in summary["steps"]["nsys-pytorch"]
+            assert summary["steps"]["onnx-cpu"]["rc"] == 0
+        monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
