@@ -39,6 +39,7 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 
 import polars as pl
@@ -445,6 +446,21 @@ def lost_kernels(trace: Trace) -> str | None:
     )
 
 
+#: The Nsight Systems reader's warning for the rows CUPTI could not time (start and end 0), which it leaves
+#: out (``tracekit.readers.nsys_sqlite._without_untimed``): their count and kind ("graph", "kernel", ...).
+UNTIMED_ROWS = re.compile(r"^(\d+) (\w+) rows have no timestamps \(start and end 0")
+
+
+def untimed_rows(trace: Trace) -> dict[str, int]:
+    """How many rows of each kind the reader left out for want of timestamps (:data:`UNTIMED_ROWS`)."""
+    out: dict[str, int] = {}
+    for warning in trace.warnings:
+        found = UNTIMED_ROWS.match(warning)
+        if found:
+            out[found.group(2)] = out.get(found.group(2), 0) + int(found.group(1))
+    return out
+
+
 def lost_graph_replays(trace: Trace) -> str | None:
     """The doubt when at least :data:`LOST_KERNEL_SHARE` of the trace's graph launches (distinct (pid,
     correlation), :data:`GRAPH_LAUNCH_NAMES`; at least one) have no op with their (pid, correlation), neither
@@ -481,12 +497,33 @@ def lost_graph_replays(trace: Trace) -> str | None:
     )
     if not lost or lost < LOST_KERNEL_SHARE * graphs.height:
         return None
+    # rows the reader left out for want of timestamps are those replays' work, recorded but not timed
+    untimed = untimed_rows(trace)
+    whole, nodes = untimed.get("graph", 0), untimed.get("kernel", 0)
+    untimed_text = " and ".join(
+        f"{n} {kind} row{'s' if n != 1 else ''}"
+        for n, kind in ((whole, "whole-graph"), (nodes, "kernel"))
+        if n
+    )
+    if whole >= lost:
+        cause = (
+            f"their whole-graph rows are in the export without timestamps ({untimed_text} with start and end 0: "
+            "CUPTI could not time them), which the reader leaves out"
+        )
+    elif untimed_text:
+        cause = (
+            f"the export holds {untimed_text} without timestamps (start and end 0: CUPTI could not time them), "
+            "which the reader leaves out: the work of some of those replays; for the others, graph nodes not "
+            "traced, or their records dropped"
+        )
+    else:
+        cause = "the profiler recorded none of their work (graph nodes not traced, or their records dropped)"
+    short = "busy time is" if whole >= lost else "busy time and kernel counts are"
     return (
         f"verdict uncertain: {lost} of {graphs.height} CUDA-graph launches have no kernel or graph execution in "
         "the trace, although later launches of their thread (or, for a thread that launches graphs only, of "
-        "their process) have theirs: the device ran those replays, but "
-        "the profiler recorded none of their work (graph nodes not traced, or their records dropped), so the "
-        "busy time and kernel counts are short by whole graphs"
+        f"their process) have theirs: the device ran those replays, but {cause}, so the {short} short by whole "
+        "graphs"
     )
 
 

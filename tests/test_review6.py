@@ -124,3 +124,33 @@ def test_windows_cut_from_the_device_timeline_hold_the_ops_of_lost_launches() ->
     [warning] = [w for w in result.warnings if "no launching call in the trace" in w]
     assert warning.startswith("10 device ops in the windows"), warning
     assert "launched during the capture, their call records lost: 10 of them ran after work" in warning
+
+
+def test_untimed_whole_graph_rows_are_the_stated_cause_of_their_lost_replays(tmp_path: Path) -> None:
+    """An nsys export (--cuda-graph-trace=graph) whose GRAPH_TRACE rows for 2 of 10 launches have start = end
+    = 0: the reader leaves them out ('2 graph rows have no timestamps ... left out'), and the lost-replay
+    doubt gave another cause, 'the profiler recorded none of their work (graph nodes not traced, or their
+    records dropped)'. It now names the untimed rows."""
+    from tests.nsys_builder import NsysBuilder
+
+    us = 1000
+    b, correlation = NsysBuilder(), 1
+    for i in range(10):
+        s = 1_000_000 + i * 100 * us
+        b.nvtx_range(s, s + 80 * us, "iteration")
+        b.runtime(s + 2 * us, s + 4 * us, "cudaGraphLaunch_v10000", correlation=correlation)
+        if i in (3, 6):
+            b.graph_execution(0, 0, graph=5, correlation=correlation)  # CUPTI could not time it
+        else:
+            b.graph_execution(s + 6 * us, s + 40 * us, graph=5, correlation=correlation)
+        b.runtime(s + 42 * us, s + 78 * us, "cudaStreamSynchronize_v3020", correlation=correlation + 1)
+        correlation += 2
+    b.gpu(0, "NVIDIA H100")
+    a = tracekit.analyze(b.write(tmp_path / "graph_untimed.synthetic.sqlite"))
+    assert any(w.startswith("2 graph rows have no timestamps") for w in a.warnings), a.warnings
+    doubt = a.verdict_uncertain or ""
+    assert doubt.startswith(
+        "verdict uncertain: 2 of 10 CUDA-graph launches have no kernel or graph execution"
+    )
+    assert "their whole-graph rows are in the export without timestamps (2 whole-graph rows" in doubt, doubt
+    assert "graph nodes not traced" not in doubt, doubt
