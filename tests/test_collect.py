@@ -200,6 +200,27 @@ def test_finalize_imports_qdstrm_then_exports(tmp_path: Path) -> None:
     assert not base.with_name(base.name + ".qdstrm").exists()
 
 
+def test_finalize_says_what_to_do_when_the_importer_lacks_a_library(tmp_path: Path) -> None:
+    # Nsight Compute's bundled nsys on the H200 image: its QdstrmImporter could not load libdw.so.1
+    from tracekit.errors import RunFailure
+
+    nsys = _fake_nsys(tmp_path / "nsight")
+    importer = tmp_path / "nsight" / "host-linux-x64" / "QdstrmImporter"
+    importer.write_text(
+        "#!/bin/sh\necho 'QdstrmImporter: error while loading shared libraries: libdw.so.1: cannot open shared "
+        "object file: No such file or directory' >&2\nexit 127\n"
+    )
+    base = tmp_path / "out" / "pytorch_b1_s128.nsys"
+    base.parent.mkdir()
+    base.with_name(base.name + ".qdstrm").write_text("raw")
+    with pytest.raises(RunFailure) as info:
+        nsys_mod.finalize(nsys, base)
+    assert str(info.value).startswith(
+        "QdstrmImporter failed on pytorch_b1_s128.nsys.qdstrm: QdstrmImporter: "
+    )
+    assert "libdw.so.1" in str(info.value) and "LD_LIBRARY_PATH" in str(info.value)
+
+
 def test_finalize_without_report_fails_in_one_line(tmp_path: Path) -> None:
     from tracekit.errors import RunFailure
 

@@ -138,6 +138,14 @@ def importer_candidates(nsys: str) -> list[Path]:
     return found
 
 
+#: What to do when the importer cannot load a library: Nsight Compute's bundled nsys (an H200 image's only
+#: nsys) needed elfutils' libdw.so.1, which that image lacks.
+IMPORTER_LIBRARY_HINT = (
+    "install the missing library (libdw.so.1: Debian/Ubuntu package libdw1) or put a folder holding it on "
+    "LD_LIBRARY_PATH"
+)
+
+
 def find_importer(nsys: str) -> Path | None:
     return next((p for p in importer_candidates(nsys) if p.is_file() and os.access(p, os.X_OK)), None)
 
@@ -161,7 +169,11 @@ def finalize(nsys: str, output_base: str | Path) -> tuple[Path, Path]:
         proc = subprocess.run([str(importer), "-i", str(qdstrm)], capture_output=True, text=True)
         report = next((r for r in reports if r.is_file()), None)
         if report is None:
-            raise RunFailure(f"QdstrmImporter failed on {qdstrm.name}: {_tail(proc.stdout + proc.stderr)}")
+            said = proc.stdout + proc.stderr
+            raise RunFailure(
+                f"QdstrmImporter failed on {qdstrm.name}: {_tail(said)}"
+                + (f" ({IMPORTER_LIBRARY_HINT})" if "error while loading shared libraries" in said else "")
+            )
     if report is None:
         raise RunFailure(f"nsys wrote no report for {base.name}")
     qdstrm.unlink(missing_ok=True)
