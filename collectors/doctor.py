@@ -144,6 +144,9 @@ def nsys_status(cuda: bool) -> dict[str, Any]:
         return {"found": False, "why": "nsys not on PATH (install Nsight Systems)"}
     version = nsys_version(nsys)
     data: dict[str, Any] = {"found": True, "path": nsys, "version": version}
+    importer = importer_status(nsys)
+    if importer is not None:
+        data["importer"] = importer
     if cuda:
         from tracekit.collectors.gpu import probe_nsys_gpu_metrics
 
@@ -152,6 +155,28 @@ def nsys_status(cuda: bool) -> dict[str, Any]:
     else:
         data["gpu_metrics"] = {"permitted": False, "reason": "no CUDA device"}
     return data
+
+
+def importer_status(nsys: str) -> dict[str, Any] | None:
+    """The QdstrmImporter beside ``nsys`` (None: none found) and whether it starts: nsys turns its raw capture
+    into a report with it, and Nsight Compute's bundled nsys on an H200 image left only a ``.qdstrm`` because
+    its importer could not load libdw.so.1."""
+    import subprocess
+
+    from tracekit.collectors.profilers.nsys import IMPORTER_LIBRARY_HINT, find_importer
+
+    importer = find_importer(nsys)
+    if importer is None:
+        return None
+    try:
+        proc = subprocess.run([str(importer), "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError) as exc:
+        return {"path": str(importer), "starts": False, "why": f"{type(exc).__name__}: {exc}"}
+    said = (proc.stdout + proc.stderr).strip()
+    if "error while loading shared libraries" in said:
+        line = next(ln for ln in said.splitlines() if "error while loading shared libraries" in ln)
+        return {"path": str(importer), "starts": False, "why": f"{line.strip()} ({IMPORTER_LIBRARY_HINT})"}
+    return {"path": str(importer), "starts": True}
 
 
 def ncu_status(cuda: bool) -> dict[str, Any]:
@@ -213,6 +238,11 @@ def profilers(
         if name == "nsys":
             if not nsys_s.get("found"):
                 out[name] = {"works": False, "why": nsys_s["why"]}
+            elif (nsys_s.get("importer") or {}).get("starts") is False:
+                out[name] = {
+                    "works": False,
+                    "why": f"its QdstrmImporter cannot start: {nsys_s['importer']['why']}",
+                }
             else:
                 metrics = nsys_s.get("gpu_metrics", {})
                 what = "CUDA API, kernels, NVTX" if cuda else "NVTX and OS runtime only (no CUDA here)"

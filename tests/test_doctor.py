@@ -137,3 +137,37 @@ def test_doctor_on_a_faked_gpu_machine(
     assert main(["doctor"]) == 0
     screen = capsys.readouterr().out
     assert "GPU-2222bbbb" in screen and "ERR_NVGPUCTRPERM" in screen
+
+
+def test_doctor_says_when_nsys_cannot_make_a_report(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Nsight Compute's bundled nsys on an H200 image: nsys ran, but its QdstrmImporter could not load
+    # libdw.so.1, so every capture stayed a .qdstrm
+    from pathlib import Path
+
+    from tracekit.collectors import doctor
+
+    host = Path(tmp_path) / "host"
+    (host / "target-linux-x64").mkdir(parents=True)
+    (host / "linux-desktop-glibc_2_11_3-x64").mkdir()
+    nsys = host / "target-linux-x64" / "nsys"
+    importer = host / "linux-desktop-glibc_2_11_3-x64" / "QdstrmImporter"
+    nsys.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems version 2025.3.1.0'\n")
+    importer.write_text(
+        "#!/bin/sh\necho 'QdstrmImporter: error while loading shared libraries: libdw.so.1: cannot open "
+        "shared object file: No such file or directory' >&2\nexit 127\n"
+    )
+    for p in (nsys, importer):
+        p.chmod(0o755)
+    monkeypatch.setenv("TRACEKIT_NSYS", str(nsys))
+    status = doctor.nsys_status(cuda=False)
+    assert status["importer"]["starts"] is False and "libdw.so.1" in status["importer"]["why"]
+    entry = doctor.profilers({"cuda_available": False}, {}, status, {"found": False, "why": "-"})["nsys"]
+    assert entry["works"] is False
+    assert entry["why"].startswith("its QdstrmImporter cannot start: QdstrmImporter: error while loading")
+    # an importer that starts leaves nsys working
+    importer.write_text("#!/bin/sh\necho 'NVIDIA Nsight Systems 36398880'\n")
+    status = doctor.nsys_status(cuda=False)
+    assert status["importer"] == {"path": str(importer), "starts": True}
+    assert doctor.profilers({"cuda_available": False}, {}, status, {"found": False, "why": "-"})["nsys"][
+        "works"
+    ]
