@@ -14,7 +14,10 @@ Metric names differ by nsys version and GPU, so they are matched by case-insensi
 a metric in percent is preferred (newer nsys also writes "[Avg]" / "[Avg Warps per Cycle]" variants), and the
 unit is reported as the reader found it. Only samples of the GPU that ran the trace's kernels count; when
 the samples come from another GPU (the study's own RTX-8000 trace has exactly this) the values are ``None``
-with a warning, never zero.
+with a warning, never zero. A metric in a unit other than % is chosen only when no pattern matches one in %,
+and then gives no summary value (a warp count is no percentage). When the trace states its sampling period
+(``meta["gpu_metrics_period_ns"]``, the nsys reader), an iteration that the samples do not resolve gets no
+value (:func:`_resolved`).
 """
 
 from __future__ import annotations
@@ -64,18 +67,21 @@ class GpuMetricsResult:
 
 
 def choose_metric(gpu_metrics: pl.DataFrame, column: str) -> MetricChoice | None:
-    """The sampled metric standing for ``column``: first pattern with a match, percent units first, then by name."""
+    """The sampled metric standing for ``column``: a metric in percent of the first pattern that has one (the
+    result is a percentage), else the first pattern's match in another unit (kept in ``iterations``, but no
+    summary value: :func:`analyze_gpu_metrics`); among equals, by name."""
     names = gpu_metrics.group_by("metric", "unit").agg(pl.col("device").unique().sort().alias("devices"))
+    found: list[list[dict[str, Any]]] = []
     for pattern in METRIC_PATTERNS[column]:
         regex = re.compile(pattern, re.IGNORECASE)
         matches = [row for row in names.iter_rows(named=True) if regex.search(row["metric"] or "")]
-        if matches:
-            matches.sort(key=lambda r: (r["unit"] != "%", r["metric"]))
-            best = matches[0]
-            return MetricChoice(
-                column, best["metric"], best["unit"], [d for d in best["devices"] if d is not None]
-            )
-    return None
+        found.append(sorted(matches, key=lambda r: (r["unit"] != "%", r["metric"])))
+    percent = [m[0] for m in found if m and m[0]["unit"] == "%"]
+    other = [m[0] for m in found if m]
+    if not other:
+        return None
+    best = (percent or other)[0]
+    return MetricChoice(column, best["metric"], best["unit"], [d for d in best["devices"] if d is not None])
 
 
 def kernel_devices(trace: Trace) -> list[int]:
@@ -106,6 +112,7 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
         )
         return GpuMetricsResult(out, summary, choices, warnings)
     devices = kernel_devices(trace)
+    period = _stated_period(trace)
     sample_counts: pl.DataFrame | None = None
     for column in METRIC_PATTERNS:
         choice = choose_metric(samples, column)
@@ -130,17 +137,27 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
             warnings.append(f"{LABELS[column]}: samples of GPUs {_fmt(use)} averaged together")
         picked = samples.filter((pl.col("metric") == choice.metric) & pl.col("device").is_in(use))
         per_iter = _window_means(picked, frame, column)
-        out = out.join(per_iter.select("index", column), on="index", how="left")
         if sample_counts is None:
             sample_counts = per_iter.select("index", pl.col("n").alias("samples"))
-        empty = int(per_iter.filter(pl.col("n") == 0).height)
-        if empty:
-            warnings.append(
-                f"{empty} of {frame.height} iterations have no {choice.metric!r} sample inside their window "
-                "(sampling period longer than the iteration?): no value for them"
-            )
+        if period is None:
+            empty = int(per_iter.filter(pl.col("n") == 0).height)
+            if empty:
+                warnings.append(
+                    f"{empty} of {frame.height} iterations have no {choice.metric!r} sample inside their "
+                    "window (sampling period longer than the iteration?): no value for them"
+                )
+        else:
+            per_iter = _resolved(per_iter, frame, column, period, choice.metric, warnings)
+        out = out.join(per_iter.select("index", column), on="index", how="left")
         stats = summarize_columns(out, [column])[column].to_dict()
         valid = int(out[column].is_not_null().sum())
+        if valid and choice.unit != "%":
+            # The column is a percentage: a count or an average of warps shown there would read as one.
+            warnings.append(
+                f"{LABELS[column]}: the matching metric {choice.metric!r} is in {choice.unit!r}, not %: "
+                "not reported as a percentage"
+            )
+            stats = dict.fromkeys(stats)
         summary[column] = (
             {
                 "metric": choice.metric,
@@ -193,6 +210,64 @@ def _window_means(samples: pl.DataFrame, windows: pl.DataFrame, column: str) -> 
             "n": pl.Series("n", hi - lo, dtype=pl.Int64),  # every sample in the window, with a value or not
         }
     )
+
+
+#: An iteration gets a value only when its window spans at least this many sampling periods (see
+#: :func:`_resolved`).
+MIN_PERIODS = 2
+
+
+def _stated_period(trace: Trace) -> int | None:
+    """The sampling period the reader found (``meta["gpu_metrics_period_ns"]``), or None."""
+    period = trace.meta.get("gpu_metrics_period_ns")
+    return int(period) if isinstance(period, (int, float)) and period > 0 else None
+
+
+def _resolved(
+    per_iter: pl.DataFrame,
+    windows: pl.DataFrame,
+    column: str,
+    period: int,
+    metric: str,
+    warnings: list[str],
+) -> pl.DataFrame:
+    """``per_iter`` with no value where the samples do not resolve the iteration, and a warning per reason.
+
+    A sample's value is the mean over the sampling period that its timestamp opens (nsys 2025.3 on an H200:
+    GR Active follows the GPU's busy time in [t, t + period), correlation 0.99, against 0.78 for the period
+    before t), so the samples whose timestamp lies in a window measured [first, last + period). An iteration
+    shorter than ``MIN_PERIODS`` periods holds one or two samples whose values may be mostly time outside it
+    (idle time before or after the loop; a CUDA-graph iteration of 0.77 ms sampled at 100 Hz read 22-30% SMs
+    active instead of 40%); one whose samples span less than half of it (n × period < window / 2) was not
+    sampled throughout (sampling started, stopped or dropped samples inside it). Either: no value, never a
+    guess."""
+    length = (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("length")
+    f = per_iter.join(windows.select("index", length), on="index", how="left")
+    short = pl.col("length") < MIN_PERIODS * period
+    sparse = ~short & (pl.col("n") * period * 2 < pl.col("length"))
+    f = f.with_columns(short.alias("short"), sparse.alias("sparse"))
+    n_short, n_sparse = int(f["short"].sum()), int(f["sparse"].sum())
+    total = windows.height
+    if n_short:
+        shortest = f.filter("short")["length"]
+        need = MIN_PERIODS * 1e9 / max(int(shortest.min()), 1)
+        warnings.append(
+            f"{n_short} of {total} iterations are shorter than {MIN_PERIODS} sampling periods of {metric!r} "
+            f"({period / 1e6:.3g} ms, {1e9 / period:.0f} Hz; these iterations: median "
+            f"{shortest.median() / 1e6:.3g} ms): each holds one or two samples, whose values may be mostly "
+            f"time outside it: no value for them (sampling at {need:.0f} Hz or more resolves them: nsys "
+            "--gpu-metrics-frequency)"
+        )
+    if n_sparse:
+        none = int(f.filter(pl.col("sparse") & (pl.col("n") == 0)).height)
+        warnings.append(
+            f"{n_sparse} of {total} iterations hold {metric!r} samples for less than half of their window "
+            f"(one every {period / 1e6:.3g} ms; {none} of them none at all): the sampling started, stopped or "
+            "dropped samples inside them: no value for them"
+        )
+    return f.with_columns(
+        pl.when(pl.col("short") | pl.col("sparse")).then(None).otherwise(pl.col(column)).alias(column)
+    ).drop("length", "short", "sparse")
 
 
 def _fmt(devices: list[int]) -> str:

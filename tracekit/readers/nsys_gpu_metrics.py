@@ -26,6 +26,32 @@ def read_gpu_metrics(export: Database, pw_to_cuda: dict[int, int], warnings: lis
     return empty_frame(GPU_METRICS_SCHEMA)
 
 
+def sampling_period_ns(export: Database, samples: pl.DataFrame) -> int | None:
+    """The sampling period of the GPU metrics, in ns: the median interval between a GPU's consecutive samples
+    (all metrics of a sample share its timestamp; the largest of the GPUs' medians), else the period of the
+    frequency the capture states (``META_DATA_CAPTURE`` ``GPU_METRICS_OPTIONS:SAMPLING_FREQUENCY``, Hz); None
+    when neither is known (fewer than two samples and no stated frequency)."""
+    if samples.height:
+        medians = (
+            samples.select("device", "timestamp")
+            .drop_nulls("timestamp")
+            .unique()
+            .sort("device", "timestamp")
+            .group_by("device")
+            .agg(pl.col("timestamp").diff().median().alias("period"))
+            .drop_nulls("period")
+            .filter(pl.col("period") > 0)
+        )
+        if medians.height:
+            return int(round(medians["period"].max()))
+    stated = export.key_values("META_DATA_CAPTURE").get("GPU_METRICS_OPTIONS:SAMPLING_FREQUENCY", "")
+    try:
+        hz = float(stated)
+    except ValueError:
+        return None
+    return int(round(1e9 / hz)) if hz > 0 else None
+
+
 def metric_unit(name: pl.Expr) -> pl.Expr:
     """Unit of a metric from its nsys name (see the module docstring)."""
     bracket = name.str.extract(r"\[([^\]]*)\]\s*$", 1).str.strip_chars()

@@ -68,7 +68,9 @@ are leaves of depth 1, and would be operators busy all of their own iteration: "
 ``export_schema_version``, ``device``, ``gpu`` (name of the GPU that ran most kernels), ``gpus`` (list of
 {id, name}, id = CUDA device id), ``driver`` (NvDriverVersion), ``cuda_driver`` ("12.8" from 12080),
 ``synthetic`` (True when the export metadata has TRACEKIT_SYNTHETIC = "1" or the file name says
-"synthetic"), ``warnings``.
+"synthetic"), ``gpu_metrics_period_ns`` (when GPU metrics were read: the median interval between a GPU's
+samples, else the capture's stated sampling frequency;
+:func:`tracekit.readers.nsys_gpu_metrics.sampling_period_ns`), ``warnings``.
 
 This module decodes and normalizes the tables. The SQLite reads themselves (read-only connection, ADBC or
 sqlite3, threaded rowid slices) are :mod:`tracekit.readers.sqlite_engine`; GPU metrics
@@ -96,7 +98,7 @@ from tracekit.model import (
     wanted_frames,
 )
 from tracekit.readers.nesting import leaf_mask, nesting_depth
-from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics
+from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics, sampling_period_ns
 from tracekit.readers.nsys_meta import export_meta, gpu_table
 from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
 
@@ -830,6 +832,9 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ops = _cpu_operators(ranges)
     meta = export_meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
+    if "gpu_metrics" in want and gpu_metrics is not None and gpu_metrics.height:
+        if (period := sampling_period_ns(export, gpu_metrics)) is not None:
+            meta["gpu_metrics_period_ns"] = period
     if ops_cols is not None and device == "gpu":
         # Read for meta["gpu"] only: drop what was not asked for (null in the Trace).
         ops = ops.drop(
