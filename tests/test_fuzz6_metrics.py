@@ -200,3 +200,21 @@ def test_a_percent_metric_of_a_later_pattern_wins_over_another_unit() -> None:
     )
     choice = choose_metric(frame, "warp_occupancy")
     assert choice is not None and choice.metric == "Warp Occupancy"
+
+
+def test_a_bracketed_unit_is_the_whole_bracket(tmp_path: Path) -> None:
+    """nsys 2025.3's non-% variants: "[Avg Warps per Cycle]" had been given the unit "Cycle" (its last word)."""
+    b = NsysBuilder()
+    b.gpu(0, "Synthetic GPU")
+    b.kernel(0, 10, "k", correlation=1)
+    for name in ("Compute Warps in Flight [Avg Warps per Cycle]", "Compute Warps in Flight [Avg]", SM):
+        b.gpu_metric(1000, name, 5.0)
+    b.gpu_metric(1000, "GPC Clock Frequency [MHz]", 1755)
+    trace = read_trace(b.write(tmp_path / "synthetic_units.nsys.sqlite"))
+    units = dict(trace.gpu_metrics.select("metric", "unit").unique().iter_rows())
+    assert units == {
+        "Compute Warps in Flight [Avg Warps per Cycle]": "Avg Warps per Cycle",
+        "Compute Warps in Flight [Avg]": "Avg",
+        SM: "%",
+        "GPC Clock Frequency [MHz]": "MHz",
+    }

@@ -55,12 +55,11 @@ def sampling_period_ns(export: Database, samples: pl.DataFrame) -> int | None:
 def metric_unit(name: pl.Expr) -> pl.Expr:
     """Unit of a metric from its nsys name (see the module docstring)."""
     bracket = name.str.extract(r"\[([^\]]*)\]\s*$", 1).str.strip_chars()
-    last_word = bracket.str.extract(r"(\S+)$", 1)
     return (
         pl.when(bracket.is_not_null() & bracket.str.ends_with("%"))
         .then(pl.lit("%"))
-        .when(bracket.is_not_null())
-        .then(last_word)
+        .when(bracket.is_not_null() & (bracket != ""))
+        .then(bracket)
         .when(name.str.contains(r"(?i)frequency"))
         .then(pl.lit("Hz"))
         .when(name.str.contains(r"(?i)started|requests"))

@@ -53,7 +53,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     (``timestamp`` is null in 2022.4 exports: ``rawTimestamp``, on the session clock, is used then).
     ``device``: the sample's GPU, ``typeId & 0xFF`` (the PerfWorks GPU id), mapped to the CUDA device id
     through ``TARGET_INFO_GPU`` when it holds distinct ``cuDevice`` values. ``metric`` is the name as nsys
-    spells it; ``unit`` is the bracketed suffix's last word ("SMs Active [Throughput %]" -> "%"); for the
+    spells it; ``unit`` is "%" for a bracketed suffix ending in "%" ("SMs Active [Throughput %]"), else the
+    bracket's content ("[MHz]" -> "MHz", "[Avg Warps per Cycle]" -> "Avg Warps per Cycle"); for the
     bracket-less 2022/2023 names it follows nsys's metric-set definitions: "... Frequency" -> "Hz",
     "... Started" / "... Requests ..." -> "count", otherwise "%".
 
