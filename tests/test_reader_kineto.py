@@ -982,3 +982,20 @@ def test_cpu_ops_of_the_study_trace_match_the_attribution_reference_and_name_dis
     top = json.loads(done.stdout)["idle_attribution"]["top_dispatch_operators"]
     assert top[0]["cpu_op"] == "aten::conv2d"
     assert top[0]["dispatch_ms"] > 0
+
+
+def test_a_trace_recorded_with_python_tracing_says_its_host_time_is_inflated(tmp_path: Path) -> None:
+    # every TraceLens vLLM/SGLang trace holds python_function events (with_stack=True, vLLM's default); their
+    # cost is paid in host time, which dispatch and the verdict rest on, and the trace cannot give it
+    from tracekit.readers.kineto import PYTHON_TRACING_WARNING
+
+    events = [
+        kineto_event("user_annotation", "iteration", 0, 100),
+        kineto_event("cpu_op", "aten::add", 10, 20),
+        kineto_event("python_function", "torch/nn/modules/module.py(1751): _call_impl", 5, 40),
+    ]
+    traced = read(kineto_file(tmp_path, events, "stack.synthetic.json"))
+    assert PYTHON_TRACING_WARNING in traced.meta["warnings"]
+    assert PYTHON_TRACING_WARNING.startswith("recorded with Python call tracing (python_function events")
+    plain = read(kineto_file(tmp_path, events[:2], "plain.synthetic.json"))
+    assert PYTHON_TRACING_WARNING not in plain.meta["warnings"]
