@@ -127,8 +127,10 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
         choices[column] = choice
         use = [d for d in choice.devices if d in devices] if devices else list(choice.devices)
         if devices and not use:
+            # no device: a GPU that the export says no traced process used (nsys reader, CUDA_VISIBLE_DEVICES)
+            sampled = f"GPU {_fmt(choice.devices)}" if choice.devices else "a GPU no traced process used"
             warnings.append(
-                f"GPU-metrics samples ({choice.metric!r}) come from GPU {_fmt(choice.devices)} but the kernels ran "
+                f"GPU-metrics samples ({choice.metric!r}) come from {sampled} but the kernels ran "
                 f"on GPU {_fmt(devices)}: {LABELS[column]} is not reported (the sampled GPU was not the one used)"
             )
             out = out.with_columns(pl.lit(None, pl.Float64).alias(column))

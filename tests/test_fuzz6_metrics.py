@@ -218,3 +218,32 @@ def test_a_bracketed_unit_is_the_whole_bracket(tmp_path: Path) -> None:
         SM: "%",
         "GPC Clock Frequency [MHz]": "MHz",
     }
+
+
+@pytest.mark.parametrize(("sampled_pw", "reported"), [(0, False), (1, True)])
+def test_samples_of_a_gpu_the_process_did_not_use(tmp_path: Path, sampled_pw: int, reported: bool) -> None:
+    """A two-GPU box where the process ran on the box's GPU 1 as its CUDA device 0 (CUDA_VISIBLE_DEVICES=1;
+    TARGET_INFO_CUDA_DEVICE says so). Samples of GPU 0 had been mapped to CUDA id 0 (its cuDevice) and read as
+    the used GPU's; they now belong to no device. Samples of GPU 1 are the used GPU's."""
+    b = NsysBuilder()
+    b.gpu(0, "Synthetic GPU")
+    b.gpu(1, "Synthetic GPU")
+    b.runtime(100_000, 110_000, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(120_000, 900_000, "synthetic_kernel", correlation=1, device=0)
+    b.nvtx_range(0, 1_000_000, "iteration")
+    for t in range(0, 1_100_000, 100_000):
+        b.gpu_metric(t, SM, 50.0, pw_gpu_id=sampled_pw)
+    path = b.write(tmp_path / "synthetic_two_gpus.nsys.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute("CREATE TABLE TARGET_INFO_CUDA_DEVICE (gpuId INTEGER, cudaId INTEGER, pid INTEGER)")
+        con.execute("INSERT INTO TARGET_INFO_CUDA_DEVICE VALUES (1, 0, 100)")
+    trace, result = metrics_of(path)
+    assert trace.gpu_metrics["device"].to_list()[0] == (0 if reported else None)
+    if reported:
+        assert result.value("sms_active") == pytest.approx(50.0)
+    else:
+        assert result.value("sms_active") is None
+        assert result.warnings[0] == (
+            f"GPU-metrics samples ({SM!r}) come from a GPU no traced process used but the kernels ran on GPU 0: "
+            "SMs active is not reported (the sampled GPU was not the one used)"
+        )

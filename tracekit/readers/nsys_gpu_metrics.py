@@ -16,9 +16,12 @@ from tracekit.model import GPU_METRICS_SCHEMA, empty_frame
 from tracekit.readers.sqlite_engine import Database, fetch_frame, quote
 
 
-def read_gpu_metrics(export: Database, pw_to_cuda: dict[int, int], warnings: list[str]) -> pl.DataFrame:
+def read_gpu_metrics(
+    export: Database, pw_to_cuda: dict[int, int | None], warnings: list[str]
+) -> pl.DataFrame:
     """The export's GPU-metric samples (empty when it has none). ``pw_to_cuda`` maps a PerfWorks GPU id to
-    the CUDA device id (:func:`tracekit.readers.nsys_meta.gpu_table`); problems are appended to ``warnings``."""
+    the CUDA device id (:func:`tracekit.readers.nsys_meta.gpu_table`; None: a GPU no traced process used, whose
+    samples get a null device); problems are appended to ``warnings``."""
     if export.has("GPU_METRICS"):
         return _read_metrics_table(export, pw_to_cuda, warnings)
     if export.has("GENERIC_EVENTS"):
@@ -68,7 +71,7 @@ def metric_unit(name: pl.Expr) -> pl.Expr:
     )
 
 
-def _finish_metrics(frame: pl.DataFrame, pw_to_cuda: dict[int, int]) -> pl.DataFrame:
+def _finish_metrics(frame: pl.DataFrame, pw_to_cuda: dict[int, int | None]) -> pl.DataFrame:
     pw = pl.col("type_id") & 0xFF
     device = pw.replace_strict(pw_to_cuda, default=pw, return_dtype=pl.Int64) if pw_to_cuda else pw
     return frame.with_columns(device=device.cast(pl.Int32), unit=metric_unit(pl.col("metric"))).select(
@@ -76,7 +79,9 @@ def _finish_metrics(frame: pl.DataFrame, pw_to_cuda: dict[int, int]) -> pl.DataF
     )
 
 
-def _read_metrics_table(export: Database, pw_to_cuda: dict[int, int], warnings: list[str]) -> pl.DataFrame:
+def _read_metrics_table(
+    export: Database, pw_to_cuda: dict[int, int | None], warnings: list[str]
+) -> pl.DataFrame:
     """GPU metrics of nsys 2024+: ``GPU_METRICS`` rows named through ``TARGET_INFO_GPU_METRICS``."""
     t = "GPU_METRICS"
     cols = export.columns(t)
@@ -129,7 +134,9 @@ def _read_metrics_table(export: Database, pw_to_cuda: dict[int, int], warnings: 
     return _finish_metrics(frame, pw_to_cuda)
 
 
-def _read_generic_events(export: Database, pw_to_cuda: dict[int, int], warnings: list[str]) -> pl.DataFrame:
+def _read_generic_events(
+    export: Database, pw_to_cuda: dict[int, int | None], warnings: list[str]
+) -> pl.DataFrame:
     """GPU metrics stored as JSON rows in GENERIC_EVENTS (nsys 2022.x / 2023.x)."""
     if not (export.has("GENERIC_EVENT_SOURCES") and export.has("GENERIC_EVENT_TYPES")):
         warnings.append(

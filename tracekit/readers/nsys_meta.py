@@ -17,7 +17,10 @@ from tracekit.readers.sqlite_engine import Database, quote
 
 
 def gpu_table(export: Database, env: dict[str, str]) -> list[dict[str, Any]]:
-    """GPUs of the target: [{id (CUDA device id), name, pw (PerfWorks id)}]."""
+    """GPUs of the target: [{id (CUDA device id), name, pw (PerfWorks id), used}]. ``used`` is False for a GPU
+    that no traced process had as a CUDA device where the export says which it had (TARGET_INFO_CUDA_DEVICE):
+    its ``id`` is then a guess (``cuDevice``, else its nsys id) that may be a used GPU's CUDA id, so samples of
+    it must not be read as that GPU's (:func:`tracekit.readers.nsys_sqlite` maps them to no device)."""
     rows: list[dict[str, Any]] = []
     if export.has("TARGET_INFO_GPU") and "id" in export.columns("TARGET_INFO_GPU"):
         t = "TARGET_INFO_GPU"
@@ -60,7 +63,14 @@ def gpu_table(export: Database, env: dict[str, str]) -> list[dict[str, Any]]:
     out = []
     for r in rows:
         cuda = cuda_of.get(r["gid"], r["cu"] if cu_distinct else r["gid"])
-        out.append({"id": int(cuda), "name": r["name"], "pw": r["pw"] if r["pw"] is not None else r["gid"]})
+        out.append(
+            {
+                "id": int(cuda),
+                "name": r["name"],
+                "pw": r["pw"] if r["pw"] is not None else r["gid"],
+                "used": not cuda_of or r["gid"] in cuda_of,
+            }
+        )
     return out
 
 

@@ -801,7 +801,10 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
 
     env = export.key_values("TARGET_INFO_SYSTEM_ENV")
     gpus = gpu_table(export, env)
-    pw_to_cuda = {int(g["pw"]): g["id"] for g in gpus if g["pw"] is not None}
+    # GPU-metric samples of a GPU no traced process used (CUDA_VISIBLE_DEVICES) get no device: its guessed CUDA
+    # id can be the used GPU's (the process's device 0 being the box's GPU 1, the samples of GPU 0 were read as
+    # its own).
+    pw_to_cuda = {int(g["pw"]): (g["id"] if g["used"] else None) for g in gpus if g["pw"] is not None}
 
     # ranges (read before GPU metrics: an unclosed range needs every frame's latest timestamp)
     raw = empty_frame(RAW_RANGES_SCHEMA)
