@@ -4,6 +4,13 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 
 - **rows**: per trace, the mean of latency, GPU busy, framework overhead and each idle cause over its
   iterations, the median latency, and the mean communication / exposed communication per iteration.
+- **GPU rows**: a trace whose ops ran on two or more GPUs (one process driving several, or one Nsight
+  Systems capture of several ranks) keeps its row (its GPUs together: GPU busy is their union, as the
+  trace's own analysis counts it) and adds one row per GPU under it (``gpu_rows``, labelled ``<trace> GPU k``:
+  that GPU's own work and iterations, the trace's per-device analysis, with the same means). Every statistic
+  below compares whole traces: a GPU row is not another rank (the GPUs of one process share its steps; those
+  of one capture share its clock but not a job's rank), so no GPU row is a slowest, a reference, a straggler
+  or a skewed trace; ``gpu_note`` says so in the document.
 - **spread**: the slowest and fastest trace by median latency, and their ratio.
 - **labels**: ``rank N`` when the trace says its rank (Kineto's ``distributedInfo``) and no other trace claims
   the same rank, else the file name (the path when names repeat).
@@ -127,9 +134,22 @@ def steps_of(result: dict[str, Any]) -> int:
     return len(result["iterations"]["index"])
 
 
+def row_figures(iterations: dict[str, Any]) -> dict[str, Any]:
+    """A row's figures from iterations by column (the compact result's ``iterations``, or one GPU's:
+    :func:`tracekit.fleet.compact.per_gpu`): ``iterations``, ``median_latency_ms`` and the mean of each of
+    :data:`MEAN_FIELDS` (``mean_latency_ms``, ...; None without values)."""
+    latencies = _values({"iterations": iterations}, "latency_ms")
+    out: dict[str, Any] = {
+        "iterations": len(iterations["index"]),
+        "median_latency_ms": median(latencies) if latencies else None,
+    }
+    out.update({f"mean_{k}": _mean(_values({"iterations": iterations}, k)) for k in MEAN_FIELDS})
+    return out
+
+
 def trace_row(result: dict[str, Any]) -> dict[str, Any]:
     """One row of the cross-trace table."""
-    latencies = _values(result, "latency_ms")
+    figures = row_figures(result["iterations"])
     row: dict[str, Any] = {
         "trace": label(result),
         "file": result["name"],
@@ -137,15 +157,77 @@ def trace_row(result: dict[str, Any]) -> dict[str, Any]:
         "gpu": result.get("gpu"),
         "device": result.get("device"),
         "range": result.get("range"),
-        "iterations": steps_of(result),
-        "median_latency_ms": median(latencies) if latencies else None,
+        "iterations": figures.pop("iterations"),
+        "median_latency_ms": figures.pop("median_latency_ms"),
     }
-    row.update({f"mean_{k}": _mean(_values(result, k)) for k in MEAN_FIELDS})
+    row.update(figures)
     row["verdict"] = result.get("verdict")
     # (the why is among the trace's warnings, prefixed with its name)
     row["verdict_uncertain"] = bool(result.get("verdict_uncertain"))
     row["synthetic"] = result.get("synthetic", False)
     return row
+
+
+def gpu_label(result: dict[str, Any], gpu: dict[str, Any]) -> str:
+    """The name of one GPU's row of a multi-GPU trace: the trace's label, then ``GPU k`` (the device id the
+    trace gives it: CUDA's device index in Nsight Systems and Kineto)."""
+    device = gpu.get("device")
+    return f"{label(result)} GPU {device}" if device is not None else f"{label(result)} ops without a device"
+
+
+def gpu_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per GPU of each trace whose ops ran on two or more GPUs (the compact result's ``per_gpu``), in
+    the traces' order: the keys of :func:`trace_row` (``trace`` is :func:`gpu_label`) plus ``of_trace`` (the
+    trace's row) and ``device_id``; a GPU with no work in an iteration has ``error`` and no figures. These rows
+    are not compared across traces (the module docstring's *GPU rows*)."""
+    rows = []
+    for r in results:
+        for g in r.get("per_gpu") or ():
+            figures = {k: g.get(k) for k in ("iterations", "median_latency_ms")}
+            figures.update({f"mean_{k}": g.get(f"mean_{k}") for k in MEAN_FIELDS})
+            row: dict[str, Any] = {
+                "trace": gpu_label(r, g),
+                "file": r["name"],
+                "rank": r.get("rank"),
+                "gpu": g.get("gpu") or r.get("gpu"),
+                "device": r.get("device"),
+                "range": g.get("range") or r.get("range"),
+                **figures,
+                "verdict": g.get("verdict"),
+                "verdict_uncertain": bool(g.get("verdict_uncertain")),
+                "synthetic": r.get("synthetic", False),
+                "of_trace": label(r),
+                "device_id": g.get("device"),
+            }
+            if g.get("error"):
+                row["error"] = g["error"]
+            rows.append(row)
+    return rows
+
+
+def gpu_warnings(results: list[dict[str, Any]]) -> list[str]:
+    """Why a GPU row's verdict may be wrong, or why it has no figures, prefixed with its name (once per
+    text, as :func:`trace_warnings`)."""
+    by_text: dict[str, list[str]] = {}
+    for r in results:
+        for g in r.get("per_gpu") or ():
+            text = g.get("error") or g.get("verdict_uncertain")
+            if text:
+                by_text.setdefault(str(text), []).append(gpu_label(r, g))
+    return [f"{_named(labels)}: {text}" for text, labels in by_text.items()]
+
+
+def gpu_note(rows: list[dict[str, Any]]) -> str | None:
+    """What the GPU rows are, and that the statistics do not compare them (None without GPU rows)."""
+    if not rows:
+        return None
+    traces = list(dict.fromkeys(row["of_trace"] for row in rows))
+    return (
+        f"{_named(traces)}: {'each trace' if len(traces) > 1 else 'the trace'} ran on several GPUs, each "
+        "shown as a row of its own (<trace> GPU k: that GPU's own work and iterations, as `tracekit analyze` "
+        "on the trace shows it) under the trace's row, which counts its GPUs together (GPU busy: their union); "
+        "the spread, clocks, straggler, skew and slowest by step compare whole traces, not GPUs"
+    )
 
 
 def _named(labels: list[str], sep: str = ", ") -> str:
@@ -657,6 +739,10 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     results = with_labels(_order(results))
     rows = [trace_row(r) for r in results]
     doc: dict[str, Any] = {"rows": rows, "traces": len(rows), "warnings": []}
+    per_gpu = gpu_rows(results)
+    if per_gpu:  # (only where some trace ran on several GPUs: other documents are as they were)
+        doc["gpu_rows"] = per_gpu
+        doc["gpu_note"] = gpu_note(per_gpu)
     timed = [r for r in rows if r["median_latency_ms"] is not None]
     # Iterations cut by different ranges (a whole-trace window in one, steps in the others) are not the same
     # work: latencies and steps are not compared across them.
@@ -713,5 +799,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         doc["warnings"].append(
             f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"
         )
-    doc["warnings"] += repeats + world_warnings(results) + different + trace_warnings(results)
+    doc["warnings"] += (
+        repeats + world_warnings(results) + different + trace_warnings(results) + gpu_warnings(results)
+    )
     return doc

@@ -37,6 +37,7 @@ from tracekit.analyzers.communication import (  # noqa: F401 (comm_per_iteration
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
+    from tracekit.session import AnalysisOptions
 
 #: The operation a collective kernel's name says (``ncclDevKernel_AllReduce_Sum_f32_RING_LL`` -> allreduce;
 #: RCCL's ``ncclDevKernel_Generic_4`` -> generic); the alternatives are tried in this order at each position.
@@ -178,8 +179,67 @@ def _world_size(meta: dict[str, Any]) -> int | None:
         return None
 
 
-def compact(analyzed: Analysis) -> dict[str, Any]:
-    """The compact result of one analyzed trace (see the module docstring)."""
+def per_gpu(analyzed: Analysis, options: AnalysisOptions | None = None) -> list[dict[str, Any]] | None:
+    """One small dict per GPU of a trace whose ops ran on two or more devices (``analyzed.per_device`` is
+    set), else None: ``device`` (the trace's device id), ``gpu`` (its name where the trace lists its GPUs),
+    then the figures of a fleet row (:func:`tracekit.analyzers.ranks.row_figures`: ``iterations``,
+    ``median_latency_ms``, the ``mean_*`` of latency, busy, overhead, the idle causes and communication),
+    ``verdict`` and ``verdict_uncertain`` (why it may be wrong, or None) as the trace's per-device table says
+    them; a device none of whose work falls in an iteration has ``error`` instead of figures.
+
+    Each device's part of the trace is analyzed as ``tracekit analyze`` analyzes it for its per-device table
+    (:func:`tracekit.analyzers.iterations.per_device_rows`: its ops, their launching calls, its processes'
+    ranges, with ``options``), with the idle split by cause, and reduced here to means: a few numbers per
+    GPU, not its iterations (the cross-trace statistics compare whole traces)."""
+    devices = analyzed.per_device
+    if not devices:
+        return None
+    from tracekit.analyzers.iterations import analyze_iterations, assign_ops, without_iteration_operators
+    from tracekit.analyzers.ranges import split_by_device
+    from tracekit.analyzers.ranks import row_figures
+    from tracekit.errors import NoActivityError
+    from tracekit.session import AnalysisOptions
+
+    options = options or AnalysisOptions()
+    trace = without_iteration_operators(analyzed.trace_data, options.range_name, options.split_idle_ms)
+    parts = split_by_device(trace)
+    names = {
+        g.get("id"): g.get("name") for g in analyzed.trace_data.meta.get("gpus") or () if isinstance(g, dict)
+    }
+    out = []
+    for row in devices:
+        device = row["device"]
+        entry: dict[str, Any] = {"device": device, "gpu": names.get(device)}
+        part = parts.get(device)
+        if row.get("error") or part is None:
+            out.append({**entry, "error": row.get("error") or "no ops on this device"})
+            continue
+        try:
+            a = analyze_iterations(
+                part, options.range_name, options.skip, options.bound_threshold, options.split_idle_ms
+            )
+        except NoActivityError as exc:
+            out.append({**entry, "error": exc.message})
+            continue
+        frame = a.iterations
+        frame = frame.select([f for f in ITERATION_FIELDS if f in frame.columns])
+        if has_collectives(part.ops):
+            ops = assign_ops(part, a.ranges).filter(pl.col("iteration").is_in(frame["index"].implode()))
+            comm = comm_per_iteration(ops)
+            frame = frame.join(comm, left_on="index", right_on="iteration", how="left").with_columns(
+                pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)
+            )
+        entry.update(row_figures(columns(frame)))
+        entry.update(
+            range=a.range_name, verdict=row.get("bound"), verdict_uncertain=row.get("verdict_uncertain")
+        )
+        out.append(entry)
+    return out
+
+
+def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[str, Any]:
+    """The compact result of one analyzed trace (see the module docstring); ``options``: those it was
+    analyzed with, for its GPUs' rows (:func:`per_gpu`; None: the defaults)."""
     meta = analyzed.trace_data.meta
     its = analyzed.iterations
     fields = [f for f in ITERATION_FIELDS if f in its.columns]
@@ -226,4 +286,5 @@ def compact(analyzed: Analysis) -> dict[str, Any]:
         "collective_streams": streams,
         "world_size": _world_size(meta),
         "warnings": list(analyzed.measurement_warnings),
+        "per_gpu": per_gpu(analyzed, options),
     }

@@ -75,10 +75,9 @@ def analyze_one(
     try:
         with reading_limits_applied(reading), _local(path) as local:
             item = resolve_input(local)
-            analyzed = analyze_input(
-                item, AnalysisOptions(*options), frames(item), cache_dir=cache_dir or None
-            )
-            result = compact(analyzed)
+            chosen = AnalysisOptions(*options)
+            analyzed = analyze_input(item, chosen, frames(item), cache_dir=cache_dir or None)
+            result = compact(analyzed, chosen)
             result["path"] = path
         return Outcome(path, result=result, seconds=time.perf_counter() - start)
     except TracekitError as exc:

@@ -24,19 +24,36 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("mean_exposed_comm_ms", "mean exposed comm ms"),
     ("verdict", "verdict"),
 )
+#: ``scope``: "trace" (a trace's row) or "gpu" (one GPU of a multi-GPU trace: ``of_trace`` names its trace's
+#: row, ``device_id`` the GPU).
 CSV_COLUMNS = (
-    ("trace", "file", "rank", "gpu", "device", "range", "synthetic")
+    ("trace", "scope", "of_trace", "file", "rank", "gpu", "device", "device_id", "range", "synthetic")
     + tuple(k for k, _ in COLUMNS[1:])
     + ("verdict_uncertain",)
 )
 
 
+def table_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """Every row in table order, each with its ``scope``: a trace's row, then the rows of its GPUs when it
+    ran on several (``gpu_rows``, :func:`tracekit.analyzers.ranks.gpu_rows`)."""
+    gpus: dict[str, list[dict[str, Any]]] = {}
+    for row in doc.get("gpu_rows") or ():
+        gpus.setdefault(row["of_trace"], []).append({**row, "scope": "gpu"})
+    out = []
+    for row in doc.get("rows", []):
+        out.append({**row, "scope": "trace"})
+        out += gpus.get(row["trace"], [])
+    return out
+
+
 def _shown(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The rows as the table and Markdown show them: an uncertain verdict marked so (its why is among the
-    warnings under the table)."""
+    warnings under the table), a GPU without figures its error in the verdict's place."""
     return [
         {**row, "verdict": f"{row['verdict']} (uncertain)"}
         if row.get("verdict_uncertain") and row.get("verdict")
+        else {**row, "verdict": f"no figures: {row['error']}"}
+        if row.get("error")
         else row
         for row in rows
     ]
@@ -114,6 +131,8 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
             f"slowest by step (durations only): {slowest['slowest']} in {slowest['slowest_steps']} of "
             f"{slowest['steps']} steps"
         )
+    if doc.get("gpu_note"):
+        lines.append(f"GPU rows: {doc['gpu_note']}")
     if warnings:
         lines += [f"warning: {w}" for w in doc.get("warnings", [])]
     return lines
@@ -124,9 +143,9 @@ def render_ranks(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "json":
         return render_json(doc)
     if fmt == "csv":
-        return render_csv(doc["rows"], CSV_COLUMNS)
+        return render_csv(table_rows(doc), CSV_COLUMNS)
     if fmt == "markdown":
-        body = render_markdown(_shown(doc["rows"]), COLUMNS)
+        body = render_markdown(_shown(table_rows(doc)), COLUMNS)
         return body + "\n" + "".join(f"- {line}\n" for line in summary_lines(doc))
     return _text_table(doc) + "\n".join(summary_lines(doc, warnings=False)) + "\n"
 
@@ -134,7 +153,13 @@ def render_ranks(doc: dict[str, Any], fmt: str) -> str:
 def _text_table(doc: dict[str, Any]) -> str:
     """A fixed-width plain table (also what a pipe gets)."""
     cells = [[header for _, header in COLUMNS]]
-    cells += [[format_value(row.get(key)) for key, _ in COLUMNS] for row in _shown(doc["rows"])]
+    cells += [
+        [
+            ("  " if row["scope"] == "gpu" and key == "trace" else "") + format_value(row.get(key))
+            for key, _ in COLUMNS
+        ]
+        for row in _shown(table_rows(doc))
+    ]
     widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
     lines = []
     for n, row in enumerate(cells):

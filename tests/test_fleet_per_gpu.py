@@ -1,0 +1,244 @@
+"""The many-trace summary's rows per GPU: a trace whose work ran on two GPUs keeps its row (the GPUs together)
+and gets one row per GPU under it, in JSON, CSV, Markdown and the table; the cross-trace statistics stay per
+trace. The traces here are SYNTHETIC, hand-built Kineto files in tmp folders with known truth; the real
+2-GPU Nsight Systems export in ../shared/real_traces is read where present, never copied into the repo."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.builders import EPOCH
+from tracekit.analyzers.ranks import MEAN_FIELDS, summarize
+from tracekit.fleet.run import analyze_many
+from tracekit.renderers.ranks import render_ranks
+from tracekit.session import AnalysisOptions
+
+GEMM = "sm90_xmma_gemm_f16f16_synthetic"
+STEPS = 4
+#: per step (µs after the step's start): (device, launch call, kernel start, kernel end)
+TWO_GPUS = ((0, 10, 50, 950), (1, 20, 100, 400))
+
+
+def _us(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _event(cat: str, name: str, pid: int, tid: int, ts_ns: int, dur_ns: int, **args: int) -> str:
+    """One Kineto complete event as JSON text, ``ts``/``dur`` written as exact decimal µs (epoch times have
+    more digits than a float holds)."""
+    head = json.dumps(
+        {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, **({"args": args} if args else {})}
+    )
+    return head[:-1] + f', "ts": {_us(ts_ns)}, "dur": {_us(dur_ns)}}}'
+
+
+def _kineto(path: Path, step_us: int, kernels: tuple[tuple[int, int, int, int], ...], gpus: list[str]) -> str:
+    """A SYNTHETIC Kineto trace: one process (pid 100) running :data:`STEPS` ``ProfilerStep#N`` of
+    ``step_us`` µs back to back; in each, per ``kernels`` entry one kernel on that device (stream 7, its
+    launching ``cudaLaunchKernel`` 1 µs long), then a ``cudaDeviceSynchronize`` from 30 µs until 40 µs before
+    the step ends. ``gpus``: the names of devices 0, 1, ... (``deviceProperties``)."""
+    lines, corr = [], 1
+    for step in range(STEPS):
+        s0 = EPOCH + step * step_us * 1000
+        lines.append(_event("user_annotation", f"ProfilerStep#{step}", 100, 100, s0, step_us * 1000))
+        for device, call, start, end in kernels:
+            lines.append(
+                _event("cuda_runtime", "cudaLaunchKernel", 100, 100, s0 + call * 1000, 1000, correlation=corr)
+            )
+            lines.append(
+                _event(
+                    "kernel", GEMM, device, 7, s0 + start * 1000, (end - start) * 1000,
+                    device=device, stream=7, correlation=corr,
+                )
+            )  # fmt: skip
+            corr += 1
+        lines.append(
+            _event(
+                "cuda_runtime",
+                "cudaDeviceSynchronize",
+                100,
+                100,
+                s0 + 30_000,
+                (step_us - 70) * 1000,
+                correlation=corr,
+            )
+        )
+        corr += 1
+    header = json.dumps(
+        {
+            "schemaVersion": 1,
+            "tracekit_synthetic": True,
+            "deviceProperties": [{"id": i, "name": name, "numSms": 132} for i, name in enumerate(gpus)],
+        }
+    )
+    path.write_text(header[:-1] + ', "traceEvents": [\n' + ",\n".join(lines) + "\n]}\n")
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def traces(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """A SYNTHETIC 2-GPU trace (one process driving both: GPU 0 busy 900 µs of each 1 ms step, GPU 1 300 µs,
+    inside GPU 0's) and a SYNTHETIC 1-GPU trace (2 ms steps, 1 ms kernels)."""
+    out = tmp_path_factory.mktemp("per_gpu")
+    return [
+        _kineto(out / "two_gpus.synthetic.json", 1000, TWO_GPUS, ["Synthetic GPU A", "Synthetic GPU B"]),
+        _kineto(out / "one_gpu.synthetic.json", 2000, ((0, 10, 500, 1500),), ["Synthetic GPU A"]),
+    ]
+
+
+def _doc(paths: list[str], jobs: int = 1) -> dict:
+    outcomes = analyze_many(paths, AnalysisOptions(), jobs=jobs)
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    return summarize([o.result for o in outcomes])
+
+
+FIGURES = (
+    "iterations",
+    "median_latency_ms",
+    "mean_latency_ms",
+    "mean_gpu_busy_ms",
+    "mean_framework_overhead_ms",
+)
+
+
+def test_each_gpu_of_a_two_gpu_trace_is_a_row_of_its_own(traces: list[str]) -> None:
+    doc = _doc(traces)
+    # the trace rows as before: the 2-GPU trace counts its GPUs together (busy: the union, 900 µs)
+    assert [r["trace"] for r in doc["rows"]] == ["one_gpu.synthetic.json", "two_gpus.synthetic.json"]
+    assert doc["traces"] == 2
+    whole = doc["rows"][1]
+    assert [whole[k] for k in FIGURES] == pytest.approx([STEPS, 1.0, 1.0, 0.9, 0.1], abs=1e-12)
+    # one row per GPU: each its own work in the same steps
+    gpus = doc["gpu_rows"]
+    assert [g["trace"] for g in gpus] == ["two_gpus.synthetic.json GPU 0", "two_gpus.synthetic.json GPU 1"]
+    assert [g["of_trace"] for g in gpus] == ["two_gpus.synthetic.json"] * 2
+    assert [g["device_id"] for g in gpus] == [0, 1]
+    assert [g["gpu"] for g in gpus] == ["Synthetic GPU A", "Synthetic GPU B"]
+    assert [gpus[0][k] for k in FIGURES] == pytest.approx([STEPS, 1.0, 1.0, 0.9, 0.1], abs=1e-12)
+    assert [gpus[1][k] for k in FIGURES] == pytest.approx([STEPS, 1.0, 1.0, 0.3, 0.7], abs=1e-12)
+    assert [g["mean_gpu_utilization"] for g in gpus] == pytest.approx([0.9, 0.3], abs=1e-12)
+    # the row's means add up, with the idle split by cause as the trace rows have it
+    for g in gpus:
+        assert g["mean_gpu_busy_ms"] + g["mean_framework_overhead_ms"] == pytest.approx(g["mean_latency_ms"])
+        assert g["mean_sync_ms"] is not None
+    # verdicts as the trace's own per-device table says them: GPU 1 framework-bound, uncertain (its idle time
+    # is its wait for GPU 0, driven by the same process), said under the table
+    assert [(g["verdict"], g["verdict_uncertain"]) for g in gpus] == [("compute", False), ("framework", True)]
+    assert any(
+        w.startswith("two_gpus.synthetic.json GPU 1: verdict uncertain: one process drives devices 0, 1")
+        for w in doc["warnings"]
+    )
+
+
+def test_the_gpu_rows_are_the_per_device_table_of_the_trace_alone(traces: list[str]) -> None:
+    from tracekit.api import analyze
+
+    alone = analyze(traces[0]).per_device
+    rows = _doc(traces)["gpu_rows"]
+    assert [(d["device"], d["iterations"], d["latency_ms"], d["gpu_busy_ms"], d["bound"]) for d in alone] == [
+        (g["device_id"], g["iterations"], g["median_latency_ms"], g["mean_gpu_busy_ms"], g["verdict"])
+        for g in rows
+    ]
+
+
+def test_the_statistics_compare_whole_traces_not_gpus(traces: list[str]) -> None:
+    doc = _doc(traces)
+    assert doc["spread"]["slowest"] == "one_gpu.synthetic.json"
+    assert doc["spread"]["fastest"] == "two_gpus.synthetic.json"
+    assert doc["spread"]["ratio"] == pytest.approx(2.0)
+    assert doc["slowest_by_step"] == {
+        "steps": STEPS,
+        "slowest": "one_gpu.synthetic.json",
+        "slowest_steps": STEPS,
+    }
+    assert "compare whole traces, not GPUs" in doc["gpu_note"]
+    # a trace alone: no spread, though it has two GPU rows
+    alone = _doc(traces[:1])
+    assert alone["traces"] == 1 and "spread" not in alone and len(alone["gpu_rows"]) == 2
+
+
+def test_single_gpu_traces_have_no_gpu_rows(traces: list[str]) -> None:
+    doc = _doc(traces[1:])
+    assert "gpu_rows" not in doc and "gpu_note" not in doc
+
+
+def test_every_format_shows_the_gpu_rows_under_their_trace(traces: list[str]) -> None:
+    doc = _doc(traces)
+    table = render_ranks(doc, "table").splitlines()
+    names = [line.split("  ")[0] if not line.startswith("  ") else line.split("  ")[1] for line in table[2:6]]
+    assert names == [
+        "one_gpu.synthetic.json",
+        "two_gpus.synthetic.json",
+        "two_gpus.synthetic.json GPU 0",
+        "two_gpus.synthetic.json GPU 1",
+    ]
+    assert table[4].startswith("  two_gpus.synthetic.json GPU 0") and "framework (uncertain)" in table[5]
+    assert any(
+        line.startswith("GPU rows: two_gpus.synthetic.json: the trace ran on several GPUs") for line in table
+    )
+    markdown = render_ranks(doc, "markdown")
+    assert "| two_gpus.synthetic.json GPU 1 | 4 | 1.000 | 1.000 | 0.300 | 0.700 |" in markdown
+    rows = list(csv.DictReader(io.StringIO(render_ranks(doc, "csv"))))
+    assert [(r["trace"], r["scope"], r["of_trace"], r["device_id"]) for r in rows] == [
+        ("one_gpu.synthetic.json", "trace", "", ""),
+        ("two_gpus.synthetic.json", "trace", "", ""),
+        ("two_gpus.synthetic.json GPU 0", "gpu", "two_gpus.synthetic.json", "0"),
+        ("two_gpus.synthetic.json GPU 1", "gpu", "two_gpus.synthetic.json", "1"),
+    ]
+    assert float(rows[3]["mean_gpu_busy_ms"]) == pytest.approx(0.3)
+    assert json.loads(render_ranks(doc, "json"))["gpu_rows"][1]["mean_gpu_busy_ms"] == pytest.approx(0.3)
+
+
+def test_the_compact_result_holds_a_few_numbers_per_gpu(traces: list[str]) -> None:
+    (outcome,) = analyze_many(traces[:1], AnalysisOptions(), jobs=1)
+    per_gpu = outcome.result["per_gpu"]
+    assert len(per_gpu) == 2
+    # scalars only (no per-iteration columns): its size does not grow with the iterations
+    assert {type(v) for g in per_gpu for v in g.values()} <= {int, float, str, type(None)}
+    assert sorted(per_gpu[1]) == sorted(
+        ["device", "gpu", "range", "iterations", "median_latency_ms", "verdict", "verdict_uncertain"]
+        + [f"mean_{k}" for k in MEAN_FIELDS]
+    )
+
+
+def test_one_job_two_jobs_and_a_dask_cluster_give_the_same_json(
+    traces: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracekit.cli import main
+
+    base = ["analyze", *traces, "--format", "json", "--no-progress"]
+    docs = []
+    for extra in (["--jobs", "1"], ["--jobs", "2"]):
+        assert main(base + extra) == 0
+        docs.append(json.loads(capsys.readouterr().out))
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as c:
+        assert main(base + ["--scheduler", c.scheduler_address]) == 0
+        docs.append(json.loads(capsys.readouterr().out))
+    assert docs[0] == docs[1] == docs[2]
+    assert len(docs[0]["gpu_rows"]) == 2
+
+
+def test_the_real_two_gpu_nsys_export(real_traces: Path) -> None:
+    path = real_traces / "nsys" / "nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite"
+    if not path.exists():
+        pytest.skip("the real 2-GPU export is not here")
+    doc = _doc([str(path)])
+    (whole,) = doc["rows"]
+    assert round(whole["mean_gpu_busy_ms"], 3) == 967.639  # both GPUs together, as before
+    got = [
+        (g["trace"], round(g["median_latency_ms"], 3), round(g["mean_gpu_busy_ms"], 3))
+        for g in doc["gpu_rows"]
+    ]
+    # as `tracekit analyze` on the trace alone shows its per-device table
+    assert got == [
+        ("nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite GPU 0", 969.448, 962.890),
+        ("nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite GPU 1", 969.259, 962.811),
+    ]
