@@ -10,7 +10,8 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   that GPU's own work and iterations, the trace's per-device analysis, with the same means). Every statistic
   below compares whole traces: a GPU row is not another rank (the GPUs of one process share its steps; those
   of one capture share its clock but not a job's rank), so no GPU row is a slowest, a reference, a straggler
-  or a skewed trace; ``gpu_note`` says so in the document.
+  or a skewed trace; ``gpu_note`` says so in the document. Within a trace, its GPUs' mean busy time per
+  iteration is compared (``gpu_busy_spread``: the busiest and least busy GPU, :func:`gpu_busy_spread`).
 - **spread**: the slowest and fastest trace by median latency, and their ratio.
 - **labels**: ``rank N`` when the trace says its rank (Kineto's ``distributedInfo``) and no other trace claims
   the same rank, else the file name (the path when names repeat).
@@ -205,6 +206,48 @@ def gpu_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def gpu_busy_spread(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per trace of several GPUs (its :func:`gpu_rows`), the one comparison made between its GPUs: mean GPU
+    busy per iteration, the busiest GPU against the least busy (``ratio``: busiest / least busy; None when
+    the least busy is 0). The GPUs of one trace share its clock and, driven by one process, its steps, so
+    their busy times per step are the same steps' (load balance: pipeline stages, a GPU waiting for
+    another); their latencies are not compared (one process: the same steps). Not compared, with ``why``,
+    when a GPU has no figures or the GPUs hold different numbers of iterations (other steps)."""
+    by_trace: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_trace.setdefault(row["of_trace"], []).append(row)
+    out = []
+    for trace, gpus in by_trace.items():
+        missing = [g["trace"] for g in gpus if g.get("mean_gpu_busy_ms") is None]
+        counts = sorted({g.get("iterations") for g in gpus if g.get("iterations") is not None})
+        if missing or len(gpus) < 2:
+            out.append({"trace": trace, "why": f"{_named(missing)}: no figures"})
+            continue
+        if len(counts) > 1:
+            out.append(
+                {
+                    "trace": trace,
+                    "why": f"its GPUs hold {counts[0]} to {counts[-1]} iterations: their steps are not the same",
+                }
+            )
+            continue
+        busiest = max(gpus, key=lambda g: g["mean_gpu_busy_ms"])
+        least = min((g for g in gpus if g is not busiest), key=lambda g: g["mean_gpu_busy_ms"])
+        out.append(
+            {
+                "trace": trace,
+                "busiest": busiest["trace"],
+                "busiest_mean_gpu_busy_ms": busiest["mean_gpu_busy_ms"],
+                "least_busy": least["trace"],
+                "least_busy_mean_gpu_busy_ms": least["mean_gpu_busy_ms"],
+                "ratio": busiest["mean_gpu_busy_ms"] / least["mean_gpu_busy_ms"]
+                if least["mean_gpu_busy_ms"]
+                else None,
+            }
+        )
+    return out
+
+
 def gpu_warnings(results: list[dict[str, Any]]) -> list[str]:
     """Why a GPU row's verdict may be wrong, or why it has no figures, prefixed with its name (once per
     text, as :func:`trace_warnings`)."""
@@ -226,7 +269,8 @@ def gpu_note(rows: list[dict[str, Any]]) -> str | None:
         f"{_named(traces)}: {'each trace' if len(traces) > 1 else 'the trace'} ran on several GPUs, each "
         "shown as a row of its own (<trace> GPU k: that GPU's own work and iterations, as `tracekit analyze` "
         "on the trace shows it) under the trace's row, which counts its GPUs together (GPU busy: their union); "
-        "the spread, clocks, straggler, skew and slowest by step compare whole traces, not GPUs"
+        "the spread, clocks, straggler, skew and slowest by step compare whole traces, not GPUs; within a "
+        "trace only its GPUs' busy time is compared"
     )
 
 
@@ -743,6 +787,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     if per_gpu:  # (only where some trace ran on several GPUs: other documents are as they were)
         doc["gpu_rows"] = per_gpu
         doc["gpu_note"] = gpu_note(per_gpu)
+        doc["gpu_busy_spread"] = gpu_busy_spread(per_gpu)
     timed = [r for r in rows if r["median_latency_ms"] is not None]
     # Iterations cut by different ranges (a whole-trace window in one, steps in the others) are not the same
     # work: latencies and steps are not compared across them.

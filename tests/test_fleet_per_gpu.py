@@ -9,6 +9,7 @@ import csv
 import io
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -37,22 +38,23 @@ def _event(cat: str, name: str, pid: int, tid: int, ts_ns: int, dur_ns: int, **a
     return head[:-1] + f', "ts": {_us(ts_ns)}, "dur": {_us(dur_ns)}}}'
 
 
-def _kineto(path: Path, step_us: int, kernels: tuple[tuple[int, int, int, int], ...], gpus: list[str]) -> str:
+def _kineto(path: Path, step_us: int, kernels: tuple[tuple[Any, ...], ...], gpus: list[str]) -> str:
     """A SYNTHETIC Kineto trace: one process (pid 100) running :data:`STEPS` ``ProfilerStep#N`` of
-    ``step_us`` µs back to back; in each, per ``kernels`` entry one kernel on that device (stream 7, its
+    ``step_us`` µs back to back; in each, per ``kernels`` entry ``(device, call, start, end[, name])`` (µs
+    after the step's start) one kernel on that device (stream 7, named :data:`GEMM` unless given; its
     launching ``cudaLaunchKernel`` 1 µs long), then a ``cudaDeviceSynchronize`` from 30 µs until 40 µs before
     the step ends. ``gpus``: the names of devices 0, 1, ... (``deviceProperties``)."""
     lines, corr = [], 1
     for step in range(STEPS):
         s0 = EPOCH + step * step_us * 1000
         lines.append(_event("user_annotation", f"ProfilerStep#{step}", 100, 100, s0, step_us * 1000))
-        for device, call, start, end in kernels:
+        for device, call, start, end, *name in kernels:
             lines.append(
                 _event("cuda_runtime", "cudaLaunchKernel", 100, 100, s0 + call * 1000, 1000, correlation=corr)
             )
             lines.append(
                 _event(
-                    "kernel", GEMM, device, 7, s0 + start * 1000, (end - start) * 1000,
+                    "kernel", name[0] if name else GEMM, device, 7, s0 + start * 1000, (end - start) * 1000,
                     device=device, stream=7, correlation=corr,
                 )
             )  # fmt: skip
@@ -242,3 +244,83 @@ def test_the_real_two_gpu_nsys_export(real_traces: Path) -> None:
         ("nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite GPU 0", 969.448, 962.890),
         ("nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite GPU 1", 969.259, 962.811),
     ]
+
+
+def test_within_a_trace_its_gpus_busy_time_is_compared(traces: list[str]) -> None:
+    doc = _doc(traces)
+    (spread,) = doc["gpu_busy_spread"]
+    assert spread["trace"] == "two_gpus.synthetic.json"
+    assert (spread["busiest"], spread["least_busy"]) == (
+        "two_gpus.synthetic.json GPU 0",
+        "two_gpus.synthetic.json GPU 1",
+    )
+    assert [spread["busiest_mean_gpu_busy_ms"], spread["least_busy_mean_gpu_busy_ms"]] == pytest.approx(
+        [0.9, 0.3], abs=1e-12
+    )
+    assert spread["ratio"] == pytest.approx(3.0)
+    assert (
+        "GPU busy within two_gpus.synthetic.json (mean per iteration): most two_gpus.synthetic.json GPU 0 "
+        "(0.900 ms), least two_gpus.synthetic.json GPU 1 (0.300 ms), 3.000x"
+    ) in render_ranks(doc, "table").splitlines()
+
+
+def _gpu(device: int, iterations: int | None = 2, busy: float | None = 0.5, **extra: object) -> dict:
+    """A compact result's ``per_gpu`` entry (:func:`tracekit.fleet.compact.per_gpu`), hand-built."""
+    figures = {f"mean_{k}": None for k in MEAN_FIELDS}
+    figures.update(mean_latency_ms=1.0 if busy is not None else None, mean_gpu_busy_ms=busy)
+    return {
+        "device": device,
+        "gpu": None,
+        "iterations": iterations,
+        "median_latency_ms": 1.0 if busy is not None else None,
+        **figures,
+        "verdict": "compute" if busy is not None else None,
+        "verdict_uncertain": None,
+        **extra,
+    }
+
+
+def test_a_ranked_trace_names_its_gpus_rank_n_gpu_k_and_a_gpu_without_figures_says_why() -> None:
+    from tests.builders import compact_result
+
+    two = {
+        **compact_result("r3.json", rank=3),
+        "per_gpu": [_gpu(0), {"device": 1, "gpu": None, "error": "no iteration holds this device's work"}],
+    }
+    doc = summarize([compact_result("r2.json", rank=2), two])
+    assert [r["trace"] for r in doc["rows"]] == ["rank 2", "rank 3"]
+    assert [(g["trace"], g.get("error")) for g in doc["gpu_rows"]] == [
+        ("rank 3 GPU 0", None),
+        ("rank 3 GPU 1", "no iteration holds this device's work"),
+    ]
+    assert "rank 3 GPU 1: no iteration holds this device's work" in doc["warnings"]
+    assert doc["gpu_busy_spread"] == [{"trace": "rank 3", "why": "rank 3 GPU 1: no figures"}]
+    table = render_ranks(doc, "table")
+    assert "no figures: no iteration holds this device's work" in table
+    assert "GPU busy within rank 3: not compared (rank 3 GPU 1: no figures)" in table
+    # GPUs that hold other numbers of iterations (other steps) are not compared either
+    other = {**compact_result("r3.json", rank=3), "per_gpu": [_gpu(0, 2, 0.5), _gpu(1, 3, 0.2)]}
+    assert summarize([other])["gpu_busy_spread"] == [
+        {"trace": "rank 3", "why": "its GPUs hold 2 to 3 iterations: their steps are not the same"}
+    ]
+
+
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+
+
+def test_each_gpu_row_has_its_own_communication(tmp_path: Path) -> None:
+    # GPU 0: compute 50-600 µs, all-reduce 600-800 (none of it hidden); GPU 1: compute 100-400, all-reduce
+    # 350-800 (50 µs of it under its compute)
+    kernels = (
+        (0, 10, 50, 600),
+        (0, 12, 600, 800, ALL_REDUCE),
+        (1, 20, 100, 400),
+        (1, 22, 350, 800, ALL_REDUCE),
+    )
+    path = _kineto(tmp_path / "two_gpus_nccl.synthetic.json", 1000, kernels, ["A", "B"])
+    doc = _doc([path])
+    (whole,) = doc["rows"]
+    # the trace's row sums its GPUs' communication (device time), as before
+    assert [whole["mean_comm_ms"], whole["mean_exposed_comm_ms"]] == pytest.approx([0.65, 0.6], abs=1e-12)
+    got = [(g["mean_comm_ms"], g["mean_exposed_comm_ms"], g["mean_gpu_busy_ms"]) for g in doc["gpu_rows"]]
+    assert got == [pytest.approx((0.2, 0.2, 0.75), abs=1e-12), pytest.approx((0.45, 0.4, 0.7), abs=1e-12)]

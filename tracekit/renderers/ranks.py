@@ -133,6 +133,16 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
         )
     if doc.get("gpu_note"):
         lines.append(f"GPU rows: {doc['gpu_note']}")
+    for spread in doc.get("gpu_busy_spread") or ():
+        if spread.get("why"):
+            lines.append(f"GPU busy within {spread['trace']}: not compared ({spread['why']})")
+            continue
+        ratio = spread.get("ratio")
+        lines.append(
+            f"GPU busy within {spread['trace']} (mean per iteration): most {spread['busiest']} "
+            f"({_ms(spread['busiest_mean_gpu_busy_ms'])} ms), least {spread['least_busy']} "
+            f"({_ms(spread['least_busy_mean_gpu_busy_ms'])} ms)" + (f", {ratio:.3f}x" if ratio else "")
+        )
     if warnings:
         lines += [f"warning: {w}" for w in doc.get("warnings", [])]
     return lines
