@@ -324,3 +324,57 @@ def test_each_gpu_row_has_its_own_communication(tmp_path: Path) -> None:
     assert [whole["mean_comm_ms"], whole["mean_exposed_comm_ms"]] == pytest.approx([0.65, 0.6], abs=1e-12)
     got = [(g["mean_comm_ms"], g["mean_exposed_comm_ms"], g["mean_gpu_busy_ms"]) for g in doc["gpu_rows"]]
     assert got == [pytest.approx((0.2, 0.2, 0.75), abs=1e-12), pytest.approx((0.45, 0.4, 0.7), abs=1e-12)]
+
+
+def test_an_nsys_capture_of_two_ranks_gets_a_row_per_gpu(tmp_path: Path) -> None:
+    """A SYNTHETIC Nsight Systems export of two processes (pid 100 on GPU 0, pid 200 on GPU 1, as nsys
+    records a ``torchrun`` of two ranks), each with 4 ``iteration`` ranges of 1 ms (pid 200's 100 µs later)
+    holding one kernel: 400 µs on GPU 0, 800 µs on GPU 1."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "Synthetic GPU A")
+    b.gpu(1, "Synthetic GPU B")
+    corr = 1
+    for pid, device, busy, shift in ((100, 0, 400_000, 0), (200, 1, 800_000, 100_000)):
+        for step in range(STEPS):
+            s0 = 1_000_000_000 + shift + step * 1_000_000
+            b.nvtx_range(s0, s0 + 1_000_000, "iteration", pid=pid, tid=pid)
+            b.runtime(s0 + 10_000, s0 + 11_000, "cudaLaunchKernel_v7000", correlation=corr, pid=pid, tid=pid)
+            b.kernel(s0 + 50_000, s0 + 50_000 + busy, GEMM, device=device, correlation=corr, pid=pid)
+            b.runtime(
+                s0 + 20_000,
+                s0 + 960_000,
+                "cudaDeviceSynchronize_v3020",
+                correlation=corr + 1,
+                pid=pid,
+                tid=pid,
+            )
+            corr += 2
+    path = str(b.write(tmp_path / "two_ranks.synthetic.sqlite"))
+    doc = _doc([path])
+    (whole,) = doc["rows"]
+    # the trace's row: both processes' ranges (8 iterations), busy 0.6 ms on average, "compute"
+    assert [whole[k] for k in FIGURES] == pytest.approx([8, 1.0, 1.0, 0.6, 0.4], abs=1e-12)
+    assert whole["verdict"] == "compute"
+    # each GPU: its own process's 4 iterations; GPU 0 framework-bound, which the trace's row hid
+    rows = doc["gpu_rows"]
+    assert [(g["trace"], g["gpu"], g["verdict"], g["verdict_uncertain"]) for g in rows] == [
+        ("two_ranks.synthetic.sqlite GPU 0", "Synthetic GPU A", "framework", False),
+        ("two_ranks.synthetic.sqlite GPU 1", "Synthetic GPU B", "compute", False),
+    ]
+    assert [rows[0][k] for k in FIGURES] == pytest.approx([4, 1.0, 1.0, 0.4, 0.6], abs=1e-12)
+    assert [rows[1][k] for k in FIGURES] == pytest.approx([4, 1.0, 1.0, 0.8, 0.2], abs=1e-12)
+    (spread,) = doc["gpu_busy_spread"]
+    assert (spread["busiest"], spread["least_busy"]) == (
+        "two_ranks.synthetic.sqlite GPU 1",
+        "two_ranks.synthetic.sqlite GPU 0",
+    )
+    assert spread["ratio"] == pytest.approx(2.0)
+
+
+def test_the_gpu_rows_take_the_runs_options(traces: list[str]) -> None:
+    outcomes = analyze_many(traces[:1], AnalysisOptions(skip=1), jobs=1)
+    doc = summarize([o.result for o in outcomes])
+    assert [r["iterations"] for r in doc["rows"]] == [STEPS - 1]
+    assert [g["iterations"] for g in doc["gpu_rows"]] == [STEPS - 1, STEPS - 1]
