@@ -18,6 +18,10 @@ trace's collectives come from more than one communicator: PyTorch's ProcessGroup
 group's (and each point-to-point pair's) NCCL kernels on a stream of its own per device, so collectives on two
 or more streams of one device are several communicators, whose k-th collectives are not the same operation
 across ranks (:func:`tracekit.analyzers.ranks.several_communicators`).
+
+``per_gpu`` (:func:`per_gpu`): for a trace whose ops ran on two or more GPUs, one small dict per GPU (its
+own part of the trace analyzed as the per-device table analyzes it, reduced to a fleet row's figures: about
+20 scalars, no per-iteration columns); None for a trace of one GPU.
 """
 
 from __future__ import annotations
