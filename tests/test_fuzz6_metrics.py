@@ -247,3 +247,76 @@ def test_samples_of_a_gpu_the_process_did_not_use(tmp_path: Path, sampled_pw: in
             f"GPU-metrics samples ({SM!r}) come from a GPU no traced process used but the kernels ran on GPU 0: "
             "SMs active is not reported (the sampled GPU was not the one used)"
         )
+
+
+def _kineto_estimates(rows: list[tuple[int, float]]) -> Trace:
+    """A synthetic trace holding only Kineto occupancy estimates: (kernel duration ns, estimate %)."""
+    km = pl.DataFrame(
+        {
+            "kernel": list(range(len(rows))),
+            "name": ["k"] * len(rows),
+            "range": [None] * len(rows),
+            "duration_ns": [d for d, _ in rows],
+            "metric": ["est. achieved occupancy %"] * len(rows),
+            "unit": ["%"] * len(rows),
+            "value": [v for _, v in rows],
+        },
+        schema_overrides={"range": pl.String},
+    )
+    return Trace(kernel_metrics=km, meta={"synthetic": True})
+
+
+@pytest.mark.parametrize(
+    ("rows", "kept", "warned"),
+    [
+        ([(700, 0.0), (300, 20.0)], False, True),  # 70% of the kernel time unestimated: no figure
+        ([(300, 0.0), (700, 20.0)], True, True),  # 30%: kept, with a warning
+        ([(50, 0.0), (950, 20.0)], True, False),  # 5%: kept, nothing said
+    ],
+)
+def test_kineto_estimates_of_zero_over_half_the_kernel_time_give_no_warp_occupancy(
+    rows, kept, warned
+) -> None:
+    from tracekit.analyzers.table import _unestimated_kernels
+    from tracekit.analyzers.utilization import Figure, Utilization
+
+    result = Utilization()
+    result.wall["warp_occupancy"] = Figure(2.0, "kineto estimate", "est. achieved occupancy %")
+    result.kernel_time["warp_occupancy"] = 6.0
+    result.kernel_time_source = "kineto estimate"
+    said = _unestimated_kernels(result, _kineto_estimates(rows))
+    assert (result.wall["warp_occupancy"].value == 2.0) is kept
+    assert (result.kernel_time["warp_occupancy"] == 6.0) is kept
+    assert (result.kernel_time_source == "kineto estimate") is kept
+    assert bool(said) is warned
+
+
+def test_an_ncu_figure_is_not_touched_by_the_kineto_estimates() -> None:
+    from tracekit.analyzers.table import _unestimated_kernels
+    from tracekit.analyzers.utilization import Figure, Utilization
+
+    result = Utilization()
+    result.wall["warp_occupancy"] = Figure(1.0, "ncu", "sm__warps_active.avg.pct_of_peak_sustained_active")
+    assert _unestimated_kernels(result, _kineto_estimates([(700, 0.0), (300, 20.0)])) == []
+    assert result.wall["warp_occupancy"].value == 1.0
+
+
+def test_the_real_h200_kineto_trace_gives_no_estimated_warp_occupancy() -> None:
+    """BERT-base fp16 b1 on an H200 under torch.profiler: the estimate read 0.26% warp occupancy, where nsys
+    GPU metrics (0.98%) and ncu joined to the same timeline (0.98%) measured it; 72% of the kernel time had
+    an estimate of 0."""
+    from tests.conftest import SAMPLE_TRACES
+    from tracekit.analyzers.table import table_row
+    from tracekit.inputs import resolve_input
+    from tracekit.session import AnalysisOptions
+
+    path = SAMPLE_TRACES / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz"
+    row, warnings = table_row(resolve_input(path), AnalysisOptions())
+    assert row["warp_occupancy"] is None and row["warp_occupancy_source"] is None
+    assert row["warp_occupancy_kernel_time"] is None and row["kernel_time_source"] is None
+    assert any(
+        w.startswith(
+            "torch.profiler's occupancy estimate is 0 for 2480 of 4040 kernels, 72% of the kernel time"
+        )
+        for w in warnings
+    ), warnings
