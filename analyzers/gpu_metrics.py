@@ -138,6 +138,18 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
         if len(use) > 1:
             warnings.append(f"{LABELS[column]}: samples of GPUs {_fmt(use)} averaged together")
         picked = samples.filter((pl.col("metric") == choice.metric) & pl.col("device").is_in(use))
+        if choice.unit == "%":
+            # A share of the GPU outside 0-100 is no measurement (a corrupt or misread sample): no value, said.
+            out_of_range = (pl.col("value") < 0) | (pl.col("value") > 100)
+            bad = int(picked.select(out_of_range.sum()).item() or 0)
+            if bad:
+                warnings.append(
+                    f"{bad} of {picked.height} {choice.metric!r} samples lie outside 0-100%: read as samples "
+                    "without a value"
+                )
+                picked = picked.with_columns(
+                    pl.when(out_of_range).then(None).otherwise(pl.col("value")).alias("value")
+                )
         per_iter = _window_means(picked, frame, column)
         if sample_counts is None:
             sample_counts = per_iter.select("index", pl.col("n").alias("samples"))

@@ -320,3 +320,12 @@ def test_the_real_h200_kineto_trace_gives_no_estimated_warp_occupancy() -> None:
         )
         for w in warnings
     ), warnings
+
+
+def test_a_percent_sample_outside_0_to_100_is_no_value() -> None:
+    """A corrupt sample (255 in an integer column) had been averaged in: 40% SMs active read 112%."""
+    samples = [(1100, 0, SM, "%", 40.0), (1200, 0, SM, "%", 255.0), (1300, 0, SM, "%", 40.0)]
+    result = analyze_gpu_metrics(_trace(samples), WINDOW)
+    assert result.iterations["sms_active"].to_list() == [40.0]
+    assert result.iterations["samples"].to_list() == [3]
+    assert f"1 of 3 {SM!r} samples lie outside 0-100%: read as samples without a value" in result.warnings
