@@ -250,10 +250,18 @@ def real_cases() -> list[Case]:
             for name, files in groups.items()
             if files
         ]
+        # several real traces: a 2-GPU nsys capture (one row per GPU under its trace's) beside a DDP rank
+        pair = [f"{REAL_TOKEN}/nsys/nsysai_h100_2gpu_1s_fastvideo_2026.2.sqlite"]
+        pair += [f"{REAL_TOKEN}/kineto/hta_a100_ddp_nccl_rank0.json.gz"]
+        if all(_resolve(r) and Path(_resolve(r)).is_file() for r in pair):
+            argv = ("analyze", *pair, "--jobs", "1", "--format", "json")
+            cases.append(Case("many/real_2gpu_nsys_and_ddp_rank", argv, real=True))
         return cases
     cases = []
-    for path in sorted((GOLDEN / "analyze" / "real_traces").rglob("*.json*")) + sorted(
-        (GOLDEN / "table").glob("real_*.json*")
+    for path in (
+        sorted((GOLDEN / "analyze" / "real_traces").rglob("*.json*"))
+        + sorted((GOLDEN / "table").glob("real_*.json*"))
+        + sorted((GOLDEN / "many").glob("real_*.json*"))
     ):
         doc = load_golden_file(path)
         argv = tuple(doc["argv"])
@@ -498,7 +506,7 @@ def stale_goldens(cases: list[Case]) -> list[Path]:
         if not path.name.endswith((".json", ".json.gz")):
             continue
         name = golden_name(path)
-        real = name.startswith(("analyze/real_traces/", "table/real_"))
+        real = name.startswith(("analyze/real_traces/", "table/real_", "many/real_"))
         if name not in names and (not real or REAL.is_dir()):
             stale.append(path)
     return stale
