@@ -622,3 +622,29 @@ def test_a_doubted_verdict_is_no_framework_overhead_finding(tmp_path: Path) -> N
         "finding until that is settled."
     )
     assert "idle most of the iteration" not in rec["text"]
+
+
+def test_headroom_lines_say_only_what_the_sweep_shows() -> None:
+    # a one-batch sweep had read 'up to batch 1 (the free headroom) busy grows 0.605 -> 0.605 ms while the idle
+    # time goes 8.59 -> 8.59 ms: the added device work fills host-bound idle time' (the real H200 nsys sample),
+    # and a sweep whose idle time grew was told the added work fills it
+    from tracekit.renderers.report_markdown import headroom_lines
+
+    def doc(batches: list[int], busy: list[float], dispatch: list[float], head: int) -> dict:
+        sweep = {
+            "runtime": "pytorch",
+            "batch_sizes": batches,
+            "gpu_busy_ms": busy,
+            "headroom_batch_size": head,
+        }
+        sweep["idle_by_cause_ms"] = {"dispatch": dispatch, "in_flight": [0.0] * len(batches)}
+        return {"sweeps": [sweep]}
+
+    assert headroom_lines(doc([1], [0.605], [8.588], 1)) == [
+        "pytorch: at batch 1 the device idles 8.59 ms an iteration, 100% of it host-side (dispatch, launch, "
+        "sync, other API)."
+    ]
+    [fills] = headroom_lines(doc([1, 8], [0.6, 1.2], [8.0, 7.0], 8))
+    assert fills.endswith("idle time goes 8 -> 7 ms: the added device work fills host-bound idle time.")
+    [grows] = headroom_lines(doc([1, 8], [0.6, 1.2], [8.0, 9.0], 8))
+    assert grows.endswith("the idle time does not shrink, so the added device work does not fill it.")

@@ -105,12 +105,21 @@ def headroom_lines(doc: dict[str, Any]) -> list[str]:
         if idle[0] <= 0:
             continue
         host = sum((causes[c][i] or 0.0) for c in ("dispatch", "launch", "sync", "other_api") if c in causes)
-        lines.append(
+        line = (
             f"{sweep_label(sweep)}: at batch {batches[i]} the device idles {idle[0]:.3g} ms an iteration, "
-            f"{100 * host / idle[0]:.0f}% of it host-side (dispatch, launch, sync, other API); up to batch "
-            f"{head} (the free headroom) busy grows {busy[i]:.3g} -> {busy[j]:.3g} ms while the idle time "
-            f"goes {idle[0]:.3g} -> {idle[1]:.3g} ms: the added device work fills host-bound idle time."
+            f"{100 * host / idle[0]:.0f}% of it host-side (dispatch, launch, sync, other API)"
         )
+        if j > i:  # (a headroom at the smallest batch size compares nothing)
+            line += (
+                f"; up to batch {head} (the free headroom) busy grows {busy[i]:.3g} -> {busy[j]:.3g} ms while "
+                f"the idle time goes {idle[0]:.3g} -> {idle[1]:.3g} ms: "
+                + (
+                    "the added device work fills host-bound idle time"
+                    if idle[1] < idle[0]
+                    else "the idle time does not shrink, so the added device work does not fill it"
+                )
+            )
+        lines.append(line + ".")
     return lines
 
 
