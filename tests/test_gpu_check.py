@@ -534,7 +534,11 @@ def test_gpu_check_runs_the_nsys_steps_when_an_nsys_is_found(
     monkeypatch.setattr(gpu_check, "preflight", lambda device: None)
     monkeypatch.setattr(gpu_check, "environment", lambda device: {})
     monkeypatch.setattr(gpu_check, "run_step", fake_step)
-    monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+    # main() sets these in os.environ itself: set then delete through monkeypatch, so that its undo removes
+    # them (a delenv of an absent variable records nothing, and the fake nsys path had leaked into later tests)
+    for name in ("TRACEKIT_NSYS", "TRACEKIT_NO_PROGRESS"):
+        monkeypatch.setenv(name, "unset by the test")
+        monkeypatch.delenv(name)
     for found, expect_nsys in (
         ("/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys", True),
         (None, False),
