@@ -39,7 +39,6 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 
 import polars as pl
@@ -446,19 +445,11 @@ def lost_kernels(trace: Trace) -> str | None:
     )
 
 
-#: The Nsight Systems reader's warning for the rows CUPTI could not time (start and end 0), which it leaves
-#: out (``tracekit.readers.nsys_sqlite._without_untimed``): their count and kind ("graph", "kernel", ...).
-UNTIMED_ROWS = re.compile(r"^(\d+) (\w+) rows have no timestamps \(start and end 0")
-
-
 def untimed_rows(trace: Trace) -> dict[str, int]:
-    """How many rows of each kind the reader left out for want of timestamps (:data:`UNTIMED_ROWS`)."""
-    out: dict[str, int] = {}
-    for warning in trace.warnings:
-        found = UNTIMED_ROWS.match(warning)
-        if found:
-            out[found.group(2)] = out.get(found.group(2), 0) + int(found.group(1))
-    return out
+    """How many rows of each kind ("graph", "kernel", ...) the reader left out for want of timestamps (start
+    and end 0: CUPTI could not time them), as it records them (``meta["untimed_rows"]``)."""
+    found = trace.meta.get("untimed_rows")
+    return {str(k): int(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 def lost_graph_replays(trace: Trace) -> str | None:

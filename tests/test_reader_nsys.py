@@ -131,6 +131,8 @@ def test_rows_cupti_could_not_time_are_left_out(tmp_path: Path) -> None:
         "1 kernel rows have no timestamps (start and end 0: CUPTI could not time them): left out",
         "1 memcpy rows have no timestamps (start and end 0: CUPTI could not time them): left out",
     ]
+    # counted for the analysis too (plausibility.untimed_rows), which had parsed the warnings' words
+    assert trace.meta["untimed_rows"] == {"kernel": 1, "memcpy": 1}
 
 
 def test_duplicate_correlation_collapse(tmp_path: Path) -> None:

@@ -503,6 +503,7 @@ def _read_ops(
     cols: frozenset[str] | None,
     warnings: list[str],
     step: Callable[[str], None],
+    untimed: dict[str, int] | None = None,
 ) -> pl.DataFrame:
     """Kernels, memcpys and memsets (:data:`OPS_SCHEMA`; columns not in ``cols`` may be left out)."""
     parts = []
@@ -526,7 +527,7 @@ def _read_ops(
         step(GRAPH_TRACE_TABLE)
         parts.append(_read_graph_executions(export, path, cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
-    ops = _without_untimed(ops, warnings).with_columns(_no_zero_correlation())
+    ops = _without_untimed(ops, warnings, untimed).with_columns(_no_zero_correlation())
     if whole_graphs:
         ops = _graph_rows_placed(ops, warnings)
     graphs = ops.select((pl.col("kind") == "graph").sum()).item() if ops.height else 0
@@ -633,9 +634,13 @@ def _no_zero_correlation() -> pl.Expr:
     return pl.when(pl.col("correlation") != 0).then(pl.col("correlation")).alias("correlation")
 
 
-def _without_untimed(ops: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+def _without_untimed(
+    ops: pl.DataFrame, warnings: list[str], found: dict[str, int] | None = None
+) -> pl.DataFrame:
     """``ops`` without the rows CUPTI could not time (start and end both 0, as its activity records say), which
-    would otherwise sit at the session's start; a warning per kind left out."""
+    would otherwise sit at the session's start; a warning per kind left out, and their count per kind into
+    ``found`` (the trace's ``meta["untimed_rows"]``: the analysis names them as the cause of graph replays
+    without work, :func:`tracekit.analyzers.plausibility.lost_graph_replays`)."""
     untimed = (pl.col("start") == 0) & (pl.col("end") == 0)
     if not ops.height or not ops.select(untimed.any()).item():
         return ops
@@ -644,6 +649,8 @@ def _without_untimed(ops: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
         warnings.append(
             f"{n} {kind} rows have no timestamps (start and end 0: CUPTI could not time them): left out"
         )
+        if found is not None:
+            found[kind] = found.get(kind, 0) + int(n)
     return ops.filter(~untimed)
 
 
@@ -783,17 +790,18 @@ def _metrics_table(export: Database) -> str | None:
 
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
     warnings: list[str] = []
+    untimed: dict[str, int] = {}
     step = _TableSteps(export, _planned_tables(export, want))
     strings = _read_strings(export, path, step)
     ops_cols = want.get("ops")
     rows = max((export.row_estimate(t) or 0) for t in (KERNEL_TABLE, RUNTIME_TABLE))
     if "api" in want and rows <= SIDE_BY_SIDE_MAX_ROWS:  # the two largest tables, read side by side
         ops, api = export.side_by_side(
-            lambda: _read_ops(export, strings, path, ops_cols, warnings, step),
+            lambda: _read_ops(export, strings, path, ops_cols, warnings, step, untimed),
             lambda: _read_api(export, strings, path, want["api"], step),
         )
     else:
-        ops = _read_ops(export, strings, path, ops_cols, warnings, step)
+        ops = _read_ops(export, strings, path, ops_cols, warnings, step, untimed)
         api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
 
     if api is not None:
@@ -844,6 +852,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ops = ops.drop(
             [c for c in ("device", "stream", "pid", "correlation", "graph", "name") if c not in ops_cols]
         )
+    if untimed:
+        meta["untimed_rows"] = untimed
     meta["warnings"] = warnings
     return Trace(
         ops=ops,
