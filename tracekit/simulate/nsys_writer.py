@@ -10,7 +10,7 @@ nsys does: ``(1 << 48) | (pid << 24) | tid``.
 The file says it is synthetic: ``EXPORT_PRODUCT_NAME`` names tracekit, ``META_DATA_EXPORT`` holds
 ``TRACEKIT_SYNTHETIC = 1``, the simulation parameters and the ground-truth summary and per-iteration truth.
 
-GPU-metrics samples: every ``interval_ns`` one sample per metric, timestamped at the end of its interval,
+GPU-metrics samples: every ``interval_ns`` one sample per metric, timestamped at the start of its interval,
 holding the interval's average (integer percent, as real exports store them) of: ``GR Active`` (time with a
 kernel running), ``SMs Active`` (kernel time × the kernel's SM fill) and ``Compute Warps in Flight``
 (× its warp occupancy), derived from the simulated kernels.
@@ -216,7 +216,8 @@ def _create_sql(table: str) -> str:
 class MetricsSampler:
     """Turns kernel intervals into fixed-interval GPU-metrics samples, exactly, across chunk boundaries.
 
-    Sample j covers ``[origin + j*I, origin + (j+1)*I)`` and is stamped at its end. Each chunk adds its
+    Sample j covers ``[origin + j*I, origin + (j+1)*I)`` and is stamped at its start, as nsys stamps them
+    (a real 2025.3 export: GR Active tracks the kernels of the period a timestamp opens). Each chunk adds its
     kernels' overlap with the samples they touch; samples before the current chunk's first kernel are final
     and are emitted (idle samples are emitted as zeros, as a real sampler would).
     """
@@ -266,7 +267,7 @@ class MetricsSampler:
         have = min(count, len(self.acc))
         values[:have] = self.acc[:have]
         self.acc = self.acc[have:]
-        stamps = self.origin + (self.emitted + 1 + np.arange(count, dtype=np.int64)) * self.interval
+        stamps = self.origin + (self.emitted + np.arange(count, dtype=np.int64)) * self.interval
         self.emitted = index
         # Quantize the integrals (to 1/1000 ns) before rounding half up, so float summation order (chunking)
         # cannot flip a sample that sits exactly on a .5 boundary.
