@@ -231,21 +231,23 @@ def gpu_busy_spread(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 }
             )
             continue
-        busiest = max(gpus, key=lambda g: g["mean_gpu_busy_ms"])
-        least = min((g for g in gpus if g is not busiest), key=lambda g: g["mean_gpu_busy_ms"])
-        out.append(
-            {
-                "trace": trace,
-                "busiest": busiest["trace"],
-                "busiest_mean_gpu_busy_ms": busiest["mean_gpu_busy_ms"],
-                "least_busy": least["trace"],
-                "least_busy_mean_gpu_busy_ms": least["mean_gpu_busy_ms"],
-                "ratio": busiest["mean_gpu_busy_ms"] / least["mean_gpu_busy_ms"]
-                if least["mean_gpu_busy_ms"]
-                else None,
-            }
-        )
+        out.append({"trace": trace, **extremes(gpus, "mean_gpu_busy_ms", "busiest", "least_busy")})
     return out
+
+
+def extremes(rows: list[dict[str, Any]], field: str, high: str, low: str) -> dict[str, Any]:
+    """The row of the largest ``field`` against the smallest of the others (another row also where every
+    value ties, then at 1.000x): ``high``/``low`` name their ``trace``, ``<high>_<field>``/``<low>_<field>``
+    their values, ``ratio`` the first over the second (None when the second is 0)."""
+    top = max(rows, key=lambda r: r[field])
+    bottom = min((r for r in rows if r is not top), key=lambda r: r[field])
+    return {
+        high: top["trace"],
+        f"{high}_{field}": top[field],
+        low: bottom["trace"],
+        f"{low}_{field}": bottom[field],
+        "ratio": top[field] / bottom[field] if bottom[field] else None,
+    }
 
 
 def gpu_warnings(results: list[dict[str, Any]]) -> list[str]:
@@ -796,18 +798,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     if len(timed) >= 2 and not cut_alike:
         doc["spread"] = {"why": "iterations are cut by different ranges"}
     if len(timed) >= 2 and cut_alike:
-        slow = max(timed, key=lambda r: r["median_latency_ms"])
-        # another trace than the slowest, also where every latency ties (then at 1.000x)
-        fast = min((r for r in timed if r is not slow), key=lambda r: r["median_latency_ms"])
-        doc["spread"] = {
-            "slowest": slow["trace"],
-            "slowest_median_latency_ms": slow["median_latency_ms"],
-            "fastest": fast["trace"],
-            "fastest_median_latency_ms": fast["median_latency_ms"],
-            "ratio": slow["median_latency_ms"] / fast["median_latency_ms"]
-            if fast["median_latency_ms"]
-            else None,
-        }
+        doc["spread"] = extremes(timed, "median_latency_ms", "slowest", "fastest")
     # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
     steps_seen, numbered, shared = by_step_number(results)
     clocks = clock_offsets(steps_seen, job_apart(results))
