@@ -36,12 +36,16 @@ SAMPLE_KINDS = {
         for run in (
             "compile",
             "compile-cudagraphs",
+            "compile-cudagraphs-run5",
             "cuda-graphs",
+            "cuda-graphs-run5",
             "pytorch",
             "sweep-cuda-graphs",
             "torchscript",
         )
     },
+    "nsys-pytorch": {("nsys-sqlite", "gpu", False)},
+    "nsys-cuda-graphs": {("nsys-sqlite", "gpu", False)},
     "sweep_pytorch": {("nsys-sqlite", "gpu", True)},
     "ranks4": {("kineto", "gpu", True)},
     **{
