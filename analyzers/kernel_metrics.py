@@ -23,11 +23,17 @@ are taken in start order. When every iteration launches the same number K of ker
 matched to position j mod K of every iteration (ncu usually profiles fewer iterations than the timeline
 holds; repeated positions are averaged); otherwise kernels are matched one to one in order, and only
 iterations whose kernels are all matched get a value. Names are compared after reduction to the bare
-function name (``void ns::k<...>(args)`` -> ``k``); count and name mismatches are warnings.
+function name (``void ns::k<...>(args)`` -> ``k``; an Itanium-mangled name, ``ncu --print-kernel-base
+mangled``, reduces to the same bare name); a count mismatch is a warning. A name mismatch means the matched
+ncu value is another kernel's: that timeline kernel gets no value (its iteration no wall-time figure), with a
+warning; when most matched names differ (a profile cut elsewhere in the iteration, another configuration's
+kernels), no ncu value is used at all.
 
 NaN values (an incomplete ncu replay) and kernels without a value are skipped and counted, never read as 0
-in the kernel-time average; in the wall-time figure such a kernel contributes nothing, and the covered
-share of kernel time is reported (``coverage``).
+in the kernel-time average (the covered share of kernel time is ``coverage``). In the wall-time figure a
+NaN kernel would count as 0: an iteration whose NaN kernels hold more than ``NAN_TIME_TOLERANCE`` (1%) of
+its kernel time gets no value. Cycle counts in SI-prefixed units ("Kcycle") are scaled to cycles before
+the SM-active ratio is taken.
 """
 
 from __future__ import annotations
@@ -61,11 +67,94 @@ SM_ACTIVE_GPC_RATIO = f"100*{SM_CYCLES_ACTIVE}/{GPC_CYCLES_ELAPSED}"
 COLUMNS = ("sms_active", "warp_occupancy")
 
 
+def _skip_template_args(s: str, i: int) -> int:
+    """Index just past the ``I...E`` template argument list of a mangled name that opens at ``s[i]`` ("I")."""
+    depth = 0
+    while i < len(s):
+        c = s[i]
+        if c.isdigit():  # a source name: <length><identifier>
+            m = re.match(r"\d+", s[i:])
+            i += len(m.group()) + int(m.group()) if m else 1
+            continue
+        if c in "ST":  # a substitution or template parameter: S_, S0_, T_, T1_; St, Sa... have no "_"
+            m = re.match(r"[ST][0-9A-Z]*_", s[i:])
+            i += len(m.group()) if m else 2 if c == "S" else 1
+            continue
+        if c == "L" and not s.startswith("L_Z", i):  # a literal: L <type> <value> E
+            i += 1
+            m = re.match(r"\d+", s[i:])
+            if m:  # an enumeration type, named by its source name
+                i += len(m.group()) + int(m.group())
+            end = s.find("E", i)
+            if end < 0:
+                return len(s)
+            i = end + 1
+            continue
+        if c in "INXJ":
+            depth += 1
+        elif c == "E":
+            depth -= 1
+            if depth == 0:
+                return i + 1
+        elif c == "D" and i + 1 < len(s):
+            i += 1
+        i += 1
+    return len(s)
+
+
+def _mangled_base(name: str) -> str | None:
+    """The bare function name of an Itanium-mangled name (``ncu --print-kernel-base mangled``:
+    ``_ZN2at6native29vectorized_elementwise_kernelILi4E...EEviT0_T1_`` -> ``vectorized_elementwise_kernel``);
+    None when it does not parse as one."""
+    i = 2
+    if name.startswith("L", i):  # internal linkage
+        i += 1
+    nested = name.startswith("N", i)
+    if nested:
+        i += 1
+        while i < len(name) and name[i] in "rVKRO":  # cv- and ref-qualifiers of a member function
+            i += 1
+    last = None
+    while i < len(name):
+        c = name[i]
+        if c.isdigit():
+            m = re.match(r"\d+", name[i:])
+            assert m is not None
+            start = i + len(m.group())
+            last = name[start : start + int(m.group())]
+            i = start + int(m.group())
+            if len(last) < int(m.group()):
+                return None
+        elif c == "I":
+            i = _skip_template_args(name, i)
+        elif c == "S":
+            m = re.match(r"S[0-9A-Z]*_|St|Sa|Sb|Ss|Si|So|Sd", name[i:])
+            if m is None:
+                return None
+            i += len(m.group())
+        else:
+            break
+        if not nested:
+            if i < len(name) and name[i] == "I":
+                i = _skip_template_args(name, i)
+            break
+        if i < len(name) and name[i] == "E":
+            break
+    if last is None:
+        return None
+    return "anon" if last.startswith("_GLOBAL__N") else last
+
+
 def base_name(name: str | None) -> str | None:
-    """The bare function name of a kernel: drops return type, template arguments, parameters, namespaces."""
+    """The bare function name of a kernel: drops return type, template arguments, parameters, namespaces.
+    An Itanium-mangled name (``_Z...``, as ``ncu --print-kernel-base mangled`` prints it) gives the same bare
+    name as its demangled spelling (timelines keep demangled names)."""
     if name is None:
         return None
-    s = name.strip().replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
+    stripped = name.strip()
+    if stripped.startswith("_Z") and (bare := _mangled_base(stripped)) is not None:
+        return bare
+    s = stripped.replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
     previous = None
     while previous != s:  # remove innermost template argument lists until none remain
         previous = s
@@ -73,6 +162,17 @@ def base_name(name: str | None) -> str | None:
     s = s.split("(", 1)[0].strip()
     s = s.split()[-1] if s.split() else s
     return s.rsplit("::", 1)[-1]
+
+
+#: SI prefixes ncu's automatic units put on counts ("Kcycle", "Mcycle"; ``--print-units base`` writes "cycle")
+_PREFIX = {"": 1.0, "K": 1e3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12}
+
+
+def _cycle_scale(unit: pl.Expr) -> pl.Expr:
+    """The factor from a cycle count's unit to cycles ("Kcycle" -> 1000); 1 for every other unit. The SM-active
+    ratio divides two cycle counts, whose units ncu may scale differently."""
+    prefix = unit.str.strip_chars().str.extract(r"^([kKMGT]?)cycles?$", 1)
+    return prefix.replace_strict(_PREFIX, default=1.0, return_dtype=pl.Float64).fill_null(1.0)
 
 
 def _candidates(present: set[str]) -> dict[str, list[tuple[str, pl.Expr]]]:
@@ -97,6 +197,8 @@ def per_kernel(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
     warp_occupancy_how (values in %; NaN where the chosen metric is NaN; null where none was collected)."""
     kernels = kernel_metrics.select("kernel", "name", "range", "duration_ns").unique("kernel", keep="first")
     wanted = kernel_metrics.filter(pl.col("metric").is_in(NEEDED))
+    if "unit" in wanted.columns:
+        wanted = wanted.with_columns(pl.col("value") * _cycle_scale(pl.col("unit")))
     if wanted.is_empty():
         wide = kernels
     else:
@@ -234,6 +336,36 @@ def _check_names(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     return joined.drop("_a", "_b")
 
 
+def _drop_mismatched(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``joined`` with no Nsight Compute value on the timeline kernels whose matched ncu kernel has another
+    name (:func:`_check_names`): that value is another kernel's (a shifted or reordered profile, another
+    configuration's), so the kernel counts as unmeasured, and its iteration gets no wall-time value."""
+    bad = joined.get_column("name_match").eq(False).fill_null(False)
+    if not bad.any():
+        return joined
+    matched = int(joined.get_column("name_match").is_not_null().sum())
+    if bad.sum() > matched / 2:  # most names differ: the order itself is wrong, the "matches" are chance
+        warnings.append(
+            f"the names of {int(bad.sum())} of {matched} matched kernels differ: the Nsight Compute profile is "
+            "not in the timeline's kernel order (another configuration, or cut elsewhere in the iteration), "
+            "so none of its values is used"
+        )
+        return joined.with_columns([pl.lit(None, pl.Float64).alias(c) for c in COLUMNS])
+    iterations = joined.filter(bad).get_column("iteration").n_unique()
+    warnings.append(
+        f"the Nsight Compute values of the {int(bad.sum())} kernels whose names differ are not used (they are "
+        f"another kernel's): {iterations} of {joined.get_column('iteration').n_unique()} iterations get no "
+        "wall-time value, and the kernel-time averages leave those kernels out"
+    )
+    return joined.with_columns([pl.when(bad).then(None).otherwise(pl.col(c)).alias(c) for c in COLUMNS])
+
+
+#: the largest share of an iteration's kernel time that kernels with a NaN value (ncu could not measure
+#: them) may hold for the iteration's wall-time figure to be given: they count as 0 in it, so it is low by
+#: up to their share of the kernel time times their (unknown) value
+NAN_TIME_TOLERANCE = 0.01
+
+
 def _kernel_time_average(
     frame: pl.DataFrame, column: str, duration: str
 ) -> tuple[float | None, int, int, int]:
@@ -253,18 +385,22 @@ def _kernel_time_average(
 
 def _wall_time_per_iteration(joined: pl.DataFrame, analysis: IterationAnalysis) -> pl.DataFrame:
     """Per analyzed iteration: Σ(kernel time × value) / latency of each column (%), None when some kernel
-    of the iteration has no value."""
+    of the iteration has no value, or when its NaN kernels hold more than :data:`NAN_TIME_TOLERANCE` of its
+    kernel time (they would count as 0: a figure too low by an unknown amount)."""
     lat = analysis.iterations.select("index", "latency_ms")
+    ns = pl.col("timeline_ns")
     per_iter = joined.group_by("iteration").agg(
         [
-            (
-                (
-                    pl.when(pl.col(c).is_not_nan()).then(pl.col(c)).otherwise(None) * pl.col("timeline_ns")
-                ).sum()
-            ).alias(f"{c}_num")
+            ((pl.when(pl.col(c).is_not_nan()).then(pl.col(c)).otherwise(None) * ns).sum()).alias(f"{c}_num")
             for c in COLUMNS
         ]
-        + [pl.col(c).is_null().any().alias(f"{c}_incomplete") for c in COLUMNS]
+        + [
+            (
+                pl.col(c).is_null().any()
+                | (pl.when(pl.col(c).is_nan()).then(ns).otherwise(0).sum() > NAN_TIME_TOLERANCE * ns.sum())
+            ).alias(f"{c}_incomplete")
+            for c in COLUMNS
+        ]
         + [pl.col(c).is_not_null().any().alias(f"{c}_any") for c in COLUMNS]
     )
     return (
@@ -331,6 +467,8 @@ def analyze_kernel_metrics(
         else:
             joined = _join_ncu(values, tk, warnings)
         joined = _check_names(joined, warnings)
+        if not same_trace:
+            joined = _drop_mismatched(joined, warnings)
     summary: dict[str, dict[str, Any] | None] = {}
     iterations: pl.DataFrame | None = None
     if joined is not None and analysis is not None:
@@ -357,7 +495,16 @@ def analyze_kernel_metrics(
             "missing": missing,
         }
         if nan:
-            warnings.append(f"{c}: {nan} kernel{'s' if nan != 1 else ''} with NaN {entry['metric']} skipped")
+            said = f"{c}: {nan} kernel{'s' if nan != 1 else ''} with NaN {entry['metric']} skipped"
+            if joined is not None:
+                nan_time = joined.filter(pl.col(c).is_not_null() & pl.col(c).is_nan())["timeline_ns"].sum()
+                share = nan_time / (joined["timeline_ns"].sum() or 1)
+                said += (
+                    f" ({100 * share:.3g}% of the kernel time; an iteration whose NaN kernels hold more than "
+                    f"{100 * NAN_TIME_TOLERANCE:g}% of its kernel time gets no wall-time value: they would "
+                    "count as 0)"
+                )
+            warnings.append(said)
         if how.n_unique() > 1:
             entry["metrics_used"] = sorted(how.unique().to_list())
         if frame.height:
