@@ -18,7 +18,8 @@ Two aggregates:
   run: kernel times are then the timeline's (measured in the application, not under ncu's replay).
 
 Joining Nsight Compute kernels to a timeline: ncu kernels are taken in profiling order, restricted to the
-NVTX range that delimits iterations when they carry it; the timeline's kernels of the analyzed iterations
+NVTX range that delimits iterations when they carry it (innermost, else anywhere in their range stack:
+``meta["nvtx_stacks"]``); the timeline's kernels of the analyzed iterations
 are taken in start order. When every iteration launches the same number K of kernels, ncu kernel j is
 matched to position j mod K of every iteration (ncu usually profiles fewer iterations than the timeline
 holds; repeated positions are averaged); otherwise kernels are matched one to one in order, and only
@@ -442,6 +443,10 @@ def analyze_kernel_metrics(
     scope = range_name or (analysis.range_name if analysis is not None else None)
     if not same_trace and scope is not None and values["range"].is_not_null().any():
         in_scope = values.filter(pl.col("range") == scope)
+        stacks = metrics_trace.meta.get("nvtx_stacks")
+        if in_scope.is_empty() and stacks:  # the iteration range may be an outer one (operator ranges inside)
+            inside = [k for k, stack in enumerate(stacks) if scope in stack]
+            in_scope = values.filter(pl.col("kernel").is_in(inside))
         if in_scope.height:
             values = in_scope
         else:

@@ -19,7 +19,8 @@ often with locked clocks and flushed caches). The reader fills:
 
 ``meta``: ``format`` "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
-``timeline`` False, ``kernels`` (count).
+``timeline`` False, ``kernels`` (count), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
+ranges: per kernel, its ranges outer to inner; ``range`` is the innermost).
 
 CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
 ``"ID"``); without one, the error quotes ncu's last ``==WARNING==``/``==ERROR==`` lines ("No kernels were
@@ -122,16 +123,16 @@ SECTION_LABELS: dict[tuple[str, str], str] = {
 # --------------------------------------------------------------------------------------------- helpers
 
 
-def innermost_range(cell: str | None) -> str | None:
-    """The innermost push/pop range named in one cell of the CSV's NVTX column (None when none).
+def range_stack(cell: str | None) -> list[str]:
+    """The push/pop ranges named in one cell of the CSV's NVTX column, outer to inner (empty when none).
 
     The cell lists ``"<domain>:<range>:<6 payload/colour/message fields>"`` entries, outer to inner; a range
     name may itself contain ``:``.
     """
     if not cell:
-        return None
-    entries = re.findall(r'"([^"]*)"', cell)
-    for entry in reversed(entries):
+        return []
+    names = []
+    for entry in re.findall(r'"([^"]*)"', cell):
         parts = entry.split(":")
         if len(parts) >= 8:
             name = ":".join(parts[1:-6])
@@ -140,8 +141,22 @@ def innermost_range(cell: str | None) -> str | None:
         else:
             continue
         if name and name != "none":
-            return name
-    return None
+            names.append(name)
+    return names
+
+
+def innermost_range(cell: str | None) -> str | None:
+    """The innermost push/pop range named in one cell of the CSV's NVTX column (None when none)."""
+    stack = range_stack(cell)
+    return stack[-1] if stack else None
+
+
+def _nested_stacks(stacks: list[list[str]], meta: dict[str, Any]) -> None:
+    """``meta["nvtx_stacks"]`` (per kernel, its push/pop ranges outer to inner) when some kernel ran inside
+    more than one range: ``range`` keeps only the innermost, and the iteration range a kernel ran in may be an
+    outer one (operator ranges inside ``iteration``)."""
+    if any(len(stack) > 1 for stack in stacks):
+        meta["nvtx_stacks"] = stacks
 
 
 #: a number whose commas are thousands separators: one to three digits, then groups of exactly three
@@ -355,7 +370,8 @@ def _read_csv(path: Path) -> Trace:
         if names.len() and not names[0].strip().isdigit():
             meta["gpu"] = names[0].strip()
     meta["warnings"] += _comma_warning(long, kernels.height, path) + _launchless_warning(kernels)
-    kernels = kernels.drop("_launchless")
+    _nested_stacks(kernels.get_column("_stack").to_list(), meta)
+    kernels = kernels.drop("_launchless", "_stack")
     long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
     return _finish(kernels, long, meta, path)
 
@@ -411,11 +427,12 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
     first = rows.unique("_key", keep="first", maintain_order=True)
     reused = first.get_column("_id").n_unique() < first.height
     first = first.sort(["_proc", "_id"] if reused else ["_id"])
-    ranges = (
-        first[nvtx_col].map_elements(innermost_range, return_dtype=pl.String)
+    stacks = (
+        first[nvtx_col].map_elements(range_stack, return_dtype=pl.List(pl.String))
         if nvtx_col is not None
-        else pl.Series("range", [None] * first.height, dtype=pl.String)
+        else pl.Series("_stack", [[]] * first.height, dtype=pl.List(pl.String))
     )
+    ranges = stacks.list.last()
     device = _numbers(pl.col("Device")).cast(pl.Int32, strict=False) if "Device" in first.columns else None
     stream = _numbers(pl.col("Stream")).cast(pl.Int64, strict=False) if "Stream" in first.columns else None
     launch = [pl.col(c).fill_null("").str.strip_chars() == "" for c in LAUNCH_COLUMNS if c in first.columns]
@@ -426,6 +443,7 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
         pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"),
         pl.col("Kernel Name").alias("name"),
         pl.Series("range", ranges, dtype=pl.String),
+        pl.Series("_stack", stacks, dtype=pl.List(pl.String)),
         (device if device is not None else pl.lit(None, pl.Int32)).alias("device"),
         (stream if stream is not None else pl.lit(None, pl.Int64)).alias("stream"),
     )
@@ -561,6 +579,7 @@ def _read_rep(path: Path) -> Trace:
     gpu: str | None = None
     skipped = 0
     kernel = 0
+    stacks: list[list[str]] = []
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
         for a in range(rng.num_actions()):
@@ -577,6 +596,7 @@ def _read_rep(path: Path) -> Trace:
                     if pushed:
                         stack = pushed
             stream = action.metric_by_name("launch__stream_id")
+            stacks.append(list(stack))
             kernel_rows.append(
                 {
                     "kernel": kernel,
@@ -619,6 +639,7 @@ def _read_rep(path: Path) -> Trace:
         "gpu": gpu,
         "warnings": [],
     }
+    _nested_stacks(stacks, meta)
     if skipped:
         meta["warnings"].append(
             f"{skipped} non-kernel results (range or graph replay) in the report were skipped"
