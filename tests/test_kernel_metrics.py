@@ -342,8 +342,19 @@ def test_positions_follow_start_then_end_within_each_iteration() -> None:
             (1200, 1300, 6, 9),
         ],
     )
+    # each position's kernel named alike in both iterations, as ncu names them (the join drops kernels whose
+    # names differ): positions 0, 1, 2 are x, y, z
+    import dataclasses
+
+    import polars as pl
+
+    by_end = {500: "y", 200: "x", 1220: "z", 1150: "x", 1900: "y", 1300: "z"}
+    names = pl.col("end").replace_strict(by_end, return_dtype=pl.String).alias("name")
+    trace = dataclasses.replace(trace, ops=trace.ops.with_columns(names))
     analysis = analyze_iterations(trace)
-    kernels = [("k", "iteration", 100, {SM_ACTIVE_PCT: v}) for v in (10.0, 20.0, 30.0)]
+    kernels = [
+        (n, "iteration", 100, {SM_ACTIVE_PCT: v}) for n, v in zip("xyz", (10.0, 20.0, 30.0), strict=True)
+    ]
     result = analyze_kernel_metrics(ncu_trace(kernels), trace, analysis)
     joined = result.kernels.select("iteration", "position", "timeline_ns", "sms_active").rows()
     # by (start, end): iteration 0 = (100-200, 100-500, 1120-1220), iteration 1 = (1100-1150, 1150-1900, 1200-1300)
