@@ -79,6 +79,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         [
             "tests/test_gpu_metrics_rules.py",
             "tests/test_gpu_metrics.py",
+            "tests/test_fuzz6_metrics.py",
+            "tests/test_gpu_metrics_mutants2.py",
             "tests/test_table.py",
             "tests/test_golden.py",
         ],
@@ -118,6 +120,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_implausible.py",
             "tests/test_profiler_stub.py",
             "tests/test_per_device_turns.py",
+            "tests/test_stability.py",
+            "tests/test_iterations_mutants2.py",
             "tests/test_golden.py",
         ],
     ),
@@ -165,11 +169,23 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "ranks": (
         "tracekit/analyzers/ranks.py",
-        ["tests/test_fleet.py", "tests/test_fleet_mutants.py", "tests/test_golden.py"],
+        [
+            "tests/test_fleet.py",
+            "tests/test_fleet_mutants.py",
+            "tests/test_fleet_per_gpu.py",
+            "tests/test_ranks_mutants2.py",
+            "tests/test_golden.py",
+        ],
     ),
     "compact": (
         "tracekit/fleet/compact.py",
-        ["tests/test_fleet.py", "tests/test_fleet_mutants.py", "tests/test_golden.py"],
+        [
+            "tests/test_fleet.py",
+            "tests/test_fleet_mutants.py",
+            "tests/test_fleet_per_gpu.py",
+            "tests/test_compact_mutants2.py",
+            "tests/test_golden.py",
+        ],
     ),
     "cache": (
         "tracekit/fleet/cache.py",
@@ -199,6 +215,28 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_plausibility.py",
             "tests/test_profiler_stub.py",
             "tests/test_fuzz5_serving.py",
+            "tests/test_reader_nsys.py",
+            "tests/test_review6.py",
+            "tests/test_plausibility_mutants2.py",
+        ],
+    ),
+    # added 2026-11-27 evening (today's commits): the profiler's one spelling, the GPU check's nsys summary,
+    # the table's withheld Kineto occupancy estimate
+    "inputs": (
+        "tracekit/inputs.py",
+        ["tests/test_metadata_evidence.py", "tests/test_inputs_mutants2.py"],
+    ),
+    "nsys_check": (
+        "tracekit/collectors/nsys_check.py",
+        ["tests/test_gpu_check.py", "tests/test_nsys_check_mutants2.py"],
+    ),
+    "table": (
+        "tracekit/analyzers/table.py",
+        [
+            "tests/test_table.py",
+            "tests/test_fuzz6_metrics.py",
+            "tests/test_run_json.py",
+            "tests/test_table_mutants2.py",
         ],
     ),
 }
