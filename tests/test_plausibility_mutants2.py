@@ -118,3 +118,21 @@ def test_a_thread_that_launches_graphs_only_is_judged_by_its_process() -> None:
         api_fields=("start", "end", "correlation", "name", "thread"),
     )
     assert lost_graph_replays(trace) == HEAD.format(lost=2, n=10) + NOT_RECORDED + SHORT_BOTH
+
+
+def test_a_threads_last_launches_are_not_counted_though_another_thread_launches_later() -> None:
+    # thread 1's last two replays lost; thread 2 launches a kernel (with its op) after them: thread 1's own
+    # last linked launch is the limit, not its process's
+    base = _replays((8, 9))
+    trace = make_trace(
+        api=[
+            *base.api.select("start", "end", "correlation", "name", "thread").rows(),
+            (2_000 * US, 2_001 * US, 99, "cudaLaunchKernel", 2),
+        ],
+        ops=[
+            *base.ops.select("start", "end", "correlation", "stream").rows(),
+            (2_005 * US, 2_010 * US, 99, 7),
+        ],
+        api_fields=("start", "end", "correlation", "name", "thread"),
+    )
+    assert lost_graph_replays(trace) is None
