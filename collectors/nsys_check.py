@@ -73,7 +73,7 @@ def summarize(path: str | Path) -> NsysSummary:
             (RANGE_NAME,),
         ).fetchall()
         kernels = "CUPTI_ACTIVITY_KIND_KERNEL" in tables
-        runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" in tables and has_text_ids
+        runtime = "CUPTI_ACTIVITY_KIND_RUNTIME" in tables  # (graph launches also need the call names)
         if kernels:
             out.kernels_total = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()[0]
         if "GPU_METRICS" in tables:
@@ -87,7 +87,7 @@ def summarize(path: str | Path) -> NsysSummary:
                     "SELECT r.correlationId FROM CUPTI_ACTIVITY_KIND_RUNTIME r WHERE r.start BETWEEN ? AND ?)",
                     (start, end),
                 ).fetchone()[0]
-            if runtime:
+            if runtime and has_text_ids:
                 n_graphs = con.execute(
                     "SELECT count(*) FROM CUPTI_ACTIVITY_KIND_RUNTIME r JOIN StringIds s ON r.nameId = s.id "
                     f"WHERE r.start BETWEEN ? AND ? AND ({graph})",
