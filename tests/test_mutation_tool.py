@@ -56,9 +56,9 @@ def test_a_sampled_run_is_known_by_its_draw(tmp_path):
 def test_every_module_names_an_existing_file_and_its_tests_exist_or_are_slots():
     root = Path(mutation.REPO)
     for name, (path, tests) in mutation.MODULES.items():
-        source = (
-            root / path.removeprefix("tracekit/") if path.startswith("tracekit/analyzers/") else root / path
-        )
+        # the tool's copy has analyzers/ and collectors/ inside tracekit/, as pip lays them out
+        installed = path.startswith(("tracekit/analyzers/", "tracekit/collectors/"))
+        source = root / path.removeprefix("tracekit/") if installed else root / path
         assert source.is_file(), (name, path)
         present = [t for t in tests if (root / t).is_file()]
         assert present, name  # at least the module's own tests
