@@ -49,7 +49,16 @@ ABS_TOL = 1e-12
 GZIP_ABOVE = 256 * 1024
 
 #: file names that are traces (everything else in the trace folders is a sidecar, a table or a README)
-TRACE_SUFFIXES = (".sqlite", ".json.gz", ".pt.trace.json", ".csv.gz", ".ncu-rep", ".nsys-rep", ".qdrep")
+TRACE_SUFFIXES = (
+    ".sqlite",
+    ".sqlite.gz",
+    ".json.gz",
+    ".pt.trace.json",
+    ".csv.gz",
+    ".ncu-rep",
+    ".nsys-rep",
+    ".qdrep",
+)
 
 #: placeholders written into goldens instead of machine-specific folders
 REAL_TOKEN = "$REAL_TRACES"

@@ -13,7 +13,10 @@ counted apart: with the warm-up kept out of the capture range there are none. Gr
 
 from __future__ import annotations
 
+import gzip
+import shutil
 import sqlite3
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,9 +60,22 @@ def _tables(con: sqlite3.Connection) -> set[str]:
 
 
 def summarize(path: str | Path) -> NsysSummary:
-    """Count what each ``iteration`` range of the nsys SQLite export ``path`` launched."""
-    out = NsysSummary(path=str(path))
-    con = sqlite3.connect(f"file:{Path(path).resolve()}?mode=ro", uri=True)
+    """Count what each ``iteration`` range of the nsys SQLite export ``path`` launched (a gzipped export,
+    ``x.sqlite.gz``, is inflated to a temporary file first and read there)."""
+    with open(path, "rb") as fh:
+        gzipped = fh.read(2) == b"\x1f\x8b"
+    if not gzipped:
+        return _summarize(Path(path), str(path))
+    with tempfile.TemporaryDirectory(prefix="tracekit-nsys-check-") as folder:
+        plain = Path(folder) / "export.sqlite"
+        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst, 1 << 20)
+        return _summarize(plain, str(path))
+
+
+def _summarize(path: Path, name: str) -> NsysSummary:
+    out = NsysSummary(path=name)
+    con = sqlite3.connect(f"file:{path.resolve()}?mode=ro", uri=True)
     try:
         tables = _tables(con)
         if "NVTX_EVENTS" not in tables:

@@ -64,3 +64,25 @@ def real_trace(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent")
     return path
+
+
+_INFLATED: dict[Path, Path] = {}
+
+
+def inflated(path: Path) -> Path:
+    """A plain copy of the gzipped sample export ``path`` (``x.sqlite.gz``), for tests that hand the SQLite
+    file itself to sqlite3 or to a fake nsys: made once per test session in a temporary folder (removed at
+    exit), never in the checkout."""
+    import atexit
+    import gzip
+    import shutil
+    import tempfile
+
+    if path not in _INFLATED:
+        folder = Path(tempfile.mkdtemp(prefix="tracekit-tests-"))
+        atexit.register(shutil.rmtree, folder, True)
+        plain = folder / path.name.removesuffix(".gz")
+        with gzip.open(path, "rb") as src, open(plain, "wb") as dst:
+            shutil.copyfileobj(src, dst)
+        _INFLATED[path] = plain
+    return _INFLATED[path]

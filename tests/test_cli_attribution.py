@@ -16,7 +16,8 @@ ROOT = Path(__file__).resolve().parents[1] / "sample_traces"
 SAMPLES = sorted(
     p
     for p in ROOT.rglob("*")
-    if p.name.endswith((".sqlite", ".json.gz")) and not p.name.endswith((".meta.json", ".truth.json"))
+    if p.name.endswith((".sqlite", ".sqlite.gz", ".json.gz"))
+    and not p.name.endswith((".meta.json", ".truth.json"))
 )
 
 
@@ -151,7 +152,7 @@ def test_latency_only_trace_says_the_breakdown_is_not_available(capsys) -> None:
     from tests.conftest import SAMPLE_TRACES
     from tracekit.cli import main
 
-    path = SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite"
+    path = SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite.gz"
     assert main(["analyze", str(path), "--format", "json"]) == 0
     section = json.loads(capsys.readouterr().out)["idle_attribution"]
     assert section["available"] is False

@@ -441,8 +441,8 @@ def test_a_folder_names_its_reports_not_exported_and_passes_over_exported_ones(
     (folder / "rank0.json.gz").unlink()
     rc, _, err = _cli(["analyze", str(folder), "--no-progress"], capsys)
     assert rc == 2 and "export it where nsys is" in err  # only the report: none could be analyzed
-    (folder / "fresh.sqlite").write_bytes(
-        (SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite").read_bytes()
+    (folder / "fresh.sqlite.gz").write_bytes(  # a gzipped export beside the report
+        (SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite.gz").read_bytes()
     )
     rc, out, err = _cli(["analyze", str(folder), "--jobs", "1", "--no-progress"], capsys)
     assert rc == 0 and "nsys-rep" not in err and "fresh.sqlite" in out

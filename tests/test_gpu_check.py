@@ -184,7 +184,7 @@ def test_gpu_check_nsys_checks_on_the_committed_nsys_runs(tmp_path: Path) -> Non
     assert gpu_check.bundle_nsys(tmp_path) == "nsys.tar.gz"
     with tarfile.open(tmp_path / "nsys.tar.gz") as tar:
         names = tar.getnames()
-    assert "nsys-pytorch/pytorch_b1_s128.nsys.sqlite" in names and not any(
+    assert "nsys-pytorch/pytorch_b1_s128.nsys.sqlite.gz" in names and not any(
         n.endswith(".nsys-rep") for n in names
     )
 

@@ -14,9 +14,9 @@ import tracekit
 H200 = Path(__file__).resolve().parents[1] / "sample_traces" / "h200_bert_fp16"
 
 PAIRS = [
-    ("nsys-pytorch/pytorch_b1_s128.nsys.sqlite", "pytorch/pytorch_b1_s128.torch.json.gz"),
+    ("nsys-pytorch/pytorch_b1_s128.nsys.sqlite.gz", "pytorch/pytorch_b1_s128.torch.json.gz"),
     (
-        "nsys-cuda-graphs/cuda-graphs_b1_s128.nsys.sqlite",
+        "nsys-cuda-graphs/cuda-graphs_b1_s128.nsys.sqlite.gz",
         "cuda-graphs-run5/cuda-graphs_b1_s128.torch.json.gz",
     ),
 ]
@@ -36,7 +36,7 @@ def test_nsys_and_kineto_read_the_same_gpu_work(nsys: str, kineto: str) -> None:
 
 def test_nsys_collection_keeps_the_warm_up_out_and_verifies_its_gpu_metrics() -> None:
     # the warm-up ran inside nsys's capture range before 2026-11-27: 2,142 device ops in no iteration, warned of
-    result = tracekit.analyze(H200 / "nsys-pytorch" / "pytorch_b1_s128.nsys.sqlite")
+    result = tracekit.analyze(H200 / "nsys-pytorch" / "pytorch_b1_s128.nsys.sqlite.gz")
     assert not [w for w in result.warnings if "outside every iteration" in w], result.warnings
     table = tracekit.table([H200 / "nsys-pytorch", H200 / "nsys-cuda-graphs"])
     rows = {r["runtime"]: r for r in table.to_dicts()}

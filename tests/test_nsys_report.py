@@ -13,11 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES, real_trace
+from tests.conftest import SAMPLE_TRACES, inflated, real_trace
 
 SAMPLE = SAMPLE_TRACES / "cpu_onnx_bert_nsys"
 REPORT = SAMPLE / "onnx_b1_s128.nsys.nsys-rep"
-EXPORT = SAMPLE / "onnx_b1_s128.nsys.sqlite"
+#: the report's SQLite export, as nsys writes it (committed gzipped: ``.sqlite.gz``)
+EXPORT = inflated(SAMPLE / "onnx_b1_s128.nsys.sqlite.gz")
 needs_nsys = pytest.mark.skipif(shutil.which("nsys") is None, reason="nsys (Nsight Systems) not installed")
 
 
@@ -77,7 +78,8 @@ def test_a_report_gives_the_answer_of_its_export_and_leaves_its_folder_alone(
     shutil.copy(REPORT, report)
     shutil.copy(SAMPLE / "onnx_b1_s128.nsys.meta.json", folder)  # its sidecar, found beside the report
     before = _listing(folder)
-    assert _json(report, capsys) == _json(EXPORT, capsys)
+    # the committed export, gzipped, with the same sidecar
+    assert _json(report, capsys) == _json(SAMPLE / "onnx_b1_s128.nsys.sqlite.gz", capsys)
     assert _listing(folder) == before  # nothing written beside the report, nothing changed
     assert list(own_tmp.iterdir()) == []  # the temporary export is gone
 

@@ -12,7 +12,7 @@ from tests.conftest import SAMPLE_TRACES
 
 REPO = Path(__file__).resolve().parents[1]
 KINETO = SAMPLE_TRACES / "cpu_pytorch_bert_torch" / "pytorch_b1_s128.torch.json.gz"
-SQLITE = SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite"
+SQLITE = SAMPLE_TRACES / "cpu_onnx_bert_nsys" / "onnx_b1_s128.nsys.sqlite.gz"
 
 
 def _analyze(arg: str, **stdin: Any) -> tuple[int, str, str]:

@@ -104,9 +104,9 @@ class TraceInput:
 
 
 def sidecar_meta_path(trace_path: Path) -> Path:
-    """``x.sqlite`` -> ``x.meta.json``; ``x.json.gz`` -> ``x.meta.json``; ``x.pt.trace.json`` -> ``x.pt.trace.meta.json``."""
+    """``x.sqlite`` (or ``x.sqlite.gz``) -> ``x.meta.json``; ``x.json.gz`` -> ``x.meta.json``; ``x.pt.trace.json`` -> ``x.pt.trace.meta.json``."""
     name = trace_path.name
-    for suffix in (".json.gz", ".csv.gz", ".sqlite", ".json", ".csv", ".ncu-rep", ".nsys-rep"):
+    for suffix in (".json.gz", ".csv.gz", ".sqlite.gz", ".sqlite", ".json", ".csv", ".ncu-rep", ".nsys-rep"):
         if name.endswith(suffix):
             return trace_path.with_name(name[: -len(suffix)] + ".meta.json")
     return trace_path.with_name(name + ".meta.json")
@@ -296,7 +296,16 @@ def resolve_inputs(
 
 
 #: File names that look like traces, for the hint of :func:`_check_run_dir`.
-TRACE_GLOBS = ("*.json.gz", "*.json", "*.sqlite", "*.nsys-rep", "*.csv.gz", "*.csv", "*.ncu-rep")
+TRACE_GLOBS = (
+    "*.json.gz",
+    "*.json",
+    "*.sqlite",
+    "*.sqlite.gz",
+    "*.nsys-rep",
+    "*.csv.gz",
+    "*.csv",
+    "*.ncu-rep",
+)
 
 
 def _check_run_dir(path: Path) -> None:

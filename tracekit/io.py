@@ -378,16 +378,9 @@ def read_inflated(path: str | Path, json_text: bool = False) -> bytes:
     ``json_text``: a piece of the text (up to 4 MiB) that is all whitespace is kept as one space, so that
     padding costs time, not memory. TraceFormatError when it cannot be read or the gzip stream is damaged;
     LimitError past the limit."""
-    import zlib
-
     from tracekit import limits
 
-    try:  # ISA-L inflates ~2x faster than zlib (a dependency; the standard library is the fallback)
-        from isal import isal_zlib as inflate
-
-        errors: tuple[type[BaseException], ...] = (zlib.error, inflate.error)
-    except ImportError:  # pragma: no cover - depends on the environment
-        inflate, errors = zlib, (zlib.error,)
+    inflate, errors = _inflater()
     keep = collapse_padding if json_text else bytes
 
     path = Path(path)
@@ -406,28 +399,81 @@ def read_inflated(path: str | Path, json_text: bool = False) -> bytes:
                     block = fh.read(_READ_BYTES)
                     parts.append(keep(block))
                 return b"".join(parts)
-            guard = limits.InflateGuard(path, on_disk)
-            out: list[bytes] = []
-            inflater = inflate.decompressobj(wbits=31)
-            block, read = first, len(first)
-            while block:
-                data = block
-                while data:
-                    piece = inflater.decompress(data, _STEP_TEXT)
-                    guard.add(len(piece), read)
-                    out.append(keep(piece))
-                    data = inflater.unconsumed_tail
-                    if inflater.eof and inflater.unused_data and not data:  # the next gzip member
-                        data = inflater.unused_data
-                        inflater = inflate.decompressobj(wbits=31)
-                block = fh.read(_READ_BYTES)
-                read += len(block)
+            out = [keep(piece) for piece in _gzip_pieces(path, fh, first, on_disk, inflate)]
         except OSError as exc:
             raise TraceFormatError(f"cannot read ({exc.strerror or exc})", path) from exc
         except errors as exc:
             raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+    return b"".join(out)
+
+
+def _inflater() -> tuple[object, tuple[type[BaseException], ...]]:
+    """The inflate module (ISA-L's, ~2x faster than zlib, else zlib) and the errors it raises."""
+    import zlib
+
+    try:  # ISA-L is a dependency; the standard library is the fallback
+        from isal import isal_zlib
+
+        return isal_zlib, (zlib.error, isal_zlib.error)
+    except ImportError:  # pragma: no cover - depends on the environment
+        return zlib, (zlib.error,)
+
+
+def _gzip_pieces(
+    path: Path, fh: BinaryIO, first: bytes, on_disk: int | None, inflate: object
+) -> Iterator[bytes]:
+    """The inflated pieces (at most 4 MiB each) of the gzipped input open as ``fh``, whose first bytes,
+    ``first``, were read already: concatenated members too, the inflated size watched as it streams
+    (:class:`tracekit.limits.InflateGuard`). TraceFormatError when the stream ends before its end marker;
+    the inflate module's error for damaged data (the caller names it)."""
+    from tracekit import limits
+
+    guard = limits.InflateGuard(path, on_disk)
+    inflater = inflate.decompressobj(wbits=31)  # type: ignore[attr-defined]
+    block, read = first, len(first)
+    while block:
+        data = block
+        while data:
+            piece = inflater.decompress(data, _STEP_TEXT)
+            guard.add(len(piece), read)
+            yield piece
+            data = inflater.unconsumed_tail
+            if inflater.eof and inflater.unused_data and not data:  # the next gzip member
+                data = inflater.unused_data
+                inflater = inflate.decompressobj(wbits=31)  # type: ignore[attr-defined]
+        block = fh.read(_READ_BYTES)
+        read += len(block)
     if not inflater.eof:
         raise TraceFormatError(
             "damaged gzip file (Compressed file ended before the end-of-stream marker was reached)", path
         )
-    return b"".join(out)
+
+
+def inflate_into(path: str | Path, sink: BinaryIO) -> int:
+    """Write the inflated bytes of the gzipped input ``path`` to ``sink`` (concatenated members too, the
+    inflated size watched as :func:`read_inflated` watches it); the bytes written. For formats read with
+    random access (a gzipped SQLite export): the caller gives a temporary file. TraceFormatError when the
+    input cannot be read, is not gzipped, or its gzip stream is damaged; LimitError past the limit."""
+    path = Path(path)
+    inflate, errors = _inflater()
+    written = 0
+    with open_input(path) as fh:
+        try:
+            first = fh.read(_READ_BYTES)
+            if not first.startswith(GZIP_MAGIC):
+                raise TraceFormatError("not a gzip file", path)
+            for piece in _gzip_pieces(path, fh, first, input_size(path), inflate):
+                try:
+                    sink.write(piece)
+                except OSError as exc:
+                    raise TracekitError(
+                        f"cannot write its inflated copy ({exc.strerror or exc}); set TMPDIR to a folder "
+                        "with room for it",
+                        path,
+                    ) from exc
+                written += len(piece)
+        except OSError as exc:
+            raise TraceFormatError(f"cannot read ({exc.strerror or exc})", path) from exc
+        except errors as exc:
+            raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+    return written

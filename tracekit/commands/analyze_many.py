@@ -13,7 +13,7 @@ from pathlib import Path
 from tracekit.errors import TracekitError
 
 #: File names taken from a folder (any other file there is ignored): what the readers detect.
-TRACE_SUFFIXES = (".sqlite", ".json", ".json.gz", ".ncu-rep", ".ncu.csv", ".ncu.csv.gz")
+TRACE_SUFFIXES = (".sqlite", ".sqlite.gz", ".json", ".json.gz", ".ncu-rep", ".ncu.csv", ".ncu.csv.gz")
 SKIPPED_SUFFIXES = (".meta.json", ".truth.json", "run.json", "report.json")
 #: Nsight Systems reports: taken from a folder only without their SQLite export beside them (``X.sqlite``, which
 #: is read instead): each is exported by the installed nsys when read, or named in one line saying how to
@@ -62,7 +62,7 @@ def _is_trace_name(name: str) -> bool:
 def _in_folder(path: Path) -> bool:
     """Whether a file found in a folder is an input: a trace file, or a report not exported beside itself."""
     if path.name.endswith(REPORT_SUFFIXES):
-        return not path.with_suffix(".sqlite").is_file()
+        return not any(path.with_suffix(s).is_file() for s in (".sqlite", ".sqlite.gz"))
     return _is_trace_name(path.name)
 
 

@@ -141,7 +141,10 @@ def _detect_format(path: Path) -> str:
         return "nsys-rep"  # exported by the installed nsys when read (:mod:`tracekit.readers.nsys_report`)
     if path.suffix in (".ncu-rep", ".ncu-repz"):
         return "ncu-rep"
-    text_head = _json_head(path, head).lstrip("\ufeff \t\r\n")
+    raw_head = _json_head(path, head)
+    if raw_head.startswith(SQLITE_MAGIC.decode()):
+        return "nsys-sqlite"  # gzipped (``x.sqlite.gz``): inflated to a temporary file when read
+    text_head = raw_head.lstrip("\ufeff \t\r\n")
     if text_head.startswith("{") or text_head.startswith("["):
         # ORT profiles are a JSON list of events with cat Session/Node; Kineto is a dict with traceEvents.
         if text_head.startswith("[") and _looks_like_ort(text_head):

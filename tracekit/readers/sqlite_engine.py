@@ -20,9 +20,10 @@ from __future__ import annotations
 import math
 import os
 import sqlite3
+import tempfile
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,7 @@ import polars as pl
 from tracekit import limits
 from tracekit.errors import TraceFormatError
 from tracekit.limits import format_size
-from tracekit.readers import SQLITE_MAGIC
+from tracekit.readers import GZIP_MAGIC, SQLITE_MAGIC
 
 #: Rows per ``fetchmany`` in the sqlite3 path: bounds the Python objects alive at once.
 FETCH_ROWS = 1 << 18
@@ -467,7 +468,9 @@ def check_header(header: bytes, size: int, path: Path) -> None:
 def open_database(path: Path, expected: str) -> Iterator[Database]:
     """``path`` open read-only as a :class:`Database`, closed on exit. Raises TraceFormatError naming the
     file for a missing, unreadable, empty or non-SQLite file (``expected`` names what was expected, e.g.
-    "an Nsight Systems SQLite export"), and for an SQLite error while the block reads it ("corrupt SQLite")."""
+    "an Nsight Systems SQLite export"), and for an SQLite error while the block reads it ("corrupt SQLite").
+    A gzipped SQLite file (``x.sqlite.gz``) is inflated to a temporary file first (:func:`inflated_copy`),
+    read from there and removed on exit; every message still names ``path``."""
     try:
         size = path.stat().st_size
     except OSError as exc:
@@ -476,16 +479,47 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
         raise TraceFormatError("empty file", path)
     with open(path, "rb") as fh:
         header = fh.read(100)
+    with inflated_copy(path) if header.startswith(GZIP_MAGIC) else nullcontext(path) as source:
+        if source != path:
+            size = source.stat().st_size
+            with open(source, "rb") as fh:
+                header = fh.read(100)
+            if not header:
+                raise TraceFormatError("empty file (a gzip file that inflates to nothing)", path)
+        with _opened(path, source, header, size, expected) as database:
+            yield database
+
+
+@contextmanager
+def inflated_copy(path: Path) -> Iterator[Path]:
+    """A temporary file holding the inflated bytes of the gzipped ``path`` (the inflated size watched as
+    every gzipped input's is: :func:`tracekit.io.inflate_into`), removed on exit. SQLite needs random
+    access: a compressed export cannot be read in place."""
+    from tracekit.io import inflate_into
+
+    fd, name = tempfile.mkstemp(prefix="tracekit-", suffix=".sqlite")
+    copy = Path(name)
+    try:
+        with os.fdopen(fd, "wb") as sink:
+            inflate_into(path, sink)
+        yield copy
+    finally:
+        copy.unlink(missing_ok=True)
+
+
+@contextmanager
+def _opened(path: Path, source: Path, header: bytes, size: int, expected: str) -> Iterator[Database]:
+    """The :class:`Database` of ``source`` (``path`` itself, or its inflated copy), every error naming ``path``."""
     if not header.startswith(SQLITE_MAGIC):
         raise TraceFormatError(f"not an SQLite database (expected {expected})", path)
     check_header(header, size, path)
     try:
-        con = connect(path)
+        con = connect(source)
     except sqlite3.Error as exc:
         raise TraceFormatError(f"cannot open as SQLite ({exc})", path) from exc
     database = None
     try:
-        database = Database(con, path)
+        database = Database(con, source)
         yield database
     except UnfitValueError as exc:
         raise TraceFormatError(str(exc), path) from exc
