@@ -263,64 +263,8 @@ def analyzed_row(analyzed: Analysis, item: TraceInput, ncu: Any = None) -> tuple
     row.update({key: summary.mean(key) for key in MEAN_FIELDS})
     row["latency_source"] = "traced"
     result = utilization(analyzed, ncu)
-    said = _unestimated_kernels(result, analyzed.trace_data)
     row.update(result.fields())
-    return row, warnings + result.warnings + said
-
-
-#: Above this share of kernel time with a Kineto occupancy estimate of 0, the estimate gives no figure; from
-#: ``UNESTIMATED_WARN`` up to it, a warning.
-UNESTIMATED_MAX = 0.5
-UNESTIMATED_WARN = 0.1
-
-
-def _unestimated_kernels(result: Any, trace: Any) -> list[str]:
-    """Kineto's ``est. achieved occupancy %`` is a whole percent, 0 both below 0.5% and where it made no
-    estimate: on the real H200 BERT traces the kernels of 0 (cuBLAS nvjet GEMMs and cuDNN attention among
-    them, whose grids are not that small) hold 72% of the kernel time, and the estimate read 0.26% warp occupancy where nsys and ncu measured
-    0.98% (CUDA graphs: 2.4% against 5.4%). Where such kernels hold more than ``UNESTIMATED_MAX`` of the
-    kernel time, the estimate's warp-occupancy figures are dropped (never a guess); from ``UNESTIMATED_WARN``
-    up to it, a warning gives their share (the figure may be low by up to it). Changes ``result`` in place; returns the warnings."""
-    import polars as pl
-
-    from tracekit.analyzers.kernel_metrics import KINETO_OCCUPANCY
-
-    wall = result.wall["warp_occupancy"]
-    from_wall = wall.source == "kineto estimate"
-    from_kernel = "kineto estimate" in (result.kernel_time_source or "") and (
-        result.kernel_time["warp_occupancy"] is not None
-    )
-    if not (from_wall or from_kernel):
-        return []
-    est = trace.kernel_metrics.filter(
-        (pl.col("metric") == KINETO_OCCUPANCY)
-        & pl.col("duration_ns").is_not_null()
-        & pl.col("value").is_not_null()
-    )
-    total = est["duration_ns"].sum()
-    if not total:
-        return []
-    zero = est.filter(pl.col("value") == 0)
-    share = zero["duration_ns"].sum() / total
-    if share < UNESTIMATED_WARN:
-        return []
-    what = (
-        f"torch.profiler's occupancy estimate is 0 for {zero.height} of {est.height} kernels, {share:.0%} of "
-        "the kernel time (it writes whole percents: 0 below 0.5%, and 0 where it made no estimate)"
-    )
-    if share <= UNESTIMATED_MAX:
-        return [f"{what}: the warp occupancy from it may be low by up to that share"]
-    if from_wall:
-        result.wall["warp_occupancy"] = type(wall)()
-    if from_kernel:
-        result.kernel_time["warp_occupancy"] = None
-        if result.kernel_time["sms_active"] is None:
-            result.kernel_time_source = None
-    return [
-        f"{what}: no warp occupancy from it (more than {UNESTIMATED_MAX:.0%} of the kernel time unestimated; "
-        "the real H200 BERT-base traces read 0.26% where nsys and ncu measured 0.98%): use nsys GPU metrics "
-        "or --ncu"
-    ]
+    return row, warnings + result.warnings
 
 
 def row_label(row: dict[str, Any]) -> str:

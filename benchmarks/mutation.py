@@ -61,6 +61,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_utilization.py",
             "tests/test_table.py",
             "tests/test_gpu_metrics.py",
+            "tests/test_fuzz6_metrics.py",
+            "tests/test_utilization_mutants2.py",
             "tests/test_golden.py",
         ],
     ),
@@ -236,7 +238,6 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_table.py",
             "tests/test_fuzz6_metrics.py",
             "tests/test_run_json.py",
-            "tests/test_table_mutants2.py",
         ],
     ),
 }

@@ -277,28 +277,36 @@ def _kineto_estimates(rows: list[tuple[int, float]]) -> Trace:
 def test_kineto_estimates_of_zero_over_half_the_kernel_time_give_no_warp_occupancy(
     rows, kept, warned
 ) -> None:
-    from tracekit.analyzers.table import _unestimated_kernels
-    from tracekit.analyzers.utilization import Figure, Utilization
+    from tracekit.analyzers.kernel_metrics import KernelMetricsResult
+    from tracekit.analyzers.utilization import Utilization, _fill_from_estimate
 
+    entry = {"metric": "est. achieved occupancy %", "wall_time": 2.0, "kernel_time": 6.0}
+    estimate = KernelMetricsResult(
+        source="kineto estimate", kernels=pl.DataFrame(), iterations=None, summary={"warp_occupancy": entry}
+    )
     result = Utilization()
-    result.wall["warp_occupancy"] = Figure(2.0, "kineto estimate", "est. achieved occupancy %")
-    result.kernel_time["warp_occupancy"] = 6.0
-    result.kernel_time_source = "kineto estimate"
-    said = _unestimated_kernels(result, _kineto_estimates(rows))
+    _fill_from_estimate(result, estimate, _kineto_estimates(rows))
     assert (result.wall["warp_occupancy"].value == 2.0) is kept
     assert (result.kernel_time["warp_occupancy"] == 6.0) is kept
     assert (result.kernel_time_source == "kineto estimate") is kept
-    assert bool(said) is warned
+    assert bool(result.warnings) is warned
 
 
 def test_an_ncu_figure_is_not_touched_by_the_kineto_estimates() -> None:
-    from tracekit.analyzers.table import _unestimated_kernels
-    from tracekit.analyzers.utilization import Figure, Utilization
+    from tracekit.analyzers.kernel_metrics import KernelMetricsResult
+    from tracekit.analyzers.utilization import Figure, Utilization, _fill_from_estimate
 
+    entry = {"metric": "est. achieved occupancy %", "wall_time": 2.0, "kernel_time": 6.0}
+    estimate = KernelMetricsResult(
+        source="kineto estimate", kernels=pl.DataFrame(), iterations=None, summary={"warp_occupancy": entry}
+    )
     result = Utilization()
     result.wall["warp_occupancy"] = Figure(1.0, "ncu", "sm__warps_active.avg.pct_of_peak_sustained_active")
-    assert _unestimated_kernels(result, _kineto_estimates([(700, 0.0), (300, 20.0)])) == []
-    assert result.wall["warp_occupancy"].value == 1.0
+    result.kernel_time.update(warp_occupancy=3.0)
+    result.kernel_time_source = "ncu"
+    _fill_from_estimate(result, estimate, _kineto_estimates([(700, 0.0), (300, 20.0)]))
+    assert result.warnings == []
+    assert result.wall["warp_occupancy"].value == 1.0 and result.kernel_time["warp_occupancy"] == 3.0
 
 
 def test_the_real_h200_kineto_trace_gives_no_estimated_warp_occupancy() -> None:
