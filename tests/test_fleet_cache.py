@@ -4,6 +4,7 @@ exit 2 before any trace is read, a hash computed afresh, the analysis going on w
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -312,3 +313,103 @@ def test_the_reader_version_changes_with_any_reader_source(tmp_path: Path) -> No
     reader.write_text(reader.read_text().removesuffix("\n# a fix\n"))
     assert cache.reader_source_digest(copy) != digest
     assert cache.reader_source_digest(tmp_path / "empty") == "nosource"
+
+
+# ------------------------------------------------------------------------------------------- eviction
+
+
+def _entry(folder: Path, name: str, size: int, used: float) -> Path:
+    """A fake cache entry of ``size`` bytes last used at ``used`` (seconds since the epoch)."""
+    entry = folder / name
+    entry.mkdir()
+    (entry / "ops.parquet").write_bytes(b"x" * size)
+    (entry / "meta.json").write_text("{}")
+    os.utime(entry / "meta.json", (used, used))
+    return entry
+
+
+def test_eviction_removes_other_reader_versions_first_then_the_least_recently_used(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    now = 1_800_000_000.0
+    current = cache.READER_VERSION
+    old = _entry(folder, f"0.0.1+cache1+x-{'a' * 32}", 1000, now)  # another version, used just now
+    lru = _entry(folder, f"{current}-{'b' * 32}", 1000, now - 300)
+    recent = _entry(folder, f"{current}-{'c' * 32}", 1000, now - 100)
+    fresh = _entry(folder, f"{current}-{'d' * 32}", 1000, now - 500)  # just stored: never removed
+    meta_bytes = 2  # each entry's meta.json ("{}")
+    removed = cache.evict(folder, 2 * (1000 + meta_bytes), keep=fresh)
+    assert removed == [old.name, lru.name]
+    assert sorted(p.name for p in folder.iterdir()) == sorted([recent.name, fresh.name])
+    assert cache.evict(folder, 2 * (1000 + meta_bytes), keep=fresh) == []  # within the bound: nothing
+
+
+def test_the_entry_just_stored_stays_even_when_it_alone_passes_the_bound(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    only = _entry(folder, f"{cache.READER_VERSION}-{'e' * 32}", 5000, 1_800_000_000.0)
+    assert cache.evict(folder, 100, keep=only) == [] and only.is_dir()
+
+
+def test_left_over_temporary_folders_go_after_an_hour(tmp_path: Path) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    stale, young = folder / ".entry-abc", folder / ".evict-def-1"
+    for d in (stale, young):
+        d.mkdir()
+    os.utime(stale, (1.0, 1.0))
+    cache.evict(folder, 1 << 30)
+    assert not stale.exists() and young.is_dir()
+
+
+def test_a_hit_renews_the_entry_and_a_bounded_cache_keeps_the_last_traces(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two traces through a cache bounded below their two entries: the first is evicted when the second is
+    stored, its remembered hash forgotten; reading the first again reads the trace and stores it anew."""
+    from tests.conftest import SAMPLE_TRACES
+
+    other = SAMPLE_TRACES / "synthetic" / "table3_onnx" / "onnx_b1_s128.synthetic.sqlite"
+    folder = tmp_path / "cache"
+    cache.cached_read(TRACE, folder)
+    [first] = [p for p in folder.iterdir() if p.is_dir()]
+    size = cache._entry_size(first)
+    monkeypatch.setenv(cache.CACHE_MAX_ENV, str(size + 10))
+    before = (first / "meta.json").stat().st_mtime_ns
+    os.utime(first / "meta.json", ns=(before - 10**9, before - 10**9))
+    cache.cached_read(TRACE, folder)  # a hit: its use renewed
+    assert (first / "meta.json").stat().st_mtime_ns > before - 10**9
+    cache.cached_read(other, folder)  # stored, then the first entry evicted
+    names = [p.name for p in folder.iterdir() if p.is_dir()]
+    assert len(names) == 1 and names[0] != first.name
+    assert not cache.has_entry(TRACE, folder) and cache.has_entry(other, folder)
+    assert cache.content_hash(TRACE) not in json.loads((folder / "hashes.json").read_text()).values()
+
+
+def test_a_cache_bound_that_is_not_a_size_ends_the_run_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracekit.errors import TracekitError
+
+    monkeypatch.setenv(cache.CACHE_MAX_ENV, "lots")
+    with pytest.raises(TracekitError) as info:
+        cache.cache_folder(tmp_path / "cache")
+    assert str(info.value) == "TRACEKIT_CACHE_MAX: not a size: 'lots' (e.g. 512M, 4G, 1.5GiB)"
+
+
+def test_an_entry_evicted_while_being_read_is_read_from_the_trace(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cache"
+    first = cache.cached_read(TRACE, folder)
+    real = cache._load_frames
+
+    def evicted_meanwhile(entry: Path, frames: object) -> dict:
+        import shutil
+
+        shutil.rmtree(entry)
+        return real(entry, frames)
+
+    monkeypatch.setattr(cache, "_load_frames", evicted_meanwhile)
+    again = cache.cached_read(TRACE, folder)
+    assert again.ops.equals(first.ops) and again.meta["format"] == first.meta["format"]

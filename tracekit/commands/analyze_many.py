@@ -41,7 +41,8 @@ def add_many_options(parser: argparse.ArgumentParser) -> None:
         "--cache",
         metavar="DIR",
         help="keep each trace's normalized frames as Parquet in DIR (keyed by content hash and reader "
-        "version) and reuse them on the next analysis, of one trace or many (default: no cache)",
+        "version) and reuse them on the next analysis, of one trace or many; bounded by $TRACEKIT_CACHE_MAX "
+        "(default 10G: the least recently used entries go first) (default: no cache)",
     )
 
 

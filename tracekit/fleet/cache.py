@@ -9,6 +9,14 @@ the reader gave, without the trace's sidecar (merged on every read, as it is the
 analysis asks (its frame spec: only those frames and columns). Hashing a file
 costs ~1 s per GB; ``DIR/hashes.json`` remembers the hash of a (path, size, mtime, inode) it has seen, so an
 unchanged file is not hashed again (a changed one has another size or mtime and is hashed anew).
+
+The cache is bounded (:func:`evict`): after each entry is stored, while the entries hold more than
+``TRACEKIT_CACHE_MAX`` (:data:`CACHE_MAX_ENV`; default :data:`DEFAULT_CACHE_MAX`), entries are removed,
+first those of other reader versions (which this tracekit never reads), then the least recently used (an
+entry's ``meta.json`` modification time, renewed on every hit); the entry just stored is never removed, even
+when it alone is larger. An entry is renamed away before it is deleted, so a worker reading it at the time
+either finished opening its files (Linux keeps them readable) or finds no entry and reads the trace.
+Temporary folders left by a killed writer (``.entry-*``, ``.evict-*``) are removed after an hour.
 """
 
 from __future__ import annotations
@@ -19,6 +27,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,13 +64,20 @@ def reader_source_digest(root: Path | None = None) -> str:
 
 
 READER_VERSION = f"{__version__}+cache{CACHE_FORMAT}+{reader_source_digest()}"
+#: ``TRACEKIT_CACHE_MAX``: the most the cache's entries may hold (a size as ``--max-memory`` takes it: 2G, 500M)
+CACHE_MAX_ENV = "TRACEKIT_CACHE_MAX"
+#: the bound without ``TRACEKIT_CACHE_MAX``: ~10 entries of a 10^7-kernel trace, ~1,000 of 10^5 kernels
+DEFAULT_CACHE_MAX = 10 << 30
+#: a temporary folder of a writer (``.entry-*``) or of an eviction (``.evict-*``) older than this is left over
+STALE_TEMPORARY_S = 3600
 FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")
 
 
 def cache_folder(cache_dir: str | Path) -> Path:
     """The cache folder ``cache_dir``, created with its parents if needed (a tool-managed folder, like
     ``~/.cache``). TracekitError, one line naming it, when it is not a folder, cannot be created, or cannot
-    be written: checked before any trace is read, so that a bad ``--cache`` ends the run at once (exit 2)."""
+    be written (or ``TRACEKIT_CACHE_MAX`` is not a size): checked before any trace is read, so that a bad
+    ``--cache`` ends the run at once (exit 2)."""
     from tracekit.errors import TracekitError
 
     path = Path(cache_dir)
@@ -74,6 +90,7 @@ def cache_folder(cache_dir: str | Path) -> Path:
         raise TracekitError(f"cannot create the cache folder (--cache): {reason}", path) from None
     if not os.access(path, os.W_OK | os.X_OK):
         raise TracekitError("cannot write in the cache folder (--cache): permission denied", path)
+    cache_limit()  # a bound that is not a size ends the run here, before any trace is read
     return path
 
 
@@ -111,7 +128,6 @@ def _is_digest(value: Any) -> bool:
 
 def file_hash(path: Path, cache: Path) -> str:
     """The content hash of ``path``, remembered by its stat in ``cache/hashes.json``."""
-    memo_path = cache / "hashes.json"
     key = _stat_key(path)
     memo = _memo(cache)
     known = memo.get(key)
@@ -119,16 +135,22 @@ def file_hash(path: Path, cache: Path) -> str:
         return known
     value = content_hash(path)
     memo[key] = value
-    with contextlib.suppress(OSError):  # a memo not written (a full disk): the file is hashed next time
+    _write_memo(cache, memo)
+    return value
+
+
+def _write_memo(cache: Path, memo: dict[str, Any]) -> None:
+    """Replace ``cache/hashes.json`` with ``memo`` atomically; not written (a full disk): the files are
+    hashed again next time."""
+    with contextlib.suppress(OSError):
         fd, tmp = tempfile.mkstemp(dir=cache, prefix=".hashes.", suffix=".tmp")
         try:
             with os.fdopen(fd, "w") as fh:
                 json.dump(memo, fh)
-            os.replace(tmp, memo_path)
+            os.replace(tmp, cache / "hashes.json")
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-    return value
 
 
 def has_entry(path: str | Path, cache_dir: str | Path) -> bool:
@@ -201,17 +223,13 @@ def cached_read(
     beside the file), so that a corrected or removed stated value is never answered from an old entry."""
     from tracekit.inputs import load_sidecar_meta, merge_meta
     from tracekit.io import register_input
-    from tracekit.model import Trace
     from tracekit.readers import read_trace
 
     path, cache = Path(path), cache_folder(cache_dir)
     register_input(path)
     entry = entry_dir(path, cache, frames)
-    if (entry / "meta.json").is_file():
-        meta = json.loads((entry / "meta.json").read_text())
-        meta["path"] = str(path)
-        trace = Trace(**_load_frames(entry, frames), meta=meta)
-    else:
+    trace = _load_entry(entry, path, frames)
+    if trace is None:
         trace = read_trace(path, frames=frames, sidecar={}, **read_args)
         try:
             _store(trace, entry, cache)
@@ -219,8 +237,93 @@ def cached_read(
             trace.meta["warnings"].append(
                 f"not stored in the cache {cache}: {exc.strerror or type(exc).__name__}"
             )
+        else:
+            with contextlib.suppress(OSError):  # a bound not kept this time is kept on the next store
+                evict(cache, cache_limit(), keep=entry)
     merge_meta(trace.meta, load_sidecar_meta(path) if sidecar is None else sidecar)
     return trace
+
+
+def _load_entry(entry: Path, path: Path, frames: Any) -> Any:
+    """The trace held by ``entry``, its use recorded (:func:`evict` removes the least recently used), or None
+    when there is no such entry, or it went away while being read (evicted by another process)."""
+    from tracekit.model import Trace
+
+    try:
+        meta = json.loads((entry / "meta.json").read_text())
+        trace = Trace(**_load_frames(entry, frames), meta=meta)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    meta["path"] = str(path)
+    with contextlib.suppress(OSError):
+        os.utime(entry / "meta.json")
+    return trace
+
+
+def cache_limit() -> int:
+    """The most the cache's entries may hold, in bytes: ``TRACEKIT_CACHE_MAX`` (:data:`CACHE_MAX_ENV`), else
+    :data:`DEFAULT_CACHE_MAX`. TracekitError, one line, for a value that is not a size."""
+    from tracekit.errors import TracekitError
+    from tracekit.limits import parse_size
+
+    text = os.environ.get(CACHE_MAX_ENV, "").strip()
+    if not text:
+        return DEFAULT_CACHE_MAX
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise TracekitError(f"{CACHE_MAX_ENV}: {exc}") from None
+
+
+def _entry_size(entry: Path) -> int:
+    """Bytes held by the files of one entry (a flat folder)."""
+    return sum(f.stat().st_size for f in entry.iterdir())
+
+
+def evict(cache: Path, limit: int, keep: Path | None = None) -> list[str]:
+    """Remove entries of ``cache`` until those left hold at most ``limit`` bytes: first the entries of other
+    reader versions, then the least recently used; never ``keep`` (the entry just stored). Also removes
+    writers' and evictions' temporary folders older than :data:`STALE_TEMPORARY_S`, and the remembered hashes
+    of files none of whose entries is left. Returns the names of the entries removed."""
+    now = time.time()
+    entries: list[tuple[bool, float, int, Path]] = []
+    for child in cache.iterdir():
+        with contextlib.suppress(OSError):  # gone meanwhile (another process evicted it)
+            if not child.is_dir():
+                continue
+            if child.name.startswith((".entry-", ".evict-")):
+                if now - child.stat().st_mtime > STALE_TEMPORARY_S:
+                    shutil.rmtree(child, ignore_errors=True)
+                continue
+            current = child.name.startswith(READER_VERSION + "-")
+            entries.append((current, (child / "meta.json").stat().st_mtime, _entry_size(child), child))
+    total = sum(size for _, _, size, _ in entries)
+    removed: list[str] = []
+    for _, _, size, entry in sorted(entries, key=lambda e: (e[0], e[1])):
+        if total <= limit:
+            break
+        if keep is not None and entry == keep:
+            continue
+        gone = cache / f".evict-{entry.name}-{os.getpid()}"
+        try:
+            os.rename(entry, gone)
+        except OSError:  # another process took it first
+            continue
+        shutil.rmtree(gone, ignore_errors=True)
+        total -= size
+        removed.append(entry.name)
+    if removed:
+        _forget_hashes(cache)
+    return removed
+
+
+def _forget_hashes(cache: Path) -> None:
+    """Drop from ``hashes.json`` the files none of whose entries is left (hashed again if read again)."""
+    memo = _memo(cache)
+    names = [n for n in os.listdir(cache) if not n.startswith(".")]
+    kept = {k: v for k, v in memo.items() if _is_digest(v) and any(_entry_name(v) in n for n in names)}
+    if len(kept) < len(memo):
+        _write_memo(cache, kept)
 
 
 def _store(trace: Any, entry: Path, cache: Path) -> None:
