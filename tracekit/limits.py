@@ -267,8 +267,10 @@ class _Watchdog:
     resident memory (reserved, never touched: ~3.5 GB for 150 MB resident on an SQLite export), so a limit on
     it would refuse good traces, and an allocation failure inside polars aborts without a word."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, note: str | Path | None = None, share: str | None = None) -> None:
         self.limit = limit
+        self.note = note
+        self.share = share
         self.stop = threading.Event()
         self.thread: threading.Thread | None = None
 
@@ -295,27 +297,36 @@ class _Watchdog:
         for pid in children:
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
-        where = f"{_state['input']}: " if _state["input"] else ""
-        line = (
-            f"tracekit: {where}memory use passed {format_size(self.limit)} ({format_size(used)} in use"
-            f"{', decoding workers included' if children else ''}); pass --max-memory SIZE to allow more\n"
+        share = f", {self.share}" if self.share else ""
+        what = (
+            f"memory use passed {format_size(self.limit)}{share} ({format_size(used)} in use"
+            f"{', decoding workers included' if children else ''}); pass --max-memory SIZE to allow more"
         )
-        with contextlib.suppress(OSError):
-            os.write(2, line.encode())
+        if self.note is not None:  # a many-trace worker: its trace's one line, for the process that sent it
+            with contextlib.suppress(OSError), open(self.note, "w") as fh:
+                fh.write(what)
+        else:
+            where = f"{_state['input']}: " if _state["input"] else ""
+            with contextlib.suppress(OSError):
+                os.write(2, f"tracekit: {where}{what}\n".encode())
         os._exit(LimitError.exit_code)
 
 
 _watchdog: _Watchdog | None = None
 
 
-def start_memory_ceiling(limit: int | None) -> None:
+def start_memory_ceiling(limit: int | None, note: str | Path | None = None, share: str | None = None) -> None:
     """End the program (one line, exit 2) when this process and its decoding workers hold more than
-    ``limit`` bytes (None: no ceiling). Linux only (it reads /proc); elsewhere a no-op."""
+    ``limit`` bytes (None: no ceiling). Linux only (it reads /proc); elsewhere a no-op.
+
+    ``note``: a file that receives the line (without the program's name and the input) instead of standard
+    error: a worker of a many-trace run (:mod:`tracekit.fleet.run`), whose line the process that sent the
+    trace reports as that trace's failure; ``share``: what the limit is a share of, said in the line."""
     global _watchdog
     stop_memory_ceiling()
     if limit is None or not sys.platform.startswith("linux") or not rss():
         return
-    _watchdog = _Watchdog(limit)
+    _watchdog = _Watchdog(limit, note, share)
     _watchdog.start()
 
 

@@ -18,6 +18,7 @@ depend on the executor.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import time
@@ -61,10 +62,84 @@ def analyze_one(
     options: tuple[Any, ...],
     cache_dir: str | None = None,
     reading: tuple[int | None, int, int] | None = None,
+    ceiling: WorkerCeiling | None = None,
 ) -> Outcome:
     """Read, analyze and compact one trace (``options``: range, skip, threshold, split-idle; ``reading``: the
     reading limits of the process that sent the work, :func:`tracekit.limits.reading_limits`, so that a
-    worker reads as it would: ``--max-string`` and the like; None: those in force here)."""
+    worker reads as it would: ``--max-string`` and the like; None: those in force here; ``ceiling``: a pool
+    worker's memory ceiling while it holds this trace, None: none of its own)."""
+    from tracekit import limits
+
+    if ceiling is None:
+        return _analyze_one(path, options, cache_dir, reading)
+    limits.reading(path)
+    limits.start_memory_ceiling(ceiling.limit, note=ceiling.note(path), share=ceiling.share)
+    try:
+        return _analyze_one(path, options, cache_dir, reading)
+    finally:
+        limits.stop_memory_ceiling()
+
+
+@dataclass(frozen=True)
+class WorkerCeiling:
+    """The memory a pool worker may hold while it analyzes one trace: ``limit`` bytes (its share of
+    ``--max-memory``), past which it ends at once, leaving its line in ``notes`` (a folder), where the
+    process that sent the trace finds it (:func:`death_note`) and reports it as that trace's failure;
+    ``share``: what the limit is a share of, said in the line."""
+
+    limit: int
+    notes: str
+    share: str | None = None
+
+    def note(self, path: str) -> str:
+        """The file that receives ``path``'s line."""
+        return os.path.join(self.notes, _note_name(path))
+
+
+def _note_name(path: str) -> str:
+    import hashlib
+
+    return hashlib.blake2b(path.encode(), digest_size=8).hexdigest()
+
+
+def death_note(notes: str, path: str) -> str | None:
+    """The line a worker left when it ended past its memory ceiling while analyzing ``path``, or None."""
+    try:
+        with open(os.path.join(notes, _note_name(path))) as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def _forget_note(notes: str, path: str) -> None:
+    with contextlib.suppress(OSError):
+        os.unlink(os.path.join(notes, _note_name(path)))
+
+
+def worker_ceiling(jobs: int, notes: str) -> WorkerCeiling | None:
+    """Each of ``jobs`` workers' share of the memory ceiling in force (``--max-memory``; None without one),
+    after what this process holds: ``jobs`` traces in flight at once stay within it together (each worker's
+    resident memory counts the pages it shares with the others in full, so the sum errs on the safe side)."""
+    from tracekit import limits
+
+    total = limits.current.max_memory
+    if total is None:
+        return None
+    own = limits.rss()
+    limit = max(1, (total - own) // jobs)
+    if jobs > 1:
+        share = f"a worker's share of the {limits.format_size(total)} ceiling with {jobs} traces at a time"
+    else:
+        share = f"what the {limits.format_size(total)} ceiling leaves a worker beside the command's {limits.format_size(own)}"
+    return WorkerCeiling(limit, notes, share)
+
+
+def _analyze_one(
+    path: str,
+    options: tuple[Any, ...],
+    cache_dir: str | None,
+    reading: tuple[int | None, int, int] | None,
+) -> Outcome:
     from tracekit.errors import TracekitError
     from tracekit.fleet.compact import compact
     from tracekit.inputs import resolve_input
@@ -239,17 +314,20 @@ def _in_pool(
     again one at a time, each in a pool of its own, and only a trace whose own worker dies fails (one line,
     :data:`WORKER_DIED`); the rest go on in a fresh pool."""
     import multiprocessing
+    import tempfile
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["tracekit.fleet.run", "tracekit.session", "polars"])
     by_path: dict[int, Outcome] = {}
     queue = deque(range(len(paths)))
-    with _server_threads(jobs):
+    with _server_threads(jobs), tempfile.TemporaryDirectory(prefix="tracekit-notes-") as notes:
         while queue:
-            suspects = _pool_round(context, paths, queue, opts, jobs, cache_dir, work, by_path, done)
+            suspects = _pool_round(context, paths, queue, opts, jobs, cache_dir, work, by_path, done, notes)
             for i in suspects:  # each alone: whether it kills its worker by itself
-                if _pool_round(context, paths, deque([i]), opts, 1, cache_dir, work, by_path, done):
-                    by_path[i] = Outcome(paths[i], error=f"{paths[i]}: {WORKER_DIED}")
+                _forget_note(notes, paths[i])  # (a note from the shared round would say another limit)
+                if _pool_round(context, paths, deque([i]), opts, 1, cache_dir, work, by_path, done, notes):
+                    why = death_note(notes, paths[i]) or WORKER_DIED
+                    by_path[i] = Outcome(paths[i], error=f"{paths[i]}: {why}")
                     done(by_path[i])
     return [by_path[i] for i in range(len(paths))]
 
@@ -264,6 +342,7 @@ def _pool_round(
     work: Callable[..., Outcome],
     by_path: dict[int, Outcome],
     done: Callable[[Outcome], None],
+    notes: str,
 ) -> list[int]:
     """Take traces from the front of ``queue`` (indices into ``paths``) into one pool of ``jobs`` workers, at
     most ``jobs`` at a time, recording each outcome; returns the traces in flight when the pool broke (a
@@ -274,6 +353,7 @@ def _pool_round(
     from tracekit.limits import reading_limits
 
     reading = reading_limits()
+    ceiling = worker_ceiling(jobs, notes)
 
     in_flight: dict[Any, int] = {}
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
@@ -282,7 +362,7 @@ def _pool_round(
             with _main_not_reimported():  # the fork server and the workers start on these submits
                 while queue and len(in_flight) < jobs:
                     i = queue.popleft()
-                    in_flight[pool.submit(work, paths[i], opts, cache_dir, reading)] = i
+                    in_flight[pool.submit(work, paths[i], opts, cache_dir, reading, ceiling)] = i
 
         fill()
         while in_flight:
