@@ -378,3 +378,30 @@ def test_the_gpu_rows_take_the_runs_options(traces: list[str]) -> None:
     doc = summarize([o.result for o in outcomes])
     assert [r["iterations"] for r in doc["rows"]] == [STEPS - 1]
     assert [g["iterations"] for g in doc["gpu_rows"]] == [STEPS - 1, STEPS - 1]
+
+
+def test_a_many_trace_run_analyzes_each_gpu_once_and_says_what_a_second_analysis_would(
+    traces: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The per-GPU rows reuse the per-device analyses the trace's own table made (with the idle split by
+    cause, asked for by the run): two device analyses for the 2-GPU trace, none for the 1-GPU one (before:
+    each GPU analyzed twice). The entries equal those made afresh from a plain analysis."""
+    import tracekit
+    from tracekit.analyzers import iterations
+    from tracekit.fleet.compact import per_gpu
+
+    calls: list[str] = []
+    real = iterations.analyze_iterations
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        calls.append("device")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(iterations, "analyze_iterations", counted)
+    outcomes = analyze_many(traces, AnalysisOptions(), jobs=1)
+    assert len(calls) == 2
+    reused = next(o.result["per_gpu"] for o in outcomes if o.result["per_gpu"] is not None)
+    calls.clear()
+    afresh = per_gpu(tracekit.analyze(traces[0]))  # a plain analysis keeps no causes: made again here
+    assert len(calls) == 4  # (two for its per-device table, two with the causes)
+    assert reused == afresh

@@ -35,6 +35,7 @@ from tracekit.fields import FIELDS, NUMERIC_FIELDS
 from tracekit.inputs import TraceConfig
 
 if TYPE_CHECKING:
+    from tracekit.analyzers.devices import DeviceAnalysis
     from tracekit.analyzers.iterations import IterationAnalysis
     from tracekit.inputs import TraceInput
     from tracekit.model import Trace
@@ -77,12 +78,14 @@ class TraceInfo:
 
 @dataclass(frozen=True)
 class Source:
-    """What an Analysis was computed from (not part of the answer): the trace as read, its input, and the
-    iteration analysis with every idle gap and the chosen ranges."""
+    """What an Analysis was computed from (not part of the answer): the trace as read, its input, the
+    iteration analysis with every idle gap and the chosen ranges, and (a multi-GPU trace) each device's
+    analysis (:func:`tracekit.analyzers.devices.analyze_devices`; None for one device)."""
 
     trace: Trace
     input: TraceInput | None
     iterations: IterationAnalysis
+    devices: tuple[DeviceAnalysis, ...] | None = None
 
 
 #: Columns of :attr:`Analysis.iterations` besides the fields, in the document's order.

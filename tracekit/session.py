@@ -144,6 +144,7 @@ def analyze_input(
     options: AnalysisOptions | None = None,
     frames: FrameSpec | str = "needed",
     cache_dir: str | Path | None = None,
+    device_causes: bool = False,
 ) -> Analysis:
     """Read and analyze one input (a path: :func:`tracekit.inputs.resolve_input`). ``frames``: what to read
     of the trace: "needed" (the default, :func:`frames_for`), or a :data:`tracekit.model.FrameSpec`
@@ -165,18 +166,24 @@ def analyze_input(
         trace = cached_read(item.path, cache_dir, spec, fmt=item.format, sidecar=item.sidecar)
     else:
         trace = read_trace(item.path, frames=spec, fmt=item.format, sidecar=item.sidecar)  # stage: read
-    return analyze_trace(trace, item, options)
+    return analyze_trace(trace, item, options, device_causes)
 
 
 def analyze_trace(
-    trace: Trace, item: TraceInput | None = None, options: AnalysisOptions | None = None
+    trace: Trace,
+    item: TraceInput | None = None,
+    options: AnalysisOptions | None = None,
+    device_causes: bool = False,
 ) -> Analysis:
     """Analyze a trace already read (``item``: its input, for the configuration; None: the trace's meta): the
-    stages of the module docstring after *read*."""
+    stages of the module docstring after *read*. ``device_causes``: a multi-GPU trace's per-device analyses
+    (kept on :attr:`Analysis.source`) split their idle time by cause too, for a many-trace run's per-GPU rows
+    (:func:`tracekit.fleet.compact.per_gpu`), which then need not analyze the devices again."""
     from tracekit import progress
     from tracekit.analysis import Analysis, Source, TraceInfo
     from tracekit.analyzers import iterations as it
     from tracekit.analyzers.attribution import idle_summary, projection
+    from tracekit.analyzers.devices import analyze_devices, per_device_rows
 
     options = options or AnalysisOptions()
     if item is None:
@@ -189,13 +196,22 @@ def analyze_trace(
         causes = it.attribute(trace, assigned, measured, prepared)
         result = it.summarize_stages(trace, assigned, measured, causes, options.bound_threshold)
         utilization = result.summary.fields.get("gpu_utilization")
-        per_device = it.per_device_rows(
+        devices = analyze_devices(
+            trace,
+            options.range_name,
+            options.skip,
+            options.bound_threshold,
+            options.split_idle_ms,
+            attribute=device_causes,
+        )
+        per_device = per_device_rows(
             trace,
             options.range_name,
             options.skip,
             options.bound_threshold,
             options.split_idle_ms,
             (result.summary.bound, utilization.p50 if utilization is not None else None),
+            devices,
         )
     if per_device is not None and result.no_verdict is not None:
         per_device = [
@@ -238,7 +254,7 @@ def analyze_trace(
         warnings=(*result.warnings, *inference_notes(config), *config.inference_warnings),
         no_verdict=result.no_verdict,
         session_setup=tuple(meta.get("session_setup") or ()),
-        source=Source(trace, item, result),
+        source=Source(trace, item, result, None if devices is None else tuple(devices)),
     )
 
 

@@ -191,44 +191,48 @@ def per_gpu(analyzed: Analysis, options: AnalysisOptions | None = None) -> list[
     ``verdict`` and ``verdict_uncertain`` (why it may be wrong, or None) as the trace's per-device table says
     them; a device none of whose work falls in an iteration has ``error`` instead of figures.
 
-    Each device's part of the trace is analyzed as ``tracekit analyze`` analyzes it for its per-device table
-    (:func:`tracekit.analyzers.iterations.per_device_rows`: its ops, their launching calls, its processes'
-    ranges, with ``options``), with the idle split by cause, and reduced here to means: a few numbers per
+    Each device's analysis is the one ``tracekit analyze`` made for its per-device table
+    (:func:`tracekit.analyzers.devices.analyze_devices`: its ops, their launching calls, its processes' ranges,
+    with ``options``), kept on the analysis' source with the idle split by cause when the trace was analyzed
+    for a many-trace run (``device_causes``); made here otherwise. It is reduced to means: a few numbers per
     GPU, not its iterations (the cross-trace statistics compare whole traces)."""
-    devices = analyzed.per_device
-    if not devices:
+    if not analyzed.per_device:
         return None
-    from tracekit.analyzers.iterations import analyze_iterations, assign_ops, without_iteration_operators
-    from tracekit.analyzers.ranges import split_by_device
+    from tracekit.analyzers.devices import analyze_devices
+    from tracekit.analyzers.iterations import assign_ops
     from tracekit.analyzers.ranks import row_figures
-    from tracekit.errors import NoActivityError
     from tracekit.session import AnalysisOptions
 
-    options = options or AnalysisOptions()
-    trace = without_iteration_operators(analyzed.trace_data, options.range_name, options.split_idle_ms)
-    parts = split_by_device(trace)
+    source = getattr(analyzed, "source", None)
+    devices = None if source is None else source.devices
+    if devices is None or not all(d.attributed for d in devices):
+        options = options or AnalysisOptions()
+        devices = analyze_devices(
+            analyzed.trace_data,
+            options.range_name,
+            options.skip,
+            options.bound_threshold,
+            options.split_idle_ms,
+            attribute=True,
+        )
+    by_device = {one.device: one for one in devices or ()}
     names = {
         g.get("id"): g.get("name") for g in analyzed.trace_data.meta.get("gpus") or () if isinstance(g, dict)
     }
     out = []
-    for row in devices:
+    for row in analyzed.per_device:
         device = row["device"]
         entry: dict[str, Any] = {"device": device, "gpu": names.get(device)}
-        part = parts.get(device)
-        if row.get("error") or part is None:
-            out.append({**entry, "error": row.get("error") or "no ops on this device"})
-            continue
-        try:
-            a = analyze_iterations(
-                part, options.range_name, options.skip, options.bound_threshold, options.split_idle_ms
-            )
-        except NoActivityError as exc:
-            out.append({**entry, "error": exc.message})
+        one = by_device.get(device)
+        a = None if one is None else one.result
+        if row.get("error") or one is None or a is None:
+            said = row.get("error") or (one.error if one is not None else None)
+            out.append({**entry, "error": said or "no ops on this device"})
             continue
         frame = a.iterations
         frame = frame.select([f for f in ITERATION_FIELDS if f in frame.columns])
-        if has_collectives(part.ops):
-            ops = assign_ops(part, a.ranges).filter(pl.col("iteration").is_in(frame["index"].implode()))
+        if has_collectives(one.part.ops):
+            ops = assign_ops(one.part, a.ranges).filter(pl.col("iteration").is_in(frame["index"].implode()))
             comm = comm_per_iteration(ops)
             frame = frame.join(comm, left_on="index", right_on="iteration", how="left").with_columns(
                 pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)

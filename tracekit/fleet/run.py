@@ -151,7 +151,9 @@ def _analyze_one(
         with reading_limits_applied(reading), _local(path) as local:
             item = resolve_input(local)
             chosen = AnalysisOptions(*options)
-            analyzed = analyze_input(item, chosen, frames(item), cache_dir=cache_dir or None)
+            analyzed = analyze_input(
+                item, chosen, frames(item), cache_dir=cache_dir or None, device_causes=True
+            )
             result = compact(analyzed, chosen)
             result["path"] = path
         return Outcome(path, result=result, seconds=time.perf_counter() - start)
