@@ -86,3 +86,15 @@ def inflated(path: Path) -> Path:
             shutil.copyfileobj(src, dst)
         _INFLATED[path] = plain
     return _INFLATED[path]
+
+
+@pytest.fixture
+def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A temporary folder of the test's own for what tracekit writes to the system's temporary folder (an
+    export of a report, an inflated copy of a gzipped export), to see that it is removed."""
+    import tempfile
+
+    folder = tmp_path / "tmp"
+    folder.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    return folder

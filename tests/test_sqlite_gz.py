@@ -6,7 +6,6 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,6 @@ import pytest
 from tests.conftest import SAMPLE_TRACES
 
 PLAIN = SAMPLE_TRACES / "synthetic" / "table3_cuda-graphs" / "cuda-graphs_b1_s128.synthetic.sqlite"
-
-
-@pytest.fixture
-def own_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A temporary folder of its own for the inflated copy, to see that it is removed."""
-    folder = tmp_path / "tmp"
-    folder.mkdir()
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    return folder
 
 
 def _cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
