@@ -13,6 +13,11 @@ network or on a straggler. :func:`communication_doubt` makes a compute-bound ver
 on exposed communication: the median utilization is at or over the threshold with it, and under it without.
 Op names are needed: a trace read without them (a run whose metadata states everything) has none. One
 device only: on several, the busy time is the union over them.
+
+Every NCCL/RCCL kernel is communication time, point-to-point ones (``SendRecv``: pipeline stages) too; only
+the matching of collectives across ranks (:mod:`tracekit.analyzers.ranks`) keeps them apart. Collectives of
+several communicators (process groups) serialized on one stream count once each: the union of their intervals
+is their sum there, and their overlap with computation is the device's, whichever group they belong to.
 """
 
 from __future__ import annotations

@@ -48,6 +48,21 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 - **steps by number**: when every trace numbers its steps (``ProfilerStep#N``, the compact result's ``step``)
   and the numbers differ (captures that began at other steps), steps and collectives are compared on the
   step numbers every trace holds (:func:`by_step_number`); none in common: nothing is compared across traces.
+- **point-to-point** kernels (send/receive, :data:`POINT_TO_POINT_KINDS` by the kernel's name: pipeline
+  stages; NCCL runs all-to-all so too) pair two ranks, so the k-th of one rank is not the k-th of another:
+  they are taken out of the collectives matched for the clocks and the straggler (:func:`collectives_only`;
+  their time is still communication), and a trace of point-to-point kernels only has none to align on.
+- **process groups**: a trace that says it is in a group of two or more ranks without another trace's rank
+  (``process_groups``, where the compact result carries it) runs collectives that trace does not, on one
+  stream or several: not aligned (:func:`groups_apart`). Groups serialized on one stream are otherwise not
+  told apart (kernel names and times agree with a clock off by a wait); the residual then says how far the
+  offsets may be wrong, and the straggler and the skew are withheld within it.
+- **captures at other times**: where two or more traces' timestamps are wall-clock time
+  (:func:`wall_clock_base`), steps compared (by number or position) that start further apart than a step
+  plus a second (:data:`WALL_CLOCK_SLACK_NS`) at every step did not happen together: two captures that both
+  hold ``ProfilerStep#5``-``#10`` at other times. The clocks are not aligned and the straggler, skew and
+  slowest by step are withheld (:func:`captured_apart`); traces whose clocks start at their own origin
+  cannot be checked so.
 - **one job**: traces that say different world sizes, or a rank outside the one they say, are not aligned
   (:func:`job_apart`); ranks of the world size missing from the traces are warned (:func:`world_warnings`);
   a recording given twice (a path again, a link, a copy) is summarized once (:func:`without_repeats`).
@@ -67,9 +82,22 @@ from statistics import mean, median
 from typing import Any
 
 import numpy as np
+import polars as pl
 
 #: How many traces a warning names before "and N more".
 NAMED_TRACES = 5
+#: Operations a kernel name says (``collective_kinds``: :data:`tracekit.fleet.compact.COLLECTIVE_KIND`, lower
+#: case) that are point-to-point, not collectives: a send/receive pairs two ranks (pipeline stages), so the
+#: k-th of one rank is not the k-th of another. NCCL also runs all-to-all as grouped send/receives under this
+#: name: it is left out with them (not told apart by the name).
+POINT_TO_POINT_KINDS = frozenset({"sendrecv", "send", "recv"})
+#: Timestamps at or after this many ns are read as Unix-epoch wall-clock time (2001-09-09): old Kineto traces
+#: record the system clock. Smaller ones count from the trace's own origin (nsys: its session's start; newer
+#: Kineto: ``baseTimeNanoseconds``, which the reader does not add), which says nothing of the wall clock.
+WALL_CLOCK_FROM_NS = 10**18
+#: How far apart the wall clocks of one job's hosts may read (NTP keeps them within milliseconds; a second
+#: allows for a poorly synchronized host): only steps further apart than this and a step are known apart.
+WALL_CLOCK_SLACK_NS = 1_000_000_000
 #: Per-iteration fields averaged per trace (ms or a fraction).
 MEAN_FIELDS = (
     "latency_ms",
@@ -426,6 +454,139 @@ def several_communicators(results: list[dict[str, Any]]) -> str | None:
     )
 
 
+def _rank_list(ranks: list[int] | set[int]) -> str:
+    return _named([str(r) for r in sorted(ranks)])
+
+
+def groups_apart(results: list[dict[str, Any]]) -> str | None:
+    """Why the traces' collectives cannot be matched by launch order from what the traces say of their
+    process groups (``process_groups``: the member ranks of each communicator a trace is in, as Kineto's
+    ``distributedInfo.pg_config`` lists them): a trace in a group of two or more ranks that leaves out another
+    trace's rank runs collectives that trace does not (rank 0's tensor-parallel {0, 1} is not rank 2's
+    {2, 3}), whatever stream runs them: several groups on one stream (vLLM's pynccl, a framework passing its own
+    stream) hide from :func:`several_communicators`. None when every such group holds every trace's rank, or
+    nothing is said (groups of one rank have no collective across ranks)."""
+    ranks = {int(r["rank"]) for r in results if r.get("rank") is not None}
+    for r in results:
+        for group in r.get("process_groups") or ():
+            members = {int(m) for m in group}
+            outside = ranks - members
+            if len(members) >= 2 and outside:
+                return (
+                    f"{label(r)} is in a process group of ranks {_rank_list(members)}, without "
+                    f"{_named([f'rank {o}' for o in sorted(outside)])}: its collectives are not all of the "
+                    "other traces' (other process groups, on one stream or several): which collective matches "
+                    "which across ranks is not known"
+                )
+    return None
+
+
+def collectives_only(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with its point-to-point kernels (:data:`POINT_TO_POINT_KINDS`) taken out of the collectives
+    matched across traces (``collective_starts_ns``, ``_ends_ns``, ``_kinds``, ``_iterations``), and how many
+    there were (``point_to_point``); ``result`` itself when it has none or its kinds are not known. Their time
+    is still communication (``comm_ms``: :mod:`tracekit.analyzers.communication`)."""
+    kinds = result.get("collective_kinds")
+    ends = result.get("collective_ends_ns")
+    if kinds is None or ends is None or len(kinds) == 0 or len(kinds) != len(ends):
+        return result
+    p2p = np.isin(np.asarray(kinds, dtype=str), list(POINT_TO_POINT_KINDS))
+    if not p2p.any():
+        return result
+    keep = ~p2p
+    out = {
+        **result,
+        "collective_starts_ns": np.asarray(result["collective_starts_ns"])[keep],
+        "collective_ends_ns": np.asarray(ends)[keep],
+        "collective_kinds": np.asarray(kinds, dtype=object)[keep].tolist(),
+        "point_to_point": int(p2p.sum()),
+    }
+    of = result.get("collective_iterations")
+    if of is not None and len(of) == len(kinds):
+        out["collective_iterations"] = np.asarray(of, dtype=object)[keep].tolist()
+    return out
+
+
+def point_to_point_warnings(results: list[dict[str, Any]]) -> list[str]:
+    """A warning naming the traces whose point-to-point kernels :func:`collectives_only` took out of the
+    matching (none for one trace: nothing is matched)."""
+    held = [label(r) for r in results if r.get("point_to_point")]
+    if len(results) < 2 or not held:
+        return []
+    return [
+        f"{_named(held)}: point-to-point kernels (send/receive: pipeline stages, or all-to-all, which NCCL runs "
+        "as send/receives) are not matched across traces, as they pair two ranks, not every rank; their time "
+        "is in the communication"
+    ]
+
+
+def wall_clock_base(result: dict[str, Any]) -> int | None:
+    """What to add to the trace's timestamps (ns) for Unix-epoch wall-clock time: the compact result's
+    ``wall_clock_base_ns`` where it says it, else 0 when they already are (:data:`WALL_CLOCK_FROM_NS`), else
+    None (not known: the trace's own origin)."""
+    if result.get("wall_clock_base_ns") is not None:
+        return int(result["wall_clock_base_ns"])
+    first = wall_clock_origin(result)
+    return 0 if first >= WALL_CLOCK_FROM_NS else None
+
+
+def wall_clock_origin(result: dict[str, Any]) -> int:
+    """The trace's earliest known iteration start (ns, its own clock); -1 without one."""
+    first = _ns_column(result["iterations"].get("start_ns", ())).min()
+    return -1 if first is None else int(first)
+
+
+def _ns_column(values: Any) -> pl.Series:
+    """A compact result's ns column (an int64 array, or a list holding None) as an Int64 series."""
+    values = values if isinstance(values, np.ndarray) else list(values)
+    return pl.Series(values, strict=False).cast(pl.Int64, strict=False)
+
+
+def captured_apart(results: list[dict[str, Any]]) -> str | None:
+    """Why the traces' steps as compared (by number, :func:`by_step_number`, or by position) did not happen
+    together: on the wall clock (:func:`wall_clock_base`, traces that have one) the same step of a trace starts
+    further from the reference's than one job's hosts' clocks differ (:data:`WALL_CLOCK_SLACK_NS`) plus the
+    longest step, at every step compared (ranks of one job start a step within about a step of each other). Two
+    captures at other times that number their steps alike (``ProfilerStep#5``-``#10`` in both) are else paired
+    step by step, and their collectives "aligned" with an offset of the time between them. None when every
+    step is within that, or fewer than two traces have a wall clock (then not known)."""
+    steps = _common_steps(results)
+    clocked = [(r, base) for r in results if (base := wall_clock_base(r)) is not None]
+    if steps == 0 or len(clocked) < 2:
+        return None
+    latencies = np.concatenate(
+        [np.asarray(r["iterations"]["latency_ms"][:steps], dtype=np.float64) for r in results]
+    )  # (None -> NaN: not known, left out)
+    latencies = latencies[~np.isnan(latencies)]
+    bound = WALL_CLOCK_SLACK_NS + (latencies.max() * 1e6 if len(latencies) else 0.0)
+
+    ref, ref_base = clocked[0]
+    origin = ref_base + wall_clock_origin(ref)
+
+    def starts(r: dict[str, Any], base: int) -> np.ndarray:
+        # (exact in int64, then as floats from the reference's first start: NaN where a start is not known)
+        column = _ns_column(r["iterations"]["start_ns"][:steps])
+        return (column + (base - origin)).cast(pl.Float64).fill_null(float("nan")).to_numpy()
+
+    ref_starts = starts(ref, ref_base)
+    for r, base in clocked[1:]:
+        apart = starts(r, base) - ref_starts
+        known = np.flatnonzero(~np.isnan(apart))  # (a step whose start is not known says nothing)
+        if len(known) and np.all(np.abs(apart[known]) > bound):
+            i = int(known[0])
+            numbers = step_numbers(r)
+            which, alike = (
+                (f"step #{numbers[i]}", "numbered alike") if numbers else (f"step {i + 1}", "by position")
+            )
+            return (
+                f"{label(r)}'s {which} starts {abs(apart[i]) / 1e9:.3f} s {'after' if apart[i] > 0 else 'before'} "
+                f"{label(ref)}'s on the traces' wall clocks, more than one step plus the "
+                f"{WALL_CLOCK_SLACK_NS / 1e9:g} s the clocks of one job's hosts may differ by: the traces were "
+                f"captured at different times, so their steps, {alike}, did not happen together"
+            )
+    return None
+
+
 def clock_offsets(results: list[dict[str, Any]], apart: str | None = None) -> dict[str, Any]:
     """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc);
     ``apart``: why the traces are not one job's (:func:`job_apart`), then never aligned."""
@@ -439,17 +600,22 @@ def clock_offsets(results: list[dict[str, Any]], apart: str | None = None) -> di
             "they are not the ranks of one job"
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
-    several = several_communicators(results) if len(results) >= 2 else None
+    several = (several_communicators(results) or groups_apart(results)) if len(results) >= 2 else None
     if several:
         return {"aligned": False, "why": several, "offsets_ns": None, "matched": 0}
     if len(results) < 2 or min(counts) == 0:
-        missing = [label(r) for r, n in zip(results, counts, strict=True) if n == 0]
+        missing = [r for r, n in zip(results, counts, strict=True) if n == 0]
         why = (
             "one trace"
             if len(results) < 2
-            else f"no collective kernels to align on in {', '.join(missing[:5])}"
+            else f"no collective kernels to align on in {', '.join(label(r) for r in missing[:5])}"
             + (" ..." if len(missing) > 5 else "")
         )
+        if len(results) >= 2 and all(r.get("point_to_point") for r in missing):
+            why += (
+                " (only point-to-point send/receive kernels, which pair two ranks, not every rank: not matched "
+                "across ranks)"
+            )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     n = min(counts)
     differ = kinds_differ(results, n)
@@ -782,7 +948,8 @@ def without_repeats(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The cross-trace document (see the module docstring)."""
     results, repeats = without_repeats(results)
-    results = with_labels(_order(results))
+    # (point-to-point kernels are communication, not collectives matched across traces)
+    results = with_labels(_order([collectives_only(r) for r in results]))
     rows = [trace_row(r) for r in results]
     doc: dict[str, Any] = {"rows": rows, "traces": len(rows), "warnings": []}
     per_gpu = gpu_rows(results)
@@ -804,16 +971,27 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     clocks = clock_offsets(steps_seen, job_apart(results))
     if not shared:
         clocks = {"aligned": False, "why": numbered, "offsets_ns": None, "matched": 0}
+    # Steps that did not happen together (captures at other times) are not compared at all
+    elsewhen = captured_apart(steps_seen) if shared and len(results) >= 2 else None
+    if elsewhen and clocks["aligned"]:
+        clocks = {"aligned": False, "why": elsewhen, "offsets_ns": None, "matched": 0}
     doc["clocks"] = clocks
     if len(results) >= 2:
         doc["slowest_by_step"] = (
             {"why": numbered}
             if not shared
+            else {"why": elsewhen}
+            if elsewhen
             else slowest_by_step(steps_seen)
             if cut_alike
             else {"why": "iterations are cut by different ranges"}
         )
-        if clocks["aligned"]:
+        if elsewhen:
+            doc["warnings"].append(
+                f"steps not compared across traces ({elsewhen}): straggler, start skew, ends-last and slowest "
+                "by step are not computed"
+            )
+        elif clocks["aligned"]:
             tolerance = round(clocks["residual_us"] * 1e3)
             doc["straggler"] = stragglers(
                 steps_seen, clocks["offsets_ns"], tolerance, clocks.get("matched_from") == "last"
@@ -836,6 +1014,11 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"
         )
     doc["warnings"] += (
-        repeats + world_warnings(results) + different + trace_warnings(results) + gpu_warnings(results)
+        repeats
+        + point_to_point_warnings(results)
+        + world_warnings(results)
+        + different
+        + trace_warnings(results)
+        + gpu_warnings(results)
     )
     return doc
