@@ -67,7 +67,7 @@ import polars as pl
 from tracekit.errors import TraceFormatError
 from tracekit.model import OPS_SCHEMA, RANGES_SCHEMA, Trace, conform
 from tracekit.readers.kineto import gc_paused, load_json, us_to_ns
-from tracekit.readers.nesting import nesting_depth
+from tracekit.readers.nesting import leaf_mask, nesting_depth
 
 KERNEL_SUFFIX = "_kernel_time"
 #: The Session event of one ``InferenceSession.run``: the iteration of an ORT profile.
@@ -78,6 +78,12 @@ GPU_PROVIDERS: tuple[str, ...] = (
     "TensorrtExecutionProvider",
     "MIGraphXExecutionProvider",
     "DmlExecutionProvider",
+    # the native WebGPU EP and onnxruntime-web's JSEP encode GPU work and return; Huawei's CANN (Ascend NPU)
+    # and NVIDIA's TensorRT RTX EP queue it on a device stream, as CUDA does
+    "WebGpuExecutionProvider",
+    "JsExecutionProvider",
+    "CANNExecutionProvider",
+    "NvTensorRTRTXExecutionProvider",
 )
 _VERSION_KEYS: tuple[str, ...] = ("ort_version", "onnxruntime_version", "version")
 #: ORT's event categories as it spells them; a tool that rewrites a profile may change their case ("node").
@@ -324,6 +330,33 @@ def _operator_types(nodes: pl.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+def _containers(nodes: pl.DataFrame) -> pl.Series:
+    """True for the Node events (``start``, ``op_end``, ``pid_i``, ``tid_i``; row order) that hold another
+    Node event of their thread: control-flow nodes (If, Loop, Scan, BeamSearch ...) run their subgraph's nodes
+    inside their own time, on their own thread. Only events of positive length take part, as parent or as
+    child: ORT truncates ts and dur to the µs, so consecutive nodes never overlap, but a 0 µs node may start
+    just when the node before it ended or when the next one starts; such a node holds nothing and is in
+    nothing. Of two events with the same times, the earlier in file order is the parent."""
+    if nodes.is_empty():
+        return pl.Series("container", [], dtype=pl.Boolean)
+    indexed = nodes.select("start", end="op_end", pid="pid_i", tid="tid_i").with_row_index("_row")
+    positive = indexed.filter(pl.col("end") > pl.col("start"))
+    holders = positive.filter(~leaf_mask(positive, ["pid", "tid"])).get_column("_row")
+    return indexed.select(pl.col("_row").is_in(holders.implode()).alias("container")).to_series()
+
+
+def _merged_sessions(session: pl.DataFrame) -> int:
+    """How many ``model_run`` events start before an earlier one on the same thread (pid, tid) ended: one
+    session runs one ``Run`` at a time per thread, so this happens only where the profiles of several
+    sessions, each timed from its own start, were merged into one array."""
+    runs = session.filter(pl.col("name") == MODEL_RUN).sort(["pid_i", "tid_i", "start", "order"])
+    if runs.height < 2:
+        return 0
+    keys = ["pid_i", "tid_i"]
+    reach = pl.col("end").cum_max().shift(1).over(keys)
+    return int(runs.select((pl.col("start") < reach).fill_null(False).sum()).item())
+
+
 def _session_setup(session: pl.DataFrame) -> list[dict[str, Any]]:
     """The top-level Session events other than ``model_run`` (model loading, session initialization), in
     start order, each ``{"name", "ms"}``: set-up time, not inference."""
@@ -403,8 +436,19 @@ def read(path: Path) -> Trace:
     frame = frame.filter(pl.col("start").is_not_null())
 
     session = frame.filter(pl.col("cat") == "Session")
+    merged = _merged_sessions(session)
+    if merged:
+        inits = session.filter(pl.col("name") == "session_initialization").height
+        raise TraceFormatError(
+            f"{merged} 'model_run' events overlap an earlier one on the same thread, which one ONNX Runtime "
+            f"session cannot do ({inits} 'session_initialization' events): profiles of several sessions, each "
+            "timed from its own session's start, were merged into this file, so their runs are not on one "
+            "timeline; analyze each session's own profile",
+            path,
+        )
     nodes = frame.filter((pl.col("cat") == "Node") & pl.col("name").str.ends_with(KERNEL_SUFFIX))
     kernels = frame.filter(pl.col("cat") == "Kernel")
+    api_events = frame.filter(pl.col("cat").str.to_lowercase() == "api").height
     process = session.get_column("pid_i").drop_nulls()
     modes = process.mode().sort() if process.len() else pl.Series([], dtype=pl.Int64)
     main_pid = int(modes[0]) if modes.len() else None
@@ -426,6 +470,7 @@ def read(path: Path) -> Trace:
         .then(pl.concat_str([pl.col("op_name"), pl.lit(":"), node_name]))
         .otherwise(node_name),
     )
+    container = _containers(nodes)  # control-flow nodes: ranges on the CPU, and out of operator_types
     range_parts = [
         session.select("start", "end", pid="pid_i", thread="tid_i", domain=pl.lit("session"), name="name")
     ]
@@ -466,8 +511,34 @@ def read(path: Path) -> Trace:
         before_parent = kernels_before_parent(frame)
     else:
         device = "cpu"
-        ops = node_ops
+        ops = node_ops.filter(~container)
         before_parent = None
+        if container.any():
+            held = nodes.filter(container)
+            range_parts.append(
+                node_ops.filter(container).select(
+                    "start",
+                    held.get_column("end"),
+                    "pid",
+                    thread="stream",
+                    domain=pl.lit("node"),
+                    name="name",
+                )
+            )
+            kinds = (
+                held.select(op=pl.col("op_name").fill_null("node"))
+                .group_by("op")
+                .len()
+                .sort(["len", "op"], descending=[True, False])
+            )
+            named = ", ".join(f"{op} x{n}" for op, n in kinds.iter_rows())
+            warnings.append(
+                f"{held.height} of {nodes.height} operator events hold other operator events on their thread "
+                f'({named}: control-flow nodes running a subgraph): they become ranges of domain "node", not '
+                "operators, so the subgraph's nodes count once and the outer node's own time (choosing the "
+                "branch or iterating, passing the subgraph's inputs and outputs) is framework overhead, not "
+                "operator busy time"
+            )
     no_end = ops.get_column("end").null_count()
     if no_end:
         what, busy = (
@@ -493,6 +564,12 @@ def read(path: Path) -> Trace:
         )
     if nodes.height == 0 and kernels.height == 0:
         warnings.append("no Node or Kernel events: this profile holds session events only")
+    if api_events:
+        warnings.append(
+            f"{api_events} 'Api' events (an execution provider's own timings, such as the WebGPU EP's GPU "
+            "kernels) are not read: their clock is not the CPU events' in every ORT version, so the ops are the "
+            "Node events"
+        )
 
     meta: dict[str, Any] = {"path": str(path), "format": "ort"}
     version = _version(events)
@@ -506,7 +583,7 @@ def read(path: Path) -> Trace:
     embeddings = _embedding_inputs(events)
     if embeddings:
         meta["embedding_inputs"] = embeddings
-    operator_types = _operator_types(nodes)
+    operator_types = _operator_types(nodes.filter(~container))
     if operator_types:
         meta["operator_types"] = operator_types
     setup = _session_setup(ranges.filter(pl.col("domain") == "session"))
