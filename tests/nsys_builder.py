@@ -106,6 +106,12 @@ TABLES: dict[str, list[_Col]] = {
         ("graphId", "INTEGER", False),
         ("graphExecId", "INTEGER", False),
     ],
+    # graphs launched from the device (CUPTI 12.x ``CUpti_ActivityDeviceGraphTrace``); no export seen holds it:
+    # the columns are the graph-trace table's, to test what a table the reader does not read does
+    "CUPTI_ACTIVITY_KIND_DEVICE_GRAPH_TRACE": [
+        *_ACTIVITY_COLUMNS,
+        ("graphId", "INTEGER", False),
+    ],
     "CUPTI_ACTIVITY_KIND_RUNTIME": [
         ("start", "INTEGER", True),
         ("end", "INTEGER", True),
@@ -157,6 +163,20 @@ TABLES: dict[str, list[_Col]] = {
         ("nameEnum", "INTEGER", True),
         ("value", "TEXT", True),
     ],
+    # which GPU (TARGET_INFO_GPU.id) each process had as which CUDA device (nsys 2023+)
+    "TARGET_INFO_CUDA_DEVICE": [
+        ("gpuId", "INTEGER", False),
+        ("cudaId", "INTEGER", True),
+        ("pid", "INTEGER", True),
+    ],
+    "ANALYSIS_DETAILS": [
+        ("globalVid", "INTEGER", True),
+        ("duration", "INTEGER", True),
+        ("startTime", "INTEGER", True),
+        ("stopTime", "INTEGER", True),
+    ],
+    "ENUM_NSYS_EVENT_TYPE": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
+    "ENUM_NSYS_EVENT_CLASS": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
     "META_DATA_EXPORT": [("name", "TEXT", True), ("value", "TEXT", False)],
     "EXPORT_META_DATA": [("name", "TEXT", True), ("value", "TEXT", False)],
     "TARGET_INFO_GPU_METRICS": [
@@ -470,6 +490,22 @@ class NsysBuilder:
             cuDevice=gpu_id if cu_device is None else cu_device,
             busLocation=f"0000:{gpu_id:02x}:00.0",
             isDiscrete=1,
+        )
+
+    def cuda_device(self, gpu_id: int | None, cuda_id: int, pid: int = 100) -> None:
+        """TARGET_INFO_CUDA_DEVICE: process ``pid`` had GPU ``gpu_id`` (TARGET_INFO_GPU.id) as CUDA device
+        ``cuda_id`` (its kernels' ``deviceId``)."""
+        self.add("TARGET_INFO_CUDA_DEVICE", gpuId=gpu_id, cudaId=cuda_id, pid=pid)
+
+    def capture(self, duration: int, start_time: int = 1000) -> None:
+        """ANALYSIS_DETAILS: the capture's ``duration`` (ns) and its start/stop (``stopTime`` =
+        ``start_time`` + ``duration``), one row as nsys writes it."""
+        self.add(
+            "ANALYSIS_DETAILS",
+            globalVid=1 << 48,
+            duration=duration,
+            startTime=start_time,
+            stopTime=start_time + duration,
         )
 
     def gpu_metric(

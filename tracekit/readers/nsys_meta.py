@@ -16,11 +16,59 @@ from tracekit.model import busiest_gpu_name
 from tracekit.readers.sqlite_engine import Database, quote
 
 
-def gpu_table(export: Database, env: dict[str, str]) -> list[dict[str, Any]]:
+def per_process_numbering(export: Database) -> dict[tuple[int, int], int] | None:
+    """(pid, CUDA device id) -> nsys GPU id (``TARGET_INFO_GPU.id``) from ``TARGET_INFO_CUDA_DEVICE``, when the
+    traced processes number their GPUs differently: one CUDA id stands for two GPUs, or one GPU has two CUDA
+    ids (each rank started with its own ``CUDA_VISIBLE_DEVICES``, so every rank's kernels say device 0). None
+    when one numbering serves every process (or the export does not say): CUDA ids are then the devices."""
+    t = "TARGET_INFO_CUDA_DEVICE"
+    if not export.has(t) or not {"gpuId", "cudaId", "pid"} <= export.columns(t):
+        return None
+    rows = export.con.execute(
+        f'SELECT DISTINCT "pid", "cudaId", "gpuId" FROM {quote(t)} '
+        'WHERE "gpuId" IS NOT NULL AND "cudaId" IS NOT NULL AND "pid" IS NOT NULL'
+    ).fetchall()
+    # the OS pid (a serialized globalPid, as the activity tables write it, is read as its pid bits)
+    rows = [
+        (pid if pid <= 0xFFFFFF else (pid >> 24) & 0xFFFFFF, cuda, gpu)
+        for pid, cuda, gpu in rows
+        if all(isinstance(v, int) for v in (pid, cuda, gpu))
+    ]
+    gpus_of: dict[int, set[int]] = {}
+    cudas_of: dict[int, set[int]] = {}
+    for _, cuda, gpu in rows:
+        gpus_of.setdefault(cuda, set()).add(gpu)
+        cudas_of.setdefault(gpu, set()).add(cuda)
+    if all(len(v) == 1 for v in gpus_of.values()) and all(len(v) == 1 for v in cudas_of.values()):
+        return None
+    by_key: dict[tuple[int, int], set[int]] = {}
+    for pid, cuda, gpu in rows:
+        by_key.setdefault((pid, cuda), set()).add(gpu)
+    # a (pid, CUDA id) said to be two GPUs (pid reuse within the capture) tells nothing: left out
+    return {k: next(iter(v)) for k, v in by_key.items() if len(v) == 1}
+
+
+def _as_int(value: Any) -> int | None:
+    """``value`` as an int (an integer, or a string of one), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, str) and re.fullmatch(r"\s*-?\d+\s*", value):
+        return int(value)
+    return None
+
+
+def gpu_table(
+    export: Database, env: dict[str, str], numbering: dict[tuple[int, int], int] | None = None
+) -> list[dict[str, Any]]:
     """GPUs of the target: [{id (CUDA device id), name, pw (PerfWorks id), used}]. ``used`` is False for a GPU
     that no traced process had as a CUDA device where the export says which it had (TARGET_INFO_CUDA_DEVICE):
     its ``id`` is then a guess (``cuDevice``, else its nsys id) that may be a used GPU's CUDA id, so samples of
-    it must not be read as that GPU's (:func:`tracekit.readers.nsys_sqlite` maps them to no device)."""
+    it must not be read as that GPU's (:func:`tracekit.readers.nsys_sqlite` maps them to no device).
+    With ``numbering`` (:func:`per_process_numbering`: the processes number their GPUs differently) every
+    ``id`` is the nsys GPU id instead, the id the reader then gives the ops, and ``used`` says whether a
+    process had the GPU."""
     rows: list[dict[str, Any]] = []
     if export.has("TARGET_INFO_GPU") and "id" in export.columns("TARGET_INFO_GPU"):
         t = "TARGET_INFO_GPU"
@@ -42,8 +90,26 @@ def gpu_table(export: Database, env: dict[str, str]) -> list[dict[str, Any]]:
             for g in gpus
             if isinstance(g, dict) and g.get("Id") is not None
         ]
+    # ids as integers (a JSON GpuInfo may spell them as strings); a GPU whose id is no integer is left out,
+    # a PerfWorks id or cuDevice that is none is unknown (one line of a damaged table had stopped the read)
+    rows = [
+        {**r, "gid": _as_int(r["gid"]), "pw": _as_int(r["pw"]), "cu": _as_int(r["cu"])}
+        for r in rows
+        if _as_int(r["gid"]) is not None
+    ]
     if not rows:
         return []
+    if numbering is not None:
+        used = set(numbering.values())
+        return [
+            {
+                "id": int(r["gid"]),
+                "name": r["name"],
+                "pw": r["pw"] if r["pw"] is not None else r["gid"],
+                "used": r["gid"] in used,
+            }
+            for r in rows
+        ]
     cuda_of: dict[Any, Any] = {}
     if export.has("TARGET_INFO_CUDA_DEVICE") and {"gpuId", "cudaId"} <= export.columns(
         "TARGET_INFO_CUDA_DEVICE"
@@ -62,7 +128,9 @@ def gpu_table(export: Database, env: dict[str, str]) -> list[dict[str, Any]]:
     cu_distinct = None not in cus and len(set(cus)) == len(cus)
     out = []
     for r in rows:
-        cuda = cuda_of.get(r["gid"], r["cu"] if cu_distinct else r["gid"])
+        cuda = _as_int(cuda_of.get(r["gid"], r["cu"] if cu_distinct else r["gid"]))
+        if cuda is None:
+            cuda = r["gid"]
         out.append(
             {
                 "id": int(cuda),

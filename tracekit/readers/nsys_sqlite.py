@@ -10,7 +10,10 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
 
 ``ops`` (GPU work)
     ``CUPTI_ACTIVITY_KIND_KERNEL`` -> kind "kernel"; ``name`` = the ``demangledName`` string (``shortName``
-    when the demangled one is absent); ``device`` = ``deviceId`` (the CUDA device ordinal CUPTI reports);
+    when the demangled one is absent); ``device`` = ``deviceId`` (the CUDA device ordinal CUPTI reports;
+    where ``TARGET_INFO_CUDA_DEVICE`` shows the processes numbering their GPUs differently, each rank with its
+    own ``CUDA_VISIBLE_DEVICES``, the nsys GPU id of (pid, deviceId) instead, for every op and ``meta["gpus"]``,
+    with a warning);
     ``stream`` = ``streamId``; ``correlation`` = ``correlationId``; ``graph`` = ``graphId`` (null before
     nsys 2024.x, which does not export it); ``pid`` = ``(globalPid >> 24) & 0xFFFFFF`` (the OS pid).
     ``CUPTI_ACTIVITY_KIND_MEMCPY`` -> kind "memcpy", name "[CUDA memcpy HtoD]" etc. from ``copyKind``;
@@ -21,6 +24,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     A launch the export also holds node by node keeps its kernels, not its whole row; a row whose ``deviceId``
     is INT_MAX (its first node ran on the host) gets its stream's, else its process's device, else none.
     Rows of any of these tables that CUPTI could not time (start and end both 0) are left out, with a warning.
+    Another ``CUPTI_ACTIVITY_KIND_*`` table with rows whose kind names device work (``..._DEVICE_GRAPH_TRACE``,
+    ``..._MEMCPY2``, ``..._CDP_KERNEL``) is not read: a warning names it (its work is not in GPU busy).
     An op's ``correlationId`` 0 (CUPTI's "none") is read as null. Ops without ``globalPid`` (null, or no such
     column) get the process of the trace's CUDA calls when those all come from one (with a warning); with
     calls of several processes they stay without one, and a warning says that they cannot be linked.
@@ -39,7 +44,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0 (a domain
     named "gpu", the model's word for device-side annotations, is "gpu (NVTX)");
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
-    level). A range with no end (never closed: the capture ended inside it) keeps a null end, so that it
+    level). Event types (and the driver calls' ``eventClass``) are the ids the export's own
+    ``ENUM_NSYS_EVENT_TYPE`` / ``ENUM_NSYS_EVENT_CLASS`` give them, where it has them. A range with no end (never closed: the capture ended inside it) keeps a null end, so that it
     has no latency and is no iteration; for the nesting it counts as open to the trace end (the largest
     timestamp in the file's frames), and the reader adds a warning. nsys 2022.4 gives such a range the
     capture's end (``ANALYSIS_DETAILS.duration``) instead of none: a range ending exactly there is read as
@@ -100,7 +106,7 @@ from tracekit.model import (
 )
 from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics, sampling_period_ns
-from tracekit.readers.nsys_meta import export_meta, gpu_table
+from tracekit.readers.nsys_meta import export_meta, gpu_table, per_process_numbering
 from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
@@ -344,10 +350,11 @@ def _read_api_table(
         if table == DRIVER_TABLE:
             kind = pl.lit("driver")
         else:
+            driver = enum_ids(
+                export, "ENUM_NSYS_EVENT_CLASS", {"TRACE_PROCESS_EVENT_CUDA_DRIVER": EVENT_CLASS_CUDA_DRIVER}
+            )["TRACE_PROCESS_EVENT_CUDA_DRIVER"]
             kind = (
-                pl.when(pl.col("event_class") == EVENT_CLASS_CUDA_DRIVER)
-                .then(pl.lit("driver"))
-                .otherwise(pl.lit("runtime"))
+                pl.when(pl.col("event_class") == driver).then(pl.lit("driver")).otherwise(pl.lit("runtime"))
             )
         frame = frame.with_columns(kind=kind)
     return frame.drop("event_class", strict=False)
@@ -359,6 +366,22 @@ def _read_api_table(
 def with_nesting(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """Add ``depth`` (Int32, enclosing ranges still open at this one's start) and ``has_child`` (bool)."""
     return ranges.with_columns(depth=nesting_depth(ranges, keys), has_child=~leaf_mask(ranges, keys))
+
+
+def enum_ids(export: Database, table: str, defaults: dict[str, int]) -> dict[str, int]:
+    """The ids an nsys ``ENUM_*`` table gives the names in ``defaults`` (name -> the id nsys 2022.4 to 2026.2
+    give it), the default for a name the table lacks (or no such table): the reader keeps working on an
+    export that renumbers an enum, instead of losing every row of the renumbered kind (no NVTX range read:
+    the whole trace one window)."""
+    if not export.has(table) or not {"id", "name"} <= export.columns(table):
+        return dict(defaults)
+    names = ", ".join("'" + n.replace("'", "''") + "'" for n in defaults)
+    rows = export.con.execute(f'SELECT "name", "id" FROM {quote(table)} WHERE "name" IN ({names})').fetchall()
+    found: dict[str, set[int]] = {}
+    for name, id_ in rows:
+        if isinstance(id_, int):
+            found.setdefault(name, set()).add(id_)
+    return {n: next(iter(found[n])) if len(found.get(n, ())) == 1 else d for n, d in defaults.items()}
 
 
 def _session_ends(export: Database) -> list[int]:
@@ -402,7 +425,17 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         "text_id": pl.Int64,
         "domain_id": pl.Int64,
     }
-    where = f'"eventType" IN ({NVTX_PUSH_POP}, {NVTX_START_END}, {NVTX_DOMAIN_CREATE})'
+    types = enum_ids(
+        export,
+        "ENUM_NSYS_EVENT_TYPE",
+        {
+            "NvtxPushPopRange": NVTX_PUSH_POP,
+            "NvtxStartEndRange": NVTX_START_END,
+            "NvtxDomainCreate": NVTX_DOMAIN_CREATE,
+        },
+    )
+    domain_create = types["NvtxDomainCreate"]
+    where = f'"eventType" IN ({types["NvtxPushPopRange"]}, {types["NvtxStartEndRange"]}, {domain_create})'
     frame = export.numeric_frame(t, exprs, schema, where=where)
     frame = frame.with_columns(binary_to_text(frame.get_column("text")))
     frame = frame.with_columns(
@@ -419,11 +452,11 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         )
     frame = frame.with_columns(name=pl.coalesce("text", "registered")).drop("text", "registered", "_text_id")
     domains = (
-        frame.filter(pl.col("event_type") == NVTX_DOMAIN_CREATE)
+        frame.filter(pl.col("event_type") == domain_create)
         .select("pid", "domain_id", domain_name=pl.col("name"))
         .unique(subset=["pid", "domain_id"], keep="last", maintain_order=True)
     )
-    ranges = frame.filter(pl.col("event_type") != NVTX_DOMAIN_CREATE).join(
+    ranges = frame.filter(pl.col("event_type") != domain_create).join(
         domains, on=["pid", "domain_id"], how="left", nulls_equal=True
     )
     domain = (
@@ -540,7 +573,33 @@ def _read_ops(
         )
     if nameless:
         warnings.append(f"{nameless} kernels have a name id missing from StringIds")
+    for table in _unread_device_tables(export):
+        rows = export.row_estimate(table)
+        warnings.append(
+            f"table {table} ({'' if rows is None else f'{rows:,} '}rows) is not read: the GPU work it may hold "
+            "is not in GPU busy"
+        )
     return ops
+
+
+#: CUPTI activity tables this reader reads as device work.
+READ_DEVICE_TABLES = (KERNEL_TABLE, MEMCPY_TABLE, MEMSET_TABLE, GRAPH_TRACE_TABLE)
+
+
+def _unread_device_tables(export: Database) -> list[str]:
+    """CUPTI activity tables with rows whose kind names device work (a kernel, copy, set or graph) but that
+    this reader does not read: a table a newer nsys may write (``CUPTI_ACTIVITY_KIND_MEMCPY2``, peer copies;
+    ``..._DEVICE_GRAPH_TRACE``, graphs launched from the device; ``..._CDP_KERNEL``) would otherwise be
+    missing from GPU busy without a word."""
+    device_work = ("KERNEL", "MEMCPY", "MEMSET", "GRAPH_TRACE")
+    return sorted(
+        t
+        for t in export.tables
+        if t.startswith("CUPTI_ACTIVITY_KIND_")
+        and t not in READ_DEVICE_TABLES
+        and any(w in t.removeprefix("CUPTI_ACTIVITY_KIND_") for w in device_work)
+        and export.nonempty(t)
+    )
 
 
 #: ``deviceId`` (and ``contextId``) of a whole-graph row whose first node runs on the host (CUPTI's
@@ -697,6 +756,43 @@ def _with_launching_process(ops: pl.DataFrame, api: pl.DataFrame, warnings: list
     return ops
 
 
+def _renumbered(
+    ops: pl.DataFrame, numbering: dict[tuple[int, int], int], warnings: list[str]
+) -> tuple[pl.DataFrame, dict[tuple[int, int], int] | None]:
+    """``ops`` with ``device`` the nsys GPU id of (pid, CUDA device id) (:func:`nsys_meta.per_process_numbering`:
+    the processes number their GPUs differently), and the numbering used. Each rank of a job started with its
+    own ``CUDA_VISIBLE_DEVICES`` says device 0: read as CUDA ids, the ranks' GPUs were one device (no
+    per-device rows) and one GPU's metric samples were read as every rank's (SMs active 80% where the two GPUs
+    averaged 45%). An op whose (pid, device) the table does not name gets no device, with a warning. When the
+    table names none of the ops' pairs it tells nothing about them: ops unchanged, numbering None (CUDA ids)."""
+    if not ops.height or "pid" not in ops.columns or "device" not in ops.columns:
+        return ops, None
+    table = pl.DataFrame(
+        {
+            "pid": [k[0] for k in numbering],
+            "device": [k[1] for k in numbering],
+            "_gpu": list(numbering.values()),
+        },
+        schema={"pid": pl.Int64, "device": pl.Int32, "_gpu": pl.Int32},
+    )
+    ops = ops.join(table, on=["pid", "device"], how="left", maintain_order="left")
+    if ops.get_column("_gpu").null_count() == ops.height:
+        return ops.drop("_gpu"), None
+    unnamed = ops.filter(pl.col("_gpu").is_null() & pl.col("device").is_not_null()).height
+    pids = sorted({k[0] for k in numbering})
+    warnings.append(
+        f"the traced processes number their GPUs differently (CUDA_VISIBLE_DEVICES; TARGET_INFO_CUDA_DEVICE, "
+        f"pids {', '.join(map(str, pids[:8]))}{', ...' if len(pids) > 8 else ''}): devices are nsys's GPU ids, "
+        "not CUDA device ids"
+        + (
+            f"; {unnamed} device ops of a (process, CUDA device) the export does not map have no device"
+            if unnamed
+            else ""
+        )
+    )
+    return ops.with_columns(pl.col("_gpu").alias("device")).drop("_gpu"), numbering
+
+
 #: Column marking the ranges :func:`_close_unclosed` closed (dropped before the Trace is built).
 _NEVER_CLOSED = "_never_closed"
 
@@ -794,21 +890,26 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     step = _TableSteps(export, _planned_tables(export, want))
     strings = _read_strings(export, path, step)
     ops_cols = want.get("ops")
+    numbering = per_process_numbering(export)
+    # Renumbering the ops' devices (:func:`_renumbered`) needs their process; dropped afterwards if not asked.
+    read_cols = ops_cols | {"pid"} if ops_cols is not None and numbering is not None else ops_cols
     rows = max((export.row_estimate(t) or 0) for t in (KERNEL_TABLE, RUNTIME_TABLE))
     if "api" in want and rows <= SIDE_BY_SIDE_MAX_ROWS:  # the two largest tables, read side by side
         ops, api = export.side_by_side(
-            lambda: _read_ops(export, strings, path, ops_cols, warnings, step, untimed),
+            lambda: _read_ops(export, strings, path, read_cols, warnings, step, untimed),
             lambda: _read_api(export, strings, path, want["api"], step),
         )
     else:
-        ops = _read_ops(export, strings, path, ops_cols, warnings, step, untimed)
+        ops = _read_ops(export, strings, path, read_cols, warnings, step, untimed)
         api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
 
     if api is not None:
         ops = _with_launching_process(ops, api, warnings)
+    if numbering is not None:
+        ops, numbering = _renumbered(ops, numbering, warnings)
 
     env = export.key_values("TARGET_INFO_SYSTEM_ENV")
-    gpus = gpu_table(export, env)
+    gpus = gpu_table(export, env, numbering)
     # GPU-metric samples of a GPU no traced process used (CUDA_VISIBLE_DEVICES) get no device: its guessed CUDA
     # id can be the used GPU's (the process's device 0 being the box's GPU 1, the samples of GPU 0 were read as
     # its own).
