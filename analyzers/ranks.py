@@ -581,8 +581,9 @@ def captured_apart(results: list[dict[str, Any]]) -> str | None:
             return (
                 f"{label(r)}'s {which} starts {abs(apart[i]) / 1e9:.3f} s {'after' if apart[i] > 0 else 'before'} "
                 f"{label(ref)}'s on the traces' wall clocks, more than one step plus the "
-                f"{WALL_CLOCK_SLACK_NS / 1e9:g} s the clocks of one job's hosts may differ by: the traces were "
-                f"captured at different times, so their steps, {alike}, did not happen together"
+                f"{WALL_CLOCK_SLACK_NS / 1e9:g} s the clocks of one job's hosts may differ by: captured at "
+                "different times (or on hosts whose clocks disagree that much, which nothing here tells apart), "
+                f"so their steps, {alike}, are not known to have happened together"
             )
     return None
 

@@ -28,6 +28,11 @@ from tracekit.renderers.ranks import summary_lines
 
 MS = 1_000_000
 
+
+def _clocks_line(doc: dict[str, Any]) -> str:
+    return next(line for line in summary_lines(doc) if line.startswith("clocks:"))
+
+
 # ---------------------------------------------------------------------------------------------------------
 # 1. Several communicators on one stream
 
@@ -65,6 +70,10 @@ def test_one_stream_hides_the_communicators_from_the_stream_count(one_stream: li
     assert doc["clocks"]["residual_us"] == 150.0
     assert doc["straggler"] == {"straggler": None, "collectives": 18}
     assert doc["skew"]["max_start_skew_ms"] is None and "not told from no skew" in doc["skew"]["why"]
+    assert _clocks_line(doc) == (
+        "clocks: aligned on 18 collective ends (largest residual 150.000 µs); offsets vs rank 0: rank 0 +0.000 "
+        "ms, rank 1 +0.000 ms, rank 2 +0.150 ms, rank 3 +2.650 ms (each known to within the residual)"
+    )
 
 
 GROUPS_APART = (
@@ -240,8 +249,9 @@ def test_steps_numbered_alike_an_hour_apart_did_not_happen_together() -> None:
     b = _numbered("b", 1, EPOCH + HOUR, [5, 6, 7])
     why = (
         "rank 1's step #5 starts 3600.000 s after rank 0's on the traces' wall clocks, more than one step "
-        "plus the 1 s the clocks of one job's hosts may differ by: the traces were captured at different "
-        "times, so their steps, numbered alike, did not happen together"
+        "plus the 1 s the clocks of one job's hosts may differ by: captured at different times (or on hosts "
+        "whose clocks disagree that much, which nothing here tells apart), so their steps, numbered alike, are "
+        "not known to have happened together"
     )
     assert captured_apart([a, b]) == why
     doc = summarize([a, b])
@@ -275,7 +285,9 @@ def test_a_clock_ahead_by_milliseconds_is_still_one_capture() -> None:
     a = _numbered("a", 0, EPOCH, [5, 6, 7])
     b = _numbered("b", 1, EPOCH, [5, 6, 7], ahead=2_500_000)
     assert captured_apart([a, b]) is None
-    assert summarize([a, b])["clocks"]["offsets_ns"] == [0, 2_500_000]
+    doc = summarize([a, b])
+    assert doc["clocks"]["offsets_ns"] == [0, 2_500_000]
+    assert _clocks_line(doc).endswith("rank 1 +2.500 ms")  # (residual 0: nothing to add)
 
 
 def test_the_bound_is_one_second_plus_the_longest_step() -> None:
@@ -309,8 +321,9 @@ def test_steps_compared_by_position_are_checked_too() -> None:
     b = compact_result("b", 1, ends=[EPOCH + HOUR + 800_000], steps=[(EPOCH + HOUR, EPOCH + HOUR + MS)] * 1)
     assert captured_apart([a, b]).endswith(
         "rank 1's step 1 starts 3600.000 s after rank 0's on the traces' wall clocks, more than one step plus "
-        "the 1 s the clocks of one job's hosts may differ by: the traces were captured at different times, so "
-        "their steps, by position, did not happen together"
+        "the 1 s the clocks of one job's hosts may differ by: captured at different times (or on hosts whose "
+        "clocks disagree that much, which nothing here tells apart), so their steps, by position, are not "
+        "known to have happened together"
     )
 
 
