@@ -51,7 +51,9 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 - **point-to-point** kernels (send/receive, :data:`POINT_TO_POINT_KINDS` by the kernel's name: pipeline
   stages; NCCL runs all-to-all so too) pair two ranks, so the k-th of one rank is not the k-th of another:
   they are taken out of the collectives matched for the clocks and the straggler (:func:`collectives_only`;
-  their time is still communication), and a trace of point-to-point kernels only has none to align on.
+  their time is still communication), and a trace of point-to-point kernels only has none to align on. A
+  kernel's name is NCCL's hint of the first operation it runs, not a promise (NVIDIA/nccl#739, #714: NCCL
+  2.13 named every kernel ``SendRecv``; a trace of those is left with nothing to align on, not misaligned).
 - **process groups**: a trace that says it is in a group of two or more ranks without another trace's rank
   (``process_groups``, where the compact result carries it) runs collectives that trace does not, on one
   stream or several: not aligned (:func:`groups_apart`). Groups serialized on one stream are otherwise not
