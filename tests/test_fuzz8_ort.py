@@ -349,3 +349,103 @@ def test_timestamps_as_strings_read_the_same(tmp_path: Path) -> None:
     a = read(IF_PROFILE)
     b = read(_write(tmp_path, "strings.json", texts))
     assert a.ops.equals(b.ops) and a.ranges.equals(b.ranges)
+
+
+# --- GPU Kernel events (CUDA / ROCm builds with profiling) ---------------------------------------------------
+
+
+def test_rocm_copies_and_memsets_are_not_counted_as_kernels(tmp_path: Path) -> None:
+    """ORT's ROCm profiler (roctracer_manager.cc) names copies and memsets by their HIP call
+    ("hipMemcpyAsync", "hipMemsetAsync", stream a hex pointer, args src/dst/kind); CUDA's by kind
+    ("MemcpyHostToDevice"). Before: the HIP ones were kind "kernel", so the kernel count held the copies."""
+    node = "/n/MatMul_kernel_time"
+    events = [
+        _ev("Session", "model_run", 0, 1000),
+        _ev("Node", node, 10, 20, op_name="MatMul", provider="ROCMExecutionProvider"),
+        _ev(
+            "Kernel",
+            "hipMemcpyAsync",
+            12,
+            5,
+            -1,
+            -1,
+            stream="0x5612",
+            kind="hipMemcpyHostToDevice",
+            parent_name=node,
+        ),
+        _ev("Kernel", "hipMemsetAsync", 18, 2, -1, -1, stream="0x5612", size="64", parent_name=node),
+        _ev(
+            "Kernel",
+            "Cijk_Ailk_Bljk_SB_MT64x64",
+            21,
+            100,
+            -1,
+            -1,
+            stream="0x5612",
+            grid_x="4",
+            parent_name=node,
+        ),
+        _ev(
+            "Kernel", "hipMemcpy", 130, 5, -1, -1, stream="0", kind="hipMemcpyDeviceToHost", parent_name=node
+        ),
+        _ev("Kernel", "MemcpyDeviceToHost", 140, 5, -1, -1, stream="7", parent_name=node),
+    ]
+    trace = read(_write(tmp_path, "synthetic_ort_rocm.json", events))
+    assert trace.ops.select("name", "kind").rows() == [
+        ("hipMemcpyAsync", "memcpy"),
+        ("hipMemsetAsync", "memset"),
+        ("Cijk_Ailk_Bljk_SB_MT64x64", "kernel"),
+        ("hipMemcpy", "memcpy"),
+        ("MemcpyDeviceToHost", "memcpy"),
+    ]
+
+
+def _gpu_runs(shift_us: int, runs: int = 3) -> list[dict[str, Any]]:
+    """A CUDA profile as ORT >= 1.13 writes it (kernels at CUPTI's start on the CPU clock): each run's four
+    nodes launch a 150 µs kernel each, and the run waits for them (it ends 20 µs after the last one); the
+    kernels are written ``shift_us`` later than they ran (a GPU clock ORT did not shift onto the CPU's)."""
+    events: list[dict[str, Any]] = []
+    t = 1000
+    for _ in range(runs):
+        events.append(_ev("Session", "model_run", t, 650))
+        for k in range(4):
+            node = f"/n{k}/MatMul_kernel_time"
+            events.append(
+                _ev("Node", node, t + 10 + 5 * k, 4, op_name="MatMul", provider="CUDAExecutionProvider")
+            )
+            events.append(
+                _ev(
+                    "Kernel",
+                    f"gemm_{k}",
+                    t + 15 + 150 * k + shift_us,
+                    150,
+                    -1,
+                    -1,
+                    stream="7",
+                    parent_name=node,
+                )
+            )
+        t += 2000
+    return events
+
+
+def test_kernels_that_end_after_their_run_ended_are_warned(tmp_path: Path) -> None:
+    """A run returns after its GPU work is done (ORT synchronizes the EP's streams at the end of Run unless
+    told not to), so a kernel cannot end after the model_run of the node that launched it. Before: kernels
+    written 300 µs late (another clock) gave a confident verdict on times of two clocks, without a word."""
+    trace = read(_write(tmp_path, "synthetic_ort_cuda_late.json", _gpu_runs(300)))
+    late = [w for w in trace.meta["warnings"] if "'model_run' ended" in w]
+    assert late == [
+        "6 of 12 GPU ops (Kernel events) linked to the node that launched them end after that node's "
+        "'model_run' ended (by up to 0.265 ms): a run returns only when its GPU work is done (ORT synchronizes "
+        "the execution provider's streams at the end of each run unless the run option "
+        "disable_synchronize_execution_providers is set), so the GPU times are likely on another clock than the "
+        "CPU times, and the GPU busy time, idle gaps and framework overhead of each iteration compare two clocks"
+    ]
+    assert trace.meta["ops_after_run"] == [6, 12, 265_000]
+
+
+def test_kernels_inside_their_run_are_not_warned(tmp_path: Path) -> None:
+    trace = read(_write(tmp_path, "synthetic_ort_cuda_ok.json", _gpu_runs(0)))
+    assert not [w for w in trace.meta["warnings"] if "'model_run' ended" in w]
+    assert "ops_after_run" not in trace.meta

@@ -174,6 +174,69 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
 PARENT_ROUNDING_NS = 2000
 
 
+def _linked_kernels(frame: pl.DataFrame) -> pl.DataFrame | None:
+    """The Kernel events still in place after the Node event that launched them (see
+    :func:`kernels_before_parent`), each with ``start``, ``op_end`` and its node's ``node_start`` and
+    ``node_pid``; None when there are none."""
+    previous = frame.sort("order").with_columns(
+        prev_cat=pl.col("cat").shift(1),
+        prev_name=pl.col("name").shift(1),
+        prev_parent=pl.col("parent_name").shift(1),
+    )
+    in_place = ((pl.col("prev_cat") == "Node") & (pl.col("prev_name") == pl.col("parent_name"))) | (
+        (pl.col("prev_cat") == "Kernel") & (pl.col("prev_parent") == pl.col("parent_name"))
+    )
+    kernels = previous.filter(
+        (pl.col("cat") == "Kernel") & pl.col("parent_name").is_not_null() & in_place.fill_null(False)
+    ).select("order", "start", "op_end", name="parent_name")
+    if kernels.is_empty():
+        return None
+    nodes = frame.filter(pl.col("cat") == "Node").select(
+        "order", "name", node_start="start", node_pid="pid_i"
+    )
+    linked = (
+        kernels.sort("order")
+        .join_asof(nodes.sort("order"), on="order", by="name", strategy="backward", check_sortedness=False)
+        .filter(pl.col("node_start").is_not_null())
+    )
+    return None if linked.is_empty() else linked
+
+
+def kernels_after_run(frame: pl.DataFrame) -> list[int] | None:
+    """[kernels that ended after the ``model_run`` of the node that launched them ended (by more than
+    :data:`PARENT_ROUNDING_NS`), kernels linked to a node inside a run, the largest such overrun in ns], or
+    None when no kernel did.
+
+    ORT synchronizes the execution provider's streams at the end of each ``Run`` (unless the run option
+    ``disable_synchronize_execution_providers`` is set) and records ``model_run`` after that, so every kernel
+    a run launched has ended by then: one that ends later was written on another clock than the CPU events
+    (the mirror image of :func:`kernels_before_parent`, for GPU times written late instead of early).
+    Kernels are linked to their nodes as there; a node belongs to the ``model_run`` of its process that began
+    last before it."""
+    linked = _linked_kernels(frame)
+    if linked is None:
+        return None
+    runs = (
+        frame.filter((pl.col("cat") == "Session") & (pl.col("name") == MODEL_RUN))
+        .select(node_pid="pid_i", node_start="start", run_end="end")
+        .sort("node_start")
+    )
+    if runs.is_empty():
+        return None
+    within = (
+        linked.filter(pl.col("op_end").is_not_null())
+        .sort("node_start")
+        .join_asof(runs, on="node_start", by="node_pid", strategy="backward", check_sortedness=False)
+        .filter(pl.col("run_end").is_not_null() & (pl.col("node_start") < pl.col("run_end")))
+        .select(over=pl.col("op_end") - pl.col("run_end"))
+    )
+    over = pl.col("over")
+    count, after, largest = within.select(
+        pl.len(), (over > PARENT_ROUNDING_NS).sum().alias("after"), over.max().alias("largest")
+    ).row(0)
+    return [int(after), int(count), int(largest)] if after else None
+
+
 def kernels_before_parent(frame: pl.DataFrame) -> list[int] | None:
     """[kernels that started before the node that launched them began (by more than
     :data:`PARENT_ROUNDING_NS`), kernels linked to a node, the largest such lead in ns], or None when no
@@ -185,26 +248,10 @@ def kernels_before_parent(frame: pl.DataFrame) -> list[int] | None:
     clock than the CPU ones (some versions do not shift CUPTI's kernel times onto the CPU clock, as they do
     for copies). Only kernels still in that place are linked: in a profile whose events were reordered
     (grouped by category, sorted by a tool), the nearest earlier node of that name is another run's."""
-    previous = frame.sort("order").with_columns(
-        prev_cat=pl.col("cat").shift(1),
-        prev_name=pl.col("name").shift(1),
-        prev_parent=pl.col("parent_name").shift(1),
-    )
-    in_place = ((pl.col("prev_cat") == "Node") & (pl.col("prev_name") == pl.col("parent_name"))) | (
-        (pl.col("prev_cat") == "Kernel") & (pl.col("prev_parent") == pl.col("parent_name"))
-    )
-    kernels = previous.filter(
-        (pl.col("cat") == "Kernel") & pl.col("parent_name").is_not_null() & in_place.fill_null(False)
-    ).select("order", "start", name="parent_name")
-    if kernels.is_empty():
+    linked = _linked_kernels(frame)
+    if linked is None:
         return None
-    nodes = frame.filter(pl.col("cat") == "Node").select("order", "name", node_start="start")
-    linked = (
-        kernels.sort("order")
-        .join_asof(nodes.sort("order"), on="order", by="name", strategy="backward", check_sortedness=False)
-        .filter(pl.col("node_start").is_not_null())
-        .select(lead=pl.col("node_start") - pl.col("start"))
-    )
+    linked = linked.select(lead=pl.col("node_start") - pl.col("start"))
     lead = pl.col("lead")
     linked_count, before, largest = linked.select(
         pl.len(), (lead > PARENT_ROUNDING_NS).sum().alias("before"), lead.max().alias("largest")
@@ -483,9 +530,10 @@ def read(path: Path) -> Trace:
             device=pl.col("device").cast(pl.Int32, strict=False),
             stream=_stream(pl.col("stream")),
             pid=pl.lit(main_pid, dtype=pl.Int64),
-            kind=pl.when(kernel_name.str.starts_with("Memcpy"))
+            # CUDA names copies by kind ("MemcpyHostToDevice"), ROCm by HIP call ("hipMemcpyAsync")
+            kind=pl.when(kernel_name.str.to_lowercase().str.contains(r"^(hip)?memcpy"))
             .then(pl.lit("memcpy"))
-            .when(kernel_name.str.starts_with("Memset"))
+            .when(kernel_name.str.to_lowercase().str.contains(r"^(hip)?memset"))
             .then(pl.lit("memset"))
             .otherwise(pl.lit("kernel")),
             name="name",
@@ -509,10 +557,22 @@ def read(path: Path) -> Trace:
             "kernels are assigned to iterations by time"
         )
         before_parent = kernels_before_parent(frame)
+        after_run = kernels_after_run(frame)
+        if after_run is not None:
+            late, linked_count, overrun = after_run
+            warnings.append(
+                f"{late} of {linked_count} GPU ops (Kernel events) linked to the node that launched them end after "
+                f"that node's 'model_run' ended (by up to {overrun / 1e6:.3f} ms): a run returns only when its GPU "
+                "work is done (ORT synchronizes the execution provider's streams at the end of each run unless the "
+                "run option disable_synchronize_execution_providers is set), so the GPU times are likely on "
+                "another clock than the CPU times, and the GPU busy time, idle gaps and framework overhead of each "
+                "iteration compare two clocks"
+            )
     else:
         device = "cpu"
         ops = node_ops.filter(~container)
         before_parent = None
+        after_run = None
         if container.any():
             held = nodes.filter(container)
             range_parts.append(
@@ -599,5 +659,7 @@ def read(path: Path) -> Trace:
     )
     if before_parent is not None:
         meta["ops_before_parent"] = before_parent
+    if after_run is not None:
+        meta["ops_after_run"] = after_run
     meta["warnings"] = warnings
     return Trace(ops=conform(ops, OPS_SCHEMA), ranges=conform(ranges, RANGES_SCHEMA), meta=meta)
