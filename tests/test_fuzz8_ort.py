@@ -449,3 +449,21 @@ def test_kernels_inside_their_run_are_not_warned(tmp_path: Path) -> None:
     trace = read(_write(tmp_path, "synthetic_ort_cuda_ok.json", _gpu_runs(0)))
     assert not [w for w in trace.meta["warnings"] if "'model_run' ended" in w]
     assert "ops_after_run" not in trace.meta
+
+
+def test_gpu_profile_with_an_if_node_counts_its_subgraph_once_in_operator_types(tmp_path: Path) -> None:
+    """With Kernel events every Node event is a range already; the If node (CUDA EP control flow) still
+    leaves operator_types, which counted its MatMul's time twice (as If and as MatMul)."""
+    events = [
+        _ev("Session", "model_run", 0, 500),
+        _ev("Node", "/If_kernel_time", 10, 300, op_name="If", provider="CUDAExecutionProvider"),
+        _ev("Node", "/then/MatMul_kernel_time", 20, 50, op_name="MatMul", provider="CUDAExecutionProvider"),
+        _ev("Kernel", "gemm", 25, 200, -1, -1, stream="7", parent_name="/then/MatMul_kernel_time"),
+    ]
+    trace = read(_write(tmp_path, "synthetic_ort_cuda_if.json", events))
+    assert trace.meta["device"] == "gpu" and trace.ops.get_column("name").to_list() == ["gemm"]
+    assert trace.ranges.filter(pl.col("domain") == "node").get_column("name").sort().to_list() == [
+        "If:/If",
+        "MatMul:/then/MatMul",
+    ]
+    assert [(t["op"], t["ns"], t["count"]) for t in trace.meta["operator_types"]] == [("MatMul", 50_000, 1)]
