@@ -22,10 +22,18 @@ What lands where:
     Node times are host-side: on the CPU provider they are the operator's computation; on the CUDA provider
     they time the host part of the node (argument setup and kernel launches, plus any synchronous copy),
     not the GPU execution, so ``meta["device"]`` stays "cpu" and a warning says how many nodes ran on a GPU
-    provider.
+    provider (:data:`GPU_PROVIDERS`: CUDA, ROCm, TensorRT, TensorRT RTX, MIGraphX, DirectML, WebGPU, JSEP,
+    CANN).
+    Control-flow nodes (``If``, ``Loop``, ``Scan``, contrib ``BeamSearch`` ...) run their subgraph's nodes
+    inside their own time on their own thread: a Node event that holds another Node event of its thread
+    (:func:`_containers`; events of positive length only, so a 0 µs node touching its neighbour holds nothing)
+    is a range of domain "node", not an op, and leaves ``operator_types``; a warning counts them by type. Its
+    own time (choosing the branch, iterating, passing the subgraph's inputs and outputs -- 3 ms of subgraph
+    set-up on an If's first run) is then framework overhead, not operator busy time, and the subgraph's nodes
+    count once.
     ``cat: "Kernel"`` events (emitted only by ORT builds with CUDA/ROCm profiling enabled): GPU kernels and
-    copies timed by CUPTI/roctracer -> kind "kernel" (names starting with "Memcpy" -> "memcpy", "Memset" ->
-    "memset"), ``stream`` = args "stream" (decimal, or a hex pointer on ROCm), ``device`` = args "device"
+    copies timed by CUPTI/roctracer -> kind "kernel" (names starting with "Memcpy" or ROCm's "hipMemcpy" ->
+    "memcpy", "Memset"/"hipMemset" -> "memset"), ``stream`` = args "stream" (decimal, or a hex pointer on ROCm), ``device`` = args "device"
     when present (ORT does not write it: null), ``pid`` = the pid of the session events, ``correlation``
     null (ORT maps CUPTI correlation ids to nodes internally and does not write them). When Kernel events are
     present they are the ops (``meta["device"]`` "gpu") and the Node events become ranges of domain "node"
@@ -36,9 +44,21 @@ What lands where:
 
 ``cat`` is read in any case ("node", "KERNEL"), as tools that rewrite profiles may spell it. A profile holding
 :data:`ORT_MAX_EVENTS` Session and Node events hit ORT's cap, past which it drops events: a warning says so.
+``cat: "Api"`` events (ORT 1.2x: execution providers' own timings; the WebGPU EP writes its GPU timestamp
+queries there, pid/tid -1, shifted onto the CPU clock only in later versions) are not read; a warning counts
+them.
+
+Each session writes its own profile, timed from its own start. ``model_run`` events that overlap an earlier one
+on the same thread (one session runs one ``Run`` at a time per thread; concurrent runs are on different
+threads) mean several sessions' profiles were merged into one file: a :class:`TraceFormatError`, one line
+(:func:`_merged_sessions`). ORT writes the file only at ``end_profiling``: a process killed before leaves it
+empty, one killed while writing leaves the array open; both are one line (``load_json``).
 
 ``meta``: ``ops_before_parent`` (:func:`kernels_before_parent`: Kernel events that started before the Node
-event that launched them began, a clock disagreement the analysis weighs), ``format`` "ort",
+event that launched them began, a clock disagreement the analysis weighs), ``ops_after_run``
+(:func:`kernels_after_run`: [Kernel events that ended after the ``model_run`` of their node ended, linked
+kernels inside a run, largest overrun ns] -- a run waits for its GPU work unless the run option
+``disable_synchronize_execution_providers`` is set -- with a warning; the analysis does not weigh it yet), ``format`` "ort",
 ``format_version`` (the ORT version when some event's args carry one), ``device``, ``providers`` (execution
 providers seen on Node events), ``first_op_inputs`` (the first 8 nodes with an input of rank >= 2: name, input
 dims, element types, from ``args.input_type_shape``), ``embedding_inputs`` (up to 8 distinct ``Gather`` nodes
