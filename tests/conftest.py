@@ -11,7 +11,7 @@ from hypothesis import settings
 REPO = Path(__file__).resolve().parents[1]
 
 # Tests write only inside pytest's temporary folders: no hypothesis example database in the checkout.
-settings.register_profile("tracekit", database=None)
+settings.register_profile("tracekit", database=None, deadline=None)
 settings.load_profile("tracekit")
 
 

@@ -293,6 +293,11 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         "collective_iterations": collective_its,
         "collective_streams": streams,
         "world_size": _world_size(meta),
+        # the NCCL process groups the trace says it is in (lists of ranks), and the wall-clock time of its
+        # timestamps' origin (ns since the epoch), where its reader found them (:mod:`tracekit.analyzers.ranks`
+        # uses them to refuse matching collectives of groups apart, or steps captured apart)
+        "process_groups": meta.get("process_groups"),
+        "wall_clock_base_ns": meta.get("wall_clock_base_ns"),
         "warnings": list(analyzed.measurement_warnings),
         "per_gpu": per_gpu(analyzed, options),
     }
