@@ -17,18 +17,37 @@ Two aggregates:
   mean over iterations (the study's definition: idle time counts as 0). Needs a timeline trace of the same
   run: kernel times are then the timeline's (measured in the application, not under ncu's replay).
 
-Joining Nsight Compute kernels to a timeline: ncu kernels are taken in profiling order, restricted to the
-NVTX range that delimits iterations when they carry it (innermost, else anywhere in their range stack:
-``meta["nvtx_stacks"]``); the timeline's kernels of the analyzed iterations
-are taken in start order. When every iteration launches the same number K of kernels, ncu kernel j is
-matched to position j mod K of every iteration (ncu usually profiles fewer iterations than the timeline
-holds; repeated positions are averaged); otherwise kernels are matched one to one in order, and only
-iterations whose kernels are all matched get a value. Names are compared after reduction to the bare
-function name (``void ns::k<...>(args)`` -> ``k``; an Itanium-mangled name, ``ncu --print-kernel-base
-mangled``, reduces to the same bare name); a count mismatch is a warning. A name mismatch means the matched
-ncu value is another kernel's: that timeline kernel gets no value (its iteration no wall-time figure), with a
-warning; when most matched names differ (a profile cut elsewhere in the iteration, another configuration's
-kernels), no ncu value is used at all.
+Joining Nsight Compute kernels to a timeline: ncu kernels are taken in profiling order, which is launch order
+(ncu serializes kernels at their launch), restricted to the NVTX range that delimits iterations when they carry
+it (innermost, else anywhere in their range stack: ``meta["nvtx_stacks"]``); the timeline's kernels of the
+analyzed iterations are taken in launch order too: by their launching call's start when every kernel of the
+iteration has one, else by correlation id, else by start (on two streams start order is not launch order;
+ties, the kernels of one graph launch, by start). When every iteration launches the same number K of kernels,
+ncu kernel j is matched to position j mod K of every iteration (ncu usually profiles fewer iterations than the
+timeline holds; repeated positions are averaged; a remainder short of a whole iteration is ignored, unless
+the profile was realigned, below);
+otherwise kernels are matched one to one in order. Names are compared after reduction to the bare function
+name (``void ns::k<...>(args)`` -> ``k``; an Itanium-mangled name, ``ncu --print-kernel-base mangled``, is
+demangled by the C++ runtime through ``cxxfilt``, else read by a parser of its own, and reduces to the same
+bare name); so are launch dimensions (grid and block) where both sides have them (ncu's ``launch__grid_dim_x``
+... metrics; a timeline's as ``kernel_metrics`` rows of those names, keyed like Kineto's estimates: no
+timeline reader writes them yet). A name or launch mismatch means the matched ncu value is another kernel's:
+that timeline kernel gets no value (its iteration no wall-time figure), with a warning; when most matched
+kernels differ (a profile cut elsewhere in the iteration, another configuration's kernels), no ncu value is
+used at all.
+
+A profile whose names do not all match from the iteration's start (``--launch-skip``, a profile cut
+elsewhere) is realigned only where one offset, and one alone, makes every one of its kernel names match (the
+position within the iteration when counts are equal, else the index in the analyzed kernel sequence, the
+profile wholly inside it), and where the profile holds a whole iteration, first kernel to last, from there (it
+is then the timeline's sequence seen from another start; two kernels swapped in a two-kernel iteration are a
+shift by one too). At two or more such offsets (an iteration that repeats itself, a model's layers), or without
+a whole iteration, it is not realigned, and a warning says so.
+
+Only iterations the profile covers wholly give a figure: a partial iteration gets no wall-time value, and the
+kernel-time average is over the wholly profiled iterations. A profile that covers no iteration wholly (cut
+short by ``--launch-count``: the first kernels of an iteration are not its mix) gives no kernel-time average
+either (``kernel_time_profiled`` keeps the average over its kernels alone), with a warning.
 
 NaN values (an incomplete ncu replay) and kernels without a value are skipped and counted, never read as 0
 in the kernel-time average (the covered share of kernel time is ``coverage``). In the wall-time figure a
@@ -43,6 +62,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
@@ -104,9 +124,9 @@ def _skip_template_args(s: str, i: int) -> int:
 
 
 def _mangled_base(name: str) -> str | None:
-    """The bare function name of an Itanium-mangled name (``ncu --print-kernel-base mangled``:
-    ``_ZN2at6native29vectorized_elementwise_kernelILi4E...EEviT0_T1_`` -> ``vectorized_elementwise_kernel``);
-    None when it does not parse as one."""
+    """The bare function name of an Itanium-mangled name, by tracekit's own small parser (the fallback of
+    :func:`_demangled`: ``_ZN2at6native29vectorized_elementwise_kernelILi4E...EEviT0_T1_`` ->
+    ``vectorized_elementwise_kernel``); None when it does not parse as one."""
     i = 2
     if name.startswith("L", i):  # internal linkage
         i += 1
@@ -118,6 +138,9 @@ def _mangled_base(name: str) -> str | None:
     last = None
     while i < len(name):
         c = name[i]
+        if nested and c == "L":  # internal linkage of a name inside a namespace (host stubs: _ZN2nsL1kIiEEvv)
+            i += 1
+            continue
         if c.isdigit():
             m = re.match(r"\d+", name[i:])
             assert m is not None
@@ -146,16 +169,46 @@ def _mangled_base(name: str) -> str | None:
     return "anon" if last.startswith("_GLOBAL__N") else last
 
 
+_DEMANGLER: Any = None
+
+
+def _demangled(name: str) -> str | None:
+    """``name`` demangled by the C++ runtime's ``__cxa_demangle`` (through ``cxxfilt``, as ``c++filt`` prints
+    it); None when ``cxxfilt`` or the C++ runtime library is missing, or the runtime cannot demangle it (real
+    CUTLASS kernel names of 1,500+ characters from an A100 ncu report are such: libstdc++ 12 and c++filt
+    refuse them; :func:`_mangled_base` reads them)."""
+    global _DEMANGLER
+    if _DEMANGLER is None:
+        try:
+            import cxxfilt
+
+            _DEMANGLER = cxxfilt
+        except Exception:  # not installed, or loading libc / libstdc++ failed (OSError from ctypes)
+            _DEMANGLER = False
+    if _DEMANGLER is False:
+        return None
+    try:
+        return _DEMANGLER.demangle(name)
+    except Exception:  # cxxfilt.InvalidName, LibraryNotFound (no libstdc++ / libc++), InternalError
+        return None
+
+
 def base_name(name: str | None) -> str | None:
-    """The bare function name of a kernel: drops return type, template arguments, parameters, namespaces.
-    An Itanium-mangled name (``_Z...``, as ``ncu --print-kernel-base mangled`` prints it) gives the same bare
-    name as its demangled spelling (timelines keep demangled names)."""
+    """The bare function name of a kernel: drops return type, template arguments, parameters, namespaces and
+    ABI tags (``[abi:cxx11]``). An Itanium-mangled name (``_Z...``, as ``ncu --print-kernel-base mangled``
+    prints it) is demangled first (:func:`_demangled`, else read by :func:`_mangled_base`), so it gives the
+    same bare name as its demangled spelling (timelines keep demangled names)."""
     if name is None:
         return None
     stripped = name.strip()
-    if stripped.startswith("_Z") and (bare := _mangled_base(stripped)) is not None:
-        return bare
+    if stripped.startswith("_Z"):
+        demangled = _demangled(stripped)
+        if demangled is not None and not demangled.startswith("_Z"):
+            return base_name(demangled)
+        if (bare := _mangled_base(stripped)) is not None:
+            return bare
     s = stripped.replace("(anonymous namespace)", "anon").replace("<unnamed>", "anon")
+    s = re.sub(r"\[abi:[^\]]*\]", "", s)
     previous = None
     while previous != s:  # remove innermost template argument lists until none remain
         previous = s
@@ -163,6 +216,13 @@ def base_name(name: str | None) -> str | None:
     s = s.split("(", 1)[0].strip()
     s = s.split()[-1] if s.split() else s
     return s.rsplit("::", 1)[-1]
+
+
+def _base_names(names: pl.Series) -> pl.Series:
+    """:func:`base_name` of each name, computed once per distinct name."""
+    distinct = names.drop_nulls().unique()
+    mapping = {n: base_name(n) for n in distinct.to_list()}
+    return names.replace_strict(mapping, default=None, return_dtype=pl.String)
 
 
 #: SI prefixes ncu's automatic units put on counts ("Kcycle", "Mcycle"; ``--print-units base`` writes "cycle")
@@ -224,11 +284,14 @@ def per_kernel(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
 
 @dataclass
 class KernelMetricsResult:
-    """``kernels``: per-kernel values (plus, when joined, iteration, position, timeline_ns, name_match);
+    """``kernels``: per-kernel values (plus, when joined, iteration, position (launch order), timeline_ns,
+    name_match, ``launch``/``timeline_launch`` (grid and block of each side, null where unknown) and
+    launch_match);
     ``iterations``: index, latency_ms, sms_active, warp_occupancy (wall-time, %) or None without a timeline;
     ``summary[column]``: {"source", "metric" (how), "unit", "wall_time" (mean over iterations, or None),
-    "kernel_time", "kernels" (with a value), "nan_skipped", "missing", "coverage", stats over iterations}
-    or None when no kernel has the metric."""
+    "kernel_time", "kernels" (with a value), "nan_skipped", "missing", "coverage", stats over iterations;
+    "kernel_time_profiled" when the profile covers no iteration wholly and "kernel_time" is withheld) or None
+    when no kernel has the metric."""
 
     source: str
     kernels: pl.DataFrame
@@ -243,10 +306,47 @@ class KernelMetricsResult:
         return entry["wall_time"] if wall_time else entry["kernel_time"]
 
 
+#: ncu's launch-dimension metrics (``launch__grid_dim_x`` ...); a timeline trace may carry them too, as
+#: ``kernel_metrics`` rows keyed like Kineto's estimates (``kernel`` = rank among its kernels in start order)
+LAUNCH_METRICS = (
+    "launch__grid_dim_x",
+    "launch__grid_dim_y",
+    "launch__grid_dim_z",
+    "launch__block_dim_x",
+    "launch__block_dim_y",
+    "launch__block_dim_z",
+)
+
+
+def launch_dims(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
+    """kernel, ``launch`` ("grid (x, y, z) block (x, y, z)") of the kernels that have all six
+    :data:`LAUNCH_METRICS` (none NaN); no row for the others."""
+    rows = kernel_metrics.filter(
+        pl.col("metric").is_in(LAUNCH_METRICS) & pl.col("value").is_not_null() & pl.col("value").is_not_nan()
+    )
+    if rows.is_empty():
+        return pl.DataFrame(schema={"kernel": pl.Int64, "launch": pl.String})
+    wide = rows.pivot(on="metric", index="kernel", values="value", aggregate_function="first")
+    if not set(LAUNCH_METRICS) <= set(wide.columns):
+        return pl.DataFrame(schema={"kernel": pl.Int64, "launch": pl.String})
+    dim = [pl.col(c).cast(pl.Int64).cast(pl.String) for c in LAUNCH_METRICS]
+    launch = pl.format("grid ({}, {}, {}) block ({}, {}, {})", *dim)
+    return wide.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in LAUNCH_METRICS)).select(
+        pl.col("kernel").cast(pl.Int64), launch.alias("launch")
+    )
+
+
 def _timeline_kernels(
     timeline: Trace, analysis: IterationAnalysis, range_name: str | None, ops: pl.DataFrame | None = None
 ) -> pl.DataFrame:
-    """Kernels of the analyzed iterations: iteration, position (0-based within it, start order), name, ns.
+    """Kernels of the analyzed iterations: op, iteration, position (0-based within it, launch order), name,
+    ns, ``timeline_launch`` (the timeline's launch dimensions, :func:`launch_dims`; null when it has none).
+
+    Launch order: Nsight Compute numbers kernels in launch order (it serializes them at the launch), which is
+    start order on one stream but not across streams. An iteration's kernels are ordered by their launching
+    call's start (``call_start``) when every one of them has it, else by correlation id (ids are handed out at
+    the launch call) when every one has one, else by start; ties (the kernels of one graph launch share its
+    call and id) by start.
 
     ``ops``: the timeline's ops already assigned to the analyzed iterations (``Analysis.ops``), else
     assigned here."""
@@ -256,39 +356,180 @@ def _timeline_kernels(
     ops = ops.filter(
         (pl.col("kind") == "kernel") & pl.col("iteration").is_in(analysis.iterations["index"].implode())
     )
+    call = pl.col("call_start") if "call_start" in ops.columns else pl.lit(None, pl.Int64)
+    corr = pl.col("correlation") if "correlation" in ops.columns else pl.lit(None, pl.Int64)
+    key = (
+        pl.when(call.is_not_null().all().over("iteration"))
+        .then(call)
+        .when(corr.is_not_null().all().over("iteration"))
+        .then(corr)
+        .otherwise(pl.col("start"))
+    )
+    ops = ops.with_columns(key.alias("_key"), corr.alias("_corr"))
+    rank = (
+        timeline.ops.with_row_index("op")
+        .filter(pl.col("kind") == "kernel")
+        .select(pl.col("op").cast(pl.Int64), pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"))
+    )
+    dims = launch_dims(timeline.kernel_metrics)
+    launch = rank.join(dims, on="kernel", how="inner").select("op", pl.col("launch").alias("timeline_launch"))
     return (
-        ops.sort("iteration", "start", "end")
+        ops.sort("iteration", "_key", "_corr", "start", "end", nulls_last=True)
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("iteration").alias("position"))
+        .with_columns(pl.col("op").cast(pl.Int64))
+        .join(launch, on="op", how="left", maintain_order="left")
         .select(
             "op",
             "iteration",
             "position",
             pl.col("name").alias("timeline_name"),
             (pl.col("end") - pl.col("start")).alias("timeline_ns"),
+            "timeline_launch",
         )
     )
 
 
+def _codes(ncu: pl.Series, timeline: pl.Series) -> tuple[np.ndarray, np.ndarray]:
+    """The bare names (:func:`base_name`) of ``ncu`` and ``timeline`` as integer codes shared by both; -1 and
+    -2 where a name is missing (so that a missing name matches nothing)."""
+    a, b = _base_names(ncu), _base_names(timeline)
+    both = pl.concat([a, b]).drop_nulls().unique().sort()
+    mapping = {name: i for i, name in enumerate(both.to_list())}
+    code = lambda s, missing: s.replace_strict(mapping, default=missing, return_dtype=pl.Int64).to_numpy()  # noqa: E731
+    return code(a, -1), code(b, -2)
+
+
+#: the most candidate offsets :func:`_perfect_offsets` checks (each a comparison of the whole profile); more
+#: (every kernel of the profile occurs that often in the timeline) is taken as ambiguous
+MAX_OFFSETS = 4096
+
+
+def _perfect_offsets(ncu: np.ndarray, ref: np.ndarray, periodic: bool) -> list[int] | None:
+    """Every offset s at which all ncu kernels' names match: ncu kernel j <-> ``ref[(j + s) % len(ref)]``
+    (``periodic``: the positions of an iteration) or ``ref[j + s]`` (the whole sequence, ncu inside it).
+
+    Candidates come from the ncu name rarest in ``ref`` (each of its occurrences fixes one offset), then each
+    candidate is checked on all ncu kernels at once. None when there are more than :data:`MAX_OFFSETS`
+    candidates."""
+    m, k = len(ncu), len(ref)
+    if m == 0 or k == 0 or (not periodic and m > k):
+        return []
+    codes = max(int(ref.max()), int(ncu.max()), 0) + 1
+    counts = np.bincount(ref[ref >= 0], minlength=codes)
+    seen = np.where(ncu >= 0, counts[ncu.clip(0)], 0)
+    j = int(np.argmin(seen))
+    if seen[j] == 0:
+        return []
+    starts = np.flatnonzero(ref == ncu[j]) - j
+    j_all = np.arange(m)
+    out = []
+    candidates = np.unique(starts % k if periodic else starts)
+    if candidates.size > MAX_OFFSETS:  # a sequence this repetitive cannot place a profile unambiguously
+        return None
+    for s in candidates.tolist():
+        if not periodic and (s < 0 or s + m > k):
+            continue
+        idx = (j_all + s) % k if periodic else j_all + s
+        if np.array_equal(ref[idx], ncu):
+            out.append(int(s))
+    return out
+
+
+def _holds_an_iteration(s: int, m: int, k: int | None, timeline_kernels: pl.DataFrame) -> bool:
+    """Whether a profile of ``m`` kernels joined from offset ``s`` (:func:`_offset`) holds a whole iteration,
+    first kernel to last: then it is the timeline's kernel sequence seen from another start, not a reordering
+    that happens to fit (two kernels swapped in a two-kernel iteration are a shift by one too)."""
+    if k is not None:
+        return m - (k - s) % k >= k
+    sizes = timeline_kernels.group_by("iteration").len().sort("iteration")["len"].to_numpy()
+    first = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return bool(((first >= s) & (first + sizes <= s + m)).any())
+
+
+def _offset(ordered: pl.DataFrame, timeline_kernels: pl.DataFrame, k: int | None, warnings: list[str]) -> int:
+    """Where ncu's first kernel sits in the timeline: 0 (as profiled from an iteration's start), unless the
+    names do not all match there and do at exactly one other offset (a profile shifted by ``--launch-skip``, or
+    cut elsewhere in the iteration): that offset, with a warning. Position within an iteration when every
+    iteration has ``k`` kernels, else index in the analyzed iterations' kernel sequence. Two or more such
+    offsets (an iteration that repeats itself: the layers of a model), or one from which the profile holds no
+    whole iteration (:func:`_holds_an_iteration`), leave it at 0, said in a warning."""
+    if k is not None:
+        ref_frame = timeline_kernels.sort("iteration", "position").group_by("position", maintain_order=True)
+        ref_names = ref_frame.agg(pl.col("timeline_name").first()).sort("position")["timeline_name"]
+    else:
+        ref_names = timeline_kernels.sort("iteration", "position")["timeline_name"]
+    ncu, ref = _codes(ordered["name"], ref_names)
+    periodic = k is not None
+    m = len(ncu)
+    at_zero = ncu[: min(m, len(ref))] if not periodic else ncu
+    if periodic and np.array_equal(ref[np.arange(m) % len(ref)], ncu):
+        return 0
+    if not periodic and np.array_equal(ref[: len(at_zero)], at_zero):
+        return 0
+    found = _perfect_offsets(ncu, ref, periodic)
+    if found is None:
+        warnings.append(
+            f"the Nsight Compute kernel names do not all match the timeline's from its start, and every one of "
+            f"them recurs there more than {MAX_OFFSETS} times: the profile cannot be realigned unambiguously, "
+            "so it is not"
+        )
+        return 0
+    if len(found) == 1 and found[0] != 0 and not _holds_an_iteration(found[0], m, k, timeline_kernels):
+        warnings.append(
+            f"the Nsight Compute kernel names match the timeline's only from {'position' if periodic else 'kernel'} "
+            f"{found[0]} on, but the profile holds no whole iteration from there (a reordered profile could match "
+            "so too): it is not realigned"
+        )
+        return 0
+    if len(found) == 1 and found[0] != 0:
+        s = found[0]
+        where = (
+            f"position {s} of the iteration's {k} kernels"
+            if periodic
+            else f"kernel {s} of the analyzed iterations' {len(ref)}"
+        )
+        warnings.append(
+            f"the Nsight Compute profile starts at {where}, not at its first (--launch-skip, or a profile cut "
+            f"elsewhere): all {m} of its kernel names match the timeline there and at no other offset, so it is "
+            "joined from there"
+        )
+        return s
+    if len(found) > 1:
+        shown = ", ".join(str(s) for s in found[:5]) + (", ..." if len(found) > 5 else "")
+        warnings.append(
+            f"the Nsight Compute kernel names do not all match the timeline's from its start, and match at "
+            f"{len(found)} other offsets ({shown}): the profile cannot be realigned unambiguously, so it is not"
+        )
+    return 0
+
+
 def _join_ncu(values: pl.DataFrame, timeline_kernels: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
-    """Timeline kernels with the matched ncu values (see module docstring)."""
+    """Timeline kernels with the matched ncu values (see module docstring); ``launch`` (ncu's launch
+    dimensions) when ``values`` has it."""
     m = values.height
     counts = timeline_kernels.group_by("iteration").len()["len"]
     n = timeline_kernels.height
+    carried = [c for c in ("launch",) if c in values.columns]
     if m == 0 or n == 0:
         return timeline_kernels.clear().with_columns(
-            [pl.lit(None, pl.Float64).alias(c) for c in COLUMNS] + [pl.lit(None, pl.String).alias("name")]
+            [pl.lit(None, pl.Float64).alias(c) for c in COLUMNS]
+            + [pl.lit(None, pl.String).alias(c) for c in ("name", *carried)]
         )
     k = int(counts[0]) if counts.n_unique() == 1 else None
     ordered = values.sort("kernel").with_columns(pl.int_range(pl.len(), dtype=pl.Int64).alias("j"))
-    if k is not None and m >= k:
-        used = (m // k) * k
-        if m % k:
-            warnings.append(
-                f"Nsight Compute holds {m} kernels, not a multiple of the {k} kernels per iteration: "
-                f"the last {m % k} are ignored"
-            )
-        reps = ordered.filter(pl.col("j") < used).with_columns((pl.col("j") % k).alias("position"))
-        names = reps.group_by("position").agg(pl.col("name").first())
+    s = _offset(ordered, timeline_kernels, k, warnings)
+    if k is not None:
+        if m >= k and s == 0:
+            used = (m // k) * k
+            if m % k:
+                warnings.append(
+                    f"Nsight Compute holds {m} kernels, not a multiple of the {k} kernels per iteration: "
+                    f"the last {m % k} are ignored"
+                )
+        else:  # realigned, or fewer kernels than an iteration's (each at its own position; see the caller)
+            used = m
+        reps = ordered.filter(pl.col("j") < used).with_columns(((pl.col("j") + s) % k).alias("position"))
+        names = reps.group_by("position").agg(pl.col(c).first() for c in ("name", *carried))
         by_pos = (
             reps.group_by("position")
             .agg(
@@ -301,16 +542,17 @@ def _join_ncu(values: pl.DataFrame, timeline_kernels: pl.DataFrame, warnings: li
             [pl.when(pl.col(f"{c}_nan")).then(float("nan")).otherwise(pl.col(c)).alias(c) for c in COLUMNS]
         ).drop([f"{c}_nan" for c in COLUMNS])
         return timeline_kernels.join(by_pos, on="position", how="left")
-    if m != n:
+    if s or m != n:
         warnings.append(
             f"Nsight Compute holds {m} kernels but the timeline's analyzed iterations hold {n} "
             f"(kernels per iteration vary: {counts.min()}..{counts.max()}): matched one to one in order; "
-            "iterations not fully matched get no value"
+            "iterations not wholly matched get no wall-time value, and the kernel-time averages cover the "
+            "wholly matched ones"
         )
     seq = timeline_kernels.sort("iteration", "position").with_columns(
-        pl.int_range(pl.len(), dtype=pl.Int64).alias("j")
+        (pl.int_range(pl.len(), dtype=pl.Int64) - s).alias("j")
     )
-    joined = seq.join(ordered.select("j", "name", *COLUMNS), on="j", how="left").drop("j")
+    joined = seq.join(ordered.select("j", "name", *COLUMNS, *carried), on="j", how="left").drop("j")
     return joined
 
 
@@ -318,8 +560,7 @@ def _check_names(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     if joined.is_empty():
         return joined.with_columns(pl.lit(None, pl.Boolean).alias("name_match"))
     joined = joined.with_columns(
-        pl.col("name").map_elements(base_name, return_dtype=pl.String).alias("_a"),
-        pl.col("timeline_name").map_elements(base_name, return_dtype=pl.String).alias("_b"),
+        _base_names(joined["name"]).alias("_a"), _base_names(joined["timeline_name"]).alias("_b")
     ).with_columns(
         pl.when(pl.col("name").is_null())
         .then(None)
@@ -337,24 +578,59 @@ def _check_names(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     return joined.drop("_a", "_b")
 
 
+def _check_launch(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``joined`` with ``launch_match``: whether the matched ncu kernel's launch dimensions (grid and block)
+    are the timeline kernel's; null where either side lacks them (a timeline reader that keeps none, an ncu
+    report without them). A difference is evidence that the pairing is wrong, as a name's is."""
+    ncu = pl.col("launch") if "launch" in joined.columns else pl.lit(None, pl.String)
+    tl = pl.col("timeline_launch") if "timeline_launch" in joined.columns else pl.lit(None, pl.String)
+    joined = joined.with_columns(
+        pl.when(ncu.is_null() | tl.is_null()).then(None).otherwise(ncu == tl).alias("launch_match")
+    )
+    bad = joined.filter(pl.col("launch_match") == False)  # noqa: E712
+    if bad.height:
+        first = bad.row(0, named=True)
+        compared = int(joined.get_column("launch_match").is_not_null().sum())
+        warnings.append(
+            f"{bad.height} of {compared} matched kernels differ in launch dimensions (first: iteration "
+            f"{first['iteration']} position {first['position']}: Nsight Compute {first['launch']} vs timeline "
+            f"{first['timeline_launch']}): the join by order may be wrong"
+        )
+    return joined
+
+
 def _drop_mismatched(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     """``joined`` with no Nsight Compute value on the timeline kernels whose matched ncu kernel has another
-    name (:func:`_check_names`): that value is another kernel's (a shifted or reordered profile, another
-    configuration's), so the kernel counts as unmeasured, and its iteration gets no wall-time value."""
-    bad = joined.get_column("name_match").eq(False).fill_null(False)
+    name (:func:`_check_names`) or other launch dimensions (:func:`_check_launch`): that value is another
+    kernel's (a shifted or reordered profile, another configuration's), so the kernel counts as unmeasured,
+    and its iteration gets no wall-time value."""
+    by_name = joined.get_column("name_match").eq(False).fill_null(False)
+    by_launch = (
+        joined.get_column("launch_match").eq(False).fill_null(False)
+        if "launch_match" in joined.columns
+        else pl.Series([False] * joined.height, dtype=pl.Boolean)
+    )
+    bad = by_name | by_launch
     if not bad.any():
         return joined
+    what = (
+        "names or launch dimensions"
+        if by_name.any() and by_launch.any()
+        else "names"
+        if by_name.any()
+        else "launch dimensions"
+    )
     matched = int(joined.get_column("name_match").is_not_null().sum())
-    if bad.sum() > matched / 2:  # most names differ: the order itself is wrong, the "matches" are chance
+    if bad.sum() > matched / 2:  # most differ: the order itself is wrong, the "matches" are chance
         warnings.append(
-            f"the names of {int(bad.sum())} of {matched} matched kernels differ: the Nsight Compute profile is "
+            f"the {what} of {int(bad.sum())} of {matched} matched kernels differ: the Nsight Compute profile is "
             "not in the timeline's kernel order (another configuration, or cut elsewhere in the iteration), "
             "so none of its values is used"
         )
         return joined.with_columns([pl.lit(None, pl.Float64).alias(c) for c in COLUMNS])
     iterations = joined.filter(bad).get_column("iteration").n_unique()
     warnings.append(
-        f"the Nsight Compute values of the {int(bad.sum())} kernels whose names differ are not used (they are "
+        f"the Nsight Compute values of the {int(bad.sum())} kernels whose {what} differ are not used (they are "
         f"another kernel's): {iterations} of {joined.get_column('iteration').n_unique()} iterations get no "
         "wall-time value, and the kernel-time averages leave those kernels out"
     )
@@ -470,9 +746,10 @@ def analyze_kernel_metrics(
                 .drop("kernel")
             )
         else:
-            joined = _join_ncu(values, tk, warnings)
+            joined = _join_ncu(values.join(launch_dims(km), on="kernel", how="left"), tk, warnings)
         joined = _check_names(joined, warnings)
         if not same_trace:
+            joined = _check_launch(joined, warnings)
             joined = _drop_mismatched(joined, warnings)
     summary: dict[str, dict[str, Any] | None] = {}
     iterations: pl.DataFrame | None = None
@@ -480,12 +757,30 @@ def analyze_kernel_metrics(
         iterations = _wall_time_per_iteration(joined, analysis)
     duration = "timeline_ns" if joined is not None else "duration_ns"
     frame = joined if joined is not None else values
+    # The kernel-time average of a join is over the iterations the profile covers wholly: a profile cut short
+    # (--launch-count) holds the first kernels of an iteration only, not its mix of kernels.
+    averaged = frame
+    partial = False
+    if joined is not None and not same_trace and joined.height:
+        averaged = joined.filter(pl.col("name").is_not_null().all().over("iteration"))
+        paired = int(joined.get_column("name").is_not_null().sum())
+        partial = averaged.is_empty() and paired > 0
+        if partial:
+            first = joined.filter(pl.col("name").is_not_null()).get_column("iteration")[0]
+            of_first = joined.filter(pl.col("iteration") == first)
+            warnings.append(
+                f"Nsight Compute profiled no analyzed iteration wholly ({int(of_first['name'].is_not_null().sum())} "
+                f"of the {of_first.height} kernels of iteration {first}: a profile cut short, --launch-count?): "
+                "no wall-time figure and no kernel-time average is given, the kernels profiled not being the "
+                "iteration's mix (their own average is kept as kernel_time_profiled)"
+            )
     for c in COLUMNS:
         how = values[f"{c}_how"].drop_nulls()
         if how.is_empty():
             summary[c] = None
             continue
-        avg, used, _, _ = _kernel_time_average(frame, c, duration)
+        avg, used, _, _ = _kernel_time_average(averaged, c, duration)
+        profiled = _kernel_time_average(frame, c, duration)[0] if partial else None
         # NaN / missing are counted over the metric trace's own kernels (not over joined timeline kernels).
         nan = int((values[c].is_not_null() & values[c].is_nan()).sum())
         missing = int(values[c].is_null().sum())
@@ -499,6 +794,8 @@ def analyze_kernel_metrics(
             "nan_skipped": nan,
             "missing": missing,
         }
+        if partial:
+            entry["kernel_time_profiled"] = profiled
         if nan:
             said = f"{c}: {nan} kernel{'s' if nan != 1 else ''} with NaN {entry['metric']} skipped"
             if joined is not None:

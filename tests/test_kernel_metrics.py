@@ -96,7 +96,8 @@ def test_varying_kernel_counts_join_in_order_even_from_unsorted_rows() -> None:
     assert got == {(0, 0): 1.0, (0, 1): 2.0, (1, 0): 3.0, (1, 1): 4.0, (1, 2): None}
     assert warnings == [
         "Nsight Compute holds 4 kernels but the timeline's analyzed iterations hold 5 (kernels per iteration "
-        "vary: 2..3): matched one to one in order; iterations not fully matched get no value"
+        "vary: 2..3): matched one to one in order; iterations not wholly matched get no wall-time value, and "
+        "the kernel-time averages cover the wholly matched ones"
     ]
 
 
@@ -311,16 +312,20 @@ def test_the_timeline_kernels_follow_the_analysis_range_or_the_one_given() -> No
     result = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, by_step)
     # one 2000 ns iteration holding all 4 kernels, profiled as 2 per iteration: not a whole iteration
     assert result.kernels.height == 4 and result.iterations["sms_active"].to_list() == [None]
-    assert any("holds 2 kernels but the timeline's analyzed iterations hold 4" in w for w in result.warnings)
+    assert any(
+        "no analyzed iteration wholly (2 of the 4 kernels of iteration 0" in w for w in result.warnings
+    )
+    assert result.value("sms_active", wall_time=False) is None
     # range_name given: it decides the timeline's iterations (2 x 2 kernels), reported on the analysis' index 0
     by_iteration = analyze_kernel_metrics(ncu_trace(NCU_TWO), tl, by_step, "iteration")
     assert by_iteration.kernels["iteration"].to_list() == [0, 0]
 
 
-def test_positions_follow_start_then_end_within_each_iteration() -> None:
-    """A kernel's position in its iteration is its rank by start, then end (overlapping kernels on two
-    streams), and the joined kernels come in iteration order even when a kernel launched in iteration 0
-    starts after one launched in iteration 1."""
+def test_positions_follow_the_launch_order_within_each_iteration() -> None:
+    """A kernel's position in its iteration is its rank by launch (its launching call's start), as ncu numbers
+    kernels, not by start (overlapping kernels on two streams: the kernel launched first here ends last), and
+    the joined kernels come in iteration order even when a kernel launched in iteration 0 starts after one
+    launched in iteration 1. (Before fuzz 8 the rank was by start, then end.)"""
     from tests.builders import make_trace
 
     trace = make_trace(
@@ -343,12 +348,12 @@ def test_positions_follow_start_then_end_within_each_iteration() -> None:
         ],
     )
     # each position's kernel named alike in both iterations, as ncu names them (the join drops kernels whose
-    # names differ): positions 0, 1, 2 are x, y, z
+    # names differ): positions 0, 1, 2 (launch order) are x, y, z
     import dataclasses
 
     import polars as pl
 
-    by_end = {500: "y", 200: "x", 1220: "z", 1150: "x", 1900: "y", 1300: "z"}
+    by_end = {500: "x", 200: "y", 1220: "z", 1150: "x", 1900: "y", 1300: "z"}
     names = pl.col("end").replace_strict(by_end, return_dtype=pl.String).alias("name")
     trace = dataclasses.replace(trace, ops=trace.ops.with_columns(names))
     analysis = analyze_iterations(trace)
@@ -357,10 +362,10 @@ def test_positions_follow_start_then_end_within_each_iteration() -> None:
     ]
     result = analyze_kernel_metrics(ncu_trace(kernels), trace, analysis)
     joined = result.kernels.select("iteration", "position", "timeline_ns", "sms_active").rows()
-    # by (start, end): iteration 0 = (100-200, 100-500, 1120-1220), iteration 1 = (1100-1150, 1150-1900, 1200-1300)
+    # by launch: iteration 0 = (100-500, 100-200, 1120-1220), iteration 1 = (1100-1150, 1150-1900, 1200-1300)
     assert joined == [
-        (0, 0, 100, 10.0),
-        (0, 1, 400, 20.0),
+        (0, 0, 400, 10.0),
+        (0, 1, 100, 20.0),
         (0, 2, 100, 30.0),
         (1, 0, 50, 10.0),
         (1, 1, 750, 20.0),

@@ -10,7 +10,10 @@ often with locked clocks and flushed caches). The reader fills:
     of the last domain that has one; null when none or when ncu ran without ``--nvtx``), ``duration_ns`` =
     ``gpu__time_duration.sum`` converted to ns (null when absent or NaN), ``metric``, ``unit`` (as ncu wrote
     it), ``value`` (float; NaN kept where ncu reported NaN/``n/a``, e.g. an incomplete replay). String-valued
-    metrics are not rows; ``device__attribute_display_name`` becomes ``meta["gpu"]``.
+    metrics are not rows; ``device__attribute_display_name`` becomes ``meta["gpu"]``. The CSV's ``Grid Size``
+    and ``Block Size`` ("(128, 1, 1)") are read as ``launch__grid_dim_x`` ... ``launch__block_dim_z`` rows
+    (unit "") where the report does not hold those metrics itself (``--metrics`` without them): the timeline
+    join compares them; a cell written otherwise gives none.
 ``ops``
     one op of kind "kernel" per kernel whose duration is known, **laid out back to back from t = 0** in
     profiling order. ncu does not record when kernels ran in the application, so these start/end times are
@@ -371,8 +374,9 @@ def _read_csv(path: Path) -> Trace:
             meta["gpu"] = names[0].strip()
     meta["warnings"] += _comma_warning(long, kernels.height, path) + _launchless_warning(kernels)
     _nested_stacks(kernels.get_column("_stack").to_list(), meta)
-    kernels = kernels.drop("_launchless", "_stack")
     long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
+    long = pl.concat([long, _launch_rows(kernels, long)])
+    kernels = kernels.drop("_launchless", "_stack", *LAUNCH_FIELDS)
     return _finish(kernels, long, meta, path)
 
 
@@ -402,6 +406,46 @@ def _with_key(rows: pl.DataFrame) -> pl.DataFrame:
 
 #: the launch dimensions of a kernel row; a range-replay result has none
 LAUNCH_COLUMNS = ("Block Size", "Grid Size")
+#: ncu's launch-dimension metrics, as :data:`LAUNCH_COLUMNS` spell them ("(128, 1, 1)")
+LAUNCH_METRICS = {
+    "Grid Size": ("launch__grid_dim_x", "launch__grid_dim_y", "launch__grid_dim_z"),
+    "Block Size": ("launch__block_dim_x", "launch__block_dim_y", "launch__block_dim_z"),
+}
+#: the kernel table's columns holding :data:`LAUNCH_METRICS`' values (null where the cell does not read)
+LAUNCH_FIELDS = tuple(f"_{m}" for metrics in LAUNCH_METRICS.values() for m in metrics)
+#: a Block/Grid Size cell: three counts, each written with or without thousands separators, separated by a
+#: comma and a space ("(1,024, 1, 1)"); any other spelling does not read
+_DIMS = r"^\(\s*(\d{1,3}(?:,\d{3})*|\d+)\s*,\s+(\d{1,3}(?:,\d{3})*|\d+)\s*,\s+(\d{1,3}(?:,\d{3})*|\d+)\s*\)$"
+
+
+def _launch_dims(cell: pl.Expr, column: str) -> list[pl.Expr]:
+    """The three counts of a Block/Grid Size cell as :data:`LAUNCH_FIELDS` columns (null: not readable)."""
+    text = cell.str.strip_chars()
+    return [
+        text.str.extract(_DIMS, i + 1)
+        .str.replace_all(",", "", literal=True)
+        .cast(pl.Int64, strict=False)
+        .alias(f"_{metric}")
+        for i, metric in enumerate(LAUNCH_METRICS[column])
+    ]
+
+
+def _launch_rows(kernels: pl.DataFrame, long: pl.DataFrame) -> pl.DataFrame:
+    """Long rows (kernel, metric, unit, value) of the launch dimensions read from the Block/Grid Size columns,
+    for the (kernel, metric) pairs ``long`` lacks: the join compares them with a timeline's (a report collected
+    with ``--metrics`` holds no ``launch__*`` metric, but every CSV has these columns)."""
+    rows = (
+        kernels.select("kernel", *LAUNCH_FIELDS)
+        .unpivot(index="kernel", on=list(LAUNCH_FIELDS), variable_name="metric", value_name="value")
+        .filter(pl.col("value").is_not_null())
+        .select(
+            "kernel",
+            pl.col("metric").str.strip_prefix("_"),
+            pl.lit("", pl.String).alias("unit"),
+            pl.col("value").cast(pl.Float64),
+        )
+    )
+    return rows.join(long.select("kernel", "metric"), on=["kernel", "metric"], how="anti")
 
 
 def _launchless_warning(kernels: pl.DataFrame) -> list[str]:
@@ -437,6 +481,15 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
     stream = _numbers(pl.col("Stream")).cast(pl.Int64, strict=False) if "Stream" in first.columns else None
     launch = [pl.col(c).fill_null("").str.strip_chars() == "" for c in LAUNCH_COLUMNS if c in first.columns]
     launchless = pl.all_horizontal(launch) if len(launch) == len(LAUNCH_COLUMNS) else pl.lit(False)
+    dims = [
+        e
+        for c in LAUNCH_COLUMNS
+        for e in (
+            _launch_dims(pl.col(c), c)
+            if c in first.columns
+            else [pl.lit(None, pl.Int64).alias(f"_{m}") for m in LAUNCH_METRICS[c]]
+        )
+    ]
     return first.select(
         pl.col("_key"),
         launchless.alias("_launchless"),
@@ -446,6 +499,7 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
         pl.Series("_stack", stacks, dtype=pl.List(pl.String)),
         (device if device is not None else pl.lit(None, pl.Int32)).alias("device"),
         (stream if stream is not None else pl.lit(None, pl.Int64)).alias("stream"),
+        *dims,
     )
 
 
