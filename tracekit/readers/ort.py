@@ -507,7 +507,8 @@ def read(path: Path) -> Trace:
     if merged:
         inits = session.filter(pl.col("name") == "session_initialization").height
         raise TraceFormatError(
-            f"{merged} 'model_run' events overlap an earlier one on the same thread, which one ONNX Runtime "
+            f"{merged} 'model_run' event{'s' if merged > 1 else ''} overlap{'' if merged > 1 else 's'} an earlier "
+            "one on the same thread, which one ONNX Runtime "
             f"session cannot do ({inits} 'session_initialization' events): profiles of several sessions, each "
             "timed from its own session's start, were merged into this file, so their runs are not on one "
             "timeline; analyze each session's own profile",
