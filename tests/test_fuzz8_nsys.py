@@ -168,3 +168,36 @@ def test_gpu_ids_that_are_not_integers_leave_the_gpu_out_instead_of_failing(tmp_
     assert read(digits).meta["gpus"] == [{"id": 0, "name": "NVIDIA H100"}]
     for path in (text, digits):
         assert ms(tracekit.analyze(path), "gpu_busy_ms") == [0.01] * 4
+
+
+# ------------------------------------------------------------- the capture's own NVTX range
+
+
+def test_the_nvtx_range_that_started_and_stopped_the_capture_keeps_its_end(tmp_path: Path) -> None:
+    """Recorded with nsys 2022.4 (CPU-only, ``-t nvtx,osrt --capture-range=nvtx --nvtx-capture=iteration``):
+    the capture starts at the 'iteration' push and stops at its pop, and nsys writes that pop as the
+    capture's end (ANALYSIS_DETAILS.duration, 24331875 ns; the range began at 3817219 ns). The reader took
+    every range ending there for one the capture cut: "no ranges and no device activity: nothing to analyze".
+    The range that began before every other keeps its end (with a warning): one iteration of 20.514656 ms.
+    With ``--nvtx-capture=profile`` around 5 iterations the 'profile' range had been called cut; a range cut
+    by the capture that is not the first (the 6th 'iteration' of a process that died) still has no end."""
+    b = NsysBuilder(version="2022.4.2.1", meta_table="EXPORT_META_DATA")
+    b.nvtx_range(3817219, 24331875, "iteration")
+    b.capture(24331875)
+    trace = read(b.write(tmp_path / "capture_range_nvtx.synthetic.sqlite"))
+    assert trace.ranges["end"].to_list() == [24331875]
+    assert any("started and stopped the capture" in w for w in trace.warnings)
+    assert not any("never closed" in w for w in trace.warnings)
+    a = tracekit.analyze(tmp_path / "capture_range_nvtx.synthetic.sqlite")
+    assert ms(a, "latency_ms") == [20.514656]
+
+    b = NsysBuilder(version="2022.4.2.1", meta_table="EXPORT_META_DATA")
+    b.nvtx_range(839987, 115965307, "profile")
+    for i in range(5):
+        s = 846009 + i * 22_000_000
+        b.nvtx_range(s, s + 20_000_000, "iteration")
+    b.nvtx_range(114_000_000, 115965307, "iteration", tid=101)  # cut: not the first range
+    b.capture(115965307)
+    trace = read(b.write(tmp_path / "capture_range_profile.synthetic.sqlite"))
+    ends = dict(zip(trace.ranges["start"].to_list(), trace.ranges["end"].to_list(), strict=True))
+    assert ends[839987] == 115965307 and ends[114_000_000] is None

@@ -403,8 +403,12 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     A range that ends exactly at the capture's end (:func:`_session_ends`) was still open when the capture
     stopped: nsys 2022.4 writes the capture's end as its end (a push never popped, a process that died inside
     a range; checked by recording), which would make it an iteration as long as the rest of the capture.
-    Its end is read as null (never closed), and the reader's never-closed warning counts it. Warnings are
-    appended to ``warnings``."""
+    Its end is read as null (never closed), and the reader's never-closed warning counts it. But for the
+    range that began strictly before every other range: under ``--capture-range=nvtx`` the capture starts at
+    that range's push and stops at its pop, and nsys (2022.4, recorded) writes that pop as the capture's end
+    too. That range keeps its end, with a warning (read as cut, a capture triggered by its only 'iteration'
+    had been "no ranges: nothing to analyze", and the trigger range of one around 5 iterations was said to
+    be cut by the capture). Warnings are appended to ``warnings``."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
     exprs = {
@@ -471,7 +475,20 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
     ends = _session_ends(export)
     if ends:  # (the never-closed warning of :func:`_close_unclosed` counts them)
-        ranges = ranges.with_columns(pl.when(~pl.col("end").is_in(ends)).then(pl.col("end")).alias("end"))
+        at_end = pl.col("end").is_in(ends)
+        starts = ranges.get_column("start")
+        first = starts.min()
+        trigger = at_end & (pl.col("start") == first)
+        alone = first is not None and int((starts == first).sum()) == 1
+        if alone and ranges.select(trigger.any()).item():
+            name = ranges.filter(trigger).get_column("name")[0]
+            warnings.append(
+                f"NVTX range {name!r} ends exactly at the capture's end and began before every other range: read "
+                "as the range that started and stopped the capture (nsys --capture-range=nvtx), its end kept; "
+                "had the capture been cut inside it, that end is the capture's"
+            )
+            at_end = at_end & ~trigger
+        ranges = ranges.with_columns(pl.when(~at_end).then(pl.col("end")).alias("end"))
     return ranges
 
 
