@@ -201,3 +201,28 @@ def test_the_nvtx_range_that_started_and_stopped_the_capture_keeps_its_end(tmp_p
     trace = read(b.write(tmp_path / "capture_range_profile.synthetic.sqlite"))
     ends = dict(zip(trace.ranges["start"].to_list(), trace.ranges["end"].to_list(), strict=True))
     assert ends[839987] == 115965307 and ends[114_000_000] is None
+
+
+def test_kernels_only_in_a_table_the_reader_does_not_read_make_no_cpu_only_trace(tmp_path: Path) -> None:
+    """An export whose kernels sit in a table under another name (``CUPTI_ACTIVITY_KIND_KERNEL_V2``, as some
+    readers of newer exports expect) had no op the reader knew: it was read as a CPU-only trace, its NVTX
+    leaves ('forward' inside each 'iteration') the operators: GPU utilization 97.5% per iteration, from host
+    ranges alone. It stays a GPU trace without ops: no verdict, no utilization, and a warning names the
+    table."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for i in range(4):
+        s = i * 100 * US
+        b.nvtx_range(s, s + 80 * US, "iteration")
+        b.nvtx_range(s + 1 * US, s + 79 * US, "forward")
+        b.runtime(s + 2 * US, s + 4 * US, "cudaLaunchKernel_v7000", correlation=i + 1)
+        b.kernel(s + 6 * US, s + 16 * US, "k", correlation=i + 1)
+    path = b.write(tmp_path / "kernel_v2.synthetic.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO CUPTI_ACTIVITY_KIND_KERNEL_V2")
+    trace = read(path)
+    assert trace.meta["device"] == "gpu" and trace.ops.height == 0
+    a = tracekit.analyze(path)
+    assert a.verdict is None
+    assert a.iterations["gpu_utilization"].to_list() == [None] * 4
+    assert any("CUPTI_ACTIVITY_KIND_KERNEL_V2 (4 rows) is not read" in w for w in a.warnings)

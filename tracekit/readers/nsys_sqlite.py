@@ -957,8 +957,11 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
             _NEVER_CLOSED
         )
 
-    device = "gpu" if ops.height else "cpu"
-    if not ops.height and ranges.height:
+    # GPU work in a table this reader does not read (a versioned or newer CUPTI table) is no CPU-only trace:
+    # its NVTX leaves as operators had given a verdict on a GPU run from its host ranges alone.
+    unread = bool(_unread_device_tables(export)) if not ops.height else False
+    device = "gpu" if ops.height or unread else "cpu"
+    if not ops.height and ranges.height and not unread:
         ops = _cpu_operators(ranges)
     meta = export_meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
