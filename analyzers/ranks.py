@@ -11,7 +11,10 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   below compares whole traces: a GPU row is not another rank (the GPUs of one process share its steps; those
   of one capture share its clock but not a job's rank), so no GPU row is a slowest, a reference, a straggler
   or a skewed trace; ``gpu_note`` says so in the document. Within a trace, its GPUs' mean busy time per
-  iteration is compared (``gpu_busy_spread``: the busiest and least busy GPU, :func:`gpu_busy_spread`).
+  iteration is compared (``gpu_busy_spread``: the busiest and least busy GPU, :func:`gpu_busy_spread`), and,
+  where its GPUs ran steps of their own (one Nsight Systems capture of several ranks), their straggler, start
+  skew and slowest by step on the capture's one clock, without alignment (``gpu_within``:
+  :func:`within_capture`; the collectives matched in launch order must end together on that clock).
 - **spread**: the slowest and fastest trace by median latency, and their ratio.
 - **labels**: ``rank N`` when the trace says its rank (Kineto's ``distributedInfo``) and no other trace claims
   the same rank, else the file name (the path when names repeat).
@@ -280,6 +283,76 @@ def extremes(rows: list[dict[str, Any]], field: str, high: str, low: str) -> dic
     }
 
 
+#: Within one capture (one clock), the k-th collectives of its GPUs, matched in launch order, are the same
+#: operation only when they end together: their ends may differ by no more than this (ns), or twice the
+#: matching's residual when larger (an all-reduce ends within microseconds on every rank).
+SAME_CLOCK_TOLERANCE_NS = 20_000
+
+
+def within_capture(result: dict[str, Any]) -> dict[str, Any] | None:
+    """Across the GPUs of one trace (one capture, so one clock: no alignment needed), where it ran on two or
+    more GPUs with figures and their iterations are not all the same windows (the GPUs of one process share
+    its steps: nothing to compare); else None. ``trace``; ``gpus`` (their labels); ``skew`` and
+    ``slowest_by_step`` as between traces (:func:`skew`, :func:`slowest_by_step`: offsets 0), steps matched by
+    number or position (:func:`by_step_number`); ``straggler`` (:func:`stragglers`) when every GPU has
+    collectives and those matched in launch order end together on the one clock (:func:`clock_offsets` finds
+    offsets within :data:`SAME_CLOCK_TOLERANCE_NS`, or twice its residual, of 0), else ``straggler`` None
+    with ``why``."""
+    lanes = []
+    for g in result.get("per_gpu") or ():
+        lane = g.get("lane")
+        if g.get("error") or not lane or not len(lane.get("iterations", {}).get("start_ns", ())):
+            continue
+        lanes.append(
+            {
+                "name": gpu_label(result, g),
+                "label": f"GPU {g.get('device')}",
+                "rank": None,
+                "collective_starts_ns": np.zeros(0, dtype=np.int64),
+                "collective_ends_ns": np.zeros(0, dtype=np.int64),
+                "collective_kinds": [],
+                **lane,
+            }
+        )
+    if len(lanes) < 2:
+        return None
+    starts = [tuple(np.asarray(x["iterations"]["start_ns"]).tolist()) for x in lanes]
+    ends = [tuple(np.asarray(x["iterations"]["end_ns"]).tolist()) for x in lanes]
+    if len(set(starts)) == 1 and len(set(ends)) == 1:
+        return None
+    out: dict[str, Any] = {"trace": label(result), "gpus": [x["label"] for x in lanes]}
+    steps_seen, numbered, shared = by_step_number(lanes)
+    if not shared:
+        out.update(why=numbered, straggler=None)
+        return out
+    if numbered:
+        out["steps_note"] = numbered
+    zero = [0] * len(steps_seen)
+    out["skew"] = skew(steps_seen, zero, 0)
+    out["slowest_by_step"] = slowest_by_step(steps_seen)
+    out.update(straggler=None)
+    if not all(len(x["collective_ends_ns"]) for x in steps_seen):
+        out["straggler_why"] = "not every GPU has collectives"
+        return out
+    match = clock_offsets(steps_seen)
+    if not match["aligned"]:
+        out["straggler_why"] = match["why"]
+        return out
+    residual = round(match["residual_us"] * 1e3)
+    bound = max(SAME_CLOCK_TOLERANCE_NS, 2 * residual)
+    off = max(abs(o) for o in match["offsets_ns"])
+    if off > bound:
+        out["straggler_why"] = (
+            f"the GPUs' collectives, matched in launch order, do not end together on the capture's one clock "
+            f"({off / 1e6:.3f} ms apart): they are not the same operations (other process groups?)"
+        )
+        return out
+    found = stragglers(steps_seen, zero, residual, match.get("matched_from") == "last")
+    out["straggler"] = found.pop("straggler")
+    out.update(found)
+    return out
+
+
 def gpu_warnings(results: list[dict[str, Any]]) -> list[str]:
     """Why a GPU row's verdict may be wrong, or why it has no figures, prefixed with its name (once per
     text, as :func:`trace_warnings`)."""
@@ -302,7 +375,8 @@ def gpu_note(rows: list[dict[str, Any]]) -> str | None:
         "shown as a row of its own (<trace> GPU k: that GPU's own work and iterations, as `tracekit analyze` "
         "on the trace shows it) under the trace's row, which counts its GPUs together (GPU busy: their union); "
         "the spread, clocks, straggler, skew and slowest by step compare whole traces, not GPUs; within a "
-        "trace only its GPUs' busy time is compared"
+        "trace its GPUs' busy time is compared, and where its GPUs ran steps of their own (one capture of "
+        "several processes: one clock) their straggler, start skew and slowest by step"
     )
 
 
@@ -960,6 +1034,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         doc["gpu_rows"] = per_gpu
         doc["gpu_note"] = gpu_note(per_gpu)
         doc["gpu_busy_spread"] = gpu_busy_spread(per_gpu)
+        within = [w for r in results if (w := within_capture(r)) is not None]
+        if within:
+            doc["gpu_within"] = within
     timed = [r for r in rows if r["median_latency_ms"] is not None]
     # Iterations cut by different ranges (a whole-trace window in one, steps in the others) are not the same
     # work: latencies and steps are not compared across them.

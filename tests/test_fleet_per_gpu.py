@@ -200,12 +200,16 @@ def test_the_compact_result_holds_a_few_numbers_per_gpu(traces: list[str]) -> No
     (outcome,) = analyze_many(traces[:1], AnalysisOptions(), jobs=1)
     per_gpu = outcome.result["per_gpu"]
     assert len(per_gpu) == 2
-    # scalars only (no per-iteration columns): its size does not grow with the iterations
-    assert {type(v) for g in per_gpu for v in g.values()} <= {int, float, str, type(None)}
+    # scalars (the row's figures), and the lane: the GPU's iteration times and step numbers (4 columns) and
+    # its collectives, as the trace's own are carried, for the comparison of one capture's GPUs
+    assert {type(v) for g in per_gpu for k, v in g.items() if k != "lane"} <= {int, float, str, type(None)}
     assert sorted(per_gpu[1]) == sorted(
-        ["device", "gpu", "range", "iterations", "median_latency_ms", "verdict", "verdict_uncertain"]
+        ["device", "gpu", "range", "iterations", "median_latency_ms", "verdict", "verdict_uncertain", "lane"]
         + [f"mean_{k}" for k in MEAN_FIELDS]
     )
+    assert sorted(per_gpu[1]["lane"]) == ["iterations"]  # (no collectives in this trace)
+    assert sorted(per_gpu[1]["lane"]["iterations"]) == ["end_ns", "index", "latency_ms", "start_ns", "step"]
+    assert list(per_gpu[1]["lane"]["iterations"]["step"]) == list(range(STEPS))
 
 
 def test_one_job_two_jobs_and_a_dask_cluster_give_the_same_json(
@@ -404,4 +408,110 @@ def test_a_many_trace_run_analyzes_each_gpu_once_and_says_what_a_second_analysis
     calls.clear()
     afresh = per_gpu(tracekit.analyze(traces[0]))  # a plain analysis keeps no causes: made again here
     assert len(calls) == 4  # (two for its per-device table, two with the causes)
-    assert reused == afresh
+    def plain(x: Any) -> str:
+        return json.dumps(x, default=lambda a: a.tolist(), sort_keys=True)
+
+    assert plain(reused) == plain(afresh)
+
+
+ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def _capture_of_two_ranks(path: Path, collectives: bool = True, step_numbers: bool = True) -> str:
+    """A SYNTHETIC Nsight Systems export of one capture of two ranks (pid 100 on GPU 0, pid 200 on GPU 1,
+    one session clock): 4 steps of 1 ms each (``ProfilerStep#N``, or ``iteration``), pid 200's starting
+    100 µs later; in each a 300 µs GEMM, then (``collectives``) an all-reduce that GPU 0 starts at 450 µs and
+    GPU 1 at 700 µs (its own 600 µs) after GPU 0's step start, both ending at 900 µs: GPU 1 arrives last,
+    0.25 ms after GPU 0, at every collective."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "Synthetic GPU A")
+    b.gpu(1, "Synthetic GPU B")
+    corr = 1
+    for pid, device, shift, arrive in ((100, 0, 0, 450_000), (200, 1, 100_000, 700_000)):
+        for step in range(STEPS):
+            base = 1_000_000_000 + step * 1_000_000
+            s0 = base + shift
+            name = f"ProfilerStep#{step + 5}" if step_numbers else "iteration"
+            b.nvtx_range(s0, s0 + 1_000_000, name, pid=pid, tid=pid)
+            b.runtime(s0 + 10_000, s0 + 11_000, "cudaLaunchKernel_v7000", correlation=corr, pid=pid, tid=pid)
+            b.kernel(s0 + 50_000, s0 + 350_000, GEMM, device=device, correlation=corr, pid=pid)
+            if collectives:
+                b.runtime(
+                    s0 + 20_000, s0 + 21_000, "cudaLaunchKernel_v7000", correlation=corr + 1, pid=pid, tid=pid
+                )
+                b.kernel(
+                    base + arrive, base + 900_000, ALLREDUCE, device=device, correlation=corr + 1, pid=pid
+                )
+            corr += 2
+    return str(b.write(path))
+
+
+def test_the_gpus_of_one_capture_are_compared_on_its_one_clock(tmp_path: Path) -> None:
+    """One capture of two ranks: no clock alignment is needed between its GPUs; GPU 1 starts each step
+    0.1 ms later, ends each last, and arrives last at every all-reduce, 0.25 ms after GPU 0."""
+    doc = _doc([_capture_of_two_ranks(tmp_path / "capture.synthetic.sqlite")])
+    (within,) = doc["gpu_within"]
+    assert within["trace"] == "capture.synthetic.sqlite" and within["gpus"] == ["GPU 0", "GPU 1"]
+    assert within["skew"]["steps"] == STEPS
+    assert within["skew"]["median_start_skew_ms"] == pytest.approx(0.1, abs=1e-12)
+    assert within["skew"]["max_start_skew_ms"] == pytest.approx(0.1, abs=1e-12)
+    assert (within["skew"]["ends_last"], within["skew"]["ends_last_steps"]) == ("GPU 1", STEPS)
+    assert within["slowest_by_step"] == {"steps": STEPS}  # every step 1 ms on both: no slowest
+    assert (within["straggler"], within["arrives_last"], within["collectives"]) == ("GPU 1", STEPS, STEPS)
+    assert within["median_wait_ms"] == pytest.approx(0.25, abs=1e-12)
+    assert within["total_wait_ms"] == pytest.approx(0.25 * STEPS, abs=1e-12)
+    # the separate-trace statistics are untouched: one trace, nothing to compare across traces
+    assert "straggler" not in doc and "skew" not in doc
+    text = render_ranks(doc, "table")
+    assert "within capture.synthetic.sqlite (one clock): straggler GPU 1" in text
+
+
+def test_within_a_capture_without_collectives_the_skew_stays_and_no_straggler_is_named(
+    tmp_path: Path,
+) -> None:
+    doc = _doc([_capture_of_two_ranks(tmp_path / "capture.synthetic.sqlite", collectives=False)])
+    (within,) = doc["gpu_within"]
+    assert within["straggler"] is None and within["straggler_why"] == "not every GPU has collectives"
+    assert within["skew"]["median_start_skew_ms"] == pytest.approx(0.1, abs=1e-12)
+
+
+def test_the_gpus_of_one_process_share_its_steps_and_are_not_compared(traces: list[str]) -> None:
+    assert "gpu_within" not in _doc(traces)  # (the 2-GPU trace of one process: the same windows)
+
+
+def test_within_a_capture_collectives_that_do_not_end_together_name_no_straggler() -> None:
+    """Hand-built compact GPU entries: matched in launch order, GPU 1's collectives end 0.5 ms after GPU 0's
+    on the one clock: not the same operations (another process group), so no straggler."""
+    from tracekit.analyzers.ranks import within_capture
+
+    def lane(shift: int) -> dict[str, Any]:
+        starts = [1_000_000 * k for k in range(4)]
+        return {
+            "iterations": {
+                "index": list(range(4)),
+                "start_ns": starts,
+                "end_ns": [s + 900_000 for s in starts],
+                "latency_ms": [0.9] * 4,
+                "step": [None] * 4,
+            },
+            "collective_starts_ns": [s + 100_000 + shift for s in starts],
+            "collective_ends_ns": [s + 200_000 + shift for s in starts],
+            "collective_kinds": ["allreduce"] * 4,
+            "collective_iterations": list(range(4)),
+        }
+
+    result = {
+        "name": "t.synthetic.sqlite",
+        "rank": None,
+        "per_gpu": [{"device": 0, "lane": lane(0)}, {"device": 1, "lane": {**lane(500_000)}}],
+    }
+    result["per_gpu"][1]["lane"]["iterations"]["start_ns"] = [
+        s + 50_000 for s in range(0, 4_000_000, 1_000_000)
+    ]
+    within = within_capture(result)
+    assert within is not None and within["straggler"] is None
+    assert within["straggler_why"].startswith(
+        "the GPUs' collectives, matched in launch order, do not end together"
+    )

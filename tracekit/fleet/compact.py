@@ -21,7 +21,9 @@ across ranks (:func:`tracekit.analyzers.ranks.several_communicators`).
 
 ``per_gpu`` (:func:`per_gpu`): for a trace whose ops ran on two or more GPUs, one small dict per GPU (its
 own part of the trace analyzed as the per-device table analyzes it, reduced to a fleet row's figures: about
-20 scalars, no per-iteration columns); None for a trace of one GPU.
+20 scalars), with its ``lane``: its iterations' index, start, end, latency and step number, and its
+collectives as the trace's own are carried, for the comparison of the GPUs of one capture, which share its
+clock (:func:`tracekit.analyzers.ranks.within_capture`); None for a trace of one GPU.
 """
 
 from __future__ import annotations
@@ -114,8 +116,12 @@ def step_numbers(analyzed: Analysis, index: pl.Series) -> list[int | None]:
     """The number each iteration of ``index`` has in its range's name (``ProfilerStep#12`` -> 12: the step
     the training loop counts, the same on every rank of one job), None where the name ends in no ``#N`` or the
     iteration's ranges say different numbers."""
-    ranges = analyzed.ranges
-    if not {"iteration", "name"} <= set(ranges.columns):
+    return step_numbers_of(analyzed.ranges, index)
+
+
+def step_numbers_of(ranges: pl.DataFrame | None, index: pl.Series) -> list[int | None]:
+    """:func:`step_numbers` from an iteration analysis' ``ranges`` frame (None: no numbers)."""
+    if ranges is None or not {"iteration", "name"} <= set(ranges.columns):
         return [None] * len(index)
     numbered = (
         ranges.select(
@@ -231,16 +237,30 @@ def per_gpu(analyzed: Analysis, options: AnalysisOptions | None = None) -> list[
             continue
         frame = a.iterations
         frame = frame.select([f for f in ITERATION_FIELDS if f in frame.columns])
+        lane: dict[str, Any] = {}
         if has_collectives(one.part.ops):
             ops = assign_ops(one.part, a.ranges).filter(pl.col("iteration").is_in(frame["index"].implode()))
             comm = comm_per_iteration(ops)
             frame = frame.join(comm, left_on="index", right_on="iteration", how="left").with_columns(
                 pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)
             )
+            ordered = _in_launch_order(ops)
+            starts, ends, kinds = collectives_in_launch_order(ops, ordered)
+            lane.update(
+                collective_starts_ns=starts,
+                collective_ends_ns=ends,
+                collective_kinds=kinds,
+                collective_iterations=collective_iterations(ordered),
+            )
         entry.update(row_figures(columns(frame)))
         entry.update(
             range=a.range_name, verdict=row.get("bound"), verdict_uncertain=row.get("verdict_uncertain")
         )
+        steps = pl.Series(step_numbers_of(a.ranges, frame["index"]), dtype=pl.Int64)
+        lane["iterations"] = columns(
+            frame.select("index", "start_ns", "end_ns", "latency_ms").with_columns(step=steps)
+        )
+        entry["lane"] = lane
         out.append(entry)
     return out
 

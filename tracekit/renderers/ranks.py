@@ -146,9 +146,47 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
             f"({_ms(spread['busiest_mean_gpu_busy_ms'])} ms), least {spread['least_busy']} "
             f"({_ms(spread['least_busy_mean_gpu_busy_ms'])} ms)" + (f", {ratio:.3f}x" if ratio else "")
         )
+    lines += [_within_line(w) for w in doc.get("gpu_within") or ()]
     if warnings:
         lines += [f"warning: {w}" for w in doc.get("warnings", [])]
     return lines
+
+
+def _within_line(within: dict[str, Any]) -> str:
+    """One line comparing the GPUs of one capture on its one clock (:func:`tracekit.analyzers.ranks.within_capture`)."""
+    head = f"within {within['trace']} (one clock): "
+    if within.get("why"):
+        return head + f"its GPUs not compared ({within['why']})"
+    parts = []
+    if within.get("straggler"):
+        parts.append(
+            f"straggler {within['straggler']} arrives last at {within['arrives_last']} of "
+            f"{within['collectives']} collectives, the others wait {_ms(within['median_wait_ms'])} ms (median)"
+        )
+    elif within.get("tied"):
+        parts.append(f"straggler: none ({' and '.join(within['tied'])} each arrive last as often)")
+    elif within.get("straggler_why"):
+        parts.append(f"straggler: not computed ({within['straggler_why']})")
+    elif within.get("collectives"):
+        parts.append(
+            f"straggler: none (two or more GPUs arrive last together at each of {within['collectives']})"
+        )
+    skew = within.get("skew") or {}
+    if skew.get("why"):
+        parts.append(f"step start skew not computed ({skew['why']})")
+    elif skew.get("steps"):
+        text = f"step start skew {_ms(skew['median_start_skew_ms'])} ms median, {_ms(skew['max_start_skew_ms'])} ms largest"
+        if skew.get("ends_last"):
+            text += (
+                f", {skew['ends_last']} ends its step last in {skew['ends_last_steps']} of {skew['steps']}"
+            )
+        parts.append(text)
+    slowest = within.get("slowest_by_step") or {}
+    if slowest.get("slowest"):
+        parts.append(
+            f"slowest {slowest['slowest']} in {slowest['slowest_steps']} of {slowest['steps']} steps"
+        )
+    return head + "; ".join(parts)
 
 
 def render_ranks(doc: dict[str, Any], fmt: str) -> str:
