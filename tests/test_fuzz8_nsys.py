@@ -204,8 +204,8 @@ def test_the_nvtx_range_that_started_and_stopped_the_capture_keeps_its_end(tmp_p
 
 
 def test_kernels_only_in_a_table_the_reader_does_not_read_make_no_cpu_only_trace(tmp_path: Path) -> None:
-    """An export whose kernels sit in a table under another name (``CUPTI_ACTIVITY_KIND_KERNEL_V2``, as some
-    readers of newer exports expect) had no op the reader knew: it was read as a CPU-only trace, its NVTX
+    """An export whose kernels sit in a table the reader does not read (``CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL``,
+    CUPTI's other kernel kind) had no op the reader knew: it was read as a CPU-only trace, its NVTX
     leaves ('forward' inside each 'iteration') the operators: GPU utilization 97.5% per iteration, from host
     ranges alone. It stays a GPU trace without ops: no verdict, no utilization, and a warning names the
     table."""
@@ -219,10 +219,39 @@ def test_kernels_only_in_a_table_the_reader_does_not_read_make_no_cpu_only_trace
         b.kernel(s + 6 * US, s + 16 * US, "k", correlation=i + 1)
     path = b.write(tmp_path / "kernel_v2.synthetic.sqlite")
     with sqlite3.connect(path) as con:
-        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO CUPTI_ACTIVITY_KIND_KERNEL_V2")
+        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL")
     trace = read(path)
     assert trace.meta["device"] == "gpu" and trace.ops.height == 0
     a = tracekit.analyze(path)
     assert a.verdict is None
     assert a.iterations["gpu_utilization"].to_list() == [None] * 4
-    assert any("CUPTI_ACTIVITY_KIND_KERNEL_V2 (4 rows) is not read" in w for w in a.warnings)
+    assert any("CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL (4 rows) is not read" in w for w in a.warnings)
+
+
+def test_tables_under_a_versioned_name_are_read_as_the_plain_ones(tmp_path: Path) -> None:
+    """Readers of newer exports expect tables named ``NVTX_EVENTS_V2``, ``CUPTI_ACTIVITY_KIND_KERNEL_V3``.
+    Without the plain names the export read as no NVTX range and no kernel: the whole trace one window, GPU
+    busy nothing. A table held only under a versioned name (the highest version) is read as the plain one,
+    with a warning: the same numbers as the plain export."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for i in range(4):
+        s = i * 100 * US
+        b.nvtx_range(s, s + 80 * US, "iteration")
+        b.runtime(s + 2 * US, s + 4 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(s + 6 * US, s + 16 * US, "k", correlation=2 * i + 1)
+        b.runtime(s + 20 * US, s + 78 * US, "cudaStreamSynchronize_v3020", correlation=2 * i + 2)
+    plain = b.write(tmp_path / "plain.synthetic.sqlite")
+    versioned = b.write(tmp_path / "versioned.synthetic.sqlite")
+    with sqlite3.connect(versioned) as con:
+        con.execute("ALTER TABLE NVTX_EVENTS RENAME TO NVTX_EVENTS_V2")
+        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_KERNEL RENAME TO CUPTI_ACTIVITY_KIND_KERNEL_V3")
+        con.execute('CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL_V2 (start INTEGER, "end" INTEGER)')
+    a, ref = tracekit.analyze(versioned), tracekit.analyze(plain)
+    assert ms(a, "latency_ms") == ms(ref, "latency_ms") == [0.08] * 4
+    assert ms(a, "gpu_busy_ms") == ms(ref, "gpu_busy_ms") == [0.01] * 4
+    assert (
+        "table CUPTI_ACTIVITY_KIND_KERNEL_V3 read as CUPTI_ACTIVITY_KIND_KERNEL (a versioned name this reader has not seen in an export)"
+        in a.warnings
+    )
+    assert any(w.startswith("table NVTX_EVENTS_V2 read as NVTX_EVENTS") for w in a.warnings)

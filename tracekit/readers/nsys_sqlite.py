@@ -87,8 +87,10 @@ sqlite3, threaded rowid slices) are :mod:`tracekit.readers.sqlite_engine`; GPU m
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+import re
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
+from typing import Any, cast
 
 import polars as pl
 
@@ -901,9 +903,86 @@ def _metrics_table(export: Database) -> str | None:
     return next((t for t in ("GPU_METRICS", "GENERIC_EVENTS") if export.has(t)), None)
 
 
+#: Tables read under a versioned name (``NVTX_EVENTS_V2``) when the export lacks the plain one.
+VERSIONED_TABLES = (
+    KERNEL_TABLE,
+    MEMCPY_TABLE,
+    MEMSET_TABLE,
+    GRAPH_TRACE_TABLE,
+    RUNTIME_TABLE,
+    DRIVER_TABLE,
+    "NVTX_EVENTS",
+)
+
+
+class _VersionedNames:
+    """``export`` with each table of :data:`VERSIONED_TABLES` that it holds only under a versioned name
+    (``<name>_V<n>``, the highest n; the names some readers of newer exports expect) answering to its plain
+    name, for the :class:`Database` methods the reader calls with a table name. Without it such an export lost
+    the table: NVTX_EVENTS_V2 alone read as no range (the whole trace one window), KERNEL_V2 as no kernel."""
+
+    def __init__(self, export: Database, names: dict[str, str]) -> None:
+        self._export = export
+        self._names = names
+        self.tables = (export.tables - set(names.values())) | set(names)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._export, name)
+
+    def _real(self, table: str) -> str:
+        return self._names.get(table, table)
+
+    def has(self, table: str) -> bool:
+        return self._export.has(self._real(table))
+
+    def columns(self, table: str) -> set[str]:
+        return self._export.columns(self._real(table))
+
+    def col(self, table: str, *candidates: str, default: str = "NULL") -> str:
+        return self._export.col(self._real(table), *candidates, default=default)
+
+    def nonempty(self, table: str) -> bool:
+        return self._export.nonempty(self._real(table))
+
+    def row_estimate(self, table: str) -> int | None:
+        return self._export.row_estimate(self._real(table))
+
+    def key_values(self, table: str) -> dict[str, str]:
+        return self._export.key_values(self._real(table))
+
+    def numeric_frame(
+        self, table: str, exprs: Mapping[str, str], schema: dict[str, pl.DataType], where: str = ""
+    ) -> pl.DataFrame:
+        return self._export.numeric_frame(self._real(table), exprs, schema, where=where)
+
+
+def _with_versioned_names(export: Database, warnings: list[str]) -> Database:
+    """``export``, or a :class:`_VersionedNames` view of it when it holds a table of :data:`VERSIONED_TABLES`
+    only under a versioned name (a warning names each one read so)."""
+    names: dict[str, str] = {}
+    for table in VERSIONED_TABLES:
+        if export.has(table):
+            continue
+        versions = [
+            (int(m.group(1)), t)
+            for t in export.tables
+            if (m := re.fullmatch(re.escape(table) + r"_V(\d+)", t)) is not None
+        ]
+        if versions:
+            names[table] = max(versions)[1]
+    if not names:
+        return export
+    for table, real in sorted(names.items()):
+        warnings.append(
+            f"table {real} read as {table} (a versioned name this reader has not seen in an export)"
+        )
+    return cast(Database, _VersionedNames(export, names))
+
+
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
     warnings: list[str] = []
     untimed: dict[str, int] = {}
+    export = _with_versioned_names(export, warnings)
     step = _TableSteps(export, _planned_tables(export, want))
     strings = _read_strings(export, path, step)
     ops_cols = want.get("ops")
