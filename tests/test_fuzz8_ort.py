@@ -493,3 +493,25 @@ def test_gpu_profile_with_an_if_node_counts_its_subgraph_once_in_operator_types(
         "MatMul:/then/MatMul",
     ]
     assert [(t["op"], t["ns"], t["count"]) for t in trace.meta["operator_types"]] == [("MatMul", 50_000, 1)]
+
+
+@pytest.mark.parametrize(
+    "provider", ["QNNExecutionProvider", "OpenVINOExecutionProvider", "CoreMLExecutionProvider"]
+)
+def test_nodes_on_npu_providers_are_said_to_include_the_devices_work(tmp_path: Path, provider: str) -> None:
+    """QNN (Hexagon NPU), OpenVINO (GPU/NPU), CoreML (ANE/GPU) ... compile their part of the model into one
+    node whose call waits for the device: its time is the device's work plus the copies to and from it, as
+    the host saw it. Before: read as CPU operator time without a word ('device measured: cpu')."""
+    events = [
+        _ev("Session", "model_run", 0, 1000),
+        _ev("Node", "/Shape_kernel_time", 5, 3, op_name="Shape", provider="CPUExecutionProvider"),
+        _ev("Node", f"{provider}_0_0_kernel_time", 10, 900, op_name=f"{provider}_0", provider=provider),
+    ]
+    trace = read(_write(tmp_path, "synthetic_ort_npu.json", events))
+    assert trace.meta["device"] == "cpu" and trace.ops.height == 2
+    assert trace.meta["warnings"] == [
+        "1 of 2 operator events ran on an execution provider that computes on the device it was configured "
+        f"for (CPU, GPU or NPU) inside a node that waits for it ({provider}): their times, taken on the host, "
+        "include that device's work and any copies to and from it, so operator busy time is the host's view of "
+        "that work, whatever 'device measured' says"
+    ]

@@ -23,7 +23,9 @@ What lands where:
     they time the host part of the node (argument setup and kernel launches, plus any synchronous copy),
     not the GPU execution, so ``meta["device"]`` stays "cpu" and a warning says how many nodes ran on a GPU
     provider (:data:`GPU_PROVIDERS`: CUDA, ROCm, TensorRT, TensorRT RTX, MIGraphX, DirectML, WebGPU, JSEP,
-    CANN).
+    CANN). Nodes of providers that compute on their configured device (NPU, GPU or CPU) inside a node that
+    waits for it (:data:`SYNCHRONOUS_DEVICE_PROVIDERS`: QNN, OpenVINO, CoreML, NNAPI, VitisAI ...) are that
+    device's work and copies seen from the host: a warning says so.
     Control-flow nodes (``If``, ``Loop``, ``Scan``, contrib ``BeamSearch`` ...) run their subgraph's nodes
     inside their own time on their own thread: a Node event that holds another Node event of its thread
     (:func:`_containers`; events of positive length only, so a 0 µs node touching its neighbour holds nothing)
@@ -104,6 +106,18 @@ GPU_PROVIDERS: tuple[str, ...] = (
     "JsExecutionProvider",
     "CANNExecutionProvider",
     "NvTensorRTRTXExecutionProvider",
+)
+#: Execution providers that compute inside a node that waits for their device (an NPU, GPU or CPU as configured:
+#: QNN's HTP, OpenVINO's plugins, CoreML's compute units): their node times are that device's work plus the copies
+#: to and from it, seen from the host.
+SYNCHRONOUS_DEVICE_PROVIDERS: tuple[str, ...] = (
+    "QNNExecutionProvider",
+    "OpenVINOExecutionProvider",
+    "CoreMLExecutionProvider",
+    "NnapiExecutionProvider",
+    "VitisAIExecutionProvider",
+    "SNPEExecutionProvider",
+    "RknpuExecutionProvider",
 )
 _VERSION_KEYS: tuple[str, ...] = ("ort_version", "onnxruntime_version", "version")
 #: ORT's event categories as it spells them; a tool that rewrites a profile may change their case ("node").
@@ -642,6 +656,15 @@ def read(path: Path) -> Trace:
             f"{on_gpu} of {nodes.height} operator events ran on a GPU execution provider "
             f"({', '.join(p for p in providers if p in GPU_PROVIDERS)}): ORT times them on the host (argument "
             "setup and kernel launch), not on the GPU; profile with nsys or torch.profiler for GPU kernel times"
+        )
+    on_device = nodes.filter(pl.col("provider").is_in(list(SYNCHRONOUS_DEVICE_PROVIDERS)))
+    if on_device.height and device == "cpu":
+        names = ", ".join(sorted(on_device.get_column("provider").unique().to_list()))
+        warnings.append(
+            f"{on_device.height} of {nodes.height} operator events ran on an execution provider that computes "
+            f"on the device it was configured for (CPU, GPU or NPU) inside a node that waits for it ({names}): "
+            "their times, taken on the host, include that device's work and any copies to and from it, so "
+            "operator busy time is the host's view of that work, whatever 'device measured' says"
         )
     if nodes.height == 0 and kernels.height == 0:
         warnings.append("no Node or Kernel events: this profile holds session events only")
