@@ -291,15 +291,21 @@ def _held(rows: pl.DataFrame, by: tuple[str, ...] = ("pid",)) -> pl.Series:
     return held.sort("_row").get_column("held")
 
 
-def _left_out(rows: pl.DataFrame) -> pl.Series:
+def _left_out(rows: pl.DataFrame, one_per_thread: bool = False) -> pl.Series:
     """Per instance of the chosen ranges (``pid``, ``thread``, ``start``, ``end``): whether it is left out as
     nested. An instance another holds on its own thread is nested (a push/pop stack is a thread's). One held
     in time by an instance of another thread is nested when its thread holds no instance that is not so
     held: worker threads' ranges inside the main thread's (nvFuser's ``compileFusionParallel``: 2 main-thread
     ranges kept, 8 worker ones left out). A thread that also runs instances of its own, held by none, is a
     thread pool running iterations at once: its held instances are iterations too (a real recording of 12
-    iterations on 4 threads had read as 9)."""
+    iterations on 4 threads had read as 9). ``one_per_thread``: the ranges are calls that a thread makes one at
+    a time and never from inside another thread's (ONNX Runtime's ``model_run``: one per ``run()`` of the
+    calling thread), so only the first rule applies: a thread whose runs all lie within another thread's runs
+    is a second caller running at the same time, not a worker (a real ORT profile of two threads calling
+    ``run()`` had lost 4 of its 8 runs, their nodes counted in the other thread's)."""
     on_thread = _held(rows, ("pid", "thread"))
+    if one_per_thread:
+        return on_thread
     in_process = _held(rows)
     free = rows.filter(~in_process).select("pid", "thread").unique().with_columns(pl.lit(True).alias("_free"))
     has_free = (
@@ -538,10 +544,12 @@ def _default_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFram
     return _frequent_choice(candidates, trace)
 
 
-def _range_frame(chosen: pl.DataFrame, name: str) -> tuple[pl.DataFrame, list[str]]:
+def _range_frame(
+    chosen: pl.DataFrame, name: str, one_per_thread: bool = False
+) -> tuple[pl.DataFrame, list[str]]:
     """The outermost-in-time ``chosen`` ranges (module docstring), in start order, as the returned frame, and
-    the warnings: instances left out, instances that overlap."""
-    held = _left_out(chosen)
+    the warnings: instances left out, instances that overlap. ``one_per_thread``: see :func:`_left_out`."""
+    held = _left_out(chosen, one_per_thread)
     warnings = []
     if held.any():
         out = chosen.filter(held)
@@ -721,7 +729,7 @@ def _select_closed(
                 f"no range matches {range_name!r}; ranges in this trace: " + ", ".join(map(repr, names)), path
             )
         chosen, left_out = _in_launching_processes(chosen, trace, range_name)
-        frame, warnings = _range_frame(chosen, range_name)
+        frame, warnings = _range_frame(chosen, range_name, _one_per_thread(trace, range_name))
         warnings = left_out + warnings
         how = "requested with --range"
         if not ((candidates["name"] == range_name) | (candidates["key"] == range_name)).any():
@@ -729,8 +737,14 @@ def _select_closed(
             how += f" ({kind}: {frame.height} ranges of {frame['name'].n_unique()} names)"
         return RangeChoice(frame, range_name, how, warnings)
     chosen, left_out = _in_launching_processes(chosen, trace, name)
-    frame, warnings = _range_frame(chosen, name)
+    frame, warnings = _range_frame(chosen, name, _one_per_thread(trace, name))
     return RangeChoice(frame, name, how, left_out + warnings)
+
+
+def _one_per_thread(trace: Trace, name: str) -> bool:
+    """Whether the ranges named ``name`` are ONNX Runtime's ``model_run`` calls (its reader's default range):
+    one per ``run()`` of the calling thread, never made from inside another thread's (:func:`_left_out`)."""
+    return trace.meta.get("format") == "ort" and name == trace.meta.get("default_range")
 
 
 def _in_launching_processes(chosen: pl.DataFrame, trace: Trace, name: str) -> tuple[pl.DataFrame, list[str]]:

@@ -340,13 +340,6 @@ CONCURRENT = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py _left_out leaves out a thread's ranges when every one of them lies inside "
-    "a same-named range of another thread (nvFuser's worker threads); ORT's concurrent runs look the same, so "
-    "thread 2's runs are dropped and their nodes count in thread 1's (busy 0.230 ms instead of 0.150, "
-    "4 ops instead of 2); the reader cannot undo it (notes/ort8.md)",
-)
 def test_runs_inside_another_threads_runs_keep_their_own_nodes(tmp_path: Path) -> None:
     analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_concurrent.json", CONCURRENT))
     assert analyzed.iterations.height == 4
