@@ -106,8 +106,8 @@ TABLES: dict[str, list[_Col]] = {
         ("graphId", "INTEGER", False),
         ("graphExecId", "INTEGER", False),
     ],
-    # graphs launched from the device (CUPTI 12.x ``CUpti_ActivityDeviceGraphTrace``); no export seen holds it:
-    # the columns are the graph-trace table's, to test what a table the reader does not read does
+    # graphs launched from the device (CUPTI 12.x ``CUpti_ActivityDeviceGraphTrace``); no export seen holds
+    # it: the columns are the graph-trace table's, to test what a table the reader does not read does
     "CUPTI_ACTIVITY_KIND_DEVICE_GRAPH_TRACE": [
         *_ACTIVITY_COLUMNS,
         ("graphId", "INTEGER", False),

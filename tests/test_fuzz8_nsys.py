@@ -29,8 +29,9 @@ def ms(a: tracekit.Analysis, field: str) -> list[float]:
 def _ranks(b: NsysBuilder, *, own_visible_devices: bool) -> NsysBuilder:
     """Two processes in lockstep, 4 'iteration' ranges of 100 µs each: process 100 on GPU 0 (a 60 µs kernel),
     process 200 on GPU 1 (20 µs). With ``own_visible_devices`` each was started with its own
-    ``CUDA_VISIBLE_DEVICES``, so both call their GPU CUDA device 0 (``deviceId`` 0, and TARGET_INFO_CUDA_DEVICE
-    maps (100, 0) to GPU 0 and (200, 0) to GPU 1). SMs-active samples: GPU 0 80%, GPU 1 10%."""
+    ``CUDA_VISIBLE_DEVICES``, so both call their GPU CUDA device 0 (``deviceId`` 0, and
+    TARGET_INFO_CUDA_DEVICE maps (100, 0) to GPU 0 and (200, 0) to GPU 1). SMs-active samples: GPU 0 80%,
+    GPU 1 10%."""
     b.gpu(0, "NVIDIA H100")
     b.gpu(1, "NVIDIA H100")
     for pid, busy, gpu in ((100, 60, 0), (200, 20, 1)):
@@ -106,8 +107,8 @@ def test_a_device_work_table_the_reader_does_not_read_is_said(tmp_path: Path) ->
     a = tracekit.analyze(b.write(tmp_path / "device_graphs.synthetic.sqlite"))
     assert ms(a, "gpu_busy_ms") == [0.01] * 4
     assert (
-        "table CUPTI_ACTIVITY_KIND_DEVICE_GRAPH_TRACE (4 rows) is not read: the GPU work it may hold is not in GPU busy"
-        in a.warnings
+        "table CUPTI_ACTIVITY_KIND_DEVICE_GRAPH_TRACE (4 rows) is not read: the GPU work it may hold is not "
+        "in GPU busy" in a.warnings
     )
 
 
@@ -204,11 +205,11 @@ def test_the_nvtx_range_that_started_and_stopped_the_capture_keeps_its_end(tmp_p
 
 
 def test_kernels_only_in_a_table_the_reader_does_not_read_make_no_cpu_only_trace(tmp_path: Path) -> None:
-    """An export whose kernels sit in a table the reader does not read (``CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL``,
-    CUPTI's other kernel kind) had no op the reader knew: it was read as a CPU-only trace, its NVTX
-    leaves ('forward' inside each 'iteration') the operators: GPU utilization 97.5% per iteration, from host
-    ranges alone. It stays a GPU trace without ops: no verdict, no utilization, and a warning names the
-    table."""
+    """An export whose kernels sit in a table the reader does not read
+    (``CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL``, CUPTI's other kernel kind) had no op the reader knew: it
+    was read as a CPU-only trace, its NVTX leaves ('forward' inside each 'iteration') the operators: GPU
+    utilization 97.5% per iteration, from host ranges alone. It stays a GPU trace without ops: no verdict,
+    no utilization, and a warning names the table."""
     b = NsysBuilder()
     b.gpu(0, "NVIDIA H100")
     for i in range(4):
@@ -251,7 +252,7 @@ def test_tables_under_a_versioned_name_are_read_as_the_plain_ones(tmp_path: Path
     assert ms(a, "latency_ms") == ms(ref, "latency_ms") == [0.08] * 4
     assert ms(a, "gpu_busy_ms") == ms(ref, "gpu_busy_ms") == [0.01] * 4
     assert (
-        "table CUPTI_ACTIVITY_KIND_KERNEL_V3 read as CUPTI_ACTIVITY_KIND_KERNEL (a versioned name this reader has not seen in an export)"
-        in a.warnings
+        "table CUPTI_ACTIVITY_KIND_KERNEL_V3 read as CUPTI_ACTIVITY_KIND_KERNEL (a versioned name this "
+        "reader has not seen in an export)" in a.warnings
     )
     assert any(w.startswith("table NVTX_EVENTS_V2 read as NVTX_EVENTS") for w in a.warnings)

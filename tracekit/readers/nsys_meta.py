@@ -17,10 +17,11 @@ from tracekit.readers.sqlite_engine import Database, quote
 
 
 def per_process_numbering(export: Database) -> dict[tuple[int, int], int] | None:
-    """(pid, CUDA device id) -> nsys GPU id (``TARGET_INFO_GPU.id``) from ``TARGET_INFO_CUDA_DEVICE``, when the
-    traced processes number their GPUs differently: one CUDA id stands for two GPUs, or one GPU has two CUDA
-    ids (each rank started with its own ``CUDA_VISIBLE_DEVICES``, so every rank's kernels say device 0). None
-    when one numbering serves every process (or the export does not say): CUDA ids are then the devices."""
+    """(pid, CUDA device id) -> nsys GPU id (``TARGET_INFO_GPU.id``) from ``TARGET_INFO_CUDA_DEVICE``, when
+    the traced processes number their GPUs differently: one CUDA id stands for two GPUs, or one GPU has two
+    CUDA ids (each rank started with its own ``CUDA_VISIBLE_DEVICES``, so every rank's kernels say device 0).
+    None when one numbering serves every process (or the export does not say): CUDA ids are then the
+    devices."""
     t = "TARGET_INFO_CUDA_DEVICE"
     if not export.has(t) or not {"gpuId", "cudaId", "pid"} <= export.columns(t):
         return None

@@ -11,9 +11,9 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
 ``ops`` (GPU work)
     ``CUPTI_ACTIVITY_KIND_KERNEL`` -> kind "kernel"; ``name`` = the ``demangledName`` string (``shortName``
     when the demangled one is absent); ``device`` = ``deviceId`` (the CUDA device ordinal CUPTI reports;
-    where ``TARGET_INFO_CUDA_DEVICE`` shows the processes numbering their GPUs differently, each rank with its
-    own ``CUDA_VISIBLE_DEVICES``, the nsys GPU id of (pid, deviceId) instead, for every op and ``meta["gpus"]``,
-    with a warning);
+    where ``TARGET_INFO_CUDA_DEVICE`` shows the processes numbering their GPUs differently, each rank with
+    its own ``CUDA_VISIBLE_DEVICES``, the nsys GPU id of (pid, deviceId) instead, for every op and
+    ``meta["gpus"]``, with a warning);
     ``stream`` = ``streamId``; ``correlation`` = ``correlationId``; ``graph`` = ``graphId`` (null before
     nsys 2024.x, which does not export it); ``pid`` = ``(globalPid >> 24) & 0xFFFFFF`` (the OS pid).
     ``CUPTI_ACTIVITY_KIND_MEMCPY`` -> kind "memcpy", name "[CUDA memcpy HtoD]" etc. from ``copyKind``;
@@ -24,8 +24,11 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     A launch the export also holds node by node keeps its kernels, not its whole row; a row whose ``deviceId``
     is INT_MAX (its first node ran on the host) gets its stream's, else its process's device, else none.
     Rows of any of these tables that CUPTI could not time (start and end both 0) are left out, with a warning.
-    Another ``CUPTI_ACTIVITY_KIND_*`` table with rows whose kind names device work (``..._DEVICE_GRAPH_TRACE``,
-    ``..._MEMCPY2``, ``..._CDP_KERNEL``) is not read: a warning names it (its work is not in GPU busy).
+    Another ``CUPTI_ACTIVITY_KIND_*`` table with rows whose kind names device work
+    (``..._DEVICE_GRAPH_TRACE``, ``..._MEMCPY2``, ``..._CDP_KERNEL``) is not read: a warning names it (its
+    work is not in GPU busy); when it is the only GPU work the trace is no CPU-only one (no ops, no
+    verdict). These tables, and NVTX_EVENTS, held only under a versioned name (``<name>_V<n>``) are read
+    under it (the highest n), with a warning.
     An op's ``correlationId`` 0 (CUPTI's "none") is read as null. Ops without ``globalPid`` (null, or no such
     column) get the process of the trace's CUDA calls when those all come from one (with a warning); with
     calls of several processes they stay without one, and a warning says that they cannot be linked.
@@ -45,8 +48,9 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     named "gpu", the model's word for device-side annotations, is "gpu (NVTX)");
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
     level). Event types (and the driver calls' ``eventClass``) are the ids the export's own
-    ``ENUM_NSYS_EVENT_TYPE`` / ``ENUM_NSYS_EVENT_CLASS`` give them, where it has them. A range with no end (never closed: the capture ended inside it) keeps a null end, so that it
-    has no latency and is no iteration; for the nesting it counts as open to the trace end (the largest
+    ``ENUM_NSYS_EVENT_TYPE`` / ``ENUM_NSYS_EVENT_CLASS`` give them, where it has them. A range with no end
+    (never closed: the capture ended inside it) keeps a null end, so that it has no latency and is no
+    iteration; for the nesting it counts as open to the trace end (the largest
     timestamp in the file's frames), and the reader adds a warning. nsys 2022.4 gives such a range the
     capture's end (``ANALYSIS_DETAILS.duration``) instead of none: a range ending exactly there is read as
     never closed too. NVTX events whose ``textId`` is missing from StringIds (and
@@ -485,9 +489,10 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         if alone and ranges.select(trigger.any()).item():
             name = ranges.filter(trigger).get_column("name")[0]
             warnings.append(
-                f"NVTX range {name!r} ends exactly at the capture's end and began before every other range: read "
-                "as the range that started and stopped the capture (nsys --capture-range=nvtx), its end kept; "
-                "had the capture been cut inside it, that end is the capture's"
+                f"NVTX range {name!r} ends exactly at the capture's end and began before every other "
+                "range: read as the range that started and stopped the capture (nsys "
+                "--capture-range=nvtx), its end kept; had the capture been cut inside it, that end is the "
+                "capture's"
             )
             at_end = at_end & ~trigger
         ranges = ranges.with_columns(pl.when(~at_end).then(pl.col("end")).alias("end"))
@@ -594,9 +599,9 @@ def _read_ops(
         warnings.append(f"{nameless} kernels have a name id missing from StringIds")
     for table in _unread_device_tables(export):
         rows = export.row_estimate(table)
+        count = "" if rows is None else f"{rows:,} "
         warnings.append(
-            f"table {table} ({'' if rows is None else f'{rows:,} '}rows) is not read: the GPU work it may hold "
-            "is not in GPU busy"
+            f"table {table} ({count}rows) is not read: the GPU work it may hold is not in GPU busy"
         )
     return ops
 
@@ -778,12 +783,14 @@ def _with_launching_process(ops: pl.DataFrame, api: pl.DataFrame, warnings: list
 def _renumbered(
     ops: pl.DataFrame, numbering: dict[tuple[int, int], int], warnings: list[str]
 ) -> tuple[pl.DataFrame, dict[tuple[int, int], int] | None]:
-    """``ops`` with ``device`` the nsys GPU id of (pid, CUDA device id) (:func:`nsys_meta.per_process_numbering`:
-    the processes number their GPUs differently), and the numbering used. Each rank of a job started with its
+    """``ops`` with ``device`` the nsys GPU id of (pid, CUDA device id)
+    (:func:`nsys_meta.per_process_numbering`: the processes number their GPUs differently), and the
+    numbering used. Each rank of a job started with its
     own ``CUDA_VISIBLE_DEVICES`` says device 0: read as CUDA ids, the ranks' GPUs were one device (no
     per-device rows) and one GPU's metric samples were read as every rank's (SMs active 80% where the two GPUs
     averaged 45%). An op whose (pid, device) the table does not name gets no device, with a warning. When the
-    table names none of the ops' pairs it tells nothing about them: ops unchanged, numbering None (CUDA ids)."""
+    table names none of the ops' pairs it tells nothing about them: ops unchanged, numbering None (CUDA
+    ids)."""
     if not ops.height or "pid" not in ops.columns or "device" not in ops.columns:
         return ops, None
     table = pl.DataFrame(
@@ -799,10 +806,10 @@ def _renumbered(
         return ops.drop("_gpu"), None
     unnamed = ops.filter(pl.col("_gpu").is_null() & pl.col("device").is_not_null()).height
     pids = sorted({k[0] for k in numbering})
+    shown = ", ".join(map(str, pids[:8])) + (", ..." if len(pids) > 8 else "")
     warnings.append(
         f"the traced processes number their GPUs differently (CUDA_VISIBLE_DEVICES; TARGET_INFO_CUDA_DEVICE, "
-        f"pids {', '.join(map(str, pids[:8]))}{', ...' if len(pids) > 8 else ''}): devices are nsys's GPU ids, "
-        "not CUDA device ids"
+        f"pids {shown}): devices are nsys's GPU ids, not CUDA device ids"
         + (
             f"; {unnamed} device ops of a (process, CUDA device) the export does not map have no device"
             if unnamed
