@@ -179,4 +179,28 @@ def export_meta(
             gpu_name = next(iter(names.values()))
         if gpu_name:
             meta["gpu"] = gpu_name
+    base = session_start_epoch_ns(export)
+    if base is not None:
+        meta["wall_clock_base_ns"] = base
     return meta
+
+
+#: A session start before this (2001-09-09, 10^18 ns since the epoch) is no wall-clock time (a zeroed field).
+EPOCH_NS_MIN = 10**18
+
+
+def session_start_epoch_ns(export: Database) -> int | None:
+    """The wall-clock time (ns since the Unix epoch, UTC) of the export's timestamp 0: nsys writes every
+    timestamp as ns since the session's start and the start itself as ``TARGET_INFO_SESSION_START_TIME.
+    utcEpochNs``; None without that table or with a value that is no plausible wall-clock time. What lets
+    traces of other captures be told apart from one capture's ranks (:func:`tracekit.analyzers.ranks.
+    captured_apart`): good to the host clock's accuracy, far finer than the seconds it is used at."""
+    table = "TARGET_INFO_SESSION_START_TIME"
+    if not export.has(table) or "utcEpochNs" not in export.columns(table):
+        return None
+    rows = export.con.execute(f'SELECT DISTINCT "utcEpochNs" FROM {table}').fetchall()
+    values = {_as_int(r[0]) for r in rows}
+    if len(values) != 1:
+        return None
+    (value,) = values
+    return value if value is not None and value >= EPOCH_NS_MIN else None

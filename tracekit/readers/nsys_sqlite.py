@@ -81,7 +81,9 @@ are leaves of depth 1, and would be operators busy all of their own iteration: "
 ``synthetic`` (True when the export metadata has TRACEKIT_SYNTHETIC = "1" or the file name says
 "synthetic"), ``gpu_metrics_period_ns`` (when GPU metrics were read: the median interval between a GPU's
 samples, else the capture's stated sampling frequency;
-:func:`tracekit.readers.nsys_gpu_metrics.sampling_period_ns`), ``warnings``.
+:func:`tracekit.readers.nsys_gpu_metrics.sampling_period_ns`), ``wall_clock_base_ns`` (the session's start as
+ns since the Unix epoch, ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``: the wall-clock time of timestamp 0,
+where the export has it; :func:`tracekit.readers.nsys_meta.session_start_epoch_ns`), ``warnings``.
 
 This module decodes and normalizes the tables. The SQLite reads themselves (read-only connection, ADBC or
 sqlite3, threaded rowid slices) are :mod:`tracekit.readers.sqlite_engine`; GPU metrics
