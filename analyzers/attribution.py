@@ -30,6 +30,14 @@ second**:
   - ``launch``: inside a launch call (:data:`tracekit.model.LAUNCH_API_NAMES`, graph launches included);
   - ``sync``: inside a synchronization call (:data:`SYNC_API_NAMES`);
   - ``other_api``: inside any other CUDA/HIP API call (allocation, event record, memcpy's host part, ...);
+    except the wait inside a *blocking copy*, which is ``sync`` (:func:`blocking_waits`): a copy call that
+    waits by its kind (a synchronous copy other than device-to-device: ``cudaMemcpy``, ``cuMemcpyDtoH``,
+    ``hipMemcpyWithStream``; an asynchronous copy to pageable host memory) and returned only after its copy
+    ended kept the host waiting on the device, as HTA and Nsight Systems count it: from its first op's
+    start, or, when the device ran work inside the call before that op (the copy waited for the stream to
+    drain), from that work's end; the call's time before (the device idle, the host staging or
+    submitting) stays ``other_api``, as do calls that merely outlived their op (a ``cudaMemsetAsync``, an
+    asynchronous pinned or device-to-device copy) and copy calls that returned before their copy ended;
   - ``dispatch``: outside every API call: Python and framework code, operator dispatch, graph construction,
     control flow. This is the framework tax proper.
 
@@ -489,6 +497,158 @@ def stream_waited(calls: pl.DataFrame, launching: np.ndarray, api: pl.DataFrame)
     return out
 
 
+#: Copy calls (version and per-thread suffixes stripped): those without ``Async`` in the name are synchronous
+#: (the host waits for the copy, except device-to-device: CUDA's "API synchronization behavior")
+COPY_CALL = r"^(cuda|cu|hip)Memcpy"
+#: :func:`copy_kinds` codes: another op, a device-to-device copy, a device-to-pageable-host copy
+_COPY_OTHER, _COPY_DTOD, _COPY_TO_PAGEABLE = 0, 1, 2
+
+
+def copy_kinds(ops: pl.DataFrame) -> pl.Series:
+    """Per op (``kind``, ``name``: a trace's ops), ``copy_kind`` (Int8): 1 a device-to-device copy (a name
+    with ``DtoD``: Kineto's "Memcpy DtoD (Device -> Device)", nsys' "[CUDA memcpy DtoD]"), 2 a copy to
+    pageable host memory (``DtoH`` and ``Pageable``: Kineto's "Memcpy DtoH (Device -> Pageable)"; nsys names
+    no memory kind), else 0. Only the copies' names are read (a filter, then a scatter)."""
+    zero = pl.Series("copy_kind", np.zeros(ops.height, dtype=np.int8))
+    if ops.is_empty() or not {"kind", "name"} <= set(ops.columns):
+        return zero
+    copies = (ops.get_column("kind") == "memcpy").fill_null(False)
+    if not copies.any():
+        return zero
+    names = ops.get_column("name").filter(copies)
+    code = (
+        pl.select(
+            pl.when(names.str.contains("DtoD", literal=True))
+            .then(pl.lit(_COPY_DTOD, pl.Int8))
+            .when(names.str.contains("DtoH", literal=True) & names.str.contains("Pageable", literal=True))
+            .then(pl.lit(_COPY_TO_PAGEABLE, pl.Int8))
+            .otherwise(pl.lit(_COPY_OTHER, pl.Int8))
+        )
+        .to_series()
+        .fill_null(_COPY_OTHER)
+    )
+    return zero.scatter(copies.arg_true(), code)
+
+
+def _copy_calls(
+    api: pl.DataFrame, pid: np.ndarray, thread: np.ndarray, start: np.ndarray, end: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per call given by (``pid``, ``thread``, ``start``, ``end``): (whether it is a synchronous copy call,
+    whether an asynchronous one) by the names of the API rows with those values (:data:`COPY_CALL`)."""
+    n = len(pid)
+    sync_copy, async_copy = np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    if api.is_empty() or not {"pid", "thread", "start", "end", "name"} <= set(api.columns):
+        return sync_copy, async_copy
+    keys = ["pid", "thread", "start", "end"]
+    wanted = pl.DataFrame({"pid": pid, "thread": thread, "start": start, "end": end, "k": np.arange(n)})
+    rows = (
+        api.select(*(pl.col(c).cast(pl.Int64, strict=False) for c in keys), "name")
+        .filter(pl.col("start").is_in(wanted.get_column("start").implode()))
+        .join(wanted, on=keys, how="inner")
+        .with_columns(base=pl.col("name").str.replace(API_NAME_SUFFIX, ""))
+        .filter(pl.col("base").str.contains(COPY_CALL))
+        .with_columns(asynchronous=pl.col("base").str.contains("Async", literal=True))
+    )
+    k, asynchronous = _np(rows.get_column("k")), rows.get_column("asynchronous").to_numpy()
+    sync_copy[k[~asynchronous]] = True
+    async_copy[k[asynchronous]] = True
+    return sync_copy, async_copy
+
+
+def blocking_waits(
+    intervals: Intervals,
+    op_start: np.ndarray,
+    op_end: np.ndarray,
+    calls: LaunchingCalls,
+    timeline: DeviceTimeline | None,
+    api: pl.DataFrame,
+    op_copy: np.ndarray | None = None,
+) -> Intervals:
+    """``intervals`` with the waits inside blocking copy calls labelled ``sync`` (a new dict; the threads'
+    arrays it changes are copies). A blocking copy call is an outermost ``other_api`` call that returned
+    only after every op it launched had ended (``op_start``, ``op_end``, ``op_copy``: the ops, row for row
+    with ``calls.op_call``; ``op_copy``: :func:`copy_kinds`, None: unknown) and that waits by its kind:
+    a synchronous copy (``cudaMemcpy``, ``cuMemcpyDtoH``, ``hipMemcpyWithStream``, ...: :data:`COPY_CALL`
+    without ``Async``) other than device-to-device, or an asynchronous copy to pageable host memory
+    (``cudaMemcpyAsync`` of a "Memcpy DtoH (Device -> Pageable)", which returns once the copy is done).
+    An asynchronous call that merely ran longer than its op (a ``cudaMemsetAsync`` of 11 µs whose 0.7 µs
+    memset ended first, as in the H200 compile traces) waited for nothing.
+
+    Its wait is from its first op's start on (the idle time after the copy, until the host wakes and the
+    call returns) and, when the device ran work inside the call before that op (``timeline``: the copy
+    waited for the work queued before it), from the end of that work (the device idle until the copy is
+    issued on the drained stream): ``sync``, as a synchronization call's wait is. The rest of the call
+    (before the device ran anything inside it) is the call's own host work (staging, submission):
+    ``other_api`` still. One pass over the calls, a join of the few candidates' names, a sort per host
+    thread holding such a call; none when no call blocked."""
+    if not calls.size or not len(op_end):
+        return intervals
+    row = calls.op_call
+    linked = row >= 0
+    if not linked.any():
+        return intervals
+    call_start, call_end = calls.cols["call_start"], calls.cols["call_end"]
+    # per op: did its call return after it ended (a gather and a comparison; nearly always no)
+    ended = np.zeros(len(op_end), dtype=bool)
+    ended[linked] = (call_end[row[linked]] >= op_end[linked]) & (call_start[row[linked]] != _NULL)
+    if not ended.any():
+        return intervals
+    outlived = np.zeros(calls.size, dtype=bool)
+    outlived[row[ended]] = True
+    outlived[row[linked & ~ended]] = False  # some op of the call ended after it returned
+    if not outlived.any():
+        return intervals
+    mine_ops = linked & outlived[np.where(linked, row, 0)]
+    first = np.full(calls.size, _FAR)
+    np.minimum.at(first, row[mine_ops], op_start[mine_ops])
+    rows = np.flatnonzero(outlived)
+    pid, thread = calls.cols["call_pid"][rows], calls.cols["call_thread"][rows]
+    sync_copy, async_copy = _copy_calls(api, pid, thread, call_start[rows], call_end[rows])
+    dtod = np.zeros(calls.size, dtype=bool)
+    pageable = np.zeros(calls.size, dtype=bool)
+    if op_copy is not None:
+        dtod[row[linked & (op_copy == _COPY_DTOD)]] = True
+        pageable[row[linked & (op_copy == _COPY_TO_PAGEABLE)]] = True
+    waits = (sync_copy & ~dtod[rows]) | (async_copy & pageable[rows])
+    if not waits.any():
+        return intervals
+    rows, pid, thread = rows[waits], pid[waits], thread[waits]
+    cs, ce, os_ = call_start[rows], call_end[rows], first[rows]
+    wait = os_.copy()
+    if timeline is not None:
+        reach = timeline.reach_before(os_)  # the latest end of the device's work that started before the op
+        ran = (reach != _NULL) & (reach > cs)
+        wait = np.where(ran, np.minimum(reach, os_), os_)
+    wait = np.maximum(wait, cs)
+    out = dict(intervals)
+    for key, mine in _thread_groups(pid, thread):
+        if _NULL in key or key not in out:
+            continue
+        idx = np.arange(len(rows)) if mine is None else mine
+        s, e, lab = out[key]
+        # the call's own interval: the outermost one ending at its end, starting inside it, labelled other
+        j = np.minimum(np.searchsorted(e, ce[idx], side="left"), len(e) - 1)
+        hit = (e[j] == ce[idx]) & (s[j] >= cs[idx]) & (lab[j] == _OTHER) & (wait[idx] < e[j])
+        if not hit.any():
+            continue
+        j, w = j[hit], np.maximum(wait[idx][hit], s[j[hit]])
+        lab = lab.copy()
+        whole = w <= s[j]
+        lab[j[whole]] = _SYNC
+        part, wp = j[~whole], w[~whole]
+        if len(part):  # [s, w) stays other_api, [w, e) is the wait
+            tail_end = e[part]
+            e = e.copy()
+            e[part] = wp
+            s = np.concatenate([s, wp])
+            e = np.concatenate([e, tail_end])
+            lab = np.concatenate([lab, np.full(len(part), _SYNC, dtype=lab.dtype)])
+            order = np.argsort(s, kind="stable")
+            s, e, lab = s[order], e[order], lab[order]
+        out[key] = (s, e, lab)
+    return out
+
+
 class _Context:
     """What attributing a chunk of gaps needs, prepared once: the ops sorted by start, the launching calls,
     the iteration ranges (with their main thread), the host threads' API intervals."""
@@ -509,6 +669,8 @@ class _Context:
         if calls is None:  # assign and match here (the iteration analysis passes its own)
             iteration, call, calls, missing = _iterations_of(ops, api, ranges)
             ops = ops.with_columns(iteration, call, missing.alias("no_launch"))
+        if "copy_kind" not in ops.columns and {"kind", "name"} <= set(ops.columns):
+            ops = ops.with_columns(copy_kinds(ops))
         ops = sort_frame(ops, ["start"], [False])
         self.op = {c: _np(ops.get_column(c)) for c in ("start", "end")}
         self.op_iteration = _np(ops.get_column("iteration"))
@@ -523,6 +685,10 @@ class _Context:
         launching[used] = True
         self.waited = stream_waited(calls, launching, api)
         self.timeline = timeline
+        op_copy = _np(ops.get_column("copy_kind"), 0) if "copy_kind" in ops.columns else None
+        intervals = blocking_waits(
+            intervals, self.op["start"], self.op["end"], self.calls, timeline, api, op_copy
+        )
         ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
         numbers = _np(ranges.get_column("iteration"))
         by_number = np.argsort(numbers, kind="stable")
@@ -1366,7 +1532,8 @@ CAUSE_DEFINITIONS: dict[str, str] = {
     "dispatch": "host outside every CUDA/HIP API call: Python and framework code, operator dispatch, graph "
     "construction, control flow (the framework tax proper)",
     "launch": "host inside a kernel or graph launch call",
-    "sync": "host inside a synchronization call (cudaDeviceSynchronize, cudaStreamSynchronize, ...)",
+    "sync": "host inside a synchronization call (cudaDeviceSynchronize, cudaStreamSynchronize, ...), or "
+    "waiting inside a blocking copy (a copy call that returned after its copy ended)",
     "other_api": "host inside any other API call (allocation, event record, memcpy's host part, ...)",
     "in_flight": "device-side: the next op was launched (its launch call returned, or it was launched "
     "before the capture) and has not started: launch latency, queueing, stream waits (device_side splits it)",

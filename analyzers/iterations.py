@@ -1179,6 +1179,11 @@ def _other_step_class(frame: pl.DataFrame, k: int, trace: Trace, ranges: pl.Data
     return bool(lead - set(rest.mode().to_list() if rest.len() else []))
 
 
+#: ``meta`` key a reader sets when it has warned that GPU ops have no end time (the Kineto reader's
+#: :data:`tracekit.readers.kineto.OPS_WITHOUT_END`): :func:`measure_gaps` does not say it again
+OPS_WITHOUT_END = "ops_without_end"
+
+
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
     """Stage *gaps*: each iteration's window, busy time (the union of its ops), idle gaps, kernels and launch
     statistics (module docstring), then ``skip`` leading iterations dropped (None: the run's warm-up when the
@@ -1194,7 +1199,8 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         warnings.append(f"{NO_WORK_INSIDE_WARNING} the {name!r} ranges")
     for missing in ("start", "end"):
         count = ops.get_column(missing).null_count()
-        if count:
+        # (a reader that said so already, for the trace's ops: one line for one fact)
+        if count and not (missing == "end" and trace.meta.get(OPS_WITHOUT_END)):
             warnings.append(
                 f"{count} device ops in the iterations have no {missing} time (not recorded): they count as "
                 "kernels but not in GPU busy time, which is short by however long they ran"
@@ -1495,10 +1501,13 @@ def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:
     """What the *attribute* stage needs besides the gaps (:func:`tracekit.analyzers.attribution.setup`: the
     host threads' API intervals, the launching calls, the device timeline): it reads only the trace and the
     assignment, so :func:`gaps_and_setup` builds it while the gaps are measured."""
-    from tracekit.analyzers.attribution import DeviceTimeline, setup
+    from tracekit.analyzers.attribution import DeviceTimeline, copy_kinds, setup
 
     return setup(
-        assignment.ops.select("start", "end", "iteration", "call", "no_launch"),
+        # (the copies' kinds, row for row: which copy calls wait, attribution.blocking_waits)
+        assignment.ops.select("start", "end", "iteration", "call", "no_launch").with_columns(
+            copy_kinds(trace.ops)
+        ),
         trace.api,
         assignment.ranges,
         calls=assignment.calls,
@@ -1644,6 +1653,11 @@ def summarize_stages(
     class_notes, class_doubts = _step_class_findings(frame, bound_threshold)
     uncertain += class_doubts
     warnings += class_notes + class_doubts
+    conditional_doubt = _conditional_graph_doubt(trace, frame, bound_threshold) if reason is None else []
+    if conditional_doubt:  # in the reader's warning's place: one line for one fact
+        said = trace.meta[CONDITIONAL_GRAPHS].get("warning")
+        warnings = [w for w in warnings if w != said] + conditional_doubt
+        uncertain += conditional_doubt
     summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
     if reason is not None:
         summary = replace(summary, bound=None)
@@ -2022,6 +2036,30 @@ def _foreign_work_findings(
             f"{as_recorded:.1%}"
         ]
     return ([what] if share >= FOREIGN_NOTE_SHARE else []), []
+
+
+#: ``meta`` key the Kineto reader sets (``evidence``, ``warning``) on a trace that runs CUDA graphs with
+#: conditional nodes (:data:`tracekit.readers.kineto.CONDITIONAL_GRAPHS`)
+CONDITIONAL_GRAPHS = "graph_conditionals"
+
+
+def _conditional_graph_doubt(trace: Trace, frame: pl.DataFrame, bound_threshold: float) -> list[str]:
+    """The verdict's doubt when the trace runs CUDA graphs with conditional nodes (the reader's
+    ``meta["graph_conditionals"]``: ``evidence``, ``warning``) and the verdict is framework-bound: a while
+    node's later iterations are device work the trace does not hold (kineto#1062), so the utilization may
+    be higher than measured. It takes the reader's warning's place (:func:`summarize_stages`). A
+    compute-bound verdict stands (more busy time only raises the utilization): the reader's warning
+    alone then."""
+    found = trace.meta.get(CONDITIONAL_GRAPHS)
+    if not isinstance(found, dict) or "gpu_utilization" not in frame.columns or frame.is_empty():
+        return []
+    median = frame.get_column("gpu_utilization").median()
+    if median is None or bound_of(median, bound_threshold) != "framework":  # type: ignore[arg-type]
+        return []
+    return [
+        f"verdict uncertain: framework-bound at a median GPU utilization of {median:.1%}, but "
+        f"{found.get('warning')}"
+    ]
 
 
 def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[list[str], list[str]]:

@@ -24,7 +24,15 @@ added: the origin does not matter as long as every frame shares it.
 Unreadable values: complete events without a readable ``ts`` are skipped, and a warning counts them. A GPU
 op whose ``dur`` does not read (null, missing, NaN/Infinity, not a number, past int64 ns) keeps its place
 with a null ``end`` (no end time, as nsys leaves a NULL end: it counts as an op but in no busy time), and a
-warning counts them; the other events read such a duration as 0. GPU work the reader cannot take is named
+warning counts them (``meta["ops_without_end"]``, :data:`OPS_WITHOUT_END`, says the reader did, so the
+analysis does not repeat it); the other events read such a duration as 0.
+
+CUDA graphs with conditional nodes (:func:`_conditional_graphs`): a while node repeats its body on the
+device and the profiler records the body's kernels once (kineto#1062). When the trace shows such graphs
+(a call of :data:`CONDITIONAL_GRAPH_CALLS`, or PyTorch's ``set_conditional_handle_kernel`` among the
+kernels), a warning says GPU busy may be under-counted, and ``meta["graph_conditionals"]`` holds the
+evidence and the warning (the analysis makes a framework-bound verdict uncertain then, in one line that
+replaces this warning). GPU work the reader cannot take is named
 by category in a warning (not counted: the decoder drops those events first): a GPU op category spelt
 with spaces (``"Kernel "``), and a GPU op category none of whose events is a complete one with a readable
 ts (kernels written as ``ph`` "i").
@@ -62,7 +70,9 @@ What lands where:
     between the operators it holds (:data:`SCOPE_MARK`) -> domain "user", pid/thread of the event; complete
     events only: a warning says so when the trace has ``user_annotation`` events but none complete
     (begin/end pairs). ``gpu_user_annotation`` (the same annotations projected
-    onto the GPU timeline) -> domain "gpu", pid = the main process pid, thread = the stream; the analyzer
+    onto the GPU timeline; in the 2021 spelling category ``User`` with tid "stream N user", pid the device
+    and no ``stream`` arg, as libkineto's ``handleGenericActivity`` wrote them: read only with such a tid,
+    :data:`LEGACY_GPU_RANGE_TID`) -> domain "gpu", pid = the main process pid, thread = the stream; the analyzer
     ignores domain "gpu" for iteration choice. ``depth`` = nesting depth among ranges of the same pid,
     thread and domain kind (gpu vs host), 0 = top level.
 ``kernel_metrics``
@@ -133,6 +143,7 @@ from tracekit.readers.kineto_json import (
     GPU_RANGE_CATEGORIES,
     INPUT_FIELDS,
     INT_ARGS,
+    LEGACY_GPU_RANGE_CATEGORIES,
     NESTED_TOO_DEEPLY,
     OP_CATEGORIES,
     READ_CATEGORIES,
@@ -463,6 +474,58 @@ def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
 #: ...): the device work they make is a copy or a set, even where it runs as a kernel (ROCm's fill and blit kernels)
 MEMORY_CALL = r"^(cuda|cu|hip)Mem(set|cpy)"
 
+#: Calls that make a CUDA graph's conditional (if/while/switch) node: its handle, and the capture into its
+#: body graph (PyTorch's ``CUDAGraph::begin_capture_to_conditional_node`` captures the body of a
+#: ``torch.cond``/``torch.while_loop`` with ``cudaStreamBeginCaptureToGraph``). Version suffixes stripped.
+CONDITIONAL_GRAPH_CALLS: tuple[str, ...] = (
+    "cudaGraphConditionalHandleCreate",
+    "cuGraphConditionalHandleCreate",
+    "cudaStreamBeginCaptureToGraph",
+    "cuStreamBeginCaptureToGraph",
+)
+#: Kernels that set a conditional node's value at each replay: PyTorch's ``set_conditional_handle_kernel``
+#: (aten/src/ATen/cuda/CUDAGraph.cu; ``set_conditional_handle_clamped_kernel`` for a switch)
+CONDITIONAL_GRAPH_KERNEL = "set_conditional_handle"
+#: ``meta`` key: ``{"evidence": what showed conditional graph nodes (:func:`_conditional_graphs`), "warning":
+#: the reader's warning}``; the analysis doubts a framework-bound verdict then, in the warning's place
+CONDITIONAL_GRAPHS = "graph_conditionals"
+
+
+def _conditional_graphs(gpu_ops: pl.DataFrame, api: pl.DataFrame) -> str | None:
+    """What shows that the trace runs CUDA graphs with conditional nodes (the calls of
+    :data:`CONDITIONAL_GRAPH_CALLS` by name and count, the kernels named after
+    :data:`CONDITIONAL_GRAPH_KERNEL`), or None. A while node runs its body again on the device, and only its
+    first iteration's kernels are traced (kineto#1062: nothing else in the trace says so). Counted over the
+    distinct names (a handful), then one membership test."""
+    found = []
+    if api.height:
+        names = api.get_column("name")
+        counts = names.filter(names.is_in(list(CONDITIONAL_GRAPH_CALLS))).value_counts(sort=True)
+        found += [
+            f"{n} {name} call(s)"
+            for name, n in counts.sort(["count", "name"], descending=[True, False]).rows()
+        ]
+    if gpu_ops.height:
+        kernels = gpu_ops.filter(pl.col("kind") == "kernel").get_column("name")
+        distinct = kernels.unique().drop_nulls()
+        setters = distinct.filter(distinct.str.contains(CONDITIONAL_GRAPH_KERNEL, literal=True))
+        if setters.len():
+            found.append(
+                f"{int(kernels.is_in(setters.implode()).sum())} {CONDITIONAL_GRAPH_KERNEL}_kernel kernel(s)"
+            )
+    return ", ".join(found) or None
+
+
+def conditional_graphs_warning(evidence: str) -> str:
+    """The warning of a trace that runs CUDA graphs with conditional nodes (``evidence``:
+    :func:`_conditional_graphs`)."""
+    return (
+        f"the trace runs CUDA graphs with conditional nodes ({evidence}): a while node repeats its body on the "
+        "device, and the profiler records the body's kernels once, not its later iterations (kineto#1062), so "
+        "GPU busy time, kernel counts and utilization may be under-counted and the idle time over-counted, by "
+        "however many iterations ran"
+    )
+
 
 def _unknown_launch_warning(gpu_ops: pl.DataFrame, api: pl.DataFrame) -> list[str]:
     """A warning for kernels whose launching call is in the trace (same pid and correlation id) but none of
@@ -641,8 +704,18 @@ def _cpu_ops(top_level: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: ``meta`` key: how many GPU ops have no end time (unreadable ``dur``), set when the reader has warned about
+#: them (:func:`tracekit.analyzers.iterations.measure_gaps` then does not repeat it)
+OPS_WITHOUT_END = "ops_without_end"
+
+
+#: The tid of a GPU-side annotation in the 2021 spelling (category ``User``: libkineto's output_json.cpp,
+#: ``handleGenericActivity``, wrote ``"tid": "stream {} user"``), the stream captured
+LEGACY_GPU_RANGE_TID = r"^\s*stream\s+(-?\d+)\s+user\s*$"
+
+
 def _ranges(x_events: pl.DataFrame, main_pid: int | None) -> pl.DataFrame:
-    used = x_events.select("cat_l", "start", "dur_ns", "pid", "tid_i", "a_stream", "name")  # filtered
+    used = x_events.select("cat_l", "start", "dur_ns", "pid", "tid", "tid_i", "a_stream", "name")  # filtered
     host = (
         used.filter(pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES + CPU_OP_CATEGORIES)))
         .filter(pl.col("cat_l").is_in(list(USER_RANGE_CATEGORIES)) | _is_scope())
@@ -655,11 +728,19 @@ def _ranges(x_events: pl.DataFrame, main_pid: int | None) -> pl.DataFrame:
             name="name",
         )
     )
-    gpu = used.filter(pl.col("cat_l").is_in(list(GPU_RANGE_CATEGORIES))).select(
+    # the 2021 spelling's (``User`` on a GPU row, "stream 7 user") with the later one's: only the tid holds
+    # the stream then (a ``User`` event of another tid, a host thread's, is not a GPU annotation)
+    legacy_stream = (
+        pl.col("tid").cast(pl.String).str.extract(LEGACY_GPU_RANGE_TID, 1).cast(pl.Int64, strict=False)
+    )
+    gpu = used.filter(
+        pl.col("cat_l").is_in(list(GPU_RANGE_CATEGORIES))
+        | (pl.col("cat_l").is_in(list(LEGACY_GPU_RANGE_CATEGORIES)) & legacy_stream.is_not_null())
+    ).select(
         "start",
         end=pl.col("start") + pl.col("dur_ns"),
         pid=pl.lit(main_pid, dtype=pl.Int64),
-        thread=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), pl.col("tid_i")),
+        thread=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), pl.col("tid_i"), legacy_stream),
         domain=pl.lit("gpu"),
         name="name",
     )
@@ -1126,6 +1207,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
 
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
     scopes = None
+    no_end = 0
+    conditionals: dict[str, str] | None = None
     main_pid = _main_pid(x_events)
     api = _api(x_events)
     gpu_ops = _gpu_ops(x_events, flows, api, main_pid)
@@ -1148,6 +1231,10 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
                 "not in GPU busy time, which is short by however long they ran"
             )
         warnings += _unknown_launch_warning(ops, api)
+        evidence = _conditional_graphs(ops, api)
+        if evidence:
+            conditionals = {"evidence": evidence, "warning": conditional_graphs_warning(evidence)}
+            warnings.append(conditionals["warning"])
         kernel_metrics = _kernel_metrics(ops)
         # the host's top-level operators: the idle-time attribution names dispatch time after them
         cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
@@ -1170,6 +1257,10 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     meta["cpu_op_summary"] = _summary(x_events)
     if first_op is not None:
         meta["first_op_inputs"] = first_op
+    if conditionals:  # the analysis doubts a framework-bound verdict then, in this warning's place
+        meta[CONDITIONAL_GRAPHS] = conditionals
+    if device == "gpu" and no_end:  # said here: the analysis does not say it again for its iterations' ops
+        meta[OPS_WITHOUT_END] = no_end
     meta["warnings"] = warnings
     trace = Trace(
         ops=conform(ops, OPS_SCHEMA),

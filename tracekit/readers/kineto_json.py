@@ -102,6 +102,10 @@ API_CATEGORIES: dict[str, str] = {
 CPU_OP_CATEGORIES: tuple[str, ...] = ("cpu_op", "operator")
 USER_RANGE_CATEGORIES: tuple[str, ...] = ("user_annotation",)
 GPU_RANGE_CATEGORIES: tuple[str, ...] = ("gpu_user_annotation",)
+#: the 2021 spelling of ``gpu_user_annotation``: libkineto's ``handleGenericActivity`` wrote the GPU-side
+#: annotations as ``"cat": "User"``, pid the device, tid ``"stream N user"``, args ``External id`` only (the
+#: reader takes only the events of such a tid: :data:`tracekit.readers.kineto.LEGACY_GPU_RANGE_TID`)
+LEGACY_GPU_RANGE_CATEGORIES: tuple[str, ...] = ("user",)
 FLOW_CATEGORIES: tuple[str, ...] = ("ac2g", "async", "async_cpu_to_gpu")
 #: categories of the complete events that end up in a frame (the others are dropped while decoding)
 READ_CATEGORIES: tuple[str, ...] = (
@@ -110,6 +114,7 @@ READ_CATEGORIES: tuple[str, ...] = (
     *CPU_OP_CATEGORIES,
     *USER_RANGE_CATEGORIES,
     *GPU_RANGE_CATEGORIES,
+    *LEGACY_GPU_RANGE_CATEGORIES,
 )
 #: ``args`` fields read as integers (the others as text)
 INT_ARGS: tuple[str, ...] = ("a_correlation", "a_device", "a_stream", "a_graph")
