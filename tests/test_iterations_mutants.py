@@ -14,7 +14,8 @@ import pytest
 
 from tests.builders import make_trace, two_gpu_launches
 from tracekit.analyzers import iterations
-from tracekit.analyzers.iterations import analyze_iterations, per_device_rows
+from tracekit.analyzers.devices import per_device_rows
+from tracekit.analyzers.iterations import analyze_iterations
 from tracekit.model import Trace
 
 #: the columns of IterationAnalysis.gaps (docs/design.md section 4, "Gaps")

@@ -36,7 +36,7 @@ from tracekit.session import (
 
 #: a small simulated (synthetic) Nsight Systems export: 10 iterations of 400 kernels, with a GPU-metrics table
 SAMPLE = SAMPLE_TRACES / "synthetic" / "table3_pytorch" / "pytorch_b1_s128.synthetic.sqlite"
-#: the keys of one GPU's row of a multi-GPU trace (tracekit.analyzers.iterations.per_device_rows)
+#: the keys of one GPU's row of a multi-GPU trace (tracekit.analyzers.devices.per_device_rows)
 ROW_KEYS = (
     "device",
     "iterations",
