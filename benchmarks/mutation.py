@@ -106,6 +106,17 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_golden.py",
         ],
     ),
+    # the per-device analyses of a multi-GPU trace (moved out of iterations.py, 2026-11-27)
+    "devices": (
+        "tracekit/analyzers/devices.py",
+        [
+            "tests/test_per_device_turns.py",
+            "tests/test_iterations_mutants.py",
+            "tests/test_session_mutants.py",
+            "tests/test_fleet_per_gpu.py",
+            "tests/test_compact_mutants2.py",
+        ],
+    ),
     # rewritten during issue 33 (issues 25, 27, 30); with the test files that import them
     "iterations": (
         "tracekit/analyzers/iterations.py",
