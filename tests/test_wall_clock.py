@@ -105,3 +105,42 @@ def test_the_wall_clock_base_leaves_one_traces_analysis_unchanged(tmp_path: Path
     for doc in (with_base, without):
         doc["trace"].pop("path", None)
     assert with_base["summary"] == without["summary"] and with_base["iterations"] == without["iterations"]
+
+
+def test_kineto_traces_say_their_wall_clock_base_and_nccl_groups(real_traces: Path) -> None:
+    """Kineto writes ``ts`` as µs since ``baseTimeNanoseconds`` (libkineto's ChromeTraceBaseTime: the start of
+    the current three-month interval); ``distributedInfo.pg_config`` lists the process groups (gloo ones and
+    groups of one rank are no NCCL collective across ranks)."""
+    ddp = read_trace(real_trace("kineto", "hta_a100_ddp_nccl_rank0.json.gz")).meta
+    assert ddp["wall_clock_base_ns"] == 1711964646000000000 and ddp["process_groups"] == [[0, 1]]
+    vllm = read_trace(real_trace("tracelens", "b200_vllm_eager.json.gz")).meta  # 71 groups listed
+    assert vllm["process_groups"] == [list(range(8))]
+    sglang = read_trace(real_trace("tracelens", "sglang_decode_capture_bs_32_rank0.json.gz")).meta
+    assert "process_groups" not in sglang  # (world size 1: every group of one rank)
+    old = read_trace(real_trace("kineto", "hta_a100_alexnet_fwd_benchmark.json.gz")).meta
+    assert "wall_clock_base_ns" not in old  # epoch-µs timestamps: wall-clock time already
+
+
+def test_a_kineto_base_is_kept_only_for_timestamps_that_count_from_it() -> None:
+    import polars as pl
+
+    from tracekit.readers.kineto import nccl_process_groups, wall_clock_base
+
+    relative = pl.DataFrame({"start": [4_458_676_522_690_655]})
+    epoch = pl.DataFrame({"start": [1_695_835_542_514_261_000]})
+    assert wall_clock_base(1711964646000000000, relative) == 1711964646000000000
+    assert wall_clock_base(1711964646000000000, epoch) is None
+    assert wall_clock_base(0, relative) is None and wall_clock_base("1711964646000000000", relative) is None
+    assert wall_clock_base(True, relative) is None
+    assert (
+        wall_clock_base(1711964646000000000, pl.DataFrame({"start": []}, schema={"start": pl.Int64})) is None
+    )
+    config = [
+        {"backend_config": "cuda:nccl", "ranks": [1, 0]},
+        {"backend_config": "cpu:gloo,cuda:gloo", "ranks": [0, 1, 2]},
+        {"backend_config": "cuda:nccl", "ranks": [0]},
+        {"backend_config": "cuda:nccl", "ranks": [0, 1]},
+        {"backend_config": "cuda:nccl", "ranks": "0,1"},
+        "not a group",
+    ]
+    assert nccl_process_groups(config) == [[0, 1]] and nccl_process_groups(None) == []

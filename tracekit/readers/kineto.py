@@ -19,7 +19,10 @@ fractions. The JSON is parsed with decimals kept as text and converted exactly: 
 rounding half away from zero at the nanosecond (``1.0005`` µs -> 1001 ns, ``1.0004`` µs -> 1000 ns), so no
 float rounding creeps in even for epoch-sized microsecond values. ``end`` = ``start`` + ``dur`` (both
 converted). All frames keep Kineto's own clock; ``baseTimeNanoseconds`` (present in newer traces) is not
-added: the origin does not matter as long as every frame shares it.
+added: the origin does not matter as long as every frame shares it. It is kept as ``meta["wall_clock_base_ns"]``
+(:func:`wall_clock_base`: the wall-clock time of timestamp 0), which tells captures of other times apart in a
+many-trace summary; ``distributedInfo.pg_config``'s NCCL groups of two or more ranks are
+``meta["process_groups"]`` (:func:`nccl_process_groups`).
 
 Unreadable values: complete events without a readable ``ts`` are skipped, and a warning counts them. A GPU
 op whose ``dur`` does not read (null, missing, NaN/Infinity, not a number, past int64 ns) keeps its place
@@ -826,12 +829,60 @@ def _meta(
         for key in ("rank", "world_size"):
             if dist.get(key) is not None:
                 meta[key] = dist[key]
+        groups = nccl_process_groups(dist.get("pg_config"))
+        if groups:
+            meta["process_groups"] = groups
+    base = wall_clock_base(header.get("baseTimeNanoseconds"), ops)
+    if base is not None:
+        meta["wall_clock_base_ns"] = base
     extra = header.get("tracekit_meta")
     if isinstance(extra, dict):
         for key, value in extra.items():
             if key not in meta and (value is None or isinstance(value, (str, int, float, bool))):
                 meta[key] = value
     return meta
+
+
+def nccl_process_groups(config: Any) -> list[list[int]]:
+    """The member ranks of each NCCL process group ``distributedInfo.pg_config`` lists (entries whose
+    ``backend_config`` names nccl, of two or more ranks: a group of one has no collective across ranks), each
+    sorted, once; entries that are not such lists of ranks are passed over."""
+    groups: list[list[int]] = []
+    if not isinstance(config, list):
+        return groups
+    for entry in config:
+        if not isinstance(entry, dict) or "nccl" not in str(entry.get("backend_config", "")).lower():
+            continue
+        ranks = entry.get("ranks")
+        if not isinstance(ranks, list) or not all(
+            isinstance(r, int) and not isinstance(r, bool) for r in ranks
+        ):
+            continue
+        members = sorted(set(ranks))
+        if len(members) >= 2 and members not in groups:
+            groups.append(members)
+    return groups
+
+
+#: Timestamps at or after this (ns; 2001-09-09) are wall-clock time already (the 2021 Kineto traces'
+#: system clock); below it they count from ``baseTimeNanoseconds``.
+EPOCH_NS_MIN = 10**18
+
+
+def wall_clock_base(base: Any, ops: pl.DataFrame) -> int | None:
+    """The wall-clock time (ns since the Unix epoch) of the trace's timestamp 0: Kineto writes ``ts`` as µs
+    since ``baseTimeNanoseconds`` (the start of the current three-month interval on the system clock, libkineto's
+    ``ChromeTraceBaseTime``), so the base is it, where the header gives a plausible one and the ops' timestamps
+    count from it (below :data:`EPOCH_NS_MIN`); None otherwise (no ops to tell, or timestamps that are
+    wall-clock time already, which need no base)."""
+    if not isinstance(base, int) or isinstance(base, bool) or base < EPOCH_NS_MIN:
+        return None
+    if ops.is_empty() or "start" not in ops.columns:
+        return None
+    first = ops.get_column("start").min()
+    if first is None or first >= EPOCH_NS_MIN:
+        return None
+    return base
 
 
 def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame, int]:
