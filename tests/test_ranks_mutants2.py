@@ -146,7 +146,8 @@ def test_the_note_says_the_trace_or_each_trace() -> None:
         " ran on several GPUs, each shown as a row of its own (<trace> GPU k: that GPU's own work and "
         "iterations, as `tracekit analyze` on the trace shows it) under the trace's row, which counts its GPUs "
         "together (GPU busy: their union); the spread, clocks, straggler, skew and slowest by step compare whole "
-        "traces, not GPUs; within a trace only its GPUs' busy time is compared"
+        "traces, not GPUs; within a trace its GPUs' busy time is compared, and where its GPUs ran steps of "
+        "their own (one capture of several processes: one clock) their straggler, start skew and slowest by step"
     )
     one = gpu_rows([_result("a.json", [_gpu(0), _gpu(1)])])
     assert gpu_note(one) == "a.json: the trace" + tail
