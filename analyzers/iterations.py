@@ -124,6 +124,15 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "nsys --profiler ncu; nsys profile -t cuda,nvtx; torch.profiler with CUDA activity; tracekit table "
             "TIMELINE --ncu REPORT joins them)"
         )
+    on_gpu = trace.meta.get("gpu_provider_nodes")
+    if fmt == "ort" and trace.meta.get("device") != "gpu" and on_gpu and 2 * on_gpu[0] > on_gpu[1]:
+        return (
+            f"no framework-/compute-bound verdict: {on_gpu[0]} of {on_gpu[1]} operator events ran on a GPU "
+            "execution provider, which ONNX Runtime times on the host (argument setup and kernel launch), not on "
+            "the GPU, and the profile holds no Kernel events: its operator busy time is launch time, not the "
+            "GPU's work; for the verdict, profile the GPU (tracekit collect --profiler nsys or torch; nsys "
+            "profile -t cuda,nvtx)"
+        )
     if trace.ops.is_empty():
         hint = _COLLECT_HINTS.get(fmt, "a profiler that records device work or operators")
         return (
@@ -927,6 +936,30 @@ def clock_doubts(before_call: tuple[int, int, int] | None, frame: pl.DataFrame) 
     ]
 
 
+def late_clock_findings(counts: Any, frame: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """(notes, doubts) when device ops ended after the run that launched them had ended, though the run waits
+    for its device work (``meta["ops_after_run"]``: [such ops, linked ops, the largest overrun in ns]; ONNX
+    Runtime's Kernel events against their ``model_run``, :func:`tracekit.readers.ort.kernels_after_run`):
+    their times were written on another clock, late. Weighed as :func:`parent_clock_findings` weighs ops
+    written early: beyond :data:`CLOCK_DOUBT` of the median iteration the verdict is uncertain, below a note."""
+    if not counts or "latency_ms" not in frame.columns:
+        return [], []
+    after, linked, over_ns = (int(x) for x in counts)
+    over_ms = over_ns / 1e6
+    what = (
+        f"{after} of {linked} kernels ended after the run that launched them had ended (by up to "
+        f"{over_ms:.3f} ms), though a run waits for its GPU work"
+    )
+    median_ms = _clock_lead_median(over_ms, frame)
+    if median_ms is None:
+        return [f"{what}: the GPU and CPU times disagree (by at most 1% of the median iteration)"], []
+    return [], [
+        f"verdict uncertain: {what} ({over_ms / median_ms:.0%} of the median iteration): the profile's GPU "
+        "and CPU times are on different clocks, so the GPU busy time inside the iterations, the idle gaps and "
+        "the framework overhead compare times of two clocks"
+    ]
+
+
 def parent_clock_findings(counts: Any, frame: pl.DataFrame) -> tuple[list[str], list[str]]:
     """(notes, doubts) when device ops started before the host event that launched them began, in a format
     that links ops to their launching host event without launch calls (``meta["ops_before_parent"]``:
@@ -1298,6 +1331,9 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)
     notes += parent_notes
     doubts += parent_doubts
+    late_notes, late_doubts = late_clock_findings(trace.meta.get("ops_after_run"), frame)
+    notes += late_notes
+    doubts += late_doubts
     setup_notes, setup_doubts, setup_caveat, setting_up = _setup_findings(
         trace, ranges, windows, frame, assignment.choice.synthetic
     )

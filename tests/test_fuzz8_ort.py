@@ -508,3 +508,51 @@ def test_nodes_on_npu_providers_are_said_to_include_the_devices_work(tmp_path: P
         "include that device's work and any copies to and from it, so operator busy time is the host's view of "
         "that work, whatever 'device measured' says"
     ]
+
+
+# --- the analysis' answer to the reader's findings (2026-11-27) ------------------------------------------------
+
+
+def test_kernels_written_late_make_the_verdict_uncertain(tmp_path: Path) -> None:
+    """The late kernels above (0.265 ms of a ~0.9 ms run) weigh in the verdict as early ones do
+    (``ops_before_parent``): beyond 1% of the median iteration the verdict is uncertain; on time, no doubt."""
+    late = tracekit.analyze(_write(tmp_path, "synthetic_ort_cuda_late.json", _gpu_runs(300)))
+    assert late.verdict_uncertain is not None
+    assert "6 of 12 kernels ended after the run that launched them had ended (by up to 0.265 ms)" in (
+        late.verdict_uncertain
+    )
+    on_time = tracekit.analyze(_write(tmp_path, "synthetic_ort_cuda_ok.json", _gpu_runs(0)))
+    assert on_time.verdict_uncertain is None or "ended after the run" not in on_time.verdict_uncertain
+
+
+def test_a_cuda_provider_profile_without_kernel_events_gets_no_verdict(tmp_path: Path) -> None:
+    """Node events of the CUDA provider time argument setup and launches on the host; without Kernel events
+    the GPU's work is nowhere in the profile. A hand-built run of 1 ms whose four CUDA nodes take 150 µs of
+    host time had read "framework-bound, 15%" whatever the GPU did."""
+    events = []
+    t = 0
+    for _ in range(3):
+        events.append(_ev("Session", "model_run", t, 1000))
+        for k in range(4):
+            events.append(
+                _ev("Node", f"/n{k}/MatMul_kernel_time", t + 10 + 200 * k, 37.5, op_name="MatMul",
+                    provider="CUDAExecutionProvider")
+            )  # fmt: skip
+        t += 2000
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_cuda_no_kernels.json", events))
+    assert analyzed.verdict is None
+    assert analyzed.no_verdict.startswith(
+        "no framework-/compute-bound verdict: 12 of 12 operator events ran on a GPU execution provider"
+    )
+    # a CPU-provider profile keeps its verdict
+    cpu = [dict(e, args={**e["args"], "provider": "CPUExecutionProvider"}) for e in events]
+    assert tracekit.analyze(_write(tmp_path, "synthetic_ort_cpu.json", cpu)).verdict == "framework"
+
+
+def test_nodes_without_an_end_time_are_said_once(tmp_path: Path) -> None:
+    events = [_ev("Session", "model_run", 0, 1000)]
+    events += [_ev("Node", "/a/MatMul_kernel_time", 10, 100, op_name="MatMul")]
+    events += [_ev("Node", "/b/MatMul_kernel_time", 200, "NaN", op_name="MatMul")]
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_no_end.json", events))
+    said = [w for w in analyzed.warnings if "no end time" in w or "no readable dur" in w]
+    assert len(said) == 1, said

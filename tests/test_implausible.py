@@ -187,12 +187,14 @@ def test_iterations_emptied_by_an_earlier_op_make_the_verdict_uncertain(tmp_path
             if e.get("cat") == "Node":
                 e["dur"] *= 1000
 
+    # (since 2026-11-27 a node event that holds another of its thread is a control-flow range, not an
+    # operator: the overlapping long nodes leave one more iteration with a window of its own)
     a = analyze(_altered_json(tmp_path, "x1000.ort.json.gz", CPU_ORT, longer))
     doubt = next(d for d in _doubts(a) if "latency of 0" in d)
     assert doubt.startswith(
-        "verdict uncertain: 22 of 30 iterations have a latency of 0 although they hold device work"
+        "verdict uncertain: 21 of 30 iterations have a latency of 0 although they hold device work"
     )
-    assert doubt.endswith("they have no utilization, and the medians rest on the other 8")
+    assert doubt.endswith("they have no utilization, and the medians rest on the other 9")
 
 
 def test_an_nsys_export_without_its_api_tables_says_so(tmp_path: Path) -> None:

@@ -676,6 +676,10 @@ def read(path: Path) -> Trace:
         )
 
     meta: dict[str, Any] = {"path": str(path), "format": "ort"}
+    if no_end:  # (said above: the analysis does not say it again)
+        meta["ops_without_end"] = no_end
+    if on_gpu and device == "cpu":  # [events on a GPU provider, events]: the analysis withholds the verdict
+        meta["gpu_provider_nodes"] = [on_gpu, nodes.height]
     version = _version(events)
     if version:
         meta["format_version"] = version
