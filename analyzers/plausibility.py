@@ -773,9 +773,25 @@ def operator_scopes(trace: Trace) -> str | None:
     )
 
 
+def unread_device_work(trace: Trace) -> str | None:
+    """Doubt when the trace has GPU work in tables its reader does not read (``meta["unread_device_tables"]``:
+    an Nsight Systems export's ``CUPTI_ACTIVITY_KIND_MEMCPY2``, ``..._DEVICE_GRAPH_TRACE``, ``..._CDP_KERNEL``
+    and the like) besides the ops it read: GPU busy is short by that work's time, so a framework-bound verdict
+    may be wrong; None otherwise (a trace whose only GPU work is there has no ops and no verdict at all)."""
+    tables = trace.meta.get("unread_device_tables")
+    if not tables or trace.ops.is_empty():
+        return None
+    named = ", ".join(str(t) for t in tables)
+    return (
+        f"verdict uncertain: the trace holds GPU work in tables tracekit does not read ({named}): GPU busy is "
+        "short by its time, so the utilization is a lower bound and a framework-bound verdict may be wrong"
+    )
+
+
 def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
     """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
     found = [
+        unread_device_work(trace),
         collapsed_iterations(frame),
         implausible_durations(trace),
         implausible_ranges(trace, frame),

@@ -1047,7 +1047,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
 
     # GPU work in a table this reader does not read (a versioned or newer CUPTI table) is no CPU-only trace:
     # its NVTX leaves as operators had given a verdict on a GPU run from its host ranges alone.
-    unread = bool(_unread_device_tables(export)) if not ops.height else False
+    unread_tables = _unread_device_tables(export)
+    unread = bool(unread_tables) if not ops.height else False
     device = "gpu" if ops.height or unread else "cpu"
     if not ops.height and ranges.height and not unread:
         ops = _cpu_operators(ranges)
@@ -1063,6 +1064,10 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         )
     if untimed:
         meta["untimed_rows"] = untimed
+    if (
+        unread_tables
+    ):  # (warned above; the analysis weighs them: :func:`tracekit.analyzers.plausibility.unread_device_work`)
+        meta["unread_device_tables"] = unread_tables
     meta["warnings"] = warnings
     return Trace(
         ops=ops,
