@@ -941,45 +941,44 @@ def late_clock_findings(counts: Any, frame: pl.DataFrame) -> tuple[list[str], li
     for its device work (``meta["ops_after_run"]``: [such ops, linked ops, the largest overrun in ns]; ONNX
     Runtime's Kernel events against their ``model_run``, :func:`tracekit.readers.ort.kernels_after_run`):
     their times were written on another clock, late. Weighed as :func:`parent_clock_findings` weighs ops
-    written early: beyond :data:`CLOCK_DOUBT` of the median iteration the verdict is uncertain, below a note."""
-    if not counts or "latency_ms" not in frame.columns:
+    written early (:func:`_two_clock_findings`)."""
+    if not counts:
         return [], []
     after, linked, over_ns = (int(x) for x in counts)
-    over_ms = over_ns / 1e6
     what = (
         f"{after} of {linked} kernels ended after the run that launched them had ended (by up to "
-        f"{over_ms:.3f} ms), though a run waits for its GPU work"
+        f"{over_ns / 1e6:.3f} ms), though a run waits for its GPU work"
     )
-    median_ms = _clock_lead_median(over_ms, frame)
-    if median_ms is None:
-        return [f"{what}: the GPU and CPU times disagree (by at most 1% of the median iteration)"], []
-    return [], [
-        f"verdict uncertain: {what} ({over_ms / median_ms:.0%} of the median iteration): the profile's GPU "
-        "and CPU times are on different clocks, so the GPU busy time inside the iterations, the idle gaps and "
-        "the framework overhead compare times of two clocks"
-    ]
+    return _two_clock_findings(what, over_ns / 1e6, frame)
 
 
 def parent_clock_findings(counts: Any, frame: pl.DataFrame) -> tuple[list[str], list[str]]:
     """(notes, doubts) when device ops started before the host event that launched them began, in a format
     that links ops to their launching host event without launch calls (``meta["ops_before_parent"]``:
     [such ops, linked ops, the largest lead in ns]; ONNX Runtime's Kernel events and their Node events,
-    :func:`tracekit.readers.ort.kernels_before_parent`): one clock cannot give that. Beyond
-    :data:`CLOCK_DOUBT` of the median iteration the verdict is uncertain, as in :func:`clock_doubts`; below,
-    a note."""
-    if not counts or "latency_ms" not in frame.columns:
+    :func:`tracekit.readers.ort.kernels_before_parent`): one clock cannot give that
+    (:func:`_two_clock_findings`)."""
+    if not counts:
         return [], []
     before, linked, lead_ns = (int(x) for x in counts)
-    lead_ms = lead_ns / 1e6
     what = (
         f"{before} of {linked} kernels started before the node that launched them began, by up to "
-        f"{lead_ms:.3f} ms"
+        f"{lead_ns / 1e6:.3f} ms"
     )
-    median_ms = _clock_lead_median(lead_ms, frame)
+    return _two_clock_findings(what, lead_ns / 1e6, frame)
+
+
+def _two_clock_findings(what: str, off_ms: float, frame: pl.DataFrame) -> tuple[list[str], list[str]]:
+    """(notes, doubts) for device times ``off_ms`` off the host times that bound them (``what`` says how):
+    beyond :data:`CLOCK_DOUBT` of the median iteration the verdict is uncertain, as in :func:`clock_doubts`;
+    below, a note."""
+    if "latency_ms" not in frame.columns:
+        return [], []
+    median_ms = _clock_lead_median(off_ms, frame)
     if median_ms is None:
         return [f"{what}: the GPU and CPU times disagree (by at most 1% of the median iteration)"], []
     return [], [
-        f"verdict uncertain: {what} ({lead_ms / median_ms:.0%} of the median iteration): the profile's GPU "
+        f"verdict uncertain: {what} ({off_ms / median_ms:.0%} of the median iteration): the profile's GPU "
         "and CPU times are on different clocks, so the GPU busy time inside the iterations, the idle gaps and "
         "the framework overhead compare times of two clocks"
     ]
