@@ -117,15 +117,7 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
     if skew.get("why"):
         lines.append(f"step start skew: not computed ({skew['why']})")
     elif skew.get("steps"):
-        text = (
-            f"step start skew: {_ms(skew['median_start_skew_ms'])} ms median, {_ms(skew['max_start_skew_ms'])} ms "
-            f"largest over {skew['steps']} steps"
-        )
-        if skew.get("ends_last"):
-            text += (
-                f"; {skew['ends_last']} ends its step last in {skew['ends_last_steps']} of {skew['steps']}"
-            )
-        lines.append(text)
+        lines.append(_skew_text(skew))
     slowest = doc.get("slowest_by_step") or {}
     if slowest.get("why"):
         lines.append(f"slowest by step: not computed ({slowest['why']})")
@@ -152,6 +144,17 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
     return lines
 
 
+def _skew_text(skew: dict[str, Any]) -> str:
+    """The step-start skew (:func:`tracekit.analyzers.ranks.skew`) in words, with who ends its steps last."""
+    text = (
+        f"step start skew: {_ms(skew['median_start_skew_ms'])} ms median, {_ms(skew['max_start_skew_ms'])} ms "
+        f"largest over {skew['steps']} steps"
+    )
+    if skew.get("ends_last"):
+        text += f"; {skew['ends_last']} ends its step last in {skew['ends_last_steps']} of {skew['steps']}"
+    return text
+
+
 def _within_line(within: dict[str, Any]) -> str:
     """One line comparing the GPUs of one capture on its one clock (:func:`tracekit.analyzers.ranks.within_capture`)."""
     head = f"within {within['trace']} (one clock): "
@@ -173,14 +176,9 @@ def _within_line(within: dict[str, Any]) -> str:
         )
     skew = within.get("skew") or {}
     if skew.get("why"):
-        parts.append(f"step start skew not computed ({skew['why']})")
+        parts.append(f"step start skew: not computed ({skew['why']})")
     elif skew.get("steps"):
-        text = f"step start skew {_ms(skew['median_start_skew_ms'])} ms median, {_ms(skew['max_start_skew_ms'])} ms largest"
-        if skew.get("ends_last"):
-            text += (
-                f", {skew['ends_last']} ends its step last in {skew['ends_last_steps']} of {skew['steps']}"
-            )
-        parts.append(text)
+        parts.append(_skew_text(skew))
     slowest = within.get("slowest_by_step") or {}
     if slowest.get("slowest"):
         parts.append(
