@@ -53,15 +53,16 @@ def test_a_worker_past_its_ceiling_leaves_its_line_for_the_command_and_ends(tmp_
 
 
 def test_traces_past_the_workers_ceiling_fail_alone_in_one_line_each(tmp_path: Path) -> None:
-    """A ceiling below what a worker holds once it has imported the analysis: both traces fail, each in one
-    line saying the limit and whose share it is (their alone retry: the whole ceiling after the command's
-    memory); no traceback, exit 2 (none could be analyzed)."""
+    """A ceiling above what the command holds (~60 MB resident) but below what a worker holds once it has
+    imported the analysis (~90 MB): both traces fail, each in one line saying the limit and whose share it
+    is (their alone retry: the whole ceiling after the command's memory); no traceback, exit 2 (none could
+    be analyzed)."""
     done = subprocess.run(
         [sys.executable, "-m", "tracekit.cli", "analyze", *map(str, TRACES), "--jobs", "2"]
-        + ["--max-memory", "60M", "--no-progress"],
+        + ["--max-memory", "100M", "--no-progress"],
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=120,
         cwd=tmp_path,
     )
     assert done.returncode == 2 and done.stdout == ""
@@ -69,7 +70,7 @@ def test_traces_past_the_workers_ceiling_fail_alone_in_one_line_each(tmp_path: P
     assert len(lines) == 3 and "Traceback" not in done.stderr
     for trace, line in zip(TRACES, lines[:2], strict=True):
         assert re.fullmatch(
-            rf"tracekit: {re.escape(str(trace))}: memory use passed [\d.]+ MiB, what the 60 MiB ceiling leaves a "
+            rf"tracekit: {re.escape(str(trace))}: memory use passed [\d.]+ MiB, what the 100 MiB ceiling leaves a "
             r"worker beside the command's [\d.]+ MiB \([\d.]+ MiB in use\); pass --max-memory SIZE to allow more",
             line,
         ), line
@@ -92,3 +93,36 @@ def test_a_ceiling_with_room_gives_the_answer_of_none(tmp_path: Path) -> None:
         return json.loads(done.stdout)
 
     assert table("--max-memory", "8G")["rows"] == table()["rows"]
+
+
+def test_the_commands_own_ceiling_ends_its_pool_workers_with_it(tmp_path: Path) -> None:
+    """Past the command's own ceiling the program ends at once; the processes it started through
+    multiprocessing (a pool's workers, forked by the fork server) end with it. Before, they outlived it,
+    holding its standard error open: a caller reading it (this test, a pipeline) waited for ever."""
+    code = (
+        "import multiprocessing, time\n"
+        "from tracekit import limits\n"
+        "if __name__ == '__main__':\n"
+        "    worker = multiprocessing.get_context('forkserver').Process(target=time.sleep, args=(120,))\n"
+        "    worker.start()\n"
+        "    print(worker.pid, flush=True)\n"
+        "    limits.start_memory_ceiling(1)\n"
+        "    time.sleep(120)\n"
+    )
+    script = tmp_path / "ceiling.py"
+    script.write_text(code)
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "memory use passed 1 B" in done.stderr
+    pid = int(done.stdout.split()[0])
+    import os
+    import time
+
+    for _ in range(50):  # (SIGKILL is immediate; the zombie's reaping by init may take a moment)
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        raise AssertionError(f"pool process {pid} outlived the program")

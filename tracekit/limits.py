@@ -294,7 +294,7 @@ class _Watchdog:
                 self._end(used, children)
 
     def _end(self, used: int, children: list[int]) -> None:
-        for pid in children:
+        for pid in children + _pool_children():
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         share = f", {self.share}" if self.share else ""
@@ -313,6 +313,19 @@ class _Watchdog:
 
 
 _watchdog: _Watchdog | None = None
+
+
+def _pool_children() -> list[int]:
+    """The processes this one started through multiprocessing that are still running (a many-trace run's pool
+    workers, wherever the fork server forked them): ended with the program, or they would outlive it, holding
+    its standard output and error open (a caller reading them waits for ever) and their memory."""
+    mp = sys.modules.get("multiprocessing")
+    if mp is None:
+        return []
+    try:
+        return [p.pid for p in mp.active_children() if p.pid is not None]
+    except Exception:  # (from the watchdog's thread, while the pool changes)
+        return []
 
 
 def start_memory_ceiling(limit: int | None, note: str | Path | None = None, share: str | None = None) -> None:
