@@ -87,7 +87,6 @@ from statistics import mean, median
 from typing import Any
 
 import numpy as np
-import polars as pl
 
 #: How many traces a warning names before "and N more".
 NAMED_TRACES = 5
@@ -608,14 +607,21 @@ def wall_clock_base(result: dict[str, Any]) -> int | None:
 
 def wall_clock_origin(result: dict[str, Any]) -> int:
     """The trace's earliest known iteration start (ns, its own clock); -1 without one."""
-    first = _ns_column(result["iterations"].get("start_ns", ())).min()
-    return -1 if first is None else int(first)
+    known = [v for v in _ns_values(result["iterations"].get("start_ns", ())) if v is not None]
+    return min(known) if known else -1
 
 
-def _ns_column(values: Any) -> pl.Series:
-    """A compact result's ns column (an int64 array, or a list holding None) as an Int64 series."""
-    values = values if isinstance(values, np.ndarray) else list(values)
-    return pl.Series(values, strict=False).cast(pl.Int64, strict=False)
+def _ns_values(values: Any) -> list[int | None]:
+    """A compact result's ns column (an int64 array, or a list holding None) as exact Python ints, None where
+    a value is not known. (Plain Python and numpy, not polars: this module runs in the process that collects
+    a many-trace run's results, which stays without polars so that its pool's memory is the workers'.)"""
+    out: list[int | None] = []
+    for v in values.tolist() if isinstance(values, np.ndarray) else values:
+        try:
+            out.append(None if v is None or v != v else int(v))
+        except (TypeError, ValueError, OverflowError):
+            out.append(None)
+    return out
 
 
 def captured_apart(results: list[dict[str, Any]]) -> str | None:
@@ -641,8 +647,9 @@ def captured_apart(results: list[dict[str, Any]]) -> str | None:
 
     def starts(r: dict[str, Any], base: int) -> np.ndarray:
         # (exact in int64, then as floats from the reference's first start: NaN where a start is not known)
-        column = _ns_column(r["iterations"]["start_ns"][:steps])
-        return (column + (base - origin)).cast(pl.Float64).fill_null(float("nan")).to_numpy()
+        shift = base - origin
+        values = _ns_values(r["iterations"]["start_ns"][:steps])
+        return np.array([np.nan if v is None else float(v + shift) for v in values], dtype=np.float64)
 
     ref_starts = starts(ref, ref_base)
     for r, base in clocked[1:]:
