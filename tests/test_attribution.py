@@ -570,7 +570,11 @@ SAMPLES = Path(__file__).resolve().parents[1] / "sample_traces"
 
 @pytest.mark.parametrize(
     "path",
-    sorted(p for p in SAMPLES.rglob("*") if p.name.endswith((".sqlite", ".sqlite.gz", ".json.gz")) and "_b1_" in p.name),
+    sorted(
+        p
+        for p in SAMPLES.rglob("*")
+        if p.name.endswith((".sqlite", ".sqlite.gz", ".json.gz")) and "_b1_" in p.name
+    ),
     ids=lambda p: f"{p.parent.name}/{p.name}",
 )
 def test_sums_hold_on_every_sample_trace(path: Path) -> None:

@@ -408,6 +408,7 @@ def test_a_many_trace_run_analyzes_each_gpu_once_and_says_what_a_second_analysis
     calls.clear()
     afresh = per_gpu(tracekit.analyze(traces[0]))  # a plain analysis keeps no causes: made again here
     assert len(calls) == 4  # (two for its per-device table, two with the causes)
+
     def plain(x: Any) -> str:
         return json.dumps(x, default=lambda a: a.tolist(), sort_keys=True)
 
