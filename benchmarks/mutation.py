@@ -110,6 +110,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "devices": (
         "tracekit/analyzers/devices.py",
         [
+            "tests/test_devices.py",
             "tests/test_per_device_turns.py",
             "tests/test_iterations_mutants.py",
             "tests/test_session_mutants.py",
