@@ -413,3 +413,43 @@ def test_an_entry_evicted_while_being_read_is_read_from_the_trace(
     monkeypatch.setattr(cache, "_load_frames", evicted_meanwhile)
     again = cache.cached_read(TRACE, folder)
     assert again.ops.equals(first.ops) and again.meta["format"] == first.meta["format"]
+
+
+def test_a_temporary_folder_exactly_an_hour_old_stays(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    young = folder / ".entry-abc"
+    young.mkdir()
+    os.utime(young, (1_000.0, 1_000.0))
+    monkeypatch.setattr(cache.time, "time", lambda: 1_000.0 + cache.STALE_TEMPORARY_S)
+    cache.evict(folder, 1 << 30)
+    assert young.is_dir()  # (older than the hour only: a writer may still be filling it)
+
+
+def test_a_folder_that_cannot_be_removed_does_not_stop_the_eviction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another process removing the same folder, or a file it still holds: rmtree's error is ignored, and the
+    eviction goes on (the entry is renamed away first, so it is gone for every reader either way)."""
+    import shutil
+
+    folder = tmp_path / "cache"
+    folder.mkdir()
+    now = 1_800_000_000.0
+    old = _entry(folder, f"{cache.READER_VERSION}-{'a' * 32}", 1000, now - 100)
+    keep = _entry(folder, f"{cache.READER_VERSION}-{'b' * 32}", 1000, now)
+    stale = folder / ".evict-x-1"
+    stale.mkdir()
+    os.utime(stale, (1.0, 1.0))
+    real = shutil.rmtree
+
+    def failing(path, ignore_errors=False, **kwargs):
+        if not ignore_errors:
+            raise OSError(16, "Device or resource busy")
+        return None
+
+    monkeypatch.setattr(cache.shutil, "rmtree", failing)
+    assert cache.evict(folder, 1100, keep=keep) == [old.name]
+    monkeypatch.setattr(cache.shutil, "rmtree", real)
