@@ -270,6 +270,37 @@ def test_folder_of_traces_without_run_json_says_what_to_pass(
     )
 
 
+def test_a_folder_of_runs_names_them_and_a_tools_json_is_not_a_trace(
+    synthetic_trace: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tracekit table runs --paper`` on the folder above the runs (as sample_traces/h200_bert_fp16, which
+    holds gpu_check's results beside its run directories): the line names the runs and says to pass them; it
+    had counted the results as "4 trace files" and told the user to pass those."""
+    folder = tmp_path / "runs"
+    for run in ("onnx", "pytorch", "torchscript", "cuda-graphs"):
+        (folder / run).mkdir(parents=True)
+        (folder / run / "run.json").write_text("{}")
+    (folder / "gpu_check.run1.json").write_text('{"checks": [], "device": "NVIDIA H200"}')
+    assert main(["table", str(folder), "--paper"]) == 2
+    assert _one_line(capsys.readouterr().err) == (
+        f"tracekit: {folder}: not a tracekit run directory (no run.json); the run directories cuda-graphs, "
+        f"onnx, pytorch and 1 more stand below it: pass them ({folder}/*/), or analyze the folder with "
+        f"tracekit analyze {folder}"
+    )
+    lone = tmp_path / "one"
+    (lone / "pytorch").mkdir(parents=True)
+    (lone / "pytorch" / "run.json").write_text("{}")
+    assert main(["table", str(lone)]) == 2
+    assert "the run directory pytorch stands below it: pass it (" in _one_line(capsys.readouterr().err)
+    # Beside trace files, a tool's JSON is not counted among them.
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "a.synthetic.json.gz").write_bytes(synthetic_trace.read_bytes())
+    (traces / "gpu_check.run1.json").write_text('{"checks": [], "device": "NVIDIA H200"}')
+    assert main(["table", str(traces)]) == 2
+    assert "it holds 1 trace file (a.synthetic.json.gz): pass the files" in _one_line(capsys.readouterr().err)
+
+
 def test_api_takes_one_path_alone(synthetic_trace: Path) -> None:
     """``tracekit.table("runs/x")`` and ``tracekit.report("runs/x")`` in a notebook: one path is one input
     (it was iterated character by character: "/: no such file or directory")."""

@@ -309,13 +309,26 @@ TRACE_GLOBS = (
 
 
 def _check_run_dir(path: Path) -> None:
-    """TracekitError (one line) for a folder given as a run directory that has no run.json: when it holds
-    trace files (``simulate --ranks``, a folder of torch.profiler traces), the line says to pass them, which
-    ``table``, ``report`` and ``compare`` take (``analyze`` takes such a folder itself)."""
+    """TracekitError (one line) for a folder given as a run directory that has no run.json. When run
+    directories stand below it (a folder of ``collect`` runs), the line names them and says to pass them;
+    else, when it holds trace files (``simulate --ranks``, a folder of torch.profiler traces), it says to pass
+    those, which ``table``, ``report`` and ``compare`` take (``analyze`` takes such a folder itself). JSON
+    files that plainly hold no trace (a tool's results, settings) are not counted as traces."""
+    from tracekit.readers import holds_no_trace
     from tracekit.runs import RUN_FILE
 
     if (path / RUN_FILE).is_file():
         return
+    runs = sorted(p.parent for p in path.glob(f"*/{RUN_FILE}") if p.is_file())
+    if runs:
+        names = [r.name for r in runs]
+        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+        raise TracekitError(
+            f"not a tracekit run directory (no run.json); the run director{'ies' if len(runs) > 1 else 'y'} "
+            f"{shown} stand{'' if len(runs) > 1 else 's'} below it: pass "
+            f"{'them' if len(runs) > 1 else 'it'} ({path}/*/), or analyze the folder with tracekit analyze {path}",
+            path,
+        )
     traces = sorted(
         {
             p.name
@@ -324,7 +337,12 @@ def _check_run_dir(path: Path) -> None:
             if p.is_file() and not p.name.endswith(".meta.json")
         }
     )
-    traces = [t for t in traces if not t.endswith((".truth.json", RUN_FILE))]
+    traces = [
+        t
+        for t in traces
+        if not t.endswith((".truth.json", RUN_FILE))
+        and not (t.endswith((".json", ".json.gz")) and holds_no_trace(path / t))
+    ]
     if not traces:
         raise TracekitError("not a tracekit run directory (no run.json)", path)
     from fnmatch import fnmatch
