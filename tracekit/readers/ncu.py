@@ -27,7 +27,10 @@ ranges: per kernel, its ranges outer to inner; ``range`` is the innermost).
 
 CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
 ``"ID"``); without one, the error quotes ncu's last ``==WARNING==``/``==ERROR==`` lines ("No kernels were
-profiled."). The raw page is wide (one row per kernel, one column per metric, a second row of units); the
+profiled."). A file may hold several tables, each from its own header line (runs appended with ``>>``, one
+table per process): each is read under its own columns and units row (a second table's rows had been read
+under the first's, values of another metric and durations in another unit), with a warning; the raw and the
+details page mixed in one file are refused. The raw page is wide (one row per kernel, one column per metric, a second row of units); the
 details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read too, with metric names
 (``--metrics``, ``--print-metric-name name``) or section labels (the default): the labels tracekit uses
 (:data:`SECTION_LABELS`, e.g. "Duration" of the SpeedOfLight section) are read as their metric names.
@@ -327,19 +330,29 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
 # ------------------------------------------------------------------------------------------------- CSV
 
 
-def _csv_text(path: Path) -> str:
-    """The CSV part of an ncu output file (plain or gzipped): from the header line (first field "ID") on.
+def _is_header(line: str) -> bool:
+    return line.startswith('"ID"') or line.startswith("ID,")
+
+
+def _csv_tables(path: Path) -> list[str]:
+    """The CSV tables of an ncu output file (plain or gzipped), each from its header line (first field "ID")
+    to the next header: one table, or several where runs were appended to one file (``>>``) or ncu wrote one
+    table per process. Each keeps its own columns and units row. Lines of ncu's log (``==PROF==``) are dropped.
     Read through :func:`tracekit.io.read_inflated`: a pipe once, the inflated size watched."""
     from tracekit.io import read_inflated
 
     text = read_inflated(path).decode("utf-8-sig", errors="replace")
     lines = text.splitlines()
-    for i, line in enumerate(lines):
+    tables: list[list[str]] = []
+    for line in lines:
         if _SUMMARY_HEADER.search(line):
             raise TraceFormatError(SUMMARY_ERROR, path)
-        if line.startswith('"ID"') or line.startswith("ID,"):
-            body = [ln for ln in lines[i:] if ln.strip() and not ln.startswith("==")]
-            return "\n".join(body) + "\n"
+        if _is_header(line):
+            tables.append([line])
+        elif tables and line.strip() and not line.startswith("=="):
+            tables[-1].append(line)
+    if tables:
+        return ["\n".join(table) + "\n" for table in tables]
     said = [ln.strip() for ln in lines if ln.startswith(("==WARNING==", "==ERROR=="))]
     raise TraceFormatError(
         'no ncu CSV header (a line starting with "ID") found'
@@ -348,19 +361,43 @@ def _csv_text(path: Path) -> str:
     )
 
 
-def _read_csv(path: Path) -> Trace:
-    text = _csv_text(path)
+def _read_table(text: str, number: int, path: Path) -> pl.DataFrame:
+    """One CSV table of the file (all strings), its rows tagged ``_table`` = ``number``."""
     try:
         frame = pl.read_csv(
             io.StringIO(text), infer_schema=False, has_header=True, truncate_ragged_lines=True
         )
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
+    return frame.with_columns(pl.lit(number, pl.Int64).alias("_table"))
+
+
+def _is_details(frame: pl.DataFrame) -> bool:
+    return {"Metric Name", "Metric Value"} <= set(frame.columns)
+
+
+def _read_csv(path: Path) -> Trace:
+    tables = [_read_table(text, i, path) for i, text in enumerate(_csv_tables(path))]
+    meta: dict[str, Any] = {"format": "ncu-csv", "format_version": None, "warnings": []}
+    if len({_is_details(t) for t in tables}) > 1:
+        raise TraceFormatError(
+            "the file holds both the raw page and the details page of ncu (CSV tables appended into one "
+            "file?): export one page per file",
+            path,
+        )
+    if len(tables) > 1:
+        same = len({tuple(t.columns) for t in tables}) == 1
+        meta["warnings"].append(
+            f"the file holds {len(tables)} CSV tables, each with its own header line (runs appended to one "
+            f"file, or one table per process), {'with the same columns' if same else 'with different columns'}: "
+            "each is read under its own header and units"
+        )
+    # Tables of different columns: a column one table lacks is empty (null) in its rows.
+    frame = pl.concat(tables, how="diagonal") if len(tables) > 1 else tables[0]
     if "Kernel Name" not in frame.columns:
         raise TraceFormatError("ncu CSV has no 'Kernel Name' column", path)
     nvtx_col = next((c for c in frame.columns if c.startswith(NVTX_PUSH_POP_PREFIX)), None)
-    meta: dict[str, Any] = {"format": "ncu-csv", "format_version": None, "warnings": []}
-    if {"Metric Name", "Metric Value"} <= set(frame.columns):
+    if _is_details(frame):
         kernels, long = _details_page(frame, nvtx_col, path)
         string_values = long.filter(pl.col("value").is_null())
         gpu_rows = string_values.filter(pl.col("metric") == GPU_NAME_METRIC)
@@ -511,8 +548,17 @@ def _raw_page(
     id_cols = set(ID_COLUMNS) | {c for c in frame.columns if ":" in c and "Range" in c}
     metric_cols = [c for c in frame.columns if c not in id_cols and "__" in c]
     is_kernel = _numbers(pl.col("ID")).is_not_null()
-    units_rows = frame.filter(~is_kernel & (pl.col("Kernel Name").is_null() | (pl.col("Kernel Name") == "")))
-    units = units_rows.row(0, named=True) if units_rows.height else {}
+    # Each table's units row (the first row without an ID and a kernel name) holds the units of its columns.
+    unit_rows = frame.filter(
+        ~is_kernel & (pl.col("Kernel Name").is_null() | (pl.col("Kernel Name") == ""))
+    ).unique("_table", keep="first", maintain_order=True)
+    units = (
+        unit_rows.select("_table", *metric_cols)
+        .unpivot(index="_table", on=metric_cols, variable_name="metric", value_name="unit")
+        .with_columns(pl.col("unit").fill_null(""))
+        if metric_cols
+        else pl.DataFrame(schema={"_table": pl.Int64, "metric": pl.String, "unit": pl.String})
+    )
     rows = _with_key(frame.filter(is_kernel))
     if rows.is_empty():
         raise TraceFormatError("ncu CSV holds no kernel rows", path)
@@ -528,15 +574,12 @@ def _raw_page(
         )
     long = (
         rows.unique("_key", keep="first", maintain_order=True)
-        .select(["_key", *metric_cols])
-        .unpivot(index="_key", on=metric_cols, variable_name="metric", value_name="raw")
+        .select(["_key", "_table", *metric_cols])
+        .unpivot(index=["_key", "_table"], on=metric_cols, variable_name="metric", value_name="raw")
         .join(kernels.select("_key", "kernel"), on="_key", how="left")
-        .with_columns(
-            pl.col("metric")
-            .replace_strict({c: (units.get(c) or "") for c in metric_cols}, return_dtype=pl.String)
-            .alias("unit"),
-            pl.col("raw").str.strip_chars(),
-        )
+        .join(units, on=["_table", "metric"], how="left", maintain_order="left")
+        .with_columns(pl.col("unit").fill_null(""), pl.col("raw").str.strip_chars())
+        .drop("_table")
         .filter(pl.col("raw").is_not_null() & (pl.col("raw") != ""))
         .pipe(_with_values)
     )
