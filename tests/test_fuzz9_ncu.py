@@ -4,7 +4,8 @@ per-kernel figure with confidence, or none where the data allows one.
 - several CSV tables in one file (``ncu --csv ... >> all.csv`` run after run, or one table per process):
   each table has its own header and its own units row; the rows of the second were read under the first's
   columns and units (values of another metric, durations in another unit);
-
+- the details page of older ncu (section "GPU Speed Of Light", not "... Throughput"): no duration and no
+  SM-active value was read;
 
 Every CSV here is hand-made (labelled synthetic: values invented, not measured), so the truth is known.
 """
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tracekit.analyzers.utilization import kernel_time_only
 from tracekit.errors import TraceFormatError
 from tracekit.readers import read_trace
 
@@ -114,3 +116,39 @@ def test_a_details_table_after_a_raw_one_is_refused(tmp_path):
     ]
     with pytest.raises(TraceFormatError, match="raw page and the details page"):
         read_trace(write(tmp_path, lines))
+
+
+# ------------------------------------------------------- the details page of ncu 2019.x to 2023.1
+
+
+DETAILS = IDS + ',"Section Name","Metric Name","Metric Unit","Metric Value"'
+
+
+def details(kid: int, section: str, label: str, unit: str, value: str) -> str:
+    return ident(kid) + f',"{section}","{label}","{unit}","{value}"'
+
+
+def test_the_details_page_of_an_older_ncu_names_its_section_gpu_speed_of_light(tmp_path):
+    """ncu up to 2023.1 called the SpeedOfLight section "GPU Speed Of Light" (2020's nv-nsight-cu-cli prints
+    "Duration msecond 3.32", "SM Active Cycles cycle 3430442.94" under it): its labels were not read, so no
+    kernel had a duration and no SM-active value, and nothing was shown where the data gives both."""
+    sol = "GPU Speed Of Light"
+    lines = [
+        DETAILS,
+        details(0, sol, "Elapsed Cycles", "cycle", "4341767"),
+        details(0, sol, "Duration", "msecond", "3.32"),
+        details(0, sol, "SM Active Cycles", "cycle", "3430442.94"),
+        details(0, "Occupancy", "Achieved Occupancy", "%", "12.50"),
+        details(1, sol, "Elapsed Cycles", "cycle", "1000"),
+        details(1, sol, "Duration", "usecond", "680"),
+        details(1, sol, "SM Active Cycles", "cycle", "250"),
+        details(1, "Occupancy", "Achieved Occupancy", "%", "50.0"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert durations(trace) == [3_320_000, 680_000]
+    result = kernel_time_only(trace)
+    sm = (3_320_000 * 100 * 3430442.94 / 4341767 + 680_000 * 25.0) / 4_000_000
+    assert result.kernel_time["sms_active"] == pytest.approx(sm)
+    assert result.kernel_time["warp_occupancy"] == pytest.approx(
+        (3_320_000 * 12.5 + 680_000 * 50.0) / 4_000_000
+    )

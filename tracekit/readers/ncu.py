@@ -116,12 +116,16 @@ SUMMARY_ERROR = (
     "row per kernel: kernel durations and counts cannot be read from it; export the raw page: "
     "ncu --import REPORT.ncu-rep --csv --page raw"
 )
+#: the SpeedOfLight section's display name: "GPU Speed Of Light Throughput" in newer ncu, "GPU Speed Of Light" in
+#: older ones (public outputs of 2020 and of April 2023 print it; its Duration / Elapsed Cycles / SM Active Cycles
+#: labels are the same)
+SOL_SECTIONS = ("GPU Speed Of Light Throughput", "GPU Speed Of Light")
 #: metrics the details page names by their section label (``--print-metric-name label``, the default):
 #: (section display name, label) -> metric name, from ncu's SpeedOfLight and Occupancy section files
 SECTION_LABELS: dict[tuple[str, str], str] = {
-    ("GPU Speed Of Light Throughput", "Duration"): "gpu__time_duration.sum",
-    ("GPU Speed Of Light Throughput", "Elapsed Cycles"): "gpc__cycles_elapsed.max",
-    ("GPU Speed Of Light Throughput", "SM Active Cycles"): "sm__cycles_active.avg",
+    **{(sol, "Duration"): "gpu__time_duration.sum" for sol in SOL_SECTIONS},
+    **{(sol, "Elapsed Cycles"): "gpc__cycles_elapsed.max" for sol in SOL_SECTIONS},
+    **{(sol, "SM Active Cycles"): "sm__cycles_active.avg" for sol in SOL_SECTIONS},
     ("Occupancy", "Achieved Occupancy"): "sm__warps_active.avg.pct_of_peak_sustained_active",
 }
 
