@@ -23,6 +23,7 @@ Per-kernel-name figures are per iteration, over the analyzed iterations (after `
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -64,8 +65,58 @@ def per_name(analyzed: Analysis) -> pl.DataFrame:
     )
 
 
+#: Copy and memset names with their memory kind (Kineto's "Memset (Device)", "Memcpy HtoD (Pageable ->
+#: Device)"), and the kind a profiler writes where it did not learn it (a copy or memset inside a CUDA graph
+#: replay: "Memset (Unknown)").
+_KINDED = r"^(Memset|Memcpy [A-Za-z]+) \((.+)\)$"
+UNKNOWN_KIND = "Unknown"
+
+
+def _unknown_kinds_matched(a: pl.DataFrame, b: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """``a`` and ``b`` with a copy or memset whose memory kind one side did not learn (``UNKNOWN_KIND``: the
+    same op replayed from a CUDA graph) named as the other side's op of that kind, when that side has exactly
+    one name of that op left unmatched: both renamed "Memset (Device in A, Unknown in B)". Without this the
+    same memsets read as one name gone and another new. Other names are kept. Loops over distinct names
+    (tens), not events."""
+    names_a, names_b = set(a["name"].to_list()), set(b["name"].to_list())
+    renames_a: dict[str, str] = {}
+    renames_b: dict[str, str] = {}
+    for own, other, own_renames, other_renames, unknown_side in (
+        (names_a, names_b, renames_a, renames_b, "A"),
+        (names_b, names_a, renames_b, renames_a, "B"),
+    ):
+        for name in sorted(own - other):
+            match = re.match(_KINDED, name)
+            if match is None or match.group(2) != UNKNOWN_KIND or name in own_renames:
+                continue
+            op = match.group(1)
+            candidates = [
+                n
+                for n in sorted(other - own)
+                if n not in other_renames
+                and (m := re.match(_KINDED, n)) is not None
+                and m.group(1) == op
+                and m.group(2) != UNKNOWN_KIND
+            ]
+            if len(candidates) != 1:
+                continue
+            kind = re.match(_KINDED, candidates[0]).group(2)  # type: ignore[union-attr]
+            known_side = "B" if unknown_side == "A" else "A"
+            joined = f"{op} ({kind} in {known_side}, {UNKNOWN_KIND} in {unknown_side})"
+            own_renames[name] = joined
+            other_renames[candidates[0]] = joined
+    if renames_a:
+        a = a.with_columns(pl.col("name").replace(renames_a))
+    if renames_b:
+        b = b.with_columns(pl.col("name").replace(renames_b))
+    return a, b
+
+
 def kernel_deltas(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
-    """Outer join of two :func:`per_name` frames; deltas B − A, sorted by |time delta| (then total time, name)."""
+    """Outer join of two :func:`per_name` frames; deltas B − A, sorted by |time delta| (then total time, name).
+    A copy or memset of unknown memory kind on one side is matched to the other side's
+    (:func:`_unknown_kinds_matched`)."""
+    a, b = _unknown_kinds_matched(a, b)
     joined = a.rename({"count": "count_a", "time_us": "time_a_us"}).join(
         b.rename({"count": "count_b", "time_us": "time_b_us"}), on="name", how="full", coalesce=True
     )

@@ -222,3 +222,50 @@ def test_pair_inputs_never_picks_one_of_several_partners() -> None:
     ]
     with pytest.raises(TracekitError, match="that pairs one trace with one"):
         pair_inputs(a[:2], b[:1] + b[2:])
+
+
+def test_a_memset_of_unknown_kind_is_matched_to_the_other_sides() -> None:
+    """Kineto names a memset replayed from a CUDA graph "Memset (Unknown)": compared with eager PyTorch's
+    "Memset (Device)" (the H200 samples: 12 per iteration each) they had read as one name gone and one new,
+    with no delta. One candidate of that op on the other side: matched, and the name says which side knew
+    the kind. Two candidates: left apart (which one it is is not known)."""
+    a = pl.DataFrame(
+        {"name": ["Memset (Device)", "k"], "count": [12.0, 1.0], "time_us": [9.216, 5.0]},
+    )
+    b = pl.DataFrame(
+        {"name": ["Memset (Unknown)", "k"], "count": [12.0, 1.0], "time_us": [10.206, 5.0]},
+    )
+    out = kernel_deltas(a, b)
+    row = out.filter(pl.col("name") == "Memset (Device in A, Unknown in B)").to_dicts()
+    assert len(row) == 1 and out.height == 2
+    assert row[0]["count_delta"] == 0.0
+    assert row[0]["time_delta_us"] == pytest.approx(0.99)
+    # the other way round
+    out = kernel_deltas(b, a)
+    assert "Memset (Device in B, Unknown in A)" in out["name"].to_list()
+    # two copies of known kinds on the other side: which one the unknown one is cannot be told
+    c = pl.DataFrame(
+        {
+            "name": ["Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pinned -> Device)"],
+            "count": [1.0, 1.0],
+            "time_us": [3.0, 2.0],
+        }
+    )
+    d = pl.DataFrame({"name": ["Memcpy HtoD (Unknown)"], "count": [2.0], "time_us": [5.0]})
+    assert sorted(kernel_deltas(c, d)["name"].to_list()) == sorted(
+        ["Memcpy HtoD (Pageable -> Device)", "Memcpy HtoD (Pinned -> Device)", "Memcpy HtoD (Unknown)"]
+    )
+    # a copy of another direction is not a candidate; names present on both sides stay as they are
+    e = pl.DataFrame(
+        {
+            "name": ["Memcpy DtoH (Device -> Pinned)", "Memset (Unknown)"],
+            "count": [1.0, 1.0],
+            "time_us": [1.0, 1.0],
+        }
+    )
+    f = pl.DataFrame(
+        {"name": ["Memcpy HtoD (Unknown)", "Memset (Unknown)"], "count": [1.0, 1.0], "time_us": [1.0, 1.0]}
+    )
+    assert sorted(kernel_deltas(e, f)["name"].to_list()) == sorted(
+        ["Memcpy DtoH (Device -> Pinned)", "Memcpy HtoD (Unknown)", "Memset (Unknown)"]
+    )
