@@ -49,6 +49,9 @@ kernel-time average is over the wholly profiled iterations. A profile that cover
 short by ``--launch-count``: the first kernels of an iteration are not its mix) gives no kernel-time average
 either (``kernel_time_profiled`` keeps the average over its kernels alone), with a warning.
 
+Results the reader lists in ``meta["range_results"]`` (no launch dimensions: range replay's one result per
+range) are no kernels and are left out, with a warning.
+
 NaN values (an incomplete ncu replay) and kernels without a value are skipped and counted, never read as 0
 in the kernel-time average (the covered share of kernel time is ``coverage``). In the wall-time figure a
 NaN kernel would count as 0: an iteration whose NaN kernels hold more than ``NAN_TIME_TOLERANCE`` (1%) of
@@ -716,6 +719,16 @@ def analyze_kernel_metrics(
     same_trace = timeline is not None and metrics_trace is timeline
     source = "kineto estimate" if (same_trace or km["metric"].eq(KINETO_OCCUPANCY).any()) else "ncu"
     values = per_kernel(km)
+    ranges = [] if same_trace else list(metrics_trace.meta.get("range_results") or [])
+    if ranges:
+        # A range-replay result spans a whole range, the gaps between its kernels included: no kernel's value.
+        total = values.height
+        values = values.filter(~pl.col("kernel").is_in(ranges))
+        warnings.append(
+            f"{total - values.height} of {total} results are ranges, not kernels (no launch dimensions: "
+            "--replay-mode range/app-range): their values span the gaps between a range's kernels too, and are "
+            "not used"
+        )
     scope = range_name or (analysis.range_name if analysis is not None else None)
     if not same_trace and scope is not None and values["range"].is_not_null().any():
         in_scope = values.filter(pl.col("range") == scope)

@@ -6,6 +6,8 @@ per-kernel figure with confidence, or none where the data allows one.
   columns and units (values of another metric, durations in another unit);
 - the details page of older ncu (section "GPU Speed Of Light", not "... Throughput"): no duration and no
   SM-active value was read;
+- range replay (``--replay-mode range``/``app-range``): one result per range, its counters spanning the
+  range's gaps too, had been shown as the kernel-time SMs active / warp occupancy;
 
 Every CSV here is hand-made (labelled synthetic: values invented, not measured), so the truth is known.
 """
@@ -152,3 +154,36 @@ def test_the_details_page_of_an_older_ncu_names_its_section_gpu_speed_of_light(t
     assert result.kernel_time["warp_occupancy"] == pytest.approx(
         (3_320_000 * 12.5 + 680_000 * 50.0) / 4_000_000
     )
+
+
+# --------------------------------------------------------- range replay: results that are no kernel
+
+
+def test_range_results_give_no_kernel_time_figure(tmp_path):
+    """``--replay-mode range`` / ``app-range`` writes one result per NVTX or profiler range (empty Block Size
+    and Grid Size): its counters span the whole range, the gaps between its kernels included. They had been
+    read as kernels and their values shown as the kernel-time SMs active (40%) and warp occupancy (10%)."""
+    lines = [
+        header(DURATION, SM_PCT, WARPS),
+        units("usecond", "%", "%"),
+        row(0, "812.5", "40.0", "10.0", name="iteration", launch=False),
+        row(1, "800.0", "40.0", "10.0", name="iteration", launch=False),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    result = kernel_time_only(trace)
+    assert result.kernel_time == {"sms_active": None, "warp_occupancy": None}
+    assert any("2 of 2 results" in w and "not used" in w for w in result.warnings)
+
+
+def test_kernels_beside_range_results_keep_their_figures(tmp_path):
+    lines = [
+        header(DURATION, SM_PCT, WARPS),
+        units("usecond", "%", "%"),
+        row(0, "812.5", "90.0", "90.0", name="iteration", launch=False),
+        row(1, "1.0", "40.0", "10.0"),
+        row(2, "3.0", "80.0", "30.0"),
+    ]
+    result = kernel_time_only(read_trace(write(tmp_path, lines)))
+    assert result.kernel_time["sms_active"] == pytest.approx((40.0 + 3 * 80.0) / 4)
+    assert result.kernel_time["warp_occupancy"] == pytest.approx((10.0 + 3 * 30.0) / 4)
+    assert any("1 of 3 results" in w for w in result.warnings)

@@ -38,7 +38,9 @@ details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read 
 its process (``Host Name``, ``Process ID``) and ``ID``: processes that reuse IDs keep all their kernels;
 a row repeating an earlier one's process and ID is warned about and ignored. No duration metric at all
 (``--metrics`` without it) is a warning: no ops. Result rows without launch dimensions (empty ``Block Size``
-and ``Grid Size``: range replay's range results) are read as kernels, with a warning. Numbers may carry
+and ``Grid Size``: range replay's range results) are kept as ops, with a warning, and listed in
+``meta["range_results"]`` (their kernel indices): their values span a whole range, gaps included, so the
+per-kernel figures leave them out. Numbers may carry
 thousands separators (``1,234.5``, ``1,234,567``: one to three digits, then groups of exactly three). Any
 other comma in a number (``3,168000``, ``3,1``: a decimal comma?) makes it unreadable, NaN like ``n/a``, and
 so does every comma in a metric that has such a value; a warning counts them, and a file in which every
@@ -414,6 +416,8 @@ def _read_csv(path: Path) -> Trace:
         if names.len() and not names[0].strip().isdigit():
             meta["gpu"] = names[0].strip()
     meta["warnings"] += _comma_warning(long, kernels.height, path) + _launchless_warning(kernels)
+    if kernels.get_column("_launchless").any():
+        meta["range_results"] = kernels.filter(pl.col("_launchless")).get_column("kernel").to_list()
     _nested_stacks(kernels.get_column("_stack").to_list(), meta)
     long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
     long = pl.concat([long, _launch_rows(kernels, long)])
@@ -500,8 +504,8 @@ def _launchless_warning(kernels: pl.DataFrame) -> list[str]:
     example = kernels.filter(pl.col("_launchless")).get_column("name")[0]
     return [
         f"{n} of {kernels.height} results have no launch dimensions (empty Block Size and Grid Size; e.g. "
-        f"{example!r}): range-replay results (--replay-mode range/app-range)? Each is read as one kernel, "
-        "though its duration spans a whole range"
+        f"{example!r}): range-replay results (--replay-mode range/app-range)? Each is one op, its duration "
+        "spanning a whole range, and no kernel (meta range_results)"
     ]
 
 
