@@ -648,3 +648,34 @@ def test_headroom_lines_say_only_what_the_sweep_shows() -> None:
     assert fills.endswith("idle time goes 8 -> 7 ms: the added device work fills host-bound idle time.")
     [grows] = headroom_lines(doc([1, 8], [0.6, 1.2], [8.0, 9.0], 8))
     assert grows.endswith("the idle time does not shrink, so the added device work does not fill it.")
+
+
+def test_a_headroom_interval_whose_ends_round_alike_is_one_number() -> None:
+    """The H200 CUDA-graph sweep's batch 2 reads '1.9x the throughput for free', not '1.9–1.9x' (its gain's
+    interval is 1.87–1.91x, both ends 1.9 at one decimal); an interval that differs at its digits stays."""
+    from tracekit.analyzers.recommendations import Recommendation
+
+    def rec(gain_low: float, gain_high: float) -> Recommendation:
+        return Recommendation(
+            kind="headroom",
+            runtime="cuda-graphs",
+            seq_len=128,
+            batch_size=2,
+            numbers={
+                "smallest_batch_size": 1,
+                "latency_ratio": 1.0577,
+                "latency_ratio_low": 1.0501,
+                "latency_ratio_high": 1.0702,
+                "throughput_gain": 1.891,
+                "throughput_gain_low": gain_low,
+                "throughput_gain_high": gain_high,
+                "difference": "outside",
+            },
+            facts={"latency_ms": 0.769, "smallest_latency_ms": 0.727},
+        )
+
+    text = describe(rec(1.869, 1.905))
+    assert text.endswith(
+        "(95% interval 1.05–1.07x, outside the noise; 0.769 ms vs 0.727 ms median), 1.9x the throughput for free."
+    )
+    assert "1.8–2.0x the throughput" in describe(rec(1.84, 1.96))

@@ -55,10 +55,12 @@ def _framework_overhead(r: Recommendation) -> str:
 
 
 def _interval(low: float | None, high: float | None, digits: int = 2) -> str:
-    """'0.93-1.04x' (the ratio's 95% interval), or '' without one."""
+    """'0.93-1.04x' (the ratio's 95% interval), '1.9x' when both ends read the same at ``digits``, or ''
+    without one."""
     if low is None or high is None:
         return ""
-    return f"{low:.{digits}f}–{high:.{digits}f}x"
+    low_text, high_text = f"{low:.{digits}f}", f"{high:.{digits}f}"
+    return f"{low_text}x" if low_text == high_text else f"{low_text}–{high_text}x"
 
 
 def _headroom(r: Recommendation) -> str:
