@@ -106,13 +106,13 @@ def headroom_lines(doc: dict[str, Any]) -> list[str]:
             continue
         host = sum((causes[c][i] or 0.0) for c in ("dispatch", "launch", "sync", "other_api") if c in causes)
         line = (
-            f"{sweep_label(sweep)}: at batch {batches[i]} the device idles {idle[0]:.3g} ms an iteration, "
+            f"{sweep_label(sweep)}: at batch {batches[i]} the device idles {idle[0]:.3f} ms an iteration, "
             f"{100 * host / idle[0]:.0f}% of it host-side (dispatch, launch, sync, other API)"
         )
         if j > i:  # (a headroom at the smallest batch size compares nothing)
             line += (
-                f"; up to batch {head} (the free headroom) busy grows {busy[i]:.3g} -> {busy[j]:.3g} ms while "
-                f"the idle time goes {idle[0]:.3g} -> {idle[1]:.3g} ms: "
+                f"; up to batch {head} (the free headroom) busy grows {busy[i]:.3f} -> {busy[j]:.3f} ms while "
+                f"the idle time goes {idle[0]:.3f} -> {idle[1]:.3f} ms: "
                 + (
                     "the added device work fills host-bound idle time"
                     if idle[1] < idle[0]
