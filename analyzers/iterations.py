@@ -489,11 +489,64 @@ def _iterations_of(
             "iteration", pl.col("gpu_start").alias("range_start"), (pl.col("gpu_end") + 1).alias("range_end")
         )
         return _iteration_in(starts, spans), call, calls, missing
+    when, pids, threads = _op_keys(ops, call, calls, missing)
+    return _iteration_at(when, ranges, pids, threads), call, calls, missing
+
+
+def _op_keys(
+    ops: pl.DataFrame, call: pl.Series, calls: pl.DataFrame, missing: pl.Series
+) -> tuple[pl.Series, pl.Series, pl.Series]:
+    """Per op: (the time that decides its iteration -- its launching call's start, else its own start; null
+    when launched before the capture --, its process, its thread: its launching call's, or a CPU operator's
+    own)."""
     when = calls.get_column("call_start").gather(call)
     pids = calls.get_column("call_pid").gather(call).fill_null(ops.get_column("pid"))
     threads = calls.get_column("call_thread").gather(call).fill_null(_op_threads(ops))
     when = pl.select(pl.when(~missing).then(when.fill_null(ops.get_column("start")))).to_series()
-    return _iteration_at(when, ranges, pids, threads), call, calls, missing
+    return when, pids, threads
+
+
+def shared_iterations(
+    when: pl.Series, pids: pl.Series, threads: pl.Series, ranges: pl.DataFrame
+) -> tuple[int, list[int]]:
+    """(how many ops cannot be given an iteration, the iterations of ``ranges`` that hold their times).
+
+    An op goes to the range of its own thread when its thread runs ranges (:func:`_iteration_on_threads`);
+    one of a thread that runs none (ONNX Runtime's inter-op pool under ``ORT_PARALLEL``, whose threads run the
+    nodes of every caller's ``run()``), or without a thread (ORT's Kernel events), goes by its time alone.
+    When two or more ranges of its process hold that time (concurrent ``run()`` calls), nothing in the trace
+    says whose it is: a real profile of two threads calling ``run()`` on an ``ORT_PARALLEL`` session had one
+    pool thread run two runs' nodes back to back while both runs were open, and each run had been given the
+    other's nodes. ``when``, ``pids``, ``threads``: per op (:func:`_op_keys`). Synthetic windows: none."""
+    import numpy as np
+
+    if ranges.is_empty() or when.is_empty() or _synthetic(ranges) or "thread" not in ranges.columns:
+        return 0, []
+    ops = pl.DataFrame({"t": when, "pid": pids, "thread": threads}).filter(pl.col("t").is_not_null())
+    count, held = 0, set()
+    for pid in ranges.get_column("pid").unique().to_list():
+        own = ranges.filter(pl.col("pid").eq_missing(pid)).sort("range_start")
+        if own.height < 2 or not _overlapping(own):
+            continue
+        on_threads = own.get_column("thread").drop_nulls().unique().implode()
+        mine = ops.filter(
+            (pl.col("pid").is_null() | pl.col("pid").eq_missing(pid))
+            & ~pl.col("thread").is_in(on_threads).fill_null(False)
+        )
+        if mine.is_empty():
+            continue
+        t = mine.get_column("t").to_numpy()
+        starts = np.sort(own.get_column("range_start").to_numpy())
+        ends = np.sort(own.get_column("range_end").to_numpy())
+        open_ranges = np.searchsorted(starts, t, "right") - np.searchsorted(ends, t, "right")
+        times = np.sort(t[open_ranges >= 2])
+        if not times.size:
+            continue
+        count += int(times.size)
+        first = np.searchsorted(times, own.get_column("range_start").to_numpy(), "left")
+        past = np.searchsorted(times, own.get_column("range_end").to_numpy(), "left")
+        held.update(own.get_column("iteration").filter(pl.Series(past > first)).to_list())
+    return count, sorted(held)
 
 
 def _op_threads(ops: pl.DataFrame) -> pl.Series:
@@ -1044,6 +1097,9 @@ class Assignment:
     #: :func:`tracekit.analyzers.plausibility.lost_launch_findings` on ``ops``: (the doubt that the launch
     #: calls of ops without one were lost during the capture, how many ops it names, its evidence)
     lost_launches: tuple[str | None, int, str | None] = (None, 0, None)
+    #: :func:`shared_iterations`: (ops that two or more iterations in flight hold by time, on a thread that
+    #: runs none: whose they are is unknown; the iterations that hold them)
+    shared: tuple[int, tuple[int, ...]] = (0, ())
 
     @property
     def ranges(self) -> pl.DataFrame:
@@ -1074,6 +1130,7 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
         thread=_op_threads(trace.ops),
     )
     iteration, call, calls, missing = _iterations_of(ops, trace.api, ranges)
+    shared_ops, shared = shared_iterations(*_op_keys(ops, call, calls, missing), ranges)
     assigned = iteration.is_not_null()
     # (before the warnings on ops without a launching call: where their calls were lost during the capture,
     # those warnings say so, not "launched before the capture began", which the doubt contradicts)
@@ -1092,7 +1149,7 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
     # Every op, those of no iteration too: a gap's next op is any op starting at its end (the one launched
     # first), so that its cause does not depend on which ops the windows hold.
     ops = ops.drop("pid", "correlation").with_columns(call, iteration, missing.alias("no_launch"))
-    return Assignment(choice, device, ops, calls, unassigned, warnings, lost)
+    return Assignment(choice, device, ops, calls, unassigned, warnings, lost, (shared_ops, tuple(shared)))
 
 
 @dataclass(frozen=True)
@@ -1315,6 +1372,11 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         warnings.append(why)
         frame = frame.filter(pl.col("iteration") != dropped)
         gaps = gaps.filter(pl.col("iteration") != dropped)
+    shared_said, shared_doubt, unknown = _shared_findings(assignment, frame, name)
+    warnings += shared_said
+    if unknown:
+        frame = frame.filter(~pl.col("iteration").is_in(unknown))
+        gaps = gaps.filter(~pl.col("iteration").is_in(unknown))
     slow_start, slow_iterations = (
         _slow_start_warning(frame, name, trace, ranges) if not skip_given else ([], [])
     )
@@ -1326,7 +1388,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     capture_notes, capture_doubts, capture_refusal, capturing = _capture_findings(trace, ranges, frame)
     warnings += capture_notes
     frame = _iteration_columns(frame, has_api, has_ops)
-    doubts = untimed_doubt + clock_doubts(before_call, frame) + implausible + capture_doubts
+    doubts = untimed_doubt + clock_doubts(before_call, frame) + implausible + capture_doubts + shared_doubt
     parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)
     notes += parent_notes
     doubts += parent_doubts
@@ -1378,6 +1440,42 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         assignment.lost_launches[1] > 0,
         tuple(setting_up),
     )
+
+
+def _shared_findings(
+    assignment: Assignment, frame: pl.DataFrame, name: str
+) -> tuple[list[str], list[str], list[int]]:
+    """(warnings, doubts, the iterations to leave out) for the analyzed iterations (``frame``) that hold ops
+    whose iteration cannot be known (:func:`shared_iterations`): their busy time, idle gaps and utilization
+    would count those ops by a guess (the later-starting iteration), so they are left out while others
+    remain; when every analyzed iteration is among them, they stay and the verdict is uncertain."""
+    count, shared = assignment.shared
+    if not count:
+        return [], [], []
+    shared_set = set(shared)
+    held = [i for i in frame.get_column("iteration").to_list() if i in shared_set]
+    if not held:
+        return [], [], []
+    what = (
+        f"{count} ops ran on a thread that runs no {name!r} range (a thread pool: ONNX Runtime's inter-op "
+        "threads under ORT_PARALLEL run every caller's nodes), or without a launching call, while two or more "
+        f"{name!r} ranges of their process were open (concurrent calls): which one each belongs to is not in "
+        "the trace"
+    )
+    if len(held) < frame.height:
+        return (
+            [
+                f"left out {len(held)} of {frame.height} {name!r} iterations whose busy time cannot be known: "
+                f"{what}; the other {frame.height - len(held)} are analyzed"
+            ],
+            [],
+            held,
+        )
+    doubt = (
+        f"verdict uncertain: {what}, and every analyzed iteration holds some of them: each one's busy time, "
+        "idle gaps and utilization count those ops by a guess (the latest-starting range that holds them)"
+    )
+    return [], [doubt], []
 
 
 def _left_out_last(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> tuple[int, str] | None:
