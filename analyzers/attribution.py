@@ -500,15 +500,19 @@ def stream_waited(calls: pl.DataFrame, launching: np.ndarray, api: pl.DataFrame)
 #: Copy calls (version and per-thread suffixes stripped): those without ``Async`` in the name are synchronous
 #: (the host waits for the copy, except device-to-device: CUDA's "API synchronization behavior")
 COPY_CALL = r"^(cuda|cu|hip)Memcpy"
-#: :func:`copy_kinds` codes: another op, a device-to-device copy, a device-to-pageable-host copy
+#: :func:`copy_kinds` codes: another op, a device-to-device copy, a copy whose asynchronous call may wait for
+#: it (pageable host memory, or host to host)
 _COPY_OTHER, _COPY_DTOD, _COPY_TO_PAGEABLE = 0, 1, 2
 
 
 def copy_kinds(ops: pl.DataFrame) -> pl.Series:
     """Per op (``kind``, ``name``: a trace's ops), ``copy_kind`` (Int8): 1 a device-to-device copy (a name
-    with ``DtoD``: Kineto's "Memcpy DtoD (Device -> Device)", nsys' "[CUDA memcpy DtoD]"), 2 a copy to
-    pageable host memory (``DtoH`` and ``Pageable``: Kineto's "Memcpy DtoH (Device -> Pageable)"; nsys names
-    no memory kind), else 0. Only the copies' names are read (a filter, then a scatter)."""
+    with ``DtoD``: Kineto's "Memcpy DtoD (Device -> Device)", nsys' "[CUDA memcpy DtoD]"), 2 a copy an
+    asynchronous call may wait for by CUDA's "API synchronization behavior": between device and pageable host
+    memory, either way (``DtoH`` or ``HtoD``, and ``Pageable``: Kineto's "Memcpy DtoH (Device -> Pageable)",
+    "Memcpy HtoD (Pageable -> Device)"; the nsys reader names such copies so from ``srcKind`` / ``dstKind``,
+    "[CUDA memcpy DtoH (Device -> Pageable)]"), or host to host (``HtoH``, fully synchronous), else 0. Only
+    the copies' names are read (a filter, then a scatter)."""
     zero = pl.Series("copy_kind", np.zeros(ops.height, dtype=np.int8))
     if ops.is_empty() or not {"kind", "name"} <= set(ops.columns):
         return zero
@@ -520,7 +524,10 @@ def copy_kinds(ops: pl.DataFrame) -> pl.Series:
         pl.select(
             pl.when(names.str.contains("DtoD", literal=True))
             .then(pl.lit(_COPY_DTOD, pl.Int8))
-            .when(names.str.contains("DtoH", literal=True) & names.str.contains("Pageable", literal=True))
+            .when(
+                names.str.contains("HtoH", literal=True)
+                | (names.str.contains("DtoH|HtoD") & names.str.contains("Pageable", literal=True))
+            )
             .then(pl.lit(_COPY_TO_PAGEABLE, pl.Int8))
             .otherwise(pl.lit(_COPY_OTHER, pl.Int8))
         )
@@ -569,8 +576,10 @@ def blocking_waits(
     only after every op it launched had ended (``op_start``, ``op_end``, ``op_copy``: the ops, row for row
     with ``calls.op_call``; ``op_copy``: :func:`copy_kinds`, None: unknown) and that waits by its kind:
     a synchronous copy (``cudaMemcpy``, ``cuMemcpyDtoH``, ``hipMemcpyWithStream``, ...: :data:`COPY_CALL`
-    without ``Async``) other than device-to-device, or an asynchronous copy to pageable host memory
-    (``cudaMemcpyAsync`` of a "Memcpy DtoH (Device -> Pageable)", which returns once the copy is done).
+    without ``Async``) other than device-to-device, or an asynchronous copy between device and pageable host
+    memory, either way, or host to host (``cudaMemcpyAsync`` of a "Memcpy DtoH (Device -> Pageable)", which
+    returns once the copy is done; of a "Memcpy HtoD (Pageable -> Device)", which syncs the stream first and
+    stages the data; nsys' "[CUDA memcpy HtoD (Pageable -> Device)]": :func:`copy_kinds`).
     An asynchronous call that merely ran longer than its op (a ``cudaMemsetAsync`` of 11 µs whose 0.7 µs
     memset ended first, as in the H200 compile traces) waited for nothing.
 

@@ -36,6 +36,18 @@ from typing import Any
 
 GPU_METRICS_TYPE_BASE = 0x1000100000000
 
+#: ENUM_CUDA_MEM_KIND of the real exports (nsys 2022.4 to 2026.2): id -> label
+MEM_KINDS: dict[int, str] = {
+    0: "Pageable",
+    1: "Pinned",
+    2: "Device",
+    3: "Array",
+    4: "Managed",
+    5: "Device Static",
+    6: "Managed Static",
+    7: "Unknown",
+}
+
 # (column, SQL type, NOT NULL) in the order real exports use.
 _Col = tuple[str, str, bool]
 
@@ -177,6 +189,7 @@ TABLES: dict[str, list[_Col]] = {
     ],
     "ENUM_NSYS_EVENT_TYPE": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
     "ENUM_NSYS_EVENT_CLASS": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
+    "ENUM_CUDA_MEM_KIND": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
     "META_DATA_EXPORT": [("name", "TEXT", True), ("value", "TEXT", False)],
     "EXPORT_META_DATA": [("name", "TEXT", True), ("value", "TEXT", False)],
     "TARGET_INFO_GPU_METRICS": [
@@ -367,11 +380,22 @@ class NsysBuilder:
         stream: int = 7,
         correlation: int | None = None,
         pid: int = 100,
+        src_kind: int | None = None,
+        dst_kind: int | None = None,
     ) -> None:
+        """A copy; ``src_kind`` / ``dst_kind``: the memory kinds (ENUM_CUDA_MEM_KIND ids, :data:`MEM_KINDS`:
+        0 pageable, 1 pinned, 2 device), null when not given."""
         self._activity(
             "CUPTI_ACTIVITY_KIND_MEMCPY", start, end, device, stream, correlation, pid, bytes=size,
-            copyKind=copy_kind,
+            copyKind=copy_kind, srcKind=src_kind, dstKind=dst_kind,
         )  # fmt: skip
+
+    def mem_kinds(self, kinds: dict[int, str] | None = None) -> None:
+        """The ENUM_CUDA_MEM_KIND table (``kinds``: id -> label; default :data:`MEM_KINDS`, as nsys 2022.4 to
+        2026.2 write it)."""
+        for id_, label in (kinds or MEM_KINDS).items():
+            name = "CUDA_MEMOPR_MEMORY_KIND_" + label.upper().replace(" ", "_")
+            self.add("ENUM_CUDA_MEM_KIND", id=id_, name=name, label=label)
 
     def memset(
         self,

@@ -164,6 +164,21 @@ MEMCPY_KINDS: dict[int, str] = {
     13: "Unified DtoD",
 }
 
+#: ENUM_CUDA_MEM_KIND (memory kinds of a copy's ``srcKind`` / ``dstKind``) as nsys 2022.4 to 2026.2 write it.
+MEM_KIND_ENUM = "ENUM_CUDA_MEM_KIND"
+PAGEABLE_MEM_KIND = "CUDA_MEMOPR_MEMORY_KIND_PAGEABLE"
+MEM_KIND_PAGEABLE = 0
+MEM_KINDS: dict[int, str] = {
+    0: "Pageable",
+    1: "Pinned",
+    2: "Device",
+    3: "Array",
+    4: "Managed",
+    5: "Device Static",
+    6: "Managed Static",
+    7: "Unknown",
+}
+
 API_SUFFIX = r"_v\d+$"
 
 #: NVTX ranges as read, before nesting (``end`` null for a range never closed).
@@ -269,27 +284,73 @@ def _read_kernels(
     return frame.with_columns(kind=pl.lit("kernel")), int(nameless)
 
 
+def mem_kind_labels(export: Database) -> tuple[int, dict[int, str]]:
+    """(the id of pageable host memory, id -> label) of the export's ``ENUM_CUDA_MEM_KIND`` (nsys 2022.4 to
+    2026.2: :data:`MEM_KINDS`, pageable 0; CUPTI's own enum numbers them otherwise), the defaults where the
+    export lacks it."""
+    pageable = enum_ids(export, MEM_KIND_ENUM, {PAGEABLE_MEM_KIND: MEM_KIND_PAGEABLE})[PAGEABLE_MEM_KIND]
+    labels = dict(MEM_KINDS)
+    t = MEM_KIND_ENUM
+    if export.has(t) and {"id", "label"} <= export.columns(t):
+        found = {
+            i: str(v)
+            for i, v in export.con.execute(f'SELECT "id", "label" FROM {quote(t)}').fetchall()
+            if isinstance(i, int) and v is not None
+        }
+        if found:
+            labels = found
+    return pageable, labels
+
+
 def _read_copies(
     export: Database, table: str, kind: str, path: Path, wanted: Collection[str] | None = None
 ) -> pl.DataFrame:
+    """Memcpy or memset rows. A copy with pageable host memory on either side (``srcKind`` / ``dstKind``,
+    :func:`mem_kind_labels`) is named with its memory kinds as Nsight Systems' timeline and Kineto name it,
+    "[CUDA memcpy DtoH (Device -> Pageable)]": its call may wait for the copy (CUDA's "API synchronization
+    behavior"), which :func:`tracekit.analyzers.attribution.copy_kinds` reads from the name. Other copies
+    keep the plain name. The kinds come as one SQL column (src * 2^16 + dst, null unless a side is
+    pageable), dropped after naming."""
     _require_columns(export, table, ("start", "end"), path)
     exprs, schema = _activity_columns(export, table)
     exprs["copy_kind"] = export.col(table, "copyKind") if kind == "memcpy" else "NULL"
     schema["copy_kind"] = pl.Int64
-    exprs, schema = _select(exprs, schema, wanted, ("start", "end", "device", "copy_kind"))
+    cols = export.columns(table)
+    pageable, labels = mem_kind_labels(export) if kind == "memcpy" else (MEM_KIND_PAGEABLE, {})
+    # the kinds only name the copy: not read when the name is not asked for
+    with_kinds = kind == "memcpy" and {"srcKind", "dstKind"} <= cols and (wanted is None or "name" in wanted)
+    if with_kinds:
+        exprs["mem_kinds"] = (
+            f'CASE WHEN "srcKind" = {pageable} OR "dstKind" = {pageable} '
+            f'THEN "srcKind" * 65536 + "dstKind" END'
+        )
+        schema["mem_kinds"] = pl.Int64
+    always = ("start", "end", "device", "copy_kind", "mem_kinds")
+    exprs, schema = _select(exprs, schema, wanted, always)
     frame = export.numeric_frame(table, exprs, schema)
     if "pid" in frame.columns:
         frame = frame.with_columns(pid_of(pl.col("pid")))
     if kind == "memcpy":
         direction = pl.col("copy_kind").replace_strict(MEMCPY_KINDS, default=None, return_dtype=pl.String)
+        suffix = pl.lit("]")
+        if with_kinds:
+
+            def label(ids: pl.Expr) -> pl.Expr:
+                return ids.replace_strict(labels, default=None, return_dtype=pl.String).fill_null("Unknown")
+
+            kinds = pl.col("mem_kinds")
+            memory = pl.concat_str(pl.lit(" ("), label(kinds // 65536), pl.lit(" -> "), label(kinds % 65536))
+            suffix = pl.when(kinds.is_null()).then(suffix).otherwise(pl.concat_str(memory, pl.lit(")]")))
         name = (
             pl.when(direction.is_null())
             .then(pl.lit("[CUDA memcpy]"))
-            .otherwise(pl.concat_str(pl.lit("[CUDA memcpy "), direction, pl.lit("]")))
+            .otherwise(pl.concat_str(pl.lit("[CUDA memcpy "), direction, suffix))
         )
     else:
         name = pl.lit("[CUDA memset]")
-    return frame.with_columns(name=name, kind=pl.lit(kind), graph=pl.lit(None, pl.Int64)).drop("copy_kind")
+    return frame.with_columns(name=name, kind=pl.lit(kind), graph=pl.lit(None, pl.Int64)).drop(
+        "copy_kind", "mem_kinds", strict=False
+    )
 
 
 def _read_graph_executions(

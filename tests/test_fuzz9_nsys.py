@@ -1,0 +1,146 @@
+"""Nsight Systems exports fuzzed on what real captures hold (round 9).
+
+Every trace here is synthetic, hand-built with :class:`tests.nsys_builder.NsysBuilder` in pytest's temporary
+folder and named ``*.synthetic.sqlite``; the expected numbers are exact, from the rows written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+import tracekit
+from tests.nsys_builder import NsysBuilder
+from tracekit.readers.nsys_sqlite import read
+
+US = 1_000
+STEPS = 4
+PAGEABLE, PINNED, DEVICE = 0, 1, 2
+HTOD, DTOH, DTOD, HTOH = 1, 2, 8, 9
+
+
+def ms(a: tracekit.Analysis, field: str) -> list[float]:
+    """One per-iteration field, rounded to the ns (the analysis divides ns by 1e6)."""
+    return [round(v, 6) for v in a.iterations[field].to_list()]
+
+
+# ------------------------------------------------------------------ copies to and from pageable memory
+
+
+def _copies(
+    copy_kind: int,
+    src: int | None,
+    dst: int | None,
+    *,
+    call: str = "cudaMemcpyAsync_v3020",
+    call_end: int = 260,
+    enum: bool = True,
+) -> NsysBuilder:
+    """4 'iteration' ranges of 500 µs, 1000 µs apart (t0), each: a 5 µs ``cudaLaunchKernel`` at 10 µs, its
+    200 µs kernel at 20 µs; a copy call (``call``) from 30 µs to ``call_end`` of a 10 µs copy at 240 µs
+    (``copy_kind``, memory kinds ``src`` -> ``dst``); a 5 µs ``cudaLaunchKernel`` at 300 µs, its 50 µs
+    kernel at 310 µs. The device is idle 20 µs between the first kernel and the copy, and 50 µs after it;
+    inside the call (to 260 µs) 20 + 10 µs of that."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    if enum:
+        b.mem_kinds()
+    for i in range(STEPS):
+        t0 = i * 1000 * US
+        b.nvtx_range(t0, t0 + 500 * US, "iteration")
+        c = 10 * i
+        b.runtime(t0 + 10 * US, t0 + 15 * US, "cudaLaunchKernel_v7000", correlation=c + 1)
+        b.kernel(t0 + 20 * US, t0 + 220 * US, "gemm", correlation=c + 1)
+        b.runtime(t0 + 30 * US, t0 + call_end * US, call, correlation=c + 2)
+        b.memcpy(
+            t0 + 240 * US, t0 + 250 * US, copy_kind=copy_kind, correlation=c + 2, src_kind=src, dst_kind=dst
+        )
+        b.runtime(t0 + 300 * US, t0 + 305 * US, "cudaLaunchKernel_v7000", correlation=c + 3)
+        b.kernel(t0 + 310 * US, t0 + 360 * US, "relu", correlation=c + 3)
+    return b
+
+
+def _causes(tmp_path: Path, b: NsysBuilder, name: str) -> dict[str, list[float]]:
+    a = tracekit.analyze(b.write(tmp_path / f"{name}.synthetic.sqlite"))
+    assert ms(a, "gpu_busy_ms") == [0.26] * STEPS
+    return {c: ms(a, f"{c}_ms") for c in ("sync", "other_api", "launch", "in_flight", "dispatch")}
+
+
+@pytest.mark.parametrize(
+    ("copy_kind", "src", "dst", "name"),
+    [
+        (DTOH, DEVICE, PAGEABLE, "[CUDA memcpy DtoH (Device -> Pageable)]"),
+        (HTOD, PAGEABLE, DEVICE, "[CUDA memcpy HtoD (Pageable -> Device)]"),
+        (HTOH, PAGEABLE, PINNED, "[CUDA memcpy HtoH (Pageable -> Pinned)]"),
+    ],
+)
+def test_an_asynchronous_copy_with_pageable_host_memory_waits_as_a_sync_call_does(
+    tmp_path: Path, copy_kind: int, src: int, dst: int, name: str
+) -> None:
+    """CUDA's "API synchronization behavior": a ``cudaMemcpyAsync`` between device and pageable host memory
+    may be synchronous with respect to the host (the driver syncs the stream and stages the copy through
+    pinned memory; to pageable memory it returns once the copy is done). nsys gives the memory kinds
+    (``srcKind`` / ``dstKind``, ids of ENUM_CUDA_MEM_KIND), not the name Kineto gives ("Memcpy DtoH (Device
+    -> Pageable)"): the 20 µs the host waited inside the call for the stream to drain and the 10 µs after
+    the copy before it returned read as 30 µs of ``other_api``, where the same trace from torch.profiler
+    reads 30 µs of ``sync``. The copy is named with its memory kinds, and the wait is ``sync``."""
+    b = _copies(copy_kind, src, dst)
+    trace = read(b.write(tmp_path / "names.synthetic.sqlite"))
+    assert trace.ops.filter(pl.col("kind") == "memcpy")["name"].unique().to_list() == [name]
+    causes = _causes(tmp_path, b, "pageable")
+    assert causes["sync"] == [0.03] * STEPS
+    assert causes["other_api"] == [0.0] * STEPS
+    assert causes["launch"] == [0.01] * STEPS
+    assert causes["in_flight"] == [0.01] * STEPS
+
+
+@pytest.mark.parametrize(
+    ("copy_kind", "src", "dst", "enum", "name"),
+    [
+        (DTOH, DEVICE, PINNED, True, "[CUDA memcpy DtoH]"),
+        (HTOD, PINNED, DEVICE, True, "[CUDA memcpy HtoD]"),
+        (DTOH, DEVICE, None, True, "[CUDA memcpy DtoH]"),  # no memory kind recorded
+        (DTOH, DEVICE, PAGEABLE, False, "[CUDA memcpy DtoH (Device -> Pageable)]"),  # no enum: nsys's ids
+    ],
+)
+def test_an_asynchronous_copy_with_pinned_memory_waits_for_nothing(
+    tmp_path: Path, copy_kind: int, src: int, dst: int | None, enum: bool, name: str
+) -> None:
+    """A ``cudaMemcpyAsync`` with pinned host memory is asynchronous: a call that outlived its copy waited
+    for nothing by its kind, 30 µs of ``other_api`` (as before); a copy without a recorded memory kind keeps
+    its plain name and stays so. An export without ENUM_CUDA_MEM_KIND has the ids every nsys version gives
+    (0 pageable)."""
+    b = _copies(copy_kind, src, dst, enum=enum)
+    trace = read(b.write(tmp_path / "names.synthetic.sqlite"))
+    assert trace.ops.filter(pl.col("kind") == "memcpy")["name"].unique().to_list() == [name]
+    causes = _causes(tmp_path, b, "pinned")
+    if "Pageable" in name:
+        assert causes["sync"] == [0.03] * STEPS and causes["other_api"] == [0.0] * STEPS
+    else:
+        assert causes["sync"] == [0.0] * STEPS and causes["other_api"] == [0.03] * STEPS
+
+
+def test_a_pageable_copy_whose_call_returned_before_it_ended_is_staging_not_a_wait(tmp_path: Path) -> None:
+    """A large copy from pageable memory that the driver pipelines: the call returns (here at 245 µs) before
+    its copy ends (250 µs). The host copied into the staging buffers, its own work: the 20 µs inside the
+    call before the copy stay ``other_api``, none is ``sync`` (the real H200 2025.1 export's 394 MB copy:
+    its call returned 27 µs before the copy ended)."""
+    causes = _causes(tmp_path, _copies(HTOD, PAGEABLE, DEVICE, call_end=245), "staging")
+    assert causes["sync"] == [0.0] * STEPS and causes["other_api"] == [0.02] * STEPS
+
+
+def test_an_export_that_renumbers_the_memory_kinds_is_read_by_its_own_enum(tmp_path: Path) -> None:
+    """The memory kinds are ids of the export's own ENUM_CUDA_MEM_KIND: an export numbering them as CUPTI
+    does (1 pageable, 2 pinned, 3 device) names the copy to id 1 pageable, and id 0 (CUPTI's unknown) not."""
+    cupti = {0: "Unknown", 1: "Pageable", 2: "Pinned", 3: "Device"}
+    b = NsysBuilder()
+    b.mem_kinds(cupti)
+    b.memcpy(100, 200, copy_kind=DTOH, src_kind=3, dst_kind=1)
+    b.memcpy(300, 400, copy_kind=DTOH, src_kind=3, dst_kind=0)
+    trace = read(b.write(tmp_path / "renumbered.synthetic.sqlite"))
+    assert trace.ops.sort("start")["name"].to_list() == [
+        "[CUDA memcpy DtoH (Device -> Pageable)]",
+        "[CUDA memcpy DtoH]",
+    ]
