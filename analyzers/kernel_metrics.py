@@ -52,6 +52,10 @@ either (``kernel_time_profiled`` keeps the average over its kernels alone), with
 Results the reader lists in ``meta["range_results"]`` (no launch dimensions: range replay's one result per
 range) are no kernels and are left out, with a warning.
 
+Without a timeline, the kernel-time average weights each value by ncu's own duration: where a kernel with a
+value has none (``n/a``: cut short by ``--kill`` or a replay timeout; unreadable), its weight is unknown and
+no kernel-time average is given, with a warning.
+
 NaN values (an incomplete ncu replay) and kernels without a value are skipped and counted, never read as 0
 in the kernel-time average (the covered share of kernel time is ``coverage``). In the wall-time figure a
 NaN kernel would count as 0: an iteration whose NaN kernels hold more than ``NAN_TIME_TOLERANCE`` (1%) of
@@ -794,6 +798,17 @@ def analyze_kernel_metrics(
             continue
         avg, used, _, _ = _kernel_time_average(averaged, c, duration)
         profiled = _kernel_time_average(frame, c, duration)[0] if partial else None
+        if joined is None and avg is not None:
+            # Without a timeline each value is weighted by ncu's own duration: a kernel with a value and no
+            # readable duration (n/a: cut short by --kill or a replay timeout) has an unknown weight.
+            v = pl.col(c)
+            untimed = values.filter(v.is_not_null() & v.is_not_nan() & pl.col("duration_ns").is_null()).height
+            if untimed:
+                avg = None
+                warnings.append(
+                    f"{c}: {untimed} kernel(s) with a value have no duration (n/a or unreadable): their weight "
+                    "in the kernel-time average is unknown, so none is given"
+                )
         # NaN / missing are counted over the metric trace's own kernels (not over joined timeline kernels).
         nan = int((values[c].is_not_null() & values[c].is_nan()).sum())
         missing = int(values[c].is_null().sum())

@@ -8,6 +8,8 @@ per-kernel figure with confidence, or none where the data allows one.
   SM-active value was read;
 - range replay (``--replay-mode range``/``app-range``): one result per range, its counters spanning the
   range's gaps too, had been shown as the kernel-time SMs active / warp occupancy;
+- a kernel with a value and no duration (n/a) had been left out of the kernel-time average, which was shown;
+  a dot-grouped integer ("3.000" ns) in a decimal-comma (de_DE) file had been read as 3;
 
 Every CSV here is hand-made (labelled synthetic: values invented, not measured), so the truth is known.
 """
@@ -187,3 +189,68 @@ def test_kernels_beside_range_results_keep_their_figures(tmp_path):
     assert result.kernel_time["sms_active"] == pytest.approx((40.0 + 3 * 80.0) / 4)
     assert result.kernel_time["warp_occupancy"] == pytest.approx((10.0 + 3 * 30.0) / 4)
     assert any("1 of 3 results" in w for w in result.warnings)
+
+
+# ------------------------------------------- a locale's decimal comma, and kernels of unknown duration
+
+
+def test_a_kernel_with_a_value_but_no_duration_withholds_the_kernel_time_average(tmp_path):
+    """Nsight Compute alone weights each kernel's value by its duration: a kernel with a value and no readable
+    duration (n/a: a kernel cut short by --kill or a replay timeout) has an unknown weight. The average over
+    the other kernels (10%) had been shown as the report's; the truth is anywhere between 10% and 90%."""
+    lines = [
+        header(DURATION, SM_PCT, WARPS),
+        units("usecond", "%", "%"),
+        row(0, "n/a", "90.0", "90.0"),
+        row(1, "1.0", "10.0", "10.0"),
+    ]
+    result = kernel_time_only(read_trace(write(tmp_path, lines)))
+    assert result.kernel_time == {"sms_active": None, "warp_occupancy": None}
+    assert any("1 kernel(s) with a value have no duration" in w for w in result.warnings)
+
+
+def test_a_nan_kernel_without_a_duration_does_not_withhold_it(tmp_path):
+    """A kernel whose values are n/a too (an incomplete replay) weighs nothing: the average stands."""
+    lines = [
+        header(DURATION, SM_PCT, WARPS),
+        units("usecond", "%", "%"),
+        row(0, "n/a", "n/a", "n/a"),
+        row(1, "1.0", "10.0", "20.0"),
+    ]
+    result = kernel_time_only(read_trace(write(tmp_path, lines)))
+    assert result.kernel_time == {"sms_active": 10.0, "warp_occupancy": 20.0}
+
+
+def test_dot_grouped_integers_in_a_decimal_comma_file_are_unreadable(tmp_path):
+    """A de_DE-style CSV (``--print-units base``: durations in ns, integers): "3.000" is 3000 ns written with
+    a dot grouping, and was read as 3 ns (kernel-time SMs active 79.9% for 48.7%). In a file whose other
+    numbers have a decimal comma ("26,333333"), a dot-grouped integer is doubtful like an ambiguous comma:
+    unreadable, said in a warning."""
+    lines = [
+        header(DURATION, SM_PCT, WARPS, "sm__cycles_active.avg"),
+        units("nsecond", "%", "%", "cycle"),
+        row(0, "3.000", "40", "10", "26,333333"),
+        row(1, "832", "80", "30", "5,5"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert durations(trace) == [None, 832]
+    assert any("dot" in w and "'3.000'" in w for w in trace.warnings)
+    assert kernel_time_only(trace).kernel_time == {"sms_active": None, "warp_occupancy": None}
+
+
+def test_dot_grouped_values_in_a_file_without_decimal_commas_read_as_decimals(tmp_path):
+    lines = [header(DURATION, WARPS), units("usecond", "%"), row(0, "3.168", "10"), row(1, "1,234.5", "20")]
+    trace = read_trace(write(tmp_path, lines))
+    assert durations(trace) == [3168, 1_234_500]
+    assert not any("dot" in w for w in trace.warnings)
+
+
+def test_a_file_whose_every_duration_is_doubtful_by_dot_grouping_is_refused(tmp_path):
+    lines = [
+        header(DURATION, WARPS),
+        units("nsecond", "%"),
+        row(0, "3.000", "10,5"),
+        row(1, "1.500", "20,25"),
+    ]
+    with pytest.raises(TraceFormatError, match="no kernel duration can be read"):
+        read_trace(write(tmp_path, lines))

@@ -178,6 +178,8 @@ _THOUSANDS = r"^[+-]?\d{1,3}(,\d{3})+(\.\d*)?([eE][+-]?\d+)?$"
 _COMMA_NUMBER = r"^[+-]?\d[\d,]*(\.\d*)?([eE][+-]?\d+)?$"
 #: a thousands grouping that a decimal comma could have written too ("3,168": 3168, or 3.168?)
 _AMBIGUOUS = r"^[+-]?\d{1,3},\d{3}$"
+#: an integer with a dot grouping, as a decimal-comma locale writes it ("3.000": 3000 in de_DE, 3.0 in C)
+_DOT_GROUPED = r"^[+-]?\d{1,3}(\.\d{3})+$"
 
 
 def _numbers(col: pl.Expr) -> pl.Expr:
@@ -189,17 +191,26 @@ def _numbers(col: pl.Expr) -> pl.Expr:
 
 
 def _with_values(long: pl.DataFrame) -> pl.DataFrame:
-    """``long`` (metric, raw: the cell text, stripped) with ``value`` (:func:`_numbers`) and ``doubtful``:
-    the cell is written with a comma that is not a thousands separator ("3,168000", "3,1": a decimal
-    comma?), or it is a single group that a decimal comma could have written (:data:`_AMBIGUOUS`, "3,168")
-    in a metric that has such a cell. A doubtful cell has no value (null): the callers read it as
-    unreadable, NaN, like "n/a". Groupings no decimal comma writes ("3,168.0", "1,234,567") always read."""
+    """``long`` (metric, raw: the cell text, stripped) with ``value`` (:func:`_numbers`), ``doubtful`` and
+    ``dotted``: the cell is written with a comma that is not a thousands separator ("3,168000", "3,1": a
+    decimal comma?), or it is a single group that a decimal comma could have written (:data:`_AMBIGUOUS`,
+    "3,168") in a metric that has such a cell; or (``dotted``, doubtful too) it is an integer with a dot
+    grouping (:data:`_DOT_GROUPED`, "3.000") in a file that has such a comma anywhere: the locale that writes
+    a decimal comma groups thousands with a dot (de_DE: "3.000" is 3000 ns in base units, read as 3). A
+    doubtful cell has no value (null): the callers read it as unreadable, NaN, like "n/a". Groupings no
+    decimal comma writes ("3,168.0", "1,234,567") always read."""
     raw = pl.col("raw")
     comma = raw.str.contains(",", literal=True).fill_null(False)
     misread = comma & raw.str.contains(_COMMA_NUMBER) & ~raw.str.contains(_THOUSANDS)
-    doubtful = misread | (raw.str.contains(_AMBIGUOUS) & misread.any().over("metric"))
+    # the evidence of a decimal-comma locale: a number with one comma and no thousands grouping ("26,333333",
+    # "5,5"); a list ("0,1,2,3") is none
+    decimal_comma = raw.str.contains(r"^[+-]?\d+,\d+$") & ~raw.str.contains(_THOUSANDS)
+    dotted = (raw.str.contains(_DOT_GROUPED) & decimal_comma.any()).fill_null(False)
+    doubtful = misread | (raw.str.contains(_AMBIGUOUS) & misread.any().over("metric")) | dotted
     return long.with_columns(
-        pl.when(~doubtful).then(_numbers(raw)).alias("value"), doubtful.fill_null(False).alias("doubtful")
+        pl.when(~doubtful).then(_numbers(raw)).alias("value"),
+        doubtful.fill_null(False).alias("doubtful"),
+        dotted.alias("dotted"),
     )
 
 
@@ -209,21 +220,39 @@ def _comma_warning(long: pl.DataFrame, kernels: int, path: Path) -> list[str]:
     doubtful = long.filter(pl.col("doubtful"))
     if doubtful.is_empty():
         return []
-    first = doubtful.row(0, named=True)
-    durations = doubtful.filter(pl.col("metric") == DURATION_METRIC).get_column("kernel").n_unique()
-    example = f"e.g. {first['metric']} {first['raw']!r}"
-    if durations == kernels:
+    dotted = doubtful.filter(pl.col("dotted"))
+    commas = doubtful.filter(~pl.col("dotted"))
+    durations = doubtful.filter(pl.col("metric") == DURATION_METRIC)
+    if durations.get_column("kernel").n_unique() == kernels:
+        comma_durations = durations.filter(~pl.col("dotted"))
+        what = (
+            f"holds a comma that is not, or may not be, a thousands separator ({comma_durations['raw'][0]!r}: "
+            "a decimal comma?)"
+            if comma_durations.height
+            else f"is written as an integer with a dot grouping ({durations['raw'][0]!r}) in a file of "
+            "decimal commas"
+        )
         raise TraceFormatError(
-            f"every {DURATION_METRIC} value holds a comma that is not, or may not be, a thousands separator "
-            f"({doubtful.filter(pl.col('metric') == DURATION_METRIC)['raw'][0]!r}: a decimal comma?): no kernel "
-            "duration can be read; export the CSV with '.' as the decimal point (LC_ALL=C)",
+            f"every {DURATION_METRIC} value {what}: no kernel duration can be read; export the CSV with '.' as "
+            "the decimal point (LC_ALL=C)",
             path,
         )
-    metrics = doubtful.get_column("metric").n_unique()
-    return [
-        f"{doubtful.height} values of {metrics} metric(s) hold a comma that is not, or may not be, a thousands "
-        f"separator ({example}: a decimal comma?): read as unreadable (NaN), as 'n/a' is"
-    ]
+    said = []
+    if commas.height:
+        first = commas.row(0, named=True)
+        said.append(
+            f"{commas.height} values of {commas.get_column('metric').n_unique()} metric(s) hold a comma that is "
+            f"not, or may not be, a thousands separator (e.g. {first['metric']} {first['raw']!r}: a decimal "
+            "comma?): read as unreadable (NaN), as 'n/a' is"
+        )
+    if dotted.height:
+        first = dotted.row(0, named=True)
+        said.append(
+            f"{dotted.height} values of {dotted.get_column('metric').n_unique()} metric(s) are integers with a "
+            f"dot grouping (e.g. {first['metric']} {first['raw']!r}) in a file whose numbers have a decimal "
+            "comma: 3000 or 3.0? read as unreadable (NaN), as 'n/a' is"
+        )
+    return said
 
 
 def _to_ns(value: pl.Expr, unit: pl.Expr) -> pl.Expr:
