@@ -10,6 +10,7 @@ per-kernel figure with confidence, or none where the data allows one.
   range's gaps too, had been shown as the kernel-time SMs active / warp occupancy;
 - a kernel with a value and no duration (n/a) had been left out of the kernel-time average, which was shown;
   a dot-grouped integer ("3.000" ns) in a decimal-comma (de_DE) file had been read as 3;
+- ``--print-metric-name label-name`` ("Duration (gpu__time_duration.sum)"): nothing had been read;
 
 Every CSV here is hand-made (labelled synthetic: values invented, not measured), so the truth is known.
 """
@@ -254,3 +255,30 @@ def test_a_file_whose_every_duration_is_doubtful_by_dot_grouping_is_refused(tmp_
     ]
     with pytest.raises(TraceFormatError, match="no kernel duration can be read"):
         read_trace(write(tmp_path, lines))
+
+
+# ------------------------------------------------------------- --print-metric-name label-name
+
+
+def test_label_name_metric_names_are_read_by_their_metric_name(tmp_path):
+    """``--print-metric-name label-name`` writes "Label (metric_name)" ("Duration (gpu__time_duration.sum)"):
+    no duration and no SM-active or occupancy value had been read."""
+    sol = "GPU Speed Of Light Throughput"
+    lines = [
+        DETAILS,
+        details(0, sol, f"Duration ({DURATION})", "nsecond", "2000"),
+        details(0, sol, "SM Active Cycles (sm__cycles_active.avg)", "cycle", "300"),
+        details(0, sol, "Elapsed Cycles (gpc__cycles_elapsed.max)", "cycle", "1000"),
+        details(0, "Occupancy", f"Achieved Occupancy ({WARPS})", "%", "12.5"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert durations(trace) == [2000]
+    assert kernel_time_only(trace).kernel_time == {"sms_active": 30.0, "warp_occupancy": 12.5}
+    raw = [
+        IDS + f',"Duration ({DURATION})","Achieved Occupancy ({WARPS})"',
+        units("nsecond", "%"),
+        row(0, "2000", "12.5"),
+    ]
+    trace = read_trace(write(tmp_path, raw, "raw.ncu.csv"))
+    assert durations(trace) == [2000]
+    assert values(trace, WARPS) == [12.5]

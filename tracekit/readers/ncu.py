@@ -30,9 +30,10 @@ CSV input: leading ``==PROF==``/program output lines are skipped up to the heade
 profiled."). A file may hold several tables, each from its own header line (runs appended with ``>>``, one
 table per process): each is read under its own columns and units row (a second table's rows had been read
 under the first's, values of another metric and durations in another unit), with a warning; the raw and the
-details page mixed in one file are refused. The raw page is wide (one row per kernel, one column per metric, a second row of units); the
-details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read too, with metric names
-(``--metrics``, ``--print-metric-name name``) or section labels (the default): the labels tracekit uses
+details page mixed in one file are refused. The raw page is wide (one row per kernel, one column per metric, a
+second row of units); the details page (``Metric Name``/``Metric Unit``/``Metric Value`` columns) is read too,
+with metric names (``--metrics``, ``--print-metric-name name``), "Label (metric_name)" (``label-name``, on
+either page: read as the metric name) or section labels (the default): the labels tracekit uses
 (:data:`SECTION_LABELS`, e.g. "Duration" of the SpeedOfLight section) are read as their metric names.
 ``--print-summary`` output (Minimum/Maximum/Average per kernel name, not per kernel) is refused. A kernel is
 its process (``Host Name``, ``Process ID``) and ``ID``: processes that reuse IDs keep all their kernels;
@@ -396,15 +397,22 @@ def _csv_tables(path: Path) -> list[str]:
     )
 
 
+#: a metric as ``--print-metric-name label-name`` writes it: "Duration (gpu__time_duration.sum)"
+_LABEL_NAME = r"^.*\(([A-Za-z0-9_:]+__[^\s()]+)\)$"
+
+
 def _read_table(text: str, number: int, path: Path) -> pl.DataFrame:
-    """One CSV table of the file (all strings), its rows tagged ``_table`` = ``number``."""
+    """One CSV table of the file (all strings), its rows tagged ``_table`` = ``number``; a column named
+    "Label (metric_name)" (``--print-metric-name label-name``) is named by its metric name."""
     try:
         frame = pl.read_csv(
             io.StringIO(text), infer_schema=False, has_header=True, truncate_ragged_lines=True
         )
     except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
         raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
-    return frame.with_columns(pl.lit(number, pl.Int64).alias("_table"))
+    names = {c: m.group(1) for c in frame.columns if (m := re.match(_LABEL_NAME, c))}
+    rename = {c: n for c, n in names.items() if n not in frame.columns and list(names.values()).count(n) == 1}
+    return frame.rename(rename).with_columns(pl.lit(number, pl.Int64).alias("_table"))
 
 
 def _is_details(frame: pl.DataFrame) -> bool:
@@ -638,7 +646,7 @@ def _details_page(frame: pl.DataFrame, nvtx_col: str | None, path: Path) -> tupl
         raise TraceFormatError("ncu CSV holds no kernel rows", path)
     kernels = _kernel_table(rows, nvtx_col)
     unit_col = pl.col("Metric Unit") if "Metric Unit" in rows.columns else pl.lit("")
-    label = pl.col("Metric Name").str.strip_chars()
+    label = pl.col("Metric Name").str.strip_chars().str.replace(_LABEL_NAME, "$1")
     section = pl.col("Section Name").str.strip_chars() if "Section Name" in rows.columns else None
     metric = label
     for (section_name, label_name), name in SECTION_LABELS.items():
