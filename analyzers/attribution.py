@@ -500,19 +500,20 @@ def stream_waited(calls: pl.DataFrame, launching: np.ndarray, api: pl.DataFrame)
 #: Copy calls (version and per-thread suffixes stripped): those without ``Async`` in the name are synchronous
 #: (the host waits for the copy, except device-to-device: CUDA's "API synchronization behavior")
 COPY_CALL = r"^(cuda|cu|hip)Memcpy"
-#: :func:`copy_kinds` codes: another op, a device-to-device copy, a copy whose asynchronous call may wait for
-#: it (pageable host memory, or host to host)
+#: :func:`copy_kinds` codes: another op, a device-to-device (or peer-to-peer) copy, a copy whose asynchronous
+#: call may wait for it (pageable host memory, or host to host)
 _COPY_OTHER, _COPY_DTOD, _COPY_TO_PAGEABLE = 0, 1, 2
 
 
 def copy_kinds(ops: pl.DataFrame) -> pl.Series:
     """Per op (``kind``, ``name``: a trace's ops), ``copy_kind`` (Int8): 1 a device-to-device copy (a name
-    with ``DtoD``: Kineto's "Memcpy DtoD (Device -> Device)", nsys' "[CUDA memcpy DtoD]"), 2 a copy an
-    asynchronous call may wait for by CUDA's "API synchronization behavior": between device and pageable host
-    memory, either way (``DtoH`` or ``HtoD``, and ``Pageable``: Kineto's "Memcpy DtoH (Device -> Pageable)",
-    "Memcpy HtoD (Pageable -> Device)"; the nsys reader names such copies so from ``srcKind`` / ``dstKind``,
-    "[CUDA memcpy DtoH (Device -> Pageable)]"), or host to host (``HtoH``, fully synchronous), else 0. Only
-    the copies' names are read (a filter, then a scatter)."""
+    with ``DtoD``: Kineto's "Memcpy DtoD (Device -> Device)", nsys' "[CUDA memcpy DtoD]"; or ``PtoP``, a copy
+    between two GPUs, "[CUDA memcpy PtoP]": ``cudaMemcpyPeer`` is asynchronous with respect to the host),
+    2 a copy an asynchronous call may wait for by CUDA's "API synchronization behavior": between device and
+    pageable host memory, either way (``DtoH`` or ``HtoD``, and ``Pageable``: Kineto's "Memcpy DtoH (Device
+    -> Pageable)", "Memcpy HtoD (Pageable -> Device)"; the nsys reader names such copies so from ``srcKind``
+    / ``dstKind``, "[CUDA memcpy DtoH (Device -> Pageable)]"), or host to host (``HtoH``, fully synchronous),
+    else 0. Only the copies' names are read (a filter, then a scatter)."""
     zero = pl.Series("copy_kind", np.zeros(ops.height, dtype=np.int8))
     if ops.is_empty() or not {"kind", "name"} <= set(ops.columns):
         return zero
@@ -522,7 +523,7 @@ def copy_kinds(ops: pl.DataFrame) -> pl.Series:
     names = ops.get_column("name").filter(copies)
     code = (
         pl.select(
-            pl.when(names.str.contains("DtoD", literal=True))
+            pl.when(names.str.contains("DtoD|PtoP"))
             .then(pl.lit(_COPY_DTOD, pl.Int8))
             .when(
                 names.str.contains("HtoH", literal=True)

@@ -144,3 +144,16 @@ def test_an_export_that_renumbers_the_memory_kinds_is_read_by_its_own_enum(tmp_p
         "[CUDA memcpy DtoH (Device -> Pageable)]",
         "[CUDA memcpy DtoH]",
     ]
+
+
+@pytest.mark.parametrize("call", ["cudaMemcpyPeer_v4000", "cudaMemcpy_v3020"])
+def test_a_peer_to_peer_copy_is_device_to_device_and_waits_for_nothing(tmp_path: Path, call: str) -> None:
+    """A copy between two GPUs (nsys' "[CUDA memcpy PtoP]", copyKind 10: ``cudaMemcpyPeer``, or
+    ``cudaMemcpy`` between devices with unified addressing) is a device-to-device copy: "no host-side
+    synchronization is performed" (CUDA's "API synchronization behavior"; ``cudaMemcpyPeer`` "is asynchronous
+    with respect to the host"). A call that outlived it waited for nothing by its kind: 30 µs of
+    ``other_api``, as for "[CUDA memcpy DtoD]". Being synchronous by name, it read 30 µs of ``sync``."""
+    causes = _causes(tmp_path, _copies(10, DEVICE, DEVICE, call=call), "peer")
+    assert causes["sync"] == [0.0] * STEPS and causes["other_api"] == [0.03] * STEPS
+    dtod = _causes(tmp_path, _copies(DTOD, DEVICE, DEVICE, call=call), "dtod")
+    assert dtod == causes
