@@ -90,6 +90,8 @@ NO_ACTIVITY_WARNING = "the trace holds no GPU or operator activity"
 #: line replaces.
 NO_WORK_INSIDE_WARNING = "no GPU or operator activity falls inside"
 
+#: The fields that need each iteration's own ops (withheld when they cannot be known: :func:`_shared_findings`).
+BUSY_FIELDS = ("gpu_busy_ms", "framework_overhead_ms", "gpu_utilization", "idle_gaps", "idle_ms")
 #: Per-iteration fields that need a measured timeline (when each op ran): without one (an Nsight Compute report
 #: alone: kernels laid back to back by the reader) they are not shown. GPU busy (the summed kernel durations)
 #: and the kernel count stay.
@@ -1184,6 +1186,9 @@ class Measured:
     #: the iterations whose setup calls :attr:`setup_caveat` speaks of (a report row whose means leave them
     #: out leaves the caveat out too)
     setup_iterations: tuple[int, ...] = ()
+    #: why no iteration's busy time can be known (every one holds ops whose iteration is unknown:
+    #: :func:`_shared_findings`): the no-verdict reason; their busy figures are withheld
+    busy_unknown: str | None = None
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -1265,7 +1270,178 @@ def _other_step_class(frame: pl.DataFrame, k: int, trace: Trace, ranges: pl.Data
     rest = classes["step_class"].slice(k).drop_nulls()
     # against the rest's most common class: a later prefill step among decode steps does not make a
     # leading one warm-up
-    return bool(lead - set(rest.mode().to_list() if rest.len() else []))
+    if lead - set(rest.mode().to_list() if rest.len() else []):
+        return True
+    # ONNX Runtime runs of another input shape than the rest's (GenAI's prompt run before its token runs)
+    shapes = run_shape_of(trace, ranges)
+    if shapes is None:
+        return False
+    shapes = frame.select("iteration").join(shapes, on="iteration", how="left")["shape"]
+    lead_shapes = set(shapes.head(k).drop_nulls().to_list())
+    rest_shapes = shapes.slice(k).drop_nulls()
+    return bool(lead_shapes - set(rest_shapes.mode().to_list() if rest_shapes.len() else []))
+
+
+#: ``meta`` key of the ONNX Runtime reader: each ``model_run``'s input shape, when the runs are of two or
+#: more (:func:`tracekit.readers.ort.run_shapes`).
+RUN_SHAPES = "run_shapes"
+
+
+def run_shape_of(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame | None:
+    """``iteration``, ``shape`` (text, null: unknown) per range of ``ranges`` when the reader recorded the
+    runs' input shapes (:data:`RUN_SHAPES`), matched by process, thread and start; else None."""
+    found = trace.meta.get(RUN_SHAPES)
+    if not isinstance(found, dict) or not {"pid", "thread", "range_start"} <= set(ranges.columns):
+        return None
+    shapes, runs = found.get("shapes"), found.get("runs")
+    if not isinstance(shapes, list) or not isinstance(runs, list) or not runs:
+        return None
+    table = pl.DataFrame(
+        {
+            "pid": [r[0] for r in runs],
+            "thread": [r[1] for r in runs],
+            "range_start": [r[2] for r in runs],
+            "shape": [None if r[3] is None else str(shapes[r[3]]) for r in runs],
+        },
+        schema={"pid": pl.Int64, "thread": pl.Int64, "range_start": pl.Int64, "shape": pl.String},
+    ).unique(["pid", "thread", "range_start"], keep="first")
+    keys = ranges.select(
+        "iteration",
+        pl.col("pid").cast(pl.Int64),
+        pl.col("thread").cast(pl.Int64),
+        pl.col("range_start").cast(pl.Int64),
+    )
+    joined = keys.join(
+        table, on=["pid", "thread", "range_start"], how="left", nulls_equal=True, maintain_order="left"
+    )
+    return joined.select("iteration", "shape")
+
+
+def _dims(shape: str) -> tuple[int, ...] | None:
+    """``"[1,7,64]"`` -> (1, 7, 64); None when a dim is not a whole number."""
+    try:
+        return tuple(int(d) for d in shape.strip("[]").split(",") if d != "")
+    except ValueError:
+        return None
+
+
+def generation_classes(shapes: list[str | None]) -> dict[str, str] | None:
+    """``{shape: "prefill" | "decode"}`` when the runs' input shapes (in run order) are a generation loop's,
+    else None: one shape (decode) has 1 in a dimension where every other shape (prefill) has more, all else
+    equal, the decode runs outnumber the others, and every other run but the last is followed by a decode
+    run. ORT GenAI runs the model once on the prompt (``[batch, prompt tokens, hidden]``), then once per new
+    token (``[batch, 1, hidden]``). Runs of batch 1 then batch 8 (a sweep in one session) are not: a batch-8
+    run follows a batch-8 run."""
+    present = [s for s in shapes if s is not None]
+    distinct = list(dict.fromkeys(present))
+    if len(distinct) < 2:
+        return None
+    dims = {s: _dims(s) for s in distinct}
+    if any(d is None for d in dims.values()):
+        return None
+    decode = None
+    for d in distinct:
+        others = [o for o in distinct if o != d]
+        base = dims[d]
+        axes = set()
+        for o in others:
+            other = dims[o]
+            if len(other) != len(base):
+                break
+            differ = [j for j, (a, b) in enumerate(zip(base, other, strict=True)) if a != b]
+            if len(differ) != 1 or base[differ[0]] != 1 or other[differ[0]] <= 1:
+                break
+            axes.add(differ[0])
+        else:
+            if len(axes) == 1:
+                if decode is not None:
+                    return None
+                decode = d
+    if decode is None or 2 * present.count(decode) <= len(present):
+        return None
+    for now, after in zip(present, present[1:], strict=False):
+        if now != decode and after != now and after != decode:
+            return None
+        if now != decode and after == now:
+            return None
+    return {s: ("decode" if s == decode else "prefill") for s in distinct}
+
+
+def _with_run_shapes(
+    trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame, bound_threshold: float
+) -> tuple[pl.DataFrame, list[dict[str, Any]] | None, list[str], list[str], list[str]]:
+    """(frame, step classes, notes, warnings, doubts) for ONNX Runtime runs of two or more input shapes
+    (:func:`run_shape_of`) among the analyzed iterations (``frame``, ``index``). A generation loop's
+    (:func:`generation_classes`: ORT GenAI's prompt run, then one run per token) gets the serving-step
+    columns (``step_class`` prefill / decode, ``step_engine`` "ONNX Runtime"), so the step-class table and
+    its verdict rule (:func:`_step_class_findings`) speak per class; other shapes (a batch sweep in one
+    session) get a warning with each shape's count, median latency and utilization, and a doubt when their
+    own verdicts differ and the shapes the headline does not speak for are :data:`STEP_CLASS_SHARE` of the
+    runs or half their time. Unchanged when all runs are of one shape (the usual fixed-shape profile)."""
+    from tracekit.analyzers.steps import STEP_CLASS, class_summary_json
+
+    shapes = run_shape_of(trace, ranges)
+    if shapes is None or frame.is_empty():
+        return frame, None, [], [], []
+    keyed = frame.join(shapes.rename({"iteration": "index"}), on="index", how="left", maintain_order="left")
+    present = keyed.get_column("shape").to_list()
+    distinct = list(dict.fromkeys(s for s in present if s is not None))
+    if len(distinct) < 2:
+        return frame, None, [], [], []
+    counted = ", ".join(f"{present.count(s)} of {s}" for s in distinct)
+    what = (
+        f"the {frame.height} analyzed runs are of {len(distinct)} input shapes (the first input most of a run's "
+        f"nodes take): {counted}"
+    )
+    labels = generation_classes(present)
+    if labels is not None:
+        frame = keyed.with_columns(
+            pl.when(pl.col("shape").is_not_null()).then(pl.lit("ONNX Runtime")).alias("step_engine"),
+            pl.col("shape").replace_strict(labels, default=None, return_dtype=STEP_CLASS).alias("step_class"),
+            pl.lit(None, pl.Int64).alias("context_requests"),
+            pl.lit(None, pl.Int64).alias("generation_requests"),
+        ).drop("shape")
+        decode = next(s for s, c in labels.items() if c == "decode")
+        note = (
+            f"{what}: a generation loop (ONNX Runtime GenAI's prompt runs, then one run per new token: {decode}), "
+            "so each run's step_class says prefill or decode, and the step-class table gives each its own figures"
+        )
+        return frame, class_summary_json(frame), [note], [], []
+    per_shape = (
+        keyed.filter(pl.col("shape").is_not_null())
+        .group_by("shape", maintain_order=True)
+        .agg(
+            pl.len().alias("runs"),
+            pl.col("latency_ms").median().alias("latency"),
+            pl.col("gpu_utilization").median().alias("median"),
+            pl.col("latency_ms").sum().alias("time"),
+        )
+    )
+    parts, bounds = [], []
+    for shape, runs, latency, median, _ in per_shape.iter_rows():
+        bound = bound_of(median, bound_threshold) if median is not None else None
+        bounds.append(bound)
+        tail = f", {median:.1%} utilization, {bound}-bound" if bound is not None else ""
+        parts.append(f"{shape} x{runs}: median latency {latency:.3f} ms{tail}")
+    said = (
+        f"{what}; per shape: {'; '.join(parts)}: the medians, percentiles and verdict are over all of them, "
+        "runs of different work; a profile per input shape measures each"
+    )
+    known = [b for b in bounds if b is not None]
+    if len(set(known)) < 2 or "gpu_utilization" not in frame.columns:
+        return frame, None, [], [said], []
+    headline = bound_of(frame.get_column("gpu_utilization").median(), bound_threshold)  # type: ignore[arg-type]
+    other = per_shape.filter(pl.Series([b is not None and b != headline for b in bounds]))
+    total = per_shape.get_column("time").sum()
+    if other["runs"].sum() >= STEP_CLASS_SHARE * per_shape["runs"].sum() or (
+        total and other["time"].sum() >= 0.5 * total
+    ):
+        doubt = (
+            f"verdict uncertain: {said}; the shapes get opposite verdicts from their own median utilization, so "
+            "the median over all runs says one shape's, or a mix of them"
+        )
+        return frame, None, [], [], [doubt]
+    return frame, None, [], [said], []
 
 
 #: ``meta`` key a reader sets when it has warned that GPU ops have no end time (the Kineto reader's
@@ -1372,7 +1548,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         warnings.append(why)
         frame = frame.filter(pl.col("iteration") != dropped)
         gaps = gaps.filter(pl.col("iteration") != dropped)
-    shared_said, shared_doubt, unknown = _shared_findings(assignment, frame, name)
+    shared_said, shared_doubt, unknown, busy_unknown = _shared_findings(assignment, frame, name)
     warnings += shared_said
     if unknown:
         frame = frame.filter(~pl.col("iteration").is_in(unknown))
@@ -1439,23 +1615,25 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         small_gaps,
         assignment.lost_launches[1] > 0,
         tuple(setting_up),
+        busy_unknown,
     )
 
 
 def _shared_findings(
     assignment: Assignment, frame: pl.DataFrame, name: str
-) -> tuple[list[str], list[str], list[int]]:
-    """(warnings, doubts, the iterations to leave out) for the analyzed iterations (``frame``) that hold ops
-    whose iteration cannot be known (:func:`shared_iterations`): their busy time, idle gaps and utilization
-    would count those ops by a guess (the later-starting iteration), so they are left out while others
-    remain; when every analyzed iteration is among them, they stay and the verdict is uncertain."""
+) -> tuple[list[str], list[str], list[int], str | None]:
+    """(warnings, doubts, the iterations to leave out, the no-verdict reason) for the analyzed iterations
+    (``frame``) that hold ops whose iteration cannot be known (:func:`shared_iterations`): their busy time,
+    idle gaps and utilization would count those ops by a guess (the later-starting iteration), so they are
+    left out while others remain; when every analyzed iteration is among them, they stay with their latency
+    and CPU time, and their busy figures and the verdict are withheld (:attr:`Measured.busy_unknown`)."""
     count, shared = assignment.shared
     if not count:
-        return [], [], []
+        return [], [], [], None
     shared_set = set(shared)
     held = [i for i in frame.get_column("iteration").to_list() if i in shared_set]
     if not held:
-        return [], [], []
+        return [], [], [], None
     what = (
         f"{count} ops ran on a thread that runs no {name!r} range (a thread pool: ONNX Runtime's inter-op "
         "threads under ORT_PARALLEL run every caller's nodes), or without a launching call, while two or more "
@@ -1470,12 +1648,15 @@ def _shared_findings(
             ],
             [],
             held,
+            None,
         )
-    doubt = (
-        f"verdict uncertain: {what}, and every analyzed iteration holds some of them: each one's busy time, "
-        "idle gaps and utilization count those ops by a guess (the latest-starting range that holds them)"
+    reason = (
+        f"no framework-/compute-bound verdict: {what}, and every analyzed iteration holds some of them, so no "
+        "iteration's busy time, idle gaps or utilization can be known (latency and CPU time are shown); for the "
+        "verdict, profile one caller at a time, or a session with execution_mode ORT_SEQUENTIAL (its nodes run "
+        "on the caller's thread)"
     )
-    return [], [doubt], []
+    return [], [], [], reason
 
 
 def _left_out_last(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> tuple[int, str] | None:
@@ -1768,10 +1949,14 @@ def summarize_stages(
         doubts = _verdict_doubts(attribution, frame)
         uncertain += doubts
         warnings += doubts
-    reason = no_verdict_reason(trace) or _no_work_in_iterations(trace, assignment, frame)
-    if not timeline:
-        # No measured timeline (an Nsight Compute report alone): what needs one is not shown.
-        blank = [c for c in (*TIMELINE_FIELDS, *CAUSE_MS) if c in frame.columns]
+    reason = (
+        no_verdict_reason(trace) or _no_work_in_iterations(trace, assignment, frame) or measured.busy_unknown
+    )
+    if not timeline or measured.busy_unknown:
+        # No measured timeline (an Nsight Compute report alone): what needs one is not shown. No iteration
+        # whose ops are known (concurrent runs sharing pool threads): what needs them is not shown.
+        withheld = TIMELINE_FIELDS if not timeline else (*BUSY_FIELDS, "kernels")
+        blank = [c for c in (*withheld, *CAUSE_MS) if c in frame.columns]
         frame = frame.with_columns(pl.lit(None, dtype=frame.schema[c]).alias(c) for c in blank)
         gaps, attribution = gaps.clear(), None
     # (the trace's ops, row for row those of the assignment, with their names and devices)
@@ -1783,6 +1968,13 @@ def summarize_stages(
         uncertain.append(comm_doubt)
         warnings.append(comm_doubt)
     frame, classes = _with_step_classes(trace, assignment.ranges, frame)
+    if classes is None:
+        frame, classes, shape_notes, shape_warnings, shape_doubts = _with_run_shapes(
+            trace, assignment.ranges, frame, bound_threshold
+        )
+        notes += shape_notes
+        warnings += shape_warnings + shape_doubts
+        uncertain += shape_doubts
     class_notes, class_doubts = _step_class_findings(frame, bound_threshold)
     uncertain += class_doubts
     warnings += class_notes + class_doubts

@@ -13,9 +13,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 import tracekit
+from tracekit.readers.ort import read
 
 
 def _ev(cat: str, name: str, ts: Any, dur: Any, pid: int = 1, tid: int = 1, **args: Any) -> dict[str, Any]:
@@ -69,8 +71,9 @@ def test_runs_open_at_once_whose_pool_thread_nodes_cannot_be_told_apart_are_left
     assert analyzed.verdict_uncertain is None
 
 
-def test_when_every_run_shares_pool_thread_nodes_the_verdict_is_uncertain(tmp_path: Path) -> None:
-    """Nothing left to analyze apart: the runs stay (their latency is known) and the verdict is uncertain."""
+def test_when_every_run_shares_pool_thread_nodes_busy_and_verdict_are_withheld(tmp_path: Path) -> None:
+    """Nothing left to analyze apart: the runs stay with their latency (known); their busy figures and the
+    verdict are withheld, with the reason."""
     events = [
         _ev("Session", "model_run", 0, 500, tid=1),
         _node("/a", 10, 400, 11),
@@ -78,9 +81,14 @@ def test_when_every_run_shares_pool_thread_nodes_the_verdict_is_uncertain(tmp_pa
         _node("/a", 450, 100, 11),
     ]
     analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_parallel_all_shared.json", events))
-    assert analyzed.iterations.height == 2
-    assert analyzed.verdict_uncertain is not None
-    assert "every analyzed iteration holds some of them" in analyzed.verdict_uncertain
+    frame = analyzed.iterations
+    assert frame["latency_ms"].to_list() == pytest.approx([0.5, 0.5], abs=1e-9)
+    assert frame["gpu_busy_ms"].null_count() == 2 and frame["gpu_utilization"].null_count() == 2
+    assert analyzed.verdict is None
+    assert (
+        analyzed.no_verdict is not None
+        and "every analyzed iteration holds some of them" in analyzed.no_verdict
+    )
 
 
 def test_concurrent_callers_with_nodes_on_their_own_threads_lose_no_run(tmp_path: Path) -> None:
@@ -183,6 +191,10 @@ def test_real_parallel_session_with_two_callers_keeps_only_runs_whose_nodes_are_
     runs_ = sorted((e for e in events if e["name"] == "model_run"), key=lambda e: e["ts"])
     callers = {e["tid"] for e in runs_}
     analyzed = tracekit.analyze(path)
+    if analyzed.no_verdict is not None:  # every run shared pool-thread nodes with another: all withheld
+        assert "every analyzed iteration holds some of them" in analyzed.no_verdict
+        assert analyzed.iterations["gpu_busy_ms"].null_count() == analyzed.iterations.height
+        return
     for row in analyzed.iterations.iter_rows(named=True):
         run = runs_[row["index"]]
         start, end = run["ts"], run["ts"] + run["dur"]
@@ -192,3 +204,168 @@ def test_real_parallel_session_with_two_callers_keeps_only_runs_whose_nodes_are_
             others = [r for r in runs_ if r is not run and r["ts"] <= e["ts"] < r["ts"] + r["dur"]]
             assert not others, (row, e)
     assert analyzed.iterations.height >= 1
+
+
+# --- ORT GenAI: one model_run per generated token ----------------------------------------------------------
+
+
+def _shape(*dims: int, kind: str = "float") -> dict[str, list[int]]:
+    return {kind: list(dims)}
+
+
+def _genai_run(start: int, tokens: int, past: int, tid: int = 1) -> list[dict[str, Any]]:
+    """One run of a tiny decoder on ``tokens`` new tokens after ``past`` cached ones: a prompt run (tokens > 1)
+    lasts 1000 µs with 900 µs of nodes, a token run 400 µs with 100 µs of nodes."""
+    hidden = _shape(1, tokens, 64)
+    if tokens > 1:
+        lengths, run = (50, 800, 50), 1000
+    else:
+        lengths, run = (10, 60, 10), 400
+    t = start + 10
+    events = [_ev("Session", "model_run", start, run, tid=tid)]
+    shapes = [
+        ("/embed/Gather", "Gather", [_shape(100, 64), _shape(1, tokens, kind="int64")]),
+        ("/q/MatMul", "MatMul", [hidden, _shape(64, 64)]),
+        ("/attn/Softmax", "Softmax", [_shape(1, tokens, past + tokens)]),
+    ]
+    for (name, op, inputs), length in zip(shapes, lengths, strict=True):
+        events.append(_node(name, t, length, tid, op, input_type_shape=inputs))
+        t += length + 5
+    events.append(_node("/Add", t, 0, tid, "Add", input_type_shape=[hidden, hidden]))
+    return events
+
+
+def _genai(prompts: list[int], decodes: int) -> list[dict[str, Any]]:
+    events, t = [], 0
+    for prompt in prompts:
+        events += _genai_run(t, prompt, 0)
+        t += 2000
+        for k in range(decodes):
+            events += _genai_run(t, 1, prompt + k)
+            t += 2000
+    return events
+
+
+def test_genai_prompt_and_token_runs_are_told_apart(tmp_path: Path) -> None:
+    """A 7-token prompt run (1.0 ms, 90% busy), then 6 token runs (0.4 ms, 25%) whose attention input grows by
+    one each. Before: seven iterations of one kind, and the prompt run called a slow start ("warm-up in the
+    trace", --skip 1 offered to drop the prompt's work). After: step_class prefill / decode per run, the
+    step-class table gives each class its own means, and the verdict (the median run's, a token run's) is
+    said to be the median step's."""
+    path = _write(tmp_path, "synthetic_ort_genai.json", _genai([7], 6))
+    trace = read(path)
+    assert trace.meta["run_shapes"]["shapes"] == ["[1,7,64]", "[1,1,64]"]
+    analyzed = tracekit.analyze(path)
+    frame = analyzed.iterations
+    assert frame["step_class"].cast(pl.String).to_list() == ["prefill"] + ["decode"] * 6
+    assert frame["gpu_busy_ms"].to_list() == pytest.approx([0.9] + [0.08] * 6, abs=1e-9)
+    classes = {c["step_class"]: c for c in analyzed.step_classes}
+    assert classes["prefill"]["steps"] == 1 and classes["decode"]["steps"] == 6
+    assert classes["prefill"]["latency_ms"] == pytest.approx(1.0) and classes["decode"][
+        "latency_ms"
+    ] == pytest.approx(0.4)
+    assert classes["prefill"]["gpu_utilization"] == pytest.approx(0.9)
+    assert classes["decode"]["gpu_utilization"] == pytest.approx(0.2)
+    assert not [w for w in analyzed.warnings if "slow start" in w]
+    assert [
+        w for w in analyzed.warnings if "opposite verdicts" in w and "the verdict is the median step's" in w
+    ]
+    assert analyzed.verdict == "framework" and analyzed.verdict_uncertain is None
+    assert [n for n in analyzed.notes if "a generation loop" in n]
+
+
+def test_genai_several_prompts_of_different_lengths(tmp_path: Path) -> None:
+    """Two generate() calls, prompts of 7 and 12 tokens, 4 tokens each: two prefill shapes, one decode."""
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_genai_two.json", _genai([7, 12], 4)))
+    assert analyzed.iterations["step_class"].cast(pl.String).to_list() == (["prefill"] + ["decode"] * 4) * 2
+
+
+def test_runs_of_two_batch_sizes_are_reported_apart_and_the_mixed_median_is_doubted(tmp_path: Path) -> None:
+    """A batch sweep in one session: 4 runs of batch 1 (0.4 ms, 25% busy), then 4 of batch 8 (1.0 ms, 90%).
+    Before: one series, median utilization 57.5% ("compute-bound", a utilization no run has), no word. After:
+    a doubt naming each shape's median; no prefill / decode labels (a batch-8 run follows a batch-8 run)."""
+    events, t = [], 0
+    for batch, (run, lengths) in ((1, (400, (100,))), (8, (1000, (900,)))):
+        for _ in range(4):
+            events.append(_ev("Session", "model_run", t, run))
+            events.append(
+                _node("/q/MatMul", t + 10, lengths[0], 1, input_type_shape=[_shape(batch, 128, 64)])
+            )
+            t += 2000
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_batches.json", events))
+    assert analyzed.iterations["gpu_utilization"].median() == pytest.approx(0.575)
+    assert "step_class" not in analyzed.iterations.columns
+    assert analyzed.verdict_uncertain is not None
+    assert (
+        "[1,128,64] x4: median latency 0.400 ms, 25.0% utilization, framework-bound; [8,128,64] x4: median "
+        "latency 1.000 ms, 90.0% utilization, compute-bound" in analyzed.verdict_uncertain
+    )
+
+
+def test_runs_of_one_shape_get_no_shape_line(tmp_path: Path) -> None:
+    events, t = [], 0
+    for _ in range(4):
+        events.append(_ev("Session", "model_run", t, 400))
+        events.append(_node("/q/MatMul", t + 10, 100, 1, input_type_shape=[_shape(1, 128, 64)]))
+        t += 1000
+    path = _write(tmp_path, "synthetic_ort_one_shape.json", events)
+    assert "run_shapes" not in read(path).meta
+    analyzed = tracekit.analyze(path)
+    assert "step_class" not in analyzed.iterations.columns and analyzed.verdict_uncertain is None
+
+
+def test_real_decoder_prompt_then_tokens(tmp_path: Path) -> None:
+    """Real (onnxruntime installed): a tiny decoder with a growing past, run on a 7-token prompt then 5 tokens."""
+    ort = pytest.importorskip("onnxruntime")
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    width = 32
+    rng = np.random.default_rng(0)
+    inits = [
+        numpy_helper.from_array(rng.random((100, width), dtype=np.float32), "emb"),
+        numpy_helper.from_array(rng.random((width, width), dtype=np.float32), "wq"),
+        numpy_helper.from_array(rng.random((width, width), dtype=np.float32), "wk"),
+        numpy_helper.from_array(rng.random((width, width), dtype=np.float32), "wo"),
+    ]
+    nodes = [
+        helper.make_node("Gather", ["emb", "ids"], ["x"]),
+        helper.make_node("MatMul", ["x", "wq"], ["q"]),
+        helper.make_node("MatMul", ["x", "wk"], ["k"]),
+        helper.make_node("Concat", ["past", "k"], ["present"], axis=1),
+        helper.make_node("Transpose", ["present"], ["kt"], perm=[0, 2, 1]),
+        helper.make_node("MatMul", ["q", "kt"], ["s"]),
+        helper.make_node("Softmax", ["s"], ["p"], axis=-1),
+        helper.make_node("MatMul", ["p", "present"], ["a"]),
+        helper.make_node("MatMul", ["a", "wo"], ["o"]),
+        helper.make_node("Relu", ["o"], ["y"]),
+    ]
+    graph = helper.make_graph(
+        nodes,
+        "decoder",
+        [
+            helper.make_tensor_value_info("ids", TensorProto.INT64, [1, "S"]),
+            helper.make_tensor_value_info("past", TensorProto.FLOAT, [1, "P", width]),
+        ],
+        [
+            helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, "S", width]),
+            helper.make_tensor_value_info("present", TensorProto.FLOAT, [1, "T", width]),
+        ],
+        inits,
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = str(tmp_path / "decoder")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    past = np.zeros((1, 0, width), dtype=np.float32)
+    ids = np.arange(1, 8, dtype=np.int64).reshape(1, 7)
+    for _ in range(6):
+        _, past = session.run(None, {"ids": ids, "past": past})
+        ids = np.array([[8]], dtype=np.int64)
+    path = Path(session.end_profiling())
+    assert read(path).meta["run_shapes"]["shapes"] == [f"[1,7,{width}]", f"[1,1,{width}]"]
+    analyzed = tracekit.analyze(path)
+    assert analyzed.iterations["step_class"].cast(pl.String).to_list() == ["prefill"] + ["decode"] * 5

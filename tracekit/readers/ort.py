@@ -68,6 +68,8 @@ that look up a floating-point table of rank 2 with integer indices -- embedding 
 as ``first_op_inputs``, the table first), ``operator_types`` (per ONNX operator type: ``op``, total node time
 ``ns``, ``count``, the input element ``types`` of its first node, longest total first; what
 :mod:`tracekit.analyzers.identify` reads the precision from), ``default_range`` "model_run" with
+``run_shapes`` (:func:`run_shapes`: each ``model_run``'s input shape, the first input most of its nodes
+take, when the runs are of two or more: ORT GenAI's prompt and token runs, a batch sweep in one session),
 ``default_range_reason`` (the iteration of an ORT profile is one ``InferenceSession.run``, however many there
 are; :func:`tracekit.analyzers.ranges.choose_ranges` honours it), ``session_setup`` (the top-level Session
 events that are not ``model_run`` -- ``model_loading_uri``, ``session_initialization`` ... -- each as
@@ -168,6 +170,7 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
                 a.get("stream"),
                 a.get("device"),
                 _element_types(a.get("input_type_shape")),
+                _first_shape(a.get("input_type_shape")),
                 a.get("parent_name"),
             )
             for e in events
@@ -186,6 +189,7 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         "stream",
         "device",
         "input_types",
+        "first_shape",
         "parent_name",
     )
     frame = pl.DataFrame(
@@ -299,6 +303,98 @@ def _element_types(shapes: Any) -> str | None:
     if not isinstance(shapes, list):
         return None
     return ",".join(str(next(iter(x))) for x in shapes if isinstance(x, dict) and len(x) == 1)
+
+
+def _first_shape(shapes: Any) -> str | None:
+    """A node's first input dims (``args.input_type_shape``: ``[{"float": [1, 7, 64]}, ...]``) as text
+    (``"[1,7,64]"``); None when the node does not record them."""
+    if not isinstance(shapes, list) or not shapes or not isinstance(shapes[0], dict) or len(shapes[0]) != 1:
+        return None
+    dims = next(iter(shapes[0].values()))
+    if not isinstance(dims, list):
+        return None
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+#: ``meta`` key of :func:`run_shapes`.
+RUN_SHAPES = "run_shapes"
+
+
+def run_shapes(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | None:
+    """Each ``model_run``'s input shape, when the runs are of two or more: ``{"shapes": [text, ...], "runs":
+    [[pid, tid, start ns, shape index or None], ...]}`` (runs in start order), else None.
+
+    A run's shape is the most common first-input dims (:func:`_first_shape`) among its nodes (ties: the one
+    met first in start order): a transformer's hidden state ``[batch, tokens, hidden]``, which most of its
+    nodes take, so a decode run's attention nodes, whose past length grows by one each run, do not make every
+    decode run a shape of its own (ORT GenAI's runs: ``[1,7,3072]`` for a 7-token prompt, then ``[1,1,3072]``
+    per generated token). A run's nodes are those of its thread inside it; where none are (the parallel
+    executor's pool threads), those of its process inside it when no other run of the process is open then."""
+    runs = (
+        session.filter(pl.col("name") == MODEL_RUN)
+        .select("pid_i", "tid_i", "start", "end")
+        .sort("start", "pid_i", "tid_i")
+        .with_row_index("_run")
+    )
+    shaped = nodes.filter(pl.col("first_shape").is_not_null()).select(
+        "pid_i", "tid_i", "start", "first_shape"
+    )
+    if runs.height < 2 or shaped.is_empty():
+        return None
+    in_run = pl.col("start") < pl.col("run_end")
+    own = (
+        shaped.sort("start")
+        .join_asof(
+            runs.select("pid_i", "tid_i", "_run", run_start="start", run_end="end"),
+            left_on="start",
+            right_on="run_start",
+            by=["pid_i", "tid_i"],
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter(in_run.fill_null(False))
+    )
+    runs_with_own = own.get_column("_run").unique().implode()
+    open_runs = runs.with_columns(
+        _alone=(pl.col("start") >= pl.col("end").cum_max().shift(1).over("pid_i")).fill_null(True)
+        & (pl.col("end") <= pl.col("start").shift(-1).over("pid_i")).fill_null(True)
+    )
+    pooled = (
+        shaped.sort("start")
+        .join_asof(
+            open_runs.filter(~pl.col("_run").is_in(runs_with_own) & pl.col("_alone")).select(
+                "pid_i", "_run", run_start="start", run_end="end"
+            ),
+            left_on="start",
+            right_on="run_start",
+            by="pid_i",
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter(in_run.fill_null(False))
+    )
+    linked = pl.concat(
+        [own.select("_run", "start", "first_shape"), pooled.select("_run", "start", "first_shape")]
+    )
+    modal = (
+        linked.group_by("_run", "first_shape")
+        .agg(pl.len().alias("n"), pl.col("start").min().alias("first"))
+        .sort(["_run", "n", "first"], descending=[False, True, False])
+        .group_by("_run", maintain_order=True)
+        .first()
+    )
+    shapes = modal.get_column("first_shape").unique(maintain_order=True).to_list()
+    if len(shapes) < 2:
+        return None
+    index = {shape: k for k, shape in enumerate(shapes)}
+    keyed = runs.join(modal.select("_run", "first_shape"), on="_run", how="left").sort("_run")
+    return {
+        "shapes": shapes,
+        "runs": [
+            [pid, tid, start, None if shape is None else index[shape]]
+            for pid, tid, start, shape in keyed.select("pid_i", "tid_i", "start", "first_shape").iter_rows()
+        ],
+    }
 
 
 def _version(events: list[dict[str, Any]]) -> str | None:
@@ -709,5 +805,8 @@ def read(path: Path) -> Trace:
         meta["ops_before_parent"] = before_parent
     if after_run is not None:
         meta["ops_after_run"] = after_run
+    shapes = run_shapes(session, nodes.filter(~container))
+    if shapes is not None:
+        meta[RUN_SHAPES] = shapes
     meta["warnings"] = warnings
     return Trace(ops=conform(ops, OPS_SCHEMA), ranges=conform(ranges, RANGES_SCHEMA), meta=meta)
