@@ -1635,7 +1635,7 @@ def _shared_findings(
     if not held:
         return [], [], [], None
     what = (
-        f"{count} ops ran on a thread that runs no {name!r} range (a thread pool: ONNX Runtime's inter-op "
+        f"{count} op{'s' if count != 1 else ''} ran on a thread that runs no {name!r} range (a thread pool: ONNX Runtime's inter-op "
         "threads under ORT_PARALLEL run every caller's nodes), or without a launching call, while two or more "
         f"{name!r} ranges of their process were open (concurrent calls): which one each belongs to is not in "
         "the trace"

@@ -67,7 +67,7 @@ def test_runs_open_at_once_whose_pool_thread_nodes_cannot_be_told_apart_are_left
     assert frame["latency_ms"].to_list() == pytest.approx([0.3, 0.4], abs=1e-9)
     assert frame["gpu_busy_ms"].to_list() == pytest.approx([0.2, 0.2], abs=1e-9)
     said = [w for w in analyzed.warnings if w.startswith("left out 2 of 4 'model_run' iterations")]
-    assert len(said) == 1 and "1 ops ran on a thread that runs no 'model_run' range" in said[0]
+    assert len(said) == 1 and "1 op ran on a thread that runs no 'model_run' range" in said[0]
     assert analyzed.verdict_uncertain is None
 
 
@@ -215,7 +215,7 @@ def _shape(*dims: int, kind: str = "float") -> dict[str, list[int]]:
 
 def _genai_run(start: int, tokens: int, past: int, tid: int = 1) -> list[dict[str, Any]]:
     """One run of a tiny decoder on ``tokens`` new tokens after ``past`` cached ones: a prompt run (tokens > 1)
-    lasts 1000 µs with 900 µs of nodes, a token run 400 µs with 100 µs of nodes."""
+    lasts 1000 µs with 900 µs of nodes, a token run 400 µs with 80 µs of nodes."""
     hidden = _shape(1, tokens, 64)
     if tokens > 1:
         lengths, run = (50, 800, 50), 1000
@@ -247,7 +247,7 @@ def _genai(prompts: list[int], decodes: int) -> list[dict[str, Any]]:
 
 
 def test_genai_prompt_and_token_runs_are_told_apart(tmp_path: Path) -> None:
-    """A 7-token prompt run (1.0 ms, 90% busy), then 6 token runs (0.4 ms, 25%) whose attention input grows by
+    """A 7-token prompt run (1.0 ms, 90% busy), then 6 token runs (0.4 ms, 20%) whose attention input grows by
     one each. Before: seven iterations of one kind, and the prompt run called a slow start ("warm-up in the
     trace", --skip 1 offered to drop the prompt's work). After: step_class prefill / decode per run, the
     step-class table gives each class its own means, and the verdict (the median run's, a token run's) is
