@@ -14,8 +14,9 @@ Metric names differ by nsys version and GPU, so they are matched by case-insensi
 a metric in percent is preferred (newer nsys also writes "[Avg]" / "[Avg Warps per Cycle]" variants), and the
 unit is reported as the reader found it. Only samples of the GPU that ran the trace's kernels count; when
 the samples come from another GPU (the study's own RTX-8000 trace has exactly this) the values are ``None``
-with a warning, never zero. A metric in a unit other than % is chosen only when no pattern matches one in %,
-and then gives no summary value (a warp count is no percentage). When the trace states its sampling period
+with a warning, never zero; a GPU whose kernels all ran outside the iterations (a setup kernel before the loop)
+is not one that ran them (:func:`kernel_devices`). A metric in a unit other than % is chosen only when no
+pattern matches one in %, and then gives no summary value (a warp count is no percentage). When the trace states its sampling period
 (``meta["gpu_metrics_period_ns"]``, the nsys reader), an iteration that the samples do not resolve gets no
 value (:func:`_resolved`).
 """
@@ -84,11 +85,29 @@ def choose_metric(gpu_metrics: pl.DataFrame, column: str) -> MetricChoice | None
     return MetricChoice(column, best["metric"], best["unit"], [d for d in best["devices"] if d is not None])
 
 
-def kernel_devices(trace: Trace) -> list[int]:
-    """GPUs that ran the trace's kernels (any device op when there are no kernels)."""
+def kernel_devices(trace: Trace, windows: pl.DataFrame | None = None) -> list[int]:
+    """GPUs that ran the trace's kernels (any device op when there are no kernels); with ``windows``
+    (window_start_ns, window_end_ns: the iterations), those whose kernels ran inside one, when any did: a GPU
+    the process touched only outside the iterations (a setup kernel before the loop) sampled idle through
+    them, and its samples had been averaged in (60% SMs active read 30%)."""
     ops = trace.ops.filter(pl.col("kind") == "kernel")
     if ops.is_empty():
         ops = trace.ops
+    if windows is not None:
+        windows = windows.drop_nulls(["window_start_ns", "window_end_ns"]).sort("window_start_ns")
+    if windows is not None and not ops.is_empty() and windows.height:
+        import numpy as np
+
+        starts = windows["window_start_ns"].to_numpy()
+        ends = windows["window_end_ns"].to_numpy()
+        reach = np.maximum.accumulate(ends)  # the furthest end among windows starting at or before each
+        k_start, k_end = ops["start"].to_numpy(), ops["end"].to_numpy()
+        last = (
+            np.searchsorted(starts, k_end, side="left") - 1
+        )  # the last window starting before the kernel ends
+        inside = (last >= 0) & (reach[np.clip(last, 0, None)] > k_start)
+        if inside.any():
+            ops = ops.filter(pl.Series(inside))
     return sorted(d for d in ops["device"].unique().to_list() if d is not None)
 
 
@@ -111,7 +130,7 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
             pl.lit(0, pl.Int64).alias("samples"),
         )
         return GpuMetricsResult(out, summary, choices, warnings)
-    devices = kernel_devices(trace)
+    devices = kernel_devices(trace, frame)
     period = _stated_period(trace)
     sample_counts: pl.DataFrame | None = None
     for column in METRIC_PATTERNS:
