@@ -157,3 +157,54 @@ def test_a_peer_to_peer_copy_is_device_to_device_and_waits_for_nothing(tmp_path:
     assert causes["sync"] == [0.0] * STEPS and causes["other_api"] == [0.03] * STEPS
     dtod = _causes(tmp_path, _copies(DTOD, DEVICE, DEVICE, call=call), "dtod")
     assert dtod == causes
+
+
+# ------------------------------------------------------------------ a write-ahead log beside the export
+
+
+def _wal_export(tmp_path: Path) -> Path:
+    """An export (3 kernels of 10 µs) that a tool turned to WAL mode and then added 2 kernels of 10 µs to
+    while it held the file open: the 2 kernels are in ``<name>-wal`` only, not yet checkpointed into the
+    file. Copied, both files, as they were (the tool still holding it open)."""
+    import shutil
+    import sqlite3
+
+    b = NsysBuilder()
+    for i in range(3):
+        b.kernel(i * 100 * US, i * 100 * US + 10 * US, "k", correlation=i + 1)
+    live = b.write(tmp_path / "live.synthetic.sqlite")
+    con = sqlite3.connect(live)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA wal_autocheckpoint=0")
+        name_id = con.execute("SELECT demangledName FROM CUPTI_ACTIVITY_KIND_KERNEL LIMIT 1").fetchone()[0]
+        for i in range(3, 5):
+            con.execute(
+                'INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL (start, "end", deviceId, contextId, streamId, '
+                "correlationId, globalPid, demangledName, shortName, registersPerThread, gridX, gridY, gridZ, "
+                "blockX, blockY, blockZ, staticSharedMemory, dynamicSharedMemory, localMemoryPerThread, "
+                "localMemoryTotal, gridId) VALUES (?, ?, 0, 1, 7, ?, ?, ?, ?, 32, 1, 1, 1, 128, 1, 1, 0, 0, 0, "
+                "0, 0)",
+                (i * 100 * US, i * 100 * US + 10 * US, i + 1, 100 << 24, name_id, name_id),
+            )
+        con.commit()
+        copy = tmp_path / "copied.synthetic.sqlite"
+        for suffix in ("", "-wal"):
+            shutil.copyfile(f"{live}{suffix}", f"{copy}{suffix}")
+    finally:
+        con.close()
+    return copy
+
+
+def test_an_export_with_a_write_ahead_log_beside_it_is_read_whole(tmp_path: Path) -> None:
+    """An SQLite file in WAL mode keeps its latest writes in ``<name>-wal`` until a checkpoint. The reader
+    opens files immutable (no locks, never written), which ignores that log: 3 of the 5 kernels were read,
+    GPU busy 30 µs for 50 µs, without a word. The file and its log are read together, from a temporary
+    copy (the input and its folder are left as they were), with a warning."""
+    path = _wal_export(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    trace = read(path)
+    assert trace.ops.height == 5
+    assert int((trace.ops["end"] - trace.ops["start"]).sum()) == 50 * US
+    assert any("write-ahead log" in w for w in trace.meta["warnings"])
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

@@ -1050,7 +1050,7 @@ def _with_versioned_names(export: Database, warnings: list[str]) -> Database:
 
 
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
-    warnings: list[str] = []
+    warnings: list[str] = list(export.notes)
     untimed: dict[str, int] = {}
     export = _with_versioned_names(export, warnings)
     step = _TableSteps(export, _planned_tables(export, want))

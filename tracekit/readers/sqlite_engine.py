@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import sqlite3
 import tempfile
 from collections.abc import Iterator, Mapping
@@ -335,6 +336,8 @@ class Database:
         self._columns: dict[str, set[str]] = {}
         self._adbc: Any | None = None
         self._adbc_tried = False
+        #: what the reader should say about how the file was read (e.g. a write-ahead log merged in)
+        self.notes: list[str] = []
         #: tables read one per thread (:meth:`side_by_side`): each in one slice
         self._one_slice = False
 
@@ -486,8 +489,67 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
                 header = fh.read(100)
             if not header:
                 raise TraceFormatError("empty file (a gzip file that inflates to nothing)", path)
-        with _opened(path, source, header, size, expected) as database:
-            yield database
+        wal = wal_beside(path, header) if source == path else None
+        with merged_copy(path, wal) if wal is not None else nullcontext(source) as source:
+            if wal is not None:
+                size = source.stat().st_size
+                with open(source, "rb") as fh:
+                    header = fh.read(100)
+            with _opened(path, source, header, size, expected) as database:
+                if wal is not None:
+                    database.notes.append(
+                        f"the file is in WAL mode, and its write-ahead log {wal.name} beside it holds writes not "
+                        f"yet checkpointed into it ({format_size(wal.stat().st_size)}): the two were read "
+                        "together, from a temporary copy (the file alone misses them)"
+                    )
+                yield database
+
+
+#: The SQLite header's file format write and read versions (offsets 18, 19) of a database in WAL mode.
+WAL_FORMAT = 2
+
+
+def wal_beside(path: Path, header: bytes) -> Path | None:
+    """The write-ahead log ``<path>-wal`` of an SQLite file in WAL mode (``header``: its first 100 bytes),
+    when it exists and is not empty; else None. Such a log holds the latest writes until a checkpoint moves
+    them into the file, and an immutable connection (:func:`connect`) does not read it: the file alone
+    would be read without them, rows missing and no error."""
+    if not header.startswith(SQLITE_MAGIC) or len(header) < 20 or WAL_FORMAT not in (header[18], header[19]):
+        return None
+    wal = Path(f"{path}-wal")
+    try:
+        return wal if wal.is_file() and wal.stat().st_size > 0 else None
+    except OSError:
+        return None
+
+
+@contextmanager
+def merged_copy(path: Path, wal: Path) -> Iterator[Path]:
+    """A temporary copy of the SQLite file ``path`` with its write-ahead log ``wal`` checkpointed into it
+    (and back in rollback-journal mode, so that it reads alone), removed on exit; ``path``, ``wal`` and
+    their folder are left as they were. A log SQLite cannot apply is a TraceFormatError naming ``path``."""
+    folder = Path(tempfile.mkdtemp(prefix="tracekit-"))
+    copy = folder / "export.sqlite"
+    try:
+        try:
+            shutil.copyfile(path, copy)
+            shutil.copyfile(wal, f"{copy}-wal")
+        except OSError as exc:
+            raise TraceFormatError(
+                f"cannot copy it with its write-ahead log {wal.name} ({exc})", path
+            ) from exc
+        try:
+            con = sqlite3.connect(copy)
+            try:
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                con.execute("PRAGMA journal_mode=DELETE").fetchall()
+            finally:
+                con.close()
+        except sqlite3.Error as exc:
+            raise TraceFormatError(f"corrupt SQLite (its write-ahead log {wal.name}: {exc})", path) from exc
+        yield copy
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
