@@ -1549,6 +1549,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         frame = frame.filter(pl.col("iteration") != dropped)
         gaps = gaps.filter(pl.col("iteration") != dropped)
     shared_said, shared_doubt, unknown, busy_unknown = _shared_findings(assignment, frame, name)
+    busy_unknown = busy_unknown or _graph_replay_reason(trace, ranges, frame)
     warnings += shared_said
     if unknown:
         frame = frame.filter(~pl.col("iteration").is_in(unknown))
@@ -1657,6 +1658,40 @@ def _shared_findings(
         "on the caller's thread)"
     )
     return [], [], [], reason
+
+
+#: ``meta`` key of the ONNX Runtime reader: the runs that replay a captured graph
+#: (:func:`tracekit.readers.ort.graph_replays`).
+GRAPH_REPLAYS = "graph_replays"
+
+
+def _graph_replay_reason(trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame) -> str | None:
+    """The no-verdict reason when some analyzed iterations (``frame``) are ONNX Runtime runs that replay a
+    captured graph (:data:`GRAPH_REPLAYS`): ORT records nothing of their work, so their busy time reads 0 (a
+    hand-built CUDA-graph profile had read "framework-bound, median utilization 0%"); None otherwise."""
+    found = trace.meta.get(GRAPH_REPLAYS)
+    if not isinstance(found, dict) or not found.get("runs") or frame.is_empty():
+        return None
+    if not {"pid", "thread", "range_start"} <= set(ranges.columns):
+        return None
+    replays = pl.DataFrame(
+        [r[:3] for r in found["runs"]],
+        schema={"pid": pl.Int64, "thread": pl.Int64, "range_start": pl.Int64},
+        orient="row",
+    )
+    analyzed = ranges.join(frame.select("iteration"), on="iteration", how="semi").select(
+        pl.col("pid").cast(pl.Int64), pl.col("thread").cast(pl.Int64), pl.col("range_start").cast(pl.Int64)
+    )
+    count = analyzed.join(replays, on=["pid", "thread", "range_start"], how="semi", nulls_equal=True).height
+    if not count:
+        return None
+    return (
+        f"no framework-/compute-bound verdict: {count} of the {frame.height} analyzed runs replay a captured graph "
+        "(the CUDA EP's enable_cuda_graph, or another provider's graph capture): ONNX Runtime records the run and "
+        "nothing of its work, no node and no kernel, so no run's busy time is known (latency and CPU time are "
+        "shown; the runs before the capture are memory allocation and the capture itself); for the verdict, "
+        "profile the GPU (tracekit collect --profiler nsys; nsys profile -t cuda,nvtx)"
+    )
 
 
 def _left_out_last(trace: Trace, assignment: Assignment, frame: pl.DataFrame) -> tuple[int, str] | None:

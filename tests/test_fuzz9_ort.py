@@ -369,3 +369,45 @@ def test_real_decoder_prompt_then_tokens(tmp_path: Path) -> None:
     assert read(path).meta["run_shapes"]["shapes"] == [f"[1,7,{width}]", f"[1,1,{width}]"]
     analyzed = tracekit.analyze(path)
     assert analyzed.iterations["step_class"].cast(pl.String).to_list() == ["prefill"] + ["decode"] * 5
+
+
+# --- CUDA graphs (enable_cuda_graph): replayed runs record no node and no kernel ------------------------------
+
+
+def _graph_profile(replays: int) -> list[dict[str, Any]]:
+    """ORT's CUDA EP with enable_cuda_graph, a build with CUDA profiling: a first run (memory allocation) and
+    the capture run execute the nodes (Node and Kernel events); every later run replays the graph and ORT
+    records only its model_run (InferenceSession::Run's replay path skips the executor)."""
+    events: list[dict[str, Any]] = []
+    for k in range(2):
+        t = 1000 * k
+        events += [
+            _ev("Session", "model_run", t, 500),
+            _ev("Session", "SequentialExecutor::Execute", t + 5, 480),
+            _ev("Node", "/a_kernel_time", t + 10, 20, op_name="MatMul", provider="CUDAExecutionProvider"),
+            _ev("Kernel", "gemm", t + 40, 100, parent_name="/a_kernel_time", stream="7"),
+        ]
+    for k in range(replays):
+        events.append(_ev("Session", "model_run", 3000 + 1000 * k, 200))
+    return events
+
+
+def test_cuda_graph_replays_get_no_busy_time_and_no_verdict(tmp_path: Path) -> None:
+    """Before: the 6 replayed runs held no op, so 'framework-bound, median utilization 0%' (the graph's GPU
+    work, which the 0.2 ms runs waited for, is not in the profile). After: their latency stays, busy figures
+    and the verdict are withheld with the reason."""
+    path = _write(tmp_path, "synthetic_ort_cuda_graph.json", _graph_profile(6))
+    trace = read(path)
+    assert trace.meta["graph_replays"]["of"] == 8 and len(trace.meta["graph_replays"]["runs"]) == 6
+    assert [w for w in trace.meta["warnings"] if "6 of 8 'model_run' events hold no Node event" in w]
+    analyzed = tracekit.analyze(path)
+    frame = analyzed.iterations
+    assert frame["latency_ms"].to_list() == pytest.approx([0.5, 0.5] + [0.2] * 6, abs=1e-9)
+    assert frame["gpu_busy_ms"].null_count() == 8
+    assert analyzed.verdict is None and "replay" in analyzed.no_verdict
+
+
+def test_runs_that_all_hold_nodes_are_no_replays(tmp_path: Path) -> None:
+    path = _write(tmp_path, "synthetic_ort_cuda_no_graph.json", _graph_profile(0))
+    assert "graph_replays" not in read(path).meta
+    assert tracekit.analyze(path).verdict is not None

@@ -70,6 +70,7 @@ as ``first_op_inputs``, the table first), ``operator_types`` (per ONNX operator 
 :mod:`tracekit.analyzers.identify` reads the precision from), ``default_range`` "model_run" with
 ``run_shapes`` (:func:`run_shapes`: each ``model_run``'s input shape, the first input most of its nodes
 take, when the runs are of two or more: ORT GenAI's prompt and token runs, a batch sweep in one session),
+``graph_replays`` (:func:`graph_replays`: the runs that replay a captured graph, with a warning),
 ``default_range_reason`` (the iteration of an ORT profile is one ``InferenceSession.run``, however many there
 are; :func:`tracekit.analyzers.ranges.choose_ranges` honours it), ``session_setup`` (the top-level Session
 events that are not ``model_run`` -- ``model_loading_uri``, ``session_initialization`` ... -- each as
@@ -395,6 +396,40 @@ def run_shapes(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | N
             for pid, tid, start, shape in keyed.select("pid_i", "tid_i", "start", "first_shape").iter_rows()
         ],
     }
+
+
+#: ``meta`` key of :func:`graph_replays`.
+GRAPH_REPLAYS = "graph_replays"
+
+
+def graph_replays(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | None:
+    """``{"runs": [[pid, tid, start ns], ...], "of": model_runs}``: the ``model_run`` events that hold no Node
+    event of their process, after one that does; None when there are none.
+
+    With graph capture on (the CUDA EP's ``enable_cuda_graph``; TensorRT's, DirectML's and WebGPU's likewise)
+    ORT runs the graph's nodes in the first runs (memory allocation, then the capture) and from then on
+    ``InferenceSession::Run`` only replays the captured graph: it skips the executor, so the profile holds
+    the run's ``model_run`` and nothing of its work, no Node event and no Kernel event. A run of a normal
+    session always executes nodes."""
+    runs = session.filter(pl.col("name") == MODEL_RUN).select("pid_i", "tid_i", "start", "end").sort("start")
+    if runs.height < 2 or nodes.is_empty():
+        return None
+    starts = nodes.select("pid_i", "start").sort("pid_i", "start")
+    held = runs.with_row_index("_run").join_asof(
+        starts.rename({"start": "node_start"}),
+        left_on="start",
+        right_on="node_start",
+        by="pid_i",
+        strategy="forward",
+        check_sortedness=False,
+    )
+    empty = held.with_columns(
+        _empty=pl.col("node_start").is_null() | (pl.col("node_start") >= pl.col("end"))
+    ).sort("_run")
+    after = empty.filter(pl.col("_empty") & (~pl.col("_empty")).cast(pl.Int64).cum_sum().over("pid_i").gt(0))
+    if after.is_empty():
+        return None
+    return {"runs": [list(r) for r in after.select("pid_i", "tid_i", "start").iter_rows()], "of": runs.height}
 
 
 def _version(events: list[dict[str, Any]]) -> str | None:
@@ -805,6 +840,15 @@ def read(path: Path) -> Trace:
         meta["ops_before_parent"] = before_parent
     if after_run is not None:
         meta["ops_after_run"] = after_run
+    replays = graph_replays(session, nodes)
+    if replays is not None:
+        meta[GRAPH_REPLAYS] = replays
+        count = len(replays["runs"])
+        warnings.append(
+            f"{count} of {replays['of']} 'model_run' events hold no Node event, after runs that did: runs that "
+            "replay a captured graph (the CUDA EP's enable_cuda_graph, or another provider's graph capture), for "
+            "which ONNX Runtime records the run and nothing of its work: their busy time is not in the profile"
+        )
     shapes = run_shapes(session, nodes.filter(~container))
     if shapes is not None:
         meta[RUN_SHAPES] = shapes
