@@ -11,6 +11,7 @@ per-kernel figure with confidence, or none where the data allows one.
 - a kernel with a value and no duration (n/a) had been left out of the kernel-time average, which was shown;
   a dot-grouped integer ("3.000" ns) in a decimal-comma (de_DE) file had been read as 3;
 - ``--print-metric-name label-name`` ("Duration (gpu__time_duration.sum)"): nothing had been read;
+- ncu's ``==ERROR==`` lines (a kernel it failed to profile is missing) had been dropped without a word.
 
 Every CSV here is hand-made (labelled synthetic: values invented, not measured), so the truth is known.
 """
@@ -282,3 +283,20 @@ def test_label_name_metric_names_are_read_by_their_metric_name(tmp_path):
     trace = read_trace(write(tmp_path, raw, "raw.ncu.csv"))
     assert durations(trace) == [2000]
     assert values(trace, WARPS) == [12.5]
+
+
+def test_ncus_error_lines_are_said(tmp_path):
+    """A kernel ncu failed to profile (a replay timeout, a driver error) is missing from the table; ncu says so
+    only in its log, which had been dropped without a word."""
+    lines = [
+        "==PROF== Connected to process 4242",
+        '==ERROR== Failed to profile "k" in process 4242',
+        header(DURATION, WARPS),
+        units("usecond", "%"),
+        row(0, "2.0", "10.0"),
+        row(2, "2.0", "10.0"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert any("1 error(s)" in w and "Failed to profile" in w for w in trace.warnings)
+    clean = read_trace(write(tmp_path, lines[:1] + lines[2:], "clean.ncu.csv"))
+    assert not any("error" in w for w in clean.warnings)

@@ -370,11 +370,13 @@ def _is_header(line: str) -> bool:
     return line.startswith('"ID"') or line.startswith("ID,")
 
 
-def _csv_tables(path: Path) -> list[str]:
+def _csv_tables(path: Path) -> tuple[list[str], list[str]]:
     """The CSV tables of an ncu output file (plain or gzipped), each from its header line (first field "ID")
     to the next header: one table, or several where runs were appended to one file (``>>``) or ncu wrote one
-    table per process. Each keeps its own columns and units row. Lines of ncu's log (``==PROF==``) are dropped.
-    Read through :func:`tracekit.io.read_inflated`: a pipe once, the inflated size watched."""
+    table per process. Each keeps its own columns and units row. Lines of ncu's log (``==PROF==``) are dropped;
+    its ``==ERROR==`` lines are returned too (a kernel ncu failed to profile: a replay timeout, a driver error,
+    is missing from the tables). Read through :func:`tracekit.io.read_inflated`: a pipe once, the inflated
+    size watched."""
     from tracekit.io import read_inflated
 
     text = read_inflated(path).decode("utf-8-sig", errors="replace")
@@ -388,7 +390,8 @@ def _csv_tables(path: Path) -> list[str]:
         elif tables and line.strip() and not line.startswith("=="):
             tables[-1].append(line)
     if tables:
-        return ["\n".join(table) + "\n" for table in tables]
+        errors = [ln.strip() for ln in lines if ln.startswith("==ERROR==")]
+        return ["\n".join(table) + "\n" for table in tables], errors
     said = [ln.strip() for ln in lines if ln.startswith(("==WARNING==", "==ERROR=="))]
     raise TraceFormatError(
         'no ncu CSV header (a line starting with "ID") found'
@@ -420,8 +423,15 @@ def _is_details(frame: pl.DataFrame) -> bool:
 
 
 def _read_csv(path: Path) -> Trace:
-    tables = [_read_table(text, i, path) for i, text in enumerate(_csv_tables(path))]
+    texts, errors = _csv_tables(path)
+    tables = [_read_table(text, i, path) for i, text in enumerate(texts)]
     meta: dict[str, Any] = {"format": "ncu-csv", "format_version": None, "warnings": []}
+    if errors:
+        meta["warnings"].append(
+            f"ncu reported {len(errors)} error(s) in this output (first: {errors[0]!r}): a kernel it failed to "
+            "profile is missing from the report, so the kernels after it are one position off in a join by "
+            "order (their names then differ, and their values are withheld)"
+        )
     if len({_is_details(t) for t in tables}) > 1:
         raise TraceFormatError(
             "the file holds both the raw page and the details page of ncu (CSV tables appended into one "
