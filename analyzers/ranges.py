@@ -710,6 +710,10 @@ def _select_closed(
             )
         return synthetic_windows(trace, None)
     declared = _format_default(trace, candidates)
+    if range_name is None and declared is None:
+        candidates = _without_setup(trace, candidates, path)
+        if candidates.is_empty():
+            return synthetic_windows(trace, None)
     if range_name is None and declared is not None:
         chosen, name, how = declared
     elif range_name is None:
@@ -739,6 +743,30 @@ def _select_closed(
     chosen, left_out = _in_launching_processes(chosen, trace, name)
     frame, warnings = _range_frame(chosen, name, _one_per_thread(trace, name))
     return RangeChoice(frame, name, how, left_out + warnings)
+
+
+def _without_setup(trace: Trace, candidates: pl.DataFrame, path: str | None) -> pl.DataFrame:
+    """``candidates`` without the set-up ranges a reader lists in ``meta["session_setup"]`` (ONNX Runtime:
+    model loading, session initialization), which are never iterations; a :class:`NoActivityError` when
+    nothing is left to analyze (a profile of a session that ran no inference: set-up alone had read as one
+    iteration of the model loading's length)."""
+    setup = trace.meta.get("session_setup")
+    if not isinstance(setup, list) or not setup:
+        return candidates
+    names = [x.get("name") for x in setup if isinstance(x, dict) and x.get("name")]
+    is_setup = (pl.col("domain") == "session").fill_null(False) & pl.col("name").is_in(names)
+    if "depth" in candidates.columns:
+        is_setup &= (pl.col("depth") == 0).fill_null(False)
+    left = candidates.filter(~is_setup)
+    if left.is_empty() and trace.ops.is_empty():
+        said = ", ".join(f"{x['name']} {x['ms']:.3f} ms" for x in setup if isinstance(x, dict) and "ms" in x)
+        declared = trace.meta.get("default_range")
+        raise NoActivityError(
+            f"no iteration to analyze: the profile holds session set-up only ({said}), no "
+            f"{declared or 'run'!r} and no operator: the session ran no inference while profiling",
+            path,
+        )
+    return left
 
 
 def _one_per_thread(trace: Trace, name: str) -> bool:

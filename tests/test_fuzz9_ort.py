@@ -411,3 +411,33 @@ def test_runs_that_all_hold_nodes_are_no_replays(tmp_path: Path) -> None:
     path = _write(tmp_path, "synthetic_ort_cuda_no_graph.json", _graph_profile(0))
     assert "graph_replays" not in read(path).meta
     assert tracekit.analyze(path).verdict is not None
+
+
+# --- profiles without a run: set-up only; run-level profiles ------------------------------------------------
+
+
+def test_a_profile_of_session_set_up_only_is_one_line(tmp_path: Path, capsys) -> None:
+    """end_profiling() before any run() (or a GenAI session that never ran): before, the model loading was
+    taken as one iteration (latency 0.100 ms); after, one line, exit 2."""
+    from tracekit.cli import main
+
+    events = [_ev("Session", "model_loading_uri", 0, 100), _ev("Session", "session_initialization", 100, 500)]
+    path = _write(tmp_path, "synthetic_ort_setup_only.json", events)
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    assert "session set-up only (model_loading_uri 0.100 ms, session_initialization 0.500 ms)" in err
+
+
+def test_a_run_level_profile_executor_span_is_no_set_up(tmp_path: Path) -> None:
+    """A run-level profile (one file per run, no model_run): the executor's span is the run, not set-up."""
+    events = [
+        _ev("Session", "session_initialization", 0, 50),
+        _ev("Session", "SequentialExecutor::Execute", 100, 100),
+        _node("/a", 110, 50, 1),
+    ]
+    path = _write(tmp_path, "synthetic_ort_run_level.json", events)
+    assert read(path).meta["session_setup"] == [{"name": "session_initialization", "ms": 0.05}]
+    analyzed = tracekit.analyze(path)
+    assert analyzed.range_name == "SequentialExecutor::Execute"
+    assert analyzed.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.05], abs=1e-9)

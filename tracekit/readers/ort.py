@@ -569,10 +569,21 @@ def _merged_sessions(session: pl.DataFrame) -> int:
     return int(runs.select((pl.col("start") < reach).fill_null(False).sum()).item())
 
 
+#: The executor's span inside a run (``SequentialExecutor::Execute``, ``ParallelExecutor::Execute``): top-level
+#: in a run-level profile (newest ORT: one file per run, possibly without ``model_run``), a run, never set-up.
+EXECUTOR_SUFFIX = "Executor::Execute"
+
+
 def _session_setup(session: pl.DataFrame) -> list[dict[str, Any]]:
-    """The top-level Session events other than ``model_run`` (model loading, session initialization), in
-    start order, each ``{"name", "ms"}``: set-up time, not inference."""
-    top = session.filter(pl.col("depth") == 0).filter(pl.col("name") != MODEL_RUN).sort("start")
+    """The top-level Session events other than ``model_run`` and the executor's span (model loading, session
+    initialization), in start order, each ``{"name", "ms"}``: set-up time, not inference."""
+    top = (
+        session.filter(pl.col("depth") == 0)
+        .filter(
+            (pl.col("name") != MODEL_RUN) & ~pl.col("name").str.ends_with(EXECUTOR_SUFFIX).fill_null(False)
+        )
+        .sort("start")
+    )
     return [
         {"name": name, "ms": (end - start) / 1e6}
         for name, start, end in top.select("name", "start", "end").iter_rows()
