@@ -441,3 +441,42 @@ def test_a_run_level_profile_executor_span_is_no_set_up(tmp_path: Path) -> None:
     analyzed = tracekit.analyze(path)
     assert analyzed.range_name == "SequentialExecutor::Execute"
     assert analyzed.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.05], abs=1e-9)
+
+
+# --- a CUDA session whose shape nodes run on the CPU provider --------------------------------------------------
+
+
+def test_cuda_profile_with_more_cpu_shape_nodes_than_gpu_nodes_gets_no_verdict(tmp_path: Path) -> None:
+    """ORT puts a dynamic-shape model's shape computations (Shape, Gather, Unsqueeze, Concat on int64) on the
+    CPU provider: here 10 of them (5 µs each) beside 6 CUDA nodes (15 µs of host launch time each) in a 1 ms
+    run. Before: the CUDA nodes were under half of the nodes, so 'framework-bound, 14%' from host times while
+    the GPU's work is nowhere in the profile. After: no verdict, as when every node is on CUDA."""
+    events, t = [], 0
+    for _ in range(3):
+        events.append(_ev("Session", "model_run", t, 1000))
+        s = t + 10
+        for k in range(10):
+            events.append(
+                _ev(
+                    "Node", f"/s{k}/Shape_kernel_time", s, 5, op_name="Shape", provider="CPUExecutionProvider"
+                )
+            )
+            s += 10
+        for k in range(6):
+            events.append(
+                _ev(
+                    "Node",
+                    f"/n{k}/MatMul_kernel_time",
+                    s,
+                    15,
+                    op_name="MatMul",
+                    provider="CUDAExecutionProvider",
+                )
+            )
+            s += 20
+        t += 2000
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_cuda_cpu_shapes.json", events))
+    assert analyzed.verdict is None
+    assert analyzed.no_verdict.startswith(
+        "no framework-/compute-bound verdict: 18 of 48 operator events ran on a GPU execution provider"
+    )
