@@ -190,6 +190,14 @@ TABLES: dict[str, list[_Col]] = {
     "ENUM_NSYS_EVENT_TYPE": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
     "ENUM_NSYS_EVENT_CLASS": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
     "ENUM_CUDA_MEM_KIND": [("id", "INTEGER", True), ("name", "TEXT", False), ("label", "TEXT", False)],
+    # nsys's own time on the application's threads (the columns of the real 2024.6 and 2025.1 exports)
+    "PROFILER_OVERHEAD": [
+        ("start", "INTEGER", True),
+        ("end", "INTEGER", True),
+        ("globalTid", "INTEGER", False),
+        ("nameId", "INTEGER", True),
+        ("returnValue", "INTEGER", True),
+    ],
     "META_DATA_EXPORT": [("name", "TEXT", True), ("value", "TEXT", False)],
     "EXPORT_META_DATA": [("name", "TEXT", True), ("value", "TEXT", False)],
     "TARGET_INFO_GPU_METRICS": [
@@ -389,6 +397,16 @@ class NsysBuilder:
             "CUPTI_ACTIVITY_KIND_MEMCPY", start, end, device, stream, correlation, pid, bytes=size,
             copyKind=copy_kind, srcKind=src_kind, dstKind=dst_kind,
         )  # fmt: skip
+
+    def profiler_overhead(self, start: int, end: int, name: str, *, pid: int = 100, tid: int = 100) -> None:
+        """A row of PROFILER_OVERHEAD: nsys's own work (``name``, e.g. "CUPTI Buffer flush") on a thread."""
+        self.add(
+            "PROFILER_OVERHEAD",
+            start=start,
+            end=end,
+            globalTid=global_tid(pid, tid),
+            nameId=self.string(name),
+        )
 
     def mem_kinds(self, kinds: dict[int, str] | None = None) -> None:
         """The ENUM_CUDA_MEM_KIND table (``kinds``: id -> label; default :data:`MEM_KINDS`, as nsys 2022.4 to

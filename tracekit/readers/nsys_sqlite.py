@@ -1049,6 +1049,74 @@ def _with_versioned_names(export: Database, warnings: list[str]) -> Database:
     return cast(Database, _VersionedNames(export, names))
 
 
+#: nsys's record of its own work on the application's threads (buffer flushes, TLS and chunk allocation, ...)
+PROFILER_OVERHEAD_TABLE = "PROFILER_OVERHEAD"
+#: nsys's own work on the CUDA-calling threads during the GPU work is said from this share of its span
+PROFILER_OVERHEAD_SHARE = 0.01
+
+
+def _profiler_overhead(
+    export: Database, strings: pl.DataFrame, ops: pl.DataFrame, api: pl.DataFrame, warnings: list[str]
+) -> None:
+    """Warn when nsys's own work (:data:`PROFILER_OVERHEAD_TABLE`) on the threads that made CUDA calls took
+    :data:`PROFILER_OVERHEAD_SHARE` or more of the span of the GPU work (first op start to last op end; the
+    union of its rows, clipped to that span): where the device was idle, the host time it took is read as
+    the framework's (``dispatch``). A small table (a row per flush or allocation), read whole."""
+    t = PROFILER_OVERHEAD_TABLE
+    if not export.nonempty(t) or not {"start", "end", "globalTid"} <= export.columns(t):
+        return
+    if (
+        ops.is_empty()
+        or not {"pid", "thread"} <= set(api.columns)
+        or not {"start", "end"} <= set(ops.columns)
+    ):
+        return
+    lo, hi = ops.select(pl.col("start").min(), pl.col("end").max()).row(0)
+    if lo is None or hi is None or hi <= lo:
+        return
+    name = export.col(t, "nameId")
+    rows = fetch_frame(
+        export.con,
+        f'SELECT "start", "end", "globalTid" AS global_tid, {name} AS name_id FROM {quote(t)}',
+        {"start": pl.Int64, "end": pl.Int64, "global_tid": pl.Int64, "name_id": pl.Int64},
+    )
+    rows = (
+        rows.with_columns(
+            pid_of(pl.col("global_tid")).alias("pid"), tid_of(pl.col("global_tid")).alias("thread")
+        )
+        .join(api.select("pid", "thread").unique(), on=["pid", "thread"], how="semi")
+        .with_columns(pl.col("start").clip(lo, hi), pl.col("end").clip(lo, hi))
+        .filter(pl.col("end") > pl.col("start"))
+        .sort("start")
+    )
+    if rows.is_empty():
+        return
+    # the union of the intervals: a new block where a row starts after every earlier row's end
+    block = (pl.col("start") > pl.col("end").cum_max().shift(1)).fill_null(False).cum_sum()
+    union = (
+        rows.group_by(block.alias("block"))
+        .agg((pl.col("end").max() - pl.col("start").min()).alias("length"))
+        .get_column("length")
+        .sum()
+    )
+    span = hi - lo
+    if union < PROFILER_OVERHEAD_SHARE * span:
+        return
+    named = _lookup_names(rows, strings, "name_id", "name") if "name_id" in rows.columns else rows
+    top = (
+        named.group_by(pl.col("name").fill_null("unnamed"))
+        .agg((pl.col("end") - pl.col("start")).sum().alias("ns"))
+        .sort(["ns", "name"], descending=[True, False])
+        .head(3)
+    )
+    parts = ", ".join(str(n) for n in top.get_column("name"))  # the longest first (summed over threads)
+    warnings.append(
+        f"nsys's own work on the threads that made CUDA calls ({t}: {parts}) took {union / 1e6:.3f} ms of the "
+        f"{span / 1e6:.3f} ms from the first GPU op's start to the last one's end ({union / span:.1%}): inside "
+        "the iterations, where the GPU was idle, it reads as framework time (dispatch), which it inflates"
+    )
+
+
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
     warnings: list[str] = list(export.notes)
     untimed: dict[str, int] = {}
@@ -1073,6 +1141,9 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ops = _with_launching_process(ops, api, warnings)
     if numbering is not None:
         ops, numbering = _renumbered(ops, numbering, warnings)
+
+    if api is not None:
+        _profiler_overhead(export, strings, ops, api, warnings)
 
     env = export.key_values("TARGET_INFO_SYSTEM_ENV")
     gpus = gpu_table(export, env, numbering)
