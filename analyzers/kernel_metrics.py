@@ -748,7 +748,16 @@ def analyze_kernel_metrics(
                 f"using all {values.height} kernels in profiling order"
             )
     joined: pl.DataFrame | None = None
-    if timeline is not None and analysis is not None:
+    measured = any(values[f"{c}_how"].is_not_null().any() for c in COLUMNS)
+    if not same_trace and not measured:
+        # A report without any SM-activity or occupancy metric (--section LaunchStats, --metrics without
+        # them): there is nothing to join, and the join's name checks would only add noise.
+        warnings.append(
+            "the Nsight Compute report holds no SM-activity or warp-occupancy metric "
+            f"({SM_ACTIVE_PCT}, {SM_CYCLES_ACTIVE} with {SM_CYCLES_ELAPSED} or {GPC_CYCLES_ELAPSED}, "
+            f"{WARPS_ACTIVE_PCT}): no SMs active or warp occupancy from it"
+        )
+    elif timeline is not None and analysis is not None:
         tk = _timeline_kernels(timeline, analysis, range_name, ops)
         if same_trace:
             # kernel_metrics' ``kernel`` = rank of the kernel among the trace's kernels in start order.

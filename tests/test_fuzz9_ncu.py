@@ -300,3 +300,23 @@ def test_ncus_error_lines_are_said(tmp_path):
     assert any("1 error(s)" in w and "Failed to profile" in w for w in trace.warnings)
     clean = read_trace(write(tmp_path, lines[:1] + lines[2:], "clean.ncu.csv"))
     assert not any("error" in w for w in clean.warnings)
+
+
+def test_a_report_of_launch_statistics_only_says_it_has_no_figure(tmp_path):
+    """``--section LaunchStats`` (launch__* metrics only): no SM-activity or occupancy metric; one line says so
+    (the join had said that every kernel name differed and the profile covered no iteration)."""
+    from tests.test_table import timeline
+    from tracekit.analyzers.iterations import analyze_iterations
+    from tracekit.analyzers.kernel_metrics import analyze_kernel_metrics
+
+    lines = [
+        header("launch__block_size", "launch__grid_size", "launch__waves_per_multiprocessor"),
+        units("", "", ""),
+        row(0, "128", "8", "0.01"),
+        row(1, "256", "80", "0.5"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    tl = timeline()
+    result = analyze_kernel_metrics(trace, tl, analyze_iterations(tl))
+    assert result.summary == {"sms_active": None, "warp_occupancy": None}
+    assert len(result.warnings) == 1 and "no SM-activity or warp-occupancy metric" in result.warnings[0]
