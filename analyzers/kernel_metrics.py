@@ -730,8 +730,8 @@ def analyze_kernel_metrics(
         values = values.filter(~pl.col("kernel").is_in(ranges))
         warnings.append(
             f"{total - values.height} of {total} results are ranges, not kernels (no launch dimensions: "
-            "--replay-mode range/app-range): their values span the gaps between a range's kernels too, and are "
-            "not used"
+            "--replay-mode range/app-range, or --graph-profiling graph): their values span the gaps between a "
+            "range's kernels too, and are not used"
         )
     scope = range_name or (analysis.range_name if analysis is not None else None)
     if not same_trace and scope is not None and values["range"].is_not_null().any():
