@@ -551,9 +551,9 @@ def _launchless_warning(kernels: pl.DataFrame) -> list[str]:
     example = kernels.filter(pl.col("_launchless")).get_column("name")[0]
     return [
         f"{n} of {kernels.height} results have no launch dimensions (empty Block Size and Grid Size; e.g. "
-        f"{example!r}): range-replay results (--replay-mode range/app-range), or whole CUDA graphs (--graph-profiling "
-        "graph)? Each is one op, its duration "
-        "spanning a whole range, and no kernel (meta range_results)"
+        f"{example!r}): range-replay results (--replay-mode range/app-range), or whole CUDA graphs "
+        "(--graph-profiling graph)? Each is one op, its duration spanning a whole range, and no kernel (meta "
+        "range_results)"
     ]
 
 
