@@ -16,9 +16,9 @@ unit is reported as the reader found it. Only samples of the GPU that ran the tr
 the samples come from another GPU (the study's own RTX-8000 trace has exactly this) the values are ``None``
 with a warning, never zero; a GPU whose kernels all ran outside the iterations (a setup kernel before the loop)
 is not one that ran them (:func:`kernel_devices`). A metric in a unit other than % is chosen only when no
-pattern matches one in %, and then gives no summary value (a warp count is no percentage). When the trace states its sampling period
-(``meta["gpu_metrics_period_ns"]``, the nsys reader), an iteration that the samples do not resolve gets no
-value (:func:`_resolved`).
+pattern matches one in %, and then gives no summary value (a warp count is no percentage). When the trace
+states its sampling period (``meta["gpu_metrics_period_ns"]``, the nsys reader), an iteration that the
+samples do not resolve gets no value (:func:`_resolved`).
 """
 
 from __future__ import annotations
