@@ -82,6 +82,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections import Counter
 from statistics import mean, median
 from typing import Any
@@ -95,6 +96,16 @@ NAMED_TRACES = 5
 #: k-th of one rank is not the k-th of another. NCCL also runs all-to-all as grouped send/receives under this
 #: name: it is left out with them (not told apart by the name).
 POINT_TO_POINT_KINDS = frozenset({"sendrecv", "send", "recv"})
+#: Operations PyTorch names on a kernel (its ``Collective name`` arg, the compact result's ``collective_ops``)
+#: that pair ranks rather than join every rank of the group: send and receive, and a gather or scatter to or
+#: from one root (NCCL runs them as send/receives, and a rank that is not the root ends when its own transfer
+#: does). Said on the kernel, they are known whatever its name says.
+POINT_TO_POINT_OPS = frozenset({"send", "recv", "isend", "irecv", "gather", "scatter", "_gather", "_scatter"})
+#: Operations PyTorch names that every rank of the group joins, each rank's kernel ending only once all have
+#: arrived (``allreduce``, ``_allgather_base``, ``reduce_scatter_tensor_coalesced``, ``all_to_all``,
+#: ``barrier``...): collectives, whatever the kernel's name says (NCCL runs all-to-all as send/receives, under a
+#: ``SendRecv`` kernel name). Other names (``coalesced``, a newer one) leave the kernel's name to decide.
+COLLECTIVE_OPS = r"^_?(all_?reduce|all_?gather|reduce_?scatter|broadcast|all_?to_?all|barrier)"
 #: Timestamps at or after this many ns are read as Unix-epoch wall-clock time (2001-09-09): old Kineto traces
 #: record the system clock. Smaller ones count from the trace's own origin (nsys: its session's start; newer
 #: Kineto: ``baseTimeNanoseconds``, which the reader does not add), which says nothing of the wall clock.
@@ -430,21 +441,25 @@ def kinds_differ(results: list[dict[str, Any]], n: int, last: bool = False) -> s
     not the same ones: the first position where a trace's collective names another operation than the
     reference's (``collective_kinds``; "" or none known agrees with anything); None when they agree."""
 
-    def kinds_of(result: dict[str, Any]) -> np.ndarray:
-        kinds = list(result.get("collective_kinds") or [""] * n)
+    def kinds_of(result: dict[str, Any], key: str) -> np.ndarray:
+        kinds = list(result.get(key) or [""] * n)
+        if len(kinds) < n:  # (a list not kept for every collective says nothing)
+            kinds = [""] * n
         return np.asarray(kinds[len(kinds) - n :] if last else kinds[:n], dtype=str)
 
-    ref = kinds_of(results[0])
-    for r in results[1:]:
-        kinds = kinds_of(r)
-        bad = np.flatnonzero((ref != "") & (kinds != "") & (ref != kinds))
-        if len(bad):
-            i = int(bad[0])
-            return (
-                f"the collectives differ: {label(r)}'s collective {i + 1} in launch order is {kinds[i]}, "
-                f"{label(results[0])}'s is {ref[i]} (other process groups, or captures that began at other "
-                "collectives)"
-            )
+    # the operation the kernel's name says, then the one PyTorch wrote on it (``Collective name``)
+    for key in ("collective_kinds", "collective_ops"):
+        ref = kinds_of(results[0], key)
+        for r in results[1:]:
+            kinds = kinds_of(r, key)
+            bad = np.flatnonzero((ref != "") & (kinds != "") & (ref != kinds))
+            if len(bad):
+                i = int(bad[0])
+                return (
+                    f"the collectives differ: {label(r)}'s collective {i + 1} in launch order is {kinds[i]}, "
+                    f"{label(results[0])}'s is {ref[i]} (other process groups, or captures that began at other "
+                    "collectives)"
+                )
     return None
 
 
@@ -556,30 +571,130 @@ def groups_apart(results: list[dict[str, Any]]) -> str | None:
     return None
 
 
+def _pairs(op: str, kind: str) -> bool:
+    """Whether a kernel is point-to-point: by the operation PyTorch names on it (``op``,
+    :data:`POINT_TO_POINT_OPS`, :data:`COLLECTIVE_OPS`) where it names one it knows, else by its name's
+    ``kind`` (:data:`POINT_TO_POINT_KINDS`)."""
+    said = op.strip().lower()
+    if said in POINT_TO_POINT_OPS:
+        return True
+    if said and re.match(COLLECTIVE_OPS, said):
+        return False
+    return kind in POINT_TO_POINT_KINDS
+
+
+#: the per-collective lists of a compact result, in launch order, one entry per collective
+_PER_COLLECTIVE = (
+    "collective_starts_ns",
+    "collective_ends_ns",
+    "collective_kinds",
+    "collective_iterations",
+    "collective_ops",
+    "collective_groups",
+)
+
+
+def _kept(result: dict[str, Any], keep: np.ndarray) -> dict[str, Any]:
+    """``result`` with only the collectives ``keep`` (a mask over them) in each per-collective list that has
+    one entry per collective (the others, not known, are left as they are)."""
+    out = dict(result)
+    n = len(keep)
+    for key in _PER_COLLECTIVE:
+        values = result.get(key)
+        if values is None or len(values) != n:
+            continue
+        if isinstance(values, np.ndarray) and values.dtype != object:
+            out[key] = values[keep]
+        else:
+            out[key] = [v for v, k in zip(values, keep.tolist(), strict=True) if k]
+    return out
+
+
 def collectives_only(result: dict[str, Any]) -> dict[str, Any]:
-    """``result`` with its point-to-point kernels (:data:`POINT_TO_POINT_KINDS`) taken out of the collectives
-    matched across traces (``collective_starts_ns``, ``_ends_ns``, ``_kinds``, ``_iterations``), and how many
-    there were (``point_to_point``); ``result`` itself when it has none or its kinds are not known. Their time
-    is still communication (``comm_ms``: :mod:`tracekit.analyzers.communication`)."""
+    """``result`` with its point-to-point kernels (:func:`_pairs`: by the operation PyTorch names on the kernel
+    where it does, else by the kernel's name) taken out of the collectives matched across traces (every list
+    of :data:`_PER_COLLECTIVE`), and how many there were (``point_to_point``); ``result`` itself when it has
+    none or its kinds are not known. Their time is still communication (``comm_ms``:
+    :mod:`tracekit.analyzers.communication`)."""
     kinds = result.get("collective_kinds")
     ends = result.get("collective_ends_ns")
     if kinds is None or ends is None or len(kinds) == 0 or len(kinds) != len(ends):
         return result
-    p2p = np.isin(np.asarray(kinds, dtype=str), list(POINT_TO_POINT_KINDS))
+    ops = result.get("collective_ops")
+    if ops is None or len(ops) != len(kinds):
+        ops = [""] * len(kinds)
+    p2p = np.asarray(
+        [_pairs(str(o or ""), str(k or "")) for o, k in zip(ops, kinds, strict=True)], dtype=bool
+    )
     if not p2p.any():
         return result
-    keep = ~p2p
-    out = {
-        **result,
-        "collective_starts_ns": np.asarray(result["collective_starts_ns"])[keep],
-        "collective_ends_ns": np.asarray(ends)[keep],
-        "collective_kinds": np.asarray(kinds, dtype=object)[keep].tolist(),
-        "point_to_point": int(p2p.sum()),
-    }
-    of = result.get("collective_iterations")
-    if of is not None and len(of) == len(kinds):
-        out["collective_iterations"] = np.asarray(of, dtype=object)[keep].tolist()
+    out = _kept(result, ~p2p)
+    out["collective_starts_ns"] = np.asarray(out["collective_starts_ns"])
+    out["collective_ends_ns"] = np.asarray(out["collective_ends_ns"])
+    out["point_to_point"] = int(p2p.sum())
     return out
+
+
+def _group_text(result: dict[str, Any], groups: list[str]) -> str:
+    members = result.get("group_ranks") or {}
+    said = [f"group {g} (ranks {_rank_list(members[g])})" if members.get(g) else f"group {g}" for g in groups]
+    return f"{label(result)}: {_named(said)}"
+
+
+def by_group(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """The traces with their collectives restricted to one process group every trace's collectives are in,
+    where every trace says the group of its collectives (``collective_groups``: PyTorch's ``Process Group
+    Name`` on each kernel, the same on every member rank): the k-th collective of one group is the same
+    operation on every member rank, whatever stream or order other groups' run in (tensor- and
+    data-parallel groups serialized on one stream, or on streams of their own). The group with the most
+    collectives in every trace is taken (ties: the first by name); a group whose member ranks
+    (``group_ranks``) leave out some trace's rank is not one of them. Each restricted trace says the group
+    (``matched_group``). Returns (traces, why the clocks cannot be aligned or None, what was done or None);
+    the traces as they are when fewer than two, or some trace says no group for any collective."""
+    if len(results) < 2:
+        return results, None, None
+    said = [{str(g) for g in r.get("collective_groups") or () if g} for r in results]
+    if not all(said):
+        return results, None, None
+    ranks = {int(r["rank"]) for r in results if r.get("rank") is not None}
+
+    def holds_every_rank(group: str) -> bool:
+        for r in results:
+            members = (r.get("group_ranks") or {}).get(group)
+            if members is not None and not ranks <= {int(m) for m in members}:
+                return False
+        return True
+
+    common = sorted(g for g in set.intersection(*said) if holds_every_rank(g))
+    if not common:
+        held = _named([_group_text(r, sorted(g)) for r, g in zip(results, said, strict=True)], "; ")
+        why = (
+            f"no process group's collectives are in every trace ({held}, by the kernels' Process Group Name): "
+            "which collective matches which across ranks is not known"
+        )
+        return results, why, None
+    counts = {g: min(list(r["collective_groups"]).count(g) for r in results) for g in common}
+    chosen = sorted(common, key=lambda g: (-counts[g], g))[0]
+    out = []
+    for r in results:
+        groups = np.asarray([str(g or "") for g in r["collective_groups"]], dtype=object)
+        restricted = _kept(r, groups == chosen)
+        restricted["collective_starts_ns"] = np.asarray(restricted["collective_starts_ns"])
+        restricted["collective_ends_ns"] = np.asarray(restricted["collective_ends_ns"])
+        restricted["matched_group"] = chosen
+        out.append(restricted)
+    others = any(len(s) > 1 for s in said)
+    note = None
+    if others:
+        members = next(
+            ((r.get("group_ranks") or {}).get(chosen) for r in results if r.get("group_ranks")), None
+        )
+        of = f" (ranks {_rank_list(members)})" if members else ""
+        note = (
+            f"the traces' collectives belong to several process groups: clocks and stragglers are matched on "
+            f"process group {chosen}{of}'s collectives, which every trace holds, in their order"
+        )
+    return out, None, note
 
 
 def point_to_point_warnings(results: list[dict[str, Any]]) -> list[str]:
@@ -671,9 +786,12 @@ def captured_apart(results: list[dict[str, Any]]) -> str | None:
     return None
 
 
-def clock_offsets(results: list[dict[str, Any]], apart: str | None = None) -> dict[str, Any]:
+def clock_offsets(
+    results: list[dict[str, Any]], apart: str | None = None, groups: str | None = None
+) -> dict[str, Any]:
     """Clock offsets (ns) of each trace against the reference, from collective ends (see module doc);
-    ``apart``: why the traces are not one job's (:func:`job_apart`), then never aligned."""
+    ``apart``: why the traces are not one job's (:func:`job_apart`), then never aligned; ``groups``: why their
+    collectives cannot be matched by process group (:func:`by_group`), then never aligned either."""
     counts = [len(r.get("collective_ends_ns", ())) for r in results]
     if len(results) >= 2 and apart:
         return {"aligned": False, "why": apart, "offsets_ns": None, "matched": 0}
@@ -685,6 +803,12 @@ def clock_offsets(results: list[dict[str, Any]], apart: str | None = None) -> di
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     several = (several_communicators(results) or groups_apart(results)) if len(results) >= 2 else None
+    if groups:
+        several = groups
+    elif all(r.get("matched_group") for r in results):
+        # (one process group's collectives, which every trace holds: one communicator, whatever streams
+        # or other groups the traces also ran)
+        several = None
     if several:
         return {"aligned": False, "why": several, "offsets_ns": None, "matched": 0}
     if len(results) < 2 or min(counts) == 0:
@@ -896,6 +1020,10 @@ def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
             restricted["collective_ends_ns"] = np.asarray(r["collective_ends_ns"])[mask]
             kinds = list(r.get("collective_kinds") or [""] * len(mask))
             restricted["collective_kinds"] = [k for k, m in zip(kinds, mask, strict=True) if m]
+            for key in ("collective_ops", "collective_groups"):
+                said = r.get(key)
+                if said is not None and len(said) == len(mask):
+                    restricted[key] = [k for k, m in zip(said, mask, strict=True) if m]
         out.append(restricted)
     note = (
         f"the traces hold other steps ({held}): steps and collectives are compared on the {len(common)} steps "
@@ -1034,6 +1162,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     results, repeats = without_repeats(results)
     # (point-to-point kernels are communication, not collectives matched across traces)
     results = with_labels(_order([collectives_only(r) for r in results]))
+    # (collectives of one process group, where the kernels say their groups: matched within it)
+    results, groups_why, grouped = by_group(results)
     rows = [trace_row(r) for r in results]
     doc: dict[str, Any] = {"rows": rows, "traces": len(rows), "warnings": []}
     per_gpu = gpu_rows(results)
@@ -1055,7 +1185,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         doc["spread"] = extremes(timed, "median_latency_ms", "slowest", "fastest")
     # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
     steps_seen, numbered, shared = by_step_number(results)
-    clocks = clock_offsets(steps_seen, job_apart(results))
+    clocks = clock_offsets(steps_seen, job_apart(results), groups_why)
     if not shared:
         clocks = {"aligned": False, "why": numbered, "offsets_ns": None, "matched": 0}
     # Steps that did not happen together (captures at other times) are not compared at all
@@ -1093,6 +1223,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "
                 "not computed; 'slowest by step' compares durations only"
             )
+    if grouped:
+        doc["warnings"].append(grouped)
     if numbered and shared:
         doc["warnings"].append(numbered)
     steps = {steps_of(r) for r in results}

@@ -195,3 +195,148 @@ def comm_ops(rows: list[tuple[Any, ...]]) -> pl.DataFrame:
     }
     full = [row if len(row) == 6 else (*row, "kernel") for row in rows]
     return pl.DataFrame(full, schema=schema, orient="row")
+
+
+#: the process groups of :func:`tp_dp_kineto`'s job (name: member ranks), as PyTorch names them ("0" the
+#: default group of every rank; one tensor-parallel group per pair, one data-parallel group per column)
+TP_DP_GROUPS: dict[str, list[int]] = {"0": [0, 1, 2, 3], "1": [0, 1], "2": [2, 3], "3": [0, 2], "4": [1, 3]}
+
+
+def tp_dp_kineto(
+    out: Path,
+    ranks: Sequence[int] = (0, 1, 2, 3),
+    tp_stream: int = 13,
+    dp_stream: int = 13,
+    comm_args: bool = True,
+    kernel: str = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)",
+    offsets: Sequence[int] = (0, 0, 0, 2_500_000),
+    all_to_all: bool = False,
+) -> list[str]:
+    """SYNTHETIC Kineto traces (``rank{r}.synthetic.json.gz`` in ``out``, for ``ranks``) of four ranks of
+    tensor + data parallelism, as tests/test_fleet_communicators.py builds them: per step (six), compute, an
+    all-reduce in the tensor-parallel groups {0, 1} and {2, 3} (``tp_stream``), compute, another, compute, an
+    all-reduce in the data-parallel groups {0, 2} and {1, 3} (``dp_stream``; both on stream 13 by default, as
+    vLLM's pynccl serializes them). Rank 2's first compute of each step takes 450 µs, the others' 300 µs, so
+    the {2, 3} all-reduces end 150 µs after the {0, 1} ones and rank 2 arrives 150 µs after rank 0 at their
+    data-parallel one. Each rank's clock is ``offsets[rank]`` ahead (rank 3's by 2.5 ms). ``comm_args``:
+    every communication kernel carries PyTorch's ``Collective name``, ``Process Group Name`` and ``Process
+    Group Ranks`` (:data:`TP_DP_GROUPS`), and the header its ``pg_config``. ``kernel``: the all-reduces'
+    kernel name. ``all_to_all``: each step ends with an all-to-all of the default group (every rank, 30 µs
+    once the last arrives) on stream 15, whose kernel NCCL names ``SendRecv``."""
+    send_recv = "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"
+    tp, dp = [[0, 1], [2, 3]], [[0, 2], [1, 3]]
+    name_of = {tuple(v): k for k, v in TP_DP_GROUPS.items()}
+    # per rank: (name, stream, start, end, step, collective name, group)
+    events: dict[int, list[tuple[str, int, int, int, int, str, str]]] = {r: [] for r in range(4)}
+    steps: dict[int, list[tuple[int, int]]] = {r: [] for r in range(4)}
+    t = EPOCH
+    gemm = "sm90_xmma_gemm_f16f16_synthetic"
+    for step in range(6):
+        ready = {r: t + 10_000 for r in range(4)}
+        for phase, (durations, groups, took, stream) in enumerate(
+            [
+                ([300_000, 300_000, 450_000, 300_000], tp, 50_000, tp_stream),
+                ([200_000] * 4, tp, 50_000, tp_stream),
+                ([100_000] * 4, dp, 80_000, dp_stream),
+                ([20_000] * 4, [[0, 1, 2, 3]] if all_to_all else [], 30_000, 15),
+            ]
+        ):
+            if phase == 3 and not all_to_all:
+                break
+            for r in range(4):
+                events[r].append((gemm, 7, ready[r], ready[r] + durations[r], step, "", ""))
+                ready[r] += durations[r]
+            for group in groups:
+                end = max(ready[r] for r in group) + took
+                op, name = ("all_to_all", send_recv) if phase == 3 else ("allreduce", kernel)
+                for r in group:
+                    events[r].append((name, stream, ready[r], end, step, op, name_of[tuple(group)]))
+                    ready[r] = end
+        end = max(ready.values()) + 20_000
+        for r in range(4):
+            steps[r].append((t, end))
+        t = end + 50_000
+    paths = []
+    out.mkdir(parents=True, exist_ok=True)
+    for rank in ranks:
+        off, pid = offsets[rank], 4000 + rank
+        trace: list[dict[str, Any]] = []
+        corr = 1
+        for step, (s0, s1) in enumerate(steps[rank]):
+            trace.append(
+                kineto_event("user_annotation", f"ProfilerStep#{step}", _us(s0 + off), _us(s1 - s0), pid, pid)
+            )
+            kernels = sorted((k for k in events[rank] if k[4] == step), key=lambda k: k[2])
+            for j, (name, stream, start, end, _, op, group) in enumerate(kernels):
+                call = s0 + 1_000 + j * 200
+                trace.append(
+                    kineto_event(
+                        "cuda_runtime",
+                        "cudaLaunchKernel",
+                        _us(call + off),
+                        "1.000",
+                        pid,
+                        pid,
+                        correlation=corr,
+                    )
+                )
+                args: dict[str, Any] = {"device": rank, "stream": stream, "correlation": corr}
+                if comm_args and op:
+                    args.update(
+                        {
+                            "Collective name": op,
+                            "Process Group Name": group,
+                            "Process Group Description": "undefined",
+                            "Process Group Ranks": str(TP_DP_GROUPS[group]),
+                        }
+                    )
+                event = {"ph": "X", "cat": "kernel", "name": name, "pid": rank, "tid": stream}
+                trace.append({**event, "ts": _us(start + off), "dur": _us(end - start), "args": args})
+                corr += 1
+            sync = s0 + 1_000 + len(kernels) * 200 + 1_000
+            trace.append(
+                kineto_event(
+                    "cuda_runtime",
+                    "cudaDeviceSynchronize",
+                    _us(sync + off),
+                    _us(s1 - 500 - sync),
+                    pid,
+                    pid,
+                    correlation=corr,
+                )
+            )
+            corr += 1
+        info: dict[str, Any] = {"backend": "nccl", "rank": rank, "world_size": 4}
+        if comm_args:
+            info["pg_config"] = [
+                {
+                    "pg_name": k,
+                    "pg_desc": "undefined",
+                    "backend_config": "cuda:nccl",
+                    "pg_size": len(v),
+                    "ranks": v,
+                }
+                for k, v in TP_DP_GROUPS.items()
+                if rank in v
+            ]
+        header = {
+            "schemaVersion": 1,
+            "tracekit_synthetic": True,
+            "distributedInfo": info,
+            "deviceProperties": [{"id": rank, "name": "Simulated GPU", "numSms": 132}],
+            "traceName": f"SYNTHETIC tensor + data parallel rank {rank}",
+            "traceEvents": trace,
+        }
+        path = out / f"rank{rank}.synthetic.json.gz"
+        # (ts and dur as JSON numbers with three decimals, as Kineto writes them)
+        text = json.dumps(header)
+        for value in {e["ts"] for e in trace} | {e["dur"] for e in trace}:
+            text = text.replace(f'"{value}"', value)
+        path.write_bytes(gzip.compress(text.encode()))
+        paths.append(str(path))
+    return paths
+
+
+def _us(ns: int) -> str:
+    """ns as Kineto's µs text with three decimals (exact)."""
+    return f"{ns // 1000}.{ns % 1000:03d}"

@@ -86,6 +86,26 @@ def collectives_in_launch_order(
     )
 
 
+def collective_labels(ordered: pl.DataFrame, comm_args: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """(operations, process groups) of the collectives ``ordered`` (:func:`_in_launch_order`), in the same
+    order, as PyTorch wrote them on each kernel (``meta["collective_args"]`` of the Kineto reader:
+    ``Collective name``, ``Process Group Name``); "" where the kernel carries none (older traces, vLLM's
+    pynccl)."""
+    blank = [""] * ordered.height
+    if not comm_args or ordered.is_empty():
+        return blank, blank
+    from tracekit.readers.kineto import collective_args_frame
+
+    keys = ("device", "stream", "start")
+    table = collective_args_frame(comm_args).unique(subset=list(keys), keep="first")
+    if table.is_empty():
+        return blank, blank
+    joined = ordered.select(pl.col(k).cast(pl.Int64) for k in keys).join(
+        table, on=list(keys), how="left", maintain_order="left"
+    )
+    return joined["op"].fill_null("").to_list(), joined["group"].fill_null("").to_list()
+
+
 def collective_streams(ops: pl.DataFrame) -> dict[int | None, int]:
     """How many distinct streams carry collectives (every op whose name says NCCL or RCCL, launched in the
     trace or not) on each device (None: ops without a device); streams not known (null) are not counted,
@@ -284,6 +304,7 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         starts, ends, kinds = collectives_in_launch_order(ops, ordered)
         collective_its = collective_iterations(ordered)
         streams = collective_streams(analyzed.trace_data.ops)
+        collective_ops, collective_groups = collective_labels(ordered, meta.get("collective_args"))
     else:
         iterations = iterations.with_columns(
             comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None, pl.Float64)
@@ -292,6 +313,7 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         kinds = []
         collective_its = []
         streams = {}
+        collective_ops, collective_groups = [], []
     iterations = iterations.with_columns(
         step=pl.Series(step_numbers(analyzed, iterations["index"]), dtype=pl.Int64)
     )
@@ -312,6 +334,14 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         "collective_kinds": kinds,
         "collective_iterations": collective_its,
         "collective_streams": streams,
+        # what PyTorch wrote on each of those kernels (:func:`collective_labels`; "" where nothing): its
+        # operation and process group, and each group's member ranks (the ranks' summary matches collectives
+        # per group and names point-to-point by the operation: :mod:`tracekit.analyzers.ranks`)
+        "collective_ops": collective_ops,
+        "collective_groups": collective_groups,
+        "group_ranks": ((meta.get("collective_args") or {}).get("groups") or None)
+        if collective_ops
+        else None,
         "world_size": _world_size(meta),
         # the NCCL process groups the trace says it is in (lists of ranks), and the wall-clock time of its
         # timestamps' origin (ns since the epoch), where its reader found them (:mod:`tracekit.analyzers.ranks`

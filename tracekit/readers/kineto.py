@@ -141,6 +141,8 @@ from tracekit.readers.kineto_decode import _values_text, columns, raw_column
 from tracekit.readers.kineto_json import (
     _SEP,
     API_CATEGORIES,
+    COMM_FIELDS,
+    COMM_ROWS,
     CPU_OP_CATEGORIES,
     FLOW_CATEGORIES,
     GPU_RANGE_CATEGORIES,
@@ -885,7 +887,9 @@ def wall_clock_base(base: Any, ops: pl.DataFrame) -> int | None:
     return base
 
 
-def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame, int]:
+def wire_rows(
+    wire: WireChunk, comm: list[pl.DataFrame] | None = None
+) -> tuple[pl.DataFrame, set[str], pl.DataFrame, int]:
     """(rows the analysis uses, the chunk's category names, the chunk's ``first_op_inputs`` candidate:
     :func:`tracekit.readers.kineto_summary.first_op_candidate`, complete events without a readable ts) of
     one wire chunk or batch as :mod:`tracekit.readers.kineto_wire` gives it.
@@ -895,11 +899,19 @@ def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame, in
     decoding or are dropped here. The rows are final (:func:`_converted`) but for pid/tid, which stay
     integers where they are integers until :func:`_finish_rows` makes them text where some chunk has them
     as text. Flow events are read by
-    :func:`_flows` only when needed."""
+    :func:`_flows` only when needed. ``comm``: where given, the chunk's communication kernels' args
+    (:func:`_comm_rows`) are appended to it when it has some."""
     n, categories, columns, inputs = wire
     if not columns:  # no rows, the category names only
         return _EMPTY_ROWS, categories or set(), _NO_FIRST_OP, 0
+    comm_wire = {k: v for k, v in (inputs or {}).items() if k == COMM_ROWS or k in COMM_FIELDS}
+    if comm_wire:
+        inputs = {k: v for k, v in (inputs or {}).items() if k not in comm_wire} or None
     frame = _wire_frame(columns, n)
+    if comm_wire and comm is not None:
+        found = _comm_rows(frame, comm_wire)
+        if found.height:
+            comm.append(found)
     if categories is None:  # a lenient chunk: every event, every field as text
         categories = set(frame.get_column("cat").drop_nulls().unique().to_list())
         keep = frame.select(
@@ -916,6 +928,126 @@ def wire_rows(wire: WireChunk) -> tuple[pl.DataFrame, set[str], pl.DataFrame, in
     if bad_ts:
         frame = frame.filter(pl.col("start").is_not_null())
     return frame.select("cat_l", *_ROW_COLUMNS), categories, first, bad_ts
+
+
+#: the columns of :func:`_comm_rows`
+COMM_SCHEMA: dict[str, pl.DataType] = {
+    "device": pl.Int64,
+    "stream": pl.Int64,
+    "start": pl.Int64,
+    "name": pl.String,
+    "op": pl.String,
+    "group": pl.String,
+    "ranks": pl.String,
+}
+
+
+def _comm_rows(frame: pl.DataFrame, comm_wire: dict[str, Any]) -> pl.DataFrame:
+    """The GPU ops of a chunk (``frame``: :func:`_wire_frame`, every row still there) that carry PyTorch's
+    communication args (``comm_wire``: their positions and texts, :func:`tracekit.readers.kineto_wire._comm`):
+    the op's ``device``, ``stream`` and ``start`` as :func:`_gpu_ops` makes them, its ``name``, and ``op``
+    (``Collective name``), ``group`` (``Process Group Name``) and ``ranks`` (``Process Group Ranks``, JSON
+    text) as written. A few rows: communication kernels only."""
+    rows = pl.Series([comm_wire[COMM_ROWS][1]]).str.split(",").explode().cast(pl.UInt32)
+    texts = _wire_frame({f: comm_wire[f] for f in COMM_FIELDS}, rows.len())
+    picked = pl.concat([frame.gather(rows), texts], how="horizontal")
+    if "ph" in picked.columns:  # a lenient chunk: every event of it
+        picked = picked.filter((pl.col("ph") == "X").fill_null(False)).drop("ph")
+    picked = picked.filter(pl.col("cat").str.to_lowercase().is_in(list(OP_CATEGORIES)).fill_null(False))
+    if picked.is_empty():
+        return empty_frame(COMM_SCHEMA)
+    picked = _converted(picked).filter(pl.col("start").is_not_null())
+    return picked.select(
+        device=pl.coalesce(
+            pl.col("a_device").cast(pl.Int64, strict=False), pl.col("pid").cast(pl.Int64, strict=False)
+        ),
+        stream=pl.coalesce(
+            pl.col("a_stream").cast(pl.Int64, strict=False), leading_int_series(picked["tid"])
+        ),
+        start="start",
+        name=pl.col("name").cast(pl.String),
+        op=pl.col("a_coll_name").cast(pl.String),
+        group=pl.col("a_pg_name").cast(pl.String),
+        ranks=pl.col("a_pg_ranks").cast(pl.String),
+    )
+
+
+def collective_args(comm: list[pl.DataFrame]) -> dict[str, Any] | None:
+    """``meta["collective_args"]``: what PyTorch wrote on the trace's communication kernels (:func:`_comm_rows`
+    of every chunk), one entry per kernel: ``device``, ``stream``, ``start`` (which find it among the ops; its
+    name may have been cut) as comma-joined integers, ``op`` (``Collective name``: ``allreduce``, ``send``...)
+    and ``group`` (``Process Group Name``: the same on every member rank) as comma-joined positions in
+    ``ops`` / ``group_names`` (-1: not written); ``groups``: each group's member ranks ({name: sorted ranks},
+    from ``Process Group Ranks``; a group whose ranks do not read as a list of integers is left out). Text, not
+    lists: meta is JSON in the cache, and a list of Python ints costs ~40 bytes a kernel (40 MB more at peak
+    on 200,000 labelled kernels; as text ~25 bytes). :func:`collective_args_frame` reads it back. None when
+    no kernel carries them (traces before PyTorch 2.1, vLLM's pynccl, which bypasses the process group)."""
+    if not comm:
+        return None
+    frame = pl.concat(comm).unique(subset=["device", "stream", "start"], keep="first", maintain_order=True)
+    groups: dict[str, list[int]] = {}
+    for group, ranks in frame.select("group", "ranks").unique(maintain_order=True).iter_rows():
+        members = _rank_list(ranks)
+        if group is not None and members is not None:
+            groups.setdefault(group, members)
+    out: dict[str, Any] = {"kernels": frame.height}
+    for column in ("device", "stream", "start"):
+        out[column] = _joined(frame.get_column(column))
+    for column, table in (("op", "ops"), ("group", "group_names")):
+        names = frame.get_column(column).drop_nulls().unique(maintain_order=True)
+        out[table] = names.to_list()
+        codes = frame.get_column(column).replace_strict(
+            names, pl.int_range(names.len(), eager=True), default=-1
+        )
+        out[column] = _joined(codes)
+    out["groups"] = groups
+    return out
+
+
+def _joined(column: pl.Series) -> str:
+    """An integer column as one comma-joined text (null as -1)."""
+    return column.fill_null(-1).cast(pl.String).str.join(",").item()
+
+
+def collective_args_frame(args: dict[str, Any] | None) -> pl.DataFrame:
+    """:func:`collective_args` as a frame (``device``, ``stream``, ``start``, ``op``, ``group``: null where not
+    known); empty (those columns) for None or a value it does not read."""
+    schema = {"device": pl.Int64, "stream": pl.Int64, "start": pl.Int64, "op": pl.String, "group": pl.String}
+    try:
+        n = int(args["kernels"]) if args else 0
+        if n <= 0:
+            return pl.DataFrame(schema=schema)
+        ints = {
+            c: pl.Series([args[c]]).str.split(",").explode().cast(pl.Int64)
+            for c in ("device", "stream", "start", "op", "group")
+        }
+        if any(v.len() != n for v in ints.values()):
+            return pl.DataFrame(schema=schema)
+        frame = pl.DataFrame({c: ints[c] for c in ("device", "stream", "start")})
+        for column, table in (("op", "ops"), ("group", "group_names")):
+            names = pl.Series([str(v) for v in args[table]], dtype=pl.String)
+            codes = ints[column]
+            frame = frame.with_columns(
+                pl.when(codes.is_between(0, names.len() - 1))
+                .then(names.gather(codes.clip(0, max(names.len() - 1, 0))) if names.len() else None)
+                .alias(column)
+            )
+        return frame.select(pl.col(c).cast(t) for c, t in schema.items())
+    except (KeyError, TypeError, ValueError, pl.exceptions.PolarsError):
+        return pl.DataFrame(schema=schema)
+
+
+def _rank_list(text: str | None) -> list[int] | None:
+    """``"[0, 1]"`` -> [0, 1] (sorted, once each); None when the text is not a JSON list of integers."""
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+        return None
+    return sorted(set(value))
 
 
 def _converted(frame: pl.DataFrame) -> pl.DataFrame:
@@ -1197,6 +1329,10 @@ def _read_events(
     return _read_chunks(path, wires, header)
 
 
+#: where :func:`_read_chunks` hands :func:`collective_args` to :func:`read` (a key no trace header has)
+_COLLECTIVE_ARGS = "\x00collective_args"
+
+
 def _read_chunks(
     path: Path, wires: Iterator[tuple[int, WireChunk]], header: dict[str, Any]
 ) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any], set[str], int, dict[str, Any] | None]:
@@ -1205,10 +1341,11 @@ def _read_chunks(
     parts: dict[int, list[pl.DataFrame]] = {}
     first_ops: dict[int, list[pl.DataFrame]] = {}
     categories: set[str] = set()
+    comm: dict[int, list[pl.DataFrame]] = {}
     with gc_paused():  # chunks of small acyclic objects: the cyclic GC would rescan them all, to no purpose
         bad_ts = 0
         for part, wire in wires:
-            rows, cats, first, bad = wire_rows(wire)
+            rows, cats, first, bad = wire_rows(wire, comm.setdefault(part, []))
             del wire
             bad_ts += bad
             parts.setdefault(part, []).append(rows)
@@ -1227,6 +1364,7 @@ def _read_chunks(
         ).height
         flows = _flows(path) if missing else _flows_frame()
     first_op = first_op_inputs(pl.concat(first_op_parts)) if first_op_parts else None
+    header[_COLLECTIVE_ARGS] = collective_args([c for part in sorted(comm) for c in comm[part]])
     return frame, flows, header, categories, bad_ts, first_op
 
 
@@ -1302,7 +1440,10 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     warnings += _unread_range_categories(categories, ranges)
     if PYTHON_TRACER_CATEGORY in categories:
         warnings.append(PYTHON_TRACING_WARNING)
+    comm_args = header.pop(_COLLECTIVE_ARGS, None)
     meta = _meta(path, header, categories, ops, device)
+    if comm_args and device == "gpu":  # (the ranks' analysis matches collectives per process group by it)
+        meta["collective_args"] = comm_args
     if scopes:  # the analysis doubts its verdict then (plausibility.operator_scopes)
         meta["scope_candidates"] = scopes
     meta["cpu_op_summary"] = _summary(x_events)

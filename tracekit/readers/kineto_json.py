@@ -66,6 +66,17 @@ ARG_FIELDS: dict[str, str] = {
 }
 #: ``args`` keys of CPU operators read as JSON text for ``meta["first_op_inputs"]`` (column name -> key)
 INPUT_FIELDS: dict[str, str] = {"a_input_dims": "Input Dims", "a_input_type": "Input type"}
+#: ``args`` keys PyTorch writes on a communication kernel (from its ``record_param_comms`` call): the operation
+#: (``allreduce``, ``_allgather_base``, ``send``, ``recv``, ``all_to_all``...), the process group's name (the
+#: same on every member rank) and its member ranks (text such as ``"[0, 1]"``). Read as JSON text for the
+#: events that carry them only (:data:`COMM_ROWS`), never as a column of every event.
+COMM_FIELDS: dict[str, str] = {
+    "a_coll_name": "Collective name",
+    "a_pg_name": "Process Group Name",
+    "a_pg_ranks": "Process Group Ranks",
+}
+#: the wire name of the row positions (in the chunk) of the events that carry :data:`COMM_FIELDS`
+COMM_ROWS = "comm_rows"
 
 
 #: lower-cased category -> ops kind; ``mtia_ccp_events`` are the on-device events of Meta's MTIA accelerator
@@ -130,6 +141,9 @@ class _Args(msgspec.Struct, gc=False):
     a_graph: msgspec.Raw = msgspec.field(default=_NULL, name="graph id")
     a_input_dims: msgspec.Raw = msgspec.field(default=_NULL, name="Input Dims")
     a_input_type: msgspec.Raw = msgspec.field(default=_NULL, name="Input type")
+    a_coll_name: msgspec.Raw = msgspec.field(default=_NULL, name="Collective name")
+    a_pg_name: msgspec.Raw = msgspec.field(default=_NULL, name="Process Group Name")
+    a_pg_ranks: msgspec.Raw = msgspec.field(default=_NULL, name="Process Group Ranks")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -157,6 +171,9 @@ class _FastArgs(msgspec.Struct, gc=False):
     a_graph: int | str | None = msgspec.field(default=None, name="graph id")
     a_input_dims: msgspec.Raw = msgspec.field(default=_NULL, name="Input Dims")
     a_input_type: msgspec.Raw = msgspec.field(default=_NULL, name="Input type")
+    a_coll_name: msgspec.Raw = msgspec.field(default=_NULL, name="Collective name")
+    a_pg_name: msgspec.Raw = msgspec.field(default=_NULL, name="Process Group Name")
+    a_pg_ranks: msgspec.Raw = msgspec.field(default=_NULL, name="Process Group Ranks")
 
 
 class _FastEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
@@ -204,7 +221,7 @@ _DECODE_ITEMS = msgspec.json.Decoder(list[_Item])
 _DECODE_HEADER = msgspec.json.Decoder(float_hook=str)
 _DECODE_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
 #: fields whose typed (fast) value is Raw text, not a Python value
-_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy", *INPUT_FIELDS})
+_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy", *INPUT_FIELDS, *COMM_FIELDS})
 #: fields that :class:`_FastEvent` decodes as str
 _STR_FIELDS = frozenset({"ph", "cat", "name"})
 

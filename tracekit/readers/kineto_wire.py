@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import compress, repeat
+from operator import is_not, or_
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +45,8 @@ import msgspec
 from tracekit.readers.kineto_json import (
     _NULL,
     _SEP,
+    COMM_FIELDS,
+    COMM_ROWS,
     CPU_OP_CATEGORIES,
     INPUT_FIELDS,
     INT_ARGS,
@@ -59,7 +62,9 @@ from tracekit.readers.kineto_stream import stream_events
 #: one column: (kind, payload), see the module doc
 Column = tuple[str, Any]
 #: (events kept, category names of the chunk or None when the frame side is to find them, columns, the
-#: ``Input Dims``/``Input type`` columns of the chunk's CPU operators or None when it has none)
+#: ``Input Dims``/``Input type`` columns of the chunk's CPU operators, and the communication args of the
+#: events that carry them (:data:`~tracekit.readers.kineto_json.COMM_FIELDS`, with their positions among the
+#: chunk's events: :data:`~tracekit.readers.kineto_json.COMM_ROWS`), or None when it has neither)
 WireChunk = tuple[int, "set[str] | None", dict[str, Column], "dict[str, Column] | None"]
 
 #: the columns of every chunk, in order (the lenient ones also carry ``ph``)
@@ -137,11 +142,14 @@ class _Batch:
         self.categories |= categories or set()
         if not n:  # no rows: its categories only
             return
+        offset = self.rows
         self.rows += n
         self.kinds = kinds
         for name, (_, payload) in columns.items():
             self.parts.setdefault(name, []).append(payload)
         for name, (_, text) in (inputs or {}).items():
+            if name == COMM_ROWS and offset:  # positions in the batch (few: communication kernels only)
+                text = ",".join(str(int(i) + offset) for i in text.split(","))
             self.inputs.setdefault(name, []).append(text)
 
     def flush(self) -> Iterator[WireChunk]:
@@ -160,7 +168,10 @@ class _Batch:
                 columns[name] = kind, _SEP.join(parts)
             else:  # "num", and the positions of "dict"
                 columns[name] = kind, ",".join(parts)
-        inputs = {name: ("raw", _SEP.join(texts)) for name, texts in self.inputs.items()} or None
+        inputs = {
+            name: ("num", ",".join(texts)) if name == COMM_ROWS else ("raw", _SEP.join(texts))
+            for name, texts in self.inputs.items()
+        } or None
         yield _with_distinct((self.rows, self.categories, columns, inputs), self.positions)
         self._reset()
 
@@ -200,6 +211,9 @@ def _encode_fast(chunk: list[Any], positions: dict[str, dict[str, int]]) -> Wire
     if cpu:  # the Input Dims/Input type texts of the CPU operators, in row order
         cpu_args = args_of(list(compress(kept, map(cpu.__contains__, cats))))
         inputs = {f: _raws(list(map(getattr, cpu_args, repeat(f), repeat(_NULL)))) for f in INPUT_FIELDS}
+    comm = _comm(args)
+    if comm:
+        inputs = {**(inputs or {}), **comm}
     return len(kept), categories, columns, inputs
 
 
@@ -212,7 +226,26 @@ def _encode_lenient(chunk: list[Any]) -> WireChunk:
     for field in (*INT_ARGS, "a_occupancy"):
         columns[field] = _raws(list(map(getattr, args, repeat(field), repeat(_NULL))))
     inputs = {f: _raws(list(map(getattr, args, repeat(f), repeat(_NULL)))) for f in INPUT_FIELDS}
+    inputs.update(_comm(args) or {})
     return len(chunk), None, columns, inputs
+
+
+def _comm(args: list[Any]) -> dict[str, Column] | None:
+    """The communication args (:data:`~tracekit.readers.kineto_json.COMM_FIELDS`) of the events that carry a
+    collective's or a process group's name, as ``"raw"`` texts, and those events' positions among ``args``
+    (``"num"``, :data:`~tracekit.readers.kineto_json.COMM_ROWS`); None when no event carries them. C-level
+    passes over the chunk: the events that carry none (all but NCCL/RCCL kernels and their calls) cost a
+    pointer test each."""
+    names = list(map(getattr, args, repeat("a_coll_name"), repeat(_NULL)))
+    groups = list(map(getattr, args, repeat("a_pg_name"), repeat(_NULL)))
+    present = list(map(or_, map(is_not, names, repeat(_NULL)), map(is_not, groups, repeat(_NULL))))
+    if not any(present):
+        return None
+    rows = list(compress(range(len(args)), present))
+    out: dict[str, Column] = {COMM_ROWS: ("num", ",".join(map(str, rows)))}
+    for field in COMM_FIELDS:
+        out[field] = _raws(list(compress(map(getattr, args, repeat(field), repeat(_NULL)), present)))
+    return out
 
 
 def _distinct(values: list[Any], position: dict[str, int]) -> Column:
