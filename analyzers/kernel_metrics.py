@@ -4,10 +4,12 @@ Per kernel (percent):
 
 - SMs active: ``sm__cycles_active.avg.pct_of_peak_sustained_elapsed``; when only base counters exist,
   100 × ``sm__cycles_active.avg`` / ``sm__cycles_elapsed.avg``, else 100 × ``sm__cycles_active.avg`` /
-  ``gpc__cycles_elapsed.max`` (reports collected without ``sm__cycles_elapsed``). The first one present
-  and not NaN is used; ``how`` names it.
+  ``gpc__cycles_elapsed.max`` (reports collected without ``sm__cycles_elapsed``), else the legacy names ncu
+  2019.x writes on Pascal, 100 × ``sm__active_cycles_avg`` / ``sm__elapsed_cycles_avg``. The first one
+  present and not NaN is used; ``how`` names it.
 - Warp occupancy: ``sm__warps_active.avg.pct_of_peak_sustained_active`` (achieved occupancy: resident warps
-  over the SM's warp slots, averaged over the cycles the SM was active); for Kineto traces the profiler's
+  over the SM's warp slots, averaged over the cycles the SM was active; on Pascal, the legacy
+  ``sm__active_warps_avg_per_active_cycle_pct``); for Kineto traces the profiler's
   ``est. achieved occupancy %`` (an *estimate* CUPTI derives from launch parameters; labelled as such).
 
 Two aggregates:
@@ -82,6 +84,10 @@ SM_CYCLES_ELAPSED = "sm__cycles_elapsed.avg"
 GPC_CYCLES_ELAPSED = "gpc__cycles_elapsed.max"
 WARPS_ACTIVE_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
 KINETO_OCCUPANCY = "est. achieved occupancy %"
+#: the legacy names ncu 2019.x writes on Pascal (compute capability 6.x; its own rules read the occupancy so)
+LEGACY_CYCLES_ACTIVE = "sm__active_cycles_avg"
+LEGACY_CYCLES_ELAPSED = "sm__elapsed_cycles_avg"
+LEGACY_WARPS_ACTIVE_PCT = "sm__active_warps_avg_per_active_cycle_pct"
 NEEDED = (
     SM_ACTIVE_PCT,
     SM_CYCLES_ACTIVE,
@@ -89,9 +95,13 @@ NEEDED = (
     GPC_CYCLES_ELAPSED,
     WARPS_ACTIVE_PCT,
     KINETO_OCCUPANCY,
+    LEGACY_CYCLES_ACTIVE,
+    LEGACY_CYCLES_ELAPSED,
+    LEGACY_WARPS_ACTIVE_PCT,
 )
 SM_ACTIVE_RATIO = f"100*{SM_CYCLES_ACTIVE}/{SM_CYCLES_ELAPSED}"
 SM_ACTIVE_GPC_RATIO = f"100*{SM_CYCLES_ACTIVE}/{GPC_CYCLES_ELAPSED}"
+SM_ACTIVE_LEGACY_RATIO = f"100*{LEGACY_CYCLES_ACTIVE}/{LEGACY_CYCLES_ELAPSED}"
 COLUMNS = ("sms_active", "warp_occupancy")
 
 
@@ -252,9 +262,11 @@ def _candidates(present: set[str]) -> dict[str, list[tuple[str, pl.Expr]]]:
             (SM_ACTIVE_PCT, col(SM_ACTIVE_PCT)),
             (SM_ACTIVE_RATIO, 100.0 * col(SM_CYCLES_ACTIVE) / col(SM_CYCLES_ELAPSED)),
             (SM_ACTIVE_GPC_RATIO, 100.0 * col(SM_CYCLES_ACTIVE) / col(GPC_CYCLES_ELAPSED)),
+            (SM_ACTIVE_LEGACY_RATIO, 100.0 * col(LEGACY_CYCLES_ACTIVE) / col(LEGACY_CYCLES_ELAPSED)),
         ],
         "warp_occupancy": [
             (WARPS_ACTIVE_PCT, col(WARPS_ACTIVE_PCT)),
+            (LEGACY_WARPS_ACTIVE_PCT, col(LEGACY_WARPS_ACTIVE_PCT)),
             (KINETO_OCCUPANCY, col(KINETO_OCCUPANCY)),
         ],
     }

@@ -11,7 +11,9 @@ per-kernel figure with confidence, or none where the data allows one.
 - a kernel with a value and no duration (n/a) had been left out of the kernel-time average, which was shown;
   a dot-grouped integer ("3.000" ns) in a decimal-comma (de_DE) file had been read as 3;
 - ``--print-metric-name label-name`` ("Duration (gpu__time_duration.sum)"): nothing had been read;
-- ncu's ``==ERROR==`` lines (a kernel it failed to profile is missing) had been dropped without a word.
+- ncu's ``==ERROR==`` lines (a kernel it failed to profile is missing) had been dropped without a word;
+- the legacy metric names of ncu 2019.x on Pascal (``gpu__time_duration``, ``sm__active_cycles_avg``, ...):
+  nothing had been read.
 
 Every CSV here is hand-made (labelled synthetic: values invented, not measured), so the truth is known.
 """
@@ -320,3 +322,28 @@ def test_a_report_of_launch_statistics_only_says_it_has_no_figure(tmp_path):
     result = analyze_kernel_metrics(trace, tl, analyze_iterations(tl))
     assert result.summary == {"sms_active": None, "warp_occupancy": None}
     assert len(result.warnings) == 1 and "no SM-activity or warp-occupancy metric" in result.warnings[0]
+
+
+# ------------------------------------------------------- legacy metric names (Pascal, ncu 2019.x)
+
+
+def test_the_legacy_metric_names_of_a_pascal_report_are_read(tmp_path):
+    """ncu 2019.x on Pascal (compute capability 6.x) writes the legacy names: ``gpu__time_duration``,
+    ``sm__active_cycles_avg`` / ``sm__elapsed_cycles_avg``, ``sm__active_warps_avg_per_active_cycle_pct``
+    (achieved occupancy; ncu's own rules read it for cc 6.x). No duration and no figure had been read."""
+    lines = [
+        header(
+            "gpu__time_duration",
+            "sm__active_cycles_avg",
+            "sm__elapsed_cycles_avg",
+            "sm__active_warps_avg_per_active_cycle_pct",
+        ),
+        units("usecond", "cycle", "cycle", "%"),
+        row(0, "1.0", "300", "1000", "20.0"),
+        row(1, "3.0", "2.5", "5", "40.0", name="k2(float*)"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert durations(trace) == [1000, 3000]
+    result = kernel_time_only(trace)
+    assert result.kernel_time["sms_active"] == pytest.approx((30.0 + 3 * 50.0) / 4)
+    assert result.kernel_time["warp_occupancy"] == pytest.approx((20.0 + 3 * 40.0) / 4)

@@ -8,7 +8,8 @@ often with locked clocks and flushed caches). The reader fills:
     ``name`` = kernel name as the report spells it (the CSV's ``Kernel Name``, demangled by default; the
     demangled name for ``.ncu-rep``), ``range`` = innermost NVTX push/pop range open at the launch (last entry
     of the last domain that has one; null when none or when ncu ran without ``--nvtx``), ``duration_ns`` =
-    ``gpu__time_duration.sum`` converted to ns (null when absent or NaN), ``metric``, ``unit`` (as ncu wrote
+    ``gpu__time_duration.sum`` converted to ns (null when absent or NaN; ``gpu__time_duration``, the legacy name of
+    ncu 2019.x on Pascal, where no kernel has it), ``metric``, ``unit`` (as ncu wrote
     it), ``value`` (float; NaN kept where ncu reported NaN/``n/a``, e.g. an incomplete replay). String-valued
     metrics are not rows; ``device__attribute_display_name`` becomes ``meta["gpu"]``. The CSV's ``Grid Size``
     and ``Block Size`` ("(128, 1, 1)") are read as ``launch__grid_dim_x`` ... ``launch__block_dim_z`` rows
@@ -67,6 +68,8 @@ from tracekit.errors import TraceFormatError
 from tracekit.model import KERNEL_METRICS_SCHEMA, OPS_SCHEMA, Trace, empty_frame
 
 DURATION_METRIC = "gpu__time_duration.sum"
+#: the duration's legacy name (ncu 2019.x on Pascal), read as :data:`DURATION_METRIC` where that is absent
+LEGACY_DURATION = "gpu__time_duration"
 GPU_NAME_METRIC = "device__attribute_display_name"
 #: NVTX push/pop column of the CSV (``--nvtx``); its cells read
 #: ``<tid> "<domain>:<range>:<PL_Type>:<PL_Value>:<CLR_Type>:<Color>:<Msg_Type>:<Msg>" ...`` outer to inner.
@@ -307,6 +310,11 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
     if kernels.is_empty():
         raise TraceFormatError("Nsight Compute report holds no profiled kernels", path)
     warnings: list[str] = meta.setdefault("warnings", [])
+    metric = pl.col("metric")
+    if not long.get_column("metric").eq(DURATION_METRIC).any():
+        # ncu 2019.x on Pascal names the duration without its roll-up
+        renamed = pl.when(metric == LEGACY_DURATION).then(pl.lit(DURATION_METRIC)).otherwise(metric)
+        long = long.with_columns(renamed.alias("metric"))
     long = _impossible_percentages(long, warnings)
     duration = (
         long.filter(pl.col("metric") == DURATION_METRIC)
