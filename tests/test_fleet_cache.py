@@ -453,3 +453,25 @@ def test_a_folder_that_cannot_be_removed_does_not_stop_the_eviction(
     monkeypatch.setattr(cache.shutil, "rmtree", failing)
     assert cache.evict(folder, 1100, keep=keep) == [old.name]
     monkeypatch.setattr(cache.shutil, "rmtree", real)
+
+
+def test_a_write_ahead_log_written_beside_an_unchanged_export_is_read_again(tmp_path: Path) -> None:
+    """An nsys export in WAL mode is read with its ``-wal`` log beside it (the reader merges them). A log that
+    grew while the export itself stayed as it was had left the file's stat and content hash as they were:
+    the cache answered with the frames of the file without the log's kernels."""
+    import shutil
+
+    from tests.test_fuzz9_nsys import _wal_export
+
+    made = tmp_path / "made"
+    made.mkdir()
+    export = _wal_export(made)  # 3 kernels in the file, 2 more in its log
+    path = tmp_path / "x.synthetic.sqlite"
+    shutil.copyfile(export, path)  # the file alone first: 3 kernels
+    folder = tmp_path / "cache"
+    first = cache.cached_read(path, folder)
+    assert first.ops.height == 3
+    digest = cache.file_hash(path, cache.cache_folder(folder))
+    shutil.copyfile(f"{export}-wal", f"{path}-wal")  # the log appears; the file is unchanged
+    assert cache.file_hash(path, cache.cache_folder(folder)) != digest
+    assert cache.cached_read(path, folder).ops.height == 5

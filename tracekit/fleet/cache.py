@@ -94,12 +94,27 @@ def cache_folder(cache_dir: str | Path) -> Path:
     return path
 
 
+def _write_ahead_log(path: Path) -> Path | None:
+    """The SQLite write-ahead log ``<path>-wal`` beside ``path`` when it holds anything: the reader reads the
+    file with it (:func:`tracekit.readers.sqlite_engine.wal_beside`), so it is part of the content."""
+    wal = Path(f"{path}-wal")
+    try:
+        return wal if wal.is_file() and wal.stat().st_size > 0 else None
+    except OSError:
+        return None
+
+
 def content_hash(path: Path) -> str:
-    """BLAKE2b-128 of the file's bytes, hex."""
+    """BLAKE2b-128 of the file's bytes, and of its SQLite write-ahead log's after them when there is one
+    (:func:`_write_ahead_log`), hex."""
     digest = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 22):
-            digest.update(chunk)
+    wal = _write_ahead_log(path)
+    for part in (path, wal) if wal is not None else (path,):
+        if part is wal:
+            digest.update(b"\0-wal\0")
+        with open(part, "rb") as fh:
+            while chunk := fh.read(1 << 22):
+                digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -107,9 +122,15 @@ def _stat_key(path: Path) -> str:
     """What says that a file's content may have changed since it was hashed: its path, size, modification
     time, inode and device, and its change time (``st_ctime_ns``: set by the system on every write and on
     every change of the modification time, so a file rewritten in place with its old mtime put back, by
-    ``touch -r``, ``cp -p`` or ``rsync --times``, is hashed again)."""
+    ``touch -r``, ``cp -p`` or ``rsync --times``, is hashed again); and the same of its SQLite write-ahead
+    log when there is one."""
     st = path.stat()
-    return f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}|{st.st_ctime_ns}"
+    key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}|{st.st_ctime_ns}"
+    wal = _write_ahead_log(path)
+    if wal is not None:  # a log written while the file stays as it was changes what is read
+        ws = wal.stat()
+        key += f"|wal|{ws.st_size}|{ws.st_mtime_ns}|{ws.st_ino}|{ws.st_ctime_ns}"
+    return key
 
 
 def _memo(cache: Path) -> dict[str, Any]:
