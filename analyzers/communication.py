@@ -1,7 +1,8 @@
 """Collective communication on the device (NCCL on NVIDIA, RCCL on AMD): how long it runs per iteration,
 how much of it no computation hides, and what that does to the verdict.
 
-Device ops whose name says NCCL or RCCL (:data:`COMM_PATTERN`) are collectives. Per iteration (ops counted in
+Device ops whose name says NCCL or RCCL, or one of the all-reduce kernels serving engines run beside them
+(:data:`COMM_PATTERN`: vLLM's custom all-reduce, PyTorch's symmetric memory...) are communication. Per iteration (ops counted in
 the iteration whose range launched them), ``comm_ms`` is the union of their intervals and ``exposed_comm_ms``
 the part of that union that no computation of the same device overlaps: no other kernel and no CUDA graph
 execution (:data:`COMPUTE_KINDS`; a memcpy or memset beside a collective is data movement, which hides no
@@ -26,8 +27,21 @@ import polars as pl
 
 from tracekit.analyzers.stats import whole_ns
 
-#: Device-op names of collective communication kernels (NCCL on NVIDIA, RCCL on AMD).
-COMM_PATTERN = r"(?i)nccl|rccl"
+#: Device-op names of NCCL/RCCL kernels: the collectives matched across ranks
+#: (:mod:`tracekit.fleet.compact`, :mod:`tracekit.analyzers.ranks`).
+NCCL_PATTERN = r"(?i)nccl|rccl"
+#: Device-op names of communication kernels: NCCL/RCCL, and the all-reduces serving engines and PyTorch run
+#: beside NCCL, which wait for the other ranks as a collective does: vLLM's and SGLang's custom all-reduce
+#: (``cross_device_reduce_1stage``/``2stage``), PyTorch's symmetric-memory ones (``multimem_all_reduce_kernel``,
+#: ``one_shot_all_reduce_kernel``, ``two_shot_all_reduce_kernel``: vLLM's default on B200), TensorRT-LLM /
+#: FlashInfer's fused all-reduce (``allreduce_fusion_kernel_*``), ROCm's quick reduce, MSCCL++, and DeepEP's
+#: MoE dispatch/combine (``deep_ep::``). Counted as computation they had hidden the communication of a
+#: tensor-parallel serving trace (73 symmetric-memory all-reduces, 2.1 ms, in the B200 vLLM trace beside one
+#: 22 µs NCCL all-gather) and the doubt of a compute-bound verdict resting on them.
+COMM_PATTERN = (
+    r"(?i)nccl|rccl|cross_device_reduce|multimem_(?:all|one_shot|two_shot)|(?:one|two)_shot_all_?reduce"
+    r"|allreduce_fusion|quick_?reduce|mscclpp|custom_?all_?reduce|deep_ep::"
+)
 #: Kinds of device op that compute (:data:`tracekit.model.OP_KIND`): what hides communication it overlaps.
 COMPUTE_KINDS = ("kernel", "graph")
 

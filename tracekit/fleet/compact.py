@@ -3,12 +3,14 @@
 Workers (processes or Dask) return this, never the frames: a few KB of trace-level fields plus the iterations
 by column (:func:`columns`: lists of ints and float64 arrays, not one dict per iteration).
 
-Communication (:mod:`tracekit.analyzers.communication`): device ops whose name says NCCL or RCCL are
-collectives; per iteration ``comm_ms`` is the union of their intervals and ``exposed_comm_ms`` the part of it
-that no computation of the same device overlaps. ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays)
-hold each collective's end and start in launch order, and ``collective_kinds`` the operation its kernel name
-says (:data:`COLLECTIVE_KIND`, lower case; "" where it says none): collectives end together on every rank,
-which is how :mod:`tracekit.analyzers.ranks` aligns clocks across traces, matching them in launch order and
+Communication (:mod:`tracekit.analyzers.communication`): device ops whose name says NCCL or RCCL, or an
+all-reduce kernel of a serving engine (``COMM_PATTERN``), are communication; per iteration ``comm_ms`` is
+the union of their intervals and ``exposed_comm_ms`` the part of it that no computation of the same device
+overlaps. ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays) hold each NCCL/RCCL collective's
+(``NCCL_PATTERN``: the others, a serving engine's own all-reduce on the compute stream, are not matched across
+ranks) end and start in launch order, and ``collective_kinds`` the operation its kernel name says
+(:data:`COLLECTIVE_KIND`, lower case; "" where it says none): collectives end together on every rank, which
+is how :mod:`tracekit.analyzers.ranks` aligns clocks across traces, matching them in launch order and
 checking their kinds. A collective whose launching call is not in the trace (launched before the capture
 began) has no launch order and is left out of these lists, unless no collective has one (a trace without
 host-side events: then in time order).
@@ -37,6 +39,7 @@ import polars as pl
 from tracekit.analyzers.communication import (  # noqa: F401 (comm_per_iteration, COMPUTE_KINDS: re-exported)
     COMM_PATTERN,
     COMPUTE_KINDS,
+    NCCL_PATTERN,
     comm_per_iteration,
     has_collectives,
 )
@@ -112,7 +115,7 @@ def collective_streams(ops: pl.DataFrame) -> dict[int | None, int]:
     and a device without a known stream is left out."""
     if "stream" not in ops.columns:
         return {}
-    collectives = ops.filter(pl.col("name").str.contains(COMM_PATTERN) & pl.col("stream").is_not_null())
+    collectives = ops.filter(pl.col("name").str.contains(NCCL_PATTERN) & pl.col("stream").is_not_null())
     if collectives.is_empty():
         return {}
     device = pl.col("device") if "device" in ops.columns else pl.lit(None, pl.Int64)
@@ -165,7 +168,7 @@ def step_numbers_of(ranges: pl.DataFrame | None, index: pl.Series) -> list[int |
 def _in_launch_order(ops: pl.DataFrame) -> pl.DataFrame:
     """The collectives of ``ops`` in launch order (:func:`collectives_in_launch_order`)."""
     collectives = ops.filter(
-        pl.col("name").str.contains(COMM_PATTERN)
+        pl.col("name").str.contains(NCCL_PATTERN)
         & pl.col("start").is_not_null()
         & pl.col("end").is_not_null()
     )
