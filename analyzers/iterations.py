@@ -1369,6 +1369,10 @@ def generation_classes(shapes: list[str | None]) -> dict[str, str] | None:
     return {s: ("decode" if s == decode else "prefill") for s in distinct}
 
 
+#: How many input shapes :func:`_with_run_shapes` names (the most frequent), then "and N more".
+LISTED_SHAPES = 5
+
+
 def _with_run_shapes(
     trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame, bound_threshold: float
 ) -> tuple[pl.DataFrame, list[dict[str, Any]] | None, list[str], list[str], list[str]]:
@@ -1390,7 +1394,10 @@ def _with_run_shapes(
     distinct = list(dict.fromkeys(s for s in present if s is not None))
     if len(distinct) < 2:
         return frame, None, [], [], []
-    counted = ", ".join(f"{present.count(s)} of {s}" for s in distinct)
+    # the most frequent shapes first (then in run order), at most LISTED_SHAPES of them named
+    ranked = sorted(distinct, key=lambda x: -present.count(x))
+    more = f", and {len(ranked) - LISTED_SHAPES} more shapes" if len(ranked) > LISTED_SHAPES else ""
+    counted = ", ".join(f"{present.count(s)} of {s}" for s in ranked[:LISTED_SHAPES]) + more
     what = (
         f"the {frame.height} analyzed runs are of {len(distinct)} input shapes (the first input most of a run's "
         f"nodes take): {counted}"
@@ -1424,9 +1431,11 @@ def _with_run_shapes(
         bound = bound_of(median, bound_threshold) if median is not None else None
         bounds.append(bound)
         tail = f", {median:.1%} utilization, {bound}-bound" if bound is not None else ""
-        parts.append(f"{shape} x{runs}: median latency {latency:.3f} ms{tail}")
+        if shape in ranked[:LISTED_SHAPES]:
+            parts.append((ranked.index(shape), f"{shape} x{runs}: median latency {latency:.3f} ms{tail}"))
+    listed = "; ".join(text for _, text in sorted(parts)) + ("; ..." if more else "")
     said = (
-        f"{what}; per shape: {'; '.join(parts)}: the medians, percentiles and verdict are over all of them, "
+        f"{what}; per shape: {listed}: the medians, percentiles and verdict are over all of them, "
         "runs of different work; a profile per input shape measures each"
     )
     known = [b for b in bounds if b is not None]

@@ -480,3 +480,18 @@ def test_cuda_profile_with_more_cpu_shape_nodes_than_gpu_nodes_gets_no_verdict(t
     assert analyzed.no_verdict.startswith(
         "no framework-/compute-bound verdict: 18 of 48 operator events ran on a GPU execution provider"
     )
+
+
+def test_runs_of_many_shapes_name_the_five_most_frequent(tmp_path: Path) -> None:
+    """A benchmark feeding requests of 12 sequence lengths: the line names 5 shapes, not 12."""
+    events, t = [], 0
+    for k in range(12):
+        for _ in range(2 if k == 11 else 1):
+            events.append(_ev("Session", "model_run", t, 400))
+            events.append(_node("/q/MatMul", t + 10, 100, 1, input_type_shape=[_shape(1, 16 + k, 64)]))
+            t += 1000
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_many_shapes.json", events))
+    said = [w for w in analyzed.warnings if "input shapes" in w]
+    assert len(said) == 1
+    assert "13 analyzed runs are of 12 input shapes" in said[0] and "and 7 more shapes" in said[0]
+    assert said[0].count(" x1: ") + said[0].count(" x2: ") == 5 and "[1,27,64] x2" in said[0]
