@@ -784,6 +784,14 @@ def analyze_kernel_metrics(
                 .drop("kernel")
             )
         else:
+            processes = metrics_trace.meta.get("processes") or 1
+            if processes > 1:
+                warnings.append(
+                    f"the Nsight Compute report holds the kernels of {processes} processes (a multi-process "
+                    "application, or runs appended to one file): joined by position to this one timeline, the "
+                    "kernels of every process are matched to it and their values averaged; if they are other "
+                    "runs or configurations, the figures mix them"
+                )
             joined = _join_ncu(values.join(launch_dims(km), on="kernel", how="left"), tk, warnings)
         joined = _check_names(joined, warnings)
         if not same_trace:

@@ -13,7 +13,8 @@ per-kernel figure with confidence, or none where the data allows one.
 - ``--print-metric-name label-name`` ("Duration (gpu__time_duration.sum)"): nothing had been read;
 - ncu's ``==ERROR==`` lines (a kernel it failed to profile is missing) had been dropped without a word;
 - the legacy metric names of ncu 2019.x on Pascal (``gpu__time_duration``, ``sm__active_cycles_avg``, ...):
-  nothing had been read.
+  nothing had been read;
+- the kernels of several processes joined to one timeline (their values averaged) without a word.
 
 Every CSV here is hand-made (labelled synthetic: values invented, not measured), so the truth is known.
 """
@@ -347,3 +348,33 @@ def test_the_legacy_metric_names_of_a_pascal_report_are_read(tmp_path):
     result = kernel_time_only(trace)
     assert result.kernel_time["sms_active"] == pytest.approx((30.0 + 3 * 50.0) / 4)
     assert result.kernel_time["warp_occupancy"] == pytest.approx((20.0 + 3 * 40.0) / 4)
+
+
+# ---------------------------------------------------------------------- several processes, one timeline
+
+
+def test_kernels_of_two_processes_joined_to_one_timeline_are_said_to_be_averaged(tmp_path):
+    """Two processes' kernels (two ranks, or two runs appended) joined by position to one timeline: the values
+    of both are averaged into its kernels (20% and 30% here, from 10/30 and 20/40). The figures stand, but had
+    been shown without a word that they mix processes."""
+    from tests.test_table import timeline
+    from tracekit.analyzers.iterations import analyze_iterations
+    from tracekit.analyzers.kernel_metrics import analyze_kernel_metrics
+
+    lines = [
+        header(DURATION, SM_PCT, WARPS),
+        units("nsecond", "%", "%"),
+        row(0, "150", "10", "5", pid=100, name="void ns::A<int>(int*)"),
+        row(1, "90", "20", "5", pid=100, name="B(float*)"),
+        row(0, "150", "30", "5", pid=200, name="void ns::A<int>(int*)"),
+        row(1, "90", "40", "5", pid=200, name="B(float*)"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert trace.meta["processes"] == 2
+    tl = timeline()
+    result = analyze_kernel_metrics(trace, tl, analyze_iterations(tl))
+    assert result.kernels.sort("iteration", "position")["sms_active"].to_list() == [20.0, 30.0, 20.0, 30.0]
+    assert any("kernels of 2 processes" in w for w in result.warnings)
+    one = read_trace(write(tmp_path, lines[:4], "one.ncu.csv"))
+    assert "processes" not in one.meta
+    assert not any("processes" in w for w in analyze_kernel_metrics(one, tl, analyze_iterations(tl)).warnings)

@@ -21,7 +21,8 @@ often with locked clocks and flushed caches). The reader fills:
     not measurements: ``meta["timeline"]`` is ``False`` and a reader warning says so. Only the durations are
     real (and they were measured under ncu's replay conditions, not the application's).
 
-``meta``: ``format`` "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
+``meta``: ``processes`` (CSV, only when more than one: the count of (Host Name, Process ID)), ``format``
+"ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
 ``timeline`` False, ``kernels`` (count), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
 ranges: per kernel, its ranges outer to inner; ``range`` is the innermost).
@@ -476,7 +477,10 @@ def _read_csv(path: Path) -> Trace:
     _nested_stacks(kernels.get_column("_stack").to_list(), meta)
     long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
     long = pl.concat([long, _launch_rows(kernels, long)])
-    kernels = kernels.drop("_launchless", "_stack", *LAUNCH_FIELDS)
+    processes = kernels.get_column("_proc").n_unique()
+    if processes > 1:
+        meta["processes"] = processes
+    kernels = kernels.drop("_proc", "_launchless", "_stack", *LAUNCH_FIELDS)
     return _finish(kernels, long, meta, path)
 
 
@@ -593,6 +597,7 @@ def _kernel_table(rows: pl.DataFrame, nvtx_col: str | None) -> pl.DataFrame:
     ]
     return first.select(
         pl.col("_key"),
+        pl.col("_proc"),
         launchless.alias("_launchless"),
         pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"),
         pl.col("Kernel Name").alias("name"),
