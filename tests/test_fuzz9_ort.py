@@ -495,3 +495,10 @@ def test_runs_of_many_shapes_name_the_five_most_frequent(tmp_path: Path) -> None
     assert len(said) == 1
     assert "13 analyzed runs are of 12 input shapes" in said[0] and "and 7 more shapes" in said[0]
     assert said[0].count(" x1: ") + said[0].count(" x2: ") == 5 and "[1,27,64] x2" in said[0]
+
+
+def test_a_cpu_session_run_without_nodes_is_no_graph_replay(tmp_path: Path) -> None:
+    """The CPU provider captures no graph: a run without nodes there (one that failed early) is not a replay."""
+    events = [dict(e, args={**e["args"], "provider": "CPUExecutionProvider"}) for e in _graph_profile(1)]
+    events = [e for e in events if e["cat"] != "Kernel"]
+    assert "graph_replays" not in read(_write(tmp_path, "synthetic_ort_cpu_empty_run.json", events)).meta
