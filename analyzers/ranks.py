@@ -57,9 +57,18 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   their time is still communication), and a trace of point-to-point kernels only has none to align on. A
   kernel's name is NCCL's hint of the first operation it runs, not a promise (NVIDIA/nccl#739, #714: NCCL
   2.13 named every kernel ``SendRecv``; a trace of those is left with nothing to align on, not misaligned).
+- **process groups by kernel**: where every trace's kernels say their process group (PyTorch's ``Process Group
+  Name`` on each NCCL kernel, the compact result's ``collective_groups``), the collectives are matched within
+  the one group every trace's collectives are in (the one with most collectives; member ranks, where said,
+  must hold every trace's rank): the k-th collective of a group is the same operation on every member, so
+  groups serialized on one stream, or on streams of their own, no longer hide from or stop the matching
+  (:func:`by_group`); no such group: not aligned. A kernel's ``Collective name`` also says point-to-point
+  (``send``/``recv``, a rooted gather/scatter) or a collective (``all_to_all`` under a ``SendRecv`` kernel
+  name, NCCL 2.13's ``SendRecv`` names) where it names one (:func:`_pairs`), and must agree across traces as
+  the kernel's name must.
 - **process groups**: a trace that says it is in a group of two or more ranks without another trace's rank
   (``process_groups``, where the compact result carries it) runs collectives that trace does not, on one
-  stream or several: not aligned (:func:`groups_apart`). Groups serialized on one stream are otherwise not
+  stream or several: not aligned (:func:`groups_apart`), unless matched by group as above. Groups serialized on one stream are otherwise not
   told apart (kernel names and times agree with a clock off by a wait); the residual then says how far the
   offsets may be wrong, and the straggler and the skew are withheld within it.
 - **captures at other times**: where two or more traces' timestamps are wall-clock time

@@ -54,6 +54,8 @@ def test_the_reader_keeps_the_args_of_communication_kernels_only(tmp_path: Path)
         kineto_event("cpu_op", "record_param_comms", 98, 3, pid=7, tid=7, **{"Collective_name": "allreduce"}),
         _comm_kernel("120", "send", "3", "[0, 1, 2, 3]", correlation=3),
         _comm_kernel("130", "_allgather_base", "5", "not a list", correlation=4),
+        # PyTorch cuts a list past 30 ranks ("[0, 1, ..., 29, ...]"): members not known, left out
+        _comm_kernel("140", "allreduce", "6", "[" + ", ".join(map(str, range(30))) + ", ...]", correlation=5),
     ]
     trace = kineto.read(kineto_file(tmp_path, events, "comm.synthetic.json"))
     args = trace.meta["collective_args"]
@@ -62,6 +64,7 @@ def test_the_reader_keeps_the_args_of_communication_kernels_only(tmp_path: Path)
         (0, 13, 100_250, "allreduce", "3"),
         (0, 13, 120_000, "send", "3"),
         (0, 13, 130_000, "_allgather_base", "5"),
+        (0, 13, 140_000, "allreduce", "6"),
     ]
 
 

@@ -22,7 +22,9 @@ converted). All frames keep Kineto's own clock; ``baseTimeNanoseconds`` (present
 added: the origin does not matter as long as every frame shares it. It is kept as ``meta["wall_clock_base_ns"]``
 (:func:`wall_clock_base`: the wall-clock time of timestamp 0), which tells captures of other times apart in a
 many-trace summary; ``distributedInfo.pg_config``'s NCCL groups of two or more ranks are
-``meta["process_groups"]`` (:func:`nccl_process_groups`).
+``meta["process_groups"]`` (:func:`nccl_process_groups`). What PyTorch writes on each communication kernel
+(``Collective name``, ``Process Group Name``, ``Process Group Ranks``) is ``meta["collective_args"]``
+(:func:`collective_args`: read for the kernels that carry them only, never a column of every op).
 
 Unreadable values: complete events without a readable ``ts`` are skipped, and a warning counts them. A GPU
 op whose ``dur`` does not read (null, missing, NaN/Infinity, not a number, past int64 ns) keeps its place
