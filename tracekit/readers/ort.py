@@ -410,10 +410,13 @@ def graph_replays(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] 
     ORT runs the graph's nodes in the first runs (memory allocation, then the capture) and from then on
     ``InferenceSession::Run`` only replays the captured graph: it skips the executor, so the profile holds
     the run's ``model_run`` and nothing of its work, no Node event and no Kernel event. A run of a normal
-    session always executes nodes."""
+    session always executes nodes. Only in a profile with nodes on a GPU provider (:data:`GPU_PROVIDERS`):
+    the CPU provider captures no graph."""
     runs = session.filter(pl.col("name") == MODEL_RUN).select("pid_i", "tid_i", "start", "end").sort("start")
     if runs.height < 2 or nodes.is_empty():
         return None
+    if not nodes.select(pl.col("provider").is_in(list(GPU_PROVIDERS)).any()).item():
+        return None  # graph capture is a GPU provider's (a CPU session's run without nodes failed early)
     starts = nodes.select("pid_i", "start").sort("pid_i", "start")
     held = runs.with_row_index("_run").join_asof(
         starts.rename({"start": "node_start"}),
