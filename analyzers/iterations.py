@@ -526,6 +526,9 @@ def shared_iterations(
 
     if ranges.is_empty() or when.is_empty() or _synthetic(ranges) or "thread" not in ranges.columns:
         return 0, []
+    reach = pl.col("range_end").cum_max().shift(1).over("pid")
+    if not ranges.sort("range_start").select((pl.col("range_start") < reach).fill_null(False).any()).item():
+        return 0, []  # (the usual case: no two ranges of a process open at once)
     ops = pl.DataFrame({"t": when, "pid": pids, "thread": threads}).filter(pl.col("t").is_not_null())
     count, held = 0, set()
     for pid in ranges.get_column("pid").unique().to_list():
