@@ -502,3 +502,18 @@ def test_a_cpu_session_run_without_nodes_is_no_graph_replay(tmp_path: Path) -> N
     events = [dict(e, args={**e["args"], "provider": "CPUExecutionProvider"}) for e in _graph_profile(1)]
     events = [e for e in events if e["cat"] != "Kernel"]
     assert "graph_replays" not in read(_write(tmp_path, "synthetic_ort_cpu_empty_run.json", events)).meta
+
+
+def test_kernels_of_concurrent_runs_are_not_called_late(tmp_path: Path) -> None:
+    """Two callers on a CUDA session (nodes on their callers' threads): run B began after run A and ended
+    first. A's kernel ends after B ended but inside A. Before: the node was given B (the run of its process
+    that began last), so the kernel read 'after its run ended' (GPU times on another clock). After: A's."""
+    events = [
+        _ev("Session", "model_run", 0, 1000, tid=1),
+        _ev("Node", "/a_kernel_time", 300, 20, tid=1, op_name="MatMul", provider="CUDAExecutionProvider"),
+        _ev("Kernel", "gemm", 330, 400, tid=1, parent_name="/a_kernel_time", stream="7"),
+        _ev("Session", "model_run", 200, 300, tid=2),
+        _ev("Node", "/b_kernel_time", 210, 20, tid=2, op_name="MatMul", provider="CUDAExecutionProvider"),
+        _ev("Kernel", "gemm", 240, 50, tid=2, parent_name="/b_kernel_time", stream="8"),
+    ]
+    assert "ops_after_run" not in read(_write(tmp_path, "synthetic_ort_cuda_two_callers.json", events)).meta

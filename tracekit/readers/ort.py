@@ -231,7 +231,7 @@ def _linked_kernels(frame: pl.DataFrame) -> pl.DataFrame | None:
     if kernels.is_empty():
         return None
     nodes = frame.filter(pl.col("cat") == "Node").select(
-        "order", "name", node_start="start", node_pid="pid_i"
+        "order", "name", node_start="start", node_pid="pid_i", node_tid="tid_i"
     )
     linked = (
         kernels.sort("order")
@@ -250,22 +250,35 @@ def kernels_after_run(frame: pl.DataFrame) -> list[int] | None:
     ``disable_synchronize_execution_providers`` is set) and records ``model_run`` after that, so every kernel
     a run launched has ended by then: one that ends later was written on another clock than the CPU events
     (the mirror image of :func:`kernels_before_parent`, for GPU times written late instead of early).
-    Kernels are linked to their nodes as there; a node belongs to the ``model_run`` of its process that began
-    last before it."""
+    Kernels are linked to their nodes as there; a node belongs to the ``model_run`` of its thread that began
+    last before it and holds it (concurrent ``run()`` callers: another thread's run may have begun later and
+    ended sooner), else, for a node on a thread that runs none (the parallel executor's pool), to the run of
+    its process that began last before it."""
     linked = _linked_kernels(frame)
     if linked is None:
         return None
     runs = (
         frame.filter((pl.col("cat") == "Session") & (pl.col("name") == MODEL_RUN))
-        .select(node_pid="pid_i", node_start="start", run_end="end")
+        .select(node_pid="pid_i", node_tid="tid_i", node_start="start", run_end="end")
         .sort("node_start")
     )
     if runs.is_empty():
         return None
+    linked = linked.filter(pl.col("op_end").is_not_null()).sort("node_start")
+    own = linked.join_asof(
+        runs, on="node_start", by=["node_pid", "node_tid"], strategy="backward", check_sortedness=False
+    )
+    by_process = linked.join_asof(
+        runs.drop("node_tid"), on="node_start", by="node_pid", strategy="backward", check_sortedness=False
+    )
+    caller = pl.col("node_tid").is_in(runs.get_column("node_tid").drop_nulls().unique().implode())
+    run_end = (
+        pl.when(caller.fill_null(False))
+        .then(own.get_column("run_end"))
+        .otherwise(by_process.get_column("run_end"))
+    )
     within = (
-        linked.filter(pl.col("op_end").is_not_null())
-        .sort("node_start")
-        .join_asof(runs, on="node_start", by="node_pid", strategy="backward", check_sortedness=False)
+        linked.with_columns(run_end=run_end)
         .filter(pl.col("run_end").is_not_null() & (pl.col("node_start") < pl.col("run_end")))
         .select(over=pl.col("op_end") - pl.col("run_end"))
     )
