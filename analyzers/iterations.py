@@ -1365,9 +1365,7 @@ def generation_classes(shapes: list[str | None]) -> dict[str, str] | None:
     if decode is None or 2 * present.count(decode) <= len(present):
         return None
     for now, after in zip(present, present[1:], strict=False):
-        if now != decode and after != now and after != decode:
-            return None
-        if now != decode and after == now:
+        if now != decode and after != decode:  # a prompt run is followed by a token run
             return None
     return {s: ("decode" if s == decode else "prefill") for s in distinct}
 
