@@ -378,3 +378,9 @@ def test_kernels_of_two_processes_joined_to_one_timeline_are_said_to_be_averaged
     one = read_trace(write(tmp_path, lines[:4], "one.ncu.csv"))
     assert "processes" not in one.meta
     assert not any("processes" in w for w in analyze_kernel_metrics(one, tl, analyze_iterations(tl)).warnings)
+
+
+@pytest.mark.parametrize("unit", ["\u00b5s", "\u03bcs"])
+def test_microseconds_with_either_mu_are_read(tmp_path, unit):
+    lines = [header(DURATION, WARPS), units(unit, "%"), row(0, "3.5", "10")]
+    assert durations(read_trace(write(tmp_path, lines))) == [3500]

@@ -101,7 +101,8 @@ TIME_UNITS_NS: dict[str, float] = {
     "usecond": 1e3,
     "usec": 1e3,
     "microsecond": 1e3,
-    "µs": 1e3,
+    "µs": 1e3,  # MICRO SIGN
+    "μs": 1e3,  # GREEK SMALL LETTER MU, which the same "us" is also written with
     "ms": 1e6,
     "msecond": 1e6,
     "msec": 1e6,
