@@ -21,6 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from tracekit.analysis import Analysis
     from tracekit.analyzers.kernel_metrics import KernelMetricsResult
     from tracekit.model import Trace
@@ -130,7 +132,17 @@ def _fill_from_estimate(result: Utilization, metrics: KernelMetricsResult, trace
     for_kernel = result.kernel_time_source is None and entry.get("kernel_time") is not None
     if not (for_wall or for_kernel):
         return
-    usable, said = unestimated_kernels(trace)
+    import polars as pl
+
+    # Judged over the kernels the figure is computed from (the analyzed iterations'), when the result has them:
+    # warm-up kernels had diluted (or swollen) the share of kernels estimated 0.
+    kernels = metrics.kernels
+    scope = (
+        kernels.select(pl.col("timeline_ns").alias("duration_ns"), pl.col("warp_occupancy").alias("value"))
+        if {"timeline_ns", "warp_occupancy"} <= set(kernels.columns) and kernels.height
+        else None
+    )
+    usable, said = unestimated_kernels(trace, scope)
     result.warnings += said
     if not usable:
         return
@@ -139,8 +151,10 @@ def _fill_from_estimate(result: Utilization, metrics: KernelMetricsResult, trace
         _fill_kernel_time(result, metrics)
 
 
-def unestimated_kernels(trace: Trace) -> tuple[bool, list[str]]:
-    """Whether torch.profiler's occupancy estimate in ``trace`` may be used, and what to say of it.
+def unestimated_kernels(trace: Trace, scope: pl.DataFrame | None = None) -> tuple[bool, list[str]]:
+    """Whether torch.profiler's occupancy estimate in ``trace`` may be used, and what to say of it; ``scope``
+    (duration_ns, value): the kernels to judge it over (the analyzed iterations', whose figure it gives; a
+    warm-up kernel outside them had diluted the share), else every estimated kernel of the trace.
 
     Kineto's ``est. achieved occupancy %`` is a whole percent, 0 both below 0.5% and where it made no
     estimate: on the real H200 BERT traces the kernels of 0 (cuBLAS nvjet GEMMs and cuDNN attention among
@@ -152,11 +166,16 @@ def unestimated_kernels(trace: Trace) -> tuple[bool, list[str]]:
 
     from tracekit.analyzers.kernel_metrics import KINETO_OCCUPANCY
 
-    est = trace.kernel_metrics.filter(
-        (pl.col("metric") == KINETO_OCCUPANCY)
-        & pl.col("duration_ns").is_not_null()
-        & pl.col("value").is_not_null()
-    )
+    if scope is not None:
+        est = scope.filter(
+            pl.col("duration_ns").is_not_null() & pl.col("value").is_not_null() & pl.col("value").is_not_nan()
+        )
+    else:
+        est = trace.kernel_metrics.filter(
+            (pl.col("metric") == KINETO_OCCUPANCY)
+            & pl.col("duration_ns").is_not_null()
+            & pl.col("value").is_not_null()
+        )
     total = est["duration_ns"].sum()
     if not total:
         return True, []
