@@ -33,13 +33,13 @@ NCCL_PATTERN = r"(?i)nccl|rccl"
 #: Device-op names of communication kernels: NCCL/RCCL, and the all-reduces serving engines and PyTorch run
 #: beside NCCL, which wait for the other ranks as a collective does: vLLM's and SGLang's custom all-reduce
 #: (``cross_device_reduce_1stage``/``2stage``), PyTorch's symmetric-memory ones (``multimem_all_reduce_kernel``,
-#: ``one_shot_all_reduce_kernel``, ``two_shot_all_reduce_kernel``: vLLM's default on B200), TensorRT-LLM /
-#: FlashInfer's fused all-reduce (``allreduce_fusion_kernel_*``), ROCm's quick reduce, MSCCL++, and DeepEP's
-#: MoE dispatch/combine (``deep_ep::``). Counted as computation they had hidden the communication of a
-#: tensor-parallel serving trace (73 symmetric-memory all-reduces, 2.1 ms, in the B200 vLLM trace beside one
-#: 22 µs NCCL all-gather) and the doubt of a compute-bound verdict resting on them.
+#: ``one_shot_all_reduce_kernel``, ``two_shot_all_reduce_kernel``), TensorRT-LLM / FlashInfer's (fused)
+#: all-reduce (``allreduce_fusion_kernel_*``, ``oneShotAllReduceKernel``), ROCm's quick reduce, MSCCL++, and
+#: DeepEP's MoE dispatch/combine (``deep_ep::``). Counted as computation they had hidden the communication of
+#: a tensor-parallel serving trace (the B200 vLLM trace's 73 symmetric-memory all-reduces, 2.1 ms, beside
+#: one 22 µs NCCL all-gather) and the doubt of a compute-bound verdict resting on them.
 COMM_PATTERN = (
-    r"(?i)nccl|rccl|cross_device_reduce|multimem_(?:all|one_shot|two_shot)|(?:one|two)_shot_all_?reduce"
+    r"(?i)nccl|rccl|cross_device_reduce|multimem_(?:all|one_shot|two_shot)|(?:one|two)_?shot_?all_?reduce"
     r"|allreduce_fusion|quick_?reduce|mscclpp|custom_?all_?reduce|deep_ep::"
 )
 #: Kinds of device op that compute (:data:`tracekit.model.OP_KIND`): what hides communication it overlaps.

@@ -27,6 +27,8 @@ CUSTOM_ALL_REDUCE = [
     "void two_shot_all_reduce_kernel<c10::BFloat16, 8>(c10::BFloat16**, unsigned long, c10::BFloat16*)",
     "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<half, 8>(...)",
     "void mscclpp::allreduce_kernel<__half>(...)",
+    "void tensorrt_llm::kernels::oneShotAllReduceKernel<__nv_bfloat16, 8>(...)",
+    "void quickreduce::allreduce_prototype_twoshot<quickreduce::CodecFP>(...)",
     "void deep_ep::intranode::dispatch<8, 768, 8192>(...)",
 ]
 
