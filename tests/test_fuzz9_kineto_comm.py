@@ -307,3 +307,43 @@ def test_bad_comm_args_are_no_traceback(tmp_path: Path) -> None:
     assert frame["op"].to_list() == ["5", None]
     assert frame["group"].to_list() == ['{"a": 1}', "0"]  # (JSON text as written)
     assert meta["collective_args"]["groups"] == {}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_random_traces_keep_exactly_the_labelled_kernels(tmp_path: Path, seed: int) -> None:
+    # Random mixes of event kinds, labelled kernels anywhere, some chunks decoded the slow way (a float pid),
+    # a few kernels without a ts: the reader's args are exactly those of the labelled kernels read.
+    import random
+
+    rng = random.Random(seed)
+    events: list[dict[str, Any]] = []
+    truth = []
+    for i in range(rng.randint(200, 3000)):
+        t = 10 * i
+        roll = rng.random()
+        pid: Any = 7.0 if rng.random() < 0.01 else 7
+        if roll < 0.3:
+            events.append(kineto_event("cpu_op", "aten::mm", t, 3, pid=pid, tid=7, Collective_name="x"))
+        elif roll < 0.5:
+            events.append(
+                kineto_event("cuda_runtime", "cudaLaunchKernel", t, 1, pid=pid, tid=7, correlation=i)
+            )
+        elif roll < 0.6:
+            events.append({"ph": "f", "cat": "ac2g", "id": i, "pid": 0, "tid": 7, "ts": t, "bp": "e"})
+        elif roll < 0.8:
+            stream, group = rng.choice([(13, "0"), (14, "1")])
+            op = rng.choice(["allreduce", "send", "_allgather_base"])
+            kernel = _comm_kernel(str(t), op, group, "[0, 1]", correlation=i)
+            kernel["tid"] = kernel["args"]["stream"] = stream
+            if rng.random() < 0.05:
+                del kernel["ts"]  # (skipped, with a warning: not in the args either)
+            else:
+                truth.append((0, stream, t * 1000, op, group))
+            events.append(kernel)
+        else:
+            events.append(
+                kineto_event("kernel", "gemm", t, 5, pid=0, tid=7, device=0, stream=7, correlation=i)
+            )
+    trace = kineto.read(kineto_file(tmp_path, events, "random.synthetic.json"))
+    got = _args(trace.meta["collective_args"]) if truth else []
+    assert sorted(got) == sorted(truth)
