@@ -663,7 +663,10 @@ def by_group(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str |
     if len(results) < 2:
         return results, None, None
     said = [{str(g) for g in r.get("collective_groups") or () if g} for r in results]
-    if not all(said):
+    lengths_agree = all(
+        len(r.get("collective_groups") or ()) == len(r.get("collective_ends_ns", ())) for r in results
+    )
+    if not all(said) or not lengths_agree:  # (groups not said for each collective: nothing to go by)
         return results, None, None
     ranks = {int(r["rank"]) for r in results if r.get("rank") is not None}
 

@@ -261,6 +261,9 @@ def test_a_trace_without_labels_keeps_the_old_matching() -> None:
     b["collective_groups"] = ["", ""]
     out, why, note = by_group([a, b])
     assert (why, note) == (None, None) and out == [a, b]
+    # groups not given one per collective (a result of another layout): not used either
+    short = {**_labelled("b", 1, ["allreduce", "allreduce"], ["0", "0"]), "collective_groups": ["0"]}
+    assert by_group([a, short])[1:] == (None, None)
 
 
 def test_the_group_with_most_collectives_in_every_trace_is_taken() -> None:
