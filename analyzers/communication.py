@@ -140,9 +140,12 @@ def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold:
     )
     if without >= bound_threshold:
         return None
+    names = ops.filter(pl.col("name").str.contains(COMM_PATTERN).fill_null(False)).get_column("name")
+    others = bool(names.len()) and not names.str.contains(NCCL_PATTERN).all()
+    which = "NCCL/RCCL and custom all-reduce kernels" if others else "NCCL/RCCL kernels"
     return (
         f"verdict uncertain: compute-bound at a median utilization of {as_recorded:.1%}, but {without:.1%} "
-        f"without the communication no computation overlaps (NCCL/RCCL kernels, median {exposed:.3f} ms per "
+        f"without the communication no computation overlaps ({which}, median {exposed:.3f} ms per "
         "iteration): a collective counts as busy while it waits for the other ranks, so this GPU may be "
         "waiting on the network or on a straggler, not computing"
     )
