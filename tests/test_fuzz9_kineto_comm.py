@@ -15,6 +15,7 @@ import pytest
 from tests.builders import TP_DP_GROUPS, compact_result, kineto_event, kineto_file, tp_dp_kineto
 from tracekit.analyzers.ranks import by_group, collectives_only, summarize
 from tracekit.fleet.run import analyze_many
+from tracekit.model import collective_args_frame
 from tracekit.readers import kineto, kineto_worker
 from tracekit.session import AnalysisOptions
 
@@ -69,7 +70,7 @@ def test_the_reader_keeps_the_args_of_communication_kernels_only(tmp_path: Path)
 
 
 def _args(args: dict[str, Any]) -> list[tuple[Any, ...]]:
-    return kineto.collective_args_frame(args).rows()
+    return collective_args_frame(args).rows()
 
 
 def test_a_trace_without_them_has_none(tmp_path: Path) -> None:
@@ -120,7 +121,7 @@ def test_positions_hold_across_merged_chunks_and_workers(
     path = kineto_file(tmp_path, _many_events(60_000), "many.synthetic.json")
     meta = kineto.read(path).meta
     expected = [(10 * i + 2) * 1000 for i in range(0, 60_000, 997)]
-    frame = kineto.collective_args_frame(meta["collective_args"])
+    frame = collective_args_frame(meta["collective_args"])
     assert frame["start"].to_list() == expected
     assert set(frame["stream"]) == {13}
 
@@ -292,10 +293,10 @@ def test_collective_args_survive_the_cache(tmp_path: Path, monkeypatch: pytest.M
     meta = kineto.read(Path(paths[0])).meta["collective_args"]
     assert json.loads(json.dumps(meta)) == meta
     assert meta["groups"] == {"1": TP_DP_GROUPS["1"], "3": TP_DP_GROUPS["3"]}
-    assert kineto.collective_args_frame(json.loads(json.dumps(meta))).height == 18
+    assert collective_args_frame(json.loads(json.dumps(meta))).height == 18
     # a value it does not read (a cache entry of another layout) is no args, not a crash
-    assert kineto.collective_args_frame({"kernels": 2, "start": "1"}).is_empty()
-    assert kineto.collective_args_frame("[]").is_empty()  # type: ignore[arg-type]
+    assert collective_args_frame({"kernels": 2, "start": "1"}).is_empty()
+    assert collective_args_frame("[]").is_empty()  # type: ignore[arg-type]
 
 
 def test_bad_comm_args_are_no_traceback(tmp_path: Path) -> None:
@@ -306,7 +307,7 @@ def test_bad_comm_args_are_no_traceback(tmp_path: Path) -> None:
         _comm_kernel("110", None, "0", "[0, 1", correlation=2),
     ]
     meta = kineto.read(kineto_file(tmp_path, events, "odd.synthetic.json")).meta
-    frame = kineto.collective_args_frame(meta["collective_args"])
+    frame = collective_args_frame(meta["collective_args"])
     assert frame["op"].to_list() == ["5", None]
     assert frame["group"].to_list() == ['{"a": 1}', "0"]  # (JSON text as written)
     assert meta["collective_args"]["groups"] == {}

@@ -350,3 +350,32 @@ def busiest_gpu_name(ops: pl.DataFrame, names: dict[int, str]) -> str | None:
         .sort(["len", "device"], descending=[True, False])
     )
     return next((names[d] for d in counts.get_column("device").to_list() if d in names), None)
+
+
+def collective_args_frame(args: dict[str, Any] | None) -> pl.DataFrame:
+    """:func:`tracekit.readers.kineto.collective_args` (the Kineto reader's ``meta["collective_args"]``:
+    PyTorch's per-kernel collective labels, kept as text) as a frame (``device``, ``stream``, ``start``, ``op``, ``group``: null where not
+    known); empty (those columns) for None or a value it does not read."""
+    schema = {"device": pl.Int64, "stream": pl.Int64, "start": pl.Int64, "op": pl.String, "group": pl.String}
+    try:
+        n = int(args["kernels"]) if args else 0
+        if n <= 0:
+            return pl.DataFrame(schema=schema)
+        ints = {
+            c: pl.Series([args[c]]).str.split(",").explode().cast(pl.Int64)
+            for c in ("device", "stream", "start", "op", "group")
+        }
+        if any(v.len() != n for v in ints.values()):
+            return pl.DataFrame(schema=schema)
+        frame = pl.DataFrame({c: ints[c] for c in ("device", "stream", "start")})
+        for column, table in (("op", "ops"), ("group", "group_names")):
+            names = pl.Series([str(v) for v in args[table]], dtype=pl.String)
+            codes = ints[column]
+            frame = frame.with_columns(
+                pl.when(codes.is_between(0, names.len() - 1))
+                .then(names.gather(codes.clip(0, max(names.len() - 1, 0))) if names.len() else None)
+                .alias(column)
+            )
+        return frame.select(pl.col(c).cast(t) for c, t in schema.items())
+    except (KeyError, TypeError, ValueError, pl.exceptions.PolarsError):
+        return pl.DataFrame(schema=schema)

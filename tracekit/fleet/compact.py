@@ -97,7 +97,7 @@ def collective_labels(ordered: pl.DataFrame, comm_args: dict[str, Any] | None) -
     blank = [""] * ordered.height
     if not comm_args or ordered.is_empty():
         return blank, blank
-    from tracekit.readers.kineto import collective_args_frame
+    from tracekit.model import collective_args_frame
 
     keys = ("device", "stream", "start")
     table = collective_args_frame(comm_args).unique(subset=list(keys), keep="first")

@@ -1011,34 +1011,6 @@ def _joined(column: pl.Series) -> str:
     return column.fill_null(-1).cast(pl.String).str.join(",").item()
 
 
-def collective_args_frame(args: dict[str, Any] | None) -> pl.DataFrame:
-    """:func:`collective_args` as a frame (``device``, ``stream``, ``start``, ``op``, ``group``: null where not
-    known); empty (those columns) for None or a value it does not read."""
-    schema = {"device": pl.Int64, "stream": pl.Int64, "start": pl.Int64, "op": pl.String, "group": pl.String}
-    try:
-        n = int(args["kernels"]) if args else 0
-        if n <= 0:
-            return pl.DataFrame(schema=schema)
-        ints = {
-            c: pl.Series([args[c]]).str.split(",").explode().cast(pl.Int64)
-            for c in ("device", "stream", "start", "op", "group")
-        }
-        if any(v.len() != n for v in ints.values()):
-            return pl.DataFrame(schema=schema)
-        frame = pl.DataFrame({c: ints[c] for c in ("device", "stream", "start")})
-        for column, table in (("op", "ops"), ("group", "group_names")):
-            names = pl.Series([str(v) for v in args[table]], dtype=pl.String)
-            codes = ints[column]
-            frame = frame.with_columns(
-                pl.when(codes.is_between(0, names.len() - 1))
-                .then(names.gather(codes.clip(0, max(names.len() - 1, 0))) if names.len() else None)
-                .alias(column)
-            )
-        return frame.select(pl.col(c).cast(t) for c, t in schema.items())
-    except (KeyError, TypeError, ValueError, pl.exceptions.PolarsError):
-        return pl.DataFrame(schema=schema)
-
-
 def _rank_list(text: str | None) -> list[int] | None:
     """``"[0, 1]"`` -> [0, 1] (sorted, once each); None when the text is not a JSON list of integers."""
     if text is None:
