@@ -490,19 +490,37 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
             if not header:
                 raise TraceFormatError("empty file (a gzip file that inflates to nothing)", path)
         wal = wal_beside(path, header) if source == path else None
-        with merged_copy(path, wal) if wal is not None else nullcontext(source) as source:
+        merged: list[int] = []  # the log's committed frames that SQLite applied (merged_copy appends)
+        with merged_copy(path, wal, merged) if wal is not None else nullcontext(source) as source:
             if wal is not None:
                 size = source.stat().st_size
                 with open(source, "rb") as fh:
                     header = fh.read(100)
             with _opened(path, source, header, size, expected) as database:
                 if wal is not None:
-                    database.notes.append(
-                        f"the file is in WAL mode, and its write-ahead log {wal.name} beside it holds writes not "
-                        f"yet checkpointed into it ({format_size(wal.stat().st_size)}): the two were read "
-                        "together, from a temporary copy (the file alone misses them)"
-                    )
+                    database.notes.append(_log_note(wal, merged[0] if merged else 0))
                 yield database
+
+
+def _log_note(wal: Path, frames: int) -> str:
+    """The warning for a file read with its write-ahead log ``wal``, of which SQLite applied ``frames``."""
+    try:
+        size = format_size(wal.stat().st_size)
+    except OSError:
+        size = "size unknown"
+    if frames > 0:
+        return (
+            f"the file is in WAL mode, and its write-ahead log {wal.name} beside it holds writes not yet "
+            f"checkpointed into it ({size}): the two were read together, from a temporary copy (the file "
+            "alone misses them)"
+        )
+    # SQLite ignores a log whose header or checksums do not hold, and the frames after the last commit
+    # frame: a copy cut short, or bytes that are no log. What was read is the file alone, as SQLite reads it.
+    return (
+        f"the file is in WAL mode, and its write-ahead log {wal.name} beside it ({size}) holds no complete "
+        "write SQLite can apply (cut short, damaged, or no log): the file was read alone, as SQLite reads it; "
+        "the writes made last may be missing"
+    )
 
 
 #: The SQLite header's file format write and read versions (offsets 18, 19) of a database in WAL mode.
@@ -524,11 +542,18 @@ def wal_beside(path: Path, header: bytes) -> Path | None:
 
 
 @contextmanager
-def merged_copy(path: Path, wal: Path) -> Iterator[Path]:
+def merged_copy(path: Path, wal: Path, frames: list[int] | None = None) -> Iterator[Path]:
     """A temporary copy of the SQLite file ``path`` with its write-ahead log ``wal`` checkpointed into it
     (and back in rollback-journal mode, so that it reads alone), removed on exit; ``path``, ``wal`` and
-    their folder are left as they were. A log SQLite cannot apply is a TraceFormatError naming ``path``."""
-    folder = Path(tempfile.mkdtemp(prefix="tracekit-"))
+    their folder are left as they were. A log SQLite cannot apply is a TraceFormatError naming ``path``;
+    one it ignores (a bad header, checksums that do not hold, no commit frame) leaves the copy as the file
+    was. ``frames``, when given, gets the number of the log's committed frames SQLite applied (0: none)."""
+    try:
+        folder = Path(tempfile.mkdtemp(prefix="tracekit-"))
+    except OSError as exc:
+        raise TraceFormatError(
+            f"cannot make a temporary copy to read it with its write-ahead log {wal.name} ({exc})", path
+        ) from exc
     copy = folder / "export.sqlite"
     try:
         try:
@@ -541,6 +566,12 @@ def merged_copy(path: Path, wal: Path) -> Iterator[Path]:
         try:
             con = sqlite3.connect(copy)
             try:
+                # A read opens the log (SQLite validates its header and frames then); a passive checkpoint
+                # says how many committed frames it holds, the truncating one applies them.
+                con.execute("SELECT count(*) FROM sqlite_master").fetchall()
+                row = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                if frames is not None:
+                    frames.append(int(row[1]) if row and isinstance(row[1], int) else 0)
                 con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
                 con.execute("PRAGMA journal_mode=DELETE").fetchall()
             finally:
@@ -559,7 +590,10 @@ def inflated_copy(path: Path) -> Iterator[Path]:
     access: a compressed export cannot be read in place."""
     from tracekit.io import inflate_into
 
-    fd, name = tempfile.mkstemp(prefix="tracekit-", suffix=".sqlite")
+    try:
+        fd, name = tempfile.mkstemp(prefix="tracekit-", suffix=".sqlite")
+    except OSError as exc:
+        raise TraceFormatError(f"cannot make a temporary file to inflate it into ({exc})", path) from exc
     copy = Path(name)
     try:
         with os.fdopen(fd, "wb") as sink:
