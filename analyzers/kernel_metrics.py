@@ -355,6 +355,36 @@ def launch_dims(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
     )
 
 
+#: the launch dimensions' columns of :data:`tracekit.model.LAUNCHES_SCHEMA`, in :data:`LAUNCH_METRICS` order
+LAUNCH_COLUMNS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+
+
+def timeline_launches(timeline: Trace) -> pl.DataFrame:
+    """op (row of ``timeline.ops``), ``timeline_launch`` (as :func:`launch_dims` writes it) of the timeline's
+    kernels whose launch dimensions it recorded: its ``launches`` frame (read on request, see
+    :data:`tracekit.model.LAUNCHES_SCHEMA`), matched to the kernels by stream, start and end, a key that two
+    kernels (or two launch rows) share being left unmatched (never another kernel's); else ``kernel_metrics``
+    rows of the :data:`LAUNCH_METRICS` names, keyed by the kernel's rank among the trace's kernels in start
+    order."""
+    kernels = (
+        timeline.ops.with_row_index("op")
+        .filter(pl.col("kind") == "kernel")
+        .select(pl.col("op").cast(pl.Int64), "stream", "start", "end")
+    )
+    launches = timeline.launches
+    if launches.height:
+        key = ["stream", "start", "end"]
+        once = pl.len().over(key) == 1
+        dims = [pl.col(c).cast(pl.String) for c in LAUNCH_COLUMNS]
+        found = launches.filter(once).select(
+            *key, pl.format("grid ({}, {}, {}) block ({}, {}, {})", *dims).alias("timeline_launch")
+        )
+        return kernels.filter(once).join(found, on=key, how="inner").select("op", "timeline_launch")
+    rank = kernels.select("op", pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"))
+    dims = launch_dims(timeline.kernel_metrics)
+    return rank.join(dims, on="kernel", how="inner").select("op", pl.col("launch").alias("timeline_launch"))
+
+
 def _timeline_kernels(
     timeline: Trace, analysis: IterationAnalysis, range_name: str | None, ops: pl.DataFrame | None = None
 ) -> pl.DataFrame:
@@ -385,13 +415,7 @@ def _timeline_kernels(
         .otherwise(pl.col("start"))
     )
     ops = ops.with_columns(key.alias("_key"), corr.alias("_corr"))
-    rank = (
-        timeline.ops.with_row_index("op")
-        .filter(pl.col("kind") == "kernel")
-        .select(pl.col("op").cast(pl.Int64), pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"))
-    )
-    dims = launch_dims(timeline.kernel_metrics)
-    launch = rank.join(dims, on="kernel", how="inner").select("op", pl.col("launch").alias("timeline_launch"))
+    launch = timeline_launches(timeline)
     return (
         ops.sort("iteration", "_key", "_corr", "start", "end", nulls_last=True)
         .with_columns(pl.int_range(pl.len(), dtype=pl.Int64).over("iteration").alias("position"))

@@ -166,10 +166,13 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
     Nsight Compute trace of the same configuration, joined to the timeline."""
     from tracekit.analyzers.utilization import kernel_time_only
     from tracekit.inputs import TraceConfig
+    from tracekit.model import ALL_FRAMES
     from tracekit.readers import read_trace
     from tracekit.session import analyze_trace
 
-    trace = read_trace(item.path, fmt=item.format, sidecar=item.sidecar)
+    # The Nsight Compute join checks each kernel's launch dimensions: the timeline's are read for it only.
+    frames = ALL_FRAMES if item.ncu is not None else None
+    trace = read_trace(item.path, frames=frames, fmt=item.format, sidecar=item.sidecar)
     if trace.meta.get("format") in NCU_FORMATS:
         # Nsight Compute alone: no timeline, so no latency and no wall-time figure.
         config = TraceConfig.resolve(item, trace.meta, trace.meta.get("device"), trace)

@@ -92,6 +92,22 @@ CPU_OPS_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String,
 }
 
+#: On request only (:data:`ON_REQUEST_FRAMES`): each kernel's launch dimensions as its timeline recorded them
+#: (Kineto's ``grid``/``block`` args, nsys's ``CUPTI_ACTIVITY_KIND_KERNEL.gridX``..``blockZ``), found among the
+#: ``ops`` by ``stream``, ``start`` and ``end`` (a key two kernels share is no kernel's). The Nsight Compute
+#: join (:mod:`tracekit.analyzers.kernel_metrics`) compares them with ncu's; nothing else reads them.
+LAUNCHES_SCHEMA: dict[str, pl.DataType] = {
+    "stream": pl.Int64,
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "grid_x": pl.Int64,
+    "grid_y": pl.Int64,
+    "grid_z": pl.Int64,
+    "block_x": pl.Int64,
+    "block_y": pl.Int64,
+    "block_z": pl.Int64,
+}
+
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "ops": OPS_SCHEMA,
     "api": API_SCHEMA,
@@ -99,7 +115,13 @@ SCHEMAS: dict[str, dict[str, pl.DataType]] = {
     "gpu_metrics": GPU_METRICS_SCHEMA,
     "kernel_metrics": KERNEL_METRICS_SCHEMA,
     "cpu_ops": CPU_OPS_SCHEMA,
+    "launches": LAUNCHES_SCHEMA,
 }
+#: Frames read only when named in the request, never by "everything" (``frames=None``): a cost that one
+#: analysis needs (``launches``: the Nsight Compute join's launch check; a second pass over a Kineto file).
+ON_REQUEST_FRAMES: frozenset[str] = frozenset({"launches"})
+#: every frame, those read on request included (a :data:`FrameSpec`)
+ALL_FRAMES: tuple[str, ...] = tuple(SCHEMAS)
 
 #: Names of API calls that launch GPU work (after the version suffix is stripped: ``cudaLaunchKernel_v7000``):
 #: CUDA runtime and driver, HIP, Intel XPU (SYCL).
@@ -177,12 +199,13 @@ FrameSpec = Mapping[str, Collection[str] | None] | Collection[str] | None
 
 
 def wanted_frames(frames: FrameSpec) -> dict[str, frozenset[str] | None]:
-    """Normalize a :data:`FrameSpec` to {frame name: columns or None (all)}; None asks for every frame.
+    """Normalize a :data:`FrameSpec` to {frame name: columns or None (all)}; None asks for every frame but
+    those read on request only (:data:`ON_REQUEST_FRAMES`: :data:`ALL_FRAMES` names them too).
 
     Readers may read more than asked (frames and columns they cannot skip cheaply); what they skip stays
     empty (frames) or null (columns). Unknown frame or column names raise ValueError."""
     if frames is None:
-        return {name: None for name in SCHEMAS}
+        return {name: None for name in SCHEMAS if name not in ON_REQUEST_FRAMES}
     items = frames.items() if isinstance(frames, Mapping) else ((name, None) for name in frames)
     out: dict[str, frozenset[str] | None] = {}
     for name, cols in items:
@@ -303,6 +326,8 @@ class Trace:
     meta: dict[str, Any] = field(default_factory=dict)
     #: optional (:data:`CPU_OPS_SCHEMA`): empty unless the reader fills it
     cpu_ops: pl.DataFrame = field(default_factory=lambda: empty_frame(CPU_OPS_SCHEMA))
+    #: on request only (:data:`LAUNCHES_SCHEMA`): empty unless the read asked for ``launches``
+    launches: pl.DataFrame = field(default_factory=lambda: empty_frame(LAUNCHES_SCHEMA))
 
     def __post_init__(self) -> None:
         self.meta.setdefault("warnings", [])

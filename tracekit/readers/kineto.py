@@ -121,12 +121,14 @@ import polars as pl
 
 from tracekit import limits
 from tracekit.errors import TraceFormatError
+from tracekit.io import is_stream
 from tracekit.limits import format_size
 from tracekit.model import (
     API_SCHEMA,
     CPU_OPS_SCHEMA,
     KERNEL_METRICS_SCHEMA,
     LAUNCH_API_NAMES,
+    LAUNCHES_SCHEMA,
     OPS_SCHEMA,
     RANGES_SCHEMA,
     FrameSpec,
@@ -150,6 +152,7 @@ from tracekit.readers.kineto_json import (
     GPU_RANGE_CATEGORIES,
     INPUT_FIELDS,
     INT_ARGS,
+    LAUNCH_FIELDS,
     LEGACY_GPU_RANGE_CATEGORIES,
     NESTED_TOO_DEEPLY,
     OP_CATEGORIES,
@@ -176,6 +179,11 @@ SCOPE_NAMES: tuple[str, ...] = ("iteration",)
 #: the pid the legacy autograd profiler's export (``use_kineto=False``, PyTorch before 1.8) gives host events
 LEGACY_PID = "CPU functions"
 OCCUPANCY_ARG = "est. achieved occupancy %"
+#: the warning when the ``launches`` frame is asked for and the trace comes from a pipe (read once)
+LAUNCHES_FROM_A_PIPE = (
+    "the kernels' launch dimensions are not read from a pipe (they take a second pass over the file): save "
+    "the trace to a file for the Nsight Compute join to check them"
+)
 API_SUFFIX = r"_v\d{4,}$"
 #: microsecond values from here on do not fit int64 nanoseconds
 MAX_US = 9_223_372_036_854_775
@@ -1216,6 +1224,45 @@ def _legacy_export(path: Path) -> bool:
     return False
 
 
+#: the launch dimensions of :func:`_launches`, in :data:`tracekit.model.LAUNCHES_SCHEMA` order
+_DIMS: tuple[str, ...] = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+#: a launch dimension's JSON text: a list of three non-negative integers
+_DIM_LIST = r"^\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]$"
+
+
+def _launches(path: Path) -> pl.DataFrame:
+    """The kernels' launch dimensions (:data:`tracekit.model.LAUNCHES_SCHEMA`): ``args`` ``grid`` and
+    ``block`` (``[x, y, z]``) of the complete kernel events with a readable ts, ``stream``/``start``/``end``
+    as :func:`_gpu_ops` makes them; a kernel without both lists of three integers has no row. A second pass
+    over the file (as :func:`_flows`), made only when the ``launches`` frame is asked for: the first pass
+    never decodes these args, so an analysis that does not ask pays nothing."""
+    kernel_categories = [c for c, kind in OP_CATEGORIES.items() if kind == "kernel"]
+    fields = ("ph", "cat", "tid", "ts", "dur", "a_stream", *LAUNCH_FIELDS)
+    parts = [empty_frame(LAUNCHES_SCHEMA)]
+    for chunk in stream_events(path, lenient=True):
+        cols = columns(chunk, fields, False).filter(
+            pl.col("ph") == "X",
+            pl.col("cat").str.to_lowercase().is_in(kernel_categories),
+            pl.col("a_grid").is_not_null() & pl.col("a_block").is_not_null(),
+        )
+        if cols.is_empty():
+            continue
+        dims = [pl.col(field).str.extract(_DIM_LIST, i + 1) for field in LAUNCH_FIELDS for i in range(3)]
+        start = us_to_ns(pl.col("ts"))
+        dur = us_to_ns(pl.col("dur"))
+        parts.append(
+            cols.select(
+                stream=pl.coalesce(
+                    pl.col("a_stream").cast(pl.Int64, strict=False), leading_int(pl.col("tid"))
+                ),
+                start=start,
+                end=start + dur,
+                **{name: dim.cast(pl.Int64, strict=False) for name, dim in zip(_DIMS, dims, strict=True)},
+            ).filter(pl.col("start").is_not_null(), pl.all_horizontal(pl.col(_DIMS).is_not_null()))
+        )
+    return pl.concat(parts)
+
+
 def _flows(path: Path) -> pl.DataFrame:
     """Flow events (``ph`` s/f/t of the flow categories, readable ts): pid, tid, start, id (text). A second
     pass over the file, made only when some GPU event lacks its correlation id."""
@@ -1353,7 +1400,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     GPU trace) is built only when asked for; the other frames are always read.
     """
     path = Path(path)
-    want_cpu_ops = "cpu_ops" in wanted_frames(frames)
+    want = wanted_frames(frames)
+    want_cpu_ops = "cpu_ops" in want
     x_events, flows, header, categories, bad_ts, first_op = read_events(path, progress)
     if x_events.is_empty() and _legacy_export(path):
         raise TraceFormatError(
@@ -1427,6 +1475,12 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         meta[CONDITIONAL_GRAPHS] = conditionals
     if device == "gpu" and no_end:  # said here: the analysis does not say it again for its iterations' ops
         meta[OPS_WITHOUT_END] = no_end
+    launches = None
+    if "launches" in want and device == "gpu":
+        if is_stream(path):  # read once: no second pass
+            warnings.append(LAUNCHES_FROM_A_PIPE)
+        else:
+            launches = _launches(path)
     meta["warnings"] = warnings
     trace = Trace(
         ops=conform(ops, OPS_SCHEMA),
@@ -1435,6 +1489,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         kernel_metrics=conform(kernel_metrics, KERNEL_METRICS_SCHEMA),
         meta=meta,
         cpu_ops=conform(cpu_ops, CPU_OPS_SCHEMA),
+        launches=conform(launches, LAUNCHES_SCHEMA),
     )
     if progress:
         progress("frames", 1.0)

@@ -23,6 +23,7 @@ from tracekit.readers.kineto_json import (
     _STR_FIELDS,
     ARG_FIELDS,
     INPUT_FIELDS,
+    LAUNCH_FIELDS,
     join_raw_texts,
 )
 
@@ -78,15 +79,15 @@ def _values_text(values: list[Any]) -> pl.Series:
 def columns(
     events: list[Any], fields: Iterable[str], fast: bool, args: list[Any] | None = None
 ) -> pl.DataFrame:
-    """Text columns (String) of ``fields`` (names from :data:`EVENT_FIELDS`, :data:`ARG_FIELDS` and
-    :data:`INPUT_FIELDS`) of
+    """Text columns (String) of ``fields`` (names from :data:`EVENT_FIELDS`, :data:`ARG_FIELDS`,
+    :data:`INPUT_FIELDS` and :data:`LAUNCH_FIELDS`, the last of lenient chunks only) of
     events of one chunk (``fast``: :func:`is_fast` of the chunk), in one C-level pass per field.
     ``args``: the events' ``args`` values when the caller has them already (:func:`args_of`)."""
     fields = list(fields)
     typed: dict[str, pl.Series] = {}
     raw: dict[str, pl.Series] = {}
     for name in fields:
-        if name in ARG_FIELDS or name in INPUT_FIELDS:
+        if name in ARG_FIELDS or name in INPUT_FIELDS or name in LAUNCH_FIELDS:
             if args is None:
                 args = list(map(getattr, events, repeat("args")))
             objs = args

@@ -64,6 +64,10 @@ ARG_FIELDS: dict[str, str] = {
     "a_occupancy": "est. achieved occupancy %",
     "a_graph": "graph id",
 }
+#: ``args`` keys of kernels read as JSON text by the second pass that reads launch dimensions
+#: (:func:`tracekit.readers.kineto._launches`, only when the ``launches`` frame is asked for): never by the
+#: first, whose fast decoding skips them (column name -> key; Kineto writes ``"grid": [x, y, z]``)
+LAUNCH_FIELDS: dict[str, str] = {"a_grid": "grid", "a_block": "block"}
 #: ``args`` keys of CPU operators read as JSON text for ``meta["first_op_inputs"]`` (column name -> key)
 INPUT_FIELDS: dict[str, str] = {"a_input_dims": "Input Dims", "a_input_type": "Input type"}
 #: ``args`` keys PyTorch writes on a communication kernel (from its ``record_param_comms`` call): the operation
@@ -144,6 +148,8 @@ class _Args(msgspec.Struct, gc=False):
     a_coll_name: msgspec.Raw = msgspec.field(default=_NULL, name="Collective name")
     a_pg_name: msgspec.Raw = msgspec.field(default=_NULL, name="Process Group Name")
     a_pg_ranks: msgspec.Raw = msgspec.field(default=_NULL, name="Process Group Ranks")
+    a_grid: msgspec.Raw = msgspec.field(default=_NULL, name="grid")
+    a_block: msgspec.Raw = msgspec.field(default=_NULL, name="block")
 
 
 class _Event(msgspec.Struct, gc=False):
@@ -221,7 +227,7 @@ _DECODE_ITEMS = msgspec.json.Decoder(list[_Item])
 _DECODE_HEADER = msgspec.json.Decoder(float_hook=str)
 _DECODE_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
 #: fields whose typed (fast) value is Raw text, not a Python value
-_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy", *INPUT_FIELDS, *COMM_FIELDS})
+_RAW_FIELDS = frozenset({"ts", "dur", "a_occupancy", *INPUT_FIELDS, *COMM_FIELDS, *LAUNCH_FIELDS})
 #: fields that :class:`_FastEvent` decodes as str
 _STR_FIELDS = frozenset({"ph", "cat", "name"})
 

@@ -105,6 +105,7 @@ from tracekit.calls import collapse_duplicate_calls
 from tracekit.errors import TraceFormatError
 from tracekit.model import (
     API_SCHEMA,
+    LAUNCHES_SCHEMA,
     OPS_SCHEMA,
     FrameSpec,
     Trace,
@@ -282,6 +283,32 @@ def _read_kernels(
     ).item()
     frame = _lookup_names(frame, strings, "name_id", "name")
     return frame.with_columns(kind=pl.lit("kernel")), int(nameless)
+
+
+#: CUPTI_ACTIVITY_KIND_KERNEL's launch dimensions -> :data:`tracekit.model.LAUNCHES_SCHEMA` columns
+LAUNCH_DIM_COLUMNS: dict[str, str] = {
+    "grid_x": "gridX",
+    "grid_y": "gridY",
+    "grid_z": "gridZ",
+    "block_x": "blockX",
+    "block_y": "blockY",
+    "block_z": "blockZ",
+}
+
+
+def _read_launches(export: Database) -> pl.DataFrame | None:
+    """The kernels' launch dimensions (:data:`tracekit.model.LAUNCHES_SCHEMA`: ``streamId``, ``start``,
+    ``end``, ``gridX``..``blockZ``), read only when the ``launches`` frame is asked for; None when the export
+    has no kernel table or lacks one of those columns. A kernel with a null dimension has no row."""
+    t = KERNEL_TABLE
+    if not export.has(t) or not {"start", "end", "streamId", *LAUNCH_DIM_COLUMNS.values()} <= export.columns(
+        t
+    ):
+        return None
+    exprs = {"stream": quote("streamId"), "start": '"start"', "end": '"end"'}
+    exprs |= {c: quote(source) for c, source in LAUNCH_DIM_COLUMNS.items()}
+    frame = export.numeric_frame(t, exprs, dict(LAUNCHES_SCHEMA))
+    return frame.filter(pl.all_horizontal(pl.col(list(LAUNCH_DIM_COLUMNS)).is_not_null()))
 
 
 def mem_kind_labels(export: Database) -> tuple[int, dict[int, str]]:
@@ -1200,8 +1227,10 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         unread_tables
     ):  # (warned above; the analysis weighs them: :func:`tracekit.analyzers.plausibility.unread_device_work`)
         meta["unread_device_tables"] = unread_tables
+    launches = _read_launches(export) if "launches" in want and device == "gpu" else None
     meta["warnings"] = warnings
     return Trace(
+        launches=launches,
         ops=ops,
         api=api if "api" in want else None,
         ranges=ranges,
