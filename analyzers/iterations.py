@@ -1323,9 +1323,13 @@ def run_shape_of(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame | None:
 
 
 def _dims(shape: str) -> tuple[int, ...] | None:
-    """``"[1,7,64]"`` -> (1, 7, 64); None when a dim is not a whole number."""
+    """``"[1,7,64]"`` -> (1, 7, 64), ``"[]"`` -> (); None when a dim is not a whole number (``"[1,,7]"``,
+    ``"[1,N,64]"``)."""
+    inner = shape.strip().removeprefix("[").removesuffix("]").strip()
+    if not inner:
+        return ()
     try:
-        return tuple(int(d) for d in shape.strip("[]").split(",") if d != "")
+        return tuple(int(d) for d in inner.split(","))
     except ValueError:
         return None
 
@@ -1333,10 +1337,13 @@ def _dims(shape: str) -> tuple[int, ...] | None:
 def generation_classes(shapes: list[str | None]) -> dict[str, str] | None:
     """``{shape: "prefill" | "decode"}`` when the runs' input shapes (in run order) are a generation loop's,
     else None: one shape (decode) has 1 in a dimension where every other shape (prefill) has more, all else
-    equal, the decode runs outnumber the others, and every other run but the last is followed by a decode
-    run. ORT GenAI runs the model once on the prompt (``[batch, prompt tokens, hidden]``), then once per new
-    token (``[batch, 1, hidden]``). Runs of batch 1 then batch 8 (a sweep in one session) are not: a batch-8
-    run follows a batch-8 run."""
+    equal, that dimension not the first (the batch axis of ``[batch, tokens, ...]``), the decode runs
+    outnumber the others, the first run is not a decode run (a prompt comes before its tokens) and every
+    other run but the last is followed by a decode run. ORT GenAI runs the model once on the prompt
+    (``[batch, prompt tokens, hidden]``), then once per new token (``[batch, 1, hidden]``). Runs of batch 1
+    then batch 8 (a sweep in one session) are not: a batch-8 run follows a batch-8 run; nor are a server's
+    requests of batch 8 and batch 1 interleaved (they differ in the batch axis), nor 1-token requests before
+    a longer one (no prompt run first). A profile started inside a generation is left unlabelled."""
     present = [s for s in shapes if s is not None]
     distinct = list(dict.fromkeys(present))
     if len(distinct) < 2:
@@ -1358,11 +1365,11 @@ def generation_classes(shapes: list[str | None]) -> dict[str, str] | None:
                 break
             axes.add(differ[0])
         else:
-            if len(axes) == 1:
+            if len(axes) == 1 and axes != {0}:
                 if decode is not None:
                     return None
                 decode = d
-    if decode is None or 2 * present.count(decode) <= len(present):
+    if decode is None or 2 * present.count(decode) <= len(present) or present[0] == decode:
         return None
     for now, after in zip(present, present[1:], strict=False):
         if now != decode and after != decode:  # a prompt run is followed by a token run
