@@ -261,6 +261,11 @@ def _comma_warning(long: pl.DataFrame, kernels: int, path: Path) -> list[str]:
     return said
 
 
+#: the longest duration read (ns): a day; a longer one (or an infinite one) is no kernel's, and past 2**63 ns
+#: no int64 holds it
+MAX_DURATION_NS = 86_400 * 10**9
+
+
 def _to_ns(value: pl.Expr, unit: pl.Expr) -> pl.Expr:
     factor = unit.str.strip_chars().replace_strict(TIME_UNITS_NS, default=None, return_dtype=pl.Float64)
     return (value * factor).round(0)
@@ -324,6 +329,13 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
             pl.when(pl.col("value").is_nan())
             .then(None)
             .otherwise(_to_ns(pl.col("value"), pl.col("unit")))
+            .alias("duration_ns")
+        )
+        .with_columns(
+            # a duration no kernel can have ("inf", "1e400", "-5": infinite, past the int64 ns range, or
+            # negative) is unreadable, as "n/a" is
+            pl.when(pl.col("duration_ns").is_between(0, MAX_DURATION_NS))
+            .then(pl.col("duration_ns"))
             .alias("duration_ns")
         )
         .select("kernel", pl.col("duration_ns").cast(pl.Int64))
@@ -390,7 +402,9 @@ def _csv_tables(path: Path) -> tuple[list[str], list[str]]:
     from tracekit.io import read_inflated
 
     text = read_inflated(path).decode("utf-8-sig", errors="replace")
-    lines = text.splitlines()
+    # (a byte-order mark starts each file that files were joined from, `cat a.csv b.csv`: a table's header
+    # after one had read as a row of the table before)
+    lines = [line.removeprefix("\ufeff") for line in text.splitlines()]
     tables: list[list[str]] = []
     for line in lines:
         if _SUMMARY_HEADER.search(line):
