@@ -645,9 +645,22 @@ def collectives_only(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def _group_text(result: dict[str, Any], groups: list[str]) -> str:
-    members = result.get("group_ranks") or {}
-    said = [f"group {g} (ranks {_rank_list(members[g])})" if members.get(g) else f"group {g}" for g in groups]
+    said = [
+        f"group {g} (ranks {_rank_list(m)})" if (m := _members(result, g)) else f"group {g}" for g in groups
+    ]
     return f"{label(result)}: {_named(said)}"
+
+
+def _members(result: dict[str, Any], group: str) -> set[int] | None:
+    """The member ranks ``result`` gives process group ``group`` (``group_ranks``), None when not known: no
+    such group, or a value that is not a list of integers (a cache entry of another layout)."""
+    table = result.get("group_ranks")
+    members = table.get(group) if isinstance(table, dict) else None
+    if not isinstance(members, list | tuple) or not all(
+        isinstance(m, int | np.integer) and not isinstance(m, bool) for m in members
+    ):
+        return None
+    return {int(m) for m in members}
 
 
 def by_group(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None, str | None]:
@@ -662,7 +675,8 @@ def by_group(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str |
     the traces as they are when fewer than two, or some trace says no group for any collective."""
     if len(results) < 2:
         return results, None, None
-    said = [{str(g) for g in r.get("collective_groups") or () if g} for r in results]
+    labels = [["" if g is None else str(g) for g in r.get("collective_groups") or ()] for r in results]
+    said = [{g for g in named if g} for named in labels]
     lengths_agree = all(
         len(r.get("collective_groups") or ()) == len(r.get("collective_ends_ns", ())) for r in results
     )
@@ -672,8 +686,8 @@ def by_group(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str |
 
     def holds_every_rank(group: str) -> bool:
         for r in results:
-            members = (r.get("group_ranks") or {}).get(group)
-            if members is not None and not ranks <= {int(m) for m in members}:
+            members = _members(r, group)
+            if members is not None and not ranks <= members:
                 return False
         return True
 
@@ -685,27 +699,34 @@ def by_group(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str |
             "which collective matches which across ranks is not known"
         )
         return results, why, None
-    counts = {g: min(list(r["collective_groups"]).count(g) for r in results) for g in common}
+    counts = {g: min(named.count(g) for named in labels) for g in common}
     chosen = sorted(common, key=lambda g: (-counts[g], g))[0]
     out = []
-    for r in results:
-        groups = np.asarray([str(g or "") for g in r["collective_groups"]], dtype=object)
-        restricted = _kept(r, groups == chosen)
+    for r, named in zip(results, labels, strict=True):
+        restricted = _kept(r, np.asarray([g == chosen for g in named], dtype=bool))
         restricted["collective_starts_ns"] = np.asarray(restricted["collective_starts_ns"])
         restricted["collective_ends_ns"] = np.asarray(restricted["collective_ends_ns"])
         restricted["matched_group"] = chosen
         out.append(restricted)
     others = any(len(s) > 1 for s in said)
+    # collectives that name no group (a kernel launched outside the process group, or whose args were lost)
+    unnamed = [
+        f"{label(r)}: {named.count('')}" for r, named in zip(results, labels, strict=True) if "" in named
+    ]
     note = None
-    if others:
-        members = next(
-            ((r.get("group_ranks") or {}).get(chosen) for r in results if r.get("group_ranks")), None
-        )
+    if others or unnamed:
+        members = next((m for r in results if (m := _members(r, chosen))), None)
         of = f" (ranks {_rank_list(members)})" if members else ""
+        what = "belong to several process groups" if others else "name a process group only in part"
         note = (
-            f"the traces' collectives belong to several process groups: clocks and stragglers are matched on "
-            f"process group {chosen}{of}'s collectives, which every trace holds, in their order"
+            f"the traces' collectives {what}: clocks and stragglers are matched on process group {chosen}{of}'s "
+            "collectives, which every trace holds, in their order"
         )
+        if unnamed:
+            note += (
+                f"; collectives that name no process group are left out ({_named(unnamed)}): were some of them "
+                f"group {chosen}'s, its collectives would be matched one off after them"
+            )
     return out, None, note
 
 
