@@ -106,3 +106,37 @@ def test_by_group_never_raises_and_keeps_each_trace_whole(results: tuple[dict[st
             assert all(("" if g is None else str(g)) == r["matched_group"] for g in r["collective_groups"])
     if why is not None:
         assert out == list(results)
+
+
+# ------------------------------------------------------------- what the Kineto reader's meta may hold
+
+_VALUE = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+    max_leaves=8,
+)
+_CODES = st.lists(st.integers(-3, 2**64), max_size=4).map(lambda v: ",".join(map(str, v)))
+_ARGS = st.dictionaries(
+    st.sampled_from(["kernels", "device", "stream", "start", "op", "group", "ops", "group_names", "groups"]),
+    _VALUE | _CODES,
+    max_size=9,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(_ARGS)
+def test_collective_args_never_raise_and_label_each_collective(args: dict[str, Any]) -> None:
+    """Property: ``collective_args_frame`` (tracekit/model.py) and ``collective_labels`` (the compact result)
+    raise nothing on any meta value (a cache entry of another layout, hand-edited JSON), and give one label
+    per collective, text."""
+    import polars as pl
+
+    from tracekit.fleet.compact import collective_labels
+    from tracekit.model import collective_args_frame
+
+    frame = collective_args_frame(args)
+    assert frame.columns == ["device", "stream", "start", "op", "group"]
+    ordered = pl.DataFrame({"device": [0, 0], "stream": [13, 13], "start": [1, 2]})
+    ops, groups = collective_labels(ordered, args)
+    assert len(ops) == len(groups) == 2
+    assert all(isinstance(v, str) for v in ops + groups)
