@@ -177,3 +177,34 @@ def test_a_log_beside_a_gzipped_export_is_not_applied(tmp_path: Path) -> None:
     shutil.copyfile(f"{path}-wal", f"{gz}-wal")
     trace = read(gz)
     assert trace.ops.height == 3
+
+
+def test_a_log_of_another_file_is_named_in_the_error(tmp_path: Path) -> None:
+    """A ``-wal`` beside the export that is another SQLite file's log (copied by mistake): SQLite checks no
+    link between a file and its log, so its pages replace the export's and the merged copy is no Nsight
+    Systems export. Before, the line said only that the file was no export ("no StringIds/NVTX_EVENTS/CUPTI
+    tables"), though the file alone is one; now the line says it was read with the log, and to move it away."""
+    import sqlite3
+
+    path = _wal_export(tmp_path)
+    other = tmp_path / "other.sqlite"
+    con = sqlite3.connect(other)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA wal_autocheckpoint=0")
+        con.execute("CREATE TABLE t (a)")
+        con.execute("INSERT INTO t VALUES (1)")
+        con.commit()
+        shutil.copyfile(f"{other}-wal", f"{path}-wal")
+    finally:
+        con.close()
+    before = _snapshot(tmp_path)
+    with pytest.raises(TraceFormatError) as caught:
+        read(path)
+    message = str(caught.value)
+    assert message.startswith(f"{path}: ")
+    assert (
+        f"write-ahead log {path.name}-wal beside it: if that log is not this file's, move it away" in message
+    )
+    assert "\n" not in message
+    assert _snapshot(tmp_path) == before

@@ -496,10 +496,20 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
                 size = source.stat().st_size
                 with open(source, "rb") as fh:
                     header = fh.read(100)
-            with _opened(path, source, header, size, expected) as database:
-                if wal is not None:
-                    database.notes.append(_log_note(wal, merged[0] if merged else 0))
-                yield database
+            try:
+                with _opened(path, source, header, size, expected) as database:
+                    if wal is not None:
+                        database.notes.append(_log_note(wal, merged[0] if merged else 0))
+                    yield database
+            except TraceFormatError as exc:
+                if wal is None or not merged or merged[0] <= 0:
+                    raise
+                # (a log SQLite applied that is another file's turns the export into that file)
+                raise TraceFormatError(
+                    f"{exc.message}; it was read with the writes of its write-ahead log {wal.name} beside it: if "
+                    "that log is not this file's, move it away",
+                    path,
+                ) from exc
 
 
 def _log_note(wal: Path, frames: int) -> str:
