@@ -64,7 +64,7 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
         *keys,
         "start",
         "end",
-        is_comm=pl.col("name").str.contains(COMM_PATTERN).fill_null(False),
+        is_comm=_communicates(ops.columns),
         computes=pl.col("kind").cast(pl.String).is_in(COMPUTE_KINDS).fill_null(False),
     )
     with_comm = placed.filter("is_comm").select(keys).unique()
@@ -106,7 +106,18 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
 def has_collectives(ops: pl.DataFrame) -> bool:
     """Whether any of ``ops`` is a collective (:data:`COMM_PATTERN`): without one there is no communication
     to measure, and the ops need not be assigned to iterations for it."""
-    return bool(ops.select(pl.col("name").str.contains(COMM_PATTERN).any()).item())
+    return bool(ops.select(_communicates(ops.columns).any()).item())
+
+
+def _communicates(columns: list[str]) -> pl.Expr:
+    """Whether an op is communication: a device op named so (:data:`COMM_PATTERN`). A host operator of that
+    name (ONNX Runtime's ``NcclAllReduce`` node, kind "operator": the host side of its launch, its kernel a
+    device op of its own) is not: counted too, its host time had been added to its kernel's as communication
+    of another "device"."""
+    named = pl.col("name").str.contains(COMM_PATTERN).fill_null(False)
+    if "kind" not in columns:
+        return named
+    return named & (pl.col("kind").cast(pl.String) != "operator").fill_null(True)
 
 
 def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold: float) -> str | None:
@@ -141,7 +152,7 @@ def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold:
     )
     if without >= bound_threshold:
         return None
-    names = ops.filter(pl.col("name").str.contains(COMM_PATTERN).fill_null(False)).get_column("name")
+    names = ops.filter(_communicates(ops.columns)).get_column("name")
     others = bool(names.len()) and not names.str.contains(NCCL_PATTERN).all()
     which = "NCCL/RCCL and custom all-reduce kernels" if others else "NCCL/RCCL kernels"
     return (

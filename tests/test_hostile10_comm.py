@@ -67,3 +67,31 @@ def test_only_nccl_and_rccl_kernels_are_matched_across_ranks() -> None:
     """MSCCL kernels count as communication time, not as collectives matched across ranks (as the serving
     engines' own all-reduces)."""
     assert not pl.Series(["mscclKernel_Sum_half_Simple_false"]).str.contains(NCCL_PATTERN).item()
+
+
+def test_a_host_operator_named_for_nccl_is_not_communication() -> None:
+    """ONNX Runtime's contrib ``NcclAllReduce`` node (kind "operator", device -1: the host side of the
+    launch, 0-30 µs) beside its kernel ``ncclDevKernel_AllReduce`` (device op, 10-40 µs) and a GEMM (40-100
+    µs). Before: the node's 30 µs of host time were added to the kernel's 30 µs, 60 µs of communication in
+    an iteration that holds 30. Now: 30 µs, all of it exposed."""
+    ops = pl.DataFrame(
+        {
+            "iteration": [0, 0, 0],
+            "device": [-1, None, None],
+            "start": [0, 10 * US, 40 * US],
+            "end": [30 * US, 40 * US, 100 * US],
+            "kind": pl.Series(["operator", "kernel", "kernel"]).cast(
+                pl.Enum(["kernel", "memcpy", "memset", "operator", "graph"])
+            ),
+            "name": [
+                "NcclAllReduce:/model/layers.0/NcclAllReduce",
+                "ncclDevKernel_AllReduce_Sum_f16_RING_LL",
+                "gemm",
+            ],
+        }
+    )
+    assert comm_per_iteration(ops).to_dicts() == [{"iteration": 0, "comm_ms": 0.03, "exposed_comm_ms": 0.03}]
+    # a trace of host operators only (CPU) has no communication to measure
+    from tracekit.analyzers.communication import has_collectives
+
+    assert not has_collectives(ops.filter(pl.col("kind") == "operator"))
