@@ -95,3 +95,27 @@ def test_a_host_operator_named_for_nccl_is_not_communication() -> None:
     from tracekit.analyzers.communication import has_collectives
 
     assert not has_collectives(ops.filter(pl.col("kind") == "operator"))
+
+
+def test_host_operators_named_for_nccl_are_no_collectives_to_match() -> None:
+    """The compact result's collectives (matched across ranks): ONNX Runtime's two ``NcclAllReduce`` nodes
+    (kind "operator", their stream the threads 11 and 12) and their two kernels on stream 7. Before: four
+    collectives, and device -1 'ran collectives on 2 streams' (several communicators: not aligned). Now:
+    the two kernels, one stream."""
+    from tracekit.fleet.compact import collective_streams, collectives_in_launch_order
+
+    kinds = pl.Enum(["kernel", "memcpy", "memset", "operator", "graph"])
+    ops = pl.DataFrame(
+        {
+            "device": [-1, None, -1, None],
+            "stream": [11, 7, 12, 7],
+            "start": [0, 10 * US, 100 * US, 110 * US],
+            "end": [5 * US, 40 * US, 105 * US, 140 * US],
+            "call_start": pl.Series([None, None, None, None], dtype=pl.Int64),
+            "kind": pl.Series(["operator", "kernel", "operator", "kernel"]).cast(kinds),
+            "name": ["NcclAllReduce:ar0", "ncclDevKernel_AllReduce_Sum_f16_RING_LL"] * 2,
+        }
+    )
+    starts, ends, _ = collectives_in_launch_order(ops)
+    assert starts.tolist() == [10 * US, 110 * US] and ends.tolist() == [40 * US, 140 * US]
+    assert collective_streams(ops) == {None: 1}

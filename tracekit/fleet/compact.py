@@ -115,7 +115,7 @@ def collective_streams(ops: pl.DataFrame) -> dict[int | None, int]:
     and a device without a known stream is left out."""
     if "stream" not in ops.columns:
         return {}
-    collectives = ops.filter(pl.col("name").str.contains(NCCL_PATTERN) & pl.col("stream").is_not_null())
+    collectives = ops.filter(_device_collective(ops) & pl.col("stream").is_not_null())
     if collectives.is_empty():
         return {}
     device = pl.col("device") if "device" in ops.columns else pl.lit(None, pl.Int64)
@@ -165,12 +165,21 @@ def step_numbers_of(ranges: pl.DataFrame | None, index: pl.Series) -> list[int |
     )
 
 
+def _device_collective(ops: pl.DataFrame) -> pl.Expr:
+    """Whether an op is an NCCL/RCCL collective (:data:`NCCL_PATTERN`) run on a device: a host operator of
+    that name (ONNX Runtime's ``NcclAllReduce`` node, kind "operator", its stream the thread) is the launch,
+    its kernel the collective (counted too, each all-reduce had been two, and the node's threads had read as
+    several communicators' streams)."""
+    named = pl.col("name").str.contains(NCCL_PATTERN).fill_null(False)
+    if "kind" not in ops.columns:
+        return named
+    return named & (pl.col("kind").cast(pl.String) != "operator").fill_null(True)
+
+
 def _in_launch_order(ops: pl.DataFrame) -> pl.DataFrame:
     """The collectives of ``ops`` in launch order (:func:`collectives_in_launch_order`)."""
     collectives = ops.filter(
-        pl.col("name").str.contains(NCCL_PATTERN)
-        & pl.col("start").is_not_null()
-        & pl.col("end").is_not_null()
+        _device_collective(ops) & pl.col("start").is_not_null() & pl.col("end").is_not_null()
     )
     if collectives["call_start"].null_count() < collectives.height:
         collectives = collectives.filter(pl.col("call_start").is_not_null())
