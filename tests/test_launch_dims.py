@@ -139,8 +139,10 @@ def test_a_kernel_without_three_integer_dimensions_has_no_launch_row(tmp_path: P
     kernels[0]["args"]["grid"] = [64, 1]  # two values
     kernels[1]["args"]["block"] = "256"  # not a list
     del kernels[2]["args"]["grid"]
+    kernels[3]["args"]["grid"] = [8, 12, 1, 1]  # four
+    kernels[4]["args"]["grid"] = [64, 1.5, 1]  # not whole
     path.write_text(json.dumps(doc))
-    assert read_trace(path, frames=ALL_FRAMES).launches.height == 2 * ITERATIONS - 3
+    assert read_trace(path, frames=ALL_FRAMES).launches.height == 2 * ITERATIONS - 5
 
 
 def test_kernels_sharing_stream_start_and_end_get_no_launch(tmp_path: Path) -> None:

@@ -114,6 +114,7 @@ import gc
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from itertools import compress, repeat
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +149,7 @@ from tracekit.readers.kineto_json import (
     COMM_FIELDS,
     COMM_ROWS,
     CPU_OP_CATEGORIES,
+    DECODE_LAUNCHES,
     FLOW_CATEGORIES,
     GPU_RANGE_CATEGORIES,
     INPUT_FIELDS,
@@ -158,7 +160,9 @@ from tracekit.readers.kineto_json import (
     OP_CATEGORIES,
     READ_CATEGORIES,
     USER_RANGE_CATEGORIES,
+    LaunchEvent,
     Progress,
+    _Event,
     read_json_bytes,
 )
 from tracekit.readers.kineto_stream import stream_events
@@ -1226,8 +1230,33 @@ def _legacy_export(path: Path) -> bool:
 
 #: the launch dimensions of :func:`_launches`, in :data:`tracekit.model.LAUNCHES_SCHEMA` order
 _DIMS: tuple[str, ...] = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
-#: a launch dimension's JSON text: a list of three non-negative integers
-_DIM_LIST = r"^\[\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\]$"
+
+
+#: kernel events the launch-dimension pass turns into rows at once (a few chunks' worth: per-chunk frame work
+#: would cost more than the decoding)
+LAUNCH_BATCH = 1 << 14
+
+
+def _launch_batches(
+    chunks: Iterator[list[Any]], kernel_categories: set[str]
+) -> Iterator[tuple[bool, list[Any]]]:
+    """(fast, events) from decoded chunks: the kernel events of fast chunks (:class:`LaunchEvent`, picked by
+    category in C-level passes) gathered into batches of at least :data:`LAUNCH_BATCH`; a chunk of other value
+    types (:class:`_Event`: every event, the frame side picks) on its own."""
+    batch: list[Any] = []
+    for chunk in chunks:
+        if chunk and type(chunk[0]) is _Event:
+            yield False, chunk
+            continue
+        events = list(filter(LaunchEvent.__instancecheck__, chunk))
+        cats = list(map(getattr, events, repeat("cat")))
+        kernels = {c for c in set(cats) - {None} if c.lower() in kernel_categories}
+        batch += compress(events, map(kernels.__contains__, cats))
+        if len(batch) >= LAUNCH_BATCH:
+            yield True, batch
+            batch = []
+    if batch:
+        yield True, batch
 
 
 def _launches(path: Path) -> pl.DataFrame:
@@ -1236,30 +1265,32 @@ def _launches(path: Path) -> pl.DataFrame:
     as :func:`_gpu_ops` makes them; a kernel without both lists of three integers has no row. A second pass
     over the file (as :func:`_flows`), made only when the ``launches`` frame is asked for: the first pass
     never decodes these args, so an analysis that does not ask pays nothing."""
-    kernel_categories = [c for c, kind in OP_CATEGORIES.items() if kind == "kernel"]
+    kernel_categories = {c for c, kind in OP_CATEGORIES.items() if kind == "kernel"}
     fields = ("ph", "cat", "tid", "ts", "dur", "a_stream", *LAUNCH_FIELDS)
     parts = [empty_frame(LAUNCHES_SCHEMA)]
-    for chunk in stream_events(path, lenient=True):
-        cols = columns(chunk, fields, False).filter(
+    for fast, chunk in _launch_batches(stream_events(path, lenient=DECODE_LAUNCHES), kernel_categories):
+        cols = columns(chunk, fields, fast).filter(
             pl.col("ph") == "X",
-            pl.col("cat").str.to_lowercase().is_in(kernel_categories),
+            pl.col("cat").str.to_lowercase().is_in(list(kernel_categories)),
             pl.col("a_grid").is_not_null() & pl.col("a_block").is_not_null(),
         )
         if cols.is_empty():
             continue
-        dims = [pl.col(field).str.extract(_DIM_LIST, i + 1) for field in LAUNCH_FIELDS for i in range(3)]
-        start = us_to_ns(pl.col("ts"))
-        dur = us_to_ns(pl.col("dur"))
-        parts.append(
-            cols.select(
-                stream=pl.coalesce(
-                    pl.col("a_stream").cast(pl.Int64, strict=False), leading_int(pl.col("tid"))
-                ),
-                start=start,
-                end=start + dur,
-                **{name: dim.cast(pl.Int64, strict=False) for name, dim in zip(_DIMS, dims, strict=True)},
-            ).filter(pl.col("start").is_not_null(), pl.all_horizontal(pl.col(_DIMS).is_not_null()))
+        start = us_to_ns_series(cols.get_column("ts"))
+        dur = us_to_ns_series(cols.get_column("dur"))
+        frame = cols.select(
+            stream=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), leading_int(pl.col("tid"))),
+            start=start,
+            end=start + dur,
+            **{
+                name: pl.col(field).str.strip_chars("[] \t\r\n").str.splitn(",", 3).struct.field(f"field_{i}")
+                for field, names in zip(LAUNCH_FIELDS, (_DIMS[:3], _DIMS[3:]), strict=True)
+                for i, name in enumerate(names)
+            },
         )
+        # each dimension a whole number (a list of other than three, or of other values, gives null)
+        frame = frame.with_columns(pl.col(_DIMS).str.strip_chars().cast(pl.Int64, strict=False))
+        parts.append(frame.filter(pl.col("start").is_not_null(), pl.all_horizontal(pl.col(_DIMS) >= 0)))
     return pl.concat(parts)
 
 

@@ -30,6 +30,10 @@ from tracekit.io import read_inflated
 
 #: progress callback: (phase, fraction done in [0, 1]); phases "read", "decode", "frames"
 Progress = Callable[[str, float], None]
+#: how chunks are decoded: False (as :class:`_FastEvent`, else :class:`_Event`), True (always as
+#: :class:`_Event`), or a msgspec decoder of a reader's own event type, tried first in the fast one's place
+#: (:data:`DECODE_LAUNCHES`)
+Lenient = Union[bool, msgspec.json.Decoder]  # noqa: UP007
 
 GZIP_MAGIC = b"\x1f\x8b"
 #: bytes of event JSON decoded per chunk (bounds the Python objects alive at once to ~ this size x 3;
@@ -219,10 +223,39 @@ def _other_event(phase: str) -> type[msgspec.Struct]:
 
 
 _FAST_OTHER: tuple[type[msgspec.Struct], ...] = tuple(_other_event(p) for p in OTHER_PHASES)
+
+
+class _LaunchArgs(msgspec.Struct, gc=False):
+    """The ``args`` keys the launch-dimension pass reads (:data:`LAUNCH_FIELDS`, and the stream)."""
+
+    a_stream: int | str | None = msgspec.field(default=None, name="stream")
+    a_grid: msgspec.Raw = msgspec.field(default=_NULL, name="grid")
+    a_block: msgspec.Raw = msgspec.field(default=_NULL, name="block")
+
+
+class LaunchEvent(msgspec.Struct, gc=False, tag_field="ph", tag="X"):
+    """A complete event as the launch-dimension pass reads it (:func:`tracekit.readers.kineto._launches`):
+    only what finds a kernel among the ops (category, tid, ts, dur, the stream) and its ``grid``/``block``;
+    every other field is skipped by the decoder. A chunk with other value types decodes as :class:`_Event`."""
+
+    cat: str | None = None
+    tid: int | str | None = None
+    ts: msgspec.Raw = _NULL
+    dur: msgspec.Raw = _NULL
+    args: _LaunchArgs | None = None
+
+    @property
+    def ph(self) -> str:
+        """The event's phase (the union's tag)."""
+        return "X"
+
+
 _FAST_TYPES = frozenset({_FastEvent, *_FAST_OTHER})
 _Item = _Event | list[Any] | str | int | float | bool | None
 _DECODE_FAST = msgspec.json.Decoder(list[Union[(_FastEvent, *_FAST_OTHER)]])  # noqa: UP007
 _DECODE_EVENTS = msgspec.json.Decoder(list[_Event])
+#: the launch-dimension pass's decoder (a ``lenient`` value: see :data:`Lenient`)
+DECODE_LAUNCHES = msgspec.json.Decoder(list[Union[(LaunchEvent, *_FAST_OTHER)]])  # noqa: UP007
 _DECODE_ITEMS = msgspec.json.Decoder(list[_Item])
 _DECODE_HEADER = msgspec.json.Decoder(float_hook=str)
 _DECODE_TOP = msgspec.json.Decoder(dict[str, msgspec.Raw] | list[msgspec.Raw])
@@ -361,7 +394,7 @@ def _cut_after(mv: memoryview, start: int, target: int) -> tuple[int, int] | Non
 
 
 def decodable_cut(
-    mv: memoryview, start: int, target: int, lenient: bool
+    mv: memoryview, start: int, target: int, lenient: Lenient
 ) -> tuple[list[Any], int, int] | None:
     """(events of mv[start:cut], cut, offset of the next event) for an event boundary candidate before
     ``target`` whose chunk decodes; None when none does.
@@ -410,7 +443,7 @@ def decodable_cut(
 
 
 def event_chunks(
-    events: msgspec.Raw | bytes, progress: Progress | None = None, lenient: bool = False
+    events: msgspec.Raw | bytes, progress: Progress | None = None, lenient: Lenient = False
 ) -> Iterator[list[_FastEvent] | list[_Event]]:
     """Decode the events array text in chunks of about :data:`CHUNK_BYTES`: each a list of events (array
     elements that are not objects are dropped, as before). ``lenient``: always as :class:`_Event`."""
@@ -436,7 +469,7 @@ def event_chunks(
         yield chunk
 
 
-def _decode_chunk(text: bytes, lenient: bool = False) -> list[_FastEvent] | list[_Event] | None:
+def _decode_chunk(text: bytes, lenient: Lenient = False) -> list[_FastEvent] | list[_Event] | None:
     """Events of one array text (:class:`_FastEvent`, else :class:`_Event` when some value has another
     type, or always with ``lenient``); None when the text is not a JSON array because of where it was cut:
     its error is at its end (the cut was inside a string or a nested value), or the array closes before
@@ -462,11 +495,11 @@ def _decode_chunk(text: bytes, lenient: bool = False) -> list[_FastEvent] | list
             raise InvalidJSON(_error_reason(exc), offset) from None
 
 
-def _decode_events(text: bytes, lenient: bool) -> list[_FastEvent] | list[_Event]:
+def _decode_events(text: bytes, lenient: Lenient) -> list[_FastEvent] | list[_Event]:
     """:func:`_decode_chunk` of a text, raising msgspec's DecodeError (or UnicodeDecodeError) as it is."""
-    if not lenient:
+    if lenient is not True:
         try:
-            return _DECODE_FAST.decode(text)
+            return (_DECODE_FAST if lenient is False else lenient).decode(text)
         except msgspec.ValidationError:
             pass
     try:

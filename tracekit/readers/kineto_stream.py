@@ -295,7 +295,7 @@ def _decode_object(text: bytes) -> dict[str, msgspec.Raw] | None:
 
 
 def _last_chunk(
-    buf: bytes, start: int, path: Path, lenient: bool, base: int = 0
+    buf: bytes, start: int, path: Path, lenient: kd.Lenient, base: int = 0
 ) -> tuple[list[Any], dict[str, msgspec.Raw]]:
     """(events, top-level values after the array) of the end of the text, ``buf[start:]``; ``base``: the
     offset of ``buf[0]`` in the JSON text, for the byte an error names."""
@@ -367,7 +367,7 @@ def _after_events(buf: bytes, at: int, base: int) -> str:
 def stream_events(
     path: Path,
     progress: kd.Progress | None = None,
-    lenient: bool = False,
+    lenient: kd.Lenient = False,
     header: dict[str, Any] | None = None,
     part: tuple[int, int] = (0, 1),
 ) -> Iterator[list[Any]]:
@@ -456,7 +456,7 @@ def _find_from(text: _Text, offset: int, drop: bool) -> tuple[int, int] | None:
 
 
 def _whole(
-    path: Path, data: bytes, progress: kd.Progress | None, lenient: bool, header: dict[str, Any] | None
+    path: Path, data: bytes, progress: kd.Progress | None, lenient: kd.Lenient, header: dict[str, Any] | None
 ) -> Iterator[list[Any]]:
     """Chunks of a document read whole (bare arrays, other encodings, errors)."""
     data = kd.normalize_json_bytes(data, path)
@@ -473,7 +473,7 @@ def _chunks(
     pos: int,
     path: Path,
     progress: kd.Progress | None,
-    lenient: bool,
+    lenient: kd.Lenient,
     stop: float | None = None,
     start: int = 0,
 ) -> Iterator[list[Any]]:
@@ -494,7 +494,7 @@ def _chunks_of(
     pos: int,
     path: Path,
     progress: kd.Progress | None,
-    lenient: bool,
+    lenient: kd.Lenient,
     stop: float | None,
     start: int,
 ) -> Iterator[list[Any]]:
@@ -551,7 +551,7 @@ def _chunks_of(
         yield chunk
 
 
-def _cut_chunk(buf: bytes, start: int, target: int, lenient: bool) -> tuple[list[Any] | None, int]:
+def _cut_chunk(buf: bytes, start: int, target: int, lenient: kd.Lenient) -> tuple[list[Any] | None, int]:
     """(events of buf[start:cut], offset of the next event) for an event boundary before ``target`` whose
     chunk decodes (:func:`tracekit.readers.kineto_json.decodable_cut`); (None, 0) when none does."""
     found = kd.decodable_cut(memoryview(buf), start, target, lenient)
@@ -560,7 +560,7 @@ def _cut_chunk(buf: bytes, start: int, target: int, lenient: bool) -> tuple[list
     return found[0], found[2]
 
 
-def _oversized(text: _Text, pos: int, path: Path, lenient: bool) -> tuple[list[Any], int, bool]:
+def _oversized(text: _Text, pos: int, path: Path, lenient: kd.Lenient) -> tuple[list[Any], int, bool]:
     """(events, offset in ``text.buf`` where the next one starts, whether the events array ends there) for
     the one value at ``text.buf[pos:]`` (after whitespace) that no chunk window holds: read by
     :func:`tracekit.readers.json_value.read_value` (bounded memory: its compact copy, strings cut) and
