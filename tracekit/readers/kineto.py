@@ -85,6 +85,11 @@ What lands where:
     kernel's 0-based position among all kernels ordered by start (then end), ``range`` null, ``duration_ns``
     the kernel's duration, ``metric`` "est. achieved occupancy %", ``unit`` "%".
 
+``launches`` (only when asked for by name: the Nsight Compute join's launch check)
+    each kernel's ``grid`` and ``block`` args (``[x, y, z]``), with its stream, start and end as ``ops`` has
+    them (:func:`_launches`: a second pass over the file, decoding nothing else; not from a pipe, which is
+    read once: a warning says so).
+
 CPU-only traces (no kernel, memcpy or memset event): ``ops`` holds the top-level CPU operators (``cpu_op`` /
 ``Operator`` events not nested in another CPU operator on their thread, scopes such as ProfilerStep
 excluded), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` = the event's pid,

@@ -67,6 +67,9 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     bracket's content ("[MHz]" -> "MHz", "[Avg Warps per Cycle]" -> "Avg Warps per Cycle"); for the
     bracket-less 2022/2023 names it follows nsys's metric-set definitions: "... Frequency" -> "Hz",
     "... Started" / "... Requests ..." -> "count", otherwise "%".
+``launches`` (only when asked for by name: the Nsight Compute join's launch check)
+    ``CUPTI_ACTIVITY_KIND_KERNEL``'s ``streamId``, ``start``, ``end`` and ``gridX``..``blockZ``
+    (:func:`_read_launches`), one more scan of the kernel table.
 
 CPU-only traces (no kernel, memcpy or memset row, e.g. a CPU PyTorch run under ``nsys -t nvtx,osrt`` with
 ``emit_nvtx``): ``ops`` holds the leaf NVTX ranges of depth >= 1 (ranges that contain no other range on
