@@ -270,3 +270,24 @@ def test_the_real_b1_profile_against_the_real_b8_timeline_is_withheld() -> None:
         (True, 120),
     ]
     assert result.value("sms_active") is None and result.value("sms_active", wall_time=False) is None
+
+
+def test_a_timeline_from_a_pipe_says_its_launches_are_not_checked(tmp_path: Path) -> None:
+    """A pipe is read once: no second pass, so no launch dimensions, and a warning says the check is not
+    made (the join goes on by names, as before), never a traceback."""
+    import subprocess
+    import sys
+
+    tl = kineto_timeline(tmp_path / "synthetic_b8.torch.json", B8)
+    ncu = ncu_profile(tmp_path / "synthetic_b1.ncu.csv", B1)
+    done = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "table", "-", "--ncu", str(ncu), "--format", "json"],
+        input=tl.read_bytes(),
+        capture_output=True,
+        cwd=tmp_path,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    warnings = json.loads(done.stdout)["warnings"]
+    assert any(kineto_reader.LAUNCHES_FROM_A_PIPE in w for w in warnings)
+    assert "Traceback" not in done.stderr.decode()
