@@ -32,8 +32,8 @@ otherwise kernels are matched one to one in order. Names are compared after redu
 name (``void ns::k<...>(args)`` -> ``k``; an Itanium-mangled name, ``ncu --print-kernel-base mangled``, is
 demangled by the C++ runtime through ``cxxfilt``, else read by a parser of its own, and reduces to the same
 bare name); so are launch dimensions (grid and block) where both sides have them (ncu's ``launch__grid_dim_x``
-... metrics; a timeline's as ``kernel_metrics`` rows of those names, keyed like Kineto's estimates: no
-timeline reader writes them yet). A name or launch mismatch means the matched ncu value is another kernel's:
+... metrics; a timeline's from its ``launches`` frame, which the Kineto and nsys readers fill when asked
+for it, as ``tracekit table --ncu`` does: :func:`timeline_launches`). A name or launch mismatch means the matched ncu value is another kernel's:
 that timeline kernel gets no value (its iteration no wall-time figure), with a warning; when most matched
 kernels differ (a profile cut elsewhere in the iteration, another configuration's kernels), no ncu value is
 used at all.
@@ -325,8 +325,9 @@ class KernelMetricsResult:
         return entry["wall_time"] if wall_time else entry["kernel_time"]
 
 
-#: ncu's launch-dimension metrics (``launch__grid_dim_x`` ...); a timeline trace may carry them too, as
-#: ``kernel_metrics`` rows keyed like Kineto's estimates (``kernel`` = rank among its kernels in start order)
+#: ncu's launch-dimension metrics (``launch__grid_dim_x`` ...); a timeline's are its ``launches`` frame (or,
+#: where a caller built them so, ``kernel_metrics`` rows keyed like Kineto's estimates: ``kernel`` = rank among
+#: its kernels in start order; :func:`timeline_launches`)
 LAUNCH_METRICS = (
     "launch__grid_dim_x",
     "launch__grid_dim_y",
