@@ -64,6 +64,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_fuzz6_metrics.py",
             "tests/test_utilization_mutants2.py",
             "tests/test_golden.py",
+            "tests/test_fuzz9_ncu_utilization.py",
+            "tests/test_hostile10_ncu.py",
         ],
     ),
     "kernel_metrics": (
@@ -74,6 +76,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_gpu_metrics.py",
             "tests/test_reader_ncu.py",
             "tests/test_golden.py",
+            "tests/test_launch_dims.py",
+            "tests/test_fuzz9_ncu.py",
+            "tests/test_fuzz9_ncu_utilization.py",
         ],
     ),
     "gpu_metrics": (
@@ -85,6 +90,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_gpu_metrics_mutants2.py",
             "tests/test_table.py",
             "tests/test_golden.py",
+            "tests/test_fuzz9_ncu_gpu_metrics.py",
         ],
     ),
     "nsys_sqlite": (
@@ -95,6 +101,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_api_calls.py",
             "tests/test_nsys_mutants.py",
             "tests/test_golden.py",
+            "tests/test_fuzz9_nsys.py",
+            "tests/test_hostile10_sqlite.py",
         ],
     ),
     "kineto": (
@@ -104,6 +112,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_kineto_decode.py",
             "tests/test_kineto_mutants.py",
             "tests/test_golden.py",
+            "tests/test_launch_dims.py",
         ],
     ),
     # the per-device analyses of a multi-GPU trace (moved out of iterations.py, 2026-11-27)
@@ -137,6 +146,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_stability.py",
             "tests/test_iterations_mutants2.py",
             "tests/test_golden.py",
+            "tests/test_hostile10_ort.py",
+            "tests/test_fuzz9_kineto_serving.py",
+            "tests/test_fuzz9_ncu.py",
+            "tests/test_fuzz9_ncu_utilization.py",
         ],
     ),
     "ranges": (
@@ -189,6 +202,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_fleet_per_gpu.py",
             "tests/test_ranks_mutants2.py",
             "tests/test_golden.py",
+            "tests/test_hostile10_ranks.py",
+            "tests/test_fuzz9_kineto_comm.py",
         ],
     ),
     "compact": (
@@ -199,6 +214,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_fleet_per_gpu.py",
             "tests/test_compact_mutants2.py",
             "tests/test_golden.py",
+            "tests/test_hostile10_ranks.py",
+            "tests/test_hostile10_comm.py",
+            "tests/test_fuzz9_kineto_comm.py",
         ],
     ),
     "cache": (
@@ -215,11 +233,23 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     ),
     "communication": (
         "tracekit/analyzers/communication.py",
-        ["tests/test_communication.py", "tests/test_fleet.py", "tests/test_fleet_mutants.py"],
+        [
+            "tests/test_communication.py",
+            "tests/test_fleet.py",
+            "tests/test_fleet_mutants.py",
+            "tests/test_hostile10_comm.py",
+            "tests/test_fuzz9_kineto_serving.py",
+            "tests/test_fuzz9_kineto_comm.py",
+        ],
     ),
     "ort": (
         "tracekit/readers/ort.py",
-        ["tests/test_reader_ort.py", "tests/test_ort_ncu_defaults.py", "tests/test_golden.py"],
+        [
+            "tests/test_reader_ort.py",
+            "tests/test_ort_ncu_defaults.py",
+            "tests/test_golden.py",
+            "tests/test_fuzz9_ort.py",
+        ],
     ),
     "nsys_report": ("tracekit/readers/nsys_report.py", ["tests/test_nsys_report.py"]),
     "plausibility": (
@@ -250,6 +280,26 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_table.py",
             "tests/test_fuzz6_metrics.py",
             "tests/test_run_json.py",
+        ],
+    ),
+    # added 2026-11-28 (the hostile-input round): the SQLite opening shared by the nsys reader and the
+    # engines' exports (-wal logs), and the Nsight Compute CSV reader
+    "sqlite_engine": (
+        "tracekit/readers/sqlite_engine.py",
+        [
+            "tests/test_hostile10_sqlite.py",
+            "tests/test_reader_engines.py",
+            "tests/test_hostile_inputs.py",
+            "tests/test_fuzz_errors.py",
+        ],
+    ),
+    "ncu": (
+        "tracekit/readers/ncu.py",
+        [
+            "tests/test_reader_ncu.py",
+            "tests/test_hostile10_ncu.py",
+            "tests/test_fuzz9_ncu.py",
+            "tests/test_launch_dims.py",
         ],
     ),
 }
