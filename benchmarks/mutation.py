@@ -147,9 +147,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_iterations_mutants2.py",
             "tests/test_golden.py",
             "tests/test_hostile10_ort.py",
+            "tests/test_fuzz9_ort.py",
             "tests/test_fuzz9_kineto_serving.py",
             "tests/test_fuzz9_ncu.py",
             "tests/test_fuzz9_ncu_utilization.py",
+            "tests/test_mutants10_iterations.py",
         ],
     ),
     "ranges": (
@@ -204,6 +206,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_golden.py",
             "tests/test_hostile10_ranks.py",
             "tests/test_fuzz9_kineto_comm.py",
+            "tests/test_mutants10_ranks.py",
         ],
     ),
     "compact": (
@@ -217,6 +220,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_hostile10_ranks.py",
             "tests/test_hostile10_comm.py",
             "tests/test_fuzz9_kineto_comm.py",
+            "tests/test_mutants10_compact.py",
         ],
     ),
     "cache": (
@@ -240,6 +244,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_hostile10_comm.py",
             "tests/test_fuzz9_kineto_serving.py",
             "tests/test_fuzz9_kineto_comm.py",
+            "tests/test_mutants10_comm.py",
         ],
     ),
     "ort": (
@@ -291,6 +296,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_reader_engines.py",
             "tests/test_hostile_inputs.py",
             "tests/test_fuzz_errors.py",
+            "tests/test_mutants10_sqlite.py",
         ],
     ),
     "ncu": (
