@@ -73,3 +73,20 @@ def test_a_label_index_out_of_its_table_is_blank() -> None:
     args = _args([(0, 7, 100, 5, 0), (0, 7, 200, 0, 3)], ["allreduce"], ["a"])
     ops, groups = collective_labels(_ordered([(0, 7, 100), (0, 7, 200)]), args)
     assert ops == ["", "allreduce"] and groups == ["a", ""]
+
+
+def test_device_collectives_by_name_and_kind() -> None:
+    """An op without a name is no collective; one of unknown kind named for NCCL is (only a host operator
+    is left out), whether its kind column is text or absent."""
+    from tracekit.fleet.compact import collective_streams
+
+    ops = pl.DataFrame(
+        {
+            "name": ["ncclDevKernel_AllReduce", None, "NcclAllReduce", "ncclDevKernel_AllGather"],
+            "kind": [None, "kernel", "operator", "kernel"],
+            "device": [0, 0, 0, 1],
+            "stream": [7, 8, 9, 7],
+        }
+    )
+    assert collective_streams(ops) == {0: 1, 1: 1}
+    assert collective_streams(ops.drop("kind")) == {0: 2, 1: 1}
