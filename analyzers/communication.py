@@ -153,8 +153,15 @@ def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold:
     if without >= bound_threshold:
         return None
     names = ops.filter(_communicates(ops.columns)).get_column("name")
-    others = bool(names.len()) and not names.str.contains(NCCL_PATTERN).all()
-    which = "NCCL/RCCL and custom all-reduce kernels" if others else "NCCL/RCCL kernels"
+    nccl = names.str.contains(NCCL_PATTERN).fill_null(False)
+    has_nccl, has_custom = bool(nccl.any()), bool((~nccl).any())
+    which = (
+        "NCCL/RCCL and custom all-reduce kernels"
+        if has_nccl and has_custom
+        else "custom all-reduce kernels"
+        if has_custom
+        else "NCCL/RCCL kernels"
+    )
     return (
         f"verdict uncertain: compute-bound at a median utilization of {as_recorded:.1%}, but {without:.1%} "
         f"without the communication no computation overlaps ({which}, median {exposed:.3f} ms per "
