@@ -79,30 +79,29 @@ def _unknown_kinds_matched(a: pl.DataFrame, b: pl.DataFrame) -> tuple[pl.DataFra
     same memsets read as one name gone and another new. Other names are kept. Loops over distinct names
     (tens), not events."""
     names_a, names_b = set(a["name"].to_list()), set(b["name"].to_list())
+    # (op, memory kind) of every copy and memset name, parsed once
+    kinded = {n: m.groups() for n in names_a | names_b if (m := re.match(_KINDED, n)) is not None}
     renames_a: dict[str, str] = {}
     renames_b: dict[str, str] = {}
-    for own, other, own_renames, other_renames, unknown_side in (
-        (names_a, names_b, renames_a, renames_b, "A"),
-        (names_b, names_a, renames_b, renames_a, "B"),
+    for own, other, own_renames, other_renames, unknown_side, known_side in (
+        (names_a, names_b, renames_a, renames_b, "A", "B"),
+        (names_b, names_a, renames_b, renames_a, "B", "A"),
     ):
         for name in sorted(own - other):
-            match = re.match(_KINDED, name)
-            if match is None or match.group(2) != UNKNOWN_KIND or name in own_renames:
+            op, kind = kinded.get(name, (None, None))
+            if kind != UNKNOWN_KIND:
                 continue
-            op = match.group(1)
             candidates = [
                 n
                 for n in sorted(other - own)
                 if n not in other_renames
-                and (m := re.match(_KINDED, n)) is not None
-                and m.group(1) == op
-                and m.group(2) != UNKNOWN_KIND
+                and n in kinded
+                and kinded[n][0] == op
+                and kinded[n][1] != UNKNOWN_KIND
             ]
             if len(candidates) != 1:
                 continue
-            kind = re.match(_KINDED, candidates[0]).group(2)  # type: ignore[union-attr]
-            known_side = "B" if unknown_side == "A" else "A"
-            joined = f"{op} ({kind} in {known_side}, {UNKNOWN_KIND} in {unknown_side})"
+            joined = f"{op} ({kinded[candidates[0]][1]} in {known_side}, {UNKNOWN_KIND} in {unknown_side})"
             own_renames[name] = joined
             other_renames[candidates[0]] = joined
     if renames_a:
