@@ -308,6 +308,11 @@ TRACE_GLOBS = (
 )
 
 
+def _first_three(names: list[str]) -> str:
+    """``a, b, c and 4 more``: the first three of ``names``, and how many others."""
+    return ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+
+
 def _check_run_dir(path: Path) -> None:
     """TracekitError (one line) for a folder given as a run directory that has no run.json. When run
     directories stand below it (a folder of ``collect`` runs), the line names them and says to pass them;
@@ -321,11 +326,9 @@ def _check_run_dir(path: Path) -> None:
         return
     runs = sorted(p.parent for p in path.glob(f"*/{RUN_FILE}") if p.is_file())
     if runs:
-        names = [r.name for r in runs]
-        shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
         raise TracekitError(
             f"not a tracekit run directory (no run.json); the run director{'ies' if len(runs) > 1 else 'y'} "
-            f"{shown} stand{'' if len(runs) > 1 else 's'} below it: pass "
+            f"{_first_three([r.name for r in runs])} stand{'' if len(runs) > 1 else 's'} below it: pass "
             f"{'them' if len(runs) > 1 else 'it'} ({path}/*/), or analyze the folder with tracekit analyze {path}",
             path,
         )
@@ -347,7 +350,7 @@ def _check_run_dir(path: Path) -> None:
         raise TracekitError("not a tracekit run directory (no run.json)", path)
     from fnmatch import fnmatch
 
-    shown = ", ".join(traces[:3]) + (f" and {len(traces) - 3} more" if len(traces) > 3 else "")
+    shown = _first_three(traces)
     pattern = max(TRACE_GLOBS, key=lambda g: sum(fnmatch(t, g) for t in traces))
     raise TracekitError(
         f"not a tracekit run directory (no run.json); it holds {len(traces)} trace file"
