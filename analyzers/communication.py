@@ -109,15 +109,21 @@ def has_collectives(ops: pl.DataFrame) -> bool:
     return bool(ops.select(_communicates(ops.columns).any()).item())
 
 
-def _communicates(columns: list[str]) -> pl.Expr:
-    """Whether an op is communication: a device op named so (:data:`COMM_PATTERN`). A host operator of that
-    name (ONNX Runtime's ``NcclAllReduce`` node, kind "operator": the host side of its launch, its kernel a
-    device op of its own) is not: counted too, its host time had been added to its kernel's as communication
-    of another "device"."""
-    named = pl.col("name").str.contains(COMM_PATTERN).fill_null(False)
+def device_op_named(columns: list[str], pattern: str) -> pl.Expr:
+    """Whether an op (of a frame with ``columns``) is a device op whose name matches ``pattern``. A host
+    operator of that name (ONNX Runtime's ``NcclAllReduce`` node, kind "operator": the host side of its
+    launch, its kernel a device op of its own) is not."""
+    named = pl.col("name").str.contains(pattern).fill_null(False)
     if "kind" not in columns:
         return named
     return named & (pl.col("kind").cast(pl.String) != "operator").fill_null(True)
+
+
+def _communicates(columns: list[str]) -> pl.Expr:
+    """Whether an op is communication: a device op named so (:data:`COMM_PATTERN`, :func:`device_op_named`).
+    A host operator of that name counted too, its host time had been added to its kernel's as communication
+    of another "device"."""
+    return device_op_named(columns, COMM_PATTERN)
 
 
 def communication_doubt(frame: pl.DataFrame, ops: pl.DataFrame, bound_threshold: float) -> str | None:

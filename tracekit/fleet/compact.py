@@ -41,6 +41,7 @@ from tracekit.analyzers.communication import (  # noqa: F401 (comm_per_iteration
     COMPUTE_KINDS,
     NCCL_PATTERN,
     comm_per_iteration,
+    device_op_named,
     has_collectives,
 )
 
@@ -170,10 +171,7 @@ def _device_collective(ops: pl.DataFrame) -> pl.Expr:
     that name (ONNX Runtime's ``NcclAllReduce`` node, kind "operator", its stream the thread) is the launch,
     its kernel the collective (counted too, each all-reduce had been two, and the node's threads had read as
     several communicators' streams)."""
-    named = pl.col("name").str.contains(NCCL_PATTERN).fill_null(False)
-    if "kind" not in ops.columns:
-        return named
-    return named & (pl.col("kind").cast(pl.String) != "operator").fill_null(True)
+    return device_op_named(ops.columns, NCCL_PATTERN)
 
 
 def _in_launch_order(ops: pl.DataFrame) -> pl.DataFrame:
