@@ -229,6 +229,17 @@ def write_bytes_atomic(target: str | Path, data: bytes) -> None:
 STREAM_WAIT_S = 10.0
 
 
+def write_ahead_log(path: str | Path) -> Path | None:
+    """The SQLite write-ahead log ``<path>-wal`` beside ``path`` when it exists and holds anything, else None.
+    Whether it is read with the file is the SQLite reader's question (the file's header must say WAL mode:
+    :func:`tracekit.readers.sqlite_engine.wal_beside`); the Parquet cache counts it in the file's content."""
+    wal = Path(f"{path}-wal")
+    try:
+        return wal if wal.is_file() and wal.stat().st_size > 0 else None
+    except OSError:
+        return None
+
+
 def is_stream(path: str | Path) -> bool:
     """Whether ``path`` is an input that can be read only once (a pipe, a socket, a character device), as
     opposed to a regular file (or a folder, or nothing)."""

@@ -95,13 +95,11 @@ def cache_folder(cache_dir: str | Path) -> Path:
 
 
 def _write_ahead_log(path: Path) -> Path | None:
-    """The SQLite write-ahead log ``<path>-wal`` beside ``path`` when it holds anything: the reader reads the
+    """The SQLite write-ahead log beside ``path`` (:func:`tracekit.io.write_ahead_log`): the reader reads the
     file with it (:func:`tracekit.readers.sqlite_engine.wal_beside`), so it is part of the content."""
-    wal = Path(f"{path}-wal")
-    try:
-        return wal if wal.is_file() and wal.stat().st_size > 0 else None
-    except OSError:
-        return None
+    from tracekit.io import write_ahead_log
+
+    return write_ahead_log(path)
 
 
 def content_hash(path: Path) -> str:

@@ -542,13 +542,11 @@ def wal_beside(path: Path, header: bytes) -> Path | None:
     when it exists and is not empty; else None. Such a log holds the latest writes until a checkpoint moves
     them into the file, and an immutable connection (:func:`connect`) does not read it: the file alone
     would be read without them, rows missing and no error."""
+    from tracekit.io import write_ahead_log
+
     if not header.startswith(SQLITE_MAGIC) or len(header) < 20 or WAL_FORMAT not in (header[18], header[19]):
         return None
-    wal = Path(f"{path}-wal")
-    try:
-        return wal if wal.is_file() and wal.stat().st_size > 0 else None
-    except OSError:
-        return None
+    return write_ahead_log(path)
 
 
 @contextmanager
