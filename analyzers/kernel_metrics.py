@@ -338,6 +338,13 @@ LAUNCH_METRICS = (
 )
 
 
+def _launch_text(columns: tuple[str, ...]) -> pl.Expr:
+    """ "grid (x, y, z) block (x, y, z)" of six columns (grid x, y, z, then block x, y, z), as whole numbers."""
+    return pl.format(
+        "grid ({}, {}, {}) block ({}, {}, {})", *(pl.col(c).cast(pl.Int64).cast(pl.String) for c in columns)
+    )
+
+
 def launch_dims(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
     """kernel, ``launch`` ("grid (x, y, z) block (x, y, z)") of the kernels that have all six
     :data:`LAUNCH_METRICS` (none NaN); no row for the others."""
@@ -349,8 +356,7 @@ def launch_dims(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
     wide = rows.pivot(on="metric", index="kernel", values="value", aggregate_function="first")
     if not set(LAUNCH_METRICS) <= set(wide.columns):
         return pl.DataFrame(schema={"kernel": pl.Int64, "launch": pl.String})
-    dim = [pl.col(c).cast(pl.Int64).cast(pl.String) for c in LAUNCH_METRICS]
-    launch = pl.format("grid ({}, {}, {}) block ({}, {}, {})", *dim)
+    launch = _launch_text(LAUNCH_METRICS)
     return wide.filter(pl.all_horizontal(pl.col(c).is_not_null() for c in LAUNCH_METRICS)).select(
         pl.col("kernel").cast(pl.Int64), launch.alias("launch")
     )
@@ -376,10 +382,7 @@ def timeline_launches(timeline: Trace) -> pl.DataFrame:
     if launches.height:
         key = ["stream", "start", "end"]
         once = pl.len().over(key) == 1
-        dims = [pl.col(c).cast(pl.String) for c in LAUNCH_COLUMNS]
-        found = launches.filter(once).select(
-            *key, pl.format("grid ({}, {}, {}) block ({}, {}, {})", *dims).alias("timeline_launch")
-        )
+        found = launches.filter(once).select(*key, _launch_text(LAUNCH_COLUMNS).alias("timeline_launch"))
         return kernels.filter(once).join(found, on=key, how="inner").select("op", "timeline_launch")
     rank = kernels.select("op", pl.int_range(pl.len(), dtype=pl.Int64).alias("kernel"))
     dims = launch_dims(timeline.kernel_metrics)
