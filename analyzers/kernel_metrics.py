@@ -76,7 +76,7 @@ import polars as pl
 
 from tracekit.analyzers.iterations import IterationAnalysis, assign_ops, choose_ranges
 from tracekit.analyzers.stats import summarize_columns
-from tracekit.model import Trace
+from tracekit.model import LAUNCH_DIMS, Trace
 
 SM_ACTIVE_PCT = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
 SM_CYCLES_ACTIVE = "sm__cycles_active.avg"
@@ -363,7 +363,7 @@ def launch_dims(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
 
 
 #: the launch dimensions' columns of :data:`tracekit.model.LAUNCHES_SCHEMA`, in :data:`LAUNCH_METRICS` order
-LAUNCH_COLUMNS = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+LAUNCH_COLUMNS = LAUNCH_DIMS
 
 
 def timeline_launches(timeline: Trace) -> pl.DataFrame:

@@ -96,16 +96,12 @@ CPU_OPS_SCHEMA: dict[str, pl.DataType] = {
 #: (Kineto's ``grid``/``block`` args, nsys's ``CUPTI_ACTIVITY_KIND_KERNEL.gridX``..``blockZ``), found among the
 #: ``ops`` by ``stream``, ``start`` and ``end`` (a key two kernels share is no kernel's). The Nsight Compute
 #: join (:mod:`tracekit.analyzers.kernel_metrics`) compares them with ncu's; nothing else reads them.
+LAUNCH_DIMS: tuple[str, ...] = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
 LAUNCHES_SCHEMA: dict[str, pl.DataType] = {
     "stream": pl.Int64,
     "start": pl.Int64,
     "end": pl.Int64,
-    "grid_x": pl.Int64,
-    "grid_y": pl.Int64,
-    "grid_z": pl.Int64,
-    "block_x": pl.Int64,
-    "block_y": pl.Int64,
-    "block_z": pl.Int64,
+    **{dim: pl.Int64 for dim in LAUNCH_DIMS},
 }
 
 SCHEMAS: dict[str, dict[str, pl.DataType]] = {

@@ -134,6 +134,7 @@ from tracekit.model import (
     CPU_OPS_SCHEMA,
     KERNEL_METRICS_SCHEMA,
     LAUNCH_API_NAMES,
+    LAUNCH_DIMS,
     LAUNCHES_SCHEMA,
     OPS_SCHEMA,
     RANGES_SCHEMA,
@@ -1234,7 +1235,7 @@ def _legacy_export(path: Path) -> bool:
 
 
 #: the launch dimensions of :func:`_launches`, in :data:`tracekit.model.LAUNCHES_SCHEMA` order
-_DIMS: tuple[str, ...] = ("grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z")
+_DIMS: tuple[str, ...] = LAUNCH_DIMS
 
 
 #: kernel events the launch-dimension pass turns into rows at once (a few chunks' worth: per-chunk frame work
