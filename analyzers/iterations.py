@@ -65,7 +65,7 @@ from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError, TracekitError
 from tracekit.fields import NUMERIC_FIELDS
-from tracekit.model import LAUNCH_API_NAMES, Trace, calls_named, sort_frame
+from tracekit.model import LAUNCH_API_NAMES, Trace, calls_named, sort_frame, union_ns
 
 if TYPE_CHECKING:
     from tracekit.analyzers.attribution import Attribution, Setup
@@ -576,19 +576,6 @@ def _assign(ops: pl.DataFrame, trace: Trace, ranges: pl.DataFrame) -> tuple[pl.D
     return ops.with_columns(call, iteration).filter(pl.col("iteration").is_not_null()), calls
 
 
-def _union_ns(starts: pl.Series, ends: pl.Series) -> int:
-    """Length (ns) of the union of the intervals [starts, ends)."""
-    frame = pl.DataFrame({"s": starts, "e": ends}).drop_nulls().sort("s", "e")
-    if frame.is_empty():
-        return 0
-    reach = pl.col("e").cum_max().shift(1)
-    return int(
-        frame.select(
-            (pl.col("e") - pl.max_horizontal("s", reach.fill_null(pl.col("s")))).clip(lower_bound=0).sum()
-        ).item()
-    )
-
-
 def unassigned_ops(
     ops: pl.DataFrame,
     iteration: pl.Series,
@@ -612,7 +599,7 @@ def unassigned_ops(
         count = int(mask.sum())
         entry: dict[str, Any] = {
             "ops": count,
-            "busy_ms": _union_ns(ops["start"].filter(mask), ops["end"].filter(mask)) / 1e6 if count else 0.0,
+            "busy_ms": union_ns(ops["start"].filter(mask), ops["end"].filter(mask)) / 1e6 if count else 0.0,
         }
         if key == "launch_not_in_trace" and count and api is not None and not api.is_empty():
             inside = int(plausibility.inside_call_ids(ops, mask, api).sum())
@@ -2301,7 +2288,7 @@ def gpu_annotation_check(
     if outside.height:
         parts.append(f"{outside.height} ops launched in an iteration ran outside its GPU-side annotation")
     if foreign.height:
-        busy = _union_ns(foreign["start"], foreign["end"]) / 1e6
+        busy = union_ns(foreign["start"], foreign["end"]) / 1e6
         parts.append(
             f"{foreign.height} ops ({busy:.3f} ms busy) inside an iteration's GPU-side annotation were launched "
             "outside that iteration (counted where their launch is)"

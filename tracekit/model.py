@@ -218,6 +218,19 @@ def wanted_frames(frames: FrameSpec) -> dict[str, frozenset[str] | None]:
     return out
 
 
+def union_ns(starts: pl.Series, ends: pl.Series) -> int:
+    """Length (ns) of the union of the intervals [starts, ends) (rows with a null end point left out)."""
+    frame = pl.DataFrame({"s": starts, "e": ends}).drop_nulls().sort("s", "e")
+    if frame.is_empty():
+        return 0
+    reach = pl.col("e").cum_max().shift(1)
+    return int(
+        frame.select(
+            (pl.col("e") - pl.max_horizontal("s", reach.fill_null(pl.col("s")))).clip(lower_bound=0).sum()
+        ).item()
+    )
+
+
 def sort_frame(frame: pl.DataFrame, by: list[str], descending: list[bool]) -> pl.DataFrame:
     """``frame.sort(by, descending=descending, maintain_order=True)``, skipping the sort (and its copy of
     every column) when the frame is already in that order, which is the common case for profiler tables.

@@ -114,6 +114,7 @@ from tracekit.model import (
     Trace,
     conform,
     empty_frame,
+    union_ns,
     wanted_frames,
 )
 from tracekit.readers.nesting import leaf_mask, nesting_depth
@@ -1121,14 +1122,7 @@ def _profiler_overhead(
     )
     if rows.is_empty():
         return
-    # the union of the intervals: a new block where a row starts after every earlier row's end
-    block = (pl.col("start") > pl.col("end").cum_max().shift(1)).fill_null(False).cum_sum()
-    union = (
-        rows.group_by(block.alias("block"))
-        .agg((pl.col("end").max() - pl.col("start").min()).alias("length"))
-        .get_column("length")
-        .sum()
-    )
+    union = union_ns(rows["start"], rows["end"])
     span = hi - lo
     if union < PROFILER_OVERHEAD_SHARE * span:
         return
