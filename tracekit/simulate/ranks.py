@@ -151,6 +151,18 @@ def _us(ns: int) -> str:
     return f"{ns // 1000}.{ns % 1000:03d}"
 
 
+def collective_args(sim: RankSimulation) -> str:
+    """The args PyTorch's ProcessGroupNCCL gives each collective kernel (``record_param_comms``), as JSON
+    text to follow a kernel's other args: one all-reduce in the default group "0" of every rank, as in the
+    real DDP and vLLM traces (``"Process Group Ranks"`` is text holding a JSON list)."""
+    members = ", ".join(str(r) for r in range(sim.ranks))
+    return (
+        f', "Collective name": "allreduce", "Group size": {sim.ranks}, "dtype": "Half", '
+        f'"Process Group Name": "0", "Process Group Description": "default_pg", '
+        f'"Process Group Ranks": "[{members}]"'
+    )
+
+
 def rank_events(sim: RankSimulation, rank: int) -> list[str]:
     """The trace events of one rank as JSON lines (its clock offset applied)."""
     tl = _timeline(sim)
@@ -158,6 +170,7 @@ def rank_events(sim: RankSimulation, rank: int) -> list[str]:
     pid, tid, dev = 4000 + rank, 4000 + rank, rank
     lines: list[str] = []
     corr = 1
+    group_args = collective_args(sim)
     for i in range(sim.steps):
         s0, s1 = int(tl.step_start[i, rank]) + off, int(tl.step_end[i]) + off
         lines.append(
@@ -182,10 +195,11 @@ def rank_events(sim: RankSimulation, rank: int) -> list[str]:
                 f'{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": {pid}, "tid": {tid}, '
                 f'"ts": {_us(call)}, "dur": 1.000, "args": {{"correlation": {corr}}}}}'
             )
+            extra = group_args if name == NCCL_KERNEL else ""
             lines.append(
                 f'{{"ph": "X", "cat": "kernel", "name": "{name}", "pid": {dev}, "tid": {stream}, '
                 f'"ts": {_us(start)}, "dur": {_us(end - start)}, "args": {{"device": {dev}, '
-                f'"stream": {stream}, "correlation": {corr}}}}}'
+                f'"stream": {stream}, "correlation": {corr}{extra}}}}}'
             )
             corr += 1
         sync_start = int(tl.comm_launch[i, rank]) + 4_000 + off
