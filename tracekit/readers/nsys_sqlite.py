@@ -77,6 +77,8 @@ their thread), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid
 ``graph`` null; ``meta["device"]`` is then "cpu". Top-level ranges (the user's ``iteration``) stay ranges only,
 and so do ranges named ``iteration`` or ``ProfilerStep#N`` at any depth (inside a ``benchmark`` range they
 are leaves of depth 1, and would be operators busy all of their own iteration: "compute-bound", 100%).
+An export whose API tables hold kernel launch calls but no device op (CUPTI's activity buffers never flushed:
+the process was killed) is no CPU-only trace: a GPU trace without ops, with a warning.
 
 ``meta``: ``format`` "nsys-sqlite", ``format_version`` (EXPORT_PRODUCT_VERSION, e.g. "2024.6.2.25"),
 ``export_schema_version``, ``device``, ``gpu`` (name of the GPU that ran most kernels), ``gpus`` (list of
@@ -108,10 +110,12 @@ from tracekit.calls import collapse_duplicate_calls
 from tracekit.errors import TraceFormatError
 from tracekit.model import (
     API_SCHEMA,
+    LAUNCH_API_NAMES,
     LAUNCHES_SCHEMA,
     OPS_SCHEMA,
     FrameSpec,
     Trace,
+    calls_named,
     conform,
     empty_frame,
     union_ns,
@@ -720,6 +724,28 @@ def _unread_device_tables(export: Database) -> list[str]:
     )
 
 
+def _launch_calls(export: Database, strings: pl.DataFrame) -> int:
+    """The number of calls in the export's CUDA API tables that launch device work
+    (:data:`tracekit.model.LAUNCH_API_NAMES`, suffixes aside): counted by name id in SQL, for an export without
+    device ops only. nsys traces the API through its own injection and the kernels through CUPTI's activity
+    buffers: a process that exits without flushing them (killed, ``os._exit``, a time limit) leaves the launch
+    calls and no kernel. Read as a CPU-only trace, its NVTX leaves had been the operators ("utilization" 0.79
+    from host ranges, device "cpu")."""
+    tables = [
+        t for t in (RUNTIME_TABLE, DRIVER_TABLE) if export.nonempty(t) and "nameId" in export.columns(t)
+    ]
+    if not tables or strings.is_empty():
+        return 0
+    ids = calls_named(strings.rename({"value": "name"}), LAUNCH_API_NAMES).get_column("id").drop_nulls()
+    if ids.is_empty():
+        return 0
+    listed = ", ".join(str(int(i)) for i in ids)
+    return sum(
+        int(export.con.execute(f'SELECT count(*) FROM {quote(t)} WHERE "nameId" IN ({listed})').fetchone()[0])
+        for t in tables
+    )
+
+
 #: ``deviceId`` (and ``contextId``) of a whole-graph row whose first node runs on the host (CUPTI's
 #: ``CUpti_ActivityGraphTrace2``: "If this is INT_MAX, then the start is on the host").
 GRAPH_ON_HOST_DEVICE = 2**31 - 1
@@ -1205,8 +1231,18 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     # its NVTX leaves as operators had given a verdict on a GPU run from its host ranges alone.
     unread_tables = _unread_device_tables(export)
     unread = bool(unread_tables) if not ops.height else False
-    device = "gpu" if ops.height or unread else "cpu"
-    if not ops.height and ranges.height and not unread:
+    # Launch calls without a kernel (CUPTI's activity buffers never flushed): a GPU run whose device work was
+    # lost, no CPU-only one.
+    lost = _launch_calls(export, strings) if not ops.height and not unread else 0
+    if lost:
+        warnings.append(
+            f"the export records {lost:,} kernel launch calls but no kernel, copy or memset: nsys lost the "
+            "device's activity (CUPTI's records are flushed when the process exits or calls cudaProfilerStop; "
+            "a process killed or ended with os._exit loses them), so this is a GPU run without device work, "
+            "not a CPU-only trace"
+        )
+    device = "gpu" if ops.height or unread or lost else "cpu"
+    if device == "cpu" and ranges.height:
         ops = _cpu_operators(ranges)
     meta = export_meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
