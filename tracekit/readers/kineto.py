@@ -32,6 +32,13 @@ with a null ``end`` (no end time, as nsys leaves a NULL end: it counts as an op 
 warning counts them (``meta["ops_without_end"]``, :data:`OPS_WITHOUT_END`, says the reader did, so the
 analysis does not repeat it); the other events read such a duration as 0.
 
+Not Kineto traces, named in one line (TraceFormatError) rather than analyzed: a trace without device ops that
+holds an accelerator's runtime calls of a backend whose device work tracekit does not read (Intel Gaudi's
+``hpu_op``, whose engine events are ``hpu_op`` too; MTIA, Glow or PrivateUse1 calls without their device
+ops: :func:`_device_work_not_read`), which as a CPU run would have had its CPU operators' time stand for the
+device's; and, when no event was kept, a JAX/TensorFlow chrome trace (xprof's trace viewer JSON, TF1's
+timeline: :data:`XLA_PROCESS_NAME`) or the legacy autograd profiler's export.
+
 CUDA graphs with conditional nodes (:func:`_conditional_graphs`): a while node repeats its body on the
 device and the profiler records the body's kernels once (kineto#1062). When the trace shows such graphs
 (a call of :data:`CONDITIONAL_GRAPH_CALLS`, or PyTorch's ``set_conditional_handle_kernel`` among the
@@ -117,6 +124,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import json
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from itertools import compress, repeat
@@ -127,7 +135,7 @@ import polars as pl
 
 from tracekit import limits
 from tracekit.errors import TraceFormatError
-from tracekit.io import is_stream
+from tracekit.io import is_stream, peek_input
 from tracekit.limits import format_size
 from tracekit.model import (
     API_SCHEMA,
@@ -1234,6 +1242,77 @@ def _legacy_export(path: Path) -> bool:
     return False
 
 
+#: lower-cased categories of the host-side runtimes of accelerators whose device work tracekit reads only as
+#: the device-op categories (:data:`OP_CATEGORIES`): Gaudi's ``hpu_op``, MTIA's, Glow's and a PrivateUse1
+#: backend's. Such calls without one device op mean the device's work is not in what tracekit reads
+#: (:func:`_device_work_not_read`)
+ACCELERATOR_RUNTIMES: tuple[str, ...] = (
+    "hpu_op",
+    "mtia_runtime",
+    "glow_runtime",
+    "privateuse1_runtime",
+    "privateuse1_driver",
+)
+#: the device-op categories, as an error names them
+_OP_CATEGORY_NAMES = "kernel, gpu_memcpy, gpu_memset, mtia_ccp_events"
+
+
+def _device_work_not_read(x_events: pl.DataFrame) -> str | None:
+    """Why a trace without device ops that holds an accelerator's runtime calls (:data:`ACCELERATOR_RUNTIMES`)
+    cannot be read as a CPU run, in one line; None when it holds none. Read as one, its CPU operators' time
+    would stand for the device's busy time and the verdict would be theirs. An Intel Gaudi (HPU) trace writes
+    its host-side calls and its engines' (TPC, MME, DMA) work alike as ``hpu_op`` events, the latter with a
+    ``HW event name`` arg, on the device's pid: no category tracekit reads as device work."""
+    counts = (
+        x_events.filter(pl.col("cat_l").is_in(list(ACCELERATOR_RUNTIMES)))
+        .group_by("cat_l")
+        .len()
+        .sort("len", "cat_l", descending=[True, False])
+    )
+    if counts.is_empty():
+        return None
+    found = ", ".join(f"{n:,} {cat} events" for cat, n in counts.iter_rows())
+    if "hpu_op" in counts.get_column("cat_l"):
+        return (
+            f"an Intel Gaudi (HPU) trace ({found}, no event of a device-op category tracekit reads: "
+            f"{_OP_CATEGORY_NAMES}): tracekit does not read Gaudi's device work (its engines' hpu_op events), "
+            "so the device's busy time is not known, and read as a CPU run its CPU operators' time would stand "
+            "for the device's; tracekit reads the device activity of CUDA, ROCm, Intel XPU and MTIA traces"
+        )
+    return (
+        f"the trace records an accelerator's runtime calls ({found}) but no event of a device-op category "
+        f"tracekit reads ({_OP_CATEGORY_NAMES}): the device's work is not in it (its activity was not recorded, "
+        "or the backend names it otherwise), so its busy time is not known, and read as a CPU run its CPU "
+        "operators' time would stand for the device's; profile the device activity too"
+    )
+
+
+#: what marks a JAX or TensorFlow chrome trace: a process named as XLA and TensorFlow name devices and hosts
+#: (``/device:GPU:0``, ``/host:CPU``; TF1's timeline: ``/job:localhost/replica:0/task:0/device:GPU:0
+#: Compute``), which xprof (JAX's ``jax.profiler``, TensorFlow's profiler, TensorBoard's trace viewer) and
+#: TF1's ``timeline`` write as ``process_name`` metadata before the events. Kineto names processes after the
+#: program (``python3``) and devices ``GPU 0``.
+XLA_PROCESS_NAME = re.compile(r'"name"\s*:\s*"((?:/job:[^"]*?)?/(?:device|host):[A-Za-z_]+[^"]{0,80})"')
+
+
+def _jax_or_tensorflow(path: Path) -> str | None:
+    """The process name that marks ``path`` as a JAX/TensorFlow chrome trace (:data:`XLA_PROCESS_NAME`, looked
+    for in the head of the file: where those writers put their process names), or None. Made only when no
+    event was kept (the error path); not from a pipe, already read."""
+    from tracekit.readers import _json_head
+
+    if is_stream(path):
+        return None
+    try:
+        head = _json_head(path, peek_input(path, 64))
+    except TraceFormatError:
+        return None
+    found = XLA_PROCESS_NAME.search(head)
+    if found is None:
+        return None
+    return found.group(1)
+
+
 #: the launch dimensions of :func:`_launches`, in :data:`tracekit.model.LAUNCHES_SCHEMA` order
 _DIMS: tuple[str, ...] = LAUNCH_DIMS
 
@@ -1448,6 +1527,15 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
             "torch.profiler.profile instead",
             path,
         )
+    if x_events.is_empty():
+        xla = _jax_or_tensorflow(path)
+        if xla:
+            raise TraceFormatError(
+                f"a JAX/TensorFlow trace (processes named as XLA names them, such as '{xla}'), not a torch.profiler "
+                "trace: tracekit reads torch.profiler/Kineto traces (and Nsight Systems, ONNX Runtime and Nsight "
+                "Compute ones); for a JAX or TensorFlow program, profile it with nsys (nsys profile -t cuda,nvtx)",
+                path,
+            )
     warnings: list[str] = []
     x_events = _cut_long_names(x_events, warnings)
     if bad_ts:
@@ -1487,6 +1575,9 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         # the host's top-level operators: the idle-time attribution names dispatch time after them
         cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
     else:
+        not_read = _device_work_not_read(x_events)
+        if not_read:
+            raise TraceFormatError(not_read, path)
         device = "cpu"
         operators = _cpu_op_events(x_events)
         ops = _cpu_ops(_top_level(operators))

@@ -1,0 +1,181 @@
+"""Kineto reader, fuzz round 11: traces of other accelerators and other frameworks that the reader had taken
+for something they are not. Every trace here is hand-built (synthetic, made up for the test, not a
+measurement), spelt as the profiler that writes such a file spells it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracekit
+from tests.builders import kineto_event, kineto_file, write_file
+from tracekit.errors import TraceFormatError
+from tracekit.readers.kineto import read
+
+STEPS = 3
+
+
+def _gaudi_run(tmp_path: Path, device_events: bool = True, runtime: str = "hpu_op") -> Path:
+    """A Gaudi (HPU) run as torch.profiler with ProfilerActivity.HPU records it: ``STEPS`` ProfilerSteps of
+    1000 µs, each with one 50 µs ``aten::matmul`` on the host and, inside it, a 10 µs host-side ``hpu_op``
+    call (the bridge's launch of a graph recipe); the device's engines (TPC, MME) run 800 µs per step as
+    ``hpu_op`` events on the device's pid 0 with a ``HW event name`` arg (what public scripts that read such
+    traces look for: device events are ``hpu_op`` with a ``HW event name`` such as ``TPC_SPU_START_TO_SPU_HALT``,
+    host ones lack it). Truth: the device was busy 800 µs of each 1000 µs step; the host's operators 50 µs."""
+    events: list[dict[str, Any]] = []
+    for i in range(STEPS):
+        t0 = 1000 + i * 1000
+        events.append(kineto_event("user_annotation", f"ProfilerStep#{i}", t0, 990, 10, 10))
+        events.append(kineto_event("cpu_op", "aten::matmul", t0 + 10, 50, 10, 10))
+        events.append(kineto_event(runtime, "launchRecipe", t0 + 20, 10, 10, 10))
+        if device_events:
+            events.append(
+                kineto_event(runtime, "fused_gemm", t0 + 100, 500, 0, 6001, HW_event_name="MMEH_WB")
+            )
+            events.append(
+                kineto_event(
+                    runtime,
+                    "relu_fwd_bf16",
+                    t0 + 600,
+                    300,
+                    0,
+                    7001,
+                    HW_event_name="TPC_SPU_START_TO_SPU_HALT",
+                )
+            )
+    return kineto_file(tmp_path, events, f"gaudi_{runtime}.synthetic.json")
+
+
+@pytest.mark.parametrize("device_events", [True, False])
+def test_a_gaudi_trace_is_not_analyzed_as_a_cpu_run(tmp_path: Path, device_events: bool) -> None:
+    """A Gaudi trace: no event of a device-op category tracekit reads (kernel, gpu_memcpy, gpu_memset,
+    mtia_ccp_events), so the reader took it for a CPU-only run and the analysis read its CPU operators' time
+    as the device's: 'framework-bound — median operator utilization 5.1%' (0.050 ms busy of 0.990) with no
+    word, where the device was busy 0.800 ms of each step. The truth cannot be had from what tracekit reads:
+    a one-line error names the file as a Gaudi trace and says why."""
+    path = _gaudi_run(tmp_path, device_events)
+    with pytest.raises(TraceFormatError) as err:
+        read(path)
+    message = str(err.value)
+    assert path.name in message
+    assert "Intel Gaudi (HPU) trace" in message
+    assert f"{STEPS * (3 if device_events else 1)} hpu_op events" in message
+    assert "\n" not in message
+
+
+def test_the_cli_says_so_in_one_line_with_exit_2(tmp_path: Path) -> None:
+    path = _gaudi_run(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "analyze", str(path)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert done.returncode == 2
+    assert "Traceback" not in done.stderr
+    assert "Intel Gaudi (HPU) trace" in done.stderr
+
+
+@pytest.mark.parametrize("runtime", ["mtia_runtime", "privateuse1_runtime", "glow_runtime"])
+def test_another_accelerator_runtime_without_device_ops_is_said(tmp_path: Path, runtime: str) -> None:
+    """The same for the other accelerators whose host runtime Kineto names (MTIA, a PrivateUse1 backend,
+    Glow) when no device op of theirs is in a category tracekit reads."""
+    path = _gaudi_run(tmp_path, device_events=False, runtime=runtime)
+    with pytest.raises(TraceFormatError, match=rf"{STEPS} {runtime} events"):
+        read(path)
+
+
+def test_a_gaudi_trace_with_kernels_tracekit_reads_is_read(tmp_path: Path) -> None:
+    """Where the device's work is in a category tracekit reads, the trace is read as before (the refusal is
+    for traces whose device work is not)."""
+    events = json.loads(_gaudi_run(tmp_path, device_events=False).read_text())["traceEvents"]
+    events += [
+        kineto_event("kernel", "k", 1100 + i * 1000, 800, 0, 7, device=0, stream=7) for i in range(STEPS)
+    ]
+    trace = read(kineto_file(tmp_path, events, "gaudi_kernels.synthetic.json"))
+    assert trace.meta["device"] == "gpu" and trace.ops.height == STEPS
+
+
+def test_a_cpu_run_is_still_a_cpu_run(tmp_path: Path) -> None:
+    events = [kineto_event("cpu_op", "aten::mm", 1000 + i * 100, 50, 10, 10) for i in range(STEPS)]
+    a = tracekit.analyze(kineto_file(tmp_path, events, "cpu.synthetic.json"))
+    assert a.iterations["gpu_busy_ms"].sum() == pytest.approx(STEPS * 0.05)
+
+
+# --------------------------------------------------------------------------------------------------------------
+# JAX / TensorFlow chrome traces (xprof's trace viewer JSON, TF1's timeline)
+
+
+def _xprof_trace(tmp_path: Path, name: str = "perfetto_trace.synthetic.json") -> Path:
+    """A trace as JAX (``jax.profiler.trace(..., create_perfetto_trace=True)``) and TensorFlow's profiler
+    (TensorBoard's trace viewer) write it: ``displayTimeUnit`` "ns", ``metadata.highres-ticks``, process names
+    ``/host:CPU`` and ``/device:GPU:0``, complete events without a category."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "pid": 1, "name": "process_name", "args": {"name": "/device:GPU:0"}},
+        {"ph": "M", "pid": 1, "tid": 14, "name": "thread_name", "args": {"name": "Stream #14(Compute)"}},
+        {"ph": "M", "pid": 2, "name": "process_name", "args": {"name": "/host:CPU"}},
+    ]
+    for i in range(STEPS):
+        events.append({"ph": "X", "pid": 1, "tid": 14, "ts": 1000.5 + i * 100, "dur": 50, "name": "fusion_1"})
+        events.append({"ph": "X", "pid": 2, "tid": 7, "ts": 990 + i * 100, "dur": 5, "name": "PjitFunction"})
+    events.append({})
+    doc = {"displayTimeUnit": "ns", "metadata": {"highres-ticks": True}, "traceEvents": events}
+    return write_file(tmp_path, name, json.dumps(doc))
+
+
+def _tf1_timeline(tmp_path: Path) -> Path:
+    """TF1's ``timeline.Timeline(run_metadata.step_stats).generate_chrome_trace_format()``: process names
+    ``/job:localhost/replica:0/task:0/device:GPU:0 Compute``, events of category ``Op``."""
+    events: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "pid": 0, "args": {"name": "Allocators"}},
+        {
+            "name": "process_name",
+            "ph": "M",
+            "pid": 1,
+            "args": {"name": "/job:localhost/replica:0/task:0/device:GPU:0 Compute"},
+        },
+    ]
+    for i in range(STEPS):
+        events.append(
+            {"ph": "X", "cat": "Op", "name": "MatMul", "pid": 1, "tid": 0, "ts": 1000 + i * 100, "dur": 40,
+             "args": {"name": "dense/MatMul", "op": "MatMul"}}
+        )  # fmt: skip
+    return write_file(tmp_path, "timeline.synthetic.json", json.dumps({"traceEvents": events}))
+
+
+@pytest.mark.parametrize(
+    ("make", "process"),
+    [
+        (_xprof_trace, "/device:GPU:0"),
+        (_tf1_timeline, "/job:localhost/replica:0/task:0/device:GPU:0 Compute"),
+    ],
+)
+def test_a_jax_or_tensorflow_trace_is_named(tmp_path: Path, make: Any, process: str) -> None:
+    """Such a trace had read 'no ranges and no device activity: nothing to analyze', as if it were an empty
+    torch.profiler trace. It is named now, in one line, with what tracekit reads instead."""
+    path = make(tmp_path)
+    with pytest.raises(TraceFormatError) as err:
+        read(path)
+    message = str(err.value)
+    assert "a JAX/TensorFlow trace" in message
+    assert f"such as '{process}'" in message
+    assert "tracekit reads torch.profiler/Kineto traces" in message
+    assert "\n" not in message
+
+
+def test_an_empty_torch_profiler_trace_is_not_named_jax(tmp_path: Path) -> None:
+    """A torch.profiler trace that kept nothing still reads as before (nothing to analyze), with Kineto's own
+    process names (``python3``, ``GPU 0``: not TensorFlow's device names)."""
+    events = [
+        {"ph": "M", "pid": 10, "name": "process_name", "args": {"name": "python3"}},
+        {"ph": "M", "pid": 0, "name": "process_name", "args": {"name": "GPU 0"}},
+        {"ph": "i", "cat": "cpu_instant_event", "name": "x", "pid": 10, "tid": 10, "ts": 1000, "s": "t"},
+    ]
+    path = kineto_file(tmp_path, events, "empty.synthetic.json")
+    with pytest.raises(tracekit.errors.NoActivityError, match="nothing to analyze"):
+        tracekit.analyze(path)
