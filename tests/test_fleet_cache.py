@@ -475,3 +475,21 @@ def test_a_write_ahead_log_written_beside_an_unchanged_export_is_read_again(tmp_
     shutil.copyfile(f"{export}-wal", f"{path}-wal")  # the log appears; the file is unchanged
     assert cache.file_hash(path, cache.cache_folder(folder)) != digest
     assert cache.cached_read(path, folder).ops.height == 5
+
+
+def test_a_read_that_asks_for_launch_dimensions_gets_them_from_the_cache_too(tmp_path: Path) -> None:
+    """``launches`` is read on request only (the Nsight Compute join's launch check): an entry made by such a
+    read holds it, and the cached read gives back the same frame (before: an entry never stored it, so the
+    cached read came back with no launch dimensions and the join's launch check had nothing to check)."""
+    from tracekit.readers import read_trace
+
+    trace = REPO / "sample_traces/h200_bert_fp16/cuda-graphs/cuda-graphs_b1_s128.torch.json.gz"
+    spec = {"ops": None, "launches": None}
+    direct = read_trace(trace, frames=spec, sidecar={}).launches
+    assert direct.height > 0
+    first = cache.cached_read(trace, tmp_path, spec).launches
+    again = cache.cached_read(trace, tmp_path, spec).launches
+    assert first.equals(direct) and again.equals(direct)
+    assert (
+        cache.cached_read(trace, tmp_path).launches.height == 0
+    )  # "everything" leaves it out, as a read does

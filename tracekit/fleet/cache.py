@@ -36,8 +36,9 @@ from tracekit import __version__
 
 #: bumped when the entries' layout changes (invalidates every entry); 2: an entry's meta holds nothing of
 #: the trace's sidecar; 3: an Nsight Systems range never closed keeps a null end (was: the trace end), and
-#: an ONNX Runtime profile's meta counts its kernels that start before their node (``ops_before_parent``)
-CACHE_FORMAT = 3
+#: an ONNX Runtime profile's meta counts its kernels that start before their node (``ops_before_parent``);
+#: 4: an entry stores the ``launches`` frame too (a read that asked for it had been answered without it)
+CACHE_FORMAT = 4
 #: the modules whose code decides what a reader gives (relative to the ``tracekit`` package): any change to
 #: them changes :data:`READER_VERSION`, so a reader fixed without a version bump never answers from frames
 #: an older reader wrote
@@ -70,7 +71,9 @@ CACHE_MAX_ENV = "TRACEKIT_CACHE_MAX"
 DEFAULT_CACHE_MAX = 10 << 30
 #: a temporary folder of a writer (``.entry-*``) or of an eviction (``.evict-*``) older than this is left over
 STALE_TEMPORARY_S = 3600
-FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops")
+#: every frame of a :class:`tracekit.model.Trace` (its ``SCHEMAS``), as an entry stores them; ``launches`` is
+#: empty unless the read that made the entry asked for it (its frame spec is then part of the entry's name)
+FRAMES = ("ops", "api", "ranges", "gpu_metrics", "kernel_metrics", "cpu_ops", "launches")
 
 
 def cache_folder(cache_dir: str | Path) -> Path:
