@@ -688,7 +688,8 @@ def cut_off_launches(trace: Trace, start: int, end: int, pid: int | None) -> int
 def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple[int, int] | None:
     """(kernels held, kernels of an earlier replay of the same graph) for a graph launch of process ``pid``
     (any, when None) starting in [``start``, ``end``) (the last iteration's range) whose replay the capture
-    cut: its ops are the first ones of an earlier replay (the same op names in the same order) but fewer, and
+    cut: its ops are the first ones of an earlier replay (the same op names in the same order; of the same
+    graph id where the profiler recorded one: another graph with kernels of the same names is no evidence) but fewer, and
     its last op is the last to end on its device; no other replay holds exactly its ops (names, order, count),
     which makes it a whole replay (piecewise CUDA graphs: each step's last piece is a prefix of its others).
     None when there is none. :func:`cut_off_launches` cannot
@@ -713,14 +714,24 @@ def cut_off_replay(trace: Trace, start: int, end: int, pid: int | None) -> tuple
     if ends.is_empty():
         return None
     graph_keys = calls_named(api, GRAPH_LAUNCH_NAMES).select(_call_key(exact)).get_column("key").drop_nulls()
-    replays = timed.select("start", "name", _call_key(exact)).filter(
+    graph = pl.col("graph") if "graph" in timed.columns else pl.lit(None, pl.Int64)
+    replays = timed.select("start", "name", graph.alias("graph"), _call_key(exact)).filter(
         pl.col("key").is_in(graph_keys.implode())
     )
-    counts = replays.group_by("key").agg(pl.len().alias("ops"))
+    counts = replays.group_by("key").agg(pl.len().alias("ops"), pl.col("graph").drop_nulls().first())
     for key in ends.get_column("key").unique().to_list():
-        size = counts.filter(pl.col("key") == key).get_column("ops")
-        held_ops = int(size[0]) if size.len() else 0
-        longer = counts.filter((pl.col("ops") > held_ops) & (pl.col("key") != key))
+        mine = counts.filter(pl.col("key") == key)
+        held_ops = int(mine.get_column("ops")[0]) if mine.height else 0
+        # where the profiler recorded graph ids (nsys graphId, Kineto "graph id"), only replays of the same
+        # graph are compared: another graph whose kernels have the same names (a layer captured for another
+        # shape) says nothing of how long this one's replay is
+        held_graph = mine.get_column("graph")[0] if mine.height else None
+        same_graph = (
+            pl.lit(True)
+            if held_graph is None
+            else pl.col("graph").is_null() | (pl.col("graph") == held_graph)
+        )
+        longer = counts.filter((pl.col("ops") > held_ops) & (pl.col("key") != key) & same_graph)
         if not held_ops or longer.is_empty():
             continue
         # a replay of its very size and names elsewhere is a whole one (piecewise CUDA graphs: the last piece

@@ -1,0 +1,67 @@
+"""Exact cases the cross-format differential testing (tests/test_diff11_formats.py) turned up: hand-built,
+labelled-synthetic workloads (tests/test_diff11_workload.py) written both as an nsys SQLite export and as a
+Kineto JSON trace, each analyzed, each figure checked against the number worked out by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.test_diff11_workload import Call, Op, Range, Workload, write_kineto, write_nsys
+from tracekit.analyzers.iterations import analyze_iterations
+from tracekit.readers import read_trace
+
+US = 1000
+FORMATS = ("nsys", "kineto")
+
+
+def _analyze(w: Workload, tmp_path: Path, fmt: str):
+    if fmt == "nsys":
+        path = write_nsys(w, tmp_path / "w.synthetic.sqlite")
+    else:
+        path = write_kineto(w, tmp_path / "w.synthetic.json")
+    return analyze_iterations(read_trace(path))
+
+
+def _graph_step(start: int, corr: int, graph: int, kernels: int) -> tuple[Range, Call, list[Op]]:
+    """One 100 us iteration replaying ``graph`` (``kernels`` kernels named "layer" of 10 us, back to back from
+    +10 us) with one 5 us ``cudaGraphLaunch`` at +2 us, then a 1 us sync once the replay is done."""
+    ops = [
+        Op(start + 10 * US + k * 10 * US, start + 20 * US + k * 10 * US, "kernel", 7, corr, 0, graph, "layer")
+        for k in range(kernels)
+    ]
+    return Range(start, start + 100 * US), Call(start + 2 * US, start + 7 * US, "cudaGraphLaunch", corr), ops
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_replay_of_another_graph_is_not_a_cut_off_replay(tmp_path: Path, fmt: str) -> None:
+    # Iteration 0 replays graph 1 (4 kernels), iteration 1 graph 2 (3 kernels of the same names, e.g. the same
+    # layer captured for another shape): graph 2's replay is whole, and its last kernel is the last op of the
+    # device. Before, the cut-off-replay rule compared op names only, called iteration 1 "the capture ended
+    # during the replay" and left it out (1 iteration analyzed); it is 2 iterations, 40 and 30 us busy.
+    w = Workload()
+    for i, (graph, kernels) in enumerate(((1, 4), (2, 3))):
+        r, c, ops = _graph_step(i * 200 * US, i + 1, graph, kernels)
+        w.ranges.append(r)
+        w.calls.append(c)
+        w.ops.extend(ops)
+    a = _analyze(w, tmp_path, fmt)
+    assert a.iterations.height == 2
+    assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.04, 0.03], abs=1e-12)
+    assert not any("capture ended during the replay" in x for x in a.warnings)
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_replay_of_the_same_graph_cut_short_is_still_left_out(tmp_path: Path, fmt: str) -> None:
+    # The same shape with one graph (id 1) replayed in both iterations: the second replay holds the first 3
+    # of its 4 kernels and ends the capture: cut off, left out (the rule kept).
+    w = Workload()
+    for i, kernels in enumerate((4, 3)):
+        r, c, ops = _graph_step(i * 200 * US, i + 1, 1, kernels)
+        w.ranges.append(r)
+        w.calls.append(c)
+        w.ops.extend(ops)
+    a = _analyze(w, tmp_path, fmt)
+    assert a.iterations.height == 1
+    assert any("capture ended during the replay" in x for x in a.warnings)
