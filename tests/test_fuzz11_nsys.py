@@ -71,3 +71,90 @@ def test_cuda_calls_that_launch_nothing_leave_a_cpu_trace_cpu_only(tmp_path: Pat
     trace = read(b.write(tmp_path / "cpu.synthetic.sqlite"))
     assert trace.meta["device"] == "cpu"
     assert trace.ops.height == STEPS
+
+
+# ------------------------------------------------------------------ driver API names: _v<n> before _ptsz
+
+
+def _captured_then_eager(begin: str, end: str, launch: str, sync: str) -> NsysBuilder:
+    """A driver-API application: 20 ``launch`` calls captured into a graph between ``begin`` and ``end``
+    (no kernel: captured work does not run), then 4 'iteration' ranges of 500 µs, 1000 µs apart (t0 from
+    100 µs), each a 5 µs ``launch`` at 10 µs of its 300 µs kernel at 20 µs and a ``sync`` from 30 to 330 µs."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.driver(1 * US, 2 * US, begin, correlation=1000)
+    for k in range(20):
+        b.driver(3 * US + k * US, 3 * US + k * US + 500, launch, correlation=2000 + k)
+    b.driver(30 * US, 31 * US, end, correlation=1001)
+    for i in range(STEPS):
+        t0 = 100 * US + i * 1000 * US
+        b.nvtx_range(t0, t0 + 500 * US, "iteration")
+        b.driver(t0 + 10 * US, t0 + 15 * US, launch, correlation=2 * i + 1)
+        b.kernel(t0 + 20 * US, t0 + 320 * US, "gemm", correlation=2 * i + 1)
+        b.driver(t0 + 30 * US, t0 + 330 * US, sync, correlation=2 * i + 2)
+    return b
+
+
+def test_driver_calls_versioned_before_their_per_thread_suffix_are_known(tmp_path: Path) -> None:
+    """CUPTI names the per-thread-default-stream twins of versioned driver calls with the version first:
+    ``cuStreamBeginCapture_v2_ptsz``, ``cuMemcpyDtoHAsync_v2_ptsz``, ``cuMemcpyHtoD_v2_ptds`` (cupti_driver_cbid.h),
+    where runtime calls put it last (``cudaLaunchKernel_ptsz_v7000``). The reader strips a version only at the
+    end, and the analysis strips ``_ptsz`` then a version: ``cuStreamBeginCapture_v2_ptsz`` was
+    "cuStreamBeginCapture_v2", no capture call. The 20 launches captured into a graph (no kernel, as captured
+    work does not run) then read as lost kernels: "verdict uncertain: 20 of 24 kernel launches have no
+    kernel". The version is stripped before the per-thread suffix too: "cuStreamBeginCapture_ptsz", known,
+    and no doubt, as with the same calls without ``_ptsz``."""
+    names = ("cuStreamBeginCapture_v2_ptsz", "cuStreamEndCapture_ptsz", "cuLaunchKernel_ptsz")
+    b = _captured_then_eager(*names, "cuStreamSynchronize_ptsz")
+    path = b.write(tmp_path / "ptsz.synthetic.sqlite")
+    api = read(path).api
+    assert sorted(api["name"].unique().to_list()) == [
+        "cuLaunchKernel_ptsz",
+        "cuStreamBeginCapture_ptsz",
+        "cuStreamEndCapture_ptsz",
+        "cuStreamSynchronize_ptsz",
+    ]
+    a = tracekit.analyze(path)
+    assert not [w for w in a.warnings if "uncertain" in w]
+    assert ms(a, "gpu_busy_ms") == [0.3] * STEPS
+    assert ms(a, "sync_ms") == [0.01] * STEPS
+    plain = _captured_then_eager(
+        "cuStreamBeginCapture_v2", "cuStreamEndCapture", "cuLaunchKernel", "cuStreamSynchronize"
+    )
+    ref = tracekit.analyze(plain.write(tmp_path / "plain.synthetic.sqlite"))
+    assert not [w for w in ref.warnings if "uncertain" in w]
+
+
+@pytest.mark.parametrize(
+    ("raw", "read_as"),
+    [
+        ("cuMemcpyDtoHAsync_v2_ptsz", "cuMemcpyDtoHAsync_ptsz"),
+        ("cuMemcpyHtoD_v2_ptds", "cuMemcpyHtoD_ptds"),
+        ("cudaLaunchKernel_ptsz_v7000", "cudaLaunchKernel_ptsz"),
+        ("cudaGetDeviceProperties_v2_v12000", "cudaGetDeviceProperties_v2"),
+        ("cuLaunchKernel", "cuLaunchKernel"),
+        ("cuMemcpyDtoH_v2", "cuMemcpyDtoH"),
+    ],
+)
+def test_one_version_suffix_is_stripped_wherever_cupti_puts_it(
+    tmp_path: Path, raw: str, read_as: str
+) -> None:
+    b = NsysBuilder()
+    b.driver(1 * US, 2 * US, raw, correlation=1)
+    b.kernel(3 * US, 4 * US, "k", correlation=1)
+    assert read(b.write(tmp_path / "names.synthetic.sqlite")).api["name"].to_list() == [read_as]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/model.py API_NAME_SUFFIX strips '_ptsz' then a version, not a version before '_ptsz' "
+    "(CUPTI's driver names 'cuStreamBeginCapture_v2_ptsz'): a reader that keeps the raw name (Kineto) still "
+    "misses the capture call; owner: model.py (nobody's this round)",
+)
+def test_the_analysis_knows_a_driver_call_versioned_before_its_per_thread_suffix() -> None:
+    import polars as pl
+
+    from tracekit.model import calls_named
+
+    api = pl.DataFrame({"name": ["cuStreamBeginCapture_v2_ptsz"]})
+    assert calls_named(api, ["cuStreamBeginCapture"]).height == 1

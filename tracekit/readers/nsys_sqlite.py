@@ -37,7 +37,9 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     ``kind`` = "driver" for rows of the DRIVER table and for RUNTIME rows with ``eventClass`` 1
     (TRACE_PROCESS_EVENT_CUDA_DRIVER: nsys puts driver calls such as ``cuLaunchKernel`` there), else
     "runtime". ``name`` has one version suffix stripped (``cudaLaunchKernel_v7000`` -> ``cudaLaunchKernel``,
-    ``cudaGetDeviceProperties_v2_v12000`` -> ``cudaGetDeviceProperties_v2``). ``pid`` / ``thread`` =
+    ``cudaGetDeviceProperties_v2_v12000`` -> ``cudaGetDeviceProperties_v2``; before the per-thread suffix of a
+    driver call, where CUPTI puts it: ``cuStreamBeginCapture_v2_ptsz`` -> ``cuStreamBeginCapture_ptsz``).
+    ``pid`` / ``thread`` =
     ``(globalTid >> 24) & 0xFFFFFF`` / ``globalTid & 0xFFFFFF``. Rows that repeat one non-zero correlation id
     within a process (nsys 2022.4 writes each call twice, a plain "CUDA backtrace" row and the ``_v`` row)
     are collapsed to the outermost one: earliest start, then longest.
@@ -188,7 +190,11 @@ MEM_KINDS: dict[int, str] = {
     7: "Unknown",
 }
 
-API_SUFFIX = r"_v\d+$"
+#: A version suffix of a CUDA API name, at the end or before the per-thread-default-stream suffix: CUPTI
+#: names runtime calls ``cudaLaunchKernel_ptsz_v7000`` but versioned driver calls
+#: ``cuMemcpyDtoHAsync_v2_ptsz`` (cupti_driver_cbid.h); replaced by :data:`API_SUFFIX_KEPT`.
+API_SUFFIX = r"_v\d+(_ptsz|_ptds)?$"
+API_SUFFIX_KEPT = "${1}"
 
 #: NVTX ranges as read, before nesting (``end`` null for a range never closed).
 RAW_RANGES_SCHEMA: dict[str, pl.DataType] = {
@@ -448,7 +454,7 @@ def _read_api_table(
     ).drop("global_tid")
     if "name_id" in frame.columns:
         # Strip the version suffix once per distinct string, not once per call.
-        names = strings.with_columns(pl.col("value").str.replace(API_SUFFIX, ""))
+        names = strings.with_columns(pl.col("value").str.replace(API_SUFFIX, API_SUFFIX_KEPT))
         frame = _lookup_names(frame, names, "name_id", "name")
     if wanted is None or "kind" in wanted:
         if table == DRIVER_TABLE:
