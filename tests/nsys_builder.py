@@ -226,6 +226,14 @@ TABLES: dict[str, list[_Col]] = {
         ("typeId", "INTEGER", True),
         ("data", "TEXT", True),
     ],
+    # nsys 2021.1 and before: the GPUs by CUDA device id (TARGET_INFO_GPU's predecessor; the columns NVIDIA's
+    # 2021.1 report scripts and other readers of such exports use)
+    "TARGET_INFO_CUDA_GPU": [
+        ("deviceId", "INTEGER", True),
+        ("name", "TEXT", False),
+        ("numMultiprocessors", "INTEGER", False),
+        ("computeCapabilityMajor", "INTEGER", False),
+    ],
 }
 
 #: Columns a real export fills that tests rarely care about.

@@ -158,3 +158,27 @@ def test_the_analysis_knows_a_driver_call_versioned_before_its_per_thread_suffix
 
     api = pl.DataFrame({"name": ["cuStreamBeginCapture_v2_ptsz"]})
     assert calls_named(api, ["cuStreamBeginCapture"]).height == 1
+
+
+# ------------------------------------------------------------------ nsys 2021.1's GPU table
+
+
+def test_an_early_2021_export_names_its_gpu_from_target_info_cuda_gpu(tmp_path: Path) -> None:
+    """nsys up to 2021.1 lists the GPUs in ``TARGET_INFO_CUDA_GPU`` (``deviceId``, ``name``, ...; NVIDIA's
+    2021.1 report scripts join it to the kernels ``USING(deviceId)``), not ``TARGET_INFO_GPU``: the export's
+    GPU had no name (``meta["gpu"]`` missing, the table and fleet views without it). Two V100s, the kernels
+    on device 1."""
+    b = NsysBuilder(version="2021.1.1.66")
+    for dev, name in ((0, "Tesla V100-SXM2-16GB"), (1, "Tesla V100-SXM2-32GB")):
+        b.add(
+            "TARGET_INFO_CUDA_GPU", deviceId=dev, name=name, numMultiprocessors=80, computeCapabilityMajor=7
+        )
+    for i in range(STEPS):
+        b.runtime(i * 100 * US, i * 100 * US + 5 * US, "cudaLaunchKernel_v7000", correlation=i + 1)
+        b.kernel(i * 100 * US + 10 * US, i * 100 * US + 50 * US, "k", correlation=i + 1, device=1)
+    trace = read(b.write(tmp_path / "v2021.synthetic.sqlite"))
+    assert trace.meta["gpu"] == "Tesla V100-SXM2-32GB"
+    assert trace.meta["gpus"] == [
+        {"id": 0, "name": "Tesla V100-SXM2-16GB"},
+        {"id": 1, "name": "Tesla V100-SXM2-32GB"},
+    ]

@@ -60,6 +60,11 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
+#: The GPU table of nsys 2021.1 and before (``deviceId``, ``name``, ...), TARGET_INFO_GPU's predecessor (NVIDIA's
+#: own 2021.1 report scripts join it to the kernels ``USING(deviceId)``).
+EARLY_GPU_TABLE = "TARGET_INFO_CUDA_GPU"
+
+
 def gpu_table(
     export: Database, env: dict[str, str], numbering: dict[tuple[int, int], int] | None = None
 ) -> list[dict[str, Any]]:
@@ -79,6 +84,13 @@ def gpu_table(
         )
         rows = [
             {"gid": r[0], "name": r[1], "pw": r[2], "cu": r[3]} for r in export.con.execute(sql).fetchall()
+        ]
+    elif export.has(EARLY_GPU_TABLE) and {"deviceId", "name"} <= export.columns(EARLY_GPU_TABLE):
+        # nsys 2021.1 and before: one row per CUDA device, keyed by the kernels' deviceId
+        t = EARLY_GPU_TABLE
+        sql = f'SELECT DISTINCT "deviceId", "name" FROM {quote(t)} ORDER BY "deviceId"'
+        rows = [
+            {"gid": r[0], "name": r[1], "pw": None, "cu": r[0]} for r in export.con.execute(sql).fetchall()
         ]
     elif env.get("GpuInfo"):
         try:
