@@ -153,6 +153,7 @@ from tracekit.model import (
     conform,
     empty_frame,
     sort_frame,
+    union_ns,
     wanted_frames,
 )
 from tracekit.readers import kineto_wire, kineto_worker
@@ -1287,6 +1288,60 @@ def _device_work_not_read(x_events: pl.DataFrame) -> str | None:
     )
 
 
+#: range and operator names that torch.compile's code runs under: Dynamo's frame (``Torch-Compiled Region:
+#: 0/0``), Inductor's call of its compiled graph (``## Call CompiledFxGraph <hash> ##``) and AOTAutograd's
+#: autograd function (``CompiledFunction``)
+COMPILED_REGION_NAMES: tuple[str, ...] = ("Torch-Compiled Region", "CompiledFxGraph", "CompiledFunction")
+#: the operators Inductor records for its generated C++ kernels when ``torch._inductor.config.cpp.
+#: enable_kernel_profile`` is set (off by default): ``cpp_fused_<ops>_<n>`` (``kernel_cpp_<n>`` without
+#: descriptive names)
+COMPILED_KERNEL_OPERATOR = r"^(cpp_fused|kernel_cpp)"
+#: ``meta`` key of :func:`_compiled_cpu_code`'s evidence
+COMPILED_CPU_CODE = "compiled_cpu_code"
+
+
+def _compiled_cpu_code(ops: pl.DataFrame, ranges: pl.DataFrame) -> dict[str, Any] | None:
+    """Evidence that a CPU-only trace ran torch.compile (Inductor) code whose kernels it does not record, and
+    the warning that says so; None otherwise. Inductor's generated C++ kernels are plain function calls, not
+    dispatcher operators: torch.profiler records them only when ``enable_kernel_profile`` is set
+    (:data:`COMPILED_KERNEL_OPERATOR`), so by default the time they take inside the compiled regions is in
+    no operator and reads as framework overhead (or, under an autograd ``CompiledFunction`` operator, the
+    wrapper's overhead reads as operator time). ``unrecorded_ms``: the time of the compiled regions (the
+    ranges of :data:`COMPILED_REGION_NAMES`, their union) that no top-level operator (``ops``) covers."""
+    names = ranges.get_column("name")
+    regions = ranges.filter(
+        pl.any_horizontal(names.str.contains(n, literal=True) for n in COMPILED_REGION_NAMES)
+    ).filter(pl.col("domain") != "gpu")
+    op_names = ops.get_column("name")
+    compiled_ops = ops.filter(op_names.str.starts_with(COMPILED_REGION_NAMES[2]))
+    if regions.is_empty() and compiled_ops.is_empty():
+        return None
+    if op_names.str.contains(COMPILED_KERNEL_OPERATOR).any():
+        return None  # recorded with enable_kernel_profile: the kernels are operators
+    spans = pl.concat([regions.select("start", "end"), compiled_ops.select("start", "end")])
+    region_ns = union_ns(spans.get_column("start"), spans.get_column("end"))
+    ops_ns = union_ns(ops.get_column("start"), ops.get_column("end"))
+    both = pl.concat([spans, ops.select("start", "end")])
+    unrecorded = union_ns(both.get_column("start"), both.get_column("end")) - ops_ns
+    # the compiled regions apart from one another (a graph call inside its Dynamo frame is one region)
+    ordered = spans.sort("start", "end")
+    count = ordered.select((pl.col("start") >= pl.col("end").cum_max().shift(1)).fill_null(True).sum()).item()
+    warning = (
+        f"the trace runs torch.compile'd code on the CPU ({count} compiled region(s), {region_ns / 1e6:.3f} ms) "
+        "whose generated C++ kernels are not recorded as operators (Inductor records them only with "
+        "torch._inductor.config.cpp.enable_kernel_profile = True): the compiled regions' "
+        f"{unrecorded / 1e6:.3f} ms outside recorded operators is their kernels' work as much as framework "
+        "overhead, so the operator busy time and utilization do not tell the two apart; record with "
+        "enable_kernel_profile for a verdict"
+    )
+    return {
+        "regions": count,
+        "region_ms": region_ns / 1e6,
+        "unrecorded_ms": unrecorded / 1e6,
+        "warning": warning,
+    }
+
+
 #: what marks a JAX or TensorFlow chrome trace: a process named as XLA and TensorFlow name devices and hosts
 #: (``/device:GPU:0``, ``/host:CPU``; TF1's timeline: ``/job:localhost/replica:0/task:0/device:GPU:0
 #: Compute``), which xprof (JAX's ``jax.profiler``, TensorFlow's profiler, TensorBoard's trace viewer) and
@@ -1588,12 +1643,17 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     warnings += _unread_gpu_categories(categories, gpu_ops)
     ranges = _ranges(x_events, main_pid)
     warnings += _unread_range_categories(categories, ranges)
+    compiled = _compiled_cpu_code(ops, ranges) if device == "cpu" else None
+    if compiled:  # the analysis may doubt a verdict on it (its key in meta)
+        warnings.append(compiled["warning"])
     if PYTHON_TRACER_CATEGORY in categories:
         warnings.append(PYTHON_TRACING_WARNING)
     comm_args = header.pop(_COLLECTIVE_ARGS, None)
     meta = _meta(path, header, categories, ops, device)
     if comm_args and device == "gpu":  # (the ranks' analysis matches collectives per process group by it)
         meta["collective_args"] = comm_args
+    if compiled:
+        meta[COMPILED_CPU_CODE] = compiled
     if scopes:  # the analysis doubts its verdict then (plausibility.operator_scopes)
         meta["scope_candidates"] = scopes
     meta["cpu_op_summary"] = _summary(x_events)
