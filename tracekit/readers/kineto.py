@@ -1586,7 +1586,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         xla = _jax_or_tensorflow(path)
         if xla:
             raise TraceFormatError(
-                f"a JAX/TensorFlow trace (processes named as XLA names them, such as '{xla}'), not a torch.profiler "
+                f"a JAX/TensorFlow trace (XLA's profiler, as JAX, TensorFlow and torch_xla write it: processes named "
+                f"such as '{xla}'), not a torch.profiler "
                 "trace: tracekit reads torch.profiler/Kineto traces (and Nsight Systems, ONNX Runtime and Nsight "
                 "Compute ones); for a JAX or TensorFlow program, profile it with nsys (nsys profile -t cuda,nvtx)",
                 path,
