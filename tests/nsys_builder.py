@@ -199,6 +199,8 @@ TABLES: dict[str, list[_Col]] = {
         ("returnValue", "INTEGER", True),
     ],
     "META_DATA_EXPORT": [("name", "TEXT", True), ("value", "TEXT", False)],
+    # what the capture traced (CAPTURE_EVENT_TYPE rows: "NvtxEvents", "Cuda", ...; nsys 2024.6 to 2026.2)
+    "META_DATA_CAPTURE": [("name", "TEXT", True), ("value", "TEXT", False)],
     "EXPORT_META_DATA": [("name", "TEXT", True), ("value", "TEXT", False)],
     "TARGET_INFO_GPU_METRICS": [
         ("typeId", "INTEGER", True),

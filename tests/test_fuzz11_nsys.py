@@ -182,3 +182,45 @@ def test_an_early_2021_export_names_its_gpu_from_target_info_cuda_gpu(tmp_path: 
         {"id": 0, "name": "Tesla V100-SXM2-16GB"},
         {"id": 1, "name": "Tesla V100-SXM2-32GB"},
     ]
+
+
+# ------------------------------------------------------------------ a capture that did not trace CUDA
+
+
+def _nvtx_only(capture_types: list[str] | None) -> NsysBuilder:
+    """4 'iteration' ranges of 500 µs, each around a 395 µs 'aten::mm' range; no CUDA table. The capture's
+    META_DATA_CAPTURE lists ``capture_types`` as its CAPTURE_EVENT_TYPE rows (None: no such table)."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    if capture_types is not None:
+        b.table("META_DATA_CAPTURE")
+        for kind in capture_types:
+            b.add("META_DATA_CAPTURE", name="CAPTURE_EVENT_TYPE", value=kind)
+    for i in range(STEPS):
+        t0 = i * 1000 * US
+        b.nvtx_range(t0, t0 + 500 * US, "iteration")
+        b.nvtx_range(t0 + 5 * US, t0 + 400 * US, "aten::mm")
+    return b
+
+
+def test_a_capture_that_did_not_trace_cuda_says_so(tmp_path: Path) -> None:
+    """``nsys profile -t nvtx,osrt`` of a GPU application: the export holds no CUDA table, and is read as a
+    CPU-only run whose NVTX leaves are the operators ('aten::mm', "utilization" 0.79). That is all it can be
+    read as, but nothing said that CUDA was not traced, while the capture's own META_DATA_CAPTURE says so (its
+    CAPTURE_EVENT_TYPE rows name no 'Cuda', as the real 2024.6 to 2026.2 exports, traced with CUDA, do): a
+    warning says that any GPU work is missing."""
+    path = _nvtx_only(["NvtxEvents", "OSRuntime"]).write(tmp_path / "nvtx_only.synthetic.sqlite")
+    trace = read(path)
+    assert trace.meta["device"] == "cpu"
+    assert any("did not trace CUDA" in w for w in trace.meta["warnings"])
+
+
+@pytest.mark.parametrize("types", [None, ["NvtxEvents", "Cuda"], []])
+def test_a_cpu_trace_whose_capture_traced_cuda_or_does_not_say_is_not_warned(
+    tmp_path: Path, types: list[str] | None
+) -> None:
+    """CUDA traced (a CPU process made no CUDA call), or no word of what was traced (2022.4 writes no
+    META_DATA_CAPTURE): no such warning."""
+    trace = read(_nvtx_only(types).write(tmp_path / "cpu.synthetic.sqlite"))
+    assert trace.meta["device"] == "cpu"
+    assert not any("did not trace CUDA" in w for w in trace.meta["warnings"])

@@ -80,7 +80,9 @@ their thread), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid
 and so do ranges named ``iteration`` or ``ProfilerStep#N`` at any depth (inside a ``benchmark`` range they
 are leaves of depth 1, and would be operators busy all of their own iteration: "compute-bound", 100%).
 An export whose API tables hold kernel launch calls but no device op (CUPTI's activity buffers never flushed:
-the process was killed) is no CPU-only trace: a GPU trace without ops, with a warning.
+the process was killed) is no CPU-only trace: a GPU trace without ops, with a warning. A CPU-only trace whose
+``META_DATA_CAPTURE`` lists what the capture traced without CUDA (``nsys profile -t nvtx,osrt``) is warned
+about: any GPU work the application did is not in it.
 
 ``meta``: ``format`` "nsys-sqlite", ``format_version`` (EXPORT_PRODUCT_VERSION, e.g. "2024.6.2.25"),
 ``export_schema_version``, ``device``, ``gpu`` (name of the GPU that ran most kernels), ``gpus`` (list of
@@ -752,6 +754,19 @@ def _launch_calls(export: Database, strings: pl.DataFrame) -> int:
     )
 
 
+def _capture_event_types(export: Database) -> list[str]:
+    """What the capture traced, as its ``META_DATA_CAPTURE`` lists it (``CAPTURE_EVENT_TYPE`` rows: "NvtxEvents",
+    "Cuda", ...; the real 2024.6 to 2026.2 exports, traced with CUDA, name "Cuda"); [] when the export does not
+    say (2022.4 writes no such table)."""
+    t = "META_DATA_CAPTURE"
+    if not export.has(t) or not {"name", "value"} <= export.columns(t):
+        return []
+    rows = export.con.execute(
+        f'SELECT DISTINCT "value" FROM {quote(t)} WHERE "name" = \'CAPTURE_EVENT_TYPE\' ORDER BY "value"'
+    ).fetchall()
+    return [str(r[0]) for r in rows if r[0] is not None]
+
+
 #: ``deviceId`` (and ``contextId``) of a whole-graph row whose first node runs on the host (CUPTI's
 #: ``CUpti_ActivityGraphTrace2``: "If this is INT_MAX, then the start is on the host").
 GRAPH_ON_HOST_DEVICE = 2**31 - 1
@@ -1250,6 +1265,15 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     device = "gpu" if ops.height or unread or lost else "cpu"
     if device == "cpu" and ranges.height:
         ops = _cpu_operators(ranges)
+    if (
+        device == "cpu"
+        and (traced := _capture_event_types(export))
+        and not any("cuda" in t.lower() for t in traced)
+    ):
+        warnings.append(
+            f"the capture did not trace CUDA (it traced {', '.join(traced)}; nsys profile -t without cuda): read "
+            "as a CPU-only run, any GPU work the application did is not in it"
+        )
     meta = export_meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
     if "gpu_metrics" in want and gpu_metrics is not None and gpu_metrics.height:
