@@ -224,3 +224,30 @@ def test_a_cpu_trace_whose_capture_traced_cuda_or_does_not_say_is_not_warned(
     trace = read(_nvtx_only(types).write(tmp_path / "cpu.synthetic.sqlite"))
     assert trace.meta["device"] == "cpu"
     assert not any("did not trace CUDA" in w for w in trace.meta["warnings"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/model.py _LAUNCHES lacks launch calls CUPTI still names: the driver API's "
+    "cuLaunchCooperativeKernelMultiDevice, cuLaunchGrid, cuLaunchGridAsync and cuLaunch (deprecated, still "
+    "exported by libcuda) and the runtime's cudaLaunch (CUDA <= 9 '<<<>>>'): their time reads other_api, not "
+    "launch; owner: model.py (nobody's this round)",
+)
+@pytest.mark.parametrize(
+    "launch",
+    ["cuLaunchCooperativeKernelMultiDevice", "cuLaunchGrid", "cuLaunchGridAsync", "cudaLaunch_v3020"],
+)
+def test_older_launch_calls_are_launches(tmp_path: Path, launch: str) -> None:
+    """4 'iteration' ranges of 500 µs: a 5 µs ``launch`` at 10 µs of a 200 µs kernel at 20 µs and a
+    ``cudaStreamSynchronize`` from 30 to 230 µs: 5 µs of ``launch`` per iteration."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for i in range(STEPS):
+        t0 = i * 1000 * US
+        b.nvtx_range(t0, t0 + 500 * US, "iteration")
+        call = b.runtime if launch.startswith("cuda") else b.driver
+        call(t0 + 10 * US, t0 + 15 * US, launch, correlation=2 * i + 1)
+        b.kernel(t0 + 20 * US, t0 + 220 * US, "gemm", correlation=2 * i + 1)
+        b.runtime(t0 + 30 * US, t0 + 230 * US, "cudaStreamSynchronize_v3020", correlation=2 * i + 2)
+    a = tracekit.analyze(b.write(tmp_path / "old_launch.synthetic.sqlite"))
+    assert ms(a, "launch_ms") == [0.005] * STEPS
