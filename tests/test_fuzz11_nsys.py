@@ -12,7 +12,10 @@ import pytest
 
 import tracekit
 from tests.nsys_builder import NsysBuilder
+from tracekit.analyzers.gpu_metrics import analyze_gpu_metrics
+from tracekit.model import Trace
 from tracekit.readers.nsys_sqlite import read
+from tracekit.session import analyze_trace
 
 US = 1_000
 STEPS = 4
@@ -251,3 +254,57 @@ def test_older_launch_calls_are_launches(tmp_path: Path, launch: str) -> None:
         b.runtime(t0 + 30 * US, t0 + 230 * US, "cudaStreamSynchronize_v3020", correlation=2 * i + 2)
     a = tracekit.analyze(b.write(tmp_path / "old_launch.synthetic.sqlite"))
     assert ms(a, "launch_ms") == [0.005] * STEPS
+
+
+# ------------------------------------------------------------------ GPU metrics without a GPU table
+
+
+def _sms_active(trace: Trace) -> list[float | None]:
+    """Wall-time SMs active per iteration, as ``tracekit table`` shows it."""
+    return analyze_gpu_metrics(trace, analyze_trace(trace).iterations).iterations["sms_active"].to_list()
+
+
+def _sampled(gpus_sampled: tuple[int, ...], kernel_device: int, *, gpu_table: bool) -> NsysBuilder:
+    """4 'iteration' ranges of 100 µs, each a 60 µs kernel on CUDA device ``kernel_device``; SMs-active
+    samples every 10 µs of each PerfWorks GPU in ``gpus_sampled`` (GPU 0 80%, GPU 1 10%); TARGET_INFO_GPU
+    (PerfWorks id = cuDevice = id) only with ``gpu_table``."""
+    b = NsysBuilder()
+    if gpu_table:
+        for g in gpus_sampled:
+            b.gpu(g, "NVIDIA H100")
+    for i in range(STEPS):
+        s = i * 200 * US
+        b.nvtx_range(s, s + 100 * US, "iteration")
+        b.runtime(s + 2 * US, s + 4 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(s + 6 * US, s + 66 * US, "k", correlation=2 * i + 1, device=kernel_device)
+        b.runtime(s + 8 * US, s + 98 * US, "cudaStreamSynchronize_v3020", correlation=2 * i + 2)
+    for t in range(0, 800 * US, 10 * US):
+        for g in gpus_sampled:
+            b.gpu_metric(t, "SMs Active [Throughput %]", 80 if g == 0 else 10, pw_gpu_id=g)
+    return b
+
+
+def test_samples_of_several_gpus_without_a_gpu_table_are_not_guessed_onto_the_cuda_device(
+    tmp_path: Path,
+) -> None:
+    """GPU metrics name their GPU by its PerfWorks id, which TARGET_INFO_GPU maps to the CUDA device id.
+    Without that table (an export cut down by a third-party tool, as the real 2026.2 fixture is), the reader
+    took the PerfWorks id for the CUDA id. With 2 GPUs sampled and the kernels on CUDA device 0 that is a
+    guess: under CUDA_VISIBLE_DEVICES=1 the process's device 0 is the box's GPU 1 (SMs active 10%, read 80%).
+    The samples get no device, with a warning, and SMs active is withheld."""
+    path = _sampled((0, 1), 0, gpu_table=False).write(tmp_path / "no_gpu_table.synthetic.sqlite")
+    trace = read(path)
+    assert trace.gpu_metrics.height == 2 * 80
+    assert trace.gpu_metrics["device"].null_count() == trace.gpu_metrics.height
+    assert any("TARGET_INFO_GPU" in w and "no device" in w for w in trace.meta["warnings"])
+    assert _sms_active(trace) == [None] * STEPS
+
+
+@pytest.mark.parametrize(("sampled", "table"), [((0,), False), ((0, 1), True)])
+def test_samples_whose_gpu_is_certain_keep_it(tmp_path: Path, sampled: tuple[int, ...], table: bool) -> None:
+    """One GPU sampled and the kernels on device 0 (no table: the one GPU there is), or a GPU table: the
+    samples keep their device, and SMs active is GPU 0's 80% (guard: unchanged)."""
+    path = _sampled(sampled, 0, gpu_table=table).write(tmp_path / "sampled.synthetic.sqlite")
+    trace = read(path)
+    assert trace.gpu_metrics["device"].null_count() == 0
+    assert [round(v, 6) for v in _sms_active(trace)] == [80.0] * STEPS

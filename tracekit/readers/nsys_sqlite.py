@@ -64,7 +64,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     ``GENERIC_EVENT_SOURCES`` source named "GpuMetrics"; each row is a JSON object {metric name: value}
     (``timestamp`` is null in 2022.4 exports: ``rawTimestamp``, on the session clock, is used then).
     ``device``: the sample's GPU, ``typeId & 0xFF`` (the PerfWorks GPU id), mapped to the CUDA device id
-    through ``TARGET_INFO_GPU`` when it holds distinct ``cuDevice`` values. ``metric`` is the name as nsys
+    through ``TARGET_INFO_GPU`` when it holds distinct ``cuDevice`` values; without any GPU table, the samples
+    of several GPUs get no device (which CUDA device each is cannot be known), with a warning. ``metric`` is the name as nsys
     spells it; ``unit`` is "%" for a bracketed suffix ending in "%" ("SMs Active [Throughput %]"), else the
     bracket's content ("[MHz]" -> "MHz", "[Avg Warps per Cycle]" -> "Avg Warps per Cycle"); for the
     bracket-less 2022/2023 names it follows nsys's metric-set definitions: "... Frequency" -> "Hz",
@@ -754,6 +755,22 @@ def _launch_calls(export: Database, strings: pl.DataFrame) -> int:
     )
 
 
+def _samples_without_gpu_table(samples: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """GPU-metric ``samples`` of an export without a GPU table (no TARGET_INFO_GPU, nor a GpuInfo), whose
+    devices are PerfWorks GPU ids taken for CUDA device ids: with samples of several GPUs that is a guess (under
+    ``CUDA_VISIBLE_DEVICES=1`` the process's device 0 is the box's GPU 1, whose samples are PerfWorks GPU 1:
+    GPU 0's 80% SMs active was read as the kernels' GPU's, which ran at 10%). They get no device then, with a
+    warning; the samples of a single GPU keep its id."""
+    sampled = samples.get_column("device").drop_nulls().unique()
+    if sampled.len() < 2:
+        return samples
+    warnings.append(
+        f"GPU metrics of {sampled.len()} GPUs and no GPU table (TARGET_INFO_GPU) to say which CUDA device each "
+        "is: the samples have no device (no SMs active or occupancy per GPU)"
+    )
+    return samples.with_columns(pl.lit(None, pl.Int32).alias("device"))
+
+
 def _capture_event_types(export: Database) -> list[str]:
     """What the capture traced, as its ``META_DATA_CAPTURE`` lists it (``CAPTURE_EVENT_TYPE`` rows: "NvtxEvents",
     "Cuda", ...; the real 2024.6 to 2026.2 exports, traced with CUDA, name "Cuda"); [] when the export does not
@@ -1236,6 +1253,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         if table := _metrics_table(export):
             step(table)
         gpu_metrics = read_gpu_metrics(export, pw_to_cuda, warnings)
+        if not gpus:
+            gpu_metrics = _samples_without_gpu_table(gpu_metrics, warnings)
     if unclosed:
         assert api is not None and gpu_metrics is not None
         ends = _session_ends(export)
