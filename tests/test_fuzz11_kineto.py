@@ -245,3 +245,45 @@ def test_a_compiled_cpu_runs_framework_bound_verdict_is_uncertain(tmp_path: Path
     a = tracekit.analyze(_compiled_cpu_run(tmp_path))
     assert a.verdict == "framework"
     assert a.verdict_uncertain
+
+
+# --------------------------------------------------------------------------------------------------------------
+# Ascend NPU (torch_npu's trace_view.json)
+
+
+def _ascend_trace(tmp_path: Path, host_category: str | None) -> Path:
+    """torch_npu's profiler output (``ASCEND_PROFILER_OUTPUT/trace_view.json``) as its own tools' tests spell
+    it: a bare array, process names "Python", "CANN" and "Ascend Hardware" first, ``ts`` as strings, the
+    device's tasks on the "Ascend Hardware" process (args ``Task Type``). ``host_category``: the host events'
+    category (None: none). Truth: the NPU busy 800 µs of each 1000 µs step; the host's operators 50 µs."""
+    events: list[dict[str, Any]] = [
+        {"ph": "M", "name": "process_name", "pid": 1, "tid": 0, "args": {"name": "Python"}},
+        {"ph": "M", "name": "process_name", "pid": 5, "tid": 0, "args": {"name": "CANN"}},
+        {"ph": "M", "name": "process_name", "pid": 4, "tid": 0, "args": {"name": "Ascend Hardware"}},
+    ]
+    for i in range(STEPS):
+        t0 = 1699529623106000 + i * 1000
+        host = [
+            {"ph": "X", "name": f"ProfilerStep#{i}", "ts": str(t0), "dur": 990, "pid": 1, "tid": 2},
+            {"ph": "X", "name": "aten::matmul", "ts": str(t0 + 10), "dur": 50, "pid": 1, "tid": 2},
+        ]
+        for event in host:
+            if host_category:
+                event["cat"] = host_category
+        events += host
+        events.append(
+            {"ph": "X", "name": "MatMulV2", "ts": str(t0 + 100), "dur": 800, "pid": 4, "tid": 3,
+             "args": {"Task Type": "AI_CORE"}}
+        )  # fmt: skip
+    return write_file(tmp_path, f"trace_view_{host_category}.synthetic.json", json.dumps(events))
+
+
+@pytest.mark.parametrize("host_category", [None, "cpu_op"])
+def test_an_ascend_npu_trace_is_named(tmp_path: Path, host_category: str | None) -> None:
+    """Without categories it read 'nothing to analyze'; with the host's operators as ``cpu_op`` it read as a
+    CPU run: 'framework-bound, operator utilization 5.1%', the NPU's 800 µs a step in no figure. Named now."""
+    with pytest.raises(TraceFormatError) as err:
+        read(_ascend_trace(tmp_path, host_category))
+    message = str(err.value)
+    assert "an Ascend NPU trace" in message and "'Ascend Hardware'" in message
+    assert "tracekit reads torch.profiler/Kineto traces" in message

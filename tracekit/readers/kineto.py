@@ -36,8 +36,10 @@ Not Kineto traces, named in one line (TraceFormatError) rather than analyzed: a 
 holds an accelerator's runtime calls of a backend whose device work tracekit does not read (Intel Gaudi's
 ``hpu_op``, whose engine events are ``hpu_op`` too; MTIA, Glow or PrivateUse1 calls without their device
 ops: :func:`_device_work_not_read`), which as a CPU run would have had its CPU operators' time stand for the
-device's; and, when no event was kept, a JAX/TensorFlow chrome trace (xprof's trace viewer JSON, TF1's
-timeline: :data:`XLA_PROCESS_NAME`) or the legacy autograd profiler's export.
+device's; a JAX/TensorFlow chrome trace (xprof's trace viewer JSON, TF1's timeline:
+:data:`XLA_PROCESS_NAME`) or an Ascend NPU trace (torch_npu's ``trace_view.json``: :data:`ASCEND_PROCESS_NAME`)
+when no event was kept or no device op was read (:func:`_foreign_trace`); and, when no event was kept, the
+legacy autograd profiler's export.
 
 CUDA graphs with conditional nodes (:func:`_conditional_graphs`): a while node repeats its body on the
 device and the profiler records the body's kernels once (kineto#1062). When the trace shows such graphs
@@ -1344,16 +1346,20 @@ def _compiled_cpu_code(ops: pl.DataFrame, ranges: pl.DataFrame) -> dict[str, Any
 
 #: what marks a JAX or TensorFlow chrome trace: a process named as XLA and TensorFlow name devices and hosts
 #: (``/device:GPU:0``, ``/host:CPU``; TF1's timeline: ``/job:localhost/replica:0/task:0/device:GPU:0
-#: Compute``), which xprof (JAX's ``jax.profiler``, TensorFlow's profiler, TensorBoard's trace viewer) and
-#: TF1's ``timeline`` write as ``process_name`` metadata before the events. Kineto names processes after the
-#: program (``python3``) and devices ``GPU 0``.
+#: Compute``), which xprof (JAX's ``jax.profiler``, TensorFlow's profiler, torch_xla, TensorBoard's trace
+#: viewer) and TF1's ``timeline`` write as ``process_name`` metadata before the events. Kineto names processes
+#: after the program (``python3``) and devices ``GPU 0``.
 XLA_PROCESS_NAME = re.compile(r'"name"\s*:\s*"((?:/job:[^"]*?)?/(?:device|host):[A-Za-z_]+[^"]{0,80})"')
+#: what marks torch_npu's profiler output (``ASCEND_PROFILER_OUTPUT/trace_view.json``): the process that holds
+#: the NPU's tasks, named so in its ``process_name`` metadata (beside "Python", "CANN", "Overlap Analysis")
+ASCEND_PROCESS_NAME = re.compile(r'"name"\s*:\s*"Ascend Hardware"')
 
 
-def _jax_or_tensorflow(path: Path) -> str | None:
-    """The process name that marks ``path`` as a JAX/TensorFlow chrome trace (:data:`XLA_PROCESS_NAME`, looked
-    for in the head of the file: where those writers put their process names), or None. Made only when no
-    event was kept (the error path); not from a pipe, already read."""
+def _foreign_trace(path: Path) -> str | None:
+    """What ``path`` is, in one line, when its head (where those writers put their process names) shows a
+    chrome trace of another framework's profiler that tracekit does not read: a JAX/TensorFlow (XLA) trace
+    (:data:`XLA_PROCESS_NAME`) or an Ascend NPU trace (:data:`ASCEND_PROCESS_NAME`); None otherwise. Made only
+    when no event was kept or no device op was read (a CPU run); not from a pipe, already read."""
     from tracekit.readers import _json_head
 
     if is_stream(path):
@@ -1362,10 +1368,21 @@ def _jax_or_tensorflow(path: Path) -> str | None:
         head = _json_head(path, peek_input(path, 64))
     except TraceFormatError:
         return None
-    found = XLA_PROCESS_NAME.search(head)
-    if found is None:
-        return None
-    return found.group(1)
+    xla = XLA_PROCESS_NAME.search(head)
+    if xla:
+        return (
+            f"a JAX/TensorFlow trace (XLA's profiler, as JAX, TensorFlow and torch_xla write it: processes named "
+            f"such as '{xla.group(1)}'), not a torch.profiler trace: tracekit reads torch.profiler/Kineto traces "
+            "(and Nsight Systems, ONNX Runtime and Nsight Compute ones); for a JAX or TensorFlow program, profile "
+            "it with nsys (nsys profile -t cuda,nvtx)"
+        )
+    if ASCEND_PROCESS_NAME.search(head):
+        return (
+            "an Ascend NPU trace (torch_npu's profiler: the NPU's tasks on a process named 'Ascend Hardware'), "
+            "not a torch.profiler trace: tracekit reads torch.profiler/Kineto traces, and not the NPU's device "
+            "activity, so read as a CPU run its CPU operators' time would stand for the NPU's"
+        )
+    return None
 
 
 #: the launch dimensions of :func:`_launches`, in :data:`tracekit.model.LAUNCHES_SCHEMA` order
@@ -1583,15 +1600,9 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
             path,
         )
     if x_events.is_empty():
-        xla = _jax_or_tensorflow(path)
-        if xla:
-            raise TraceFormatError(
-                f"a JAX/TensorFlow trace (XLA's profiler, as JAX, TensorFlow and torch_xla write it: processes named "
-                f"such as '{xla}'), not a torch.profiler "
-                "trace: tracekit reads torch.profiler/Kineto traces (and Nsight Systems, ONNX Runtime and Nsight "
-                "Compute ones); for a JAX or TensorFlow program, profile it with nsys (nsys profile -t cuda,nvtx)",
-                path,
-            )
+        foreign = _foreign_trace(path)
+        if foreign:
+            raise TraceFormatError(foreign, path)
     warnings: list[str] = []
     x_events = _cut_long_names(x_events, warnings)
     if bad_ts:
@@ -1631,7 +1642,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         # the host's top-level operators: the idle-time attribution names dispatch time after them
         cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
     else:
-        not_read = _device_work_not_read(x_events)
+        not_read = _foreign_trace(path) or _device_work_not_read(x_events)
         if not_read:
             raise TraceFormatError(not_read, path)
         device = "cpu"
