@@ -411,11 +411,23 @@ class DeviceTimeline:
     the latest end of the ops that started before a time (:meth:`reach_before`). ``starts``/``ends``: the
     ops' times (any order; nulls dropped). Built on first use. ``quiet``: the caller knows no gap overlaps
     another op (every op in the iteration of its window, windows in order): :meth:`busy_between` is 0
-    without a search."""
+    without a search. ``devices``: the ops' devices, row for row (None: unknown); on two or more devices
+    the queries take the device they ask about (``device``): one GPU's work neither queues an op of another
+    nor keeps it from being idle (two ranks of one nsys report: rank 0's 1.5 ms launch lag on an idle GPU
+    had read "queued" behind rank 1's kernel on the other GPU, and its launch-lag doubt was gone)."""
 
-    def __init__(self, starts: np.ndarray, ends: np.ndarray, quiet: bool = False) -> None:
+    def __init__(
+        self, starts: np.ndarray, ends: np.ndarray, quiet: bool = False, devices: np.ndarray | None = None
+    ) -> None:
         self._raw: tuple[np.ndarray, np.ndarray] | None = (starts, ends)
         self.quiet = quiet
+        self._by_device: dict[int, DeviceTimeline] = {}
+        if devices is not None and len(devices):
+            known = devices[devices != _NULL]
+            if len(known) and known.min() != known.max():
+                for device in np.unique(known):
+                    mine = devices == device
+                    self._by_device[int(device)] = DeviceTimeline(starts[mine], ends[mine])
 
     def _build(self) -> None:
         if self._raw is None:
@@ -442,9 +454,23 @@ class DeviceTimeline:
 
     @classmethod
     def of(cls, ops: pl.DataFrame, quiet: bool = False) -> DeviceTimeline:
-        """The timeline of ``ops`` (``start``, ``end``: a trace's ops frame, sorted by start as
-        :class:`~tracekit.model.Trace` keeps it)."""
-        return cls(_np(ops.get_column("start")), _np(ops.get_column("end")), quiet)
+        """The timeline of ``ops`` (``start``, ``end`` and, when there, ``device``: a trace's ops frame,
+        sorted by start as :class:`~tracekit.model.Trace` keeps it)."""
+        devices = _np(ops.get_column("device")) if "device" in ops.columns else None
+        return cls(_np(ops.get_column("start")), _np(ops.get_column("end")), quiet, devices)
+
+    def _per_device(self, method: str, device: np.ndarray | None, *columns: np.ndarray) -> np.ndarray | None:
+        """``method`` asked of each row's own device's timeline (None: one device, or ``device`` unknown:
+        the whole timeline answers). Rows of a device without ops, or of no known device, get the whole
+        timeline's answer."""
+        if not self._by_device or device is None:
+            return None
+        out = getattr(self, "_whole_" + method)(*columns)
+        for key, timeline in self._by_device.items():
+            rows = np.flatnonzero(device == key)
+            if len(rows):
+                out[rows] = getattr(timeline, "_whole_" + method)(*(c[rows] for c in columns))
+        return out
 
     def _busy_before(self, t: np.ndarray) -> np.ndarray:
         j = _search(self.seg_start, t, side="right")
@@ -452,17 +478,27 @@ class DeviceTimeline:
         ahead = np.where(j > 0, np.maximum(self.seg_end[last] - t, 0), 0) if len(self.seg_start) else 0
         return self.cum[j] - ahead
 
-    def busy_between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Per row: ns of [a, b) during which some op was running (0 where b <= a)."""
+    def busy_between(self, a: np.ndarray, b: np.ndarray, device: np.ndarray | None = None) -> np.ndarray:
+        """Per row: ns of [a, b) during which some op (of the row's ``device``, when given) was running (0
+        where b <= a)."""
         if self.quiet:
             return np.zeros(len(a), dtype=np.int64)
+        per_device = self._per_device("busy_between", device, a, b)
+        return per_device if per_device is not None else self._whole_busy_between(a, b)
+
+    def _whole_busy_between(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         self._build()
         if len(self.seg_start) == 0:
             return np.zeros(len(a), dtype=np.int64)
         return np.maximum(self._busy_before(b) - self._busy_before(a), 0)
 
-    def reach_before(self, t: np.ndarray) -> np.ndarray:
-        """Per time: the latest end of the ops that started before it (``_NULL``: none did)."""
+    def reach_before(self, t: np.ndarray, device: np.ndarray | None = None) -> np.ndarray:
+        """Per time: the latest end of the ops (of the row's ``device``, when given) that started before it
+        (``_NULL``: none did)."""
+        per_device = self._per_device("reach_before", device, t)
+        return per_device if per_device is not None else self._whole_reach_before(t)
+
+    def _whole_reach_before(self, t: np.ndarray) -> np.ndarray:
         self._build()
         j = _search(self.starts, t, side="left")
         return (
@@ -571,6 +607,7 @@ def blocking_waits(
     timeline: DeviceTimeline | None,
     api: pl.DataFrame,
     op_copy: np.ndarray | None = None,
+    op_device: np.ndarray | None = None,
 ) -> Intervals:
     """``intervals`` with the waits inside blocking copy calls labelled ``sync`` (a new dict; the threads'
     arrays it changes are copies). A blocking copy call is an outermost ``other_api`` call that returned
@@ -611,6 +648,10 @@ def blocking_waits(
     mine_ops = linked & outlived[np.where(linked, row, 0)]
     first = np.full(calls.size, _FAR)
     np.minimum.at(first, row[mine_ops], op_start[mine_ops])
+    device = None
+    if op_device is not None:  # a call's ops' device (a copy call launches one op)
+        device = np.full(calls.size, _NULL)
+        device[row[mine_ops]] = op_device[mine_ops]
     rows = np.flatnonzero(outlived)
     pid, thread = calls.cols["call_pid"][rows], calls.cols["call_thread"][rows]
     sync_copy, async_copy = _copy_calls(api, pid, thread, call_start[rows], call_end[rows])
@@ -626,7 +667,8 @@ def blocking_waits(
     cs, ce, os_ = call_start[rows], call_end[rows], first[rows]
     wait = os_.copy()
     if timeline is not None:
-        reach = timeline.reach_before(os_)  # the latest end of the device's work that started before the op
+        # the latest end of the work of the op's device that started before the op
+        reach = timeline.reach_before(os_, None if device is None else device[rows])
         ran = (reach != _NULL) & (reach > cs)
         wait = np.where(ran, np.minimum(reach, os_), os_)
     wait = np.maximum(wait, cs)
@@ -683,6 +725,12 @@ class _Context:
             ops = ops.with_columns(copy_kinds(ops))
         ops = sort_frame(ops, ["start"], [False])
         self.op = {c: _np(ops.get_column(c)) for c in ("start", "end")}
+        # the ops' devices (None: one device, or not known): the device timeline is asked about the op's own
+        self.op_device = (
+            _np(ops.get_column("device"))
+            if "device" in ops.columns and ops.get_column("device").n_unique() > 1
+            else None
+        )
         self.op_iteration = _np(ops.get_column("iteration"))
         no_launch = ops.get_column("no_launch") if "no_launch" in ops.columns else None
         self.op_no_launch = (
@@ -697,7 +745,7 @@ class _Context:
         self.timeline = timeline
         op_copy = _np(ops.get_column("copy_kind"), 0) if "copy_kind" in ops.columns else None
         intervals = blocking_waits(
-            intervals, self.op["start"], self.op["end"], self.calls, timeline, api, op_copy
+            intervals, self.op["start"], self.op["end"], self.calls, timeline, api, op_copy, self.op_device
         )
         ranges = main_threads(sort_frame(ranges, ["range_start"], [False]), api)
         numbers = _np(ranges.get_column("iteration"))
@@ -771,6 +819,7 @@ def _next_op_calls(
         if len(ctx.waited)
         else np.zeros(len(o), dtype=bool)
     )
+    calls["device"] = ctx.op_device[o] if ctx.op_device is not None else np.full(len(o), _NULL)
     keep = op_end > op_start
     if not keep.all():
         g = g[keep]
@@ -783,7 +832,7 @@ def _next_op_calls(
         g = g[first]
         calls = {name: col[order][first] for name, col in calls.items()}
     out = {"found": np.zeros(len(end), dtype=bool)}
-    out.update({name: np.full(len(end), _NULL) for name in ("call_end", "call_pid", "call_thread")})
+    out.update({name: np.full(len(end), _NULL) for name in ("call_end", "call_pid", "call_thread", "device")})
     out.update({name: np.zeros(len(end), dtype=bool) for name in ("no_launch", "waited")})
     for name in out:
         out[name][g] = calls[name]
@@ -909,7 +958,8 @@ def _chunk_causes(
     device = e - c
     none = np.zeros(len(s), dtype=np.int64)  # (calloc: free until written)
     quiet = ctx.timeline is None or ctx.timeline.quiet
-    queued = none if quiet else ctx.timeline.busy_between(c, e)  # type: ignore[union-attr]
+    # other work of the next op's device (another GPU's work queues nothing on this one)
+    queued = none if quiet else ctx.timeline.busy_between(c, e, nxt["device"])  # type: ignore[union-attr]
     idle = device if quiet else device - queued
     waited = np.where(nxt["waited"], idle, 0) if nxt["waited"].any() else none
     rest = idle - waited if nxt["waited"].any() else idle
@@ -1307,7 +1357,8 @@ def launch_lags(ctx: _Context, index: np.ndarray | None = None) -> pl.DataFrame:
     waited = ctx.waited[row[cand]] if len(ctx.waited) else np.zeros(len(cand), dtype=bool)
     idle = np.ones(len(cand), dtype=bool)
     if ctx.timeline is not None:
-        reach = ctx.timeline.reach_before(ctx.op["start"][cand])
+        device = ctx.op_device[cand] if ctx.op_device is not None else None
+        reach = ctx.timeline.reach_before(ctx.op["start"][cand], device)
         idle = (reach == _NULL) | (reach <= call_end[cand])
     keep = cand[~waited & idle]
     it = ctx.op_iteration[keep]
@@ -1417,7 +1468,7 @@ def attribute_trace(
     ranges = getattr(analysis, "ranges", None)
     if ranges is None:
         ranges = iteration_ranges(trace, analysis.range_name)
-    ops = trace.ops.select("start", "end", "pid", "correlation")
+    ops = trace.ops.select("start", "end", "pid", "correlation", "device")
     return attribute_idle(
         analysis.gaps,
         ops,

@@ -250,7 +250,7 @@ class IterationAnalysis:
         from tracekit.analyzers.attribution import GAP_COLUMNS, DeviceTimeline, attribute_gaps
 
         gaps = self.gaps.drop("cause", "host_state", strict=False)
-        ops = trace.ops.select("start", "end", "pid", "correlation")
+        ops = trace.ops.select("start", "end", "pid", "correlation", "device")
         frame = attribute_gaps(gaps, ops, trace.api, self.ranges, timeline=DeviceTimeline.of(trace.ops))
         return frame.select(*gaps.columns, *GAP_COLUMNS)
 
@@ -1860,8 +1860,9 @@ def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:
 
     return setup(
         # (the copies' kinds, row for row: which copy calls wait, attribution.blocking_waits)
+        # (the ops' devices too, row for row: the device timeline answers for each op's own device)
         assignment.ops.select("start", "end", "iteration", "call", "no_launch").with_columns(
-            copy_kinds(trace.ops)
+            copy_kinds(trace.ops), trace.ops.get_column("device")
         ),
         trace.api,
         assignment.ranges,
@@ -1912,7 +1913,9 @@ def attribute(
     longest = _longest(gaps, LONGEST_GAPS).get_column("_row") if gaps.height else None
     result = attribute_idle(
         gaps,
-        assignment.ops.select("start", "end", "iteration", "call", "no_launch"),
+        assignment.ops.select("start", "end", "iteration", "call", "no_launch").with_columns(
+            trace.ops.get_column("device")
+        ),
         trace.api,
         assignment.ranges,
         measured.iterations.get_column("index"),

@@ -201,6 +201,8 @@ class Params:
     nested: bool = False
     #: a launch from a thread that holds no range, work launched before the capture (no call in the trace)
     foreign: bool = False
+    #: some launches inside a range made by a worker thread that holds no range (they count in the range)
+    worker: bool = False
 
 
 def generate(rng: random.Random, p: Params) -> Workload:
@@ -257,7 +259,8 @@ def generate(rng: random.Random, p: Params) -> Workload:
                 "wait": "cudaStreamWaitEvent",
                 "query": "cudaGetDevice",
             }[kind]
-            w.calls.append(Call(t, t + call_len, name, corr, tid))
+            caller = MAIN_TID + 5 if p.worker and kind != "wait" and rng.random() < 0.4 else tid
+            w.calls.append(Call(t, t + call_len, name, corr, caller))
             if kind in ("wait", "query"):
                 t += call_len
                 continue
