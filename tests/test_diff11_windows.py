@@ -107,13 +107,35 @@ def test_another_devices_work_is_not_queueing_on_this_one(tmp_path: Path) -> Non
     # meanwhile made it 1.5 ms "queued" (behind other work) and the doubt vanished.
     a = analyze_iterations(read_trace(_two_ranks(tmp_path)))
     att = a.attribution.iterations
-    rank0 = [
-        0,
-        2,
-        4,
-    ]  # iterations in start order: rank 0's range comes first at each step (same start, pid 100)
+    # iterations in start order: rank 0's range comes first at each step (same start, pid 100)
+    rank0 = [0, 2, 4]
     assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([1.0, 2.89] * 3, abs=1e-12)
     assert att["in_flight_ns"].gather(rank0).to_list() == [1_500_000] * 3
     assert att["launch_lag_ns"].gather(rank0).to_list() == [1_500_000] * 3
     assert att["queued_ns"].to_list() == [0] * 6
     assert any("started more than 1 ms after their launch call returned" in w for w in a.warnings)
+
+
+def test_a_blocking_copy_waits_for_its_own_device_not_another(tmp_path: Path) -> None:
+    # Process 100 (device 0), one 1 ms iteration: a synchronous cudaMemcpy call [100, 600) us whose DtoH copy
+    # runs [400, 500) us on device 0, idle before it. Process 200 (no ranges) keeps device 1 busy [10, 300)
+    # us. The copy call's wait (sync) is from its copy's start, 400 us: other_api 300 us (its staging), sync
+    # 100 us (after the copy, until the call returned), dispatch 100 + 400 us. Before, device 1's kernel,
+    # ending inside the call at 300 us, was taken for work the copy waited on: sync 200 us, other_api 200 us.
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.gpu(1, "NVIDIA H100")
+    b.mem_kinds()
+    b.nvtx_range(0, 1000 * US, "iteration", pid=100, tid=100)
+    b.runtime(100 * US, 600 * US, "cudaMemcpy_v3020", correlation=1, pid=100, tid=100)
+    b.memcpy(400 * US, 500 * US, copy_kind=2, correlation=1, pid=100, device=0, src_kind=2, dst_kind=0)
+    b.runtime(1 * US, 5 * US, "cudaLaunchKernel_v7000", correlation=1, pid=200, tid=200)
+    b.kernel(10 * US, 300 * US, "gemm", correlation=1, pid=200, device=1)
+    a = analyze_iterations(read_trace(b.write(tmp_path / "copy.synthetic.sqlite")))
+    att = a.attribution.iterations
+    assert a.iterations["latency_ms"].to_list() == pytest.approx([1.0], abs=1e-12)
+    assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.1], abs=1e-12)
+    got = {c: att[f"{c}_ns"][0] for c in ("dispatch", "launch", "sync", "other_api", "in_flight")}
+    assert got == {"dispatch": 500 * US, "launch": 0, "sync": 100 * US, "other_api": 300 * US, "in_flight": 0}
