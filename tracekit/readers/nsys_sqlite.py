@@ -24,6 +24,7 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     A launch the export also holds node by node keeps its kernels, not its whole row; a row whose ``deviceId``
     is INT_MAX (its first node ran on the host) gets its stream's, else its process's device, else none.
     Rows of any of these tables that CUPTI could not time (start and end both 0) are left out, with a warning.
+    Kernels lasting 0 ns (end = start; no real kernel does) are kept, with a warning from 10% of the kernels.
     Another ``CUPTI_ACTIVITY_KIND_*`` table with rows whose kind names device work
     (``..._DEVICE_GRAPH_TRACE``, ``..._MEMCPY2``, ``..._CDP_KERNEL``) is not read: a warning names it (its
     work is not in GPU busy); when it is the only GPU work the trace is no CPU-only one (no ops, no
@@ -692,6 +693,7 @@ def _read_ops(
         parts.append(_read_graph_executions(export, path, cols))
     ops = pl.concat([conform(p, OPS_SCHEMA) for p in parts]) if parts else empty_frame(OPS_SCHEMA)
     ops = _without_untimed(ops, warnings, untimed).with_columns(_no_zero_correlation())
+    _zero_length_kernels(ops, warnings)
     if whole_graphs:
         ops = _graph_rows_placed(ops, warnings)
     graphs = ops.select((pl.col("kind") == "graph").sum()).item() if ops.height else 0
@@ -864,6 +866,27 @@ def _graph_rows_placed(ops: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
         )
         ops = ops.with_columns(device)
     return ops.filter(keep) if twice.len() else ops
+
+
+#: Share of the kernels lasting 0 ns from which the reader says so.
+ZERO_LENGTH_SHARE = 0.1
+
+
+def _zero_length_kernels(ops: pl.DataFrame, warnings: list[str]) -> None:
+    """Warn when :data:`ZERO_LENGTH_SHARE` of the kernels or more end where they start: no real kernel takes
+    0 ns (the shortest of the real exports take 0.9 to 4 µs), so their busy time, 0, is not what they took (a
+    damaged export, or one a tool rewrote), where it had read as a confident "framework-bound"."""
+    if not ops.height or not {"kind", "start", "end"} <= set(ops.columns):
+        return
+    kernels, zero = ops.select(
+        (pl.col("kind") == "kernel").sum().alias("k"),
+        ((pl.col("kind") == "kernel") & (pl.col("end") == pl.col("start"))).sum().alias("z"),
+    ).row(0)
+    if kernels and zero >= ZERO_LENGTH_SHARE * kernels:
+        warnings.append(
+            f"{zero:,} of {kernels:,} kernels last 0 ns (end = start; no real kernel does): their GPU busy "
+            "time is not what they took, so the utilization and verdict are not to be trusted"
+        )
 
 
 def _no_zero_correlation() -> pl.Expr:
