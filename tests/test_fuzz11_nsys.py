@@ -6,6 +6,7 @@ folder and named ``*.synthetic.sqlite``; the expected numbers are exact, from th
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -350,3 +351,20 @@ def test_a_few_kernels_that_last_no_time_are_not_said(tmp_path: Path) -> None:
 def test_kernels_that_last_no_time_make_the_verdict_uncertain(tmp_path: Path) -> None:
     a = tracekit.analyze(_zero_length(5).write(tmp_path / "zero.synthetic.sqlite"))
     assert a.verdict is None or any("uncertain" in w for w in a.warnings)
+
+
+def test_launch_calls_without_kernels_under_a_versioned_table_name(tmp_path: Path) -> None:
+    """The launch-call count of an export without device ops looks in the API tables under the name the
+    export holds them (``CUPTI_ACTIVITY_KIND_RUNTIME_V2``), as every other read does."""
+    b = NsysBuilder()
+    for i in range(STEPS):
+        t0 = i * 1000 * US
+        b.nvtx_range(t0, t0 + 500 * US, "iteration")
+        b.nvtx_range(t0 + 5 * US, t0 + 400 * US, "aten::mm")
+        b.runtime(t0 + 10 * US, t0 + 15 * US, "cudaLaunchKernel_v7000", correlation=i + 1)
+    path = b.write(tmp_path / "versioned.synthetic.sqlite")
+    with sqlite3.connect(path) as con:
+        con.execute("ALTER TABLE CUPTI_ACTIVITY_KIND_RUNTIME RENAME TO CUPTI_ACTIVITY_KIND_RUNTIME_V2")
+    trace = read(path)
+    assert trace.meta["device"] == "gpu" and trace.ops.height == 0
+    assert any(f"records {STEPS} kernel launch calls" in w for w in trace.meta["warnings"])

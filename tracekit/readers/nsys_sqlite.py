@@ -752,9 +752,19 @@ def _launch_calls(export: Database, strings: pl.DataFrame) -> int:
         return 0
     listed = ", ".join(str(int(i)) for i in ids)
     return sum(
-        int(export.con.execute(f'SELECT count(*) FROM {quote(t)} WHERE "nameId" IN ({listed})').fetchone()[0])
+        int(
+            export.con.execute(
+                f'SELECT count(*) FROM {quote(_stored_name(export, t))} WHERE "nameId" IN ({listed})'
+            ).fetchone()[0]
+        )
         for t in tables
     )
+
+
+def _stored_name(export: Database, table: str) -> str:
+    """The name ``export`` holds ``table`` under (a :class:`_VersionedNames` view's versioned name), for SQL
+    written by hand."""
+    return export._real(table) if isinstance(export, _VersionedNames) else table
 
 
 def _samples_without_gpu_table(samples: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
