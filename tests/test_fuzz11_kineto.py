@@ -287,3 +287,15 @@ def test_an_ascend_npu_trace_is_named(tmp_path: Path, host_category: str | None)
     message = str(err.value)
     assert "an Ascend NPU trace" in message and "'Ascend Hardware'" in message
     assert "tracekit reads torch.profiler/Kineto traces" in message
+
+
+def test_a_jax_xplane_profile_is_named(tmp_path: Path) -> None:
+    """``jax.profiler.trace`` (and TensorFlow's profiler) write ``<host>.xplane.pb``, a protobuf: it had read
+    'not a trace tracekit can read (expected ...)'. Named now, by its name (a protobuf has no magic bytes)."""
+    path = tmp_path / "host0.xplane.pb"
+    path.write_bytes(b"\x0a\x8f\x01\x08\x01\x12\x0d/host:CPU\x1a\x00" + bytes(range(64)))
+    with pytest.raises(TraceFormatError) as err:
+        tracekit.readers.detect_format(path)
+    message = str(err.value)
+    assert "a JAX/TensorFlow XPlane profile" in message
+    assert "tracekit reads torch.profiler/Kineto traces" in message

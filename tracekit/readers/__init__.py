@@ -38,6 +38,10 @@ READERS: dict[str, str] = {
 }
 
 GZIP_MAGIC = b"\x1f\x8b"
+#: how the files of XLA's profiler (JAX's ``jax.profiler.trace``, TensorFlow's, torch_xla's) end: protobuf
+#: XSpace, which tracekit does not read (their JSON export is named by the Kineto reader:
+#: :data:`tracekit.readers.kineto.XLA_PROCESS_NAME`)
+XPLANE_SUFFIX = ".xplane.pb"
 #: the first bytes of an Nsight Systems report (``.nsys-rep``, and the older ``.qdrep``)
 NSYS_REPORT_MAGIC = b"NVIDIA Tegra Profiler Report"
 
@@ -141,6 +145,14 @@ def _detect_format(path: Path) -> str:
         return "nsys-rep"  # exported by the installed nsys when read (:mod:`tracekit.readers.nsys_report`)
     if path.suffix in (".ncu-rep", ".ncu-repz"):
         return "ncu-rep"
+    if path.name.endswith(XPLANE_SUFFIX):  # a protobuf has no magic bytes: its name says what it is
+        raise TraceFormatError(
+            "a JAX/TensorFlow XPlane profile (protobuf, from jax.profiler or TensorFlow's profiler), not a "
+            "torch.profiler trace: tracekit reads torch.profiler/Kineto traces (and Nsight Systems, ONNX Runtime "
+            "and Nsight Compute ones); for a JAX or TensorFlow program, profile it with nsys (nsys profile -t "
+            "cuda,nvtx)",
+            path,
+        )
     raw_head = _json_head(path, head)
     if raw_head.startswith(SQLITE_MAGIC.decode()):
         return "nsys-sqlite"  # gzipped (``x.sqlite.gz``): inflated to a temporary file when read
