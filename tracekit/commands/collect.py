@@ -101,8 +101,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         type=int,
         default=10,
         metavar="N",
-        help="warm-up iterations before timing (default 10; at least 2 for cuda-graphs, compile-cudagraphs "
-        "and onnx-cuda-graphs)",
+        help="warm-up iterations before timing (default 10; at least 2 for torchscript, cuda-graphs, "
+        "compile-cudagraphs and onnx-cuda-graphs)",
     )
     parser.add_argument(
         "--iters",
