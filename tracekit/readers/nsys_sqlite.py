@@ -66,10 +66,10 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     (``timestamp`` is null in 2022.4 exports: ``rawTimestamp``, on the session clock, is used then).
     ``device``: the sample's GPU, ``typeId & 0xFF`` (the PerfWorks GPU id), mapped to the CUDA device id
     through ``TARGET_INFO_GPU`` when it holds distinct ``cuDevice`` values; without any GPU table, the samples
-    of several GPUs get no device (which CUDA device each is cannot be known), with a warning. ``metric`` is the name as nsys
-    spells it; ``unit`` is "%" for a bracketed suffix ending in "%" ("SMs Active [Throughput %]"), else the
-    bracket's content ("[MHz]" -> "MHz", "[Avg Warps per Cycle]" -> "Avg Warps per Cycle"); for the
-    bracket-less 2022/2023 names it follows nsys's metric-set definitions: "... Frequency" -> "Hz",
+    of several GPUs get no device (which CUDA device each is cannot be known), with a warning. ``metric`` is
+    the name as nsys spells it; ``unit`` is "%" for a bracketed suffix ending in "%" ("SMs Active
+    [Throughput %]"), else the bracket's content ("[MHz]" -> "MHz", "[Avg Warps per Cycle]" -> "Avg Warps per
+    Cycle"); for the bracket-less 2022/2023 names it follows nsys's metric-set definitions: "... Frequency" -> "Hz",
     "... Started" / "... Requests ..." -> "count", otherwise "%".
 ``launches`` (only when asked for by name: the Nsight Compute join's launch check)
     ``CUPTI_ACTIVITY_KIND_KERNEL``'s ``streamId``, ``start``, ``end`` and ``gridX``..``blockZ``
@@ -1307,7 +1307,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     # Launch calls without a kernel (CUPTI's activity buffers never flushed): a GPU run whose device work was
     # lost, no CPU-only one.
     lost = _launch_calls(export, strings) if not ops.height and not unread else 0
-    if lost:
+    if lost and not untimed:  # (rows CUPTI could not time are left out with their own warning)
         warnings.append(
             f"the export records {lost:,} kernel launch calls but no kernel, copy or memset: nsys lost the "
             "device's activity (CUPTI's records are flushed when the process exits or calls cudaProfilerStop; "
