@@ -299,3 +299,13 @@ def test_a_jax_xplane_profile_is_named(tmp_path: Path) -> None:
     message = str(err.value)
     assert "a JAX/TensorFlow XPlane profile" in message
     assert "tracekit reads torch.profiler/Kineto traces" in message
+
+
+@pytest.mark.parametrize("runtime", ["mlu_runtime", "musa_runtime"])
+def test_a_forked_kinetos_runtime_without_device_ops_is_said(tmp_path: Path, runtime: str) -> None:
+    """Vendors' Kineto forks name their host runtime after their device (Cambricon's ``mlu_runtime``, and the
+    like): a category tracekit does not read, whose calls say an accelerator ran. Without device ops tracekit
+    reads, such a trace had read as a CPU run ('framework-bound, 5.1%')."""
+    path = _gaudi_run(tmp_path, device_events=False, runtime=runtime)
+    with pytest.raises(TraceFormatError, match=rf"events of category '{runtime}'"):
+        read(path)

@@ -1260,21 +1260,32 @@ ACCELERATOR_RUNTIMES: tuple[str, ...] = (
 _OP_CATEGORY_NAMES = "kernel, gpu_memcpy, gpu_memset, mtia_ccp_events"
 
 
-def _device_work_not_read(x_events: pl.DataFrame) -> str | None:
-    """Why a trace without device ops that holds an accelerator's runtime calls (:data:`ACCELERATOR_RUNTIMES`)
-    cannot be read as a CPU run, in one line; None when it holds none. Read as one, its CPU operators' time
-    would stand for the device's busy time and the verdict would be theirs. An Intel Gaudi (HPU) trace writes
-    its host-side calls and its engines' (TPC, MME, DMA) work alike as ``hpu_op`` events, the latter with a
-    ``HW event name`` arg, on the device's pid: no category tracekit reads as device work."""
+def _device_work_not_read(x_events: pl.DataFrame, categories: set[str]) -> str | None:
+    """Why a trace without device ops that holds an accelerator's runtime calls cannot be read as a CPU run,
+    in one line; None when it holds none. Read as one, its CPU operators' time would stand for the device's
+    busy time and the verdict would be theirs. The calls: events of :data:`ACCELERATOR_RUNTIMES` (counted),
+    or of a category tracekit does not read named ``<device>_runtime``/``<device>_driver`` as vendors' Kineto
+    forks name their runtime (Cambricon's ``mlu_runtime``; ``categories``: every category of the file). An
+    Intel Gaudi (HPU) trace writes its host-side calls and its engines' (TPC, MME, DMA) work alike as
+    ``hpu_op`` events, the latter with a ``HW event name`` arg, on the device's pid: no category tracekit
+    reads as device work."""
     counts = (
         x_events.filter(pl.col("cat_l").is_in(list(ACCELERATOR_RUNTIMES)))
         .group_by("cat_l")
         .len()
         .sort("len", "cat_l", descending=[True, False])
     )
-    if counts.is_empty():
+    forks = sorted(
+        c
+        for c in categories
+        if c.lower().endswith(("_runtime", "_driver")) and c.lower().strip() not in READ_CATEGORIES
+    )
+    if counts.is_empty() and not forks:
         return None
-    found = ", ".join(f"{n:,} {cat} events" for cat, n in counts.iter_rows())
+    found = ", ".join(
+        [f"{n:,} {cat} events" for cat, n in counts.iter_rows()]
+        + [f"events of category {c!r}" for c in forks]
+    )
     if "hpu_op" in counts.get_column("cat_l"):
         return (
             f"an Intel Gaudi (HPU) trace ({found}, no event of a device-op category tracekit reads: "
@@ -1642,7 +1653,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         # the host's top-level operators: the idle-time attribution names dispatch time after them
         cpu_ops = top_level_cpu_ops(x_events) if want_cpu_ops else None
     else:
-        not_read = _foreign_trace(path) or _device_work_not_read(x_events)
+        not_read = _foreign_trace(path) or _device_work_not_read(x_events, categories)
         if not_read:
             raise TraceFormatError(not_read, path)
         device = "cpu"
