@@ -1301,6 +1301,41 @@ def _device_work_not_read(x_events: pl.DataFrame, categories: set[str]) -> str |
     )
 
 
+#: CPU operators that run for CUDA (ROCm) tensors only: cuDNN/MIOpen ops (not ``cudnn_is_acceptable``, a
+#: check any convolution makes), flash and memory-efficient attention (the CPU's is
+#: ``_scaled_dot_product_flash_attention_for_cpu``), and NCCL's ``record_function`` scopes (``nccl:all_reduce``)
+GPU_ONLY_OPERATOR = (
+    r"^aten::(_?cudnn_(?:[^i]|i[^s])|_?miopen_|_flash_attention_(?:forward|backward)$|"
+    r"_efficient_attention_(?:forward|backward)$|"
+    r"_scaled_dot_product_(?:flash|efficient|cudnn)_attention(?:_backward)?$)|^nccl:"
+)
+#: ``meta`` key of :func:`_gpu_program_without_device_activity`'s evidence
+GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY = "gpu_program_without_device_activity"
+
+
+def _gpu_program_without_device_activity(operators: pl.DataFrame, gpus: list[Any]) -> dict[str, Any] | None:
+    """Evidence that a trace without device ops profiled a GPU program (``torch.profiler`` with
+    ``activities=[ProfilerActivity.CPU]`` around a CUDA model), and the warning that says so; None otherwise.
+    The evidence: CPU operators that run for GPU tensors only (:data:`GPU_ONLY_OPERATOR`; ``operators``: every
+    CPU operator, nested ones too). Read as a CPU run, the host's operator time (on a GPU, operators return
+    once their kernels are queued) stands for the work. ``gpus``: ``deviceProperties`` (Kineto lists the
+    machine's GPUs whatever the activities), named in the warning. Vectorized over the distinct names."""
+    names = operators.get_column("name").drop_nulls().unique()
+    found = names.filter(names.str.contains(GPU_ONLY_OPERATOR)).sort().to_list()
+    if not found:
+        return None
+    shown = ", ".join(f"'{n}'" for n in found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+    listed = [str(g.get("name")) for g in gpus if isinstance(g, dict) and g.get("name")]
+    machine = f" on a machine with {len(listed)} GPU(s) ({listed[0]})" if listed else ""
+    warning = (
+        f"the trace holds operators that run for GPU tensors only ({shown}) but no GPU activity{machine}: a GPU "
+        "program profiled without ProfilerActivity.CUDA, whose operators' time is the host's (an operator on a "
+        "GPU returns once its kernels are queued), not the device's, so the operator busy time and utilization "
+        "say nothing of how busy the GPU was; profile with ProfilerActivity.CUDA for a verdict"
+    )
+    return {"operators": found, "warning": warning}
+
+
 #: range and operator names that torch.compile's code runs under: Dynamo's frame (``Torch-Compiled Region:
 #: 0/0``), Inductor's call of its compiled graph (``## Call CompiledFxGraph <hash> ##``) and AOTAutograd's
 #: autograd function (``CompiledFunction``)
@@ -1621,6 +1656,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
 
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
     scopes = None
+    gpu_program = None
     no_end = 0
     conditionals: dict[str, str] | None = None
     main_pid = _main_pid(x_events)
@@ -1661,6 +1697,9 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         ops = _cpu_ops(_top_level(operators))
         if "Operator" in categories:  # 2021 spelling: a scope of another name reads as an operator
             scopes = _scope_candidates(operators)
+        gpu_program = _gpu_program_without_device_activity(operators, header.get("deviceProperties") or [])
+        if gpu_program:  # the analysis may withhold the verdict on it (its key in meta)
+            warnings.append(gpu_program["warning"])
         kernel_metrics = None
         cpu_ops = None  # the operators are the ops already
     warnings += _unread_gpu_categories(categories, gpu_ops)
@@ -1677,6 +1716,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         meta["collective_args"] = comm_args
     if compiled:
         meta[COMPILED_CPU_CODE] = compiled
+    if gpu_program:
+        meta[GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY] = gpu_program
     if scopes:  # the analysis doubts its verdict then (plausibility.operator_scopes)
         meta["scope_candidates"] = scopes
     meta["cpu_op_summary"] = _summary(x_events)
