@@ -119,6 +119,13 @@ when no kernel names a listed device), ``rank`` and ``world_size`` (``distribute
 and ``first_op_inputs`` (CPU-operator evidence for runtime identification:
 :mod:`tracekit.readers.kineto_summary`); scalar entries of a ``tracekit_meta`` header (written by
 ``tracekit simulate``) fill keys not set otherwise.
+
+CPU-only traces whose operators are not the program's work (a warning each, and the evidence in ``meta`` for
+the analysis): ``compiled_cpu_code`` (:func:`_compiled_cpu_code`: torch.compile regions whose Inductor C++
+kernels are no operators unless ``enable_kernel_profile`` is set; {regions, region_ms, unrecorded_ms,
+warning}) and ``gpu_program_without_device_activity`` (:func:`_gpu_program_without_device_activity`:
+operators that run for GPU tensors only, in a trace with no device op: a GPU program profiled without
+``ProfilerActivity.CUDA``; {operators, warning}).
 """
 
 from __future__ import annotations
