@@ -149,12 +149,6 @@ def test_one_version_suffix_is_stripped_wherever_cupti_puts_it(
     assert read(b.write(tmp_path / "names.synthetic.sqlite")).api["name"].to_list() == [read_as]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py API_NAME_SUFFIX strips '_ptsz' then a version, not a version before '_ptsz' "
-    "(CUPTI's driver names 'cuStreamBeginCapture_v2_ptsz'): a reader that keeps the raw name (Kineto) still "
-    "misses the capture call; owner: model.py (nobody's this round)",
-)
 def test_the_analysis_knows_a_driver_call_versioned_before_its_per_thread_suffix() -> None:
     import polars as pl
 
@@ -230,13 +224,6 @@ def test_a_cpu_trace_whose_capture_traced_cuda_or_does_not_say_is_not_warned(
     assert not any("did not trace CUDA" in w for w in trace.meta["warnings"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py _LAUNCHES lacks launch calls CUPTI still names: the driver API's "
-    "cuLaunchCooperativeKernelMultiDevice, cuLaunchGrid, cuLaunchGridAsync and cuLaunch (deprecated, still "
-    "exported by libcuda) and the runtime's cudaLaunch (CUDA <= 9 '<<<>>>'): their time reads other_api, not "
-    "launch; owner: model.py (nobody's this round)",
-)
 @pytest.mark.parametrize(
     "launch",
     ["cuLaunchCooperativeKernelMultiDevice", "cuLaunchGrid", "cuLaunchGridAsync", "cudaLaunch_v3020"],

@@ -136,6 +136,14 @@ _LAUNCHES: tuple[str, ...] = (
     "cuLaunchKernelEx",
     "cuLaunchCooperativeKernel",
     "cuGraphLaunch",
+    # older launch calls CUPTI still names: the driver API's deprecated ``cuLaunch``/``cuLaunchGrid``/
+    # ``cuLaunchGridAsync`` (still exported by libcuda) and multi-device cooperative launch, and the runtime's
+    # ``cudaLaunch`` (CUDA 9 and before, behind ``<<<>>>`` with ``cudaConfigureCall``)
+    "cuLaunch",
+    "cuLaunchGrid",
+    "cuLaunchGridAsync",
+    "cuLaunchCooperativeKernelMultiDevice",
+    "cudaLaunch",
     "hipLaunchKernel",
     "hipLaunchKernelExC",  # HIP's cudaLaunchKernelExC
     "hipDrvLaunchKernelEx",  # HIP's cuLaunchKernelEx (HIP 6.5; cluster launches)
@@ -177,8 +185,9 @@ _PER_THREAD: dict[str, str] = {
 LAUNCH_API_NAMES: tuple[str, ...] = _LAUNCHES + tuple(name + suffix for name, suffix in _PER_THREAD.items())
 #: The graph launches among :data:`LAUNCH_API_NAMES`: one call replays a whole CUDA (HIP) graph.
 GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(name for name in LAUNCH_API_NAMES if "GraphLaunch" in name)
-#: API name suffixes that do not change what a call does (per-thread default stream, then a version).
-API_NAME_SUFFIX = r"(_ptsz|_ptds|_spt)?(_v\d+)?$"
+#: API name suffixes that do not change what a call does: a per-thread default-stream mark with a version on
+#: either side (the runtime's ``cudaLaunchKernel_ptsz_v7000``, the driver's ``cuStreamBeginCapture_v2_ptsz``).
+API_NAME_SUFFIX = r"(_v\d+)?(_ptsz|_ptds|_spt)?(_v\d+)?$"
 
 
 def calls_named(api: pl.DataFrame, names: Collection[str]) -> pl.DataFrame:
