@@ -147,10 +147,15 @@ def analyze_gpu_metrics(trace: Trace, iterations: pl.DataFrame) -> GpuMetricsRes
         use = [d for d in choice.devices if d in devices] if devices else list(choice.devices)
         if devices and not use:
             # no device: a GPU that the export says no traced process used (nsys reader, CUDA_VISIBLE_DEVICES)
-            sampled = f"GPU {_fmt(choice.devices)}" if choice.devices else "a GPU no traced process used"
+            # or a sample whose GPU the reader could not tie to a CUDA device (several GPUs sampled, no GPU table)
+            if choice.devices:
+                sampled, why = f"GPU {_fmt(choice.devices)}", "the sampled GPU was not the one used"
+            else:
+                sampled = "a GPU the export ties to no traced process's CUDA device"
+                why = "the sampled GPU is not known to be the one used"
             warnings.append(
                 f"GPU-metrics samples ({choice.metric!r}) come from {sampled} but the kernels ran "
-                f"on GPU {_fmt(devices)}: {LABELS[column]} is not reported (the sampled GPU was not the one used)"
+                f"on GPU {_fmt(devices)}: {LABELS[column]} is not reported ({why})"
             )
             out = out.with_columns(pl.lit(None, pl.Float64).alias(column))
             continue

@@ -244,8 +244,8 @@ def test_samples_of_a_gpu_the_process_did_not_use(tmp_path: Path, sampled_pw: in
     else:
         assert result.value("sms_active") is None
         assert result.warnings[0] == (
-            f"GPU-metrics samples ({SM!r}) come from a GPU no traced process used but the kernels ran on GPU 0: "
-            "SMs active is not reported (the sampled GPU was not the one used)"
+            f"GPU-metrics samples ({SM!r}) come from a GPU the export ties to no traced process's CUDA device but the kernels "
+            "ran on GPU 0: SMs active is not reported (the sampled GPU is not known to be the one used)"
         )
 
 

@@ -148,8 +148,8 @@ def test_samples_of_another_gpu_or_of_none_are_not_reported() -> None:
     r = analyze_gpu_metrics(_trace([(1100, None, SM, "%", 40.0)]), ONE)
     assert r.choices["sms_active"].devices == []
     assert r.warnings[0] == (
-        f"GPU-metrics samples ({SM!r}) come from a GPU no traced process used but the kernels ran on GPU 0: SMs "
-        "active is not reported (the sampled GPU was not the one used)"
+        f"GPU-metrics samples ({SM!r}) come from a GPU the export ties to no traced process's CUDA device but the kernels "
+        "ran on GPU 0: SMs active is not reported (the sampled GPU is not known to be the one used)"
     )
 
 
