@@ -178,6 +178,11 @@ def _values(result: dict[str, Any], field: str) -> list[float]:
     return [float(v) for v in column if v is not None and not math.isnan(v)]
 
 
+def _known(value: Any) -> bool:
+    """Whether ``value`` is a number (not None, not NaN)."""
+    return value is not None and not math.isnan(float(value))
+
+
 def _mean(values: list[float]) -> float | None:
     return mean(values) if values else None
 
@@ -881,7 +886,7 @@ def clock_offsets(
     if len(fits) == 2 and apart > max(first["residual"], last["residual"]):
         # Both fit (periodic steps): the one under which the traces' steps line up, if only one does.
         steps = _common_steps(results)
-        lined_up = [a for a in fits if steps_apart(results, a["offsets"], steps) is None]
+        lined_up = [a for a in fits if steps_apart(results, a["offsets"], steps, a is last) is None]
         if len(lined_up) != 1:
             why = (
                 f"{span}: matched from the first or from the last, both fit, with clock offsets up to "
@@ -1069,17 +1074,26 @@ def _common_steps(results: list[dict[str, Any]]) -> int:
     return min(steps_of(r) for r in results) if results else 0
 
 
-def steps_apart(results: list[dict[str, Any]], offsets: list[int], steps: int) -> str | None:
+def _positions(values: Any, steps: int, last: bool) -> np.ndarray:
+    """The first ``steps`` of ``values`` (``last``: the last ``steps``)."""
+    values = np.asarray(values)
+    return values[len(values) - steps :] if last else values[:steps]
+
+
+def steps_apart(
+    results: list[dict[str, Any]], offsets: list[int], steps: int, last: bool = False
+) -> str | None:
     """Why the traces' steps, matched by position, are not the same steps: the first step of a trace that does
     not overlap the reference's step of that position once the clocks are aligned (ranks of one job run a
     step together, so such steps are other steps: captures that began at different steps); None when every
-    step overlaps."""
+    step overlaps. ``last``: each trace's last ``steps`` are compared (the clocks were aligned on the last
+    collectives: a trace that holds fewer began later, so its steps are the others' last ones)."""
     if steps == 0:
         return None
 
     def window(r: dict[str, Any], off: int) -> tuple[np.ndarray, np.ndarray]:
         its = r["iterations"]
-        return np.asarray(its["start_ns"][:steps]) - off, np.asarray(its["end_ns"][:steps]) - off
+        return _positions(its["start_ns"], steps, last) - off, _positions(its["end_ns"], steps, last) - off
 
     ref_start, ref_end = window(results[0], offsets[0])
     for r, off in zip(results[1:], offsets[1:], strict=True):
@@ -1087,24 +1101,35 @@ def steps_apart(results: list[dict[str, Any]], offsets: list[int], steps: int) -
         apart = np.flatnonzero((start >= ref_end) | (end <= ref_start))
         if len(apart):
             i = int(apart[0])
+            which = (
+                f"{'last' if last else 'first'} {steps}" if len({steps_of(t) for t in results}) > 1 else ""
+            )
+            of = f" (of the {which} steps each)" if which else ""
             return (
-                f"step {i + 1} of {label(r)} does not overlap step {i + 1} of {label(results[0])} once the clocks "
-                "are aligned: the traces' steps do not line up (captures that began at different steps?)"
+                f"step {i + 1}{of} of {label(r)} does not overlap step {i + 1} of {label(results[0])} once the "
+                "clocks are aligned: the traces' steps do not line up (captures that began at different steps?)"
             )
     return None
 
 
-def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -> dict[str, Any]:
+def skew(
+    results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int, last_matched: bool = False
+) -> dict[str, Any]:
     """Spread of aligned iteration starts per step, and which trace ends its steps last (a step counts for a
-    trace only when it ends last by more than ``tolerance_ns``, as in :func:`stragglers`)."""
+    trace only when it ends last by more than ``tolerance_ns``, as in :func:`stragglers`). ``last_matched``:
+    the clocks were aligned on each trace's last collectives, so each trace's last steps are compared."""
     steps = _common_steps(results)
     spreads: list[float] = []
     ends_last = Counter()
     aligned = [
-        (r["iterations"]["start_ns"], r["iterations"]["end_ns"], off)
+        (
+            _positions(r["iterations"]["start_ns"], steps, last_matched),
+            _positions(r["iterations"]["end_ns"], steps, last_matched),
+            off,
+        )
         for r, off in zip(results, offsets, strict=True)
     ]
-    apart = steps_apart(results, offsets, steps)
+    apart = steps_apart(results, offsets, steps, last_matched)
     if apart:
         return {"steps": steps, "why": apart}
     for i in range(steps):
@@ -1132,16 +1157,19 @@ def skew(results: list[dict[str, Any]], offsets: list[int], tolerance_ns: int) -
     return out
 
 
-def slowest_by_step(results: list[dict[str, Any]]) -> dict[str, Any]:
+def slowest_by_step(results: list[dict[str, Any]], last: bool = False) -> dict[str, Any]:
     """Clock-free: which trace has the longest iteration at each common step (a step whose longest
-    iteration is shared by two traces counts for none, as in :func:`skew`'s ``ends_last``)."""
+    iteration is shared by two traces counts for none, as in :func:`skew`'s ``ends_last``); ``last``: each
+    trace's last steps are the common ones (the clocks were aligned on the last collectives)."""
     steps = _common_steps(results)
     longest = Counter()
-    latencies = [r["iterations"]["latency_ms"] for r in results]
+    latencies = [_positions(r["iterations"]["latency_ms"], steps, last) for r in results]
     for i in range(steps):
-        slowest = last_by_more_than([float(column[i]) for column in latencies], 0)
+        # (a latency not known, None or NaN, is no trace's longest: the others' are compared, two or more)
+        timed = [(k, float(column[i])) for k, column in enumerate(latencies) if _known(column[i])]
+        slowest = last_by_more_than([v for _, v in timed], 0) if len(timed) >= 2 else None
         if slowest is not None:
-            longest[slowest] += 1
+            longest[timed[slowest][0]] += 1
     top = most_often(longest)
     if top is None:
         return {"steps": steps}
@@ -1232,7 +1260,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             if not shared
             else {"why": elsewhen}
             if elsewhen
-            else slowest_by_step(steps_seen)
+            else slowest_by_step(steps_seen, clocks.get("matched_from") == "last")
             if cut_alike
             else {"why": "iterations are cut by different ranges"}
         )
@@ -1243,11 +1271,10 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             )
         elif clocks["aligned"]:
             tolerance = round(clocks["residual_us"] * 1e3)
-            doc["straggler"] = stragglers(
-                steps_seen, clocks["offsets_ns"], tolerance, clocks.get("matched_from") == "last"
-            )
+            from_last = clocks.get("matched_from") == "last"
+            doc["straggler"] = stragglers(steps_seen, clocks["offsets_ns"], tolerance, from_last)
             doc["skew"] = (
-                skew(steps_seen, clocks["offsets_ns"], tolerance)
+                skew(steps_seen, clocks["offsets_ns"], tolerance, from_last)
                 if cut_alike
                 else {"steps": 0, "why": "iterations are cut by different ranges"}
             )
@@ -1263,7 +1290,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     steps = {steps_of(r) for r in results}
     if len(steps) > 1 and not numbered:
         doc["warnings"].append(
-            f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the first {min(steps)}"
+            f"traces hold {min(steps)} to {max(steps)} iterations; step comparisons use the "
+            f"{'last' if clocks.get('matched_from') == 'last' else 'first'} {min(steps)}"
         )
     doc["warnings"] += (
         repeats
