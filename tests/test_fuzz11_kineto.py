@@ -366,3 +366,13 @@ def test_a_cpu_programs_operators_raise_nothing(tmp_path: Path) -> None:
 def test_a_gpu_program_profiled_without_cuda_activity_gets_no_verdict(tmp_path: Path) -> None:
     a = tracekit.analyze(_gpu_program_cpu_activity(tmp_path))
     assert a.verdict is None
+
+
+@pytest.mark.parametrize("properties", [5, "H100", {"id": 0}, [None, 3]])
+def test_odd_device_properties_do_not_break_the_gpu_program_check(tmp_path: Path, properties: Any) -> None:
+    path = _gpu_program_cpu_activity(tmp_path)
+    doc = json.loads(path.read_text())
+    doc["deviceProperties"] = properties
+    path.write_text(json.dumps(doc))
+    trace = read(path)
+    assert "gpu_program_without_device_activity" in trace.meta

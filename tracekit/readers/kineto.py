@@ -1320,19 +1320,24 @@ GPU_ONLY_OPERATOR = (
 GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY = "gpu_program_without_device_activity"
 
 
-def _gpu_program_without_device_activity(operators: pl.DataFrame, gpus: list[Any]) -> dict[str, Any] | None:
+def _gpu_program_without_device_activity(operators: pl.DataFrame, gpus: Any) -> dict[str, Any] | None:
     """Evidence that a trace without device ops profiled a GPU program (``torch.profiler`` with
     ``activities=[ProfilerActivity.CPU]`` around a CUDA model), and the warning that says so; None otherwise.
     The evidence: CPU operators that run for GPU tensors only (:data:`GPU_ONLY_OPERATOR`; ``operators``: every
     CPU operator, nested ones too). Read as a CPU run, the host's operator time (on a GPU, operators return
     once their kernels are queued) stands for the work. ``gpus``: ``deviceProperties`` (Kineto lists the
-    machine's GPUs whatever the activities), named in the warning. Vectorized over the distinct names."""
+    machine's GPUs whatever the activities; anything but a list of objects names none), named in the
+    warning. Vectorized over the distinct names."""
     names = operators.get_column("name").drop_nulls().unique()
     found = names.filter(names.str.contains(GPU_ONLY_OPERATOR)).sort().to_list()
     if not found:
         return None
     shown = ", ".join(f"'{n}'" for n in found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
-    listed = [str(g.get("name")) for g in gpus if isinstance(g, dict) and g.get("name")]
+    listed = [
+        str(g.get("name"))
+        for g in (gpus if isinstance(gpus, list) else [])
+        if isinstance(g, dict) and g.get("name")
+    ]
     machine = f" on a machine with {len(listed)} GPU(s) ({listed[0]})" if listed else ""
     warning = (
         f"the trace holds operators that run for GPU tensors only ({shown}) but no GPU activity{machine}: a GPU "
