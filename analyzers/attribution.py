@@ -15,8 +15,8 @@ second**:
   - ``stream_wait``: the op's launching thread issued a stream-wait call (``cudaStreamWaitEvent``,
     ``hipStreamWaitEvent``, ...: :data:`STREAM_WAIT_NAMES`) after its previous op-launching call and before
     this op's: the op waited on an event of another stream;
-  - ``queued``: the device was running other work (ops of no iteration or of another one) meanwhile: the
-    op waited behind it;
+  - ``queued``: the op's device was running other work (ops of no iteration or of another one) meanwhile:
+    the op waited behind it (another device's work is not counted: :class:`DeviceTimeline` per device);
   - ``launch_lag``: neither, and the device sat idle longer than :data:`LAUNCH_LAG_NS` (1 ms) with the op
     launched: no launch latency is that long, so the device was blocked by something the trace does not
     show, or the host and device clocks are offset (:func:`launch_lags` counts such ops; the analysis warns
