@@ -377,6 +377,24 @@ def within_capture(result: dict[str, Any]) -> dict[str, Any] | None:
     return out
 
 
+def several_ranks_within(results: list[dict[str, Any]]) -> str | None:
+    """Why the traces' steps and collectives are not compared across traces: some trace holds GPUs that ran
+    steps of their own (:func:`within_capture`: one Nsight Systems capture of several ranks, one process per
+    GPU). Its iterations are its ranks' steps together and its collectives, in launch order, each of its ranks'
+    in turn: matched against another trace's, the k-th is no one rank's (two nodes' captures of 2 ranks each
+    were "aligned on 8 collective ends" for 4 all-reduces, and the wait of a straggler measured against one
+    rank, not the job's others). None when no trace does (its GPUs share one process' steps, or it ran on one
+    GPU)."""
+    several = [label(r) for r in results if r.get("per_gpu") and within_capture(r) is not None]
+    if not several:
+        return None
+    return (
+        f"{_named(several)}: {'each holds' if len(several) > 1 else 'it holds'} GPUs that ran steps of their own "
+        "(one capture of several ranks): its collectives and iterations, in one list, are no one rank's; its "
+        "GPUs are compared within it only"
+    )
+
+
 def gpu_warnings(results: list[dict[str, Any]]) -> list[str]:
     """Why a GPU row's verdict may be wrong, or why it has no figures, prefixed with its name (once per
     text, as :func:`trace_warnings`)."""
@@ -1251,6 +1269,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         clocks = {"aligned": False, "why": numbered, "offsets_ns": None, "matched": 0}
     # Steps that did not happen together (captures at other times) are not compared at all
     elsewhen = captured_apart(steps_seen) if shared and len(results) >= 2 else None
+    # A trace of several ranks (one capture, a process per GPU) is compared within itself only
+    elsewhen = elsewhen or (several_ranks_within(results) if len(results) >= 2 else None)
     if elsewhen and clocks["aligned"]:
         clocks = {"aligned": False, "why": elsewhen, "offsets_ns": None, "matched": 0}
     doc["clocks"] = clocks

@@ -4,10 +4,15 @@ known by construction."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
+import pytest
 
 from tests.builders import EPOCH, compact_result
 from tracekit.analyzers.ranks import summarize
+from tracekit.fleet.run import analyze_many
+from tracekit.session import AnalysisOptions
 
 MS = 1_000_000
 
@@ -90,3 +95,82 @@ def test_a_step_timed_in_one_trace_only_has_no_slowest() -> None:
     a["iterations"]["latency_ms"] = np.array([np.nan, 0.3, np.nan])
     b = compact_result("b", 1, steps=steps(400_000))
     assert summarize([a, b])["slowest_by_step"] == {"steps": 3, "slowest": "rank 1", "slowest_steps": 1}
+
+
+GEMM = "ampere_sgemm_128x64_nn"
+ALLREDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL"
+
+
+def _node_capture(path: Path, clock_ns: int, gpu1_arrives_ns: int) -> str:
+    """A SYNTHETIC Nsight Systems export of one node's capture of two ranks (pid 100 on GPU 0, pid 200 on
+    GPU 1, one session clock ``clock_ns`` off the job's): 4 steps of 1 ms (``ProfilerStep#5``-``#8``), pid
+    200's starting 100 µs later; in each a 300 µs GEMM, then an all-reduce that GPU 0 starts 450 µs and GPU 1
+    ``gpu1_arrives_ns`` after GPU 0's step start, both ending at 900 µs."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "Synthetic GPU A")
+    b.gpu(1, "Synthetic GPU B")
+    corr = 1
+    for pid, device, shift, arrive in ((100, 0, 0, 450_000), (200, 1, 100_000, gpu1_arrives_ns)):
+        for step in range(4):
+            base = clock_ns + 1_000_000_000 + step * 1_000_000
+            s0 = base + shift
+            b.nvtx_range(s0, s0 + 1_000_000, f"ProfilerStep#{step + 5}", pid=pid, tid=pid)
+            b.runtime(s0 + 10_000, s0 + 11_000, "cudaLaunchKernel_v7000", correlation=corr, pid=pid, tid=pid)
+            b.kernel(s0 + 50_000, s0 + 350_000, GEMM, device=device, correlation=corr, pid=pid)
+            b.runtime(
+                s0 + 20_000, s0 + 21_000, "cudaLaunchKernel_v7000", correlation=corr + 1, pid=pid, tid=pid
+            )
+            b.kernel(base + arrive, base + 900_000, ALLREDUCE, device=device, correlation=corr + 1, pid=pid)
+            corr += 2
+    return str(b.write(path))
+
+
+@pytest.fixture(scope="module")
+def two_nodes(tmp_path_factory: pytest.TempPathFactory) -> list[str]:
+    """Two nodes of one 4-rank job, each captured by one nsys report of its 2 ranks; node B's clock 5 ms
+    ahead. Node A's GPU 1 arrives at each all-reduce at 700 µs, node B's GPU 1 at 800 µs (the job's
+    straggler: the others arrive at 450, 450 and 700 µs)."""
+    out = tmp_path_factory.mktemp("two_nodes")
+    return [
+        _node_capture(out / "nodeA.synthetic.sqlite", 0, 700_000),
+        _node_capture(out / "nodeB.synthetic.sqlite", 5_000_000, 800_000),
+    ]
+
+
+def _summary(paths: list[str], jobs: int = 1) -> dict:
+    outcomes = analyze_many(paths, AnalysisOptions(), jobs=jobs)
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    return summarize([o.result for o in outcomes])
+
+
+def test_captures_of_several_ranks_each_are_not_compared_as_ranks(two_nodes: list[str]) -> None:
+    # Before: the two traces' collective lists (each rank's all-reduces of its node, interleaved) were
+    # matched as two ranks': "aligned on 8 collective ends" (4 all-reduces), "straggler: nodeB arrives last
+    # at 4 of 8 collectives; the others wait 0.100 ms" (rank 3 arrives 0.35 ms after the median of the
+    # others), "step start skew 0.000 ms largest over 8 steps" (each trace's 8 iterations are 2 ranks' 4
+    # steps; the ranks' starts are 0.1 ms apart).
+    doc = _summary(two_nodes)
+    why = (
+        "nodeA.synthetic.sqlite, nodeB.synthetic.sqlite: each holds GPUs that ran steps of their own (one capture "
+        "of several ranks): its collectives and iterations, in one list, are no one rank's; its GPUs are compared "
+        "within it only"
+    )
+    assert doc["clocks"] == {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
+    assert doc["slowest_by_step"] == {"why": why}
+    assert "straggler" not in doc and "skew" not in doc
+    # within each capture, on its one clock, as before
+    within = {w["trace"]: w for w in doc["gpu_within"]}
+    assert within["nodeA.synthetic.sqlite"]["straggler"] == "GPU 1"
+    assert within["nodeA.synthetic.sqlite"]["median_wait_ms"] == pytest.approx(0.25, abs=1e-12)
+    assert within["nodeB.synthetic.sqlite"]["median_wait_ms"] == pytest.approx(0.35, abs=1e-12)
+
+
+def test_a_capture_of_several_ranks_beside_another_trace_is_not_aligned_either(two_nodes: list[str]) -> None:
+    doc = _summary(two_nodes[:1] + [two_nodes[0]])  # (the same file twice: kept once, nothing to compare)
+    assert doc["traces"] == 1 and doc["clocks"]["why"] == "one trace"
+
+
+def test_the_pool_gives_the_same_answer_for_captures_of_several_ranks(two_nodes: list[str]) -> None:
+    assert _summary(two_nodes, jobs=2) == _summary(two_nodes, jobs=1)
