@@ -34,7 +34,10 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   the traces hold different numbers of collectives (a capture that began or ended at another one), the
   first ``n`` of each are matched, or the last ``n``: the one that fits is taken; when both fit (periodic
   steps), the one under which the traces' steps line up (:func:`steps_apart`), else the clocks are not
-  aligned. ``matched_from`` says which, and the straggler compares the same collectives.
+  aligned. Matched from the last, each trace's last steps are the ones lined up, skewed and compared for the
+  slowest (a trace holding fewer began later); matched from the first, its first: without step numbers a
+  capture that began later and one that ended earlier read the same, and are then not aligned.
+  ``matched_from`` says which, and the straggler compares the same collectives.
 - **straggler** (needs aligned clocks): at each matched collective, the trace that *arrives* (starts the
   collective) last is the one the others wait for; the wait it causes is its arrival minus the median arrival
   of the others. The straggler is the trace that arrives last most often; reported with how often and the
@@ -47,7 +50,11 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   aligned iteration starts; median and largest. Withheld, said why, when a trace's step does not overlap the
   reference's step of the same position once aligned (:func:`steps_apart`): then positions are not steps.
 - Without aligned clocks, **slowest by step** compares durations only (which trace has the longest iteration
-  at each step, how often).
+  at each step, how often; a latency not known, None or NaN, is no trace's longest).
+- **captures of several ranks**: a trace whose GPUs ran steps of their own (one Nsight Systems capture of a
+  process per GPU: :func:`within_capture`) holds its ranks' steps and collectives in one list, the k-th no
+  one rank's: no trace is then aligned, skewed or compared by step with another (:func:`several_ranks_within`);
+  its GPUs are compared within it.
 - **steps by number**: when every trace numbers its steps (``ProfilerStep#N``, the compact result's ``step``)
   and the numbers differ (captures that began at other steps), steps and collectives are compared on the
   step numbers every trace holds (:func:`by_step_number`); none in common: nothing is compared across traces.
