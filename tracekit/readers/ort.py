@@ -448,6 +448,83 @@ def graph_replays(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] 
     return {"runs": [list(r) for r in after.select("pid_i", "tid_i", "start").iter_rows()], "of": runs.height}
 
 
+#: ``meta`` key of :func:`partial_runs`.
+PARTIAL_RUNS = "partial_runs"
+#: :func:`partial_runs` compares each run's node sequence with at most this many of the most frequent ones.
+_PARTIAL_CANDIDATES = 64
+
+
+def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | None:
+    """``{"runs": [[pid, tid, start ns], ...], "of": model_runs}``: the ``model_run`` events whose nodes are a
+    proper prefix of the nodes another run ran; None when there are none.
+
+    ORT writes ``model_run`` for a run that failed at a node (``Run`` returns the node's error after its
+    profiler event is written), holding the nodes it ran, the failing one included, and likewise for a run
+    stopped by ``RunOptions.terminate``: such a run ran the first nodes of the graph and stopped. A run's nodes
+    are the Node events of its thread inside it, in file order (ORT writes each when it ends, so a control-flow
+    node comes after its subgraph's nodes and a branch or trip count that differs makes no prefix). Only in a
+    process whose every Node event is on a thread that runs ``model_run`` (the parallel executor's pool
+    threads run a varying share of each run's nodes), and a run with no node at all only where no node ran on
+    a GPU provider (there it is a graph replay, :func:`graph_replays`)."""
+    runs = (
+        session.filter(pl.col("name") == MODEL_RUN)
+        .select("pid_i", "tid_i", "start", "end")
+        .sort("start", "pid_i", "tid_i")
+        .with_row_index("_run")
+    )
+    if runs.height < 2 or nodes.is_empty():
+        return None
+    callers = runs.select("pid_i", "tid_i").unique()
+    pooled = nodes.join(callers, on=["pid_i", "tid_i"], how="anti").get_column("pid_i").unique().implode()
+    runs = runs.filter(~pl.col("pid_i").is_in(pooled))
+    if runs.height < 2:
+        return None
+    sep = "\n"
+    own = (
+        nodes.select("pid_i", "tid_i", "start", "order", "name")
+        .sort("start")
+        .join_asof(
+            runs.select("pid_i", "tid_i", "_run", run_start="start", run_end="end"),
+            left_on="start",
+            right_on="run_start",
+            by=["pid_i", "tid_i"],
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter((pl.col("start") < pl.col("run_end")).fill_null(False))
+        .group_by("_run")
+        .agg((pl.col("name").fill_null("").sort_by("order") + sep).str.join("").alias("seq"))
+    )
+    seqs = runs.join(own, on="_run", how="left").with_columns(pl.col("seq").fill_null(""))
+    if nodes.select(pl.col("provider").is_in(list(GPU_PROVIDERS)).any()).item():
+        seqs = seqs.filter(pl.col("seq") != "")  # a GPU session's run without nodes: a graph replay
+    longer = (
+        seqs.group_by("seq")
+        .agg(pl.len().alias("n"))
+        .sort(["n", "seq"], descending=[True, False])
+        .head(_PARTIAL_CANDIDATES)
+        .select(longer="seq")
+    )
+    distinct = seqs.select("seq").unique()
+    prefixes = (
+        distinct.join(longer, how="cross")
+        .filter(
+            (pl.col("longer").str.len_bytes() > pl.col("seq").str.len_bytes())
+            & pl.col("longer").str.starts_with(pl.col("seq"))
+        )
+        .get_column("seq")
+        .unique()
+        .implode()
+    )
+    found = seqs.filter(pl.col("seq").is_in(prefixes)).sort("_run")
+    if found.is_empty():
+        return None
+    return {
+        "runs": [list(r) for r in found.select("pid_i", "tid_i", "start").iter_rows()],
+        "of": session.filter(pl.col("name") == MODEL_RUN).height,
+    }
+
+
 def _version(events: list[dict[str, Any]]) -> str | None:
     for e in events:
         args = e.get("args")
@@ -875,6 +952,16 @@ def read(path: Path) -> Trace:
             f"{count} of {replays['of']} 'model_run' events hold no Node event, after runs that did: runs that "
             "replay a captured graph (the CUDA EP's enable_cuda_graph, or another provider's graph capture), for "
             "which ONNX Runtime records the run and nothing of its work: their busy time is not in the profile"
+        )
+    partial = partial_runs(session, nodes)
+    if partial is not None:
+        meta[PARTIAL_RUNS] = partial
+        count = len(partial["runs"])
+        warnings.append(
+            f"{count} of {partial['of']} 'model_run' events ran only a prefix of the nodes another run ran, then "
+            "stopped: runs that failed at a node (ORT records a failed run with the nodes it ran, the failing one "
+            "last), were stopped by RunOptions.terminate, or fetched fewer outputs (only_execute_path_to_fetches); "
+            "their latency and busy time, counted among the iterations, are not those of a whole inference"
         )
     shapes = run_shapes(session, nodes.filter(~container))
     if shapes is not None:

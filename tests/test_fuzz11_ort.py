@@ -1,0 +1,150 @@
+"""ONNX Runtime profiles of shapes tracekit had not handled (round 11): runs that stopped early.
+
+ORT records ``model_run`` for a run that failed at a node (``Run`` returns the node's error after the profiler
+event is written), with the nodes it ran, the failing node included: the run ran a prefix of the nodes the
+other runs ran. Seen on a real 1.32 CPU profile (a Reshape fed an impossible shape on one run of five: that
+run's ``model_run`` is 0.554 ms with 2 of 3 nodes, the slowest run of the profile, while the others took
+0.147-0.496 ms). A run stopped by ``RunOptions.terminate`` looks the same.
+
+Hand-built profiles are labelled synthetic (file names); the real one is made here by the installed
+onnxruntime (CPU) when it is there. Expected numbers are computed by hand from the events."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracekit
+from tracekit.readers.ort import read
+
+
+def _ev(cat: str, name: str, ts: Any, dur: Any, pid: int = 1, tid: int = 1, **args: Any) -> dict[str, Any]:
+    return {"cat": cat, "pid": pid, "tid": tid, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
+
+
+def _node(name: str, ts: int, dur: int, tid: int = 1, op: str = "MatMul") -> dict[str, Any]:
+    return _ev("Node", f"{name}_kernel_time", ts, dur, tid=tid, op_name=op, provider="CPUExecutionProvider")
+
+
+def _write(tmp_path: Path, name: str, events: list[dict[str, Any]]) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(events))
+    return path
+
+
+def _run(start: int, names: list[str], dur: int = 100, tid: int = 1) -> list[dict[str, Any]]:
+    """One run on thread ``tid`` at ``start`` µs: its nodes of ``dur`` µs back to back from ``start`` + 10,
+    then ``model_run`` ending 10 µs after the last node (ORT writes each event when it ends)."""
+    events = [_node(n, start + 10 + k * dur, dur, tid) for k, n in enumerate(names)]
+    events.append(_ev("Session", "model_run", start, 20 + len(names) * dur, tid=tid))
+    return events
+
+
+FULL = ["/mm", "/reshape", "/relu"]
+
+
+def test_a_run_that_failed_at_a_node_is_named(tmp_path: Path) -> None:
+    """Four full runs (3 nodes, 0.32 ms) and one that failed at its second node (2 nodes, 0.22 ms). Before:
+    nothing said so; its 0.22 ms latency and 2 ops were an inference's like the others'. After: meta
+    ``partial_runs`` names it and a warning says what it is."""
+    events = _run(0, FULL) + _run(1000, FULL) + _run(2000, FULL[:2]) + _run(3000, FULL) + _run(4000, FULL)
+    trace = read(_write(tmp_path, "synthetic_ort_failed_run.json", events))
+    assert trace.meta["partial_runs"] == {"runs": [[1, 1, 2_000_000]], "of": 5}
+    said = [w for w in trace.meta["warnings"] if "ran only a prefix" in w]
+    assert len(said) == 1 and said[0].startswith("1 of 5 'model_run' events ran only a prefix")
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_failed_run2.json", events))
+    assert analyzed.iterations["latency_ms"].to_list() == pytest.approx([0.32, 0.32, 0.22, 0.32, 0.32])
+
+
+def test_runs_of_the_same_nodes_are_not_partial(tmp_path: Path) -> None:
+    events = _run(0, FULL) + _run(1000, FULL) + _run(2000, FULL)
+    trace = read(_write(tmp_path, "synthetic_ort_full_runs.json", events))
+    assert "partial_runs" not in trace.meta
+    assert not [w for w in trace.meta["warnings"] if "prefix" in w]
+
+
+def test_branches_and_loop_trip_counts_are_not_partial(tmp_path: Path) -> None:
+    """An If whose branches differ, a Loop whose trip count differs: the control-flow node is written after its
+    subgraph's nodes, and the nodes after it follow, so no run's nodes are a prefix of another's."""
+    then_run = _run(0, ["/a", "/then1", "/then2", "/if", "/b"])
+    else_run = _run(1000, ["/a", "/else1", "/if", "/b"])
+    long_loop = _run(2000, ["/a", "/body", "/body", "/loop", "/b"])
+    short_loop = _run(3000, ["/a", "/body", "/loop", "/b"])
+    trace = read(
+        _write(tmp_path, "synthetic_ort_branches.json", then_run + else_run + long_loop + short_loop)
+    )
+    assert "partial_runs" not in trace.meta
+
+
+def test_a_node_name_that_extends_another_is_no_prefix(tmp_path: Path) -> None:
+    """A run whose last node is ``/mm`` and another whose last node is ``/mm2``: different nodes, no prefix."""
+    events = _run(0, ["/a", "/mm"]) + _run(1000, ["/a", "/mm2", "/b"]) + _run(2000, ["/a", "/mm2", "/b"])
+    trace = read(_write(tmp_path, "synthetic_ort_name_prefix.json", events))
+    assert "partial_runs" not in trace.meta
+
+
+def test_concurrent_callers_failed_run_is_found_on_its_own_thread(tmp_path: Path) -> None:
+    """Two callers on threads 1 and 2, runs overlapping in time: each run's nodes are its own thread's, so a
+    full run of thread 2 open at once does not make thread 1's failed run look full (nor the reverse)."""
+    events = (
+        _run(0, FULL, tid=1) + _run(50, FULL, tid=2) + _run(1000, FULL[:1], tid=1) + _run(1020, FULL, tid=2)
+    )
+    trace = read(_write(tmp_path, "synthetic_ort_concurrent_failed.json", events))
+    assert trace.meta["partial_runs"] == {"runs": [[1, 1, 1_000_000]], "of": 4}
+
+
+def test_a_run_without_nodes_on_a_cpu_session_is_partial(tmp_path: Path) -> None:
+    """A CPU run that holds no node at all (failed at its first node before the node's event was written, or
+    terminated at once) ran the empty prefix: partial, not a graph replay (a CPU session captures no graph)."""
+    events = _run(0, FULL) + [_ev("Session", "model_run", 1000, 30)] + _run(2000, FULL)
+    trace = read(_write(tmp_path, "synthetic_ort_empty_run.json", events))
+    assert trace.meta["partial_runs"] == {"runs": [[1, 1, 1_000_000]], "of": 3}
+    assert "graph_replays" not in trace.meta
+
+
+def test_real_run_failing_at_a_reshape(tmp_path: Path) -> None:
+    """Real: onnxruntime (CPU) runs MatMul -> Reshape -> Relu five times; the third run feeds the Reshape a
+    shape its input cannot take, so Reshape fails and Run raises. ORT records that run (model_run with MatMul and
+    the failing Reshape). The reader names exactly that run."""
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    np = pytest.importorskip("numpy")
+    helper, tp = onnx.helper, onnx.TensorProto
+    weights = np.ones((8, 8), dtype=np.float32)
+    graph = helper.make_graph(
+        [
+            helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"),
+            helper.make_node("Reshape", ["m", "s"], ["r"], name="reshape"),
+            helper.make_node("Relu", ["r"], ["y"], name="relu"),
+        ],
+        "g",
+        [
+            helper.make_tensor_value_info("x", tp.FLOAT, [None, 8]),
+            helper.make_tensor_value_info("s", tp.INT64, [2]),
+        ],
+        [helper.make_tensor_value_info("y", tp.FLOAT, None)],
+        [helper.make_tensor("w", tp.FLOAT, [8, 8], weights.flatten())],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.log_severity_level = 4
+    options.profile_file_prefix = str(tmp_path / "real_ort_failed_run")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    x = np.ones((16, 8), dtype=np.float32)
+    for k in range(5):
+        shape = np.array([7, 7] if k == 2 else [8, 16], dtype=np.int64)
+        try:
+            session.run(None, {"x": x, "s": shape})
+        except Exception:  # noqa: BLE001 -- the run meant to fail
+            assert k == 2
+    path = Path(session.end_profiling())
+    starts = [e["ts"] for e in json.loads(path.read_text()) if e.get("name") == "model_run"]
+    assert len(starts) == 5
+    trace = read(path)
+    assert trace.meta["partial_runs"]["of"] == 5
+    assert [r[2] for r in trace.meta["partial_runs"]["runs"]] == [starts[2] * 1000]
