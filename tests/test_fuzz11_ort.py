@@ -161,3 +161,22 @@ def test_a_failed_run_is_left_out_of_the_iterations(tmp_path: Path) -> None:
     events = _run(0, FULL) + _run(1000, FULL) + _run(2000, FULL[:2]) + _run(3000, FULL) + _run(4000, FULL)
     analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_failed_run.json", events))
     assert analyzed.iterations["latency_ms"].to_list() == pytest.approx([0.32] * 4)
+
+
+def test_two_sessions_writing_one_file_name_is_one_line_that_says_so(tmp_path: Path, capsys) -> None:
+    """Synthetic, made as ORT makes it: two sessions opened one file name (one ``profile_file_prefix`` within one
+    second, in versions that name files by the second), and each wrote its array from the first byte at its
+    end: the later, shorter array, then the rest of the earlier, longer one. Before: 'truncated or invalid JSON:
+    Extra data: line 1 column ...', which does not say why. After: the same line says what wrote it."""
+    from tracekit.cli import main
+
+    first = json.dumps(_run(0, FULL) + _run(1000, FULL) + _run(2000, FULL), indent=0)
+    second = json.dumps(_run(0, FULL[:1]), indent=0)
+    path = tmp_path / "synthetic_ort_same_file_name.json"
+    path.write_text(second + first[len(second) :])
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert f"Extra data: line 25 column 2 (char {len(second)})" in err
+    assert f"a whole JSON array ends at char {len(second)} and more text follows it" in err
+    assert "several sessions or processes wrote this file" in err

@@ -84,6 +84,7 @@ statistics.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -732,10 +733,31 @@ def queue_on_streams(ops: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     return out, int(moved[0] or 0), int(moved[1] or 0)
 
 
+def _load(path: Path) -> Any:
+    """:func:`load_json`, whose one line, for a file holding a whole JSON value followed by more text, says how
+    an ORT profile comes to be so: each session writes its own array into the file it opened (truncated) at its
+    start, so sessions that opened one file name overwrite each other's text from the first byte."""
+    try:
+        return load_json(path)
+    except TraceFormatError as err:
+        cause = err.__cause__
+        if not (isinstance(cause, json.JSONDecodeError) and cause.msg == "Extra data"):
+            raise
+        raise TraceFormatError(
+            f"{err.message}: a whole JSON array ends at char {cause.pos} and more text follows it; ONNX Runtime "
+            "writes one array per session into the file the session opened when it started, so several sessions "
+            "or processes wrote this file (sessions given one profile_file_prefix within the same second, which "
+            "ORT versions naming files by the second give one file name; a session forked into several "
+            "processes): the text after the first array is another profile's remains, so the first array is one "
+            "session's whole profile only if it was written last; give each session its own profile_file_prefix",
+            path,
+        ) from cause
+
+
 def read(path: Path) -> Trace:
     """Read an ONNX Runtime profile into a normalized Trace (see module doc)."""
     path = Path(path)
-    events, header = _events(load_json(path), path)
+    events, header = _events(_load(path), path)
     frame = _frame(events)
     warnings: list[str] = []
     read_categories = pl.col("cat").is_in(["Session", "Node", "Kernel"])
