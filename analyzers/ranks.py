@@ -359,8 +359,16 @@ def within_capture(result: dict[str, Any]) -> dict[str, Any] | None:
     if numbered:
         out["steps_note"] = numbered
     zero = [0] * len(steps_seen)
-    out["skew"] = skew(steps_seen, zero, 0)
-    out["slowest_by_step"] = slowest_by_step(steps_seen)
+    # (one clock: the GPUs' steps are compared where they line up, the first of each, else the last of each,
+    # a process that began a step later; neither: their durations are not compared either)
+    steps = _common_steps(steps_seen)
+    last = (
+        steps_apart(steps_seen, zero, steps) is not None
+        and steps_apart(steps_seen, zero, steps, True) is None
+    )
+    out["skew"] = skew(steps_seen, zero, 0, last)
+    apart = out["skew"].get("why") if out["skew"].get("median_start_skew_ms") is None else None
+    out["slowest_by_step"] = {"why": apart} if apart else slowest_by_step(steps_seen, last)
     out.update(straggler=None)
     if not all(len(x["collective_ends_ns"]) for x in steps_seen):
         out["straggler_why"] = "not every GPU has collectives"

@@ -174,3 +174,60 @@ def test_a_capture_of_several_ranks_beside_another_trace_is_not_aligned_either(t
 
 def test_the_pool_gives_the_same_answer_for_captures_of_several_ranks(two_nodes: list[str]) -> None:
     assert _summary(two_nodes, jobs=2) == _summary(two_nodes, jobs=1)
+
+
+def _lane(starts_ms: list[int], latencies: list[float]) -> dict:
+    starts = [s * MS for s in starts_ms]
+    return {
+        "iterations": {
+            "index": list(range(len(starts))),
+            "start_ns": starts,
+            "end_ns": [s + int(lat * 1e6) for s, lat in zip(starts, latencies, strict=True)],
+            "latency_ms": latencies,
+            "step": [None] * len(starts),
+        },
+        "collective_starts_ns": [],
+        "collective_ends_ns": [],
+        "collective_kinds": [],
+        "collective_iterations": [],
+    }
+
+
+def test_within_a_capture_a_gpu_that_began_a_step_later_is_compared_on_the_same_steps() -> None:
+    # SYNTHETIC. One capture (one clock), no step numbers, steps 1 ms apart. GPU 0's process ran steps 0-3
+    # (0.5, 0.9, 0.9, 0.9 ms); GPU 1's began a step later, steps 1-3 (0.8 ms each). On the common steps 1-3
+    # GPU 0 is the slower at each. Before: compared by first position (GPU 0's step 0 against GPU 1's step
+    # 1), "slowest GPU 0 in 2 of 3 steps", and the skew withheld as "steps do not line up".
+    from tracekit.analyzers.ranks import within_capture
+
+    result = {
+        "name": "t.synthetic.sqlite",
+        "rank": None,
+        "per_gpu": [
+            {"device": 0, "lane": _lane([0, 1, 2, 3], [0.5, 0.9, 0.9, 0.9])},
+            {"device": 1, "lane": _lane([1, 2, 3], [0.8, 0.8, 0.8])},
+        ],
+    }
+    within = within_capture(result)
+    assert within is not None
+    assert within["slowest_by_step"] == {"steps": 3, "slowest": "GPU 0", "slowest_steps": 3}
+    assert within["skew"]["median_start_skew_ms"] == 0.0 and within["skew"]["steps"] == 3
+    assert (within["skew"]["ends_last"], within["skew"]["ends_last_steps"]) == ("GPU 0", 3)
+
+
+def test_within_a_capture_steps_that_line_up_neither_way_are_not_compared_by_duration() -> None:
+    # SYNTHETIC. GPU 1's three steps (10-12 ms) come after all of GPU 0's (0-3 ms) on the one clock: they
+    # line up with neither GPU 0's first three nor its last three. Before: "slowest GPU 1 in 3 of 3 steps".
+    from tracekit.analyzers.ranks import within_capture
+
+    result = {
+        "name": "t.synthetic.sqlite",
+        "rank": None,
+        "per_gpu": [
+            {"device": 0, "lane": _lane([0, 1, 2, 3], [0.4, 0.4, 0.4, 0.4])},
+            {"device": 1, "lane": _lane([10, 11, 12], [0.8, 0.8, 0.8])},
+        ],
+    }
+    within = within_capture(result)
+    assert "why" in within["skew"]
+    assert within["slowest_by_step"] == {"why": within["skew"]["why"]}
