@@ -25,7 +25,9 @@ What lands where:
     provider (:data:`GPU_PROVIDERS`: CUDA, ROCm, TensorRT, TensorRT RTX, MIGraphX, DirectML, WebGPU, JSEP,
     CANN). Nodes of providers that compute on their configured device (NPU, GPU or CPU) inside a node that
     waits for it (:data:`SYNCHRONOUS_DEVICE_PROVIDERS`: QNN, OpenVINO, CoreML, NNAPI, VitisAI ...) are that
-    device's work and copies seen from the host: a warning says so.
+    device's work and copies seen from the host: a warning says so. Nodes of a remote provider
+    (:data:`REMOTE_PROVIDERS`: Azure, a network round trip; ``meta["remote_provider_nodes"]`` [n, of]) and of a
+    provider in none of these lists nor :data:`CPU_PROVIDERS` (a plugin EP) get a warning each.
     Control-flow nodes (``If``, ``Loop``, ``Scan``, contrib ``BeamSearch`` ...) run their subgraph's nodes
     inside their own time on their own thread: a Node event that holds another Node event of its thread
     (:func:`_containers`; events of positive length only, so a 0 µs node touching its neighbour holds nothing)
@@ -122,7 +124,19 @@ SYNCHRONOUS_DEVICE_PROVIDERS: tuple[str, ...] = (
     "VitisAIExecutionProvider",
     "SNPEExecutionProvider",
     "RknpuExecutionProvider",
+    "VSINPUExecutionProvider",
 )
+#: Execution providers whose nodes compute on the host CPU (ORT's own kernels, oneDNN, XNNPACK, Arm's libraries).
+CPU_PROVIDERS: tuple[str, ...] = (
+    "CPUExecutionProvider",
+    "DnnlExecutionProvider",
+    "XnnpackExecutionProvider",
+    "ACLExecutionProvider",
+    "ArmNNExecutionProvider",
+)
+#: Execution providers whose nodes send their inputs to a remote endpoint and wait for its answer (the Azure EP's
+#: Triton / OpenAI invokers): their node time is a network round trip and someone else's computation.
+REMOTE_PROVIDERS: tuple[str, ...] = ("AzureExecutionProvider",)
 _VERSION_KEYS: tuple[str, ...] = ("ort_version", "onnxruntime_version", "version")
 #: ORT's event categories as it spells them; a tool that rewrites a profile may change their case ("node").
 CATEGORIES: tuple[str, ...] = ("Session", "Node", "Kernel")
@@ -923,6 +937,23 @@ def read(path: Path) -> Trace:
             "their times, taken on the host, include that device's work and any copies to and from it, so "
             "operator busy time is the host's view of that work, whatever 'device measured' says"
         )
+    remote = nodes.filter(pl.col("provider").is_in(list(REMOTE_PROVIDERS))).height
+    if remote:
+        warnings.append(
+            f"{remote} of {nodes.height} operator events ran on a remote execution provider "
+            f"({', '.join(p for p in providers if p in REMOTE_PROVIDERS)}): each sends its inputs to an endpoint "
+            "and waits for the answer, so its time is a network round trip and a remote server's work, not "
+            "computation of this process: operator busy time and utilization count that wait as busy"
+        )
+    known = (*GPU_PROVIDERS, *SYNCHRONOUS_DEVICE_PROVIDERS, *CPU_PROVIDERS, *REMOTE_PROVIDERS)
+    unknown = nodes.filter(pl.col("provider").is_not_null() & ~pl.col("provider").is_in(list(known)))
+    if unknown.height:
+        names = ", ".join(sorted(unknown.get_column("provider").unique().to_list()))
+        warnings.append(
+            f"{unknown.height} of {nodes.height} operator events ran on an execution provider tracekit does not "
+            f"know ({names}): whether its node times are computation on the host, a device's work waited for, or "
+            "only the launch of work a device does later is not known, so neither is what operator busy time means"
+        )
     if nodes.height == 0 and kernels.height == 0:
         warnings.append("no Node or Kernel events: this profile holds session events only")
     if api_events:
@@ -937,6 +968,8 @@ def read(path: Path) -> Trace:
         meta["ops_without_end"] = no_end
     if on_gpu and device == "cpu":  # [events on a GPU provider, events]: the analysis withholds the verdict
         meta["gpu_provider_nodes"] = [on_gpu, nodes.height]
+    if remote:  # [events on a remote provider, events]
+        meta["remote_provider_nodes"] = [remote, nodes.height]
     version = _version(events)
     if version:
         meta["format_version"] = version
