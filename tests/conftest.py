@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,23 @@ def _fresh_input_registry() -> None:
     from tracekit.io import forget_inputs
 
     forget_inputs()
+
+
+#: what a Dask nanny sets in the process that runs it (its ``pre-spawn-environ``, for the worker processes it
+#: starts) and leaves set: a test with a LocalCluster would hand them to every later test of the process
+NANNY_ENVIRON = ("MALLOC_TRIM_THRESHOLD_", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
+
+
+@pytest.fixture(autouse=True)
+def _no_nanny_environ_left() -> Iterator[None]:
+    """Each test leaves the nanny's variables as it found them, whatever LocalCluster it started."""
+    before = {name: os.environ.get(name) for name in NANNY_ENVIRON}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 SAMPLE_TRACES = REPO / "sample_traces"
