@@ -133,7 +133,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracekit.errors import NoActivityError, TracekitError
-from tracekit.model import LAUNCH_API_NAMES, Trace
+from tracekit.model import API_NAME_SUFFIX, LAUNCH_API_NAMES, Trace
 
 DEFAULT_RANGE = "iteration"
 PROFILER_STEP_KEY = "ProfilerStep#*"
@@ -984,17 +984,29 @@ def devices(trace: Trace) -> list[int | None]:
 
 
 def device_trace(trace: Trace, device: int | None, thread_devices: pl.DataFrame | None = None) -> Trace:
-    """The part of ``trace`` one device saw: its ops; the API calls launching them, plus calls without a
-    correlation id (synchronizations, allocations); the ranges of the processes that launched them (all
-    ranges when none of them recorded a range). ``meta`` is copied, with ``device_id`` set."""
+    """The part of ``trace`` one device saw: its ops; the API calls launching them, plus the calls that
+    launched no op of any device (synchronizations, allocations, event records: without a correlation id,
+    or with one no op carries; launch calls aside, whose missing work is another device's or lost); the
+    ranges of the processes that launched them (all ranges when none of them recorded a range). ``meta`` is
+    copied, with ``device_id`` set. (nsys and Kineto give every runtime call a correlation id: keeping only
+    id-less calls had dropped every ``cudaDeviceSynchronize``, and a device's idle time spent waiting in one
+    read "dispatch" in its per-GPU row.)"""
     ops = trace.ops.filter(pl.col("device").eq_missing(pl.lit(device, pl.Int32)))
     keys = ops.select("pid", "correlation").filter(pl.col("correlation").is_not_null()).unique()
+    linked = trace.ops.select("pid", "correlation").filter(pl.col("correlation").is_not_null()).unique()
+    unlinked = trace.api.filter(pl.col("correlation").is_not_null()).join(
+        linked, on=["pid", "correlation"], how="anti", nulls_equal=True
+    )
+    unlinked = unlinked.filter(~pl.col("name").str.replace(API_NAME_SUFFIX, "").is_in(list(LAUNCH_API_NAMES)))
     api = pl.concat(
         [
             trace.api.filter(pl.col("correlation").is_null()),
+            unlinked,
             trace.api.join(keys, on=["pid", "correlation"], how="semi"),
         ]
     )
+    if api.height > 1 and trace.api.height:  # the trace's order (by start), as its frames keep it
+        api = api.sort("start", maintain_order=True)
     pids = ops["pid"].drop_nulls().unique()
     if thread_devices is None:
         thread_devices = _thread_devices(trace)

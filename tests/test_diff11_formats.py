@@ -166,6 +166,7 @@ def test_the_per_iteration_figures_are_the_truth_and_keep_the_invariants(drawn: 
             "launch_latency_ns": None
             if r["launch_latency_us"] is None
             else round(r["launch_latency_us"] * 1000, 3),
+            "queue_ns": None if r["queue_us"] is None else round(r["queue_us"] * 1000, 3),
         }
         for r in it.iter_rows(named=True)
     ]

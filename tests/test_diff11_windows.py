@@ -174,3 +174,38 @@ def test_a_trailing_gap_ending_at_the_iterations_own_zero_length_op_is_device_si
         for c in ("dispatch", "launch", "sync", "other_api", "in_flight")
     }
     assert got == {"dispatch": 5 * US, "launch": 5 * US, "sync": 0, "other_api": 0, "in_flight": 22 * US}
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_devices_own_analysis_keeps_the_sync_calls_of_its_process(tmp_path: Path, fmt: str) -> None:
+    # One process, one thread, two GPUs, two 1 ms iterations: a kernel on GPU 0 [100, 600) us and on GPU 1
+    # [150, 700) us, launched by 5 us calls at +10 and +20 us, then cudaDeviceSynchronize [30, 710) us. GPU 0's
+    # own analysis (per-GPU rows of a many-trace run, attribute=True): leading gap 10 us dispatch, 5 us launch,
+    # 85 us in_flight; trailing gap [600, 1000) us: 110 us sync (in the synchronize), 290 us dispatch. Before,
+    # a device's part kept only calls without a correlation id, and nsys and Kineto give every runtime call
+    # one: the synchronize was dropped and its 110 us read "dispatch" (sync 0).
+    from tracekit.analyzers.devices import analyze_devices
+
+    w = Workload(devices=2)
+    corr = 0
+    for i in range(2):
+        s = i * 1000 * US
+        w.ranges.append(Range(s, s + 1000 * US))
+        for d, (cs, ks, ke) in enumerate(((10, 100, 600), (20, 150, 700))):
+            corr += 1
+            w.calls.append(Call(s + cs * US, s + (cs + 5) * US, "cudaLaunchKernel", corr))
+            w.ops.append(Op(s + ks * US, s + ke * US, "kernel", 7, corr, d))
+        corr += 1
+        w.calls.append(Call(s + 30 * US, s + 710 * US, "cudaDeviceSynchronize", corr))
+    if fmt == "nsys":
+        path = write_nsys(w, tmp_path / "w.synthetic.sqlite")
+    else:
+        path = write_kineto(w, tmp_path / "w.synthetic.json")
+    parts = {d.device: d.result for d in analyze_devices(read_trace(path), attribute=True)}
+    gpu0 = parts[0].attribution.iterations
+    causes = ("dispatch", "launch", "sync", "other_api", "in_flight")
+    assert [{c: gpu0[f"{c}_ns"][i] for c in causes} for i in range(2)] == [
+        {"dispatch": 300 * US, "launch": 5 * US, "sync": 110 * US, "other_api": 0, "in_flight": 85 * US}
+    ] * 2
+    assert parts[0].iterations["gpu_busy_ms"].to_list() == pytest.approx([0.5, 0.5], abs=1e-12)
+    assert parts[1].attribution.iterations["sync_ns"].to_list() == [10 * US] * 2

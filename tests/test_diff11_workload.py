@@ -396,14 +396,16 @@ def truth(w: Workload) -> list[dict[str, int | bool]]:
         launches = [c for c in w.calls if c.name in LAUNCHES and r.start <= c.start < r.end]
         # launch latency: over the iteration's launching calls (any call with an op: copies too), from the
         # call's start to its first op's
-        firsts = []
+        firsts, queues = [], []
         for corr in sorted({o.corr for o in ops if o.corr in calls}):
-            firsts.append(min(o.start for o in ops if o.corr == corr) - calls[corr].start)
+            first = min(o.start for o in ops if o.corr == corr)
+            firsts.append(first - calls[corr].start)
+            queues.append(max(0, first - calls[corr].end))
         out.append(
             {"latency": we - ws, "busy": busy, "idle": we - ws - busy, "synchronized": synchronized,
              "gaps": len(gaps), **causes, "kernels": sum(o.kind == "kernel" for o in ops),
              "launches": len(launches), "launch_api_ns": sum(c.end - c.start for c in launches),
-             "launch_latency_ns": _median(firsts)}
+             "launch_latency_ns": _median(firsts), "queue_ns": _median(queues)}
         )  # fmt: skip
     return out
 
