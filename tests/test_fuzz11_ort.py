@@ -179,7 +179,25 @@ def test_two_sessions_writing_one_file_name_is_one_line_that_says_so(tmp_path: P
     assert len(err.splitlines()) == 1
     assert f"Extra data: line 25 column 2 (char {len(second)})" in err
     assert f"a whole JSON array ends at char {len(second)} and more text follows it" in err
-    assert "several sessions or processes wrote this file" in err
+    assert "several sessions wrote this file name" in err
+
+
+def test_processes_forked_from_a_profiled_session_are_one_line_that_says_so(tmp_path: Path, capsys) -> None:
+    """Synthetic, shaped as a real 1.32 profile made here: a session run once in a parent, then two fork()ed
+    children that ran it and called end_profiling, then the parent: the open file is shared, so the file holds
+    three whole arrays one after another (each with the parent's run, pid 1, then the child's). Before: 'Extra
+    data' only. After: the line counts the arrays and names fork()."""
+    from tracekit.cli import main
+
+    parent = _run(0, FULL)
+    child = [dict(e, pid=2) for e in _run(1000, FULL)]
+    other = [dict(e, pid=3) for e in _run(1000, FULL)]
+    path = tmp_path / "synthetic_ort_forked.json"
+    path.write_text("\n".join(json.dumps(a) for a in (parent + child, parent + other, parent)) + "\n")
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1
+    assert "the file holds 3 whole JSON arrays one after another" in err and "forked" in err
 
 
 def _provider_run(start: int, provider: str) -> list[dict[str, Any]]:

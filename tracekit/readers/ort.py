@@ -747,25 +747,55 @@ def queue_on_streams(ops: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     return out, int(moved[0] or 0), int(moved[1] or 0)
 
 
+def _whole_arrays(text: str) -> int:
+    """How many JSON arrays ``text`` holds one after another, whitespace between them, 0 when anything else is
+    in it."""
+    decoder = json.JSONDecoder()
+    count, at = 0, 0
+    while True:
+        while at < len(text) and text[at].isspace():
+            at += 1
+        if at == len(text):
+            return count
+        try:
+            value, at = decoder.raw_decode(text, at)
+        except ValueError:
+            return 0
+        if not isinstance(value, list):
+            return 0
+        count += 1
+
+
 def _load(path: Path) -> Any:
     """:func:`load_json`, whose one line, for a file holding a whole JSON value followed by more text, says how
-    an ORT profile comes to be so: each session writes its own array into the file it opened (truncated) at its
-    start, so sessions that opened one file name overwrite each other's text from the first byte."""
+    an ORT profile comes to be so. Each session writes its array into the file it opened (truncated) at its start:
+    processes forked from one session share that open file and append their copies one after another (each
+    whole, each with the events recorded before the fork); sessions that opened one file name write from the
+    first byte over each other."""
     try:
         return load_json(path)
     except TraceFormatError as err:
         cause = err.__cause__
         if not (isinstance(cause, json.JSONDecodeError) and cause.msg == "Extra data"):
             raise
-        raise TraceFormatError(
-            f"{err.message}: a whole JSON array ends at char {cause.pos} and more text follows it; ONNX Runtime "
-            "writes one array per session into the file the session opened when it started, so several sessions "
-            "or processes wrote this file (sessions given one profile_file_prefix within the same second, which "
-            "ORT versions naming files by the second give one file name; a session forked into several "
-            "processes): the text after the first array is another profile's remains, so the first array is one "
-            "session's whole profile only if it was written last; give each session its own profile_file_prefix",
-            path,
-        ) from cause
+        arrays = _whole_arrays(cause.doc)
+        if arrays > 1:
+            why = (
+                f"the file holds {arrays} whole JSON arrays one after another: ONNX Runtime writes one array per "
+                "session into the file the session opened when it started, and processes forked from a process "
+                "holding a profiled session share that open file, so each wrote its copy of the profile after the "
+                "others' (each copy holds the events recorded before the fork, with the parent's pid, then its own "
+                "process's); profile each process with its own session"
+            )
+        else:
+            why = (
+                f"a whole JSON array ends at char {cause.pos} and more text follows it: ONNX Runtime writes one "
+                "array per session into the file the session opened when it started, so several sessions wrote "
+                "this file name (sessions given one profile_file_prefix within the same second, in ORT versions "
+                "that name files by the second), each from the first byte over the others: the text after the "
+                "first array is the remains of a longer profile; give each session its own profile_file_prefix"
+            )
+        raise TraceFormatError(f"{err.message}; {why}", path) from cause
 
 
 def read(path: Path) -> Trace:
