@@ -152,6 +152,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_fuzz9_ncu.py",
             "tests/test_fuzz9_ncu_utilization.py",
             "tests/test_mutants10_iterations.py",
+            "tests/test_mutants11_iterations.py",
         ],
     ),
     "ranges": (
@@ -297,6 +298,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_hostile_inputs.py",
             "tests/test_fuzz_errors.py",
             "tests/test_mutants10_sqlite.py",
+            "tests/test_mutants11_sqlite.py",
         ],
     ),
     "ncu": (
