@@ -189,3 +189,48 @@ def test_a_drawn_workload_is_written_alike_in_both_formats(tmp_path: Path, seed:
     assert n.api.select(cols).sort(cols).equals(k.api.select(cols).sort(cols))
     cols = ["start", "end", "name"]
     assert n.ranges.select(cols).sort(cols).equals(k.ranges.select(cols).sort(cols))
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(workloads(overlapping=False))
+def test_each_devices_own_figures_are_the_truth_of_its_part(drawn: tuple[Params, int]) -> None:
+    # Two GPUs: each device's own analysis (the per-GPU rows, with the idle split) equals the truth of the
+    # workload cut to that device: its ops, the calls launching them, and the calls that launched nothing
+    # (syncs, waits, queries; ranges.device_trace). One range thread (threads taking turns are split between
+    # devices by a documented heuristic, ranges._without_other_devices_series).
+    from tests.test_diff11_workload import LAUNCHES, Workload
+    from tracekit.analyzers.devices import analyze_devices
+
+    p, seed = drawn
+    p.devices, p.second_thread, p.foreign = 2, False, False
+    w = generate(random.Random(seed), p)
+    if len({o.device for o in w.ops}) < 2:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        parts = analyze_devices(read_trace(write_nsys(w, Path(tmp) / "w.synthetic.sqlite")), attribute=True)
+    assert parts is not None
+    linked = {o.corr for o in w.ops}
+    for part in parts:
+        if part.result is None:
+            continue
+        mine = {o.corr for o in w.ops if o.device == part.device}
+        cut = Workload(
+            list(w.ranges),
+            [c for c in w.calls if c.corr in mine or (c.corr not in linked and c.name not in LAUNCHES)],
+            [o for o in w.ops if o.device == part.device],
+            2,
+        )
+        want = truth(cut)
+        got = [
+            {
+                "latency": _ns(r["latency_ms"]),
+                "busy": _ns(r["gpu_busy_ms"]),
+                "idle": _ns(r["idle_ms"]),
+                "synchronized": r["synchronized"],
+                "gaps": r["idle_gaps"],
+                **{c: _ns(r[f"{c}_ms"]) for c in CAUSE_NAMES},
+            }
+            for r in part.result.iterations.iter_rows(named=True)
+        ]
+        want = [{k: t[k] for k in (got[0] if got else t)} for t in want][: len(got)]
+        assert got == want, part.device
