@@ -246,3 +246,44 @@ def test_a_run_waiting_on_a_remote_provider_gets_no_verdict(tmp_path: Path) -> N
     events = _provider_run(0, "AzureExecutionProvider") + _provider_run(2000, "AzureExecutionProvider")
     analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_azure.json", events))
     assert analyzed.verdict is None
+
+
+def test_real_run_stopped_by_terminate(tmp_path: Path) -> None:
+    """Real: a run whose RunOptions.terminate is set before it starts fails with 'Exiting due to terminate flag'
+    before its first node; ORT 1.32 records its model_run (0.2 ms here) and executor span with no node. The
+    reader names that run as partial (a CPU session: no graph replay)."""
+    ort = pytest.importorskip("onnxruntime")
+    onnx = pytest.importorskip("onnx")
+    np = pytest.importorskip("numpy")
+    helper, tp = onnx.helper, onnx.TensorProto
+    graph = helper.make_graph(
+        [
+            helper.make_node("Relu", ["x"], ["r"], name="relu"),
+            helper.make_node("Neg", ["r"], ["y"], name="neg"),
+        ],
+        "g",
+        [helper.make_tensor_value_info("x", tp.FLOAT, [None, 8])],
+        [helper.make_tensor_value_info("y", tp.FLOAT, [None, 8])],
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.log_severity_level = 4
+    options.profile_file_prefix = str(tmp_path / "real_ort_terminated_run")
+    session = ort.InferenceSession(model.SerializeToString(), options, providers=["CPUExecutionProvider"])
+    x = np.ones((4, 8), dtype=np.float32)
+    for k in range(4):
+        run_options = ort.RunOptions()
+        run_options.terminate = k == 2
+        try:
+            session.run(None, {"x": x}, run_options)
+        except Exception:  # noqa: BLE001 -- the run meant to stop
+            assert k == 2
+    path = Path(session.end_profiling())
+    starts = [e["ts"] for e in json.loads(path.read_text()) if e.get("name") == "model_run"]
+    if len(starts) != 4:
+        pytest.skip(f"this onnxruntime records {len(starts)} runs of 4 (a stopped run not recorded)")
+    trace = read(path)
+    assert trace.meta["partial_runs"]["of"] == 4
+    assert [r[2] for r in trace.meta["partial_runs"]["runs"]] == [starts[2] * 1000]
