@@ -73,6 +73,8 @@ as ``first_op_inputs``, the table first), ``operator_types`` (per ONNX operator 
 ``run_shapes`` (:func:`run_shapes`: each ``model_run``'s input shape, the first input most of its nodes
 take, when the runs are of two or more: ORT GenAI's prompt and token runs, a batch sweep in one session),
 ``graph_replays`` (:func:`graph_replays`: the runs that replay a captured graph, with a warning),
+``partial_runs`` (:func:`partial_runs`: runs that ran a prefix of another run's nodes and stopped -- ORT records
+a run that failed at a node, or was stopped by ``RunOptions.terminate``, with the nodes it ran -- with a warning),
 ``default_range_reason`` (the iteration of an ORT profile is one ``InferenceSession.run``, however many there
 are; :func:`tracekit.analyzers.ranges.choose_ranges` honours it), ``session_setup`` (the top-level Session
 events that are not ``model_run`` -- ``model_loading_uri``, ``session_initialization`` ... -- each as
