@@ -1418,7 +1418,9 @@ def _with_run_shapes(
             pl.len().alias("runs"),
             pl.col("latency_ms").median().alias("latency"),
             pl.col("gpu_utilization").median().alias("median"),
-            pl.col("latency_ms").sum().alias("time"),
+            # integer ns (the latencies are whole ns): a float ms sum depends on the order the shapes
+            # appear in (0.3 + 0.1 + 0.2 > 0.6), and at exactly half the rule below flipped with it
+            (pl.col("latency_ms") * 1e6).round(0).cast(pl.Int64).sum().alias("time"),
         )
     )
     parts, bounds = [], []
@@ -1440,7 +1442,7 @@ def _with_run_shapes(
     other = per_shape.filter(pl.Series([b is not None and b != headline for b in bounds]))
     total = per_shape.get_column("time").sum()
     if other["runs"].sum() >= STEP_CLASS_SHARE * per_shape["runs"].sum() or (
-        total and other["time"].sum() >= 0.5 * total
+        total and 2 * other["time"].sum() >= total
     ):
         doubt = (
             f"verdict uncertain: {said}; the shapes get opposite verdicts from their own median utilization, so "
