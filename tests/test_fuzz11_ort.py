@@ -287,3 +287,26 @@ def test_real_run_stopped_by_terminate(tmp_path: Path) -> None:
     trace = read(path)
     assert trace.meta["partial_runs"]["of"] == 4
     assert [r[2] for r in trace.meta["partial_runs"]["runs"]] == [starts[2] * 1000]
+
+
+def test_two_sessions_merged_on_one_clock_are_warned(tmp_path: Path) -> None:
+    """Synthetic: the profiles of an encoder session and a decoder session of one process, put on one clock by a
+    tool (ORT gives ``get_profiling_start_time_ns`` for that) and merged: their runs alternate on one thread and
+    never overlap, so the merged-sessions error does not fire. Before: six iterations of two models as one series
+    (median latency 1.17 ms, a run of neither model), no word. After: a warning names the two sessions."""
+    encoder = [_ev("Session", "session_initialization", 0, 500)]
+    decoder = [_ev("Session", "session_initialization", 600, 500)]
+    for k in range(3):
+        encoder += _run(2000 + k * 4000, ["/enc/a", "/enc/b", "/enc/c"])
+        decoder += _run(3000 + k * 4000, ["/dec/a"] * 2, dur=1000)
+    trace = read(_write(tmp_path, "synthetic_ort_two_sessions_one_clock.json", encoder + decoder))
+    said = [w for w in trace.meta["warnings"] if "'session_initialization' events in one process" in w]
+    assert len(said) == 1 and said[0].startswith("2 'session_initialization' events in one process")
+    assert "partial_runs" not in trace.meta
+
+
+def test_sessions_of_two_processes_each_with_one_initialization_are_not_warned(tmp_path: Path) -> None:
+    one = [_ev("Session", "session_initialization", 0, 500, pid=1)] + _run(1000, FULL)
+    two = [dict(e, pid=2) for e in one]
+    trace = read(_write(tmp_path, "synthetic_ort_two_processes.json", one + two))
+    assert not [w for w in trace.meta["warnings"] if "'session_initialization' events" in w]

@@ -831,6 +831,21 @@ def read(path: Path) -> Trace:
             "timeline; analyze each session's own profile",
             path,
         )
+    # one session writes one 'session_initialization': more in one process are sessions merged on one clock
+    inits = (
+        session.filter(pl.col("name") == "session_initialization")
+        .group_by("pid_i")
+        .len()
+        .get_column("len")
+        .max()
+    )
+    if inits is not None and inits > 1:
+        warnings.append(
+            f"{inits} 'session_initialization' events in one process: each ONNX Runtime session writes one, into "
+            "its own profile, so profiles of several sessions (each model of a pipeline, or a session re-created) "
+            "were merged into this file and put on one clock; their 'model_run's are analyzed as one series of "
+            "iterations although they may run different models: analyze each session's own profile"
+        )
     nodes = frame.filter((pl.col("cat") == "Node") & pl.col("name").str.ends_with(KERNEL_SUFFIX))
     kernels = frame.filter(pl.col("cat") == "Kernel")
     api_events = frame.filter(pl.col("cat").str.to_lowercase() == "api").height
