@@ -1420,7 +1420,7 @@ def _with_run_shapes(
             pl.col("gpu_utilization").median().alias("median"),
             # integer ns (the latencies are whole ns): a float ms sum depends on the order the shapes
             # appear in (0.3 + 0.1 + 0.2 > 0.6), and at exactly half the rule below flipped with it
-            (pl.col("latency_ms") * 1e6).round(0).cast(pl.Int64).sum().alias("time"),
+            _ns_sum("latency_ms").alias("time"),
         )
     )
     parts, bounds = [], []
@@ -2433,6 +2433,12 @@ def _conditional_graph_doubt(trace: Trace, frame: pl.DataFrame, bound_threshold:
     ]
 
 
+def _ns_sum(column: str) -> pl.Expr:
+    """The sum of a ms column of whole-ns durations, in integer ns: exact, whatever the order of the rows (a
+    float ms sum is not: 0.3 + 0.1 + 0.2 > 0.6, which flipped the "half their time" rules at exactly half)."""
+    return (pl.col(column) * 1e6).round(0).cast(pl.Int64).sum()
+
+
 def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[list[str], list[str]]:
     """(warnings, doubts) when the analyzed serving steps of two classes (prefill, decode, mixed:
     ``step_class`` of :func:`_with_step_classes`) get opposite verdicts from their own median utilization: the
@@ -2449,7 +2455,7 @@ def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[l
         .agg(
             pl.len().alias("steps"),
             pl.col("gpu_utilization").median().alias("median"),
-            pl.col("latency_ms").sum().alias("time"),
+            _ns_sum("latency_ms").alias("time"),
         )
         .drop_nulls("median")
         .sort("step_class")
@@ -2461,7 +2467,7 @@ def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[l
         return [], []
     headline = bound_of(frame.get_column("gpu_utilization").median(), bound_threshold)  # type: ignore[arg-type]
     other = per_class.filter(pl.Series([b != headline for b in bounds]))
-    steps, time = classified.height, classified.get_column("latency_ms").sum()
+    steps, time = classified.height, classified.select(_ns_sum("latency_ms")).item()
     parts = "; ".join(
         f"{c} steps ({n}) {m:.1%}, {b}-bound"
         for (c, n, m), b in zip(
@@ -2469,7 +2475,7 @@ def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[l
         )
     )
     what = f"the serving steps' classes get opposite verdicts from their own median GPU utilization ({parts})"
-    if other["steps"].sum() >= STEP_CLASS_SHARE * steps or (time and other["time"].sum() >= 0.5 * time):
+    if other["steps"].sum() >= STEP_CLASS_SHARE * steps or (time and 2 * other["time"].sum() >= time):
         return [], [
             f"verdict uncertain: {what}: the median over all steps is one class's, or a mix of them, and says "
             "nothing of the other; read the verdict per step class"

@@ -250,3 +250,25 @@ def test_the_half_time_rule_of_the_input_shape_doubt_is_exact() -> None:
         _, _, _, warnings, doubts = _with_run_shapes(trace, ranges, frame, 0.5)
         assert warnings == [] and len(doubts) == 1, order
         assert doubts[0].startswith("verdict uncertain: the 5 analyzed runs are of 3 input shapes"), order
+
+
+def test_the_half_time_rule_of_the_step_class_doubt_is_exact() -> None:
+    # Rounding (ns vs ms), serving steps, synthetic figures: five decode steps of 0.1, 0.05, 0.03, 0.01 and
+    # 0.11 ms at 90% (compute, the headline), then one prefill step of 0.3 ms at 20% (framework): 1 of 6 steps
+    # (under a quarter) but exactly half the time (300,000 of 600,000 ns): the verdict is uncertain. Before,
+    # the steps' times were summed as float ms, 0.6000000000000001 in this order, and the prefill step fell
+    # under half: a warning only.
+    import polars as pl
+
+    from tracekit.analyzers.iterations import _step_class_findings
+
+    latency = [0.1, 0.05, 0.03, 0.01, 0.11, 0.3]
+    frame = pl.DataFrame(
+        {
+            "latency_ms": latency,
+            "gpu_utilization": [0.9] * 5 + [0.2],
+            "step_class": ["decode"] * 5 + ["prefill"],
+        }
+    )
+    _, doubts = _step_class_findings(frame, 0.5)
+    assert len(doubts) == 1 and doubts[0].startswith("verdict uncertain: the serving steps' classes")
