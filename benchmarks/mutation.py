@@ -246,6 +246,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_fuzz9_kineto_serving.py",
             "tests/test_fuzz9_kineto_comm.py",
             "tests/test_mutants10_comm.py",
+            "tests/test_mutants11_comm.py",
         ],
     ),
     "ort": (
