@@ -1,15 +1,15 @@
 """Found by the round-11 mutation check of ``iterations._with_run_shapes`` (mutant 136, its per-shape
 ``group_by`` made unordered, survived the direct tests): the "half their time" rule of the input-shape doubt
-adds the shapes' times in milliseconds as floats, so at exactly half the answer depends on the order the
+added the shapes' times in milliseconds as floats, so at exactly half the answer depended on the order the
 shapes first appear in. The runs are SYNTHETIC (hand-built ranges and per-run figures; the truth is the
-integer nanoseconds: 300,000 of 600,000 ns is exactly half)."""
+integer nanoseconds: 300,000 of 600,000 ns is exactly half). Fixed by diff11 in a6bf16b (the shapes' times
+summed in integer ns); the test was xfail(strict=True) until then."""
 
 from __future__ import annotations
 
 from types import SimpleNamespace
 
 import polars as pl
-import pytest
 
 from tracekit.analyzers.iterations import RUN_SHAPES, _with_run_shapes
 
@@ -57,12 +57,6 @@ def test_a_shape_of_exactly_half_the_time_with_another_verdict_is_a_doubt() -> N
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iterations._with_run_shapes sums the shapes' times as float ms: 0.3 + 0.1 + 0.2 = "
-    "0.6000000000000001, so the shape of exactly half the time (0.3 ms) is under 'half' in this run order "
-    "and the doubt becomes a warning (owner: diff11)",
-)
 def test_the_half_time_doubt_does_not_depend_on_the_order_shapes_appear_in() -> None:
     # the same runs, shapes first seen in the order [1,7], [2,7], [4,7]: 0.3 + 0.1 + 0.2 in floats
     warnings, doubts = _shapes_of(["[1,7]", "[2,7]", "[4,7]"])
