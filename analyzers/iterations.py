@@ -108,6 +108,11 @@ _COLLECT_HINTS: dict[str, str] = {
 }
 
 
+#: ``meta`` key of the Kineto reader: evidence that a trace without device activity profiled a GPU program
+#: (:func:`tracekit.readers.kineto._gpu_program_without_device_activity`)
+GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY = "gpu_program_without_device_activity"
+
+
 def no_verdict_reason(trace: Trace) -> str | None:
     """Why a trace gets no framework-/compute-bound verdict, in one line that says what the input can and
     cannot tell and what to collect for the verdict; None when it can have one.
@@ -137,6 +142,16 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "GPU's work; for the verdict, profile the GPU (tracekit collect --profiler nsys or torch; nsys "
             "profile -t cuda,nvtx)"
         )
+    remote = trace.meta.get("remote_provider_nodes")
+    if fmt == "ort" and isinstance(remote, list | tuple) and len(remote) == 2 and (remote[0] or 0) > 0:
+        return (
+            f"no framework-/compute-bound verdict: {remote[0]} of {remote[1]} operator events ran on a remote "
+            "execution provider (Azure: a request to an endpoint), whose time is a network round trip and a "
+            "server's work, not this machine's: operator busy time says nothing of either"
+        )
+    lost = _launches_without_kernels(trace)
+    if lost is not None:  # (launch calls recorded: the device's activity was lost, the most specific reason)
+        return lost
     if trace.ops.is_empty():
         hint = _COLLECT_HINTS.get(fmt, "a profiler that records device work or operators")
         return (
@@ -144,7 +159,16 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "gives latency and CPU time per iteration, not how much of it the device or operators were busy; "
             f"for the verdict, profile with device or operator activity ({hint})"
         )
-    return _launches_without_kernels(trace)
+    if isinstance(
+        trace.meta.get(GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY), dict
+    ):  # (set on traces without device ops)
+        return (
+            "no framework-/compute-bound verdict: the trace holds operators that run for GPU tensors only but "
+            "no GPU activity (a GPU program profiled without ProfilerActivity.CUDA): its operators' time is the "
+            "host's enqueueing, not the device's work; for the verdict, profile with ProfilerActivity.CUDA "
+            "(tracekit collect --profiler torch)"
+        )
+    return None
 
 
 def _launches_without_kernels(trace: Trace) -> str | None:
@@ -1559,6 +1583,9 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     shared_said, shared_doubt, unknown, busy_unknown = _shared_findings(assignment, frame, name)
     busy_unknown = busy_unknown or _graph_replay_reason(trace, ranges, frame)
     warnings += shared_said
+    partial_said, partial = _partial_run_findings(trace, ranges, frame, name)
+    warnings += partial_said
+    unknown = [*unknown, *partial]
     if unknown:
         frame = frame.filter(~pl.col("iteration").is_in(unknown))
         gaps = gaps.filter(~pl.col("iteration").is_in(unknown))
@@ -1673,24 +1700,60 @@ def _shared_findings(
 GRAPH_REPLAYS = "graph_replays"
 
 
-def _graph_replay_reason(trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame) -> str | None:
-    """The no-verdict reason when some analyzed iterations (``frame``) are ONNX Runtime runs that replay a
-    captured graph (:data:`GRAPH_REPLAYS`): ORT records nothing of their work, so their busy time reads 0 (a
-    hand-built CUDA-graph profile had read "framework-bound, median utilization 0%"); None otherwise."""
-    found = trace.meta.get(GRAPH_REPLAYS)
+#: ``meta`` key of the ONNX Runtime reader: the runs that ran only a prefix of another run's nodes and stopped
+#: (:func:`tracekit.readers.ort.partial_runs`: a run that failed at a node, or was terminated)
+PARTIAL_RUNS = "partial_runs"
+
+
+def _runs_of(found: Any, ranges: pl.DataFrame, frame: pl.DataFrame) -> list[int]:
+    """The analyzed iterations (``frame``) whose range is one of a reader's runs (``found["runs"]``: [pid,
+    thread, start ns] each, as :data:`GRAPH_REPLAYS` and :data:`PARTIAL_RUNS` list them)."""
     if not isinstance(found, dict) or not found.get("runs") or frame.is_empty():
-        return None
+        return []
     if not {"pid", "thread", "range_start"} <= set(ranges.columns):
-        return None
-    replays = pl.DataFrame(
+        return []
+    runs = pl.DataFrame(
         [r[:3] for r in found["runs"]],
         schema={"pid": pl.Int64, "thread": pl.Int64, "range_start": pl.Int64},
         orient="row",
     )
     analyzed = ranges.join(frame.select("iteration"), on="iteration", how="semi").select(
-        pl.col("pid").cast(pl.Int64), pl.col("thread").cast(pl.Int64), pl.col("range_start").cast(pl.Int64)
+        "iteration",
+        pl.col("pid").cast(pl.Int64),
+        pl.col("thread").cast(pl.Int64),
+        pl.col("range_start").cast(pl.Int64),
     )
-    count = analyzed.join(replays, on=["pid", "thread", "range_start"], how="semi", nulls_equal=True).height
+    held = analyzed.join(runs, on=["pid", "thread", "range_start"], how="semi", nulls_equal=True)
+    return sorted(held.get_column("iteration").to_list())
+
+
+def _partial_run_findings(
+    trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame, name: str
+) -> tuple[list[str], list[int]]:
+    """(the warning, the iterations to leave out) for the analyzed ONNX Runtime runs that stopped part-way
+    (:data:`PARTIAL_RUNS`): a run that failed at a node is no inference, and its latency and busy time would
+    be counted as one's (a real 1.32 profile's failed run was the slowest of five). They are left out while
+    whole runs remain; when every analyzed run is one, they stay, and the warning says so."""
+    held = _runs_of(trace.meta.get(PARTIAL_RUNS), ranges, frame)
+    if not held:
+        return [], []
+    what = (
+        "ran only a prefix of the nodes another run ran, then stopped (failed at a node, stopped by "
+        "RunOptions.terminate, or fetched fewer outputs)"
+    )
+    if len(held) < frame.height:
+        return [
+            f"left out {len(held)} of {frame.height} {name!r} iterations that {what}: not whole inferences; the "
+            f"other {frame.height - len(held)} are analyzed"
+        ], held
+    return [f"every analyzed {name!r} iteration {what}: none is a whole inference"], []
+
+
+def _graph_replay_reason(trace: Trace, ranges: pl.DataFrame, frame: pl.DataFrame) -> str | None:
+    """The no-verdict reason when some analyzed iterations (``frame``) are ONNX Runtime runs that replay a
+    captured graph (:data:`GRAPH_REPLAYS`): ORT records nothing of their work, so their busy time reads 0 (a
+    hand-built CUDA-graph profile had read "framework-bound, median utilization 0%"); None otherwise."""
+    count = len(_runs_of(trace.meta.get(GRAPH_REPLAYS), ranges, frame))
     if not count:
         return None
     return (

@@ -605,12 +605,35 @@ def ends_after_sync(trace: Trace) -> str | None:
     )
 
 
+#: ``meta`` key of the Kineto reader: a CPU-only trace's torch.compile regions whose generated C++ kernels are
+#: recorded as no operator (:func:`tracekit.readers.kineto._compiled_cpu_code`)
+COMPILED_CPU_CODE = "compiled_cpu_code"
+
+
+def compiled_cpu_code(trace: Trace) -> str | None:
+    """The doubt when a CPU-only trace ran torch.compile (Inductor) code whose C++ kernels are no operators
+    (:data:`COMPILED_CPU_CODE`): their work inside the compiled regions reads as framework overhead, so a
+    framework-bound verdict may be the kernels' own time (the reader's warning gives the regions' time outside
+    recorded operators). A verdict, not none: the operators it did record are measured."""
+    found = trace.meta.get(COMPILED_CPU_CODE)
+    if not isinstance(found, dict):
+        return None
+    unrecorded = found.get("unrecorded_ms")
+    shown = f"{unrecorded:.3f} ms of " if isinstance(unrecorded, int | float) else ""
+    return (
+        f"verdict uncertain: {shown}the torch.compile regions' time lies outside recorded operators, where "
+        "Inductor's generated C++ kernels ran unrecorded: that time counts as framework overhead here, though "
+        "much of it is the kernels' work (record with torch._inductor.config.cpp.enable_kernel_profile)"
+    )
+
+
 def zero_length_kernels(trace: Trace) -> str | None:
     """The doubt when at least half of the trace's timed kernels (:data:`OVERLAP_MIN_KERNELS` or more) last
     0 ns on a clock finer than a microsecond: no real kernel takes no time (the shortest run for a few
     hundred ns), so their durations were not recorded or were damaged, and the busy time is not measured. A
     clock of whole microseconds (Kineto's and ONNX Runtime's integer µs) rounds sub-µs kernels to 0, which
-    says nothing."""
+    says nothing; an Nsight Systems export's clock is nanoseconds whatever its values (kernels that all start
+    and end on whole µs there are no sign of a coarser clock)."""
     if trace.ops.is_empty():
         return None
     kernels = trace.ops.filter((pl.col("kind") == "kernel") & pl.col("start").is_not_null()).select(
@@ -623,7 +646,7 @@ def zero_length_kernels(trace: Trace) -> str | None:
         (pl.col("end") == pl.col("start")).sum(),
         ((pl.col("start") % 1000 == 0) & (pl.col("end") % 1000 == 0)).all(),
     ).row(0)
-    if whole_us or zero < 0.5 * kernels.height:
+    if (whole_us and trace.meta.get("format") != "nsys-sqlite") or zero < 0.5 * kernels.height:
         return None
     return (
         f"verdict uncertain: {zero} of {kernels.height} kernels last 0 ns, on a clock finer than a microsecond: "
@@ -814,5 +837,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         zero_length_kernels(trace),
         ends_after_sync(trace),
         operator_scopes(trace),
+        compiled_cpu_code(trace),
     ]
     return [d for d in found if d is not None]

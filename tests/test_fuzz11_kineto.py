@@ -237,10 +237,6 @@ def test_a_compiled_gpu_run_raises_nothing(tmp_path: Path) -> None:
     assert "compiled_cpu_code" not in trace.meta
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/plausibility.py (diff11): no doubt reads meta['compiled_cpu_code'] yet; the reader warns",
-)
 def test_a_compiled_cpu_runs_framework_bound_verdict_is_uncertain(tmp_path: Path) -> None:
     a = tracekit.analyze(_compiled_cpu_run(tmp_path))
     assert a.verdict == "framework"
@@ -358,11 +354,6 @@ def test_a_cpu_programs_operators_raise_nothing(tmp_path: Path) -> None:
     assert "gpu_program_without_device_activity" not in trace.meta
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (diff11): no_verdict_reason does not read "
-    "meta['gpu_program_without_device_activity'] yet; the reader warns",
-)
 def test_a_gpu_program_profiled_without_cuda_activity_gets_no_verdict(tmp_path: Path) -> None:
     a = tracekit.analyze(_gpu_program_cpu_activity(tmp_path))
     assert a.verdict is None

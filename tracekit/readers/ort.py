@@ -1063,7 +1063,7 @@ def read(path: Path) -> Trace:
             f"{count} of {partial['of']} 'model_run' events ran only a prefix of the nodes another run ran, then "
             "stopped: runs that failed at a node (ORT records a failed run with the nodes it ran, the failing one "
             "last), were stopped by RunOptions.terminate, or fetched fewer outputs (only_execute_path_to_fetches); "
-            "their latency and busy time, counted among the iterations, are not those of a whole inference"
+            "they are not whole inferences (the analysis leaves them out of the iterations)"
         )
     shapes = run_shapes(session, nodes.filter(~container))
     if shapes is not None:
