@@ -347,6 +347,34 @@ def _first_shape(shapes: Any) -> str | None:
     return "[" + ",".join(str(d) for d in dims) + "]"
 
 
+def _model_runs(session: pl.DataFrame) -> pl.DataFrame:
+    """The ``model_run`` events (``pid_i``, ``tid_i``, ``start``, ``end``) in start order, numbered ``_run``."""
+    return (
+        session.filter(pl.col("name") == MODEL_RUN)
+        .select("pid_i", "tid_i", "start", "end")
+        .sort("start", "pid_i", "tid_i")
+        .with_row_index("_run")
+    )
+
+
+def _inside_runs(events: pl.DataFrame, runs: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The ``events`` (start order) that start inside one of ``runs`` (:func:`_model_runs`) of the same ``by``
+    keys (thread, or process), each with that run's ``_run``, ``run_start`` and ``run_end``: the run that
+    began last before the event, when the event starts before its end."""
+    return (
+        events.sort("start")
+        .join_asof(
+            runs.select(*by, "_run", run_start="start", run_end="end"),
+            left_on="start",
+            right_on="run_start",
+            by=by,
+            strategy="backward",
+            check_sortedness=False,
+        )
+        .filter((pl.col("start") < pl.col("run_end")).fill_null(False))
+    )
+
+
 #: ``meta`` key of :func:`run_shapes`.
 RUN_SHAPES = "run_shapes"
 
@@ -361,48 +389,20 @@ def run_shapes(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | N
     decode run a shape of its own (ORT GenAI's runs: ``[1,7,3072]`` for a 7-token prompt, then ``[1,1,3072]``
     per generated token). A run's nodes are those of its thread inside it; where none are (the parallel
     executor's pool threads), those of its process inside it when no other run of the process is open then."""
-    runs = (
-        session.filter(pl.col("name") == MODEL_RUN)
-        .select("pid_i", "tid_i", "start", "end")
-        .sort("start", "pid_i", "tid_i")
-        .with_row_index("_run")
-    )
+    runs = _model_runs(session)
     shaped = nodes.filter(pl.col("first_shape").is_not_null()).select(
         "pid_i", "tid_i", "start", "first_shape"
     )
     if runs.height < 2 or shaped.is_empty():
         return None
-    in_run = pl.col("start") < pl.col("run_end")
-    own = (
-        shaped.sort("start")
-        .join_asof(
-            runs.select("pid_i", "tid_i", "_run", run_start="start", run_end="end"),
-            left_on="start",
-            right_on="run_start",
-            by=["pid_i", "tid_i"],
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .filter(in_run.fill_null(False))
-    )
+    own = _inside_runs(shaped, runs, ["pid_i", "tid_i"])
     runs_with_own = own.get_column("_run").unique().implode()
     open_runs = runs.with_columns(
         _alone=(pl.col("start") >= pl.col("end").cum_max().shift(1).over("pid_i")).fill_null(True)
         & (pl.col("end") <= pl.col("start").shift(-1).over("pid_i")).fill_null(True)
     )
-    pooled = (
-        shaped.sort("start")
-        .join_asof(
-            open_runs.filter(~pl.col("_run").is_in(runs_with_own) & pl.col("_alone")).select(
-                "pid_i", "_run", run_start="start", run_end="end"
-            ),
-            left_on="start",
-            right_on="run_start",
-            by="pid_i",
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .filter(in_run.fill_null(False))
+    pooled = _inside_runs(
+        shaped, open_runs.filter(~pl.col("_run").is_in(runs_with_own) & pl.col("_alone")), ["pid_i"]
     )
     linked = pl.concat(
         [own.select("_run", "start", "first_shape"), pooled.select("_run", "start", "first_shape")]
@@ -483,12 +483,7 @@ def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] |
     process whose every Node event is on a thread that runs ``model_run`` (the parallel executor's pool
     threads run a varying share of each run's nodes), and a run with no node at all only where no node ran on
     a GPU provider (there it is a graph replay, :func:`graph_replays`)."""
-    runs = (
-        session.filter(pl.col("name") == MODEL_RUN)
-        .select("pid_i", "tid_i", "start", "end")
-        .sort("start", "pid_i", "tid_i")
-        .with_row_index("_run")
-    )
+    runs = _model_runs(session)
     if runs.height < 2 or nodes.is_empty():
         return None
     callers = runs.select("pid_i", "tid_i").unique()
@@ -498,17 +493,7 @@ def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] |
         return None
     sep = "\n"
     own = (
-        nodes.select("pid_i", "tid_i", "start", "order", "name")
-        .sort("start")
-        .join_asof(
-            runs.select("pid_i", "tid_i", "_run", run_start="start", run_end="end"),
-            left_on="start",
-            right_on="run_start",
-            by=["pid_i", "tid_i"],
-            strategy="backward",
-            check_sortedness=False,
-        )
-        .filter((pl.col("start") < pl.col("run_end")).fill_null(False))
+        _inside_runs(nodes.select("pid_i", "tid_i", "start", "order", "name"), runs, ["pid_i", "tid_i"])
         .group_by("_run")
         .agg((pl.col("name").fill_null("").sort_by("order") + sep).str.join("").alias("seq"))
     )
