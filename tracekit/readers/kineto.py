@@ -1406,11 +1406,15 @@ def _compiled_cpu_code(ops: pl.DataFrame, ranges: pl.DataFrame) -> dict[str, Any
 #: (``/device:GPU:0``, ``/host:CPU``; TF1's timeline: ``/job:localhost/replica:0/task:0/device:GPU:0
 #: Compute``), which xprof (JAX's ``jax.profiler``, TensorFlow's profiler, torch_xla, TensorBoard's trace
 #: viewer) and TF1's ``timeline`` write as ``process_name`` metadata before the events. Kineto names processes
-#: after the program (``python3``) and devices ``GPU 0``.
-XLA_PROCESS_NAME = re.compile(r'"name"\s*:\s*"((?:/job:[^"]*?)?/(?:device|host):[A-Za-z_]+[^"]{0,80})"')
+#: after the program (``python3``) and devices ``GPU 0``. Only a metadata event's ``args.name`` counts: an
+#: event's own ``name`` (a user's ``record_function`` or NVTX range "/device:GPU:0") is no process name.
+XLA_PROCESS_NAME = re.compile(
+    r'"args"\s*:\s*\{[^{}]*?"name"\s*:\s*"((?:/job:[^"]*?)?/(?:device|host):[A-Za-z_]+[^"]{0,80})"'
+)
 #: what marks torch_npu's profiler output (``ASCEND_PROFILER_OUTPUT/trace_view.json``): the process that holds
-#: the NPU's tasks, named so in its ``process_name`` metadata (beside "Python", "CANN", "Overlap Analysis")
-ASCEND_PROCESS_NAME = re.compile(r'"name"\s*:\s*"Ascend Hardware"')
+#: the NPU's tasks, named so in its ``process_name`` metadata (beside "Python", "CANN", "Overlap Analysis"):
+#: ``args.name``, not an event's own name (a user's range "Ascend Hardware")
+ASCEND_PROCESS_NAME = re.compile(r'"args"\s*:\s*\{[^{}]*?"name"\s*:\s*"Ascend Hardware"')
 
 
 def _foreign_trace(path: Path) -> str | None:
