@@ -131,7 +131,7 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "nsys --profiler ncu; nsys profile -t cuda,nvtx; torch.profiler with CUDA activity; tracekit table "
             "TIMELINE --ncu REPORT joins them)"
         )
-    on_gpu = trace.meta.get("gpu_provider_nodes")
+    on_gpu = _node_count(trace.meta.get("gpu_provider_nodes"))
     # any node on a GPU provider: its GPU work is nowhere in the profile, and the run's wait for it reads as
     # framework time (a CUDA session's shape nodes on the CPU provider may outnumber its GPU nodes)
     if fmt == "ort" and trace.meta.get("device") != "gpu" and on_gpu and on_gpu[0] > 0:
@@ -142,8 +142,8 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "GPU's work; for the verdict, profile the GPU (tracekit collect --profiler nsys or torch; nsys "
             "profile -t cuda,nvtx)"
         )
-    remote = trace.meta.get("remote_provider_nodes")
-    if fmt == "ort" and isinstance(remote, list | tuple) and len(remote) == 2 and (remote[0] or 0) > 0:
+    remote = _node_count(trace.meta.get("remote_provider_nodes"))
+    if fmt == "ort" and remote and remote[0] > 0:
         return (
             f"no framework-/compute-bound verdict: {remote[0]} of {remote[1]} operator events ran on a remote "
             "execution provider (Azure: a request to an endpoint), whose time is a network round trip and a "
@@ -169,6 +169,17 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "(tracekit collect --profiler torch)"
         )
     return None
+
+
+def _node_count(found: Any) -> tuple[int | float, int | float] | None:
+    """An ORT reader's ``[nodes on the providers, all nodes]`` (``gpu_provider_nodes``,
+    ``remote_provider_nodes``) when it is two numbers; None for anything else (a cache entry of another version,
+    or a hand-edited one, may hold anything: what cannot be read is no evidence)."""
+    if not isinstance(found, list | tuple) or len(found) != 2:
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in found):
+        return None
+    return found[0], found[1]
 
 
 def _launches_without_kernels(trace: Trace) -> str | None:
@@ -1708,12 +1719,23 @@ PARTIAL_RUNS = "partial_runs"
 def _runs_of(found: Any, ranges: pl.DataFrame, frame: pl.DataFrame) -> list[int]:
     """The analyzed iterations (``frame``) whose range is one of a reader's runs (``found["runs"]``: [pid,
     thread, start ns] each, as :data:`GRAPH_REPLAYS` and :data:`PARTIAL_RUNS` list them)."""
-    if not isinstance(found, dict) or not found.get("runs") or frame.is_empty():
+    if not isinstance(found, dict) or not isinstance(found.get("runs"), list | tuple) or frame.is_empty():
         return []
     if not {"pid", "thread", "range_start"} <= set(ranges.columns):
         return []
+    # only well-formed [pid, thread, start] rows of int64 ints count (a cache entry of another version, or a
+    # hand-edited one, may hold anything): what cannot be read is no evidence
+    rows = [
+        list(r[:3])
+        for r in found["runs"]
+        if isinstance(r, list | tuple)
+        and len(r) >= 3
+        and all(isinstance(v, int) and not isinstance(v, bool) and -(2**63) <= v < 2**63 for v in r[:3])
+    ]
+    if not rows:
+        return []
     runs = pl.DataFrame(
-        [r[:3] for r in found["runs"]],
+        rows,
         schema={"pid": pl.Int64, "thread": pl.Int64, "range_start": pl.Int64},
         orient="row",
     )
