@@ -471,6 +471,35 @@ PARTIAL_RUNS = "partial_runs"
 _PARTIAL_CANDIDATES = 64
 
 
+def _session_of_runs(session: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """``runs`` with ``_session``: in a process that holds two or more ``session_initialization`` events
+    (profiles of several sessions merged into one file: each session writes one), the (process, number) of
+    the last one that began before the run, whose model it ran; null elsewhere (one session: every run is
+    of its model, forked processes' runs too)."""
+    inits = (
+        session.filter(pl.col("name") == "session_initialization")
+        .select("pid_i", "start")
+        .sort("pid_i", "start")
+        .with_columns(_k=pl.int_range(pl.len()).over("pid_i"), _count=pl.len().over("pid_i"))
+        .filter(pl.col("_count") > 1)
+    )
+    if inits.is_empty():
+        return runs.with_columns(_session=pl.lit(None, pl.String))
+    keyed = runs.sort("start").join_asof(
+        inits.select("pid_i", "_k", init_start="start"),
+        left_on="start",
+        right_on="init_start",
+        by="pid_i",
+        strategy="backward",
+        check_sortedness=False,
+    )
+    return keyed.with_columns(
+        _session=pl.when(pl.col("_k").is_not_null()).then(
+            pl.concat_str([pl.col("pid_i").cast(pl.String), pl.col("_k").cast(pl.String)], separator=":")
+        )
+    ).drop("_k", "init_start")
+
+
 def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | None:
     """``{"runs": [[pid, tid, start ns], ...], "of": model_runs}``: the ``model_run`` events whose nodes are a
     proper prefix of the nodes another run ran; None when there are none.
@@ -482,7 +511,9 @@ def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] |
     node comes after its subgraph's nodes and a branch or trip count that differs makes no prefix). Only in a
     process whose every Node event is on a thread that runs ``model_run`` (the parallel executor's pool
     threads run a varying share of each run's nodes), and a run with no node at all only where no node ran on
-    a GPU provider (there it is a graph replay, :func:`graph_replays`)."""
+    a GPU provider (there it is a graph replay, :func:`graph_replays`). A run is compared with the runs of its
+    own session only (:func:`_session_of_runs`: in a file of several sessions' profiles merged, a model whose
+    nodes are a prefix of another session's model ran whole)."""
     runs = _model_runs(session)
     if runs.height < 2 or nodes.is_empty():
         return None
@@ -497,28 +528,29 @@ def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] |
         .group_by("_run")
         .agg((pl.col("name").fill_null("").sort_by("order") + sep).str.join("").alias("seq"))
     )
-    seqs = runs.join(own, on="_run", how="left").with_columns(pl.col("seq").fill_null(""))
+    seqs = _session_of_runs(session, runs.join(own, on="_run", how="left")).with_columns(
+        pl.col("seq").fill_null("")
+    )
     if nodes.select(pl.col("provider").is_in(list(GPU_PROVIDERS)).any()).item():
         seqs = seqs.filter(pl.col("seq") != "")  # a GPU session's run without nodes: a graph replay
     longer = (
-        seqs.group_by("seq")
+        seqs.group_by("_session", "seq")
         .agg(pl.len().alias("n"))
-        .sort(["n", "seq"], descending=[True, False])
-        .head(_PARTIAL_CANDIDATES)
-        .select(longer="seq")
+        .sort(["_session", "n", "seq"], descending=[False, True, False], nulls_last=True)
+        .filter(pl.int_range(pl.len()).over("_session") < _PARTIAL_CANDIDATES)
+        .select("_session", longer="seq")
     )
-    distinct = seqs.select("seq").unique()
+    distinct = seqs.select("_session", "seq").unique()
     prefixes = (
-        distinct.join(longer, how="cross")
+        distinct.join(longer, on="_session", nulls_equal=True)
         .filter(
             (pl.col("longer").str.len_bytes() > pl.col("seq").str.len_bytes())
             & pl.col("longer").str.starts_with(pl.col("seq"))
         )
-        .get_column("seq")
+        .select("_session", "seq")
         .unique()
-        .implode()
     )
-    found = seqs.filter(pl.col("seq").is_in(prefixes)).sort("_run")
+    found = seqs.join(prefixes, on=["_session", "seq"], how="semi", nulls_equal=True).sort("_run")
     if found.is_empty():
         return None
     return {
