@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from tests.builders import kineto_event, kineto_file
@@ -45,3 +46,35 @@ def test_a_cpu_run_with_a_range_named_like_another_frameworks_process_is_read(
     assert trace.meta["device"] == "cpu"
     assert trace.ops.height == STEPS
     assert (trace.ops["end"] - trace.ops["start"]).to_list() == [400_000] * STEPS
+
+
+@pytest.mark.parametrize("range_name", ["hpu_op", "mtia_runtime", "mlu_runtime", "privateuse1_runtime"])
+def test_a_cpu_run_with_a_range_named_like_an_accelerator_runtime_is_read(
+    tmp_path: Path, range_name: str
+) -> None:
+    """The accelerator-runtime refusal reads categories, not names: a range (or model) named ``hpu_op`` is a
+    CPU run's range still."""
+    trace = read(_cpu_run_with_range(tmp_path, range_name))
+    assert trace.meta["device"] == "cpu"
+    assert trace.ops.height == STEPS
+
+
+def test_a_privateuse1_trace_with_device_ops_is_read(tmp_path: Path) -> None:
+    """A PrivateUse1 backend's trace that does record its device work (``kernel`` events on the device's pid,
+    launched by ``privateuse1_runtime`` calls linked by correlation): read as the device run it is, the
+    kernels' 300 µs each."""
+    events: list[dict[str, Any]] = []
+    for i in range(STEPS):
+        t0 = 1000 + i * 1000
+        events.append(kineto_event("user_annotation", f"ProfilerStep#{i}", t0, 1000, 10, 10))
+        events.append(kineto_event("cpu_op", "aten::addmm", t0 + 10, 50, 10, 10))
+        events.append(
+            kineto_event("privateuse1_runtime", "aclrtLaunchKernel", t0 + 20, 10, 10, 10, correlation=100 + i)
+        )
+        events.append(
+            kineto_event("kernel", "MatMulV2", t0 + 100, 300, 0, 7, correlation=100 + i, device=0, stream=7)
+        )
+    trace = read(kineto_file(tmp_path, events, "privateuse1_with_ops.synthetic.json"))
+    assert trace.meta["device"] == "gpu"
+    kernels = trace.ops.filter(pl.col("kind") == "kernel")
+    assert (kernels["end"] - kernels["start"]).to_list() == [300_000] * STEPS
