@@ -1156,16 +1156,21 @@ class _VersionedNames:
 
 def _with_versioned_names(export: Database, warnings: list[str]) -> Database:
     """``export``, or a :class:`_VersionedNames` view of it when it holds a table of :data:`VERSIONED_TABLES`
-    only under a versioned name (a warning names each one read so)."""
+    only under a versioned name, or its plain one empty beside a versioned one with rows (an empty
+    CUPTI_ACTIVITY_KIND_KERNEL beside a KERNEL_V2 that held every kernel had read as 'launch calls but no
+    kernel'); a warning names each one read so."""
     names: dict[str, str] = {}
     for table in VERSIONED_TABLES:
-        if export.has(table):
+        plain = export.has(table)
+        if plain and export.nonempty(table):
             continue
         versions = [
             (int(m.group(1)), t)
             for t in export.tables
             if (m := re.fullmatch(re.escape(table) + r"_V(\d+)", t)) is not None
         ]
+        if plain:  # an empty plain table beside versioned ones that hold the rows: the rows are read
+            versions = [v for v in versions if export.nonempty(v[1])]
         if versions:
             names[table] = max(versions)[1]
     if not names:
