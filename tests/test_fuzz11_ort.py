@@ -319,3 +319,16 @@ def test_sessions_of_two_processes_each_with_one_initialization_are_not_warned(t
     two = [dict(e, pid=2) for e in one]
     trace = read(_write(tmp_path, "synthetic_ort_two_processes.json", one + two))
     assert not [w for w in trace.meta["warnings"] if "'session_initialization' events" in w]
+
+
+def test_a_run_with_more_nodes_than_the_usual_ones_does_not_make_them_partial(tmp_path: Path) -> None:
+    """Synthetic: a first run with an extra node at its end (a one-time output copy, say), then four runs of
+    the usual nodes. The usual runs are no prefix of a run at least as frequent: none is partial, all five
+    are analyzed (a rule that compared with any longer run had left the four usual runs out)."""
+    events = (
+        _run(0, [*FULL, "/extra"]) + _run(1000, FULL) + _run(2000, FULL) + _run(3000, FULL) + _run(4000, FULL)
+    )
+    trace = read(_write(tmp_path, "synthetic_ort_longer_first_run.json", events))
+    assert "partial_runs" not in trace.meta
+    analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_longer_first_run2.json", events))
+    assert analyzed.iterations.height == 5

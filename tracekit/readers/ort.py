@@ -513,7 +513,8 @@ def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] |
     threads run a varying share of each run's nodes), and a run with no node at all only where no node ran on
     a GPU provider (there it is a graph replay, :func:`graph_replays`). A run is compared with the runs of its
     own session only (:func:`_session_of_runs`: in a file of several sessions' profiles merged, a model whose
-    nodes are a prefix of another session's model ran whole)."""
+    nodes are a prefix of another session's model ran whole), and only with runs at least as frequent as it:
+    a failure is the exception, and one first run with extra nodes at its end leaves the others whole."""
     runs = _model_runs(session)
     if runs.height < 2 or nodes.is_empty():
         return None
@@ -533,19 +534,20 @@ def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] |
     )
     if nodes.select(pl.col("provider").is_in(list(GPU_PROVIDERS)).any()).item():
         seqs = seqs.filter(pl.col("seq") != "")  # a GPU session's run without nodes: a graph replay
+    distinct = seqs.group_by("_session", "seq").agg(pl.len().alias("n"))
     longer = (
-        seqs.group_by("_session", "seq")
-        .agg(pl.len().alias("n"))
-        .sort(["_session", "n", "seq"], descending=[False, True, False], nulls_last=True)
+        distinct.sort(["_session", "n", "seq"], descending=[False, True, False], nulls_last=True)
         .filter(pl.int_range(pl.len()).over("_session") < _PARTIAL_CANDIDATES)
-        .select("_session", longer="seq")
+        .select("_session", longer="seq", longer_n="n")
     )
-    distinct = seqs.select("_session", "seq").unique()
+    # (a run is partial only beside whole runs at least as frequent: a failure is the exception, and a first
+    # run with extra nodes at its end must not make every later run look stopped)
     prefixes = (
         distinct.join(longer, on="_session", nulls_equal=True)
         .filter(
             (pl.col("longer").str.len_bytes() > pl.col("seq").str.len_bytes())
             & pl.col("longer").str.starts_with(pl.col("seq"))
+            & (pl.col("longer_n") >= pl.col("n"))
         )
         .select("_session", "seq")
         .unique()
