@@ -2115,11 +2115,22 @@ def summarize_stages(
         warnings = [w for w in warnings if w != said] + conditional_doubt
         uncertain += conditional_doubt
     summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
+    # a reader's warning that a doubt repeats with "verdict uncertain: " before it is said once, as the doubt
+    warnings = [w for w in warnings if UNCERTAIN_PREFIX + w not in uncertain]
     if reason is not None:
         summary = replace(summary, bound=None)
         # the reason says it all: the shorter "holds no ..." / "no ... falls inside" lines would repeat it
         repeated = (NO_ACTIVITY_WARNING, NO_WORK_INSIDE_WARNING)
-        warnings = [reason, *(w for w in warnings if not w.startswith(repeated))]
+        # (and with no verdict, a doubt is a plain warning: "verdict uncertain" beside "no verdict" reads as both)
+        doubted = set(uncertain)
+        warnings = [
+            reason,
+            *(
+                w.removeprefix(UNCERTAIN_PREFIX) if w in doubted else w
+                for w in warnings
+                if not w.startswith(repeated)
+            ),
+        ]
     detail = attribution.detail if attribution is not None else None
     return IterationAnalysis(
         range_name=assignment.choice.name,
@@ -2603,6 +2614,10 @@ def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.
             for c in ("gpu_busy_ms", "framework_overhead_ms", "gpu_utilization", "idle_ms")
         ).with_columns(pl.lit(None, pl.Int64).alias("idle_gaps"))
     return frame
+
+
+#: how a doubt (a warning that makes the verdict uncertain) begins
+UNCERTAIN_PREFIX = "verdict uncertain: "
 
 
 def summarize(

@@ -618,6 +618,8 @@ def compiled_cpu_code(trace: Trace) -> str | None:
     found = trace.meta.get(COMPILED_CPU_CODE)
     if not isinstance(found, dict):
         return None
+    if isinstance(found.get("warning"), str) and found["warning"]:
+        return "verdict uncertain: " + found["warning"]  # (the reader's line: the analysis says it once)
     unrecorded = found.get("unrecorded_ms")
     shown = f"{unrecorded:.3f} ms of " if isinstance(unrecorded, int | float) else ""
     return (

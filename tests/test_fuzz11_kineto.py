@@ -367,3 +367,19 @@ def test_odd_device_properties_do_not_break_the_gpu_program_check(tmp_path: Path
     path.write_text(json.dumps(doc))
     trace = read(path)
     assert "gpu_program_without_device_activity" in trace.meta
+
+
+def test_a_trace_with_no_verdict_says_its_doubts_without_verdict_uncertain(tmp_path: Path) -> None:
+    """Synthetic: the compiled CPU run without its one operator (no operator at all: no verdict). The
+    compiled-code doubt is still said, as a plain warning: "verdict uncertain" beside "no verdict" had read
+    as both (found by hostile11)."""
+    events: list[dict[str, Any]] = []
+    for i in range(STEPS):
+        t0 = 1000 + i * 1000
+        events.append(kineto_event("user_annotation", f"ProfilerStep#{i}", t0, 990, 10, 10))
+        events.append(kineto_event("user_annotation", "Torch-Compiled Region: 0/0", t0 + 10, 970, 10, 10))
+    a = tracekit.analyze(kineto_file(tmp_path, events, "compiled_no_ops.synthetic.json"))
+    assert a.verdict is None and a.no_verdict is not None
+    assert not any(w.startswith("verdict uncertain") for w in a.warnings)
+    said = [w for w in a.warnings if "Inductor records them only with" in w]
+    assert len(said) == 1 and said[0].startswith("the trace runs torch.compile'd code on the CPU")
