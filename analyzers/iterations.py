@@ -65,7 +65,19 @@ from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError, TracekitError
 from tracekit.fields import NUMERIC_FIELDS
-from tracekit.model import LAUNCH_API_NAMES, Trace, calls_named, sort_frame, union_ns
+from tracekit.model import (
+    GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY,
+    GPU_PROVIDER_NODES,
+    GRAPH_REPLAYS,
+    LAUNCH_API_NAMES,
+    PARTIAL_RUNS,
+    REMOTE_PROVIDER_NODES,
+    RUN_SHAPES,
+    Trace,
+    calls_named,
+    sort_frame,
+    union_ns,
+)
 
 if TYPE_CHECKING:
     from tracekit.analyzers.attribution import Attribution, Setup
@@ -108,11 +120,6 @@ _COLLECT_HINTS: dict[str, str] = {
 }
 
 
-#: ``meta`` key of the Kineto reader: evidence that a trace without device activity profiled a GPU program
-#: (:func:`tracekit.readers.kineto._gpu_program_without_device_activity`)
-GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY = "gpu_program_without_device_activity"
-
-
 def no_verdict_reason(trace: Trace) -> str | None:
     """Why a trace gets no framework-/compute-bound verdict, in one line that says what the input can and
     cannot tell and what to collect for the verdict; None when it can have one.
@@ -131,7 +138,7 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "nsys --profiler ncu; nsys profile -t cuda,nvtx; torch.profiler with CUDA activity; tracekit table "
             "TIMELINE --ncu REPORT joins them)"
         )
-    on_gpu = _node_count(trace.meta.get("gpu_provider_nodes"))
+    on_gpu = _node_count(trace.meta.get(GPU_PROVIDER_NODES))
     # any node on a GPU provider: its GPU work is nowhere in the profile, and the run's wait for it reads as
     # framework time (a CUDA session's shape nodes on the CPU provider may outnumber its GPU nodes)
     if fmt == "ort" and trace.meta.get("device") != "gpu" and on_gpu and on_gpu[0] > 0:
@@ -142,7 +149,7 @@ def no_verdict_reason(trace: Trace) -> str | None:
             "GPU's work; for the verdict, profile the GPU (tracekit collect --profiler nsys or torch; nsys "
             "profile -t cuda,nvtx)"
         )
-    remote = _node_count(trace.meta.get("remote_provider_nodes"))
+    remote = _node_count(trace.meta.get(REMOTE_PROVIDER_NODES))
     if fmt == "ort" and remote and remote[0] > 0:
         return (
             f"no framework-/compute-bound verdict: {remote[0]} of {remote[1]} operator events ran on a remote "
@@ -1309,11 +1316,6 @@ def _other_step_class(frame: pl.DataFrame, k: int, trace: Trace, ranges: pl.Data
     return bool(lead_shapes - set(rest_shapes.mode().to_list() if rest_shapes.len() else []))
 
 
-#: ``meta`` key of the ONNX Runtime reader: each ``model_run``'s input shape, when the runs are of two or
-#: more (:func:`tracekit.readers.ort.run_shapes`).
-RUN_SHAPES = "run_shapes"
-
-
 def run_shape_of(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame | None:
     """``iteration``, ``shape`` (text, null: unknown) per range of ``ranges`` when the reader recorded the
     runs' input shapes (:data:`RUN_SHAPES`), matched by process, thread and start; else None."""
@@ -1704,16 +1706,6 @@ def _shared_findings(
         "on the caller's thread)"
     )
     return [], [], [], reason
-
-
-#: ``meta`` key of the ONNX Runtime reader: the runs that replay a captured graph
-#: (:func:`tracekit.readers.ort.graph_replays`).
-GRAPH_REPLAYS = "graph_replays"
-
-
-#: ``meta`` key of the ONNX Runtime reader: the runs that ran only a prefix of another run's nodes and stopped
-#: (:func:`tracekit.readers.ort.partial_runs`: a run that failed at a node, or was terminated)
-PARTIAL_RUNS = "partial_runs"
 
 
 def _runs_of(found: Any, ranges: pl.DataFrame, frame: pl.DataFrame) -> list[int]:

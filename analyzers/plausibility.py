@@ -44,7 +44,7 @@ from collections.abc import Collection
 import polars as pl
 
 from tracekit.calls import pair_key, pair_keys_fit
-from tracekit.model import GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, Trace, calls_named
+from tracekit.model import COMPILED_CPU_CODE, GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, Trace, calls_named
 
 #: An op is implausibly long beyond this many times the host's recorded span ...
 IMPLAUSIBLE_SPAN_RATIO = 10
@@ -603,11 +603,6 @@ def ends_after_sync(trace: Trace) -> str | None:
         "offset, or durations in a wrong unit), and the GPU busy time inside the host-side iterations, the idle "
         "gaps and their causes (in_flight rather than dispatch) compare times of two clocks"
     )
-
-
-#: ``meta`` key of the Kineto reader: a CPU-only trace's torch.compile regions whose generated C++ kernels are
-#: recorded as no operator (:func:`tracekit.readers.kineto._compiled_cpu_code`)
-COMPILED_CPU_CODE = "compiled_cpu_code"
 
 
 def compiled_cpu_code(trace: Trace) -> str | None:

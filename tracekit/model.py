@@ -119,6 +119,22 @@ ON_REQUEST_FRAMES: frozenset[str] = frozenset({"launches"})
 #: every frame, those read on request included (a :data:`FrameSpec`)
 ALL_FRAMES: tuple[str, ...] = tuple(SCHEMAS)
 
+# ``meta`` keys a reader writes and the analysis reads, named once for both sides
+#: ONNX Runtime: each ``model_run``'s input shape, when the runs are of two or more (``readers.ort.run_shapes``)
+RUN_SHAPES = "run_shapes"
+#: ONNX Runtime: the runs that replay a captured graph (``readers.ort.graph_replays``)
+GRAPH_REPLAYS = "graph_replays"
+#: ONNX Runtime: the runs that ran only a prefix of another run's nodes and stopped (``readers.ort.partial_runs``)
+PARTIAL_RUNS = "partial_runs"
+#: ONNX Runtime: [nodes on a GPU execution provider, all nodes]
+GPU_PROVIDER_NODES = "gpu_provider_nodes"
+#: ONNX Runtime: [nodes on a remote execution provider (Azure), all nodes]
+REMOTE_PROVIDER_NODES = "remote_provider_nodes"
+#: Kineto: evidence that a trace without device activity profiled a GPU program
+GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY = "gpu_program_without_device_activity"
+#: Kineto: a CPU-only trace's torch.compile regions whose generated C++ kernels are no operators
+COMPILED_CPU_CODE = "compiled_cpu_code"
+
 #: Names of API calls that launch GPU work (after the version suffix is stripped: ``cudaLaunchKernel_v7000``):
 #: CUDA runtime and driver, HIP, Intel XPU (SYCL).
 #: Graph launches are included: a graph launch is one call whose correlation id is carried by every kernel of

@@ -148,7 +148,9 @@ from tracekit.io import is_stream, peek_input
 from tracekit.limits import format_size
 from tracekit.model import (
     API_SCHEMA,
+    COMPILED_CPU_CODE,
     CPU_OPS_SCHEMA,
+    GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY,
     KERNEL_METRICS_SCHEMA,
     LAUNCH_API_NAMES,
     LAUNCH_DIMS,
@@ -1316,8 +1318,6 @@ GPU_ONLY_OPERATOR = (
     r"_efficient_attention_(?:forward|backward)$|"
     r"_scaled_dot_product_(?:flash|efficient|cudnn)_attention(?:_backward)?$)|^nccl:"
 )
-#: ``meta`` key of :func:`_gpu_program_without_device_activity`'s evidence
-GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY = "gpu_program_without_device_activity"
 
 
 def _gpu_program_without_device_activity(operators: pl.DataFrame, gpus: Any) -> dict[str, Any] | None:
@@ -1356,8 +1356,6 @@ COMPILED_REGION_NAMES: tuple[str, ...] = ("Torch-Compiled Region", "CompiledFxGr
 #: enable_kernel_profile`` is set (off by default): ``cpp_fused_<ops>_<n>`` (``kernel_cpp_<n>`` without
 #: descriptive names)
 COMPILED_KERNEL_OPERATOR = r"^(cpp_fused|kernel_cpp)"
-#: ``meta`` key of :func:`_compiled_cpu_code`'s evidence
-COMPILED_CPU_CODE = "compiled_cpu_code"
 
 
 def _compiled_cpu_code(ops: pl.DataFrame, ranges: pl.DataFrame) -> dict[str, Any] | None:

@@ -95,7 +95,17 @@ from typing import Any
 import polars as pl
 
 from tracekit.errors import TraceFormatError
-from tracekit.model import OPS_SCHEMA, RANGES_SCHEMA, Trace, conform
+from tracekit.model import (
+    GPU_PROVIDER_NODES,
+    GRAPH_REPLAYS,
+    OPS_SCHEMA,
+    PARTIAL_RUNS,
+    RANGES_SCHEMA,
+    REMOTE_PROVIDER_NODES,
+    RUN_SHAPES,
+    Trace,
+    conform,
+)
 from tracekit.readers.kineto import gc_paused, load_json, us_to_ns
 from tracekit.readers.nesting import leaf_mask, nesting_depth
 
@@ -375,10 +385,6 @@ def _inside_runs(events: pl.DataFrame, runs: pl.DataFrame, by: list[str]) -> pl.
     )
 
 
-#: ``meta`` key of :func:`run_shapes`.
-RUN_SHAPES = "run_shapes"
-
-
 def run_shapes(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | None:
     """Each ``model_run``'s input shape, when the runs are of two or more: ``{"shapes": [text, ...], "runs":
     [[pid, tid, start ns, shape index or None], ...]}`` (runs in start order), else None.
@@ -428,10 +434,6 @@ def run_shapes(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | N
     }
 
 
-#: ``meta`` key of :func:`graph_replays`.
-GRAPH_REPLAYS = "graph_replays"
-
-
 def graph_replays(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | None:
     """``{"runs": [[pid, tid, start ns], ...], "of": model_runs}``: the ``model_run`` events that hold no Node
     event of their process, after one that does; None when there are none.
@@ -465,8 +467,6 @@ def graph_replays(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] 
     return {"runs": [list(r) for r in after.select("pid_i", "tid_i", "start").iter_rows()], "of": runs.height}
 
 
-#: ``meta`` key of :func:`partial_runs`.
-PARTIAL_RUNS = "partial_runs"
 #: :func:`partial_runs` compares each run's node sequence with at most this many of the most frequent ones.
 _PARTIAL_CANDIDATES = 64
 
@@ -1033,9 +1033,9 @@ def read(path: Path) -> Trace:
     if no_end:  # (said above: the analysis does not say it again)
         meta["ops_without_end"] = no_end
     if on_gpu and device == "cpu":  # [events on a GPU provider, events]: the analysis withholds the verdict
-        meta["gpu_provider_nodes"] = [on_gpu, nodes.height]
+        meta[GPU_PROVIDER_NODES] = [on_gpu, nodes.height]
     if remote:  # [events on a remote provider, events]
-        meta["remote_provider_nodes"] = [remote, nodes.height]
+        meta[REMOTE_PROVIDER_NODES] = [remote, nodes.height]
     version = _version(events)
     if version:
         meta["format_version"] = version
