@@ -5,10 +5,9 @@ WAL-mode file made with Python's sqlite3, its log copied while the writer still 
 
 from __future__ import annotations
 
-import shutil
-import sqlite3
 from pathlib import Path
 
+from tests.test_mutants10_sqlite import _wal_db
 from tracekit.readers.sqlite_engine import _log_note, open_database
 
 APPLIED = (
@@ -42,32 +41,10 @@ def test_log_note_a_log_gone_since_says_size_unknown(tmp_path: Path) -> None:
     assert _log_note(wal, 3) == APPLIED.format(name="gone.sqlite-wal", size="size unknown")
 
 
-def _wal_db(tmp_path: Path) -> tuple[Path, Path]:
-    """A WAL-mode file with 3 rows in it and 2 more in its log beside it."""
-    src = tmp_path / "src"
-    src.mkdir()
-    db = src / "t.sqlite"
-    con = sqlite3.connect(db)
-    con.execute("PRAGMA journal_mode=WAL")
-    con.execute("CREATE TABLE t (v INTEGER)")
-    con.executemany("INSERT INTO t VALUES (?)", [(1,), (2,), (3,)])
-    con.commit()
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    con.execute("PRAGMA wal_autocheckpoint=0")
-    con.executemany("INSERT INTO t VALUES (?)", [(4,), (5,)])
-    con.commit()
-    out = tmp_path / "out"
-    out.mkdir()
-    shutil.copyfile(db, out / "t.sqlite")
-    shutil.copyfile(f"{db}-wal", out / "t.sqlite-wal")
-    con.close()
-    return out / "t.sqlite", out / "t.sqlite-wal"
-
-
 def test_open_database_notes_the_applied_log_word_for_word(tmp_path: Path) -> None:
     from tracekit.limits import format_size
 
-    path, wal = _wal_db(tmp_path)
+    path, wal, _ = _wal_db(tmp_path)
     size = format_size(wal.stat().st_size)
     with open_database(path, "a test file") as database:
         rows = database.con.execute("SELECT v FROM t ORDER BY v").fetchall()
@@ -76,7 +53,7 @@ def test_open_database_notes_the_applied_log_word_for_word(tmp_path: Path) -> No
 
 
 def test_open_database_notes_an_ignored_log_word_for_word(tmp_path: Path) -> None:
-    path, wal = _wal_db(tmp_path)
+    path, wal, _ = _wal_db(tmp_path)
     wal.write_bytes(b"not a log" * 100)
     with open_database(path, "a test file") as database:
         rows = database.con.execute("SELECT v FROM t ORDER BY v").fetchall()
