@@ -217,37 +217,10 @@ def test_the_half_time_rule_of_the_input_shape_doubt_is_exact() -> None:
     # half the runs' time (300,000 of 600,000 ns): a doubt, in whatever order the shapes appear. Before, the
     # shapes' times were summed as float ms: in the order [1,7], [2,7], [4,7] 0.3 + 0.1 + 0.2 =
     # 0.6000000000000001, [1,7] fell under half and the doubt became a warning.
-    from types import SimpleNamespace
+    from tests.test_mutants11_iterations import _shapes_of  # (the same runs: mutation11 found this too)
 
-    import polars as pl
-
-    from tracekit.analyzers.iterations import RUN_SHAPES, _with_run_shapes
-
-    shapes = ["[1,7]", "[2,7]", "[4,7]"]
-    figures = {"[1,7]": [(0.3, 0.2)], "[2,7]": [(0.05, 0.9)] * 2, "[4,7]": [(0.1, 0.9)] * 2}
     for order in (["[1,7]", "[2,7]", "[4,7]"], ["[1,7]", "[4,7]", "[2,7]"], ["[4,7]", "[2,7]", "[1,7]"]):
-        runs = [(s, lat, util) for s in order for lat, util in figures[s]]
-        n = len(runs)
-        trace = SimpleNamespace(
-            meta={
-                RUN_SHAPES: {
-                    "shapes": shapes,
-                    "runs": [[1, 1, 1000 * i, shapes.index(s)] for i, (s, _, _) in enumerate(runs)],
-                }
-            }
-        )
-        ranges = pl.DataFrame(
-            {
-                "iteration": range(n),
-                "pid": [1] * n,
-                "thread": [1] * n,
-                "range_start": [1000 * i for i in range(n)],
-            }
-        )
-        frame = pl.DataFrame(
-            {"index": range(n), "latency_ms": [r[1] for r in runs], "gpu_utilization": [r[2] for r in runs]}
-        )
-        _, _, _, warnings, doubts = _with_run_shapes(trace, ranges, frame, 0.5)
+        warnings, doubts = _shapes_of(order)
         assert warnings == [] and len(doubts) == 1, order
         assert doubts[0].startswith("verdict uncertain: the 5 analyzed runs are of 3 input shapes"), order
 
