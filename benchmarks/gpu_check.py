@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""A GPU check of tracekit's collection that fits an air-gapped GPU box: about 6 minutes, at most 8 files back.
+"""A GPU check of tracekit's collection that fits an air-gapped GPU box: about 6 minutes, at most 6 files back.
 
     python benchmarks/gpu_check.py -o OUT [--device cuda:0] [--budget-s 420] [--iters 20] [--only STEP ...]
 
@@ -13,9 +13,10 @@ under torch.profiler (Kineto) unless said:
     pytorch, cuda-graphs, torchscript     batch 1 and 8 (one process each: --in-process)
     pytorch-ncu                           batch 1 under Nsight Compute (SMs active, warp occupancy)
     compile, compile-cudagraphs           batch 1 and 8 (Inductor compiles: the slow steps)
-    nsys-pytorch, nsys-cuda-graphs        batch 1 under Nsight Systems with GPU metrics (when an nsys is found)
+    nsys-pytorch, nsys-cuda-graphs,       batch 1 and 8 under Nsight Systems with GPU metrics (when an nsys
+    nsys-torchscript, nsys-compile        is found)
     onnx-cpu                              ONNX Runtime on the CPU provider, fp32, batch 1, ORT profiler (left
-                                          out when the nsys steps run, to keep to 8 files)
+                                          out when the nsys steps run, to keep to the time budget)
     doctor                                ``tracekit doctor`` as JSON
 
 A step that would start after ``--budget-s`` is skipped and said so. Then the invariants are checked on what
@@ -25,8 +26,10 @@ graph launch per iteration for graph runtimes and none for the others, the same 
 fp32/TF32 GEMM kernels across the fp16 runtimes, untraced vs traced latency, Nsight Compute's coverage of
 whole iterations, and nsys GPU-metric samples where permitted.
 
-Output in ``OUT`` (at most 8 files): one ``<step>.tar`` per run directory, the nsys steps' together in
-``nsys.tar.gz`` without their ``.nsys-rep`` reports (``tar xf`` them, then ``tracekit analyze``/``table
+Output in ``OUT`` (at most 6 files): the other steps' run directories together in ``runs.tar.gz``, each nsys
+step's as
+``<step>.tar.gz`` without its ``.nsys-rep`` reports (two configurations' exports gzip to 4-7 MB, under the
+16 MiB a file that comes back may hold) (``tar xf`` them, then ``tracekit analyze``/``table
 --paper`` on a CPU machine) and ``gpu_check.json`` (every step's time, exit
 code and output tail, every check). Exit 0 when every step ran and every check passed, 1 otherwise, 2 (one
 line) without torch or a CUDA device.
@@ -55,8 +58,10 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
     ("compile", "compile", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
     ("compile-cudagraphs", "compile-cudagraphs", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
     # Nsight Systems (when an nsys is found: TRACEKIT_NSYS, PATH, or the one Nsight Compute bundles)
-    ("nsys-pytorch", "pytorch", ("--batch-sizes", "1", "--profiler", "nsys"), 45),
-    ("nsys-cuda-graphs", "cuda-graphs", ("--batch-sizes", "1", "--profiler", "nsys"), 45),
+    ("nsys-pytorch", "pytorch", ("--batch-sizes", "1,8", "--profiler", "nsys"), 90),
+    ("nsys-cuda-graphs", "cuda-graphs", ("--batch-sizes", "1,8", "--profiler", "nsys"), 90),
+    ("nsys-torchscript", "torchscript", ("--batch-sizes", "1,8", "--profiler", "nsys"), 90),
+    ("nsys-compile", "compile", ("--batch-sizes", "1,8", "--profiler", "nsys"), 180),
     (
         "onnx-cpu",
         "onnx",
@@ -66,7 +71,7 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
 )
 STEP_NAMES = tuple(s[0] for s in STEPS) + ("doctor",)
 GRAPH_STEPS = frozenset({"cuda-graphs", "compile-cudagraphs", "nsys-cuda-graphs"})
-NSYS_STEPS = ("nsys-pytorch", "nsys-cuda-graphs")
+NSYS_STEPS = ("nsys-pytorch", "nsys-cuda-graphs", "nsys-torchscript", "nsys-compile")
 #: Where an image may keep its only nsys: the one Nsight Compute bundles (its importer needs libdw.so.1).
 BUNDLED_NSYS = "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys"
 #: fp16 Kineto steps whose kernels are compared (precision, attention).
@@ -353,38 +358,42 @@ def _small_enough(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return info
 
 
-def bundle(out: Path, step: str) -> str | None:
-    """``OUT/<step>.tar`` of the run directory ``OUT/<step>/``, which is then removed (8 files come back)."""
-    src = out / step
-    if not src.is_dir():
-        return None
-    target = out / f"{step}.tar"
-    with tarfile.open(target, "w") as tar:
-        tar.add(src, arcname=step, filter=_small_enough)
+def bundle(out: Path, steps: list[str]) -> str | None:
+    """``OUT/runs.tar.gz`` of the torch.profiler, ncu and ORT steps' run directories ``OUT/<step>/`` (a few
+    MB together), which are then removed: few files come back from a GPU box."""
     import shutil
 
-    shutil.rmtree(src)
+    present = [step for step in steps if (out / step).is_dir()]
+    if not present:
+        return None
+    target = out / "runs.tar.gz"
+    with tarfile.open(target, "w:gz") as tar:
+        for step in present:
+            tar.add(out / step, arcname=step, filter=_small_enough)
+            shutil.rmtree(out / step)
     return target.name
 
 
-def bundle_nsys(out: Path) -> str | None:
-    """``OUT/nsys.tar.gz`` of the nsys steps' run directories (SQLite exports and sidecars; the ``.nsys-rep``
-    reports stay: 12-15 MB exports gzip to 2-3 MB), which are then removed."""
+def bundle_nsys(out: Path) -> list[str]:
+    """``OUT/<step>.tar.gz`` for each nsys step's run directory (SQLite exports and sidecars; the ``.nsys-rep``
+    reports stay: 12-15 MB exports gzip to 2-3 MB), which is then removed. One file per step keeps each under
+    the 16 MiB a file coming back from a GPU box may hold."""
     import shutil
 
-    steps = [step for step in NSYS_STEPS if (out / step).is_dir()]
-    if not steps:
-        return None
-    target = out / "nsys.tar.gz"
-    with tarfile.open(target, "w:gz") as tar:
-        for step in steps:
+    names = []
+    for step in NSYS_STEPS:
+        if not (out / step).is_dir():
+            continue
+        target = out / f"{step}.tar.gz"
+        with tarfile.open(target, "w:gz") as tar:
             tar.add(
                 out / step,
                 arcname=step,
                 filter=lambda i: None if i.name.endswith((".nsys-rep", ".qdstrm")) else i,
             )
-            shutil.rmtree(out / step)
-    return target.name
+        shutil.rmtree(out / step)
+        names.append(target.name)
+    return names
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -422,9 +431,9 @@ def main(argv: list[str] | None = None) -> int:
     nsys = nsys_for_check()
     if nsys:
         os.environ["TRACEKIT_NSYS"] = nsys
-        if not args.only:  # at most 8 files come back: the ORT CPU step (checked on any machine) gives way
+        if not args.only:  # the time budget: the ORT CPU step (checked on any machine) gives way
             wanted.discard("onnx-cpu")
-            summary["steps"]["onnx-cpu"] = {"left out": "nsys steps ran instead (8 files come back)"}
+            summary["steps"]["onnx-cpu"] = {"left out": "nsys steps ran instead (the time budget)"}
     for step, runtime, extra, estimate in STEPS:
         if step not in wanted:
             continue
@@ -438,7 +447,11 @@ def main(argv: list[str] | None = None) -> int:
             }
             continue
         summary["steps"][step] = run_step(
-            collect_argv(step, runtime, extra, args, out), max(60.0, left + 60), out
+            # at least twice its estimate: on the 2026-11-28 H200 loan nsys-compile b8, started with 75 s of the
+            # budget left, was killed at 135 s; alone it took 87 s after b1's 48
+            collect_argv(step, runtime, extra, args, out),
+            max(60.0, 2.0 * estimate, left + 60),
+            out,
         )
     if "doctor" in wanted:
         summary["steps"]["doctor"] = run_step(["doctor", "--format", "json"], 180, out)
@@ -472,9 +485,9 @@ def main(argv: list[str] | None = None) -> int:
     failed_checks = [c for c in summary["checks"] if c["ok"] is False]
     summary["failed_steps"], summary["failed_checks"] = failed_steps, len(failed_checks)
     if not args.no_bundle:
-        nsys_bundle = bundle_nsys(out)
-        summary["files"] = [b for s in STEP_NAMES if s not in NSYS_STEPS and (b := bundle(out, s))]
-        summary["files"] += [nsys_bundle] if nsys_bundle else []
+        nsys_bundles = bundle_nsys(out)
+        runs = bundle(out, [s for s in STEP_NAMES if s not in NSYS_STEPS])
+        summary["files"] = ([runs] if runs else []) + nsys_bundles
     (out / "gpu_check.json").write_text(json.dumps(summary, indent=2, default=str) + "\n")
     for c in summary["checks"]:
         if c["ok"] is not None:

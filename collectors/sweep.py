@@ -246,7 +246,7 @@ class Sweep:
 
             available = list(ort.get_available_providers())
             if "CUDAExecutionProvider" not in available:
-                raise TracekitError(cuda_provider_problem(ort, available))
+                raise TracekitError(cuda_provider_problem(ort, available, session=False))
         if "ncu" in self.profilers and not self.device.startswith("cuda"):
             raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
         if opts.runtime == "compile" and self.device == "cpu":

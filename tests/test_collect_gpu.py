@@ -237,6 +237,30 @@ def test_cpu_only_onnxruntime_is_named_with_the_extra(monkeypatch: pytest.Monkey
     )
 
 
+def test_cpu_build_without_the_cuda_provider_names_its_providers_not_a_session(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Seen on the H200 image (onnxruntime 1.30.0, CPU build): collect --runtime onnx --device cuda:0 was
+    refused before any session, but the line said 'created the session on AzureExecutionProvider', the first
+    of the build's available providers, which no session had run on."""
+    from tracekit.collectors.runtimes import onnx as onnx_mod
+
+    seen = _fake_ort(monkeypatch, ["CPUExecutionProvider"])
+    sys.modules["onnxruntime"].get_available_providers = lambda: [
+        "AzureExecutionProvider",
+        "CPUExecutionProvider",
+    ]
+    monkeypatch.setattr(onnx_mod, "_pkg_version", {"onnxruntime": "1.30.0"}.get)
+    with pytest.raises(TracekitError) as info:
+        onnx_mod.OnnxRuntime().prepare(_onnx_ctx())
+    assert info.value.message == (
+        "onnxruntime 1.22.0 has no CUDAExecutionProvider (its providers: AzureExecutionProvider, "
+        "CPUExecutionProvider): this is the CPU build of onnxruntime; install onnxruntime-gpu "
+        "(pip install 'tracekit[gpu]')"
+    )
+    assert "providers" not in seen  # refused before any session was made
+
+
 def test_tf32_and_attention_recorded_and_applied(tmp_path: Path) -> None:
     _needs("torch", "transformers")
     import torch

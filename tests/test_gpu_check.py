@@ -162,7 +162,7 @@ def test_gpu_check_nsys_checks_on_the_committed_nsys_runs(tmp_path: Path) -> Non
     import shutil
 
     gpu_check = _load_gpu_check()
-    for step in gpu_check.NSYS_STEPS:
+    for step in ("nsys-pytorch", "nsys-cuda-graphs"):
         shutil.copytree(H200 / step, tmp_path / step)
     checks = gpu_check.nsys_checks(tmp_path, 20)
     assert [c for c in checks if c["ok"] is False] == []
@@ -179,10 +179,11 @@ def test_gpu_check_nsys_checks_on_the_committed_nsys_runs(tmp_path: Path) -> Non
         "min": 202,
         "max": 202,
     }
-    # bundled as one gzipped tar without the reports
+    # bundled as one gzipped tar per step without the reports
     (tmp_path / "nsys-pytorch" / "x.nsys-rep").write_bytes(b"report")
-    assert gpu_check.bundle_nsys(tmp_path) == "nsys.tar.gz"
-    with tarfile.open(tmp_path / "nsys.tar.gz") as tar:
+    assert gpu_check.bundle_nsys(tmp_path) == ["nsys-pytorch.tar.gz", "nsys-cuda-graphs.tar.gz"]
+    assert not (tmp_path / "nsys-pytorch").exists()
+    with tarfile.open(tmp_path / "nsys-pytorch.tar.gz") as tar:
         names = tar.getnames()
     assert "nsys-pytorch/pytorch_b1_s128.nsys.sqlite.gz" in names and not any(
         n.endswith(".nsys-rep") for n in names
@@ -225,10 +226,18 @@ def test_gpu_check_bundles_leave_out_huge_files(tmp_path: Path) -> None:
     (run / "run.json").write_text("{}")
     with open(run / "x.ncu-rep", "wb") as fh:
         fh.truncate(gpu_check.MAX_BUNDLED_BYTES + 1)
-    assert gpu_check.bundle(tmp_path, "pytorch-ncu") == "pytorch-ncu.tar"
-    with tarfile.open(tmp_path / "pytorch-ncu.tar") as tar:
-        assert sorted(tar.getnames()) == ["pytorch-ncu", "pytorch-ncu/run.json"]
-    assert not run.exists()
+    (tmp_path / "pytorch").mkdir()
+    (tmp_path / "pytorch" / "run.json").write_text("{}")
+    assert gpu_check.bundle(tmp_path, ["pytorch", "torchscript", "pytorch-ncu"]) == "runs.tar.gz"
+    with tarfile.open(tmp_path / "runs.tar.gz") as tar:
+        assert sorted(tar.getnames()) == [
+            "pytorch",
+            "pytorch-ncu",
+            "pytorch-ncu/run.json",
+            "pytorch/run.json",
+        ]
+    assert not run.exists() and not (tmp_path / "pytorch").exists()
+    assert gpu_check.bundle(tmp_path, ["pytorch"]) is None
 
 
 def test_gpu_check_runs_tracekit_outside_the_checkout(
@@ -552,9 +561,11 @@ def test_gpu_check_runs_the_nsys_steps_when_an_nsys_is_found(
             assert [a[a.index("-o") + 1].rsplit("/", 1)[1] for a in nsys_runs] == [
                 "nsys-pytorch",
                 "nsys-cuda-graphs",
+                "nsys-torchscript",
+                "nsys-compile",
             ]
             assert not any("--in-process" in a for a in nsys_runs)
-            assert "left out" in summary["steps"]["onnx-cpu"]  # 8 files come back
+            assert "left out" in summary["steps"]["onnx-cpu"]  # the time budget
             assert gpu_check.os.environ["TRACEKIT_NSYS"] == found
         else:
             assert nsys_runs == [] and "left out" in summary["steps"]["nsys-pytorch"]

@@ -150,11 +150,22 @@ def _pkg_version(name: str) -> str | None:
         return None
 
 
-def cuda_provider_problem(ort: Any, providers: list[str], note: str | None = None) -> str:
-    """Why ORT built a session without its CUDA provider, and what to install (one line)."""
+def cuda_provider_problem(
+    ort: Any, providers: list[str], note: str | None = None, *, session: bool = True
+) -> str:
+    """Why ORT has no CUDA provider, and what to install (one line). ``providers``: the session's providers
+    (``session=True``, ORT fell back), or the build's available providers (``session=False``, checked before
+    any session: the CPU build of 1.30 lists AzureExecutionProvider first, which no session ran on)."""
     cpu, gpu = _pkg_version("onnxruntime"), _pkg_version("onnxruntime-gpu")
-    got = providers[0] if providers else "no provider"
-    head = f"onnxruntime created the session on {got}, not CUDAExecutionProvider"
+    if session:
+        got = providers[0] if providers else "no provider"
+        head = f"onnxruntime created the session on {got}, not CUDAExecutionProvider"
+    else:
+        version = getattr(ort, "__version__", None) or cpu or gpu or "?"
+        head = (
+            f"onnxruntime {version} has no CUDAExecutionProvider "
+            f"(its providers: {', '.join(providers) or 'none'})"
+        )
     if cpu and gpu:
         fix = (
             f"both onnxruntime {cpu} and onnxruntime-gpu {gpu} are installed and the CPU build wins; run "
@@ -240,7 +251,8 @@ class OnnxRuntime(Runtime):
             opts.profile_file_prefix = ctx.ort_profile_prefix
         if self.on_cuda:
             if "CUDAExecutionProvider" not in ort.get_available_providers():
-                raise TracekitError(cuda_provider_problem(ort, list(ort.get_available_providers()), note))
+                available = list(ort.get_available_providers())
+                raise TracekitError(cuda_provider_problem(ort, available, note, session=False))
             self.device_id = ctx.cuda_index or 0
             self.provider_options = cuda_provider_options(self.device_id, self.cuda_graph, ctx.tf32)
             providers: list[Any] = [("CUDAExecutionProvider", self.provider_options)]
