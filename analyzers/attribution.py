@@ -3,8 +3,10 @@
 The idle time of an iteration (latency - busy, :mod:`tracekit.analyzers.iterations`) is the union of its idle
 gaps (leading, inner, trailing, empty) inside the window. Each gap ends at its *next op*: an op starting
 at the gap's end, of this iteration or any other or none (of several, the one launched first: launched
-before the capture, else the earliest call end); trailing and empty gaps have none. The cause of every instant t of a gap is decided by **launch order first, host state
-second**:
+before the capture, else the earliest call end), lasting more than 0 ns; a trailing gap's next op is one of
+0 ns starting at its end (only such an op can start at a window's end inside it: the latest op of an
+unsynchronized iteration, a sub-µs kernel on a whole-µs clock), and most trailing gaps have none; empty gaps
+have none. The cause of every instant t of a gap is decided by **launch order first, host state second**:
 
 - *device-side* (``in_flight``): the next op had been launched at t -- its launch call had returned (t >=
   call end), or its launching call is not in the trace although it carries a correlation id (launched
@@ -25,7 +27,7 @@ second**:
     CUDA-graph replay);
 
 - otherwise (the next op not yet launched) the state at t of the host thread that issued the next op's
-  launch call, or, when that is unknown (trailing and empty gaps, an op with no correlation id, a call on no
+  launch call, or, when that is unknown (no next op, an op with no correlation id, a call on no
   known thread), the iteration's main thread (the thread of its range; none for synthetic windows):
   - ``launch``: inside a launch call (:data:`tracekit.model.LAUNCH_API_NAMES`, graph launches included);
   - ``sync``: inside a synchronization call (:data:`SYNC_API_NAMES`);
@@ -799,17 +801,18 @@ _BEFORE = _NULL + 1
 
 
 def _next_op_calls(
-    ctx: _Context, iteration: np.ndarray, end: np.ndarray, eligible: np.ndarray
+    ctx: _Context, trailing: np.ndarray, end: np.ndarray, eligible: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Per gap: its next op's launch (``found``: the op has a launching call in the trace, ``call_end``,
     ``call_pid``, ``call_thread``; ``no_launch``: the op was launched before the capture began; ``waited``:
     its launching thread issued a stream wait just before it).
 
-    The next op of a gap is an op with a positive duration starting at the gap's end (trailing and empty gaps
-    have none), of any iteration or none: of several, the one launched first (ops launched before the capture
-    first, ops without a call last). So the choice, and the gap's cause, do not depend on which ops the
-    windows hold."""
-    del iteration  # (kept in the signature: the gaps' iterations, which the choice no longer reads)
+    The next op of an inner or leading gap is an op with a positive duration starting at the gap's end; of a
+    trailing gap (``trailing``), an op of 0 ns starting at its end: a trailing gap ends where its window does,
+    and only an op that lasts 0 ns can start there inside the window (the latest op of an unsynchronized
+    iteration, a sub-µs kernel on a whole-µs clock); empty gaps have none. Of any iteration or none: of
+    several, the one launched first (ops launched before the capture first, ops without a call last). So the
+    choice, and the gap's cause, do not depend on which ops the windows hold."""
     g, o = _candidates(end, eligible, ctx.op["start"])
     op_start, op_end = ctx.op["start"][o], ctx.op["end"][o]
     calls = ctx.calls.lookup(o)
@@ -820,7 +823,7 @@ def _next_op_calls(
         else np.zeros(len(o), dtype=bool)
     )
     calls["device"] = ctx.op_device[o] if ctx.op_device is not None else np.full(len(o), _NULL)
-    keep = op_end > op_start
+    keep = np.where(trailing[g], op_end == op_start, op_end > op_start)
     if not keep.all():
         g = g[keep]
         calls = {name: col[keep] for name, col in calls.items()}
@@ -933,12 +936,17 @@ def main_threads(ranges: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
 
 
 def _chunk_causes(
-    ctx: _Context, iteration: np.ndarray, s: np.ndarray, e: np.ndarray, eligible: np.ndarray
+    ctx: _Context,
+    iteration: np.ndarray,
+    s: np.ndarray,
+    e: np.ndarray,
+    eligible: np.ndarray,
+    trailing: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """The attribution of a chunk of gaps (numpy in, numpy out): ``pid``, ``thread`` (the deciding host
     thread), ``next_call_end`` (``_NULL``: none; ``_BEFORE``: launched before the capture), ``waited`` and
     one ``*_ns`` array per cause and device-side cause."""
-    nxt = _next_op_calls(ctx, iteration, e, eligible)
+    nxt = _next_op_calls(ctx, trailing, e, eligible)
     main_pid, main_thread = ctx.main(iteration)
     own = nxt["found"] & (nxt["call_thread"] != _NULL) & (nxt["call_pid"] != _NULL)
     before = nxt["no_launch"]
@@ -985,11 +993,13 @@ def _gap_chunks(gaps: pl.DataFrame, ctx: _Context) -> Iterator[tuple[slice, dict
     """(rows, :func:`_chunk_causes`) for consecutive chunks of ``gaps`` (bounded temporaries)."""
     iteration = _np(gaps.get_column("iteration"))
     s, e = _np(gaps.get_column("start_ns")), _np(gaps.get_column("end_ns"))
-    # trailing and empty gaps run to the window's end: no op ends them
-    eligible = (~gaps.get_column("position").is_in(["trailing", "empty"])).to_numpy()
+    # empty gaps run to the window's end with no op; a trailing gap can end at an op of 0 ns (_next_op_calls)
+    position = gaps.get_column("position")
+    eligible = (position != "empty").to_numpy()
+    trailing = (position == "trailing").to_numpy()
     for lo in range(0, gaps.height, _CHUNK):
         rows = slice(lo, lo + _CHUNK)
-        yield rows, _chunk_causes(ctx, iteration[rows], s[rows], e[rows], eligible[rows])
+        yield rows, _chunk_causes(ctx, iteration[rows], s[rows], e[rows], eligible[rows], trailing[rows])
 
 
 def _nullable(values: np.ndarray, name: str) -> pl.Series:

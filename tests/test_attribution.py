@@ -363,13 +363,14 @@ def reference_causes(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> 
     for gap in gaps.to_dicts():
         main = next(r for r in ranges_rows if r["iteration"] == gap["iteration"])
         # the next op: any op starting at the gap's end, whatever its iteration (the cause must not depend on
-        # the windowing); of several, the one launched first
+        # the windowing), lasting more than 0 ns, or for a trailing gap exactly 0 ns (only such an op can start
+        # at a window's end inside it); of several, the one launched first
         candidates = [
             o
             for o in ops
-            if gap["position"] not in ("trailing", "empty")
+            if gap["position"] != "empty"
             and o["start"] == gap["end_ns"]
-            and o["end"] > o["start"]
+            and (o["end"] == o["start"] if gap["position"] == "trailing" else o["end"] > o["start"])
         ]
         pairs = [(o, launching(o)) for o in candidates]
         pairs.sort(

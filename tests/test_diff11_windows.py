@@ -141,12 +141,6 @@ def test_a_blocking_copy_waits_for_its_own_device_not_another(tmp_path: Path) ->
     assert got == {"dispatch": 500 * US, "launch": 0, "sync": 100 * US, "other_api": 300 * US, "in_flight": 0}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="design rule: a trailing gap has no next op (docs/design.md section 5, and the reference of "
-    "tests/test_attribution.py encodes it); an unsynchronized window ending at its own 0 ns op needs the rule "
-    "and that reference changed together (diff11 report, finding 4)",
-)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_trailing_gap_ending_at_the_iterations_own_zero_length_op_is_device_side(
     tmp_path: Path, fmt: str
