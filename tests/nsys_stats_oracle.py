@@ -159,3 +159,27 @@ def unclosed_tags(ranges: pl.DataFrame) -> set[str]:
 def iterations_tracekit(iterations: pl.DataFrame) -> Stats:
     d = iterations.get_column("end_ns") - iterations.get_column("start_ns")
     return (iterations.height, int(d.sum()), int(d.min()), int(d.max()))
+
+
+def launch_medians(rows: list[dict[str, str]], iterations: pl.DataFrame) -> list[tuple[int, float, float]]:
+    """From ``kernexectrace`` (one row per kernel, with its launch call): per iteration (a call counts in the
+    iteration its call starts in, of its own process is not checked: single-process exports), the kernel
+    launch calls, the median of (first kernel start - call start) and of max(0, first kernel start - call
+    end), in us, as tracekit's ``launches``, ``launch_latency_us`` and ``queue_us`` define them."""
+    frame = pl.DataFrame(
+        {
+            "pid": [int(r["PID"]) for r in rows],
+            "call_start": [int(r["API Start (ns)"]) for r in rows],
+            "call_dur": [int(r["API Dur (ns)"]) for r in rows],
+            "start": [int(r["Kernel Start (ns)"]) for r in rows],
+        },
+        schema={"pid": pl.Int64, "call_start": pl.Int64, "call_dur": pl.Int64, "start": pl.Int64},
+    )
+    first = frame.group_by("pid", "call_start", "call_dur").agg(pl.col("start").min())
+    out = []
+    for start, end in zip(iterations["start_ns"], iterations["end_ns"], strict=True):
+        calls = first.filter((pl.col("call_start") >= start) & (pl.col("call_start") < end))
+        latency = calls["start"] - calls["call_start"]
+        queue = (latency - calls["call_dur"]).clip(lower_bound=0)
+        out.append((calls.height, latency.median() / 1e3, queue.median() / 1e3))
+    return out
