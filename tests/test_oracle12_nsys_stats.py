@@ -227,6 +227,19 @@ def test_launch_latency_and_queue_equal_kernexectrace(oracle: Oracle) -> None:
     assert [(n, pytest.approx(lat, abs=1e-9), pytest.approx(q, abs=1e-9)) for n, lat, q in nsys] == ours
 
 
+def test_kernels_in_iterations_equal_nvtxkernsum(oracle: Oracle) -> None:
+    """tracekit's kernels per iteration (those whose launch call starts in it) add up to nsys's kernels
+    launched inside 'iteration' ranges (``nvtxkernsum``: by launch call, like tracekit: a kernel launched
+    before the range and run inside it counts in neither)."""
+    if not oracle.case.launches:
+        pytest.skip("no kernel launches in iterations")
+    rows = [r for r in oracle.report("nvtxkernsum") if r["NVTX Range"] == "iteration"]
+    kernels = oracle.analysis.iterations.get_column("kernels")
+    assert int(kernels.sum()) == sum(int(r["Kern Inst"]) for r in rows) > 0
+    ranges = {(r["PID"], r["TID"]): int(r["NVTX Inst"]) for r in rows}  # 'iteration' ranges per thread
+    assert sum(ranges.values()) == oracle.case.iterations
+
+
 # --- where the definitions differ: each difference pinned on a hand-built export, both sides exact
 
 
@@ -401,3 +414,27 @@ def test_launch_latency_is_over_the_launch_calls_only(tmp_path: Path) -> None:
     assert list(zip(its["launches"], its["launch_latency_us"], its["queue_us"], strict=True)) == [
         (2, 1.6, 1.5)
     ]
+
+
+def test_kernels_by_launch_call_as_nvtxkernsum(tmp_path: Path) -> None:
+    """A kernel launched inside an iteration and run after it counts in that iteration; one launched before
+    an iteration (outside any) and run inside it counts in none: nsys's nvtxkernsum and tracekit agree."""
+    b = NsysBuilder()
+    b.nvtx_range(0, 1000, "iteration")
+    b.runtime(100, 200, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(1500, 1600, "late", correlation=1)
+    b.nvtx_range(2000, 3000, "iteration")
+    b.runtime(1800, 1900, "cudaLaunchKernel_v7000", correlation=2)
+    b.kernel(2100, 2200, "early", correlation=2)
+    b.runtime(2100, 2150, "cudaLaunchKernel_v7000", correlation=3)
+    b.kernel(2300, 2400, "in", correlation=3)
+    path = b.write(tmp_path / "async.sqlite")
+    rows = o.nsys_report(path, "nvtxkernsum") or []
+    assert sorted((r["NVTX Range"], r["Kernel Name"], int(r["Kern Inst"])) for r in rows) == [
+        ("None", "early", 1),
+        ("iteration", "in", 1),
+        ("iteration", "late", 1),
+    ]
+    its = tracekit.analyze(path).iterations
+    assert its["kernels"].to_list() == [1, 1]
+    assert its["gpu_busy_ms"].to_list() == [pytest.approx(1e-4), pytest.approx(1e-4)]
