@@ -280,6 +280,22 @@ def nsys_for_check() -> str | None:
     return find_nsys() or next(iter(sorted(glob.glob(BUNDLED_NSYS), reverse=True)), None)
 
 
+def _runs_before_timed(trace: Path) -> int:
+    """The runs an nsys trace holds before its timed ones, as its sidecar says (``warmup_in_trace``,
+    ``warmup_iterations``: the profiler warm-up step); 0 without a sidecar or when it says none."""
+    name = trace.name
+    for suffix in (".sqlite.gz", ".sqlite"):
+        if name.endswith(suffix):
+            name = name[: -len(suffix)]
+    sidecar = trace.with_name(name + ".meta.json")
+    try:
+        meta = json.loads(sidecar.read_text())
+    except (OSError, ValueError):
+        return 0
+    count = meta.get("warmup_iterations") if meta.get("warmup_in_trace") is True else 0
+    return count if isinstance(count, int) and count >= 0 else 0
+
+
 def nsys_checks(out_dir: Path, iters: int) -> list[dict[str, Any]]:
     """The nsys steps' traces (:mod:`tracekit.collectors.nsys_check`): every timed iteration and nothing
     else in the trace (the warm-up stays out of the capture range), kernels in every iteration, one graph
@@ -303,8 +319,13 @@ def nsys_checks(out_dir: Path, iters: int) -> list[dict[str, Any]]:
             per = s.kernels_per_iteration
             want = 1 if step in GRAPH_STEPS else 0
             launches = sorted(set(s.graph_launches_per_iteration))
+            before = _runs_before_timed(run_dir / trace)  # the profiler warm-up step the sidecar names
             out += [
-                check("iterations", len(per) == iters, f"{label}: {len(per)} ranges, {iters} timed"),
+                check(
+                    "iterations",
+                    len(per) == iters + before,
+                    f"{label}: {len(per)} ranges, {before} profiler warm-up + {iters} timed",
+                ),
                 check(
                     "warm-up excluded",
                     s.kernels_outside == 0,

@@ -573,6 +573,7 @@ class Sweep:
         result: dict[str, Any],
         traced: dict[str, float],
     ) -> dict[str, Any]:
+        in_trace = profiler == "ort" or "runs_before_timed" in result
         meta = {
             "synthetic": False,
             "made_by": "tracekit collect",
@@ -590,13 +591,15 @@ class Sweep:
             "range": "iteration",
             "iterations": len(result.get("latencies_ms") or []) or self.opts.iters,  # ncu runs fewer
             # Runs the trace holds before the timed ones (ORT profiles record from session creation: shape
-            # probes, warm-up and ORT's CUDA-graph capture run); analyze skips that many by default.
+            # probes, warm-up and ORT's CUDA-graph capture run; nsys on CUDA: the profiler warm-up step after
+            # the capture opened); analyze skips that many by default.
             "warmup_iterations": result.get("runs_before_timed", self.opts.warmup)
-            if profiler == "ort"
+            if in_trace
             else self.opts.warmup,
             "warmup_runs": self.opts.warmup,
-            "warmup_in_trace": profiler == "ort",
-            # torch.profiler: runs traced and discarded by its schedule before the timed ones (not in the trace)
+            "warmup_in_trace": in_trace,
+            # torch.profiler: runs traced and discarded by its schedule before the timed ones (not in the
+            # trace); nsys on CUDA: the same runs, in the trace (warmup_iterations)
             **(
                 {"profiler_warmup_steps": result["profiler_warmup_steps"]}
                 if "profiler_warmup_steps" in result

@@ -140,10 +140,12 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
             shutil.rmtree(tmpdir, ignore_errors=True)
 
 
-#: Iterations run under torch.profiler before the timed ones, traced and discarded (its schedule's ``warmup``,
-#: as PyTorch's profiler recipe advises: the first traced steps are skewed by the profiler's own start-up).
-#: Without it, the first timed iteration of the committed H200 CUDA-graph traces took 2.8-3.8x the median
-#: of the rest (0.83-0.85 ms), the first replay under a freshly started CUPTI.
+#: Iterations run under the profiler before the timed ones: under torch.profiler traced and discarded (its
+#: schedule's ``warmup``, as PyTorch's profiler recipe advises: the first traced steps are skewed by the
+#: profiler's own start-up), under nsys on CUDA recorded as the first 'iteration' ranges of the capture and
+#: named in the sidecar, which analyze drops. Without it, the first timed iteration of the committed H200
+#: CUDA-graph traces took 2.8-3.8x the median of the rest (0.83-0.85 ms) under torch.profiler, the first replay
+#: under a freshly started CUPTI, and 1.2-1.3x under nsys.
 PROFILER_WARMUP_STEPS = 1
 
 
@@ -195,6 +197,12 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
         time_iterations(runtime.run, runtime.sync, warmup, 0)
         warmup = 0
         start_capture()
+        # Then PROFILER_WARMUP_STEPS iterations in the capture, as 'iteration' ranges the sidecar names
+        # (warmup_in_trace, warmup_iterations) and analyze drops by default: the first iteration after the
+        # capture opened carries the profiler's start-up (H200, 2026-11-28: the first of 20 CUDA-graph
+        # iterations took 0.95 ms against a median of 0.75 at batch 1, 1.22 against 1.01 at batch 8).
+        time_iterations(runtime.run, runtime.sync, 0, PROFILER_WARMUP_STEPS)
+        out["runs_before_timed"] = out["profiler_warmup_steps"] = PROFILER_WARMUP_STEPS
     # Only the untraced set is timed adaptively (cfg "budget"): a traced set keeps --iters iterations, so a
     # trace's size and its warm-up count stay what the run says.
     budget = TimingBudget(**cfg["budget"]) if profiler == "none" and cfg.get("budget") else None
@@ -223,8 +231,9 @@ def _timed(runtime: Any, cfg: dict[str, Any], device: str, profiler: str) -> dic
 
 def start_capture() -> None:
     """Open nsys's capture range (``--capture-range=cudaProfilerApi``): everything before this call (model
-    build, ONNX export, torch.compile, CUDA-graph capture, the warm-up) stays out of the trace; the timed
-    iterations are in it, as the run's metadata says (``warmup_in_trace`` false)."""
+    build, ONNX export, torch.compile, CUDA-graph capture, the warm-up) stays out of the trace; the profiler
+    warm-up step and the timed iterations are in it, as the run's metadata says (``warmup_in_trace`` true,
+    ``warmup_iterations`` :data:`PROFILER_WARMUP_STEPS`)."""
     import torch
 
     torch.cuda.synchronize()

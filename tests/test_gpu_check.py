@@ -438,12 +438,42 @@ def test_nsys_records_from_the_capture_range(monkeypatch: pytest.MonkeyPatch) ->
 
     monkeypatch.setattr(worker, "start_capture", lambda: order.append("start"))
     cfg = {"warmup": 1, "iters": 2}
-    worker._timed(Fake(), cfg, "cuda:0", "nsys")
-    # after prepare (export, capture) and the warm-up: the trace holds the timed iterations only
-    assert order == ["run", "start", "run", "run"]
+    out = worker._timed(Fake(), cfg, "cuda:0", "nsys")
+    # after prepare (export, capture) and the warm-up: the trace holds the profiler warm-up step, then the
+    # timed iterations; the sidecar names the one before them (analyze drops it)
+    assert order == ["run", "start", "run", "run", "run"]
+    assert out["runs_before_timed"] == out["profiler_warmup_steps"] == worker.PROFILER_WARMUP_STEPS == 1
+    assert len(out["latencies_ms"]) == 2
     order.clear()
-    worker._timed(Fake(), cfg, "cpu", "nsys")
-    assert order == ["run", "run", "run"]
+    out = worker._timed(Fake(), cfg, "cpu", "nsys")
+    assert order == ["run", "run", "run"] and "runs_before_timed" not in out
+
+
+def test_nsys_sidecar_names_the_profiler_warm_up_step_in_the_trace() -> None:
+    """The sidecar of an nsys run on CUDA says the trace holds PROFILER_WARMUP_STEPS iterations before the
+    timed ones (analyze drops them by default, as for ORT); a torch.profiler run's discarded step is not in
+    its trace."""
+    import types
+
+    from tracekit.collectors.sweep import Sweep
+
+    opts = types.SimpleNamespace(
+        runtime="cuda-graphs", model="bert-base", precision="fp16", iters=2, warmup=10, tf32=False,
+        layers=None, hidden=None,
+    )  # fmt: skip
+    stub = types.SimpleNamespace(
+        opts=opts, device="cuda:0", gpu={"name": "NVIDIA H200"}, run={"cpu": "x", "versions": {}}
+    )
+    nsys = {"latencies_ms": [1.0, 1.0], "runs_before_timed": 1, "profiler_warmup_steps": 1}
+    meta = Sweep._meta(stub, "nsys", 1, 128, {}, nsys, {})  # type: ignore[arg-type]
+    assert (meta["warmup_in_trace"], meta["warmup_iterations"], meta["iterations"]) == (True, 1, 2)
+    assert meta["warmup_runs"] == 10 and meta["profiler_warmup_steps"] == 1
+    torch_run = {"latencies_ms": [1.0, 1.0], "profiler_warmup_steps": 1}
+    meta = Sweep._meta(stub, "torch", 1, 128, {}, torch_run, {})  # type: ignore[arg-type]
+    assert (meta["warmup_in_trace"], meta["warmup_iterations"]) == (False, 10)
+    stub.device = "cpu"
+    meta = Sweep._meta(stub, "nsys", 1, 128, {}, {"latencies_ms": [1.0, 1.0]}, {})  # type: ignore[arg-type]
+    assert (meta["warmup_in_trace"], meta["warmup_iterations"]) == (False, 10)
 
 
 def _metrics_db(path: Path, type_ids: list[int] | None) -> Path:
@@ -571,3 +601,17 @@ def test_gpu_check_runs_the_nsys_steps_when_an_nsys_is_found(
             assert nsys_runs == [] and "left out" in summary["steps"]["nsys-pytorch"]
             assert summary["steps"]["onnx-cpu"]["rc"] == 0
         monkeypatch.delenv("TRACEKIT_NSYS", raising=False)
+
+
+def test_gpu_check_counts_the_profiler_warm_up_step_an_nsys_sidecar_names(tmp_path: Path) -> None:
+    gpu_check = _load_gpu_check()
+    trace = tmp_path / "cuda-graphs_b1_s128.nsys.sqlite.gz"
+    assert gpu_check._runs_before_timed(trace) == 0  # no sidecar
+    sidecar = tmp_path / "cuda-graphs_b1_s128.nsys.meta.json"
+    sidecar.write_text(json.dumps({"warmup_in_trace": True, "warmup_iterations": 1}))
+    assert gpu_check._runs_before_timed(trace) == 1
+    assert gpu_check._runs_before_timed(tmp_path / "cuda-graphs_b1_s128.nsys.sqlite") == 1
+    sidecar.write_text(json.dumps({"warmup_in_trace": False, "warmup_iterations": 10}))
+    assert gpu_check._runs_before_timed(trace) == 0
+    sidecar.write_text(json.dumps({"warmup_in_trace": True, "warmup_iterations": "one"}))
+    assert gpu_check._runs_before_timed(trace) == 0
