@@ -244,3 +244,29 @@ def test_htas_host_wait_gap_is_split_at_the_launch_call_by_tracekit(tmp_path: Pa
         (110_000, 150_000, 20_000, 10_000, 0, 0, 10_000),
         (160_000, 165_000, 0, 0, 0, 0, 5_000),
     ]
+
+
+# --- iterations: HTA gives a GPU event the ProfilerStep of its launching call, and drops the last step
+
+
+def test_ops_belong_to_the_step_that_launched_them_and_the_last_step_is_kept(tmp_path: Path) -> None:
+    """HTA's ``iteration`` of a GPU event is the ProfilerStep holding its runtime call's start (as tracekit
+    assigns ops), and HTA drops the last ProfilerStep's events by default (``include_last_profiler_step``
+    False: it may be cut off). tracekit keeps the last step: on the 31 real traces with several iterations
+    its kernel count equals the others' median (the profiler ends a step after its work). Step 1 (0..100 µs)
+    launches kernel A at 10 µs that runs 150..160 µs, inside step 2's time; step 2 (100..200 µs) launches B
+    at 110, run 170..180. Step 1: 1 kernel, busy 10 µs, latency 160 µs (not synchronized: its GPU end);
+    step 2: 1 kernel (B only), busy 10 µs, latency 100 µs (HTA: step 1 only, A only). On the real traces
+    HTA's per-step kernel counts and busy unions equal tracekit's for every step both report."""
+    events = [
+        _step(0, 100, n=1),
+        _step(100, 100, n=2),
+        _call("cudaLaunchKernel", 10, 5, corr=1),
+        _kernel(150, 10, corr=1, name="A"),
+        _call("cudaLaunchKernel", 110, 5, corr=2),
+        _kernel(170, 10, corr=2, name="B"),
+    ]
+    frame = tracekit.analyze(_write(tmp_path, events), skip=0).iterations
+    assert frame.select("kernels", "synchronized").rows() == [(1, False), (1, True)]
+    assert frame["gpu_busy_ms"].to_list() == pytest.approx([0.010, 0.010], abs=1e-12)
+    assert frame["latency_ms"].to_list() == pytest.approx([0.160, 0.100], abs=1e-12)
