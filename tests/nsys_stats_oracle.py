@@ -60,13 +60,14 @@ def nsys_report(path: Path, report: str) -> list[dict[str, str]] | None:
     )
     if "could not be found" in done.stderr:
         return None
-    assert done.returncode == 0, done.stderr
+    # nsys exits 0 when a report fails ("ERROR: Report 'x.py' encountered an internal error: ..."): an
+    # error must not read as an empty report
+    assert done.returncode == 0 and "ERROR" not in done.stderr, done.stderr
     lines = done.stdout.splitlines()
     body = [line for line in lines if not line.startswith("Processing [")]
     text = "\n".join(body).strip()
     if not text or text.startswith("SKIPPED:"):
         return []
-    assert "ERROR" not in done.stderr, done.stderr
     return list(csv.DictReader(io.StringIO(text)))
 
 
@@ -183,3 +184,25 @@ def launch_medians(rows: list[dict[str, str]], iterations: pl.DataFrame) -> list
         queue = (latency - calls["call_dur"]).clip(lower_bound=0)
         out.append((calls.height, latency.median() / 1e3, queue.median() / 1e3))
     return out
+
+
+def pptrace_frame(rows: list[dict[str, str]]) -> pl.DataFrame:
+    """``nvtxpptrace`` (one row per push/pop range: start, end, tag, pid, tid, nesting level) as a frame."""
+    return pl.DataFrame(
+        {
+            "start": [int(r["Start (ns)"]) for r in rows],
+            "end": [int(r["End (ns)"]) for r in rows],
+            "tag": [r["Name"] for r in rows],
+            "pid": [int(r["PID"]) for r in rows],
+            "thread": [int(r["TID"]) for r in rows],
+            "level": [int(r["Lvl"]) for r in rows],
+        },
+        schema={
+            "start": pl.Int64,
+            "end": pl.Int64,
+            "tag": pl.String,
+            "pid": pl.Int64,
+            "thread": pl.Int64,
+            "level": pl.Int64,
+        },
+    )
