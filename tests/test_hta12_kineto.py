@@ -112,7 +112,7 @@ def test_cuda_sync_and_cpu_ops_with_a_stream_are_not_device_work(tmp_path: Path)
 def test_nanosecond_timestamps_are_exact_where_hta_rounds_to_negative_durations(tmp_path: Path) -> None:
     """Kineto's ns-resolution decimals (H200 traces, epoch-sized µs) are read exactly: ns = round(µs × 1000).
     HTA by default rounds each such event to ceil(ts)..floor(ts + dur) in whole µs, which makes a sub-µs
-    kernel's duration -1 µs (its temporal breakdown then fails an assertion on the committed H200 traces);
+    kernel's duration -1 µs (its temporal breakdown then fails an assertion on the committed H200 eager trace);
     with HTA_DISABLE_NS_ROUNDING=1 it keeps float µs after subtracting the trace's first timestamp, ±1 ns a
     row, which summed to a 7 ns larger busy union on gpu28 torchscript b1 (9512.362 against tracekit's
     9512.355 µs, which HTA's own rows give once rounded to the ns). Here three touching kernels of 1279, 300
@@ -252,7 +252,7 @@ def test_htas_host_wait_gap_is_split_at_the_launch_call_by_tracekit(tmp_path: Pa
 def test_ops_belong_to_the_step_that_launched_them_and_the_last_step_is_kept(tmp_path: Path) -> None:
     """HTA's ``iteration`` of a GPU event is the ProfilerStep holding its runtime call's start (as tracekit
     assigns ops), and HTA drops the last ProfilerStep's events by default (``include_last_profiler_step``
-    False: it may be cut off). tracekit keeps the last step: on the 31 real traces with several iterations
+    False: it may be cut off). tracekit keeps the last step: on the 31 real GPU traces with several iterations
     its kernel count equals the others' median (the profiler ends a step after its work). Step 1 (0..100 µs)
     launches kernel A at 10 µs that runs 150..160 µs, inside step 2's time; step 2 (100..200 µs) launches B
     at 110, run 170..180. Step 1: 1 kernel, busy 10 µs, latency 160 µs (not synchronized: its GPU end);
