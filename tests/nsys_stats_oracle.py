@@ -206,3 +206,34 @@ def pptrace_frame(rows: list[dict[str, str]]) -> pl.DataFrame:
             "level": pl.Int64,
         },
     )
+
+
+def gputrace_frame(rows: list[dict[str, str]]) -> pl.DataFrame:
+    """``gputrace`` (one row per kernel, memcpy, memset): start, duration, correlation id, device (the id in
+    "NVIDIA H100 (0)"), stream and name."""
+
+    def device(text: str) -> int | None:
+        found = re.search(r"\((\d+)\)$", text or "")
+        return int(found.group(1)) if found else None
+
+    def number(text: str) -> int | None:
+        return None if text in ("", "None") else int(text)
+
+    return pl.DataFrame(
+        {
+            "start": [int(r["Start (ns)"]) for r in rows],
+            "dur": [int(r["Duration (ns)"]) for r in rows],
+            "correlation": [number(r["CorrId"]) for r in rows],
+            "device": [device(r["Device"]) for r in rows],
+            "stream": [number(r["Strm"]) for r in rows],
+            "name": [r["Name"] for r in rows],
+        },
+        schema={
+            "start": pl.Int64,
+            "dur": pl.Int64,
+            "correlation": pl.Int64,
+            "device": pl.Int64,
+            "stream": pl.Int64,
+            "name": pl.String,
+        },
+    )
