@@ -26,6 +26,16 @@ The reports used here, with what they compute (Nsight Systems 2022.4.2's scripts
     ``text``). A range without end (never closed) lasts to the largest timestamp of ``NVTX_EVENTS``;
     tracekit gives it no end (no duration). tracekit names a domain without create event by its id and
     a domain named "gpu" "gpu (NVTX)".
+``gputrace``
+    every kernel, memcpy and memset: start, duration, correlation id, device, stream, name. The device is the
+    row's raw ``deviceId`` (joined to ``TARGET_INFO_GPU.id`` for its name: an export without that table
+    fails the report); tracekit's is the same id except where ``TARGET_INFO_CUDA_DEVICE`` shows processes
+    numbering their GPUs differently (then nsys's GPU id; no compared export does).
+``kernexectrace``, ``nvtxkernsum``, ``nvtxpptrace``
+    per kernel its launch call (API start, duration); kernels per NVTX range by launch call; push/pop ranges
+    with their nesting level (push/pop only; tracekit's depth counts open start/end ranges too). nsys finds
+    a range's parent through an R-tree of float32 timestamps: past ~8e9 ns of session time it misses
+    parents, and its levels are wrong.
 
 Every figure is an integer number of nanoseconds. :func:`nsys_report` returns None when the installed nsys
 has no report of that name.
