@@ -36,8 +36,9 @@ Units: ``*_ns`` integer nanoseconds, ``*_ms`` milliseconds, ``*_us`` microsecond
 - framework_overhead = latency - busy; gpu_utilization = busy / latency.
 - kernels: ops of kind "kernel" (or "operator" on CPU-only traces) in the iteration.
 - launches: launch API calls (``LAUNCH_API_NAMES``) starting inside the range; launch_api_us their summed
-  CPU duration. Per launching call, only its *first* op counts (a graph launch's first kernel):
-  launch_latency_us is the median over the iteration's launches of (first op start - call start);
+  CPU duration. Per launch call, only its *first* op counts (a graph launch's first kernel):
+  launch_latency_us is the median over the iteration's launches of (first op start - call start) (copy
+  and memset calls, which launch ops too, are not launches: they count in neither);
   queue_us the median of max(0, first op start - call end), the time the op waited after its call
   returned. A first op that starts before its call returns was not queued at all (0): the device took the
   work while the call was still running -- always so for a graph launch, whose call submits its kernels
@@ -441,19 +442,26 @@ CALL_COLUMNS = ("call_start", "call_end", "call_pid", "call_thread")
 
 
 def _call_columns(calls: pl.DataFrame) -> list[pl.Expr]:
-    """``start``, ``end``, ``pid``, ``thread`` of calls as :data:`CALL_COLUMNS` (thread null when absent)."""
+    """``start``, ``end``, ``pid``, ``thread`` of calls as :data:`CALL_COLUMNS` (thread null when absent), and
+    ``call_launch``: whether the call is a kernel or graph launch (:data:`LAUNCH_API_NAMES`), not a copy or
+    memset call."""
     thread = pl.col("thread") if "thread" in calls.columns else pl.lit(None, pl.Int64)
     return [
         pl.col("start").alias("call_start"),
         pl.col("end").alias("call_end"),
         pl.col("pid").alias("call_pid"),
         thread.alias("call_thread"),
+        pl.col("launch").alias("call_launch"),
     ]
+
+
+def _is_launch() -> pl.Expr:
+    return pl.col("name").is_in(LAUNCH_API_NAMES).alias("launch")
 
 
 def _launch_calls_of(api: pl.DataFrame) -> pl.DataFrame:
     """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
-    calls = outermost_of_pairs(api.filter(pl.col("correlation").is_not_null()))
+    calls = outermost_of_pairs(api.filter(pl.col("correlation").is_not_null()).with_columns(_is_launch()))
     return calls.select("pid", "correlation", *_call_columns(calls))
 
 
@@ -468,7 +476,7 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
     a binary search per op, rather than by hashing every row."""
     keys = ops.select("pid", "correlation")
     extra = ["thread"] if "thread" in api.columns else []
-    calls = api.select("pid", "correlation", "start", "end", *extra).filter(
+    calls = api.select("pid", "correlation", "start", "end", *extra, _is_launch()).filter(
         pl.col("correlation").is_not_null() & pl.col("pid").is_not_null()
     )
     if calls.is_empty() or ops.is_empty() or not pair_keys_fit(keys, calls):
@@ -479,8 +487,8 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
             how="left",
             maintain_order="left",
         ).get_column("call")
-        return call, launch.select(CALL_COLUMNS)
-    calls = outermost_of_keys(calls.select(pair_key(), "start", "end", "pid", *extra))
+        return call, launch.select(*CALL_COLUMNS, "call_launch")
+    calls = outermost_of_keys(calls.select(pair_key(), "start", "end", "pid", *extra, "launch"))
     call_keys = calls.get_column("key")
     op_keys = keys.select(pair_key()).to_series()
     pos = _search_sorted(call_keys, op_keys, side="left").clip(upper_bound=calls.height - 1)
@@ -909,10 +917,12 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
         .agg(pl.len().alias("launches"), (pl.col("duration").sum() / 1e3).alias("launch_api_us"))
     )
     del launches
-    # The first op of each launching call (one call per (pid, correlation); its ops share its iteration).
+    # The first op of each kernel or graph launch call (one call per (pid, correlation); its ops share its
+    # iteration): not of copy or memset calls, which `launches` does not count either (nsys's kernexectrace
+    # and HTA's launch delays are over kernel launches too).
     call = pl.col("call")
     launched = ops.select("iteration", "call", "start").filter(
-        calls.get_column("call_start").gather(ops.get_column("call")).is_not_null()
+        calls.get_column("call_launch").gather(ops.get_column("call")).fill_null(False)
     )
     in_call_order = launched.select((call >= call.shift(1)).slice(1).all()).item()
     if launched.height < 2 or in_call_order:

@@ -394,10 +394,10 @@ def truth(w: Workload) -> list[dict[str, int | bool]]:
             for cause, ns in _gap_causes(w, calls, gs, ge, position, r.tid, ops).items():
                 causes[cause] += ns
         launches = [c for c in w.calls if c.name in LAUNCHES and r.start <= c.start < r.end]
-        # launch latency: over the iteration's launching calls (any call with an op: copies too), from the
-        # call's start to its first op's
+        # launch latency: over the iteration's kernel and graph launch calls (copy and memset calls launch ops
+        # too, but are not launches: since 2026-11-28), from the call's start to its first op's
         firsts, queues = [], []
-        for corr in sorted({o.corr for o in ops if o.corr in calls}):
+        for corr in sorted({o.corr for o in ops if o.corr in calls and calls[o.corr].name in LAUNCHES}):
             first = min(o.start for o in ops if o.corr == corr)
             firsts.append(first - calls[corr].start)
             queues.append(max(0, first - calls[corr].end))
@@ -422,17 +422,16 @@ def _gap_causes(
     w: Workload, calls: dict[int, Call], gs: int, ge: int, position: str, tid: int, own: list[Op]
 ) -> dict[str, int]:
     """The causes of the gap ``[gs, ge)`` (section 5: launch order first, host state second). Its next op:
-    an op of positive duration starting at its end, of any iteration; for a trailing gap, or the gap of an
-    iteration without busy time (``empty``), none (``own``: the iteration's ops)."""
+    an op of positive duration starting at its end, of any iteration; for a trailing gap, an op of 0 ns
+    starting at its end (since 2026-11-28: test_diff11_windows); for the gap of an iteration without busy
+    time (``empty``), none (``own``: the iteration's ops, not read)."""
     device_from: int | None = None
     thread = tid
+    del own
     if position == "empty":
         nexts = []
     elif position == "trailing":
-        # (documented rule: none. What the workload says is the iteration's own 0 ns op at the gap's end,
-        # when there is one: test_diff11_windows' xfail test)
-        nexts = []
-        del own
+        nexts = [o for o in w.ops if o.start == ge and o.end == o.start]
     else:
         nexts = [o for o in w.ops if o.start == ge and o.end > o.start]
     if nexts:

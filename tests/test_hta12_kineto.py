@@ -187,13 +187,6 @@ def test_queue_time_is_htas_launch_delay_clipped_at_zero(tmp_path: Path) -> None
     assert row["queue_us"] == pytest.approx(3.0, abs=1e-9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py::_launch_stats takes the median of launch latency and queue time over the "
-    "first op of every call that launched device work (cudaMemcpy, cudaMemcpyAsync, cudaMemsetAsync, "
-    "hipMemcpyWithStream...), while docs/metrics.md says 'median over launches' and `launches` counts launch "
-    "API calls only (sglang_qwen3-8b_decode: 8242.9 µs against 20.9 µs over its 12 launches)",
-)
 def test_latency_and_queue_are_medians_over_launch_calls_only(tmp_path: Path) -> None:
     """The three launches of :func:`_launch_events` (latency 8, 4, 10 µs; queue 3, 0, 6 µs) and three copy
     calls in the same step: a blocking cudaMemcpy from 140 to 700 µs whose copy starts at 640 µs (latency

@@ -452,15 +452,9 @@ def test_kernexectrace_launch_medians_on_known_truth(tmp_path: Path) -> None:
     assert its["launches"].to_list() == [2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (not oracle12's file): launch_latency_us and queue_us are medians over "
-    "every call that launched an op (cudaMemsetAsync/cudaMemcpyAsync included), while `launches` and the "
-    "module docstring ('median over the iteration's launches') count only LAUNCH_API_NAMES calls; on the "
-    "committed H200 pytorch sample iteration 0 reads 7.6895/2.0765 us, nsys kernexectrace 7.710/2.0945 us",
-)
 def test_launch_latency_is_over_the_launch_calls_only(tmp_path: Path) -> None:
-    """tracekit gives (2, 2.1, 2.0): the memset call's 5100/5000 ns enter the medians of two launches."""
+    """Before 2026-11-28 tracekit gave (2, 2.1, 2.0): the memset call's 5100/5000 ns entered the medians of
+    two launches (launch latency and queue time are over the launch calls `launches` counts)."""
     path = _launches_and_a_memset(tmp_path / "launches.sqlite")
     its = tracekit.analyze(path).iterations
     assert list(zip(its["launches"], its["launch_latency_us"], its["queue_us"], strict=True)) == [
