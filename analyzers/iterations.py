@@ -919,7 +919,7 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
     del launches
     # The first op of each kernel or graph launch call (one call per (pid, correlation); its ops share its
     # iteration): not of copy or memset calls, which `launches` does not count either (nsys's kernexectrace
-    # and HTA's launch delays are over kernel launches too).
+    # is over kernels too; HTA's launch delays take copies and memsets in by default).
     call = pl.col("call")
     launched = ops.select("iteration", "call", "start").filter(
         calls.get_column("call_launch").gather(ops.get_column("call")).fill_null(False)
