@@ -255,3 +255,27 @@ def test_a_devices_only_op_of_zero_us_ends_its_gap_too(tmp_path: Path, fmt: str)
     # K1 written 0 us (sub-µs on a whole-µs clock): window [0, 1000) us, the gap [0, 1000) us still ends at
     # K1, launched at 25 us: the same 20 / 5 / 975 us. Now: dispatch 25, launch 5, sync 970, in_flight 0.
     assert _gpu1_causes(_two_gpus(1000), tmp_path, fmt) == GPU1_TRUTH
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_a_devices_trailing_gap_is_not_ended_by_another_devices_zero_length_op(
+    tmp_path: Path, fmt: str
+) -> None:
+    # GPU 0's own analysis of _two_gpus with K1 written 0 us at 1000 us on GPU 1: GPU 0's trailing gap
+    # [600, 1000) us is the host in cudaDeviceSynchronize: 400 sync; leading [0, 100): 10 dispatch, 5 launch
+    # (K0's call), 85 in_flight. K1, another device's op, must not end GPU 0's gap (it would read in_flight).
+    from tracekit.analyzers.devices import analyze_devices
+
+    w = _two_gpus(1000)
+    if fmt == "nsys":
+        path = write_nsys(w, tmp_path / "w.synthetic.sqlite")
+    else:
+        path = write_kineto(w, tmp_path / "w.synthetic.json", integer=True)
+    parts = {d.device: d.result for d in analyze_devices(read_trace(path), attribute=True)}
+    assert _causes(parts[0]) == {
+        "dispatch": 10 * US,
+        "launch": 5 * US,
+        "sync": 400 * US,
+        "other_api": 0,
+        "in_flight": 85 * US,
+    }
