@@ -3,8 +3,9 @@
 The idle time of an iteration (latency - busy, :mod:`tracekit.analyzers.iterations`) is the union of its idle
 gaps (leading, inner, trailing, empty) inside the window. Each gap ends at its *next op*: an op starting
 at the gap's end, of this iteration or any other or none (of several, the one launched first: launched
-before the capture, else the earliest call end), lasting more than 0 ns; a trailing gap's next op is one of
-0 ns starting at its end (only such an op can start at a window's end inside it: the latest op of an
+before the capture, else the earliest call end), lasting more than 0 ns; a gap that runs to its window's end
+(trailing, or the one gap of an iteration whose ops all last 0 ns) has as next op an op of 0 ns of its own
+iteration starting at its end (only such an op can start at a window's end inside it: the latest op of an
 unsynchronized iteration, a sub-µs kernel on a whole-µs clock), and most trailing gaps have none; empty gaps
 have none. The cause of every instant t of a gap is decided by **launch order first, host state second**:
 
@@ -801,18 +802,20 @@ _BEFORE = _NULL + 1
 
 
 def _next_op_calls(
-    ctx: _Context, trailing: np.ndarray, end: np.ndarray, eligible: np.ndarray
+    ctx: _Context, iteration: np.ndarray, trailing: np.ndarray, end: np.ndarray, eligible: np.ndarray
 ) -> dict[str, np.ndarray]:
     """Per gap: its next op's launch (``found``: the op has a launching call in the trace, ``call_end``,
     ``call_pid``, ``call_thread``; ``no_launch``: the op was launched before the capture began; ``waited``:
     its launching thread issued a stream wait just before it).
 
-    The next op of an inner or leading gap is an op with a positive duration starting at the gap's end; of a
-    trailing gap (``trailing``), an op of 0 ns starting at its end: a trailing gap ends where its window does,
-    and only an op that lasts 0 ns can start there inside the window (the latest op of an unsynchronized
-    iteration, a sub-µs kernel on a whole-µs clock); empty gaps have none. Of any iteration or none: of
-    several, the one launched first (ops launched before the capture first, ops without a call last). So the
-    choice, and the gap's cause, do not depend on which ops the windows hold."""
+    The next op of an inner or leading gap is an op with a positive duration starting at the gap's end, of
+    any iteration or none: of several, the one launched first (ops launched before the capture first, ops
+    without a call last), so the choice, and the gap's cause, do not depend on which ops the windows hold.
+    A gap that runs to its window's end -- a trailing gap (``trailing``), or the one gap of an iteration
+    whose ops all last 0 ns (labelled leading: no positive op starts at its end) -- has as next op an op of
+    0 ns of its own iteration (``iteration``) starting at its end: only such an op can start at a window's
+    end inside it (the latest op of an unsynchronized iteration, a sub-µs kernel on a whole-µs clock); not
+    another iteration's, request's or rank's op that happens to start there. Empty gaps have none."""
     g, o = _candidates(end, eligible, ctx.op["start"])
     op_start, op_end = ctx.op["start"][o], ctx.op["end"][o]
     calls = ctx.calls.lookup(o)
@@ -823,7 +826,11 @@ def _next_op_calls(
         else np.zeros(len(o), dtype=bool)
     )
     calls["device"] = ctx.op_device[o] if ctx.op_device is not None else np.full(len(o), _NULL)
-    keep = np.where(trailing[g], op_end == op_start, op_end > op_start)
+    positive = op_end > op_start
+    zero_own = (op_end == op_start) & (ctx.op_iteration[o] == iteration[g])
+    has_positive = np.zeros(len(end), dtype=bool)
+    has_positive[g[positive]] = True
+    keep = np.where(trailing[g], zero_own, positive | (zero_own & ~has_positive[g]))
     if not keep.all():
         g = g[keep]
         calls = {name: col[keep] for name, col in calls.items()}
@@ -946,7 +953,7 @@ def _chunk_causes(
     """The attribution of a chunk of gaps (numpy in, numpy out): ``pid``, ``thread`` (the deciding host
     thread), ``next_call_end`` (``_NULL``: none; ``_BEFORE``: launched before the capture), ``waited`` and
     one ``*_ns`` array per cause and device-side cause."""
-    nxt = _next_op_calls(ctx, trailing, e, eligible)
+    nxt = _next_op_calls(ctx, iteration, trailing, e, eligible)
     main_pid, main_thread = ctx.main(iteration)
     own = nxt["found"] & (nxt["call_thread"] != _NULL) & (nxt["call_pid"] != _NULL)
     before = nxt["no_launch"]

@@ -455,13 +455,16 @@ def _call_columns(calls: pl.DataFrame) -> list[pl.Expr]:
     ]
 
 
-def _is_launch() -> pl.Expr:
+def _is_launch(api: pl.DataFrame) -> pl.Expr:
+    """Whether each API row is a kernel or graph launch (a frame without names: every call counts)."""
+    if "name" not in api.columns:
+        return pl.lit(True).alias("launch")
     return pl.col("name").is_in(LAUNCH_API_NAMES).alias("launch")
 
 
 def _launch_calls_of(api: pl.DataFrame) -> pl.DataFrame:
     """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
-    calls = outermost_of_pairs(api.filter(pl.col("correlation").is_not_null()).with_columns(_is_launch()))
+    calls = outermost_of_pairs(api.filter(pl.col("correlation").is_not_null()).with_columns(_is_launch(api)))
     return calls.select("pid", "correlation", *_call_columns(calls))
 
 
@@ -476,7 +479,7 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
     a binary search per op, rather than by hashing every row."""
     keys = ops.select("pid", "correlation")
     extra = ["thread"] if "thread" in api.columns else []
-    calls = api.select("pid", "correlation", "start", "end", *extra, _is_launch()).filter(
+    calls = api.select("pid", "correlation", "start", "end", *extra, _is_launch(api)).filter(
         pl.col("correlation").is_not_null() & pl.col("pid").is_not_null()
     )
     if calls.is_empty() or ops.is_empty() or not pair_keys_fit(keys, calls):

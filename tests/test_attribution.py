@@ -359,19 +359,34 @@ def reference_causes(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> 
         """A correlation id but no call in the trace: launched before the capture (before every gap)."""
         return launching(o) is None and o["correlation"] is not None and has_calls
 
+    def op_iteration(o: dict) -> int | None:
+        """The range of the op's process holding its launching call's start (its own start without a call);
+        none when launched before the capture."""
+        c = launching(o)
+        if c is None and before_capture(o):
+            return None
+        t = c["start"] if c is not None else o["start"]
+        pid = c["pid"] if c is not None else o["pid"]
+        held = [
+            r
+            for r in ranges_rows
+            if r["range_start"] <= t < r["range_end"]
+            and (r.get("pid") is None or pid is None or r["pid"] == pid)
+        ]
+        return held[0]["iteration"] if held else None
+
     out = []
     for gap in gaps.to_dicts():
         main = next(r for r in ranges_rows if r["iteration"] == gap["iteration"])
         # the next op: any op starting at the gap's end, whatever its iteration (the cause must not depend on
-        # the windowing), lasting more than 0 ns, or for a trailing gap exactly 0 ns (only such an op can start
-        # at a window's end inside it); of several, the one launched first
-        candidates = [
-            o
-            for o in ops
-            if gap["position"] != "empty"
-            and o["start"] == gap["end_ns"]
-            and (o["end"] == o["start"] if gap["position"] == "trailing" else o["end"] > o["start"])
-        ]
+        # the windowing), lasting more than 0 ns; a gap that runs to its window's end (trailing, or labelled
+        # leading with no positive op at its end: its iteration's ops all last 0 ns) takes an op of 0 ns of
+        # its own iteration there (only such an op can start at a window's end inside it); of several, the
+        # one launched first
+        at_end = [o for o in ops if gap["position"] != "empty" and o["start"] == gap["end_ns"]]
+        positive = [o for o in at_end if o["end"] > o["start"]]
+        zero_own = [o for o in at_end if o["end"] == o["start"] and op_iteration(o) == gap["iteration"]]
+        candidates = zero_own if gap["position"] == "trailing" else (positive or zero_own)
         pairs = [(o, launching(o)) for o in candidates]
         pairs.sort(
             key=lambda p: (

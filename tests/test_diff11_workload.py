@@ -385,8 +385,8 @@ def truth(w: Workload) -> list[dict[str, int | bool]]:
             gaps.append((cursor, we))
         causes = dict.fromkeys(CAUSE_NAMES, 0)
         for gs, ge in gaps:
-            if not segments:
-                position = "empty"
+            if not segments:  # no op, or every op of 0 ns: the analysis labels the latter's gap leading
+                position = "leading" if ops else "empty"
             elif (gs, ge) == gaps[-1] and ge == we and gs >= segments[-1][1]:
                 position = "trailing"
             else:
@@ -422,18 +422,19 @@ def _gap_causes(
     w: Workload, calls: dict[int, Call], gs: int, ge: int, position: str, tid: int, own: list[Op]
 ) -> dict[str, int]:
     """The causes of the gap ``[gs, ge)`` (section 5: launch order first, host state second). Its next op:
-    an op of positive duration starting at its end, of any iteration; for a trailing gap, an op of 0 ns
-    starting at its end (since 2026-11-28: test_diff11_windows); for the gap of an iteration without busy
-    time (``empty``), none (``own``: the iteration's ops, not read)."""
+    an op of positive duration starting at its end, of any iteration; for a gap running to the window's end
+    (trailing, or the one gap of an iteration whose ops all last 0 ns), an op of 0 ns of the iteration's own
+    (``own``) starting at its end (since 2026-11-28: test_diff11_windows, test_hostile12_trailing); for
+    the gap of an iteration without ops (``empty``), none."""
     device_from: int | None = None
     thread = tid
-    del own
+    zero_own = [o for o in own if o.start == ge and o.end == o.start]
     if position == "empty":
         nexts = []
     elif position == "trailing":
-        nexts = [o for o in w.ops if o.start == ge and o.end == o.start]
+        nexts = zero_own
     else:
-        nexts = [o for o in w.ops if o.start == ge and o.end > o.start]
+        nexts = [o for o in w.ops if o.start == ge and o.end > o.start] or zero_own
     if nexts:
 
         def launched(o: Op) -> int | None:

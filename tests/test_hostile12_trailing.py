@@ -66,12 +66,6 @@ def test_several_zero_length_ops_at_the_trailing_end_the_first_launched_decides(
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/attribution.py _gap_chunks/_next_op_calls: a gap that runs to the window's end at an "
-    "op of 0 ns is 'leading' when every op of the iteration lasts 0 ns, and only 'trailing' gaps may end at a "
-    "0 ns op: the time after that op's launch (and after the range ended) reads 'dispatch'",
-)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_an_iteration_of_zero_length_ops_only_ends_at_its_latest_op_too(tmp_path: Path, fmt: str) -> None:
     # Whole-µs clock: one 50 us range; calls [5, 10) us (corr 1) and [20, 25) us (corr 2) launch two
@@ -134,12 +128,6 @@ def test_another_processes_op_of_one_ns_at_the_range_end_changes_nothing(tmp_pat
     assert _causes(a) == TWO_PROCESS_TRUTH
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/attribution.py _next_op_calls: a trailing gap's 0 ns next op may be of any process, "
-    "device or iteration; another rank's op on another GPU starting at the range's end turns this "
-    "process's 400 us of sync and dispatch into in_flight",
-)
 def test_another_processes_zero_length_op_at_the_range_end_is_not_this_gaps_next_op(tmp_path: Path) -> None:
     # The same trace with process 200's kernel lasting 0 ns instead of 1: process 100's figures must not move.
     # Now: dispatch 10, launch 5, sync 0, in_flight 485 us (the trailing gap's 400 us read as device-side,
@@ -183,12 +171,6 @@ def test_another_requests_op_of_one_us_at_the_range_end_changes_nothing(tmp_path
     assert _causes(a, 0) == REQUEST_0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/attribution.py _next_op_calls: a trailing gap's 0 ns next op may be another "
-    "iteration's (a request served on another thread at once): its launch makes this iteration's 10 us of "
-    "host time in_flight",
-)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_another_requests_zero_length_op_at_the_range_end_is_not_this_gaps_next_op(
     tmp_path: Path, fmt: str
@@ -245,11 +227,6 @@ def test_a_devices_only_op_of_one_us_ends_its_gap(tmp_path: Path, fmt: str) -> N
     assert _gpu1_causes(_two_gpus(1001), tmp_path, fmt) == GPU1_TRUTH
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/attribution.py _gap_chunks: GPU 1's only op lasts 0 ns, so its one gap is 'leading', "
-    "not 'trailing', and may not end at a 0 ns op: 970 us read 'sync' (host state) instead of in_flight",
-)
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_a_devices_only_op_of_zero_us_ends_its_gap_too(tmp_path: Path, fmt: str) -> None:
     # K1 written 0 us (sub-µs on a whole-µs clock): window [0, 1000) us, the gap [0, 1000) us still ends at
