@@ -1149,6 +1149,8 @@ class Assignment:
     #: :func:`shared_iterations`: (ops that two or more iterations in flight hold by time, on a thread that
     #: runs none: whose they are is unknown; the iterations that hold them)
     shared: tuple[int, tuple[int, ...]] = (0, ())
+    #: the range name asked for (``--range``; None: chosen by the default rules)
+    range_asked: str | None = None
 
     @property
     def ranges(self) -> pl.DataFrame:
@@ -1198,7 +1200,9 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
     # Every op, those of no iteration too: a gap's next op is any op starting at its end (the one launched
     # first), so that its cause does not depend on which ops the windows hold.
     ops = ops.drop("pid", "correlation").with_columns(call, iteration, missing.alias("no_launch"))
-    return Assignment(choice, device, ops, calls, unassigned, warnings, lost, (shared_ops, tuple(shared)))
+    return Assignment(
+        choice, device, ops, calls, unassigned, warnings, lost, (shared_ops, tuple(shared)), range_name
+    )
 
 
 @dataclass(frozen=True)
@@ -1579,15 +1583,25 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     )
     total = frame.height
     skip_given = skip is not None
+    asked = assignment.range_asked
+    if skip is None and (assignment.choice.synthetic or asked not in (None, trace.meta.get("range"))):
+        # the sidecar counts its own ranges ('iteration'): not these (--range NAME, --split-idle windows)
+        skip = 0
+        if trace.meta.get("warmup_in_trace") is True:
+            warnings.append(
+                f"the sidecar's warm-up runs are counted in its {trace.meta.get('range') or 'iteration'!r} "
+                f"ranges, not in these {name!r} ones: none dropped (--skip N drops the first N)"
+            )
     if skip is None:
         skip = warmup_to_skip(trace.meta, total)
         problem = warmup_problem(trace.meta, total)
         if problem:
             warnings.append(f"{problem}: no warm-up dropped (--skip N drops the first N iterations)")
         if skip:
+            first = "the first iteration" if skip == 1 else f"the first {skip} iterations"
             warnings.append(
-                f"dropped the first {skip} iterations: the run's warm-up, recorded in this trace "
-                "(--skip 0 keeps them)"
+                f"dropped {first}: the run's warm-up, recorded in this trace "
+                f"(--skip 0 keeps {'it' if skip == 1 else 'them'})"
             )
         elif trace.meta.get("format") == "ort" and "warmup_in_trace" not in trace.meta and total > 1:
             warnings.append(
