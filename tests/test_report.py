@@ -645,7 +645,9 @@ def test_headroom_lines_say_only_what_the_sweep_shows() -> None:
         "sync, other API)."
     ]
     [fills] = headroom_lines(doc([1, 8], [0.6, 1.2], [8.0, 7.0], 8))
-    assert fills.endswith("idle time goes 8.000 -> 7.000 ms: the added device work fills host-bound idle time.")
+    assert fills.endswith(
+        "idle time goes 8.000 -> 7.000 ms: the added device work fills host-bound idle time."
+    )
     [grows] = headroom_lines(doc([1, 8], [0.6, 1.2], [8.0, 9.0], 8))
     assert grows.endswith("the idle time does not shrink, so the added device work does not fill it.")
 
