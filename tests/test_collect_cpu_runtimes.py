@@ -231,8 +231,12 @@ def _check_run(out: Path, runtime: str, profiler: str) -> None:
     assert analysis.config.runtime == runtime
     latencies = analysis.iterations["latency_ms"].to_list()
     assert len(latencies) == 4  # warm-up runs left out (or skipped where the trace holds them)
-    # the trace's iteration ranges and the harness' clock time the same iterations
-    assert statistics.median(latencies) == pytest.approx(statistics.median(timed), rel=0.25, abs=0.3)
+    # the trace's iteration ranges and the harness' clock time the same iterations: each range lies inside the
+    # span the harness timed (its NVTX push to its sync; whole-µs rounding aside), and holds a real part of it.
+    # Not equal: on a loaded 2-core host (two test workers) the host work around a range was up to 61% of its
+    # span (ORT: 1.382 ms traced of 3.560 ms timed; eager 2.988 of 5.331), where 25% had been asserted
+    assert all(a <= t + 0.01 for a, t in zip(latencies, timed, strict=True)), (latencies, timed)
+    assert statistics.median(latencies) >= 0.1 * statistics.median(timed), (latencies, timed)
     assert analysis.device == "cpu" and analysis.config.device == "cpu"  # measured and stated: no GPU
 
 
