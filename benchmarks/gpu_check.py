@@ -283,15 +283,9 @@ def nsys_for_check() -> str | None:
 def _runs_before_timed(trace: Path) -> int:
     """The runs an nsys trace holds before its timed ones, as its sidecar says (``warmup_in_trace``,
     ``warmup_iterations``: the profiler warm-up step); 0 without a sidecar or when it says none."""
-    name = trace.name
-    for suffix in (".sqlite.gz", ".sqlite"):
-        if name.endswith(suffix):
-            name = name[: -len(suffix)]
-    sidecar = trace.with_name(name + ".meta.json")
-    try:
-        meta = json.loads(sidecar.read_text())
-    except (OSError, ValueError):
-        return 0
+    from tracekit.inputs import load_sidecar_meta  # (standard library only, as the box needs)
+
+    meta = load_sidecar_meta(trace)
     count = meta.get("warmup_iterations") if meta.get("warmup_in_trace") is True else 0
     return count if isinstance(count, int) and count >= 0 else 0
 
@@ -379,42 +373,37 @@ def _small_enough(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return info
 
 
-def bundle(out: Path, steps: list[str]) -> str | None:
-    """``OUT/runs.tar.gz`` of the torch.profiler, ncu and ORT steps' run directories ``OUT/<step>/`` (a few
-    MB together), which are then removed: few files come back from a GPU box."""
+def _pack(out: Path, name: str, steps: list[str], keep: Any) -> str | None:
+    """``OUT/<name>`` (gzipped tar) of the run directories ``OUT/<step>/`` present, each removed once packed;
+    ``keep``: the tar filter. None when no step left a directory."""
     import shutil
 
     present = [step for step in steps if (out / step).is_dir()]
     if not present:
         return None
-    target = out / "runs.tar.gz"
-    with tarfile.open(target, "w:gz") as tar:
+    with tarfile.open(out / name, "w:gz") as tar:
         for step in present:
-            tar.add(out / step, arcname=step, filter=_small_enough)
+            tar.add(out / step, arcname=step, filter=keep)
             shutil.rmtree(out / step)
-    return target.name
+    return name
+
+
+def bundle(out: Path, steps: list[str]) -> str | None:
+    """``OUT/runs.tar.gz`` of the torch.profiler, ncu and ORT steps' run directories ``OUT/<step>/`` (a few
+    MB together), which are then removed: few files come back from a GPU box."""
+    return _pack(out, "runs.tar.gz", steps, _small_enough)
+
+
+def _without_reports(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
+    return None if info.name.endswith((".nsys-rep", ".qdstrm")) else info
 
 
 def bundle_nsys(out: Path) -> list[str]:
     """``OUT/<step>.tar.gz`` for each nsys step's run directory (SQLite exports and sidecars; the ``.nsys-rep``
     reports stay: 12-15 MB exports gzip to 2-3 MB), which is then removed. One file per step keeps each under
     the 16 MiB a file coming back from a GPU box may hold."""
-    import shutil
-
-    names = []
-    for step in NSYS_STEPS:
-        if not (out / step).is_dir():
-            continue
-        target = out / f"{step}.tar.gz"
-        with tarfile.open(target, "w:gz") as tar:
-            tar.add(
-                out / step,
-                arcname=step,
-                filter=lambda i: None if i.name.endswith((".nsys-rep", ".qdstrm")) else i,
-            )
-        shutil.rmtree(out / step)
-        names.append(target.name)
-    return names
+    packed = (_pack(out, f"{step}.tar.gz", [step], _without_reports) for step in NSYS_STEPS)
+    return [name for name in packed if name]
 
 
 def main(argv: list[str] | None = None) -> int:
