@@ -907,8 +907,8 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
     docstring: first op of each launching call; queue time clamped at 0), and :data:`LAUNCH_NOTE_COLUMNS`.
 
     ``ops``, ``calls``: :func:`_assign`'s output (``ops`` in ``trace.ops`` order, with iteration, start, call)."""
-    launches = trace.api.select("start", "pid", (pl.col("end") - pl.col("start")).alias("duration")).filter(
-        trace.api.get_column("name").is_in(LAUNCH_API_NAMES)
+    launches = trace.api.filter(_is_launch(trace.api)).select(
+        "start", "pid", (pl.col("end") - pl.col("start")).alias("duration")
     )
     # a launch call counts in a range of its own process
     launches = launches.with_columns(
