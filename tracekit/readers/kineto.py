@@ -72,7 +72,9 @@ What lands where:
     ``glow_runtime`` -> kind "runtime", ``cuda_driver``/``xpu_driver``/``privateuse1_driver``/``driver`` -> kind
     "driver" (Intel XPU: SYCL calls such as
     ``urEnqueueKernelLaunch`` and the Level Zero calls inside them); ``pid``/``thread`` from the event;
-    ``correlation`` from args; one trailing ``_vNNNN`` version suffix is stripped from names. A warning names
+    ``correlation`` from args; one trailing ``_vNNNN`` version suffix is stripped from names. A launch call
+    inside another launch call of the same (pid, correlation) (a runtime launch and the driver launch it
+    makes, both recorded) is left out: the outer one stands for it (:func:`_outermost_calls`). A warning names
     the calls that launched kernels (same correlation id) under no launch name tracekit knows
     (:data:`tracekit.model.LAUNCH_API_NAMES`: a PrivateUse1 device's runtime, say), which the launch
     counts leave out.
@@ -143,6 +145,7 @@ from typing import Any
 import polars as pl
 
 from tracekit import limits
+from tracekit.calls import OUTERMOST_ORDER
 from tracekit.errors import TraceFormatError
 from tracekit.io import is_stream, peek_input
 from tracekit.limits import format_size
@@ -402,7 +405,44 @@ def _api(x_events: pl.DataFrame) -> pl.DataFrame:
             name="name",
         )
     )
-    return api.with_columns(_without_api_suffix(api.get_column("name")))
+    return _outermost_calls(api.with_columns(_without_api_suffix(api.get_column("name"))))
+
+
+def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
+    """``api`` without the launch calls that lie inside another launch call of the same (pid, correlation):
+    one launch recorded twice, the outer row kept (the outermost, as :mod:`tracekit.calls` defines it).
+
+    libkineto writes each CUPTI driver record of a tracked launch cbid (``cuLaunchKernel``,
+    ``cuLaunchKernelEx``: "for triton kernel launches", ``CuptiActivityProfiler::handleDriverActivity``) with
+    no check against the runtime record of the same correlation id, so a runtime launch whose driver call is
+    recorded too would count as two launches (so would a HIP launch whose inner ``hipModuleLaunchKernel``
+    is recorded). Left as they are: a nested call that is no launch (a SYCL launch's Level Zero call, which
+    counts in no launch figure), and two launch calls of one pair that do not nest (an id reused: the
+    analysis doubts its verdict on them, :func:`tracekit.analyzers.plausibility.reused_correlations`). Rows
+    stay in file order; nothing is done when no pair repeats (no real trace seen has one)."""
+    keyed = pl.col("correlation").is_not_null() & (pl.col("correlation") != 0)
+    pairs = api.filter(keyed).select("pid", "correlation")
+    if pairs.height == 0 or pairs.select(pl.struct("pid", "correlation").n_unique()).item() == pairs.height:
+        return api
+    launch = pl.col("name").is_in(calls_named(api, LAUNCH_API_NAMES).get_column("name").unique().implode())
+    by, descending = OUTERMOST_ORDER
+    rows = (
+        api.with_row_index("_row")
+        .filter(keyed)
+        .select("_row", "pid", "correlation", "start", "end", launch=launch)
+        .sort(by, descending=descending, maintain_order=True)
+    )
+    outer = [pl.col(c).first().over("pid", "correlation") for c in ("_row", "start", "end", "launch")]
+    inner = rows.filter(
+        pl.col("_row") != outer[0],
+        pl.col("launch"),
+        outer[3],
+        pl.col("start") >= outer[1],
+        pl.col("end") <= outer[2],
+    ).get_column("_row")
+    if inner.is_empty():
+        return api
+    return api.with_row_index("_row").filter(~pl.col("_row").is_in(inner.implode())).drop("_row")
 
 
 def _without_api_suffix(names: pl.Series) -> pl.Series:

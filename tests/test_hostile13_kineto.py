@@ -1,0 +1,99 @@
+"""Hostile round 13, Kineto reader: real torch.profiler spellings not seen before, rebuilt by hand.
+
+Every trace here is hand-built (``tracekit_synthetic``, file names holding "synthetic"); times are in
+microseconds in the JSON, and the expected numbers follow from them by hand.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracekit
+from tests.builders import kineto_event
+from tracekit.readers.kineto import read
+
+PID, TID, DEVICE, STREAM = 10, 11, 0, 7
+
+
+def _write(tmp_path: Path, events: list[dict[str, Any]], name: str = "hostile13.synthetic.json") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps({"schemaVersion": 1, "tracekit_synthetic": True, "traceEvents": events}))
+    return path
+
+
+def _call(cat: str, name: str, ts: int, dur: int, corr: int, tid: int = TID) -> dict[str, Any]:
+    return kineto_event(cat, name, ts, dur, PID, tid, correlation=corr)
+
+
+def _kernel(ts: int, dur: int, corr: int) -> dict[str, Any]:
+    return kineto_event(
+        "kernel", f"k{corr}", ts, dur, DEVICE, STREAM, device=DEVICE, stream=STREAM, correlation=corr
+    )
+
+
+# --- a) one launch recorded twice: the runtime call and the driver (or inner HIP) call it makes
+
+
+@pytest.mark.parametrize(
+    ("outer", "inner"),
+    [
+        (("cuda_runtime", "cudaLaunchKernel"), ("cuda_driver", "cuLaunchKernel")),
+        (("cuda_runtime", "cudaLaunchKernelExC_v11060"), ("cuda_driver", "cuLaunchKernelEx")),
+        (("cuda_runtime", "hipLaunchKernel"), ("cuda_runtime", "hipModuleLaunchKernel")),
+    ],
+)
+def test_a_launch_recorded_by_its_runtime_and_its_nested_driver_call_counts_once(
+    tmp_path: Path, outer: tuple[str, str], inner: tuple[str, str]
+) -> None:
+    """libkineto writes every CUPTI driver record of a tracked cbid (cuLaunchKernel, cuLaunchKernelEx: 'for
+    triton kernel launches', CuptiActivityProfiler::handleDriverActivity) with no check against the runtime
+    record of the same correlation id, so a runtime launch whose driver call is recorded too lands twice.
+    Step 0..1000 µs; launch 1: runtime call 100..110 µs with the driver call 102..106 inside it, same
+    correlation; launch 2: a plain runtime call 200..206 µs. Truth: 2 launches, 10 + 6 = 16 µs of launch
+    calls, kernel 1 starts 20 µs after its call began and kernel 2 10 µs after (median latency 15 µs).
+    Before: 3 launches and 20 µs of launch calls (the latency matched each kernel to its outermost call
+    already)."""
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#1", 0, 1000, PID, TID),
+        _call(*outer, 100, 10, corr=1),
+        _call(*inner, 102, 4, corr=1),
+        _kernel(120, 30, corr=1),
+        _call("cuda_runtime", outer[1], 200, 6, corr=2),
+        _kernel(210, 30, corr=2),
+    ]
+    path = _write(tmp_path, events)
+    trace = read(path)
+    assert trace.api.height == 2
+    assert trace.api["start"].to_list() == [100_000, 200_000]
+    assert trace.api["end"].to_list() == [110_000, 206_000]
+    row = tracekit.analyze(path, skip=0).iterations.row(0, named=True)
+    assert row["launches"] == 2
+    assert row["launch_api_us"] == pytest.approx(16.0, abs=1e-9)
+    assert row["launch_latency_us"] == pytest.approx(15.0, abs=1e-9)
+
+
+def test_calls_of_other_processes_with_the_same_correlation_id_are_both_kept(tmp_path: Path) -> None:
+    """Correlation ids are per process: two processes' calls carrying id 1 are two calls."""
+    events = [
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 100, 10, PID, TID, correlation=1),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 100, 10, PID + 1, TID, correlation=1),
+        _kernel(120, 30, corr=1),
+    ]
+    trace = read(_write(tmp_path, events))
+    assert sorted(trace.api["pid"].to_list()) == [PID, PID + 1]
+
+
+def test_two_launch_calls_of_one_id_that_do_not_nest_are_both_kept(tmp_path: Path) -> None:
+    """Two launch calls of one process that share id 1 but do not nest (100..110 and 200..206 µs: an id
+    reused, not one launch recorded twice) stay two calls, for the analysis to doubt."""
+    events = [
+        _call("cuda_runtime", "cudaLaunchKernel", 100, 10, corr=1),
+        _call("cuda_runtime", "cudaLaunchKernel", 200, 6, corr=1),
+        _kernel(120, 30, corr=1),
+    ]
+    trace = read(_write(tmp_path, events))
+    assert trace.api["start"].to_list() == [100_000, 200_000]
