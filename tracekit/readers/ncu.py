@@ -8,9 +8,10 @@ often with locked clocks and flushed caches). The reader fills:
     ``name`` = kernel name as the report spells it (the CSV's ``Kernel Name``, demangled by default; the
     demangled name for ``.ncu-rep``), ``range`` = innermost NVTX push/pop range open at the launch (last entry
     of the last domain that has one; null when none or when ncu ran without ``--nvtx``), ``duration_ns`` =
-    ``gpu__time_duration.sum`` converted to ns (null when absent or NaN; ``gpu__time_duration``, the legacy name of
-    ncu 2019.x on Pascal, where no kernel has it), ``metric``, ``unit`` (as ncu wrote
-    it), ``value`` (float; NaN kept where ncu reported NaN/``n/a``, e.g. an incomplete replay). String-valued
+    ``gpu__time_duration.sum`` converted to ns (null when absent or NaN; where no kernel has it, its ``.avg``,
+    ``.max`` or ``.min`` roll-up, equal to it (``--metrics gpu__time_duration.avg``; ``meta["duration_metric"]``
+    names it), else ``gpu__time_duration``, the legacy name of ncu 2019.x on Pascal), ``metric``, ``unit`` (as
+    ncu wrote it), ``value`` (float; NaN kept where ncu reported NaN/``n/a``, e.g. an incomplete replay). String-valued
     metrics are not rows; ``device__attribute_display_name`` becomes ``meta["gpu"]``. The CSV's ``Grid Size``
     and ``Block Size`` ("(128, 1, 1)") are read as ``launch__grid_dim_x`` ... ``launch__block_dim_z`` rows
     (unit "") where the report does not hold those metrics itself (``--metrics`` without them): the timeline
@@ -71,6 +72,23 @@ from tracekit.model import KERNEL_METRICS_SCHEMA, OPS_SCHEMA, Trace, empty_frame
 DURATION_METRIC = "gpu__time_duration.sum"
 #: the duration's legacy name (ncu 2019.x on Pascal), read as :data:`DURATION_METRIC` where that is absent
 LEGACY_DURATION = "gpu__time_duration"
+#: the duration's other roll-ups, read (in this order) where :data:`DURATION_METRIC` is absent
+#: (``--metrics gpu__time_duration.avg``): ncu measures a kernel's duration once, so its roll-ups are equal
+#: (on every one of the 606 kernels of the real H200 report in sample_traces/h200_bert_fp16/pytorch-ncu)
+DURATION_ROLLUPS = ("gpu__time_duration.avg", "gpu__time_duration.max", "gpu__time_duration.min")
+
+
+def duration_metric(metrics: pl.Series) -> str:
+    """The metric the kernel durations are read from: :data:`DURATION_METRIC` where any kernel has it, else
+    the first of :data:`DURATION_ROLLUPS` some kernel has, else :data:`LEGACY_DURATION` where present (the
+    caller renames it), else :data:`DURATION_METRIC` (none: no duration)."""
+    present = set(metrics.unique().to_list())
+    for name in (DURATION_METRIC, *DURATION_ROLLUPS, LEGACY_DURATION):
+        if name in present:
+            return name
+    return DURATION_METRIC
+
+
 GPU_NAME_METRIC = "device__attribute_display_name"
 #: NVTX push/pop column of the CSV (``--nvtx``); its cells read
 #: ``<tid> "<domain>:<range>:<PL_Type>:<PL_Value>:<CLR_Type>:<Color>:<Msg_Type>:<Msg>" ...`` outer to inner.
@@ -228,7 +246,8 @@ def _comma_warning(long: pl.DataFrame, kernels: int, path: Path) -> list[str]:
         return []
     dotted = doubtful.filter(pl.col("dotted"))
     commas = doubtful.filter(~pl.col("dotted"))
-    durations = doubtful.filter(pl.col("metric") == DURATION_METRIC)
+    source = duration_metric(long.get_column("metric"))
+    durations = doubtful.filter(pl.col("metric") == source)
     if durations.get_column("kernel").n_unique() == kernels:
         comma_durations = durations.filter(~pl.col("dotted"))
         what = (
@@ -239,7 +258,7 @@ def _comma_warning(long: pl.DataFrame, kernels: int, path: Path) -> list[str]:
             "decimal commas"
         )
         raise TraceFormatError(
-            f"every {DURATION_METRIC} value {what}: no kernel duration can be read; export the CSV with '.' as "
+            f"every {source} value {what}: no kernel duration can be read; export the CSV with '.' as "
             "the decimal point (LC_ALL=C)",
             path,
         )
@@ -318,13 +337,18 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
         raise TraceFormatError("Nsight Compute report holds no profiled kernels", path)
     warnings: list[str] = meta.setdefault("warnings", [])
     metric = pl.col("metric")
-    if not long.get_column("metric").eq(DURATION_METRIC).any():
+    source = duration_metric(long.get_column("metric"))
+    if source == LEGACY_DURATION:
         # ncu 2019.x on Pascal names the duration without its roll-up
         renamed = pl.when(metric == LEGACY_DURATION).then(pl.lit(DURATION_METRIC)).otherwise(metric)
         long = long.with_columns(renamed.alias("metric"))
+        source = DURATION_METRIC
+    elif source != DURATION_METRIC:
+        # --metrics gpu__time_duration.avg (or .max/.min) without .sum: the same measurement
+        meta["duration_metric"] = source
     long = _impossible_percentages(long, warnings)
     duration = (
-        long.filter(pl.col("metric") == DURATION_METRIC)
+        long.filter(pl.col("metric") == source)
         .with_columns(
             pl.when(pl.col("value").is_nan())
             .then(None)
@@ -343,7 +367,7 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
     )
     kernels = kernels.join(duration, on="kernel", how="left").sort("kernel")
     unknown_units = long.filter(
-        (pl.col("metric") == DURATION_METRIC)
+        (pl.col("metric") == source)
         & pl.col("value").is_not_nan()
         & ~pl.col("unit").str.strip_chars().is_in(list(TIME_UNITS_NS))
     )
@@ -354,14 +378,12 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
             "busy time; collect it too (--metrics gpu__time_duration.sum,...)"
         )
     elif unknown_units.height:
-        warnings.append(
-            f"{DURATION_METRIC} has an unknown time unit {unknown_units['unit'][0]!r}; durations unknown"
-        )
+        warnings.append(f"{source} has an unknown time unit {unknown_units['unit'][0]!r}; durations unknown")
     else:
         untimed = kernels.get_column("duration_ns").null_count()
         if untimed and duration.height:  # some kernel has the duration metric: the others' did not read
             warnings.append(
-                f"{untimed} of {kernels.height} kernels have no readable {DURATION_METRIC} (n/a, nan, empty "
+                f"{untimed} of {kernels.height} kernels have no readable {source} (n/a, nan, empty "
                 "or not a number): they are left out of the ops, so GPU busy time is short by however long "
                 "they ran"
             )

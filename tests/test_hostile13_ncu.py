@@ -1,0 +1,134 @@
+"""Nsight Compute CSV forms of real ncu versions that tracekit had not seen (hostile 13).
+
+- ``--metrics gpu__time_duration.avg`` (or ``.max``/``.min``) without ``.sum``: ncu measures the duration
+  once per kernel, so its four roll-ups are equal (all 606 kernels of the real H200 report in
+  sample_traces/h200_bert_fp16/pytorch-ncu hold the same value in each); no duration had been read, so no
+  op and no kernel-time average.
+- ``--print-metric-instances details|values`` (ncu 2023.1+): a metric with instance values is written
+  "<aggregate> (<instances>)", e.g. ``"158 (0: 158)"``; no cell of such a column read as a number, so the
+  column was dropped as a string metric and the report was said to hold no SM-activity or occupancy metric.
+
+Every CSV here is hand-made (file names say synthetic; values invented, not measured), so the truth is known.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tracekit.analyzers.kernel_metrics import analyze_kernel_metrics
+from tracekit.readers import read_trace
+
+IDS = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size",'
+    '"Device","CC"'
+)
+DETAILS = f'{IDS},"Section Name","Metric Name","Metric Unit","Metric Value"'
+BLANKS = '"","","","","","","","","","",""'
+WARPS = "sm__warps_active.avg.pct_of_peak_sustained_active"
+SM_PCT = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
+CLI = "Command line profiler metrics"
+
+
+def write(tmp_path: Path, lines: list[str], name: str = "synthetic.ncu.csv") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def ident(kid: int, name: str = "k(int*)") -> str:
+    return f'"{kid}","4242","app","127.0.0.1","{name}","1","7","(128, 1, 1)","(8, 1, 1)","0","9.0"'
+
+
+def header(*metrics: str) -> str:
+    return IDS + "".join(f',"{m}"' for m in metrics)
+
+
+def units(*units_: str) -> str:
+    return BLANKS + "".join(f',"{u}"' for u in units_)
+
+
+def row(kid: int, *values: str) -> str:
+    return ident(kid) + "".join(f',"{v}"' for v in values)
+
+
+def detail(kid: int, metric: str, unit: str, value: str, section: str = CLI) -> str:
+    return f'{ident(kid)},"{section}","{metric}","{unit}","{value}"'
+
+
+def durations(trace) -> list[int | None]:
+    return trace.kernel_metrics.unique("kernel").sort("kernel")["duration_ns"].to_list()
+
+
+# ------------------------------------------------------- the duration collected under another roll-up
+
+
+@pytest.mark.parametrize("rollup", ["avg", "max", "min"])
+def test_a_raw_page_with_the_duration_under_another_rollup_reads_it(tmp_path, rollup):
+    """``--metrics gpu__time_duration.<rollup>,...``: 10 us and 30 us kernels, warp occupancy 50% and 10%:
+    the kernel-time average is (10*50 + 30*10) / 40 = 20%."""
+    path = write(
+        tmp_path,
+        [
+            header(f"gpu__time_duration.{rollup}", WARPS),
+            units("usecond", "%"),
+            row(0, "10", "50"),
+            row(1, "30", "10"),
+        ],
+    )
+    trace = read_trace(path)
+    assert durations(trace) == [10_000, 30_000]
+    assert (trace.ops["end"] - trace.ops["start"]).to_list() == [10_000, 30_000]
+    assert not any("no kernel has" in w for w in trace.meta["warnings"])
+    summary = analyze_kernel_metrics(trace).summary["warp_occupancy"]
+    assert summary["kernel_time"] == pytest.approx(20.0)
+    assert summary["kernels"] == 2
+
+
+def test_the_details_page_with_the_duration_as_avg_reads_it_in_each_rows_unit(tmp_path):
+    """Details page (``ncu --csv --metrics gpu__time_duration.avg,...``): each row has its own unit."""
+    path = write(
+        tmp_path,
+        [
+            DETAILS,
+            detail(0, "gpu__time_duration.avg", "msecond", "1.5"),
+            detail(0, WARPS, "%", "40"),
+            detail(1, "gpu__time_duration.avg", "usecond", "500"),
+            detail(1, WARPS, "%", "80"),
+        ],
+    )
+    trace = read_trace(path)
+    assert durations(trace) == [1_500_000, 500_000]
+    summary = analyze_kernel_metrics(trace).summary["warp_occupancy"]
+    assert summary["kernel_time"] == pytest.approx((1.5 * 40 + 0.5 * 80) / 2.0)
+
+
+def test_the_sum_is_preferred_where_both_are_present(tmp_path):
+    """Both roll-ups collected (they agree on a real report); where they differ, ``.sum`` is the one read."""
+    path = write(
+        tmp_path,
+        [
+            header("gpu__time_duration.avg", "gpu__time_duration.sum", WARPS),
+            units("usecond", "usecond", "%"),
+            row(0, "7", "10", "50"),
+        ],
+    )
+    assert durations(read_trace(path)) == [10_000]
+
+
+def test_the_real_h200_reports_four_duration_rollups_agree_kernel_by_kernel():
+    """The fact the fallback rests on, on the committed real report (ncu 2025.3.1, H200): avg = max = min =
+    sum for every kernel."""
+    import gzip
+    import io
+
+    import polars as pl
+
+    path = (
+        Path(__file__).parent.parent / "sample_traces/h200_bert_fp16/pytorch-ncu/pytorch_b1_s128.ncu.csv.gz"
+    )
+    frame = pl.read_csv(io.StringIO(gzip.open(path).read().decode()), infer_schema=False).slice(1)
+    cols = [f"gpu__time_duration.{r}" for r in ("avg", "max", "min", "sum")]
+    same = frame.select(pl.all_horizontal([pl.col(c) == pl.col(cols[3]) for c in cols]).all()).item()
+    assert frame.height == 606 and same
