@@ -1,0 +1,97 @@
+"""docs13: where the code contradicts what the documents state as its behaviour (strict xfails), found while
+auditing docs/metrics.md, docs/formats.md, docs/collection.md and docs/design.md against the code.
+
+Traces are hand-built (synthetic; meta says so), times in integer ns, one process and thread unless a row
+says otherwise.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.builders import make_trace
+from tracekit.analyzers.iterations import analyze_iterations
+
+SYNTHETIC = {"path": "docs13_synthetic", "synthetic": True}
+
+
+def _context(trace_gaps: pl.DataFrame, start_ns: int) -> str | None:
+    row = trace_gaps.filter(pl.col("start_ns") == start_ns)
+    assert row.height == 1
+    return row.get_column("cpu_context").item()
+
+
+def _launches_and_ops() -> tuple[list[tuple[int, int, int, str]], list[tuple[int, int, int, int]]]:
+    # two kernels launched early in the range: [1000, 2000) and [5000, 6000); the inner gap is [2000, 5000)
+    api = [(100, 200, 1, "cudaLaunchKernel"), (300, 400, 2, "cudaLaunchKernel")]
+    ops = [(1000, 2000, 1, 7), (5000, 6000, 2, 7)]
+    return api, ops
+
+
+def test_baseline_host_code_outside_api_calls_when_nothing_is_open() -> None:
+    # The control case: iteration [0, 10000) alone; at the inner gap's start (2000) no call and no other range
+    # is open, so the host was in its own code.
+    api, ops = _launches_and_ops()
+    trace = make_trace(ranges=[(0, 10_000, "iteration")], api=api, ops=ops, meta=dict(SYNTHETIC))
+    gaps = analyze_iterations(trace).gaps
+    assert _context(gaps, 2000) == "host code outside API calls"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs13: design.md section 4 (Gaps) says cpu_context is the API call in progress, else the "
+    "latest-started non-iteration range still open; _with_cpu_context takes Kineto's GPU-side copy of the "
+    "iteration range (domain 'gpu', which starts later than the host range) as a host range and shows "
+    "'in range iteration' as what the host was doing (seen on the committed H200 eager trace's longest gaps)",
+)
+def test_a_gpu_side_annotation_is_not_what_the_host_was_in() -> None:
+    # Host range [0, 10000) and Kineto's GPU-side copy of it [1000, 9000) (domain "gpu", as
+    # gpu_user_annotation is read). At the inner gap's start (2000) the host runs its own code: no API call,
+    # no other host range. The GPU-side range is the device's span of the iteration, not host state.
+    api, ops = _launches_and_ops()
+    trace = make_trace(
+        ranges=[(0, 10_000, "iteration", 0, "user"), (1000, 9000, "iteration", 0, "gpu")],
+        api=api,
+        ops=ops,
+        meta=dict(SYNTHETIC),
+    )
+    gaps = analyze_iterations(trace).gaps
+    assert _context(gaps, 2000) == "host code outside API calls"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs13: design.md section 4 says the latest-started non-iteration range still open (the "
+    "docstring: the innermost in progress); _with_cpu_context takes the latest-started range before the gap "
+    "and, when that one has already ended, says 'host code outside API calls' though an enclosing range "
+    "is still open",
+)
+def test_an_enclosing_range_still_open_is_named_when_a_later_inner_one_has_ended() -> None:
+    # iteration [0, 10000) holds 'forward' [50, 9000), which holds 'layer' [60, 150). At the inner gap's
+    # start (2000) 'layer' has ended and 'forward' is still open: the host is in range forward.
+    api, ops = _launches_and_ops()
+    trace = make_trace(
+        ranges=[(0, 10_000, "iteration", 0), (50, 9000, "forward", 1), (60, 150, "layer", 2)],
+        api=api,
+        ops=ops,
+        meta=dict(SYNTHETIC),
+    )
+    gaps = analyze_iterations(trace).gaps
+    assert _context(gaps, 2000) == "in range forward"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs13: design.md section 4 says cpu_context is the API call in progress at gap start + 1 ns (any "
+    "thread); _with_cpu_context looks only at the latest-started call, so a call still running (a "
+    "synchronous copy) is missed when a shorter call nested in it started later and has ended",
+)
+def test_an_api_call_still_running_is_named_when_a_later_nested_call_has_ended() -> None:
+    # A cudaMemcpy [1500, 4000) with a short driver call nested in it [1600, 1700). At the inner gap's start
+    # (2000) the host is inside cudaMemcpy.
+    api, ops = _launches_and_ops()
+    api += [(1500, 4000, None, "cudaMemcpy"), (1600, 1700, None, "cuMemcpyHtoD")]
+    trace = make_trace(ranges=[(0, 10_000, "iteration")], api=api, ops=ops, meta=dict(SYNTHETIC))
+    gaps = analyze_iterations(trace).gaps
+    assert _context(gaps, 2000) == "cudaMemcpy"
