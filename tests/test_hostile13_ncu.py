@@ -132,3 +132,58 @@ def test_the_real_h200_reports_four_duration_rollups_agree_kernel_by_kernel():
     cols = [f"gpu__time_duration.{r}" for r in ("avg", "max", "min", "sum")]
     same = frame.select(pl.all_horizontal([pl.col(c) == pl.col(cols[3]) for c in cols]).all()).item()
     assert frame.height == 606 and same
+
+
+# ------------------------------------------------- --print-metric-instances: "<aggregate> (<instances>)"
+
+
+def test_instance_values_after_the_aggregate_read_as_the_aggregate_on_the_raw_page(tmp_path):
+    """``ncu --page raw --csv --print-metric-instances details``: 10 and 30 us kernels, SM active 500/1,000 and
+    300/1,000 cycles, warp occupancy 50% and 10%. Kernel-time averages: SMs active (10*50 + 30*30) / 40 = 35%,
+    warp occupancy (10*50 + 30*10) / 40 = 20%."""
+    path = write(
+        tmp_path,
+        [
+            header("gpu__time_duration.sum", WARPS, "sm__cycles_active.avg", "sm__cycles_elapsed.avg"),
+            units("usecond", "%", "cycle", "cycle"),
+            row(0, "10", "50 (0: 50)", "500 (0: 400; 1: 600)", "1,000 (0: 1,000; 1: 1,000)"),
+            row(1, "30", "10 (0: 10)", "300 (0: 300; 1: 300)", "1,000 (0: 1,000; 1: 1,000)"),
+        ],
+    )
+    trace = read_trace(path)
+    result = analyze_kernel_metrics(trace)
+    assert result.summary["sms_active"]["kernel_time"] == pytest.approx(35.0)
+    assert result.summary["warp_occupancy"]["kernel_time"] == pytest.approx(20.0)
+    said = [w for w in trace.meta["warnings"] if "instance" in w]
+    assert len(said) == 1 and "6 values of 3 metric(s)" in said[0]
+    assert not any("holds no SM-activity" in w for w in result.warnings)
+
+
+def test_instance_values_on_the_details_page_read_as_the_aggregate(tmp_path):
+    path = write(
+        tmp_path,
+        [
+            DETAILS,
+            detail(0, "gpu__time_duration.sum", "usecond", "10"),
+            detail(0, SM_PCT, "%", "62.5 (0: 60; 1: 65)"),
+            detail(1, "gpu__time_duration.sum", "usecond", "30"),
+            detail(1, SM_PCT, "%", "12.5 (0: 10; 1: 15)"),
+        ],
+    )
+    result = analyze_kernel_metrics(read_trace(path))
+    assert result.summary["sms_active"]["kernel_time"] == pytest.approx((10 * 62.5 + 30 * 12.5) / 40)
+
+
+def test_a_string_in_parentheses_is_not_taken_for_an_instance_list(tmp_path):
+    """A string-valued metric that happens to start with a digit stays a string (not a row)."""
+    path = write(
+        tmp_path,
+        [
+            header("gpu__time_duration.sum", "launch__func_cache_config"),
+            units("usecond", ""),
+            row(0, "10", "CachePreferNone (default)"),
+        ],
+    )
+    trace = read_trace(path)
+    assert "launch__func_cache_config" not in trace.kernel_metrics["metric"].to_list()
+    assert not any("instance" in w for w in trace.meta["warnings"])

@@ -48,7 +48,9 @@ per-kernel figures leave them out. Numbers may carry
 thousands separators (``1,234.5``, ``1,234,567``: one to three digits, then groups of exactly three). Any
 other comma in a number (``3,168000``, ``3,1``: a decimal comma?) makes it unreadable, NaN like ``n/a``, and
 so does every comma in a metric that has such a value; a warning counts them, and a file in which every
-duration is written so is refused (no duration could be read).
+duration is written so is refused (no duration could be read). A cell of ``--print-metric-instances
+values|details`` ("158 (0: 158)": the aggregate, then the instance values) is read as its aggregate, with a
+note.
 
 Implausible values: a share of a peak (unit ``%``, ``*.pct_of_peak_sustained_*``) below 0, or above 100 on
 any roll-up but ``.max``, is read as NaN (missing) and a warning names the metric, the kernels and the extreme
@@ -214,6 +216,11 @@ def _numbers(col: pl.Expr) -> pl.Expr:
     return pl.when(readable).then(text.str.replace_all(",", "", literal=True)).cast(pl.Float64, strict=False)
 
 
+#: a cell of ``--print-metric-instances values|details`` (ncu 2023.1+): the metric's aggregate, then its instance
+#: values in parentheses ("158 (0: 158)", "1,000 (0: 1,000; 1: 1,000)"); group 1 is the aggregate
+_INSTANCED = r"^([+-]?\d[\d,]*(?:\.\d*)?(?:[eE][+-]?\d+)?)\s+\(.*\)$"
+
+
 def _with_values(long: pl.DataFrame) -> pl.DataFrame:
     """``long`` (metric, raw: the cell text, stripped) with ``value`` (:func:`_numbers`), ``doubtful`` and
     ``dotted``: the cell is written with a comma that is not a thousands separator ("3,168000", "3,1": a
@@ -222,7 +229,13 @@ def _with_values(long: pl.DataFrame) -> pl.DataFrame:
     grouping (:data:`_DOT_GROUPED`, "3.000") in a file that has such a comma anywhere: the locale that writes
     a decimal comma groups thousands with a dot (de_DE: "3.000" is 3000 ns in base units, read as 3). A
     doubtful cell has no value (null): the callers read it as unreadable, NaN, like "n/a". Groupings no
-    decimal comma writes ("3,168.0", "1,234,567") always read."""
+    decimal comma writes ("3,168.0", "1,234,567") always read. A cell of instance values (:data:`_INSTANCED`,
+    "158 (0: 158)") is read as its aggregate, the number before them (``instanced``)."""
+    aggregate = pl.col("raw").str.extract(_INSTANCED, 1)
+    long = long.with_columns(
+        pl.coalesce(aggregate, pl.col("raw")).alias("raw"),
+        aggregate.is_not_null().fill_null(False).alias("instanced"),
+    )
     raw = pl.col("raw")
     comma = raw.str.contains(",", literal=True).fill_null(False)
     misread = comma & raw.str.contains(_COMMA_NUMBER) & ~raw.str.contains(_THOUSANDS)
@@ -278,6 +291,18 @@ def _comma_warning(long: pl.DataFrame, kernels: int, path: Path) -> list[str]:
             "comma: 3000 or 3.0? read as unreadable (NaN), as 'n/a' is"
         )
     return said
+
+
+def _instances_warning(long: pl.DataFrame) -> list[str]:
+    """A note on the cells read as the aggregate before their instance values (:func:`_with_values`)."""
+    instanced = long.filter(pl.col("instanced"))
+    if instanced.is_empty():
+        return []
+    return [
+        f"{instanced.height} values of {instanced.get_column('metric').n_unique()} metric(s) are followed by their "
+        f"instance values (--print-metric-instances; e.g. {instanced['metric'][0]}): the aggregate before them is "
+        "read, as ncu printed it (it may be rounded there; the plain export has every digit)"
+    ]
 
 
 #: the longest duration read (ns): a day; a longer one (or an infinite one) is no kernel's, and past 2**63 ns
@@ -508,7 +533,9 @@ def _read_csv(path: Path) -> Trace:
         names = frame.filter(pl.col("ID").is_not_null() & (pl.col("ID") != ""))["Device"].drop_nulls()
         if names.len() and not names[0].strip().isdigit():
             meta["gpu"] = names[0].strip()
-    meta["warnings"] += _comma_warning(long, kernels.height, path) + _launchless_warning(kernels)
+    meta["warnings"] += (
+        _comma_warning(long, kernels.height, path) + _instances_warning(long) + _launchless_warning(kernels)
+    )
     if kernels.get_column("_launchless").any():
         meta["range_results"] = kernels.filter(pl.col("_launchless")).get_column("kernel").to_list()
     _nested_stacks(kernels.get_column("_stack").to_list(), meta)
