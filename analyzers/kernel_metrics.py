@@ -21,7 +21,9 @@ Two aggregates:
 
 Joining Nsight Compute kernels to a timeline: ncu kernels are taken in profiling order, which is launch order
 (ncu serializes kernels at their launch), restricted to the NVTX range that delimits iterations when they carry
-it (innermost, else anywhere in their range stack: ``meta["nvtx_stacks"]``); the timeline's kernels of the
+it (anywhere in their range stack, ``meta["nvtx_stacks"]``, where some kernel ran in nested ranges: the
+iteration range is innermost for the kernels launched in it and outer for those inside operator ranges; else
+the innermost); the timeline's kernels of the
 analyzed iterations are taken in launch order too: by their launching call's start when every kernel of the
 iteration has one, else by correlation id, else by start (on two streams start order is not launch order;
 ties, the kernels of one graph launch, by start). When every iteration launches the same number K of kernels,
@@ -775,11 +777,14 @@ def analyze_kernel_metrics(
         )
     scope = range_name or (analysis.range_name if analysis is not None else None)
     if not same_trace and scope is not None and values["range"].is_not_null().any():
-        in_scope = values.filter(pl.col("range") == scope)
         stacks = metrics_trace.meta.get("nvtx_stacks")
-        if in_scope.is_empty() and stacks:  # the iteration range may be an outer one (operator ranges inside)
+        if stacks:
+            # The iteration range may be an outer one (operator ranges inside) for some kernels and the innermost
+            # for others (launched in the iteration range itself): every kernel with it in its stack is in scope.
             inside = [k for k, stack in enumerate(stacks) if scope in stack]
             in_scope = values.filter(pl.col("kernel").is_in(inside))
+        else:
+            in_scope = values.filter(pl.col("range") == scope)
         if in_scope.height:
             values = in_scope
         else:

@@ -187,3 +187,32 @@ def test_a_string_in_parentheses_is_not_taken_for_an_instance_list(tmp_path):
     trace = read_trace(path)
     assert "launch__func_cache_config" not in trace.kernel_metrics["metric"].to_list()
     assert not any("instance" in w for w in trace.meta["warnings"])
+
+
+# ------------------------------------------- kernels partly inside operator ranges inside the iteration range
+
+
+def test_kernels_partly_inside_operator_ranges_are_all_in_the_iteration_scope(tmp_path):
+    """The real H200 profile (3 iterations of 202 kernels in NVTX range 'iteration') with every other kernel
+    also inside an operator range 'aten::linear' (its innermost), the others launched in 'iteration' itself:
+    only the kernels whose innermost range is 'iteration' had been taken as in scope (half of them), joined
+    by position to the timeline's 202 kernels: their names differed, and no figure was given ("not in the
+    timeline's kernel order"). Every kernel is inside 'iteration': the figures of the whole profile, 3.094 %
+    SMs active and 0.976 % warp occupancy (as with every kernel nested: tests/test_fuzz7_ncu.py)."""
+    from tests.test_fuzz7_ncu import KINETO, _real_rows, _write
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    rows = _real_rows()
+    head, units_row, body = rows[0], rows[1], rows[2:]
+    nvtx = next(i for i, c in enumerate(head) if c.startswith("thread Domain:Push/Pop_Range"))
+    for i, r in enumerate(body):
+        if i % 2:
+            r[nvtx] = r[nvtx].rstrip() + ' "<default domain>:aten::linear:none:none:none:none:none:none" '
+    ncu = read_trace(_write([head, units_row, *body], tmp_path / "synthetic_half_nested.ncu.csv"))
+    assert ncu.meta["nvtx_stacks"][1] == ["iteration", "aten::linear"]
+    assert ncu.meta["nvtx_stacks"][0] == ["iteration"]
+    tl = read_trace(KINETO)
+    result = analyze_kernel_metrics(ncu, tl, analyze_iterations(tl))
+    assert result.warnings == []
+    assert result.value("sms_active") == pytest.approx(3.0936, abs=1e-3)
+    assert result.value("warp_occupancy") == pytest.approx(0.9756, abs=1e-3)
