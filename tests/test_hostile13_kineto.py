@@ -97,3 +97,65 @@ def test_two_launch_calls_of_one_id_that_do_not_nest_are_both_kept(tmp_path: Pat
     ]
     trace = read(_write(tmp_path, events))
     assert trace.api["start"].to_list() == [100_000, 200_000]
+
+
+# --- the file torch.profiler writes when it stops in a schedule's wait or warm-up: one empty ProfilerStep
+
+
+def _stub_events(step_us: float = 7.741, extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """What torch 2.13's profiler wrote (real run here, rebuilt): the loop ended while the schedule was in its
+    warm-up, so the profiler stopped there and handed on_trace_ready a trace of that warm-up: the metadata,
+    the Trace span, and the one ``ProfilerStep#5`` that the last ``p.step()`` opened and the stop closed."""
+    return [
+        {"ph": "M", "name": "process_name", "pid": PID, "tid": 0, "args": {"name": "python"}},
+        {
+            "ph": "M",
+            "name": "thread_name",
+            "pid": PID,
+            "tid": PID,
+            "args": {"name": f"thread {PID} (python)"},
+        },
+        kineto_event("user_annotation", "ProfilerStep#5", 5001314898071.743, step_us, PID, PID),
+        {
+            "ph": "X",
+            "cat": "Trace",
+            "name": "PyTorch Profiler (0)",
+            "pid": "Spans",
+            "tid": "PyTorch Profiler",
+            "ts": 5001314897988.735,
+            "dur": 94.861,
+            "args": {"Op count": 0},
+        },
+        {"ph": "i", "s": "g", "name": "Record Window End", "pid": "", "tid": "", "ts": 5001314898186.7},
+        *(extra or []),
+    ]
+
+
+STUB_WARNING = (
+    "the trace holds one step, ProfilerStep#5 (0.008 ms), and no operator, launch call or device op: the trace "
+    "torch.profiler writes when it stops during a schedule's wait or warm-up (the step the last p.step() "
+    "opened; tensorboard_trace_handler writes it beside the run's trace, and an on_trace_ready that writes one "
+    "path overwrites the run's trace with it): its latency is not an iteration's; analyze the trace of the "
+    "schedule's active steps"
+)
+
+
+def test_a_trace_of_only_the_closing_profiler_step_says_what_it_is(tmp_path: Path) -> None:
+    """The analysis had shown a 0.008 ms latency for it, and advised profiling with ProfilerActivity.CUDA."""
+    path = _write(tmp_path, _stub_events())
+    assert STUB_WARNING in read(path).warnings
+    assert STUB_WARNING in tracekit.analyze(path, skip=0).warnings
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [kineto_event("user_annotation", "ProfilerStep#6", 5001314898100, 5000, PID, PID)],
+        [kineto_event("cpu_op", "aten::mm", 5001314898072, 3, PID, PID)],
+        [kineto_event("user_annotation", "preprocess", 5001314898072, 3, PID, PID)],
+    ],
+)
+def test_a_step_with_company_is_no_stub(tmp_path: Path, extra: list[dict[str, Any]]) -> None:
+    """Two steps (the analysis's own rule then decides), an operator, or another range: no such warning."""
+    path = _write(tmp_path, _stub_events(extra=extra))
+    assert not any("schedule's wait or warm-up" in w for w in read(path).warnings)
