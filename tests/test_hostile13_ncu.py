@@ -216,3 +216,63 @@ def test_kernels_partly_inside_operator_ranges_are_all_in_the_iteration_scope(tm
     assert result.warnings == []
     assert result.value("sms_active") == pytest.approx(3.0936, abs=1e-3)
     assert result.value("warp_occupancy") == pytest.approx(0.9756, abs=1e-3)
+
+
+# ------------------------------------------------------ a real 2020 details page's form (pinned, it reads right)
+
+OLD_HEADER = (
+    '"ID","Process ID","Process Name","Host Name","Kernel Name","Kernel Time","Context","Stream","Section Name",'
+    '"Metric Name","Metric Unit","Metric Value"'
+)
+
+
+def old_detail(kid: int, name: str, section: str, label: str, unit: str, value: str) -> str:
+    return (
+        f'"{kid}","110830","cfd_000","127.0.0.1","{name}","2020-Apr-09 15:38:19","1","7","{section}","{label}",'
+        f'"{unit}","{value}"'
+    )
+
+
+def test_the_details_page_of_ncu_2020_reads_right(tmp_path):
+    """The form of a real ncu 2020 log (public repository AndrewXu22/optimal_unified_memory,
+    rodinia_3.1/cuda/cfd/kernel-level-measurement/nsight_cfd_097K.log, Tesla V100): the program's output and
+    ==PROF== lines first, a "Kernel Time" column, no Block/Grid Size columns but "Block Size" / "Grid Size"
+    labels in Launch Statistics, section "GPU Speed Of Light", durations in nsecond, no thousands separators.
+    Values as that log has them for its first two kernels: SMs active 8114.86 / 11734 = 69.157 % and
+    37367.66 / 49400 = 75.643 %; kernel-time averages (10720 * 69.157 + 39200 * 75.643) / 49920 and
+    (10720 * 48.18 + 39200 * 38.71) / 49920."""
+    sol = "GPU Speed Of Light"
+    lines = [
+        "Name:                     Tesla V100-SXM2-16GB",
+        "Done...",
+        "==PROF== Connected to process 110830",
+    ]
+    lines += ["==PROF== Disconnected from process 110830", OLD_HEADER]
+    for kid, name, elapsed, active, duration, occupancy in [
+        (0, "cuda_compute_step_factor", "11734", "8114.86", "10720", "48.18"),
+        (1, "cuda_compute_flux", "49400", "37367.66", "39200", "38.71"),
+    ]:
+        lines += [
+            old_detail(kid, name, sol, "Memory Frequency", "cycle/second", "738805970.15"),
+            old_detail(kid, name, sol, "Elapsed Cycles", "cycle", elapsed),
+            old_detail(kid, name, sol, "Duration", "nsecond", duration),
+            old_detail(kid, name, sol, "SM Active Cycles", "cycle", active),
+            old_detail(kid, name, sol, "SM [%]", "%", "18.70"),
+            old_detail(kid, name, "Launch Statistics", "Block Size", "", "192"),
+            old_detail(kid, name, "Launch Statistics", "Grid Size", "", "506"),
+            old_detail(kid, name, "Occupancy", "Achieved Occupancy", "%", occupancy),
+            old_detail(kid, name, "Occupancy", "Theoretical Occupancy", "%", "93.75"),
+        ]
+    trace = read_trace(write(tmp_path, lines))
+    assert durations(trace) == [10720, 39200]
+    assert trace.meta["kernels"] == 2
+    result = analyze_kernel_metrics(trace)
+    sm = [100 * 8114.86 / 11734, 100 * 37367.66 / 49400]
+    assert result.kernels["sms_active"].to_list() == pytest.approx(sm)
+    assert result.summary["sms_active"]["kernel_time"] == pytest.approx(
+        (10720 * sm[0] + 39200 * sm[1]) / 49920
+    )
+    assert result.summary["warp_occupancy"]["kernel_time"] == pytest.approx(
+        (10720 * 48.18 + 39200 * 38.71) / 49920
+    )
+    assert result.warnings == []
