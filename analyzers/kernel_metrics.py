@@ -53,6 +53,9 @@ kernel-time average is over the wholly profiled iterations. A profile that cover
 short by ``--launch-count``: the first kernels of an iteration are not its mix) gives no kernel-time average
 either (``kernel_time_profiled`` keeps the average over its kernels alone), with a warning.
 
+A report whose kernels are named by their NVTX ranges (``ncu --print-nvtx-rename kernel``: the reader's
+``meta["nvtx_renamed"]``) is not joined: no name can be checked, so no value of it is used, with a warning.
+
 Results the reader lists in ``meta["range_results"]`` (no launch dimensions: range replay's one result per
 range) are no kernels and are left out, with a warning.
 
@@ -804,7 +807,18 @@ def analyze_kernel_metrics(
         )
     elif timeline is not None and analysis is not None:
         tk = _timeline_kernels(timeline, analysis, range_name, ops)
-        if same_trace:
+        if not same_trace and metrics_trace.meta.get("nvtx_renamed"):
+            # ncu --print-nvtx-rename kernel: the report names each kernel by an NVTX range, so no kernel can
+            # be told from another by name; a join by position alone could pair any two.
+            warnings.append(
+                "the Nsight Compute kernels are named by their NVTX ranges (ncu --print-nvtx-rename kernel), not "
+                "by their functions: they cannot be matched to the timeline's kernels, so no value of the report "
+                "is used; export it with --print-nvtx-rename none"
+            )
+            joined = tk.with_columns(
+                [pl.lit(None, pl.Float64).alias(c) for c in COLUMNS] + [pl.lit(None, pl.String).alias("name")]
+            )
+        elif same_trace:
             # kernel_metrics' ``kernel`` = rank of the kernel among the trace's kernels in start order.
             rank = (
                 timeline.ops.with_row_index("op")
@@ -826,10 +840,11 @@ def analyze_kernel_metrics(
                     "runs or configurations, the figures mix them"
                 )
             joined = _join_ncu(values.join(launch_dims(km), on="kernel", how="left"), tk, warnings)
-        joined = _check_names(joined, warnings)
-        if not same_trace:
-            joined = _check_launch(joined, warnings)
-            joined = _drop_mismatched(joined, warnings)
+        if not metrics_trace.meta.get("nvtx_renamed") or same_trace:
+            joined = _check_names(joined, warnings)
+            if not same_trace:
+                joined = _check_launch(joined, warnings)
+                joined = _drop_mismatched(joined, warnings)
     summary: dict[str, dict[str, Any] | None] = {}
     iterations: pl.DataFrame | None = None
     if joined is not None and analysis is not None:

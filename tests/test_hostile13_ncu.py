@@ -276,3 +276,65 @@ def test_the_details_page_of_ncu_2020_reads_right(tmp_path):
         (10720 * 48.18 + 39200 * 38.71) / 49920
     )
     assert result.warnings == []
+
+
+# ------------------------------------------- --print-nvtx-rename kernel: kernel names are NVTX range names
+
+NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
+def nvtx_row(kid: int, name: str, ranges: list[str], *values: str) -> str:
+    cell = "4242 " + " ".join(f'""<default domain>:{r}:none:none:none:none:none:none""' for r in ranges)
+    ident_ = (
+        f'"{kid}","4242","app","127.0.0.1","{cell} ","{name}","1","7","(128, 1, 1)","(8, 1, 1)","0","9.0"'
+    )
+    return ident_ + "".join(f',"{v}"' for v in values)
+
+
+NVTX_HEADER = (
+    f'"ID","Process ID","Process Name","Host Name","{NVTX}","Kernel Name","Context","Stream","Block Size",'
+    f'"Grid Size","Device","CC","gpu__time_duration.sum","{SM_PCT}","{WARPS}"'
+)
+NVTX_UNITS = '"","","","","","","","","","","","","nsecond","%","%"'
+
+
+def renamed_profile(tmp_path: Path, names: list[str], stacks: list[list[str]]) -> Path:
+    rows = [NVTX_HEADER, NVTX_UNITS]
+    rows += [nvtx_row(i, n, s, "150", "50", "10") for i, (n, s) in enumerate(zip(names, stacks, strict=True))]
+    return write(tmp_path, rows, "synthetic_nvtx_renamed.ncu.csv")
+
+
+def test_kernel_names_that_are_their_nvtx_ranges_are_said_and_not_joined(tmp_path):
+    """``ncu --print-nvtx-rename kernel`` writes each kernel's enclosing NVTX range as its name: joined to a
+    timeline (2 iterations of A and B), no name could match, and the warning blamed the profile's order
+    ("another configuration, or cut elsewhere in the iteration"). The reader says what it is; the join gives
+    no value and says why."""
+    from tests.test_table import timeline
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    stacks = [["iteration"], ["iteration", "aten::mm"], ["iteration"], ["iteration", "aten::mm"]]
+    names = ["iteration", "aten::mm", "iteration", "aten::mm"]
+    ncu = read_trace(renamed_profile(tmp_path, names, stacks))
+    said = [w for w in ncu.meta["warnings"] if "--print-nvtx-rename" in w]
+    assert len(said) == 1 and "4 of 4 kernels" in said[0]
+    assert ncu.meta["nvtx_renamed"] is True
+    tl = timeline()
+    result = analyze_kernel_metrics(ncu, tl, analyze_iterations(tl))
+    assert result.value("sms_active") is None and result.value("warp_occupancy") is None
+    assert result.value("sms_active", wall_time=False) is None
+    assert any("--print-nvtx-rename" in w for w in result.warnings)
+    assert not any("another configuration" in w for w in result.warnings)
+
+
+def test_kernel_names_beside_their_ranges_are_not_taken_for_renamed(tmp_path):
+    """Function names in NVTX ranges of other names: no such warning, and the join gives its figures."""
+    from tests.test_table import timeline
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    names = ["void ns::A<int>(int*)", "B(float*)", "void ns::A<int>(int*)", "B(float*)"]
+    ncu = read_trace(renamed_profile(tmp_path, names, [["iteration"]] * 4))
+    assert "nvtx_renamed" not in ncu.meta
+    tl = timeline()
+    result = analyze_kernel_metrics(ncu, tl, analyze_iterations(tl))
+    # per iteration (1000 ns): (200 * 50 + 100 * 50) / 1000 = 15 %
+    assert result.value("sms_active") == pytest.approx(15.0)

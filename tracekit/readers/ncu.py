@@ -22,7 +22,9 @@ often with locked clocks and flushed caches). The reader fills:
     not measurements: ``meta["timeline"]`` is ``False`` and a reader warning says so. Only the durations are
     real (and they were measured under ncu's replay conditions, not the application's).
 
-``meta``: ``processes`` (CSV, only when more than one: the count of (Host Name, Process ID)), ``format``
+``meta``: ``processes`` (CSV, only when more than one: the count of (Host Name, Process ID)), ``nvtx_renamed``
+(CSV, only when every kernel run inside NVTX ranges is named as one of them: ``--print-nvtx-rename kernel``
+output, with a warning; the join to a timeline uses none of its values), ``format``
 "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
 ``timeline`` False, ``kernels`` (count), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
@@ -539,6 +541,7 @@ def _read_csv(path: Path) -> Trace:
     if kernels.get_column("_launchless").any():
         meta["range_results"] = kernels.filter(pl.col("_launchless")).get_column("kernel").to_list()
     _nested_stacks(kernels.get_column("_stack").to_list(), meta)
+    meta["warnings"] += _renamed_warning(kernels, meta)
     long = long.filter(pl.col("value").is_not_null()).select("kernel", "metric", "unit", "value")
     long = pl.concat([long, _launch_rows(kernels, long)])
     processes = kernels.get_column("_proc").n_unique()
@@ -630,6 +633,23 @@ def _launchless_warning(kernels: pl.DataFrame) -> list[str]:
         f"{example!r}): range-replay results (--replay-mode range/app-range), or whole CUDA graphs "
         "(--graph-profiling graph)? Each is one op, its duration spanning a whole range, and no kernel (meta "
         "range_results)"
+    ]
+
+
+def _renamed_warning(kernels: pl.DataFrame, meta: dict[str, Any]) -> list[str]:
+    """A warning, and ``meta["nvtx_renamed"]``, when every kernel that ran inside NVTX push/pop ranges (two or
+    more) is named as one of its ranges: ``ncu --print-nvtx-rename kernel`` output, whose kernel names are
+    not their functions' (a join to a timeline cannot tell its kernels apart by name). ``kernels``:
+    :func:`_kernel_table`'s frame."""
+    pairs = [(n, s) for n, s in zip(kernels["name"].to_list(), kernels["_stack"].to_list(), strict=True) if s]
+    renamed = sum(1 for name, stack in pairs if name is not None and name.strip() in stack)
+    if len(pairs) < 2 or renamed < len(pairs):
+        return []
+    meta["nvtx_renamed"] = True
+    return [
+        f"{renamed} of {kernels.height} kernels are named as an NVTX range they ran in (e.g. {pairs[0][0]!r}): "
+        "ncu --print-nvtx-rename kernel output, which keeps no function name; a join to a timeline cannot match "
+        "its kernels (export with --print-nvtx-rename none)"
     ]
 
 
