@@ -338,3 +338,26 @@ def test_kernel_names_beside_their_ranges_are_not_taken_for_renamed(tmp_path):
     result = analyze_kernel_metrics(ncu, tl, analyze_iterations(tl))
     # per iteration (1000 ns): (200 * 50 + 100 * 50) / 1000 = 15 %
     assert result.value("sms_active") == pytest.approx(15.0)
+
+
+# ------------------------------------------------------ UTF-16 (Windows PowerShell 5.1's `ncu --csv ... > x.csv`)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-be"])
+def test_a_csv_written_in_utf16_with_a_byte_order_mark_is_read(tmp_path, encoding):
+    """Windows PowerShell 5.1 writes a redirected command's output (``>``, Out-File) as UTF-16LE with a byte
+    order mark: the header was not found ('no ncu CSV header'), though it is there."""
+    lines = [
+        "==PROF== Disconnected from process 110830",
+        header("gpu__time_duration.sum", WARPS),
+        units("usecond", "%"),
+        row(0, "10", "50"),
+        row(1, "30", "10"),
+    ]
+    text = "\r\n".join(lines) + "\r\n"
+    data = text.encode(encoding) if encoding == "utf-16" else b"\xfe\xff" + text.encode(encoding)
+    path = tmp_path / "synthetic_utf16.ncu.csv"
+    path.write_bytes(data)
+    trace = read_trace(path)
+    assert durations(trace) == [10_000, 30_000]
+    assert analyze_kernel_metrics(trace).summary["warp_occupancy"]["kernel_time"] == pytest.approx(20.0)

@@ -444,13 +444,16 @@ def _is_header(line: str) -> bool:
 def _csv_tables(path: Path) -> tuple[list[str], list[str]]:
     """The CSV tables of an ncu output file (plain or gzipped), each from its header line (first field "ID")
     to the next header: one table, or several where runs were appended to one file (``>>``) or ncu wrote one
-    table per process. Each keeps its own columns and units row. Lines of ncu's log (``==PROF==``) are dropped;
+    table per process. Each keeps its own columns and units row. UTF-8, or UTF-16 with its byte order mark. Lines of ncu's log (``==PROF==``) are dropped;
     its ``==ERROR==`` lines are returned too (a kernel ncu failed to profile: a replay timeout, a driver error,
     is missing from the tables). Read through :func:`tracekit.io.read_inflated`: a pipe once, the inflated
     size watched."""
     from tracekit.io import read_inflated
 
-    text = read_inflated(path).decode("utf-8-sig", errors="replace")
+    data = read_inflated(path)
+    # Windows PowerShell 5.1 writes a redirected output (`ncu --csv ... > x.csv`) as UTF-16 with a byte order mark
+    utf16 = data.startswith((b"\xff\xfe", b"\xfe\xff"))
+    text = data.decode("utf-16" if utf16 else "utf-8-sig", errors="replace")
     # (a byte-order mark starts each file that files were joined from, `cat a.csv b.csv`: a table's header
     # after one had read as a row of the table before)
     lines = [line.removeprefix("\ufeff") for line in text.splitlines()]
