@@ -361,3 +361,39 @@ def test_a_csv_written_in_utf16_with_a_byte_order_mark_is_read(tmp_path, encodin
     trace = read_trace(path)
     assert durations(trace) == [10_000, 30_000]
     assert analyze_kernel_metrics(trace).summary["warp_occupancy"]["kernel_time"] == pytest.approx(20.0)
+
+
+# ------------------------------------------------- --print-summary per-nvtx: "Invocations" and "Average" only
+
+
+def test_a_per_nvtx_summary_is_refused_as_a_summary(tmp_path):
+    """``ncu --print-summary per-nvtx --csv``: one row per (NVTX range, kernel name, metric) with its
+    "Invocations" and "Average" (the form a public test fixture of such output has: no ID, no Minimum or
+    Maximum column). It had been refused as 'no ncu CSV header (a line starting with "ID")', which says
+    nothing of what the file is."""
+    from tracekit.errors import TraceFormatError
+
+    rng = '" ""block::A3:none:none:none:none:none:none"" "'
+    lines = [
+        "==PROF== Connected",
+        '"Domain","Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg","Kernel Name","Invocations","Metric Name",'
+        '"Average"',
+        f'"<default domain>",{rng},"nvjet_tst","3","gpu__time_duration.sum","1000"',
+    ]
+    with pytest.raises(TraceFormatError, match="--print-summary"):
+        read_trace(write(tmp_path, lines))
+
+
+def test_a_per_kernel_summary_of_ncu_2025_is_refused_as_a_summary(tmp_path):
+    """The header a public document prints for ``ncu --import X.ncu-rep --csv --print-summary per-kernel``
+    (Nsight Compute of 2025, CC 11.0)."""
+    from tracekit.errors import TraceFormatError
+
+    lines = [
+        '"Process ID","Process Name","Host Name","Kernel Name","Block Size","Grid Size","Device","CC","Invocations",'
+        '"Section Name","Metric Name","Metric Unit","Minimum","Maximum","Average"',
+        '"109199","bench","127.0.0.1","saxpyKernel(float, const float *, float *, unsigned long)","(256, 1, 1)",'
+        '"(4096, 1, 1)","0","11.0","14","Occupancy","Theoretical Occupancy","%","100.00","100.00","100.00"',
+    ]
+    with pytest.raises(TraceFormatError, match="--print-summary"):
+        read_trace(write(tmp_path, lines))

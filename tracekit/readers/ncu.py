@@ -141,8 +141,18 @@ _VERSION_RE = re.compile(rb"(20\d\d\.\d+\.\d+(?:\.\d+)?) \(build \d+\)")
 #: the header of ``ncu --print-summary per-kernel|per-gpu|per-nvtx`` output: statistics over the invocations of
 #: each kernel name (Minimum/Maximum/Average columns), not one row per kernel
 _SUMMARY_HEADER = re.compile(r'"?Metric Name"?,.*"?Minimum"?,"?Maximum"?,"?Average"?')
+#: a header with an "Invocations" column (the count of calls a summary row is over) and a "Metric Name" column:
+#: ``--print-summary`` output too, whatever its statistics columns (a per-nvtx form has "Average" alone)
+_INVOCATIONS = re.compile(r'(^|,)"?Invocations"?(,|$)')
+_METRIC_NAME = re.compile(r'(^|,)"?Metric Name"?(,|$)')
+
+
+def _is_summary_header(line: str) -> bool:
+    return bool(_SUMMARY_HEADER.search(line) or (_INVOCATIONS.search(line) and _METRIC_NAME.search(line)))
+
+
 SUMMARY_ERROR = (
-    "ncu --print-summary output (Minimum/Maximum/Average over the invocations of each kernel name), not one "
+    "ncu --print-summary output (statistics over the invocations of each kernel name), not one "
     "row per kernel: kernel durations and counts cannot be read from it; export the raw page: "
     "ncu --import REPORT.ncu-rep --csv --page raw"
 )
@@ -459,7 +469,7 @@ def _csv_tables(path: Path) -> tuple[list[str], list[str]]:
     lines = [line.removeprefix("\ufeff") for line in text.splitlines()]
     tables: list[list[str]] = []
     for line in lines:
-        if _SUMMARY_HEADER.search(line):
+        if _is_summary_header(line):
             raise TraceFormatError(SUMMARY_ERROR, path)
         if _is_header(line):
             tables.append([line])
