@@ -14,6 +14,8 @@ import pytest
 
 import tracekit
 from tests.builders import kineto_event
+from tracekit import limits
+from tracekit.errors import TraceFormatError
 from tracekit.readers.kineto import read
 
 PID, TID, DEVICE, STREAM = 10, 11, 0, 7
@@ -159,3 +161,59 @@ def test_a_step_with_company_is_no_stub(tmp_path: Path, extra: list[dict[str, An
     """Two steps (the analysis's own rule then decides), an operator, or another range: no such warning."""
     path = _write(tmp_path, _stub_events(extra=extra))
     assert not any("schedule's wait or warm-up" in w for w in read(path).warnings)
+
+
+# --- a PyTorch execution trace (ExecutionTraceObserver, Chakra ET JSON) given for the Kineto trace
+
+
+def test_an_execution_trace_is_named_in_one_line(tmp_path: Path) -> None:
+    """``profile(execution_trace_observer=ExecutionTraceObserver().register_callback(path))`` writes a second
+    JSON file beside the Kineto trace (torch 2.13, real here: schema "1.1.1-chakra.0.0.4", pid, time,
+    start_ts, nodes, finish_ts): operators' ids, shapes and dependencies, no times. It had been refused as
+    'not a Kineto trace: no traceEvents', which does not say which file to give instead."""
+    doc = {
+        "schema": "1.1.1-chakra.0.0.4",
+        "pid": 21054,
+        "time": "2026-11-28 09:36:22",
+        "start_ts": 705281,
+        "nodes": [{"id": 2, "name": "[pytorch|profiler|execution_trace|thread]", "ctrl_deps": 1}],
+        "finish_ts": 705999,
+    }
+    path = tmp_path / "et.synthetic.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError) as info:
+        read(path)
+    assert str(info.value) == (
+        f"{path}: not a Kineto trace: no traceEvents (this looks like a PyTorch execution trace, "
+        "ExecutionTraceObserver's Chakra JSON: it records operators and their dependencies, not their times; "
+        "give the Kineto trace of the same run, export_chrome_trace's or tensorboard_trace_handler's)"
+    )
+
+
+@pytest.mark.parametrize("max_event", [None, 1 << 16])
+def test_a_long_execution_trace_is_named_before_its_nodes_are_read(
+    tmp_path: Path, max_event: int | None
+) -> None:
+    """An execution trace longer than the head the reader scans for ``traceEvents`` (1 MiB) is read key by
+    key: it had been named 'no traceEvents' only after its nodes were read whole, and when the nodes array
+    passes the event limit (16 MiB by default; a real model's ET does) the message had advised
+    ``--max-event``, which would only have read the megabytes to say 'no traceEvents'."""
+    nodes = [
+        {"id": i, "name": "aten::mm", "ctrl_deps": 1, "inputs": {"shapes": [[64, 64]]}} for i in range(25_000)
+    ]
+    doc = {
+        "schema": "1.1.1-chakra.0.0.4",
+        "pid": 1,
+        "time": "t",
+        "start_ts": 1,
+        "nodes": nodes,
+        "finish_ts": 2,
+    }
+    path = tmp_path / "long_et.synthetic.json"
+    path.write_text(json.dumps(doc))
+    assert path.stat().st_size > 1 << 20
+    limits_in_force = limits.reading_limits()
+    values = None if max_event is None else (limits_in_force[0], limits_in_force[1], max_event)
+    with limits.reading_limits_applied(values), pytest.raises(TraceFormatError) as info:
+        read(path)
+    assert "this looks like a PyTorch execution trace" in str(info.value)

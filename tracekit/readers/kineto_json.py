@@ -347,7 +347,18 @@ def _own_output(top: dict[str, Any]) -> str:
             return (
                 f" (this looks like the output of `tracekit {command} --format json`, not a profiler's trace)"
             )
+    if EXECUTION_TRACE_KEYS <= top.keys():
+        return (
+            " (this looks like a PyTorch execution trace, ExecutionTraceObserver's Chakra JSON: it records "
+            "operators and their dependencies, not their times; give the Kineto trace of the same run, "
+            "export_chrome_trace's or tensorboard_trace_handler's)"
+        )
     return ""
+
+
+#: Top-level keys of a PyTorch execution trace (``torch.profiler.ExecutionTraceObserver``: schema
+#: "1.1.1-chakra.0.0.4" in torch 2.13, with pid, time, start_ts, finish_ts), written beside the Kineto trace
+EXECUTION_TRACE_KEYS = frozenset({"schema", "nodes"})
 
 
 def decode_header_value(value: msgspec.Raw) -> Any:

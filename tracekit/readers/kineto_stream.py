@@ -222,7 +222,7 @@ def _head_streamed(text: _Text, opening: int) -> tuple[dict[str, msgspec.Raw], i
                 raise TraceFormatError("truncated or invalid JSON: the document ends before its events", path)
             byte = text.buf[pos : pos + 1]
             if byte == b"}":
-                raise TraceFormatError("not a Kineto trace: no traceEvents", path)
+                raise TraceFormatError(f"not a Kineto trace: no traceEvents{kd._own_output(head)}", path)
             if byte == b"," and head:
                 pos += 1
                 continue
@@ -237,6 +237,10 @@ def _head_streamed(text: _Text, opening: int) -> tuple[dict[str, msgspec.Raw], i
             pos = json_value.skip_ws(text, pos + 1)
             if key == b'"traceEvents"' and text.buf[pos : pos + 1] == b"[":
                 return head, pos
+            # another tool's document (an execution trace's nodes: megabytes) is named before its value is read
+            known = kd._own_output(dict.fromkeys([*head, *(_decode_object(b"{" + key + b": null}") or {})]))
+            if known:
+                raise TraceFormatError(f"not a Kineto trace: no traceEvents{known}", path)
             value, pos, _ = json_value.read_value(
                 text, pos, limits.current.max_string, limits.current.max_event
             )
