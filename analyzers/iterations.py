@@ -2661,50 +2661,48 @@ def summarize(
 
 
 def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """Name what the host was doing at the start of each of the longest gaps.
+    """Name what the host was doing at the start of each of the longest gaps (at its start + 1 ns).
 
-    The API call in progress at the gap's start if any, else the innermost non-iteration range in progress,
-    else "host code outside API calls" (Python/framework work).
+    The API call in progress then, if any (on any thread; on one thread the outermost of the calls in progress,
+    ``cudaMemcpy`` rather than the driver call it made; across threads the one that started last), else the
+    innermost host range in progress (the latest-started one: not an iteration's own range, not a GPU-side
+    range such as Kineto's ``gpu_user_annotation``, which spans the device's work, not the host's), else "host
+    code outside API calls" (Python/framework work). A call or range that ended before the gap is never
+    named, however late it started: an enclosing one still in progress is.
     """
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
     longest = _longest(gaps, LONGEST_GAPS).select("_row", "iteration", "start_ns")
-    probe = longest.with_columns((pl.col("start_ns") + 1).alias("t")).sort("t")
+    probe = longest.select("iteration", "start_ns", (pl.col("start_ns") + 1).alias("t"))
 
-    def in_progress(frame: pl.DataFrame, label: str) -> pl.DataFrame:
-        if frame.is_empty():
-            return probe.with_columns(pl.lit(None, pl.String).alias(label))
-        src = frame.select(pl.col("start").alias("t"), pl.col("end").alias("ctx_end"), pl.col("name")).sort(
-            "t"
+    def in_progress(frame: pl.DataFrame, label: str, outermost_per_thread: bool) -> pl.DataFrame:
+        """Per probe, the name of the interval of ``frame`` in progress at ``t`` (start <= t < end) that
+        started last, after keeping only each thread's outermost one when ``outermost_per_thread``."""
+        # (one pass keeps the few rows in progress at some probe; the join then pairs them with their probes)
+        times = probe.get_column("t").unique().to_list()
+        src = frame.select("start", "end", "pid", "thread", "name").filter(
+            pl.any_horizontal([(pl.col("start") <= t) & (pl.col("end") > t) for t in times])
         )
-        joined = probe.join_asof(src, on="t", strategy="backward")
-        return joined.select(
-            "iteration",
-            "start_ns",
-            "t",
-            pl.when(pl.col("ctx_end") > pl.col("t")).then(pl.col("name")).alias(label),
+        running = probe.join_where(src, pl.col("start") <= pl.col("t"), pl.col("end") > pl.col("t"))
+        if outermost_per_thread:
+            running = running.sort(["start", "end"], descending=[False, True], nulls_last=True).unique(
+                ["iteration", "start_ns", "pid", "thread"], keep="first", maintain_order=True
+            )
+        latest = running.sort(["start", "end"], descending=[True, False], nulls_last=True).unique(
+            ["iteration", "start_ns"], keep="first"
         )
-
-    def api_in_progress() -> pl.DataFrame:
-        # trace.api is sorted by (start, end): the call an as-of join would pick (the last one starting at or
-        # before t) is found by binary search, without copying and sorting the API table.
-        api = trace.api
-        if api.is_empty() or api.get_column("start").null_count():
-            return in_progress(api, "api")
-        pos = api.get_column("start").search_sorted(probe.get_column("t"), side="right").cast(pl.Int64) - 1
-        at = pos.clip(lower_bound=0)
-        running = (pos >= 0) & (api.get_column("end").gather(at) > probe.get_column("t"))
-        return probe.select(
-            "iteration",
-            "start_ns",
-            "t",
-            pl.when(running).then(api.get_column("name").gather(at)).alias("api"),
+        return probe.join(
+            latest.select("iteration", "start_ns", pl.col("name").alias(label)),
+            on=["iteration", "start_ns"],
+            how="left",
         )
 
-    iteration_starts = ranges["range_start"]
-    inner_ranges = trace.ranges.filter(~pl.col("start").is_in(iteration_starts.implode()))
-    api_ctx = api_in_progress()
-    range_ctx = in_progress(inner_ranges.sort("start"), "range")
+    iterations = ranges.select(pl.col("range_start").alias("start"), pl.col("range_end").alias("end"))
+    host_ranges = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).join(
+        iterations, on=["start", "end"], how="anti"
+    )
+    api_ctx = in_progress(trace.api, "api", outermost_per_thread=True)
+    range_ctx = in_progress(host_ranges, "range", outermost_per_thread=False)
     context = api_ctx.join(
         range_ctx.select("iteration", "start_ns", "range"), on=["iteration", "start_ns"]
     ).select(

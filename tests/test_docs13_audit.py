@@ -41,13 +41,6 @@ def test_baseline_host_code_outside_api_calls_when_nothing_is_open() -> None:
     assert _context(gaps, 2000) == "host code outside API calls"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs13: design.md section 4 (Gaps) says cpu_context is the API call in progress, else the "
-    "latest-started non-iteration range still open; _with_cpu_context takes Kineto's GPU-side copy of the "
-    "iteration range (domain 'gpu', which starts later than the host range) as a host range and shows "
-    "'in range iteration' as what the host was doing (seen on the committed H200 eager trace's longest gaps)",
-)
 def test_a_gpu_side_annotation_is_not_what_the_host_was_in() -> None:
     # Host range [0, 10000) and Kineto's GPU-side copy of it [1000, 9000) (domain "gpu", as
     # gpu_user_annotation is read). At the inner gap's start (2000) the host runs its own code: no API call,
@@ -63,13 +56,6 @@ def test_a_gpu_side_annotation_is_not_what_the_host_was_in() -> None:
     assert _context(gaps, 2000) == "host code outside API calls"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs13: design.md section 4 says the latest-started non-iteration range still open (the "
-    "docstring: the innermost in progress); _with_cpu_context takes the latest-started range before the gap "
-    "and, when that one has already ended, says 'host code outside API calls' though an enclosing range "
-    "is still open",
-)
 def test_an_enclosing_range_still_open_is_named_when_a_later_inner_one_has_ended() -> None:
     # iteration [0, 10000) holds 'forward' [50, 9000), which holds 'layer' [60, 150). At the inner gap's
     # start (2000) 'layer' has ended and 'forward' is still open: the host is in range forward.
@@ -84,12 +70,6 @@ def test_an_enclosing_range_still_open_is_named_when_a_later_inner_one_has_ended
     assert _context(gaps, 2000) == "in range forward"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs13: design.md section 4 says cpu_context is the API call in progress at gap start + 1 ns (any "
-    "thread); _with_cpu_context looks only at the latest-started call, so a call still running (a "
-    "synchronous copy) is missed when a shorter call nested in it started later and has ended",
-)
 def test_an_api_call_still_running_is_named_when_a_later_nested_call_has_ended() -> None:
     # A cudaMemcpy [1500, 4000) with a short driver call nested in it [1600, 1700). At the inner gap's start
     # (2000) the host is inside cudaMemcpy.
