@@ -200,6 +200,9 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
                 _element_types(a.get("input_type_shape")),
                 _first_shape(a.get("input_type_shape")),
                 a.get("parent_name"),
+                # "1" where the node wrote no output shape (``[]``: a failed node, or outputs that are no
+                # tensors), "0" where it wrote some, null where it wrote none (ORT 0.x)
+                None if (out := a.get("output_type_shape")) is None else "1" if out == [] else "0",
             )
             for e in events
         ]
@@ -219,6 +222,7 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         "input_types",
         "first_shape",
         "parent_name",
+        "no_output",
     )
     frame = pl.DataFrame(
         {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
@@ -552,13 +556,42 @@ def partial_runs(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] |
         .select("_session", "seq")
         .unique()
     )
-    found = seqs.join(prefixes, on=["_session", "seq"], how="semi", nulls_equal=True).sort("_run")
+    prefix = seqs.join(prefixes, on=["_session", "seq"], how="semi", nulls_equal=True)
+    failed = _failed_at_last_node(nodes, runs).join(prefix, on="_run", how="anti")
+    found = pl.concat([prefix.select(failed.columns), failed]).sort("_run")
     if found.is_empty():
         return None
-    return {
+    partial: dict[str, Any] = {
         "runs": [list(r) for r in found.select("pid_i", "tid_i", "start").iter_rows()],
         "of": session.filter(pl.col("name") == MODEL_RUN).height,
     }
+    if (
+        failed.height
+    ):  # (how many of them ran every node and failed at the last: :func:`_failed_at_last_node`)
+        partial["failed_at_last_node"] = failed.height
+    return partial
+
+
+def _failed_at_last_node(nodes: pl.DataFrame, runs: pl.DataFrame) -> pl.DataFrame:
+    """The runs of ``runs`` (``_run``, ``pid_i``, ``tid_i``, ``start``) that failed at their last node: every
+    node ran, so no prefix rule sees them, but ORT wrote the failing node's event with no output shape
+    (``output_type_shape`` [], ``output_size`` "0"; ORT 1.32, real: a Reshape given a shape its input cannot
+    take, 141 µs with the error) where an event of the same node name wrote one. A node whose outputs are no
+    tensors writes [] in every run, and an empty shape before a run's last node is no failure (ORT stops at
+    the failing node)."""
+    shaped = nodes.filter(pl.col("no_output") == "0").get_column("name").unique()
+    if shaped.is_empty() or not nodes.select((pl.col("no_output") == "1").any()).item():
+        return runs.clear().select("_run", "pid_i", "tid_i", "start")
+    last = (
+        _inside_runs(
+            nodes.select("pid_i", "tid_i", "start", "order", "name", "no_output"), runs, ["pid_i", "tid_i"]
+        )
+        .sort("order")
+        .group_by("_run")
+        .agg(pl.col("name").last(), pl.col("no_output").last())
+    )
+    failed = last.filter((pl.col("no_output") == "1") & pl.col("name").is_in(shaped.implode()))
+    return runs.join(failed.select("_run"), on="_run", how="semi").select("_run", "pid_i", "tid_i", "start")
 
 
 def _version(events: list[dict[str, Any]]) -> str | None:
@@ -1078,12 +1111,22 @@ def read(path: Path) -> Trace:
     if partial is not None:
         meta[PARTIAL_RUNS] = partial
         count = len(partial["runs"])
-        warnings.append(
-            f"{count} of {partial['of']} 'model_run' events ran only a prefix of the nodes another run ran, then "
-            "stopped: runs that failed at a node (ORT records a failed run with the nodes it ran, the failing one "
-            "last), were stopped by RunOptions.terminate, or fetched fewer outputs (only_execute_path_to_fetches); "
-            "they are not whole inferences (the analysis leaves them out of the iterations)"
-        )
+        at_last = partial.get("failed_at_last_node", 0)
+        if count > at_last:
+            warnings.append(
+                f"{count - at_last} of {partial['of']} 'model_run' events ran only a prefix of the nodes another "
+                "run ran, then stopped: runs that failed at a node (ORT records a failed run with the nodes it ran, "
+                "the failing one last), were stopped by RunOptions.terminate, or fetched fewer outputs "
+                "(only_execute_path_to_fetches); they are not whole inferences (the analysis leaves them out of the "
+                "iterations)"
+            )
+        if at_last:
+            warnings.append(
+                f"{at_last} of {partial['of']} 'model_run' events failed at their last node: its event has no "
+                "output shape (output_type_shape []) where the same node wrote one in other runs (ORT records a "
+                "failed run with the nodes it ran, the failing one last); they are not whole inferences (the "
+                "analysis leaves them out of the iterations)"
+            )
     shapes = run_shapes(session, nodes.filter(~container))
     if shapes is not None:
         meta[RUN_SHAPES] = shapes
