@@ -397,3 +397,52 @@ def test_a_per_kernel_summary_of_ncu_2025_is_refused_as_a_summary(tmp_path):
     ]
     with pytest.raises(TraceFormatError, match="--print-summary"):
         read_trace(write(tmp_path, lines))
+
+
+# ------------------------------------------- a row with more fields than its header (quotes removed: sed 's/"//g')
+
+
+def test_a_row_with_more_fields_than_the_header_is_refused_not_shifted(tmp_path):
+    """A CSV whose quotes were removed (``sed 's/"//g'``, to read it more easily): a kernel name with a comma
+    splits into two fields, and every later field moved one column right. The extra field had been dropped
+    silently, so kernel 1's duration read 9 us (its CC, 9.0) and its warp occupancy 30% (its duration): a
+    kernel-time average of 40.5% where the truth is (10*50 + 30*10) / 40 = 20%. Refused, naming the row."""
+    from tracekit.errors import TraceFormatError
+
+    lines = [
+        "ID,Process ID,Process Name,Host Name,Kernel Name,Context,Stream,Block Size,Grid Size,Device,CC,"
+        f"gpu__time_duration.sum,{WARPS}",
+        ",,,,,,,,,,,usecond,%",
+        '0,42,app,h,k(int*),1,7,"(128, 1, 1)","(8, 1, 1)",0,9.0,10,50',
+        '1,42,app,h,void k<float, 4>(int*),1,7,"(128, 1, 1)","(8, 1, 1)",0,9.0,30,10',
+    ]
+    with pytest.raises(TraceFormatError, match=r"14 fields.*13") as err:
+        read_trace(write(tmp_path, lines))
+    assert "void k<float" in str(err.value)
+
+
+def test_the_cli_refuses_it_in_one_line(tmp_path, capsys):
+    from tracekit.cli import main
+
+    lines = [
+        f"ID,Process ID,Kernel Name,gpu__time_duration.sum,{WARPS}",
+        ",,,usecond,%",
+        "0,42,void k<float, 4>(int*),30,10",
+    ]
+    path = write(tmp_path, lines)
+    assert main(["analyze", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "fields" in err and "Traceback" not in err
+
+
+def test_a_trailing_empty_field_is_still_read(tmp_path):
+    """A trailing comma (an empty extra field) moves nothing: the row reads as before."""
+    lines = [
+        header("gpu__time_duration.sum", WARPS),
+        units("usecond", "%"),
+        row(0, "10", "50") + ",",
+        row(1, "30", "10"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert durations(trace) == [10_000, 30_000]
+    assert analyze_kernel_metrics(trace).summary["warp_occupancy"]["kernel_time"] == pytest.approx(20.0)

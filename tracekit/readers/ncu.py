@@ -492,16 +492,46 @@ _LABEL_NAME = r"^.*\(([A-Za-z0-9_:]+__[^\s()]+)\)$"
 
 def _read_table(text: str, number: int, path: Path) -> pl.DataFrame:
     """One CSV table of the file (all strings), its rows tagged ``_table`` = ``number``; a column named
-    "Label (metric_name)" (``--print-metric-name label-name``) is named by its metric name."""
+    "Label (metric_name)" (``--print-metric-name label-name``) is named by its metric name. A row with more
+    non-empty fields than the header is refused (:func:`_overlong_row`): its fields would be read a column off."""
     try:
-        frame = pl.read_csv(
-            io.StringIO(text), infer_schema=False, has_header=True, truncate_ragged_lines=True
-        )
-    except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+        frame = pl.read_csv(io.StringIO(text), infer_schema=False, has_header=True)
+    except pl.exceptions.ComputeError as exc:
+        if "more fields" not in str(exc):
+            raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
+        _overlong_row(text, path)
+        frame = None  # extra fields that are all empty (a trailing comma): dropped
+    except pl.exceptions.NoDataError as exc:
         raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
+    if frame is None:
+        try:
+            frame = pl.read_csv(
+                io.StringIO(text), infer_schema=False, has_header=True, truncate_ragged_lines=True
+            )
+        except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
+            raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
     names = {c: m.group(1) for c in frame.columns if (m := re.match(_LABEL_NAME, c))}
     rename = {c: n for c, n in names.items() if n not in frame.columns and list(names.values()).count(n) == 1}
     return frame.rename(rename).with_columns(pl.lit(number, pl.Int64).alias("_table"))
+
+
+def _overlong_row(text: str, path: Path) -> None:
+    """TraceFormatError naming the first row of ``text`` (one CSV table) with more non-empty fields than its
+    header: a field with a comma written without quotes (a kernel name "void k<float, 4>(int*)" in a CSV whose
+    quotes were removed, ``sed 's/"//g'``) moves every later field one column right, so each value would be
+    read as another column's (a duration as the CC, an occupancy as a duration)."""
+    import csv
+
+    rows = csv.reader(io.StringIO(text))
+    width = len(next(rows, []))
+    for number, row in enumerate(rows, start=2):
+        if len(row) > width and any(field.strip() for field in row[width:]):
+            raise TraceFormatError(
+                f"row {number} of the CSV table has {len(row)} fields, its header {width}: a field with a comma "
+                f"written without quotes (were the CSV's quotes removed?) moves the values after it into other "
+                f"columns; export it again (ncu --csv quotes every field): {','.join(row)[:120]!r}",
+                path,
+            )
 
 
 def _is_details(frame: pl.DataFrame) -> bool:
