@@ -97,13 +97,6 @@ def test_table_leaves_out_a_damaged_trace_among_several_and_exits_1(
     assert f"left out: {damaged}" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="docs13: formats.md (a trace that cannot be read is left out with a 'left out: FILE: problem' "
-    "warning and the others are shown; exit 1) and design.md section 2 (a bad input among several is left "
-    "out): a path that does not exist among several ends 'table' (and 'report') with exit 2 and no "
-    "output, in inputs.resolve_inputs, before the per-input policy; 'analyze A B' analyzes the others (exit 1)",
-)
 def test_table_leaves_out_a_missing_trace_among_several_and_exits_1(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -275,7 +275,8 @@ def resolve_inputs(
 ) -> list[TraceInput]:
     """Run directories and trace files (the module docstring) as TraceInputs, in order; ``ncu``: Nsight Compute
     traces to join to them (``table --ncu``), matched by their sidecar's (runtime, batch size, sequence length),
-    else in order. TracekitError (one line) for a missing input or an ncu file that matches no input. One path
+    else in order. TracekitError (one line) for a missing input given alone (one of several is kept, so that
+    its analysis fails alone and it is left out as a damaged trace is) or an ncu file that matches no input. One path
     alone (``tracekit.table("runs/bert-onnx")``, as a notebook user writes it) is one input, not its
     characters."""
     if isinstance(paths, (str, Path)):
@@ -289,7 +290,9 @@ def resolve_inputs(
             _check_run_dir(path)
             inputs += _run_inputs(path, prefer)
         elif not path.exists():
-            raise TracekitError("no such file or directory", path)
+            if len(paths) == 1:
+                raise TracekitError("no such file or directory", path)
+            inputs.append(TraceInput(path=path))  # one of several: its read fails alone (left out, exit 1)
         else:
             inputs.append(_file_input(path))
     return _attach_ncu(inputs, [Path(p) for p in ncu]) if ncu else inputs
