@@ -134,11 +134,11 @@ def _stub_events(step_us: float = 7.741, extra: list[dict[str, Any]] | None = No
 
 
 STUB_WARNING = (
-    "the trace holds one step, ProfilerStep#5 (0.008 ms), and no operator, launch call or device op: the trace "
-    "torch.profiler writes when it stops during a schedule's wait or warm-up (the step the last p.step() "
-    "opened; tensorboard_trace_handler writes it beside the run's trace, and an on_trace_ready that writes one "
-    "path overwrites the run's trace with it): its latency is not an iteration's; analyze the trace of the "
-    "schedule's active steps"
+    "the trace holds one step, ProfilerStep#5 (0.008 ms), and no operator, launch call or device op: if "
+    "torch.profiler stopped during a schedule's wait or warm-up, this is the trace it writes then (the step the "
+    "last p.step() opened; tensorboard_trace_handler writes it beside the run's trace, and an on_trace_ready that "
+    "writes one path overwrites the run's trace with it), and its latency is not an iteration's: analyze the "
+    "trace of the schedule's active steps"
 )
 
 
@@ -155,10 +155,12 @@ def test_a_trace_of_only_the_closing_profiler_step_says_what_it_is(tmp_path: Pat
         [kineto_event("user_annotation", "ProfilerStep#6", 5001314898100, 5000, PID, PID)],
         [kineto_event("cpu_op", "aten::mm", 5001314898072, 3, PID, PID)],
         [kineto_event("user_annotation", "preprocess", 5001314898072, 3, PID, PID)],
+        [kineto_event("python_function", "run.py(12): <module>", 5001314898072, 3, PID, PID)],
     ],
 )
 def test_a_step_with_company_is_no_stub(tmp_path: Path, extra: list[dict[str, Any]]) -> None:
-    """Two steps (the analysis's own rule then decides), an operator, or another range: no such warning."""
+    """Two steps (the analysis's own rule then decides), an operator, another range, or Python tracing (work
+    the profiler saw, not a stub): no such warning."""
     path = _write(tmp_path, _stub_events(extra=extra))
     assert not any("schedule's wait or warm-up" in w for w in read(path).warnings)
 

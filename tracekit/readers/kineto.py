@@ -526,26 +526,29 @@ def _unread_gpu_categories(categories: set[str], gpu_ops: pl.DataFrame) -> list[
     return warnings
 
 
-def _closing_step_only(ranges: pl.DataFrame) -> list[str]:
+def _closing_step_only(ranges: pl.DataFrame, categories: set[str]) -> list[str]:
     """A warning when a trace without any operator, call or device op (the caller checks) holds one range,
-    a ``ProfilerStep#N``: the trace torch.profiler hands ``on_trace_ready`` when it stops during a
-    schedule's wait or warm-up (``_transit_action`` to None runs start_trace, stop_trace and trace_ready),
-    whose only event is the step the last ``p.step()`` opened and the stop closed (torch 2.13, real: a
-    7.7 µs ``ProfilerStep#5``). ``tensorboard_trace_handler`` writes it as a second file beside the run's
-    trace; an ``on_trace_ready`` that exports to one path overwrites the run's trace with it. Its length is
-    no iteration's latency. (A run of more steps without operators, ORT or NumPy work under torch.profiler,
-    gets no such warning.)"""
+    a ``ProfilerStep#N``, and no event of another category than annotations and the profiler's ``Trace``
+    span: what torch.profiler hands ``on_trace_ready`` when it stops during a schedule's wait or warm-up
+    (``_transit_action`` to None runs start_trace, stop_trace and trace_ready), whose only event is the step
+    the last ``p.step()`` opened and the stop closed (torch 2.13, real: a 7.7 µs ``ProfilerStep#5``).
+    ``tensorboard_trace_handler`` writes it as a second file beside the run's trace; an ``on_trace_ready``
+    that exports to one path overwrites the run's trace with it. The file cannot tell it from one step of
+    work torch.profiler does not see (ORT or NumPy under torch.profiler), so the warning says "if". (More
+    steps, Python tracing or memory events: no such warning.)"""
     user = ranges.filter(pl.col("domain") == "user")
     if user.height != 1 or not str(user["name"][0]).startswith(PROFILER_STEP_PREFIX):
+        return []
+    if {c.lower() for c in categories} - {*USER_RANGE_CATEGORIES, "trace"}:
         return []
     start, end = user["start"][0], user["end"][0]
     span = end - start if start is not None and end is not None else 0
     return [
         f"the trace holds one step, {user['name'][0]} ({span / 1e6:.3f} ms), and no operator, launch call or "
-        "device op: the trace torch.profiler writes when it stops during a schedule's wait or warm-up (the step "
-        "the last p.step() opened; tensorboard_trace_handler writes it beside the run's trace, and an "
-        "on_trace_ready that writes one path overwrites the run's trace with it): its latency is not an "
-        "iteration's; analyze the trace of the schedule's active steps"
+        "device op: if torch.profiler stopped during a schedule's wait or warm-up, this is the trace it writes "
+        "then (the step the last p.step() opened; tensorboard_trace_handler writes it beside the run's trace, "
+        "and an on_trace_ready that writes one path overwrites the run's trace with it), and its latency is not "
+        "an iteration's: analyze the trace of the schedule's active steps"
     ]
 
 
@@ -1787,7 +1790,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     ranges = _ranges(x_events, main_pid)
     warnings += _unread_range_categories(categories, ranges)
     if device == "cpu" and ops.is_empty() and api.is_empty():
-        warnings += _closing_step_only(ranges)
+        warnings += _closing_step_only(ranges, categories)
     compiled = _compiled_cpu_code(ops, ranges) if device == "cpu" else None
     if compiled:  # the analysis may doubt a verdict on it (its key in meta)
         warnings.append(compiled["warning"])
