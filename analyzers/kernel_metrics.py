@@ -53,6 +53,9 @@ kernel-time average is over the wholly profiled iterations. A profile that cover
 short by ``--launch-count``: the first kernels of an iteration are not its mix) gives no kernel-time average
 either (``kernel_time_profiled`` keeps the average over its kernels alone), with a warning.
 
+Kernels that ran inside NVTX start/end ranges only (the reader's ``meta["nvtx_start_end"]``; such ranges are not
+read) get no scope: all are joined in profiling order, with a warning.
+
 A report whose kernels are named by their NVTX ranges (``ncu --print-nvtx-rename kernel``: the reader's
 ``meta["nvtx_renamed"]``) is not joined: no name can be checked, so no value of it is used, with a warning.
 
@@ -795,6 +798,12 @@ def analyze_kernel_metrics(
                 f"no Nsight Compute kernel ran inside an NVTX range named {scope!r}; "
                 f"using all {values.height} kernels in profiling order"
             )
+    elif not same_trace and scope is not None and metrics_trace.meta.get("nvtx_start_end"):
+        warnings.append(
+            f"{metrics_trace.meta['nvtx_start_end']} Nsight Compute kernels ran inside NVTX start/end ranges "
+            f"(nvtxRangeStart/End), which tracekit does not read, and none inside a push/pop range: the scope of "
+            f"{scope!r} is not applied to them; all {values.height} kernels are used in profiling order"
+        )
     joined: pl.DataFrame | None = None
     measured = any(values[f"{c}_how"].is_not_null().any() for c in COLUMNS)
     if not same_trace and not measured:

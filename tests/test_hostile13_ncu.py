@@ -446,3 +446,43 @@ def test_a_trailing_empty_field_is_still_read(tmp_path):
     trace = read_trace(write(tmp_path, lines))
     assert durations(trace) == [10_000, 30_000]
     assert analyze_kernel_metrics(trace).summary["warp_occupancy"]["kernel_time"] == pytest.approx(20.0)
+
+
+# ------------------------------------------- NVTX start/end ranges only (nvtxRangeStart/End, not push/pop)
+
+STARTSTOP = "Id:Domain:Start/Stop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+
+
+def test_kernels_in_start_end_ranges_only_are_said_to_be_unscoped(tmp_path):
+    """An application that marks its iterations with NVTX start/end ranges (``nvtxRangeStartA``,
+    ``torch.cuda.nvtx.range_start``): ncu writes them in its Start/Stop column, which tracekit does not read, so
+    no kernel has a range and the iteration scope was skipped without a word. Now a warning says so (the values
+    are joined in profiling order as before)."""
+    from tests.test_table import timeline
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    head = (
+        f'"ID","Process ID","Process Name","Host Name","{NVTX}","{STARTSTOP}","Kernel Name","Context","Stream",'
+        f'"Block Size","Grid Size","Device","CC","gpu__time_duration.sum","{SM_PCT}","{WARPS}"'
+    )
+    blanks = '"","","","","","","","","","","","","","nsecond","%","%"'
+    names = ["void ns::A<int>(int*)", "B(float*)", "void ns::A<int>(int*)", "B(float*)"]
+    rows = [
+        f'"{i}","4242","app","127.0.0.1","","1 ""<default domain>:iteration:none:none:none:none:none:none"" ",'
+        f'"{n}","1","7","(128, 1, 1)","(8, 1, 1)","0","9.0","150","50","10"'
+        for i, n in enumerate(names)
+    ]
+    ncu = read_trace(write(tmp_path, [head, blanks, *rows], "synthetic_startstop.ncu.csv"))
+    assert ncu.meta["nvtx_start_end"] == 4
+    tl = timeline()
+    result = analyze_kernel_metrics(ncu, tl, analyze_iterations(tl))
+    said = [w for w in result.warnings if "start/end" in w]
+    assert len(said) == 1 and "'iteration'" in said[0] and "4 kernels" in said[0]
+    assert result.value("sms_active") == pytest.approx(15.0)
+
+
+def test_an_empty_start_stop_column_says_nothing(tmp_path):
+    """The real H200 report has the column, every cell empty: no such meta, no warning."""
+    from tests.test_fuzz7_ncu import NCU_CSV
+
+    assert "nvtx_start_end" not in read_trace(NCU_CSV).meta

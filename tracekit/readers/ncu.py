@@ -24,7 +24,8 @@ often with locked clocks and flushed caches). The reader fills:
 
 ``meta``: ``processes`` (CSV, only when more than one: the count of (Host Name, Process ID)), ``nvtx_renamed``
 (CSV, only when every kernel run inside NVTX ranges is named as one of them: ``--print-nvtx-rename kernel``
-output, with a warning; the join to a timeline uses none of its values), ``format``
+output, with a warning; the join to a timeline uses none of its values), ``nvtx_start_end`` (CSV, only when
+some kernel ran inside an NVTX start/end range: their count; such ranges are not read), ``format``
 "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
 ``timeline`` False, ``kernels`` (count), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
@@ -97,6 +98,9 @@ GPU_NAME_METRIC = "device__attribute_display_name"
 #: NVTX push/pop column of the CSV (``--nvtx``); its cells read
 #: ``<tid> "<domain>:<range>:<PL_Type>:<PL_Value>:<CLR_Type>:<Color>:<Msg_Type>:<Msg>" ...`` outer to inner.
 NVTX_PUSH_POP_PREFIX = "thread Domain:Push/Pop_Range"
+#: the CSV's NVTX start/end range column (``Id:Domain:Start/Stop_Range:...``): not read; ``meta["nvtx_start_end"]``
+#: counts the kernels that ran inside such a range
+NVTX_START_END = "Start/Stop_Range"
 #: Columns of the CSV that identify a kernel rather than hold a metric.
 ID_COLUMNS = (
     "ID",
@@ -566,6 +570,14 @@ def _read_csv(path: Path) -> Trace:
     if "Kernel Name" not in frame.columns:
         raise TraceFormatError("ncu CSV has no 'Kernel Name' column", path)
     nvtx_col = next((c for c in frame.columns if c.startswith(NVTX_PUSH_POP_PREFIX)), None)
+    start_end = next((c for c in frame.columns if NVTX_START_END in c), None)
+    if start_end is not None:
+        # NVTX start/end ranges (nvtxRangeStart/End) are not read: say how many kernels ran inside one
+        marked = frame.filter(
+            _numbers(pl.col("ID")).is_not_null() & (pl.col(start_end).fill_null("").str.strip_chars() != "")
+        )
+        if marked.height:
+            meta["nvtx_start_end"] = _with_key(marked).get_column("_key").n_unique()
     if _is_details(frame):
         kernels, long = _details_page(frame, nvtx_col, path)
         string_values = long.filter(pl.col("value").is_null())
