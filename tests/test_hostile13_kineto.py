@@ -219,3 +219,17 @@ def test_a_long_execution_trace_is_named_before_its_nodes_are_read(
     with limits.reading_limits_applied(values), pytest.raises(TraceFormatError) as info:
         read(path)
     assert "this looks like a PyTorch execution trace" in str(info.value)
+
+
+def test_a_nested_launch_whose_end_rounds_past_its_runtime_call_counts_once(tmp_path: Path) -> None:
+    """2021-22 traces write whole microseconds, ts and dur each cut down: a runtime call from 100.9 to 105.2 µs
+    reads ts 100 dur 4 (end 104), the driver call inside it from 101.0 to 105.1 reads ts 101 dur 4 (end 105),
+    past its caller's end (cutting ts and dur apart puts an end up to 2 µs early). One launch still."""
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#1", 0, 1000, PID, TID),
+        _call("cuda_runtime", "cudaLaunchKernel", 100, 4, corr=1),
+        _call("cuda_driver", "cuLaunchKernel", 101, 4, corr=1),
+        _kernel(120, 30, corr=1),
+    ]
+    trace = read(_write(tmp_path, events))
+    assert trace.api["name"].to_list() == ["cudaLaunchKernel"]

@@ -408,6 +408,11 @@ def _api(x_events: pl.DataFrame) -> pl.DataFrame:
     return _outermost_calls(api.with_columns(_without_api_suffix(api.get_column("name"))))
 
 
+#: How far (ns) a nested call's end may read past its caller's: traces of whole microseconds cut ts and dur
+#: down apart, which puts an end up to 2 µs early (a call from 100.9 to 105.2 µs reads 100 + 4)
+NESTED_END_SLACK_NS = 2000
+
+
 def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
     """``api`` without the launch calls that lie inside another launch call of the same (pid, correlation):
     one launch recorded twice, the outer row kept (the outermost, as :mod:`tracekit.calls` defines it).
@@ -416,7 +421,8 @@ def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
     ``cuLaunchKernelEx``: "for triton kernel launches", ``CuptiActivityProfiler::handleDriverActivity``) with
     no check against the runtime record of the same correlation id, so a runtime launch whose driver call is
     recorded too would count as two launches (so would a HIP launch whose inner ``hipModuleLaunchKernel``
-    is recorded). Left as they are: a nested call that is no launch (a SYCL launch's Level Zero call, which
+    is recorded). Nested: starting at or after the outer call's start and ending by its end, give or take
+    :data:`NESTED_END_SLACK_NS`. Left as they are: a nested call that is no launch (a SYCL launch's Level Zero call, which
     counts in no launch figure), and two launch calls of one pair that do not nest (an id reused: the
     analysis doubts its verdict on them, :func:`tracekit.analyzers.plausibility.reused_correlations`). Rows
     stay in file order; nothing is done when no pair repeats (no real trace seen has one)."""
@@ -438,7 +444,7 @@ def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
         pl.col("launch"),
         outer[3],
         pl.col("start") >= outer[1],
-        pl.col("end") <= outer[2],
+        pl.col("end") <= outer[2] + NESTED_END_SLACK_NS,
     ).get_column("_row")
     if inner.is_empty():
         return api
