@@ -428,7 +428,10 @@ def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
     stay in file order; nothing is done when no pair repeats (no real trace seen has one)."""
     keyed = pl.col("correlation").is_not_null() & (pl.col("correlation") != 0)
     pairs = api.filter(keyed).select("pid", "correlation")
-    if pairs.height == 0 or pairs.select(pl.struct("pid", "correlation").n_unique()).item() == pairs.height:
+    ids = pairs.get_column("correlation")
+    if ids.is_empty() or ids.n_unique() == ids.len():  # (no id twice: no pair twice, without hashing pairs)
+        return api
+    if pairs.select(pl.struct("pid", "correlation").n_unique()).item() == pairs.height:
         return api
     launch = pl.col("name").is_in(calls_named(api, LAUNCH_API_NAMES).get_column("name").unique().implode())
     by, descending = OUTERMOST_ORDER
