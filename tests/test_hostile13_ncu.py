@@ -486,3 +486,42 @@ def test_an_empty_start_stop_column_says_nothing(tmp_path):
     from tests.test_fuzz7_ncu import NCU_CSV
 
     assert "nvtx_start_end" not in read_trace(NCU_CSV).meta
+
+
+# ------------------------------------------------------- a program's output line inside the CSV table
+
+
+def test_a_program_line_inside_the_table_is_no_kernel(tmp_path):
+    """A line of the application's own output printed between ncu's CSV rows ("1,0.53": an epoch and a loss)
+    parsed as a row whose ID is 1 and whose Process ID is "0.53": a third kernel, of a second "process", with
+    no name and no duration (the join then warned of two processes). ncu writes every kernel row with its
+    name: a row without one is no kernel; it is left out and said."""
+    lines = [
+        header("gpu__time_duration.sum", WARPS),
+        units("usecond", "%"),
+        row(0, "10", "50"),
+        "1,0.53",
+        row(1, "30", "10"),
+    ]
+    trace = read_trace(write(tmp_path, lines))
+    assert trace.meta["kernels"] == 2
+    assert "processes" not in trace.meta
+    assert durations(trace) == [10_000, 30_000]
+    said = [w for w in trace.meta["warnings"] if "no kernel name" in w]
+    assert len(said) == 1 and "1 row" in said[0]
+
+
+def test_a_nameless_row_of_a_named_kernels_process_is_kept(tmp_path):
+    """A nameless result of the profiled process (a range result without a name, no launch dimensions) is
+    still a result: kept, as a range result."""
+    nameless = '"2","4242","app","127.0.0.1","","1","7","","","0","9.0","5","20"'
+    lines = [
+        header("gpu__time_duration.sum", WARPS),
+        units("usecond", "%"),
+        row(0, "10", "50"),
+        row(1, "30", "10"),
+    ]
+    trace = read_trace(write(tmp_path, [*lines, nameless]))
+    assert trace.meta["kernels"] == 3
+    assert trace.meta["range_results"] == [2]
+    assert not any("no kernel name" in w for w in trace.meta["warnings"])

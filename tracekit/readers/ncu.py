@@ -569,6 +569,23 @@ def _read_csv(path: Path) -> Trace:
     frame = pl.concat(tables, how="diagonal") if len(tables) > 1 else tables[0]
     if "Kernel Name" not in frame.columns:
         raise TraceFormatError("ncu CSV has no 'Kernel Name' column", path)
+    # ncu writes every kernel's row with its name; a row with an ID, no name and a process of no named row is
+    # none (a line of the application's output printed among the rows, "1,0.53", would be a kernel of a
+    # "process" 0.53). Nameless rows of a named row's process are kept (a range result may be nameless).
+    procs = [c for c in PROCESS_COLUMNS if c in frame.columns]
+    named = pl.col("Kernel Name").fill_null("").str.strip_chars() != ""
+    nameless = pl.lit(False)
+    if procs:
+        proc = pl.concat_str([pl.col(c).fill_null("").str.strip_chars() for c in procs], separator="\x1f")
+        known = proc.is_in(frame.filter(named).select(proc.alias("p")).get_column("p").implode())
+        nameless = _numbers(pl.col("ID")).is_not_null() & ~named & ~known
+    dropped = frame.filter(nameless).height
+    if dropped:
+        frame = frame.filter(~nameless)
+        meta["warnings"].append(
+            f"{dropped} row(s) of the CSV table have an ID but no kernel name and no named kernel's process (lines "
+            "of the application's output printed among ncu's rows?): they are no kernel and are left out"
+        )
     nvtx_col = next((c for c in frame.columns if c.startswith(NVTX_PUSH_POP_PREFIX)), None)
     start_end = next((c for c in frame.columns if NVTX_START_END in c), None)
     if start_end is not None:
