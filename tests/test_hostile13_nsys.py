@@ -12,6 +12,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
+import pytest
+
 import tracekit
 from tests.nsys_builder import NsysBuilder
 from tracekit.readers.nsys_sqlite import read
@@ -44,3 +46,31 @@ def test_an_nvtx_table_without_ranges_reads_without_a_library_warning(tmp_path: 
         trace = read(path)
     assert trace.ranges.height == 0
     assert trace.meta["device"] == "cpu"
+
+
+# ---------------------------------------------------------------- CPU operators never closed
+
+
+def test_a_cpu_operator_never_closed_is_busy_to_the_trace_end(tmp_path: Path) -> None:
+    """A CPU-only capture (``nsys -t nvtx,osrt``): three 'iteration' ranges of 10 µs, each with a 4 µs leaf
+    'op_a'; in the last one a start/end range 'op_b' begins 2 µs before the iteration's end and is never ended
+    (the capture stopped inside it). It was an operator with no end: counted in its iteration as an op that
+    was busy 0 µs (busy 4 of 10 µs, utilization 0.4), though it was open for the last 2 µs. An operator that is
+    never closed is open, hence busy, up to the trace's end (what the nesting counts it open to): busy 6 µs,
+    utilization 0.6, and the reader says so."""
+    b = NsysBuilder()
+    for i in range(3):
+        t0 = 10 * US + i * 20 * US
+        b.nvtx_range(t0, t0 + 10 * US, "iteration")
+        b.nvtx_range(t0 + 1 * US, t0 + 5 * US, "op_a")
+    b.nvtx_range(58 * US, None, "op_b", start_end=True)
+    path = b.write(tmp_path / "cpu_open_operator.synthetic.sqlite")
+    trace = read(path)
+    op_b = trace.ops.filter(trace.ops["name"] == "op_b")
+    assert op_b.select("start", "end").rows() == [(58 * US, 60 * US)]
+    assert any("open up to the trace end" in w for w in trace.meta["warnings"])
+    a = tracekit.analyze(path, skip=0)
+    assert _rounded(a, "gpu_busy_ms") == [0.004, 0.004, 0.006]
+    assert a.iterations["gpu_utilization"].to_list() == pytest.approx([0.4, 0.4, 0.6])
+    # the never-closed range itself stays without an end: no latency, no iteration
+    assert trace.ranges.filter(trace.ranges["name"] == "op_b")["end"].to_list() == [None]

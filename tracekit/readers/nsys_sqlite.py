@@ -78,7 +78,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
 CPU-only traces (no kernel, memcpy or memset row, e.g. a CPU PyTorch run under ``nsys -t nvtx,osrt`` with
 ``emit_nvtx``): ``ops`` holds the leaf NVTX ranges of depth >= 1 (ranges that contain no other range on
 their thread), kind "operator", ``device`` -1, ``stream`` = the thread id, ``pid`` set, ``correlation`` and
-``graph`` null; ``meta["device"]`` is then "cpu". Top-level ranges (the user's ``iteration``) stay ranges only,
+``graph`` null (a leaf never closed ends at the trace end: open, hence busy, until the capture stopped inside it,
+with a warning); ``meta["device"]`` is then "cpu". Top-level ranges (the user's ``iteration``) stay ranges only,
 and so do ranges named ``iteration`` or ``ProfilerStep#N`` at any depth (inside a ``benchmark`` range they
 are leaves of depth 1, and would be operators busy all of their own iteration: "compute-bound", 100%).
 An export whose API tables hold kernel launch calls but no device op (CUPTI's activity buffers never flushed:
@@ -1049,11 +1050,26 @@ def _close_unclosed(
 ITERATION_NAMES = r"^(?:iteration|ProfilerStep#\d+)$"
 
 
-def _cpu_operators(ranges: pl.DataFrame) -> pl.DataFrame:
+def _cpu_operators(ranges: pl.DataFrame, warnings: list[str] | None = None) -> pl.DataFrame:
     """Ops of a CPU-only trace: the leaf NVTX ranges of depth >= 1, kind "operator" (module docstring), but
-    those named as iterations (:data:`ITERATION_NAMES`)."""
+    those named as iterations (:data:`ITERATION_NAMES`).
+
+    ``ranges`` as nested: a range never closed (column :data:`_NEVER_CLOSED`) ends at the trace end there, and
+    an operator never closed keeps that end, with a warning into ``warnings``: it was open, hence busy, until
+    the capture stopped inside it (with no end it had counted in its iteration as an op busy 0 µs)."""
     iteration = pl.col("name").str.contains(ITERATION_NAMES).fill_null(False)
     leaves = ranges.filter((pl.col("depth") >= 1) & ~pl.col("has_child") & ~iteration)
+    if _NEVER_CLOSED in leaves.columns:
+        open_ops = leaves.filter(pl.col(_NEVER_CLOSED))
+        if open_ops.height and warnings is not None:
+            names = ", ".join(
+                repr(n) for n in open_ops.get_column("name").unique(maintain_order=True).head(3)
+            )
+            warnings.append(
+                f"{open_ops.height} operator range(s) of this CPU-only trace never closed ({names}): each "
+                f"counts as open up to the trace end ({open_ops.get_column('end').max()} ns), busy all of "
+                "that time"
+            )
     return leaves.select(
         "start",
         "end",
@@ -1301,6 +1317,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         raw = _close_unclosed(raw, ops, api, gpu_metrics, warnings, max(ends) if ends else None)
     step.done("normalizing")
     ranges = with_nesting(raw, ["pid", "thread"])
+    # (a CPU-only trace's operators are taken from the ranges as nested: a never-closed one open to the trace end)
+    nested = ranges
     if unclosed:
         # Nesting counted them open to the trace end; their own end stays unknown (no latency, no iteration).
         ranges = ranges.with_columns(pl.when(~pl.col(_NEVER_CLOSED)).then(pl.col("end")).alias("end")).drop(
@@ -1323,7 +1341,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         )
     device = "gpu" if ops.height or unread or lost else "cpu"
     if device == "cpu" and ranges.height:
-        ops = _cpu_operators(ranges)
+        ops = _cpu_operators(nested, warnings)
     if (
         device == "cpu"
         and (traced := _capture_event_types(export))
