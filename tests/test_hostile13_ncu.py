@@ -525,3 +525,117 @@ def test_a_nameless_row_of_a_named_kernels_process_is_kept(tmp_path):
     assert trace.meta["kernels"] == 3
     assert trace.meta["range_results"] == [2]
     assert not any("no kernel name" in w for w in trace.meta["warnings"])
+
+
+# ------------------------------------------- .ncu-rep: push/pop ranges in two NVTX domains (NCCL's and the default)
+
+
+class _Metric:
+    def __init__(self, value, unit="", kind=1):
+        self._value, self._unit, self._kind = value, unit, kind
+
+    def has_value(self):
+        return True
+
+    def kind(self):
+        return self._kind
+
+    def as_string(self):
+        return str(self._value)
+
+    def as_double(self):
+        return float(self._value)
+
+    def as_uint64(self):
+        return int(self._value)
+
+    def unit(self):
+        return self._unit
+
+
+class _Domain:
+    def __init__(self, pushed):
+        self._pushed = pushed
+
+    def push_pop_ranges(self):
+        return self._pushed
+
+
+class _State:
+    def __init__(self, domains):
+        self._domains = domains
+
+    def domains(self):
+        return list(range(len(self._domains)))
+
+    def domain_by_id(self, i):
+        return _Domain(self._domains[i])
+
+
+class _Action:
+    def __init__(self, name, domains, metrics):
+        self._name, self._domains, self._metrics = name, domains, metrics
+
+    def workload_type(self):
+        return 0
+
+    def nvtx_state(self):
+        return _State(self._domains)
+
+    def name(self, base):
+        return self._name
+
+    def metric_names(self):
+        return list(self._metrics)
+
+    def metric_by_name(self, name):
+        return self._metrics.get(name)
+
+
+class _Range:
+    def __init__(self, actions):
+        self._actions = actions
+
+    def num_actions(self):
+        return len(self._actions)
+
+    def action_by_idx(self, i):
+        return self._actions[i]
+
+
+def fake_ncu_report(actions):
+    import types
+
+    module = types.ModuleType("ncu_report")
+    module.IMetric = types.SimpleNamespace(ValueKind_STRING=0)
+    module.IAction = types.SimpleNamespace(WorkloadType_KERNEL=0, NameBase_DEMANGLED=1)
+    context = types.SimpleNamespace(num_ranges=lambda: 1, range_by_idx=lambda i: _Range(actions))
+    module.load_report = lambda path: context
+    return module
+
+
+def test_a_report_with_ranges_in_two_nvtx_domains_keeps_both_in_the_stack(tmp_path, monkeypatch):
+    """A kernel inside the default domain's 'iteration' and NCCL's own domain's 'ncclAllReduce' (NCCL 2.19+
+    pushes NVTX ranges in its domain): the .ncu-rep reader kept the last domain's ranges only, so that kernel
+    was not in 'iteration' and was left out of the scope (2 of the 3 kernels averaged: (10*50 + 30*10) / 40 =
+    20 %). Both domains' ranges are its stack now, as the CSV's NVTX cell lists them: all 3 in scope,
+    (10*50 + 20*80 + 30*10) / 60 = 40 %."""
+    import sys
+
+    def action(name, domains, duration, occupancy):
+        metrics = {"gpu__time_duration.sum": _Metric(duration, "ns"), WARPS: _Metric(occupancy, "%")}
+        return _Action(name, domains, metrics)
+
+    actions = [
+        action("k0", [["iteration"]], 10_000, 50),
+        action("ncclDevKernel_AllReduce", [["iteration"], ["ncclAllReduce"]], 20_000, 80),
+        action("k2", [["iteration"]], 30_000, 10),
+    ]
+    monkeypatch.setitem(sys.modules, "ncu_report", fake_ncu_report(actions))
+    path = tmp_path / "synthetic.ncu-rep"
+    path.write_bytes(b"synthetic")
+    trace = read_trace(path)
+    assert trace.meta["nvtx_stacks"] == [["iteration"], ["iteration", "ncclAllReduce"], ["iteration"]]
+    result = analyze_kernel_metrics(trace, range_name="iteration")
+    assert result.summary["warp_occupancy"]["kernels"] == 3
+    assert result.summary["warp_occupancy"]["kernel_time"] == pytest.approx(40.0)

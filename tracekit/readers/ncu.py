@@ -7,7 +7,8 @@ often with locked clocks and flushed caches). The reader fills:
     one row per (kernel, numeric metric): ``kernel`` = 0-based profiling order in the report (ncu's ``ID``),
     ``name`` = kernel name as the report spells it (the CSV's ``Kernel Name``, demangled by default; the
     demangled name for ``.ncu-rep``), ``range`` = innermost NVTX push/pop range open at the launch (last entry
-    of the last domain that has one; null when none or when ncu ran without ``--nvtx``), ``duration_ns`` =
+    of the last domain that has one; null when none or when ncu ran without ``--nvtx``; the ranges of every
+    domain are the kernel's stack, ``meta["nvtx_stacks"]``), ``duration_ns`` =
     ``gpu__time_duration.sum`` converted to ns (null when absent or NaN; where no kernel has it, its ``.avg``,
     ``.max`` or ``.min`` roll-up, equal to it (``--metrics gpu__time_duration.avg``; ``meta["duration_metric"]``
     names it), else ``gpu__time_duration``, the legacy name of ncu 2019.x on Pascal), ``metric``, ``unit`` (as
@@ -909,14 +910,13 @@ def _read_rep(path: Path) -> Trace:
             if action.workload_type() != ncu_report.IAction.WorkloadType_KERNEL:
                 skipped += 1
                 continue
+            # the push/pop ranges of every domain, in the report's domain order, as the CSV's NVTX cell lists
+            # them (the default domain's "iteration" and NCCL's "ncclAllReduce" are both open at its kernels)
             stack: list[str] = []
             state = action.nvtx_state()
             if state is not None:
                 for domain_id in state.domains():
-                    domain = state.domain_by_id(domain_id)
-                    pushed = list(domain.push_pop_ranges())
-                    if pushed:
-                        stack = pushed
+                    stack += [str(name) for name in state.domain_by_id(domain_id).push_pop_ranges()]
             stream = action.metric_by_name("launch__stream_id")
             stacks.append(list(stack))
             kernel_rows.append(
