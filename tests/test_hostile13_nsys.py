@@ -74,3 +74,36 @@ def test_a_cpu_operator_never_closed_is_busy_to_the_trace_end(tmp_path: Path) ->
     assert a.iterations["gpu_utilization"].to_list() == pytest.approx([0.4, 0.4, 0.6])
     # the never-closed range itself stays without an end: no latency, no iteration
     assert trace.ranges.filter(trace.ranges["name"] == "op_b")["end"].to_list() == [None]
+
+
+# ---------------------------------------------------------------- NVTXT ranges (imported annotations)
+
+
+def test_ranges_imported_from_an_nvtxt_file_are_ranges(tmp_path: Path) -> None:
+    """Annotations merged into a report from a text file (NVTXT, Nsight's ``ImportNvtxt``; an application that
+    logs its own timings) are NVTX_EVENTS rows of eventType 70 (NvtxtPushPopRange) and 71
+    (NvtxtStartEndRange), which ENUM_NSYS_EVENT_TYPE lists in every export seen (2022.4 to 2026.2) and which
+    NVIDIA's own range reports (nvtx_pushpop_trace, nvtx_gpu_proj_trace) read beside 59/60. They were not
+    read: the four 'iteration' ranges of this export were none, and the trace was analyzed as one window of
+    82 µs, first launch to last kernel end (utilization 20/82, 'framework-bound'). They are ranges: four
+    iterations of 10 µs, each with one 5 µs kernel."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for t, name in ((59, "NvtxPushPopRange"), (60, "NvtxStartEndRange"), (70, "NvtxtPushPopRange"),
+                    (71, "NvtxtStartEndRange"), (75, "NvtxDomainCreate")):  # fmt: skip
+        b.add("ENUM_NSYS_EVENT_TYPE", id=t, name=name, label=name)
+    for i in range(4):
+        t0 = 10 * US + i * 25 * US
+        event_type = 70 if i % 2 == 0 else 71
+        b.add("NVTX_EVENTS", start=t0, end=t0 + 10 * US, eventType=event_type, text="iteration",
+              globalTid=(100 << 24) | 100, domainId=0)  # fmt: skip
+        b.runtime(t0 + 1 * US, t0 + 2 * US, "cudaLaunchKernel_v7000", correlation=i + 1)
+        b.kernel(t0 + 3 * US, t0 + 8 * US, "gemm", correlation=i + 1)
+    path = b.write(tmp_path / "nvtxt.synthetic.sqlite")
+    trace = read(path)
+    assert trace.ranges.select("start", "end", "name").rows() == [
+        (10 * US + i * 25 * US, 20 * US + i * 25 * US, "iteration") for i in range(4)
+    ]
+    a = tracekit.analyze(path, skip=0)
+    assert _rounded(a, "latency_ms") == [0.01] * 4
+    assert _rounded(a, "gpu_busy_ms") == [0.005] * 4

@@ -45,7 +45,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     within a process (nsys 2022.4 writes each call twice, a plain "CUDA backtrace" row and the ``_v`` row)
     are collapsed to the outermost one: earliest start, then longest.
 ``ranges`` (NVTX)
-    ``NVTX_EVENTS`` rows of eventType 59 (push/pop) and 60 (start/end); name from ``text`` or ``textId`` ->
+    ``NVTX_EVENTS`` rows of eventType 59 (push/pop) and 60 (start/end), and 70 / 71 (the same, imported from an
+    NVTXT text file with ``ImportNvtxt``); name from ``text`` or ``textId`` ->
     ``StringIds``; ``thread`` / ``pid`` from ``globalTid`` (for start/end ranges: the thread that started
     it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0 (a domain
     named "gpu", the model's word for device-side annotations, is "gpu (NVTX)");
@@ -152,6 +153,10 @@ NVTX_MARK = 34
 NVTX_THREAD_NAME = 39
 NVTX_PUSH_POP = 59
 NVTX_START_END = 60
+#: The same two kinds of range imported from an NVTXT text file (Nsight's ``ImportNvtxt``), which NVIDIA's own
+#: range reports (``nvtx_pushpop_trace``, ``nvtx_gpu_proj_trace``) read beside 59 and 60.
+NVTXT_PUSH_POP = 70
+NVTXT_START_END = 71
 NVTX_DOMAIN_CREATE = 75
 
 #: The ranges frame's domain of device-side copies of host ranges (Kineto's ``gpu_user_annotation``), which
@@ -550,11 +555,13 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         {
             "NvtxPushPopRange": NVTX_PUSH_POP,
             "NvtxStartEndRange": NVTX_START_END,
+            "NvtxtPushPopRange": NVTXT_PUSH_POP,
+            "NvtxtStartEndRange": NVTXT_START_END,
             "NvtxDomainCreate": NVTX_DOMAIN_CREATE,
         },
     )
     domain_create = types["NvtxDomainCreate"]
-    where = f'"eventType" IN ({types["NvtxPushPopRange"]}, {types["NvtxStartEndRange"]}, {domain_create})'
+    where = f'"eventType" IN ({", ".join(str(i) for i in sorted(set(types.values())))})'
     frame = export.numeric_frame(t, exprs, schema, where=where)
     frame = frame.with_columns(binary_to_text(frame.get_column("text")))
     frame = frame.with_columns(
