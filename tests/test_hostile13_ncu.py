@@ -554,33 +554,36 @@ class _Metric:
 
 
 class _Domain:
-    def __init__(self, pushed):
-        self._pushed = pushed
+    def __init__(self, pushed, started=()):
+        self._pushed, self._started = pushed, list(started)
 
     def push_pop_ranges(self):
         return self._pushed
 
+    def start_end_ranges(self):
+        return self._started
+
 
 class _State:
-    def __init__(self, domains):
-        self._domains = domains
+    def __init__(self, domains, started=None):
+        self._domains, self._started = domains, started or {}
 
     def domains(self):
         return list(range(len(self._domains)))
 
     def domain_by_id(self, i):
-        return _Domain(self._domains[i])
+        return _Domain(self._domains[i], self._started.get(i, ()))
 
 
 class _Action:
-    def __init__(self, name, domains, metrics):
-        self._name, self._domains, self._metrics = name, domains, metrics
+    def __init__(self, name, domains, metrics, started=None):
+        self._name, self._domains, self._metrics, self._started = name, domains, metrics, started
 
     def workload_type(self):
         return 0
 
     def nvtx_state(self):
-        return _State(self._domains)
+        return _State(self._domains, self._started)
 
     def name(self, base):
         return self._name
@@ -639,3 +642,19 @@ def test_a_report_with_ranges_in_two_nvtx_domains_keeps_both_in_the_stack(tmp_pa
     result = analyze_kernel_metrics(trace, range_name="iteration")
     assert result.summary["warp_occupancy"]["kernels"] == 3
     assert result.summary["warp_occupancy"]["kernel_time"] == pytest.approx(40.0)
+
+
+def test_a_report_with_start_end_ranges_only_counts_their_kernels(tmp_path, monkeypatch):
+    """The .ncu-rep reader counts the kernels inside NVTX start/end ranges as the CSV reader does (meta
+    nvtx_start_end), so that the join says the scope is not applied to them."""
+    import sys
+
+    metrics = {"gpu__time_duration.sum": _Metric(10_000, "ns"), WARPS: _Metric(50, "%")}
+    actions = [_Action(f"k{i}", [[]], metrics, started={0: ["iteration"]}) for i in range(2)]
+    monkeypatch.setitem(sys.modules, "ncu_report", fake_ncu_report(actions))
+    path = tmp_path / "synthetic.ncu-rep"
+    path.write_bytes(b"synthetic")
+    trace = read_trace(path)
+    assert trace.meta["nvtx_start_end"] == 2
+    result = analyze_kernel_metrics(trace, range_name="iteration")
+    assert any("start/end" in w for w in result.warnings)

@@ -25,8 +25,8 @@ often with locked clocks and flushed caches). The reader fills:
 
 ``meta``: ``processes`` (CSV, only when more than one: the count of (Host Name, Process ID)), ``nvtx_renamed``
 (CSV, only when every kernel run inside NVTX ranges is named as one of them: ``--print-nvtx-rename kernel``
-output, with a warning; the join to a timeline uses none of its values), ``nvtx_start_end`` (CSV, only when
-some kernel ran inside an NVTX start/end range: their count; such ranges are not read), ``format``
+output, with a warning; the join to a timeline uses none of its values), ``nvtx_start_end`` (only when some
+kernel ran inside an NVTX start/end range: their count; such ranges are not read), ``format``
 "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
 ``timeline`` False, ``kernels`` (count), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
@@ -902,6 +902,7 @@ def _read_rep(path: Path) -> Trace:
     gpu: str | None = None
     skipped = 0
     kernel = 0
+    in_start_end = 0  # kernels inside an NVTX start/end range (not read, as in the CSV)
     stacks: list[list[str]] = []
     for r in range(context.num_ranges()):
         rng = context.range_by_idx(r)
@@ -915,8 +916,12 @@ def _read_rep(path: Path) -> Trace:
             stack: list[str] = []
             state = action.nvtx_state()
             if state is not None:
+                started = False
                 for domain_id in state.domains():
-                    stack += [str(name) for name in state.domain_by_id(domain_id).push_pop_ranges()]
+                    domain = state.domain_by_id(domain_id)
+                    stack += [str(name) for name in domain.push_pop_ranges()]
+                    started = started or bool(list(getattr(domain, "start_end_ranges", list)()))
+                in_start_end += started
             stream = action.metric_by_name("launch__stream_id")
             stacks.append(list(stack))
             kernel_rows.append(
@@ -962,6 +967,8 @@ def _read_rep(path: Path) -> Trace:
         "warnings": [],
     }
     _nested_stacks(stacks, meta)
+    if in_start_end:
+        meta["nvtx_start_end"] = in_start_end
     if skipped:
         meta["warnings"].append(
             f"{skipped} non-kernel results (range or graph replay) in the report were skipped"
