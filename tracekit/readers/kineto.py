@@ -422,7 +422,8 @@ def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
     no check against the runtime record of the same correlation id, so a runtime launch whose driver call is
     recorded too would count as two launches (so would a HIP launch whose inner ``hipModuleLaunchKernel``
     is recorded). Nested: starting at or after the outer call's start and ending by its end, give or take
-    :data:`NESTED_END_SLACK_NS`. Left as they are: a nested call that is no launch (a SYCL launch's Level Zero call, which
+    :data:`NESTED_END_SLACK_NS`. Left as they are: a call equal to the outer one in every field (an event
+    written twice: :class:`tracekit.model.Trace` drops it and says so), a nested call that is no launch (a SYCL launch's Level Zero call, which
     counts in no launch figure), and two launch calls of one pair that do not nest (an id reused: the
     analysis doubts its verdict on them, :func:`tracekit.analyzers.plausibility.reused_correlations`). Rows
     stay in file order; nothing is done when no pair repeats (no real trace seen has one)."""
@@ -438,16 +439,21 @@ def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
     rows = (
         api.with_row_index("_row")
         .filter(keyed)
-        .select("_row", "pid", "correlation", "start", "end", launch=launch)
+        .select("_row", "pid", "correlation", "start", "end", "thread", "kind", "name", launch=launch)
         .sort(by, descending=descending, maintain_order=True)
     )
     outer = [pl.col(c).first().over("pid", "correlation") for c in ("_row", "start", "end", "launch")]
+    # an event written twice (equal in every field) is the Trace's to drop, with its 'recorded twice' warning
+    same = [
+        pl.col(c).eq_missing(pl.col(c).first().over("pid", "correlation")) for c in ("thread", "kind", "name")
+    ]
     inner = rows.filter(
         pl.col("_row") != outer[0],
         pl.col("launch"),
         outer[3],
         pl.col("start") >= outer[1],
         pl.col("end") <= outer[2] + NESTED_END_SLACK_NS,
+        ~((pl.col("start") == outer[1]) & (pl.col("end") == outer[2]) & pl.all_horizontal(same)),
     ).get_column("_row")
     if inner.is_empty():
         return api
