@@ -1779,8 +1779,8 @@ def _partial_run_findings(
     if not held:
         return [], []
     what = (
-        "ran only a prefix of the nodes another run ran, then stopped (failed at a node, stopped by "
-        "RunOptions.terminate, or fetched fewer outputs)"
+        "did not complete (failed at a node, the last one included, were stopped by RunOptions.terminate, or "
+        "fetched fewer outputs; the reader's warning says which)"
     )
     if len(held) < frame.height:
         return [

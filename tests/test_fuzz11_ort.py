@@ -60,9 +60,9 @@ def test_a_run_that_failed_at_a_node_is_named(tmp_path: Path) -> None:
         [0.32] * 4
     )  # the analysis leaves it out
     assert [w for w in analyzed.warnings if w.startswith("left out 1 of 5 'model_run' iterations")] == [
-        "left out 1 of 5 'model_run' iterations that ran only a prefix of the nodes another run ran, then stopped "
-        "(failed at a node, stopped by RunOptions.terminate, or fetched fewer outputs): not whole inferences; "
-        "the other 4 are analyzed"
+        "left out 1 of 5 'model_run' iterations that did not complete (failed at a node, the last one included, "
+        "were stopped by RunOptions.terminate, or fetched fewer outputs; the reader's warning says which): not "
+        "whole inferences; the other 4 are analyzed"
     ]
 
 
@@ -73,8 +73,9 @@ def test_when_every_analyzed_run_stopped_part_way_they_stay_and_are_said(tmp_pat
     analyzed = tracekit.analyze(_write(tmp_path, "synthetic_ort_failed_last.json", events), skip=4)
     assert analyzed.iterations["latency_ms"].to_list() == pytest.approx([0.22])
     assert (
-        "every analyzed 'model_run' iteration ran only a prefix of the nodes another run ran, then stopped "
-        "(failed at a node, stopped by RunOptions.terminate, or fetched fewer outputs): none is a whole inference"
+        "every analyzed 'model_run' iteration did not complete (failed at a node, the last one included, were "
+        "stopped by RunOptions.terminate, or fetched fewer outputs; the reader's warning says which): none is a "
+        "whole inference"
     ) in analyzed.warnings
 
 

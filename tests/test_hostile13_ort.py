@@ -108,11 +108,6 @@ def test_a_run_failing_at_its_first_node_is_counted_once_as_a_prefix(tmp_path: P
     assert not any("failed at their last node" in w for w in trace.warnings)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations._partial_run_findings says every left-out run 'ran only a prefix of the nodes "
-    "another run ran'; a run that failed at its last node (meta partial_runs.failed_at_last_node) ran them all",
-)
 def test_the_analysis_does_not_say_a_run_that_failed_at_its_last_node_ran_a_prefix(tmp_path: Path) -> None:
     events = []
     for k in range(4):
