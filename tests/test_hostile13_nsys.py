@@ -107,3 +107,58 @@ def test_ranges_imported_from_an_nvtxt_file_are_ranges(tmp_path: Path) -> None:
     a = tracekit.analyze(path, skip=0)
     assert _rounded(a, "latency_ms") == [0.01] * 4
     assert _rounded(a, "gpu_busy_ms") == [0.005] * 4
+
+
+# ---------------------------------------------------------------- the first range cut by the capture's end
+
+
+def _cut_first_range(tmp_path: Path, start_trigger: str | None) -> Path:
+    """A 200 µs capture (ANALYSIS_DETAILS) whose first range, 'serve', began at 5 µs and was still open when the
+    capture stopped (nsys writes the capture's end as its end), around six 20 µs 'request' ranges of one 10 µs
+    kernel each. ``start_trigger``: META_DATA_CAPTURE's START_TRIGGER (nsys 2024.6 to 2026.2 write
+    "Immediate" for a capture without a capture range), None for an export without it (2022.4)."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    if start_trigger is not None:
+        b.add("META_DATA_CAPTURE", name="START_TRIGGER", value=start_trigger)
+        b.add("META_DATA_CAPTURE", name="CAPTURE_EVENT_TYPE", value="Cuda")
+    b.capture(200 * US)
+    b.nvtx_range(5 * US, 200 * US, "serve")
+    for i in range(6):
+        t0 = 10 * US + i * 30 * US
+        b.nvtx_range(t0, t0 + 20 * US, "request")
+        b.runtime(t0 + 1 * US, t0 + 2 * US, "cudaLaunchKernel_v7000", correlation=i + 1)
+        b.kernel(t0 + 3 * US, t0 + 13 * US, "gemm", correlation=i + 1)
+    return b.write(tmp_path / f"cut_first_{start_trigger}.synthetic.sqlite")
+
+
+def test_a_capture_started_immediately_has_no_trigger_range(tmp_path: Path) -> None:
+    """The range that begins before every other and ends exactly at the capture's end is kept as the range that
+    started and stopped the capture (``--capture-range=nvtx``). An export whose META_DATA_CAPTURE says the
+    capture started immediately (START_TRIGGER "Immediate": no capture range, the capture began with the
+    application) had no such range: its first range ending at the capture's end was cut by it
+    (``--duration``, the capture stopped). It had been kept, with a warning calling it the capture's trigger,
+    and analyzed as the only iteration: 195 µs of latency, 'framework-bound' at 60/195. It is never closed:
+    the six 'request' ranges are the iterations, 20 µs each with 10 µs of GPU busy."""
+    path = _cut_first_range(tmp_path, "Immediate")
+    trace = read(path)
+    serve = trace.ranges.filter(trace.ranges["name"] == "serve")
+    assert serve["end"].to_list() == [None]
+    assert not any("started and stopped the capture" in w for w in trace.meta["warnings"])
+    assert any("1 NVTX range(s) never closed" in w for w in trace.meta["warnings"])
+    a = tracekit.analyze(path, skip=0)
+    assert _rounded(a, "latency_ms") == [0.02] * 6
+    assert _rounded(a, "gpu_busy_ms") == [0.01] * 6
+
+
+@pytest.mark.parametrize("start_trigger", [None, "NvtxRange"])
+def test_a_capture_that_may_have_been_started_by_a_range_keeps_its_trigger(
+    tmp_path: Path, start_trigger: str | None
+) -> None:
+    """Without META_DATA_CAPTURE (nsys 2022.4, where the rule was recorded with --capture-range=nvtx) or with a
+    start trigger other than "Immediate", the first range ending at the capture's end is still read as the
+    capture's trigger, its end kept (195 µs), with the warning."""
+    trace = read(_cut_first_range(tmp_path, start_trigger))
+    serve = trace.ranges.filter(trace.ranges["name"] == "serve")
+    assert serve["end"].to_list() == [200 * US]
+    assert any("started and stopped the capture" in w for w in trace.meta["warnings"])
