@@ -162,3 +162,51 @@ def test_a_capture_that_may_have_been_started_by_a_range_keeps_its_trigger(
     serve = trace.ranges.filter(trace.ranges["name"] == "serve")
     assert serve["end"].to_list() == [200 * US]
     assert any("started and stopped the capture" in w for w in trace.meta["warnings"])
+
+
+# ---------------------------------------------------------------- defects in files this round does not own
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/iterations.py _with_cpu_context: the range in progress at a gap is taken from any process",
+)
+def test_a_gap_is_not_said_to_be_inside_another_process_s_range(tmp_path: Path) -> None:
+    """Recorded with nsys 2022.4: two forked worker processes, each with its own 'iteration' ranges of CPU
+    operators; the longest-gaps table said rank 0's gap after its op_a was 'in range op_a', the op_a of rank 1
+    running at the same time in the other process. What the host was doing at a gap is what the iteration's
+    own process was doing: here process 100 ran 'op_a' (1-5 µs), nothing (5-9 µs), 'op_b' (9-10 µs) in its
+    'iteration' (0-10 µs); process 200 was inside 'other_proc_op' (5-8 µs) at the time. The gap's host
+    context is process 100's: host code outside any range, not 'in range other_proc_op'."""
+    b = NsysBuilder()
+    b.nvtx_range(0, 10 * US, "iteration", pid=100, tid=100)
+    b.nvtx_range(1 * US, 5 * US, "op_a", pid=100, tid=100)
+    b.nvtx_range(9 * US, 10 * US, "op_b", pid=100, tid=100)
+    b.nvtx_range(4 * US, 20 * US, "setup", pid=200, tid=200)
+    b.nvtx_range(5 * US, 8 * US, "other_proc_op", pid=200, tid=200)
+    b.nvtx_range(30 * US, 40 * US, "iteration", pid=200, tid=200)
+    b.nvtx_range(31 * US, 39 * US, "op_c", pid=200, tid=200)
+    a = tracekit.analyze(b.write(tmp_path / "two_processes.synthetic.sqlite"), skip=0)
+    gap = a.idle_gaps.filter((a.idle_gaps["pid"] == 100) & (a.idle_gaps["start_ns"] == 5 * US))
+    assert gap["duration_ns"].to_list() == [4 * US]
+    assert gap["cpu_context"].to_list() == ["host code outside API calls"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/__init__.py detect_format: an unimported nsys capture stream is 'not a trace'",
+)
+def test_an_unimported_capture_stream_is_named_as_such(tmp_path: Path) -> None:
+    """nsys 2022.4 as packaged here ('Importer error status: The importer binary and its dependencies were not
+    found ... skipping importation of the QDSTRM file') leaves only the raw capture stream, ``report.qdstrm``,
+    whose head reads 'NVIDIA Nsight Systems Stream <version>'. tracekit said 'not a trace tracekit can read
+    (expected Nsight Systems SQLite, ...)': the one line should say it is an Nsight Systems capture stream
+    that nsys must import first (QdstrmImporter -i report.qdstrm, then nsys export)."""
+    from tracekit.errors import TraceFormatError
+    from tracekit.readers import detect_format
+
+    path = tmp_path / "report.synthetic.qdstrm"
+    path.write_bytes(b"U3w[END]NVIDIA Nsight Systems Stream 2022.4.2.1-df9881f!\n" + bytes(range(256)) * 4)
+    with pytest.raises(TraceFormatError) as raised:
+        detect_format(path)
+    assert "QdstrmImporter" in str(raised.value)
