@@ -658,3 +658,33 @@ def test_a_report_with_start_end_ranges_only_counts_their_kernels(tmp_path, monk
     assert trace.meta["nvtx_start_end"] == 2
     result = analyze_kernel_metrics(trace, range_name="iteration")
     assert any("start/end" in w for w in result.warnings)
+
+
+# ------------------------------------------- a metric tracekit uses, written in a form it cannot read
+
+
+@pytest.mark.parametrize("page", ["raw", "details"])
+def test_a_used_metric_none_of_whose_values_reads_is_said(tmp_path, page):
+    """Values of the warp occupancy written in a form that is not a number (an instance list without its
+    aggregate in parentheses, "50;48;52"): the column had been taken for a string metric and dropped without
+    a word, and the report said to hold no occupancy metric. Now the reader names it and its first value."""
+    if page == "raw":
+        lines = [header("gpu__time_duration.sum", WARPS), units("usecond", "%")]
+        lines += [row(0, "10", "50;48;52"), row(1, "30", "10;9;11")]
+    else:
+        lines = [
+            DETAILS,
+            detail(0, "gpu__time_duration.sum", "usecond", "10"),
+            detail(0, WARPS, "%", "50;48;52"),
+        ]
+        lines += [detail(1, "gpu__time_duration.sum", "usecond", "30"), detail(1, WARPS, "%", "10;9;11")]
+    trace = read_trace(write(tmp_path, lines))
+    said = [w for w in trace.meta["warnings"] if WARPS in w and "not read" in w]
+    assert len(said) == 1 and "'50;48;52'" in said[0] and "2 value" in said[0]
+    assert durations(trace) == [10_000, 30_000]
+
+
+def test_string_metrics_tracekit_does_not_use_are_not_said(tmp_path):
+    lines = [header("gpu__time_duration.sum", "launch__func_cache_config"), units("usecond", "")]
+    lines += [row(0, "10", "CachePreferNone")]
+    assert not any("not read" in w for w in read_trace(write(tmp_path, lines)).meta["warnings"])

@@ -310,6 +310,38 @@ def _comma_warning(long: pl.DataFrame, kernels: int, path: Path) -> list[str]:
     return said
 
 
+#: the metrics tracekit reads (durations, SM-activity and occupancy counters, by name prefix): a value of one of
+#: them that does not read is said (:func:`_unread_warning`), a string metric of another kind is not
+USED_METRIC_PREFIXES = (
+    "gpu__time_duration",
+    "sm__cycles_active",
+    "sm__cycles_elapsed",
+    "gpc__cycles_elapsed",
+    "sm__warps_active",
+    "sm__active_cycles",
+    "sm__elapsed_cycles",
+    "sm__active_warps",
+)
+
+
+def _unread_warning(unread: pl.DataFrame) -> list[str]:
+    """A warning per metric tracekit uses (:data:`USED_METRIC_PREFIXES`) with values that are not numbers
+    ("50;48;52"): a raw-page column none of whose cells reads is otherwise taken for a string metric and
+    dropped, a details-page row so written left out, without a word. ``unread``: long rows (metric, raw)."""
+    used = unread.filter(
+        pl.any_horizontal([pl.col("metric").str.starts_with(prefix) for prefix in USED_METRIC_PREFIXES])
+        & pl.col("raw").is_not_null()
+        & (pl.col("raw") != "")
+    )
+    said = []
+    for (metric,), rows in used.group_by(["metric"], maintain_order=True):
+        said.append(
+            f"{metric}: {rows.height} value(s) are not numbers tracekit can read (e.g. {rows['raw'][0]!r}) and are "
+            "not read: those kernels have no such value"
+        )
+    return said
+
+
 def _instances_warning(long: pl.DataFrame) -> list[str]:
     """A note on the cells read as the aggregate before their instance values (:func:`_with_values`)."""
     instanced = long.filter(pl.col("instanced"))
@@ -599,6 +631,7 @@ def _read_csv(path: Path) -> Trace:
     if _is_details(frame):
         kernels, long = _details_page(frame, nvtx_col, path)
         string_values = long.filter(pl.col("value").is_null())
+        meta["warnings"] += _unread_warning(string_values)
         gpu_rows = string_values.filter(pl.col("metric") == GPU_NAME_METRIC)
     else:
         kernels, long, gpu_rows = _raw_page(frame, nvtx_col, path, meta["warnings"])
@@ -816,6 +849,7 @@ def _raw_page(
     )
     long = long.join(numeric, on="metric")
     gpu_rows = long.filter((pl.col("metric") == GPU_NAME_METRIC) & ~pl.col("numeric"))
+    warnings += _unread_warning(long.filter(~pl.col("numeric")))
     long = long.filter(pl.col("numeric")).with_columns(pl.col("value").fill_null(float("nan")))
     return kernels, long.sort("kernel", "metric"), gpu_rows
 
