@@ -688,3 +688,13 @@ def test_string_metrics_tracekit_does_not_use_are_not_said(tmp_path):
     lines = [header("gpu__time_duration.sum", "launch__func_cache_config"), units("usecond", "")]
     lines += [row(0, "10", "CachePreferNone")]
     assert not any("not read" in w for w in read_trace(write(tmp_path, lines)).meta["warnings"])
+
+
+def test_a_report_of_nameless_results_only_keeps_them(tmp_path):
+    """Where no row has a name (range results of a range replay, were they nameless), none is dropped as
+    program output: there is no named kernel's process to tell them from."""
+    lines = [header("gpu__time_duration.sum", WARPS), units("usecond", "%")]
+    lines += [f'"{i}","4242","app","127.0.0.1","","1","7","","","0","9.0","5","20"' for i in range(2)]
+    trace = read_trace(write(tmp_path, lines))
+    assert trace.meta["kernels"] == 2
+    assert trace.meta["range_results"] == [0, 1]

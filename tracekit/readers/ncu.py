@@ -608,7 +608,7 @@ def _read_csv(path: Path) -> Trace:
     procs = [c for c in PROCESS_COLUMNS if c in frame.columns]
     named = pl.col("Kernel Name").fill_null("").str.strip_chars() != ""
     nameless = pl.lit(False)
-    if procs:
+    if procs and frame.select(named.any()).item():  # with no named row, no process tells a row apart
         proc = pl.concat_str([pl.col(c).fill_null("").str.strip_chars() for c in procs], separator="\x1f")
         known = proc.is_in(frame.filter(named).select(proc.alias("p")).get_column("p").implode())
         nameless = _numbers(pl.col("ID")).is_not_null() & ~named & ~known
