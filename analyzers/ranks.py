@@ -15,7 +15,10 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   where its GPUs ran steps of their own (one Nsight Systems capture of several ranks), their straggler, start
   skew and slowest by step on the capture's one clock, without alignment (``gpu_within``:
   :func:`within_capture`; the collectives matched in launch order must end together on that clock).
-- **spread**: the slowest and fastest trace by median latency, and their ratio.
+- **spread**: the slowest and fastest trace by median latency, and their ratio; where the traces number
+  other steps (a capture that began at another step), by the median over the steps numbered alike in every
+  trace (a slow first step only one rank captured is no difference between ranks), withheld when none is
+  (:func:`spread_of`).
 - **labels**: ``rank N`` when the trace says its rank (Kineto's ``distributedInfo``) and no other trace claims
   the same rank, else the file name (the path when names repeat).
 - **clocks**: traces recorded on different hosts (or by different processes' clocks) cannot be compared by
@@ -1103,6 +1106,35 @@ def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return out, note, True
 
 
+def spread_of(
+    rows: list[dict[str, Any]], steps_seen: list[dict[str, Any]], numbered: str | None, shared: bool
+) -> dict[str, Any]:
+    """The spread (:func:`extremes` of the median latencies): of the rows (every iteration of each trace)
+    when the traces hold the same steps, or number none; when they number other steps (:func:`by_step_number`:
+    a capture that began or ended at another step), of the medians over the steps numbered alike in every
+    trace (``steps``, ``on_steps``: their numbers), since a step only one trace holds (a slow first step
+    captured by one rank) is no difference between the traces; withheld, with ``why``, when no step number is
+    common (their latencies are of other steps)."""
+    timed = [r for r in rows if r["median_latency_ms"] is not None]
+    if not numbered:
+        return extremes(timed, "median_latency_ms", "slowest", "fastest")
+    if not shared:
+        return {"why": numbered}
+    medians = [
+        {"trace": label(r), "median_latency_ms": median(v)}
+        for r in steps_seen
+        if (v := _values(r, "latency_ms"))
+    ]
+    if len(medians) < 2:
+        return {"why": f"{numbered}; fewer than two traces have a latency on them"}
+    numbers = step_numbers(steps_seen[0]) or []
+    return {
+        **extremes(medians, "median_latency_ms", "slowest", "fastest"),
+        "steps": len(numbers),
+        "on_steps": _spans(numbers),
+    }
+
+
 def _common_steps(results: list[dict[str, Any]]) -> int:
     return min(steps_of(r) for r in results) if results else 0
 
@@ -1273,12 +1305,12 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     # work: latencies and steps are not compared across them.
     different = range_warning(results)
     cut_alike = not different
+    # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
+    steps_seen, numbered, shared = by_step_number(results)
     if len(timed) >= 2 and not cut_alike:
         doc["spread"] = {"why": "iterations are cut by different ranges"}
     if len(timed) >= 2 and cut_alike:
-        doc["spread"] = extremes(timed, "median_latency_ms", "slowest", "fastest")
-    # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
-    steps_seen, numbered, shared = by_step_number(results)
+        doc["spread"] = spread_of(rows, steps_seen, numbered, shared)
     clocks = clock_offsets(steps_seen, job_apart(results), groups_why)
     if not shared:
         clocks = {"aligned": False, "why": numbered, "offsets_ns": None, "matched": 0}

@@ -75,8 +75,14 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
         lines.append(f"spread: not computed ({spread['why']})")
     elif spread:
         ratio = spread.get("ratio")
+        # (traces that hold other steps are compared on the steps numbered alike in every trace)
+        on = (
+            f" on the {spread['steps']} steps numbered alike in every trace ({spread['on_steps']})"
+            if spread.get("on_steps")
+            else ""
+        )
         lines.append(
-            f"spread: slowest {spread['slowest']} ({_ms(spread['slowest_median_latency_ms'])} ms median), "
+            f"spread{on}: slowest {spread['slowest']} ({_ms(spread['slowest_median_latency_ms'])} ms median), "
             f"fastest {spread['fastest']} ({_ms(spread['fastest_median_latency_ms'])} ms)"
             + (f", {ratio:.3f}x" if ratio else "")
         )

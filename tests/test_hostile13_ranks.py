@@ -1,0 +1,76 @@
+"""The cross-trace summary (:mod:`tracekit.analyzers.ranks`) against multi-rank forms seen in real jobs (round
+13). Compact results are hand-built in memory (tests/builders.compact_result: synthetic, never written to
+disk); the real forms they stand for were checked by transforming the real HTA A100 DDP rank-0 trace
+(``hta_a100_ddp_nccl_rank0.json.gz``) into other ranks (notes/ranks13.md)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from tests.builders import EPOCH, compact_result
+from tracekit.analyzers.ranks import summarize
+from tracekit.renderers.ranks import summary_lines
+
+MS = 1_000_000
+
+
+def _numbered(name: str, rank: int, steps: dict[int, float]) -> dict[str, Any]:
+    """A trace of ``ProfilerStep#N`` steps (number: latency ms), one after the other from :data:`EPOCH`,
+    without collectives (the clocks are then not aligned: only durations are compared)."""
+    windows, t = [], EPOCH
+    for latency in steps.values():
+        windows.append((t, t + round(latency * MS)))
+        t += round(latency * MS) + MS
+    r = compact_result(name, rank, steps=windows)
+    r["iterations"]["step"] = np.array(list(steps), dtype=np.int64)
+    r["world_size"] = 2
+    return r
+
+
+def test_the_spread_compares_the_steps_numbered_alike_in_every_trace() -> None:
+    """Rank 0's capture began two steps earlier (#3 and #4, slow 40 ms warm-up steps, then #5 and #6 of 10 and
+    11 ms); rank 1 holds #5 and #6 (11.5 ms each). Over every step rank 0's median is 25.5 ms: the spread had
+    named it the slowest, 2.217x. On the steps both hold rank 0's median is 10.5 ms: rank 1 is the slowest,
+    1.095x, as the steps' comparison (slowest by step: rank 1 at both) says."""
+    a = _numbered("a", 0, {3: 40.0, 4: 40.0, 5: 10.0, 6: 11.0})
+    b = _numbered("b", 1, {5: 11.5, 6: 11.5})
+    doc = summarize([a, b])
+    assert [row["median_latency_ms"] for row in doc["rows"]] == [25.5, 11.5]  # (the rows: whole traces)
+    spread = doc["spread"]
+    assert (spread["slowest"], spread["fastest"]) == ("rank 1", "rank 0")
+    assert (spread["slowest_median_latency_ms"], spread["fastest_median_latency_ms"]) == (11.5, 10.5)
+    assert spread["ratio"] == 11.5 / 10.5
+    assert spread["steps"] == 2 and spread["on_steps"] == "#5-#6"
+    assert doc["slowest_by_step"] == {"steps": 2, "slowest": "rank 1", "slowest_steps": 2}
+    assert (
+        "spread on the 2 steps numbered alike in every trace (#5-#6): slowest rank 1 (11.500 ms median), "
+        "fastest rank 0 (10.500 ms), 1.095x"
+    ) in summary_lines(doc)
+
+
+def test_no_step_number_in_common_no_spread() -> None:
+    """Rank 0 holds #1-#2 (slow first steps), rank 1 #7-#8: no step is in both, so their latencies are of
+    other steps; the spread had named rank 0 the slowest, 2.000x. Now it is withheld, with the why."""
+    a = _numbered("a", 0, {1: 20.0, 2: 20.0})
+    b = _numbered("b", 1, {7: 10.0, 8: 10.0})
+    doc = summarize([a, b])
+    assert doc["spread"] == {
+        "why": "no step number is common to every trace (rank 0 #1-#2; rank 1 #7-#8): they recorded other steps"
+    }
+    assert summary_lines(doc)[0].startswith("spread: not computed (no step number is common")
+
+
+def test_the_spread_of_traces_numbered_alike_is_over_every_step() -> None:
+    """Both hold #5 and #6: the spread is the rows' medians, as before, and says no steps."""
+    a = _numbered("a", 0, {5: 10.0, 6: 12.0})
+    b = _numbered("b", 1, {5: 10.0, 6: 14.0})
+    spread = summarize([a, b])["spread"]
+    assert spread == {
+        "slowest": "rank 1",
+        "slowest_median_latency_ms": 12.0,
+        "fastest": "rank 0",
+        "fastest_median_latency_ms": 11.0,
+        "ratio": 12.0 / 11.0,
+    }
