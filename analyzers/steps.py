@@ -163,18 +163,28 @@ def _class_of(prefill: str, decode: str, known: str) -> pl.Expr:
 
 
 def _inner_steps(own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
-    """(iteration, name) of the engine step ranges of ``trace`` that start inside each iteration's range."""
+    """(iteration, name) of the engine step ranges of ``trace`` that start inside each iteration's range *of
+    the same process* (two engines in one trace, data-parallel ranks each with its own ``ProfilerStep``, run
+    their steps side by side: one engine's step is no step of the other's iteration; a range or an iteration
+    without a process matches those without one)."""
     host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu"))
     engine_regex = "|".join(f"(?:{r})" for r in ENGINE_STEPS.values())
-    inner = host.filter(pl.col("name").str.contains(engine_regex)).select("start", "name").sort("start")
+    process = pl.col("pid").cast(pl.Int64).fill_null(-1).alias("_pid")
+    inner = (
+        host.filter(pl.col("name").str.contains(engine_regex)).select("start", "name", process).sort("start")
+    )
     if inner.is_empty() or own.is_empty():
         return pl.DataFrame(schema={"iteration": pl.Int64, "name": pl.String})
+    if "pid" not in own.columns:
+        own = own.with_columns(pl.lit(None, pl.Int64).alias("pid"))
     return (
         inner.join_asof(
-            own.select("iteration", "range_start", "range_end").sort("range_start"),
+            own.select("iteration", "range_start", "range_end", process).sort("range_start"),
             left_on="start",
             right_on="range_start",
+            by="_pid",
             strategy="backward",
+            check_sortedness=False,  # (both sorted above)
         )
         .filter(pl.col("start") < pl.col("range_end"))
         .select("iteration", "name")
@@ -188,7 +198,9 @@ def step_classes(ranges: pl.DataFrame, trace: Trace | None = None) -> pl.DataFra
 
     An iteration whose own name is a recognised step is classified by it; otherwise by the engine step ranges
     of ``trace`` (host ranges) that start inside ``[range_start, range_end)`` (module docstring)."""
-    own = ranges.select("iteration", "range_start", "range_end", "name")
+    own = ranges.select(
+        "iteration", "range_start", "range_end", "name", *(["pid"] if "pid" in ranges.columns else [])
+    )
     steps = own.select("iteration", "name")
     if trace is not None:
         known = classify_names(steps["name"])["step_class"].is_not_null()
