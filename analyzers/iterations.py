@@ -2663,7 +2663,8 @@ def summarize(
 def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     """Name what the host was doing at the start of each of the longest gaps (at its start + 1 ns).
 
-    The API call in progress then, if any (on any thread; on one thread the outermost of the calls in progress,
+    Only the iteration's own process counts (any process for a window of every process, whose ``pid`` is
+    null). The API call in progress then, if any (on any thread; on one thread the outermost of the calls in progress,
     ``cudaMemcpy`` rather than the driver call it made; across threads the one that started last), else the
     innermost host range in progress (the latest-started one: not an iteration's own range, not a GPU-side
     range such as Kineto's ``gpu_user_annotation``, which spans the device's work, not the host's), else "host
@@ -2674,6 +2675,15 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
         return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
     longest = _longest(gaps, LONGEST_GAPS).select("_row", "iteration", "start_ns")
     probe = longest.select("iteration", "start_ns", (pl.col("start_ns") + 1).alias("t"))
+    if (
+        "pid" in ranges.columns
+    ):  # what the iteration's own process was doing (null: a window of every process)
+        owner = ranges.select("iteration", pl.col("pid").cast(pl.Int64).alias("probe_pid")).unique(
+            "iteration"
+        )
+        probe = probe.join(owner, on="iteration", how="left")
+    else:
+        probe = probe.with_columns(pl.lit(None, pl.Int64).alias("probe_pid"))
 
     def in_progress(frame: pl.DataFrame, label: str, outermost_per_thread: bool) -> pl.DataFrame:
         """Per probe, the name of the interval of ``frame`` in progress at ``t`` (start <= t < end) that
@@ -2683,7 +2693,9 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
         src = frame.select("start", "end", "pid", "thread", "name").filter(
             pl.any_horizontal([(pl.col("start") <= t) & (pl.col("end") > t) for t in times])
         )
-        running = probe.join_where(src, pl.col("start") <= pl.col("t"), pl.col("end") > pl.col("t"))
+        running = probe.join_where(src, pl.col("start") <= pl.col("t"), pl.col("end") > pl.col("t")).filter(
+            pl.col("probe_pid").is_null() | pl.col("pid").is_null() | (pl.col("pid") == pl.col("probe_pid"))
+        )
         if outermost_per_thread:
             running = running.sort(["start", "end"], descending=[False, True], nulls_last=True).unique(
                 ["iteration", "start_ns", "pid", "thread"], keep="first", maintain_order=True

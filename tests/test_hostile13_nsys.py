@@ -167,10 +167,6 @@ def test_a_capture_that_may_have_been_started_by_a_range_keeps_its_trigger(
 # ---------------------------------------------------------------- defects in files this round does not own
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py _with_cpu_context: the range in progress at a gap is taken from any process",
-)
 def test_a_gap_is_not_said_to_be_inside_another_process_s_range(tmp_path: Path) -> None:
     """Recorded with nsys 2022.4: two forked worker processes, each with its own 'iteration' ranges of CPU
     operators; the longest-gaps table said rank 0's gap after its op_a was 'in range op_a', the op_a of rank 1
@@ -192,10 +188,6 @@ def test_a_gap_is_not_said_to_be_inside_another_process_s_range(tmp_path: Path) 
     assert gap["cpu_context"].to_list() == ["host code outside API calls"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/__init__.py detect_format: an unimported nsys capture stream is 'not a trace'",
-)
 def test_an_unimported_capture_stream_is_named_as_such(tmp_path: Path) -> None:
     """nsys 2022.4 as packaged here ('Importer error status: The importer binary and its dependencies were not
     found ... skipping importation of the QDSTRM file') leaves only the raw capture stream, ``report.qdstrm``,

@@ -131,6 +131,10 @@ def _looks_like_ort(text_head: str) -> bool:
     return ORT_HEAD.search(text_head) is not None
 
 
+#: the head of an Nsight Systems capture stream (``.qdstrm``) that was never imported into a report
+QDSTRM_MAGIC = b"NVIDIA Nsight Systems Stream"
+
+
 def _detect_format(path: Path) -> str:
     if not path.exists():
         raise TraceFormatError("no such file", path)
@@ -145,6 +149,13 @@ def _detect_format(path: Path) -> str:
         return "nsys-rep"  # exported by the installed nsys when read (:mod:`tracekit.readers.nsys_report`)
     if path.suffix in (".ncu-rep", ".ncu-repz"):
         return "ncu-rep"
+    if QDSTRM_MAGIC in head or path.suffix == ".qdstrm":
+        raise TraceFormatError(
+            "an Nsight Systems capture stream (.qdstrm) that nsys did not import into a report (its importer "
+            "was missing or failed): import it with QdstrmImporter -i FILE (in nsys's host folder), then give "
+            "tracekit the .nsys-rep, or its SQLite export (nsys export --type sqlite)",
+            path,
+        )
     if path.name.endswith(XPLANE_SUFFIX):  # a protobuf has no magic bytes: its name says what it is
         raise TraceFormatError(
             "a JAX/TensorFlow XPlane profile (protobuf, from jax.profiler or TensorFlow's profiler), not a "
