@@ -5,9 +5,11 @@ disk); the real forms they stand for were checked by transforming the real HTA A
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 
 from tests.builders import EPOCH, compact_result
 from tracekit.analyzers.ranks import summarize
@@ -74,3 +76,34 @@ def test_the_spread_of_traces_numbered_alike_is_over_every_step() -> None:
         "fastest_median_latency_ms": 11.0,
         "ratio": 12.0 / 11.0,
     }
+
+
+def test_a_scheduler_address_dask_cannot_read_is_one_line_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--scheduler bogus`` (no port) or an http:// address (the dashboard's, not the scheduler's): Dask's
+    Client raises ValueError, which had ended the run as 'internal error: ValueError: missing port number in
+    address' (exit 1). Now one line naming the address and what Dask said, exit 2, before any trace is read."""
+    pytest.importorskip("distributed")
+    from tracekit.cli import main
+
+    for address, said in (
+        ("bogus", "missing port number in address 'bogus'"),
+        ("http://localhost:8787", "unknown address scheme 'http'"),
+    ):
+        rc = main(["analyze", "a.json", "b.json", "--scheduler", address, "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert "internal error" not in err
+        lines = err.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith(
+            f"tracekit: --scheduler {address}: not a Dask scheduler address ("
+        )
+        assert said in lines[0]
+    # tls:// without Dask's TLS configuration: TypeError in Dask, had been 'internal error: TypeError'
+    rc = main(["analyze", "a.json", "b.json", "--scheduler", "tls://127.0.0.1:1", "--no-progress"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "internal error" not in err
+    assert err.startswith(
+        "tracekit: --scheduler tls://127.0.0.1:1: Dask cannot open a connection of this kind here (TLS expects"
+    )

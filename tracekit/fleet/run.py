@@ -401,6 +401,12 @@ def _on_dask(
         raise TracekitError("--scheduler needs Dask distributed: pip install 'tracekit[cluster]'") from exc
     try:
         client = Client(address, timeout="10s")
+    except ValueError as exc:  # (an address Dask does not read: no port, the dashboard's http://)
+        raise TracekitError(f"--scheduler {address}: not a Dask scheduler address ({exc})") from exc
+    except TypeError as exc:  # (tls:// without Dask's TLS configuration, ucx:// without UCX installed)
+        raise TracekitError(
+            f"--scheduler {address}: Dask cannot open a connection of this kind here ({exc})"
+        ) from exc
     except (OSError, TimeoutError) as exc:
         raise TracekitError(f"cannot reach the Dask scheduler at {address} ({exc})") from exc
     by_path: dict[int, Outcome] = {}
