@@ -33,6 +33,12 @@ COLUMNS = ("sms_active", "warp_occupancy")
 #: ``UNESTIMATED_WARN`` up to it, a warning (:func:`unestimated_kernels`).
 UNESTIMATED_MAX = 0.5
 UNESTIMATED_WARN = 0.1
+#: Kernels of one iteration running at once (on one device) beyond this share of their union's time: a
+#: per-kernel figure's Σ(kernel time x value) / latency adds their values, and no wall-time figure is given
+#: from per-kernel values (:func:`concurrent_kernels`).
+CONCURRENT_MAX = 0.05
+#: The figures' names, as the warnings print them.
+LABELS = {"sms_active": "SMs active", "warp_occupancy": "warp occupancy"}
 
 
 @dataclass
@@ -121,7 +127,61 @@ def utilization(analyzed: Analysis, ncu: Trace | None = None) -> Utilization:
         metrics = analyze_kernel_metrics(trace, trace, analysis, analysis.range_name, analyzed.ops)
         result.warnings += metrics.warnings
         _fill_from_estimate(result, metrics, trace)
+    _withhold_summed(result, analyzed)
     return result
+
+
+def concurrent_kernels(ops: pl.DataFrame) -> tuple[int, float]:
+    """(the number of devices, the share of kernel time beyond the union of each iteration's kernels on each
+    device) of ``ops`` (``iteration``, ``device``, ``kind``, ``start``, ``end``: the analyzed iterations'
+    ops); 0.0 when no kernel ran alongside another of its iteration and device."""
+    import polars as pl
+
+    kernels = ops.filter(
+        (pl.col("kind") == "kernel") & pl.col("start").is_not_null() & pl.col("end").is_not_null()
+    ).select("iteration", "device", "start", "end")
+    if kernels.is_empty():
+        return 0, 0.0
+    devices = kernels.get_column("device").n_unique()
+    kernels = kernels.sort("iteration", "device", "start")
+    reach = pl.col("end").cum_max().shift(1).over("iteration", "device")
+    own = (pl.col("end") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
+    total, union = kernels.select(
+        (pl.col("end") - pl.col("start")).sum().alias("total"), own.sum().alias("union")
+    ).row(0)
+    return devices, (total / union - 1) if union else 0.0
+
+
+def _withhold_summed(result: Utilization, analyzed: Analysis) -> None:
+    """No wall-time figure from per-kernel values (ncu's, the Kineto estimate) where the analyzed iterations'
+    kernels ran at once: on two or more devices, or on one beyond :data:`CONCURRENT_MAX` of their time, or
+    where the figure exceeds 100%. Σ(kernel time x value) / latency adds the values of kernels running
+    together: two GPUs each 98% busy with kernels at 60% warp occupancy had read 117.6%. A warning says why;
+    the kernel-time averages (weighted means of the values) stay. Nsight Systems' sampled metrics (per GPU,
+    :mod:`tracekit.analyzers.gpu_metrics`) are not affected."""
+    columns = [
+        c for c in COLUMNS if result.wall[c].value is not None and result.wall[c].source != "nsys metrics"
+    ]
+    if not columns:
+        return
+    devices, extra = concurrent_kernels(analyzed.ops)
+    for column in columns:
+        value = result.wall[column].value
+        assert value is not None
+        if devices > 1:
+            why = f"the analyzed iterations' kernels ran on {devices} devices"
+        elif extra > CONCURRENT_MAX:
+            why = f"kernels of an iteration ran at once ({extra:.0%} of their union's time again)"
+        elif value > 100:
+            why = "kernels of an iteration ran at once"
+        else:
+            continue
+        result.warnings.append(
+            f"wall-time {LABELS[column]} not given: {why}, and Σ(kernel time × value) / latency adds the "
+            f"values of kernels running together ({value:.1f}% here, from {result.wall[column].source}); "
+            "the kernel-time average stays"
+        )
+        result.wall[column] = Figure()
 
 
 def _fill_from_estimate(result: Utilization, metrics: KernelMetricsResult, trace: Trace) -> None:
