@@ -528,10 +528,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     that range's push and stops at its pop, and nsys (2022.4, recorded) writes that pop as the capture's end
     too. That range keeps its end, with a warning (read as cut, a capture triggered by its only 'iteration'
     had been "no ranges: nothing to analyze", and the trigger range of one around 5 iterations was said to
-    be cut by the capture). Not where the export's ``META_DATA_CAPTURE`` says the capture started with the
-    application (START_TRIGGER "Immediate", nsys 2024.6 to 2026.2 without a capture range): no range started
-    it, and that range was cut (kept, it had been the only iteration, as long as the capture). Warnings are
-    appended to ``warnings``."""
+    be cut by the capture). Warnings are appended to ``warnings``."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
     exprs = {
@@ -607,9 +604,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         first = starts.min()
         trigger = at_end & (pl.col("start") == first)
         alone = first is not None and int((starts == first).sum()) == 1
-        # A capture that says it started with the application ("Immediate") was started by no range.
-        started_by_range = export.key_values("META_DATA_CAPTURE").get("START_TRIGGER") != "Immediate"
-        if alone and started_by_range and ranges.select(trigger.any()).item():
+        if alone and ranges.select(trigger.any()).item():
             name = ranges.filter(trigger).get_column("name")[0]
             warnings.append(
                 f"NVTX range {name!r} ends exactly at the capture's end and began before every other "
