@@ -194,6 +194,10 @@ def cuda_provider_problem(
 _EP_ERROR = re.compile(r"EP Error:? (?!\*)(?P<what>.*?)\s+(?:when )?using \[", re.S)
 
 
+#: How pybind writes an ORT status into an exception's text ("[ONNXRuntimeError] : 1 : FAIL : ", Status::ToString).
+_ORT_STATUS_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ")
+
+
 def ep_error(printed: str) -> str | None:
     """The provider error ORT printed while falling back (first line, at most 300 characters), else None."""
     match = _EP_ERROR.search(printed)
@@ -263,9 +267,7 @@ class OnnxRuntime(Runtime):
         try:
             self.session, error = create_session(ort, str(path), sess_options=opts, providers=providers)
         except Exception as exc:
-            raise RunFailure(
-                f"onnxruntime could not load {path.name}: {str(exc).strip().splitlines()[0]}"
-            ) from exc
+            raise RunFailure(self._session_failure(path.name, exc)) from exc
         if self.on_cuda:
             require_cuda_session(ort, self.session, note, error)
         names = [i.name for i in self.session.get_inputs()]
@@ -273,6 +275,22 @@ class OnnxRuntime(Runtime):
             self._bind(names)
         else:
             self.feeds = {n: t.detach().cpu().numpy() for n, t in zip(names, ctx.inputs, strict=True)}
+
+    def _session_failure(self, file_name: str, exc: Exception) -> str:
+        """One line for an ``InferenceSession(...)`` that raised. ORT refuses ``enable_cuda_graph`` in
+        ``InferenceSession::Initialize`` for a model with control flow nodes, nodes on another provider or
+        Memcpy nodes ("This session cannot use the CUDA Graph feature as requested by the user ...");
+        pybind raises that as ``Fail``, not a RuntimeError, so the wrapper's CPU fallback lets it through. The
+        model loaded: what ORT refused is graph capture, which runtime 'onnx' does without."""
+        text = str(exc).strip()
+        first = text.splitlines()[0] if text else type(exc).__name__
+        if self.cuda_graph and "CUDA Graph feature" in first:
+            words = _ORT_STATUS_PREFIX.sub("", first)
+            return (
+                f"onnxruntime refused CUDA graph capture for {file_name} (runtime '{self.name}'): {words}; "
+                "runtime 'onnx' runs the model on the CUDA provider without graphs"
+            )
+        return f"onnxruntime could not load {file_name}: {first}"
 
     def _bind(self, names: list[str]) -> None:
         """IO binding on the GPU: inputs bound to the torch tensors' device memory, output to a device buffer."""
