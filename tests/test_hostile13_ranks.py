@@ -107,3 +107,22 @@ def test_a_scheduler_address_dask_cannot_read_is_one_line_exit_2(
     assert err.startswith(
         "tracekit: --scheduler tls://127.0.0.1:1: Dask cannot open a connection of this kind here (TLS expects"
     )
+
+
+def test_a_rank_simulation_whose_straggler_does_not_arrive_last_is_refused() -> None:
+    """The truth file names ``straggler`` as the rank that arrives last at every collective. Parameters under
+    which it does not (a straggler_factor under 1: it computes faster; another rank's host delay longer than
+    the straggler's lead) had written that truth anyway: straggler_factor 0.8 on 2 ranks gave a truth of
+    'rank 1 arrives last at 4 of 4, waits -0.037 ms' where rank 0 arrives last. Now refused, naming why."""
+    from tracekit.simulate.ranks import RankSimulation, truth
+
+    with pytest.raises(ValueError, match=r"^rank 1 is not the last to arrive at step 0 \(rank 0 is\)"):
+        RankSimulation(ranks=2, steps=4, kernels=4, straggler_factor=0.8)
+    # 4 kernels of 50 µs, 1.25x on rank 1: it arrives 50 µs after the others; rank 2's host starts 60 µs late
+    with pytest.raises(ValueError, match=r"^rank 1 is not the last to arrive at step 0 \(rank 2 is\)"):
+        RankSimulation(ranks=3, steps=2, kernels=4, host_delay_ns=[0, 0, 60_000])
+    with pytest.raises(ValueError, match=r"^rank 1 is not the last to arrive at step 0 \(ranks 1, 2 are\)"):
+        RankSimulation(ranks=3, steps=2, kernels=4, host_delay_ns=[0, 0, 50_000])
+    # a lead of 10 µs over rank 2's host delay: still the straggler, waited for 10 µs more than the median
+    sim = RankSimulation(ranks=3, steps=2, kernels=4, host_delay_ns=[0, 0, 40_000])
+    assert truth(sim)["straggler_wait_ms_per_step"] == [0.03, 0.03]

@@ -73,6 +73,19 @@ class RankSimulation:
             raise ValueError("host_delay_ns and clock_offset_ns need one value per rank")
         if self.overlap_ns >= self.comm_ns:
             raise ValueError("overlap_ns must be shorter than comm_ns")
+        # (the truth names ``straggler`` as the one that arrives last at every collective: parameters under
+        # which another rank does, a straggler_factor under 1 or a host delay longer than its lead, would
+        # write a false truth)
+        arrival = _timeline(self).arrival
+        for i, step in enumerate(arrival):
+            last = np.flatnonzero(step == step.max()).tolist()
+            if last != [self.straggler]:
+                who = f"rank {last[0]} is" if len(last) == 1 else f"ranks {', '.join(map(str, last))} are"
+                raise ValueError(
+                    f"rank {self.straggler} is not the last to arrive at step {i} ({who}): the straggler "
+                    "must arrive last at every step (straggler_factor over 1, by more than the other ranks' "
+                    "host delays)"
+                )
 
 
 @dataclass
