@@ -398,6 +398,46 @@ def test_graph_refusal_is_named_as_a_refusal_of_cuda_graphs_not_a_failed_load(fa
     assert isinstance(info.value, TracekitError) and "\n" not in info.value.message
 
 
+# -- 5. fp16 ----------------------------------------------------------------------------------------------
+def test_fp16_model_output_buffer_and_binding_are_float16(fakes: Any) -> None:
+    """An fp16 export's output is ``tensor(float16)`` (NodeArg.type); ids stay int64 (np.int64), the output
+    buffer is a torch.float16 tensor bound as np.float16 (IOBinding.bind_output takes a numpy type)."""
+    from tracekit.collectors.runtimes.onnx import OnnxRuntime
+
+    ort, torch_log = fakes
+    ort.output_type = "tensor(float16)"
+    rt = OnnxRuntime()
+    ctx = _ctx("cuda:0")
+    ctx.precision = "fp16"
+    rt.prepare(ctx)
+    (empty,) = _events(torch_log, "torch.empty")
+    assert empty[1:4] == ((2, 8, 32), "float16", "cuda:0")
+    main = ort.sessions[0].log_bindings[0]
+    assert main.outputs["output"] == ("cuda", 0, np.float16, (2, 8, 32), empty[4])
+    assert {v[2] for v in main.inputs.values()} == {np.int64}
+
+
+# -- 6. close releases the session --------------------------------------------------------------------------
+def test_close_releases_the_session_its_binding_holds(fakes: Any) -> None:
+    """Defect (ortgpu13): close() dropped ``self.session`` but kept ``self.binding``, whose IOBinding holds the
+    session (ORT 1.32's Python IOBinding keeps ``_session``; run_with_iobinding checks it), and the output
+    buffer: the session, its CUDA arena and its captured graph stayed alive after close."""
+    import gc
+    import weakref
+
+    from tracekit.collectors.runtimes.onnx import OnnxCudaGraphsRuntime
+
+    ort, _ = fakes
+    rt = OnnxCudaGraphsRuntime()
+    rt.prepare(_ctx("cuda:0"))
+    session = weakref.ref(ort.sessions[0])
+    ort.sessions.clear()  # the fake's own list of sessions must not keep them alive
+    rt.close()
+    gc.collect()
+    assert session() is None
+    assert rt.binding is None and rt.output is None
+
+
 # -- for others' files: strict xfails ---------------------------------------------------------------------
 @pytest.mark.xfail(
     strict=True,

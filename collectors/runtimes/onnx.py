@@ -381,6 +381,10 @@ class OnnxRuntime(Runtime):
         return None
 
     def close(self) -> None:
+        """Release the session: the IO binding (whose IOBinding holds the session) and the bound output buffer
+        first, then the session itself, so its CUDA arena and captured graph are freed now."""
+        self.binding = None
+        self.output = None
         self.session = None
 
 
