@@ -188,3 +188,43 @@ def test_setup_calls_on_two_threads_at_once_count_their_wall_time_once() -> None
         "spends 7.000 ms (70% of its latency) in setup calls (cudaHostAlloc 6.000 ms, cudaMalloc 6.000 ms)"
         in said[0]
     )
+
+
+def _two_pipeline_stages_without_ranges():
+    # Two processes, one GPU each, no ranges (an nsys capture of a 2-stage pipeline without NVTX): GPU 0
+    # (pid 1) and GPU 1 (pid 2) take turns, each running a 100 us kernel every 300 us, GPU 1 150 us after GPU
+    # 0, 6 times; each kernel's cudaLaunchKernel runs [-5, -4) us before it. One window over the trace:
+    # [-5 us, 1755 - 5 us) = 1.755 ms; the devices together are busy 1.2 ms (68.4%), each alone 0.6 ms of
+    # its own 1.605 ms window (37.4%).
+    api, ops, corr = [], [], 0
+    for k in range(6):
+        for device, pid, offset in ((0, 1, 0), (1, 2, 150 * US)):
+            corr += 1
+            s = EPOCH + k * 300 * US + offset
+            api.append((s - 5 * US, s - 4 * US, corr, "cudaLaunchKernel", pid, pid))
+            ops.append((s, s + 100 * US, corr, 7, "kernel", device, pid))
+    return make_trace(api=api, ops=ops, meta=dict(META), api_fields=API_PT, op_fields=OP_PT)
+
+
+def test_each_stage_of_the_pipeline_is_framework_bound_on_its_own() -> None:
+    a = analyze_trace(_two_pipeline_stages_without_ranges())
+    assert a.iterations["gpu_utilization"].to_list() == pytest.approx([1.2 / 1.755], abs=1e-12)
+    assert [(r["device"], r["gpu_utilization"], r["bound"]) for r in a.per_device] == [
+        (0, pytest.approx(0.6 / 1.605, abs=1e-12), "framework"),
+        (1, pytest.approx(0.6 / 1.605, abs=1e-12), "framework"),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the headline verdict of a window over several processes' GPUs counts them busy together "
+    "(iterations.summarize_stages / session.analyze_trace): 'compute-bound, 68%' with no doubt while each "
+    "GPU, driven by its own process, is 37% busy and framework-bound in its per-device row",
+)
+def test_a_headline_over_independent_gpus_is_uncertain_when_every_gpu_says_otherwise() -> None:
+    # Proposed: where the per-device rows all disagree with the headline and no process drives two of the
+    # devices (devices.devices_sharing_iterations is empty), the headline's verdict is uncertain, naming each
+    # device's median utilization (the mirror of per_device_rows' 'together' doubt).
+    a = analyze_trace(_two_pipeline_stages_without_ranges())
+    assert a.summary.bound == "compute"
+    assert a.summary.verdict_uncertain is not None and "37%" in a.summary.verdict_uncertain
