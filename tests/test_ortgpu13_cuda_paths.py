@@ -363,6 +363,37 @@ def test_sync_synchronizes_the_run_device(fakes: Any) -> None:
     assert torch_log[-1] == ("torch.cuda.synchronize", "cuda:3")
 
 
+def test_a_failure_in_the_capture_runs_is_named_as_such(fakes: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Defect (ortgpu13): a Run that fails raises RuntimeError("Error in execution: ...") (pybind's
+    run_with_iobinding throws std::runtime_error); one in the runs that capture the graph, in prepare, left
+    the worker as 'RuntimeError: Error in execution: ...', which does not say that the capture failed, nor
+    in which of the runs: it reads like a failed timed iteration."""
+    from tracekit.collectors.runtimes.onnx import OnnxCudaGraphsRuntime
+
+    ort, _ = fakes
+    calls = {"n": 0}
+    real_run = FakeSession.run_with_iobinding
+
+    def failing(self: FakeSession, binding: FakeIOBinding, run_options: Any = None) -> None:
+        if self.sid == 0:  # the graph session
+            calls["n"] += 1
+            if calls["n"] == 1:
+                raise RuntimeError(
+                    "Error in execution: CUDA failure 900: operation not permitted when stream is capturing ; "
+                    "GPU=0 ; hostname=synthetic ; expr=cudaStreamSynchronize(stream);\nmore"
+                )
+        real_run(self, binding, run_options)
+
+    monkeypatch.setattr(FakeSession, "run_with_iobinding", failing)
+    with pytest.raises(RunFailure) as info:
+        OnnxCudaGraphsRuntime().prepare(_ctx("cuda:0"))
+    assert info.value.message == (
+        "onnxruntime failed in run 1 of the 3 that capture its CUDA graph (synthetic-tiny.onnx, prepare, before "
+        "warm-up): Error in execution: CUDA failure 900: operation not permitted when stream is capturing ; "
+        "GPU=0 ; hostname=synthetic ; expr=cudaStreamSynchronize(stream);"
+    )
+
+
 # -- 4. profiling -----------------------------------------------------------------------------------------
 def test_ort_profiling_options_and_end_profiling_path(fakes: Any) -> None:
     from tracekit.collectors.runtimes.onnx import OnnxRuntime

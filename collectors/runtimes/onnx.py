@@ -348,8 +348,16 @@ class OnnxRuntime(Runtime):
             out_name, "cuda", self.device_id, _np_dtype(self.output), tuple(shape), self.output.data_ptr()
         )
         if self.cuda_graph:  # the regular runs and the capture run, now: none of them is warm-up or timed
-            for _ in range(ORT_GRAPH_CAPTURE_RUNS):
-                self.session.run_with_iobinding(self.binding)
+            for k in range(1, ORT_GRAPH_CAPTURE_RUNS + 1):
+                try:
+                    self.session.run_with_iobinding(self.binding)
+                except Exception as exc:  # pybind: RuntimeError("Error in execution: <ORT status>")
+                    text = str(exc).strip()
+                    raise RunFailure(
+                        f"onnxruntime failed in run {k} of the {ORT_GRAPH_CAPTURE_RUNS} that capture its CUDA "
+                        f"graph ({Path(str(self.model_path)).name}, prepare, before warm-up): "
+                        f"{text.splitlines()[0] if text else type(exc).__name__}"
+                    ) from exc
             torch.cuda.synchronize(f"cuda:{self.device_id}")
 
     def run(self) -> Any:
