@@ -25,7 +25,8 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   timestamp. Collectives (NCCL/RCCL all-reduce and the like) *end together* on every rank, so the offset of a
   trace's clock against the reference (the lowest rank, else the first trace) is the median, over the
   collectives both have (matched in launch order), of end(trace) - end(reference). ``residual_us`` is the
-  largest disagreement left after removing it: small means the matching held. Without collectives on every
+  largest disagreement left after removing it: small means the matching held (one collective matched: 0 by
+  construction, so ``why`` says that one end alone gives each offset). Without collectives on every
   trace the clocks are ``not aligned`` and every timestamp comparison below is withheld (said so); so are
   they when two traces claim the same rank (separate runs, not the ranks of one job: collectives of
   unrelated runs do not end together), when a matched pair names different operations
@@ -934,7 +935,9 @@ def clock_offsets(
     chosen = fits[0] if fits else first
     out = _aligned_or_not(chosen, results, n)
     if out["aligned"]:
-        out["why"] = f"{span}; the {'last' if chosen is last else 'first'} {n} were matched{how}"
+        out["why"] = f"{span}; the {'last' if chosen is last else 'first'} {n} were matched{how}" + (
+            f"; {ONE_MATCHED}" if n == 1 else ""
+        )
         out["matched_from"] = "last" if chosen is last else "first"
     return out
 
@@ -974,7 +977,7 @@ def _aligned_or_not(alignment: dict[str, Any], results: list[dict[str, Any]], n:
             "collective matches which is not known"
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
-    return {
+    out = {
         "aligned": True,
         "method": "collective ends",
         "matched": n,
@@ -982,6 +985,13 @@ def _aligned_or_not(alignment: dict[str, Any], results: list[dict[str, Any]], n:
         "residual_us": residual / 1e3,
         "reference": label(results[0]),
     }
+    if n == 1:  # (the residual is 0 by construction: nothing measured how well the ends agree)
+        out["why"] = ONE_MATCHED
+    return out
+
+
+#: The clocks' ``why`` when one collective was matched (:func:`_aligned_or_not`).
+ONE_MATCHED = "one collective matched: each offset is its end alone, which no other collective checks"
 
 
 def last_by_more_than(values: list[int] | list[float], tolerance_ns: int) -> int | None:

@@ -150,3 +150,31 @@ def test_simulate_ranks_does_not_ignore_set_without_a_word(
         assert said["straggler_factor"] == 2.0
     else:
         assert rc == 2
+
+
+def test_an_alignment_on_one_collective_says_nothing_checked_it() -> None:
+    """A serving trace pair of one NCCL collective each (the B200 vLLM trace holds one all-gather beside 73
+    symmetric-memory all-reduces, which are not matched): the offset is that collective's end alone, and the
+    residual is 0 by construction. The clocks line had said 'largest residual 0.000 µs', an agreement nobody
+    measured; now it says the one end gives the offset, unchecked."""
+    a = compact_result("a", 0, ends=[EPOCH + 500_000], starts=[EPOCH + 400_000])
+    b = compact_result("b", 1, ends=[EPOCH + 504_000], starts=[EPOCH + 402_000])
+    doc = summarize([a, b])
+    clocks = doc["clocks"]
+    assert (clocks["aligned"], clocks["matched"], clocks["offsets_ns"], clocks["residual_us"]) == (
+        True,
+        1,
+        [0, 4_000],
+        0.0,
+    )
+    assert clocks["why"] == (
+        "one collective matched: each offset is its end alone, which no other collective checks"
+    )
+    lines = summary_lines(doc)
+    assert (
+        "clocks: aligned on 1 collective end (one collective matched: each offset is its end alone, which no "
+        "other collective checks); offsets vs rank 0: rank 0 +0.000 ms, rank 1 +0.004 ms"
+    ) in lines
+    assert not any("residual 0.000" in line for line in lines if line.startswith("clocks"))
+    # (arrivals once aligned: rank 0 at 400 µs, rank 1 at 398 µs: rank 0 arrives last, by 2 µs)
+    assert doc["straggler"]["straggler"] == "rank 0" and doc["straggler"]["median_wait_ms"] == 0.002

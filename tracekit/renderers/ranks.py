@@ -96,10 +96,15 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
         # (an offset is known to the residual only: collectives of two process groups on one stream, which
         # nothing tells apart, leave offsets wrong by up to it)
         within = " (each known to within the residual)" if clocks["residual_us"] > 0 else ""
-        lines.append(
-            f"clocks: aligned on {clocks['matched']} collective ends{said} (largest residual "
-            f"{clocks['residual_us']:.3f} µs); offsets vs {clocks['reference']}: {offsets}{within}"
-        )
+        if clocks["matched"] == 1:  # (no residual to speak of: one end gives each offset, unchecked)
+            lines.append(
+                f"clocks: aligned on 1 collective end{said}; offsets vs {clocks['reference']}: {offsets}"
+            )
+        else:
+            lines.append(
+                f"clocks: aligned on {clocks['matched']} collective ends{said} (largest residual "
+                f"{clocks['residual_us']:.3f} µs); offsets vs {clocks['reference']}: {offsets}{within}"
+            )
     elif doc["traces"] > 1:
         lines.append(f"clocks: not aligned ({clocks.get('why')}); no timestamp is compared across traces")
     straggler = doc.get("straggler") or {}
