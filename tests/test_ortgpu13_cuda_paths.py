@@ -27,6 +27,7 @@ installed CPU wheel's ``onnxruntime/capi/onnxruntime_inference_collection.py`` 1
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from pathlib import Path
@@ -178,6 +179,10 @@ class FakeSession:
         self.sess_options = sess_options
         self.runs = 0
         self.log.append(("InferenceSession", self.sid, path, providers))
+        level = getattr(sess_options, "log_severity_level", 2)  # ORT's default session severity: WARNING
+        for line in fake.stderr_lines:
+            if level <= 2 or not line.startswith("20"):  # ORT's own log lines obey the severity
+                os.write(2, (line + "\n").encode())
         opts = dict(providers[0][1]) if providers and isinstance(providers[0], tuple) else {}
         if opts.get("enable_cuda_graph") == "1" and fake.graph_refusal:
             # InferenceSession::Initialize refuses, pybind raises Fail (not a RuntimeError): no fallback
@@ -219,6 +224,7 @@ class FakeOrt(types.ModuleType):
         self.output_shape = (2, 8, 32)
         self.output_type = "tensor(float)"
         self.graph_refusal = False
+        self.stderr_lines: list[str] = []
         fake = self
 
         class SessionOptions:
@@ -392,6 +398,45 @@ def test_a_failure_in_the_capture_runs_is_named_as_such(fakes: Any, monkeypatch:
         "warm-up): Error in execution: CUDA failure 900: operation not permitted when stream is capturing ; "
         "GPU=0 ; hostname=synthetic ; expr=cudaStreamSynchronize(stream);"
     )
+
+
+#: ORT's warning when it places nodes off the CUDA provider and copies between host and device
+#: (onnxruntime/core/optimizer/transformer_memcpy.cc: LOGS(logger, WARNING) << copy_node_counter << " Memcpy nodes
+#: are added to the graph " << graph.Name() << " for " << provider << ...; CUDA EP only), as the default sink
+#: writes it to stderr.
+MEMCPY_WARNING = (
+    "2026-11-28 10:00:00.000000000 [W:onnxruntime:, transformer_memcpy.cc:111 ApplyImpl] 4 Memcpy nodes are "
+    "added to the graph main_graph for CUDAExecutionProvider. It might have negative impact on performance "
+    "(including unable to run CUDA graph). Set session_options.log_severity_level=1 to see the detail logs "
+    "before this message."
+)
+
+
+def test_memcpy_nodes_ort_adds_on_cuda_are_counted_not_silenced(
+    fakes: Any, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """Defect (ortgpu13): the session was made with log_severity_level 3 (errors only), which silences ORT's
+    only word that it placed nodes on the CPU and inserted host<->device copies ('N Memcpy nodes are added to
+    the graph ... for CUDAExecutionProvider'): an 'onnx' CUDA latency could include CPU nodes and copies,
+    and nothing in run.json said so. Now the warning level is kept while the session is made, ORT's log lines
+    are read off stderr, and the count is recorded (runtime_details.memcpy_nodes); other stderr lines pass."""
+    from tracekit.collectors.runtimes.onnx import OnnxRuntime
+
+    ort, _ = fakes
+    ort.stderr_lines = [MEMCPY_WARNING, "a line that is not ORT's"]
+    rt = OnnxRuntime()
+    rt.prepare(_ctx("cuda:0"))
+    assert rt.describe()["memcpy_nodes"] == 4
+    err = capfd.readouterr().err
+    assert "Memcpy nodes are added" not in err and "a line that is not ORT's" in err
+
+
+def test_no_memcpy_warning_records_zero(fakes: Any) -> None:
+    from tracekit.collectors.runtimes.onnx import OnnxRuntime
+
+    rt = OnnxRuntime()
+    rt.prepare(_ctx("cuda:0"))
+    assert rt.describe()["memcpy_nodes"] == 0
 
 
 # -- 4. profiling -----------------------------------------------------------------------------------------

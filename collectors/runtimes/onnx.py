@@ -17,6 +17,7 @@ import shutil
 import sys
 import tempfile
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -222,6 +223,48 @@ def create_session(ort: Any, model: Any, **kwargs: Any) -> tuple[Any, str | None
     return session, error
 
 
+#: ORT's count of the copy nodes it inserted between host and device for the CUDA provider: nodes placed off it
+#: (a CPU kernel, a shape subgraph whose result goes back to the GPU) run on the CPU with a copy each way
+#: (onnxruntime/core/optimizer/transformer_memcpy.cc: LOGS(logger, WARNING) << copy_node_counter << " Memcpy
+#: nodes are added to the graph " << graph.Name() << " for " << provider << ...; logged for the CUDA EP only,
+#: once per graph and subgraph). ORT says it nowhere else.
+_MEMCPY_NODES = re.compile(r"\b(\d+) Memcpy nodes are added to the graph \S* for CUDAExecutionProvider")
+#: A log line of ORT's default sink below error level ("<date> <time> [W:onnxruntime:<logid>, <file>:<line> ...").
+_ORT_LOG_LINE = re.compile(r"^\S+ \S+ \[[VIW]:onnxruntime:")
+
+
+@contextlib.contextmanager
+def stderr_captured(into: list[str]) -> Iterator[None]:
+    """File descriptor 2 (where ORT's C++ log sink writes) redirected to a temporary file for the block;
+    its text is appended to ``into`` when the block ends, raising or not. Without a usable fd 2 the block runs
+    uncaptured."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        yield
+        return
+    with tempfile.TemporaryFile() as tmp:
+        os.dup2(tmp.fileno(), 2)
+        try:
+            yield
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            tmp.seek(0)
+            into.append(tmp.read().decode(errors="replace"))
+
+
+def split_ort_log(text: str) -> tuple[int, str]:
+    """(the Memcpy nodes ORT says it added for the CUDA provider, summed over its graphs; ``text`` less ORT's
+    own log lines below error level, which is passed on)."""
+    count = sum(int(m.group(1)) for m in _MEMCPY_NODES.finditer(text))
+    rest = "".join(line for line in text.splitlines(keepends=True) if not _ORT_LOG_LINE.match(line))
+    return count, rest
+
+
 def require_cuda_session(ort: Any, session: Any, note: str | None = None, error: str | None = None) -> None:
     """TracekitError (exit 2) unless ``session`` really runs on the CUDA provider: ``get_available_providers``
     lists compiled-in providers, not loadable ones, and ORT silently falls back to the CPU. ``error``: ORT's own
@@ -249,7 +292,9 @@ class OnnxRuntime(Runtime):
         note = preload_cuda_libraries(ort) if self.on_cuda else None
         path = export_onnx(ctx.model, ctx.inputs, ctx.precision, ctx.opset)
         opts = ort.SessionOptions()
-        opts.log_severity_level = 3
+        # Errors only on the CPU; on CUDA warnings too, while the session is made, for ORT's Memcpy count
+        # (split_ort_log), which it logs as a warning and nowhere else.
+        opts.log_severity_level = 2 if self.on_cuda else 3
         if ctx.ort_profile_prefix:
             opts.enable_profiling = True
             opts.profile_file_prefix = ctx.ort_profile_prefix
@@ -264,10 +309,16 @@ class OnnxRuntime(Runtime):
             self.provider_options = {}
             providers = ["CPUExecutionProvider"]
         self.model_path = path
+        logged: list[str] = []
         try:
-            self.session, error = create_session(ort, str(path), sess_options=opts, providers=providers)
+            with stderr_captured(logged) if self.on_cuda else contextlib.nullcontext():
+                self.session, error = create_session(ort, str(path), sess_options=opts, providers=providers)
         except Exception as exc:
             raise RunFailure(self._session_failure(path.name, exc)) from exc
+        finally:
+            self.memcpy_nodes, rest = split_ort_log("".join(logged)) if self.on_cuda else (None, "")
+            if rest:
+                sys.stderr.write(rest)
         if self.on_cuda:
             require_cuda_session(ort, self.session, note, error)
         names = [i.name for i in self.session.get_inputs()]
@@ -377,6 +428,8 @@ class OnnxRuntime(Runtime):
                 if k in ("device_id", "use_tf32", "enable_cuda_graph", "cudnn_conv_algo_search")
             },
             "io_binding": self.on_cuda,
+            # host<->device copy nodes ORT inserted (nodes it placed off the CUDA provider); None on the CPU
+            "memcpy_nodes": self.memcpy_nodes,
             "cuda_graph": self.cuda_graph,
             "cuda_graphs_used": self.cuda_graph and self.on_cuda,
             "capture_runs_in_prepare": ORT_GRAPH_CAPTURE_RUNS if self.cuda_graph and self.on_cuda else 0,
