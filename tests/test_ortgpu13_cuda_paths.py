@@ -534,3 +534,36 @@ def test_zoo_text_model_holds_no_pooler_that_only_eager_runs() -> None:
 
     model = build(ModelSpec(name="bert-base", layers=1))
     assert getattr(model.module.model, "pooler", None) is None
+
+
+def test_stderr_capture_reads_the_installed_ort_log_sink(tmp_path: Path) -> None:
+    """The real (CPU) onnxruntime writes its session log through CLogSink (std::clog, flushed per message:
+    core/common/logging/sinks/clog_sink.h) to fd 2: stderr_captured reads every line of it, and every one is
+    an ORT log line that split_ort_log keeps back. (What the CUDA build adds, the Memcpy warning, cannot be
+    produced without it: its text is pinned above from transformer_memcpy.cc and logs of real runs.)"""
+    onnx = pytest.importorskip("onnx")
+    ort = pytest.importorskip("onnxruntime")
+    from onnx import TensorProto, helper
+
+    from tracekit.collectors.runtimes.onnx import split_ort_log, stderr_captured
+
+    graph = helper.make_graph(
+        [helper.make_node("Add", ["x", "x"], ["y"])],
+        "synthetic_add",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])],
+    )
+    path = tmp_path / "synthetic-add.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    opts = ort.SessionOptions()
+    opts.log_severity_level = 0  # verbose: ORT logs the session's options and more while it is made
+    got: list[str] = []
+    with stderr_captured(got):
+        ort.InferenceSession(str(path), sess_options=opts, providers=["CPUExecutionProvider"])
+    text = "".join(got)
+    assert "TraceSessionOptions" in text
+    assert split_ort_log(text) == (0, "")
+    assert split_ort_log(MEMCPY_WARNING + "\n" + MEMCPY_WARNING.replace(" 4 ", " 3 ") + "\nE line\n") == (
+        7,
+        "E line\n",
+    )
