@@ -100,11 +100,15 @@ def _np_dtype(tensor: Any) -> Any:
     }[tensor.dtype]
 
 
-#: Runs a graph-enabled ORT session makes in ``prepare``: ORT's CUDA provider runs
-#: ``min_num_runs_before_cuda_graph_capture_`` regular runs (2 since onnxruntime 1.17, 1 before; they allocate
-#: the arena memory a capture may not allocate), captures the graph in the next run and replays it from then
-#: on (onnxruntime/core/providers/cuda/cuda_execution_provider.h). Made here, the capture is done before the
-#: warm-up: with ``--warmup 2`` it had landed in the first timed iteration, and inside nsys's capture range.
+#: Runs a graph-enabled ORT session makes in ``prepare``: ORT's CUDA provider makes
+#: ``min_num_runs_before_cuda_graph_capture_`` regular runs (2 since microsoft/onnxruntime#15005, 1 before; they
+#: allocate the arena memory a capture may not allocate), captures the graph in the next run and replays it from
+#: then on (onnxruntime/core/providers/cuda/cuda_execution_provider.h/.cc, OnRunStart/OnRunEnd). Recent versions
+#: make them all inside the first call: InferenceSession::Run calls itself until the graph is captured ("As N+1
+#: inference runs ... are needed before replaying the captured graph, here run N inference runs recursively"),
+#: so the other calls replay; without that recursion the third call captures. Made here, the capture is done
+#: before the warm-up: with ``--warmup 2`` it had landed in the first timed iteration, and inside nsys's capture
+#: range.
 ORT_GRAPH_CAPTURE_RUNS = 3
 
 #: cuDNN convolution algorithm choice for ORT, matching torch's ``cudnn.benchmark = False`` (cuDNN's
