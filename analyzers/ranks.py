@@ -76,7 +76,9 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   (:func:`by_group`); no such group: not aligned. A kernel's ``Collective name`` also says point-to-point
   (``send``/``recv``, a rooted gather/scatter) or a collective (``all_to_all`` under a ``SendRecv`` kernel
   name, NCCL 2.13's ``SendRecv`` names) where it names one (:func:`_pairs`), and must agree across traces as
-  the kernel's name must.
+  the kernel's name must (without underscores: where a kernel carries no ``Collective name``, the range
+  ProcessGroupNCCL opened around its launch, ``nccl:all_reduce``, names it:
+  :func:`tracekit.fleet.compact.annotated_ops`).
 - **process groups**: a trace that says it is in a group of two or more ranks without another trace's rank
   (``process_groups``, where the compact result carries it) runs collectives that trace does not, on one
   stream or several: not aligned (:func:`groups_apart`), unless matched by group as above. Groups serialized on one stream are otherwise not
@@ -498,12 +500,14 @@ def kinds_differ(results: list[dict[str, Any]], n: int, last: bool = False) -> s
             kinds = [""] * n
         return np.asarray(kinds[len(kinds) - n :] if last else kinds[:n], dtype=str)
 
-    # the operation the kernel's name says, then the one PyTorch wrote on it (``Collective name``)
+    # the operation the kernel's name says, then the one PyTorch wrote on it (``Collective name``, or its
+    # range's name: ``allreduce`` / ``nccl:all_reduce``, compared without underscores)
     for key in ("collective_kinds", "collective_ops"):
         ref = kinds_of(results[0], key)
         for r in results[1:]:
             kinds = kinds_of(r, key)
-            bad = np.flatnonzero((ref != "") & (kinds != "") & (ref != kinds))
+            same = np.char.replace(ref, "_", "") == np.char.replace(kinds, "_", "")
+            bad = np.flatnonzero((ref != "") & (kinds != "") & ~same)
             if len(bad):
                 i = int(bad[0])
                 return (

@@ -5,6 +5,7 @@ disk); the real forms they stand for were checked by transforming the real HTA A
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -136,8 +137,6 @@ def test_a_rank_simulation_whose_straggler_does_not_arrive_last_is_refused() -> 
 def test_simulate_ranks_does_not_ignore_set_without_a_word(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    import json
-
     from tracekit.cli import main
 
     out = tmp_path / "ranks"
@@ -178,3 +177,135 @@ def test_an_alignment_on_one_collective_says_nothing_checked_it() -> None:
     assert not any("residual 0.000" in line for line in lines if line.startswith("clocks"))
     # (arrivals once aligned: rank 0 at 400 µs, rank 1 at 398 µs: rank 0 arrives last, by 2 µs)
     assert doc["straggler"]["straggler"] == "rank 0" and doc["straggler"]["median_wait_ms"] == 0.002
+
+
+#: NCCL 2.13's name for every kernel (NVIDIA/nccl#739): the real HTA recsys trace's all-reduces,
+#: reduce-scatters, all-gathers and all-to-alls all run under it
+SENDRECV = "ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)"
+
+
+def _x(cat: str, name: str, pid: int, tid: int, ts_ns: int, dur_ns: int, **args: Any) -> dict[str, Any]:
+    event = {
+        "ph": "X",
+        "cat": cat,
+        "name": name,
+        "pid": pid,
+        "tid": tid,
+        "ts": ts_ns / 1e3,
+        "dur": dur_ns / 1e3,
+    }
+    return event | ({"args": args} if args else {})
+
+
+def _sendrecv_named_rank(
+    path: Path, rank: int, clock_ns: int, arrive_ns: int, annotation: str | None = "nccl:all_reduce"
+) -> str:
+    """A SYNTHETIC Kineto trace of rank ``rank`` of 2 (its clock ``clock_ns`` ahead): 3 ``ProfilerStep#N`` of
+    1 ms; in each, a compute kernel (stream 7, 100-400 µs) and one all-reduce whose kernel carries NCCL 2.13's
+    ``SendRecv`` name and no ``Collective name`` (stream 13), launched at 300 µs inside PyTorch's
+    ``annotation`` range (``nccl:all_reduce``, ProcessGroupNCCL's record_function; None: none), starting at
+    ``arrive_ns`` and ending at 700 µs on both ranks."""
+    events, corr = [], 1
+    for step in range(3):
+        t = EPOCH + clock_ns + step * 1_000_000
+        events.append(_x("user_annotation", f"ProfilerStep#{step}", 100, 100, t, 1_000_000))
+        for call, start, end, name, stream in (
+            (50_000, 100_000, 400_000, "sm90_gemm_synthetic", 7),
+            (300_000, arrive_ns, 700_000, SENDRECV, 13),
+        ):
+            if stream == 13 and annotation:
+                events.append(_x("user_annotation", annotation, 100, 100, t + call - 5_000, 20_000))
+            events.append(_x("cuda_runtime", "cudaLaunchKernel", 100, 100, t + call, 5_000, correlation=corr))
+            events.append(
+                _x(
+                    "kernel",
+                    name,
+                    0,
+                    stream,
+                    t + start,
+                    end - start,
+                    device=0,
+                    stream=stream,
+                    correlation=corr,
+                )
+            )
+            corr += 1
+        events.append(
+            _x("cuda_runtime", "cudaDeviceSynchronize", 100, 100, t + 320_000, 600_000, correlation=corr)
+        )
+        corr += 1
+    doc = {
+        "schemaVersion": 1,
+        "tracekit_synthetic": True,
+        "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": 2},
+        "deviceProperties": [{"id": 0, "name": "Synthetic GPU", "numSms": 132}],
+        "traceEvents": events,
+    }
+    path.write_text(json.dumps(doc))
+    return str(path)
+
+
+def test_collectives_under_nccl_2_13s_sendrecv_name_are_told_by_pytorchs_range(tmp_path: Path) -> None:
+    """NCCL 2.13 names every kernel ``SendRecv`` and PyTorch of that era writes no ``Collective name`` on it
+    (the real HTA recsys trace: 80 SendRecv kernels under 55 ``nccl:all_to_all``, 10 ``nccl:all_reduce``, 10
+    ``nccl:_reduce_scatter_base`` and 10 ``nccl:_all_gather_base`` ranges). Every such kernel had been taken
+    for point-to-point: two ranks of one all-reduce per step were 'not aligned (no collective kernels to align
+    on ... only point-to-point send/receive kernels)', with a warning that they pair two ranks. The range
+    ProcessGroupNCCL opens around the launch (``nccl:all_reduce``) names the operation: the clocks align on
+    the 3 ends (rank 1's clock 2.5 ms ahead) and rank 1, arriving 50 µs after rank 0 each step, is the
+    straggler."""
+    from tracekit.fleet.run import analyze_many
+    from tracekit.session import AnalysisOptions
+
+    paths = [
+        _sendrecv_named_rank(tmp_path / "rank0.synthetic.json", 0, 0, 400_000),
+        _sendrecv_named_rank(tmp_path / "rank1.synthetic.json", 1, 2_500_000, 450_000),
+    ]
+    outcomes = analyze_many(paths, AnalysisOptions(), jobs=1)
+    results = [o.result for o in outcomes]
+    assert [r["collective_ops"] for r in results] == [["all_reduce"] * 3] * 2
+    doc = summarize(results)
+    clocks = doc["clocks"]
+    assert (clocks["aligned"], clocks["matched"], clocks["offsets_ns"]) == (True, 3, [0, 2_500_000])
+    assert doc["straggler"]["straggler"] == "rank 1" and doc["straggler"]["arrives_last"] == 3
+    assert doc["straggler"]["median_wait_ms"] == 0.05
+    assert not any("point-to-point" in w for w in doc["warnings"])
+
+
+def test_a_sendrecv_kernel_under_no_range_is_still_point_to_point(tmp_path: Path) -> None:
+    """Without PyTorch's range (a SendRecv kernel launched outside ProcessGroupNCCL, or a trace without
+    record_function ranges) the kernel's name decides, as before: point-to-point, nothing to align on."""
+    from tracekit.fleet.run import analyze_many
+    from tracekit.session import AnalysisOptions
+
+    paths = [
+        _sendrecv_named_rank(tmp_path / "rank0.synthetic.json", 0, 0, 400_000, None),
+        _sendrecv_named_rank(tmp_path / "rank1.synthetic.json", 1, 2_500_000, 450_000, "nccl:send 1->0"),
+    ]
+    results = [o.result for o in analyze_many(paths, AnalysisOptions(), jobs=1)]
+    assert [r["collective_ops"] for r in results] == [[""] * 3, ["send"] * 3]
+    doc = summarize(results)
+    assert not doc["clocks"]["aligned"]
+    assert "only point-to-point send/receive kernels" in doc["clocks"]["why"]
+
+
+def test_an_operation_spelled_as_pytorchs_range_spells_it_agrees_with_the_kernels_arg() -> None:
+    """One kernel's operation from its ``Collective name`` arg (``allreduce``, ``_allgather_base``), the same
+    collective's on another rank from ProcessGroupNCCL's range (``nccl:all_reduce``, ``nccl:_all_gather_base``,
+    where the kernel carried no arg): one operation, two spellings. They had read as other operations ('the
+    collectives differ'), and the clocks were not aligned; spelled without underscores they agree. Another
+    operation still differs."""
+    ends = [EPOCH + 1_000_000, EPOCH + 2_000_000]
+    a = compact_result("a", 0, ends=ends) | {"collective_ops": ["allreduce", "_allgather_base"]}
+    b = compact_result("b", 1, ends=[e + 7_000 for e in ends]) | {
+        "collective_ops": ["all_reduce", "_all_gather_base"]
+    }
+    clocks = summarize([a, b])["clocks"]
+    assert (clocks["aligned"], clocks["offsets_ns"]) == (True, [0, 7_000])
+    c = b | {"collective_ops": ["all_reduce", "_reduce_scatter_base"]}
+    clocks = summarize([a, c])["clocks"]
+    assert not clocks["aligned"]
+    assert clocks["why"].startswith(
+        "the collectives differ: rank 1's collective 2 in launch order is _reduce_scatter_base, rank 0's is "
+        "_allgather_base"
+    )

@@ -15,6 +15,10 @@ checking their kinds. A collective whose launching call is not in the trace (lau
 began) has no launch order and is left out of these lists, unless no collective has one (a trace without
 host-side events: then in time order).
 
+``collective_ops`` / ``collective_groups``: the operation and process group PyTorch wrote on each of those
+kernels (``Collective name``, ``Process Group Name``), the operation also from the ``nccl:<op>`` range
+ProcessGroupNCCL opens around the launch where the kernel carries none (:func:`annotated_ops`).
+
 ``collective_streams`` ({device: how many streams carry its collectives}, one small dict) says whether the
 trace's collectives come from more than one communicator: PyTorch's ProcessGroupNCCL runs each process
 group's (and each point-to-point pair's) NCCL kernels on a stream of its own per device, so collectives on two
@@ -108,6 +112,82 @@ def collective_labels(ordered: pl.DataFrame, comm_args: dict[str, Any] | None) -
         table, on=list(keys), how="left", maintain_order="left"
     )
     return joined["op"].fill_null("").to_list(), joined["group"].fill_null("").to_list()
+
+
+#: PyTorch's ProcessGroupNCCL opens a ``record_function`` range around each operation it launches
+#: (``nccl:all_reduce``, ``nccl:_all_gather_base``, ``nccl:all_to_all``, ``nccl:send 0->1``, ``nccl:recv 1<-0``):
+#: its first word after ``nccl:`` is the operation, read where the kernel says none (:func:`annotated_ops`).
+NCCL_RANGE = r"^nccl:([A-Za-z_]+)"
+
+
+def annotated_ops(ordered: pl.DataFrame, trace: Any) -> list[str]:
+    """The operation each collective of ``ordered`` (:func:`_in_launch_order`: with ``correlation``,
+    ``call_start``, ``call_end``) was launched for, by the innermost ``nccl:<op>`` range (:data:`NCCL_RANGE`)
+    that holds its launching call on the call's own thread (``trace.api``'s row of its correlation id, one
+    process and thread only; ``trace.ranges``); "" where none does. Traces of NCCL 2.13, which names every
+    kernel ``SendRecv`` (NVIDIA/nccl#739), from a PyTorch that writes no ``Collective name`` on kernels, say
+    their all-reduces so (the real HTA recsys trace: 80 SendRecv kernels under ``nccl:all_to_all``,
+    ``nccl:all_reduce``, ``nccl:_reduce_scatter_base`` and ``nccl:_all_gather_base`` ranges)."""
+    blank = [""] * ordered.height
+    ranges, api = getattr(trace, "ranges", None), getattr(trace, "api", None)
+    need = {"correlation", "call_start", "call_end"}
+    if ordered.is_empty() or ranges is None or api is None or not need <= set(ordered.columns):
+        return blank
+    if not {"start", "end", "pid", "thread", "name"} <= set(ranges.columns):
+        return blank
+    if not {"pid", "thread", "correlation"} <= set(api.columns):
+        return blank
+    named = ranges.filter(pl.col("name").str.contains(NCCL_RANGE).fill_null(False))
+    if named.is_empty():
+        return blank
+    calls = (
+        ordered.select(
+            pl.int_range(pl.len()).alias("_row"),
+            pl.col("correlation").cast(pl.Int64),
+            pl.col("call_start").cast(pl.Int64),
+            pl.col("call_end").cast(pl.Int64),
+        )
+        .join(
+            # (a correlation id whose calls are on one thread of one process: else the thread is not known)
+            api.filter(
+                pl.col("correlation").is_in(ordered["correlation"].drop_nulls().cast(pl.Int64).implode())
+            )
+            .group_by("correlation")
+            .agg(
+                pl.col("pid").first().cast(pl.Int64),
+                pl.col("thread").first().cast(pl.Int64),
+                one=(pl.struct("pid", "thread").n_unique() == 1),
+            )
+            .filter("one")
+            .drop("one"),
+            on="correlation",
+            how="inner",
+        )
+        .filter(pl.col("call_start").is_not_null() & pl.col("pid").is_not_null())
+        .sort("call_start")
+    )
+    if calls.is_empty():
+        return blank
+    spans = named.select(
+        pl.col("pid").cast(pl.Int64),
+        pl.col("thread").cast(pl.Int64),
+        pl.col("start").cast(pl.Int64).alias("range_start"),
+        pl.col("end").cast(pl.Int64).alias("range_end"),
+        op=pl.col("name").str.extract(NCCL_RANGE),
+    ).sort("range_start")
+    # the latest-opened range of the call's thread at its start: the innermost, when it holds the call
+    found = calls.join_asof(
+        spans,
+        left_on="call_start",
+        right_on="range_start",
+        by=["pid", "thread"],
+        strategy="backward",
+        check_sortedness=False,  # (both sorted by their time, so each thread's rows are too)
+    ).filter(pl.col("range_end").is_not_null() & (pl.col("range_end") >= pl.col("call_end").fill_null(0)))
+    out = list(blank)
+    for row, op in found.select("_row", "op").iter_rows():
+        out[row] = op or ""
+    return out
 
 
 def collective_streams(ops: pl.DataFrame) -> dict[int | None, int]:
@@ -315,6 +395,9 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         collective_its = collective_iterations(ordered)
         streams = collective_streams(analyzed.trace_data.ops)
         collective_ops, collective_groups = collective_labels(ordered, meta.get("collective_args"))
+        if not all(collective_ops):  # (the kernels that say no operation: PyTorch's range around the launch)
+            ranged = annotated_ops(ordered, analyzed.trace_data)
+            collective_ops = [said or found for said, found in zip(collective_ops, ranged, strict=True)]
     else:
         iterations = iterations.with_columns(
             comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None, pl.Float64)
