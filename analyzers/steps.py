@@ -246,16 +246,22 @@ def class_summary(iterations: pl.DataFrame) -> pl.DataFrame:
 
     Columns: ``step_class``; ``steps`` (count); ``latency_ms``, ``gpu_busy_ms``, ``framework_overhead_ms``:
     means in ms over the class's steps; ``gpu_utilization``: mean busy/latency fraction; ``p50_latency_ms``;
-    ``overhead_share``: total framework overhead / total latency of the class (a fraction); ``total_ms``: the
-    class's summed latency."""
+    ``overhead_share``: total framework overhead / total latency of the class's steps whose overhead is known
+    (a fraction; null when none is: busy time withheld); ``total_ms``: the class's summed latency."""
     means = [pl.col(f).mean().alias(f) for f in SUMMARY_FIELDS]
+    known = pl.col("framework_overhead_ms").is_not_null() & pl.col("latency_ms").is_not_null()
     return (
         iterations.group_by("step_class")
         .agg(
             pl.len().alias("steps"),
             *means,
             pl.col("latency_ms").median().alias("p50_latency_ms"),
-            (pl.col("framework_overhead_ms").sum() / pl.col("latency_ms").sum()).alias("overhead_share"),
+            # over the steps whose overhead is known (null where none is: busy withheld, not 0%)
+            pl.when(known.any())
+            .then(
+                pl.col("framework_overhead_ms").filter(known).sum() / pl.col("latency_ms").filter(known).sum()
+            )
+            .alias("overhead_share"),
             pl.col("latency_ms").sum().alias("total_ms"),
         )
         .sort("step_class", nulls_last=True)

@@ -228,3 +228,33 @@ def test_a_headline_over_independent_gpus_is_uncertain_when_every_gpu_says_other
     a = analyze_trace(_two_pipeline_stages_without_ranges())
     assert a.summary.bound == "compute"
     assert a.summary.verdict_uncertain is not None and "37%" in a.summary.verdict_uncertain
+
+
+def test_a_step_class_whose_overhead_is_unknown_has_no_overhead_share() -> None:
+    # Two SGLang decode steps of 100 us open at once on threads 1 and 2 of pid 1 ([0, 100) and [10, 110) us);
+    # a third thread launches both kernels ([20, 21) and [30, 31) us calls) while both are open: which step
+    # each belongs to is not in the trace, so busy time and overhead are withheld (null) and there is no
+    # verdict. The step class's overhead share is unknown too (null); it had read 0.0 (Σ of no known overhead
+    # / 0.2 ms of latency): "0% framework overhead" for steps whose overhead nobody knows.
+    t0 = EPOCH
+    ranges = [
+        (t0, t0 + 100 * US, "step[DECODE bs=8]", 0, "user", 1, 1),
+        (t0 + 10 * US, t0 + 110 * US, "step[DECODE bs=8]", 0, "user", 1, 2),
+    ]
+    api = [
+        (t0 + 20 * US, t0 + 21 * US, 1, "cudaLaunchKernel", 1, 3),
+        (t0 + 30 * US, t0 + 31 * US, 2, "cudaLaunchKernel", 1, 3),
+    ]
+    ops = [
+        (t0 + 25 * US, t0 + 60 * US, 1, 7, "kernel", 0, 1),
+        (t0 + 61 * US, t0 + 90 * US, 2, 7, "kernel", 0, 1),
+    ]
+    trace = make_trace(
+        ranges, api, ops, dict(META), range_fields=RANGE_PT, api_fields=API_PT, op_fields=OP_PT
+    )
+    doc = analyze_trace(trace).to_json()
+    assert doc["summary"]["bound"] is None
+    [row] = doc["step_classes"]
+    assert (row["step_class"], row["steps"], row["framework_overhead_ms"]) == ("decode", 2, None)
+    assert row["total_ms"] == pytest.approx(0.2, abs=1e-12)
+    assert row["overhead_share"] is None
