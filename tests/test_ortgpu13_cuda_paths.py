@@ -474,6 +474,34 @@ def test_graph_refusal_is_named_as_a_refusal_of_cuda_graphs_not_a_failed_load(fa
     assert isinstance(info.value, TracekitError) and "\n" not in info.value.message
 
 
+#: The words of recent ORT versions (InferenceSession::Initialize once graph capture served the CUDA, JS, DML and
+#: WebGPU providers alike), as seen in published logs: "graph capture feature", the provider named by its type.
+GRAPH_REFUSAL_RECENT = (
+    "[ONNXRuntimeError] : 1 : FAIL : This session cannot use the graph capture feature as requested by the user "
+    "as all compute graph nodes have not been partitioned to the CUDAExecutionProvider"
+)
+
+
+def test_graph_refusal_in_recent_ort_words_is_named_as_a_refusal_too(
+    fakes: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Defect (ortgpu13): the refusal was recognized only in the old words ('CUDA Graph feature'); recent ORT
+    says 'graph capture feature', and that line still read 'could not load <file>'."""
+    from tracekit.collectors.runtimes.onnx import OnnxCudaGraphsRuntime
+
+    ort, _ = fakes
+    ort.graph_refusal = True
+    monkeypatch.setitem(globals(), "GRAPH_REFUSAL", GRAPH_REFUSAL_RECENT)
+    with pytest.raises(RunFailure) as info:
+        OnnxCudaGraphsRuntime().prepare(_ctx("cuda:0"))
+    assert info.value.message == (
+        "onnxruntime refused CUDA graph capture for synthetic-tiny.onnx (runtime 'onnx-cuda-graphs'): "
+        "This session cannot use the graph capture feature as requested by the user as all compute graph "
+        "nodes have not been partitioned to the CUDAExecutionProvider; runtime 'onnx' runs the model on the "
+        "CUDA provider without graphs"
+    )
+
+
 # -- 5. fp16 ----------------------------------------------------------------------------------------------
 def test_fp16_model_output_buffer_and_binding_are_float16(fakes: Any) -> None:
     """An fp16 export's output is ``tensor(float16)`` (NodeArg.type); ids stay int64 (np.int64), the output

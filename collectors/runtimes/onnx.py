@@ -199,6 +199,9 @@ def cuda_provider_problem(
 _EP_ERROR = re.compile(r"EP Error:? (?!\*)(?P<what>.*?)\s+(?:when )?using \[", re.S)
 
 
+#: ORT refusing graph capture for a model, in the words of older ("... cannot use the CUDA Graph feature as
+#: requested ...") and recent versions ("... cannot use the graph capture feature as requested ...").
+_GRAPH_REFUSAL = re.compile(r"cannot use the (?:CUDA Graph|graph capture) feature")
 #: How pybind writes an ORT status into an exception's text ("[ONNXRuntimeError] : 1 : FAIL : ", Status::ToString).
 _ORT_STATUS_PREFIX = re.compile(r"^\[ONNXRuntimeError\] : \d+ : [A-Z_]+ : ")
 
@@ -334,12 +337,13 @@ class OnnxRuntime(Runtime):
     def _session_failure(self, file_name: str, exc: Exception) -> str:
         """One line for an ``InferenceSession(...)`` that raised. ORT refuses ``enable_cuda_graph`` in
         ``InferenceSession::Initialize`` for a model with control flow nodes, nodes on another provider or
-        Memcpy nodes ("This session cannot use the CUDA Graph feature as requested by the user ...");
-        pybind raises that as ``Fail``, not a RuntimeError, so the wrapper's CPU fallback lets it through. The
-        model loaded: what ORT refused is graph capture, which runtime 'onnx' does without."""
+        Memcpy nodes ("This session cannot use the CUDA Graph feature" in older versions, "the graph capture
+        feature" in recent ones); pybind raises that as ``Fail``, not a RuntimeError, so the wrapper's CPU
+        fallback lets it through. The model loaded: what ORT refused is graph capture, which runtime 'onnx'
+        does without."""
         text = str(exc).strip()
         first = text.splitlines()[0] if text else type(exc).__name__
-        if self.cuda_graph and "CUDA Graph feature" in first:
+        if self.cuda_graph and _GRAPH_REFUSAL.search(first):
             words = _ORT_STATUS_PREFIX.sub("", first)
             return (
                 f"onnxruntime refused CUDA graph capture for {file_name} (runtime '{self.name}'): {words}; "
