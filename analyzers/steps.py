@@ -165,18 +165,22 @@ def _class_of(prefill: str, decode: str, known: str) -> pl.Expr:
 def _inner_steps(own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     """(iteration, name) of the engine step ranges of ``trace`` that start inside each iteration's range *of
     the same process* (two engines in one trace, data-parallel ranks each with its own ``ProfilerStep``, run
-    their steps side by side: one engine's step is no step of the other's iteration; a range or an iteration
-    without a process matches those without one)."""
+    their steps side by side: one engine's step is no step of the other's iteration); by time alone where
+    a range or an iteration has no process (a reader that records none)."""
     host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu"))
     engine_regex = "|".join(f"(?:{r})" for r in ENGINE_STEPS.values())
-    process = pl.col("pid").cast(pl.Int64).fill_null(-1).alias("_pid")
     inner = (
-        host.filter(pl.col("name").str.contains(engine_regex)).select("start", "name", process).sort("start")
+        host.filter(pl.col("name").str.contains(engine_regex))
+        .select("start", "name", pl.col("pid").cast(pl.Int64))
+        .sort("start")
     )
     if inner.is_empty() or own.is_empty():
         return pl.DataFrame(schema={"iteration": pl.Int64, "name": pl.String})
     if "pid" not in own.columns:
         own = own.with_columns(pl.lit(None, pl.Int64).alias("pid"))
+    by_process = inner.get_column("pid").null_count() == 0 and own.get_column("pid").null_count() == 0
+    process = (pl.col("pid").cast(pl.Int64) if by_process else pl.lit(0, pl.Int64)).alias("_pid")
+    inner = inner.with_columns(process)
     return (
         inner.join_asof(
             own.select("iteration", "range_start", "range_end", process).sort("range_start"),

@@ -258,3 +258,25 @@ def test_a_step_class_whose_overhead_is_unknown_has_no_overhead_share() -> None:
     assert (row["step_class"], row["steps"], row["framework_overhead_ms"]) == ("decode", 2, None)
     assert row["total_ms"] == pytest.approx(0.2, abs=1e-12)
     assert row["overhead_share"] is None
+
+
+def test_engine_steps_without_a_process_go_by_time_alone() -> None:
+    # The ProfilerStep of pid 1 [0, 100) us holds an engine step whose range carries no process (null pid):
+    # it is matched by time, as before the per-process rule: the step is prefill.
+    from tracekit.analyzers.steps import step_classes
+
+    t0 = EPOCH
+    trace = make_trace(
+        [
+            (t0, t0 + 100 * US, "ProfilerStep#1", 0, "user", 1, 1),
+            (t0 + 5 * US, t0 + 90 * US, "step[EXTEND bs=4]", 1, "user", None, None),
+        ],
+        meta=dict(META),
+        range_fields=RANGE_PT,
+    )
+    ranges = trace.ranges.filter(trace.ranges["name"] == "ProfilerStep#1").select(
+        iteration=0, range_start="start", range_end="end", name="name", pid="pid"
+    )
+    classes = step_classes(ranges, trace)
+    assert classes["step_class"].cast(str).to_list() == ["prefill"]
+    assert classes["context_requests"].to_list() == [4]
