@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import inspect
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -238,7 +239,15 @@ def build(spec: ModelSpec, seed: int = 0) -> BuiltModel:
     if impl:
         config._attn_implementation = impl
     torch.manual_seed(seed)
-    model = cls(config).eval()
+    # No pooler (BertModel, RobertaModel, ViTModel build one by default): Forward returns the last hidden state,
+    # so eager PyTorch and CUDA graphs would run it (a linear and a tanh per iteration) while the ONNX export,
+    # TorchScript and torch.compile drop it as dead code; without it every runtime runs the same graph.
+    extra = (
+        {"add_pooling_layer": False}
+        if "add_pooling_layer" in inspect.signature(cls.__init__).parameters
+        else {}
+    )
+    model = cls(config, **extra).eval()
     wrapped = Forward(model, kind, spec.gen_tokens, MASK_MODE[spec.name]).eval()
     cfg = {
         k: v for k, v in config.to_dict().items() if isinstance(v, (int, float, str, bool, list)) or v is None

@@ -543,13 +543,6 @@ def test_close_releases_the_session_its_binding_holds(fakes: Any) -> None:
 
 
 # -- for others' files: strict xfails ---------------------------------------------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectors/zoo.py builds BertModel/RobertaModel/ViTModel with their pooler (add_pooling_layer "
-    "defaults True) while Forward returns only last_hidden_state: eager PyTorch and torch CUDA graphs run "
-    "the pooler (one linear + tanh on the first token per iteration), the ONNX export drops it as dead code, "
-    "so the runtimes compared do not run the same work",
-)
 def test_zoo_text_model_holds_no_pooler_that_only_eager_runs() -> None:
     """Seen here (CPU, bert-base --layers 1): torch.profiler of one eager forward counts aten::linear 7 and
     aten::tanh 1 (6 linears per layer + the pooler's), while the cached ONNX export
