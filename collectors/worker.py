@@ -132,12 +132,27 @@ def run_config(cfg: dict[str, Any]) -> dict[str, Any]:
             result["torch_profiler_graph_init"] = True
         runtime.prepare(ctx)
         result.update(_timed(runtime, cfg, device, profiler))
-        result.update(describe=runtime.describe(), nvtx=nvtx_ranges().method)
+        described = runtime.describe()
+        result.update(describe=described, nvtx=nvtx_ranges().method)
+        result["warnings"] = [*result.get("warnings", []), *runtime_warnings(described)]
         return result
     finally:
         runtime.close()
         if tmpdir:
             shutil.rmtree(tmpdir, ignore_errors=True)
+
+
+def runtime_warnings(described: dict[str, Any]) -> list[str]:
+    """What a runtime's own account of itself (``describe()``) says the user should know: ONNX Runtime's
+    host<->device copy nodes on CUDA (``memcpy_nodes``: nodes it placed off the CUDA provider, whose copies
+    are in the latency)."""
+    copies = described.get("memcpy_nodes")
+    if isinstance(copies, int) and not isinstance(copies, bool) and copies > 0:
+        return [
+            f"onnxruntime inserted {copies} host<->device copy node(s) for the CUDA provider: some nodes run on "
+            "the CPU, and their copies are in the latency (run.json runtime_details.memcpy_nodes)"
+        ]
+    return []
 
 
 #: Iterations run under the profiler before the timed ones: under torch.profiler traced and discarded (its

@@ -588,3 +588,18 @@ def test_stderr_capture_reads_the_installed_ort_log_sink(tmp_path: Path) -> None
         7,
         "E line\n",
     )
+
+
+@pytest.mark.parametrize(("copies", "said"), [(3, True), (0, False), (None, False), (True, False)])
+def test_the_worker_warns_of_ort_copy_nodes_on_cuda(copies: object, said: bool) -> None:
+    """A CUDA session whose graph ORT split (Memcpy nodes inserted, counted in describe()'s memcpy_nodes) is
+    said in the run's warnings, not only in run.json; none, unknown (CPU: None) or a malformed count: nothing."""
+    from tracekit.collectors.worker import runtime_warnings
+
+    warnings = runtime_warnings({"memcpy_nodes": copies})
+    assert bool(warnings) is said
+    if said:
+        assert warnings == [
+            "onnxruntime inserted 3 host<->device copy node(s) for the CUDA provider: some nodes run on the CPU, "
+            "and their copies are in the latency (run.json runtime_details.memcpy_nodes)"
+        ]
