@@ -142,7 +142,7 @@ def concurrent_kernels(ops: pl.DataFrame) -> tuple[int, float]:
     ).select("iteration", "device", "start", "end")
     if kernels.is_empty():
         return 0, 0.0
-    devices = kernels.get_column("device").n_unique()
+    devices = kernels.get_column("device").drop_nulls().n_unique()
     kernels = kernels.sort("iteration", "device", "start")
     reach = pl.col("end").cum_max().shift(1).over("iteration", "device")
     own = (pl.col("end") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
