@@ -95,6 +95,10 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   a recording given twice (a path again, a link, a copy) is summarized once (:func:`without_repeats`).
 - **skew within the residual**: a largest step-start skew no more than the alignment's residual is given with
   ``why`` (not told from none: the aligned starts are known to the residual only).
+- **whole-capture windows**: a trace without iteration ranges is one window (``window``: first launch to
+  last op end), whose latency is how long the capture ran: traces all so (and the GPUs of one such capture)
+  have no spread, start skew or slowest by step (:func:`whole_windows`); the straggler, by collectives, stays.
+  Windows cut at idle gaps (``--split-idle``) are compared as steps.
 - **warnings**: besides the above, each trace's own warnings (once per text, with the traces it applies to),
   and traces whose iterations are cut by different ranges (their steps may be different work: the spread,
   the skew and the slowest by step are then withheld, with ``why``).
@@ -375,6 +379,13 @@ def within_capture(result: dict[str, Any]) -> dict[str, Any] | None:
     out["skew"] = skew(steps_seen, zero, 0, last)
     apart = out["skew"].get("why") if out["skew"].get("median_start_skew_ms") is None else None
     out["slowest_by_step"] = {"why": apart} if apart else slowest_by_step(steps_seen, last)
+    # (each GPU's one window over the capture is no step: its span is the GPU's first launch to last op)
+    if whole_windows([result]):
+        whole = (
+            f"{label(result)}: each GPU's iteration is one window over the capture (no iteration ranges), "
+            "its first launch to its last op: no step; cut steps with --split-idle MS or --range NAME"
+        )
+        out.update(skew={"steps": 0, "why": whole}, slowest_by_step={"why": whole})
     out.update(straggler=None)
     if not all(len(x["collective_ends_ns"]) for x in steps_seen):
         out["straggler_why"] = "not every GPU has collectives"
@@ -472,6 +483,25 @@ def range_warning(results: list[dict[str, Any]]) -> list[str]:
     return [
         f"iterations are cut by different ranges ({parts}): a step of one trace may be other work than a step of another"
     ]
+
+
+#: The range name of one window over a whole trace (:data:`tracekit.analyzers.ranges.WINDOW_NAME`: a trace
+#: without iteration ranges, first launch to last op end); windows cut at idle gaps are named otherwise.
+WHOLE_WINDOW = "window"
+
+
+def whole_windows(results: list[dict[str, Any]]) -> str | None:
+    """Why the traces' iterations are not compared as steps: each is one window over its whole capture
+    (:data:`WHOLE_WINDOW`; every trace is, ranges being alike where this is asked), whose latency is how long
+    the capture ran (a capture that began earlier or ran longer is no slower rank); None otherwise."""
+    if not results or any(r.get("range") != WHOLE_WINDOW for r in results):
+        return None
+    names = _named([label(r) for r in results])
+    each = "each is" if len(results) > 1 else "it is"
+    return (
+        f"{names}: {each} one window over its whole capture (no iteration ranges): its latency is how long the "
+        "capture ran, not a step; cut steps with --split-idle MS or --range NAME"
+    )
 
 
 def _order(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -1319,12 +1349,15 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     # work: latencies and steps are not compared across them.
     different = range_warning(results)
     cut_alike = not different
+    # One window over a whole capture (no iteration ranges) is no step: its latency is how long the capture
+    # ran, so neither latencies nor starts are compared (the collectives still are: the straggler)
+    whole = whole_windows(results) if cut_alike else None
     # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
     steps_seen, numbered, shared = by_step_number(results)
     if len(timed) >= 2 and not cut_alike:
         doc["spread"] = {"why": "iterations are cut by different ranges"}
     if len(timed) >= 2 and cut_alike:
-        doc["spread"] = spread_of(rows, steps_seen, numbered, shared)
+        doc["spread"] = {"why": whole} if whole else spread_of(rows, steps_seen, numbered, shared)
     clocks = clock_offsets(steps_seen, job_apart(results), groups_why)
     if not shared:
         clocks = {"aligned": False, "why": numbered, "offsets_ns": None, "matched": 0}
@@ -1341,6 +1374,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             if not shared
             else {"why": elsewhen}
             if elsewhen
+            else {"why": whole}
+            if whole
             else slowest_by_step(steps_seen, clocks.get("matched_from") == "last")
             if cut_alike
             else {"why": "iterations are cut by different ranges"}
@@ -1355,7 +1390,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             from_last = clocks.get("matched_from") == "last"
             doc["straggler"] = stragglers(steps_seen, clocks["offsets_ns"], tolerance, from_last)
             doc["skew"] = (
-                skew(steps_seen, clocks["offsets_ns"], tolerance, from_last)
+                {"steps": 0, "why": whole}
+                if whole
+                else skew(steps_seen, clocks["offsets_ns"], tolerance, from_last)
                 if cut_alike
                 else {"steps": 0, "why": "iterations are cut by different ranges"}
             )

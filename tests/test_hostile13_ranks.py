@@ -309,3 +309,83 @@ def test_an_operation_spelled_as_pytorchs_range_spells_it_agrees_with_the_kernel
         "the collectives differ: rank 1's collective 2 in launch order is _reduce_scatter_base, rank 0's is "
         "_allgather_base"
     )
+
+
+WINDOW_WHY = (
+    "rank 0, rank 1: each is one window over its whole capture (no iteration ranges): its latency is how long "
+    "the capture ran, not a step; cut steps with --split-idle MS or --range NAME"
+)
+
+
+def test_whole_capture_windows_are_not_compared_as_steps() -> None:
+    """Two ranks captured without iteration ranges (nsys of a script without NVTX, a Kineto trace without
+    ProfilerStep): each trace is one window, first launch to last op end. Rank 0's capture ran 3 steps (660.6
+    ms), rank 1's 2 (438.5 ms; the real HTA DDP trace so transformed): the spread had named rank 0 the slowest,
+    1.506x, and 'slowest by step' rank 0 in 1 of 1 steps, of captures that only lasted longer. Now the spread,
+    the start skew and the slowest by step are withheld, with the why; the straggler, by collectives, stays."""
+    ends = [EPOCH + 100 * MS, EPOCH + 200 * MS]
+    a = compact_result(
+        "a", 0, ends=ends, starts=[e - 200_000 for e in ends], steps=[(EPOCH, EPOCH + round(660.579 * MS))]
+    )
+    b = compact_result(
+        "b",
+        1,
+        ends=[e + 5 * MS for e in ends],
+        starts=[e + 5 * MS - 50_000 for e in ends],
+        steps=[(EPOCH + 5 * MS, EPOCH + 5 * MS + round(438.515 * MS))],
+    )
+    for r in (a, b):
+        r["range"] = "window"
+    doc = summarize([a, b])
+    assert doc["spread"] == {"why": WINDOW_WHY}
+    assert doc["slowest_by_step"] == {"why": WINDOW_WHY}
+    assert doc["skew"] == {"steps": 0, "why": WINDOW_WHY}
+    assert doc["clocks"]["offsets_ns"] == [0, 5 * MS]
+    assert doc["straggler"]["straggler"] == "rank 1" and doc["straggler"]["median_wait_ms"] == 0.15
+    lines = summary_lines(doc)
+    assert f"spread: not computed ({WINDOW_WHY})" in lines
+    assert f"slowest by step: not computed ({WINDOW_WHY})" in lines
+
+
+def test_windows_cut_at_idle_gaps_are_still_compared() -> None:
+    """Windows cut at idle gaps (``--split-idle``, range ``idle>5ms``) are the trace's steps as the device
+    shows them: compared as before."""
+    a = compact_result("a", 0)
+    b = compact_result("b", 1, steps=[(EPOCH, EPOCH + 2 * MS), (EPOCH + 3 * MS, EPOCH + 4 * MS)])
+    for r in (a, b):
+        r["range"] = "idle>5ms"
+    doc = summarize([a, b])
+    assert doc["spread"]["slowest"] == "rank 1" and doc["spread"]["ratio"] == 1.5
+
+
+def test_the_gpus_of_one_capture_without_ranges_are_not_compared_as_steps() -> None:
+    """One capture of two processes (GPU 0, GPU 1) without iteration ranges: each GPU's window runs from its
+    first launch to its last op. Their 'step start skew' (when each GPU's first op was launched) and 'slowest'
+    (which GPU's work spans longer) had been given as a step's (the real FastVideo 2-GPU nsys export: 'step
+    start skew: 0.077 ms', 'slowest GPU 0 in 1 of 1 steps'); now withheld, with the why."""
+    from tracekit.analyzers.ranks import within_capture
+
+    def lane(start: int, latency_ms: float) -> dict[str, Any]:
+        return {
+            "iterations": {
+                "index": [0],
+                "start_ns": [start],
+                "end_ns": [start + round(latency_ms * MS)],
+                "latency_ms": [latency_ms],
+                "step": [None],
+            }
+        }
+
+    result = {
+        "name": "two_ranks.synthetic.sqlite",
+        "rank": None,
+        "range": "window",
+        "per_gpu": [{"device": 0, "lane": lane(0, 969.448)}, {"device": 1, "lane": lane(77_000, 969.259)}],
+    }
+    why = (
+        "two_ranks.synthetic.sqlite: each GPU's iteration is one window over the capture (no iteration ranges), "
+        "its first launch to its last op: no step; cut steps with --split-idle MS or --range NAME"
+    )
+    within = within_capture(result)
+    assert within["skew"] == {"steps": 0, "why": why} and within["slowest_by_step"] == {"why": why}
+    assert within["straggler_why"] == "not every GPU has collectives"
