@@ -138,6 +138,8 @@ def annotated_ops(ordered: pl.DataFrame, trace: Any) -> list[str]:
     if not {"pid", "thread", "correlation"} <= set(api.columns):
         return blank
     named = ranges.filter(pl.col("name").str.contains(NCCL_RANGE).fill_null(False))
+    if "domain" in named.columns:  # (Kineto's GPU-side copies of the range lie on a stream, not a thread)
+        named = named.filter((pl.col("domain") != "gpu").fill_null(True))
     if named.is_empty():
         return blank
     calls = (
