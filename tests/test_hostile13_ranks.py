@@ -389,3 +389,18 @@ def test_the_gpus_of_one_capture_without_ranges_are_not_compared_as_steps() -> N
     within = within_capture(result)
     assert within["skew"] == {"steps": 0, "why": why} and within["slowest_by_step"] == {"why": why}
     assert within["straggler_why"] == "not every GPU has collectives"
+
+
+def test_an_empty_scheduler_address_is_refused_not_run_here(capsys: pytest.CaptureFixture[str]) -> None:
+    """``--scheduler "$DASK_SCHEDULER"`` with the variable unset: an empty address had run every trace in this
+    process without a word, as if no cluster had been asked for. Now one line, exit 2."""
+    from tracekit.cli import main
+
+    for address in ("", "  "):
+        rc = main(["analyze", "a.json", "b.json", "--scheduler", address, "--no-progress"])
+        err = capsys.readouterr().err
+        assert rc == 2, err
+        assert err.strip() == (
+            "tracekit: --scheduler: no address given (empty: an unset variable?); give the scheduler's "
+            "tcp://HOST:PORT, or leave --scheduler out to analyze here"
+        )

@@ -285,6 +285,13 @@ def analyze_many(
     cores; ``on_done`` is called as each trace finishes."""
     opts = _options_tuple(options)
     done = on_done or (lambda outcome: None)
+    if scheduler is not None and not scheduler.strip():  # (an unset variable: not "run here")
+        from tracekit.errors import TracekitError
+
+        raise TracekitError(
+            "--scheduler: no address given (empty: an unset variable?); give the scheduler's tcp://HOST:PORT, "
+            "or leave --scheduler out to analyze here"
+        )
     if scheduler:
         return _on_dask(list(paths), opts, scheduler, cache_dir, done)
     jobs = max(1, min(jobs or usable_cores(), len(paths) or 1))
