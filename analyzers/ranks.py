@@ -1101,8 +1101,25 @@ def step_numbers(result: dict[str, Any]) -> list[int] | None:
     return [int(n) for n in numbers]
 
 
+#: How many runs of consecutive step numbers :func:`_spans` writes before "and N more runs".
+SHOWN_RUNS = 4
+
+
 def _spans(numbers: list[int]) -> str:
-    return f"#{min(numbers)}-#{max(numbers)}" if numbers else "none"
+    """Step numbers as their runs (``#4-#6``; with a gap ``#4, #6``; past :data:`SHOWN_RUNS` runs, how many
+    more and the last number); "none" for none."""
+    if not numbers:
+        return "none"
+    ordered = sorted(set(numbers))
+    runs: list[list[int]] = []
+    for n in ordered:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    text = ", ".join(f"#{a}" if a == b else f"#{a}-#{b}" for a, b in runs[:SHOWN_RUNS])
+    more = len(runs) - SHOWN_RUNS
+    return text + (f" and {more} more runs to #{ordered[-1]}" if more > 0 else "")
 
 
 def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], str | None, bool]:

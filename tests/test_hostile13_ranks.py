@@ -404,3 +404,20 @@ def test_an_empty_scheduler_address_is_refused_not_run_here(capsys: pytest.Captu
             "tracekit: --scheduler: no address given (empty: an unset variable?); give the scheduler's "
             "tcp://HOST:PORT, or leave --scheduler out to analyze here"
         )
+
+
+def test_step_numbers_with_a_gap_are_shown_with_it() -> None:
+    """Rank 1's ProfilerStep#5 range is missing (its events dropped; its kernels then fall in no step): it
+    holds #4 and #6. The note had said 'rank 0 #4-#6; rank 1 #4-#6' and 'the 2 steps numbered alike (#4-#6)',
+    as if both held the same three; now the runs are written out."""
+    a = _numbered("a", 0, {4: 10.0, 5: 10.0, 6: 10.0})
+    b = _numbered("b", 1, {4: 10.0, 6: 10.0})
+    doc = summarize([a, b])
+    assert (
+        "the traces hold other steps (rank 0 #4-#6; rank 1 #4, #6): steps and collectives are compared on the 2 "
+        "steps numbered alike in every trace (#4, #6), not by position"
+    ) in doc["warnings"]
+    assert doc["spread"]["on_steps"] == "#4, #6"
+    many = _numbered("c", 1, {n: 10.0 for n in (1, 2, 3, 5, 7, 8, 10, 12, 14, 15)})
+    warnings = summarize([a, many])["warnings"]
+    assert any("rank 1 #1-#3, #5, #7-#8, #10 and 2 more runs to #15" in w for w in warnings)
