@@ -421,3 +421,50 @@ def test_step_numbers_with_a_gap_are_shown_with_it() -> None:
     many = _numbered("c", 1, {n: 10.0 for n in (1, 2, 3, 5, 7, 8, 10, 12, 14, 15)})
     warnings = summarize([a, many])["warnings"]
     assert any("rank 1 #1-#3, #5, #7-#8, #10 and 2 more runs to #15" in w for w in warnings)
+
+
+def _comm_ops(*ops: tuple[str, int, int]) -> Any:
+    """One iteration's kernels on device 0, (name, start µs, end µs) each (SYNTHETIC times, real names)."""
+    import polars as pl
+
+    return pl.DataFrame(
+        {
+            "iteration": [0] * len(ops),
+            "device": [0] * len(ops),
+            "start": [s * 1_000 for _, s, _ in ops],
+            "end": [e * 1_000 for _, _, e in ops],
+            "kind": ["kernel"] * len(ops),
+            "name": [n for n, _, _ in ops],
+        }
+    )
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        # Transformer Engine's Userbuffers (Megatron's tp_comm_overlap): the tensor-parallel all-gather and
+        # reduce-scatter as kernels of its own over NVLink, and its point-to-point ring
+        "void userbuffers_fp16_sum_inplace_gpu_rw_ag<2>(int, int, int, int, int, int, int, void**, int, unsigned long)",
+        "void userbuffers_fp16_sum_inplace_gpu_rr_rs<2>(int, int, int, int, int, int, int, void**, int, unsigned long)",
+        "userbuffers_fp16_sum_inplace_gpu_rr_rs_oop_fp8",
+        "kuserbuffers_pushsendrecv(int*, int*, int4*, int4*, const int, int*, int*, const int, const int, int)",
+    ],
+)
+def test_transformer_engine_userbuffers_kernels_are_communication(name: str) -> None:
+    """With TE's communication overlap the tensor-parallel collectives run as ``userbuffers_*`` kernels, no
+    NCCL in their names: they had been computation (comm 0 of them), and hid the NCCL all-reduce they
+    overlapped. Now a 40 µs Userbuffers reduce-scatter beside a 60 µs GEMM is 40 µs of communication, all
+    exposed; beside an NCCL all-reduce [20, 80) it hides none of it: 80 µs of communication, 20 µs of it
+    under the GEMM."""
+    from tracekit.analyzers.communication import COMM_PATTERN, NCCL_PATTERN, comm_per_iteration
+
+    assert comm_per_iteration(_comm_ops((name, 0, 40), ("sm90_gemm", 40, 100))).to_dicts() == [
+        {"iteration": 0, "comm_ms": 0.04, "exposed_comm_ms": 0.04}
+    ]
+    frame = comm_per_iteration(
+        _comm_ops((name, 0, 40), ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", 20, 80), ("sm90_gemm", 60, 100))
+    )
+    assert frame.to_dicts() == [{"iteration": 0, "comm_ms": 0.08, "exposed_comm_ms": 0.06}]
+    import re
+
+    assert re.search(COMM_PATTERN, name) and not re.search(NCCL_PATTERN, name)  # (not matched across ranks)
