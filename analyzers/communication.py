@@ -38,8 +38,9 @@ NCCL_PATTERN = r"(?i)nccl|rccl"
 #: RCCL's MSCCL algorithms (``mscclKernel_Sum_hip_bfloat16_Simple``: no "nccl" in the name), and
 #: DeepEP's MoE dispatch/combine (``deep_ep::``), and Transformer Engine's Userbuffers (Megatron's
 #: ``tp_comm_overlap``: ``userbuffers_fp16_sum_inplace_gpu_rr_rs``, ``kuserbuffers_pushsendrecv``). Counted
-#: as computation they had hidden the communication of a tensor-parallel serving trace (the B200 vLLM trace's 73 symmetric-memory all-reduces, 2.1 ms, beside
-#: one 22 µs NCCL all-gather) and the doubt of a compute-bound verdict resting on them.
+#: as computation they had hidden the communication of a tensor-parallel serving trace (the B200 vLLM trace's
+#: 73 symmetric-memory all-reduces, 2.1 ms, beside one 22 µs NCCL all-gather) and the doubt of a
+#: compute-bound verdict resting on them.
 COMM_PATTERN = (
     r"(?i)nccl|rccl|cross_device_reduce|multimem_(?:all|one_shot|two_shot)|(?:one|two)_?shot_?all_?reduce"
     r"|allreduce_fusion|quick_?reduce|msccl|custom_?all_?reduce|deep_ep::|userbuffers"
