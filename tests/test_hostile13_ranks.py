@@ -468,3 +468,36 @@ def test_transformer_engine_userbuffers_kernels_are_communication(name: str) -> 
     import re
 
     assert re.search(COMM_PATTERN, name) and not re.search(NCCL_PATTERN, name)  # (not matched across ranks)
+
+
+def test_the_range_of_a_launch_is_read_on_its_own_thread_and_never_raises() -> None:
+    """:func:`annotated_ops` on hand-built frames: the call of collective 0 (thread 1) lies in an
+    ``nccl:all_reduce`` range of thread 1; collective 1's call (thread 2) lies in time inside thread 1's
+    ``nccl:broadcast`` range but on another thread, and in no range of its own: none; collective 2's call
+    outlasts its thread's range: none. Thread ids written as text that is no number: nothing, no error."""
+    import polars as pl
+
+    from tracekit.fleet.compact import annotated_ops
+
+    ordered = pl.DataFrame(
+        {"correlation": [1, 2, 3], "call_start": [100, 300, 500], "call_end": [110, 310, 560]}
+    )
+
+    class Frames:
+        def __init__(self, thread: Any) -> None:
+            self.api = pl.DataFrame({"pid": [7, 7, 7], "thread": thread, "correlation": [1, 2, 3]})
+            self.ranges = pl.DataFrame(
+                {
+                    "start": [90, 250, 490],
+                    "end": [120, 400, 550],
+                    "pid": [7, 7, 7],
+                    "thread": [1, 1, 1],
+                    "domain": ["user", "user", "user"],
+                    "name": ["nccl:all_reduce", "nccl:broadcast", "nccl:all_gather"],
+                }
+            )
+
+    assert annotated_ops(ordered, Frames([1, 2, 1])) == ["all_reduce", "", ""]
+    odd = Frames(["a", "b", "c"])
+    odd.ranges = odd.ranges.with_columns(pl.col("thread").cast(pl.String))
+    assert annotated_ops(ordered, odd) == ["", "", ""]

@@ -121,6 +121,15 @@ NCCL_RANGE = r"^nccl:([A-Za-z_]+)"
 
 
 def annotated_ops(ordered: pl.DataFrame, trace: Any) -> list[str]:
+    """:func:`_annotated_ops`, "" for every collective where the frames cannot be read so (a pid or thread
+    of another type): the ranges only add what the kernels do not say."""
+    try:
+        return _annotated_ops(ordered, trace)
+    except (pl.exceptions.PolarsError, TypeError, ValueError):
+        return [""] * ordered.height
+
+
+def _annotated_ops(ordered: pl.DataFrame, trace: Any) -> list[str]:
     """The operation each collective of ``ordered`` (:func:`_in_launch_order`: with ``correlation``,
     ``call_start``, ``call_end``) was launched for, by the innermost ``nccl:<op>`` range (:data:`NCCL_RANGE`)
     that holds its launching call on the call's own thread (``trace.api``'s row of its correlation id, one
@@ -156,8 +165,8 @@ def annotated_ops(ordered: pl.DataFrame, trace: Any) -> list[str]:
             )
             .group_by("correlation")
             .agg(
-                pl.col("pid").first().cast(pl.Int64),
-                pl.col("thread").first().cast(pl.Int64),
+                pl.col("pid").first().cast(pl.Int64, strict=False),
+                pl.col("thread").first().cast(pl.Int64, strict=False),
                 one=(pl.struct("pid", "thread").n_unique() == 1),
             )
             .filter("one")
@@ -165,18 +174,24 @@ def annotated_ops(ordered: pl.DataFrame, trace: Any) -> list[str]:
             on="correlation",
             how="inner",
         )
-        .filter(pl.col("call_start").is_not_null() & pl.col("pid").is_not_null())
+        .filter(
+            pl.col("call_start").is_not_null() & pl.col("pid").is_not_null() & pl.col("thread").is_not_null()
+        )
         .sort("call_start")
     )
     if calls.is_empty():
         return blank
-    spans = named.select(
-        pl.col("pid").cast(pl.Int64),
-        pl.col("thread").cast(pl.Int64),
-        pl.col("start").cast(pl.Int64).alias("range_start"),
-        pl.col("end").cast(pl.Int64).alias("range_end"),
-        op=pl.col("name").str.extract(NCCL_RANGE),
-    ).sort("range_start")
+    spans = (
+        named.select(
+            pl.col("pid").cast(pl.Int64, strict=False),
+            pl.col("thread").cast(pl.Int64, strict=False),
+            pl.col("start").cast(pl.Int64).alias("range_start"),
+            pl.col("end").cast(pl.Int64).alias("range_end"),
+            op=pl.col("name").str.extract(NCCL_RANGE),
+        )
+        .filter(pl.col("pid").is_not_null() & pl.col("thread").is_not_null())
+        .sort("range_start")
+    )
     # the latest-opened range of the call's thread at its start: the innermost, when it holds the call
     found = calls.join_asof(
         spans,
