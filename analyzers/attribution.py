@@ -809,7 +809,8 @@ def _next_op_calls(
     its launching thread issued a stream wait just before it).
 
     The next op of an inner or leading gap is an op with a positive duration starting at the gap's end, of
-    any iteration or none: of several, the one launched first (ops launched before the capture first, ops
+    any iteration or none (launched in the gap's own process, when both are known): of several, the one
+    launched first (ops launched before the capture first, ops
     without a call last), so the choice, and the gap's cause, do not depend on which ops the windows hold.
     A gap that runs to its window's end -- a trailing gap (``trailing``), or the one gap of an iteration
     whose ops all last 0 ns (labelled leading: no positive op starts at its end) -- has as next op an op of
@@ -826,7 +827,13 @@ def _next_op_calls(
         else np.zeros(len(o), dtype=bool)
     )
     calls["device"] = ctx.op_device[o] if ctx.op_device is not None else np.full(len(o), _NULL)
-    positive = op_end > op_start
+    # an op another process launched is no candidate for a gap of a process's iteration: it starts there by
+    # coincidence (two ranks in one report, ns apart from nothing), and its thread's state is not this
+    # process's host (it had turned 38 us of dispatch into in_flight); ops without a known launch, and gaps of
+    # windows without a process (synthetic), keep every candidate
+    main_pid = ctx.main(iteration[g])[0]
+    own_process = (calls["call_pid"] == _NULL) | (main_pid == _NULL) | (calls["call_pid"] == main_pid)
+    positive = (op_end > op_start) & own_process
     zero_own = (op_end == op_start) & (ctx.op_iteration[o] == iteration[g])
     has_positive = np.zeros(len(end), dtype=bool)
     has_positive[g[positive]] = True

@@ -3,6 +3,7 @@ worked out by hand (serving steps, several processes, CUDA-graph projection). Ev
 
 from __future__ import annotations
 
+import polars as pl
 import pytest
 
 from tests.builders import EPOCH, make_trace
@@ -315,3 +316,39 @@ def test_work_clipped_out_of_every_window_is_said() -> None:
     assert a.iterations["latency_ms"].to_list() == pytest.approx([0.06, 0.01], abs=1e-12)
     assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.02, 0.008], abs=1e-12)
     assert any("0.010 ms" in w and "no iteration" in w for w in a.warnings)
+
+
+def test_another_processes_op_starting_at_the_same_instant_does_not_end_this_gap() -> None:
+    # Two processes, one GPU each, one 100 us 'iteration' each. pid 1 (thread 1): cudaLaunchKernel [2, 3) us ->
+    # P [50, 60) us on GPU 0, then cudaDeviceSynchronize [3, 61). pid 2 (thread 2): host code until
+    # cudaLaunchKernel [40, 45) us -> Q [50, 70) us on GPU 1, then cudaDeviceSynchronize [45, 71). P and Q start
+    # at the same instant. pid 2's leading gap [0, 50) ends at its own Q: [0, 40) dispatch, [40, 45) launch,
+    # [45, 50) in flight; trailing [70, 100): 1 us sync, 29 us dispatch. Had been: P (launched first, by
+    # another process on another GPU) taken as the gap's next op, its thread's state deciding pid 2's time:
+    # 2 us dispatch, 1 us launch, 47 us in flight (dispatch 31 us where it is 69 us).
+    t0 = EPOCH
+    ranges = [
+        (t0, t0 + 100 * US, "iteration", 0, "user", 1, 1),
+        (t0, t0 + 100 * US, "iteration", 0, "user", 2, 2),
+    ]
+    api = [
+        (t0 + 2 * US, t0 + 3 * US, 1, "cudaLaunchKernel", 1, 1),
+        (t0 + 3 * US, t0 + 61 * US, 2, "cudaDeviceSynchronize", 1, 1),
+        (t0 + 40 * US, t0 + 45 * US, 1, "cudaLaunchKernel", 2, 2),
+        (t0 + 45 * US, t0 + 71 * US, 2, "cudaDeviceSynchronize", 2, 2),
+    ]
+    ops = [
+        (t0 + 50 * US, t0 + 60 * US, 1, 7, "kernel", 0, 1),
+        (t0 + 50 * US, t0 + 70 * US, 1, 7, "kernel", 1, 2),
+    ]
+    trace = make_trace(
+        ranges, api, ops, dict(META), range_fields=RANGE_PT, api_fields=API_PT, op_fields=OP_PT
+    )
+    a = analyze_trace(trace)
+    frame = a.iterations.join(a.ranges.select(pl.col("iteration").alias("index"), "pid"), on="index")
+    row = frame.filter(pl.col("pid") == 2).row(0, named=True)
+    assert (row["latency_ms"], row["gpu_busy_ms"]) == pytest.approx((0.1, 0.02), abs=1e-12)
+    causes = {c: row[f"{c}_ms"] for c in ("dispatch", "launch", "sync", "other_api", "in_flight")}
+    assert causes == pytest.approx(
+        {"dispatch": 0.069, "launch": 0.005, "sync": 0.001, "other_api": 0.0, "in_flight": 0.005}, abs=1e-12
+    )
