@@ -195,3 +195,26 @@ def test_a_step_class_is_its_own_processs(seed: int, names: list[str]) -> None:
             for n in own
         ]
     )
+
+
+@SETTINGS
+@given(st.integers(0, 10**9), st.booleans())
+def test_each_processs_iterations_are_measured_as_that_process_alone(seed: int, own_devices: bool) -> None:
+    # Two processes' iterations in one trace: each iteration's latency, busy and causes are those of its
+    # process analyzed alone (another process's op starting at the same instant ends none of its gaps). A
+    # process whose ranges the headline leaves out (they hold none of its launches) is skipped, as is one
+    # whose iterations alone hold no work (no verdict there: busy withheld).
+    trace = generated(seed, processes=2, device_per_process=own_devices)
+    a = _analyze(trace)
+    if a is None:
+        return
+    columns = ["latency_ms", "gpu_busy_ms", *CAUSES]
+    frame = a.iterations.join(a.ranges.select(pl.col("iteration").alias("index"), "pid"), on="index")
+    for pid in (1, 2):
+        alone = _analyze(_part(trace, pid))
+        mine = frame.filter(pl.col("pid") == pid).sort("start_ns").select(columns)
+        if alone is None or mine.height != alone.iterations.height or alone.summary.bound is None:
+            continue
+        expected = alone.iterations.sort("start_ns").select(columns)
+        for column in columns:
+            assert mine[column].to_list() == pytest.approx(expected[column].to_list(), abs=1e-9), column
