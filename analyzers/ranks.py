@@ -1283,6 +1283,25 @@ def skew(
     return out
 
 
+#: What a longest step means when the aligned ranks end each step together (:func:`ends_together_note`).
+ENDS_TOGETHER_NOTE = (
+    "the ranks end each step together, none later than the clocks' residual: the longest step is the one begun "
+    "first, not a slow rank; the straggler says who is late"
+)
+
+
+def ends_together_note(straggler: dict[str, Any], skew_found: dict[str, Any]) -> str | None:
+    """:data:`ENDS_TOGETHER_NOTE` when, on aligned clocks, some trace arrives last at the collectives (a
+    straggler or a tie is named) while none ends its steps last (:func:`skew`'s ``ends_last``: every step ends
+    together, as a collective and a sync at the step's end make it): the longest step, and the slowest median
+    latency, then belong to the trace that began its steps first, which is no slower; else None."""
+    late = straggler.get("straggler") or straggler.get("tied")
+    steps_compared = skew_found.get("steps") and "median_start_skew_ms" in skew_found
+    if late and steps_compared and not skew_found.get("ends_last"):
+        return ENDS_TOGETHER_NOTE
+    return None
+
+
 def slowest_by_step(results: list[dict[str, Any]], last: bool = False) -> dict[str, Any]:
     """Clock-free: which trace has the longest iteration at each common step (a step whose longest
     iteration is shared by two traces counts for none, as in :func:`skew`'s ``ends_last``); ``last``: each
@@ -1413,6 +1432,11 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 if cut_alike
                 else {"steps": 0, "why": "iterations are cut by different ranges"}
             )
+            note = ends_together_note(doc["straggler"], doc["skew"])
+            if note:  # (the durations stand; what they mean is said beside them)
+                for key in ("spread", "slowest_by_step"):
+                    if doc.get(key) and not doc[key].get("why") and doc[key].get("slowest"):
+                        doc[key]["note"] = note
         else:
             doc["warnings"].append(
                 f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "

@@ -501,3 +501,21 @@ def test_the_range_of_a_launch_is_read_on_its_own_thread_and_never_raises() -> N
     odd = Frames(["a", "b", "c"])
     odd.ranges = odd.ranges.with_columns(pl.col("thread").cast(pl.String))
     assert annotated_ops(ordered, odd) == ["", "", ""]
+
+
+def test_a_longest_step_in_ranks_that_end_together_is_said_to_be_the_earliest_start() -> None:
+    """The committed synthetic 4 ranks end each step together (a collective, then a sync); rank 1 arrives last
+    at every collective (the truth's straggler), and rank 0, whose host starts each step first, has the
+    longest steps: the spread and 'slowest by step' name rank 0 by duration, as measured, and say beside it
+    that a longest step there is the earliest start, not a slow rank (ranks13, left item a)."""
+    from tracekit.analyzers.ranks import ENDS_TOGETHER_NOTE
+
+    sample = Path(__file__).resolve().parents[1] / "sample_traces" / "synthetic" / "ranks4"
+    from tracekit.api import analyze_many
+
+    doc = analyze_many(sorted(str(p) for p in sample.glob("rank*.json.gz")), jobs=1)
+    assert doc["straggler"]["straggler"] == "rank 1"
+    assert doc["spread"]["slowest"] == "rank 0" and doc["spread"]["note"] == ENDS_TOGETHER_NOTE
+    assert (
+        doc["slowest_by_step"]["slowest"] == "rank 0" and doc["slowest_by_step"]["note"] == ENDS_TOGETHER_NOTE
+    )

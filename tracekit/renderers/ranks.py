@@ -85,6 +85,7 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
             f"spread{on}: slowest {spread['slowest']} ({_ms(spread['slowest_median_latency_ms'])} ms median), "
             f"fastest {spread['fastest']} ({_ms(spread['fastest_median_latency_ms'])} ms)"
             + (f", {ratio:.3f}x" if ratio else "")
+            + (f" ({spread['note']})" if spread.get("note") else "")
         )
     clocks = doc.get("clocks") or {}
     if clocks.get("aligned"):
@@ -136,6 +137,7 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
         lines.append(
             f"slowest by step (durations only): {slowest['slowest']} in {slowest['slowest_steps']} of "
             f"{slowest['steps']} steps"
+            + _note_text(slowest.get("note"), (doc.get("spread") or {}).get("note"))
         )
     if doc.get("gpu_note"):
         lines.append(f"GPU rows: {doc['gpu_note']}")
@@ -231,3 +233,10 @@ def _text_table(doc: dict[str, Any]) -> str:
         if n == 0:
             lines.append("  ".join("-" * w for w in widths))
     return "\n".join(lines) + "\n"
+
+
+def _note_text(note: str | None, said_before: str | None) -> str:
+    """`` (note)``, or a pointer to the spread's line when it said the same note; nothing without one."""
+    if not note:
+        return ""
+    return " (see the spread's note)" if note == said_before else f" ({note})"
