@@ -129,11 +129,6 @@ def test_a_rank_simulation_whose_straggler_does_not_arrive_last_is_refused() -> 
     assert truth(sim)["straggler_wait_ms_per_step"] == [0.03, 0.03]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/commands/simulate.py (not this helper's file): with --ranks, --set KEY=VALUE (and --seed, "
-    "--noise, --batch-sizes) are ignored without a word: --set straggler_factor=2 writes a simulation of 1.25",
-)
 def test_simulate_ranks_does_not_ignore_set_without_a_word(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -519,3 +514,21 @@ def test_a_longest_step_in_ranks_that_end_together_is_said_to_be_the_earliest_st
     assert (
         doc["slowest_by_step"]["slowest"] == "rank 0" and doc["slowest_by_step"]["note"] == ENDS_TOGETHER_NOTE
     )
+
+
+@pytest.mark.parametrize(
+    ("item", "said"),
+    [
+        ("nosuch=1", "--set nosuch: not a parameter of simulate --ranks"),
+        ("straggler_factor=fast", "--set straggler_factor=fast: expected float"),
+        ("straggler=7", "simulate --ranks: straggler rank 7 is not one of the 2 ranks"),
+    ],
+)
+def test_simulate_ranks_refuses_a_set_it_cannot_apply(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], item: str, said: str
+) -> None:
+    from tracekit.cli import main
+
+    rc = main(["simulate", "--ranks", "2", "--iters", "2", "--set", item, "-o", str(tmp_path / "r"), "-q"])
+    assert rc == 2
+    assert said in capsys.readouterr().err

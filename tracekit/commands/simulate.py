@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from typing import Any
 
 from tracekit.commands.options import int_list
 from tracekit.commands.output import add_progress_options
@@ -186,7 +187,17 @@ def run_ranks(args: argparse.Namespace) -> int:
         raise TracekitError("holds simulated rank traces already; pass --overwrite to replace them", out)
     for old in [*existing, *out.glob("rank*.synthetic.meta.json")]:  # the traces and their sidecars
         old.unlink()
-    sim = RankSimulation(ranks=args.ranks, steps=steps, kernels=kernels, straggler=1 % args.ranks)
+    params: dict[str, Any] = {
+        "ranks": args.ranks,
+        "steps": steps,
+        "kernels": kernels,
+        "straggler": 1 % args.ranks,
+    }
+    params.update(_rank_overrides(args.overrides, RankSimulation))
+    try:
+        sim = RankSimulation(**params)
+    except ValueError as exc:
+        raise TracekitError(f"simulate --ranks: {exc}") from exc
     paths = write_ranks(sim, out)
     if not args.quiet:
         print(
@@ -195,6 +206,36 @@ def run_ranks(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     return 0 if paths else 1
+
+
+def _rank_overrides(items: list[str], simulation: type) -> dict[str, Any]:
+    """``--set KEY=VALUE`` for ``simulate --ranks``: fields of
+    :class:`tracekit.simulate.ranks.RankSimulation` (ints, floats; ``host_delay_ns`` and ``clock_offset_ns``
+    as comma-separated ints, one per rank), typed as the field is; ``ranks`` has its own option. An unknown key
+    or a value of the wrong type is one line (it had been ignored without a word)."""
+    import dataclasses
+
+    defaults = {f.name: f for f in dataclasses.fields(simulation) if f.name != "ranks"}
+    out: dict[str, Any] = {}
+    for item in items:
+        key, sep, value = (part.strip() for part in item.partition("="))
+        if not sep or not key:
+            raise TracekitError(f"--set expects KEY=VALUE, got {item!r}")
+        if key not in defaults:
+            raise TracekitError(
+                f"--set {key}: not a parameter of simulate --ranks (one of: {', '.join(sorted(defaults))})"
+            )
+        kind = str(defaults[key].type)
+        try:
+            if kind.startswith("list"):
+                out[key] = [int(v) for v in value.split(",")]
+            elif kind == "float":
+                out[key] = float(value)
+            else:
+                out[key] = int(value)
+        except ValueError as exc:
+            raise TracekitError(f"--set {key}={value}: expected {kind} ({exc})") from exc
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
