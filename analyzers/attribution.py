@@ -735,6 +735,9 @@ class _Context:
             else None
         )
         self.op_iteration = _np(ops.get_column("iteration"))
+        # the ops' processes, where the caller gives them: an op launched before the capture (no call to
+        # name its process) is then no candidate for another process's gap either (_next_op_calls)
+        self.op_pid = _np(ops.get_column("pid")) if "pid" in ops.columns else None
         no_launch = ops.get_column("no_launch") if "no_launch" in ops.columns else None
         self.op_no_launch = (
             no_launch.fill_null(False).to_numpy() if no_launch is not None and no_launch.any() else None
@@ -832,7 +835,12 @@ def _next_op_calls(
     # process's host (it had turned 38 us of dispatch into in_flight); ops without a known launch, and gaps of
     # windows without a process (synthetic), keep every candidate
     main_pid = ctx.main(iteration[g])[0]
-    own_process = (calls["call_pid"] == _NULL) | (main_pid == _NULL) | (calls["call_pid"] == main_pid)
+    op_pid = (
+        calls["call_pid"]
+        if ctx.op_pid is None
+        else np.where(calls["call_pid"] == _NULL, ctx.op_pid[o], calls["call_pid"])
+    )
+    own_process = (op_pid == _NULL) | (main_pid == _NULL) | (op_pid == main_pid)
     positive = (op_end > op_start) & own_process
     zero_own = (op_end == op_start) & (ctx.op_iteration[o] == iteration[g])
     has_positive = np.zeros(len(end), dtype=bool)
