@@ -1966,9 +1966,10 @@ def attribution_setup(trace: Trace, assignment: Assignment) -> Setup:
 
     return setup(
         # (the copies' kinds, row for row: which copy calls wait, attribution.blocking_waits)
-        # (the ops' devices too, row for row: the device timeline answers for each op's own device)
+        # (the ops' devices and processes too, row for row: the device timeline answers for each op's own
+        # device; an op another process launched before the capture ends none of this process's gaps)
         assignment.ops.select("start", "end", "iteration", "call", "no_launch").with_columns(
-            copy_kinds(trace.ops), trace.ops.get_column("device")
+            copy_kinds(trace.ops), trace.ops.get_column("device"), trace.ops.get_column("pid")
         ),
         trace.api,
         assignment.ranges,
@@ -2020,7 +2021,7 @@ def attribute(
     result = attribute_idle(
         gaps,
         assignment.ops.select("start", "end", "iteration", "call", "no_launch").with_columns(
-            trace.ops.get_column("device")
+            trace.ops.get_column("device"), trace.ops.get_column("pid")
         ),
         trace.api,
         assignment.ranges,

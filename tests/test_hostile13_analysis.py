@@ -395,12 +395,6 @@ def test_an_op_another_process_launched_before_the_capture_does_not_end_this_gap
     assert {c: row[f"{c}_ns"] for c in PID2_CAUSES_NS} == PID2_CAUSES_NS
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iterations.gaps_and_setup / attribute pass the ops to attribution.setup / attribute_idle without "
-    "their pid, so an op another process launched before the capture stays a candidate for this process's "
-    "gap (attribution uses the pid when given: add 'pid' to the two ops selects)",
-)
 def test_an_op_another_process_launched_before_the_capture_does_not_end_this_gap() -> None:
     a = analyze_trace(_rank_op_launched_before_the_capture())
     frame = a.iterations.join(a.ranges.select(pl.col("iteration").alias("index"), "pid"), on="index")
