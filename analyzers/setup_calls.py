@@ -170,11 +170,11 @@ def setup_calls(api: pl.DataFrame) -> pl.DataFrame:
 
 
 def setup_ns_per_iteration(calls: pl.DataFrame, windows: pl.DataFrame, iteration: pl.Series) -> pl.DataFrame:
-    """Per iteration holding setup calls: ``iteration``, ``setup_ns`` (their host time clipped to the
-    window, at most the window's length) and ``by_call`` (a list of structs ``call``, ``ns``, the longest
-    first). ``calls``: :func:`setup_calls`; ``iteration``: each call's iteration (null: none), found by
-    its start in the ranges of its own process; ``windows``: per iteration 0..n-1 in order, with
-    ``window_start`` and ``window_end``."""
+    """Per iteration holding setup calls: ``iteration``, ``setup_ns`` (the host time they cover, clipped to
+    the window: the union of their intervals, so calls at once on several threads count once) and
+    ``by_call`` (a list of structs ``call``, ``ns``, the longest first). ``calls``: :func:`setup_calls`;
+    ``iteration``: each call's iteration (null: none), found by its start in the ranges of its own process;
+    ``windows``: per iteration 0..n-1 in order, with ``window_start`` and ``window_end``."""
     calls = calls.with_columns(iteration.alias("iteration")).filter(pl.col("iteration").is_not_null())
     if calls.is_empty():
         return pl.DataFrame(
@@ -197,13 +197,28 @@ def setup_ns_per_iteration(calls: pl.DataFrame, windows: pl.DataFrame, iteration
         .agg(pl.col("ns").sum())
         .sort(["iteration", "ns", "call"], descending=[False, True, False])
         .group_by("iteration", maintain_order=True)
-        .agg(pl.struct("call", "ns").alias("by_call"), pl.col("ns").sum().alias("setup_ns"))
+        .agg(pl.struct("call", "ns").alias("by_call"))
     )
-    # (a window never ends before it starts: tracekit.analyzers.iterations._windows)
-    length = pl.col("window_end") - pl.col("window_start")
+    # The host time the calls cover: the union of their clipped intervals (calls on several threads at once,
+    # or nested, cover it once: two threads allocating side by side had counted it twice), so at most the
+    # window's length (a window never ends before it starts: tracekit.analyzers.iterations._windows).
+    start = pl.max_horizontal("start", "window_start")
+    end = pl.min_horizontal("end", "window_end")
+    reach = pl.col("_end").cum_max().shift(1).over("iteration")
+    covered = (
+        clipped.select("iteration", start.alias("_start"), end.alias("_end"))
+        .sort("iteration", "_start")
+        .with_columns(
+            (pl.col("_end") - pl.max_horizontal("_start", reach.fill_null(pl.col("_start"))))
+            .clip(lower_bound=0)
+            .alias("ns")
+        )
+        .group_by("iteration")
+        .agg(pl.col("ns").sum().alias("setup_ns"))
+    )
     return (
-        by_call.join(bounds, on="iteration", how="inner")
-        .select("iteration", pl.min_horizontal("setup_ns", length).alias("setup_ns"), "by_call")
+        by_call.join(covered, on="iteration", how="inner")
+        .select("iteration", "setup_ns", "by_call")
         .sort("iteration")
     )
 

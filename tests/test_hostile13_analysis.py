@@ -153,13 +153,6 @@ def test_skip_drops_the_warm_up_of_every_rank_in_one_trace() -> None:
     assert a.summary.fields["latency_ms"].mean == pytest.approx(0.1, abs=1e-12)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="setup_calls.setup_ns_per_iteration sums the calls' clipped times (capped at the window), so calls "
-    "at once on two threads, or nested (cudaMalloc around cuMemAlloc), count their wall time twice; "
-    "tests/test_setup_calls.py pins the sum ([10, 100, 51]; the union gives [10, 80, 50]), so the fix "
-    "(/work/notes/analysis13_setup_union.patch) is left to the lead",
-)
 def test_setup_calls_on_two_threads_at_once_count_their_wall_time_once() -> None:
     # One 10 ms iteration of pid 1: its main thread (1) allocates in cudaMalloc [1, 7) ms, a second thread
     # (2, a pinned-memory worker) in cudaHostAlloc [2, 8) ms at the same time; the main thread launches a

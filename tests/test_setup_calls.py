@@ -90,13 +90,14 @@ def test_setup_time_is_clipped_to_the_window_and_capped_at_its_length() -> None:
         }
     )
     # the first call is iteration 0's (its start): 10 ns inside its window; iteration 1's three calls, on
-    # several threads at once, sum 70 + 70 + 10 = 150 ns, capped at the window's 100; iteration 2's window
-    # starts after its range (an unsynchronized iteration: at the previous GPU end), so the call begun at
-    # 280 counts from 300: 10 ns, then 20 + 1 + 20 (a tie of 20 ns named in name order; 1 ns counts too)
+    # several threads at once, cover [120, 200) once: 80 ns (their sum, 70 + 70 + 10, would be 150); iteration
+    # 2's window starts after its range (an unsynchronized iteration: at the previous GPU end), so the call
+    # begun at 280 counts from 300, and the calls cover [300, 350): 50 ns (the 1 ns call lies inside another;
+    # by call: 20 + 1 + 20 + 10, a tie of 20 ns named in name order)
     iteration = pl.Series([0, 1, 1, 1, 2, 2, 2, 2])
     per = S.setup_ns_per_iteration(calls, windows, iteration)
     assert per.get_column("iteration").to_list() == [0, 1, 2]
-    assert per.get_column("setup_ns").to_list() == [10, 100, 51]
+    assert per.get_column("setup_ns").to_list() == [10, 80, 50]
     assert per.get_column("by_call").to_list()[1:] == [
         [{"call": "cudaFree", "ns": 80}, {"call": "cudaMalloc", "ns": 70}],
         [
