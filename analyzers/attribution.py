@@ -1182,7 +1182,10 @@ def _iteration_sums(
         acc["idle_ns"] += add(duration)
         inner = where == 1
         waits = arrays["queued_ns"] + arrays["stream_wait_ns"] + arrays["launch_lag_ns"]
-        acc["inner_floor_ns"] += add(np.where(inner, np.maximum(waits, kernel_gap_ns), 0))
+        # a graph's kernel gap replaces the gap, never lengthens it: a gap already shorter (queued kernels
+        # the device ran closer than a replay's median gap) stays as it was
+        floor = np.maximum(waits, np.minimum(duration, kernel_gap_ns))
+        acc["inner_floor_ns"] += add(np.where(inner, floor, 0))
         acc["inner_gaps"] += add(inner.astype(np.int64))
         acc["inner_ns"] += add(np.where(inner, duration, 0))
         for name, code in (("leading_ns", 0), ("trailing_ns", 2)):  # at most one such gap an iteration
@@ -1523,8 +1526,8 @@ GRAPH_ASSUMPTIONS: tuple[str, ...] = (
     "kernels keep their durations (the same kernels, replayed from one graph)",
     "all host work between the iteration's first and last op disappears (captured into the graph), and so "
     "does each kernel's own launch latency: every inner gap becomes kernel_gap_ns, the gap between "
-    "consecutive kernels of a replay, unless it holds a device-side wait a graph keeps (queued behind other "
-    "work, a stream/event wait, a launch lag), which stays when longer",
+    "consecutive kernels of a replay (or stays when already shorter), unless it holds a device-side wait a "
+    "graph keeps (queued behind other work, a stream/event wait, a launch lag), which stays when longer",
     "the host work before the first op (input preparation, the forward's entry, the first operator's "
     "dispatch) becomes the replay's head, graph_head_ns (host code before the replay and the launch call's "
     "time to the first kernel), or stays when shorter",

@@ -724,15 +724,15 @@ def test_every_cause_summed_per_iteration_with_projection_parts_and_lags() -> No
         "launch_lag_ns": 1_297_800,
     }
     assert row["sync_ms"] == pytest.approx(1.1) and row["idle_ms"] == pytest.approx(2.7988)
-    # inner floor: the stream wait (200) is shorter than the kernel gap (777); the launch lag and the queueing
-    # stay as they are
+    # inner floor: the 500 ns gap holding the stream wait (200) is shorter than the kernel gap (777), so it
+    # stays 500 (a graph does not lengthen it); the launch lag and the queueing stay as they are
     assert result.projection_parts.row(0, named=True) == {
         "index": 0,
         "leading_ns": 300,
         "trailing_ns": 1_300_000,
         "inner_gaps": 3,
         "inner_ns": 500 + 1_298_000 + 200_000,
-        "inner_floor_ns": GRAPH_KERNEL_GAP_NS + 1_297_800 + 130_000,
+        "inner_floor_ns": 500 + 1_297_800 + 130_000,
     }
     # the launch lag: C started 1,297,800 ns after its call returned, the device idle throughout; E waited
     # behind D (not idle) and B after a stream wait: neither is a lag

@@ -41,13 +41,6 @@ def test_the_queued_kernels_trace_is_measured_as_worked_out() -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="design choice to settle: attribution._iteration_sums floors every inner gap at kernel_gap_ns "
-    "(777 ns) even when the gap is shorter, so queued back-to-back kernels project slower under a graph; "
-    "tests/test_attribution_edges.py pins the floor for a 500 ns gap (inner_floor_ns 777), so the fix "
-    "(max(waits, min(gap, kernel_gap_ns))) is left to the lead",
-)
 def test_a_cuda_graph_never_lengthens_a_gap_that_is_shorter_than_a_replays_kernel_gap() -> None:
     # The projection replaces each inner gap by max(kept device-side wait, kernel_gap_ns = 777 ns). These
     # inner gaps are 300 ns: the device already ran the queued kernels closer than a replay's median kernel
