@@ -1511,6 +1511,18 @@ def _with_run_shapes(
 OPS_WITHOUT_END = "ops_without_end"
 
 
+def leading_iterations(ranges: pl.DataFrame, skip: int) -> list[int]:
+    """The iterations ``--skip skip`` drops: the first ``skip``, or, when the iterations come from several
+    processes (two ranks, or a pipeline's stages, in one capture: each runs its own warm-up), the first
+    ``skip`` of each process's, in start order. ``ranges``: the chosen ranges (``iteration`` in start order,
+    ``pid`` where known)."""
+    if "pid" not in ranges.columns or ranges.get_column("pid").drop_nulls().n_unique() < 2:
+        return list(range(min(skip, ranges.height)))
+    ordered = ranges.select("iteration", "pid").sort("iteration")
+    first = ordered.filter(pl.int_range(pl.len()).over("pid") < skip)
+    return first.get_column("iteration").to_list()
+
+
 def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
     """Stage *gaps*: each iteration's window, busy time (the union of its ops), idle gaps, kernels and launch
     statistics (module docstring), then ``skip`` leading iterations dropped (None: the run's warm-up when the
@@ -1610,10 +1622,16 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
                 "dropped (--skip N drops the first N)"
             )
     if skip:
-        if skip >= total:
+        dropped_its = leading_iterations(ranges, skip)
+        if len(dropped_its) >= total:
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
-        frame = frame.filter(pl.col("iteration") >= skip)
-        gaps = gaps.filter(pl.col("iteration") >= skip)
+        if len(dropped_its) > skip:  # (several processes' series: each one's first iterations)
+            warnings.append(
+                f"--skip {skip}: the iterations come from {ranges.get_column('pid').n_unique()} processes, so "
+                f"the first {skip} of each process were dropped ({len(dropped_its)} in all)"
+            )
+        frame = frame.filter(~pl.col("iteration").is_in(dropped_its))
+        gaps = gaps.filter(~pl.col("iteration").is_in(dropped_its))
     left_out = _left_out_last(trace, assignment, frame)
     if left_out is not None:
         dropped, why = left_out

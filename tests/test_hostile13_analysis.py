@@ -126,12 +126,6 @@ def test_per_device_rows_drop_each_ranks_warm_up() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iterations.measure_gaps drops the first --skip iterations of the whole series "
-    "(frame.filter(iteration >= skip)), not of each process's: with two ranks in one trace, rank 2's warm-up "
-    "step stays in the headline while the per-device rows drop it",
-)
 def test_skip_drops_the_warm_up_of_every_rank_in_one_trace() -> None:
     # --skip 1 on two ranks: each rank's first step is warm-up. Expected: 4 steady steps (2 a rank), every
     # one 0.1 ms latency and 0.08 ms busy, mean latency 0.1 ms, as the per-device rows have it. Had been: 5
@@ -144,6 +138,10 @@ def test_skip_drops_the_warm_up_of_every_rank_in_one_trace() -> None:
     assert a.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.08] * 4, abs=1e-12)
     assert a.summary.iterations == 4
     assert a.summary.fields["latency_ms"].mean == pytest.approx(0.1, abs=1e-12)
+    assert (
+        "--skip 1: the iterations come from 2 processes, so the first 1 of each process were dropped (2 in all)"
+        in a.warnings
+    )
 
 
 def test_setup_calls_on_two_threads_at_once_count_their_wall_time_once() -> None:
