@@ -200,12 +200,6 @@ def test_each_stage_of_the_pipeline_is_framework_bound_on_its_own() -> None:
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the headline verdict of a window over several processes' GPUs counts them busy together "
-    "(iterations.summarize_stages / session.analyze_trace): 'compute-bound, 68%' with no doubt while each "
-    "GPU, driven by its own process, is 37% busy and framework-bound in its per-device row",
-)
 def test_a_headline_over_independent_gpus_is_uncertain_when_every_gpu_says_otherwise() -> None:
     # Proposed: where the per-device rows all disagree with the headline and no process drives two of the
     # devices (devices.devices_sharing_iterations is empty), the headline's verdict is uncertain, naming each

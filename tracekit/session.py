@@ -26,6 +26,7 @@ function, one bad-input policy.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -213,6 +214,10 @@ def analyze_trace(
             (result.summary.bound, utilization.p50 if utilization is not None else None),
             devices,
         )
+    summary = result.summary
+    doubt = independent_devices_doubt(trace, summary.bound, utilization, per_device)
+    if doubt and not summary.verdict_uncertain:
+        summary = dataclasses.replace(summary, verdict_uncertain=doubt)
     if per_device is not None and result.no_verdict is not None:
         per_device = [
             {**row, "bound": None, "verdict_uncertain": None} if "bound" in row else row for row in per_device
@@ -239,7 +244,7 @@ def analyze_trace(
         iterations=frame.select(
             "index", "start_ns", "end_ns", "window_start_ns", "window_end_ns", *fields, "synchronized", *steps
         ),
-        summary=result.summary,
+        summary=summary,
         longest_gaps=result.longest_gaps(),
         unassigned_ops=result.unassigned,
         notes=tuple(result.notes),
@@ -255,6 +260,32 @@ def analyze_trace(
         no_verdict=result.no_verdict,
         session_setup=tuple(meta.get("session_setup") or ()),
         source=Source(trace, item, result, None if devices is None else tuple(devices)),
+    )
+
+
+def independent_devices_doubt(
+    trace: Any, bound: str | None, utilization: Any, per_device: list[dict[str, Any]] | None
+) -> str | None:
+    """Why the headline verdict may be wrong when the trace's GPUs are driven by separate processes (no
+    process drives two: ranks, or a pipeline's stages, in one capture) and every GPU's own verdict differs
+    from it: the headline counts the devices busy together, so GPUs taking turns read busier (or idler)
+    together than any is alone. None otherwise (one process driving several GPUs has its own doubt, on the
+    per-device rows: :func:`tracekit.analyzers.devices.per_device_rows`)."""
+    from tracekit.analyzers.devices import devices_sharing_iterations
+
+    rows = [r for r in per_device or () if "bound" in r]
+    if bound is None or len(rows) < 2 or len(rows) != len(per_device or ()):
+        return None
+    if any(r["bound"] is None or r["bound"] == bound for r in rows) or devices_sharing_iterations(trace):
+        return None
+    each = ", ".join(
+        f"GPU {r['device']} {r['gpu_utilization']:.0%}" for r in rows if r.get("gpu_utilization") is not None
+    )
+    together = f" ({utilization.p50:.0%})" if utilization is not None and utilization.p50 is not None else ""
+    return (
+        f"verdict uncertain: the trace's GPUs are driven by separate processes, and each alone is "
+        f"{rows[0]['bound']}-bound ({each} busy, median), while the headline counts them busy together{together}; "
+        "see the per-device rows"
     )
 
 
