@@ -738,6 +738,30 @@ def _series_thread(frame: pl.DataFrame) -> pl.Expr:
     return pl.when(at_once).then(pl.col("thread").cast(pl.Int64))
 
 
+#: Device work before its iteration's window that is said (:func:`_work_before_windows`): 1 µs, so that a
+#: clock's rounding is not.
+EARLY_WORK_MIN_NS = 1_000
+
+
+def _work_before_windows(ops: pl.DataFrame, windows: pl.DataFrame) -> int:
+    """The device time (ns, the union over each iteration's ops) that the iterations' ops ran before their
+    own iteration's window began, which :func:`_clipped` cuts from every iteration's busy time: an
+    unsynchronized iteration's window starts at its process's previous GPU end, and work of it that ran
+    before, on another stream, while the host ran ahead, is no iteration's. ``ops`` with ``iteration`` (not
+    null), ``start``, ``end``; ``windows`` as :func:`_clipped` takes them."""
+    window_start = windows.get_column("window_start").gather(ops.get_column("iteration"))
+    early = (
+        ops.select("iteration", "start", pl.min_horizontal("end", window_start).alias("e"))
+        .filter(pl.col("e") > pl.col("start"))
+        .sort("iteration", "start")
+    )
+    if early.is_empty():
+        return 0
+    reach = pl.col("e").cum_max().shift(1).over("iteration")
+    covered = (pl.col("e") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
+    return int(early.select(covered.sum()).item())
+
+
 def _windows_in_order(windows: pl.DataFrame) -> bool:
     """Whether every window starts at or after the end of every earlier window (iterations one after the
     other, the usual case): then busy segments and gaps need no per-iteration windowed expressions."""
@@ -1557,6 +1581,14 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         else []
     )
     windows = _windows(ranges, ops)
+    early_ns = _work_before_windows(ops, windows) if has_ops and ops.height else 0
+    if early_ns >= EARLY_WORK_MIN_NS:
+        warnings.append(
+            f"{early_ns / 1e6:.3f} ms of the iterations' device work ran before its own iteration's window "
+            "began (an unsynchronized iteration's window starts at its process's previous GPU end; the host ran "
+            "ahead and this work ran meanwhile, on another stream): it counts in no iteration's busy time, and "
+            "the earlier iteration's idle time holds it"
+        )
     # No gap can overlap another op when every op is in an iteration, inside its window, and the windows
     # follow each other: then no gap's device-side time is queued behind other work, and nothing is searched.
     quiet = (

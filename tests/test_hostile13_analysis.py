@@ -261,12 +261,6 @@ def test_engine_steps_without_a_process_go_by_time_alone() -> None:
     assert classes["context_requests"].to_list() == [4]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iterations._windows: an unsynchronized iteration's window starts at the previous GPU end, so its "
-    "own ops that ran earlier (on another stream, the host running ahead) are clipped out of every window's "
-    "busy time without a word",
-)
 def test_work_clipped_out_of_every_window_is_said() -> None:
     # Iteration 0 [0, 30) us launches A1 [5, 15) us (stream 7) and, after a stream wait, A2 [50, 60) us;
     # iteration 1 [30, 40) us launches B1 [35, 45) us (stream 8, running during iteration 0's wait) and B2
