@@ -1,5 +1,6 @@
-"""docs13: where the code contradicts what the documents state as its behaviour (strict xfails), found while
-auditing docs/metrics.md, docs/formats.md, docs/collection.md and docs/design.md against the code.
+"""docs13: where the code contradicted what the documents state as its behaviour, found while auditing
+docs/metrics.md, docs/formats.md, docs/collection.md and docs/design.md against the code (written as strict
+xfails; each fixed since, the tests now pin the documented behaviour).
 
 Traces are hand-built (synthetic; meta says so), times in integer ns, one process and thread unless a row
 says otherwise.

@@ -542,7 +542,7 @@ def test_close_releases_the_session_its_binding_holds(fakes: Any) -> None:
     assert rt.binding is None and rt.output is None
 
 
-# -- for others' files: strict xfails ---------------------------------------------------------------------
+# -- for others' files (were strict xfails; fixed) ---------------------------------------------------------------------
 def test_zoo_text_model_holds_no_pooler_that_only_eager_runs() -> None:
     """Seen here (CPU, bert-base --layers 1): torch.profiler of one eager forward counts aten::linear 7 and
     aten::tanh 1 (6 linears per layer + the pooler's), while the cached ONNX export
