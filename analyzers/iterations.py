@@ -76,6 +76,7 @@ from tracekit.model import (
     RUN_SHAPES,
     Trace,
     calls_named,
+    newly_covered,
     sort_frame,
     union_ns,
 )
@@ -757,9 +758,7 @@ def _work_before_windows(ops: pl.DataFrame, windows: pl.DataFrame) -> int:
     )
     if early.is_empty():
         return 0
-    reach = pl.col("e").cum_max().shift(1).over("iteration")
-    covered = (pl.col("e") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
-    return int(early.select(covered.sum()).item())
+    return int(early.select(newly_covered("start", "e", "iteration").sum()).item())
 
 
 def _windows_in_order(windows: pl.DataFrame) -> bool:

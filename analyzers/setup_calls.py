@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.model import API_NAME_SUFFIX, calls_named
+from tracekit.model import API_NAME_SUFFIX, calls_named, newly_covered
 
 #: API calls (after the version and per-thread suffixes are stripped) that set up rather than run:
 #: initialization and device queries (CUDA initializes lazily, inside whichever of them comes first),
@@ -204,15 +204,10 @@ def setup_ns_per_iteration(calls: pl.DataFrame, windows: pl.DataFrame, iteration
     # window's length (a window never ends before it starts: tracekit.analyzers.iterations._windows).
     start = pl.max_horizontal("start", "window_start")
     end = pl.min_horizontal("end", "window_end")
-    reach = pl.col("_end").cum_max().shift(1).over("iteration")
     covered = (
         clipped.select("iteration", start.alias("_start"), end.alias("_end"))
         .sort("iteration", "_start")
-        .with_columns(
-            (pl.col("_end") - pl.max_horizontal("_start", reach.fill_null(pl.col("_start"))))
-            .clip(lower_bound=0)
-            .alias("ns")
-        )
+        .with_columns(newly_covered("_start", "_end", "iteration").alias("ns"))
         .group_by("iteration")
         .agg(pl.col("ns").sum().alias("setup_ns"))
     )

@@ -137,6 +137,8 @@ def concurrent_kernels(ops: pl.DataFrame) -> tuple[int, float]:
     ops); 0.0 when no kernel ran alongside another of its iteration and device."""
     import polars as pl
 
+    from tracekit.model import newly_covered
+
     kernels = ops.filter(
         (pl.col("kind") == "kernel") & pl.col("start").is_not_null() & pl.col("end").is_not_null()
     ).select("iteration", "device", "start", "end")
@@ -144,8 +146,7 @@ def concurrent_kernels(ops: pl.DataFrame) -> tuple[int, float]:
         return 0, 0.0
     devices = kernels.get_column("device").drop_nulls().n_unique()
     kernels = kernels.sort("iteration", "device", "start")
-    reach = pl.col("end").cum_max().shift(1).over("iteration", "device")
-    own = (pl.col("end") - pl.max_horizontal("start", reach.fill_null(pl.col("start")))).clip(lower_bound=0)
+    own = newly_covered("start", "end", "iteration", "device")
     total, union = kernels.select(
         (pl.col("end") - pl.col("start")).sum().alias("total"), own.sum().alias("union")
     ).row(0)

@@ -243,17 +243,22 @@ def wanted_frames(frames: FrameSpec) -> dict[str, frozenset[str] | None]:
     return out
 
 
+def newly_covered(start: str, end: str, *by: str) -> pl.Expr:
+    """Per row of a frame sorted by (``by``..., ``start``): the part of its interval [start, end) that no
+    earlier row of its group (``by``) covered, in ns (>= 0). Summed over a group, the length of the union of
+    its intervals: overlapping or nested intervals count once (:func:`union_ns` for one group)."""
+    reach = pl.col(end).cum_max().shift(1)
+    if by:
+        reach = reach.over(*by)
+    return (pl.col(end) - pl.max_horizontal(start, reach.fill_null(pl.col(start)))).clip(lower_bound=0)
+
+
 def union_ns(starts: pl.Series, ends: pl.Series) -> int:
     """Length (ns) of the union of the intervals [starts, ends) (rows with a null end point left out)."""
     frame = pl.DataFrame({"s": starts, "e": ends}).drop_nulls().sort("s", "e")
     if frame.is_empty():
         return 0
-    reach = pl.col("e").cum_max().shift(1)
-    return int(
-        frame.select(
-            (pl.col("e") - pl.max_horizontal("s", reach.fill_null(pl.col("s")))).clip(lower_bound=0).sum()
-        ).item()
-    )
+    return int(frame.select(newly_covered("s", "e").sum()).item())
 
 
 def sort_frame(frame: pl.DataFrame, by: list[str], descending: list[bool]) -> pl.DataFrame:
