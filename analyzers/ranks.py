@@ -1293,10 +1293,12 @@ ENDS_TOGETHER_NOTE = (
 def ends_together_note(straggler: dict[str, Any], skew_found: dict[str, Any]) -> str | None:
     """:data:`ENDS_TOGETHER_NOTE` when, on aligned clocks, some trace arrives last at the collectives (a
     straggler or a tie is named) while none ends its steps last (:func:`skew`'s ``ends_last``: every step ends
-    together, as a collective and a sync at the step's end make it): the longest step, and the slowest median
-    latency, then belong to the trace that began its steps first, which is no slower; else None."""
+    together, as a collective and a sync at the step's end make it) and the step starts are told apart (a
+    skew beyond the residual): the longest step, and the slowest median latency, then belong to the trace
+    that began its steps first, which is no slower; else None."""
     late = straggler.get("straggler") or straggler.get("tied")
-    steps_compared = skew_found.get("steps") and "median_start_skew_ms" in skew_found
+    # (starts told apart: a skew within the residual says nothing of who began first)
+    steps_compared = skew_found.get("steps") and not skew_found.get("why")
     if late and steps_compared and not skew_found.get("ends_last"):
         return ENDS_TOGETHER_NOTE
     return None

@@ -532,3 +532,30 @@ def test_simulate_ranks_refuses_a_set_it_cannot_apply(
     rc = main(["simulate", "--ranks", "2", "--iters", "2", "--set", item, "-o", str(tmp_path / "r"), "-q"])
     assert rc == 2
     assert said in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("straggler", "skew_found", "noted"),
+    [
+        ({"straggler": "rank 1"}, {"steps": 6, "median_start_skew_ms": 0.009}, True),
+        (
+            {"straggler": None, "tied": ["rank 1", "rank 2"]},
+            {"steps": 6, "median_start_skew_ms": 0.009},
+            True,
+        ),
+        ({"straggler": None}, {"steps": 6, "median_start_skew_ms": 0.009}, False),
+        ({"straggler": "rank 1"}, {"steps": 6, "median_start_skew_ms": 0.009, "ends_last": "rank 1"}, False),
+        (
+            {"straggler": "rank 1"},
+            {"steps": 6, "median_start_skew_ms": None, "why": "within the residual"},
+            False,
+        ),
+        ({"straggler": "rank 1"}, {"steps": 0, "why": "one window over the capture"}, False),
+    ],
+)
+def test_the_ends_together_note_needs_a_late_rank_steps_ending_together_and_starts_told_apart(
+    straggler: dict[str, Any], skew_found: dict[str, Any], noted: bool
+) -> None:
+    from tracekit.analyzers.ranks import ENDS_TOGETHER_NOTE, ends_together_note
+
+    assert ends_together_note(straggler, skew_found) == (ENDS_TOGETHER_NOTE if noted else None)
