@@ -171,3 +171,18 @@ def test_doctor_says_when_nsys_cannot_make_a_report(tmp_path, monkeypatch: pytes
     assert doctor.profilers({"cuda_available": False}, {}, status, {"found": False, "why": "-"})["nsys"][
         "works"
     ]
+
+
+def test_doctor_screen_keeps_the_extras_its_summary_names(capsys: pytest.CaptureFixture[str]) -> None:
+    # The summary names extras in brackets ("pip install 'tracekit[collect]'"): rich had read '[collect]' as
+    # markup and printed "pip install 'tracekit'", an install hint that installs nothing (firsthour13).
+    _needs("torch")
+    doc = _doctor_json(capsys)
+    doc["summary"] = "CPU only: torch is not installed (pip install 'tracekit[collect]')"
+    from rich.console import Console
+
+    from tracekit.commands.doctor import render
+
+    console = Console(record=True, width=200)
+    render(doc, console)
+    assert "pip install 'tracekit[collect]'" in console.export_text()

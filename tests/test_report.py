@@ -681,3 +681,13 @@ def test_a_headroom_interval_whose_ends_round_alike_is_one_number() -> None:
         "(95% interval 1.05–1.07x, outside the noise; 0.769 ms vs 0.727 ms median), 1.9x the throughput for free."
     )
     assert "1.8–2.0x the throughput" in describe(rec(1.84, 1.96))
+
+
+def test_report_says_the_projection_the_analysis_makes() -> None:
+    # report.md's cause paragraph had described an older projection (576 ns between graph kernels, the host
+    # work around the kernels kept); it states the analysis's own parameters (firsthour13)
+    from tracekit.analyzers.attribution import GRAPH_HEAD_NS, GRAPH_KERNEL_GAP_NS, GRAPH_TAIL_NS
+    from tracekit.renderers.report_markdown import CAUSE_TEXT
+
+    assert f"{GRAPH_KERNEL_GAP_NS} ns" in CAUSE_TEXT and "576" not in CAUSE_TEXT
+    assert f"{GRAPH_HEAD_NS:,} and {GRAPH_TAIL_NS:,} ns" in CAUSE_TEXT

@@ -64,8 +64,11 @@ def render(doc: dict[str, Any], console: Any = None) -> None:
     from rich.table import Table
 
     console = console or Console()
-    console.print(f"[bold]tracekit doctor[/]: {doc['summary']}")
-    console.print(f"CPU: {doc['machine']['cpu']}; Python {doc['machine']['python']}")
+    # (escaped: the summary names extras such as 'tracekit[collect]', which rich would read as markup)
+    console.print(f"[bold]tracekit doctor[/]: {escape(doc['summary'])}")
+    console.print(
+        f"CPU: {escape(str(doc['machine']['cpu']))}; Python {escape(str(doc['machine']['python']))}"
+    )
     if doc["devices"]:
         table = Table(title="CUDA devices", title_justify="left")
         for col in ("cuda", "nvml", "nsys id", "UUID", "name", "driver", "CC"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracekit.analyzers.attribution import GRAPH_HEAD_NS, GRAPH_KERNEL_GAP_NS, GRAPH_TAIL_NS
 from tracekit.analyzers.sweep import sweep_label
 from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import render_markdown
@@ -71,10 +72,12 @@ CAUSE_TEXT = (
     "dispatch), **launch** (inside a launch call), **sync** (inside a synchronization call), **other API** "
     "(inside any other API call), **in flight** (the next op was launched and had not started: device-side "
     "latency). Means over the traced iterations, in ms; the causes sum to the overhead. The CUDA-graph "
-    "projection is the latency if launch and dispatch between kernels disappeared (kernels keep their "
-    "durations, consecutive graph kernels 576 ns apart, the leading and trailing host work kept; "
-    "`tracekit analyze` prints every assumption); blank on CPU-only traces and on traces that already "
-    "replay CUDA graphs."
+    "projection is the latency if the iteration were replayed as one CUDA graph (kernels keep their "
+    "durations; the host work between them goes, each inner gap becoming a replay's kernel gap, "
+    f"{GRAPH_KERNEL_GAP_NS} ns, unless it is shorter or holds a device-side wait; the host work before and "
+    f"after them becomes a replay's head and tail, {GRAPH_HEAD_NS:,} and {GRAPH_TAIL_NS:,} ns, when those "
+    "are shorter; measured on one H200, so an estimate elsewhere; `tracekit analyze` prints every "
+    "assumption); blank on CPU-only traces and on traces that already replay CUDA graphs."
 )
 
 
