@@ -804,6 +804,33 @@ def operator_scopes(trace: Trace) -> str | None:
     )
 
 
+#: At most this many NVTX "operators" per iteration (median) in a CPU-only Nsight Systems trace read as
+#: phases of the iteration, not operators (:func:`phase_ranges_as_operators`): an emit_nvtx trace holds one
+#: range per framework operator, hundreds an iteration.
+FEW_NVTX_OPERATORS = 4
+
+
+def phase_ranges_as_operators(trace: Trace, frame: pl.DataFrame) -> str | None:
+    """Doubt when a CPU-only Nsight Systems trace's operators (its leaf NVTX ranges inside the iterations) are
+    a few per iteration (:data:`FEW_NVTX_OPERATORS`, median): ranges such as 'forward' or 'postprocess' are
+    phases that hold the framework's own code, so the time inside them is no operator time, and a verdict of
+    'compute-bound' (or the overhead left outside them) says little; None otherwise."""
+    if not str(trace.meta.get("format", "")).startswith("nsys") or trace.meta.get("device") != "cpu":
+        return None
+    if trace.ops.is_empty() or "kernels" not in frame.columns or frame.is_empty():
+        return None
+    per_iteration = frame.get_column("kernels").median()
+    if per_iteration is None or per_iteration > FEW_NVTX_OPERATORS:
+        return None
+    names = ", ".join(repr(n) for n in trace.ops.get_column("name").unique(maintain_order=True).head(3))
+    return (
+        f"verdict uncertain: the operators of this CPU-only Nsight Systems trace are its leaf NVTX ranges, "
+        f"{per_iteration:g} per iteration (median; {names}): phases of the iteration rather than framework "
+        "operators, so the host's framework code inside them counts as operator busy time; annotate operators "
+        "(torch.autograd.profiler.emit_nvtx) or profile with torch.profiler or ONNX Runtime's profiler"
+    )
+
+
 def unread_device_work(trace: Trace) -> str | None:
     """Doubt when the trace has GPU work in tables its reader does not read (``meta["unread_device_tables"]``:
     an Nsight Systems export's ``CUPTI_ACTIVITY_KIND_MEMCPY2``, ``..._DEVICE_GRAPH_TRACE``, ``..._CDP_KERNEL``
@@ -835,5 +862,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         ends_after_sync(trace),
         operator_scopes(trace),
         compiled_cpu_code(trace),
+        phase_ranges_as_operators(trace, frame),
     ]
     return [d for d in found if d is not None]
