@@ -151,6 +151,13 @@ def test_skip_per_process_ignores_ranges_without_a_process() -> None:
     assert leading_iterations(ranges, 2) == [0, 1]
 
 
+def test_skip_of_more_iterations_than_there_are_names_only_those_there_are() -> None:
+    # one process, 3 iterations, --skip 5: the iterations dropped are 0, 1, 2 (no iteration 3 or 4)
+    ranges = pl.DataFrame({"iteration": [0, 1, 2], "pid": [1, 1, 1]})
+    assert leading_iterations(ranges, 5) == [0, 1, 2]
+    assert leading_iterations(ranges.drop("pid"), 5) == [0, 1, 2]
+
+
 def test_skip_per_process_goes_by_iteration_order_not_row_order() -> None:
     # two processes, rows not in iteration order: each process's first is its lowest iteration
     ranges = pl.DataFrame({"iteration": [1, 0, 3, 2], "pid": [1, 1, 2, 2]})

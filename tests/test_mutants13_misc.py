@@ -170,9 +170,10 @@ def test_independent_devices_doubt_names_each_gpu_and_the_headline() -> None:
         "framework-bound (GPU 0 37%, GPU 1 40% busy, median), while the headline counts them busy together "
         "(68%); see the per-device rows"
     )
-    assert independent_devices_doubt(_two_processes_two_gpus(), "compute", None, rows).endswith(
-        "counts them busy together; see the per-device rows"
-    )
+    for unknown in (None, SimpleNamespace(p50=None)):  # (no headline median: none said, no TypeError)
+        assert independent_devices_doubt(_two_processes_two_gpus(), "compute", unknown, rows).endswith(
+            "counts them busy together; see the per-device rows"
+        )
 
 
 @pytest.mark.parametrize(
