@@ -167,6 +167,36 @@ def _stats(row: Row) -> Measurement:
     return stats if isinstance(stats, Measurement) else Measurement(0, 0, row["latency_ms"])
 
 
+#: How far the traced busy time of a configuration may exceed the latency used for it before that latency is
+#: not believed (:func:`latency_doubt`): busy time is part of the latency (a profiler that slows operators
+#: much makes the traced and untraced runs differ too, and the claim is withheld then as well).
+BUSY_OVER_LATENCY_MAX = 1.0
+
+
+def latency_doubt(v: SweepView, batch: int) -> str | None:
+    """Why the latencies of the smallest batch and ``batch`` cannot carry a claim of free throughput, or None:
+    either set is unstable (the stability rules: too noisy, or the process not running for part of it, as on
+    a loaded machine), or the traced busy time of either exceeds the latency used for it by more than
+    :data:`BUSY_OVER_LATENCY_MAX` (the work took longer than the latency says the run did: a CPU run whose
+    untraced set was starved read 'batch 4 costs the same as batch 1' at 1650 ms beside 1806 ms of operator
+    busy time)."""
+    base, row = v.base, v.row(batch)
+    unstable = [str(r["batch_size"]) for r in (base, row) if r.get("latency_unstable")]
+    if unstable:
+        return (
+            f"the latency set of batch {' and '.join(dict.fromkeys(unstable))} is unstable (see its warning)"
+        )
+    word = "operator" if base.get("device") == "cpu" else "GPU"
+    for r in (base, row):
+        busy, latency = r.get("gpu_busy_ms"), r.get("latency_ms")
+        if busy and latency and busy > BUSY_OVER_LATENCY_MAX * latency:
+            return (
+                f"batch {r['batch_size']}'s traced {word} busy time, {busy:.3f} ms, exceeds its latency, "
+                f"{latency:.3f} ms: the latencies were not measured under the same conditions as the traces"
+            )
+    return None
+
+
 def headroom(v: SweepView) -> Recommendation | None:
     hb, b0 = v.sweep["headroom_batch_size"], v.base["batch_size"]
     if hb is None or hb == b0:
@@ -182,12 +212,14 @@ def headroom(v: SweepView) -> Recommendation | None:
         "throughput_gain_high": s.get("headroom_throughput_gain_high"),
         "smallest_batch_size": b0,
     }
+    doubt = latency_doubt(v, hb)
     return v.rec(
         "headroom",
         hb,
         numbers,
         latency_ms=v.row(hb)["latency_ms"],
         smallest_latency_ms=v.base["latency_ms"],
+        **({"withheld": doubt} if doubt else {}),
     )
 
 
@@ -219,7 +251,8 @@ def transition(v: SweepView) -> Recommendation | None:
         return v.rec("transition", tb, numbers, **facts)
     if len(s["batch_sizes"]) > 1:
         numbers = {"largest_batch_size": s["batch_sizes"][-1], "within_noise_batch_sizes": edge}
-        return v.rec("transition", None, numbers, **facts)
+        doubt = latency_doubt(v, s["batch_sizes"][-1])
+        return v.rec("transition", None, numbers, **facts, **({"withheld": doubt} if doubt else {}))
     return None  # one batch size: no sweep to speak of
 
 

@@ -691,3 +691,31 @@ def test_report_says_the_projection_the_analysis_makes() -> None:
 
     assert f"{GRAPH_KERNEL_GAP_NS} ns" in CAUSE_TEXT and "576" not in CAUSE_TEXT
     assert f"{GRAPH_HEAD_NS:,} and {GRAPH_TAIL_NS:,} ns" in CAUSE_TEXT
+
+
+def _view(rows):  # noqa: ANN001, ANN202
+    from types import SimpleNamespace
+
+    by_batch = {r["batch_size"]: r for r in rows}
+    return SimpleNamespace(base=rows[0], row=lambda b: by_batch[b])
+
+
+def test_no_free_throughput_is_claimed_on_latencies_the_traces_contradict() -> None:
+    # firsthour13: a CPU collection on a loaded machine, untraced b1 1952 ms and b4 1650 ms ("the same within
+    # noise: 3.7-8.8x the throughput for free") beside traced operator busy 604 -> 1806 ms: b4's busy time
+    # exceeds its latency, so the latencies were not measured as the traces were
+    from tracekit.analyzers.recommendations import latency_doubt
+
+    b1 = {"batch_size": 1, "device": "cpu", "latency_ms": 1952.475, "gpu_busy_ms": 604.399}
+    b4 = {"batch_size": 4, "device": "cpu", "latency_ms": 1650.441, "gpu_busy_ms": 1806.260}
+    assert latency_doubt(_view([b1, b4]), 4) == (
+        "batch 4's traced operator busy time, 1806.260 ms, exceeds its latency, 1650.441 ms: the latencies were "
+        "not measured under the same conditions as the traces"
+    )
+    assert latency_doubt(_view([b1, {**b4, "latency_unstable": True}]), 4) == (
+        "the latency set of batch 4 is unstable (see its warning)"
+    )
+    # a framework-bound GPU sweep: busy grows 1.6 -> 5.8 ms inside a flat 10 ms latency: the headroom is real
+    g1 = {"batch_size": 1, "device": "gpu", "latency_ms": 10.3, "gpu_busy_ms": 1.603}
+    g8 = {"batch_size": 8, "device": "gpu", "latency_ms": 10.3, "gpu_busy_ms": 5.815}
+    assert latency_doubt(_view([g1, g8]), 8) is None

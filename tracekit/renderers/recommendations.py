@@ -69,6 +69,11 @@ def _headroom(r: Recommendation) -> str:
     ratio = _interval(n.get("latency_ratio_low"), n.get("latency_ratio_high"))
     gain = _interval(n.get("throughput_gain_low"), n.get("throughput_gain_high"), 1)
     latencies = f"{_ms(f['latency_ms'])} vs {_ms(f['smallest_latency_ms'])} median"
+    if f.get("withheld"):
+        return (
+            f"{_name(r)}: batch {r.batch_size} measured {n['latency_ratio']:.2f}x batch {b0} ({latencies}), but "
+            f"no free throughput is claimed: {f['withheld']}."
+        )
     if n.get("difference") == "within noise":
         return (
             f"{_name(r)}: batch {r.batch_size} costs the same as batch {b0} within noise "
@@ -115,6 +120,11 @@ def _transition(r: Recommendation) -> str:
     n, f = r.numbers, r.facts
     b0, tol = f["smallest_batch_size"], _pct(f["tolerance"])
     if r.batch_size is None:
+        if f.get("withheld"):
+            return (
+                f"{_name(r)}: latency measured within {tol} of batch {b0} up to batch "
+                f"{n['largest_batch_size']}, but no plateau is claimed: {f['withheld']}."
+            )
         if f.get("edge"):
             return (
                 f"{_name(r)}: latency stays within {tol} of batch {b0} up to batch {f['last_plateau']}"
