@@ -653,8 +653,9 @@ def test_headroom_lines_say_only_what_the_sweep_shows() -> None:
 
 
 def test_a_headroom_interval_whose_ends_round_alike_is_one_number() -> None:
-    """The H200 CUDA-graph sweep's batch 2 reads '1.9x the throughput for free', not '1.9–1.9x' (its gain's
-    interval is 1.87–1.91x, both ends 1.9 at one decimal); an interval that differs at its digits stays."""
+    """The H200 CUDA-graph sweep's batch 2 reads '1.9x the throughput', not '1.9–1.9x' (its gain's
+    interval is 1.87–1.91x, both ends 1.9 at one decimal); an interval that differs at its digits stays. A
+    cost outside the noise is said ('for 6% more latency'), not 'for free' (firsthour13)."""
     from tracekit.analyzers.recommendations import Recommendation
 
     def rec(gain_low: float, gain_high: float) -> Recommendation:
@@ -678,7 +679,8 @@ def test_a_headroom_interval_whose_ends_round_alike_is_one_number() -> None:
 
     text = describe(rec(1.869, 1.905))
     assert text.endswith(
-        "(95% interval 1.05–1.07x, outside the noise; 0.769 ms vs 0.727 ms median), 1.9x the throughput for free."
+        "(95% interval 1.05–1.07x, outside the noise; 0.769 ms vs 0.727 ms median), 1.9x the throughput for 6% "
+        "more latency."
     )
     assert "1.8–2.0x the throughput" in describe(rec(1.84, 1.96))
 

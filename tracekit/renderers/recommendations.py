@@ -86,7 +86,8 @@ def _headroom(r: Recommendation) -> str:
         )
     return (
         f"{_name(r)}: batch {r.batch_size} costs {n['latency_ratio']:.2f}x batch {b0} (95% interval {ratio}, "
-        f"outside the noise; {latencies}), {gain} the throughput for free."
+        f"outside the noise; {latencies}), {gain} the throughput "
+        + (f"for {n['latency_ratio'] - 1:.0%} more latency." if n["latency_ratio"] > 1 else "for free.")
     )
 
 
