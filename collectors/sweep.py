@@ -98,11 +98,12 @@ class SweepOptions:
     max_time_s: float = 30.0
 
 
-def default_profilers(runtime: str) -> list[str]:
-    """nsys when installed, else ort for the ONNX runtimes and torch for the others."""
+def default_profilers(runtime: str, device: str = "auto") -> list[str]:
+    """nsys when installed, unless the run is on the CPU (``--device cpu``): nsys records no operators of a
+    CPU run, so its trace has no verdict; else ort for the ONNX runtimes and torch for the others."""
     from tracekit.collectors.profilers.nsys import find_nsys
 
-    if find_nsys():
+    if device != "cpu" and find_nsys():
         return ["nsys"]
     return ["ort"] if runtime in ONNX_RUNTIMES else ["torch"]
 
@@ -214,7 +215,9 @@ class Sweep:
         self.kind = model_kind(opts.model)
         if opts.seq_lens is None:
             opts.seq_lens = [IMAGE_SIZE] if self.kind == "image" else [128]
-        self.profilers = [p for p in (opts.profilers or default_profilers(opts.runtime)) if p != "none"]
+        self.profilers = [
+            p for p in (opts.profilers or default_profilers(opts.runtime, opts.device)) if p != "none"
+        ]
         self.profilers = list(dict.fromkeys(self.profilers))
         # A batch size or sequence length given twice would run twice and write its files over the first run's.
         opts.batch_sizes = list(dict.fromkeys(opts.batch_sizes))

@@ -644,3 +644,17 @@ def test_real_nsys_collection(tmp_path: Path) -> None:
         return
     assert trace.ranges.filter(trace.ranges["name"] == "iteration").height == 3
     assert trace.meta["synthetic"] is False
+
+
+def test_the_default_profiler_of_a_cpu_run_records_operators(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nsys records no operators of a CPU run (its trace has no verdict): with --device cpu the default is the
+    # runtime's own profiler even where nsys is installed (firsthour13); on a GPU it stays nsys
+    from tracekit.collectors import sweep
+    from tracekit.collectors.profilers import nsys
+
+    monkeypatch.setattr(nsys, "find_nsys", lambda: "/usr/bin/nsys")
+    assert sweep.default_profilers("onnx", "cpu") == ["ort"]
+    assert sweep.default_profilers("pytorch", "cpu") == ["torch"]
+    assert sweep.default_profilers("pytorch", "cuda:0") == ["nsys"]
+    monkeypatch.setattr(nsys, "find_nsys", lambda: None)
+    assert sweep.default_profilers("pytorch", "cuda:0") == ["torch"]

@@ -132,8 +132,8 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         action="append",
         dest="profilers",
         metavar="NAME",
-        help="nsys, torch, ort, ncu or none; repeatable (default nsys when installed, else ort "
-        "for ONNX runtimes and torch for the others)",
+        help="nsys, torch, ort, ncu or none; repeatable (default nsys when installed and the device is not "
+        "cpu, else ort for ONNX runtimes and torch for the others)",
     )
     parser.add_argument(
         "--opset", type=int, default=17, metavar="N", help="ONNX opset for exports (default 17)"
