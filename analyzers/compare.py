@@ -217,7 +217,7 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         if same_device
         else [
             f"A measured {_measured(a.device)} and B {_measured(b.device)}: busy, utilization, kernels and idle "
-            "time are different quantities on the two sides, so only latency, CPU range time and launches are "
+            "time are different quantities on the two sides, so only latency, range length and launches are "
             "differenced"
         ]
     )

@@ -71,7 +71,9 @@ def device_name(name: str, device: str | None) -> str:
 #: The per-iteration numeric fields, in the order of the JSON document and the summary table.
 ITERATION_FIELDS: tuple[Field, ...] = (
     Field("latency_ms", "ms", "latency", "duration", "effective window length", "latency (ms)"),
-    Field("cpu_ms", "ms", "CPU time in range", "duration", "the range's own length", "CPU range time (ms)"),
+    # (the range's wall-clock length on the host, not thread CPU time: named so, as nsys and HTA users read "CPU
+    # time" as the time a thread ran)
+    Field("cpu_ms", "ms", "range length on host", "duration", "the range's own length", "range length (ms)"),
     Field(
         "gpu_busy_ms", "ms", "{device} busy", "duration", "union of the ops' intervals", "{device} busy (ms)"
     ),
