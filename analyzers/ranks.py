@@ -95,6 +95,9 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   a recording given twice (a path again, a link, a copy) is summarized once (:func:`without_repeats`).
 - **skew within the residual**: a largest step-start skew no more than the alignment's residual is given with
   ``why`` (not told from none: the aligned starts are known to the residual only).
+- **different configurations**: traces whose runs state different runtimes, batch sizes, sequence lengths
+  or precisions (run.json, sidecars: a batch sweep analyzed together) are no ranks of one job: slowest by
+  step and start skew are withheld with the reason (:func:`configurations_differ`); the spread stays.
 - **whole-capture windows**: a trace without iteration ranges is one window (``window``: first launch to
   last op end), whose latency is how long the capture ran: traces all so (and the GPUs of one such capture)
   have no spread, start skew or slowest by step (:func:`whole_windows`); the straggler, by collectives, stays.
@@ -468,6 +471,30 @@ def trace_warnings(results: list[dict[str, Any]]) -> list[str]:
         for text in r.get("warnings") or ():
             by_text.setdefault(str(text), []).append(label(r))
     return [f"{_named(labels)}: {text}" for text, labels in by_text.items()]
+
+
+def configurations_differ(results: list[dict[str, Any]]) -> str | None:
+    """Why the traces' steps are not compared (slowest by step, start skew), when their runs state different
+    configurations (runtime, batch size, sequence length or precision, from run.json, sidecars or the trace's
+    own metadata: ``stated_config``): a batch sweep analyzed together is no set of ranks, and step k of batch 1
+    is no step of batch 8's job (the spread, of whole traces, stays); None when no two traces state different
+    values of one key."""
+    differ: list[str] = []
+    for key, word in (("runtime", "runtime"), ("batch_size", "batch"), ("seq_len", "seq"), ("precision", "")):
+        values = {str(r["stated_config"][key]) for r in results if key in (r.get("stated_config") or {})}
+        if len(values) > 1:
+            differ.append(f"{word} {', '.join(sorted(values, key=_natural))}".strip())
+    if not differ:
+        return None
+    return (
+        f"the traces are runs of different configurations ({'; '.join(differ)}), not ranks of one job: their "
+        "steps are not compared step by step (tracekit report or table compares configurations)"
+    )
+
+
+def _natural(text: str) -> tuple[int, str]:
+    """Numbers in number order, then words."""
+    return (int(text), "") if text.isdigit() else (1 << 62, text)
 
 
 def range_warning(results: list[dict[str, Any]]) -> list[str]:
@@ -1387,13 +1414,14 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     # work: latencies and steps are not compared across them.
     different = range_warning(results)
     cut_alike = not different
+    apart = "iterations are cut by different ranges"
     # One window over a whole capture (no iteration ranges) is no step: its latency is how long the capture
     # ran, so neither latencies nor starts are compared (the collectives still are: the straggler)
     whole = whole_windows(results) if cut_alike else None
     # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
     steps_seen, numbered, shared = by_step_number(results)
     if len(timed) >= 2 and not cut_alike:
-        doc["spread"] = {"why": "iterations are cut by different ranges"}
+        doc["spread"] = {"why": apart}
     if len(timed) >= 2 and cut_alike:
         doc["spread"] = {"why": whole} if whole else spread_of(rows, steps_seen, numbered, shared)
     clocks = clock_offsets(steps_seen, job_apart(results), groups_why)
@@ -1416,7 +1444,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
             if whole
             else slowest_by_step(steps_seen, clocks.get("matched_from") == "last")
             if cut_alike
-            else {"why": "iterations are cut by different ranges"}
+            else {"why": apart}
         )
         if elsewhen:
             doc["warnings"].append(
@@ -1432,7 +1460,7 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 if whole
                 else skew(steps_seen, clocks["offsets_ns"], tolerance, from_last)
                 if cut_alike
-                else {"steps": 0, "why": "iterations are cut by different ranges"}
+                else {"steps": 0, "why": apart}
             )
             note = ends_together_note(doc["straggler"], doc["skew"])
             if note:  # (the durations stand; what they mean is said beside them)
@@ -1444,6 +1472,12 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
                 f"clocks not aligned ({clocks['why']}): straggler by arrival, start skew and ends-last are "
                 "not computed; 'slowest by step' compares durations only"
             )
+    configs = configurations_differ(results) if len(results) >= 2 else None
+    if configs:  # (a batch sweep, or runs of several runtimes: step k of one is no step of the other's job)
+        for key in ("slowest_by_step", "skew"):
+            if key in doc and not doc[key].get("why"):
+                doc[key] = {"steps": 0, "why": configs} if key == "skew" else {"why": configs}
+        doc["warnings"].append(configs)
     if grouped:
         doc["warnings"].append(grouped)
     if numbered and shared:

@@ -559,3 +559,20 @@ def test_the_ends_together_note_needs_a_late_rank_steps_ending_together_and_star
     from tracekit.analyzers.ranks import ENDS_TOGETHER_NOTE, ends_together_note
 
     assert ends_together_note(straggler, skew_found) == (ENDS_TOGETHER_NOTE if noted else None)
+
+
+def test_a_batch_sweep_analyzed_together_is_not_compared_step_by_step() -> None:
+    # The committed H200 eager traces at batch 1 and 8 (their sidecars state the batch sizes): a folder of them
+    # is no set of ranks; 'slowest by step: b1 in 20 of 20 steps' compared step k of one batch with step k of
+    # the other (firsthour13). The spread, of whole traces, stays.
+    from tracekit.api import analyze_many
+
+    sample = Path(__file__).resolve().parents[1] / "sample_traces" / "h200_bert_fp16" / "pytorch"
+    doc = analyze_many(sorted(str(p) for p in sample.glob("*.torch.json.gz")), jobs=1)
+    why = (
+        "the traces are runs of different configurations (batch 1, 8), not ranks of one job: their steps are not "
+        "compared step by step (tracekit report or table compares configurations)"
+    )
+    assert doc["slowest_by_step"] == {"why": why}
+    assert why in doc["warnings"]
+    assert doc["spread"]["slowest"] == "pytorch_b1_s128.torch.json.gz"
