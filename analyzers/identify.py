@@ -88,7 +88,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit.analyzers.paper import RUNTIME_ORDER
-from tracekit.model import GRAPH_LAUNCH_NAMES
+from tracekit.model import GRAPH_LAUNCH_NAMES, on_host
 
 if TYPE_CHECKING:
     from tracekit.model import Trace
@@ -496,7 +496,7 @@ def batch_from_steps(trace: Trace) -> Inferred | None:
 
     if trace.ranges.is_empty():
         return None
-    host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).select("name")
+    host = trace.ranges.filter(on_host()).select("name")
     names = pl.DataFrame({"name": host.get_column("name").drop_nulls().unique()})
     named = names.with_columns(step_counts(pl.col("name"))).filter(pl.col("step_engine").is_not_null())
     if named.is_empty():

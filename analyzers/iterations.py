@@ -77,6 +77,7 @@ from tracekit.model import (
     Trace,
     calls_named,
     newly_covered,
+    on_host,
     sort_frame,
     union_ns,
 )
@@ -2760,9 +2761,7 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
         )
 
     iterations = ranges.select(pl.col("range_start").alias("start"), pl.col("range_end").alias("end"))
-    host_ranges = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).join(
-        iterations, on=["start", "end"], how="anti"
-    )
+    host_ranges = trace.ranges.filter(on_host()).join(iterations, on=["start", "end"], how="anti")
     api_ctx = in_progress(trace.api, "api", outermost_per_thread=True)
     range_ctx = in_progress(host_ranges, "range", outermost_per_thread=False)
     context = api_ctx.join(

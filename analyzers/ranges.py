@@ -133,7 +133,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracekit.errors import NoActivityError, TracekitError
-from tracekit.model import API_NAME_SUFFIX, LAUNCH_API_NAMES, Trace
+from tracekit.model import API_NAME_SUFFIX, LAUNCH_API_NAMES, Trace, on_host
 
 DEFAULT_RANGE = "iteration"
 PROFILER_STEP_KEY = "ProfilerStep#*"
@@ -656,9 +656,7 @@ def select_ranges(
             raise TracekitError("--range and --split-idle exclude each other: use one of them", path)
         check_split_idle(split_idle_ms, path)
         return synthetic_windows(trace, split_idle_ms)
-    candidates = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).with_columns(
-        range_key(pl.col("name")).alias("key")
-    )
+    candidates = trace.ranges.filter(on_host()).with_columns(range_key(pl.col("name")).alias("key"))
     # A range never closed (nsys: the capture ended inside it) has no end; a hand-built Trace may lack either.
     untimed = candidates.filter(pl.col("start").is_null() | pl.col("end").is_null())
     if untimed.height:
@@ -899,7 +897,7 @@ def synthetic_windows(
     path = trace.meta.get("path")
     ops = launch_times(trace).filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     if ops.is_empty():
-        host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).height
+        host = trace.ranges.filter(on_host()).height
         if host and (split_idle_ms is not None or requested):
             option = "--split-idle" if not requested else "a synthetic window"
             raise NoActivityError(
@@ -967,7 +965,7 @@ def synthetic_windows(
     idle = "the CPU operators were" if device == -1 else f"the GPU ({where}) was"
     what = f"{frame.height} iterations cut where {idle} idle longer than {ms} ms"
     how = f"requested with --range: {what}" if requested else f"--split-idle {ms}: {what}"
-    host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).height
+    host = trace.ranges.filter(on_host()).height
     if host and not requested:
         how += f" (the trace's {host:,} ranges are not used in this mode)"
     return RangeChoice(frame, f"idle>{ms}ms", how, warnings)
@@ -1013,7 +1011,7 @@ def device_trace(trace: Trace, device: int | None, thread_devices: pl.DataFrame 
     ranges = _without_other_devices_series(
         trace.ranges.filter(pl.col("pid").is_in(pids.implode())), thread_devices, device
     )
-    if ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu")).is_empty():
+    if ranges.filter(on_host()).is_empty():
         ranges = trace.ranges
     meta = dict(trace.meta)
     meta["device_id"] = device

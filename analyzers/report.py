@@ -68,7 +68,7 @@ from tracekit.analyzers.sweep import (
     sweep_key,
     sweep_label,
 )
-from tracekit.model import LAUNCH_API_NAMES
+from tracekit.model import LAUNCH_API_NAMES, on_host
 
 #: The idle-time causes, as report columns (:data:`tracekit.analyzers.attribution.CAUSE_MS`).
 CAUSE_COLUMNS: tuple[str, ...] = ("dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms")
@@ -639,7 +639,7 @@ def build_timeline(analyzed: Analysis, count: int = 3, title: str = "") -> Timel
 
     window = (pl.col("end") > t0) & (pl.col("start") < t1)
     threads = ranges.filter(pl.col("iteration").is_in(idx))["thread"].unique()
-    cpu_ranges = trace.ranges.filter(window & (pl.col("domain").is_null() | (pl.col("domain") != "gpu")))
+    cpu_ranges = trace.ranges.filter(window & on_host())
     if threads.null_count() == 0 and threads.len():
         cpu_ranges = cpu_ranges.filter(pl.col("thread").is_in(threads.implode()))
     min_depth = cpu_ranges["depth"].min() if cpu_ranges.height else 0

@@ -42,7 +42,7 @@ from typing import Any
 import polars as pl
 
 from tracekit.analyzers.ranges import ENGINE_STEPS
-from tracekit.model import Trace
+from tracekit.model import Trace, on_host
 
 #: The step classes (an Enum column ``step_class``; null = not classified).
 STEP_CLASS = pl.Enum(["prefill", "decode", "mixed", "idle"])
@@ -167,7 +167,7 @@ def _inner_steps(own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
     the same process* (two engines in one trace, data-parallel ranks each with its own ``ProfilerStep``, run
     their steps side by side: one engine's step is no step of the other's iteration); by time alone where
     a range or an iteration has no process (a reader that records none)."""
-    host = trace.ranges.filter(pl.col("domain").is_null() | (pl.col("domain") != "gpu"))
+    host = trace.ranges.filter(on_host())
     engine_regex = "|".join(f"(?:{r})" for r in ENGINE_STEPS.values())
     inner = (
         host.filter(pl.col("name").str.contains(engine_regex))

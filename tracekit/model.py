@@ -243,6 +243,17 @@ def wanted_frames(frames: FrameSpec) -> dict[str, frozenset[str] | None]:
     return out
 
 
+#: The ``domain`` of a range that spans device work, not the host's (Kineto's ``gpu_user_annotation``: the
+#: GPU-side copy of a user range).
+GPU_SIDE_DOMAIN = "gpu"
+
+
+def on_host() -> pl.Expr:
+    """Whether a range marks the host's work: every range but the GPU-side copies (:data:`GPU_SIDE_DOMAIN`); a
+    range without a domain is the host's."""
+    return pl.col("domain").ne_missing(GPU_SIDE_DOMAIN)
+
+
 def newly_covered(start: str, end: str, *by: str) -> pl.Expr:
     """Per row of a frame sorted by (``by``..., ``start``): the part of its interval [start, end) that no
     earlier row of its group (``by``) covered, in ns (>= 0). Summed over a group, the length of the union of

@@ -148,7 +148,9 @@ def _annotated_ops(ordered: pl.DataFrame, trace: Any) -> list[str]:
         return blank
     named = ranges.filter(pl.col("name").str.contains(NCCL_RANGE).fill_null(False))
     if "domain" in named.columns:  # (Kineto's GPU-side copies of the range lie on a stream, not a thread)
-        named = named.filter((pl.col("domain") != "gpu").fill_null(True))
+        from tracekit.model import on_host
+
+        named = named.filter(on_host())
     if named.is_empty():
         return blank
     calls = (
