@@ -1581,7 +1581,9 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
         else []
     )
     windows = _windows(ranges, ops)
-    early_ns = _work_before_windows(ops, windows) if has_ops and ops.height else 0
+    # (per op only where some iteration's first op started before its window: the windows say so at once)
+    early = has_ops and windows.select((pl.col("gpu_start") < pl.col("window_start")).any()).item()
+    early_ns = _work_before_windows(ops, windows) if early else 0
     if early_ns >= EARLY_WORK_MIN_NS:
         warnings.append(
             f"{early_ns / 1e6:.3f} ms of the iterations' device work ran before its own iteration's window "
@@ -2715,20 +2717,19 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
     """Name what the host was doing at the start of each of the longest gaps (at its start + 1 ns).
 
     Only the iteration's own process counts (any process for a window of every process, whose ``pid`` is
-    null). The API call in progress then, if any (on any thread; on one thread the outermost of the calls in progress,
-    ``cudaMemcpy`` rather than the driver call it made; across threads the one that started last), else the
-    innermost host range in progress (the latest-started one: not an iteration's own range, not a GPU-side
-    range such as Kineto's ``gpu_user_annotation``, which spans the device's work, not the host's), else "host
-    code outside API calls" (Python/framework work). A call or range that ended before the gap is never
+    null). The API call in progress then, if any (on any thread; on one thread the outermost of the calls in
+    progress, ``cudaMemcpy`` rather than the driver call it made; across threads the one that started last),
+    else the innermost host range in progress (the latest-started one: not an iteration's own range, not a
+    GPU-side range such as Kineto's ``gpu_user_annotation``, which spans the device's work, not the host's),
+    else "host code outside API calls" (Python/framework work). A call or range that ended before the gap is never
     named, however late it started: an enclosing one still in progress is.
     """
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
     longest = _longest(gaps, LONGEST_GAPS).select("_row", "iteration", "start_ns")
     probe = longest.select("iteration", "start_ns", (pl.col("start_ns") + 1).alias("t"))
-    if (
-        "pid" in ranges.columns
-    ):  # what the iteration's own process was doing (null: a window of every process)
+    # what the iteration's own process was doing (null: a window of every process)
+    if "pid" in ranges.columns:
         owner = ranges.select("iteration", pl.col("pid").cast(pl.Int64).alias("probe_pid")).unique(
             "iteration"
         )

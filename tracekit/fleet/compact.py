@@ -438,8 +438,9 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         "gpu": meta.get("gpu"),
         "synthetic": bool(analyzed.config.synthetic),
         "range": analyzed.range_name,
-        # the configuration the run states (run.json, sidecar: not inferred), where it does: traces of other
-        # configurations (a batch sweep) are no ranks of one job (:func:`tracekit.analyzers.ranks.configurations_differ`)
+        # the configuration the run states (run.json, sidecar, trace metadata: not inferred), where it does:
+        # traces of other configurations (a batch sweep) are no ranks of one job
+        # (:func:`tracekit.analyzers.ranks.configurations_differ`)
         "stated_config": stated_configuration(analyzed.config),
         "verdict": summary.bound,
         "verdict_uncertain": summary.verdict_uncertain is not None,
@@ -470,8 +471,8 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
 
 def stated_configuration(config: Any) -> dict[str, Any]:
     """The runtime, batch size, sequence length and precision that ``config`` (a
-    :class:`tracekit.inputs.TraceConfig`) holds from what the run states (run.json or a sidecar; not inferred
-    from content or a file name), by name; {} when it states none."""
+    :class:`tracekit.inputs.TraceConfig`) holds from what the run states (run.json, a sidecar or the trace's
+    own metadata; not inferred from content or a file name), by name; {} when it states none."""
     from tracekit.inputs import FROM_RUN, FROM_SIDECAR, FROM_TRACE_META
 
     stated = (FROM_RUN, FROM_SIDECAR, FROM_TRACE_META)

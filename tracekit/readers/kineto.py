@@ -423,8 +423,9 @@ def _outermost_calls(api: pl.DataFrame) -> pl.DataFrame:
     recorded too would count as two launches (so would a HIP launch whose inner ``hipModuleLaunchKernel``
     is recorded). Nested: starting at or after the outer call's start and ending by its end, give or take
     :data:`NESTED_END_SLACK_NS`. Left as they are: a call equal to the outer one in every field (an event
-    written twice: :class:`tracekit.model.Trace` drops it and says so), a nested call that is no launch (a SYCL launch's Level Zero call, which
-    counts in no launch figure), and two launch calls of one pair that do not nest (an id reused: the
+    written twice: :class:`tracekit.model.Trace` drops it and says so), a nested call that is no launch (a
+    SYCL launch's Level Zero call, which counts in no launch figure), and two launch calls of one pair that
+    do not nest (an id reused: the
     analysis doubts its verdict on them, :func:`tracekit.analyzers.plausibility.reused_correlations`). Rows
     stay in file order; nothing is done when no pair repeats (no real trace seen has one)."""
     keyed = pl.col("correlation").is_not_null() & (pl.col("correlation") != 0)
