@@ -122,6 +122,30 @@ def per_device_rows(
     return rows
 
 
+def independent_devices_doubt(
+    trace: Trace, bound: str | None, utilization: Any, per_device: list[dict[str, Any]] | None
+) -> str | None:
+    """Why the headline verdict may be wrong when the trace's GPUs are driven by separate processes (no
+    process drives two: ranks, or a pipeline's stages, in one capture) and every GPU's own verdict differs
+    from it: the headline counts the devices busy together, so GPUs taking turns read busier (or idler)
+    together than any is alone: the mirror of :func:`per_device_rows`' doubt for one process driving several
+    GPUs. ``utilization``: the headline's utilization statistics (its ``p50``); None otherwise."""
+    rows = [r for r in per_device or () if "bound" in r]
+    if bound is None or len(rows) < 2 or len(rows) != len(per_device or ()):
+        return None
+    if any(r["bound"] is None or r["bound"] == bound for r in rows) or devices_sharing_iterations(trace):
+        return None
+    each = ", ".join(
+        f"GPU {r['device']} {r['gpu_utilization']:.0%}" for r in rows if r.get("gpu_utilization") is not None
+    )
+    together = f" ({utilization.p50:.0%})" if utilization is not None and utilization.p50 is not None else ""
+    return (
+        f"verdict uncertain: the trace's GPUs are driven by separate processes, and each alone is "
+        f"{rows[0]['bound']}-bound ({each} busy, median), while the headline counts them busy together{together}; "
+        "see the per-device rows"
+    )
+
+
 def devices_sharing_iterations(trace: Trace) -> set[int]:
     """The devices of the processes whose ops ran on two or more devices (one process driving several GPUs:
     pipeline stages, model parallelism in one process), whose iterations those devices share."""

@@ -1,5 +1,5 @@
 """mutation13: tests that kill the surviving mutants of today's smaller changes: kineto._outermost_calls,
-simulate's _rank_overrides, ranks.ends_together_note, session.independent_devices_doubt. Hand-built inputs
+simulate's _rank_overrides, ranks.ends_together_note, devices.independent_devices_doubt. Hand-built inputs
 (synthetic), times in integer ns."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ import polars as pl
 import pytest
 
 from tests.builders import make_trace
+from tracekit.analyzers.devices import independent_devices_doubt
 from tracekit.analyzers.ranks import ENDS_TOGETHER_NOTE, ends_together_note
 from tracekit.commands.simulate import _rank_overrides
 from tracekit.errors import TracekitError
 from tracekit.model import API_SCHEMA, conform
 from tracekit.readers.kineto import _outermost_calls
-from tracekit.session import independent_devices_doubt
 from tracekit.simulate.ranks import RankSimulation
 
 # ------------------------------------------------------------------------------- kineto._outermost_calls
@@ -140,7 +140,7 @@ def test_no_ends_together_note_otherwise(straggler: dict, skew_found: dict) -> N
     assert ends_together_note(straggler, skew_found) is None
 
 
-# ------------------------------------------------------------------------------- session.independent_devices_doubt
+# ------------------------------------------------------------------------------- devices.independent_devices_doubt
 
 
 def _two_processes_two_gpus(shared: bool = False):

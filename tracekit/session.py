@@ -26,9 +26,8 @@ function, one bad-input policy.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -184,7 +183,7 @@ def analyze_trace(
     from tracekit.analysis import Analysis, Source, TraceInfo
     from tracekit.analyzers import iterations as it
     from tracekit.analyzers.attribution import idle_summary, projection
-    from tracekit.analyzers.devices import analyze_devices, per_device_rows
+    from tracekit.analyzers.devices import analyze_devices, independent_devices_doubt, per_device_rows
 
     options = options or AnalysisOptions()
     if item is None:
@@ -217,7 +216,7 @@ def analyze_trace(
     summary = result.summary
     doubt = independent_devices_doubt(trace, summary.bound, utilization, per_device)
     if doubt and not summary.verdict_uncertain:
-        summary = dataclasses.replace(summary, verdict_uncertain=doubt)
+        summary = replace(summary, verdict_uncertain=doubt)
     if per_device is not None and result.no_verdict is not None:
         per_device = [
             {**row, "bound": None, "verdict_uncertain": None} if "bound" in row else row for row in per_device
@@ -260,32 +259,6 @@ def analyze_trace(
         no_verdict=result.no_verdict,
         session_setup=tuple(meta.get("session_setup") or ()),
         source=Source(trace, item, result, None if devices is None else tuple(devices)),
-    )
-
-
-def independent_devices_doubt(
-    trace: Any, bound: str | None, utilization: Any, per_device: list[dict[str, Any]] | None
-) -> str | None:
-    """Why the headline verdict may be wrong when the trace's GPUs are driven by separate processes (no
-    process drives two: ranks, or a pipeline's stages, in one capture) and every GPU's own verdict differs
-    from it: the headline counts the devices busy together, so GPUs taking turns read busier (or idler)
-    together than any is alone. None otherwise (one process driving several GPUs has its own doubt, on the
-    per-device rows: :func:`tracekit.analyzers.devices.per_device_rows`)."""
-    from tracekit.analyzers.devices import devices_sharing_iterations
-
-    rows = [r for r in per_device or () if "bound" in r]
-    if bound is None or len(rows) < 2 or len(rows) != len(per_device or ()):
-        return None
-    if any(r["bound"] is None or r["bound"] == bound for r in rows) or devices_sharing_iterations(trace):
-        return None
-    each = ", ".join(
-        f"GPU {r['device']} {r['gpu_utilization']:.0%}" for r in rows if r.get("gpu_utilization") is not None
-    )
-    together = f" ({utilization.p50:.0%})" if utilization is not None and utilization.p50 is not None else ""
-    return (
-        f"verdict uncertain: the trace's GPUs are driven by separate processes, and each alone is "
-        f"{rows[0]['bound']}-bound ({each} busy, median), while the headline counts them busy together{together}; "
-        "see the per-device rows"
     )
 
 
