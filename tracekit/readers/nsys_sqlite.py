@@ -96,7 +96,9 @@ about: any GPU work the application did is not in it.
 samples, else the capture's stated sampling frequency;
 :func:`tracekit.readers.nsys_gpu_metrics.sampling_period_ns`), ``wall_clock_base_ns`` (the session's start as
 ns since the Unix epoch, ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``: the wall-clock time of timestamp 0,
-where the export has it; :func:`tracekit.readers.nsys_meta.session_start_epoch_ns`), ``warnings``.
+where the export has it; :func:`tracekit.readers.nsys_meta.session_start_epoch_ns`), ``lost_events`` (only where
+nsys's own diagnostics, ``DIAGNOSTIC_EVENT`` (2024+), say it lost events: {"device" / "nvtx" / "all": nsys's
+messages}, with a warning quoting them; :func:`_lost_events`), ``warnings``.
 
 This module decodes and normalizes the tables. The SQLite reads themselves (read-only connection, ADBC or
 sqlite3, threaded rowid slices) are :mod:`tracekit.readers.sqlite_engine`; GPU metrics
@@ -1207,6 +1209,95 @@ def _with_versioned_names(export: Database, warnings: list[str]) -> Database:
     return cast(Database, _VersionedNames(export, names))
 
 
+#: nsys's own diagnostics (2024+; the real 2024.6 to 2026.2 exports: ``timestamp``, ``timestampType``, ``source``,
+#: ``severity``, ``text`` TEXT, ``globalPid``): among them, that it lost events.
+DIAGNOSTIC_TABLE = "DIAGNOSTIC_EVENT"
+#: What a diagnostic says was lost ("device": CUDA/CUPTI activity, so GPU work; "nvtx": ranges; "all": the
+#: capture itself), by the texts nsys 2022.4.2's injection and analysis libraries write (``strings`` of
+#: libToolsInjection64.so / libAnalysis.so): "CUPTI dropped %llu records. Some CUPTI events might be missing.",
+#: "Number of CUPTI events produced: %llu, CUPTI buffers: %d of %d. Some CUPTI events might be missing. ...",
+#: "Number of incomplete CUPTI events dropped: %llu. ...", "Couldn't allocate CUPTI buffers %d times.Some CUPTI
+#: events might be missing.", "Could not parse %llu CUPTI activity records. ...", "Not all %s events might have
+#: been collected.", "%zu NVTX annotations were discarded because ...", "Injection storage file %s has reach
+#: %d%% of size limit (%f GiB). Trace data will likely be truncated soon. ...". Checked in this order.
+LOSS_PATTERNS: tuple[tuple[str, str], ...] = (
+    ("all", r"will likely be truncated|trace data .*truncated"),
+    ("nvtx", r"nvtx\b.*\b(discarded|dropped|lost|might be missing)"),
+    (
+        "device",
+        r"cupti .*(dropped|might be missing|could not be|lost)|dropped \d+ records|could not parse \d+ cupti"
+        r"|failed to convert cupti|not all (cuda|cupti|gpu)\b.* events might have been collected",
+    ),
+    ("all", r"events? (were|was) (lost|dropped|discarded)|not all .* events might have been collected"),
+)
+#: Losses that concern data tracekit does not read (CPU IP/backtrace sampling, thread states).
+LOSS_IGNORED = r"sampl|cpu utilization|thread states"
+#: The longest piece of a diagnostic quoted in a warning.
+DIAGNOSTIC_QUOTE_CHARS = 160
+
+
+def _loss_kind(text: str) -> str | None:
+    """What ``text`` (an nsys diagnostic) says was lost (:data:`LOSS_PATTERNS`), or None: it loses nothing
+    tracekit reads, or every number in it is 0 ("dropped 0 records")."""
+    low = text.lower()
+    if re.search(LOSS_IGNORED, low):
+        return None
+    kind = next((k for k, pattern in LOSS_PATTERNS if re.search(pattern, low)), None)
+    numbers = [int(n) for n in re.findall(r"\d+", text)]
+    if kind is None or (numbers and not any(numbers)):
+        return None
+    return kind
+
+
+def _lost_events(export: Database, strings: pl.DataFrame, warnings: list[str]) -> dict[str, list[str]]:
+    """What nsys says it lost (:data:`DIAGNOSTIC_TABLE`, any severity: the messages are warnings in 2024+, but
+    an export may class them otherwise), as {what was lost: nsys's distinct messages, in order}, with one warning
+    quoting them. A ``text`` that is an integer is read as a StringIds id. {} without the table."""
+    t = DIAGNOSTIC_TABLE
+    if not export.nonempty(t) or "text" not in export.columns(t):
+        return {}
+    order = '"timestamp", rowid' if "timestamp" in export.columns(t) else "rowid"
+    rows = export.con.execute(f'SELECT "text" FROM {quote(t)} ORDER BY {order}').fetchall()
+    by_id: dict[int, str] | None = None
+    found: dict[str, list[str]] = {}
+    times: dict[str, int] = {}
+    for (value,) in rows:
+        if isinstance(value, int):
+            if by_id is None:
+                by_id = dict(strings.select("id", "value").iter_rows())
+            value = by_id.get(value)
+        if not isinstance(value, str) or (kind := _loss_kind(value)) is None:
+            continue
+        text = value.strip()
+        if text not in times:
+            found.setdefault(kind, []).append(text)
+        times[text] = times.get(text, 0) + 1
+    if not found:
+        return {}
+    said = {
+        "device": "CUDA activity (kernels, copies) may be missing: GPU busy is a lower bound, and a framework-bound "
+        "verdict may come from work the trace lacks",
+        "nvtx": "NVTX ranges may be missing: iterations or operators may be lost",
+        "all": "events of any kind may be missing from the trace",
+    }
+
+    def quoted(text: str) -> str:
+        short = " ".join(text.split())
+        if len(short) > DIAGNOSTIC_QUOTE_CHARS:
+            short = short[: DIAGNOSTIC_QUOTE_CHARS - 3] + "..."
+        return repr(short) + (f" ({times[text]} times)" if times[text] > 1 else "")
+
+    messages = [m for kind in found for m in found[kind]]
+    shown = "; ".join(quoted(m) for m in messages[:3]) + (
+        f"; and {len(messages) - 3} more" if len(messages) > 3 else ""
+    )
+    warnings.append(
+        f"nsys says it lost events during this capture ({t}: {shown}): "
+        + "; ".join(said[k] for k in ("device", "nvtx", "all") if k in found)
+    )
+    return found
+
+
 #: nsys's record of its own work on the application's threads (buffer flushes, TLS and chunk allocation, ...)
 PROFILER_OVERHEAD_TABLE = "PROFILER_OVERHEAD"
 #: nsys's own work on the CUDA-calling threads during the GPU work is said from this share of its span
@@ -1360,6 +1451,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         )
     meta = export_meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
+    if lost_events := _lost_events(export, strings, warnings):
+        meta["lost_events"] = lost_events
     if "gpu_metrics" in want and gpu_metrics is not None and gpu_metrics.height:
         if (period := sampling_period_ns(export, gpu_metrics)) is not None:
             meta["gpu_metrics_period_ns"] = period

@@ -1,0 +1,205 @@
+"""Round 14, Nsight Systems reader: exports of nsys versions and captures tracekit had not seen (what nsys records
+about its own lost events, schema drift across 2021.x to 2026.x, capture edges).
+
+Sources: the message texts nsys writes about lost events are those of the Nsight Systems 2022.4.2 binaries
+installed here (``strings`` of ``target-linux-x64/libToolsInjection64.so`` and ``host-linux-x64/libAnalysis.so``),
+and the ``DIAGNOSTIC_EVENT`` schema and its enums are those of the real 2024.6, 2025.1 and 2026.2 exports in
+``shared/real_traces/nsys`` (``text TEXT NOT NULL``, ``severity`` 2 Warning / 3 Error, ``source`` 1 Injection /
+2 Daemon / 3 Analysis).
+
+Every trace here is synthetic, hand-built with :class:`tests.nsys_builder.NsysBuilder` in pytest's temporary
+folder and named ``*.synthetic.sqlite``; the expected numbers are exact, from the rows written.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+import tracekit
+from tests.nsys_builder import NsysBuilder
+from tracekit.cli import main
+from tracekit.readers.nsys_sqlite import read
+
+US = 1_000
+REAL = Path(__file__).resolve().parents[2] / "shared" / "real_traces" / "nsys"
+
+#: The DIAGNOSTIC_EVENT table as nsys 2024.6 to 2026.2 write it (real exports).
+DIAGNOSTIC_DDL = (
+    'CREATE TABLE DIAGNOSTIC_EVENT ("timestamp" INTEGER NOT NULL, "timestampType" INTEGER NOT NULL, '
+    '"source" INTEGER NOT NULL, "severity" INTEGER NOT NULL, "text" TEXT NOT NULL, "globalPid" INTEGER)'
+)
+
+
+def _gpu_run(b: NsysBuilder, iterations: int = 4) -> NsysBuilder:
+    """``iterations`` 'iteration' ranges of 40 µs, each launching one 20 µs kernel (6 to 26 µs into it) and
+    synchronizing: GPU busy 20 of 40 µs, utilization 0.5 in every iteration."""
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for i in range(iterations):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=corr)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=corr + 1)
+        corr += 2
+    return b
+
+
+def _with_diagnostics(path: Path, rows: list[tuple[int, int, int, int, str]]) -> Path:
+    """Add a DIAGNOSTIC_EVENT table with ``rows`` (timestamp, timestampType, source, severity, text) to
+    ``path``, each for process 100."""
+    con = sqlite3.connect(path)
+    try:
+        con.execute(DIAGNOSTIC_DDL)
+        con.executemany(
+            "INSERT INTO DIAGNOSTIC_EVENT VALUES (?, ?, ?, ?, ?, ?)", [(*r, 100 << 24) for r in rows]
+        )
+        con.commit()
+    finally:
+        con.close()
+    return path
+
+
+def _cli(path: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """``tracekit analyze PATH``: (exit code, stdout and stderr as one line of words)."""
+    code = main(["analyze", str(path)])
+    out = capsys.readouterr()
+    return code, " ".join((out.out + out.err).split())
+
+
+# ---------------------------------------------------------------- DIAGNOSTIC_EVENT: events nsys lost
+
+
+#: Messages nsys 2022.4.2's injection and analysis libraries write when events are lost (format strings filled
+#: in), and what they lost.
+LOSS_MESSAGES = [
+    ("CUPTI dropped 1200 records. Some CUPTI events might be missing.", "device"),
+    (
+        "Number of CUPTI events produced: \t5000, CUPTI buffers: 64 of 64. Some CUPTI events might be missing. "
+        "To make sure all the events are collected, let the application run until it quits, and make sure "
+        "cudaDeviceReset() is called before exit.",
+        "device",
+    ),
+    (
+        "Number of incomplete CUPTI events dropped: 37. Incomplete events appear when GPU timestamp information "
+        "have not been retrieved at the time the profiling session was stopped.",
+        "device",
+    ),
+    ("Couldn't allocate CUPTI buffers 3 times.Some CUPTI events might be missing.", "device"),
+    (
+        "Could not parse 12 CUPTI activity records. Please try updating the CUDA driver or use more recent "
+        "profiler version.",
+        "device",
+    ),
+    ("Not all CUDA events might have been collected.", "device"),
+    (
+        "4 NVTX annotations were discarded because they contained at least one invalid string handle. Were "
+        "the `nvtxEventAttributes_t` structures zero-initialized before setting the event attribute fields?",
+        "nvtx",
+    ),
+    (
+        "Injection storage file /tmp/x.qdstrm has reach 95% of size limit (4.000000 GiB). Trace data will "
+        "likely be truncated soon.",
+        "all",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("text", "lost"), LOSS_MESSAGES, ids=[m[1] + str(i) for i, m in enumerate(LOSS_MESSAGES)]
+)
+def test_nsys_saying_it_lost_events_is_warned_and_recorded(tmp_path: Path, text: str, lost: str) -> None:
+    """nsys 2024+ writes its own diagnostics into DIAGNOSTIC_EVENT, among them that CUPTI dropped records
+    (its activity buffers overflowed) or that NVTX annotations were discarded. The reader did not read the
+    table: a capture that lost kernels read as a GPU idle where they ran (GPU busy short, a framework-bound
+    verdict from missing work), without a word. The reader now warns, quoting nsys, and records the loss in
+    ``meta["lost_events"]`` (what was lost -> nsys's messages) for the analysis."""
+    path = _gpu_run(NsysBuilder()).write(tmp_path / "lost.synthetic.sqlite")
+    _with_diagnostics(path, [(0, 1, 3, 1, "Profiling has started."), (900_000, 1, 1, 2, text)])
+    trace = read(path)
+    found = [w for w in trace.meta["warnings"] if "DIAGNOSTIC_EVENT" in w]
+    assert len(found) == 1, trace.meta["warnings"]
+    assert " ".join(text.split())[:40] in found[0]
+    assert trace.meta["lost_events"] == {lost: [text]}
+
+
+def test_nsys_diagnostics_that_lose_nothing_are_not_warned(tmp_path: Path) -> None:
+    """The diagnostics of the real 2024.6 / 2025.1 exports (counts of events collected, a daemon that could
+    not sample the CPU, a child process without CUDA) and CPU-sampling losses (tracekit reads no CPU
+    samples), and a drop count of 0, say nothing about lost trace events: no warning, no ``lost_events``."""
+    benign = [
+        (0, 1, 3, 1, "Profiling has started."),
+        (10, 1, 1, 1, "Number of CUPTI events produced: \t1048, CUPTI buffers: 50."),
+        (11, 1, 3, 1, "Number of CUDA events collected: \t989."),
+        (
+            12,
+            1,
+            2,
+            3,
+            "Unable to configure the collection of CPU IP/backtrace samples, context switch data, or "
+            "event sampling data. Try the 'nsys status --environment' command to learn more.",
+        ),  # fmt: skip
+        (13, 2, 3, 2, "No CUDA events collected. Does the process use CUDA?"),
+        (14, 2, 3, 2, "CUDA profiling might have not been started correctly."),
+        (
+            15,
+            1,
+            3,
+            2,
+            "Sampling events were lost in the interval 1 - 2 (1) ns. Thread states and CPU "
+            "utilization on the timeline might be incorrect. Try reducing the sampling rate.",
+        ),  # fmt: skip
+        (16, 1, 1, 1, "CUPTI dropped 0 records. Some CUPTI events might be missing."),
+        (17, 1, 3, 1, "Profiling has stopped."),
+    ]
+    path = _with_diagnostics(_gpu_run(NsysBuilder()).write(tmp_path / "benign.synthetic.sqlite"), benign)
+    trace = read(path)
+    assert not [w for w in trace.meta["warnings"] if "DIAGNOSTIC_EVENT" in w]
+    assert "lost_events" not in trace.meta
+
+
+def test_lost_device_events_are_said_once_end_to_end(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``tracekit analyze`` on a capture whose CUPTI dropped records, twice: exit 0, the utilization measured
+    (0.5, from the kernels that are there) and one warning line quoting nsys."""
+    path = _gpu_run(NsysBuilder()).write(tmp_path / "dropped.synthetic.sqlite")
+    text = "CUPTI dropped 1200 records. Some CUPTI events might be missing."
+    _with_diagnostics(path, [(900_000, 1, 1, 2, text), (950_000, 1, 1, 2, text)])
+    code, out = _cli(path, capsys)
+    assert code == 0, out
+    assert "Traceback" not in out
+    assert "GPU utilization (busy / latency) │ │ 0.500 │ 0.500" in out
+    assert out.count("CUPTI dropped 1200 records") == 1
+    assert "2 times" in out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/plausibility.py (not mine): meta['lost_events'] (nsys said it dropped CUPTI records) "
+    "does not make the verdict uncertain",
+)
+def test_lost_device_events_make_the_verdict_uncertain(tmp_path: Path) -> None:
+    """Kernels nsys lost are GPU busy time the trace lacks: a framework-bound verdict may come from them. The
+    reader records the loss (``meta["lost_events"]["device"]``); the analysis should mark the verdict uncertain
+    as it does for device tables it does not read (``plausibility.unread_device_work``)."""
+    path = _gpu_run(NsysBuilder()).write(tmp_path / "dropped_doubt.synthetic.sqlite")
+    _with_diagnostics(
+        path, [(900_000, 1, 1, 2, "CUPTI dropped 1200 records. Some CUPTI events might be missing.")]
+    )
+    analysis = tracekit.analyze(path)
+    assert analysis.verdict_uncertain is not None
+    assert "CUPTI dropped" in analysis.verdict_uncertain
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real traces absent")
+@pytest.mark.parametrize("name", ["nvfuser_h200_2024.6.sqlite", "nvfuser_h200_crossentropy_2025.1.sqlite"])
+def test_real_diagnostics_say_nothing_was_lost(name: str) -> None:
+    """The two real exports with DIAGNOSTIC_EVENT rows (12 and 45 rows: counts, a sampling daemon that could not
+    start, child processes without CUDA) lost nothing: no warning about it."""
+    trace = read(REAL / name, frames=["ops", "ranges"])
+    assert not [w for w in trace.meta["warnings"] if "DIAGNOSTIC_EVENT" in w]
+    assert "lost_events" not in trace.meta
