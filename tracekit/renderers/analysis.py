@@ -28,6 +28,31 @@ SUMMARY_ORDER = [
 ]
 
 
+#: Summary labels that say what a row's per-iteration value is, where the field table's label (shared with
+#: ``compare``) does not: each iteration's launch latency and queue time is the median over its launches, so
+#: the mean/p50 columns are over those medians, not over the launches (docs/metrics.md).
+SUMMARY_LABELS = {
+    "launch_latency_us": "launch latency, median per iteration (op start - call start)",
+    "queue_us": "queue time, median per iteration (op start - call end, >= 0)",
+}
+#: The ``kernels`` and ``idle_gaps`` rows by the trace's device: the kernel count leaves copies and memsets
+#: out (``KERNEL_KINDS``), while the idle gaps are between every device op (a GPU iteration of 3 kernels and
+#: 1 memset has 5 gaps); on a CPU-only trace the device work is operators.
+DEVICE_LABELS = {
+    "gpu": {
+        "kernels": "kernels (copies, memsets not counted)",
+        "idle_gaps": "idle gaps (between kernels, copies, memsets)",
+    },
+    "cpu": {"kernels": "operators", "idle_gaps": "idle gaps (between operators)"},
+}
+
+
+def summary_label(name: str, device: str | None) -> str:
+    """The summary table's label of field ``name`` on a trace of ``device``."""
+    label = DEVICE_LABELS.get(device or "", {}).get(name) or SUMMARY_LABELS.get(name)
+    return label or FIELDS[name].label_for(device)
+
+
 def _duration(ms: float) -> str:
     """A duration given in ms, shown in µs below 0.1 ms so small values keep their digits."""
     return f"{ms * 1e3:.1f} µs" if abs(ms) < 0.1 else f"{ms:.3f} ms"
@@ -100,7 +125,7 @@ def _summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         stats = doc["summary"][name] or {}
         if field.kind == "count":
             stats = {k: as_count(v) for k, v in stats.items()}
-        rows.append({"metric": field.label_for(doc["trace"]["device"]), "unit": field.unit, **stats})
+        rows.append({"metric": summary_label(name, doc["trace"]["device"]), "unit": field.unit, **stats})
     return rows
 
 

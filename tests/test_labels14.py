@@ -1,0 +1,146 @@
+"""Labels and messages of the presentation layer that misled a reader (labels14, from firsthour13 §9 and §11):
+each pinned on a hand-built, labelled-synthetic trace whose numbers are known exactly.
+
+The GPU trace (:func:`gpu_run`): two 100 µs ``iteration`` ranges; in each, three ``cudaLaunchKernel`` calls of
+0.5 µs whose 2 µs kernels start 1, 2, 9 µs (iteration 0) and 3, 4, 5 µs (iteration 1) after their call began,
+and one ``cudaMemsetAsync`` whose 1 µs memset starts 1 µs after its call. So per iteration: 3 kernels, 4 device
+ops, 5 idle gaps (leading, 3 between the 4 ops, trailing); launch latency medians 2 and 4 µs (mean of the
+medians 3 µs; the mean over all six launches would be 4 µs); queue time medians 1.5 and 3.5 µs (mean 2.5).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import kineto_event, write_file
+from tracekit.cli import main
+
+#: (latencies of iteration 0's launches, of iteration 1's), µs from call start to kernel start
+LATENCIES = ((1, 2, 9), (3, 4, 5))
+
+
+def _kineto(tmp_path: Path, events: list[dict[str, Any]], name: str) -> Path:
+    """``events`` as a Kineto document that says it is synthetic (name and header)."""
+    assert "synthetic" in name
+    doc = {"schemaVersion": 1, "tracekit_synthetic": True, "traceEvents": events}
+    return write_file(tmp_path, name, json.dumps(doc))
+
+
+def gpu_events(graph: bool = False, prefix: str = "k") -> list[dict[str, Any]]:
+    """The module docstring's GPU trace; ``graph``: the launches are ``cudaGraphLaunch`` calls instead."""
+    events: list[dict[str, Any]] = []
+    corr = 0
+    launch = "cudaGraphLaunch" if graph else "cudaLaunchKernel"
+    for i, latencies in enumerate(LATENCIES):
+        t0 = 1000 + 200 * i
+        events.append(kineto_event("user_annotation", "iteration", t0, 100, 10, 10))
+        for j, latency in enumerate(latencies):
+            corr += 1
+            start = t0 + 10 + 20 * j
+            events.append(kineto_event("cuda_runtime", launch, start, 0.5, 10, 10, correlation=corr))
+            events.append(
+                kineto_event(
+                    "kernel", f"{prefix}{j}", start + latency, 2, 0, 7, correlation=corr, device=0, stream=7
+                )
+            )
+        corr += 1
+        start = t0 + 80
+        events.append(kineto_event("cuda_runtime", "cudaMemsetAsync", start, 0.5, 10, 10, correlation=corr))
+        events.append(
+            kineto_event(
+                "gpu_memset", "Memset (Device)", start + 1, 1, 0, 7, correlation=corr, device=0, stream=7
+            )
+        )
+    return events
+
+
+def gpu_run(tmp_path: Path, name: str = "eager.synthetic.json", **kwargs: Any) -> Path:
+    return _kineto(tmp_path, gpu_events(**kwargs), name)
+
+
+def cpu_run(tmp_path: Path, ops: tuple[str, ...] = ("aten::linear", "aten::add")) -> Path:
+    """A CPU-only torch.profiler trace: two 100 µs iterations, each with one 30 µs leaf operator per name of
+    ``ops``, 10 µs apart from the range start and each other."""
+    events: list[dict[str, Any]] = []
+    for i in range(2):
+        t0 = 1000 + 200 * i
+        events.append(kineto_event("user_annotation", "iteration", t0, 100, 10, 10))
+        for j, name in enumerate(ops):
+            events.append(kineto_event("cpu_op", name, t0 + 10 + 40 * j, 30, 10, 10))
+    return _kineto(tmp_path, events, "cpu.synthetic.json")
+
+
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main([*args, "--no-progress"])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def summary_row(text: str, label: str) -> list[str]:
+    """The cells after ``label`` in a rich table row of ``text`` (the row must exist, once)."""
+    rows = [line for line in text.splitlines() if line.startswith(f"│ {label} ")]
+    assert len(rows) == 1, [line for line in text.splitlines() if line.startswith("│")]
+    return [cell.strip() for cell in rows[0].strip("│").split("│")][1:]
+
+
+# --- 1. launch latency and queue time are medians per iteration ------------------------------------------
+
+
+def test_launch_latency_and_queue_rows_say_median_per_iteration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The summary's mean launch latency is 3 µs, the mean of the iterations' medians (2, 4), not the mean
+    over launches (4 µs): the label says each iteration's value is its launches' median."""
+    code, out, _ = run_cli(["analyze", str(gpu_run(tmp_path))], capsys)
+    assert code == 0
+    latency = summary_row(out, "launch latency, median per iteration (op start - call start)")
+    assert latency == ["µs", "3.000", "3.000", "3.800", "3.980", "2.000", "4.000"]
+    queue = summary_row(out, "queue time, median per iteration (op start - call end, >= 0)")
+    assert queue == ["µs", "2.500", "2.500", "3.300", "3.480", "1.500", "3.500"]
+    assert "launch latency (op start" not in out and "queue time (op start" not in out
+
+
+def test_markdown_rows_carry_the_same_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["analyze", str(gpu_run(tmp_path)), "--format", "markdown"], capsys)
+    assert code == 0
+    assert "| launch latency, median per iteration (op start - call start) | µs | 3.000 | 3.000 |" in out
+    assert "| queue time, median per iteration (op start - call end, >= 0) | µs | 2.500 | 2.500 |" in out
+
+
+def test_json_keys_and_csv_columns_are_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["analyze", str(gpu_run(tmp_path)), "--format", "json"], capsys)
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["summary"]["launch_latency_us"]["mean"] == pytest.approx(3.0)
+    assert [it["launch_latency_us"] for it in doc["iterations"]] == pytest.approx([2.0, 4.0])
+    assert [it["queue_us"] for it in doc["iterations"]] == pytest.approx([1.5, 3.5])
+    code, out, _ = run_cli(["analyze", str(gpu_run(tmp_path)), "--format", "csv"], capsys)
+    header = out.splitlines()[0].split(",")
+    assert "launch_latency_us" in header and "queue_us" in header and "kernels" in header
+
+
+# --- 2. the kernel count says what it counts ---------------------------------------------------------------
+
+
+def test_gpu_kernel_row_says_copies_and_memsets_are_not_counted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """3 kernels and 1 memset an iteration: the row counts 3 and says the memset is not in it; the idle gaps
+    (5) are between all 4 device ops."""
+    code, out, _ = run_cli(["analyze", str(gpu_run(tmp_path))], capsys)
+    assert code == 0
+    assert summary_row(out, "kernels (copies, memsets not counted)") == ["count", *["3"] * 6]
+    assert summary_row(out, "idle gaps (between kernels, copies, memsets)") == ["count", *["5"] * 6]
+    assert "kernels / ops" not in out
+
+
+def test_cpu_kernel_row_is_named_operators(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CPU-only trace: its 'device work' is 2 operators an iteration, 3 gaps around them."""
+    code, out, _ = run_cli(["analyze", str(cpu_run(tmp_path))], capsys)
+    assert code == 0
+    assert summary_row(out, "operators") == ["count", *["2"] * 6]
+    assert summary_row(out, "idle gaps (between operators)") == ["count", *["3"] * 6]
