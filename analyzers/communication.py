@@ -2,11 +2,13 @@
 how much of it no computation hides, and what that does to the verdict.
 
 Device ops whose name says NCCL or RCCL, or one of the all-reduce kernels serving engines run beside them
-(:data:`COMM_PATTERN`: vLLM's custom all-reduce, PyTorch's symmetric memory...) are communication. Per iteration (ops counted in
-the iteration whose range launched them), ``comm_ms`` is the union of their intervals and ``exposed_comm_ms``
-the part of that union that no computation of the same device overlaps: no other kernel and no CUDA graph
-execution (:data:`COMPUTE_KINDS`; a memcpy or memset beside a collective is data movement, which hides no
-communication, as HTA counts it) (:func:`comm_per_iteration`).
+(:data:`COMM_PATTERN`: vLLM's custom all-reduce, PyTorch's symmetric memory...) are communication. Per
+iteration (collectives counted in the iteration whose range launched them), ``comm_ms`` is the union of their
+intervals over every device (the time some GPU communicates: a trace's GPU busy is their union too) and
+``exposed_comm_ms`` the union of the parts of them that no computation of their own device overlaps,
+launched in whichever iteration (a collective of step k running on beside step k+1's kernels is hidden):
+no other kernel and no CUDA graph execution (:data:`COMPUTE_KINDS`; a memcpy or memset beside a collective
+is data movement, which hides no communication, as HTA counts it) (:func:`comm_per_iteration`).
 
 A collective kernel counts as GPU busy for as long as it runs, and it runs while it waits for the other
 ranks. So a rank whose GPU is "busy" mostly in exposed communication is not compute-bound: it waits on the
@@ -23,9 +25,11 @@ is their sum there, and their overlap with computation is the device's, whicheve
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from tracekit.analyzers.stats import whole_ns
+from tracekit.model import newly_covered
 
 #: Device-op names of NCCL/RCCL kernels: the collectives matched across ranks
 #: (:mod:`tracekit.fleet.compact`, :mod:`tracekit.analyzers.ranks`).
@@ -52,56 +56,96 @@ COMPUTE_KINDS = ("kernel", "graph")
 def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
     """``iteration``, ``comm_ms``, ``exposed_comm_ms`` of every iteration with collectives (see module doc).
 
-    One sweep over the ops' edges per (iteration, device), vectorized: each start adds one to its kind's
-    count of running ops (collective or other), each end takes one away; between two consecutive edges the
-    counts hold, so the stretch is communication when collectives run (``comm > 0``) and hidden
-    communication when computation runs too (``other > 0``: kernels and graphs, :data:`COMPUTE_KINDS`;
-    memcpy and memset count as neither). Ops without a start, an end or an iteration are left out (they
-    cannot be placed)."""
-    keys = ["iteration", "device"]
+    Per iteration, over its devices as its GPU busy time is (their union): ``comm_ms`` is the union of its
+    collectives' intervals on every device, ``exposed_comm_ms`` the union of the parts of them that no
+    computation of their own device overlaps (kernels and graphs, :data:`COMPUTE_KINDS`; memcpy and memset
+    count as neither). One device: its own. Summed over 8 GPUs running their all-reduces together, the
+    communication of a 1-ms step had read 4 ms.
+
+    Computation hides a collective whatever iteration launched it: an all-reduce launched in step k that runs
+    on into step k+1, beside step k+1's kernels, is hidden there (swept per iteration, it had counted as
+    exposed). A collective counts in the iteration whose range launched it; ops without a start or an end
+    are left out, and collectives without an iteration (they cannot be placed)."""
     empty = pl.DataFrame(schema={"iteration": pl.Int64, "comm_ms": pl.Float64, "exposed_comm_ms": pl.Float64})
-    placed = ops.filter(
-        pl.col("start").is_not_null() & pl.col("end").is_not_null() & pl.col("iteration").is_not_null()
-    ).select(
-        *keys,
-        "start",
-        "end",
-        is_comm=_communicates(ops.columns),
-        computes=pl.col("kind").cast(pl.String).is_in(COMPUTE_KINDS).fill_null(False),
+    timed = ops.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+    communicates = _communicates(ops.columns)
+    comm = timed.filter(communicates & pl.col("iteration").is_not_null()).select(
+        pl.col("iteration").cast(pl.Int64),
+        pl.col("device").cast(pl.Int64),
+        pl.col("start").cast(pl.Int64),
+        pl.col("end").cast(pl.Int64),
     )
-    with_comm = placed.filter("is_comm").select(keys).unique()
-    if with_comm.is_empty():
+    if comm.is_empty():
         return empty
-    placed = placed.join(with_comm, on=keys, how="semi", nulls_equal=True)
-    comm_step = pl.col("is_comm").cast(pl.Int64)
-    other_step = (~pl.col("is_comm") & pl.col("computes")).cast(pl.Int64)
-    edges = pl.concat(
-        [
-            placed.select(*keys, at=pl.col("start"), comm=comm_step, other=other_step),
-            placed.select(*keys, at=pl.col("end"), comm=-comm_step, other=-other_step),
-        ]
-    ).sort(*keys, "at", nulls_last=True)
-    # Every op of a group adds its start and its end, so a group's counts sum to 0: the running sums over all
-    # the sorted edges are each group's own, and after a group's last edge both are 0, so the stretch from it
-    # to the next group's first edge never counts (no window per group is needed).
-    stretches = edges.with_columns(
-        comm=pl.col("comm").cum_sum(),
-        other=pl.col("other").cum_sum(),
-        length=(pl.col("at").shift(-1) - pl.col("at")).fill_null(0),
-    )
-    communicating = pl.col("comm") > 0
+    computing = timed.filter(
+        ~communicates & pl.col("kind").cast(pl.String).is_in(COMPUTE_KINDS).fill_null(False)
+    ).select(pl.col("device").cast(pl.Int64), pl.col("start").cast(pl.Int64), pl.col("end").cast(pl.Int64))
+    merged_comm = _merged(comm, ["iteration", "device"])
+    computes = {
+        key[0]: part
+        for key, part in _merged(computing, ["device"]).partition_by("device", as_dict=True).items()
+    }
+    exposed = [
+        _uncovered(part, computes.get(key[0]))
+        for key, part in merged_comm.partition_by("device", as_dict=True).items()
+    ]
+    comm_ns = _union_per_iteration(comm)
+    exposed_ns = _union_per_iteration(pl.concat(exposed))
     return (
-        stretches.group_by("iteration", maintain_order=True)
-        .agg(
-            comm=pl.col("length").filter(communicating).sum(),
-            hidden=pl.col("length").filter(communicating & (pl.col("other") > 0)).sum(),
-        )
+        comm_ns.join(exposed_ns, on="iteration", how="left", suffix="_exposed")
         .select(
-            pl.col("iteration").cast(pl.Int64),
-            comm_ms=pl.col("comm") / 1e6,
-            exposed_comm_ms=(pl.col("comm") - pl.col("hidden")) / 1e6,
+            "iteration",
+            comm_ms=pl.col("ns") / 1e6,
+            exposed_comm_ms=pl.col("ns_exposed").fill_null(0) / 1e6,
         )
         .sort("iteration")
+    )
+
+
+def _merged(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
+    """The intervals (``start``, ``end``) of each group of ``frame`` (by ``by``) merged into disjoint ones,
+    sorted by group and start."""
+    reach = pl.col("end").cum_max().shift(1).over(by)
+    run = (reach.is_null() | (pl.col("start") > reach)).cum_sum()
+    return (
+        frame.sort(*by, "start")
+        .with_columns(run=run)
+        .group_by(*by, "run", maintain_order=True)
+        .agg(pl.col("start").min(), pl.col("end").max())
+        .drop("run")
+    )
+
+
+def _uncovered(intervals: pl.DataFrame, cover: pl.DataFrame | None) -> pl.DataFrame:
+    """``iteration``, ``start``, ``end`` of the parts of ``intervals`` (``iteration``, ``start``, ``end``) that
+    ``cover`` (disjoint intervals sorted by start: :func:`_merged`; None: nothing) does not cover."""
+    columns = {"iteration": pl.Int64, "start": pl.Int64, "end": pl.Int64}
+    if cover is None or cover.is_empty():
+        return intervals.select(list(columns))
+    cs, ce = cover["start"].to_numpy(), cover["end"].to_numpy()
+    its, s, e = (intervals[c].to_numpy() for c in columns)
+    lo = np.searchsorted(ce, s, side="right")  # the first covering interval ending after s
+    hi = np.searchsorted(cs, e, side="left")  # past the last one starting before e
+    n = hi - lo  # the covering intervals that overlap [s, e): >= 0 (each ending by s starts before e)
+    pieces = n + 1  # the gaps before, between and after them
+    of = np.repeat(np.arange(len(s)), pieces)
+    j = np.arange(int(pieces.sum())) - np.repeat(np.cumsum(pieces) - pieces, pieces)
+    last = len(cs) - 1
+    begin = np.where(j == 0, s[of], ce[np.clip(lo[of] + j - 1, 0, last)])
+    finish = np.where(j < n[of], cs[np.clip(lo[of] + j, 0, last)], e[of])
+    begin, finish = np.maximum(begin, s[of]), np.minimum(finish, e[of])
+    keep = finish > begin
+    return pl.DataFrame(
+        {"iteration": its[of][keep], "start": begin[keep], "end": finish[keep]}, schema=columns
+    )
+
+
+def _union_per_iteration(intervals: pl.DataFrame) -> pl.DataFrame:
+    """``iteration``, ``ns``: the length of the union of each iteration's ``intervals`` (all devices)."""
+    return (
+        intervals.sort("iteration", "start")
+        .group_by("iteration", maintain_order=True)
+        .agg(ns=newly_covered("start", "end").sum())
     )
 
 

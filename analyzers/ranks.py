@@ -3,7 +3,8 @@
 Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All times in ms unless named.
 
 - **rows**: per trace, the mean of latency, GPU busy, framework overhead and each idle cause over its
-  iterations, the median latency, and the mean communication / exposed communication per iteration.
+  iterations, the median latency, and the mean communication / exposed communication per iteration (over a
+  trace's GPUs their union, as its GPU busy is: ``comm_note`` says so where a trace has several GPUs).
 - **GPU rows**: a trace whose ops ran on two or more GPUs (one process driving several, or one Nsight
   Systems capture of several ranks) keeps its row (its GPUs together: GPU busy is their union, as the
   trace's own analysis counts it) and adds one row per GPU under it (``gpu_rows``, labelled ``<trace> GPU k``:
@@ -454,6 +455,21 @@ def gpu_note(rows: list[dict[str, Any]]) -> str | None:
         "the spread, clocks, straggler, skew and slowest by step compare whole traces, not GPUs; within a "
         "trace its GPUs' busy time is compared, and where its GPUs ran steps of their own (one capture of "
         "several processes: one clock) their straggler, start skew and slowest by step"
+    )
+
+
+def comm_note(results: list[dict[str, Any]]) -> str | None:
+    """How the row of a trace of several GPUs counts its communication (:func:`tracekit.analyzers.
+    communication.comm_per_iteration`), for the traces whose GPUs communicate; None when none does."""
+    which = [
+        label(r) for r in results if r.get("per_gpu") and any(_values(r, "comm_ms")) and len(r["per_gpu"]) > 1
+    ]
+    if not which:
+        return None
+    return (
+        f"{_named(which)}: the trace's mean comm is the union over its GPUs (the time some GPU communicates, "
+        "as its GPU busy is their union), its exposed comm the union of each GPU's communication that none of "
+        "that GPU's own compute overlaps; each GPU's own is in its row"
     )
 
 
@@ -1405,6 +1421,9 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     if per_gpu:  # (only where some trace ran on several GPUs: other documents are as they were)
         doc["gpu_rows"] = per_gpu
         doc["gpu_note"] = gpu_note(per_gpu)
+        said = comm_note(results)
+        if said:
+            doc["comm_note"] = said
         doc["gpu_busy_spread"] = gpu_busy_spread(per_gpu)
         within = [w for r in results if (w := within_capture(r)) is not None]
         if within:

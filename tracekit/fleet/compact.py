@@ -5,8 +5,9 @@ by column (:func:`columns`: lists of ints and float64 arrays, not one dict per i
 
 Communication (:mod:`tracekit.analyzers.communication`): device ops whose name says NCCL or RCCL, or an
 all-reduce kernel of a serving engine (``COMM_PATTERN``), are communication; per iteration ``comm_ms`` is
-the union of their intervals and ``exposed_comm_ms`` the part of it that no computation of the same device
-overlaps. ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays) hold each NCCL/RCCL collective's
+the union of their intervals over the trace's devices and ``exposed_comm_ms`` the union of the parts of them
+that no computation of their own device (of any iteration) overlaps
+(:func:`tracekit.analyzers.communication.comm_per_iteration`). ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays) hold each NCCL/RCCL collective's
 (``NCCL_PATTERN``: the others, a serving engine's own all-reduce on the compute stream, are not matched across
 ranks) end and start in launch order, and ``collective_kinds`` the operation its kernel name says
 (:data:`COLLECTIVE_KIND`, lower case; "" where it says none): collectives end together on every rank, which

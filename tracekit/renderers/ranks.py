@@ -141,6 +141,8 @@ def summary_lines(doc: dict[str, Any], warnings: bool = True) -> list[str]:
         )
     if doc.get("gpu_note"):
         lines.append(f"GPU rows: {doc['gpu_note']}")
+    if doc.get("comm_note"):
+        lines.append(f"communication: {doc['comm_note']}")
     for spread in doc.get("gpu_busy_spread") or ():
         if spread.get("why"):
             lines.append(f"GPU busy within {spread['trace']}: not compared ({spread['why']})")

@@ -1,0 +1,219 @@
+"""Round 14 of the cross-trace summary (ranks, fleet): communication of a trace of several GPUs, exposure
+across step boundaries, renumbered steps, truncated process groups. Every trace here is SYNTHETIC: hand-built
+Kineto files in tmp folders (names say "synthetic", metadata ``tracekit_synthetic``) or hand-built compact
+results, with known truth."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.builders import EPOCH, comm_ops
+from tracekit.analyzers.communication import comm_per_iteration
+from tracekit.analyzers.ranks import summarize
+from tracekit.fleet.run import analyze_many
+from tracekit.renderers.ranks import render_ranks
+from tracekit.session import AnalysisOptions
+
+GEMM = "sm90_xmma_gemm_f16f16_synthetic"
+ALL_REDUCE = "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+STEPS = 4
+
+
+def _us(ns: int) -> str:
+    return f"{ns // 1000}.{ns % 1000:03d}"
+
+
+def _event(cat: str, name: str, pid: int, tid: int, ts_ns: int, dur_ns: int, **args: Any) -> str:
+    """One Kineto complete event as JSON text, ``ts``/``dur`` as exact decimal µs."""
+    head = json.dumps(
+        {"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, **({"args": args} if args else {})}
+    )
+    return head[:-1] + f', "ts": {_us(ts_ns)}, "dur": {_us(dur_ns)}}}'
+
+
+def _kineto(path: Path, step_us: int, kernels: list[tuple[Any, ...]], gpus: int) -> str:
+    """A SYNTHETIC Kineto trace: one process (pid 100) running :data:`STEPS` ``ProfilerStep#N`` of
+    ``step_us`` µs back to back; in each, per ``kernels`` entry ``(device, stream, call, start, end, name)``
+    (µs after the step's start; the kernel may run past the step's end) one kernel launched by a 1-µs
+    ``cudaLaunchKernel`` at ``call``, then a ``cudaDeviceSynchronize`` from 30 µs until 40 µs before the step
+    ends. ``gpus``: how many devices ``deviceProperties`` lists."""
+    lines, corr = [], 1
+    for step in range(STEPS):
+        s0 = EPOCH + step * step_us * 1000
+        lines.append(_event("user_annotation", f"ProfilerStep#{step}", 100, 100, s0, step_us * 1000))
+        for device, stream, call, start, end, name in kernels:
+            lines.append(
+                _event("cuda_runtime", "cudaLaunchKernel", 100, 100, s0 + call * 1000, 1000, correlation=corr)
+            )
+            lines.append(
+                _event(
+                    "kernel", name, device, stream, s0 + start * 1000, (end - start) * 1000,
+                    device=device, stream=stream, correlation=corr,
+                )
+            )  # fmt: skip
+            corr += 1
+        sync = (step_us - 70) * 1000
+        lines.append(
+            _event("cuda_runtime", "cudaDeviceSynchronize", 100, 100, s0 + 30_000, sync, correlation=corr)
+        )
+        corr += 1
+    header = json.dumps(
+        {
+            "schemaVersion": 1,
+            "tracekit_synthetic": True,
+            "deviceProperties": [{"id": i, "name": f"Synthetic GPU {i}", "numSms": 132} for i in range(gpus)],
+        }
+    )
+    path.write_text(header[:-1] + ', "traceEvents": [\n' + ",\n".join(lines) + "\n]}\n")
+    return str(path)
+
+
+def _doc(paths: list[str]) -> dict[str, Any]:
+    outcomes = analyze_many(paths, AnalysisOptions(), jobs=1)
+    assert all(o.ok for o in outcomes), [o.error for o in outcomes]
+    return summarize([o.result for o in outcomes])
+
+
+# --- 1. a trace of several GPUs: its row's communication is their union, as its GPU busy is ----------------
+
+
+def _eight_gpus() -> list[tuple[Any, ...]]:
+    """Per step: every GPU computes [50, 400) µs; GPU 0's all-reduce runs [300, 900) (100 µs of it under its
+    own compute), GPUs 1-7's [450, 950)."""
+    kernels: list[tuple[Any, ...]] = []
+    for d in range(8):
+        kernels.append((d, 7, 10 + d, 50, 400, GEMM))
+        kernels.append((d, 20, 18 + d, 300 if d == 0 else 450, 900 if d == 0 else 950, ALL_REDUCE))
+    return kernels
+
+
+def test_a_trace_of_eight_gpus_counts_its_communication_over_them_as_its_busy_time(tmp_path: Path) -> None:
+    path = _kineto(tmp_path / "eight_gpus_nccl.synthetic.json", 1000, _eight_gpus(), 8)
+    doc = _doc([path])
+    (row,) = doc["rows"]
+    # GPU busy: the union of the GPUs' work, [50, 950) µs of each 1-ms step
+    assert row["mean_latency_ms"] == pytest.approx(1.0, abs=1e-12)
+    assert row["mean_gpu_busy_ms"] == pytest.approx(0.9, abs=1e-12)
+    # communication over the GPUs as their busy time is: the union, [300, 950) = 0.65 ms, and exposed where
+    # some GPU communicates beside none of its own compute, [400, 950) = 0.55 ms. Summed over the GPUs it had
+    # read 4.1 and 4.0 ms: four times the step
+    assert [row["mean_comm_ms"], row["mean_exposed_comm_ms"]] == pytest.approx([0.65, 0.55], abs=1e-12)
+    assert row["mean_comm_ms"] <= row["mean_gpu_busy_ms"] <= row["mean_latency_ms"]
+    # each GPU's own row is its own
+    got = [(g["mean_comm_ms"], g["mean_exposed_comm_ms"]) for g in doc["gpu_rows"]]
+    assert got == [pytest.approx((0.6, 0.5), abs=1e-12)] + [pytest.approx((0.5, 0.5), abs=1e-12)] * 7
+    # and the document says how the trace's row counts it
+    assert doc["comm_note"].startswith(
+        "eight_gpus_nccl.synthetic.json: the trace's mean comm is the union over"
+    )
+    text = render_ranks(doc, "table")
+    assert "mean comm is the union over its GPUs" in text
+
+
+# --- 2. a collective of step k hidden by step k+1's computation is hidden ----------------------------------
+
+
+def test_a_collective_running_into_the_next_step_is_hidden_by_that_steps_compute(tmp_path: Path) -> None:
+    """Per 1-ms step: compute [50, 600) µs on stream 7 and an all-reduce launched at 12 µs running [700, 1300)
+    on stream 20, into the next step, whose compute [1050, 1600) hides its last 250 µs. Exposed: 350 µs in
+    steps 0-2, all 600 µs in step 3 (no step after it): mean 0.4125 ms. Swept per step, step k+1's compute
+    had hidden nothing of step k's collective: 0.6 ms."""
+    kernels = [(0, 7, 10, 50, 600, GEMM), (0, 20, 12, 700, 1300, ALL_REDUCE)]
+    path = _kineto(tmp_path / "spill_nccl.synthetic.json", 1000, kernels, 1)
+    (row,) = _doc([path])["rows"]
+    assert row["mean_comm_ms"] == pytest.approx(0.6, abs=1e-12)
+    assert row["mean_exposed_comm_ms"] == pytest.approx(0.4125, abs=1e-12)
+
+
+def _counted(rows: list[tuple[Any, ...]]) -> dict[int, tuple[int, int]]:
+    """Per iteration: (communication ns, exposed ns), counting nanoseconds one by one: the nanoseconds some
+    device runs a collective of the iteration, and those some device runs one with no computation of its
+    own (of any iteration, or none) beside it."""
+    out: dict[int, tuple[int, int]] = {}
+    for it in {r[0] for r in rows if r[4] and r[0] is not None}:
+        comm: set[int] = set()
+        exposed: set[int] = set()
+        for dev in {r[1] for r in rows if r[4] and r[0] == it}:
+            mine = {t for r in rows if r[4] and r[:2] == (it, dev) for t in range(r[2], r[3])}
+            other = {t for r in rows if not r[4] and r[1] == dev for t in range(r[2], r[3])}
+            comm |= mine
+            exposed |= mine - other
+        out[it] = (len(comm), len(exposed))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.one_of(st.none(), st.integers(0, 2)),
+            st.integers(0, 2),
+            st.integers(0, 60),
+            st.integers(0, 25),
+            st.booleans(),
+        ),
+        max_size=25,
+    )
+)
+def test_communication_over_devices_and_steps_matches_counting_nanoseconds(
+    raw: list[tuple[Any, ...]],
+) -> None:
+    rows = [(it, dev, start, start + length, is_comm) for it, dev, start, length, is_comm in raw]
+    ops = comm_ops([(it, dev, s, e, "ncclKernel" if c else "gemm") for it, dev, s, e, c in rows])
+    got = comm_per_iteration(ops)
+    want = _counted(rows)
+    # (an iteration whose collectives all last 0 ns has 0 of each)
+    assert got["iteration"].to_list() == sorted(want)
+    assert got["comm_ms"].to_list() == pytest.approx([want[i][0] / 1e6 for i in sorted(want)], abs=1e-15)
+    assert got["exposed_comm_ms"].to_list() == pytest.approx(
+        [want[i][1] / 1e6 for i in sorted(want)], abs=1e-15
+    )
+
+
+def test_communication_hidden_by_its_own_devices_compute_of_any_step() -> None:
+    """The example of tests/test_fleet.py's per-(iteration, device) sweep under this round's definition."""
+    ops = comm_ops(
+        [
+            # iteration 0, device 0: collectives [0,10) and [5,20): union 20 ns; its gemm hides [8,12), and
+            # iteration 1's gemm on the same device [0,20) all of it (it runs beside it)
+            (0, 0, 0, 10, "ncclKernel_AllReduce"),
+            (0, 0, 5, 20, "ncclDevKernel_Broadcast"),
+            (0, 0, 8, 12, "sm90_gemm"),
+            (0, 1, 0, 20, "sm90_gemm"),  # another device: hides nothing of device 0's
+            (1, 0, 0, 20, "sm90_gemm"),
+            # iteration 1: device 0's [100,130) hidden over [90,125); device 1's [50,60) beside nothing
+            (1, 0, 100, 130, "rcclKernel"),
+            (1, 0, 90, 110, "elementwise"),
+            (1, 0, 105, 125, "elementwise"),
+            (1, 1, 50, 60, "NCCL_Reduce"),
+            (2, 0, 0, 50, "sm90_gemm"),  # no collective in iteration 2: no row
+            (None, 0, 0, 1000, "ncclKernel_AllReduce"),  # a collective in no iteration: left out
+            (3, 0, None, 10, "ncclKernel_AllReduce"),  # no start: left out
+        ]
+    )
+    got = comm_per_iteration(ops)
+    assert got["iteration"].to_list() == [0, 1]
+    assert got["comm_ms"].to_list() == pytest.approx([20e-6, 40e-6], abs=1e-15)
+    assert got["exposed_comm_ms"].to_list() == pytest.approx([0.0, 15e-6], abs=1e-15)
+    # two devices communicating at once count once: [0, 10) on both, device 1's hidden by its own gemm
+    both = comm_ops([(0, 0, 0, 10, "ncclKernel"), (0, 1, 0, 10, "ncclKernel"), (0, 1, 0, 4, "gemm")])
+    assert comm_per_iteration(both).row(0) == (
+        0,
+        pytest.approx(10e-6, abs=1e-15),
+        pytest.approx(10e-6, abs=1e-15),
+    )
+    device_one_hidden = comm_ops(
+        [(0, 0, 0, 10, "ncclKernel"), (0, 0, 0, 4, "gemm"), (0, 1, 2, 6, "ncclKernel")]
+    )
+    # device 0 exposed [4, 10), device 1 [2, 6): union [2, 10) = 8 ns of 10
+    assert comm_per_iteration(device_one_hidden).row(0) == (
+        0,
+        pytest.approx(10e-6, abs=1e-15),
+        pytest.approx(8e-6, abs=1e-15),
+    )
