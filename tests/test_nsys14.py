@@ -203,3 +203,40 @@ def test_real_diagnostics_say_nothing_was_lost(name: str) -> None:
     trace = read(REAL / name, frames=["ops", "ranges"])
     assert not [w for w in trace.meta["warnings"] if "DIAGNOSTIC_EVENT" in w]
     assert "lost_events" not in trace.meta
+
+
+# ---------------------------------------------------------------- NVTX ranges begun before the capture started
+
+
+def test_ranges_begun_before_the_capture_are_left_out(tmp_path: Path) -> None:
+    """nsys writes timestamps from the capture's start (0): what happened before it (``-y`` delay, a capture
+    range started later, ``nsys start``) is negative (recorded with nsys 2022.4: a domain created before ``-y``
+    at -1.06 s). nsys 2022.4 drops ranges begun before the capture; an export that keeps them holds none of
+    their device work before 0 (CUDA is traced from the capture's start on). Here two 'iteration' ranges lie
+    wholly before the capture (-120..-80 and -70..-30 µs: no kernel, busy 0), one crosses its start (-20..20 µs,
+    a 6 µs kernel after 0: busy 6 of 40 µs) and two lie inside it (100..140 and 150..190 µs, a 20 µs kernel each:
+    0.5). Read as iterations they had made the median 0.15, "framework-bound"; they are left out, with a
+    warning: 2 iterations of 0.5."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.nvtx_range(-120 * US, -80 * US, "iteration")
+    b.nvtx_range(-70 * US, -30 * US, "iteration")
+    b.nvtx_range(-20 * US, 20 * US, "iteration")
+    b.runtime(1 * US, 2 * US, "cudaLaunchKernel_v7000", correlation=1)
+    b.kernel(3 * US, 9 * US, "gemm", correlation=1)
+    b.runtime(2 * US, 10 * US, "cudaDeviceSynchronize_v3020", correlation=2)
+    corr = 3
+    for t0 in (100 * US, 150 * US):
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=corr)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=corr + 1)
+        corr += 2
+    b.capture(300 * US)
+    path = b.write(tmp_path / "before_capture.synthetic.sqlite")
+    trace = read(path)
+    assert trace.ranges.get_column("start").to_list() == [100 * US, 150 * US]
+    assert [w for w in trace.meta["warnings"] if "before the capture" in w]
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.5, 0.5]
+    assert analysis.verdict == "compute"

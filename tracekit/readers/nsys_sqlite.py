@@ -516,6 +516,27 @@ def _session_ends(export: Database) -> list[int]:
     return [int(r[0]) for r in rows if isinstance(r[0], int)]
 
 
+def _without_ranges_before_capture(ranges: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``ranges`` without those that began before the capture started (``start`` < 0: nsys writes timestamps
+    from the capture's start, and what came before it negative; recorded with nsys 2022.4, a domain created
+    before a ``-y`` delay at -1.06 s), with a warning. nsys 2022.4 drops such ranges itself (recorded with ``-y``
+    and an nvtx capture range); an export that keeps them holds none of their device work or CUDA calls before
+    0 (CUDA is traced from the capture's start): read as iterations, their busy time was short by it, and a
+    range wholly before the capture was an iteration without any work (utilization 0)."""
+    early = (pl.col("start") < 0).fill_null(False)
+    before = ranges.filter(early)
+    if before.is_empty():
+        return ranges
+    names = ", ".join(repr(n) for n in before.get_column("name").unique(maintain_order=True).head(3))
+    crossing = before.filter(pl.col("end").is_null() | (pl.col("end") > 0)).height
+    warnings.append(
+        f"{before.height} NVTX range(s) began before the capture started ({names}; start < 0, "
+        f"{crossing} of them still open when it began): the trace holds none of their work before the start, "
+        "so they are left out (no iteration, no nesting), as nsys 2022.4 itself drops them"
+    )
+    return ranges.filter(~early)
+
+
 def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
     (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
@@ -597,6 +618,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         .otherwise(pl.col("domain_id").cast(pl.String))
     )
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
+    ranges = _without_ranges_before_capture(ranges, warnings)
     ends = _session_ends(export)
     # (the never-closed warning of :func:`_close_unclosed` counts them; a table of domain rows only, as nsys
     # 2022.4 leaves for the Python nvtx package 0.2.17, has no range whose start to compare)
