@@ -13,7 +13,9 @@ iteration order); the iterations a rule drops are listed by index with the rule'
    ``0.6745 * |x - median| / MAD`` exceeds :data:`OUTLIER_Z` (3.5, Iglewicz and Hoaglin's rule; MAD = median
    absolute deviation; when MAD is 0 the mean absolute deviation times 1.2533 stands in) are dropped, unless
    that would drop more than :data:`MAX_OUTLIER_SHARE` of them (then none are, and the set is called unstable:
-   it has no single mode).
+   it has no single mode, when more than that share also lie more than :data:`DRIFT_MIN` (5%) from the
+   median: values a fraction of a percent apart score above 3.5 when their MAD is smaller still, and are one
+   mode).
 3. On the kept iterations: ``median``; ``ci_low``/``ci_high``, the distribution-free :data:`CONFIDENCE`
    (95%) interval of the median from order statistics (the ranks where a Binomial(n, 1/2) leaves 2.5% on each
    side; needs at least :data:`MIN_CI_SAMPLES` = 6 iterations, else None); ``mean``, ``stdev`` (n - 1) and
@@ -384,8 +386,16 @@ def measure(
     out_pos = outlier_indices([v for _, v in rest])
     too_many = False
     if not out_pos and len(rest) >= 3:
-        z = _robust_z([v for _, v in rest], [v for _, v in rest])
-        too_many = sum(abs(s) > OUTLIER_Z for s in z) > MAX_OUTLIER_SHARE * len(rest)
+        rest_values = [v for _, v in rest]
+        z = _robust_z(rest_values, rest_values)
+        center = statistics.median(rest_values)
+        # a second mode is one apart from the first by a change that counts (DRIFT_MIN), not by z alone: the
+        # z-scores of values 0.16% apart exceed 3.5 when their MAD is smaller still
+        far = [
+            abs(s) > OUTLIER_Z and abs(v - center) > DRIFT_MIN * abs(center)
+            for s, v in zip(z, rest_values, strict=True)
+        ]
+        too_many = sum(far) > MAX_OUTLIER_SHARE * len(rest)
     drop = set(out_pos)
     outliers = [rest[p][0] for p in out_pos]
     kept_pairs = [pair for p, pair in enumerate(rest) if p not in drop]
