@@ -1352,7 +1352,47 @@ ACCELERATOR_RUNTIMES: tuple[str, ...] = (
     "privateuse1_driver",
 )
 #: the device-op categories, as an error names them
-_OP_CATEGORY_NAMES = "kernel, gpu_memcpy, gpu_memset, mtia_ccp_events"
+_OP_CATEGORY_NAMES = "kernel, gpu_memcpy, gpu_memset, mtia_ccp_events, mlu_memcpy, mlu_memset"
+#: lower-cased runtime categories of vendors' Kineto forks that tracekit reads as calls but that, without a
+#: device op, still say an accelerator ran whose work is not in the trace (:func:`_device_work_not_read`)
+FORK_RUNTIMES: tuple[str, ...] = ("mlu_runtime",)
+#: how a category that tracekit does not read names host calls (``<device>_runtime``, ``<device>_driver``), as
+#: vendors' Kineto forks name their runtime's
+FORK_CALL_SUFFIXES: tuple[str, ...] = ("_runtime", "_driver")
+#: how a category that tracekit does not read names device work (``<device>_memcpy``, ``<device>_memset``,
+#: ``<device>_kernel``), as vendors' forks name it (Cambricon's ``mlu_memcpy`` before tracekit read it)
+FORK_WORK_SUFFIXES: tuple[str, ...] = ("_memcpy", "_memset", "_kernel")
+
+
+def _unread_fork_categories(categories: set[str]) -> tuple[list[str], list[str]]:
+    """The categories of the file that tracekit does not read but whose names say host calls
+    (:data:`FORK_CALL_SUFFIXES`) or device work (:data:`FORK_WORK_SUFFIXES`), sorted: (calls, work). A
+    category that is a read one but for its spaces is :func:`_unread_gpu_categories`'s."""
+    unread = sorted(c for c in categories if c.strip().lower() not in READ_CATEGORIES)
+    calls = [c for c in unread if c.strip().lower().endswith(FORK_CALL_SUFFIXES)]
+    work = [c for c in unread if c.strip().lower().endswith(FORK_WORK_SUFFIXES)]
+    return calls, work
+
+
+def _unread_fork_warnings(categories: set[str]) -> list[str]:
+    """Warnings for the events of a trace with device ops that a vendor's Kineto fork names in categories
+    tracekit does not read (:func:`_unread_fork_categories`): calls left out of the launch counts and the
+    host's API time, device work left out of the GPU busy time. Without them the figures would read as if
+    the trace held nothing else (a fork's runtime calls unread had read as 'the host side was not
+    profiled')."""
+    calls, work = _unread_fork_categories(categories)
+    warnings = [
+        f"events of category {c!r} were not read (a runtime tracekit does not know): the calls they record are "
+        "left out of the launch counts and of the host's API time, and the device ops they launched are not "
+        "linked to them"
+        for c in calls
+    ]
+    warnings += [
+        f"events of category {c!r} were not read (device work of a category tracekit does not know): what they "
+        "record is left out of the GPU busy time and of every device figure, which may be short by it"
+        for c in work
+    ]
+    return warnings
 
 
 def _device_work_not_read(x_events: pl.DataFrame, categories: set[str]) -> str | None:
@@ -1370,11 +1410,8 @@ def _device_work_not_read(x_events: pl.DataFrame, categories: set[str]) -> str |
         .len()
         .sort("len", "cat_l", descending=[True, False])
     )
-    forks = sorted(
-        c
-        for c in categories
-        if c.lower().endswith(("_runtime", "_driver")) and c.lower().strip() not in READ_CATEGORIES
-    )
+    calls, work = _unread_fork_categories(categories)
+    forks = sorted({*calls, *work, *(c for c in categories if c.strip().lower() in FORK_RUNTIMES)})
     if counts.is_empty() and not forks:
         return None
     found = ", ".join(
@@ -1803,6 +1840,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         kernel_metrics = None
         cpu_ops = None  # the operators are the ops already
     warnings += _unread_gpu_categories(categories, gpu_ops)
+    if device == "gpu":  # (without device ops, such categories refuse the trace: _device_work_not_read)
+        warnings += _unread_fork_warnings(categories)
     ranges = _ranges(x_events, main_pid)
     warnings += _unread_range_categories(categories, ranges)
     if device == "cpu" and ops.is_empty() and api.is_empty():

@@ -89,14 +89,18 @@ COMM_ROWS = "comm_rows"
 
 #: lower-cased category -> ops kind; ``mtia_ccp_events`` are the on-device events of Meta's MTIA accelerator
 #: (Kineto's ``MTIA_CCP_EVENTS``, which newer Kineto aliases to ``CONCURRENT_KERNEL``; HTA reads them as
-#: kernels too)
+#: kernels too); ``mlu_memcpy``/``mlu_memset`` are Cambricon MLU's copies and sets (torch_mlu's Kineto fork,
+#: ``kineto_mlu``, whose kernels are ``kernel`` events: ``MLU_CONCURRENT_KERNEL``), with ``device``, ``stream``
+#: and ``correlation`` args as CUDA's
 OP_CATEGORIES: dict[str, str] = {
     "kernel": "kernel",
     "mtia_ccp_events": "kernel",
     "gpu_memcpy": "memcpy",
     "memcpy": "memcpy",
+    "mlu_memcpy": "memcpy",
     "gpu_memset": "memset",
     "memset": "memset",
+    "mlu_memset": "memset",
 }
 #: lower-cased category -> api kind: CUDA/HIP (``cuda_runtime``, ``Runtime`` in 2021, ``cuda_driver``), Intel XPU
 #: (``xpu_runtime``: SYCL/Unified Runtime calls such as ``urEnqueueKernelLaunch``; ``xpu_driver``: Level Zero
@@ -117,6 +121,8 @@ API_CATEGORIES: dict[str, str] = {
     "hpu_op": "runtime",
     "glow_runtime": "runtime",
     "driver": "driver",
+    # Cambricon MLU (torch_mlu's ``kineto_mlu``): CNRT/CNDrv/CNNL calls, the launch's ``correlation`` in args
+    "mlu_runtime": "runtime",
 }
 CPU_OP_CATEGORIES: tuple[str, ...] = ("cpu_op", "operator")
 USER_RANGE_CATEGORIES: tuple[str, ...] = ("user_annotation",)
