@@ -30,7 +30,7 @@ import polars as pl
 
 from tracekit.analyzers.stability import median_interval
 from tracekit.analyzers.stats import Summary
-from tracekit.fields import ITERATION_FIELDS
+from tracekit.fields import FIELDS, ITERATION_FIELDS
 
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
@@ -41,6 +41,26 @@ STATISTIC = "p50"
 #: Summary fields that mean the same whatever the traces measured (the host's clock); the others are device
 #: time (GPU kernels, or CPU operators on a CPU-only trace) and are not differenced across devices.
 HOST_FIELDS = ("latency_ms", "cpu_ms", "launches", "launch_api_us")
+
+#: Summary row labels that say more than the field table's (shared with ``analyze``): the latency compared is
+#: the traced iterations' (``report``'s sweep latency is the untraced latency.csv), and the kernel count by
+#: device: kernels without copies and memsets on GPU traces, operators on CPU-only ones (its per-name table
+#: counts every op kind).
+COMPARE_LABELS = {"latency_ms": "traced latency (ms)"}
+KERNEL_LABELS = {
+    "gpu": "kernels / iteration (copies, memsets not counted)",
+    "cpu": "operators / iteration",
+}
+#: The kernel count's label where the two sides measured different devices (or it is unknown).
+KERNEL_LABEL_MIXED = "kernels or operators / iteration"
+
+
+def compare_label(name: str, device: str | None) -> str:
+    """The ``compare`` summary row label of field ``name`` for traces of ``device`` (their common one)."""
+    if name == "kernels":
+        return KERNEL_LABELS.get(device or "", KERNEL_LABEL_MIXED)
+    return COMPARE_LABELS.get(name) or FIELDS[name].compare_label_for(device)
+
 
 KERNEL_DELTA_SCHEMA: dict[str, pl.DataType] = {
     "name": pl.String,
@@ -164,7 +184,7 @@ def summary_deltas(
         rows.append(
             {
                 "metric": f.name,
-                "name": f.compare_label_for(device),
+                "name": compare_label(f.name, device),
                 "a": va,
                 "b": vb,
                 "delta": vb - va if va is not None and vb is not None and not apart else None,

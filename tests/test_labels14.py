@@ -30,12 +30,13 @@ def _kineto(tmp_path: Path, events: list[dict[str, Any]], name: str) -> Path:
     return write_file(tmp_path, name, json.dumps(doc))
 
 
-def gpu_events(graph: bool = False, prefix: str = "k") -> list[dict[str, Any]]:
-    """The module docstring's GPU trace; ``graph``: the launches are ``cudaGraphLaunch`` calls instead."""
+def gpu_events(graph: bool = False, prefix: str = "k", repeat: int = 1) -> list[dict[str, Any]]:
+    """The module docstring's GPU trace; ``graph``: the launches are ``cudaGraphLaunch`` calls instead;
+    ``repeat``: its two iterations that many times over (6 iterations give each median a 95% interval)."""
     events: list[dict[str, Any]] = []
     corr = 0
     launch = "cudaGraphLaunch" if graph else "cudaLaunchKernel"
-    for i, latencies in enumerate(LATENCIES):
+    for i, latencies in enumerate(LATENCIES * repeat):
         t0 = 1000 + 200 * i
         events.append(kineto_event("user_annotation", "iteration", t0, 100, 10, 10))
         for j, latency in enumerate(latencies):
@@ -62,16 +63,21 @@ def gpu_run(tmp_path: Path, name: str = "eager.synthetic.json", **kwargs: Any) -
     return _kineto(tmp_path, gpu_events(**kwargs), name)
 
 
-def cpu_run(tmp_path: Path, ops: tuple[str, ...] = ("aten::linear", "aten::add")) -> Path:
-    """A CPU-only torch.profiler trace: two 100 µs iterations, each with one 30 µs leaf operator per name of
-    ``ops``, 10 µs apart from the range start and each other."""
+def cpu_run(
+    tmp_path: Path,
+    ops: tuple[str, ...] = ("aten::linear", "aten::add"),
+    iterations: int = 2,
+    name: str = "cpu.synthetic.json",
+) -> Path:
+    """A CPU-only torch.profiler trace: ``iterations`` 100 µs iterations, each with one 30 µs leaf operator per
+    name of ``ops``, 10 µs apart from the range start and each other."""
     events: list[dict[str, Any]] = []
-    for i in range(2):
+    for i in range(iterations):
         t0 = 1000 + 200 * i
         events.append(kineto_event("user_annotation", "iteration", t0, 100, 10, 10))
-        for j, name in enumerate(ops):
-            events.append(kineto_event("cpu_op", name, t0 + 10 + 40 * j, 30, 10, 10))
-    return _kineto(tmp_path, events, "cpu.synthetic.json")
+        for j, op in enumerate(ops):
+            events.append(kineto_event("cpu_op", op, t0 + 10 + 40 * j, 30, 10, 10))
+    return _kineto(tmp_path, events, name)
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -144,3 +150,82 @@ def test_cpu_kernel_row_is_named_operators(tmp_path: Path, capsys: pytest.Captur
     assert code == 0
     assert summary_row(out, "operators") == ["count", *["2"] * 6]
     assert summary_row(out, "idle gaps (between operators)") == ["count", *["3"] * 6]
+
+
+# --- 3. compare: equal counts, no names in common, what the rows count, which latency ------------------------
+
+
+def compare_rows(text: str) -> dict[str, list[str]]:
+    """The summary table of ``tracekit compare``'s text: metric -> its cells (A, B, B − A, B / A)."""
+    rows = {}
+    for line in text.splitlines():
+        if line.startswith("│ ") and line.count("│") == 6:
+            cells = [cell.strip() for cell in line.strip("│").split("│")]
+            rows[cells[0]] = cells[1:]
+    return rows
+
+
+def test_compare_says_equal_counts_are_equal_not_within_noise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same 6 iterations on both sides: every count is equal (3 kernels, 1 launch... per iteration), and
+    every interval overlaps; '0 (within noise)' read as 'a small difference, hidden by the noise'."""
+    a = gpu_run(tmp_path, "a.synthetic.json", repeat=3)
+    b = gpu_run(tmp_path, "b.synthetic.json", repeat=3)
+    code, out, _ = run_cli(["compare", str(a), str(b)], capsys)
+    assert code == 0
+    rows = compare_rows(out)
+    assert rows["kernels / iteration (copies, memsets not counted)"] == ["3", "3", "0", "1.000"]
+    assert rows["launches / iteration"] == ["3", "3", "0", "1.000"]
+    assert rows["idle gaps / iteration"] == ["5", "5", "0", "1.000"]
+    assert rows["traced latency (ms)"] == ["0.1", "0.1", "0", "1.000"]
+    assert "within noise)" not in out.split("Medians over iterations")[0]
+
+
+def test_compare_within_noise_still_said_of_a_real_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B's iterations alternate 100 and 101 µs (A's are all 100 µs): medians 0.1005 and 0.1 ms, whose 95%
+    intervals ([0.1, 0.101] and [0.1, 0.1]) overlap: a nonzero difference inside the noise keeps its
+    '(within noise)'."""
+    a = gpu_run(tmp_path, "a.synthetic.json", repeat=3)
+    events = gpu_events(repeat=3)
+    for k, event in enumerate(e for e in events if e["cat"] == "user_annotation"):
+        event["dur"] += k % 2
+    b = _kineto(tmp_path, events, "b.synthetic.json")
+    code, out, _ = run_cli(["compare", str(a), str(b)], capsys)
+    assert code == 0
+    rows = compare_rows(out)
+    assert rows["traced latency (ms)"] == ["0.1", "0.1005 [0.1–0.101]", "+0.0005 (within noise)", "1.005"]
+    assert rows["kernels / iteration (copies, memsets not counted)"] == ["3", "3", "0", "1.000"]
+
+
+def test_compare_of_traces_without_a_common_op_name_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A: a PyTorch CPU trace (aten::linear, aten::add); B: the same work under names of another runtime
+    (MatMul, Add): no name in both, so every Δ is '—'; the compare says why, and its count row counts
+    operators, not kernels."""
+    a = cpu_run(tmp_path, iterations=6, name="pt.synthetic.json")
+    b = cpu_run(tmp_path, ("MatMul", "Add"), iterations=6, name="ort.synthetic.json")
+    code, out, _ = run_cli(["compare", str(a), str(b)], capsys)
+    assert code == 0
+    assert "A and B have no op name in common (4 names, each on one side only): no Δ per name" in out
+    rows = compare_rows(out)
+    assert rows["operators / iteration"] == ["2", "2", "0", "1.000"]
+    assert not any(label.startswith("kernels") for label in rows)
+    code, out, _ = run_cli(["compare", str(a), str(a)], capsys)
+    assert "no op name in common" not in out
+
+
+def test_compare_names_its_latency_traced(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """compare's latency is the traced iterations' (report's sweep latency is the untraced latency.csv): the
+    row and the legend say so; the JSON keeps its metric key."""
+    a = gpu_run(tmp_path, "a.synthetic.json")
+    code, out, _ = run_cli(["compare", str(a), str(a)], capsys)
+    assert code == 0
+    assert "traced latency (ms)" in compare_rows(out)
+    assert "Latency: the traced iterations' (the profiler on), not the untraced latency.csv of a run" in out
+    code, out, _ = run_cli(["compare", str(a), str(a), "--format", "json"], capsys)
+    (row,) = [r for r in json.loads(out)["comparisons"][0]["summary"] if r["metric"] == "latency_ms"]
+    assert row["name"] == "traced latency (ms)" and row["a"] == pytest.approx(0.1)

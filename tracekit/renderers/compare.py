@@ -50,6 +50,11 @@ CSV_COLUMNS = [
 #: Said after a delta whose two 95% intervals overlap.
 WITHIN_NOISE = "within noise"
 NAME_WIDTH = 70
+#: Which latency the summary compares (``report``'s sweeps use the untraced one: the two differ).
+LATENCY_NOTE = (
+    "Latency: the traced iterations' (the profiler on), not the untraced latency.csv of a run, which tracekit "
+    "report uses."
+)
 
 
 def _short(name: str | None) -> str | None:
@@ -100,6 +105,8 @@ def _summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         delta = r["delta"]
         if delta is None:
             row["delta_shown"] = "—"
+        elif delta == 0:  # the same value on both sides: no difference, not one hidden by the noise
+            row["delta_shown"] = "0"
         else:
             text = ("+" if delta > 0 else "") + _number(delta, count)
             row["delta_shown"] = f"{text} ({WITHIN_NOISE})" if r.get("significant") is False else text
@@ -125,6 +132,18 @@ def _no_ops_note(doc: dict[str, Any]) -> str | None:
     return (
         f"{who} {'has' if len(missing) == 1 else 'have'} no op data (a latency-only trace): its columns are —"
     )
+
+
+def _no_common_name_note(doc: dict[str, Any]) -> str | None:
+    """'A and B have no op name in common (N names, each on one side only): no Δ per name' where both sides
+    have ops and none of their names ran on both (different runtimes name their operators differently:
+    aten::linear and MatMul), so every Δ of the per-name table is "—"; None otherwise."""
+    kernels = doc["kernels"]
+    if not kernels or doc.get("a_has_ops") is False or doc.get("b_has_ops") is False:
+        return None
+    if any(k["count_a"] is not None and k["count_b"] is not None for k in kernels):
+        return None
+    return f"A and B have no op name in common ({len(kernels)} names, each on one side only): no Δ per name"
 
 
 def _csv(comparisons: list[dict[str, Any]], top: int | None) -> str:
@@ -162,10 +181,10 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         n = len(comparison["kernels"])
         kernel_title = f"per-iteration time and count by op name (top {len(kernels)} of {n} by |Δ time|)"
         summary = _summary_rows(comparison)
-        note = _no_ops_note(comparison)
+        note = _no_ops_note(comparison) or _no_common_name_note(comparison)
         legend = (
             "Medians over iterations with their 95% intervals; a difference whose intervals overlap is "
-            f"'{WITHIN_NOISE}'. Per name: mean per iteration; '—' where the name did not run."
+            f"'{WITHIN_NOISE}'. {LATENCY_NOTE} Per name: mean per iteration; '—' where the name did not run."
         )
         if fmt == "markdown":
             out += [
