@@ -1210,6 +1210,69 @@ def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return out, note, True
 
 
+#: A whole-step renumbering is taken (:func:`renumbered`) only where the collectives matched by step number
+#: disagree by more than this many times, and more than :data:`RENUMBERED_FLOOR_US`, what they disagree by
+#: matched in order.
+RENUMBERED_FACTOR = 10
+RENUMBERED_FLOOR_US = 10.0
+
+
+def renumbered(
+    results: list[dict[str, Any]],
+    steps_seen: list[dict[str, Any]],
+    numbered: str | None,
+    apart: str | None = None,
+    groups: str | None = None,
+) -> tuple[list[dict[str, Any]], str | None, str | None]:
+    """Traces whose step numbers differ by a whole number of steps though they hold the same steps (one rank's
+    profiler counted from another start: its ``ProfilerStep#6`` is the others' #5): matched by number, a step
+    is compared with the step after it, and the clocks come out wrong by a step. Where every trace holds as many
+    steps and collectives, each trace's numbers are the reference's plus one constant, the collectives matched
+    in order (the n-th of each trace: the same collective) end together, their steps line up, and matched by
+    number they disagree by over :data:`RENUMBERED_FACTOR` times as much (and over
+    :data:`RENUMBERED_FLOOR_US`) or not at all, the traces are compared by position: returns (``results``, None,
+    the warning that says so). Where the numbers fit worse than the order but not so clearly, the note of
+    :func:`by_step_number` says the step numbers may differ. Else (``steps_seen``, ``numbered``, None) as
+    given. Periodic steps fit both ways: the numbers are then kept (nothing tells them apart)."""
+    if not numbered or len(results) < 2:
+        return steps_seen, numbered, None
+    numbers = [step_numbers(r) or [] for r in results]
+    if (
+        len({len(n) for n in numbers}) != 1
+        or len({len(r.get("collective_ends_ns", ())) for r in results}) != 1
+    ):
+        return steps_seen, numbered, None
+    shifts = [{a - b for a, b in zip(n, numbers[0], strict=True)} for n in numbers]
+    if any(len(s) != 1 for s in shifts):
+        return steps_seen, numbered, None
+    by_position = clock_offsets(results, apart, groups)
+    if not by_position["aligned"] or by_position["matched"] < 2:
+        return steps_seen, numbered, None
+    by_number = clock_offsets(steps_seen, apart, groups)
+    fits, wrong = by_position["residual_us"], by_number.get("residual_us")
+    line_up = steps_apart(results, by_position["offsets_ns"], steps_of(results[0])) is None
+    if not line_up or (by_number["aligned"] and wrong <= fits):
+        return steps_seen, numbered, None
+    said = "do not end together" if not by_number["aligned"] else f"end up to {wrong:.3f} µs apart"
+    if by_number["aligned"] and wrong <= max(RENUMBERED_FACTOR * fits, RENUMBERED_FLOOR_US):
+        doubt = (
+            f"; matched by step number the collectives {said}, matched in order {fits:.3f} µs: the step "
+            "numbers may differ between the traces (a profiler that counted steps from another start)"
+        )
+        return steps_seen, numbered + doubt, None
+    ahead = [
+        f"{label(r)}'s steps {_spans(n)} are {label(results[0])}'s {_spans(numbers[0])}"
+        for r, n, (k,) in zip(results, numbers, shifts, strict=True)
+        if k
+    ]
+    note = (
+        f"{_named(ahead, '; ')}: the same steps numbered from another start (the traces hold as many steps and "
+        f"collectives; matched in order the collectives end together to {fits:.3f} µs and the steps line up, "
+        f"matched by step number they {said}): compared by position, not by step number"
+    )
+    return results, None, note
+
+
 def spread_of(
     rows: list[dict[str, Any]], steps_seen: list[dict[str, Any]], numbered: str | None, shared: bool
 ) -> dict[str, Any]:
@@ -1439,6 +1502,10 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     whole = whole_windows(results) if cut_alike else None
     # Steps numbered alike (ProfilerStep#N) are the same step on every rank of one job: compared by number
     steps_seen, numbered, shared = by_step_number(results)
+    # (the same steps numbered from another start on some rank: compared by position, said so)
+    steps_seen, numbered, renumbering = renumbered(
+        results, steps_seen, numbered, job_apart(results), groups_why
+    )
     if len(timed) >= 2 and not cut_alike:
         doc["spread"] = {"why": apart}
     if len(timed) >= 2 and cut_alike:
@@ -1501,6 +1568,8 @@ def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
         doc["warnings"].append(grouped)
     if numbered and shared:
         doc["warnings"].append(numbered)
+    if renumbering:
+        doc["warnings"].append(renumbering)
     steps = {steps_of(r) for r in results}
     if len(steps) > 1 and not numbered:
         doc["warnings"].append(

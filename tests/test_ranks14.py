@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -217,3 +218,134 @@ def test_communication_hidden_by_its_own_devices_compute_of_any_step() -> None:
         pytest.approx(10e-6, abs=1e-15),
         pytest.approx(8e-6, abs=1e-15),
     )
+
+
+# --- 3. one rank's steps numbered one off (its profiler counted from another start) ---------------------------
+
+#: ms: the five steps' durations (one job: the same on every rank), unequal, as real steps are
+DURATIONS = (10.0, 11.3, 9.6, 12.1, 10.4)
+
+
+def _rank(
+    rank: int, first_step: int, offset_ns: int, late_ns: int, steps: range | None = None
+) -> dict[str, Any]:
+    """A hand-built compact result of one rank of a 2-rank job: the steps of :data:`DURATIONS` (those of
+    ``steps``, positions), numbered from ``first_step``, on a clock ``offset_ns`` ahead; per step two
+    all-reduces ending together on every rank at 30% and 90% of the step, 0.5 ms long, the rank arriving
+    ``late_ns`` later than that (its kernel shorter by it)."""
+
+    keep = steps if steps is not None else range(len(DURATIONS))
+    starts, t = [], EPOCH
+    for d in DURATIONS:
+        starts.append(t)
+        t += round(d * 1e6)
+    its = {"index": [], "start_ns": [], "end_ns": [], "latency_ms": [], "step": []}
+    c_start, c_end, c_it = [], [], []
+    for k, i in enumerate(keep):
+        s, d = starts[i], round(DURATIONS[i] * 1e6)
+        its["index"].append(k)
+        its["start_ns"].append(s + offset_ns)
+        its["end_ns"].append(s + d + offset_ns)
+        its["latency_ms"].append(d / 1e6)
+        its["step"].append(first_step + k)
+        for frac in (0.3, 0.9):
+            end = s + round(frac * d) + offset_ns
+            c_end.append(end)
+            c_start.append(end - 500_000 + late_ns)
+            c_it.append(k)
+    return {
+        "path": f"/runs/rank{rank}.synthetic.json",
+        "name": f"rank{rank}.synthetic.json",
+        "rank": rank,
+        "synthetic": True,
+        "range": "ProfilerStep#*",
+        "world_size": 2,
+        "iterations": {
+            "index": np.asarray(its["index"]),
+            "start_ns": np.asarray(its["start_ns"], dtype=np.int64),
+            "end_ns": np.asarray(its["end_ns"], dtype=np.int64),
+            "latency_ms": np.asarray(its["latency_ms"]),
+            "step": its["step"],
+        },
+        "collective_starts_ns": np.asarray(c_start, dtype=np.int64),
+        "collective_ends_ns": np.asarray(c_end, dtype=np.int64),
+        "collective_kinds": ["allreduce"] * len(c_end),
+        "collective_iterations": c_it,
+        "verdict": "compute",
+        "warnings": [],
+    }
+
+
+def test_steps_numbered_one_off_are_aligned_by_their_collectives_and_said_so() -> None:
+    # rank 1's profiler numbered the same five steps #6-#10 where rank 0's say #5-#9; its clock is 12.345678 ms
+    # ahead, and it arrives 200 µs late at every all-reduce
+    doc = summarize([_rank(0, 5, 0, 0), _rank(1, 6, 12_345_678, 200_000)])
+    clocks = doc["clocks"]
+    assert clocks["aligned"] is True
+    assert clocks["offsets_ns"] == [0, 12_345_678]
+    assert clocks["matched"] == 10 and clocks["residual_us"] == 0.0
+    straggler = doc["straggler"]
+    assert (straggler["straggler"], straggler["arrives_last"], straggler["collectives"]) == ("rank 1", 10, 10)
+    assert straggler["median_wait_ms"] == pytest.approx(0.2, abs=1e-12)
+    assert doc["skew"]["steps"] == 5
+    said = " ".join(doc["warnings"])
+    assert "rank 1's steps #6-#10 are rank 0's #5-#9" in said
+
+
+def test_a_capture_that_began_a_step_later_is_still_matched_by_its_numbers() -> None:
+    # the converse, numbers right: rank 1 captured steps 1-4 (#6-#9) and rank 0 steps 0-3 (#5-#8); by number
+    # the 3 common steps #6-#8 align exactly, by position they would not
+    doc = summarize([_rank(0, 5, 0, 0, range(0, 4)), _rank(1, 6, 12_345_678, 200_000, range(1, 5))])
+    assert doc["clocks"]["aligned"] is True
+    assert doc["clocks"]["offsets_ns"] == [0, 12_345_678] and doc["clocks"]["residual_us"] == 0.0
+    assert doc["straggler"]["arrives_last"] == 6
+    assert not any("are rank 0's" in w for w in doc["warnings"])
+
+
+def test_numbers_that_fit_worse_than_the_order_but_not_clearly_are_doubted() -> None:
+    # as above, but rank 1's odd collectives end 300 µs late: matched in order they disagree by 150 µs (the
+    # median offset sits between), by number by 1,120 µs: under ten times as much, so the numbers are kept
+    # and doubted
+    one = _rank(1, 6, 12_345_678, 200_000)
+    one["collective_ends_ns"] = one["collective_ends_ns"] + np.asarray([0, 300_000] * 5, dtype=np.int64)
+    doc = summarize([_rank(0, 5, 0, 0), one])
+    assert doc["clocks"]["residual_us"] == 1120.0
+    (said,) = [w for w in doc["warnings"] if w.startswith("the traces hold other steps")]
+    assert said.endswith(
+        "; matched by step number the collectives end up to 1120.000 µs apart, matched in order 150.000 µs: the "
+        "step numbers may differ between the traces (a profiler that counted steps from another start)"
+    )
+
+
+# --- 4. Process Group Ranks of groups over 30 ranks, which Kineto cuts ----------------------------------------
+
+
+def test_process_group_ranks_cut_by_kineto_leave_the_members_unknown_not_wrong(tmp_path: Path) -> None:
+    """libkineto writes a list of over 30 ranks (``kTruncatLength``) as its first 30 and ``...``: ``"[0, 1,
+    ..., 29, ...]"``. Every group's list in the SYNTHETIC 4-rank tensor + data parallel traces is rewritten so:
+    the members are not known, the groups still are (by name), and the alignment is the one the full lists
+    give (rank 3's clock 2.5 ms ahead), its note naming the group without members."""
+    import gzip
+    import re
+
+    from tests.builders import tp_dp_kineto
+
+    cut = '"Process Group Ranks": "[' + ", ".join(str(i) for i in range(30)) + ', ...]"'
+    paths = []
+    for path in tp_dp_kineto(tmp_path / "tp_dp", all_to_all=True):
+        text = re.sub(
+            r'"Process Group Ranks": "\[[0-9, ]*\]"', cut, gzip.decompress(Path(path).read_bytes()).decode()
+        )
+        assert text.count("...]") >= 6
+        out = Path(path.replace(".synthetic", "_cut.synthetic"))
+        out.write_bytes(gzip.compress(text.encode()))
+        paths.append(str(out))
+    outcomes = analyze_many(paths, AnalysisOptions(), jobs=1)
+    assert [o.result["group_ranks"] for o in outcomes] == [None] * 4
+    doc = summarize([o.result for o in outcomes])
+    assert doc["clocks"]["aligned"] is True and doc["clocks"]["offsets_ns"] == [0, 0, 0, 2_500_000]
+    assert doc["clocks"]["matched"] == 6 and doc["clocks"]["residual_us"] == 0.0
+    assert (
+        "the traces' collectives belong to several process groups: clocks and stragglers are matched on process "
+        "group 0's collectives, which every trace holds, in their order"
+    ) in doc["warnings"]
