@@ -29,6 +29,11 @@ ids reused): each of these gave a confident verdict before, and none occurs in t
 - :func:`cut_off_launches`: the last iteration's launches whose ops the capture cut off (they come after the
   last launch of their thread whose op it holds); that iteration is left out
   (:func:`tracekit.analyzers.iterations.measure_gaps`).
+- :func:`unrecorded_host`: a framework-bound verdict that rests on stretches of at least
+  :data:`UNRECORDED_MIN_NS` in which nothing at all was recorded (no CPU operator or API call on any host
+  thread, no device op running or launched and waiting): time the analysis counts as dispatch, though
+  torch.profiler records nothing for a thread that is blocked (a serving engine waiting for requests between
+  steps, which vLLM's ``ProfilerStep`` ranges hold). Kineto GPU traces only (they record CPU operators).
 - :func:`lost_kernels`: the converse of :func:`lost_launches`: at least :data:`LOST_KERNEL_SHARE` of the
   kernel launch calls have no op in the trace, although a later launch call of their thread has one (device
   records dropped, or one GPU's activity missing from a multi-GPU trace). Calls made while their thread was
@@ -41,6 +46,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+import numpy as np
 import polars as pl
 
 from tracekit.calls import pair_key, pair_keys_fit
@@ -846,6 +852,126 @@ def unread_device_work(trace: Trace) -> str | None:
     )
 
 
+#: Host silence shorter than this (ns) is framework code: the Python between an eager model's operators (at
+#: most 0.21 ms in the committed H200 traces, 0.83 ms in the real vLLM B200 step, whose Python tracer shows it
+#: busy); a thread blocked waiting (for requests, on a queue, asleep) is silent for milliseconds to seconds.
+UNRECORDED_MIN_NS = 1_000_000
+
+
+def _accounted(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
+    """Every interval in which something was recorded (ns, sorted by start, not merged): API calls and CPU
+    operators of every host thread, device ops, and each op's wait from its launch call's end to its start
+    (launched, not yet running: from the trace's start for an op whose id has no call, launched before the
+    capture)."""
+    ops = trace.ops.select("start", "end", "pid", "correlation")
+    calls = (
+        trace.api.filter(pl.col("correlation").is_not_null())
+        .group_by("pid", "correlation")
+        .agg(pl.col("end").min().alias("call_end"))
+    )
+    linked = ops.filter(pl.col("correlation").is_not_null()).join(
+        calls, on=["pid", "correlation"], how="left"
+    )
+    origin = min(
+        int(v)
+        for v in (trace.ops.get_column("start").min(), trace.api.get_column("start").min())
+        if v is not None
+    )
+    waits = linked.select(pl.col("call_end").fill_null(origin).alias("start"), pl.col("start").alias("end"))
+    parts = [
+        f.select(pl.col("start").cast(pl.Int64), pl.col("end").cast(pl.Int64))
+        for f in (trace.api, trace.cpu_ops, ops, waits)
+    ]
+    both = pl.concat(parts).filter(pl.col("end") >= pl.col("start")).sort("start")
+    return both.get_column("start").to_numpy(), both.get_column("end").to_numpy()
+
+
+def unrecorded_ns(trace: Trace, frame: pl.DataFrame) -> pl.Series | None:
+    """Per row of ``frame`` (``window_start``, ``window_end``, ns) the time in its window that lies in a stretch
+    of at least :data:`UNRECORDED_MIN_NS` in which nothing was recorded (:func:`_accounted`): no host thread in
+    an API call or a CPU operator, no device op running, none launched and waiting. Such time is idle and
+    ``dispatch`` by the attribution's rules (no op pending: not device-side; no call running: outside API
+    calls). None when the trace records no CPU operators (a GPU trace of API calls alone is silent through all
+    of its Python: a silence says nothing there) or is CPU-only."""
+    if trace.cpu_ops.is_empty() or trace.ops.is_empty() or trace.meta.get("device") == "cpu":
+        return None
+    starts, ends = _accounted(trace)
+    ws = frame.get_column("window_start").to_numpy().astype(np.int64)
+    we = frame.get_column("window_end").to_numpy().astype(np.int64)
+    if not len(ws) or not len(starts):
+        return pl.Series("unrecorded_ns", np.zeros(len(ws), dtype=np.int64))
+    covered = np.maximum.accumulate(ends)
+    # the silences (covered so far, next start), with those before the first record and after the last as far
+    # as the windows reach
+    lo = np.concatenate([[min(int(ws.min()), int(starts[0]))], covered])
+    hi = np.concatenate([starts, [max(int(we.max()), int(covered[-1]))]])
+    keep = hi - lo >= UNRECORDED_MIN_NS
+    lo, hi = lo[keep], hi[keep]
+    if not len(lo):
+        return pl.Series("unrecorded_ns", np.zeros(len(ws), dtype=np.int64))
+    done = np.concatenate([[0], np.cumsum(hi - lo)])  # silent time of the stretches before each
+
+    def before(t: np.ndarray) -> np.ndarray:
+        """Silent time before each of ``t`` (the stretches are disjoint and sorted)."""
+        k = np.searchsorted(lo, t, side="right") - 1
+        at = np.maximum(k, 0)
+        return np.where(k >= 0, done[at] + np.minimum(t, hi[at]) - lo[at], 0)
+
+    return pl.Series("unrecorded_ns", before(we) - before(ws), pl.Int64)
+
+
+def unrecorded_host(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) -> str | None:
+    """The doubt when the verdict is framework-bound (median utilization of ``frame``'s ``busy_ns`` /
+    ``latency_ns`` below ``threshold``, default the analysis' 50%) but would not be without the time in which
+    nothing was recorded (:func:`unrecorded_ns`): that time may be the host waiting, not framework code."""
+    from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
+
+    threshold = FRAMEWORK_BOUND_UTILIZATION if threshold is None else threshold
+    if frame.is_empty() or not {"latency_ns", "busy_ns", "window_start", "window_end"} <= set(frame.columns):
+        return None
+    silent = unrecorded_ns(trace, frame)
+    if silent is None or not silent.sum():
+        return None
+    latency, busy = pl.col("latency_ns"), pl.col("busy_ns")
+    rows = frame.select(latency, busy, silent).filter(latency > 0)
+    util = (busy / latency).median()
+    rest = pl.when(latency > pl.col("unrecorded_ns")).then(busy / (latency - pl.col("unrecorded_ns")))
+    found = rows.select(
+        util.alias("util"), rest.median().alias("rest"), pl.col("unrecorded_ns").median(), latency.median()
+    )
+    util_now, util_rest, median_silent, median_latency = found.row(0)
+    if util_now is None or util_rest is None or util_now >= threshold or util_rest < threshold:
+        return None
+    return (
+        f"verdict uncertain: the iterations hold stretches of {UNRECORDED_MIN_NS / 1e6:g} ms or more in which "
+        "nothing was recorded (no CPU operator or API call on any host thread, no device op running or "
+        f"launched): a median {median_silent / 1e6:.3f} ms an iteration, of a median latency of "
+        f"{median_latency / 1e6:.3f} ms ({median_silent / median_latency:.1%}), counted as dispatch (framework "
+        "code); torch.profiler records nothing for a thread that is blocked (a serving engine waiting for "
+        "requests, a queue or lock, a sleep), so it may be the host waiting, not framework work; without it "
+        f"the median GPU utilization is {util_rest:.1%} (threshold {threshold:.0%}), not {util_now:.1%}"
+        + _engine_steps_hint(trace, median_latency)
+    )
+
+
+def _engine_steps_hint(trace: Trace, median_latency: float) -> str:
+    """Where the trace holds serving-engine step ranges shorter than the iterations (vLLM's ``execute_*``
+    inside torch.profiler's ``ProfilerStep``): the advice to analyze those, which hold the work alone."""
+    from tracekit.analyzers.ranges import ENGINE_STEPS
+
+    if trace.ranges.is_empty():
+        return ""
+    any_step = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
+    steps = trace.ranges.filter(pl.col("name").str.contains(any_step))
+    if steps.is_empty():
+        return ""
+    length = steps.select((pl.col("end") - pl.col("start")).median()).item()
+    if length is None or length >= median_latency:
+        return ""
+    name = steps.get_column("name").item(0)
+    return f"; the trace holds the engine's own steps ({name!r}, ...), which hold the work alone: --range names them"
+
+
 def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
     """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
     found = [
@@ -863,5 +989,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         operator_scopes(trace),
         compiled_cpu_code(trace),
         phase_ranges_as_operators(trace, frame),
+        unrecorded_host(trace, frame),
     ]
     return [d for d in found if d is not None]

@@ -1,0 +1,201 @@
+"""Serving-engine traces (vLLM, SGLang), round 14: host time with nothing recorded, step classes, nested steps.
+
+Every trace built here is SYNTHETIC (hand-built Kineto JSON, file names holding "synthetic", exact answers);
+the real traces (../shared/real_traces/tracelens) are read where present, never copied into the repo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.builders import kineto_event, kineto_file
+from tracekit.analyzers import plausibility as P
+from tracekit.api import analyze, read_trace
+
+REAL = Path(__file__).parents[2] / "shared/real_traces/tracelens"
+UNRECORDED = "nothing was recorded"
+
+
+def _vllm_steps(steps: int = 3, step_us: int = 10_000, execute: bool = True) -> list[dict[str, Any]]:
+    """vLLM's worker as a torch.profiler trace: ``profiler.step()`` then an ``execute_*`` range (vLLM's
+    ``annotate_profile``), so ``ProfilerStep#k`` runs from step k's start to step k+1's. Each step: one
+    ``aten::linear`` [100, 1900) us holding 10 launches (call [100 + 180 i, +10), kernel [+15, +150) on stream
+    7), a ``cudaDeviceSynchronize`` [1900, 2000), then nothing at all until the next step: the engine waiting
+    for requests (a blocked thread, which torch.profiler does not record)."""
+    events, corr = [], 1
+    for k in range(steps):
+        t0 = k * step_us
+        events.append(kineto_event("user_annotation", f"ProfilerStep#{k + 1}", t0, step_us))
+        if execute:
+            events.append(
+                kineto_event("user_annotation", "execute_context_0(0)_generation_4(4)", t0 + 10, 1990)
+            )
+        events.append(kineto_event("cpu_op", "aten::linear", t0 + 100, 1800))
+        for i in range(10):
+            call = t0 + 100 + 180 * i
+            events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", call, 10, correlation=corr))
+            events.append(
+                kineto_event(
+                    "kernel", f"gemm_{i}", call + 15, 150, pid=0, tid=7, correlation=corr, stream=7, device=0
+                )
+            )
+            corr += 1
+        events.append(kineto_event("cuda_runtime", "cudaDeviceSynchronize", t0 + 1900, 100))
+    return events
+
+
+def _eager_steps(steps: int = 3, python_us: int = 400) -> list[dict[str, Any]]:
+    """An eager model: per step 10 operators [t, t+50) us, each launching a 150 us kernel (call [t+10, +10),
+    kernel [t+25, +150)), with ``python_us`` of Python between operators (nothing recorded: real framework
+    code) and a synchronize closing the step."""
+    events, corr = [], 1
+    for k in range(steps):
+        t0 = k * 10_000
+        t = t0
+        for _ in range(10):
+            events.append(kineto_event("cpu_op", "aten::addmm", t, 50))
+            events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", t + 10, 10, correlation=corr))
+            events.append(
+                kineto_event(
+                    "kernel", "gemm", t + 25, 150, pid=0, tid=7, correlation=corr, stream=7, device=0
+                )
+            )
+            corr += 1
+            t += 50 + python_us
+        events.append(kineto_event("cuda_runtime", "cudaDeviceSynchronize", t, 100))
+        events.append(kineto_event("user_annotation", f"ProfilerStep#{k + 1}", t0, t + 100 - t0))
+    return events
+
+
+def _doubts(analysis: Any) -> list[str]:
+    return [w for w in analysis.warnings if UNCERTAIN_PREFIX in w and UNRECORDED in w]
+
+
+UNCERTAIN_PREFIX = "verdict uncertain: "
+
+
+# ------------------------------------------------------------------------------ host time with nothing recorded
+
+
+def test_a_profiler_step_holding_the_engines_wait_has_its_framework_bound_verdict_doubted(
+    tmp_path: Path,
+) -> None:
+    # Before: "framework-bound, median GPU utilization 15.0%" with no word: 8.25 ms of the 10 ms step is
+    # "dispatch", 8.1 ms of it a stretch in which the trace records nothing on any thread or device (the engine
+    # waiting for the next request, or Python scheduling code: the trace cannot tell).
+    path = kineto_file(tmp_path, _vllm_steps(), "vllm_wait.synthetic.json")
+    a = analyze(path)
+    assert a.range_name == "ProfilerStep#*"
+    assert a.iterations.get_column("latency_ms").to_list() == [10.0, 10.0, 10.0]
+    assert a.iterations.get_column("gpu_busy_ms").to_list() == [1.5, 1.5, 1.5]
+    assert a.iterations.get_column("dispatch_ms").to_list() == [8.25, 8.25, 8.25]
+    assert a.verdict == "framework"
+    doubts = _doubts(a)
+    assert len(doubts) == 1, a.warnings
+    assert a.summary.verdict_uncertain is not None and UNRECORDED in a.summary.verdict_uncertain
+    # per iteration: [0, 100) us before the step's first operator and [2000, 10000) us after its synchronize
+    assert "a median 8.100 ms an iteration, of a median latency of 10.000 ms (81.0%)" in doubts[0]
+    assert "without it the median GPU utilization is 78.9% (threshold 50%)" in doubts[0]
+    # the engine's own step ranges are named, as the way to analyze the work alone
+    assert "execute_" in doubts[0]
+
+
+def test_the_engines_own_steps_analyzed_need_no_doubt(tmp_path: Path) -> None:
+    # The same trace with --range on vLLM's execute_* ranges: 1.99 ms steps, 1.5 ms busy (75.4%), compute-bound.
+    path = kineto_file(tmp_path, _vllm_steps(), "vllm_wait.synthetic.json")
+    a = analyze(path, range="execute_*")
+    assert a.iterations.get_column("latency_ms").to_list() == [1.99, 1.99, 1.99]
+    assert a.verdict == "compute"
+    assert _doubts(a) == []
+
+
+def test_the_unrecorded_time_is_measured_per_iteration_exactly(tmp_path: Path) -> None:
+    path = kineto_file(tmp_path, _vllm_steps(), "vllm_wait.synthetic.json")
+    trace = read_trace(path)
+    frame = _raw_windows([(0, 10_000_000), (10_000_000, 20_000_000), (20_000_000, 30_000_000)])
+    # (the first step's 100 us before the trace's first record is no stretch of 1 ms: not counted)
+    assert P.unrecorded_ns(trace, frame).to_list() == [8_000_000, 8_100_000, 8_100_000]
+    # a window of the work alone holds none: [100, 2000) us is recorded throughout
+    assert P.unrecorded_ns(trace, _raw_windows([(100_000, 2_000_000)])).to_list() == [0]
+    # a window over the wait holds it whole
+    assert P.unrecorded_ns(trace, _raw_windows([(3_000_000, 7_000_000)])).to_list() == [4_000_000]
+
+
+def test_silences_shorter_than_a_millisecond_are_framework_code(tmp_path: Path) -> None:
+    # Eager: 400 us of Python between operators, 10 times a step (4.6 ms steps, 1.5 ms busy, 32.6%): silent
+    # stretches, but none of 1 ms: framework code as before, no doubt, the verdict stays.
+    path = kineto_file(tmp_path, _eager_steps(python_us=400), "eager.synthetic.json")
+    a = analyze(path)
+    assert a.verdict == "framework"
+    assert _doubts(a) == []
+    trace = read_trace(path)
+    assert P.unrecorded_ns(trace, _raw_windows([(0, 4_600_000)])).to_list() == [0]
+
+
+@pytest.mark.parametrize(("silence_us", "expected_ns"), [(1000, 1_000_000), (999, 0)])
+def test_a_silence_of_exactly_the_minimum_counts(tmp_path: Path, silence_us: int, expected_ns: int) -> None:
+    # an operator [0, 100) us launching a kernel [25, 75), then nothing until a second operator: a silence of
+    # exactly 1 ms counts whole, one of 999 us not at all
+    t = 100 + silence_us
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#1", 0, t + 100),
+        kineto_event("cpu_op", "aten::linear", 0, 100),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 10, 10, correlation=1),
+        kineto_event("kernel", "gemm", 25, 50, pid=0, tid=7, correlation=1, stream=7, device=0),
+        kineto_event("cpu_op", "aten::linear", t, 100),
+    ]
+    trace = read_trace(kineto_file(tmp_path, events, "edge.synthetic.json"))
+    assert P.unrecorded_ns(trace, _raw_windows([(0, (t + 100) * 1000)])).to_list() == [expected_ns]
+
+
+def test_no_doubt_without_cpu_operators_or_on_a_compute_bound_verdict(tmp_path: Path) -> None:
+    # Without CPU operators (an Nsight Systems trace without NVTX records only API calls) a silence says
+    # nothing: no measure. A compute-bound verdict only gains from leaving silent time out: no doubt.
+    events = [e for e in _vllm_steps() if e["cat"] != "cpu_op"]
+    trace = read_trace(kineto_file(tmp_path, events, "no_ops.synthetic.json"))
+    assert P.unrecorded_ns(trace, _raw_windows([(0, 10_000_000)])) is None
+    busy = _vllm_steps(step_us=3_000)  # 1.5 ms of 3 ms: 50%, compute-bound
+    a = analyze(kineto_file(tmp_path, busy, "busy.synthetic.json"))
+    assert a.verdict == "compute"
+    assert _doubts(a) == []
+
+
+def test_launched_work_waiting_on_an_idle_device_is_not_host_silence(tmp_path: Path) -> None:
+    # A kernel launched at [100, 110) us that starts at 3000 us (a launch lag: the device blocked): the host
+    # records nothing from 110 us to 3000 us, but the op is pending: that time is in_flight, not dispatch, and
+    # the launch-lag rule speaks for it. Silence counts from the kernel's end (3150 us) to the window's end.
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#1", 0, 5000),
+        kineto_event("cpu_op", "aten::linear", 90, 30),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 100, 10, correlation=1),
+        kineto_event("kernel", "gemm", 3000, 150, pid=0, tid=7, correlation=1, stream=7, device=0),
+    ]
+    trace = read_trace(kineto_file(tmp_path, events, "lag.synthetic.json"))
+    assert P.unrecorded_ns(trace, _raw_windows([(0, 5_000_000)])).to_list() == [1_850_000]
+
+
+def _raw_windows(windows: list[tuple[int, int]]) -> Any:
+    """The frame ``plausibility.doubts`` is given, as far as :func:`P.unrecorded_ns` reads it."""
+    import polars as pl
+
+    return pl.DataFrame(
+        {"window_start": [w[0] for w in windows], "window_end": [w[1] for w in windows]},
+        schema={"window_start": pl.Int64, "window_end": pl.Int64},
+    )
+
+
+# ------------------------------------------------------------------------------------------------- real traces
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="the real traces are not here")
+@pytest.mark.parametrize(
+    "name",
+    ["vllm_decode_full_graphs", "sglang_qwen3-8b_decode", "h100_bert-small"],
+)
+def test_no_real_serving_step_holds_a_millisecond_of_silence(name: str) -> None:
+    # Each real trace captures one engine step, recorded throughout (vLLM's Python tracer on): the longest
+    # silence is 0.47 ms (vLLM full graphs) and their verdicts do not move.
+    a = analyze(REAL / f"{name}.json.gz")
+    assert _doubts(a) == []
