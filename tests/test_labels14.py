@@ -274,3 +274,53 @@ def test_queue_note_on_an_eager_trace_says_nothing_of_graph_launches(
         "queue time: in 1 of 6 launches the first op started before its launch call returned (the device took "
         "the work while the call was still submitting): their queue time is 0, not negative"
     )
+
+
+# --- 5. the latency figure's legend names a transition only where one is drawn -------------------------------
+
+
+def _legend(series: list[dict[str, Any]]) -> list[str]:
+    import matplotlib.pyplot as plt
+
+    from tracekit.renderers.plots import latency_figure
+
+    fig = latency_figure(series)
+    try:
+        return [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    finally:
+        plt.close(fig)
+
+
+def _series(label: str, transition: int | None) -> dict[str, Any]:
+    return {
+        "label": label,
+        "batch_sizes": [1, 2, 4],
+        "latency_ms": [1.0, 1.02, 1.5],
+        "transition": transition,
+    }
+
+
+def test_latency_legend_without_a_transition_has_no_transition_entry() -> None:
+    assert _legend([_series("pytorch (synthetic)", None)]) == ["pytorch (synthetic)"]
+    # a transition outside the drawn batch sizes draws no circle either
+    assert _legend([_series("pytorch (synthetic)", 8)]) == ["pytorch (synthetic)"]
+
+
+def test_latency_legend_with_a_transition_names_it() -> None:
+    legend = _legend([_series("pytorch (synthetic)", 4), _series("onnx (synthetic)", None)])
+    assert legend == ["pytorch (synthetic)", "onnx (synthetic)", "transition batch size"]
+
+
+def test_report_markdown_says_circles_only_where_a_transition_is_drawn() -> None:
+    from tracekit.renderers.report_markdown import latency_figure_text
+
+    none = {"sweeps": [{"transition_batch_size": None}, {"transition_batch_size": None}]}
+    one = {"sweeps": [{"transition_batch_size": None}, {"transition_batch_size": 8}]}
+    assert latency_figure_text(none) == (
+        "Log-log, medians with their 95% intervals as error bars; no sweep has a transition batch size (first "
+        "batch size past the plateau)."
+    )
+    assert latency_figure_text(one) == (
+        "Log-log, medians with their 95% intervals as error bars; circles mark the transition batch size "
+        "(first batch size past the plateau)."
+    )

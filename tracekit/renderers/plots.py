@@ -200,6 +200,7 @@ def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: st
     """
     fig, ax = plt.subplots(figsize=(7.5, 5.0))
     all_batches: set[int] = set()
+    marked = False  # a transition circle drawn (the legend names it only then)
     for i, s in enumerate(series):
         color = RUNTIME_COLORS[i % len(RUNTIME_COLORS)]
         b = np.array(s["batch_sizes"], dtype=float)
@@ -224,6 +225,7 @@ def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: st
         t = s.get("transition")
         if t is not None and t in s["batch_sizes"]:
             yt = y[list(s["batch_sizes"]).index(t)]
+            marked = True
             ax.plot(
                 [t],
                 [yt],
@@ -246,16 +248,17 @@ def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: st
     ax.set_xlabel("batch size")
     ax.set_ylabel(ylabel)
     ax.grid(True, which="both", alpha=0.3)
-    ax.plot(
-        [],
-        [],
-        marker="o",
-        markersize=11,
-        markerfacecolor="none",
-        markeredgecolor="#444444",
-        linestyle="",
-        label="transition batch size",
-    )
+    if marked:
+        ax.plot(
+            [],
+            [],
+            marker="o",
+            markersize=11,
+            markerfacecolor="none",
+            markeredgecolor="#444444",
+            linestyle="",
+            label="transition batch size",
+        )
     ax.legend(fontsize=8, loc="upper left")
     if title:
         ax.set_title(title, fontsize=11)

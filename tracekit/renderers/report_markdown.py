@@ -219,6 +219,17 @@ def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def latency_figure_text(doc: dict[str, Any]) -> str:
+    """What the latency-vs-batch figure shows: its circles only where some sweep has a transition batch size
+    (the figure draws them, and its legend names them, only then)."""
+    marks = (
+        "circles mark the transition batch size"
+        if any(s.get("transition_batch_size") is not None for s in doc["sweeps"])
+        else "no sweep has a transition batch size"
+    )
+    return f"Log-log, medians with their 95% intervals as error bars; {marks} (first batch size past the plateau)."
+
+
 def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
     """The report as Markdown. ``figures`` maps figure key ("breakdown", "latency", "timeline") to the PNG
     file name (relative to the report); the SVG sits beside it."""
@@ -272,8 +283,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         out += [
             "## Latency vs batch size",
             "",
-            "Log-log, medians with their 95% intervals as error bars; circles mark the transition batch size "
-            "(first batch size past the plateau).",
+            latency_figure_text(doc),
             "",
             f"![latency vs batch size]({figures['latency']})",
             "",
