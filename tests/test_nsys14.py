@@ -16,6 +16,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import polars as pl
 import pytest
 
 import tracekit
@@ -240,3 +241,29 @@ def test_ranges_begun_before_the_capture_are_left_out(tmp_path: Path) -> None:
     analysis = tracekit.analyze(path)
     assert analysis.iterations["gpu_utilization"].to_list() == [0.5, 0.5]
     assert analysis.verdict == "compute"
+
+
+# ---------------------------------------------------------------- a range ending before it starts
+
+
+def test_a_range_ending_before_it_starts_leaves_the_nesting_of_its_thread_alone(tmp_path: Path) -> None:
+    """A CPU-only capture (``nsys -t nvtx,osrt``): three 'iteration' ranges of 10 µs on one thread, each with
+    a 4 µs 'op' inside, and one range 'broken' whose end (0) lies before its start (500 µs, after the iterations: a damaged row, or
+    an exporter writing its default 0 for a missing end, as nsys 2021.x documents for every NOT NULL field).
+    The nesting counted its end as a close at 0, before every start of the thread: every later depth one too
+    small (clipped at 0), so the ops were top-level ranges, no operators, and the iterations held nothing. The
+    range is dropped later as one with a negative duration; its own end now closes it at its start: depths
+    [0, 1] per iteration, 3 operators, busy 4 of 10 µs (0.4)."""
+    b = NsysBuilder()
+    b.nvtx_range(500 * US, 0, "broken")
+    for i in range(3):
+        t0 = 100 * US + i * 20 * US
+        b.nvtx_range(t0, t0 + 10 * US, "iteration")
+        b.nvtx_range(t0 + 3 * US, t0 + 7 * US, "op")
+    path = b.write(tmp_path / "broken_range.synthetic.sqlite")
+    trace = read(path)
+    named = trace.ranges.filter(pl.col("name").is_in(["iteration", "op"]))
+    assert named.get_column("depth").to_list() == [0, 1, 0, 1, 0, 1]
+    assert trace.ops.get_column("name").to_list() == ["op", "op", "op"]
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.4, 0.4, 0.4]

@@ -9,7 +9,8 @@ def nesting_depth(frame: pl.DataFrame, keys: list[str]) -> pl.Series:
     """Nesting depth (Int32) of each row of ``frame`` (columns ``start``, ``end`` and ``keys``), in row order.
 
     depth = number of rows with the same ``keys`` still open when this one starts. A range ending exactly when
-    another starts does not enclose it; of two starting together the longer encloses the shorter. Vectorized:
+    another starts does not enclose it; of two starting together the longer encloses the shorter; a range
+    ending before it starts encloses nothing (as one of length 0). Vectorized:
     +1 at each start, -1 at each end, sorted by time, cumulative sum per key.
     """
     if frame.height == 0:
@@ -26,7 +27,10 @@ def nesting_depth(frame: pl.DataFrame, keys: list[str]) -> pl.Series:
     ends = base.select(
         "_row",
         *keys,
-        t=pl.col("end"),
+        # a range ending before it starts (a damaged row, an exporter's default 0 for a missing end) closes at
+        # its own start: its end, taken as is, closed a range before every later start of its thread (each
+        # depth there one too small); a null end (never closed) stays open to the end of the sweep
+        t=pl.when(pl.col("end") < pl.col("start")).then(pl.col("start")).otherwise(pl.col("end")),
         # ends sort before starts at the same instant, except a zero-length range's own end
         order=pl.when(pl.col("end") > pl.col("start")).then(pl.lit(0, pl.Int8)).otherwise(pl.lit(2, pl.Int8)),
         tie=pl.lit(0, pl.Int64),
