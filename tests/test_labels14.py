@@ -324,3 +324,55 @@ def test_report_markdown_says_circles_only_where_a_transition_is_drawn() -> None
         "Log-log, medians with their 95% intervals as error bars; circles mark the transition batch size "
         "(first batch size past the plateau)."
     )
+
+
+# --- 6. a report into an earlier report's folder leaves no figure it did not draw ----------------------------
+
+FIGURE_FILES = [
+    f"fig_{name}.{ext}" for name in ("breakdown", "latency", "timeline") for ext in ("png", "svg")
+]
+
+
+def _sweep(tmp_path: Path) -> Path:
+    """A one-configuration synthetic sweep: the CPU trace with its sidecar (pytorch, batch 1, seq 32)."""
+    folder = tmp_path / "synthetic_sweep"
+    folder.mkdir()
+    trace = cpu_run(folder, name="pytorch_b1_s32.synthetic.json")
+    meta = {"runtime": "pytorch", "batch_size": 1, "seq_len": 32, "device": "cpu", "synthetic": True}
+    (folder / "pytorch_b1_s32.synthetic.meta.json").write_text(json.dumps(meta))
+    return trace
+
+
+def test_report_without_figures_removes_an_earlier_reports_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "report"
+    out_dir.mkdir()
+    for name in [*FIGURE_FILES, "fig_mine.png", "notes.txt"]:
+        (out_dir / name).write_text("an earlier report's file")
+    trace = _sweep(tmp_path)
+    code, _, err = run_cli(["report", str(trace), "-o", str(out_dir), "--no-figures"], capsys)
+    assert code == 0
+    assert sorted(p.name for p in out_dir.iterdir()) == [
+        "fig_mine.png",
+        "notes.txt",
+        "report.csv",
+        "report.json",
+        "report.md",
+    ]
+    assert (
+        "removed 6 figure files of an earlier report that this one did not draw: fig_breakdown.png, "
+        "fig_breakdown.svg, fig_latency.png, fig_latency.svg, fig_timeline.png, fig_timeline.svg"
+    ) in err
+    assert "![" not in (out_dir / "report.md").read_text()
+
+
+def test_report_with_figures_replaces_them_and_says_nothing_of_removal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out_dir = tmp_path / "report"
+    trace = _sweep(tmp_path)
+    code, _, err = run_cli(["report", str(trace), "-o", str(out_dir)], capsys)
+    assert code == 0
+    assert sorted(p.name for p in out_dir.glob("fig_*")) == FIGURE_FILES
+    assert "removed" not in err

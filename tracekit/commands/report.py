@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.io import check_output_dir, output_dir, write_text_atomic
     from tracekit.renderers import render
     from tracekit.renderers.recommendations import describe
-    from tracekit.renderers.report_figures import write_figures
+    from tracekit.renderers.report_figures import stale_figures, write_figures
     from tracekit.renderers.report_markdown import render_report_markdown
     from tracekit.renderers.report_text import configs_csv
     from tracekit.renderers.tabular import render_json
@@ -114,6 +114,11 @@ def run(args: argparse.Namespace) -> int:
     report, timeline, left_out = build(args)
     out_dir = output_dir(out_dir)
     figures = {} if args.no_figures else write_figures(report, timeline, out_dir)  # renderers.report_figures
+    # An earlier report's figures that this one did not draw (--no-figures, no timeline) would sit beside a
+    # report.md that does not show them, read as this report's: removed, and said.
+    stale = stale_figures(out_dir, figures)
+    for path in stale:
+        path.unlink()
 
     doc = report.to_json(describe)
     doc["figures"] = {k: {"png": v, "svg": v[:-4] + ".svg"} for k, v in figures.items()}
@@ -128,5 +133,11 @@ def run(args: argparse.Namespace) -> int:
     write_text_atomic(out_dir / "report.md", render_report_markdown(doc, figures))
     sys.stdout.write(render("report", doc, args.format))
     warn(report.warnings)  # always on stderr (also in report.md and report.json)
+    if stale:
+        info(
+            args,
+            f"removed {len(stale)} figure files of an earlier report that this one did not draw: "
+            + ", ".join(p.name for p in stale),
+        )
     info(args, f"wrote {out_dir}/report.md, report.json, report.csv" + (" and figures" if figures else ""))
     return exit_code(args, left_out)

@@ -9,6 +9,23 @@ from typing import Any
 from tracekit.analyzers.report import CAUSE_COLUMNS
 from tracekit.analyzers.sweep import config_key, sweep_key, sweep_label
 
+#: The report's figures by key, each written as ``STEM.png`` and ``STEM.svg`` (:func:`write_figures`).
+FIGURE_STEMS = {"breakdown": "fig_breakdown", "latency": "fig_latency", "timeline": "fig_timeline"}
+FIGURE_FORMATS = ("png", "svg")
+
+
+def stale_figures(out_dir: Path, drawn: dict[str, str]) -> list[Path]:
+    """The files in ``out_dir`` named as one of the report's figures (:data:`FIGURE_STEMS`) that this report
+    did not draw (``drawn``: figure key -> PNG name, :func:`write_figures`' result): an earlier report's,
+    which would otherwise sit beside a report.md that does not show them. Sorted by name."""
+    return sorted(
+        out_dir / f"{stem}.{fmt}"
+        for key, stem in FIGURE_STEMS.items()
+        if key not in drawn
+        for fmt in FIGURE_FORMATS
+        if (out_dir / f"{stem}.{fmt}").is_file()
+    )
+
 
 def _causes(members: list[dict[str, Any]]) -> dict[str, list[Any]] | None:
     """The overhead of each configuration by idle cause ({cause: ms per batch size}), or None when no
@@ -55,8 +72,8 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
         fig = plots.breakdown_figure(
             panels, title=f"Latency breakdown vs batch size{tag}", busy_label=busy_label
         )
-        plots.save_figure(fig, out_dir / "fig_breakdown")
-        figures["breakdown"] = "fig_breakdown.png"
+        plots.save_figure(fig, out_dir / FIGURE_STEMS["breakdown"])
+        figures["breakdown"] = FIGURE_STEMS["breakdown"] + ".png"
 
         series = [
             {
@@ -72,8 +89,8 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
         sources = {s["latency_source"] for s in report.sweeps}
         ylabel = f"{'/'.join(sorted(sources))} median latency (ms), 95% interval"
         fig = plots.latency_figure(series, title=f"Latency vs batch size{tag}", ylabel=ylabel)
-        plots.save_figure(fig, out_dir / "fig_latency")
-        figures["latency"] = "fig_latency.png"
+        plots.save_figure(fig, out_dir / FIGURE_STEMS["latency"])
+        figures["latency"] = FIGURE_STEMS["latency"] + ".png"
 
     if timeline is not None:
         work = "GPU" if timeline.device == "gpu" else "CPU operators"
@@ -83,6 +100,6 @@ def write_figures(report: Any, timeline: Any, out_dir: Path) -> dict[str, str]:
         fig = plots.timeline_figure(
             timeline.lanes, timeline.bars, timeline.gaps, timeline.iterations, title=title, device_label=work
         )
-        plots.save_figure(fig, out_dir / "fig_timeline")
-        figures["timeline"] = "fig_timeline.png"
+        plots.save_figure(fig, out_dir / FIGURE_STEMS["timeline"])
+        figures["timeline"] = FIGURE_STEMS["timeline"] + ".png"
     return figures
