@@ -492,7 +492,7 @@ def batch_from_steps(trace: Trace) -> Inferred | None:
     """The batch size serving-engine step names state (:mod:`tracekit.analyzers.steps`): SGLang's ``bs=N``,
     vLLM's and TensorRT-LLM's context + generation requests; steps without requests (idle) left out. One value
     over every step -> that value; several -> value None with source :data:`VARIES`; no step names -> None."""
-    from tracekit.analyzers.steps import step_counts
+    from tracekit.analyzers.steps import outermost_steps, step_counts
 
     if trace.ranges.is_empty():
         return None
@@ -501,6 +501,8 @@ def batch_from_steps(trace: Trace) -> Inferred | None:
     named = names.with_columns(step_counts(pl.col("name"))).filter(pl.col("step_engine").is_not_null())
     if named.is_empty():
         return None
+    # each step once: a step range inside another of its process is the same step annotated twice
+    host = outermost_steps(trace).select("name")
     batch = (
         pl.when(pl.col("step_engine") == "SGLang")
         .then(pl.col("name").str.extract(_SGLANG_BS, 1).cast(pl.Int64, strict=False))
@@ -510,7 +512,8 @@ def batch_from_steps(trace: Trace) -> Inferred | None:
     steps = host.join(named, on="name", how="inner", maintain_order="left")
     if steps.is_empty():
         return None
-    engines = " and ".join(sorted(steps.get_column("step_engine").unique().to_list()))
+    # (the engines whose names the steps bear, the inner annotations' too: both name the step)
+    engines = " and ".join(sorted(named.get_column("step_engine").unique().to_list()))
     values = steps.get_column("batch").unique().sort()
     example = steps.get_column("name")[0]
     if len(example) > _EXAMPLE_CHARS:

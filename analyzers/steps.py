@@ -162,18 +162,30 @@ def _class_of(prefill: str, decode: str, known: str) -> pl.Expr:
     )
 
 
-def _inner_steps(own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
-    """(iteration, name) of the engine step ranges of ``trace`` that start inside each iteration's range *of
-    the same process* (two engines in one trace, data-parallel ranks each with its own ``ProfilerStep``, run
-    their steps side by side: one engine's step is no step of the other's iteration); by time alone where
-    a range or an iteration has no process (a reader that records none)."""
-    host = trace.ranges.filter(on_host())
+def outermost_steps(trace: Trace) -> pl.DataFrame:
+    """The engine step ranges of ``trace`` (host ranges whose names :data:`ENGINE_STEPS` match; ``start``,
+    ``end``, ``name``, ``pid``, in start order) that no other step range of the same process holds in time: a
+    step range inside another is the same step annotated twice (the real SGLang traces' ``step[DECODE bs=32]``
+    inside ``execute_32_context_0(...)_generation_32(...)``), not a second step. Of identical intervals the
+    first is kept."""
     engine_regex = "|".join(f"(?:{r})" for r in ENGINE_STEPS.values())
-    inner = (
-        host.filter(pl.col("name").str.contains(engine_regex))
-        .select("start", "name", pl.col("pid").cast(pl.Int64))
-        .sort("start")
+    steps = (
+        trace.ranges.filter(on_host() & pl.col("name").str.contains(engine_regex))
+        .select("start", "end", "name", pl.col("pid").cast(pl.Int64))
+        .with_row_index("_row")
+        .sort(["pid", "start", "end", "_row"], descending=[False, False, True, False], nulls_last=True)
     )
+    reach = pl.col("end").cum_max().shift(1).over("pid")
+    held = reach.is_not_null() & (reach >= pl.col("end"))
+    return steps.filter(~held).sort(["start", "_row"]).drop("_row")
+
+
+def _inner_steps(own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """(iteration, name) of the outermost engine step ranges of ``trace`` (:func:`outermost_steps`) that start
+    inside each iteration's range *of the same process* (two engines in one trace, data-parallel ranks each
+    with its own ``ProfilerStep``, run their steps side by side: one engine's step is no step of the other's
+    iteration); by time alone where a range or an iteration has no process (a reader that records none)."""
+    inner = outermost_steps(trace).select("start", "name", "pid")
     if inner.is_empty() or own.is_empty():
         return pl.DataFrame(schema={"iteration": pl.Int64, "name": pl.String})
     if "pid" not in own.columns:

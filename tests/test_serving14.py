@@ -199,3 +199,63 @@ def test_no_real_serving_step_holds_a_millisecond_of_silence(name: str) -> None:
     # silence is 0.47 ms (vLLM full graphs) and their verdicts do not move.
     a = analyze(REAL / f"{name}.json.gz")
     assert _doubts(a) == []
+
+
+# ------------------------------------------------------------------------------ one step annotated twice
+
+
+def _nested_steps(steps: int = 2) -> list[dict[str, Any]]:
+    """A ProfilerStep around each engine step, the step annotated twice as the real SGLang traces are:
+    ``execute_32_context_0(...)_generation_32(...)`` [10, 2000) us holding ``step[DECODE bs=32]`` [20, 1920):
+    one decode step of 32 requests, 10 launches of 150 us kernels."""
+    events, corr = [], 1
+    for k in range(steps):
+        t0 = k * 3000
+        events.append(kineto_event("user_annotation", f"ProfilerStep#{k + 1}", t0, 3000))
+        events.append(
+            kineto_event("user_annotation", "execute_32_context_0(sq0)_generation_32(sq32)", t0 + 10, 1990)
+        )
+        events.append(kineto_event("user_annotation", "step[DECODE bs=32]", t0 + 20, 1900))
+        events.append(kineto_event("cpu_op", "aten::linear", t0 + 100, 1800))
+        for i in range(10):
+            call = t0 + 100 + 180 * i
+            events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", call, 10, correlation=corr))
+            events.append(
+                kineto_event(
+                    "kernel", "gemm", call + 15, 150, pid=0, tid=7, correlation=corr, stream=7, device=0
+                )
+            )
+            corr += 1
+    return events
+
+
+def test_a_step_annotated_twice_counts_its_requests_once(tmp_path: Path) -> None:
+    # Before: generation_requests 64 per ProfilerStep (32 from the execute_ name + 32 from the step[...] inside
+    # it, the same step's two annotations summed); 32 requests ran.
+    a = analyze(kineto_file(tmp_path, _nested_steps(), "nested.synthetic.json"))
+    assert a.range_name == "ProfilerStep#*"
+    frame = a.iterations.select("step_class", "context_requests", "generation_requests")
+    assert frame.rows() == [("decode", 0, 32), ("decode", 0, 32)]
+
+
+def test_a_step_annotated_twice_is_one_step_in_the_batch_evidence(tmp_path: Path) -> None:
+    # Before: "SGLang and vLLM step names: 32 requests in each of 4 step(s)" for 2 steps.
+    a = analyze(kineto_file(tmp_path, _nested_steps(), "nested.synthetic.json"))
+    assert a.config.batch_size == 32
+    assert a.config.evidence["batch_size"] == (
+        "SGLang and vLLM step names: 32 requests in each of 2 step(s) ('execute_32_context_0(sq0)_generation_32(sq32)')"
+    )
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="the real traces are not here")
+@pytest.mark.parametrize(
+    ("name", "batch"),
+    [("sglang_qwen3-8b_decode", "32 requests"), ("sglang_qwen3-8b_prefilldecode", "15 requests")],
+)
+def test_the_real_sglang_step_is_one_step(name: str, batch: str) -> None:
+    # execute_... holds step[...]: one step, two annotations (before: "in each of 2 step(s)")
+    trace = read_trace(REAL / f"{name}.json.gz")
+    from tracekit.analyzers.identify import batch_from_steps
+
+    found = batch_from_steps(trace)
+    assert found is not None and f"{batch} in each of 1 step(s)" in found.evidence
