@@ -30,7 +30,9 @@ def _kineto(tmp_path: Path, events: list[dict[str, Any]], name: str) -> Path:
     return write_file(tmp_path, name, json.dumps(doc))
 
 
-def gpu_events(graph: bool = False, prefix: str = "k", repeat: int = 1) -> list[dict[str, Any]]:
+def gpu_events(
+    graph: bool = False, prefix: str = "k", repeat: int = 1, range_name: str = "iteration"
+) -> list[dict[str, Any]]:
     """The module docstring's GPU trace; ``graph``: the launches are ``cudaGraphLaunch`` calls instead;
     ``repeat``: its two iterations that many times over (6 iterations give each median a 95% interval)."""
     events: list[dict[str, Any]] = []
@@ -38,7 +40,7 @@ def gpu_events(graph: bool = False, prefix: str = "k", repeat: int = 1) -> list[
     launch = "cudaGraphLaunch" if graph else "cudaLaunchKernel"
     for i, latencies in enumerate(LATENCIES * repeat):
         t0 = 1000 + 200 * i
-        events.append(kineto_event("user_annotation", "iteration", t0, 100, 10, 10))
+        events.append(kineto_event("user_annotation", range_name, t0, 100, 10, 10))
         for j, latency in enumerate(latencies):
             corr += 1
             start = t0 + 10 + 20 * j
@@ -376,3 +378,45 @@ def test_report_with_figures_replaces_them_and_says_nothing_of_removal(
     assert code == 0
     assert sorted(p.name for p in out_dir.glob("fig_*")) == FIGURE_FILES
     assert "removed" not in err
+
+
+# --- 7. --range PATTERN is echoed as typed ---------------------------------------------------------------------
+
+
+def _step_trace(tmp_path: Path) -> Path:
+    return _kineto(tmp_path, gpu_events(range_name="step[DECODE bs=32]"), "steps.synthetic.json")
+
+
+def test_range_pattern_is_echoed_as_typed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    r"""--range 're:^step\[' matched the 2 'step[DECODE bs=32]' ranges: the headline showed the pattern's repr,
+    're:^step\\[' (a doubled backslash the user did not type), as a range's name."""
+    code, out, _ = run_cli(["analyze", str(_step_trace(tmp_path)), "--range", r"re:^step\["], capsys)
+    assert code == 0
+    (line,) = [line for line in out.splitlines() if line.startswith("iterations:")]
+    assert line.startswith(r"iterations: 2 ranges matching 're:^step\[' (requested with --range (regex: ")
+    assert "\\\\" not in out
+    code, out, _ = run_cli(
+        ["analyze", str(_step_trace(tmp_path)), "--range", r"re:^step\[", "--format", "markdown"], capsys
+    )
+    assert r"- iterations: 2 ranges matching 're:^step\[' (" in out
+
+
+def test_exact_range_name_is_still_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run_cli(["analyze", str(_step_trace(tmp_path)), "--range", "step[DECODE bs=32]"], capsys)
+    assert code == 0
+    assert "iterations: 2 ranges named 'step[DECODE bs=32]' (requested with --range)" in out
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/ranges.py (not labels14's) says how many ranges and names a pattern matched "
+    "('regex: 2 ranges of 1 names') but not which names: the document carries no matched name",
+)
+def test_range_pattern_names_the_ranges_it_matched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, _ = run_cli(
+        ["analyze", str(_step_trace(tmp_path)), "--range", r"re:^step\[", "--format", "json"], capsys
+    )
+    assert code == 0
+    assert "step[DECODE bs=32]" in json.loads(out)["range_choice"]

@@ -69,7 +69,7 @@ def _headline(doc: dict[str, Any]) -> list[str]:
         f"trace: {t['path']}  ({t['format']}{' ' + str(t['format_version']) if t.get('format_version') else ''})",
         f"device measured: {t['device']}{' (' + t['gpu'] + ')' if t.get('gpu') else ''}"
         + ("  [SYNTHETIC trace]" if t.get("synthetic") else ""),
-        f"iterations: {s['iterations']} range{'' if s['iterations'] == 1 else 's'} named {doc['range']!r} "
+        f"iterations: {s['iterations']} range{'' if s['iterations'] == 1 else 's'} {_range_words(doc)} "
         f"({doc['range_choice']})",
     ]
     util = s["gpu_utilization"]["p50"]
@@ -88,6 +88,20 @@ def _headline(doc: dict[str, Any]) -> list[str]:
     if not s.get("synchronized", True):
         lines.append("latency: steady-state period (GPU work outlives its range; no sync inside the range)")
     return lines
+
+
+#: How the range choice says that ``--range`` was read as a pattern (analyzers/ranges.py: "(regex: ...",
+#: "(glob: ..."), not as a range's exact name.
+PATTERN_CHOICES = ("(regex:", "(glob:")
+
+
+def _range_words(doc: dict[str, Any]) -> str:
+    r"""How the headline names the ranges: named 'iteration', or matching 're:^step\[' for a ``--range``
+    pattern; quoted as typed (a repr doubles each backslash) and not called a name."""
+    name = doc["range"]
+    quoted = f'"{name}"' if "'" in name else f"'{name}'"
+    pattern = any(kind in (doc.get("range_choice") or "") for kind in PATTERN_CHOICES)
+    return f"{'matching' if pattern else 'named'} {quoted}"
 
 
 def _unassigned_line(doc: dict[str, Any]) -> str | None:
