@@ -11,6 +11,7 @@ medians 3 µs; the mean over all six launches would be 4 µs); queue time median
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -420,3 +421,41 @@ def test_range_pattern_names_the_ranges_it_matched(
     )
     assert code == 0
     assert "step[DECODE bs=32]" in json.loads(out)["range_choice"]
+
+
+# --- 8. the README tour's outputs are ignored by git ----------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def readme_outputs() -> list[str]:
+    """Every path a README command line writes (``-o``/``--output``/``--timeline``/``--gaps`` values, ``> file``
+    redirections), except the GPU check's ``$OUT``."""
+    found = []
+    for line in (REPO / "README.md").read_text().splitlines():
+        command = line.split("#")[0]
+        if "tracekit " not in command:
+            continue
+        # report, collect and simulate write a folder (git matches "report/" patterns only on folders)
+        folder = "/" if re.search(r"tracekit (report|collect|simulate) ", command) else ""
+        found += [p + folder for p in re.findall(r"(?:\s-o|--output)\s+(\S+)", command)]
+        found += re.findall(r"(?:--timeline|--gaps)\s+(\S+)", command)
+        found += re.findall(r"\s>\s*([^\s&|]+)", command)
+    return [path.strip("'\"") for path in found if "$" not in path]
+
+
+def test_every_readme_output_is_ignored_by_git() -> None:
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("not a git checkout")
+    outputs = readme_outputs()
+    tour = {"runs/bert-onnx/", "timeline.json", "onnx.json", "report/", "sim-noisy/", "report-noisy/"}
+    assert tour <= set(outputs)
+    not_ignored = [
+        path
+        for path in outputs
+        if subprocess.run(["git", "check-ignore", "-q", "--no-index", path], cwd=REPO).returncode != 0
+    ]
+    assert not_ignored == []
