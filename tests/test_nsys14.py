@@ -267,3 +267,31 @@ def test_a_range_ending_before_it_starts_leaves_the_nesting_of_its_thread_alone(
     assert trace.ops.get_column("name").to_list() == ["op", "op", "op"]
     analysis = tracekit.analyze(path)
     assert analysis.iterations["gpu_utilization"].to_list() == [0.4, 0.4, 0.4]
+
+
+# ---------------------------------------------------------------- an empty text beside a registered string
+
+
+def test_an_empty_text_beside_a_registered_string_takes_the_registered_name(tmp_path: Path) -> None:
+    """nsys 2021.x's exporter declares every field NOT NULL and writes a default where a value is missing
+    (its documentation: "all fields are declared as NOT NULL, even where actual value may be missing, instead
+    default value for that field is exported"): a range named by a registered string (``textId``) can carry
+    ``text`` '' instead of null. The name was the empty text: three 'iteration' ranges read as ranges named '',
+    chosen only as the most frequent top-level name. The registered string names them: 'iteration', and an
+    empty text without a registered string stays ''."""
+    b = NsysBuilder(version="2021.5.1.77", meta_table="EXPORT_META_DATA")
+    b.gpu(0, "NVIDIA V100")
+    sid = b.string("iteration")
+    corr = 1
+    for i in range(3):
+        t0 = 100 * US + i * 50 * US
+        b.add("NVTX_EVENTS", start=t0, end=t0 + 40 * US, eventType=59, text="", textId=sid,
+              globalTid=(100 << 24) | 100, domainId=0)  # fmt: skip
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=corr)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=corr + 1)
+        corr += 2
+    b.add("NVTX_EVENTS", start=300 * US, end=310 * US, eventType=59, text="", textId=0,
+          globalTid=(100 << 24) | 100, domainId=0)  # fmt: skip
+    trace = read(b.write(tmp_path / "empty_text.synthetic.sqlite"))
+    assert trace.ranges.get_column("name").to_list() == ["iteration"] * 3 + [""]

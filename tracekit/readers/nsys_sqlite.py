@@ -599,7 +599,13 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
             f"{unresolved} NVTX event(s) name a registered string (textId) missing from StringIds: they have "
             "no name"
         )
-    frame = frame.with_columns(name=pl.coalesce("text", "registered")).drop("text", "registered", "_text_id")
+    # An empty text beside a registered string (textId > 0; id 0 is nsys's own first string, "[Unknown]" or
+    # "GpuMetrics") is no text: nsys 2021.x exports a default for every missing NOT NULL field.
+    text = pl.col("text")
+    usable = text.is_not_null() & ((text != "") | pl.col("registered").is_null() | (pl.col("_text_id") <= 0))
+    frame = frame.with_columns(name=pl.when(usable).then(text).otherwise(pl.col("registered"))).drop(
+        "text", "registered", "_text_id"
+    )
     domains = (
         frame.filter(pl.col("event_type") == domain_create)
         .select("pid", "domain_id", domain_name=pl.col("name"))
