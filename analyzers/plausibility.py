@@ -943,15 +943,28 @@ def unrecorded_host(trace: Trace, frame: pl.DataFrame, threshold: float | None =
     if util_now is None or util_rest is None or util_now >= threshold or util_rest < threshold:
         return None
     return (
-        f"verdict uncertain: the iterations hold stretches of {UNRECORDED_MIN_NS / 1e6:g} ms or more in which "
-        "nothing was recorded (no CPU operator or API call on any host thread, no device op running or "
-        f"launched): a median {median_silent / 1e6:.3f} ms an iteration, of a median latency of "
+        f"verdict uncertain: the iterations hold stretches of {UNRECORDED_MIN_NS / 1e6:g} ms or more with no CPU "
+        "operator or API call on any host thread and no device op running or launched: a median "
+        f"{median_silent / 1e6:.3f} ms an iteration, of a median latency of "
         f"{median_latency / 1e6:.3f} ms ({median_silent / median_latency:.1%}), counted as dispatch (framework "
-        "code); torch.profiler records nothing for a thread that is blocked (a serving engine waiting for "
-        "requests, a queue or lock, a sleep), so it may be the host waiting, not framework work; without it "
-        f"the median GPU utilization is {util_rest:.1%} (threshold {threshold:.0%}), not {util_now:.1%}"
-        + _engine_steps_hint(trace, median_latency)
+        f"code); {_why_silent(trace)}; without it the median GPU utilization is {util_rest:.1%} (threshold "
+        f"{threshold:.0%}), not {util_now:.1%}" + _engine_steps_hint(trace, median_latency)
     )
+
+
+def _why_silent(trace: Trace) -> str:
+    """Why a silence may be no framework code, as the trace allows: torch.profiler records nothing for a
+    blocked thread; with its Python tracer on (``with_stack``), the blocking call is recorded as a Python event,
+    which tracekit does not read."""
+    from tracekit.readers.kineto import PYTHON_TRACING_WARNING
+
+    waits = "a serving engine waiting for requests, a lock or queue, a sleep"
+    if PYTHON_TRACING_WARNING in trace.warnings:
+        return (
+            "only the trace's Python call events (with_stack), which tracekit does not read, say whether the "
+            f"host was waiting then ({waits}) or running framework code"
+        )
+    return f"torch.profiler records nothing for a thread that is blocked ({waits}), so it may be the host waiting"
 
 
 def _engine_steps_hint(trace: Trace, median_latency: float) -> str:

@@ -15,7 +15,7 @@ from tracekit.analyzers import plausibility as P
 from tracekit.api import analyze, read_trace
 
 REAL = Path(__file__).parents[2] / "shared/real_traces/tracelens"
-UNRECORDED = "nothing was recorded"
+UNRECORDED = "no CPU operator or API call on any host thread"
 
 
 def _vllm_steps(steps: int = 3, step_us: int = 10_000, execute: bool = True) -> list[dict[str, Any]]:
@@ -100,6 +100,24 @@ def test_a_profiler_step_holding_the_engines_wait_has_its_framework_bound_verdic
     assert "without it the median GPU utilization is 78.9% (threshold 50%)" in doubts[0]
     # the engine's own step ranges are named, as the way to analyze the work alone
     assert "execute_" in doubts[0]
+
+
+def test_with_python_tracing_the_doubt_says_tracekit_does_not_read_the_python_events(tmp_path: Path) -> None:
+    # vLLM turns with_stack on by default: the blocked wait is then recorded, as a Python call event
+    # (torch/csrc/autograd/profiler_python.cpp records PyTrace_CALL and PyTrace_C_CALL), but the Kineto reader
+    # drops python_function events: the doubt stays, saying what would tell.
+    events = _vllm_steps()
+    events += [
+        kineto_event("python_function", "queue.py(171): get", k * 10_000 + 2100, 7800) for k in range(3)
+    ]
+    a = analyze(kineto_file(tmp_path, events, "vllm_wait_stack.synthetic.json"))
+    (doubt,) = _doubts(a)
+    assert (
+        "only the trace's Python call events (with_stack), which tracekit does not read, say whether" in doubt
+    )
+    assert "torch.profiler records nothing" not in doubt
+    (plain,) = _doubts(analyze(kineto_file(tmp_path, _vllm_steps(), "vllm_wait.synthetic.json")))
+    assert "torch.profiler records nothing for a thread that is blocked" in plain
 
 
 def test_the_engines_own_steps_analyzed_need_no_doubt(tmp_path: Path) -> None:
