@@ -9,8 +9,8 @@ attribution's ``other_api``), and a whole-program range of 43 s whose GPU ran 66
 "framework-bound, 0.2%".
 
 Per iteration, :func:`setup_ns_per_iteration` sums the host time (ns) of the :data:`SETUP_API_NAMES` calls
-that start inside its window, in its own process, clipped to the window. Calls on several threads at once
-each count, so the sum is capped at the window's length. :func:`setup_warnings` turns that into warnings:
+that start inside its window, in its own process, clipped to the window: the union of their intervals, so
+calls on several threads at once (or nested) count once, and the sum is at most the window's length. :func:`setup_warnings` turns that into warnings:
 
 - an iteration is *set up* when its setup time is at least :data:`SETUP_MIN_NS` and at least
   :data:`SETUP_SHARE` of its latency;

@@ -30,7 +30,10 @@ TensorRT-LLM ``[Executor] _forward_step {i}: {C} ctx reqs, {G} gen reqs``
 When the iterations are not themselves engine steps (the default choice takes torch.profiler's
 ``ProfilerStep#N`` first, and vLLM opens one around each step), an iteration takes the class of the engine
 step ranges that start inside it: *mixed* when they include prefill and decode work (or a mixed step),
-else their common class. Iterations with no recognised step name stay unclassified (null).
+else their common class. Only the outermost step ranges count (:func:`outermost_steps`): one inside another
+of its process is the same step annotated twice (SGLang's ``step[DECODE bs=32]`` inside
+``execute_32_context_0(...)_generation_32(...)`` in the real SGLang traces), whose requests summed would count
+twice. Iterations with no recognised step name stay unclassified (null).
 
 Recorded shapes (Kineto ``Input Dims``) are not used: the trace model does not carry them.
 """
