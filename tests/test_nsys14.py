@@ -295,3 +295,37 @@ def test_an_empty_text_beside_a_registered_string_takes_the_registered_name(tmp_
           globalTid=(100 << 24) | 100, domainId=0)  # fmt: skip
     trace = read(b.write(tmp_path / "empty_text.synthetic.sqlite"))
     assert trace.ranges.get_column("name").to_list() == ["iteration"] * 3 + [""]
+
+
+# ---------------------------------------------------------------- an nvprof export
+
+
+def test_an_nvprof_export_is_named_as_such_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvprof's SQLite output (``nvprof -o x.nvvp``) has CUPTI_ACTIVITY_KIND_* tables too, but its names are in
+    ``StringTable`` (``_id_``, ``value``) and its kernels' ``name`` is an id into it. It was said to miss
+    'required table StringIds', as if it were a damaged Nsight Systems export; it is named for what it is, in
+    one line, exit 2."""
+    path = tmp_path / "profile.synthetic.sqlite"
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        CREATE TABLE StringTable(_id_ INTEGER PRIMARY KEY, value TEXT);
+        INSERT INTO StringTable VALUES (1, 'gemm');
+        CREATE TABLE Version(version INT);
+        INSERT INTO Version VALUES (12);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL(_id_ INTEGER PRIMARY KEY, start INT, end INT, deviceId INT,
+            contextId INT, streamId INT, correlationId INT, name INT);
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1, 1000, 2000, 0, 1, 7, 1, 1);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME(_id_ INTEGER PRIMARY KEY, cbid INT, start INT, end INT,
+            processId INT, threadId INT, correlationId INT, returnValue INT);
+        INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (1, 211, 500, 900, 1, 1, 1, 0);
+        """
+    )
+    con.close()
+    code, out = _cli(path, capsys)
+    assert code == 2
+    assert out.startswith(f"tracekit: {path}: ")
+    assert "nvprof" in out.removeprefix(f"tracekit: {path}: ")
+    assert "Traceback" not in out

@@ -678,6 +678,13 @@ def _read_strings(export: Database, path: Path, step: Callable[[str], None]) -> 
     if not ({"StringIds", "NVTX_EVENTS"} & export.tables or cupti):
         raise TraceFormatError("not an Nsight Systems export: no StringIds/NVTX_EVENTS/CUPTI tables", path)
     users = [t for t in (KERNEL_TABLE, RUNTIME_TABLE, DRIVER_TABLE) if export.nonempty(t)]
+    if not export.has("StringIds") and export.has("StringTable"):
+        # nvprof's SQLite output (nvprof -o x.nvvp): CUPTI tables too, names in StringTable(_id_, value)
+        raise TraceFormatError(
+            "an nvprof profile (names in StringTable), not an Nsight Systems export: tracekit does not read "
+            "nvprof's format; profile with nsys (nsys profile -t cuda,nvtx, then nsys export --type sqlite)",
+            path,
+        )
     if export.has("StringIds"):
         _require_columns(export, "StringIds", ("id", "value"), path)
         step("StringIds")
