@@ -47,8 +47,18 @@ DEVICE_LABELS = {
 }
 
 
-def summary_label(name: str, device: str | None) -> str:
-    """The summary table's label of field ``name`` on a trace of ``device``."""
+#: Trace formats of Nsight Compute, and its busy row's label: the kernels' durations were measured each alone
+#: in ncu's replay (by default with clocks locked to base and caches flushed; readers/ncu.py), so their sum
+#: is not the run's busy time (the committed H200 report: 0.876 ms an iteration against torch.profiler's 0.606
+#: ms), and ``table`` withholds it.
+NCU_FORMATS = ("ncu-csv", "ncu-rep")
+NCU_BUSY_LABEL = "GPU busy: Σ kernel durations in ncu's replay (not the run's)"
+
+
+def summary_label(name: str, device: str | None, fmt: str | None = None) -> str:
+    """The summary table's label of field ``name`` on a trace of ``device`` in format ``fmt``."""
+    if name == "gpu_busy_ms" and fmt in NCU_FORMATS:
+        return NCU_BUSY_LABEL
     label = DEVICE_LABELS.get(device or "", {}).get(name) or SUMMARY_LABELS.get(name)
     return label or FIELDS[name].label_for(device)
 
@@ -139,7 +149,8 @@ def _summary_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         stats = doc["summary"][name] or {}
         if field.kind == "count":
             stats = {k: as_count(v) for k, v in stats.items()}
-        rows.append({"metric": summary_label(name, doc["trace"]["device"]), "unit": field.unit, **stats})
+        label = summary_label(name, doc["trace"]["device"], doc["trace"].get("format"))
+        rows.append({"metric": label, "unit": field.unit, **stats})
     return rows
 
 
