@@ -128,3 +128,83 @@ def test_an_unread_device_op_category_beside_device_ops_is_said(tmp_path: Path, 
     trace = read(_write(tmp_path, events, "unread_device_ops.synthetic.json"))
     assert trace.ops.height == 3
     assert any(f"'{category}'" in w and "GPU busy time" in w for w in trace.meta["warnings"])
+
+
+# --- events torch.profiler could not place in time: "ts": 0.000, "dur": 0.000 (pytorch#188481)
+
+
+def _zeroed_run(zeroed_from: int, steps: int = 6) -> str:
+    """Steps of 1000 µs from 5 s on (current Kineto writes times relative to its base time); from step
+    ``zeroed_from`` on, every event of the step reads ``"ts": 0.000, "dur": 0.000``, as in pytorch#188481
+    (torch 2.12's export_chrome_trace: 'for the first half of the trace, all the events have valid
+    timestamps. In the second half ... nearly all of them list "ts": 0.000 and "dur": 0.000'; libkineto's
+    transToRelativeTime clamps a time before its base to 0, and kineto#646 names end times of 0). Each valid
+    step: 900 µs, a 200 µs kernel."""
+    events: list[dict[str, Any]] = []
+    for i in range(steps):
+        t0 = 5_000_000 + 1000 * i
+        step = [
+            kineto_event("user_annotation", f"ProfilerStep#{i}", t0, 900, PID, TID),
+            kineto_event("cpu_op", "aten::mm", t0 + 10, 100, PID, TID),
+            kineto_event("cuda_runtime", "cudaLaunchKernel", t0 + 20, 10, PID, TID, correlation=100 + i),
+            _device("kernel", f"k{i}", t0 + 50, 200, 100 + i),
+        ]
+        if i >= zeroed_from:
+            for event in step:
+                event["ts"] = event["dur"] = "ZERO"
+        events += step
+    text = json.dumps({"schemaVersion": 1, "tracekit_synthetic": True, "traceEvents": events})
+    return text.replace('"ZERO"', "0.000")
+
+
+def test_events_without_a_time_are_left_out_and_said(tmp_path: Path) -> None:
+    """Before: the 3 zeroed steps read as ranges at 0 of 0 µs, one of them an iteration of latency 0.000 ms
+    beside the 3 real ones (0.9 ms), and the 3 zeroed kernels as device ops 'outside every iteration'.
+    After: the 12 zeroed events are left out, a warning counts them, and the analysis has the 3 real steps."""
+    path = tmp_path / "zeroed.synthetic.json"
+    path.write_text(_zeroed_run(3))
+    trace = read(path)
+    assert trace.ranges.filter(pl.col("domain") == "user").height == 3
+    assert trace.ops.height == 3
+    assert trace.api.height == 3
+    assert trace.ops.get_column("start").min() == 5_000_050_000
+    assert any("12 events" in w and "ts 0.000 and dur 0.000" in w for w in trace.meta["warnings"])
+    analysis = tracekit.analyze(path, skip=0)
+    assert analysis.iterations.get_column("latency_ms").to_list() == pytest.approx([0.9] * 3)
+    assert analysis.iterations.get_column("gpu_busy_ms").to_list() == pytest.approx([0.2] * 3)
+
+
+def test_a_trace_with_no_zeroed_event_is_unchanged(tmp_path: Path) -> None:
+    """No event at ts 0 with dur 0: nothing is left out and no warning."""
+    path = tmp_path / "unzeroed.synthetic.json"
+    path.write_text(_zeroed_run(6))
+    trace = read(path)
+    assert trace.ranges.filter(pl.col("domain") == "user").height == 6
+    assert not any("ts 0.000 and dur 0.000" in w for w in trace.meta["warnings"])
+
+
+def test_an_event_at_zero_with_a_duration_is_kept(tmp_path: Path) -> None:
+    """A step that starts at ts 0 and lasts (the time origin of a hand-made trace, or a start clamped to the
+    base whose end is known) is a placed event: kept."""
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#0", 0, 900, PID, TID),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 0, 10, PID, TID, correlation=1),
+        _device("kernel", "k", 50, 200, 1),
+        kineto_event("user_annotation", "ProfilerStep#1", 1000, 900, PID, TID),
+    ]
+    trace = read(_write(tmp_path, events, "at_zero.synthetic.json"))
+    assert trace.ranges.filter(pl.col("domain") == "user").height == 2
+    assert trace.api.height == 1
+
+
+def test_a_trace_whose_every_device_op_has_no_time_is_refused(tmp_path: Path) -> None:
+    """Every kernel zeroed, the host's events placed: without them the trace would read as a CPU run (its
+    operators' time standing for the device's). One line instead."""
+    doc = json.loads(_zeroed_run(6))
+    for event in doc["traceEvents"]:
+        if event["cat"] == "kernel":
+            event["ts"] = event["dur"] = 0
+    path = tmp_path / "zeroed_device.synthetic.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(TraceFormatError, match="6 events .6 of them device ops. read ts 0.000 and dur 0.000"):
+        read(path)

@@ -1327,6 +1327,41 @@ def _cut_long_names(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame
     return x_events.with_columns(names.scatter(rows, pl.Series(cut, dtype=pl.String)))
 
 
+def _without_unplaced_events(path: Path, x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``x_events`` without the events torch.profiler could not place in time, with a warning counting them:
+    events that read ``"ts": 0.000, "dur": 0.000`` in a trace whose other events have times. libkineto writes
+    times relative to its base time and clamps one before the base to 0 (``transToRelativeTime``), and a
+    duration below 0 to 0 (kineto#646: end times of 0); torch 2.12 wrote half a trace so (pytorch#188481: 'in
+    the second half of the trace, nearly all of them list "ts": 0.000 and "dur": 0.000'). Kept, they made
+    steps of 0 µs at time 0 (an iteration of latency 0) and device ops outside every iteration. An event at
+    0 that lasts is kept (a hand-made trace's origin). TraceFormatError when every device op is such an
+    event: read without them, the trace would pass for a CPU run."""
+    unplaced = (pl.col("start") == 0) & (pl.col("dur_ns") == 0) & ~pl.col("dur_unread")
+    counts = x_events.select(
+        n=unplaced.sum(),
+        placed=(~unplaced).sum(),
+        ops=(unplaced & pl.col("cat_l").is_in(list(OP_CATEGORIES))).sum(),
+        placed_ops=(~unplaced & pl.col("cat_l").is_in(list(OP_CATEGORIES))).sum(),
+    ).row(0, named=True)
+    if not counts["n"] or not counts["placed"]:
+        return x_events
+    message = (
+        f"{counts['n']:,} events ({counts['ops']:,} of them device ops) read ts 0.000 and dur 0.000, as "
+        "torch.profiler writes an event it could not place in time (pytorch#188481): their times are unknown"
+    )
+    if counts["ops"] and not counts["placed_ops"]:
+        raise TraceFormatError(
+            f"{message}, and they are all of its device ops, so the device's busy time is not known: profile "
+            "again (a shorter capture, or another torch version)",
+            path,
+        )
+    warnings.append(
+        f"{message}, so they are left out of every figure: the steps, operators and device work they record "
+        "count nowhere, and an iteration that held some of them is short by them"
+    )
+    return x_events.filter(~unplaced)
+
+
 def _legacy_export(path: Path) -> bool:
     """Whether the file is the legacy autograd profiler's chrome trace (``EventList.export_chrome_trace``:
     complete events without a category, host ones of pid :data:`LEGACY_PID`). A second pass over the file,
@@ -1791,6 +1826,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
 
+    x_events = _without_unplaced_events(path, x_events, warnings)
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
     scopes = None
     gpu_program = None
