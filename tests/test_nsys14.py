@@ -329,3 +329,39 @@ def test_an_nvprof_export_is_named_as_such_in_one_line(
     assert out.startswith(f"tracekit: {path}: ")
     assert "nvprof" in out.removeprefix(f"tracekit: {path}: ")
     assert "Traceback" not in out
+
+
+# ---------------------------------------------------------------- rows in any order (nsys 2025.6+)
+
+
+def _shuffled_copy(src: Path, dst: Path) -> Path:
+    """A copy of ``src`` with the rows of every table in a fixed random order."""
+    dst.write_bytes(src.read_bytes())
+    con = sqlite3.connect(dst)
+    try:
+        tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
+        for t in tables:
+            q = '"' + t.replace('"', '""') + '"'
+            con.execute(
+                f"CREATE TEMP TABLE _rows AS SELECT * FROM {q} ORDER BY (rowid * 7919) % 10007, rowid DESC"
+            )
+            con.execute(f"DELETE FROM {q}")
+            con.execute(f"INSERT INTO {q} SELECT * FROM _rows")
+            con.execute("DROP TABLE _rows")
+        con.commit()
+    finally:
+        con.close()
+    return dst
+
+
+@pytest.mark.skipif(not REAL.is_dir(), reason="shared real traces absent")
+@pytest.mark.parametrize("name", ["nvfuser_h200_2024.6.sqlite", "local_nvtx_only_cpu_2022.4.sqlite"])
+def test_rows_in_any_order_give_the_same_analysis(tmp_path: Path, name: str) -> None:
+    """nsys 2025.6's release notes: "It cannot be assumed that rows will continue to be exported in any
+    particular order, including timestamp order." The real exports with every table's rows shuffled (StringIds
+    too: ids no longer 0..n-1 in order) give the same iterations and verdict."""
+    src = REAL / name
+    ordered = tracekit.analyze(src)
+    shuffled = tracekit.analyze(_shuffled_copy(src, tmp_path / f"shuffled_{name}"))
+    assert shuffled.iterations.equals(ordered.iterations)
+    assert (shuffled.verdict, shuffled.verdict_uncertain) == (ordered.verdict, ordered.verdict_uncertain)
