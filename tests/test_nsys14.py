@@ -358,8 +358,8 @@ def _shuffled_copy(src: Path, dst: Path) -> Path:
 @pytest.mark.parametrize("name", ["nvfuser_h200_2024.6.sqlite", "local_nvtx_only_cpu_2022.4.sqlite"])
 def test_rows_in_any_order_give_the_same_analysis(tmp_path: Path, name: str) -> None:
     """nsys 2025.6's release notes: "It cannot be assumed that rows will continue to be exported in any
-    particular order, including timestamp order." The real exports with every table's rows shuffled (StringIds
-    too: ids no longer 0..n-1 in order) give the same iterations and verdict."""
+    particular order, including timestamp order." The real exports with every table's rows shuffled (but
+    StringIds, whose id is its rowid: an INTEGER PRIMARY KEY keeps id order) give the same iterations and verdict."""
     src = REAL / name
     ordered = tracekit.analyze(src)
     shuffled = tracekit.analyze(_shuffled_copy(src, tmp_path / f"shuffled_{name}"))
