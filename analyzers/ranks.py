@@ -63,6 +63,10 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 - **steps by number**: when every trace numbers its steps (``ProfilerStep#N``, the compact result's ``step``)
   and the numbers differ (captures that began at other steps), steps and collectives are compared on the
   step numbers every trace holds (:func:`by_step_number`); none in common: nothing is compared across traces.
+  A trace whose numbers are off by whole steps (its profiler counted from another start: its #6 is the others'
+  #5) is renumbered where one shift alone makes the collectives end together, clearly better than any other
+  and than its own numbers, with the steps lined up (a warning says so); where a shift fits better but not
+  clearly, the note says the numbers may differ (:func:`renumbered`). Periodic steps keep their numbers.
 - **point-to-point** kernels (send/receive, :data:`POINT_TO_POINT_KINDS` by the kernel's name: pipeline
   stages; NCCL runs all-to-all so too) pair two ranks, so the k-th of one rank is not the k-th of another:
   they are taken out of the collectives matched for the clocks and the straggler (:func:`collectives_only`;
@@ -1210,11 +1214,39 @@ def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
     return out, note, True
 
 
-#: A whole-step renumbering is taken (:func:`renumbered`) only where the collectives matched by step number
-#: disagree by more than this many times, and more than :data:`RENUMBERED_FLOOR_US`, what they disagree by
-#: matched in order.
+#: A whole-step renumbering is taken (:func:`renumbered`) only where the collectives matched under it end
+#: together over this many times better than under any other shift (the traces' own numbers too), and by
+#: more than :data:`RENUMBERED_FLOOR_US`.
 RENUMBERED_FACTOR = 10
 RENUMBERED_FLOOR_US = 10.0
+#: The whole-step shifts of a trace's step numbers :func:`renumbered` tries (each way).
+RENUMBERED_SHIFTS = 3
+
+
+def _renumber(result: dict[str, Any], shift: int) -> dict[str, Any]:
+    """``result`` with its step numbers (``step``) ``shift`` added (itself for 0)."""
+    if not shift:
+        return result
+    its = dict(result["iterations"])
+    its["step"] = [None if n is None else int(n) + shift for n in its["step"]]
+    return {**result, "iterations": its}
+
+
+def _fit(
+    results: list[dict[str, Any]], apart: str | None, groups: str | None, steps: int = 2
+) -> tuple[float, Any] | None:
+    """(largest residual in µs, the traces as compared) of the clocks aligned on ``results`` matched by step
+    number (:func:`by_step_number`), None when they are not aligned on two or more collectives, or fewer than
+    ``steps`` steps are numbered alike (a few collectives fit by chance)."""
+    seen, _, shared = by_step_number(results)
+    if not shared or _common_steps(seen) < steps:
+        return None
+    clocks = clock_offsets(seen, apart, groups)
+    if not clocks["aligned"] or clocks["matched"] < 2:
+        return None
+    if steps_apart(seen, clocks["offsets_ns"], _common_steps(seen)) is not None:
+        return None
+    return float(clocks["residual_us"]), seen
 
 
 def renumbered(
@@ -1224,53 +1256,70 @@ def renumbered(
     apart: str | None = None,
     groups: str | None = None,
 ) -> tuple[list[dict[str, Any]], str | None, str | None]:
-    """Traces whose step numbers differ by a whole number of steps though they hold the same steps (one rank's
-    profiler counted from another start: its ``ProfilerStep#6`` is the others' #5): matched by number, a step
-    is compared with the step after it, and the clocks come out wrong by a step. Where every trace holds as many
-    steps and collectives, each trace's numbers are the reference's plus one constant, the collectives matched
-    in order (the n-th of each trace: the same collective) end together, their steps line up, and matched by
-    number they disagree by over :data:`RENUMBERED_FACTOR` times as much (and over
-    :data:`RENUMBERED_FLOOR_US`) or not at all, the traces are compared by position: returns (``results``, None,
-    the warning that says so). Where the numbers fit worse than the order but not so clearly, the note of
-    :func:`by_step_number` says the step numbers may differ. Else (``steps_seen``, ``numbered``, None) as
-    given. Periodic steps fit both ways: the numbers are then kept (nothing tells them apart)."""
-    if not numbered or len(results) < 2:
+    """Traces whose step numbers are off by whole steps (one rank's profiler counted from another start: its
+    ``ProfilerStep#6`` is the others' #5): matched by number, a step is compared with another, and the clocks
+    come out wrong by about a step. Each trace is tried against the reference with its numbers shifted by
+    up to :data:`RENUMBERED_SHIFTS` steps each way; a shift is taken where, matched under it, the collectives
+    end together :data:`RENUMBERED_FACTOR` times better (and over :data:`RENUMBERED_FLOOR_US` better) than
+    under any other shift that leaves half the shorter trace's steps (two at least) numbered alike, its own
+    numbers included, and the steps line up: the n-th collective of a step is
+    the same on every rank, and steps of unequal durations fit one way only. Returns (the traces as compared,
+    their step-number note, the warning that says what was shifted); where some shift fits better than the
+    numbers but not so clearly, the note says the numbers may differ; else as given. Periodic steps fit every
+    way: the numbers are then kept (nothing tells them apart)."""
+    if not numbered or len(results) < 2 or any(step_numbers(r) is None for r in results):
         return steps_seen, numbered, None
-    numbers = [step_numbers(r) or [] for r in results]
-    if (
-        len({len(n) for n in numbers}) != 1
-        or len({len(r.get("collective_ends_ns", ())) for r in results}) != 1
-    ):
-        return steps_seen, numbered, None
-    shifts = [{a - b for a, b in zip(n, numbers[0], strict=True)} for n in numbers]
-    if any(len(s) != 1 for s in shifts):
-        return steps_seen, numbered, None
-    by_position = clock_offsets(results, apart, groups)
-    if not by_position["aligned"] or by_position["matched"] < 2:
-        return steps_seen, numbered, None
-    by_number = clock_offsets(steps_seen, apart, groups)
-    fits, wrong = by_position["residual_us"], by_number.get("residual_us")
-    line_up = steps_apart(results, by_position["offsets_ns"], steps_of(results[0])) is None
-    if not line_up or (by_number["aligned"] and wrong <= fits):
-        return steps_seen, numbered, None
-    said = "do not end together" if not by_number["aligned"] else f"end up to {wrong:.3f} µs apart"
-    if by_number["aligned"] and wrong <= max(RENUMBERED_FACTOR * fits, RENUMBERED_FLOOR_US):
-        doubt = (
-            f"; matched by step number the collectives {said}, matched in order {fits:.3f} µs: the step "
-            "numbers may differ between the traces (a profiler that counted steps from another start)"
+    chosen = [0]
+    doubted: list[str] = []
+    # (a shift must leave half the shorter trace's steps numbered alike: a few collectives fit by chance)
+    steps = max(2, math.ceil(min(steps_of(r) for r in results) / 2))
+    for r in results[1:]:
+        fits = {
+            k: f[0]
+            for k in range(-RENUMBERED_SHIFTS, RENUMBERED_SHIFTS + 1)
+            if (f := _fit([results[0], _renumber(r, k)], apart, groups, steps))
+        }
+        if not fits:
+            chosen.append(0)
+            continue
+        best = min(fits, key=lambda k: (fits[k], abs(k)))
+        clear = all(
+            v > max(RENUMBERED_FACTOR * fits[best], RENUMBERED_FLOOR_US) for k, v in fits.items() if k != best
         )
-        return steps_seen, numbered + doubt, None
-    ahead = [
-        f"{label(r)}'s steps {_spans(n)} are {label(results[0])}'s {_spans(numbers[0])}"
-        for r, n, (k,) in zip(results, numbers, shifts, strict=True)
-        if k
+        if best and clear:
+            chosen.append(best)
+            continue
+        chosen.append(0)
+        if best and fits[best] < fits.get(0, math.inf):
+            own = f"{fits[0]:.3f} µs" if 0 in fits else "not at all"
+            doubted.append(
+                f"{label(r)}'s collectives end together to {fits[best]:.3f} µs with its step numbers "
+                f"{best:+d}, to {own} as they are"
+            )
+    if not any(chosen):
+        if doubted:
+            numbered += (
+                f"; {_named(doubted, '; ')}: the step numbers may differ between the traces (a profiler that "
+                "counted steps from another start)"
+            )
+        return steps_seen, numbered, None
+    shifted = [_renumber(r, k) for r, k in zip(results, chosen, strict=True)]
+    joint = _fit(shifted, apart, groups)
+    if joint is None:
+        return steps_seen, numbered, None
+    residual, seen = joint
+    _, note, _ = by_step_number(shifted)
+    moved = [
+        f"{label(r)}'s steps {_spans(n)} are {label(results[0])}'s {_spans([x + k for x in n])}"
+        for r, k in zip(results, chosen, strict=True)
+        if k and (n := step_numbers(r))
     ]
-    note = (
-        f"{_named(ahead, '; ')}: the same steps numbered from another start (the traces hold as many steps and "
-        f"collectives; matched in order the collectives end together to {fits:.3f} µs and the steps line up, "
-        f"matched by step number they {said}): compared by position, not by step number"
+    warning = (
+        f"{_named(moved, '; ')}: the same steps numbered from another start (matched so, the collectives end "
+        f"together to {residual:.3f} µs and the steps line up; by the traces' own numbers they do not, or "
+        f"{RENUMBERED_FACTOR}x less well): compared in {label(results[0])}'s numbering"
     )
-    return results, None, note
+    return seen, note, warning
 
 
 def spread_of(

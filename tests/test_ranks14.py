@@ -227,22 +227,27 @@ DURATIONS = (10.0, 11.3, 9.6, 12.1, 10.4)
 
 
 def _rank(
-    rank: int, first_step: int, offset_ns: int, late_ns: int, steps: range | None = None
+    rank: int,
+    first_step: int,
+    offset_ns: int,
+    late_ns: int,
+    steps: range | None = None,
+    durations: tuple[float, ...] = DURATIONS,
 ) -> dict[str, Any]:
-    """A hand-built compact result of one rank of a 2-rank job: the steps of :data:`DURATIONS` (those of
+    """A hand-built compact result of one rank of a 2-rank job: the steps of ``durations`` (those of
     ``steps``, positions), numbered from ``first_step``, on a clock ``offset_ns`` ahead; per step two
     all-reduces ending together on every rank at 30% and 90% of the step, 0.5 ms long, the rank arriving
     ``late_ns`` later than that (its kernel shorter by it)."""
 
-    keep = steps if steps is not None else range(len(DURATIONS))
+    keep = steps if steps is not None else range(len(durations))
     starts, t = [], EPOCH
-    for d in DURATIONS:
+    for d in durations:
         starts.append(t)
         t += round(d * 1e6)
     its = {"index": [], "start_ns": [], "end_ns": [], "latency_ms": [], "step": []}
     c_start, c_end, c_it = [], [], []
     for k, i in enumerate(keep):
-        s, d = starts[i], round(DURATIONS[i] * 1e6)
+        s, d = starts[i], round(durations[i] * 1e6)
         its["index"].append(k)
         its["start_ns"].append(s + offset_ns)
         its["end_ns"].append(s + d + offset_ns)
@@ -302,9 +307,9 @@ def test_a_capture_that_began_a_step_later_is_still_matched_by_its_numbers() -> 
     assert not any("are rank 0's" in w for w in doc["warnings"])
 
 
-def test_numbers_that_fit_worse_than_the_order_but_not_clearly_are_doubted() -> None:
-    # as above, but rank 1's odd collectives end 300 µs late: matched in order they disagree by 150 µs (the
-    # median offset sits between), by number by 1,120 µs: under ten times as much, so the numbers are kept
+def test_numbers_that_fit_worse_than_a_shift_but_not_clearly_are_doubted() -> None:
+    # as above, but rank 1's odd collectives end 300 µs late: with its numbers -1 they disagree by 150 µs (the
+    # median offset sits between), as they are by 1,120 µs: under ten times as much, so the numbers are kept
     # and doubted
     one = _rank(1, 6, 12_345_678, 200_000)
     one["collective_ends_ns"] = one["collective_ends_ns"] + np.asarray([0, 300_000] * 5, dtype=np.int64)
@@ -312,9 +317,26 @@ def test_numbers_that_fit_worse_than_the_order_but_not_clearly_are_doubted() -> 
     assert doc["clocks"]["residual_us"] == 1120.0
     (said,) = [w for w in doc["warnings"] if w.startswith("the traces hold other steps")]
     assert said.endswith(
-        "; matched by step number the collectives end up to 1120.000 µs apart, matched in order 150.000 µs: the "
-        "step numbers may differ between the traces (a profiler that counted steps from another start)"
+        "; rank 1's collectives end together to 150.000 µs with its step numbers -1, to 1120.000 µs as they "
+        "are: the step numbers may differ between the traces (a profiler that counted steps from another start)"
     )
+
+
+def test_steps_numbered_one_off_in_a_shorter_capture_are_aligned_too() -> None:
+    # rank 1 captured the first four steps and numbered them #6-#9 (rank 0: five, #5-#9)
+    doc = summarize([_rank(0, 5, 0, 0), _rank(1, 6, 12_345_678, 200_000, range(0, 4))])
+    assert doc["clocks"]["offsets_ns"] == [0, 12_345_678] and doc["clocks"]["residual_us"] == 0.0
+    assert (doc["straggler"]["straggler"], doc["straggler"]["arrives_last"]) == ("rank 1", 8)
+    assert doc["spread"]["on_steps"] == "#5-#8" and doc["spread"]["ratio"] == 1.0
+    assert "rank 1's steps #6-#9 are rank 0's #5-#8" in " ".join(doc["warnings"])
+
+
+def test_periodic_steps_numbered_one_off_keep_their_numbers() -> None:
+    # steps all alike fit every shift: nothing tells a renumbering from a capture that began a step later
+    alike = (10.0,) * 5
+    doc = summarize([_rank(0, 5, 0, 0, durations=alike), _rank(1, 6, 12_345_678, 200_000, durations=alike)])
+    assert doc["clocks"]["offsets_ns"] == [0, 2_345_678]  # (by number: a step off, as the numbers say)
+    assert not any("numbered from another start" in w or "may differ" in w for w in doc["warnings"])
 
 
 # --- 4. Process Group Ranks of groups over 30 ranks, which Kineto cuts ----------------------------------------
