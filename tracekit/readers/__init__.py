@@ -174,7 +174,9 @@ def _detect_format(path: Path) -> str:
             return "ort"
         return "kineto"
     if (
-        text_head.startswith(('"ID"', "ID,"))  # ncu quotes every field; a CSV re-saved by pandas or Excel not
+        # ncu quotes every field; a CSV re-saved by pandas or Excel not (nor with its commas: the reader names
+        # a ";" or tab separator)
+        text_head.startswith(('"ID"', "ID,", "ID;", "ID\t"))
         or text_head.startswith("==PROF==")
         or '"Kernel Name"' in text_head[:4096]
         or ",Kernel Name," in text_head[:4096]

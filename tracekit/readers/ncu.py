@@ -485,7 +485,18 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
 
 
 def _is_header(line: str) -> bool:
-    return line.startswith('"ID"') or line.startswith("ID,")
+    return line.startswith('"ID"') or line.startswith(("ID,", "ID;", "ID\t"))
+
+
+#: field separators other than ncu's comma that a re-saved CSV may use, as a message names them
+_OTHER_SEPARATORS = {";": "';'", "\t": "a tab"}
+
+
+def _other_separator(line: str) -> str | None:
+    """How the header ``line`` separates its fields when not by a comma (";" or a tab: a spreadsheet's re-save,
+    in a locale that writes decimal commas for ";"), as a message names it; None for ncu's comma."""
+    after = line[4:5] if line.startswith('"ID"') else line[2:3]
+    return _OTHER_SEPARATORS.get(after)
 
 
 def _csv_tables(path: Path) -> tuple[list[str], list[str]]:
@@ -509,6 +520,13 @@ def _csv_tables(path: Path) -> tuple[list[str], list[str]]:
         if _is_summary_header(line):
             raise TraceFormatError(SUMMARY_ERROR, path)
         if _is_header(line):
+            other = _other_separator(line)
+            if other is not None:
+                raise TraceFormatError(
+                    f"an ncu CSV whose fields are separated by {other}, not ',' (re-saved by a spreadsheet, perhaps "
+                    "in a locale that writes decimal commas): export it again with ncu --csv",
+                    path,
+                )
             tables.append([line])
         elif tables and line.strip() and not line.startswith("=="):
             tables[-1].append(line)
@@ -535,21 +553,41 @@ def _read_table(text: str, number: int, path: Path) -> pl.DataFrame:
         frame = pl.read_csv(io.StringIO(text), infer_schema=False, has_header=True)
     except pl.exceptions.ComputeError as exc:
         if "more fields" not in str(exc):
-            raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
+            raise TraceFormatError(f"damaged ncu CSV ({_csv_problem(exc, text)})", path) from exc
         _overlong_row(text, path)
         frame = None  # extra fields that are all empty (a trailing comma): dropped
     except pl.exceptions.NoDataError as exc:
-        raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
+        raise TraceFormatError(f"damaged ncu CSV ({_csv_problem(exc, text)})", path) from exc
     if frame is None:
         try:
             frame = pl.read_csv(
                 io.StringIO(text), infer_schema=False, has_header=True, truncate_ragged_lines=True
             )
         except (pl.exceptions.ComputeError, pl.exceptions.NoDataError) as exc:
-            raise TraceFormatError(f"damaged ncu CSV ({exc})", path) from exc
+            raise TraceFormatError(f"damaged ncu CSV ({_csv_problem(exc, text)})", path) from exc
     names = {c: m.group(1) for c in frame.columns if (m := re.match(_LABEL_NAME, c))}
     rename = {c: n for c, n in names.items() if n not in frame.columns and list(names.values()).count(n) == 1}
     return frame.rename(rename).with_columns(pl.lit(number, pl.Int64).alias("_table"))
+
+
+def _csv_problem(exc: Exception, text: str) -> str:
+    """What is wrong with the CSV table ``text`` that polars refused with ``exc``, in one line: the row and the
+    problem as Python's csv module finds them in strict mode (a quoted field that never closes: the file cut
+    short inside it, or a quote not doubled), else the core of polars' message (its advice, several lines
+    about its own options, is left out)."""
+    import csv
+
+    rows = csv.reader(io.StringIO(text), strict=True)
+    try:
+        for _ in rows:
+            pass
+    except csv.Error as err:
+        return f"row {rows.line_num} of the CSV table: {err}: a quoted field does not close (the file cut short, or a quote inside a field not doubled)"
+    message = str(exc)
+    core = re.search(r"Original error: ```(.*?)```", message, re.S)
+    return " ".join(
+        (core.group(1) if core else message.splitlines()[0] if message else type(exc).__name__).split()
+    )
 
 
 def _overlong_row(text: str, path: Path) -> None:
@@ -618,6 +656,17 @@ def _read_csv(path: Path) -> Trace:
         meta["warnings"].append(
             f"{dropped} row(s) of the CSV table have an ID but no kernel name and no named kernel's process (lines "
             "of the application's output printed among ncu's rows?): they are no kernel and are left out"
+        )
+    # ncu writes every kernel's row with its ID: a named row whose ID does not read is damaged (a units row
+    # has neither); it is left out, as it was, but no longer without a word
+    unread_id = named & _numbers(pl.col("ID")).is_null()
+    damaged = frame.filter(unread_id).unique(["ID", "Kernel Name", *procs], keep="first", maintain_order=True)
+    if damaged.height:
+        first_id, first_name = damaged.row(0, named=True)["ID"], damaged.row(0, named=True)["Kernel Name"]
+        meta["warnings"].append(
+            f"{damaged.height} row(s) of the CSV table name a kernel but have no readable ID (first: "
+            f"{(first_id or '').strip()!r}, kernel {first_name.strip()[:80]!r}): ncu writes every kernel's ID, so "
+            "the row is damaged and is left out: GPU busy time and the kernel count miss it"
         )
     nvtx_col = next((c for c in frame.columns if c.startswith(NVTX_PUSH_POP_PREFIX)), None)
     start_end = next((c for c in frame.columns if NVTX_START_END in c), None)

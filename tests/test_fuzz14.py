@@ -1,0 +1,639 @@
+"""Hostile and unfamiliar inputs for input dispatch, the ONNX Runtime profile reader and the ncu reader (fuzz14).
+
+The standard: a damaged or foreign input is one line on standard error naming the file (exit 2), never a
+traceback or an internal error; where an analysis succeeds (exit 0) its numbers hold together (GPU busy within
+the latency, the idle causes summing to the idle time, no negative count, no NaN). Inputs are opened read-only
+and never changed.
+
+The harness damages copies of the committed sample traces of each format in pytest's temporary folder (cut,
+bytes changed, gzip cut, JSON values of the wrong type, empty files, folders, links, pipes, names), plus a
+bounded hypothesis search over the same damages. The defect tests after it build their inputs by hand (every
+file name says "synthetic"); their expected numbers follow from the events written.
+
+Sources for the ORT cases (the code corpus, microsoft/onnxruntime and its forks):
+- ``cuda_profiler.cc`` of ORT 1.8-1.13 (``CudaProfiler::StopProfiling`` / ``EndProfiling``): each Kernel
+  event is written with ``ts = DUR(profiling_start, stat.stop_)`` -- CUPTI's *end* time -- and ``dur = stop -
+  start``; its args carry ``correlation_id`` (1.8-1.10) or ``op_name`` without ``parent_name`` (1.11-1.13);
+  when CUPTI could not start, one Kernel event ``not_available_due_to_cupti_error`` with ts 0 and dur 0.
+- ``gpu_profiler_common.h`` / ``cupti_manager.cc`` (1.14+): kernels at CUPTI's start, ``parent_name`` and
+  ``op_name`` copied from their node when found.
+- ``rocm_profiler.cc`` (before 1.14): Kernel events at roctracer's *begin*, ``op_name`` without
+  ``parent_name``, the stream a pointer ("0x...").
+"""
+
+from __future__ import annotations
+
+import copy
+import csv
+import gzip
+import io
+import json
+import math
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from tests.conftest import SAMPLE_TRACES
+from tracekit.cli import main
+
+ORT_SAMPLE = SAMPLE_TRACES / "cpu_onnx_bert_ort/onnx_b1_s128.ort.json.gz"
+NCU_SAMPLE = SAMPLE_TRACES / "h200_bert_fp16/pytorch-ncu/pytorch_b1_s128.ncu.csv.gz"
+KINETO_SAMPLE = SAMPLE_TRACES / "synthetic/ranks4/rank0.synthetic.json.gz"
+NSYS_SAMPLE = SAMPLE_TRACES / "synthetic/table3_onnx-cuda-graphs/onnx-cuda-graphs_b1_s128.synthetic.sqlite"
+RUN_JSON = SAMPLE_TRACES / "cpu_onnx_bert_ort/run.json"
+
+#: the per-iteration idle causes, which sum to the idle time
+CAUSES = ("dispatch_ms", "launch_ms", "sync_ms", "other_api_ms", "in_flight_ms")
+
+
+# ----------------------------------------------------------------------------------------------- harness
+
+
+def _analyze(capsys: pytest.CaptureFixture[str], path: Path, *extra: str) -> tuple[int, dict | None, str]:
+    """``tracekit analyze PATH --format json`` in this process: (exit code, the document or None, stderr)."""
+    code = main(["analyze", str(path), "--format", "json", "--no-progress", *extra])
+    out, err = capsys.readouterr()
+    return code, json.loads(out) if code == 0 else None, err
+
+
+def _holds(code: int, doc: dict | None, err: str, path: Path) -> None:
+    """The standard: exit 0, 1 or 2; no traceback or internal error; a refusal is one line naming the file;
+    a success's numbers hold together."""
+    assert code in (0, 1, 2), (code, err)
+    assert "Traceback" not in err and "internal error" not in err, err
+    if code != 0:
+        lines = err.strip().splitlines()
+        assert len(lines) == 1, err
+        assert lines[0].startswith("tracekit: ") and str(path) in lines[0], err
+        return
+    assert doc is not None
+    for it in doc["iterations"]:
+        for key, value in it.items():
+            if isinstance(value, float):
+                assert math.isfinite(value), (key, value)
+            if key.endswith("_ms") and isinstance(value, (int, float)):
+                assert value >= -1e-9, (key, value)
+        for key in ("kernels", "idle_gaps", "launches"):
+            assert it.get(key) is None or it[key] >= 0, (key, it[key])
+        latency, busy = it.get("latency_ms"), it.get("gpu_busy_ms")
+        if latency is not None and busy is not None:
+            assert busy <= latency + 1e-6, (busy, latency)
+        causes = [it.get(k) for k in CAUSES]
+        if it.get("idle_ms") is not None and None not in causes:
+            assert math.isclose(sum(causes), it["idle_ms"], rel_tol=1e-9, abs_tol=1e-6), (
+                causes,
+                it["idle_ms"],
+            )
+        utilization = it.get("gpu_utilization")
+        if utilization is not None:
+            assert -1e-9 <= utilization <= 1 + 1e-9, utilization
+
+
+def _ort_events() -> list[dict[str, Any]]:
+    """The ORT sample's events up to the end of its second ``model_run``, with every tenth of its Node events
+    (set-up, two runs, 130 nodes: small enough to analyze hundreds of damaged copies)."""
+    events = json.loads(gzip.decompress(ORT_SAMPLE.read_bytes()))
+    runs = sorted((e for e in events if e.get("name") == "model_run"), key=lambda e: e["ts"])
+    cut = runs[1]["ts"] + runs[1]["dur"]
+    kept = [e for e in events if e["ts"] <= cut]
+    return [e for i, e in enumerate(kept) if e["cat"] != "Node" or i % 10 == 0]
+
+
+def _ncu_rows() -> list[list[str]]:
+    """The ncu sample's header, units row and first 6 kernel rows."""
+    return list(csv.reader(io.StringIO(gzip.decompress(NCU_SAMPLE.read_bytes()).decode())))[:8]
+
+
+def _csv_text(rows: list[list[str]]) -> str:
+    out = io.StringIO()
+    csv.writer(out, quoting=csv.QUOTE_ALL, lineterminator="\n").writerows(rows)
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def bases(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    """The bytes of each format's base input (from the committed samples): ORT and Kineto JSON text, ncu CSV
+    text, nsys SQLite."""
+    return {
+        "ort": json.dumps(_ort_events()).encode(),
+        "kineto": gzip.decompress(KINETO_SAMPLE.read_bytes()),
+        "ncu": _csv_text(_ncu_rows()).encode(),
+        "nsys": NSYS_SAMPLE.read_bytes(),
+    }
+
+
+SUFFIX = {"ort": ".ort.json", "kineto": ".json", "ncu": ".ncu.csv", "nsys": ".sqlite"}
+
+
+def _damaged(tmp_path: Path, kind: str, data: bytes, tag: str, gz: bool = False) -> Path:
+    path = tmp_path / f"damaged-{tag}.synthetic{SUFFIX[kind]}{'.gz' if gz else ''}"
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("kind", ["ort", "kineto", "ncu", "nsys"])
+def test_each_base_reads_and_holds_together(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes], kind: str
+) -> None:
+    """The undamaged bases analyze (exit 0) and satisfy the invariants: the harness can fail on them."""
+    path = _damaged(tmp_path, kind, bases[kind], "none")
+    code, doc, err = _analyze(capsys, path)
+    assert code == 0, err
+    _holds(code, doc, err, path)
+    assert doc["iterations"] and doc["iterations"][0]["kernels"] > 0
+
+
+@pytest.mark.parametrize("kind", ["ort", "kineto", "ncu", "nsys"])
+@pytest.mark.parametrize("fraction", [0.0001, 0.13, 0.5, 0.87, 0.9999])
+def test_cut_short(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes], kind: str, fraction: float
+) -> None:
+    data = bases[kind]
+    path = _damaged(tmp_path, kind, data[: max(1, int(len(data) * fraction))], f"cut{fraction}")
+    _holds(*_analyze(capsys, path), path)
+
+
+@pytest.mark.parametrize("kind", ["ort", "kineto", "ncu", "nsys"])
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_bytes_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes], kind: str, seed: int
+) -> None:
+    rng = random.Random(seed)
+    data = bytearray(bases[kind])
+    for _ in range(rng.choice([1, 8, 64])):
+        data[rng.randrange(len(data))] = rng.randrange(256)
+    path = _damaged(tmp_path, kind, bytes(data), f"flip{seed}")
+    _holds(*_analyze(capsys, path), path)
+
+
+@pytest.mark.parametrize("kind", ["ort", "kineto", "ncu", "nsys"])
+def test_gzip_cut_or_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes], kind: str
+) -> None:
+    packed = gzip.compress(bases[kind], mtime=0)
+    cut = _damaged(tmp_path, kind, packed[: len(packed) // 2], "gzcut", gz=True)
+    code, doc, err = _analyze(capsys, cut)
+    _holds(code, doc, err, cut)
+    assert code == 2 and "damaged gzip file" in err
+    changed = bytearray(packed)
+    changed[len(changed) // 3] ^= 0x10
+    bad = _damaged(tmp_path, kind, bytes(changed), "gzflip", gz=True)
+    _holds(*_analyze(capsys, bad), bad)
+    header = _damaged(tmp_path, kind, packed[:2], "gzmagic", gz=True)
+    _holds(*_analyze(capsys, header), header)
+
+
+#: JSON values of the wrong type or range for a number field
+HOSTILE_VALUES: list[Any] = [
+    "12",
+    "abc",
+    None,
+    -5,
+    float("nan"),
+    float("inf"),
+    1e308,
+    -1e308,
+    2**70,
+    [1, 2],
+    {"a": 1},
+    True,
+    "",
+]
+
+
+def _json_with(events: list[dict[str, Any]], index: int, field: str, value: Any) -> list[dict[str, Any]]:
+    changed = copy.deepcopy(events)
+    changed[index][field] = value
+    return changed
+
+
+@pytest.mark.parametrize("field", ["ts", "dur", "pid", "tid", "name", "cat", "args", "ph"])
+def test_ort_fields_of_the_wrong_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes], field: str
+) -> None:
+    """Each hostile value in a node, a ``model_run`` and the first event."""
+    events = json.loads(bases["ort"])
+    run = next(i for i, e in enumerate(events) if e.get("name") == "model_run")
+    node = next(i for i, e in enumerate(events) if e.get("cat") == "Node" and e["dur"] > 100)
+    for k, value in enumerate(HOSTILE_VALUES):
+        path = tmp_path / "typed.synthetic.ort.json"
+        path.write_text(json.dumps(_json_with(events, (0, run, node)[k % 3], field, value)))
+        _holds(*_analyze(capsys, path), path)
+
+
+@pytest.mark.parametrize("field", ["op_name", "provider", "input_type_shape", "output_type_shape", "stream"])
+def test_ort_args_of_the_wrong_shape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes], field: str
+) -> None:
+    events = json.loads(bases["ort"])
+    for value in [None, 5, {"x": 1}, [[1]], [{"float": [None, "a", 1e308]}], [{}]]:
+        changed = copy.deepcopy(events)
+        for e in changed[::7]:
+            if isinstance(e.get("args"), dict):
+                e["args"][field] = value
+        path = tmp_path / "args.synthetic.ort.json"
+        path.write_text(json.dumps(changed))
+        _holds(*_analyze(capsys, path), path)
+
+
+@pytest.mark.parametrize("field", ["ts", "dur", "cat", "ph", "args"])
+def test_kineto_fields_of_the_wrong_type(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes], field: str
+) -> None:
+    doc = json.loads(bases["kineto"])
+    events = doc["traceEvents"]
+    picks = [i for i, e in enumerate(events) if e.get("cat") in ("kernel", "user_annotation", "cuda_runtime")]
+    for k, value in enumerate(HOSTILE_VALUES):
+        index = picks[0] if k % 2 else picks[-1]
+        path = tmp_path / "typed.synthetic.json"
+        path.write_text(json.dumps({**doc, "traceEvents": _json_with(events, index, field, value)}))
+        _holds(*_analyze(capsys, path), path)
+
+
+@pytest.mark.parametrize("column", ["ID", "Kernel Name", "gpu__time_duration.sum", "Process ID"])
+def test_ncu_cells_of_the_wrong_kind(tmp_path: Path, capsys: pytest.CaptureFixture[str], column: str) -> None:
+    rows = _ncu_rows()
+    col = rows[0].index(column)
+    for value in ["n/a", "", "-5", "nan", "inf", "1e308", "1,0.5", "abc", "0x10", "\u0661\u0662", '"', "\n"]:
+        changed = [list(r) for r in rows]
+        changed[3][col] = value
+        path = tmp_path / "cell.synthetic.ncu.csv"
+        path.write_text(_csv_text(changed))
+        _holds(*_analyze(capsys, path), path)
+
+
+# ------------------------------------------------------------------------------ files that are no traces
+
+
+def test_empty_files_folders_and_links(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    empty = tmp_path / "empty.synthetic.ort.json"
+    empty.write_bytes(b"")
+    folder = tmp_path / "folder.synthetic.ort.json"
+    folder.mkdir()
+    loop = tmp_path / "loop.synthetic.json"
+    os.symlink(tmp_path / "loop2.synthetic.json", loop)
+    os.symlink(loop, tmp_path / "loop2.synthetic.json")
+    dangling = tmp_path / "dangling.synthetic.json"
+    os.symlink(tmp_path / "gone.synthetic.json", dangling)
+    for path in (empty, folder, loop, dangling):
+        code, doc, err = _analyze(capsys, path)
+        _holds(code, doc, err, path)
+        assert code == 2
+    assert "empty file" in _analyze(capsys, empty)[2]
+
+
+def test_a_symbolic_link_loop_is_called_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A link loop had read "no such file or directory", which a user then looks for in vain."""
+    loop = tmp_path / "loop.synthetic.json"
+    os.symlink(tmp_path / "loop2.synthetic.json", loop)
+    os.symlink(loop, tmp_path / "loop2.synthetic.json")
+    code, _, err = _analyze(capsys, loop)
+    assert code == 2
+    assert err.strip() == f"tracekit: {loop}: a symbolic link loop (the link leads back to itself)"
+    dangling = tmp_path / "dangling.synthetic.json"
+    os.symlink(tmp_path / "gone.synthetic.json", dangling)
+    code, _, err = _analyze(capsys, dangling)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {dangling}: a symbolic link to {tmp_path / 'gone.synthetic.json'}, which does not exist"
+    )
+
+
+def test_a_named_pipe_that_no_one_writes_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import tracekit.io as tio
+
+    monkeypatch.setattr(tio, "STREAM_WAIT_S", 0.2)
+    fifo = tmp_path / "pipe.synthetic.json"
+    os.mkfifo(fifo)
+    code, doc, err = _analyze(capsys, fifo)
+    _holds(code, doc, err, fifo)
+    assert code == 2 and "the pipe stayed silent" in err
+
+
+def test_a_file_without_read_permission_is_one_line() -> None:
+    """Run as another user (root reads every file): the CLI says it cannot read the file."""
+    setpriv = shutil.which("setpriv")
+    if os.geteuid() != 0 or setpriv is None:
+        pytest.skip("needs root and setpriv to run the CLI as another user")
+    folder = Path(tempfile.mkdtemp(prefix="fuzz14-"))
+    try:
+        folder.chmod(0o755)
+        path = folder / "locked.synthetic.json.gz"
+        shutil.copy(KINETO_SAMPLE, path)
+        path.chmod(0)
+        done = subprocess.run(
+            [
+                setpriv,
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                sys.executable,
+                "-m",
+                "tracekit.cli",
+            ]
+            + ["analyze", str(path), "--no-progress"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=folder,
+            env={**os.environ, "HOME": str(folder)},
+        )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.strip() == f"tracekit: {path}: cannot read (Permission denied)"
+    finally:
+        shutil.rmtree(folder)
+
+
+def test_names_with_spaces_and_other_scripts(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "тrace ü 空 x synthetic.json.gz"
+    shutil.copy(KINETO_SAMPLE, path)
+    code, doc, err = _analyze(capsys, path)
+    assert code == 0, err
+    _holds(code, doc, err, path)
+    assert doc["trace"]["path"] == str(path)
+
+
+@pytest.mark.parametrize(
+    ("sample", "name"),
+    [
+        (KINETO_SAMPLE, "kineto.synthetic.sqlite"),
+        (NSYS_SAMPLE, "nsys.synthetic.json"),
+        (NSYS_SAMPLE, "nsys.synthetic.json.gz"),
+        (NCU_SAMPLE, "ncu.synthetic.json"),
+        (ORT_SAMPLE, "ort.synthetic.csv"),
+    ],
+)
+def test_the_wrong_extension_reads_by_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sample: Path, name: str
+) -> None:
+    path = tmp_path / name
+    shutil.copy(sample, path)
+    plain = tmp_path / f"plain.synthetic{''.join(sample.suffixes[-2:])}"  # no sidecar beside it
+    shutil.copy(sample, plain)
+    reference = _analyze(capsys, plain)
+    code, doc, err = _analyze(capsys, path)
+    assert code == 0, err
+    _holds(code, doc, err, path)
+    assert doc["iterations"] == reference[1]["iterations"]
+
+
+@pytest.mark.parametrize("suffix", [".ncu-rep", ".nsys-rep"])
+def test_a_report_suffix_on_another_format_reads_by_content(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], suffix: str
+) -> None:
+    """An ORT profile or a Kineto trace named .ncu-rep / .nsys-rep had gone to Nsight's report readers by its
+    suffix: "Nsight Compute report holds no profiled kernels", or nsys's "Version tag does not contain a
+    delimiter". The content says what it is."""
+    for sample in (KINETO_SAMPLE, ORT_SAMPLE):
+        path = tmp_path / f"renamed.synthetic{suffix}"
+        shutil.copy(sample, path)
+        plain = tmp_path / f"plain.synthetic{''.join(sample.suffixes[-2:])}"  # no sidecar beside it
+        shutil.copy(sample, plain)
+        reference = _analyze(capsys, plain)
+        code, doc, err = _analyze(capsys, path)
+        assert code == 0, err
+        assert doc["iterations"] == reference[1]["iterations"]
+
+
+def test_a_report_suffix_on_unknown_bytes_still_goes_to_its_reader() -> None:
+    """What is not recognizably another format stays with the reader its suffix names (fake reports in
+    tests, reports of versions whose head is unknown)."""
+    from tracekit.readers import detect_format
+
+    folder = Path(tempfile.mkdtemp(prefix="fuzz14-"))
+    try:
+        for suffix, fmt in ((".nsys-rep", "nsys-rep"), (".ncu-rep", "ncu-rep"), (".qdrep", "nsys-rep")):
+            path = folder / f"fake.synthetic{suffix}"
+            path.write_bytes(b"report\x00\x01")
+            assert detect_format(path) == fmt
+    finally:
+        shutil.rmtree(folder)
+
+
+@pytest.mark.parametrize("packed", [False, True])
+def test_a_run_json_given_as_a_trace_says_pass_the_folder(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], packed: bool
+) -> None:
+    """run.json had read "not a Kineto trace: no traceEvents"."""
+    folder = tmp_path / "run-synthetic"
+    folder.mkdir()
+    path = folder / ("run.json.gz" if packed else "run.json")
+    path.write_bytes(gzip.compress(RUN_JSON.read_bytes()) if packed else RUN_JSON.read_bytes())
+    code, _, err = _analyze(capsys, path)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {path}: a tracekit run.json (settings), not a trace: pass the folder (tracekit analyze "
+        f"{folder})"
+    )
+
+
+def test_a_sidecar_or_truth_file_given_as_a_trace_names_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sidecar = tmp_path / "onnx_b1_s128.ort.meta.json"
+    shutil.copy(SAMPLE_TRACES / "cpu_onnx_bert_ort/onnx_b1_s128.ort.meta.json", sidecar)
+    code, _, err = _analyze(capsys, sidecar)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {sidecar}: a tracekit sidecar .meta.json (what the run states of the trace beside it), "
+        "not a trace: pass the trace"
+    )
+    truth = tmp_path / "onnx_b1_s128.synthetic.truth.json"
+    shutil.copy(SAMPLE_TRACES / "synthetic/table3_onnx/onnx_b1_s128.synthetic.truth.json", truth)
+    code, _, err = _analyze(capsys, truth)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {truth}: the ground truth of a synthetic trace (tracekit simulate's .truth.json), not a "
+        "trace: pass the trace beside it"
+    )
+
+
+def test_json_settings_that_are_not_tracekit_s_still_name_the_missing_events(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "config.synthetic.json"
+    path.write_text(json.dumps({"configs": "x", "lr": 0.1}))
+    code, _, err = _analyze(capsys, path)
+    assert code == 2
+    assert err.strip() == f"tracekit: {path}: not a Kineto trace: no traceEvents"
+
+
+def test_inputs_are_never_changed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bases: dict[str, bytes]
+) -> None:
+    for kind in ("ort", "kineto", "ncu", "nsys"):
+        path = _damaged(tmp_path, kind, bases[kind], "readonly")
+        path.chmod(0o444)
+        before = (path.read_bytes(), path.stat().st_mtime_ns)
+        _analyze(capsys, path)
+        assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+        assert sorted(p.name for p in tmp_path.iterdir() if "readonly" in p.name) == [path.name]
+        path.chmod(0o644)
+        path.unlink()
+
+
+# ------------------------------------------------------------------------------------- hypothesis search
+
+
+@st.composite
+def _damage(draw: st.DrawFn) -> tuple[str, str, Any]:
+    kind = draw(st.sampled_from(["ort", "kineto", "ncu"]))
+    how = draw(st.sampled_from(["cut", "flip", "value"]))
+    if how == "cut":
+        return kind, how, draw(st.floats(0.0, 1.0))
+    if how == "flip":
+        return (
+            kind,
+            how,
+            draw(st.lists(st.tuples(st.floats(0.0, 1.0), st.integers(0, 255)), min_size=1, max_size=6)),
+        )
+    value = draw(
+        st.one_of(
+            st.sampled_from(HOSTILE_VALUES),
+            st.integers(-(2**63), 2**63),
+            st.floats(allow_nan=True, allow_infinity=True),
+            st.text(max_size=6),
+        )
+    )
+    return kind, how, (draw(st.floats(0.0, 1.0)), draw(st.integers(0, 7)), value)
+
+
+_ORT_FIELDS = ["ts", "dur", "cat", "name", "ph", "pid", "tid", "args"]
+_KINETO_FIELDS = ["ts", "dur", "cat", "name", "ph", "pid", "tid", "args"]
+
+
+def _apply(kind: str, how: str, what: Any, base: bytes) -> bytes:
+    if how == "cut":
+        return base[: int(len(base) * what)]
+    if how == "flip":
+        data = bytearray(base)
+        for where, byte in what:
+            data[min(len(data) - 1, int(len(data) * where))] = byte
+        return bytes(data)
+    where, field, value = what
+    if kind == "ncu":
+        rows = list(csv.reader(io.StringIO(base.decode())))
+        row = 2 + min(len(rows) - 3, int((len(rows) - 2) * where))
+        col = [
+            0,
+            6,
+            1,
+            rows[0].index("gpu__time_duration.sum"),
+            rows[0].index("sm__warps_active.avg.pct_of_peak_sustained_active"),
+        ][field % 5]
+        rows[row][col] = value if isinstance(value, str) else json.dumps(value)
+        return _csv_text(rows).encode()
+    doc = json.loads(base)
+    events = doc if kind == "ort" else doc["traceEvents"]
+    index = min(len(events) - 1, int(len(events) * where))
+    events[index][(_ORT_FIELDS if kind == "ort" else _KINETO_FIELDS)[field]] = value
+    return json.dumps(doc).encode()
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(damage=_damage())
+def test_hypothesis_damages(
+    tmp_path_factory: pytest.TempPathFactory, bases: dict[str, bytes], damage: tuple
+) -> None:
+    import tracekit.io as tio
+
+    kind, how, what = damage
+    folder = tmp_path_factory.mktemp("hyp")
+    path = _damaged(folder, kind, _apply(kind, how, what, bases[kind]), how)
+    tio.forget_inputs()
+    out, err = io.StringIO(), io.StringIO()
+    from contextlib import redirect_stderr, redirect_stdout
+
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["analyze", str(path), "--format", "json", "--no-progress"])
+    _holds(code, json.loads(out.getvalue()) if code == 0 else None, err.getvalue(), path)
+    shutil.rmtree(folder)
+
+
+# ------------------------------------------------------------------------------------------ ncu defects
+
+NCU_HEAD = ['"ID","Process ID","Kernel Name","gpu__time_duration.sum"', '"","","","usecond"']
+
+
+def _ncu_file(
+    tmp_path: Path, rows: list[str], name: str = "k.synthetic.ncu.csv", head: list[str] = NCU_HEAD
+) -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join([*head, *rows]) + "\n")
+    return path
+
+
+FIVE = [f'"{i}","7","k{i}","{10 * (i + 1)}"' for i in range(5)]  # durations 10, 20, 30, 40, 50 us
+
+
+def test_ncu_reference_of_five_kernels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, doc, err = _analyze(capsys, _ncu_file(tmp_path, FIVE))
+    assert code == 0, err
+    assert doc["iterations"][0]["kernels"] == 5
+    assert doc["iterations"][0]["gpu_busy_ms"] == pytest.approx(0.150)
+
+
+def test_ncu_quote_that_never_closes_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A CSV cut inside a quoted field had printed polars' 17-line advice on its own options."""
+    path = _ncu_file(tmp_path, [*FIVE[:3], '"3","7","k3","4'])
+    code, _, err = _analyze(capsys, path)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {path}: damaged ncu CSV (row 6 of the CSV table: unexpected end of data: a quoted field does "
+        "not close (the file cut short, or a quote inside a field not doubled))"
+    )
+
+
+@pytest.mark.parametrize("bad_id", ["", "x", "3a"])
+def test_ncu_kernel_rows_without_a_readable_id_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], bad_id: str
+) -> None:
+    """A kernel row whose ID does not read was left out without a word: GPU busy 0.120 ms of 4 kernels,
+    where the file holds 5 kernels and 0.150 ms."""
+    rows = list(FIVE)
+    rows[2] = f'"{bad_id}","7","k2","30"'
+    code, doc, err = _analyze(capsys, _ncu_file(tmp_path, rows))
+    assert code == 0, err
+    assert doc["iterations"][0]["kernels"] == 4
+    assert doc["iterations"][0]["gpu_busy_ms"] == pytest.approx(0.120)
+    assert (
+        f"1 row(s) of the CSV table name a kernel but have no readable ID (first: {bad_id!r}, kernel 'k2'): ncu "
+        "writes every kernel's ID, so the row is damaged and is left out: GPU busy time and the kernel count "
+        "miss it"
+    ) in doc["warnings"]
+
+
+@pytest.mark.parametrize("sep", [";", "\t"])
+@pytest.mark.parametrize("quoted", [True, False])
+def test_ncu_csv_of_another_separator_is_named(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sep: str, quoted: bool
+) -> None:
+    """A spreadsheet's re-save in a locale with decimal commas separates fields by ';' (or a tab): it had read
+    "no 'Kernel Name' column", or (unquoted) "not a trace tracekit can read"."""
+
+    def line(cells: list[str]) -> str:
+        return sep.join(f'"{c}"' if quoted else c for c in cells)
+
+    head = [
+        line(["ID", "Process ID", "Kernel Name", "gpu__time_duration.sum"]),
+        line(["", "", "", "usecond"]),
+    ]
+    path = _ncu_file(tmp_path, [line([str(i), "7", f"k{i}", f"{i},5"]) for i in range(3)], head=head)
+    code, _, err = _analyze(capsys, path)
+    assert code == 2
+    shown = "a tab" if sep == "\t" else "';'"
+    assert err.strip() == (
+        f"tracekit: {path}: an ncu CSV whose fields are separated by {shown}, not ',' (re-saved by a "
+        "spreadsheet, perhaps in a locale that writes decimal commas): export it again with ncu --csv"
+    )
