@@ -101,6 +101,10 @@ LOSS_MESSAGES = [
         "the `nvtxEventAttributes_t` structures zero-initialized before setting the event attribute fields?",
         "nvtx",
     ),
+    ("Cannot allocate CUPTI buffer. out of memory", "device"),
+    ("Could not load the CUPTI library. Please make sure the installed CUDA version is supported.", "device"),
+    ("Cannot initialize CUDA event collection", "device"),
+    ("Unable to get NVTX CORE2 export table", "nvtx"),
     (
         "Injection storage file /tmp/x.qdstrm has reach 95% of size limit (4.000000 GiB). Trace data will "
         "likely be truncated soon.",
@@ -365,3 +369,25 @@ def test_rows_in_any_order_give_the_same_analysis(tmp_path: Path, name: str) -> 
     shuffled = tracekit.analyze(_shuffled_copy(src, tmp_path / f"shuffled_{name}"))
     assert shuffled.iterations.equals(ordered.iterations)
     assert (shuffled.verdict, shuffled.verdict_uncertain) == (ordered.verdict, ordered.verdict_uncertain)
+
+
+def test_a_capture_whose_cuda_trace_failed_is_no_cpu_only_run(tmp_path: Path) -> None:
+    """An export with NVTX ranges and no CUDA table reads as a CPU-only run: its leaf ranges become operators
+    and get a verdict. When nsys says its CUDA trace failed or lost records (here 'Could not load the CUPTI
+    library'), the missing device work is the application's GPU work, not its absence: the trace is a GPU run
+    without device ops (no operators from its ranges, no verdict), with the warning quoting nsys. Before, 3
+    iterations of 10 µs with a 4 µs leaf 'op' each read as a CPU run, "operator utilization" 0.4,
+    framework-bound."""
+    b = NsysBuilder()
+    for i in range(3):
+        t0 = 100 * US + i * 20 * US
+        b.nvtx_range(t0, t0 + 10 * US, "iteration")
+        b.nvtx_range(t0 + 3 * US, t0 + 7 * US, "op")
+    path = b.write(tmp_path / "cupti_failed.synthetic.sqlite")
+    text = "Could not load the CUPTI library. Please make sure the installed CUDA version is supported."
+    _with_diagnostics(path, [(50_000, 1, 1, 3, text)])
+    trace = read(path)
+    assert trace.meta["device"] == "gpu"
+    assert trace.ops.height == 0
+    analysis = tracekit.analyze(path)
+    assert analysis.verdict is None

@@ -1254,14 +1254,19 @@ DIAGNOSTIC_TABLE = "DIAGNOSTIC_EVENT"
 #: "Number of incomplete CUPTI events dropped: %llu. ...", "Couldn't allocate CUPTI buffers %d times.Some CUPTI
 #: events might be missing.", "Could not parse %llu CUPTI activity records. ...", "Not all %s events might have
 #: been collected.", "%zu NVTX annotations were discarded because ...", "Injection storage file %s has reach
-#: %d%% of size limit (%f GiB). Trace data will likely be truncated soon. ...". Checked in this order.
+#: %d%% of size limit (%f GiB). Trace data will likely be truncated soon. ...", and the injection's failures
+#: to collect at all: "Cannot allocate CUPTI buffer. %s", "Cannot provide a valid buffer for CUPTI.", "Could not
+#: load the CUPTI library. ...", "Cannot initialize CUDA event collection", "Cannot initialize CudaTracing
+#: library", "Unable to get NVTX CORE export table". Checked in this order.
 LOSS_PATTERNS: tuple[tuple[str, str], ...] = (
     ("all", r"will likely be truncated|trace data .*truncated"),
-    ("nvtx", r"nvtx\b.*\b(discarded|dropped|lost|might be missing)"),
+    ("nvtx", r"nvtx\b.*\b(discarded|dropped|lost|might be missing)|unable to get nvtx \w+ export table"),
     (
         "device",
         r"cupti .*(dropped|might be missing|could not be|lost)|dropped \d+ records|could not parse \d+ cupti"
-        r"|failed to convert cupti|not all (cuda|cupti|gpu)\b.* events might have been collected",
+        r"|failed to convert cupti|not all (cuda|cupti|gpu)\b.* events might have been collected"
+        r"|cannot allocate cupti buffer|cannot provide a valid buffer for cupti|could not load the cupti library"
+        r"|cannot initialize (cuda event collection|cudatracing library)",
     ),
     ("all", r"events? (were|was) (lost|dropped|discarded)|not all .* events might have been collected"),
 )
@@ -1472,7 +1477,11 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
             "a process killed or ended with os._exit loses them), so this is a GPU run without device work, "
             "not a CPU-only trace"
         )
-    device = "gpu" if ops.height or unread or lost else "cpu"
+    # nsys's word that it lost CUDA activity (or could not trace CUDA at all): an export without device ops is
+    # then a GPU run whose device work is missing, no CPU-only one (its NVTX leaves as operators had given a
+    # verdict on a GPU run from its host ranges alone)
+    lost_events = _lost_events(export, strings, warnings)
+    device = "gpu" if ops.height or unread or lost or "device" in lost_events else "cpu"
     if device == "cpu" and ranges.height:
         ops = _cpu_operators(nested, warnings)
     if (
@@ -1486,7 +1495,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         )
     meta = export_meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
-    if lost_events := _lost_events(export, strings, warnings):
+    if lost_events:
         meta["lost_events"] = lost_events
     if "gpu_metrics" in want and gpu_metrics is not None and gpu_metrics.height:
         if (period := sampling_period_ns(export, gpu_metrics)) is not None:
