@@ -106,7 +106,8 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
 - **whole-capture windows**: a trace without iteration ranges is one window (``window``: first launch to
   last op end), whose latency is how long the capture ran: traces all so (and the GPUs of one such capture)
   have no spread, start skew or slowest by step (:func:`whole_windows`); the straggler, by collectives, stays.
-  Windows cut at idle gaps (``--split-idle``) are compared as steps.
+  Windows cut at idle gaps (``--split-idle``) are compared as steps, unless there is one (no gap that long:
+  the whole capture again, :func:`uncut`).
 - **warnings**: besides the above, each trace's own warnings (once per text, with the traces it applies to),
   and traces whose iterations are cut by different ranges (their steps may be different work: the spread,
   the skew and the slowest by step are then withheld, with ``why``).
@@ -387,10 +388,13 @@ def within_capture(result: dict[str, Any]) -> dict[str, Any] | None:
     out["skew"] = skew(steps_seen, zero, 0, last)
     apart = out["skew"].get("why") if out["skew"].get("median_start_skew_ms") is None else None
     out["slowest_by_step"] = {"why": apart} if apart else slowest_by_step(steps_seen, last)
-    # (each GPU's one window over the capture is no step: its span is the GPU's first launch to last op)
-    if whole_windows([result]):
+    # (each GPU's one window over the capture is no step: its span is the GPU's first launch to last op;
+    # so is one window --split-idle left uncut on every GPU)
+    idle = bool(IDLE_WINDOWS.match(str(result.get("range") or "")))
+    if whole_windows([result]) or (idle and all(steps_of(x) == 1 for x in lanes)):
+        how = "no idle gap long enough to cut it" if idle else "no iteration ranges"
         whole = (
-            f"{label(result)}: each GPU's iteration is one window over the capture (no iteration ranges), "
+            f"{label(result)}: each GPU's iteration is one window over the capture ({how}), "
             "its first launch to its last op: no step; cut steps with --split-idle MS or --range NAME"
         )
         out.update(skew={"steps": 0, "why": whole}, slowest_by_step={"why": whole})
@@ -537,17 +541,34 @@ def range_warning(results: list[dict[str, Any]]) -> list[str]:
 WHOLE_WINDOW = "window"
 
 
+#: The range name of windows cut at idle gaps (``--split-idle MS``: ``idle>MSms``).
+IDLE_WINDOWS = re.compile(r"^idle>[0-9.e+-]+ms$")
+
+
+def uncut(result: dict[str, Any]) -> bool:
+    """Whether the trace's one iteration is a window over its whole capture: no iteration ranges
+    (:data:`WHOLE_WINDOW`), or windows cut at idle gaps (:data:`IDLE_WINDOWS`) of which there is one (no gap
+    that long: its first launch to its last op, as without ranges)."""
+    cut = str(result.get("range") or "")
+    return cut == WHOLE_WINDOW or (bool(IDLE_WINDOWS.match(cut)) and steps_of(result) == 1)
+
+
 def whole_windows(results: list[dict[str, Any]]) -> str | None:
     """Why the traces' iterations are not compared as steps: each is one window over its whole capture
-    (:data:`WHOLE_WINDOW`; every trace is, ranges being alike where this is asked), whose latency is how long
-    the capture ran (a capture that began earlier or ran longer is no slower rank); None otherwise."""
-    if not results or any(r.get("range") != WHOLE_WINDOW for r in results):
+    (:func:`uncut`; every trace is, ranges being alike where this is asked), whose latency is how long the
+    capture ran (a capture that began earlier or ran longer is no slower rank); None otherwise."""
+    if not results or not all(uncut(r) for r in results):
         return None
     names = _named([label(r) for r in results])
     each = "each is" if len(results) > 1 else "it is"
+    how = (
+        "no iteration ranges"
+        if all(r.get("range") == WHOLE_WINDOW for r in results)
+        else "no iteration ranges, or no idle gap long enough to cut it"
+    )
     return (
-        f"{names}: {each} one window over its whole capture (no iteration ranges): its latency is how long the "
-        "capture ran, not a step; cut steps with --split-idle MS or --range NAME"
+        f"{names}: {each} one window over its whole capture ({how}): its latency is how long the capture ran, "
+        "not a step; cut steps with --split-idle MS or --range NAME"
     )
 
 

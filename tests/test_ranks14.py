@@ -371,3 +371,56 @@ def test_process_group_ranks_cut_by_kineto_leave_the_members_unknown_not_wrong(t
         "the traces' collectives belong to several process groups: clocks and stragglers are matched on process "
         "group 0's collectives, which every trace holds, in their order"
     ) in doc["warnings"]
+
+
+# --- 5. a capture --split-idle did not cut: one window over it, as without ranges --------------------------
+
+
+def _gpu_lane(device: int, start: int, end: int) -> dict[str, Any]:
+    return {
+        "device": device,
+        "gpu": None,
+        "iterations": 1,
+        "median_latency_ms": (end - start) / 1e6,
+        "lane": {
+            "iterations": {
+                "index": np.asarray([0]),
+                "start_ns": np.asarray([start], dtype=np.int64),
+                "end_ns": np.asarray([end], dtype=np.int64),
+                "latency_ms": np.asarray([(end - start) / 1e6]),
+                "step": [None],
+            }
+        },
+    }
+
+
+@pytest.mark.parametrize("cut", ["window", "idle>5ms"])
+def test_one_window_over_a_capture_is_no_step_whether_or_not_split_idle_was_asked(cut: str) -> None:
+    """A SYNTHETIC capture of two GPUs (one process each, no collectives), each one window over the 1-s cut:
+    GPU 1's first op 77 µs after GPU 0's and its last 266 µs earlier (the real 2-GPU nsys-ai export's shape).
+    ``--split-idle 5`` found no gap of 5 ms: its one window is the capture still, no step; the start skew
+    (0.077 ms) and 'slowest GPU 0' had been given for it."""
+    result = {
+        "name": "two_gpus.synthetic.sqlite",
+        "path": "/runs/two_gpus.synthetic.sqlite",
+        "rank": None,
+        "range": cut,
+        "iterations": {
+            "index": np.asarray([0]),
+            "start_ns": np.asarray([EPOCH], dtype=np.int64),
+            "end_ns": np.asarray([EPOCH + 969_448_000], dtype=np.int64),
+            "latency_ms": np.asarray([969.448]),
+        },
+        "collective_starts_ns": np.zeros(0, dtype=np.int64),
+        "collective_ends_ns": np.zeros(0, dtype=np.int64),
+        "collective_kinds": [],
+        "per_gpu": [
+            _gpu_lane(0, EPOCH, EPOCH + 969_448_000),
+            _gpu_lane(1, EPOCH + 77_000, EPOCH + 969_336_000),
+        ],
+        "verdict": "compute",
+        "warnings": [],
+    }
+    (within,) = summarize([result])["gpu_within"]
+    assert within["skew"]["steps"] == 0 and "no step" in within["skew"]["why"]
+    assert "no step" in within["slowest_by_step"]["why"]
