@@ -267,11 +267,36 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "launch_latency_us": mean("launch_latency_us"),
         "idle_gaps": mean("idle_gaps"),
         "path": str(config.path),
-        "warnings": _row_warnings(analyzed, traced_stats) + [f"{source} latency: {w}" for w in used.warnings],
+        "warnings": _row_warnings(analyzed, traced_stats)
+        + _traced_spread(analyzed, instability=source != "traced")
+        + [f"{source} latency: {w}" for w in used.warnings],
         "latency_stats": {**used.to_json(), "source": source},
         "_latency": used,
         "_perturbation": perturbation,
     }
+
+
+def _traced_spread(analyzed: Analysis, instability: bool) -> list[str]:
+    """The traced latency's spread, where the stability rules' dropped iterations move the row's traced mean
+    (theirs: the kept iterations') away from analyze's and table's (every iteration's) by more than 5%, or
+    the set is unstable (:func:`tracekit.analyzers.stability.spread_warning`, the same sentence as table's, the
+    other way round); a slow start the analysis already names is left to its warning. ``instability`` False:
+    the traced set is the latency the row uses, whose instability its own warning says."""
+    from tracekit.analyzers.stability import slow_start, spread_warning
+
+    frame = analyzed.iterations
+    if frame.is_empty() or "latency_ms" not in frame.columns:
+        return []
+    latency = frame.get_column("latency_ms").to_list()
+    said = slow_start(latency) if any(SLOW_START_MARK in w for w in analyzed.warnings) else 0
+    text = spread_warning(
+        latency,
+        mean_kept=True,
+        said=said,
+        indices=frame.get_column("index").to_list(),
+        instability=instability,
+    )
+    return [] if text is None else [f"traced latency: {text}"]
 
 
 def _row_projection(analyzed: Analysis, kept: pl.DataFrame, dropped: bool) -> Projection | None:

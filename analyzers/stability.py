@@ -491,6 +491,89 @@ def measure(
     )
 
 
+#: Iterations dropped by rule 1 or 2 are worth a word beside a mean when leaving them in moves it by more than
+#: this (the slow start's threshold, :data:`SLOW_START_MEAN_SHIFT`).
+SPREAD_MEAN_SHIFT = SLOW_START_MEAN_SHIFT
+
+
+def spread_warning(
+    values: Sequence[float],
+    *,
+    mean_kept: bool = False,
+    said: int = 0,
+    indices: Sequence[int] | None = None,
+    unit: str = "ms",
+    instability: bool = True,
+) -> str | None:
+    """One sentence when a mean over ``values`` (per-iteration latencies, in order) is shown on iterations that
+    contradict it, else None: by the rules of :func:`measure` (the one set of rules, as the report applies
+    them), when the iterations rules 1 and 2 drop move the mean of all of them by more than
+    :data:`SPREAD_MEAN_SHIFT` against the mean of the rest, or when the set is unstable (rule 5: coefficient
+    of variation of the kept iterations above :data:`UNSTABLE_CV`, pyperf's 10%; a trend; no single mode).
+
+    ``mean_kept``: the mean shown is the kept iterations' (the report's traced mean), so the sentence says it
+    leaves them out; else it is every iteration's (analyze, table), which includes them. ``said``: the first
+    ``said`` iterations are a slow start another warning already names (:func:`slow_start`): a set whose only
+    dropped iterations are those, and that is not unstable, gets no second sentence. ``indices``: each value's
+    iteration index, as shown to the reader (default: its position). ``instability`` False: the set's
+    instability is said elsewhere (the report's warning on the latency it uses), so only a mean moved by the
+    dropped iterations is."""
+    m = measure(values)
+    finite = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    if m.count < 2 or m.mean is None:
+        return None
+    names = list(indices) if indices is not None else list(range(len(values)))
+    mean_all = statistics.fmean(finite)
+    dropped = m.dropped
+    moved = bool(dropped) and m.mean > 0 and abs(mean_all - m.mean) > SPREAD_MEAN_SHIFT * m.mean
+    if set(dropped) <= set(range(said)):
+        moved = False  # the slow start's own warning gives the mean with and without them
+    if not moved and not (m.unstable and instability):
+        return None
+    low, high = min(finite), max(finite)
+    spread = f"{high / low:.1f}x" if low > 0 else "from 0"
+    cv_all = statistics.stdev(finite) / mean_all if mean_all else math.nan
+    head = (
+        f"iteration latencies vary {spread} ({_fmt(low)} to {_fmt(high)} {unit}; coefficient of variation "
+        f"{100 * cv_all:.1f}% over all {len(finite)})"
+    )
+    groups = []
+    for rule, what in (("warmup", "warm-up (rule 'warmup')"), ("outlier", "outlier")):
+        which = [names[i] for i, r in dropped.items() if r == rule]
+        if not which:
+            continue
+        plural = len(which) > 1
+        if rule == "outlier":
+            what = f"outlier{'s' if plural else ''} (rule 'outlier': modified z-score > {OUTLIER_Z})"
+        groups.append(
+            f"iteration{'s' if plural else ''} {_span(which)} {'are' if plural else 'is an'} {what}"
+        )
+    listed = ", ".join(groups).replace(" is an warm-up", " is warm-up")
+    it = "them" if len(dropped) > 1 else "it"
+    reasons = next((w[len("unstable: ") :] for w in m.warnings if w.startswith("unstable: ")), None)
+    if not instability:
+        reasons = None
+    if moved:
+        if mean_kept:
+            mean = (
+                f"the mean leaves {it} out ({_fmt(m.mean)} {unit}, {_fmt(mean_all)} with {it}, the mean of "
+                "every iteration)"
+            )
+        else:
+            mean = f"the mean includes {it} ({_fmt(mean_all)} {unit}, {_fmt(m.mean)} without {it})"
+        return f"{head}: {listed}, and {mean}" + (
+            f"; without {it} still unstable: {reasons}" if reasons else ""
+        )
+    if reasons is None:
+        return None
+    shift = abs(mean_all - m.mean) / m.mean if m.mean else 0.0
+    if listed:
+        return f"{head}: unstable: {reasons} ({listed}, moving the mean by {100 * shift:.1f}%)"
+    if "no single mode" in reasons:
+        return f"{head}: unstable: {reasons}"
+    return f"{head}: unstable: {reasons} (no outlier by rule 'outlier')"
+
+
 #: Most runs of consecutive indices :func:`_span` lists before it says how many more there are.
 SPAN_RUNS = 8
 

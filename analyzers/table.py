@@ -267,7 +267,24 @@ def analyzed_row(analyzed: Analysis, item: TraceInput, ncu: Any = None) -> tuple
     row["latency_source"] = "traced"
     result = utilization(analyzed, ncu)
     row.update(result.fields())
-    return row, warnings + result.warnings
+    return row, warnings + _latency_spread(analyzed) + result.warnings
+
+
+def _latency_spread(analyzed: Analysis) -> list[str]:
+    """The row's latency is the mean of every analyzed iteration (as analyze's): where the iterations the
+    stability rules drop move it by more than 5%, or the set is unstable, one warning says so with the mean
+    without them, the traced mean ``tracekit report`` shows (:func:`tracekit.analyzers.stability.spread_warning`);
+    a slow start the analysis already names is left to its warning."""
+    from tracekit.analyzers.iterations import SLOW_START_MARK
+    from tracekit.analyzers.stability import slow_start, spread_warning
+
+    frame = analyzed.iterations
+    if frame.is_empty() or "latency_ms" not in frame.columns:
+        return []
+    latency = frame.get_column("latency_ms").to_list()
+    said = slow_start(latency) if any(SLOW_START_MARK in w for w in analyzed.warnings) else 0
+    text = spread_warning(latency, said=said, indices=frame.get_column("index").to_list())
+    return [] if text is None else [text]
 
 
 def row_label(row: dict[str, Any]) -> str:
