@@ -198,3 +198,66 @@ def test_table_warns_of_an_unstable_set_and_report_says_it_once(
     assert [w for w in built.warnings if "unstable" in w] == [
         f"{trace}: traced latency: unstable: coefficient of variation 17.6% (> 10%)"
     ]
+
+
+# ------------------------------------------------------------- 3. --split-idle against the trace's ranges
+
+
+def split_trace(folder: Path) -> Path:
+    """4 ``iteration`` ranges of 1000 us, 40 us apart (a range every 1040 us); in each three 100 us kernels at
+    +20, +420 and +820 us (the last one 160 us), each launched 10 us before it: idle gaps of 300 us inside an
+    iteration, 80 us between two (980 us to the next range's +20 us)."""
+    events: list[dict[str, Any]] = []
+    corr = 0
+    for i in range(4):
+        t = 1_000_000 + 1040 * i
+        events.append(kineto_event("user_annotation", "iteration", t, 1000))
+        for start, length in ((20, 100), (420, 100), (820, 160)):
+            corr += 1
+            events.append(
+                kineto_event("cuda_runtime", "cudaLaunchKernel", t + start - 10, 5, correlation=corr)
+            )
+            events.append(
+                kineto_event("kernel", "gemm", t + start, length, 0, 7, correlation=corr, device=0, stream=7)
+            )
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "pytorch_b1_s128.synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "tracekit_synthetic": True, "traceEvents": events}))
+    return path
+
+
+def test_split_idle_that_cuts_inside_the_ranges_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    # --split-idle 0.1: the 300 us gaps inside the iterations cut, the 80 us gaps between them do not: windows
+    # k0 | k1 | k2 + next k0 | ... = 9 windows for 4 ranges; no threshold can cut at the ranges (300 > 80).
+    doc = run_json("analyze", [str(split_trace(tmp_path)), "--split-idle", "0.1"], capsys)
+    assert doc["summary"]["iterations"] == 9
+    said = [w for w in doc["warnings"] if "windows against" in w]
+    assert said == [
+        "9 windows against 4 ranges named 'iteration' in the trace: the threshold cuts inside iterations (an "
+        "idle gap inside a range lasts up to 0.3 ms, longer than the shortest between two ranges, 0.08 ms: no "
+        "--split-idle threshold cuts this trace at its ranges; analyze the ranges themselves, without "
+        "--split-idle)"
+    ]
+
+
+def test_split_idle_that_joins_the_ranges_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    # --split-idle 0.5: no gap is longer, one window for the 4 ranges.
+    doc = run_json("analyze", [str(split_trace(tmp_path)), "--split-idle", "0.5"], capsys)
+    assert doc["summary"]["iterations"] == 1
+    said = [w for w in doc["warnings"] if "windows against" in w or "window against" in w]
+    assert said == [
+        "1 window against 4 ranges named 'iteration' in the trace: the threshold joins iterations (an idle gap "
+        "inside a range lasts up to 0.3 ms, longer than the shortest between two ranges, 0.08 ms: no "
+        "--split-idle threshold cuts this trace at its ranges; analyze the ranges themselves, without "
+        "--split-idle)"
+    ]
+
+
+def test_split_idle_that_matches_the_ranges_says_nothing_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The NOISY trace: one kernel a range, 0.1 ms between ranges, the range's idle tail ends it: --split-idle
+    # 0.05 cuts 10 windows for the 10 ranges.
+    doc = run_json("analyze", [str(kineto_trace(tmp_path, NOISY, 1000.0)), "--split-idle", "0.05"], capsys)
+    assert doc["summary"]["iterations"] == 10
+    assert not [w for w in doc["warnings"] if "against" in w]
