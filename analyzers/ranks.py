@@ -554,16 +554,18 @@ def uncut(result: dict[str, Any]) -> bool:
 
 
 def whole_windows(results: list[dict[str, Any]]) -> str | None:
-    """Why the traces' iterations are not compared as steps: each is one window over its whole capture
-    (:func:`uncut`; every trace is, ranges being alike where this is asked), whose latency is how long the
-    capture ran (a capture that began earlier or ran longer is no slower rank); None otherwise."""
-    if not results or not all(uncut(r) for r in results):
+    """Why the traces' iterations are not compared as steps: some trace's one iteration is a window over its
+    whole capture (:func:`uncut`: every trace's without ranges, ranges being alike where this is asked; one
+    left uncut by --split-idle beside others' windows), whose latency is how long the capture ran (a capture
+    that began earlier or ran longer is no slower rank, nor is it a step of the others'); None otherwise."""
+    whole = [r for r in results if uncut(r)]
+    if not whole:
         return None
-    names = _named([label(r) for r in results])
-    each = "each is" if len(results) > 1 else "it is"
+    names = _named([label(r) for r in whole])
+    each = "each is" if len(whole) > 1 else "it is"
     how = (
         "no iteration ranges"
-        if all(r.get("range") == WHOLE_WINDOW for r in results)
+        if all(r.get("range") == WHOLE_WINDOW for r in whole)
         else "no iteration ranges, or no idle gap long enough to cut it"
     )
     return (

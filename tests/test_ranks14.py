@@ -424,3 +424,39 @@ def test_one_window_over_a_capture_is_no_step_whether_or_not_split_idle_was_aske
     (within,) = summarize([result])["gpu_within"]
     assert within["skew"]["steps"] == 0 and "no step" in within["skew"]["why"]
     assert "no step" in within["slowest_by_step"]["why"]
+
+
+def test_a_capture_split_idle_left_uncut_is_not_compared_with_anothers_windows() -> None:
+    # two traces cut at 5-ms idle gaps: one into two 1-ms windows, the other left one 969.448-ms window (no gap
+    # that long): the spread had compared that capture's length with the other's windows (969x)
+    def one(name: str, spans: list[tuple[int, int]]) -> dict[str, Any]:
+        return {
+            "name": name,
+            "path": f"/runs/{name}",
+            "rank": None,
+            "range": "idle>5ms",
+            "iterations": {
+                "index": np.arange(len(spans)),
+                "start_ns": np.asarray([a for a, _ in spans], dtype=np.int64),
+                "end_ns": np.asarray([b for _, b in spans], dtype=np.int64),
+                "latency_ms": np.asarray([(b - a) / 1e6 for a, b in spans]),
+            },
+            "collective_starts_ns": np.zeros(0, dtype=np.int64),
+            "collective_ends_ns": np.zeros(0, dtype=np.int64),
+            "collective_kinds": [],
+            "verdict": "compute",
+            "warnings": [],
+        }
+
+    doc = summarize(
+        [
+            one("a.synthetic.json", [(EPOCH, EPOCH + 1_000_000), (EPOCH + 7_000_000, EPOCH + 8_000_000)]),
+            one("b.synthetic.json", [(EPOCH, EPOCH + 969_448_000)]),
+        ]
+    )
+    assert doc["spread"] == {
+        "why": "b.synthetic.json: it is one window over its whole capture (no iteration ranges, or no idle gap "
+        "long enough to cut it): its latency is how long the capture ran, not a step; cut steps with "
+        "--split-idle MS or --range NAME"
+    }
+    assert "why" in doc["slowest_by_step"]
