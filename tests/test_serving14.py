@@ -9,8 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from tests.builders import kineto_event, kineto_file
+from tests.test_hostile13_analysis_props import _analyze, generated
 from tracekit.analyzers import plausibility as P
 from tracekit.api import analyze, read_trace
 
@@ -309,3 +312,44 @@ def test_the_real_sglang_step_is_one_step(name: str, batch: str) -> None:
 
     found = batch_from_steps(trace)
     assert found is not None and f"{batch} in each of 1 step(s)" in found.evidence
+
+
+# ------------------------------------------------------------------------------ property: silence is dispatch
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.integers(0, 10**9), st.sampled_from([1_000, 5_000, 20_000]))
+def test_host_silence_is_always_part_of_the_dispatch_time(seed: int, minimum: int) -> None:
+    # Generated traces (hostile13's: 1-2 processes, threads, streams, devices, graph launches, copies, stream
+    # waits, syncs) with CPU operators around some calls: every iteration's silent time (stretches of at least
+    # `minimum` ns here) is part of its dispatch time, as the doubt says ("counted as dispatch").
+    import random
+    from unittest.mock import patch
+
+    import polars as pl
+
+    from tracekit.model import CPU_OPS_SCHEMA, conform
+
+    trace = generated(seed)
+    r = random.Random(seed)
+    rows = [
+        (s - r.randint(0, 3000), e + r.randint(0, 3000), p, t, "aten::op")
+        for s, e, p, t in trace.api.select("start", "end", "pid", "thread").iter_rows()
+        if r.random() < 0.5
+    ]
+    if not rows:
+        return
+    frame = pl.DataFrame(rows, schema=["start", "end", "pid", "thread", "name"], orient="row")
+    trace.cpu_ops = conform(frame, CPU_OPS_SCHEMA)
+    a = _analyze(trace)
+    if a is None or a.iterations.is_empty():
+        return
+    windows = a.iterations.select(
+        pl.col("window_start_ns").alias("window_start"), pl.col("window_end_ns").alias("window_end")
+    )
+    with patch.object(P, "UNRECORDED_MIN_NS", minimum):
+        silent = P.unrecorded_ns(trace, windows)
+    assert silent is not None
+    dispatch = (a.iterations.get_column("dispatch_ms") * 1e6).round(0).cast(pl.Int64)
+    for x, d in zip(silent.to_list(), dispatch.to_list(), strict=True):
+        assert d is None or x <= d + 1
