@@ -208,3 +208,50 @@ def test_a_trace_whose_every_device_op_has_no_time_is_refused(tmp_path: Path) ->
     path.write_text(json.dumps(doc))
     with pytest.raises(TraceFormatError, match="6 events .6 of them device ops. read ts 0.000 and dur 0.000"):
         read(path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/iterations.py (not mine): a ProfilerStep of 0 µs between steps that hold work is made an "
+    "iteration of latency 0.000 ms (only the last such step is left out, _closing_profiler_step); Kineto writes "
+    "dur 0 for a range whose end it lost (kineto#646 clamps the negative duration of an end time of 0)",
+)
+def test_a_step_of_no_duration_between_steps_is_no_iteration(tmp_path: Path) -> None:
+    """Steps of 900 µs at 5, 5.001 and 5.002 s, each with a 200 µs kernel; the middle one reads dur 0. No
+    iteration may read a latency of 0: the middle step is left out (or withheld) with a word."""
+    doc = json.loads(_zeroed_run(3, steps=3))
+    doc["traceEvents"][4]["dur"] = 0  # ProfilerStep#1
+    path = tmp_path / "step_dur0.synthetic.json"
+    path.write_text(json.dumps(doc))
+    latencies = tracekit.analyze(path, skip=0).iterations.get_column("latency_ms").to_list()
+    assert 0.0 not in latencies
+    assert latencies == pytest.approx([0.9, 0.9])
+
+
+# --- Windows paths written unescaped (pytorch#98432: torch 2.0 with with_stack=True on Windows)
+
+
+def test_unescaped_windows_paths_are_read_as_written(tmp_path: Path) -> None:
+    """torch 2.0 on Windows wrote ``"name": "torch\\cuda\\__init__.py(219): _lazy_init"`` with its
+    backslashes unescaped (pytorch#98432; libkineto's sanitizeStrForJSON now turns them into '/'): invalid
+    JSON, which had refused the whole trace in one line. Now a backslash that starts no JSON escape reads as
+    itself, and the trace reads as it would have: 3 steps of 0.9 ms with 0.2 ms of kernel each; a range named
+    ``load C:\\Users\\me`` keeps its name. Valid escapes (``\\n``, ``\\u00e9``, ``\\\\``) read as JSON has them."""
+    doc = json.loads(_zeroed_run(3, steps=3))
+    doc["traceEvents"] += [
+        kineto_event("python_function", "PY1", 5_000_000, 2900, PID, TID),
+        kineto_event("user_annotation", "PY2", 5_000_005, 1, PID, TID),
+        kineto_event("user_annotation", "PY3", 5_000_006, 1, PID, TID),
+    ]
+    text = json.dumps(doc)
+    text = text.replace("PY1", r"torch\cuda\__init__.py(219): _lazy_init")
+    text = text.replace("PY2", r"load C:\Users\me\x.py")
+    text = text.replace("PY3", r"a\nb \u00e9 c\\d")
+    path = tmp_path / "windows.synthetic.json"
+    path.write_text(text)
+    trace = read(path)
+    names = trace.ranges.filter(pl.col("depth") > 0).get_column("name").to_list()
+    assert sorted(names) == sorted(["load C:\\Users\\me\\x.py", "a\nb \u00e9 c\\d"])
+    analysis = tracekit.analyze(path, skip=0)
+    assert analysis.iterations.get_column("latency_ms").to_list() == pytest.approx([0.9] * 3)
+    assert analysis.iterations.get_column("gpu_busy_ms").to_list() == pytest.approx([0.2] * 3)

@@ -310,7 +310,7 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
         except msgspec.ValidationError:  # valid JSON, but a scalar at the top
             raise TraceFormatError("not a Kineto trace: no traceEvents", path) from None
         except msgspec.DecodeError as exc:  # a non-finite number reads as null (see _decode_chunk)
-            repaired = repair_non_finite(data, exc)
+            repaired = repair(data, exc)
             if repaired is None:
                 raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
             data = repaired
@@ -492,9 +492,10 @@ def _decode_chunk(text: bytes, lenient: Lenient = False) -> list[_FastEvent] | l
     its error is at its end (the cut was inside a string or a nested value), or the array closes before
     the error (the text runs past the end of the events array).
 
-    Two spellings that some profilers write and strict JSON lacks are read: a non-finite number
-    (:func:`repair_non_finite`) becomes null, and a string with bytes that are not UTF-8 gets U+FFFD for
-    them (as most trace viewers show it). Any other error inside the text raises :class:`InvalidJSON`:
+    Three spellings that some profilers write and strict JSON lacks are read: a non-finite number
+    (:func:`repair_non_finite`) becomes null, a backslash that starts no escape reads as itself
+    (:func:`repair_escapes`), and a string with bytes that are not UTF-8 gets U+FFFD for them (as most trace
+    viewers show it). Any other error inside the text raises :class:`InvalidJSON`:
     moving the cut back cannot help then."""
     while True:
         try:
@@ -502,7 +503,7 @@ def _decode_chunk(text: bytes, lenient: Lenient = False) -> list[_FastEvent] | l
         except UnicodeDecodeError:  # a string's bytes are not UTF-8 (outside strings it is a DecodeError)
             text = text.decode("utf-8", "replace").encode()
         except msgspec.DecodeError as exc:
-            repaired = repair_non_finite(text, exc)
+            repaired = repair(text, exc)
             if repaired is not None:
                 text = repaired
                 continue
@@ -594,6 +595,31 @@ def repair_non_finite(text: bytes, error: msgspec.DecodeError) -> bytes | None:
         if _before_token(text, start) in _VALUE_STARTS:
             return b"".join((text[:start], b"null", _nulls_after(text[match.end() :])))
     return None
+
+
+#: msgspec's reasons for a backslash that starts no JSON escape (``\c``; ``\u`` without four hex digits)
+_BAD_ESCAPES: tuple[str, ...] = ("invalid escape character in string", "invalid character in unicode escape")
+#: a JSON escape (kept as it is) or a backslash that starts none (group 1: the backslash alone)
+_ESCAPE_OR_LONE = re.compile(rb'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])|(\\)')
+
+
+def repair_escapes(text: bytes, error: msgspec.DecodeError) -> bytes | None:
+    """``text`` with every backslash that starts no JSON escape doubled, so that it reads as itself, when
+    msgspec stopped at such a backslash (``error``); None otherwise (and when nothing changes). torch 2.0 on
+    Windows wrote Python paths in ``with_stack`` names unescaped (pytorch#98432:
+    ``"torch\\cuda\\__init__.py(219): _lazy_init"``; libkineto's ``sanitizeStrForJSON`` now writes '/').
+    Escapes are matched pairwise from the left, so an escaped backslash (two) stays one and a valid escape
+    (``\\n``, ``\\u00e9``) keeps its meaning."""
+    if not _error_reason(error).endswith(_BAD_ESCAPES):
+        return None
+    repaired = _ESCAPE_OR_LONE.sub(lambda m: b"\\\\" if m.group(1) else m.group(0), text)
+    return repaired if repaired != text else None
+
+
+def repair(text: bytes, error: msgspec.DecodeError) -> bytes | None:
+    """``text`` mended where msgspec stopped (``error``) for a spelling some profilers write that strict JSON
+    lacks (:func:`repair_non_finite`, :func:`repair_escapes`); None when it is no such spelling."""
+    return repair_non_finite(text, error) or repair_escapes(text, error)
 
 
 #: a JSON string (matched whole, so that nothing inside it is touched) or a non-finite number (group 1)

@@ -285,14 +285,14 @@ def _tail(rest: bytes) -> dict[str, msgspec.Raw] | None:
 
 def _decode_object(text: bytes) -> dict[str, msgspec.Raw] | None:
     """The top-level values of a JSON object text (None when it is not one), non-finite numbers read as
-    null as in the events (:func:`tracekit.readers.kineto_json.repair_non_finite`)."""
+    null and lone backslashes as themselves, as in the events (:func:`tracekit.readers.kineto_json.repair`)."""
     while True:
         try:
             return _DECODE_OBJECT.decode(text)
         except (msgspec.ValidationError, UnicodeDecodeError):
             return None
         except msgspec.DecodeError as exc:
-            repaired = kd.repair_non_finite(text, exc)
+            repaired = kd.repair(text, exc)
             if repaired is None:
                 return None
             text = repaired
