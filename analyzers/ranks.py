@@ -1292,6 +1292,9 @@ def renumbered(
     way: the numbers are then kept (nothing tells them apart)."""
     if not numbered or len(results) < 2 or any(step_numbers(r) is None for r in results):
         return steps_seen, numbered, None
+    as_numbered = clock_offsets(steps_seen, apart, groups)
+    if as_numbered["aligned"] and as_numbered["residual_us"] <= RENUMBERED_FLOOR_US:
+        return steps_seen, numbered, None  # (no shift could fit clearly better)
     chosen = [0]
     doubted: list[str] = []
     # (a shift must leave half the shorter trace's steps numbered alike: a few collectives fit by chance)
