@@ -896,8 +896,11 @@ def unrecorded_ns(trace: Trace, frame: pl.DataFrame) -> pl.Series | None:
     if trace.cpu_ops.is_empty() or trace.ops.is_empty() or trace.meta.get("device") == "cpu":
         return None
     starts, ends = _accounted(trace)
-    ws = frame.get_column("window_start").to_numpy().astype(np.int64)
-    we = frame.get_column("window_end").to_numpy().astype(np.int64)
+    known = frame.get_column("window_start").is_not_null() & frame.get_column("window_end").is_not_null()
+    # (a row without a window holds none: its end at its start)
+    ws = frame.get_column("window_start").fill_null(0).to_numpy().astype(np.int64)
+    we = pl.select(pl.when(known).then(frame.get_column("window_end")).otherwise(pl.lit(0))).to_series()
+    we = we.to_numpy().astype(np.int64)
     if not len(ws) or not len(starts):
         return pl.Series("unrecorded_ns", np.zeros(len(ws), dtype=np.int64))
     covered = np.maximum.accumulate(ends)

@@ -174,6 +174,14 @@ def test_the_unrecorded_time_is_measured_per_iteration_exactly(tmp_path: Path) -
     assert P.unrecorded_ns(trace, _raw_windows([(100_000, 2_000_000)])).to_list() == [0]
     # a window over the wait holds it whole
     assert P.unrecorded_ns(trace, _raw_windows([(3_000_000, 7_000_000)])).to_list() == [4_000_000]
+    # a row without a window holds none (and does not disturb the others)
+    import polars as pl
+
+    rows = pl.DataFrame(
+        {"window_start": [None, 3_000_000], "window_end": [None, 7_000_000]},
+        schema={"window_start": pl.Int64, "window_end": pl.Int64},
+    )
+    assert P.unrecorded_ns(trace, rows).to_list() == [0, 4_000_000]
 
 
 def test_silences_shorter_than_a_millisecond_are_framework_code(tmp_path: Path) -> None:
