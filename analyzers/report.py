@@ -260,7 +260,7 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "_replays_graphs": projection is not None and (projection.reason or "").startswith(ALREADY_GRAPHS),
         "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
-        "_verdict_uncertain": summary.verdict_uncertain,
+        "_verdict_uncertain": summary.verdict_uncertain or _split_verdict(analyzed),
         "kernels": mean("kernels"),
         "launches": mean("launches"),
         "launch_api_ms": None if launch_api_us is None else launch_api_us / 1e3,
@@ -274,6 +274,17 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "_latency": used,
         "_perturbation": perturbation,
     }
+
+
+def _split_verdict(analyzed: Analysis) -> str | None:
+    """Why the row's verdict (the median utilization's) does not hold across its iterations
+    (:func:`tracekit.analyzers.sweep.bound_doubt`), None when it does or there is no verdict."""
+    from tracekit.analyzers.sweep import bound_doubt
+
+    frame = analyzed.iterations
+    if analyzed.summary.bound is None or "gpu_utilization" not in frame.columns:
+        return None
+    return bound_doubt(frame.get_column("gpu_utilization").to_list(), analyzed.summary.bound_threshold)
 
 
 def _traced_spread(analyzed: Analysis, instability: bool) -> list[str]:

@@ -51,6 +51,46 @@ def bound_of(gpu_utilization: float | None, threshold: float = FRAMEWORK_BOUND_U
     return None if bound is None else ("framework" if bound else "compute")
 
 
+def bound_doubt(
+    utilizations: Collection[float | None], threshold: float = FRAMEWORK_BOUND_UTILIZATION
+) -> str | None:
+    """Why the verdict :func:`bound_of` gives on the median of per-iteration ``utilizations`` does not hold
+    across the iterations ("verdict uncertain: ..."), or None: when the distribution-free 95% interval of the
+    median (:func:`tracekit.analyzers.stability.median_interval`, the interval every latency median gets) lies
+    across the threshold, the iterations do not tell framework-bound from compute-bound; with fewer than 6
+    iterations (no interval) when they fall on both sides. Iterations all on one side, or a median whose
+    interval is on one side (however many iterations lie on the other), leave the verdict standing."""
+    import math
+    import statistics
+
+    from tracekit.analyzers.stability import median_interval
+
+    values = [float(u) for u in utilizations if u is not None and not math.isnan(float(u))]
+    if len(values) < 2:
+        return None
+    below = sum(u < threshold for u in values)
+    above = len(values) - below
+    if not below or not above:
+        return None
+    median = statistics.median(values)
+    head = (
+        f"verdict uncertain: the median utilization {100 * median:.1f}% ({bound_of(median, threshold)}-bound)"
+    )
+    interval = median_interval(values)
+    if interval is None:
+        return (
+            f"{head} rests on {len(values)} iterations on both sides of the {100 * threshold:.0f}% threshold: "
+            f"{below} framework-bound, {above} compute-bound (too few for an interval of the median)"
+        )
+    low, high = interval
+    if not low < threshold <= high:
+        return None
+    return (
+        f"{head} has a 95% interval of {100 * low:.1f}% to {100 * high:.1f}%, across the {100 * threshold:.0f}% "
+        f"threshold: {below} of {len(values)} iterations are framework-bound, {above} compute-bound"
+    )
+
+
 #: What makes two configurations of one runtime and sequence length belong to different sweeps: a sweep's
 #: latency curve, plateau and transition are those of one model on one device at one precision.
 #: ``unidentified``: the trace of a configuration whose model nothing states and whose batch size is only
