@@ -50,7 +50,14 @@ import numpy as np
 import polars as pl
 
 from tracekit.calls import pair_key, pair_keys_fit
-from tracekit.model import COMPILED_CPU_CODE, GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, Trace, calls_named
+from tracekit.model import (
+    COMPILED_CPU_CODE,
+    GRAPH_LAUNCH_NAMES,
+    LAUNCH_API_NAMES,
+    Trace,
+    calls_named,
+    on_host,
+)
 
 #: An op is implausibly long beyond this many times the host's recorded span ...
 IMPLAUSIBLE_SPAN_RATIO = 10
@@ -978,7 +985,7 @@ def _engine_steps_hint(trace: Trace, median_latency: float) -> str:
     if trace.ranges.is_empty():
         return ""
     any_step = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
-    steps = trace.ranges.filter(pl.col("name").str.contains(any_step))
+    steps = trace.ranges.filter(on_host() & pl.col("name").str.contains(any_step))
     if steps.is_empty():
         return ""
     length = steps.select((pl.col("end") - pl.col("start")).median()).item()
