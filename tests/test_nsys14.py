@@ -391,3 +391,27 @@ def test_a_capture_whose_cuda_trace_failed_is_no_cpu_only_run(tmp_path: Path) ->
     assert trace.ops.height == 0
     analysis = tracekit.analyze(path)
     assert analysis.verdict is None
+
+
+# ---------------------------------------------------------------- CUDA calls without their process
+
+
+@pytest.mark.parametrize("how", ["no column", "null"])
+def test_cuda_calls_without_a_process_are_the_ops_process(tmp_path: Path, how: str) -> None:
+    """CUDA API rows without ``globalTid`` (the column missing, or null) have no process, and correlation ids
+    are unique only within a process: no call matched its kernels. On the real 2024.6 export with the column
+    dropped, the kernels read as 'launched before the capture began', the iterations were replaced by one
+    window, and the verdict was framework-bound at 0.1% (3.4% with the column). As ops without a process
+    get the process of the trace's calls when those come from one, calls without a process get the process of
+    the trace's device ops when those come from one, with a warning: 4 iterations of 0.5 here, as with it."""
+    drop = {"CUPTI_ACTIVITY_KIND_RUNTIME": ["globalTid"]} if how == "no column" else {}
+    b = _gpu_run(NsysBuilder(drop_columns=drop))
+    if how == "null":
+        for row in b.rows["CUPTI_ACTIVITY_KIND_RUNTIME"]:
+            row["globalTid"] = None
+    path = b.write(tmp_path / "calls_without_process.synthetic.sqlite")
+    trace = read(path)
+    assert trace.api.get_column("pid").unique().to_list() == [100]
+    assert [w for w in trace.meta["warnings"] if "no process" in w]
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.5] * 4
