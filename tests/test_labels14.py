@@ -508,3 +508,47 @@ def test_busy_row_of_a_timeline_trace_keeps_its_label(
 ) -> None:
     code, out, _ = run_cli(["analyze", str(gpu_run(tmp_path))], capsys)
     assert summary_row(out, "GPU busy") == ["ms", *["0.007"] * 6]
+
+
+# --- firsthour13 §10: the longest gaps' "cause" is the largest share, "launcher was" its state at the start ----
+
+
+def test_longest_gap_headers_say_main_cause_and_state_at_gap_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One 100 µs iteration: kernel A [10, 12) µs; the host then syncs [5, 14), runs framework code until it
+    launches B in [40, 41), B runs [42, 44). The gap [12, 42) is 2 µs sync, 26 µs dispatch, 1 µs launch, 1
+    µs in flight: its main cause is dispatch (26 of 30 µs) and the launching thread was in the sync call at
+    the gap's start."""
+    events = [
+        kineto_event("user_annotation", "iteration", 0, 100, 10, 10),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 1, 1, 10, 10, correlation=1),
+        kineto_event("kernel", "A", 10, 2, 0, 7, correlation=1, device=0, stream=7),
+        kineto_event("cuda_runtime", "cudaStreamSynchronize", 5, 9, 10, 10, correlation=2),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 40, 1, 10, 10, correlation=3),
+        kineto_event("kernel", "B", 42, 2, 0, 7, correlation=3, device=0, stream=7),
+    ]
+    path = _kineto(tmp_path, events, "gap.synthetic.json")
+    code, out, _ = run_cli(["analyze", str(path), "--gaps", str(tmp_path / "gaps.json")], capsys)
+    assert code == 0
+    gaps = json.loads((tmp_path / "gaps.json").read_text())
+    (inner,) = [g for g in gaps if g["position"] == "inner"]
+    assert (inner["sync_ns"], inner["dispatch_ns"], inner["launch_ns"], inner["in_flight_ns"]) == (
+        2000,
+        26000,
+        1000,
+        1000,
+    )
+    assert (inner["cause"], inner["host_state"]) == ("dispatch", "sync")
+    header = next(line for line in out.splitlines() if line.startswith("┃ iteration"))
+    assert "main cause" in header and "launcher at gap start" in header
+    assert "launcher was" not in out
+    (row,) = [line for line in out.splitlines() if line.startswith("│ ") and "│ inner " in line]
+    assert [c.strip() for c in row.strip("│").split("│")][:6] == [
+        "0",
+        "inner",
+        "30.0",
+        "0.012",
+        "dispatch",
+        "sync",
+    ]

@@ -169,8 +169,10 @@ GAP_COLUMNS = [
     ("position", "position"),
     ("duration_us", "µs"),
     ("offset_ms", "starts at (ms into iteration)"),
-    ("cause", "cause"),
-    ("host_state", "launcher was"),
+    # (the cause holding most of the gap; the launching thread's state at the gap's start: a gap that began
+    # in a sync call and is mostly dispatch reads "dispatch" and "sync", analyzers/attribution.py)
+    ("cause", "main cause"),
+    ("host_state", "launcher at gap start"),
     ("cpu_context", "host was in"),
 ]
 
