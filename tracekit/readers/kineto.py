@@ -1327,6 +1327,50 @@ def _cut_long_names(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame
     return x_events.with_columns(names.scatter(rows, pl.Series(cut, dtype=pl.String)))
 
 
+#: the lists libkineto's ChromeTraceLogger writes as top-level keys with what its logger collected while
+#: tracing (``finalizeTrace``: ``"ERROR": [...]``, ``"WARNING": [...]``; ``"INFO"`` too, read only for the
+#: record counts), most severe first
+PROFILER_LOG_LEVELS: tuple[str, ...] = ("ERROR", "WARNING")
+#: how many lines of each level ``meta["profiler_log"]`` keeps (the warning counts them all)
+PROFILER_LOG_KEPT = 20
+#: ``meta`` key: True when libkineto stopped collecting GPU activity before the trace ended
+GPU_TRACING_STOPPED_EARLY = "gpu_tracing_stopped_early"
+#: libkineto's record counts when it stopped collecting GPU activity early (CuptiActivityProfiler's
+#: ErrorCounts, logged at INFO: '... Unexpected CUDA events = 0, CUPTI stopped early? = 1')
+_STOPPED_EARLY = re.compile(r"CUPTI stopped early\? = (?:1|true)\b")
+#: its warning when the GPU buffers ran out (CuptiActivityApi::bufferRequested: 'Exceeded max GPU buffer
+#: count (33 >= 32) - terminating tracing')
+_BUFFERS_EXCEEDED = "Exceeded max GPU buffer count"
+#: the prefix libkineto's logger puts before a message: 'WARNING:2024-05-22 17:15:22 2910249:2910249
+#: CuptiActivityApi.cpp:140] '
+_LOG_PREFIX = re.compile(r"^[A-Z]+:[^\]]*\]\s*")
+
+
+def _log_message(line: str) -> str:
+    """A libkineto log line without its level, time, ids and source position; at most 200 characters."""
+    message = _LOG_PREFIX.sub("", line, count=1)
+    return message if len(message) <= 200 else message[:199] + "…"
+
+
+def _profiler_log(header: dict[str, Any]) -> tuple[dict[str, list[str]], str | None]:
+    """What libkineto logged while tracing (:data:`PROFILER_LOG_LEVELS`' lists of the document's top level:
+    {level: lines}, the levels that hold lines only) and, when it says it stopped collecting GPU activity
+    early, its message for it ('' when only its record counts say so), else None. Lists that are not lists
+    of strings are not read."""
+
+    def lines(key: str) -> list[str]:
+        value = header.get(key)
+        return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+
+    logged = {level: lines(level) for level in PROFILER_LOG_LEVELS}
+    logged = {level: found for level, found in logged.items() if found}
+    everything = [line for level in (*PROFILER_LOG_LEVELS, "INFO") for line in lines(level)]
+    stopped = next((_log_message(line) for line in everything if _BUFFERS_EXCEEDED in line), None)
+    if stopped is None and any(_STOPPED_EARLY.search(line) for line in everything):
+        stopped = ""
+    return logged, stopped
+
+
 def _without_unplaced_events(path: Path, x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     """``x_events`` without the events torch.profiler could not place in time, with a warning counting them:
     events that read ``"ts": 0.000, "dur": 0.000`` in a trace whose other events have times. libkineto writes
@@ -1889,6 +1933,26 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         warnings.append(PYTHON_TRACING_WARNING)
     comm_args = header.pop(_COLLECTIVE_ARGS, None)
     meta = _meta(path, header, categories, ops, device)
+    logged, stopped_early = _profiler_log(header)
+    if stopped_early is not None:  # (the analysis may read it: the device work after that point is missing)
+        meta[GPU_TRACING_STOPPED_EARLY] = True
+        warnings.append(
+            "torch.profiler (libkineto) stopped collecting GPU activity early"
+            + (f" ({stopped_early!r})" if stopped_early else "")
+            + ": the device work after that point is not in the trace, so the GPU busy time and utilization of "
+            "the iterations it left out read too low (idle where the device ran) and the verdict may be wrong; "
+            "profile fewer steps (a shorter schedule) so that its buffers hold them"
+        )
+    if logged:
+        meta["profiler_log"] = {level: found[:PROFILER_LOG_KEPT] for level, found in logged.items()}
+        counts = [
+            f"{len(logged[level])} {level.lower()}(s)" for level in PROFILER_LOG_LEVELS if level in logged
+        ]
+        first = next(m for level in PROFILER_LOG_LEVELS for m in logged.get(level, []))
+        warnings.append(
+            f"torch.profiler (libkineto) logged {' and '.join(counts)} while tracing (first: "
+            f"{_log_message(first)!r}): what they report may be missing from the trace"
+        )
     if comm_args and device == "gpu":  # (the ranks' analysis matches collectives per process group by it)
         meta["collective_args"] = comm_args
     if compiled:
