@@ -324,8 +324,10 @@ def test_each_gpu_row_has_its_own_communication(tmp_path: Path) -> None:
     path = _kineto(tmp_path / "two_gpus_nccl.synthetic.json", 1000, kernels, ["A", "B"])
     doc = _doc([path])
     (whole,) = doc["rows"]
-    # the trace's row sums its GPUs' communication (device time), as before
-    assert [whole["mean_comm_ms"], whole["mean_exposed_comm_ms"]] == pytest.approx([0.65, 0.6], abs=1e-12)
+    # the trace's row is the union over its GPUs, as its GPU busy is: communication [350, 800) µs, exposed
+    # [400, 800) (GPU 0's all-reduce [600, 800) and GPU 1's [400, 800) beyond its compute); summed it had read
+    # 0.65 and 0.6
+    assert [whole["mean_comm_ms"], whole["mean_exposed_comm_ms"]] == pytest.approx([0.45, 0.4], abs=1e-12)
     got = [(g["mean_comm_ms"], g["mean_exposed_comm_ms"], g["mean_gpu_busy_ms"]) for g in doc["gpu_rows"]]
     assert got == [pytest.approx((0.2, 0.2, 0.75), abs=1e-12), pytest.approx((0.45, 0.4, 0.7), abs=1e-12)]
 
