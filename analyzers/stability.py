@@ -496,6 +496,10 @@ def measure(
 SPREAD_MEAN_SHIFT = SLOW_START_MEAN_SHIFT
 
 
+#: How :func:`spread_warning`'s sentence begins (for callers that replace another's with their own).
+SPREAD_MARK = "iteration latencies vary "
+
+
 def spread_warning(
     values: Sequence[float],
     *,
@@ -534,7 +538,7 @@ def spread_warning(
     spread = f"{high / low:.1f}x" if low > 0 else "from 0"
     cv_all = statistics.stdev(finite) / mean_all if mean_all else math.nan
     head = (
-        f"iteration latencies vary {spread} ({_fmt(low)} to {_fmt(high)} {unit}; coefficient of variation "
+        f"{SPREAD_MARK}{spread} ({_fmt(low)} to {_fmt(high)} {unit}; coefficient of variation "
         f"{100 * cv_all:.1f}% over all {len(finite)})"
     )
     groups = []

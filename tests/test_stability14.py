@@ -324,3 +324,17 @@ def test_analyze_marks_a_split_verdict_uncertain(tmp_path: Path, capsys: pytest.
     doc = run_json("analyze", [str(kineto_trace(tmp_path, NOISY, busy_ms=1000.0))], capsys)
     assert doc["summary"]["bound"] == "compute"
     assert "5 of 10 iterations are framework-bound" in (doc["summary"]["verdict_uncertain"] or "")
+
+
+def test_report_leaves_an_analysis_spread_sentence_to_its_own() -> None:
+    # Once analyze says the spread of its own mean (the proposed iterations.py wiring), the report's row keeps
+    # its own sentence (of its traced mean, without the outliers) and not the analysis' (of every iteration's).
+    from types import SimpleNamespace
+
+    from tracekit.analyzers.report import _row_warnings
+    from tracekit.analyzers.stability import SPREAD_MARK, spread_warning
+
+    theirs = spread_warning(NOISY)
+    assert theirs is not None and theirs.startswith(SPREAD_MARK)
+    analyzed = SimpleNamespace(warnings=["something else", theirs])
+    assert _row_warnings(analyzed, measure(NOISY)) == ["something else"]  # type: ignore[arg-type]
