@@ -105,6 +105,7 @@ LOSS_MESSAGES = [
     ("Could not load the CUPTI library. Please make sure the installed CUDA version is supported.", "device"),
     ("Cannot initialize CUDA event collection", "device"),
     ("Unable to get NVTX CORE2 export table", "nvtx"),
+    ("Not all NVTX events might have been collected.", "nvtx"),
     (
         "Injection storage file /tmp/x.qdstrm has reach 95% of size limit (4.000000 GiB). Trace data will "
         "likely be truncated soon.",
@@ -158,6 +159,7 @@ def test_nsys_diagnostics_that_lose_nothing_are_not_warned(tmp_path: Path) -> No
             "utilization on the timeline might be incorrect. Try reducing the sampling rate.",
         ),  # fmt: skip
         (16, 1, 1, 1, "CUPTI dropped 0 records. Some CUPTI events might be missing."),
+        (16, 1, 3, 2, "Not all OS runtime events might have been collected."),
         (17, 1, 3, 1, "Profiling has stopped."),
     ]
     path = _with_diagnostics(_gpu_run(NsysBuilder()).write(tmp_path / "benign.synthetic.sqlite"), benign)

@@ -1288,7 +1288,11 @@ DIAGNOSTIC_TABLE = "DIAGNOSTIC_EVENT"
 #: library", "Unable to get NVTX CORE export table". Checked in this order.
 LOSS_PATTERNS: tuple[tuple[str, str], ...] = (
     ("all", r"will likely be truncated|trace data .*truncated"),
-    ("nvtx", r"nvtx\b.*\b(discarded|dropped|lost|might be missing)|unable to get nvtx \w+ export table"),
+    (
+        "nvtx",
+        r"nvtx\b.*\b(discarded|dropped|lost|might be missing)|unable to get nvtx \w+ export table"
+        r"|not all nvtx\b.* events might have been collected",
+    ),
     (
         "device",
         r"cupti .*(dropped|might be missing|could not be|lost)|dropped \d+ records|could not parse \d+ cupti"
@@ -1296,7 +1300,8 @@ LOSS_PATTERNS: tuple[tuple[str, str], ...] = (
         r"|cannot allocate cupti buffer|cannot provide a valid buffer for cupti|could not load the cupti library"
         r"|cannot initialize (cuda event collection|cudatracing library)",
     ),
-    ("all", r"events? (were|was) (lost|dropped|discarded)|not all .* events might have been collected"),
+    # (what is lost must be what tracekit reads: "Not all OS runtime events might have been collected" is not)
+    ("all", r"\b(trace |cuda |gpu |nvtx )?events? (were|was) (lost|dropped|discarded)"),
 )
 #: Losses that concern data tracekit does not read (CPU IP/backtrace sampling, thread states).
 LOSS_IGNORED = r"sampl|cpu utilization|thread states"
