@@ -995,6 +995,51 @@ def _engine_steps_hint(trace: Trace, median_latency: float) -> str:
     return f"; the trace holds the engine's own steps ({name!r}, ...), which hold the work alone: --range names them"
 
 
+def idle_steps(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) -> str | None:
+    """The doubt when the analyzed iterations include serving-engine *idle* steps (no request: SGLang's
+    ``step[IDLE bs=0]``, a data-parallel rank's padding or dummy forward; :mod:`tracekit.analyzers.steps`) and
+    the verdict over all iterations (median utilization of ``frame``'s ``busy_ns`` / ``latency_ns`` against
+    ``threshold``, default the analysis' 50%) differs from the verdict over the steps that served requests
+    (prefill, decode, mixed): the headline then speaks for steps that ran no inference. ``frame``: the
+    iterations with ``iteration``, ``range_start``, ``range_end``, ``name`` (and ``pid``), as the range choice
+    gives them."""
+    from tracekit.analyzers.ranges import ENGINE_STEPS
+    from tracekit.analyzers.steps import step_classes
+    from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
+
+    threshold = FRAMEWORK_BOUND_UTILIZATION if threshold is None else threshold
+    needed = {"iteration", "range_start", "range_end", "name", "latency_ns", "busy_ns"}
+    if frame.is_empty() or trace.ranges.is_empty() or not needed <= set(frame.columns):
+        return None
+    any_step = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
+    if not trace.ranges.get_column("name").unique().str.contains(any_step).any():
+        return None
+    ranges = frame.select(
+        "iteration", "range_start", "range_end", "name", *(["pid"] if "pid" in frame.columns else [])
+    )
+    classes = step_classes(ranges, trace).select("iteration", pl.col("step_class").cast(pl.String))
+    rows = (
+        frame.select("iteration", (pl.col("busy_ns") / pl.col("latency_ns")).alias("util"))
+        .filter(pl.col("util").is_not_null() & pl.col("util").is_finite())
+        .join(classes, on="iteration", how="left")
+    )
+    idle = rows.filter(pl.col("step_class") == "idle")
+    served = rows.filter(pl.col("step_class").is_in(["prefill", "decode", "mixed"]))
+    if idle.is_empty() or served.is_empty():
+        return None
+    median_all, median_served = rows.get_column("util").median(), served.get_column("util").median()
+    verdict_all, verdict_served = bound_of(median_all, threshold), bound_of(median_served, threshold)
+    if verdict_all == verdict_served:
+        return None
+    return (
+        f"verdict uncertain: {idle.height} of the {rows.height} steps are idle steps (no request: a "
+        "data-parallel rank's padding or dummy forward, such as SGLang's step[IDLE bs=0]), and the median GPU "
+        f"utilization {median_all:.1%} ({verdict_all}-bound) is theirs: the {served.height} steps that served "
+        f"requests have a median of {median_served:.1%} ({verdict_served}-bound; threshold {threshold:.0%}); "
+        "a --range pattern matching only the steps that served requests analyzes those alone"
+    )
+
+
 def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
     """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
     found = [
@@ -1013,5 +1058,6 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         compiled_cpu_code(trace),
         phase_ranges_as_operators(trace, frame),
         unrecorded_host(trace, frame),
+        idle_steps(trace, frame),
     ]
     return [d for d in found if d is not None]

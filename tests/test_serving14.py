@@ -388,3 +388,51 @@ def test_a_real_vllm_step_inside_a_profiler_step_that_holds_a_wait_is_doubted() 
     (doubt,) = [w for w in a.warnings if UNRECORDED in w]
     assert "a median 30.886 ms an iteration, of a median latency of 50.000 ms (61.8%)" in doubt
     assert "without it the median GPU utilization is 56.1% (threshold 50%), not 21.4%" in doubt
+
+
+# ------------------------------------------------------------------------------ idle steps deciding the verdict
+
+
+def _dp_steps(pattern: str) -> list[dict[str, Any]]:
+    """SGLang steps of 1 ms each, one per letter of ``pattern``: ``d`` a decode step of 8 requests (7 launches
+    of 100 us kernels: 70%), ``i`` an idle one (``step[IDLE bs=0]``, a data-parallel rank's padding forward:
+    one kernel, 10%)."""
+    events, corr, t = [], 1, 0
+    for kind in pattern:
+        events.append(
+            kineto_event(
+                "user_annotation", "step[IDLE bs=0]" if kind == "i" else "step[DECODE bs=8]", t, 1000
+            )
+        )
+        events.append(kineto_event("cpu_op", "aten::linear", t + 10, 980))
+        for i in range(1 if kind == "i" else 7):
+            call = t + 20 + 130 * i
+            events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", call, 5, correlation=corr))
+            events.append(
+                kineto_event(
+                    "kernel", "gemm", call + 10, 100, pid=0, tid=7, correlation=corr, stream=7, device=0
+                )
+            )
+            corr += 1
+        t += 1000
+    return events
+
+
+def test_idle_steps_that_decide_the_verdict_make_it_uncertain(tmp_path: Path) -> None:
+    # Before: "framework-bound, median 10.0%" with no word: 6 of the 9 steps are IDLE (no request), and the 3
+    # steps that served requests ran at 70%.
+    a = analyze(kineto_file(tmp_path, _dp_steps("diidiidii"), "dp_idle.synthetic.json"))
+    assert a.iterations.get_column("step_class").cast(str).to_list() == ["decode", "idle", "idle"] * 3
+    assert a.verdict == "framework"
+    assert a.summary.verdict_uncertain is not None
+    (doubt,) = [w for w in a.warnings if "idle steps" in w]
+    assert doubt.startswith("verdict uncertain: 6 of the 9 steps are idle steps")
+    assert "median GPU utilization 10.0% (framework-bound) is theirs" in doubt
+    assert "the 3 steps that served requests have a median of 70.0% (compute-bound; threshold 50%)" in doubt
+
+
+def test_idle_steps_that_do_not_decide_the_verdict_are_not_doubted(tmp_path: Path) -> None:
+    # 2 idle steps among 7: the median (70.0%) is the served steps' own
+    a = analyze(kineto_file(tmp_path, _dp_steps("ddiddid"), "dp_few_idle.synthetic.json"))
+    assert a.verdict == "compute"
+    assert [w for w in a.warnings if "idle steps" in w] == []
