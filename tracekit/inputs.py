@@ -291,7 +291,7 @@ def resolve_inputs(
             inputs += _run_inputs(path, prefer)
         elif not path.exists():
             if len(paths) == 1:
-                raise TracekitError("no such file or directory", path)
+                raise TracekitError(missing(path), path)
             inputs.append(TraceInput(path=path))  # one of several: its read fails alone (left out, exit 1)
         else:
             inputs.append(_file_input(path))
@@ -363,6 +363,22 @@ def _check_run_dir(path: Path) -> None:
     )
 
 
+def missing(path: Path) -> str:
+    """Why ``path``, which does not exist as far as :meth:`Path.exists` can tell, cannot be read: no such file
+    or directory, or a symbolic link that leads nowhere (to a missing file, or back to itself)."""
+    import errno
+    import os
+
+    if not path.is_symlink():
+        return "no such file or directory"
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            return "a symbolic link loop (the link leads back to itself)"
+    return f"a symbolic link to {os.readlink(path)}, which does not exist"
+
+
 def resolve_input(path: str | Path, begin: bool = False) -> TraceInput:
     """The input of one trace file (a folder is kept as it is: its reader says what is wrong with it).
 
@@ -372,7 +388,7 @@ def resolve_input(path: str | Path, begin: bool = False) -> TraceInput:
     if path.is_dir():
         return TraceInput(path=path)
     if not path.exists():
-        raise TracekitError("no such file or directory", path)
+        raise TracekitError(missing(path), path)
     item = _file_input(path)
     if begin and item.format is not None:
         from tracekit.readers import begin_reading

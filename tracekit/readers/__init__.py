@@ -135,8 +135,53 @@ def _looks_like_ort(text_head: str) -> bool:
 QDSTRM_MAGIC = b"NVIDIA Nsight Systems Stream"
 
 
+#: the report formats a suffix names, when the content is no other format tracekit reads (:func:`_detect_format`)
+REPORT_SUFFIXES = {
+    ".nsys-rep": "nsys-rep",
+    ".qdrep": "nsys-rep",
+    ".ncu-rep": "ncu-rep",
+    ".ncu-repz": "ncu-rep",
+}
+
+
+def _tracekit_settings(path: Path, text_head: str) -> str | None:
+    """The one line for a JSON file of tracekit's own settings given as a trace (a run folder's ``run.json``, a
+    trace's sidecar ``.meta.json``, a synthetic trace's ``.truth.json``), which would otherwise read as a
+    Kineto trace without ``traceEvents``; None for anything else. Only a file whose whole text is in the sniffed
+    head (``text_head``: settings files are a few KB) is judged."""
+    if "traceEvents" in text_head:
+        return None
+    try:
+        doc = json.loads(text_head)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    from tracekit.runs import RUN_FILE
+
+    name = path.name.removesuffix(".gz")
+    if isinstance(doc.get("configs"), list) and (
+        name == RUN_FILE or "profilers" in doc or "tracekit_version" in doc
+    ):
+        return (
+            f"a tracekit {RUN_FILE} (settings), not a trace: pass the folder (tracekit analyze {path.parent})"
+        )
+    if name.endswith(".meta.json") and any(k in doc for k in ("profiler", "made_by", "runtime")):
+        return "a tracekit sidecar .meta.json (what the run states of the trace beside it), not a trace: pass the trace"
+    if name.endswith(".truth.json") and any(k in doc for k in ("definitions", "iterations", "made_by")):
+        return (
+            "the ground truth of a synthetic trace (tracekit simulate's .truth.json), not a trace: pass the trace "
+            "beside it"
+        )
+    return None
+
+
 def _detect_format(path: Path) -> str:
     if not path.exists():
+        if path.is_symlink():
+            from tracekit.inputs import missing
+
+            raise TraceFormatError(missing(path), path)
         raise TraceFormatError("no such file", path)
     if path.is_dir():
         raise TraceFormatError("is a directory, not a trace file", path)
@@ -145,18 +190,28 @@ def _detect_format(path: Path) -> str:
         raise TraceFormatError("empty file", path)
     if head.startswith(SQLITE_MAGIC):
         return "nsys-sqlite"
-    if head.startswith(NSYS_REPORT_MAGIC) or path.suffix in (".nsys-rep", ".qdrep"):
+    if head.startswith(NSYS_REPORT_MAGIC):
         return "nsys-rep"  # exported by the installed nsys when read (:mod:`tracekit.readers.nsys_report`)
-    if path.suffix in (".ncu-rep", ".ncu-repz"):
-        return "ncu-rep"
-    if QDSTRM_MAGIC in head or path.suffix == ".qdstrm":
+    named = REPORT_SUFFIXES.get(path.suffix)
+    if named is not None:
+        # a report's suffix on what is plainly another format (a JSON trace or a CSV renamed, gzipped or not)
+        # is read by its content; anything else goes to the report's reader, which says what is wrong
+        return _by_content(path, head, named)
+    return _by_content(path, head)
+
+
+def _by_content(path: Path, head: bytes, named: str | None = None) -> str:
+    """The format of ``path`` (whose first bytes are ``head``) from its text: JSON (ORT or Kineto), an ncu CSV,
+    a gzipped SQLite file. ``named``: the format its suffix names, returned when the text is none of these
+    (TraceFormatError otherwise)."""
+    if named is None and (QDSTRM_MAGIC in head or path.suffix == ".qdstrm"):
         raise TraceFormatError(
             "an Nsight Systems capture stream (.qdstrm) that nsys did not import into a report (its importer "
             "was missing or failed): import it with QdstrmImporter -i FILE (in nsys's host folder), then give "
             "tracekit the .nsys-rep, or its SQLite export (nsys export --type sqlite)",
             path,
         )
-    if path.name.endswith(XPLANE_SUFFIX):  # a protobuf has no magic bytes: its name says what it is
+    if named is None and path.name.endswith(XPLANE_SUFFIX):  # a protobuf's name says what it is
         raise TraceFormatError(
             "a JAX/TensorFlow XPlane profile (protobuf, from jax.profiler or TensorFlow's profiler), not a "
             "torch.profiler trace: tracekit reads torch.profiler/Kineto traces (and Nsight Systems, ONNX Runtime "
@@ -164,6 +219,10 @@ def _detect_format(path: Path) -> str:
             "cuda,nvtx)",
             path,
         )
+    if named is not None and not head.startswith(GZIP_MAGIC):
+        first = head.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
+        if first not in (b"{", b"[", b'"', b"I", b"="):  # not JSON, nor an ncu CSV or its log
+            return named  # a binary report (or what its reader will call damaged): nothing more to sniff
     raw_head = _json_head(path, head)
     if raw_head.startswith(SQLITE_MAGIC.decode()):
         return "nsys-sqlite"  # gzipped (``x.sqlite.gz``): inflated to a temporary file when read
@@ -172,6 +231,10 @@ def _detect_format(path: Path) -> str:
         # ORT profiles are a JSON list of events with cat Session/Node; Kineto is a dict with traceEvents.
         if text_head.startswith("[") and _looks_like_ort(text_head):
             return "ort"
+        if text_head.startswith("{"):
+            settings = _tracekit_settings(path, text_head)
+            if settings is not None:
+                raise TraceFormatError(settings, path)
         return "kineto"
     if (
         # ncu quotes every field; a CSV re-saved by pandas or Excel not (nor with its commas: the reader names
@@ -182,6 +245,8 @@ def _detect_format(path: Path) -> str:
         or ",Kernel Name," in text_head[:4096]
     ):
         return "ncu-csv"
+    if named is not None:
+        return named
     raise TraceFormatError(
         "not a trace tracekit can read (expected Nsight Systems SQLite, Kineto JSON, ORT profile JSON or ncu CSV)",
         path,
