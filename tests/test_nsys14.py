@@ -417,3 +417,20 @@ def test_cuda_calls_without_a_process_are_the_ops_process(tmp_path: Path, how: s
     assert [w for w in trace.meta["warnings"] if "no process" in w]
     analysis = tracekit.analyze(path)
     assert analysis.iterations["gpu_utilization"].to_list() == [0.5] * 4
+
+
+def test_a_diagnostic_text_given_as_a_string_id_is_read(tmp_path: Path) -> None:
+    """Every real DIAGNOSTIC_EVENT holds its message in ``text`` (TEXT); an export that stores it as a StringIds
+    id, as most nsys tables store their names, is read through StringIds."""
+    b = _gpu_run(NsysBuilder())
+    sid = b.string("CUPTI dropped 77 records. Some CUPTI events might be missing.")
+    path = b.write(tmp_path / "diag_id.synthetic.sqlite")
+    con = sqlite3.connect(path)
+    con.execute(DIAGNOSTIC_DDL.replace('"text" TEXT NOT NULL', '"text" INTEGER NOT NULL'))
+    con.execute("INSERT INTO DIAGNOSTIC_EVENT VALUES (5, 1, 1, 2, ?, ?)", (sid, 100 << 24))
+    con.commit()
+    con.close()
+    trace = read(path)
+    assert trace.meta["lost_events"] == {
+        "device": ["CUPTI dropped 77 records. Some CUPTI events might be missing."]
+    }

@@ -1329,12 +1329,16 @@ def _lost_events(export: Database, strings: pl.DataFrame, warnings: list[str]) -
     t = DIAGNOSTIC_TABLE
     if not export.nonempty(t) or "text" not in export.columns(t):
         return {}
-    order = '"timestamp", rowid' if "timestamp" in export.columns(t) else "rowid"
-    rows = export.con.execute(f'SELECT "text" FROM {quote(t)} ORDER BY {order}').fetchall()
+    # each distinct message once (in the order of its first appearance) with its count: a table of a million
+    # repeated rows is read as the few messages it holds
+    first = 'min("timestamp"), min(rowid)' if "timestamp" in export.columns(t) else "min(rowid)"
+    rows = export.con.execute(
+        f'SELECT "text", count(*) FROM {quote(t)} GROUP BY "text" ORDER BY {first}'
+    ).fetchall()
     by_id: dict[int, str] | None = None
     found: dict[str, list[str]] = {}
     times: dict[str, int] = {}
-    for (value,) in rows:
+    for value, count in rows:
         if isinstance(value, int):
             if by_id is None:
                 by_id = dict(strings.select("id", "value").iter_rows())
@@ -1344,7 +1348,7 @@ def _lost_events(export: Database, strings: pl.DataFrame, warnings: list[str]) -
         text = value.strip()
         if text not in times:
             found.setdefault(kind, []).append(text)
-        times[text] = times.get(text, 0) + 1
+        times[text] = times.get(text, 0) + int(count)
     if not found:
         return {}
     said = {
