@@ -979,14 +979,15 @@ def _windows_against_ranges(trace: Trace, ops: pl.DataFrame, windows: int) -> li
     inside iterations (the H200 eager sample's 0.36 ms dispatch gaps against its 0.04 ms between iterations:
     105 windows of 0.226 ms for 20 ranges of 8 ms); fewer, it joined them. With the longest idle gap of the
     device timeline inside a range and the shortest one between ranges: whether any threshold would cut at the
-    ranges, and which. Nothing when the trace has no ranges the default rules choose, or as many."""
+    ranges, and which. Nothing when the trace has no ranges the default rules choose, only one, or as many."""
     try:
         default = select_ranges(trace)
     except TracekitError:
         return []
-    if default.synthetic or default.frame.is_empty() or default.frame.height == windows:
-        return []
     count = default.frame.height
+    if default.synthetic or count < 2 or count == windows:
+        # (one range, a whole run's or a benchmark's, is no count of iterations: splitting it is the option's use)
+        return []
     verb = "cuts inside" if windows > count else "joins"
     said = (
         f"{windows} window{'s' if windows != 1 else ''} against {count} ranges named {default.name!r} in the "

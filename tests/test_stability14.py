@@ -338,3 +338,22 @@ def test_report_leaves_an_analysis_spread_sentence_to_its_own() -> None:
     assert theirs is not None and theirs.startswith(SPREAD_MARK)
     analyzed = SimpleNamespace(warnings=["something else", theirs])
     assert _row_warnings(analyzed, measure(NOISY)) == ["something else"]  # type: ignore[arg-type]
+
+
+def test_split_idle_inside_a_single_range_says_nothing_more(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # One range over the whole run (a benchmark's, as the paper's 'graph_inference'): cutting inside it is what
+    # --split-idle is for, so 3 windows against 1 range is no warning.
+    events: list[dict[str, Any]] = [kineto_event("user_annotation", "graph_inference", 1_000_000, 3000)]
+    for i in range(3):
+        t = 1_000_000 + 1000 * i
+        events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", t + 10, 5, correlation=i + 1))
+        events.append(
+            kineto_event("kernel", "gemm", t + 20, 500, 0, 7, correlation=i + 1, device=0, stream=7)
+        )
+    path = tmp_path / "pytorch_b1_s128.synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "tracekit_synthetic": True, "traceEvents": events}))
+    doc = run_json("analyze", [str(path), "--split-idle", "0.1"], capsys)
+    assert doc["summary"]["iterations"] == 3
+    assert not [w for w in doc["warnings"] if "against" in w]
