@@ -552,3 +552,26 @@ def test_longest_gap_headers_say_main_cause_and_state_at_gap_start(
         "dispatch",
         "sync",
     ]
+
+
+# --- firsthour13 §11: -o FILE with an extension that names no format ---------------------------------------------
+
+
+def test_output_with_an_unknown_extension_says_what_it_writes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``-o x.xlsx`` wrote the terminal table into a file named as a spreadsheet without a word."""
+    target = tmp_path / "result.synthetic.xlsx"
+    code, out, err = run_cli(["analyze", str(gpu_run(tmp_path)), "-o", str(target)], capsys)
+    assert code == 0 and out == ""
+    assert target.read_text().startswith("trace: ")
+    assert (
+        "tracekit: note: -o result.synthetic.xlsx: the extension '.xlsx' names no format, so the table is written "
+        "as text (.json, .csv, .md or .txt choose the format; or --format)"
+    ) in err
+    for name, fmt in (("r.synthetic.txt", None), ("r.synthetic.xlsx", "table"), ("r_synthetic", None)):
+        extra = ["--format", fmt] if fmt else []
+        code, _, err = run_cli(
+            ["analyze", str(gpu_run(tmp_path)), "-o", str(tmp_path / name), *extra], capsys
+        )
+        assert code == 0 and "names no format" not in err, name

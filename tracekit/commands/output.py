@@ -160,6 +160,13 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
         check_outputs([target], inputs)
         check_file_target(target)
         implied = EXTENSION_FORMATS.get(target.suffix.lower())
+        if fmt is None and implied is None and target.suffix:
+            # (a file named as a spreadsheet or a web page would get the terminal table without a word)
+            info(
+                args,
+                f"tracekit: note: -o {target.name}: the extension '{target.suffix}' names no format, so the "
+                "table is written as text (.json, .csv, .md or .txt choose the format; or --format)",
+            )
         if fmt is None:
             fmt = implied or "table"
         elif implied is not None and implied != fmt:
