@@ -370,7 +370,7 @@ def test_report_without_figures_removes_an_earlier_reports_figures(
     assert "![" not in (out_dir / "report.md").read_text()
 
 
-def test_report_with_figures_replaces_them_and_says_nothing_of_removal(
+def test_report_with_figures_into_a_new_folder_says_nothing_of_removal(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     out_dir = tmp_path / "report"
