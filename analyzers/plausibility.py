@@ -868,8 +868,8 @@ UNRECORDED_MIN_NS = 1_000_000
 def _accounted(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     """Every interval in which something was recorded (ns, sorted by start, not merged): API calls and CPU
     operators of every host thread, device ops, and each op's wait from its launch call's end to its start
-    (launched, not yet running: from the trace's start for an op whose id has no call, launched before the
-    capture)."""
+    (launched, not yet running: from the trace's first timestamp, ranges included, for an op whose id has no
+    call, launched before the capture: no window starts earlier)."""
     ops = trace.ops.select("start", "end", "pid", "correlation")
     calls = (
         trace.api.filter(pl.col("correlation").is_not_null())
@@ -881,8 +881,8 @@ def _accounted(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     )
     origin = min(
         int(v)
-        for v in (trace.ops.get_column("start").min(), trace.api.get_column("start").min())
-        if v is not None
+        for f in (trace.ops, trace.api, trace.cpu_ops, trace.ranges)
+        if (v := f.get_column("start").min()) is not None
     )
     waits = linked.select(pl.col("call_end").fill_null(origin).alias("start"), pl.col("start").alias("end"))
     parts = [

@@ -436,3 +436,20 @@ def test_idle_steps_that_do_not_decide_the_verdict_are_not_doubted(tmp_path: Pat
     a = analyze(kineto_file(tmp_path, _dp_steps("ddiddid"), "dp_few_idle.synthetic.json"))
     assert a.verdict == "compute"
     assert [w for w in a.warnings if "idle steps" in w] == []
+
+
+def test_work_launched_before_the_capture_is_pending_from_the_windows_start(tmp_path: Path) -> None:
+    # A kernel [3000, 3100) us whose launch call is not in the trace (launched before the capture began, as
+    # 509 ops of the real h100_qwen trace): the device had work launched and waiting throughout [0, 3000) us
+    # (the attribution counts that time as dispatch, the op being no iteration's; the silence leaves it out,
+    # as it leaves out every launched op's wait). Before: 4.7 ms, from the first record (the op) only.
+    # Silence is [3300, 5000) us, after the step's work.
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#1", 0, 5000),
+        kineto_event("kernel", "gemm_early", 3000, 100, pid=0, tid=7, correlation=99, stream=7, device=0),
+        kineto_event("cpu_op", "aten::linear", 3100, 200),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 3150, 10, correlation=1),
+        kineto_event("kernel", "gemm", 3170, 100, pid=0, tid=7, correlation=1, stream=7, device=0),
+    ]
+    trace = read_trace(kineto_file(tmp_path, events, "precapture.synthetic.json"))
+    assert P.unrecorded_ns(trace, _raw_windows([(0, 5_000_000)])).to_list() == [1_700_000]
