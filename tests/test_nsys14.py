@@ -106,6 +106,7 @@ LOSS_MESSAGES = [
     ("Cannot initialize CUDA event collection", "device"),
     ("Unable to get NVTX CORE2 export table", "nvtx"),
     ("Not all NVTX events might have been collected.", "nvtx"),
+    ("NVPW internal error (12 dropped samples)", "gpu_metrics"),
     (
         "Injection storage file /tmp/x.qdstrm has reach 95% of size limit (4.000000 GiB). Trace data will "
         "likely be truncated soon.",

@@ -97,7 +97,7 @@ samples, else the capture's stated sampling frequency;
 :func:`tracekit.readers.nsys_gpu_metrics.sampling_period_ns`), ``wall_clock_base_ns`` (the session's start as
 ns since the Unix epoch, ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``: the wall-clock time of timestamp 0,
 where the export has it; :func:`tracekit.readers.nsys_meta.session_start_epoch_ns`), ``lost_events`` (only where
-nsys's own diagnostics, ``DIAGNOSTIC_EVENT`` (2024+), say it lost events: {"device" / "nvtx" / "all": nsys's
+nsys's own diagnostics, ``DIAGNOSTIC_EVENT`` (2024+), say it lost events: {"device" / "nvtx" / "gpu_metrics" / "all": nsys's
 messages}, with a warning quoting them; :func:`_lost_events`), ``warnings``.
 
 This module decodes and normalizes the tables. The SQLite reads themselves (read-only connection, ADBC or
@@ -1303,6 +1303,8 @@ LOSS_PATTERNS: tuple[tuple[str, str], ...] = (
     # (what is lost must be what tracekit reads: "Not all OS runtime events might have been collected" is not)
     ("all", r"\b(trace |cuda |gpu |nvtx )?events? (were|was) (lost|dropped|discarded)"),
 )
+#: GPU-metric samples PerfWorks dropped (the 2022.4.2 CLI's "NVPW internal error (%1% dropped samples)").
+GPU_METRICS_LOSS = r"nvpw\b.*dropped samples"
 #: Losses that concern data tracekit does not read (CPU IP/backtrace sampling, thread states).
 LOSS_IGNORED = r"sampl|cpu utilization|thread states"
 #: The longest piece of a diagnostic quoted in a warning.
@@ -1313,9 +1315,12 @@ def _loss_kind(text: str) -> str | None:
     """What ``text`` (an nsys diagnostic) says was lost (:data:`LOSS_PATTERNS`), or None: it loses nothing
     tracekit reads, or every number in it is 0 ("dropped 0 records")."""
     low = text.lower()
-    if re.search(LOSS_IGNORED, low):
+    if re.search(GPU_METRICS_LOSS, low):
+        kind: str | None = "gpu_metrics"
+    elif re.search(LOSS_IGNORED, low):
         return None
-    kind = next((k for k, pattern in LOSS_PATTERNS if re.search(pattern, low)), None)
+    else:
+        kind = next((k for k, pattern in LOSS_PATTERNS if re.search(pattern, low)), None)
     numbers = [int(n) for n in re.findall(r"\d+", text)]
     if kind is None or (numbers and not any(numbers)):
         return None
@@ -1355,6 +1360,7 @@ def _lost_events(export: Database, strings: pl.DataFrame, warnings: list[str]) -
         "device": "CUDA activity (kernels, copies) may be missing: GPU busy is a lower bound, and a framework-bound "
         "verdict may come from work the trace lacks",
         "nvtx": "NVTX ranges may be missing: iterations or operators may be lost",
+        "gpu_metrics": "GPU metric samples may be missing: the metrics (SMs active, occupancy) cover less time",
         "all": "events of any kind may be missing from the trace",
     }
 
@@ -1370,7 +1376,7 @@ def _lost_events(export: Database, strings: pl.DataFrame, warnings: list[str]) -
     )
     warnings.append(
         f"nsys says it lost events during this capture ({t}: {shown}): "
-        + "; ".join(said[k] for k in ("device", "nvtx", "all") if k in found)
+        + "; ".join(said[k] for k in ("device", "nvtx", "gpu_metrics", "all") if k in found)
     )
     return found
 
