@@ -148,7 +148,12 @@ def _base_row(
         uncertain={k: list(v) for k, v in config.uncertain.items()} or None,
     )
     row.update({f"{key}_source": config.sources.get(key) for key in IDENTITY_KEYS})
-    warnings: list[str] = []
+    # what collect recorded against the untraced median shown (an unstable set, its cause), as report says it
+    warnings: list[str] = [
+        f"untraced latency: {w}"
+        for w in (item.untraced_latency_ms or {}).get("warnings") or ()
+        if row["untraced_latency_ms"] is not None and isinstance(w, str)
+    ]
     if config.runtime is None:
         warnings.append(
             "runtime unknown: no run.json or sidecar metadata, and neither the trace content nor the file name "

@@ -357,3 +357,34 @@ def test_split_idle_inside_a_single_range_says_nothing_more(
     doc = run_json("analyze", [str(path), "--split-idle", "0.1"], capsys)
     assert doc["summary"]["iterations"] == 3
     assert not [w for w in doc["warnings"] if "against" in w]
+
+
+# ------------------------------------------- 2b. table shows the untraced median without its recorded doubt
+
+
+def test_table_carries_the_untraced_sets_recorded_instability(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The sidecar (as tracekit collect writes it) records the untraced set's statistics with its warning
+    # (firsthour13's b1: median 1952 ms, CV 24.1%, unstable). table shows that median as untraced_latency_ms;
+    # report says "untraced latency: unstable: ..." of it, and table now too.
+    trace = kineto_trace(tmp_path, [10.0] * 8, busy_ms=5.0)
+    recorded = {
+        "median": 1952.4747215,
+        "ci_low": 1703.775768,
+        "ci_high": 2880.118808,
+        "count": 10,
+        "kept": 10,
+        "cv": 0.24137599683720623,
+        "unstable": True,
+        "warnings": ["unstable: coefficient of variation 24.1% (> 10%)"],
+    }
+    sidecar = {"synthetic": True, "runtime": "pytorch", "batch_size": 4, "seq_len": 32}
+    (tmp_path / "pytorch_b4_s32.synthetic.meta.json").write_text(
+        json.dumps({**sidecar, "untraced_latency_ms": recorded})
+    )
+    doc = run_json("table", [str(trace)], capsys)
+    assert doc["rows"][0]["untraced_latency_ms"] == pytest.approx(1952.4747215)
+    assert [w for w in doc["warnings"] if "untraced latency" in w] == [
+        "pytorch b4 s32: untraced latency: unstable: coefficient of variation 24.1% (> 10%)"
+    ]
