@@ -1,7 +1,10 @@
 """The study's utilization table (its Table 3) across runtimes: one row per configuration.
 
 Latency, busy and framework overhead are the **mean over iterations** of :mod:`tracekit.analyzers.iterations`
-(after ``--skip``) and are *traced* latencies (measured with the profiler on; ``latency_source`` says so).
+(after ``--skip``) and are *traced* latencies (measured with the profiler on; ``latency_source`` says so): every
+analyzed iteration, as ``tracekit analyze``'s summary, where the report's traced mean leaves out the iterations
+its stability rules drop (:mod:`tracekit.analyzers.stability`); a row's warning says so where that moves the mean
+by more than 5%, or where the iterations are unstable (:func:`tracekit.analyzers.stability.spread_warning`).
 ``untraced_latency_ms`` is the latency of the same configuration timed without a profiler (run.json or the
 sidecar; None when the trace has neither): the median after the stability rules with its 95% interval
 (``untraced_ci_low``/``_high``) where collect recorded them, else the recorded mean: the number a published
@@ -342,8 +345,10 @@ def build_table(
         "rows": rows,
         "warnings": warnings,
         "notes": [
-            "latency_ms, gpu_busy_ms, framework_overhead_ms, gpu_utilization: mean over the traced iterations "
-            "(traced latency: measured with the profiler on)",
+            "latency_ms, gpu_busy_ms, framework_overhead_ms, gpu_utilization: mean over every analyzed traced "
+            "iteration, as analyze's summary (traced latency: measured with the profiler on); report's traced "
+            "mean leaves out the iterations its stability rules drop (warm-up drift, outliers), and a warning "
+            "says so where that moves the mean by more than 5%",
             "sms_active, warp_occupancy: wall-time % (idle time counts), mean over iterations; "
             "*_kernel_time: Σ(kernel time × value) / Σ kernel time",
         ],

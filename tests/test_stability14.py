@@ -388,3 +388,17 @@ def test_table_carries_the_untraced_sets_recorded_instability(
     assert [w for w in doc["warnings"] if "untraced latency" in w] == [
         "pytorch b4 s32: untraced latency: unstable: coefficient of variation 24.1% (> 10%)"
     ]
+
+
+def test_table_notes_say_whose_mean_its_latency_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # table's latency_ms is the mean of every analyzed iteration (analyze's), report's traced mean that of the
+    # iterations its stability rules keep: the note names both, so 2599 against 1856 has its reason in view.
+    doc = run_json("table", [str(kineto_trace(tmp_path, [10.0] * 8, busy_ms=5.0))], capsys)
+    assert doc["notes"][0] == (
+        "latency_ms, gpu_busy_ms, framework_overhead_ms, gpu_utilization: mean over every analyzed traced "
+        "iteration, as analyze's summary (traced latency: measured with the profiler on); report's traced mean "
+        "leaves out the iterations its stability rules drop (warm-up drift, outliers), and a warning says so "
+        "where that moves the mean by more than 5%"
+    )
