@@ -169,10 +169,8 @@ GAP_COLUMNS = [
     ("position", "position"),
     ("duration_us", "µs"),
     ("offset_ms", "starts at (ms into iteration)"),
-    # (the cause holding most of the gap; the launching thread's state at the gap's start: a gap that began
-    # in a sync call and is mostly dispatch reads "dispatch" and "sync", analyzers/attribution.py)
-    ("cause", "main cause"),
-    ("host_state", "launcher at gap start"),
+    ("cause", "cause"),
+    ("host_state", "launcher was"),
     ("cpu_context", "host was in"),
 ]
 
@@ -195,6 +193,15 @@ DEVICE_COLUMNS = [
     ("gpu_utilization", "utilization (p50)"),
     ("bound", "bound"),
 ]
+
+
+#: What the longest gaps' "cause" and "launcher was" columns are (analyzers/attribution.py): a gap that began in
+#: a sync call and is mostly dispatch reads "dispatch" beside "sync". Said under the table rather than in the
+#: headers, which would narrow the other columns.
+GAP_LEGEND = (
+    "cause: the one holding most of the gap (its time by cause: --gaps FILE); launcher was: the launching "
+    "thread's state when the gap began"
+)
 
 
 CAUSE_COLUMNS = [
@@ -347,7 +354,7 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
     console.print(table)
     _print_causes(doc, console)
     if doc["longest_gaps"]:
-        gaps = Table(title="longest idle gaps", header_style="bold")
+        gaps = Table(title="longest idle gaps", caption=GAP_LEGEND, header_style="bold")
         for key, header in GAP_COLUMNS:
             gaps.add_column(header, justify="left" if key in ("position", "cpu_context") else "right")
         for row in doc["longest_gaps"]:
@@ -426,7 +433,13 @@ def render_markdown_doc(doc: dict[str, Any]) -> str:
     parts += [f"Note: {note}" for note in _notes(doc)]
     parts += _markdown_causes(doc)
     if doc["longest_gaps"]:
-        parts += ["", "## Longest idle gaps", "", render_markdown(doc["longest_gaps"], GAP_COLUMNS)]
+        parts += [
+            "",
+            "## Longest idle gaps",
+            "",
+            render_markdown(doc["longest_gaps"], GAP_COLUMNS),
+            GAP_LEGEND,
+        ]
     for title, rows, columns in _sections(doc):
         parts += ["", f"## {title[0].upper()}{title[1:]}", "", render_markdown(rows, columns)]
     if doc["warnings"]:
