@@ -32,16 +32,22 @@ SUMMARY_ORDER = [
 #: ``compare``) does not: each iteration's launch latency and queue time is the median over its launches, so
 #: the mean/p50 columns are over those medians, not over the launches (docs/metrics.md).
 SUMMARY_LABELS = {
-    "launch_latency_us": "launch latency, median per iteration (op start - call start)",
-    "queue_us": "queue time, median per iteration (op start - call end, >= 0)",
+    "launch_latency_us": "launch latency (median per iteration)",
+    "queue_us": "queue time (median per iteration)",
 }
+#: Said under the summary where it has launch figures: what the two are, and what their statistics are over
+#: (the labels stay short: a label wider than about 42 characters wraps the table at 120 columns).
+LAUNCH_LEGEND = (
+    "launch latency: op start - call start; queue time: max(0, op start - call end); each iteration's value "
+    "is the median over its launches, and mean/p50/... are over those medians"
+)
 #: The ``kernels`` and ``idle_gaps`` rows by the trace's device: the kernel count leaves copies and memsets
 #: out (``KERNEL_KINDS``), while the idle gaps are between every device op (a GPU iteration of 3 kernels and
 #: 1 memset has 5 gaps); on a CPU-only trace the device work is operators.
 DEVICE_LABELS = {
     "gpu": {
         "kernels": "kernels (copies, memsets not counted)",
-        "idle_gaps": "idle gaps (between kernels, copies, memsets)",
+        "idle_gaps": "idle gaps between kernels/copies/memsets",
     },
     "cpu": {"kernels": "operators", "idle_gaps": "idle gaps (between operators)"},
 }
@@ -52,7 +58,7 @@ DEVICE_LABELS = {
 #: is not the run's busy time (the committed H200 report: 0.876 ms an iteration against torch.profiler's 0.606
 #: ms), and ``table`` withholds it.
 NCU_FORMATS = ("ncu-csv", "ncu-rep")
-NCU_BUSY_LABEL = "GPU busy: Σ kernel durations in ncu's replay (not the run's)"
+NCU_BUSY_LABEL = "GPU busy (Σ kernel durations, ncu replay)"
 
 
 def summary_label(name: str, device: str | None, fmt: str | None = None) -> str:
@@ -61,6 +67,12 @@ def summary_label(name: str, device: str | None, fmt: str | None = None) -> str:
         return NCU_BUSY_LABEL
     label = DEVICE_LABELS.get(device or "", {}).get(name) or SUMMARY_LABELS.get(name)
     return label or FIELDS[name].label_for(device)
+
+
+def _launch_legend(doc: dict[str, Any]) -> str | None:
+    """:data:`LAUNCH_LEGEND` where the summary has a launch latency (None: its rows are empty)."""
+    has = (doc["summary"].get("launch_latency_us") or {}).get("p50") is not None
+    return LAUNCH_LEGEND if has else None
 
 
 def _duration(ms: float) -> str:
@@ -345,7 +357,7 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
 
     for line in _headline(doc):
         console.print(line, highlight=False, markup=False)
-    table = Table(title="per-iteration summary", header_style="bold")
+    table = Table(title="per-iteration summary", caption=_launch_legend(doc), header_style="bold")
     for key, header in SUMMARY_COLUMNS:
         table.add_column(header, justify="left" if key in ("metric", "unit") else "right")
     for row in _summary_rows(doc):
@@ -430,6 +442,8 @@ def render_markdown_doc(doc: dict[str, Any]) -> str:
     """The same content as Markdown."""
     parts = ["# tracekit analyze", ""] + [f"- {line}" for line in _headline(doc)] + [""]
     parts.append(render_markdown(_summary_rows(doc), SUMMARY_COLUMNS))
+    if _launch_legend(doc):
+        parts.append(f"{_launch_legend(doc)}.")
     parts += [f"Note: {note}" for note in _notes(doc)]
     parts += _markdown_causes(doc)
     if doc["longest_gaps"]:
