@@ -7,6 +7,7 @@ microseconds in the JSON, and the expected numbers follow from them by hand. Sou
 
 from __future__ import annotations
 
+import gzip
 import json
 from pathlib import Path
 from typing import Any
@@ -352,3 +353,35 @@ def test_a_verdict_on_gpu_tracing_that_stopped_early_is_uncertain(tmp_path: Path
     path.write_text(json.dumps(doc))
     analysis = tracekit.analyze(path, skip=0)
     assert analysis.verdict_uncertain is not None
+
+
+# --- gzip padded with zero bytes after its last member (Python's gzip module reads it: GzipFile._read_eof)
+
+
+@pytest.mark.parametrize("tail", [b"\0" * 1000, b"\0" * 70_000])
+def test_a_gzip_trace_padded_with_zero_bytes_is_read(tmp_path: Path, tail: bytes) -> None:
+    """``gzip.open(path)`` and ``gzip.decompress`` read a member followed by zero bytes (block-padded
+    storage, tape, some copy tools), so ``json.load(gzip.open(...))`` reads such a trace. Before: refused
+    in one line ('damaged gzip file (Error -4 Invalid gzip/zlib wrapper found)'). Now read: 3 steps of 0.9
+    ms with 0.2 ms of kernel each (a tail longer than one 64 KiB read too)."""
+    path = tmp_path / "padded.synthetic.json.gz"
+    path.write_bytes(gzip.compress(_zeroed_run(3, steps=3).encode()) + tail)
+    analysis = tracekit.analyze(path, skip=0)
+    assert analysis.iterations.get_column("latency_ms").to_list() == pytest.approx([0.9] * 3)
+    assert analysis.iterations.get_column("gpu_busy_ms").to_list() == pytest.approx([0.2] * 3)
+
+
+def test_zero_bytes_between_gzip_members_are_skipped(tmp_path: Path) -> None:
+    """As Python's gzip reads it: zeros after a member, then another member (the document cut in two)."""
+    text = _zeroed_run(3, steps=3).encode()
+    half = len(text) // 2
+    path = tmp_path / "padded_members.synthetic.json.gz"
+    path.write_bytes(gzip.compress(text[:half]) + b"\0" * 100 + gzip.compress(text[half:]))
+    assert read(path).ranges.filter(pl.col("domain") == "user").height == 3
+
+
+def test_other_bytes_after_zero_padding_are_a_damaged_gzip(tmp_path: Path) -> None:
+    path = tmp_path / "padded_junk.synthetic.json.gz"
+    path.write_bytes(gzip.compress(_zeroed_run(3, steps=3).encode()) + b"\0" * 100 + b"junk")
+    with pytest.raises(TraceFormatError, match="damaged gzip file"):
+        read(path)

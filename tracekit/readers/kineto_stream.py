@@ -97,16 +97,26 @@ def _pieces(path: Path) -> Iterator[tuple[bytes, float]]:
         guard = InflateGuard(path, size)
         inflater = _zlib.decompressobj(wbits=31)
         block, read = first, len(first)
+        between = False  # after a member and the zero bytes that followed it (as gzip reads them)
         try:
             while block:
                 data = block
+                if between:  # zero padding after a member runs on, or the next member starts
+                    data = data.lstrip(b"\0")
+                    if data:
+                        between = False
+                        inflater = _zlib.decompressobj(wbits=31)
                 while data:
                     out = inflater.decompress(data, PIECE_TEXT)
                     data = inflater.unconsumed_tail
-                    # concatenated gzip members (as gzip.decompress reads them)
+                    # concatenated gzip members, zero bytes after a member skipped (as gzip.decompress reads
+                    # them: GzipFile._read_eof)
                     if inflater.eof and inflater.unused_data and not data:
-                        data = inflater.unused_data
-                        inflater = _zlib.decompressobj(wbits=31)
+                        data = inflater.unused_data.lstrip(b"\0")
+                        if data:
+                            inflater = _zlib.decompressobj(wbits=31)
+                        else:
+                            between = True
                     if out:
                         guard.add(len(out), read)
                         yield out, read / size if size else 0.0
