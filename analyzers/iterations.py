@@ -1547,7 +1547,12 @@ def leading_iterations(ranges: pl.DataFrame, skip: int) -> list[int]:
     return first.get_column("iteration").to_list()
 
 
-def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> Measured:
+def measure_gaps(
+    trace: Trace,
+    assignment: Assignment,
+    skip: int | None = 0,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+) -> Measured:
     """Stage *gaps*: each iteration's window, busy time (the union of its ops), idle gaps, kernels and launch
     statistics (module docstring), then ``skip`` leading iterations dropped (None: the run's warm-up when the
     trace records it, :func:`warmup_to_skip`). Raises NoActivityError when ``skip`` drops every iteration."""
@@ -1686,7 +1691,7 @@ def measure_gaps(trace: Trace, assignment: Assignment, skip: int | None = 0) -> 
     )
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call)
-    implausible = plausibility.doubts(trace, frame)
+    implausible = plausibility.doubts(trace, frame, bound_threshold)
     lost = assignment.lost_launches[0]
     implausible += [lost] if lost else []
     capture_notes, capture_doubts, capture_refusal, capturing = _capture_findings(trace, ranges, frame)
@@ -2035,7 +2040,11 @@ OVERLAP_MAX_OPS = 1 << 22
 
 
 def gaps_and_setup(
-    trace: Trace, assignment: Assignment, skip: int | None = 0, attribute: bool = True
+    trace: Trace,
+    assignment: Assignment,
+    skip: int | None = 0,
+    attribute: bool = True,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
 ) -> tuple[Measured, Setup | None]:
     """Stage *gaps* (:func:`measure_gaps`) and, with ``attribute``, the attribution's setup
     (:func:`attribution_setup`) built at the same time on a second thread: the gaps are mostly polars work
@@ -2043,15 +2052,15 @@ def gaps_and_setup(
     :data:`OVERLAP_MAX_OPS` ops: then one after the other, so that the two stages' temporaries never add up
     (the peak memory of the largest traces before their speed)."""
     if not attribute:
-        return measure_gaps(trace, assignment, skip), None
+        return measure_gaps(trace, assignment, skip, bound_threshold), None
     if trace.ops.height > OVERLAP_MAX_OPS:
-        measured = measure_gaps(trace, assignment, skip)
+        measured = measure_gaps(trace, assignment, skip, bound_threshold)
         return measured, attribution_setup(trace, assignment)
     from concurrent.futures import ThreadPoolExecutor
 
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="tracekit-setup") as pool:
         pending = pool.submit(attribution_setup, trace, assignment)
-        measured = measure_gaps(trace, assignment, skip)
+        measured = measure_gaps(trace, assignment, skip, bound_threshold)
         return measured, pending.result()
 
 
@@ -2284,7 +2293,7 @@ def analyze_iterations(
     """
     trace = without_iteration_operators(trace, range_name, split_idle_ms)
     assigned = assign(trace, range_name, split_idle_ms)
-    measured, prepared = gaps_and_setup(trace, assigned, skip, attribute)
+    measured, prepared = gaps_and_setup(trace, assigned, skip, attribute, bound_threshold)
     causes = _attribute(trace, assigned, measured, prepared) if attribute else None
     return summarize_stages(trace, assigned, measured, causes, bound_threshold)
 

@@ -1040,8 +1040,10 @@ def idle_steps(trace: Trace, frame: pl.DataFrame, threshold: float | None = None
     )
 
 
-def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
-    """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``)."""
+def doubts(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) -> list[str]:
+    """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``); ``threshold``:
+    the analysis' framework-bound utilization (``--bound-threshold``), which the checks that weigh the verdict
+    take (default 50%)."""
     found = [
         unread_device_work(trace),
         collapsed_iterations(frame),
@@ -1057,7 +1059,7 @@ def doubts(trace: Trace, frame: pl.DataFrame) -> list[str]:
         operator_scopes(trace),
         compiled_cpu_code(trace),
         phase_ranges_as_operators(trace, frame),
-        unrecorded_host(trace, frame),
-        idle_steps(trace, frame),
+        unrecorded_host(trace, frame, threshold),
+        idle_steps(trace, frame, threshold),
     ]
     return [d for d in found if d is not None]

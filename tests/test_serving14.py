@@ -123,13 +123,6 @@ def test_with_python_tracing_the_doubt_says_tracekit_does_not_read_the_python_ev
     assert "torch.profiler records nothing for a thread that is blocked" in plain
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="iterations.measure_gaps calls plausibility.doubts without the analysis' --bound-threshold, so the "
-    "host-silence doubt weighs the verdict at the default 50%: with --bound-threshold 0.1 the verdict is "
-    "compute-bound (15.0%) and still doubted as if framework-bound. Fix in iterations.py: call "
-    "plausibility.unrecorded_host(trace, frame, bound_threshold) where the threshold is known",
-)
 def test_the_host_silence_doubt_weighs_the_verdict_at_the_analysis_threshold(tmp_path: Path) -> None:
     a = analyze(kineto_file(tmp_path, _vllm_steps(), "vllm_wait.synthetic.json"), bound_threshold=0.1)
     assert a.verdict == "compute"

@@ -192,7 +192,9 @@ def analyze_trace(
     with progress.task(f"analyzing {name}"):
         trace = it.without_iteration_operators(trace, options.range_name, options.split_idle_ms)
         assigned = it.assign(trace, options.range_name, options.split_idle_ms)
-        measured, prepared = it.gaps_and_setup(trace, assigned, options.skip)  # gaps (+ attribution's setup)
+        measured, prepared = it.gaps_and_setup(  # gaps (+ attribution's setup)
+            trace, assigned, options.skip, bound_threshold=options.bound_threshold
+        )
         causes = it.attribute(trace, assigned, measured, prepared)
         result = it.summarize_stages(trace, assigned, measured, causes, options.bound_threshold)
         utilization = result.summary.fields.get("gpu_utilization")
