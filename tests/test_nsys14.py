@@ -435,3 +435,18 @@ def test_a_diagnostic_text_given_as_a_string_id_is_read(tmp_path: Path) -> None:
     assert trace.meta["lost_events"] == {
         "device": ["CUPTI dropped 77 records. Some CUPTI events might be missing."]
     }
+
+
+def test_device_ops_of_process_0_are_ops_without_a_process(tmp_path: Path) -> None:
+    """nsys 2021.x exports a default for a missing NOT NULL field: a kernel row without its process can carry
+    ``globalPid`` 0, process 0, which no application is (the OS's idle task). Read as process 0, the kernels
+    matched none of process 100's launch calls (correlation ids are per process): no iteration held a device
+    op. They are ops without a process, given the process of the trace's calls (one here): 4 iterations of 0.5."""
+    b = _gpu_run(NsysBuilder(version="2021.5.1.77", meta_table="EXPORT_META_DATA"))
+    for row in b.rows["CUPTI_ACTIVITY_KIND_KERNEL"]:
+        row["globalPid"] = 0
+    path = b.write(tmp_path / "pid0.synthetic.sqlite")
+    trace = read(path)
+    assert trace.ops.get_column("pid").unique().to_list() == [100]
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.5] * 4

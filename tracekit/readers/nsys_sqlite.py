@@ -247,6 +247,16 @@ def pid_of(global_id: pl.Expr) -> pl.Expr:
     return (global_id // (1 << 24)) & 0xFFFFFF
 
 
+def op_pid(global_pid: pl.Expr) -> pl.Expr:
+    """The process of a device op (:func:`pid_of` of its ``globalPid``), null for process 0: no application is the
+    OS's idle task, and nsys 2021.x exports a default 0 for a field it lacks ("all fields are declared as NOT
+    NULL ... default value for that field is exported"). An op without a process is then given the process of
+    the trace's calls where there is one (:func:`_with_launching_process`); read as process 0, it matched no
+    launch call at all."""
+    pid = pid_of(global_pid)
+    return pl.when(pid != 0).then(pid).alias(pid.meta.output_name())
+
+
 def tid_of(global_id: pl.Expr) -> pl.Expr:
     """The OS thread id in an nsys ``globalTid``: its low 24 bits."""
     return global_id & 0xFFFFFF
@@ -300,7 +310,7 @@ def _read_kernels(
     exprs, schema = _select(exprs, schema, wanted, always)
     frame = export.numeric_frame(t, exprs, schema)
     if "pid" in frame.columns:
-        frame = frame.with_columns(pid_of(pl.col("pid")))
+        frame = frame.with_columns(op_pid(pl.col("pid")))
     if not want_names:
         return frame.with_columns(kind=pl.lit("kernel")), 0
     named = strings.filter(pl.col("value").is_not_null())
@@ -382,7 +392,7 @@ def _read_copies(
     exprs, schema = _select(exprs, schema, wanted, always)
     frame = export.numeric_frame(table, exprs, schema)
     if "pid" in frame.columns:
-        frame = frame.with_columns(pid_of(pl.col("pid")))
+        frame = frame.with_columns(op_pid(pl.col("pid")))
     if kind == "memcpy":
         direction = pl.col("copy_kind").replace_strict(MEMCPY_KINDS, default=None, return_dtype=pl.String)
         suffix = pl.lit("]")
@@ -418,7 +428,7 @@ def _read_graph_executions(
     exprs, schema = _select(exprs, schema, wanted, ("start", "end", "device", "graph"))
     frame = export.numeric_frame(t, exprs, schema)
     if "pid" in frame.columns:
-        frame = frame.with_columns(pid_of(pl.col("pid")))
+        frame = frame.with_columns(op_pid(pl.col("pid")))
     name = (
         pl.when(pl.col("graph").is_null())
         .then(pl.lit("CUDA graph"))
