@@ -62,7 +62,7 @@ from tracekit.analyzers.ranges import (  # noqa: F401 (RangeChoice, choose_range
     select_ranges,
 )
 from tracekit.analyzers.stats import Summary, summarize_columns
-from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
+from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_doubt, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError, TracekitError
 from tracekit.fields import NUMERIC_FIELDS
@@ -1280,6 +1280,20 @@ LEVEL_FLAT = 1.1
 SLOW_START_MARK = "iterations are a slow start ("
 
 
+def _spread_warning(frame: pl.DataFrame, said: int) -> list[str]:
+    """The iteration latencies' spread where the mean misleads (:func:`tracekit.analyzers.stability.
+    spread_warning`: the iterations the stability rules drop move it by more than 5%, or the set is unstable);
+    ``said``: the leading iterations the slow-start warning already names."""
+    from tracekit.analyzers.stability import spread_warning
+
+    if frame.is_empty():
+        return []
+    latency = frame["latency_ms"] if "latency_ms" in frame.columns else frame["latency_ns"] / 1e6
+    index = frame["index"] if "index" in frame.columns else frame["iteration"]
+    text = spread_warning(latency.to_list(), said=said, indices=index.to_list())
+    return [] if text is None else [text]
+
+
 def _slow_start_warning(
     frame: pl.DataFrame, name: str, trace: Trace | None = None, ranges: pl.DataFrame | None = None
 ) -> tuple[list[str], list[int]]:
@@ -1711,6 +1725,7 @@ def measure_gaps(
     if not set(slow_iterations) <= set(setting_up) | set(capturing):
         # (a slow start that the setup calls or a graph capture explain is said once, by their rule)
         warnings += slow_start
+    warnings += _spread_warning(frame, len(slow_iterations) if slow_start else 0)
     doubts += setup_doubts
     unsynced = int((~frame["synchronized"]).sum())
     if unsynced:
@@ -2712,6 +2727,9 @@ def summarize(
     """
     fields = summarize_columns(frame, [c for c in NUMERIC_FIELDS if c in frame.columns])
     bound = bound_of(fields["gpu_utilization"].p50, bound_threshold)
+    if uncertain is None and bound is not None:
+        # a median whose interval lies across the threshold: the iterations split on the verdict
+        uncertain = bound_doubt(frame.get_column("gpu_utilization").to_list(), bound_threshold)
     return Summary(
         iterations=frame.height,
         fields=fields,

@@ -130,11 +130,6 @@ def test_spread_warning_leaves_a_slow_start_already_said_to_its_own_warning() ->
 # --------------------------------------------------------------------------------- analyze and table
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (not stability14's) builds analyze's warnings and calls only "
-    "stability.slow_start: stability.spread_warning is not wired there (proposed in /work/notes/stability14.md)",
-)
 def test_analyze_warns_that_its_mean_includes_outliers(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
     trace = kineto_trace(tmp_path, NOISY, busy_ms=1000.0)
     doc = run_json("analyze", [str(trace)], capsys)
@@ -315,11 +310,6 @@ def test_report_marks_a_split_verdict_uncertain(tmp_path: Path) -> None:
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py summarize (not stability14's) sets the verdict from the median utilization "
-    "alone: sweep.bound_doubt is not wired there (proposed in /work/notes/stability14.md)",
-)
 def test_analyze_marks_a_split_verdict_uncertain(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     doc = run_json("analyze", [str(kineto_trace(tmp_path, NOISY, busy_ms=1000.0))], capsys)
     assert doc["summary"]["bound"] == "compute"
