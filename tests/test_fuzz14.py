@@ -637,3 +637,145 @@ def test_ncu_csv_of_another_separator_is_named(
         f"tracekit: {path}: an ncu CSV whose fields are separated by {shown}, not ',' (re-saved by a "
         "spreadsheet, perhaps in a locale that writes decimal commas): export it again with ncu --csv"
     )
+
+
+# ------------------------------------------------------------------------------------------ ORT defects
+
+
+def _ev(cat: str, name: str, ts: int, dur: int, pid: int = 1, tid: int = 1, **args: Any) -> dict[str, Any]:
+    return {"cat": cat, "pid": pid, "tid": tid, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
+
+
+def _cuda_profile(stamp: str) -> list[dict[str, Any]]:
+    """Three runs of a CUDA session (SYNTHETIC): 4 MatMul nodes of 10 µs on the host, each launching one 200 µs
+    kernel, back to back on stream 7 from the run's start + 7 µs; a copy node waits for the GPU; each run
+    lasts 820 µs, of which the GPU is busy 800 µs. ``stamp`` says how the Kernel events are written:
+
+    - "end-1.11": ORT 1.11-1.13's CudaProfiler: ts = the kernel's end, args op_name (no parent_name), pid/tid -1;
+    - "end-1.8": ORT 1.8-1.10's: ts = the kernel's end, args correlation_id;
+    - "rocm": ORT's RocmProfiler before 1.14: ts = the kernel's begin, op_name without parent_name, the stream
+      a pointer;
+    - "start-1.14": GPUProfilerBase (1.14+): ts = the kernel's start, op_name and parent_name;
+    - "cupti-error": CUPTI could not start: one Kernel event "not_available_due_to_cupti_error", ts 0, dur 0.
+    """
+    events = [_ev("Session", "model_loading_uri", 0, 50), _ev("Session", "session_initialization", 60, 40)]
+    kernels: list[dict[str, Any]] = []
+    t = 200
+    for _ in range(3):
+        run: list[dict[str, Any]] = []
+        for k in range(4):
+            node_ts, start = t + 5 + 12 * k, t + 7 + 200 * k
+            node = f"/layer{k}/MatMul_kernel_time"
+            run.append(_ev("Node", node, node_ts, 10, op_name="MatMul", provider="CUDAExecutionProvider"))
+            grid = {
+                "grid_x": "64",
+                "grid_y": "1",
+                "grid_z": "1",
+                "block_x": "128",
+                "block_y": "1",
+                "block_z": "1",
+            }
+            name = f"sm80_gemm_{k}"
+            if stamp == "end-1.11":
+                kernels.append(
+                    _ev("Kernel", name, start + 200, 200, -1, -1, op_name="MatMul", stream="7", **grid)
+                )
+            elif stamp == "end-1.8":
+                kernels.append(
+                    _ev("Kernel", name, start + 200, 200, -1, -1, stream="7", correlation_id=str(k), **grid)
+                )
+            elif stamp == "rocm":
+                run.append(
+                    _ev("Kernel", name, start, 200, 0, 1, op_name="MatMul", stream="0x7f3a1c000b10", **grid)
+                )
+            elif stamp == "start-1.14":
+                run.append(
+                    _ev(
+                        "Kernel",
+                        name,
+                        start,
+                        200,
+                        -1,
+                        -1,
+                        op_name="MatMul",
+                        parent_name=node,
+                        stream="7",
+                        **grid,
+                    )
+                )
+        copy_ts = t + 5 + 48
+        run.append(
+            _ev(
+                "Node",
+                "/out/MemcpyToHost_kernel_time",
+                copy_ts,
+                t + 810 - copy_ts,
+                op_name="MemcpyToHost",
+                provider="CUDAExecutionProvider",
+            )
+        )
+        events += [_ev("Session", "model_run", t, 820), *run]
+        t += 1000
+    if stamp == "cupti-error":
+        events.append(_ev("Kernel", "not_available_due_to_cupti_error", 0, 0))
+    return events + kernels
+
+
+def _ort_file(tmp_path: Path, stamp: str) -> Path:
+    path = tmp_path / f"cuda-{stamp}.synthetic.ort.json"
+    path.write_text(json.dumps(_cuda_profile(stamp)))
+    return path
+
+
+@pytest.mark.parametrize("stamp", ["start-1.14", "rocm"])
+def test_ort_kernels_written_at_their_start_keep_their_times(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stamp: str
+) -> None:
+    code, doc, err = _analyze(capsys, _ort_file(tmp_path, stamp))
+    assert code == 0, err
+    assert [
+        (round(i["latency_ms"], 6), round(i["gpu_busy_ms"], 6), i["kernels"]) for i in doc["iterations"]
+    ] == [(0.82, 0.8, 4)] * 3
+    assert all(i["synchronized"] for i in doc["iterations"])
+    assert not any("stamps each kernel at its end" in w for w in doc["warnings"])
+
+
+@pytest.mark.parametrize("stamp", ["end-1.11", "end-1.8"])
+def test_ort_kernels_written_at_their_end_are_read_from_their_start(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], stamp: str
+) -> None:
+    """ORT 1.8-1.13 write each Kernel event's ts at the kernel's end (``DUR(profiling_start, stat.stop_)``):
+    read as a start, every kernel sat 200 µs late, the last past its run's end, and each iteration was called
+    unsynchronized with a steady-state latency of 1.007 / 0.867 ms for runs of 0.820 ms."""
+    code, doc, err = _analyze(capsys, _ort_file(tmp_path, stamp))
+    assert code == 0, err
+    assert [
+        (round(i["latency_ms"], 6), round(i["gpu_busy_ms"], 6), i["kernels"]) for i in doc["iterations"]
+    ] == [(0.82, 0.8, 4)] * 3
+    assert all(i["synchronized"] for i in doc["iterations"])
+    assert (
+        "12 of 12 GPU ops (Kernel events) carry the args of ORT's CUDA profiler before 1.14 (correlation_id, or "
+        "op_name without parent_name), which stamps each kernel at its end (ts = CUPTI's end time): each is read "
+        "from ts - dur"
+    ) in doc["warnings"]
+
+
+def test_ort_cupti_error_event_is_no_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """ORT 1.8-1.10 write one Kernel event "not_available_due_to_cupti_error" (ts 0, dur 0) when CUPTI could
+    not start. It had made the profile a GPU one with one 0 µs kernel before every run: GPU busy 0.000 ms and
+    0 kernels in each 0.820 ms iteration. It is no kernel: the profile is read as one without Kernel events
+    (Node events, timed on the host: no verdict), and said."""
+    code, doc, err = _analyze(capsys, _ort_file(tmp_path, "cupti-error"))
+    assert code == 0, err
+    reference = _analyze(capsys, _ort_file(tmp_path, "none"))[1]
+    assert doc["iterations"] == reference["iterations"]
+    assert [i["kernels"] for i in doc["iterations"]] == [5, 5, 5]
+    assert doc["no_verdict"] == reference["no_verdict"]
+    assert doc["no_verdict"].startswith(
+        "no framework-/compute-bound verdict: 15 of 15 operator events ran on a GPU"
+    )
+    assert (
+        "the profile holds ORT's 'not_available_due_to_cupti_error' Kernel event: its CUDA profiler could not "
+        "start CUPTI (another profiler attached, or no permission to the GPU's performance counters), so it "
+        "recorded no GPU kernel; the Node events are host times"
+    ) in doc["warnings"]

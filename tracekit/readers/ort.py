@@ -203,6 +203,8 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
                 # "1" where the node wrote no output shape (``[]``: a failed node, or outputs that are no
                 # tensors), "0" where it wrote some, null where it wrote none (ORT 0.x)
                 None if (out := a.get("output_type_shape")) is None else "1" if out == [] else "0",
+                # "1" where the args are those ORT's CUDA profiler wrote before 1.14 (:func:`_from_their_end`)
+                "1" if "correlation_id" in a or ("op_name" in a and "parent_name" not in a) else None,
             )
             for e in events
         ]
@@ -223,6 +225,7 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         "first_shape",
         "parent_name",
         "no_output",
+        "old_args",
     )
     frame = pl.DataFrame(
         {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
@@ -237,6 +240,52 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         pid_i=pl.col("pid").cast(pl.Int64, strict=False),
         tid_i=pl.col("tid").cast(pl.Int64, strict=False),
     )
+
+
+#: The Kernel event ORT 1.8-1.10 write, alone, when CUPTI could not be started (ts 0, dur 0).
+CUPTI_ERROR_EVENT = "not_available_due_to_cupti_error"
+
+
+def _without_cupti_error(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
+    """``frame`` without ORT's :data:`CUPTI_ERROR_EVENT` Kernel events, and how many there were: no kernel ran
+    then, the profiler says it recorded none."""
+    error = (pl.col("cat") == "Kernel") & (pl.col("name") == CUPTI_ERROR_EVENT)
+    count = frame.select(error.fill_null(False).sum()).item()
+    return (frame.filter(~error.fill_null(False)), int(count)) if count else (frame, 0)
+
+
+def _from_their_end(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
+    """(``frame`` with the Kernel events that ORT 1.8-1.13 stamped at their end read from their start, how many
+    were, how many Kernel events there are).
+
+    ORT's CUDA profiler before 1.14 (``CudaProfiler`` in cuda_profiler.cc) wrote each kernel and copy with
+    ``ts = DUR(profiling_start, stat.stop_)``: CUPTI's *end* time, its ``dur`` the kernel's length. Its args tell
+    it apart: ``correlation_id`` (1.8-1.10), or ``op_name`` without ``parent_name`` (1.11-1.13, op_name "" when
+    no node matched); the stream a decimal number. From 1.14 (``GPUProfilerBase``) a kernel is written at its
+    start, with both op_name and parent_name when its node is found and neither when not; ROCm's profiler
+    wrote op_name without parent_name too, but at the kernel's begin, its stream a pointer ("0x..."). Such a
+    kernel starts at ``ts - dur``; one without a readable dur keeps its ts. When that would put one before the
+    profile began (ts < dur), the args do not mean that writer (a profile made or rewritten by another tool):
+    every kernel is read as written."""
+    old = (
+        (pl.col("cat") == "Kernel")
+        & (pl.col("old_args") == "1")
+        & pl.col("stream").str.strip_chars().str.contains(r"^\d+$")
+        & pl.col("op_end").is_not_null()
+    ).fill_null(False)
+    kernels = frame.select((pl.col("cat") == "Kernel").fill_null(False).sum()).item()
+    length = pl.col("op_end") - pl.col("start")
+    count, before_start = frame.select(
+        old.sum().alias("n"), (old & (pl.col("start") < length)).sum().alias("early")
+    ).row(0)
+    if not count or before_start:
+        return frame, 0, int(kernels)
+    moved = frame.with_columns(
+        start=pl.when(old).then(pl.col("start") - length).otherwise(pl.col("start")),
+        end=pl.when(old).then(pl.col("start")).otherwise(pl.col("end")),
+        op_end=pl.when(old).then(pl.col("start")).otherwise(pl.col("op_end")),
+    )
+    return moved, int(count), int(kernels)
 
 
 #: A kernel may seem to start up to this long (ns) before the node that launched it by rounding alone: ORT
@@ -870,6 +919,20 @@ def read(path: Path) -> Trace:
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
     frame = frame.filter(pl.col("start").is_not_null())
+    frame, cupti_errors = _without_cupti_error(frame)
+    if cupti_errors:
+        warnings.append(
+            f"the profile holds ORT's '{CUPTI_ERROR_EVENT}' Kernel event: its CUDA profiler could not start CUPTI "
+            "(another profiler attached, or no permission to the GPU's performance counters), so it recorded no "
+            "GPU kernel; the Node events are host times"
+        )
+    frame, end_stamped, kernel_events = _from_their_end(frame)
+    if end_stamped:
+        warnings.append(
+            f"{end_stamped} of {kernel_events} GPU ops (Kernel events) carry the args of ORT's CUDA profiler before "
+            "1.14 (correlation_id, or op_name without parent_name), which stamps each kernel at its end (ts = "
+            "CUPTI's end time): each is read from ts - dur"
+        )
 
     session = frame.filter(pl.col("cat") == "Session")
     merged = _merged_sessions(session)
