@@ -399,7 +399,7 @@ def test_a_capture_whose_cuda_trace_failed_is_no_cpu_only_run(tmp_path: Path) ->
 # ---------------------------------------------------------------- CUDA calls without their process
 
 
-@pytest.mark.parametrize("how", ["no column", "null"])
+@pytest.mark.parametrize("how", ["no column", "null", "process 0"])
 def test_cuda_calls_without_a_process_are_the_ops_process(tmp_path: Path, how: str) -> None:
     """CUDA API rows without ``globalTid`` (the column missing, or null) have no process, and correlation ids
     are unique only within a process: no call matched its kernels. On the real 2024.6 export with the column
@@ -409,9 +409,9 @@ def test_cuda_calls_without_a_process_are_the_ops_process(tmp_path: Path, how: s
     the trace's device ops when those come from one, with a warning: 4 iterations of 0.5 here, as with it."""
     drop = {"CUPTI_ACTIVITY_KIND_RUNTIME": ["globalTid"]} if how == "no column" else {}
     b = _gpu_run(NsysBuilder(drop_columns=drop))
-    if how == "null":
+    if how != "no column":  # null, or nsys 2021.x's default 0 (process 0: no application's)
         for row in b.rows["CUPTI_ACTIVITY_KIND_RUNTIME"]:
-            row["globalTid"] = None
+            row["globalTid"] = None if how == "null" else 0
     path = b.write(tmp_path / "calls_without_process.synthetic.sqlite")
     trace = read(path)
     assert trace.api.get_column("pid").unique().to_list() == [100]

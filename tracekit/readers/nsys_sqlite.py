@@ -471,7 +471,7 @@ def _read_api_table(
     frame = export.numeric_frame(table, exprs, schema)
     want_thread = wanted is None or "thread" in wanted
     frame = frame.with_columns(
-        pid_of(pl.col("global_tid")).alias("pid"),
+        op_pid(pl.col("global_tid")).alias("pid"),  # (process 0, a default: none, as for the ops)
         *([tid_of(pl.col("global_tid")).alias("thread")] if want_thread else []),
     ).drop("global_tid")
     if "name_id" in frame.columns:
