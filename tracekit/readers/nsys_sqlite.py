@@ -97,8 +97,8 @@ samples, else the capture's stated sampling frequency;
 :func:`tracekit.readers.nsys_gpu_metrics.sampling_period_ns`), ``wall_clock_base_ns`` (the session's start as
 ns since the Unix epoch, ``TARGET_INFO_SESSION_START_TIME.utcEpochNs``: the wall-clock time of timestamp 0,
 where the export has it; :func:`tracekit.readers.nsys_meta.session_start_epoch_ns`), ``lost_events`` (only where
-nsys's own diagnostics, ``DIAGNOSTIC_EVENT`` (2024+), say it lost events: {"device" / "nvtx" / "gpu_metrics" / "all": nsys's
-messages}, with a warning quoting them; :func:`_lost_events`), ``warnings``.
+nsys's own diagnostics, ``DIAGNOSTIC_EVENT`` (2024+), say it lost events: {"device" / "nvtx" / "gpu_metrics" /
+"all": nsys's messages}, with a warning quoting them; :func:`_lost_events`), ``warnings``.
 
 This module decodes and normalizes the tables. The SQLite reads themselves (read-only connection, ADBC or
 sqlite3, threaded rowid slices) are :mod:`tracekit.readers.sqlite_engine`; GPU metrics
