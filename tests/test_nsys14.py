@@ -255,8 +255,9 @@ def test_ranges_begun_before_the_capture_are_left_out(tmp_path: Path) -> None:
 
 def test_a_range_ending_before_it_starts_leaves_the_nesting_of_its_thread_alone(tmp_path: Path) -> None:
     """A CPU-only capture (``nsys -t nvtx,osrt``): three 'iteration' ranges of 10 µs on one thread, each with
-    a 4 µs 'op' inside, and one range 'broken' whose end (0) lies before its start (500 µs, after the iterations: a damaged row, or
-    an exporter writing its default 0 for a missing end, as nsys 2021.x documents for every NOT NULL field).
+    a 4 µs 'op' inside, and one range 'broken' whose end (0) lies before its start (500 µs, after the
+    iterations: a damaged row, or an exporter writing its default 0 for a missing end, as nsys 2021.x documents
+    for every NOT NULL field).
     The nesting counted its end as a close at 0, before every start of the thread: every later depth one too
     small (clipped at 0), so the ops were top-level ranges, no operators, and the iterations held nothing. The
     range is dropped later as one with a negative duration; its own end now closes it at its start: depths

@@ -1367,8 +1367,8 @@ def _lost_events(export: Database, strings: pl.DataFrame, warnings: list[str]) -
     if not found:
         return {}
     said = {
-        "device": "CUDA activity (kernels, copies) may be missing: GPU busy is a lower bound, and a framework-bound "
-        "verdict may come from work the trace lacks",
+        "device": "CUDA activity (kernels, copies) may be missing: GPU busy is a lower bound, and a "
+        "framework-bound verdict may come from work the trace lacks",
         "nvtx": "NVTX ranges may be missing: iterations or operators may be lost",
         "gpu_metrics": "GPU metric samples may be missing: the metrics (SMs active, occupancy) cover less time",
         "all": "events of any kind may be missing from the trace",
