@@ -44,7 +44,12 @@ What lands where:
     instead, so that host time is not counted as device busy time. Older ORT versions write a kernel's
     duration but not when it ran (they stamp it at its node's start + 1 µs); newer ones write CUPTI's start
     shifted onto the CPU clock. Kernels that overlap an earlier op on their stream (only the older stamping
-    does that) are queued behind it (:func:`queue_on_streams`) and a warning counts them.
+    does that) are queued behind it (:func:`queue_on_streams`) and a warning counts them. ORT 1.8-1.13's CUDA
+    profiler (``CudaProfiler``, before ``GPUProfilerBase``) wrote each kernel at its *end* (``ts`` = CUPTI's end
+    time): told by its args (``correlation_id``, or ``op_name`` without ``parent_name``, a decimal stream), such
+    kernels are read from ``ts - dur``, with a warning (:func:`_from_their_end`). The Kernel event
+    ``not_available_due_to_cupti_error`` (CUPTI did not start) is no kernel: it is dropped, with a warning, and
+    the profile reads as one without Kernel events.
 
 ``cat`` is read in any case ("node", "KERNEL"), as tools that rewrite profiles may spell it. A profile holding
 :data:`ORT_MAX_EVENTS` Session and Node events hit ORT's cap, past which it drops events: a warning says so.
@@ -919,6 +924,16 @@ def read(path: Path) -> Trace:
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
     frame = frame.filter(pl.col("start").is_not_null())
+    # a run without a readable dur would be a 0 µs iteration holding none of its nodes, taken for a run that
+    # stopped after none of them (:func:`partial_runs`): its length is unknown, so it is no iteration
+    lost_run = (pl.col("cat") == "Session") & (pl.col("name") == MODEL_RUN) & pl.col("op_end").is_null()
+    lost_runs = frame.select(lost_run.fill_null(False).sum()).item()
+    if lost_runs:
+        frame = frame.filter(~lost_run.fill_null(False))
+        warnings.append(
+            f"{lost_runs} '{MODEL_RUN}' event(s) without a readable dur (null, missing, NaN, Infinity or not a "
+            "number) were skipped: how long those runs lasted is not known, so their nodes count in no iteration"
+        )
     frame, cupti_errors = _without_cupti_error(frame)
     if cupti_errors:
         warnings.append(
