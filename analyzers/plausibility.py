@@ -859,6 +859,20 @@ def unread_device_work(trace: Trace) -> str | None:
     )
 
 
+def gpu_tracing_stopped(trace: Trace) -> str | None:
+    """Doubt when the profiler says it stopped collecting device activity before the capture ended
+    (``meta["gpu_tracing_stopped_early"]``: libkineto's "Exceeded max GPU buffer count", "CUPTI stopped
+    early"): the iterations after that point hold their launch calls and none of their device work, so they
+    read idle where the device ran and the median utilization may be too low; None otherwise."""
+    if not trace.meta.get("gpu_tracing_stopped_early") or trace.ops.is_empty():
+        return None
+    return (
+        "verdict uncertain: torch.profiler (libkineto) stopped collecting GPU activity before the capture "
+        "ended: the iterations after that point read idle where the device ran, so their GPU busy time and "
+        "utilization are too low and a framework-bound verdict may be theirs; profile fewer steps"
+    )
+
+
 #: Host silence shorter than this (ns) is framework code: the Python between an eager model's operators (at
 #: most 0.21 ms in the committed H200 traces, 0.83 ms in the real vLLM B200 step, whose Python tracer shows it
 #: busy); a thread blocked waiting (for requests, on a queue, asleep) is silent for milliseconds to seconds.
@@ -1046,6 +1060,7 @@ def doubts(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) ->
     take (default 50%)."""
     found = [
         unread_device_work(trace),
+        gpu_tracing_stopped(trace),
         collapsed_iterations(frame),
         implausible_durations(trace),
         implausible_ranges(trace, frame),

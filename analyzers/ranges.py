@@ -662,6 +662,15 @@ def select_ranges(
     untimed = candidates.filter(pl.col("start").is_null() | pl.col("end").is_null())
     if untimed.height:
         candidates = candidates.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+    # A range of no duration beside ranges of its name that have one lost its end (Kineto writes dur 0 for a
+    # range whose end it did not record, kineto#646): no iteration of latency 0 (or below).
+    lengthless = candidates.filter(
+        (pl.col("end") <= pl.col("start")) & (pl.col("end") > pl.col("start")).any().over("key")
+    )
+    if lengthless.height:
+        candidates = candidates.join(
+            lengthless.select("start", "end", "key"), on=["start", "end", "key"], how="anti"
+        )
     # A range without a name (a Kineto event that lost its "name") cannot be chosen, by name or by rule.
     unnamed = candidates.filter(pl.col("name").is_null()).height
     if unnamed:
@@ -685,6 +694,14 @@ def select_ranges(
         choice.warnings.append(
             f"left out {unnamed} range{'s' if unnamed > 1 else ''} without a name: a range needs a name "
             "to be chosen as the iterations"
+        )
+    if lengthless.height:
+        names = _names(lengthless.get_column("name").unique(maintain_order=True).to_list())
+        n = lengthless.height
+        choice.warnings.append(
+            f"left out {n} range{'s' if n > 1 else ''} of no duration ({names}) beside ranges of the same name "
+            "that have one: a range whose end the profiler did not record reads 0 (Kineto writes dur 0 then); "
+            "it is no iteration, and the work it launched counts in none"
         )
     if untimed.height:
         names = _names(untimed.get_column("key").unique(maintain_order=True).to_list())

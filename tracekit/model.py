@@ -184,6 +184,11 @@ _LAUNCHES: tuple[str, ...] = (
     "piEnqueueKernelLaunch",
     "piextEnqueueKernelLaunchCustom",
     "piextEnqueueCooperativeKernelLaunch",
+    # Cambricon MLU, as torch_mlu's Kineto fork records them (category ``mlu_runtime``; its
+    # ApiListCommon.cpp): a kernel launch, and the replay of a task topology (CNDrv's CUDA graph).
+    "cnInvokeKernel",
+    "cnInvokeKernelEx",
+    "cnTaskTopoEntityInvoke",
 )
 _PER_THREAD: dict[str, str] = {
     "cudaLaunchKernel": "_ptsz",
@@ -199,8 +204,11 @@ _PER_THREAD: dict[str, str] = {
     "hipGraphLaunch": "_spt",
 }
 LAUNCH_API_NAMES: tuple[str, ...] = _LAUNCHES + tuple(name + suffix for name, suffix in _PER_THREAD.items())
-#: The graph launches among :data:`LAUNCH_API_NAMES`: one call replays a whole CUDA (HIP) graph.
-GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(name for name in LAUNCH_API_NAMES if "GraphLaunch" in name)
+#: The graph launches among :data:`LAUNCH_API_NAMES`: one call replays a whole CUDA (HIP, MLU task topology)
+#: graph.
+GRAPH_LAUNCH_NAMES: tuple[str, ...] = tuple(
+    name for name in LAUNCH_API_NAMES if "GraphLaunch" in name or name == "cnTaskTopoEntityInvoke"
+)
 #: API name suffixes that do not change what a call does: a per-thread default-stream mark with a version on
 #: either side (the runtime's ``cudaLaunchKernel_ptsz_v7000``, the driver's ``cuStreamBeginCapture_v2_ptsz``).
 API_NAME_SUFFIX = r"(_v\d+)?(_ptsz|_ptds|_spt)?(_v\d+)?$"
