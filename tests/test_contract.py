@@ -151,7 +151,7 @@ def _check_analyze(fmt: str, out: str) -> None:
         assert _shown(_cell(rows, "latency", "mean"), PT_LAT_MEAN)
         assert _shown(_cell(rows, "latency", "p50"), PT_LAT_P50)
         assert _shown(_cell(rows, "GPU busy", "mean"), PT_BUSY_MEAN)
-        assert _shown(_cell(rows, "kernels / ops", "p50"), 400)
+        assert _shown(_cell(rows, "kernels (copies, memsets not counted)", "p50"), 400)
         assert "framework-bound" in out
 
 
@@ -180,15 +180,15 @@ def _check_compare(fmt: str, out: str) -> None:
         assert (latency["a"], latency["b"]) == pytest.approx((PT_LAT_P50, ONNX_LAT_P50), abs=1e-12)
         assert latency["delta"] == pytest.approx(ONNX_LAT_P50 - PT_LAT_P50, abs=1e-12)
     elif fmt == "csv":
-        row = next(r for r in _csv(out) if r["section"] == "summary" and r["name"] == "latency (ms)")
+        row = next(r for r in _csv(out) if r["section"] == "summary" and r["name"] == "traced latency (ms)")
         assert float(row["a"]) == pytest.approx(PT_LAT_P50, abs=1e-12)
         assert float(row["b"]) == pytest.approx(ONNX_LAT_P50, abs=1e-12)
         assert float(row["delta"]) == pytest.approx(ONNX_LAT_P50 - PT_LAT_P50, abs=1e-12)
     else:
         rows = _rows(out)
-        assert _shown(_cell(rows, "latency (ms)", "A "), PT_LAT_P50)
-        assert _shown(_cell(rows, "latency (ms)", "B "), ONNX_LAT_P50)
-        assert _shown(_cell(rows, "latency (ms)", "B −"), ONNX_LAT_P50 - PT_LAT_P50)
+        assert _shown(_cell(rows, "traced latency (ms)", "A "), PT_LAT_P50)
+        assert _shown(_cell(rows, "traced latency (ms)", "B "), ONNX_LAT_P50)
+        assert _shown(_cell(rows, "traced latency (ms)", "B −"), ONNX_LAT_P50 - PT_LAT_P50)
 
 
 def _check_report(fmt: str, out: str) -> None:
@@ -256,7 +256,9 @@ def test_help_describes_every_option_with_its_default(command: str) -> None:
 
 def test_counts_are_integers_and_gaps_start_in_the_iteration(capsys) -> None:
     out, _ = run(capsys, "analyze", str(SYN_TRACE))
-    kernels = next(line for line in out.splitlines() if line.startswith("│ kernels / ops"))
+    kernels = next(
+        line for line in out.splitlines() if line.startswith("│ kernels (copies, memsets not counted)")
+    )
     assert "400.0" not in kernels and "│      400 │" in kernels
     assert "starts at (ms into iteration)" in out and "start (ns)" not in out
     doc = json.loads(run(capsys, "analyze", str(SYN_TRACE), "--format", "json")[0])
