@@ -451,3 +451,34 @@ def test_device_ops_of_process_0_are_ops_without_a_process(tmp_path: Path) -> No
     assert trace.ops.get_column("pid").unique().to_list() == [100]
     analysis = tracekit.analyze(path)
     assert analysis.iterations["gpu_utilization"].to_list() == [0.5] * 4
+
+
+# ---------------------------------------------------------------- the GPU named: a used GPU, not an unused one
+
+
+def test_the_gpu_named_is_the_one_that_ran_the_kernels_not_an_unused_one(tmp_path: Path) -> None:
+    """A box of three GPUs (nsys ids 0 'NVIDIA A100-SXM4-80GB', 1 'Tesla T4', 2 'NVIDIA H100 80GB HBM3', each
+    with its own ``cuDevice``), a process started with ``CUDA_VISIBLE_DEVICES=2,0``: TARGET_INFO_CUDA_DEVICE maps
+    its CUDA device 0 to GPU 2 and 1 to GPU 0; GPU 1 is unused, and its guessed CUDA id (its cuDevice, 1) is the
+    used A100's. The kernels ran on CUDA device 1, the A100, but the unused T4, listed after it, took its id's
+    name: the trace said 'Tesla T4'. A used GPU's name wins its id, and the unused GPU that shares it is not
+    listed beside it."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA A100-SXM4-80GB", cu_device=0)
+    b.gpu(1, "Tesla T4", cu_device=1)
+    b.gpu(2, "NVIDIA H100 80GB HBM3", cu_device=2)
+    b.cuda_device(2, 0)
+    b.cuda_device(0, 1)
+    corr = 1
+    for i in range(4):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=corr, device=1)
+        corr += 1
+    trace = read(b.write(tmp_path / "visible_devices.synthetic.sqlite"))
+    assert trace.meta["gpu"] == "NVIDIA A100-SXM4-80GB"
+    assert trace.meta["gpus"] == [
+        {"id": 1, "name": "NVIDIA A100-SXM4-80GB"},
+        {"id": 0, "name": "NVIDIA H100 80GB HBM3"},
+    ]

@@ -182,8 +182,13 @@ def export_meta(
     if re.fullmatch(r"\d{4,6}", cuda) and int(cuda) > 0:
         meta["cuda_driver"] = f"{int(cuda) // 1000}.{int(cuda) % 1000 // 10}"
     if gpus:
-        meta["gpus"] = [{"id": g["id"], "name": g["name"]} for g in gpus]
-        names = {g["id"]: g["name"] for g in gpus}
+        # An unused GPU whose guessed CUDA id (:func:`gpu_table`) is a used GPU's is not that GPU: listed after
+        # it, its name had replaced the used one's (CUDA_VISIBLE_DEVICES=2,0 on a box with a T4 as GPU 1: the
+        # A100 that ran the kernels as CUDA device 1 was named 'Tesla T4').
+        used = {g["id"] for g in gpus if g.get("used", True)}
+        listed = [g for g in gpus if g.get("used", True) or g["id"] not in used]
+        meta["gpus"] = [{"id": g["id"], "name": g["name"]} for g in listed]
+        names = {g["id"]: g["name"] for g in listed}
         gpu_name = None
         if gpu_ops is not None:
             gpu_name = busiest_gpu_name(gpu_ops, names)
