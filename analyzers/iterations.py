@@ -69,6 +69,7 @@ from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import (
     GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY,
     GPU_PROVIDER_NODES,
+    GRAPH_LAUNCH_NAMES,
     GRAPH_REPLAYS,
     LAUNCH_API_NAMES,
     PARTIAL_RUNS,
@@ -1002,11 +1003,14 @@ def before_call_counts(frame: pl.DataFrame) -> tuple[int, int, int] | None:
     return before, first_ops, -int(frame.get_column("_min_latency_ns").min())
 
 
-def launch_notes(frame: pl.DataFrame, before_call: tuple[int, int, int] | None) -> list[str]:
+def launch_notes(
+    frame: pl.DataFrame, before_call: tuple[int, int, int] | None, graph_launches: bool = True
+) -> list[str]:
     """What the launch figures of the analyzed iterations need said (``frame``: with
     :data:`LAUNCH_NOTE_COLUMNS`; ``before_call``: :func:`before_call_counts` of it): first ops that started
-    before their launch call returned (queue time counted as 0), and first ops that started before their
-    call began (host and device clocks disagree)."""
+    before their launch call returned (queue time counted as 0; ``graph_launches``: the trace holds graph
+    launch calls, one of the reasons, said only then), and first ops that started before their call began
+    (host and device clocks disagree)."""
     if "_first_ops" not in frame.columns:
         return []
     first_ops = int(frame.get_column("_first_ops").fill_null(0).sum())
@@ -1015,8 +1019,9 @@ def launch_notes(frame: pl.DataFrame, before_call: tuple[int, int, int] | None) 
     if in_call:
         notes.append(
             f"queue time: in {in_call} of {first_ops} launches the first op started before its launch call "
-            "returned (the device took the work while the call was still submitting; a graph launch call "
-            "returns after its first kernels ran): their queue time is 0, not negative"
+            "returned (the device took the work while the call was still submitting"
+            + ("; a graph launch call returns after its first kernels ran" if graph_launches else "")
+            + "): their queue time is 0, not negative"
         )
     if before_call is not None:
         before, _, lead_ns = before_call
@@ -1704,7 +1709,7 @@ def measure_gaps(
         _slow_start_warning(frame, name, trace, ranges) if not skip_given else ([], [])
     )
     before_call = before_call_counts(frame)
-    notes = launch_notes(frame, before_call)
+    notes = launch_notes(frame, before_call, not calls_named(trace.api, GRAPH_LAUNCH_NAMES).is_empty())
     implausible = plausibility.doubts(trace, frame, bound_threshold)
     lost = assignment.lost_launches[0]
     implausible += [lost] if lost else []

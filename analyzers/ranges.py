@@ -754,7 +754,9 @@ def _select_closed(
         how = "requested with --range"
         if not ((candidates["name"] == range_name) | (candidates["key"] == range_name)).any():
             kind = pattern_kind(range_name)
-            how += f" ({kind}: {frame.height} ranges of {frame['name'].n_unique()} names)"
+            matched = frame.get_column("name").unique(maintain_order=True).to_list()
+            ranges_of = f"{frame.height} range{'s' if frame.height != 1 else ''} of {len(matched)} name"
+            how += f" ({kind}: {ranges_of}{'s' if len(matched) != 1 else ''}: {_names(matched)})"
         return RangeChoice(frame, range_name, how, warnings)
     chosen, left_out = _in_launching_processes(chosen, trace, name)
     frame, warnings = _range_frame(chosen, name, _one_per_thread(trace, name))

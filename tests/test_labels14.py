@@ -289,11 +289,6 @@ def test_queue_note_on_graph_launches_keeps_its_graph_clause(
     assert GRAPH_CLAUSE in note
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (not labels14's) launch_notes says 'a graph launch call returns after its "
-    "first kernels ran' on every trace, eager ones with no graph launch included",
-)
 def test_queue_note_on_an_eager_trace_says_nothing_of_graph_launches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -434,11 +429,6 @@ def test_exact_range_name_is_still_named(tmp_path: Path, capsys: pytest.CaptureF
     assert "iterations: 2 ranges named 'step[DECODE bs=32]' (requested with --range)" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py (not labels14's) says how many ranges and names a pattern matched "
-    "('regex: 2 ranges of 1 names') but not which names: the document carries no matched name",
-)
 def test_range_pattern_names_the_ranges_it_matched(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -403,14 +403,20 @@ def test_glob_groups_differently_named_vllm_steps():
     frame, name, how = R.choose_ranges(trace, "execute_*")
     assert frame["name"].to_list() == VLLM_STEPS  # the nested match is dropped: outermost level only
     assert name == "execute_*"
-    assert how == "requested with --range (glob: 4 ranges of 3 names)"
+    assert how == (
+        "requested with --range (glob: 4 ranges of 3 names: 'execute_context_1(512)_generation_0(0)', "
+        "'execute_context_0(0)_generation_1(1)', 'execute_context_1(64)_generation_1(1)')"
+    )
 
 
 def test_regex_groups_differently_named_sglang_steps():
     trace = _steps(SGLANG_STEPS + ["step_counter"])
     frame, _, how = R.choose_ranges(trace, r"re:^step\[")
     assert frame["name"].to_list() == SGLANG_STEPS
-    assert how == "requested with --range (regex: 4 ranges of 3 names)"
+    assert how == (
+        "requested with --range (regex: 4 ranges of 3 names: 'step[EXTEND bs=2 toks=300]', "
+        "'step[DECODE bs=2]', 'step[DECODE bs=1]')"
+    )
     # unanchored search
     frame, _, _ = R.choose_ranges(trace, "re:DECODE")
     assert frame["name"].to_list() == SGLANG_STEPS[1:]

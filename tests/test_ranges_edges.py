@@ -38,7 +38,9 @@ def test_a_glob_may_match_the_name_but_not_its_key():
     names = [f"ProfilerStep#{i}" for i in (9, 10, 11, 20)]
     choice = R.select_ranges(_named(names), "ProfilerStep#1?")
     assert choice.frame["name"].to_list() == ["ProfilerStep#10", "ProfilerStep#11"]
-    assert choice.how == "requested with --range (glob: 2 ranges of 2 names)"
+    assert choice.how == (
+        "requested with --range (glob: 2 ranges of 2 names: 'ProfilerStep#10', 'ProfilerStep#11')"
+    )
 
 
 def test_a_regex_may_match_the_key_but_not_the_name():
@@ -51,7 +53,10 @@ def test_a_regex_may_match_the_key_but_not_the_name():
     choice = R.select_ranges(_named(names), "re:^aten::mul$")
     assert choice.frame["name"].to_list() == [names[0], names[2]]
     assert choice.frame["range_start"].to_list() == [10_000, 12_000]
-    assert choice.how == "requested with --range (regex: 2 ranges of 2 names)"
+    assert choice.how == (
+        "requested with --range (regex: 2 ranges of 2 names: 'aten::mul, seq = 3, op_id = 7', "
+        "'aten::mul, seq = 5, op_id = 9')"
+    )
 
 
 # ------------------------------------------------------------------------------ serving-engine steps
