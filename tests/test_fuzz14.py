@@ -844,3 +844,74 @@ def test_ort_model_run_without_a_readable_dur_is_said_not_called_failed(
         "skipped: how long those runs lasted is not known, so their nodes count in no iteration"
     ) in doc["warnings"]
     assert not any("ran only a prefix" in w or "did not complete" in w for w in doc["warnings"])
+
+
+def _ort_text(name: str) -> str:
+    """A profile as ORT's Profiler::EndProfiling writes it (SYNTHETIC): each field by hand, ``name`` as it is,
+    with no JSON escaping (``profile_stream_ << R"("name" :")" << rec.name``)."""
+    line = '{{"cat" : "{cat}","pid" :1,"tid" :1,"dur" :{dur},"ts" :{ts},"ph" : "X","name" :"{name}","args" : {{{args}}}}}'
+    return (
+        "[\n"
+        + line.format(cat="Session", dur=400, ts=100, name="model_run", args="")
+        + ",\n"
+        + line.format(cat="Node", dur=100, ts=110, name=name, args='"op_name" : "MatMul"')
+        + "\n]\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "where"),
+    [
+        ("C:\\model\\n0_kernel_time", "Invalid \\escape: line 3 column 78 (char 182)"),
+        ('say "hi"_kernel_time', "Expecting ',' delimiter: line 3 column 81 (char 185)"),
+    ],
+)
+def test_ort_node_name_that_breaks_its_json_is_explained(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, where: str
+) -> None:
+    """ORT writes names without escaping (profiler.cc, every version): a node named with a backslash or a quote
+    makes the file invalid JSON, which had read as a bare "truncated or invalid JSON" error."""
+    assert (
+        '"name" :"' in _ort_text("x")
+        and json.loads(_ort_text("n0_kernel_time"))[1]["name"] == "n0_kernel_time"
+    )
+    path = tmp_path / "raw-name.synthetic.ort.json"
+    path.write_text(_ort_text(name))
+    code, _, err = _analyze(capsys, path)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {path}: truncated or invalid JSON: {where}; ONNX Runtime writes event names as they are, "
+        f"without JSON escaping, so a name holding a backslash or a double quote breaks its profile (here "
+        f"{name!r}): rename the node, or escape the name in the file"
+    )
+
+
+def test_ort_events_wrapped_in_a_trace_events_object_read_as_ort(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ORT reader takes ``{"traceEvents": [...]}`` (a tool's wrapping of the array), but detection sent
+    every JSON object to the Kineto reader: "no ranges and no device activity: nothing to analyze"."""
+    events = _cpu_runs(400)
+    plain = tmp_path / "plain.synthetic.ort.json"
+    plain.write_text(json.dumps(events))
+    wrapped = tmp_path / "wrapped.synthetic.json"
+    wrapped.write_text(json.dumps({"traceEvents": events, "displayTimeUnit": "ms"}))
+    code, doc, err = _analyze(capsys, wrapped)
+    assert code == 0, err
+    assert doc["range"] == "model_run"
+    assert [(round(i["latency_ms"], 6), round(i["gpu_busy_ms"], 6)) for i in doc["iterations"]] == [
+        (0.4, 0.3)
+    ] * 3
+    assert doc["iterations"] == _analyze(capsys, plain)[1]["iterations"]
+
+
+def test_a_kineto_trace_with_a_model_run_annotation_stays_kineto(tmp_path: Path) -> None:
+    from tracekit.readers import detect_format
+
+    doc = json.loads(gzip.decompress(KINETO_SAMPLE.read_bytes()))
+    doc["traceEvents"].insert(
+        0, {"ph": "X", "cat": "user_annotation", "name": "model_run", "pid": 1, "tid": 1, "ts": 1, "dur": 1}
+    )
+    path = tmp_path / "annotated.synthetic.json"
+    path.write_text(json.dumps(doc))
+    assert detect_format(path) == "kineto"

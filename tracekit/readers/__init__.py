@@ -124,6 +124,15 @@ def detect_format(path: str | Path) -> str:
 ORT_HEAD = re.compile(r'"cat"\s*:\s*"(?:Session|Node)"|"model_run"|"model_loading')
 
 
+#: an ONNX Runtime category in a JSON object's head, and categories only Kineto writes: ORT events wrapped in a
+#: ``{"traceEvents": [...]}`` object (a tool's wrapping, which the ORT reader takes) are told from a Kineto trace
+ORT_CATEGORY = re.compile(r'"cat"\s*:\s*"(?:Session|Node)"')
+KINETO_CATEGORY = re.compile(
+    r'"cat"\s*:\s*"(?:cpu_op|kernel|cuda_runtime|cuda_driver|user_annotation|gpu_user_annotation|python_function|'
+    r'gpu_memcpy|gpu_memset|ac2g|Operator|Runtime|Memcpy|Memset|Trace)"|"schemaVersion"|"deviceProperties"'
+)
+
+
 def _looks_like_ort(text_head: str) -> bool:
     """Whether the head of a JSON array (:func:`_json_head`) holds an ONNX Runtime event (:data:`ORT_HEAD`)
     anywhere: a profile whose first events are Nodes (re-saved, reordered, its session events dropped) is
@@ -231,6 +240,8 @@ def _by_content(path: Path, head: bytes, named: str | None = None) -> str:
         # ORT profiles are a JSON list of events with cat Session/Node; Kineto is a dict with traceEvents.
         if text_head.startswith("[") and _looks_like_ort(text_head):
             return "ort"
+        if ORT_CATEGORY.search(text_head) and not KINETO_CATEGORY.search(text_head):
+            return "ort"  # ORT's events in a {"traceEvents": [...]} object
         if text_head.startswith("{"):
             settings = _tracekit_settings(path, text_head)
             if settings is not None:

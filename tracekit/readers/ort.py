@@ -874,6 +874,26 @@ def _whole_arrays(text: str) -> int:
         count += 1
 
 
+#: how ORT's Profiler::EndProfiling writes an event's name and what follows it, byte for byte
+_RAW_NAME, _AFTER_NAME = '"name" :"', '","args" :'
+
+
+def _unescaped_name(text: str, pos: int) -> str | None:
+    """The event name, as ORT wrote it, on the line of ``text`` where JSON parsing failed at ``pos``, when that
+    line is ORT's own writing (``"name" :"`` ... ``","args" :``) and the name holds what JSON needs escaped (a
+    backslash, a double quote, a control character); else None. ORT writes names and text args unescaped
+    (``profile_stream_ << R"("name" :")" << rec.name``, profiler.cc, every version)."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    line = text[start : end if end >= 0 else len(text)]
+    at = line.find(_RAW_NAME)
+    close = line.find(_AFTER_NAME, at + len(_RAW_NAME)) if at >= 0 else -1
+    if close < 0:
+        return None
+    name = line[at + len(_RAW_NAME) : close]
+    return name if any(c in name for c in '\\"') or any(ord(c) < 0x20 for c in name) else None
+
+
 def _load(path: Path) -> Any:
     """:func:`load_json`, whose one line, for a file holding a whole JSON value followed by more text, says how
     an ORT profile comes to be so. Each session writes its array into the file it opened (truncated) at its start:
@@ -884,6 +904,15 @@ def _load(path: Path) -> Any:
         return load_json(path)
     except TraceFormatError as err:
         cause = err.__cause__
+        if isinstance(cause, json.JSONDecodeError) and cause.msg != "Extra data":
+            name = _unescaped_name(cause.doc, cause.pos)
+            if name is not None:
+                raise TraceFormatError(
+                    f"{err.message}; ONNX Runtime writes event names as they are, without JSON escaping, so a "
+                    f"name holding a backslash or a double quote breaks its profile (here {name!r}): rename the "
+                    "node, or escape the name in the file",
+                    path,
+                ) from cause
         if not (isinstance(cause, json.JSONDecodeError) and cause.msg == "Extra data"):
             raise
         arrays = _whole_arrays(cause.doc)
