@@ -482,3 +482,35 @@ def test_the_gpu_named_is_the_one_that_ran_the_kernels_not_an_unused_one(tmp_pat
         {"id": 1, "name": "NVIDIA A100-SXM4-80GB"},
         {"id": 0, "name": "NVIDIA H100 80GB HBM3"},
     ]
+
+
+@pytest.mark.parametrize("visible", ['"1"', '"GPU-2222"'])
+def test_cuda_visible_devices_of_the_launched_process_maps_its_devices(tmp_path: Path, visible: str) -> None:
+    """Exports before TARGET_INFO_CUDA_DEVICE (the real 2024.6 one has none) list every GPU of the box in
+    TARGET_INFO_GPU with its ``cuDevice``, and the kernels' ``deviceId`` is the process's own CUDA id. A process
+    launched with ``CUDA_VISIBLE_DEVICES=1`` (or the GPU's UUID; META_DATA_CAPTURE records the launch's
+    environment, ``PROCESS_0:ENVIRONMENT_VARIABLE``) ran its kernels on the box's GPU 1 as its device 0: that
+    device was named after GPU 0 ('NVIDIA A100-SXM4-80GB' for a 'Tesla T4') and given GPU 0's metric samples
+    (SMs active 5%, the idle GPU's, for the T4's 80%). The launch environment maps the process's devices."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA A100-SXM4-80GB", cu_device=0)
+    b.gpu(1, "Tesla T4", cu_device=1)
+    b.rows["TARGET_INFO_GPU"][0]["uuid"] = "GPU-1111"
+    b.rows["TARGET_INFO_GPU"][1]["uuid"] = "GPU-2222"
+    b.add("META_DATA_CAPTURE", name="PROCESS_0:ENVIRONMENT_VARIABLE", value=f"CUDA_VISIBLE_DEVICES={visible}")
+    corr = 1
+    for i in range(4):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=corr, device=0)
+        corr += 1
+    for t in range(90 * US, 300 * US, 10 * US):
+        b.gpu_metric(t, "SMs Active [Throughput %]", 5, pw_gpu_id=0)
+        b.gpu_metric(t, "SMs Active [Throughput %]", 80, pw_gpu_id=1)
+    trace = read(b.write(tmp_path / "visible.synthetic.sqlite"), frames=["ops", "ranges", "gpu_metrics"])
+    assert trace.meta["gpu"] == "Tesla T4"
+    by_device = (
+        trace.gpu_metrics.group_by("device").agg(pl.col("value").mean()).sort("device", nulls_last=True)
+    )
+    assert by_device.rows() == [(0, 80.0), (None, 5.0)]

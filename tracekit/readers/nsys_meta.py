@@ -79,11 +79,12 @@ def gpu_table(
     if export.has("TARGET_INFO_GPU") and "id" in export.columns("TARGET_INFO_GPU"):
         t = "TARGET_INFO_GPU"
         sql = (
-            f'SELECT "id", {export.col(t, "name")}, {export.col(t, "pwGpuId")}, {export.col(t, "cuDevice")} '
-            f'FROM {quote(t)} ORDER BY "id"'
+            f'SELECT "id", {export.col(t, "name")}, {export.col(t, "pwGpuId")}, {export.col(t, "cuDevice")}, '
+            f'{export.col(t, "uuid")} FROM {quote(t)} ORDER BY "id"'
         )
         rows = [
-            {"gid": r[0], "name": r[1], "pw": r[2], "cu": r[3]} for r in export.con.execute(sql).fetchall()
+            {"gid": r[0], "name": r[1], "pw": r[2], "cu": r[3], "uuid": r[4]}
+            for r in export.con.execute(sql).fetchall()
         ]
     elif export.has(EARLY_GPU_TABLE) and {"deviceId", "name"} <= export.columns(EARLY_GPU_TABLE):
         # nsys 2021.1 and before: one row per CUDA device, keyed by the kernels' deviceId
@@ -139,6 +140,8 @@ def gpu_table(
             cuda_of = {k: next(iter(v)) for k, v in by_gpu.items()}
     cus = [r["cu"] for r in rows]
     cu_distinct = None not in cus and len(set(cus)) == len(cus)
+    if not cuda_of and len(rows) > 1:
+        cuda_of = _visible_devices(export, rows, cu_distinct)
     out = []
     for r in rows:
         cuda = _as_int(cuda_of.get(r["gid"], r["cu"] if cu_distinct else r["gid"]))
@@ -153,6 +156,53 @@ def gpu_table(
             }
         )
     return out
+
+
+#: ``META_DATA_CAPTURE`` rows holding the launched processes' environment (``PROCESS_0:ENVIRONMENT_VARIABLE``,
+#: value ``NAME="value"``; the real 2024.6 to 2026.2 exports).
+LAUNCH_ENV_ROW = "PROCESS_%:ENVIRONMENT_VARIABLE"
+
+
+def _visible_devices(export: Database, rows: list[dict[str, Any]], cu_distinct: bool) -> dict[Any, int]:
+    """{nsys GPU id: the launched process's CUDA id} from the ``CUDA_VISIBLE_DEVICES`` its launch set
+    (META_DATA_CAPTURE, :data:`LAUNCH_ENV_ROW`), for an export that does not say which GPU each process had
+    (no TARGET_INFO_CUDA_DEVICE, as in the real 2024.6 export): the process's CUDA device i is the i-th GPU
+    listed, by ``cuDevice`` (an index) or ``uuid`` (a "GPU-..." UUID or a unique prefix of one). Without it the
+    process's device 0 was read as the box's GPU 0 (another GPU's name, and its metric samples: SMs active 5% of
+    an idle GPU for 80%). {} when no launch sets it, launches set it differently, or an entry names no single
+    GPU of the table (a MIG instance's "MIG-..." UUID among them): the ids stay as they were."""
+    t = "META_DATA_CAPTURE"
+    if not export.has(t) or not {"name", "value"} <= export.columns(t):
+        return {}
+    values = {
+        str(v[0]).split("=", 1)[1].strip().strip('"').strip()
+        for v in export.con.execute(
+            f'SELECT DISTINCT "value" FROM {quote(t)} WHERE "name" LIKE ? AND "value" LIKE ?',
+            (LAUNCH_ENV_ROW, "CUDA_VISIBLE_DEVICES=%"),
+        ).fetchall()
+        if isinstance(v[0], str)
+    }
+    if len(values) != 1:
+        return {}
+    tokens = [x.strip() for x in next(iter(values)).split(",")]
+    if not tokens or not all(tokens):
+        return {}
+    found: dict[Any, int] = {}
+    for index, token in enumerate(tokens):
+        if re.fullmatch(r"\d+", token):
+            match = [r for r in rows if cu_distinct and r["cu"] == int(token)]
+        elif token.upper().startswith("GPU-"):
+            match = [
+                r
+                for r in rows
+                if isinstance(r.get("uuid"), str) and r["uuid"].lower().startswith(token.lower())
+            ]
+        else:
+            return {}
+        if len(match) != 1 or match[0]["gid"] in found:
+            return {}
+        found[match[0]["gid"]] = index
+    return found
 
 
 def export_meta(
