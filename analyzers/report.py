@@ -61,8 +61,8 @@ from tracekit.analyzers.sweep import (
     PLATEAU_TOLERANCE,
     SWEEP_IDENTITY,
     WITHIN_NOISE,
+    bound_of,
     config_key,
-    is_framework_bound,
     latency_basis,
     plateau_with_noise,
     sweep_key,
@@ -547,8 +547,13 @@ def _sweep(
         if scale and headroom["latency_vs_smallest_low"] and headroom["latency_vs_smallest_high"]:
             gain_low = scale / headroom["latency_vs_smallest_high"]
             gain_high = scale / headroom["latency_vs_smallest_low"]
+    # (each row's verdict, the median utilization's as analyze gives it: the mean of the kept iterations
+    # can lie on the other side of the threshold, 6 iterations at 45% and 4 at 95%: median 45%, mean 65%)
+    # (a row without a verdict: from its utilization, as rows built without an analysis)
     framework_bound = [
-        r["batch_size"] for r in members if is_framework_bound(r["gpu_utilization"], bound_threshold)
+        r["batch_size"]
+        for r in members
+        if (r.get("bound") or bound_of(r["gpu_utilization"], bound_threshold)) == "framework"
     ]
     return {
         "runtime": runtime,

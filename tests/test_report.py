@@ -721,3 +721,16 @@ def test_no_free_throughput_is_claimed_on_latencies_the_traces_contradict() -> N
     g1 = {"batch_size": 1, "device": "gpu", "latency_ms": 10.3, "gpu_busy_ms": 1.603}
     g8 = {"batch_size": 8, "device": "gpu", "latency_ms": 10.3, "gpu_busy_ms": 5.815}
     assert latency_doubt(_view([g1, g8]), 8) is None
+
+
+def test_framework_bound_batch_sizes_follow_each_rows_verdict_not_its_mean() -> None:
+    """A row's verdict is its median utilization's (analyze's): 6 iterations at 45% and 4 at 95% are
+    framework-bound (median 45%) with a mean of 65%. The sweep's framework-bound batch sizes had used the mean
+    and listed batch 2 as compute-bound beside its row's 'framework' verdict."""
+    rows = [
+        make_row("pytorch", 1, 10.0, busy=2.0, bound="framework"),
+        make_row("pytorch", 2, 10.0, busy=6.5, bound="framework"),  # mean 65%, median 45%
+        make_row("pytorch", 4, 10.0, busy=4.0, bound="compute"),  # mean 40%, median over 50%
+        make_row("pytorch", 8, 10.0, busy=3.0),  # no verdict given: its utilization decides
+    ]
+    assert build_report(rows).sweeps[0]["framework_bound_batch_sizes"] == [1, 2, 8]
