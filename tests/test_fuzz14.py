@@ -915,3 +915,39 @@ def test_a_kineto_trace_with_a_model_run_annotation_stays_kineto(tmp_path: Path)
     path = tmp_path / "annotated.synthetic.json"
     path.write_text(json.dumps(doc))
     assert detect_format(path) == "kineto"
+
+
+def test_ort_kernel_events_of_an_npu_provider_are_not_called_cuda_s(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The VitisAI EP's profiler (vitisai_profiler.cc) writes its NPU kernels as Kernel events too (and its API
+    calls as Api events): they were said to "come from ORT's own CUDA profiling". The device busy time stays
+    the Kernel events' (one 300 µs kernel in each 400 µs run)."""
+    events = [_ev("Session", "session_initialization", 0, 50)]
+    for r in range(3):
+        t = 100 + 1000 * r
+        events += [
+            _ev("Session", "model_run", t, 400),
+            _ev(
+                "Node",
+                "VitisAI_0_kernel_time",
+                t + 10,
+                380,
+                op_name="VitisAI",
+                provider="VitisAIExecutionProvider",
+            ),
+            _ev("Kernel", "npu_subgraph_0", t + 50, 300, pid=7, tid=8),
+        ]
+    path = tmp_path / "vitisai.synthetic.ort.json"
+    path.write_text(json.dumps(events))
+    code, doc, err = _analyze(capsys, path)
+    assert code == 0, err
+    assert [(round(i["latency_ms"], 6), round(i["gpu_busy_ms"], 6)) for i in doc["iterations"]] == [
+        (0.4, 0.3)
+    ] * 3
+    assert not any("ORT's own CUDA profiling" in w for w in doc["warnings"])
+    assert (
+        "device times come from the Kernel events of the VitisAIExecutionProvider's own profiler, not CUPTI: "
+        "microsecond resolution, on a clock tracekit cannot check against the CPU's, and no correlation ids, so "
+        "kernels are assigned to iterations by time"
+    ) in doc["warnings"]

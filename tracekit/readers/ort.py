@@ -1064,10 +1064,26 @@ def read(path: Path) -> Trace:
                 "start", nodes.get_column("end"), "pid", thread="stream", domain=pl.lit("node"), name="name"
             )
         )
-        warnings.append(
-            "GPU times come from ORT's own CUDA profiling: microsecond resolution and no correlation ids, so "
-            "kernels are assigned to iterations by time"
+        # the CUDA and ROCm EPs' profilers (CUPTI, roctracer) write Kernel events; so does VitisAI's, for its NPU
+        # (vitisai_profiler.cc), whose timestamps its own library gives
+        cupti = nodes.filter(
+            pl.col("provider").is_in(["CUDAExecutionProvider", "ROCMExecutionProvider"])
+        ).height
+        others = sorted(
+            set(nodes.get_column("provider").drop_nulls().to_list())
+            - {"CUDAExecutionProvider", "ROCMExecutionProvider", *CPU_PROVIDERS}
         )
+        if not cupti and others:
+            warnings.append(
+                f"device times come from the Kernel events of the {', '.join(others)}'s own profiler, not CUPTI: "
+                "microsecond resolution, on a clock tracekit cannot check against the CPU's, and no correlation "
+                "ids, so kernels are assigned to iterations by time"
+            )
+        else:
+            warnings.append(
+                "GPU times come from ORT's own CUDA profiling: microsecond resolution and no correlation ids, so "
+                "kernels are assigned to iterations by time"
+            )
         before_parent = kernels_before_parent(frame)
         after_run = kernels_after_run(frame)
         if after_run is not None:
