@@ -951,3 +951,27 @@ def test_ort_kernel_events_of_an_npu_provider_are_not_called_cuda_s(
         "microsecond resolution, on a clock tracekit cannot check against the CPU's, and no correlation ids, so "
         "kernels are assigned to iterations by time"
     ) in doc["warnings"]
+
+
+def test_a_run_json_read_from_a_pipe_names_no_folder_of_the_pipe(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``cat run.json | tracekit analyze -`` had said "pass the folder (tracekit analyze /dev)"."""
+    import threading
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+
+    def write() -> None:
+        with open(fifo, "wb") as out:
+            out.write(RUN_JSON.read_bytes())
+
+    writer = threading.Thread(target=write)
+    writer.start()
+    code, _, err = _analyze(capsys, fifo)
+    writer.join(timeout=10)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {fifo}: a tracekit run.json (settings), not a trace: pass the folder that holds it "
+        "(tracekit analyze DIR)"
+    )

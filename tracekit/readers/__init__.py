@@ -172,9 +172,12 @@ def _tracekit_settings(path: Path, text_head: str) -> str | None:
     if isinstance(doc.get("configs"), list) and (
         name == RUN_FILE or "profilers" in doc or "tracekit_version" in doc
     ):
-        return (
-            f"a tracekit {RUN_FILE} (settings), not a trace: pass the folder (tracekit analyze {path.parent})"
+        folder = (
+            "the folder that holds it (tracekit analyze DIR)"  # read from a pipe: its folder is not known
+            if is_stream(path)
+            else f"the folder (tracekit analyze {path.parent})"
         )
+        return f"a tracekit {RUN_FILE} (settings), not a trace: pass {folder}"
     if name.endswith(".meta.json") and any(k in doc for k in ("profiler", "made_by", "runtime")):
         return "a tracekit sidecar .meta.json (what the run states of the trace beside it), not a trace: pass the trace"
     if name.endswith(".truth.json") and any(k in doc for k in ("definitions", "iterations", "made_by")):
