@@ -873,6 +873,24 @@ def gpu_tracing_stopped(trace: Trace) -> str | None:
     )
 
 
+def lost_device_events(trace: Trace) -> str | None:
+    """Doubt when Nsight Systems says it lost device activity (or events of any kind) during the capture
+    (``meta["lost_events"]``, from its ``DIAGNOSTIC_EVENT`` table: "CUPTI dropped N records", buffers
+    exhausted, storage truncated): kernels it lost are GPU busy time the trace lacks, so a framework-bound
+    verdict may be theirs; None otherwise (or when the trace holds no device op: then there is no verdict)."""
+    lost = trace.meta.get("lost_events")
+    if not isinstance(lost, dict) or trace.ops.is_empty():
+        return None
+    if not (lost.get("device") or lost.get("all")):
+        return None
+    # (the reader's warning quotes nsys: said once, there)
+    return (
+        "verdict uncertain: Nsight Systems says it lost events during the capture (its DIAGNOSTIC_EVENT table, "
+        "quoted in the warnings): device work it lost is GPU busy time the trace lacks, so the utilization is "
+        "a lower bound and a framework-bound verdict may be wrong"
+    )
+
+
 #: Host silence shorter than this (ns) is framework code: the Python between an eager model's operators (at
 #: most 0.21 ms in the committed H200 traces, 0.83 ms in the real vLLM B200 step, whose Python tracer shows it
 #: busy); a thread blocked waiting (for requests, on a queue, asleep) is silent for milliseconds to seconds.
@@ -1061,6 +1079,7 @@ def doubts(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) ->
     found = [
         unread_device_work(trace),
         gpu_tracing_stopped(trace),
+        lost_device_events(trace),
         collapsed_iterations(frame),
         implausible_durations(trace),
         implausible_ranges(trace, frame),
