@@ -975,3 +975,39 @@ def test_a_run_json_read_from_a_pipe_names_no_folder_of_the_pipe(
         f"tracekit: {fifo}: a tracekit run.json (settings), not a trace: pass the folder that holds it "
         "(tracekit analyze DIR)"
     )
+
+
+@pytest.mark.parametrize(
+    "sample", [ORT_SAMPLE, NCU_SAMPLE, SAMPLE_TRACES / "cpu_onnx_bert_nsys/onnx_b1_s128.nsys.sqlite.gz"]
+)
+def test_gzip_padded_with_zero_bytes_reads_as_gzip_reads_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], sample: Path
+) -> None:
+    """gzip -d and Python's gzip module ignore zero bytes after the last member (block padding of tapes and
+    some copy tools); tracekit's own inflater had called the file damaged ("Invalid gzip/zlib wrapper")."""
+    plain = tmp_path / f"plain.synthetic{''.join(sample.suffixes[-3:])}"
+    shutil.copy(sample, plain)
+    padded = tmp_path / f"padded.synthetic{''.join(sample.suffixes[-3:])}"
+    padded.write_bytes(sample.read_bytes() + b"\0" * 70_000)  # past one 64 KiB read
+    assert gzip.decompress(padded.read_bytes()) == gzip.decompress(sample.read_bytes())
+    code, doc, err = _analyze(capsys, padded)
+    assert code == 0, err
+    assert doc["iterations"] == _analyze(capsys, plain)[1]["iterations"]
+
+
+@pytest.mark.parametrize("tail", [b"garbage\n", b"\0\0\0junk", b"\0" * 70_000 + b"x"])
+def test_gzip_followed_by_other_bytes_is_named_not_called_cut_short(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tail: bytes
+) -> None:
+    """Bytes that are not gzip after the last member had read "Compressed file ended before the end-of-stream
+    marker was reached": the compressed data was whole."""
+    path = tmp_path / "appended.synthetic.ort.json.gz"
+    path.write_bytes(ORT_SAMPLE.read_bytes() + tail)
+    code, _, err = _analyze(capsys, path)
+    assert code == 2
+    shown = tail.lstrip(b"\0")[:16]
+    assert err.strip() == (
+        f"tracekit: {path}: damaged gzip file: bytes that are not gzip data follow its compressed data "
+        f"(from byte {ORT_SAMPLE.stat().st_size:,}: {shown!r}; gzip -d would say 'trailing "
+        "garbage ignored'): something was appended to it; recompress it (gzip -dc FILE | gzip > NEW)"
+    )

@@ -435,28 +435,52 @@ def _gzip_pieces(
 ) -> Iterator[bytes]:
     """The inflated pieces (at most 4 MiB each) of the gzipped input open as ``fh``, whose first bytes,
     ``first``, were read already: concatenated members too, the inflated size watched as it streams
-    (:class:`tracekit.limits.InflateGuard`). TraceFormatError when the stream ends before its end marker;
-    the inflate module's error for damaged data (the caller names it)."""
+    (:class:`tracekit.limits.InflateGuard`). Zero bytes after the last member are ignored, as gzip -d and
+    Python's gzip module ignore them (block padding); any other bytes there are a TraceFormatError naming
+    them, as is a stream that ends before its end marker; the inflate module's error for damaged data (the
+    caller names it)."""
     from tracekit import limits
 
     guard = limits.InflateGuard(path, on_disk)
     inflater = inflate.decompressobj(wbits=31)  # type: ignore[attr-defined]
     block, read = first, len(first)
+    trailing: int | None = None  # where the bytes after the last member begin (zeros so far)
     while block:
-        data = block
+        if trailing is not None:
+            _only_zeros(block, read - len(block), trailing, path)
+        data = block if trailing is None else b""
         while data:
             piece = inflater.decompress(data, _STEP_TEXT)
             guard.add(len(piece), read)
             yield piece
             data = inflater.unconsumed_tail
-            if inflater.eof and inflater.unused_data and not data:  # the next gzip member
-                data = inflater.unused_data
-                inflater = inflate.decompressobj(wbits=31)  # type: ignore[attr-defined]
+            if inflater.eof and inflater.unused_data and not data:
+                rest = inflater.unused_data
+                if rest[:1] != b"\0" and GZIP_MAGIC.startswith(rest[:2]):  # the next gzip member
+                    data = rest
+                    inflater = inflate.decompressobj(wbits=31)  # type: ignore[attr-defined]
+                else:
+                    trailing = read - len(rest)
+                    _only_zeros(rest, trailing, trailing, path)
         block = fh.read(_READ_BYTES)
         read += len(block)
     if not inflater.eof:
         raise TraceFormatError(
             "damaged gzip file (Compressed file ended before the end-of-stream marker was reached)", path
+        )
+
+
+def _only_zeros(data: bytes, at: int, trailing: int, path: Path) -> None:
+    """TraceFormatError unless ``data`` (at byte ``at`` of the input, after the last gzip member, whose end is
+    at byte ``trailing``) is all zero bytes: gzip -d warns "trailing garbage ignored" of anything else, which
+    was appended to the file."""
+    shown = data.lstrip(b"\0")
+    if shown:
+        raise TraceFormatError(
+            f"damaged gzip file: bytes that are not gzip data follow its compressed data (from byte {trailing:,}: "
+            f"{shown[:16]!r}; gzip -d would say 'trailing garbage ignored'): something was appended to it; "
+            "recompress it (gzip -dc FILE | gzip > NEW)",
+            path,
         )
 
 
