@@ -1011,3 +1011,50 @@ def test_gzip_followed_by_other_bytes_is_named_not_called_cut_short(
         f"(from byte {ORT_SAMPLE.stat().st_size:,}: {shown!r}; gzip -d would say 'trailing "
         "garbage ignored'): something was appended to it; recompress it (gzip -dc FILE | gzip > NEW)"
     )
+
+
+# ------------------------------------------------------------------------------------------ sidecars
+
+SIDECAR_CASES = [
+    ("batch_size", "abc", 'batch_size is "abc", not a positive integer (1 to 2147483647) or null'),
+    ("batch_size", [1], "batch_size is [1], not a positive integer (1 to 2147483647) or null"),
+    ("seq_len", 1.5, "seq_len is 1.5, not a positive integer (1 to 2147483647) or null"),
+    ("seq_len", True, "seq_len is true, not a positive integer (1 to 2147483647) or null"),
+    ("batch_size", -1, "batch_size is -1, not a positive integer (1 to 2147483647) or null"),
+    ("batch_size", float("nan"), "batch_size is NaN, not a positive integer (1 to 2147483647) or null"),
+    ("warmup_iterations", -2, "warmup_iterations is -2, not a non-negative integer or null"),
+    ("runtime", 5, "runtime is 5, not text or null"),
+    ("synthetic", "yes", 'synthetic is "yes", not true, false or null'),
+    ("warmup_in_trace", 1, "warmup_in_trace is 1, not true, false or null"),
+    (
+        "untraced_latency_ms",
+        {"mean": "fast"},
+        'untraced_latency_ms.mean is "fast", not a positive number (ms) or null',
+    ),
+    ("untraced_latency_ms", 3, "untraced_latency_ms is 3, not an object of latency statistics (ms) or null"),
+]
+
+
+@pytest.mark.parametrize(("key", "value", "problem"), SIDECAR_CASES)
+def test_a_sidecar_value_of_the_wrong_type_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], key: str, value: Any, problem: str
+) -> None:
+    """A sidecar's values were taken on trust: "abc", [1] or NaN as a batch size ended in an internal error
+    (ValueError/TypeError from int()), 1.5 read as batch 1, true as 1, -1 as batch -1. run.json is checked
+    whole when read; its sidecar now is too."""
+    trace = tmp_path / "t.synthetic.json.gz"
+    shutil.copy(KINETO_SAMPLE, trace)
+    sidecar = tmp_path / "t.synthetic.meta.json"
+    sidecar.write_text(json.dumps({"profiler": "torch", "batch_size": 1, "seq_len": 128, key: value}))
+    code, _, err = _analyze(capsys, trace)
+    assert code == 2
+    assert err.strip() == f"tracekit: {sidecar}: damaged sidecar .meta.json of {trace.name}: {problem}"
+
+
+def test_every_committed_sidecar_passes_the_check() -> None:
+    from tracekit.inputs import check_sidecar
+
+    sidecars = sorted(SAMPLE_TRACES.rglob("*.meta.json"))
+    assert len(sidecars) > 40
+    for path in sidecars:
+        assert check_sidecar(json.loads(path.read_text())) is None, path

@@ -112,8 +112,46 @@ def sidecar_meta_path(trace_path: Path) -> Path:
     return trace_path.with_name(name + ".meta.json")
 
 
-def load_sidecar_meta(trace_path: Path) -> dict[str, Any]:
-    """The ``.meta.json`` written beside a trace (by ``tracekit collect`` / ``simulate``), or ``{}``."""
+#: sidecar keys whose value is text or null, positive dimensions, counts, and flags (:func:`check_sidecar`)
+SIDECAR_TEXT = ("runtime", "model", "precision", "profiler", "device")
+SIDECAR_DIMENSIONS = ("batch_size", "seq_len")
+SIDECAR_COUNTS = ("warmup_iterations", "iterations")
+SIDECAR_FLAGS = ("synthetic", "warmup_in_trace")
+
+
+def check_sidecar(meta: Mapping[str, Any]) -> str | None:
+    """What is wrong with a sidecar ``.meta.json`` (None: nothing), the first problem found, naming the field,
+    as :func:`tracekit.runs.check_run` says it of a run.json: the configuration values a command reads
+    (:data:`CONFIG_KEYS`) must be of their type (text; a batch size or sequence length from 1 to 2^31 - 1,
+    not a boolean; a count; true or false; untraced latency statistics), or null. Other keys are kept as
+    they are."""
+    from tracekit.runs import MAX_DIMENSION, _check_untraced, _is_int, _wrong
+
+    for key in SIDECAR_TEXT:
+        value = meta.get(key)
+        if value is not None and not (isinstance(value, str) and value.strip()):
+            return _wrong(key, value, "text or null")
+    for key in SIDECAR_DIMENSIONS:
+        value = meta.get(key)
+        if value is not None and not (_is_int(value) and 1 <= value <= MAX_DIMENSION):
+            return _wrong(key, value, f"a positive integer (1 to {MAX_DIMENSION}) or null")
+    for key in SIDECAR_COUNTS:
+        value = meta.get(key)
+        if value is not None and not (_is_int(value) and value >= 0):
+            return _wrong(key, value, "a non-negative integer or null")
+    for key in SIDECAR_FLAGS:
+        value = meta.get(key)
+        if value is not None and not isinstance(value, bool):
+            return _wrong(key, value, "true, false or null")
+    return _check_untraced("untraced_latency_ms", meta.get("untraced_latency_ms"))
+
+
+def load_sidecar_meta(trace_path: Path, check: bool = False) -> dict[str, Any]:
+    """The ``.meta.json`` written beside a trace (by ``tracekit collect`` / ``simulate``), or ``{}`` (none, or
+    not a JSON object). ``check`` (what an analysis asks): TracekitError (one line, naming the sidecar and the
+    field) when a configuration value in it is of the wrong type or out of range (:func:`check_sidecar`): it
+    would be stated as the trace's configuration, or end the analysis with an internal error. Without it
+    (a script that reads one value and copes with a wrong one) the values are as written."""
     import json
 
     path = sidecar_meta_path(Path(trace_path))
@@ -126,7 +164,12 @@ def load_sidecar_meta(trace_path: Path) -> dict[str, Any]:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return {}
-    return data if isinstance(data, dict) else {}
+    if not isinstance(data, dict):
+        return {}
+    problem = check_sidecar(data) if check else None
+    if problem is not None:
+        raise TracekitError(f"damaged sidecar .meta.json of {Path(trace_path).name}: {problem}", path)
+    return data
 
 
 def merge_meta(meta: dict[str, Any], stated: Mapping[str, Any]) -> None:
@@ -153,7 +196,7 @@ def _detected(path: Path) -> str | None:
 
 def _file_input(path: Path) -> TraceInput:
     """The input of one trace file, with what its sidecar states."""
-    meta = load_sidecar_meta(path)
+    meta = load_sidecar_meta(path, check=True)
     return TraceInput(
         path=path,
         format=_detected(path),
@@ -221,7 +264,7 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
                 synthetic=bool(run.get("synthetic", False)),
                 untraced_latency_ms=config.get("untraced_latency_ms"),
                 stated_by=FROM_RUN,
-                sidecar=load_sidecar_meta(trace),
+                sidecar=load_sidecar_meta(trace, check=True),
                 ncu=ncu,
             )
         )
@@ -406,7 +449,7 @@ def _attach_ncu(inputs: list[TraceInput], files: list[Path]) -> list[TraceInput]
     out = list(inputs)
     left: list[Path] = []
     for f in files:
-        meta = load_sidecar_meta(f)
+        meta = load_sidecar_meta(f, check=True)
         key = (meta.get("runtime"), meta.get("batch_size"), meta.get("seq_len"))
         match = [
             i

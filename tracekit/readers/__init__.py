@@ -357,5 +357,5 @@ def read_trace(
         trace: Trace = module.read(path, **kwargs)
     trace.meta.setdefault("path", str(path))
     trace.meta.setdefault("format", fmt)
-    merge_meta(trace.meta, load_sidecar_meta(path) if sidecar is None else sidecar)
+    merge_meta(trace.meta, load_sidecar_meta(path, check=True) if sidecar is None else sidecar)
     return trace
