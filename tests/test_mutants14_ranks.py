@@ -473,6 +473,27 @@ def test_a_shift_leaving_one_step_numbered_alike_is_not_counted() -> None:
     assert doc["clocks"]["offsets_ns"] == [0, 12_345_678] and doc["clocks"]["matched"] == 4
 
 
+def test_a_shift_under_which_the_steps_do_not_line_up_is_no_candidate() -> None:
+    """Seven steps; rank 1 holds the first four, numbered #7-#10 (truth: shift -2), and its trace kept 5 of
+    their 8 all-reduces (launched in its steps 0, 1, 2, 2, 3). As numbered, and under every shift but +2, the
+    clocks are not aligned; under +2 the first 4 collectives match to 2490 µs but rank 1's steps then fall
+    beside rank 0's, not on them: not a candidate either. Nothing is renumbered or doubted, the clocks stay
+    withheld (without the steps' check: 'rank 1's steps #7-#10 are rank 0's #9-#12', offset -21.054 ms)."""
+    durations = (9.6, 10.0, 10.0, 11.3, 12.1, 10.0, 10.0)
+    one = _rank(1, 7, 12_345_678, 200_000, range(0, 4), durations)
+    keep = np.asarray([False, True, False, True, True, True, False, True])
+    one["collective_starts_ns"] = one["collective_starts_ns"][keep]
+    one["collective_ends_ns"] = one["collective_ends_ns"][keep]
+    one["collective_kinds"] = ["allreduce"] * 5
+    one["collective_iterations"] = [0, 1, 2, 2, 3]
+    doc = summarize([_rank(0, 5, durations=durations), one])
+    assert doc["clocks"]["aligned"] is False and doc["clocks"]["why"].startswith(
+        "collective ends disagree by up to 5630.000 µs once the offsets are taken out"
+    )
+    assert not _said(doc, RENUMBERED) and not _said(doc, DOUBTED)
+    assert _said(doc, "compared on the 4 steps numbered alike in every trace (#7-#10)")
+
+
 # --- a defect found while classifying R19 (not my file: strict xfail) ------------------------------------------
 
 
