@@ -1058,3 +1058,35 @@ def test_every_committed_sidecar_passes_the_check() -> None:
     assert len(sidecars) > 40
     for path in sidecars:
         assert check_sidecar(json.loads(path.read_text())) is None, path
+
+
+NVPROF_LOG = (
+    "==4242== NVPROF is profiling process 4242, command: python infer.py\n"
+    "==4242== Profiling application: python infer.py\n"
+    "==4242== Profiling result:\n"
+    '"Type","Time(%)","Time","Calls","Avg","Min","Max","Name"\n'
+    ",%,ms,,us,us,us,\n"
+    '"GPU activities",61.5,12.3,100,123.0,120.0,130.0,"volta_sgemm_128x64_nn"\n'
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        NVPROF_LOG,
+        NVPROF_LOG.split("\n", 3)[3],
+        '"Start","Duration","Grid X","Grid Y","Grid Z","Block X","Block Y","Block Z","Name"\nms,us,,,,,,,\n0.1,12.5,1,1,1,128,1,1,"k"\n',
+    ],
+)
+def test_nvprof_output_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str) -> None:
+    """nvprof's CSV (its ==PID== log lines, its summary or GPU-trace header) had read "not a trace tracekit can
+    read", where nvprof's SQLite (.nvvp) is named by the nsys reader."""
+    path = tmp_path / "nvprof.synthetic.csv"
+    path.write_text(text)
+    code, _, err = _analyze(capsys, path)
+    assert code == 2
+    assert err.strip() == (
+        f"tracekit: {path}: an nvprof CSV (its ==PID== lines or its summary / GPU-trace header), not an Nsight "
+        "Compute CSV: tracekit does not read nvprof's output; profile with nsys (nsys profile -t cuda,nvtx, then "
+        "nsys export --type sqlite), or ncu --csv for per-kernel metrics"
+    )

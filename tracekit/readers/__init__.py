@@ -140,6 +140,11 @@ def _looks_like_ort(text_head: str) -> bool:
     return ORT_HEAD.search(text_head) is not None
 
 
+#: how nvprof's CSV output begins: its log lines (``==4242== NVPROF is profiling process ...``; ncu's are
+#: ``==PROF==``), or the header of its summary (``"Type","Time(%)"``) or GPU trace (``"Start","Duration"``)
+NVPROF_HEAD = re.compile(r'==\d+== |"Type","Time\(%\)"|"Start","Duration","Grid X"')
+
+
 #: the head of an Nsight Systems capture stream (``.qdstrm``) that was never imported into a report
 QDSTRM_MAGIC = b"NVIDIA Nsight Systems Stream"
 
@@ -250,6 +255,13 @@ def _by_content(path: Path, head: bytes, named: str | None = None) -> str:
             if settings is not None:
                 raise TraceFormatError(settings, path)
         return "kineto"
+    if NVPROF_HEAD.match(text_head):
+        raise TraceFormatError(
+            "an nvprof CSV (its ==PID== lines or its summary / GPU-trace header), not an Nsight Compute CSV: "
+            "tracekit does not read nvprof's output; profile with nsys (nsys profile -t cuda,nvtx, then nsys export "
+            "--type sqlite), or ncu --csv for per-kernel metrics",
+            path,
+        )
     if (
         # ncu quotes every field; a CSV re-saved by pandas or Excel not (nor with its commas: the reader names
         # a ";" or tab separator)
