@@ -1285,7 +1285,8 @@ def renumbered(
     up to :data:`RENUMBERED_SHIFTS` steps each way; a shift is taken where, matched under it, the collectives
     end together :data:`RENUMBERED_FACTOR` times better (and over :data:`RENUMBERED_FLOOR_US` better) than
     under any other shift that leaves half the shorter trace's steps (two at least) numbered alike, its own
-    numbers included, and the steps line up: the n-th collective of a step is
+    numbers included (a shift that alone fits at all: where its collectives end together within
+    :data:`RENUMBERED_FLOOR_US`), and the steps line up: the n-th collective of a step is
     the same on every rank, and steps of unequal durations fit one way only. Returns (the traces as compared,
     their step-number note, the warning that says what was shifted); where some shift fits better than the
     numbers but not so clearly, the note says the numbers may differ; else as given. Periodic steps fit every
@@ -1309,8 +1310,12 @@ def renumbered(
             chosen.append(0)
             continue
         best = min(fits, key=lambda k: (fits[k], abs(k)))
-        clear = all(
-            v > max(RENUMBERED_FACTOR * fits[best], RENUMBERED_FLOOR_US) for k, v in fits.items() if k != best
+        # (clear against every other shift that fits; a shift that alone fits at all is compared with no
+        # other, so it must fit as collectives of one step end, within the floor: one collective missing from
+        # a trace had let a -3 shift fit alone to 1020 µs and put the offset 21 ms off)
+        others = [v for k, v in fits.items() if k != best]
+        clear = all(v > max(RENUMBERED_FACTOR * fits[best], RENUMBERED_FLOOR_US) for v in others) and (
+            bool(others) or fits[best] <= RENUMBERED_FLOOR_US
         )
         if best and clear:
             chosen.append(best)

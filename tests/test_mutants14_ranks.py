@@ -497,12 +497,6 @@ def test_a_shift_under_which_the_steps_do_not_line_up_is_no_candidate() -> None:
 # --- a defect found while classifying R19 (not my file: strict xfail) ------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="ranks.renumbered takes the only shift that fits at all as 'clear' (all() over no other candidate) "
-    "whatever its residual: one collective missing from rank 1 gives a -3 renumbering, offset +33.746 ms "
-    "(truth +12.346), where the numbers as given withhold the clocks",
-)
 def test_a_lone_shift_with_a_millisecond_residual_is_not_taken_as_a_renumbering() -> None:
     """Rank 1 numbers the five steps #6-#10 (truth: shift -1) and its trace lacks one all-reduce, the first
     of its third step (9 collectives against 10). As numbered, the clocks are not aligned (ends disagree by
