@@ -1037,6 +1037,16 @@ def clock_offsets(
             return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
         fits, how = lined_up, " (the only way the steps line up)"
     chosen = fits[0] if fits else first
+    if chosen["fits"] and chosen["residual"] > PARTIAL_MATCH_RESIDUAL_NS:
+        # (a guess of which collective is which holds only where the ends it matches agree as one
+        # collective's do; one all-reduce missing from a trace had matched 7 others 1060 us apart and given a
+        # clock offset 10.8 ms off, and a straggler waiting 1.22 ms for a 0.2 ms truth)
+        why = (
+            f"{span}: matched from the {'last' if chosen is last else 'first'}, their ends still disagree by up "
+            f"to {chosen['residual'] / 1e3:.3f} µs (one collective's end on every rank agrees within "
+            f"{PARTIAL_MATCH_RESIDUAL_NS / 1e3:.0f} µs): which collective matches which is not known"
+        )
+        return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     out = _aligned_or_not(chosen, results, n)
     if out["aligned"]:
         out["why"] = f"{span}; the {'last' if chosen is last else 'first'} {n} were matched{how}" + (
@@ -1096,6 +1106,12 @@ def _aligned_or_not(alignment: dict[str, Any], results: list[dict[str, Any]], n:
 
 #: The clocks' ``why`` when one collective was matched (:func:`_aligned_or_not`).
 ONE_MATCHED = "one collective matched: each offset is its end alone, which no other collective checks"
+
+
+#: Where traces hold different numbers of collectives, the ones matched (from the first or from the last) are a
+#: guess that holds only when their ends agree within this (ns) once the offsets are taken out: an all-reduce
+#: ends within microseconds on every rank, and the clocks of a capture drift far less than this in its span.
+PARTIAL_MATCH_RESIDUAL_NS = 100_000
 
 
 def last_by_more_than(values: list[int] | list[float], tolerance_ns: int) -> int | None:

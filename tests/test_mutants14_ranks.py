@@ -513,3 +513,26 @@ def test_a_lone_shift_with_a_millisecond_residual_is_not_taken_as_a_renumbering(
     doc = summarize([_rank(0, 5), one])
     assert not _said(doc, "are rank 0's #3-#7")
     assert doc["clocks"]["aligned"] is False or doc["clocks"]["offsets_ns"] == [0, 12_345_678]
+
+
+def test_a_partial_match_whose_ends_disagree_by_a_millisecond_is_not_aligned() -> None:
+    """Rank 1 numbers the five steps #6-#10 (truth: shift -1, offset +12.345678 ms, arriving 0.2 ms late) and
+    lacks its first all-reduce. As numbered, 4 steps (#6-#9) are compared: 8 collectives against 7, matched from
+    the last, whose ends still disagree by 1060 us. That guess had given offset +1.555678 ms, a straggler
+    waiting 1.22 ms and a start skew of 0.99 ms; an all-reduce ends within microseconds on every rank, so the
+    clocks are withheld (PARTIAL_MATCH_RESIDUAL_NS, 100 us)."""
+    one = _rank(1, 6, 12_345_678, 200_000)
+    keep = np.ones(10, dtype=bool)
+    keep[0] = False
+    one["collective_starts_ns"] = one["collective_starts_ns"][keep]
+    one["collective_ends_ns"] = one["collective_ends_ns"][keep]
+    one["collective_kinds"] = ["allreduce"] * 9
+    one["collective_iterations"] = [0, 1, 1, 2, 2, 3, 3, 4, 4]
+    doc = summarize([_rank(0, 5), one])
+    assert doc["clocks"]["aligned"] is False
+    assert (
+        "traces hold 7 to 8 collectives: matched from the last, their ends still disagree by up to "
+        in (doc["clocks"]["why"])
+    )
+    assert "1060.000 µs" in doc["clocks"]["why"]
+    assert doc.get("straggler") is None or doc["straggler"].get("straggler") is None
