@@ -1338,10 +1338,10 @@ def renumbered(
             continue
         chosen.append(0)
         if best and fits[best] < fits.get(0, math.inf):
-            own = f"{fits[0]:.3f} µs" if 0 in fits else "not at all"
+            own = f"to {fits[0]:.3f} µs" if 0 in fits else "and not at all"
             doubted.append(
                 f"{label(r)}'s collectives end together to {fits[best]:.3f} µs with its step numbers "
-                f"{best:+d}, to {own} as they are"
+                f"{best:+d}, {own} as they are"
             )
     if not any(chosen):
         if doubted:

@@ -413,7 +413,7 @@ def test_a_doubt_where_the_own_numbers_leave_too_few_steps_to_fit() -> None:
     assert not _said(doc, RENUMBERED)
     (note,) = _said(doc, DOUBTED)
     assert (
-        "rank 1's collectives end together to 0.000 µs with its step numbers -1, to not at all as they are"
+        "rank 1's collectives end together to 0.000 µs with its step numbers -1, and not at all as they are"
         in (note)
     )
 
