@@ -2215,7 +2215,9 @@ def summarize_stages(
         said = trace.meta[CONDITIONAL_GRAPHS].get("warning")
         warnings = [w for w in warnings if w != said] + conditional_doubt
         uncertain += conditional_doubt
-    summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None)
+    # (steps of a class the headline does not speak for, which its warning named: not a split of the verdict)
+    split_from = _headline_classes(frame, bound_threshold) if class_notes else None
+    summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None, split_from)
     # a reader's warning that a doubt repeats with "verdict uncertain: " before it is said once, as the doubt
     warnings = [w for w in warnings if UNCERTAIN_PREFIX + w not in uncertain]
     if reason is not None:
@@ -2680,6 +2682,21 @@ def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[l
     return [f"{what}: the verdict is the median step's"], []
 
 
+def _headline_classes(frame: pl.DataFrame, bound_threshold: float) -> pl.DataFrame:
+    """The iterations the headline verdict speaks for where serving steps of two classes get opposite
+    verdicts (:func:`_step_class_findings`): those of the classes whose own median utilization gets the
+    headline's verdict, and the unclassified ones. 6 token steps at 20% beside 1 prompt step at 90% are
+    framework-bound without a split (the prompt step is named in its own warning)."""
+    headline = bound_of(frame.get_column("gpu_utilization").median(), bound_threshold)  # type: ignore[arg-type]
+    medians = frame.group_by("step_class").agg(pl.col("gpu_utilization").median().alias("median"))
+    other = [
+        c
+        for c, m in medians.iter_rows()
+        if c in ("prefill", "decode", "mixed") and bound_of(m, bound_threshold) not in (None, headline)
+    ]
+    return frame.filter(~pl.col("step_class").is_in(other).fill_null(False))
+
+
 def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.DataFrame:
     """The per-iteration frame's public columns (:data:`tracekit.fields.ITERATION_FIELDS`, units in their
     names) from the joined windows, busy time, gaps, kernels and launch statistics (in ns)."""
@@ -2722,19 +2739,25 @@ UNCERTAIN_PREFIX = "verdict uncertain: "
 
 
 def summarize(
-    frame: pl.DataFrame, bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION, uncertain: str | None = None
+    frame: pl.DataFrame,
+    bound_threshold: float = FRAMEWORK_BOUND_UTILIZATION,
+    uncertain: str | None = None,
+    split_from: pl.DataFrame | None = None,
 ) -> Summary:
     """Summary over iterations: count, per-field stats, and "framework"/"compute" boundedness.
 
     The run is framework-bound when the median GPU utilization is below ``bound_threshold``
     (:func:`tracekit.analyzers.sweep.bound_of`). ``uncertain``: why the verdict may be wrong (launch lags),
-    kept in the summary when there is a verdict.
+    kept in the summary when there is a verdict; without one, the iterations' split on the verdict
+    (:func:`tracekit.analyzers.sweep.bound_doubt`) over ``split_from`` (default: every iteration; the
+    serving steps of the classes the verdict speaks for, where a warning names the others).
     """
     fields = summarize_columns(frame, [c for c in NUMERIC_FIELDS if c in frame.columns])
     bound = bound_of(fields["gpu_utilization"].p50, bound_threshold)
     if uncertain is None and bound is not None:
         # a median whose interval lies across the threshold: the iterations split on the verdict
-        uncertain = bound_doubt(frame.get_column("gpu_utilization").to_list(), bound_threshold)
+        weighed = frame if split_from is None else split_from
+        uncertain = bound_doubt(weighed.get_column("gpu_utilization").to_list(), bound_threshold)
     return Summary(
         iterations=frame.height,
         fields=fields,

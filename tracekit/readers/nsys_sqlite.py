@@ -533,7 +533,10 @@ def _without_ranges_before_capture(ranges: pl.DataFrame, warnings: list[str]) ->
     and an nvtx capture range); an export that keeps them holds none of their device work or CUDA calls before
     0 (CUDA is traced from the capture's start): read as iterations, their busy time was short by it, and a
     range wholly before the capture was an iteration without any work (utilization 0)."""
-    early = (pl.col("start") < 0).fill_null(False)
+    # (a range ending before it starts is a damaged row, said and left out by the negative-duration rule)
+    early = (
+        (pl.col("start") < 0) & (pl.col("end").is_null() | (pl.col("end") >= pl.col("start")))
+    ).fill_null(False)
     before = ranges.filter(early)
     if before.is_empty():
         return ranges
