@@ -781,14 +781,9 @@ def test_ort_cupti_error_event_is_no_kernel(tmp_path: Path, capsys: pytest.Captu
     ) in doc["warnings"]
 
 
-# --------------------------------------------------------------------------- others' files (strict xfail)
+# ------------------------------------------------------------ others' files (fixed by the lead, 2026-11-28)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sqlite_engine.check_header (not fuzz14's file) rounds both sizes to KiB: a file a few bytes short "
-    "of its declared pages reads 'declares 51 pages of 4096 bytes (204 KiB) but the file holds 204 KiB'",
-)
 def test_sqlite_cut_short_by_a_few_bytes_shows_two_different_sizes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1092,11 +1087,6 @@ def test_nvprof_output_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[st
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sqlite_engine.Database (not fuzz14's file) reads sqlite_master's names through sqlite3, whose text "
-    "decoding raises UnicodeDecodeError (no sqlite3.Error) on a table name that is not UTF-8: an internal error",
-)
 def test_sqlite_table_name_that_is_not_utf8_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1109,11 +1099,6 @@ def test_sqlite_table_name_that_is_not_utf8_is_one_line(
     _holds(code, doc, err, path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="sqlite_engine._opened (not fuzz14's file) puts SQLite's error text in the line as it is: 'malformed "
-    "database schema ... unrecognized token' quotes the damaged CREATE TABLE, 36 lines",
-)
 def test_sqlite_damaged_schema_text_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = bytearray(NSYS_SAMPLE.read_bytes())
     at = data.find(b"totalMemory", data.find(b"CREATE TABLE TARGET_INFO_GPU"))
@@ -1125,11 +1110,6 @@ def test_sqlite_damaged_schema_text_is_one_line(tmp_path: Path, capsys: pytest.C
     _holds(code, doc, err, path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="kineto reader / model.conform (not fuzz14's files): a kernel whose args.device is past int32 "
-    "(2^31, -2^63) reaches conform's strict cast to Int32: internal error (InvalidOperationError)",
-)
 def test_kineto_device_past_int32_is_no_internal_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

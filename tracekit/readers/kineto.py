@@ -500,8 +500,9 @@ def _gpu_ops(
         "start",
         # no end time where the duration is unreadable (as nsys leaves a NULL end): counted in no busy time
         end=pl.when(~pl.col("dur_unread")).then(pl.col("start") + pl.col("dur_ns")),
+        # (a device number past int32, a damaged value, reads as unknown, as one that does not read)
         device=pl.coalesce(
-            pl.col("a_device").cast(pl.Int64, strict=False), pl.col("pid").cast(pl.Int64, strict=False)
+            pl.col("a_device").cast(pl.Int32, strict=False), pl.col("pid").cast(pl.Int32, strict=False)
         ),
         stream=pl.coalesce(pl.col("a_stream").cast(pl.Int64, strict=False), pl.col("tid_i")),
         pid=pl.coalesce("call_pid", pl.lit(main_pid, dtype=pl.Int64)),
@@ -1084,8 +1085,9 @@ def _comm_rows(frame: pl.DataFrame, comm_wire: dict[str, Any]) -> pl.DataFrame:
         return empty_frame(COMM_SCHEMA)
     picked = _converted(picked).filter(pl.col("start").is_not_null())
     return picked.select(
+        # (a device number past int32, a damaged value, reads as unknown, as one that does not read)
         device=pl.coalesce(
-            pl.col("a_device").cast(pl.Int64, strict=False), pl.col("pid").cast(pl.Int64, strict=False)
+            pl.col("a_device").cast(pl.Int32, strict=False), pl.col("pid").cast(pl.Int32, strict=False)
         ),
         stream=pl.coalesce(
             pl.col("a_stream").cast(pl.Int64, strict=False), leading_int_series(picked["tid"])

@@ -460,9 +460,12 @@ def check_header(header: bytes, size: int, path: Path) -> None:
         raise TraceFormatError(f"corrupt SQLite (its header names a page size of {page_size})", path)
     pages = int.from_bytes(header[28:32], "big")
     if pages and header[24:28] == header[92:96] and pages * page_size > size:
+        declared, held = format_size(pages * page_size), format_size(size)
+        if declared == held:  # (a file a few bytes short: the sizes in bytes, which differ)
+            declared, held = f"{pages * page_size:,} bytes", f"{size:,} bytes"
         raise TraceFormatError(
             f"corrupt SQLite (truncated or forged): its header declares {pages:,} pages of {page_size} bytes "
-            f"({format_size(pages * page_size)}) but the file holds {format_size(size)}; refused before reading",
+            f"({declared}) but the file holds {held}; refused before reading",
             path,
         )
 
@@ -636,8 +639,19 @@ def _opened(path: Path, source: Path, header: bytes, size: int, expected: str) -
             path,
         ) from exc
     except sqlite3.DatabaseError as exc:
-        raise TraceFormatError(f"corrupt SQLite ({exc})", path) from exc
+        raise TraceFormatError(f"corrupt SQLite ({_first_line(exc)})", path) from exc
+    except UnicodeDecodeError as exc:  # (sqlite3 decodes names as UTF-8: a damaged schema's are not)
+        raise TraceFormatError(
+            f"corrupt SQLite (a name in its schema is not UTF-8 text: {exc.reason})", path
+        ) from exc
     finally:
         if database is not None:
             database.close()
         con.close()
+
+
+def _first_line(exc: Exception) -> str:
+    """SQLite's message, its first line (a malformed schema's message quotes the damaged CREATE statement,
+    dozens of lines), cut at 200 characters."""
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    return text if len(text) <= 200 else text[:200] + "..."
