@@ -1,0 +1,251 @@
+"""mutation14b: tests that kill the surviving mutants of round 14's analysis code.
+
+Mutants of plausibility (unrecorded_ns, unrecorded_host, idle_steps, gpu_tracing_stopped, lost_device_events),
+stability (spread_warning, the 'no single mode' DRIFT_MIN rule), sweep.bound_doubt, ranges (the
+windows-against-ranges warning, the zero-duration range rule), steps.outermost_steps, report's
+framework_bound_batch_sizes and iterations' launch notes and spread wiring were applied by hand to a private copy;
+each test here kills at least one that the existing tests let live (/work/notes/mutation14b.md).
+
+Every trace built here is SYNTHETIC (hand-built Kineto JSON, file names holding "synthetic"), with exact answers
+worked out in the comments. Times in Kineto events are in us; frames and results are in ns."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from tests.builders import kineto_event, kineto_file
+from tracekit.analyzers import plausibility as P
+from tracekit.api import read_trace
+
+
+def _windows(windows: list[tuple[int, int]]) -> pl.DataFrame:
+    """The frame ``plausibility.unrecorded_ns`` reads: ``window_start``, ``window_end`` (ns)."""
+    return pl.DataFrame(
+        {"window_start": [w[0] for w in windows], "window_end": [w[1] for w in windows]},
+        schema={"window_start": pl.Int64, "window_end": pl.Int64},
+    )
+
+
+def _one_step(extra: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """A ProfilerStep [0, 5000) us whose only work is an operator [2000, 2200) launching a kernel (call [2050,
+    2060), kernel [2100, 2200)): nothing recorded in [0, 2000) (2 ms) nor in [2200, 5000) (2.8 ms)."""
+    return [
+        kineto_event("user_annotation", "ProfilerStep#1", 0, 5000),
+        kineto_event("cpu_op", "aten::linear", 2000, 200),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 2050, 10, correlation=1),
+        kineto_event("kernel", "gemm", 2100, 100, pid=0, tid=7, correlation=1, stream=7, device=0),
+        *(extra or []),
+    ]
+
+
+# ------------------------------------------------------------------------------ plausibility.unrecorded_ns
+
+
+def test_a_silence_before_the_first_record_counts(tmp_path: Path) -> None:
+    # [0, 2000) us before the operator and [2200, 5000) us after it: 2.0 + 2.8 = 4.8 ms (mutant P3, no silence
+    # before the first record: 2.8 ms)
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "first.synthetic.json"))
+    assert P.unrecorded_ns(trace, _windows([(0, 5_000_000)])).to_list() == [4_800_000]
+    # a window of the leading silence alone holds all of it
+    assert P.unrecorded_ns(trace, _windows([(0, 2_000_000)])).to_list() == [2_000_000]
+
+
+def test_an_instant_record_breaks_a_silence(tmp_path: Path) -> None:
+    # An operator of no duration at 2800 us is a record: the host ran then. [2200, 2800) us is 0.6 ms (no
+    # stretch), [2800, 5000) 2.2 ms: 2.0 + 2.2 = 4.2 ms (mutant P10, zero-length records dropped: 4.8 ms)
+    events = _one_step([kineto_event("cpu_op", "aten::empty", 2800, 0)])
+    trace = read_trace(kineto_file(tmp_path, events, "instant.synthetic.json"))
+    assert P.unrecorded_ns(trace, _windows([(0, 5_000_000)])).to_list() == [4_200_000]
+
+
+def test_a_row_without_a_window_start_holds_no_silence(tmp_path: Path) -> None:
+    # a row whose window has an end but no start holds none (mutant P11, only the end checked: 4.8 ms from 0)
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "nostart.synthetic.json"))
+    rows = pl.DataFrame(
+        {"window_start": [None, 0], "window_end": [5_000_000, 5_000_000]},
+        schema={"window_start": pl.Int64, "window_end": pl.Int64},
+    )
+    assert P.unrecorded_ns(trace, rows).to_list() == [0, 4_800_000]
+
+
+# ------------------------------------------------------------------------------ plausibility.unrecorded_host
+
+
+def _host_frame(busy_ns: int) -> pl.DataFrame:
+    """One iteration over the step of :func:`_one_step`: window [0, 5 ms), latency 5 ms, ``busy_ns`` busy."""
+    return pl.DataFrame(
+        {"window_start": [0], "window_end": [5_000_000], "latency_ns": [5_000_000], "busy_ns": [busy_ns]}
+    )
+
+
+def test_a_verdict_exactly_at_the_threshold_without_the_silence_is_doubted(tmp_path: Path) -> None:
+    # 0.1 ms busy of 5 ms (2.0%, framework-bound); without the 4.8 ms silence 0.1 of 0.2 ms: exactly 50.0%,
+    # compute-bound by the one rule (framework-bound is below the threshold): the verdict would flip, doubted
+    # (mutant P13, `util_rest <= threshold`: no doubt)
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "edge.synthetic.json"))
+    doubt = P.unrecorded_host(trace, _host_frame(100_000), 0.5)
+    assert doubt is not None
+    assert "a median 4.800 ms an iteration, of a median latency of 5.000 ms (96.0%)" in doubt
+    assert "without it the median GPU utilization is 50.0% (threshold 50%), not 2.0%" in doubt
+
+
+def test_an_iteration_silent_throughout_has_no_utilization_without_its_silence(tmp_path: Path) -> None:
+    # Two iterations of the step: [0, 5) ms (4.8 ms silent, 0.1 ms busy) and [2.2, 5) ms, silent throughout
+    # (2.8 ms, given 0.028 ms busy). Without its silence the second has no time left: no utilization, left out
+    # of the median (mutant P14, `latency >= silent`: 0.028 / 0, inf, the median of [50%, inf] reads inf%).
+    # Medians: silence (4.8 + 2.8) / 2 = 3.8 ms of latency (5 + 2.8) / 2 = 3.9 ms (97.4%); utilization
+    # (2.0% + 1.0%) / 2 = 1.5%; without the silence 50.0% (the first alone).
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "silent.synthetic.json"))
+    frame = pl.DataFrame(
+        {
+            "window_start": [0, 2_200_000],
+            "window_end": [5_000_000, 5_000_000],
+            "latency_ns": [5_000_000, 2_800_000],
+            "busy_ns": [100_000, 28_000],
+        }
+    )
+    doubt = P.unrecorded_host(trace, frame, 0.5)
+    assert doubt is not None
+    assert "a median 3.800 ms an iteration, of a median latency of 3.900 ms (97.4%)" in doubt
+    assert "without it the median GPU utilization is 50.0% (threshold 50%), not 1.5%" in doubt
+
+
+def test_the_host_silence_doubt_weighs_the_median_utilization_not_the_mean(tmp_path: Path) -> None:
+    # Three iterations: [0, 5) ms (4.8 ms silent, 0.1 ms busy: 2%, 50% without the silence) and twice the
+    # operator's [2.0, 2.2) ms, no silence, 0.098 and 0.2 ms busy (49%, 100%). The verdict's median 49.0% is
+    # framework-bound and without the silence the median is 50.0%: doubted. (mutant P15, the mean 50.3% as the
+    # verdict: compute-bound, no doubt)
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "median.synthetic.json"))
+    frame = pl.DataFrame(
+        {
+            "window_start": [0, 2_000_000, 2_000_000],
+            "window_end": [5_000_000, 2_200_000, 2_200_000],
+            "latency_ns": [5_000_000, 200_000, 200_000],
+            "busy_ns": [100_000, 98_000, 200_000],
+        }
+    )
+    doubt = P.unrecorded_host(trace, frame, 0.5)
+    assert doubt is not None
+    assert "without it the median GPU utilization is 50.0% (threshold 50%), not 49.0%" in doubt
+
+
+def test_no_host_silence_is_measured_on_a_cpu_trace(tmp_path: Path) -> None:
+    # the same events said to be a CPU run: its ops are CPU work, a silence says nothing (mutant P20, the
+    # device check dropped: 4.8 ms)
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "cpu.synthetic.json"))
+    assert P.unrecorded_ns(trace, _windows([(0, 5_000_000)])).to_list() == [4_800_000]
+    trace.meta["device"] = "cpu"
+    assert P.unrecorded_ns(trace, _windows([(0, 5_000_000)])) is None
+
+
+def test_a_row_of_no_latency_is_left_out_of_the_host_silence_doubt(tmp_path: Path) -> None:
+    # the iteration [0, 5) ms (2.0%, 50.0% without its silence) and one of no latency (no utilization): left
+    # out, the doubt reads 50.0% not 2.0% (mutant P24, `latency >= 0`: 0 / 0 joins the median, 'not nan%')
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "zero.synthetic.json"))
+    frame = pl.DataFrame(
+        {
+            "window_start": [0, 2_000_000],
+            "window_end": [5_000_000, 2_000_000],
+            "latency_ns": [5_000_000, 0],
+            "busy_ns": [100_000, 0],
+        }
+    )
+    doubt = P.unrecorded_host(trace, frame, 0.5)
+    assert doubt is not None
+    assert "a median 4.800 ms an iteration, of a median latency of 5.000 ms (96.0%)" in doubt
+    assert "without it the median GPU utilization is 50.0% (threshold 50%), not 2.0%" in doubt
+
+
+def _execute(host_us: int, gpu_copies_us: list[int]) -> list[dict[str, Any]]:
+    """:func:`_one_step` with a vLLM ``execute_*`` host range [2000, 2000 + host_us) us and GPU-side copies
+    of it (Kineto's ``gpu_user_annotation``, on the device's stream) of the given lengths."""
+    name = "execute_context_0(0)_generation_4(4)"
+    events = [kineto_event("user_annotation", name, 2000, host_us)]
+    events += [
+        kineto_event("gpu_user_annotation", name, 2100 + 60 * i, length, pid=0, tid=7, device=0, stream=7)
+        for i, length in enumerate(gpu_copies_us)
+    ]
+    return _one_step(events)
+
+
+def test_the_engine_steps_hint_needs_steps_shorter_than_the_iterations(tmp_path: Path) -> None:
+    # the execute_* range lasts 200 us: an iteration of exactly 200 us holds nothing more, no hint; of 201 us
+    # one (mutant P21, `>`: a hint at 200 us)
+    trace = read_trace(kineto_file(tmp_path, _execute(200, []), "hint.synthetic.json"))
+    assert P._engine_steps_hint(trace, 200_000.0) == ""
+    assert P._engine_steps_hint(trace, 201_000.0) == (
+        "; the trace holds the engine's own steps ('execute_context_0(0)_generation_4(4)', ...), which hold "
+        "the work alone: --range names them"
+    )
+
+
+def test_the_engine_steps_hint_measures_the_host_steps_only(tmp_path: Path) -> None:
+    # the host step lasts 200 us, its two GPU-side copies 50 us: against 100 us iterations the steps are
+    # longer, no hint (mutant P22, the copies counted: median 50 us, a hint)
+    trace = read_trace(kineto_file(tmp_path, _execute(200, [50, 50]), "gpu_copies.synthetic.json"))
+    assert trace.ranges.filter(pl.col("domain") == "gpu").height == 2
+    assert P._engine_steps_hint(trace, 100_000.0) == ""
+
+
+# ------------------------------------------------------------------------------ plausibility.idle_steps
+
+
+def _sglang_steps(steps: list[tuple[str, int]]) -> list[dict[str, Any]]:
+    """SGLang steps of 1 ms each: (mode, kernels): ``step[MODE bs=8]`` (``step[IDLE bs=0]`` for IDLE) with
+    an operator [+10, +990) us launching that many 100 us kernels (call at +20 + 130 i, kernel 10 us later):
+    utilization kernels / 10."""
+    events: list[dict[str, Any]] = []
+    corr, t = 1, 0
+    for mode, kernels in steps:
+        name = "step[IDLE bs=0]" if mode == "IDLE" else f"step[{mode} bs=8]"
+        events.append(kineto_event("user_annotation", name, t, 1000))
+        events.append(kineto_event("cpu_op", "aten::linear", t + 10, 980))
+        for i in range(kernels):
+            call = t + 20 + 130 * i
+            events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", call, 5, correlation=corr))
+            events.append(
+                kineto_event(
+                    "kernel", "gemm", call + 10, 100, pid=0, tid=7, correlation=corr, stream=7, device=0
+                )
+            )
+            corr += 1
+        t += 1000
+    return events
+
+
+def _idle_doubt(tmp_path: Path, steps: list[tuple[str, int]], name: str) -> tuple[Any, list[str]]:
+    from tracekit.api import analyze
+
+    a = analyze(kineto_file(tmp_path, _sglang_steps(steps), f"{name}.synthetic.json"))
+    return a, [w for w in a.warnings if "idle steps" in w]
+
+
+def test_mixed_steps_served_requests(tmp_path: Path) -> None:
+    # 3 MIXED steps at 70% among 6 idle ones at 10%: the median 10.0% is the idle steps' (mutant I2, MIXED not
+    # counted as served: no served step, no doubt)
+    a, doubts = _idle_doubt(tmp_path, [("MIXED", 7), ("IDLE", 1), ("IDLE", 1)] * 3, "mixed_idle")
+    assert a.iterations.get_column("step_class").cast(str).to_list() == ["mixed", "idle", "idle"] * 3
+    assert a.verdict == "framework"
+    (doubt,) = doubts
+    assert "the 3 steps that served requests have a median of 70.0% (compute-bound; threshold 50%)" in doubt
+
+
+def test_the_served_steps_verdict_is_their_median(tmp_path: Path) -> None:
+    # served steps at 70%, 70% and 0% (median 70.0% compute-bound; mean 46.7% framework-bound), 4 idle at 10%:
+    # all 7's median 10.0% (mutant I4, the served mean: both framework-bound, no doubt)
+    steps = [("DECODE", 7), ("IDLE", 1), ("DECODE", 7), ("IDLE", 1), ("DECODE", 0), ("IDLE", 1), ("IDLE", 1)]
+    a, doubts = _idle_doubt(tmp_path, steps, "served_median")
+    assert a.verdict == "framework"
+    (doubt,) = doubts
+    assert doubt.startswith("verdict uncertain: 4 of the 7 steps are idle steps")
+    assert "the 3 steps that served requests have a median of 70.0% (compute-bound; threshold 50%)" in doubt
+
+
+def test_idle_steps_alone_are_no_doubt(tmp_path: Path) -> None:
+    # every step idle: no served step to weigh against (mutant I5, that guard dropped: formatting None raises)
+    a, doubts = _idle_doubt(tmp_path, [("IDLE", 1)] * 3, "all_idle")
+    assert a.verdict == "framework"
+    assert doubts == []
