@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 
 from tests.builders import kineto_event, kineto_file
 from tracekit.analyzers import plausibility as P
@@ -230,6 +231,8 @@ def test_mixed_steps_served_requests(tmp_path: Path) -> None:
     assert a.iterations.get_column("step_class").cast(str).to_list() == ["mixed", "idle", "idle"] * 3
     assert a.verdict == "framework"
     (doubt,) = doubts
+    # (mutant I10, every step not a decode step counted idle: '9 of the 9')
+    assert doubt.startswith("verdict uncertain: 6 of the 9 steps are idle steps")
     assert "the 3 steps that served requests have a median of 70.0% (compute-bound; threshold 50%)" in doubt
 
 
@@ -249,3 +252,86 @@ def test_idle_steps_alone_are_no_doubt(tmp_path: Path) -> None:
     a, doubts = _idle_doubt(tmp_path, [("IDLE", 1)] * 3, "all_idle")
     assert a.verdict == "framework"
     assert doubts == []
+
+
+def test_idle_steps_weigh_both_verdicts_at_the_analysis_threshold(tmp_path: Path) -> None:
+    # decode at 70%, idle at 10% (3 of 9): at --bound-threshold 0.8 both medians are framework-bound, no doubt;
+    # at 0.05 both compute-bound (mutant I6, the verdicts at 50%: the idle median 10.0% framework-bound, the
+    # served 70.0% compute-bound, doubted; mutant I9, doubts() not passing the threshold: the same)
+    from tracekit.api import analyze
+
+    path = kineto_file(
+        tmp_path, _sglang_steps([("DECODE", 7), ("IDLE", 1), ("IDLE", 1)] * 3), "t.synthetic.json"
+    )
+    for threshold, verdict in ((0.8, "framework"), (0.05, "compute")):
+        a = analyze(path, bound_threshold=threshold)
+        assert a.verdict == verdict
+        assert [w for w in a.warnings if "idle steps" in w] == []
+    assert [w for w in analyze(path).warnings if "idle steps" in w] != []
+
+
+def test_an_iteration_without_a_finite_utilization_is_no_step_of_the_idle_doubt(tmp_path: Path) -> None:
+    # Five steps: DECODE 70%, IDLE 10%, IDLE of no latency with 0.1 ms busy (no finite utilization), DECODE
+    # 70%, IDLE 10%. Without the third: medians 40.0% (framework) against the served 70.0%: doubted, 2 of 4
+    # (mutant I8, only nulls left out: inf joins, the median of 5 is 70.0%, no doubt)
+    steps = [("DECODE", 7), ("IDLE", 1), ("IDLE", 1), ("DECODE", 7), ("IDLE", 1)]
+    trace = read_trace(kineto_file(tmp_path, _sglang_steps(steps), "inf.synthetic.json"))
+    frame = pl.DataFrame(
+        {
+            "iteration": list(range(5)),
+            "range_start": [k * 1_000_000 for k in range(5)],
+            "range_end": [(k + 1) * 1_000_000 for k in range(5)],
+            "name": ["step[IDLE bs=0]" if m == "IDLE" else f"step[{m} bs=8]" for m, _ in steps],
+            "pid": [1] * 5,
+            "latency_ns": [1_000_000, 1_000_000, 0, 1_000_000, 1_000_000],
+            "busy_ns": [700_000, 100_000, 100_000, 700_000, 100_000],
+        }
+    )
+    doubt = P.idle_steps(trace, frame, 0.5)
+    assert doubt is not None
+    assert doubt.startswith("verdict uncertain: 2 of the 4 steps are idle steps")
+    assert "median GPU utilization 40.0% (framework-bound) is theirs" in doubt
+    assert "the 2 steps that served requests have a median of 70.0% (compute-bound; threshold 50%)" in doubt
+
+
+# ------------------------------------------------- plausibility.gpu_tracing_stopped, lost_device_events
+
+
+def _meta_trace(meta: dict[str, Any], ops: bool = True) -> Any:
+    """A hand-built trace with one 100 us kernel (or none) and ``meta``."""
+    from tests.builders import make_trace
+
+    return make_trace(ops=[(1_000, 101_000, 1, 7)] if ops else [], meta={"path": "meta.synthetic", **meta})
+
+
+def test_gpu_tracing_that_stopped_doubts_only_a_trace_with_device_ops() -> None:
+    # no device op: no verdict to doubt (mutant G1, the ops check dropped: a doubt)
+    stopped = {"gpu_tracing_stopped_early": True}
+    assert P.gpu_tracing_stopped(_meta_trace(stopped, ops=False)) is None
+    doubt = P.gpu_tracing_stopped(_meta_trace(stopped))
+    assert doubt is not None and doubt.startswith("verdict uncertain: torch.profiler (libkineto) stopped")
+    assert P.gpu_tracing_stopped(_meta_trace({})) is None
+
+
+@pytest.mark.parametrize(
+    ("lost", "doubted"),
+    [
+        ({"device": ["CUPTI dropped 12 records"]}, True),
+        ({"all": ["events were lost"]}, True),  # mutant L1 (device only): no doubt
+        ({"gpu_metrics": ["GPU metrics samples were lost"]}, False),  # mutant L2 (any loss): a doubt
+        ({"nvtx": ["NVTX events were lost"]}, False),
+        ({}, False),
+    ],
+)
+def test_lost_events_doubt_a_verdict_where_device_work_may_be_lost(
+    lost: dict[str, Any], doubted: bool
+) -> None:
+    doubt = P.lost_device_events(_meta_trace({"lost_events": lost}))
+    assert (doubt is not None) is doubted
+    if doubted:
+        assert doubt.startswith("verdict uncertain: Nsight Systems says it lost events during the capture")
+
+
+def test_lost_events_without_device_ops_are_no_doubt() -> None:
+    # (mutant L3, the ops check dropped: a doubt on a trace with no verdict)
+    assert P.lost_device_events(_meta_trace({"lost_events": {"device": ["x"]}}, ops=False)) is None
