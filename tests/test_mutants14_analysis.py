@@ -19,6 +19,7 @@ import pytest
 
 from tests.builders import kineto_event, kineto_file
 from tracekit.analyzers import plausibility as P
+from tracekit.analyzers.stability import measure
 from tracekit.api import read_trace
 
 
@@ -335,3 +336,201 @@ def test_lost_events_doubt_a_verdict_where_device_work_may_be_lost(
 def test_lost_events_without_device_ops_are_no_doubt() -> None:
     # (mutant L3, the ops check dropped: a doubt on a trace with no verdict)
     assert P.lost_device_events(_meta_trace({"lost_events": {"device": ["x"]}}, ops=False)) is None
+
+
+# ------------------------------------------------------------------ stability: the 'no single mode' rule
+
+
+#: Six iterations within 0.5% of 10 ms (the median of the nine below is 10.0: the fifth in order).
+CORE = [9.96, 9.97, 9.98, 9.99, 10.0, 10.01]
+
+
+def _two_modes(far: float) -> list[float]:
+    """:data:`CORE` with three iterations at ``far`` ms between them (no trend): 3 of 9 iterations, more than
+    a quarter, all with modified z-scores far above 3.5 (MAD 0.03)."""
+    c = CORE
+    return [c[0], far, c[1], c[2], far, c[3], c[4], far, c[5]]
+
+
+def test_a_second_mode_exactly_five_percent_away_is_no_second_mode() -> None:
+    # 10.5 ms is 0.5 ms from the median 10.0: exactly DRIFT_MIN (5%), not more: one mode, stable (mutant S1,
+    # `>=`; S3, a 1% floor: 'unstable: ... no single mode')
+    m = measure(_two_modes(10.5))
+    assert m.outliers == () and not m.unstable and m.warnings == ()
+
+
+def test_a_second_mode_six_percent_away_is_one() -> None:
+    # 10.6 ms, 6% from the median: unstable, no single mode (mutant S4, a 10% floor: stable; S5, the distance
+    # from the mean 10.19 ms, 4.0%: stable). spread_warning says the reason alone (mutant W12: it adds '(no
+    # outlier by rule 'outlier')', which says nothing here)
+    from tracekit.analyzers.stability import spread_warning
+
+    values = _two_modes(10.6)
+    m = measure(values)
+    assert m.outliers == () and m.cv == pytest.approx(0.03021, abs=5e-6)
+    assert m.warnings == ("unstable: more than 25% of the iterations are outliers (no single mode)",)
+    assert spread_warning(values) == (
+        "iteration latencies vary 1.1x (9.96 to 10.6 ms; coefficient of variation 3.0% over all 9): unstable: "
+        "more than 25% of the iterations are outliers (no single mode)"
+    )
+
+
+def test_exactly_a_quarter_of_the_iterations_apart_is_still_one_mode() -> None:
+    # 8 iterations, median 10.015: 10.3 (z 6.4, but 2.8% away) and twice 10.6 (z 13.2, 5.8% away). Three
+    # z-outliers, more than a quarter, so none is dropped; two are a second mode: 2 of 8, exactly 25%, not more
+    # (mutant S6, `>=`: unstable)
+    values = [9.98, 10.6, 9.99, 10.0, 10.3, 10.01, 10.6, 10.02]
+    m = measure(values)
+    assert m.outliers == () and not m.unstable and m.warnings == ()
+
+
+def test_a_z_score_of_exactly_the_outlier_threshold_is_no_second_mode() -> None:
+    # Median 10.0, MAD exactly 1.0; three iterations at 10 + 3.5 / 0.6745 ms score exactly 3.5, not more:
+    # unstable by the coefficient of variation alone (mutant S7, `>=`: 'no single mode' too)
+    high = 15.189028910303929
+    values = [8.5, high, 9.0, 9.5, high, 9.75, 10.0, high, 11.0]
+    assert measure(values).warnings == ("unstable: coefficient of variation 25.0% (> 10%)",)
+
+
+# ---------------------------------------------------------------------------- stability.spread_warning
+
+
+def _stalled(stall: float) -> list[float]:
+    """20 iterations: 9.75 and 10.25 ms alternating (9 each) and 10.0, mean exactly 10.0 (coefficient of
+    variation 2.4%), with one stall of ``stall`` ms as iteration 10 (an outlier: modified z-score 26 at 20 ms).
+    The mean of all is 10 + (stall - 10) / 20."""
+    k = [9.75, 10.25] * 9 + [10.0]
+    return k[:10] + [stall] + k[10:]
+
+
+@pytest.mark.parametrize(
+    ("stall", "said"),
+    [
+        (20.0, False),  # mean of all 10.5: exactly 5% above 10.0, not more (mutant W1, `>=`: said)
+        (16.0, False),  # 10.3, 3% (mutant W2b, a 2% threshold: said)
+        (22.0, True),  # 10.6, 6% (mutant W2, a 10% threshold: not said)
+    ],
+)
+def test_a_stall_is_worth_a_word_when_it_moves_the_mean_by_more_than_five_percent(
+    stall: float, said: bool
+) -> None:
+    from tracekit.analyzers.stability import spread_warning
+
+    values = _stalled(stall)
+    m = measure(values)
+    assert m.outliers == (10,) and m.mean == 10.0 and not m.unstable
+    text = spread_warning(values)
+    assert (text is not None) is said
+    if said:
+        assert text == (
+            "iteration latencies vary 2.3x (9.75 to 22 ms; coefficient of variation 25.4% over all 20): "
+            "iteration 10 is an outlier (rule 'outlier': modified z-score > 3.5), and the mean includes it "
+            "(10.6 ms, 10 without it)"
+        )
+
+
+def test_two_unstable_iterations_are_said() -> None:
+    # 5 and 7 ms: coefficient of variation 23.6% (mutant W5, at least 3 iterations: nothing)
+    from tracekit.analyzers.stability import spread_warning
+
+    assert spread_warning([5.0, 7.0]) == (
+        "iteration latencies vary 1.4x (5 to 7 ms; coefficient of variation 23.6% over all 2): unstable: "
+        "coefficient of variation 23.6% (> 10%) (no outlier by rule 'outlier')"
+    )
+
+
+def test_instability_said_elsewhere_is_left_out_of_a_moved_mean() -> None:
+    # NOISY with instability=False (the report's warning says it): the moved mean alone, no 'still unstable'
+    # (mutant W10: the instability appended anyway)
+    from tracekit.analyzers.stability import spread_warning
+
+    noisy = [3120.0, 5515.0, 5628.0, 1239.0, 1691.0, 1546.0, 2323.0, 2014.0, 1218.0, 1697.0]
+    assert spread_warning(noisy, instability=False) == (
+        "iteration latencies vary 4.6x (1218 to 5628 ms; coefficient of variation 64.0% over all 10): "
+        "iterations 1-2 are outliers (rule 'outlier': modified z-score > 3.5), and the mean includes them "
+        "(2599 ms, 1856 without them)"
+    )
+    # an unstable set without outliers: nothing, its instability is said elsewhere
+    assert spread_warning([5.0, 7.0] * 5, instability=False) is None
+
+
+def test_a_first_iteration_that_is_the_slowest_is_the_spreads_top() -> None:
+    # a 22 ms first iteration before the 19 of _stalled: warm-up, and the top of the range (mutant W15, the
+    # maximum taken after the first: '1.1x (9.75 to 10.25 ms')
+    from tracekit.analyzers.stability import spread_warning
+
+    values = [22.0, *[9.75, 10.25] * 9, 10.0]
+    assert spread_warning(values) == (
+        "iteration latencies vary 2.3x (9.75 to 22 ms; coefficient of variation 25.4% over all 20): iteration 0 "
+        "is warm-up (rule 'warmup'), and the mean includes it (10.6 ms, 10 without it)"
+    )
+
+
+# ---------------------------------------------------------------------------------- sweep.bound_doubt
+
+
+def test_two_iterations_on_both_sides_are_a_doubt() -> None:
+    # (mutant B1, at least 3 iterations: None)
+    from tracekit.analyzers.sweep import bound_doubt
+
+    assert bound_doubt([0.3, 0.7]) == (
+        "verdict uncertain: the median utilization 50.0% (compute-bound) rests on 2 iterations on both sides of "
+        "the 50% threshold: 1 framework-bound, 1 compute-bound (too few for an interval of the median)"
+    )
+
+
+def test_an_iteration_at_the_threshold_is_compute_bound() -> None:
+    # 50% is compute-bound by the one rule (framework-bound is below): 1 and 3 (mutant B2, `<=`: 2 and 2)
+    from tracekit.analyzers.sweep import bound_doubt
+
+    assert bound_doubt([0.3, 0.5, 0.5, 0.7]) == (
+        "verdict uncertain: the median utilization 50.0% (compute-bound) rests on 4 iterations on both sides of "
+        "the 50% threshold: 1 framework-bound, 3 compute-bound (too few for an interval of the median)"
+    )
+
+
+def test_an_interval_whose_low_end_is_the_threshold_leaves_the_verdict_standing() -> None:
+    # 10 iterations: the interval of the median is the 2nd and 9th in order, 50% to 70%: all of it
+    # compute-bound (mutant B3, `low <= threshold`: a doubt)
+    from tracekit.analyzers.sweep import bound_doubt
+
+    assert bound_doubt([0.3, 0.5, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.7, 0.8]) is None
+
+
+def test_an_interval_whose_high_end_is_the_threshold_crosses_it() -> None:
+    # the interval 20% to 50%: its top is compute-bound, so it lies across (mutant B4, `threshold < high`:
+    # None)
+    from tracekit.analyzers.sweep import bound_doubt
+
+    assert bound_doubt([0.1, 0.2, 0.3, 0.3, 0.3, 0.3, 0.3, 0.4, 0.5, 0.9]) == (
+        "verdict uncertain: the median utilization 30.0% (framework-bound) has a 95% interval of 20.0% to "
+        "50.0%, across the 50% threshold: 8 of 10 iterations are framework-bound, 2 compute-bound"
+    )
+
+
+def test_an_iteration_without_a_utilization_is_no_side() -> None:
+    # NaN (a latency of 0) is left out: 2 iterations (mutant B7: NaN counted, compute-bound, '3 iterations')
+    from tracekit.analyzers.sweep import bound_doubt
+
+    doubt = bound_doubt([0.3, float("nan"), 0.7])
+    assert (
+        doubt is not None
+        and "rests on 2 iterations" in doubt
+        and "1 framework-bound, 1 compute-bound" in doubt
+    )
+
+
+def test_analyze_weighs_the_split_at_its_bound_threshold(tmp_path: Path) -> None:
+    # 6 iterations of 10 ms, 5.5 and 6.5 ms busy alternating (55%, 65%): at 50% all compute-bound, no doubt; at
+    # --bound-threshold 0.6 they split 3 and 3, the interval of the median (the extremes, 6 iterations) across
+    # (mutant B8, analyze's call at the default 50%: no doubt)
+    from tests.test_stability14 import kineto_trace
+    from tracekit.api import analyze
+
+    path = kineto_trace(tmp_path, [10.0] * 6, [5.5, 6.5] * 3)
+    assert analyze(path).summary.verdict_uncertain is None
+    a = analyze(path, bound_threshold=0.6)
+    assert a.summary.verdict_uncertain is not None
+    assert "across the 60% threshold: 3 of 6 iterations are framework-bound, 3 compute-bound" in (
+        a.summary.verdict_uncertain
+    )
