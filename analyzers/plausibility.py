@@ -998,10 +998,8 @@ def _why_silent(trace: Trace) -> str:
     """Why a silence may be no framework code, as the trace allows: torch.profiler records nothing for a
     blocked thread; with its Python tracer on (``with_stack``), the blocking call is recorded as a Python event,
     which tracekit does not read."""
-    from tracekit.readers.kineto import PYTHON_TRACING_WARNING
-
     waits = "a serving engine waiting for requests, a lock or queue, a sleep"
-    if PYTHON_TRACING_WARNING in trace.warnings:
+    if trace.meta.get("python_tracing"):
         return (
             "only the trace's Python call events (with_stack), which tracekit does not read, say whether the "
             f"host was waiting then ({waits}) or running framework code"
