@@ -534,3 +534,85 @@ def test_analyze_weighs_the_split_at_its_bound_threshold(tmp_path: Path) -> None
     assert "across the 60% threshold: 3 of 6 iterations are framework-bound, 3 compute-bound" in (
         a.summary.verdict_uncertain
     )
+
+
+def test_the_interval_is_of_every_iteration() -> None:
+    # 11 iterations: the interval of the median is the 2nd and 10th in order, 20% to 70%: across (mutant B10,
+    # the interval of the 9 without the extremes, their 2nd and 8th: 55% to 60%, no doubt)
+    from tracekit.analyzers.sweep import bound_doubt
+
+    assert bound_doubt([0.1, 0.2, 0.55, 0.6, 0.6, 0.6, 0.6, 0.6, 0.6, 0.7, 0.8]) == (
+        "verdict uncertain: the median utilization 60.0% (compute-bound) has a 95% interval of 20.0% to 70.0%, "
+        "across the 50% threshold: 2 of 11 iterations are framework-bound, 9 compute-bound"
+    )
+
+
+def test_the_report_weighs_the_split_at_its_bound_threshold(tmp_path: Path) -> None:
+    # 6 iterations at 45% and 55% alternating: split at 50% (3 and 3, the interval of the median across), all
+    # compute-bound at --bound-threshold 0.3: the report's row is doubted at 50% only (mutant B9, the report's
+    # own check at 50% whatever the threshold: doubted at 0.3 too)
+    from tests.test_stability14 import kineto_trace
+    from tracekit.api import report_data
+    from tracekit.session import AnalysisOptions
+
+    path = kineto_trace(tmp_path, [10.0] * 6, [4.5, 5.5] * 3)
+    built, _, _ = report_data([path], figures=False)
+    (row,) = built.configs
+    assert "across the 50% threshold: 3 of 6 iterations are framework-bound, 3 compute-bound" in (
+        row["_verdict_uncertain"] or ""
+    )
+    built, _, _ = report_data([path], AnalysisOptions.from_kwargs(bound_threshold=0.3), figures=False)
+    assert built.configs[0]["bound"] == "compute"
+    assert built.configs[0]["_verdict_uncertain"] is None
+
+
+# ------------------------------------------------------------------- ranges: ranges of no duration
+
+
+def _ranges_trace(ranges: list[tuple[int, int, str]]) -> Any:
+    """Three 1 ms ``iteration`` slots, each with a launch at +50 us and its kernel [+100, +300) us, and
+    ``ranges`` (ns)."""
+    from tests.builders import device_trace
+
+    ms = 1_000_000
+    ops = [(k * ms + 100_000, k * ms + 300_000, k + 1, 7, 0) for k in range(3)]
+    api = [(k * ms + 50_000, k * ms + 60_000, k + 1, "cudaLaunchKernel") for k in range(3)]
+    return device_trace(ranges=ranges, api=api, ops=ops)
+
+
+def test_ranges_of_no_duration_of_a_name_that_never_has_one_are_left_alone() -> None:
+    # 'marker' ranges are instants (all of them): no lost end, nothing left out and nothing said (mutant R2,
+    # every range of no duration left out; R5, beside any range of any name with one: 'left out 2 ranges of no
+    # duration ('marker') beside ranges of the same name that have one', which is false)
+    from tracekit.analyzers.ranges import select_ranges
+
+    ms = 1_000_000
+    trace = _ranges_trace(
+        [(0, ms, "iteration"), (ms, 2 * ms, "iteration"), (2 * ms, 3 * ms, "iteration")]
+        + [(ms // 2, ms // 2, "marker"), (3 * ms // 2, 3 * ms // 2, "marker")]
+    )
+    choice = select_ranges(trace)
+    assert choice.name == "iteration" and choice.frame.height == 3
+    assert choice.warnings == []
+
+
+def test_a_range_of_no_duration_leaves_a_range_starting_with_it_alone() -> None:
+    # iteration [1, 1) ms lost its end; iteration [1, 2) ms begins at the same time: only the first is left out
+    # (mutant R4, matched on start alone: both, 2 iterations)
+    from tracekit.analyzers.ranges import select_ranges
+
+    ms = 1_000_000
+    trace = _ranges_trace(
+        [
+            (0, ms, "iteration"),
+            (ms, ms, "iteration"),
+            (ms, 2 * ms, "iteration"),
+            (2 * ms, 3 * ms, "iteration"),
+        ]
+    )
+    choice = select_ranges(trace)
+    assert choice.frame.get_column("range_start").to_list() == [0, ms, 2 * ms]
+    assert choice.frame.get_column("range_end").to_list() == [ms, 2 * ms, 3 * ms]
+    assert [w[:59] for w in choice.warnings] == [
+        "left out 1 range of no duration ('iteration') beside ranges"
+    ]
