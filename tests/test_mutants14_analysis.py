@@ -616,3 +616,158 @@ def test_a_range_of_no_duration_leaves_a_range_starting_with_it_alone() -> None:
     assert [w[:59] for w in choice.warnings] == [
         "left out 1 range of no duration ('iteration') beside ranges"
     ]
+
+
+# ------------------------------------------------------------- ranges: --split-idle against the ranges
+
+#: Where the hand-built split traces begin (us).
+BASE = 10_000
+
+NO_THRESHOLD = (
+    "longer than the shortest between two ranges, {between} ms: no --split-idle threshold cuts this trace at "
+    "its ranges; analyze the ranges themselves, without --split-idle)"
+)
+
+
+def _split_said(
+    ranges: list[tuple[int, int, int]], kernels: list[tuple[int, int, int]], split_ms: float
+) -> tuple[int, list[str]]:
+    """``--split-idle split_ms`` on ``iteration`` ranges (start, end, pid) and kernels (start, end, pid), in
+    us, each kernel launched by a 1 us call 5 us before it (same process): the windows cut and the
+    windows-against-ranges warnings."""
+    from tests.builders import device_trace
+    from tracekit.analyzers.ranges import select_ranges
+
+    us = 1000
+    trace = device_trace(
+        ranges=[(a * us, b * us, "iteration", 0, "user", p, p) for a, b, p in ranges],
+        api=[
+            ((s - 5) * us, (s - 4) * us, i + 1, "cudaLaunchKernel", p) for i, (s, _, p) in enumerate(kernels)
+        ],
+        ops=[(s * us, e * us, i + 1, 7, 0, p) for i, (s, e, p) in enumerate(kernels)],
+        range_fields=("start", "end", "name", "depth", "domain", "thread", "pid"),
+        api_fields=("start", "end", "correlation", "name", "pid"),
+        op_fields=("start", "end", "correlation", "stream", "device", "pid"),
+    )
+    choice = select_ranges(trace, split_idle_ms=split_ms)
+    return choice.frame.height, [w for w in choice.warnings if "against" in w]
+
+
+def _three_ranges(step: int = 1040) -> list[tuple[int, int, int]]:
+    """Three 1000 us ``iteration`` ranges, one every ``step`` us from :data:`BASE`."""
+    return [(BASE + step * k, BASE + step * k + 1000, 1) for k in range(3)]
+
+
+def _kernels(
+    offsets: list[list[tuple[int, int]]], ranges: list[tuple[int, int, int]]
+) -> list[tuple[int, int, int]]:
+    """Kernels at (start, end) offsets (us) from each range's start."""
+    return [(a + s, a + e, 1) for (a, _, _), spans in zip(ranges, offsets, strict=True) for s, e in spans]
+
+
+def test_a_longest_gap_inside_equal_to_the_shortest_between_leaves_no_threshold() -> None:
+    # ranges every 1260 us; kernels [20, 120), [420, 520), [820, 980) in each: gaps of 300 us inside and
+    # 300 us between (980 to the next range's +20). No threshold separates them: cutting at > 0.3 ms cuts
+    # nothing, at less than that cuts both (mutant WA9, `longest > shortest`: 'a threshold between the two')
+    ranges = _three_ranges(1260)
+    kernels = _kernels([[(20, 120), (420, 520), (820, 980)]] * 3, ranges)
+    assert _split_said(ranges, kernels, 0.1) == (
+        9,
+        [
+            "9 windows against 3 ranges named 'iteration' in the trace: the threshold cuts inside iterations (an "
+            "idle gap inside a range lasts up to 0.3 ms, " + NO_THRESHOLD.format(between="0.3")
+        ],
+    )
+
+
+def test_a_gap_from_the_first_ranges_start_is_inside_it() -> None:
+    # a kernel before the first range ends exactly at its start; the first range's first kernel starts 500 us
+    # in: a 0.5 ms gap inside it (the others' 0.3 ms; between 0.08) (mutant WA6, a gap starting at the first
+    # range's start left out: 'up to 0.3 ms')
+    ranges = _three_ranges()
+    first = [(500, 600), (620, 720), (820, 980)]
+    rest = [(20, 120), (420, 520), (820, 980)]
+    kernels = [(BASE - 200, BASE, 1), *_kernels([first, rest, rest], ranges)]
+    assert _split_said(ranges, kernels, 0.1) == (
+        6,
+        [
+            "6 windows against 3 ranges named 'iteration' in the trace: the threshold cuts inside iterations (an "
+            "idle gap inside a range lasts up to 0.5 ms, " + NO_THRESHOLD.format(between="0.08")
+        ],
+    )
+
+
+def test_a_gap_from_a_ranges_start_is_inside_it() -> None:
+    # the first range's last kernel [150, 1040) ends exactly at the second range's start, whose first kernel
+    # starts 500 us in: that 0.5 ms gap is inside the second range (mutant WA7, bisect_left: the first range's,
+    # between: inside up to 0.22 ms)
+    ranges = _three_ranges()
+    kernels = _kernels([[(20, 120), (150, 1040)], [(500, 600), (820, 980)], [(20, 120), (150, 980)]], ranges)
+    assert _split_said(ranges, kernels, 0.05) == (
+        4,
+        [
+            "4 windows against 3 ranges named 'iteration' in the trace: the threshold cuts inside iterations (an "
+            "idle gap inside a range lasts up to 0.5 ms, " + NO_THRESHOLD.format(between="0.08")
+        ],
+    )
+
+
+def test_a_gap_up_to_a_ranges_end_is_inside_it() -> None:
+    # the first range's second kernel starts exactly at its end (1000 us): the 0.88 ms gap before it is inside
+    # (mutant WA8, `reach > b`: between, inside up to 0.7 ms)
+    ranges = _three_ranges()
+    kernels = _kernels([[(20, 120), (1000, 1030)], [(20, 120), (820, 980)], [(20, 120), (820, 980)]], ranges)
+    assert _split_said(ranges, kernels, 0.1) == (
+        4,
+        [
+            "4 windows against 3 ranges named 'iteration' in the trace: the threshold cuts inside iterations (an "
+            "idle gap inside a range lasts up to 0.88 ms, " + NO_THRESHOLD.format(between="0.03")
+        ],
+    )
+
+
+def test_a_gap_up_to_the_last_ranges_end_is_inside_it() -> None:
+    # the last range's second kernel starts exactly at its end: its 0.88 ms gap counts, inside (mutant WA11,
+    # `b >= reach`: left out, up to 0.7 ms)
+    ranges = _three_ranges()
+    kernels = _kernels([[(20, 120), (820, 980)], [(20, 120), (820, 980)], [(20, 120), (1000, 1020)]], ranges)
+    assert _split_said(ranges, kernels, 0.1) == (
+        4,
+        [
+            "4 windows against 3 ranges named 'iteration' in the trace: the threshold cuts inside iterations (an "
+            "idle gap inside a range lasts up to 0.88 ms, " + NO_THRESHOLD.format(between="0.08")
+        ],
+    )
+
+
+def test_a_gap_inside_an_earlier_longer_range_is_inside() -> None:
+    # process 1's range [0, 3000) us and process 2's [200, 700) inside it (both launch work), then process 1's
+    # [3040, 4040). The gap [350, 1500) follows the later-starting short range's end but lies inside the long
+    # one: inside, 1.15 ms (mutant WA10, each range's own end: between, inside up to 0.24 ms)
+    ranges = [(BASE, BASE + 3000, 1), (BASE + 200, BASE + 700, 2), (BASE + 3040, BASE + 4040, 1)]
+    kernels = [
+        (BASE + 20, BASE + 120, 1),
+        (BASE + 250, BASE + 350, 2),
+        (BASE + 1500, BASE + 2900, 1),
+        (BASE + 3060, BASE + 3160, 1),
+        (BASE + 3400, BASE + 4000, 1),
+    ]
+    assert _split_said(ranges, kernels, 0.1) == (
+        5,
+        [
+            "5 windows against 3 ranges named 'iteration' in the trace: the threshold cuts inside iterations (an "
+            "idle gap inside a range lasts up to 1.15 ms, " + NO_THRESHOLD.format(between="0.16")
+        ],
+    )
+
+
+def test_windows_joining_ranges_without_idle_inside_them_say_the_count_alone() -> None:
+    # one kernel [20, 980) us a range: no idle gap inside any, 80 us between: --split-idle 0.1 joins all three
+    # into one window; with no gap inside to weigh, the count alone is said (mutant WA13, advice on no gaps:
+    # max() of nothing raises)
+    ranges = _three_ranges()
+    kernels = _kernels([[(20, 980)]] * 3, ranges)
+    assert _split_said(ranges, kernels, 0.1) == (
+        1,
+        ["1 window against 3 ranges named 'iteration' in the trace: the threshold joins iterations"],
+    )
