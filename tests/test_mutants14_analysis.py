@@ -771,3 +771,52 @@ def test_windows_joining_ranges_without_idle_inside_them_say_the_count_alone() -
         1,
         ["1 window against 3 ranges named 'iteration' in the trace: the threshold joins iterations"],
     )
+
+
+# ------------------------------------------------------------------------------ steps.outermost_steps
+
+
+def _outermost(
+    ranges: list[tuple[int, int, str, int] | tuple[int, int, str, int, str]],
+) -> list[tuple[Any, ...]]:
+    """:func:`tracekit.analyzers.steps.outermost_steps` of ranges (start, end, name, pid[, domain]) as
+    (start, end, name, pid) rows."""
+    from tests.builders import make_trace
+    from tracekit.analyzers.steps import outermost_steps
+
+    rows = [(r[0], r[1], r[2], 0, r[4] if len(r) > 4 else "user", 1, r[3]) for r in ranges]
+    trace = make_trace(ranges=rows, range_fields=("start", "end", "name", "depth", "domain", "thread", "pid"))
+    return outermost_steps(trace).select("start", "end", "name", "pid").rows()
+
+
+DECODE = "step[DECODE bs=32]"
+EXECUTE = "execute_32_context_0(0)_generation_32(32)"
+
+
+def test_a_step_annotated_twice_over_the_same_interval_counts_once() -> None:
+    # two step ranges over exactly [0, 10): the first is kept (mutant O1, `reach > end`: both)
+    assert _outermost([(0, 10, EXECUTE, 1), (0, 10, DECODE, 1)]) == [(0, 10, EXECUTE, 1)]
+
+
+def test_a_step_starting_with_its_enclosing_step_is_held_by_it() -> None:
+    # [0, 5) inside [0, 10): same start, the longer is the outer one whatever their order in the trace (mutant
+    # O3, shorter first: both kept)
+    assert _outermost([(0, 5, DECODE, 1), (0, 10, EXECUTE, 1)]) == [(0, 10, EXECUTE, 1)]
+
+
+def test_steps_of_another_process_are_not_held() -> None:
+    # a data-parallel rank's step [2, 5) during another's [0, 10): each is a step (mutant O2, across
+    # processes: the second dropped)
+    assert _outermost([(0, 10, DECODE, 1), (2, 5, DECODE, 2)]) == [(0, 10, DECODE, 1), (2, 5, DECODE, 2)]
+
+
+def test_a_step_after_another_inner_one_is_still_held_by_the_outer() -> None:
+    # [30, 40) follows [10, 20), both inside [0, 100) (mutant O4, the previous end alone: [30, 40) kept)
+    assert _outermost([(0, 100, EXECUTE, 1), (10, 20, DECODE, 1), (30, 40, DECODE, 1)]) == [
+        (0, 100, EXECUTE, 1)
+    ]
+
+
+def test_gpu_side_copies_of_steps_are_no_steps() -> None:
+    # Kineto's GPU-side copy of a step (domain 'gpu') spans its device work, not the step (mutant O5: kept)
+    assert _outermost([(0, 10, DECODE, 1), (3, 8, DECODE, 0, "gpu")]) == [(0, 10, DECODE, 1)]
