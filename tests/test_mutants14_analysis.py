@@ -820,3 +820,32 @@ def test_a_step_after_another_inner_one_is_still_held_by_the_outer() -> None:
 def test_gpu_side_copies_of_steps_are_no_steps() -> None:
     # Kineto's GPU-side copy of a step (domain 'gpu') spans its device work, not the step (mutant O5: kept)
     assert _outermost([(0, 10, DECODE, 1), (3, 8, DECODE, 0, "gpu")]) == [(0, 10, DECODE, 1)]
+
+
+# ------------------------------------------------------------ iterations' spread wiring, report's sweeps
+
+
+def test_analyze_names_a_dropped_iteration_by_its_index(tmp_path: Path) -> None:
+    # three 10 ms iterations skipped (--skip 3), then the 20 of _stalled(22): the stall is iteration 13 of the
+    # trace, the 11th analyzed (mutant IW2, positions: 'iteration 10')
+    from tests.test_stability14 import kineto_trace
+    from tracekit.api import analyze
+
+    path = kineto_trace(tmp_path, [10.0] * 3 + _stalled(22.0), 2.0)
+    a = analyze(path, skip=3)
+    assert a.iterations.get_column("index").to_list()[:2] == [3, 4]
+    assert [w for w in a.warnings if "vary" in w] == [
+        "iteration latencies vary 2.3x (9.75 to 22 ms; coefficient of variation 25.4% over all 20): iteration 13 "
+        "is an outlier (rule 'outlier': modified z-score > 3.5), and the mean includes it (10.6 ms, 10 without it)"
+    ]
+
+
+def test_a_row_without_a_verdict_goes_by_its_utilization_at_the_reports_threshold() -> None:
+    # rows without a verdict at 20%, 40% and 60%: framework-bound below 50% (batches 1, 2), below 30% at
+    # --bound-threshold 0.3 (batch 1) (mutant RP2, their utilization weighed at 50% whatever the threshold)
+    from tests.test_report import make_row
+    from tracekit.analyzers.report import build_report
+
+    rows = [make_row("pytorch", b, 10.0, busy=busy) for b, busy in ((1, 2.0), (2, 4.0), (4, 6.0))]
+    assert build_report(rows).sweeps[0]["framework_bound_batch_sizes"] == [1, 2]
+    assert build_report(rows, bound_threshold=0.3).sweeps[0]["framework_bound_batch_sizes"] == [1]
