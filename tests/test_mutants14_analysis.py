@@ -849,3 +849,85 @@ def test_a_row_without_a_verdict_goes_by_its_utilization_at_the_reports_threshol
     rows = [make_row("pytorch", b, 10.0, busy=busy) for b, busy in ((1, 2.0), (2, 4.0), (4, 6.0))]
     assert build_report(rows).sweeps[0]["framework_bound_batch_sizes"] == [1, 2]
     assert build_report(rows, bound_threshold=0.3).sweeps[0]["framework_bound_batch_sizes"] == [1]
+
+
+# ------------------------------------------------------------------------------ second batch of mutants
+
+
+def test_an_op_whose_id_two_calls_carry_waits_from_the_first(tmp_path: Path) -> None:
+    # one correlation id on two launch calls, [50, 60) and [3000, 3010) us, its kernel [3100, 3200): the op is
+    # pending from the first call's end, so [100, 3000) is no silence; only [3200, 5000) is, 1.8 ms (mutant Q1,
+    # from the last call's end: 2.9 ms more)
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#1", 0, 5000),
+        kineto_event("cpu_op", "aten::linear", 0, 100),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 50, 10, correlation=1),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 3000, 10, correlation=1),
+        kineto_event("kernel", "gemm", 3100, 100, pid=0, tid=7, correlation=1, stream=7, device=0),
+    ]
+    trace = read_trace(kineto_file(tmp_path, events, "reused.synthetic.json"))
+    assert trace.api.height == 2
+    assert P.unrecorded_ns(trace, _windows([(0, 5_000_000)])).to_list() == [1_800_000]
+
+
+def test_the_host_silence_doubt_gives_the_median_latency(tmp_path: Path) -> None:
+    # the three iterations of the median test: latencies 5, 0.2 and 0.2 ms, silences 4.8, 0 and 0 ms: medians
+    # 0.2 ms and 0 (mutant Q3, the mean latency: 1.800 ms)
+    trace = read_trace(kineto_file(tmp_path, _one_step(), "median_latency.synthetic.json"))
+    frame = pl.DataFrame(
+        {
+            "window_start": [0, 2_000_000, 2_000_000],
+            "window_end": [5_000_000, 2_200_000, 2_200_000],
+            "latency_ns": [5_000_000, 200_000, 200_000],
+            "busy_ns": [100_000, 98_000, 200_000],
+        }
+    )
+    doubt = P.unrecorded_host(trace, frame, 0.5) or ""
+    assert "a median 0.000 ms an iteration, of a median latency of 0.200 ms (0.0%)" in doubt
+
+
+def test_the_engine_steps_hint_weighs_the_median_step() -> None:
+    # host execute_* steps of 50, 300 and 300 us against 100 us iterations: the median step (300 us) is longer,
+    # no hint (mutant Q11, the shortest step: a hint)
+    from tests.builders import make_trace
+
+    name = "execute_context_0(0)_generation_4(4)"
+    trace = make_trace(ranges=[(0, 50_000, name), (1_000_000, 1_300_000, name), (2_000_000, 2_300_000, name)])
+    assert P._engine_steps_hint(trace, 100_000.0) == ""
+    assert P._engine_steps_hint(trace, 300_001.0) != ""
+
+
+def test_the_idle_doubt_counts_every_analyzed_iteration(tmp_path: Path) -> None:
+    # 3 steps (DECODE 70%, IDLE 10%, IDLE 10%) and an iteration that holds no step (10%): the median 10.0% is
+    # over all 4, so '2 of the 4' (mutant Q2, idle and served alone: 'of the 3')
+    steps = [("DECODE", 7), ("IDLE", 1), ("IDLE", 1)]
+    trace = read_trace(kineto_file(tmp_path, _sglang_steps(steps), "unclassified.synthetic.json"))
+    frame = pl.DataFrame(
+        {
+            "iteration": list(range(4)),
+            "range_start": [k * 1_000_000 for k in range(4)],
+            "range_end": [(k + 1) * 1_000_000 for k in range(4)],
+            "name": ["step[DECODE bs=8]", "step[IDLE bs=0]", "step[IDLE bs=0]", "iteration"],
+            "pid": [1] * 4,
+            "latency_ns": [1_000_000] * 4,
+            "busy_ns": [700_000, 100_000, 100_000, 100_000],
+        }
+    )
+    doubt = P.idle_steps(trace, frame, 0.5) or ""
+    assert doubt.startswith("verdict uncertain: 2 of the 4 steps are idle steps")
+
+
+def test_two_ranges_of_no_duration_are_counted_as_two() -> None:
+    # two 'iteration' ranges lost their ends (mutant Q5, counted by name: 'left out 1 range')
+    from tracekit.analyzers.ranges import select_ranges
+
+    ms = 1_000_000
+    trace = _ranges_trace(
+        [(0, ms, "iteration"), (ms, ms, "iteration"), (ms, 2 * ms, "iteration")]
+        + [(2 * ms, 2 * ms, "iteration"), (2 * ms, 3 * ms, "iteration")]
+    )
+    choice = select_ranges(trace)
+    assert choice.frame.height == 3
+    assert [w[:60] for w in choice.warnings] == [
+        "left out 2 ranges of no duration ('iteration') beside ranges"
+    ]
