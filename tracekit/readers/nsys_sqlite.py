@@ -1010,53 +1010,60 @@ def _with_launching_process(ops: pl.DataFrame, api: pl.DataFrame, warnings: list
     of the trace's CUDA calls when they all come from one: correlation ids are unique within a process, and
     an op without its process matched no launch call (every op counted in no iteration, "launched before the
     capture"). With calls of several processes such ops stay unlinked, and a warning says why."""
-    if "pid" not in ops.columns or "pid" not in api.columns:
-        return ops
-    unknown = ops.get_column("pid").null_count()
-    if not unknown:
-        return ops
-    pids = api.get_column("pid").drop_nulls().unique()
-    if pids.len() == 1:
-        pid = int(pids[0])
-        warnings.append(
-            f"{unknown} device ops have no process id (globalPid null): the trace's CUDA API calls all come "
-            f"from process {pid}, so they are read as launched by it"
-        )
-        return ops.with_columns(pl.col("pid").fill_null(pid))
-    if pids.len() > 1:
-        warnings.append(
-            f"{unknown} device ops have no process id (globalPid null) and the trace's CUDA API calls come "
-            f"from {pids.len()} processes: they cannot be linked to the calls that launched them"
-        )
-    return ops
+    return _with_process_of(
+        ops,
+        api,
+        warnings,
+        ("device ops have no process id (globalPid null)", "CUDA API calls"),
+        ("launched by it", "the calls that launched them"),
+    )
 
 
 def _calls_with_process(api: pl.DataFrame, ops: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     """``api`` whose calls have no process (``globalTid`` null, or an API table without the column) given the
     process of the trace's device ops when they all come from one (the mirror of
-    :func:`_with_launching_process`): correlation ids are unique within a process, and a call without its
-    process matched no op (on the real 2024.6 export without the column: every kernel 'launched before the
-    capture', one window, framework-bound at 0.1% instead of 3.4%). With ops of several processes the calls
-    stay without one, and a warning says that they cannot be linked."""
-    if "pid" not in api.columns or "pid" not in ops.columns:
-        return api
-    unknown = api.get_column("pid").null_count()
+    :func:`_with_launching_process`): a call without its process matched no op (on the real 2024.6 export
+    without the column: every kernel 'launched before the capture', one window, framework-bound at 0.1%
+    instead of 3.4%). With ops of several processes the calls stay without one, and a warning says so."""
+    return _with_process_of(
+        api,
+        ops,
+        warnings,
+        ("CUDA API calls have no process id (globalTid null or missing)", "device ops"),
+        ("its calls", "the work they launched"),
+    )
+
+
+def _with_process_of(
+    rows: pl.DataFrame,
+    other: pl.DataFrame,
+    warnings: list[str],
+    named: tuple[str, str],
+    linked: tuple[str, str],
+) -> pl.DataFrame:
+    """``rows`` whose ``pid`` is null given ``other``'s one process, when ``other``'s rows all come from one;
+    with several, left as they are. A warning says which: ``named`` = (the rows without a process, the other
+    side), ``linked`` = (what the rows are read as, what they cannot be linked to)."""
+    without, others = named
+    read_as, unlinked = linked
+    if "pid" not in rows.columns or "pid" not in other.columns:
+        return rows
+    unknown = rows.get_column("pid").null_count()
     if not unknown:
-        return api
-    pids = ops.get_column("pid").drop_nulls().unique()
+        return rows
+    pids = other.get_column("pid").drop_nulls().unique()
     if pids.len() == 1:
         pid = int(pids[0])
         warnings.append(
-            f"{unknown} CUDA API calls have no process id (globalTid null or missing): the trace's device ops "
-            f"all come from process {pid}, so they are read as its calls"
+            f"{unknown} {without}: the trace's {others} all come from process {pid}, so they are read as {read_as}"
         )
-        return api.with_columns(pl.col("pid").fill_null(pid))
+        return rows.with_columns(pl.col("pid").fill_null(pid))
     if pids.len() > 1:
         warnings.append(
-            f"{unknown} CUDA API calls have no process id (globalTid null or missing) and the trace's device ops "
-            f"come from {pids.len()} processes: they cannot be linked to the work they launched"
+            f"{unknown} {without} and the trace's {others} come from {pids.len()} processes: they cannot be "
+            f"linked to {unlinked}"
         )
-    return api
+    return rows
 
 
 def _renumbered(
