@@ -126,6 +126,7 @@ CONFIG_COLUMNS: list[str] = [
     "graph_projected_ms",
     "gpu_utilization",
     "bound",
+    "verdict_uncertain",
     "kernels",
     "launches",
     "launch_api_ms",
@@ -260,7 +261,9 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "_replays_graphs": projection is not None and (projection.reason or "").startswith(ALREADY_GRAPHS),
         "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
-        "_verdict_uncertain": summary.verdict_uncertain or _split_verdict(analyzed),
+        # why the row's verdict may be wrong (the analysis' doubts, or its iterations split on it), else None
+        "verdict_uncertain": (uncertain := summary.verdict_uncertain or _split_verdict(analyzed)),
+        "_verdict_uncertain": uncertain,
         "kernels": mean("kernels"),
         "launches": mean("launches"),
         "launch_api_ms": None if launch_api_us is None else launch_api_us / 1e3,
@@ -268,12 +271,21 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "idle_gaps": mean("idle_gaps"),
         "path": str(config.path),
         "warnings": _row_warnings(analyzed, traced_stats)
+        + _uncertain_unsaid(analyzed, uncertain)
         + _traced_spread(analyzed, instability=source != "traced")
         + [f"{source} latency: {w}" for w in used.warnings],
         "latency_stats": {**used.to_json(), "source": source},
         "_latency": used,
         "_perturbation": perturbation,
     }
+
+
+def _uncertain_unsaid(analyzed: Analysis, uncertain: str | None) -> list[str]:
+    """The row's verdict doubt as a warning where none of the analysis' warnings says it (the split of the
+    iterations on the verdict is in the summary only), so that a row marked uncertain says why."""
+    if not uncertain or any(w.startswith("verdict uncertain") and w in uncertain for w in analyzed.warnings):
+        return []
+    return [uncertain]
 
 
 def _split_verdict(analyzed: Analysis) -> str | None:

@@ -734,3 +734,28 @@ def test_framework_bound_batch_sizes_follow_each_rows_verdict_not_its_mean() -> 
         make_row("pytorch", 8, 10.0, busy=3.0),  # no verdict given: its utilization decides
     ]
     assert build_report(rows).sweeps[0]["framework_bound_batch_sizes"] == [1, 2, 8]
+
+
+def test_report_md_shows_each_rows_verdict_and_why_it_is_uncertain(tmp_path: Path) -> None:
+    """A configuration whose 10 iterations split on the verdict (5 at 17.8-49.7%, 5 at 58.9-82.1%: median
+    54.3% compute-bound, the median's 95% interval 18.1% to 80.7%) is marked in report.md's configuration
+    table ('compute-bound (uncertain)'), report.json carries the reason (verdict_uncertain), and the row's
+    warnings say it (the split is in the summary only, no analysis warning said it). Before: no verdict
+    column, and the reason only hedged the recommendations."""
+    from tests.test_stability14 import NOISY, kineto_trace
+    from tracekit.api import report_data
+    from tracekit.renderers.report_markdown import config_display_rows
+
+    built, _, _ = report_data([kineto_trace(tmp_path, NOISY, busy_ms=1000.0)], figures=False)
+    doc = built.to_json(lambda rec: "")
+    (row,) = doc["configs"]
+    assert row["bound"] == "compute"
+    assert "5 of 10 iterations are framework-bound, 5 compute-bound" in row["verdict_uncertain"]
+    assert row["verdict_uncertain"] in row["warnings"]
+    (shown,) = config_display_rows(doc)
+    assert shown["verdict_shown"] == "compute-bound (uncertain)"
+    steady = tmp_path / "steady"
+    steady.mkdir()
+    built, _, _ = report_data([kineto_trace(steady, [10.0] * 10, busy_ms=1.0)], figures=False)
+    (calm,) = config_display_rows(built.to_json(lambda rec: ""))
+    assert calm["verdict_shown"] == "framework-bound" and calm["verdict_uncertain"] is None

@@ -44,6 +44,7 @@ CONFIG_TABLE_COLUMNS: list[tuple[str, str]] = [
     ("gpu_busy_ms", "{device} busy ms"),
     ("framework_overhead_ms", "overhead ms"),
     ("gpu_utilization", "{device} utilization"),
+    ("verdict_shown", "verdict"),
     ("launches", "launches"),
     ("vs_smallest_shown", "vs smallest"),
     ("throughput_per_s", "samples/s"),
@@ -157,6 +158,13 @@ def ratio_text(ratio: float | None, low: float | None, high: float | None, state
     return f"{ratio:.2f}x [{low:.2f}–{high:.2f}]"
 
 
+def _verdict_text(bound: str | None, uncertain: str | None) -> str:
+    """'framework-bound', 'compute-bound (uncertain)' (its reason among the row's warnings) or '—'."""
+    if bound is None:
+        return "—"
+    return f"{bound}-bound" + (" (uncertain)" if uncertain else "")
+
+
 def config_display_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The configurations with their latency, CV and ratio to the smallest batch size as text."""
     rows = []
@@ -170,6 +178,7 @@ def config_display_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 )
                 + (" unstable" if c.get("latency_unstable") else ""),
                 "latency_cv_shown": "—" if cv is None else f"{100 * cv:.1f}%",
+                "verdict_shown": _verdict_text(c.get("bound"), c.get("verdict_uncertain")),
                 "vs_smallest_shown": ratio_text(
                     c.get("latency_vs_smallest"),
                     c.get("latency_vs_smallest_low"),
