@@ -393,8 +393,11 @@ def within_capture(result: dict[str, Any]) -> dict[str, Any] | None:
     idle = bool(IDLE_WINDOWS.match(str(result.get("range") or "")))
     if whole_windows([result]) or (idle and all(steps_of(x) == 1 for x in lanes)):
         how = "no idle gap long enough to cut it" if idle else "no iteration ranges"
+        whose = (
+            "each GPU's iteration is" if all(steps_of(x) == 1 for x in lanes) else "the trace's iteration is"
+        )
         whole = (
-            f"{label(result)}: each GPU's iteration is one window over the capture ({how}), "
+            f"{label(result)}: {whose} one window over the capture ({how}), "
             "its first launch to its last op: no step; cut steps with --split-idle MS or --range NAME"
         )
         out.update(skew={"steps": 0, "why": whole}, slowest_by_step={"why": whole})

@@ -536,3 +536,26 @@ def test_a_partial_match_whose_ends_disagree_by_a_millisecond_is_not_aligned() -
     )
     assert "1060.000 µs" in doc["clocks"]["why"]
     assert doc.get("straggler") is None or doc["straggler"].get("straggler") is None
+
+
+def test_a_capture_left_uncut_says_the_traces_window_when_a_gpu_was_cut() -> None:
+    """--split-idle left the trace one window, but GPU 1's own lane holds two ([1, 12) and [20, 29) ms): the
+    why speaks of the trace's window, not of 'each GPU's' (mutation14's wording finding: false for GPU 1)."""
+    doc = summarize(
+        [
+            _trace(
+                "two_gpus.synthetic.sqlite",
+                "idle>5ms",
+                [(EPOCH, EPOCH + 30 * MS)],
+                [
+                    _lane(0, [(EPOCH, EPOCH + 30 * MS)]),
+                    _lane(1, [(EPOCH + MS, EPOCH + 12 * MS), (EPOCH + 20 * MS, EPOCH + 29 * MS)]),
+                ],
+            )
+        ]
+    )
+    (within,) = doc["gpu_within"]
+    why = WHOLE_GPUS.format(how="no idle gap long enough to cut it").replace(
+        "each GPU's iteration is", "the trace's iteration is"
+    )
+    assert within["skew"] == {"steps": 0, "why": why}
