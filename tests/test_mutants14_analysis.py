@@ -4,7 +4,7 @@ Mutants of plausibility (unrecorded_ns, unrecorded_host, idle_steps, gpu_tracing
 stability (spread_warning, the 'no single mode' DRIFT_MIN rule), sweep.bound_doubt, ranges (the
 windows-against-ranges warning, the zero-duration range rule), steps.outermost_steps, report's
 framework_bound_batch_sizes and iterations' launch notes and spread wiring were applied by hand to a private copy;
-each test here kills at least one that the existing tests let live (/work/notes/mutation14b.md).
+each test here kills at least one that the existing tests let live.
 
 Every trace built here is SYNTHETIC (hand-built Kineto JSON, file names holding "synthetic"), with exact answers
 worked out in the comments. Times in Kineto events are in us; frames and results are in ns."""
