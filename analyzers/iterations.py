@@ -62,6 +62,7 @@ from tracekit.analyzers.ranges import (  # noqa: F401 (RangeChoice, choose_range
     select_ranges,
 )
 from tracekit.analyzers.stats import Summary, summarize_columns
+from tracekit.analyzers.steps import SERVED_CLASSES
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_doubt, bound_of
 from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair_keys_fit
 from tracekit.errors import NoActivityError, TracekitError
@@ -2512,13 +2513,12 @@ def _with_step_classes(
 ) -> tuple[pl.DataFrame, list[dict[str, Any]] | None]:
     """``frame`` with the serving-step columns and the per-class summary, when the trace's host ranges include
     vLLM/SGLang/TensorRT-LLM step names (checked on the distinct names only); else unchanged and None."""
-    from tracekit.analyzers.ranges import ENGINE_STEPS
+    from tracekit.analyzers.ranges import ANY_ENGINE_STEP
     from tracekit.analyzers.steps import add_step_class, class_summary_json
 
     if "name" not in ranges.columns or trace.ranges.is_empty():
         return frame, None
-    any_step = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
-    if not trace.ranges.get_column("name").unique().str.contains(any_step).any():
+    if not trace.ranges.get_column("name").unique().str.contains(ANY_ENGINE_STEP).any():
         return frame, None
     frame = add_step_class(frame, ranges, trace)
     return frame, class_summary_json(frame)
@@ -2648,7 +2648,7 @@ def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[l
     or half their time (a few prefill steps among many decode steps: a warning)."""
     if "step_class" not in frame.columns or "gpu_utilization" not in frame.columns:
         return [], []
-    classified = frame.filter(pl.col("step_class").is_in(["prefill", "decode", "mixed"]))
+    classified = frame.filter(pl.col("step_class").is_in(SERVED_CLASSES))
     per_class = (
         classified.group_by("step_class")
         .agg(
@@ -2692,7 +2692,7 @@ def _headline_classes(frame: pl.DataFrame, bound_threshold: float) -> pl.DataFra
     other = [
         c
         for c, m in medians.iter_rows()
-        if c in ("prefill", "decode", "mixed") and bound_of(m, bound_threshold) not in (None, headline)
+        if c in SERVED_CLASSES and bound_of(m, bound_threshold) not in (None, headline)
     ]
     return frame.filter(~pl.col("step_class").is_in(other).fill_null(False))
 

@@ -1010,12 +1010,11 @@ def _why_silent(trace: Trace) -> str:
 def _engine_steps_hint(trace: Trace, median_latency: float) -> str:
     """Where the trace holds serving-engine step ranges shorter than the iterations (vLLM's ``execute_*``
     inside torch.profiler's ``ProfilerStep``): the advice to analyze those, which hold the work alone."""
-    from tracekit.analyzers.ranges import ENGINE_STEPS
+    from tracekit.analyzers.ranges import ANY_ENGINE_STEP
 
     if trace.ranges.is_empty():
         return ""
-    any_step = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
-    steps = trace.ranges.filter(on_host() & pl.col("name").str.contains(any_step))
+    steps = trace.ranges.filter(on_host() & pl.col("name").str.contains(ANY_ENGINE_STEP))
     if steps.is_empty():
         return ""
     length = steps.select((pl.col("end") - pl.col("start")).median()).item()
@@ -1033,16 +1032,15 @@ def idle_steps(trace: Trace, frame: pl.DataFrame, threshold: float | None = None
     (prefill, decode, mixed): the headline then speaks for steps that ran no inference. ``frame``: the
     iterations with ``iteration``, ``range_start``, ``range_end``, ``name`` (and ``pid``), as the range choice
     gives them."""
-    from tracekit.analyzers.ranges import ENGINE_STEPS
-    from tracekit.analyzers.steps import step_classes
+    from tracekit.analyzers.ranges import ANY_ENGINE_STEP
+    from tracekit.analyzers.steps import SERVED_CLASSES, step_classes
     from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, bound_of
 
     threshold = FRAMEWORK_BOUND_UTILIZATION if threshold is None else threshold
     needed = {"iteration", "range_start", "range_end", "name", "latency_ns", "busy_ns"}
     if frame.is_empty() or trace.ranges.is_empty() or not needed <= set(frame.columns):
         return None
-    any_step = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
-    if not trace.ranges.get_column("name").unique().str.contains(any_step).any():
+    if not trace.ranges.get_column("name").unique().str.contains(ANY_ENGINE_STEP).any():
         return None
     ranges = frame.select(
         "iteration", "range_start", "range_end", "name", *(["pid"] if "pid" in frame.columns else [])
@@ -1054,7 +1052,7 @@ def idle_steps(trace: Trace, frame: pl.DataFrame, threshold: float | None = None
         .join(classes, on="iteration", how="left")
     )
     idle = rows.filter(pl.col("step_class") == "idle")
-    served = rows.filter(pl.col("step_class").is_in(["prefill", "decode", "mixed"]))
+    served = rows.filter(pl.col("step_class").is_in(SERVED_CLASSES))
     if idle.is_empty() or served.is_empty():
         return None
     median_all, median_served = rows.get_column("util").median(), served.get_column("util").median()

@@ -153,6 +153,8 @@ ENGINE_STEPS: dict[str, str] = {
     "SGLang": r"^step\[[A-Z][A-Z0-9_]* bs=\d+[^\]]*\]$",
     "TensorRT-LLM": r"^(?:\[Executor\] )?_forward_step(?: \d+)?: \d+ ctx reqs, \d+ gen reqs$",
 }
+#: Any engine's step range name (:data:`ENGINE_STEPS` as one pattern).
+ANY_ENGINE_STEP = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
 
 #: Columns of the returned frame (those ``analyze_iterations`` reads, then ``name``, ``device`` and, for
 #: synthetic windows, their device span ``gpu_start``/``gpu_end``).

@@ -49,6 +49,8 @@ from tracekit.model import Trace, on_host
 
 #: The step classes (an Enum column ``step_class``; null = not classified).
 STEP_CLASS = pl.Enum(["prefill", "decode", "mixed", "idle"])
+#: The classes of steps that served requests (all but ``idle``).
+SERVED_CLASSES = ("prefill", "decode", "mixed")
 
 SGLANG_PREFILL_MODES = ("EXTEND", "PREFILL", "SPLIT_PREFILL", "DRAFT_EXTEND", "DRAFT_EXTEND_V2")
 SGLANG_DECODE_MODES = ("DECODE", "TARGET_VERIFY")
