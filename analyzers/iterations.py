@@ -1289,14 +1289,13 @@ SLOW_START_MARK = "iterations are a slow start ("
 def _spread_warning(frame: pl.DataFrame, said: int) -> list[str]:
     """The iteration latencies' spread where the mean misleads (:func:`tracekit.analyzers.stability.
     spread_warning`: the iterations the stability rules drop move it by more than 5%, or the set is unstable);
-    ``said``: the leading iterations the slow-start warning already names."""
+    ``said``: the leading iterations the slow-start warning already names; ``frame``: the public columns
+    (``latency_ms``, ``index``)."""
     from tracekit.analyzers.stability import spread_warning
 
     if frame.is_empty():
         return []
-    latency = frame["latency_ms"] if "latency_ms" in frame.columns else frame["latency_ns"] / 1e6
-    index = frame["index"] if "index" in frame.columns else frame["iteration"]
-    text = spread_warning(latency.to_list(), said=said, indices=index.to_list())
+    text = spread_warning(frame["latency_ms"].to_list(), said=said, indices=frame["index"].to_list())
     return [] if text is None else [text]
 
 
@@ -2208,7 +2207,7 @@ def summarize_stages(
         notes += shape_notes
         warnings += shape_warnings + shape_doubts
         uncertain += shape_doubts
-    class_notes, class_doubts = _step_class_findings(frame, bound_threshold)
+    class_notes, class_doubts, other_classes = _step_class_findings(frame, bound_threshold)
     uncertain += class_doubts
     warnings += class_notes + class_doubts
     conditional_doubt = _conditional_graph_doubt(trace, frame, bound_threshold) if reason is None else []
@@ -2217,7 +2216,9 @@ def summarize_stages(
         warnings = [w for w in warnings if w != said] + conditional_doubt
         uncertain += conditional_doubt
     # (steps of a class the headline does not speak for, which its warning named: not a split of the verdict)
-    split_from = _headline_classes(frame, bound_threshold) if class_notes else None
+    split_from = (
+        frame.filter(~pl.col("step_class").is_in(other_classes).fill_null(False)) if other_classes else None
+    )
     summary = summarize(frame, bound_threshold, " ".join(uncertain) if uncertain else None, split_from)
     # a reader's warning that a doubt repeats with "verdict uncertain: " before it is said once, as the doubt
     warnings = [w for w in warnings if UNCERTAIN_PREFIX + w not in uncertain]
@@ -2638,16 +2639,20 @@ def _ns_sum(column: str) -> pl.Expr:
     return (pl.col(column) * 1e6).round(0).cast(pl.Int64).sum()
 
 
-def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[list[str], list[str]]:
-    """(warnings, doubts) when the analyzed serving steps of two classes (prefill, decode, mixed:
+def _step_class_findings(
+    frame: pl.DataFrame, bound_threshold: float
+) -> tuple[list[str], list[str], list[str]]:
+    """(warnings, doubts, classes) when the analyzed serving steps of two classes (prefill, decode, mixed:
     ``step_class`` of :func:`_with_step_classes`) get opposite verdicts from their own median utilization: the
     verdict, from the median over all steps, then says one class's, or (an even count) a utilization between
     them that no step has. Three 10 ms prefill steps at 90% and three 2 ms decode steps at 15% read
     "compute-bound, median 52.7%, median overhead 1.330 ms of 5.980 ms" without a word. A doubt when the
     steps of the classes the headline does not speak for are :data:`STEP_CLASS_SHARE` of the classified steps
-    or half their time (a few prefill steps among many decode steps: a warning)."""
+    or half their time (a few prefill steps among many decode steps: a warning; ``classes`` then names the
+    classes of the other verdict, whose steps the verdict does not speak for: 6 token steps at 20% beside 1
+    prompt step at 90% are framework-bound, and the prompt step is no split of that verdict)."""
     if "step_class" not in frame.columns or "gpu_utilization" not in frame.columns:
-        return [], []
+        return [], [], []
     classified = frame.filter(pl.col("step_class").is_in(SERVED_CLASSES))
     per_class = (
         classified.group_by("step_class")
@@ -2660,10 +2665,10 @@ def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[l
         .sort("step_class")
     )
     if per_class.height < 2:
-        return [], []
+        return [], [], []
     bounds = [bound_of(m, bound_threshold) for m in per_class["median"]]
     if len(set(bounds)) < 2:
-        return [], []
+        return [], [], []
     headline = bound_of(frame.get_column("gpu_utilization").median(), bound_threshold)  # type: ignore[arg-type]
     other = per_class.filter(pl.Series([b != headline for b in bounds]))
     steps, time = classified.height, classified.select(_ns_sum("latency_ms")).item()
@@ -2675,26 +2680,16 @@ def _step_class_findings(frame: pl.DataFrame, bound_threshold: float) -> tuple[l
     )
     what = f"the serving steps' classes get opposite verdicts from their own median GPU utilization ({parts})"
     if other["steps"].sum() >= STEP_CLASS_SHARE * steps or (time and 2 * other["time"].sum() >= time):
-        return [], [
+        doubt = (
             f"verdict uncertain: {what}: the median over all steps is one class's, or a mix of them, and says "
             "nothing of the other; read the verdict per step class"
-        ]
-    return [f"{what}: the verdict is the median step's"], []
-
-
-def _headline_classes(frame: pl.DataFrame, bound_threshold: float) -> pl.DataFrame:
-    """The iterations the headline verdict speaks for where serving steps of two classes get opposite
-    verdicts (:func:`_step_class_findings`): those of the classes whose own median utilization gets the
-    headline's verdict, and the unclassified ones. 6 token steps at 20% beside 1 prompt step at 90% are
-    framework-bound without a split (the prompt step is named in its own warning)."""
-    headline = bound_of(frame.get_column("gpu_utilization").median(), bound_threshold)  # type: ignore[arg-type]
-    medians = frame.group_by("step_class").agg(pl.col("gpu_utilization").median().alias("median"))
-    other = [
-        c
-        for c, m in medians.iter_rows()
-        if c in SERVED_CLASSES and bound_of(m, bound_threshold) not in (None, headline)
-    ]
-    return frame.filter(~pl.col("step_class").is_in(other).fill_null(False))
+        )
+        return [], [doubt], []
+    return (
+        [f"{what}: the verdict is the median step's"],
+        [],
+        other.get_column("step_class").cast(pl.String).to_list(),
+    )
 
 
 def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.DataFrame:

@@ -237,5 +237,5 @@ def test_the_half_time_rule_of_the_step_class_doubt_is_exact() -> None:
             "step_class": ["decode"] * 5 + ["prefill"],
         }
     )
-    _, doubts = _step_class_findings(frame, 0.5)
+    _, doubts, _ = _step_class_findings(frame, 0.5)
     assert len(doubts) == 1 and doubts[0].startswith("verdict uncertain: the serving steps' classes")
