@@ -155,7 +155,7 @@ def framework_overhead(v: SweepView) -> Recommendation | None:
         )
     # the analysis doubts this configuration's verdict (a graph-capture step, lost records, ...): the share is
     # said with that doubt, not as a finding
-    uncertain = bool(base.get("_verdict_uncertain"))
+    uncertain = bool(base.get("verdict_uncertain"))
     return v.rec(
         "framework_overhead", b0, numbers, latency_source=base["latency_source"], verdict_uncertain=uncertain
     )

@@ -261,9 +261,8 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "_replays_graphs": projection is not None and (projection.reason or "").startswith(ALREADY_GRAPHS),
         "gpu_utilization": mean("gpu_utilization"),
         "bound": summary.bound,
-        # why the row's verdict may be wrong (the analysis' doubts, or its iterations split on it), else None
-        "verdict_uncertain": (uncertain := summary.verdict_uncertain or _split_verdict(analyzed)),
-        "_verdict_uncertain": uncertain,
+        # why the row's verdict may be wrong (the analysis' doubts, its iterations' split on it among them)
+        "verdict_uncertain": summary.verdict_uncertain,
         "kernels": mean("kernels"),
         "launches": mean("launches"),
         "launch_api_ms": None if launch_api_us is None else launch_api_us / 1e3,
@@ -271,7 +270,7 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "idle_gaps": mean("idle_gaps"),
         "path": str(config.path),
         "warnings": _row_warnings(analyzed, traced_stats)
-        + _uncertain_unsaid(analyzed, uncertain)
+        + _uncertain_unsaid(analyzed, summary.verdict_uncertain)
         + _traced_spread(analyzed, instability=source != "traced")
         + [f"{source} latency: {w}" for w in used.warnings],
         "latency_stats": {**used.to_json(), "source": source},
@@ -286,17 +285,6 @@ def _uncertain_unsaid(analyzed: Analysis, uncertain: str | None) -> list[str]:
     if not uncertain or any(w.startswith("verdict uncertain") and w in uncertain for w in analyzed.warnings):
         return []
     return [uncertain]
-
-
-def _split_verdict(analyzed: Analysis) -> str | None:
-    """Why the row's verdict (the median utilization's) does not hold across its iterations
-    (:func:`tracekit.analyzers.sweep.bound_doubt`), None when it does or there is no verdict."""
-    from tracekit.analyzers.sweep import bound_doubt
-
-    frame = analyzed.iterations
-    if analyzed.summary.bound is None or "gpu_utilization" not in frame.columns:
-        return None
-    return bound_doubt(frame.get_column("gpu_utilization").to_list(), analyzed.summary.bound_threshold)
 
 
 def _traced_spread(analyzed: Analysis, instability: bool) -> list[str]:

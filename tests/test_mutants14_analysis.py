@@ -559,11 +559,11 @@ def test_the_report_weighs_the_split_at_its_bound_threshold(tmp_path: Path) -> N
     built, _, _ = report_data([path], figures=False)
     (row,) = built.configs
     assert "across the 50% threshold: 3 of 6 iterations are framework-bound, 3 compute-bound" in (
-        row["_verdict_uncertain"] or ""
+        row["verdict_uncertain"] or ""
     )
     built, _, _ = report_data([path], AnalysisOptions.from_kwargs(bound_threshold=0.3), figures=False)
     assert built.configs[0]["bound"] == "compute"
-    assert built.configs[0]["_verdict_uncertain"] is None
+    assert built.configs[0]["verdict_uncertain"] is None
 
 
 # ------------------------------------------------------------------- ranges: ranges of no duration

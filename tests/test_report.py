@@ -759,3 +759,19 @@ def test_report_md_shows_each_rows_verdict_and_why_it_is_uncertain(tmp_path: Pat
     built, _, _ = report_data([kineto_trace(steady, [10.0] * 10, busy_ms=1.0)], figures=False)
     (calm,) = config_display_rows(built.to_json(lambda rec: ""))
     assert calm["verdict_shown"] == "framework-bound" and calm["verdict_uncertain"] is None
+
+
+def test_a_rows_verdict_doubt_is_the_analysis_own(tmp_path: Path) -> None:
+    """ORT GenAI: 1 prompt run at 90% beside 6 token runs at 20%. analyze warns of the prompt run's class and
+    leaves the framework-bound verdict standing (no split: the prompt run is another kind of step); the report's
+    row had weighed the split over all 7 runs again and called the same verdict uncertain ('a 95% interval of
+    20.0% to 90.0%'). The row now carries the analysis' doubt, none here."""
+    import tracekit
+    from tests.test_fuzz9_ort import _genai, _write
+    from tracekit.api import report_data
+
+    path = _write(tmp_path, "synthetic_ort_genai.json", _genai([7], 6))
+    assert tracekit.analyze(path).verdict_uncertain is None
+    built, _, _ = report_data([path], figures=False)
+    (row,) = built.configs
+    assert row["bound"] == "framework" and row["verdict_uncertain"] is None

@@ -305,8 +305,8 @@ def test_report_marks_a_split_verdict_uncertain(tmp_path: Path) -> None:
     (row,) = built.configs
     assert row["bound"] == "compute"
     assert (
-        row["_verdict_uncertain"] is not None
-        and "5 of 10 iterations are framework-bound" in (row["_verdict_uncertain"])
+        row["verdict_uncertain"] is not None
+        and "5 of 10 iterations are framework-bound" in (row["verdict_uncertain"])
     )
 
 
