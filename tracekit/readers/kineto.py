@@ -1935,10 +1935,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         warnings.append(PYTHON_TRACING_WARNING)
     comm_args = header.pop(_COLLECTIVE_ARGS, None)
     meta = _meta(path, header, categories, ops, device)
-    if (
-        PYTHON_TRACER_CATEGORY in categories
-    ):  # (the analysis' doubts may read it: the tracer's events are not read)
-        meta["python_tracing"] = True
+    if PYTHON_TRACER_CATEGORY in categories:
+        meta["python_tracing"] = True  # (the analysis' doubts may read it: the tracer's events are not read)
     logged, stopped_early = _profiler_log(header)
     if stopped_early is not None:  # (the analysis may read it: the device work after that point is missing)
         meta[GPU_TRACING_STOPPED_EARLY] = True
