@@ -338,6 +338,10 @@ def test_host_silence_is_always_part_of_the_dispatch_time(seed: int, minimum: in
     from tracekit.model import CPU_OPS_SCHEMA, conform
 
     trace = generated(seed)
+    if (
+        trace.ops.is_empty()
+    ):  # (no device op: no verdict, and unrecorded_ns measures nothing, by its contract)
+        return
     r = random.Random(seed)
     rows = [
         (s - r.randint(0, 3000), e + r.randint(0, 3000), p, t, "aten::op")
