@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 from typing import TYPE_CHECKING, Any
 
+from tracekit.analyzers import stats
 from tracekit.fields import FIELDS, ITERATION_FIELDS, device_word
 from tracekit.renderers.tabular import as_count, format_value, render_csv, render_json, render_markdown
 
@@ -141,8 +142,26 @@ def _unassigned_line(doc: dict[str, Any]) -> str | None:
 
 
 def _notes(doc: dict[str, Any]) -> list[str]:
-    """Notes on values that need a word of explanation (the analysis' own notes)."""
-    return list(doc.get("notes") or [])
+    """Notes on values that need a word of explanation (the analysis' own notes, then why a p90/p99 is
+    not given)."""
+    note = quantile_note(doc)
+    return list(doc.get("notes") or []) + ([note] if note else [])
+
+
+def quantile_note(doc: dict[str, Any]) -> str | None:
+    """Why the summary shows "—" for a p90 or p99 where it has a median (:func:`stats.quantile_given`: too
+    few iterations with a value), once for the whole document; None when every quantile is given."""
+    summary = doc.get("summary") or {}
+    withheld: set[str] = set()
+    for value in summary.values():
+        if isinstance(value, dict) and value.get("p50") is not None:
+            withheld.update(name for name in ("p90", "p99") if name in value and value[name] is None)
+    n = summary.get("iterations")
+    if not isinstance(n, int):
+        return None
+    note = stats.withheld_note(n, sorted(withheld))
+    short = any(n >= stats.min_values(stats.QUANTILES[name]) for name in withheld)
+    return f"{note}; fewer in rows where some iterations have no value" if note and short else note
 
 
 #: Per-cause idle columns: shown in the "idle time by cause" section rather than the summary table.

@@ -1,0 +1,189 @@
+"""stats15: quantiles over too few values, and binary noise in JSON/CSV floats.
+
+A. A p99 over 10 iterations, interpolated linearly, lies between the two largest values: no observation is above
+   it, and it reads as a p99 a user can trust. Rule (one function, :func:`stats.quantile_given`): quantile q is
+   given only over n values with ``n * (1 - q) >= 1`` (p90: n >= 10, p99: n >= 100); p50 always. Expected
+   numbers by hand: over the values 1..n, the linear quantile q is ``1 + q * (n - 1)``: p50 over 9 values 5,
+   over 10 values 5.5; p90 over 10 values 9.1, over 99 values 89.2, over 100 values 90.1; p99 over 100 values
+   99.01.
+
+Every trace here is hand-built (synthetic: the file names say so and the Kineto header carries
+``"tracekit_synthetic": true``).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from tests.builders import kineto_event
+from tracekit.analyzers import stats
+
+
+def kineto_trace(folder: Path, latencies_ms: list[float], name: str = "pytorch_b1_s8") -> Path:
+    """A synthetic Kineto trace (GPU): one ``iteration`` user range per latency (ms), 0.1 ms apart; in each a
+    5 us ``cudaLaunchKernel`` at +10 us and its 0.5 ms kernel from +20 us. ``<name>.synthetic.json``."""
+    events: list[dict[str, Any]] = []
+    t = 1_000_000.0  # us
+    for i, length in enumerate(latencies_ms):
+        events.append(kineto_event("user_annotation", "iteration", t, length * 1e3))
+        events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", t + 10, 5, correlation=i + 1))
+        events.append(
+            kineto_event("kernel", "gemm", t + 20, 500, 0, 7, correlation=i + 1, device=0, stream=7)
+        )
+        t += length * 1e3 + 100
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}.synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "tracekit_synthetic": True, "traceEvents": events}))
+    return path
+
+
+def analyze(argv: list[str], capsys: pytest.CaptureFixture[str], fmt: str) -> str:
+    from tracekit.cli import main
+
+    assert main(["analyze", *argv, "--format", fmt, "--no-progress"]) == 0
+    return capsys.readouterr().out
+
+
+# ------------------------------------------------------------------------------ A. the rule itself
+
+
+def test_fewest_values_for_each_quantile_exactly() -> None:
+    # 10 * (1 - 0.9) is 0.9999999999999998 in floats: the count must come out 10, not 11.
+    assert [stats.min_values(q) for q in (0.5, 0.9, 0.95, 0.99, 0.999)] == [1, 10, 20, 100, 1000]
+    assert not stats.quantile_given(0.9, 9) and stats.quantile_given(0.9, 10)
+    assert not stats.quantile_given(0.99, 99) and stats.quantile_given(0.99, 100)
+    assert stats.quantile_given(0.5, 1) and not stats.quantile_given(0.5, 0)
+
+
+@pytest.mark.parametrize(
+    ("n", "p50", "p90", "p99"),
+    [
+        (9, 5.0, None, None),
+        (10, 5.5, 9.1, None),
+        (99, 50.0, 89.2, None),
+        (100, 50.5, 90.1, 99.01),
+    ],
+)
+def test_summarize_columns_gives_p90_p99_only_over_enough_values(
+    n: int, p50: float, p90: float | None, p99: float | None
+) -> None:
+    frame = pl.DataFrame({"x": [float(v) for v in range(1, n + 1)]})
+    got = stats.summarize_columns(frame, ["x"])["x"]
+    assert got.p50 == pytest.approx(p50, abs=1e-12)
+    assert got.p90 == (None if p90 is None else pytest.approx(p90, abs=1e-12))
+    assert got.p99 == (None if p99 is None else pytest.approx(p99, abs=1e-12))
+    assert (got.min, got.max, got.mean) == (1.0, float(n), pytest.approx((n + 1) / 2))
+    # The list form (for recorded sets) agrees value for value.
+    values = [float(v) for v in range(1, n + 1)]
+    assert [stats.quantile(values, q) for q in (0.5, 0.9, 0.99)] == [got.p50, got.p90, got.p99]
+
+
+def test_nulls_do_not_count_toward_the_values_a_quantile_needs() -> None:
+    # 12 rows, 3 of them null: 9 values (1..9), too few for a p90; the median is over the 9.
+    frame = pl.DataFrame({"x": [1.0, None, 2.0, 3.0, None, 4.0, 5.0, 6.0, None, 7.0, 8.0, 9.0]})
+    got = stats.summarize_columns(frame, ["x"])["x"]
+    assert (got.p50, got.p90, got.p99, got.mean) == (5.0, None, None, 5.0)
+    # One more value (10 of 13 rows): p90 = 9 + 0.1 * (10 - 9) = 9.1.
+    frame = pl.DataFrame({"x": [1.0, None, 2.0, 3.0, None, 4.0, 5.0, 6.0, None, 7.0, 8.0, 9.0, 10.0]})
+    got = stats.summarize_columns(frame, ["x"])["x"]
+    assert got.p90 == pytest.approx(9.1, abs=1e-12) and got.p99 is None
+    assert stats.quantile([None, *range(1, 11), float("nan")], 0.9) == pytest.approx(9.1, abs=1e-12)
+    # A column with no value at all: nothing, as before.
+    empty = stats.summarize_columns(pl.DataFrame({"x": [None, None]}, schema={"x": pl.Float64}), ["x"])["x"]
+    assert empty.to_dict() == dict.fromkeys(stats.STAT_NAMES)
+
+
+def test_withheld_quantiles_on_a_recorded_set() -> None:
+    recorded = {"mean": 5.0, "p50": 4.0, "p90": 8.2, "p99": 8.9, "count": 20}
+    assert stats.withheld_quantiles(recorded) == {**recorded, "p99": None}
+    assert stats.withheld_quantiles({**recorded, "count": 9}) == {
+        **recorded,
+        "p90": None,
+        "p99": None,
+        "count": 9,
+    }
+    assert stats.withheld_quantiles({"p99": 3.0}) == {"p99": 3.0}  # no count: unchanged
+
+
+def test_the_note_says_why_once() -> None:
+    assert stats.withheld_note(10, ["p99"]) == (
+        "p99 needs at least 100 iterations with a value, so that one lies above it; 10 here (shown as —)"
+    )
+    assert stats.withheld_note(7, ["p99", "p90"]) == (
+        "p90 needs at least 10 iterations with a value and p99 at least 100, so that one lies above each; "
+        "7 here (shown as —)"
+    )
+    assert stats.withheld_note(500, []) is None
+
+
+# --------------------------------------------------------------------- A. end to end, through analyze
+
+
+def test_analyze_json_withholds_p99_over_10_iterations(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = kineto_trace(tmp_path / "ten", [float(v) for v in range(1, 11)])
+    doc = json.loads(analyze([str(path)], capsys, "json"))
+    latency = doc["summary"]["latency_ms"]
+    assert doc["summary"]["iterations"] == 10
+    assert latency["p50"] == pytest.approx(5.5, abs=1e-9)
+    assert latency["p90"] == pytest.approx(9.1, abs=1e-9)
+    assert latency["p99"] is None
+    assert (latency["min"], latency["max"]) == (1.0, 10.0)
+
+
+def test_analyze_table_and_markdown_say_once_why_p99_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = kineto_trace(tmp_path / "ten", [float(v) for v in range(1, 11)])
+    note = "p99 needs at least 100 iterations with a value, so that one lies above it; 10 here (shown as —)"
+    text = analyze([str(path)], capsys, "table")
+    assert text.count("p99 needs") == 1 and f"note: {note}" in " ".join(text.split())
+    markdown = analyze([str(path)], capsys, "markdown")
+    assert markdown.count(f"Note: {note}") == 1
+    latency_row = next(line for line in markdown.splitlines() if line.startswith("| latency |"))
+    assert latency_row.split("|")[3:8] == [" 5.500 ", " 5.500 ", " 9.100 ", " — ", " 1.000 "]
+
+
+def test_analyze_over_9_iterations_withholds_p90_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]):
+    path = kineto_trace(tmp_path / "nine", [float(v) for v in range(1, 10)])
+    doc = json.loads(analyze([str(path)], capsys, "json"))
+    assert (doc["summary"]["latency_ms"]["p90"], doc["summary"]["latency_ms"]["p99"]) == (None, None)
+    assert doc["summary"]["latency_ms"]["p50"] == pytest.approx(5.0, abs=1e-9)
+    # The idle time by cause (attribution.py: the same summarize_columns) withholds its p90 as well.
+    causes = doc["idle_attribution"]["causes"]
+    assert causes and all(c["p90_ms"] is None and c["p50_ms"] is not None for c in causes)
+    markdown = analyze([str(path)], capsys, "markdown")
+    assert markdown.count("p90 needs at least 10 iterations with a value and p99 at least 100") == 1
+
+
+# ------------------------------------------------- A. files not mine: the same rule, not applied yet
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="collectors/sweep.py latency_stats (nobody's file) interpolates p90/p99 with numpy over any "
+    "number of timed iterations; run.json records a p99 over 20 (cpu_onnx_bert_ort: 577.8 ms) that no "
+    "iteration lies above. Fix: p90/p99 = stats.quantile(values, 0.9/0.99).",
+)
+def test_collect_records_no_p99_over_20_timed_iterations() -> None:
+    from collectors.sweep import latency_stats
+
+    got = latency_stats([float(v) for v in range(1, 21)])
+    assert got["p90"] == pytest.approx(18.1) and got["p99"] is None
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/inputs.py TraceConfig.to_json (not mine) passes run.json's recorded untraced p99 over "
+    "20 iterations into analyze's JSON config as it was recorded. Fix: stats.withheld_quantiles(recorded).",
+)
+def test_analyze_config_does_not_pass_on_a_recorded_p99_over_20(tmp_path: Path) -> None:
+    from tracekit.inputs import TraceConfig
+
+    recorded = {"mean": 5.0, "p50": 4.0, "p90": 8.2, "p99": 8.9, "count": 20}
+    config = TraceConfig(path=tmp_path / "x.synthetic.json", untraced_latency=recorded)
+    assert config.to_json()["untraced_latency_ms"]["p99"] is None
