@@ -22,9 +22,9 @@ What lands where:
     Node times are host-side: on the CPU provider they are the operator's computation; on the CUDA provider
     they time the host part of the node (argument setup and kernel launches, plus any synchronous copy),
     not the GPU execution, so ``meta["device"]`` stays "cpu" and a warning says how many nodes ran on a GPU
-    provider (:data:`GPU_PROVIDERS`: CUDA, ROCm, TensorRT, TensorRT RTX, MIGraphX, DirectML, WebGPU, JSEP,
-    CANN). Nodes of providers that compute on their configured device (NPU, GPU or CPU) inside a node that
-    waits for it (:data:`SYNCHRONOUS_DEVICE_PROVIDERS`: QNN, OpenVINO, CoreML, NNAPI, VitisAI ...) are that
+    provider (:data:`GPU_PROVIDERS`: CUDA, its plugin build "CudaPluginExecutionProvider", ROCm, TensorRT,
+    TensorRT RTX, MIGraphX, AMDGPU, DirectML, WebGPU, JSEP, CANN). Nodes of providers that compute on their
+    configured device (NPU, GPU or CPU) inside a node that waits for it (:data:`SYNCHRONOUS_DEVICE_PROVIDERS`: QNN, OpenVINO, CoreML, NNAPI, VitisAI ...) are that
     device's work and copies seen from the host: a warning says so. Nodes of a remote provider
     (:data:`REMOTE_PROVIDERS`: Azure, a network round trip; ``meta["remote_provider_nodes"]`` [n, of]) and of a
     provider in none of these lists nor :data:`CPU_PROVIDERS` (a plugin EP) get a warning each.
@@ -129,6 +129,23 @@ GPU_PROVIDERS: tuple[str, ...] = (
     "JsExecutionProvider",
     "CANNExecutionProvider",
     "NvTensorRTRTXExecutionProvider",
+    # ORT 1.25+'s CUDA EP built as a plugin library registers under its own name (cuda_ep_factory.h), and ORT
+    # GenAI registers AMD's MIGraphX-based GPU provider (HIP streams) as a plugin: both queue work as CUDA does
+    "CudaPluginExecutionProvider",
+    "AMDGPUExecutionProvider",
+)
+#: GPU providers whose kernels, when a profile holds Kernel events, come from CUPTI (the CUDA EP's profiler) or
+#: roctracer (the ROCm EP's): those profilers record every kernel the process launches under the ORT event
+#: open at its launch, and TensorRT, TensorRT RTX, MIGraphX and AMDGPU have no profiler of their own (only the
+#: CUDA, ROCm, WebGPU and VitisAI providers return one from ``GetProfiler``)
+TRACED_PROVIDERS: tuple[str, ...] = (
+    "CUDAExecutionProvider",
+    "CudaPluginExecutionProvider",
+    "ROCMExecutionProvider",
+    "TensorrtExecutionProvider",
+    "NvTensorRTRTXExecutionProvider",
+    "MIGraphXExecutionProvider",
+    "AMDGPUExecutionProvider",
 )
 #: Execution providers that compute inside a node that waits for their device (an NPU, GPU or CPU as configured:
 #: QNN's HTP, OpenVINO's plugins, CoreML's compute units): their node times are that device's work plus the copies
@@ -1064,14 +1081,12 @@ def read(path: Path) -> Trace:
                 "start", nodes.get_column("end"), "pid", thread="stream", domain=pl.lit("node"), name="name"
             )
         )
-        # the CUDA and ROCm EPs' profilers (CUPTI, roctracer) write Kernel events; so does VitisAI's, for its NPU
-        # (vitisai_profiler.cc), whose timestamps its own library gives
-        cupti = nodes.filter(
-            pl.col("provider").is_in(["CUDAExecutionProvider", "ROCMExecutionProvider"])
-        ).height
+        # the CUDA and ROCm EPs' profilers (CUPTI, roctracer) write Kernel events, for every kernel of the process
+        # (TensorRT's, MIGraphX's ... too); so does VitisAI's, for its NPU (vitisai_profiler.cc), whose
+        # timestamps its own library gives
+        cupti = nodes.filter(pl.col("provider").is_in(list(TRACED_PROVIDERS))).height
         others = sorted(
-            set(nodes.get_column("provider").drop_nulls().to_list())
-            - {"CUDAExecutionProvider", "ROCMExecutionProvider", *CPU_PROVIDERS}
+            set(nodes.get_column("provider").drop_nulls().to_list()) - {*TRACED_PROVIDERS, *CPU_PROVIDERS}
         )
         if not cupti and others:
             warnings.append(

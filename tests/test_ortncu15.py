@@ -1,0 +1,101 @@
+"""Round 15, ONNX Runtime profile and Nsight Compute CSV forms the readers had not met, checked against ORT's
+source and NVIDIA's ncu documentation (tests/notes of ortncu15).
+
+Every input is hand-built in the test (file names holding "synthetic"); ORT times are µs in the JSON."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import tracekit
+from tracekit.model import GPU_PROVIDER_NODES
+from tracekit.readers.ort import read as read_ort
+
+# ---------------------------------------------------------------------------------------------- ORT
+
+
+def _ev(cat: str, name: str, ts: int, dur: int, pid: int = 1, tid: int = 1, **args: Any) -> dict[str, Any]:
+    return {"cat": cat, "pid": pid, "tid": tid, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
+
+
+def _runs(provider: str, runs: int = 3) -> list[dict[str, Any]]:
+    """``runs`` runs of 1000 µs from 200 µs, 1100 µs apart, each of 4 MatMul nodes of 200 µs on ``provider``
+    (at +50, +270, +490, +710 µs): 800 µs of node time per run."""
+    events = [_ev("Session", "session_initialization", 0, 100)]
+    for r in range(runs):
+        start = 200 + r * 1100
+        events.append(_ev("Session", "model_run", start, 1000))
+        events += [
+            _ev("Node", f"n{i}_kernel_time", start + 50 + i * 220, 200, op_name="MatMul", provider=provider)
+            for i in range(4)
+        ]
+    return events
+
+
+def _write(tmp_path: Path, name: str, events: list[dict[str, Any]]) -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(events))
+    return path
+
+
+@pytest.mark.parametrize("provider", ["CudaPluginExecutionProvider", "AMDGPUExecutionProvider"])
+def test_gpu_plugin_execution_providers_time_launches_not_gpu_work(tmp_path: Path, provider: str) -> None:
+    """ORT 1.25+ ships the CUDA execution provider as a plugin library too, registered under the name
+    "CudaPluginExecutionProvider" (cuda_ep_factory.h: ``ep_name_{"CudaPluginExecutionProvider"}``), and ORT
+    GenAI registers AMD's MIGraphX-based GPU provider as "AMDGPUExecutionProvider" (HIP streams,
+    amdgpu_execution_provider.cc). Like the CUDA EP, their nodes queue kernels on a device stream and return:
+    ORT times the launch. Before, the names were unknown: 3 runs of 4 MatMul nodes (800 µs of 1000 µs each)
+    read "compute-bound, 80% utilization" from launch times, with only an "unknown provider" warning. Now the
+    verdict is withheld as for CUDAExecutionProvider's nodes."""
+    path = _write(tmp_path, f"ort_{provider}.synthetic.json", _runs(provider))
+    trace = read_ort(path)
+    assert trace.meta[GPU_PROVIDER_NODES] == [12, 12]
+    assert not any("does not know" in w for w in trace.warnings)
+    analysis = tracekit.analyze(path, skip=0)
+    assert analysis.verdict is None
+    assert analysis.summary.bound is None
+    assert analysis.no_verdict is not None and "12 of 12 operator events ran on a GPU" in analysis.no_verdict
+
+
+def _trt_run_with_kernels(provider: str) -> list[dict[str, Any]]:
+    """One 500 µs run from 100 µs: one fused node of ``provider`` (110-310 µs) and two kernels it launched, as
+    GPUProfilerBase (ORT 1.14+) writes them after their node: op_name and parent_name, stream "7", pid/tid -1."""
+    node = "TRTKernel_graph_main_0_kernel_time"
+    return [
+        _ev("Session", "model_run", 100, 500),
+        _ev("Node", node, 110, 200, op_name="TRTKernel_graph_main_0", provider=provider),
+        _ev("Kernel", "sm90_xmma_gemm", 130, 150, pid=-1, tid=-1, stream="7", op_name="TRTKernel_graph_main_0",
+            parent_name=node),
+        _ev("Kernel", "fused_softmax", 290, 100, pid=-1, tid=-1, stream="7", op_name="TRTKernel_graph_main_0",
+            parent_name=node),
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("provider", ["TensorrtExecutionProvider", "CudaPluginExecutionProvider"])
+def test_kernel_events_of_a_tensorrt_session_are_cupti_times(tmp_path: Path, provider: str) -> None:
+    """The TensorRT EP has no profiler of its own (only the CUDA, ROCm, WebGPU and VitisAI providers return one
+    from GetProfiler): a session's Kernel events come from the CUDA EP's CUPTI profiler, registered beside it,
+    which records every kernel of the process under the ORT event open at its launch (cupti_manager.cc,
+    gpu_profiler_common.h), here the fused TensorRT node. Before, a profile whose nodes all ran on TensorRT
+    (or on the CUDA plugin EP) was said to hold "the TensorrtExecutionProvider's own profiler, not CUPTI" times
+    "on a clock tracekit cannot check": false, the clock is checked as for CUDA. Busy time 0.250 ms either way."""
+    path = _write(tmp_path, f"ort_trt_kernels_{provider}.synthetic.json", _trt_run_with_kernels(provider))
+    trace = read_ort(path)
+    assert trace.meta["device"] == "gpu"
+    assert not any("own profiler" in w for w in trace.warnings)
+    assert any(w.startswith("GPU times come from ORT's own CUDA profiling") for w in trace.warnings)
+    assert sorted(trace.ops["end"] - trace.ops["start"]) == [100_000, 150_000]
+
+
+def test_kernel_events_of_vitisai_still_come_from_its_own_profiler(tmp_path: Path) -> None:
+    """The other side of the rule above: VitisAI's profiler (vitisai_profiler.cc) writes its NPU's kernels as
+    Kernel events itself; that warning stays."""
+    path = _write(
+        tmp_path, "ort_vitis_kernels.synthetic.json", _trt_run_with_kernels("VitisAIExecutionProvider")
+    )
+    trace = read_ort(path)
+    assert any("VitisAIExecutionProvider's own profiler, not CUPTI" in w for w in trace.warnings)
