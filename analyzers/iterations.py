@@ -55,6 +55,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit.analyzers import communication, plausibility, resolution
+from tracekit.analyzers.gap_context import cpu_context
 from tracekit.analyzers.ranges import (  # noqa: F401 (RangeChoice, choose_ranges, select_ranges: re-exported)
     PROFILER_STEP_KEY,
     RangeChoice,
@@ -79,7 +80,6 @@ from tracekit.model import (
     Trace,
     calls_named,
     newly_covered,
-    on_host,
     sort_frame,
     union_ns,
 )
@@ -2764,75 +2764,12 @@ def summarize(
 
 
 def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
-    """Name what the host was doing at the start of each of the longest gaps (at its start + 1 ns).
-
-    Only the iteration's own process counts (any process for a window of every process, whose ``pid`` is
-    null). The API call in progress then, if any (on any thread; on one thread the outermost of the calls in
-    progress, ``cudaMemcpy`` rather than the driver call it made; across threads the one that started last),
-    else the innermost host range in progress (the latest-started one: not an iteration's own range, not a
-    GPU-side range such as Kineto's ``gpu_user_annotation``, which spans the device's work, not the host's),
-    else "host code outside API calls" (Python/framework work). A call or range that ended before the gap is never
-    named, however late it started: an enclosing one still in progress is.
-    """
+    """Name what held the host during each of the longest gaps (:func:`tracekit.analyzers.gap_context.cpu_context`:
+    the API call, host range or CPU operator covering at least half of the gap, with its share)."""
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
-    longest = _longest(gaps, LONGEST_GAPS).select("_row", "iteration", "start_ns")
-    probe = longest.select("iteration", "start_ns", (pl.col("start_ns") + 1).alias("t"))
-    # what the iteration's own process was doing (null: a window of every process)
-    if "pid" in ranges.columns:
-        owner = ranges.select("iteration", pl.col("pid").cast(pl.Int64).alias("probe_pid")).unique(
-            "iteration"
-        )
-        probe = probe.join(owner, on="iteration", how="left")
-    else:
-        probe = probe.with_columns(pl.lit(None, pl.Int64).alias("probe_pid"))
-
-    def in_progress(frame: pl.DataFrame, label: str, outermost_per_thread: bool) -> pl.DataFrame:
-        """Per probe, the name of the interval of ``frame`` in progress at ``t`` (start <= t < end) that
-        started last, after keeping only each thread's outermost one when ``outermost_per_thread``."""
-        # (one pass keeps the few rows in progress at some probe; the join then pairs them with their probes)
-        times = probe.get_column("t").unique().to_list()
-        src = frame.select("start", "end", "pid", "thread", "name").filter(
-            pl.any_horizontal([(pl.col("start") <= t) & (pl.col("end") > t) for t in times])
-        )
-        running = probe.join_where(src, pl.col("start") <= pl.col("t"), pl.col("end") > pl.col("t")).filter(
-            pl.col("probe_pid").is_null() | pl.col("pid").is_null() | (pl.col("pid") == pl.col("probe_pid"))
-        )
-        if outermost_per_thread:
-            running = running.sort(["start", "end"], descending=[False, True], nulls_last=True).unique(
-                ["iteration", "start_ns", "pid", "thread"], keep="first", maintain_order=True
-            )
-        latest = running.sort(["start", "end"], descending=[True, False], nulls_last=True).unique(
-            ["iteration", "start_ns"], keep="first"
-        )
-        return probe.join(
-            latest.select("iteration", "start_ns", pl.col("name").alias(label)),
-            on=["iteration", "start_ns"],
-            how="left",
-        )
-
-    iterations = ranges.select(pl.col("range_start").alias("start"), pl.col("range_end").alias("end"))
-    host_ranges = trace.ranges.filter(on_host()).join(iterations, on=["start", "end"], how="anti")
-    api_ctx = in_progress(trace.api, "api", outermost_per_thread=True)
-    range_ctx = in_progress(host_ranges, "range", outermost_per_thread=False)
-    context = api_ctx.join(
-        range_ctx.select("iteration", "start_ns", "range"), on=["iteration", "start_ns"]
-    ).select(
-        "iteration",
-        "start_ns",
-        pl.coalesce(
-            pl.col("api"),
-            pl.concat_str(pl.lit("in range "), pl.col("range")),
-            pl.lit("host code outside API calls"),
-        ).alias("cpu_context"),
-    )
-    # Gaps are unique per (iteration, start_ns): set the column on the few rows that have a context, rather
-    # than joining (and copying) every gap.
-    rows = (
-        longest.join(context, on=["iteration", "start_ns"], how="inner")
-        .filter(pl.col("cpu_context").is_not_null())
-        .select("_row", "cpu_context")
-    )
+    rows = cpu_context(trace, _longest(gaps, LONGEST_GAPS), ranges)
+    # Gaps are unique per row: set the column on the few rows named, rather than joining (and copying) every gap.
     column = pl.repeat(None, gaps.height, dtype=pl.String, eager=True).alias("cpu_context")
     if rows.height:
         column = column.scatter(rows.get_column("_row"), rows.get_column("cpu_context"))

@@ -59,7 +59,7 @@ def test_a_gpu_side_annotation_is_not_what_the_host_was_in() -> None:
 
 def test_an_enclosing_range_still_open_is_named_when_a_later_inner_one_has_ended() -> None:
     # iteration [0, 10000) holds 'forward' [50, 9000), which holds 'layer' [60, 150). At the inner gap's
-    # start (2000) 'layer' has ended and 'forward' is still open: the host is in range forward.
+    # start (2000) 'layer' has ended and 'forward' covers the whole gap: the host is in range forward.
     api, ops = _launches_and_ops()
     trace = make_trace(
         ranges=[(0, 10_000, "iteration", 0), (50, 9000, "forward", 1), (60, 150, "layer", 2)],
@@ -68,17 +68,17 @@ def test_an_enclosing_range_still_open_is_named_when_a_later_inner_one_has_ended
         meta=dict(SYNTHETIC),
     )
     gaps = analyze_iterations(trace).gaps
-    assert _context(gaps, 2000) == "in range forward"
+    assert _context(gaps, 2000) == "in range forward (100%)"
 
 
 def test_an_api_call_still_running_is_named_when_a_later_nested_call_has_ended() -> None:
     # A cudaMemcpy [1500, 4000) with a short driver call nested in it [1600, 1700). At the inner gap's start
-    # (2000) the host is inside cudaMemcpy.
+    # (2000) the host is inside cudaMemcpy, for 2000 of the gap's 3000 ns.
     api, ops = _launches_and_ops()
     api += [(1500, 4000, None, "cudaMemcpy"), (1600, 1700, None, "cuMemcpyHtoD")]
     trace = make_trace(ranges=[(0, 10_000, "iteration")], api=api, ops=ops, meta=dict(SYNTHETIC))
     gaps = analyze_iterations(trace).gaps
-    assert _context(gaps, 2000) == "cudaMemcpy"
+    assert _context(gaps, 2000) == "cudaMemcpy (66%)"
 
 
 ORT_SAMPLE = "sample_traces/cpu_onnx_bert_ort/onnx_b1_s128.ort.json.gz"
