@@ -59,7 +59,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     capture's end (``ANALYSIS_DETAILS.duration``) instead of none: a range ending exactly there is read as
     never closed too. NVTX events whose ``textId`` is missing from StringIds (and
     without ``text``) have a null name, with a warning. Marks (34), thread names (39) and domain events
-    (75/76) are not ranges.
+    (75/76) are not ranges, nor are the ranges nsys writes itself (its Python GIL trace, ``-t python-gil``:
+    'Holding GIL' / 'Waiting for GIL' in domain "GIL Trace"; its Python sampling), left out with a warning.
 ``gpu_metrics``
     nsys 2024+: ``GPU_METRICS`` joined to ``TARGET_INFO_GPU_METRICS`` on (typeId, metricId) for
     ``metricName``. nsys 2022.x/2023.x: ``GENERIC_EVENTS`` rows whose type belongs to a
@@ -550,6 +551,39 @@ def _without_ranges_before_capture(ranges: pl.DataFrame, warnings: list[str]) ->
     return ranges.filter(~early)
 
 
+#: NVTX domains nsys itself writes ranges in, which are no annotation of the program: its Python GIL trace
+#: (``nsys profile -t python-gil``, nsys 2024+: a 'Holding GIL' / 'Waiting for GIL' range each time a Python
+#: thread takes or waits for the GIL) and its Python sampling. Names as public readers of real exports give them
+#: (two independent ones leave these domains out of the application's ranges).
+PROFILER_NVTX_DOMAINS = ("GIL Trace", "Python Periodic Sampling")
+#: The ranges of nsys's GIL trace, known by name also where their domain's create event is missing (a forked
+#: child, whose parent created the domain), in a domain other than the default one.
+GIL_RANGE_NAMES = ("Holding GIL", "Waiting for GIL")
+
+
+def _without_profiler_ranges(ranges: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``ranges`` (with ``domain_id``, ``domain_name``) without those nsys wrote itself
+    (:data:`PROFILER_NVTX_DOMAINS`, :data:`GIL_RANGE_NAMES`), with a warning. They hold no program structure and
+    overlap the program's ranges without nesting in them (the GIL is taken and released anywhere): read as the
+    program's, 'Holding GIL', the most frequent top-level range, became the iteration (one of 106 µs holding one of
+    4 kernels, "framework-bound" at 0.19, where the 4 'step' ranges were compute-bound at 0.5), the program's
+    ranges lost their depth, and in a CPU-only trace a wait for the GIL inside an iteration was an operator, busy."""
+    own = pl.col("domain_name").is_in(PROFILER_NVTX_DOMAINS).fill_null(False) | (
+        pl.col("domain_name").is_null()
+        & (pl.col("domain_id").fill_null(0) != 0)
+        & pl.col("name").is_in(GIL_RANGE_NAMES).fill_null(False)
+    )
+    found = ranges.filter(own)
+    if found.is_empty():
+        return ranges
+    names = ", ".join(repr(n) for n in found.get_column("name").unique(maintain_order=True).head(3))
+    warnings.append(
+        f"{found.height} NVTX range(s) are nsys's own Python GIL trace or sampling ({names}), not the program's "
+        "annotations: left out (no iteration, no nesting, no operator)"
+    )
+    return ranges.filter(~own)
+
+
 def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
     (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
@@ -636,6 +670,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         .then(pl.col("domain_name"))
         .otherwise(pl.col("domain_id").cast(pl.String))
     )
+    ranges = _without_profiler_ranges(ranges, warnings)
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
     ranges = _without_ranges_before_capture(ranges, warnings)
     ends = _session_ends(export)

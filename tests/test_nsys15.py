@@ -1,0 +1,98 @@
+"""Round 15, Nsight Systems reader: export quirks of real captures tracekit had not seen (ranges nsys writes
+itself, processes, capture edges).
+
+Sources are named in each test. Every trace here is synthetic, hand-built with :class:`tests.nsys_builder.NsysBuilder`
+in pytest's temporary folder and named ``*.synthetic.sqlite``; the expected numbers are exact, from the rows
+written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import tracekit
+from tests.nsys_builder import NsysBuilder
+from tracekit.readers.nsys_sqlite import read
+
+US = 1_000
+
+# ---------------------------------------------------------------- ranges nsys writes itself: the GIL trace
+
+#: The NVTX domain and range names of nsys's Python GIL trace (``nsys profile -t python-gil``, nsys 2024+), as
+#: two independent public readers of real exports name them (a nsys-ai docs page derived from the Nsight Systems
+#: User Guide gives the option; the readers exclude domain "GIL Trace" and the ranges "Holding GIL" / "Waiting
+#: for GIL", and domain "Python Periodic Sampling", from the application's ranges).
+GIL_DOMAIN = "GIL Trace"
+
+
+def _steps_with_gil_trace(b: NsysBuilder, name: str) -> NsysBuilder:
+    """Four ``name`` ranges of 40 µs, each launching one 20 µs kernel and synchronizing (busy 20 of 40 µs,
+    0.5), on a thread whose GIL nsys traced: the GIL is held from the end of one step's sync to the start of the
+    next one's (PyTorch releases it while it waits in ``cudaDeviceSynchronize``), with a 1 µs wait to take it
+    back. A 'Holding GIL' range thus encloses the start of each step and ends inside it."""
+    b.gpu(0, "NVIDIA H100")
+    b.nvtx_domain(10 * US, 2, GIL_DOMAIN)
+    held_from = 20 * US
+    for i in range(4):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 40 * US, name)
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=2 * i + 1)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=2 * i + 2)
+        b.nvtx_range(held_from, t0 + 5 * US, "Holding GIL", domain=2)
+        b.nvtx_range(t0 + 27 * US, t0 + 28 * US, "Waiting for GIL", domain=2)
+        held_from = t0 + 28 * US
+    b.nvtx_range(held_from, 400 * US, "Holding GIL", domain=2)
+    return b
+
+
+def test_gil_trace_ranges_are_no_iterations(tmp_path: Path) -> None:
+    """nsys's GIL trace writes a 'Holding GIL' / 'Waiting for GIL' range each time a Python thread takes or waits
+    for the GIL: far more ranges than the program's, each overlapping the program's own. Read as the program's,
+    'Holding GIL' was chosen as the iteration (the most frequent top-level range): one 'iteration' of 106 µs
+    holding one kernel, "framework-bound" at 0.19 without a doubt, 3 of 4 kernels outside it. They are nsys's,
+    not the program's: left out (with a warning), the 4 'step' ranges are the iterations, 40 µs, busy 20 µs,
+    compute-bound."""
+    path = _steps_with_gil_trace(NsysBuilder(), "step").write(tmp_path / "gil_trace.synthetic.sqlite")
+    trace = read(path)
+    assert sorted(set(trace.ranges.get_column("name").to_list())) == ["step"]
+    assert trace.ranges.get_column("depth").to_list() == [0, 0, 0, 0]
+    assert [w for w in trace.meta["warnings"] if "GIL" in w]
+    analysis = tracekit.analyze(path)
+    assert analysis.range_name == "step"
+    assert analysis.iterations["latency_ms"].to_list() == [0.04] * 4
+    assert analysis.iterations["gpu_busy_ms"].to_list() == [0.02] * 4
+    assert analysis.verdict == "compute"
+
+
+def test_gil_trace_ranges_are_no_cpu_operators(tmp_path: Path) -> None:
+    """A CPU-only capture (``-t nvtx,osrt,python-gil``): 3 'iteration' ranges of 10 µs, each with one 4 µs 'op'
+    and, 7 µs in, a 2 µs 'Waiting for GIL' (another thread held it). The operators of a CPU-only trace are its
+    leaf ranges: the wait was one, busy 6 of 10 µs (0.6, "compute-bound"). Without it: busy 4 of 10, 0.4."""
+    b = NsysBuilder()
+    b.nvtx_domain(10 * US, 2, GIL_DOMAIN)
+    for i in range(3):
+        t0 = 100 * US + i * 20 * US
+        b.nvtx_range(t0, t0 + 10 * US, "iteration")
+        b.nvtx_range(t0 + 2 * US, t0 + 6 * US, "op")
+        b.nvtx_range(t0 + 7 * US, t0 + 9 * US, "Waiting for GIL", domain=2)
+    path = b.write(tmp_path / "gil_trace_cpu.synthetic.sqlite")
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_busy_ms"].to_list() == [0.004] * 3
+    assert analysis.iterations["gpu_utilization"].to_list() == pytest.approx([0.4] * 3)
+
+
+def test_gil_ranges_of_a_domain_created_elsewhere_are_left_out_too(tmp_path: Path) -> None:
+    """A 'Holding GIL' / 'Waiting for GIL' range whose domain has no create event in its process (a forked
+    child: the parent created it) is nsys's all the same; a range of that name in the default domain is the
+    program's and stays."""
+    b = _steps_with_gil_trace(NsysBuilder(), "step")
+    b.rows["NVTX_EVENTS"] = [r for r in b.rows["NVTX_EVENTS"] if r["eventType"] != 75]
+    b.nvtx_range(450 * US, 460 * US, "Holding GIL")  # the program's own, default domain
+    trace = read(b.write(tmp_path / "gil_trace_no_domain.synthetic.sqlite"))
+    names = trace.ranges.get_column("name").to_list()
+    assert names.count("step") == 4
+    assert names.count("Holding GIL") == 1
+    assert "Waiting for GIL" not in names
