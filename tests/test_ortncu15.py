@@ -99,3 +99,64 @@ def test_kernel_events_of_vitisai_still_come_from_its_own_profiler(tmp_path: Pat
     )
     trace = read_ort(path)
     assert any("VitisAIExecutionProvider's own profiler, not CUPTI" in w for w in trace.warnings)
+
+
+#: the profiling start on the epoch clock, µs: PluginEpProfiler adds it to each ORT event's ts to make the
+#: correlation id a plugin EP's profiler sees (``profiling_start_time_epoch_us_ + relative_ort_event_id``)
+EPOCH_US = 1_767_000_000_000_000
+
+
+def _plugin_profile(late_us: int) -> list[dict[str, Any]]:
+    """3 runs of 1000 µs (from 200 µs, 1100 µs apart) of 2 CudaPluginExecutionProvider nodes (100 µs at +50
+    and +300), each launching one 150 µs kernel 20 µs after its start; the kernels written ``late_us`` after
+    that. As the CUDA plugin EP's profiler (cuda_profiler_plugin.cc) and ORT's PluginEpProfiler::EndProfiling
+    (appends the EP's events after ORT's) write them: at the end of the array, pid/tid -1, the CUPTI args and
+    ort_correlation_id (the node's ts + the epoch start), ort_event_name, ort_op_name; no parent_name."""
+    events = [_ev("Session", "session_initialization", 0, 100)]
+    kernels = []
+    for r in range(3):
+        start = 200 + r * 1100
+        events.append(_ev("Session", "model_run", start, 1000))
+        for i, offset in enumerate((50, 300)):
+            ts = start + offset
+            name = f"n{i}_kernel_time"
+            events.append(
+                _ev("Node", name, ts, 100, op_name="MatMul", provider="CudaPluginExecutionProvider")
+            )
+            kernels.append(
+                _ev("Kernel", f"gemm{i}", ts + 20 + late_us, 150, pid=-1, tid=-1, stream="13", grid_x="8",
+                    ort_correlation_id=str(EPOCH_US + ts), ort_event_name=name, ort_op_name="MatMul")
+            )  # fmt: skip
+    return events + kernels
+
+
+def test_plugin_ep_kernels_appended_at_the_end_are_linked_to_their_nodes(tmp_path: Path) -> None:
+    """The plugin EP's Kernel events come after all of ORT's events, with no parent_name: the reader linked
+    none of them to the node that launched them, so the clock checks (a kernel cannot start before its node
+    nor end after its run) were silently off. Written 900 µs late (each kernel ends after its run), the 6
+    kernels said nothing before; now they are linked through ort_event_name and ort_correlation_id (their node
+    is the one of that name whose ts is the id minus the one epoch offset all of them share) and the warning
+    counts them: 6 of 6, up to 0.370 ms late (node at +300, kernel 20 + 900 µs later, 150 µs long: ends at
+    +1370 of a 1000 µs run)."""
+    path = _write(tmp_path, "ort_plugin_late.synthetic.json", _plugin_profile(900))
+    trace = read_ort(path)
+    assert trace.meta["ops_after_run"] == [6, 6, 370_000]
+    assert any(w.startswith("6 of 6 GPU ops (Kernel events) linked to the node") for w in trace.warnings)
+
+
+def test_plugin_ep_kernels_in_time_raise_no_clock_warning(tmp_path: Path) -> None:
+    """The same profile with each kernel 20 µs after its node: linked, none before its node nor after its run;
+    GPU busy 0.300 ms per run (2 kernels of 150 µs)."""
+    path = _write(tmp_path, "ort_plugin_in_time.synthetic.json", _plugin_profile(0))
+    trace = read_ort(path)
+    assert "ops_after_run" not in trace.meta and "ops_before_parent" not in trace.meta
+    analysis = tracekit.analyze(path, skip=0)
+    assert analysis.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.3, 0.3, 0.3])
+
+
+def test_plugin_ep_kernels_before_their_node_are_said(tmp_path: Path) -> None:
+    """Kernels written 500 µs early (CUPTI's GPU clock not moved onto the CPU's): each starts 480 µs before
+    its node: 6 of 6 linked kernels, largest lead 0.480 ms."""
+    path = _write(tmp_path, "ort_plugin_early.synthetic.json", _plugin_profile(-500))
+    trace = read_ort(path)
+    assert trace.meta["ops_before_parent"] == [6, 6, 480_000]

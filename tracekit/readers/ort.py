@@ -227,6 +227,10 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
                 None if (out := a.get("output_type_shape")) is None else "1" if out == [] else "0",
                 # "1" where the args are those ORT's CUDA profiler wrote before 1.14 (:func:`_from_their_end`)
                 "1" if "correlation_id" in a or ("op_name" in a and "parent_name" not in a) else None,
+                # a plugin EP's kernel (ORT 1.25+, :func:`_plugin_linked`): its node's event name, and the
+                # node's ts plus the profiling start on the epoch clock (µs)
+                a.get("ort_event_name"),
+                a.get("ort_correlation_id"),
             )
             for e in events
         ]
@@ -248,6 +252,8 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         "parent_name",
         "no_output",
         "old_args",
+        "ort_event",
+        "ort_corr",
     )
     frame = pl.DataFrame(
         {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
@@ -330,16 +336,48 @@ def _linked_kernels(frame: pl.DataFrame) -> pl.DataFrame | None:
     kernels = previous.filter(
         (pl.col("cat") == "Kernel") & pl.col("parent_name").is_not_null() & in_place.fill_null(False)
     ).select("order", "start", "op_end", name="parent_name")
-    if kernels.is_empty():
-        return None
     nodes = frame.filter(pl.col("cat") == "Node").select(
         "order", "name", node_start="start", node_pid="pid_i", node_tid="tid_i"
     )
+    plugin = _plugin_linked(frame, nodes)
+    if kernels.is_empty() and plugin is None:
+        return None
     linked = (
         kernels.sort("order")
         .join_asof(nodes.sort("order"), on="order", by="name", strategy="backward", check_sortedness=False)
         .filter(pl.col("node_start").is_not_null())
     )
+    if plugin is not None:
+        linked = pl.concat([linked, plugin.select(linked.columns)]).sort("order")
+    return None if linked.is_empty() else linked
+
+
+def _plugin_linked(frame: pl.DataFrame, nodes: pl.DataFrame) -> pl.DataFrame | None:
+    """The Kernel events of a plugin EP's profiler (ORT 1.25+, the CUDA plugin EP's cuda_profiler_plugin.cc)
+    linked to the Node event that launched them, in :func:`_linked_kernels`' columns; None when there are none.
+
+    ORT appends a plugin EP's events after all of its own (``PluginEpProfiler::EndProfiling``), so no kernel
+    follows its node: each names it instead, by ``ort_event_name`` (the node's event name) and
+    ``ort_correlation_id``, the id ORT gave the plugin when the node began: the node's ts plus the profiling
+    start on the epoch clock in µs (``PluginEpProfiler::Start``), the same offset for every event. That offset
+    is the difference (id - node ts) that most kernel/node pairs of the same name share (each kernel's own node
+    gives it once; a node of another run gives it only by chance); a kernel is linked to the node of its name
+    at exactly that difference. Kernels that carry a ``parent_name`` are linked in place instead."""
+    plugin = frame.filter(
+        (pl.col("cat") == "Kernel") & pl.col("parent_name").is_null() & pl.col("ort_event").is_not_null()
+    ).select(
+        "order", "start", "op_end", name="ort_event", corr=pl.col("ort_corr").cast(pl.Int64, strict=False)
+    )
+    plugin = plugin.filter(pl.col("corr").is_not_null())
+    if plugin.is_empty() or nodes.is_empty():
+        return None
+    pairs = plugin.join(nodes.drop("order"), on="name").with_columns(
+        offset=pl.col("corr") - pl.col("node_start") // 1000
+    )
+    if pairs.is_empty():
+        return None
+    offset = pairs.group_by("offset").len().sort(["len", "offset"], descending=[True, False])["offset"][0]
+    linked = pairs.filter(pl.col("offset") == offset).unique("order", keep="first")
     return None if linked.is_empty() else linked
 
 
