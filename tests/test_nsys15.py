@@ -96,3 +96,37 @@ def test_gil_ranges_of_a_domain_created_elsewhere_are_left_out_too(tmp_path: Pat
     assert names.count("step") == 4
     assert names.count("Holding GIL") == 1
     assert "Waiting for GIL" not in names
+
+
+# ---------------------------------------------------------------- library ranges (a file this round does not own)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/ranges.py: LIBRARY_DOMAINS holds NCCL and RCCL, not CCCL, whose CUB/Thrust algorithms open "
+    "one NVTX range per call in domain 'CCCL' (cuda/__nvtx/nvtx.h, NVTXCCCLDomain): they are chosen as iterations",
+)
+def test_cccl_library_ranges_are_no_iterations(tmp_path: Path) -> None:
+    """CCCL (CUB, Thrust; the CUDA toolkit's C++ core libraries) opens an NVTX range around each device
+    algorithm call in its own domain "CCCL" (``_CCCL_NVTX_RANGE_SCOPE``, a registered string such as
+    ``cub::DeviceRadixSort::SortPairs``), as NCCL does in domain "NCCL". A trace with no range of the program's
+    own: 4 eager steps, each a 10 µs gemm and a 10 µs CUB sort launched inside a CCCL range. The library ranges
+    were the iterations (4 of 20 µs holding the sort kernel only, 3 gemms outside every iteration); as with
+    NCCL's, the trace is one window of its device work (the same trace with the domain named "NCCL")."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.nvtx_domain(10 * US, 3, "CCCL")
+    corr = 1
+    for i in range(4):
+        t0 = 100 * US + i * 50 * US
+        b.runtime(t0 + 1 * US, t0 + 3 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(t0 + 4 * US, t0 + 14 * US, "gemm", correlation=corr)
+        b.nvtx_range(t0 + 5 * US, t0 + 9 * US, registered="cub::DeviceRadixSort::SortPairs", domain=3)
+        b.runtime(t0 + 6 * US, t0 + 8 * US, "cudaLaunchKernel_v7000", correlation=corr + 1)
+        b.kernel(t0 + 15 * US, t0 + 25 * US, "DeviceRadixSortOnesweepKernel", correlation=corr + 1)
+        b.runtime(t0 + 10 * US, t0 + 26 * US, "cudaDeviceSynchronize_v3020", correlation=corr + 2)
+        corr += 3
+    path = b.write(tmp_path / "cccl.synthetic.sqlite")
+    assert read(path).ranges.get_column("domain").to_list() == ["CCCL"] * 4
+    analysis = tracekit.analyze(path)
+    assert analysis.range_name == "window"
