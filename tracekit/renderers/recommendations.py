@@ -91,8 +91,9 @@ def _headroom(r: Recommendation) -> str:
     )
 
 
-def _edge(r: Recommendation) -> str:
-    """'; batch 8 is within noise of the 10% line (1.06-1.14x)' for the undecided batch sizes."""
+def _edge(r: Recommendation, undecided: bool = True) -> str:
+    """'; batch 8 (1.06-1.14x) is within noise of the 10% line: undecided' for the undecided batch sizes
+    (without ': undecided' where the sentence goes on)."""
     f = r.facts
     edge = f.get("edge") or []
     if not edge:
@@ -114,7 +115,27 @@ def _edge(r: Recommendation) -> str:
             f"; {'batch' if len(apart) == 1 else 'batches'} {names} not compared (a latency of another source "
             f"than batch {f['smallest_batch_size']}'s)"
         )
-    return text + ": undecided"
+    return text + (": undecided" if undecided else "")
+
+
+def _withheld_plateau(r: Recommendation) -> str:
+    """No transition, and the plateau claim withheld: what was measured within the tolerance (the plateau),
+    what only within noise of its line (the edge), never 'within 10% up to' a batch size that was not."""
+    n, f = r.numbers, r.facts
+    b0, tol, last, largest = (
+        f["smallest_batch_size"],
+        _pct(f["tolerance"]),
+        f["last_plateau"],
+        n["largest_batch_size"],
+    )
+    if last == largest:
+        measured = f"latency measured within {tol} of batch {b0} up to batch {largest}"
+    else:
+        within = f"latency measured within {tol} of batch {b0} up to batch {last}" if last != b0 else ""
+        edge = _edge(r, undecided=False)
+        measured = (within + edge if within else edge.removeprefix("; ")) or f"batch {largest} measured"
+        measured += f" (measured up to batch {largest})"
+    return f"{_name(r)}: {measured}, but no plateau is claimed: {f['withheld']}."
 
 
 def _transition(r: Recommendation) -> str:
@@ -122,10 +143,7 @@ def _transition(r: Recommendation) -> str:
     b0, tol = f["smallest_batch_size"], _pct(f["tolerance"])
     if r.batch_size is None:
         if f.get("withheld"):
-            return (
-                f"{_name(r)}: latency measured within {tol} of batch {b0} up to batch "
-                f"{n['largest_batch_size']}, but no plateau is claimed: {f['withheld']}."
-            )
+            return _withheld_plateau(r)
         if f.get("edge"):
             return (
                 f"{_name(r)}: latency stays within {tol} of batch {b0} up to batch {f['last_plateau']}"
