@@ -8,6 +8,7 @@ written.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -130,3 +131,77 @@ def test_cccl_library_ranges_are_no_iterations(tmp_path: Path) -> None:
     assert read(path).ranges.get_column("domain").to_list() == ["CCCL"] * 4
     analysis = tracekit.analyze(path)
     assert analysis.range_name == "window"
+
+
+# ---------------------------------------------------------------- a capture started by cudaProfilerStart
+
+#: The DIAGNOSTIC_EVENT table as nsys 2024.6 to 2026.2 write it (real exports).
+DIAGNOSTIC_DDL = (
+    'CREATE TABLE DIAGNOSTIC_EVENT ("timestamp" INTEGER NOT NULL, "timestampType" INTEGER NOT NULL, '
+    '"source" INTEGER NOT NULL, "severity" INTEGER NOT NULL, "text" TEXT NOT NULL, "globalPid" INTEGER)'
+)
+#: What nsys 2025.3 writes when ``--capture-range=cudaProfilerApi`` starts the collection (the committed H200
+#: samples of sample_traces/h200_bert_fp16/nsys-*: at 12.04 and 13.59 ms, after "Profiling has started." at 0).
+PROFILER_START = "Profiling started due to cudaProfilerStart API invoked in the application."
+
+
+def _with_diagnostics(path: Path, rows: list[tuple[int, str]]) -> Path:
+    """Add DIAGNOSTIC_EVENT rows (timestamp, text) to ``path`` as nsys writes them (target timestamps, info)."""
+    con = sqlite3.connect(path)
+    try:
+        con.execute(DIAGNOSTIC_DDL)
+        con.executemany(
+            "INSERT INTO DIAGNOSTIC_EVENT VALUES (?, 1, 3, 1, ?, ?)", [(t, s, 100 << 24) for t, s in rows]
+        )
+        con.commit()
+    finally:
+        con.close()
+    return path
+
+
+def _capture_started_at_10us(b: NsysBuilder) -> NsysBuilder:
+    """A capture whose collection cudaProfilerStart began at 10 µs (session clock 0 = "Profiling has started."):
+    an 'iteration' range crossing that start (5..45 µs: its work before 10 µs is not traced; a 6 µs kernel after
+    it, busy 6 of 40 µs, 0.15) and two inside it (100..140, 150..190 µs, a 20 µs kernel each: 0.5)."""
+    b.gpu(0, "NVIDIA H100")
+    b.nvtx_range(5 * US, 45 * US, "iteration")
+    b.runtime(10 * US, 11 * US, "cudaProfilerStart_v4000", correlation=1)
+    b.runtime(12 * US, 13 * US, "cudaLaunchKernel_v7000", correlation=2)
+    b.kernel(14 * US, 20 * US, "gemm", correlation=2)
+    b.runtime(13 * US, 21 * US, "cudaDeviceSynchronize_v3020", correlation=3)
+    corr = 4
+    for t0 in (100 * US, 150 * US):
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=corr)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=corr)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=corr + 1)
+        corr += 2
+    b.capture(300 * US)
+    return b
+
+
+def test_ranges_begun_before_a_cuda_profiler_start_capture_are_left_out(tmp_path: Path) -> None:
+    """Under ``--capture-range=cudaProfilerApi`` nsys's clock is not 0 at the capture's start: the real 2025.3
+    exports committed here write "Profiling has started." at 0 and "Profiling started due to cudaProfilerStart
+    API invoked in the application." 12 to 14 ms later, where the collection began (the cuProfilerStart call 15
+    µs after it; nothing of the application's before). A range begun before that start (as round 14's rule for
+    start < 0 says) holds none of its work before it: read as an iteration it was 0.15 busy beside two of 0.5.
+    It is left out, with the warning: 2 iterations of 0.5."""
+    path = _capture_started_at_10us(NsysBuilder()).write(tmp_path / "profiler_start.synthetic.sqlite")
+    _with_diagnostics(
+        path, [(0, "Profiling has started."), (10 * US, PROFILER_START), (300 * US, "Profiling has stopped.")]
+    )
+    trace = read(path)
+    assert trace.ranges.get_column("start").to_list() == [100 * US, 150 * US]
+    assert [w for w in trace.meta["warnings"] if "before the capture" in w]
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.5, 0.5]
+
+
+def test_without_a_profiler_start_the_capture_starts_at_0(tmp_path: Path) -> None:
+    """The same rows without nsys's word that cudaProfilerStart began the capture (an immediate capture: the
+    range at 5 µs is inside it): three iterations, the first 0.15."""
+    path = _capture_started_at_10us(NsysBuilder()).write(tmp_path / "immediate.synthetic.sqlite")
+    _with_diagnostics(path, [(0, "Profiling has started."), (300 * US, "Profiling has stopped.")])
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.15, 0.5, 0.5]

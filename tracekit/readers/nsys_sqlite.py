@@ -527,24 +527,56 @@ def _session_ends(export: Database) -> list[int]:
     return [int(r[0]) for r in rows if isinstance(r[0], int)]
 
 
-def _without_ranges_before_capture(ranges: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
-    """``ranges`` without those that began before the capture started (``start`` < 0: nsys writes timestamps
-    from the capture's start, and what came before it negative; recorded with nsys 2022.4, a domain created
-    before a ``-y`` delay at -1.06 s), with a warning. nsys 2022.4 drops such ranges itself (recorded with ``-y``
-    and an nvtx capture range); an export that keeps them holds none of their device work or CUDA calls before
-    0 (CUDA is traced from the capture's start): read as iterations, their busy time was short by it, and a
-    range wholly before the capture was an iteration without any work (utilization 0)."""
+#: What nsys writes in DIAGNOSTIC_EVENT where ``--capture-range=cudaProfilerApi`` began the collection (2025.3, the
+#: committed H200 samples: "Profiling started due to cudaProfilerStart API invoked in the application.", 12 to
+#: 14 ms after "Profiling has started." at 0).
+PROFILER_START_DIAGNOSTIC = r"(?i)^\s*profiling started due to cu(?:da)?ProfilerStart\b"
+
+
+def _capture_start(export: Database) -> int:
+    """Where the capture's collection began on the session clock (ns): 0 (nsys writes timestamps from the
+    capture's start), or, where nsys says cudaProfilerStart began it (:data:`PROFILER_START_DIAGNOSTIC`), that
+    diagnostic's timestamp, the earliest: under ``--capture-range=cudaProfilerApi`` the clock's 0 is the
+    session's start, and CUDA is traced from the cudaProfilerStart call on (in the real exports nothing of the
+    application's lies between)."""
+    t = DIAGNOSTIC_TABLE
+    if not export.nonempty(t) or not {"timestamp", "text"} <= export.columns(t):
+        return 0
+    rows = export.con.execute(
+        f'SELECT "timestamp", "text" FROM {quote(t)} WHERE "text" LIKE \'%started due to%\''
+    ).fetchall()
+    starts = [
+        int(when)
+        for when, text in rows
+        if isinstance(when, int) and isinstance(text, str) and re.search(PROFILER_START_DIAGNOSTIC, text)
+    ]
+    return max(0, min(starts)) if starts else 0
+
+
+def _without_ranges_before_capture(
+    ranges: pl.DataFrame, warnings: list[str], capture_start: int = 0
+) -> pl.DataFrame:
+    """``ranges`` without those that began before the capture started (``start`` < ``capture_start``,
+    :func:`_capture_start`: 0, as nsys writes timestamps from the capture's start and what came before it
+    negative, recorded with nsys 2022.4, a domain created before a ``-y`` delay at -1.06 s; or the time nsys
+    says cudaProfilerStart began the collection), with a warning. nsys 2022.4 drops such ranges itself (recorded
+    with ``-y`` and an nvtx capture range); an export that keeps them holds none of their device work or CUDA
+    calls before the start (CUDA is traced from the capture's start): read as iterations, their busy time was
+    short by it, and a range wholly before the capture was an iteration without any work (utilization 0)."""
     # (a range ending before it starts is a damaged row, said and left out by the negative-duration rule)
     early = (
-        (pl.col("start") < 0) & (pl.col("end").is_null() | (pl.col("end") >= pl.col("start")))
+        (pl.col("start") < capture_start) & (pl.col("end").is_null() | (pl.col("end") >= pl.col("start")))
     ).fill_null(False)
     before = ranges.filter(early)
     if before.is_empty():
         return ranges
     names = ", ".join(repr(n) for n in before.get_column("name").unique(maintain_order=True).head(3))
-    crossing = before.filter(pl.col("end").is_null() | (pl.col("end") > 0)).height
+    crossing = before.filter(pl.col("end").is_null() | (pl.col("end") > capture_start)).height
+    started = (
+        "start < 0" if capture_start == 0 else f"start < {capture_start} ns, when cudaProfilerStart began it"
+    )
     warnings.append(
-        f"{before.height} NVTX range(s) began before the capture started ({names}; start < 0, "
+        f"{before.height} NVTX range(s) began before the capture started ({names}; {started}, "
         f"{crossing} of them still open when it began): the trace holds none of their work before the start, "
         "so they are left out (no iteration, no nesting), as nsys 2022.4 itself drops them"
     )
@@ -672,7 +704,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     )
     ranges = _without_profiler_ranges(ranges, warnings)
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
-    ranges = _without_ranges_before_capture(ranges, warnings)
+    ranges = _without_ranges_before_capture(ranges, warnings, _capture_start(export))
     ends = _session_ends(export)
     # (the never-closed warning of :func:`_close_unclosed` counts them; a table of domain rows only, as nsys
     # 2022.4 leaves for the Python nvtx package 0.2.17, has no range whose start to compare)
