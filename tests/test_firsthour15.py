@@ -96,3 +96,29 @@ def test_no_tracing_inflation_is_claimed_from_an_unstable_latency_set() -> None:
     view = SweepView(sweep, [b1, b4], {}, tolerance=0.1, bound_threshold=0.5)
     rec = profiler_perturbation(view)
     assert rec is None or rec.facts.get("withheld")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="collectors/sweep.py (not firsthour15's): collect's per-configuration line says 'ok (126.241 ms "
+    "median [111.883-560.926] ...)' for a set its own warning just called unstable (no single mode)",
+)
+def test_collect_line_of_an_unstable_set_says_unstable() -> None:
+    """README tour step 4 on a loaded box: 'warning: b1 s32 untraced: unstable: coefficient of variation
+    86.0% ...' then 'b1 s32: ok (126.241 ms median [111.883-560.926], 16 iterations (2 dropped ...))': a reader
+    of the last line takes the median as measured; the run.json stats say unstable."""
+    from collectors.sweep import _latency_words
+
+    stats = {
+        "median": 126.240669,
+        "ci_low": 111.883149,
+        "ci_high": 560.925653,
+        "count": 16,
+        "dropped_warmup": [0, 1],
+        "dropped_outliers": [],
+        "unstable": True,
+        "cv": 0.8599210991813305,
+    }
+    words = _latency_words(stats)
+    assert words.startswith("126.241 ms median [111.883-560.926], 16 iterations")
+    assert "unstable" in words
