@@ -160,3 +160,86 @@ def test_plugin_ep_kernels_before_their_node_are_said(tmp_path: Path) -> None:
     path = _write(tmp_path, "ort_plugin_early.synthetic.json", _plugin_profile(-500))
     trace = read_ort(path)
     assert trace.meta["ops_before_parent"] == [6, 6, 480_000]
+
+
+def _graph_profile(replay_kernels: bool) -> list[dict[str, Any]]:
+    """2 runs of 2 CUDA nodes each launching one 150 µs kernel, then 3 runs that replay the captured graph (no
+    Node event), 500 µs each, 1000 µs apart from 1000 µs. With ``replay_kernels`` the replays hold the graph's
+    two kernels (at +100 and +260, 150 µs each), written as GPUProfilerBase::MergeEvents writes kernels
+    correlated with the run: after the model_run event, parent_name "model_run", op_name "" (the run's args
+    have none)."""
+    events: list[dict[str, Any]] = [_ev("Session", "session_initialization", 0, 100)]
+    for r in range(5):
+        start = 1000 + r * 1000
+        events.append(_ev("Session", "model_run", start, 500))
+        if r < 2:
+            for i in range(2):
+                node = f"n{i}_kernel_time"
+                events.append(
+                    _ev(
+                        "Node",
+                        node,
+                        start + 10 + 60 * i,
+                        50,
+                        op_name="MatMul",
+                        provider="CUDAExecutionProvider",
+                    )
+                )
+                events.append(
+                    _ev(
+                        "Kernel",
+                        f"gemm{i}",
+                        start + 100 + 160 * i,
+                        150,
+                        pid=-1,
+                        tid=-1,
+                        stream="7",
+                        op_name="MatMul",
+                        parent_name=node,
+                    )
+                )
+        elif replay_kernels:
+            events += [
+                _ev(
+                    "Kernel",
+                    f"gemm{i}",
+                    start + 100 + 160 * i,
+                    150,
+                    pid=-1,
+                    tid=-1,
+                    stream="7",
+                    op_name="",
+                    parent_name="model_run",
+                )
+                for i in range(2)
+            ]
+    return events  # fmt: skip
+
+
+def test_graph_replays_with_their_kernels_are_whole_runs(tmp_path: Path) -> None:
+    """ORT starts its profiler event (and the EP profiler's CUPTI correlation) before a run replays its
+    captured graph and ends it after (InferenceSession::Run: ``session_profiler_.Start()``, ReplayGraph,
+    ``EndTimeAndRecordEvent(... "model_run" ...)``), and CUPTI gives a graph's kernels the correlation id of
+    the cudaGraphLaunch: in a build with CUDA profiling the replays' kernels are in the profile, under the
+    run. Before, every run without a Node event was "a replay whose busy time is not in the profile" and the
+    verdict was withheld; 3 such runs here hold their 2 kernels of 150 µs each: busy 0.300 ms of 0.500 ms in
+    every run, compute-bound at the 50% threshold."""
+    path = _write(tmp_path, "ort_graph_replay_kernels.synthetic.json", _graph_profile(replay_kernels=True))
+    trace = read_ort(path)
+    assert "graph_replays" not in trace.meta
+    assert not any("replay a captured graph" in w for w in trace.warnings)
+    analysis = tracekit.analyze(path, skip=0)
+    assert analysis.iterations["gpu_busy_ms"].to_list() == pytest.approx([0.3] * 5)
+    assert analysis.verdict == "compute"
+
+
+def test_graph_replays_without_kernels_are_still_said(tmp_path: Path) -> None:
+    """The same runs in a build without CUDA profiling would hold no Kernel event at all; here the two first
+    runs hold theirs and the replays none: the replays' work is missing, the verdict withheld as before."""
+    path = _write(
+        tmp_path, "ort_graph_replay_no_kernels.synthetic.json", _graph_profile(replay_kernels=False)
+    )
+    trace = read_ort(path)
+    assert trace.meta["graph_replays"]["of"] == 5
+    assert len(trace.meta["graph_replays"]["runs"]) == 3
+    assert tracekit.analyze(path, skip=0).verdict is None

@@ -547,16 +547,21 @@ def run_shapes(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | N
     }
 
 
-def graph_replays(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] | None:
+def graph_replays(
+    session: pl.DataFrame, nodes: pl.DataFrame, kernels: pl.DataFrame | None = None
+) -> dict[str, Any] | None:
     """``{"runs": [[pid, tid, start ns], ...], "of": model_runs}``: the ``model_run`` events that hold no Node
-    event of their process, after one that does; None when there are none.
+    event of their process, after one that does, and no Kernel event (``kernels``: ``start``); None when there
+    are none.
 
     With graph capture on (the CUDA EP's ``enable_cuda_graph``; TensorRT's, DirectML's and WebGPU's likewise)
     ORT runs the graph's nodes in the first runs (memory allocation, then the capture) and from then on
     ``InferenceSession::Run`` only replays the captured graph: it skips the executor, so the profile holds
-    the run's ``model_run`` and nothing of its work, no Node event and no Kernel event. A run of a normal
-    session always executes nodes. Only in a profile with nodes on a GPU provider (:data:`GPU_PROVIDERS`):
-    the CPU provider captures no graph."""
+    the run's ``model_run`` and no Node event. A run of a normal session always executes nodes. Only in a
+    profile with nodes on a GPU provider (:data:`GPU_PROVIDERS`): the CPU provider captures no graph. In a
+    build with CUDA profiling the replay's kernels are there (ORT opens the run's profiler event, and so the EP
+    profiler's CUPTI correlation, before ``ReplayGraph`` and closes it after; CUPTI gives a graph's kernels
+    its launch's correlation id): a run holding a Kernel event is whole, not listed."""
     runs = session.filter(pl.col("name") == MODEL_RUN).select("pid_i", "tid_i", "start", "end").sort("start")
     if runs.height < 2 or nodes.is_empty():
         return None
@@ -574,6 +579,21 @@ def graph_replays(session: pl.DataFrame, nodes: pl.DataFrame) -> dict[str, Any] 
     empty = held.with_columns(
         _empty=pl.col("node_start").is_null() | (pl.col("node_start") >= pl.col("end"))
     ).sort("_run")
+    if kernels is not None and not kernels.is_empty():
+        # (kernels carry pid -1 in every ORT version that writes them: matched by time alone)
+        first = (
+            empty.sort("start")
+            .join_asof(
+                kernels.select(kernel_start="start").drop_nulls().sort("kernel_start"),
+                left_on="start",
+                right_on="kernel_start",
+                strategy="forward",
+                check_sortedness=False,
+            )
+            .sort("_run")
+        )
+        worked = (pl.col("kernel_start") < pl.col("end")).fill_null(False)
+        empty = first.with_columns(_empty=pl.col("_empty") & ~worked)
     after = empty.filter(pl.col("_empty") & (~pl.col("_empty")).cast(pl.Int64).cum_sum().over("pid_i").gt(0))
     if after.is_empty():
         return None
@@ -1274,7 +1294,7 @@ def read(path: Path) -> Trace:
         meta["ops_before_parent"] = before_parent
     if after_run is not None:
         meta["ops_after_run"] = after_run
-    replays = graph_replays(session, nodes)
+    replays = graph_replays(session, nodes, kernels)
     if replays is not None:
         meta[GRAPH_REPLAYS] = replays
         count = len(replays["runs"])
