@@ -150,3 +150,18 @@ def test_readme_says_analyze_ends_its_table_with_the_warnings_also_into_a_file(
         "except that `analyze` and `table`, printing their table (`--format table`) on standard output, end it "
         "with them there and not on standard error, also when standard output is a file or a pipe" in text
     )
+
+
+def test_readme_share_outside_gpu_work_is_the_samples() -> None:
+    """README: 'eager PyTorch spends N% of a batch-1 iteration outside GPU work (busy 0.61 of 8.08 ms traced)'.
+    The sample's means: busy 0.6061 ms of 8.0764 ms, 92.5% outside (92% at whole percents); it said 93%."""
+    import tracekit
+    from tests.conftest import SAMPLE_TRACES
+
+    a = tracekit.analyze(SAMPLE_TRACES / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz")
+    busy, latency = a.summary.mean("gpu_busy_ms"), a.summary.mean("latency_ms")
+    assert (round(busy, 2), round(latency, 2)) == (0.61, 8.08)
+    share = round(100 * (1 - busy / latency))
+    assert share == 92
+    text = " ".join(README.read_text().split())
+    assert f"spends {share}% of a batch-1 iteration outside GPU work (busy 0.61 of 8.08 ms traced)" in text
