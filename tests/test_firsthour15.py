@@ -165,3 +165,23 @@ def test_readme_share_outside_gpu_work_is_the_samples() -> None:
     assert share == 92
     text = " ".join(README.read_text().split())
     assert f"spends {share}% of a batch-1 iteration outside GPU work (busy 0.61 of 8.08 ms traced)" in text
+
+
+def test_readme_tour_compare_says_pytorch_and_ort_share_no_operator_name() -> None:
+    """The tour compares a PyTorch run with an ORT run and promised 'per-operator deltas': the two name their
+    operators differently (aten::linear, MatMul:/model/...), so compare prints 'A and B have no op name in
+    common (633 names, each on one side only): no Δ per name' and every Δ is '—'."""
+    from tracekit.renderers.compare import _no_common_name_note
+
+    kernels = [
+        {"name": "aten::linear", "count_a": 72, "count_b": None},
+        {"name": "MatMul:/model/encoder/layer.1/output/dense/MatMul", "count_a": None, "count_b": 1},
+    ]
+    assert _no_common_name_note({"kernels": kernels}) == (
+        "A and B have no op name in common (2 names, each on one side only): no Δ per name"
+    )
+    (line,) = [x for x in README.read_text().splitlines() if x.startswith("tracekit compare runs/bert-pt")]
+    assert line.split("#", 1)[1].strip() == (
+        "medians with intervals; per-operator deltas where both ran an op of that name (none here: PyTorch's "
+        "aten:: ops against ORT's nodes)"
+    )
