@@ -925,6 +925,43 @@ def _accounted(trace: Trace) -> tuple[np.ndarray, np.ndarray]:
     return both.get_column("start").to_numpy(), both.get_column("end").to_numpy()
 
 
+def _windows(frame: pl.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(window starts, window ends) of ``frame``'s rows as ns arrays; a row without a window holds none (its
+    end at its start, 0)."""
+    known = frame.get_column("window_start").is_not_null() & frame.get_column("window_end").is_not_null()
+    ws = frame.get_column("window_start").fill_null(0).to_numpy().astype(np.int64)
+    we = pl.select(pl.when(known).then(frame.get_column("window_end")).otherwise(pl.lit(0))).to_series()
+    return ws, we.to_numpy().astype(np.int64)
+
+
+def _silences(trace: Trace, ws: np.ndarray, we: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The stretches of at least :data:`UNRECORDED_MIN_NS` in which nothing was recorded (:func:`_accounted`),
+    with those before the first record and after the last as far as the windows (``ws``, ``we``) reach:
+    (starts, ends), sorted and disjoint."""
+    starts, ends = _accounted(trace)
+    if not len(ws) or not len(starts):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    covered = np.maximum.accumulate(ends)
+    lo = np.concatenate([[min(int(ws.min()), int(starts[0]))], covered])
+    hi = np.concatenate([starts, [max(int(we.max()), int(covered[-1]))]])
+    keep = hi - lo >= UNRECORDED_MIN_NS
+    return lo[keep], hi[keep]
+
+
+def _time_within(lo: np.ndarray, hi: np.ndarray, ws: np.ndarray, we: np.ndarray) -> np.ndarray:
+    """The time of the intervals [lo, hi) (sorted, disjoint) inside each window [ws, we) (ns)."""
+    if not len(lo) or not len(ws):
+        return np.zeros(len(ws), dtype=np.int64)
+    done = np.concatenate([[0], np.cumsum(hi - lo)])  # time of the intervals before each
+
+    def before(t: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(lo, t, side="right") - 1
+        at = np.maximum(k, 0)
+        return np.where(k >= 0, done[at] + np.minimum(t, hi[at]) - lo[at], 0)
+
+    return np.maximum(before(we) - before(ws), 0)
+
+
 def unrecorded_ns(trace: Trace, frame: pl.DataFrame) -> pl.Series | None:
     """Per row of ``frame`` (``window_start``, ``window_end``, ns) the time in its window that lies in a stretch
     of at least :data:`UNRECORDED_MIN_NS` in which nothing was recorded (:func:`_accounted`): no host thread in
@@ -934,38 +971,163 @@ def unrecorded_ns(trace: Trace, frame: pl.DataFrame) -> pl.Series | None:
     of its Python: a silence says nothing there) or is CPU-only."""
     if trace.cpu_ops.is_empty() or trace.ops.is_empty() or trace.meta.get("device") == "cpu":
         return None
-    starts, ends = _accounted(trace)
-    known = frame.get_column("window_start").is_not_null() & frame.get_column("window_end").is_not_null()
-    # (a row without a window holds none: its end at its start)
-    ws = frame.get_column("window_start").fill_null(0).to_numpy().astype(np.int64)
-    we = pl.select(pl.when(known).then(frame.get_column("window_end")).otherwise(pl.lit(0))).to_series()
-    we = we.to_numpy().astype(np.int64)
-    if not len(ws) or not len(starts):
-        return pl.Series("unrecorded_ns", np.zeros(len(ws), dtype=np.int64))
-    covered = np.maximum.accumulate(ends)
-    # the silences (covered so far, next start), with those before the first record and after the last as far
-    # as the windows reach
-    lo = np.concatenate([[min(int(ws.min()), int(starts[0]))], covered])
-    hi = np.concatenate([starts, [max(int(we.max()), int(covered[-1]))]])
-    keep = hi - lo >= UNRECORDED_MIN_NS
+    ws, we = _windows(frame)
+    lo, hi = _silences(trace, ws, we)
+    return pl.Series("unrecorded_ns", _time_within(lo, hi, ws, we), pl.Int64)
+
+
+def _pairs(pieces: object) -> tuple[np.ndarray, np.ndarray]:
+    """[[start, end, ...], ...] of ``meta["python_threads"]`` as (starts, ends) arrays (malformed rows
+    dropped)."""
+    rows = (
+        [p for p in pieces if isinstance(p, (list, tuple)) and len(p) >= 2]
+        if isinstance(pieces, list)
+        else []
+    )
+    try:
+        arr = np.array([[int(p[0]), int(p[1])] for p in rows], dtype=np.int64).reshape(-1, 2)
+    except (TypeError, ValueError):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return arr[:, 0], arr[:, 1]
+
+
+def _union(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """The union of interval sets: sorted, disjoint (intervals that touch join)."""
+    lo = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
+    hi = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
+    keep = hi > lo
     lo, hi = lo[keep], hi[keep]
     if not len(lo):
-        return pl.Series("unrecorded_ns", np.zeros(len(ws), dtype=np.int64))
-    done = np.concatenate([[0], np.cumsum(hi - lo)])  # silent time of the stretches before each
-
-    def before(t: np.ndarray) -> np.ndarray:
-        """Silent time before each of ``t`` (the stretches are disjoint and sorted)."""
-        k = np.searchsorted(lo, t, side="right") - 1
-        at = np.maximum(k, 0)
-        return np.where(k >= 0, done[at] + np.minimum(t, hi[at]) - lo[at], 0)
-
-    return pl.Series("unrecorded_ns", before(we) - before(ws), pl.Int64)
+        return lo, hi
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    reach = np.maximum.accumulate(hi)
+    new = np.concatenate([[True], lo[1:] > reach[:-1]])
+    at = np.flatnonzero(new)
+    return lo[at], np.maximum.reduceat(hi, at)
 
 
-def unrecorded_host(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) -> str | None:
-    """The doubt when the verdict is framework-bound (median utilization of ``frame``'s ``busy_ns`` /
-    ``latency_ns`` below ``threshold``, default the analysis' 50%) but would not be without the time in which
-    nothing was recorded (:func:`unrecorded_ns`): that time may be the host waiting, not framework code."""
+def _intersect(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The intersection of two sorted, disjoint interval sets."""
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    if not len(a_lo) or not len(b_lo):
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    lo = np.concatenate([a_lo, b_lo])
+    hi = np.concatenate([a_hi, b_hi])
+    order = np.argsort(lo, kind="stable")
+    lo, hi = lo[order], hi[order]
+    # each interval against the furthest end of the intervals before it (of either set; each set disjoint)
+    reach = np.concatenate([[np.iinfo(np.int64).min], np.maximum.accumulate(hi)[:-1]])
+    ends = np.minimum(hi, reach)
+    keep = ends > lo
+    return _union([(lo[keep], ends[keep])])
+
+
+def _minus(
+    a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """The intervals of ``a`` outside every interval of ``b`` (both sorted and disjoint)."""
+    (a_lo, a_hi), (b_lo, b_hi) = a, b
+    if not len(a_lo) or not len(b_lo):
+        return a_lo, a_hi
+    cuts = np.unique(np.concatenate([a_lo, a_hi, b_lo, b_hi]))
+    left, right = cuts[:-1], cuts[1:]
+    ka = np.searchsorted(a_lo, left, side="right") - 1
+    kb = np.searchsorted(b_lo, left, side="right") - 1
+    in_a = (ka >= 0) & (left < a_hi[np.maximum(ka, 0)])
+    in_b = (kb >= 0) & (left < b_hi[np.maximum(kb, 0)])
+    keep = in_a & ~in_b
+    return _union([(left[keep], right[keep])])
+
+
+#: (running, waiting, the launching threads' blocked calls as (start, end, name)): see :func:`_python_cover`
+PythonCover = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray], list[tuple[int, int, str]]]
+
+
+def _python_cover(trace: Trace) -> PythonCover | None:
+    """What the Python tracer (``meta["python_threads"]``, the Kineto reader's record of the python_function
+    events) says of the host threads that launch device work (those with API calls): *running*, where one of
+    them ran Python (calls made or returned at least every 100 µs, outside blocking calls: framework code);
+    *waiting*, where each of them was inside a blocking call (a lock, queue, socket, selector, sleep) and no
+    thread at all ran Python. None when the trace has no such record for any launching thread. Waiting is
+    never claimed when a launching thread has no record (autograd's engine thread, say): its state is
+    unknown then."""
+    threads = trace.meta.get("python_threads")
+    if not isinstance(threads, list) or not threads or trace.api.is_empty():
+        return None
+    record = {(t.get("pid"), t.get("thread")): t for t in threads if isinstance(t, dict)}
+    launching = trace.api.select("pid", "thread").unique().rows()
+    mine = [record[k] for k in launching if k in record]
+    if not mine:
+        return None
+    running = _union([_pairs(t.get("running")) for t in mine])
+    anyone = _union([_pairs(t.get("running")) for t in record.values()])
+    waiting: tuple[np.ndarray, np.ndarray] = (np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if len(mine) == len(launching):
+        waiting = _union([_pairs(mine[0].get("blocked"))])
+        for t in mine[1:]:
+            waiting = _intersect(waiting, _union([_pairs(t.get("blocked"))]))
+        waiting = _minus(waiting, anyone)
+    calls = [
+        (int(b[0]), int(b[1]), str(b[2]))
+        for t in mine
+        for b in (t.get("blocked") or [])
+        if isinstance(b, (list, tuple)) and len(b) >= 3
+    ]
+    return running, waiting, calls
+
+
+def _top_calls(
+    calls: list[tuple[int, int, str]], waited: tuple[np.ndarray, np.ndarray], most: int = 3
+) -> str:
+    """The blocking calls that held the most of ``waited`` (sorted, disjoint), as "'name' x.xxx ms, ... in all"
+    (their time over every iteration); "" when none did."""
+    if not calls:
+        return ""
+    starts = np.array([c[0] for c in calls], dtype=np.int64)
+    ends = np.array([c[1] for c in calls], dtype=np.int64)
+    took = _time_within(*waited, starts, ends)
+    held = pl.DataFrame({"name": [c[2] for c in calls], "ns": took}).group_by("name").agg(pl.col("ns").sum())
+    held = held.filter(pl.col("ns") > 0).sort(["ns", "name"], descending=[True, False])
+    if held.is_empty():
+        return ""
+    listed = ", ".join(f"{name!r} {ns / 1e6:.3f} ms" for name, ns in held.head(most).rows())
+    more = held.height - min(most, held.height)
+    return listed + (f" and {more} more" if more else "") + " in all"
+
+
+def silence_parts(trace: Trace, frame: pl.DataFrame) -> pl.DataFrame | None:
+    """Per row of ``frame`` (``window_start``, ``window_end``) the time in its window's silent stretches
+    (:func:`unrecorded_ns`, ``unrecorded_ns``) and, as the Python tracer tells it (:func:`_python_cover`), the
+    part of it the threads that launch device work were waiting in a blocking call (``waiting_ns``) or ran
+    Python (``python_ns``); the rest (``unrecorded_ns - waiting_ns - python_ns``) no record tells. None when
+    :func:`unrecorded_ns` is, or the trace has no Python tracer record of a launching thread."""
+    if trace.cpu_ops.is_empty() or trace.ops.is_empty() or trace.meta.get("device") == "cpu":
+        return None
+    cover = _python_cover(trace)
+    return None if cover is None else _parts(trace, frame, cover)
+
+
+def _parts(trace: Trace, frame: pl.DataFrame, cover: PythonCover) -> pl.DataFrame:
+    """:func:`silence_parts` with the trace's :func:`_python_cover`."""
+    running, waiting, _ = cover
+    ws, we = _windows(frame)
+    silent = _silences(trace, ws, we)
+    return pl.DataFrame(
+        {
+            "unrecorded_ns": _time_within(*silent, ws, we),
+            "waiting_ns": _time_within(*_intersect(silent, waiting), ws, we),
+            "python_ns": _time_within(*_intersect(silent, running), ws, we),
+        },
+        schema=dict.fromkeys(("unrecorded_ns", "waiting_ns", "python_ns"), pl.Int64),
+    )
+
+
+def _silence_answer(trace: Trace, frame: pl.DataFrame, threshold: float | None) -> tuple[str, str] | None:
+    """("doubt" | "note", text) of the host-silence check (:func:`unrecorded_host`, :func:`unrecorded_host_note`),
+    or None when the silence does not decide the verdict."""
     from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
 
     threshold = FRAMEWORK_BOUND_UTILIZATION if threshold is None else threshold
@@ -974,35 +1136,121 @@ def unrecorded_host(trace: Trace, frame: pl.DataFrame, threshold: float | None =
     silent = unrecorded_ns(trace, frame)
     if silent is None or not silent.sum():
         return None
-    latency, busy = pl.col("latency_ns"), pl.col("busy_ns")
-    rows = frame.select(latency, busy, silent).filter(latency > 0)
-    util = (busy / latency).median()
-    rest = pl.when(latency > pl.col("unrecorded_ns")).then(busy / (latency - pl.col("unrecorded_ns")))
+    cover = _python_cover(trace)
+    parts = None if cover is None else _parts(trace, frame, cover)
+    if parts is None:
+        parts = pl.DataFrame(
+            {"waiting_ns": np.zeros(frame.height, np.int64), "python_ns": np.zeros(frame.height, np.int64)}
+        )
+    latency, busy, quiet = pl.col("latency_ns"), pl.col("busy_ns"), pl.col("unrecorded_ns")
+    wait, python = pl.col("waiting_ns"), pl.col("python_ns")
+
+    def without(gone: pl.Expr) -> pl.Expr:
+        return pl.when(latency > gone).then(busy / (latency - gone)).median()
+
+    rows = pl.concat(
+        [frame.select(latency, busy), silent.to_frame(), parts.select("waiting_ns", "python_ns")],
+        how="horizontal",
+    ).filter(latency > 0)
     found = rows.select(
-        util.alias("util"), rest.median().alias("rest"), pl.col("unrecorded_ns").median(), latency.median()
-    )
-    util_now, util_rest, median_silent, median_latency = found.row(0)
+        (busy / latency).median().alias("util"),
+        without(quiet).alias("rest"),
+        without(wait).alias("no_wait"),
+        without(quiet - python).alias("python_only"),
+        quiet.median().alias("silent"),
+        wait.median().alias("wait"),
+        python.median().alias("python"),
+        (quiet - wait - python).median().alias("unknown"),
+        latency.median().alias("latency"),
+    ).row(0, named=True)
+    util_now, util_rest = found["util"], found["rest"]
     if util_now is None or util_rest is None or util_now >= threshold or util_rest < threshold:
         return None
-    return (
-        f"verdict uncertain: the iterations hold stretches of {UNRECORDED_MIN_NS / 1e6:g} ms or more with no CPU "
-        "operator or API call on any host thread and no device op running or launched: a median "
-        f"{median_silent / 1e6:.3f} ms an iteration, of a median latency of "
-        f"{median_latency / 1e6:.3f} ms ({median_silent / median_latency:.1%}), counted as dispatch (framework "
-        f"code); {_why_silent(trace)}; without it the median GPU utilization is {util_rest:.1%} (threshold "
-        f"{threshold:.0%}), not {util_now:.1%}" + _engine_steps_hint(trace, median_latency)
+    ms = {k: (found[k] or 0) / 1e6 for k in ("silent", "wait", "python", "unknown", "latency")}
+    stretch = (
+        f"stretches of {UNRECORDED_MIN_NS / 1e6:g} ms or more with no CPU operator or API call on any host "
+        "thread and no device op running or launched"
     )
+    head = (
+        f"the iterations hold {stretch}: a median {ms['silent']:.3f} ms an iteration, of a median latency of "
+        f"{ms['latency']:.3f} ms ({found['silent'] / found['latency']:.1%}), counted as dispatch (framework code)"
+    )
+    hint = _engine_steps_hint(trace, found["latency"])
+    if cover is None:
+        return "doubt", (
+            f"verdict uncertain: {head}; {_why_silent(trace)}; without it the median GPU utilization is "
+            f"{util_rest:.1%} (threshold {threshold:.0%}), not {util_now:.1%}" + hint
+        )
+    if not (parts.get_column("waiting_ns").sum() or parts.get_column("python_ns").sum()):
+        return "doubt", (
+            f"verdict uncertain: {head}; the trace's Python calls (with_stack) show no call begun or ended on the "
+            "thread(s) that launch device work then (a call the tracer does not see, computing, or the trace's "
+            "end), so they do not say whether the host was waiting (a serving engine waiting for requests, a "
+            f"lock or queue, a sleep) or running framework code; without it the median GPU utilization is "
+            f"{util_rest:.1%} (threshold {threshold:.0%}), not {util_now:.1%}" + hint
+        )
+    python_only = found["python_only"]
+    if python_only is not None and python_only < threshold:
+        return "note", (
+            f"the host was silent in {stretch} for a median {ms['silent']:.3f} ms an iteration; the trace's Python calls (with_stack) show the "
+            f"thread(s) that launch device work running Python for a median {ms['python']:.3f} ms of it, in no "
+            "blocking call: framework code, rightly counted as dispatch; that Python alone keeps the median GPU "
+            f"utilization at {python_only:.1%} (threshold {threshold:.0%}): the framework-bound verdict stands"
+        )
+    ws, we = _windows(frame)
+    waited = _intersect(_silences(trace, ws, we), cover[1])
+    calls = _top_calls(cover[2], waited)
+    split = (
+        f"of it, the trace's Python calls (with_stack) show the thread(s) that launch device work blocked in a "
+        f"waiting call for a median {ms['wait']:.3f} ms an iteration"
+        + (f" ({calls})" if calls else "")
+        + f", running Python (framework code) for {ms['python']:.3f} ms, and {ms['unknown']:.3f} ms with no Python "
+        "call begun or ended (a call the tracer does not see, or computing: unknown)"
+    )
+    no_wait = found["no_wait"]
+    if no_wait is not None and no_wait >= threshold:
+        return "doubt", (
+            f"verdict uncertain: {head}; {split}: the host was waiting then (for requests, a lock, a queue, a "
+            f"socket), not running framework code, and without the waits the median GPU utilization is "
+            f"{no_wait:.1%} (threshold {threshold:.0%}), not {util_now:.1%}: the framework-bound verdict rests on "
+            "the host's waits" + hint
+        )
+    return "doubt", (
+        f"verdict uncertain: {head}; {split}: the waits alone do not decide the verdict (without them the "
+        f"median GPU utilization is {(no_wait or 0):.1%}, without the waits and the unknown time "
+        f"{(python_only or 0):.1%}, without all of it {util_rest:.1%}; threshold {threshold:.0%}; now "
+        f"{util_now:.1%})" + hint
+    )
+
+
+def unrecorded_host(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) -> str | None:
+    """The doubt when the verdict is framework-bound (median utilization of ``frame``'s ``busy_ns`` /
+    ``latency_ns`` below ``threshold``, default the analysis' 50%) but would not be without the time in which
+    nothing was recorded (:func:`unrecorded_ns`): that time may be the host waiting, not framework code. Where
+    the trace's Python tracer tells (:func:`silence_parts`): the doubt says so when the launching threads'
+    waits alone carry the verdict; there is none when their Python alone keeps it framework-bound
+    (:func:`unrecorded_host_note` says that); else it gives the parts."""
+    answer = _silence_answer(trace, frame, threshold)
+    return answer[1] if answer is not None and answer[0] == "doubt" else None
+
+
+def unrecorded_host_note(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) -> str | None:
+    """The note (a warning, no doubt) when the host's silent stretches that a framework-bound verdict rests on
+    were Python code on the threads that launch device work, as the trace's Python tracer shows, and that
+    Python alone keeps the verdict framework-bound; None otherwise."""
+    answer = _silence_answer(trace, frame, threshold)
+    return answer[1] if answer is not None and answer[0] == "note" else None
 
 
 def _why_silent(trace: Trace) -> str:
     """Why a silence may be no framework code, as the trace allows: torch.profiler records nothing for a
     blocked thread; with its Python tracer on (``with_stack``), the blocking call is recorded as a Python event,
-    which tracekit does not read."""
+    but the trace holds none on the threads that launch device work."""
     waits = "a serving engine waiting for requests, a lock or queue, a sleep"
     if trace.meta.get("python_tracing"):
         return (
-            "only the trace's Python call events (with_stack), which tracekit does not read, say whether the "
-            f"host was waiting then ({waits}) or running framework code"
+            "the trace's Python call events (with_stack) hold none of the threads that launch device work, "
+            f"which would say whether the host was waiting then ({waits}) or running framework code"
         )
     return f"torch.profiler records nothing for a thread that is blocked ({waits}), so it may be the host waiting"
 

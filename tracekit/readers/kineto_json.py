@@ -141,6 +141,11 @@ READ_CATEGORIES: tuple[str, ...] = (
     *GPU_RANGE_CATEGORIES,
     *LEGACY_GPU_RANGE_CATEGORIES,
 )
+#: the Python tracer's events (torch.profiler ``with_stack=True``): kept as rows only until the frame side has
+#: reduced them to each thread's running and blocked time (:func:`tracekit.readers.kineto.python_pieces`)
+PYTHON_CATEGORIES: tuple[str, ...] = ("python_function",)
+#: categories of the complete events the decoding keeps (the others are dropped while decoding)
+KEPT_CATEGORIES: tuple[str, ...] = (*READ_CATEGORIES, *PYTHON_CATEGORIES)
 #: ``args`` fields read as integers (the others as text)
 INT_ARGS: tuple[str, ...] = ("a_correlation", "a_device", "a_stream", "a_graph")
 

@@ -27,7 +27,7 @@ Column kinds (``(kind, payload)``):
     the Python values themselves (int, str or None), where neither of the above applies.
 
 Chunks decoded as :class:`~tracekit.readers.kineto_json._FastEvent` are reduced here to the complete
-events of the categories read (:data:`~tracekit.readers.kineto_json.READ_CATEGORIES`), as a C-level test
+events of the categories kept (:data:`~tracekit.readers.kineto_json.KEPT_CATEGORIES`), as a C-level test
 on the category name. Chunks decoded as :class:`~tracekit.readers.kineto_json._Event` (other value types)
 keep every event with every field as ``"raw"`` text plus a ``ph`` column: the frame side selects the rows.
 """
@@ -50,7 +50,7 @@ from tracekit.readers.kineto_json import (
     CPU_OP_CATEGORIES,
     INPUT_FIELDS,
     INT_ARGS,
-    READ_CATEGORIES,
+    KEPT_CATEGORIES,
     Progress,
     _FastEvent,
     args_of,
@@ -190,7 +190,7 @@ def _encode_fast(chunk: list[Any], positions: dict[str, dict[str, int]]) -> Wire
     kept = list(filter(_FastEvent.__instancecheck__, chunk))
     cats = list(map(getattr, kept, repeat("cat")))
     present = set(cats)
-    read = {c for c in present - {None} if c.lower() in READ_CATEGORIES}
+    read = {c for c in present - {None} if c.lower() in KEPT_CATEGORIES}
     if read != present:  # some complete events are of categories not read: drop them
         is_read = list(map(read.__contains__, cats))
         kept, cats = list(compress(kept, is_read)), list(compress(cats, is_read))

@@ -1,0 +1,337 @@
+"""Kineto traces recorded with the Python tracer (torch.profiler ``with_stack``), round 15: the host's silent
+stretches told apart by the python_function events (a thread blocked in a waiting call, or running Python).
+
+Every trace built here is SYNTHETIC (hand-built Kineto JSON, file names holding "synthetic", exact answers);
+the real traces (../shared/real_traces/tracelens) are read where present, never copied into the repo."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from tests.builders import kineto_event, kineto_file
+from tracekit.analyzers import plausibility as P
+from tracekit.api import analyze, read_trace
+from tracekit.readers import kineto as K
+
+REAL = Path(__file__).parents[2] / "shared/real_traces/tracelens"
+UNRECORDED = "no CPU operator or API call on any host thread"
+STEP_US = 10_000
+
+
+def _steps(steps: int = 3) -> list[dict[str, Any]]:
+    """vLLM's worker as torch.profiler records it (serving14's trace): ``ProfilerStep#k`` runs from step k's start
+    to step k+1's; each step (t0 = 10 ms k): an ``aten::linear`` [t0+100, t0+1900) us holding 10 launches of 150
+    us kernels (1.5 ms busy), a ``cudaDeviceSynchronize`` [t0+1900, t0+2000), then no CPU operator, API call or
+    device op until the next step's operator at t0+10100: 8.0 ms of silence in the first step's window, 8.1 ms
+    in the others' (their first 100 us close the previous silence)."""
+    events, corr = [], 1
+    for k in range(steps):
+        t0 = k * STEP_US
+        events.append(kineto_event("user_annotation", f"ProfilerStep#{k + 1}", t0, STEP_US))
+        events.append(kineto_event("cpu_op", "aten::linear", t0 + 100, 1800))
+        for i in range(10):
+            call = t0 + 100 + 180 * i
+            events.append(kineto_event("cuda_runtime", "cudaLaunchKernel", call, 10, correlation=corr))
+            events.append(
+                kineto_event(
+                    "kernel", f"gemm_{i}", call + 15, 150, pid=0, tid=7, correlation=corr, stream=7, device=0
+                )
+            )
+            corr += 1
+        events.append(kineto_event("cuda_runtime", "cudaDeviceSynchronize", t0 + 1900, 100))
+    return events
+
+
+def _py(name: str, ts: int, dur: int, tid: int = 1) -> dict[str, Any]:
+    return kineto_event("python_function", name, ts, dur, pid=1, tid=tid)
+
+
+def _waiting(steps: int = 3) -> list[dict[str, Any]]:
+    """The launching thread's Python in each step's silence: ``schedule`` [t0+2000, t0+2040) calling ``len``
+    [t0+2010, t0+2020); ``queue.get`` [t0+2050, t0+9950) holding ``threading`` ``wait`` [t0+2060, t0+9940) and a
+    lock's ``acquire`` [t0+2070, t0+9930) (blocked: 7.9 ms); ``process_outputs`` [t0+9960, t0+10000); under the
+    busy loop's frame [0, 30000). Running Python (calls at most 100 us apart, outside the wait): [t0+2000,
+    t0+2050) and [t0+9950, t0+10000), 0.1 ms a step."""
+    events = [_py("vllm/v1/engine/core.py(700): run_busy_loop", 0, steps * STEP_US)]
+    for k in range(steps):
+        t0 = k * STEP_US
+        events += [
+            _py("vllm/v1/core/sched/scheduler.py(50): schedule", t0 + 2000, 40),
+            _py("<built-in function len>", t0 + 2010, 10),
+            _py("queue.py(171): get", t0 + 2050, 7900),
+            _py("threading.py(320): wait", t0 + 2060, 7880),
+            _py("<built-in method acquire of _thread.lock object at 0x7f5e1c2d3e40>", t0 + 2070, 7860),
+            _py("vllm/v1/engine/core.py(260): process_outputs", t0 + 9960, 40),
+        ]
+    return events
+
+
+def _framework(steps: int = 3) -> list[dict[str, Any]]:
+    """The launching thread running Python through each step's silence: ``schedule`` [t0+2000, t0+10000)
+    calling ``len`` every 50 us (160 calls of 10 us): 8.0 ms of Python a step, no blocking call."""
+    events = []
+    for k in range(steps):
+        t0 = k * STEP_US
+        events.append(_py("vllm/v1/core/sched/scheduler.py(50): schedule", t0 + 2000, 8000))
+        events += [_py("<built-in function len>", t0 + 2000 + 50 * i, 10) for i in range(160)]
+    return events
+
+
+def _windows(rows: list[tuple[int, int]]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"window_start": [r[0] for r in rows], "window_end": [r[1] for r in rows]},
+        schema={"window_start": pl.Int64, "window_end": pl.Int64},
+    )
+
+
+STEPS = _windows([(k * STEP_US * 1000, (k + 1) * STEP_US * 1000) for k in range(3)])
+
+
+def _doubts(analysis: Any) -> list[str]:
+    return [w for w in analysis.warnings if w.startswith("verdict uncertain: ") and UNRECORDED in w]
+
+
+# ------------------------------------------------------------------------------------------------ the reader
+
+
+def test_the_reader_keeps_each_threads_running_and_blocked_python_time(tmp_path: Path) -> None:
+    trace = read_trace(kineto_file(tmp_path, _steps() + _waiting(), "wait.synthetic.json"))
+    (thread,) = trace.meta[K.PYTHON_THREADS]
+    assert (thread["pid"], thread["thread"]) == (1, 1)
+    us = 1000
+    assert thread["blocked"] == [
+        [(k * STEP_US + 2050) * us, (k * STEP_US + 9950) * us, "queue.py: get"] for k in range(3)
+    ]
+    assert thread["running"] == [
+        [(k * STEP_US + a) * us, (k * STEP_US + b) * us]
+        for k in range(3)
+        for a, b in ((2000, 2050), (9950, 10000))
+    ]
+    # the events themselves are no rows of any frame
+    assert trace.ops.height == 30 and trace.api.height == 33 and trace.cpu_ops.height == 3
+
+
+def test_a_lock_acquired_in_c_is_a_blocking_call_named_without_its_address() -> None:
+    rows = pl.DataFrame(
+        {
+            "start": [0, 1_000_000],
+            "dur_ns": [500_000, 200_000],
+            "pid": [5, 5],
+            "tid": ["7", "thread 8"],
+            "name": [
+                "<built-in method acquire of _thread.lock object at 0x7f5e1c2d3e40>",
+                "<built-in function sleep>",
+            ],
+        }
+    )
+    pieces = K.python_pieces(rows).filter(pl.col("kind") == "block").sort("thread")
+    assert pieces.select("pid", "thread", "start", "end", "call").rows() == [
+        (5, 7, 0, 500_000, "<built-in method acquire of _thread.lock object>"),
+        (5, 8, 1_000_000, 1_200_000, "<built-in function sleep>"),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "blocking"),
+    [
+        ("threading.py(324): wait", True),
+        ("/usr/lib/python3.12/threading.py(655): wait", True),
+        ("queue.py(171): get", True),
+        ("selectors.py(469): select", True),
+        ("<built-in method poll of select.epoll object at 0x7f>", True),
+        ("zmq/sugar/socket.py(778): recv_multipart", True),
+        ("vllm/distributed/device_communicators/shm_broadcast.py(470): acquire_read", True),
+        ("<built-in method get of _queue.SimpleQueue object at 0x7f>", True),
+        # not waits: a mapping's get, torch's GPU-side stream waits, a file named like threading.py
+        ("_collections_abc.py(821): get", False),
+        ("<built-in method get of dict object at 0x7f>", False),
+        ("torch/cuda/streams.py(193): wait", False),
+        ("<built-in method wait of Event object at 0x7f>", False),
+        ("mythreading.py(3): wait", False),
+        ("asyncio/base_events.py(1910): _run_once", False),
+    ],
+)
+def test_blocking_calls_by_name(name: str, blocking: bool) -> None:
+    assert pl.Series([name]).str.contains(K.BLOCKING_CALLS).item() is blocking
+
+
+def test_python_events_split_across_chunks_join_at_the_seam(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 40,000 calls of 10 us, one every 20 us on one thread: one running stretch [0, 800 ms), whatever the
+    # batches (of 32,768 rows) the reader cuts them into
+    from tracekit.readers import kineto_wire
+
+    monkeypatch.setattr(kineto_wire, "BATCH_ROWS", 1000)
+    events = _steps(1) + [_py("<built-in function len>", 20 * i, 10, tid=3) for i in range(40_000)]
+    trace = read_trace(kineto_file(tmp_path, events, "seams.synthetic.json"))
+    (thread,) = [t for t in trace.meta[K.PYTHON_THREADS] if t["thread"] == 3]
+    assert thread["running"] == [[0, 799_990_000]] and thread["blocked"] == []
+
+
+def test_a_trace_without_python_events_has_no_record(tmp_path: Path) -> None:
+    trace = read_trace(kineto_file(tmp_path, _steps(), "plain.synthetic.json"))
+    assert K.PYTHON_THREADS not in trace.meta and "python_tracing" not in trace.meta
+
+
+# ---------------------------------------------------------------------------------------------- the analysis
+
+
+def test_a_silence_the_launching_thread_spent_in_a_blocking_call_is_said_to_be_a_wait(tmp_path: Path) -> None:
+    # Before (serving14): "verdict uncertain: ... only the trace's Python call events (with_stack), which
+    # tracekit does not read, say whether the host was waiting". Now the reader keeps them, and the doubt says
+    # the host was waiting: 7.9 ms of each step's 8.1 ms silence in queue.get, 0.1 ms Python, 0.1 ms unknown.
+    path = kineto_file(tmp_path, _steps() + _waiting(), "wait.synthetic.json")
+    trace = read_trace(path)
+    parts = P.silence_parts(trace, STEPS)
+    assert parts.rows() == [
+        (8_000_000, 7_900_000, 100_000),
+        (8_100_000, 7_900_000, 100_000),
+        (8_100_000, 7_900_000, 100_000),
+    ]
+    a = analyze(path)
+    assert a.verdict == "framework"
+    (doubt,) = _doubts(a)
+    assert a.summary.verdict_uncertain is not None
+    assert (
+        "blocked in a waiting call for a median 7.900 ms an iteration ('queue.py: get' 23.700 ms in all)"
+        in doubt
+    )
+    assert "running Python (framework code) for 0.100 ms, and 0.100 ms with no Python call" in doubt
+    assert "the host was waiting then" in doubt
+    # 1.5 ms busy of 10 - 7.9 ms
+    assert "without the waits the median GPU utilization is 71.4% (threshold 50%), not 15.0%" in doubt
+    assert "rests on the host's waits" in doubt
+
+
+def test_a_silence_the_launching_thread_spent_running_python_is_framework_time(tmp_path: Path) -> None:
+    # 8.0 ms of Python calls in each step's silence: framework code, rightly dispatch; the framework-bound
+    # verdict stands (15.0%; without the 0.1 ms no record explains, 15.2%): no doubt, a note instead.
+    path = kineto_file(tmp_path, _steps() + _framework(), "python.synthetic.json")
+    trace = read_trace(path)
+    assert P.silence_parts(trace, STEPS).rows() == [
+        (8_000_000, 0, 8_000_000),
+        (8_100_000, 0, 8_000_000),
+        (8_100_000, 0, 8_000_000),
+    ]
+    a = analyze(path)
+    assert a.verdict == "framework"
+    assert _doubts(a) == []
+    assert a.summary.verdict_uncertain is None
+    frame = STEPS.with_columns(latency_ns=pl.lit(10_000_000), busy_ns=pl.lit(1_500_000))
+    assert P.unrecorded_host(trace, frame) is None
+    note = P.unrecorded_host_note(trace, frame)
+    assert note is not None
+    assert "running Python for a median 8.000 ms of it, in no blocking call" in note
+    assert (
+        "keeps the median GPU utilization at 15.2% (threshold 50%): the framework-bound verdict stands"
+        in note
+    )
+
+
+def test_a_thread_that_makes_no_call_tells_nothing(tmp_path: Path) -> None:
+    # One Python frame spanning the trace, no call begun or ended in the silences: the tracer does not say what
+    # the thread did (a call it does not see, or computing): the doubt stays, with the time unknown.
+    events = _steps() + [_py("vllm/v1/engine/core.py(700): run_busy_loop", 0, 3 * STEP_US)]
+    path = kineto_file(tmp_path, events, "quiet.synthetic.json")
+    trace = read_trace(path)
+    assert P.silence_parts(trace, STEPS).rows() == [(8_000_000, 0, 0), (8_100_000, 0, 0), (8_100_000, 0, 0)]
+    (doubt,) = _doubts(analyze(path))
+    assert (
+        "the trace's Python calls (with_stack) show no call begun or ended on the thread(s) that launch"
+        in doubt
+    )
+    assert "without it the median GPU utilization is 78.9% (threshold 50%), not 15.0%" in doubt
+
+
+def test_a_silence_partly_told_gives_its_parts(tmp_path: Path) -> None:
+    # queue.get holds only [t0+6000, t0+9950) of each step's silence and the thread makes no call before it:
+    # 3.95 ms waiting, 0.05 ms Python, 4.1 ms unknown (4.0 in the first step); without the waits 1.5 / 6.05 ms
+    # is 24.8%: the waits alone do not decide; without the waits and the unknown time 1.5 / (10 - 8.05) ms is
+    # 76.9%, without all of it 1.5 / 1.9 ms is 78.9%.
+    events = _steps() + [_py("vllm/v1/engine/core.py(700): run_busy_loop", 0, 3 * STEP_US)]
+    for k in range(3):
+        t0 = k * STEP_US
+        events += [
+            _py("queue.py(171): get", t0 + 6000, 3950),
+            _py("vllm/v1/engine/core.py(260): process_outputs", t0 + 9960, 40),
+        ]
+    path = kineto_file(tmp_path, events, "partly.synthetic.json")
+    assert P.silence_parts(read_trace(path), STEPS).rows() == [
+        (8_000_000, 3_950_000, 50_000),
+        (8_100_000, 3_950_000, 50_000),
+        (8_100_000, 3_950_000, 50_000),
+    ]
+    (doubt,) = _doubts(analyze(path))
+    assert (
+        "blocked in a waiting call for a median 3.950 ms an iteration ('queue.py: get' 11.850 ms in all)"
+        in doubt
+    )
+    assert (
+        "running Python (framework code) for 0.050 ms, and 4.100 ms with no Python call begun or ended"
+        in doubt
+    )
+    assert (
+        "the waits alone do not decide the verdict (without them the median GPU utilization is 24.8%, without "
+        "the waits and the unknown time 76.9%, without all of it 78.9%; threshold 50%; now 15.0%)"
+    ) in doubt
+
+
+def test_another_threads_wait_is_not_the_launching_threads(tmp_path: Path) -> None:
+    # tqdm's monitor thread (tid 9, no API call) waits through the whole trace, as in the real H100 traces; the
+    # launching thread makes no call: nothing is known of it, so no wait is claimed.
+    events = _steps() + [
+        _py("vllm/v1/engine/core.py(700): run_busy_loop", 0, 3 * STEP_US),
+        _py("threading.py(324): wait", 0, 3 * STEP_US, tid=9),
+    ]
+    trace = read_trace(kineto_file(tmp_path, events, "monitor.synthetic.json"))
+    assert P.silence_parts(trace, STEPS).get_column("waiting_ns").to_list() == [0, 0, 0]
+
+
+def test_a_wait_while_another_thread_runs_python_is_no_wait(tmp_path: Path) -> None:
+    # The launching thread in queue.get [t0+2050, t0+9950) while thread 9 runs Python [t0+3000, t0+4000) (a
+    # call every 50 us): that 1 ms is not the host waiting; 6.9 ms is.
+    other = [
+        _py("<built-in function len>", k * STEP_US + 3000 + 50 * i, 10, tid=9)
+        for k in range(3)
+        for i in range(20)
+    ] + [_py("detokenizer.py(5): run", k * STEP_US + 3000, 1000, tid=9) for k in range(3)]
+    trace = read_trace(kineto_file(tmp_path, _steps() + _waiting() + other, "two_threads.synthetic.json"))
+    assert P.silence_parts(trace, STEPS).rows() == [
+        (8_000_000, 6_900_000, 100_000),
+        (8_100_000, 6_900_000, 100_000),
+        (8_100_000, 6_900_000, 100_000),
+    ]
+
+
+def test_python_events_of_no_launching_thread_leave_the_doubt_as_it_was(tmp_path: Path) -> None:
+    events = _steps() + [_py("queue.py(171): get", k * STEP_US + 2050, 7900, tid=9) for k in range(3)]
+    path = kineto_file(tmp_path, events, "elsewhere.synthetic.json")
+    assert P.silence_parts(read_trace(path), STEPS) is None
+    (doubt,) = _doubts(analyze(path))
+    assert (
+        "the trace's Python call events (with_stack) hold none of the threads that launch device work"
+        in doubt
+    )
+    assert "without it the median GPU utilization is 78.9% (threshold 50%), not 15.0%" in doubt
+
+
+def test_without_python_events_the_doubt_is_unchanged(tmp_path: Path) -> None:
+    (doubt,) = _doubts(analyze(kineto_file(tmp_path, _steps(), "plain.synthetic.json")))
+    assert "torch.profiler records nothing for a thread that is blocked" in doubt
+    assert "a median 8.100 ms an iteration, of a median latency of 10.000 ms (81.0%)" in doubt
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/iterations.py (not kineto15's) does not call plausibility.unrecorded_host_note: the answer "
+    "that the silences were Python code is computed but not shown (one line in measure_gaps: warnings += the "
+    "note, with bound_threshold)",
+)
+def test_the_framework_answer_is_said_in_the_analysis(tmp_path: Path) -> None:
+    a = analyze(kineto_file(tmp_path, _steps() + _framework(), "python.synthetic.json"))
+    assert any("the framework-bound verdict stands" in w for w in a.warnings), a.warnings
