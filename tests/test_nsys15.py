@@ -205,3 +205,68 @@ def test_without_a_profiler_start_the_capture_starts_at_0(tmp_path: Path) -> Non
     _with_diagnostics(path, [(0, "Profiling has started."), (300 * US, "Profiling has stopped.")])
     analysis = tracekit.analyze(path)
     assert analysis.iterations["gpu_utilization"].to_list() == [0.15, 0.5, 0.5]
+
+
+# ---------------------------------------------------------------- start/end ranges ended on another thread
+
+
+def test_async_ranges_ended_on_another_thread_do_not_nest_the_starting_threads_ranges(tmp_path: Path) -> None:
+    """NVTX start/end ranges are process ranges (NVTX's "Process Ranges", ``nvtxRangeStartEx``/``nvtxRangeEnd``,
+    may end on any thread: ``endGlobalTid`` then differs from ``globalTid``), not part of a thread's push/pop
+    stack. A serving loop: 6 'step' push/pop ranges of 40 µs on the main thread (one 20 µs kernel each, 0.5),
+    and 3 'request' start/end ranges of 125 µs, each started on the main thread inside a step and ended by a
+    worker thread 2.5 steps later. Counted in the main thread's nesting, every step started while a request was
+    open was depth 1: 'step' had one top-level range, 1 iteration, 5 of 6 kernels outside every iteration. The
+    requests no longer nest the steps: 6 iterations of 40 µs, busy 20 µs."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for i in range(6):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 40 * US, "step")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=2 * i + 1)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=2 * i + 2)
+    for k in (0, 2, 4):
+        start = 100 * US + k * 50 * US + 10 * US
+        b.nvtx_range(start, start + 125 * US, "request", start_end=True, end_tid=200)
+    path = b.write(tmp_path / "async_requests.synthetic.sqlite")
+    trace = read(path)
+    steps = trace.ranges.filter(trace.ranges["name"] == "step")
+    assert steps.get_column("depth").to_list() == [0] * 6
+    # a request's own depth still counts the step it began in
+    requests = trace.ranges.filter(trace.ranges["name"] == "request")
+    assert requests.get_column("depth").to_list() == [1, 1, 1]
+    analysis = tracekit.analyze(path)
+    assert analysis.range_name == "step"
+    assert analysis.iterations["latency_ms"].to_list() == [0.04] * 6
+    assert analysis.iterations["gpu_busy_ms"].to_list() == [0.02] * 6
+
+
+def test_a_start_end_range_ended_on_its_own_thread_still_nests(tmp_path: Path) -> None:
+    """A start/end range started and ended on one thread ('iteration', as Python's ``nvtx.start_range`` loop
+    writes it) still encloses the push/pop ranges inside it: in a CPU-only capture its 'op' leaves are depth 1,
+    the operators (busy 4 of 10 µs, 0.4)."""
+    b = NsysBuilder()
+    for i in range(3):
+        t0 = 100 * US + i * 20 * US
+        b.nvtx_range(t0, t0 + 10 * US, "iteration", start_end=True, end_tid=100)
+        b.nvtx_range(t0 + 2 * US, t0 + 6 * US, "op")
+    path = b.write(tmp_path / "start_end_iterations.synthetic.sqlite")
+    assert read(path).ranges.get_column("depth").to_list() == [0, 1] * 3
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == pytest.approx([0.4] * 3)
+
+
+def test_an_end_thread_of_0_is_no_other_thread(tmp_path: Path) -> None:
+    """nsys 2021.x exports a default for every missing NOT NULL field ("all fields are declared as NOT NULL ...
+    default value for that field is exported", its SQLite schema reference): ``endGlobalTid`` 0 on ranges that
+    ended on their own thread is no cross-thread end; the start/end 'iteration' ranges still hold their 'op'."""
+    b = NsysBuilder()
+    for i in range(3):
+        t0 = 100 * US + i * 20 * US
+        b.nvtx_range(t0, t0 + 10 * US, "iteration", start_end=True)
+        b.nvtx_range(t0 + 2 * US, t0 + 6 * US, "op")
+    for row in b.rows["NVTX_EVENTS"]:
+        row["endGlobalTid"] = 0
+    path = b.write(tmp_path / "end_tid_0.synthetic.sqlite")
+    assert read(path).ranges.get_column("depth").to_list() == [0, 1] * 3

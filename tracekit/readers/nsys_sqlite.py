@@ -51,7 +51,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0 (a domain
     named "gpu", the model's word for device-side annotations, is "gpu (NVTX)");
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
-    level). Event types (and the driver calls' ``eventClass``) are the ids the export's own
+    level; a start/end range ended on another thread than its own counts in no other range's nesting: it is an
+    async span, not a frame of its thread's stack). Event types (and the driver calls' ``eventClass``) are the ids the export's own
     ``ENUM_NSYS_EVENT_TYPE`` / ``ENUM_NSYS_EVENT_CLASS`` give them, where it has them. A range with no end
     (never closed: the capture ended inside it) keeps a null end, so that it has no latency and is no
     iteration; for the nesting it counts as open to the trace end (the largest
@@ -496,6 +497,11 @@ def _read_api_table(
 # -------------------------------------------------------------------------------------------- ranges
 
 
+#: Column of the raw NVTX ranges marking a range ended on another thread than the one that started it (dropped
+#: before the Trace is built).
+CROSS_THREAD = "_cross_thread"
+
+
 def with_nesting(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     """Add ``depth`` (Int32, enclosing ranges still open at this one's start) and ``has_child`` (bool)."""
     return ranges.with_columns(depth=nesting_depth(ranges, keys), has_child=~leaf_mask(ranges, keys))
@@ -616,6 +622,35 @@ def _without_profiler_ranges(ranges: pl.DataFrame, warnings: list[str]) -> pl.Da
     return ranges.filter(~own)
 
 
+def _nested(raw: pl.DataFrame) -> pl.DataFrame:
+    """``raw`` NVTX ranges with ``depth`` and ``has_child`` (:func:`with_nesting`) on their thread (pid, thread),
+    where a range ended on another thread (column :data:`CROSS_THREAD`: a start/end range, which NVTX calls a
+    process range, begun on one thread and ended on another: an async span such as a request's lifetime) takes
+    no part in the nesting of the other ranges of its starting thread: it is no frame of that thread's stack.
+    Counted there, a serving loop's 'step' push/pop ranges begun while a request was open were nested in it:
+    'step' had one top-level range of 6 (one iteration, 5 of 6 kernels outside every iteration). Its own depth
+    counts the other ranges of its thread open when it begins, but the cross-thread ones; its children, every
+    range of its thread it holds."""
+    nested = with_nesting(raw, ["pid", "thread"])
+    if CROSS_THREAD not in raw.columns:
+        return nested
+    cross = raw.get_column(CROSS_THREAD)
+    if not cross.any():
+        return nested.drop(CROSS_THREAD)
+    keys = ["pid", "thread"]
+    index = pl.int_range(raw.height, dtype=pl.UInt32, eager=True)
+    rest = with_nesting(raw.filter(~cross), keys)
+    # a cross-thread range's own depth: the other ranges of its thread open at its start, but the cross-thread
+    # ones (each one's depth among them alone taken off)
+    among_cross = nesting_depth(raw.filter(cross), keys)
+    cross_rows = index.filter(cross)
+    depth = nested.get_column("depth")
+    depth = depth.scatter(cross_rows, depth.gather(cross_rows) - among_cross)
+    depth = depth.scatter(index.filter(~cross), rest.get_column("depth"))
+    has_child = nested.get_column("has_child").scatter(index.filter(~cross), rest.get_column("has_child"))
+    return nested.with_columns(depth, has_child).drop(CROSS_THREAD)
+
+
 def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
     (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
@@ -638,6 +673,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         "end": export.col(t, "end"),
         "event_type": '"eventType"',
         "global_tid": export.col(t, "globalTid"),
+        "end_global_tid": export.col(t, "endGlobalTid"),
         "text": f"CAST({export.col(t, 'text')} AS BLOB)",
         "text_id": export.col(t, "textId"),
         "domain_id": export.col(t, "domainId"),
@@ -647,6 +683,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         "end": pl.Int64,
         "event_type": pl.Int64,
         "global_tid": pl.Int64,
+        "end_global_tid": pl.Int64,
         "text": pl.Binary,
         "text_id": pl.Int64,
         "domain_id": pl.Int64,
@@ -667,8 +704,18 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     frame = export.numeric_frame(t, exprs, schema, where=where)
     frame = frame.with_columns(binary_to_text(frame.get_column("text")))
     frame = frame.with_columns(
-        pid_of(pl.col("global_tid")).alias("pid"), tid_of(pl.col("global_tid")).alias("thread")
-    ).drop("global_tid")
+        pid_of(pl.col("global_tid")).alias("pid"),
+        tid_of(pl.col("global_tid")).alias("thread"),
+        # a start/end range ended on another thread than the one that started it (NVTX process ranges may; a
+        # push/pop range cannot, and nsys 2021.x writes a default 0 for a missing value)
+        (
+            pl.col("event_type").is_in([types["NvtxStartEndRange"], types["NvtxtStartEndRange"]])
+            & (pl.col("end_global_tid") != 0)
+            & (pl.col("end_global_tid") != pl.col("global_tid"))
+        )
+        .fill_null(False)
+        .alias(CROSS_THREAD),
+    ).drop("global_tid", "end_global_tid")
     frame = _lookup_names(frame.with_columns(_text_id=pl.col("text_id")), strings, "text_id", "registered")
     unresolved = frame.select(
         (pl.col("text").is_null() & pl.col("_text_id").is_not_null() & pl.col("registered").is_null()).sum()
@@ -1585,7 +1632,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ends = _session_ends(export)
         raw = _close_unclosed(raw, ops, api, gpu_metrics, warnings, max(ends) if ends else None)
     step.done("normalizing")
-    ranges = with_nesting(raw, ["pid", "thread"])
+    ranges = _nested(raw)
     # (a CPU-only trace's operators are taken from the ranges as nested: a never-closed one open to the trace end)
     nested = ranges
     if unclosed:
