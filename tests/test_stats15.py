@@ -187,3 +187,144 @@ def test_analyze_config_does_not_pass_on_a_recorded_p99_over_20(tmp_path: Path) 
     recorded = {"mean": 5.0, "p50": 4.0, "p90": 8.2, "p99": 8.9, "count": 20}
     config = TraceConfig(path=tmp_path / "x.synthetic.json", untraced_latency=recorded)
     assert config.to_json()["untraced_latency_ms"]["p99"] is None
+
+
+# --------------------------------------------------------------------- B. floats as JSON and CSV write them
+
+
+def test_round_float_takes_off_binary_noise_and_keeps_every_nanosecond() -> None:
+    from tracekit.renderers.tabular import round_float
+
+    assert round_float(11.013245999999999) == 11.013246  # the noise the brief names
+    assert round_float(0.1 + 0.2) == 0.3
+    assert round_float(2509.6000000000004) == 2509.6
+    assert round_float(1.2345678901234567e-7) == 1.23456789012e-7  # 12 significant digits
+    assert round_float(0.22640460522371547) == 0.226404605224
+    # A 10^10 ns span in ms keeps its last ns; so does the largest value still rounded to 12 digits.
+    assert round_float((10**10 + 1) / 1e6) == 10000.000001
+    assert round_float(999999.999999) == 999999.999999
+    # From 10^6 up: 6 decimals (13 to 15 digits), the ns of a ms value.
+    assert round_float(1234567.1234567001) == 1234567.123457
+    assert round_float(123456789.123456789) == 123456789.123457
+    # From 10^9 up, whole values, NaN and infinities: as they are.
+    for kept in (1e9 + 0.123456789, 4813693440182857.0, 3.0, -0.0, float("inf"), -float("inf")):
+        assert repr(round_float(kept)) == repr(kept)
+    assert round_float(float("nan")) != round_float(float("nan"))
+
+
+def test_round_floats_vectorized_is_value_for_value_the_scalar_rule() -> None:
+    import math
+
+    import numpy as np
+
+    from tracekit.renderers.tabular import round_float, round_floats
+
+    rng = np.random.default_rng(15)
+    values = np.concatenate(
+        [
+            rng.uniform(-1, 1, 20000) * 10.0 ** rng.integers(-14, 10, 20000),
+            rng.integers(0, 10**12, 5000) / 1e6 + rng.integers(0, 10**9, 5000) / 1e6,  # sums of ns in ms
+            # near-halves in the 12th digit, where the product x * 10^k could round either way
+            np.array([1.00000000000050, 123.456789012500, 0.5e-11, 1.5e-11, 999.9999999999999, 1e6 - 1e-7]),
+            np.array([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 5e-324, 1e300, 7.0]),
+        ]
+    )
+    got = round_floats(values).tolist()
+    want = [round_float(v) for v in values.tolist()]
+    assert [repr(v) for v in got] == [repr(v) for v in want]
+    # and no value moves by 1e-11 relative or more
+    moved = [abs(b - a) / abs(a) for a, b in zip(values.tolist(), got, strict=True) if a and math.isfinite(a)]
+    assert max(moved) < 1e-11
+
+
+def test_render_json_writes_rounded_floats_on_both_paths() -> None:
+    from tracekit.renderers.tabular import render_json
+
+    doc = {
+        "a": 11.013245999999999,
+        "b": [0.30000000000000004],
+        "c": float("nan"),
+        "d": 1,
+        "e": True,
+        "f": None,
+    }
+    assert render_json(doc) == (
+        '{\n  "a": 11.013246,\n  "b": [\n    0.3\n  ],\n  "c": null,\n  "d": 1,\n  "e": true,\n  "f": null\n}\n'
+    )
+    # An integer beyond 64 bits sends the document through the json module: the same floats, NaN/inf null.
+    big = {"big": 2**70, "a": 11.013245999999999, "c": float("inf")}
+    assert render_json(big) == '{\n  "big": 1180591620717411303424,\n  "a": 11.013246,\n  "c": null\n}\n'
+    assert doc["a"] == 11.013245999999999  # the document itself is not changed
+
+
+def test_render_json_rounds_long_record_lists_a_column_at_a_time() -> None:
+    from tracekit.renderers.tabular import VECTOR_MIN, render_json
+
+    n = VECTOR_MIN + 4
+    rows: list[dict[str, Any]] = [
+        {
+            "index": i,
+            "ms": i + 0.1 + 0.2,
+            "maybe": None if i % 3 else 0.1 + 0.2,
+            "mixed": i if i % 2 else 0.5 + 1e-16,
+        }
+        for i in range(n)
+    ]
+    rows[7] = {"ms": 7.3, "index": 7, "maybe": None, "mixed": 7}  # its own key order, kept
+    rows[9]["nested"] = {"x": 0.1 + 0.2}  # keys differ: the list is rounded row by row
+    out = json.loads(render_json({"rows": rows}))["rows"]
+    assert out[9]["nested"] == {"x": 0.3}
+    del rows[9]["nested"]
+    text = render_json({"rows": rows})
+    out = json.loads(text)["rows"]
+    assert [r["ms"] for r in out[:3]] == [0.3, 1.3, 2.3]
+    assert [r["maybe"] for r in out[:4]] == [0.3, None, None, 0.3]
+    assert [r["mixed"] for r in out[:4]] == [0.5, 1, 0.5, 3] and '"mixed": 1\n' in text  # ints stay ints
+    assert list(out[7]) == ["ms", "index", "maybe", "mixed"] and list(out[8]) == [
+        "index",
+        "ms",
+        "maybe",
+        "mixed",
+    ]
+    assert rows[0]["ms"] == 0.30000000000000004  # input unchanged
+    floats = json.loads(render_json([0.1 + 0.2] * n + [None]))
+    assert floats == [0.3] * n + [None]
+
+
+def test_render_csv_writes_rounded_floats_short_and_long() -> None:
+    from tracekit.renderers.tabular import VECTOR_MIN, render_csv
+
+    row = {"x": 11.013245999999999, "y": float("nan"), "z": None, "w": 3, "s": "0.30000000000000004"}
+    assert render_csv([row], ["x", "y", "z", "w", "s"]) == "x,y,z,w,s\n11.013246,nan,,3,0.30000000000000004\n"
+    long = render_csv([row] * VECTOR_MIN, ["x", "y", "z", "w", "s"])
+    assert long == "x,y,z,w,s\n" + "11.013246,nan,,3,0.30000000000000004\n" * VECTOR_MIN
+
+
+def test_gaps_file_floats_rounded_nulls_kept(tmp_path: Path) -> None:
+    from tracekit.renderers.analysis import write_gaps
+
+    gaps = pl.DataFrame(
+        {"iteration": [0, 1], "duration_us": [0.1 + 0.2, None], "offset_ms": [11.013245999999999, 2.5]}
+    )
+    write_gaps(str(tmp_path / "gaps.csv"), gaps)
+    assert (tmp_path / "gaps.csv").read_text() == "iteration,duration_us,offset_ms\n0,0.3,11.013246\n1,,2.5\n"
+    write_gaps(str(tmp_path / "gaps.json"), gaps)
+    assert json.loads((tmp_path / "gaps.json").read_text()) == [
+        {"iteration": 0, "duration_us": 0.3, "offset_ms": 11.013246},
+        {"iteration": 1, "duration_us": None, "offset_ms": 2.5},
+    ]
+
+
+def test_analyze_json_and_csv_carry_no_float_noise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import re
+
+    # 0.7 ms kernels in ranges 1.1 ms long: busy / latency and the overheads come out of float arithmetic.
+    path = kineto_trace(tmp_path / "noise", [1.1, 1.3, 1.7, 2.9, 3.1, 1.9, 2.3, 1.1, 1.3, 1.7, 2.9, 3.1])
+    for fmt in ("json", "csv"):
+        text = analyze([str(path)], capsys, fmt)
+        digits = [
+            len(m.replace(".", "").lstrip("0")) for m in re.findall(r"(?<![\w.])\d+\.\d+(?![\d.])", text)
+        ]
+        assert digits and max(digits) <= 12, fmt

@@ -7,7 +7,14 @@ from typing import TYPE_CHECKING, Any
 
 from tracekit.analyzers import stats
 from tracekit.fields import FIELDS, ITERATION_FIELDS, device_word
-from tracekit.renderers.tabular import as_count, format_value, render_csv, render_json, render_markdown
+from tracekit.renderers.tabular import (
+    as_count,
+    format_value,
+    render_csv,
+    render_json,
+    render_markdown,
+    round_frame,
+)
 
 if TYPE_CHECKING:  # rich is imported where it is used: JSON/CSV/Markdown output does not load it
     from rich.console import Console
@@ -503,6 +510,7 @@ def write_gaps(path: str, gaps: Any) -> None:
 
     assert isinstance(gaps, pl.DataFrame)
     frame = gaps.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))
+    frame = round_frame(frame)
     if path.lower().endswith(".json"):
         write_text_atomic(path, json.dumps(frame.to_dicts(), indent=1) + "\n")
     else:
