@@ -544,12 +544,18 @@ def _capture_start(export: Database) -> int:
     capture's start), or, where nsys says cudaProfilerStart began it (:data:`PROFILER_START_DIAGNOSTIC`), that
     diagnostic's timestamp, the earliest: under ``--capture-range=cudaProfilerApi`` the clock's 0 is the
     session's start, and CUDA is traced from the cudaProfilerStart call on (in the real exports nothing of the
-    application's lies between)."""
+    application's lies between). A ``text`` that is an integer is a StringIds id, as :func:`_lost_events` reads
+    it."""
     t = DIAGNOSTIC_TABLE
     if not export.nonempty(t) or not {"timestamp", "text"} <= export.columns(t):
         return 0
+    said = 'd."text"'
+    join = ""
+    if export.has("StringIds") and {"id", "value"} <= export.columns("StringIds"):
+        said = 'COALESCE(s."value", d."text")'
+        join = 'LEFT JOIN "StringIds" s ON typeof(d."text") = \'integer\' AND s."id" = d."text"'
     rows = export.con.execute(
-        f'SELECT "timestamp", "text" FROM {quote(t)} WHERE "text" LIKE \'%started due to%\''
+        f"SELECT d.\"timestamp\", {said} FROM {quote(t)} d {join} WHERE {said} LIKE '%started due to%'"
     ).fetchall()
     starts = [
         int(when)
