@@ -71,7 +71,7 @@ def round_floats(values: np.ndarray) -> np.ndarray:
         exp = np.floor(np.log10(av)).astype(np.int64)
         digits = av < FLOAT_DECIMALS_FROM
         k = np.where(digits, FLOAT_DIGITS - 1 - exp, FLOAT_DECIMALS)
-        scale = 10.0 ** np.clip(k, 0, 22)
+        scale = np.power(10.0, np.arange(23))[np.clip(k, 0, 22)]  # exact powers of ten
         whole = np.trunc(v)
         part = (v - whole) * scale
         n = whole * scale + np.rint(part)
@@ -110,12 +110,10 @@ def _rounded_column(column: Sequence[Any]) -> list[Any] | None:
 
         if type(None) not in types:
             return round_floats(np.array(column, dtype=np.float64)).tolist()
-        present = [i for i, value in enumerate(column) if value is not None]
-        done = round_floats(np.array([column[i] for i in present], dtype=np.float64)).tolist()
-        out: list[Any] = [None] * len(column)
-        for i, value in zip(present, done, strict=True):
-            out[i] = value
-        return out
+        cells = np.array(column, dtype=object)
+        present = cells != None  # noqa: E711 (elementwise, in numpy)
+        cells[present] = round_floats(cells[present].astype(np.float64)).tolist()
+        return cells.tolist()
     return [rounded(value) for value in column]
 
 
