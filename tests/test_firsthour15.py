@@ -185,3 +185,84 @@ def test_readme_tour_compare_says_pytorch_and_ort_share_no_operator_name() -> No
         "medians with intervals; per-operator deltas where both ran an op of that name (none here: PyTorch's "
         "aten:: ops against ORT's nodes)"
     )
+
+
+def _report_error(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    """The one line of a report command refused before any input is read (exit 2)."""
+    from tracekit.cli import main
+
+    capsys.readouterr()
+    try:
+        code = main(argv)
+    except SystemExit as exc:  # argparse's refusal of an option value
+        code = exc.code
+    assert code == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    (line,) = err.strip().splitlines()
+    return line
+
+
+@pytest.mark.parametrize(
+    ("value", "said"),
+    [
+        ("5", "--plateau-tolerance: a fraction (0.05 = 5%), not a percent: must be between 0 and 1, not 5"),
+        (
+            "10",
+            "--plateau-tolerance: a fraction (0.10 = 10%), not a percent: must be between 0 and 1, not 10",
+        ),
+        ("inf", "--plateau-tolerance: a fraction (0.10 = 10%): must be between 0 and 1, not inf"),
+        ("nan", "--plateau-tolerance: a fraction (0.10 = 10%): must be between 0 and 1, not nan"),
+        ("-0.1", "--plateau-tolerance: a fraction (0.10 = 10%): must be between 0 and 1, not -0.1"),
+    ],
+)
+def test_report_refuses_a_plateau_tolerance_given_as_a_percent(
+    value: str, said: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tracekit report RUNS --plateau-tolerance 5` (meaning 5%) ran with 500%: every batch size within 6x of
+    batch 1 was 'on the plateau'. A tolerance is a fraction; over 1 it is refused in one line, exit 2, before
+    any input is read (the input here does not exist)."""
+    line = _report_error(
+        ["report", str(tmp_path / "no_such_run"), f"--plateau-tolerance={value}", "-o", str(tmp_path / "r")],
+        capsys,
+    )
+    assert line == f"tracekit report: error: argument {said} (see tracekit report --help)"
+
+
+@pytest.mark.parametrize("value", ["0", "-1"])
+def test_report_refuses_a_timeline_of_no_iterations(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # --timeline-iterations 0 (or -1) had drawn one iteration, silently
+    line = _report_error(
+        [
+            "report",
+            str(tmp_path / "no_such_run"),
+            f"--timeline-iterations={value}",
+            "-o",
+            str(tmp_path / "r"),
+        ],
+        capsys,
+    )
+    assert line == (
+        f"tracekit report: error: argument --timeline-iterations: must be a positive integer, not {value} "
+        "(see tracekit report --help)"
+    )
+
+
+def test_report_keeps_a_plateau_tolerance_of_0_to_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # 0 and 1 pass the option check: the error is then the missing input's
+    for value in ("0", "0.1", "1"):
+        line = _report_error(
+            [
+                "report",
+                str(tmp_path / "no_such_run"),
+                f"--plateau-tolerance={value}",
+                "-o",
+                str(tmp_path / "r"),
+            ],
+            capsys,
+        )
+        assert "no such file or directory" in line and "--plateau-tolerance" not in line

@@ -10,6 +10,7 @@ import os
 import sys
 from pathlib import Path
 
+from tracekit.commands.options import positive_int
 from tracekit.errors import TracekitError
 
 #: File names taken from a folder (any other file there is ignored): what the readers detect.
@@ -25,7 +26,7 @@ def add_many_options(parser: argparse.ArgumentParser) -> None:
     """``--jobs``, ``--scheduler`` (they apply when several traces are given) and ``--cache`` (always)."""
     parser.add_argument(
         "--jobs",
-        type=_positive_int,
+        type=positive_int,
         default=None,
         metavar="N",
         help="with several traces: analyze N at once in worker processes (default: the usable cores)",
@@ -44,16 +45,6 @@ def add_many_options(parser: argparse.ArgumentParser) -> None:
         "version) and reuse them on the next analysis, of one trace or many; bounded by $TRACEKIT_CACHE_MAX "
         "(default 10G: the least recently used entries go first) (default: no cache)",
     )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
-    return value
 
 
 def _is_trace_name(name: str) -> bool:

@@ -23,6 +23,17 @@ def int_list(text: str) -> list[int]:
         raise argparse.ArgumentTypeError(f"expected comma-separated integers, got {text!r}") from exc
 
 
+def positive_int(text: str) -> int:
+    """An option's integer of at least 1 (--jobs, --timeline-iterations)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {value}")
+    return value
+
+
 def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool = True) -> None:
     """Add ``--range``, ``--skip`` and (optionally) ``--bound-threshold`` with one meaning everywhere."""
     parser.add_argument(

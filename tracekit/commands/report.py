@@ -8,9 +8,28 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from tracekit.commands.options import add_iteration_options, iteration_options
+from tracekit.commands.options import add_iteration_options, iteration_options, positive_int
 from tracekit.commands.output import add_output_options, check_output_folder, exit_code, info, warn
 from tracekit.errors import TracekitError
+
+
+def _fraction(text: str) -> float:
+    """--plateau-tolerance: a fraction in [0, 1] (0.10 = 10%); a value over 1 is read as the percent it was
+    meant as, and refused (5 had run as a 500% tolerance: every batch size within 6x of the smallest on the
+    plateau)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a fraction (0.10 = 10%), not {text!r}") from None
+    if 0 <= value <= 1:
+        return value
+    if 1 < value < 100 and value == int(value):
+        hint = f"a fraction (0.{int(value):02d} = {int(value)}%), not a percent"
+    elif 1 < value <= 100:
+        hint = "a fraction (0.10 = 10%), not a percent"
+    else:
+        hint = "a fraction (0.10 = 10%)"
+    raise argparse.ArgumentTypeError(f"{hint}: must be between 0 and 1, not {text}")
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,10 +55,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     add_iteration_options(parser)
     parser.add_argument(
         "--plateau-tolerance",
-        type=float,
+        type=_fraction,
         default=0.10,
         metavar="F",
-        help="plateau: latency within F (fraction) of the smallest batch size's (default 0.10)",
+        help="plateau: latency within F (a fraction from 0 to 1: 0.10 = 10%%) of the smallest batch size's "
+        "(default 0.10)",
     )
     parser.add_argument(
         "--timeline-config",
@@ -48,7 +68,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--timeline-iterations",
-        type=int,
+        type=positive_int,
         default=3,
         metavar="N",
         help="iterations shown in the timeline (default 3)",
