@@ -1015,40 +1015,60 @@ def python_pieces(rows: pl.DataFrame) -> pl.DataFrame:
     thread's event starts or ends at most :data:`PYTHON_QUIET_NS` apart), "block" (the union of the
     thread's :data:`BLOCKING_CALLS` events, ``call`` the outermost one's name, :func:`_call_name`) and "edge"
     (the thread's first and last event time in the chunk, which :func:`python_threads` joins to the next
-    chunk's), with ``pid`` and ``thread`` (the number in the tid). Vectorized; a few rows per thread and blocking call, whatever the
-    number of events."""
+    chunk's), with ``pid`` and ``thread`` (the number in the tid). Vectorized (numpy, per thread); a few rows
+    per thread and blocking call, whatever the number of events."""
+    tid = rows.get_column("tid")
     events = rows.select(
         pid=pl.col("pid").cast(pl.Int64, strict=False),
-        thread=leading_int_series(rows.get_column("tid").cast(pl.String))
-        if rows.schema["tid"] != pl.Int64
-        else pl.col("tid"),
+        thread=leading_int_series(tid.cast(pl.String)) if tid.dtype != pl.Int64 else tid,
         start=pl.col("start"),
         end=pl.col("start") + pl.col("dur_ns"),
         name=pl.col("name"),
     )
-    keys = ["pid", "thread"]
     names = events.get_column("name").unique().drop_nulls()
     blocking = names.filter(names.str.contains(BLOCKING_CALLS))
-    blocked = _merged(
-        events.filter(pl.col("name").is_in(blocking.implode())).with_columns(call=_call_name(pl.col("name"))),
-        keys,
-        "call",
-    )
-    times = pl.concat([events.select(*keys, t="start"), events.select(*keys, t="end")]).sort([*keys, "t"])
-    following = pl.col("t").shift(-1).over(keys)
-    dense = times.select(*keys, start="t", end=following).filter(
-        (pl.col("end") - pl.col("start")).is_between(0, PYTHON_QUIET_NS)
-    )
-    running = _merged(dense, keys)
-    edges = times.group_by(keys).agg(start=pl.col("t").min(), end=pl.col("t").max())
-    return pl.concat(
-        [
-            running.with_columns(kind=pl.lit("run"), call=pl.lit(None, pl.String)),
-            blocked.with_columns(kind=pl.lit("block")),
-            edges.with_columns(kind=pl.lit("edge"), call=pl.lit(None, pl.String)),
-        ],
-        how="diagonal_relaxed",
-    ).select(*keys, "kind", "start", "end", "call")
+    events = events.with_columns(blocking=pl.col("name").is_in(blocking.implode()).fill_null(False))
+    out: list[tuple[Any, Any, str, int, int, str | None]] = []
+    for (pid, thread), own in events.partition_by(
+        ["pid", "thread"], as_dict=True, maintain_order=True
+    ).items():
+        start = own.get_column("start").to_numpy()
+        end = own.get_column("end").to_numpy()
+        times = np.sort(np.concatenate([start, end]))
+        out.append((pid, thread, "edge", int(times[0]), int(times[-1]), None))
+        close = np.diff(times) <= PYTHON_QUIET_NS
+        at = np.flatnonzero(close)
+        if len(at):
+            first = np.concatenate([[True], at[1:] != at[:-1] + 1])
+            last = np.concatenate([at[1:] != at[:-1] + 1, [True]])
+            for lo, hi in zip(times[at[first]].tolist(), times[at[last] + 1].tolist(), strict=True):
+                out.append((pid, thread, "run", lo, hi, None))
+        waits = own.filter(pl.col("blocking"))
+        if waits.height:
+            waits = waits.sort(["start", "end"], descending=[False, True])
+            w_lo, w_hi = waits.get_column("start").to_numpy(), waits.get_column("end").to_numpy()
+            reach = np.maximum.accumulate(w_hi)
+            new = np.flatnonzero(np.concatenate([[True], w_lo[1:] > reach[:-1]]))
+            calls = waits.get_column("name").gather(new).to_frame().select(_call_name(pl.col("name")))
+            for lo, hi, call in zip(
+                w_lo[new].tolist(),
+                np.maximum.reduceat(w_hi, new).tolist(),
+                calls.to_series().to_list(),
+                strict=True,
+            ):
+                out.append((pid, thread, "block", lo, hi, call))
+    return pl.DataFrame(out, schema=_PIECES_SCHEMA, orient="row")
+
+
+#: the columns of :func:`python_pieces`
+_PIECES_SCHEMA: dict[str, pl.DataType] = {
+    "pid": pl.Int64,
+    "thread": pl.Int64,
+    "kind": pl.String,
+    "start": pl.Int64,
+    "end": pl.Int64,
+    "call": pl.String,
+}
 
 
 def python_threads(pieces: list[pl.DataFrame]) -> list[dict[str, Any]]:
