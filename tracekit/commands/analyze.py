@@ -131,6 +131,6 @@ def run(args: argparse.Namespace) -> int:
         print_rich(doc, Console())
     else:
         emit(args, render("analyze", doc, args.format))
-        if args.output or args.format != "table":  # the text holds them only on a terminal's table
+        if args.output or args.format != "table":  # a table on stdout (terminal, file or pipe) ends with them
             warn(doc["warnings"])
     return 0

@@ -58,7 +58,9 @@ class _NoProgress(argparse.Action):
 def add_progress_options(parser: argparse.ArgumentParser) -> None:
     """The two flags every command takes: ``--no-progress`` (no live progress display on stderr; the display
     only ever appears on a terminal) and ``-q``/``--quiet`` (no informational lines on stderr: progress
-    lines, "wrote FILE", notes). Warnings and errors are always printed on stderr."""
+    lines, "wrote FILE", notes). Errors are always printed on stderr, and so are warnings, except where
+    ``analyze`` or ``table`` print their table (``--format table``) on stdout: it ends with them (a terminal,
+    a file or a pipe alike)."""
     parser.add_argument(
         "--no-progress",
         action=_NoProgress,
@@ -94,7 +96,8 @@ def exit_code(args: argparse.Namespace, warnings: list[str]) -> int:
 
 
 def warn(lines: list[str]) -> None:
-    """Warnings on stderr, always (with ``-o`` too): ``warning: LINE`` each."""
+    """Warnings on stderr (with ``-o`` too): ``warning: LINE`` each. (``analyze`` and ``table`` do not call it
+    where their table on stdout already ends with them.)"""
     for line in lines:
         print(f"warning: {line}", file=sys.stderr)
 
