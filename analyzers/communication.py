@@ -29,7 +29,7 @@ import numpy as np
 import polars as pl
 
 from tracekit.analyzers.stats import whole_ns
-from tracekit.model import newly_covered
+from tracekit.model import merged_intervals, newly_covered
 
 #: Device-op names of NCCL/RCCL kernels: the collectives matched across ranks
 #: (:mod:`tracekit.fleet.compact`, :mod:`tracekit.analyzers.ranks`).
@@ -80,11 +80,9 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
     computing = timed.filter(
         ~communicates & pl.col("kind").cast(pl.String).is_in(COMPUTE_KINDS).fill_null(False)
     ).select(pl.col("device").cast(pl.Int64), pl.col("start").cast(pl.Int64), pl.col("end").cast(pl.Int64))
-    merged_comm = _merged(comm, ["iteration", "device"])
-    computes = {
-        key[0]: part
-        for key, part in _merged(computing, ["device"]).partition_by("device", as_dict=True).items()
-    }
+    merged_comm = merged_intervals(comm, by=["iteration", "device"])
+    merged_compute = merged_intervals(computing, by=["device"])
+    computes = {key[0]: part for key, part in merged_compute.partition_by("device", as_dict=True).items()}
     exposed = [
         _uncovered(part, computes.get(key[0]))
         for key, part in merged_comm.partition_by("device", as_dict=True).items()
@@ -102,23 +100,10 @@ def comm_per_iteration(ops: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _merged(frame: pl.DataFrame, by: list[str]) -> pl.DataFrame:
-    """The intervals (``start``, ``end``) of each group of ``frame`` (by ``by``) merged into disjoint ones,
-    sorted by group and start."""
-    reach = pl.col("end").cum_max().shift(1).over(by)
-    run = (reach.is_null() | (pl.col("start") > reach)).cum_sum()
-    return (
-        frame.sort(*by, "start")
-        .with_columns(run=run)
-        .group_by(*by, "run", maintain_order=True)
-        .agg(pl.col("start").min(), pl.col("end").max())
-        .drop("run")
-    )
-
-
 def _uncovered(intervals: pl.DataFrame, cover: pl.DataFrame | None) -> pl.DataFrame:
     """``iteration``, ``start``, ``end`` of the parts of ``intervals`` (``iteration``, ``start``, ``end``) that
-    ``cover`` (disjoint intervals sorted by start: :func:`_merged`; None: nothing) does not cover."""
+    ``cover`` (disjoint intervals sorted by start: :func:`tracekit.model.merged_intervals`; None: nothing) does
+    not cover."""
     columns = {"iteration": pl.Int64, "start": pl.Int64, "end": pl.Int64}
     if cover is None or cover.is_empty():
         return intervals.select(list(columns))

@@ -280,6 +280,63 @@ def union_ns(starts: pl.Series, ends: pl.Series) -> int:
     return int(frame.select(newly_covered("s", "e").sum()).item())
 
 
+def merged_intervals(
+    frame: pl.DataFrame,
+    start: str = "start",
+    end: str = "end",
+    by: Collection[str] = (),
+    tolerance: int = 0,
+) -> pl.DataFrame:
+    """The union of the intervals [``start``, ``end``) of each group of ``frame`` (rows alike in the columns of
+    ``by``; the whole frame without ``by``), as disjoint intervals: columns ``by``..., ``start``, ``end``, one
+    row per merged interval, sorted by (``by``..., ``start``).
+
+    Intervals that overlap, nest, touch (one ends where the next starts) or lie at most ``tolerance`` ns
+    apart are one (``tolerance`` >= 0: a gap of ``tolerance`` ns or less is timestamp rounding, not a gap);
+    so each merged interval begins more than ``tolerance`` ns after the previous one of its group ends, and
+    with ``tolerance`` 0 their lengths sum to the length of the union (:func:`newly_covered`). Each merged
+    interval is what its rows form by that rule, chained: [0, 10), [11, 12), [13, 20) with ``tolerance`` 1 are
+    [0, 20). An interval of no length is kept (a zero-length merged interval where no other is near it).
+    Rows with a null ``start`` or ``end`` have no interval and are left out; a null in ``by`` is a group like
+    any other value. ``frame`` may be in any order (sorted here when it is not already, :func:`sort_frame`).
+
+    One pass over the rows: a row starts a merged interval when it starts more than ``tolerance`` after the
+    running maximum of the ends before it (within its group), and a merged interval ends at that running
+    maximum on its last row. The running maximum is taken over the whole frame, one vectorized scan, when
+    each group's first interval ends at or after every earlier group's intervals (groups one after another in
+    time, as iterations are: then it is the group's own), else per group (a windowed scan)."""
+    if tolerance < 0:
+        raise ValueError(f"tolerance must be >= 0, not {tolerance}")
+    keys = list(by)
+    rows = frame.select(*keys, start, end).drop_nulls([start, end])
+    rows = sort_frame(rows, [*keys, start], [False] * (len(keys) + 1))
+    if rows.is_empty():
+        return rows
+    first = pl.int_range(pl.len()) == 0
+    for key in keys:
+        first = first | pl.col(key).ne_missing(pl.col(key).shift(1))
+    marked = rows.with_columns(pl.col(end).cum_max().alias("_reach"), first.alias("_first"))
+    reach = pl.col("_reach").shift(1)
+    dtype = rows.schema[end]
+    if tolerance and dtype.is_integer():
+        # an end within ``tolerance`` of the type's largest value: the running maximum clipped, so that adding
+        # ``tolerance`` cannot wrap round (no start lies past the largest value: the comparison is the same)
+        largest = pl.select(dtype.max()).item()
+        if marked.get_column("_reach")[-1] > largest - tolerance:
+            reach = reach.clip(upper_bound=largest - tolerance)
+    if keys and marked.select((pl.col("_first") & (pl.col("_reach") != pl.col(end))).any()).item():
+        # a group begins before an earlier group's last end: the running maximum must be the group's own
+        marked = marked.with_columns(pl.col(end).cum_max().over(keys).alias("_reach"))
+    new = pl.col("_first") | (pl.col(start) > reach + tolerance)
+    marked = marked.with_columns(new.alias("_new"))
+    last = pl.col("_new").shift(-1, fill_value=True)  # a merged interval's last row: before the next's first
+    return marked.select(
+        *(pl.col(key).filter("_new") for key in keys),
+        pl.col(start).filter("_new"),
+        pl.col("_reach").filter(last).alias(end),
+    )
+
+
 def sort_frame(frame: pl.DataFrame, by: list[str], descending: list[bool]) -> pl.DataFrame:
     """``frame.sort(by, descending=descending, maintain_order=True)``, skipping the sort (and its copy of
     every column) when the frame is already in that order, which is the common case for profiler tables.
