@@ -146,6 +146,8 @@ def test_a_lock_acquired_in_c_is_a_blocking_call_named_without_its_address() -> 
         ("zmq/sugar/socket.py(778): recv_multipart", True),
         ("vllm/distributed/device_communicators/shm_broadcast.py(470): acquire_read", True),
         ("<built-in method get of _queue.SimpleQueue object at 0x7f>", True),
+        ("<built-in method recv_multipart of Socket object at 0x7f>", True),
+        ("<built-in function zmq_poll>", True),
         # not waits: a mapping's get, torch's GPU-side stream waits, a file named like threading.py
         ("_collections_abc.py(821): get", False),
         ("<built-in method get of dict object at 0x7f>", False),

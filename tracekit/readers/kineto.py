@@ -953,13 +953,17 @@ _BLOCKING_PYTHON = {
 }
 #: Blocking calls as the Python tracer names a C function (``repr`` of the callable): a lock's or a
 #: SimpleQueue's wait, ``time.sleep``, ``os.sched_yield`` (a spin-wait's), ``select.select``, ``os.wait*``,
-#: a selector object's poll and a socket's receive or accept.
+#: a selector object's poll, a socket's receive or accept, a ZeroMQ socket's receive or poll. (A C call not named
+#: here that lasts, without a call inside, tells nothing: the analysis counts it neither waiting nor running.)
 _BLOCKING_C = (
     r"<(?:built-in )?method '?(?:acquire|acquire_lock|_acquire_restore)'? of '?_thread\.(?:lock|RLock)"
     r"|<built-in method get of _queue\.SimpleQueue object"
     r"|<built-in function (?:sleep|select|sched_yield|wait|waitpid|wait4)>"
     r"|<built-in method (?:poll|select|control) of select\.(?:epoll|poll|devpoll|kqueue) object"
     r"|<built-in method (?:recv|recv_into|recvfrom|recvfrom_into|accept|_accept) of (?:_socket\.)?socket object"
+    # pyzmq's Cython socket (its methods are builtins: C calls to the tracer) and its poll
+    r"|<built-in method (?:recv|recv_multipart|recv_string|recv_pyobj|recv_json|poll) of (?:[\w.]*\.)?Socket object"
+    r"|<built-in function zmq_poll>"
 )
 #: The Python tracer's names (``python_function`` events) of blocking calls (:data:`_BLOCKING_PYTHON`,
 #: :data:`_BLOCKING_C`), as a regex
