@@ -309,7 +309,10 @@ def profiler_perturbation(v: SweepView) -> Recommendation | None:
             return ratio_state(diff, PERTURBATION_RATIO) == "above"
         return row["profiler_ratio"] is not None and row["profiler_ratio"] > PERTURBATION_RATIO
 
-    perturbed = [r for r in v.members if beyond(r)]
+    # A set the stability rules call unstable (another process held the CPU for part of it) says nothing of
+    # the profiler: its ratio is the contention's, so only stable sets can show an inflation (headroom and
+    # transition withhold their claims on such sets likewise, :func:`latency_doubt`).
+    perturbed = [r for r in v.members if beyond(r) and not r.get("latency_unstable")]
     if not perturbed:
         return None
     worst = max(perturbed, key=lambda r: r["profiler_ratio"])
