@@ -337,3 +337,72 @@ def test_without_python_events_the_doubt_is_unchanged(tmp_path: Path) -> None:
 def test_the_framework_answer_is_said_in_the_analysis(tmp_path: Path) -> None:
     a = analyze(kineto_file(tmp_path, _steps() + _framework(), "python.synthetic.json"))
     assert any("the framework-bound verdict stands" in w for w in a.warnings), a.warnings
+
+
+# ----------------------------------------------------------------------------- real traces (read, never copied)
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="the real traces are not here")
+def test_the_real_h100_bert_trace_keeps_tqdms_monitor_waiting_and_the_main_thread_running() -> None:
+    # tqdm's monitor thread (the tracer's tid 0) sits in threading's wait for the whole 4.9 ms capture; the main
+    # thread (19392, the one with API calls) runs Python in two stretches, split where no Python call began or
+    # ended for 107.4 us (more than the 100 us that counts as running).
+    trace = read_trace(REAL / "h100_bert-small.json.gz")
+    threads = {(t["pid"], t["thread"]): t for t in trace.meta[K.PYTHON_THREADS]}
+    assert threads[(0, 0)]["blocked"] == [[1419247332601468, 1419247337467316, "threading.py: wait"]]
+    assert threads[(19392, 19392)]["blocked"] == []
+    assert threads[(19392, 19392)]["running"] == [
+        [1419247332652299, 1419247332871932],
+        [1419247332979313, 1419247337467316],
+    ]
+
+
+def _real_step_in_a_profiler_step() -> Any:
+    """serving14's case: the real vLLM full-graph decode step (its execute_* range: 19.114 ms, 10.718 ms busy)
+    inside a ProfilerStep running 50 ms from the range's start (vLLM's profiler.step() to the next step)."""
+    from tracekit.model import RANGES_SCHEMA, conform
+
+    trace = read_trace(REAL / "vllm_decode_full_graphs.json.gz")
+    step = trace.ranges.filter(pl.col("name").str.starts_with("execute_"))
+    outer = step.with_columns(
+        pl.lit("ProfilerStep#7").alias("name"), (pl.col("start") + 50_000_000).alias("end")
+    ).select(trace.ranges.columns)
+    trace.ranges = conform(pl.concat([trace.ranges, outer]), RANGES_SCHEMA).sort(
+        ["start", "end"], descending=[False, True]
+    )
+    return trace, int(outer.get_column("end").item())
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="the real traces are not here")
+def test_a_real_steps_silence_past_the_python_record_stays_in_doubt() -> None:
+    # The 30.886 ms after the step's last device op lie past the Python tracer's last event: it says nothing
+    # there, and the doubt stays (21.4% framework-bound; 56.1% without the silence), saying so.
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    trace, _ = _real_step_in_a_profiler_step()
+    a = analyze_iterations(trace)
+    assert a.summary.bound == "framework"
+    (doubt,) = [w for w in a.warnings if UNRECORDED in w]
+    assert "a median 30.886 ms an iteration, of a median latency of 50.000 ms (61.8%)" in doubt
+    assert "show no call begun or ended on the thread(s) that launch device work then" in doubt
+    assert "without it the median GPU utilization is 56.1% (threshold 50%), not 21.4%" in doubt
+
+
+@pytest.mark.skipif(not REAL.exists(), reason="the real traces are not here")
+def test_a_real_step_whose_silence_the_worker_spent_waiting_is_said_to_rest_on_the_wait() -> None:
+    # The same, with the worker's Python record holding vLLM's shared-memory spin-wait for the scheduler's next
+    # message from the step's last device op to the ProfilerStep's end (what a real with_stack capture of a
+    # waiting worker records; added in memory): the doubt now says the verdict rests on the host's wait.
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    trace, step_end = _real_step_in_a_profiler_step()
+    last = int(trace.ops.get_column("end").max())
+    (main,) = [t for t in trace.meta[K.PYTHON_THREADS] if t["thread"] == 851]
+    main["blocked"] = [
+        [last, step_end, "vllm/distributed/device_communicators/shm_broadcast.py: acquire_read"]
+    ]
+    a = analyze_iterations(trace)
+    (doubt,) = [w for w in a.warnings if UNRECORDED in w]
+    assert "blocked in a waiting call for a median 30.886 ms an iteration" in doubt
+    assert "without the waits the median GPU utilization is 56.1% (threshold 50%), not 21.4%" in doubt
+    assert "rests on the host's waits" in doubt
