@@ -180,13 +180,17 @@ def latency_stats(values: list[float]) -> dict[str, float]:
 
 
 def _latency_words(stats: dict[str, Any]) -> str:
-    """'12.345 ms median [12.2-12.5], 240 iterations' (the interval when there is one)."""
+    """'12.345 ms median [12.2-12.5], 240 iterations' (the interval when there is one; and saying so when the
+    set is unstable)."""
     median = stats.get("median", stats.get("p50"))
     low, high = stats.get("ci_low"), stats.get("ci_high")
     interval = f" [{low:.3f}-{high:.3f}]" if low is not None and high is not None else ""
     dropped = len(stats.get("dropped_warmup") or []) + len(stats.get("dropped_outliers") or [])
     kept = f" ({dropped} dropped: latency.csv says which, by rule)" if dropped else ""
-    return f"{median:.3f} ms median{interval}, {stats.get('count')} iterations{kept}"
+    # a set the stability rules call unstable says so here too: its warning came before, and this line is the
+    # one a reader of the run takes the median from
+    unstable = "; unstable (see its warning): not a median to rely on" if stats.get("unstable") else ""
+    return f"{median:.3f} ms median{interval}, {stats.get('count')} iterations{kept}{unstable}"
 
 
 def _one_line(exc: BaseException) -> str:

@@ -95,11 +95,6 @@ def test_no_tracing_inflation_is_claimed_from_an_unstable_latency_set() -> None:
     assert rec is None or rec.facts.get("withheld")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectors/sweep.py (not firsthour15's): collect's per-configuration line says 'ok (126.241 ms "
-    "median [111.883-560.926] ...)' for a set its own warning just called unstable (no single mode)",
-)
 def test_collect_line_of_an_unstable_set_says_unstable() -> None:
     """README tour step 4 on a loaded box: 'warning: b1 s32 untraced: unstable: coefficient of variation
     86.0% ...' then 'b1 s32: ok (126.241 ms median [111.883-560.926], 16 iterations (2 dropped ...))': a reader
