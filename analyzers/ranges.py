@@ -208,9 +208,10 @@ EMIT_NVTX_SUFFIX = r",\s*(?:seq|op_id)\s*=\s*\d"
 #: ``xccl:`` alike): one call, never an iteration (a DDP trace without profiler steps has more
 #: ``nccl:all_reduce`` ranges, top-level on the autograd thread, than steps).
 COLLECTIVE_RANGES = r"^(?:nccl|gloo|mpi|ucc|xccl|hccl):[A-Za-z_]|^(?:nccl|rccl)[A-Z][A-Za-z]*$"
-#: NVTX domains of communication libraries, whose every range is one API call: NCCL (2.19 on) opens
-#: ``ncclAllReduce``, ``ncclGroupEnd``, ``ncclCommInitRank`` ... in its own domain ``NCCL``.
-LIBRARY_DOMAINS = ("NCCL", "RCCL")
+#: NVTX domains of libraries whose every range is one API call: NCCL (2.19 on) opens ``ncclAllReduce``,
+#: ``ncclGroupEnd``, ``ncclCommInitRank`` ... in its own domain ``NCCL`` (RCCL likewise); CCCL (CUB, Thrust)
+#: one range per device algorithm call (``cub::DeviceRadixSort::SortPairs``) in domain ``CCCL``.
+LIBRARY_DOMAINS = ("NCCL", "RCCL", "CCCL")
 
 
 def operator_ranges(names: pl.Expr, keys: pl.Expr, domains: pl.Expr | None = None) -> pl.Expr:

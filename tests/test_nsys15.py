@@ -102,11 +102,6 @@ def test_gil_ranges_of_a_domain_created_elsewhere_are_left_out_too(tmp_path: Pat
 # ---------------------------------------------------------------- library ranges (a file this round does not own)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py: LIBRARY_DOMAINS holds NCCL and RCCL, not CCCL, whose CUB/Thrust algorithms open "
-    "one NVTX range per call in domain 'CCCL' (cuda/__nvtx/nvtx.h, NVTXCCCLDomain): they are chosen as iterations",
-)
 def test_cccl_library_ranges_are_no_iterations(tmp_path: Path) -> None:
     """CCCL (CUB, Thrust; the CUDA toolkit's C++ core libraries) opens an NVTX range around each device
     algorithm call in its own domain "CCCL" (``_CCCL_NVTX_RANGE_SCOPE``, a registered string such as
