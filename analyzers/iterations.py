@@ -79,6 +79,7 @@ from tracekit.model import (
     RUN_SHAPES,
     Trace,
     calls_named,
+    merged_intervals,
     newly_covered,
     sort_frame,
     union_ns,
@@ -766,7 +767,7 @@ def _work_before_windows(ops: pl.DataFrame, windows: pl.DataFrame) -> int:
 
 def _windows_in_order(windows: pl.DataFrame) -> bool:
     """Whether every window starts at or after the end of every earlier window (iterations one after the
-    other, the usual case): then busy segments and gaps need no per-iteration windowed expressions."""
+    other, the usual case): then no idle gap lies in another iteration's window."""
     if windows.height < 2:
         return True
     return bool(
@@ -777,60 +778,27 @@ def _windows_in_order(windows: pl.DataFrame) -> bool:
 
 
 def _clipped(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
-    """The iteration's op intervals clipped to its window (``s``, ``e``; empty ones dropped), sorted by
-    (iteration, s, e). ``windows`` (:func:`_windows` of these ``ops``) has one row per iteration 0..n-1, in
-    order. Only the starts need clipping: no op ends after its window (the window ends at or after the
-    iteration's latest op end). An op without an end (not recorded) has no interval: it is dropped, not
-    counted busy to the window's end; nor has an op without a start (not counted busy from the window's
-    start)."""
+    """The iteration's op intervals clipped to its window (``s``, ``e``; empty ones dropped), in ``ops`` order.
+    ``windows`` (:func:`_windows` of these ``ops``) has one row per iteration 0..n-1, in order. Only the starts
+    need clipping: no op ends after its window (the window ends at or after the iteration's latest op end). An
+    op without an end (not recorded) has no interval: it is dropped, not counted busy to the window's end; nor
+    has an op without a start (not counted busy from the window's start)."""
     at = ops.get_column("iteration")
-    clipped = ops.select(
+    return ops.select(
         "iteration",
         pl.when(pl.col("start").is_not_null())
         .then(pl.max_horizontal("start", windows.get_column("window_start").gather(at)))
         .alias("s"),
         pl.col("end").alias("e"),
     ).filter(pl.col("e") > pl.col("s"))
-    return sort_frame(clipped, ["iteration", "s", "e"], [False, False, False])
 
 
 def _busy_segments(ops: pl.DataFrame, windows: pl.DataFrame) -> tuple[pl.Series, pl.Series, pl.Series]:
     """Merged busy intervals per iteration (union over streams), clipped to each iteration's window, as
     (iteration, start, end) sorted by (iteration, start); ops at most :data:`ROUNDING_NS` apart are one
-    interval (timestamp rounding is not idle time)."""
-    clipped = _clipped(ops, windows)
-    if _windows_in_order(windows):
-        # Every op of iteration i lies in its window, after every earlier window: the running maximum of the
-        # ends over all earlier rows is the running maximum within the iteration (after its first row).
-        reach = pl.col("e").cum_max()
-        first = pl.col("iteration").ne_missing(pl.col("iteration").shift(1))
-        marked = clipped.select(
-            "iteration",
-            "s",
-            reach.alias("reach"),
-            (first | (pl.col("s") > reach.shift(1) + ROUNDING_NS)).alias("new"),
-        )
-        new = marked.get_column("new")
-        # A segment ends at the running maximum on its last row (the row before the next segment).
-        last = new.shift(-1, fill_value=True)
-        return (
-            marked.get_column("iteration").filter(new).set_sorted(),
-            marked.get_column("s").filter(new),
-            marked.get_column("reach").filter(last),
-        )
-    previous_reach = pl.col("e").cum_max().shift(1).over("iteration")
-    starts_segment = previous_reach.is_null() | (pl.col("s") > previous_reach + ROUNDING_NS)
-    segments = (
-        clipped.with_columns(starts_segment.cast(pl.Int64).cum_sum().over("iteration").alias("segment"))
-        .group_by("iteration", "segment")
-        .agg(pl.col("s").min().alias("seg_start"), pl.col("e").max().alias("seg_end"))
-        .sort("iteration", "seg_start")
-    )
-    return (
-        segments.get_column("iteration").set_sorted(),
-        segments.get_column("seg_start"),
-        segments.get_column("seg_end"),
-    )
+    interval (timestamp rounding is not idle time): :func:`tracekit.model.merged_intervals`."""
+    segments = merged_intervals(_clipped(ops, windows), "s", "e", by=["iteration"], tolerance=ROUNDING_NS)
+    return segments.get_column("iteration").set_sorted(), segments.get_column("s"), segments.get_column("e")
 
 
 def _idle_gaps(ops: pl.DataFrame, windows: pl.DataFrame) -> pl.DataFrame:
