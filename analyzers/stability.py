@@ -553,12 +553,14 @@ def spread_warning(
     if not moved and not (m.unstable and instability):
         return None
     low, high = min(finite), max(finite)
-    spread = f"{high / low:.1f}x" if low > 0 else "from 0"
     cv_all = statistics.stdev(finite) / mean_all if mean_all else math.nan
-    head = (
-        f"{SPREAD_MARK}{spread} ({_fmt(low)} to {_fmt(high)} {unit}; coefficient of variation "
-        f"{100 * cv_all:.1f}% over all {len(finite)})"
+    # A ratio to a 0 ms iteration is no number: such a set reads "from 0 to 5.2 ms".
+    span = (
+        f"{high / low:.1f}x ({_fmt(low)} to {_fmt(high)} {unit}; "
+        if low > 0
+        else f"from {_fmt(low)} to {_fmt(high)} {unit} ("
     )
+    head = f"{SPREAD_MARK}{span}coefficient of variation {100 * cv_all:.1f}% over all {len(finite)})"
     groups = []
     for rule, what in (("warmup", "warm-up (rule 'warmup')"), ("outlier", "outlier")):
         which = [names[i] for i, r in dropped.items() if r == rule]
