@@ -274,11 +274,6 @@ def test_headline_does_not_call_the_default_serving_step_pattern_a_name() -> Non
     assert _range_words(doc) == f"matching '{pattern}'"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/api.py (nobody's): tracekit.report(..., plateau_tolerance=5) still runs with a 500% "
-    "tolerance (and inf), where the CLI now refuses --plateau-tolerance over 1 (one check for both, design.md)",
-)
 @pytest.mark.parametrize("value", [5.0, float("inf")])
 def test_api_report_refuses_a_plateau_tolerance_over_1(value: float, tmp_path: Path) -> None:
     import tracekit

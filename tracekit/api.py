@@ -357,8 +357,11 @@ def report_data(
     from tracekit.errors import TracekitError
 
     options = options or AnalysisOptions()
-    if not 0 <= plateau_tolerance:
-        raise TracekitError("--plateau-tolerance must be >= 0")
+    if not 0 <= plateau_tolerance <= 1:  # NaN too; the command line refuses it before (commands/report.py)
+        percent = ", not a percent" if 1 < plateau_tolerance < float("inf") else ""
+        raise TracekitError(
+            f"plateau_tolerance: a fraction (0.10 = 10%){percent}: must be between 0 and 1, not {plateau_tolerance}"
+        )
     items = resolve_inputs(inputs)
     if not items:
         raise TracekitError("no traces in the inputs (run directories with no successful configuration?)")
