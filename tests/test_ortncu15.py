@@ -243,3 +243,51 @@ def test_graph_replays_without_kernels_are_still_said(tmp_path: Path) -> None:
     assert trace.meta["graph_replays"]["of"] == 5
     assert len(trace.meta["graph_replays"]["runs"]) == 3
     assert tracekit.analyze(path, skip=0).verdict is None
+
+
+def _short_kernels(kernel_us: int, n: int = 100) -> list[dict[str, Any]]:
+    """One 1000 µs run from 100 µs: one CUDA node at 110 µs launching ``n`` kernels of ``kernel_us`` µs each,
+    back to back on stream 7 from 200 µs (GPUProfilerBase's args)."""
+    node = "fused_kernel_time"
+    events = [
+        _ev("Session", "model_run", 100, 1000),
+        _ev("Node", node, 110, 50, op_name="Fused", provider="CUDAExecutionProvider"),
+    ]
+    events += [
+        _ev("Kernel", f"k{i}", 200 + i * kernel_us, kernel_us, pid=-1, tid=-1, stream="7", op_name="Fused",
+            parent_name=node)
+        for i in range(n)
+    ]  # fmt: skip
+    return events
+
+
+def test_short_ops_written_in_whole_microseconds_are_said_to_be_short(tmp_path: Path) -> None:
+    """ORT writes every ts and dur cut to whole µs, toward zero: ``duration_cast<microseconds>`` for its own
+    events (TimeDiffMicroSeconds, common.h), ``(end - start) / 1000`` in integers for CUPTI's kernels
+    (cupti_manager.cc). Each op's duration is short by 0 to 1 µs, 0.5 on average: negligible for a 1 ms node,
+    a quarter of a 2 µs kernel. 100 kernels written "2" µs (the real ones 2.0 to 2.99 µs) gave GPU busy 0.200
+    ms with no word; the truth is about 0.250 ms. Now a warning says how short (about 0.050 ms per 100 ops,
+    25% of their written time; up to 0.100 ms)."""
+    path = _write(tmp_path, "ort_short_kernels.synthetic.json", _short_kernels(2))
+    trace = read_ort(path)
+    said = [w for w in trace.warnings if "whole µs" in w]
+    assert said == [
+        "ONNX Runtime writes each event's ts and dur cut to whole µs (toward zero): each of the 100 GPU ops "
+        "(Kernel events), 2.00 µs long on average as written, is short by 0 to 1 µs, 0.5 µs on average, so "
+        "GPU busy time is short by about 25% of their written time (0.050 ms over the profile; at most 0.100 ms) "
+        "and idle time and framework overhead are long by as much"
+    ]
+
+
+def test_long_ops_in_whole_microseconds_raise_no_warning(tmp_path: Path) -> None:
+    """Kernels of 60 µs: the cut is under 1% of their time (0.5 / 60), nothing said; the committed CPU sample's
+    nodes (~930 µs on average) likewise. Nor for fewer than 50 ops (49 kernels of 2 µs: 0.025 ms at most),
+    or when a ts or dur is fractional (a profile rewritten by a tool: ORT writes integers)."""
+    path = _write(tmp_path, "ort_long_kernels.synthetic.json", _short_kernels(60, n=60))
+    assert not any("whole µs" in w for w in read_ort(path).warnings)
+    path = _write(tmp_path, "ort_few_kernels.synthetic.json", _short_kernels(2, n=49))
+    assert not any("whole µs" in w for w in read_ort(path).warnings)
+    events = _short_kernels(2)
+    events[-1]["dur"] = 2.5
+    path = _write(tmp_path, "ort_fractional_kernels.synthetic.json", events)
+    assert not any("whole µs" in w for w in read_ort(path).warnings)

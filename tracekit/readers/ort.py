@@ -882,6 +882,53 @@ def _session_setup(session: pl.DataFrame) -> list[dict[str, Any]]:
     ]
 
 
+#: :func:`_truncation_warning` speaks when ORT's cut to whole µs takes at least this share of the ops' time
+TRUNCATION_SHARE = 0.01
+#: ... and when the profile holds at least this many ops (0.025 ms of time cut, on average)
+TRUNCATION_OPS = 50
+
+
+def _truncation_warning(events: pl.DataFrame, device: str) -> list[str]:
+    """A warning when the ops' durations are short by a noticeable share for ORT's cut to whole µs.
+
+    ORT writes every ts and dur cut toward zero to whole µs: ``duration_cast<microseconds>`` for its own events
+    (``TimeDiffMicroSeconds``), ``(end - start) / 1000`` in integers for CUPTI's kernels (cupti_manager.cc).
+    Each op's written duration is short by 0 to 1 µs, 0.5 on average: busy time is short by half a µs per op,
+    and the gaps between ops (idle time, framework overhead) long by as much. Said when that is at least
+    :data:`TRUNCATION_SHARE` of the ops' written time (ops of 50 µs or less on average: GPU kernels, small
+    CPU operators) and there are :data:`TRUNCATION_OPS` ops or more; never for a profile with a fractional ts
+    or dur (not ORT's own writing)."""
+    text = events.get_column("dur").cast(pl.String).str.strip_chars()
+    timed = events.filter(pl.col("op_end").is_not_null())
+    if timed.is_empty() or not text.drop_nulls().str.contains(r"^-?\d+$").all():
+        return []
+    if (
+        not events.get_column("ts")
+        .cast(pl.String)
+        .str.strip_chars()
+        .drop_nulls()
+        .str.contains(r"^-?\d+$")
+        .all()
+    ):
+        return []
+    count = timed.height
+    mean_us = timed.select((pl.col("op_end") - pl.col("start")).mean()).item() / 1e3
+    if mean_us > 0.5 / TRUNCATION_SHARE or count < TRUNCATION_OPS:
+        return []
+    what, busy = (
+        ("GPU ops (Kernel events)", "GPU busy")
+        if device == "gpu"
+        else ("operators (Node events)", "operator busy")
+    )
+    share = f"about {0.5 / mean_us:.0%} of their written time" if mean_us > 0 else "all of their time"
+    return [
+        f"ONNX Runtime writes each event's ts and dur cut to whole µs (toward zero): each of the {count} {what}, "
+        f"{mean_us:.2f} µs long on average as written, is short by 0 to 1 µs, 0.5 µs on average, so {busy} time "
+        f"is short by {share} ({count * 0.5e-3:.3f} ms over the profile; at most {count * 1e-3:.3f} ms) and idle "
+        "time and framework overhead are long by as much"
+    ]
+
+
 def _stream(col: pl.Expr) -> pl.Expr:
     """args "stream": decimal text (CUDA) or a hex pointer "0x..." (ROCm) -> Int64."""
     text = col.str.strip_chars()
@@ -1200,6 +1247,7 @@ def read(path: Path) -> Trace:
                 "branch or iterating, passing the subgraph's inputs and outputs) is framework overhead, not "
                 "operator busy time"
             )
+    warnings += _truncation_warning(kernels if device == "gpu" else nodes.filter(~container), device)
     no_end = ops.get_column("end").null_count()
     if no_end:
         what, busy = (
