@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracekit.analyzers.attribution import GRAPH_HEAD_NS, GRAPH_KERNEL_GAP_NS, GRAPH_TAIL_NS
-from tracekit.analyzers.sweep import sweep_label
+from tracekit.analyzers.sweep import config_key, sweep_key, sweep_label
 from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import render_markdown
 
@@ -194,6 +194,7 @@ def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The sweeps of a report document as table rows (batch and plateau ranges as text; the batch sizes
     within noise of the plateau line after the plateau; the smallest batch size's median and interval)."""
     rows = []
+    unstable = {config_key(c) for c in doc.get("configs") or [] if c.get("latency_unstable")}
     for sweep in doc["sweeps"]:
         row = dict(sweep)
         row["runtime"] = sweep_label(sweep)
@@ -203,7 +204,10 @@ def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
             f" ({', '.join(map(str, edge))}: within noise)" if edge else ""
         )
         lows, highs = sweep.get("latency_ci_low") or [None], sweep.get("latency_ci_high") or [None]
-        row["smallest_latency_shown"] = latency_text(sweep["smallest_latency_ms"], lows[0], highs[0])
+        # marked as the Configurations table marks it: the set its stability rules call unstable
+        row["smallest_latency_shown"] = latency_text(sweep["smallest_latency_ms"], lows[0], highs[0]) + (
+            " unstable" if (*sweep_key(sweep), sweep["smallest_batch_size"]) in unstable else ""
+        )
         row["headroom_ratio_shown"] = (
             ratio_text(
                 sweep["headroom_latency_ratio"],
