@@ -899,7 +899,7 @@ def _truncation_warning(events: pl.DataFrame, device: str) -> list[str]:
     CPU operators) and there are :data:`TRUNCATION_OPS` ops or more; never for a profile with a fractional ts
     or dur (not ORT's own writing)."""
     text = events.get_column("dur").cast(pl.String).str.strip_chars()
-    timed = events.filter(pl.col("op_end").is_not_null())
+    timed = events.filter(pl.col("op_end").is_not_null() & (pl.col("op_end") >= pl.col("start")))
     if timed.is_empty() or not text.drop_nulls().str.contains(r"^-?\d+$").all():
         return []
     if (
