@@ -134,7 +134,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracekit.errors import NoActivityError, TracekitError
-from tracekit.model import API_NAME_SUFFIX, LAUNCH_API_NAMES, Trace, on_host
+from tracekit.model import API_NAME_SUFFIX, LAUNCH_API_NAMES, Trace, merged_intervals, on_host
 
 DEFAULT_RANGE = "iteration"
 PROFILER_STEP_KEY = "ProfilerStep#*"
@@ -1015,11 +1015,10 @@ def _windows_against_ranges(trace: Trace, ops: pl.DataFrame, windows: int) -> li
         f"{windows} window{'s' if windows != 1 else ''} against {count} ranges named {default.name!r} in the "
         f"trace: the threshold {verb} iterations"
     )
-    busy = idle_split(
-        ops, 0.0
-    )  # the device timeline's busy stretches; the gaps between them are its idle gaps
-    gap_start = busy.get_column("gpu_end").cum_max().to_list()[:-1]
-    gap_end = busy.get_column("gpu_start").to_list()[1:]
+    # the device timeline's busy stretches (disjoint, in order); the gaps between them are its idle gaps
+    busy = merged_intervals(ops)
+    gap_start = busy.get_column("end").to_list()[:-1]
+    gap_end = busy.get_column("start").to_list()[1:]
     spans = sorted(
         zip(default.frame["range_start"].to_list(), default.frame["range_end"].to_list(), strict=True)
     )

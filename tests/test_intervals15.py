@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from tracekit.analyzers import communication
 from tracekit.analyzers import iterations as I
+from tracekit.analyzers import ranges as R
 from tracekit.model import merged_intervals, newly_covered, union_ns
 
 INT64_MAX = 2**63 - 1
@@ -277,3 +278,24 @@ def test_communication_exposed_through_merged_compute_and_collectives() -> None:
     out = communication.comm_per_iteration(ops)
     # comm: the union over both devices [0, 1500) = 1500 ns; exposed: device 0's 1000 ns
     assert out.rows() == [(0, 0.0015, 0.001)]
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    rows=st.lists(
+        st.tuples(st.integers(0, 3000), st.integers(0, 400), st.integers(0, 50)), min_size=1, max_size=20
+    ),
+    threshold_us=st.sampled_from([0, 0.001, 0.1, 0.25]),
+)
+def test_idle_split_cuts_where_the_merged_intervals_do(rows: list, threshold_us: float) -> None:
+    # ranges.idle_split (--split-idle; at 0 ms: _windows_against_ranges' busy stretches before) groups the ops by
+    # the rule of merged_intervals with the threshold as tolerance: the same device spans
+    ops = pl.DataFrame(
+        [(s - back, s, s + n) for s, n, back in rows],
+        schema={"launch": pl.Int64, "start": pl.Int64, "end": pl.Int64},
+        orient="row",
+    )
+    windows = R.idle_split(ops, threshold_us / 1000)
+    merged = merged_intervals(ops, tolerance=round(threshold_us * 1000))
+    assert windows.select("gpu_start", "gpu_end").rows() == merged.rows()
+    assert windows.get_column("ops").sum() == ops.height
