@@ -1048,7 +1048,8 @@ PythonCover = tuple[tuple[np.ndarray, np.ndarray], tuple[np.ndarray, np.ndarray]
 
 def _python_cover(trace: Trace) -> PythonCover | None:
     """What the Python tracer (``meta["python_threads"]``, the Kineto reader's record of the python_function
-    events) says of the host threads that launch device work (those with API calls): *running*, where one of
+    events) says of the host threads that launch device work (those with launch calls; else those with API
+    calls): *running*, where one of
     them ran Python (calls made or returned at least every 100 µs, outside blocking calls: framework code);
     *waiting*, where each of them was inside a blocking call (a lock, queue, socket, selector, sleep) and no
     thread at all ran Python. None when the trace has no such record for any launching thread. Waiting is
@@ -1058,7 +1059,8 @@ def _python_cover(trace: Trace) -> PythonCover | None:
     if not isinstance(threads, list) or not threads or trace.api.is_empty():
         return None
     record = {(t.get("pid"), t.get("thread")): t for t in threads if isinstance(t, dict)}
-    launching = trace.api.select("pid", "thread").unique().rows()
+    launches = calls_named(trace.api, LAUNCH_API_NAMES)  # (not a watchdog thread's event queries)
+    launching = (trace.api if launches.is_empty() else launches).select("pid", "thread").unique().rows()
     mine = [record[k] for k in launching if k in record]
     if not mine:
         return None

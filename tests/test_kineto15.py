@@ -406,3 +406,15 @@ def test_a_real_step_whose_silence_the_worker_spent_waiting_is_said_to_rest_on_t
     assert "blocked in a waiting call for a median 30.886 ms an iteration" in doubt
     assert "without the waits the median GPU utilization is 56.1% (threshold 50%), not 21.4%" in doubt
     assert "rests on the host's waits" in doubt
+
+
+def test_a_watchdog_threads_event_queries_do_not_hide_the_launching_threads_wait(tmp_path: Path) -> None:
+    # PyTorch's NCCL watchdog (a C++ thread, no Python record) polls cudaEventQuery: an API-calling thread that
+    # launches nothing. Before, every thread with an API call had to show a wait, so the watchdog's made the
+    # wait unknown (0 ms): now the threads that launch work decide (7.898 ms a step: the 7.9 ms wait but the
+    # query's own 2 us, which is a record, no silence).
+    watchdog = [
+        kineto_event("cuda_runtime", "cudaEventQuery", k * STEP_US + 5000, 2, pid=1, tid=5) for k in range(3)
+    ]
+    path = kineto_file(tmp_path, _steps() + _waiting() + watchdog, "watchdog.synthetic.json")
+    assert P.silence_parts(read_trace(path), STEPS).get_column("waiting_ns").to_list() == [7_898_000] * 3
