@@ -291,3 +291,35 @@ def test_long_ops_in_whole_microseconds_raise_no_warning(tmp_path: Path) -> None
     events[-1]["dur"] = 2.5
     path = _write(tmp_path, "ort_fractional_kernels.synthetic.json", events)
     assert not any("whole µs" in w for w in read_ort(path).warnings)
+
+
+# ---------------------------------------------------------------------------------------------- ncu
+
+
+def test_ncu_report_of_range_results_only_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A .ncu-rep from range replay (``--replay-mode range|app-range``) or whole-graph profiling
+    (``--graph-profiling graph``) holds results whose workload is a range or a graph, not a kernel
+    (``IAction.workload_type()``). The reader skips them; a report of such results only was refused with
+    "holds no profiled kernels", as if nothing had been profiled. Now the line counts them and says why none
+    is read (the CSV export reads them as range results)."""
+    import sys
+
+    from tests.test_hostile13_ncu import _Action, _Metric, fake_ncu_report
+
+    class _RangeResult(_Action):
+        def workload_type(self) -> int:
+            return 1  # not IAction.WorkloadType_KERNEL (0 in the stand-in)
+
+    metrics = {"gpu__time_duration.sum": _Metric(50_000, "ns")}
+    actions = [_RangeResult(f"range {i}", [[]], metrics) for i in range(3)]
+    monkeypatch.setitem(sys.modules, "ncu_report", fake_ncu_report(actions))
+    path = tmp_path / "ranges.synthetic.ncu-rep"
+    path.write_bytes(b"synthetic")
+    from tracekit.errors import TraceFormatError
+    from tracekit.readers import read_trace
+
+    with pytest.raises(TraceFormatError) as err:
+        read_trace(path)
+    message = str(err.value)
+    assert "holds no profiled kernels" not in message
+    assert "3 results" in message and "range replay" in message and "--page raw" in message
