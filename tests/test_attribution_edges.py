@@ -395,7 +395,8 @@ def test_summarize_attribution_shares_and_device_side_totals() -> None:
         {"launch_latency": 600e-6, "queued": 100e-6, "stream_wait": 50e-6, "launch_lag": 200e-6}
     )
     assert summary["idle_ms"].mean == pytest.approx(1500e-6)
-    assert summary["dispatch_ms"].p90 == pytest.approx(930e-6)  # 300 + 0.9 * 700 ns
+    # over 2 iterations no p90 is given (it needs 10: stats.min_values); the median is 300 + 0.5 * 700 ns
+    assert summary["dispatch_ms"].p90 is None and summary["dispatch_ms"].p50 == pytest.approx(650e-6)
     # no idle time at all: no shares (None, not 0 and not a division by zero)
     none = _attributed([dict.fromkeys(TWO[0], 0)]).summary
     assert none["share_of_idle"] == dict.fromkeys(CAUSES)
@@ -425,10 +426,10 @@ def test_idle_summary_by_hand_and_its_json_round_trip() -> None:
     assert (by_cause["dispatch"].mean_ms, by_cause["dispatch"].p50_ms, by_cause["dispatch"].p90_ms) == (
         pytest.approx(650e-6),
         pytest.approx(650e-6),
-        pytest.approx(930e-6),
+        None,  # over 2 iterations (p90 needs 10)
     )
     assert by_cause["sync"].share_of_idle == pytest.approx(400 / 3000)
-    assert summary.idle_ms == pytest.approx({"mean": 1500e-6, "p50": 1500e-6, "p90": 1900e-6})
+    assert summary.idle_ms == {"mean": pytest.approx(1500e-6), "p50": pytest.approx(1500e-6), "p90": None}
     assert [d.cause for d in summary.device_side] == list(DEVICE_CAUSES)
     side = {d.cause: d for d in summary.device_side}
     assert side["launch_latency"].total_ms == pytest.approx(600e-6)
