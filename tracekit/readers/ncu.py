@@ -1054,8 +1054,9 @@ def _read_rep(path: Path) -> Trace:
         meta["nvtx_start_end"] = in_start_end
     if skipped and not kernel_rows:
         raise TraceFormatError(
-            f"Nsight Compute report holds {skipped} results of whole ranges or graphs (range replay: "
-            "--replay-mode range|app-range; or --graph-profiling graph) and no kernel result, and tracekit reads "
+            f"Nsight Compute report holds {skipped} results that are not kernels (whole ranges, graphs or command "
+            "lists: range replay, --replay-mode range|app-range, or --graph-profiling graph) and no kernel result, "
+            "and tracekit reads "
             "kernel results from a .ncu-rep: export the CSV (ncu --import X.ncu-rep --csv --page raw) to read them "
             "as range results (durations only)",
             path,
