@@ -344,3 +344,44 @@ def test_collect_default_profiler_on_a_cpu_only_machine_gives_a_verdict(
     monkeypatch.setattr(environment, "resolve_device", lambda requested, runtime, cuda_only: "cpu")
     assert sweep.default_profilers("onnx", "cpu") == ["ort"]
     assert sweep.default_profilers("onnx", "auto") == ["ort"]
+
+
+def _ranks_doc(*devices: str) -> dict[str, object]:
+    """A cross-trace document of one row per device given (2 iterations, 10 ms latency, 6 ms busy)."""
+    rows = [
+        {
+            "trace": f"t{i}.json.gz",
+            "device": device,
+            "iterations": 2,
+            "median_latency_ms": 10.0,
+            "mean_latency_ms": 10.0,
+            "mean_gpu_busy_ms": 6.0,
+            "mean_framework_overhead_ms": 4.0,
+            "verdict": "compute",
+        }
+        for i, device in enumerate(devices)
+    ]
+    return {"rows": rows, "traces": len(rows), "warnings": []}
+
+
+@pytest.mark.parametrize(
+    ("devices", "header"),
+    [
+        (("cpu", "cpu"), "mean operator busy ms"),
+        (("gpu", "gpu"), "mean GPU busy ms"),
+        (("cpu", "gpu"), "mean device busy ms"),
+    ],
+)
+def test_many_trace_table_names_busy_time_by_device(devices: tuple[str, ...], header: str) -> None:
+    """`tracekit analyze runs/bert-pt runs/bert-onnx` (CPU runs of the tour) headed its column 'mean GPU busy
+    ms' over CPU operator time, where analyze of one of them says 'operator busy'."""
+    from tracekit.renderers.ranks import render_ranks
+
+    doc = _ranks_doc(*devices)
+    text = render_ranks(doc, "table")
+    assert f"  {header}  " in text.splitlines()[0]
+    assert f"| {header} |" in render_ranks(doc, "markdown")
+    others = {"mean operator busy ms", "mean GPU busy ms", "mean device busy ms"} - {header}
+    assert not any(o in text or o in render_ranks(doc, "markdown") for o in others)
+    # CSV and JSON keys stay as they are (mean_gpu_busy_ms)
+    assert "mean_gpu_busy_ms" in render_ranks(doc, "csv").splitlines()[0]

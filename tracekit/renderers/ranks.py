@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import format_value, render_csv, render_json, render_markdown
 
 #: (key, header) of the per-trace table.
@@ -11,7 +12,7 @@ COLUMNS: tuple[tuple[str, str], ...] = (
     ("trace", "trace"),
     ("iterations", "iterations"),
     ("median_latency_ms", "median latency ms"),
-    # the row's means add up: mean latency = mean GPU busy + mean framework overhead (a median does not)
+    # the row's means add up: mean latency = mean busy + mean framework overhead (a median does not)
     ("mean_latency_ms", "mean latency ms"),
     ("mean_gpu_busy_ms", "mean GPU busy ms"),
     ("mean_framework_overhead_ms", "mean framework overhead ms"),
@@ -209,22 +210,33 @@ def render_ranks(doc: dict[str, Any], fmt: str) -> str:
     if fmt == "csv":
         return render_csv(table_rows(doc), CSV_COLUMNS)
     if fmt == "markdown":
-        body = render_markdown(_shown(table_rows(doc)), COLUMNS)
+        body = render_markdown(_shown(table_rows(doc)), list(columns(doc)))
         return body + "\n" + "".join(f"- {line}\n" for line in summary_lines(doc))
     return _text_table(doc) + "\n".join(summary_lines(doc, warnings=False)) + "\n"
 
 
+def columns(doc: dict[str, Any]) -> tuple[tuple[str, str], ...]:
+    """:data:`COLUMNS` with the busy time named by the rows' device, as analyze names it for one trace: "GPU"
+    busy, "operator" busy on CPU-only traces, "device" busy when they differ (the key stays
+    ``mean_gpu_busy_ms``, as in the CSV and JSON)."""
+    word = device_word(common_device(row.get("device") for row in doc.get("rows", [])))
+    return tuple(
+        (key, f"mean {word} busy ms" if key == "mean_gpu_busy_ms" else header) for key, header in COLUMNS
+    )
+
+
 def _text_table(doc: dict[str, Any]) -> str:
     """A fixed-width plain table (also what a pipe gets)."""
-    cells = [[header for _, header in COLUMNS]]
+    shown = columns(doc)
+    cells = [[header for _, header in shown]]
     cells += [
         [
             ("  " if row["scope"] == "gpu" and key == "trace" else "") + format_value(row.get(key))
-            for key, _ in COLUMNS
+            for key, _ in shown
         ]
         for row in _shown(table_rows(doc))
     ]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(COLUMNS))]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(shown))]
     lines = []
     for n, row in enumerate(cells):
         lines.append(
