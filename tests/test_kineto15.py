@@ -418,3 +418,34 @@ def test_a_watchdog_threads_event_queries_do_not_hide_the_launching_threads_wait
     ]
     path = kineto_file(tmp_path, _steps() + _waiting() + watchdog, "watchdog.synthetic.json")
     assert P.silence_parts(read_trace(path), STEPS).get_column("waiting_ns").to_list() == [7_898_000] * 3
+
+
+def test_a_short_wait_is_part_of_the_python_around_it(tmp_path: Path) -> None:
+    # A lock handed over at once (an acquire of 2 us, every 50 us among calls every 5 us) is no wait: the thread's
+    # record stays one running stretch, not 100,000 pieces (a with_stack trace of a busy engine holds such
+    # acquires by the hundred thousand); a wait of 100 us or more is kept.
+    rows = pl.DataFrame(
+        {
+            "start": [0, 5_000, 10_000, 15_000, 200_000],
+            "dur_ns": [2_000, 1_000, 1_000, 150_000, 100_000],
+            "pid": [1] * 5,
+            "tid": [1] * 5,
+            "name": [
+                "<built-in method acquire of _thread.lock object at 0x7f00>",
+                "<built-in function len>",
+                "<built-in function len>",
+                "<built-in function len>",
+                "<built-in function sleep>",
+            ],
+        }
+    )
+    pieces = K.python_pieces(rows)
+    assert pieces.filter(pl.col("kind") == "block").select("start", "end", "call").rows() == [
+        (200_000, 300_000, "<built-in function sleep>")
+    ]
+    # (running: [0, 15) us, calls 5 us apart, the 2 us acquire among them; not the 150 us len call that holds no
+    # call: quiet; then [165, 300) us, 35 and 100 us apart; python_threads leaves the sleep out of it)
+    assert pieces.filter(pl.col("kind") == "run").select("start", "end").rows() == [
+        (0, 15_000),
+        (165_000, 300_000),
+    ]

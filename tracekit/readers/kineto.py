@@ -1053,14 +1053,12 @@ def python_pieces(rows: pl.DataFrame) -> pl.DataFrame:
             w_lo, w_hi = waits.get_column("start").to_numpy(), waits.get_column("end").to_numpy()
             reach = np.maximum.accumulate(w_hi)
             new = np.flatnonzero(np.concatenate([[True], w_lo[1:] > reach[:-1]]))
+            lo, hi = w_lo[new], np.maximum.reduceat(w_hi, new)
+            long = hi - lo >= PYTHON_QUIET_NS  # (a shorter wait, a lock handed over, is the Python around it)
+            new, lo, hi = new[long], lo[long], hi[long]
             calls = waits.get_column("name").gather(new).to_frame().select(_call_name(pl.col("name")))
-            for lo, hi, call in zip(
-                w_lo[new].tolist(),
-                np.maximum.reduceat(w_hi, new).tolist(),
-                calls.to_series().to_list(),
-                strict=True,
-            ):
-                out.append((pid, thread, "block", lo, hi, call))
+            for a, b, call in zip(lo.tolist(), hi.tolist(), calls.to_series().to_list(), strict=True):
+                out.append((pid, thread, "block", a, b, call))
     return pl.DataFrame(out, schema=_PIECES_SCHEMA, orient="row")
 
 
