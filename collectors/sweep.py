@@ -36,6 +36,7 @@ from tracekit.collectors.runtimes.onnx import ORT_CONV_ALGO_SEARCH
 from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
+from tracekit.quantiles import quantile
 from tracekit.runs import LATENCY_FILE, config_stem, prepare_run_dir, write_run_json
 
 #: The folder that holds the ``tracekit`` package: worker processes get it on PYTHONPATH. (Not this file's
@@ -163,16 +164,17 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
 
 
-def latency_stats(values: list[float]) -> dict[str, float]:
-    """mean, p50, p90, p99, min, max (ms) and count of a latency list (linear-interpolated percentiles)."""
+def latency_stats(values: list[float]) -> dict[str, float | None]:
+    """mean, p50, p90, p99, min, max (ms) and count of a latency list (linear-interpolated percentiles; p90
+    and p99 None over too few values to give them, :mod:`tracekit.quantiles`: 20 timed iterations give no p99)."""
     import numpy as np
 
     arr = np.asarray(values, dtype=float)
     return {
         "mean": float(arr.mean()),
-        "p50": float(np.percentile(arr, 50)),
-        "p90": float(np.percentile(arr, 90)),
-        "p99": float(np.percentile(arr, 99)),
+        "p50": quantile(values, 0.5),
+        "p90": quantile(values, 0.9),
+        "p99": quantile(values, 0.99),
         "min": float(arr.min()),
         "max": float(arr.max()),
         "count": int(arr.size),

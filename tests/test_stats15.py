@@ -160,15 +160,9 @@ def test_analyze_over_9_iterations_withholds_p90_too(tmp_path: Path, capsys: pyt
     assert markdown.count("p90 needs at least 10 iterations with a value and p99 at least 100") == 1
 
 
-# ------------------------------------------------- A. files not mine: the same rule, not applied yet
+# ------------------------------------------------- A. the same rule where collect records and analyze passes on
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectors/sweep.py latency_stats (nobody's file) interpolates p90/p99 with numpy over any "
-    "number of timed iterations; run.json records a p99 over 20 (cpu_onnx_bert_ort: 577.8 ms) that no "
-    "iteration lies above. Fix: p90/p99 = stats.quantile(values, 0.9/0.99).",
-)
 def test_collect_records_no_p99_over_20_timed_iterations() -> None:
     from collectors.sweep import latency_stats
 
@@ -176,11 +170,6 @@ def test_collect_records_no_p99_over_20_timed_iterations() -> None:
     assert got["p90"] == pytest.approx(18.1) and got["p99"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py TraceConfig.to_json (not mine) passes run.json's recorded untraced p99 over "
-    "20 iterations into analyze's JSON config as it was recorded. Fix: stats.withheld_quantiles(recorded).",
-)
 def test_analyze_config_does_not_pass_on_a_recorded_p99_over_20(tmp_path: Path) -> None:
     from tracekit.inputs import TraceConfig
 

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracekit.errors import TracekitError
+from tracekit.quantiles import withheld_quantiles
 
 if TYPE_CHECKING:
     from tracekit.model import Trace
@@ -651,7 +652,11 @@ class TraceConfig:
             "precision": self.precision,
             "device": self.device,
             "synthetic": self.synthetic,
-            "untraced_latency_ms": None if self.untraced_latency is None else dict(self.untraced_latency),
+            # as recorded, but for a p90/p99 over too few iterations to give it (tracekit.quantiles), which
+            # a run.json of an older tracekit records
+            "untraced_latency_ms": None
+            if self.untraced_latency is None
+            else withheld_quantiles(dict(self.untraced_latency)),
             "sources": dict(self.sources),
             "evidence": dict(self.evidence),
             "uncertain": {k: list(v) for k, v in self.uncertain.items()},
