@@ -130,7 +130,11 @@ def _range_words(doc: dict[str, Any]) -> str:
     pattern; quoted as typed (a repr doubles each backslash) and not called a name."""
     name = doc["range"]
     quoted = f'"{name}"' if "'" in name else f"'{name}'"
-    pattern = any(kind in (doc.get("range_choice") or "") for kind in PATTERN_CHOICES)
+    # a pattern is one the user typed (the choice says so) or a default one, such as the serving-engine
+    # steps' 're:^execute_...' (ranges.ENGINE_STEPS): written with the 're:' prefix either way
+    pattern = name.startswith("re:") or any(
+        kind in (doc.get("range_choice") or "") for kind in PATTERN_CHOICES
+    )
     return f"{'matching' if pattern else 'named'} {quoted}"
 
 
