@@ -29,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import polars as pl
 
+from tracekit.renderers.tabular import round_frame
+
 if TYPE_CHECKING:
     from tracekit.analysis import Analysis
 
@@ -164,7 +166,8 @@ def timeline_events(analyzed: Analysis, pieces: pl.DataFrame) -> dict[str, Any]:
     cpu = analysis.device == "cpu"
 
     # -- the analysis: iterations, idle pieces, utilization counter
-    iters = analyzed.iterations.sort("window_start_ns")
+    # figures as the JSON writers write them (12 significant digits: 0.630345, not 0.6303449999999999)
+    iters = round_frame(analyzed.iterations.sort("window_start_ns"))
     tracks.names[(ANALYSIS_PID, ITERATIONS_TID)] = "iterations"
     tracks.names[(ANALYSIS_PID, IDLE_TID)] = "idle by cause"
     tracks._next[ANALYSIS_PID] = IDLE_TID + 1
