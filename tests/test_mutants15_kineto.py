@@ -283,3 +283,52 @@ def test_known_runtimes_and_fork_categories_are_named_together(tmp_path: Path) -
         "the trace records an accelerator's runtime calls (2 privateuse1_runtime events, 1 mtia_runtime events, "
         "events of category 'xpu2_kernel') but no event"
     ) in str(err.value)
+
+
+def test_runtimes_of_equal_counts_are_named_in_order_of_category(tmp_path: Path) -> None:
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#0", 1000, 900, PID, TID),
+        kineto_event("mtia_runtime", "a", 1010, 10, PID, TID),
+        kineto_event("glow_runtime", "b", 1030, 10, PID, TID),
+    ]
+    with pytest.raises(TraceFormatError) as err:
+        read(_write(tmp_path, events, "ties.synthetic.json"))
+    assert "runtime calls (1 glow_runtime events, 1 mtia_runtime events) but no event" in str(err.value)
+
+
+def test_a_gaudi_trace_is_named_as_such(tmp_path: Path) -> None:
+    """Intel Gaudi's hpu_op events (host calls and engine work alike) beside a fork category: the Gaudi line,
+    with every category found."""
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#0", 1000, 900, PID, TID),
+        kineto_event("hpu_op", "a", 1010, 10, PID, TID),
+        kineto_event("hpu_op", "b", 1030, 10, PID, TID),
+        kineto_event("hpu_op", "c", 1050, 10, PID, TID),
+        kineto_event("mtia_runtime", "d", 1070, 10, PID, TID),
+        kineto_event("zz_kernel", "e", 1090, 10, PID, TID),
+    ]
+    with pytest.raises(TraceFormatError) as err:
+        read(_write(tmp_path, events, "gaudi.synthetic.json"))
+    assert str(err.value).endswith(
+        "an Intel Gaudi (HPU) trace (3 hpu_op events, 1 mtia_runtime events, events of category 'zz_kernel', no "
+        "event of a device-op category tracekit reads: kernel, gpu_memcpy, gpu_memset, mtia_ccp_events, "
+        "mlu_memcpy, mlu_memset): tracekit does not read Gaudi's device work (its engines' hpu_op events), so the "
+        "device's busy time is not known, and read as a CPU run its CPU operators' time would stand for the "
+        "device's; tracekit reads the device activity of CUDA, ROCm, Intel XPU and MTIA traces"
+    )
+
+
+def test_a_runtime_trace_names_the_whole_reason(tmp_path: Path) -> None:
+    events = [
+        kineto_event("user_annotation", "ProfilerStep#0", 1000, 900, PID, TID),
+        kineto_event("privateuse1_driver", "a", 1010, 10, PID, TID),
+    ]
+    with pytest.raises(TraceFormatError) as err:
+        read(_write(tmp_path, events, "driver.synthetic.json"))
+    assert str(err.value).endswith(
+        "the trace records an accelerator's runtime calls (1 privateuse1_driver events) but no event of a "
+        "device-op category tracekit reads (kernel, gpu_memcpy, gpu_memset, mtia_ccp_events, mlu_memcpy, "
+        "mlu_memset): the device's work is not in it (its activity was not recorded, or the backend names it "
+        "otherwise), so its busy time is not known, and read as a CPU run its CPU operators' time would stand "
+        "for the device's; profile the device activity too"
+    )

@@ -326,3 +326,50 @@ def test_a_process_whose_id_is_a_multiple_of_2_to_the_24_is_not_process_0(tmp_pa
         "1 device ops have no process id (globalPid null): the trace's CUDA API calls all come from process "
         "100, so they are read as launched by it"
     ]
+
+
+# ------------------------------------------------------------------------ nsys 2021.x's empty texts
+
+
+def test_an_empty_text_takes_a_registered_name_but_not_string_0(tmp_path: Path) -> None:
+    """Ranges by text and textId: '' beside registered 'iteration' reads 'iteration'; '' beside id 0 (nsys's
+    own first string, here '[Unknown]') stays ''; 'own' beside a registered string keeps its own text; no text
+    (null) beside a registered string reads it; '' beside an id StringIds lacks stays ''."""
+    b = NsysBuilder(version="2021.5.1.77", meta_table="EXPORT_META_DATA")
+    sid = b.string("iteration")
+    gtid = (100 << 24) | 100
+    for i, (text, text_id) in enumerate([("", sid), ("", 0), ("own", sid), (None, sid), ("", 999)]):
+        t0 = 100 * US + i * 50 * US
+        b.add("NVTX_EVENTS", start=t0, end=t0 + 40 * US, eventType=59, text=text, textId=text_id,
+              globalTid=gtid, domainId=0)  # fmt: skip
+    path = b.write(tmp_path / "texts.synthetic.sqlite")
+    con = sqlite3.connect(path)
+    con.execute("INSERT INTO StringIds VALUES (0, '[Unknown]')")
+    con.commit()
+    con.close()
+    trace = read(path)
+    assert trace.ranges.sort("start").get_column("name").to_list() == [
+        "iteration",
+        "",
+        "own",
+        "iteration",
+        "",
+    ]
+
+
+def test_ranges_before_a_cuda_profiler_start_are_said_with_that_start(tmp_path: Path) -> None:
+    """nsys says cudaProfilerStart began the capture at 10 µs: 'early' 5..8 µs and 'edge' 6..10 µs (closed
+    exactly at the start) began before it, 'cross' 8..20 µs too, still open then; 'at' from 10 µs did not."""
+    b = _gpu_run(NsysBuilder())
+    b.nvtx_range(5 * US, 8 * US, "early")
+    b.nvtx_range(6 * US, 10 * US, "edge")
+    b.nvtx_range(8 * US, 20 * US, "cross")
+    b.nvtx_range(10 * US, 12 * US, "at")
+    path = b.write(tmp_path / "profiler_start.synthetic.sqlite")
+    text = "Profiling started due to cudaProfilerStart API invoked in the application."
+    trace = read(_diagnostics(path, [(0, "Profiling has started."), (10 * US, text)]))
+    assert sorted(trace.ranges.get_column("name").to_list()) == ["at", "iteration", "iteration"]
+    assert _said(trace, "before the capture")[0].startswith(
+        "3 NVTX range(s) began before the capture started ('early', 'edge', 'cross'; start < 10000 ns, when "
+        "cudaProfilerStart began it, 1 of them still open when it began): the trace holds none of their work"
+    )
