@@ -89,6 +89,10 @@ def _grid(n: int, max_cols: int = 3) -> tuple[int, int]:
 NO_DATA_TEXT = "no device/operator data in this trace"
 
 
+#: Drawn in a latency figure none of whose configurations has a latency.
+NO_LATENCY_TEXT = "no latency measured in these configurations"
+
+
 def _no_data(ax: Any, batches: list[Any]) -> None:
     """A panel with nothing to stack: say so instead of drawing empty bars on a meaningless axis."""
     ax.text(
@@ -236,11 +240,16 @@ def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: st
                 markeredgewidth=1.5,
             )
     ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    # Plain-number labels at 1-2-5 steps: log axes otherwise label only the decades.
-    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
-    ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
-    ax.yaxis.set_minor_formatter(NullFormatter())
+    measured = any(v is not None and v > 0 for s in series for v in s["latency_ms"])
+    if measured:
+        ax.set_yscale("log")
+        # Plain-number labels at 1-2-5 steps: log axes otherwise label only the decades.
+        ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.yaxis.set_minor_formatter(NullFormatter())
+    else:  # nothing to put on a log axis (matplotlib would refuse it): say so
+        ax.text(0.5, 0.5, NO_LATENCY_TEXT, transform=ax.transAxes, ha="center", va="center", fontsize=9)
+        ax.set_yticks([])
     if all_batches:
         ticks = sorted(all_batches)
         ax.set_xticks(ticks, [str(t) for t in ticks])
