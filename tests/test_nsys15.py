@@ -271,3 +271,46 @@ def test_an_end_thread_of_0_is_no_other_thread(tmp_path: Path) -> None:
         row["endGlobalTid"] = 0
     path = b.write(tmp_path / "end_tid_0.synthetic.sqlite")
     assert read(path).ranges.get_column("depth").to_list() == [0, 1] * 3
+
+
+# ---------------------------------------------------------------- device ops of processes the trace has no call of
+
+
+def test_ops_of_a_process_without_calls_are_no_launch_before_the_capture(tmp_path: Path) -> None:
+    """nsys 2025.6's ``--cuda-trace-scope`` traces CUDA "across process trees or the entire system" (its release
+    notes): the kernels of a process the trace holds no CUDA call of (another tenant of the GPU) come with
+    correlation ids that link to nothing. Process 100: 4 'iteration' ranges with a 20 µs kernel each (0.5);
+    process 300: a 10 µs kernel in each iteration's idle time, no call, no range. They were "launched before
+    the capture began" (launch_not_in_trace: 4); they are another process's work: outside every iteration,
+    'other_process' 4, with a warning, the iterations' numbers unchanged."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for i in range(4):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=2 * i + 1)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=2 * i + 2)
+        b.kernel(t0 + 27 * US, t0 + 37 * US, "other_tenant", correlation=100 + i, pid=300)
+    path = b.write(tmp_path / "other_tenant.synthetic.sqlite")
+    trace = read(path)
+    assert [w for w in trace.meta["warnings"] if "no CUDA call" in w]
+    analysis = tracekit.analyze(path)
+    assert analysis.unassigned_ops["launch_not_in_trace"]["ops"] == 0
+    assert analysis.unassigned_ops["outside_iterations"]["other_process"] == 4
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.5] * 4
+
+
+def test_ops_of_a_process_with_ranges_but_no_calls_keep_their_ids(tmp_path: Path) -> None:
+    """A process that holds ranges but none of its CUDA calls (its call records lost) keeps its ops' ids: they
+    are that process's launches, missing their calls (launch_not_in_trace), not another tenant's."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.runtime(1 * US, 2 * US, "cudaLaunchKernel_v7000", correlation=1, pid=200)
+    b.kernel(3 * US, 9 * US, "warm", correlation=1, pid=200)
+    for i in range(4):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=2 * i + 1)
+    analysis = tracekit.analyze(b.write(tmp_path / "calls_lost.synthetic.sqlite"))
+    assert analysis.unassigned_ops["launch_not_in_trace"]["ops"] == 4

@@ -1186,6 +1186,41 @@ def _with_process_of(
     return rows
 
 
+def _ops_of_untraced_processes(
+    ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame, warnings: list[str]
+) -> pl.DataFrame:
+    """``ops`` whose process holds neither a CUDA call nor an NVTX range in the trace, while other processes'
+    calls are in it, with no correlation id, and a warning: their ids link to no call the trace could hold.
+    nsys 2025.6's ``--cuda-trace-scope`` traces CUDA "across process trees or the entire system" (its release
+    notes): the kernels of another tenant of the GPU come without its calls. With their ids they read as
+    "launched before the capture began"; without, they are what they are, another process's work (the
+    analysis counts them outside every iteration, by a process that holds no range). A process with ranges
+    keeps its ids: its calls were lost, its ops are its own launches."""
+    if not {"pid", "correlation"} <= set(ops.columns) or "pid" not in api.columns or ops.is_empty():
+        return ops
+    calling = api.get_column("pid").drop_nulls().unique()
+    if calling.is_empty():
+        return ops  # (no call at all: the analysis reads such a trace by the ops' own times, and says so)
+    annotated = ranges.get_column("pid").drop_nulls().unique() if "pid" in ranges.columns else calling.clear()
+    untraced = (
+        pl.col("pid").is_not_null()
+        & pl.col("correlation").is_not_null()
+        & ~pl.col("pid").is_in(calling.implode())
+        & ~pl.col("pid").is_in(annotated.implode())
+    )
+    found = ops.filter(untraced)
+    if found.is_empty():
+        return ops
+    pids = found.get_column("pid").unique().sort()
+    shown = ", ".join(str(p) for p in pids.head(5)) + (", ..." if pids.len() > 5 else "")
+    warnings.append(
+        f"{found.height} device ops come from {pids.len()} process(es) ({shown}) of which the trace holds no CUDA "
+        "call and no NVTX range (a system-wide CUDA trace, nsys --cuda-trace-scope, or another tenant of the "
+        "GPU): no launch of the traced processes, they count in no iteration"
+    )
+    return ops.with_columns(pl.when(~untraced).then(pl.col("correlation")).alias("correlation"))
+
+
 def _renumbered(
     ops: pl.DataFrame, numbering: dict[tuple[int, int], int], warnings: list[str]
 ) -> tuple[pl.DataFrame, dict[tuple[int, int], int] | None]:
@@ -1623,6 +1658,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     if export.has("NVTX_EVENTS"):
         step("NVTX_EVENTS")
         raw = _read_nvtx(export, strings, path, warnings)
+    if api is not None:
+        ops = _ops_of_untraced_processes(ops, api, raw, warnings)
     unclosed = raw.filter(pl.col("end").is_null()).height
     if unclosed and api is None:
         api = _read_api(export, strings, path, frozenset({"start", "end"}), step)
