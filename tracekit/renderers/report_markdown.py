@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracekit.analyzers.attribution import GRAPH_HEAD_NS, GRAPH_KERNEL_GAP_NS, GRAPH_TAIL_NS
-from tracekit.analyzers.sweep import config_key, sweep_key, sweep_label
+from tracekit.analyzers.sweep import sweep_label
 from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import render_markdown
 
@@ -190,11 +190,28 @@ def config_display_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+#: The keys of a sweep that its configurations in report.json carry too (precision and the unidentified
+#: trace are in the sweep's label, not in each configuration).
+_SWEEP_KEYS = ("runtime", "seq_len", "model", "device", "precision", "unidentified")
+
+
+def _smallest_unstable(doc: dict[str, Any], sweep: dict[str, Any]) -> bool:
+    """Whether the sweep's smallest batch size's latency set is unstable: its configuration's
+    ``latency_unstable``, matched on the keys both carry (where two sweeps differ only in a key the
+    configurations lack, only when every candidate is unstable: never a mark on a stable set)."""
+    candidates = [
+        c
+        for c in doc.get("configs") or []
+        if c.get("batch_size") == sweep["smallest_batch_size"]
+        and all(c[k] == sweep.get(k) for k in _SWEEP_KEYS if k in c)
+    ]
+    return bool(candidates) and all(c.get("latency_unstable") for c in candidates)
+
+
 def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The sweeps of a report document as table rows (batch and plateau ranges as text; the batch sizes
     within noise of the plateau line after the plateau; the smallest batch size's median and interval)."""
     rows = []
-    unstable = {config_key(c) for c in doc.get("configs") or [] if c.get("latency_unstable")}
     for sweep in doc["sweeps"]:
         row = dict(sweep)
         row["runtime"] = sweep_label(sweep)
@@ -206,7 +223,7 @@ def sweep_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
         lows, highs = sweep.get("latency_ci_low") or [None], sweep.get("latency_ci_high") or [None]
         # marked as the Configurations table marks it: the set its stability rules call unstable
         row["smallest_latency_shown"] = latency_text(sweep["smallest_latency_ms"], lows[0], highs[0]) + (
-            " unstable" if (*sweep_key(sweep), sweep["smallest_batch_size"]) in unstable else ""
+            " unstable" if _smallest_unstable(doc, sweep) else ""
         )
         row["headroom_ratio_shown"] = (
             ratio_text(
