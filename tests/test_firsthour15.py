@@ -436,3 +436,20 @@ def test_readme_api_load_of_the_json_equals_the_analysis(tmp_path: Path) -> None
     a = tracekit.analyze(SAMPLE_TRACES / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz")
     (tmp_path / "that.json").write_text(json.dumps(a.to_json()))
     assert tracekit.load(tmp_path / "that.json") == a
+
+
+def test_compare_of_a_trace_with_itself_says_so(
+    warmup_trace: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`tracekit compare T T` (the same file twice, a tab completion away) printed every delta 0 and 'within
+    noise' without a word that A and B are one file."""
+    from tracekit.cli import main
+
+    capsys.readouterr()
+    assert main(["compare", str(warmup_trace), str(warmup_trace)]) == 0
+    out, err = capsys.readouterr()
+    assert "| +0 " in out or " 0 " in out  # every delta is 0
+    assert (
+        f"warning: A and B are the same file ({warmup_trace}): every difference below is 0 by construction"
+        in err.splitlines()
+    )

@@ -38,8 +38,25 @@ def run(args: argparse.Namespace) -> int:
     resolve_output(args, [args.a, args.b])
     doc = api.compare(args.a, args.b, options, args.top)
     emit(args, render("compare", doc, args.format))
-    for warning in doc["warnings"] + [
-        f"{c['config']}: {w}" for c in doc["comparisons"] for w in c["warnings"]
-    ]:
+    for warning in (
+        _same_input(args.a, args.b)
+        + doc["warnings"]
+        + [f"{c['config']}: {w}" for c in doc["comparisons"] for w in c["warnings"]]
+    ):
         print(f"warning: {warning}", file=sys.stderr)
     return exit_code(args, doc["warnings"])
+
+
+def _same_input(a: str, b: str) -> list[str]:
+    """The warning when A and B are one file or folder (same path, a link to it, or a hard link): every delta
+    is then 0 by construction, which the table alone does not say."""
+    import os
+
+    try:
+        same = os.path.samefile(a, b)
+    except OSError:  # standard input, or a path the comparison itself has refused
+        return []
+    if not same:
+        return []
+    what = "folder" if os.path.isdir(a) else "file"
+    return [f"A and B are the same {what} ({a}): every difference below is 0 by construction"]
