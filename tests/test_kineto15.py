@@ -449,3 +449,22 @@ def test_a_short_wait_is_part_of_the_python_around_it(tmp_path: Path) -> None:
         (0, 15_000),
         (165_000, 300_000),
     ]
+
+
+@pytest.mark.parametrize("how", ["worker", "lenient"])
+def test_the_record_is_the_same_decoded_in_a_worker_or_leniently(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    # The fast decoding hands the Python events over in columns of their own (kineto_wire.PYTHON_EVENTS); a
+    # chunk decoded leniently (some value of another type: here an unread event's pid 1.5) keeps them as rows,
+    # and a worker process pickles them: the same record each way.
+    events = _steps() + _waiting()
+    monkeypatch.setenv("TRACEKIT_DECODE_WORKER", "0")
+    plain = read_trace(kineto_file(tmp_path, events, "plain.synthetic.json")).meta[K.PYTHON_THREADS]
+    if how == "worker":
+        monkeypatch.setenv("TRACEKIT_DECODE_WORKER", "1")
+    else:
+        events = [*events, kineto_event("overhead", "Activity Buffer Request", 0, 1, pid=1.5, tid=0)]
+    other = read_trace(kineto_file(tmp_path, events, f"{how}.synthetic.json")).meta[K.PYTHON_THREADS]
+    assert other == plain
+    assert plain[0]["blocked"][0] == [2_050_000, 9_950_000, "queue.py: get"]

@@ -1013,6 +1013,20 @@ def _merged(frame: pl.DataFrame, keys: list[str], *carry: str) -> pl.DataFrame:
     )
 
 
+def _python_rows(columns: dict[str, tuple[str, Any]]) -> pl.DataFrame:
+    """The rows :func:`python_pieces` reads (``start``, ``dur_ns``, ``pid``, ``tid``, ``name``) from a chunk's
+    Python tracer columns (:data:`tracekit.readers.kineto_wire.PYTHON_EVENTS`); events without a readable ts
+    left out."""
+    frame = _wire_frame(columns, kineto_wire.python_count(columns))
+    return frame.select(
+        start=_nanoseconds(frame.get_column("ts")),
+        dur_ns=_nanoseconds(frame.get_column("dur")).fill_null(0),
+        pid="pid",
+        tid="tid",
+        name="name",
+    ).filter(pl.col("start").is_not_null())
+
+
 def python_pieces(rows: pl.DataFrame) -> pl.DataFrame:
     """One chunk's Python tracer events (rows of :func:`wire_rows`: ``start``, ``dur_ns``, ``pid``, ``tid``,
     ``name``) reduced to their threads' pieces: ``kind`` "run" (the union of the stretches between two of the
@@ -1239,6 +1253,13 @@ def wire_rows(
     tracer events reduced to each thread's pieces of running and blocked time (:func:`python_pieces`) are
     appended to it when it has some; they are never rows."""
     n, categories, columns, inputs = wire
+    python_events = (inputs or {}).get(kineto_wire.PYTHON_EVENTS)
+    if python_events is not None:  # (a fast chunk's Python tracer events, in columns of their own)
+        inputs = {k: v for k, v in (inputs or {}).items() if k != kineto_wire.PYTHON_EVENTS} or None
+        if python is not None:
+            found = python_pieces(_finish_rows([_python_rows(part) for part in python_events[1]]))
+            if found.height:
+                python.append(found)
     if not columns:  # no rows, the category names only
         return _EMPTY_ROWS, categories or set(), _NO_FIRST_OP, 0
     comm_wire = {k: v for k, v in (inputs or {}).items() if k == COMM_ROWS or k in COMM_FIELDS}

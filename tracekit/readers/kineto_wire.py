@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from itertools import compress, repeat
-from operator import is_not, or_
+from operator import is_not, not_, or_
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +51,7 @@ from tracekit.readers.kineto_json import (
     INPUT_FIELDS,
     INT_ARGS,
     KEPT_CATEGORIES,
+    PYTHON_CATEGORIES,
     Progress,
     _FastEvent,
     args_of,
@@ -67,6 +68,10 @@ Column = tuple[str, Any]
 #: chunk's events: :data:`~tracekit.readers.kineto_json.COMM_ROWS`), or None when it has neither)
 WireChunk = tuple[int, "set[str] | None", dict[str, Column], "dict[str, Column] | None"]
 
+#: the ``inputs`` key of a fast chunk's Python tracer events (:data:`~tracekit.readers.kineto_json.PYTHON_CATEGORIES`):
+#: their own few columns (``name``, ``pid``, ``tid``, ``ts``, ``dur``), one dict per decoded chunk, never rows;
+#: the frame side reduces them at once (:func:`tracekit.readers.kineto.python_pieces`)
+PYTHON_EVENTS = "\x00python"
 #: the columns of every chunk, in order (the lenient ones also carry ``ph``)
 COLUMNS: tuple[str, ...] = ("cat", "name", "pid", "tid", *INT_ARGS, "a_occupancy", "ts", "dur")
 _ENCODE = msgspec.json.Encoder()
@@ -121,6 +126,8 @@ class _Batch:
         self.parts: dict[str, list[Any]] = {}
         self.inputs: dict[str, list[str]] = {}
         self.positions: dict[str, dict[str, int]] = {}
+        self.python: list[dict[str, Column]] = []
+        self.python_rows = 0
 
     def add(self, chunk: list[Any]) -> Iterator[WireChunk]:
         """Take one decoded chunk; yields the wire chunks that are complete."""
@@ -134,13 +141,18 @@ class _Batch:
             yield from self.flush()
             wire = encode_chunk(chunk, self.positions)
         self._merge(wire, kinds)
-        if self.rows >= BATCH_ROWS:
+        if self.rows >= BATCH_ROWS or self.python_rows >= BATCH_ROWS:
             yield from self.flush()
 
     def _merge(self, wire: WireChunk, kinds: dict[str, str]) -> None:
         n, categories, columns, inputs = wire
         self.categories |= categories or set()
-        if not n:  # no rows: its categories only
+        python = (inputs or {}).get(PYTHON_EVENTS)
+        if python is not None:
+            self.python.append(python[1])
+            self.python_rows += python_count(python[1])
+            inputs = {k: v for k, v in (inputs or {}).items() if k != PYTHON_EVENTS} or None
+        if not n:  # no rows: its categories (and Python events) only
             return
         offset = self.rows
         self.rows += n
@@ -154,9 +166,10 @@ class _Batch:
 
     def flush(self) -> Iterator[WireChunk]:
         """The batch's wire chunk (when it holds rows or category names), and a new batch."""
+        python = {PYTHON_EVENTS: ("python", self.python)} if self.python else {}
         if self.kinds is None:
             if self.categories:
-                yield 0, self.categories, {}, None
+                yield 0, self.categories, {}, python or None
             self._reset()
             return
         columns: dict[str, Column] = {}
@@ -171,7 +184,8 @@ class _Batch:
         inputs = {
             name: ("num", ",".join(texts)) if name == COMM_ROWS else ("raw", _SEP.join(texts))
             for name, texts in self.inputs.items()
-        } or None
+        }
+        inputs = {**inputs, **python} or None
         yield _with_distinct((self.rows, self.categories, columns, inputs), self.positions)
         self._reset()
 
@@ -194,6 +208,13 @@ def _encode_fast(chunk: list[Any], positions: dict[str, dict[str, int]]) -> Wire
     if read != present:  # some complete events are of categories not read: drop them
         is_read = list(map(read.__contains__, cats))
         kept, cats = list(compress(kept, is_read)), list(compress(cats, is_read))
+    python = {c for c in read if c.lower() in PYTHON_CATEGORIES}
+    python_events = None
+    if python:  # the Python tracer's events: their own few columns, no args
+        is_python = list(map(python.__contains__, cats))
+        others = list(map(not_, is_python))
+        python_events = _python_columns(list(compress(kept, is_python)))
+        kept, cats = list(compress(kept, others)), list(compress(cats, others))
     args = args_of(kept)
     columns: dict[str, Column] = {
         "cat": _distinct(cats, positions.setdefault("cat", {})),
@@ -214,7 +235,31 @@ def _encode_fast(chunk: list[Any], positions: dict[str, dict[str, int]]) -> Wire
     comm = _comm(args)
     if comm:
         inputs = {**(inputs or {}), **comm}
+    if python_events is not None:
+        inputs = {**(inputs or {}), PYTHON_EVENTS: ("python", python_events)}
     return len(kept), categories, columns, inputs
+
+
+def python_count(columns: dict[str, Column]) -> int:
+    """How many events a chunk's Python tracer columns (:func:`_python_columns`) hold."""
+    kind, payload = columns["pid"]
+    return len(payload) if kind == "list" else payload.count(",") + 1 if payload else 0
+
+
+def _python_columns(events: list[Any]) -> dict[str, Column]:
+    """The columns of a chunk's Python tracer events (fast events): ``name`` (``"dict"``, complete), ``pid``,
+    ``tid``, ``ts`` and ``dur``, as the rows' columns are encoded."""
+    position: dict[str, int] = {}
+    name = _distinct(list(map(getattr, events, repeat("name"))), position)
+    if name[0] == "dict":
+        name = "dict", (_SEP.join(position), name[1])
+    return {
+        "name": name,
+        "pid": _values(list(map(getattr, events, repeat("pid")))),
+        "tid": _values(list(map(getattr, events, repeat("tid")))),
+        "ts": _microseconds(list(map(getattr, events, repeat("ts")))),
+        "dur": _microseconds(list(map(getattr, events, repeat("dur")))),
+    }
 
 
 def _encode_lenient(chunk: list[Any]) -> WireChunk:
