@@ -65,7 +65,8 @@ Column = tuple[str, Any]
 #: (events kept, category names of the chunk or None when the frame side is to find them, columns, the
 #: ``Input Dims``/``Input type`` columns of the chunk's CPU operators, and the communication args of the
 #: events that carry them (:data:`~tracekit.readers.kineto_json.COMM_FIELDS`, with their positions among the
-#: chunk's events: :data:`~tracekit.readers.kineto_json.COMM_ROWS`), or None when it has neither)
+#: chunk's events: :data:`~tracekit.readers.kineto_json.COMM_ROWS`), and a fast chunk's Python tracer events
+#: (:data:`PYTHON_EVENTS`: a list of column dicts), or None when it has none of these)
 WireChunk = tuple[int, "set[str] | None", dict[str, Column], "dict[str, Column] | None"]
 
 #: the ``inputs`` key of a fast chunk's Python tracer events (:data:`~tracekit.readers.kineto_json.PYTHON_CATEGORIES`):
