@@ -314,3 +314,17 @@ def test_ops_of_a_process_with_ranges_but_no_calls_keep_their_ids(tmp_path: Path
         b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=2 * i + 1)
     analysis = tracekit.analyze(b.write(tmp_path / "calls_lost.synthetic.sqlite"))
     assert analysis.unassigned_ops["launch_not_in_trace"]["ops"] == 4
+
+
+def test_a_cross_thread_range_holding_whole_ranges_still_nests_them(tmp_path: Path) -> None:
+    """A 'request' start/end range ended by a worker thread that holds its starting thread's ranges whole (one
+    request at a time, each around one 'forward') crosses none of them: it nests them as before (forward depth
+    1), and the requests are the top-level ranges."""
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    for i in range(3):
+        t0 = 100 * US + i * 50 * US
+        b.nvtx_range(t0, t0 + 45 * US, "request", start_end=True, end_tid=200)
+        b.nvtx_range(t0 + 2 * US, t0 + 40 * US, "forward")
+    trace = read(b.write(tmp_path / "sequential_requests.synthetic.sqlite"))
+    assert trace.ranges.sort("start").get_column("depth").to_list() == [0, 1] * 3

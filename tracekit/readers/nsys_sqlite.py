@@ -51,8 +51,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0 (a domain
     named "gpu", the model's word for device-side annotations, is "gpu (NVTX)");
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
-    level; a start/end range ended on another thread than its own counts in no other range's nesting: it is an
-    async span, not a frame of its thread's stack). Event types (and the driver calls' ``eventClass``) are the ids the export's own
+    level; a start/end range ended on another thread than its own and crossing the ranges of its thread counts
+    in no other range's nesting: it is an async span, not a frame of its thread's stack). Event types (and the driver calls' ``eventClass``) are the ids the export's own
     ``ENUM_NSYS_EVENT_TYPE`` / ``ENUM_NSYS_EVENT_CLASS`` give them, where it has them. A range with no end
     (never closed: the capture ended inside it) keeps a null end, so that it has no latency and is no
     iteration; for the nesting it counts as open to the trace end (the largest
@@ -628,32 +628,55 @@ def _without_profiler_ranges(ranges: pl.DataFrame, warnings: list[str]) -> pl.Da
     return ranges.filter(~own)
 
 
+def _crossing(raw: pl.DataFrame) -> pl.Series:
+    """Per row of ``raw``: a range ended on another thread (column :data:`CROSS_THREAD`) that crosses a range of
+    its starting thread (one open at its start that ends inside it, or one begun inside it still open at its
+    end): no frame of that thread's stack. A cross-thread range that holds whole the ranges it overlaps nests
+    as any. Two inequality joins, each giving only the ranges open at one instant (a thread's stack there)."""
+    cross = raw.get_column(CROSS_THREAD)
+    if not cross.any():
+        return cross
+    spans = raw.with_row_index("_r").filter(cross).select("_r", "pid", "thread", rs="start", re="end")
+    others = raw.filter(~cross).select(pp="pid", pt="thread", ps="start", pe="end")
+    same_thread = pl.col("pid").eq_missing(pl.col("pp")) & pl.col("thread").eq_missing(pl.col("pt"))
+    # open at its start, ending inside it
+    out = spans.join_where(others, pl.col("ps") < pl.col("rs"), pl.col("pe") > pl.col("rs")).filter(
+        same_thread & (pl.col("pe") < pl.col("re"))
+    )
+    # open at its end, begun inside it
+    into = spans.join_where(others, pl.col("ps") < pl.col("re"), pl.col("pe") > pl.col("re")).filter(
+        same_thread & (pl.col("ps") > pl.col("rs"))
+    )
+    rows = pl.concat([out.get_column("_r"), into.get_column("_r")]).unique()
+    return pl.int_range(raw.height, dtype=pl.UInt32, eager=True).is_in(rows.implode())
+
+
 def _nested(raw: pl.DataFrame) -> pl.DataFrame:
     """``raw`` NVTX ranges with ``depth`` and ``has_child`` (:func:`with_nesting`) on their thread (pid, thread),
     where a range ended on another thread (column :data:`CROSS_THREAD`: a start/end range, which NVTX calls a
-    process range, begun on one thread and ended on another: an async span such as a request's lifetime) takes
-    no part in the nesting of the other ranges of its starting thread: it is no frame of that thread's stack.
-    Counted there, a serving loop's 'step' push/pop ranges begun while a request was open were nested in it:
-    'step' had one top-level range of 6 (one iteration, 5 of 6 kernels outside every iteration). Its own depth
-    counts the other ranges of its thread open when it begins, but the cross-thread ones; its children, every
-    range of its thread it holds."""
+    process range, begun on one thread and ended on another: an async span such as a request's lifetime) that
+    crosses the ranges of its starting thread (:func:`_crossing`) takes no part in their nesting: it is no frame
+    of that thread's stack. Counted there, a serving loop's 'step' push/pop ranges begun while a request was
+    open were nested in it: 'step' had one top-level range of 6 (one iteration, 5 of 6 kernels outside every
+    iteration). Its own depth counts the other ranges of its thread open when it begins, but such ones; its
+    children, every range of its thread it holds."""
     nested = with_nesting(raw, ["pid", "thread"])
     if CROSS_THREAD not in raw.columns:
         return nested
-    cross = raw.get_column(CROSS_THREAD)
-    if not cross.any():
+    apart = _crossing(raw)
+    if not apart.any():
         return nested.drop(CROSS_THREAD)
     keys = ["pid", "thread"]
     index = pl.int_range(raw.height, dtype=pl.UInt32, eager=True)
-    rest = with_nesting(raw.filter(~cross), keys)
-    # a cross-thread range's own depth: the other ranges of its thread open at its start, but the cross-thread
-    # ones (each one's depth among them alone taken off)
-    among_cross = nesting_depth(raw.filter(cross), keys)
-    cross_rows = index.filter(cross)
+    rest = with_nesting(raw.filter(~apart), keys)
+    # such a range's own depth: the other ranges of its thread open at its start, but the ones set apart (each
+    # one's depth among them alone taken off)
+    among_apart = nesting_depth(raw.filter(apart), keys)
+    apart_rows = index.filter(apart)
     depth = nested.get_column("depth")
-    depth = depth.scatter(cross_rows, depth.gather(cross_rows) - among_cross)
-    depth = depth.scatter(index.filter(~cross), rest.get_column("depth"))
-    has_child = nested.get_column("has_child").scatter(index.filter(~cross), rest.get_column("has_child"))
+    depth = depth.scatter(apart_rows, depth.gather(apart_rows) - among_apart)
+    depth = depth.scatter(index.filter(~apart), rest.get_column("depth"))
+    has_child = nested.get_column("has_child").scatter(index.filter(~apart), rest.get_column("has_child"))
     return nested.with_columns(depth, has_child).drop(CROSS_THREAD)
 
 
