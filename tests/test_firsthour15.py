@@ -453,3 +453,16 @@ def test_compare_of_a_trace_with_itself_says_so(
         f"warning: A and B are the same file ({warmup_trace}): every difference below is 0 by construction"
         in err.splitlines()
     )
+
+
+@pytest.mark.parametrize("value", ["0", "1"])
+def test_simulate_ranks_says_one_minimum(
+    value: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`simulate --ranks 0` said 'must be >= 1' and `--ranks 1` then said '--ranks needs at least 2 ranks': two
+    minimums for one option. Both now name the one that holds (a straggler needs a second rank)."""
+    line = _report_error(["simulate", "--ranks", value, "-o", str(tmp_path / "r")], capsys)
+    assert line == (
+        "tracekit simulate: error: argument --ranks: must be >= 2 (one rank has no straggler, clock offset or "
+        "collective to wait at) (see tracekit simulate --help)"
+    )

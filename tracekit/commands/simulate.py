@@ -35,6 +35,18 @@ def _positive(text: str) -> int:
     return _integer_at_least(1, text)
 
 
+def _ranks(text: str) -> int:
+    """--ranks: two at least (one rank has no straggler, no clock offset and no collective to wait at)."""
+    try:
+        return _integer_at_least(2, text)
+    except argparse.ArgumentTypeError as exc:
+        if str(exc).startswith("must be"):
+            raise argparse.ArgumentTypeError(
+                f"{exc} (one rank has no straggler, clock offset or collective to wait at)"
+            ) from None
+        raise
+
+
 def _non_negative(text: str) -> int:
     return _integer_at_least(0, text)
 
@@ -70,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--ranks",
-        type=_positive,
+        type=_ranks,
         metavar="N",
         help="instead of a sweep: N synthetic rank traces (Kineto) of one distributed step loop with a known "
         "straggler, clock offsets and NCCL all-reduces, a sidecar .meta.json each, and their truth (--iters "
