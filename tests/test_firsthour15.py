@@ -485,3 +485,36 @@ def test_no_activity_warning_does_not_call_the_range_length_cpu_time() -> None:
     said = " ".join([*a.warnings, a.no_verdict or ""])
     assert "holds ranges but no GPU or operator activity" in said
     assert "CPU time" not in said
+
+
+def test_report_md_speaks_of_operators_not_a_device_on_a_cpu_sweep() -> None:
+    """report.md on the tour's CPU runs: 'pytorch: at batch 1 the device idles 10.942 ms an iteration, 100% of it
+    host-side (dispatch, launch, sync, other API)': a CPU run has no device, and no launch or sync call; the
+    time is the gaps between operators, all of it dispatch. A GPU sweep keeps its sentence."""
+    from tracekit.renderers.report_markdown import CAUSE_TEXT, cause_text, headroom_lines
+
+    def doc(device: str) -> dict:
+        sweep = {
+            "runtime": "pytorch",
+            "device": device,
+            "batch_sizes": [1, 4],
+            "gpu_busy_ms": [88.537, 4220.048],
+            "headroom_batch_size": 4,
+            "idle_by_cause_ms": {"dispatch": [10.942, 63.768], "in_flight": [0.0, 0.0]},
+        }
+        return {"sweeps": [sweep]}
+
+    assert headroom_lines(doc("cpu")) == [
+        "pytorch: at batch 1 no operator runs for 10.942 ms an iteration, 100% of it host-side (dispatch, launch, "
+        "sync, other API); up to batch 4 (the free headroom) operator busy grows 88.537 -> 4220.048 ms while the "
+        "idle time goes 10.942 -> 63.768 ms: the idle time does not shrink, so the added operator work does not "
+        "fill it."
+    ]
+    [gpu] = headroom_lines(doc("gpu"))
+    assert gpu.startswith("pytorch: at batch 1 the device idles 10.942 ms an iteration")
+    assert gpu.endswith("so the added device work does not fill it.")
+    assert cause_text("operator") == CAUSE_TEXT.format(word="operator") + (
+        " On CPU-only traces there is no device and no launch or synchronization call: the time between "
+        "operators is all dispatch."
+    )
+    assert cause_text("GPU") == CAUSE_TEXT.format(word="GPU")

@@ -82,6 +82,18 @@ CAUSE_TEXT = (
 )
 
 
+def cause_text(word: str) -> str:
+    """The paragraph over the cause table (:data:`CAUSE_TEXT`), with a sentence for CPU-only traces, where
+    every cause but dispatch is 0 by construction."""
+    text = CAUSE_TEXT.format(word=word)
+    if word == "operator":
+        text += (
+            " On CPU-only traces there is no device and no launch or synchronization call: the time between "
+            "operators is all dispatch."
+        )
+    return text
+
+
 def cause_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     """The configurations that have the idle-time attribution, with the dispatch share of their overhead."""
     rows = []
@@ -109,18 +121,22 @@ def headroom_lines(doc: dict[str, Any]) -> list[str]:
         if idle[0] <= 0:
             continue
         host = sum((causes[c][i] or 0.0) for c in ("dispatch", "launch", "sync", "other_api") if c in causes)
+        # a CPU-only sweep has no device: its idle time is the gaps between operators
+        cpu = sweep.get("device") == "cpu"
+        idles = "no operator runs for" if cpu else "the device idles"
+        work, grows = ("operator work", "operator busy grows") if cpu else ("device work", "busy grows")
         line = (
-            f"{sweep_label(sweep)}: at batch {batches[i]} the device idles {idle[0]:.3f} ms an iteration, "
+            f"{sweep_label(sweep)}: at batch {batches[i]} {idles} {idle[0]:.3f} ms an iteration, "
             f"{100 * host / idle[0]:.0f}% of it host-side (dispatch, launch, sync, other API)"
         )
         if j > i:  # (a headroom at the smallest batch size compares nothing)
             line += (
-                f"; up to batch {head} (the free headroom) busy grows {busy[i]:.3f} -> {busy[j]:.3f} ms while "
+                f"; up to batch {head} (the free headroom) {grows} {busy[i]:.3f} -> {busy[j]:.3f} ms while "
                 f"the idle time goes {idle[0]:.3f} -> {idle[1]:.3f} ms: "
                 + (
-                    "the added device work fills host-bound idle time"
+                    f"the added {work} fills host-bound idle time"
                     if idle[1] < idle[0]
-                    else "the idle time does not shrink, so the added device work does not fill it"
+                    else f"the idle time does not shrink, so the added {work} does not fill it"
                 )
             )
         lines.append(line + ".")
@@ -306,7 +322,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
     causes = cause_rows(doc)
     if causes:
         columns = [(k, h.replace("{device}", word)) for k, h in CAUSE_TABLE_COLUMNS]
-        out += ["## Framework overhead by cause", "", CAUSE_TEXT.format(word=word), ""]
+        out += ["## Framework overhead by cause", "", cause_text(word), ""]
         out += [render_markdown(causes, columns)]
         out += [f"- {line}" for line in headroom_lines(doc)] + [""]
     if figures.get("latency"):
