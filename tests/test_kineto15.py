@@ -468,3 +468,63 @@ def test_the_record_is_the_same_decoded_in_a_worker_or_leniently(
     other = read_trace(kineto_file(tmp_path, events, f"{how}.synthetic.json")).meta[K.PYTHON_THREADS]
     assert other == plain
     assert plain[0]["blocked"][0] == [2_050_000, 9_950_000, "queue.py: get"]
+
+
+# -------------------------------------------------------------------------------- Task B: Kineto quirks
+
+
+def _rccl_steps(kernel_correlation: Any) -> list[dict[str, Any]]:
+    """3 ProfilerSteps of 1 ms (ROCm): two hipLaunchKernel'd 100 us gemms each, and an RCCL kernel [t0+400,
+    t0+900) us launched by hipExtLaunchKernel, whose kernel event carries ``kernel_correlation`` (roctracer
+    gives 0 for every communication kernel, ROCm/roctracer#100; None: no correlation arg)."""
+    events, corr = [], 1
+    for k in range(3):
+        t0 = k * 1000
+        events += [
+            kineto_event("user_annotation", f"ProfilerStep#{k + 1}", t0, 1000),
+            kineto_event("cpu_op", "aten::mm", t0 + 10, 300),
+        ]
+        for i in range(2):
+            call = t0 + 20 + 100 * i
+            events += [
+                kineto_event("cuda_runtime", "hipLaunchKernel", call, 20, correlation=corr),
+                kineto_event(
+                    "kernel", "gemm", call + 30, 100, pid=0, tid=7, correlation=corr, stream=7, device=0
+                ),
+            ]
+            corr += 1
+        ids = {} if kernel_correlation is None else {"correlation": kernel_correlation}
+        events += [
+            kineto_event("cuda_runtime", "hipExtLaunchKernel", t0 + 300, 20, correlation=corr),
+            kineto_event(
+                "kernel", "ncclDevKernel_Generic", t0 + 400, 500, pid=0, tid=9, stream=9, device=0, **ids
+            ),
+        ]
+        corr += 1
+    return events
+
+
+def test_a_kernel_of_correlation_0_has_no_correlation(tmp_path: Path) -> None:
+    # roctracer writes correlation 0 for RCCL kernels (ROCm/roctracer#100; PyTorch's own profiler links only
+    # ids > 0: `if corr_id > 0`). Before: 0 read as an id no call has, "launched before the capture began", and
+    # the RCCL kernels' 0.5 ms a step counted in no iteration: GPU busy 0.2 ms of 1 ms, framework-bound. Now they
+    # have no correlation, as when the arg is missing: assigned by their start, busy 0.7 ms.
+    zero = analyze(kineto_file(tmp_path, _rccl_steps(0), "rccl0.synthetic.json"))
+    missing = analyze(kineto_file(tmp_path, _rccl_steps(None), "rccl_none.synthetic.json"))
+    assert missing.iterations.get_column("gpu_busy_ms").round(6).to_list() == [0.7, 0.7]
+    assert zero.iterations.get_column("gpu_busy_ms").round(6).to_list() == [0.7, 0.7]
+    assert zero.verdict == missing.verdict == "compute"
+    assert not any("launched before the capture began" in w for w in zero.warnings)
+    trace = read_trace(kineto_file(tmp_path, _rccl_steps(0), "rccl0.synthetic.json"))
+    assert (
+        trace.ops.filter(pl.col("name") == "ncclDevKernel_Generic").get_column("correlation").null_count()
+        == 3
+    )
+
+
+def test_correlation_0_links_where_the_traces_own_calls_use_it(tmp_path: Path) -> None:
+    # a hand-built trace numbering its launches from 0: there 0 is an id, and the first kernel keeps its call
+    events = _rccl_steps(None)
+    events[2]["args"]["correlation"] = events[3]["args"]["correlation"] = 0  # the first call and its gemm
+    trace = read_trace(kineto_file(tmp_path, events, "from0.synthetic.json"))
+    assert trace.ops.filter(pl.col("correlation") == 0).get_column("name").to_list() == ["gemm"]

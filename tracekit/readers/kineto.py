@@ -57,7 +57,8 @@ What lands where:
     categories ``kernel`` (and MTIA's on-device ``mtia_ccp_events``, as HTA reads them) -> kind "kernel",
     ``gpu_memcpy``/``Memcpy`` -> "memcpy", ``gpu_memset``/``Memset`` -> "memset". ``device`` = args "device" (else the event's pid, which Kineto sets to the device);
     ``stream`` = args "stream" (else the number in the tid, e.g. "stream 7" in 2021 traces);
-    ``correlation`` = args "correlation" (args "External id" is a different id and is not used); when a
+    ``correlation`` = args "correlation" (0 reads as none where no call of the trace has it: roctracer's RCCL
+    kernels; args "External id" is a different id and is not used); when a
     GPU event lacks it, the id of the flow event (``ac2g``/``async``/``async_cpu_to_gpu``) that ends on it
     (same pid, tid and ts) is used. ``graph`` = args "graph id" when present.
     ``pid``: Kineto puts the *device* in a GPU event's pid. tracekit needs the *process* so that analyzers
@@ -481,12 +482,18 @@ def _gpu_ops(
     gpu = x_events.filter(pl.col("cat_l").is_in(list(OP_CATEGORIES)))
     if gpu.height == 0:
         return empty_frame(OPS_SCHEMA)
-    gpu = gpu.with_columns(correlation=pl.col("a_correlation").cast(pl.Int64, strict=False))
+    # 0 is no id unless a call of the trace has it: CUPTI's and roctracer's ids start at 1, roctracer gives 0
+    # to every RCCL kernel (ROCm/roctracer#100), and PyTorch's profiler links only ids above 0
+    correlation = pl.col("a_correlation").cast(pl.Int64, strict=False)
+    zero_is_id = bool((api.get_column("correlation") == 0).any()) if api.height else False
+    gpu = gpu.with_columns(
+        correlation=correlation if zero_is_id else pl.when(correlation != 0).then(correlation)
+    )
     if gpu["correlation"].null_count() and flows.height:
         # The flow event that ends on a GPU event sits at the same pid, tid and ts.
         ends = (
             flows.select("pid", "tid", "start", flow_id=pl.col("id").cast(pl.Int64, strict=False))
-            .filter(pl.col("flow_id").is_not_null())
+            .filter(pl.col("flow_id").is_not_null() & ((pl.col("flow_id") != 0) | zero_is_id))
             .unique(subset=["pid", "tid", "start"], keep="first")
         )
         # flows keep pid/tid as text; the rows may hold them as integers (:func:`_finish_rows`)
