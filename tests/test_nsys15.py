@@ -211,14 +211,18 @@ def test_without_a_profiler_start_the_capture_starts_at_0(tmp_path: Path) -> Non
 # ---------------------------------------------------------------- start/end ranges ended on another thread
 
 
-def test_async_ranges_ended_on_another_thread_do_not_nest_the_starting_threads_ranges(tmp_path: Path) -> None:
+@pytest.mark.parametrize("ended_on", [200, 100], ids=["another thread", "the same thread"])
+def test_async_ranges_ended_on_another_thread_do_not_nest_the_starting_threads_ranges(
+    tmp_path: Path, ended_on: int
+) -> None:
     """NVTX start/end ranges are process ranges (NVTX's "Process Ranges", ``nvtxRangeStartEx``/``nvtxRangeEnd``,
     may end on any thread: ``endGlobalTid`` then differs from ``globalTid``), not part of a thread's push/pop
     stack. A serving loop: 6 'step' push/pop ranges of 40 µs on the main thread (one 20 µs kernel each, 0.5),
     and 3 'request' start/end ranges of 125 µs, each started on the main thread inside a step and ended by a
     worker thread 2.5 steps later. Counted in the main thread's nesting, every step started while a request was
     open was depth 1: 'step' had one top-level range, 1 iteration, 5 of 6 kernels outside every iteration. The
-    requests no longer nest the steps: 6 iterations of 40 µs, busy 20 µs."""
+    requests no longer nest the steps: 6 iterations of 40 µs, busy 20 µs. Ended on the main thread itself (an
+    event loop ends its requests), they cross the steps all the same, and are no frame of its stack either."""
     b = NsysBuilder()
     b.gpu(0, "NVIDIA H100")
     for i in range(6):
@@ -229,7 +233,7 @@ def test_async_ranges_ended_on_another_thread_do_not_nest_the_starting_threads_r
         b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=2 * i + 2)
     for k in (0, 2, 4):
         start = 100 * US + k * 50 * US + 10 * US
-        b.nvtx_range(start, start + 125 * US, "request", start_end=True, end_tid=200)
+        b.nvtx_range(start, start + 125 * US, "request", start_end=True, end_tid=ended_on)
     path = b.write(tmp_path / "async_requests.synthetic.sqlite")
     trace = read(path)
     steps = trace.ranges.filter(trace.ranges["name"] == "step")
@@ -260,8 +264,9 @@ def test_a_start_end_range_ended_on_its_own_thread_still_nests(tmp_path: Path) -
 
 def test_an_end_thread_of_0_is_no_other_thread(tmp_path: Path) -> None:
     """nsys 2021.x exports a default for every missing NOT NULL field ("all fields are declared as NOT NULL ...
-    default value for that field is exported", its SQLite schema reference): ``endGlobalTid`` 0 on ranges that
-    ended on their own thread is no cross-thread end; the start/end 'iteration' ranges still hold their 'op'."""
+    default value for that field is exported", its SQLite schema reference): start/end 'iteration' ranges with
+    ``endGlobalTid`` 0 that hold their 'op' whole still nest it (what sets a start/end range apart is that it
+    crosses its thread's ranges, not the thread it ended on)."""
     b = NsysBuilder()
     for i in range(3):
         t0 = 100 * US + i * 20 * US

@@ -51,8 +51,8 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     it); ``domain`` = the name given by the domain's eventType-75 row, "default" for domainId 0 (a domain
     named "gpu", the model's word for device-side annotations, is "gpu (NVTX)");
     ``depth`` = number of ranges on the same thread (any domain) still open when this one starts (0 = top
-    level; a start/end range ended on another thread than its own and crossing the ranges of its thread counts
-    in no other range's nesting: it is an async span, not a frame of its thread's stack). Event types (and the driver calls' ``eventClass``) are the ids the export's own
+    level; a start/end range, NVTX's process range, that crosses the ranges of the thread it was started on
+    counts in no other range's nesting: it is an async span, not a frame of that thread's stack). Event types (and the driver calls' ``eventClass``) are the ids the export's own
     ``ENUM_NSYS_EVENT_TYPE`` / ``ENUM_NSYS_EVENT_CLASS`` give them, where it has them. A range with no end
     (never closed: the capture ended inside it) keeps a null end, so that it has no latency and is no
     iteration; for the nesting it counts as open to the trace end (the largest
@@ -497,9 +497,9 @@ def _read_api_table(
 # -------------------------------------------------------------------------------------------- ranges
 
 
-#: Column of the raw NVTX ranges marking a range ended on another thread than the one that started it (dropped
-#: before the Trace is built).
-CROSS_THREAD = "_cross_thread"
+#: Column of the raw NVTX ranges marking a start/end range (NVTX's process range, which may end on any thread:
+#: no frame of a thread's push/pop stack), dropped before the Trace is built.
+PROCESS_RANGE = "_process_range"
 
 
 def with_nesting(ranges: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
@@ -629,16 +629,21 @@ def _without_profiler_ranges(ranges: pl.DataFrame, warnings: list[str]) -> pl.Da
 
 
 def _crossing(raw: pl.DataFrame) -> pl.Series:
-    """Per row of ``raw``: a range ended on another thread (column :data:`CROSS_THREAD`) that crosses a range of
-    its starting thread (one open at its start that ends inside it, or one begun inside it still open at its
-    end): no frame of that thread's stack. A cross-thread range that holds whole the ranges it overlaps nests
-    as any. Two inequality joins, each giving only the ranges open at one instant (a thread's stack there)."""
-    cross = raw.get_column(CROSS_THREAD)
-    if not cross.any():
-        return cross
-    spans = raw.with_row_index("_r").filter(cross).select("_r", "pid", "thread", rs="start", re="end")
-    others = raw.filter(~cross).select(pp="pid", pt="thread", ps="start", pe="end")
-    same_thread = pl.col("pid").eq_missing(pl.col("pp")) & pl.col("thread").eq_missing(pl.col("pt"))
+    """Per row of ``raw``: a start/end range (column :data:`PROCESS_RANGE`) that crosses another range of the
+    thread it was started on (one open at its start that ends inside it, or one begun inside it still open at
+    its end): no frame of that thread's stack. One that holds whole the ranges it overlaps nests as any range.
+    Two inequality joins, each giving only the ranges open at one instant (a thread's stack there)."""
+    candidate = raw.get_column(PROCESS_RANGE)
+    if not candidate.any():
+        return candidate
+    rows = raw.with_row_index("_r")
+    spans = rows.filter(candidate).select("_r", "pid", "thread", rs="start", re="end")
+    others = rows.select(_o="_r", pp="pid", pt="thread", ps="start", pe="end")
+    same_thread = (
+        pl.col("pid").eq_missing(pl.col("pp"))
+        & pl.col("thread").eq_missing(pl.col("pt"))
+        & (pl.col("_r") != pl.col("_o"))
+    )
     # open at its start, ending inside it
     out = spans.join_where(others, pl.col("ps") < pl.col("rs"), pl.col("pe") > pl.col("rs")).filter(
         same_thread & (pl.col("pe") < pl.col("re"))
@@ -647,25 +652,25 @@ def _crossing(raw: pl.DataFrame) -> pl.Series:
     into = spans.join_where(others, pl.col("ps") < pl.col("re"), pl.col("pe") > pl.col("re")).filter(
         same_thread & (pl.col("ps") > pl.col("rs"))
     )
-    rows = pl.concat([out.get_column("_r"), into.get_column("_r")]).unique()
-    return pl.int_range(raw.height, dtype=pl.UInt32, eager=True).is_in(rows.implode())
+    crossing = pl.concat([out.get_column("_r"), into.get_column("_r")]).unique()
+    return pl.int_range(raw.height, dtype=pl.UInt32, eager=True).is_in(crossing.implode())
 
 
 def _nested(raw: pl.DataFrame) -> pl.DataFrame:
     """``raw`` NVTX ranges with ``depth`` and ``has_child`` (:func:`with_nesting`) on their thread (pid, thread),
-    where a range ended on another thread (column :data:`CROSS_THREAD`: a start/end range, which NVTX calls a
-    process range, begun on one thread and ended on another: an async span such as a request's lifetime) that
-    crosses the ranges of its starting thread (:func:`_crossing`) takes no part in their nesting: it is no frame
-    of that thread's stack. Counted there, a serving loop's 'step' push/pop ranges begun while a request was
-    open were nested in it: 'step' had one top-level range of 6 (one iteration, 5 of 6 kernels outside every
-    iteration). Its own depth counts the other ranges of its thread open when it begins, but such ones; its
-    children, every range of its thread it holds."""
+    where a start/end range (column :data:`PROCESS_RANGE`: NVTX's process range, which may end on any thread,
+    an async span such as a request's lifetime) that crosses the ranges of the thread it was started on
+    (:func:`_crossing`) takes no part in their nesting: it is no frame of that thread's stack. Counted there, a
+    serving loop's 'step' push/pop ranges begun while a request was open were nested in it: 'step' had one
+    top-level range of 6 (one iteration, 5 of 6 kernels outside every iteration). Its own depth counts the other
+    ranges of its thread open when it begins, but such ones; its children, every range of its thread it
+    holds."""
     nested = with_nesting(raw, ["pid", "thread"])
-    if CROSS_THREAD not in raw.columns:
+    if PROCESS_RANGE not in raw.columns:
         return nested
     apart = _crossing(raw)
     if not apart.any():
-        return nested.drop(CROSS_THREAD)
+        return nested.drop(PROCESS_RANGE)
     keys = ["pid", "thread"]
     index = pl.int_range(raw.height, dtype=pl.UInt32, eager=True)
     rest = with_nesting(raw.filter(~apart), keys)
@@ -677,7 +682,7 @@ def _nested(raw: pl.DataFrame) -> pl.DataFrame:
     depth = depth.scatter(apart_rows, depth.gather(apart_rows) - among_apart)
     depth = depth.scatter(index.filter(~apart), rest.get_column("depth"))
     has_child = nested.get_column("has_child").scatter(index.filter(~apart), rest.get_column("has_child"))
-    return nested.with_columns(depth, has_child).drop(CROSS_THREAD)
+    return nested.with_columns(depth, has_child).drop(PROCESS_RANGE)
 
 
 def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
@@ -702,7 +707,6 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         "end": export.col(t, "end"),
         "event_type": '"eventType"',
         "global_tid": export.col(t, "globalTid"),
-        "end_global_tid": export.col(t, "endGlobalTid"),
         "text": f"CAST({export.col(t, 'text')} AS BLOB)",
         "text_id": export.col(t, "textId"),
         "domain_id": export.col(t, "domainId"),
@@ -712,7 +716,6 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
         "end": pl.Int64,
         "event_type": pl.Int64,
         "global_tid": pl.Int64,
-        "end_global_tid": pl.Int64,
         "text": pl.Binary,
         "text_id": pl.Int64,
         "domain_id": pl.Int64,
@@ -735,16 +738,11 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     frame = frame.with_columns(
         pid_of(pl.col("global_tid")).alias("pid"),
         tid_of(pl.col("global_tid")).alias("thread"),
-        # a start/end range ended on another thread than the one that started it (NVTX process ranges may; a
-        # push/pop range cannot, and nsys 2021.x writes a default 0 for a missing value)
-        (
-            pl.col("event_type").is_in([types["NvtxStartEndRange"], types["NvtxtStartEndRange"]])
-            & (pl.col("end_global_tid") != 0)
-            & (pl.col("end_global_tid") != pl.col("global_tid"))
-        )
+        pl.col("event_type")
+        .is_in([types["NvtxStartEndRange"], types["NvtxtStartEndRange"]])
         .fill_null(False)
-        .alias(CROSS_THREAD),
-    ).drop("global_tid", "end_global_tid")
+        .alias(PROCESS_RANGE),
+    ).drop("global_tid")
     frame = _lookup_names(frame.with_columns(_text_id=pl.col("text_id")), strings, "text_id", "registered")
     unresolved = frame.select(
         (pl.col("text").is_null() & pl.col("_text_id").is_not_null() & pl.col("registered").is_null()).sum()
