@@ -328,12 +328,6 @@ def test_without_python_events_the_doubt_is_unchanged(tmp_path: Path) -> None:
     assert "a median 8.100 ms an iteration, of a median latency of 10.000 ms (81.0%)" in doubt
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (not kineto15's) does not call plausibility.unrecorded_host_note: the answer "
-    "that the silences were Python code is computed but not shown (one line in measure_gaps: warnings += the "
-    "note, with bound_threshold)",
-)
 def test_the_framework_answer_is_said_in_the_analysis(tmp_path: Path) -> None:
     a = analyze(kineto_file(tmp_path, _steps() + _framework(), "python.synthetic.json"))
     assert any("the framework-bound verdict stands" in w for w in a.warnings), a.warnings
