@@ -286,14 +286,16 @@ def test_known_runtimes_and_fork_categories_are_named_together(tmp_path: Path) -
 
 
 def test_runtimes_of_equal_counts_are_named_in_order_of_category(tmp_path: Path) -> None:
-    events = [
-        kineto_event("user_annotation", "ProfilerStep#0", 1000, 900, PID, TID),
-        kineto_event("mtia_runtime", "a", 1010, 10, PID, TID),
-        kineto_event("glow_runtime", "b", 1030, 10, PID, TID),
-    ]
+    """One call each of four runtime categories, written in reverse order: named by category, ascending."""
+    events = [kineto_event("user_annotation", "ProfilerStep#0", 1000, 900, PID, TID)]
+    for i, cat in enumerate(["privateuse1_runtime", "privateuse1_driver", "mtia_runtime", "glow_runtime"]):
+        events.append(kineto_event(cat, f"c{i}", 1010 + 20 * i, 10, PID, TID))
     with pytest.raises(TraceFormatError) as err:
         read(_write(tmp_path, events, "ties.synthetic.json"))
-    assert "runtime calls (1 glow_runtime events, 1 mtia_runtime events) but no event" in str(err.value)
+    assert (
+        "runtime calls (1 glow_runtime events, 1 mtia_runtime events, 1 privateuse1_driver events, 1 "
+        "privateuse1_runtime events) but no event"
+    ) in str(err.value)
 
 
 def test_a_gaudi_trace_is_named_as_such(tmp_path: Path) -> None:

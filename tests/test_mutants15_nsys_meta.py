@@ -74,6 +74,7 @@ def test_visible_devices_map_the_process_s_cuda_ids(tmp_path: Path, value: str) 
         "MIG-1234,0",  # a MIG instance
         "3",  # no GPU of that cuDevice
         "x1",
+        "2,0X",  # a damaged entry (not stripped as if it were a quote)
     ],
 )
 def test_visible_devices_that_name_no_single_gpu_leave_the_ids_as_they_were(
@@ -142,3 +143,16 @@ def test_an_unused_gpu_whose_guess_is_no_used_id_is_listed(tmp_path: Path) -> No
     trace = read(b.write(tmp_path / "listed.synthetic.sqlite"))
     assert trace.meta["gpu"] == H100
     assert trace.meta["gpus"] == [{"id": 1, "name": T4}, {"id": 0, "name": H100}]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="nsys_meta._visible_devices matches the variable with SQLite LIKE, which ignores case: "
+    "'cuda_visible_devices', which CUDA does not read, is taken as CUDA_VISIBLE_DEVICES",
+)
+def test_a_lower_case_variable_is_not_cuda_visible_devices(tmp_path: Path) -> None:
+    """Linux environment variables are case-sensitive and CUDA reads CUDA_VISIBLE_DEVICES only: a launch that
+    set 'cuda_visible_devices=2,0' saw every GPU as its cuDevice. Read as the mapping, GPU 2 (the H100) became
+    CUDA device 0 and the A100 device 1, so kernels on device 0 (the A100) are named 'NVIDIA H100 80GB HBM3'."""
+    envs = [("PROCESS_0:ENVIRONMENT_VARIABLE", "cuda_visible_devices=2,0")]
+    assert _table(tmp_path, _box(envs)) == AS_IS

@@ -373,3 +373,11 @@ def test_ranges_before_a_cuda_profiler_start_are_said_with_that_start(tmp_path: 
         "3 NVTX range(s) began before the capture started ('early', 'edge', 'cross'; start < 10000 ns, when "
         "cudaProfilerStart began it, 1 of them still open when it began): the trace holds none of their work"
     )
+
+
+def test_one_message_written_with_and_without_spaces_is_counted_once(tmp_path: Path) -> None:
+    """'CUPTI dropped 5 records.' and the same with spaces around it are one message (stripped), said twice."""
+    path = _gpu_run(NsysBuilder()).write(tmp_path / "spaces.synthetic.sqlite")
+    trace = read(_diagnostics(path, [(1, "CUPTI dropped 5 records."), (2, "  CUPTI dropped 5 records.  ")]))
+    assert trace.meta["lost_events"] == {"device": ["CUPTI dropped 5 records."]}
+    assert "(DIAGNOSTIC_EVENT: 'CUPTI dropped 5 records.' (2 times)):" in _said(trace, "DIAGNOSTIC_EVENT")[0]
