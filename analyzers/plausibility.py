@@ -54,6 +54,10 @@ from tracekit.model import (
     COMPILED_CPU_CODE,
     GRAPH_LAUNCH_NAMES,
     LAUNCH_API_NAMES,
+    META_GPU_TRACING_STOPPED,
+    META_LOST_EVENTS,
+    META_PYTHON_THREADS,
+    META_PYTHON_TRACING,
     Trace,
     calls_named,
     on_host,
@@ -864,7 +868,7 @@ def gpu_tracing_stopped(trace: Trace) -> str | None:
     (``meta["gpu_tracing_stopped_early"]``: libkineto's "Exceeded max GPU buffer count", "CUPTI stopped
     early"): the iterations after that point hold their launch calls and none of their device work, so they
     read idle where the device ran and the median utilization may be too low; None otherwise."""
-    if not trace.meta.get("gpu_tracing_stopped_early") or trace.ops.is_empty():
+    if not trace.meta.get(META_GPU_TRACING_STOPPED) or trace.ops.is_empty():
         return None
     return (
         "verdict uncertain: torch.profiler (libkineto) stopped collecting GPU activity before the capture "
@@ -878,7 +882,7 @@ def lost_device_events(trace: Trace) -> str | None:
     (``meta["lost_events"]``, from its ``DIAGNOSTIC_EVENT`` table: "CUPTI dropped N records", buffers
     exhausted, storage truncated): kernels it lost are GPU busy time the trace lacks, so a framework-bound
     verdict may be theirs; None otherwise (or when the trace holds no device op: then there is no verdict)."""
-    lost = trace.meta.get("lost_events")
+    lost = trace.meta.get(META_LOST_EVENTS)
     if not isinstance(lost, dict) or trace.ops.is_empty():
         return None
     if not (lost.get("device") or lost.get("all")):
@@ -1055,7 +1059,7 @@ def _python_cover(trace: Trace) -> PythonCover | None:
     thread at all ran Python. None when the trace has no such record for any launching thread. Waiting is
     never claimed when a launching thread has no record (autograd's engine thread, say): its state is
     unknown then."""
-    threads = trace.meta.get("python_threads")
+    threads = trace.meta.get(META_PYTHON_THREADS)
     if not isinstance(threads, list) or not threads or trace.api.is_empty():
         return None
     record = {(t.get("pid"), t.get("thread")): t for t in threads if isinstance(t, dict)}
@@ -1249,7 +1253,7 @@ def _why_silent(trace: Trace) -> str:
     blocked thread; with its Python tracer on (``with_stack``), the blocking call is recorded as a Python event,
     but the trace holds none on the threads that launch device work."""
     waits = "a serving engine waiting for requests, a lock or queue, a sleep"
-    if trace.meta.get("python_tracing"):
+    if trace.meta.get(META_PYTHON_TRACING):
         return (
             "the trace's Python call events (with_stack) hold none of the threads that launch device work, "
             f"which would say whether the host was waiting then ({waits}) or running framework code"

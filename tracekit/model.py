@@ -255,6 +255,16 @@ def wanted_frames(frames: FrameSpec) -> dict[str, frozenset[str] | None]:
 #: GPU-side copy of a user range).
 GPU_SIDE_DOMAIN = "gpu"
 
+# Keys of ``Trace.meta`` that readers set and the analysis' doubts read (one spelling for both sides):
+#: nsys: what its DIAGNOSTIC_EVENT table says was lost (CUPTI records dropped, NVTX discards, truncation).
+META_LOST_EVENTS = "lost_events"
+#: Kineto: libkineto logged that it stopped collecting GPU activity before the trace ended.
+META_GPU_TRACING_STOPPED = "gpu_tracing_stopped_early"
+#: Kineto: the trace holds the Python tracer's events (``with_stack``).
+META_PYTHON_TRACING = "python_tracing"
+#: Kineto: the Python tracer's record per thread (running Python, blocking calls), from those events.
+META_PYTHON_THREADS = "python_threads"
+
 
 def on_host() -> pl.Expr:
     """Whether a range marks the host's work: every range but the GPU-side copies (:data:`GPU_SIDE_DOMAIN`); a

@@ -160,6 +160,9 @@ from tracekit.model import (
     LAUNCH_API_NAMES,
     LAUNCH_DIMS,
     LAUNCHES_SCHEMA,
+    META_GPU_TRACING_STOPPED,
+    META_PYTHON_THREADS,
+    META_PYTHON_TRACING,
     OPS_SCHEMA,
     RANGES_SCHEMA,
     FrameSpec,
@@ -937,7 +940,7 @@ PYTHON_TRACING_WARNING = (
 #: the thread ran Python, calls being made or returning at least every :data:`PYTHON_QUIET_NS`, outside every
 #: blocking call), ``blocked`` ([start, end, call] ns: the thread was inside a blocking call of
 #: :data:`BLOCKING_CALLS`, ``call`` its name without line number or address)}
-PYTHON_THREADS = "python_threads"
+PYTHON_THREADS = META_PYTHON_THREADS
 #: Python-level blocking calls (``file.py(line): function``, any directory before the file): a thread inside one
 #: is waiting (a lock, a condition, an event, a queue, a pipe, a socket, a selector, a future, a child process;
 #: vLLM's worker spinning in its shared-memory queue for the scheduler's next message), however much Python runs
@@ -1582,7 +1585,7 @@ PROFILER_LOG_LEVELS: tuple[str, ...] = ("ERROR", "WARNING")
 #: how many lines of each level ``meta["profiler_log"]`` keeps (the warning counts them all)
 PROFILER_LOG_KEPT = 20
 #: ``meta`` key: True when libkineto stopped collecting GPU activity before the trace ended
-GPU_TRACING_STOPPED_EARLY = "gpu_tracing_stopped_early"
+GPU_TRACING_STOPPED_EARLY = META_GPU_TRACING_STOPPED
 #: libkineto's record counts when it stopped collecting GPU activity early (CuptiActivityProfiler's
 #: ErrorCounts, logged at INFO: '... Unexpected CUDA events = 0, CUPTI stopped early? = 1')
 _STOPPED_EARLY = re.compile(r"CUPTI stopped early\? = (?:1|true)\b")
@@ -2187,7 +2190,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     threads = header.pop(_PYTHON_THREADS, None)
     meta = _meta(path, header, categories, ops, device)
     if PYTHON_TRACER_CATEGORY in categories:
-        meta["python_tracing"] = True  # (the analysis' doubts read it, and the threads' record below)
+        meta[META_PYTHON_TRACING] = True  # (the analysis' doubts read it, and the threads' record below)
     if threads and device == "gpu":  # (the analysis tells a host silence's waits from its Python by it)
         meta[PYTHON_THREADS] = threads
     logged, stopped_early = _profiler_log(header)

@@ -124,6 +124,7 @@ from tracekit.model import (
     API_SCHEMA,
     LAUNCH_API_NAMES,
     LAUNCHES_SCHEMA,
+    META_LOST_EVENTS,
     OPS_SCHEMA,
     FrameSpec,
     Trace,
@@ -1738,7 +1739,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     meta = export_meta(export, path, env, gpus, ops if device == "gpu" else None)
     meta["device"] = device
     if lost_events:
-        meta["lost_events"] = lost_events
+        meta[META_LOST_EVENTS] = lost_events
     if "gpu_metrics" in want and gpu_metrics is not None and gpu_metrics.height:
         if (period := sampling_period_ns(export, gpu_metrics)) is not None:
             meta["gpu_metrics_period_ns"] = period
