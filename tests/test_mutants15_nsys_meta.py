@@ -145,11 +145,6 @@ def test_an_unused_gpu_whose_guess_is_no_used_id_is_listed(tmp_path: Path) -> No
     assert trace.meta["gpus"] == [{"id": 1, "name": T4}, {"id": 0, "name": H100}]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="nsys_meta._visible_devices matches the variable with SQLite LIKE, which ignores case: "
-    "'cuda_visible_devices', which CUDA does not read, is taken as CUDA_VISIBLE_DEVICES",
-)
 def test_a_lower_case_variable_is_not_cuda_visible_devices(tmp_path: Path) -> None:
     """Linux environment variables are case-sensitive and CUDA reads CUDA_VISIBLE_DEVICES only: a launch that
     set 'cuda_visible_devices=2,0' saw every GPU as its cuDevice. Read as the mapping, GPU 2 (the H100) became

@@ -177,8 +177,9 @@ def _visible_devices(export: Database, rows: list[dict[str, Any]], cu_distinct: 
     values = {
         str(v[0]).split("=", 1)[1].strip().strip('"').strip()
         for v in export.con.execute(
-            f'SELECT DISTINCT "value" FROM {quote(t)} WHERE "name" LIKE ? AND "value" LIKE ?',
-            (LAUNCH_ENV_ROW, "CUDA_VISIBLE_DEVICES=%"),
+            # GLOB, not LIKE, for the variable: LIKE ignores case, and CUDA reads CUDA_VISIBLE_DEVICES only
+            f'SELECT DISTINCT "value" FROM {quote(t)} WHERE "name" LIKE ? AND "value" GLOB ?',
+            (LAUNCH_ENV_ROW, "CUDA_VISIBLE_DEVICES=*"),
         ).fetchall()
         if isinstance(v[0], str)
     }
