@@ -518,3 +518,28 @@ def test_report_md_speaks_of_operators_not_a_device_on_a_cpu_sweep() -> None:
         "operators is all dispatch."
     )
     assert cause_text("GPU") == CAUSE_TEXT.format(word="GPU")
+
+
+def test_perturbation_sentence_has_one_parenthesis() -> None:
+    """The H200 eager sample's report read 'tracing inflated latency up to 1.78x (95% interval 1.74–1.81x)
+    (batch 1: 7.94 ms traced vs 4.45 ms untraced, medians)': two parentheses in a row."""
+
+    def rec(low: float | None, high: float | None) -> Recommendation:
+        return Recommendation(
+            kind="profiler_perturbation",
+            runtime="pytorch",
+            seq_len=128,
+            batch_size=1,
+            numbers={"profiler_ratio": 1.7806, "profiler_ratio_low": low, "profiler_ratio_high": high},
+            facts={"traced_latency_ms": 7.944, "untraced_latency_ms": 4.4614},
+        )
+
+    tail = "the busy/overhead breakdown is from the traced runs, the sweep uses the untraced latency."
+    assert describe(rec(1.7412, 1.8107)) == (
+        "pytorch (seq 128): tracing inflated latency up to 1.78x (95% interval 1.74–1.81x; batch 1: 7.94 ms "
+        f"traced vs 4.46 ms untraced, medians); {tail}"
+    )
+    assert describe(rec(None, None)) == (
+        "pytorch (seq 128): tracing inflated latency up to 1.78x (batch 1: 7.94 ms traced vs 4.46 ms untraced, "
+        f"medians); {tail}"
+    )

@@ -234,9 +234,9 @@ def _profiler_perturbation(r: Recommendation) -> str:
     n = r.numbers
     ratio = _interval(n.get("profiler_ratio_low"), n.get("profiler_ratio_high"))
     return (
-        f"{_name(r)}: tracing inflated latency up to {n['profiler_ratio']:.2f}x"
-        + (f" (95% interval {ratio})" if ratio else "")
-        + f" (batch {r.batch_size}: {_ms(r.facts['traced_latency_ms'])} traced vs "
+        f"{_name(r)}: tracing inflated latency up to {n['profiler_ratio']:.2f}x ("
+        + (f"95% interval {ratio}; " if ratio else "")
+        + f"batch {r.batch_size}: {_ms(r.facts['traced_latency_ms'])} traced vs "
         f"{_ms(r.facts['untraced_latency_ms'])} untraced, medians); the busy/overhead breakdown is from the "
         "traced runs, the sweep uses the untraced latency."
     )
