@@ -194,8 +194,10 @@ def test_zeroed_host_events_alone_are_left_out_without_a_refusal(tmp_path: Path)
 
 def test_every_device_op_zeroed_is_refused_with_the_counts(tmp_path: Path) -> None:
     events = [e for e in _steps() if e["cat"] != "kernel"] + [_device("kernel", "z", 0, 0, 100)]
+    path = _write(tmp_path, events, "all_ops_zeroed.synthetic.json")
     with pytest.raises(TraceFormatError) as err:
-        read(_write(tmp_path, events, "all_ops_zeroed.synthetic.json"))
+        read(path)
+    assert err.value.path == str(path)
     assert (
         "1 events (1 of them device ops) read ts 0.000 and dur 0.000, as torch.profiler writes an event it could "
         "not place in time (pytorch#188481): their times are unknown, and they are all of its device ops, so the "

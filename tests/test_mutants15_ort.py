@@ -201,3 +201,13 @@ def test_a_node_name_with_a_backslash_is_named_in_the_error(tmp_path: Path) -> N
         "ONNX Runtime writes event names as they are, without JSON escaping, so a name holding a backslash or a "
         "double quote breaks its profile (here 'C:\\\\x\\\\y'): rename the node, or escape the name in the file"
     ) in str(err.value)
+
+
+def test_unescaped_name_reads_from_the_first_name_key_to_the_first_args_after_it() -> None:
+    """The name runs from ORT's '"name" :"' to the first '","args" :' after it: a line holding that closing
+    text twice gives the shorter name; a line that starts with the name key is read too."""
+    twice = '{"cat" : "Node","name" :"a\\b","args" : {"k" :"v","args" : 1}}'
+    assert _unescaped_name(twice, 5) == "a\\b"
+    assert _unescaped_name('"name" :"a\\b","args" : {}', 3) == "a\\b"
+    odd = '{"cat" : "Node","name" :","args" : {"a" :"x\\y","args" : {}}}'
+    assert _unescaped_name(odd, 5) == ',"args" : {"a" :"x\\y'
