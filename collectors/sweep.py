@@ -100,10 +100,17 @@ class SweepOptions:
 
 
 def default_profilers(runtime: str, device: str = "auto") -> list[str]:
-    """nsys when installed, unless the run is on the CPU (``--device cpu``): nsys records no operators of a
-    CPU run, so its trace has no verdict; else ort for the ONNX runtimes and torch for the others."""
+    """nsys when installed, unless the run is on the CPU (``--device cpu``, or ``auto`` on a machine without
+    CUDA): nsys records no operators of a CPU run, so its trace has no verdict; else ort for the ONNX runtimes
+    and torch for the others."""
     from tracekit.collectors.profilers.nsys import find_nsys
 
+    if device == "auto" and find_nsys():
+        from tracekit.collectors import environment
+
+        # (imports torch to ask for CUDA, as the run's set-up does anyway; a CUDA-only runtime without CUDA
+        # gets its one-line refusal here)
+        device = environment.resolve_device(device, runtime, runtime in CUDA_ONLY)
     if device != "cpu" and find_nsys():
         return ["nsys"]
     return ["ort"] if runtime in ONNX_RUNTIMES else ["torch"]

@@ -332,12 +332,6 @@ def test_sweeps_table_marks_the_smallest_batch_median_of_an_unstable_set() -> No
     assert row["smallest_latency_shown"] == "126.2 [111.9–560.9]"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectors/sweep.py (not firsthour15's): default_profilers picks nsys for --device auto on a "
-    "machine without CUDA, where nsys records no operators (no verdict); only an explicit --device cpu gets "
-    "ort/torch",
-)
 def test_collect_default_profiler_on_a_cpu_only_machine_gives_a_verdict(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
