@@ -169,7 +169,8 @@ def no_verdict_reason(trace: Trace) -> str | None:
         hint = _COLLECT_HINTS.get(fmt, "a profiler that records device work or operators")
         return (
             "no framework-/compute-bound verdict: the trace holds ranges but no GPU or operator activity, so it "
-            "gives latency and CPU time per iteration, not how much of it the device or operators were busy; "
+            "gives latency and the range's length on the host per iteration, not how much of it the device or "
+            "operators were busy; "
             f"for the verdict, profile with device or operator activity ({hint})"
         )
     if isinstance(

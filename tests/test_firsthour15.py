@@ -413,12 +413,6 @@ def test_timeline_writes_its_figures_as_the_json_writers_do(warmup_trace: Path, 
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py (nobody's): TraceConfig.to_json withholds the untraced latency's p99 over 20 "
-    "values (the quantile rule) while the in-memory config keeps it (577.82 ms), so tracekit.load of the "
-    "JSON no longer equals the analysis, which the README's API block promises",
-)
 def test_readme_api_load_of_the_json_equals_the_analysis(tmp_path: Path) -> None:
     """README: 'doc = a.to_json()  # == `tracekit analyze PATH --format json`; tracekit.load("that.json") == a',
     on the committed ORT CPU sample (20 untraced iterations in run.json)."""
@@ -462,12 +456,6 @@ def test_simulate_ranks_says_one_minimum(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (intervals15's): the no-activity warnings say 'latency and CPU time per "
-    "iteration' where the value is the range's length on the host (the row was renamed 'range length on host'; "
-    "an nsys or HTA user reads 'CPU time' as thread CPU time)",
-)
 def test_no_activity_warning_does_not_call_the_range_length_cpu_time() -> None:
     """The committed CPU ORT run under nsys (ranges, no operators): analyze's warning read 'the trace holds
     ranges but no GPU or operator activity, so it gives latency and CPU time per iteration', beside a table row

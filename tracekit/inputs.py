@@ -558,6 +558,12 @@ class TraceConfig:
     uncertain: Mapping[str, tuple[Any, ...]] = field(default_factory=dict)
     inference_warnings: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        # a p90/p99 recorded over too few iterations to give it (tracekit.quantiles; a run.json of an older
+        # tracekit records one over 20) is withheld here, so the config and its JSON say the same
+        if isinstance(self.untraced_latency, Mapping):
+            object.__setattr__(self, "untraced_latency", withheld_quantiles(dict(self.untraced_latency)))
+
     @classmethod
     def resolve(
         cls, item: TraceInput, meta: Mapping[str, Any], device: str | None, trace: Trace | None = None
@@ -652,11 +658,7 @@ class TraceConfig:
             "precision": self.precision,
             "device": self.device,
             "synthetic": self.synthetic,
-            # as recorded, but for a p90/p99 over too few iterations to give it (tracekit.quantiles), which
-            # a run.json of an older tracekit records
-            "untraced_latency_ms": None
-            if self.untraced_latency is None
-            else withheld_quantiles(dict(self.untraced_latency)),
+            "untraced_latency_ms": None if self.untraced_latency is None else dict(self.untraced_latency),
             "sources": dict(self.sources),
             "evidence": dict(self.evidence),
             "uncertain": {k: list(v) for k, v in self.uncertain.items()},
