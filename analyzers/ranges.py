@@ -282,12 +282,21 @@ def _engine_of(names: pl.Series) -> pl.Series:
 def _held(rows: pl.DataFrame, by: tuple[str, ...] = ("pid",)) -> pl.Series:
     """Per row of ``rows`` (``pid``, ``start``, ``end``, and the columns of ``by``): whether another row of
     the same group (``by``: the process; or its thread too) holds it in time (starts no later and ends no
-    earlier). Of identical intervals the first in (group, start, end descending, input order) holds the
-    others."""
+    earlier). Of identical intervals the one of the thread with the most rows holds the others (the main
+    thread's iteration holds a worker's copy of it), then the lowest thread id, then the name: never the
+    input order, so that the rows' order (nsys 2025.6+ writes them in any order) cannot change which is an
+    iteration."""
     keys = list(by)
-    order = rows.with_row_index("_row").sort(
-        [*keys, "start", "end", "_row"],
-        descending=[*([False] * len(keys)), False, True, False],
+    ranked = rows.with_row_index("_row")
+    tie = []
+    if "thread" in rows.columns:
+        ranked = ranked.with_columns(pl.len().over("pid", "thread").alias("_n"))
+        tie += [("_n", True), ("thread", False)]
+    if "name" in rows.columns:
+        tie += [("name", False)]
+    order = ranked.sort(
+        [*keys, "start", "end", *(c for c, _ in tie), "_row"],
+        descending=[*([False] * len(keys)), False, True, *(d for _, d in tie), False],
         nulls_last=True,
     )
     reach = pl.col("end").cum_max().shift(1).over(keys)
