@@ -1679,10 +1679,9 @@ def measure_gaps(
     )
     before_call = before_call_counts(frame)
     notes = launch_notes(frame, before_call, not calls_named(trace.api, GRAPH_LAUNCH_NAMES).is_empty())
-    implausible = plausibility.doubts(trace, frame, bound_threshold)
-    # where the Python tracer shows the host's silences were framework code, the note says the verdict stands
-    answered = plausibility.unrecorded_host_note(trace, frame, bound_threshold)
-    warnings += [answered] if answered else []
+    # (the notes: where the Python tracer shows the host's silences were framework code, the verdict stands)
+    implausible, answered = plausibility.findings(trace, frame, bound_threshold)
+    warnings += answered
     lost = assignment.lost_launches[0]
     implausible += [lost] if lost else []
     capture_notes, capture_doubts, capture_refusal, capturing = _capture_findings(trace, ranges, frame)

@@ -973,11 +973,25 @@ def unrecorded_ns(trace: Trace, frame: pl.DataFrame) -> pl.Series | None:
     ``dispatch`` by the attribution's rules (no op pending: not device-side; no call running: outside API
     calls). None when the trace records no CPU operators (a GPU trace of API calls alone is silent through all
     of its Python: a silence says nothing there) or is CPU-only."""
+    found = _silent_stretches(trace, frame)
+    if found is None:
+        return None
+    ws, we, (lo, hi) = found
+    return pl.Series("unrecorded_ns", _time_within(lo, hi, ws, we), pl.Int64)
+
+
+#: (window starts, window ends, the silent stretches (starts, ends)): :func:`_silent_stretches`
+Stretches = tuple[np.ndarray, np.ndarray, tuple[np.ndarray, np.ndarray]]
+
+
+def _silent_stretches(trace: Trace, frame: pl.DataFrame) -> Stretches | None:
+    """``frame``'s windows and the trace's silent stretches (:func:`_silences`), computed once for every use
+    of one check; None where a silence says nothing (:func:`unrecorded_ns`: no CPU operators, no device op, a
+    CPU-only trace)."""
     if trace.cpu_ops.is_empty() or trace.ops.is_empty() or trace.meta.get("device") == "cpu":
         return None
     ws, we = _windows(frame)
-    lo, hi = _silences(trace, ws, we)
-    return pl.Series("unrecorded_ns", _time_within(lo, hi, ws, we), pl.Int64)
+    return ws, we, _silences(trace, ws, we)
 
 
 def _pairs(pieces: object) -> tuple[np.ndarray, np.ndarray]:
@@ -1110,17 +1124,16 @@ def silence_parts(trace: Trace, frame: pl.DataFrame) -> pl.DataFrame | None:
     part of it the threads that launch device work were waiting in a blocking call (``waiting_ns``) or ran
     Python (``python_ns``); the rest (``unrecorded_ns - waiting_ns - python_ns``) no record tells. None when
     :func:`unrecorded_ns` is, or the trace has no Python tracer record of a launching thread."""
-    if trace.cpu_ops.is_empty() or trace.ops.is_empty() or trace.meta.get("device") == "cpu":
-        return None
-    cover = _python_cover(trace)
-    return None if cover is None else _parts(trace, frame, cover)
+    stretches = _silent_stretches(trace, frame)
+    cover = None if stretches is None else _python_cover(trace)
+    return None if cover is None or stretches is None else _parts(stretches, cover)
 
 
-def _parts(trace: Trace, frame: pl.DataFrame, cover: PythonCover) -> pl.DataFrame:
-    """:func:`silence_parts` with the trace's :func:`_python_cover`."""
+def _parts(stretches: Stretches, cover: PythonCover) -> pl.DataFrame:
+    """:func:`silence_parts` of the windows and silent stretches ``stretches`` with the trace's
+    :func:`_python_cover`."""
     running, waiting, _ = cover
-    ws, we = _windows(frame)
-    silent = _silences(trace, ws, we)
+    ws, we, silent = stretches
     return pl.DataFrame(
         {
             "unrecorded_ns": _time_within(*silent, ws, we),
@@ -1139,11 +1152,15 @@ def _silence_answer(trace: Trace, frame: pl.DataFrame, threshold: float | None) 
     threshold = FRAMEWORK_BOUND_UTILIZATION if threshold is None else threshold
     if frame.is_empty() or not {"latency_ns", "busy_ns", "window_start", "window_end"} <= set(frame.columns):
         return None
-    silent = unrecorded_ns(trace, frame)
-    if silent is None or not silent.sum():
+    stretches = _silent_stretches(trace, frame)
+    if stretches is None:
+        return None
+    ws, we, silences = stretches
+    silent = pl.Series("unrecorded_ns", _time_within(*silences, ws, we), pl.Int64)
+    if not silent.sum():
         return None
     cover = _python_cover(trace)
-    parts = None if cover is None else _parts(trace, frame, cover)
+    parts = None if cover is None else _parts(stretches, cover)
     if parts is None:
         parts = pl.DataFrame(
             {"waiting_ns": np.zeros(frame.height, np.int64), "python_ns": np.zeros(frame.height, np.int64)}
@@ -1203,8 +1220,7 @@ def _silence_answer(trace: Trace, frame: pl.DataFrame, threshold: float | None) 
             "blocking call: framework code, rightly counted as dispatch; that Python alone keeps the median GPU "
             f"utilization at {python_only:.1%} (threshold {threshold:.0%}): the framework-bound verdict stands"
         )
-    ws, we = _windows(frame)
-    waited = _intersect(_silences(trace, ws, we), cover[1])
+    waited = _intersect(silences, cover[1])
     calls = _top_calls(cover[2], waited)
     split = (
         f"of it, the trace's Python calls (with_stack) show the thread(s) that launch device work blocked in a "
@@ -1326,6 +1342,16 @@ def doubts(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) ->
     """Every check's doubt (:func:`collapsed_iterations` on the analyzed iterations ``frame``); ``threshold``:
     the analysis' framework-bound utilization (``--bound-threshold``), which the checks that weigh the verdict
     take (default 50%)."""
+    return findings(trace, frame, threshold)[0]
+
+
+def findings(
+    trace: Trace, frame: pl.DataFrame, threshold: float | None = None
+) -> tuple[list[str], list[str]]:
+    """(every check's doubt, as :func:`doubts`; the notes of the checks that answer instead of doubting:
+    :func:`unrecorded_host_note`), each check run once."""
+    silence = _silence_answer(trace, frame, threshold)
+    kind, said = silence if silence is not None else (None, None)
     found = [
         unread_device_work(trace),
         gpu_tracing_stopped(trace),
@@ -1343,7 +1369,7 @@ def doubts(trace: Trace, frame: pl.DataFrame, threshold: float | None = None) ->
         operator_scopes(trace),
         compiled_cpu_code(trace),
         phase_ranges_as_operators(trace, frame),
-        unrecorded_host(trace, frame, threshold),
+        said if kind == "doubt" else None,  # unrecorded_host's
         idle_steps(trace, frame, threshold),
     ]
-    return [d for d in found if d is not None]
+    return [d for d in found if d is not None], [said] if kind == "note" and said else []
