@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.model import Trace, on_host
+from tracekit.model import Trace, newly_covered, on_host
 
 OUTSIDE = "host code outside API calls"
 
@@ -139,14 +139,9 @@ def cpu_context(trace: Trace, longest: pl.DataFrame, ranges: pl.DataFrame) -> pl
         pl.max_horizontal("start", "start_ns").alias("s"),
         pl.min_horizontal("end", "end_ns").alias("e"),
     )
-    reach = pl.col("e").cum_max().shift(1).over("_row")
     union = (
         clipped.sort(["_row", "s"])
-        .with_columns(
-            (pl.col("e") - pl.max_horizontal("s", pl.coalesce(reach, pl.col("s"))))
-            .clip(lower_bound=0)
-            .alias("new")
-        )
+        .with_columns(newly_covered("s", "e", "_row").alias("new"))
         .group_by("_row")
         .agg(pl.col("new").sum().alias("overlap"), pl.col("duration_ns").first())
         .filter(half)
