@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""A GPU check of tracekit's collection that fits an air-gapped GPU box: about 6 minutes, at most 6 files back.
+"""A GPU check of tracekit's collection that fits an air-gapped GPU box: about 6 minutes, a few files back.
 
     python benchmarks/gpu_check.py -o OUT [--device cuda:0] [--budget-s 420] [--iters 20] [--only STEP ...]
 
@@ -26,10 +26,10 @@ graph launch per iteration for graph runtimes and none for the others, the same 
 fp32/TF32 GEMM kernels across the fp16 runtimes, untraced vs traced latency, Nsight Compute's coverage of
 whole iterations, and nsys GPU-metric samples where permitted.
 
-Output in ``OUT`` (at most 6 files): the other steps' run directories together in ``runs.tar.gz``, each nsys
-step's as
+Output in ``OUT``: the other steps' run directories together in ``runs.tar.gz``, each nsys step's as
 ``<step>.tar.gz`` without its ``.nsys-rep`` reports (two configurations' exports gzip to 4-7 MB, under the
-16 MiB a file that comes back may hold) (``tar xf`` them, then ``tracekit analyze``/``table
+16 MiB a file that comes back may hold; a step over it, such as nsys-compile's 26 MB, as one
+``<step>.<configuration>.tar.gz`` per configuration) (``tar xf`` them, then ``tracekit analyze``/``table
 --paper`` on a CPU machine) and ``gpu_check.json`` (every step's time, exit
 code and output tail, every check). Exit 0 when every step ran and every check passed, 1 otherwise, 2 (one
 line) without torch or a CUDA device.
@@ -340,7 +340,8 @@ def nsys_checks(out_dir: Path, iters: int) -> list[dict[str, Any]]:
                     None
                     if not metrics.get("permitted")
                     else bool(s.gpu_metric_samples) and metrics.get("verified"),
-                    f"{label}: {s.gpu_metric_samples} samples; run.json: {metrics.get('verification') or metrics.get('reason')}",
+                    f"{label}: {s.gpu_metric_samples} samples; run.json (the run's first trace): "
+                    f"{metrics.get('verification') or metrics.get('reason')}",
                 ),
                 check("summary", None, label, **s.to_json()),
             ]
@@ -373,9 +374,9 @@ def _small_enough(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return info
 
 
-def _pack(out: Path, name: str, steps: list[str], keep: Any) -> str | None:
-    """``OUT/<name>`` (gzipped tar) of the run directories ``OUT/<step>/`` present, each removed once packed;
-    ``keep``: the tar filter. None when no step left a directory."""
+def _pack(out: Path, name: str, steps: list[str], keep: Any, remove: bool = True) -> str | None:
+    """``OUT/<name>`` (gzipped tar) of the run directories ``OUT/<step>/`` present, each removed once packed
+    unless ``remove`` is false; ``keep``: the tar filter. None when no step left a directory."""
     import shutil
 
     present = [step for step in steps if (out / step).is_dir()]
@@ -384,7 +385,8 @@ def _pack(out: Path, name: str, steps: list[str], keep: Any) -> str | None:
     with tarfile.open(out / name, "w:gz") as tar:
         for step in present:
             tar.add(out / step, arcname=step, filter=keep)
-            shutil.rmtree(out / step)
+            if remove:
+                shutil.rmtree(out / step)
     return name
 
 
@@ -398,12 +400,46 @@ def _without_reports(info: tarfile.TarInfo) -> tarfile.TarInfo | None:
     return None if info.name.endswith((".nsys-rep", ".qdstrm")) else info
 
 
+#: The most a file coming back from a GPU box may hold.
+MAX_RETURNED_BYTES = 16 << 20
+
+
+def _configurations(run_dir: Path) -> list[str]:
+    """The configuration stems (``compile_b1_s128``) of a run directory's nsys exports, sorted."""
+    return sorted({p.name.split(".nsys.")[0] for p in run_dir.glob("*.nsys.sqlite*")})
+
+
 def bundle_nsys(out: Path) -> list[str]:
     """``OUT/<step>.tar.gz`` for each nsys step's run directory (SQLite exports and sidecars; the ``.nsys-rep``
-    reports stay: 12-15 MB exports gzip to 2-3 MB), which is then removed. One file per step keeps each under
-    the 16 MiB a file coming back from a GPU box may hold."""
-    packed = (_pack(out, f"{step}.tar.gz", [step], _without_reports) for step in NSYS_STEPS)
-    return [name for name in packed if name]
+    reports stay: 12-15 MB exports gzip to 2-5 MB), which is then removed. One file per step keeps each under
+    the 16 MiB a file coming back from a GPU box may hold; a step whose file would pass it (nsys-compile's two
+    exports, with 4.4 million GPU-metric samples, gzipped to 25.8 MB on the 2026-11-28 H200 loan) is packed
+    as one ``<step>.<configuration>.tar.gz`` per configuration instead, each with the run's run.json and
+    latency.csv."""
+    import shutil
+
+    names: list[str] = []
+    for step in NSYS_STEPS:
+        name = _pack(out, f"{step}.tar.gz", [step], _without_reports, remove=False)
+        if name is None:
+            continue
+        run_dir = out / step
+        configurations = _configurations(run_dir)
+        if (out / name).stat().st_size <= MAX_RETURNED_BYTES or len(configurations) < 2:
+            names.append(name)
+        else:
+            (out / name).unlink()
+            for config in configurations:
+
+                def this_configuration(info: tarfile.TarInfo, config: str = config) -> tarfile.TarInfo | None:
+                    base = info.name.rsplit("/", 1)[-1]
+                    if info.isfile() and ".nsys." in base and not base.startswith(config + "."):
+                        return None
+                    return _without_reports(info)
+
+                names.append(_pack(out, f"{step}.{config}.tar.gz", [step], this_configuration, remove=False))
+        shutil.rmtree(run_dir)
+    return [name for name in names if name]
 
 
 def main(argv: list[str] | None = None) -> int:

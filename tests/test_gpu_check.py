@@ -190,6 +190,44 @@ def test_gpu_check_nsys_checks_on_the_committed_nsys_runs(tmp_path: Path) -> Non
     )
 
 
+def test_gpu_check_splits_an_nsys_bundle_over_the_returned_file_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A step whose one tar would pass the limit (nsys-compile's 26 MB on the 2026-11-28 H200 loan) comes back
+    as one tar per configuration, each with run.json and latency.csv and only its own exports; a step under the
+    limit stays one tar."""
+    import os
+
+    gpu_check = _load_gpu_check()
+    big = tmp_path / "nsys-compile"
+    big.mkdir()
+    for name in ("run.json", "latency.csv"):
+        (big / name).write_text("{}")
+    for config in ("compile_b1_s128", "compile_b8_s128"):
+        (big / f"{config}.nsys.sqlite").write_bytes(os.urandom(3000))  # incompressible
+        (big / f"{config}.nsys.meta.json").write_text("{}")
+        (big / f"{config}.nsys.nsys-rep").write_bytes(b"report")
+    small = tmp_path / "nsys-pytorch"
+    small.mkdir()
+    (small / "run.json").write_text("{}")
+    (small / "pytorch_b1_s128.nsys.sqlite").write_bytes(b"x" * 3000)  # compresses well
+    monkeypatch.setattr(gpu_check, "MAX_RETURNED_BYTES", 4000)
+    assert gpu_check.bundle_nsys(tmp_path) == [
+        "nsys-pytorch.tar.gz",
+        "nsys-compile.compile_b1_s128.tar.gz",
+        "nsys-compile.compile_b8_s128.tar.gz",
+    ]
+    assert not big.exists() and not small.exists() and not (tmp_path / "nsys-compile.tar.gz").exists()
+    with tarfile.open(tmp_path / "nsys-compile.compile_b8_s128.tar.gz") as tar:
+        assert sorted(tar.getnames()) == [
+            "nsys-compile",
+            "nsys-compile/compile_b8_s128.nsys.meta.json",
+            "nsys-compile/compile_b8_s128.nsys.sqlite",
+            "nsys-compile/latency.csv",
+            "nsys-compile/run.json",
+        ]
+
+
 def test_nsys_check_counts_a_warm_up_left_in_the_capture(tmp_path: Path) -> None:
     """A synthetic export whose warm-up kernels were launched before the first iteration range."""
     from tracekit.collectors.nsys_check import summarize
