@@ -99,18 +99,15 @@ class SweepOptions:
     max_time_s: float = 30.0
 
 
-def default_profilers(runtime: str, device: str = "auto") -> list[str]:
-    """nsys when installed, unless the run is on the CPU (``--device cpu``, or ``auto`` on a machine without
-    CUDA): nsys records no operators of a CPU run, so its trace has no verdict; else ort for the ONNX runtimes
+def default_profilers(runtime: str, device: str) -> list[str]:
+    """The profilers of a run given none, for ``device`` as resolved (``cpu`` or ``cuda:N``, never ``auto``:
+    :meth:`Sweep._prepare` resolves it once and chooses after): nsys when installed, unless the run is on the
+    CPU (nsys records no operators of a CPU run, so its trace has no verdict); else ort for the ONNX runtimes
     and torch for the others."""
     from tracekit.collectors.profilers.nsys import find_nsys
 
-    if device == "auto" and find_nsys():
-        from tracekit.collectors import environment
-
-        # (imports torch to ask for CUDA, as the run's set-up does anyway; a CUDA-only runtime without CUDA
-        # gets its one-line refusal here)
-        device = environment.resolve_device(device, runtime, runtime in CUDA_ONLY)
+    if device == "auto":
+        raise ValueError("default_profilers takes the resolved device (cpu or cuda:N), not 'auto'")
     if device != "cpu" and find_nsys():
         return ["nsys"]
     return ["ort"] if runtime in ONNX_RUNTIMES else ["torch"]
@@ -228,14 +225,22 @@ class Sweep:
         self.kind = model_kind(opts.model)
         if opts.seq_lens is None:
             opts.seq_lens = [IMAGE_SIZE] if self.kind == "image" else [128]
-        self.profilers = [
-            p for p in (opts.profilers or default_profilers(opts.runtime, opts.device)) if p != "none"
-        ]
-        self.profilers = list(dict.fromkeys(self.profilers))
+        # The profilers asked for; without --profiler the default depends on the device as resolved, which
+        # _prepare does once (torch is imported there) and then chooses (_choose_profilers).
+        self.profilers: list[str] = self._asked_profilers(opts.profilers or [])
         # A batch size or sequence length given twice would run twice and write its files over the first run's.
         opts.batch_sizes = list(dict.fromkeys(opts.batch_sizes))
         opts.seq_lens = list(dict.fromkeys(opts.seq_lens))
         self.nsys = self.ncu = None
+
+    @staticmethod
+    def _asked_profilers(names: list[str]) -> list[str]:
+        return list(dict.fromkeys(p for p in names if p != "none"))
+
+    def _choose_profilers(self) -> None:
+        """Without --profiler: the default for the device just resolved (:func:`default_profilers`)."""
+        if not self.opts.profilers:
+            self.profilers = self._asked_profilers(default_profilers(self.opts.runtime, self.device))
 
     def _find_profilers(self) -> None:
         """Find nsys and ncu (one line naming how to install a missing one), after the device is known: a
@@ -255,6 +260,7 @@ class Sweep:
 
         opts = self.opts
         self.device = resolve_device(opts.device, opts.runtime, opts.runtime in CUDA_ONLY)
+        self._choose_profilers()
         if opts.runtime in ONNX_RUNTIMES and self.device.startswith("cuda"):
             import onnxruntime as ort
 
