@@ -126,3 +126,136 @@ def test_a_cuda_only_runtime_on_auto_without_cuda_is_refused_once_before_any_fol
 def test_default_profilers_refuses_an_unresolved_device() -> None:
     with pytest.raises(ValueError, match="resolved device"):
         sweep.default_profilers("pytorch", "auto")
+
+
+# -- 2. report figures of a flat series: no matplotlib warning, an axis that shows the value -----------------
+def _latency(values: list[float | None], **extra: Any) -> list[dict[str, Any]]:
+    batches = [2**i for i in range(len(values))]
+    return [
+        {
+            "label": "pytorch (synthetic)",
+            "batch_sizes": batches,
+            "latency_ms": values,
+            "transition": None,
+            **extra,
+        }
+    ]
+
+
+def _drawn(make: Any, tmp_path: Path) -> Any:
+    """The figure made by ``make()`` and saved (PNG and SVG), every warning an error meanwhile."""
+    import warnings
+
+    from tracekit.renderers import plots
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = make()
+        limits = [ax.get_ylim() for ax in fig.axes]
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        scales = [ax.get_yscale() for ax in fig.axes]
+        plots.save_figure(fig, tmp_path / "fig_synthetic")
+    return limits, texts, scales
+
+
+# 0.09999999999999999 is the traced median of labels14's one-configuration synthetic sweep: matplotlib's log
+# autoscale of that one value gave identical limits and warned ("Attempting to set identical low and high
+# ylims"); a flat series spans half a decade either side of its value.
+@pytest.mark.parametrize(
+    "values",
+    [[0.09999999999999999], [0.09999999999999999] * 3, [0.09999999999999999, None, 0.09999999999999999]],
+)
+def test_a_flat_latency_series_draws_half_a_decade_around_it_without_warning(
+    tmp_path: Path, values: list[float | None]
+) -> None:
+    from tracekit.renderers import plots
+
+    limits, texts, scales = _drawn(lambda: plots.latency_figure(_latency(values)), tmp_path)
+    low, high = limits[0]
+    assert scales == ["log"] and texts == []
+    assert low == pytest.approx(0.09999999999999999 / 10**0.5, rel=1e-12)
+    assert high == pytest.approx(0.09999999999999999 * 10**0.5, rel=1e-12)
+
+
+def test_a_flat_latency_series_with_its_interval_keeps_the_interval_in_view(tmp_path: Path) -> None:
+    from tracekit.renderers import plots
+
+    series = _latency([4.0, 4.0], ci_low=[2.0, 4.0], ci_high=[8.0, 4.0])
+    limits, _, scales = _drawn(lambda: plots.latency_figure(series), tmp_path)
+    low, high = limits[0]
+    assert scales == ["log"] and low <= 2.0 and high >= 8.0
+
+
+def test_an_all_zero_latency_series_says_no_latency_above_zero(tmp_path: Path) -> None:
+    from tracekit.renderers import plots
+
+    limits, texts, scales = _drawn(lambda: plots.latency_figure(_latency([0.0, 0.0])), tmp_path)
+    assert texts == [plots.NO_POSITIVE_LATENCY_TEXT] and scales == ["linear"]
+    assert plots.NO_POSITIVE_LATENCY_TEXT == "no latency above 0 ms in these configurations"
+    # None only: no latency at all (as before)
+    _, texts, _ = _drawn(lambda: plots.latency_figure(_latency([None, None])), tmp_path)
+    assert texts == [plots.NO_LATENCY_TEXT]
+
+
+def _panel(busy: list[float | None], over: list[float | None]) -> dict[str, Any]:
+    return {
+        "title": "pytorch (synthetic)",
+        "batch_sizes": [2**i for i in range(len(busy))],
+        "busy_ms": busy,
+        "overhead_ms": over,
+        "transition": None,
+        "plateau": [],
+    }
+
+
+def test_an_all_zero_breakdown_says_so_on_a_0_to_1_ms_axis(tmp_path: Path) -> None:
+    # before: the axis ran from 0 to 1.32e-09 ms (1e-9 * 1.32), ticks in 1e-10 ms for bars of 0 ms
+    from tracekit.renderers import plots
+
+    limits, texts, _ = _drawn(lambda: plots.breakdown_figure([_panel([0.0, 0.0], [0.0, 0.0])]), tmp_path)
+    assert limits[0] == (0.0, 1.0)
+    assert texts == [plots.ALL_ZERO_TEXT] and plots.ALL_ZERO_TEXT == "every value is 0 ms"
+
+
+@pytest.mark.parametrize(
+    ("busy", "over", "top"),
+    [([3.0], [1.0], 4.0 * 1.32), ([3.0, 3.0, 3.0], [1.0, 1.0, 1.0], 4.0 * 1.32), ([None], [2.5], 2.5 * 1.32)],
+)
+def test_a_flat_breakdown_draws_its_bars_with_headroom(
+    tmp_path: Path, busy: list[float | None], over: list[float | None], top: float
+) -> None:
+    from tracekit.renderers import plots
+
+    limits, texts, _ = _drawn(lambda: plots.breakdown_figure([_panel(busy, over)]), tmp_path)
+    assert limits[0] == pytest.approx((0.0, top), rel=1e-12)
+    assert texts == ["25%"] * len(busy) if busy[0] is not None else texts == ["100%"]
+
+
+def test_a_nan_only_breakdown_says_no_data(tmp_path: Path) -> None:
+    from tracekit.renderers import plots
+
+    _, texts, _ = _drawn(lambda: plots.breakdown_figure([_panel([None, None], [None, None])]), tmp_path)
+    assert texts == [plots.NO_DATA_TEXT]
+
+
+def test_a_timeline_of_a_0_ms_iteration_draws_a_0_to_1_ms_axis(tmp_path: Path) -> None:
+    import polars as pl
+
+    from tracekit.renderers import plots
+
+    bars = pl.DataFrame(
+        {"lane": ["GPU stream 7"], "category": ["kernel"], "start_ms": [0.0], "duration_ms": [0.0]}
+    )
+    gaps = pl.DataFrame(schema={"start_ms": pl.Float64, "duration_ms": pl.Float64})
+    iterations = pl.DataFrame(
+        {"index": [0], "start_ms": [0.0], "end_ms": [0.0], "latency_ms": [0.0], "gpu_busy_ms": [0.0]}
+    )
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = plots.timeline_figure(["GPU stream 7"], bars, gaps, iterations, title="synthetic")
+        top, zoom = fig.axes[0], fig.axes[1]
+        assert top.get_xlim() == (0.0, 1.0) and zoom.get_xlim() == (0.0, 1.0)
+        assert zoom.get_title() == "zoom: iteration 0 lasts 0 ms"
+        plots.save_figure(fig, tmp_path / "fig_timeline_synthetic")

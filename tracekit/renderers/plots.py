@@ -92,6 +92,17 @@ NO_DATA_TEXT = "no device/operator data in this trace"
 #: Drawn in a latency figure none of whose configurations has a latency.
 NO_LATENCY_TEXT = "no latency measured in these configurations"
 
+#: Drawn in a latency figure whose latencies are all 0 ms (or below): nothing a log axis can show.
+NO_POSITIVE_LATENCY_TEXT = "no latency above 0 ms in these configurations"
+
+#: Drawn in a breakdown panel whose stacked values are all 0 ms (on a 0-1 ms axis, not a 1e-9 ms one).
+ALL_ZERO_TEXT = "every value is 0 ms"
+
+#: A flat latency series (one value, or all equal, intervals included) spans this factor either side of its
+#: value on the log axis: half a decade, so the 1-2-5 ticks label it (matplotlib's own autoscale of a single
+#: value can give identical limits and warn, e.g. 0.09999999999999999 ms).
+FLAT_LOG_SPAN = 10**0.5
+
 
 def _no_data(ax: Any, batches: list[Any]) -> None:
     """A panel with nothing to stack: say so instead of drawing empty bars on a meaningless axis."""
@@ -176,8 +187,21 @@ def breakdown_figure(
         for xi, (t, s) in enumerate(zip(bottom, share, strict=False)):
             if not np.isnan(s):
                 ax.text(xi, t, f"{100 * s:.0f}%", ha="center", va="bottom", fontsize=7, color="#7f3b08")
-        top = max(float(np.nanmax(bottom)) if bottom.size else 1.0, 1e-9) * 1.32
-        ax.set_ylim(0, top)
+        tallest = float(np.nanmax(bottom)) if bottom.size else 0.0
+        if tallest > 0:
+            ax.set_ylim(0, tallest * 1.32)
+        else:  # every bar 0 ms: say so on a readable axis
+            ax.set_ylim(0, 1.0)
+            ax.text(
+                0.5,
+                0.5,
+                ALL_ZERO_TEXT,
+                transform=ax.transAxes,
+                ha="center",
+                va="center",
+                fontsize=9,
+                color="#444444",
+            )
         _mark_transition(ax, batches, panel.get("transition"))
         ax.set_xticks(x, [str(b) for b in batches])
         ax.set_xlabel("batch size")
@@ -242,13 +266,18 @@ def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: st
     ax.set_xscale("log", base=2)
     measured = any(v is not None and v > 0 for s in series for v in s["latency_ms"])
     if measured:
+        flat = _flat_log_limits(series)
+        if flat is not None:  # set before the log scale, whose autoscale would otherwise run on the one value
+            ax.set_ylim(*flat)
         ax.set_yscale("log")
         # Plain-number labels at 1-2-5 steps: log axes otherwise label only the decades.
         ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(NullFormatter())
     else:  # nothing to put on a log axis (matplotlib would refuse it): say so
-        ax.text(0.5, 0.5, NO_LATENCY_TEXT, transform=ax.transAxes, ha="center", va="center", fontsize=9)
+        known = any(v is not None for s in series for v in s["latency_ms"])
+        text = NO_POSITIVE_LATENCY_TEXT if known else NO_LATENCY_TEXT
+        ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=9)
         ax.set_yticks([])
     if all_batches:
         ticks = sorted(all_batches)
@@ -273,6 +302,25 @@ def latency_figure(series: Sequence[dict[str, Any]], title: str = "", ylabel: st
         ax.set_title(title, fontsize=11)
     fig.tight_layout()
     return fig
+
+
+def _flat_log_limits(series: Sequence[dict[str, Any]]) -> tuple[float, float] | None:
+    """Log-axis limits for a flat latency figure: every positive latency and interval bound the same value v
+    (to 1e-9 relative) gives (v / :data:`FLAT_LOG_SPAN`, v * :data:`FLAT_LOG_SPAN`); None otherwise (matplotlib
+    autoscales a figure whose values differ)."""
+    values = [
+        float(v)
+        for s in series
+        for key in ("latency_ms", "ci_low", "ci_high")
+        for v in (s.get(key) or [])
+        if v is not None and math.isfinite(v) and v > 0
+    ]
+    if not values:
+        return None
+    low, high = min(values), max(values)
+    if high - low > 1e-9 * high:
+        return None
+    return low / FLAT_LOG_SPAN, high * FLAT_LOG_SPAN
 
 
 def _draw_lanes(
@@ -323,6 +371,8 @@ def timeline_figure(
         _draw_lanes(a, lanes, bars, gaps, op_lanes)
         a.grid(axis="x", alpha=0.3)
     end = float(iterations["end_ms"].max()) if iterations.height else 1.0
+    if not end > 0:  # iterations of 0 ms at the origin: a 0-1 ms axis, not identical limits
+        end = 1.0
     ax.set_xlim(0, end)
     starts = iterations["start_ms"].to_numpy()
     ax.vlines(
@@ -349,10 +399,14 @@ def timeline_figure(
         first = iterations.row(0, named=True)
         span = first["end_ms"] - first["start_ms"]
         z0 = first["start_ms"]
-        zoom.set_xlim(z0, z0 + span * 0.15)
-        zoom.set_title(
-            f"zoom: the first 15% of iteration {first['index']} ({span * 0.15:.3g} ms)", fontsize=9
-        )
+        if span > 0:
+            zoom.set_xlim(z0, z0 + span * 0.15)
+            zoom.set_title(
+                f"zoom: the first 15% of iteration {first['index']} ({span * 0.15:.3g} ms)", fontsize=9
+            )
+        else:  # nothing to zoom into (identical limits would warn and mean nothing)
+            zoom.set_xlim(z0, z0 + 1.0)
+            zoom.set_title(f"zoom: iteration {first['index']} lasts 0 ms", fontsize=9)
     zoom.set_xlabel("time (ms)")
     handles = [
         Patch(color=CATEGORY_COLORS[c], label=c)
