@@ -156,6 +156,7 @@ from tracekit.model import (
     COMPILED_CPU_CODE,
     CPU_OPS_SCHEMA,
     GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY,
+    GRAPH_LAUNCH_NAMES,
     KERNEL_METRICS_SCHEMA,
     LAUNCH_API_NAMES,
     LAUNCH_DIMS,
@@ -524,6 +525,7 @@ def _gpu_ops(
         kind=_category_kind(OP_CATEGORIES),
         name="name",
         has_call=pl.col("call_pid").is_not_null(),
+        shared_id="shared_id",
         occupancy=pl.col("a_occupancy").cast(pl.Float64, strict=False),
     )
 
@@ -603,16 +605,123 @@ def _unread_range_categories(categories: set[str], ranges: pl.DataFrame) -> list
 
 
 def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
-    """``gpu`` with ``call_pid``: the pid of the first runtime/driver call carrying the op's correlation id
-    (null when none does). When every such call has one and the same pid (one process: the usual case),
-    that is a membership test of the correlation ids, not a group-by and a join."""
-    calls = api.filter(pl.col("correlation").is_not_null()).select("correlation", "pid")
+    """``gpu`` with ``call_pid``: the pid of the runtime/driver call carrying the op's correlation id (null when
+    none does), and ``shared_id``: the op's id is used by calls of several processes and nothing below told
+    which one launched it. When every such call has one and the same pid (one process: the usual case), that
+    is a membership test of the correlation ids, not a group-by and a join.
+
+    Correlation ids are per process (each process's CUPTI or roctracer counts its own from 1), so in a file
+    holding several processes' captures one id may be used by calls of more than one (:func:`_launcher_pids`
+    tells them apart)."""
+    calls = api.filter(pl.col("correlation").is_not_null()).select("correlation", "pid", "start", "name")
     pids = calls.get_column("pid")
     if pids.null_count() == 0 and pids.n_unique() == 1:
         launched = pl.col("correlation").is_in(calls.get_column("correlation").implode())
-        return gpu.with_columns(call_pid=pl.when(launched).then(pl.lit(pids[0], dtype=pl.Int64)))
-    launch_pid = calls.group_by("correlation").agg(call_pid=pl.col("pid").first())
-    return gpu.join(launch_pid, on="correlation", how="left")
+        return gpu.with_columns(
+            call_pid=pl.when(launched).then(pl.lit(pids[0], dtype=pl.Int64)), shared_id=pl.lit(False)
+        )
+    launch_pid = calls.group_by("correlation").agg(
+        call_pid=pl.col("pid").first(), pids=pl.col("pid").n_unique()
+    )
+    gpu = gpu.join(launch_pid, on="correlation", how="left")
+    shared = (pl.col("pids") > 1).fill_null(False)
+    if not gpu.select(shared.any()).item():
+        return gpu.drop("pids").with_columns(shared_id=pl.lit(False))
+    gpu = gpu.with_row_index("_op")
+    resolved = _launcher_pids(gpu.filter(shared), gpu.filter(~shared), calls)
+    return (
+        gpu.join(resolved, on="_op", how="left")
+        .with_columns(
+            call_pid=pl.coalesce("resolved_pid", "call_pid"),
+            shared_id=shared & pl.col("resolved_pid").is_null(),
+        )
+        .drop("_op", "pids", "resolved_pid")
+    )
+
+
+#: ``meta`` key: how many device ops carry an id that calls of several processes use, with nothing to tell
+#: which process launched them (:func:`_launcher_pids`): each is linked to its id's first call
+SHARED_IDS = "ops_of_shared_ids"
+
+
+def _shared_ids_warning(ops: pl.DataFrame, api: pl.DataFrame, count: int) -> str:
+    """The warning for the ``count`` ops whose launching process :func:`_launcher_pids` could not tell."""
+    ids = ops.filter(pl.col("shared_id")).get_column("correlation").unique().implode()
+    pids = sorted(
+        api.filter(pl.col("correlation").is_in(ids)).get_column("pid").drop_nulls().unique().to_list()
+    )
+    return (
+        f"{count} device ops carry correlation ids that calls of several processes (pids "
+        f"{', '.join(map(str, pids))}) use, and neither their start, their device nor the other ops tell which "
+        "process launched them: each is linked to the first such call in the file, so the iterations that count "
+        "them may be another process's (correlation ids are per process: analyze each process's own trace)"
+    )
+
+
+#: the rounds of :func:`_launcher_pids`' one-op-per-launch rule (each may settle ops that free others)
+LAUNCHER_ROUNDS = 8
+
+
+def _launcher_pids(shared: pl.DataFrame, linked: pl.DataFrame, calls: pl.DataFrame) -> pl.DataFrame:
+    """(``_op``, ``resolved_pid``) for the ``shared`` ops (rows of :func:`_with_launch_pid`'s frame whose id
+    calls of several processes use) whose launching process the trace tells, each of these keeping the
+    candidates (the processes with a call of the op's id) that remain:
+
+    - *time*: a call that began after the op started did not launch it;
+    - *device*: where the ops of a device that only one process's calls name (``linked``) are all of some
+      processes, an op of that device is one of theirs;
+    - *one op per launch*: a kernel launch, copy or memset call (not a graph launch) makes one op, so a call
+      another op is already settled on launched no other.
+
+    A rule that would leave an op no candidate is not applied to it. An op with one candidate left is
+    settled; the others are left out (``shared_id`` then)."""
+    device = pl.coalesce(
+        pl.col("a_device").cast(pl.Int32, strict=False), pl.col("pid").cast(pl.Int32, strict=False)
+    )
+    owners = (
+        linked.filter(pl.col("call_pid").is_not_null())
+        .select(device.alias("_device"), "call_pid")
+        .group_by("_device")
+        .agg(owners=pl.col("call_pid").unique())
+    )
+    candidates = (
+        shared.select("_op", "correlation", op_start="start", _device=device)
+        .join(calls.rename({"start": "call_start"}), on="correlation")
+        .join(owners, on="_device", how="left")
+        .with_columns(
+            one_op=~pl.col("name").is_in(list(GRAPH_LAUNCH_NAMES)),
+            ok_time=(pl.col("call_start") <= pl.col("op_start")).fill_null(True),
+            ok_device=pl.col("owners").is_null() | pl.col("pid").is_in(pl.col("owners")),
+        )
+    )
+
+    def narrowed(frame: pl.DataFrame, keep: pl.Expr) -> pl.DataFrame:
+        # an op keeps the candidates that pass, unless none does (the rule then tells it nothing)
+        return frame.filter(keep | ~keep.any().over("_op"))
+
+    candidates = narrowed(narrowed(candidates, pl.col("ok_time")), pl.col("ok_device"))
+    for _ in range(LAUNCHER_ROUNDS):
+        one = pl.col("pid").n_unique().over("_op") == 1
+        taken = (
+            candidates.filter(one, pl.col("one_op"))
+            .select("_op", taken_pid="pid", correlation="correlation")
+            .unique(subset=["taken_pid", "correlation"], keep="first")
+        )
+        # a launch taken by an op already settled is not another op's
+        free = candidates.join(
+            taken, left_on=["pid", "correlation"], right_on=["taken_pid", "correlation"], how="left"
+        )
+        free_expr = pl.col("_op_right").is_null() | (pl.col("_op_right") == pl.col("_op"))
+        before = candidates.height
+        candidates = narrowed(free, free_expr).drop("_op_right")
+        if candidates.height == before:
+            break
+    return (
+        candidates.group_by("_op")
+        .agg(pl.col("pid").unique())
+        .filter(pl.col("pid").list.len() == 1)
+        .select("_op", resolved_pid=pl.col("pid").list.first())
+    )
 
 
 #: API calls that copy or set memory (``cudaMemsetAsync``, ``hipMemset``, ``hipMemcpyWithStream``, ``cuMemcpyAsync``,
@@ -2130,6 +2239,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     scopes = None
     gpu_program = None
     no_end = 0
+    shared_ids = 0
     conditionals: dict[str, str] | None = None
     main_pid = _main_pid(x_events)
     api = _api(x_events)
@@ -2152,6 +2262,9 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
                 "missing, NaN, Infinity or not a number): they have no end time, so they count as kernels but "
                 "not in GPU busy time, which is short by however long they ran"
             )
+        shared_ids = int(ops.get_column("shared_id").sum())
+        if shared_ids:
+            warnings.append(_shared_ids_warning(ops, api, shared_ids))
         warnings += _unknown_launch_warning(ops, api)
         evidence = _conditional_graphs(ops, api)
         if evidence:
@@ -2226,6 +2339,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         meta["first_op_inputs"] = first_op
     if conditionals:  # the analysis doubts a framework-bound verdict then, in this warning's place
         meta[CONDITIONAL_GRAPHS] = conditionals
+    if device == "gpu" and shared_ids:  # (the analysis may doubt a verdict on them)
+        meta[SHARED_IDS] = shared_ids
     if device == "gpu" and no_end:  # said here: the analysis does not say it again for its iterations' ops
         meta[OPS_WITHOUT_END] = no_end
     launches = None
