@@ -71,12 +71,21 @@ def metric_unit(name: pl.Expr) -> pl.Expr:
     )
 
 
+#: A clock named "... [MHz]" whose samples (their median above 0) reach this many is in cycles per second: no
+#: GPU clock runs at 1 THz, nor at 1 MHz.
+HZ_FLOOR = 1e6
+
+
 def _finish_metrics(frame: pl.DataFrame, pw_to_cuda: dict[int, int | None]) -> pl.DataFrame:
     pw = pl.col("type_id") & 0xFF
     device = pw.replace_strict(pw_to_cuda, default=pw, return_dtype=pl.Int64) if pw_to_cuda else pw
-    return frame.with_columns(device=device.cast(pl.Int32), unit=metric_unit(pl.col("metric"))).select(
-        list(GPU_METRICS_SCHEMA)
-    )
+    unit = metric_unit(pl.col("metric"))
+    # nsys 2024+ names its clocks "GPC Clock Frequency [MHz]" / "SYS Clock Frequency [MHz]" but stores their
+    # PerfWorks metrics, ``gpc__cycles_elapsed.avg.per_second`` (NVIDIA's GpuMetrics.config): cycles per second
+    # (a real 2025.3.2 export of an H200: 1.98e9), as nsys 2022.4 stores the same counters, read as "Hz".
+    median = pl.col("value").filter(pl.col("value") > 0).median().over("metric")
+    unit = pl.when((unit == "MHz") & (median >= HZ_FLOOR)).then(pl.lit("Hz")).otherwise(unit)
+    return frame.with_columns(device=device.cast(pl.Int32), unit=unit).select(list(GPU_METRICS_SCHEMA))
 
 
 def _read_metrics_table(

@@ -71,9 +71,11 @@ What lands where (all timestamps are int64 nanoseconds on the export's session c
     through ``TARGET_INFO_GPU`` when it holds distinct ``cuDevice`` values; without any GPU table, the samples
     of several GPUs get no device (which CUDA device each is cannot be known), with a warning. ``metric`` is
     the name as nsys spells it; ``unit`` is "%" for a bracketed suffix ending in "%" ("SMs Active
-    [Throughput %]"), else the bracket's content ("[MHz]" -> "MHz", "[Avg Warps per Cycle]" -> "Avg Warps per
-    Cycle"); for the bracket-less 2022/2023 names it follows nsys's metric-set definitions: "... Frequency" -> "Hz",
-    "... Started" / "... Requests ..." -> "count", otherwise "%".
+    [Throughput %]"), else the bracket's content ("[Avg Warps per Cycle]" -> "Avg Warps per Cycle"; "[MHz]" ->
+    "MHz", but "Hz" where the values are cycles per second, as nsys 2024+ stores its clocks under that name: an
+    H200's GPC clock 1.98e9); for the bracket-less 2022/2023 names it follows nsys's metric-set definitions:
+    "... Frequency" -> "Hz", "... Started" / "... Requests ..." -> "count", otherwise "%". Values as nsys stored
+    them.
 ``launches`` (only when asked for by name: the Nsight Compute join's launch check)
     ``CUPTI_ACTIVITY_KIND_KERNEL``'s ``streamId``, ``start``, ``end`` and ``gridX``..``blockZ``
     (:func:`_read_launches`), one more scan of the kernel table.

@@ -1,0 +1,61 @@
+"""Round 16, Nsight Systems reader: what fresh real exports (nsys 2025.3.2, H200, with GPU metrics) showed the
+reader got wrong, nsys's diagnostics read once, and hostile exports.
+
+Sources are named in each test. Every trace here is synthetic, hand-built with :class:`tests.nsys_builder.NsysBuilder`
+in pytest's temporary folder and named ``*.synthetic.sqlite``; the expected numbers are exact, from the rows
+written.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import polars as pl
+
+from tests.nsys_builder import NsysBuilder
+from tracekit.readers.nsys_sqlite import read
+
+US = 1_000
+
+# ---------------------------------------------------------------- GPU metrics: the clock's unit
+
+#: nsys 2024+ names the GPC clock "GPC Clock Frequency [MHz]", but the value it stores is its PerfWorks metric
+#: ``gpc__cycles_elapsed.avg.per_second`` (NVIDIA's GpuMetrics.config, shipped with nsys: cycles per second):
+#: a real nsys 2025.3.2 export of an H200 (boost clock 1980 MHz) holds 1,957,593,570 to 1,980,670,064 under that
+#: name, and nsys 2022.4 stores the same counter, named "GPC Clock Frequency", in Hz (1.41e9 on a Quadro RTX
+#: 8000, real export).
+GPC_CLOCK = "GPC Clock Frequency [MHz]"
+
+
+def _clock_samples(b: NsysBuilder, values: list[float], name: str = GPC_CLOCK) -> NsysBuilder:
+    b.gpu(0, "NVIDIA H200")
+    for i, v in enumerate(values):
+        b.gpu_metric(100 * US + i * 100 * US, name, v)
+        b.gpu_metric(100 * US + i * 100 * US, "SMs Active [Throughput %]", 40)
+    b.kernel(100 * US, 150 * US, "gemm", correlation=1)
+    return b
+
+
+def test_a_clock_stored_in_cycles_per_second_is_in_hz_not_mhz(tmp_path: Path) -> None:
+    """Read by its bracket, the clock's unit was "MHz" beside values of 1.98e9: an H200 at 1,980,670,064 MHz
+    (2 PHz) in ``read_trace(...).gpu_metrics``. The values are cycles per second: the unit is "Hz", the values
+    as nsys stored them, as the 2022.4 spelling of the same counter is read. A percentage keeps its unit."""
+    path = _clock_samples(NsysBuilder(version="2025.3.2.0"), [1_957_593_570, 1_980_670_064]).write(
+        tmp_path / "clock_hz.synthetic.sqlite"
+    )
+    metrics = read(path).gpu_metrics
+    clock = metrics.filter(pl.col("metric") == GPC_CLOCK)
+    assert clock["unit"].to_list() == ["Hz", "Hz"]
+    assert clock["value"].to_list() == [1_957_593_570.0, 1_980_670_064.0]
+    assert metrics.filter(pl.col("metric") == "SMs Active [Throughput %]")["unit"].unique().to_list() == ["%"]
+
+
+def test_a_clock_stored_in_mhz_stays_mhz(tmp_path: Path) -> None:
+    """A clock whose values are MHz (an export that stored what its name says: 1980) keeps "MHz": no GPU clock
+    is 1 MHz or slower, nor 1 THz or faster, so the magnitude tells the two apart."""
+    path = _clock_samples(NsysBuilder(version="2025.3.2.0"), [1957, 1980]).write(
+        tmp_path / "clock_mhz.synthetic.sqlite"
+    )
+    clock = read(path).gpu_metrics.filter(pl.col("metric") == GPC_CLOCK)
+    assert clock["unit"].to_list() == ["MHz", "MHz"]
+    assert clock["value"].to_list() == [1957.0, 1980.0]
