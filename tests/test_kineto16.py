@@ -152,3 +152,55 @@ def test_one_process_keeps_its_links(tmp_path: Path) -> None:
     path = _write(tmp_path, _process(100, 0))
     assert read(path).ops["pid"].to_list() == [100] * 6
     assert analyze(path).iterations["kernels"].to_list() == [2, 2, 2]
+
+
+# --- negative durations: libkineto wrote dur = -ts for an event whose end it missed (kineto#646)
+
+
+def _with_lost_end(category: str, nth: int = 0) -> list[dict[str, Any]]:
+    """Process 100's 3 steps with the ``nth`` event of ``category`` given ``dur`` = -``ts``."""
+    events = _process(100, 0)
+    chosen = [e for e in events if e.get("cat") == category][nth]
+    chosen["dur"] = -chosen["ts"]
+    return events
+
+
+def test_a_kernel_whose_end_was_lost_counts_and_makes_busy_time_unknown(tmp_path: Path) -> None:
+    """Step 0's first kernel has dur = -ts. It ran (its start is known), for a time the trace lost. Before: it
+    was dropped, step 0 read 1 kernel and 0.1 ms busy with a confident verdict. Now: 2 kernels, busy 0.1 ms
+    counted from the kernel whose end is known, and the verdict is uncertain (busy short by how long it ran)."""
+    path = _write(tmp_path, _with_lost_end("kernel"))
+    trace = read(path)
+    assert trace.ops["end"].null_count() == 1
+    assert trace.meta["ops_without_end"] == 1
+    assert any(w.startswith("1 of 6 GPU ops") and "negative" in w for w in trace.meta["warnings"])
+    result = analyze(path)
+    assert result.iterations["kernels"].to_list() == [2, 2, 2]
+    assert [round(ms * 1e6) for ms in result.iterations["gpu_busy_ms"]] == [100_000, 200_000, 200_000]
+    assert "no start or end time" in (result.summary.verdict_uncertain or "")
+
+
+def test_a_launch_call_whose_end_was_lost_still_launches_its_kernel(tmp_path: Path) -> None:
+    """Step 0's first cudaLaunchKernel has dur = -ts. Before: the call was dropped, so its kernel read as
+    launched before the capture began: step 0 held 1 kernel, 1 launch and 0.1 ms busy. Now the call stays,
+    lasting 0 (its start is known), and a warning says so: 2 kernels, 2 launches, 0.2 ms busy a step."""
+    path = _write(tmp_path, _with_lost_end("cuda_runtime"))
+    trace = read(path)
+    assert trace.api.height == 6
+    assert sorted((trace.api["end"] - trace.api["start"]).to_list()) == [0] + [10_000] * 5
+    said = [w for w in trace.meta["warnings"] if "negative dur" in w]
+    assert len(said) == 1 and said[0].startswith("1 API calls have a negative dur")
+    result = analyze(path)
+    assert result.iterations["kernels"].to_list() == [2, 2, 2]
+    assert result.iterations["launches"].to_list() == [2, 2, 2]
+    assert [round(ms * 1e6) for ms in result.iterations["gpu_busy_ms"]] == [200_000] * 3
+
+
+def test_a_step_whose_end_was_lost_is_no_iteration(tmp_path: Path) -> None:
+    """ProfilerStep#1 has dur = -ts: a range whose end is lost delimits no iteration, and is left out as
+    before (with the warning every reader's rows of negative duration get); the two others stand, and its 2
+    kernels count in none."""
+    path = _write(tmp_path, _with_lost_end("user_annotation", 1))
+    result = analyze(path)
+    assert result.iterations["kernels"].to_list() == [2, 2]
+    assert any(w.startswith("1 ranges with a negative duration") for w in result.warnings)

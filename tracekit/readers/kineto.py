@@ -1731,6 +1731,33 @@ def _profiler_log(header: dict[str, Any]) -> tuple[dict[str, list[str]], str | N
     return logged, stopped
 
 
+def _lost_ends(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``x_events`` with the negative ``dur`` of device ops and API calls read as unreadable: libkineto before
+    kineto#646 (2022) wrote ``dur`` = -``ts`` for an event whose end it had missed (an end time of 0), so the
+    event's start is known and its end is not. A device op keeps its place with no end time (it counts as an
+    op, in no busy time, and the analysis doubts a verdict on it: :func:`_gpu_ops`); an API call lasts 0 from
+    its start, as one whose dur does not read, so it still links its device work, and a warning counts them
+    (the device ops' warning is the one for ops without an end). Before, both were dropped (as every frame's
+    rows of negative duration are, :func:`tracekit.model.drop_negative_durations`): a launch call's kernel
+    read as launched before the capture began, a kernel counted in no iteration and in no doubt. Ranges and
+    CPU operators are left to that rule: a range whose end is lost delimits no iteration."""
+    read_here = pl.col("cat_l").is_in([*OP_CATEGORIES, *API_CATEGORIES])
+    negative = (pl.col("dur_ns") < 0) & ~pl.col("dur_unread") & read_here
+    if not x_events.select(negative.any()).item():
+        return x_events
+    calls = x_events.filter(negative, pl.col("cat_l").is_in(list(API_CATEGORIES))).height
+    if calls:
+        warnings.append(
+            f"{calls} API calls have a negative dur (an end the profiler lost: libkineto before 2022 wrote dur = "
+            "-ts then, kineto#646): read as lasting 0 from their start, so each still links the device work it "
+            "launched"
+        )
+    return x_events.with_columns(
+        dur_ns=pl.when(negative).then(0).otherwise(pl.col("dur_ns")),
+        dur_unread=pl.col("dur_unread") | negative,
+    )
+
+
 def _without_unplaced_events(path: Path, x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     """``x_events`` without the events torch.profiler could not place in time, with a warning counting them:
     events that read ``"ts": 0.000, "dur": 0.000`` in a trace whose other events have times. libkineto writes
@@ -2235,6 +2262,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
 
     x_events = _without_unplaced_events(path, x_events, warnings)
+    x_events = _lost_ends(x_events, warnings)
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
     scopes = None
     gpu_program = None
@@ -2258,7 +2286,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
         no_end = ops.get_column("end").null_count()
         if no_end:
             warnings.append(
-                f"{no_end} of {ops.height} GPU ops (kernel, memcpy, memset events) have no readable dur (null, "
+                f"{no_end} of {ops.height} GPU ops (kernel, memcpy, memset events) have no readable dur (null, negative, "
                 "missing, NaN, Infinity or not a number): they have no end time, so they count as kernels but "
                 "not in GPU busy time, which is short by however long they ran"
             )
