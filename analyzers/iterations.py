@@ -1622,6 +1622,7 @@ def measure_gaps(
     )
     total = frame.height
     skip_given = skip is not None
+    skip_notes: list[str] = []
     asked = assignment.range_asked
     if skip is None and (assignment.choice.synthetic or asked not in (None, trace.meta.get("range"))):
         # the sidecar counts its own ranges ('iteration'): not these (--range NAME, --split-idle windows)
@@ -1637,8 +1638,9 @@ def measure_gaps(
         if problem:
             warnings.append(f"{problem}: no warm-up dropped (--skip N drops the first N iterations)")
         if skip:
+            # (a note, not a warning: the run's own metadata says these are warm-up, as collect records them)
             first = "the first iteration" if skip == 1 else f"the first {skip} iterations"
-            warnings.append(
+            skip_notes.append(
                 f"dropped {first}: the run's warm-up, recorded in this trace "
                 f"(--skip 0 keeps {'it' if skip == 1 else 'them'})"
             )
@@ -1678,7 +1680,9 @@ def measure_gaps(
         _slow_start_warning(frame, name, trace, ranges) if not skip_given else ([], [])
     )
     before_call = before_call_counts(frame)
-    notes = launch_notes(frame, before_call, not calls_named(trace.api, GRAPH_LAUNCH_NAMES).is_empty())
+    notes = skip_notes + launch_notes(
+        frame, before_call, not calls_named(trace.api, GRAPH_LAUNCH_NAMES).is_empty()
+    )
     # (the notes: where the Python tracer shows the host's silences were framework code, the verdict stands)
     implausible, answered = plausibility.findings(trace, frame, bound_threshold)
     warnings += answered
