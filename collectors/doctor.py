@@ -137,12 +137,16 @@ def ort_status(cuda: bool) -> dict[str, Any]:
 
 def nsys_status(cuda: bool) -> dict[str, Any]:
     """nsys path and version; on a GPU, whether GPU-metrics sampling is permitted (and which option)."""
+    from tracekit.collectors.profilers import tool_problem
     from tracekit.collectors.profilers.nsys import find_nsys, nsys_version
 
     nsys = find_nsys()
     if not nsys:
         return {"found": False, "why": "nsys not on PATH (install Nsight Systems)"}
     version = nsys_version(nsys)
+    problem = tool_problem("TRACEKIT_NSYS", "nsys") if version is None else None
+    if problem:  # TRACEKIT_NSYS names nothing that runs: not "found"
+        return {"found": False, "why": problem}
     data: dict[str, Any] = {"found": True, "path": nsys, "version": version}
     importer = importer_status(nsys)
     if importer is not None:
@@ -182,12 +186,17 @@ def importer_status(nsys: str) -> dict[str, Any] | None:
 def ncu_status(cuda: bool) -> dict[str, Any]:
     """ncu path and version; on a GPU, whether a one-kernel profile may read the performance counters."""
     from tracekit.collectors.environment import _tool_version
+    from tracekit.collectors.profilers import tool_problem
     from tracekit.collectors.profilers.ncu import find_ncu
 
     ncu = find_ncu()
     if not ncu:
         return {"found": False, "why": "ncu not on PATH (install Nsight Compute)"}
-    data: dict[str, Any] = {"found": True, "path": ncu, "version": _tool_version([ncu, "--version"])}
+    version = _tool_version([ncu, "--version"])
+    problem = tool_problem("TRACEKIT_NCU", "ncu") if version is None else None
+    if problem:  # TRACEKIT_NCU names nothing that runs: not "found"
+        return {"found": False, "why": problem}
+    data: dict[str, Any] = {"found": True, "path": ncu, "version": version}
     if cuda:
         from tracekit.collectors.gpu import probe_ncu_counters
 

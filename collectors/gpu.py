@@ -150,10 +150,13 @@ class ProbeResult:
     option: str | None = None
     devices: dict[str, int] = field(default_factory=dict)
     output: str = ""
+    #: The profiler itself could not be started (OSError: no such file, not executable), not a refusal.
+    unrunnable: bool = False
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)
         data.pop("output")
+        data.pop("unrunnable")
         return data
 
 
@@ -252,7 +255,9 @@ def probe_ncu_counters(ncu: str) -> ProbeResult:
     argv = [ncu, "--clock-control", "none", "--metrics", "gpu__time_duration.sum", "--launch-count", "1"]
     try:
         proc = subprocess.run([*argv, *child], capture_output=True, text=True, timeout=300)
-    except (OSError, subprocess.SubprocessError) as exc:
+    except OSError as exc:
+        return ProbeResult(False, f"ncu probe failed: {type(exc).__name__}", unrunnable=True)
+    except subprocess.SubprocessError as exc:
         return ProbeResult(False, f"ncu probe failed: {type(exc).__name__}")
     result = parse_ncu_probe(proc.returncode, proc.stdout + proc.stderr)
     result.output = proc.stdout + proc.stderr

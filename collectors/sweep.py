@@ -122,9 +122,9 @@ def validate(opts: SweepOptions) -> None:
     if opts.precision not in ("fp32", "fp16"):
         raise TracekitError(f"unknown precision '{opts.precision}'; choose from: fp32, fp16")
     if not opts.batch_sizes or any(b < 1 for b in opts.batch_sizes):
-        raise TracekitError("--batch-sizes must be positive integers")
+        raise TracekitError(f"--batch-sizes must be positive integers{_got(opts.batch_sizes)}")
     if opts.seq_lens is not None and (not opts.seq_lens or any(s < 1 for s in opts.seq_lens)):
-        raise TracekitError("--seq-lens must be positive integers")
+        raise TracekitError(f"--seq-lens must be positive integers{_got(opts.seq_lens)}")
     if opts.model == "vit-base" and opts.seq_lens and any(s != IMAGE_SIZE for s in opts.seq_lens):
         # ViTConfig(image_size=224): its position embeddings fit 224x224 images only; any other side failed in
         # every configuration after the model was built ("Input image size (32*32) doesn't match model")
@@ -133,7 +133,8 @@ def validate(opts: SweepOptions) -> None:
             f"models; its position embeddings are built for {IMAGE_SIZE}): use --seq-lens {IMAGE_SIZE}"
         )
     if opts.warmup < 0 or opts.iters < 1:
-        raise TracekitError("--warmup must be >= 0 and --iters >= 1")
+        bad = f"--warmup {opts.warmup}" if opts.warmup < 0 else f"--iters {opts.iters}"
+        raise TracekitError(f"--warmup must be >= 0 and --iters >= 1 (got {bad})")
     if not (opts.min_time_s >= 0 and opts.max_time_s >= 0):
         raise TracekitError("--min-time and --max-time must be >= 0 (seconds)")
     if opts.max_time_s and opts.min_time_s > opts.max_time_s:
@@ -166,6 +167,38 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError(f"runtime '{opts.runtime}' needs a CUDA device; it cannot run with --device cpu")
     if "ncu" in profilers and opts.device == "cpu":
         raise TracekitError("--profiler ncu profiles GPU kernels; it needs --device cuda")
+    check_out_dir(opts.out_dir, opts.overwrite)
+
+
+def _got(values: list[int]) -> str:
+    """' (got 0, -2)': the values a list option was refused for, or ' (got none)' for an empty list."""
+    bad = [v for v in values if v < 1]
+    return f" (got {', '.join(map(str, bad))})" if bad else " (got none)"
+
+
+def check_out_dir(out_dir: Path | str | None, overwrite: bool) -> None:
+    """Refuse an ``-o`` the run could not be written into, before torch is imported (one line, exit 2, nothing
+    created): a file, a folder under a file or under a missing folder, an unwritable folder, or a folder that
+    holds a run without ``--overwrite``. (:func:`tracekit.runs.prepare_run_dir` makes the folder later.)"""
+    if out_dir is None:
+        return
+    from tracekit.io import check_output_dir
+    from tracekit.runs import RUN_FILE
+
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise TracekitError("exists and is not a folder", out)
+    if (out / RUN_FILE).exists() and not overwrite:
+        raise TracekitError("already holds a run (run.json); choose another -o or pass --overwrite", out)
+    if not out.parent.is_dir():
+        above = next((p for p in out.parents if p.exists()), None)
+        why = (
+            f"{above} is a file, not a folder"
+            if above is not None and not above.is_dir()
+            else f"{out.parent} does not exist"
+        )
+        raise TracekitError(f"cannot create the output folder: {why}", out)
+    check_output_dir(out)
 
 
 def latency_stats(values: list[float]) -> dict[str, float | None]:
@@ -204,6 +237,18 @@ def _one_line(exc: BaseException) -> str:
         return exc.message
     text = str(exc).strip()
     return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
+def _refuse_unrunnable(variable: str, tool: str, otherwise: str | None = None) -> None:
+    """One line (exit 2) when ``variable`` (TRACEKIT_NSYS, TRACEKIT_NCU) names a profiler that cannot run,
+    before the run folder is made: before, TRACEKIT_NSYS=/nonexistent/nsys timed every configuration
+    untraced, then failed each traced run with FileNotFoundError (exit 1), and a TRACEKIT_NCU that could not
+    run dropped ncu with the note "ncu probe failed: FileNotFoundError"."""
+    from tracekit.collectors.profilers import tool_problem
+
+    problem = tool_problem(variable, tool) or otherwise
+    if problem:
+        raise TracekitError(problem)
 
 
 def _main_thread() -> bool:
@@ -246,9 +291,11 @@ class Sweep:
         """Find nsys and ncu (one line naming how to install a missing one), after the device is known: a
         machine without CUDA is told that first, not that a GPU profiler is missing."""
         if "nsys" in self.profilers:
-            from tracekit.collectors.profilers.nsys import require_nsys
+            from tracekit.collectors.profilers.nsys import nsys_version, require_nsys
 
             self.nsys = require_nsys()
+            if nsys_version(self.nsys) is None:
+                _refuse_unrunnable("TRACEKIT_NSYS", "nsys")
         if "ncu" in self.profilers:
             from tracekit.collectors.profilers.ncu import require_ncu
 
@@ -346,10 +393,15 @@ class Sweep:
             if opts.out_dir
             else Path("runs") / f"{opts.model}-{opts.runtime}-{dev}-{stamp}"
         )
-        if not opts.out_dir:
-            self.out.parent.mkdir(
-                exist_ok=True
-            )  # the default ./runs/ folder; a user's -o is never created deep
+        if not opts.out_dir:  # the default ./runs/ folder; a user's -o is never created deep
+            from tracekit.io import output_dir
+
+            try:
+                output_dir(self.out.parent)
+            except TracekitError as exc:
+                raise TracekitError(
+                    f"{exc.message} (the default output folder; or pass -o)", exc.path
+                ) from None
         # The same rule as simulate: refuse an existing run unless --overwrite, which removes the old run's files.
         prepare_run_dir(self.out, opts.overwrite)
         for stale in self.out.glob(".tmp-*"):  # left by a run killed with SIGKILL
@@ -393,6 +445,8 @@ class Sweep:
             from tracekit.collectors.gpu import probe_ncu_counters
 
             ncu_probe = probe_ncu_counters(self.ncu)
+            if ncu_probe.unrunnable:  # not a refusal of counters: there is no ncu to run
+                _refuse_unrunnable("TRACEKIT_NCU", "ncu", f"{self.ncu}: cannot be run ({ncu_probe.reason})")
             counters = ncu_probe.to_json()
             if not ncu_probe.permitted:
                 self.profilers = [p for p in self.profilers if p != "ncu"]

@@ -259,3 +259,217 @@ def test_a_timeline_of_a_0_ms_iteration_draws_a_0_to_1_ms_axis(tmp_path: Path) -
         assert top.get_xlim() == (0.0, 1.0) and zoom.get_xlim() == (0.0, 1.0)
         assert zoom.get_title() == "zoom: iteration 0 lasts 0 ms"
         plots.save_figure(fig, tmp_path / "fig_timeline_synthetic")
+
+
+# -- 4. hostile collection inputs: one line naming the problem, exit 2, nothing created -----------------------
+TINY = [
+    "--model",
+    "tiny",
+    "--seq-lens",
+    "16",
+    "--warmup",
+    "1",
+    "--iters",
+    "2",
+    "--max-time",
+    "0",
+    "--in-process",
+]
+
+
+def _one_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    return err[0]
+
+
+def _no_heavy_imports(monkeypatch: pytest.MonkeyPatch) -> None:
+    """torch, transformers and onnxruntime cannot be imported: the refusal must come before them."""
+    for name in ("torch", "transformers", "onnxruntime"):
+        monkeypatch.setitem(sys.modules, name, None)
+
+
+def _spec_torch(monkeypatch: pytest.MonkeyPatch, cuda: bool) -> None:
+    """The fake torch, findable by collect's package check (find_spec) as an installed one is."""
+    import importlib.machinery
+
+    _fake_torch(monkeypatch, cuda).__spec__ = importlib.machinery.ModuleSpec("torch", None)
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["--iters", "0"], "tracekit: --warmup must be >= 0 and --iters >= 1 (got --iters 0)"),
+        (["--warmup", "-1"], "tracekit: --warmup must be >= 0 and --iters >= 1 (got --warmup -1)"),
+        (["--batch-sizes", "0,4,-1"], "tracekit: --batch-sizes must be positive integers (got 0, -1)"),
+        (["--seq-lens", "16,0"], "tracekit: --seq-lens must be positive integers (got 0)"),
+        (["--model", "bert-huge"], "tracekit: unknown model 'bert-huge'; choose from: "),
+        (
+            ["--runtime", "cuda-graphs", "--device", "cpu", "--warmup", "2"],
+            "tracekit: runtime 'cuda-graphs' needs ",
+        ),
+    ],
+)
+def test_bad_numbers_and_names_are_one_line_before_torch(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    line: str,
+) -> None:
+    from tracekit.cli import main
+
+    _no_heavy_imports(monkeypatch)
+    assert main(["collect", *TINY, *argv, "-o", str(tmp_path / "run")]) == 2
+    assert _one_line(capsys).startswith(line)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("bad", ["x", "1,,2", "1.5", ""])
+def test_unparsable_batch_sizes_are_argparses_one_line(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, bad: str
+) -> None:
+    from tracekit.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(["collect", *TINY, "--batch-sizes", bad, "-o", str(tmp_path / "run")])
+    assert info.value.code == 2
+    line = _one_line(capsys)
+    assert (
+        line.startswith("tracekit collect: error: argument --batch-sizes: expected ")
+        and "Traceback" not in line
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_output_that_cannot_be_a_run_folder_is_refused_before_torch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tracekit.cli import main
+
+    _no_heavy_imports(monkeypatch)
+    afile = tmp_path / "afile.synthetic.txt"
+    afile.write_text("not a folder")
+    held = tmp_path / "held"
+    held.mkdir()
+    (held / "run.json").write_text('{"kind": "collect", "synthetic": true}')
+    cases = [
+        (afile, f"tracekit: {afile}: exists and is not a folder"),
+        (
+            afile / "sub" / "run",
+            f"tracekit: {afile / 'sub' / 'run'}: cannot create the output folder: {afile} is a file, not a folder",
+        ),
+        (
+            tmp_path / "missing" / "run",
+            f"tracekit: {tmp_path / 'missing' / 'run'}: cannot create the output folder: "
+            f"{tmp_path / 'missing'} does not exist",
+        ),
+        (held, f"tracekit: {held}: already holds a run (run.json); choose another -o or pass --overwrite"),
+    ]
+    for out, line in cases:
+        assert main(["collect", *TINY, "--device", "cpu", "-o", str(out)]) == 2
+        assert _one_line(capsys) == line
+    assert afile.read_text() == "not a folder"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile.synthetic.txt", "held"]
+    assert sorted(p.name for p in held.iterdir()) == ["run.json"]
+
+
+def test_an_unwritable_output_folder_is_refused_before_torch(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    # (this machine's tests run as root, whom permission bits do not stop: os.access says what an ordinary
+    # user would be told)
+    import os
+
+    from tracekit.cli import main
+
+    _no_heavy_imports(monkeypatch)
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    real = os.access
+    monkeypatch.setattr(
+        os, "access", lambda p, mode, **kw: False if Path(p) == locked else real(p, mode, **kw)
+    )
+    assert main(["collect", *TINY, "--device", "cpu", "-o", str(locked / "run")]) == 2
+    assert _one_line(capsys) == (
+        f"tracekit: {locked / 'run'}: cannot create the output folder: {locked} is not writable (permission denied)"
+    )
+    assert main(["collect", *TINY, "--device", "cpu", "-o", str(locked)]) == 2
+    assert _one_line(capsys) == f"tracekit: {locked}: the output folder is not writable (permission denied)"
+    assert list(locked.iterdir()) == []
+
+
+def test_a_default_runs_folder_that_is_a_file_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    from tracekit.cli import main
+
+    _spec_torch(monkeypatch, cuda=False)
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "runs").write_text("a file named runs")
+    assert main(["collect", *TINY, "--device", "cpu", "--profiler", "none"]) == 2
+    assert _one_line(capsys) == (
+        "tracekit: runs: exists and is not a folder (the default output folder; or pass -o)"
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
+
+
+@pytest.mark.parametrize("what", ["missing", "folder", "not executable", "name"])
+@pytest.mark.parametrize(("variable", "profiler"), [("TRACEKIT_NSYS", "nsys"), ("TRACEKIT_NCU", "ncu")])
+def test_a_profiler_path_that_cannot_run_is_one_line_before_any_folder(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    what: str,
+    variable: str,
+    profiler: str,
+) -> None:
+    # before: TRACEKIT_NSYS=/nonexistent/nsys timed every configuration untraced, then failed each traced run
+    # with "FileNotFoundError: [Errno 2] No such file or directory: '/nonexistent/nsys'" (exit 1) and left a
+    # run folder of failed configurations
+    from tracekit.cli import main
+
+    tools = tmp_path / "tools"
+    tools.mkdir()
+    plain = tools / f"{profiler}-synthetic"
+    plain.write_text("#!/bin/sh\n")  # no execute bit
+    value, why = {
+        "missing": (str(tools / "nowhere" / profiler), "no such file"),
+        "folder": (str(tools), f"a folder, not the {profiler} executable"),
+        "not executable": (str(plain), "not executable"),
+        "name": (f"{profiler}-not-installed-synthetic", "not found on PATH"),
+    }[what]
+    monkeypatch.setenv(variable, value)
+    _spec_torch(monkeypatch, cuda=True)
+    monkeypatch.setattr(environment, "gpu_for", lambda *a, **k: None)
+    out = tmp_path / "run"
+    assert main(["collect", *TINY, "--device", "cuda", "--profiler", profiler, "-o", str(out)]) == 2
+    assert _one_line(capsys) == (
+        f"tracekit: {variable}={value}: {why}; point it at the {profiler} executable, "
+        f"or unset it to use {profiler} from PATH"
+    )
+    assert not out.exists()
+    from tracekit.collectors import doctor
+
+    status = (doctor.nsys_status if profiler == "nsys" else doctor.ncu_status)(False)
+    assert status == {
+        "found": False,
+        "why": f"{variable}={value}: {why}; point it at the {profiler} executable, "
+        f"or unset it to use {profiler} from PATH",
+    }
+
+
+def test_a_runnable_profiler_path_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import os
+
+    from tracekit.collectors.profilers import ncu, tool_problem
+
+    tool = tmp_path / "ncu-synthetic"
+    tool.write_text("#!/bin/sh\n")
+    os.chmod(tool, 0o755)
+    monkeypatch.setenv("TRACEKIT_NCU", str(tool))
+    assert tool_problem("TRACEKIT_NCU", "ncu") is None and ncu.require_ncu() == str(tool)
+    monkeypatch.setenv("TRACEKIT_NCU", "sh")  # a name on PATH, as subprocess runs it
+    assert tool_problem("TRACEKIT_NCU", "ncu") is None and ncu.require_ncu() == "sh"
+    monkeypatch.delenv("TRACEKIT_NCU")
+    assert tool_problem("TRACEKIT_NCU", "ncu") is None
