@@ -8,11 +8,14 @@ written.
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import polars as pl
+import pytest
 
 from tests.nsys_builder import NsysBuilder
+from tracekit.readers import sqlite_engine
 from tracekit.readers.nsys_sqlite import read
 
 US = 1_000
@@ -59,3 +62,67 @@ def test_a_clock_stored_in_mhz_stays_mhz(tmp_path: Path) -> None:
     clock = read(path).gpu_metrics.filter(pl.col("metric") == GPC_CLOCK)
     assert clock["unit"].to_list() == ["MHz", "MHz"]
     assert clock["value"].to_list() == [1957.0, 1980.0]
+
+
+# ---------------------------------------------------------------- nsys's diagnostics, read once
+
+#: The DIAGNOSTIC_EVENT table as nsys 2024.6 to 2026.2 write it (real exports).
+DIAGNOSTIC_DDL = (
+    'CREATE TABLE DIAGNOSTIC_EVENT ("timestamp" INTEGER NOT NULL, "timestampType" INTEGER NOT NULL, '
+    '"source" INTEGER NOT NULL, "severity" INTEGER NOT NULL, "text" TEXT NOT NULL, "globalPid" INTEGER)'
+)
+#: What nsys 2025.3 writes when ``--capture-range=cudaProfilerApi`` starts the collection (real exports).
+PROFILER_START = "Profiling started due to cudaProfilerStart API invoked in the application."
+
+
+def _with_diagnostics(path: Path, rows: list[tuple[int, str]], *, timestamp_type: int = 1) -> Path:
+    """Add DIAGNOSTIC_EVENT rows (timestamp, text) to ``path`` as nsys writes them (info, process 100)."""
+    con = sqlite3.connect(path)
+    try:
+        con.execute(DIAGNOSTIC_DDL)
+        con.executemany(
+            "INSERT INTO DIAGNOSTIC_EVENT VALUES (?, ?, 3, 1, ?, ?)",
+            [(t, timestamp_type, s, 100 << 24) for t, s in rows],
+        )
+        con.commit()
+    finally:
+        con.close()
+    return path
+
+
+def _steps(b: NsysBuilder, starts: list[int]) -> NsysBuilder:
+    """An 'iteration' of 40 µs at each of ``starts``, one 20 µs kernel each, synchronized: 0.5 busy."""
+    b.gpu(0, "NVIDIA H200")
+    for i, t0 in enumerate(starts):
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=2 * i + 1)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=2 * i + 2)
+    return b
+
+
+def test_the_diagnostics_are_read_once_for_the_capture_start_and_the_losses(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """DIAGNOSTIC_EVENT was read twice, once for where cudaProfilerStart began the capture and once for what
+    nsys says it lost. One read now gives both, the same: the range begun before the start (5 µs, before 10 µs)
+    is left out, and the loss is warned and recorded."""
+    path = _steps(NsysBuilder(version="2025.3.2.0"), [5 * US, 100 * US, 150 * US]).write(
+        tmp_path / "diagnostics_once.synthetic.sqlite"
+    )
+    lost = "CUPTI dropped 3 records. Some CUPTI events might be missing."
+    _with_diagnostics(path, [(0, "Profiling has started."), (10 * US, PROFILER_START), (200 * US, lost)])
+    statements: list[str] = []
+    connect = sqlite_engine.connect
+
+    def traced(p: Path) -> sqlite3.Connection:
+        con = connect(p)
+        con.set_trace_callback(statements.append)
+        return con
+
+    monkeypatch.setattr(sqlite_engine, "connect", traced)
+    trace = read(path)
+    reads = [s for s in statements if "DIAGNOSTIC_EVENT" in s and "LIMIT 1" not in s and "PRAGMA" not in s]
+    assert len(reads) == 1, reads
+    assert trace.ranges.get_column("start").to_list() == [100 * US, 150 * US]
+    assert trace.meta["lost_events"] == {"device": [lost]}

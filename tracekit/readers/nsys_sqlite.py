@@ -115,7 +115,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 import polars as pl
 
@@ -542,28 +542,14 @@ def _session_ends(export: Database) -> list[int]:
 PROFILER_START_DIAGNOSTIC = r"(?i)^\s*profiling started due to cu(?:da)?ProfilerStart\b"
 
 
-def _capture_start(export: Database) -> int:
+def _capture_start(diagnostics: list[Diagnostic]) -> int:
     """Where the capture's collection began on the session clock (ns): 0 (nsys writes timestamps from the
     capture's start), or, where nsys says cudaProfilerStart began it (:data:`PROFILER_START_DIAGNOSTIC`), that
     diagnostic's timestamp, the earliest: under ``--capture-range=cudaProfilerApi`` the clock's 0 is the
     session's start, and CUDA is traced from the cudaProfilerStart call on (in the real exports nothing of the
-    application's lies between). A ``text`` that is an integer is a StringIds id, as :func:`_lost_events` reads
-    it."""
-    t = DIAGNOSTIC_TABLE
-    if not export.nonempty(t) or not {"timestamp", "text"} <= export.columns(t):
-        return 0
-    said = 'd."text"'
-    join = ""
-    if export.has("StringIds") and {"id", "value"} <= export.columns("StringIds"):
-        said = 'COALESCE(s."value", d."text")'
-        join = 'LEFT JOIN "StringIds" s ON typeof(d."text") = \'integer\' AND s."id" = d."text"'
-    rows = export.con.execute(
-        f"SELECT d.\"timestamp\", {said} FROM {quote(t)} d {join} WHERE {said} LIKE '%started due to%'"
-    ).fetchall()
+    application's lies between). ``diagnostics``: :func:`_read_diagnostics`."""
     starts = [
-        int(when)
-        for when, text in rows
-        if isinstance(when, int) and isinstance(text, str) and re.search(PROFILER_START_DIAGNOSTIC, text)
+        d.first for d in diagnostics if d.first is not None and re.search(PROFILER_START_DIAGNOSTIC, d.text)
     ]
     return max(0, min(starts)) if starts else 0
 
@@ -688,7 +674,9 @@ def _nested(raw: pl.DataFrame) -> pl.DataFrame:
     return nested.with_columns(depth, has_child).drop(PROCESS_RANGE)
 
 
-def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: list[str]) -> pl.DataFrame:
+def _read_nvtx(
+    export: Database, strings: pl.DataFrame, path: Path, warnings: list[str], capture_start: int = 0
+) -> pl.DataFrame:
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
     (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
     per operator, millions in a large trace), the text as bytes (:func:`binary_to_text`: bytes that are not
@@ -781,7 +769,7 @@ def _read_nvtx(export: Database, strings: pl.DataFrame, path: Path, warnings: li
     )
     ranges = _without_profiler_ranges(ranges, warnings)
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
-    ranges = _without_ranges_before_capture(ranges, warnings, _capture_start(export))
+    ranges = _without_ranges_before_capture(ranges, warnings, capture_start)
     ends = _session_ends(export)
     # (the never-closed warning of :func:`_close_unclosed` counts them; a table of domain rows only, as nsys
     # 2022.4 leaves for the Python nvtx package 0.2.17, has no range whose start to compare)
@@ -1526,33 +1514,57 @@ def _loss_kind(text: str) -> str | None:
     return kind
 
 
-def _lost_events(export: Database, strings: pl.DataFrame, warnings: list[str]) -> dict[str, list[str]]:
-    """What nsys says it lost (:data:`DIAGNOSTIC_TABLE`, any severity: the messages are warnings in 2024+, but
-    an export may class them otherwise), as {what was lost: nsys's distinct messages, in order}, with one warning
-    quoting them. A ``text`` that is an integer is read as a StringIds id. {} without the table."""
+class Diagnostic(NamedTuple):
+    """One distinct message of nsys's :data:`DIAGNOSTIC_TABLE` (a StringIds id resolved to its text)."""
+
+    text: str
+    #: how many rows hold it
+    count: int
+    #: its earliest integer ``timestamp`` (ns, session clock), None when no row has one
+    first: int | None
+
+
+def _read_diagnostics(export: Database, strings: pl.DataFrame) -> list[Diagnostic]:
+    """:data:`DIAGNOSTIC_TABLE`'s distinct messages, each once with its count and earliest timestamp, in the
+    order of their first appearance (earliest timestamp, then rowid): one read of the table, for the capture's
+    start (:func:`_capture_start`) and nsys's word on lost events (:func:`_lost_events`). A table of a million
+    repeated rows is read as the few messages it holds. A ``text`` that is an integer is a StringIds id; one
+    that is no string (a missing id, a number) is left out. [] without the table or its ``text`` column."""
     t = DIAGNOSTIC_TABLE
     if not export.nonempty(t) or "text" not in export.columns(t):
-        return {}
-    # each distinct message once (in the order of its first appearance) with its count: a table of a million
-    # repeated rows is read as the few messages it holds
-    first = 'min("timestamp"), min(rowid)' if "timestamp" in export.columns(t) else "min(rowid)"
+        return []
+    has_time = "timestamp" in export.columns(t)
+    first = 'min(CASE WHEN typeof("timestamp") = \'integer\' THEN "timestamp" END)' if has_time else "NULL"
+    order = 'min("timestamp"), min(rowid)' if has_time else "min(rowid)"
     rows = export.con.execute(
-        f'SELECT "text", count(*) FROM {quote(t)} GROUP BY "text" ORDER BY {first}'
+        f'SELECT "text", count(*), {first} FROM {quote(t)} GROUP BY "text" ORDER BY {order}'
     ).fetchall()
     by_id: dict[int, str] | None = None
-    found: dict[str, list[str]] = {}
-    times: dict[str, int] = {}
-    for value, count in rows:
+    found: list[Diagnostic] = []
+    for value, count, when in rows:
         if isinstance(value, int):
             if by_id is None:
                 by_id = dict(strings.select("id", "value").iter_rows())
             value = by_id.get(value)
-        if not isinstance(value, str) or (kind := _loss_kind(value)) is None:
+        if isinstance(value, str):
+            found.append(Diagnostic(value, int(count), when if isinstance(when, int) else None))
+    return found
+
+
+def _lost_events(diagnostics: list[Diagnostic], warnings: list[str]) -> dict[str, list[str]]:
+    """What nsys says it lost (:data:`DIAGNOSTIC_TABLE`, any severity: the messages are warnings in 2024+, but
+    an export may class them otherwise), as {what was lost: nsys's distinct messages, in order}, with one warning
+    quoting them. ``diagnostics``: :func:`_read_diagnostics`. {} without any."""
+    t = DIAGNOSTIC_TABLE
+    found: dict[str, list[str]] = {}
+    times: dict[str, int] = {}
+    for d in diagnostics:
+        if (kind := _loss_kind(d.text)) is None:
             continue
-        text = value.strip()
+        text = d.text.strip()
         if text not in times:
             found.setdefault(kind, []).append(text)
-        times[text] = times.get(text, 0) + int(count)
+        times[text] = times.get(text, 0) + d.count
     if not found:
         return {}
     said = {
@@ -1647,6 +1659,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     export = _with_versioned_names(export, warnings)
     step = _TableSteps(export, _planned_tables(export, want))
     strings = _read_strings(export, path, step)
+    diagnostics = _read_diagnostics(export, strings)
     ops_cols = want.get("ops")
     numbering = per_process_numbering(export)
     # Renumbering the ops' devices (:func:`_renumbered`) needs their process; dropped afterwards if not asked.
@@ -1681,7 +1694,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     raw = empty_frame(RAW_RANGES_SCHEMA)
     if export.has("NVTX_EVENTS"):
         step("NVTX_EVENTS")
-        raw = _read_nvtx(export, strings, path, warnings)
+        raw = _read_nvtx(export, strings, path, warnings, _capture_start(diagnostics))
     if api is not None:
         ops = _ops_of_untraced_processes(ops, api, raw, warnings)
     unclosed = raw.filter(pl.col("end").is_null()).height
@@ -1725,7 +1738,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     # nsys's word that it lost CUDA activity (or could not trace CUDA at all): an export without device ops is
     # then a GPU run whose device work is missing, no CPU-only one (its NVTX leaves as operators had given a
     # verdict on a GPU run from its host ranges alone)
-    lost_events = _lost_events(export, strings, warnings)
+    lost_events = _lost_events(diagnostics, warnings)
     device = "gpu" if ops.height or unread or lost or "device" in lost_events else "cpu"
     if device == "cpu" and ranges.height:
         ops = _cpu_operators(nested, warnings)
