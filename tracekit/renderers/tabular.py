@@ -101,7 +101,11 @@ def round_frame(frame: Any) -> Any:
 
 def _rounded_column(column: Sequence[Any]) -> list[Any] | None:
     """One column of records (values of any type) with its floats rounded: numpy where they are all floats
-    (or None), else value by value; None when it holds nothing to round (ints, text, booleans, None)."""
+    (or None), else value by value; None when it holds nothing to round (ints, text, booleans, None).
+
+    The floats are read with ``np.fromiter`` (a third of ``np.array``'s time on a list) and None's places
+    found with a C-level ``map(operator.is_)``, then put back after the rounding (numpy's object arrays,
+    elementwise ``!= None``, took twice as long)."""
     types = set(map(type, column))
     if not any(issubclass(t, (float, dict, list, tuple)) for t in types):
         return None
@@ -109,25 +113,33 @@ def _rounded_column(column: Sequence[Any]) -> list[Any] | None:
         import numpy as np
 
         if type(None) not in types:
-            return round_floats(np.array(column, dtype=np.float64)).tolist()
-        cells = np.array(column, dtype=object)
-        present = cells != None  # noqa: E711 (elementwise, in numpy)
-        cells[present] = round_floats(cells[present].astype(np.float64)).tolist()
-        return cells.tolist()
+            return round_floats(np.fromiter(column, np.float64, len(column))).tolist()
+        gone = np.fromiter(map(operator.is_, column, repeat(None)), bool, len(column))
+        floats = np.array(column, dtype=np.float64)  # None -> NaN, put back below
+        out = round_floats(floats).tolist()
+        deque(map(out.__setitem__, np.flatnonzero(gone).tolist(), repeat(None)), maxlen=0)
+        return out
     return [rounded(value) for value in column]
 
 
 def _rounded_records(rows: Sequence[Any]) -> list[dict[Any, Any]] | None:
     """A long list of dicts with the same keys (a frame's rows), rounded a column at a time; each row a copy
-    with its own key order (None when the rows are not such a list)."""
+    with its own key order (None when the rows are not such a list).
+
+    Same keys: every row as long as the first and holding each of its keys (``itemgetter`` raises
+    KeyError otherwise), which is the first row's key set, checked in C-level maps."""
     if set(map(type, rows)) != {dict}:
         return None
-    keys = rows[0].keys()
-    if not all(map(keys.__eq__, map(dict.keys, rows))):
+    keys = list(rows[0])
+    if set(map(len, rows)) != {len(keys)}:
         return None
     out = list(map(dict.copy, rows))
-    for key in list(keys):
-        values = _rounded_column(list(map(operator.itemgetter(key), rows)))
+    for key in keys:
+        try:
+            column = list(map(operator.itemgetter(key), rows))
+        except KeyError:  # a row without this key (and, being as long, with another)
+            return None
+        values = _rounded_column(column)
         if values is not None:
             deque(map(operator.setitem, out, repeat(key), values), maxlen=0)  # C loop: row[key] = value
     return out
