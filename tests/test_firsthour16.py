@@ -101,3 +101,55 @@ def test_design_states_the_tie_rule_of_identical_ranges() -> None:
     )
     assert _held(rows, ("pid",)).to_list() == [True, False, False]
     assert "the thread that runs the most of them holds the others" in _flat(DESIGN)
+
+
+# ---------------------------------------------------------------------------------------- report.md, CPU
+
+
+def _report_doc(device: str) -> dict:
+    """A report document of one configuration on ``device`` with a timeline figure (the keys
+    render_report_markdown reads)."""
+    config = {
+        "runtime": "pytorch",
+        "device": device,
+        "seq_len": 32,
+        "batch_size": 1,
+        "latency_source": "untraced",
+        "latency_ms": 126.241,
+        "latency_ci_low": 111.883,
+        "latency_ci_high": 560.926,
+        "dispatch_ms": None,
+    }
+    return {
+        "settings": {"plateau_tolerance": 0.1, "bound_threshold": 0.5, "range": None, "skip": "auto"},
+        "configs": [config],
+        "sweeps": [],
+        "recommendations": [],
+        "warnings": [],
+        "timeline": {"title": "Timeline of pytorch, batch 1, seq 32", "iterations": [0], "truncated": False},
+    }
+
+
+def test_report_md_breakdown_and_timeline_texts_of_a_cpu_sweep_speak_of_operators() -> None:
+    """report.md on the tour's CPU runs: 'split into operator busy (union of device work)' and, under a
+    timeline of CPU operators on one thread, 'CPU ranges, API calls (launches in orange) and device ops per
+    stream; idle gaps of the device shaded red': a CPU-only trace has no device, no API call, no stream."""
+    from tracekit.renderers.report_markdown import render_report_markdown
+
+    figures = {"breakdown": "fig_breakdown.png", "timeline": "fig_timeline.png"}
+    cpu = render_report_markdown(_report_doc("cpu"), figures)
+    assert (
+        "Traced latency per batch size, split into operator busy (union of the top-level CPU operators' "
+        "time) and framework overhead" in cpu
+    )
+    assert (
+        "Timeline of pytorch, batch 1, seq 32: CPU ranges by depth and the CPU operators of each thread; the "
+        "gaps between operators shaded red." in cpu
+    )
+    assert "device" not in cpu.split("## Timeline")[1].split("![timeline]")[0]
+    gpu = render_report_markdown(_report_doc("gpu"), figures)
+    assert "split into GPU busy (union of device work) and framework overhead" in gpu
+    assert (
+        "Timeline of pytorch, batch 1, seq 32: CPU ranges, API calls (launches in orange) and device ops per "
+        "stream; idle gaps of the device shaded red." in gpu
+    )

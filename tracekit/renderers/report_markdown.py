@@ -82,6 +82,25 @@ CAUSE_TEXT = (
 )
 
 
+#: What the busy time is a union of, by the sweep's device word (``fields.device_word``): a CPU-only trace's
+#: "device work" is its top-level CPU operators (the tour's CPU runs had read "operator busy (union of device
+#: work)").
+BUSY_UNION = {
+    "GPU": "union of device work",
+    "operator": "union of the top-level CPU operators' time",
+    "device": "union of device work; on CPU-only traces, of the top-level CPU operators' time",
+}
+#: What the timeline figure shows (plots.timeline_figure), by device word: a CPU-only trace has no API call,
+#: device or stream, only ranges and each thread's operators.
+TIMELINE_ROWS = {
+    "GPU": "CPU ranges, API calls (launches in orange) and device ops per stream; idle gaps of the device shaded "
+    "red.",
+    "operator": "CPU ranges by depth and the CPU operators of each thread; the gaps between operators shaded red.",
+    "device": "CPU ranges, API calls (launches in orange) and device ops per stream (on a CPU-only trace, the "
+    "CPU operators of each thread); idle gaps shaded red.",
+}
+
+
 def cause_text(word: str) -> str:
     """The paragraph over the cause table (:data:`CAUSE_TEXT`), with a sentence for CPU-only traces, where
     every cause but dispatch is 0 by construction."""
@@ -312,7 +331,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         out += [
             "## Latency breakdown",
             "",
-            f"Traced latency per batch size, split into {word} busy (union of device work) and framework overhead "
+            f"Traced latency per batch size, split into {word} busy ({BUSY_UNION[word]}) and framework overhead "
             "(latency − busy), the overhead stacked by idle cause (next section); the percentage is the "
             "overhead share.",
             "",
@@ -338,8 +357,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         out += [
             "## Timeline",
             "",
-            f"{doc.get('timeline', {}).get('title', '')}: CPU ranges, API calls (launches in orange) and device "
-            "ops per stream; idle gaps of the device shaded red.",
+            f"{doc.get('timeline', {}).get('title', '')}: {TIMELINE_ROWS[word]}",
             "",
             f"![timeline]({figures['timeline']})",
             "",
