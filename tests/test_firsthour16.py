@@ -153,3 +153,42 @@ def test_report_md_breakdown_and_timeline_texts_of_a_cpu_sweep_speak_of_operator
         "Timeline of pytorch, batch 1, seq 32: CPU ranges, API calls (launches in orange) and device ops per "
         "stream; idle gaps of the device shaded red." in gpu
     )
+
+
+# --------------------------------------------------------------------------------------- analyze, CPU
+
+
+def _cause_doc(device: str, totals: dict[str, float]) -> dict:
+    causes = [
+        {"cause": c, "mean_ms": t / 2, "p50_ms": t / 2, "p90_ms": None, "total_ms": t, "share_of_idle": None}
+        for c, t in totals.items()
+    ]
+    idle = sum(totals.values())
+    for row in causes:
+        row["share_of_idle"] = row["total_ms"] / idle if idle else None
+    return {
+        "trace": {"device": device},
+        "idle_attribution": {
+            "available": True,
+            "causes": causes,
+            "device_side": [],
+            "idle_ms": {"mean": idle / 2, "p50": idle / 2, "p90": None},
+        },
+    }
+
+
+def test_analyze_says_why_a_cpu_trace_has_only_dispatch() -> None:
+    """analyze on the tour's ORT CPU trace: 'idle time by cause' lists launch, sync, other_api and in_flight at
+    0.000 beside 'the launching host thread is ... in a launch call', with no word that a CPU-only trace has
+    no launch or sync call and no device. A line under the table says so; a GPU trace has none."""
+    from tracekit.renderers.analysis import cause_note
+
+    zeros = {"launch": 0.0, "sync": 0.0, "other_api": 0.0, "in_flight": 0.0}
+    cpu = _cause_doc("cpu", {"dispatch": 23.644, **zeros})
+    assert cause_note(cpu) == (
+        "a CPU-only trace has no device and no launch or sync call: the time between operators is all "
+        "dispatch (framework code between operators), and the other causes are 0"
+    )
+    assert cause_note(_cause_doc("gpu", {"dispatch": 23.644, **zeros})) is None
+    # a CPU trace that did record API calls (another cause not 0) keeps its table without the sentence
+    assert cause_note(_cause_doc("cpu", {"dispatch": 23.644, **zeros, "other_api": 0.5})) is None

@@ -320,6 +320,24 @@ def cause_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+#: Said under the idle-cause table of a CPU-only trace whose other causes are all 0: there is no launch or sync
+#: call and no device, so the rows beside dispatch are 0 by construction (the tour's ORT CPU trace showed them
+#: at 0.000 beside "the launching host thread is ... in a launch call", unexplained).
+CPU_CAUSE_NOTE = (
+    "a CPU-only trace has no device and no launch or sync call: the time between operators is all dispatch "
+    "(framework code between operators), and the other causes are 0"
+)
+
+
+def cause_note(doc: dict[str, Any]) -> str | None:
+    """:data:`CPU_CAUSE_NOTE` for a CPU-only trace whose idle time is all dispatch; None otherwise."""
+    section = doc.get("idle_attribution") or {}
+    if doc["trace"].get("device") != "cpu" or section.get("available") is False or not section.get("causes"):
+        return None
+    others = [row.get("total_ms") or 0.0 for row in section["causes"] if row["cause"] != "dispatch"]
+    return CPU_CAUSE_NOTE if not any(others) else None
+
+
 def _times(ratio: float | None) -> str:
     """A speed-up factor as ``1.23x`` (``n/a`` when there is none)."""
     return "n/a" if ratio is None else f"{ratio:.2f}x"
@@ -434,6 +452,9 @@ def _print_causes(doc: dict[str, Any], console: Console) -> None:
     for row in rows:
         table.add_row(*(format_value(row.get(k), 3) for k, _ in CAUSE_COLUMNS))
     console.print(table)
+    note = cause_note(doc)
+    if note:
+        console.print(f"note: {note}", highlight=False, markup=False)
     for line in projection_lines(doc):
         console.print(line, highlight=False, markup=False)
     operators = _operator_rows(doc)
@@ -454,6 +475,9 @@ def _markdown_causes(doc: dict[str, Any]) -> list[str]:
     if not rows:
         return []
     parts = ["", "## Idle time by cause (per iteration)", "", render_markdown(rows, CAUSE_COLUMNS)]
+    note = cause_note(doc)
+    if note:
+        parts += [f"{note[0].upper()}{note[1:]}.", ""]
     lines = projection_lines(doc)
     if lines:
         parts += [lines[0], ""] + [line.strip() for line in lines[1:]]
