@@ -9,7 +9,9 @@ import re
 from pathlib import Path
 
 import polars as pl
+import pytest
 
+from tests.builders import make_trace
 from tests.conftest import REPO, SAMPLE_TRACES
 
 README = REPO / "README.md"
@@ -192,3 +194,35 @@ def test_analyze_says_why_a_cpu_trace_has_only_dispatch() -> None:
     assert cause_note(_cause_doc("gpu", {"dispatch": 23.644, **zeros})) is None
     # a CPU trace that did record API calls (another cause not 0) keeps its table without the sentence
     assert cause_note(_cause_doc("cpu", {"dispatch": 23.644, **zeros, "other_api": 0.5})) is None
+
+
+# --------------------------------------------------------------------------- strict xfails, others' files
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/gap_context.py (nobody's): a host range holding all of the iteration's device work "
+    "(ORT's SequentialExecutor::Execute inside model_run; the trace's own 'iteration' range under "
+    "--split-idle) names every gap 'in range ... (100%)', which says nothing of what held the host",
+)
+def test_a_range_around_all_of_the_iterations_work_does_not_name_its_gaps() -> None:
+    # iteration [0, 10000) launches kernels [1000, 2000) and [5000, 6000); the inner gap is [2000, 5000).
+    # 'SequentialExecutor::Execute' [50, 9950) holds both kernels' launches and runs: every gap is inside it
+    from tracekit.analyzers.gap_context import OUTSIDE
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    trace = make_trace(
+        ranges=[
+            (0, 10_000, "iteration", 0, "user", 1, 1),
+            (50, 9_950, "SequentialExecutor::Execute", 1, "user", 1, 1),
+        ],
+        api=[(100, 200, 1, "cudaLaunchKernel", 1, 1), (300, 400, 2, "cudaLaunchKernel", 1, 1)],
+        ops=[(1000, 2000, 1, 7, "kernel", 0, 1), (5000, 6000, 2, 7, "kernel", 0, 1)],
+        meta={"path": "firsthour16_synthetic", "synthetic": True},
+        range_fields=("start", "end", "name", "depth", "domain", "pid", "thread"),
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
+    )
+    gaps = analyze_iterations(trace).gaps.filter(pl.col("start_ns") == 2000)
+    assert gaps.height == 1
+    assert gaps["cpu_context"].item() == OUTSIDE
