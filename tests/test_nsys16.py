@@ -126,3 +126,63 @@ def test_the_diagnostics_are_read_once_for_the_capture_start_and_the_losses(
     assert len(reads) == 1, reads
     assert trace.ranges.get_column("start").to_list() == [100 * US, 150 * US]
     assert trace.meta["lost_events"] == {"device": [lost]}
+
+
+# ---------------------------------------------------------------- "Not all ... collected" after cudaProfilerStop
+
+#: What nsys 2025.3.1 writes whenever cudaProfilerStop ends the capture before the program ends (the real probe
+#: exports of sample_traces/h200_nsys_probe, also the one with nothing traced after the stop but a range's pop
+#: and a sleep): after "Profiling has stopped." (at the capture's end), at the session's end on the host's clock.
+NOT_ALL = [
+    "Not all NVTX events might have been collected.",
+    "Not all CUDA events might have been collected.",
+    "Not all OS runtime libraries events might have been collected.",
+]
+#: nsys's record of its own work in those exports (PROFILER_OVERHEAD): CUDA's activity flushed at the stop.
+FLUSH_ON_STOP = "CUDA profiling data flush on cudaProfilerStop"
+
+
+def _stopped_capture(tmp_path: Path, name: str, *, flushed: bool, said_at: int) -> Path:
+    """Three 0.5-busy iterations in a capture cudaProfilerStart began at 10 µs and cudaProfilerStop ended at
+    300 µs ("Profiling has stopped."), the 'Not all ... collected' lines at ``said_at`` (host clock), and, where
+    ``flushed``, nsys's flush of CUDA's records at the stop."""
+    b = _steps(NsysBuilder(version="2025.3.1.0"), [100 * US, 150 * US, 200 * US])
+    b.capture(300 * US)
+    if flushed:
+        b.profiler_overhead(295 * US, 299 * US, FLUSH_ON_STOP)
+    path = b.write(tmp_path / name)
+    rows = [(0, "Profiling has started."), (10 * US, PROFILER_START), (300 * US, "Profiling has stopped.")]
+    return _with_diagnostics(path, rows + [(said_at, text) for text in NOT_ALL])
+
+
+def test_not_all_collected_after_a_cuda_profiler_stop_is_no_loss(tmp_path: Path) -> None:
+    """nsys writes 'Not all NVTX/CUDA events might have been collected.' whenever cudaProfilerStop ends the
+    capture before the program ends, even with no CUDA call after the stop (the real probe): what is not
+    collected is what came after the stop, outside the capture, whose CUDA records nsys flushed at the stop
+    (its PROFILER_OVERHEAD row). Read as a loss, every trace a program stopped with cudaProfilerStop (as
+    ``torch.cuda.profiler.stop()`` does) had its verdict doubted ("Nsight Systems says it lost events"), the
+    numbers unchanged: 0.5 busy in each of 3 iterations. Not a loss now: no lost_events, no doubt."""
+    import tracekit
+
+    path = _stopped_capture(tmp_path, "stopped.synthetic.sqlite", flushed=True, said_at=4_230_606_755)
+    trace = read(path)
+    assert "lost_events" not in trace.meta
+    assert not [w for w in trace.meta["warnings"] if "lost events" in w]
+    analysis = tracekit.analyze(path)
+    assert analysis.iterations["gpu_utilization"].to_list() == [0.5, 0.5, 0.5]
+    assert analysis.verdict_uncertain is None
+
+
+@pytest.mark.parametrize(
+    ("flushed", "said_at"),
+    [(False, 4_230_606_755), (True, 250 * US)],
+    ids=["no flush at the stop", "before it"],
+)
+def test_not_all_collected_stays_a_loss_without_a_flush_at_the_stop_or_before_it(
+    tmp_path: Path, flushed: bool, said_at: int
+) -> None:
+    """Without nsys's record that it flushed CUDA's activity at cudaProfilerStop, or said before the capture
+    stopped, the same lines are nsys's word that the capture may lack events: warned and recorded, as before."""
+    path = _stopped_capture(tmp_path, "not_stopped.synthetic.sqlite", flushed=flushed, said_at=said_at)
+    trace = read(path)
+    assert trace.meta["lost_events"] == {"nvtx": NOT_ALL[:1], "device": NOT_ALL[1:2]}

@@ -1551,15 +1551,59 @@ def _read_diagnostics(export: Database, strings: pl.DataFrame) -> list[Diagnosti
     return found
 
 
-def _lost_events(diagnostics: list[Diagnostic], warnings: list[str]) -> dict[str, list[str]]:
+#: What nsys writes where the capture ends (real 2024.6 to 2026.2 exports; at ``ANALYSIS_DETAILS.duration``).
+CAPTURE_STOP_DIAGNOSTIC = r"(?i)^\s*profiling has stopped\b"
+#: nsys's record of its own work (:data:`PROFILER_OVERHEAD_TABLE`) where cudaProfilerStop ended the capture: it
+#: flushed CUDA's activity records there (the real nsys 2025.3.1 probe exports, sample_traces/h200_nsys_probe:
+#: "CUDA profiling data flush on cudaProfilerStop"; a capture that ends with the process has "... on process
+#: exit").
+FLUSH_ON_STOP = r"(?i)\bflush on cu(?:da)?ProfilerStop\b"
+#: What nsys writes whenever cudaProfilerStop ends the capture before the program ends (those probe exports, also
+#: the one with nothing traced after the stop but a range's pop and a sleep), after "Profiling has stopped.": the
+#: events it did not collect are the program's after the stop, outside the capture.
+NOT_ALL_COLLECTED = r"(?i)^\s*not all\b.* events might have been collected"
+
+
+def _stopped_by_profiler_stop(
+    export: Database, strings: pl.DataFrame, diagnostics: list[Diagnostic]
+) -> int | None:
+    """Where cudaProfilerStop ended the capture (ns, session clock): the earliest "Profiling has stopped."
+    (:data:`CAPTURE_STOP_DIAGNOSTIC`), where nsys records that it flushed CUDA's activity records at
+    cudaProfilerStop (:data:`FLUSH_ON_STOP`, a row of :data:`PROFILER_OVERHEAD_TABLE`); None otherwise."""
+    stops = [
+        d.first for d in diagnostics if d.first is not None and re.search(CAPTURE_STOP_DIAGNOSTIC, d.text)
+    ]
+    t = PROFILER_OVERHEAD_TABLE
+    if not stops or not export.nonempty(t) or "nameId" not in export.columns(t):
+        return None
+    ids = {r[0] for r in export.con.execute(f'SELECT DISTINCT "nameId" FROM {quote(t)}').fetchall()}
+    names = strings.filter(pl.col("id").is_in([i for i in ids if isinstance(i, int)])).get_column("value")
+    if not any(isinstance(n, str) and re.search(FLUSH_ON_STOP, n) for n in names):
+        return None
+    return min(stops)
+
+
+def _lost_events(
+    diagnostics: list[Diagnostic], warnings: list[str], stopped_at: int | None = None
+) -> dict[str, list[str]]:
     """What nsys says it lost (:data:`DIAGNOSTIC_TABLE`, any severity: the messages are warnings in 2024+, but
     an export may class them otherwise), as {what was lost: nsys's distinct messages, in order}, with one warning
-    quoting them. ``diagnostics``: :func:`_read_diagnostics`. {} without any."""
+    quoting them. ``diagnostics``: :func:`_read_diagnostics`. {} without any. Where cudaProfilerStop ended the
+    capture at ``stopped_at`` (:func:`_stopped_by_profiler_stop`), a "Not all ... events might have been
+    collected." first said after it (:data:`NOT_ALL_COLLECTED`) is about the program's events after the stop, no
+    loss of the capture's."""
     t = DIAGNOSTIC_TABLE
     found: dict[str, list[str]] = {}
     times: dict[str, int] = {}
     for d in diagnostics:
         if (kind := _loss_kind(d.text)) is None:
+            continue
+        if (
+            stopped_at is not None
+            and d.first is not None
+            and d.first >= stopped_at
+            and re.search(NOT_ALL_COLLECTED, d.text)
+        ):
             continue
         text = d.text.strip()
         if text not in times:
@@ -1738,7 +1782,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     # nsys's word that it lost CUDA activity (or could not trace CUDA at all): an export without device ops is
     # then a GPU run whose device work is missing, no CPU-only one (its NVTX leaves as operators had given a
     # verdict on a GPU run from its host ranges alone)
-    lost_events = _lost_events(diagnostics, warnings)
+    lost_events = _lost_events(diagnostics, warnings, _stopped_by_profiler_stop(export, strings, diagnostics))
     device = "gpu" if ops.height or unread or lost or "device" in lost_events else "cpu"
     if device == "cpu" and ranges.height:
         ops = _cpu_operators(nested, warnings)
