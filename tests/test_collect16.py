@@ -473,3 +473,239 @@ def test_a_runnable_profiler_path_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert tool_problem("TRACEKIT_NCU", "ncu") is None and ncu.require_ncu() == "sh"
     monkeypatch.delenv("TRACEKIT_NCU")
     assert tool_problem("TRACEKIT_NCU", "ncu") is None
+
+
+# -- defects in files that are not collect16's (strict xfail; the lead fixes) -------------------------------
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/io.py output_dir: a parent that is a file is reported as 'does not exist' (collect now "
+    "refuses it itself, in sweep.check_out_dir; report -o and simulate -o still get the wrong words)",
+)
+def test_io_output_dir_names_a_parent_that_is_a_file(tmp_path: Path) -> None:
+    from tracekit.io import output_dir
+
+    afile = tmp_path / "afile.synthetic.txt"
+    afile.write_text("x")
+    with pytest.raises(TracekitError) as info:
+        output_dir(afile / "sub")
+    assert "is a file" in info.value.message and "does not exist" not in info.value.message
+
+
+# -- 3. NVML and torch.cuda identity calls pinned by fakes shaped as the real libraries are -------------------
+# nvidia-ml-py 13.615 (pynvml.py, read in this venv): nvmlSystemGetDriverVersion, nvmlDeviceGetUUID and
+# nvmlDeviceGetName are wrapped by convertStrBytes (str in, str out); nvmlDeviceGetPciInfo returns an
+# nvmlPciInfo_t whose char-array fields _PrintableStructure decodes to str, busId formatted "%08X:%02X:%02X.0"
+# (upper-case hex, 8-digit domain) and busIdLegacy "%04X:%02X:%02X.0"; nvmlDeviceGetMemoryInfo returns a
+# c_nvmlMemory_t (total in bytes); nvmlDeviceGetCudaComputeCapability a (major, minor) tuple; every failure
+# raises an NVMLError subclass (nvmlInit without a driver: NVMLError_LibraryNotFound). torch's
+# get_device_properties(i).uuid is a _CUuuid object whose str() is the UUID without NVML's "GPU-" prefix.
+class _NVMLError(Exception):
+    pass
+
+
+MIB = 1024 * 1024
+_GPUS = [  # (uuid, busId, busIdLegacy, name, memory bytes, (sm, mem) clocks, (max sm, max mem), capability)
+    (
+        "GPU-1111aaaa-0000-0000-0000-000000000000",
+        "00000000:19:00.0",
+        "0000:19:00.0",
+        "NVIDIA H100 80GB HBM3",
+        81_559 * MIB,
+        (1755, 2619),
+        (1980, 2619),
+        (9, 0),
+    ),
+    (
+        "GPU-2222bbbb-0000-0000-0000-000000000000",
+        "00000000:3B:00.0",
+        "0000:3B:00.0",
+        "NVIDIA H200",
+        143_771 * MIB + 123,
+        (1980, 3201),
+        (1980, 3201),
+        (9, 0),
+    ),
+]
+
+
+def _fake_pynvml(
+    monkeypatch: pytest.MonkeyPatch, init_error: Exception | None = None, unsupported: tuple[str, ...] = ()
+) -> types.ModuleType:
+    nv = types.ModuleType("pynvml")
+    nv.NVMLError = _NVMLError  # type: ignore[attr-defined]
+    nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM = 1, 2  # type: ignore[attr-defined]  (pynvml's values)
+    calls: list[str] = []
+    nv.calls = calls  # type: ignore[attr-defined]
+
+    def checked(name: str, fn: Any) -> Any:
+        def call(*args: Any) -> Any:
+            calls.append(name)
+            if name in unsupported:
+                raise _NVMLError("Not Supported")
+            return fn(*args)
+
+        return call
+
+    def init() -> None:
+        calls.append("nvmlInit")
+        if init_error is not None:
+            raise init_error
+
+    def handle(i: int) -> int:
+        if not 0 <= i < len(_GPUS):
+            raise _NVMLError("Invalid Argument")
+        return i
+
+    def by_uuid(uuid: str) -> int:
+        hits = [i for i, g in enumerate(_GPUS) if g[0] == uuid]
+        if not hits:
+            raise _NVMLError("Not Found")
+        return hits[0]
+
+    for name, fn in {
+        "nvmlInit": None,
+        "nvmlDeviceGetCount": lambda: len(_GPUS),
+        "nvmlDeviceGetHandleByIndex": handle,
+        "nvmlDeviceGetHandleByUUID": by_uuid,
+        "nvmlDeviceGetIndex": lambda h: h,
+        "nvmlDeviceGetUUID": lambda h: _GPUS[h][0],
+        "nvmlDeviceGetName": lambda h: _GPUS[h][3],
+        "nvmlSystemGetDriverVersion": lambda: "570.86.15",
+        "nvmlDeviceGetPciInfo": lambda h: types.SimpleNamespace(busId=_GPUS[h][1], busIdLegacy=_GPUS[h][2]),
+        "nvmlDeviceGetMemoryInfo": lambda h: types.SimpleNamespace(total=_GPUS[h][4], free=0, used=0),
+        "nvmlDeviceGetClockInfo": lambda h, t: _GPUS[h][5][t - 1],
+        "nvmlDeviceGetMaxClockInfo": lambda h, t: _GPUS[h][6][t - 1],
+        "nvmlDeviceGetCudaComputeCapability": lambda h: _GPUS[h][7],
+    }.items():
+        setattr(nv, name, init if fn is None else checked(name, fn))
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    return nv
+
+
+class _CUuuid:
+    """torch._C._CUuuid as get_device_properties(i).uuid gives it: str() without the GPU- prefix."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def _torch_with_gpu(monkeypatch: pytest.MonkeyPatch, uuid: Any) -> None:
+    fake = _fake_torch(monkeypatch, cuda=True)
+    props = types.SimpleNamespace(name="NVIDIA H200", uuid=uuid, major=9, minor=0, total_memory=143_771 * MIB)
+    fake.cuda.get_device_properties = lambda i: props  # type: ignore[attr-defined]
+
+
+def test_gpu_info_reads_name_memory_clocks_and_capability_as_nvml_gives_them(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracekit.collectors.profilers.nvml import gpu_info
+
+    _fake_pynvml(monkeypatch)
+    assert gpu_info(1) == {
+        "index": 1,
+        "name": "NVIDIA H200",
+        "uuid": "GPU-2222bbbb-0000-0000-0000-000000000000",
+        "driver": "570.86.15",
+        "memory_total_mib": 143_771,  # 143,771 MiB + 123 bytes, floored
+        "sm_clock_mhz": 1980,
+        "mem_clock_mhz": 3201,
+        "max_sm_clock_mhz": 1980,
+        "max_mem_clock_mhz": 3201,
+        "compute_capability": "9.0",
+    }
+    assert gpu_info(5) is None  # NVML's Invalid Argument for an index it does not have
+
+
+def test_gpu_info_leaves_out_what_nvml_does_not_support(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors.profilers.nvml import gpu_info
+
+    _fake_pynvml(monkeypatch, unsupported=("nvmlDeviceGetClockInfo", "nvmlDeviceGetCudaComputeCapability"))
+    assert gpu_info(0) == {
+        "index": 0,
+        "name": "NVIDIA H100 80GB HBM3",
+        "uuid": "GPU-1111aaaa-0000-0000-0000-000000000000",
+        "driver": "570.86.15",
+        "memory_total_mib": 81_559,
+        "max_sm_clock_mhz": 1980,
+        "max_mem_clock_mhz": 2619,
+    }
+
+
+def test_nvml_unavailable_is_none_not_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors.profilers import nvml
+
+    nv = _fake_pynvml(monkeypatch, init_error=_NVMLError("NVML Shared Library Not Found"))
+    assert nvml._nvml() is None and nv.calls == ["nvmlInit"]
+    assert nvml.gpu_info(0) is None and nvml.nvml_uuid_to_index("GPU-1111aaaa") is None
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # not installed
+    assert nvml._nvml() is None
+
+
+def test_nvml_uuid_to_index_takes_a_unique_prefix_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors.profilers.nvml import nvml_uuid_to_index, physical_gpu_index
+
+    _fake_pynvml(monkeypatch)
+    assert nvml_uuid_to_index("GPU-2222bbbb-0000-0000-0000-000000000000") == 1
+    assert nvml_uuid_to_index("GPU-1111") == 0
+    assert nvml_uuid_to_index("GPU-") is None  # both GPUs: ambiguous, as CUDA would refuse it
+    assert nvml_uuid_to_index("GPU-3333") is None
+    # CUDA_VISIBLE_DEVICES by UUID, the second visible device: NVML GPU 0
+    assert physical_gpu_index(1, "GPU-2222bbbb,GPU-1111aaaa") == 0
+
+
+@pytest.mark.parametrize("legacy_only", [False, True])
+def test_cuda_device_map_with_torchs_uuid_object_and_nvmls_upper_case_bus_id(
+    monkeypatch: pytest.MonkeyPatch, legacy_only: bool
+) -> None:
+    from tracekit.collectors.gpu import cuda_device_map
+
+    nv = _fake_pynvml(monkeypatch)
+    if legacy_only:  # an nvmlPciInfo_t whose busId is empty: the 4-digit legacy field is read
+        real = nv.nvmlDeviceGetPciInfo
+        nv.nvmlDeviceGetPciInfo = lambda h: types.SimpleNamespace(busId="", busIdLegacy=real(h).busIdLegacy)  # type: ignore[attr-defined]
+    _torch_with_gpu(monkeypatch, _CUuuid("2222bbbb-0000-0000-0000-000000000000"))
+    ident = cuda_device_map(0, {"0000:19:00.0": 0, "0000:3b:00.0": 1})
+    assert ident.to_json() == {
+        "cuda_index": 0,
+        "name": "NVIDIA H200",
+        "uuid": "GPU-2222bbbb-0000-0000-0000-000000000000",
+        "nvml_index": 1,
+        "pci_bus_id": "0000:3b:00.0",
+        "nsys_gpu_id": 1,
+        "driver": "570.86.15",
+        "compute_capability": "9.0",
+        "memory_total_mib": 143_771,
+        "how": "uuid",
+        "notes": [
+            "cuda:0 is NVML GPU 1 (CUDA orders fastest first or follows CUDA_VISIBLE_DEVICES; NVML orders "
+            "by PCI bus)"
+        ],
+    }
+
+
+def test_cuda_device_map_says_when_nvml_does_not_know_the_uuid(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors.gpu import cuda_device_map
+
+    _fake_pynvml(monkeypatch)
+    _torch_with_gpu(monkeypatch, _CUuuid("9999cccc-0000-0000-0000-000000000000"))
+    ident = cuda_device_map(0)
+    assert (ident.nvml_index, ident.nsys_gpu_id, ident.how) == (None, None, "none")
+    assert ident.notes == ["NVML does not know GPU-9999cccc-0000-0000-0000-000000000000: _NVMLError"]
+
+
+def test_versions_read_the_driver_from_nvml_and_cudnn_only_with_cuda(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors.environment import versions
+
+    _fake_pynvml(monkeypatch)
+    fake = _fake_torch(monkeypatch, cuda=True)
+    fake.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 91002))  # type: ignore[attr-defined]
+    found = versions()
+    assert (found["driver"], found["cuda"], found["cudnn"]) == ("570.86.15", "12.4", 91002)
+    _fake_pynvml(monkeypatch, init_error=_NVMLError("Driver Not Loaded"))
+    fake = _fake_torch(monkeypatch, cuda=False)
+    fake.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 91002))  # type: ignore[attr-defined]
+    found = versions()
+    assert "driver" not in found and "cuda" not in found and "cudnn" not in found
