@@ -105,6 +105,54 @@ def test_design_states_the_tie_rule_of_identical_ranges() -> None:
     assert "the thread that runs the most of them holds the others" in _flat(DESIGN)
 
 
+def test_design_says_the_recorded_warm_up_drop_is_a_note() -> None:
+    """c2c1a19: the warm-up a run's sidecar names is dropped with a note, not a warning (the committed ORT CPU
+    sample: 10 warm-up runs of 30); design.md's warm-up rule says so."""
+    import tracekit
+
+    a = tracekit.analyze(SAMPLE_TRACES / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz")
+    said = "dropped the first 10 iterations: the run's warm-up, recorded in this trace (--skip 0 keeps them)"
+    assert said in a.notes and not any("dropped the first" in w for w in a.warnings)
+    assert a.iterations.height == 20
+    assert "said in a note (JSON `notes`, a `note:` line under analyze's table" in _flat(DESIGN)
+
+
+# ------------------------------------------------------------------------------------------------ metrics.md
+
+
+def test_metrics_says_host_was_in_names_what_held_half_of_the_gap() -> None:
+    """metrics.md's field table still said the longest gaps give 'what the host was doing (the API call or
+    range in progress)', the rule before round 15. Hand-built: iteration [0, 10000) with kernels [1000, 2000)
+    and [5000, 6000); the inner gap [2000, 5000) opens in a range [1900, 2100) (in progress at its start, 100
+    of 3000 ns) and is 93% an operator [2100, 4900): the operator names it."""
+    import dataclasses
+
+    from tracekit.analyzers.iterations import analyze_iterations
+    from tracekit.model import CPU_OPS_SCHEMA
+
+    trace = make_trace(
+        ranges=[(0, 10_000, "iteration", 0, "user", 1, 1), (1900, 2100, "nccl:broadcast", 1, "user", 1, 1)],
+        api=[(100, 200, 1, "cudaLaunchKernel", 1, 1), (300, 400, 2, "cudaLaunchKernel", 1, 1)],
+        ops=[(1000, 2000, 1, 7, "kernel", 0, 1), (5000, 6000, 2, 7, "kernel", 0, 1)],
+        meta={"path": "firsthour16_synthetic", "synthetic": True},
+        range_fields=("start", "end", "name", "depth", "domain", "pid", "thread"),
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid"),
+    )
+    ops = pl.DataFrame(
+        [{"start": 2100, "end": 4900, "pid": 1, "thread": 1, "name": "aten::unflatten_dense_tensors"}],
+        schema=CPU_OPS_SCHEMA,
+    )
+    gaps = analyze_iterations(dataclasses.replace(trace, cpu_ops=ops)).gaps.filter(pl.col("start_ns") == 2000)
+    assert gaps["cpu_context"].to_list() == ["in op aten::unflatten_dense_tensors (93%)"]
+    metrics = _flat(REPO / "docs" / "metrics.md")
+    assert "(the API call or range in progress)" not in metrics
+    assert (
+        'what held the host for at least half of the gap ("host was in": an API call, else the innermost'
+        in metrics
+    )
+
+
 # ---------------------------------------------------------------------------------------- report.md, CPU
 
 
