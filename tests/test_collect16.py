@@ -499,6 +499,11 @@ def test_io_output_dir_names_a_parent_that_is_a_file(tmp_path: Path) -> None:
 # c_nvmlMemory_t (total in bytes); nvmlDeviceGetCudaComputeCapability a (major, minor) tuple; every failure
 # raises an NVMLError subclass (nvmlInit without a driver: NVMLError_LibraryNotFound). torch's
 # get_device_properties(i).uuid is a _CUuuid object whose str() is the UUID without NVML's "GPU-" prefix.
+# Checked on an H200 (2026-11-28 loan, torch with CUDA 13.0, driver 580.159.04): type(uuid).__name__ ==
+# "_CUuuid", str 'a7dbd0cb-98ca-...' (lower case, no prefix); busId '00000000:00:06.0' and busIdLegacy
+# '0000:00:06.0' as str; name 'NVIDIA H200' as str; memory total 150754820096; capability (9, 0); clocks 345
+# (SM, idle) / 3201 (memory), max 1980 / 3201 with NVML_CLOCK_SM 1 and NVML_CLOCK_MEM 2; an unknown UUID
+# raised NVMLError_NotFound (an NVMLError).
 class _NVMLError(Exception):
     pass
 
@@ -510,7 +515,7 @@ _GPUS = [  # (uuid, busId, busIdLegacy, name, memory bytes, (sm, mem) clocks, (m
         "00000000:19:00.0",
         "0000:19:00.0",
         "NVIDIA H100 80GB HBM3",
-        81_559 * MIB,
+        81_559 * MIB + 123,
         (1755, 2619),
         (1980, 2619),
         (9, 0),
@@ -520,8 +525,8 @@ _GPUS = [  # (uuid, busId, busIdLegacy, name, memory bytes, (sm, mem) clocks, (m
         "00000000:3B:00.0",
         "0000:3B:00.0",
         "NVIDIA H200",
-        143_771 * MIB + 123,
-        (1980, 3201),
+        150_754_820_096,  # an H200's, as NVML gave it on the 2026-11-28 loan: 143,771 MiB exactly
+        (345, 3201),  # idle SM clock, as read there
         (1980, 3201),
         (9, 0),
     ),
@@ -609,8 +614,8 @@ def test_gpu_info_reads_name_memory_clocks_and_capability_as_nvml_gives_them(
         "name": "NVIDIA H200",
         "uuid": "GPU-2222bbbb-0000-0000-0000-000000000000",
         "driver": "570.86.15",
-        "memory_total_mib": 143_771,  # 143,771 MiB + 123 bytes, floored
-        "sm_clock_mhz": 1980,
+        "memory_total_mib": 143_771,
+        "sm_clock_mhz": 345,
         "mem_clock_mhz": 3201,
         "max_sm_clock_mhz": 1980,
         "max_mem_clock_mhz": 3201,
@@ -628,7 +633,7 @@ def test_gpu_info_leaves_out_what_nvml_does_not_support(monkeypatch: pytest.Monk
         "name": "NVIDIA H100 80GB HBM3",
         "uuid": "GPU-1111aaaa-0000-0000-0000-000000000000",
         "driver": "570.86.15",
-        "memory_total_mib": 81_559,
+        "memory_total_mib": 81_559,  # 81,559 MiB + 123 bytes, floored
         "max_sm_clock_mhz": 1980,
         "max_mem_clock_mhz": 2619,
     }
