@@ -4,6 +4,7 @@ Defects in files firsthour16 does not own are strict xfails here (named in its r
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -242,6 +243,33 @@ def test_analyze_says_why_a_cpu_trace_has_only_dispatch() -> None:
     assert cause_note(_cause_doc("gpu", {"dispatch": 23.644, **zeros})) is None
     # a CPU trace that did record API calls (another cause not 0) keeps its table without the sentence
     assert cause_note(_cause_doc("cpu", {"dispatch": 23.644, **zeros, "other_api": 0.5})) is None
+
+
+# ------------------------------------------------------------------------------------------------ --help
+
+
+def test_compare_help_speaks_of_op_names_not_kernels_only(capsys: pytest.CaptureFixture[str]) -> None:
+    """The README tour compares a CPU PyTorch run with an ORT one, whose per-name table is of CPU operators
+    (aten::linear, MatMul nodes); `tracekit --help` said 'with per-kernel deltas' and `compare --help` 'kernel
+    names shown'. Each command's one-line help is the same in the command list and in its own parser."""
+    from tracekit.cli import COMMANDS, build_parser, main
+
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    listing = " ".join(capsys.readouterr().out.split())
+    assert "with per-kernel deltas" not in listing
+    assert "per-op-name (kernel or CPU operator) deltas" in listing
+    with pytest.raises(SystemExit):
+        main(["compare", "--help"])
+    own = " ".join(capsys.readouterr().out.split())
+    assert "--top N op names shown (default 15; 0 = all)" in own
+    assert "time and count per iteration" in own and "kernel names shown" not in own
+    for name in COMMANDS:  # the list's line (cli.COMMANDS) is the command's own (commands/NAME.py)
+        (sub,) = [a for a in build_parser([name])._actions if isinstance(a, argparse._SubParsersAction)]
+        assert {a.dest: a.help for a in sub._choices_actions}[name] == COMMANDS[name], name
+    assert COMMANDS["analyze"].startswith(
+        "Per-iteration latency, GPU (or CPU operator) busy, idle gaps by cause"
+    )
 
 
 # --------------------------------------------------------------------------- strict xfails, others' files

@@ -18,12 +18,14 @@ from tracekit import __version__
 from tracekit.errors import TracekitError
 
 COMMANDS: dict[str, str] = {
-    "analyze": "Per-iteration latency, GPU busy, idle gaps, launch and framework overhead of a trace.",
+    "analyze": "Per-iteration latency, GPU (or CPU operator) busy, idle gaps by cause, launches and framework "
+    "overhead of a trace.",
     "collect": "Run a model under one runtime over a batch/sequence sweep, under profilers.",
     "simulate": "Write synthetic nsys-schema SQLite and Kineto traces with known ground truth.",
     "table": "The study's utilization table (latency, SMs active, warp occupancy) across runtimes.",
     "report": "Sweep report: boundedness, transition batch size, figures and recommendations.",
-    "compare": "Two traces or runs side by side, with per-kernel deltas.",
+    "compare": "Two traces or runs side by side: medians with their intervals, and per-op-name (kernel or CPU "
+    "operator) deltas.",
     "doctor": "What this machine can collect: CUDA devices, runtimes, profilers and their permissions.",
 }
 

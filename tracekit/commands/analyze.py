@@ -17,7 +17,8 @@ from tracekit.commands.output import add_output_options, emit, info, resolve_out
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "analyze",
-        help="Per-iteration latency, GPU busy, idle gaps, launch and framework overhead of a trace.",
+        help="Per-iteration latency, GPU (or CPU operator) busy, idle gaps by cause, launches and framework "
+        "overhead of a trace.",
         description=(
             "Analyze an Nsight Systems SQLite export (or .nsys-rep report, exported with nsys), a torch.profiler "
             "(Kineto) JSON(.gz), an ONNX Runtime profile or an Nsight Compute CSV/.ncu-rep (kernel durations "

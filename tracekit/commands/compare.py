@@ -1,5 +1,5 @@
 """``tracekit compare A B``: two traces or runs side by side (latency, busy, overhead, launches) with
-per-kernel-name time and count deltas, top changes first (:func:`tracekit.api.compare`)."""
+per-op-name (kernel or CPU operator) time and count deltas, top changes first (:func:`tracekit.api.compare`)."""
 
 from __future__ import annotations
 
@@ -13,18 +13,20 @@ from tracekit.commands.output import add_output_options, emit, exit_code, resolv
 def register(subparsers: argparse._SubParsersAction) -> None:
     parser = subparsers.add_parser(
         "compare",
-        help="Two traces or runs side by side, with per-kernel deltas.",
+        help="Two traces or runs side by side: medians with their intervals, and per-op-name (kernel or CPU "
+        "operator) deltas.",
         description=(
             "Compare two traces, or two run directories config by config (matching batch size and sequence "
-            "length): latency, GPU busy, framework overhead, launches, and per-kernel-name time and count per "
-            "iteration, largest time changes first. Deltas are B − A."
+            "length): traced latency, GPU (or CPU operator) busy, framework overhead and launches as medians "
+            "with 95% intervals ('within noise' where they overlap), and per op name (kernels; CPU operators "
+            "on CPU-only traces) time and count per iteration, largest time changes first. Deltas are B − A."
         ),
     )
     parser.add_argument("a", metavar="A", help="trace file or run directory")
     parser.add_argument("b", metavar="B", help="trace file or run directory")
     add_iteration_options(parser)
     parser.add_argument(
-        "--top", type=int, default=15, metavar="N", help="kernel names shown (default 15; 0 = all)"
+        "--top", type=int, default=15, metavar="N", help="op names shown (default 15; 0 = all)"
     )
     add_output_options(parser)
     parser.set_defaults(func=run)
