@@ -38,6 +38,22 @@ def test_readme_python_block_fits_the_line_length_ruff_formats_to() -> None:
     assert long == []
 
 
+def test_code_fences_name_their_language() -> None:
+    """ruff (0.16+) formats Markdown's fenced code, and takes a fence with no language for Python: the README's
+    gpu_check commands and design.md's pipeline diagram were such fences (skipped only because they do not
+    parse as Python). Every fence names its language, but the README's block of analyze's first lines, which
+    tests/test_first_hour.py finds as a bare fence."""
+    bare = []
+    for path in [README, *sorted((REPO / "docs").glob("*.md"))]:
+        inside = False
+        for line in path.read_text().splitlines():
+            if line.startswith("```"):
+                if not inside and line == "```":
+                    bare.append(path.name)
+                inside = not inside
+    assert bare == ["README.md"]
+
+
 def test_readme_api_comment_says_load_takes_a_path() -> None:
     """The API block said 'json.dump it: tracekit.load(f) == a'; ``tracekit.load`` takes a path, and only the
     API's own document round-trips exactly (the program's JSON is rounded to 12 significant digits)."""
