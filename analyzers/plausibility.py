@@ -60,6 +60,7 @@ from tracekit.model import (
     META_PYTHON_TRACING,
     Trace,
     calls_named,
+    merged_intervals,
     on_host,
 )
 
@@ -1010,19 +1011,25 @@ def _pairs(pieces: object) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _union(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
-    """The union of interval sets: sorted, disjoint (intervals that touch join)."""
+    """The union of interval sets: sorted, disjoint, each of positive length; intervals that overlap or touch
+    join (:func:`tracekit.model.merged_intervals`, the one union rule, with no tolerance).
+
+    Intervals of no length, and inverted ones (end before start: a malformed piece of a Python tracer record in
+    ``meta``), are left out first: they hold no time. ``merged_intervals`` keeps a zero-length interval that
+    nothing touches (its documented rule) and gives an inverted one back as it is; here every set must be
+    disjoint intervals of positive length, as :func:`_intersect`, :func:`_minus` and :func:`_time_within` take
+    them (an inverted interval would count negative time)."""
     lo = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0, np.int64)
     hi = np.concatenate([p[1] for p in parts]) if parts else np.zeros(0, np.int64)
     keep = hi > lo
-    lo, hi = lo[keep], hi[keep]
-    if not len(lo):
-        return lo, hi
-    order = np.argsort(lo, kind="stable")
-    lo, hi = lo[order], hi[order]
-    reach = np.maximum.accumulate(hi)
-    new = np.concatenate([[True], lo[1:] > reach[:-1]])
-    at = np.flatnonzero(new)
-    return lo[at], np.maximum.reduceat(hi, at)
+    if np.count_nonzero(keep) < 2:  # one interval (or none) is its own union
+        return lo[keep], hi[keep]
+    merged = merged_intervals(pl.DataFrame({"start": lo[keep], "end": hi[keep]}, schema=_INTERVAL_SCHEMA))
+    return merged.get_column("start").to_numpy(), merged.get_column("end").to_numpy()
+
+
+#: Interval columns as :func:`_union` hands them to :func:`tracekit.model.merged_intervals`.
+_INTERVAL_SCHEMA = {"start": pl.Int64, "end": pl.Int64}
 
 
 def _intersect(

@@ -10,7 +10,12 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import orjson
+import polars as pl
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tracekit.renderers import tabular
 from tracekit.renderers.tabular import VECTOR_MIN, render_csv, render_json, round_float
@@ -133,3 +138,166 @@ def test_a_float_column_holding_none_and_nan_keeps_each() -> None:
     assert out[:6:3] == [None, None] and math.isnan(out[1]) and out[2] == 0.3 and out[4] == -math.inf
     assert math.copysign(1.0, out[5]) == -1.0  # -0.0 stays negative
     assert [v is None for v in out] == [v is None for v in column]
+
+
+# --------------------------------------------------- 1. plausibility's interval algebra against model.py's union
+
+
+def _iv(*pairs: tuple[int, int]) -> tuple[np.ndarray, np.ndarray]:
+    return np.array([p[0] for p in pairs], dtype=np.int64), np.array([p[1] for p in pairs], dtype=np.int64)
+
+
+def _pairs_of(intervals: tuple[np.ndarray, np.ndarray]) -> list[tuple[int, int]]:
+    return list(zip(intervals[0].tolist(), intervals[1].tolist(), strict=True))
+
+
+def test_union_joins_touching_intervals_and_drops_those_of_no_length() -> None:
+    from tracekit.analyzers import plausibility as pz
+
+    # [0,5) and [5,10) touch: one; [20,20) has no length: none; [40,38) is inverted: none; [50,60) and (in a
+    # second set) [55,70) overlap: one. Union: [0,10), [12,15), [50,70), 10 + 3 + 20 = 33 ns.
+    first = _iv((0, 5), (5, 10), (20, 20), (12, 15), (40, 38), (50, 60))
+    union = pz._union([first, _iv((55, 70))])
+    assert _pairs_of(union) == [(0, 10), (12, 15), (50, 70)]
+    assert union[0].dtype == np.int64 and union[1].dtype == np.int64
+    assert _pairs_of(pz._union([])) == [] and _pairs_of(pz._union([_iv((7, 7), (9, 3))])) == []
+    # model.merged_intervals agrees on the intervals that have a length; it keeps the one of no length (its
+    # documented rule), which plausibility does not want: a zero-length piece is no time of the Python tracer's
+    from tracekit.model import merged_intervals
+
+    rows = pl.DataFrame({"start": [0, 5, 20, 12, 50, 55], "end": [5, 10, 20, 15, 60, 70]})
+    assert merged_intervals(rows).rows() == [(0, 10), (12, 15), (20, 20), (50, 70)]
+
+
+def test_intersection_of_touching_intervals_holds_no_time() -> None:
+    from tracekit.analyzers import plausibility as pz
+
+    # a [0,5) touches b [5,10), which touches a [10,20): no shared time there; a [10,20) and b [15,30): [15,20)
+    assert _pairs_of(pz._intersect(_iv((0, 5), (10, 20)), _iv((5, 10), (15, 30)))) == [(15, 20)]
+    # nested, and two pieces of the result that touch join: [10,20) + [20,30) -> [10,30)
+    got = pz._intersect(_iv((0, 100)), _iv((10, 20), (20, 30), (50, 60)))
+    assert _pairs_of(got) == [(10, 30), (50, 60)]
+    assert _pairs_of(pz._intersect(_iv((0, 10)), _iv())) == []
+
+
+def test_difference_cuts_at_touching_ends_and_ignores_no_length() -> None:
+    from tracekit.analyzers import plausibility as pz
+
+    a = _iv((0, 10), (20, 30))
+    assert _pairs_of(pz._minus(a, _iv((10, 20)))) == [(0, 10), (20, 30)]  # touches both: nothing taken
+    assert _pairs_of(pz._minus(a, _iv((5, 25)))) == [(0, 5), (25, 30)]
+    assert _pairs_of(pz._minus(a, _iv((0, 10)))) == [(20, 30)]
+    assert _pairs_of(pz._minus(a, _iv((3, 3)))) == [(0, 10), (20, 30)]  # a point takes no time
+    assert _pairs_of(pz._minus(a, _iv((-5, 100)))) == []
+
+
+def test_time_within_windows_of_touching_and_zero_length_windows() -> None:
+    from tracekit.analyzers import plausibility as pz
+
+    lo, hi = _iv((0, 10), (12, 15), (50, 70))
+    ws = np.array([5, 10, 60, 0, 15], dtype=np.int64)
+    we = np.array([55, 12, 60, 100, 50], dtype=np.int64)
+    # [5,55): 5 + 3 + 5; [10,12) lies between two intervals it touches: 0; [60,60): 0; [0,100): 33; [15,50): 0
+    assert pz._time_within(lo, hi, ws, we).tolist() == [13, 0, 0, 33, 0]
+
+
+def _launching_trace(threads: list[dict[str, Any]]) -> Any:
+    from tracekit.model import META_PYTHON_THREADS, Trace
+
+    api = pl.DataFrame(
+        {
+            "start": [0],
+            "end": [1_000],
+            "pid": [1],
+            "thread": [2],
+            "correlation": [1],
+            "name": ["cudaLaunchKernel"],
+        }
+    )
+    return Trace(api=api, meta={META_PYTHON_THREADS: threads})
+
+
+def test_python_cover_leaves_out_pieces_of_no_length_and_inverted_ones() -> None:
+    from tracekit.analyzers import plausibility as pz
+
+    ms = 1_000_000
+    # the launching thread (1, 2) ran Python [0,5) ms and [5,10) ms (touching: one), an instant at 20 ms and a
+    # malformed piece [40, 38) ms; it was blocked in queue.get [10, 30) ms, an instant call at 30 ms and an
+    # inverted one. Another thread ran Python [25, 28) ms: not waiting then.
+    threads = [
+        {
+            "pid": 1,
+            "thread": 2,
+            "running": [[0, 5 * ms], [5 * ms, 10 * ms], [20 * ms, 20 * ms], [40 * ms, 38 * ms]],
+            "blocked": [
+                [10 * ms, 30 * ms, "queue.get"],
+                [30 * ms, 30 * ms, "sleep"],
+                [60 * ms, 50 * ms, "select"],
+            ],
+        },
+        {"pid": 1, "thread": 9, "running": [[25 * ms, 28 * ms]], "blocked": []},
+    ]
+    cover = pz._python_cover(_launching_trace(threads))
+    assert cover is not None
+    running, waiting, calls = cover
+    assert _pairs_of(running) == [(0, 10 * ms)]
+    assert _pairs_of(waiting) == [(10 * ms, 25 * ms), (28 * ms, 30 * ms)]  # 17 ms
+    assert len(calls) == 3
+    # the silent stretch [8, 32) ms: 2 ms running, 17 ms waiting, all of it in queue.get
+    silent = _iv((8 * ms, 32 * ms))
+    assert _pairs_of(pz._intersect(silent, running)) == [(8 * ms, 10 * ms)]
+    waited = pz._intersect(silent, waiting)
+    assert pz._top_calls(calls, waited) == "'queue.get' 17.000 ms in all"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="model.merged_intervals (nobody's file) gives an inverted row (end before start) back as a merged "
+    "interval of negative length, overlapping the next: its docstring promises disjoint intervals whose lengths "
+    "sum to the union (union_ns, newly_covered); callers today filter e > s first (iterations._clipped) or read "
+    "Trace frames, whose negative durations are dropped, so no output is wrong yet",
+)
+def test_merged_intervals_leave_out_an_inverted_row() -> None:
+    from tracekit.model import merged_intervals, union_ns
+
+    # [0,10), [30,20) (inverted: no point), [35,50): the union is [0,10), [35,50), 25 ns (union_ns says 25)
+    rows = pl.DataFrame({"start": [0, 30, 35], "end": [10, 20, 50]})
+    assert union_ns(rows["start"], rows["end"]) == 25
+    assert merged_intervals(rows).rows() == [(0, 10), (35, 50)]  # today [(0, 10), (30, 20), (35, 50)]: 15 ns
+
+
+_PIECE = st.tuples(st.integers(0, 40), st.integers(-3, 12)).map(
+    lambda p: (p[0], p[0] + p[1])
+)  # some inverted
+
+
+def _points(pairs: list[tuple[int, int]]) -> set[int]:
+    return {t for s, e in pairs for t in range(s, e)}
+
+
+def _runs(points: set[int]) -> list[tuple[int, int]]:
+    """The maximal runs of consecutive integer points as [start, end) intervals (brute force)."""
+    out: list[tuple[int, int]] = []
+    for t in sorted(points):
+        if out and out[-1][1] == t:
+            out[-1] = (out[-1][0], t + 1)
+        else:
+            out.append((t, t + 1))
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(a=st.lists(_PIECE, max_size=12), b=st.lists(_PIECE, max_size=12))
+def test_union_intersection_difference_are_the_point_sets(a: list, b: list) -> None:
+    from tracekit.analyzers import plausibility as pz
+
+    ua, ub = pz._union([_iv(*a)]), pz._union([_iv(*b)])
+    assert _pairs_of(ua) == _runs(_points(a))
+    assert _pairs_of(pz._union([_iv(*a), _iv(*b)])) == _runs(_points(a) | _points(b))
+    assert _pairs_of(pz._intersect(ua, ub)) == _runs(_points(a) & _points(b))
+    assert _pairs_of(pz._minus(ua, ub)) == _runs(_points(a) - _points(b))
+    ws = np.array([s for s, _ in b], dtype=np.int64)
+    we = np.array([max(s, e) for s, e in b], dtype=np.int64)
+    assert pz._time_within(*ua, ws, we).tolist() == [
+        len(_points(a) & set(range(s, e))) for s, e in zip(ws.tolist(), we.tolist(), strict=True)
+    ]
