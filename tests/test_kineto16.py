@@ -204,3 +204,58 @@ def test_a_step_whose_end_was_lost_is_no_iteration(tmp_path: Path) -> None:
     result = analyze(path)
     assert result.iterations["kernels"].to_list() == [2, 2]
     assert any(w.startswith("1 ranges with a negative duration") for w in result.warnings)
+
+
+# --- ids written as decimals (1.0): a trace written again by Python's json or pandas (a float column)
+
+
+def _as_decimals(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` with every pid, tid, args id and flow id written as a decimal (100.0), as ``json.dumps`` writes
+    a float, and as pandas writes an integer column holding a NaN."""
+    for event in events:
+        for key in ("pid", "tid", "id"):
+            if key in event:
+                event[key] = float(event[key])
+        for key in event.get("args", {}):
+            event["args"][key] = float(event["args"][key])
+    return events
+
+
+def test_ids_written_as_decimals_link_ops_to_their_launches(tmp_path: Path) -> None:
+    """Process 100's 3 steps with each step's second kernel 1 ms long, so it runs on into the next step's
+    range. Linked to its launch, each step holds its 2 kernels. Before, written as 1.0, no id read: every
+    kernel 'had no launching call in the trace' and went by its start (and the calls had no process)."""
+    events = _process(100, 0, kernel_us=100)
+    for event in events:
+        if event.get("cat") == "kernel" and event["ts"] % STEP_US == 550:
+            event["dur"] = 1000
+    path = _write(tmp_path, _as_decimals(events))
+    trace = read(path)
+    assert trace.ops["correlation"].to_list() == [1, 2, 3, 4, 5, 6]
+    assert trace.api["pid"].to_list() == [100] * 6
+    assert trace.ops["device"].to_list() == [0] * 6 and trace.ops["stream"].to_list() == [7] * 6
+    assert not any("no runtime/driver call" in w for w in trace.meta["warnings"])
+    assert analyze(path).iterations["kernels"].to_list() == [2, 2, 2]
+
+
+def test_an_id_with_a_fraction_is_no_id(tmp_path: Path) -> None:
+    """An id of 1.5 is no integer: no correlation (as a text id that does not read), never 1 or 2."""
+    events = _process(100, 0, steps=1)
+    events[2]["args"]["correlation"] = 1.5
+    events[4]["id"] = 1.5
+    ops = read(_write(tmp_path, events)).ops.sort("start")
+    assert ops["correlation"].to_list() == [None, 2]
+
+
+def test_flow_ids_written_as_decimals_give_the_correlation(tmp_path: Path) -> None:
+    """Kernels without their correlation arg, the ac2g flows' ids written as 1.0 ... 6.0: each kernel takes
+    its flow's id (before: none, every kernel 'launched before the capture')."""
+    events = _as_decimals(_process(100, 0))
+    for event in events:
+        if event.get("cat") == "kernel":
+            del event["args"]["correlation"]
+    trace = read(_write(tmp_path, events))
+    assert trace.ops.sort("start")["correlation"].to_list() == [1, 2, 3, 4, 5, 6]
+    assert (
+        analyze(_write(tmp_path, events, "again.synthetic.json")).iterations["kernels"].to_list() == [2] * 3
+    )

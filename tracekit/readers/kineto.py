@@ -496,7 +496,12 @@ def _gpu_ops(
     if gpu["correlation"].null_count() and flows.height:
         # The flow event that ends on a GPU event sits at the same pid, tid and ts.
         ends = (
-            flows.select("pid", "tid", "start", flow_id=pl.col("id").cast(pl.Int64, strict=False))
+            flows.select("start")
+            .with_columns(
+                # (an id written 0.0 is 0, as the rows read it: :func:`_integers`)
+                *(_as_integer_text(flows.get_column(c)) for c in ("pid", "tid")),
+                flow_id=_integers(flows.get_column("id").cast(pl.String)),
+            )
             .filter(pl.col("flow_id").is_not_null() & ((pl.col("flow_id") != 0) | zero_is_id))
             .unique(subset=["pid", "tid", "start"], keep="first")
         )
@@ -1572,15 +1577,36 @@ def _wire_frame(columns: dict[str, tuple[str, Any]], n: int) -> pl.DataFrame:
     frame = pl.DataFrame([parts[name] for name in columns])
     nums = set(by_kind.get("num", ()))
     frame = frame.with_columns(
-        *(pl.col(c).cast(pl.Int64, strict=False) for c in columns if c in INT_ARGS),
+        *(_integers(frame.get_column(c)) for c in columns if c in INT_ARGS),
         *(pl.when(pl.col(c) != "null").then(pl.col(c)).alias(c) for c in nums if c not in INT_ARGS),
     )
-    ids = [c for c in ("pid", "tid") if c in nums]
+    # (a lenient chunk's ids are its raw texts: 100.0 where a trace was written again by Python)
+    ids = [c for c in ("pid", "tid") if c in nums or c in by_kind.get("raw", ())]
     if ids:  # integers unless some value is not (a string, or past int64)
-        ints = frame.select(pl.col(ids).cast(pl.Int64, strict=False))
+        ints = pl.DataFrame([_integers(frame.get_column(c)) for c in ids])
         same = [c for c in ids if ints.get_column(c).null_count() == frame.get_column(c).null_count()]
         frame = frame.with_columns(ints.select(same)) if same else frame
     return frame
+
+
+def _integers(text: pl.Series) -> pl.Series:
+    """An id column (JSON number text, or Int64 already) as Int64: null where a value is no integer. A value
+    written as a decimal whose fraction is 0 (``100.0``, ``1e3``: ids of a trace written again by Python's
+    ``json``, or by pandas from a column holding a NaN) is that integer; ``1.5`` is none. Only a column where
+    the integer cast leaves some value unread takes the decimal pass."""
+    ints = text.cast(pl.Int64, strict=False)
+    if text.dtype != pl.String or ints.null_count() == text.null_count() + int((text == "null").sum()):
+        return ints
+    decimal = text.cast(pl.Float64, strict=False)
+    whole = (decimal.is_finite() & (decimal == decimal.floor()) & (decimal.abs() < 2**53)).fill_null(False)
+    return ints.fill_null(decimal.cast(pl.Int64, strict=False).zip_with(whole, ints)).alias(text.name)
+
+
+def _as_integer_text(ids: pl.Series) -> pl.Series:
+    """Id texts with each integral decimal (``0.0``) written as its integer (``0``), as the rows keep them; other
+    texts (``stream 7``) as they are."""
+    text = ids.cast(pl.String)
+    return _integers(text).cast(pl.String).fill_null(text).alias(ids.name)
 
 
 def _id_series(values: list[Any]) -> pl.Series:
@@ -1589,6 +1615,9 @@ def _id_series(values: list[Any]) -> pl.Series:
     try:
         return pl.Series(values, dtype=pl.Int64)
     except (TypeError, OverflowError, pl.exceptions.PolarsError):
+        # ids written as decimals (100.0: a trace written again by Python's json) are their integers
+        if all(type(v) is int or (type(v) is float and v.is_integer() and abs(v) < 2**53) for v in values):
+            return pl.Series([int(v) for v in values], dtype=pl.Int64)
         return _values_text(values)
 
 
