@@ -33,7 +33,7 @@ from tracekit.collectors.runtimes import (
     check_runtime_name,
 )
 from tracekit.collectors.runtimes.onnx import ORT_CONV_ALGO_SEARCH
-from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, model_kind, unknown_model
+from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, check_seq_lens, model_kind, unknown_model
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
 from tracekit.quantiles import quantile
@@ -132,6 +132,7 @@ def validate(opts: SweepOptions) -> None:
             f"model vit-base takes {IMAGE_SIZE}x{IMAGE_SIZE} images (--seq-lens is the image side for image "
             f"models; its position embeddings are built for {IMAGE_SIZE}): use --seq-lens {IMAGE_SIZE}"
         )
+    check_seq_lens(opts.model, opts.seq_lens, max(opts.gen_tokens, 1))
     if opts.warmup < 0 or opts.iters < 1:
         bad = f"--warmup {opts.warmup}" if opts.warmup < 0 else f"--iters {opts.iters}"
         raise TracekitError(f"--warmup must be >= 0 and --iters >= 1 (got {bad})")

@@ -217,6 +217,42 @@ MODELS: tuple[str, ...] = (
 )
 
 
+#: The most tokens one forward pass of each text model can take: its learned position embeddings
+#: (transformers' defaults: max_position_embeddings 512 for the BERT family, RoBERTa's 514 less its two
+#: offset positions, GPT-2's n_positions 1024). Funnel's relative attention has no such table. A longer
+#: --seq-lens had failed in every configuration after the model was built ("The expanded size of the tensor
+#: (513) must match the existing size (512)", "index out of range in self").
+MAX_TOKENS: dict[str, int] = {
+    "bert-base": 512,
+    "distilbert": 512,
+    "roberta-base": 512,
+    "mobilebert": 512,
+    "squeezebert": 512,
+    "gpt2": 1024,
+    "tiny": 512,
+}
+
+
+def check_seq_lens(name: str, seq_lens: list[int] | None, gen_tokens: int) -> None:
+    """One line (exit 2) for a sequence length the model's position embeddings cannot hold; GPT-2's last
+    generation step runs over ``seq_len + gen_tokens - 1`` tokens."""
+    limit = MAX_TOKENS.get(name)
+    if limit is None or not seq_lens:
+        return
+    longest = max(seq_lens)
+    if name == "gpt2":
+        if longest + gen_tokens - 1 > limit:
+            raise TracekitError(
+                f"--seq-lens {longest} with --gen-tokens {gen_tokens}: model gpt2 runs its last step over "
+                f"{longest + gen_tokens - 1} tokens and its position embeddings hold {limit}; use --seq-lens "
+                f"<= {limit - gen_tokens + 1}"
+            )
+    elif longest > limit:
+        raise TracekitError(
+            f"--seq-lens {longest}: model {name} takes at most {limit} tokens (its position embeddings)"
+        )
+
+
 def unknown_model(name: str) -> TracekitError:
     return TracekitError(f"unknown model '{name}'; choose from: {', '.join(MODELS)}")
 

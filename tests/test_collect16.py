@@ -714,3 +714,52 @@ def test_versions_read_the_driver_from_nvml_and_cudnn_only_with_cuda(monkeypatch
     fake.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 91002))  # type: ignore[attr-defined]
     found = versions()
     assert "driver" not in found and "cuda" not in found and "cudnn" not in found
+
+
+# Lengths past a model's position embeddings had failed in every configuration after the model was built
+# (exit 1, a run folder of failed configurations): tiny --seq-lens 513 "The expanded size of the tensor (513)
+# must match the existing size (512)", roberta-base 513 "index 514 is out of bounds for dimension 1 with size
+# 514", gpt2 1018 with 8 generated tokens "IndexError: index out of range in self". 512, 512 and 1017 ran.
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (
+            ["--model", "tiny", "--seq-lens", "16,513"],
+            "tracekit: --seq-lens 513: model tiny takes at most 512 tokens (its position embeddings)",
+        ),
+        (
+            ["--model", "roberta-base", "--seq-lens", "513"],
+            "tracekit: --seq-lens 513: model roberta-base takes at most 512 tokens (its position embeddings)",
+        ),
+        (
+            ["--model", "gpt2", "--seq-lens", "1018", "--gen-tokens", "8"],
+            "tracekit: --seq-lens 1018 with --gen-tokens 8: model gpt2 runs its last step over 1025 tokens and "
+            "its position embeddings hold 1024; use --seq-lens <= 1017",
+        ),
+    ],
+)
+def test_a_sequence_longer_than_the_models_positions_is_one_line_before_torch(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    argv: list[str],
+    line: str,
+) -> None:
+    from tracekit.cli import main
+
+    _no_heavy_imports(monkeypatch)
+    base = [a for a in TINY if a not in ("tiny", "--model")]
+    base = base[: base.index("--seq-lens")] + base[base.index("--seq-lens") + 2 :]
+    assert main(["collect", *base, *argv, "--device", "cpu", "-o", str(tmp_path / "run")]) == 2
+    assert _one_line(capsys) == line
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_longest_sequences_that_ran_are_accepted() -> None:
+    for model, seq, gen in (
+        ("tiny", 512, 8),
+        ("roberta-base", 512, 8),
+        ("gpt2", 1017, 8),
+        ("funnel", 4096, 8),
+    ):
+        sweep.validate(sweep.SweepOptions(model=model, seq_lens=[seq], gen_tokens=gen, device="cpu"))
