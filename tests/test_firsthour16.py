@@ -170,6 +170,23 @@ def test_metrics_says_host_was_in_names_what_held_half_of_the_gap() -> None:
     )
 
 
+# ------------------------------------------------------------------------------------------------ limits.md
+
+
+def test_limits_says_what_the_probe_exports_show_around_cuda_profiler_stop() -> None:
+    """limits.md's round-15 entry still said what nsys writes around cudaProfilerStop 'no export here shows'
+    after 869a0e1 committed real probe exports that show it (sample_traces/h200_nsys_probe): the range open at
+    the stop is read as never closed, and the kernels' graphNodeId is not read (ops.graph null)."""
+    import tracekit
+
+    trace = tracekit.read_trace(SAMPLE_TRACES / "h200_nsys_probe" / "probe-stop-node.nsys.sqlite.gz")
+    assert trace.ranges.filter(pl.col("name") == "open-at-stop")["end"].to_list() == [None]
+    assert trace.ops.filter(pl.col("kind") == "kernel")["graph"].null_count() == trace.ops.height == 16
+    text = _flat(REPO / "docs" / "limits.md")
+    assert "no export here shows" not in text
+    assert "which tracekit reads as never closed" in text and "tracekit does not read it" in text
+
+
 # ---------------------------------------------------------------------------------------- report.md, CPU
 
 
