@@ -222,13 +222,14 @@ def _as_decimals(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def test_ids_written_as_decimals_link_ops_to_their_launches(tmp_path: Path) -> None:
-    """Process 100's 3 steps with each step's second kernel 1 ms long, so it runs on into the next step's
-    range. Linked to its launch, each step holds its 2 kernels. Before, written as 1.0, no id read: every
-    kernel 'had no launching call in the trace' and went by its start (and the calls had no process)."""
-    events = _process(100, 0, kernel_us=100)
+    """Process 100's 3 steps with each step's second kernel queued: launched at +500 us, it starts at +1050,
+    in the next step's range. Linked to its launch, each step holds its 2 kernels. Before, with the ids
+    written as 1.0, no id read: every kernel 'had no launching call in the trace' and went by its start
+    (steps of 1, 2, 2 kernels, the last one in none), and the calls had no process."""
+    events = _process(100, 0)
     for event in events:
         if event.get("cat") == "kernel" and event["ts"] % STEP_US == 550:
-            event["dur"] = 1000
+            event["ts"] += 500
     path = _write(tmp_path, _as_decimals(events))
     trace = read(path)
     assert trace.ops["correlation"].to_list() == [1, 2, 3, 4, 5, 6]
