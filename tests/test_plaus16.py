@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tracekit.renderers import tabular
-from tracekit.renderers.tabular import VECTOR_MIN, render_csv, render_json, round_float
+from tracekit.renderers.tabular import VECTOR_MIN, render_csv, render_json, render_markdown, round_float
 
 # ------------------------------------------------------------------ 2. rounding a column at a time: same bytes
 
@@ -301,3 +301,25 @@ def test_union_intersection_difference_are_the_point_sets(a: list, b: list) -> N
     assert pz._time_within(*ua, ws, we).tolist() == [
         len(_points(a) & set(range(s, e))) for s, e in zip(ws.tolist(), we.tolist(), strict=True)
     ]
+
+
+# ------------------------------------------------------------------- 3. hostile values through the writers
+
+
+def test_markdown_cells_holding_a_pipe_or_a_line_break_stay_in_their_column() -> None:
+    # Before: "a|b" split into two cells, so 1.500 sat under no header and "b" under "v"; a line break ended
+    # the row in the middle.
+    rows = [{"name": "a|b", "v": 1.5}, {"name": "line1\nline2\r\nline3", "v": 2.0}]
+    assert render_markdown(rows, [("name", "name"), ("v", "v")]) == (
+        "| name | v |\n|---|---|\n| a\\|b | 1.500 |\n| line1 line2 line3 | 2.000 |\n"
+    )
+
+
+def test_markdown_writes_every_hostile_value_as_one_cell() -> None:
+    values = [None, float("nan"), float("inf"), float("-inf"), -0.0, 1e-300, 2**64, True, False, "", [1, "|"]]
+    text = render_markdown([{"v": v} for v in values], [("v", "v")])
+    cells = [line.split(" | ") for line in text.splitlines()[2:]]
+    assert all(len(c) == 1 for c in cells)  # no cell split
+    assert [c[0][2:-2] for c in cells] == [
+        "—", "—", "inf", "-inf", "-0.000", "0.000", "18446744073709551616", "yes", "no", "", "[1, '\\|']",
+    ]  # fmt: skip

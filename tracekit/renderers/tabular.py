@@ -230,11 +230,22 @@ def render_rich(
     return console.export_text()
 
 
+def _markdown_cell(text: str) -> str:
+    """``text`` as one Markdown table cell: a ``|`` escaped (GitHub renders ``\\|`` as ``|`` in a cell), a line
+    break as a space (a cell holds one line), so a name holding either does not split its row."""
+    if "|" in text:
+        text = text.replace("|", "\\|")
+    if "\n" in text or "\r" in text:
+        text = " ".join(text.splitlines())
+    return text
+
+
 def render_markdown(rows: Sequence[dict[str, Any]], columns: Sequence[tuple[str, str]]) -> str:
-    """A GitHub-flavoured Markdown table."""
-    lines = ["| " + " | ".join(h for _, h in columns) + " |", "|" + "|".join("---" for _ in columns) + "|"]
+    """A GitHub-flavoured Markdown table (each value one cell: :func:`_markdown_cell`)."""
+    head = "| " + " | ".join(_markdown_cell(h) for _, h in columns) + " |"
+    lines = [head, "|" + "|".join("---" for _ in columns) + "|"]
     for row in rows:
-        lines.append("| " + " | ".join(format_value(row.get(k)) for k, _ in columns) + " |")
+        lines.append("| " + " | ".join(_markdown_cell(format_value(row.get(k))) for k, _ in columns) + " |")
     return "\n".join(lines) + "\n"
 
 
