@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -33,7 +34,14 @@ from tracekit.collectors.runtimes import (
     check_runtime_name,
 )
 from tracekit.collectors.runtimes.onnx import ORT_CONV_ALGO_SEARCH
-from tracekit.collectors.zoo import IMAGE_SIZE, MODELS, check_seq_lens, model_kind, unknown_model
+from tracekit.collectors.zoo import (
+    IMAGE_SIZE,
+    MODELS,
+    check_hidden,
+    check_seq_lens,
+    model_kind,
+    unknown_model,
+)
 from tracekit.errors import RunFailure, TracekitError
 from tracekit.io import write_text_atomic
 from tracekit.quantiles import quantile
@@ -138,6 +146,10 @@ def validate(opts: SweepOptions) -> None:
         raise TracekitError(f"--warmup must be >= 0 and --iters >= 1 (got {bad})")
     if not (opts.min_time_s >= 0 and opts.max_time_s >= 0):
         raise TracekitError("--min-time and --max-time must be >= 0 (seconds)")
+    if not (math.isfinite(opts.min_time_s) and math.isfinite(opts.max_time_s)):
+        # an infinite --max-time times the untraced set until its interval is within 2%, which a loaded
+        # machine may never reach
+        raise TracekitError("--min-time and --max-time must be finite (seconds)")
     if opts.max_time_s and opts.min_time_s > opts.max_time_s:
         raise TracekitError("--min-time must not exceed --max-time")
     least = MIN_WARMUP.get(opts.runtime, 0)
@@ -153,6 +165,7 @@ def validate(opts: SweepOptions) -> None:
     for layers_or_hidden in (opts.layers, opts.hidden):
         if layers_or_hidden is not None and layers_or_hidden < 1:
             raise TracekitError("--layers and --hidden must be >= 1")
+    check_hidden(opts.model, opts.hidden)
     if opts.gen_tokens < 1:
         raise TracekitError("--gen-tokens must be >= 1")
     profilers = opts.profilers or []

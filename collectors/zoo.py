@@ -253,6 +253,26 @@ def check_seq_lens(name: str, seq_lens: list[int] | None, gen_tokens: int) -> No
         )
 
 
+#: Models whose attention splits ``--hidden`` evenly over its heads (``max(1, hidden // 64)``,
+#: :func:`_text_overrides`); transformers refuses any other width when the model is built ("The hidden size
+#: (129) is not a multiple of the number of attention heads (2)", DistilBERT's and GPT-2's own words alike).
+HEADS_SPLIT_HIDDEN: frozenset[str] = frozenset(
+    {"bert-base", "distilbert", "roberta-base", "squeezebert", "gpt2", "tiny"}
+)
+
+
+def check_hidden(name: str, hidden: int | None) -> None:
+    """One line (exit 2) for a ``--hidden`` the model's attention heads do not divide."""
+    if hidden is None or hidden < 1 or name not in HEADS_SPLIT_HIDDEN:
+        return
+    heads = max(1, hidden // 64)
+    if hidden % heads:
+        raise TracekitError(
+            f"--hidden {hidden}: model {name} gets {heads} attention heads (one per 64 of width) and "
+            f"{hidden} is not a multiple of {heads}; use a multiple of 64"
+        )
+
+
 def unknown_model(name: str) -> TracekitError:
     return TracekitError(f"unknown model '{name}'; choose from: {', '.join(MODELS)}")
 
