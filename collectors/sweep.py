@@ -108,14 +108,16 @@ class SweepOptions:
 
 
 def default_profilers(runtime: str, device: str) -> list[str]:
-    """The profilers of a run given none, for ``device`` as resolved (``cpu`` or ``cuda:N``, never ``auto``:
-    :meth:`Sweep._prepare` resolves it once and chooses after): nsys when installed, unless the run is on the
-    CPU (nsys records no operators of a CPU run, so its trace has no verdict); else ort for the ONNX runtimes
-    and torch for the others."""
+    """The profilers of a run given none: nsys when installed, unless the run is on the CPU (nsys records no
+    operators of a CPU run, so its trace has no verdict); else ort for the ONNX runtimes and torch for the
+    others. ``device`` as resolved (``cpu`` or ``cuda:N``): :meth:`Sweep._prepare` resolves it once and chooses
+    after. A caller passing ``auto`` has it resolved here (importing torch)."""
     from tracekit.collectors.profilers.nsys import find_nsys
 
-    if device == "auto":
-        raise ValueError("default_profilers takes the resolved device (cpu or cuda:N), not 'auto'")
+    if device == "auto" and find_nsys():
+        from tracekit.collectors import environment
+
+        device = environment.resolve_device(device, runtime, runtime in CUDA_ONLY)
     if device != "cpu" and find_nsys():
         return ["nsys"]
     return ["ort"] if runtime in ONNX_RUNTIMES else ["torch"]

@@ -123,9 +123,13 @@ def test_a_cuda_only_runtime_on_auto_without_cuda_is_refused_once_before_any_fol
     assert not (tmp_path / "run").exists()
 
 
-def test_default_profilers_refuses_an_unresolved_device() -> None:
-    with pytest.raises(ValueError, match="resolved device"):
-        sweep.default_profilers("pytorch", "auto")
+def test_default_profilers_called_with_auto_resolves_it_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    # (a direct caller's 'auto', as test_firsthour15 asks; the sweep passes the device it resolved)
+    _fake_torch(monkeypatch, cuda=True)
+    monkeypatch.setattr(nsys_mod, "find_nsys", lambda: "/usr/bin/nsys")
+    calls = _counted_resolve(monkeypatch)
+    assert sweep.default_profilers("onnx", "auto") == ["nsys"]
+    assert calls == [("auto", "onnx", False)]
 
 
 # -- 2. report figures of a flat series: no matplotlib warning, an axis that shows the value -----------------
