@@ -75,8 +75,9 @@ DIAGNOSTIC_DDL = (
 PROFILER_START = "Profiling started due to cudaProfilerStart API invoked in the application."
 
 
-def _with_diagnostics(path: Path, rows: list[tuple[int, str]], *, timestamp_type: int = 1) -> Path:
-    """Add DIAGNOSTIC_EVENT rows (timestamp, text) to ``path`` as nsys writes them (info, process 100)."""
+def _with_diagnostics(path: Path, rows: list[tuple[int | str, str]], *, timestamp_type: int = 1) -> Path:
+    """Add DIAGNOSTIC_EVENT rows (timestamp, text) to ``path`` as nsys writes them (info, process 100); a
+    timestamp given as text is stored as text (the column is declared INTEGER, not STRICT)."""
     con = sqlite3.connect(path)
     try:
         con.execute(DIAGNOSTIC_DDL)
@@ -142,17 +143,30 @@ NOT_ALL = [
 FLUSH_ON_STOP = "CUDA profiling data flush on cudaProfilerStop"
 
 
-def _stopped_capture(tmp_path: Path, name: str, *, flushed: bool, said_at: int) -> Path:
+def _stopped_capture(
+    tmp_path: Path,
+    name: str,
+    *,
+    flushed: bool,
+    said_at: int,
+    overhead: str = FLUSH_ON_STOP,
+    more: list[tuple[int | str, str]] | None = None,
+) -> Path:
     """Three 0.5-busy iterations in a capture cudaProfilerStart began at 10 µs and cudaProfilerStop ended at
     300 µs ("Profiling has stopped."), the 'Not all ... collected' lines at ``said_at`` (host clock), and, where
-    ``flushed``, nsys's flush of CUDA's records at the stop."""
+    ``flushed``, nsys's record of its work at the stop (``overhead``: its flush of CUDA's records); ``more``
+    diagnostics (timestamp, text) after those."""
     b = _steps(NsysBuilder(version="2025.3.1.0"), [100 * US, 150 * US, 200 * US])
     b.capture(300 * US)
     if flushed:
-        b.profiler_overhead(295 * US, 299 * US, FLUSH_ON_STOP)
+        b.profiler_overhead(295 * US, 299 * US, overhead)
     path = b.write(tmp_path / name)
-    rows = [(0, "Profiling has started."), (10 * US, PROFILER_START), (300 * US, "Profiling has stopped.")]
-    return _with_diagnostics(path, rows + [(said_at, text) for text in NOT_ALL])
+    rows: list[tuple[int | str, str]] = [
+        (0, "Profiling has started."),
+        (10 * US, PROFILER_START),
+        (300 * US, "Profiling has stopped."),
+    ]
+    return _with_diagnostics(path, rows + [(said_at, text) for text in NOT_ALL] + (more or []))
 
 
 def test_not_all_collected_after_a_cuda_profiler_stop_is_no_loss(tmp_path: Path) -> None:
@@ -186,3 +200,112 @@ def test_not_all_collected_stays_a_loss_without_a_flush_at_the_stop_or_before_it
     path = _stopped_capture(tmp_path, "not_stopped.synthetic.sqlite", flushed=flushed, said_at=said_at)
     trace = read(path)
     assert trace.meta["lost_events"] == {"nvtx": NOT_ALL[:1], "device": NOT_ALL[1:2]}
+
+
+CUPTI_LOSS = "CUPTI dropped 5 records. Some CUPTI events might be missing."
+
+
+@pytest.mark.parametrize(
+    ("case", "said_at", "overhead", "more", "lost"),
+    [
+        # said exactly when the capture stopped: after the stop's flush too
+        ("at the stop", 300 * US, FLUSH_ON_STOP, [], None),
+        # a real loss said after the stop stays one, beside the stop's lines
+        (
+            "a CUPTI loss after",
+            4_230_606_755,
+            FLUSH_ON_STOP,
+            [(4_230_700_000, CUPTI_LOSS)],
+            {"device": [CUPTI_LOSS]},
+        ),
+        # the same line first said inside the capture (then again after the stop) is the capture's loss
+        ("said before too", 4_230_606_755, FLUSH_ON_STOP, [(250 * US, NOT_ALL[0])], {"nvtx": NOT_ALL[:1]}),
+        # nsys's flush at the process's exit is no cudaProfilerStop: the capture ended with the program
+        (
+            "flushed at exit",
+            4_230_606_755,
+            "CUDA profiling data flush on process exit",
+            [],
+            {"nvtx": NOT_ALL[:1], "device": NOT_ALL[1:2]},
+        ),
+        # the first "Profiling has stopped." is the stop
+        ("two stops", 400 * US, FLUSH_ON_STOP, [(500 * US, "profiling has stopped")], None),
+    ],
+    ids=lambda v: v if isinstance(v, str) else "",
+)
+def test_what_a_stop_explains(
+    tmp_path: Path,
+    case: str,
+    said_at: int,
+    overhead: str,
+    more: list[tuple[int | str, str]],
+    lost: dict[str, list[str]] | None,
+) -> None:
+    """Only the 'Not all ... collected' lines first said at or after the stop of a capture nsys flushed at
+    cudaProfilerStop are no loss: ``lost`` is what is still recorded (None: nothing)."""
+    path = _stopped_capture(
+        tmp_path, "stop_edges.synthetic.sqlite", flushed=True, said_at=said_at, overhead=overhead, more=more
+    )
+    assert read(path).meta.get("lost_events") == lost, case
+
+
+def test_a_not_all_line_without_a_timestamp_stays_a_loss(tmp_path: Path) -> None:
+    """A 'Not all ... collected' line whose timestamp is no integer cannot be placed after the stop: a loss."""
+    path = _stopped_capture(
+        tmp_path,
+        "untimed.synthetic.sqlite",
+        flushed=True,
+        said_at=4_230_606_755,
+        more=[("late", "Not all GPU events might have been collected.")],
+    )
+    assert read(path).meta["lost_events"] == {"device": ["Not all GPU events might have been collected."]}
+
+
+def test_the_capture_starts_at_the_earliest_integer_start_and_never_before_0(tmp_path: Path) -> None:
+    """Of several 'Profiling started due to cudaProfilerStart' lines (spelled alike or not), the earliest with an
+    integer timestamp is the start (one stored as text is left out); a start before 0 is 0. Ranges at 5, 15
+    and 25 µs; starts said at 'x', 20 and 12 µs: the capture starts at 12 µs, the range at 5 µs is left out.
+    Ranges at -1, 15 and 25 µs, a start said at -3 µs alone: the start is 0, and the range at -1 µs is still left
+    out (begun before the capture)."""
+    starts = [5 * US, 15 * US, 25 * US]
+    said = [
+        ("x", "  " + PROFILER_START),
+        (20 * US, PROFILER_START),
+        (12 * US, PROFILER_START.replace("cudaProfilerStart", "cuProfilerStart")),
+    ]
+    b = _steps(NsysBuilder(version="2025.3.2.0"), starts)
+    path = _with_diagnostics(b.write(tmp_path / "starts.synthetic.sqlite"), said)
+    assert read(path).ranges.get_column("start").to_list() == starts[1:]
+    starts = [-1 * US, 15 * US, 25 * US]
+    b = _steps(NsysBuilder(version="2025.3.2.0"), starts)
+    path = _with_diagnostics(b.write(tmp_path / "negative.synthetic.sqlite"), [(-3 * US, PROFILER_START)])
+    assert read(path).ranges.get_column("start").to_list() == starts[1:]
+
+
+def test_a_diagnostic_table_without_text_says_nothing(tmp_path: Path) -> None:
+    """A DIAGNOSTIC_EVENT with rows but no ``text`` column (a damaged or foreign export) gives no capture start
+    and no loss, and no error."""
+    path = _steps(NsysBuilder(version="2025.3.2.0"), [5 * US, 100 * US]).write(
+        tmp_path / "no_text.synthetic.sqlite"
+    )
+    con = sqlite3.connect(path)
+    try:
+        con.execute('CREATE TABLE DIAGNOSTIC_EVENT ("timestamp" INTEGER, "severity" INTEGER)')
+        con.execute("INSERT INTO DIAGNOSTIC_EVENT VALUES (10000, 1)")
+        con.commit()
+    finally:
+        con.close()
+    trace = read(path)
+    assert trace.ranges.get_column("start").to_list() == [5 * US, 100 * US]
+    assert "lost_events" not in trace.meta
+
+
+def test_a_flush_at_the_stop_without_nsys_saying_it_stopped_is_no_stop(tmp_path: Path) -> None:
+    """nsys's flush at cudaProfilerStop without its 'Profiling has stopped.' line: no stop is known, the 'Not
+    all ... collected' lines stay a loss."""
+    b = _steps(NsysBuilder(version="2025.3.1.0"), [100 * US, 150 * US])
+    b.profiler_overhead(295 * US, 299 * US, FLUSH_ON_STOP)
+    path = _with_diagnostics(
+        b.write(tmp_path / "no_stop_line.synthetic.sqlite"), [(400 * US, t) for t in NOT_ALL]
+    )
+    assert read(path).meta["lost_events"] == {"nvtx": NOT_ALL[:1], "device": NOT_ALL[1:2]}

@@ -1547,7 +1547,7 @@ def _read_diagnostics(export: Database, strings: pl.DataFrame) -> list[Diagnosti
                 by_id = dict(strings.select("id", "value").iter_rows())
             value = by_id.get(value)
         if isinstance(value, str):
-            found.append(Diagnostic(value, int(count), when if isinstance(when, int) else None))
+            found.append(Diagnostic(value, int(count), when))  # (an integer or None: the CASE above)
     return found
 
 
