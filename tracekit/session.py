@@ -224,6 +224,9 @@ def analyze_trace(
             {**row, "bound": None, "verdict_uncertain": None} if "bound" in row else row for row in per_device
         ]
     config = TraceConfig.resolve(item, trace.meta, result.device, trace)
+    cost_warnings, cost_notes, cost_doubt = _profiler_cost(summary, config, options.bound_threshold)
+    if cost_doubt and not summary.verdict_uncertain:
+        summary = replace(summary, verdict_uncertain=cost_doubt)
     attribution = result.attribution
     frame = result.iterations
     steps = [c for c in it.STEP_COLUMNS if c in frame.columns]
@@ -248,7 +251,7 @@ def analyze_trace(
         summary=summary,
         longest_gaps=result.longest_gaps(),
         unassigned_ops=result.unassigned,
-        notes=tuple(result.notes),
+        notes=(*result.notes, *cost_notes),
         step_classes=None if result.step_classes is None else tuple(result.step_classes),
         per_device=None if per_device is None else tuple(per_device),
         attribution=None if attribution is None else idle_summary(frame, attribution),
@@ -257,10 +260,40 @@ def analyze_trace(
         else projection(
             frame, attribution, result.device, result.setup_caveat, result.capture_refusal
         ),  # stage: project
-        warnings=(*result.warnings, *inference_notes(config), *config.inference_warnings),
+        warnings=(*result.warnings, *cost_warnings, *inference_notes(config), *config.inference_warnings),
         no_verdict=result.no_verdict,
         session_setup=tuple(meta.get("session_setup") or ()),
         source=Source(trace, item, result, None if devices is None else tuple(devices)),
+    )
+
+
+#: The profilers' names in the words about their cost.
+PROFILER_WORDS = {
+    "nsys": "Nsight Systems",
+    "torch": "torch.profiler",
+    "ort": "ONNX Runtime's profiler",
+    "ncu": "Nsight Compute",
+}
+
+
+def _profiler_cost(
+    summary: Any, config: TraceConfig, bound_threshold: float
+) -> tuple[list[str], list[str], str | None]:
+    """(warnings, notes, doubt) about what the profiler cost this run, against the configuration's untraced
+    latency (:func:`tracekit.analyzers.profiler_cost.findings`)."""
+    from tracekit.analyzers.profiler_cost import findings
+
+    def median(name: str) -> float | None:
+        stats = summary.fields.get(name)
+        return None if stats is None else stats.p50
+
+    return findings(
+        median("latency_ms"),
+        median("gpu_busy_ms"),
+        summary.bound,
+        bound_threshold,
+        config.untraced_latency,
+        PROFILER_WORDS.get(config.profiler or "", config.profiler),
     )
 
 
