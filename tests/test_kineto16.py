@@ -260,3 +260,43 @@ def test_flow_ids_written_as_decimals_give_the_correlation(tmp_path: Path) -> No
     assert (
         analyze(_write(tmp_path, events, "again.synthetic.json")).iterations["kernels"].to_list() == [2] * 3
     )
+
+
+# --- the Python tracer's events of a batch become one frame, not one per chunk (cost only: same rows)
+
+
+def _python_parts(*names_per_chunk: list[str]) -> list[dict[str, Any]]:
+    """One chunk's Python tracer columns per list of names (events 10 us apart from 0, lasting 3 us, pid 1,
+    tid 2), each encoded by itself as the decoding does."""
+    from tracekit.readers import kineto_json, kineto_wire
+
+    parts, ts = [], 0
+    for names in names_per_chunk:
+        events = []
+        for name in names:
+            events.append(
+                {"ph": "X", "cat": "python_function", "name": name, "pid": 1, "tid": 2, "ts": ts, "dur": 3}
+            )
+            ts += 10
+        decoded = kineto_json._DECODE_FAST.decode(json.dumps(events).encode())
+        parts.append(kineto_wire._python_columns(decoded))
+    return parts
+
+
+def test_a_batch_of_python_chunks_gives_the_rows_of_its_chunks() -> None:
+    """Three chunks whose names overlap (each chunk numbers its own distinct names from 0): one frame of the
+    9 rows, each with its own name, in order, as the chunks one by one give them."""
+    parts = _python_parts(["a", "b", "a"], ["b", "c", "c"], ["d", "a", "b"])
+    merged = K._python_batch(parts)
+    assert len(merged) == 1
+    one = K._python_rows(merged[0])
+    assert one["name"].to_list() == ["a", "b", "a", "b", "c", "c", "d", "a", "b"]
+    assert one["start"].to_list() == [10_000 * i for i in range(9)]
+    assert one.equals(K._finish_rows([K._python_rows(part) for part in parts]))
+
+
+def test_python_chunks_encoded_otherwise_stay_apart() -> None:
+    """A chunk whose pid column is text (a string pid) is encoded otherwise: the chunks are left as they are."""
+    parts = _python_parts(["a"], ["b"])
+    parts[1]["pid"] = ("list", ["one"])
+    assert K._python_batch(parts) == parts
