@@ -1059,3 +1059,43 @@ def test_ctrl_c_while_the_pool_starts_is_one_line(tmp_path: Path) -> None:
         assert proc.returncode == 130, err
         assert err.strip() == "tracekit: interrupted", err
         assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["nsys", "ort", "ncu", "kineto"])
+def test_inputs_and_their_folder_are_unchanged_by_every_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    """analyze with --cache, -o, --gaps and --timeline (all elsewhere): the trace's folder holds the same files,
+    bytes and modification times after."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    if kind == "nsys":
+        trace = traces / "run.synthetic.sqlite"
+        shutil.copy(NSYS_SAMPLE, trace)
+    elif kind == "ort":
+        trace = _write_json(traces / "cpu.synthetic.ort.json", _ort_cpu())
+    elif kind == "ncu":
+        trace = _ncu(traces / "five.synthetic.ncu.csv", FIVE)
+    else:
+        trace = _write_json(traces / "small.synthetic.json", {"traceEvents": small_trace_events()})
+    before = _state(*sorted(traces.iterdir()))
+    out = tmp_path / "out"
+    out.mkdir()
+    for _ in range(2):  # the second run answers from the cache
+        code, _, err = _run(
+            capsys,
+            "analyze",
+            str(trace),
+            "-q",
+            "--cache",
+            str(out / "cache"),
+            "-o",
+            str(out / "a.json"),
+            "--gaps",
+            str(out / "gaps.csv"),
+            "--timeline",
+            str(out / "timeline.json"),
+        )
+        assert code == 0, err
+        assert _state(*sorted(traces.iterdir())) == before
+    assert sorted(p.name for p in out.iterdir()) == ["a.json", "cache", "gaps.csv", "timeline.json"]
