@@ -74,9 +74,10 @@ KERNEL_DELTA_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def per_name(analyzed: Analysis) -> pl.DataFrame:
-    """Per op name: mean count and mean summed duration (µs) per analyzed iteration."""
-    n_iter = analyzed.iterations.height
+def per_name(analyzed: Analysis, iterations: int | None = None) -> pl.DataFrame:
+    """Per op name: mean count and mean summed duration (µs) per analyzed iteration (``iterations``: over that
+    many instead, for a whole-trace window that holds them: :func:`window_iterations`)."""
+    n_iter = iterations or analyzed.iterations.height
     if n_iter == 0 or analyzed.trace_data.ops.is_empty():
         return pl.DataFrame(schema={"name": pl.String, "count": pl.Float64, "time_us": pl.Float64})
     return analyzed.ops.group_by("name").agg(
@@ -225,11 +226,70 @@ def _side(analyzed: Analysis) -> dict[str, Any]:
     }
 
 
+#: The range name of an analysis whose one "iteration" is a window over its whole trace (no ranges in it).
+WHOLE_TRACE_WINDOW = "window"
+
+
+def is_whole_trace_window(analyzed: Analysis) -> bool:
+    """Whether the analysis has no iterations of its own: one window over the whole trace (a trace without
+    ranges, such as an Nsight Compute report), whose figures are totals over the trace, not per iteration."""
+    return analyzed.range_name == WHOLE_TRACE_WINDOW and analyzed.iterations.height == 1
+
+
+def window_iterations(analyzed: Analysis) -> int | None:
+    """How many iterations a whole-trace window holds by its run's own word (the sidecar's ``iterations``:
+    ``tracekit collect --profiler ncu`` profiles that many 'iteration' ranges and nothing else), or None."""
+    meta = analyzed.source.trace.meta if analyzed.source is not None else {}
+    count = meta.get("iterations")
+    return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
+
+
+def _without_side(rows: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
+    """The summary rows with one side's values (and every delta, ratio and interval test) withheld."""
+    gone = {side: None, f"{side}_low": None, f"{side}_high": None, "delta": None, "ratio": None}
+    return [{**row, **gone, "significant": None} for row in rows]
+
+
 def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, Any]:
-    """The comparison document: ``summary`` rows, ``kernels`` (all names, top changes first), both sides."""
+    """The comparison document: ``summary`` rows, ``kernels`` (all names, top changes first), both sides.
+
+    Where one side is a whole-trace window (:func:`is_whole_trace_window`) and the other has iterations, the
+    window's figures are totals over its trace, not per iteration: its summary values are withheld, and its
+    per-name figures are divided by the iterations its run says it holds (:func:`window_iterations`), or
+    withheld when nothing says how many."""
     from tracekit.fields import common_device
 
-    kernels = kernel_deltas(per_name(a), per_name(b))
+    windows = [side for side, x in (("a", a), ("b", b)) if is_whole_trace_window(x)]
+    window = windows[0] if len(windows) == 1 else None
+    spans = {"a": None, "b": None}
+    window_notes: list[str] = []
+    if window is not None:
+        analyzed, other = (a, b) if window == "a" else (b, a)
+        spans[window] = window_iterations(analyzed)
+        held = (
+            f"its run says it holds {spans[window]} iterations, so the per-name table divides its figures by "
+            f"{spans[window]}"
+            if spans[window]
+            else "nothing says how many iterations it holds, so the per-name table shows none of its figures"
+        )
+        window_notes.append(
+            f"{window.upper()} has no iterations of its own (one window over its whole trace) and "
+            f"{'B' if window == 'a' else 'A'} has {other.iterations.height}: {window.upper()}'s figures are totals "
+            f"over its trace, not per iteration, so the summary shows none of them; {held}"
+        )
+    kernels = kernel_deltas(per_name(a, spans["a"]), per_name(b, spans["b"]))
+    if window is not None and spans[window] is None:
+        kernels = kernels.with_columns(
+            pl.lit(None, pl.Float64).alias(c)
+            for c in (
+                f"count_{window}",
+                f"time_{window}_us",
+                "count_delta",
+                "time_delta_us",
+                "time_ratio",
+            )
+            if c in kernels.columns
+        )
     device = common_device([a.device, b.device])
     same_device = not (a.device and b.device and a.device != b.device)
     apart = (
@@ -241,15 +301,16 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
             "differenced"
         ]
     )
+    summary = summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations), same_device)
     return {
         "config": config,
         "statistic": STATISTIC,
         "device": device,
         "a": _side(a),
         "b": _side(b),
-        "summary": summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations), same_device),
+        "summary": _without_side(summary, window) if window is not None else summary,
         "kernels": kernels.to_dicts(),
         "a_has_ops": not a.trace_data.ops.is_empty(),
         "b_has_ops": not b.trace_data.ops.is_empty(),
-        "warnings": apart + [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
+        "warnings": apart + window_notes + [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
     }
