@@ -309,3 +309,26 @@ def test_a_flush_at_the_stop_without_nsys_saying_it_stopped_is_no_stop(tmp_path:
         b.write(tmp_path / "no_stop_line.synthetic.sqlite"), [(400 * US, t) for t in NOT_ALL]
     )
     assert read(path).meta["lost_events"] == {"nvtx": NOT_ALL[:1], "device": NOT_ALL[1:2]}
+
+
+# ---------------------------------------------------------------- strict xfail for a file nsys16 does not own
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/utilization.py (nobody's) appends ' [unit]' to a metric name that already ends in its "
+    "bracketed unit: the table's sms_active_metric reads 'SMs Active [Throughput %] [%]' on every nsys 2024+ "
+    "trace (the fresh real 2025.3.2 H200 exports, the committed h200_bert_fp16 samples)",
+)
+def test_the_table_names_an_nsys_metric_once_with_its_unit(tmp_path: Path) -> None:
+    """'SMs Active [Throughput %]' carries its unit in its name (nsys 2024+): the table's metric column should
+    say it once."""
+    import tracekit
+
+    b = _steps(NsysBuilder(version="2025.3.2.0"), [100 * US, 150 * US, 200 * US])
+    for t in range(100 * US, 250 * US, 10 * US):
+        b.gpu_metric(t, "SMs Active [Throughput %]", 40)
+    path = b.write(tmp_path / "metric_name.synthetic.sqlite")
+    row = tracekit.table([path]).row(0, named=True)
+    assert row["sms_active"] == 40.0
+    assert row["sms_active_metric"] == "SMs Active [Throughput %]"
