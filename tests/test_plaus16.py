@@ -83,12 +83,11 @@ def test_long_record_lists_write_the_bytes_the_value_by_value_rule_writes() -> N
     rows = _records(VECTOR_MIN + 44)  # the column path
     rows[5] = dict(reversed(list(rows[5].items())))  # a row with its own key order, kept
     before = repr(rows)
-    text = render_json({"rows": rows, "floats": HOSTILE_FLOATS * 20, "maybe": [None, 0.1 + 0.2] * 200})
-    assert text == _reference_json(
-        {"rows": rows, "floats": HOSTILE_FLOATS * 20, "maybe": [None, 0.1 + 0.2] * 200}
-    )
+    # a bare list: no place for the non-finite values' note (test_json_writes_non_finite_values_as_null_...)
+    text = render_json([rows, HOSTILE_FLOATS * 20, [None, 0.1 + 0.2] * 200])
+    assert text == _reference_json([rows, HOSTILE_FLOATS * 20, [None, 0.1 + 0.2] * 200])
     assert repr(rows) == before  # the input is not changed
-    out = json.loads(text)
+    out = dict(zip(["rows", "floats", "maybe"], json.loads(text), strict=True))
     assert list(out["rows"][5]) == list(reversed(list(_records(6)[5])))
     # exact values: noise off, extremes and -0.0 as they are, NaN/inf null, ints and bools untouched
     assert [r["ms"] for r in out["rows"][:15]] == [
@@ -323,3 +322,74 @@ def test_markdown_writes_every_hostile_value_as_one_cell() -> None:
     assert [c[0][2:-2] for c in cells] == [
         "—", "—", "inf", "-inf", "-0.000", "0.000", "18446744073709551616", "yes", "no", "", "[1, '\\|']",
     ]  # fmt: skip
+
+
+def _strict_json(text: str) -> Any:
+    """json.loads that refuses the non-JSON constants NaN, Infinity, -Infinity."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"bare {name} in JSON")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_json_writes_non_finite_values_as_null_and_says_what_they_were() -> None:
+    # Before: NaN, inf and -inf were written null like None, and nothing said which was which.
+    rows = [{"i": i, "u": 0.5, "maybe": None, "mixed": i} for i in range(VECTOR_MIN)]
+    rows[3]["u"] = float("nan")
+    rows[4]["maybe"] = float("inf")  # a float column holding None: not non-finite there
+    rows[5]["mixed"] = float("-inf")  # a column mixing ints and floats
+    doc = {
+        "summary": {"x": float("-inf"), "y": None, "z": [1.5, float("nan")]},
+        "iterations": rows,
+        "long": [0.25] * VECTOR_MIN + [float("inf")],
+    }
+    for big in (False, True):  # the orjson path, and the json one an integer beyond 64 bits takes
+        out = _strict_json(render_json({**doc, "big": 2**70} if big else doc))
+        assert out["summary"] == {"x": None, "y": None, "z": [1.5, None]}
+        assert out["iterations"][3]["u"] is None and out["iterations"][0]["maybe"] is None
+        assert out["non_finite"] == {
+            "count": 6,
+            "values": {
+                "summary.x": "-Infinity",
+                "summary.z[1]": "NaN",
+                "iterations[3].u": "NaN",
+                "iterations[4].maybe": "Infinity",
+                "iterations[5].mixed": "-Infinity",
+                f"long[{VECTOR_MIN}]": "Infinity",
+            },
+        }
+    assert "non_finite" not in doc  # the input is not changed
+    assert "non_finite" not in _strict_json(render_json({"a": 0.5, "b": None}))  # only when there is one
+
+
+def test_json_lists_at_most_100_non_finite_values_and_counts_them_all() -> None:
+    out = _strict_json(render_json({"x": [float("nan")] * 300}))
+    assert out["x"] == [None] * 300
+    assert out["non_finite"]["count"] == 300
+    assert list(out["non_finite"]["values"]) == [f"x[{i}]" for i in range(100)]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="renderers/analysis.write_gaps (firsthour16's file) writes the --gaps JSON with json.dumps, which "
+    "spells NaN and inf as bare NaN/Infinity: not JSON (jq, JavaScript and strict parsers refuse the file). "
+    "Fix: write it with tabular.render_json (null, and non_finite saying what they were)",
+)
+def test_gaps_json_stays_json_with_a_nan_or_inf_duration(tmp_path: Any) -> None:
+    from tracekit.renderers.analysis import write_gaps
+
+    gaps = pl.DataFrame({"iteration": [0, 1, 2], "duration_us": [float("nan"), float("inf"), 2.5]})
+    write_gaps(str(tmp_path / "gaps.synthetic.json"), gaps)
+    out = _strict_json((tmp_path / "gaps.synthetic.json").read_text())
+    assert [r["duration_us"] for r in out] == [None, None, 2.5]
+
+
+def test_gaps_csv_says_nan_and_inf() -> None:
+    # the --gaps CSV (polars write_csv after round_frame) spells them NaN / inf; null stays an empty cell
+    from tracekit.renderers.tabular import round_frame
+
+    gaps = pl.DataFrame(
+        {"iteration": [0, 1, 2, 3], "duration_us": [float("nan"), float("-inf"), None, 0.1 + 0.2]}
+    )
+    assert round_frame(gaps).write_csv() == "iteration,duration_us\n0,NaN\n1,-inf\n2,\n3,0.3\n"

@@ -99,9 +99,31 @@ def round_frame(frame: Any) -> Any:
     )
 
 
-def _rounded_column(column: Sequence[Any]) -> list[Any] | None:
+#: Where a float that is NaN or infinite was met, and the value: (path, value), path as :func:`rounded` spells it.
+NonFinite = list[tuple[str, float]]
+
+
+def _non_finite(found: NonFinite | None, values: np.ndarray, bad: np.ndarray, path: str, key: Any) -> None:
+    """List in ``found`` the elements of ``values`` (a column, element ``i`` at ``path[i]``, or ``path[i].key``
+    when ``key`` is not :data:`_NO_KEY`) where ``bad`` is true."""
+    if found is None or not bad.any():
+        return
+    import numpy as np
+
+    for i in np.flatnonzero(bad).tolist():
+        found.append((f"{path}[{i}]" if key is _NO_KEY else f"{path}[{i}].{key}", float(values[i])))
+
+
+_NO_KEY = object()
+
+
+def _rounded_column(
+    column: Sequence[Any], found: NonFinite | None = None, path: str = "", key: Any = _NO_KEY
+) -> list[Any] | None:
     """One column of records (values of any type) with its floats rounded: numpy where they are all floats
-    (or None), else value by value; None when it holds nothing to round (ints, text, booleans, None).
+    (or None), else value by value; None when it holds nothing to round (ints, text, booleans, None). With
+    ``found``, each NaN or infinite float is listed there (:func:`rounded`; element ``i`` is at ``path[i]``,
+    or ``path[i].key`` for a column of records).
 
     The floats are read with ``np.fromiter`` (a third of ``np.array``'s time on a list) and None's places
     found with a C-level ``map(operator.is_)``, then put back after the rounding (numpy's object arrays,
@@ -113,16 +135,27 @@ def _rounded_column(column: Sequence[Any]) -> list[Any] | None:
         import numpy as np
 
         if type(None) not in types:
-            return round_floats(np.fromiter(column, np.float64, len(column))).tolist()
+            floats = np.fromiter(column, np.float64, len(column))
+            if found is not None:
+                _non_finite(found, floats, ~np.isfinite(floats), path, key)
+            return round_floats(floats).tolist()
         gone = np.fromiter(map(operator.is_, column, repeat(None)), bool, len(column))
         floats = np.array(column, dtype=np.float64)  # None -> NaN, put back below
+        if found is not None:
+            _non_finite(found, floats, ~np.isfinite(floats) & ~gone, path, key)
         out = round_floats(floats).tolist()
         deque(map(out.__setitem__, np.flatnonzero(gone).tolist(), repeat(None)), maxlen=0)
         return out
-    return [rounded(value) for value in column]
+    if found is None:
+        return [rounded(value) for value in column]
+    if key is _NO_KEY:
+        return [rounded(value, found, f"{path}[{i}]") for i, value in enumerate(column)]
+    return [rounded(value, found, f"{path}[{i}].{key}") for i, value in enumerate(column)]
 
 
-def _rounded_records(rows: Sequence[Any]) -> list[dict[Any, Any]] | None:
+def _rounded_records(
+    rows: Sequence[Any], found: NonFinite | None = None, path: str = ""
+) -> list[dict[Any, Any]] | None:
     """A long list of dicts with the same keys (a frame's rows), rounded a column at a time; each row a copy
     with its own key order (None when the rows are not such a list).
 
@@ -134,32 +167,47 @@ def _rounded_records(rows: Sequence[Any]) -> list[dict[Any, Any]] | None:
     if set(map(len, rows)) != {len(keys)}:
         return None
     out = list(map(dict.copy, rows))
+    listed = len(found) if found is not None else 0
     for key in keys:
         try:
             column = list(map(operator.itemgetter(key), rows))
         except KeyError:  # a row without this key (and, being as long, with another)
+            if found is not None:
+                del found[listed:]  # the caller goes row by row and lists them again
             return None
-        values = _rounded_column(column)
+        values = _rounded_column(column, found, path, key)
         if values is not None:
             deque(map(operator.setitem, out, repeat(key), values), maxlen=0)  # C loop: row[key] = value
     return out
 
 
-def rounded(data: Any) -> Any:
+def rounded(data: Any, found: NonFinite | None = None, path: str = "") -> Any:
     """``data`` (dicts, lists, tuples, scalars) with every float as :func:`round_float` has it; the input
-    is not changed. Long lists of records or of floats are rounded a column at a time (:func:`round_floats`)."""
+    is not changed. Long lists of records or of floats are rounded a column at a time (:func:`round_floats`).
+
+    With ``found`` (a list), each NaN or infinite float is listed there as (where, value): ``where`` is the
+    path from ``data`` (``path`` its own), keys joined by ``.`` and list items as ``[i]``, such as
+    ``iterations[3].gpu_utilization``; in the order met, a long list of records column by column."""
     if isinstance(data, float):
+        if found is not None and not math.isfinite(data):
+            found.append((path, data))
         return round_float(data)
     if isinstance(data, dict):
-        return {key: rounded(value) for key, value in data.items()}
+        if found is None:
+            return {key: rounded(value) for key, value in data.items()}
+        return {
+            key: rounded(value, found, f"{path}.{key}" if path else str(key)) for key, value in data.items()
+        }
     if isinstance(data, (list, tuple)):
         if len(data) >= VECTOR_MIN:
-            records = _rounded_records(data)
+            records = _rounded_records(data, found, path)
             if records is not None:
                 return records
-            column = _rounded_column(data)
+            column = _rounded_column(data, found, path)
             return list(data) if column is None else column
-        return [rounded(value) for value in data]
+        if found is None:
+            return [rounded(value) for value in data]
+        return [rounded(value, found, f"{path}[{i}]") for i, value in enumerate(data)]
     return data
 
 
@@ -266,13 +314,32 @@ def render_csv(rows: Sequence[dict[str, Any]], columns: Sequence[str]) -> str:
     return buf.getvalue()
 
 
+#: The key under which a JSON object document says which values were NaN or infinite (written null).
+NON_FINITE_KEY = "non_finite"
+#: At most this many of them are listed by path; ``count`` counts them all.
+NON_FINITE_LISTED = 100
+
+
+def _spelling(value: float) -> str:
+    return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+
+
 def render_json(data: Any) -> str:
-    """Pretty JSON (2-space indent, UTF-8 text); NaN/inf become null so the output is strict JSON; floats as
-    :func:`round_float` writes them.
+    """Pretty JSON (2-space indent, UTF-8 text); floats as :func:`round_float` writes them.
+
+    NaN and infinities are written null, so the output is strict JSON (no bare ``NaN``), and an object
+    document says what they were: under :data:`NON_FINITE_KEY`, ``count`` and ``values``, the first
+    :data:`NON_FINITE_LISTED` by path (``{"iterations[3].gpu_utilization": "Infinity"}``; ``"NaN"``,
+    ``"Infinity"``, ``"-Infinity"`` as JavaScript spells them). The key is there only when such a value is;
+    a document that is not an object (a bare list) has no place for it and says nothing.
 
     orjson does both at once and is ~10x faster than the standard library on the per-iteration lists of
     large traces; values it cannot take (integers beyond 64 bits) go through ``json`` instead."""
-    data = rounded(data)
+    found: NonFinite = []
+    data = rounded(data, found)
+    if found and isinstance(data, dict):
+        listed = {where: _spelling(value) for where, value in found[:NON_FINITE_LISTED]}
+        data[NON_FINITE_KEY] = {"count": len(found), "values": listed}
     try:
         return orjson.dumps(data, option=orjson.OPT_INDENT_2 | orjson.OPT_NON_STR_KEYS).decode() + "\n"
     except orjson.JSONEncodeError:
