@@ -393,3 +393,26 @@ def test_gaps_csv_says_nan_and_inf() -> None:
         {"iteration": [0, 1, 2, 3], "duration_us": [float("nan"), float("-inf"), None, 0.1 + 0.2]}
     )
     assert round_frame(gaps).write_csv() == "iteration,duration_us\n0,NaN\n1,-inf\n2,\n3,0.3\n"
+
+
+def test_huge_integers_none_and_signed_zero_in_every_writer() -> None:
+    rows = [
+        {"n": 2**70, "z": -0.0, "none": None, "b": False},
+        {"n": -(2**64), "z": 0.0, "none": None, "b": True},
+    ]
+    columns = ["n", "z", "none", "b"]
+    assert (
+        render_csv(rows, columns)
+        == "n,z,none,b\n1180591620717411303424,-0.0,,False\n-18446744073709551616,0.0,,True\n"
+    )
+    text = render_json(rows)  # beyond 64 bits: the json module's path; ints exact, -0.0 kept
+    assert '"n": 1180591620717411303424' in text and '"n": -18446744073709551616' in text
+    assert _strict_json(text) == [
+        {"n": 2**70, "z": -0.0, "none": None, "b": False},
+        {"n": -(2**64), "z": 0.0, "none": None, "b": True},
+    ]
+    assert '"z": -0.0' in text
+    assert render_markdown(rows, [(c, c) for c in columns]).splitlines()[2:] == [
+        "| 1180591620717411303424 | -0.000 | — | no |",
+        "| -18446744073709551616 | 0.000 | — | yes |",
+    ]
