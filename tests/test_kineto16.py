@@ -300,3 +300,60 @@ def test_python_chunks_encoded_otherwise_stay_apart() -> None:
     parts = _python_parts(["a"], ["b"])
     parts[1]["pid"] = ("list", ["one"])
     assert K._python_batch(parts) == parts
+
+
+# --- the rules that tell a shared id's process, each pinned
+
+
+def test_a_call_that_began_with_its_op_may_have_launched_it(tmp_path: Path) -> None:
+    """Process 100's kernels start in the microsecond their calls begin (a whole-microsecond clock); process
+    200 numbers from 1 too, 10 s later, on the same device. A call beginning at the op's start is no later
+    than the op: each kernel is its own process's, no warning."""
+    events = _process(100, 0)
+    for event in events:
+        if event.get("cat") == "kernel" or (event.get("ph") == "f"):
+            event["ts"] -= 50
+    path = _write(tmp_path, events + _process(200, 0, t0=11_000_000))
+    trace = read(path)
+    assert trace.ops.sort("start")["pid"].to_list() == [100] * 6 + [200] * 6
+    assert K.SHARED_IDS not in trace.meta
+
+
+def test_a_rule_that_leaves_an_op_no_process_is_not_applied_to_it(tmp_path: Path) -> None:
+    """As in the device test (GPU 1 is process 200's: its kernels of ids 7..12 are 200's alone), but GPU 1's
+    kernel of id 1 starts 5 us before either process's call of id 1 (the host and device clocks disagree):
+    the time rule leaves it no process, so it tells nothing, and the device rule gives it to 200."""
+    events = _process(100, 0) + _process(200, 1, steps=6)
+    kernel = next(
+        e for e in events if e.get("cat") == "kernel" and e["pid"] == 1 and e["args"]["correlation"] == 1
+    )
+    kernel["ts"] -= 55
+    ops = read(_write(tmp_path, events)).ops
+    assert ops.filter(pl.col("device") == 1)["pid"].to_list() == [200] * 12
+
+
+def test_a_graph_launch_makes_more_than_one_op(tmp_path: Path) -> None:
+    """Process 100's graph launch of id 1 at 1000 us runs K1 (1050 us) and K2 (1200 us) on GPU 0; process
+    200's kernel launch of id 1 at 1100 us runs K3 (1150 us) on GPU 1. K1 is 100's (200's call came after
+    it). That does not take 100's graph launch from K2: a graph launch makes many ops. K2 and K3 cannot be
+    told (both calls began before each): they stay with the first call, said in the warning."""
+    events = [
+        kineto_event("cuda_runtime", "cudaGraphLaunch", 1000, 10, 100, 100, correlation=1),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 1100, 10, 200, 200, correlation=1),
+        kineto_event("kernel", "k1", 1050, 20, 0, 7, device=0, stream=7, correlation=1),
+        kineto_event("kernel", "k2", 1200, 20, 0, 7, device=0, stream=7, correlation=1),
+        kineto_event("kernel", "k3", 1150, 20, 1, 7, device=1, stream=7, correlation=1),
+    ]
+    trace = read(_write(tmp_path, events))
+    assert dict(zip(trace.ops["name"], trace.ops["pid"], strict=True)) == {"k1": 100, "k2": 100, "k3": 100}
+    assert trace.meta[K.SHARED_IDS] == 2
+
+
+def test_a_kernel_of_no_duration_keeps_its_end(tmp_path: Path) -> None:
+    """dur 0 is no lost end (a sub-microsecond kernel on a whole-microsecond clock reads 0): end = start,
+    no warning; only a negative dur is one."""
+    events = _process(100, 0, steps=1)
+    events[2]["dur"] = 0
+    trace = read(_write(tmp_path, events))
+    assert trace.ops.sort("start")["end"].to_list() == [1_000_150_000, 1_000_650_000]
+    assert "ops_without_end" not in trace.meta

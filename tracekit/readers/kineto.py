@@ -1654,9 +1654,6 @@ def _id_series(values: list[Any]) -> pl.Series:
     try:
         return pl.Series(values, dtype=pl.Int64)
     except (TypeError, OverflowError, pl.exceptions.PolarsError):
-        # ids written as decimals (100.0: a trace written again by Python's json) are their integers
-        if all(type(v) is int or (type(v) is float and v.is_integer() and abs(v) < 2**53) for v in values):
-            return pl.Series([int(v) for v in values], dtype=pl.Int64)
         return _values_text(values)
 
 
