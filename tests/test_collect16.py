@@ -809,3 +809,33 @@ def test_widths_that_built_are_accepted() -> None:
     for model, hidden in (("tiny", 128), ("tiny", 192), ("tiny", 63), ("mobilebert", 129), ("vit-base", 129)):
         seq = [224] if model == "vit-base" else None
         sweep.validate(sweep.SweepOptions(model=model, hidden=hidden, seq_lens=seq, device="cpu"))
+
+
+@pytest.mark.parametrize(
+    ("available", "build", "device", "line"),
+    [
+        # a CUDA build of torch with no device visible (CUDA_VISIBLE_DEVICES="", a node without a GPU):
+        # torch.cuda.is_available() is False while torch.version.cuda names the build's CUDA
+        (False, "12.8", "cuda", "tracekit: --device cuda needs CUDA, and no CUDA device is visible"),
+        (False, None, "cuda:0", "tracekit: --device cuda needs CUDA, and this torch build has no CUDA"),
+        (True, "12.8", "cuda:1", "tracekit: cuda:1: only 1 CUDA device(s) visible"),
+    ],
+)
+def test_a_cuda_device_that_is_not_there_is_one_line_before_any_folder(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    tmp_path: Path,
+    available: bool,
+    build: str | None,
+    device: str,
+    line: str,
+) -> None:
+    from tracekit.cli import main
+
+    _spec_torch(monkeypatch, cuda=available)
+    sys.modules["torch"].version.cuda = build  # type: ignore[attr-defined]
+    assert (
+        main(["collect", *TINY, "--device", device, "--profiler", "none", "-o", str(tmp_path / "run")]) == 2
+    )
+    assert _one_line(capsys) == line
+    assert list(tmp_path.iterdir()) == []
