@@ -13,7 +13,10 @@ them names the gap only when it covers at least half of it:
 1. an API call, the one covering the most of the gap (a later one among equals): ``"cudaStreamSynchronize
    (93%)"``;
 2. else a host range or CPU operator, the innermost such (the latest-started; on one thread, the one nested
-   inside the others): ``"in range nccl:broadcast (80%)"``, ``"in op aten::item (97%)"``;
+   inside the others): ``"in range nccl:broadcast (80%)"``, ``"in op aten::item (97%)"``; never one that
+   holds all of its iteration's device work (from the first op's start to the last one's end: ORT's
+   ``SequentialExecutor::Execute`` inside ``model_run``, a module's forward around the whole step), which
+   would name every gap of the iteration and so says nothing of any;
 3. else ``"several API calls (62%)"`` when API calls together (their union) cover at least half of the gap;
 4. else ``"host code outside API calls"``: the host ran code no single call, range or operator held for half
    of the gap (Python, framework dispatch, many short operators).
@@ -75,10 +78,14 @@ def _share(overlap: pl.Expr) -> pl.Expr:
     return (overlap * 100 // pl.col("duration_ns")).cast(pl.Int64).cast(pl.String)
 
 
-def cpu_context(trace: Trace, longest: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+def cpu_context(
+    trace: Trace, longest: pl.DataFrame, ranges: pl.DataFrame, work: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """``_row`` and ``cpu_context`` for each gap of ``longest`` (``_row``, ``iteration``, ``start_ns``,
     ``end_ns``, ``duration_ns``), under the rules of this module; ``ranges`` are the iteration windows
-    (``iteration``, ``range_start``, ``range_end``, and ``pid`` where a window belongs to one process)."""
+    (``iteration``, ``range_start``, ``range_end``, and ``pid`` where a window belongs to one process);
+    ``work``: each iteration's device-work span (``iteration``, ``work_start``, ``work_end``), whose
+    enclosing ranges and operators name no gap (rule 2)."""
     probe = longest.select(
         "_row", "iteration", "start_ns", "end_ns", pl.col("duration_ns").cast(pl.Int64)
     ).filter(pl.col("duration_ns") > 0)
@@ -119,6 +126,20 @@ def cpu_context(trace: Trace, longest: pl.DataFrame, ranges: pl.DataFrame) -> pl
             _overlapping(probe, trace.cpu_ops).with_columns(pl.lit("in op ").alias("prefix")),
         ]
     )
+    if work is not None and not held.is_empty():
+        around = (
+            held.join(probe.select("_row", "iteration"), on="_row")
+            .join(work, on="iteration", how="left")
+            .select(
+                (
+                    pl.col("work_start").is_not_null()
+                    & (pl.col("start") <= pl.col("work_start"))
+                    & (pl.col("end") >= pl.col("work_end"))
+                ).alias("around")
+            )
+            .get_column("around")
+        )
+        held = held.filter(~around)
     held_named = (
         held.join(probe.select("_row", "duration_ns"), on="_row")
         .filter(half)

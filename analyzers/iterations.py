@@ -2738,12 +2738,33 @@ def summarize(
     )
 
 
+def _work_spans(gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+    """Per iteration, from its first device op's start to its last one's end (``iteration``, ``work_start``,
+    ``work_end``, ns): the end of its leading gap (else its window's start) to the start of its trailing gap
+    (else its window's end); none for an iteration whose whole window is one gap."""
+    edge = gaps.group_by("iteration").agg(
+        pl.col("end_ns").filter(pl.col("position") == "leading").first().alias("lead_end"),
+        pl.col("start_ns").filter(pl.col("position") == "trailing").first().alias("trail_start"),
+        (pl.col("position") == "empty").any().alias("empty"),
+    )
+    windows = ranges.select("iteration", "range_start", "range_end").unique("iteration")
+    return (
+        edge.join(windows, on="iteration")
+        .filter(~pl.col("empty"))
+        .select(
+            "iteration",
+            pl.coalesce("lead_end", "range_start").alias("work_start"),
+            pl.coalesce("trail_start", "range_end").alias("work_end"),
+        )
+    )
+
+
 def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     """Name what held the host during each of the longest gaps (:func:`tracekit.analyzers.gap_context.cpu_context`:
     the API call, host range or CPU operator covering at least half of the gap, with its share)."""
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
-    rows = cpu_context(trace, _longest(gaps, LONGEST_GAPS), ranges)
+    rows = cpu_context(trace, _longest(gaps, LONGEST_GAPS), ranges, _work_spans(gaps, ranges))
     # Gaps are unique per row: set the column on the few rows named, rather than joining (and copying) every gap.
     column = pl.repeat(None, gaps.height, dtype=pl.String, eager=True).alias("cpu_context")
     if rows.height:

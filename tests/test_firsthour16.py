@@ -308,12 +308,7 @@ def test_compare_help_speaks_of_op_names_not_kernels_only(capsys: pytest.Capture
 # --------------------------------------------------------------------------- strict xfails, others' files
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/gap_context.py (nobody's): a host range holding all of the iteration's device work "
-    "(ORT's SequentialExecutor::Execute inside model_run; the trace's own 'iteration' range under "
-    "--split-idle) names every gap 'in range ... (100%)', which says nothing of what held the host",
-)
+# (was a strict xfail for analyzers/gap_context.py: a range around all of an iteration's work named every gap)
 def test_a_range_around_all_of_the_iterations_work_does_not_name_its_gaps() -> None:
     # iteration [0, 10000) launches kernels [1000, 2000) and [5000, 6000); the inner gap is [2000, 5000).
     # 'SequentialExecutor::Execute' [50, 9950) holds both kernels' launches and runs: every gap is inside it
