@@ -989,7 +989,14 @@ def test_ctrl_c_leaves_no_output(tmp_path: Path) -> None:
         stderr=subprocess.PIPE,
         text=True,
     )
-    time.sleep(0.5)
+    maps = Path(f"/proc/{proc.pid}/maps")
+    start = time.monotonic()
+    while time.monotonic() - start < 30 and proc.poll() is None:  # past the imports: reading the trace
+        with contextlib.suppress(OSError):
+            if "polars" in maps.read_text():
+                break
+        time.sleep(0.01)
+    time.sleep(0.2)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
     if proc.returncode == 0:
