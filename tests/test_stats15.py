@@ -237,12 +237,17 @@ def test_render_json_writes_rounded_floats_on_both_paths() -> None:
         "e": True,
         "f": None,
     }
+    # (NaN/inf are written null, and the document says where they were: f32a5cb)
     assert render_json(doc) == (
-        '{\n  "a": 11.013246,\n  "b": [\n    0.3\n  ],\n  "c": null,\n  "d": 1,\n  "e": true,\n  "f": null\n}\n'
+        '{\n  "a": 11.013246,\n  "b": [\n    0.3\n  ],\n  "c": null,\n  "d": 1,\n  "e": true,\n  "f": null,\n'
+        '  "non_finite": {\n    "count": 1,\n    "values": {\n      "c": "NaN"\n    }\n  }\n}\n'
     )
     # An integer beyond 64 bits sends the document through the json module: the same floats, NaN/inf null.
     big = {"big": 2**70, "a": 11.013245999999999, "c": float("inf")}
-    assert render_json(big) == '{\n  "big": 1180591620717411303424,\n  "a": 11.013246,\n  "c": null\n}\n'
+    assert render_json(big) == (
+        '{\n  "big": 1180591620717411303424,\n  "a": 11.013246,\n  "c": null,\n'
+        '  "non_finite": {\n    "count": 1,\n    "values": {\n      "c": "Infinity"\n    }\n  }\n}\n'
+    )
     assert doc["a"] == 11.013245999999999  # the document itself is not changed
 
 
