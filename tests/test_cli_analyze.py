@@ -376,9 +376,18 @@ def test_negative_durations_are_ignored_with_a_warning(tmp_path, capsys):
     warnings = doc.pop("warnings")
     # the identification's evidence counts the launch calls as recorded (3 here, the broken one too)
     doc["config"].pop("evidence"), expected["config"].pop("evidence")
+    # (since ee7ed03 the kernel and the call with a lost end are kept, read as lasting 0 from their start: the
+    # call still links the kernel, which lies after both iterations and is counted in none)
+    unassigned = doc.pop("unassigned_ops")
+    assert unassigned["outside_iterations"]["ops"] == 1 and unassigned["outside_iterations"]["after"] == 1
+    expected.pop("unassigned_ops")
     assert doc == {k: v for k, v in expected.items() if k != "warnings"}
-    for what in ("1 ranges", "1 device ops", "1 API calls"):
-        assert any(w.startswith(f"{what} with a negative duration") for w in warnings), warnings
+    for prefix in (
+        "1 ranges with a negative duration",
+        "1 API calls have a negative dur",
+        "1 of 3 GPU ops",
+    ):
+        assert any(w.startswith(prefix) for w in warnings), (prefix, warnings)
     # the text output (the projection line included) renders
     assert main(["analyze", str(path)]) == 0
     assert "negative duration" in capsys.readouterr().out

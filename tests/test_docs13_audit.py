@@ -58,11 +58,13 @@ def test_a_gpu_side_annotation_is_not_what_the_host_was_in() -> None:
 
 
 def test_an_enclosing_range_still_open_is_named_when_a_later_inner_one_has_ended() -> None:
-    # iteration [0, 10000) holds 'forward' [50, 9000), which holds 'layer' [60, 150). At the inner gap's
+    # iteration [0, 10000) holds 'forward' [50, 5500), which holds 'layer' [60, 150). At the inner gap's
     # start (2000) 'layer' has ended and 'forward' covers the whole gap: the host is in range forward.
+    # ('forward' ends before the last kernel does: a range around all of the iteration's device work, [1000,
+    # 6000), would hold every gap and name none: tests/test_gap_context.py)
     api, ops = _launches_and_ops()
     trace = make_trace(
-        ranges=[(0, 10_000, "iteration", 0), (50, 9000, "forward", 1), (60, 150, "layer", 2)],
+        ranges=[(0, 10_000, "iteration", 0), (50, 5500, "forward", 1), (60, 150, "layer", 2)],
         api=api,
         ops=ops,
         meta=dict(SYNTHETIC),

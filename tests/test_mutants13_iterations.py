@@ -85,11 +85,12 @@ def test_across_threads_the_call_covering_more_of_the_gap_is_named() -> None:
 
 
 def test_the_innermost_host_range_in_progress_is_named() -> None:
-    # iteration [0, 10000) holds forward [50, 9000), which holds layer [60, 3600): both cover half of the
+    # iteration [0, 10000) holds forward [50, 5500), which holds layer [60, 3600): both cover half of the
     # gap or more, the innermost (latest-started) is named; layer [60, 3000) covers a third: forward is
+    # (forward ends inside the last kernel: one around all of the device work would name no gap)
     ranges = [
         (0, 10_000, "iteration", 0, "user", 1, 1),
-        (50, 9000, "forward", 1, "user", 1, 1),
+        (50, 5500, "forward", 1, "user", 1, 1),
         (60, 3600, "layer", 2, "user", 1, 1),
     ]
     assert _context_at_inner_gap(ranges=ranges) == "in range layer (53%)"
