@@ -61,7 +61,7 @@ def _cli(args: list[str], cwd: Path, **kwargs: Any) -> subprocess.CompletedProce
         cwd=cwd,
         text=True,
         timeout=120,
-        **({"capture_output": True} | kwargs),
+        **(kwargs if "stdout" in kwargs else {"capture_output": True, **kwargs}),
     )
 
 
