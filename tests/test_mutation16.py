@@ -1,0 +1,247 @@
+"""mutation16: tests killing surviving mutants of the round's recently changed modules, in the order the round
+named them: analyzers/gap_context.py ("host was in"), tracekit/quantiles.py (p90/p99 only when n(1-q) >= 1),
+analyzers/attribution.py, analyzers/steps.py, tracekit/fleet/compact.py.
+
+Every input is hand-built and synthetic (meta says so); times in integer ns; every expected number or text was
+worked out by hand and is written beside its case.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.builders import EPOCH, make_trace
+from tracekit.analyzers.gap_context import OUTSIDE, cpu_context
+from tracekit.quantiles import min_values, quantile, quantile_given, withheld_note, withheld_quantiles
+
+SYNTHETIC = {"path": "mutation16_synthetic", "synthetic": True}
+API_PT = ("start", "end", "correlation", "name", "pid", "thread")
+RANGE_PT = ("start", "end", "name", "depth", "domain", "pid", "thread")
+
+
+# ------------------------------------------------------------------------------ gap_context.cpu_context
+
+
+def _gap_trace(api=(), ranges=()):
+    return make_trace(
+        ranges=[(0, 10_000, "iteration", 0, "user", 1, 1), *ranges],
+        api=list(api),
+        meta=dict(SYNTHETIC),
+        range_fields=RANGE_PT,
+        api_fields=API_PT,
+    )
+
+
+def _longest(*gaps: tuple[int, int, int, int]) -> pl.DataFrame:
+    """gaps as (_row, iteration, start_ns, end_ns)."""
+    return pl.DataFrame(
+        [
+            {"_row": r, "iteration": i, "start_ns": s, "end_ns": e, "duration_ns": e - s}
+            for r, i, s, e in gaps
+        ],
+        schema={
+            "_row": pl.UInt32,
+            "iteration": pl.Int64,
+            "start_ns": pl.Int64,
+            "end_ns": pl.Int64,
+            "duration_ns": pl.Int64,
+        },
+    )
+
+
+WINDOW = {"iteration": [0], "range_start": [0], "range_end": [10_000]}
+
+
+def test_windows_of_every_process_name_a_call_of_any_process() -> None:
+    # ranges without a pid column: a window of every process, so process 2's cudaMemcpy [2000, 5000) holds
+    # the whole 3000-ns gap [2000, 5000): 100%. With the window owned by process 1 it is not named.
+    trace = _gap_trace([(2000, 5000, None, "cudaMemcpy", 2, 2)])
+    got = cpu_context(trace, _longest((0, 0, 2000, 5000)), pl.DataFrame(WINDOW))
+    assert got.rows() == [(0, "cudaMemcpy (100%)")]
+    owned = pl.DataFrame({**WINDOW, "pid": [1]})
+    assert cpu_context(trace, _longest((0, 0, 2000, 5000)), owned).rows() == [(0, OUTSIDE)]
+
+
+# ------------------------------------------------------------------------------ quantiles
+
+
+def test_a_single_value_is_its_own_median_and_quantiles_at_the_ends() -> None:
+    # one value: pos = q * 0 = 0, lo = hi = 0 (hi clamped to the last index, never past it)
+    assert quantile([7.0], 0.5) == 7.0
+    assert quantile([7.0], 0.0) == 7.0
+    # two values: the median halfway; None and NaN are not values
+    assert quantile([2.0, None, float("nan"), 1.0], 0.5) == 1.5
+    # 10 values 1..10: p90 at pos 8.1 -> 9.1; 100 values: p99 at pos 98.01 -> 99.01
+    assert quantile([float(v) for v in range(10, 0, -1)], 0.9) == pytest.approx(9.1, abs=1e-12)
+    assert quantile(list(range(1, 101)), 0.99) == pytest.approx(99.01, abs=1e-12)
+    assert quantile([1.0] * 9, 0.9) is None and quantile([], 0.5) is None
+
+
+def test_the_withheld_sentence_with_three_names_joins_each_with_and() -> None:
+    # order of QUANTILES whatever the order given; the first says "needs at least", the others "at least"
+    assert withheld_note(0, ["p99", "p90", "p50"]) == (
+        "p50 needs at least 1 iterations with a value and p90 at least 10 and p99 at least 100, so that one "
+        "lies above each; 0 here (shown as —)"
+    )
+    assert withheld_note(5, ["p99", "p90"], "steps") == (
+        "p90 needs at least 10 steps with a value and p99 at least 100, so that one lies above each; "
+        "5 here (shown as —)"
+    )
+    assert withheld_note(50, ["p99"]) == (
+        "p99 needs at least 100 iterations with a value, so that one lies above it; 50 here (shown as —)"
+    )
+    assert withheld_note(50, ["p75"]) is None and withheld_note(50, []) is None
+
+
+def test_min_values_and_withheld_recorded_statistics() -> None:
+    assert [min_values(q) for q in (0.0, 0.5, 0.51, 0.75, 0.9, 0.99)] == [1, 1, 3, 4, 10, 100]
+    assert [quantile_given(0.99, n) for n in (0, 99, 100)] == [False, False, True]
+    stats = {"p50": 1.0, "p90": 2.0, "p99": 3.0, "count": 20, "mean": 1.5}
+    assert withheld_quantiles(stats) == {"p50": 1.0, "p90": 2.0, "p99": None, "count": 20, "mean": 1.5}
+    assert withheld_quantiles({**stats, "count": 9}) == {**stats, "count": 9, "p90": None, "p99": None}
+    # a count that is no integer (a bool, a float) withholds nothing; another count key is read when named
+    assert withheld_quantiles({**stats, "count": True}) == {**stats, "count": True}
+    assert withheld_quantiles({**stats, "count": 9.0}) == {**stats, "count": 9.0}
+    assert withheld_quantiles({**stats, "n": 5}, "n")["p90"] is None
+
+
+# ------------------------------------------------------------------------------ fleet.compact
+
+
+def test_stated_configuration_keeps_only_what_the_run_states() -> None:
+    from types import SimpleNamespace
+
+    from tracekit.fleet.compact import stated_configuration
+    from tracekit.inputs import FROM_RUN, FROM_SIDECAR, FROM_TRACE_META
+
+    # run.json and the sidecar state runtime and batch; run.json's seq_len is None (nothing to state); the
+    # precision was inferred from content: not stated
+    config = SimpleNamespace(
+        runtime="pytorch",
+        batch_size=8,
+        seq_len=None,
+        precision="fp16",
+        sources={
+            "runtime": FROM_RUN,
+            "batch_size": FROM_SIDECAR,
+            "seq_len": FROM_RUN,
+            "precision": "inferred from trace content",
+        },
+    )
+    assert stated_configuration(config) == {"runtime": "pytorch", "batch_size": 8}
+    # the trace's own metadata states; a file name does not
+    meta = SimpleNamespace(
+        runtime="ort",
+        batch_size=1,
+        seq_len=128,
+        precision="fp32",
+        sources={"batch_size": FROM_TRACE_META, "seq_len": "from file name", "precision": FROM_TRACE_META},
+    )
+    assert stated_configuration(meta) == {"batch_size": 1, "precision": "fp32"}
+    assert stated_configuration(SimpleNamespace(runtime="x", sources=None)) == {}
+    assert stated_configuration(SimpleNamespace(runtime="x")) == {}
+
+
+def test_rank_and_world_size_read_as_integers_or_not_at_all() -> None:
+    from types import SimpleNamespace
+
+    from tracekit.fleet.compact import _world_size, rank_of
+
+    def rank(value):
+        return rank_of(SimpleNamespace(trace_data=SimpleNamespace(meta={"rank": value})))
+
+    assert [rank(v) for v in ("3", 0, "x", None, [1])] == [3, 0, None, None, None]
+    assert rank_of(SimpleNamespace(trace_data=SimpleNamespace(meta={}))) is None
+    assert [_world_size({"world_size": v}) for v in ("8", 16, "x", None, {})] == [8, 16, None, None, None]
+    assert _world_size({}) is None
+
+
+# ------------------------------------------------------------------------------ attribution: the next op
+
+
+US = 1000
+OP_PT = ("start", "end", "correlation", "stream", "kind", "device", "pid")
+ONE_ITERATION = [(EPOCH, EPOCH + 100 * US, "iteration", 0, "user", 1, 1)]
+CAUSE_KEYS = ("dispatch_ns", "launch_ns", "sync_ns", "other_api_ns", "in_flight_ns")
+
+
+def _attributed(api, ops) -> dict[str, int]:
+    """Causes and device-side causes of the one iteration [0, 100) us of process 1, in ns."""
+    from tracekit.analyzers.attribution import DEVICE_NS, attribute_trace
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    shifted_api = [(EPOCH + s * US, EPOCH + e * US, *rest) for s, e, *rest in api]
+    shifted_ops = [(EPOCH + s * US, EPOCH + e * US, *rest) for s, e, *rest in ops]
+    trace = make_trace(
+        ONE_ITERATION,
+        shifted_api,
+        shifted_ops,
+        dict(SYNTHETIC),
+        range_fields=RANGE_PT,
+        api_fields=API_PT,
+        op_fields=OP_PT,
+    )
+    [row] = attribute_trace(trace, analyze_iterations(trace, attribute=False)).iterations.iter_rows(
+        named=True
+    )
+    return {c: row[c] for c in (*CAUSE_KEYS, *DEVICE_NS)}
+
+
+def test_an_own_op_launched_before_the_capture_ends_the_gap_before_an_op_launched_in_it() -> None:
+    # K1 [10, 20) us launched by [2, 3); K2 [50, 60) launched by [30, 31); P [50, 55) of process 1 too, with a
+    # correlation id no call in the trace has (launched before the capture). The inner gap [20, 50) has two
+    # next ops, P first (launched first): the whole 30 us is in flight. Leading [0, 10): dispatch 2, launch
+    # 1, in flight 7; trailing [60, 100): dispatch 40. (Were P no candidate, K2 would make [20, 30) dispatch,
+    # [30, 31) launch, [31, 50) in flight.)
+    api = [(2, 3, 1, "cudaLaunchKernel", 1, 1), (30, 31, 2, "cudaLaunchKernel", 1, 1)]
+    ops = [(10, 20, 1, 7, "kernel", 0, 1), (50, 60, 2, 7, "kernel", 0, 1), (50, 55, 99, 8, "kernel", 0, 1)]
+    got = _attributed(api, ops)
+    assert {c: got[c] for c in CAUSE_KEYS} == {
+        "dispatch_ns": 42 * US,
+        "launch_ns": 1 * US,
+        "sync_ns": 0,
+        "other_api_ns": 0,
+        "in_flight_ns": 37 * US,
+    }
+    assert got["launch_latency_ns"] == 37 * US
+
+
+def test_the_first_launching_call_of_the_trace_can_follow_a_stream_wait() -> None:
+    # cudaStreamWaitEvent [1, 2) us then the trace's first launch [2, 3) (the calls' row 0) of K1 [10, 20):
+    # the leading gap's 7 us in flight are the stream wait's, not launch latency
+    api = [(1, 2, None, "cudaStreamWaitEvent", 1, 1), (2, 3, 1, "cudaLaunchKernel", 1, 1)]
+    got = _attributed(api, [(10, 20, 1, 7, "kernel", 0, 1)])
+    assert {c: got[c] for c in CAUSE_KEYS} == {
+        "dispatch_ns": 81 * US,
+        "launch_ns": 1 * US,
+        "sync_ns": 0,
+        "other_api_ns": 1 * US,
+        "in_flight_ns": 7 * US,
+    }
+    assert (got["stream_wait_ns"], got["launch_latency_ns"], got["queued_ns"]) == (7 * US, 0, 0)
+
+
+def test_idle_attributed_for_some_iterations_only_leaves_the_others_gaps_out() -> None:
+    # two iterations [0, 100) and [100, 200) us, each launching one kernel 2 us in (call [2, 3), kernel
+    # [10, 20) after its start): asked for iteration 0 alone (an index that stops before the last iteration
+    # whose gaps are given), iteration 1's gaps are left out: dispatch 2 + 80, launch 1, in flight 7;
+    # asked for iteration 1 alone, the same shifted by 100 us
+    from tracekit.analyzers.attribution import attribute_idle
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    t0 = EPOCH
+    ranges = [(t0 + k * 100 * US, t0 + (k + 1) * 100 * US, "iteration", 0, "user", 1, 1) for k in (0, 1)]
+    api = [
+        (t0 + (k * 100 + 2) * US, t0 + (k * 100 + 3) * US, k + 1, "cudaLaunchKernel", 1, 1) for k in (0, 1)
+    ]
+    ops = [(t0 + (k * 100 + 10) * US, t0 + (k * 100 + 20) * US, k + 1, 7, "kernel", 0, 1) for k in (0, 1)]
+    trace = make_trace(
+        ranges, api, ops, dict(SYNTHETIC), range_fields=RANGE_PT, api_fields=API_PT, op_fields=OP_PT
+    )
+    analysis = analyze_iterations(trace, attribute=False)
+    ops_frame = trace.ops.select("start", "end", "pid", "correlation", "device")
+    for only in (0, 1):
+        att = attribute_idle(analysis.gaps, ops_frame, trace.api, analysis.ranges, pl.Series([only]))
+        rows = att.iterations.select("index", *CAUSE_KEYS).rows()
+        assert rows == [(only, 82 * US, 1 * US, 0, 0, 7 * US)]
