@@ -12,10 +12,10 @@ import atexit
 import importlib
 import os
 import sys
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from tracekit import __version__
-from tracekit.errors import TracekitError
+from tracekit.errors import TracekitError, one_line
 
 COMMANDS: dict[str, str] = {
     "analyze": "Per-iteration latency, GPU (or CPU operator) busy, idle gaps by cause, launches and framework "
@@ -103,11 +103,15 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command in ANALYSIS_COMMANDS:  # before anything imports numpy; the user's own setting wins
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    real_stdout = sys.stdout
+    sys.stdout = _GuardedStdout(real_stdout)  # type: ignore[assignment]
     try:
         apply_limits(args)
-        return int(args.func(args) or 0)
+        code = int(args.func(args) or 0)
+        sys.stdout.flush()  # a full disk says so here, not in the exit's flush (whose errors are lost)
+        return code
     except TracekitError as exc:
-        print(f"tracekit: {exc}", file=sys.stderr)
+        print(f"tracekit: {one_line(str(exc))}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print("tracekit: interrupted", file=sys.stderr)
@@ -119,13 +123,64 @@ def main(argv: list[str] | None = None) -> int:
             raise
         where = getattr(args, "trace", None) or ""
         print(
-            f"tracekit: internal error{' on ' + str(where) if where else ''}: {type(exc).__name__}: {exc} "
-            "(set TRACEKIT_DEBUG=1 for the traceback)",
+            one_line(
+                f"tracekit: internal error{' on ' + str(where) if where else ''}: {type(exc).__name__}: {exc} "
+                "(set TRACEKIT_DEBUG=1 for the traceback)"
+            ),
             file=sys.stderr,
         )
         return 1
     finally:
+        if isinstance(sys.stdout, _GuardedStdout):
+            sys.stdout = real_stdout
         release_limits()
+
+
+class _GuardedStdout:
+    """Standard output for one command: a failed write or flush (a full disk: ENOSPC, ``> /dev/full``) is a
+    TracekitError naming standard output (one line, exit 2) rather than an internal error blaming the trace; a
+    closed standard output (``>&-``: ``sys.stdout`` is None) is refused the same way at the first write, so a
+    command with ``-o FILE`` still runs. A broken pipe stays a BrokenPipeError (``tracekit ... | head``: exit 0).
+    Everything else is the wrapped stream's."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def _failed(self, exc: OSError | None) -> NoReturn:
+        if exc is None:
+            raise TracekitError("cannot write: it is closed (give -o FILE)", "standard output")
+        raise TracekitError(f"cannot write: {exc.strerror or exc}", "standard output") from None
+
+    def write(self, text: str) -> int:
+        if self._stream is None:
+            self._failed(None)
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            self._failed(exc)
+
+    def flush(self) -> None:
+        if self._stream is None:
+            return
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            raise
+        except OSError as exc:
+            self._failed(exc)
+
+    def isatty(self) -> bool:
+        try:
+            return self._stream is not None and bool(self._stream.isatty())
+        except (AttributeError, ValueError):
+            return False
+
+    def __getattr__(self, name: str) -> Any:
+        if self._stream is None:
+            raise AttributeError(name)
+        return getattr(self._stream, name)
 
 
 def release_limits() -> None:
@@ -164,6 +219,7 @@ def entry() -> NoReturn:
     from tracekit.readers import program_allocator
 
     program_allocator()  # the program's allocator setting, before polars loads (the readers' concern)
+    _hold_closed_standard_streams()
     code = main()
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_handlers is not None:
@@ -171,9 +227,26 @@ def entry() -> NoReturn:
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, ValueError, OSError):
+        except (BrokenPipeError, ValueError, OSError, AttributeError):  # (AttributeError: None, a closed one)
             pass
     os._exit(code)
+
+
+def _hold_closed_standard_streams() -> None:
+    """Where the program was started with standard output or error closed (``>&-``), put /dev/null on the
+    descriptor, so that no file the command opens (an output, a trace) becomes descriptor 1 or 2 and receives
+    what a child process (a profiler) writes there; ``sys.stdout`` stays None (:class:`_GuardedStdout`
+    refuses to write the result to it) and a closed stderr's lines are dropped, not written to stdout."""
+    for fd in (1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            held = os.open(os.devnull, os.O_WRONLY)
+            if held != fd:
+                os.dup2(held, fd)
+                os.close(held)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the program's lifetime)
 
 
 if __name__ == "__main__":

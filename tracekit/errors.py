@@ -16,6 +16,15 @@ class TracekitError(Exception):
         super().__init__(f"{self.path}: {message}" if self.path else message)
 
 
+def one_line(text: str) -> str:
+    """``text`` with each character that is not printable (a newline or an escape sequence in a file name)
+    written as Python escapes it (``\\n``, ``\\x1b``), so a message stays one line and reaches the terminal as
+    text."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 #: How a warning says an input was left out because it could not be read or analyzed (the words of
 #: :func:`tracekit.session.for_each_input` and of a table row's failed ``--ncu`` join); a command that leaves
 #: one out exits 1.

@@ -13,7 +13,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from tracekit.errors import LEFT_OUT, TracekitError
+from tracekit.errors import LEFT_OUT, TracekitError, one_line
 from tracekit.io import check_file_target, check_outputs
 
 #: The output formats every command accepts, in the order ``--help`` lists them.
@@ -99,7 +99,7 @@ def warn(lines: list[str]) -> None:
     """Warnings on stderr (with ``-o`` too): ``warning: LINE`` each. (``analyze`` and ``table`` do not call it
     where their table on stdout already ends with them.)"""
     for line in lines:
-        print(f"warning: {line}", file=sys.stderr)
+        print(f"warning: {one_line(line)}", file=sys.stderr)
 
 
 def add_output_options(
