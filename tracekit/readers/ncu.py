@@ -29,7 +29,8 @@ output, with a warning; the join to a timeline uses none of its values), ``nvtx_
 kernel ran inside an NVTX start/end range: their count; such ranges are not read), ``format``
 "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
-``timeline`` False, ``kernels`` (count), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
+``timeline`` False, ``kernels`` (count), ``synthetic`` ("synthetic" in the file name, as the other readers),
+``nvtx_stacks`` (only when some kernel ran inside nested push/pop
 ranges: per kernel, its ranges outer to inner; ``range`` is the innermost).
 
 CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
@@ -1076,4 +1077,6 @@ def read(path: Path) -> Trace:
     else:
         trace = _read_csv(path)
     trace.meta["path"] = str(path)
+    # (as the ORT, Kineto and nsys readers: synthetic data is named so, and labelled)
+    trace.meta["synthetic"] = "synthetic" in path.name.lower()
     return trace
