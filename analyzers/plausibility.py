@@ -82,6 +82,10 @@ OVERLAP_MIN_KERNELS = 20
 LOST_KERNEL_SHARE = 0.1
 #: Fewer launch calls than this say nothing about lost kernels.
 LOST_KERNEL_MIN_CALLS = 20
+#: The least time (ns) after the last recorded op's end from which a launch without its kernel counts as lost
+#: even at the end of its thread (:func:`lost_kernels`): well past any launch latency, so a capture that ends
+#: while the device still runs its last launches is not doubted.
+IDLE_DEVICE_FLOOR_NS = 1_000_000
 #: Calls that begin and end capturing a stream into a CUDA (HIP) graph: launches in between run nothing.
 CAPTURE_BEGIN_NAMES = (
     "cudaStreamBeginCapture",
@@ -258,6 +262,24 @@ def reused_correlations(trace: Trace) -> str | None:
     )
 
 
+def ops_of_shared_ids(trace: Trace) -> str | None:
+    """The doubt when the reader linked device ops to a launching process it could not tell: in a file that
+    merges several processes' traces, calls of two processes used the ops' correlation ids and nothing else
+    (op start, device, one op per call) told them apart (``meta["ops_of_shared_ids"]``, the Kineto reader's
+    count). Each such op went to its id's first call, which is one reading of two: the iterations of both
+    processes may hold the wrong ops."""
+    from tracekit.readers.kineto import SHARED_IDS
+
+    count = trace.meta.get(SHARED_IDS)
+    if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
+        return None
+    return (
+        f"verdict uncertain: {count} device ops carry correlation ids that calls of several processes use, and "
+        "nothing in the trace tells which process launched them (each is linked to its id's first call): the "
+        "iterations of either process may hold the other's work, or miss their own"
+    )
+
+
 def unlinked_ops(trace: Trace, frame: pl.DataFrame) -> str | None:
     """The doubt when the device ops carry correlation ids but the trace has no API call at all (its runtime
     and driver records lost: the profiler records them with the GPU work) and analyzed iterations are
@@ -404,8 +426,10 @@ def lost_kernels(trace: Trace) -> str | None:
     (pid, correlation); graph launches, and calls made while their thread captured a stream into a graph,
     aside) have no op with their (pid, correlation) although a later launch of the same thread has its op:
     the device's records of that work were lost (CUPTI dropped them), and the busy time and kernel counts are
-    short by it. The last launches of a thread are not counted: a saturated device runs them after the
-    capture ends.
+    short by it. The last launches of a thread are not counted (a saturated device runs them after the
+    capture ends), unless made after the last recorded op's end by more than twice the longest recorded
+    kernel and at least :data:`IDLE_DEVICE_FLOOR_NS`: a saturated device would be busy, and recorded, until then (round 16: kernel records that stop
+    after the second of 30 iterations read "framework-bound, 0.0%" without a doubt).
 
     A thread none of whose launches (at least :data:`LOST_KERNEL_MIN_CALLS`) has its op, launched before the
     last launch of the trace that has one, counts too (one GPU's activity missing from a multi-GPU trace),
@@ -446,20 +470,43 @@ def lost_kernels(trace: Trace) -> str | None:
         limit = limit.fill_null(
             pl.when(pl.col("calls") >= LOST_KERNEL_MIN_CALLS).then(pl.lit(last_anywhere)).otherwise(None)
         )
-    lost = (
-        calls.filter(~pl.col("linked"))
-        .join(
-            per_thread.with_columns(limit.alias("limit")), on=["pid", "thread"], how="inner", nulls_equal=True
-        )
-        .filter(pl.col("start") < pl.col("limit"))
-        .height
+    # A launch made once the device had nothing recorded left to run (after the last recorded op's end, by more
+    # than twice the longest recorded kernel, the most one unrecorded kernel running at the capture's end could
+    # explain, and by at least IDLE_DEVICE_FLOOR_NS) should have its kernel in the trace too: a saturated device is busy, and recorded, to the
+    # end. Trailing launches there are lost (CUPTI's buffers exhausted after the first iterations), not late.
+    kernels = trace.ops.filter(pl.col("end").is_not_null() & pl.col("start").is_not_null())
+    idle_from = None
+    if not kernels.is_empty():
+        longest = kernels.select((pl.col("end") - pl.col("start")).max()).item()
+        idle_from = kernels.get_column("end").max() + max(2 * int(longest or 0), IDLE_DEVICE_FLOOR_NS)
+    unlinked = calls.filter(~pl.col("linked")).join(
+        per_thread.with_columns(limit.alias("limit")), on=["pid", "thread"], how="left", nulls_equal=True
     )
+    before = pl.col("limit").is_not_null() & (pl.col("start") < pl.col("limit"))
+    # (only on a thread some of whose launches have their kernel: one with none is the whole-thread rule's)
+    idle = (
+        pl.lit(idle_from is not None)
+        & pl.col("limit").is_not_null()
+        & (pl.col("start") > pl.lit(idle_from if idle_from is not None else 0))
+    )
+    lost, lost_idle = unlinked.select(
+        (before | idle).sum().alias("lost"), (idle & ~before).sum().alias("idle")
+    ).row(0)
     if lost < LOST_KERNEL_SHARE * calls.height:
         return None
+    why = (
+        "although later launches have theirs"
+        if not lost_idle
+        else f"{lost_idle} of them made more than {IDLE_DEVICE_FLOOR_NS / 1e6:g} ms after the device's last "
+        "recorded op had ended, with no recorded work left to run"
+        if lost_idle == lost
+        else f"although later launches have theirs ({lost_idle} made more than "
+        f"{IDLE_DEVICE_FLOOR_NS / 1e6:g} ms after the device's last recorded op had ended)"
+    )
     return (
-        f"verdict uncertain: {lost} of {calls.height} kernel launches have no kernel in the trace, although "
-        "later launches have theirs: the profiler lost those kernels' records (CUPTI dropped them, or one "
-        "GPU's activity is missing), so the busy time and kernel counts are short by their work"
+        f"verdict uncertain: {lost} of {calls.height} kernel launches have no kernel in the trace, {why}: the "
+        "profiler lost those kernels' records (CUPTI dropped them, or one GPU's activity is missing), so the "
+        "busy time and kernel counts are short by their work"
     )
 
 
@@ -1368,6 +1415,7 @@ def findings(
         implausible_ranges(trace, frame),
         stream_overlap(trace),
         reused_correlations(trace),
+        ops_of_shared_ids(trace),
         unlinked_ops(trace, frame),
         lost_kernels(trace),
         lost_graph_replays(trace),

@@ -134,11 +134,6 @@ def test_ops_whose_process_nothing_tells_are_said(tmp_path: Path) -> None:
     assert trace.ops["pid"].to_list() == [100] * 12
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/plausibility.py (plaus16's) does not read meta['ops_of_shared_ids']: the verdict on "
-    "iterations whose kernels may be another process's is given with confidence",
-)
 def test_ops_whose_process_nothing_tells_make_the_verdict_uncertain(tmp_path: Path) -> None:
     """Process 100's steps read 4 kernels each and 200's none: which is only one of the two readings the
     trace allows (the other: 2 each). The verdict should say it cannot tell."""
