@@ -311,12 +311,53 @@ def row_label(row: dict[str, Any]) -> str:
     return config_label(runtime, row["batch_size"], row["seq_len"], Path(row["trace"]))
 
 
+def _file_identity(path: str | None) -> tuple[int, int] | None:
+    """The file ``path`` is (device and inode: links and other spellings of one path resolved), or None."""
+    import os
+
+    if not path:
+        return None
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _without_repeats(
+    results: list[tuple[dict[str, Any], list[str]]],
+) -> tuple[list[tuple[dict[str, Any], list[str]]], list[str]]:
+    """``results`` with each trace file's first row only, and a warning for each repeat (its --ncu file, when
+    another one, is said not to be joined)."""
+    seen: dict[tuple[int, int], dict[str, Any]] = {}
+    kept, warnings = [], []
+    for row, row_warnings in results:
+        key = _file_identity(row.get("trace"))
+        first = seen.get(key) if key is not None else None
+        if first is None:
+            if key is not None:
+                seen[key] = row
+            kept.append((row, row_warnings))
+            continue
+        text = (
+            f"{row['trace']} is the same recording as {first['trace']} (the same file twice or a link to it): "
+            "counted once"
+        )
+        if row.get("ncu_trace") and row.get("ncu_trace") != first.get("ncu_trace"):
+            text += f"; its Nsight Compute trace {row['ncu_trace']} is not joined"
+        warnings.append(text)
+    return kept, warnings
+
+
 def build_table(
     results: list[tuple[dict[str, Any], list[str]]], left_out: list[str], paper: bool = False
 ) -> dict[str, Any]:
-    """The ``tracekit table --format json`` document: {"rows", "warnings", "notes", ["paper"]}."""
+    """The ``tracekit table --format json`` document: {"rows", "warnings", "notes", ["paper"]}. A trace given
+    more than once (the same path twice, a link to it, globs that overlap) is one row, with a warning naming
+    each repeat: two identical rows would pass one measurement off as two."""
     rows: list[dict[str, Any]] = []
-    warnings: list[str] = list(left_out)
+    results, repeats = _without_repeats(results)
+    warnings: list[str] = [*left_out, *repeats]
     said: list[str] = []
     labels = [row_label(row) for row, _ in results]
     profilers: dict[str, set[str | None]] = {}

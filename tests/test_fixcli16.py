@@ -108,3 +108,35 @@ def test_a_file_name_with_a_newline_keeps_the_error_on_one_line(
     code, _, err = _json(capsys, str(path))
     assert code == 2
     assert len(err.strip().splitlines()) == 1, err
+
+
+def test_table_lists_the_same_trace_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
+    link = tmp_path / "link.synthetic.ort.json"
+    link.symlink_to(ort.name)
+    code, out, err = _run(capsys, "table", str(ort), str(link), str(ort), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert len(doc["rows"]) == 1 or "same recording" in err, (len(doc["rows"]), err)
+
+
+def test_table_keeps_one_row_of_a_trace_given_twice_and_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a (3 runs of 1.0 ms, 0.4 ms busy) given as itself, a link and itself again, beside b (2 runs): 2 rows,
+    # a's latency 1.0 ms once; each repeat named in a warning (exit 0: nothing failed)
+    a = _write_json(tmp_path / "a.synthetic.ort.json", _ort_cpu())
+    b = _write_json(tmp_path / "b.synthetic.ort.json", _ort_cpu(runs=2))
+    link = tmp_path / "link.synthetic.ort.json"
+    link.symlink_to(a.name)
+    code, out, err = _run(capsys, "table", str(a), str(link), str(b), str(a), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [Path(r["trace"]).name for r in doc["rows"]] == ["a.synthetic.ort.json", "b.synthetic.ort.json"]
+    assert [r["latency_ms"] for r in doc["rows"]] == pytest.approx([1.0, 1.0])
+    repeats = [w for w in doc["warnings"] if "same recording" in w]
+    assert repeats == [
+        f"{link} is the same recording as {a} (the same file twice or a link to it): counted once",
+        f"{a} is the same recording as {a} (the same file twice or a link to it): counted once",
+    ]
+    assert sum("same recording" in line for line in err.splitlines()) == 2
