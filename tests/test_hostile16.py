@@ -286,13 +286,8 @@ def test_output_to_a_full_device_is_one_line(tmp_path: Path, capsys: pytest.Capt
         assert _one_line(err, "/dev/full") == "tracekit: /dev/full: cannot write: No space left on device"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/cli.py main: an OSError writing the result to standard output (ENOSPC: `> /dev/full`, a "
-    "full disk) is caught as 'internal error on TRACE: OSError: [Errno 28] ...' (exit 1, blaming the trace); "
-    "-o /dev/full already says 'cannot write: No space left on device' (exit 2)",
-)
 def test_standard_output_on_a_full_device_is_one_line(tmp_path: Path) -> None:
+    """Found here as a strict xfail; fixed by 4e2292b."""
     if not Path("/dev/full").exists():
         pytest.skip("no /dev/full")
     ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
@@ -305,13 +300,8 @@ def test_standard_output_on_a_full_device_is_one_line(tmp_path: Path) -> None:
     assert "No space left on device" in done.stderr and len(done.stderr.strip().splitlines()) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/cli.py: with standard output closed (`tracekit analyze T >&-`, cron, a daemon) sys.stdout "
-    "is None: 'internal error ...: AttributeError: 'NoneType' object has no attribute 'isatty'', then a "
-    "Python traceback from entry()'s stream.flush() (AttributeError not caught)",
-)
 def test_closed_standard_output_is_no_traceback(tmp_path: Path) -> None:
+    """Found here as a strict xfail; fixed by 4e2292b."""
     ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
     done = subprocess.run(
         ["sh", "-c", f'exec "{sys.executable}" -m tracekit.cli analyze {ort.name} --no-progress -q >&-'],
@@ -324,15 +314,10 @@ def test_closed_standard_output_is_no_traceback(tmp_path: Path) -> None:
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/errors.py (TracekitError's message) / tracekit/cli.py: the path is printed as it is: a "
-    "file name holding a newline splits the one-line error in two (and an escape sequence in a name reaches "
-    "the terminal raw); the path should be shown escaped (as repr or ls -b would)",
-)
 def test_a_file_name_with_a_newline_keeps_the_error_on_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Found here as a strict xfail; fixed by 4e2292b."""
     path = tmp_path / "two\nlines.synthetic.json"
     path.write_bytes(b"garbage")
     code, _, err = _json(capsys, str(path))
@@ -648,15 +633,10 @@ def test_ncu_kernels_beside_a_range_result_count_alone(
     assert doc["iterations"][0]["kernels"] == 5
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ncu.py: meta.synthetic is never set, so an ncu CSV named '*.synthetic.*' is labelled "
-    "a real measurement (trace.synthetic false, no [SYNTHETIC trace] marker), where the ORT, Kineto and nsys "
-    "readers label such a name synthetic (docs/design.md: synthetic data is always named and labelled)",
-)
 def test_ncu_csv_named_synthetic_is_labelled_synthetic(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Found here as a strict xfail; fixed by 624d791."""
     code, doc, err = _json(capsys, str(_ncu(tmp_path / "five.synthetic.ncu.csv", FIVE)))
     assert code == 0, err
     assert doc["trace"]["synthetic"] is True
