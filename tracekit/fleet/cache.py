@@ -3,7 +3,11 @@ instead of the trace.
 
 Key: the file's content hash (BLAKE2b-128 of its bytes) and the reader version (:data:`READER_VERSION`,
 tracekit's version plus a format number bumped whenever a reader's output changes): a changed file or a new
-tracekit misses. ``DIR/<key>/`` holds one Parquet file per frame and ``meta.json``; it is written to a
+tracekit misses. What else a reader's output depends on is in the key too (:func:`entry_dir`): the frames
+read, whether the file's NAME says "synthetic" (the readers label such a file synthetic: a copy under
+another name must not get the first name's label), and the one read limit that changes what is read rather
+than refusing it (``--max-string``: names cut shorter). A damaged entry (a file cut short or unreadable, as
+a crash can leave one) is a miss: it is removed and the trace read and stored anew. ``DIR/<key>/`` holds one Parquet file per frame and ``meta.json``; it is written to a
 temporary folder and renamed into place, so concurrent workers never see half an entry. An entry holds what
 the reader gave, without the trace's sidecar (merged on every read, as it is then), and is read back as the
 analysis asks (its frame spec: only those frames and columns). Hashing a file
@@ -37,8 +41,10 @@ from tracekit import __version__
 #: bumped when the entries' layout changes (invalidates every entry); 2: an entry's meta holds nothing of
 #: the trace's sidecar; 3: an Nsight Systems range never closed keeps a null end (was: the trace end), and
 #: an ONNX Runtime profile's meta counts its kernels that start before their node (``ops_before_parent``);
-#: 4: an entry stores the ``launches`` frame too (a read that asked for it had been answered without it)
-CACHE_FORMAT = 4
+#: 4: an entry stores the ``launches`` frame too (a read that asked for it had been answered without it);
+#: 5: the key holds the name's "synthetic" mark and a --max-string other than the default; files are synced
+#: to disk before an entry is renamed into place
+CACHE_FORMAT = 5
 #: the modules whose code decides what a reader gives (relative to the ``tracekit`` package): any change to
 #: them changes :data:`READER_VERSION`, so a reader fixed without a version bump never answers from frames
 #: an older reader wrote
@@ -203,12 +209,32 @@ def _entry_name(digest: str) -> str:
     return f"{READER_VERSION}-{digest}"
 
 
-def entry_dir(path: Path, cache: Path, frames: Any = None) -> Path:
-    """``cache/<reader version>-<content hash>[-<what was read>]``: a read of some columns only (``frames``, a
-    :data:`tracekit.model.FrameSpec`) is its own entry."""
-    key = _entry_name(file_hash(path, cache))
+def read_inputs(path: Path, frames: Any = None) -> dict[str, Any]:
+    """What a read of ``path`` depends on besides the file's content and the reader version, where it is not
+    the default (an empty dict: a plain read): ``frames`` (a :data:`tracekit.model.FrameSpec`: a read of some
+    columns only); ``name``: "synthetic" when the file's name says so (the ORT, Kineto and Nsight Systems
+    readers set ``meta["synthetic"]`` from it); ``max_string``: the ``--max-string`` in force when it is not
+    the default (:data:`tracekit.limits.MAX_STRING_BYTES`: longer names are cut to it). The other read limits
+    only refuse a file (an error is never stored), so they are not part of it."""
+    from tracekit import limits
+
+    inputs: dict[str, Any] = {}
     if frames is not None:
-        spec = json.dumps(frames, sort_keys=True, default=list)
+        inputs["frames"] = frames
+    if "synthetic" in path.name.lower():
+        inputs["name"] = "synthetic"
+    if limits.current.max_string != limits.MAX_STRING_BYTES:
+        inputs["max_string"] = limits.current.max_string
+    return inputs
+
+
+def entry_dir(path: Path, cache: Path, frames: Any = None) -> Path:
+    """``cache/<reader version>-<content hash>[-<what else was read>]``: a read whose :func:`read_inputs` are
+    not the default (some columns only, a "synthetic" name, another ``--max-string``) is its own entry."""
+    key = _entry_name(file_hash(path, cache))
+    inputs = read_inputs(path, frames)
+    if inputs:
+        spec = json.dumps(inputs, sort_keys=True, default=list)
         key += "-" + hashlib.blake2b(spec.encode(), digest_size=6).hexdigest()
     return cache / key
 
@@ -268,13 +294,25 @@ def cached_read(
 
 def _load_entry(entry: Path, path: Path, frames: Any) -> Any:
     """The trace held by ``entry``, its use recorded (:func:`evict` removes the least recently used), or None
-    when there is no such entry, or it went away while being read (evicted by another process)."""
+    when there is no such entry, it went away while being read (evicted by another process), or it is
+    damaged (a file cut short, emptied or zeroed, as a crash can leave one; any error reading it): a damaged
+    entry is removed (:func:`_discard`), so that the read that follows stores a whole one in its place."""
+    from tracekit.errors import TracekitError
     from tracekit.model import Trace
 
     try:
         meta = json.loads((entry / "meta.json").read_text())
+        if not isinstance(meta, dict) or not isinstance(meta.get("warnings", []), list):
+            raise ValueError("meta.json is not a trace's meta")
         trace = Trace(**_load_frames(entry, frames), meta=meta)
     except (FileNotFoundError, NotADirectoryError):
+        if entry.is_dir():  # a file of it missing: damaged (an entry is renamed into place whole)
+            _discard(entry, entry.parent)
+        return None
+    except (TracekitError, MemoryError):  # a limit passed (the memory ceiling): not the entry's fault
+        raise
+    except Exception:  # a damaged entry (polars' ComputeError, a JSONDecodeError, an OSError): read the trace
+        _discard(entry, entry.parent)
         return None
     meta["path"] = str(path)
     with contextlib.suppress(OSError):
@@ -348,13 +386,36 @@ def _forget_hashes(cache: Path) -> None:
         _write_memo(cache, kept)
 
 
+def _discard(entry: Path, cache: Path) -> None:
+    """Remove the (damaged) entry ``entry``: renamed away first, as :func:`evict` does, so that another process
+    never reads it half removed; nothing when it is already gone or cannot be moved."""
+    gone = cache / f".evict-{entry.name}-{os.getpid()}"
+    try:
+        os.rename(entry, gone)
+    except OSError:
+        return
+    shutil.rmtree(gone, ignore_errors=True)
+
+
+def _synced(path: Path) -> None:
+    """``path``'s bytes on disk (fsync): an entry renamed into place after a crash holds whole files."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def _store(trace: Any, entry: Path, cache: Path) -> None:
-    """``trace`` written as the entry ``entry`` of ``cache``: into a temporary folder, renamed into place."""
+    """``trace`` written as the entry ``entry`` of ``cache``: into a temporary folder, its files synced to
+    disk, renamed into place (a power loss after the rename cannot leave files cut short under the name)."""
     tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".entry-"))
     try:
         for name in FRAMES:
             getattr(trace, name).write_parquet(tmp / f"{name}.parquet")
+            _synced(tmp / f"{name}.parquet")
         (tmp / "meta.json").write_text(json.dumps(trace.meta, default=str))
+        _synced(tmp / "meta.json")
         with contextlib.suppress(OSError):  # another worker stored it first: keep theirs
             os.rename(tmp, entry)
     finally:
