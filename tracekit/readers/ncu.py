@@ -18,10 +18,11 @@ often with locked clocks and flushed caches). The reader fills:
     (unit "") where the report does not hold those metrics itself (``--metrics`` without them): the timeline
     join compares them; a cell written otherwise gives none.
 ``ops``
-    one op of kind "kernel" per kernel whose duration is known, **laid out back to back from t = 0** in
-    profiling order. ncu does not record when kernels ran in the application, so these start/end times are
-    not measurements: ``meta["timeline"]`` is ``False`` and a reader warning says so. Only the durations are
-    real (and they were measured under ncu's replay conditions, not the application's).
+    one op of kind "kernel" per kernel whose duration is known (of kind "graph" for a range result: below),
+    **laid out back to back from t = 0** in profiling order. ncu does not record when kernels ran in the
+    application, so these start/end times are not measurements: ``meta["timeline"]`` is ``False`` and a
+    reader warning says so. Only the durations are real (and they were measured under ncu's replay
+    conditions, not the application's).
 
 ``meta``: ``processes`` (CSV, only when more than one: the count of (Host Name, Process ID)), ``nvtx_renamed``
 (CSV, only when every kernel run inside NVTX ranges is named as one of them: ``--print-nvtx-rename kernel``
@@ -29,8 +30,8 @@ output, with a warning; the join to a timeline uses none of its values), ``nvtx_
 kernel ran inside an NVTX start/end range: their count; such ranges are not read), ``format``
 "ncu-csv" | "ncu-rep", ``format_version`` (the Nsight Compute version that wrote a
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
-``timeline`` False, ``kernels`` (count), ``synthetic`` ("synthetic" in the file name, as the other readers),
-``nvtx_stacks`` (only when some kernel ran inside nested push/pop
+``timeline`` False, ``kernels`` (the count of results, range results included), ``synthetic`` ("synthetic" in
+the file name, as the other readers), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
 ranges: per kernel, its ranges outer to inner; ``range`` is the innermost).
 
 CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
@@ -47,9 +48,11 @@ either page: read as the metric name) or section labels (the default): the label
 its process (``Host Name``, ``Process ID``) and ``ID``: processes that reuse IDs keep all their kernels;
 a row repeating an earlier one's process and ID is warned about and ignored. No duration metric at all
 (``--metrics`` without it) is a warning: no ops. Result rows without launch dimensions (empty ``Block Size``
-and ``Grid Size``: range replay's range results) are kept as ops, with a warning, and listed in
-``meta["range_results"]`` (their kernel indices): their values span a whole range, gaps included, so the
-per-kernel figures leave them out. Numbers may carry
+and ``Grid Size``: range replay's range results, ``--graph-profiling graph``'s whole graphs) are kept as ops
+of kind "graph" (one whole piece of device work whose kernels are not recorded one by one, as Nsight Systems'
+whole-graph rows: no kernel, not in a kernel count), with a warning, and listed in ``meta["range_results"]``
+(their kernel indices; ``kernel_metrics`` keeps their rows): their values span a whole range, gaps included,
+so the per-kernel figures leave them out. Numbers may carry
 thousands separators (``1,234.5``, ``1,234,567``: one to three digits, then groups of exactly three). Any
 other comma in a number (``3,168000``, ``3,1``: a decimal comma?) makes it unreadable, NaN like ``n/a``, and
 so does every comma in a metric that has such a value; a warning counts them, and a file in which every
@@ -466,11 +469,15 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
         kernels.select("kernel", "name", "range", "duration_ns"), on="kernel", how="left"
     )
     timed = kernels.filter(pl.col("duration_ns").is_not_null())
+    # a range result (no launch dimensions: meta range_results) is one whole piece of device work whose
+    # kernels are not recorded one by one, as Nsight Systems' whole-graph rows are: kind "graph", no kernel
+    ranges = list(meta.get("range_results") or [])
+    kind = pl.when(pl.col("kernel").is_in(ranges)).then(pl.lit("graph")).otherwise(pl.lit("kernel"))
     ops = timed.with_columns(
         (pl.col("duration_ns").cum_sum() - pl.col("duration_ns")).alias("start"),
     ).with_columns(
         (pl.col("start") + pl.col("duration_ns")).alias("end"),
-        pl.lit("kernel").alias("kind"),
+        kind.alias("kind"),
     )
     if timed.height:
         warnings.append(TIMELINE_WARNING)
@@ -778,8 +785,8 @@ def _launch_rows(kernels: pl.DataFrame, long: pl.DataFrame) -> pl.DataFrame:
 def _launchless_warning(kernels: pl.DataFrame) -> list[str]:
     """A warning when result rows have no launch dimensions (:data:`LAUNCH_COLUMNS` empty): what range
     replay (``--replay-mode range|app-range``) writes for a whole NVTX/profiler range instead of a kernel.
-    Such a row's duration covers its range's kernels and gaps; it is read as one kernel, so counts and
-    per-kernel figures are of ranges. ``kernels``: :func:`_kernel_table`'s frame."""
+    Such a row's duration covers its range's kernels and gaps: it is one op of kind "graph" (:func:`_finish`),
+    no kernel. ``kernels``: :func:`_kernel_table`'s frame."""
     n = int(kernels.get_column("_launchless").sum())
     if not n:
         return []
@@ -787,8 +794,9 @@ def _launchless_warning(kernels: pl.DataFrame) -> list[str]:
     return [
         f"{n} of {kernels.height} results have no launch dimensions (empty Block Size and Grid Size; e.g. "
         f"{example!r}): range-replay results (--replay-mode range/app-range), or whole CUDA graphs "
-        "(--graph-profiling graph)? Each is one op, its duration spanning a whole range, and no kernel (meta "
-        "range_results)"
+        "(--graph-profiling graph)? Each is one op of kind 'graph', no kernel (not in the kernel count; meta "
+        "range_results): its duration spans a whole range, the gaps between the range's kernels included, so "
+        "no kernel time (Σ kernel durations) can be read from it"
     ]
 
 
