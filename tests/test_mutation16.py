@@ -245,3 +245,110 @@ def test_idle_attributed_for_some_iterations_only_leaves_the_others_gaps_out() -
         att = attribute_idle(analysis.gaps, ops_frame, trace.api, analysis.ranges, pl.Series([only]))
         rows = att.iterations.select("index", *CAUSE_KEYS).rows()
         assert rows == [(only, 82 * US, 1 * US, 0, 0, 7 * US)]
+
+
+# ------------------------------------------------------------------------------ steps
+
+
+def test_iteration_windows_without_a_process_take_the_steps_inside_them_by_time() -> None:
+    from tracekit.analyzers.steps import step_classes
+
+    # windows [0, 1000) and [1000, 2000) without a pid column; an SGLang prefill step of process 1 in the
+    # first, a decode step of process 2 in the second: by time alone, prefill (2, 0) then decode (0, 3)
+    windows = pl.DataFrame(
+        {
+            "iteration": [0, 1],
+            "range_start": [0, 1000],
+            "range_end": [1000, 2000],
+            "name": ["iteration", "iteration"],
+        }
+    )
+    trace = make_trace(
+        ranges=[
+            (100, 400, "step[EXTEND bs=2 toks=50]", 1, "user", 1, 1),
+            (1100, 1400, "step[DECODE bs=3]", 1, "user", 2, 2),
+        ],
+        meta=dict(SYNTHETIC),
+        range_fields=RANGE_PT,
+    )
+    got = step_classes(windows, trace).with_columns(pl.col("step_class").cast(pl.String))
+    assert got.rows() == [(0, "SGLang", "prefill", 2, 0), (1, "SGLang", "decode", 0, 3)]
+
+
+def test_compact_carries_the_group_ranks_the_clock_base_and_the_collectives() -> None:
+    from tracekit.fleet.compact import compact
+    from tracekit.session import analyze_trace
+
+    # rank 1 of 2: one iteration [0, 100) us whose one kernel, an NCCL all-reduce [10, 20) us, was launched
+    # by [2, 3); meta as the Kineto reader writes it (the groups' member ranks, the clock's wall-time origin)
+    base = 1_700_000_000_000_000_000
+    meta = {
+        **SYNTHETIC,
+        "path": "rank1_mutation16.synthetic.json",
+        "rank": 1,
+        "world_size": 2,
+        "collective_args": {"groups": {"0": [0, 1]}},
+        "wall_clock_base_ns": base,
+        "process_groups": [[0, 1]],
+    }
+    op_fields = ("start", "end", "correlation", "stream", "kind", "device", "pid", "name")
+    trace = make_trace(
+        ONE_ITERATION,
+        [(EPOCH + 2 * US, EPOCH + 3 * US, 1, "cudaLaunchKernel", 1, 1)],
+        [(EPOCH + 10 * US, EPOCH + 20 * US, 1, 7, "kernel", 0, 1, "ncclDevKernel_AllReduce_Sum_f32_RING_LL")],
+        meta,
+        range_fields=RANGE_PT,
+        api_fields=API_PT,
+        op_fields=op_fields,
+    )
+    c = compact(analyze_trace(trace))
+    assert (c["rank"], c["world_size"], c["group_ranks"], c["process_groups"]) == (
+        1,
+        2,
+        {"0": [0, 1]},
+        [[0, 1]],
+    )
+    assert c["wall_clock_base_ns"] == base and "WALL_CLOCK_BASE_NS" not in c
+    assert (c["collective_kinds"], c["collective_iterations"], c["collective_streams"]) == (
+        ["allreduce"],
+        [0],
+        {0: 1},
+    )
+    assert c["collective_starts_ns"].tolist() == [EPOCH + 10 * US]
+    assert c["collective_ends_ns"].tolist() == [EPOCH + 20 * US]
+    assert (c["collective_ops"], c["collective_groups"]) == ([""], [""])
+    assert (c["name"], c["synthetic"], c["range"], c["per_gpu"]) == (
+        "rank1_mutation16.synthetic.json",
+        True,
+        "iteration",
+        None,
+    )
+    assert c["iterations"]["comm_ms"].tolist() == [pytest.approx(0.01, abs=1e-12)]
+    assert c["iterations"]["exposed_comm_ms"].tolist() == [pytest.approx(0.01, abs=1e-12)]
+
+
+def test_compact_of_a_trace_without_collectives_has_no_group_ranks_and_no_comm() -> None:
+    from tracekit.fleet.compact import compact
+    from tracekit.session import analyze_trace
+
+    # the same meta, but the kernel is a gemm: no collective, so no group ranks and comm not measured (None)
+    meta = {**SYNTHETIC, "collective_args": {"groups": {"0": [0, 1]}}, "world_size": "x"}
+    op_fields = ("start", "end", "correlation", "stream", "kind", "device", "pid", "name")
+    trace = make_trace(
+        ONE_ITERATION,
+        [(EPOCH + 2 * US, EPOCH + 3 * US, 1, "cudaLaunchKernel", 1, 1)],
+        [(EPOCH + 10 * US, EPOCH + 20 * US, 1, 7, "kernel", 0, 1, "gemm")],
+        meta,
+        range_fields=RANGE_PT,
+        api_fields=API_PT,
+        op_fields=op_fields,
+    )
+    c = compact(analyze_trace(trace))
+    assert (c["group_ranks"], c["world_size"], c["rank"], c["wall_clock_base_ns"]) == (None, None, None, None)
+    assert (c["collective_kinds"], c["collective_ops"], c["collective_streams"]) == ([], [], {})
+    assert c["collective_starts_ns"].tolist() == [] and c["collective_ends_ns"].tolist() == []
+    # float columns go as float64 arrays, a null as NaN (compact.columns)
+    assert [str(v) for v in (*c["iterations"]["comm_ms"], *c["iterations"]["exposed_comm_ms"])] == [
+        "nan",
+        "nan",
+    ]
