@@ -17,6 +17,7 @@ ncu, else the Kineto estimate. Unknown values stay None, never 0.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -116,8 +117,8 @@ def utilization(analyzed: Analysis, ncu: Trace | None = None) -> Utilization:
         for column in COLUMNS:
             entry = gm.summary.get(column)
             if entry is not None and entry.get("mean") is not None:
-                unit = f" [{entry['unit']}]" if entry.get("unit") else ""
-                result.wall[column] = Figure(entry["mean"], "nsys metrics", entry["metric"] + unit)
+                named = with_unit(entry["metric"], entry.get("unit") or "")
+                result.wall[column] = Figure(entry["mean"], "nsys metrics", named)
     if ncu is not None:
         metrics = analyze_kernel_metrics(ncu, trace, analysis, analysis.range_name, analyzed.ops)
         result.warnings += [f"ncu: {w}" for w in metrics.warnings]
@@ -129,6 +130,19 @@ def utilization(analyzed: Analysis, ncu: Trace | None = None) -> Utilization:
         _fill_from_estimate(result, metrics, trace)
     _withhold_summed(result, analyzed)
     return result
+
+
+def with_unit(metric: str, unit: str) -> str:
+    """``metric`` named with its ``unit`` in brackets ("SMs Active [%]"), unless the name already ends in a
+    bracket whose last word is the unit: Nsight Systems 2024+ names carry it ("SMs Active [Throughput %]", unit
+    "%"), which had read "SMs Active [Throughput %] [%]". No unit: the name alone."""
+    unit = unit.strip()
+    if not unit:
+        return metric
+    said = re.search(r"\[([^\[\]]*)\]\s*$", metric)
+    if said is not None and said.group(1).split()[-1:] == [unit]:
+        return metric
+    return f"{metric} [{unit}]"
 
 
 def concurrent_kernels(ops: pl.DataFrame) -> tuple[int, float]:

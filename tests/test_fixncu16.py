@@ -23,6 +23,7 @@ import pytest
 from tracekit.cli import main
 from tracekit.readers import read_trace
 
+US = 1_000
 NCU_HEAD = ['"ID","Process ID","Kernel Name","gpu__time_duration.sum"', '"","","","usecond"']
 #: five kernels of 10, 20, 30, 40 and 50 µs: GPU busy 0.150 ms
 FIVE = [f'"{i}","7","k{i}","{10 * (i + 1)}"' for i in range(5)]
@@ -164,3 +165,52 @@ def test_ncu_gpu_busy_beside_a_range_result_is_withheld(
     assert code == 0, err
     assert doc is not None
     assert [(it["kernels"], it["gpu_busy_ms"]) for it in doc["iterations"]] == [(5, None)]
+
+
+# ---------------------------------------------------------------- a GPU metric's unit, said once in its name
+
+
+@pytest.mark.parametrize(
+    ("metric", "unit", "named"),
+    [
+        # nsys 2024+ names carry their unit in brackets: said once
+        ("SMs Active [Throughput %]", "%", "SMs Active [Throughput %]"),
+        ("Compute Warps in Flight [Throughput %]", "%", "Compute Warps in Flight [Throughput %]"),
+        ("SM Active [%]", "%", "SM Active [%]"),
+        # older names carry none: the unit is added
+        ("SMs Active", "%", "SMs Active [%]"),
+        ("SM Issue", "%", "SM Issue [%]"),
+        # a bracket that is not the unit ("ms" is not "s"; "Throughput %" is not "cycles"): the unit is added
+        ("Latency [ms]", "s", "Latency [ms] [s]"),
+        ("Foo [Throughput %]", "cycles", "Foo [Throughput %] [cycles]"),
+        # no unit: the name alone
+        ("SMs Active [Throughput %]", "", "SMs Active [Throughput %]"),
+        ("SMs Active", "", "SMs Active"),
+    ],
+)
+def test_a_metric_name_states_its_unit_once(metric: str, unit: str, named: str) -> None:
+    from tracekit.analyzers.utilization import with_unit
+
+    assert with_unit(metric, unit) == named
+
+
+def test_the_table_names_an_nsys_metric_once_with_its_unit(tmp_path: Path) -> None:
+    """nsys16's test of the same name (3 synchronized 40 µs iterations, one 20 µs kernel each, 'SMs Active
+    [Throughput %]' sampled at 40 every 10 µs): the table's metric column says the unit once."""
+    import tracekit
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder(version="2025.3.2.0")
+    b.gpu(0, "NVIDIA H200")
+    for i, t0 in enumerate([100 * US, 150 * US, 200 * US]):
+        b.nvtx_range(t0, t0 + 40 * US, "iteration")
+        b.runtime(t0 + 1 * US, t0 + 5 * US, "cudaLaunchKernel_v7000", correlation=2 * i + 1)
+        b.kernel(t0 + 6 * US, t0 + 26 * US, "gemm", correlation=2 * i + 1)
+        b.runtime(t0 + 5 * US, t0 + 27 * US, "cudaDeviceSynchronize_v3020", correlation=2 * i + 2)
+    for t in range(100 * US, 250 * US, 10 * US):
+        b.gpu_metric(t, "SMs Active [Throughput %]", 40)
+    path = b.write(tmp_path / "metric_name.synthetic.sqlite")
+    row = tracekit.table([path]).row(0, named=True)
+    assert row["sms_active"] == 40.0
+    assert row["sms_active_source"] == "nsys metrics"
+    assert row["sms_active_metric"] == "SMs Active [Throughput %]"

@@ -314,12 +314,6 @@ def test_a_flush_at_the_stop_without_nsys_saying_it_stopped_is_no_stop(tmp_path:
 # ---------------------------------------------------------------- strict xfail for a file nsys16 does not own
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/utilization.py (nobody's) appends ' [unit]' to a metric name that already ends in its "
-    "bracketed unit: the table's sms_active_metric reads 'SMs Active [Throughput %] [%]' on every nsys 2024+ "
-    "trace (the fresh real 2025.3.2 H200 exports, the committed h200_bert_fp16 samples)",
-)
 def test_the_table_names_an_nsys_metric_once_with_its_unit(tmp_path: Path) -> None:
     """'SMs Active [Throughput %]' carries its unit in its name (nsys 2024+): the table's metric column should
     say it once."""
