@@ -480,11 +480,6 @@ def test_a_runnable_profiler_path_is_kept(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 
 # -- defects in files that are not collect16's (strict xfail; the lead fixes) -------------------------------
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/io.py output_dir: a parent that is a file is reported as 'does not exist' (collect now "
-    "refuses it itself, in sweep.check_out_dir; report -o and simulate -o still get the wrong words)",
-)
 def test_io_output_dir_names_a_parent_that_is_a_file(tmp_path: Path) -> None:
     from tracekit.io import output_dir
 

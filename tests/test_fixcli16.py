@@ -140,3 +140,36 @@ def test_table_keeps_one_row_of_a_trace_given_twice_and_says_so(
         f"{a} is the same recording as {a} (the same file twice or a link to it): counted once",
     ]
     assert sum("same recording" in line for line in err.splitlines()) == 2
+
+
+# ------------------------------------------------------------------ io: a parent that is a file is named so
+
+
+def test_output_file_under_a_file_names_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # -o notes.synthetic.txt/out.json: the folder is a file, not missing; a missing one still says so
+    ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
+    afile = tmp_path / "notes.synthetic.txt"
+    afile.write_text("x")
+    code, _, err = _run(capsys, "analyze", str(ort), "-o", str(afile / "out.json"))
+    assert code == 2
+    assert err == f"tracekit: {afile / 'out.json'}: cannot write: {afile} is a file, not a folder\n"
+    code, _, err = _run(capsys, "analyze", str(ort), "-o", str(tmp_path / "no" / "out.json"))
+    assert code == 2
+    assert (
+        err
+        == f"tracekit: {tmp_path / 'no' / 'out.json'}: cannot write: the folder {tmp_path / 'no'} does not exist\n"
+    )
+
+
+def test_output_folder_under_a_file_two_levels_down_names_the_file(tmp_path: Path) -> None:
+    from tracekit.errors import TracekitError
+    from tracekit.io import output_dir
+
+    afile = tmp_path / "afile.synthetic.txt"
+    afile.write_text("x")
+    with pytest.raises(TracekitError) as info:
+        output_dir(afile / "sub" / "deeper")
+    assert info.value.message == f"cannot create the output folder: {afile} is a file, not a folder"
+    with pytest.raises(TracekitError) as info:
+        output_dir(tmp_path / "missing" / "sub")
+    assert info.value.message == f"cannot create the output folder: {tmp_path / 'missing'} does not exist"

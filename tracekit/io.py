@@ -121,6 +121,17 @@ def check_writable(target: str | Path) -> None:
             raise TracekitError(f"cannot write: the folder {folder} is not writable ({reason})", target)
 
 
+def _no_folder(folder: Path) -> str:
+    """Why ``folder`` (not a folder) cannot hold an output: it, or the nearest of its parents that exists, is a
+    file (``-o notes.txt/out.json``), else it does not exist."""
+    for level in (folder, *folder.parents):
+        if level.exists() or level.is_symlink():
+            if not level.is_dir():
+                return f"{level} is a file, not a folder"
+            break
+    return f"{folder} does not exist"
+
+
 def check_file_target(target: Path, option: str = "-o") -> None:
     """TracekitError (exit 2, one line) when the output file ``target`` named by ``option`` is a folder, lies
     in a folder that does not exist, or could not be written (:func:`check_writable`): the checks every
@@ -128,7 +139,10 @@ def check_file_target(target: Path, option: str = "-o") -> None:
     if target.is_dir():
         raise TracekitError(f"is a folder; {option} takes a file name", target)
     if not target.parent.is_dir():
-        raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
+        reason = _no_folder(target.parent)
+        if reason.endswith(" does not exist"):
+            reason = f"the folder {reason}"
+        raise TracekitError(f"cannot write: {reason}", target)
     check_writable(target)
 
 
@@ -153,7 +167,7 @@ def output_dir(path: str | Path) -> Path:
     if path.exists() and not path.is_dir():
         raise TracekitError("exists and is not a folder", path)
     if not path.parent.is_dir():
-        raise TracekitError(f"cannot create the output folder: {path.parent} does not exist", path)
+        raise TracekitError(f"cannot create the output folder: {_no_folder(path.parent)}", path)
     check_output_dir(path)
     try:
         path.mkdir(exist_ok=True)
@@ -183,7 +197,10 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
         if is_input(target):
             raise TracekitError("refusing to write over an input file (through a symbolic link)", target)
     if not special and not target.parent.is_dir():
-        raise TracekitError(f"cannot write: the folder {target.parent} does not exist", target)
+        reason = _no_folder(target.parent)
+        if reason.endswith(" does not exist"):
+            reason = f"the folder {reason}"
+        raise TracekitError(f"cannot write: {reason}", target)
     try:
         fd, tmp = tempfile.mkstemp(
             prefix=f".{target.name}.", suffix=".tmp", dir=None if special else target.parent
