@@ -8,11 +8,14 @@ worked out by hand and is written beside its case.
 
 from __future__ import annotations
 
+import dataclasses
+
 import polars as pl
 import pytest
 
 from tests.builders import EPOCH, make_trace
 from tracekit.analyzers.gap_context import OUTSIDE, cpu_context
+from tracekit.model import CPU_OPS_SCHEMA
 from tracekit.quantiles import min_values, quantile, quantile_given, withheld_note, withheld_quantiles
 
 SYNTHETIC = {"path": "mutation16_synthetic", "synthetic": True}
@@ -61,6 +64,51 @@ def test_windows_of_every_process_name_a_call_of_any_process() -> None:
     assert got.rows() == [(0, "cudaMemcpy (100%)")]
     owned = pl.DataFrame({**WINDOW, "pid": [1]})
     assert cpu_context(trace, _longest((0, 0, 2000, 5000)), owned).rows() == [(0, OUTSIDE)]
+
+
+def _held_context(ranges=(), cpu_ops=(), work=None) -> str:
+    """cpu_context of the gap [2000, 5000) of iteration 0 (window [0, 10000), process 1), with the host
+    ranges ``(start, end, name)`` and CPU operators ``(start, end, name)`` of process 1, thread 1."""
+    trace = _gap_trace(ranges=[(s, e, name, 1, "user", 1, 1) for s, e, name in ranges])
+    if cpu_ops:
+        frame = pl.DataFrame(
+            [{"start": s, "end": e, "pid": 1, "thread": 1, "name": name} for s, e, name in cpu_ops],
+            schema=CPU_OPS_SCHEMA,
+        )
+        trace = dataclasses.replace(trace, cpu_ops=frame)
+    windows = pl.DataFrame({**WINDOW, "pid": [1]})
+    [(row, context)] = cpu_context(trace, _longest((0, 0, 2000, 5000)), windows, work).rows()
+    assert row == 0
+    return context
+
+
+def _work(*spans: tuple[int, int, int]) -> pl.DataFrame:
+    return pl.DataFrame(
+        [{"iteration": i, "work_start": s, "work_end": e} for i, s, e in spans],
+        schema={"iteration": pl.Int64, "work_start": pl.Int64, "work_end": pl.Int64},
+    )
+
+
+def test_a_range_holding_exactly_all_of_the_iterations_work_names_no_gap() -> None:
+    # the iteration's device work spans [1000, 6000): a range over exactly that span holds every gap of the
+    # iteration and names none; one ns shorter at either end it no longer holds all the work: named (100% of
+    # the 3000-ns gap [2000, 5000))
+    work = _work((0, 1000, 6000))
+    assert _held_context([(1000, 6000, "Execute")], work=work) == OUTSIDE
+    assert _held_context([(1001, 6000, "Execute")], work=work) == "in range Execute (100%)"
+    assert _held_context([(1000, 5999, "Execute")], work=work) == "in range Execute (100%)"
+    assert _held_context(cpu_ops=[(1000, 6000, "forward")], work=work) == OUTSIDE
+
+
+def test_the_range_under_an_operator_around_all_the_work_is_named() -> None:
+    # 'layer' [400, 4000) covers 2000 of 3000 ns (66%); the operator 'forward' [500, 7000), started later,
+    # covers it all but holds all the work [1000, 6000): not a candidate, so 'layer' is named
+    ranges, ops = [(400, 4000, "layer")], [(500, 7000, "forward")]
+    assert _held_context(ranges, ops, _work((0, 1000, 6000))) == "in range layer (66%)"
+    # without work spans, or with another iteration's only, or an iteration without one, 'forward' is named
+    assert _held_context(ranges, ops) == "in op forward (100%)"
+    assert _held_context(ranges, ops, _work((1, 1000, 6000))) == "in op forward (100%)"
+    assert _held_context(ranges, ops, _work()) == "in op forward (100%)"
 
 
 # ------------------------------------------------------------------------------ quantiles
@@ -141,6 +189,8 @@ def test_stated_configuration_keeps_only_what_the_run_states() -> None:
     assert stated_configuration(meta) == {"batch_size": 1, "precision": "fp32"}
     assert stated_configuration(SimpleNamespace(runtime="x", sources=None)) == {}
     assert stated_configuration(SimpleNamespace(runtime="x")) == {}
+    # a source for a value the object does not carry (not a TraceConfig): nothing stated, no AttributeError
+    assert stated_configuration(SimpleNamespace(runtime="x", sources={"batch_size": FROM_RUN})) == {}
 
 
 def test_rank_and_world_size_read_as_integers_or_not_at_all() -> None:
