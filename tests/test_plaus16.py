@@ -370,12 +370,6 @@ def test_json_lists_at_most_100_non_finite_values_and_counts_them_all() -> None:
     assert list(out["non_finite"]["values"]) == [f"x[{i}]" for i in range(100)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="renderers/analysis.write_gaps (firsthour16's file) writes the --gaps JSON with json.dumps, which "
-    "spells NaN and inf as bare NaN/Infinity: not JSON (jq, JavaScript and strict parsers refuse the file). "
-    "Fix: write it with tabular.render_json (null, and non_finite saying what they were)",
-)
 def test_gaps_json_stays_json_with_a_nan_or_inf_duration(tmp_path: Any) -> None:
     from tracekit.renderers.analysis import write_gaps
 

@@ -529,17 +529,17 @@ def render(doc: dict[str, Any], fmt: str) -> str:
 
 def write_gaps(path: str, gaps: Any) -> None:
     """Write every idle gap (``analyze --gaps FILE``: a polars frame, one row per gap) to ``path`` atomically:
-    JSON records for ``.json``, else CSV."""
-    import json
-
+    JSON records for ``.json`` (strict JSON: a NaN or infinite value is written null, by
+    :func:`~tracekit.renderers.tabular.render_json`), else CSV (where they read NaN, inf)."""
     import polars as pl
 
     from tracekit.io import write_text_atomic
+    from tracekit.renderers.tabular import render_json
 
     assert isinstance(gaps, pl.DataFrame)
     frame = gaps.with_columns(pl.col(pl.Enum, pl.Categorical).cast(pl.String))
     frame = round_frame(frame)
     if path.lower().endswith(".json"):
-        write_text_atomic(path, json.dumps(frame.to_dicts(), indent=1) + "\n")
+        write_text_atomic(path, render_json(frame.to_dicts()))
     else:
         write_text_atomic(path, frame.write_csv())
