@@ -56,6 +56,7 @@ from tracekit.model import (
     LAUNCH_API_NAMES,
     META_GPU_TRACING_STOPPED,
     META_LOST_EVENTS,
+    META_OPS_OF_SHARED_IDS,
     META_PYTHON_THREADS,
     META_PYTHON_TRACING,
     Trace,
@@ -268,9 +269,7 @@ def ops_of_shared_ids(trace: Trace) -> str | None:
     (op start, device, one op per call) told them apart (``meta["ops_of_shared_ids"]``, the Kineto reader's
     count). Each such op went to its id's first call, which is one reading of two: the iterations of both
     processes may hold the wrong ops."""
-    from tracekit.readers.kineto import SHARED_IDS
-
-    count = trace.meta.get(SHARED_IDS)
+    count = trace.meta.get(META_OPS_OF_SHARED_IDS)
     if not isinstance(count, int) or isinstance(count, bool) or count <= 0:
         return None
     return (

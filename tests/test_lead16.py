@@ -68,3 +68,29 @@ def test_ops_whose_process_nothing_tells_are_a_doubt(count: Any, doubted: bool) 
     assert (said is not None) is doubted
     if doubted:
         assert said.startswith("verdict uncertain: 12 device ops carry correlation ids that calls of several")
+
+
+def test_ort_node_events_without_the_suffix_are_said_unread(tmp_path: Path) -> None:
+    """6 Node events named without '_kernel_time' (3 runs of /a/MatMul and /b/Add): not read, and said so, where
+    the warning had been 'no Node or Kernel events: this profile holds session events only'."""
+
+    def ev(cat: str, name: str, ts: int, dur: int, **args: Any) -> dict[str, Any]:
+        return {"cat": cat, "pid": 1, "tid": 1, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
+
+    events = [ev("Session", "model_loading_uri", 0, 50)]
+    for t in (200, 2200, 4200):
+        events += [
+            ev("Session", "model_run", t, 1000),
+            ev("Node", "/a/MatMul", t + 10, 100, op_name="MatMul", provider="CPUExecutionProvider"),
+            ev("Node", "/b/Add", t + 200, 50, op_name="Add", provider="CPUExecutionProvider"),
+            ev("Node", "/b/Add_fence_before", t + 199, 1, op_name="Add"),
+        ]
+    path = tmp_path / "no-suffix.synthetic.ort.json"
+    path.write_text(json.dumps(events))
+    warnings = tracekit.read_trace(path).meta["warnings"]
+    assert "no Node or Kernel events: this profile holds session events only" not in warnings
+    assert (
+        "6 Node events are not read: their names lack ORT's '_kernel_time' suffix (such as '/a/MatMul'), which "
+        "ORT gives every node's run time (and '_fence_before'/'_fence_after' its fences), so what they time is "
+        "not known (a tool's rewrite of the profile?): no operator time is taken from them"
+    ) in warnings

@@ -264,6 +264,9 @@ META_GPU_TRACING_STOPPED = "gpu_tracing_stopped_early"
 META_PYTHON_TRACING = "python_tracing"
 #: Kineto: the Python tracer's record per thread (running Python, blocking calls), from those events.
 META_PYTHON_THREADS = "python_threads"
+#: Kineto: how many device ops carry a correlation id that calls of several processes use, with nothing to
+#: tell which process launched them (each linked to its id's first call).
+META_OPS_OF_SHARED_IDS = "ops_of_shared_ids"
 
 
 def on_host() -> pl.Expr:

@@ -162,6 +162,7 @@ from tracekit.model import (
     LAUNCH_DIMS,
     LAUNCHES_SCHEMA,
     META_GPU_TRACING_STOPPED,
+    META_OPS_OF_SHARED_IDS,
     META_PYTHON_THREADS,
     META_PYTHON_TRACING,
     OPS_SCHEMA,
@@ -646,7 +647,7 @@ def _with_launch_pid(gpu: pl.DataFrame, api: pl.DataFrame) -> pl.DataFrame:
 
 #: ``meta`` key: how many device ops carry an id that calls of several processes use, with nothing to tell
 #: which process launched them (:func:`_launcher_pids`): each is linked to its id's first call
-SHARED_IDS = "ops_of_shared_ids"
+SHARED_IDS = META_OPS_OF_SHARED_IDS
 
 
 def _shared_ids_warning(ops: pl.DataFrame, api: pl.DataFrame, count: int) -> str:

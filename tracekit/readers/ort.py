@@ -1297,7 +1297,21 @@ def read(path: Path) -> Trace:
             f"know ({names}): whether its node times are computation on the host, a device's work waited for, or "
             "only the launch of work a device does later is not known, so neither is what operator busy time means"
         )
-    if nodes.height == 0 and kernels.height == 0:
+    unread_nodes = frame.filter(
+        (pl.col("cat") == "Node")
+        & ~pl.col("name").str.ends_with(KERNEL_SUFFIX)
+        & ~pl.col("name").str.ends_with("_fence_before")
+        & ~pl.col("name").str.ends_with("_fence_after")
+    )
+    if unread_nodes.height:
+        example = str(unread_nodes.get_column("name")[0])
+        warnings.append(
+            f"{unread_nodes.height} Node events are not read: their names lack ORT's '{KERNEL_SUFFIX}' suffix "
+            f"(such as {example!r}), which ORT gives every node's run time (and '_fence_before'/'_fence_after' "
+            "its fences), so what they time is not known (a tool's rewrite of the profile?): no operator time is "
+            "taken from them"
+        )
+    if nodes.height == 0 and kernels.height == 0 and not unread_nodes.height:
         warnings.append("no Node or Kernel events: this profile holds session events only")
     if api_events:
         warnings.append(
