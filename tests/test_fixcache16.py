@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import json
 import shutil
+import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -284,3 +287,143 @@ def test_a_changed_sidecar_is_seen_through_the_cache(
         assert doc["config"]["batch_size"] == batch
         assert _latency_and_busy(doc) == [(1.0, 0.4)] * 3
     assert len(_entries(cache_dir)) == 1
+
+
+# ------------------------------------------------------------------------------- SQLite beside a rollback journal
+
+
+def _leave_hot_journal(path: Path) -> None:
+    """In a child process: delete every second kernel row in a transaction big enough to spill into the file
+    (cache_size=1), then die without committing or rolling back, as a killed exporter or writer does: the
+    file is half written and its ``-journal`` beside it is hot (SQLite rolls it back on the next write
+    open)."""
+    code = (
+        "import os, sqlite3\n"
+        f"c = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size=1')\n"
+        "c.execute('BEGIN EXCLUSIVE')\n"
+        "c.execute('DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0')\n"
+        "os._exit(0)\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+def test_sqlite_with_a_hot_rollback_journal_is_not_read_half_written(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "torn.synthetic.sqlite"
+    shutil.copy(NSYS_SAMPLE, path)
+    _leave_hot_journal(path)
+    journal = path.with_name(path.name + "-journal")
+    assert journal.stat().st_size > 0
+    before = _state(path, journal)
+    code, doc, err = _json(capsys, str(path), "-q")
+    assert _state(path, journal) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, journal.name]
+    if code == 2:
+        assert "journal" in _one_line(err, path)
+    else:
+        assert code == 0, err
+        assert doc["summary"]["kernels"]["mean"] == NSYS_KERNELS
+        assert doc["summary"]["gpu_busy_ms"]["mean"] == pytest.approx(NSYS_BUSY_MS)
+
+
+def _kernels_and_busy(doc: dict) -> tuple[float, float]:
+    return doc["summary"]["kernels"]["mean"], round(doc["summary"]["gpu_busy_ms"]["mean"], 7)
+
+
+def test_the_journal_is_rolled_back_on_a_copy_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every iteration as committed (160 kernels, 0.9134527 ms), the warning naming the journal; the file alone
+    (what the immutable open read before) holds part of the 800 deletes (every second rowid) begun."""
+    path = tmp_path / "torn.synthetic.sqlite"
+    shutil.copy(NSYS_SAMPLE, path)
+    _leave_hot_journal(path)
+    journal = path.with_name(path.name + "-journal")
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert _kernels_and_busy(doc) == (NSYS_KERNELS, NSYS_BUSY_MS)
+    (said,) = [w for w in doc["warnings"] if "journal" in w]
+    assert said.startswith(
+        f"its rollback journal {journal.name} beside it is hot: a writer ended in the middle of a transaction"
+    ), said
+    with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro&immutable=1", uri=True) as con:
+        (alone,) = con.execute("SELECT count(*) FROM CUPTI_ACTIVITY_KIND_KERNEL").fetchone()
+    assert (
+        800 <= alone < 1600
+    )  # part of the 800 deletes in the file (823 with SQLite 3.4x: 82.3 per iteration)
+
+
+def test_a_journal_that_is_not_hot_is_not_applied(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A committed delete in journal_mode=PERSIST leaves a journal whose header is zeroed (not hot): the file
+    is what was committed, 800 of the 1600 kernels, 80 per iteration; nothing said of the journal."""
+    path = tmp_path / "persist.synthetic.sqlite"
+    shutil.copy(NSYS_SAMPLE, path)
+    con = sqlite3.connect(path, isolation_level=None)
+    con.execute("PRAGMA journal_mode=PERSIST")
+    con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0")
+    con.close()
+    journal = path.with_name(path.name + "-journal")
+    assert journal.stat().st_size > 0 and journal.read_bytes()[:1] == b"\0"
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert doc["summary"]["kernels"]["mean"] == 80.0
+    assert not [w for w in doc["warnings"] if "journal" in w]
+
+
+def test_a_file_whose_writer_still_holds_its_lock_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A writer still in its transaction (its pages spilled into the file, its lock held): refused in one line
+    naming the journal; once it dies, the rollback reads 160 kernels per iteration."""
+    path = tmp_path / "writing.synthetic.sqlite"
+    shutil.copy(NSYS_SAMPLE, path)
+    code = (
+        "import os, sqlite3, sys\n"
+        f"c = sqlite3.connect({str(path)!r}, isolation_level=None)\n"
+        "c.execute('PRAGMA cache_size=1')\n"
+        "c.execute('BEGIN EXCLUSIVE')\n"
+        "c.execute('DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid % 2 = 0')\n"
+        "print('ready', flush=True)\n"
+        "sys.stdin.read()\n"
+        "os._exit(0)\n"
+    )
+    writer = subprocess.Popen(
+        [sys.executable, "-c", code], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None and writer.stdout.readline().strip() == "ready"
+        code_, _, err = _json(capsys, str(path))
+        assert code_ == 2
+        assert _one_line(err, path) == (
+            f"tracekit: {path}: is being written: a process holds its write lock, and its rollback journal "
+            f"{path.name}-journal holds the writes it has begun; analyze it once the writer has ended"
+        )
+    finally:
+        writer.communicate("", timeout=60)
+    code_, doc, err = _json(capsys, str(path), "-q")
+    assert code_ == 0, err
+    assert _kernels_and_busy(doc) == (NSYS_KERNELS, NSYS_BUSY_MS)
+
+
+def test_the_cache_keys_the_journal_beside_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same file bytes with its hot journal (160 kernels per iteration, rolled back) and without it (the
+    file alone: what SQLite reads of it then): through the cache as without it."""
+    path = tmp_path / "torn.synthetic.sqlite"
+    shutil.copy(NSYS_SAMPLE, path)
+    _leave_hot_journal(path)
+    journal = path.with_name(path.name + "-journal")
+    cache_dir = tmp_path / "cache"
+    code, doc, err = _json(capsys, str(path), "-q", "--cache", str(cache_dir))
+    assert code == 0, err
+    assert _kernels_and_busy(doc) == (NSYS_KERNELS, NSYS_BUSY_MS)
+    journal.rename(tmp_path / "elsewhere")
+    code, alone, err = _json(capsys, str(path), "-q")
+    assert code == 0, err
+    assert alone["summary"]["kernels"]["mean"] != NSYS_KERNELS
+    code, cached, err = _json(capsys, str(path), "-q", "--cache", str(cache_dir))
+    assert code == 0, err
+    assert _kernels_and_busy(cached) == _kernels_and_busy(alone)

@@ -111,14 +111,31 @@ def _write_ahead_log(path: Path) -> Path | None:
     return write_ahead_log(path)
 
 
+def _rollback_journal(path: Path) -> Path | None:
+    """The SQLite rollback journal ``<path>-journal`` beside ``path`` when it exists and holds anything: a
+    hot one is rolled back on a copy before the read (:func:`tracekit.readers.sqlite_engine.hot_journal`),
+    so it is part of the content (one that is not hot changes nothing read, and only the key)."""
+    journal = Path(f"{path}-journal")
+    try:
+        return journal if journal.is_file() and journal.stat().st_size > 0 else None
+    except OSError:
+        return None
+
+
+def _beside(path: Path) -> list[tuple[bytes, Path]]:
+    """The files beside ``path`` that its read takes in (:func:`_write_ahead_log`, :func:`_rollback_journal`),
+    each with its tag in the key."""
+    found = [(b"-wal", _write_ahead_log(path)), (b"-journal", _rollback_journal(path))]
+    return [(tag, part) for tag, part in found if part is not None]
+
+
 def content_hash(path: Path) -> str:
-    """BLAKE2b-128 of the file's bytes, and of its SQLite write-ahead log's after them when there is one
-    (:func:`_write_ahead_log`), hex."""
+    """BLAKE2b-128 of the file's bytes, and of its SQLite write-ahead log's and rollback journal's after them
+    when there are any (:func:`_beside`), hex."""
     digest = hashlib.blake2b(digest_size=16)
-    wal = _write_ahead_log(path)
-    for part in (path, wal) if wal is not None else (path,):
-        if part is wal:
-            digest.update(b"\0-wal\0")
+    for tag, part in [(b"", path), *_beside(path)]:
+        if tag:
+            digest.update(b"\0" + tag + b"\0")
         with open(part, "rb") as fh:
             while chunk := fh.read(1 << 22):
                 digest.update(chunk)
@@ -130,13 +147,14 @@ def _stat_key(path: Path) -> str:
     time, inode and device, and its change time (``st_ctime_ns``: set by the system on every write and on
     every change of the modification time, so a file rewritten in place with its old mtime put back, by
     ``touch -r``, ``cp -p`` or ``rsync --times``, is hashed again); and the same of its SQLite write-ahead
-    log when there is one."""
+    log and rollback journal when there are any (:func:`_beside`)."""
     st = path.stat()
     key = f"{path.resolve()}|{st.st_size}|{st.st_mtime_ns}|{st.st_ino}|{st.st_dev}|{st.st_ctime_ns}"
-    wal = _write_ahead_log(path)
-    if wal is not None:  # a log written while the file stays as it was changes what is read
-        ws = wal.stat()
-        key += f"|wal|{ws.st_size}|{ws.st_mtime_ns}|{ws.st_ino}|{ws.st_ctime_ns}"
+    for tag, part in _beside(
+        path
+    ):  # a log or journal written while the file stays as it was changes the read
+        ws = part.stat()
+        key += f"|{tag.decode()[1:]}|{ws.st_size}|{ws.st_mtime_ns}|{ws.st_ino}|{ws.st_ctime_ns}"
     return key
 
 

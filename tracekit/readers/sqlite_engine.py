@@ -13,6 +13,13 @@ Two engines give the same frames (same rows, order, values and dtypes):
 ``TRACEKIT_SQLITE_ENGINE`` (:data:`ENGINE_ENV`) = "adbc" / "sqlite3" forces an engine for the large
 tables; unset or "auto" uses ADBC when it is installed. Every connection opens the file read-only and
 immutable (``?mode=ro&immutable=1``: no locks, no journal; the file is never written).
+
+An immutable open reads the file alone, so what SQLite keeps beside it is looked at first
+(:func:`open_database`): a write-ahead log (``-wal``, WAL mode) is merged into a temporary copy, and a hot
+rollback journal (``-journal``: a writer ended in the middle of a transaction and left the file half
+written) is rolled back on a temporary copy, as SQLite's next write open would, each with a warning; a file
+whose writer still holds its write lock is refused in one line. The input and what lies beside it are never
+changed.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ import math
 import os
 import shutil
 import sqlite3
+import sys
 import tempfile
 from collections.abc import Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
@@ -493,14 +501,24 @@ def open_database(path: Path, expected: str) -> Iterator[Database]:
             if not header:
                 raise TraceFormatError("empty file (a gzip file that inflates to nothing)", path)
         wal = wal_beside(path, header) if source == path else None
+        journal = hot_journal(path) if source == path and header.startswith(SQLITE_MAGIC) else None
+        if journal is not None and writer_holds_lock(path):
+            raise TraceFormatError(
+                f"is being written: a process holds its write lock, and its rollback journal {journal.name} "
+                "holds the writes it has begun; analyze it once the writer has ended",
+                path,
+            )
         merged: list[int] = []  # the log's committed frames that SQLite applied (merged_copy appends)
-        with merged_copy(path, wal, merged) if wal is not None else nullcontext(source) as source:
-            if wal is not None:
+        copied = wal is not None or journal is not None
+        with merged_copy(path, wal, merged, journal) if copied else nullcontext(source) as source:
+            if copied:
                 size = source.stat().st_size
                 with open(source, "rb") as fh:
                     header = fh.read(100)
             try:
                 with _opened(path, source, header, size, expected) as database:
+                    if journal is not None:
+                        database.notes.append(_journal_note(journal))
                     if wal is not None:
                         database.notes.append(_log_note(wal, merged[0] if merged else 0))
                     yield database
@@ -536,8 +554,70 @@ def _log_note(wal: Path, frames: int) -> str:
     )
 
 
+def _journal_note(journal: Path) -> str:
+    """The warning for a file read with its hot rollback journal ``journal`` rolled back."""
+    try:
+        size = format_size(journal.stat().st_size)
+    except OSError:
+        size = "size unknown"
+    return (
+        f"its rollback journal {journal.name} beside it is hot: a writer ended in the middle of a transaction "
+        f"(killed, or its machine stopped) and left the file half written ({size} of pages to restore); it was "
+        "read as SQLite reads it, that transaction rolled back, from a temporary copy (the file alone holds "
+        "part of the unfinished writes; the file and the journal are unchanged). If the writer was an export "
+        "that did not finish, what it had not committed is missing: export it again"
+    )
+
+
 #: The SQLite header's file format write and read versions (offsets 18, 19) of a database in WAL mode.
 WAL_FORMAT = 2
+#: The first 8 bytes of a rollback journal's header (``aJournalMagic`` in SQLite's pager.c).
+JOURNAL_MAGIC = bytes.fromhex("d9d505f920a163d7")
+#: SQLite's lock bytes (os_unix.c, from ``PENDING_BYTE`` = 0x40000000): PENDING, RESERVED, then the 510 bytes
+#: SHARED and EXCLUSIVE locks take; a writer holds a write lock on one of them (RESERVED on, EXCLUSIVE while
+#: it writes pages into the file), readers only read locks.
+LOCK_BYTES = (0x40000000, 512)
+
+
+def hot_journal(path: Path) -> Path | None:
+    """The rollback journal ``<path>-journal`` when it is hot: it exists and its header begins with the
+    journal's magic number, so SQLite would play it back (restore the pages it holds) on the next open that
+    may write; else None. An empty journal, or one whose header is zeroed (``journal_mode=TRUNCATE`` /
+    ``PERSIST`` after a commit), says the transaction ended: the file alone is what was committed."""
+    journal = Path(f"{path}-journal")
+    try:
+        if not journal.is_file():
+            return None
+        with open(journal, "rb") as fh:
+            head = fh.read(len(JOURNAL_MAGIC))
+    except OSError:
+        return None
+    return journal if head == JOURNAL_MAGIC else None
+
+
+def writer_holds_lock(path: Path) -> bool:
+    """Whether another process holds a write lock on ``path``'s SQLite lock bytes (:data:`LOCK_BYTES`): a
+    writer in its transaction. Asked with ``F_GETLK``, which takes no lock; False where it cannot be told
+    (not Linux, a file system without POSIX locks)."""
+    if not sys.platform.startswith("linux"):
+        return False
+    import fcntl
+    import struct
+
+    layout = "hhqqi4x"  # Linux's struct flock: l_type, l_whence, l_start, l_len, l_pid
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        start, length = LOCK_BYTES
+        asked = struct.pack(layout, fcntl.F_RDLCK, os.SEEK_SET, start, length, 0)
+        found = struct.unpack(layout, fcntl.fcntl(fd, fcntl.F_GETLK, asked))
+    except (OSError, ValueError, struct.error):
+        return False
+    finally:
+        os.close(fd)  # (this process holds no lock on it: the reads are immutable, the copies other files)
+    return found[0] != fcntl.F_UNLCK
 
 
 def wal_beside(path: Path, header: bytes) -> Path | None:
@@ -553,42 +633,62 @@ def wal_beside(path: Path, header: bytes) -> Path | None:
 
 
 @contextmanager
-def merged_copy(path: Path, wal: Path, frames: list[int] | None = None) -> Iterator[Path]:
-    """A temporary copy of the SQLite file ``path`` with its write-ahead log ``wal`` checkpointed into it
-    (and back in rollback-journal mode, so that it reads alone), removed on exit; ``path``, ``wal`` and
-    their folder are left as they were. A log SQLite cannot apply is a TraceFormatError naming ``path``;
-    one it ignores (a bad header, checksums that do not hold, no commit frame) leaves the copy as the file
-    was. ``frames``, when given, gets the number of the log's committed frames SQLite applied (0: none)."""
+def merged_copy(
+    path: Path, wal: Path | None, frames: list[int] | None = None, journal: Path | None = None
+) -> Iterator[Path]:
+    """A temporary copy of the SQLite file ``path`` with its hot rollback journal ``journal`` rolled back
+    (:func:`hot_journal`: the pages it holds restored, as SQLite's next write open does) and its write-ahead
+    log ``wal`` checkpointed into it (and back in rollback-journal mode, so that it reads alone), removed on
+    exit; ``path``, ``wal``, ``journal`` and their folder are left as they were. A log or journal SQLite
+    cannot apply is a TraceFormatError naming ``path``; a log it ignores (a bad header, checksums that do
+    not hold, no commit frame) leaves the copy as the file was. ``frames``, when given, gets the number of
+    the log's committed frames SQLite applied (0: none)."""
+    beside = " and ".join(
+        f"{what} {p.name}"
+        for what, p in (("rollback journal", journal), ("write-ahead log", wal))
+        if p is not None
+    )
     try:
         folder = Path(tempfile.mkdtemp(prefix="tracekit-"))
     except OSError as exc:
         raise TraceFormatError(
-            f"cannot make a temporary copy to read it with its write-ahead log {wal.name} ({exc})", path
+            f"cannot make a temporary copy to read it with its {beside} ({exc})", path
         ) from exc
     copy = folder / "export.sqlite"
     try:
         try:
             shutil.copyfile(path, copy)
-            shutil.copyfile(wal, f"{copy}-wal")
+            if journal is not None:
+                shutil.copyfile(journal, f"{copy}-journal")
+            if wal is not None:
+                shutil.copyfile(wal, f"{copy}-wal")
         except OSError as exc:
-            raise TraceFormatError(
-                f"cannot copy it with its write-ahead log {wal.name} ({exc})", path
-            ) from exc
+            raise TraceFormatError(f"cannot copy it with its {beside} ({exc})", path) from exc
         try:
             con = sqlite3.connect(copy)
             try:
-                # A read opens the log (SQLite validates its header and frames then); a passive checkpoint
-                # says how many committed frames it holds, the truncating one applies them.
+                # A read plays a hot journal back and opens the log (SQLite validates its header and frames
+                # then); a passive checkpoint says how many committed frames it holds, the truncating one
+                # applies them.
                 con.execute("SELECT count(*) FROM sqlite_master").fetchall()
-                row = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
-                if frames is not None:
-                    frames.append(int(row[1]) if row and isinstance(row[1], int) else 0)
-                con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-                con.execute("PRAGMA journal_mode=DELETE").fetchall()
+                if wal is not None:
+                    row = con.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchone()
+                    if frames is not None:
+                        frames.append(int(row[1]) if row and isinstance(row[1], int) else 0)
+                    con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+                    con.execute("PRAGMA journal_mode=DELETE").fetchall()
             finally:
                 con.close()
         except sqlite3.Error as exc:
-            raise TraceFormatError(f"corrupt SQLite (its write-ahead log {wal.name}: {exc})", path) from exc
+            raise TraceFormatError(f"corrupt SQLite (its {beside}: {exc})", path) from exc
+        if (
+            journal is not None and hot_journal(copy) is not None
+        ):  # (not played back: never read half written)
+            raise TraceFormatError(
+                f"its rollback journal {journal.name} beside it is hot (a writer ended in the middle of a "
+                "transaction), and SQLite did not roll it back on a copy: the file is half written",
+                path,
+            )
         yield copy
     finally:
         shutil.rmtree(folder, ignore_errors=True)
