@@ -724,17 +724,10 @@ def _lost_after(iterations: int, kept: int) -> dict[str, Any]:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/plausibility.py lost_kernels: launch calls without their kernel are counted as lost only "
-    "before the last launch of their thread that has one (the later ones are taken for work a saturated device "
-    "ran after the capture), even when the device had been idle for 27 iterations: a trace whose kernel "
-    "records stop after iteration 2 (CUPTI buffers exhausted) reads 'framework-bound — median GPU utilization "
-    "0.0%; framework overhead 0.900 ms of 0.900 ms' with no doubt (only 'hold no device op')",
-)
 def test_kernels_lost_after_the_first_iterations_give_no_confident_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Found here as a strict xfail; fixed by b587f6b."""
     path = _write_json(tmp_path / "lost-kernels.synthetic.json", _lost_after(30, 2))
     code, doc, err = _json(capsys, str(path))
     assert code == 0, err
@@ -863,15 +856,10 @@ def test_compare_with_an_ncu_report_of_several_iterations_is_per_iteration(
     assert rows["gpu_busy_ms"]["b"] is None or rows["gpu_busy_ms"]["b"] == pytest.approx(2.628352 / 3)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ort.py: Node events whose names lack ORT's '_kernel_time' suffix are dropped without "
-    "a word, and the warning then says 'no Node or Kernel events: this profile holds session events only' of a "
-    "profile holding 6 Node events; it should say they were not read (and why)",
-)
 def test_ort_node_events_without_the_suffix_are_not_called_absent(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Found here as a strict xfail; fixed by 119d5ca."""
     events = _ort_cpu()
     for event in events:
         if event["cat"] == "Node":
@@ -1059,13 +1047,8 @@ def test_inputs_and_their_folder_are_unchanged_by_every_output(
     assert sorted(p.name for p in out.iterdir()) == ["a.json", "cache", "gaps.csv", "timeline.json"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/commands/table.py / analyzers' table (api.table_document): the same trace given twice (or "
-    "through a symbolic link) is two rows of the study's table, without a word, where analyze says 'the same "
-    "recording ... summarized once' (a glob that overlaps another, runs/*.json runs/b1*.json, doubles a row)",
-)
 def test_table_lists_the_same_trace_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Found here as a strict xfail; fixed by 0b4c857."""
     ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
     link = tmp_path / "link.synthetic.ort.json"
     link.symlink_to(ort.name)
