@@ -2163,6 +2163,10 @@ def summarize_stages(
         # No measured timeline (an Nsight Compute report alone): what needs one is not shown. No iteration
         # whose ops are known (concurrent runs sharing pool threads): what needs them is not shown.
         withheld = TIMELINE_FIELDS if not timeline else (*BUSY_FIELDS, "kernels")
+        if not timeline and trace.meta.get("range_results"):
+            # results without launch dimensions (ncu range replay, whole graphs: ops of kind "graph") span the
+            # gaps between their kernels too: no sum of kernel durations can be read (the reader says so)
+            withheld = (*withheld, "gpu_busy_ms")
         blank = [c for c in (*withheld, *CAUSE_MS) if c in frame.columns]
         frame = frame.with_columns(pl.lit(None, dtype=frame.schema[c]).alias(c) for c in blank)
         gaps, attribution = gaps.clear(), None

@@ -4,7 +4,7 @@
   (hostile16's ``test_ncu_csv_named_synthetic_is_labelled_synthetic``).
 - Range results (no launch dimensions: range replay, whole CUDA graphs) are no kernels: not counted as kernels
   (hostile16's ``test_ncu_kernels_beside_a_range_result_count_alone``); the GPU busy time they would be summed
-  into is the analyzer's (analyzers/iterations.py, the lead's: a strict xfail here).
+  into is the analyzer's (analyzers/iterations.py: the lead applied this helper's patch).
 - A GPU-metric name that already ends in its bracketed unit (nsys 2024+: "SMs Active [Throughput %]") is not
   given the unit again (nsys16's ``test_the_table_names_an_nsys_metric_once_with_its_unit``).
 
@@ -134,13 +134,6 @@ def test_kernels_with_launch_dimensions_stay_kernels(tmp_path: Path) -> None:
     assert "range_results" not in trace.meta
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (the lead's): without a timeline, GPU busy is the sum of every op's "
-    "duration, the range results' (kind 'graph') included, whose durations span the gaps between their "
-    "range's kernels too: 2 range results of 150 + 250 µs read 'GPU busy 0.400 ms' (withhold gpu_busy_ms "
-    "where meta range_results)",
-)
 def test_ncu_range_results_are_not_counted_as_kernels(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -153,11 +146,6 @@ def test_ncu_range_results_are_not_counted_as_kernels(
     assert iteration["gpu_busy_ms"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (the lead's): 5 kernels (0.150 ms) beside 1 range result of 150 µs read "
-    "'GPU busy 0.300 ms': the range's duration, gaps included, summed in as kernel time",
-)
 def test_ncu_gpu_busy_beside_a_range_result_is_withheld(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
