@@ -362,11 +362,6 @@ def _tour_timeline():  # type: ignore[no-untyped-def]
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/plots.py (collect16's): the timeline's iteration titles print latencies of 1000 "
-    "ms and more in scientific notation ('iteration 0: 2.13e+03 ms, CPU operators busy 2.12e+03 ms (99%)')",
-)
 def test_timeline_titles_write_milliseconds_without_an_exponent() -> None:
     import matplotlib.pyplot as plt
 
@@ -379,11 +374,6 @@ def test_timeline_titles_write_milliseconds_without_an_exponent() -> None:
     assert not [t for t in titles if "e+" in t]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/plots.py (collect16's): the timeline's iteration titles overlap where an "
-    "iteration is narrower than its title (the tour's CPU run: iteration 1's title runs into iteration 2's)",
-)
 def test_timeline_titles_do_not_overlap() -> None:
     import matplotlib.pyplot as plt
 

@@ -173,3 +173,98 @@ def test_output_folder_under_a_file_two_levels_down_names_the_file(tmp_path: Pat
     with pytest.raises(TracekitError) as info:
         output_dir(tmp_path / "missing" / "sub")
     assert info.value.message == f"cannot create the output folder: {tmp_path / 'missing'} does not exist"
+
+
+# ----------------------------------------------------------------- plots: the timeline's iteration titles
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (2133.646, "2134"),
+        (565.3, "565"),
+        (12.34, "12.3"),
+        (0.4, "0.400"),
+        (1.234e-5, "0.0000123"),
+        (0.0, "0"),
+    ],
+)
+def test_milliseconds_are_written_without_an_exponent(value: float, text: str) -> None:
+    from tracekit.renderers.plots import ms_text
+
+    assert ms_text(value) == text
+
+
+def _timeline(latencies: list[float]):  # type: ignore[no-untyped-def]
+    import polars as pl
+
+    from tracekit.renderers.plots import timeline_figure
+
+    ends = [sum(latencies[: i + 1]) for i in range(len(latencies))]
+    iterations = pl.DataFrame(
+        {
+            "index": list(range(len(latencies))),
+            "start_ms": [0.0, *ends[:-1]],
+            "end_ms": ends,
+            "latency_ms": latencies,
+            "gpu_busy_ms": [x / 2 for x in latencies],
+        }
+    )
+    bars = pl.DataFrame(
+        {"lane": ["GPU stream 7"], "category": ["kernel"], "start_ms": [0.0], "duration_ms": [1.0]}
+    )
+    gaps = pl.DataFrame(schema={"start_ms": pl.Float64, "duration_ms": pl.Float64})
+    return timeline_figure(["GPU stream 7"], bars, gaps, iterations, "synthetic")
+
+
+def test_narrow_iterations_get_a_shorter_title_or_none_and_the_axis_counts_them() -> None:
+    # one iteration of 1000 ms, then 40 of 1 ms: the first keeps its full title, none of the 40 has room for
+    # one (each is 1/1040 of the axis), and the x axis says how many went without
+    import matplotlib.pyplot as plt
+
+    fig = _timeline([1000.0] + [1.0] * 40)
+    try:
+        ax = fig.axes[0]
+        titles = [t.get_text() for t in ax.texts]
+        assert titles[0] == "iteration 0: 1000 ms, GPU busy 500 ms (50%)"
+        assert titles[1:] == [""] * 40
+        assert ax.get_xlabel() == "time (ms); 40 iterations too narrow for a title"
+    finally:
+        plt.close(fig)
+
+
+def test_a_title_that_does_not_fit_is_shortened_to_fit_its_iteration() -> None:
+    # 3 of 1000 ms then 1 of 60 ms (1/51 of the axis, ~25 px at 100 dpi: no room even for 'iteration 3')
+    import matplotlib.pyplot as plt
+
+    fig = _timeline([1000.0, 1000.0, 1000.0, 60.0])
+    try:
+        ax = fig.axes[0]
+        renderer = fig.canvas.get_renderer()  # type: ignore[attr-defined]
+        texts = ax.texts
+        assert [t.get_text() for t in texts][:3] == [
+            f"iteration {i}: 1000 ms, GPU busy 500 ms (50%)" for i in range(3)
+        ]
+        assert texts[3].get_text() == ""
+        assert ax.get_xlabel() == "time (ms); 1 iteration too narrow for a title"
+        boxes = [t.get_window_extent(renderer) for t in texts[:3]]
+        assert not [(i, j) for i in range(3) for j in range(i + 1, 3) if boxes[i].overlaps(boxes[j])]
+    finally:
+        plt.close(fig)
+
+
+def test_the_tours_last_iteration_keeps_its_latency_in_a_shorter_title() -> None:
+    # the README tour's CPU run: 2133.646, 1145.024, 565.3 ms; the last is 15% of the axis: its full title
+    # would run into iteration 1's, 'iteration 2: 565 ms' fits
+    import matplotlib.pyplot as plt
+
+    fig = _timeline([2133.646, 1145.024, 565.3])
+    try:
+        assert [t.get_text() for t in fig.axes[0].texts] == [
+            "iteration 0: 2134 ms, GPU busy 1067 ms (50%)",
+            "iteration 1: 1145 ms, GPU busy 573 ms (50%)",
+            "iteration 2: 565 ms",
+        ]
+        assert fig.axes[0].get_xlabel() == "time (ms)"
+    finally:
+        plt.close(fig)

@@ -378,15 +378,17 @@ def timeline_figure(
     ax.vlines(
         np.append(starts, end), -0.6, len(lanes) - 0.4, colors="#252525", linestyles="dotted", linewidth=1
     )
+    titles: list[tuple[Any, float, float, list[str]]] = []
     for row in iterations.iter_rows(named=True):
         busy, latency = row["gpu_busy_ms"], row["latency_ms"]
         # latency is None without a measured timeline (an Nsight Compute report alone)
-        label = f"iteration {row['index']}" + (f": {latency:.3g} ms" if latency is not None else "")
+        short = f"iteration {row['index']}" + (f": {ms_text(latency)} ms" if latency is not None else "")
+        label = short
         if busy is not None:
-            label += f", {device_label} busy {busy:.3g} ms" + (
+            label += f", {device_label} busy {ms_text(busy)} ms" + (
                 f" ({100 * busy / latency:.0f}%)" if latency else ""
             )
-        ax.text(
+        text = ax.text(
             (row["start_ms"] + row["end_ms"]) / 2,
             len(lanes) - 0.35,
             label,
@@ -394,7 +396,8 @@ def timeline_figure(
             va="bottom",
             fontsize=8,
         )
-    ax.set_xlabel("time (ms)")
+        titles.append((text, row["start_ms"], row["end_ms"], [label, short, f"iteration {row['index']}"]))
+    ax.set_xlabel(_timeline_xlabel(_fit_titles(fig, ax, titles)))
     if iterations.height:
         first = iterations.row(0, named=True)
         span = first["end_ms"] - first["start_ms"]
@@ -402,7 +405,7 @@ def timeline_figure(
         if span > 0:
             zoom.set_xlim(z0, z0 + span * 0.15)
             zoom.set_title(
-                f"zoom: the first 15% of iteration {first['index']} ({span * 0.15:.3g} ms)", fontsize=9
+                f"zoom: the first 15% of iteration {first['index']} ({ms_text(span * 0.15)} ms)", fontsize=9
             )
         else:  # nothing to zoom into (identical limits would warn and mean nothing)
             zoom.set_xlim(z0, z0 + 1.0)
@@ -425,4 +428,45 @@ def timeline_figure(
     if title:
         fig.suptitle(title, y=1.03, fontsize=11)
     fig.tight_layout(rect=(0, 0, 1, 0.96))
+    ax.set_xlabel(_timeline_xlabel(_fit_titles(fig, ax, titles)))  # again, in the final layout
     return fig
+
+
+def ms_text(value: float) -> str:
+    """Milliseconds to 3 significant digits without an exponent: 2134, 565, 12.3, 0.400, 0.0000123 (``.3g``
+    wrote 2.13e+03 for 2133.6)."""
+    if not math.isfinite(value) or value == 0:
+        return f"{value:g}"
+    decimals = min(9, max(0, 2 - math.floor(math.log10(abs(value)))))
+    return f"{value:.{decimals}f}"
+
+
+def _timeline_xlabel(untitled: int) -> str:
+    if not untitled:
+        return "time (ms)"
+    return f"time (ms); {untitled} iteration{'s' if untitled > 1 else ''} too narrow for a title"
+
+
+def _fit_titles(fig: Figure, ax: Any, titles: list[tuple[Any, float, float, list[str]]]) -> int:
+    """Give each iteration's title text the first of its candidates (the full title, then shorter ones) that
+    fits within the iteration's span on the axes and overlaps no title placed before it, else no text; the
+    number of iterations left without a title. Measured in the figure's current layout (call it again after
+    tight_layout)."""
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    placed: list[Any] = []
+    untitled = 0
+    for text, start, end, candidates in titles:
+        (left, _), (right, _) = ax.transData.transform([(start, 0.0), (end, 0.0)])
+        left, right = max(left, frame.x0), min(right, frame.x1)
+        chosen = ""
+        for candidate in candidates:
+            text.set_text(candidate)
+            box = text.get_window_extent(renderer)
+            if box.x0 >= left - 0.5 and box.x1 <= right + 0.5 and not any(box.overlaps(p) for p in placed):
+                chosen = candidate
+                placed.append(box)
+                break
+        text.set_text(chosen)
+        untitled += not chosen
+    return untitled
