@@ -310,7 +310,8 @@ def merged_intervals(
     with ``tolerance`` 0 their lengths sum to the length of the union (:func:`newly_covered`). Each merged
     interval is what its rows form by that rule, chained: [0, 10), [11, 12), [13, 20) with ``tolerance`` 1 are
     [0, 20). An interval of no length is kept (a zero-length merged interval where no other is near it).
-    Rows with a null ``start`` or ``end`` have no interval and are left out; a null in ``by`` is a group like
+    Rows with a null ``start`` or ``end``, or an ``end`` before their ``start``, have no interval and are left
+    out; a null in ``by`` is a group like
     any other value. ``frame`` may be in any order (sorted here when it is not already, :func:`sort_frame`).
 
     One pass over the rows: a row starts a merged interval when it starts more than ``tolerance`` after the
@@ -321,7 +322,7 @@ def merged_intervals(
     if tolerance < 0:
         raise ValueError(f"tolerance must be >= 0, not {tolerance}")
     keys = list(by)
-    rows = frame.select(*keys, start, end).drop_nulls([start, end])
+    rows = frame.select(*keys, start, end).drop_nulls([start, end]).filter(pl.col(end) >= pl.col(start))
     rows = sort_frame(rows, [*keys, start], [False] * (len(keys) + 1))
     if rows.is_empty():
         return rows
