@@ -427,3 +427,49 @@ def test_the_cache_keys_the_journal_beside_the_file(
     code, cached, err = _json(capsys, str(path), "-q", "--cache", str(cache_dir))
     assert code == 0, err
     assert _kernels_and_busy(cached) == _kernels_and_busy(alone)
+
+
+# ------------------------------------------------------------------------------------------- analyze_many jobs
+
+
+def test_api_analyze_many_refuses_jobs_below_one(tmp_path: Path) -> None:
+    import tracekit
+    from tracekit.errors import TracekitError
+
+    path = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
+    with pytest.raises((TracekitError, ValueError)):
+        tracekit.analyze_many([str(path), str(path)], jobs=-1)
+
+
+@pytest.mark.parametrize("jobs", [0, -1, -8, 1.5, "2", True])
+def test_jobs_that_are_not_a_positive_integer_are_refused_before_any_read(tmp_path: Path, jobs: Any) -> None:
+    """The API and fleet.run.analyze_many refuse as the CLI does, naming the value, before any trace is read
+    (the trace named does not exist: it would fail otherwise as 'cannot read')."""
+    import tracekit
+    from tracekit.errors import TracekitError
+    from tracekit.fleet import run
+    from tracekit.session import AnalysisOptions
+
+    missing = str(tmp_path / "missing.synthetic.ort.json")
+    with pytest.raises(TracekitError) as refused:
+        run.analyze_many([missing, missing], AnalysisOptions(), jobs=jobs)
+    assert str(refused.value) == f"jobs: must be a positive integer, not {jobs!r}"
+    path = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
+    with pytest.raises(TracekitError) as refused:
+        tracekit.analyze_many([str(path)], jobs=jobs)
+    assert str(refused.value) == f"jobs: must be a positive integer, not {jobs!r}"
+
+
+@pytest.mark.parametrize("jobs", [None, 1, 3])
+def test_jobs_none_or_positive_analyze_every_trace(tmp_path: Path, jobs: int | None) -> None:
+    """The ORT profile of 3 runs and of 4 (latency 1.0 ms, busy 0.4 ms each): both outcomes, in input order."""
+    from tracekit.fleet import run
+    from tracekit.session import AnalysisOptions
+
+    a = _write_json(tmp_path / "a.synthetic.ort.json", _ort_cpu())
+    b = _write_json(tmp_path / "b.synthetic.ort.json", _ort_cpu(runs=4))
+    outcomes = run.analyze_many([str(a), str(b)], AnalysisOptions(), jobs=jobs)
+    assert [(o.path, o.ok) for o in outcomes] == [(str(a), True), (str(b), True)]
+    assert [o.result["iterations"]["latency_ms"].tolist() for o in outcomes] == [[1.0] * 3, [1.0] * 4]
+    busy = [[round(v, 12) for v in o.result["iterations"]["gpu_busy_ms"].tolist()] for o in outcomes]
+    assert busy == [[0.4] * 3, [0.4] * 4]

@@ -273,6 +273,16 @@ def _init_dask_worker(dask_worker: Any = None) -> None:
         os.environ["POLARS_MAX_THREADS"] = str(max(1, threads))
 
 
+def check_jobs(jobs: Any) -> None:
+    """TracekitError, one line naming the value, unless ``jobs`` is None or a positive integer (not a bool):
+    0 had been taken as "the usable cores" and -1 as 1."""
+    if jobs is None or (isinstance(jobs, int) and not isinstance(jobs, bool) and jobs >= 1):
+        return
+    from tracekit.errors import TracekitError
+
+    raise TracekitError(f"jobs: must be a positive integer, not {jobs!r}")
+
+
 def analyze_many(
     paths: Sequence[str],
     options: Any,
@@ -282,7 +292,9 @@ def analyze_many(
     on_done: Callable[[Outcome], None] | None = None,
 ) -> list[Outcome]:
     """Every path's :class:`Outcome`, in input order (see the module docstring). ``jobs`` None: the usable
-    cores; ``on_done`` is called as each trace finishes."""
+    cores (a positive integer, else TracekitError before any trace is read, as ``--jobs`` refuses 0 and -1);
+    ``on_done`` is called as each trace finishes."""
+    check_jobs(jobs)
     opts = _options_tuple(options)
     done = on_done or (lambda outcome: None)
     if scheduler is not None and not scheduler.strip():  # (an unset variable: not "run here")
