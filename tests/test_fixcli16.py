@@ -268,3 +268,19 @@ def test_the_tours_last_iteration_keeps_its_latency_in_a_shorter_title() -> None
         assert fig.axes[0].get_xlabel() == "time (ms)"
     finally:
         plt.close(fig)
+
+
+def test_several_traces_name_a_bad_one_on_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # analyze GOOD BAD: the bad one's name holds a newline and ESC; its 'left out' lines stay one line each
+    good = _write_json(tmp_path / "good.synthetic.ort.json", _ort_cpu())
+    bad = tmp_path / "two\nlines\x1b[31m.synthetic.json"
+    bad.write_bytes(b"garbage")
+    code, out, err = _run(capsys, "analyze", str(good), str(bad), "--format", "json", "-q")
+    assert code == 1, err
+    assert "\x1b" not in err
+    assert [line for line in err.splitlines() if "lines" in line] == [
+        line for line in err.splitlines() if "two\\nlines\\x1b[31m.synthetic.json" in line
+    ]
+    assert all(line.startswith(("tracekit: ", "warning: ")) for line in err.splitlines()), err

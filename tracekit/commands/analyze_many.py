@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tracekit.commands.options import positive_int
-from tracekit.errors import TracekitError
+from tracekit.errors import TracekitError, one_line
 
 #: File names taken from a folder (any other file there is ignored): what the readers detect.
 TRACE_SUFFIXES = (".sqlite", ".sqlite.gz", ".json", ".json.gz", ".ncu-rep", ".ncu.csv", ".ncu.csv.gz")
@@ -122,7 +122,7 @@ def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> in
             bar.advance(1)
             if not outcome.ok:  # type: ignore[attr-defined]
                 failed.append(outcome.error)  # type: ignore[attr-defined]
-                print(f"tracekit: {outcome.error}", file=sys.stderr)  # type: ignore[attr-defined]
+                print(f"tracekit: {one_line(str(outcome.error))}", file=sys.stderr)  # type: ignore[attr-defined]
 
         doc = api.analyze_many(
             paths,

@@ -8,6 +8,7 @@ import sys
 
 from tracekit.commands.options import add_iteration_options, iteration_options
 from tracekit.commands.output import add_output_options, emit, exit_code, resolve_output
+from tracekit.errors import one_line
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
         + doc["warnings"]
         + [f"{c['config']}: {w}" for c in doc["comparisons"] for w in c["warnings"]]
     ):
-        print(f"warning: {warning}", file=sys.stderr)
+        print(f"warning: {one_line(warning)}", file=sys.stderr)
     return exit_code(args, doc["warnings"])
 
 

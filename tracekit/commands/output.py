@@ -80,7 +80,7 @@ def add_progress_options(parser: argparse.ArgumentParser) -> None:
 def info(args: argparse.Namespace, text: str) -> None:
     """An informational line on stderr, unless ``--quiet``."""
     if not getattr(args, "quiet", False):
-        print(text, file=sys.stderr)
+        print(one_line(text), file=sys.stderr)
 
 
 def exit_code(args: argparse.Namespace, warnings: list[str]) -> int:
