@@ -284,3 +284,39 @@ def test_several_traces_name_a_bad_one_on_one_line(
         line for line in err.splitlines() if "two\\nlines\\x1b[31m.synthetic.json" in line
     ]
     assert all(line.startswith(("tracekit: ", "warning: ")) for line in err.splitlines()), err
+
+
+def test_table_keeps_one_row_of_a_byte_identical_copy(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a and its copy (another name, another folder; same bytes), b of 2 runs with other timings: 2 rows
+    a = _write_json(tmp_path / "a.synthetic.ort.json", _ort_cpu())
+    (tmp_path / "copy").mkdir()
+    copy = tmp_path / "copy" / "a.synthetic.ort.json"
+    copy.write_bytes(a.read_bytes())
+    b = _write_json(tmp_path / "b.synthetic.ort.json", _ort_cpu(runs=2))
+    code, out, err = _run(capsys, "table", str(a), str(b), str(copy), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [r["trace"] for r in doc["rows"]] == [str(a), str(b)]
+    assert [w for w in doc["warnings"] if "same recording" in w] == [
+        f"{copy} is the same recording as {a} (a byte-identical copy): counted once"
+    ]
+
+
+def test_table_says_when_one_recording_is_labelled_two_configurations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # the same bytes named batch 1 and batch 2: both rows stay (which is right is not known), with a warning
+    a = _write_json(tmp_path / "cpu_b1.synthetic.ort.json", _ort_cpu())
+    b = tmp_path / "cpu_b2.synthetic.ort.json"
+    b.write_bytes(a.read_bytes())
+    for path, batch in ((a, 1), (b, 2)):  # their sidecars say batch 1 and batch 2
+        _write_json(path.with_name(path.name.removesuffix(".json") + ".meta.json"), {"batch_size": batch})
+    code, out, err = _run(capsys, "table", str(a), str(b), "--format", "json")
+    assert code == 0, err
+    doc = json.loads(out)
+    assert [r["batch_size"] for r in doc["rows"]] == [1, 2]
+    (warning,) = [w for w in doc["warnings"] if "byte-identical" in w]
+    assert warning.startswith(f"{b} is a byte-identical copy of {a} but labelled another configuration (")
+    assert warning.endswith("): one recording in two rows")
