@@ -163,13 +163,8 @@ def test_skip_past_every_iteration_and_a_range_no_trace_has(
     assert err.strip() == "tracekit: --range and --split-idle exclude each other: use one of them"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/fleet/run.py analyze_many: jobs=-1 is taken silently as 1 (max(1, ...)) and jobs=0 as "
-    "'the usable cores', where the CLI refuses both ('must be a positive integer'); the API should refuse "
-    "them the same way",
-)
 def test_api_analyze_many_refuses_jobs_below_one(tmp_path: Path) -> None:
+    """Found here as a strict xfail; fixed by 290ca18."""
     import tracekit
     from tracekit.errors import TracekitError
 
@@ -415,17 +410,10 @@ def test_the_nsys_sample_reads_as_the_hot_journal_test_expects(
     assert doc["summary"]["gpu_busy_ms"]["mean"] == pytest.approx(NSYS_BUSY_MS)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/sqlite_engine.py connect(): the immutable open (?mode=ro&immutable=1) ignores a hot "
-    "rollback journal beside the file (a writer killed mid-transaction, or nsys export still writing): the "
-    "half-written file is read as it is, 82.3 kernels and 0.467 ms GPU busy per iteration for the committed "
-    "160 and 0.913, with no warning; it should be rolled back on a temporary copy (as the -wal log is merged) "
-    "or refused in one line naming the journal",
-)
 def test_sqlite_with_a_hot_rollback_journal_is_not_read_half_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Found here as a strict xfail; fixed by b9e04b4."""
     path = tmp_path / "torn.synthetic.sqlite"
     shutil.copy(NSYS_SAMPLE, path)
     _leave_hot_journal(path)
@@ -580,16 +568,10 @@ RANGE_HEAD = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (the ncu reader's part fixed by 17a5bef: the count is 0 now): results without "
-    "launch dimensions (range replay, whole graphs) are 'one op, its duration spanning a whole range (gaps "
-    "included)', yet still summed into 'GPU busy (Σ kernel durations)': 2 range results of 150 + 250 µs read "
-    "'GPU busy 0.400 ms'; it should be withheld (notes/fixncu16_iterations.patch)",
-)
 def test_ncu_range_results_are_not_counted_as_kernels(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Found here as a strict xfail; fixed by 17a5bef+ccaa0d3."""
     rows = ['"0","7","range0","","","150"', '"1","7","range1","","","250"']
     code, doc, err = _json(capsys, str(_ncu(tmp_path / "ranges.synthetic.ncu.csv", rows, RANGE_HEAD)))
     assert code == 0, err
