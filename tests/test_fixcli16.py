@@ -320,3 +320,14 @@ def test_table_says_when_one_recording_is_labelled_two_configurations(
     (warning,) = [w for w in doc["warnings"] if "byte-identical" in w]
     assert warning.startswith(f"{b} is a byte-identical copy of {a} but labelled another configuration (")
     assert warning.endswith("): one recording in two rows")
+
+
+@pytest.mark.parametrize("args", [["--version"], ["analyze", "--help"]])
+def test_help_and_version_on_a_full_device_are_not_a_silent_success(tmp_path: Path, args: list[str]) -> None:
+    # argparse prints them and exits before main's own flush: the program's last flush says it (exit 2)
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    with open("/dev/full", "w") as full:
+        done = _cli(args, tmp_path, stdout=full, stderr=subprocess.PIPE)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == "tracekit: standard output: cannot write: No space left on device\n"

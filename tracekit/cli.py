@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import atexit
+import contextlib
 import importlib
 import os
 import sys
@@ -91,6 +92,21 @@ def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """The command line ``argv`` (default: the program's): its exit code. Standard output is guarded for the
+    whole call (:class:`_GuardedStdout`): a result, a help or a version text that cannot be written to it
+    (closed, a full disk) is one line and exit 2, not a silent success or an internal error."""
+    real_stdout = sys.stdout
+    sys.stdout = _GuardedStdout(real_stdout)  # type: ignore[assignment]
+    try:
+        return _main(argv)
+    except TracekitError as exc:  # standard output failed while argparse wrote to it (--help > /dev/full)
+        print(f"tracekit: {one_line(str(exc))}", file=sys.stderr)
+        return exc.exit_code
+    finally:
+        sys.stdout = real_stdout
+
+
+def _main(argv: list[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv)
     args, extras = parser.parse_known_args(argv)
@@ -103,8 +119,6 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if args.command in ANALYSIS_COMMANDS:  # before anything imports numpy; the user's own setting wins
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    real_stdout = sys.stdout
-    sys.stdout = _GuardedStdout(real_stdout)  # type: ignore[assignment]
     try:
         apply_limits(args)
         code = int(args.func(args) or 0)
@@ -131,8 +145,6 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 1
     finally:
-        if isinstance(sys.stdout, _GuardedStdout):
-            sys.stdout = real_stdout
         release_limits()
 
 
@@ -148,7 +160,7 @@ class _GuardedStdout:
 
     def _failed(self, exc: OSError | None) -> NoReturn:
         if exc is None:
-            raise TracekitError("cannot write: it is closed (give -o FILE)", "standard output")
+            raise TracekitError("cannot write: it is closed (>&-)", "standard output")
         raise TracekitError(f"cannot write: {exc.strerror or exc}", "standard output") from None
 
     def write(self, text: str) -> int:
@@ -220,14 +232,27 @@ def entry() -> NoReturn:
 
     program_allocator()  # the program's allocator setting, before polars loads (the readers' concern)
     _hold_closed_standard_streams()
-    code = main()
+    try:
+        code = main()
+    except SystemExit as exc:  # argparse's --help, --version and usage errors: their text is flushed below
+        code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
+        if not isinstance(exc.code, (int, type(None))):
+            print(exc.code, file=sys.stderr)
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_handlers is not None:
         run_exit_handlers()
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
-        except (BrokenPipeError, ValueError, OSError, AttributeError):  # (AttributeError: None, a closed one)
+        except BrokenPipeError:
+            pass
+        except OSError as exc:  # what main did not flush itself (--help > /dev/full): not a silent success
+            if stream is sys.stdout and code == 0:
+                code = 2
+                with contextlib.suppress(OSError, ValueError, AttributeError):
+                    print(f"tracekit: standard output: cannot write: {exc.strerror or exc}", file=sys.stderr)
+                    sys.stderr.flush()
+        except (ValueError, AttributeError):  # a closed stream, or none (>&-)
             pass
     os._exit(code)
 
