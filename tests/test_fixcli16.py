@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tracekit.cli import main
+from tracekit.errors import TracekitError
 
 
 def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
@@ -331,3 +332,16 @@ def test_help_and_version_on_a_full_device_are_not_a_silent_success(tmp_path: Pa
         done = _cli(args, tmp_path, stdout=full, stderr=subprocess.PIPE)
     assert done.returncode == 2, done.stderr
     assert done.stderr == "tracekit: standard output: cannot write: No space left on device\n"
+
+
+def test_an_api_error_names_an_unprintable_path_escaped(tmp_path: Path) -> None:
+    # tracekit.analyze on garbage named 'two\nlines\x1b[0m...': str(error) is one line, .path the name itself
+    import tracekit
+
+    path = tmp_path / "two\nlines\x1b[0m.synthetic.json"
+    path.write_bytes(b"garbage")
+    with pytest.raises(TracekitError) as info:
+        tracekit.analyze(path)
+    assert info.value.path == str(path)
+    assert str(info.value).startswith(f"{tmp_path}/two\\nlines\\x1b[0m.synthetic.json: ")
+    assert "\n" not in str(info.value) and "\x1b" not in str(info.value)

@@ -13,7 +13,8 @@ class TracekitError(Exception):
     def __init__(self, message: str, path: str | Path | None = None) -> None:
         self.path = str(path) if path is not None else None
         self.message = message
-        super().__init__(f"{self.path}: {message}" if self.path else message)
+        # the path as it is in .path; in the text, escaped where it is not printable (a newline, ESC)
+        super().__init__(f"{one_line(self.path)}: {message}" if self.path else message)
 
 
 def one_line(text: str) -> str:
