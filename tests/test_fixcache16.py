@@ -10,7 +10,9 @@ others pin exact numbers of hand-built SYNTHETIC traces (file names say "synthet
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import subprocess
@@ -473,3 +475,130 @@ def test_jobs_none_or_positive_analyze_every_trace(tmp_path: Path, jobs: int | N
     assert [o.result["iterations"]["latency_ms"].tolist() for o in outcomes] == [[1.0] * 3, [1.0] * 4]
     busy = [[round(v, 12) for v in o.result["iterations"]["gpu_busy_ms"].tolist()] for o in outcomes]
     assert busy == [[0.4] * 3, [0.4] * 4]
+
+
+# ----------------------------------------------------------------------------- Ctrl-C while the pool starts
+
+
+def _proc_stats() -> list[tuple[int, list[str]]]:
+    """Every process's (pid, the fields of /proc/PID/stat after its name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            found.append((int(entry.name), stat.rsplit(")", 1)[1].split()))
+    return found
+
+
+def _descendants(pid: int) -> list[int]:
+    stats = _proc_stats()
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, fields in stats if int(fields[1]) == parent]
+        out += kids
+        todo += kids
+    return out
+
+
+def _session(sid: int) -> list[int]:
+    """The processes left in the session ``sid`` (zombies of the session leader aside)."""
+    return [p for p, fields in _proc_stats() if int(fields[3]) == sid and fields[0] != "Z" and p != sid]
+
+
+POOL_FILES = [
+    SAMPLE_TRACES / "cpu_onnx_bert_ort/onnx_b1_s128.ort.json.gz",
+    SAMPLE_TRACES / "synthetic/ranks4/rank0.synthetic.json.gz",
+    SAMPLE_TRACES / "synthetic/ranks4/rank1.synthetic.json.gz",
+    NSYS_SAMPLE,
+]
+
+
+def _interrupted_pool(tmp_path: Path, group: bool) -> tuple[int, str, list[int]]:
+    """``analyze`` of POOL_FILES with --jobs 2, SIGINT to the command as soon as the resource tracker and the
+    fork server exist, or (``group``) to its whole process group, as a terminal's Ctrl-C, once the two
+    workers exist too: (exit code, stderr, the processes of its session left 0.5 s after it ended)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracekit.cli",
+            "analyze",
+            *map(str, POOL_FILES),
+            "--jobs",
+            "2",
+            "--no-progress",
+        ]
+        + ["-q", "-o", "out.json"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    start = time.monotonic()
+    while len(_descendants(proc.pid)) < (4 if group else 2) and time.monotonic() - start < 30:
+        time.sleep(0.005)
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        for pid in [*_descendants(proc.pid), proc.pid]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("tracekit did not end within 30 s of Ctrl-C")
+    time.sleep(0.5)  # the fork server's children write their last words
+    left = _session(proc.pid)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return proc.returncode, err, left
+
+
+def test_ctrl_c_while_the_pool_starts_is_one_line(tmp_path: Path) -> None:
+    for _ in range(2):
+        code, err, _ = _interrupted_pool(tmp_path, group=False)
+        assert code == 130, err
+        assert err.strip() == "tracekit: interrupted", err
+        assert not (tmp_path / "out.json").exists()
+
+
+@pytest.mark.parametrize("group", [False, True])
+def test_an_interrupted_pool_leaves_no_process(tmp_path: Path, group: bool) -> None:
+    """Ctrl-C to the command alone or to its process group (a terminal's, once the workers exist): exit 130,
+    one line, and no worker, fork server or resource tracker of it left running."""
+    code, err, left = _interrupted_pool(tmp_path, group)
+    if code == 0:
+        pytest.skip("the analysis ended before the signal (a fast machine)")
+    assert (code, err.strip(), left) == (130, "tracekit: interrupted", [])
+
+
+def test_sigint_while_the_workers_start_is_held_until_they_have_started() -> None:
+    """_interrupt_after: a SIGINT inside the block raises nothing there, and KeyboardInterrupt at its end; the
+    handler in force before is back after."""
+    import signal
+
+    from tracekit.fleet import run
+
+    before = signal.getsignal(signal.SIGINT)
+    reached = []
+    with pytest.raises(KeyboardInterrupt):
+        with run._interrupt_after():
+            os.kill(os.getpid(), signal.SIGINT)
+            for _ in range(1000):  # (Python runs a handler between bytecodes: it has run by now)
+                pass
+            reached.append(True)
+    assert reached == [True]
+    assert signal.getsignal(signal.SIGINT) is before
+    with run._interrupt_after():  # nothing held: nothing raised
+        pass
+    assert signal.getsignal(signal.SIGINT) is before

@@ -256,6 +256,16 @@ def _init_worker() -> None:
     os.environ.update(WORKER_ENV)
 
 
+def _init_pool_worker() -> None:
+    """:func:`_init_worker` in a pool worker, which also ignores SIGINT: a terminal's Ctrl-C reaches every
+    process of the group, and the process that started the pool handles it (it ends its workers:
+    :func:`_stop_workers`) rather than each worker printing its own KeyboardInterrupt."""
+    import signal
+
+    _init_worker()
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _init_dask_worker(dask_worker: Any = None) -> None:
     """:func:`_init_worker` on a Dask worker (``client.run`` passes the worker as ``dask_worker``), and, when
     polars is not yet loaded there, the ``tracekit`` program's settings: its allocator setting
@@ -377,31 +387,75 @@ def _pool_round(
     ceiling = worker_ceiling(jobs, notes)
 
     in_flight: dict[Any, int] = {}
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_worker) as pool:
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_pool_worker) as pool:
 
         def fill() -> None:
-            with _main_not_reimported():  # the fork server and the workers start on these submits
+            # the fork server and the workers start on these submits: not interrupted halfway (_interrupt_after)
+            with _main_not_reimported(), _interrupt_after():
                 while queue and len(in_flight) < jobs:
                     i = queue.popleft()
                     in_flight[pool.submit(work, paths[i], opts, cache_dir, reading, ceiling)] = i
 
-        fill()
-        while in_flight:
-            finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
-            for future in finished:
-                try:
-                    outcome = future.result()
-                except BrokenProcessPool:  # a worker died: which trace killed it is not known yet
-                    return sorted(in_flight.values())
-                except Exception as exc:  # the result could not come back (not picklable, ...)
-                    i = in_flight[future]
-                    outcome = Outcome(
-                        paths[i], error=f"{paths[i]}: worker failed: {type(exc).__name__}: {exc}"
-                    )
-                by_path[in_flight.pop(future)] = outcome
-                done(outcome)
+        try:
             fill()
+            while in_flight:
+                finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    try:
+                        outcome = future.result()
+                    except BrokenProcessPool:  # a worker died: which trace killed it is not known yet
+                        return sorted(in_flight.values())
+                    except Exception as exc:  # the result could not come back (not picklable, ...)
+                        i = in_flight[future]
+                        outcome = Outcome(
+                            paths[i], error=f"{paths[i]}: worker failed: {type(exc).__name__}: {exc}"
+                        )
+                    by_path[in_flight.pop(future)] = outcome
+                    done(outcome)
+                fill()
+        except BaseException:  # Ctrl-C (KeyboardInterrupt), or an error here: the workers end with the run
+            _stop_workers(pool)
+            raise
     return []
+
+
+class _interrupt_after:
+    """Ctrl-C (SIGINT) while the pool starts its fork server and workers is held back until they have started,
+    then delivered (to the handler in force before: KeyboardInterrupt), so that it never interrupts a start
+    halfway: a worker the fork server had forked for a parent that then let go of the pool found the pool's
+    semaphores gone ('SemLock._rebuild ... FileNotFoundError', a traceback on standard error), and the pool
+    could wait for it for ever. Only in the main thread (where Python runs signal handlers)."""
+
+    def __enter__(self) -> None:
+        import signal
+        import threading
+
+        self.caught = False
+        self.previous: Any = None
+        if threading.current_thread() is threading.main_thread():
+            self.previous = signal.signal(signal.SIGINT, self._hold)
+
+    def _hold(self, signum: int, frame: Any) -> None:
+        self.caught = True
+
+    def __exit__(self, *exc: object) -> None:
+        import signal
+
+        if self.previous is None:
+            return
+        signal.signal(signal.SIGINT, self.previous)
+        if self.caught:
+            signal.raise_signal(signal.SIGINT)
+
+
+def _stop_workers(pool: Any) -> None:
+    """End ``pool``'s worker processes at once (SIGTERM: a worker still starting, or in a trace, ends without
+    a word) and let the pool go without waiting for its work: what an interrupted run does before it exits."""
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        with contextlib.suppress(Exception):
+            process.terminate()
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False, cancel_futures=True)
 
 
 def _on_dask(
