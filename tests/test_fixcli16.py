@@ -345,3 +345,32 @@ def test_an_api_error_names_an_unprintable_path_escaped(tmp_path: Path) -> None:
     assert info.value.path == str(path)
     assert str(info.value).startswith(f"{tmp_path}/two\\nlines\\x1b[0m.synthetic.json: ")
     assert "\n" not in str(info.value) and "\x1b" not in str(info.value)
+
+
+# ------------------------------------------------------------------------------ strict xfails, others' files
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/api.py (report's step): the timeline figure of a trace whose batch size is unknown is titled "
+    "'Timeline of onnx, batch None' (seen on the real Kineto ResNet-50 trace: 'Timeline of pytorch, batch "
+    "None'); it should leave the batch out, or say 'batch unknown'",
+)
+def test_report_timeline_title_does_not_say_batch_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracekit.renderers import plots
+
+    titles: dict[str, str] = {}
+    save_figure = plots.save_figure
+
+    def spy(fig, base, dpi: int = 120):  # type: ignore[no-untyped-def]
+        titles[Path(base).name] = fig._suptitle.get_text() if fig._suptitle else ""
+        return save_figure(fig, base, dpi)
+
+    monkeypatch.setattr(plots, "save_figure", spy)
+    ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
+    code, _, err = _run(capsys, "report", str(ort), "-o", str(tmp_path / "rep"), "-q")
+    assert code == 0, err
+    assert titles["fig_timeline"].startswith("Timeline of onnx")
+    assert "None" not in titles["fig_timeline"], titles
