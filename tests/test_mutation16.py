@@ -402,3 +402,68 @@ def test_compact_of_a_trace_without_collectives_has_no_group_ranks_and_no_comm()
         "nan",
         "nan",
     ]
+
+
+def _causes_us(ranges, api, ops) -> dict[int, dict[str, float]]:
+    """Per iteration, its nonzero causes and device-side causes in us (times given in us from EPOCH)."""
+    from tracekit.analyzers.attribution import CAUSE_NS, DEVICE_NS, attribute_trace
+    from tracekit.analyzers.iterations import analyze_iterations
+
+    def shifted(rows):
+        return [(EPOCH + s * US, EPOCH + e * US, *rest) for s, e, *rest in rows]
+
+    trace = make_trace(
+        shifted(ranges),
+        shifted(api),
+        shifted(ops),
+        dict(SYNTHETIC),
+        range_fields=RANGE_PT,
+        api_fields=API_PT,
+        op_fields=OP_PT,
+    )
+    frame = attribute_trace(trace, analyze_iterations(trace, attribute=False)).iterations
+    return {
+        row["index"]: {c.removesuffix("_ns"): row[c] / US for c in (*CAUSE_NS, *DEVICE_NS) if row[c]}
+        for row in frame.iter_rows(named=True)
+    }
+
+
+def test_another_gpus_work_queues_nothing_on_this_one() -> None:
+    # process 1 on GPU 0: K1 [10, 20) us launched by [2, 3), K2 [50, 60) launched by [30, 31); process 2 runs
+    # its kernel [35, 50) on GPU 1 meanwhile. The inner gap's in-flight part [31, 50) waits on nothing of GPU
+    # 0: launch latency, not queued. Dispatch [0, 2) + [20, 30) + [60, 100) = 52, launch 2, in flight 7 + 19.
+    ranges = [(0, 100, "iteration", 0, "user", 1, 1)]
+    api = [
+        (2, 3, 1, "cudaLaunchKernel", 1, 1),
+        (30, 31, 2, "cudaLaunchKernel", 1, 1),
+        (33, 34, 3, "cudaLaunchKernel", 2, 2),
+    ]
+    ops = [(10, 20, 1, 7, "kernel", 0, 1), (50, 60, 2, 7, "kernel", 0, 1), (35, 50, 3, 9, "kernel", 1, 2)]
+    assert _causes_us(ranges, api, ops) == {
+        0: {"dispatch": 52.0, "launch": 2.0, "in_flight": 26.0, "launch_latency": 26.0}
+    }
+
+
+def test_an_op_launched_before_the_capture_whose_process_is_not_recorded_stays_a_candidate() -> None:
+    # as the own-process case above, but P [50, 55) carries no pid: it may be this process's, so it ends the
+    # inner gap [20, 50) (launched first): in flight 7 + 30
+    ranges = [(0, 100, "iteration", 0, "user", 1, 1)]
+    api = [(2, 3, 1, "cudaLaunchKernel", 1, 1), (30, 31, 2, "cudaLaunchKernel", 1, 1)]
+    ops = [(10, 20, 1, 7, "kernel", 0, 1), (50, 60, 2, 7, "kernel", 0, 1), (50, 55, 99, 8, "kernel", 0, None)]
+    assert _causes_us(ranges, api, ops) == {
+        0: {"dispatch": 42.0, "launch": 1.0, "in_flight": 37.0, "launch_latency": 37.0}
+    }
+
+
+def test_a_trailing_gap_is_not_ended_by_another_iterations_zero_ns_op() -> None:
+    # process 1's iteration [0, 100) us: K1 [10, 20) launched by [2, 3), then the trailing gap [20, 100).
+    # Process 2's iteration [0, 200) launched (by [50, 51)) a 0-ns op at 100 us, the end of process 1's
+    # window: not process 1's next op, so [20, 100) is all dispatch (82 with the leading 2); process 2's
+    # window is one gap (its only op lasts 0 ns): 199 dispatch, 1 launch
+    ranges = [(0, 100, "iteration", 0, "user", 1, 1), (0, 200, "iteration", 0, "user", 2, 2)]
+    api = [(2, 3, 1, "cudaLaunchKernel", 1, 1), (50, 51, 5, "cudaLaunchKernel", 2, 2)]
+    ops = [(10, 20, 1, 7, "kernel", 0, 1), (100, 100, 5, 9, "kernel", 0, 2)]
+    assert _causes_us(ranges, api, ops) == {
+        0: {"dispatch": 82.0, "launch": 1.0, "in_flight": 7.0, "launch_latency": 7.0},
+        1: {"dispatch": 199.0, "launch": 1.0},
+    }
