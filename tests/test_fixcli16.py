@@ -350,12 +350,6 @@ def test_an_api_error_names_an_unprintable_path_escaped(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------ strict xfails, others' files
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/api.py (report's step): the timeline figure of a trace whose batch size is unknown is titled "
-    "'Timeline of onnx, batch None' (seen on the real Kineto ResNet-50 trace: 'Timeline of pytorch, batch "
-    "None'); it should leave the batch out, or say 'batch unknown'",
-)
 def test_report_timeline_title_does_not_say_batch_none(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

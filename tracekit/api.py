@@ -374,8 +374,13 @@ def report_data(
         row = config_row(analyzed)
         measured = analyzed.trace.format not in ("ncu-csv", "ncu-rep")  # ncu lays kernels back to back itself
         if i == timeline_index and figures and analyzed.iterations.height and measured:
-            where = f"{row['runtime']}, batch {row['batch_size']}" + (
-                f", seq {row['seq_len']}" if row["seq_len"] is not None else ""
+            where = ", ".join(
+                [str(row["runtime"] or "unknown runtime")]
+                + [
+                    f"{word} {row[key]}"
+                    for word, key in (("batch", "batch_size"), ("seq", "seq_len"))
+                    if row[key] is not None
+                ]
             )
             synthetic = " (synthetic)" if row["synthetic"] else ""
             count = max(1, timeline_iterations)
