@@ -607,13 +607,6 @@ def test_sigint_while_the_workers_start_is_held_until_they_have_started() -> Non
 # ------------------------------------------------------------------------ found here, in files not mine
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_report.py read(): the report is exported to 'report.sqlite' in a temporary "
-    "folder and read from there, so the nsys reader's rule \"'synthetic' in the file name\" sees "
-    "'report.sqlite': a report named '*.synthetic.nsys-rep' whose export carries no TRACEKIT_SYNTHETIC row "
-    "is labelled a real measurement (its .sqlite export of the same name is labelled synthetic)",
-)
 def test_an_nsys_report_named_synthetic_is_labelled_synthetic(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -129,4 +129,6 @@ def read(path: Path, frames: FrameSpec = None) -> Trace:
         except TracekitError as exc:  # name the report, not the temporary export
             raise type(exc)(f"{exc.message} (in its SQLite export)", path) from exc
     trace.meta["path"] = str(path)
+    if "synthetic" in path.name.lower():  # (the export's temporary name cannot say it: the report's does)
+        trace.meta["synthetic"] = True
     return trace
