@@ -66,6 +66,19 @@ def test_windows_of_every_process_name_a_call_of_any_process() -> None:
     assert cpu_context(trace, _longest((0, 0, 2000, 5000)), owned).rows() == [(0, OUTSIDE)]
 
 
+def test_a_call_ending_before_a_gap_is_no_candidate_of_that_gap() -> None:
+    # two gaps, [500, 900) and [2000, 5000); on thread 1 cudaMemcpy [100, 1001) and then, 1 ns before it ends
+    # (clock rounding), cudaStreamSynchronize [1000, 4000). The memcpy holds the first gap (100%); it ends
+    # long before the second, so it neither takes part there nor makes the synchronize nested: 2000 of
+    # 3000 ns, 66%
+    trace = _gap_trace(
+        [(100, 1001, None, "cudaMemcpy", 1, 1), (1000, 4000, None, "cudaStreamSynchronize", 1, 1)]
+    )
+    windows = pl.DataFrame({**WINDOW, "pid": [1]})
+    got = cpu_context(trace, _longest((0, 0, 500, 900), (1, 0, 2000, 5000)), windows)
+    assert sorted(got.rows()) == [(0, "cudaMemcpy (100%)"), (1, "cudaStreamSynchronize (66%)")]
+
+
 def _held_context(ranges=(), cpu_ops=(), work=None) -> str:
     """cpu_context of the gap [2000, 5000) of iteration 0 (window [0, 10000), process 1), with the host
     ranges ``(start, end, name)`` and CPU operators ``(start, end, name)`` of process 1, thread 1."""
