@@ -1040,13 +1040,6 @@ def test_table_lists_the_same_trace_once(tmp_path: Path, capsys: pytest.CaptureF
     assert len(doc["rows"]) == 1 or "same recording" in err, (len(doc["rows"]), err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/analysis.py load (tracekit.load): a saved analysis document with a value of the wrong type "
-    "leaks the underlying error: a string latency is polars' multi-line ComputeError ('could not append value: "
-    "\"x\" of type: str to the builder ...'), a number for 'trace' an AttributeError; a missing key is already "
-    "'not a tracekit analysis document (KeyError ...)' naming the file, and these should be the same",
-)
 @pytest.mark.parametrize("damage", ["latency string", "trace number"])
 def test_loading_a_damaged_analysis_document_names_the_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str

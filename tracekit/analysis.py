@@ -301,8 +301,10 @@ class Analysis:
                 no_verdict=doc.get("no_verdict"),
                 session_setup=tuple(doc.get("session_setup") or ()),
             )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise TracekitError(f"not a tracekit analysis document ({type(exc).__name__}: {exc})") from exc
+        except (KeyError, TypeError, ValueError, AttributeError, pl.exceptions.PolarsError) as exc:
+            # (a wrongly typed value: polars' error is several lines, the first says what)
+            said = (str(exc).strip().splitlines() or [""])[0]
+            raise TracekitError(f"not a tracekit analysis document ({type(exc).__name__}: {said})") from exc
 
     def __eq__(self, other: object) -> bool:
         """Field by field (frames by value, dtypes included); what the analysis was computed from
