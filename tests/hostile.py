@@ -14,6 +14,7 @@ import sqlite3
 import struct
 import zlib
 from pathlib import Path
+from typing import Any
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -234,3 +235,39 @@ def inflate_ratio(path: Path) -> float:
         data = inflater.unused_data
         inflater = zlib.decompressobj(wbits=31) if data else inflater
     return total / path.stat().st_size
+
+
+def ort_event(cat: str, name: str, ts: int, dur: int, tid: int = 1, **args: Any) -> dict[str, Any]:
+    return {"cat": cat, "pid": 1, "tid": tid, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
+
+
+def ort_cpu_events(runs: int = 3) -> list[dict[str, Any]]:
+    """An ORT CPU profile (SYNTHETIC): ``runs`` model_run of 1000 µs, 2000 µs apart, each with a MatMul node
+    of 300 µs and an Add node of 100 µs: latency 1.0 ms, operator busy 0.4 ms per run."""
+    events = [
+        ort_event("Session", "model_loading_uri", 0, 50),
+        ort_event("Session", "session_initialization", 60, 40),
+    ]
+    t = 200
+    for _ in range(runs):
+        events += [
+            ort_event("Session", "model_run", t, 1000),
+            ort_event(
+                "Node",
+                "/a/MatMul_kernel_time",
+                t + 10,
+                300,
+                op_name="MatMul",
+                provider="CPUExecutionProvider",
+            ),
+            ort_event(
+                "Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"
+            ),
+        ]
+        t += 2000
+    return events
+
+
+def write_json(path: Path, data: Any) -> Path:
+    path.write_text(json.dumps(data))
+    return path

@@ -23,7 +23,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
+from tests.hostile import ort_cpu_events as _ort_cpu
 from tests.hostile import small_trace_events
+from tests.hostile import write_json as _write_json
 from tracekit.cli import main
 from tracekit.fleet import cache
 
@@ -51,36 +53,6 @@ def _one_line(err: str, path: str | Path) -> str:
     return lines[0]
 
 
-def _ev(cat: str, name: str, ts: int, dur: int, tid: int = 1, **args: Any) -> dict[str, Any]:
-    return {"cat": cat, "pid": 1, "tid": tid, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
-
-
-def _ort_cpu(runs: int = 3) -> list[dict[str, Any]]:
-    """ORT CPU profile (SYNTHETIC): ``runs`` model_run of 1000 µs, each with MatMul 300 µs and Add 100 µs."""
-    events = [_ev("Session", "model_loading_uri", 0, 50), _ev("Session", "session_initialization", 60, 40)]
-    t = 200
-    for _ in range(runs):
-        events += [
-            _ev("Session", "model_run", t, 1000),
-            _ev(
-                "Node",
-                "/a/MatMul_kernel_time",
-                t + 10,
-                300,
-                op_name="MatMul",
-                provider="CPUExecutionProvider",
-            ),
-            _ev("Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"),
-        ]
-        t += 2000
-    return events
-
-
-def _write_json(path: Path, data: Any) -> Path:
-    path.write_text(json.dumps(data))
-    return path
-
-
 def _state(*paths: Path) -> list[tuple[str, int, int, bytes]]:
     return [(p.name, p.stat().st_size, p.stat().st_mtime_ns, p.read_bytes()) for p in paths]
 
@@ -99,63 +71,6 @@ def _latency_and_busy(doc: dict) -> list[tuple[float, float]]:
 
 
 # ------------------------------------------------------------------------ copied from test_hostile16 (xfail there)
-
-
-@pytest.mark.parametrize("damage", ["parquet cut", "meta.json broken"])
-def test_a_damaged_cache_entry_is_read_again(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
-) -> None:
-    ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
-    cache_dir = tmp_path / "cache"
-    code, first, err = _json(capsys, str(ort), "--cache", str(cache_dir), "-q")
-    assert code == 0, err
-    entry = _cached_entry(cache_dir)
-    if damage == "parquet cut":
-        ops = entry / "ops.parquet"
-        ops.write_bytes(ops.read_bytes()[:100])
-    else:
-        (entry / "meta.json").write_text("{")
-    code, again, err = _json(capsys, str(ort), "--cache", str(cache_dir), "-q")
-    assert "internal error" not in err, err
-    assert code == 0, err
-    assert again["iterations"] == first["iterations"]
-
-
-def test_the_cache_does_not_give_a_copy_the_first_name_s_synthetic_label(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    synthetic = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
-    plain = tmp_path / "cpu.ort.json"
-    shutil.copy(synthetic, plain)
-    labels = {}
-    for path in (synthetic, plain):
-        code, doc, err = _json(capsys, str(path), "-q")
-        assert code == 0, err
-        labels[path.name] = doc["trace"]["synthetic"]
-    assert labels == {synthetic.name: True, plain.name: False}  # by name, without the cache
-    cache_dir = tmp_path / "cache"
-    for path in (synthetic, plain):
-        code, doc, err = _json(capsys, str(path), "--cache", str(cache_dir), "-q")
-        assert code == 0, err
-        assert doc["trace"]["synthetic"] is labels[path.name], path.name
-
-
-def test_the_cache_does_not_keep_a_max_string_cut_for_a_run_without_it(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    events = small_trace_events()
-    for event in events:
-        if event["cat"] == "kernel":
-            event["name"] = "k" * 5000 + event["name"]
-    path = _write_json(tmp_path / "long-names.synthetic.json", {"traceEvents": events})
-    cache_dir = tmp_path / "cache"
-    code, _, err = _json(capsys, str(path), "--cache", str(cache_dir), "--max-string", "100")
-    assert code == 0 and "cut to 100 B" in err, err
-    code, plain, err = _json(capsys, str(path))
-    assert code == 0 and "cut to 100 B" not in err, err
-    code, cached, err = _json(capsys, str(path), "--cache", str(cache_dir))
-    assert code == 0, err
-    assert cached["warnings"] == plain["warnings"]
 
 
 # ------------------------------------------------------------------------------------- cache: exact numbers
@@ -310,26 +225,6 @@ def _leave_hot_journal(path: Path) -> None:
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
 
 
-def test_sqlite_with_a_hot_rollback_journal_is_not_read_half_written(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "torn.synthetic.sqlite"
-    shutil.copy(NSYS_SAMPLE, path)
-    _leave_hot_journal(path)
-    journal = path.with_name(path.name + "-journal")
-    assert journal.stat().st_size > 0
-    before = _state(path, journal)
-    code, doc, err = _json(capsys, str(path), "-q")
-    assert _state(path, journal) == before
-    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name, journal.name]
-    if code == 2:
-        assert "journal" in _one_line(err, path)
-    else:
-        assert code == 0, err
-        assert doc["summary"]["kernels"]["mean"] == NSYS_KERNELS
-        assert doc["summary"]["gpu_busy_ms"]["mean"] == pytest.approx(NSYS_BUSY_MS)
-
-
 def _kernels_and_busy(doc: dict) -> tuple[float, float]:
     return doc["summary"]["kernels"]["mean"], round(doc["summary"]["gpu_busy_ms"]["mean"], 7)
 
@@ -432,15 +327,6 @@ def test_the_cache_keys_the_journal_beside_the_file(
 
 
 # ------------------------------------------------------------------------------------------- analyze_many jobs
-
-
-def test_api_analyze_many_refuses_jobs_below_one(tmp_path: Path) -> None:
-    import tracekit
-    from tracekit.errors import TracekitError
-
-    path = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
-    with pytest.raises((TracekitError, ValueError)):
-        tracekit.analyze_many([str(path), str(path)], jobs=-1)
 
 
 @pytest.mark.parametrize("jobs", [0, -1, -8, 1.5, "2", True])
@@ -562,14 +448,6 @@ def _interrupted_pool(tmp_path: Path, group: bool) -> tuple[int, str, list[int]]
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     return proc.returncode, err, left
-
-
-def test_ctrl_c_while_the_pool_starts_is_one_line(tmp_path: Path) -> None:
-    for _ in range(2):
-        code, err, _ = _interrupted_pool(tmp_path, group=False)
-        assert code == 130, err
-        assert err.strip() == "tracekit: interrupted", err
-        assert not (tmp_path / "out.json").exists()
 
 
 @pytest.mark.parametrize("group", [False, True])

@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.hostile import ort_cpu_events as _ort_cpu
+from tests.hostile import write_json as _write_json
 from tracekit.cli import main
 from tracekit.errors import TracekitError
 
@@ -41,84 +43,7 @@ def _cli(args: list[str], cwd: Path, **kwargs: Any) -> subprocess.CompletedProce
     )
 
 
-def _ev(cat: str, name: str, ts: int, dur: int, tid: int = 1, **args: Any) -> dict[str, Any]:
-    return {"cat": cat, "pid": 1, "tid": tid, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
-
-
-def _ort_cpu(runs: int = 3) -> list[dict[str, Any]]:
-    """An ORT CPU profile (SYNTHETIC): ``runs`` model_run of 1000 µs, 2000 µs apart, each with a MatMul node
-    of 300 µs and an Add node of 100 µs: latency 1.0 ms, operator busy 0.4 ms per run."""
-    events = [_ev("Session", "model_loading_uri", 0, 50), _ev("Session", "session_initialization", 60, 40)]
-    t = 200
-    for _ in range(runs):
-        events += [
-            _ev("Session", "model_run", t, 1000),
-            _ev(
-                "Node",
-                "/a/MatMul_kernel_time",
-                t + 10,
-                300,
-                op_name="MatMul",
-                provider="CPUExecutionProvider",
-            ),
-            _ev("Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"),
-        ]
-        t += 2000
-    return events
-
-
-def _write_json(path: Path, data: Any) -> Path:
-    path.write_text(json.dumps(data))
-    return path
-
-
 # ------------------------------------------------------- hostile16's tests (its strict xfails), made to pass
-
-
-def test_standard_output_on_a_full_device_is_one_line(tmp_path: Path) -> None:
-    if not Path("/dev/full").exists():
-        pytest.skip("no /dev/full")
-    ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
-    with open("/dev/full", "w") as full:
-        done = _cli(
-            ["analyze", ort.name, "--no-progress", "-q"], tmp_path, stdout=full, stderr=subprocess.PIPE
-        )
-    assert done.returncode == 2, done.stderr
-    assert "internal error" not in done.stderr
-    assert "No space left on device" in done.stderr and len(done.stderr.strip().splitlines()) == 1
-
-
-def test_closed_standard_output_is_no_traceback(tmp_path: Path) -> None:
-    ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
-    done = subprocess.run(
-        ["sh", "-c", f'exec "{sys.executable}" -m tracekit.cli analyze {ort.name} --no-progress -q >&-'],
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert "Traceback" not in done.stderr and "internal error" not in done.stderr, done.stderr
-    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
-
-
-def test_a_file_name_with_a_newline_keeps_the_error_on_one_line(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    path = tmp_path / "two\nlines.synthetic.json"
-    path.write_bytes(b"garbage")
-    code, _, err = _json(capsys, str(path))
-    assert code == 2
-    assert len(err.strip().splitlines()) == 1, err
-
-
-def test_table_lists_the_same_trace_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    ort = _write_json(tmp_path / "cpu.synthetic.ort.json", _ort_cpu())
-    link = tmp_path / "link.synthetic.ort.json"
-    link.symlink_to(ort.name)
-    code, out, err = _run(capsys, "table", str(ort), str(link), str(ort), "--format", "json")
-    assert code == 0, err
-    doc = json.loads(out)
-    assert len(doc["rows"]) == 1 or "same recording" in err, (len(doc["rows"]), err)
 
 
 def test_table_keeps_one_row_of_a_trace_given_twice_and_says_so(

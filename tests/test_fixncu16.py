@@ -70,17 +70,6 @@ def test_an_ncu_csv_is_synthetic_by_its_name(tmp_path: Path, name: str, syntheti
     assert trace.ops.height == 5
 
 
-def test_ncu_csv_named_synthetic_is_labelled_synthetic(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """hostile16's test of the same name, without its xfail marker."""
-    code, doc, err = _json(capsys, _ncu(tmp_path / "five.synthetic.ncu.csv", FIVE))
-    assert code == 0, err
-    assert doc is not None
-    assert doc["trace"]["synthetic"] is True
-    assert [(it["kernels"], it["gpu_busy_ms"]) for it in doc["iterations"]] == [(5, pytest.approx(0.150))]
-
-
 def test_an_ncu_csv_not_named_synthetic_is_a_measurement(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -107,17 +96,6 @@ def test_range_results_are_ops_of_kind_graph_not_kernel(tmp_path: Path) -> None:
     assert sorted(trace.kernel_metrics.get_column("kernel").unique().to_list()) == [0, 1, 2, 3, 4, 5]
 
 
-def test_ncu_kernels_beside_a_range_result_count_alone(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """hostile16's test of the same name, without its xfail marker: 5 kernels and 1 range result: 5."""
-    code, doc, err = _json(capsys, _ncu(tmp_path / "mixed.synthetic.ncu.csv", MIXED, RANGE_HEAD))
-    assert code == 0, err
-    assert doc is not None
-    assert doc["iterations"][0]["kernels"] == 5
-    assert any("1 of 6 results have no launch dimensions" in w for w in doc["warnings"])
-
-
 def test_range_results_alone_count_no_kernel(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, doc, err = _json(capsys, _ncu(tmp_path / "ranges.synthetic.ncu.csv", RANGES, RANGE_HEAD))
     assert code == 0, err
@@ -132,18 +110,6 @@ def test_kernels_with_launch_dimensions_stay_kernels(tmp_path: Path) -> None:
     trace = read_trace(_ncu(tmp_path / "dims.synthetic.ncu.csv", rows, RANGE_HEAD))
     assert trace.ops.get_column("kind").cast(str).to_list() == ["kernel"] * 5
     assert "range_results" not in trace.meta
-
-
-def test_ncu_range_results_are_not_counted_as_kernels(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """hostile16's test of the same name: no kernel, and no GPU busy time (Σ kernel durations: unknown)."""
-    code, doc, err = _json(capsys, _ncu(tmp_path / "ranges.synthetic.ncu.csv", RANGES, RANGE_HEAD))
-    assert code == 0, err
-    assert doc is not None
-    (iteration,) = doc["iterations"]
-    assert iteration["kernels"] == 0
-    assert iteration["gpu_busy_ms"] is None
 
 
 def test_ncu_gpu_busy_beside_a_range_result_is_withheld(

@@ -30,7 +30,10 @@ from typing import Any
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
+from tests.hostile import ort_cpu_events as _ort_cpu
+from tests.hostile import ort_event as _ev
 from tests.hostile import small_trace_events
+from tests.hostile import write_json as _write_json
 from tracekit.cli import main
 
 NSYS_SAMPLE = SAMPLE_TRACES / "synthetic/table3_onnx-cuda-graphs/onnx-cuda-graphs_b1_s128.synthetic.sqlite"
@@ -72,37 +75,6 @@ def _one_line(err: str, path: str | Path) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith("tracekit: ") and str(path) in lines[0], err
     return lines[0]
-
-
-def _ev(cat: str, name: str, ts: int, dur: int, tid: int = 1, **args: Any) -> dict[str, Any]:
-    return {"cat": cat, "pid": 1, "tid": tid, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
-
-
-def _ort_cpu(runs: int = 3) -> list[dict[str, Any]]:
-    """An ORT CPU profile (SYNTHETIC): ``runs`` model_run of 1000 µs, 2000 µs apart, each with a MatMul node
-    of 300 µs and an Add node of 100 µs: latency 1.0 ms, operator busy 0.4 ms per run."""
-    events = [_ev("Session", "model_loading_uri", 0, 50), _ev("Session", "session_initialization", 60, 40)]
-    t = 200
-    for _ in range(runs):
-        events += [
-            _ev("Session", "model_run", t, 1000),
-            _ev(
-                "Node",
-                "/a/MatMul_kernel_time",
-                t + 10,
-                300,
-                op_name="MatMul",
-                provider="CPUExecutionProvider",
-            ),
-            _ev("Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"),
-        ]
-        t += 2000
-    return events
-
-
-def _write_json(path: Path, data: Any) -> Path:
-    path.write_text(json.dumps(data))
-    return path
 
 
 NCU_HEAD = ['"ID","Process ID","Kernel Name","gpu__time_duration.sum"', '"","","","usecond"']
