@@ -79,6 +79,14 @@ def test_a_call_ending_before_a_gap_is_no_candidate_of_that_gap() -> None:
     assert sorted(got.rows()) == [(0, "cudaMemcpy (100%)"), (1, "cudaStreamSynchronize (66%)")]
 
 
+def test_a_gap_of_one_ns_is_named_too() -> None:
+    # a 1-ns gap [2000, 2001) inside a cudaMemcpy [1500, 2500): 1 of 1 ns, 100%; a 0-ns one is never named
+    trace = _gap_trace([(1500, 2500, None, "cudaMemcpy", 1, 1)])
+    windows = pl.DataFrame({**WINDOW, "pid": [1]})
+    got = cpu_context(trace, _longest((0, 0, 2000, 2001), (1, 0, 2000, 2000)), windows)
+    assert sorted(got.rows()) == [(0, "cudaMemcpy (100%)"), (1, OUTSIDE)]
+
+
 def _held_context(ranges=(), cpu_ops=(), work=None) -> str:
     """cpu_context of the gap [2000, 5000) of iteration 0 (window [0, 10000), process 1), with the host
     ranges ``(start, end, name)`` and CPU operators ``(start, end, name)`` of process 1, thread 1."""
