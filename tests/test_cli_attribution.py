@@ -47,6 +47,7 @@ SAMPLE_KINDS = {
     },
     "nsys-pytorch": {("nsys-sqlite", "gpu", False)},
     "nsys-cuda-graphs": {("nsys-sqlite", "gpu", False)},
+    "h200_nsys_probe": {("nsys-sqlite", "gpu", False)},
     "sweep_pytorch": {("nsys-sqlite", "gpu", True)},
     "ranks4": {("kineto", "gpu", True)},
     **{

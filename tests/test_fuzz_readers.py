@@ -36,8 +36,8 @@ DURATION = "gpu__time_duration.sum"
 
 def _kineto_no_dur_warning(n: int, total: int) -> str:
     return (
-        f"{n} of {total} GPU ops (kernel, memcpy, memset events) have no readable dur (null, missing, NaN, "
-        "Infinity or not a number): they have no end time, so they count as kernels but not in GPU busy time, "
+        f"{n} of {total} GPU ops (kernel, memcpy, memset events) have no readable dur (null, negative, missing, "
+        "NaN, Infinity or not a number): they have no end time, so they count as kernels but not in GPU busy time, "
         "which is short by however long they ran"
     )
 
