@@ -22,6 +22,18 @@ def pytest_configure(config: pytest.Config) -> None:
     Done at configure time, before test modules import matplotlib. Without this, the end-to-end collection
     writes a 435 MB ONNX export into ~/.cache/tracekit.
     """
+    # A run started in the background of a non-interactive shell (`bash .ci/run &`, nohup, cron) inherits
+    # SIGINT ignored, and Python then installs no KeyboardInterrupt handler: the Ctrl-C tests (in this process
+    # and in the tracekit processes they start, which inherit the disposition) would see nothing happen.
+    # Give SIGINT its usual handler, as an interactive shell would.
+    import signal
+    import threading
+
+    if (
+        threading.current_thread() is threading.main_thread()
+        and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    ):
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     factory = pytest.TempPathFactory.from_config(config, _ispytest=True)
     root = factory.getbasetemp() / "caches"
     root.mkdir(exist_ok=True)
