@@ -103,3 +103,20 @@ def test_an_untraced_latency_that_flips_the_verdict_makes_it_uncertain(tmp_path:
     a.to_json()  # the document round-trips with the doubt in it
     out.write_text(json.dumps(a.to_json()))
     assert tracekit.load(out).summary.verdict_uncertain == a.verdict_uncertain
+
+
+def test_other_ranges_or_split_windows_are_not_set_beside_the_untraced_latency(tmp_path: Path) -> None:
+    """The untraced latency is of whole iterations: under --split-idle (675 windows of the eager sample) or a
+    range other than the sidecar's, nothing is said of the profiler's cost, whatever the windows' latency."""
+    run_dir = tmp_path / "pytorch"
+    shutil.copytree(H200_EAGER, run_dir)
+    sidecar = run_dir / "pytorch_b1_s128.torch.meta.json"
+    meta = json.loads(sidecar.read_text())
+    meta["untraced_latency_ms"].update(p50=0.001, median=0.001)  # any window would be "slowed" against it
+    sidecar.write_text(json.dumps(meta))
+    trace = run_dir / "pytorch_b1_s128.torch.json.gz"
+    split = tracekit.analyze(trace, split_idle=0.05)
+    assert split.iterations.height == 675
+    assert not any("slowed this run" in w for w in split.warnings)
+    assert any("slowed this run" in w for w in tracekit.analyze(trace).warnings)
+    assert any("slowed this run" in w for w in tracekit.analyze(trace, range="iteration").warnings)

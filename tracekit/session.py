@@ -224,7 +224,11 @@ def analyze_trace(
             {**row, "bound": None, "verdict_uncertain": None} if "bound" in row else row for row in per_device
         ]
     config = TraceConfig.resolve(item, trace.meta, result.device, trace)
-    cost_warnings, cost_notes, cost_doubt = _profiler_cost(summary, config, options.bound_threshold)
+    # (only over the run's own iterations: another --range, or --split-idle windows, are not what was timed)
+    own_iterations = options.split_idle_ms is None and options.range_name in (None, trace.meta.get("range"))
+    cost_warnings, cost_notes, cost_doubt = (
+        _profiler_cost(summary, config, options.bound_threshold) if own_iterations else ([], [], None)
+    )
     if cost_doubt and not summary.verdict_uncertain:
         summary = replace(summary, verdict_uncertain=cost_doubt)
     attribution = result.attribution
