@@ -127,19 +127,18 @@ def cpu_context(
         ]
     )
     if work is not None and not held.is_empty():
+        # (filtered on the joined rows themselves: a join keeps no row order unless asked)
         around = (
+            pl.col("work_start").is_not_null()
+            & (pl.col("start") <= pl.col("work_start"))
+            & (pl.col("end") >= pl.col("work_end"))
+        )
+        held = (
             held.join(probe.select("_row", "iteration"), on="_row")
             .join(work, on="iteration", how="left")
-            .select(
-                (
-                    pl.col("work_start").is_not_null()
-                    & (pl.col("start") <= pl.col("work_start"))
-                    & (pl.col("end") >= pl.col("work_end"))
-                ).alias("around")
-            )
-            .get_column("around")
+            .filter(~around)
+            .drop("iteration", "work_start", "work_end")
         )
-        held = held.filter(~around)
     held_named = (
         held.join(probe.select("_row", "duration_ns"), on="_row")
         .filter(half)
