@@ -8,13 +8,21 @@ them one after the other): a member of 64 MiB of one byte is compressed once (~6
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
+import os
 import sqlite3
 import struct
+import subprocess
+import sys
 import zlib
 from pathlib import Path
 from typing import Any
+
+import pytest
+
+from tests.conftest import SAMPLE_TRACES
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -271,3 +279,88 @@ def ort_cpu_events(runs: int = 3) -> list[dict[str, Any]]:
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data))
     return path
+
+
+def proc_stats() -> list[tuple[int, list[str]]]:
+    """Every process's (pid, the fields of /proc/PID/stat after its name)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            found.append((int(entry.name), stat.rsplit(")", 1)[1].split()))
+    return found
+
+
+def descendants(pid: int) -> list[int]:
+    stats = proc_stats()
+    out, todo = [], [pid]
+    while todo:
+        parent = todo.pop()
+        kids = [p for p, fields in stats if int(fields[1]) == parent]
+        out += kids
+        todo += kids
+    return out
+
+
+def session_processes(sid: int) -> list[int]:
+    """The processes left in the session ``sid`` (zombies of the session leader aside)."""
+    return [p for p, fields in proc_stats() if int(fields[3]) == sid and fields[0] != "Z" and p != sid]
+
+
+#: Four small traces for an interrupted --jobs 2 run (tests of Ctrl-C while the pool works).
+POOL_FILES = [
+    SAMPLE_TRACES / "cpu_onnx_bert_ort/onnx_b1_s128.ort.json.gz",
+    SAMPLE_TRACES / "synthetic/ranks4/rank0.synthetic.json.gz",
+    SAMPLE_TRACES / "synthetic/ranks4/rank1.synthetic.json.gz",
+    SAMPLE_TRACES / "synthetic/table3_onnx-cuda-graphs/onnx-cuda-graphs_b1_s128.synthetic.sqlite",
+]
+
+
+def interrupted_pool(tmp_path: Path, group: bool) -> tuple[int, str, list[int]]:
+    """``analyze`` of POOL_FILES with --jobs 2, SIGINT to the command as soon as the resource tracker and the
+    fork server exist, or (``group``) to its whole process group, as a terminal's Ctrl-C, once the two
+    workers exist too: (exit code, stderr, the processes of its session left 0.5 s after it ended)."""
+    import signal
+    import time
+
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "tracekit.cli",
+            "analyze",
+            *map(str, POOL_FILES),
+            "--jobs",
+            "2",
+            "--no-progress",
+        ]
+        + ["-q", "-o", "out.json"],
+        cwd=tmp_path,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    start = time.monotonic()
+    while len(descendants(proc.pid)) < (4 if group else 2) and time.monotonic() - start < 30:
+        time.sleep(0.005)
+    if group:
+        os.killpg(proc.pid, signal.SIGINT)
+    else:
+        proc.send_signal(signal.SIGINT)
+    try:
+        _, err = proc.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        for pid in [*descendants(proc.pid), proc.pid]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        proc.communicate()
+        pytest.fail("tracekit did not end within 30 s of Ctrl-C")
+    time.sleep(0.5)  # the fork server's children write their last words
+    left = session_processes(proc.pid)
+    for pid in left:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
+    return proc.returncode, err, left

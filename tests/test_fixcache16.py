@@ -10,7 +10,6 @@ others pin exact numbers of hand-built SYNTHETIC traces (file names say "synthet
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
@@ -23,8 +22,8 @@ from typing import Any
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
+from tests.hostile import interrupted_pool, small_trace_events
 from tests.hostile import ort_cpu_events as _ort_cpu
-from tests.hostile import small_trace_events
 from tests.hostile import write_json as _write_json
 from tracekit.cli import main
 from tracekit.fleet import cache
@@ -366,95 +365,11 @@ def test_jobs_none_or_positive_analyze_every_trace(tmp_path: Path, jobs: int | N
 # ----------------------------------------------------------------------------- Ctrl-C while the pool starts
 
 
-def _proc_stats() -> list[tuple[int, list[str]]]:
-    """Every process's (pid, the fields of /proc/PID/stat after its name)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            found.append((int(entry.name), stat.rsplit(")", 1)[1].split()))
-    return found
-
-
-def _descendants(pid: int) -> list[int]:
-    stats = _proc_stats()
-    out, todo = [], [pid]
-    while todo:
-        parent = todo.pop()
-        kids = [p for p, fields in stats if int(fields[1]) == parent]
-        out += kids
-        todo += kids
-    return out
-
-
-def _session(sid: int) -> list[int]:
-    """The processes left in the session ``sid`` (zombies of the session leader aside)."""
-    return [p for p, fields in _proc_stats() if int(fields[3]) == sid and fields[0] != "Z" and p != sid]
-
-
-POOL_FILES = [
-    SAMPLE_TRACES / "cpu_onnx_bert_ort/onnx_b1_s128.ort.json.gz",
-    SAMPLE_TRACES / "synthetic/ranks4/rank0.synthetic.json.gz",
-    SAMPLE_TRACES / "synthetic/ranks4/rank1.synthetic.json.gz",
-    NSYS_SAMPLE,
-]
-
-
-def _interrupted_pool(tmp_path: Path, group: bool) -> tuple[int, str, list[int]]:
-    """``analyze`` of POOL_FILES with --jobs 2, SIGINT to the command as soon as the resource tracker and the
-    fork server exist, or (``group``) to its whole process group, as a terminal's Ctrl-C, once the two
-    workers exist too: (exit code, stderr, the processes of its session left 0.5 s after it ended)."""
-    import signal
-    import time
-
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "tracekit.cli",
-            "analyze",
-            *map(str, POOL_FILES),
-            "--jobs",
-            "2",
-            "--no-progress",
-        ]
-        + ["-q", "-o", "out.json"],
-        cwd=tmp_path,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    start = time.monotonic()
-    while len(_descendants(proc.pid)) < (4 if group else 2) and time.monotonic() - start < 30:
-        time.sleep(0.005)
-    if group:
-        os.killpg(proc.pid, signal.SIGINT)
-    else:
-        proc.send_signal(signal.SIGINT)
-    try:
-        _, err = proc.communicate(timeout=30)
-    except subprocess.TimeoutExpired:
-        for pid in [*_descendants(proc.pid), proc.pid]:
-            with contextlib.suppress(OSError):
-                os.kill(pid, signal.SIGKILL)
-        proc.communicate()
-        pytest.fail("tracekit did not end within 30 s of Ctrl-C")
-    time.sleep(0.5)  # the fork server's children write their last words
-    left = _session(proc.pid)
-    for pid in left:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    return proc.returncode, err, left
-
-
 @pytest.mark.parametrize("group", [False, True])
 def test_an_interrupted_pool_leaves_no_process(tmp_path: Path, group: bool) -> None:
     """Ctrl-C to the command alone or to its process group (a terminal's, once the workers exist): exit 130,
     one line, and no worker, fork server or resource tracker of it left running."""
-    code, err, left = _interrupted_pool(tmp_path, group)
+    code, err, left = interrupted_pool(tmp_path, group)
     if code == 0:
         pytest.skip("the analysis ended before the signal (a fast machine)")
     assert (code, err.strip(), left) == (130, "tracekit: interrupted", [])

@@ -30,9 +30,9 @@ from typing import Any
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
+from tests.hostile import interrupted_pool, small_trace_events
 from tests.hostile import ort_cpu_events as _ort_cpu
 from tests.hostile import ort_event as _ev
-from tests.hostile import small_trace_events
 from tests.hostile import write_json as _write_json
 from tracekit.cli import main
 
@@ -851,29 +851,6 @@ def test_ort_gpu_provider_nodes_without_kernel_events_give_no_verdict(
 # ------------------------------------------------------------------------------------------- interrupted
 
 
-def _children(pid: int) -> list[int]:
-    """The processes whose parent is ``pid`` (from /proc)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            try:
-                stat = (entry / "stat").read_text()
-            except OSError:
-                continue
-            if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
-                found.append(int(entry.name))
-    return found
-
-
-def _descendants(pid: int) -> list[int]:
-    out, todo = [], [pid]
-    while todo:
-        kids = _children(todo.pop())
-        out += kids
-        todo += kids
-    return out
-
-
 def test_ctrl_c_leaves_no_output(tmp_path: Path) -> None:
     """SIGINT during one trace's analysis: exit 130, 'tracekit: interrupted', no -o/--gaps/--timeline file and
     no temporary file left."""
@@ -907,50 +884,11 @@ def test_ctrl_c_leaves_no_output(tmp_path: Path) -> None:
 
 
 def test_ctrl_c_while_the_pool_starts_is_one_line(tmp_path: Path) -> None:
-    """Found here as a strict xfail; fixed by 0ab5bc8."""
-    import signal
-    import time
-
-    files = [
-        SAMPLE_TRACES / "cpu_onnx_bert_ort/onnx_b1_s128.ort.json.gz",
-        SAMPLE_TRACES / "synthetic/ranks4/rank0.synthetic.json.gz",
-        SAMPLE_TRACES / "synthetic/ranks4/rank1.synthetic.json.gz",
-        NSYS_SAMPLE,
-    ]
+    """Found here as a strict xfail; fixed by 0ab5bc8. SIGINT to the command once the resource tracker and the
+    fork server exist (tests.hostile.interrupted_pool), twice."""
     for _ in range(2):
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "tracekit.cli",
-                "analyze",
-                *map(str, files),
-                "--jobs",
-                "2",
-                "--no-progress",
-            ]
-            + ["-q", "-o", "out.json"],
-            cwd=tmp_path,
-            stderr=subprocess.PIPE,
-            text=True,
-            start_new_session=True,
-        )
-        start = time.monotonic()
-        while (
-            len(_descendants(proc.pid)) < 2 and time.monotonic() - start < 30
-        ):  # the tracker and fork server
-            time.sleep(0.005)
-        proc.send_signal(signal.SIGINT)
-        try:
-            _, err = proc.communicate(timeout=30)
-        except subprocess.TimeoutExpired:
-            for pid in [*_descendants(proc.pid), proc.pid]:
-                with contextlib.suppress(OSError):
-                    os.kill(pid, signal.SIGKILL)
-            proc.communicate()
-            pytest.fail("tracekit did not end within 30 s of Ctrl-C")
-        time.sleep(0.5)  # the fork server's children write their last words
-        assert proc.returncode == 130, err
+        code, err, _left = interrupted_pool(tmp_path, group=False)
+        assert code == 130, err
         assert "Traceback" not in err, err
         lines = err.strip().splitlines()
         assert lines[0] == "tracekit: interrupted", err
