@@ -10,7 +10,6 @@ others pin exact numbers of hand-built SYNTHETIC traces (file names say "synthet
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sqlite3
@@ -21,27 +20,11 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import SAMPLE_TRACES
-from tests.hostile import interrupted_pool, small_trace_events
+from tests.hostile import NSYS_BUSY_MS, NSYS_KERNELS, NSYS_SAMPLE, interrupted_pool, small_trace_events
+from tests.hostile import analyze_json as _json
 from tests.hostile import ort_cpu_events as _ort_cpu
 from tests.hostile import write_json as _write_json
-from tracekit.cli import main
 from tracekit.fleet import cache
-
-NSYS_SAMPLE = SAMPLE_TRACES / "synthetic/table3_onnx-cuda-graphs/onnx-cuda-graphs_b1_s128.synthetic.sqlite"
-#: what the clean NSYS_SAMPLE reads: 10 iterations of 160 kernels, mean GPU busy 0.9134527 ms
-NSYS_KERNELS, NSYS_BUSY_MS = 160.0, 0.9134527
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main([*args, "--no-progress"])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict | None, str]:
-    code, out, err = _run(capsys, "analyze", *args, "--format", "json")
-    return code, json.loads(out) if code == 0 else None, err
 
 
 def _one_line(err: str, path: str | Path) -> str:

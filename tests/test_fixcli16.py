@@ -10,38 +10,15 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.hostile import cli_process as _cli
 from tests.hostile import ort_cpu_events as _ort_cpu
+from tests.hostile import run_cli as _run
 from tests.hostile import write_json as _write_json
-from tracekit.cli import main
 from tracekit.errors import TracekitError
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main([*args, "--no-progress"])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict | None, str]:
-    code, out, err = _run(capsys, "analyze", *args, "--format", "json")
-    return code, json.loads(out) if code == 0 else None, err
-
-
-def _cli(args: list[str], cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "tracekit.cli", *args],
-        cwd=cwd,
-        text=True,
-        timeout=120,
-        **(kwargs if "stdout" in kwargs else {"capture_output": True, **kwargs}),
-    )
-
 
 # ------------------------------------------------------- hostile16's tests (its strict xfails), made to pass
 

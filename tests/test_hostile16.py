@@ -30,42 +30,16 @@ from typing import Any
 import pytest
 
 from tests.conftest import SAMPLE_TRACES
-from tests.hostile import interrupted_pool, small_trace_events
+from tests.hostile import NSYS_BUSY_MS, NSYS_KERNELS, NSYS_SAMPLE, interrupted_pool, small_trace_events
+from tests.hostile import analyze_json as _json
+from tests.hostile import cli_process as _cli
 from tests.hostile import ort_cpu_events as _ort_cpu
 from tests.hostile import ort_event as _ev
+from tests.hostile import run_cli as _run
 from tests.hostile import write_json as _write_json
 from tracekit.cli import main
 
-NSYS_SAMPLE = SAMPLE_TRACES / "synthetic/table3_onnx-cuda-graphs/onnx-cuda-graphs_b1_s128.synthetic.sqlite"
-#: what the clean NSYS_SAMPLE reads: 10 iterations of 160 kernels, mean GPU busy 0.9134527 ms
-NSYS_KERNELS, NSYS_BUSY_MS = 160.0, 0.9134527
-
-
 # ----------------------------------------------------------------------------------------------- helpers
-
-
-def _run(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    """``tracekit ARGS --no-progress`` in this process: (exit code, stdout, stderr)."""
-    code = main([*args, "--no-progress"])
-    out, err = capsys.readouterr()
-    return code, out, err
-
-
-def _json(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict | None, str]:
-    """``tracekit analyze ARGS --format json``: (exit code, the document or None, stderr)."""
-    code, out, err = _run(capsys, "analyze", *args, "--format", "json")
-    return code, json.loads(out) if code == 0 else None, err
-
-
-def _cli(args: list[str], cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
-    """``python -m tracekit.cli ARGS`` in a child process, from ``cwd``."""
-    return subprocess.run(
-        [sys.executable, "-m", "tracekit.cli", *args],
-        cwd=cwd,
-        text=True,
-        timeout=120,
-        **(kwargs if "stdout" in kwargs else {"capture_output": True, **kwargs}),
-    )
 
 
 def _one_line(err: str, path: str | Path) -> str:
