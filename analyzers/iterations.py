@@ -2768,7 +2768,10 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
     the API call, host range or CPU operator covering at least half of the gap, with its share)."""
     if gaps.is_empty():
         return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
-    rows = cpu_context(trace, _longest(gaps, LONGEST_GAPS), ranges, _work_spans(gaps, ranges))
+    longest = _longest(gaps, LONGEST_GAPS)
+    # (the work spans of the longest gaps' iterations only: the others' are never asked for)
+    theirs = gaps.filter(pl.col("iteration").is_in(longest.get_column("iteration").unique().implode()))
+    rows = cpu_context(trace, longest, ranges, _work_spans(theirs, ranges))
     # Gaps are unique per row: set the column on the few rows named, rather than joining (and copying) every gap.
     column = pl.repeat(None, gaps.height, dtype=pl.String, eager=True).alias("cpu_context")
     if rows.height:

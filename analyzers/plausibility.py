@@ -473,11 +473,11 @@ def lost_kernels(trace: Trace) -> str | None:
     # than twice the longest recorded kernel, the most one unrecorded kernel running at the capture's end could
     # explain, and by at least IDLE_DEVICE_FLOOR_NS) should have its kernel in the trace too: a saturated device is busy, and recorded, to the
     # end. Trailing launches there are lost (CUPTI's buffers exhausted after the first iterations), not late.
-    kernels = trace.ops.filter(pl.col("end").is_not_null() & pl.col("start").is_not_null())
+    timed_ops = trace.ops.filter(pl.col("end").is_not_null() & pl.col("start").is_not_null())
     idle_from = None
-    if not kernels.is_empty():
-        longest = kernels.select((pl.col("end") - pl.col("start")).max()).item()
-        idle_from = kernels.get_column("end").max() + max(2 * int(longest or 0), IDLE_DEVICE_FLOOR_NS)
+    if not timed_ops.is_empty():
+        longest = timed_ops.select((pl.col("end") - pl.col("start")).max()).item()
+        idle_from = timed_ops.get_column("end").max() + max(2 * int(longest or 0), IDLE_DEVICE_FLOOR_NS)
     unlinked = calls.filter(~pl.col("linked")).join(
         per_thread.with_columns(limit.alias("limit")), on=["pid", "thread"], how="left", nulls_equal=True
     )
