@@ -19,7 +19,6 @@ export gzipped into ``OUT`` (a few hundred KB). Standard library + torch only.
 from __future__ import annotations
 
 import argparse
-import glob
 import gzip
 import json
 import os
@@ -104,15 +103,6 @@ VARIANTS: dict[str, list[str]] = {
 AFTER = {"stop-node-quiet": "none", "stop-node-nvtx": "nvtx"}
 
 
-def find_nsys(given: str | None) -> str | None:
-    if given:
-        return given
-    found = shutil.which("nsys") or next(
-        iter(sorted(glob.glob("/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys"))), None
-    )
-    return found
-
-
 def columns(con: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in con.execute(f"PRAGMA table_info({table})")]
 
@@ -171,8 +161,6 @@ def summarize(db: Path) -> dict[str, Any]:
         if table in tables:
             rows = con.execute(f"SELECT * FROM {table} LIMIT 40").fetchall()
             out[table] = {"columns": columns(con, table), "rows": rows}
-    if "DIAGNOSTIC_EVENT" in tables and "StringIds" in tables and "text" in columns(con, "DIAGNOSTIC_EVENT"):
-        pass
     con.close()
     return out
 
@@ -187,7 +175,11 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     out = Path(args.output)
     out.mkdir(parents=True, exist_ok=True)
-    nsys = find_nsys(args.nsys)
+    from gpu_check import (
+        nsys_for_check,  # (beside this script: TRACEKIT_NSYS, PATH, or Nsight Compute's bundle)
+    )
+
+    nsys = args.nsys or nsys_for_check()
     if nsys is None:
         print("nsys_probe: no nsys found", file=sys.stderr)
         return 2
