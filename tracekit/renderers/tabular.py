@@ -129,9 +129,10 @@ def _rounded_column(
     found with a C-level ``map(operator.is_)``, then put back after the rounding (numpy's object arrays,
     elementwise ``!= None``, took twice as long)."""
     types = set(map(type, column))
-    if not any(issubclass(t, (float, dict, list, tuple)) for t in types):
+    from_numpy = any(t.__module__ == "numpy" for t in types)  # numpy scalars: value by value (rounded)
+    if not from_numpy and not any(issubclass(t, (float, dict, list, tuple)) for t in types):
         return None
-    if types <= {float, type(None)}:
+    if not from_numpy and types <= {float, type(None)}:
         import numpy as np
 
         if type(None) not in types:
@@ -208,7 +209,24 @@ def rounded(data: Any, found: NonFinite | None = None, path: str = "") -> Any:
         if found is None:
             return [rounded(value) for value in data]
         return [rounded(value, found, f"{path}[{i}]") for i, value in enumerate(data)]
+    if type(data).__module__ == "numpy":
+        return rounded(_from_numpy(data), found, path)
     return data
+
+
+def _from_numpy(value: Any) -> Any:
+    """A numpy bool, integer or float scalar as the Python value it holds (a float32 or float16 as the
+    shortest decimal of its value, as numpy prints it: ``np.float32(1.1)`` is 1.1, not 1.10000002384); any
+    other value unchanged."""
+    import numpy as np
+
+    if isinstance(value, np.bool_):
+        return bool(value)
+    if isinstance(value, np.integer):
+        return int(value)
+    if isinstance(value, np.floating):
+        return float(str(value)) if value.dtype.itemsize < 8 else float(value)
+    return value
 
 
 def format_value(value: Any, digits: int = 3) -> str:
