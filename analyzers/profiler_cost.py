@@ -20,21 +20,143 @@ TorchScript BERT-base at batch 1 ran in 2.106 ms untraced (median) and 7.347 ms 
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from tracekit.analyzers.recommendations import PERTURBATION_RATIO
 
+if TYPE_CHECKING:
+    from tracekit.analyzers.stability import Measurement
 
-def untraced_median_ms(untraced: Mapping[str, Any] | None) -> float | None:
-    """The untraced median latency (ms) of run.json's statistics (``median``, else ``p50``); None without
-    one, or when it is not a positive number."""
-    if not untraced:
+
+def untraced_measurement(
+    recorded: Mapping[str, Any] | None,
+    latency_csv: tuple[list[float], list[float] | None] | None = None,
+    device: str | None = None,
+) -> Measurement | None:
+    """The one rule for a configuration's untraced latency, which ``analyze`` (:func:`findings`) and ``report``
+    (:func:`tracekit.analyzers.report.untraced_measurement`) both use, so that they never disagree on it:
+
+    1. the statistics ``tracekit collect`` recorded (run.json / sidecar: a median from the stability rules,
+       with ``kept``);
+    2. else measured (:func:`tracekit.analyzers.stability.measure`, the same rules) from ``latency_csv``: the
+       run's ``latency.csv`` values of this configuration (:func:`latency_csv_values`) for runs collected
+       before the statistics were recorded, whose run.json holds only mean/p50/p90;
+    3. else the recorded ``median``, ``p50`` or ``mean``, in that order, without an interval.
+
+    None when nothing is recorded, or the value found is not a positive number. ``device``: "cpu" names the
+    cause of an unstable set as "another process"."""
+    if not recorded or not isinstance(recorded, Mapping):
         return None
-    value = untraced.get("median", untraced.get("p50"))
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+    from tracekit.analyzers.stability import Measurement, measure
+
+    stats = Measurement.from_json(dict(recorded))
+    if stats is not None:
+        return stats if _positive(stats.median) else None
+    if latency_csv:
+        measured = measure(latency_csv[0], latency_csv[1], device="cpu" if device == "cpu" else "gpu")
+        return measured if _positive(measured.median) else None
+    for key in ("median", "p50", "mean"):
+        if key in recorded and recorded[key] is not None:
+            value = recorded[key]
+            if not _positive(value):
+                return None
+            count = recorded.get("count")
+            count = count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
+            return Measurement(count=count, kept=count, median=float(value))
+    return None
+
+
+def _positive(value: Any) -> bool:
+    """A positive finite number, not a boolean."""
+    return (
+        isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
+    )
+
+
+def latency_csv_values(
+    trace_path: str | Path, runtime: str | None, batch_size: int | None, seq_len: int | None
+) -> tuple[list[float], list[float] | None] | None:
+    """(latency_ms, cpu_ms or None) of one configuration's untraced iterations from the ``latency.csv``
+    beside its trace, in iteration order; None when there is none, it does not hold the configuration, or a
+    row of it is damaged. Read once per file and version (size, mtime) in a process: a run of many
+    configurations reads it once."""
+    path = Path(trace_path).parent / "latency.csv"
+    if batch_size is None:
         return None
-    return float(value)
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    if not path.is_file():
+        return None
+    rows = _latency_rows(str(path), st.st_size, st.st_mtime_ns)
+    if rows is None:
+        return None
+    latency: list[float] = []
+    cpu: list[float] = []
+    for row in rows:
+        if (
+            row.get("set", "untraced") in ("untraced", "")
+            and row.get("runtime") == runtime
+            and row.get("batch_size") == str(batch_size)
+            and (seq_len is None or row.get("seq_len") == str(seq_len))
+        ):
+            try:
+                latency.append(float(row["latency_ms"]))
+                if row.get("cpu_ms"):
+                    cpu.append(float(row["cpu_ms"]))
+            except (KeyError, TypeError, ValueError):
+                return None
+    if not latency:
+        return None
+    return latency, (cpu if len(cpu) == len(latency) else None)
+
+
+@functools.lru_cache(maxsize=16)
+def _latency_rows(path: str, size: int, mtime_ns: int) -> tuple[dict[str, str], ...] | None:
+    """The rows of one ``latency.csv`` (``size``/``mtime_ns``: its version, the cache key)."""
+    import csv
+
+    try:
+        with open(path, newline="") as fh:
+            return tuple(csv.DictReader(fh))
+    except (OSError, UnicodeDecodeError, csv.Error):
+        return None
+
+
+def untraced_of(config: Any, device: str | None = None) -> Measurement | None:
+    """The untraced latency of a configuration (:class:`tracekit.inputs.TraceConfig`, or anything with its
+    ``untraced_latency``, ``path``, ``runtime``, ``batch_size``, ``seq_len``, ``device``), by
+    :func:`untraced_measurement`. latency.csv is read only when the recorded statistics lack a median from the
+    stability rules (a run collected before they were recorded). ``device``: the measured one (default: the
+    configuration's)."""
+    recorded = getattr(config, "untraced_latency", None)
+    if not recorded or not isinstance(recorded, Mapping):
+        return None
+    values = None
+    if not _has_full_statistics(recorded):
+        values = latency_csv_values(
+            config.path, getattr(config, "runtime", None), config.batch_size, getattr(config, "seq_len", None)
+        )
+    return untraced_measurement(recorded, values, device or getattr(config, "device", None))
+
+
+def _has_full_statistics(recorded: Mapping[str, Any]) -> bool:
+    return recorded.get("median") is not None and "kept" in recorded
+
+
+def untraced_median_ms(untraced: Any) -> float | None:
+    """The untraced median latency (ms) by :func:`untraced_measurement`: ``untraced`` a configuration
+    (:func:`untraced_of`: latency.csv too, for old runs) or run.json's statistics alone (a mapping); None
+    without one, or when it is not a positive number."""
+    if untraced is None:
+        return None
+    stats = untraced_measurement(untraced) if isinstance(untraced, Mapping) else untraced_of(untraced)
+    return None if stats is None else stats.median
 
 
 def findings(
@@ -42,12 +164,14 @@ def findings(
     busy_ms: float | None,
     bound: str | None,
     bound_threshold: float,
-    untraced: Mapping[str, Any] | None,
+    untraced: Any,
     profiler: str | None = None,
 ) -> tuple[list[str], list[str], str | None]:
     """(warnings, notes, doubt) about the profiler's cost. ``latency_ms``/``busy_ms``: the analyzed iterations'
     median latency and GPU busy time (ms); ``bound``: the verdict ("framework", "compute" or None);
-    ``untraced``: the configuration's untraced latency statistics (run.json), None when not recorded;
+    ``untraced``: the configuration (:class:`tracekit.inputs.TraceConfig`: its untraced latency by
+    :func:`untraced_of`, as report's) or its untraced latency statistics alone (run.json), None when not
+    recorded;
     ``profiler``: its name, for the words. ``doubt``: a "verdict uncertain: ..." text, or None."""
     reference = untraced_median_ms(untraced)
     if reference is None or latency_ms is None or not latency_ms > 0:

@@ -147,52 +147,11 @@ CONFIG_COLUMNS: list[str] = [
 def untraced_measurement(analyzed: Analysis) -> Measurement | None:
     """The untraced set's statistics: as ``tracekit collect`` recorded them (run.json / sidecar), else
     measured from the run's ``latency.csv`` (runs collected before the statistics were recorded), else the
-    recorded median (p50) alone, without an interval. None when the run recorded no untraced latency."""
-    config = analyzed.config
-    recorded = config.untraced_latency
-    if not recorded:
-        return None
-    stats = Measurement.from_json(recorded)
-    if stats is not None:
-        return stats
-    values = _latency_csv(config)
-    if values:
-        device = "cpu" if analyzed.device == "cpu" else "gpu"
-        return measure(values[0], values[1], device=device)
-    median = recorded.get("p50", recorded.get("mean"))
-    if median is None:
-        return None
-    count = int(recorded.get("count") or 0)
-    return Measurement(count=count, kept=count, median=float(median))
+    recorded median (p50, mean) alone, without an interval. None when the run recorded no untraced latency.
+    The one rule analyze's profiler-cost check uses too (:func:`tracekit.analyzers.profiler_cost.untraced_of`)."""
+    from tracekit.analyzers.profiler_cost import untraced_of
 
-
-def _latency_csv(config: Any) -> tuple[list[float], list[float] | None] | None:
-    """(latency_ms, cpu_ms or None) of one configuration's untraced iterations from the ``latency.csv``
-    beside its trace, in iteration order; None when there is none or it does not hold the configuration."""
-    import csv
-
-    path = config.path.parent / "latency.csv"
-    if not path.is_file() or config.batch_size is None:
-        return None
-    latency: list[float] = []
-    cpu: list[float] = []
-    try:
-        with open(path, newline="") as fh:
-            for row in csv.DictReader(fh):
-                if (
-                    row.get("set", "untraced") in ("untraced", "")
-                    and row.get("runtime") == config.runtime
-                    and row.get("batch_size") == str(config.batch_size)
-                    and (config.seq_len is None or row.get("seq_len") == str(config.seq_len))
-                ):
-                    latency.append(float(row["latency_ms"]))
-                    if row.get("cpu_ms"):
-                        cpu.append(float(row["cpu_ms"]))
-    except (OSError, ValueError, KeyError):
-        return None
-    if not latency:
-        return None
-    return latency, (cpu if len(cpu) == len(latency) else None)
+    return untraced_of(analyzed.config, "cpu" if analyzed.device == "cpu" else "gpu")
 
 
 def config_row(analyzed: Analysis) -> dict[str, Any]:
