@@ -153,6 +153,9 @@ ENGINE_STEPS: dict[str, str] = {
     "SGLang": r"^step\[[A-Z][A-Z0-9_]* bs=\d+[^\]]*\]$",
     "TensorRT-LLM": r"^(?:\[Executor\] )?_forward_step(?: \d+)?: \d+ ctx reqs, \d+ gen reqs$",
 }
+#: A range name that ends in a number after a stem holding a letter (``step 3``, ``iteration_12``): group 1 is
+#: the stem; numbered names form a series in rule 4 (:func:`_numbered_series`).
+NUMBERED_NAME = r"^(.*[A-Za-z].*?\D)\d+$"
 #: Any engine's step range name (:data:`ENGINE_STEPS` as one pattern).
 ANY_ENGINE_STEP = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
 
@@ -453,6 +456,7 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
         if on_launching.height and on_launching.height < candidates.height:
             qualifier = ", on the thread that launches the device work"
             top_level = on_launching.filter(pl.col("depth") == on_launching["depth"].min())
+    top_level, series = _numbered_series(top_level)
     calls = _launch_calls(trace)
     counts = _name_counts(top_level, calls).sort(["n", "first"], descending=[True, False])
     passed = f"; passed over {skipped}" if skipped else ""
@@ -480,9 +484,71 @@ def _frequent_choice(candidates: pl.DataFrame, trace: Trace) -> tuple[pl.DataFra
                 f"; inside it {inner[0]!r} repeats {inner[1]} times (--range {shlex.quote(inner[0])} takes "
                 "those as the iterations)"
             )
-    how = f"most frequent top-level range ({n} of them{qualifier}){tie_note}{passed}{hint}"
+    counted = f"{n} of them{qualifier}"
+    if name in series:
+        counted = (
+            f"{n} numbered ranges {series[name]}, one name each: the loop's counter in the name{qualifier}"
+        )
+    how = f"most frequent top-level range ({counted}){tie_note}{passed}{hint}"
     how += "; choose another with --range"
     return chosen, name, how
+
+
+def _numbered_series(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
+    """``rows`` (rule 4's top-level candidates) with the ``key`` of each numbered series replaced by the
+    series' pattern, and {pattern: the series' first and last names, as said}. A timed loop that puts its
+    counter in the range name (``nvtx.range_push(f"step {i}")``, ``record_function(f"iteration_{i}")``) gives
+    every range its own name: counted by name, each is 1, and the earliest alone had been the iteration. A
+    series is the names that differ only in a trailing number after a stem holding a letter (``step 3``,
+    ``iteration_12``, ``Iteration #4``, ``batch7``: :data:`NUMBERED_NAME`), at least two of them, where no
+    name occurs twice on a thread (a counter never repeats: ``layer1``/``layer2`` run once per pass are no
+    counter) and no two of them overlap on a thread (a loop's iterations follow one another: ``request 17``
+    and ``request 18`` open at once are no counter). ``ProfilerStep#N`` is grouped by :func:`range_key`
+    already."""
+    stem = pl.col("key").str.extract(NUMBERED_NAME, 1)
+    numbered = (
+        rows.with_row_index("_row").with_columns(stem.alias("_stem")).filter(pl.col("_stem").is_not_null())
+    )
+    if numbered.is_empty():
+        return rows, {}
+    thread = ["_stem", "pid", "thread"]
+    reach = pl.col("end").cum_max().shift(1).over(thread, order_by=["start", "end"])
+    per_stem = (
+        numbered.with_columns(
+            (pl.len().over([*thread, "key"]) > 1).alias("_repeats"),
+            (pl.col("start") < reach).fill_null(False).alias("_overlaps"),
+        )
+        .group_by("_stem")
+        .agg(
+            pl.col("key").n_unique().alias("names"),
+            (pl.col("_repeats") | pl.col("_overlaps")).any().alias("bad"),
+            pl.col("key").sort_by("start").first().alias("first_name"),
+            pl.col("key").sort_by("start").last().alias("last_name"),
+        )
+        .filter((pl.col("names") >= 2) & ~pl.col("bad"))
+    )
+    if per_stem.is_empty():
+        return rows, {}
+    stems = per_stem["_stem"].to_list()
+    said = [f"{a!r} … {b!r}" for a, b in zip(per_stem["first_name"], per_stem["last_name"], strict=True)]
+    patterns = pl.DataFrame(
+        {"_stem": stems, "_pattern": [f"{REGEX_PREFIX}^{_escaped(x)}\\d+$" for x in stems], "_said": said},
+        schema={"_stem": pl.String, "_pattern": pl.String, "_said": pl.String},
+    )
+    members = numbered.join(patterns, on="_stem").select("_row", "_pattern")
+    out = (
+        rows.with_row_index("_row")
+        .join(members, on="_row", how="left", maintain_order="left")
+        .with_columns(pl.coalesce("_pattern", "key").alias("key"))
+        .drop("_row", "_pattern")
+    )
+    return out, dict(zip(patterns["_pattern"].to_list(), patterns["_said"].to_list(), strict=True))
+
+
+def _escaped(text: str) -> str:
+    """``text`` as a regular expression that matches it, escaping only what a regex reads specially (spaces
+    and ``#`` stay as they are, so the pattern reads as the name does: ``re:^step \\d+$``)."""
+    return re.sub(r"([.^$*+?{}\[\]\\|()])", r"\\\1", text)
 
 
 def _tie_broken(counts: pl.DataFrame) -> tuple[str, str]:
