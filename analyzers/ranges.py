@@ -35,9 +35,11 @@ before the rules below:
        passed over are said); ties: the name whose ranges hold the most launch calls, then the earliest first
        range. PyTorch operator and collective ranges (:func:`operator_ranges`: ``aten::mul, seq = 3, op_id =
        7`` from ``emit_nvtx``, ``nccl:all_reduce`` from a process group) are no candidates: one operator or
-       collective call is never an iteration. When the choice is a single range (no tie) and a name repeats
-       among the ranges directly inside it (its thread, one level down; those holding a launch call when
-       some do), the choice line names it, with the ``--range`` that takes it: a ``benchmark`` range around
+       collective call is never an iteration. Numbered names that a loop's counter makes (``step 0`` ...
+       ``step 4``, ``iteration_12``: each once on its thread, none overlapping another there) count as one
+       name, chosen as ``re:^step \\d+$`` (:func:`_numbered_series`). When the choice is a single range
+       (no tie) and a name repeats among the ranges directly inside it (its thread, one level down; those
+       holding a launch call when some do), the choice line names it, with the ``--range`` that takes it: a ``benchmark`` range around
        a timed loop's ``step`` ranges, or a ``forward`` range around its ``layer`` ranges (which are no
        iterations), look the same, so the one range stays the choice.
 
