@@ -39,9 +39,9 @@ before the rules below:
        ``step 4``, ``iteration_12``: each once on its thread, none overlapping another there) count as one
        name, chosen as ``re:^step \\d+$`` (:func:`_numbered_series`). When the choice is a single range
        (no tie) and a name repeats among the ranges directly inside it (its thread, one level down; those
-       holding a launch call when some do), the choice line names it, with the ``--range`` that takes it: a ``benchmark`` range around
-       a timed loop's ``step`` ranges, or a ``forward`` range around its ``layer`` ranges (which are no
-       iterations), look the same, so the one range stays the choice.
+       holding a launch call when some do), the choice line names it, with the ``--range`` that takes it:
+       a ``benchmark`` range around a timed loop's ``step`` ranges, or a ``forward`` range around its
+       ``layer`` ranges (which are no iterations), look the same, so the one range stays the choice.
 
     When rule 4 finds no candidate -- every range is an operator or collective range (an ``emit_nvtx``
     trace without a step or iteration scope, or a window cut from a longer capture that lost the ranges
