@@ -124,3 +124,44 @@ def test_analyze_of_the_committed_torchscript_run_uses_reports_untraced_median()
     assert report.untraced_measurement(a).median == 2.054961
     slowed = [w for w in a.warnings if "slowed this run" in w]
     assert len(slowed) == 1 and "against 2.055 ms untraced" in slowed[0], slowed
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3. quantile edges
+
+
+def test_quantile_one_is_the_maximum_and_zero_the_minimum() -> None:
+    from tracekit.quantiles import min_values, quantile, quantile_given
+
+    values = [3.0, None, 1.0, float("nan"), 2.0]
+    assert quantile(values, 1.0) == 3.0
+    assert quantile(values, 1) == 3.0
+    assert quantile(values, 0.0) == 1.0
+    assert quantile([7.0], 1.0) == 7.0 and quantile([7.0], 0) == 7.0
+    assert min_values(1.0) == 1 and min_values(0.0) == 1
+    assert quantile_given(1.0, 1) and not quantile_given(1.0, 0)
+    # unchanged inside: p99 of 99 values withheld, of 100 given (linear: 0.99 * 99 = 98.01 -> 99.01)
+    assert quantile(list(range(1, 100)), 0.99) is None
+    assert quantile([float(v) for v in range(1, 101)], 0.99) == pytest.approx(99.01, abs=1e-12)
+
+
+@pytest.mark.parametrize("q", [1.5, 1.0000001, -0.5, -1e-9, float("nan"), float("inf"), True])
+def test_a_quantile_outside_zero_to_one_is_refused(q: float) -> None:
+    from tracekit.quantiles import min_values, quantile, quantile_given
+
+    with pytest.raises(ValueError, match="is not a number from 0 to 1"):
+        quantile([1.0, 2.0, 3.0], q)
+    with pytest.raises(ValueError):
+        min_values(q)
+    with pytest.raises(ValueError):
+        quantile_given(q, 10)
+
+
+def test_no_values_give_no_quantile_at_any_q() -> None:
+    from tracekit.quantiles import quantile
+
+    for q in (0.0, 0.5, 0.99, 1.0):
+        assert quantile([], q) is None
+        assert quantile([None, float("nan")], q) is None
+    with pytest.raises(ValueError):
+        quantile([], 2.0)

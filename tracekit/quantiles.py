@@ -19,12 +19,22 @@ from typing import Any
 QUANTILES = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
+def _checked(q: float) -> float:
+    """``q`` itself when it is a number in [0, 1]; ValueError otherwise (NaN, below 0, above 1, a bool)."""
+    if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 <= q <= 1:
+        raise ValueError(f"quantile {q!r} is not a number from 0 to 1")
+    return float(q)
+
+
 def min_values(q: float) -> int:
     """Fewest values over which quantile ``q`` is given: those where ``n * (1 - q) >= 1``, so that at least
     one value lies above it (p90: 10, p99: 100), computed exactly (``10 * (1 - 0.9)`` is 0.999... in
     floats); the median (and any q <= 0.5) over any number. Below that count the linear interpolation
-    lies between the two largest values, above every observation but one: no p99 a user can trust."""
-    if q <= 0.5:
+    lies between the two largest values, above every observation but one: no p99 a user can trust.
+    ``q`` 1 is the maximum, an observed value (no interpolation), over any number too. ValueError for a ``q``
+    outside [0, 1] or NaN."""
+    q = _checked(q)
+    if q <= 0.5 or q == 1:
         return 1
     return math.ceil(1 / (1 - Fraction(str(q))))
 
@@ -36,7 +46,10 @@ def quantile_given(q: float, n: int) -> bool:
 
 def quantile(values: Sequence[float | None], q: float) -> float | None:
     """Quantile ``q`` of the ``values`` that are neither None nor NaN (linear interpolation, as ``numpy.percentile``), or None where
-    there are too few of them (:func:`quantile_given`): the one rule for every p90/p99 tracekit shows."""
+    there are too few of them (:func:`quantile_given`; none at all: None for every ``q``): the one rule for every
+    p90/p99 tracekit shows. ``q`` 0 is the minimum, 1 the maximum; ValueError for a ``q`` outside [0, 1] or
+    NaN."""
+    q = _checked(q)
     present = sorted(float(v) for v in values if v is not None and not math.isnan(v))
     if not quantile_given(q, len(present)):
         return None
