@@ -314,14 +314,19 @@ class IterationAnalysis:
 
 
 def longest_gaps(
-    gaps: pl.DataFrame, iterations: pl.DataFrame, detail: pl.DataFrame | None, count: int = LONGEST_GAPS
+    gaps: pl.DataFrame,
+    iterations: pl.DataFrame,
+    detail: pl.DataFrame | None,
+    count: int = LONGEST_GAPS,
+    rows: pl.Series | None = None,
 ) -> pl.DataFrame:
     """The ``count`` longest of ``gaps``, longest first (earlier gaps first among equal ones), with their causes
     from ``detail`` (``iteration``, ``start_ns``, ``cause``, ``host_state``; None: both null), ``offset_ms``
-    (start in ms after the iteration's window start) and ``duration_us``."""
+    (start in ms after the iteration's window start) and ``duration_us``. ``rows``: those gaps' row numbers in
+    ``gaps`` when already found (``_longest(gaps, count)``'s ``_row``: :attr:`Measured.longest_rows`)."""
     from tracekit.analyzers.attribution import GAP_CAUSE, HOST_STATE
 
-    longest = _longest(gaps, count).drop("_row")
+    longest = (_longest(gaps, count) if rows is None else _rows_of(gaps, rows)).drop("_row")
     if detail is not None:  # each gap's cause and its launching thread's state
         longest = longest.join(detail, on=["iteration", "start_ns"], how="left", maintain_order="left")
     else:  # the same columns always: no cause known
@@ -357,6 +362,11 @@ def _longest(gaps: pl.DataFrame, count: int) -> pl.DataFrame:
         .sort("duration_ns", descending=True, maintain_order=True)
         .head(count)
     )
+
+
+def _rows_of(gaps: pl.DataFrame, rows: pl.Series) -> pl.DataFrame:
+    """:func:`_longest`'s frame again from its ``_row`` column ``rows`` (the same rows of ``gaps``, in order)."""
+    return gaps[rows].with_columns(rows.alias("_row"))
 
 
 def _search_sorted(values: pl.Series, keys: pl.Series, side: str = "left") -> pl.Series:
@@ -1239,6 +1249,10 @@ class Measured:
     #: why no iteration's busy time can be known (every one holds ops whose iteration is unknown:
     #: :func:`_shared_findings`): the no-verdict reason; their busy figures are withheld
     busy_unknown: str | None = None
+    #: the :data:`LONGEST_GAPS` longest of :attr:`gaps`, longest first, as row numbers of it (``_longest``'s
+    #: ``_row``), found once for the CPU context, the attribution's detail and the longest gaps shown; None:
+    #: not found (then each finds them)
+    longest_rows: pl.Series | None = None
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -1728,7 +1742,7 @@ def measure_gaps(
         )
     unit = resolution.time_unit_ns(trace.ops) if has_ops else None
     small_gaps = resolution.small_gaps_per_iteration(gaps, unit) if unit is not None else None
-    gaps = _with_cpu_context(trace, gaps, ranges)
+    gaps, longest_rows = _with_cpu_context(trace, gaps, ranges)
     return Measured(
         frame,
         gaps,
@@ -1744,6 +1758,7 @@ def measure_gaps(
         assignment.lost_launches[1] > 0,
         tuple(setting_up),
         busy_unknown,
+        longest_rows,
     )
 
 
@@ -2073,7 +2088,13 @@ def attribute(
     if timeline is not None:  # no gap overlaps another op: no search for queued time
         timeline.quiet = measured.quiet
     gaps = measured.gaps
-    longest = _longest(gaps, LONGEST_GAPS).get_column("_row") if gaps.height else None
+    longest = (
+        None
+        if not gaps.height
+        else measured.longest_rows
+        if measured.longest_rows is not None
+        else _longest(gaps, LONGEST_GAPS).get_column("_row")
+    )
     result = attribute_idle(
         gaps,
         assignment.ops.select("start", "end", "iteration", "call", "no_launch").with_columns(
@@ -2230,7 +2251,10 @@ def summarize_stages(
         attribution=attribution,
         unassigned=assignment.unassigned,
         notes=notes,
-        longest=longest_gaps(gaps, frame, detail),
+        # (the longest rows found while measuring, unless the gaps were withheld since)
+        longest=longest_gaps(
+            gaps, frame, detail, rows=measured.longest_rows if gaps is measured.gaps else None
+        ),
         no_verdict=reason,
         setup_caveat=measured.setup_caveat,
         capture_refusal=measured.capture_refusal,
@@ -2763,11 +2787,14 @@ def _work_spans(gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) -> pl.DataFrame:
+def _with_cpu_context(
+    trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame
+) -> tuple[pl.DataFrame, pl.Series | None]:
     """Name what held the host during each of the longest gaps (:func:`tracekit.analyzers.gap_context.cpu_context`:
-    the API call, host range or CPU operator covering at least half of the gap, with its share)."""
+    the API call, host range or CPU operator covering at least half of the gap, with its share): (the gaps with
+    ``cpu_context``, the longest gaps' row numbers, :attr:`Measured.longest_rows`; None: no gap)."""
     if gaps.is_empty():
-        return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context"))
+        return gaps.with_columns(pl.lit(None, pl.String).alias("cpu_context")), None
     longest = _longest(gaps, LONGEST_GAPS)
     # (the work spans of the longest gaps' iterations only: the others' are never asked for)
     theirs = gaps.filter(pl.col("iteration").is_in(longest.get_column("iteration").unique().implode()))
@@ -2776,4 +2803,4 @@ def _with_cpu_context(trace: Trace, gaps: pl.DataFrame, ranges: pl.DataFrame) ->
     column = pl.repeat(None, gaps.height, dtype=pl.String, eager=True).alias("cpu_context")
     if rows.height:
         column = column.scatter(rows.get_column("_row"), rows.get_column("cpu_context"))
-    return gaps.with_columns(column)
+    return gaps.with_columns(column), longest.get_column("_row")
