@@ -58,3 +58,54 @@ def test_render_json_long_lists_of_numpy_scalars():
 def test_render_json_still_refuses_what_json_cannot_hold():
     with pytest.raises(TypeError):
         render_json({"x": object()})
+
+
+# ------------------------------------------------------------------ output files named for another format
+
+from pathlib import Path  # noqa: E402
+
+from tests.hostile import run_cli  # noqa: E402
+
+SAMPLES = Path(__file__).resolve().parent.parent / "sample_traces"
+SYNTHETIC_SQLITE = SAMPLES / "synthetic" / "table3_pytorch" / "pytorch_b1_s128.synthetic.sqlite"
+
+
+@pytest.mark.parametrize("name", ["tl.png", "tl.svg", "tl.pdf", "tl.html", "tl.csv", "tl.md"])
+def test_timeline_named_as_another_format_is_refused_before_any_work(tmp_path, capsys, name):
+    """--timeline writes Chrome trace-event JSON whatever the name: 'wrote tl.png: open it in ui.perfetto.dev'
+    left JSON in a .png. Now one line naming the file and what to name it, exit 2, nothing written."""
+    target = tmp_path / name
+    code, out, err = run_cli(capsys, "analyze", str(SYNTHETIC_SQLITE), "--timeline", str(target))
+    assert code == 2 and out == ""
+    suffix = Path(name).suffix
+    assert err == (
+        f"tracekit: {target}: --timeline writes Chrome trace-event JSON (for ui.perfetto.dev), not a "
+        f"{suffix} file: name it .json (or .json.gz)\n"
+    )
+    assert not target.exists()
+
+
+@pytest.mark.parametrize("name", ["g.xlsx", "g.parquet", "g.md", "g.png", "g.tsv", "g.csv.gz", "g.json.gz"])
+def test_gaps_named_as_another_format_is_refused_before_any_work(tmp_path, capsys, name):
+    """--gaps writes CSV (JSON for .json): 'wrote gaps.xlsx' left CSV text in an .xlsx."""
+    target = tmp_path / name
+    code, out, err = run_cli(capsys, "analyze", str(SYNTHETIC_SQLITE), "--gaps", str(target))
+    assert code == 2 and out == ""
+    suffix = Path(name).suffix
+    assert err == (
+        f"tracekit: {target}: --gaps writes CSV (JSON when the name ends in .json), not a {suffix} file: "
+        "name it .csv or .json\n"
+    )
+    assert not target.exists()
+
+
+@pytest.mark.parametrize(
+    ("option", "name"),
+    [("--timeline", "t.json"), ("--timeline", "t.json.gz"), ("--timeline", "t.trace"), ("--gaps", "g.csv"),
+     ("--gaps", "g.json"), ("--gaps", "gaps")],
+)  # fmt: skip
+def test_timeline_and_gaps_names_that_fit_are_written(tmp_path, capsys, option, name):
+    target = tmp_path / name
+    code, _, err = run_cli(capsys, "analyze", str(SYNTHETIC_SQLITE), option, str(target), "--format", "json")
+    assert code == 0, err
+    assert target.stat().st_size > 0

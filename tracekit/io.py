@@ -146,6 +146,29 @@ def check_file_target(target: Path, option: str = "-o") -> None:
     check_writable(target)
 
 
+#: Extensions that name a format of their own (an image, a page, a table, text): an output file of one format
+#: (``--timeline``'s JSON, ``--gaps``' CSV) named with one of these is refused (:func:`check_named_for`).
+OTHER_FORMATS = frozenset(
+    {".png", ".svg", ".pdf", ".jpg", ".jpeg", ".gif", ".webp", ".html", ".htm", ".md", ".txt", ".csv", ".tsv",
+     ".json", ".xlsx", ".xls", ".parquet", ".sqlite"}
+)  # fmt: skip
+
+
+def check_named_for(
+    target: Path, option: str, writes: str, fits: Iterable[str], hint: str, gzip: bool = False
+) -> None:
+    """TracekitError (exit 2, one line) when ``option``'s output file ``target``, which is always written as
+    ``writes`` (words), is named for another format (its extension in :data:`OTHER_FORMATS` and not in
+    ``fits``; ``.gz`` too unless the writer compresses such a name, ``gzip``, which then looks at the
+    extension before it): ``hint`` says what to name it. Other and no extensions are taken as they are."""
+    name = target.name.lower()
+    if gzip:
+        name = name.removesuffix(".gz")
+    suffix = Path(name).suffix
+    if (suffix in OTHER_FORMATS or suffix == ".gz") and suffix not in set(fits):
+        raise TracekitError(f"{option} writes {writes}, not a {suffix} file: {hint}", target)
+
+
 def check_output_dir(path: str | Path) -> None:
     """TracekitError (exit 2, one line) when the output folder ``path`` (``report -o DIR``) could not be
     created or written into: called before the work, as :func:`check_writable` is for files."""

@@ -39,33 +39,38 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--gaps",
         metavar="FILE",
-        help="also write every idle gap with its cause to FILE: CSV, or JSON when FILE ends in .json (a row "
-        "per gap: iteration, start/end ns, position, offset, cause, the launching thread and its state, the ns "
-        "of every cause; default: off, the main output lists the longest gaps)",
+        help="also write every idle gap with its cause to FILE: CSV (FILE.csv), or JSON when FILE ends in "
+        ".json (a row per gap: iteration, start/end ns, position, offset, cause, the launching thread and its "
+        "state, the ns of every cause; default: off, the main output lists the longest gaps)",
     )
     parser.add_argument(
         "--timeline",
         metavar="FILE",
         help="also write the trace, its iterations, every idle gap by cause and a utilization counter as "
-        "Chrome trace-event JSON: open it in ui.perfetto.dev (default: off)",
+        "Chrome trace-event JSON (FILE.json, or FILE.json.gz gzipped): open it in ui.perfetto.dev "
+        "(default: off)",
     )
     parser.set_defaults(func=run)
 
 
 def _check_gaps_file(path: str, trace: str, output: str | None = None, timeline: str | None = None) -> None:
     """One-line refusal (exit 2), before any work, of a ``--gaps`` file that is an input, the file of ``-o``
-    (``output``) or of ``--timeline`` (``timeline``; one output would replace the other), a folder, or in a
+    (``output``) or of ``--timeline`` (``timeline``; one output would replace the other), named for another
+    format (``gaps.xlsx``, ``gaps.csv.gz``: it is written as CSV or JSON, uncompressed), a folder, or in a
     folder that does not exist."""
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_file_target, check_outputs, same_file
+    from tracekit.io import check_file_target, check_named_for, check_outputs, same_file
 
     target = Path(path)
     check_outputs([target], [trace], option="--gaps")
     for other, option in ((output, "-o"), (timeline, "--timeline")):
         if other and same_file(other, target):
             raise TracekitError(f"--gaps and {option} name the same file", target)
+    check_named_for(
+        target, "--gaps", "CSV (JSON when the name ends in .json)", [".csv", ".json"], "name it .csv or .json"
+    )
     check_file_target(target, "--gaps")
 
 

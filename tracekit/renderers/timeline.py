@@ -330,17 +330,26 @@ def render_timeline(events: dict[str, Any]) -> str:
 
 
 def check_timeline_output(path: str, trace: str, output: str | None) -> None:
-    """TracekitError (exit 2) before any work when ``--timeline FILE`` would replace the trace or ``-o``'s
-    file, is a folder, or its folder does not exist."""
+    """TracekitError (exit 2) before any work when ``--timeline FILE`` is named for another format (an image,
+    CSV: :func:`tracekit.io.check_named_for`), would replace the trace or ``-o``'s file, is a folder, or its
+    folder does not exist."""
     from pathlib import Path
 
     from tracekit.errors import TracekitError
-    from tracekit.io import check_file_target, check_outputs, same_file
+    from tracekit.io import check_file_target, check_named_for, check_outputs, same_file
 
     target = Path(path)
     check_outputs([target], [trace], option="--timeline")
     if output and same_file(output, target):
         raise TracekitError("--timeline and -o name the same file", target)
+    check_named_for(
+        target,
+        "--timeline",
+        "Chrome trace-event JSON (for ui.perfetto.dev)",
+        [".json"],
+        "name it .json (or .json.gz)",
+        gzip=True,
+    )
     check_file_target(target, "--timeline")
 
 
