@@ -571,7 +571,8 @@ def _repeated_inside(
 ) -> tuple[str, int] | None:
     """When rule 4's choice is a single range (``outer``; ``calls``: :func:`_launch_calls`): the most frequent
     name among the ranges directly inside it (its thread, one level deeper, within its time), counting only
-    those holding a launch call when some do, with its count, if it has 2 ranges or more there; else None
+    those holding a launch call when some do (numbered names as one: :func:`_numbered_series`), with its
+    count, if it has 2 ranges or more there; else None
     (also when the one range holds launch calls and none of the ranges inside it does). Said in the choice
     line, not taken: a ``benchmark`` range around a timed loop's ``step`` ranges and a ``forward`` range
     around its ``layer`` ranges look the same, and taking the layers as iterations would leave the time
@@ -586,6 +587,7 @@ def _repeated_inside(
     )
     if inside.height < 2:
         return None
+    inside, _ = _numbered_series(inside)
     counts = _name_counts(inside, calls)
     if (counts["launches"] > 0).any():
         counts = counts.filter(pl.col("launches") > 0)

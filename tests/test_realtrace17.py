@@ -113,3 +113,29 @@ def test_overlapping_numbered_ranges_are_no_series(
     assert code == 0, err
     assert doc["range"] == "request 17"
     assert len(doc["iterations"]) == 1
+
+
+def test_numbered_ranges_inside_one_range_are_named_in_the_hint(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One ``benchmark`` range around the loop's ``step 0`` ... ``step 4``: the one range stays the choice
+    (rule 4), and the choice line names the series inside it with the ``--range`` that takes it, as it does
+    for a name that repeats there. Before, the numbered names were five names of 1 each: no hint."""
+    b = NsysBuilder()
+    b.gpu(0, "synthetic GPU")
+    b.nvtx_range(500 * US, 7 * MS, "benchmark")
+    for i in range(5):
+        t = MS + i * MS
+        b.nvtx_range(t, t + MS, f"step {i}")
+        b.runtime(t + 10 * US, t + 20 * US, "cudaLaunchKernel_v7000", correlation=i + 1)
+        b.kernel(t + 30 * US, t + 230 * US, "synthetic_gemm", correlation=i + 1)
+    path = b.write(tmp_path / "benchmark.synthetic.sqlite")
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0, err
+    assert doc["range"] == "benchmark"
+    assert (
+        "inside it 're:^step \\\\d+$' repeats 5 times (--range 're:^step \\d+$' takes" in doc["range_choice"]
+    )
+    code, doc, err = analyze_json(capsys, str(path), "--range", r"re:^step \d+$")
+    assert code == 0, err
+    assert [it["gpu_busy_ms"] for it in doc["iterations"]] == [0.2] * 5
