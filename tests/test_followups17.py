@@ -165,3 +165,58 @@ def test_no_values_give_no_quantile_at_any_q() -> None:
         assert quantile([None, float("nan")], q) is None
     with pytest.raises(ValueError):
         quantile([], 2.0)
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 4. fleet: a malformed world size or rank in a trace's metadata is not trusted
+
+
+def _compact_of(meta_extra: dict) -> dict:
+    """compact() of a one-iteration synthetic trace: a 10 us kernel launched at 2 us, in a 0-100 us range."""
+    from tests.builders import EPOCH, make_trace
+    from tracekit.fleet.compact import compact
+    from tracekit.session import analyze_trace
+
+    us = 1_000
+    trace = make_trace(
+        [(EPOCH, EPOCH + 100 * us, "iteration", 0, "user", 1, 1)],
+        [(EPOCH + 2 * us, EPOCH + 3 * us, 1, "cudaLaunchKernel", 1, 1)],
+        [(EPOCH + 10 * us, EPOCH + 20 * us, 1, 7, "kernel", 0, 1, "gemm")],
+        {"path": "followups17_synthetic.json", "synthetic": True, **meta_extra},
+        range_fields=("start", "end", "name", "depth", "domain", "pid", "thread"),
+        api_fields=("start", "end", "correlation", "name", "pid", "thread"),
+        op_fields=("start", "end", "correlation", "stream", "kind", "device", "pid", "name"),
+    )
+    return compact(analyze_trace(trace))
+
+
+def _said(what: str, value: str, lowest: int, highest: int) -> str:
+    return (
+        f"the trace's metadata says {what} {value}, not a whole number from {lowest} to {highest}: the {what} "
+        "is treated as unknown"
+    )
+
+
+@pytest.mark.parametrize(
+    ("world_size", "shown"),
+    [(2.9, "2.9"), (True, "True"), (-4, "-4"), (0, "0"), (10**9, "1000000000"), ("2.9", "'2.9'")],
+)
+def test_a_malformed_world_size_is_unknown_with_a_warning(world_size, shown: str) -> None:
+    c = _compact_of({"world_size": world_size, "rank": 1})
+    assert (c["world_size"], c["rank"]) == (None, 1)
+    assert c["warnings"] == [_said("world size", shown, 1, 1_048_576)]
+
+
+@pytest.mark.parametrize(("rank", "shown"), [(1.5, "1.5"), (True, "True"), (-1, "-1")])
+def test_a_malformed_rank_is_unknown_with_a_warning(rank, shown: str) -> None:
+    c = _compact_of({"world_size": 4, "rank": rank})
+    assert (c["world_size"], c["rank"]) == (4, None)
+    assert c["warnings"] == [_said("rank", shown, 0, 1_048_575)]
+
+
+def test_whole_world_sizes_and_ranks_are_read_without_a_warning() -> None:
+    for world_size, rank in ((4, 3), (4.0, 3.0), ("4", "3"), (1_048_576, 0)):
+        c = _compact_of({"world_size": world_size, "rank": rank})
+        assert (c["world_size"], c["rank"], c["warnings"]) == (int(world_size), int(rank), [])
+    c = _compact_of({})
+    assert (c["world_size"], c["rank"], c["warnings"]) == (None, None, [])

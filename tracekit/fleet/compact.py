@@ -35,6 +35,7 @@ clock (:func:`tracekit.analyzers.ranks.within_capture`); None for a trace of one
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -300,23 +301,54 @@ def columns(frame: pl.DataFrame) -> dict[str, Any]:
     return out
 
 
+#: The largest world size a trace's metadata is believed (2**20 ranks; the largest jobs run some 10**5 GPUs).
+MAX_WORLD_SIZE = 1 << 20
+
+
+def _stated_count(meta: Mapping[str, Any], key: str, lowest: int) -> tuple[int | None, str | None]:
+    """(value, warning) of ``meta[key]``, a whole number from ``lowest`` to :data:`MAX_WORLD_SIZE` (``rank``:
+    below it): an int, an integral float (``8.0``) or its digits as text (``"8"``). Anything else (``2.9``,
+    ``True``, ``-1``, ``0`` ranks, ``10**9``, ``"x"``) is not trusted: None, with a warning that says so
+    (``int(2.9)`` had read as 2 ranks). (None, None) where nothing is said."""
+    value = meta.get(key)
+    if value is None:
+        return None, None
+    number: int | None = None
+    if isinstance(value, bool):
+        number = None
+    elif isinstance(value, int):
+        number = value
+    elif isinstance(value, float) and value.is_integer():
+        number = int(value)
+    elif isinstance(value, str) and value.strip().isdigit():
+        number = int(value.strip())
+    highest = MAX_WORLD_SIZE if key == "world_size" else MAX_WORLD_SIZE - 1
+    if number is not None and lowest <= number <= highest:
+        return number, None
+    shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+    what = "world size" if key == "world_size" else "rank"
+    return None, (
+        f"the trace's metadata says {what} {shown}, not a whole number from {lowest} to {highest}: "
+        f"the {what} is treated as unknown"
+    )
+
+
 def rank_of(analyzed: Analysis) -> int | None:
-    """The trace's rank: Kineto's ``distributedInfo.rank``, else none (never guessed from a file name)."""
-    rank = analyzed.trace_data.meta.get("rank")
-    try:
-        return None if rank is None else int(rank)
-    except (TypeError, ValueError):
-        return None
+    """The trace's rank: Kineto's ``distributedInfo.rank``, else none (never guessed from a file name); a
+    malformed one (:func:`_stated_count`) is none too."""
+    return _stated_count(analyzed.trace_data.meta, "rank", 0)[0]
 
 
 def _world_size(meta: dict[str, Any]) -> int | None:
     """How many ranks the trace's job has, where its metadata says (``world_size``: a sidecar's, or the
-    reader's), else None."""
-    try:
-        size = meta.get("world_size")
-        return None if size is None else int(size)
-    except (TypeError, ValueError):
-        return None
+    reader's), else None; a malformed one (:func:`_stated_count`) is None too."""
+    return _stated_count(meta, "world_size", 1)[0]
+
+
+def _metadata_warnings(meta: Mapping[str, Any]) -> list[str]:
+    """Why the trace's rank or world size is not trusted (:func:`_stated_count`), if so."""
+    said = [_stated_count(meta, "rank", 0)[1], _stated_count(meta, "world_size", 1)[1]]
+    return [w for w in said if w is not None]
 
 
 def per_gpu(analyzed: Analysis, options: AnalysisOptions | None = None) -> list[dict[str, Any]] | None:
@@ -465,7 +497,7 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         # uses them to refuse matching collectives of groups apart, or steps captured apart)
         "process_groups": meta.get("process_groups"),
         "wall_clock_base_ns": meta.get("wall_clock_base_ns"),
-        "warnings": list(analyzed.measurement_warnings),
+        "warnings": [*analyzed.measurement_warnings, *_metadata_warnings(meta)],
         "per_gpu": per_gpu(analyzed, options),
     }
 
