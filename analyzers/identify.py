@@ -537,7 +537,8 @@ def batch_from_steps(trace: Trace) -> Inferred | None:
 
 _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
     ("bf16", r"bfloat16|bf16|__nv_bfloat16"),
-    ("fp16", r"c10::half|__half\b|\bhalf\b|fp16|f16f16|h884|h1688|h16816"),
+    # CUTLASS: cutlass::half_t in a templated kernel; tensorop_f16_s16816gemm_f16 in its library's instances
+    ("fp16", r"c10::half|__half\b|\bhalf\b|half_t\b|_f16_s\d|fp16|f16f16|h884|h1688|h16816"),
     ("fp32", r"<float[,>]|\bfloat\b|sgemm|scudnn|s884|s1688|s16816"),
 )
 

@@ -139,3 +139,53 @@ def test_numbered_ranges_inside_one_range_are_named_in_the_hint(
     code, doc, err = analyze_json(capsys, str(path), "--range", r"re:^step \d+$")
     assert code == 0, err
     assert [it["gpu_busy_ms"] for it in doc["iterations"]] == [0.2] * 5
+
+
+# ---------------------------------------------------------------- precision from CUTLASS kernel names
+
+#: CUTLASS names its element types in two ways that the kernel-name rules did not read: a templated kernel
+#: spells them ``cutlass::half_t`` (with ``float`` for the accumulator: TensorRT-LLM's and FasterTransformer's
+#: GEMMs, PyTorch's memory-efficient attention), and the CUTLASS library's instance names put the output
+#: and input types around the core name, ``tensorop_f16_s16816gemm_f16`` (``s`` is the fp32 accumulator of
+#: the 16x8x16 MMA; ``tensorop_bf16_s16816gemm_bf16`` for bf16, as the real traces hold). Both read as fp32
+#: (``float``, ``s16816``) or as nothing.
+CUTLASS_HALF_TEMPLATE = (
+    "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<cutlass::gemm::threadblock::MmaMultistage<"
+    "cutlass::gemm::GemmShape<128, 128, 32>, cutlass::half_t, cutlass::layout::RowMajor, float, "
+    "cutlass::layout::RowMajor>>>(T1::Params)"
+)
+CUTLASS_HALF_INSTANCE = (
+    "void cutlass::Kernel<cutlass_80_tensorop_f16_s16816gemm_f16_128x256_32x3_nn_align8>"
+    "(cutlass_80_tensorop_f16_s16816gemm_f16_128x256_32x3_nn_align8::Params)"
+)
+#: A real name from the paper's RTX 8000 traces (2022), read as no type.
+CUTLASS_HALF_WMMA = (
+    "void cutlass::Kernel<cutlass_75_wmma_tensorop_f16_s161616gemm_f16_32x32_128x2_tn_align8>(T1::Params)"
+)
+FLOAT_ELEMENTWISE = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>>"
+
+
+@pytest.mark.parametrize("gemm", [CUTLASS_HALF_TEMPLATE, CUTLASS_HALF_INSTANCE, CUTLASS_HALF_WMMA])
+def test_cutlass_half_kernels_are_fp16(gemm: str) -> None:
+    """Three fp16 GEMMs of 300 ns and one fp32 element-wise kernel of 100 ns: fp16, 90% of typed kernel time
+    (it read fp32: the first two as fp32 themselves, ``float``, ``s16816``; the third as no type)."""
+    import polars as pl
+
+    from tracekit.analyzers.identify import precision_from_kernels
+    from tracekit.model import Trace
+
+    names = [gemm, gemm, gemm, FLOAT_ELEMENTWISE]
+    ops = pl.DataFrame(
+        {
+            "start": [i * 300 for i in range(4)],
+            "end": [i * 300 + (300 if i < 3 else 100) for i in range(4)],
+            "kind": ["kernel"] * 4,
+            "name": names,
+        }
+    )
+    found = precision_from_kernels(Trace(ops=ops, meta={"synthetic": True}))
+    assert found is not None
+    assert (found.value, found.evidence) == (
+        "fp16",
+        "kernel names: 90% of typed kernel time is fp16 (3 kernels)",
+    )
