@@ -320,9 +320,10 @@ POOL_FILES = [
 
 
 def interrupted_pool(tmp_path: Path, group: bool) -> tuple[int, str, list[int]]:
-    """``analyze`` of POOL_FILES with --jobs 2, SIGINT to the command as soon as the resource tracker and the
-    fork server exist, or (``group``) to its whole process group, as a terminal's Ctrl-C, once the two
-    workers exist too: (exit code, stderr, the processes of its session left 0.5 s after it ended)."""
+    """``analyze`` of POOL_FILES with --jobs 2, SIGINT to the command as soon as its two workers exist (the
+    program forks them: tracekit.fleet.run.start_method), while they start, or (``group``) to its whole
+    process group, as a terminal's Ctrl-C: (exit code, stderr, the processes of its session left 0.5 s after
+    it ended)."""
     import signal
     import time
 
@@ -344,7 +345,7 @@ def interrupted_pool(tmp_path: Path, group: bool) -> tuple[int, str, list[int]]:
         start_new_session=True,
     )
     start = time.monotonic()
-    while len(descendants(proc.pid)) < (4 if group else 2) and time.monotonic() - start < 30:
+    while len(descendants(proc.pid)) < 2 and time.monotonic() - start < 30:
         time.sleep(0.005)
     if group:
         os.killpg(proc.pid, signal.SIGINT)
@@ -358,7 +359,7 @@ def interrupted_pool(tmp_path: Path, group: bool) -> tuple[int, str, list[int]]:
                 os.kill(pid, signal.SIGKILL)
         proc.communicate()
         pytest.fail("tracekit did not end within 30 s of Ctrl-C")
-    time.sleep(0.5)  # the fork server's children write their last words
+    time.sleep(0.5)  # the workers write their last words
     left = session_processes(proc.pid)
     for pid in left:
         with contextlib.suppress(OSError):

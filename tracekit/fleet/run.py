@@ -5,8 +5,10 @@ an :class:`Outcome` holding the compact result (:mod:`tracekit.fleet.compact`) o
 the frames, so the memory of a many-trace run is that of the traces in flight, not of all of them.
 
 - ``jobs == 1`` (no scheduler): in this process, in input order.
-- ``jobs > 1``: a ``ProcessPoolExecutor`` of ``jobs`` processes started by a fork server (fresh
-  interpreters that share tracekit's imported pages; polars' threads are never forked). Each worker decodes
+- ``jobs > 1``: a ``ProcessPoolExecutor`` of ``jobs`` processes, forked from this process where it is
+  safe (:func:`start_method`: the ``tracekit`` program, polars not loaded and no other thread), else started
+  by a fork server (fresh interpreters that share tracekit's imported pages); polars' threads are never
+  forked. Each worker decodes
   its trace on its own (``TRACEKIT_DECODE_WORKER=0``): the parallelism is across traces. A trace that kills
   its worker fails alone (:func:`_in_pool`).
 - ``scheduler``: the address of a Dask distributed scheduler (``tcp://host:8786``); the traces are read by
@@ -208,8 +210,8 @@ class _local:
 
 class _server_threads:
     """While the pool starts: ``POLARS_MAX_THREADS`` = the usable cores shared among ``jobs`` workers, in the
-    environment the fork server inherits (polars sizes its thread pool when imported, which the server does
-    before forking workers). ``jobs`` workers of two threads each on two cores contend and hold a thread
+    environment the workers (or the fork server) inherit (polars sizes its thread pool when imported, which a
+    forked worker does after the fork, the fork server before forking workers). ``jobs`` workers of two threads each on two cores contend and hold a thread
     pool's memory each (about 20 MB more per worker at 10^5 kernels); a value the user set is kept."""
 
     NAME = "POLARS_MAX_THREADS"
@@ -347,8 +349,9 @@ def _in_pool(
     import multiprocessing
     import tempfile
 
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tracekit.fleet.run", "tracekit.session", "polars"])
+    context = multiprocessing.get_context(start_method())
+    if context.get_start_method() == "forkserver":
+        context.set_forkserver_preload(["tracekit.fleet.run", "tracekit.session", "polars"])
     by_path: dict[int, Outcome] = {}
     queue = deque(range(len(paths)))
     with _server_threads(jobs), tempfile.TemporaryDirectory(prefix="tracekit-notes-") as notes:
@@ -361,6 +364,37 @@ def _in_pool(
                     by_path[i] = Outcome(paths[i], error=f"{paths[i]}: {why}")
                     done(by_path[i])
     return [by_path[i] for i in range(len(paths))]
+
+
+def start_method() -> str:
+    """How the pool's workers start: ``"fork"`` (forked from this process) where that is safe: on Linux, with
+    polars not loaded here and no thread in this process but the main one and the memory watchdog (paused
+    while the workers are forked: :func:`_workers_forked`), counted from ``/proc/self/task`` so that a native
+    library's threads count too; else ``"forkserver"`` (a notebook, whose kernel runs threads and has polars
+    loaded). The ``tracekit`` program is such a process (it loads polars only in the analysis, which
+    ``--jobs N`` leaves to the workers): forked workers save the fork server and multiprocessing's resource
+    tracker (~30 MB of a run's peak, and the tracker's "leaked semaphore" warnings), and a Ctrl-C while the
+    pool starts finds no server to interrupt halfway."""
+    from tracekit import limits
+
+    if not sys.platform.startswith("linux") or "polars" in sys.modules:
+        return "forkserver"
+    try:
+        threads = len(os.listdir("/proc/self/task"))
+    except OSError:
+        return "forkserver"
+    return "fork" if threads == 1 + limits.watchdog_threads() else "forkserver"
+
+
+def _workers_forked(context: Any) -> contextlib.AbstractContextManager[None]:
+    """Around the submit that starts the pool's workers: with ``"fork"``, the memory watchdog paused (a
+    process is forked with one thread; a fork while the watchdog held its lock would leave a worker's own
+    watchdog waiting on it for ever)."""
+    from tracekit import limits
+
+    if context.get_start_method() == "fork":
+        return limits.watchdog_paused()
+    return contextlib.nullcontext()
 
 
 def _pool_round(
@@ -390,14 +424,15 @@ def _pool_round(
     with ProcessPoolExecutor(max_workers=jobs, mp_context=context, initializer=_init_pool_worker) as pool:
 
         def fill() -> None:
-            # the fork server and the workers start on these submits: not interrupted halfway (_interrupt_after)
+            # the workers (and the fork server) start on these submits: not interrupted halfway (_interrupt_after)
             with _main_not_reimported(), _interrupt_after():
                 while queue and len(in_flight) < jobs:
                     i = queue.popleft()
                     in_flight[pool.submit(work, paths[i], opts, cache_dir, reading, ceiling)] = i
 
         try:
-            fill()
+            with _workers_forked(context):  # the first submit starts them all (with fork: before any thread)
+                fill()
             while in_flight:
                 finished, _ = wait(in_flight, return_when=FIRST_COMPLETED)
                 for future in finished:
