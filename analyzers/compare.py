@@ -132,11 +132,110 @@ def _unknown_kinds_matched(a: pl.DataFrame, b: pl.DataFrame) -> tuple[pl.DataFra
     return a, b
 
 
-def kernel_deltas(a: pl.DataFrame, b: pl.DataFrame) -> pl.DataFrame:
+# Nsight Compute demangles a kernel's name in its own way, so the same kernel of one run is spelled
+# differently in an ncu report and in a Kineto or Nsight Systems trace: ``at::<unnamed>`` for
+# ``at::native::(anonymous namespace)``, namespaces dropped (``at::vectorized_gather_kernel`` for
+# ``at::native::vectorized_gather_kernel``), ``0``/``1`` and ``(int)4`` for ``false``/``true`` and ``4``,
+# ``2`` for ``2ul``, ``[lambda(int) (instance 1)]`` for ``{lambda(int)#1}``, ``>>`` for ``> >``, ``void `` before a
+# function template inside the template arguments, and parameter lists in template parameter names (``const T1 &``).
+_LAMBDA_ARGS = r"\((?:[^()]|\([^()]*\))*\)"
+_KINETO_LAMBDA = re.compile(r"\{lambda" + _LAMBDA_ARGS + r"#(\d+)\}")
+_NCU_LAMBDA = re.compile(r"\[lambda" + _LAMBDA_ARGS + r"\s*\(instance (\d+)\)\]")
+_ANONYMOUS = re.compile(r"(?:\(anonymous namespace\)|<unnamed>)::")
+_RETURN_VOID = re.compile(r"\bvoid\s+(?=[A-Za-z_])")
+_INT_SUFFIX = re.compile(r"\b(\d+)(?:ull|ul|ll|u|l)\b", re.IGNORECASE)
+_QUALIFIER = re.compile(r"\b[A-Za-z_]\w*::")
+_PARENS = re.compile(r"\([^()]*\)")
+_SPACE = re.compile(r"\s+")
+
+
+def kernel_name_key(name: str) -> str:
+    """A kernel's name with what Nsight Compute and Kineto/Nsight Systems spell differently taken out: every
+    namespace or class qualifier, every parenthesised group (parameter lists, casts such as ``(int)``, a lambda's
+    arguments), a return type ``void``, integer suffixes, ``true``/``false`` as 1/0 and all spaces; lambdas as
+    ``lambda#N``. What stays: the kernel's and every template's own name and the template arguments. Two kernels
+    that differ only in what is taken out get the same key: :func:`paired_spellings` pairs a key only where
+    each side has exactly one name of it."""
+    key = _KINETO_LAMBDA.sub(r"lambda#\1", name)
+    key = _NCU_LAMBDA.sub(r"lambda#\1", key)
+    key = _ANONYMOUS.sub("", key)
+    key = _RETURN_VOID.sub("", key)
+    key = re.sub(r"\bfalse\b", "0", key)
+    key = re.sub(r"\btrue\b", "1", key)
+    key = _QUALIFIER.sub("", key)
+    while True:
+        shorter = _PARENS.sub("", key)
+        if shorter == key:
+            break
+        key = shorter
+    key = _INT_SUFFIX.sub(r"\1", key)
+    return _SPACE.sub("", key)
+
+
+def paired_spellings(
+    names_ncu: list[str], names_other: list[str]
+) -> tuple[dict[str, str], list[tuple[str, list[str], list[str]]]]:
+    """(renames, ambiguous): ``renames`` maps an ncu name to the other side's name of the same kernel where
+    the two differ in spelling only (:func:`kernel_name_key`), the key being held by exactly that one name on
+    each side and neither name found on the other side as it is; ``ambiguous``: (key, ncu names, other names)
+    of each key that would pair names found on one side only but is held by several names on a side (two
+    kernels that differ only in what the key leaves out): not paired."""
+    ncu_set, other_set = set(names_ncu), set(names_other)
+    by_key_ncu: dict[str, list[str]] = {}
+    by_key_other: dict[str, list[str]] = {}
+    for names, by_key in ((sorted(ncu_set), by_key_ncu), (sorted(other_set), by_key_other)):
+        for name in names:
+            by_key.setdefault(kernel_name_key(name), []).append(name)
+    renames: dict[str, str] = {}
+    ambiguous: list[tuple[str, list[str], list[str]]] = []
+    for key, ncu_names in sorted(by_key_ncu.items()):
+        other_names = by_key_other.get(key, [])
+        lone_ncu = [n for n in ncu_names if n not in other_set]
+        lone_other = [n for n in other_names if n not in ncu_set]
+        if not lone_ncu or not lone_other:
+            continue
+        if len(ncu_names) == 1 and len(other_names) == 1:
+            renames[ncu_names[0]] = other_names[0]
+        else:
+            ambiguous.append((key, ncu_names, other_names))
+    return renames, ambiguous
+
+
+def _shown_name(name: str, limit: int = 80) -> str:
+    return name if len(name) <= limit else name[: limit - 3] + "..."
+
+
+def kernel_deltas(
+    a: pl.DataFrame, b: pl.DataFrame, ncu_side: str | None = None, notes: list[str] | None = None
+) -> pl.DataFrame:
     """Outer join of two :func:`per_name` frames; deltas B − A, sorted by |time delta| (then total time, name).
     A copy or memset of unknown memory kind on one side is matched to the other side's
-    (:func:`_unknown_kinds_matched`)."""
+    (:func:`_unknown_kinds_matched`). ``ncu_side`` ("a" or "b"): the side that is an Nsight Compute report
+    beside another profiler's trace, whose kernel names are paired with the other side's spelling of the same
+    kernel (:func:`paired_spellings`) and shown in that spelling; what was paired, and what was not because
+    it is ambiguous, is said in ``notes``."""
     a, b = _unknown_kinds_matched(a, b)
+    if ncu_side in ("a", "b"):
+        ncu, other = (a, b) if ncu_side == "a" else (b, a)
+        renames, ambiguous = paired_spellings(ncu["name"].to_list(), other["name"].to_list())
+        if renames:
+            ncu = ncu.with_columns(pl.col("name").replace(renames))
+            a, b = (ncu, other) if ncu_side == "a" else (other, ncu)
+        if notes is not None:
+            side, others = ncu_side.upper(), "B" if ncu_side == "a" else "A"
+            if renames:
+                notes.append(
+                    f"{len(renames)} kernel name{'s' if len(renames) > 1 else ''} of {side} (Nsight Compute) "
+                    f"paired with {others}'s spelling of the same kernel and shown in it (ncu demangles "
+                    "namespaces, lambdas, template arguments and parameter lists in its own way)"
+                )
+            for _key, ncu_names, other_names in ambiguous:
+                notes.append(
+                    f"not paired: {len(ncu_names)} kernel name{'s' if len(ncu_names) > 1 else ''} of {side} "
+                    f"and {len(other_names)} of {others} differ only in their spelling of namespaces, "
+                    f"parameter lists or casts (e.g. {_shown_name(ncu_names[0])}), so which is which cannot "
+                    "be told: each is shown as a name of its side only"
+                )
     joined = a.rename({"count": "count_a", "time_us": "time_a_us"}).join(
         b.rename({"count": "count_b", "time_us": "time_b_us"}), on="name", how="full", coalesce=True
     )
@@ -277,7 +376,14 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
             f"{'B' if window == 'a' else 'A'} has {other.iterations.height}: {window.upper()}'s figures are totals "
             f"over its trace, not per iteration, so the summary shows none of them; {held}"
         )
-    kernels = kernel_deltas(per_name(a, spans["a"]), per_name(b, spans["b"]))
+    ncu = [side for side, x in (("a", a), ("b", b)) if x.config.profiler == "ncu"]
+    spelling_notes: list[str] = []
+    kernels = kernel_deltas(
+        per_name(a, spans["a"]),
+        per_name(b, spans["b"]),
+        ncu_side=ncu[0] if len(ncu) == 1 else None,
+        notes=spelling_notes,
+    )
     if window is not None and spans[window] is None:
         kernels = kernels.with_columns(
             pl.lit(None, pl.Float64).alias(c)
@@ -312,5 +418,9 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         "kernels": kernels.to_dicts(),
         "a_has_ops": not a.trace_data.ops.is_empty(),
         "b_has_ops": not b.trace_data.ops.is_empty(),
-        "warnings": apart + window_notes + [f"A: {w}" for w in a.warnings] + [f"B: {w}" for w in b.warnings],
+        "warnings": apart
+        + window_notes
+        + spelling_notes
+        + [f"A: {w}" for w in a.warnings]
+        + [f"B: {w}" for w in b.warnings],
     }

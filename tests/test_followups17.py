@@ -220,3 +220,132 @@ def test_whole_world_sizes_and_ranks_are_read_without_a_warning() -> None:
         assert (c["world_size"], c["rank"], c["warnings"]) == (int(world_size), int(rank), [])
     c = _compact_of({})
     assert (c["world_size"], c["rank"], c["warnings"]) == (None, None, [])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 2. compare: the same kernel spelled by Nsight Compute and by Kineto
+
+#: (Kineto's spelling, ncu's) of kernels of the committed H200 eager batch-1 run (pytorch/ and pytorch-ncu/)
+SAME_KERNEL = [
+    (
+        "void at::native::(anonymous namespace)::vectorized_layer_norm_kernel<c10::Half, float, false>(int, float, "
+        "c10::Half const*, c10::Half const*, c10::Half const*, float*, float*, c10::Half*)",
+        "void at::<unnamed>::vectorized_layer_norm_kernel<c10::Half, float, 0>(int, T2, const T1 *, const T1 *, "
+        "const T1 *, T2 *, T2 *, T1 *)",
+    ),
+    (
+        "void at::native::vectorized_elementwise_kernel<8, at::native::CUDAFunctor_add<c10::Half>, "
+        "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<c10::Half>, std::array<char*, 3ul>)",
+        "void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, std::array<char *, 3>>(int, T2, T3)",
+    ),
+    (
+        "void at::native::_scatter_gather_elementwise_kernel<128, 8, at::native::_cuda_scatter_gather_internal_kernel"
+        "<false, at::native::OpaqueType<8>, long>::operator()<at::native::TensorAssign>(at::TensorIterator&, long, "
+        "long, long, at::native::TensorAssign const&)::{lambda(int)#1}>(int, at::native::_cuda_scatter_gather_"
+        "internal_kernel<false, at::native::OpaqueType<8>, long>::operator()<at::native::TensorAssign>(at::"
+        "TensorIterator&, long, long, long, at::native::TensorAssign const&)::{lambda(int)#1})",
+        "void at::_scatter_gather_elementwise_kernel<128, 8, void at::_cuda_scatter_gather_internal_kernel<0, "
+        "at::OpaqueType<8>, long>::operator ()<at::TensorAssign>(at::TensorIterator &, long, long, long, const T1 &)"
+        "::[lambda(int) (instance 1)]>(int, T3)",
+    ),
+    (  # ncu-rep (Nsight Compute 2023) writes integer template arguments with a cast
+        "void at::native::(anonymous namespace)::distribution_kernel<float, 4, 4ul>(long)",
+        "void at::native::<unnamed>::distribution_kernel<float, (int)4, (unsigned long)4>(long)",
+    ),
+]
+
+
+@pytest.mark.parametrize(("kineto", "ncu"), SAME_KERNEL)
+def test_one_kernel_spelled_by_ncu_and_kineto_has_one_key(kineto: str, ncu: str) -> None:
+    from tracekit.analyzers.compare import kernel_name_key
+
+    assert kernel_name_key(kineto) == kernel_name_key(ncu)
+
+
+def test_kernels_that_differ_in_template_arguments_keep_apart() -> None:
+    from tracekit.analyzers.compare import kernel_name_key
+
+    half = "void at::native::vectorized_elementwise_kernel<8, at::native::FillFunctor<c10::Half>, std::array<char*, 1ul> >(int)"
+    assert kernel_name_key(half) == "vectorized_elementwise_kernel<8,FillFunctor<Half>,array<char*,1>>"
+    assert kernel_name_key(half.replace("c10::Half", "float")) != kernel_name_key(half)
+    assert kernel_name_key(half.replace("<8,", "<4,")) != kernel_name_key(half)
+    assert kernel_name_key("k<float, false>(int)") != kernel_name_key("k<float, true>(int)")
+
+
+def _per_name(rows: list[tuple[str, float, float]]):
+    import polars as pl
+
+    return pl.DataFrame(
+        rows, schema={"name": pl.String, "count": pl.Float64, "time_us": pl.Float64}, orient="row"
+    )
+
+
+def test_an_ncu_side_is_paired_with_the_other_sides_spelling() -> None:
+    from tracekit.analyzers.compare import kernel_deltas
+
+    kineto, ncu = SAME_KERNEL[1]
+    a = _per_name([(kineto, 26.0, 28.0), ("nvjet_a", 12.0, 60.0), ("Memset (Device)", 12.0, 9.0)])
+    b = _per_name([(ncu, 26.0, 66.0), ("nvjet_a", 12.0, 80.0)])
+    notes: list[str] = []
+    rows = {r["name"]: r for r in kernel_deltas(a, b, ncu_side="b", notes=notes).to_dicts()}
+    assert set(rows) == {kineto, "nvjet_a", "Memset (Device)"}
+    assert (rows[kineto]["count_a"], rows[kineto]["count_b"], rows[kineto]["time_delta_us"]) == (
+        26.0,
+        26.0,
+        38.0,
+    )
+    assert notes == [
+        "1 kernel name of B (Nsight Compute) paired with A's spelling of the same kernel and shown in it (ncu "
+        "demangles namespaces, lambdas, template arguments and parameter lists in its own way)"
+    ]
+    # without an ncu side (two Kineto traces, say) nothing is paired by spelling
+    plain = {r["name"] for r in kernel_deltas(a, b).to_dicts()}
+    assert plain == {kineto, ncu, "nvjet_a", "Memset (Device)"}
+
+
+def test_an_ambiguous_key_pairs_nothing_and_says_so() -> None:
+    """Two kernels of A that differ only in a namespace (their keys are equal): the one ncu name of that key could
+    be either, so none is paired."""
+    from tracekit.analyzers.compare import kernel_deltas
+
+    a = _per_name(
+        [("void at::native::foo<float>(float*)", 1.0, 5.0), ("void other::foo<float>(float*)", 1.0, 7.0)]
+    )
+    b = _per_name([("void at::foo<float>(T1 *)", 1.0, 6.0)])
+    notes: list[str] = []
+    names = [r["name"] for r in kernel_deltas(a, b, ncu_side="b", notes=notes).to_dicts()]
+    assert sorted(names) == sorted(
+        ["void at::native::foo<float>(float*)", "void other::foo<float>(float*)", "void at::foo<float>(T1 *)"]
+    )
+    assert notes == [
+        "not paired: 1 kernel name of B and 2 of A differ only in their spelling of namespaces, parameter lists or "
+        "casts (e.g. void at::foo<float>(T1 *)), so which is which cannot be told: each is shown as a name of its "
+        "side only"
+    ]
+    # a name found on both sides as it is is no candidate: A's exact match stays, B's other spelling is alone
+    a = _per_name([("void at::native::foo<float>(float*)", 1.0, 5.0)])
+    b = _per_name(
+        [("void at::native::foo<float>(float*)", 1.0, 5.0), ("void at::foo<float>(T1 *)", 1.0, 6.0)]
+    )
+    notes = []
+    names = [r["name"] for r in kernel_deltas(a, b, ncu_side="b", notes=notes).to_dicts()]
+    assert len(names) == 2 and notes == []
+
+
+def test_compare_pairs_the_committed_ncu_report_with_its_kineto_trace() -> None:
+    """The committed H200 eager batch-1 run: Kineto 16 names (202 kernels and 12 memsets per iteration), ncu 15
+    (606 kernels over 3 iterations). 5 names were spelled alike; with the key all 15 ncu names pair, each with
+    the same count per iteration as Kineto's (Memset (Device) is Kineto's only: ncu profiles kernels)."""
+    import tracekit
+    from tracekit.analyzers.compare import compare
+
+    run = SAMPLES / "h200_bert_fp16"
+    a = tracekit.analyze(run / "pytorch" / "pytorch_b1_s128.torch.json.gz")
+    b = tracekit.analyze(run / "pytorch-ncu" / "pytorch_b1_s128.ncu.csv.gz")
+    doc = compare(a, b)
+    both = [k for k in doc["kernels"] if k["count_a"] is not None and k["count_b"] is not None]
+    assert (len(doc["kernels"]), len(both)) == (16, 15)
+    assert all(k["count_a"] == k["count_b"] for k in both)
+    assert sum(k["count_b"] for k in both) == 202.0
+    assert [k["name"] for k in doc["kernels"] if k["count_b"] is None] == ["Memset (Device)"]
+    assert any(w.startswith("10 kernel names of B (Nsight Compute) paired") for w in doc["warnings"])
