@@ -549,6 +549,14 @@ def _iterations_of(
     """Per op (rows of ``ops``, with pid, correlation, start): (``iteration`` or null, ``call`` (row of the
     calls frame or null), the calls frame, ``missing``: the op has a correlation id and the trace holds
     launching calls, but not this op's: launched before the capture)."""
+    return _iterations_and_keys(ops, api, ranges)[:4]
+
+
+def _iterations_and_keys(
+    ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame
+) -> tuple[pl.Series, pl.Series, pl.DataFrame, pl.Series, tuple[pl.Series, pl.Series, pl.Series] | None]:
+    """:func:`_iterations_of`, and the ops' :func:`_op_keys` where it computed them (None: synthetic
+    windows, which assign by the op's own start), so that :func:`assign` need not compute them again."""
     call, calls = _match_calls(ops, api)
     ranges = sort_frame(ranges, ["range_start"], [False])
     if _has_launch_calls(api):
@@ -561,9 +569,9 @@ def _iterations_of(
         spans = ranges.select(
             "iteration", pl.col("gpu_start").alias("range_start"), (pl.col("gpu_end") + 1).alias("range_end")
         )
-        return _iteration_in(starts, spans), call, calls, missing
+        return _iteration_in(starts, spans), call, calls, missing, None
     when, pids, threads = _op_keys(ops, call, calls, missing)
-    return _iteration_at(when, ranges, pids, threads), call, calls, missing
+    return _iteration_at(when, ranges, pids, threads), call, calls, missing, (when, pids, threads)
 
 
 def _op_keys(
@@ -1189,8 +1197,9 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
         pl.col("kind").is_in(KERNEL_KINDS),
         thread=_op_threads(trace.ops),
     )
-    iteration, call, calls, missing = _iterations_of(ops, trace.api, ranges)
-    shared_ops, shared = shared_iterations(*_op_keys(ops, call, calls, missing), ranges)
+    iteration, call, calls, missing, keys = _iterations_and_keys(ops, trace.api, ranges)
+    shared_ops, shared = shared_iterations(*(keys or _op_keys(ops, call, calls, missing)), ranges)
+    del keys
     assigned = iteration.is_not_null()
     # (before the warnings on ops without a launching call: where their calls were lost during the capture,
     # those warnings say so, not "launched before the capture began", which the doubt contradicts)
