@@ -18,11 +18,10 @@ under ``benchmarks/.cache/``) it measures, each command in a fresh process (best
   gives its workers (``MALLOC_TRIM_THRESHOLD_=65536``), timed alternately;
 - peak memory as the largest **sum of PSS** (proportional set size, ``/proc/PID/smaps_rollup``) over the command
   and its descendants, sampled every 20 ms in one extra run (timed runs are not sampled: the sampler takes a
-  good part of a core): pages the fork server's workers share with it are counted once, not once per
-  process as an RSS sum would. Against one rank trace analyzed alone, measured the same way; and the same pair
-  on the four tiny committed rank traces (``sample_traces/synthetic/ranks4``, 84 kernels each): what the
-  pool's processes (the command, multiprocessing's resource tracker, the fork server, two workers) cost with
-  almost no trace data;
+  good part of a core): pages the workers share with the command (or the fork server) are counted once, not
+  once per process as an RSS sum would. Against one rank trace analyzed alone, measured the same way; and the
+  same pair on the four tiny committed rank traces (``sample_traces/synthetic/ranks4``, 84 kernels each): what
+  the pool's processes (the command and the two workers it forks) cost with almost no trace data;
 - the cache (``--cache-kernels``, the simulated nsys SQLite and Kineto JSON of benchmarks/run.py's cache): the
   first analysis without a cache against a re-analysis from a warm cache with other options (``--skip 1``),
   both through :func:`tracekit.fleet.run.analyze_many` with ``jobs=1`` in a fresh process (interpreter
@@ -64,8 +63,9 @@ def pss_mb(pid: int) -> float:
 
 
 def pss_tree(pid: int, role: str = "the command") -> list[tuple[str, float]]:
-    """(role, PSS MB) of ``pid`` and each of its descendants: the command, multiprocessing's resource tracker,
-    the fork server and its workers (told by their command lines and parents)."""
+    """(role, PSS MB) of ``pid`` and each of its descendants: the command and its workers, or (a fork server
+    started them) multiprocessing's resource tracker, the fork server and its workers (told by their command
+    lines and parents)."""
     out: list[tuple[str, float]] = []
     try:
         with open(f"/proc/{pid}/smaps_rollup") as fh:
@@ -90,6 +90,8 @@ def pss_tree(pid: int, role: str = "the command") -> list[tuple[str, float]]:
             if "resource_tracker" in line
             else "the fork server"
             if "forkserver" in line
+            else "a worker"  # forked from the command (tracekit.fleet.run.start_method)
+            if role == "the command"
             else "a child"
         )
         out += pss_tree(child, kind)
