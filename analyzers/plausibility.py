@@ -595,6 +595,29 @@ STREAM_SYNC_NAMES = ("cudaStreamSynchronize", "cuStreamSynchronize", "hipStreamS
 SYNC_CLOCK_TOLERANCE_NS = 20_000
 
 
+def _devices_and_streams(ops: pl.DataFrame) -> pl.DataFrame:
+    """Per process of ``ops`` (``pid``, nulls left out): ``one_device`` (its ops ran on one device) and
+    ``one_stream`` (on one (device, stream)). A trace of one process (every op's pid the same) is answered by
+    two counts of distinct values, without hashing every op's (pid, device, stream)."""
+    pid = ops.get_column("pid")
+    if ops.height and not pid.null_count() and pid.min() == pid.max():
+        one_device, one_pair = ops.select(
+            (pl.col("device").n_unique() == 1).alias("one_device"),
+            ((pl.col("device").n_unique() == 1) & (pl.col("stream").n_unique() == 1)).alias("one_stream"),
+        ).row(0)
+        return pl.DataFrame(
+            {"pid": [pid[0]], "one_device": [one_device], "one_stream": [one_pair]},
+            schema={"pid": pid.dtype, "one_device": pl.Boolean, "one_stream": pl.Boolean},
+        )
+    return (
+        ops.select("pid", "device", "stream")
+        .unique()
+        .drop_nulls("pid")
+        .group_by("pid")
+        .agg((pl.col("device").n_unique() == 1).alias("one_device"), (pl.len() == 1).alias("one_stream"))
+    )
+
+
 def ends_after_sync(trace: Trace) -> str | None:
     """The doubt when ops end after a synchronization call that waited for them had returned: a sync call
     returns only once the work launched before it has ended, so on one clock no such op ends later. Checked
@@ -613,13 +636,7 @@ def ends_after_sync(trace: Trace) -> str | None:
     )
     if syncs.is_empty():
         return None
-    per_pid = (
-        ops.select("pid", "device", "stream")
-        .unique()
-        .drop_nulls("pid")
-        .group_by("pid")
-        .agg((pl.col("device").n_unique() == 1).alias("one_device"), (pl.len() == 1).alias("one_stream"))
-    )
+    per_pid = _devices_and_streams(ops)
     syncs = syncs.join(per_pid, on="pid", how="inner").filter(
         pl.col("one_device") & (pl.col("name").is_in(DEVICE_SYNC_NAMES) | pl.col("one_stream"))
     )
