@@ -630,3 +630,48 @@ def test_nsys_kernel_before_its_launch_makes_the_verdict_uncertain(
         "verdict uncertain: in 1 of 6 launches the first op started before its launch call began, by up to "
         "15.050 ms"
     )
+
+
+# ------------------------------------------------------------------------------------ sidecars, run.json
+
+SIDECAR = {"warmup_iterations": 2, "warmup_in_trace": True, "iterations": 2, "batch_size": 4}
+
+
+def test_a_sidecar_s_warm_up_is_dropped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The base of the next test: the sidecar says the first 2 of the 4 iterations are warm-up: 2 left."""
+    path = _kineto(tmp_path / "t.synthetic.json")
+    (tmp_path / "t.synthetic.meta.json").write_text(json.dumps(SIDECAR))
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert doc["skipped"] == 2
+    assert _latencies(doc) == [0.9, 0.9]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/inputs.py load_sidecar_meta (the lead's; fuzz14 left the broken-JSON case): a sidecar "
+    ".meta.json that starts with a UTF-8 BOM (a Windows editor's save), or has a trailing comma, is ignored "
+    "without a word: the 2 warm-up iterations it states are analyzed as measured ones (skipped 0, 4 "
+    "iterations, no warning). Traces with a BOM read (hostile16)",
+)
+@pytest.mark.parametrize("damage", ["BOM", "trailing comma"])
+def test_a_sidecar_that_does_not_parse_is_not_ignored_in_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    path = _kineto(tmp_path / "t.synthetic.json")
+    text = json.dumps(SIDECAR)
+    sidecar = tmp_path / "t.synthetic.meta.json"
+    if damage == "BOM":
+        sidecar.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    else:
+        sidecar.write_text(text[:-1] + ",}")
+    code, doc, err = _json(capsys, str(path))
+    if damage == "BOM":  # read as it is meant, as a trace with a BOM is
+        assert code == 0, err
+        assert doc["skipped"] == 2
+        assert _latencies(doc) == [0.9, 0.9]
+    elif code == 2:
+        assert "meta.json" in _one_line(err, sidecar.name)
+    else:
+        assert code == 0, err
+        assert any("meta.json" in w for w in doc["warnings"]), doc["warnings"]
