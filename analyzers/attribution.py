@@ -85,7 +85,14 @@ import numpy as np
 import polars as pl
 
 from tracekit.analyzers.stats import Stats, summarize_columns
-from tracekit.model import API_NAME_SUFFIX, GRAPH_LAUNCH_NAMES, LAUNCH_API_NAMES, calls_named, sort_frame
+from tracekit.model import (
+    API_NAME_SUFFIX,
+    GRAPH_LAUNCH_NAMES,
+    LAUNCH_API_NAMES,
+    calls_named,
+    names_mask,
+    sort_frame,
+)
 
 #: The launching-call columns (as :func:`tracekit.analyzers.iterations._match_calls` returns them).
 CALL_COLUMNS: tuple[str, ...] = ("call_start", "call_end", "call_pid", "call_thread")
@@ -224,20 +231,14 @@ def api_cause(names: pl.Expr) -> pl.Expr:
 def _classify(api: pl.DataFrame) -> tuple[np.ndarray, int]:
     """:func:`api_cause` of every row of ``api`` (int8 codes) and the number of graph launch calls: the
     names are classified once per distinct name (millions of calls share a handful), then each row is
-    looked up."""
-    names = api.get_column("name")
-    distinct = pl.DataFrame({"name": names.unique().drop_nulls()})
-    coded = distinct.with_columns(
-        api_cause(pl.col("name")).alias("code"),
-        pl.col("name").str.replace(API_NAME_SUFFIX, "").is_in(list(GRAPH_LAUNCH_NAMES)).alias("graph"),
-    )
-    # one hash lookup a row (a handful of distinct names), one byte a code
-    codes = names.replace_strict(
-        coded.get_column("name"), coded.get_column("code"), default=_OTHER, return_dtype=pl.Int8
-    ).fill_null(_OTHER)
-    graph = coded.filter("graph").get_column("name")
-    graphs = int(names.is_in(graph.implode()).sum()) if graph.len() else 0
-    return codes.to_numpy(), graphs
+    looked up. The masks are :func:`tracekit.model.names_mask`'s, which the rest of the analysis asks of the
+    same frame (launches, graph launches): found once."""
+    launch = names_mask(api, LAUNCH_API_NAMES).fill_null(False).to_numpy()
+    sync = names_mask(api, SYNC_API_NAMES).fill_null(False).to_numpy()
+    # (as api_cause: a launch name first, then a sync name, else other; a null name is other)
+    codes = np.where(launch, _LAUNCH, np.where(sync, _SYNC, _OTHER)).astype(np.int8)
+    graphs = int(names_mask(api, GRAPH_LAUNCH_NAMES).sum() or 0)
+    return codes, graphs
 
 
 def _search(sorted_values: np.ndarray, keys: np.ndarray, side: str = "left") -> np.ndarray:

@@ -80,6 +80,7 @@ from tracekit.model import (
     Trace,
     calls_named,
     merged_intervals,
+    names_mask,
     newly_covered,
     sort_frame,
     union_ns,
@@ -478,6 +479,14 @@ def _is_launch(api: pl.DataFrame) -> pl.Expr:
     return pl.col("name").is_in(LAUNCH_API_NAMES).alias("launch")
 
 
+def _launch_mask(api: pl.DataFrame) -> pl.Series | pl.Expr:
+    """:func:`_is_launch` of ``api`` itself, row for row, as a column asked once per frame
+    (:func:`tracekit.model.names_mask`: kept while the frame lives)."""
+    if "name" not in api.columns:
+        return _is_launch(api)
+    return names_mask(api, LAUNCH_API_NAMES, strip=False).alias("launch")
+
+
 def _launch_calls_of(api: pl.DataFrame) -> pl.DataFrame:
     """One launching API row per (pid, correlation): the outermost call carrying that correlation id."""
     calls = outermost_of_pairs(api.filter(pl.col("correlation").is_not_null()).with_columns(_is_launch(api)))
@@ -495,7 +504,7 @@ def _match_calls(ops: pl.DataFrame, api: pl.DataFrame) -> tuple[pl.Series, pl.Da
     a binary search per op, rather than by hashing every row."""
     keys = ops.select("pid", "correlation")
     extra = ["thread"] if "thread" in api.columns else []
-    calls = api.select("pid", "correlation", "start", "end", *extra, _is_launch(api)).filter(
+    calls = api.select("pid", "correlation", "start", "end", *extra, _launch_mask(api)).filter(
         pl.col("correlation").is_not_null() & pl.col("pid").is_not_null()
     )
     if calls.is_empty() or ops.is_empty() or not pair_keys_fit(keys, calls):
@@ -920,7 +929,7 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
     docstring: first op of each launching call; queue time clamped at 0), and :data:`LAUNCH_NOTE_COLUMNS`.
 
     ``ops``, ``calls``: :func:`_assign`'s output (``ops`` in ``trace.ops`` order, with iteration, start, call)."""
-    launches = trace.api.filter(_is_launch(trace.api)).select(
+    launches = trace.api.filter(_launch_mask(trace.api)).select(
         "start", "pid", (pl.col("end") - pl.col("start")).alias("duration")
     )
     # a launch call counts in a range of its own process

@@ -7,6 +7,7 @@ which profiler wrote the trace.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -217,9 +218,47 @@ API_NAME_SUFFIX = r"(_v\d+)?(_ptsz|_ptds|_spt)?(_v\d+)?$"
 def calls_named(api: pl.DataFrame, names: Collection[str]) -> pl.DataFrame:
     """The rows of ``api`` whose name, :data:`API_NAME_SUFFIX` stripped, is one of ``names``. Each distinct
     name is matched once (a trace holds a handful of names among millions of calls)."""
-    distinct = api.get_column("name").unique().drop_nulls()
-    wanted = distinct.filter(distinct.str.replace(API_NAME_SUFFIX, "").is_in(list(names)))
-    return api.filter(pl.col("name").is_in(wanted.implode()))
+    return api.filter(names_mask(api, names))
+
+
+#: Per frame (by identity, while it lives: :func:`names_mask`): its distinct names, and the masks asked of it.
+_NAME_MASKS: dict[int, tuple[weakref.ref[pl.DataFrame], dict[Any, pl.Series]]] = {}
+
+
+def _forget_masks(key: int) -> None:
+    _NAME_MASKS.pop(key, None)
+
+
+def _masks_of(frame: pl.DataFrame) -> dict[Any, pl.Series]:
+    """The masks (and distinct names) found so far for ``frame``, kept until it is freed: an analysis asks the
+    same question of the trace's million API calls several times (which are launches, graph launches,
+    syncs), and each answer costs a hash of every name. Frames are never changed in place here."""
+    key = id(frame)
+    entry = _NAME_MASKS.get(key)
+    if entry is None or entry[0]() is not frame:
+        entry = (weakref.ref(frame), {})
+        _NAME_MASKS[key] = entry
+        weakref.finalize(frame, _forget_masks, key)
+    return entry[1]
+
+
+def names_mask(frame: pl.DataFrame, names: Collection[str], strip: bool = True) -> pl.Series:
+    """Per row of ``frame``: whether its ``name`` is one of ``names`` (null where the name is null), as
+    ``pl.col("name").is_in(names)`` says; ``strip``: the name with :data:`API_NAME_SUFFIX` stripped, as
+    :func:`calls_named` matches. Each distinct name is matched once, and the answer is kept for the life of
+    ``frame`` (:func:`_masks_of`), so that asking again costs nothing."""
+    masks = _masks_of(frame)
+    key = (tuple(names), strip)
+    found = masks.get(key)
+    if found is not None:
+        return found
+    distinct = masks.get("distinct")
+    if distinct is None:
+        distinct = masks["distinct"] = frame.get_column("name").unique().drop_nulls()
+    base = distinct.str.replace(API_NAME_SUFFIX, "") if strip else distinct
+    wanted = distinct.filter(base.is_in(list(names)))
+    found = masks[key] = frame.select(pl.col("name").is_in(wanted.implode())).to_series()
+    return found
 
 
 #: What a reader should read: None (everything), a collection of frame names (those frames, all columns),

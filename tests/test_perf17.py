@@ -1,0 +1,211 @@
+"""perf17: the analysis made faster without changing an answer. Each faster path is checked here against the
+plain computation it replaces, on small hand-built (synthetic) frames whose answers are known exactly."""
+
+from __future__ import annotations
+
+import gc
+
+import polars as pl
+import pytest
+
+from tracekit.analyzers import attribution, iterations, plausibility
+from tracekit.model import (
+    _NAME_MASKS,
+    GRAPH_LAUNCH_NAMES,
+    LAUNCH_API_NAMES,
+    calls_named,
+    names_mask,
+)
+
+# A synthetic API frame: suffixed names (stripped for calls_named, not for an exact match), a null name.
+NAMES = [
+    "cudaLaunchKernel",
+    None,
+    "cudaLaunchKernel_v7000",
+    "cudaGraphLaunch",
+    "cudaStreamSynchronize",
+    "cudaMemcpyAsync",
+    "cudaGraphLaunch_v10000",
+    "cudaLaunchKernel",
+]
+
+
+def _api() -> pl.DataFrame:
+    n = len(NAMES)
+    return pl.DataFrame(
+        {
+            "start": list(range(0, 10 * n, 10)),
+            "end": list(range(5, 10 * n + 5, 10)),
+            "pid": [1] * n,
+            "thread": [7] * n,
+            "correlation": list(range(1, n + 1)),
+            "name": NAMES,
+        }
+    )
+
+
+def test_names_mask_is_the_is_in_it_replaces_nulls_included() -> None:
+    api = _api()
+    # exact names: the suffixed launch is no launch, the null name stays null
+    assert names_mask(api, LAUNCH_API_NAMES, strip=False).to_list() == [
+        True,
+        None,
+        False,
+        True,
+        False,
+        False,
+        False,
+        True,
+    ]
+    assert (
+        names_mask(api, LAUNCH_API_NAMES, strip=False).to_list()
+        == api.select(pl.col("name").is_in(LAUNCH_API_NAMES)).to_series().to_list()
+    )
+    # stripped: cudaLaunchKernel_v7000 and cuGraphLaunch_ptsz count
+    assert calls_named(api, LAUNCH_API_NAMES).get_column("correlation").to_list() == [1, 3, 4, 7, 8]
+    assert calls_named(api, GRAPH_LAUNCH_NAMES).get_column("correlation").to_list() == [4, 7]
+
+
+def test_names_mask_is_kept_per_frame_and_forgotten_with_it() -> None:
+    api = _api()
+    first = names_mask(api, GRAPH_LAUNCH_NAMES)
+    assert names_mask(api, GRAPH_LAUNCH_NAMES) is first  # asked again: the kept answer
+    # another frame of other names is asked anew, never given the first frame's answer
+    other = api.with_columns(pl.lit("cudaGraphLaunch").alias("name"))
+    assert names_mask(other, GRAPH_LAUNCH_NAMES).to_list() == [True] * len(NAMES)
+    assert names_mask(api, GRAPH_LAUNCH_NAMES).to_list() == [
+        False,
+        None,
+        False,
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
+    key = id(api)
+    assert key in _NAME_MASKS
+    del api, first
+    gc.collect()
+    assert key not in _NAME_MASKS
+
+
+def _classify_by_replace(api: pl.DataFrame) -> tuple[list[int], int]:
+    """The classification as it was before perf17 (a replace per row), the reference."""
+    names = api.get_column("name")
+    distinct = pl.DataFrame({"name": names.unique().drop_nulls()})
+    coded = distinct.with_columns(
+        attribution.api_cause(pl.col("name")).alias("code"),
+        pl.col("name")
+        .str.replace(attribution.API_NAME_SUFFIX, "")
+        .is_in(list(GRAPH_LAUNCH_NAMES))
+        .alias("graph"),
+    )
+    codes = names.replace_strict(
+        coded.get_column("name"), coded.get_column("code"), default=3, return_dtype=pl.Int8
+    ).fill_null(3)
+    graph = coded.filter("graph").get_column("name")
+    return codes.to_list(), int(names.is_in(graph.implode()).sum())
+
+
+def test_classify_gives_every_call_its_code_and_counts_graph_launches() -> None:
+    api = _api()
+    codes, graphs = attribution._classify(api)
+    # launch 1, sync 2, other 3 (a null name and a memcpy are other); two graph launches
+    assert codes.tolist() == [1, 3, 1, 1, 2, 3, 1, 1]
+    assert str(codes.dtype) == "int8"
+    assert graphs == 2
+    assert (codes.tolist(), graphs) == _classify_by_replace(api)
+
+
+def _ops(pids: list[int | None], devices: list[int | None], streams: list[int | None]) -> pl.DataFrame:
+    return pl.DataFrame(
+        {"pid": pids, "device": devices, "stream": streams},
+        schema={"pid": pl.Int64, "device": pl.Int32, "stream": pl.Int64},
+    )
+
+
+def _by_hash(ops: pl.DataFrame) -> list[tuple[int, bool, bool]]:
+    """The per-process answer as it was before perf17 (every row hashed), the reference."""
+    return sorted(
+        ops.select("pid", "device", "stream")
+        .unique()
+        .drop_nulls("pid")
+        .group_by("pid")
+        .agg((pl.col("device").n_unique() == 1).alias("one_device"), (pl.len() == 1).alias("one_stream"))
+        .rows()
+    )
+
+
+@pytest.mark.parametrize(
+    ("devices", "streams", "expected"),
+    [
+        ([0, 0, 0], [7, 7, 7], (True, True)),
+        ([0, 0, 0], [7, 8, 7], (True, False)),
+        ([0, 1, 0], [7, 7, 7], (False, False)),
+        ([0, None, 0], [7, 7, 7], (False, False)),  # a null device is a device of its own, as unique() says
+        ([0, 0, 0], [None, None, None], (True, True)),
+    ],
+)
+def test_one_process_devices_and_streams_as_the_hash_says(
+    devices: list[int | None], streams: list[int | None], expected: tuple[bool, bool]
+) -> None:
+    ops = _ops([5, 5, 5], devices, streams)
+    got = plausibility._devices_and_streams(ops)
+    assert got.schema["pid"] == pl.Int64
+    assert got.rows() == [(5, *expected)]
+    assert sorted(got.rows()) == _by_hash(ops)
+
+
+def test_several_processes_devices_and_streams_as_the_hash_says() -> None:
+    ops = _ops([5, 5, 6, None], [0, 0, 1, 3], [7, 8, 9, 9])
+    assert sorted(plausibility._devices_and_streams(ops).rows()) == [(5, True, False), (6, True, True)]
+    assert sorted(plausibility._devices_and_streams(ops).rows()) == _by_hash(ops)
+
+
+def _gaps() -> pl.DataFrame:
+    # 13 gaps, two iterations; durations with ties at the 10th longest (earlier rows first among equals)
+    durations = [5, 9, 9, 1, 7, 9, 3, 9, 2, 8, 9, 6, 4]
+    starts = [100 * i for i in range(len(durations))]
+    return pl.DataFrame(
+        {
+            "iteration": [0] * 6 + [1] * 7,
+            "start_ns": starts,
+            "end_ns": [s + d for s, d in zip(starts, durations, strict=True)],
+            "duration_ns": durations,
+            "position": ["inner"] * len(durations),
+        }
+    )
+
+
+def test_longest_gaps_from_rows_found_once_equal_those_found_again() -> None:
+    gaps = _gaps()
+    longest = iterations._longest(gaps, iterations.LONGEST_GAPS)
+    assert longest.get_column("_row").to_list() == [1, 2, 5, 7, 10, 9, 4, 11, 0, 12]
+    frame = pl.DataFrame({"index": [0, 1], "window_start_ns": [0, 600]})
+    again = iterations.longest_gaps(gaps, frame, None)
+    once = iterations.longest_gaps(gaps, frame, None, rows=longest.get_column("_row"))
+    assert once.equals(again)
+    assert once.get_column("duration_ns").to_list() == [9] * 5 + [8, 7, 6, 5, 4]
+    assert once.get_column("start_ns").to_list()[:3] == [100, 200, 500]
+
+
+def test_cpu_context_returns_the_longest_rows_it_used() -> None:
+    from tracekit.model import Trace
+
+    gaps = _gaps()
+    ranges = pl.DataFrame(
+        {
+            "iteration": [0, 1],
+            "range_start": [0, 600],
+            "range_end": [600, 1300],
+            "pid": [1, 1],
+            "thread": [7, 7],
+        }
+    )
+    with_context, rows = iterations._with_cpu_context(Trace(api=_api()), gaps, ranges)
+    assert rows is not None
+    assert rows.to_list() == iterations._longest(gaps, iterations.LONGEST_GAPS).get_column("_row").to_list()
+    assert with_context.height == gaps.height and "cpu_context" in with_context.columns
+    empty, none = iterations._with_cpu_context(Trace(api=_api()), gaps.clear(), ranges)
+    assert none is None and empty.columns[-1] == "cpu_context"
