@@ -176,3 +176,38 @@ def test_naming_the_default_range_keeps_the_default_warmup_rule():
     assert default.range_name == "model_run" and default.iterations.height == 20
     assert named.iterations.height == 20
     assert named.iterations["latency_ms"].to_list() == default.iterations["latency_ms"].to_list()
+
+
+# ------------------------------------------------------------------- a folder that holds one trace
+
+
+def test_a_folder_of_one_trace_says_where_its_full_analysis_is(capsys):
+    """After 'tracekit collect ... -o runs/bert-onnx', 'tracekit analyze runs/bert-onnx' printed a one-row
+    cross-trace table and nothing else: no verdict line, no causes table, no word of the per-iteration
+    analysis a single trace gets. Now a note on stderr names the command that gives it (-q silences it)."""
+    folder = SAMPLES / "cpu_onnx_bert_ort"
+    trace = folder / "onnx_b1_s128.ort.json.gz"
+    code, out, err = run_cli(capsys, "analyze", str(folder), "--format", "json")
+    assert code == 0 and len(json.loads(out)["rows"]) == 1
+    assert (
+        f"tracekit: note: one trace found ({trace}): this is the cross-trace table (one row); "
+        f"tracekit analyze {trace} gives its per-iteration analysis\n"
+    ) in err
+    code, out, err = run_cli(capsys, "analyze", str(folder), "--format", "json", "-q")
+    assert code == 0 and "note:" not in err
+
+
+def test_timeline_with_several_traces_names_the_timeline(capsys):
+    folder = SAMPLES / "synthetic" / "ranks4"
+    code, out, err = run_cli(capsys, "analyze", str(folder), "--timeline", "t.json")
+    assert (code, out, err) == (
+        2,
+        "",
+        "tracekit: --timeline writes one trace's timeline; give one trace file with it\n",
+    )
+    code, out, err = run_cli(capsys, "analyze", str(folder), "--gaps", "g.csv")
+    assert (code, out, err) == (
+        2,
+        "",
+        "tracekit: --gaps writes one trace's gaps; give one trace file with it\n",
+    )

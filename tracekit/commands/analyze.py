@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
 
         for flag in ("gaps", "timeline"):
             if getattr(args, flag):
-                raise TracekitError(f"--{flag} writes one trace's gaps; give one trace file with it")
+                raise TracekitError(f"--{flag} writes one trace's {flag}; give one trace file with it")
         resolve_output(args, [t for t in args.traces if "://" not in t])
         return run_many(args, args.traces, options)
     args.trace = args.traces[0]

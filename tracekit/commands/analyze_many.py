@@ -115,6 +115,12 @@ def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> in
             args,
             f"tracekit: passed over {len(passed_over)} JSON file(s) in the folders that hold no trace: {shown}",
         )
+    if len(paths) == 1 and "://" not in paths[0]:  # a folder or pattern that found one trace
+        info(
+            args,
+            f"tracekit: note: one trace found ({paths[0]}): this is the cross-trace table (one row); "
+            f"tracekit analyze {paths[0]} gives its per-iteration analysis",
+        )
     failed: list[str] = []
     with progress.task(f"analyzing {len(paths)} traces", total=len(paths)) as bar:
 
