@@ -35,17 +35,14 @@ def refuse(message: str) -> int:
 
 
 def preflight(device: str) -> str | None:
-    """None when this machine can run the validation, else the one-line reason."""
-    try:
-        import torch
-    except ImportError:
-        return "needs torch with CUDA (pip install 'tracekit[gpu]')"
-    if not torch.cuda.is_available():
-        why = "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
-        return f"needs a CUDA device, and {why}"
-    index = int(device.split(":")[1]) if ":" in device else 0
-    if index >= torch.cuda.device_count():
-        return f"{device}: only {torch.cuda.device_count()} CUDA device(s) visible"
+    """None when this machine can run the validation, else the one-line reason: gpu_check's (torch with CUDA,
+    the device visible), then Nsight Systems on PATH."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from gpu_check import preflight as cuda_preflight  # benchmarks/gpu_check.py
+
+    why = cuda_preflight(device)
+    if why is not None:
+        return why
     from tracekit.collectors.profilers.nsys import find_nsys
 
     if not find_nsys():
