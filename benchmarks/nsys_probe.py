@@ -80,24 +80,35 @@ if "osrt" in after:
 print("T end", time.time_ns(), flush=True)
 """
 
-VARIANTS: dict[str, list[str]] = {
-    # what tracekit collect uses
-    "stop-node": ["--cuda-graph-trace=node", "--capture-range=cudaProfilerApi", "--capture-range-end=stop"],
-    "stop-graph": ["--cuda-graph-trace=graph", "--capture-range=cudaProfilerApi", "--capture-range-end=stop"],
-    # the same, the child doing nothing traced after the stop (PROBE_AFTER=none), or only NVTX ranges
-    "stop-node-quiet": [
-        "--cuda-graph-trace=node",
-        "--capture-range=cudaProfilerApi",
-        "--capture-range-end=stop",
-    ],
-    "stop-node-nvtx": [
-        "--cuda-graph-trace=node",
-        "--capture-range=cudaProfilerApi",
-        "--capture-range-end=stop",
-    ],
+#: The variants, each as its change to what ``tracekit collect`` runs (:func:`variant_argv`): the graph trace
+#: mode, and whether the capture range (cudaProfilerApi, ended at the stop) is kept.
+VARIANTS: dict[str, dict[str, Any]] = {
+    "stop-node": {},  # what tracekit collect uses, unchanged
+    "stop-graph": {"graph_trace": "graph"},
+    # the same as stop-node, the child doing nothing traced after the stop (PROBE_AFTER=none), or only NVTX
+    "stop-node-quiet": {},
+    "stop-node-nvtx": {},
     # no capture range: the whole process
-    "whole-node": ["--cuda-graph-trace=node"],
+    "whole-node": {"capture_range": False},
 }
+
+
+def variant_argv(nsys: str, base: Path | str, child: list[str], name: str) -> list[str]:
+    """The ``nsys profile`` command of variant ``name``: collect's own (``build_profile_argv`` with CUDA, no
+    GPU metrics), changed only as :data:`VARIANTS` says, so that the probe cannot drift from collect."""
+    from tracekit.collectors.profilers.nsys import build_profile_argv
+
+    argv = build_profile_argv(nsys, base, child, cuda=True)
+    change = VARIANTS[name]
+    if "graph_trace" in change:
+        argv = [
+            f"--cuda-graph-trace={change['graph_trace']}" if a == "--cuda-graph-trace=node" else a
+            for a in argv
+        ]
+    if change.get("capture_range", True) is False:
+        argv = [a for a in argv if not a.startswith("--capture-range")]
+    return argv
+
 
 #: What the child does after cudaProfilerStop, per variant (default: CUDA work, NVTX ranges, OS runtime waits).
 AFTER = {"stop-node-quiet": "none", "stop-node-nvtx": "nvtx"}
@@ -195,20 +206,7 @@ def main(argv: list[str] | None = None) -> int:
     summary["nsys_version"] = (version.stdout or version.stderr).strip()
     for name in args.only or list(VARIANTS):
         base = work / f"probe-{name}"
-        argv_ = [
-            nsys,
-            "profile",
-            "-t",
-            "cuda,nvtx,osrt",
-            "--sample=none",
-            "--cpuctxsw=none",
-            "--force-overwrite=true",
-            "-o",
-            str(base),
-            *VARIANTS[name],
-            sys.executable,
-            str(child),
-        ]
+        argv_ = variant_argv(nsys, base, [sys.executable, str(child)], name)
         t0 = time.perf_counter()
         env = dict(os.environ, PROBE_AFTER=AFTER.get(name, "cuda,nvtx,osrt"))
         proc = subprocess.run(argv_, capture_output=True, text=True, timeout=150, env=env)

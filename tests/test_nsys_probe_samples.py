@@ -103,3 +103,32 @@ def test_nsys_says_events_may_be_lost_whenever_a_stop_ends_the_capture(tmp_path:
         "Not all OS runtime libraries events might have been collected.",
     ]
     assert all(ts > stop for ts, _ in rows)
+
+
+def test_the_probe_runs_what_collect_runs_and_what_the_committed_exports_were_made_with() -> None:
+    """benchmarks/nsys_probe.py builds each variant from collect's own command (build_profile_argv): its
+    'stop-node' variant is that command unchanged, 'stop-graph' differs in the graph trace mode alone, and each
+    committed variant's recorded command (the -o path aside) is what the probe builds today."""
+    import json
+    import sys
+
+    sys.path.insert(0, str(PROBE.parents[1] / "benchmarks"))
+    from nsys_probe import variant_argv
+
+    from tracekit.collectors.profilers.nsys import build_profile_argv
+
+    child = ["python", "child.py"]
+    collect = build_profile_argv("nsys", "out/base", child, cuda=True)
+    assert variant_argv("nsys", "out/base", child, "stop-node") == collect
+    graph = variant_argv("nsys", "out/base", child, "stop-graph")
+    assert [a for a in graph if a not in collect] == ["--cuda-graph-trace=graph"]
+    whole = variant_argv("nsys", "out/base", child, "whole-node")
+    assert [a for a in collect if a not in whole] == [
+        "--capture-range=cudaProfilerApi",
+        "--capture-range-end=stop",
+    ]
+    recorded = json.loads((PROBE / "nsys_probe.json").read_text())["variants"]
+    assert set(recorded) == {"stop-node", "stop-node-quiet", "stop-node-nvtx"}
+    for name, variant in recorded.items():
+        built = variant_argv("nsys", "BASE", child, name)[1:-2]
+        assert [a for a in variant["argv"] if "/" not in a] == [a for a in built if a != "BASE"], name
