@@ -211,3 +211,42 @@ def test_timeline_with_several_traces_names_the_timeline(capsys):
         "",
         "tracekit: --gaps writes one trace's gaps; give one trace file with it\n",
     )
+
+
+# --------------------------------------------------- an option of another command
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["collect", "--format", "json"],
+         "tracekit collect: error: unrecognized arguments: --format json; collect writes its results into its -o "
+         "folder and prints none, so it takes no --format (see tracekit collect --help)"),
+        (["simulate", "--format=csv"],  # (its own hidden --format, the old name of --traces, says it)
+         "tracekit simulate: error: argument --format: simulate prints no result, so it takes no output format "
+         "('csv'): it writes traces, their truth and run.json into -o DIR (--traces nsys|kineto|both chooses the "
+         "traces) (see tracekit simulate --help)"),
+        (["analyze", "t.json", "--ncu", "r.ncu.csv"],
+         "tracekit analyze: error: unrecognized arguments: --ncu r.ncu.csv; --ncu is an option of tracekit table, "
+         "not of analyze (see tracekit analyze --help)"),
+        (["table", "t.json", "--top", "5"],
+         "tracekit table: error: unrecognized arguments: --top 5; --top is an option of tracekit compare, not of "
+         "table (see tracekit table --help)"),
+        (["doctor", "--split-idle", "0.1"],
+         "tracekit doctor: error: unrecognized arguments: --split-idle 0.1; --split-idle is an option of "
+         "tracekit analyze, compare, report, table, not of doctor (see tracekit doctor --help)"),
+        (["analyze", "t.json", "--fromat", "json"],
+         "tracekit analyze: error: unrecognized arguments: --fromat json; did you mean --format? "
+         "(see tracekit analyze --help)"),
+        (["analyze", "t.json", "--bogus"],
+         "tracekit analyze: error: unrecognized arguments: --bogus (see tracekit analyze --help)"),
+    ],
+)  # fmt: skip
+def test_an_option_of_another_command_is_named_as_such(capsys, argv, said):
+    from tracekit.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(argv)
+    out, err = capsys.readouterr()
+    assert exit_.value.code == 2 and out == ""
+    assert err == said + "\n"

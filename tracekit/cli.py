@@ -76,18 +76,50 @@ def parser_of(parser: argparse.ArgumentParser, command: str) -> argparse.Argumen
     return None
 
 
+#: Commands that write their results into their ``-o`` folder and print none: no ``--format``.
+NO_FORMAT_COMMANDS = ("collect", "simulate")  # (simulate's hidden --format, the old --traces, says it first)
+
+
+def _long_options(parser: argparse.ArgumentParser) -> list[str]:
+    return [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+
+
+def commands_with_option(option: str) -> list[str]:
+    """The commands (sorted) whose parser has the long option ``option``: every command's parser is built
+    for it (an error path only; the command modules import nothing heavy)."""
+    parser = argparse.ArgumentParser(add_help=False)
+    sub = parser.add_subparsers()
+    found = []
+    for name in sorted(COMMANDS):
+        importlib.import_module(f"tracekit.commands.{name}").register(sub)
+        if option in _long_options(sub.choices[name]):
+            found.append(name)
+    return found
+
+
 def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
     """argparse's "unrecognized arguments" message, with the nearest option of ``parser`` for a misspelled
-    one (``--fromat``: did you mean --format?)."""
+    one (``--fromat``: did you mean --format?), else the commands that have the option (``analyze --ncu``:
+    an option of tracekit table; ``collect --format``: collect prints no result)."""
     import difflib
 
     text = f"unrecognized arguments: {' '.join(extras)}"
-    options = [o for action in parser._actions for o in action.option_strings if o.startswith("--")]
+    options = _long_options(parser)
+    command = parser.prog.split()[-1]
     for extra in extras:
         if extra.startswith("--"):
-            near = difflib.get_close_matches(extra.split("=", 1)[0], options, n=1, cutoff=0.7)
+            option = extra.split("=", 1)[0]
+            if option == "--format" and command in NO_FORMAT_COMMANDS:
+                return (
+                    f"{text}; {command} writes its results into its -o folder and prints none, so it takes no "
+                    "--format"
+                )
+            near = difflib.get_close_matches(option, options, n=1, cutoff=0.7)
             if near:
                 return f"{text}; did you mean {near[0]}?"
+            others = [c for c in commands_with_option(option) if c != command] if command in COMMANDS else []
+            if others:
+                return f"{text}; {option} is an option of tracekit {', '.join(others)}, not of {command}"
     return text
 
 
