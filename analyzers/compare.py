@@ -343,10 +343,15 @@ def window_iterations(analyzed: Analysis) -> int | None:
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
 
 
-def _without_side(rows: list[dict[str, Any]], side: str) -> list[dict[str, Any]]:
-    """The summary rows with one side's values (and every delta, ratio and interval test) withheld."""
-    gone = {side: None, f"{side}_low": None, f"{side}_high": None, "delta": None, "ratio": None}
-    return [{**row, **gone, "significant": None} for row in rows]
+def _without_sides(rows: list[dict[str, Any]], sides: list[str]) -> list[dict[str, Any]]:
+    """The summary rows with the values of ``sides`` (and then every delta, ratio and interval test) withheld;
+    the rows as they are without any."""
+    if not sides:
+        return rows
+    gone: dict[str, Any] = {"delta": None, "ratio": None, "significant": None}
+    for side in sides:
+        gone.update({side: None, f"{side}_low": None, f"{side}_high": None})
+    return [{**row, **gone} for row in rows]
 
 
 def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, Any]:
@@ -360,7 +365,7 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
 
     windows = [side for side, x in (("a", a), ("b", b)) if is_whole_trace_window(x)]
     window = windows[0] if len(windows) == 1 else None
-    spans = {"a": None, "b": None}
+    spans: dict[str, int | None] = {"a": None, "b": None}
     window_notes: list[str] = []
     if window is not None:
         analyzed, other = (a, b) if window == "a" else (b, a)
@@ -376,6 +381,32 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
             f"{'B' if window == 'a' else 'A'} has {other.iterations.height}: {window.upper()}'s figures are totals "
             f"over its trace, not per iteration, so the summary shows none of them; {held}"
         )
+    elif len(windows) == 2:
+        # two whole-trace windows (two Nsight Compute reports): each side's figures are totals over its own
+        # trace, of as many iterations as its run says (3 against 6, or unknown): not per iteration, and not
+        # comparable as they are (two 3-iteration reports read "606 kernels / iteration" for 202)
+        spans = {"a": window_iterations(a), "b": window_iterations(b)}
+        known = [side.upper() for side in ("a", "b") if spans[side]]
+        unknown = [side.upper() for side in ("a", "b") if not spans[side]]
+        if not unknown:
+            held = (
+                f"the per-name table divides A's figures by {spans['a']} and B's by {spans['b']}, the iterations "
+                "their runs say they hold"
+            )
+        elif known:
+            held = (
+                f"the per-name table divides {known[0]}'s figures by {spans[known[0].lower()]}, the iterations its "
+                f"run says it holds; nothing says how many {unknown[0]} holds, so it shows none of {unknown[0]}'s"
+            )
+        else:
+            held = (
+                "nothing says how many iterations either holds (a sidecar's 'iterations'), so the per-name table "
+                "shows none of their figures"
+            )
+        window_notes.append(
+            "A and B have no iterations of their own (each one window over its whole trace): their figures are "
+            f"totals over each trace, not per iteration, so the summary shows none of them; {held}"
+        )
     ncu = [side for side, x in (("a", a), ("b", b)) if x.config.profiler == "ncu"]
     spelling_notes: list[str] = []
     kernels = kernel_deltas(
@@ -384,18 +415,13 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         ncu_side=ncu[0] if len(ncu) == 1 else None,
         notes=spelling_notes,
     )
-    if window is not None and spans[window] is None:
-        kernels = kernels.with_columns(
-            pl.lit(None, pl.Float64).alias(c)
-            for c in (
-                f"count_{window}",
-                f"time_{window}_us",
-                "count_delta",
-                "time_delta_us",
-                "time_ratio",
+    for side in windows:
+        if spans[side] is None:
+            kernels = kernels.with_columns(
+                pl.lit(None, pl.Float64).alias(c)
+                for c in (f"count_{side}", f"time_{side}_us", "count_delta", "time_delta_us", "time_ratio")
+                if c in kernels.columns
             )
-            if c in kernels.columns
-        )
     device = common_device([a.device, b.device])
     same_device = not (a.device and b.device and a.device != b.device)
     apart = (
@@ -414,7 +440,7 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         "device": device,
         "a": _side(a),
         "b": _side(b),
-        "summary": _without_side(summary, window) if window is not None else summary,
+        "summary": _without_sides(summary, windows),
         "kernels": kernels.to_dicts(),
         "a_has_ops": not a.trace_data.ops.is_empty(),
         "b_has_ops": not b.trace_data.ops.is_empty(),

@@ -349,3 +349,66 @@ def test_compare_pairs_the_committed_ncu_report_with_its_kineto_trace() -> None:
     assert sum(k["count_b"] for k in both) == 202.0
     assert [k["name"] for k in doc["kernels"] if k["count_b"] is None] == ["Memset (Device)"]
     assert any(w.startswith("10 kernel names of B (Nsight Compute) paired") for w in doc["warnings"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. compare of two whole-trace windows (two Nsight Compute reports)
+
+
+def _ncu_copy(tmp_path: Path, name: str, iterations: int | None):
+    """The committed 3-iteration ncu report of the H200 eager run, copied; its sidecars edited to say
+    ``iterations`` (a test edit), or removed (None)."""
+    import json
+    import shutil
+
+    import tracekit
+
+    folder = tmp_path / name
+    folder.mkdir()
+    source = SAMPLES / "h200_bert_fp16" / "pytorch-ncu"
+    for path in source.glob("pytorch_b1_s128.ncu.*"):
+        if path.name.endswith(".meta.json"):
+            if iterations is not None:
+                meta = json.loads(path.read_text())
+                meta["iterations"] = iterations
+                (folder / path.name).write_text(json.dumps(meta))
+        else:
+            shutil.copy(path, folder / path.name)
+    return tracekit.analyze(folder / "pytorch_b1_s128.ncu.csv.gz")
+
+
+def test_two_ncu_reports_are_compared_per_iteration_of_each() -> None:
+    """Both reports hold the same 606 kernels (144 of nvjet_sm90_hsh_64x16_64x16_2x4_h_bz_bias_TNT, 797.088 us);
+    A's sidecar says 3 iterations, B's 6: per iteration 48 and 24, 265.696 and 132.848 us. The summary's
+    'kernels / iteration' had read 606 on both sides (totals over 3 iterations): withheld."""
+    import tempfile
+
+    from tracekit.analyzers.compare import compare
+
+    with tempfile.TemporaryDirectory(prefix="followups17_synthetic_") as tmp:
+        a = _ncu_copy(Path(tmp), "a", 3)
+        b = _ncu_copy(Path(tmp), "b", 6)
+        doc = compare(a, b)
+        row = next(k for k in doc["kernels"] if k["name"] == "nvjet_sm90_hsh_64x16_64x16_2x4_h_bz_bias_TNT")
+        assert (row["count_a"], row["count_b"], row["count_delta"]) == (48.0, 24.0, -24.0)
+        assert row["time_a_us"] == pytest.approx(265.696, abs=1e-9)
+        assert row["time_b_us"] == pytest.approx(132.848, abs=1e-9)
+        assert all(r["a"] is None and r["b"] is None and r["delta"] is None for r in doc["summary"])
+        assert doc["warnings"][0] == (
+            "A and B have no iterations of their own (each one window over its whole trace): their figures are "
+            "totals over each trace, not per iteration, so the summary shows none of them; the per-name table "
+            "divides A's figures by 3 and B's by 6, the iterations their runs say they hold"
+        )
+        c = _ncu_copy(Path(tmp), "c", None)
+        doc = compare(a, c)
+        row = next(k for k in doc["kernels"] if k["name"] == "nvjet_sm90_hsh_64x16_64x16_2x4_h_bz_bias_TNT")
+        assert (row["count_a"], row["count_b"], row["count_delta"], row["time_b_us"]) == (
+            48.0,
+            None,
+            None,
+            None,
+        )
+        assert doc["warnings"][0].endswith(
+            "the per-name table divides A's figures by 3, the iterations its run says it holds; nothing says how "
+            "many B holds, so it shows none of B's"
+        )
