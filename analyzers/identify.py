@@ -535,11 +535,21 @@ def batch_from_steps(trace: Trace) -> Inferred | None:
     )
 
 
+#: hipBLASLt/Tensile GEMM names (ROCm) put the data types after the index tokens: ``Cijk_Alik_Bljk_BBS_...``
+#: (bf16 in and out, fp32 compute), ``..._HHS_...`` (fp16), ``..._SB_...`` (fp32); the first letter is the
+#: input type.
+_TENSILE = r"^cijk_a[a-z]+_b[a-z]+_"
 _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
-    ("bf16", r"bfloat16|bf16|__nv_bfloat16"),
-    # CUTLASS: cutlass::half_t in a templated kernel; tensorop_f16_s16816gemm_f16 in its library's instances
-    ("fp16", r"c10::half|__half\b|\bhalf\b|half_t\b|_f16_s\d|fp16|f16f16|h884|h1688|h16816"),
-    ("fp32", r"<float[,>]|\bfloat\b|sgemm|scudnn|s884|s1688|s16816"),
+    # mangled names (ROCm's ck_tile, aiter): DF16b is std::bfloat16_t in the Itanium ABI
+    ("bf16", rf"bfloat16|bf16|__nv_bfloat16|{_TENSILE}b|^_z.*df16b"),
+    # CUTLASS: cutlass::half_t in a templated kernel; tensorop_f16_s16816gemm_f16 in its library's instances;
+    # DF16_ is _Float16 (mangled)
+    (
+        "fp16",
+        rf"c10::half|__half\b|\bhalf\b|half_t\b|_f16_s\d|fp16|f16f16|h884|h1688|h16816|{_TENSILE}h|^_z.*df16_",
+    ),
+    # cuBLAS/cuDNN sm80+ fp32 GEMMs spell f32f32, or tf32f32 where TF32 tensor cores compute an fp32 model's
+    ("fp32", rf"<float[,>]|\bfloat\b|sgemm|scudnn|s884|s1688|s16816|f32f32|{_TENSILE}s"),
 )
 
 

@@ -189,3 +189,76 @@ def test_cutlass_half_kernels_are_fp16(gemm: str) -> None:
         "fp16",
         "kernel names: 90% of typed kernel time is fp16 (3 kernels)",
     )
+
+
+# ------------------------------------------------ precision from ROCm's and cuBLAS's GEMM and mangled names
+
+#: Real spellings (the TraceLens ROCm traces, the H100 and A100 traces) that name their type in a way the
+#: kernel-name rules did not read: hipBLASLt/Tensile GEMMs put the types after the index tokens (``BBS``: bf16
+#: in, bf16 out, fp32 compute; ``HHS`` fp16; ``SB`` fp32), ROCm's ck_tile and aiter kernels are reported
+#: mangled (``DF16b`` is ``std::bfloat16_t``, ``DF16_`` is ``_Float16`` in the Itanium ABI), cuBLAS's and
+#: cuDNN's sm80 fp32 GEMMs spell ``f32f32`` / ``tf32f32``. On the real ROCm traces such kernels hold 55-90% of
+#: the kernel time, read as no type, so the precision came from the remaining kernels alone.
+TENSILE_BF16 = "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x32x64_MI16x16x1_SN_LDSB1_AFC1_ISA942"
+TENSILE_FP16 = "Cijk_Ailk_Bljk_HHS_BH_MT128x128x32_MI32x32x8x1_SN_1LDSB1_ISA90a"
+CK_BF16 = (
+    "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineProblemIDF16bDF16bfDF16bEEEEEvT0_"
+)
+CK_FP16 = (
+    "_ZN7ck_tile6kentryILi1ENS_12Rmsnorm2dFwdINS_27Rmsnorm2dFwdPipelineProblemIDF16_DF16_fDF16_EEEEEvT0_"
+)
+XMMA_TF32 = (
+    "sm80_xmma_gemm_tf32f32_tf32f32_f32_tn_n_tilesize128x128x16_stage4_warpsize2x2x1_tensor16x8x8_kernel"
+)
+#: HF's RMSNorm computes in fp32 (``hidden_states.to(torch.float32)``) in a bf16 model: float kernels.
+FLOAT_NORM = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float>>>"
+BF16_ELEMENTWISE = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>"
+)
+
+
+def _kernels_trace(spans: list[tuple[str, int]]):
+    """Kernels back to back, each (name, duration ns); synthetic."""
+    import polars as pl
+
+    from tracekit.model import Trace
+
+    starts, t = [], 0
+    for _, d in spans:
+        starts.append(t)
+        t += d
+    ops = pl.DataFrame(
+        {
+            "start": starts,
+            "end": [s + d for s, (_, d) in zip(starts, spans, strict=True)],
+            "kind": ["kernel"] * len(spans),
+            "name": [n for n, _ in spans],
+        }
+    )
+    return Trace(ops=ops, meta={"synthetic": True})
+
+
+@pytest.mark.parametrize(
+    ("gemm", "other", "expected"),
+    [
+        (
+            TENSILE_BF16,
+            BF16_ELEMENTWISE,
+            ("bf16", "kernel names: 85% of typed kernel time is bf16 (2 kernels)"),
+        ),
+        (TENSILE_FP16, CK_FP16, ("fp16", "kernel names: 85% of typed kernel time is fp16 (2 kernels)")),
+        (CK_BF16, BF16_ELEMENTWISE, ("bf16", "kernel names: 85% of typed kernel time is bf16 (2 kernels)")),
+        (XMMA_TF32, FLOAT_NORM, ("fp32", "kernel names: 100% of typed kernel time is fp32 (3 kernels)")),
+    ],
+)
+def test_rocm_gemm_and_mangled_names_carry_their_type(
+    gemm: str, other: str, expected: tuple[str, str]
+) -> None:
+    """A GEMM of 800 ns, an fp32 norm kernel of 150 ns and a kernel of 50 ns in the model's own type: the
+    model's type (the first three rows read fp32 before, 75% of the 200 ns typed: the GEMM and the ck
+    kernel untyped). The tf32 GEMM is fp32 work: 3 kernels typed, not 1."""
+    from tracekit.analyzers.identify import precision_from_kernels
+
+    found = precision_from_kernels(_kernels_trace([(gemm, 800), (FLOAT_NORM, 150), (other, 50)]))
+    assert found is not None
+    assert (found.value, found.evidence) == expected
