@@ -155,9 +155,11 @@ ENGINE_STEPS: dict[str, str] = {
     "SGLang": r"^step\[[A-Z][A-Z0-9_]* bs=\d+[^\]]*\]$",
     "TensorRT-LLM": r"^(?:\[Executor\] )?_forward_step(?: \d+)?: \d+ ctx reqs, \d+ gen reqs$",
 }
-#: A range name that ends in a number after a stem holding a letter (``step 3``, ``iteration_12``): group 1 is
-#: the stem; numbered names form a series in rule 4 (:func:`_numbered_series`).
-NUMBERED_NAME = r"^(.*[A-Za-z].*?\D)\d+$"
+#: The numbers in a range name (``step 3``, ``iteration_12``, ``iter 3 forward``): names alike but for them form
+#: a series in rule 4 (:func:`_numbered_series`).
+NUMBER = r"\d+"
+#: Where :func:`_numbered_series` puts a number in a name's stem.
+_NUMBER_MARK = "\x00"
 #: Any engine's step range name (:data:`ENGINE_STEPS` as one pattern).
 ANY_ENGINE_STEP = "|".join(f"(?:{regex})" for regex in ENGINE_STEPS.values())
 
@@ -501,13 +503,16 @@ def _numbered_series(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     series' pattern, and {pattern: the series' first and last names, as said}. A timed loop that puts its
     counter in the range name (``nvtx.range_push(f"step {i}")``, ``record_function(f"iteration_{i}")``) gives
     every range its own name: counted by name, each is 1, and the earliest alone had been the iteration. A
-    series is the names that differ only in a trailing number after a stem holding a letter (``step 3``,
-    ``iteration_12``, ``Iteration #4``, ``batch7``: :data:`NUMBERED_NAME`), at least two of them, where no
+    series is the names holding a letter that differ only in their numbers (``step 3``, ``iteration_12``,
+    ``Iteration #4``, ``batch7``, ``iter 3 forward``: :data:`NUMBER`), at least two of them, where no
     name occurs twice on a thread (a counter never repeats: ``layer1``/``layer2`` run once per pass are no
     counter) and no two of them overlap on a thread (a loop's iterations follow one another: ``request 17``
     and ``request 18`` open at once are no counter). ``ProfilerStep#N`` is grouped by :func:`range_key`
     already."""
-    stem = pl.col("key").str.extract(NUMBERED_NAME, 1)
+    key = pl.col("key")
+    stem = pl.when(key.str.contains(NUMBER) & key.str.contains("[A-Za-z]")).then(
+        key.str.replace_all(NUMBER, _NUMBER_MARK)
+    )
     numbered = (
         rows.with_row_index("_row").with_columns(stem.alias("_stem")).filter(pl.col("_stem").is_not_null())
     )
@@ -534,7 +539,13 @@ def _numbered_series(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     stems = per_stem["_stem"].to_list()
     said = [f"{a!r} … {b!r}" for a, b in zip(per_stem["first_name"], per_stem["last_name"], strict=True)]
     patterns = pl.DataFrame(
-        {"_stem": stems, "_pattern": [f"{REGEX_PREFIX}^{_escaped(x)}\\d+$" for x in stems], "_said": said},
+        {
+            "_stem": stems,
+            "_pattern": [
+                REGEX_PREFIX + "^" + NUMBER.join(map(_escaped, x.split(_NUMBER_MARK))) + "$" for x in stems
+            ],
+            "_said": said,
+        },
         schema={"_stem": pl.String, "_pattern": pl.String, "_said": pl.String},
     )
     members = numbered.join(patterns, on="_stem").select("_row", "_pattern")

@@ -34,7 +34,7 @@ def _numbered_nsys(tmp_path: Path, fmt: str, busy_us: list[int], name: str = "nu
     return b.write(tmp_path / f"{name}.synthetic.sqlite")
 
 
-@pytest.mark.parametrize("fmt", ["step {}", "iteration_{}", "Iteration #{}", "batch{}"])
+@pytest.mark.parametrize("fmt", ["step {}", "iteration_{}", "Iteration #{}", "batch{}", "iter {} forward"])
 def test_numbered_ranges_are_one_series_of_iterations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:
@@ -52,8 +52,7 @@ def test_numbered_ranges_are_one_series_of_iterations(
     assert doc["summary"]["bound"] == "compute"
     assert doc["unassigned_ops"] is None or doc["unassigned_ops"]["outside_iterations"]["ops"] == 0
     assert "numbered" in doc["range_choice"]
-    stem = fmt.replace("{}", "")
-    assert doc["range"] == "re:^" + stem + r"\d+$"  # what --range takes to choose the same series
+    assert doc["range"] == "re:^" + fmt.replace("{}", r"\d+") + "$"  # --range takes it: the same series
     assert repr(fmt.format(0)) in doc["range_choice"] and repr(fmt.format(4)) in doc["range_choice"]
 
 
