@@ -400,6 +400,12 @@ def sort_frame(frame: pl.DataFrame, by: list[str], descending: list[bool]) -> pl
         return frame
     if frame.select(pl.any_horizontal(pl.col(by).null_count() > 0)).item():
         return frame.sort(by, descending=descending, maintain_order=True)
+    first = frame.get_column(by[0])
+    if not first.is_sorted(descending=descending[0]):  # out of order on the first key: out of order
+        return frame.sort(by, descending=descending, maintain_order=True)
+    if len(by) == 1 or not frame.select((pl.col(by[0]) == pl.col(by[0]).shift(1)).any()).item():
+        # in order on the first key, with no tie for a later key to order: in order
+        return frame.with_columns(first.set_sorted(descending=descending[0]))
     in_order = pl.lit(True)
     # Lexicographic: from the last key to the first, "in order" = strictly in order on this key, or tied on
     # it and in order on the later keys.
