@@ -1758,7 +1758,7 @@ def measure_gaps(
             f"{empty} of {frame.height} iterations hold no device op: each is one idle gap of position "
             "'empty' (its whole window), utilization 0"
         )
-    unit = resolution.time_unit_ns(trace.ops) if has_ops else None
+    unit = _time_unit_ns(trace.ops) if has_ops else None
     small_gaps = resolution.small_gaps_per_iteration(gaps, unit) if unit is not None else None
     gaps, longest_rows = _with_cpu_context(trace, gaps, ranges)
     return Measured(
@@ -1778,6 +1778,25 @@ def measure_gaps(
         busy_unknown,
         longest_rows,
     )
+
+
+#: Ops whose times :func:`_time_unit_ns` looks at first: one of them off a whole microsecond answers at once.
+UNIT_PROBE_OPS = 4096
+
+
+def _time_unit_ns(ops: pl.DataFrame) -> int | None:
+    """:func:`tracekit.analyzers.resolution.time_unit_ns` of ``ops``: None at once when one of the first
+    :data:`UNIT_PROBE_OPS` timed ops is off a whole microsecond (a nanosecond clock, the usual case: then not
+    every op is on one, whatever the rest), else the whole check."""
+    head = ops.head(UNIT_PROBE_OPS).select("start", "end").drop_nulls()
+    if not head.select(
+        (
+            (pl.col("start") % resolution.MICROSECOND_NS == 0)
+            & (pl.col("end") % resolution.MICROSECOND_NS == 0)
+        ).all()
+    ).item():
+        return None
+    return resolution.time_unit_ns(ops)
 
 
 def _shared_findings(
