@@ -27,6 +27,7 @@ whole percent (a share just under 100% never reads 100%).
 
 from __future__ import annotations
 
+import numpy as np
 import polars as pl
 
 from tracekit.model import Trace, newly_covered, on_host
@@ -34,12 +35,45 @@ from tracekit.model import Trace, newly_covered, on_host
 OUTSIDE = "host code outside API calls"
 
 
+def _near(frame: pl.DataFrame, bounds: list[tuple[int, int]]) -> pl.DataFrame:
+    """The rows of ``frame`` (in order) that may overlap one of ``bounds`` ([start, end) pairs), so that the
+    overlap test runs on a few rows rather than on every call of the trace. Where ``start`` is sorted without
+    nulls (the trace's API calls and ranges are), a bound's candidates lie between two binary searches: the
+    rows from the first whose running maximum of ``end`` passes the bound's start (every earlier row ends at
+    or before it) up to the first that starts at or after the bound's end. Else every row. No row that
+    overlaps a bound is left out; rows that do not may stay (the caller's test drops them)."""
+    starts = frame.get_column("start")
+    if (
+        frame.height < 2
+        or not bounds
+        or starts.dtype != pl.Int64
+        or frame.schema["end"] != pl.Int64
+        or starts.null_count()
+        or not starts.is_sorted()
+    ):
+        return frame
+    start = starts.to_numpy()
+    reach = np.maximum.accumulate(frame.get_column("end").fill_null(np.iinfo(np.int64).min).to_numpy())
+    rows = []
+    for s, e in bounds:
+        if s is None or e is None:
+            return frame
+        # rows before `lo` end at or before s (their running reach does); rows from `hi` start at or after e
+        lo = int(np.searchsorted(reach, s, side="right"))
+        hi = int(np.searchsorted(start, e, side="left"))
+        if hi > lo:
+            rows.append(np.arange(lo, hi))
+    if not rows:
+        return frame.clear()
+    return frame[np.unique(np.concatenate(rows))]
+
+
 def _overlapping(probe: pl.DataFrame, frame: pl.DataFrame) -> pl.DataFrame:
     """Each (gap, interval of ``frame``) pair that overlap, of the gap's process, with the overlap in ns."""
     # one pass keeps the few rows overlapping some gap (there are at most LONGEST_GAPS gaps); the join then
     # pairs them with their gaps
     bounds = probe.select("start_ns", "end_ns").unique().rows()
-    src = frame.select("start", "end", "pid", "thread", "name").filter(
+    src = _near(frame.select("start", "end", "pid", "thread", "name"), bounds).filter(
         (pl.col("end") > pl.col("start"))
         & pl.any_horizontal(
             [(pl.col("start") < e) & (pl.col("end") > s) for s, e in bounds] or [pl.lit(False)]

@@ -209,3 +209,76 @@ def test_cpu_context_returns_the_longest_rows_it_used() -> None:
     assert with_context.height == gaps.height and "cpu_context" in with_context.columns
     empty, none = iterations._with_cpu_context(Trace(api=_api()), gaps.clear(), ranges)
     assert none is None and empty.columns[-1] == "cpu_context"
+
+
+def test_sort_frame_gives_what_a_sort_gives_on_every_small_frame() -> None:
+    import itertools
+
+    from tracekit.model import sort_frame
+
+    # every 3-row frame of two keys in {0, 1, 2} (ties on the first key, on both, none), each order asked
+    values = list(itertools.product(range(3), repeat=2))
+    checked = 0
+    for rows in itertools.product(values, repeat=3):
+        frame = pl.DataFrame({"a": [r[0] for r in rows], "b": [r[1] for r in rows], "row": [0, 1, 2]})
+        for descending in ([False, False], [False, True], [True, False]):
+            want = frame.sort(["a", "b"], descending=descending, maintain_order=True)
+            assert sort_frame(frame, ["a", "b"], descending).equals(want)
+            checked += 1
+        assert sort_frame(frame, ["a"], [False]).equals(frame.sort("a", maintain_order=True))
+    assert checked == 729 * 3
+
+
+def test_time_unit_answers_as_resolution_does() -> None:
+    from tracekit.analyzers import resolution
+
+    whole = [1000 * i for i in range(30)]
+    cases = {
+        "whole microseconds": (whole, [t + 1000 for t in whole], 1000),
+        "one ns start first": ([1, *whole[1:]], [t + 1000 for t in whole], None),
+        "one ns end last": (whole, [*(t + 1000 for t in whole[:-1]), 29_001], None),
+        "too few ops": (whole[:19], [t + 1000 for t in whole[:19]], None),
+        "nulls left out": ([None, *whole], [7, *(t + 1000 for t in whole)], 1000),
+    }
+    for name, (start, end, unit) in cases.items():
+        ops = pl.DataFrame({"start": start, "end": end}, schema={"start": pl.Int64, "end": pl.Int64})
+        assert iterations._time_unit_ns(ops) == unit, name
+        assert resolution.time_unit_ns(ops) == unit, name
+
+
+def test_near_keeps_every_row_that_overlaps_a_bound() -> None:
+    import itertools
+
+    from tracekit.analyzers.gap_context import _near
+
+    # rows sorted by start, one long row reaching over later ones, a null end, a zero-length row
+    frame = pl.DataFrame(
+        {
+            "start": [0, 5, 10, 12, 20, 30, 31, 40],
+            "end": [3, 45, 11, None, 25, 30, 35, 50],
+            "name": list("abcdefgh"),
+        }
+    )
+    overlap = pl.col("end") > pl.col("start")
+
+    def brute(bounds: list[tuple[int, int]]) -> list[str]:
+        hit = pl.any_horizontal([(pl.col("start") < e) & (pl.col("end") > s) for s, e in bounds])
+        return frame.filter(overlap & hit).get_column("name").to_list()
+
+    points = [-1, 0, 3, 4, 10, 11, 12, 21, 30, 31, 36, 45, 50, 60]
+    pairs = [(s, e) for s, e in itertools.product(points, repeat=2) if s < e]
+    for bound in pairs:
+        near = _near(frame, [bound])
+        got = near.filter(overlap & (pl.col("start") < bound[1]) & (pl.col("end") > bound[0]))
+        assert got.get_column("name").to_list() == brute([bound]), bound
+    # two bounds: the union, in the frame's order
+    both = _near(frame, [(21, 22), (1, 2)])
+    hit = pl.any_horizontal([(pl.col("start") < e) & (pl.col("end") > s) for s, e in [(21, 22), (1, 2)]])
+    assert both.filter(overlap & hit).get_column("name").to_list() == ["a", "b", "e"]
+    assert brute([(21, 22), (1, 2)]) == ["a", "b", "e"]
+    # (1, 2): 'a' [0, 3) alone is near; (21, 22): rows from 'b' (whose end, 45, is the first reach past 21)
+    # to 'e' (the last starting before 22); 'c' and 'd' are near but overlap nothing
+    assert _near(frame, [(1, 2)]).get_column("name").to_list() == ["a"]
+    assert both.get_column("name").to_list() == ["a", "b", "c", "d", "e"]
+    unsorted = frame.reverse()
+    assert _near(unsorted, [(21, 22)]) is unsorted  # not sorted by start: every row, for the caller's test
