@@ -750,3 +750,59 @@ def test_a_folder_of_report_outputs_is_not_said_to_hold_a_trace(
     assert code == 2
     line = _one_line(err, folder)
     assert "trace file" not in line or "no trace file" in line, line
+
+
+# ------------------------------------------------------------------------------------------- properties
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+#: per iteration, 1 to 4 kernels (start µs into the 1 ms range, from 60 so that the launch 50 µs before it is
+#: inside the range; duration µs), overlapping or not, all on one stream
+_KERNELS = st.lists(
+    st.lists(st.tuples(st.integers(60, 899), st.integers(1, 100)), min_size=1, max_size=4),
+    min_size=2,
+    max_size=3,
+)
+
+
+def _union_us(spans: list[tuple[int, int]]) -> int:
+    total, end = 0, -1
+    for start, stop in sorted(spans):
+        if stop > end:
+            total += stop - max(start, end)
+            end = stop
+    return total
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(iterations=_KERNELS)
+def test_gpu_busy_is_the_union_of_overlapping_kernels_on_one_stream(
+    tmp_path_factory: pytest.TempPathFactory, iterations: list[list[tuple[int, int]]]
+) -> None:
+    """Kernels of one stream that overlap or repeat one another's times (each with its own launch and
+    correlation id: not an exact duplicate), all inside their 1 ms NVTX range: each iteration's latency is the
+    range's 1.000 ms, its kernels are all counted, and its GPU busy time is the union of their intervals."""
+    from tracekit.cli import main
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for i, kernels in enumerate(iterations):
+        t0 = 10_000_000 + i * 2_000_000
+        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
+        for start, dur in kernels:
+            s = t0 + start * 1000
+            b.runtime(s - 50_000, s - 40_000, "cudaLaunchKernel_v7000", correlation=corr)
+            b.kernel(s, min(s + dur * 1000, t0 + 990_000), f"k{corr}", correlation=corr)
+            corr += 1
+    path = b.write(tmp_path_factory.mktemp("prop") / "overlap.synthetic.sqlite")
+    out = path.with_name("out.json")
+    assert main(["analyze", str(path), "--format", "json", "-o", str(out), "-q", "--no-progress"]) == 0
+    doc = json.loads(out.read_text())
+    assert _latencies(doc) == [1.0] * len(iterations)
+    expected = []
+    for kernels in iterations:
+        spans = [(s, min(s + d, 990)) for s, d in kernels]
+        expected.append((round(_union_us(spans) / 1000, 9), len(kernels)))
+    assert [(round(b_, 9), k) for b_, k in _busy(doc)] == expected
