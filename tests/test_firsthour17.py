@@ -250,3 +250,32 @@ def test_an_option_of_another_command_is_named_as_such(capsys, argv, said):
     out, err = capsys.readouterr()
     assert exit_.value.code == 2 and out == ""
     assert err == said + "\n"
+
+
+# ------------------------------------------------------------ an output that is a symbolic link loop
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["analyze", str(SYNTHETIC_SQLITE), "-o"],
+        ["analyze", str(SYNTHETIC_SQLITE), "--gaps"],
+        ["analyze", str(SYNTHETIC_SQLITE), "--timeline"],
+        ["table", str(SYNTHETIC_SQLITE), "-o"],
+        ["compare", str(SYNTHETIC_SQLITE), str(SYNTHETIC_SQLITE), "-o"],
+    ],
+    ids=["analyze -o", "analyze --gaps", "analyze --timeline", "table -o", "compare -o"],
+)
+def test_an_output_that_is_a_symlink_loop_is_one_line(tmp_path, capsys, command):
+    """(hostile17's finding) Path.resolve raises RuntimeError on a loop in Python 3.11: it was 'internal
+    error ... RuntimeError: Symlink loop from ...', exit 1."""
+    loop = tmp_path / "loop1.json"
+    loop.symlink_to(tmp_path / "loop2.json")
+    (tmp_path / "loop2.json").symlink_to(loop)
+    code, out, err = run_cli(capsys, *command, str(loop), "-q")
+    assert (code, out) == (2, "")
+    assert err == (
+        f"tracekit: {loop}: a symbolic link loop (its links lead back to themselves): choose another "
+        f"{command[-1]}\n"
+    )
+    assert loop.is_symlink() and (tmp_path / "loop2.json").is_symlink()

@@ -18,6 +18,7 @@ named pipe that no one writes to is refused after :data:`STREAM_WAIT_S` seconds.
 from __future__ import annotations
 
 import contextlib
+import errno
 import io
 import os
 import select
@@ -38,7 +39,7 @@ _INPUT_PATHS: set[Path] = set()
 def register_input(path: str | Path) -> None:
     """Remember ``path`` as an input of this process: :func:`atomic_path` will refuse to write over it."""
     path = Path(path)
-    _INPUT_PATHS.add(path.resolve())
+    _INPUT_PATHS.add(_resolved(path))
     with contextlib.suppress(OSError):
         st = path.stat()
         _INPUT_INODES.add((st.st_dev, st.st_ino))
@@ -55,10 +56,28 @@ def forget_inputs() -> None:
     _STREAMS.clear()
 
 
+def _resolved(path: Path) -> Path:
+    """``path.resolve()``, or its absolute path where its symbolic links form a loop (Python 3.11's
+    ``resolve`` raises RuntimeError there, later ones OSError or nothing)."""
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError):
+        return path.absolute()
+
+
+def is_link_loop(path: str | Path) -> bool:
+    """Whether ``path``'s symbolic links lead back to themselves (ELOOP), so it names no file to write."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
+
+
 def is_input(path: str | Path) -> bool:
     """Whether writing ``path`` would replace a registered input (same resolved path or same inode)."""
     path = Path(path)
-    if path.resolve() in _INPUT_PATHS or path.absolute() in _INPUT_PATHS:
+    if _resolved(path) in _INPUT_PATHS or path.absolute() in _INPUT_PATHS:
         return True
     try:
         st = path.stat()
@@ -78,6 +97,10 @@ def check_outputs(outputs: Iterable[str | Path], inputs: Iterable[str | Path], o
         if Path(path).is_file():
             register_input(path)
     for out in outputs:
+        if is_link_loop(out):
+            raise TracekitError(
+                f"a symbolic link loop (its links lead back to themselves): choose another {option}", out
+            )
         if is_input(out):
             raise TracekitError(f"refusing to write over an input file (choose another {option})", out)
 
@@ -86,7 +109,7 @@ def same_file(a: str | Path, b: str | Path) -> bool:
     """Whether the paths ``a`` and ``b`` name one file: the same resolved path, or (both existing) the same
     file by another name (a hard link, a symbolic link to it)."""
     a, b = Path(a), Path(b)
-    if a.resolve() == b.resolve():
+    if _resolved(a) == _resolved(b):
         return True
     try:
         return os.path.samefile(a, b)
