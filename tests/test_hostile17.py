@@ -680,13 +680,6 @@ def test_a_sidecar_that_does_not_parse_is_not_ignored_in_silence(
 # ---------------------------------------------------------------------------------------------- outputs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/io.py is_input/check_outputs: an output (-o, --gaps, --timeline) that is a symbolic link "
-    "loop is 'internal error on T: RuntimeError: Symlink loop from ...' (exit 1) in analyze, compare and "
-    "table (Path.resolve raises RuntimeError, not OSError); --cache, report -o and simulate -o say the one line "
-    "'cannot create ... folder: File exists'",
-)
 @pytest.mark.parametrize(
     "command",
     [
