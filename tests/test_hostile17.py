@@ -430,6 +430,33 @@ def test_the_cache_does_not_name_another_file_s_write_ahead_log(
     assert "a.synthetic.sqlite-wal" not in err
 
 
+@pytest.mark.parametrize("damage", ["meta.json a folder", "ops.parquet a folder", "hashes.json cut"])
+def test_a_cache_whose_files_became_folders_or_were_cut_answers_as_without_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    """An entry's meta.json or ops.parquet replaced by an (empty) folder, or hashes.json cut to 7 bytes: the next
+    run answers as a run without the cache (the entry read again and stored anew), with no word of it."""
+    import shutil
+
+    path = _kineto(tmp_path / "t.synthetic.json")
+    cache = tmp_path / "cache"
+    code, plain, err = _run(capsys, "analyze", str(path), "--format", "csv", "-q")
+    assert code == 0, err
+    assert _run(capsys, "analyze", str(path), "--cache", str(cache), "-q")[0] == 0
+    (entry,) = [p for p in cache.iterdir() if p.is_dir()]
+    if damage == "hashes.json cut":
+        memo = cache / "hashes.json"
+        memo.write_bytes(memo.read_bytes()[:7])
+    else:
+        target = entry / damage.split()[0]
+        target.unlink() if target.is_file() else shutil.rmtree(target)
+        target.mkdir()
+    code, out, err = _run(capsys, "analyze", str(path), "--cache", str(cache), "--format", "csv", "-q")
+    assert (code, out, err) == (0, plain, "")
+    assert [p.name for p in cache.iterdir() if p.is_dir()] == [entry.name]
+    assert (entry / "meta.json").is_file() and (entry / "ops.parquet").is_file()
+
+
 def test_two_processes_sharing_one_cache_give_the_uncached_answer(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
