@@ -176,7 +176,12 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
     used = untraced_stats if untraced_stats is not None else traced_stats
     source = "untraced" if untraced_stats is not None else "traced"
     untraced = untraced_stats.median if untraced_stats is not None else None
-    perturbation = difference(untraced_stats, traced_stats) if untraced_stats is not None else None
+    # (the untraced latency is of the run's own iterations: beside --split-idle windows or another --range's
+    # ranges a profiler ratio is no ratio, 0.124 ms windows over 4.453 ms iterations read 0.028)
+    apart = _not_the_timed_iterations(analyzed) if untraced_stats is not None else None
+    perturbation = (
+        difference(untraced_stats, traced_stats) if untraced_stats is not None and apart is None else None
+    )
     overhead = mean("framework_overhead_ms")
     launch_api_us = mean("launch_api_us")
     projection = _row_projection(analyzed, frame, bool(traced_stats.dropped))
@@ -231,11 +236,32 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         "warnings": _row_warnings(analyzed, traced_stats)
         + _uncertain_unsaid(analyzed, summary.verdict_uncertain)
         + _traced_spread(analyzed, instability=source != "traced")
-        + [f"{source} latency: {w}" for w in used.warnings],
+        + [f"{source} latency: {w}" for w in used.warnings]
+        + ([] if apart is None else [apart]),
         "latency_stats": {**used.to_json(), "source": source},
         "_latency": used,
         "_perturbation": perturbation,
     }
+
+
+def _not_the_timed_iterations(analyzed: Analysis) -> str | None:
+    """Why the analyzed iterations are not the ones the untraced latency timed (None: they are): windows of
+    ``--split-idle``, or ranges other than those the run's sidecar names (``--range``), as analyze's
+    profiler-cost check has it (:func:`tracekit.session.analyze_trace`)."""
+    meta = analyzed.source.trace.meta if analyzed.source is not None else {}
+    timed = meta.get("range")
+    name = analyzed.range_name or ""
+    if name.startswith("idle>"):
+        what = f"--split-idle windows ({name})"
+    elif timed is not None and name != timed:
+        what = f"'{name}' ranges"
+    else:
+        return None
+    said = f"'{timed}' iterations" if timed is not None else "whole iterations"
+    return (
+        f"no profiler ratio: the untraced latency is of the run's {said}, and the traced latency here is of "
+        f"{what}, not the same quantity"
+    )
 
 
 def _uncertain_unsaid(analyzed: Analysis, uncertain: str | None) -> list[str]:

@@ -412,3 +412,30 @@ def test_two_ncu_reports_are_compared_per_iteration_of_each() -> None:
             "the per-name table divides A's figures by 3, the iterations its run says it holds; nothing says how "
             "many B holds, so it shows none of B's"
         )
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 5. report: no profiler ratio beside windows that are not the timed iterations
+
+
+def test_report_gives_no_profiler_ratio_for_split_idle_windows() -> None:
+    """The committed H200 eager batch-1 run, untraced median 4.453193 ms over its 'iteration' ranges. Cut by
+    --split-idle 0.05 into 675 windows (traced median 0.12392 ms), the row's profiler ratio had read
+    0.12392 / 4.453193 = 0.0278 (the profiler 'sped the run up' 36x); analyze says nothing of the profiler's
+    cost there. Over its own 20 iterations the ratio stays 7.940878 / 4.453193."""
+    import tracekit
+    from tracekit.analyzers.report import config_row
+
+    trace = SAMPLES / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz"
+    row = config_row(tracekit.analyze(trace, split_idle=0.05))
+    assert row["iterations"] == 675
+    assert row["traced_median_ms"] == pytest.approx(0.12392, abs=1e-12)
+    assert row["untraced_latency_ms"] == pytest.approx(4.453193, abs=1e-12)
+    assert row["profiler_ratio"] is None
+    assert row["warnings"][-1] == (
+        "no profiler ratio: the untraced latency is of the run's 'iteration' iterations, and the traced latency "
+        "here is of --split-idle windows (idle>0.05ms), not the same quantity"
+    )
+    own = config_row(tracekit.analyze(trace))
+    assert own["profiler_ratio"] == pytest.approx(7.940878 / 4.453193, rel=1e-12)
+    assert not any(w.startswith("no profiler ratio") for w in own["warnings"])
