@@ -279,3 +279,32 @@ def test_an_output_that_is_a_symlink_loop_is_one_line(tmp_path, capsys, command)
         f"{command[-1]}\n"
     )
     assert loop.is_symlink() and (tmp_path / "loop2.json").is_symlink()
+
+
+# ------------------------------------------------------------ simulate --metrics-interval-us
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-inf", "1e30", "1000001"])
+def test_simulate_metrics_interval_that_is_no_interval_is_one_line(tmp_path, capsys, value):
+    """(hostile17's finding) nan/inf were 'internal error: ValueError: cannot convert float NaN to integer',
+    1e30 an OverflowError, exit 1; -1 was already the one line '--metrics-interval-us must be >= 0'."""
+    out = tmp_path / "sim"
+    args = [
+        "simulate",
+        "--runtime",
+        "pytorch",
+        "--iters",
+        "3",
+        f"--metrics-interval-us={value}",
+        "-o",
+        str(out),
+    ]
+    code, stdout, err = run_cli(capsys, *args)
+    expected = (
+        "tracekit: --metrics-interval-us must be >= 0\n"
+        if value == "-inf"
+        else "tracekit: --metrics-interval-us must be a number of microseconds from 0 (none) to 1000000 "
+        f"(got {'1e+30' if value == '1e30' else value})\n"
+    )
+    assert (code, stdout, err) == (2, "", expected)
+    assert not out.exists()

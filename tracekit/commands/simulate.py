@@ -52,6 +52,8 @@ def _non_negative(text: str) -> int:
 
 
 TRACE_CHOICES = ("nsys", "kineto", "both")
+#: The longest GPU-metrics sampling interval simulate takes, µs (1 s; nsys samples at 10 Hz to 200 kHz).
+METRICS_INTERVAL_MAX_US = 1_000_000
 
 
 def _old_traces(text: str) -> str:
@@ -268,6 +270,11 @@ def run(args: argparse.Namespace) -> int:
         overrides["ops"] = str(args.ops)
     if args.metrics_interval_us < 0:
         raise TracekitError("--metrics-interval-us must be >= 0")
+    if not args.metrics_interval_us <= METRICS_INTERVAL_MAX_US:  # NaN, infinity, 1e30: ns that are no int64
+        raise TracekitError(
+            f"--metrics-interval-us must be a number of microseconds from 0 (none) to {METRICS_INTERVAL_MAX_US} "
+            f"(got {args.metrics_interval_us:.12g})"
+        )
     if args.old_traces is not None:
         print(
             f"tracekit: note: simulate --format {args.old_traces} is now --traces {args.old_traces}",
