@@ -248,6 +248,17 @@ SAME_KERNEL = [
         "at::OpaqueType<8>, long>::operator ()<at::TensorAssign>(at::TensorIterator &, long, long, long, const T1 &)"
         "::[lambda(int) (instance 1)]>(int, T3)",
     ),
+    (  # Nsight Systems' spelling (the committed nsys-pytorch/ run of the same configuration) against ncu's
+        "void at::native::<unnamed>::vectorized_layer_norm_kernel<c10::Half, float, (bool)0>(int, T2, const T1 *, "
+        "const T1 *, const T1 *, T2 *, T2 *, T1 *)",
+        "void at::<unnamed>::vectorized_layer_norm_kernel<c10::Half, float, 0>(int, T2, const T1 *, const T1 *, "
+        "const T1 *, T2 *, T2 *, T1 *)",
+    ),
+    (
+        "void at::native::vectorized_elementwise_kernel<(int)8, at::native::CUDAFunctor_add<c10::Half>, "
+        "std::array<char *, (unsigned long)3>>(int, T2, T3)",
+        "void at::vectorized_elementwise_kernel<8, at::CUDAFunctor_add<c10::Half>, std::array<char *, 3>>(int, T2, T3)",
+    ),
     (  # ncu-rep (Nsight Compute 2023) writes integer template arguments with a cast
         "void at::native::(anonymous namespace)::distribution_kernel<float, 4, 4ul>(long)",
         "void at::native::<unnamed>::distribution_kernel<float, (int)4, (unsigned long)4>(long)",
