@@ -509,10 +509,7 @@ def _numbered_series(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
     counter) and no two of them overlap on a thread (a loop's iterations follow one another: ``request 17``
     and ``request 18`` open at once are no counter). ``ProfilerStep#N`` is grouped by :func:`range_key`
     already."""
-    key = pl.col("key")
-    stem = pl.when(key.str.contains(NUMBER) & key.str.contains("[A-Za-z]")).then(
-        key.str.replace_all(NUMBER, _NUMBER_MARK)
-    )
+    stem = _numbered_stem(pl.col("key"), numbered_only=True)
     numbered = (
         rows.with_row_index("_row").with_columns(stem.alias("_stem")).filter(pl.col("_stem").is_not_null())
     )
@@ -556,6 +553,14 @@ def _numbered_series(rows: pl.DataFrame) -> tuple[pl.DataFrame, dict[str, str]]:
         .drop("_row", "_pattern")
     )
     return out, dict(zip(patterns["_pattern"].to_list(), patterns["_said"].to_list(), strict=True))
+
+
+def _numbered_stem(key: pl.Expr, numbered_only: bool = False) -> pl.Expr:
+    """``key`` with each run of digits replaced by a mark, for names holding a letter and a digit: names alike
+    but for their numbers share it. Other names keep ``key`` (null with ``numbered_only``)."""
+    numbered = key.str.contains(NUMBER) & key.str.contains("[A-Za-z]")
+    stem = pl.when(numbered).then(key.str.replace_all(NUMBER, _NUMBER_MARK))
+    return stem if numbered_only else stem.otherwise(key)
 
 
 def _escaped(text: str) -> str:
@@ -757,8 +762,11 @@ def select_ranges(
         candidates = candidates.filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
     # A range of no duration beside ranges of its name that have one lost its end (Kineto writes dur 0 for a
     # range whose end it did not record, kineto#646): no iteration of latency 0 (or below).
+    # Names alike but for their numbers count as one name here (a numbered series, engine steps whose names
+    # hold their request counts): a ``step_4`` of 0 µs beside ``step_0`` ... ``step_3`` lost its end too.
     lengthless = candidates.filter(
-        (pl.col("end") <= pl.col("start")) & (pl.col("end") > pl.col("start")).any().over("key")
+        (pl.col("end") <= pl.col("start"))
+        & (pl.col("end") > pl.col("start")).any().over(_numbered_stem(pl.col("key")))
     )
     if lengthless.height:
         candidates = candidates.join(
@@ -793,7 +801,8 @@ def select_ranges(
         n = lengthless.height
         choice.warnings.append(
             f"left out {n} range{'s' if n > 1 else ''} of no duration ({names}) beside ranges of the same name "
-            "that have one: a range whose end the profiler did not record reads 0 (Kineto writes dur 0 then); "
+            "(or the same but for its numbers) that have one: a range whose end the profiler did not record "
+            "reads 0 (Kineto writes dur 0 then); "
             "it is no iteration, and the work it launched counts in none"
         )
     if untimed.height:

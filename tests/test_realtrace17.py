@@ -261,3 +261,57 @@ def test_rocm_gemm_and_mangled_names_carry_their_type(
     found = precision_from_kernels(_kernels_trace([(gemm, 800), (FLOAT_NORM, 150), (other, 50)]))
     assert found is not None
     assert (found.value, found.evidence) == expected
+
+
+def test_a_numbered_range_of_no_duration_is_a_lost_end_not_an_iteration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Kineto writes dur 0 for a range whose end it did not record (kineto#646). Beside ``step_0`` ...
+    ``step_3`` of 1 ms, a ``step_4`` of 0 µs is such a range, as a ``ProfilerStep#4`` of 0 µs beside the others
+    is (left out, with the warning). It was the series' fifth iteration, of latency 0 and busy 0, an outlier in
+    the latency spread; now it is left out with that warning, and 4 iterations remain."""
+    events = []
+    for i in range(5):
+        t = 1000 + i * 1100
+        events += [
+            kineto_event("user_annotation", f"step_{i}", t, 1000 if i < 4 else 0, pid=7, tid=7),
+            kineto_event("cuda_runtime", "cudaLaunchKernel", t + 10, 5, pid=7, tid=7, correlation=i + 1),
+            kineto_event(
+                "kernel", "synthetic_k", t + 20, 100, pid=0, tid=7, device=0, stream=7, correlation=i + 1
+            ),
+        ]
+    path = kineto_file(tmp_path, events, "numbered_lost_end.synthetic.json")
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0, err
+    assert [it["latency_ms"] for it in doc["iterations"]] == [1.0] * 4
+    assert [it["gpu_busy_ms"] for it in doc["iterations"]] == [0.1] * 4
+    assert any(
+        w.startswith("left out 1 range of no duration ('step_4') beside ranges") for w in doc["warnings"]
+    )
+
+
+def test_an_engine_step_of_no_duration_is_a_lost_end_not_an_iteration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same for serving-engine steps, whose names differ in their counts: three vLLM decode steps of 1 ms
+    (``execute_context_0(0)_generation_8(8)``) and a fourth of 0 µs (``..._generation_9(9)``). It was a fourth
+    iteration of latency 0; now it is left out with the warning."""
+    events = []
+    for i in range(4):
+        t = 1000 + i * 1100
+        name = f"execute_context_0(0)_generation_{8 + i // 3}({8 + i // 3})"
+        events += [
+            kineto_event("user_annotation", name, t, 1000 if i < 3 else 0, pid=7, tid=7),
+            kineto_event("cuda_runtime", "cudaLaunchKernel", t + 10, 5, pid=7, tid=7, correlation=i + 1),
+            kineto_event(
+                "kernel", "synthetic_k", t + 20, 100, pid=0, tid=7, device=0, stream=7, correlation=i + 1
+            ),
+        ]
+    path = kineto_file(tmp_path, events, "engine_lost_end.synthetic.json")
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0, err
+    assert [it["latency_ms"] for it in doc["iterations"]] == [1.0] * 3
+    assert any(
+        w.startswith("left out 1 range of no duration ('execute_context_0(0)_generation_9(9)')")
+        for w in doc["warnings"]
+    )
