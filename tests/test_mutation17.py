@@ -5,6 +5,18 @@ Every input is hand-built; the expected numbers are worked out beside each case.
 from __future__ import annotations
 
 from tracekit.analyzers.profiler_cost import findings
+from tracekit.analyzers.stability import (
+    Difference,
+    _cause,
+    _span,
+    _trend,
+    difference,
+    measure,
+    median_ci_ranks,
+    outlier_indices,
+    ratio_state,
+    slow_start,
+)
 
 
 def test_a_run_faster_than_1_ms_is_still_checked_against_its_untraced_latency() -> None:
@@ -34,3 +46,134 @@ def test_busy_exactly_at_the_threshold_of_the_untraced_latency_makes_the_verdict
     assert doubt is None and notes[0].endswith(
         "is 50.0% of the untraced median latency (2.000 ms), below the 50% threshold"
     )
+
+
+# ------------------------------------------------------------------------------------------------ stability
+
+
+def test_span_joins_runs_and_keeps_single_indices_single() -> None:
+    # [0, 2, 3]: 0 alone, then 2-3; [0, 1, 3]: 0-1, then 3 alone (kills the in-loop `start != prev`, which
+    # read "0-0, 2-3" and "0, 3")
+    assert _span([0, 2, 3]) == "0, 2-3"
+    assert _span([0, 1, 3]) == "0-1, 3"
+    assert _span([4]) == "4"
+
+
+def test_a_typical_iteration_of_0_ms_gives_no_cpu_ratio_and_no_error() -> None:
+    # typical walls 0, 1, 1, 1 ms with CPU 0, 1, 1, 1: the 0-ms one has no ratio, the others 1.0, so the typical
+    # ratio is 1.0 and the typical wall median(0, 1, 1, 1) = 1 ms. Slow: 5 ms wall with 2 ms CPU: extra wall
+    # 4 ms, missing 5 - 2 / 1.0 = 3 ms >= 2 ms, slow ratio 0.4 < 0.8: cpu_stolen (kills `wall >= 0`: 0 / 0)
+    assert _cause([0.0, 1.0, 1.0, 1.0, 5.0], [0.0, 1.0, 1.0, 1.0, 2.0], [4], [0, 1, 2, 3]) == (
+        "cpu_stolen",
+        1.0,
+    )
+
+
+def test_a_slow_iteration_at_exactly_the_stolen_ratio_kept_running() -> None:
+    # typical: 1 ms wall, 1 ms CPU (ratio 1.0). Slow: 1.25 ms wall, 1.0 ms CPU: ratio 1 / 1.25 = 0.8, exactly
+    # STOLEN_RATIO x 1.0; extra wall 0.25 ms, missing 1.25 - 1.0 = 0.25 >= 0.125. "below 0.8" is false, so it
+    # is more CPU work (kills `<=`, which said cpu_stolen). At 1.26 ms (ratio 0.794, below) it is cpu_stolen.
+    assert _cause([1.0, 1.0, 1.0, 1.25], [1.0, 1.0, 1.0, 1.0], [3], [0, 1, 2]) == ("more_cpu_work", 1.0)
+    assert _cause([1.0, 1.0, 1.0, 1.26], [1.0, 1.0, 1.0, 1.0], [3], [0, 1, 2]) == ("cpu_stolen", 1.0)
+
+
+def test_the_span_counts_the_runs_it_lists_before_saying_how_many_more() -> None:
+    # 12 indices in 9 runs: 0-2, 4, 6, ..., 16, 18-19; 8 runs shown hold 3 + 7 = 10 indices, so 2 more
+    # (kills `int(None)` in the count of a shown range)
+    assert _span([0, 1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 19]) == "0-2, 4, 6, 8, 10, 12, 14, 16 and 2 more"
+
+
+def test_a_trend_from_a_first_third_of_0_ms_is_not_computed() -> None:
+    # thirds of 6: the first all 0 ms (median 0, no relative change to speak of), the last all 1 ms; the
+    # intervals [0, 0] and [1, 1] do not overlap, so `and not a` reached abs(1 - 0) / 0
+    assert _trend([0.0] * 6 + [1.0] * 12) is None
+
+
+def test_thirds_whose_intervals_touch_show_no_trend() -> None:
+    # median_ci_ranks(6) is (0, 5): the first third [10] * 6 has interval [10, 10], the last third
+    # [9, 9, 9, 9, 9, 10] has [9, 10] and median 9: 10% apart, but the intervals share 10 ms, so no trend
+    # (kills `b_hi <= a_lo`, which said 'fell from 10 to 9 ms'); with the last third's 10 made 9.9, it fell
+    assert median_ci_ranks(6) == (0, 5)
+    assert _trend([10.0] * 12 + [9.0, 9.0, 9.0, 9.0, 9.0, 10.0]) is None
+    assert _trend([10.0] * 12 + [9.0, 9.0, 9.0, 9.0, 9.0, 9.9]) == (
+        "fell from 10 to 9 ms (medians of the first and last third of the kept iterations)"
+    )
+
+
+def test_a_difference_with_one_side_unknown_keeps_the_other_median() -> None:
+    # A has no median, B's is 5 ms: b stays 5.0 and nothing else is known (kills `Difference(va, None, None)`)
+    assert difference(None, measure([5.0])).to_json() == {
+        "a": None,
+        "b": 5.0,
+        "delta": None,
+        "ratio": None,
+        "ratio_low": None,
+        "ratio_high": None,
+        "significant": None,
+        "a_interval": None,
+        "b_interval": None,
+    }
+
+
+def test_a_difference_keeps_each_sides_interval_on_its_side() -> None:
+    # A: 1, 2, 1, 2, 1, 2 (no warm-up: z of the first 1 against 2, 1, 2 is -2.39; median 1.5, interval ranks 0 and 5: [1, 2]); B: six of 4 ms ([4, 4]); ratio 4 / 1.5,
+    # its interval [4 / 2, 4 / 1] = [2, 4], significant (2 < 4) (kills A's interval dropped, B's put in its place)
+    d = difference(measure([1.0, 2.0, 1.0, 2.0, 1.0, 2.0]), measure([4.0] * 6))
+    assert (d.a, d.b, d.delta, d.ratio) == (1.5, 4.0, 2.5, 4.0 / 1.5)
+    assert (d.ratio_low, d.ratio_high, d.significant) == (2.0, 4.0, True)
+    assert (d.a_interval, d.b_interval) == ((1.0, 2.0), (4.0, 4.0))
+    assert d.to_json() == {
+        "a": 1.5,
+        "b": 4.0,
+        "delta": 2.5,
+        "ratio": 4.0 / 1.5,
+        "ratio_low": 2.0,
+        "ratio_high": 4.0,
+        "significant": True,
+        "a_interval": [1.0, 2.0],
+        "b_interval": [4.0, 4.0],
+    }
+
+
+def test_an_unstable_sets_dropped_outlier_stays_among_its_slow_iterations() -> None:
+    # 1, 1, 1, 1, 1, 1.5, 100 ms with CPU 1, 1, 1, 1, 1, 1.5, 10 ms. 100 is an outlier: MAD 0, mean absolute
+    # deviation (0.5 + 99) / 7 = 14.21, z = 99 / (1.253314 x 14.21) = 5.56 > 3.5. The 6 kept have mean 1.0833 and
+    # stdev 0.2041: CV 18.8%, unstable. Slow: the outlier and the top quarter of the kept (max(1, 6 // 4) = 1:
+    # the 1.5). Typical CPU/wall 1.0; extra wall 99 + 0.5, missing 90 + 0 >= 49.75, slow ratios 0.1 and 1.0,
+    # median 0.55 < 0.8: cpu_stolen (kills `slow =` for `slow +=`: the 1.5 alone, ratio 1.0, more_cpu_work)
+    m = measure([1, 1, 1, 1, 1, 1.5, 100], cpu=[1, 1, 1, 1, 1, 1.5, 10])
+    assert (m.outliers, m.kept, m.median, m.unstable, round(m.cv, 4)) == ((6,), 6, 1.0, True, 0.1884)
+    assert (m.cause, m.cpu_per_wall) == ("cpu_stolen", 1.0)
+    assert m.warnings == (
+        "unstable: coefficient of variation 18.8% (> 10%); cause: the process was not running for part of them: "
+        "less CPU time per wall second than in the other iterations (it waited, for a CPU that another process "
+        "held or for I/O, or for the device)",
+    )
+
+
+def test_the_median_interval_of_more_than_1000_values_by_the_normal_approximation() -> None:
+    # n = 1028: sd sqrt(1028) / 2 = 16.0312 around 514. Rank 482: (482.5 - 514) / 16.0312 = -1.9649, P = 0.0247
+    # <= 0.025; rank 483: -1.9025, P = 0.0286 > 0.025. So (482, 1027 - 482 = 545) (kills `high = mid - 2`, which
+    # passed over 482 and gave (481, 546))
+    assert median_ci_ranks(1028) == (482, 545)
+
+
+def test_a_modified_z_score_of_exactly_3_5_is_no_outlier() -> None:
+    # -m, -m, 0, 0, 0, m, m, 3.5 with m = 0.6745: median 0, MAD median(m, m, 0, 0, 0, m, m, 3.5) = m, so the last
+    # value's z is 0.6745 x 3.5 / 0.6745 = 3.5 exactly: not above 3.5 (kills `>=`); 3.6 is an outlier
+    m = 0.6745
+    assert outlier_indices([-m, -m, 0.0, 0.0, 0.0, m, m, 3.5]) == []
+    assert outlier_indices([-m, -m, 0.0, 0.0, 0.0, m, m, 3.6]) == [7]
+
+
+def test_a_slow_start_that_moves_the_mean_by_exactly_5_percent_is_not_said() -> None:
+    # 2 then nineteen 1s: the 2 is warm-up (the second half has no spread: z = +inf); the mean of all, 21 / 20 =
+    # 1.05, is exactly 1.05 x the rest's mean 1: not more than 5% (kills `>=`); a first value of 2.01 is said
+    assert slow_start([2.0] + [1.0] * 19) == 0
+    assert slow_start([2.01] + [1.0] * 19) == 1
+
+
+def test_a_ratio_whose_interval_starts_at_the_threshold_is_within_noise() -> None:
+    # ratio 2.0 with interval [1.25, 3.0] against 1.25: not entirely above it (kills `ratio_low >= threshold`)
+    assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, 1.25, 3.0, False), 1.25) == "within noise"
+    assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, 1.26, 3.0, False), 1.25) == "above"
