@@ -267,7 +267,8 @@ def test_crossing_ranges_of_one_thread_are_not_blamed_on_other_threads(
 @pytest.mark.xfail(
     strict=True,
     reason="tracekit/readers/kineto*.py: a Kineto document with two 'traceEvents' keys is read from the first "
-    "without a word (JSON.parse, Python's json and Perfetto keep the last): full then [] reads 4 iterations "
+    "without a word (RFC 8259: names SHOULD be unique; JSON.parse and Python's json keep the last): full "
+    "then [] reads 4 iterations "
     "JSON readers do not see, [] then full reads 'nothing to analyze'",
 )
 @pytest.mark.parametrize("order", ["full first", "empty first"])
