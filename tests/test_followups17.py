@@ -215,7 +215,9 @@ def test_a_malformed_rank_is_unknown_with_a_warning(rank, shown: str) -> None:
 
 
 def test_whole_world_sizes_and_ranks_are_read_without_a_warning() -> None:
-    for world_size, rank in ((4, 3), (4.0, 3.0), ("4", "3"), (1_048_576, 0)):
+    import numpy as np
+
+    for world_size, rank in ((4, 3), (4.0, 3.0), ("4", "3"), (1_048_576, 0), (np.int64(4), np.int32(3))):
         c = _compact_of({"world_size": world_size, "rank": rank})
         assert (c["world_size"], c["rank"], c["warnings"]) == (int(world_size), int(rank), [])
     c = _compact_of({})

@@ -35,6 +35,7 @@ clock (:func:`tracekit.analyzers.ranks.within_capture`); None for a trace of one
 
 from __future__ import annotations
 
+import numbers
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -316,8 +317,8 @@ def _stated_count(meta: Mapping[str, Any], key: str, lowest: int) -> tuple[int |
     number: int | None = None
     if isinstance(value, bool):
         number = None
-    elif isinstance(value, int):
-        number = value
+    elif isinstance(value, numbers.Integral):  # (numpy's integers too)
+        number = int(value)
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
     elif isinstance(value, str) and value.strip().isdigit():
