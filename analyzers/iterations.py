@@ -649,7 +649,13 @@ def _op_threads(ops: pl.DataFrame) -> pl.Series:
         return ops.get_column("thread")
     kind = ops.schema.get("kind")
     if "stream" in ops.columns and kind is not None and kind != pl.Boolean:
-        operator = pl.col("kind").cast(pl.String) == "operator"
+        if isinstance(kind, pl.Enum) and "operator" not in kind.categories:
+            # (no row can be an operator; the cast below would make a string of every op's kind to say so)
+            return pl.Series("thread", [None] * ops.height, dtype=ops.schema["stream"])
+        # an Enum holding "operator" compares its codes; other kinds as strings
+        operator = (
+            pl.col("kind") if isinstance(kind, pl.Enum) else pl.col("kind").cast(pl.String)
+        ) == "operator"
         return ops.select(pl.when(operator).then(pl.col("stream")).alias("thread")).to_series()
     return pl.Series("thread", [None] * ops.height, dtype=pl.Int64)
 
