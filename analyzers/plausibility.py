@@ -733,13 +733,24 @@ def zero_length_kernels(trace: Trace) -> str | None:
     )
 
 
+#: :func:`_linked_calls` with fewer calls than the ops over this ratio looks the ops up among the calls.
+LINK_PROBE_RATIO = 8
+
+
 def _linked_calls(calls: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, pl.Series]:
     """(``calls``' ``pid``, ``thread``, ``start`` with their (pid, correlation) ``key`` (:func:`_call_key`) and
     ``linked``: some op of ``ops`` carries it; the ops' keys, nulls dropped)."""
     exact = pair_keys_fit(calls, ops)
     op_keys = ops.select(_call_key(exact)).get_column("key").drop_nulls()
-    linked = pl.col("key").is_in(op_keys.implode()).alias("linked")
-    return calls.select("pid", "thread", "start", _call_key(exact)).with_columns(linked), op_keys
+    keyed = calls.select("pid", "thread", "start", _call_key(exact))
+    if keyed.height * LINK_PROBE_RATIO < op_keys.len():
+        # few calls among many ops (a range's launches, the graph launches): the ops' keys that are some
+        # call's, found by a set of the calls' keys (not of every op's, built anew each time), are the same
+        # answer for each call
+        mine = keyed.get_column("key").drop_nulls().implode()
+        op_side = op_keys.filter(op_keys.is_in(mine))
+        return keyed.with_columns(pl.col("key").is_in(op_side.implode()).alias("linked")), op_keys
+    return keyed.with_columns(pl.col("key").is_in(op_keys.implode()).alias("linked")), op_keys
 
 
 def _calls_in_range(

@@ -282,3 +282,45 @@ def test_near_keeps_every_row_that_overlaps_a_bound() -> None:
     assert both.get_column("name").to_list() == ["a", "b", "c", "d", "e"]
     unsorted = frame.reverse()
     assert _near(unsorted, [(21, 22)]) is unsorted  # not sorted by start: every row, for the caller's test
+
+
+def test_linked_calls_the_same_whichever_side_is_looked_up(monkeypatch: pytest.MonkeyPatch) -> None:
+    # ops of (pid, correlation) 1..12 in process 1 and one op of pid 2; calls of pid 1: 3 and 11 have an op,
+    # 40 has none, a null correlation has no key (linked null)
+    ops = pl.DataFrame(
+        {"pid": [1] * 12 + [2], "correlation": [*range(1, 13), 40]},
+        schema={"pid": pl.Int64, "correlation": pl.Int64},
+    )
+    calls = pl.DataFrame(
+        {
+            "pid": [1, 1, 1, 1],
+            "thread": [7, 7, 7, 7],
+            "start": [10, 20, 30, 40],
+            "correlation": [3, 40, None, 11],
+        },
+        schema={"pid": pl.Int64, "thread": pl.Int64, "start": pl.Int64, "correlation": pl.Int64},
+    )
+    few, few_keys = plausibility._linked_calls(calls, ops)  # 4 calls x 8 >= 13 ops: the ops' keys are the set
+    monkeypatch.setattr(plausibility, "LINK_PROBE_RATIO", 1)  # 4 < 13: the calls' keys are the set
+    probed, probed_keys = plausibility._linked_calls(calls, ops)
+    assert few.get_column("linked").to_list() == [True, False, None, True]
+    assert probed.equals(few)
+    assert probed_keys.equals(few_keys) and few_keys.len() == 13
+
+
+def test_op_threads_of_an_enum_kind_as_of_its_strings() -> None:
+    kinds = pl.Enum(["kernel", "memcpy", "memset", "operator", "graph"])
+    ops = pl.DataFrame(
+        {"kind": pl.Series(["kernel", None, "operator", "memcpy"], dtype=kinds), "stream": [1, 2, 3, 4]}
+    )
+    assert iterations._op_threads(ops).to_list() == [None, None, 3, None]
+    as_strings = ops.with_columns(pl.col("kind").cast(pl.String))
+    assert iterations._op_threads(as_strings).to_list() == [None, None, 3, None]
+    no_operator = pl.DataFrame(
+        {
+            "kind": pl.Series(["kernel", None, "memcpy", "memcpy"], dtype=pl.Enum(["kernel", "memcpy"])),
+            "stream": [1, 2, 3, 4],
+        }
+    )
+    got = iterations._op_threads(no_operator)
+    assert got.to_list() == [None] * 4 and got.dtype == pl.Int64 and got.name == "thread"
