@@ -426,6 +426,29 @@ def test_ncu_a_decimal_comma_anywhere_refuses_every_comma(
     assert "a decimal comma?" in _one_line(err, path)
 
 
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/inputs.py _attach_ncu / analyzers/table.py _read_ncu: 'table T --ncu K' with K a Kineto trace "
+    "(or an nsys SQLite) is joined as T's Nsight Compute report: exit 0, K in the row's ncu column, and the "
+    "warning 'ncu: the Nsight Compute report holds no SM-activity or warp-occupancy metric' about a file that is "
+    "no Nsight Compute report",
+)
+@pytest.mark.parametrize("kind", ["kineto", "nsys"])
+def test_table_ncu_given_a_timeline_says_it_is_no_ncu_report(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
+) -> None:
+    trace = _nsys(tmp_path / "t.synthetic.sqlite")
+    other = (
+        _kineto(tmp_path / "k.synthetic.json") if kind == "kineto" else _nsys(tmp_path / "n.synthetic.sqlite")
+    )
+    code, _, err = _run(capsys, "table", str(trace), "--ncu", str(other), "-q", "--format", "csv")
+    assert "the Nsight Compute report holds no" not in err, err
+    if code == 2:
+        assert "Nsight Compute" in _one_line(err, other)
+    else:
+        assert any(str(other) in line and "not an Nsight Compute" in line for line in err.splitlines()), err
+
+
 # ----------------------------------------------------------------------------------------------- cache
 
 
