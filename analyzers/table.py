@@ -7,8 +7,9 @@ its stability rules drop (:mod:`tracekit.analyzers.stability`); a row's warning 
 by more than 5%, or where the iterations are unstable (:func:`tracekit.analyzers.stability.spread_warning`).
 ``untraced_latency_ms`` is the latency of the same configuration timed without a profiler (run.json or the
 sidecar; None when the trace has neither): the median after the stability rules with its 95% interval
-(``untraced_ci_low``/``_high``) where collect recorded them, else the recorded mean: the number a published
-latency compares with.
+(``untraced_ci_low``/``_high``) by report's and analyze's one rule
+(:func:`tracekit.analyzers.profiler_cost.untraced_of`: recorded, else measured from the run's latency.csv,
+else the recorded median/p50/mean without an interval): the number a published latency compares with.
 SMs active and warp occupancy come from :mod:`tracekit.analyzers.utilization` with their source.
 Runtime, batch size, sequence length and precision come from :class:`tracekit.inputs.TraceConfig`: run.json /
 sidecar metadata, else inferred (:mod:`tracekit.analyzers.identify`); ``<key>_source`` says which and
@@ -116,17 +117,30 @@ MEAN_FIELDS = ("latency_ms", "gpu_busy_ms", "framework_overhead_ms", "gpu_utiliz
 
 
 def _untraced_center(stats: dict[str, Any] | None) -> float | None:
-    """The untraced latency a row shows: the median after the stability rules where collect recorded it
-    (the value its 95% interval belongs to, :mod:`tracekit.analyzers.stability`), else the recorded mean."""
-    stats = stats or {}
-    value = stats.get("median") if stats.get("median") is not None else stats.get("mean")
-    return None if value is None else float(value)
+    """The untraced median of recorded statistics alone (a mapping: no latency.csv to fall back on), by the
+    same rule as :func:`_untraced`: the stability rules' median where recorded, else the recorded
+    median/p50/mean."""
+    from tracekit.analyzers.profiler_cost import untraced_median_ms
+
+    return untraced_median_ms(stats or None)
+
+
+def _untraced(config: TraceConfig) -> Any:
+    """The untraced latency a row shows (a :class:`tracekit.analyzers.stability.Measurement`, or None): report's
+    and analyze's one rule, :func:`tracekit.analyzers.profiler_cost.untraced_of` (the median after the stability
+    rules with its 95% interval, from the recorded statistics, else from the run's latency.csv, else the
+    recorded median/p50/mean). Before round 17 a run recorded without the statistics showed its recorded mean
+    (H200 eager b1: 4.464 ms, where analyze and report say 4.453)."""
+    from tracekit.analyzers.profiler_cost import untraced_of
+
+    return untraced_of(config, "cpu" if config.device == "cpu" else "gpu")
 
 
 def _base_row(
     item: TraceInput, config: TraceConfig, meta: dict[str, Any]
 ) -> tuple[dict[str, Any], list[str]]:
     compilation, serialization = runtime_traits(config.runtime)
+    untraced = _untraced(config)
     row: dict[str, Any] = dict.fromkeys(ROW_KEYS)
     row.update(
         runtime=config.runtime,
@@ -142,20 +156,20 @@ def _base_row(
         synthetic=config.synthetic,
         trace=str(item.path),
         ncu_trace=str(item.ncu) if item.ncu else None,
-        untraced_latency_ms=_untraced_center(item.untraced_latency_ms),
-        # the 95% interval of the untraced median, where collect recorded it (analyzers/stability.py)
-        untraced_ci_low=(item.untraced_latency_ms or {}).get("ci_low"),
-        untraced_ci_high=(item.untraced_latency_ms or {}).get("ci_high"),
+        untraced_latency_ms=None if untraced is None else untraced.median,
+        # the 95% interval of the untraced median, where the rules give one (analyzers/stability.py)
+        untraced_ci_low=None if untraced is None else untraced.ci_low,
+        untraced_ci_high=None if untraced is None else untraced.ci_high,
         runtime_evidence=config.evidence.get("runtime"),
         evidence=dict(config.evidence),
         uncertain={k: list(v) for k, v in config.uncertain.items()} or None,
     )
     row.update({f"{key}_source": config.sources.get(key) for key in IDENTITY_KEYS})
-    # what collect recorded against the untraced median shown (an unstable set, its cause), as report says it
+    # what the rules say of the untraced median shown (an unstable set, its cause), as report says it
     warnings: list[str] = [
         f"untraced latency: {w}"
-        for w in (item.untraced_latency_ms or {}).get("warnings") or ()
-        if row["untraced_latency_ms"] is not None and isinstance(w, str)
+        for w in (() if untraced is None else untraced.warnings)
+        if isinstance(w, str)
     ]
     if config.runtime is None:
         warnings.append(
