@@ -363,3 +363,28 @@ def test_table_untraced_latency_is_reports_median_not_the_recorded_mean():
         ("pytorch", pytest.approx(4.453193), pytest.approx(4.415305), pytest.approx(4.488564)),
         ("compile", pytest.approx(3.36674), pytest.approx(3.315068), pytest.approx(3.406136)),
     ]
+
+
+# ---------------------------------------------------------------- report --timeline-config
+
+
+@pytest.mark.parametrize(
+    "text", ["pytorch:1:128:9", "pytorch", ":1", "pytorch:x", "pytorch:1:y", "a:b:c:d:e"]
+)
+def test_timeline_config_that_is_not_runtime_batch_seq_is_refused(text):
+    """(hostile17's finding) 'pytorch:1:128:9' was read as runtime 'pytorch:1', batch 128, seq 9, then 'no
+    such configuration (have pytorch:1:128, ...)'."""
+    from tracekit.commands.report import _parse_timeline_config
+    from tracekit.errors import TracekitError
+
+    with pytest.raises(TracekitError) as caught:
+        _parse_timeline_config(text)
+    assert str(caught.value) == f"--timeline-config {text!r}: expected RUNTIME:BATCH or RUNTIME:BATCH:SEQ"
+
+
+def test_timeline_config_that_fits_is_read():
+    from tracekit.commands.report import _parse_timeline_config
+
+    assert _parse_timeline_config("pytorch:1:128") == ("pytorch", 1, 128)
+    assert _parse_timeline_config("onnx-cuda-graphs:8") == ("onnx-cuda-graphs", 8, None)
+    assert _parse_timeline_config(None) is None

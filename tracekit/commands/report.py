@@ -89,11 +89,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def _parse_timeline_config(text: str | None) -> tuple[str, int, int | None] | None:
     if text is None:
         return None
-    parts = text.rsplit(":", 2) if text.count(":") >= 2 else text.rsplit(":", 1)
+    parts = text.split(":")  # (no runtime name holds a colon: one part too many is no runtime 'pytorch:1')
     try:
-        if len(parts) == 3:
+        if len(parts) == 3 and parts[0]:
             return parts[0], int(parts[1]), int(parts[2])
-        if len(parts) == 2:
+        if len(parts) == 2 and parts[0]:
             return parts[0], int(parts[1]), None
     except ValueError:
         pass
