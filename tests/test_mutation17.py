@@ -7,6 +7,7 @@ from __future__ import annotations
 from tracekit.analyzers.profiler_cost import findings
 from tracekit.analyzers.stability import (
     Difference,
+    Measurement,
     _cause,
     _span,
     _trend,
@@ -177,3 +178,31 @@ def test_a_ratio_whose_interval_starts_at_the_threshold_is_within_noise() -> Non
     # ratio 2.0 with interval [1.25, 3.0] against 1.25: not entirely above it (kills `ratio_low >= threshold`)
     assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, 1.25, 3.0, False), 1.25) == "within noise"
     assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, 1.26, 3.0, False), 1.25) == "above"
+
+
+def test_a_measurement_goes_to_json_and_back_whole() -> None:
+    # the unstable set above: median 1.0, interval ranks (0, 5) of the 6 kept: [1.0, 1.5]; mean 6.5 / 6
+    # (kills "CONFIDENCE" as a key, and from_json dropping cpu_per_wall or notes or reading ci_high as None)
+    m = measure([1, 1, 1, 1, 1, 1.5, 100], cpu=[1, 1, 1, 1, 1, 1.5, 10])
+    doc = m.to_json()
+    assert {k: doc[k] for k in ("median", "ci_low", "ci_high", "confidence", "count", "kept")} == {
+        "median": 1.0,
+        "ci_low": 1.0,
+        "ci_high": 1.5,
+        "confidence": 0.95,
+        "count": 7,
+        "kept": 6,
+    }
+    assert (doc["mean_kept"], doc["dropped_warmup"], doc["dropped_outliers"]) == (6.5 / 6, [], [6])
+    assert (doc["cause"], doc["cpu_per_wall"], doc["unstable"], doc["trend"]) == (
+        "cpu_stolen",
+        1.0,
+        True,
+        None,
+    )
+    assert doc["notes"] == [
+        "dropped 1 outlier (rule 'outlier': modified z-score > 3.5; iteration 6); 6 of 7 iterations kept"
+    ]
+    back = Measurement.from_json(doc)
+    assert back == m
+    assert (back.ci_high, back.cpu_per_wall, back.notes) == (1.5, 1.0, m.notes)
