@@ -251,13 +251,32 @@ def ncu_mismatch(config: TraceConfig, timeline_meta: dict[str, Any], ncu_meta: d
     ]
 
 
+#: What ``--ncu FILE`` is when it is no Nsight Compute report (its detected format), as the refusal says it.
+NOT_NCU_KINDS = {
+    "kineto": "a Kineto trace",
+    "nsys-sqlite": "an Nsight Systems SQLite export",
+    "nsys-rep": "an Nsight Systems report",
+    "ort": "an ONNX Runtime profile",
+}
+
+
 def _read_ncu(item: TraceInput) -> tuple[Any, TracekitError | None]:
-    """(the Nsight Compute trace joined to ``item``'s timeline or None, why it could not be read or None)."""
-    from tracekit.readers import read_trace
+    """(the Nsight Compute trace joined to ``item``'s timeline or None, why it could not be read or None). A file
+    of another format (a timeline given to ``--ncu``) is no report: it had been joined, and said to hold no
+    SM-activity or warp-occupancy metric."""
+    from tracekit.readers import detect_format, read_trace
 
     if item.ncu is None:
         return None, None
     try:
+        fmt = detect_format(item.ncu)
+        if not fmt.startswith("ncu"):
+            kind = NOT_NCU_KINDS.get(fmt, f"a {fmt} trace")
+            raise TracekitError(
+                f"not an Nsight Compute report ({kind}): --ncu takes an Nsight Compute CSV (ncu --csv --page "
+                "raw) or .ncu-rep",
+                item.ncu,
+            )
         return read_trace(item.ncu), None
     except TracekitError as exc:
         return None, exc

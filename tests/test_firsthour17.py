@@ -388,3 +388,29 @@ def test_timeline_config_that_fits_is_read():
     assert _parse_timeline_config("pytorch:1:128") == ("pytorch", 1, 128)
     assert _parse_timeline_config("onnx-cuda-graphs:8") == ("onnx-cuda-graphs", 8, None)
     assert _parse_timeline_config(None) is None
+
+
+# ------------------------------------------------------------------- table --ncu given a timeline
+
+
+@pytest.mark.parametrize(
+    ("other", "kind"),
+    [
+        (SAMPLES / "synthetic" / "table3_pytorch" / "pytorch_b1_s128.synthetic.json.gz", "a Kineto trace"),
+        (SYNTHETIC_SQLITE, "an Nsight Systems SQLite export"),
+    ],
+)
+def test_table_ncu_given_a_timeline_is_left_out_as_no_ncu_report(capsys, other, kind):
+    """(hostile17's finding) it was joined as the row's Nsight Compute report: exit 0, the file in the row's
+    ncu column and 'the Nsight Compute report holds no SM-activity or warp-occupancy metric'."""
+    code, out, err = run_cli(capsys, "table", str(SYNTHETIC_SQLITE), "--ncu", str(other), "--format", "json")
+    assert code == 1
+    doc = json.loads(out)
+    assert doc["rows"][0]["ncu_trace"] is None
+    said = [w for w in doc["warnings"] if w.startswith("left out: ")]
+    assert said == [
+        f"left out: {other}: not an Nsight Compute report ({kind}): --ncu takes an Nsight Compute CSV (ncu "
+        "--csv --page raw) or .ncu-rep; the row of pytorch_b1_s128.synthetic.sqlite is kept without it (SMs "
+        "active from nsys metrics, warp occupancy from nsys metrics)"
+    ]
+    assert "holds no SM-activity" not in err
