@@ -1013,3 +1013,63 @@ def test_report_says_when_run_json_and_the_sidecar_disagree_on_the_batch(
         return
     assert code == 0, err
     assert any("pytorch_b2_s128" in line and "batch" in line for line in err.splitlines()), err
+
+
+def _tied_kineto_events() -> list[dict[str, Any]]:
+    """The small Kineto trace plus ties: per launch two CPU operators of exactly its ts and dur; per iteration a
+    second 'iteration' annotation and a 'forward' one of exactly its ts and dur; per kernel a twin kernel of the
+    same times (another name, a correlation id no launch has)."""
+    events = small_trace_events(iterations=4, kernels=3)
+    extra: list[dict[str, Any]] = []
+    for e in events:
+        if e["name"] == "cudaLaunchKernel":
+            for name in ("aten::mm", "aten::linear"):
+                extra.append(
+                    {
+                        "ph": "X",
+                        "cat": "cpu_op",
+                        "name": name,
+                        "pid": 1,
+                        "tid": 1,
+                        "ts": e["ts"],
+                        "dur": e["dur"],
+                    }
+                )
+        elif e["name"] == "iteration":
+            for name in ("iteration", "forward"):
+                extra.append(dict(e, name=name))
+        else:
+            extra.append(
+                dict(
+                    e,
+                    name=e["name"] + "_twin",
+                    args=dict(e["args"], correlation=e["args"]["correlation"] + 1000),
+                )
+            )
+    return events + extra
+
+
+_TIED = _tied_kineto_events()
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+@given(order=st.permutations(range(len(_TIED))))
+def test_kineto_events_in_any_order_give_the_same_analysis(
+    tmp_path_factory: pytest.TempPathFactory, order: list[int]
+) -> None:
+    """Kineto does not sort traceEvents (CPU and device events come in separate blocks); with exact ties of ts
+    and dur (nested operators, annotations, twin kernels), any order of the events gives the same iterations,
+    summary, warnings and longest gaps as the order written."""
+    from tracekit.cli import main
+
+    folder = tmp_path_factory.mktemp("order")
+    docs = []
+    for name, events in (("written", _TIED), ("shuffled", [_TIED[i] for i in order])):
+        path = folder / f"{name}.synthetic.json"
+        path.write_text(json.dumps({"traceEvents": events}))
+        out = folder / f"{name}.out.json"
+        assert main(["analyze", str(path), "--format", "json", "-o", str(out), "-q", "--no-progress"]) == 0
+        doc = json.loads(out.read_text())
+        docs.append([doc["iterations"], doc["summary"], doc["warnings"], doc["longest_gaps"], doc["range"]])
+    assert docs[0] == docs[1]
+    assert _busy({"iterations": docs[0][0]}) == [(0.03, 3)] * 4  # twins have no launch: in no iteration, said
