@@ -4,7 +4,10 @@ Every input is hand-built; the expected numbers are worked out beside each case.
 
 from __future__ import annotations
 
+from typing import Any
+
 from tracekit.analyzers.profiler_cost import findings
+from tracekit.analyzers.recommendations import SweepView, headroom, launch_calls
 from tracekit.analyzers.stability import (
     Difference,
     Measurement,
@@ -18,6 +21,7 @@ from tracekit.analyzers.stability import (
     ratio_state,
     slow_start,
 )
+from tracekit.analyzers.sweep import config_key
 
 
 def test_a_run_faster_than_1_ms_is_still_checked_against_its_untraced_latency() -> None:
@@ -206,3 +210,81 @@ def test_a_measurement_goes_to_json_and_back_whole() -> None:
     back = Measurement.from_json(doc)
     assert back == m
     assert (back.ci_high, back.cpu_per_wall, back.notes) == (1.5, 1.0, m.notes)
+
+
+# ------------------------------------------------------------------------------------------ recommendations
+
+
+def _gpu_row(batch: int, latency: float, busy: float, **extra: Any) -> dict[str, Any]:
+    """A traced GPU configuration row of sweep (pytorch, 128), with the fields the rules read."""
+    row = {
+        "runtime": "pytorch",
+        "seq_len": 128,
+        "batch_size": batch,
+        "device": "gpu",
+        "latency_ms": latency,
+        "latency_source": "traced",
+        "traced_latency_ms": latency,
+        "gpu_busy_ms": busy,
+        "launches": 100,
+        "kernels": 100,
+        "launch_api_ms": 0.0,
+    }
+    return row | extra
+
+
+def _view(sweep: dict[str, Any], rows: list[dict[str, Any]]) -> SweepView:
+    index = {config_key(r): r for r in rows}
+    return SweepView({"runtime": "pytorch", "seq_len": 128, "device": "gpu"} | sweep, rows, index, 0.1, 0.5)
+
+
+def test_headroom_carries_the_interval_of_its_latency_ratio() -> None:
+    # batch 8 costs 1.05x batch 1's latency (interval 1.01-1.10) for 7.6x the throughput (7.3-7.9): every
+    # number of the sweep goes to the recommendation as it is (kills the low end read from another key)
+    b1, b8 = _gpu_row(1, 2.0, 0.2), _gpu_row(8, 2.1, 1.0)
+    sweep = {
+        "batch_sizes": [1, 8],
+        "headroom_batch_size": 8,
+        "headroom_latency_ratio": 1.05,
+        "headroom_latency_ratio_low": 1.01,
+        "headroom_latency_ratio_high": 1.10,
+        "headroom_difference": "higher",
+        "headroom_throughput_gain": 7.6,
+        "headroom_throughput_gain_low": 7.3,
+        "headroom_throughput_gain_high": 7.9,
+    }
+    rec = headroom(_view(sweep, [b1, b8]))
+    assert rec is not None and (rec.kind, rec.batch_size) == ("headroom", 8)
+    assert rec.numbers == {
+        "latency_ratio": 1.05,
+        "latency_ratio_low": 1.01,
+        "latency_ratio_high": 1.10,
+        "difference": "higher",
+        "throughput_gain": 7.6,
+        "throughput_gain_low": 7.3,
+        "throughput_gain_high": 7.9,
+        "smallest_batch_size": 1,
+    }
+    assert rec.facts == {"latency_ms": 2.1, "smallest_latency_ms": 2.0}
+
+
+def test_no_cuda_graph_recommendation_below_a_tenth_of_the_latency_in_launch_calls() -> None:
+    # 100 launches for 100 kernels, but 0.05 ms of launch calls in a 1 ms iteration: 5% < 10%, nothing, even
+    # with an attribution projection of 0.5 ms that would save half (kills `kernels or launch_ms is not None`,
+    # which let the share test go). At 0.1 ms (10%) the projection is said.
+    assert (
+        launch_calls(
+            _view({"batch_sizes": [1]}, [_gpu_row(1, 1.0, 0.1, launch_api_ms=0.05, graph_projected_ms=0.5)])
+        )
+        is None
+    )
+    rec = launch_calls(
+        _view({"batch_sizes": [1]}, [_gpu_row(1, 1.0, 0.1, launch_api_ms=0.1, graph_projected_ms=0.5)])
+    )
+    assert rec is not None and rec.numbers == {
+        "launch_api_ms": 0.1,
+        "launches": 100,
+        "traced_latency_ms": 1.0,
+        "projected_latency_ms": 0.5,
+        "projection": "attribution",
+    }
