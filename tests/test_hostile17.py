@@ -446,17 +446,12 @@ def test_ncu_a_decimal_comma_anywhere_refuses_every_comma(
     assert "a decimal comma?" in _one_line(err, path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py _attach_ncu / analyzers/table.py _read_ncu: 'table T --ncu K' with K a Kineto trace "
-    "(or an nsys SQLite) is joined as T's Nsight Compute report: exit 0, K in the row's ncu column, and the "
-    "warning 'ncu: the Nsight Compute report holds no SM-activity or warp-occupancy metric' about a file that is "
-    "no Nsight Compute report",
-)
 @pytest.mark.parametrize("kind", ["kineto", "nsys"])
 def test_table_ncu_given_a_timeline_says_it_is_no_ncu_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str
 ) -> None:
+    """Was: joined as T's Nsight Compute report, exit 0, and called one in a warning; fixed by e867c4a (a strict
+    xfail until then)."""
     trace = _nsys(tmp_path / "t.synthetic.sqlite")
     other = (
         _kineto(tmp_path / "k.synthetic.json") if kind == "kineto" else _nsys(tmp_path / "n.synthetic.sqlite")
@@ -919,15 +914,10 @@ def test_gpu_busy_is_the_union_of_overlapping_kernels_on_one_stream(
     assert [(round(b_, 9), k) for b_, k in _busy(doc)] == expected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/commands/report.py _parse_timeline_config: --timeline-config pytorch:1:128:9 (one part too "
-    "many) reads as runtime 'pytorch:1', batch 128, seq 9, and says 'no such configuration (have "
-    "pytorch:1:128, ...)': it names as missing what it lists as present",
-)
 def test_report_timeline_config_with_a_part_too_many_says_so(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Was: 'no such configuration pytorch:1:128 (have pytorch:1:128)'; fixed by ccac58a (a strict xfail until then)."""
     run = tmp_path / "sim"
     code, _, err = _run(capsys, "simulate", "--runtime", "pytorch", "--iters", "3", "-o", str(run), "-q")
     assert code == 0, err
