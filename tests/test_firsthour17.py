@@ -414,3 +414,19 @@ def test_table_ncu_given_a_timeline_is_left_out_as_no_ncu_report(capsys, other, 
         "active from nsys metrics, warp occupancy from nsys metrics)"
     ]
     assert "holds no SM-activity" not in err
+
+
+def test_timeline_gz_in_capitals_is_gzipped(tmp_path, capsys):
+    """The name check takes 'T.JSON.GZ' as a gzipped JSON name; the writer had gzipped only a lower-case
+    '.gz', so it wrote plain JSON under that name."""
+    import gzip
+
+    target = tmp_path / "T.JSON.GZ"
+    code, _, err = run_cli(
+        capsys, "analyze", str(SYNTHETIC_SQLITE), "--timeline", str(target), "-q", "-o", "/dev/null"
+    )
+    assert code == 0, err
+    assert (
+        json.loads(gzip.decompress(target.read_bytes()))["otherData"]["made_by"]
+        == "tracekit analyze --timeline"
+    )

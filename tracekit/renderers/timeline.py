@@ -362,6 +362,6 @@ def write_timeline(analyzed: Analysis, path: str) -> None:
 
     text = render_timeline(timeline_events(analyzed, idle_pieces_of(analyzed)))
     data = text.encode()
-    if str(path).endswith(".gz"):
+    if str(path).lower().endswith(".gz"):  # (as check_timeline_output reads the name: T.JSON.GZ too)
         data = gzip.compress(data, compresslevel=6)
     write_bytes_atomic(path, data)
