@@ -430,3 +430,17 @@ def test_timeline_gz_in_capitals_is_gzipped(tmp_path, capsys):
         json.loads(gzip.decompress(target.read_bytes()))["otherData"]["made_by"]
         == "tracekit analyze --timeline"
     )
+
+
+def test_a_folder_without_trace_names_says_which_names_are_read(tmp_path, capsys):
+    """A folder of traces under other names (a profile saved as .trace, a CSV under .txt) was 'a directory
+    with no trace files in it', with no word of which names a folder is searched for."""
+    (tmp_path / "run.synthetic.trace").write_bytes(SYNTHETIC_SQLITE.read_bytes())
+    code, out, err = run_cli(capsys, "analyze", str(tmp_path))
+    assert (code, out) == (2, "")
+    assert err == (
+        f"tracekit: {tmp_path}: a directory with no trace files in it (a folder is searched for *.sqlite(.gz), "
+        "*.json(.gz), *.nsys-rep, *.qdrep, *.ncu-rep and *.ncu.csv(.gz); give a file of another name itself)\n"
+    )
+    code, out, err = run_cli(capsys, "analyze", str(tmp_path / "run.synthetic.trace"), "--format", "json")
+    assert code == 0, err  # named on the command line, it is read by its content

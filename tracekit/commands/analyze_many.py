@@ -20,6 +20,11 @@ SKIPPED_SUFFIXES = (".meta.json", ".truth.json", "run.json", "report.json")
 #: is read instead): each is exported by the installed nsys when read, or named in one line saying how to
 #: export it, never passed over in silence.
 REPORT_SUFFIXES = (".nsys-rep", ".qdrep")
+#: What a folder with none of those names is told (a file of any name is read by its content when named).
+FOLDER_NAMES = (
+    "a folder is searched for *.sqlite(.gz), *.json(.gz), *.nsys-rep, *.qdrep, *.ncu-rep and *.ncu.csv(.gz); "
+    "give a file of another name itself"
+)
 
 
 def add_many_options(parser: argparse.ArgumentParser) -> None:
@@ -77,7 +82,7 @@ def expand(inputs: list[str]) -> tuple[list[str], list[str]]:
         if path.is_dir():
             found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _in_folder(p))
             if not found:
-                raise TracekitError("a directory with no trace files in it", path)
+                raise TracekitError(f"a directory with no trace files in it ({FOLDER_NAMES})", path)
             skip = [p for p in found if p.endswith((".json", ".json.gz")) and api.holds_no_trace(p)]
             if len(skip) == len(found):
                 raise TracekitError(
