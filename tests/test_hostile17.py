@@ -848,9 +848,9 @@ def test_an_output_folder_that_is_a_symlink_loop_is_named_a_loop(
     strict=True,
     reason="tracekit/io.py, tracekit/inputs.py, tracekit/fleet/cache.py: a name longer than the file system takes "
     "(300 bytes; ENAMETOOLONG) is 'internal error (on T): OSError: [Errno 36] File name too long: ...' (exit 1) "
-    "as the trace, as -o, as --cache and as simulate's -o",
+    "as the trace (analyze, compare, table), as -o, --gaps, --cache and simulate's -o",
 )
-@pytest.mark.parametrize("where", ["trace", "-o", "--cache", "simulate -o"])
+@pytest.mark.parametrize("where", ["trace", "-o", "--gaps", "--cache", "simulate -o", "compare", "table"])
 def test_a_name_too_long_for_the_file_system_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
@@ -862,6 +862,9 @@ def test_a_name_too_long_for_the_file_system_is_one_line(
         "-o": ["analyze", "t.synthetic.json", "-o", long],
         "--cache": ["analyze", "t.synthetic.json", "--cache", long],
         "simulate -o": ["simulate", "--runtime", "pytorch", "--iters", "3", "-o", long],
+        "--gaps": ["analyze", "t.synthetic.json", "--gaps", long],
+        "compare": ["compare", "t.synthetic.json", long],
+        "table": ["table", long],
     }[where]
     code, _, err = _run(capsys, *args, "-q")
     assert code == 2, err
