@@ -62,6 +62,7 @@ from tracekit.model import (
     Trace,
     calls_named,
     merged_intervals,
+    names_mask,
     on_host,
 )
 
@@ -438,8 +439,9 @@ def lost_kernels(trace: Trace) -> str | None:
     if trace.api.is_empty() or trace.ops.is_empty() or "thread" not in trace.api.columns:
         return None
     names = [name for name in LAUNCH_API_NAMES if name not in GRAPH_LAUNCH_NAMES]
-    calls = calls_named(trace.api, names).filter(
-        pl.col("correlation").is_not_null() & pl.col("start").is_not_null()
+    # (the columns read below, then the rows: not every API column, the names too, copied for every launch)
+    calls = trace.api.select("pid", "thread", "start", "correlation").filter(
+        names_mask(trace.api, names), pl.col("correlation").is_not_null() & pl.col("start").is_not_null()
     )
     if calls.height < LOST_KERNEL_MIN_CALLS:
         return None
