@@ -444,3 +444,34 @@ def test_a_folder_without_trace_names_says_which_names_are_read(tmp_path, capsys
     )
     code, out, err = run_cli(capsys, "analyze", str(tmp_path / "run.synthetic.trace"), "--format", "json")
     assert code == 0, err  # named on the command line, it is read by its content
+
+
+# ------------------------------------------------------------ a name too long for the file system
+
+LONG_NAME = "a" * 300 + ".synthetic.json"  # 300 bytes and more: ENAMETOOLONG on every common file system
+
+
+@pytest.mark.parametrize(
+    "where", ["trace", "-o", "--gaps", "--timeline", "--cache", "simulate -o", "compare", "table"]
+)
+def test_a_name_too_long_for_the_file_system_is_one_line(tmp_path, capsys, monkeypatch, where):
+    """(hostile17's finding) 'internal error (on T): OSError: [Errno 36] File name too long: ...', exit 1."""
+    trace = tmp_path / "t.synthetic.sqlite"
+    trace.write_bytes(SYNTHETIC_SQLITE.read_bytes())
+    monkeypatch.chdir(tmp_path)
+    args = {
+        "trace": ["analyze", LONG_NAME],
+        "-o": ["analyze", trace.name, "-o", LONG_NAME],
+        "--gaps": ["analyze", trace.name, "--gaps", LONG_NAME],
+        "--timeline": ["analyze", trace.name, "--timeline", LONG_NAME],
+        "--cache": ["analyze", trace.name, "--cache", LONG_NAME],
+        "simulate -o": ["simulate", "--runtime", "pytorch", "--iters", "3", "-o", LONG_NAME],
+        "compare": ["compare", trace.name, LONG_NAME],
+        "table": ["table", LONG_NAME],
+    }[where]
+    code, out, err = run_cli(capsys, *args, "-q")
+    assert (code, out) == (2, ""), err
+    assert err.count("\n") == 1 and "internal error" not in err
+    assert err.startswith("tracekit: ") and LONG_NAME in err
+    assert "name too long for the file system" in err
+    assert sorted(p.name for p in tmp_path.iterdir()) == [trace.name]

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import errno
 import importlib
 import os
 import sys
@@ -164,20 +165,36 @@ def _main(argv: list[str] | None) -> int:
         return 130
     except BrokenPipeError:
         return 0
-    except Exception as exc:  # a bug, not bad input: one line unless TRACEKIT_DEBUG asks for the traceback
-        if os.environ.get("TRACEKIT_DEBUG"):
-            raise
-        where = getattr(args, "trace", None) or ""
+    except OSError as exc:
+        if exc.errno != errno.ENAMETOOLONG or exc.filename is None:
+            return _internal_error(args, exc)
+        # a name the file system cannot hold, as an input or an output, wherever it is first opened
         print(
-            one_line(
-                f"tracekit: internal error{' on ' + str(where) if where else ''}: {type(exc).__name__}: {exc} "
-                "(set TRACEKIT_DEBUG=1 for the traceback)"
-            ),
+            f"tracekit: {one_line(os.fsdecode(exc.filename))}: a name too long for the file system "
+            "(ENAMETOOLONG): choose a shorter one",
             file=sys.stderr,
         )
-        return 1
+        return 2
+    except Exception as exc:  # a bug, not bad input: one line unless TRACEKIT_DEBUG asks for the traceback
+        return _internal_error(args, exc)
     finally:
         release_limits()
+
+
+def _internal_error(args: argparse.Namespace, exc: Exception) -> int:
+    """A bug, not bad input: one line (exit 1); with ``TRACEKIT_DEBUG`` set, the exception being handled is
+    raised again (its traceback). Called from ``_main``'s except clauses only."""
+    if os.environ.get("TRACEKIT_DEBUG"):
+        raise exc
+    where = getattr(args, "trace", None) or ""
+    print(
+        one_line(
+            f"tracekit: internal error{' on ' + str(where) if where else ''}: {type(exc).__name__}: {exc} "
+            "(set TRACEKIT_DEBUG=1 for the traceback)"
+        ),
+        file=sys.stderr,
+    )
+    return 1
 
 
 class _GuardedStdout:
