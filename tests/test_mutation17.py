@@ -7,7 +7,14 @@ from __future__ import annotations
 from typing import Any
 
 from tracekit.analyzers.profiler_cost import findings
-from tracekit.analyzers.recommendations import SweepView, headroom, launch_calls
+from tracekit.analyzers.recommendations import (
+    Recommendation,
+    SweepView,
+    headroom,
+    launch_calls,
+    profiler_perturbation,
+    transition,
+)
 from tracekit.analyzers.stability import (
     Difference,
     Measurement,
@@ -288,3 +295,120 @@ def test_no_cuda_graph_recommendation_below_a_tenth_of_the_latency_in_launch_cal
         "projected_latency_ms": 0.5,
         "projection": "attribution",
     }
+
+
+def test_transition_names_where_latency_leaves_the_plateau_with_its_edge() -> None:
+    # batches 1, 2, 4, 8: plateau 1-2, batch 4 within noise of the line (its ratio to batch 1: 1.05-1.15),
+    # transition at 8 (ratio 1.6, interval 1.5-1.7; utilization 0.8): every number of the sweep goes through
+    # (kills the facts' edge_ratios key renamed and the ratio's low end read from another key)
+    rows = [
+        _gpu_row(1, 2.0, 0.2),
+        _gpu_row(2, 2.1, 0.4),
+        _gpu_row(4, 2.2, 0.8, latency_vs_smallest_low=1.05, latency_vs_smallest_high=1.15),
+        _gpu_row(8, 3.2, 2.56, gpu_utilization=0.8),
+    ]
+    sweep = {
+        "batch_sizes": [1, 2, 4, 8],
+        "plateau": [1, 2],
+        "plateau_edge": [4],
+        "transition_batch_size": 8,
+        "transition_latency_ratio": 1.6,
+        "transition_latency_ratio_low": 1.5,
+        "transition_latency_ratio_high": 1.7,
+    }
+    rec = transition(_view(sweep, rows))
+    assert rec is not None and (rec.kind, rec.batch_size) == ("transition", 8)
+    assert rec.numbers == {
+        "latency_ratio": 1.6,
+        "latency_ratio_low": 1.5,
+        "latency_ratio_high": 1.7,
+        "gpu_utilization": 0.8,
+        "within_noise_batch_sizes": [4],
+        "after_batch_size": 4,
+    }
+    assert rec.facts == {
+        "tolerance": 0.1,
+        "smallest_batch_size": 1,
+        "last_plateau": 2,
+        "edge": [4],
+        "not_compared": [],
+        "edge_ratios": [(1.05, 1.15)],
+    }
+
+
+def test_a_sweep_that_never_leaves_an_empty_plateau_names_its_smallest_batch_and_withholds_nothing() -> None:
+    # batches 1 and 2, no plateau stated (all undecided) and no transition: the last plateau batch is the
+    # smallest, 1 (kills `s["plateau"][-1] if ... or True`: IndexError); latencies 2.0 and 2.1 ms over busy
+    # 0.2 and 0.4 ms raise no doubt, so no "withheld" fact (kills `{"withheld": None}` always added)
+    rows = [_gpu_row(1, 2.0, 0.2), _gpu_row(2, 2.1, 0.4)]
+    sweep = {"batch_sizes": [1, 2], "plateau": [], "transition_batch_size": None}
+    rec = transition(_view(sweep, rows))
+    assert rec is not None and rec.batch_size is None
+    assert rec.numbers == {"largest_batch_size": 2, "within_noise_batch_sizes": []}
+    assert rec.facts == {
+        "tolerance": 0.1,
+        "smallest_batch_size": 1,
+        "last_plateau": 1,
+        "edge": [],
+        "not_compared": [],
+        "edge_ratios": [],
+    }
+
+
+def test_profiler_perturbation_names_the_worst_ratio_with_its_interval() -> None:
+    # batch 1 traced 1.5x its untraced latency (interval 1.3-1.7), batch 2 2.0x (1.8-2.2): both entirely above
+    # 1.25, the worst is batch 2 (kills max() without the ratio key: dicts do not compare) with its own interval
+    # (kills the difference read from key None, and the high end's key renamed)
+    b1 = _gpu_row(
+        1,
+        3.0,
+        0.3,
+        profiler_ratio=1.5,
+        untraced_latency_ms=2.0,
+        _perturbation=Difference(2.0, 3.0, 1.0, 1.5, 1.3, 1.7, True),
+    )
+    b2 = _gpu_row(
+        2,
+        4.0,
+        0.6,
+        profiler_ratio=2.0,
+        untraced_latency_ms=2.0,
+        traced_median_ms=4.1,
+        _perturbation=Difference(2.0, 4.0, 2.0, 2.0, 1.8, 2.2, True),
+    )
+    rec = profiler_perturbation(_view({"batch_sizes": [1, 2]}, [b1, b2]))
+    assert rec is not None and (rec.kind, rec.batch_size) == ("profiler_perturbation", 2)
+    assert rec.numbers == {
+        "profiler_ratio": 2.0,
+        "profiler_ratio_low": 1.8,
+        "profiler_ratio_high": 2.2,
+        "batch_sizes": [1, 2],
+    }
+    assert rec.facts == {"traced_latency_ms": 4.1, "untraced_latency_ms": 2.0}
+
+
+def test_a_recommendation_names_its_sweep_only_when_the_runtime_does_not() -> None:
+    # label None or equal to the runtime: no "sweep" key (kills `label or label != runtime`, which wrote
+    # "sweep": None); another label: "sweep" (kills the key upper-cased)
+    def doc(label: str | None) -> dict[str, Any]:
+        return Recommendation("headroom", "pytorch", 128, 8, {"x": 1}, label=label).to_json("text")
+
+    assert doc(None) == {
+        "kind": "headroom",
+        "runtime": "pytorch",
+        "seq_len": 128,
+        "batch_size": 8,
+        "text": "text",
+        "numbers": {"x": 1},
+    }
+    assert "sweep" not in doc("pytorch")
+    assert doc("pytorch (cpu, fp32)")["sweep"] == "pytorch (cpu, fp32)"
+    assert list(doc("pytorch (cpu, fp32)")) == [
+        "kind",
+        "runtime",
+        "sweep",
+        "seq_len",
+        "batch_size",
+        "text",
+        "numbers",
+    ]
