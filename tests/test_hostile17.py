@@ -864,16 +864,12 @@ def test_an_output_folder_that_is_a_symlink_loop_is_named_a_loop(
     assert "loop" in line.split("loop1", 1)[1] and "File exists" not in line, line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/io.py, tracekit/inputs.py, tracekit/fleet/cache.py: a name longer than the file system takes "
-    "(300 bytes; ENAMETOOLONG) is 'internal error (on T): OSError: [Errno 36] File name too long: ...' (exit 1) "
-    "as the trace (analyze, compare, table), as -o, --gaps, --cache and simulate's -o",
-)
 @pytest.mark.parametrize("where", ["trace", "-o", "--gaps", "--cache", "simulate -o", "compare", "table"])
 def test_a_name_too_long_for_the_file_system_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
+    """Was 'internal error (on T): OSError: [Errno 36] File name too long' (exit 1) everywhere; fixed by
+    firsthour17's ab1c50c (a strict xfail until then)."""
     long = "a" * 300 + ".json"
     _kineto(tmp_path / "t.synthetic.json")
     monkeypatch.chdir(tmp_path)
