@@ -475,3 +475,20 @@ def test_a_name_too_long_for_the_file_system_is_one_line(tmp_path, capsys, monke
     assert err.startswith("tracekit: ") and LONG_NAME in err
     assert "name too long for the file system" in err
     assert sorted(p.name for p in tmp_path.iterdir()) == [trace.name]
+
+
+@pytest.mark.parametrize("command", ["simulate", "report"])
+def test_an_output_folder_that_is_a_symlink_loop_is_named_a_loop(tmp_path, capsys, monkeypatch, command):
+    """(hostile17's finding) 'cannot create the output folder: File exists'."""
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    monkeypatch.chdir(tmp_path)
+    args = {
+        "simulate": ["simulate", "--runtime", "pytorch", "--iters", "3", "-o", "loop1"],
+        "report": ["report", str(SYNTHETIC_SQLITE), "-o", "loop1", "--no-figures"],
+    }[command]
+    code, out, err = run_cli(capsys, *args, "-q")
+    assert (code, out) == (2, "")
+    assert err == (
+        "tracekit: loop1: a symbolic link loop (its links lead back to themselves): choose another output folder\n"
+    )

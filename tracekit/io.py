@@ -194,8 +194,13 @@ def check_named_for(
 
 def check_output_dir(path: str | Path) -> None:
     """TracekitError (exit 2, one line) when the output folder ``path`` (``report -o DIR``) could not be
-    created or written into: called before the work, as :func:`check_writable` is for files."""
+    created or written into (or is a symbolic link loop): called before the work, as :func:`check_writable`
+    is for files."""
     path = Path(path)
+    if is_link_loop(path):
+        raise TracekitError(
+            "a symbolic link loop (its links lead back to themselves): choose another output folder", path
+        )
     folder = path if path.is_dir() else path.parent
     if folder.is_dir():
         reason = _unwritable(folder)
