@@ -310,13 +310,6 @@ def test_simulate_metrics_interval_that_is_no_interval_is_one_line(tmp_path, cap
     assert not out.exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers (kineto detection; realtrace17): tracekit's own --timeline output (Chrome trace "
-    "JSON, otherData.made_by 'tracekit analyze --timeline') is read as a Kineto CPU trace: 'verdict: "
-    "compute-bound, median operator utilization 98.7%' over one 18203-ms window of the synthetic sample's "
-    "timeline rows, exit 0, no warning",
-)
 def test_tracekits_own_timeline_is_not_analyzed_as_a_trace(tmp_path, capsys):
     timeline = tmp_path / "timeline.synthetic.json"
     code, _, err = run_cli(capsys, "analyze", str(SYNTHETIC_SQLITE), "--timeline", str(timeline), "-q")

@@ -193,6 +193,29 @@ def _tracekit_settings(path: Path, text_head: str) -> str | None:
     return None
 
 
+#: what ``tracekit analyze --timeline`` writes at the head of its file (its ``otherData`` comes first)
+TIMELINE_MADE_BY = re.compile(r'"made_by"\s*:\s*"tracekit analyze --timeline"')
+TIMELINE_TRACE = re.compile(r'"trace"\s*:\s*("(?:[^"\\]|\\.)*")')
+
+
+def _tracekit_timeline(text_head: str) -> str | None:
+    """The one line for tracekit's own ``--timeline`` output given as a trace: its rows are the analysis' view
+    of a trace (iterations, idle pieces, operators laid out for Perfetto), which would otherwise read as a
+    Kineto CPU trace and get a verdict of its own; None for anything else."""
+    if TIMELINE_MADE_BY.search(text_head) is None:
+        return None
+    source = TIMELINE_TRACE.search(text_head)
+    try:
+        trace = json.loads(source.group(1)) if source else ""
+    except ValueError:
+        trace = ""
+    made_from = f" ({trace})" if isinstance(trace, str) and trace else ""
+    return (
+        "tracekit's own --timeline output (a view of an analysis, for ui.perfetto.dev), not a trace: analyze "
+        f"the trace it was made from{made_from}"
+    )
+
+
 def _detect_format(path: Path) -> str:
     if not path.exists():
         if path.is_symlink():
@@ -251,7 +274,7 @@ def _by_content(path: Path, head: bytes, named: str | None = None) -> str:
         if ORT_CATEGORY.search(text_head) and not KINETO_CATEGORY.search(text_head):
             return "ort"  # ORT's events in a {"traceEvents": [...]} object
         if text_head.startswith("{"):
-            settings = _tracekit_settings(path, text_head)
+            settings = _tracekit_settings(path, text_head) or _tracekit_timeline(text_head)
             if settings is not None:
                 raise TraceFormatError(settings, path)
         return "kineto"
