@@ -324,3 +324,15 @@ def test_op_threads_of_an_enum_kind_as_of_its_strings() -> None:
     )
     got = iterations._op_threads(no_operator)
     assert got.to_list() == [None] * 4 and got.dtype == pl.Int64 and got.name == "thread"
+
+
+def test_names_mask_of_none_or_every_name_of_the_frame_as_is_in_says() -> None:
+    api = pl.DataFrame({"name": ["cudaLaunchKernel", None, "cudaLaunchKernel"]})
+    every = names_mask(api, LAUNCH_API_NAMES)
+    none = names_mask(api, ["cudaStreamBeginCapture"])
+    assert every.to_list() == [True, None, True] and every.dtype == pl.Boolean
+    assert none.to_list() == [False, None, False] and none.dtype == pl.Boolean
+    assert every.to_list() == api.select(pl.col("name").is_in(["cudaLaunchKernel"])).to_series().to_list()
+    nulls = pl.DataFrame({"name": [None, None]}, schema={"name": pl.String})
+    assert names_mask(nulls, LAUNCH_API_NAMES).to_list() == [None, None]
+    assert calls_named(nulls, LAUNCH_API_NAMES).is_empty() and calls_named(api, LAUNCH_API_NAMES).height == 2

@@ -257,7 +257,13 @@ def names_mask(frame: pl.DataFrame, names: Collection[str], strip: bool = True) 
         distinct = masks["distinct"] = frame.get_column("name").unique().drop_nulls()
     base = distinct.str.replace(API_NAME_SUFFIX, "") if strip else distinct
     wanted = distinct.filter(base.is_in(list(names)))
-    found = masks[key] = frame.select(pl.col("name").is_in(wanted.implode())).to_series()
+    if wanted.is_empty() or wanted.len() == distinct.len():
+        # none of the names, or every name of the frame: the answer is known without looking a name up
+        every = pl.lit(not wanted.is_empty())
+        found = frame.select(pl.when(pl.col("name").is_not_null()).then(every).alias("name")).to_series()
+    else:
+        found = frame.select(pl.col("name").is_in(wanted.implode())).to_series()
+    masks[key] = found
     return found
 
 
