@@ -120,12 +120,6 @@ exit 1
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="readers/nsys_report.py (realtrace17): the error quotes nsys's last line, which for a damaged report "
-    "is the tail of the binary header it printed ('nsys export could not export this report: \\ufffd\\ufffd\\ufffd'), "
-    "and does not say what to do",
-)
 def test_damaged_nsys_report_error_is_readable_and_says_what_to_do(tmp_path, capsys, monkeypatch):
     nsys = tmp_path / "nsys"
     nsys.write_text(FAKE_NSYS)

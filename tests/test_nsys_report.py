@@ -337,7 +337,9 @@ def test_progress_bars_before_the_message_on_its_line_are_dropped(
     said = _export_fails(
         tmp_path, monkeypatch, capsys, r'printf "Exporting 9 events: [1%%]\rError: bad \377 byte\n"; exit 1'
     )
-    assert said == "Error: bad \ufffd byte"  # (a byte that is no UTF-8 read as U+FFFD, not a crash)
+    # (a byte that is no UTF-8 is no crash; the line is cut where its printable text ends: nsys quotes a damaged
+    # report's binary bytes there, which said nothing and put U+FFFD on the terminal)
+    assert said == "Error: bad"
 
 
 def test_an_export_that_appears_late_is_waited_for(

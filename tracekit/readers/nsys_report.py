@@ -72,9 +72,29 @@ def export(report: Path, folder: Path) -> Path:
         said = text.read()
     if code != 0 or not out.is_file():
         raise TraceFormatError(
-            f"{os.path.basename(nsys)} export could not export this report: {_last_line(said, code)}", report
+            f"{os.path.basename(nsys)} export could not export this report: {_last_line(said, code)}"
+            f"{_not_a_report(report)}",
+            report,
         )
     return out
+
+
+def _not_a_report(report: Path) -> str:
+    """What a failed export means when ``report`` does not begin as an Nsight Systems report does (it came
+    here by its name alone): a damaged file, or another file so named; "" when it does."""
+    from tracekit.readers import NSYS_REPORT_MAGIC
+
+    try:
+        with open(report, "rb") as fh:
+            head = fh.read(len(NSYS_REPORT_MAGIC))
+    except OSError:
+        return ""
+    if head == NSYS_REPORT_MAGIC:
+        return ""
+    return (
+        f" (the file does not begin as an Nsight Systems report does: damaged, or not a {report.suffix} report; "
+        "profile again, or give the report's SQLite export)"
+    )
 
 
 def _wait(process: subprocess.Popen[bytes], out: Path, report: Path) -> int:
@@ -106,13 +126,24 @@ def _wait(process: subprocess.Popen[bytes], out: Path, report: Path) -> int:
 
 def _last_line(said: str, code: int) -> str:
     """The last meaningful line nsys printed (``said``, read in text mode: its progress bar's carriage
-    returns end lines too), its progress lines dropped."""
+    returns end lines too), its progress lines dropped, each line cut where its printable text ends: for a
+    damaged file nsys quotes the bytes it could not read ('Version number is invalid: <binary>'), and a line
+    of those bytes alone, or of punctuation, says nothing."""
+    lines = [_printable_part(line) for line in said.splitlines()]
     lines = [
-        line.strip()
-        for line in said.splitlines()
-        if line.strip() and not line.lstrip().startswith("Exporting")
+        line for line in lines if sum(c.isalpha() for c in line) >= 3 and not line.startswith("Exporting")
     ]
     return lines[-1] if lines else f"exit status {code}, no message"
+
+
+def _printable_part(line: str) -> str:
+    """``line`` up to its first character that is not printable ASCII (tabs aside), stripped, without a
+    trailing colon left by the cut."""
+    for i, c in enumerate(line):
+        if not (" " <= c <= "~" or c == "\t"):
+            line = line[:i]
+            break
+    return line.strip().rstrip(":").rstrip()
 
 
 def read(path: Path, frames: FrameSpec = None) -> Trace:
