@@ -314,12 +314,6 @@ def test_tracekits_own_timeline_is_not_analyzed_as_a_trace(tmp_path, capsys):
     assert "--timeline" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers (ncu .ncu-rep; realtrace17): 3000 random bytes named .ncu-rep are 'Nsight Compute "
-    "report holds no profiled kernels', as if it were a report of nothing; it is no report (damaged or another "
-    "file), which the line should say",
-)
 def test_a_damaged_ncu_report_is_not_said_to_hold_no_kernels(tmp_path, capsys):
     pytest.importorskip("ncu_report")
     report = tmp_path / "damaged.synthetic.ncu-rep"

@@ -435,12 +435,6 @@ def test_ncu_a_units_row_inside_the_table_is_not_skipped_in_silence(
     assert any("msecond" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ncu.py _read_rep: 5000 random bytes named .ncu-rep read 'Nsight Compute report holds "
-    "no profiled kernels' (ncu_report loads them as a report of 0 ranges); every real report starts with the "
-    "bytes 'NVR\\0' (the two in ../shared/real_traces/ncu): it is no Nsight Compute report at all",
-)
 def test_random_bytes_named_ncu_rep_are_not_called_an_empty_report(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

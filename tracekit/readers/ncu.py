@@ -972,6 +972,18 @@ def report_version(path: Path, limit: int = 64 << 20) -> str | None:
     return None
 
 
+#: how an Nsight Compute report file begins (every .ncu-rep of ../shared/real_traces/ncu, 2023-2025)
+NCU_REPORT_MAGIC = b"NVR\0"
+
+
+def _begins_as_report(path: Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(len(NCU_REPORT_MAGIC)) == NCU_REPORT_MAGIC
+    except OSError:
+        return False
+
+
 def _read_rep(path: Path) -> Trace:
     try:
         import ncu_report  # type: ignore[import-not-found]
@@ -985,6 +997,14 @@ def _read_rep(path: Path) -> Trace:
         context = ncu_report.load_report(str(path))
     except Exception as exc:  # the SWIG layer raises assorted types on damaged files
         raise TraceFormatError(f"cannot load Nsight Compute report ({exc})", path) from exc
+    if context.num_ranges() == 0 and not _begins_as_report(path):
+        # (ncu_report loads any bytes as a report of nothing)
+        raise TraceFormatError(
+            f"not an Nsight Compute report: it does not begin as one does (damaged, or another file named "
+            f"{path.suffix}); profile again, or export a CSV where the report opens: ncu --import X.ncu-rep "
+            "--csv --page raw > X.csv",
+            path,
+        )
     string_kind = ncu_report.IMetric.ValueKind_STRING
     kernel_rows: list[dict[str, Any]] = []
     names: list[str] = []
