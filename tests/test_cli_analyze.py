@@ -478,3 +478,18 @@ def test_one_range_around_the_studys_forwards_names_them(tmp_path):
     )
     before = analyze_iterations(read_trace(source))
     assert analyze_iterations(read_trace(wrapped), "forward").iterations.equals(before.iterations)
+
+
+def test_ctrl_c_before_mains_handler_is_one_line() -> None:
+    """Ctrl-C while the program still imports and builds its parser (before main's own handler; a terminal's
+    Ctrl-C a quarter of a second after starting): 'tracekit: interrupted', exit 130, no traceback (it had been
+    KeyboardInterrupt's traceback through dataclasses and pathlib, exit -2)."""
+    code = (
+        "import tracekit.cli as c\n"
+        "def interrupted(argv):\n"
+        "    raise KeyboardInterrupt\n"
+        "c.build_parser = interrupted\n"
+        "c.entry()\n"
+    )
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert (run.returncode, run.stdout, run.stderr) == (130, "", "tracekit: interrupted\n")

@@ -277,16 +277,20 @@ def entry() -> NoReturn:
     """The ``tracekit`` program: :func:`main`, then an exit that skips the interpreter's teardown of every
     module and frame (~0.15 s after an analysis, more than the analysis of a small trace): exit handlers
     run and the standard streams are flushed first, so nothing written is lost."""
-    from tracekit.readers import program_allocator
-
-    program_allocator()  # the program's allocator setting, before polars loads (the readers' concern)
-    _hold_closed_standard_streams()
     try:
+        from tracekit.readers import program_allocator
+
+        program_allocator()  # the program's allocator setting, before polars loads (the readers' concern)
+        _hold_closed_standard_streams()
         code = main()
     except SystemExit as exc:  # argparse's --help, --version and usage errors: their text is flushed below
         code = exc.code if isinstance(exc.code, int) else 0 if exc.code is None else 1
         if not isinstance(exc.code, (int, type(None))):
             print(exc.code, file=sys.stderr)
+    except KeyboardInterrupt:  # Ctrl-C before main's own handler (its imports, building the parser)
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            print("tracekit: interrupted", file=sys.stderr)
+        code = 130
     run_exit_handlers = getattr(atexit, "_run_exitfuncs", None)
     if run_exit_handlers is not None:
         run_exit_handlers()
