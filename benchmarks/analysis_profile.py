@@ -24,6 +24,7 @@ import collections
 import functools
 import linecache
 import os
+import shutil
 import statistics
 import sys
 import tempfile
@@ -121,13 +122,23 @@ def main() -> None:
     p.add_argument("--serial", action="store_true", help="the attribution's setup after the gaps, not beside")
     args = p.parse_args()
 
-    import tracekit
+    import tracekit  # noqa: F401 (imported before timing)
     from tracekit.analyzers import attribution, iterations  # noqa: F401 (imports, not timed)
 
     if args.serial:
         iterations.OVERLAP_MAX_OPS = 0
     trace = Path(args.trace) if args.trace else simulated(int(args.kernels), args.kineto)
     folder = tempfile.mkdtemp(prefix="tk-profile-")
+    try:
+        profile(trace, folder, args)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def profile(trace: Path, folder: str, args: argparse.Namespace) -> None:
+    """The figures of the module docstring, the cache in ``folder``."""
+    import tracekit
+
     print(f"{trace} ({os.getloadavg()[0]:.2f} load average, {os.cpu_count()} CPUs)")
     first = timed(lambda: tracekit.analyze(trace), args.repeat)
     tracekit.analyze(trace, cache=folder)  # fills the cache
