@@ -19,9 +19,12 @@ from tracekit.analyzers.stability import (
     Difference,
     Measurement,
     _cause,
+    _preemption,
     _span,
     _trend,
+    describe_interval,
     difference,
+    is_tight,
     measure,
     median_ci_ranks,
     outlier_indices,
@@ -412,3 +415,71 @@ def test_a_recommendation_names_its_sweep_only_when_the_runtime_does_not() -> No
         "text",
         "numbers",
     ]
+
+
+#: 1, 1.5 alternating (8 iterations): median 1.25, MAD 0.25, every z 0.67 (no outlier, no warm-up); mean 1.25,
+#: stdev 0.2673: CV 21.4%, unstable. The slow ones are the top quarter by latency, 8 // 4 = 2: iterations 5 and 7
+#: (the sort is stable: 1, 3, 5, 7 hold the 1.5s). Iteration 5 got 0.15 ms of CPU (ratio 0.1), every other one
+#: its wall time (ratio 1).
+ALTERNATING = [1.0, 1.5, 1.0, 1.5, 1.0, 1.5, 1.0, 1.5]
+ALTERNATING_CPU = [1.0, 1.5, 1.0, 1.5, 1.0, 0.15, 1.0, 1.5]
+STOLEN = (
+    "unstable: coefficient of variation 21.4% (> 10%); cause: the process was not running for part of them: less "
+    "CPU time per wall second than in the other iterations (it waited, for a CPU that another process held or for "
+    "I/O, or for the device)"
+)
+
+
+def test_an_unstable_sets_slow_quarter_is_its_slowest_iterations_by_latency() -> None:
+    # typical 0, 1, 2, 3, 4, 6: ratio 1.0, wall median 1.0. Slow 5 and 7: extra wall 0.5 + 0.5 = 1.0, missing
+    # (1.5 - 0.15) + 0 = 1.35 >= 0.5, ratios 0.1 and 1.0, median 0.55 < 0.8: cpu_stolen. Kills the sort without
+    # its key (by index: slow 6 and 7, ratios 1 and 1, more_cpu_work) and a fifth for the quarter (8 // 5 = 1:
+    # 7 alone, ratio 1, more_cpu_work)
+    m = measure(ALTERNATING, cpu=ALTERNATING_CPU)
+    assert (m.warmup, m.outliers, m.median, m.ci_low, m.ci_high) == ((), (), 1.25, 1.0, 1.5)
+    assert (m.unstable, m.cause, m.cpu_per_wall) == (True, "cpu_stolen", 1.0)
+    assert m.warnings == (STOLEN,)
+
+
+def test_a_stolen_cause_with_preemptions_says_both() -> None:
+    # 4 involuntary switches in each slow iteration (5 and 7: 8 in 3 ms, 2.67 per ms), 1 in each typical one
+    # (6 in 7 ms, 0.857 per ms): 2.67 >= 2 x 0.857 and 8 >= 2 slow iterations: preempted 4 against 1 per
+    # iteration, said after the stolen cause (kills the sentence upper-cased)
+    m = measure(ALTERNATING, cpu=ALTERNATING_CPU, preempted=[1, 1, 1, 1, 1, 4, 1, 4])
+    assert m.cause == "cpu_stolen"
+    assert m.warnings == (
+        STOLEN + "; preempted 4 times per slow iteration against 1: another runnable thread took the CPU",
+    )
+
+
+def test_preemptions_are_counted_per_slow_and_per_typical_iteration() -> None:
+    # slow 3: 4 switches in 1 ms; typical 0, 1, 2: 3 in 3 ms; 4 >= 2 x 1: (4 per slow, 3 / 3 = 1 per typical)
+    # (kills `typical_n * len(typical)`: 9)
+    assert _preemption([1.0, 1.0, 1.0, 1.0], [1, 1, 1, 4], [3], [0, 1, 2]) == (4.0, 1.0)
+
+
+def test_an_interval_is_described_or_a_dash_is_shown() -> None:
+    # no set: an em dash (kills "XX—XX"); 1 value: no interval; 1, 2 alternating (6): median 1.5, [1, 2]
+    assert describe_interval(None) == "—"
+    assert describe_interval(Measurement(0, 0, None)) == "—"
+    assert describe_interval(measure([5.0])) == "5 ms (n=1, no interval)"
+    assert describe_interval(measure([1.0, 2.0, 1.0, 2.0, 1.0, 2.0])) == "1.5 ms [1–2]"
+
+
+def test_a_difference_from_a_median_of_0_has_no_ratio() -> None:
+    # A's median 0 ms, B's 5 ms: delta 5, no ratio (kills `vb / va if va or True`: ZeroDivisionError)
+    d = difference(measure([0.0]), measure([5.0]))
+    assert (d.a, d.b, d.delta, d.ratio) == (0.0, 5.0, 5.0, None)
+
+
+def test_an_interval_of_exactly_the_target_width_is_tight() -> None:
+    # median 50 ms, interval [49, 51]: half-width 1 / 50 = 0.02, exactly the 2% target: tight (kills `<`)
+    assert Measurement(6, 6, 50.0, 49.0, 51.0).relative_ci == 0.02
+    assert is_tight(Measurement(6, 6, 50.0, 49.0, 51.0))
+    assert not is_tight(Measurement(6, 6, 50.0, 48.9, 51.0))
+
+
+def test_from_json_keeps_the_trend() -> None:
+    text = "rose from 1 to 2 ms (medians of the first and last third of the kept iterations)"
+    m = Measurement.from_json({"median": 1.5, "kept": 18, "count": 18, "trend": text, "unstable": True})
+    assert m is not None and (m.trend, m.unstable, m.count, m.kept) == (text, True, 18, 18)
