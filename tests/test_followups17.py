@@ -109,12 +109,6 @@ def test_a_damaged_latency_csv_falls_back_to_the_recorded_p50(tmp_path: Path) ->
     assert report.untraced_measurement(SimpleNamespace(config=config, device="gpu")).median == 2.2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/session.py (perf17's) passes config.untraced_latency, not config, to profiler_cost.findings: "
-    "analyze reads run.json's p50 of all 20 iterations (2.088 ms) where report measures latency.csv "
-    "(2.055 ms, 3 warm-up dropped)",
-)
 def test_analyze_of_the_committed_torchscript_run_uses_reports_untraced_median() -> None:
     """The committed H200 TorchScript batch-1 run predates the recorded statistics: run.json p50 2.088287 ms over
     20 iterations; latency.csv measured by the stability rules (17 kept) 2.054961 ms, report's latency_ms."""

@@ -296,7 +296,7 @@ def _profiler_cost(
         median("gpu_busy_ms"),
         summary.bound,
         bound_threshold,
-        config.untraced_latency,
+        config,  # its untraced latency by report's one rule (profiler_cost.untraced_of)
         PROFILER_WORDS.get(config.profiler or "", config.profiler),
     )
 
