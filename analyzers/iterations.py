@@ -1663,8 +1663,11 @@ def measure_gaps(
     skip_given = skip is not None
     skip_notes: list[str] = []
     asked = assignment.range_asked
-    if skip is None and (assignment.choice.synthetic or asked not in (None, trace.meta.get("range"))):
-        # the sidecar counts its own ranges ('iteration'): not these (--range NAME, --split-idle windows)
+    # the ranges the sidecar counts: its own ('iteration'), or those the default takes whenever the format
+    # declares them (ONNX Runtime's model_run: --range model_run names the default's own ranges)
+    counted = (None, trace.meta.get("range"), trace.meta.get("default_range"))
+    if skip is None and (assignment.choice.synthetic or asked not in counted):
+        # the sidecar counts its own ranges: not these (--range NAME, --split-idle windows)
         skip = 0
         if trace.meta.get("warmup_in_trace") is True:
             warnings.append(

@@ -156,12 +156,6 @@ def test_ncu_csv_alone_is_not_told_to_split_idle(capsys):
 ORT_SAMPLE = SAMPLES / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (perf17): --range model_run on an ORT profile names the very ranges the "
-    "default takes (whose first 10, the sidecar's warm-up, the default drops), yet keeps all 30 and warns "
-    "'the sidecar's warm-up runs are counted in its 'iteration' ranges, not in these 'model_run' ones'",
-)
 def test_naming_the_default_range_keeps_the_default_warmup_rule():
     import tracekit
 
