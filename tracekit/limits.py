@@ -350,6 +350,22 @@ def stop_memory_ceiling() -> None:
         _watchdog = None
 
 
+def can_fork() -> bool:
+    """Whether a worker may be forked from this process: on Linux, with polars not loaded (its threads do not
+    survive a fork) and no thread but the main one and the memory watchdog (which the caller pauses while it
+    forks: :func:`watchdog_paused`), counted in ``/proc/self/task`` so that a native library's threads count
+    too. The ``tracekit`` program before its analysis is such a process; a notebook is not."""
+    if not sys.platform.startswith("linux") or "polars" in sys.modules:
+        return False
+    others = watchdog_threads()
+    if threading.active_count() - others != 1:
+        return False
+    try:
+        return len(os.listdir("/proc/self/task")) - others == 1
+    except OSError:
+        return False
+
+
 def watchdog_threads() -> int:
     """How many threads of this process are the memory watchdog's (0 or 1)."""
     thread = _watchdog.thread if _watchdog is not None else None

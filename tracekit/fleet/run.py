@@ -367,23 +367,16 @@ def _in_pool(
 
 
 def start_method() -> str:
-    """How the pool's workers start: ``"fork"`` (forked from this process) where that is safe: on Linux, with
-    polars not loaded here and no thread in this process but the main one and the memory watchdog (paused
-    while the workers are forked: :func:`_workers_forked`), counted from ``/proc/self/task`` so that a native
-    library's threads count too; else ``"forkserver"`` (a notebook, whose kernel runs threads and has polars
-    loaded). The ``tracekit`` program is such a process (it loads polars only in the analysis, which
-    ``--jobs N`` leaves to the workers): forked workers save the fork server and multiprocessing's resource
-    tracker (~30 MB of a run's peak, and the tracker's "leaked semaphore" warnings), and a Ctrl-C while the
-    pool starts finds no server to interrupt halfway."""
+    """How the pool's workers start: ``"fork"`` (forked from this process) where that is safe
+    (:func:`tracekit.limits.can_fork`: polars not loaded here, no thread but the memory watchdog, paused while
+    the workers are forked: :func:`_workers_forked`), else ``"forkserver"`` (a notebook, whose kernel runs
+    threads and has polars loaded). The ``tracekit`` program is such a process (it loads polars only in the
+    analysis, which ``--jobs N`` leaves to the workers): forked workers save the fork server and
+    multiprocessing's resource tracker (~30 MB of a run's peak, and the tracker's "leaked semaphore"
+    warnings), and a Ctrl-C while the pool starts finds no server to interrupt halfway."""
     from tracekit import limits
 
-    if not sys.platform.startswith("linux") or "polars" in sys.modules:
-        return "forkserver"
-    try:
-        threads = len(os.listdir("/proc/self/task"))
-    except OSError:
-        return "forkserver"
-    return "fork" if threads == 1 + limits.watchdog_threads() else "forkserver"
+    return "fork" if limits.can_fork() else "forkserver"
 
 
 def _workers_forked(context: Any) -> contextlib.AbstractContextManager[None]:
