@@ -207,6 +207,7 @@ from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
 from tracekit.readers.kineto_wire import WireChunk
 from tracekit.readers.nesting import nesting_depth
+from tracekit.readers.timestamps import far_events
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -1859,6 +1860,31 @@ def _without_unplaced_events(path: Path, x_events: pl.DataFrame, warnings: list[
     return x_events.filter(~unplaced)
 
 
+def _without_far_events(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``x_events`` without the device ops and API calls stamped impossibly far from the rest of the trace
+    (an hour from every other event, or with an end past int64:
+    :func:`tracekit.readers.timestamps.far_events`), with one warning; the other events (annotations,
+    operators) place the trace. A kernel at ts 9.2e15 µs, 292 years after its launch, was read as an
+    iteration of 9.2e12 ms."""
+    if x_events.is_empty():
+        return x_events
+    kinds = x_events.select(
+        op=pl.col("cat_l").is_in(list(OP_CATEGORIES)), call=pl.col("cat_l").is_in(list(API_CATEGORIES))
+    )
+    start, dur = x_events.get_column("start"), x_events.get_column("dur_ns")
+    is_op, is_call = kinds.get_column("op"), kinds.get_column("call")
+    nulls = pl.Series(values=[None] * x_events.height, dtype=start.dtype)
+    far, warning = far_events(
+        {"device ops": start.zip_with(is_op, nulls), "API calls": start.zip_with(is_call, nulls)},
+        anchors=[start.zip_with(~(is_op | is_call), nulls)],
+        durations={"device ops": dur, "API calls": dur},
+    )
+    if warning is None:
+        return x_events
+    warnings.append(warning)
+    return x_events.filter(~(far["device ops"] | far["API calls"]))
+
+
 def _legacy_export(path: Path) -> bool:
     """Whether the file is the legacy autograd profiler's chrome trace (``EventList.export_chrome_trace``:
     complete events without a category, host ones of pid :data:`LEGACY_PID`). A second pass over the file,
@@ -2329,6 +2355,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
 
     x_events = _without_unplaced_events(path, x_events, warnings)
     x_events = _lost_ends(x_events, warnings)
+    x_events = _without_far_events(x_events, warnings)
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
     scopes = None
     gpu_program = None

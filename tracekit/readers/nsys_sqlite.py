@@ -140,6 +140,7 @@ from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics, sampling_period_ns
 from tracekit.readers.nsys_meta import export_meta, gpu_table, per_process_numbering
 from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
+from tracekit.readers.timestamps import far_events
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 #: Largest kernel or API table (rows) read side by side with the other (one thread each,
@@ -1697,6 +1698,29 @@ def _profiler_overhead(
     )
 
 
+def _without_far_events(
+    export: Database, ops: pl.DataFrame, api: pl.DataFrame | None, warnings: list[str]
+) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+    """``ops`` and ``api`` without the device ops and calls stamped impossibly far from the rest of the
+    export (:func:`tracekit.readers.timestamps.far_events`): outside the capture that ``ANALYSIS_DETAILS``
+    says ran from the session clock's 0 to its ``duration``, or an hour from every other op and call, with one
+    warning. (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
+    the launch delay around to +2^63.)"""
+    ends = _session_ends(export)
+    capture = (0, max(ends)) if ends else None
+    starts = {"device ops": ops.get_column("start")}
+    if api is not None:
+        starts["API calls"] = api.get_column("start")
+    far, warning = far_events(starts, capture=capture)
+    if warning is None:
+        return ops, api
+    warnings.append(warning)
+    ops = ops.filter(~far["device ops"])
+    if api is not None:
+        api = api.filter(~far["API calls"])
+    return ops, api
+
+
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
     warnings: list[str] = list(export.notes)
     untimed: dict[str, int] = {}
@@ -1718,6 +1742,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ops = _read_ops(export, strings, path, read_cols, warnings, step, untimed)
         api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
 
+    ops, api = _without_far_events(export, ops, api, warnings)
     if api is not None:
         ops = _with_launching_process(ops, api, warnings)
         api = _calls_with_process(api, ops, warnings)

@@ -1,0 +1,146 @@
+"""Timestamps impossibly far from the rest of a trace: one rule for every reader that places events in time
+(Nsight Systems SQLite, Kineto).
+
+A damaged row or an exporter's bug can stamp one device op 292 years after the others (a start of 2^63 - 807
+ns in an nsys export, ``"ts": 9.2e15`` in a Kineto trace, -2^63 ns). Read as it is, that op stretches its
+iteration to 292 years (an "unsynchronized" latency of 9.2e12 ms, a framework-bound verdict with no doubt),
+takes every ``--split-idle`` window's kernels with it, and wraps int64 arithmetic downstream. No profiler
+records an op an hour away from everything else it recorded in the same capture, so such events are left
+out, with one warning that counts them and says where they were:
+
+- where the trace says when its capture ran (nsys: ``ANALYSIS_DETAILS``, the session clock's 0 to its
+  ``duration``), an event starting more than :data:`CAPTURE_SLACK_NS` before the capture began or after it
+  ended (every real export's device ops and calls lie within it: checked on the eleven real and sample
+  exports, none is off by a nanosecond);
+- in any trace, an event more than :data:`FAR_NS` from the main group of events: the starts of every event
+  (those that may be left out and the ``anchors``, the ranges) sorted and cut where two neighbours lie more
+  than :data:`FAR_NS` apart; the largest group is the trace. Only relative: Kineto stamps events in epoch
+  microseconds (~1.7e15 µs), so no absolute bound holds.
+
+Only a minority is ever left out: a kind of event (device ops, API calls) of which half or more would go is
+kept whole (a device clock other than the host's is a different problem, said by the analysis' clock
+checks), and so is everything when no group holds more than half the events.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+import polars as pl
+
+#: how far (ns) an event may lie from the main group of a trace's events: an hour (a profiler's capture of one
+#: process holds no silence that long: a scheduled profiler writes one trace per active cycle)
+FAR_NS = 3_600 * 10**9
+#: how far (ns) an event may start outside the capture the trace says it made: a minute
+CAPTURE_SLACK_NS = 60 * 10**9
+
+
+def _points(series: pl.Series) -> np.ndarray:
+    """The non-null values of ``series`` as float64 (distances of an hour need no nanosecond precision, and
+    float64 differences of int64 times cannot wrap around)."""
+    return series.drop_nulls().cast(pl.Float64).to_numpy()
+
+
+def main_group(starts: Sequence[pl.Series]) -> tuple[float, float] | None:
+    """[first, last] start (ns) of the largest group of ``starts`` (groups cut where two neighbouring starts
+    lie more than :data:`FAR_NS` apart); None when all starts form one group, or no group holds more than half
+    of them."""
+    points = np.concatenate([_points(s) for s in starts]) if starts else np.empty(0)
+    if points.size < 2:
+        return None
+    points.sort()
+    cuts = np.flatnonzero(np.diff(points) > FAR_NS)
+    if cuts.size == 0:
+        return None
+    bounds = np.concatenate(([0], cuts + 1, [points.size]))
+    sizes = np.diff(bounds)
+    best = int(np.argmax(sizes))
+    if sizes[best] * 2 <= points.size:
+        return None
+    return float(points[bounds[best]]), float(points[bounds[best + 1] - 1])
+
+
+def _distance(ns: float) -> str:
+    """``ns`` as the largest whole unit that fits (years, days, hours)."""
+    for unit, size in (("years", 365.25 * 86_400e9), ("days", 86_400e9), ("hours", 3_600e9)):
+        if ns >= size:
+            return f"{ns / size:,.0f} {unit}"
+    return f"{ns / 1e9:,.0f} s"
+
+
+def far_events(
+    starts: Mapping[str, pl.Series],
+    anchors: Sequence[pl.Series] = (),
+    capture: tuple[int, int] | None = None,
+    durations: Mapping[str, pl.Series] | None = None,
+) -> tuple[dict[str, pl.Series], str | None]:
+    """Which events lie impossibly far from the rest of the trace (see the module doc), and the warning that
+    says so (None when none does).
+
+    ``starts``: a noun ("device ops", "API calls") -> the start times (ns, nulls allowed: a null is never far)
+    of events that may be left out; ``anchors``: start times of the trace's other events (ranges), which
+    place the trace but are never left out; ``capture``: (start, end) of the capture on the trace's clock (ns),
+    when the trace says it; ``durations``: per noun, the durations (ns) where the reader computes the ends as
+    start + duration (an end past int64, which would wrap around to a negative time, makes an event far as
+    well). Returns a boolean Series per noun (True: leave it out), of its input's
+    length."""
+    group = main_group([*starts.values(), *anchors])
+    far: dict[str, pl.Series] = {}
+    parts: list[str] = []
+    #: the first far event of each reason (capture, group, end), with its noun's order
+    examples: dict[str, int] = {}
+    for noun, series in starts.items():
+        values = series.cast(pl.Float64)
+        none = pl.Series(noun, np.zeros(series.len(), dtype=bool))
+        reasons = {"capture": none, "group": none, "end": none}
+        if capture is not None:
+            lo, hi = capture[0] - CAPTURE_SLACK_NS, capture[1] + CAPTURE_SLACK_NS
+            reasons["capture"] = ((values < lo) | (values > hi)).fill_null(False)
+        if group is not None:
+            reasons["group"] = ((values < group[0] - FAR_NS) | (values > group[1] + FAR_NS)).fill_null(False)
+        if durations is not None and noun in durations:
+            # (in float64: start + duration cannot wrap around there)
+            reasons["end"] = ((values + durations[noun].cast(pl.Float64)) >= 2.0**63).fill_null(False)
+        mask = reasons["capture"] | reasons["group"] | reasons["end"]
+        count = int(mask.sum())
+        total = series.len() - series.null_count()
+        if not count or count * 2 >= total:
+            far[noun] = none
+            continue
+        far[noun] = mask
+        parts.append(f"{count:,} {noun}")
+        for reason, found in reasons.items():
+            at = series.filter(found)
+            if at.len() and reason not in examples:
+                late = reason == "end" or float(at.max()) > (group[1] if reason == "group" else capture[1])  # type: ignore[index]
+                examples[reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
+    if not parts:
+        return far, None
+    if "capture" in examples:
+        assert capture is not None
+        t = examples["capture"]
+        edge = capture[1] if t > capture[1] else capture[0]
+        where = (
+            f"outside the capture (which the trace says ran from {capture[0]:,} to {capture[1]:,} ns), e.g. one "
+            f"at {t:,} ns, {_distance(abs(t - edge))} {'after its end' if t > edge else 'before its start'}"
+        )
+    elif "group" in examples:
+        assert group is not None
+        t = examples["group"]
+        edge = group[1] if t > group[1] else group[0]
+        where = (
+            f"more than an hour from every other event (the others lie from {group[0]:,.0f} to "
+            f"{group[1]:,.0f} ns), e.g. one at {t:,} ns, {_distance(abs(t - edge))} "
+            f"{'after' if t > edge else 'before'} them"
+        )
+    else:
+        where = (
+            f"with an end past 2^63 ns (292 years: start + duration; e.g. one starting at {examples['end']:,} ns), "
+            "which would wrap around to a negative time"
+        )
+    return far, (
+        f"{' and '.join(parts)} stamped {where}, left out: no profiler records an event so far from the rest "
+        "of its capture (a damaged row or an exporter's bug), and read as it is one such time becomes an "
+        "iteration's latency"
+    )
