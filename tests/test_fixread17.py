@@ -219,3 +219,47 @@ def test_main_group_and_who_is_left_out() -> None:
         "1 API calls stamped more than an hour from every other event (the others lie from 0 to 5 ns), e.g. "
         "one at 32,400,000,000,000 ns, 9 hours after them, left out"
     )
+
+
+# ------------------------------------------------------------------- 2. traceEvents twice
+
+
+@pytest.mark.parametrize("order", ["full first", "empty first"])
+@pytest.mark.parametrize("encoding", ["utf-8", "utf-16"], ids=["streamed", "read whole"])
+def test_kineto_two_trace_events_keys_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], order: str, encoding: str
+) -> None:
+    """hostile17's test_kineto_two_trace_events_keys_are_not_read_silently: '{"traceEvents": [4 iterations],
+    "traceEvents": []}' read 4 iterations (JSON.parse and Python's json keep the last: none), the other order
+    'nothing to analyze'. Now one line; the same in UTF-16 (the document read whole, not streamed)."""
+    full = json.dumps(small_trace_events())
+    body = (
+        f'"traceEvents": {full}, "traceEvents": []'
+        if order == "full first"
+        else f'"traceEvents": [], "traceEvents": {full}'
+    )
+    path = tmp_path / "twice.synthetic.json"
+    path.write_bytes(("{" + body + "}").encode(encoding))
+    code, _, err = _json(capsys, str(path))
+    assert code == 2, err
+    assert _one_line(err, path).endswith(
+        "the document holds the key traceEvents twice at its top level: JSON readers disagree on which array is "
+        "the trace (JSON.parse and Python's json keep the last, a streaming reader reads the first), so neither "
+        "is read: keep one"
+    )
+
+
+def test_kineto_trace_events_twice_inside_an_event_is_no_refusal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Only the top level counts: an event whose args name traceEvents twice reads as the base."""
+    events = small_trace_events()
+    text = json.dumps({"traceEvents": events}).replace(
+        '"args": {"correlation": 1,', '"args": {"traceEvents": 1, "traceEvents": 2, "correlation": 1,', 1
+    )
+    assert text.count('"traceEvents"') == 3
+    path = tmp_path / "args.synthetic.json"
+    path.write_text(text)
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert _latencies(doc) == [0.9] * 4 and doc["warnings"] == []

@@ -302,6 +302,33 @@ def normalize_json_bytes(raw: bytes, path: Path) -> bytes:
     return raw
 
 
+#: the one line for a document whose top level holds ``traceEvents`` twice (RFC 8259: names SHOULD be unique,
+#: and readers then differ: JSON.parse and Python's json keep the last, tracekit's streaming reader had read the
+#: first without a word, 4 iterations that a JSON reader never sees, or none of them)
+TRACE_EVENTS_TWICE = (
+    "the document holds the key traceEvents twice at its top level: JSON readers disagree on which array is "
+    "the trace (JSON.parse and Python's json keep the last, a streaming reader reads the first), so neither is "
+    "read: keep one"
+)
+
+
+def _trace_events_twice(data: bytes) -> bool:
+    """Whether the JSON object text ``data`` (valid) names ``traceEvents`` twice at its top level (read with
+    Python's json, for the rare document read whole whose text holds the name twice)."""
+    last = 0
+
+    def count(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        nonlocal last
+        last = sum(key == "traceEvents" for key, _ in items)
+        return {}
+
+    try:  # (every object's pairs are counted as it closes: the top-level object closes last)
+        json.loads(data, object_pairs_hook=count)
+    except (ValueError, RecursionError):
+        return False
+    return last > 1
+
+
 def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw | bytes]:
     """(header, events array text) of a Kineto document: the header holds the decoded top-level values
     except ``traceEvents``; the array is the raw ``[...]`` text. Validates the whole JSON text.
@@ -324,6 +351,8 @@ def split_document(data: bytes, path: Path) -> tuple[dict[str, Any], msgspec.Raw
         except UnicodeDecodeError as exc:
             raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
     if isinstance(top, dict):
+        if data.count(b'"traceEvents"') > 1 and _trace_events_twice(data):
+            raise TraceFormatError(TRACE_EVENTS_TWICE, path)
         events = top.pop("traceEvents", None)
         if events is None or not bytes(memoryview(events)[:1]).startswith(b"["):
             raise TraceFormatError(f"not a Kineto trace: no traceEvents{_own_output(top)}", path)

@@ -421,6 +421,8 @@ def stream_events(
         pos = found[1] - text.dropped
         head = {}
     tail = yield from _chunks(text, pos, path, progress, lenient, stop, start)
+    if "traceEvents" in head or "traceEvents" in tail:
+        raise TraceFormatError(kd.TRACE_EVENTS_TWICE, path)
     if header is not None:
         header.update({k: kd.decode_header_value(v) for k, v in {**head, **tail}.items()})
 
