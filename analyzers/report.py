@@ -51,7 +51,7 @@ from typing import TYPE_CHECKING, Any
 import polars as pl
 
 from tracekit.analyzers.attribution import ALREADY_GRAPHS, Projection, projection
-from tracekit.analyzers.identify import INFERRED_SOURCES
+from tracekit.analyzers.identify import INFERRED_SOURCES, UNCERTAIN
 from tracekit.analyzers.iterations import SLOW_START_MARK
 from tracekit.analyzers.recommendations import Recommendation, recommend
 from tracekit.analyzers.stability import Measurement, difference, measure
@@ -198,6 +198,10 @@ def config_row(analyzed: Analysis) -> dict[str, Any]:
         else None,
         "profiler": config.profiler,
         "synthetic": config.synthetic,
+        # the batch sizes its sources give (a value in doubt: no sweep figure is drawn from it)
+        "_batch_candidates": list(config.uncertain.get("batch_size", ()))
+        if config.sources.get("batch_size") == UNCERTAIN
+        else None,
         "iterations": summary.iterations,
         "skipped_iterations": analyzed.skipped,
         "synchronized": summary.synchronized,
@@ -410,7 +414,7 @@ def build_report(
     warnings: list[str] = []
     seen: set[tuple[Any, ...]] = set()
     kept: list[dict[str, Any]] = []
-    for row in rows:
+    for row in _without_repeats(rows, warnings):
         key = config_key(row)
         if row["batch_size"] is not None and key in seen:
             identity = ", ".join(f"{k} {row.get(k)}" for k in SWEEP_IDENTITY if row.get(k) is not None)
@@ -434,7 +438,13 @@ def build_report(
             row.setdefault(key, None)
         lat, batch = row["latency_ms"], row["batch_size"]
         row["throughput_per_s"] = batch / lat * 1e3 if lat and batch is not None else None
-        if batch is None:
+        if batch is None and row.get("_batch_candidates"):
+            warnings.append(
+                f"{row['path']}: batch size uncertain (its sources give "
+                f"{' and '.join(map(str, row['_batch_candidates']))}); left out of sweeps: no throughput or "
+                "plateau is drawn from it"
+            )
+        elif batch is None:
             warnings.append(
                 f"{row['path']}: batch size unknown (no run.json or .meta.json); left out of sweeps"
             )
@@ -481,6 +491,46 @@ def build_report(
     base_settings = {"plateau_tolerance": plateau_tolerance, "bound_threshold": bound_threshold}
     base_settings.update(settings or {})
     return SweepReport(kept, sweeps, recommendations, base_settings, warnings)
+
+
+def _file_identity(path: Any) -> tuple[int, int] | None:
+    """The file ``path`` is (device, inode: a link and another spelling of one path are one file), or None."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except (OSError, TypeError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _without_repeats(rows: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
+    """``rows`` with each trace file's first row only (one recording is one configuration: the same file given
+    twice, or by a link, had been two sweep points), and a warning in ``warnings`` for each repeat. Where the
+    repeat is labelled another batch size, the kept row's batch size is in doubt: no sweep figure is drawn
+    from it (batch 1's trace again as batch 2 had read 'on the plateau, 2.0x the throughput')."""
+    firsts: dict[tuple[int, int], dict[str, Any]] = {}
+    out = []
+    for row in rows:
+        key = _file_identity(row.get("path"))
+        first = firsts.get(key) if key is not None else None
+        if first is None:
+            if key is not None:
+                firsts[key] = row
+            out.append(row)
+            continue
+        text = (
+            f"{row['path']} is the same recording as {first['path']} (the same file twice or a link to it): "
+        )
+        given = list(first.get("_batch_candidates") or [first["batch_size"]])
+        if row["batch_size"] not in given and row["batch_size"] is not None and None not in given:
+            first["_batch_candidates"] = [*given, row["batch_size"]]
+            first["batch_size"] = None
+            text += f"counted once, its batch size uncertain ({' or '.join(map(str, first['_batch_candidates']))})"
+        else:
+            text += "counted once"
+        warnings.append(text)
+    return out
 
 
 def _state_word(significant: bool | None, ratio: float | None) -> str | None:

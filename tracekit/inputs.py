@@ -73,7 +73,11 @@ class TraceInput:
     the latency measured with the profiler off (mean, median, interval, ...; None: not recorded); ``ncu``: an
     Nsight Compute trace of the same configuration (``tracekit table`` joins it); ``notes``: what resolving
     the input found that its analysis should say (a duplicate entry of run.json left out in its favour): they
-    join its configuration's warnings (:attr:`TraceConfig.inference_warnings`)."""
+    join its configuration's warnings (:attr:`TraceConfig.inference_warnings`); ``disputed``: configuration
+    values (batch size, sequence length) that run.json gives differently for this one trace (two configurations naming
+    it), each with every value given: :meth:`TraceConfig.resolve` does not trust them (``uncertain: sources
+    disagree``), as it does not a value run.json and the sidecar give differently
+    (:func:`stated_disagreements`)."""
 
     path: Path
     format: str | None = None
@@ -90,6 +94,7 @@ class TraceInput:
     sidecar: Mapping[str, Any] = field(default_factory=dict, repr=False)
     ncu: Path | None = None
     notes: tuple[str, ...] = ()
+    disputed: Mapping[str, tuple[Any, ...]] = field(default_factory=dict, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "path", Path(self.path))
@@ -229,6 +234,7 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
     run = load_run(path)
     out: list[TraceInput] = []
     first: dict[tuple[int, int], int] = {}  # (batch size, seq len) -> index into ``out``
+    named: dict[Any, int] = {}  # the trace file (_file_key) -> index into ``out``
     numbers: list[int] = []  # each input's index in run.json's configs
     for number, config in enumerate(run["configs"]):
         if config.get("status", "ok") != "ok":
@@ -248,7 +254,15 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
             )
             out[kept] = replace(out[kept], notes=(*out[kept].notes, note))
             continue
+        same = _file_key(trace)
+        if same in named:
+            kept = named[same]
+            out[kept] = _named_twice(
+                out[kept], config, f"{path / RUN_FILE}: configs[{number}]", numbers[kept]
+            )
+            continue
         ncu = path / traces["ncu"] if traces.get("ncu") and profiler != "ncu" else None
+        named[same] = len(out)
         first[key] = len(out)
         numbers.append(number)
         out.append(
@@ -270,6 +284,39 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
             )
         )
     return _with_incompleteness(path, run, out)
+
+
+def _file_key(path: Path) -> Any:
+    """What tells one trace file from another: its device and inode (two spellings of a path, a link to it),
+    else its absolute path (a file that does not exist: its reader says so)."""
+    import os
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return os.path.abspath(path)
+    return (st.st_dev, st.st_ino)
+
+
+def _named_twice(item: TraceInput, config: Mapping[str, Any], where: str, number: int) -> TraceInput:
+    """``item`` (run.json's configs[``number``]) when another configuration of run.json (``where``, of
+    ``config``) names the same trace: one recording cannot be of two configurations, so it is analyzed once,
+    and each value the two give differently (batch size, sequence length) is disputed (not trusted: a batch-2
+    configuration given batch 1's trace had been reported as batch 2 with batch 1's numbers, twice the
+    throughput on a plateau never measured)."""
+    disputed = {k: tuple(v) for k, v in item.disputed.items()}
+    differ = []
+    for key in ("batch_size", "seq_len"):
+        values = disputed.get(key) or (getattr(item, key),)
+        if config[key] not in values:
+            disputed[key] = (*values, config[key])
+            differ.append(key.replace("_", " "))
+    note = (
+        f"{where} (batch {config['batch_size']}, seq {config['seq_len']}) names the same trace as "
+        f"configs[{number}] (batch {item.batch_size}, seq {item.seq_len}), {item.path.name}: one recording "
+        "cannot be of both; analyzed once" + (f", its {' and '.join(differ)} uncertain" if differ else "")
+    )
+    return replace(item, notes=(*item.notes, note), disputed=disputed)
 
 
 #: run.json ``status`` values of a collection that did not finish (``collect`` writes them)
@@ -508,6 +555,42 @@ def _runtime_contradicted(stated: str, source: str, trace: Trace) -> tuple[tuple
     )
 
 
+#: The configuration values a sweep is drawn from (its axes), which :func:`stated_disagreements` checks: a
+#: runtime that run.json and the trace disagree on is said by :func:`_runtime_contradicted`.
+DIMENSIONS = ("batch_size", "seq_len")
+
+
+def stated_disagreements(item: TraceInput) -> tuple[dict[str, tuple[Any, ...]], tuple[str, ...]]:
+    """The batch size and sequence length (:data:`DIMENSIONS`) stated of ``item`` that its sources give differently, each
+    with every value given, and one warning each: run.json against the trace's own sidecar ``.meta.json`` (a
+    hand-edited run.json, or a configuration given another one's trace: run.json's batch 8 for the trace whose
+    sidecar says batch 2 had been reported as batch 8, four times the throughput), and the values run.json
+    gives differently for one trace (:attr:`TraceInput.disputed`). A disputed value is not used
+    (:meth:`TraceConfig.resolve`: ``uncertain: sources disagree``, as :func:`tracekit.analyzers.identify.settle`
+    has it of inferred values), so that no sweep figure is drawn from it."""
+    disputes = {key: tuple(values) for key, values in item.disputed.items() if key in DIMENSIONS}
+    warnings = []
+    for key in DIMENSIONS:
+        stated, said = getattr(item, key), item.sidecar.get(key) if item.stated_by == FROM_RUN else None
+        words = key.replace("_", " ")
+        if key in disputes:
+            given = disputes[key]
+            extra = f"; sidecar .meta.json: {said}" if said is not None else ""
+            if said is not None and said not in given:
+                disputes[key] = (*given, said)
+            warnings.append(
+                f"{words} uncertain, sources disagree: run.json gives this one trace "
+                f"{' and '.join(map(str, given))}{extra}; none is used"
+            )
+        elif stated is not None and said is not None and said != stated:
+            disputes[key] = (stated, said)
+            warnings.append(
+                f"{words} uncertain, sources disagree: {stated} {FROM_RUN} vs {said} {FROM_SIDECAR} "
+                f"({sidecar_meta_path(item.path).name}); neither is used"
+            )
+    return disputes, tuple(warnings)
+
+
 #: A reader's format -> the profiler that wrote it, in ``tracekit collect --profiler`` words (run.json's
 #: ``traces`` keys and the sidecars' ``profiler``), so that a trace's profiler has one spelling whichever
 #: source names it: a Kineto file alone (format ``kineto``) and one in a run directory (``torch``) had been
@@ -580,7 +663,12 @@ class TraceConfig:
                 values[key], sources[key] = meta[key], FROM_TRACE_META
         evidence: dict[str, str] = {}
         uncertain: dict[str, tuple[Any, ...]] = {}
-        warnings: tuple[str, ...] = ()
+        disputes, warnings = stated_disagreements(item)
+        if disputes:
+            from tracekit.analyzers.identify import UNCERTAIN
+
+            for key, candidates in disputes.items():  # in doubt: never inferred over, never a silent pick
+                values[key], sources[key], uncertain[key] = None, UNCERTAIN, candidates
         if trace is not None and any(key not in values for key in INFERABLE):
             from tracekit.analyzers.identify import identify
 
@@ -591,8 +679,8 @@ class TraceConfig:
                     values[key], sources[key], evidence[key] = found.value, found.source, found.evidence
                     if found.uncertain:
                         uncertain[key] = tuple(found.candidates or (found.value,))
-            warnings = tuple(w for key, w in identity.warnings.items() if key in evidence)
-        if trace is not None and "runtime" in values and "runtime" not in evidence:
+            warnings += tuple(w for key, w in identity.warnings.items() if key in evidence)
+        if trace is not None and values.get("runtime") is not None and "runtime" not in evidence:
             contradiction = _runtime_contradicted(values["runtime"], sources["runtime"], trace)
             if contradiction is not None:
                 uncertain["runtime"] = contradiction[0]

@@ -1,0 +1,215 @@
+"""Round 17 fixes of hostile17's defects in the inputs, runs, simulate, cache and report (fixinputs17): run.json
+against the trace's sidecar, one trace named for two configurations, sidecars that do not parse, simulate's
+parameters, the cache's stored warnings and folder, and a folder of report outputs.
+
+Every trace is hand-built in pytest's temporary folder (names say "synthetic"): the Kineto trace of
+tests/hostile.py (4 iterations of a 0.9 ms 'iteration' annotation, ``kernels`` launches of kernels of 10 µs
+each: latency 0.9 ms, GPU busy kernels x 0.01 ms), so a batch size of B gives a throughput of B / 0.9 ms.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.hostile import run_cli as _run
+from tests.hostile import small_trace_events
+from tracekit.inputs import TraceConfig, resolve_inputs
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _one_line(err: str, path: str | Path) -> str:
+    """The one line of a refusal: it names ``path``; no traceback, no internal error."""
+    assert "Traceback" not in err and "internal error" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("tracekit: ") and str(path) in lines[0], err
+    return lines[0]
+
+
+def _kineto(path: Path, kernels: int = 3) -> Path:
+    path.write_text(json.dumps({"traceEvents": small_trace_events(kernels=kernels)}))
+    return path
+
+
+def _run_dir(tmp_path: Path, configs: list[tuple[int, str]], sidecars: dict[str, int]) -> Path:
+    """A run folder (SYNTHETIC) with the Kineto traces ``pytorch_b1_s128.synthetic.json`` (3 kernels) and
+    ``pytorch_b2_s128.synthetic.json`` (2 kernels: another file), sidecars stating the batch sizes of
+    ``sidecars`` (trace name -> batch), and a run.json of ``configs`` (batch size, trace name), seq 128."""
+    run = tmp_path / "run"
+    run.mkdir()
+    for batch, kernels in ((1, 3), (2, 2)):
+        _kineto(run / f"pytorch_b{batch}_s128.synthetic.json", kernels)
+    for name, batch in sidecars.items():
+        meta = {"runtime": "pytorch", "batch_size": batch, "seq_len": 128, "synthetic": True}
+        (run / name.replace(".json", ".meta.json")).write_text(json.dumps(meta))
+    doc = {
+        "kind": "simulate",
+        "runtime": "pytorch",
+        "model": "synthetic-model",
+        "synthetic": True,
+        "configs": [
+            {"batch_size": batch, "seq_len": 128, "status": "ok", "traces": {"torch": name}}
+            for batch, name in configs
+        ],
+    }
+    (run / "run.json").write_text(json.dumps(doc))
+    return run
+
+
+def _report_rows(
+    capsys: pytest.CaptureFixture[str], run: Path, out: Path
+) -> tuple[list[dict[str, str]], str]:
+    code, _, err = _run(capsys, "report", str(run), "-o", str(out), "--no-figures", "-q", "--format", "csv")
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO((out / "report.csv").read_text())))
+    return rows, err
+
+
+B1, B2 = "pytorch_b1_s128.synthetic.json", "pytorch_b2_s128.synthetic.json"
+
+# ------------------------------------------------------------------- 1. run.json against the trace's sidecar
+
+
+def test_run_json_and_the_sidecar_disagreeing_on_the_batch_leave_it_uncertain(tmp_path: Path) -> None:
+    """run.json says batch 8 for the trace whose sidecar says 2: the batch size is in doubt (None, both values
+    its candidates, 'uncertain: sources disagree'), said in one warning; batch 1 (both agree) is as stated."""
+    run = _run_dir(tmp_path, [(1, B1), (8, B2)], {B1: 1, B2: 2})
+    one, two = resolve_inputs([run])
+    first, second = (TraceConfig.resolve(item, {}, None) for item in (one, two))
+    assert (first.batch_size, first.sources["batch_size"], first.inference_warnings) == (
+        1,
+        "from run.json",
+        (),
+    )
+    assert second.batch_size is None
+    assert second.sources["batch_size"] == "uncertain: sources disagree"
+    assert second.uncertain == {"batch_size": (8, 2)}
+    assert second.inference_warnings == (
+        "batch size uncertain, sources disagree: 8 from run.json vs 2 from sidecar .meta.json "
+        "(pytorch_b2_s128.synthetic.meta.json); neither is used",
+    )
+    assert (second.runtime, second.seq_len) == ("pytorch", 128)
+
+
+def test_report_draws_no_throughput_from_a_batch_its_sources_disagree_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: batch 8 with throughput 8888.9 /s (8 / 0.9 ms) 'on' the plateau, no word. Now: batch 1's row
+    1111.1 /s; the other row without batch size, throughput or plateau state, and two warnings naming it."""
+    run = _run_dir(tmp_path, [(1, B1), (8, B2)], {B1: 1, B2: 2})
+    rows, err = _report_rows(capsys, run, tmp_path / "out")
+    assert [(r["batch_size"], r["throughput_per_s"], r["plateau_state"]) for r in rows] == [
+        ("1", "1111.11111111", "on"),
+        ("", "", ""),
+    ]
+    assert rows[1]["latency_ms"] == "0.9" and rows[1]["path"].endswith(B2)
+    said = [line for line in err.splitlines() if B2 in line]
+    assert said == [
+        f"warning: {run / B2}: batch size uncertain (its sources give 8 and 2); left out of sweeps: no "
+        "throughput or plateau is drawn from it",
+        f"warning: {run / B2}: batch size uncertain, sources disagree: 8 from run.json vs 2 from sidecar "
+        ".meta.json (pytorch_b2_s128.synthetic.meta.json); neither is used",
+    ]
+
+
+def test_one_trace_named_for_two_batch_sizes_is_one_row_whose_batch_is_in_doubt(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """run.json's batch-2 configuration names batch 1's trace (no sidecars): was two rows of 0.9 ms, 1111.1
+    and 2222.2 /s, both 'on' the plateau. Now one row (the trace analyzed once), no batch size, no throughput."""
+    run = _run_dir(tmp_path, [(1, B1), (2, B1)], {})
+    (item,) = resolve_inputs([run])
+    config = TraceConfig.resolve(item, {}, None)
+    assert (config.batch_size, config.uncertain, config.seq_len) == (None, {"batch_size": (1, 2)}, 128)
+    assert config.inference_warnings == (
+        "batch size uncertain, sources disagree: run.json gives this one trace 1 and 2; none is used",
+        f"{run / 'run.json'}: configs[1] (batch 2, seq 128) names the same trace as configs[0] (batch 1, seq "
+        f"128), {B1}: one recording cannot be of both; analyzed once, its batch size uncertain",
+    )
+    rows, err = _report_rows(capsys, run, tmp_path / "out")
+    assert [(r["batch_size"], r["throughput_per_s"], r["path"].endswith(B1)) for r in rows] == [
+        ("", "", True)
+    ]
+    assert "left out of sweeps: no throughput or plateau is drawn from it" in err
+
+
+def test_report_counts_one_file_given_twice_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The same trace given as two inputs, through a link named for batch 2 (no sidecars: the batch sizes are
+    the file names', 1 and 2): was two rows, 1111.1 and 2222.2 /s on one plateau. Now one row, its batch in
+    doubt, and the repeat named."""
+    trace = _kineto(tmp_path / B1)
+    link = tmp_path / B2
+    link.symlink_to(trace.name)
+    code, _, err = _run(
+        capsys, "report", str(trace), str(link), "-o", str(tmp_path / "out"), "--no-figures", "-q"
+    )
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "report.csv").read_text())))
+    assert [(r["batch_size"], r["throughput_per_s"]) for r in rows] == [("", "")]
+    assert (
+        f"warning: {link} is the same recording as {trace} (the same file twice or a link to it): counted "
+        "once, its batch size uncertain (1 or 2)"
+    ) in err.splitlines()
+
+
+# hostile17's tests 15 and 16 (tests/test_hostile17.py), without their strict xfail markers
+
+
+def test_hostile17_report_of_one_trace_named_for_two_batch_sizes_is_not_a_plateau(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "sim"
+    code, _, err = _run(
+        capsys,
+        "simulate",
+        "--runtime",
+        "pytorch",
+        "--iters",
+        "3",
+        "--batch-sizes",
+        "1,2",
+        "-o",
+        str(run),
+        "-q",
+    )
+    assert code == 0, err
+    doc = json.loads((run / "run.json").read_text())
+    doc["configs"][1]["traces"] = dict(doc["configs"][0]["traces"])
+    (run / "run.json").write_text(json.dumps(doc))
+    code, out, err = _run(capsys, "report", str(run), "-o", str(tmp_path / "out"), "--no-figures", "-q",
+                          "--format", "csv")  # fmt: skip
+    assert code == 0, err
+    assert "pytorch_b1_s128.synthetic" in err, err
+
+
+def test_hostile17_report_says_when_run_json_and_the_sidecar_disagree_on_the_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = tmp_path / "sim"
+    code, _, err = _run(
+        capsys,
+        "simulate",
+        "--runtime",
+        "pytorch",
+        "--iters",
+        "3",
+        "--batch-sizes",
+        "1,2",
+        "-o",
+        str(run),
+        "-q",
+    )
+    assert code == 0, err
+    doc = json.loads((run / "run.json").read_text())
+    doc["configs"][1]["batch_size"] = 8
+    (run / "run.json").write_text(json.dumps(doc))
+    code, out, err = _run(capsys, "report", str(run), "-o", str(tmp_path / "out"), "--no-figures", "-q",
+                          "--format", "csv")  # fmt: skip
+    assert code == 0, err
+    assert any("pytorch_b2_s128" in line and "batch" in line for line in err.splitlines()), err
