@@ -9,6 +9,7 @@ iterations of 0.9 ms with 3 kernels of 10 µs each.
 
 from __future__ import annotations
 
+import gzip
 import json
 import sqlite3
 from pathlib import Path
@@ -260,6 +261,47 @@ def test_kineto_trace_events_twice_inside_an_event_is_no_refusal(
     assert text.count('"traceEvents"') == 3
     path = tmp_path / "args.synthetic.json"
     path.write_text(text)
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert _latencies(doc) == [0.9] * 4 and doc["warnings"] == []
+
+
+# ------------------------------------------------------------------- 3. gzip with bytes appended
+
+
+@pytest.mark.parametrize("zeros", [0, 70_000], ids=["right after", "after zero padding"])
+def test_kineto_gzip_with_appended_bytes_says_what_follows(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], zeros: int
+) -> None:
+    """hostile17's test: a whole gzip member + b'garbage\\n' was 'damaged gzip file (Compressed file ended
+    before the end-of-stream marker was reached)': false. Now the words of tracekit/io.py's inflater, naming
+    the byte where the appended bytes begin (after any zero padding, which gzip itself skips: 70,000 zeros
+    span two of the reader's 64 KiB reads)."""
+    raw = json.dumps({"traceEvents": small_trace_events()}).encode()
+    member = gzip.compress(raw, mtime=0)
+    path = tmp_path / "appended.synthetic.json.gz"
+    path.write_bytes(member + b"\0" * zeros + b"garbage\n")
+    code, _, err = _json(capsys, str(path))
+    assert code == 2
+    line = _one_line(err, path)
+    assert "ended before the end-of-stream marker" not in line
+    at = len(member) + zeros
+    assert line.endswith(
+        f"damaged gzip file: bytes that are not gzip data follow its compressed data (from byte {at:,}: "
+        "b'garbage\\n'; gzip -d would say 'trailing garbage ignored'): something was appended to it; "
+        "recompress it (gzip -dc FILE | gzip > NEW)"
+    ), line
+
+
+def test_kineto_gzip_members_and_zero_padding_still_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What gzip -d reads reads: two members with 10 zero bytes between, and zeros after the last."""
+    text = json.dumps({"traceEvents": small_trace_events()}).encode()
+    path = tmp_path / "members.synthetic.json.gz"
+    path.write_bytes(
+        gzip.compress(text[:100], mtime=0) + b"\0" * 10 + gzip.compress(text[100:], mtime=0) + b"\0" * 9
+    )
     code, doc, err = _json(capsys, str(path))
     assert code == 0, err
     assert _latencies(doc) == [0.9] * 4 and doc["warnings"] == []

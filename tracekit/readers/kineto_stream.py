@@ -31,7 +31,7 @@ import msgspec
 
 from tracekit import limits
 from tracekit.errors import TraceFormatError
-from tracekit.io import collapse_padding, input_size, open_input
+from tracekit.io import _only_zeros, collapse_padding, input_size, open_input
 from tracekit.limits import InflateGuard, LimitError, format_size
 from tracekit.readers import json_value
 from tracekit.readers import kineto_json as kd
@@ -104,6 +104,7 @@ def _pieces(path: Path) -> Iterator[tuple[bytes, float]]:
                 if between:  # zero padding after a member runs on, or the next member starts
                     data = data.lstrip(b"\0")
                     if data:
+                        _member_follows(data, read - len(data), path)
                         between = False
                         inflater = _zlib.decompressobj(wbits=31)
                 while data:
@@ -114,6 +115,7 @@ def _pieces(path: Path) -> Iterator[tuple[bytes, float]]:
                     if inflater.eof and inflater.unused_data and not data:
                         data = inflater.unused_data.lstrip(b"\0")
                         if data:
+                            _member_follows(data, read - len(data), path)
                             inflater = _zlib.decompressobj(wbits=31)
                         else:
                             between = True
@@ -128,6 +130,15 @@ def _pieces(path: Path) -> Iterator[tuple[bytes, float]]:
             raise TraceFormatError(
                 "damaged gzip file (Compressed file ended before the end-of-stream marker was reached)", path
             )
+
+
+def _member_follows(data: bytes, at: int, path: Path) -> None:
+    """TraceFormatError unless ``data`` (at byte ``at`` of the file, after a gzip member and any zero bytes
+    that followed it) can begin another gzip member: bytes appended to a whole gzip file are said as the
+    ORT/ncu/SQLite inflater says them (:func:`tracekit.io._only_zeros`: 'bytes that are not gzip data follow
+    its compressed data ...'), not called a stream that ended before its end-of-stream marker."""
+    if not kd.GZIP_MAGIC.startswith(data[:2]):
+        _only_zeros(data, at, at, path)
 
 
 class _Text:
