@@ -10,6 +10,7 @@ from tracekit.analyzers.profiler_cost import findings
 from tracekit.analyzers.recommendations import (
     Recommendation,
     SweepView,
+    framework_overhead,
     headroom,
     launch_calls,
     profiler_perturbation,
@@ -483,3 +484,30 @@ def test_from_json_keeps_the_trend() -> None:
     text = "rose from 1 to 2 ms (medians of the first and last third of the kept iterations)"
     m = Measurement.from_json({"median": 1.5, "kept": 18, "count": 18, "trend": text, "unstable": True})
     assert m is not None and (m.trend, m.unstable, m.count, m.kept) == (text, True, 18, 18)
+
+
+def test_a_framework_overhead_of_exactly_half_the_latency_is_a_finding() -> None:
+    # 2 ms traced, 1 ms busy: overhead 1 ms, fraction 0.5 = 1 - the 0.5 threshold: "at least", a finding
+    # (kills `<=`); no other runtime measured, so no alternative is named
+    b1 = _gpu_row(1, 2.0, 1.0, framework_overhead_ms=1.0, framework_overhead_fraction=0.5)
+    rec = framework_overhead(_view({"batch_sizes": [1]}, [b1]))
+    assert rec is not None and (rec.kind, rec.batch_size) == ("framework_overhead", 1)
+    assert rec.numbers == {
+        "framework_overhead_fraction": 0.5,
+        "framework_overhead_ms": 1.0,
+        "gpu_busy_ms": 1.0,
+        "traced_latency_ms": 2.0,
+    }
+    assert rec.facts == {"latency_source": "traced", "verdict_uncertain": False}
+    b1 = _gpu_row(1, 2.0, 1.0001, framework_overhead_ms=0.9999, framework_overhead_fraction=0.49995)
+    assert framework_overhead(_view({"batch_sizes": [1]}, [b1])) is None
+
+
+def test_a_sweep_that_never_leaves_the_plateau_withholds_its_claim_on_an_unstable_set() -> None:
+    # batch 2's latency set is unstable: the claim that latency never leaves the plateau is withheld, with the
+    # reason (kills the "withheld" fact dropped)
+    rows = [_gpu_row(1, 2.0, 0.2), _gpu_row(2, 2.1, 0.4, latency_unstable=True)]
+    rec = transition(_view({"batch_sizes": [1, 2], "plateau": [1, 2], "transition_batch_size": None}, rows))
+    assert rec is not None and rec.batch_size is None
+    assert rec.facts["withheld"] == "the latency set of batch 2 is unstable (see its warning)"
+    assert rec.facts["last_plateau"] == 2
