@@ -305,3 +305,76 @@ def test_kineto_gzip_members_and_zero_padding_still_read(
     code, doc, err = _json(capsys, str(path))
     assert code == 0, err
     assert _latencies(doc) == [0.9] * 4 and doc["warnings"] == []
+
+
+# ------------------------------------------------------------------- 4. ncu CSV
+
+NCU_HEAD = ['"ID","Process ID","Kernel Name","gpu__time_duration.sum"', '"","","","usecond"']
+
+
+def _ncu(path: Path, values: list[str]) -> Path:
+    rows = [f'"{i}","7","k{i}","{v}"' for i, v in enumerate(values)]
+    path.write_text("\n".join([*NCU_HEAD, *rows]) + "\n")
+    return path
+
+
+@pytest.mark.parametrize("value", ["1 000", "1\u00a0000", "1'000", "n/a"])
+def test_ncu_unreadable_durations_are_not_called_a_missing_metric(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
+) -> None:
+    """hostile17's test: every gpu__time_duration.sum value unreadable was 'no kernel has gpu__time_duration.sum
+    (Duration), e.g. ncu --metrics without it ... collect it too'. Now: the values do not read."""
+    path = _ncu(tmp_path / "unreadable.synthetic.ncu.csv", [value] * 5)
+    code, _, err = _json(capsys, str(path))
+    assert code == 2
+    line = _one_line(err, path)
+    assert "collect it too" not in line and "without it" not in line
+    assert line.endswith(
+        f"none of the 5 values of gpu__time_duration.sum (the kernels' durations) reads as a number (e.g. "
+        f"{value!r}; tracekit reads numbers as ncu writes them, with ',' grouping thousands and '.' as the "
+        "decimal point): no kernel's duration is known; export the CSV again with LC_ALL=C (or collect the "
+        "kernels again, where ncu wrote n/a)"
+    ), line
+
+
+def test_ncu_one_unreadable_duration_among_good_ones_is_still_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _ncu(tmp_path / "one.synthetic.ncu.csv", ["10", "1 000", "30", "40", "50"])
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert _busy(doc) == [(0.13, 4)]
+    assert any(
+        w.startswith("1 of 5 kernels have no readable gpu__time_duration.sum") for w in doc["warnings"]
+    )
+
+
+def test_ncu_a_units_row_inside_the_table_is_honoured_and_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile17's test_ncu_a_units_row_inside_the_table_is_not_skipped_in_silence: header, units usecond,
+    kernel 0 (10), then '"","","","msecond"', kernels 1-4 (20..50). Was: GPU busy 0.150 ms, no warning. Now
+    the file's units hold for the rows below each units row: 0.010 + 140 ms, with a warning naming the row."""
+    path = tmp_path / "units-inside.synthetic.ncu.csv"
+    rows = [f'"{i}","7","k{i}","{10 * (i + 1)}"' for i in range(5)]
+    path.write_text("\n".join([*NCU_HEAD, rows[0], '"","","","msecond"', *rows[1:]]) + "\n")
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert _busy(doc) == [(140.01, 5)]
+    assert [w for w in doc["warnings"] if "msecond" in w] == [
+        "row 4 of the CSV table is a second units row (gpu__time_duration.sum in 'msecond', 'usecond' above it): "
+        "the 4 kernel row(s) below it are read in its units, but ncu writes one units row, under its header: "
+        "were two outputs joined without the second's header? Check which units hold"
+    ]
+
+
+def test_ncu_a_repeated_units_row_of_the_same_units_changes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "units-twice.synthetic.ncu.csv"
+    rows = [f'"{i}","7","k{i}","{10 * (i + 1)}"' for i in range(5)]
+    path.write_text("\n".join([*NCU_HEAD, rows[0], NCU_HEAD[1], '"","","",""', *rows[1:]]) + "\n")
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert _busy(doc) == [(0.15, 5)]
+    assert not any("units row" in w for w in doc["warnings"]), doc["warnings"]

@@ -346,6 +346,27 @@ def _unread_warning(unread: pl.DataFrame) -> list[str]:
     return said
 
 
+def _unreadable_durations(unread: pl.DataFrame, readable: pl.Series, path: Path) -> None:
+    """TraceFormatError when the duration metric's column is there but none of its values reads as a number
+    ("1 000", "1\u00a0000" or "1'000": thousands grouped with a space, a no-break space or an apostrophe, as
+    some locales write them; "n/a" everywhere): said before as 'no kernel has gpu__time_duration.sum ...
+    collect it too', a metric the file holds. ``unread``: long rows (metric, raw) whose value does not read;
+    ``readable``: the metric names of the rows that read."""
+    source = duration_metric(readable)
+    if source in set(readable.to_list()):
+        return
+    for name in (DURATION_METRIC, *DURATION_ROLLUPS, LEGACY_DURATION):
+        rows = unread.filter(pl.col("metric") == name)
+        if rows.height:
+            raise TraceFormatError(
+                f"none of the {rows.height} values of {name} (the kernels' durations) reads as a number (e.g. "
+                f"{rows['raw'][0]!r}; tracekit reads numbers as ncu writes them, with ',' grouping thousands "
+                "and '.' as the decimal point): no kernel's duration is known; export the CSV again with "
+                "LC_ALL=C (or collect the kernels again, where ncu wrote n/a)",
+                path,
+            )
+
+
 def _instances_warning(long: pl.DataFrame) -> list[str]:
     """A note on the cells read as the aggregate before their instance values (:func:`_with_values`)."""
     instanced = long.filter(pl.col("instanced"))
@@ -575,7 +596,10 @@ def _read_table(text: str, number: int, path: Path) -> pl.DataFrame:
             raise TraceFormatError(f"damaged ncu CSV ({_csv_problem(exc, text)})", path) from exc
     names = {c: m.group(1) for c in frame.columns if (m := re.match(_LABEL_NAME, c))}
     rename = {c: n for c, n in names.items() if n not in frame.columns and list(names.values()).count(n) == 1}
-    return frame.rename(rename).with_columns(pl.lit(number, pl.Int64).alias("_table"))
+    # (``_line``: the row's number in the table, its header row 1, as :func:`_overlong_row` counts)
+    return frame.rename(rename).with_columns(
+        pl.lit(number, pl.Int64).alias("_table"), pl.int_range(2, pl.len() + 2, dtype=pl.Int64).alias("_line")
+    )
 
 
 def _csv_problem(exc: Exception, text: str) -> str:
@@ -688,6 +712,7 @@ def _read_csv(path: Path) -> Trace:
     if _is_details(frame):
         kernels, long = _details_page(frame, nvtx_col, path)
         string_values = long.filter(pl.col("value").is_null())
+        _unreadable_durations(string_values, long.filter(pl.col("value").is_not_null())["metric"], path)
         meta["warnings"] += _unread_warning(string_values)
         gpu_rows = string_values.filter(pl.col("metric") == GPU_NAME_METRIC)
     else:
@@ -865,17 +890,27 @@ def _raw_page(
     id_cols = set(ID_COLUMNS) | {c for c in frame.columns if ":" in c and "Range" in c}
     metric_cols = [c for c in frame.columns if c not in id_cols and "__" in c]
     is_kernel = _numbers(pl.col("ID")).is_not_null()
-    # Each table's units row (the first row without an ID and a kernel name) holds the units of its columns.
-    unit_rows = frame.filter(
-        ~is_kernel & (pl.col("Kernel Name").is_null() | (pl.col("Kernel Name") == ""))
-    ).unique("_table", keep="first", maintain_order=True)
+    # Each table's units row (the first row without an ID and a kernel name) holds the units of its columns,
+    # for the kernel rows below it up to a later units row (one with a unit in it), which holds for the rows
+    # below that: ncu writes one, under its header; a second is said (:func:`_second_units_rows`).
+    nameless = ~is_kernel & (pl.col("Kernel Name").is_null() | (pl.col("Kernel Name") == ""))
+    first = nameless & (nameless.cast(pl.Int64).cum_sum().over("_table") == 1)
+    filled = pl.any_horizontal(
+        [pl.col(c).fill_null("").str.strip_chars() != "" for c in metric_cols] or [False]
+    )
+    is_units = first | (nameless & filled)
+    frame = frame.with_columns(_units=is_units.cast(pl.Int64).cum_sum().over("_table").clip(lower_bound=1))
+    unit_rows = frame.filter(is_units)
     units = (
-        unit_rows.select("_table", *metric_cols)
-        .unpivot(index="_table", on=metric_cols, variable_name="metric", value_name="unit")
+        unit_rows.select("_table", "_units", *metric_cols)
+        .unpivot(index=["_table", "_units"], on=metric_cols, variable_name="metric", value_name="unit")
         .with_columns(pl.col("unit").fill_null(""))
         if metric_cols
-        else pl.DataFrame(schema={"_table": pl.Int64, "metric": pl.String, "unit": pl.String})
+        else pl.DataFrame(
+            schema={"_table": pl.Int64, "_units": pl.Int64, "metric": pl.String, "unit": pl.String}
+        )
     )
+    warnings += _second_units_rows(unit_rows, units, frame.filter(is_kernel))
     rows = _with_key(frame.filter(is_kernel))
     if rows.is_empty():
         raise TraceFormatError("ncu CSV holds no kernel rows", path)
@@ -891,12 +926,12 @@ def _raw_page(
         )
     long = (
         rows.unique("_key", keep="first", maintain_order=True)
-        .select(["_key", "_table", *metric_cols])
-        .unpivot(index=["_key", "_table"], on=metric_cols, variable_name="metric", value_name="raw")
+        .select(["_key", "_table", "_units", *metric_cols])
+        .unpivot(index=["_key", "_table", "_units"], on=metric_cols, variable_name="metric", value_name="raw")
         .join(kernels.select("_key", "kernel"), on="_key", how="left")
-        .join(units, on=["_table", "metric"], how="left", maintain_order="left")
+        .join(units, on=["_table", "_units", "metric"], how="left", maintain_order="left")
         .with_columns(pl.col("unit").fill_null(""), pl.col("raw").str.strip_chars())
-        .drop("_table")
+        .drop("_table", "_units")
         .filter(pl.col("raw").is_not_null() & (pl.col("raw") != ""))
         .pipe(_with_values)
     )
@@ -907,9 +942,42 @@ def _raw_page(
     )
     long = long.join(numeric, on="metric")
     gpu_rows = long.filter((pl.col("metric") == GPU_NAME_METRIC) & ~pl.col("numeric"))
+    _unreadable_durations(
+        long.filter(~pl.col("numeric")), long.filter(pl.col("numeric")).get_column("metric"), path
+    )
     warnings += _unread_warning(long.filter(~pl.col("numeric")))
     long = long.filter(pl.col("numeric")).with_columns(pl.col("value").fill_null(float("nan")))
     return kernels, long.sort("kernel", "metric"), gpu_rows
+
+
+def _second_units_rows(unit_rows: pl.DataFrame, units: pl.DataFrame, kernel_rows: pl.DataFrame) -> list[str]:
+    """A warning for each units row below a table's first (:func:`_raw_page`) that changes a unit: the kernel
+    rows below it are read in its units (the file says so), but ncu writes one units row, under its header (two
+    outputs joined without the second's header?). A second row of the same units changes nothing and is not
+    said. Was: skipped without a word, the rows below read in the first row's units."""
+    said = []
+    for (table,), rows in unit_rows.group_by(["_table"], maintain_order=True):
+        if rows.height < 2:
+            continue
+        of = units.filter(pl.col("_table") == table)
+        for index, line in zip(rows["_units"].to_list()[1:], rows["_line"].to_list()[1:], strict=True):
+            changed = (
+                of.filter(pl.col("_units") == index)
+                .join(of.filter(pl.col("_units") == index - 1), on="metric", suffix="_above")
+                .filter(pl.col("unit").str.strip_chars() != pl.col("unit_above").str.strip_chars())
+            )
+            if changed.is_empty():
+                continue
+            below = kernel_rows.filter((pl.col("_table") == table) & (pl.col("_units") == index)).height
+            first = changed.row(0, named=True)
+            said.append(
+                f"row {line} of the CSV table{f' {table + 1}' if unit_rows['_table'].n_unique() > 1 else ''} is a "
+                f"second units row ({first['metric']} in {first['unit'].strip()!r}, {first['unit_above'].strip()!r} "
+                f"above it{f', and {changed.height - 1} other unit(s)' if changed.height > 1 else ''}): the "
+                f"{below} kernel row(s) below it are read in its units, but ncu writes one units row, under its "
+                "header: were two outputs joined without the second's header? Check which units hold"
+            )
+    return said
 
 
 def _details_page(frame: pl.DataFrame, nvtx_col: str | None, path: Path) -> tuple[pl.DataFrame, pl.DataFrame]:
