@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.hostile import analyze_json as _json
 from tests.hostile import run_cli as _run
 from tests.hostile import small_trace_events
 from tracekit.inputs import TraceConfig, resolve_inputs
@@ -213,3 +214,94 @@ def test_hostile17_report_says_when_run_json_and_the_sidecar_disagree_on_the_bat
                           "--format", "csv")  # fmt: skip
     assert code == 0, err
     assert any("pytorch_b2_s128" in line and "batch" in line for line in err.splitlines()), err
+
+
+# ------------------------------------------------------------------ 2. a sidecar that does not parse
+
+SIDECAR = {"warmup_iterations": 2, "warmup_in_trace": True, "iterations": 2, "batch_size": 4}
+
+
+def _sidecar_case(tmp_path: Path, data: bytes) -> tuple[Path, Path]:
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    sidecar = tmp_path / "t.synthetic.meta.json"
+    sidecar.write_bytes(data)
+    return trace, sidecar
+
+
+def test_a_sidecar_with_a_byte_order_mark_is_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Was: ignored (4 iterations, none skipped, no batch size). Now read: its 2 warm-up iterations skipped,
+    batch 4 stated, no warning."""
+    trace, _ = _sidecar_case(tmp_path, b"\xef\xbb\xbf" + json.dumps(SIDECAR).encode())
+    code, doc, err = _json(capsys, str(trace))
+    assert code == 0, err
+    assert (doc["skipped"], [it["latency_ms"] for it in doc["iterations"]]) == (2, [0.9, 0.9])
+    assert (doc["config"]["batch_size"], doc["warnings"]) == (4, [])
+
+
+@pytest.mark.parametrize(
+    ("data", "why"),
+    [
+        (
+            json.dumps(SIDECAR)[:-1].encode() + b",}",
+            "not JSON (Expecting property name enclosed in double quotes: line 1 column 84 (char 83))",
+        ),
+        (b"[1, 2]", "its JSON is an array, not an object of fields"),
+        (b'"warmup"', "its JSON is a string, not an object of fields"),
+        (b"\xff\xfe{}", "not JSON ('utf-8' codec can't decode byte 0xff in position 0: invalid start byte)"),
+    ],
+    ids=["trailing comma", "an array", "a string", "not UTF-8"],
+)
+def test_a_sidecar_that_cannot_be_used_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: bytes, why: str
+) -> None:
+    """Was: ignored without a word (its 2 warm-up iterations analyzed as measured). Still not used (4
+    iterations, none skipped: what it states cannot be read), but said, naming it and why."""
+    trace, _ = _sidecar_case(tmp_path, data)
+    code, doc, err = _json(capsys, str(trace))
+    assert code == 0, err
+    assert (doc["skipped"], len(doc["iterations"]), doc["config"]["batch_size"]) == (0, 4, None)
+    assert doc["warnings"] == [
+        f"sidecar t.synthetic.meta.json not used: {why}; what it states of the trace (warm-up iterations, batch "
+        "size, ...) is not known"
+    ]
+
+
+def test_a_sidecar_in_a_run_folder_that_cannot_be_used_is_said(tmp_path: Path) -> None:
+    """The same for a trace of a run folder: the configuration's warnings say it (run.json's batch 1 kept)."""
+    run = _run_dir(tmp_path, [(1, B1)], {})
+    (run / "pytorch_b1_s128.synthetic.meta.json").write_text("[1, 2]")
+    (item,) = resolve_inputs([run])
+    config = TraceConfig.resolve(item, {}, None)
+    assert config.batch_size == 1
+    assert config.inference_warnings == (
+        "sidecar pytorch_b1_s128.synthetic.meta.json not used: its JSON is an array, not an object of fields; "
+        "what it states of the trace (warm-up iterations, batch size, ...) is not known",
+    )
+
+
+# hostile17's test (tests/test_hostile17.py), without its strict xfail marker
+
+
+@pytest.mark.parametrize("damage", ["BOM", "trailing comma", "an array"])
+def test_hostile17_a_sidecar_that_does_not_parse_is_not_ignored_in_silence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
+) -> None:
+    path = _kineto(tmp_path / "t.synthetic.json")
+    text = json.dumps(SIDECAR)
+    sidecar = tmp_path / "t.synthetic.meta.json"
+    if damage == "BOM":
+        sidecar.write_bytes(b"\xef\xbb\xbf" + text.encode())
+    elif damage == "an array":
+        sidecar.write_text("[1, 2]")
+    else:
+        sidecar.write_text(text[:-1] + ",}")
+    code, doc, err = _json(capsys, str(path))
+    if damage == "BOM":
+        assert code == 0, err
+        assert doc["skipped"] == 2
+        assert [it["latency_ms"] for it in doc["iterations"]] == [0.9, 0.9]
+    elif code == 2:
+        assert "meta.json" in _one_line(err, sidecar.name)
+    else:
+        assert code == 0, err
+        assert any("meta.json" in w for w in doc["warnings"]), doc["warnings"]

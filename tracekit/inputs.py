@@ -154,28 +154,51 @@ def check_sidecar(meta: Mapping[str, Any]) -> str | None:
 
 def load_sidecar_meta(trace_path: Path, check: bool = False) -> dict[str, Any]:
     """The ``.meta.json`` written beside a trace (by ``tracekit collect`` / ``simulate``), or ``{}`` (none, or
-    not a JSON object). ``check`` (what an analysis asks): TracekitError (one line, naming the sidecar and the
-    field) when a configuration value in it is of the wrong type or out of range (:func:`check_sidecar`): it
-    would be stated as the trace's configuration, or end the analysis with an internal error. Without it
-    (a script that reads one value and copes with a wrong one) the values are as written."""
+    one that cannot be used: :func:`read_sidecar` says why). ``check`` (what an analysis asks): TracekitError
+    (one line, naming the sidecar and the field) when a configuration value in it is of the wrong type or out
+    of range (:func:`check_sidecar`): it would be stated as the trace's configuration, or end the analysis
+    with an internal error. Without it (a script that reads one value and copes with a wrong one) the values
+    are as written."""
+    return read_sidecar(trace_path, check)[0]
+
+
+def read_sidecar(trace_path: Path, check: bool = False) -> tuple[dict[str, Any], str | None]:
+    """The sidecar ``.meta.json`` of ``trace_path`` (``{}``: none) as :func:`load_sidecar_meta` reads it, and
+    why a sidecar that is there is not used (None: it is, or there is none): it cannot be read, is not JSON
+    (a trailing comma), or is JSON but not an object (an array). Its statements (warm-up iterations, batch
+    size) are then not known, so the warning must be said: an ignored sidecar's warm-up had been analyzed as
+    measured iterations without a word. Read as UTF-8 with or without a byte-order mark (what Windows
+    editors write), as traces are."""
     import json
 
     path = sidecar_meta_path(Path(trace_path))
     if not path.is_file():
-        return {}
+        return {}, None
     from tracekit.io import register_input
 
     register_input(path)
     try:
-        data = json.loads(path.read_text())
-    except (OSError, ValueError):
-        return {}
+        data = json.loads(path.read_text(encoding="utf-8-sig"))
+    except OSError as exc:
+        return {}, _unused(path, f"cannot be read ({exc.strerror or exc})")
+    except ValueError as exc:  # (UnicodeDecodeError included)
+        return {}, _unused(path, f"not JSON ({exc})")
     if not isinstance(data, dict):
-        return {}
+        kinds = {list: "an array", str: "a string", bool: "true or false", type(None): "null"}
+        kind = kinds.get(type(data), "a number")
+        return {}, _unused(path, f"its JSON is {kind}, not an object of fields")
     problem = check_sidecar(data) if check else None
     if problem is not None:
         raise TracekitError(f"damaged sidecar .meta.json of {Path(trace_path).name}: {problem}", path)
-    return data
+    return data, None
+
+
+def _unused(path: Path, why: str) -> str:
+    """The warning of a sidecar :func:`read_sidecar` does not use."""
+    return (
+        f"sidecar {path.name} not used: {why}; what it states of the trace (warm-up iterations, batch size, "
+        "...) is not known"
+    )
 
 
 def merge_meta(meta: dict[str, Any], stated: Mapping[str, Any]) -> None:
@@ -201,8 +224,8 @@ def _detected(path: Path) -> str | None:
 
 
 def _file_input(path: Path) -> TraceInput:
-    """The input of one trace file, with what its sidecar states."""
-    meta = load_sidecar_meta(path, check=True)
+    """The input of one trace file, with what its sidecar states (and why it is not used, when it is not)."""
+    meta, unused = read_sidecar(path, check=True)
     return TraceInput(
         path=path,
         format=_detected(path),
@@ -217,6 +240,7 @@ def _file_input(path: Path) -> TraceInput:
         untraced_latency_ms=meta.get("untraced_latency_ms"),
         stated_by=FROM_SIDECAR if meta else None,
         sidecar=meta,
+        notes=() if unused is None else (unused,),
     )
 
 
@@ -265,6 +289,7 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
         named[same] = len(out)
         first[key] = len(out)
         numbers.append(number)
+        sidecar, unused = read_sidecar(trace, check=True)
         out.append(
             TraceInput(
                 path=trace,
@@ -279,8 +304,9 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
                 synthetic=bool(run.get("synthetic", False)),
                 untraced_latency_ms=config.get("untraced_latency_ms"),
                 stated_by=FROM_RUN,
-                sidecar=load_sidecar_meta(trace, check=True),
+                sidecar=sidecar,
                 ncu=ncu,
+                notes=() if unused is None else (unused,),
             )
         )
     return _with_incompleteness(path, run, out)
