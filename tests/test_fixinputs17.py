@@ -305,3 +305,99 @@ def test_hostile17_a_sidecar_that_does_not_parse_is_not_ignored_in_silence(
     else:
         assert code == 0, err
         assert any("meta.json" in w for w in doc["warnings"]), doc["warnings"]
+
+
+# ------------------------------------------------------------------------------- 3. simulate's parameters
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("gpu_ns_per_token=nan", "simulation parameter gpu_ns_per_token must be a finite number (got nan)"),
+        ("gpu_ns_per_token=inf", "simulation parameter gpu_ns_per_token must be a finite number (got inf)"),
+        ("sm_fill=nan", "simulation parameter sm_fill must be a finite number (got nan)"),
+        (
+            "kernel_floor_ns=1e30",
+            "simulation parameter kernel_floor_ns must be at most 1e+09 ns (1 s; got 1e+30)",
+        ),
+        ("op_cpu_ns=1e19", "simulation parameter op_cpu_ns must be at most 1e+09 ns (1 s; got 1e+19)"),
+        (
+            "gpu_ns_per_token=2e9",
+            "simulation parameter gpu_ns_per_token must be at most 1e+09 ns (1 s; got 2e+09)",
+        ),
+        ("launch_call_ns=inf", "simulation parameter launch_call_ns: 'inf' is not a number"),
+        ("ops=0", "simulation parameter ops must be from 1 to 100000 (got 0)"),
+        ("ops=100001", "simulation parameter ops must be from 1 to 100000 (got 100001)"),
+        ("op_cpu_spread=50", "simulation parameter op_cpu_spread must be at most 5.0 (got 50.0)"),
+        (
+            "graph=maybe",
+            "simulation parameter graph: 'maybe' is not true or false (1/true/yes/on or 0/false/no/off)",
+        ),
+        (
+            "runtime=onnx",
+            "simulation parameter runtime is chosen by --runtime (one of pytorch, torchscript, cuda-graphs, onnx, "
+            "onnx-cuda-graphs), not by --set",
+        ),
+    ],
+)
+def test_simulate_refuses_a_parameter_it_cannot_run_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str, message: str
+) -> None:
+    """Was: NaN, inf and 1e30 accepted (exit 0, traces of 1-ns kernels; op_cpu_ns=1e19 a MemoryError, inf an
+    OverflowError), graph=maybe read as false, runtime=onnx 'unknown' and listed as known. Now one line each,
+    exit 2, nothing written."""
+    out = tmp_path / "sim"
+    code, _, err = _run(
+        capsys, "simulate", "--runtime", "pytorch", "--iters", "3", "--set", setting, "-o", str(out)
+    )
+    assert (code, err) == (2, f"tracekit: {message}\n")
+    assert not out.exists()
+
+
+def test_simulate_unknown_parameter_lists_only_what_set_takes(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = _run(capsys, "simulate", "--runtime", "pytorch", "--set", "foo=1", "-o", "unused-folder")
+    assert code == 2
+    known = err.strip().split("known: ")[1].split(", ")
+    assert "runtime" not in known and "graph" in known and len(known) == 20
+
+
+@pytest.mark.parametrize(("word", "graph"), [("off", False), ("No", False), ("1", True), ("TRUE", True)])
+def test_simulate_set_reads_clear_flags(word: str, graph: bool) -> None:
+    from tracekit.simulate.presets import preset
+
+    assert preset("pytorch", {"graph": word}).graph is graph
+
+
+# hostile17's tests (tests/test_hostile17.py), without their strict xfail markers
+
+
+@pytest.mark.parametrize("setting", ["gpu_ns_per_token=nan", "gpu_ns_per_token=inf", "kernel_floor_ns=1e30"])
+def test_hostile17_simulate_refuses_parameters_that_are_not_finite_numbers(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
+) -> None:
+    out = tmp_path / "sim"
+    code, _, err = _run(
+        capsys, "simulate", "--runtime", "pytorch", "--iters", "3", "--set", setting, "-o", str(out)
+    )
+    assert code == 2, err
+    line = err.strip()
+    assert len(line.splitlines()) == 1 and line.startswith("tracekit: "), err
+    assert setting.split("=")[0] in line
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.parametrize("setting", ["graph=maybe", "runtime=onnx"])
+def test_hostile17_simulate_set_refuses_what_it_cannot_read_in_words_that_hold(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
+) -> None:
+    out = tmp_path / "sim"
+    code, _, err = _run(
+        capsys, "simulate", "--runtime", "pytorch", "--iters", "3", "--set", setting, "-o", str(out)
+    )
+    assert code == 2, err
+    line = err.strip()
+    assert len(line.splitlines()) == 1, err
+    key = setting.split("=")[0]
+    assert key in line
+    if "known:" in line:
+        assert key not in line.split("known:")[1].replace(",", " ").split()

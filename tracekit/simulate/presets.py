@@ -20,6 +20,7 @@ dispatch time (independent of batch size) and the GPU's kernel time (growing wit
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,28 +90,32 @@ class RuntimeParams:
     kernel_mix: str
 
     def with_overrides(self, overrides: dict[str, Any]) -> RuntimeParams:
-        """A copy with ``overrides`` applied (values converted to each field's type); unknown keys are errors."""
+        """A copy with ``overrides`` applied (values converted to each field's type); unknown keys, values that
+        are not of the field's type (a flag that is not a clear true or false) and ``runtime`` (chosen by
+        ``--runtime``) are errors, one line each."""
         fields = {f.name: f for f in dataclasses.fields(self)}
         changes: dict[str, Any] = {}
         for key, raw in overrides.items():
             name = key.replace("-", "_")
-            if name not in fields or name == "runtime":
+            if name == "runtime":
                 raise TracekitError(
-                    f"unknown simulation parameter {key!r}; known: {', '.join(sorted(fields))}"
+                    "simulation parameter runtime is chosen by --runtime (one of "
+                    f"{', '.join(RUNTIMES)}), not by --set"
                 )
+            if name not in fields:
+                known = sorted(n for n in fields if n != "runtime")
+                raise TracekitError(f"unknown simulation parameter {key!r}; known: {', '.join(known)}")
             current = getattr(self, name)
             try:
                 if isinstance(current, bool):
-                    value: Any = (
-                        raw if isinstance(raw, bool) else str(raw).lower() in ("1", "true", "yes", "on")
-                    )
+                    value: Any = raw if isinstance(raw, bool) else _flag(key, raw)
                 elif isinstance(current, int):
                     value = int(float(raw))
                 elif isinstance(current, float):
                     value = float(raw)
                 else:
                     value = str(raw)
-            except ValueError as exc:
+            except (ValueError, OverflowError) as exc:
                 raise TracekitError(f"simulation parameter {key}: {raw!r} is not a number") from exc
             changes[name] = value
         params = dataclasses.replace(self, **changes)
@@ -118,23 +123,68 @@ class RuntimeParams:
         return params
 
     def validate(self) -> None:
-        """Raise TracekitError on parameters the model cannot run with."""
-        if self.ops < 1:
-            raise TracekitError("simulation parameter ops must be >= 1")
+        """Raise TracekitError on parameters the model cannot run with: a number that is not finite (NaN had
+        passed ``value < 0`` and made kernels of 1 ns), negative, or beyond what the model's 64-bit
+        nanosecond clock and memory allow (:data:`MAX_TIME_NS`, :data:`MAX_OPS`, :data:`MAX_SPREAD`)."""
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            if isinstance(value, (int, float)) and not isinstance(value, bool) and value < 0:
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                continue
+            if not math.isfinite(value):
+                raise TracekitError(f"simulation parameter {f.name} must be a finite number (got {value})")
+            if value < 0:
                 raise TracekitError(f"simulation parameter {f.name} must be >= 0 (got {value})")
+            if f.name in TIME_PARAMETERS and value > MAX_TIME_NS:
+                raise TracekitError(
+                    f"simulation parameter {f.name} must be at most {MAX_TIME_NS:.0e} ns (1 s; got {value:.6g})"
+                )
+        if self.ops < 1 or self.ops > MAX_OPS:
+            raise TracekitError(f"simulation parameter ops must be from 1 to {MAX_OPS} (got {self.ops})")
         if self.kernel_mix not in KERNEL_MIXES:
             raise TracekitError(f"simulation parameter kernel_mix must be one of {', '.join(KERNEL_MIXES)}")
         if self.jitter >= 0.3:
             raise TracekitError("simulation parameter jitter must be < 0.3")
+        if self.op_cpu_spread > MAX_SPREAD:
+            raise TracekitError(
+                f"simulation parameter op_cpu_spread must be at most {MAX_SPREAD} (got {self.op_cpu_spread})"
+            )
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
 
 KERNEL_MIXES = ("eager", "fused")
+#: The parameters that are times (ns) or a time per token: each at most :data:`MAX_TIME_NS`.
+TIME_PARAMETERS = frozenset(
+    f.name
+    for f in dataclasses.fields(RuntimeParams)
+    if f.name.endswith("_ns") or f.name == "gpu_ns_per_token"
+)
+#: The longest time a parameter may give (ns): one second per operator, call, gap or token, far above any
+#: real one (the presets' are microseconds); beyond it (1e19, 1e30) the 64-bit nanosecond clock overflows or
+#: the simulation asks for petabytes of memory.
+MAX_TIME_NS = 10**9
+#: The most operators per iteration (the presets have 160 to 400).
+MAX_OPS = 100_000
+#: The largest lognormal sigma of the per-operator framework cost (the presets' is 0.35): beyond it the
+#: costs' mean is that of a few operators, or not finite.
+MAX_SPREAD = 5.0
+#: The words ``--set`` reads as true and as false for a flag (``graph``).
+TRUE_WORDS = ("1", "true", "yes", "on")
+FALSE_WORDS = ("0", "false", "no", "off")
+
+
+def _flag(key: str, raw: Any) -> bool:
+    """``raw`` read as a flag; TracekitError for anything but a clear true or false (``maybe`` had been read
+    as false without a word)."""
+    word = str(raw).strip().lower()
+    if word in TRUE_WORDS or word in FALSE_WORDS:
+        return word in TRUE_WORDS
+    raise TracekitError(
+        f"simulation parameter {key}: {raw!r} is not true or false ({'/'.join(TRUE_WORDS)} or "
+        f"{'/'.join(FALSE_WORDS)})"
+    )
+
 
 _COMMON: dict[str, Any] = {
     "op_cpu_spread": 0.35,
