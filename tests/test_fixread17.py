@@ -378,3 +378,23 @@ def test_ncu_a_repeated_units_row_of_the_same_units_changes_nothing(
     assert code == 0, err
     assert _busy(doc) == [(0.15, 5)]
     assert not any("units row" in w for w in doc["warnings"]), doc["warnings"]
+
+
+# ------------------------------------------------------------------- 5. StringIds blob
+
+
+def test_nsys_blob_in_string_ids_names_the_table_and_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile17's test_nsys_blob_in_string_ids_names_the_table: was "value holds a value that is not of type
+    String (blob X'FFFE00')"; now the table and the row, as a text start in the kernel table is named."""
+    path = _sql(
+        _nsys(tmp_path / "blob.synthetic.sqlite"), "UPDATE StringIds SET value = X'FFFE00' WHERE id = 1"
+    )
+    before = path.read_bytes()
+    code, _, err = _json(capsys, str(path))
+    assert code == 2
+    assert _one_line(err, path).endswith(
+        "StringIds.value holds a value that is not of type String (blob X'FFFE00', rowid 1)"
+    )
+    assert path.read_bytes() == before

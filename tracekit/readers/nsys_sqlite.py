@@ -835,7 +835,10 @@ def _read_strings(export: Database, path: Path, step: Callable[[str], None]) -> 
         _require_columns(export, "StringIds", ("id", "value"), path)
         step("StringIds")
         strings = fetch_frame(
-            export.con, 'SELECT "id", "value" FROM StringIds', {"id": pl.Int64, "value": pl.String}
+            export.con,
+            'SELECT "id", "value" FROM StringIds',
+            {"id": pl.Int64, "value": pl.String},
+            table="StringIds",
         )
         repeated = strings.get_column("id").filter(strings.get_column("id").is_duplicated()).unique()
         if repeated.len():
@@ -1667,6 +1670,8 @@ def _profiler_overhead(
         export.con,
         f'SELECT "start", "end", "globalTid" AS global_tid, {name} AS name_id FROM {quote(t)}',
         {"start": pl.Int64, "end": pl.Int64, "global_tid": pl.Int64, "name_id": pl.Int64},
+        table=t,
+        sources={"global_tid": '"globalTid"', "name_id": name},
     )
     rows = (
         rows.with_columns(

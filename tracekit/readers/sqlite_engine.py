@@ -179,7 +179,13 @@ def _unfit_value(rows: list[tuple], schema: dict[str, pl.DataType]) -> UnfitValu
     return None
 
 
-def fetch_frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
+def fetch_frame(
+    con: sqlite3.Connection,
+    sql: str,
+    schema: dict[str, pl.DataType],
+    table: str | None = None,
+    sources: Mapping[str, str] | None = None,
+) -> pl.DataFrame:
     """Run ``sql`` through sqlite3 and return its rows as a frame with ``schema`` (column order = SELECT
     order).
 
@@ -187,7 +193,20 @@ def fetch_frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType
     never exists as one list of Python tuples. A value its column's dtype cannot hold (text ``'abc'`` in an
     integer column, a blob, a REAL outside the int64 range) raises :class:`UnfitValueError` naming the column
     and the value; text that reads as a number and REAL values within range are taken (as polars converts
-    them)."""
+    them). ``table`` (the one table ``sql`` reads) and ``sources`` (output column -> the SQL expression read,
+    when other than the column's quoted name) let that error name the table, the column and the row, as
+    :meth:`Database.numeric_frame`'s do (a blob in StringIds.value was 'value holds a value ...')."""
+    try:
+        return _fetch_frame(con, sql, schema)
+    except UnfitValueError as exc:
+        if table is not None:
+            exc.table = table
+            exc.source = (sources or {}).get(exc.column) or quote(exc.column)
+            exc.rowid = rowid_of(con, table, exc.source, exc.value)
+        raise
+
+
+def _fetch_frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType]) -> pl.DataFrame:
     cursor = con.execute(sql)
     parts = []
     while rows := cursor.fetchmany(FETCH_ROWS):
@@ -201,6 +220,18 @@ def fetch_frame(con: sqlite3.Connection, sql: str, schema: dict[str, pl.DataType
     if not parts:
         return pl.DataFrame(schema=schema)
     return parts[0] if len(parts) == 1 else pl.concat(parts, rechunk=True)
+
+
+def rowid_of(con: sqlite3.Connection, table: str, source: str, value: object, where: str = "") -> int | None:
+    """The rowid of the first row of ``table`` whose ``source`` (an SQL expression) is ``value`` (matching
+    :func:`fetch_frame`'s rows: ``where`` applies), by one query; None when not found (a table without
+    rowids, an expression over several columns)."""
+    sql = f"SELECT rowid FROM {quote(table)}{_and_where(where, f' WHERE {source} IS ?')} LIMIT 1"
+    try:
+        row = con.execute(sql, (value,)).fetchone()
+    except sqlite3.Error:
+        return None
+    return row[0] if row and isinstance(row[0], int) else None
 
 
 def _and_where(where: str, clause: str) -> str:
@@ -413,15 +444,7 @@ class Database:
             raise
 
     def _rowid_of(self, table: str, source: str, value: object, where: str = "") -> int | None:
-        """The rowid of the first row of ``table`` whose ``source`` (an SQL expression) is ``value``
-        (matching :func:`fetch_frame`'s rows: ``where`` applies), by one query; None when not found (a table
-        without rowids, an expression over several columns)."""
-        sql = f"SELECT rowid FROM {quote(table)}{_and_where(where, f' WHERE {source} IS ?')} LIMIT 1"
-        try:
-            row = self.con.execute(sql, (value,)).fetchone()
-        except sqlite3.Error:
-            return None
-        return row[0] if row and isinstance(row[0], int) else None
+        return rowid_of(self.con, table, source, value, where)
 
     def adbc(self) -> Any | None:
         """The ADBC database handle (opened on first use), or None when ADBC is not used."""
