@@ -12,7 +12,9 @@ from __future__ import annotations
 import csv
 import io
 import json
+import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -401,3 +403,154 @@ def test_hostile17_simulate_set_refuses_what_it_cannot_read_in_words_that_hold(
     assert key in line
     if "known:" in line:
         assert key not in line.split("known:")[1].replace(",", " ").split()
+
+
+# -------------------------------------------------------------------------------------------- 4. the cache
+
+
+def _nsys(path: Path) -> Path:
+    """An nsys export (SYNTHETIC, tests/test_hostile17's): 3 NVTX 'iteration' ranges of 1 ms, each launching two
+    kernels of 200 and 100 µs: latency 1.000 ms, GPU busy 0.300 ms, 2 kernels per iteration."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for i in range(3):
+        t0 = 10_000_000 + i * 2_000_000
+        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
+        for start, end in ((100, 300), (400, 500)):
+            b.runtime(t0 + start * 1000 - 50_000, t0 + start * 1000 - 40_000, "cudaLaunchKernel_v7000",
+                      correlation=corr)  # fmt: skip
+            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
+            corr += 1
+    return b.write(path)
+
+
+def _wal_pair(tmp_path: Path, names: list[str]) -> list[Path]:
+    """Byte-identical copies of an nsys export in WAL mode whose -wal log holds an uncheckpointed delete of
+    iteration 0's first kernel (iteration 0: GPU busy 0.1 ms, 1 kernel), each with its own copy of the log."""
+    import shutil
+
+    source = _nsys(tmp_path / "wal-source.synthetic.sqlite")
+    con = sqlite3.connect(source)
+    try:
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA wal_autocheckpoint=0")
+        con.execute("DELETE FROM CUPTI_ACTIVITY_KIND_KERNEL WHERE rowid = 1")
+        con.commit()
+        out = []
+        for name in names:
+            shutil.copy(source, tmp_path / name)
+            shutil.copy(f"{source}-wal", tmp_path / f"{name}-wal")
+            out.append(tmp_path / name)
+    finally:
+        con.close()
+    return out
+
+
+def _busy(doc: dict[str, Any]) -> list[tuple[float, int]]:
+    return [(it["gpu_busy_ms"], it["kernels"]) for it in doc["iterations"]]
+
+
+def test_a_cache_entry_names_the_write_ahead_log_of_the_file_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was: b's analysis from the entry a made said 'its write-ahead log a.synthetic.sqlite-wal beside it'.
+    Now the same warnings as b's read without the cache, naming b's log; a's own re-read names a's; the entry
+    is one (the files are byte-identical)."""
+    first, second = _wal_pair(tmp_path, ["a.synthetic.sqlite", "b.synthetic.sqlite"])
+    cache = tmp_path / "cache"
+    code, plain_a, err = _json(capsys, str(first))
+    assert code == 0, err
+    code, plain_b, err = _json(capsys, str(second))
+    assert code == 0, err
+    assert _busy(plain_b) == [(0.1, 1), (0.3, 2), (0.3, 2)]
+    said = [w for w in plain_b["warnings"] if "write-ahead log" in w]
+    assert len(said) == 1 and "b.synthetic.sqlite-wal" in said[0] and "a.synthetic" not in said[0]
+    for path, plain in ((first, plain_a), (second, plain_b), (first, plain_a)):
+        code, cached, err = _json(capsys, str(path), "--cache", str(cache))
+        assert code == 0, err
+        assert (cached["warnings"], _busy(cached)) == (plain["warnings"], _busy(plain))
+    assert len([p for p in cache.iterdir() if p.is_dir() and not p.name.startswith(".")]) == 1
+
+
+def test_the_cache_marks_a_name_only_where_it_stands_alone(tmp_path: Path) -> None:
+    """The file a.sqlite's name is marked in 'a.sqlite-wal' and '(a.sqlite)', not inside 'data.sqlite' or
+    'a.sqlite2'; its full path is marked whole; read back for b.sqlite."""
+    from tracekit.fleet.cache import _named
+
+    a, b = tmp_path / "a.sqlite", tmp_path / "b.sqlite"
+    meta = {
+        "warnings": [f"log a.sqlite-wal of {a}", "data.sqlite and a.sqlite2 (a.sqlite)"],
+        "n": 3,
+        "nested": {"x": ["a.sqlite"]},
+    }
+    stored = _named(meta, a)
+    assert "a.sqlite" not in json.dumps(stored).replace("data.sqlite", "").replace("a.sqlite2", "")
+    assert _named(stored, b, back=True) == {
+        "warnings": [f"log b.sqlite-wal of {b}", "data.sqlite and a.sqlite2 (b.sqlite)"],
+        "n": 3,
+        "nested": {"x": ["b.sqlite"]},
+    }
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        ("loop", "the cache folder (--cache) is a symbolic link loop (its links lead back to themselves): choose "
+         "another folder"),
+        ("dangling", "the cache folder (--cache) is a symbolic link to nowhere/cache, which does not exist"),
+    ],
+    ids=["loop", "dangling"],
+)  # fmt: skip
+def test_a_cache_folder_that_is_a_broken_link_is_named_so(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    make: str,
+    message: str,
+) -> None:
+    """Was: 'cannot create the cache folder (--cache): File exists' (mkdir's error about the link)."""
+    if make == "loop":
+        (tmp_path / "c1").symlink_to("c2")
+        (tmp_path / "c2").symlink_to("c1")
+    else:
+        (tmp_path / "c1").symlink_to("nowhere/cache")
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, "analyze", str(trace), "--cache", "c1", "-q")
+    assert (code, err) == (2, f"tracekit: c1: {message}\n")
+
+
+# hostile17's tests (tests/test_hostile17.py), without their strict xfail markers
+
+
+def test_hostile17_the_cache_does_not_name_another_file_s_write_ahead_log(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    first, second = _wal_pair(tmp_path, ["a.synthetic.sqlite", "b.synthetic.sqlite"])
+    cache = str(tmp_path / "cache")
+    code, doc, err = _json(capsys, str(first), "--cache", cache)
+    assert code == 0, err
+    assert _busy(doc) == [(0.1, 1), (0.3, 2), (0.3, 2)]
+    code, plain, err = _json(capsys, str(second))
+    assert code == 0, err
+    assert any("b.synthetic.sqlite-wal" in w for w in plain["warnings"])
+    code, cached, err = _json(capsys, str(second), "--cache", cache)
+    assert code == 0, err
+    assert cached["warnings"] == plain["warnings"]
+    assert "a.synthetic.sqlite-wal" not in err
+
+
+def test_hostile17_an_output_folder_that_is_a_symlink_loop_is_named_a_loop_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    monkeypatch.chdir(tmp_path)
+    code, _, err = _run(capsys, "analyze", str(trace), "--cache", "loop1", "-q")
+    assert code == 2, err
+    line = _one_line(err, "loop1")
+    assert "loop" in line.split("loop1", 1)[1] and "File exists" not in line, line

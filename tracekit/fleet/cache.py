@@ -43,8 +43,9 @@ from tracekit import __version__
 #: an ONNX Runtime profile's meta counts its kernels that start before their node (``ops_before_parent``);
 #: 4: an entry stores the ``launches`` frame too (a read that asked for it had been answered without it);
 #: 5: the key holds the name's "synthetic" mark and a --max-string other than the default; files are synced
-#: to disk before an entry is renamed into place
-CACHE_FORMAT = 5
+#: to disk before an entry is renamed into place; 6: an entry's meta names the file it was read from by marks
+#: (:func:`_named`), so that a byte-identical file's read names its own write-ahead log, not the first one's
+CACHE_FORMAT = 6
 #: the modules whose code decides what a reader gives (relative to the ``tracekit`` package): any change to
 #: them changes :data:`READER_VERSION`, so a reader fixed without a version bump never answers from frames
 #: an older reader wrote
@@ -88,8 +89,20 @@ def cache_folder(cache_dir: str | Path) -> Path:
     be written (or ``TRACEKIT_CACHE_MAX`` is not a size): checked before any trace is read, so that a bad
     ``--cache`` ends the run at once (exit 2)."""
     from tracekit.errors import TracekitError
+    from tracekit.io import is_link_loop
 
     path = Path(cache_dir)
+    if is_link_loop(path):  # (mkdir would say 'File exists')
+        raise TracekitError(
+            "the cache folder (--cache) is a symbolic link loop (its links lead back to themselves): choose "
+            "another folder",
+            path,
+        )
+    if path.is_symlink() and not path.exists():
+        raise TracekitError(
+            f"the cache folder (--cache) is a symbolic link to {os.readlink(path)}, which does not exist",
+            path,
+        )
     if path.exists() and not path.is_dir():
         raise TracekitError("the cache folder (--cache) exists and is not a folder", path)
     try:
@@ -298,7 +311,7 @@ def cached_read(
     if trace is None:
         trace = read_trace(path, frames=frames, sidecar={}, **read_args)
         try:
-            _store(trace, entry, cache)
+            _store(trace, entry, cache, path)
         except OSError as exc:  # the analysis goes on without the entry (a full disk, a folder removed)
             trace.meta["warnings"].append(
                 f"not stored in the cache {cache}: {exc.strerror or type(exc).__name__}"
@@ -322,6 +335,7 @@ def _load_entry(entry: Path, path: Path, frames: Any) -> Any:
         meta = json.loads((entry / "meta.json").read_text())
         if not isinstance(meta, dict) or not isinstance(meta.get("warnings", []), list):
             raise ValueError("meta.json is not a trace's meta")
+        meta = _named(meta, path, back=True)  # the file read now, wherever the entry was made from
         trace = Trace(**_load_frames(entry, frames), meta=meta)
     except (FileNotFoundError, NotADirectoryError):
         if entry.is_dir():  # a file of it missing: damaged (an entry is renamed into place whole)
@@ -424,15 +438,43 @@ def _synced(path: Path) -> None:
         os.close(fd)
 
 
-def _store(trace: Any, entry: Path, cache: Path) -> None:
+#: What an entry's meta holds in place of the path and the name of the file it was read from
+#: (:func:`_named`): an entry answers for every byte-identical file, whose reads name that file.
+PATH_MARK, NAME_MARK = "\x00tracekit-path\x00", "\x00tracekit-name\x00"
+
+
+def _named(value: Any, path: Path, back: bool = False) -> Any:
+    """``value`` (a trace's meta, its warnings) with ``path`` and its file name replaced by
+    :data:`PATH_MARK` / :data:`NAME_MARK` (``back``: the marks by ``path`` and its name): the reader's
+    warnings name the file it read and what lies beside it ('its write-ahead log a.sqlite-wal beside it'),
+    and an entry made from one file answers for a byte-identical one, whose -wal the warning must name. A
+    name is replaced only where it stands alone (not inside a longer name: 'a.sqlite' in 'data.sqlite')."""
+    import re
+
+    if isinstance(value, str):
+        if back:
+            return value.replace(PATH_MARK, str(path)).replace(NAME_MARK, path.name)
+        if str(path) != path.name:
+            value = value.replace(str(path), PATH_MARK)
+        return re.sub(rf"(?<![\w.\-]){re.escape(path.name)}(?!\w)", NAME_MARK, value)
+    if isinstance(value, list):
+        return [_named(v, path, back) for v in value]
+    if isinstance(value, dict):
+        return {k: _named(v, path, back) for k, v in value.items()}
+    return value
+
+
+def _store(trace: Any, entry: Path, cache: Path, path: Path | None = None) -> None:
     """``trace`` written as the entry ``entry`` of ``cache``: into a temporary folder, its files synced to
-    disk, renamed into place (a power loss after the rename cannot leave files cut short under the name)."""
+    disk, renamed into place (a power loss after the rename cannot leave files cut short under the name).
+    ``path``: the file it was read from, which its meta names by marks (:func:`_named`)."""
     tmp = Path(tempfile.mkdtemp(dir=cache, prefix=".entry-"))
+    meta = trace.meta if path is None else _named(trace.meta, path)
     try:
         for name in FRAMES:
             getattr(trace, name).write_parquet(tmp / f"{name}.parquet")
             _synced(tmp / f"{name}.parquet")
-        (tmp / "meta.json").write_text(json.dumps(trace.meta, default=str))
+        (tmp / "meta.json").write_text(json.dumps(meta, default=str))
         _synced(tmp / "meta.json")
         with contextlib.suppress(OSError):  # another worker stored it first: keep theirs
             os.rename(tmp, entry)
