@@ -685,9 +685,25 @@ def _range_frame(
             f"the {frame.height} {name!r} ranges come from {pids.len()} processes (pids {shown}): they are "
             "analyzed as one series of iterations, each holding the work its own process launched"
         )
-    overlap = frame.select(
-        (pl.col("range_start") < pl.col("range_end").cum_max().shift(1).over("pid")).fill_null(False).sum()
-    ).item()
+    starts_early = (pl.col("range_start") < pl.col("range_end").cum_max().shift(1).over("pid")).fill_null(
+        False
+    )
+    # (of one thread: a push/pop stack's ranges nest or follow each other, so two that cross are damaged data,
+    # or NVTX start/end ranges, which may cross; a range of unknown thread is not taken for one of the same)
+    crosses = (
+        pl.col("thread").is_not_null()
+        & (pl.col("range_start") < pl.col("range_end").cum_max().shift(1).over("pid", "thread"))
+    ).fill_null(False)
+    overlap, crossing = frame.select(
+        (starts_early & ~crosses).sum().alias("overlap"), crosses.sum().alias("crossing")
+    ).row(0)
+    if crossing:
+        warnings.append(
+            f"{crossing} of the {frame.height} {name!r} ranges start before an earlier one of the same thread "
+            "ends: ranges of one thread that cross are no push/pop stack (damaged data, or NVTX start/end ranges, "
+            "which may cross), so these iterations may not be what the program ran: each is read from its start "
+            "to its end, and work launched where two overlap counts in the later-starting one"
+        )
     if overlap:
         warnings.append(
             f"{overlap} of the {frame.height} {name!r} ranges start before an earlier one of the same process "

@@ -398,3 +398,50 @@ def test_nsys_blob_in_string_ids_names_the_table_and_row(
         "StringIds.value holds a value that is not of type String (blob X'FFFE00', rowid 1)"
     )
     assert path.read_bytes() == before
+
+
+# ------------------------------------------------------------------- 6. crossing ranges of one thread
+
+
+def test_crossing_ranges_of_one_thread_are_not_blamed_on_other_threads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile17's test: iteration 0's range (one thread, push/pop) ends 1.5 ms later, crossing iteration 1's.
+    Was: '(different threads running iterations at once) ... counts in the range of the thread that launched
+    it'. Now said as crossing ranges of one thread; the numbers are what the ranges say."""
+    path = _sql(
+        _nsys(tmp_path / "cross.synthetic.sqlite"),
+        "UPDATE NVTX_EVENTS SET end = end + 1500000 WHERE rowid = 1",
+    )
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert _latencies(doc) == [2.5, 1.0, 1.0]
+    assert _busy(doc) == [(0.3, 2)] * 3
+    crossing = [w for w in doc["warnings"] if "start before an earlier one" in w]
+    assert crossing == [
+        "1 of the 3 'iteration' ranges start before an earlier one of the same thread ends: ranges of one thread "
+        "that cross are no push/pop stack (damaged data, or NVTX start/end ranges, which may cross), so these "
+        "iterations may not be what the program ran: each is read from its start to its end, and work launched "
+        "where two overlap counts in the later-starting one"
+    ]
+
+
+def test_crossing_on_one_thread_and_overlap_across_threads_are_told_apart() -> None:
+    """Thread 1: 0-1000 and 500-1500 (crossing); thread 2: 1200-2000 (overlapping thread 1's second, 1200 <
+    1500); a range of unknown thread at 1800-2500 overlaps too but is not taken for a crossing."""
+    from tests.builders import device_trace
+    from tracekit.analyzers import ranges as R
+
+    fields = ("start", "end", "name", "depth", "domain", "thread", "pid")
+    ranges = [
+        (0, 1000, "iteration", 0, None, 1, 1),
+        (500, 1500, "iteration", 0, None, 1, 1),
+        (1200, 2000, "iteration", 0, None, 2, 1),
+        (1800, 2500, "iteration", 0, None, None, 1),
+    ]
+    choice = R.select_ranges(device_trace(ranges=ranges, range_fields=fields), "iteration")
+    said = [w[:75] for w in choice.warnings]
+    assert said == [
+        "1 of the 4 'iteration' ranges start before an earlier one of the same threa",
+        "2 of the 4 'iteration' ranges start before an earlier one of the same proce",
+    ]
