@@ -554,3 +554,67 @@ def test_hostile17_an_output_folder_that_is_a_symlink_loop_is_named_a_loop_cache
     assert code == 2, err
     line = _one_line(err, "loop1")
     assert "loop" in line.split("loop1", 1)[1] and "File exists" not in line, line
+
+
+# ---------------------------------------------------------------------- 5. a folder of report outputs
+
+
+@pytest.mark.parametrize("command", ["compare", "table", "report"])
+def test_a_folder_of_report_outputs_is_said_to_hold_no_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """A folder holding tracekit report's report.csv and report.md: was 'it holds 1 trace file (report.csv):
+    pass the files (DIR/*.csv)' (a CSV that no reader reads counted as a trace); analyze says 'a directory
+    with no trace files in it'. Now the same: no trace files, its files named."""
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "report.csv").write_text(
+        "runtime,device,seq_len,batch_size,latency_ms\npytorch,gpu,128,1,0.706\n"
+    )
+    (folder / "report.md").write_text("# report\n")
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    args = {
+        "compare": ["compare", str(trace), str(folder)],
+        "table": ["table", str(folder)],
+        "report": ["report", str(folder), "-o", str(tmp_path / "out"), "--no-figures"],
+    }[command]
+    code, _, err = _run(capsys, *args, "-q")
+    assert (code, err) == (
+        2,
+        f"tracekit: {folder}: not a tracekit run directory (no run.json), and it holds no trace files "
+        "(report.csv, report.md: not traces)\n",
+    )
+
+
+def test_a_folder_of_an_ncu_csv_of_another_name_still_says_pass_the_files(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An Nsight Compute CSV named kernels.csv (not *.ncu.csv) is a trace: the line still says to pass it."""
+    folder = tmp_path / "k"
+    folder.mkdir()
+    (folder / "kernels.csv").write_text(
+        '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"\n'
+        '"0","k0","gpu__time_duration.sum","usecond","10"\n'
+    )
+    code, _, err = _run(capsys, "table", str(folder), "-q")
+    assert code == 2
+    assert "it holds 1 trace file (kernels.csv): pass the files" in _one_line(err, folder)
+
+
+# hostile17's test (tests/test_hostile17.py), without its strict xfail marker
+
+
+def test_hostile17_a_folder_of_report_outputs_is_not_said_to_hold_a_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "reports"
+    folder.mkdir()
+    (folder / "report.csv").write_text(
+        "runtime,device,seq_len,batch_size,latency_ms\npytorch,gpu,128,1,0.706\n"
+    )
+    (folder / "report.md").write_text("# report\n")
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    code, _, err = _run(capsys, "compare", str(trace), str(folder), "-q")
+    assert code == 2
+    line = _one_line(err, folder)
+    assert "trace file" not in line or "no trace file" in line, line

@@ -422,6 +422,7 @@ TRACE_GLOBS = (
     "*.sqlite",
     "*.sqlite.gz",
     "*.nsys-rep",
+    "*.qdrep",
     "*.csv.gz",
     "*.csv",
     "*.ncu-rep",
@@ -465,9 +466,18 @@ def _check_run_dir(path: Path) -> None:
         for t in traces
         if not t.endswith((".truth.json", RUN_FILE))
         and not (t.endswith((".json", ".json.gz")) and holds_no_trace(path / t))
+        # a CSV is a trace when it is Nsight Compute's (tracekit report's report.csv is none)
+        and not (t.endswith((".csv", ".csv.gz")) and _detected(path / t) is None)
     ]
     if not traces:
-        raise TracekitError("not a tracekit run directory (no run.json)", path)
+        others = (
+            sorted(p.name for p in path.iterdir() if not p.name.startswith(".")) if _listable(path) else []
+        )
+        raise TracekitError(
+            "not a tracekit run directory (no run.json), and it holds no trace files"
+            + (f" ({_first_three(others)}: not traces)" if others else ""),
+            path,
+        )
     from fnmatch import fnmatch
 
     shown = _first_three(traces)
@@ -478,6 +488,15 @@ def _check_run_dir(path: Path) -> None:
         f"folder with tracekit analyze {path}",
         path,
     )
+
+
+def _listable(path: Path) -> bool:
+    """Whether the folder ``path`` can be listed."""
+    try:
+        next(iter(path.iterdir()), None)
+    except OSError:
+        return False
+    return True
 
 
 def missing(path: Path) -> str:
