@@ -142,6 +142,14 @@ def validate(opts: SweepOptions) -> None:
             f"model vit-base takes {IMAGE_SIZE}x{IMAGE_SIZE} images (--seq-lens is the image side for image "
             f"models; its position embeddings are built for {IMAGE_SIZE}): use --seq-lens {IMAGE_SIZE}"
         )
+    from tracekit.runs import MAX_DIMENSION
+
+    for option, values in (("--batch-sizes", opts.batch_sizes), ("--seq-lens", opts.seq_lens or [])):
+        # run.json takes no larger one (tracekit.runs.check_run); 10^20 had failed in the worker, after torch
+        # was imported ("Overflow when unpacking long long")
+        big = [v for v in values if v > MAX_DIMENSION]
+        if big:
+            raise TracekitError(f"{option} must be at most {MAX_DIMENSION} (got {', '.join(map(str, big))})")
     check_seq_lens(opts.model, opts.seq_lens, max(opts.gen_tokens, 1))
     if opts.warmup < 0 or opts.iters < 1:
         bad = f"--warmup {opts.warmup}" if opts.warmup < 0 else f"--iters {opts.iters}"

@@ -618,3 +618,40 @@ def test_hostile17_a_folder_of_report_outputs_is_not_said_to_hold_a_trace(
     assert code == 2
     line = _one_line(err, folder)
     assert "trace file" not in line or "no trace file" in line, line
+
+
+# --------------------------------------------------------------------- collect's sizes (hostile17's note)
+
+
+@pytest.mark.parametrize(
+    ("over", "message"),
+    [
+        (
+            {"batch_sizes": [1, 99999999999999999999]},
+            "--batch-sizes must be at most 2147483647 (got 99999999999999999999)",
+        ),
+        (
+            {"batch_sizes": [2**31]},
+            "--batch-sizes must be at most 2147483647 (got 2147483648)",
+        ),
+        ({"batch_sizes": [0, 2]}, "--batch-sizes must be positive integers (got 0)"),
+        (
+            {"model": "funnel", "seq_lens": [2**40]},
+            "--seq-lens must be at most 2147483647 (got 1099511627776)",
+        ),
+    ],
+    ids=["1e20", "2^31", "0", "seq 2^40"],
+)
+def test_collect_refuses_a_size_run_json_could_not_hold_before_torch(
+    over: dict[str, Any], message: str
+) -> None:
+    """Was: --batch-sizes 99999999999999999999 passed the checks and failed in the worker after torch was
+    imported ('1 of 1 configurations failed; first: TypeError: randint(): ... Overflow when unpacking long
+    long', exit 1). Now one line before anything heavy: the bound run.json's check takes (2^31 - 1)."""
+    from tracekit.collectors import sweep
+    from tracekit.errors import TracekitError
+
+    with pytest.raises(TracekitError) as caught:
+        sweep.validate(sweep.SweepOptions(device="cpu", **{"model": "tiny", **over}))
+    assert str(caught.value) == message
+    sweep.validate(sweep.SweepOptions(model="tiny", device="cpu", batch_sizes=[1, 2**31 - 1]))
