@@ -207,7 +207,7 @@ from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
 from tracekit.readers.kineto_wire import WireChunk
 from tracekit.readers.nesting import nesting_depth
-from tracekit.readers.timestamps import far_events
+from tracekit.readers.timestamps import FAR_NS, far_events
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -1867,6 +1867,12 @@ def _without_far_events(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataF
     operators) place the trace. A kernel at ts 9.2e15 µs, 292 years after its launch, was read as an
     iteration of 9.2e12 ms."""
     if x_events.is_empty():
+        return x_events
+    start_f = pl.col("start").cast(pl.Float64)
+    lo, hi, last = x_events.select(
+        lo=start_f.min(), hi=start_f.max(), last=(start_f + pl.col("dur_ns").cast(pl.Float64)).max()
+    ).row(0)
+    if lo is None or (hi - lo <= FAR_NS and last < 2.0**63):  # (every trace of an hour or less: one pass)
         return x_events
     kinds = x_events.select(
         op=pl.col("cat_l").is_in(list(OP_CATEGORIES)), call=pl.col("cat_l").is_in(list(API_CATEGORIES))
