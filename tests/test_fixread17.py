@@ -194,6 +194,25 @@ def test_kineto_epoch_timestamps_and_an_end_past_int64(
     assert sum("stamped" in w for w in doc["warnings"]) == 1, doc["warnings"]
 
 
+def test_nsys_device_ops_all_outside_the_capture_are_kept_and_said(tmp_path: Path) -> None:
+    """Every kernel 100 s past a 20 ms capture (the capture record and the events disagree): too many to be
+    damaged rows, so all 6 are kept, with a warning (the calls lie in the capture)."""
+    from tracekit.readers import read_trace
+
+    path = _sql(
+        _nsys(tmp_path / "shifted.synthetic.sqlite", capture_ns=20_000_000),
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 100000000000, end = end + 100000000000",
+    )
+    trace = read_trace(path)
+    assert trace.ops.height == 6
+    assert [w for w in trace.meta["warnings"] if "stamped" in w] == [
+        "6 of 6 device ops are stamped outside the capture (which the trace says ran from 0 to 20,000,000 ns), "
+        "e.g. one at 100,014,400,000 ns, 100 s after its end: too many to be damaged rows, so they are kept, but "
+        "the trace's clocks (or its record of the capture) disagree with them: latencies and launch delays "
+        "between them and the rest are not real"
+    ]
+
+
 def _s(values: list[int | None]) -> pl.Series:
     return pl.Series(values, dtype=pl.Int64)
 
@@ -207,9 +226,15 @@ def test_main_group_and_who_is_left_out() -> None:
     assert main_group([_s([0, 10, 5 * hour, 5 * hour + 1])]) is None  # no majority
     assert main_group([_s([0, hour, 2 * hour, 3 * hour])]) is None  # steps of exactly an hour: one group
     assert main_group([_s([-(2**63), 0, 1, 2, None])]) == (0.0, 2.0)
-    # a kind wholly far (a device clock of its own) is kept whole: nothing said
+    # a kind wholly far (a device clock of its own) is kept whole, and said
     far, warning = far_events({"device ops": _s([10 * hour, 10 * hour + 5])}, anchors=[_s([0, 1, 2, 3, 4])])
-    assert warning is None and far["device ops"].to_list() == [False, False]
+    assert far["device ops"].to_list() == [False, False]
+    assert warning == (
+        "2 of 2 device ops are stamped more than an hour from every other event (the others lie from 0 to 4 ns), "
+        "e.g. one at 36,000,000,000,005 ns, 10 hours after them: too many to be damaged rows, so they are kept, "
+        "but the trace's clocks (or its record of the capture) disagree with them: latencies and launch delays "
+        "between them and the rest are not real"
+    )
     # one of three calls far, the ops not
     far, warning = far_events(
         {"device ops": _s([1, 2, 3]), "API calls": _s([0, 4, None, 9 * hour])}, anchors=[_s([5])]

@@ -100,9 +100,10 @@ def far_events(
         return {noun: pl.Series(noun, np.zeros(s.len(), dtype=bool)) for noun, s in starts.items()}, None
     group = main_group([*starts.values(), *anchors])
     far: dict[str, pl.Series] = {}
-    parts: list[str] = []
-    #: the first far event of each reason (capture, group, end), with its noun's order
-    examples: dict[str, int] = {}
+    left: list[str] = []  # "N nouns" left out
+    kept: list[str] = []  # "N of M nouns" kept: too many to be damaged rows
+    #: the first far event of each reason (capture, group, end), of the nouns left out and of those kept
+    examples: tuple[dict[str, int], dict[str, int]] = ({}, {})
     for noun, series in starts.items():
         values = series.cast(pl.Float64)
         none = pl.Series(noun, np.zeros(series.len(), dtype=bool))
@@ -118,42 +119,57 @@ def far_events(
         mask = reasons["capture"] | reasons["group"] | reasons["end"]
         count = int(mask.sum())
         total = series.len() - series.null_count()
-        if not count or count * 2 >= total:
-            far[noun] = none
+        far[noun] = none
+        if not count:
             continue
-        far[noun] = mask
-        parts.append(f"{count:,} {noun}")
+        minority = count * 2 < total
+        if minority:
+            far[noun] = mask
+            left.append(f"{count:,} {noun}")
+        else:
+            kept.append(f"{count:,} of {total:,} {noun}")
         for reason, found in reasons.items():
             at = series.filter(found)
-            if at.len() and reason not in examples:
-                late = reason == "end" or float(at.max()) > (group[1] if reason == "group" else capture[1])  # type: ignore[index]
-                examples[reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
-    if not parts:
-        return far, None
-    if "capture" in examples:
-        assert capture is not None
+            if at.len() and reason not in examples[not minority]:
+                edge = group[1] if reason == "group" else capture[1] if reason == "capture" else 0  # type: ignore[index]
+                late = reason == "end" or float(at.max()) > edge  # type: ignore[arg-type]
+                examples[not minority][reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
+    said = []
+    if left:
+        said.append(
+            f"{' and '.join(left)} stamped {_where(examples[0], capture, group)}, left out: no profiler records "
+            "an event so far from the rest of its capture (a damaged row or an exporter's bug), and read as it is "
+            "one such time becomes an iteration's latency"
+        )
+    if kept:
+        said.append(
+            f"{' and '.join(kept)} are stamped {_where(examples[1], capture, group)}: too many to be damaged "
+            "rows, so they are kept, but the trace's clocks (or its record of the capture) disagree with them: "
+            "latencies and launch delays between them and the rest are not real"
+        )
+    return far, "; ".join(said) if said else None
+
+
+def _where(
+    examples: dict[str, int], capture: tuple[int, int] | None, group: tuple[float, float] | None
+) -> str:
+    """Where far events lie, for the warning: ``examples``, the first of each reason (capture, group, end)."""
+    if "capture" in examples and capture is not None:
         t = examples["capture"]
         edge = capture[1] if t > capture[1] else capture[0]
-        where = (
+        return (
             f"outside the capture (which the trace says ran from {capture[0]:,} to {capture[1]:,} ns), e.g. one "
             f"at {t:,} ns, {_distance(abs(t - edge))} {'after its end' if t > edge else 'before its start'}"
         )
-    elif "group" in examples:
-        assert group is not None
+    if "group" in examples and group is not None:
         t = examples["group"]
         edge = group[1] if t > group[1] else group[0]
-        where = (
+        return (
             f"more than an hour from every other event (the others lie from {group[0]:,.0f} to "
             f"{group[1]:,.0f} ns), e.g. one at {t:,} ns, {_distance(abs(t - edge))} "
             f"{'after' if t > edge else 'before'} them"
         )
-    else:
-        where = (
-            f"with an end past 2^63 ns (292 years: start + duration; e.g. one starting at {examples['end']:,} ns), "
-            "which would wrap around to a negative time"
-        )
-    return far, (
-        f"{' and '.join(parts)} stamped {where}, left out: no profiler records an event so far from the rest "
-        "of its capture (a damaged row or an exporter's bug), and read as it is one such time becomes an "
-        "iteration's latency"
+    return (
+        f"with an end past 2^63 ns (292 years: start + duration; e.g. one starting at {examples['end']:,} ns), "
+        "which would wrap around to a negative time"
     )
