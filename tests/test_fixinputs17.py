@@ -655,3 +655,26 @@ def test_collect_refuses_a_size_run_json_could_not_hold_before_torch(
         sweep.validate(sweep.SweepOptions(device="cpu", **{"model": "tiny", **over}))
     assert str(caught.value) == message
     sweep.validate(sweep.SweepOptions(model="tiny", device="cpu", batch_sizes=[1, 2**31 - 1]))
+
+
+def test_report_counts_a_byte_identical_copy_labelled_another_batch_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A copy of batch 1's trace saved as batch 2's (sidecars 1 and 2): was two rows, 1111.1 and 2222.2 /s on
+    one plateau. Now one row, its batch in doubt, the copy named; a copy of the same label is counted once too."""
+    for name, batch in ((B1, 1), (B2, 2)):
+        _kineto(tmp_path / name)  # the same events: byte-identical files
+        meta = {"runtime": "pytorch", "batch_size": batch, "seq_len": 128, "synthetic": True}
+        (tmp_path / name.replace(".json", ".meta.json")).write_text(json.dumps(meta))
+    one, two = tmp_path / B1, tmp_path / B2
+    assert one.read_bytes() == two.read_bytes()
+    code, _, err = _run(
+        capsys, "report", str(one), str(two), "-o", str(tmp_path / "out"), "--no-figures", "-q"
+    )
+    assert code == 0, err
+    rows = list(csv.DictReader(io.StringIO((tmp_path / "out" / "report.csv").read_text())))
+    assert [(r["batch_size"], r["throughput_per_s"], r["path"]) for r in rows] == [("", "", str(one))]
+    assert (
+        f"warning: {two} is the same recording as {one} (a byte-identical copy): counted once, its batch size "
+        "uncertain (1 or 2)"
+    ) in err.splitlines()
