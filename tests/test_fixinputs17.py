@@ -678,3 +678,23 @@ def test_report_counts_a_byte_identical_copy_labelled_another_batch_once(
         f"warning: {two} is the same recording as {one} (a byte-identical copy): counted once, its batch size "
         "uncertain (1 or 2)"
     ) in err.splitlines()
+
+
+# ------------------------------------------------------- run.json naming a trace outside its folder (hostile17)
+
+
+@pytest.mark.parametrize("where", ["../elsewhere/pytorch_b1_s128.synthetic.json", "absolute"])
+def test_a_trace_outside_the_run_folder_is_said(tmp_path: Path, where: str) -> None:
+    """hostile17's 'left' note: run.json naming '../other' was followed without a word (report read a foreign
+    file as batch 1). It is still read (a moved run may mean it), but said, naming it."""
+    other = tmp_path / "elsewhere"
+    other.mkdir()
+    trace = _kineto(other / B1)
+    name = str(trace) if where == "absolute" else where
+    run = _run_dir(tmp_path, [(1, name)], {})
+    (item,) = resolve_inputs([run])
+    assert item.path.resolve() == trace.resolve()
+    assert TraceConfig.resolve(item, {}, None).inference_warnings == (
+        f"{run / 'run.json'}: configs[0] names a trace outside the run folder ({name}): read as run.json says, "
+        "though it is not among the run's own files",
+    )

@@ -290,6 +290,13 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
         first[key] = len(out)
         numbers.append(number)
         sidecar, unused = read_sidecar(trace, check=True)
+        notes = () if unused is None else (unused,)
+        named_as = Path(traces[profiler])
+        if named_as.is_absolute() or ".." in named_as.parts:  # (hostile17: a foreign file read as batch 1)
+            notes += (
+                f"{path / RUN_FILE}: configs[{number}] names a trace outside the run folder ({named_as}): read as "
+                "run.json says, though it is not among the run's own files",
+            )
         out.append(
             TraceInput(
                 path=trace,
@@ -306,7 +313,7 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
                 stated_by=FROM_RUN,
                 sidecar=sidecar,
                 ncu=ncu,
-                notes=() if unused is None else (unused,),
+                notes=notes,
             )
         )
     return _with_incompleteness(path, run, out)
