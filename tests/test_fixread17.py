@@ -470,3 +470,19 @@ def test_crossing_on_one_thread_and_overlap_across_threads_are_told_apart() -> N
         "1 of the 4 'iteration' ranges start before an earlier one of the same threa",
         "2 of the 4 'iteration' ranges start before an earlier one of the same proce",
     ]
+
+
+# ------------------------------------------------------------------- hostile17's left items
+
+
+def test_a_kineto_trace_gzipped_twice_is_named_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """hostile17 (checked and right, 'could say gzip inside gzip'): was 'not a trace tracekit can read (...)'."""
+    raw = json.dumps({"traceEvents": small_trace_events()}).encode()
+    path = tmp_path / "twice.synthetic.json.gz"
+    path.write_bytes(gzip.compress(gzip.compress(raw, mtime=0), mtime=0))
+    code, _, err = _json(capsys, str(path))
+    assert code == 2
+    assert _one_line(err, path).endswith(
+        "gzipped twice (the gzip file holds another gzip file): inflate it once (gzip -dc FILE > NEW.gz) and give "
+        "tracekit what it holds"
+    )

@@ -63,6 +63,12 @@ def _json_head(path: Path, head: bytes) -> str:
             raw = zlib.decompressobj(wbits=31).decompress(raw, SNIFF_TEXT)
         except zlib.error as exc:
             raise TraceFormatError(f"damaged gzip file ({exc})", path) from exc
+        if raw.startswith(GZIP_MAGIC + b"\x08"):  # (deflate, the only method gzip writes)
+            raise TraceFormatError(
+                "gzipped twice (the gzip file holds another gzip file): inflate it once (gzip -dc FILE > "
+                "NEW.gz) and give tracekit what it holds",
+                path,
+            )
     else:
         raw = raw[:SNIFF_TEXT]
     return raw.decode(json.detect_encoding(raw[:4]), "replace")
