@@ -486,3 +486,18 @@ def test_a_kineto_trace_gzipped_twice_is_named_so(tmp_path: Path, capsys: pytest
         "gzipped twice (the gzip file holds another gzip file): inflate it once (gzip -dc FILE > NEW.gz) and give "
         "tracekit what it holds"
     )
+
+
+def test_tracekit_report_s_report_json_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile17 (left): report.json given as a trace was only 'not a Kineto trace: no traceEvents'. Its
+    top-level keys as analyzers/report.py writes them (SYNTHETIC values)."""
+    path = tmp_path / "report.json"
+    doc = {"synthetic": True, "settings": {}, "transition_batch_size": {}, "sweeps": [], "configs": []}
+    path.write_text(json.dumps({**doc, "recommendations": [], "warnings": []}))
+    code, _, err = _json(capsys, str(path))
+    assert code == 2
+    assert _one_line(err, path).endswith(
+        "not a Kineto trace: no traceEvents (this looks like tracekit report's report.json, not a profiler's trace)"
+    )

@@ -379,9 +379,15 @@ OWN_OUTPUT_KEYS = (
 )
 
 
+#: Top-level keys of the report.json that ``tracekit report`` writes into its folder (analyzers/report.py).
+REPORT_KEYS = frozenset({"configs", "recommendations", "sweeps", "transition_batch_size"})
+
+
 def _own_output(top: dict[str, Any]) -> str:
     """``" (...)"`` naming the tracekit command whose ``--format json`` output ``top`` (the document's top-level
     keys) looks like, so that an output given back as a trace is named as such; "" for any other document."""
+    if REPORT_KEYS <= top.keys():
+        return " (this looks like tracekit report's report.json, not a profiler's trace)"
     for command, keys in OWN_OUTPUT_KEYS:
         if keys <= top.keys():
             return (
