@@ -698,3 +698,28 @@ def test_a_trace_outside_the_run_folder_is_said(tmp_path: Path, where: str) -> N
         f"{run / 'run.json'}: configs[0] names a trace outside the run folder ({name}): read as run.json says, "
         "though it is not among the run's own files",
     )
+
+
+def test_a_cache_entry_replaced_by_a_file_is_stored_anew(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile17's 'left' note: an entry's folder replaced by a regular file, and the cache never stored that
+    trace again, without a word. Now the file is taken for a damaged entry (removed) and the entry stored anew;
+    the output is the one without the cache."""
+    path = _kineto(tmp_path / "t.synthetic.json")
+    cache = tmp_path / "cache"
+    code, plain, err = _run(capsys, "analyze", str(path), "--format", "csv", "-q")
+    assert code == 0, err
+    assert _run(capsys, "analyze", str(path), "--cache", str(cache), "-q")[0] == 0
+    (entry,) = [p for p in cache.iterdir() if p.is_dir()]
+    import shutil
+
+    shutil.rmtree(entry)
+    entry.write_text("not an entry")
+    for _ in range(2):
+        assert _run(capsys, "analyze", str(path), "--cache", str(cache), "--format", "csv", "-q") == (
+            0,
+            plain,
+            "",
+        )
+    assert entry.is_dir() and (entry / "meta.json").is_file()

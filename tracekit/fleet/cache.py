@@ -340,6 +340,9 @@ def _load_entry(entry: Path, path: Path, frames: Any) -> Any:
     except (FileNotFoundError, NotADirectoryError):
         if entry.is_dir():  # a file of it missing: damaged (an entry is renamed into place whole)
             _discard(entry, entry.parent)
+        elif entry.is_file() or entry.is_symlink():  # not a folder where the entry goes: no entry could ever
+            with contextlib.suppress(OSError):  # be renamed into place (the trace was never stored again)
+                entry.unlink()
         return None
     except (TracekitError, MemoryError):  # a limit passed (the memory ceiling): not the entry's fault
         raise
