@@ -501,3 +501,21 @@ def test_tracekit_report_s_report_json_is_named_as_such(
     assert _one_line(err, path).endswith(
         "not a Kineto trace: no traceEvents (this looks like tracekit report's report.json, not a profiler's trace)"
     )
+
+
+def test_nsys_events_inside_a_long_capture_are_kept_however_long_its_silences(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Where the export says when its capture ran (ANALYSIS_DETAILS: 3 hours here), an op two hours after the
+    others but inside the capture is no damage (a server traced for hours waits between requests): kept, no
+    warning. The hour-from-the-rest rule is for traces that state no capture."""
+    path = _sql(
+        _nsys(tmp_path / "long.synthetic.sqlite", capture_ns=3 * 3_600 * 10**9),
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 7200000000000, end = 7200000100000 WHERE rowid = 1",
+    )
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert not any("stamped" in w for w in doc["warnings"]), doc["warnings"]
+    assert (
+        sum(count for _, count in _busy(doc)) == 6
+    )  # every kernel kept (the far one outside the iterations)

@@ -12,7 +12,8 @@ out, with one warning that counts them and says where they were:
   ``duration``), an event starting more than :data:`CAPTURE_SLACK_NS` before the capture began or after it
   ended (every real export's device ops and calls lie within it: checked on the eleven real and sample
   exports, none is off by a nanosecond);
-- in any trace, an event more than :data:`FAR_NS` from the main group of events: the starts of every event
+- in a trace that does not say when its capture ran (Kineto; an nsys export without ``ANALYSIS_DETAILS``),
+  an event more than :data:`FAR_NS` from the main group of events: the starts of every event
   (those that may be left out and the ``anchors``, the ranges) sorted and cut where two neighbours lie more
   than :data:`FAR_NS` apart; the largest group is the trace. Only relative: Kineto stamps events in epoch
   microseconds (~1.7e15 µs), so no absolute bound holds.
@@ -98,7 +99,9 @@ def far_events(
     if capture is None and durations is None and _span(starts.values(), anchors) <= FAR_NS:
         # (no group lies apart: the common case, answered without sorting every start)
         return {noun: pl.Series(noun, np.zeros(s.len(), dtype=bool)) for noun, s in starts.items()}, None
-    group = main_group([*starts.values(), *anchors])
+    # (an event inside the capture the trace states is no damage, however long the capture's silences: a
+    # server traced for hours may wait an hour between requests)
+    group = main_group([*starts.values(), *anchors]) if capture is None else None
     far: dict[str, pl.Series] = {}
     left: list[str] = []  # "N nouns" left out
     kept: list[str] = []  # "N of M nouns" kept: too many to be damaged rows
