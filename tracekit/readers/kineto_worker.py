@@ -244,19 +244,9 @@ def _close_prefetched() -> None:
 
 def _can_fork() -> bool:
     """Whether a worker may be forked from this process rather than started afresh (saving its ~0.15 s
-    start-up): on Linux, while this process runs one thread and has not loaded polars (the ``analyze``
-    command's prefetch, before its imports). Anywhere else a fresh interpreter is started."""
-    others = limits.watchdog_threads()  # the memory watchdog, paused while a worker is forked
-    if (
-        not sys.platform.startswith("linux")
-        or "polars" in sys.modules
-        or threading.active_count() - others != 1
-    ):
-        return False
-    try:
-        return len(os.listdir("/proc/self/task")) - others == 1
-    except OSError:
-        return False
+    start-up): :func:`tracekit.limits.can_fork` (the ``analyze`` command's prefetch, before its imports, is
+    such a process); anywhere else a fresh interpreter is started."""
+    return limits.can_fork()
 
 
 class _Forked:
