@@ -770,6 +770,13 @@ def select_ranges(
         if range_name is not None:
             raise TracekitError("--range and --split-idle exclude each other: use one of them", path)
         check_split_idle(split_idle_ms, path)
+        if trace.meta.get("timeline") is False:
+            raise TracekitError(
+                "--split-idle cuts a timeline at its idle gaps, and this trace has none: its kernels are laid "
+                "back to back (Nsight Compute records no start times); analyze its timeline (nsys, "
+                "torch.profiler) with --split-idle, or give both to tracekit table --ncu",
+                path,
+            )
         return synthetic_windows(trace, split_idle_ms)
     candidates = trace.ranges.filter(on_host()).with_columns(range_key(pl.col("name")).alias("key"))
     # A range never closed (nsys: the capture ended inside it) has no end; a hand-built Trace may lack either.
@@ -1090,7 +1097,10 @@ def synthetic_windows(
             if gpu_side
             else "no ranges in the trace"
         )
-        how = f"{none}: {what}; split it into iterations with --split-idle MS"
+        if trace.meta.get("timeline") is False:  # (Nsight Compute: kernels back to back, no gaps to cut at)
+            how = f"{none}: {what}"
+        else:
+            how = f"{none}: {what}; split it into iterations with --split-idle MS"
         return RangeChoice(frame, WINDOW_NAME, how, warnings)
     ms = _ms_text(split_idle_ms)
     if ops.height >= SPLIT_MIN_OPS and frame.height >= SPLIT_TOO_FINE * ops.height:

@@ -137,12 +137,6 @@ def test_damaged_nsys_report_error_is_readable_and_says_what_to_do(tmp_path, cap
 NCU_SAMPLE = SAMPLES / "h200_bert_fp16" / "pytorch-ncu" / "pytorch_b1_s128.ncu.csv.gz"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py (realtrace17): an Nsight Compute CSV alone (no start times: its kernels are laid "
-    "back to back from 0) is told 'split it into iterations with --split-idle MS', and --split-idle 0.1 then "
-    "reports '1 iterations cut where the GPU (device 0) was idle longer than 0.1 ms' of a timeline that is not one",
-)
 def test_ncu_csv_alone_is_not_told_to_split_idle(capsys):
     import tracekit
 
