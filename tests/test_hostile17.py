@@ -3,8 +3,9 @@ fuzz files did not try.
 
 The standard: bad input is one line on standard error naming the file and the problem (exit 2), never a
 traceback and never a wrong number; inputs are opened read-only and never changed; outputs are written
-atomically. The tests marked ``xfail(strict=True)`` show defects in files hostile17 does not own (each reason
-names the file); the others pin behaviour that is right and that a change could lose.
+atomically. 28 of these tests began as strict xfails, each showing a defect in a file hostile17 did not own; all
+were fixed in the same round (fixread17, fixinputs17, firsthour17, the lead), and every test now pins the right
+behaviour that a change could lose.
 
 Every trace is built here in pytest's temporary folder (names say "synthetic"); the expected numbers follow
 from the events written.
@@ -102,12 +103,6 @@ def test_the_hand_built_bases_read_as_their_docstrings_say(
 # ------------------------------------------------------------------------------------------ nsys SQLite
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_sqlite.py (and the latency in analyzers/iterations.py): a kernel stamped at "
-    "2^63 ns (292 years, past the capture's 20 ms end in ANALYSIS_DETAILS) is read: iteration 0's latency "
-    "9223372036844.775 ms, mean 3074457345615.592 ms, verdict 'framework' with no doubt",
-)
 def test_nsys_kernel_stamped_near_2_63_is_not_a_latency(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -129,12 +124,6 @@ def test_nsys_kernel_stamped_near_2_63_is_not_a_latency(
     assert any("capture" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='tracekit/readers/sqlite_engine.py: a StringIds value that is a BLOB reads "value holds a value '
-    "that is not of type String (blob X'FFFE00')\": the table is not named (a text start in a kernel's row "
-    "reads 'CUPTI_ACTIVITY_KIND_KERNEL.start holds ...')",
-)
 def test_nsys_blob_in_string_ids_names_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     path = _sql(
         _nsys(tmp_path / "blob.synthetic.sqlite"), "UPDATE StringIds SET value = X'FFFE00' WHERE id = 1"
@@ -238,13 +227,6 @@ def test_nsys_nvtx_range_without_end_is_no_iteration_and_said(
     assert any(w.startswith("2 device ops (0.300 ms busy) were launched outside") for w in doc["warnings"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py: two push/pop 'iteration' ranges of ONE thread that cross (the first's end moved "
-    "past the second's start: a stack cannot do that, the data is damaged) are explained as '(different threads "
-    "running iterations at once)' and work 'counts in the range of the thread that launched it': both are that "
-    "thread's",
-)
 def test_crossing_ranges_of_one_thread_are_not_blamed_on_other_threads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -264,13 +246,6 @@ def test_crossing_ranges_of_one_thread_are_not_blamed_on_other_threads(
 # ---------------------------------------------------------------------------------------------- Kineto
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto*.py: a Kineto document with two 'traceEvents' keys is read from the first "
-    "without a word (RFC 8259: names SHOULD be unique; JSON.parse and Python's json keep the last): full "
-    "then [] reads 4 iterations "
-    "JSON readers do not see, [] then full reads 'nothing to analyze'",
-)
 @pytest.mark.parametrize("order", ["full first", "empty first"])
 def test_kineto_two_trace_events_keys_are_not_read_silently(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], order: str
@@ -291,13 +266,6 @@ def test_kineto_two_trace_events_keys_are_not_read_silently(
     assert any("traceEvents" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto_stream.py: a gzipped Kineto trace with bytes appended after its whole "
-    "member reads 'damaged gzip file (Compressed file ended before the end-of-stream marker was reached)': "
-    "false, the data is whole; the ORT/ncu/SQLite inflater (tracekit/io.py) says 'bytes that are not gzip "
-    "data follow its compressed data (from byte N ...)'",
-)
 def test_kineto_gzip_with_appended_bytes_says_what_follows(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -312,12 +280,6 @@ def test_kineto_gzip_with_appended_bytes_says_what_follows(
     assert f"from byte {len(member)}" in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (no reader bound): a Kineto kernel at ts 9.2e15 µs (292 years after its "
-    "launch, correlated to it) makes iteration 0 'unsynchronized' with latency 9199999999000.01 ms, mean "
-    "2299999999750.678 ms, verdict 'framework' with no doubt",
-)
 def test_kineto_kernel_292_years_after_its_launch_is_not_a_latency(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -333,12 +295,6 @@ def test_kineto_kernel_292_years_after_its_launch_is_not_a_latency(
     assert doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (--split-idle windows): with one kernel at ts 9.2e15 µs, --split-idle 0.05 gives "
-    "11 windows of 0.03 ms each holding its launch but 0 kernels and 0.0 GPU busy, plus one window from 1.00001 s "
-    "to 9.2e18 ns holding the far kernel: the other 11 kernels count nowhere, verdict 'framework'",
-)
 def test_one_far_kernel_does_not_empty_every_split_idle_window(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -397,12 +353,6 @@ def _ncu(path: Path, values: list[str]) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ncu.py: when every gpu__time_duration.sum value is unreadable ('1 000', \"1'000\", "
-    "'n/a') the line says 'no kernel has gpu__time_duration.sum (Duration), e.g. ncu --metrics without it "
-    "... collect it too': the metric is there, its values do not read",
-)
 @pytest.mark.parametrize("value", ["1 000", "1\u00a0000", "1'000", "n/a"])
 def test_ncu_unreadable_durations_are_not_called_a_missing_metric(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: str
@@ -415,12 +365,6 @@ def test_ncu_unreadable_durations_are_not_called_a_missing_metric(
     assert repr(value) in line or value in line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='tracekit/readers/ncu.py: a second units row inside the table (\'"","","","msecond"\' after the '
-    "first kernel, under the header's 'usecond') is skipped without a word: the 4 kernels after it are read in "
-    "usecond (GPU busy 0.150 ms) though the file says msecond for them (0.010 + 140 ms); no warning",
-)
 def test_ncu_a_units_row_inside_the_table_is_not_skipped_in_silence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -503,12 +447,6 @@ def _wal_pair(tmp_path: Path, names: list[str]) -> list[Path]:
     return out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/fleet/cache.py: an entry's stored warnings name the first file's write-ahead log: "
-    "'analyze b.sqlite --cache C' after 'analyze a.sqlite --cache C' (byte-identical, each with its own "
-    "-wal) says 'its write-ahead log a.synthetic.sqlite-wal beside it holds writes ...' of b",
-)
 def test_the_cache_does_not_name_another_file_s_write_ahead_log(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -628,13 +566,6 @@ def test_outputs_over_an_input_are_refused_for_every_command(
 # -------------------------------------------------------------------------------------------- simulate
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/simulate/presets.py RuntimeParams.validate: 'value < 0' lets NaN and infinity through: "
-    "--set gpu_ns_per_token=nan (or inf, or kernel_floor_ns=1e30) exits 0 after numpy's 'invalid value "
-    "encountered in cast' and writes traces and a truth of 400 kernels of 1 ns (GPU busy 0.0004 ms per "
-    "iteration), run.json saying gpu_ns_per_token NaN",
-)
 @pytest.mark.parametrize("setting", ["gpu_ns_per_token=nan", "gpu_ns_per_token=inf", "kernel_floor_ns=1e30"])
 def test_simulate_refuses_parameters_that_are_not_finite_numbers(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
@@ -672,12 +603,6 @@ def test_simulate_metrics_interval_that_is_no_number_is_one_line(
     assert "--metrics-interval-us" in err.strip() and len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/simulate/presets.py with_overrides: --set graph=maybe is read as false without a word "
-    "(anything but 1/true/yes/on), and --set runtime=x says \"unknown simulation parameter 'runtime'; known: "
-    '..., runtime, ...": it calls the parameter unknown and lists it as known',
-)
 @pytest.mark.parametrize("setting", ["graph=maybe", "runtime=onnx"])
 def test_simulate_set_refuses_what_it_cannot_read_in_words_that_hold(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
@@ -717,13 +642,6 @@ def test_simulate_refuses_bad_sizes_and_negative_parameters_in_one_line(
     assert not Path(out).exists()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (int64 wrap-around): a kernel stamped at -2^63 ns, before its launch call "
-    "(10.06 ms), is said to have 'started more than 1 ms after their launch call returned ... (9223372036844.717 "
-    "ms in all)': start - call end wrapped to +2^63; the same kernel at -5 ms is rightly 'the first op started "
-    "before its launch call began'",
-)
 def test_nsys_kernel_at_minus_2_63_is_not_said_to_start_after_its_launch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -774,13 +692,6 @@ def test_a_sidecar_s_warm_up_is_dropped(tmp_path: Path, capsys: pytest.CaptureFi
     assert _latencies(doc) == [0.9, 0.9]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py load_sidecar_meta (the lead's; fuzz14 left the broken-JSON case): a sidecar "
-    ".meta.json that starts with a UTF-8 BOM (a Windows editor's save), has a trailing comma, or is a JSON array, is ignored "
-    "without a word: the 2 warm-up iterations it states are analyzed as measured ones (skipped 0, 4 "
-    "iterations, no warning). Traces with a BOM read (hostile16)",
-)
 @pytest.mark.parametrize("damage", ["BOM", "trailing comma", "an array"])
 def test_a_sidecar_that_does_not_parse_is_not_ignored_in_silence(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
@@ -838,15 +749,7 @@ def test_an_output_that_is_a_symlink_loop_is_one_line(
     [
         "simulate",
         "report",
-        pytest.param(
-            "cache",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="tracekit/fleet/cache.py cache_folder (the lead): --cache naming a symbolic link loop says "
-                "'cannot create the cache folder (--cache): File exists'; output folders name the loop since "
-                "433cfd4",
-            ),
-        ),
+        "cache",
     ],
 )
 def test_an_output_folder_that_is_a_symlink_loop_is_named_a_loop(
@@ -911,13 +814,6 @@ def test_outputs_in_a_file_or_onto_a_folder_are_one_line(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["dangling.json", "folder", "t.synthetic.json"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py (the run-directory check): compare and table of a folder holding a CSV that is "
-    "no trace (tracekit report's report.csv) say 'not a tracekit run directory (no run.json); it holds 1 trace "
-    "file (report.csv): pass the files (DIR/*.csv)'; analyze of the same folder rightly says 'a directory with "
-    "no trace files in it'",
-)
 def test_a_folder_of_report_outputs_is_not_said_to_hold_a_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1007,13 +903,6 @@ def test_report_timeline_config_with_a_part_too_many_says_so(
     assert "expected RUNTIME:BATCH or RUNTIME:BATCH:SEQ" in line, line
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py (run directories; the lead) / analyzers/report.py: a run.json whose batch-2 config "
-    "names batch 1's trace (whose sidecar says batch_size 1) is reported as batch 2 with batch 1's numbers "
-    "(10.299872 ms both, throughput 97.1 -> 194.2 /s, 'on' the plateau; 'batch 2 costs 1.00x batch 1 ... 2.0x "
-    "the throughput'), exit 0, no warning: a framework-bound plateau that was never measured",
-)
 def test_report_of_one_trace_named_for_two_batch_sizes_is_not_a_plateau(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -1044,12 +933,6 @@ def test_report_of_one_trace_named_for_two_batch_sizes_is_not_a_plateau(
     assert "pytorch_b1_s128.synthetic" in err, err  # the trace given for two configurations is named
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py (run directories; the lead): run.json's config says batch 8 for the trace whose "
-    "sidecar (and name) say batch 2: reported as batch 8 (throughput 776.7 /s for the batch-2 run's 10.30 ms; "
-    "194.2 is right), exit 0, no word of the conflict",
-)
 def test_report_says_when_run_json_and_the_sidecar_disagree_on_the_batch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
