@@ -161,63 +161,6 @@ def test_report_counts_one_file_given_twice_once(tmp_path: Path, capsys: pytest.
     ) in err.splitlines()
 
 
-# hostile17's tests 15 and 16 (tests/test_hostile17.py), without their strict xfail markers
-
-
-def test_hostile17_report_of_one_trace_named_for_two_batch_sizes_is_not_a_plateau(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run = tmp_path / "sim"
-    code, _, err = _run(
-        capsys,
-        "simulate",
-        "--runtime",
-        "pytorch",
-        "--iters",
-        "3",
-        "--batch-sizes",
-        "1,2",
-        "-o",
-        str(run),
-        "-q",
-    )
-    assert code == 0, err
-    doc = json.loads((run / "run.json").read_text())
-    doc["configs"][1]["traces"] = dict(doc["configs"][0]["traces"])
-    (run / "run.json").write_text(json.dumps(doc))
-    code, out, err = _run(capsys, "report", str(run), "-o", str(tmp_path / "out"), "--no-figures", "-q",
-                          "--format", "csv")  # fmt: skip
-    assert code == 0, err
-    assert "pytorch_b1_s128.synthetic" in err, err
-
-
-def test_hostile17_report_says_when_run_json_and_the_sidecar_disagree_on_the_batch(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run = tmp_path / "sim"
-    code, _, err = _run(
-        capsys,
-        "simulate",
-        "--runtime",
-        "pytorch",
-        "--iters",
-        "3",
-        "--batch-sizes",
-        "1,2",
-        "-o",
-        str(run),
-        "-q",
-    )
-    assert code == 0, err
-    doc = json.loads((run / "run.json").read_text())
-    doc["configs"][1]["batch_size"] = 8
-    (run / "run.json").write_text(json.dumps(doc))
-    code, out, err = _run(capsys, "report", str(run), "-o", str(tmp_path / "out"), "--no-figures", "-q",
-                          "--format", "csv")  # fmt: skip
-    assert code == 0, err
-    assert any("pytorch_b2_s128" in line and "batch" in line for line in err.splitlines()), err
-
-
 # ------------------------------------------------------------------ 2. a sidecar that does not parse
 
 SIDECAR = {"warmup_iterations": 2, "warmup_in_trace": True, "iterations": 2, "batch_size": 4}
@@ -281,34 +224,6 @@ def test_a_sidecar_in_a_run_folder_that_cannot_be_used_is_said(tmp_path: Path) -
     )
 
 
-# hostile17's test (tests/test_hostile17.py), without its strict xfail marker
-
-
-@pytest.mark.parametrize("damage", ["BOM", "trailing comma", "an array"])
-def test_hostile17_a_sidecar_that_does_not_parse_is_not_ignored_in_silence(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], damage: str
-) -> None:
-    path = _kineto(tmp_path / "t.synthetic.json")
-    text = json.dumps(SIDECAR)
-    sidecar = tmp_path / "t.synthetic.meta.json"
-    if damage == "BOM":
-        sidecar.write_bytes(b"\xef\xbb\xbf" + text.encode())
-    elif damage == "an array":
-        sidecar.write_text("[1, 2]")
-    else:
-        sidecar.write_text(text[:-1] + ",}")
-    code, doc, err = _json(capsys, str(path))
-    if damage == "BOM":
-        assert code == 0, err
-        assert doc["skipped"] == 2
-        assert [it["latency_ms"] for it in doc["iterations"]] == [0.9, 0.9]
-    elif code == 2:
-        assert "meta.json" in _one_line(err, sidecar.name)
-    else:
-        assert code == 0, err
-        assert any("meta.json" in w for w in doc["warnings"]), doc["warnings"]
-
-
 # ------------------------------------------------------------------------------- 3. simulate's parameters
 
 
@@ -368,41 +283,6 @@ def test_simulate_set_reads_clear_flags(word: str, graph: bool) -> None:
     from tracekit.simulate.presets import preset
 
     assert preset("pytorch", {"graph": word}).graph is graph
-
-
-# hostile17's tests (tests/test_hostile17.py), without their strict xfail markers
-
-
-@pytest.mark.parametrize("setting", ["gpu_ns_per_token=nan", "gpu_ns_per_token=inf", "kernel_floor_ns=1e30"])
-def test_hostile17_simulate_refuses_parameters_that_are_not_finite_numbers(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
-) -> None:
-    out = tmp_path / "sim"
-    code, _, err = _run(
-        capsys, "simulate", "--runtime", "pytorch", "--iters", "3", "--set", setting, "-o", str(out)
-    )
-    assert code == 2, err
-    line = err.strip()
-    assert len(line.splitlines()) == 1 and line.startswith("tracekit: "), err
-    assert setting.split("=")[0] in line
-    assert not out.exists() or not any(out.iterdir())
-
-
-@pytest.mark.parametrize("setting", ["graph=maybe", "runtime=onnx"])
-def test_hostile17_simulate_set_refuses_what_it_cannot_read_in_words_that_hold(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str
-) -> None:
-    out = tmp_path / "sim"
-    code, _, err = _run(
-        capsys, "simulate", "--runtime", "pytorch", "--iters", "3", "--set", setting, "-o", str(out)
-    )
-    assert code == 2, err
-    line = err.strip()
-    assert len(line.splitlines()) == 1, err
-    key = setting.split("=")[0]
-    assert key in line
-    if "known:" in line:
-        assert key not in line.split("known:")[1].replace(",", " ").split()
 
 
 # -------------------------------------------------------------------------------------------- 4. the cache
@@ -523,39 +403,6 @@ def test_a_cache_folder_that_is_a_broken_link_is_named_so(
     assert (code, err) == (2, f"tracekit: c1: {message}\n")
 
 
-# hostile17's tests (tests/test_hostile17.py), without their strict xfail markers
-
-
-def test_hostile17_the_cache_does_not_name_another_file_s_write_ahead_log(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    first, second = _wal_pair(tmp_path, ["a.synthetic.sqlite", "b.synthetic.sqlite"])
-    cache = str(tmp_path / "cache")
-    code, doc, err = _json(capsys, str(first), "--cache", cache)
-    assert code == 0, err
-    assert _busy(doc) == [(0.1, 1), (0.3, 2), (0.3, 2)]
-    code, plain, err = _json(capsys, str(second))
-    assert code == 0, err
-    assert any("b.synthetic.sqlite-wal" in w for w in plain["warnings"])
-    code, cached, err = _json(capsys, str(second), "--cache", cache)
-    assert code == 0, err
-    assert cached["warnings"] == plain["warnings"]
-    assert "a.synthetic.sqlite-wal" not in err
-
-
-def test_hostile17_an_output_folder_that_is_a_symlink_loop_is_named_a_loop_cache(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    (tmp_path / "loop1").symlink_to("loop2")
-    (tmp_path / "loop2").symlink_to("loop1")
-    trace = _kineto(tmp_path / "t.synthetic.json")
-    monkeypatch.chdir(tmp_path)
-    code, _, err = _run(capsys, "analyze", str(trace), "--cache", "loop1", "-q")
-    assert code == 2, err
-    line = _one_line(err, "loop1")
-    assert "loop" in line.split("loop1", 1)[1] and "File exists" not in line, line
-
-
 # ---------------------------------------------------------------------- 5. a folder of report outputs
 
 
@@ -599,25 +446,6 @@ def test_a_folder_of_an_ncu_csv_of_another_name_still_says_pass_the_files(
     code, _, err = _run(capsys, "table", str(folder), "-q")
     assert code == 2
     assert "it holds 1 trace file (kernels.csv): pass the files" in _one_line(err, folder)
-
-
-# hostile17's test (tests/test_hostile17.py), without its strict xfail marker
-
-
-def test_hostile17_a_folder_of_report_outputs_is_not_said_to_hold_a_trace(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    folder = tmp_path / "reports"
-    folder.mkdir()
-    (folder / "report.csv").write_text(
-        "runtime,device,seq_len,batch_size,latency_ms\npytorch,gpu,128,1,0.706\n"
-    )
-    (folder / "report.md").write_text("# report\n")
-    trace = _kineto(tmp_path / "t.synthetic.json")
-    code, _, err = _run(capsys, "compare", str(trace), str(folder), "-q")
-    assert code == 2
-    line = _one_line(err, folder)
-    assert "trace file" not in line or "no trace file" in line, line
 
 
 # --------------------------------------------------------------------- collect's sizes (hostile17's note)
