@@ -4,9 +4,12 @@ Every input is hand-built; the expected numbers are worked out beside each case.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
-from tracekit.analyzers.profiler_cost import findings
+from tracekit.analyzers.profiler_cost import findings, latency_csv_values, untraced_measurement, untraced_of
 from tracekit.analyzers.recommendations import (
     Recommendation,
     SweepView,
@@ -511,3 +514,88 @@ def test_a_sweep_that_never_leaves_the_plateau_withholds_its_claim_on_an_unstabl
     assert rec is not None and rec.batch_size is None
     assert rec.facts["withheld"] == "the latency set of batch 2 is unstable (see its warning)"
     assert rec.facts["last_plateau"] == 2
+
+
+# ---------------------------------------------- profiler_cost's untraced latency (ac6e031: new, followups17's)
+
+CPU_STOLEN_ON_CPU = STOLEN.replace("for I/O, or for the device)", "for I/O)")
+
+
+def test_the_recorded_fallbacks_carry_their_count_and_refuse_what_is_not_a_latency() -> None:
+    # p50 2.0 of 20 iterations: median 2.0, count = kept = 20 (kills count read from another key, dropped or
+    # forced to 0, and count/kept given as None); a count that is a bool or negative reads 0 (kills `or True`
+    # and the fallback 1)
+    assert untraced_measurement({"p50": 2.0, "count": 20}) == Measurement(count=20, kept=20, median=2.0)
+    assert untraced_measurement({"p50": 2.0, "count": True}) == Measurement(count=0, kept=0, median=2.0)
+    assert untraced_measurement({"p50": 2.0, "count": -1}) == Measurement(count=0, kept=0, median=2.0)
+    # recorded statistics with a median of 0 (kills `or True` on the positive test); a bare number where a
+    # mapping belongs (kills `not recorded and not isinstance(...)`: dict(2.1) raised)
+    assert untraced_measurement({"median": 0.0, "kept": 6, "count": 6}) is None
+    assert untraced_measurement(2.1) is None  # type: ignore[arg-type]
+    # latency.csv's values whose median is 0 (kills `or True` on the measured path)
+    assert untraced_measurement({"p50": 1.0}, ([0.0], None)) is None
+
+
+def test_latency_csv_values_are_measured_with_their_cpu_times_and_the_devices_words() -> None:
+    # the alternating set above, measured from latency.csv's values: median 1.25, cause cpu_stolen (kills the
+    # CPU times dropped); on a CPU the cause's words leave out "or for the device" (kills every change of the
+    # device test; "XXgpuXX"/"GPU" for "gpu" are equivalent: measure only asks whether it is "cpu")
+    gpu = untraced_measurement({"p50": 9.0}, (ALTERNATING, ALTERNATING_CPU))
+    cpu = untraced_measurement({"p50": 9.0}, (ALTERNATING, ALTERNATING_CPU), device="cpu")
+    assert gpu is not None and cpu is not None
+    assert (gpu.median, gpu.cause, gpu.warnings) == (1.25, "cpu_stolen", (STOLEN,))
+    assert (cpu.median, cpu.cause, cpu.warnings) == (1.25, "cpu_stolen", (CPU_STOLEN_ON_CPU,))
+
+
+def test_untraced_of_reads_its_configurations_latency_csv_rows(tmp_path: Path) -> None:
+    # latency.csv beside the trace holds batch 1 at sequence length 128 (the alternating set, with CPU times)
+    # and at 64 (eight of 5 ms). The configuration (128, cpu) records a median without `kept` (an old run):
+    # its own 8 rows are measured: median 1.25, CPU-worded cause (kills seq_len not passed or read as None:
+    # 16 rows, median 3.25; the device not passed or `device and ...`: the GPU words)
+    lines = ["set,runtime,batch_size,seq_len,latency_ms,cpu_ms"]
+    lines += [f"untraced,pytorch,1,128,{v},{c}" for v, c in zip(ALTERNATING, ALTERNATING_CPU, strict=True)]
+    lines += ["untraced,pytorch,1,64,5.0,5.0"] * 8
+    (tmp_path / "latency.csv").write_text("\n".join(lines) + "\n")
+    config = SimpleNamespace(
+        untraced_latency={"median": 1.3},
+        path=tmp_path / "pytorch_b1_s128.synthetic.json",
+        runtime="pytorch",
+        batch_size=1,
+        seq_len=128,
+        device="cpu",
+    )
+    m = untraced_of(config)
+    assert m is not None and (m.count, m.median, m.cause, m.warnings) == (
+        8,
+        1.25,
+        "cpu_stolen",
+        (CPU_STOLEN_ON_CPU,),
+    )
+    # a median with `kept` is the stability rules' own: latency.csv is not read (median 1.3 as recorded)
+    config.untraced_latency = {"median": 1.3, "kept": 20, "count": 20}
+    assert untraced_of(config) == Measurement(count=20, kept=20, median=1.3)
+    # nothing recorded, or a bare number: None (kills getattr without its default, and `and` for `or`)
+    assert untraced_of(SimpleNamespace()) is None
+    assert untraced_of(SimpleNamespace(untraced_latency=2.1)) is None
+
+
+def test_latency_csv_values_take_untraced_rows_only_and_reread_a_changed_file(tmp_path: Path) -> None:
+    # untraced rows 1.0 and 2.0 ms (the second with an empty set, as untraced), a traced one of 9.0 left out
+    # (kills the set read from another key, and "" no longer untraced); one CPU time missing: no CPU times
+    # (kills `or True` on the length test)
+    csv = tmp_path / "latency.csv"
+    trace = tmp_path / "pytorch_b1_s128.synthetic.json"
+    head = "set,runtime,batch_size,seq_len,latency_ms,cpu_ms\n"
+    csv.write_text(
+        head + "untraced,pytorch,1,128,1.0,1.0\n,pytorch,1,128,2.0,\ntraced,pytorch,1,128,9.0,9.0\n"
+    )
+    assert latency_csv_values(trace, "pytorch", 1, 128) == ([1.0, 2.0], None)
+    # rewritten at the same mtime with another size (kills the size left out of the cache key) ...
+    stat = csv.stat()
+    csv.write_text(head + "untraced,pytorch,1,128,3.0,3.0\n")
+    os.utime(csv, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert latency_csv_values(trace, "pytorch", 1, 128) == ([3.0], [3.0])
+    # ... and with the same size at another mtime (kills the mtime left out)
+    csv.write_text(head + "untraced,pytorch,1,128,4.0,4.0\n")
+    os.utime(csv, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
+    assert latency_csv_values(trace, "pytorch", 1, 128) == ([4.0], [4.0])
