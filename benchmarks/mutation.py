@@ -311,6 +311,41 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_launch_dims.py",
         ],
     ),
+    # added 2026-11-28 evening (mutation16's and mutation17's rounds; notes/mutation16.md, notes/mutation17.md):
+    # modules scored by hand-run samples before they had an entry. quantiles has none, and stability runs without
+    # tests/test_stats15.py: that file imports `collectors.sweep`, which the copy's installed layout lacks.
+    "gap_context": (
+        "tracekit/analyzers/gap_context.py",
+        [
+            "tests/test_gap_context.py",
+            "tests/test_iterations_mutants.py",
+            "tests/test_mutation16.py",
+        ],
+    ),
+    "steps": (
+        "tracekit/analyzers/steps.py",
+        ["tests/test_steps.py", "tests/test_mutants14_analysis.py", "tests/test_mutation16.py"],
+    ),
+    "profiler_cost": (
+        "tracekit/analyzers/profiler_cost.py",
+        ["tests/test_profiler_cost.py", "tests/test_run_json.py", "tests/test_mutation17.py"],
+    ),
+    "stability": (
+        "tracekit/analyzers/stability.py",
+        [
+            "tests/test_stability.py",
+            "tests/test_stability14.py",
+            "tests/test_mutants14_analysis.py",
+            "tests/test_noise.py",
+            "tests/test_mutation17.py",
+        ],
+    ),
+    # test_report.py's slowest cases (presets, figures, the CLI: ~60 s together) are not marked slow; they
+    # exercise recommend() only through the same rules
+    "recommendations": (
+        "tracekit/analyzers/recommendations.py",
+        ["tests/test_report.py", "tests/test_fuzz5_predict.py", "tests/test_mutation17.py"],
+    ),
 }
 
 #: what the copy needs besides the package: the tests, the samples they read, golden.py and the goldens, and
