@@ -84,16 +84,26 @@ def test_overloads_differing_in_parameter_types_are_not_paired() -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="analyzers/compare.py kernel_name_key drops every parenthesised group, so reduce_kernel<512, 1>(ReduceOp<float, "
-    "MaxOps<float>>) and reduce_kernel<512, 1>(ReduceOp<float, MinOps<float>>) (max vs min reduction, differing "
-    "only inside the parameter list) are paired as the same kernel; right: no rename",
+    reason="tracekit/readers/nsys_sqlite.py _without_far_events + analyzers/iterations.py: iteration 0's first "
+    "launch call stamped at 2^63-1808 ns (20 ms capture) is left out as far, and its kernel (10.1-10.3 ms, inside "
+    "iteration 0's range) then counts in no iteration ('launched before the capture began'): iteration 0 busy "
+    "0.1 ms, 1 kernel; right: 0.3 ms, 2 kernels (its call was recorded, damaged; hostile17b pins the words only)",
 )
-def test_kernels_differing_only_in_their_parameter_functor_are_not_paired() -> None:
-    renames, _ = paired_spellings(
-        ["reduce_kernel<512, 1>(ReduceOp<float, MaxOps<float>>)"],
-        ["reduce_kernel<512, 1>(ReduceOp<float, MinOps<float>>)"],
+def test_a_kernel_whose_call_was_left_out_as_far_still_counts_in_its_iteration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _nsys(tmp_path / "call_far.synthetic.sqlite", capture_ns=20_000_000)
+    con = sqlite3.connect(path)
+    con.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = 9223372036854774000, end = 9223372036854775000 "
+        "WHERE rowid = 1"
     )
-    assert renames == {}
+    con.commit()
+    con.close()
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0, err
+    assert [it["latency_ms"] for it in doc["iterations"]] == [1.0, 1.0, 1.0]
+    assert [(it["gpu_busy_ms"], it["kernels"]) for it in doc["iterations"]] == [(0.3, 2), (0.3, 2), (0.3, 2)]
 
 
 # ------------------------------------------------------------------------------- checked and right
@@ -193,3 +203,62 @@ def test_gap_context_near_keeps_every_overlapping_row() -> None:
             if e0 > s0 and any(s0 < e and e0 > s for s, e in bounds)
         }
         assert overlapping <= near
+
+
+def test_devices_and_streams_fast_path_equals_the_grouping() -> None:
+    from tracekit.analyzers.plausibility import _devices_and_streams
+
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        n = int(rng.integers(1, 7))
+        pids = [7] * n if rng.random() < 0.7 else rng.integers(1, 3, n).tolist()
+        ops = pl.DataFrame(
+            {
+                "pid": pl.Series(pids, dtype=pl.Int64),
+                "device": pl.Series(
+                    [None if v == 2 else int(v) for v in rng.integers(0, 3, n)], dtype=pl.Int64
+                ),
+                "stream": pl.Series(
+                    [None if v == 2 else int(v) for v in rng.integers(0, 3, n)], dtype=pl.Int64
+                ),
+            }
+        )
+        slow = (
+            ops.select("pid", "device", "stream")
+            .unique()
+            .drop_nulls("pid")
+            .group_by("pid")
+            .agg((pl.col("device").n_unique() == 1).alias("one_device"), (pl.len() == 1).alias("one_stream"))
+            .sort("pid")
+        )
+        assert _devices_and_streams(ops).sort("pid").equals(slow)
+
+
+def test_no_fork_where_polars_is_loaded() -> None:
+    """This process has polars loaded (imported above): the pool's workers come from the fork server."""
+    from tracekit.fleet.run import start_method
+    from tracekit.limits import can_fork
+
+    assert can_fork() is False and start_method() == "forkserver"
+
+
+def test_latency_csv_is_read_again_when_it_changes(tmp_path: Path) -> None:
+    """profiler_cost.latency_csv_values' cache is keyed by (path, size, mtime_ns): a rewritten latency.csv of
+    another size is read again; rows of another runtime, batch, sequence length or the traced set are not this
+    configuration's."""
+    import os
+
+    from tracekit.analyzers.profiler_cost import latency_csv_values
+
+    trace = tmp_path / "run.synthetic.json"
+    csv = tmp_path / "latency.csv"
+    header = "set,runtime,batch_size,seq_len,latency_ms,cpu_ms\n"
+    csv.write_text(
+        header + "untraced,eager,1,128,2.0,1.0\nuntraced,eager,1,128,4.0,2.0\ntraced,eager,1,128,9.0,9.0\n"
+        "untraced,eager,2,128,7.0,7.0\nuntraced,onnx,1,128,8.0,8.0\nuntraced,eager,1,256,6.0,6.0\n"
+    )
+    assert latency_csv_values(trace, "eager", 1, 128) == ([2.0, 4.0], [1.0, 2.0])
+    st = csv.stat()
+    csv.write_text(header + "untraced,eager,1,128,3.5,\n")
+    os.utime(csv, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime, another size
+    assert latency_csv_values(trace, "eager", 1, 128) == ([3.5], None)
