@@ -405,3 +405,33 @@ def test_compare_pairs_ncu_spellings_but_not_template_twins(
     assert any(w.startswith("2 kernel names of B (Nsight Compute) paired") for w in c["warnings"]), c[
         "warnings"
     ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/inputs.py: run.json and the trace's sidecar disagree on precision (run.json fp32, sidecar "
+    "fp16) or runtime (run.json pytorch, sidecar onnx): table shows run.json's value ('precision fp32 from "
+    "run.json', 'runtime pytorch from run.json') without a word; batch/seq disagreements are said "
+    "(DIMENSIONS only)",
+)
+@pytest.mark.parametrize(
+    ("field", "where", "value"), [("precision", "run", "fp32"), ("runtime", "sidecar", "onnx")]
+)
+def test_run_json_and_sidecar_disagreeing_on_precision_or_runtime_is_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], field: str, where: str, value: str
+) -> None:
+    run, doc = _sim(tmp_path, capsys)
+    if where == "run":
+        doc[field] = value
+        (run / "run.json").write_text(json.dumps(doc))
+    else:
+        side = run / "pytorch_b2_s128.synthetic.meta.json"
+        meta = json.loads(side.read_text())
+        meta[field] = value
+        side.write_text(json.dumps(meta))
+    code, out, err = _run(capsys, "table", str(run))
+    assert code == 0, err
+    said = [
+        line for line in (out + err).splitlines() if "warning" in line and field.replace("_", " ") in line
+    ]
+    assert said, out + err
