@@ -262,3 +262,38 @@ def test_latency_csv_is_read_again_when_it_changes(tmp_path: Path) -> None:
     csv.write_text(header + "untraced,eager,1,128,3.5,\n")
     os.utime(csv, ns=(st.st_atime_ns, st.st_mtime_ns))  # same mtime, another size
     assert latency_csv_values(trace, "eager", 1, 128) == ([3.5], None)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/inputs.py _run_inputs: the duplicate-(batch, seq) check runs before the same-file check, so "
+    "run.json configs[0] batch 1 -> a.json, configs[1] batch 2 -> b.json, configs[2] batch 2 -> a.json leaves "
+    "a.json batch 1 with nothing disputed (configs[2] is dropped as a duplicate of configs[1]); right: a.json's "
+    "batch size disputed (1, 2), as _named_twice does when no duplicate key hides it",
+)
+def test_a_trace_named_again_under_a_duplicate_key_is_still_disputed(tmp_path: Path) -> None:
+    import json
+
+    from tests.hostile import small_trace_events
+    from tracekit.inputs import _run_inputs, stated_disagreements
+
+    for name in ("a", "b"):
+        (tmp_path / f"{name}.synthetic.json").write_text(json.dumps({"traceEvents": small_trace_events()}))
+
+    def config(batch: int, trace: str) -> dict[str, object]:
+        return {"batch_size": batch, "seq_len": 128, "status": "ok", "traces": {"torch": trace}}
+
+    run = {
+        "runtime": "pytorch",
+        "synthetic": True,
+        "configs": [
+            config(1, "a.synthetic.json"),
+            config(2, "b.synthetic.json"),
+            config(2, "a.synthetic.json"),
+        ],
+    }
+    (tmp_path / "run.json").write_text(json.dumps(run))
+    items = {item.path.name: item for item in _run_inputs(tmp_path, ("torch",))}
+    assert sorted(items) == ["a.synthetic.json", "b.synthetic.json"]
+    assert stated_disagreements(items["b.synthetic.json"])[0] == {}
+    assert stated_disagreements(items["a.synthetic.json"])[0] == {"batch_size": (1, 2)}
