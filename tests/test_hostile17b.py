@@ -498,3 +498,39 @@ def test_a_kineto_kernel_whose_call_was_left_out_as_far_is_not_said_launched_bef
     assert _rows(doc)[1:] == [(0.9, 0.03, 3)] * 3
     assert "1 API calls stamped more than an hour" in doc["warnings"][0]
     assert not any("launched before the capture" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_analyze_many_with_two_jobs_from_a_thread_that_is_not_main(tmp_path: Path) -> None:
+    """Pin: the pool started from a worker thread (no signal handlers there) answers as jobs=1 from it."""
+    import tracekit
+
+    paths = [
+        str(_kineto_clusters(tmp_path / "a.synthetic.json", [4], 0)),
+        str(_nsys(tmp_path / "b.synthetic.sqlite", NEAR, 20_000_000)),
+    ]
+    got: dict[int, Any] = {}
+
+    def work(jobs: int) -> None:
+        try:
+            got[jobs] = tracekit.analyze_many(paths, jobs=jobs)
+        except BaseException as exc:  # (shown by the assertion below)
+            got[jobs] = repr(exc)
+
+    for jobs in (1, 2):
+        thread = threading.Thread(target=work, args=(jobs,))
+        thread.start()
+        thread.join(60)
+    assert isinstance(got[1], dict) and isinstance(got[2], dict), got
+    assert json.dumps(got[1], sort_keys=True, default=str) == json.dumps(got[2], sort_keys=True, default=str)
+    assert [r["iterations"] for r in got[2]["rows"]] == [4, 3]
+
+
+def test_compare_of_a_trace_and_a_link_to_it_says_they_are_one_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _nsys(tmp_path / "t.synthetic.sqlite", NEAR, 20_000_000)
+    link = tmp_path / "link.synthetic.sqlite"
+    os.symlink(trace.name, link)
+    code, _, err = _run(capsys, "compare", str(trace), str(link))
+    assert code == 0, err
+    assert "A and B are the same file" in err, err
