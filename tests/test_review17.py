@@ -264,13 +264,6 @@ def test_latency_csv_is_read_again_when_it_changes(tmp_path: Path) -> None:
     assert latency_csv_values(trace, "eager", 1, 128) == ([3.5], None)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py _run_inputs: the duplicate-(batch, seq) check runs before the same-file check, so "
-    "run.json configs[0] batch 1 -> a.json, configs[1] batch 2 -> b.json, configs[2] batch 2 -> a.json leaves "
-    "a.json batch 1 with nothing disputed (configs[2] is dropped as a duplicate of configs[1]); right: a.json's "
-    "batch size disputed (1, 2), as _named_twice does when no duplicate key hides it",
-)
 def test_a_trace_named_again_under_a_duplicate_key_is_still_disputed(tmp_path: Path) -> None:
     import json
 

@@ -269,6 +269,13 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
             continue
         trace = path / traces[profiler]
         key = (config["batch_size"], config["seq_len"])
+        same = _file_key(trace)
+        if same in named:  # (first: a file named again is disputed even where its key repeats another's)
+            kept = named[same]
+            out[kept] = _named_twice(
+                out[kept], config, f"{path / RUN_FILE}: configs[{number}]", numbers[kept]
+            )
+            continue
         if key in first:
             kept = first[key]
             note = (
@@ -277,13 +284,6 @@ def _run_inputs(path: Path, prefer: tuple[str, ...]) -> list[TraceInput]:
                 "first one"
             )
             out[kept] = replace(out[kept], notes=(*out[kept].notes, note))
-            continue
-        same = _file_key(trace)
-        if same in named:
-            kept = named[same]
-            out[kept] = _named_twice(
-                out[kept], config, f"{path / RUN_FILE}: configs[{number}]", numbers[kept]
-            )
             continue
         ncu = path / traces["ncu"] if traces.get("ncu") and profiler != "ncu" else None
         named[same] = len(out)
