@@ -534,3 +534,30 @@ def test_compare_of_a_trace_and_a_link_to_it_says_they_are_one_file(
     code, _, err = _run(capsys, "compare", str(trace), str(link))
     assert code == 0, err
     assert "A and B are the same file" in err, err
+
+
+def test_compare_pairs_no_overloads_that_differ_only_in_parameters(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: Kineto k(int*) and k(float*), ncu k(int *) and k(float *) (one key 'k' for two names on each side):
+    nothing paired (4 names, each one side's), said."""
+    names = ["void k(int*)", "void k(float*)"]
+    events = small_trace_events(3, kernels=2)
+    for e in events:
+        if e["cat"] == "kernel":
+            e["name"] = names[int(e["name"][-1])]
+    a = write_json(tmp_path / "o.synthetic.json", {"traceEvents": events})
+    ncu = ["k(int *)", "k(float *)"]
+    rows = ['"ID","Process ID","Kernel Name","gpu__time_duration.sum"', '"","","","usecond"']
+    rows += [f'"{i}","7","{ncu[i % 2]}","12"' for i in range(6)]
+    b = tmp_path / "o.synthetic.ncu.csv"
+    b.write_text("\n".join(rows) + "\n")
+    write_json(tmp_path / "o.synthetic.ncu.meta.json", {"iterations": 3})
+    code, out, err = _run(capsys, "compare", str(a), str(b), "--format", "json")
+    assert code == 0, err
+    c = json.loads(out)["comparisons"][0]
+    got = {k["name"]: (k["count_a"], k["count_b"]) for k in c["kernels"]}
+    assert got == {names[0]: (1.0, None), names[1]: (1.0, None), ncu[0]: (None, 1.0), ncu[1]: (None, 1.0)}
+    assert any(w.startswith("not paired: 2 kernel names of B and 2 of A") for w in c["warnings"]), c[
+        "warnings"
+    ]
