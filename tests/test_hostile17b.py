@@ -455,10 +455,11 @@ def test_an_nsys_iteration_two_hours_later_keeps_its_kernels(
 def test_a_device_op_just_inside_the_capture_slack_is_kept(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Pin: 60 s is the slack, 'more than' it is outside: a 4th iteration whose first launch call starts
-    exactly 60 s after a 20 ms capture's end keeps that call; its two kernels (50 and 350 µs later) and its
-    second call (300 µs later) are left out, said."""
-    start = 20_000_000 + 60 * S_NS - 50_000  # its first call at the capture's end + 60 s exactly
+    """Pin: 60 s is the slack, 'more than' it is outside: a 4th iteration whose first launch call ends
+    exactly 60 s after a 20 ms capture's end (and starts 10 µs before) keeps that call; its two kernels (40 and
+    340 µs later) and its second call (290 µs later) are left out, said. (Holds whether the rule looks at starts
+    only or at ends too.)"""
+    start = 20_000_000 + 60 * S_NS - 60_000  # its first call ends at the capture's end + 60 s exactly
     path = _nsys(tmp_path / "slack.synthetic.sqlite", [*NEAR, start], 20_000_000)
     code, doc, err = _json(capsys, str(path))
     assert code == 0, err
