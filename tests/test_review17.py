@@ -53,13 +53,6 @@ def _damaged_end(path: Path) -> Path:
 # ------------------------------------------------------------------------------------------ defects
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_sqlite.py _without_far_events: only starts are checked (far_events gets no "
-    "ends/durations), so a kernel starting at 10.1 ms and ending at 2^63-1 ns (outside the 20 ms capture "
-    "ANALYSIS_DETAILS states) is kept: iteration 0's latency 9223372036844.775 ms, busy 9223372036844.676 ms "
-    "(the Kineto reader leaves such an event out by its end rule); right: left out, latencies 1.0, 1.0, 1.0",
-)
 def test_nsys_kernel_with_an_end_past_the_capture_is_left_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -292,13 +285,6 @@ def test_a_trace_named_again_under_a_duplicate_key_is_still_disputed(tmp_path: P
     assert stated_disagreements(items["a.synthetic.json"])[0] == {"batch_size": (1, 2)}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py far_events (Kineto reader): only starts, and ends past 2^63, are "
-    "checked, so a kernel starting at 1,000,030 us with dur 9e14 us (an end 28.5 years later, below 2^63 ns) is "
-    "kept: iteration 0's latency 900000000000.03 ms, busy 9e11 ms, called 'a slow start'; right: left out as "
-    "far (its end more than an hour past every other event), latencies 0.9 x 4, iteration 0 busy 0.02 ms",
-)
 def test_kineto_kernel_ending_decades_later_is_left_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1872,7 +1872,8 @@ def _without_far_events(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataF
     lo, hi, last = x_events.select(
         lo=start_f.min(), hi=start_f.max(), last=(start_f + pl.col("dur_ns").cast(pl.Float64)).max()
     ).row(0)
-    if lo is None or (hi - lo <= FAR_NS and last < 2.0**63):  # (every trace of an hour or less: one pass)
+    if lo is None or (max(hi, last if last is not None else hi) - lo <= FAR_NS and (last or 0) < 2.0**63):
+        # (every trace of an hour or less, its ends included: one pass)
         return x_events
     kinds = x_events.select(
         op=pl.col("cat_l").is_in(list(OP_CATEGORIES)), call=pl.col("cat_l").is_in(list(API_CATEGORIES))

@@ -1714,9 +1714,11 @@ def _without_far_events(
     ends = _session_ends(export)
     capture = (0, max(ends)) if ends else None
     starts = {"device ops": ops.get_column("start")}
+    ends = {"device ops": ops.get_column("end")}
     if api is not None:
         starts["API calls"] = api.get_column("start")
-    far, warning = far_events(starts, capture=capture)
+        ends["API calls"] = api.get_column("end")
+    far, warning = far_events(starts, capture=capture, ends=ends)
     if warning is None:
         return ops, api
     warnings.append(warning)

@@ -85,6 +85,7 @@ def far_events(
     anchors: Sequence[pl.Series] = (),
     capture: tuple[int, int] | None = None,
     durations: Mapping[str, pl.Series] | None = None,
+    ends: Mapping[str, pl.Series] | None = None,
 ) -> tuple[dict[str, pl.Series], str | None]:
     """Which events lie impossibly far from the rest of the trace (see the module doc), and the warning that
     says so (None when none does).
@@ -94,32 +95,49 @@ def far_events(
     place the trace but are never left out; ``capture``: (start, end) of the capture on the trace's clock (ns),
     when the trace says it; ``durations``: per noun, the durations (ns) where the reader computes the ends as
     start + duration (an end past int64, which would wrap around to a negative time, makes an event far as
-    well). Returns a boolean Series per noun (True: leave it out), of its input's
-    length."""
-    if capture is None and durations is None and _span(starts.values(), anchors) <= FAR_NS:
-        # (no group lies apart: the common case, answered without sorting every start)
-        return {noun: pl.Series(noun, np.zeros(s.len(), dtype=bool)) for noun, s in starts.items()}, None
+    well); ``ends``: per noun, the end times (ns) where the reader has them. An event that starts near the
+    rest but ends far from it (after the capture, or more than :data:`FAR_NS` after every other event began:
+    a kernel of 28 years) is as damaged as one that starts far. Returns a boolean Series per noun (True:
+    leave it out), of its input's length."""
+    end_values: dict[str, pl.Series] = {}
+    for noun, series in starts.items():
+        if ends is not None and noun in ends:
+            end_values[noun] = ends[noun].cast(pl.Float64)
+        elif durations is not None and noun in durations:
+            # (in float64: start + duration cannot wrap around there)
+            end_values[noun] = series.cast(pl.Float64) + durations[noun].cast(pl.Float64)
+    if capture is None and _span(starts.values(), anchors, end_values.values()) <= FAR_NS:
+        # (no group lies apart, no end far past the starts: the common case, answered without sorting)
+        if all(not (e.max() or 0) >= 2.0**63 for e in end_values.values()):  # type: ignore[operator]
+            return {noun: pl.Series(noun, np.zeros(s.len(), dtype=bool)) for noun, s in starts.items()}, None
     # (an event inside the capture the trace states is no damage, however long the capture's silences: a
     # server traced for hours may wait an hour between requests)
     group = main_group([*starts.values(), *anchors]) if capture is None else None
+    # the latest an event may end: the capture's end (with slack), else an hour past the main group's last start
+    if capture is not None:
+        end_limit = capture[1] + CAPTURE_SLACK_NS
+    else:
+        top = group[1] if group is not None else _span_top([*starts.values(), *anchors])
+        end_limit = top + FAR_NS
     far: dict[str, pl.Series] = {}
     left: list[str] = []  # "N nouns" left out
     kept: list[str] = []  # "N of M nouns" kept: too many to be damaged rows
-    #: the first far event of each reason (capture, group, end), of the nouns left out and of those kept
+    #: the first far event of each reason (capture, group, end, late), of the nouns left out and of those kept
     examples: tuple[dict[str, int], dict[str, int]] = ({}, {})
     for noun, series in starts.items():
         values = series.cast(pl.Float64)
         none = pl.Series(noun, np.zeros(series.len(), dtype=bool))
-        reasons = {"capture": none, "group": none, "end": none}
+        reasons = {"capture": none, "group": none, "end": none, "late": none}
         if capture is not None:
             lo, hi = capture[0] - CAPTURE_SLACK_NS, capture[1] + CAPTURE_SLACK_NS
             reasons["capture"] = ((values < lo) | (values > hi)).fill_null(False)
         if group is not None:
             reasons["group"] = ((values < group[0] - FAR_NS) | (values > group[1] + FAR_NS)).fill_null(False)
-        if durations is not None and noun in durations:
-            # (in float64: start + duration cannot wrap around there)
-            reasons["end"] = ((values + durations[noun].cast(pl.Float64)) >= 2.0**63).fill_null(False)
-        mask = reasons["capture"] | reasons["group"] | reasons["end"]
+        end = end_values.get(noun)
+        if end is not None:
+            reasons["end"] = (end >= 2.0**63).fill_null(False)
+            reasons["late"] = ((end > end_limit) & ~reasons["end"]).fill_null(False)
+        mask = reasons["capture"] | reasons["group"] | reasons["end"] | reasons["late"]
         count = int(mask.sum())
         total = series.len() - series.null_count()
         far[noun] = none
@@ -132,10 +150,10 @@ def far_events(
         else:
             kept.append(f"{count:,} of {total:,} {noun}")
         for reason, found in reasons.items():
-            at = series.filter(found)
+            at = (end if reason == "late" and end is not None else series).filter(found)
             if at.len() and reason not in examples[not minority]:
                 edge = group[1] if reason == "group" else capture[1] if reason == "capture" else 0  # type: ignore[index]
-                late = reason == "end" or float(at.max()) > edge  # type: ignore[arg-type]
+                late = reason in ("end", "late") or float(at.max()) > edge  # type: ignore[arg-type]
                 examples[not minority][reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
     said = []
     if left:
@@ -151,6 +169,12 @@ def far_events(
             "latencies and launch delays between them and the rest are not real"
         )
     return far, "; ".join(said) if said else None
+
+
+def _span_top(groups: Sequence[pl.Series]) -> float:
+    """The latest non-null value of ``groups`` (ns, as float64); 0 when there is none."""
+    highs = [float(s.max()) for s in groups if s.len() > s.null_count()]  # type: ignore[arg-type]
+    return max(highs) if highs else 0.0
 
 
 def _where(
@@ -172,6 +196,14 @@ def _where(
             f"{group[1]:,.0f} ns), e.g. one at {t:,} ns, {_distance(abs(t - edge))} "
             f"{'after' if t > edge else 'before'} them"
         )
+    if "late" in examples:
+        t = examples["late"]
+        if capture is not None:
+            return (
+                f"to end after the capture (which the trace says ran from {capture[0]:,} to {capture[1]:,} ns), "
+                f"e.g. one ending at {t:,} ns, {_distance(max(0, t - capture[1]))} after its end"
+            )
+        return f"to end more than an hour after every other event began, e.g. one ending at {t:,} ns"
     return (
         f"with an end past 2^63 ns (292 years: start + duration; e.g. one starting at {examples['end']:,} ns), "
         "which would wrap around to a negative time"
