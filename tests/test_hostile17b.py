@@ -287,12 +287,14 @@ def test_analyze_many_with_two_jobs_beside_a_thread_answers_as_one_job(tmp_path:
 def test_cli_jobs_two_answers_as_jobs_one(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = str(_kineto_clusters(tmp_path / "a.synthetic.json", [4], 0))
     b = str(_nsys(tmp_path / "b.synthetic.sqlite", NEAR, 20_000_000))
+    far = str(_kineto_clusters(tmp_path / "far.synthetic.json", [5, 3], 2 * HOUR_US))  # a far-event warning
     outs = []
     for jobs in ("1", "2"):
-        code, out, err = _run(capsys, "analyze", a, b, "--jobs", jobs, "--format", "json")
+        code, out, err = _run(capsys, "analyze", a, b, far, "--jobs", jobs, "--format", "json")
         assert code == 0, err
         outs.append(json.loads(out))
     assert outs[0] == outs[1]
+    assert any("stamped more than an hour" in json.dumps(w) for w in outs[1]["warnings"]), outs[1]["warnings"]
 
 
 # ------------------------------------------------------------------------------ ORT and own outputs
