@@ -172,6 +172,64 @@ def kernel_name_key(name: str) -> str:
     return _SPACE.sub("", key)
 
 
+#: a template parameter as Nsight Compute names one in a parameter list (``T1``, ``const T6 *``)
+_TEMPLATE_PARAMETER = re.compile(r"\bT\d*\b")
+_CV = re.compile(r"\b(?:const|volatile)\b")
+_OPENING = {")": "(", ">": "<", "]": "[", "}": "{"}
+
+
+def _parameters(name: str) -> list[str] | None:
+    """The parameters of the parameter list that ends ``name`` (split at its top-level commas), or None when
+    the name does not end in one."""
+    text = name.rstrip()
+    if not text.endswith(")"):
+        return None
+    depth, i = 0, len(text) - 1
+    while i >= 0:  # back to the "(" that opens the last group
+        c = text[i]
+        if c in _OPENING:
+            depth += 1
+        elif c in "(<[{":
+            depth -= 1
+            if depth == 0:
+                break
+        i -= 1
+    if i < 0:
+        return None
+    inner, parts, level, current = text[i + 1 : -1], [], 0, []
+    for c in inner:
+        if c in "(<[{":
+            level += 1
+        elif c in ")>]}":
+            level -= 1
+        if c == "," and level == 0:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(c)
+    parts.append("".join(current))
+    return [p.strip() for p in parts] if inner.strip() else []
+
+
+def same_parameters(a: str, b: str) -> bool:
+    """Whether two spellings of a kernel's name can be one function by their parameter lists: the same number
+    of parameters, each alike once spelled as :func:`kernel_name_key` spells names (``const`` aside), or a
+    template parameter on either side (Nsight Compute names a templated kernel's parameters ``T1``, ``const
+    T6 *``); a name without a list says nothing. Overloads (``scale_kernel(__half*, int)`` and
+    ``scale_kernel(float*, int)``) are two kernels, whose key alone is one."""
+    pa, pb = _parameters(a), _parameters(b)
+    if pa is None or pb is None:
+        return True
+    if len(pa) != len(pb):
+        return False
+    for x, y in zip(pa, pb, strict=True):
+        if _TEMPLATE_PARAMETER.search(x) or _TEMPLATE_PARAMETER.search(y):
+            continue
+        if kernel_name_key(_CV.sub("", x)) != kernel_name_key(_CV.sub("", y)):
+            return False
+    return True
+
+
 def paired_spellings(
     names_ncu: list[str], names_other: list[str]
 ) -> tuple[dict[str, str], list[tuple[str, list[str], list[str]]]]:
@@ -195,7 +253,8 @@ def paired_spellings(
         if not lone_ncu or not lone_other:
             continue
         if len(ncu_names) == 1 and len(other_names) == 1:
-            renames[ncu_names[0]] = other_names[0]
+            if same_parameters(ncu_names[0], other_names[0]):  # (else two overloads: two kernels, not paired)
+                renames[ncu_names[0]] = other_names[0]
         else:
             ambiguous.append((key, ncu_names, other_names))
     return renames, ambiguous

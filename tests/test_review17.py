@@ -63,13 +63,6 @@ def test_nsys_kernel_with_an_end_past_the_capture_is_left_out(
     assert [(it["gpu_busy_ms"], it["kernels"]) for it in doc["iterations"]] == [(0.1, 1), (0.3, 2), (0.3, 2)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/compare.py kernel_name_key drops every parameter list, so the overloads "
-    "scale_kernel(__half*, int) (ncu side) and scale_kernel(float*, int) (other side), two different kernels, "
-    "get one key 'scale_kernel' and paired_spellings pairs them as one kernel spelled twice (compare then "
-    "shows the fp16 kernel's count/time as a delta of the fp32 one); right: no rename",
-)
 def test_overloads_differing_in_parameter_types_are_not_paired() -> None:
     renames, ambiguous = paired_spellings(["scale_kernel(__half*, int)"], ["scale_kernel(float*, int)"])
     assert renames == {}
