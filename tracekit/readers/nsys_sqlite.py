@@ -1703,6 +1703,17 @@ def _profiler_overhead(
     )
 
 
+def _range_starts(export: Database) -> pl.Series:
+    """The start times (ns) of the export's NVTX ranges (push/pop and start/end), for the far-event rule."""
+    t = "NVTX_EVENTS"
+    if not export.has(t) or not {"start", "eventType"} <= export.columns(t):
+        return pl.Series("start", [], dtype=pl.Int64)
+    rows = export.con.execute(
+        f'SELECT "start" FROM {quote(t)} WHERE "eventType" IN (59, 60, 70, 71) AND typeof("start") = \'integer\''
+    ).fetchall()
+    return pl.Series("start", [r[0] for r in rows], dtype=pl.Int64)
+
+
 def _without_far_events(
     export: Database, ops: pl.DataFrame, api: pl.DataFrame | None, warnings: list[str]
 ) -> tuple[pl.DataFrame, pl.DataFrame | None]:
@@ -1719,6 +1730,11 @@ def _without_far_events(
         starts["API calls"] = api.get_column("start")
         ends["API calls"] = api.get_column("end")
     far, warning = far_events(starts, capture=capture, ends=ends)
+    if warning is None:
+        return ops, api
+    # (something lies far: the ranges tell a phase of the program of its own, or a damaged capture record, from
+    # damaged rows; read only then)
+    far, warning = far_events(starts, anchors=[_range_starts(export)], capture=capture, ends=ends)
     if warning is None:
         return ops, api
     warnings.append(warning)

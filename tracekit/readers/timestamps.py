@@ -4,23 +4,27 @@
 A damaged row or an exporter's bug can stamp one device op 292 years after the others (a start of 2^63 - 807
 ns in an nsys export, ``"ts": 9.2e15`` in a Kineto trace, -2^63 ns). Read as it is, that op stretches its
 iteration to 292 years (an "unsynchronized" latency of 9.2e12 ms, a framework-bound verdict with no doubt),
-takes every ``--split-idle`` window's kernels with it, and wraps int64 arithmetic downstream. No profiler
-records an op an hour away from everything else it recorded in the same capture, so such events are left
-out, with one warning that counts them and says where they were:
+takes every ``--split-idle`` window's kernels with it, and wraps int64 arithmetic downstream. Such events are
+left out, with one warning that counts them and says where they were:
 
 - where the trace says when its capture ran (nsys: ``ANALYSIS_DETAILS``, the session clock's 0 to its
-  ``duration``), an event starting more than :data:`CAPTURE_SLACK_NS` before the capture began or after it
-  ended (every real export's device ops and calls lie within it: checked on the eleven real and sample
-  exports, none is off by a nanosecond);
-- in a trace that does not say when its capture ran (Kineto; an nsys export without ``ANALYSIS_DETAILS``),
-  an event more than :data:`FAR_NS` from the main group of events: the starts of every event
-  (those that may be left out and the ``anchors``, the ranges) sorted and cut where two neighbours lie more
-  than :data:`FAR_NS` apart; the largest group is the trace. Only relative: Kineto stamps events in epoch
-  microseconds (~1.7e15 µs), so no absolute bound holds.
+  ``duration``) and none of its ranges lies outside that, an event starting more than
+  :data:`CAPTURE_SLACK_NS` before the capture began or after it ended, or ending after it (every real export's
+  device ops and calls lie within it: checked on the eleven real and sample exports). Inside the capture
+  nothing is far, however long its silences (a server traced for hours waits between requests);
+- otherwise (no capture stated: Kineto, an nsys export without ``ANALYSIS_DETAILS``; or ranges outside the
+  stated capture, whose record is then contradicted and said so), the starts of every event and range are cut
+  into clusters where two neighbours lie more than :data:`FAR_NS` apart. A cluster is kept when it is the
+  largest, or when it holds ranges beside its device ops or calls (a phase of the program of its own: a
+  profiler paused for two hours, then resumed). An event of any other cluster is far (a lone row hours from
+  everything, no range beside it), and so is one that ends more than :data:`FAR_NS` after its cluster's last
+  start (a kernel of 28 years). Only relative: Kineto stamps events in epoch microseconds (~1.7e15 µs), so no
+  absolute bound holds;
+- in any trace, an event whose end passes 2^63 ns (it would wrap around to a negative time).
 
 Only a minority is ever left out: a kind of event (device ops, API calls) of which half or more would go is
-kept whole (a device clock other than the host's is a different problem, said by the analysis' clock
-checks), and so is everything when no group holds more than half the events.
+kept whole and said (a device clock other than the host's is a different problem, said by the analysis'
+clock checks).
 """
 
 from __future__ import annotations
@@ -80,6 +84,40 @@ def _distance(ns: float) -> str:
     return f"{ns / 1e9:,.0f} s"
 
 
+def _clusters(
+    starts: Sequence[pl.Series], anchors: Sequence[pl.Series]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]]:
+    """The trace's events cut into clusters where two neighbouring starts lie more than :data:`FAR_NS` apart:
+    (first starts, last starts, kept, the largest cluster's bounds). A cluster is kept when it is the largest,
+    or when it holds both ranges (``anchors``) and events that may be left out (``starts``): a phase of the
+    program of its own (a profiler paused for two hours, then resumed), not a damaged row; every cluster, when
+    none holds more than half the events (no body of the trace to be far from)."""
+    events = [_points(s) for s in starts]
+    marks = [_points(a) for a in anchors]
+    points = np.concatenate([*events, *marks]) if events or marks else np.zeros(0)
+    is_anchor = np.concatenate(
+        [
+            np.zeros(sum(e.size for e in events), dtype=np.int64),
+            np.ones(sum(m.size for m in marks), dtype=np.int64),
+        ]
+    )
+    if points.size == 0:
+        return np.zeros(1), np.zeros(1), np.ones(1, dtype=bool), (0.0, 0.0)
+    order = np.argsort(points, kind="stable")
+    points, is_anchor = points[order], is_anchor[order]
+    bounds = np.concatenate(([0], np.flatnonzero(np.diff(points) > FAR_NS) + 1, [points.size]))
+    lows, highs = points[bounds[:-1]], points[bounds[1:] - 1]
+    anchored = np.add.reduceat(is_anchor, bounds[:-1]) > 0
+    with_events = np.add.reduceat(1 - is_anchor, bounds[:-1]) > 0
+    sizes = np.diff(bounds)
+    best = int(np.argmax(sizes))
+    kept = anchored & with_events
+    kept[best] = True
+    if sizes[best] * 2 <= points.size:  # no cluster holds most of the trace: none is the trace, none is far
+        kept[:] = True
+    return lows, highs, kept, (float(lows[best]), float(highs[best]))
+
+
 def far_events(
     starts: Mapping[str, pl.Series],
     anchors: Sequence[pl.Series] = (),
@@ -91,14 +129,18 @@ def far_events(
     says so (None when none does).
 
     ``starts``: a noun ("device ops", "API calls") -> the start times (ns, nulls allowed: a null is never far)
-    of events that may be left out; ``anchors``: start times of the trace's other events (ranges), which
-    place the trace but are never left out; ``capture``: (start, end) of the capture on the trace's clock (ns),
-    when the trace says it; ``durations``: per noun, the durations (ns) where the reader computes the ends as
-    start + duration (an end past int64, which would wrap around to a negative time, makes an event far as
-    well); ``ends``: per noun, the end times (ns) where the reader has them. An event that starts near the
-    rest but ends far from it (after the capture, or more than :data:`FAR_NS` after every other event began:
-    a kernel of 28 years) is as damaged as one that starts far. Returns a boolean Series per noun (True:
-    leave it out), of its input's length."""
+    of events that may be left out; ``anchors``: start times of the trace's ranges (and other events that
+    place it), never left out; ``capture``: (start, end) of the capture on the trace's clock (ns), when the
+    trace says it; ``durations``: per noun, the durations (ns) where the reader computes the ends as start +
+    duration; ``ends``: per noun, the end times (ns) where the reader has them.
+
+    Where a capture is stated and no range lies outside it, an event starting outside it (with
+    :data:`CAPTURE_SLACK_NS`), or ending after it, is far. Otherwise (no capture, or ranges outside it: the
+    record is contradicted) the events are cut into clusters (:func:`_clusters`), and an event is far when its
+    cluster is not kept (a lone row hours from the rest, no range beside it), or when it ends more than
+    :data:`FAR_NS` after its cluster's last start (a kernel of 28 years). An end past 2^63 ns (which would wrap
+    around to a negative time) is far in any case. Returns a boolean Series per noun (True: leave it out), of
+    its input's length."""
     end_values: dict[str, pl.Series] = {}
     for noun, series in starts.items():
         if ends is not None and noun in ends:
@@ -110,15 +152,14 @@ def far_events(
         # (no group lies apart, no end far past the starts: the common case, answered without sorting)
         if all(not (e.max() or 0) >= 2.0**63 for e in end_values.values()):  # type: ignore[operator]
             return {noun: pl.Series(noun, np.zeros(s.len(), dtype=bool)) for noun, s in starts.items()}, None
-    # (an event inside the capture the trace states is no damage, however long the capture's silences: a
-    # server traced for hours may wait an hour between requests)
-    group = main_group([*starts.values(), *anchors]) if capture is None else None
-    # the latest an event may end: the capture's end (with slack), else an hour past the main group's last start
+    contradicted = 0
     if capture is not None:
-        end_limit = capture[1] + CAPTURE_SLACK_NS
-    else:
-        top = group[1] if group is not None else _span_top([*starts.values(), *anchors])
-        end_limit = top + FAR_NS
+        marks = np.concatenate([_points(a) for a in anchors]) if anchors else np.zeros(0)
+        lo, hi = capture[0] - CAPTURE_SLACK_NS, capture[1] + CAPTURE_SLACK_NS
+        contradicted = int(((marks < lo) | (marks > hi)).sum())
+    stated = capture if capture is not None and not contradicted else None
+    lows, highs, kept_clusters, group = _clusters(list(starts.values()), list(anchors))
+    apart = not bool(kept_clusters.all())  # some cluster is not kept
     far: dict[str, pl.Series] = {}
     left: list[str] = []  # "N nouns" left out
     kept: list[str] = []  # "N of M nouns" kept: too many to be damaged rows
@@ -128,15 +169,23 @@ def far_events(
         values = series.cast(pl.Float64)
         none = pl.Series(noun, np.zeros(series.len(), dtype=bool))
         reasons = {"capture": none, "group": none, "end": none, "late": none}
-        if capture is not None:
-            lo, hi = capture[0] - CAPTURE_SLACK_NS, capture[1] + CAPTURE_SLACK_NS
+        # each event's cluster (by its start; a null start: the first cluster, and never far by it)
+        where = np.clip(
+            np.searchsorted(lows, values.fill_null(lows[0]).to_numpy(), side="right") - 1, 0, None
+        )
+        if stated is not None:
+            lo, hi = stated[0] - CAPTURE_SLACK_NS, stated[1] + CAPTURE_SLACK_NS
             reasons["capture"] = ((values < lo) | (values > hi)).fill_null(False)
-        if group is not None:
-            reasons["group"] = ((values < group[0] - FAR_NS) | (values > group[1] + FAR_NS)).fill_null(False)
+        elif apart:
+            reasons["group"] = pl.Series(noun, ~kept_clusters[where]) & values.is_not_null()
         end = end_values.get(noun)
         if end is not None:
             reasons["end"] = (end >= 2.0**63).fill_null(False)
-            reasons["late"] = ((end > end_limit) & ~reasons["end"]).fill_null(False)
+            if stated is not None:
+                limit = pl.Series(noun, np.full(series.len(), stated[1] + CAPTURE_SLACK_NS, dtype=np.float64))
+            else:
+                limit = pl.Series(noun, highs[where] + FAR_NS)
+            reasons["late"] = ((end > limit) & ~reasons["end"]).fill_null(False)
         mask = reasons["capture"] | reasons["group"] | reasons["end"] | reasons["late"]
         count = int(mask.sum())
         total = series.len() - series.null_count()
@@ -152,10 +201,27 @@ def far_events(
         for reason, found in reasons.items():
             at = (end if reason == "late" and end is not None else series).filter(found)
             if at.len() and reason not in examples[not minority]:
-                edge = group[1] if reason == "group" else capture[1] if reason == "capture" else 0  # type: ignore[index]
+                edge = group[1] if reason == "group" else stated[1] if reason == "capture" else 0  # type: ignore[index]
                 late = reason in ("end", "late") or float(at.max()) > edge  # type: ignore[arg-type]
                 examples[not minority][reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
     said = []
+    if contradicted and capture is not None:
+        outside = sum(
+            int(
+                (
+                    (s.cast(pl.Float64) < capture[0] - CAPTURE_SLACK_NS)
+                    | (s.cast(pl.Float64) > capture[1] + CAPTURE_SLACK_NS)
+                ).sum()
+            )
+            for s in starts.values()
+        )
+        if outside:
+            said.append(
+                f"the trace says its capture ran from {capture[0]:,} to {capture[1]:,} ns, but {contradicted:,} of "
+                f"its ranges and {outside:,} other events lie outside it: that record is not used to judge its "
+                "events' times"
+            )
+    capture = stated
     if left:
         said.append(
             f"{' and '.join(left)} stamped {_where(examples[0], capture, group)}, left out: no profiler records "
@@ -169,12 +235,6 @@ def far_events(
             "latencies and launch delays between them and the rest are not real"
         )
     return far, "; ".join(said) if said else None
-
-
-def _span_top(groups: Sequence[pl.Series]) -> float:
-    """The latest non-null value of ``groups`` (ns, as float64); 0 when there is none."""
-    highs = [float(s.max()) for s in groups if s.len() > s.null_count()]  # type: ignore[arg-type]
-    return max(highs) if highs else 0.0
 
 
 def _where(
