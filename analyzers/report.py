@@ -493,61 +493,23 @@ def build_report(
     return SweepReport(kept, sweeps, recommendations, base_settings, warnings)
 
 
-def _file_identity(path: Any) -> tuple[int, int, int] | None:
-    """The file ``path`` is (device, inode: a link and another spelling of one path are one file; and its
-    size), or None."""
-    import os
-
-    try:
-        st = os.stat(path)
-    except (OSError, TypeError, ValueError):
-        return None
-    return (st.st_dev, st.st_ino, st.st_size)
-
-
-def _content_digest(path: str) -> str | None:
-    """SHA-256 of the file ``path`` (None when it cannot be read): asked only of files of equal size."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        return None
-    return digest.hexdigest()
-
-
 def _without_repeats(rows: list[dict[str, Any]], warnings: list[str]) -> list[dict[str, Any]]:
     """``rows`` with each recording's first row only (one recording is one configuration: the same file given
     twice, by a link, or a byte-identical copy, had been two sweep points), and a warning in ``warnings`` for
     each repeat. Where the repeat is labelled another batch size, the kept row's batch size is in doubt: no
     sweep figure is drawn from it (batch 1's trace again as batch 2 had read 'on the plateau, 2.0x the
     throughput')."""
-    firsts: dict[tuple[int, int], dict[str, Any]] = {}
-    by_size: dict[int, list[dict[str, Any]]] = {}
-    digests: dict[str, str | None] = {}
+    from tracekit.io import Recordings
 
-    def digest(row: dict[str, Any]) -> str | None:
-        if row["path"] not in digests:
-            digests[row["path"]] = _content_digest(row["path"])
-        return digests[row["path"]]
-
+    seen = Recordings()
     out = []
     for row in rows:
-        key = _file_identity(row.get("path"))
-        first, how = (firsts.get(key[:2]), "the same file twice or a link to it") if key else (None, "")
-        if key is not None and first is None:
-            same_size = by_size.get(key[2], [])
-            first = next((r for r in same_size if digest(r) is not None and digest(r) == digest(row)), None)
-            how = "a byte-identical copy"
+        first, how = seen.find(row.get("path"))
         if first is None:
-            if key is not None:
-                firsts[key[:2]] = row
-                by_size.setdefault(key[2], []).append(row)
+            seen.add(row.get("path"), row)
             out.append(row)
             continue
+        assert isinstance(first, dict)
         text = f"{row['path']} is the same recording as {first['path']} ({how}): counted once"
         given = list(first.get("_batch_candidates") or [first["batch_size"]])
         if row["batch_size"] not in given and row["batch_size"] is not None and None not in given:

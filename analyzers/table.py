@@ -344,34 +344,6 @@ def row_label(row: dict[str, Any]) -> str:
     return config_label(runtime, row["batch_size"], row["seq_len"], Path(row["trace"]))
 
 
-def _file_identity(path: str | None) -> tuple[int, int, int] | None:
-    """The file ``path`` is (device, inode: links and other spellings of one path resolved; and its size), or
-    None."""
-    import os
-
-    if not path:
-        return None
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino, st.st_size)
-
-
-def _content_digest(path: str) -> str | None:
-    """SHA-256 of the file ``path`` (None when it cannot be read): asked only of files of equal size."""
-    import hashlib
-
-    digest = hashlib.sha256()
-    try:
-        with open(path, "rb") as f:
-            for block in iter(lambda: f.read(1 << 20), b""):
-                digest.update(block)
-    except OSError:
-        return None
-    return digest.hexdigest()
-
-
 def _without_repeats(
     results: list[tuple[dict[str, Any], list[str]]],
 ) -> tuple[list[tuple[dict[str, Any], list[str]]], list[str]]:
@@ -379,36 +351,27 @@ def _without_repeats(
     two paths, a link) or a byte-identical copy labelled the same configuration (its --ncu file, when another
     one, is said not to be joined). A copy labelled another configuration (run.json or sidecars saying two
     things of one recording) keeps both rows, with a warning."""
-    seen: dict[tuple[int, int], dict[str, Any]] = {}
-    by_size: dict[int, list[dict[str, Any]]] = {}
-    digests: dict[str, str | None] = {}
+    from tracekit.io import BYTE_COPY, Recordings
 
-    def digest(row: dict[str, Any]) -> str | None:
-        if row["trace"] not in digests:
-            digests[row["trace"]] = _content_digest(row["trace"])
-        return digests[row["trace"]]
-
+    seen = Recordings()
     kept, warnings = [], []
     for row, row_warnings in results:
-        key = _file_identity(row.get("trace"))
-        first, how = (seen.get(key[:2]), "the same file twice or a link to it") if key else (None, "")
-        if key is not None and first is None:
-            same_size = by_size.get(key[2], [])
-            copy = next((r for r in same_size if digest(r) is not None and digest(r) == digest(row)), None)
-            if copy is not None:
-                if all(copy.get(k) == row.get(k) for k in IDENTITY_KEYS):
-                    first, how = copy, "a byte-identical copy"
-                else:
-                    warnings.append(
-                        f"{row['trace']} is a byte-identical copy of {copy['trace']} but labelled another "
-                        f"configuration ({row_label(row)}, not {row_label(copy)}): one recording in two rows"
-                    )
+        first, how = seen.find(row.get("trace"))
+        if (
+            isinstance(first, dict)
+            and how == BYTE_COPY
+            and not all(first.get(k) == row.get(k) for k in IDENTITY_KEYS)
+        ):
+            warnings.append(
+                f"{row['trace']} is a byte-identical copy of {first['trace']} but labelled another "
+                f"configuration ({row_label(row)}, not {row_label(first)}): one recording in two rows"
+            )
+            first = None
         if first is None:
-            if key is not None:
-                seen[key[:2]] = row
-                by_size.setdefault(key[2], []).append(row)
+            seen.add(row.get("trace"), row)
             kept.append((row, row_warnings))
             continue
+        assert isinstance(first, dict)
         text = f"{row['trace']} is the same recording as {first['trace']} ({how}): counted once"
         if row.get("ncu_trace") and row.get("ncu_trace") != first.get("ncu_trace"):
             text += f"; its Nsight Compute trace {row['ncu_trace']} is not joined"

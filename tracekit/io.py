@@ -117,6 +117,67 @@ def same_file(a: str | Path, b: str | Path) -> bool:
         return False
 
 
+#: how :class:`Recordings` found a file again
+SAME_FILE, BYTE_COPY = "the same file twice or a link to it", "a byte-identical copy"
+
+
+class Recordings:
+    """The files seen so far, to tell one recording given twice: the same file (another spelling of its path, a
+    link to it: one device and inode) or a byte-identical copy (SHA-256, asked only of files of equal size).
+    Each file seen is remembered with a value (the row it gave)."""
+
+    def __init__(self) -> None:
+        self._by_inode: dict[tuple[int, int], object] = {}
+        self._by_size: dict[int, list[tuple[str, object]]] = {}
+        self._digests: dict[str, str | None] = {}
+
+    @staticmethod
+    def identity(path: str | Path | None) -> tuple[int, int, int] | None:
+        """(device, inode, size) of the file ``path`` is, or None (no path, or it cannot be read)."""
+        if not path:
+            return None
+        try:
+            st = os.stat(path)
+        except (OSError, TypeError, ValueError):
+            return None
+        return (st.st_dev, st.st_ino, st.st_size)
+
+    def _digest(self, path: str) -> str | None:
+        if path not in self._digests:
+            import hashlib
+
+            digest = hashlib.sha256()
+            try:
+                with open(path, "rb") as fh:
+                    for block in iter(lambda: fh.read(1 << 20), b""):
+                        digest.update(block)
+                self._digests[path] = digest.hexdigest()
+            except OSError:
+                self._digests[path] = None
+        return self._digests[path]
+
+    def find(self, path: str | Path | None) -> tuple[object | None, str]:
+        """(the value remembered with the first file of ``path``'s recording, how it is the same:
+        :data:`SAME_FILE` or :data:`BYTE_COPY`), or (None, "") for a recording not seen."""
+        key = self.identity(path)
+        if key is None:
+            return None, ""
+        if key[:2] in self._by_inode:
+            return self._by_inode[key[:2]], SAME_FILE
+        mine = self._digest(str(path))
+        for other, value in self._by_size.get(key[2], []):
+            if mine is not None and self._digest(other) == mine:
+                return value, BYTE_COPY
+        return None, ""
+
+    def add(self, path: str | Path | None, value: object) -> None:
+        """Remember the file ``path`` with ``value`` (nothing for a path that cannot be read)."""
+        key = self.identity(path)
+        if key is not None:
+            self._by_inode.setdefault(key[:2], value)
+            self._by_size.setdefault(key[2], []).append((str(path), value))
+
+
 def _unwritable(folder: Path) -> str | None:
     """Why this user cannot create files in the existing ``folder`` (None: it can): a read-only file system,
     or the folder's permissions."""
