@@ -390,13 +390,6 @@ def test_compare_pairs_ncu_spellings_but_not_template_twins(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/inputs.py: run.json and the trace's sidecar disagree on precision (run.json fp32, sidecar "
-    "fp16) or runtime (run.json pytorch, sidecar onnx): table shows run.json's value ('precision fp32 from "
-    "run.json', 'runtime pytorch from run.json') without a word; batch/seq disagreements are said "
-    "(DIMENSIONS only)",
-)
 @pytest.mark.parametrize(
     ("field", "where", "value"), [("precision", "run", "fp32"), ("runtime", "sidecar", "onnx")]
 )

@@ -254,14 +254,21 @@ def test_a_run_label_the_trace_content_contradicts_is_said_and_marked_uncertain(
     run = tmp_path / "run"
     shutil.copytree(SAMPLE_TRACES / "h200_bert_fp16" / "pytorch", run)
     doc = json.loads((run / "run.json").read_text())
-    doc["runtime"] = "onnx"
-    (run / "run.json").write_text(json.dumps(doc))
+
+    def label(runtime: str) -> None:  # run.json and the sidecars alike (where they disagree, neither is used)
+        doc["runtime"] = runtime
+        (run / "run.json").write_text(json.dumps(doc))
+        for sidecar in run.glob("*.meta.json"):
+            meta = json.loads(sidecar.read_text())
+            meta["runtime"] = runtime
+            sidecar.write_text(json.dumps(meta))
+
+    label("onnx")
     table = table_document([run])
     said = [w for w in table["warnings"] if "but the trace content says pytorch" in w]
     assert len(said) == 2 and "runtime onnx from run.json, but the trace content says pytorch (" in said[0]
     assert said[0].endswith("a PyTorch trace labelled ONNX Runtime; which ran is not known")
-    doc["runtime"] = "torchscript"  # same framework: content cannot tell the label wrong
-    (run / "run.json").write_text(json.dumps(doc))
+    label("torchscript")  # same framework: content cannot tell the label wrong
     assert not any("but the trace content says" in w for w in table_document([run])["warnings"])
 
 

@@ -607,14 +607,15 @@ def _runtime_contradicted(stated: str, source: str, trace: Trace) -> tuple[tuple
     )
 
 
-#: The configuration values a sweep is drawn from (its axes), which :func:`stated_disagreements` checks: a
-#: runtime that run.json and the trace disagree on is said by :func:`_runtime_contradicted`.
-DIMENSIONS = ("batch_size", "seq_len")
+#: The configuration values a sweep is drawn from (its axes, and what its rows are compared by), which
+#: :func:`stated_disagreements` checks between run.json and the sidecar; a runtime that run.json and the trace's
+#: content disagree on is said by :func:`_runtime_contradicted`.
+DIMENSIONS = ("batch_size", "seq_len", "runtime", "precision")
 
 
 def stated_disagreements(item: TraceInput) -> tuple[dict[str, tuple[Any, ...]], tuple[str, ...]]:
-    """The batch size and sequence length (:data:`DIMENSIONS`) stated of ``item`` that its sources give differently, each
-    with every value given, and one warning each: run.json against the trace's own sidecar ``.meta.json`` (a
+    """The batch size, sequence length, runtime and precision (:data:`DIMENSIONS`) stated of ``item`` that its
+    sources give differently, each with every value given, and one warning each: run.json against the trace's own sidecar ``.meta.json`` (a
     hand-edited run.json, or a configuration given another one's trace: run.json's batch 8 for the trace whose
     sidecar says batch 2 had been reported as batch 8, four times the throughput), and the values run.json
     gives differently for one trace (:attr:`TraceInput.disputed`). A disputed value is not used
