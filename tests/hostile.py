@@ -276,6 +276,41 @@ def ort_cpu_events(runs: int = 3) -> list[dict[str, Any]]:
     return events
 
 
+def three_iteration_nsys(path: Path, iterations: int = 3, capture_ns: int | None = None) -> Path:
+    """An nsys export (SYNTHETIC): ``iterations`` NVTX 'iteration' ranges of 1 ms, 2 ms apart from 10 ms, each
+    launching two kernels (launch call 50-40 µs before each), at 100-300 µs and 400-500 µs into the range:
+    latency 1.000 ms, GPU busy 0.300 ms, 2 kernels per iteration. ``capture_ns``: an ANALYSIS_DETAILS row
+    saying the capture ran from 0 for that long."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for i in range(iterations):
+        t0 = 10_000_000 + i * 2_000_000
+        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
+        for start, end in ((100, 300), (400, 500)):
+            b.runtime(t0 + start * 1000 - 50_000, t0 + start * 1000 - 40_000, "cudaLaunchKernel_v7000",
+                      correlation=corr)  # fmt: skip
+            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
+            corr += 1
+    if capture_ns is not None:
+        b.capture(capture_ns, start_time=0)
+    return b.write(path)
+
+
+def run_sql(path: Path, *statements: str) -> Path:
+    """``path`` (an SQLite file) after ``statements``, committed."""
+    con = sqlite3.connect(path)
+    try:
+        for statement in statements:
+            con.execute(statement)
+        con.commit()
+    finally:
+        con.close()
+    return path
+
+
 def write_json(path: Path, data: Any) -> Path:
     path.write_text(json.dumps(data))
     return path

@@ -21,6 +21,7 @@ import pytest
 from tests.hostile import analyze_json as _json
 from tests.hostile import run_cli as _run
 from tests.hostile import small_trace_events
+from tests.hostile import three_iteration_nsys as _nsys
 from tracekit.inputs import TraceConfig, resolve_inputs
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -286,25 +287,6 @@ def test_simulate_set_reads_clear_flags(word: str, graph: bool) -> None:
 
 
 # -------------------------------------------------------------------------------------------- 4. the cache
-
-
-def _nsys(path: Path) -> Path:
-    """An nsys export (SYNTHETIC, tests/test_hostile17's): 3 NVTX 'iteration' ranges of 1 ms, each launching two
-    kernels of 200 and 100 µs: latency 1.000 ms, GPU busy 0.300 ms, 2 kernels per iteration."""
-    from tests.nsys_builder import NsysBuilder
-
-    b = NsysBuilder()
-    b.gpu(0, "NVIDIA H100")
-    corr = 1
-    for i in range(3):
-        t0 = 10_000_000 + i * 2_000_000
-        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
-        for start, end in ((100, 300), (400, 500)):
-            b.runtime(t0 + start * 1000 - 50_000, t0 + start * 1000 - 40_000, "cudaLaunchKernel_v7000",
-                      correlation=corr)  # fmt: skip
-            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
-            corr += 1
-    return b.write(path)
 
 
 def _wal_pair(tmp_path: Path, names: list[str]) -> list[Path]:

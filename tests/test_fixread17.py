@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -19,8 +18,9 @@ import polars as pl
 import pytest
 
 from tests.hostile import analyze_json as _json
+from tests.hostile import run_sql as _sql
 from tests.hostile import small_trace_events
-from tests.nsys_builder import NsysBuilder
+from tests.hostile import three_iteration_nsys as _nsys
 from tracekit.readers.timestamps import CAPTURE_SLACK_NS, FAR_NS, far_events, main_group
 
 
@@ -30,36 +30,6 @@ def _one_line(err: str, path: str | Path) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith("tracekit: ") and str(path) in lines[0], err
     return lines[0]
-
-
-def _nsys(path: Path, iterations: int = 3, capture_ns: int | None = None) -> Path:
-    """hostile17's base export (SYNTHETIC): see the module doc. ``capture_ns``: an ANALYSIS_DETAILS row saying
-    the capture ran from 0 for that long."""
-    b = NsysBuilder()
-    b.gpu(0, "NVIDIA H100")
-    corr = 1
-    for i in range(iterations):
-        t0 = 10_000_000 + i * 2_000_000
-        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
-        for start, end in ((100, 300), (400, 500)):
-            b.runtime(t0 + start * 1000 - 50_000, t0 + start * 1000 - 40_000, "cudaLaunchKernel_v7000",
-                      correlation=corr)  # fmt: skip
-            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
-            corr += 1
-    if capture_ns is not None:
-        b.capture(capture_ns, start_time=0)
-    return b.write(path)
-
-
-def _sql(path: Path, *statements: str) -> Path:
-    con = sqlite3.connect(path)
-    try:
-        for statement in statements:
-            con.execute(statement)
-        con.commit()
-    finally:
-        con.close()
-    return path
 
 
 def _kineto(path: Path, events: list[dict[str, Any]] | None = None) -> Path:

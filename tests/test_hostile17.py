@@ -23,7 +23,9 @@ import pytest
 
 from tests.hostile import analyze_json as _json
 from tests.hostile import run_cli as _run
+from tests.hostile import run_sql as _sql
 from tests.hostile import small_trace_events
+from tests.hostile import three_iteration_nsys as _nsys
 from tests.nsys_builder import NsysBuilder
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -36,38 +38,6 @@ def _one_line(err: str, path: str | Path) -> str:
     assert len(lines) == 1, err
     assert lines[0].startswith("tracekit: ") and str(path) in lines[0], err
     return lines[0]
-
-
-def _nsys(path: Path, iterations: int = 3, capture_ns: int | None = None) -> Path:
-    """An nsys export (SYNTHETIC): ``iterations`` NVTX 'iteration' ranges of 1 ms, 2 ms apart from 10 ms, each
-    launching two kernels (launch call 50-40 µs before each), at 100-300 µs and 400-500 µs into the range:
-    latency 1.000 ms, GPU busy 0.300 ms, 2 kernels per iteration. ``capture_ns``: an ANALYSIS_DETAILS row
-    saying the capture ran from 0 for that long."""
-    b = NsysBuilder()
-    b.gpu(0, "NVIDIA H100")
-    corr = 1
-    for i in range(iterations):
-        t0 = 10_000_000 + i * 2_000_000
-        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
-        for start, end in ((100, 300), (400, 500)):
-            b.runtime(t0 + start * 1000 - 50_000, t0 + start * 1000 - 40_000, "cudaLaunchKernel_v7000",
-                      correlation=corr)  # fmt: skip
-            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
-            corr += 1
-    if capture_ns is not None:
-        b.capture(capture_ns, start_time=0)
-    return b.write(path)
-
-
-def _sql(path: Path, *statements: str) -> Path:
-    con = sqlite3.connect(path)
-    try:
-        for statement in statements:
-            con.execute(statement)
-        con.commit()
-    finally:
-        con.close()
-    return path
 
 
 def _kineto(path: Path, events: list[dict[str, Any]] | None = None) -> Path:

@@ -15,29 +15,11 @@ import polars as pl
 import pytest
 
 from tests.hostile import analyze_json
-from tests.nsys_builder import NsysBuilder
+from tests.hostile import three_iteration_nsys as _nsys
 from tracekit.analyzers.compare import kernel_name_key, paired_spellings
 from tracekit.analyzers.gap_context import _near
 from tracekit.model import names_mask, sort_frame
 from tracekit.readers.timestamps import FAR_NS, far_events, main_group
-
-
-def _nsys(path: Path, capture_ns: int | None = None) -> Path:
-    """The synthetic base export (see the module doc); ``capture_ns``: ANALYSIS_DETAILS from 0 that long."""
-    b = NsysBuilder()
-    b.gpu(0, "NVIDIA H100")
-    corr = 1
-    for i in range(3):
-        t0 = 10_000_000 + i * 2_000_000
-        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
-        for start, end in ((100, 300), (400, 500)):
-            b.runtime(t0 + start * 1000 - 50_000, t0 + start * 1000 - 40_000, "cudaLaunchKernel_v7000",
-                      correlation=corr)  # fmt: skip
-            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
-            corr += 1
-    if capture_ns is not None:
-        b.capture(capture_ns, start_time=0)
-    return b.write(path)
 
 
 def _damaged_end(path: Path) -> Path:
