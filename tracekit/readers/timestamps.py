@@ -59,21 +59,10 @@ def _span(*groups: Iterable[pl.Series]) -> float:
 
 def main_group(starts: Sequence[pl.Series]) -> tuple[float, float] | None:
     """[first, last] start (ns) of the largest group of ``starts`` (groups cut where two neighbouring starts
-    lie more than :data:`FAR_NS` apart); None when all starts form one group, or no group holds more than half
-    of them."""
-    if _span(starts) <= FAR_NS:
-        return None
-    points = np.concatenate([_points(s) for s in starts])
-    points.sort()
-    cuts = np.flatnonzero(np.diff(points) > FAR_NS)
-    if cuts.size == 0:
-        return None
-    bounds = np.concatenate(([0], cuts + 1, [points.size]))
-    sizes = np.diff(bounds)
-    best = int(np.argmax(sizes))
-    if sizes[best] * 2 <= points.size:
-        return None
-    return float(points[bounds[best]]), float(points[bounds[best + 1] - 1])
+    lie more than :data:`FAR_NS` apart: :func:`_clusters`, with no ranges); None when all starts form one
+    group, or no group holds more than half of them."""
+    _, _, kept, largest = _clusters(list(starts), [])
+    return None if kept.all() else largest
 
 
 def _distance(ns: float) -> str:
