@@ -539,7 +539,26 @@ def batch_from_steps(trace: Trace) -> Inferred | None:
 #: (bf16 in and out, fp32 compute), ``..._HHS_...`` (fp16), ``..._SB_...`` (fp32); the first letter is the
 #: input type.
 _TENSILE = r"^cijk_a[a-z]+_b[a-z]+_"
+#: Triton's MoE GEMM (triton_kernels ``matmul_ogs``) spells ``_matmul_ogs_NNT_{Y}x{X}x{W}_...``: output,
+#: activation, weight (``mxfp4`` for packed fp4 weights). The activation is the type it computes in: the weights
+#: are dequantized to it (``_matmul_ogs_NNT_bf16xbf16xmxfp4`` is bf16 compute over fp4 weights).
+_OGS = r"^_matmul(?:_ogs)?_[nt]+_[a-z0-9]+x"
+#: TensorRT-LLM's generated batched GEMMs (trtllm-gen, FlashInfer) spell ``bmm_{out}_{A}{B}_{accumulator}_...``
+#: (``bmm_Bfloat16_E2m1E2m1_Fp32``: fp4 x fp4; ``bmm_Bfloat16_MxE2m1Bfloat16_Fp32``: fp4 weights, bf16 compute).
+_BMM = r"^bmm_[a-z0-9]+_"
+#: vLLM's KV-cache type as a template argument: ``(vllm::Fp8KVCacheDataType)0`` (mangled ``...TypeE0E``) is
+#: kAuto, the cache in the model's type, not fp8; 1 and 2 are e4m3 and e5m2. Taken out before typing.
+_NOT_FP8 = r"fp8kvcachedatatype(?:\)|e)0"
+#: A kernel naming several types counts for the first of these that matches: the narrowest it computes in.
 _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
+    # weight-only fp4 GEMMs compute in their activations' type (the fp4 weights are dequantized to it)
+    ("bf16", rf"{_OGS}bf16x|{_BMM}(?:(?:mx)?e2m1bfloat16|bfloat16(?:mx)?e2m1)_"),
+    ("fp16", rf"{_OGS}fp16x|{_BMM}(?:(?:mx)?e2m1fp16|fp16(?:mx)?e2m1)_"),
+    # fp8 (e4m3, e5m2; Triton's fp8e4nv, ROCm's fnuz; Tensile's F8 and B8): activations, attention or KV cache
+    # in fp8. A GEMM of fp4 weights and fp8 activations (``MxE2m1MxE4m3``, W4A8) runs at the fp8 rate.
+    ("fp8", rf"e4m3|e5m2|float8|fp8|f8f8|{_TENSILE}(?:f8|b8)"),
+    # fp4 (e2m1: NVFP4, MXFP4) on both sides of the GEMM (W4A4)
+    ("fp4", rf"e2m1|fp4|{_TENSILE}f4"),
     # mangled names (ROCm's ck_tile, aiter): DF16b is std::bfloat16_t in the Itanium ABI
     ("bf16", rf"bfloat16|bf16|__nv_bfloat16|{_TENSILE}b|^_z.*df16b"),
     # CUTLASS: cutlass::half_t in a templated kernel; tensorop_f16_s16816gemm_f16 in its library's instances;
@@ -553,12 +572,22 @@ _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
 )
 
 
+def kernel_type(name: pl.Expr) -> pl.Expr:
+    """The floating type a kernel name spells (:data:`_KERNEL_TYPES`, first match), or null."""
+    lower = name.str.to_lowercase().str.replace_all(_NOT_FP8, "")
+    expr = pl.lit(None, dtype=pl.String)
+    for value, pattern in reversed(_KERNEL_TYPES):
+        expr = pl.when(lower.str.contains(pattern)).then(pl.lit(value)).otherwise(expr)
+    return expr
+
+
 def precision_from_kernels(trace: Trace) -> Inferred | None:
     """The floating type of the kernels whose names carry one, weighted by kernel time; None when none do
     (value None, :data:`UNCERTAIN`, when two types have exactly the same time).
 
-    Half-precision kernels often also name ``float`` (accumulators): a kernel matching several types counts
-    for the narrowest (bf16, then fp16)."""
+    Half-precision kernels often also name ``float`` (accumulators), fp8 ones ``bfloat16`` (output, scales): a
+    kernel matching several types counts for the narrowest it computes in (fp8, fp4, bf16, fp16, fp32; a GEMM
+    of fp4 weights counts for its activations' type, :data:`_KERNEL_TYPES`)."""
     kernels = trace.ops.filter(pl.col("kind") == "kernel")
     if kernels.is_empty():
         return None
@@ -566,12 +595,8 @@ def precision_from_kernels(trace: Trace) -> Inferred | None:
     # (durations in floating point: an absurd timestamp must not wrap an integer sum around)
     duration = pl.col("end").cast(pl.Float64) - pl.col("start").cast(pl.Float64)
     per_name = kernels.group_by("name").agg(ns=duration.sum(), n=pl.len())
-    lower = pl.col("name").str.to_lowercase()
-    expr = pl.lit(None, dtype=pl.String)
-    for value, pattern in reversed(_KERNEL_TYPES):
-        expr = pl.when(lower.str.contains(pattern)).then(pl.lit(value)).otherwise(expr)
     typed = (
-        per_name.select("ns", "n", dtype=expr)
+        per_name.select("ns", "n", dtype=kernel_type(pl.col("name")))
         .drop_nulls("dtype")
         .group_by("dtype")
         .agg(pl.col("ns").sum(), pl.col("n").sum())
