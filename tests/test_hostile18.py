@@ -1,0 +1,215 @@
+"""Hostile inputs, round 18 (hostile18): black-box attacks through the CLI (in this process: tests.hostile.run_cli)
+on inputs whose right answer is known exactly. Every input is hand-built here in pytest's tmp folder (SYNTHETIC: file
+names say so). A strict xfail is a defect in a file hostile18 does not own; its reason names the file.
+
+Bases:
+- Kineto: tests.hostile.small_trace_events (4 iterations: an 'iteration' annotation of 900 µs and 3 kernels of 10 µs
+  each: latency 0.9, GPU busy 0.03 ms per iteration).
+- Nsight Compute CSV (:func:`_ncu`): a header and a units row, one row per kernel, the duration in usecond and the
+  metric columns asked for.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import analyze_json as _json
+from tests.hostile import run_cli as _run
+from tests.hostile import small_trace_events
+
+
+def _kineto(path: Path, events: list[dict[str, Any]] | None = None) -> Path:
+    events = small_trace_events() if events is None else events
+    path.write_text(json.dumps({"traceEvents": events, "traceName": "synthetic"}))
+    return path
+
+
+def _ncu(path: Path, columns: dict[str, str], rows: list[tuple[float, ...]]) -> Path:
+    """An Nsight Compute CSV (SYNTHETIC): ``columns`` metric -> unit, after gpu__time_duration.sum (usecond);
+    each row: (duration in µs, the metrics' values in that order); kernels k0, k1, ..."""
+    names = ["ID", "Process ID", "Kernel Name", "gpu__time_duration.sum", *columns]
+    units = ["", "", "", "usecond", *columns.values()]
+    lines = [",".join(f'"{v}"' for v in names), ",".join(f'"{v}"' for v in units)]
+    for i, row in enumerate(rows):
+        lines.append(",".join(f'"{v}"' for v in [i, 7, f"k{i}", *row]))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def _table_row(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, dict[str, str], str]:
+    """``tracekit table ARGS --format csv``: (exit code, its one row, stderr)."""
+    code, out, err = _run(capsys, "table", *args, "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert len(rows) == 1, (code, out, err)
+    return code, rows[0], err
+
+
+# ------------------------------------------------------------------------------ per-kernel SM shares (table)
+
+SM_PCT = "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"
+WARPS_PCT = "sm__warps_active.avg.pct_of_peak_sustained_active"
+
+
+def test_a_share_of_a_peak_outside_0_100_is_read_as_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin (what the cycle-count cases below are measured against): kernels of 10 and 30 µs at 150% / 90% SMs
+    active: the 150% is no share of a peak and is read as missing, with a warning; the kernel-time average is the
+    other kernel's, 90.0 (warp occupancy 250% / 60%: 60.0)."""
+    path = _ncu(
+        tmp_path / "pct.synthetic.ncu.csv", {SM_PCT: "%", WARPS_PCT: "%"}, [(10, 150, 250), (30, 90, 60)]
+    )
+    code, row, err = _table_row(capsys, str(path))
+    assert code == 0, err
+    assert row["sms_active_kernel_time"] == "90.0"
+    assert row["warp_occupancy_kernel_time"] == "60.0"
+    assert "outside 0-100% (largest 150%)" in err
+
+
+CYCLE_PAIRS = {
+    "sm__cycles_elapsed.avg": ("sm__cycles_active.avg", "sm__cycles_elapsed.avg"),
+    "gpc__cycles_elapsed.max": ("sm__cycles_active.avg", "gpc__cycles_elapsed.max"),
+    "legacy": ("sm__active_cycles_avg", "sm__elapsed_cycles_avg"),
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/kernel_metrics.py _candidates: SMs active from cycle counts (100 x active / elapsed) is not "
+    "checked as the % metric is (tracekit/readers/ncu.py reads a share outside 0-100 as missing): a kernel whose "
+    "active cycles exceed the elapsed ones (2000 / 1000: 200%) makes the kernel-time average 117.5% SMs active, "
+    "with no warning; expected 90.0 (that kernel read as missing, said)",
+)
+@pytest.mark.parametrize("pair", sorted(CYCLE_PAIRS))
+def test_sms_active_from_cycle_counts_is_never_above_100(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], pair: str
+) -> None:
+    """Kernel k0 (10 µs): 2000 active cycles of 1000 elapsed (no share can be 200%: a damaged counter, or the two
+    counters from replay passes that disagree); k1 (30 µs): 900 of 1000 (90%). Got: 117.5 = (10 x 200 + 30 x 90)
+    / 40, no warning."""
+    active, elapsed = CYCLE_PAIRS[pair]
+    path = _ncu(
+        tmp_path / "cycles.synthetic.ncu.csv",
+        {active: "cycle", elapsed: "cycle"},
+        [(10, 2000, 1000), (30, 900, 1000)],
+    )
+    code, row, err = _table_row(capsys, str(path))
+    assert code == 0, err
+    assert row["sms_active_kernel_time"] == "90.0", row["sms_active_kernel_time"]
+    assert "200" in err, err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/kernel_metrics.py _candidates: sm__cycles_elapsed.avg of 0 makes SMs active 100 x 500 / 0 = "
+    "inf for that kernel, and table writes sms_active_kernel_time 'inf' (exit 0, no warning); expected 90.0 (the "
+    "kernel without a readable ratio read as missing, said)",
+)
+def test_zero_elapsed_cycles_give_no_infinite_sms_active(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _ncu(
+        tmp_path / "zero-elapsed.synthetic.ncu.csv",
+        {"sm__cycles_active.avg": "cycle", "sm__cycles_elapsed.avg": "cycle"},
+        [(10, 500, 0), (30, 900, 1000)],
+    )
+    code, row, err = _table_row(capsys, str(path))
+    assert code == 0, err
+    assert row["sms_active_kernel_time"] == "90.0", row["sms_active_kernel_time"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/kernel_metrics.py: negative active cycles (-500 of 1000: -50%) are averaged in: SMs active "
+    "55.0 = (10 x -50 + 30 x 90) / 40, no warning; expected 90.0 (read as missing, said, as a negative % is)",
+)
+def test_negative_active_cycles_are_not_averaged_in(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _ncu(
+        tmp_path / "negative-cycles.synthetic.ncu.csv",
+        {"sm__cycles_active.avg": "cycle", "sm__cycles_elapsed.avg": "cycle"},
+        [(10, -500, 1000), (30, 900, 1000)],
+    )
+    code, row, err = _table_row(capsys, str(path))
+    assert code == 0, err
+    assert row["sms_active_kernel_time"] == "90.0", row["sms_active_kernel_time"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/ncu.py _impossible_percentages (PEAK_SHARE) / analyzers/kernel_metrics.py: the legacy warp "
+    "occupancy sm__active_warps_avg_per_active_cycle_pct (ncu 2019.x, Pascal) is not range-checked as "
+    "sm__warps_active.avg.pct_of_peak_sustained_active is: 150% is averaged in (75.0 = (10 x 150 + 30 x 50) / 40), "
+    "no warning; expected 50.0",
+)
+def test_the_legacy_warp_occupancy_above_100_is_read_as_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _ncu(
+        tmp_path / "legacy-warps.synthetic.ncu.csv",
+        {"sm__active_warps_avg_per_active_cycle_pct": "%"},
+        [(10, 150), (30, 50)],
+    )
+    code, row, err = _table_row(capsys, str(path))
+    assert code == 0, err
+    assert row["warp_occupancy_kernel_time"] == "50.0", row["warp_occupancy_kernel_time"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/kernel_metrics.py (KINETO_OCCUPANCY): Kineto's 'est. achieved occupancy %' of 150 (no "
+    "occupancy can be) is averaged in: table's warp_occupancy_kernel_time 83.3333333333 = (150 + 50 + 50) / 3, no "
+    "warning; expected 50.0 (read as missing, said, as ncu's % of a peak is)",
+)
+def test_a_kineto_occupancy_estimate_above_100_is_read_as_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = small_trace_events()
+    for event in events:
+        if event["cat"] == "kernel":
+            event["args"]["est. achieved occupancy %"] = 150 if event["name"] == "kernel_0" else 50
+    path = _kineto(tmp_path / "occupancy.synthetic.json", events)
+    code, row, err = _table_row(capsys, str(path))
+    assert code == 0, err
+    assert row["warp_occupancy_source"] == "kineto estimate"
+    assert row["warp_occupancy_kernel_time"] == "50.0", row["warp_occupancy_kernel_time"]
+
+
+# --------------------------------------------------------------------------------------- Kineto: untimed kernels
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/iterations.py (untimed_doubt) / analyzers/plausibility.py: when no device op of any "
+    "iteration has a duration (every kernel's dur missing), GPU busy is shown as 0.0 ms and the verdict given as "
+    "'framework' (uncertain): nothing was measured; expected the verdict withheld (bound null), as for "
+    "iterations that hold no device op, and no busy time of 0.0",
+)
+@pytest.mark.parametrize("dur", ["missing", "true", "a string"])
+def test_kernels_without_any_duration_give_no_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], dur: str
+) -> None:
+    """Every kernel of the 4 iterations has its ts and correlation but no readable dur. Got: gpu_busy_ms 0.0 for
+    each iteration, bound 'framework' with 'verdict uncertain: 12 of 12 device ops ... have no start or end
+    time: the GPU busy time and the utilization are short by however long they ran' ('short': they are all
+    there is). (A trace whose every kernel has neither ts nor dur is refused in one line: test_kineto14.)"""
+    events = small_trace_events()
+    for event in events:
+        if event["cat"] == "kernel":
+            if dur == "missing":
+                del event["dur"]
+            else:
+                event["dur"] = True if dur == "true" else "ten"
+    path = _kineto(tmp_path / "untimed.synthetic.json", events)
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert [it["kernels"] for it in doc["iterations"]] == [3] * 4
+    assert doc["summary"]["bound"] is None, doc["summary"]["bound"]
+    assert all(it["gpu_busy_ms"] != 0.0 for it in doc["iterations"]), doc["iterations"]
