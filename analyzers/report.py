@@ -30,7 +30,9 @@ Units: ``*_ms`` milliseconds, ``*_us`` microseconds, fractions in 0..1, throughp
 - profiler_ratio: traced / untraced median latency (profiler perturbation), null without untraced.
 - latency_vs_smallest: latency_ms over the smallest batch size's, with the conservative interval
   latency_vs_smallest_low / _high (:func:`tracekit.analyzers.stability.difference`); vs_smallest: "higher",
-  "lower" or "within noise" (the two 95% intervals overlap), null without intervals.
+  "lower" or "within noise" (the two 95% intervals overlap), null without intervals. sweep_base: true on the
+  smallest batch size itself, the base of the ratios: its latency_vs_smallest is 1 by definition, with no
+  interval and no vs_smallest (a row against itself is no measurement).
 - plateau (:func:`tracekit.analyzers.sweep.plateau_with_noise`): the batch sizes from the smallest upward whose
   latency ratio to the smallest batch size's stays at most 1 + ``plateau_tolerance`` with its whole interval;
   plateau_edge: the batch sizes after them whose interval straddles that line ("within noise", undecided);
@@ -136,6 +138,7 @@ CONFIG_COLUMNS: list[str] = [
     "latency_vs_smallest_low",
     "latency_vs_smallest_high",
     "vs_smallest",
+    "sweep_base",
     "throughput_per_s",
     "on_plateau",
     "plateau_state",
@@ -431,6 +434,7 @@ def build_report(
             "latency_vs_smallest_low",
             "latency_vs_smallest_high",
             "vs_smallest",
+            "sweep_base",
             "on_plateau",
             "plateau_state",
             "transition_batch_size",
@@ -529,6 +533,11 @@ def _state_word(significant: bool | None, ratio: float | None) -> str | None:
     return "higher" if ratio > 1 else "lower"
 
 
+def _positive(value: Any) -> bool:
+    """A positive finite number (a latency a ratio can be taken of)."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+
+
 def _basis_text(row: dict[str, Any]) -> str:
     source, profiler = latency_basis(row)
     return source + (f" ({profiler})" if profiler else "")
@@ -549,15 +558,25 @@ def _sweep(
     by_batch = {r["batch_size"]: r for r in members}
     for row in members:
         if row["batch_size"] in unlike:
+            row["sweep_base"] = False
             row["plateau_state"] = states[row["batch_size"]]
             row["on_plateau"] = None
             row["transition_batch_size"] = transition
             continue
-        diff = difference(stats[base["batch_size"]], stats[row["batch_size"]])
-        row["latency_vs_smallest"] = diff.ratio
-        row["latency_vs_smallest_low"] = diff.ratio_low
-        row["latency_vs_smallest_high"] = diff.ratio_high
-        row["vs_smallest"] = _state_word(diff.significant, diff.ratio) if row is not base else None
+        if row is base:
+            # the base of every ratio: 1 by definition, no interval (an interval of a row against itself,
+            # difference(m, m), had read "1.00x [0.99–1.01]", a confidence about an identity)
+            row["sweep_base"] = True
+            row["latency_vs_smallest"] = 1.0 if _positive(row["latency_ms"]) else None
+            row["latency_vs_smallest_low"] = row["latency_vs_smallest_high"] = None
+            row["vs_smallest"] = None
+        else:
+            diff = difference(stats[base["batch_size"]], stats[row["batch_size"]])
+            row["sweep_base"] = False
+            row["latency_vs_smallest"] = diff.ratio
+            row["latency_vs_smallest_low"] = diff.ratio_low
+            row["latency_vs_smallest_high"] = diff.ratio_high
+            row["vs_smallest"] = _state_word(diff.significant, diff.ratio)
         row["plateau_state"] = states[row["batch_size"]]
         row["on_plateau"] = {ON_PLATEAU: True, WITHIN_NOISE: None}.get(states[row["batch_size"]], False)
         row["transition_batch_size"] = transition

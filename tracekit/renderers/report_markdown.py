@@ -193,6 +193,11 @@ def ratio_text(ratio: float | None, low: float | None, high: float | None, state
     return f"{ratio:.2f}x [{low:.2f}–{high:.2f}]"
 
 
+#: The "vs smallest" cell of the smallest batch size itself: the base of the ratios (not "1.00x [0.99–1.01]",
+#: an interval of a row against itself).
+BASE_TEXT = "1.00x (base)"
+
+
 def _verdict_text(bound: str | None, uncertain: str | None) -> str:
     """'framework-bound', 'compute-bound (uncertain)' (its reason among the row's warnings) or '—'."""
     if bound is None:
@@ -214,7 +219,10 @@ def config_display_rows(doc: dict[str, Any]) -> list[dict[str, Any]]:
                 + (" unstable" if c.get("latency_unstable") else ""),
                 "latency_cv_shown": "—" if cv is None else f"{100 * cv:.1f}%",
                 "verdict_shown": _verdict_text(c.get("bound"), c.get("verdict_uncertain")),
-                "vs_smallest_shown": ratio_text(
+                # the smallest batch size is the base of the ratios, not compared with itself
+                "vs_smallest_shown": BASE_TEXT
+                if c.get("sweep_base") and c.get("latency_vs_smallest") is not None
+                else ratio_text(
                     c.get("latency_vs_smallest"),
                     c.get("latency_vs_smallest_low"),
                     c.get("latency_vs_smallest_high"),
