@@ -152,3 +152,142 @@ def test_real_traces_fp8_names(real_traces) -> None:
         "vllm_decode_full_graphs": [],
         "sglang_qwen3-8b_decode": [],
     }
+
+
+# ------------------------------------------------------------------------------ ORT events stamped far away
+
+#: 292 years in microseconds: a damaged ts or dur (the value the nsys and Kineto far-event tests use).
+FAR_US = 9.2e15
+
+
+def _ort_gpu_events(runs: int = 4) -> list[dict]:
+    """An ORT CUDA profile (SYNTHETIC): ``runs`` model_run of 1000 µs, 2000 µs apart, each with one MatMul
+    node of 300 µs (CUDA EP) that launches one kernel of 200 µs, 50 µs after the node began: latency 1.0 ms,
+    GPU busy 0.2 ms per run."""
+    from tests.hostile import ort_event
+
+    events = [ort_event("Session", "session_initialization", 0, 100)]
+    t = 200
+    for _ in range(runs):
+        events += [
+            ort_event("Session", "model_run", t, 1000),
+            ort_event(
+                "Node",
+                "/m/MatMul_kernel_time",
+                t + 10,
+                300,
+                op_name="MatMul",
+                provider="CUDAExecutionProvider",
+            ),
+            ort_event(
+                "Kernel",
+                "ampere_sgemm_64x32_tn",
+                t + 60,
+                200,
+                op_name="MatMul",
+                parent_name="/m/MatMul",
+                stream=7,
+                device=0,
+            ),
+        ]
+        t += 2000
+    return events
+
+
+def _damage(events: list[dict], name: str, index: int, **values: float) -> list[dict]:
+    hit = [e for e in events if e["name"] == name][index]
+    hit.update(values)
+    return events
+
+
+def _ort_file(tmp_path, events: list[dict]):
+    import json
+
+    path = tmp_path / "damaged_ort_profile.synthetic.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def _cpu(runs: int = 5) -> list[dict]:
+    from tests.hostile import ort_cpu_events
+
+    return ort_cpu_events(runs)
+
+
+@pytest.mark.parametrize(
+    ("events", "left_out", "iterations", "busy"),
+    [
+        # a model_run of 292 years: read as an iteration of latency 9.2e12 ms (mean 1.84e12 ms)
+        (
+            lambda: _damage(_cpu(), "model_run", 4, dur=FAR_US),
+            "1 Session events stamped to end more than an hour after every other event began",
+            4,
+            [0.4] * 4,
+        ),
+        # a model_run at -292 years: an iteration 292 years before the others
+        (
+            lambda: _damage(_cpu(), "model_run", 4, ts=-FAR_US),
+            "1 Session events stamped more than an hour from every other event",
+            4,
+            [0.4] * 4,
+        ),
+        # a node of 292 years: it held every later node of its thread, read as a control-flow node: the
+        # operators of the runs after it became ranges (busy 0.1 ms in its run, none after). Now its run keeps
+        # its Add (0.1 ms) and the others their 0.4 ms
+        (
+            lambda: _damage(_cpu(), "/a/MatMul_kernel_time", 1, dur=FAR_US),
+            "1 Node events stamped to end more than an hour after every other event began",
+            5,
+            [0.4, 0.1, 0.4, 0.4, 0.4],
+        ),
+        # a node stamped 292 years late: its run lost its last node (left out as a run that stopped early)
+        (
+            lambda: _damage(_cpu(), "/b/Add_kernel_time", 2, ts=FAR_US),
+            "1 Node events stamped more than an hour from every other event",
+            4,
+            [0.4] * 4,
+        ),
+        # a GPU kernel stamped 292 years late
+        (
+            lambda: _damage(_ort_gpu_events(), "ampere_sgemm_64x32_tn", 3, ts=FAR_US),
+            "1 Kernel events stamped more than an hour from every other event",
+            4,
+            [0.2, 0.2, 0.2, 0.0],
+        ),
+    ],
+)
+def test_ort_events_stamped_far_away_are_left_out(
+    tmp_path, capsys: pytest.CaptureFixture[str], events, left_out: str, iterations: int, busy: list[float]
+) -> None:
+    """One damaged Session, Node or Kernel event (ts or dur of 9.2e15 µs, 292 years) among five runs of an
+    ORT profile is left out with a warning that names its category, as the nsys and Kineto readers do; the
+    other runs' latencies are their 1.0 ms."""
+    from tests.hostile import analyze_json
+    from tracekit.readers.ort import read
+
+    path = _ort_file(tmp_path, events())
+    warnings = read(path).meta["warnings"]
+    assert any(w.startswith(left_out) for w in warnings), warnings
+    code, doc, err = analyze_json(capsys, str(path), "--skip", "0")
+    assert code == 0, err
+    rows = doc["iterations"]
+    assert len(rows) == iterations
+    assert [r["latency_ms"] for r in rows] == [1.0] * iterations
+    assert [round(r["gpu_busy_ms"], 6) for r in rows] == busy
+
+
+def test_an_ort_profile_without_far_events_is_read_as_before(tmp_path) -> None:
+    """A profile of runs spread over two hours (no silence of an hour): nothing is left out."""
+    from tests.hostile import ort_event
+    from tracekit.readers.ort import read
+
+    events = _cpu(2)
+    hour_us = 3_600 * 10**6
+    for e in _cpu(2)[2:]:  # the same runs 50 min and 100 min later
+        for k in (1, 2):
+            events.append(
+                ort_event(e["cat"], e["name"], e["ts"] + k * 5 * hour_us // 6, e["dur"], **e["args"])
+            )
+    trace = read(_ort_file(tmp_path, events))
+    assert not [w for w in trace.meta["warnings"] if "hour" in w]
+    assert trace.ranges.filter(trace.ranges["name"] == "model_run").height == 6

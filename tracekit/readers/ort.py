@@ -113,6 +113,7 @@ from tracekit.model import (
 )
 from tracekit.readers.kineto import gc_paused, load_json, us_to_ns
 from tracekit.readers.nesting import leaf_mask, nesting_depth
+from tracekit.readers.timestamps import FAR_NS, far_events
 
 KERNEL_SUFFIX = "_kernel_time"
 #: The Session event of one ``InferenceSession.run``: the iteration of an ORT profile.
@@ -1057,6 +1058,43 @@ def _load(path: Path) -> Any:
         raise TraceFormatError(f"{err.message}; {why}", path) from cause
 
 
+#: The event categories tracekit reads, as :func:`_without_far_events` names them.
+_FAR_NOUNS = {"Session": "Session events", "Node": "Node events", "Kernel": "Kernel events"}
+
+
+def _without_far_events(frame: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``frame`` without the Session, Node and Kernel events stamped impossibly far from the rest of the
+    profile (more than an hour from every other event, ending more than an hour after the others began, or
+    with an end past int64: :func:`tracekit.readers.timestamps.far_events`, the rule of the nsys and Kineto
+    readers), with one warning naming them. ORT stamps events in microseconds since the profiling began, so a
+    damaged ``ts`` of 9.2e15 µs or a ``dur`` of 9.2e15 µs is 292 years: read as it is, such a 'model_run' is
+    an iteration of 9.2e12 ms, and such a node holds every later node of its thread (read as a control-flow
+    node, its run's operators become ranges). Only a minority of each category is ever left out."""
+    start_f = pl.col("start").cast(pl.Float64)
+    end_f = start_f + us_to_ns(pl.col("dur")).cast(pl.Float64).fill_null(0.0)
+    read_cats = pl.col("cat").is_in(list(_FAR_NOUNS))
+    lo, hi, last = frame.filter(read_cats).select(lo=start_f.min(), hi=start_f.max(), last=end_f.max()).row(0)
+    if lo is None or (max(hi, last) - lo <= FAR_NS and last < 2.0**63):
+        return frame  # (every profile of an hour or less: one pass)
+    cats = frame.get_column("cat")
+    start = frame.get_column("start")
+    ends = frame.select(end_f).to_series()
+    nulls = pl.Series(values=[None] * frame.height, dtype=start.dtype)
+    ends_nulls = pl.Series(values=[None] * frame.height, dtype=pl.Float64)
+    starts, event_ends = {}, {}
+    for cat, noun in _FAR_NOUNS.items():
+        this = (cats == cat).fill_null(False)
+        starts[noun], event_ends[noun] = start.zip_with(this, nulls), ends.zip_with(this, ends_nulls)
+    far, warning = far_events(starts, ends=event_ends)
+    if warning is None:
+        return frame
+    warnings.append(warning)
+    mask = pl.Series(values=[False] * frame.height)
+    for noun in starts:
+        mask = mask | far[noun]
+    return frame.filter(~mask)
+
+
 def read(path: Path) -> Trace:
     """Read an ONNX Runtime profile into a normalized Trace (see module doc)."""
     path = Path(path)
@@ -1099,6 +1137,7 @@ def read(path: Path) -> Trace:
             "1.14 (correlation_id, or op_name without parent_name), which stamps each kernel at its end (ts = "
             "CUPTI's end time): each is read from ts - dur"
         )
+    frame = _without_far_events(frame, warnings)
 
     session = frame.filter(pl.col("cat") == "Session")
     merged = _merged_sessions(session)
