@@ -263,3 +263,46 @@ def test_an_event_past_a_small_event_limit_is_refused(
     code, _, err = _json(capsys, str(path), "--max-event", "10K")
     assert code == 2, err
     assert "--max-event" in err and str(path) in err, err
+
+
+# ------------------------------------------------------------------------------------------------ outputs
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/commands/analyze.py run: --gaps and --timeline are written (renamed into place) before -o; when "
+    "-o then fails (a full disk: /dev/full), the command says 'cannot write: No space left on device', exit 2, but "
+    "the old --gaps/--timeline files are already replaced: a failed run changed outputs (the reverse order keeps "
+    "-o as it was: pinned below); expected every output as it was, or written only once all can be",
+)
+@pytest.mark.parametrize("option", ["--gaps", "--timeline"])
+def test_a_failed_main_output_leaves_the_other_outputs_as_they_were(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    other = tmp_path / ("gaps.csv" if option == "--gaps" else "timeline.json")
+    other.write_text("old\n")
+    code, _, err = _run(
+        capsys, "analyze", str(trace), "-o", "/dev/full", "--format", "json", option, str(other)
+    )
+    assert code == 2, err
+    assert "No space left on device" in err
+    assert other.read_text() == "old\n"
+
+
+@pytest.mark.parametrize("option", ["--gaps", "--timeline"])
+def test_a_failed_side_output_leaves_the_main_output_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], option: str
+) -> None:
+    """Pin: --gaps (or --timeline) on a full disk: one line, exit 2, and -o's old file kept."""
+    if not Path("/dev/full").exists():
+        pytest.skip("no /dev/full")
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    out = tmp_path / "out.json"
+    out.write_text("old\n")
+    code, _, err = _run(capsys, "analyze", str(trace), "-o", str(out), option, "/dev/full")
+    assert code == 2, err
+    assert err.count("\n") == 1 and "/dev/full" in err and "No space left on device" in err
+    assert out.read_text() == "old\n"
