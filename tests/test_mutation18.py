@@ -223,3 +223,143 @@ def test_a_rank_of_digit_like_text_is_unknown_with_a_warning() -> None:
     from tracekit.fleet.compact import _stated_count
 
     assert _stated_count({"rank": "²"}, "rank", 0) == (None, _unknown("rank", "'²'", 0, 1_048_575))
+
+
+# ---------------------------------------------------------------------------------------------------------
+# sweep: the plateau and transition, the framework-bound rule, its doubt, and the sweep keys
+
+
+def test_plateau_and_transition_from_the_smallest_batch_size() -> None:
+    from tracekit.analyzers.sweep import plateau_and_transition
+
+    # base 10 ms (batch 1, given last): 11 ms is within 10% (10 x 1.1 = 11.000000000000002), 11.0001 is not
+    assert plateau_and_transition({8: 20.0, 4: 11.0001, 2: 11.0, 1: 10.0}) == ([1, 2], 4)
+    # every batch within: no transition
+    assert plateau_and_transition({1: 10.0, 2: 10.5}) == ([1, 2], None)
+    # a wider tolerance (50%): 14.9 is in, 15.1 out; a later batch back under the line stays out (the run ends)
+    assert plateau_and_transition({1: 10.0, 2: 14.9, 4: 15.1, 8: 10.0}, tolerance=0.5) == ([1, 2], 4)
+    assert plateau_and_transition({}) == ([], None)
+
+
+def test_framework_bound_below_the_threshold_only() -> None:
+    from tracekit.analyzers.sweep import bound_of, is_framework_bound
+
+    assert [is_framework_bound(u) for u in (None, 0.5, 0.4999)] == [None, False, True]
+    assert is_framework_bound(0.6, threshold=0.7) is True
+    assert [bound_of(u) for u in (None, 0.5, 0.2)] == [None, "compute", "framework"]
+    assert bound_of(0.6, threshold=0.7) == "framework"
+    assert bound_of(0.0) == "framework"
+
+
+def test_bound_doubt_without_an_interval() -> None:
+    from tracekit.analyzers.sweep import bound_doubt
+
+    # None and NaN left out: 0.4 and 0.6, median 0.5 (compute-bound: not below 0.5), too few for an interval
+    assert bound_doubt([0.4, None, 0.6, float("nan")]) == (
+        "verdict uncertain: the median utilization 50.0% (compute-bound) rests on 2 iterations on both sides of "
+        "the 50% threshold: 1 framework-bound, 1 compute-bound (too few for an interval of the median)"
+    )
+    # one value, or all on one side: no doubt
+    assert bound_doubt([0.4, None]) is None
+    assert bound_doubt([0.4, 0.45, 0.49]) is None
+    assert bound_doubt([0.5, 0.6, 0.9]) is None
+    # the threshold given: 0.25 and 0.35 lie on both sides of 30%, 0.35 and 0.45 do not
+    assert bound_doubt([0.25, 0.35], threshold=0.3) == (
+        "verdict uncertain: the median utilization 30.0% (compute-bound) rests on 2 iterations on both sides of "
+        "the 30% threshold: 1 framework-bound, 1 compute-bound (too few for an interval of the median)"
+    )
+    assert bound_doubt([0.35, 0.45], threshold=0.3) is None
+
+
+def test_bound_doubt_with_an_interval_across_or_touching_the_threshold() -> None:
+    from tracekit.analyzers.sweep import bound_doubt
+
+    # 6 values: the interval is (min, max) = (10%, 80%), across 50%
+    assert bound_doubt([0.1, 0.2, 0.3, 0.6, 0.7, 0.8]) == (
+        "verdict uncertain: the median utilization 45.0% (framework-bound) has a 95% interval of 10.0% to 80.0%, "
+        "across the 50% threshold: 3 of 6 iterations are framework-bound, 3 compute-bound"
+    )
+    # 10 values: the interval runs from the 2nd to the 9th. Its high end exactly at 50%: across (low < 50% <=
+    # high); its low end exactly at 50%: on the compute side (50% is compute-bound), no doubt
+    assert bound_doubt([0.1, 0.2, 0.3, 0.3, 0.4, 0.4, 0.4, 0.45, 0.5, 0.9]) == (
+        "verdict uncertain: the median utilization 40.0% (framework-bound) has a 95% interval of 20.0% to 50.0%, "
+        "across the 50% threshold: 8 of 10 iterations are framework-bound, 2 compute-bound"
+    )
+    assert bound_doubt([0.1, 0.5, 0.55, 0.6, 0.6, 0.6, 0.6, 0.6, 0.7, 0.8]) is None
+
+
+def test_sweep_keys_labels_and_latency_basis() -> None:
+    from tracekit.analyzers.sweep import config_key, latency_basis, sweep_key, sweep_label
+
+    row = {
+        "runtime": "onnxruntime",
+        "seq_len": 128,
+        "model": "bert",
+        "device": "cuda",
+        "precision": "fp16",
+        "unidentified": "b.json",
+        "batch_size": 8,
+    }
+    assert sweep_key(row) == ("onnxruntime", 128, "bert", "cuda", "fp16", "b.json")
+    assert sweep_key({"runtime": "pytorch", "seq_len": 64}) == ("pytorch", 64, None, None, None, None)
+    assert config_key(row) == ("onnxruntime", 128, "bert", "cuda", "fp16", "b.json", 8)
+    assert sweep_label({"label": "pytorch (cpu, fp32)", "runtime": "pytorch"}) == "pytorch (cpu, fp32)"
+    assert sweep_label({"label": "", "runtime": "pytorch"}) == "pytorch"
+    assert sweep_label({"runtime": "pytorch"}) == "pytorch"
+    assert latency_basis({"latency_source": "traced", "profiler": "nsys"}) == ("traced", "nsys")
+    assert latency_basis({"latency_source": "traced"}) == ("traced", None)
+    assert latency_basis({"latency_source": "untraced", "profiler": "nsys"}) == ("untraced", None)
+
+
+def _m(median: float, low: float | None = None, high: float | None = None):
+    from tracekit.analyzers.stability import Measurement
+
+    return Measurement(10, 10, median, low, high)
+
+
+def test_plateau_with_noise_states_each_batch_size() -> None:
+    from tracekit.analyzers.sweep import plateau_with_noise
+
+    # Against batch 1's 10 ms [9.9, 10.1], under the 1.1 line: batch 2 [10.4, 10.6] is 1.030-1.071 (on),
+    # batch 4 [10.8, 11.2] is 1.069-1.131 (within noise: an edge), batch 8 [11.9, 12.1] is 1.178-1.222 (off:
+    # the transition), batch 16 back at 10 ms is on, after the transition.
+    ms = {
+        16: _m(10.0, 9.9, 10.1),
+        1: _m(10.0, 9.9, 10.1),
+        2: _m(10.5, 10.4, 10.6),
+        4: _m(11.0, 10.8, 11.2),
+        8: _m(12.0, 11.9, 12.1),
+    }
+    assert plateau_with_noise(ms) == (
+        [1, 2],
+        [4],
+        8,
+        {16: "on", 1: "on", 2: "on", 4: "within noise", 8: "off"},
+    )
+    # batch 2 undecided: within noise, and batch 4 after it is edge too
+    assert plateau_with_noise(ms, undecided={2}) == (
+        [1],
+        [2, 4],
+        8,
+        {16: "on", 1: "on", 2: "within noise", 4: "within noise", 8: "off"},
+    )
+    # a 25% line holds them all: no edge, no transition
+    assert plateau_with_noise(ms, tolerance=0.25) == ([1, 2, 4, 8, 16], [], None, dict.fromkeys(ms, "on"))
+    assert plateau_with_noise({}) == ([], [], None, {})
+
+
+def test_plateau_with_noise_an_on_batch_after_the_edge_and_no_interval() -> None:
+    from tracekit.analyzers.sweep import plateau_with_noise
+
+    # batch 2 within noise, batch 4 on the line again: it stays in the edge (the plateau is the leading run)
+    ms = {1: _m(10.0, 9.9, 10.1), 2: _m(11.0, 10.8, 11.2), 4: _m(10.0, 9.9, 10.1)}
+    assert plateau_with_noise(ms) == ([1], [2, 4], None, {1: "on", 2: "within noise", 4: "on"})
+    # no intervals: the point ratio (1.1 is on the line, 1.15 off)
+    assert plateau_with_noise({1: _m(10.0), 2: _m(11.0), 4: _m(11.5)}) == (
+        [1, 2],
+        [],
+        4,
+        {1: "on", 2: "on", 4: "off"},
+    )
+    # a base of 0 ms gives no ratio: within noise
+    assert plateau_with_noise({1: _m(0.0), 2: _m(11.0)}) == ([1], [2], None, {1: "on", 2: "within noise"})
