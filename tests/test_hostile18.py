@@ -308,3 +308,64 @@ def test_a_failed_side_output_leaves_the_main_output_as_it_was(
     assert code == 2, err
     assert err.count("\n") == 1 and "/dev/full" in err and "No space left on device" in err
     assert out.read_text() == "old\n"
+
+
+def _compressed_output_is_what_its_name_says(path: Path, code: int, err: str, kind: str) -> None:
+    """Either one line, exit 2, naming the file (as --gaps does for gaps.csv.gz), nothing written; or a gzip file
+    whose text is the ``kind`` ("json" / "csv") output."""
+    import gzip
+
+    if code == 2:
+        assert str(path) in err and err.count("\n") == 1, err
+        assert not path.exists()
+        return
+    assert code in (0, 1), err
+    text = gzip.decompress(path.read_bytes()).decode()  # BadGzipFile: the terminal table, uncompressed
+    if kind == "json":
+        json.loads(text)
+    else:
+        assert next(csv.reader(io.StringIO(text)))[0] in ("index", "config", "row"), text[:80]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/commands (analyze, compare, table) / tracekit/io.py: -o out.json.gz or out.csv.gz takes no "
+    "format from the name (the last suffix, .gz, is none) and writes the terminal table, uncompressed, exit 0, "
+    "without a word (also out.xlsx, out.parquet); --gaps refuses gaps.csv.gz in one line and --timeline writes "
+    "t.json.gz gzipped; expected one line, exit 2 (or the gzipped JSON/CSV the name asks for)",
+)
+@pytest.mark.parametrize(
+    ("command", "name"),
+    [
+        ("analyze", "out.json.gz"),
+        ("analyze", "out.csv.gz"),
+        ("compare", "out.json.gz"),
+        ("table", "out.csv.gz"),
+    ],
+)
+def test_an_output_named_gz_is_not_an_uncompressed_table(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, name: str
+) -> None:
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    args = [str(trace)] * (2 if command == "compare" else 1)
+    if command == "compare":
+        args[1] = str(_kineto(tmp_path / "u.synthetic.json", small_trace_events(iterations=2)))
+    out = tmp_path / name
+    code, _, err = _run(capsys, command, *args, "-o", str(out), "-q")
+    _compressed_output_is_what_its_name_says(out, code, err, name.split(".")[1])
+
+
+def test_gaps_named_gz_is_refused_and_a_timeline_named_gz_is_gzipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: the two side outputs already do what their names say."""
+    import gzip
+
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    gaps = tmp_path / "gaps.csv.gz"
+    code, _, err = _run(capsys, "analyze", str(trace), "--gaps", str(gaps), "-q")
+    assert code == 2 and "not a .gz file" in err and not gaps.exists(), err
+    timeline = tmp_path / "t.json.gz"
+    code, _, err = _run(capsys, "analyze", str(trace), "--timeline", str(timeline), "-q")
+    assert code == 0, err
+    assert "traceEvents" in json.loads(gzip.decompress(timeline.read_bytes()))
