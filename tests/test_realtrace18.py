@@ -358,3 +358,24 @@ def test_op_kinds_match_tracelens_computation_memcpy_and_comm_rows(real_traces, 
         assert abs(ns - want[key]) <= 1e-6 * want[key] + 16, (key, ns, want[key])
     assert want["total_comm_time"] == want["exposed_comm_time"] == 0.0
     assert trace.ops.filter(pl.col("name").str.contains(COMM_PATTERN)).height == 0
+
+
+def test_ort_runs_after_a_silence_of_hours_are_kept(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Three runs, then two more runs two hours later (a server profiled through a quiet spell): every run,
+    its nodes and kernels are kept (no event is far: each group of events has its 'model_run's beside its
+    work). Five iterations of 1.0 ms and 0.2 ms GPU busy."""
+    from tests.hostile import analyze_json
+    from tracekit.readers.ort import read
+
+    events = _ort_gpu_events(5)
+    later = 2 * 3_600 * 10**6  # µs
+    for e in events:
+        if e["ts"] >= 200 + 3 * 2000:  # the last two runs
+            e["ts"] += later
+    path = _ort_file(tmp_path, events)
+    warnings = read(path).meta["warnings"]
+    assert not [w for w in warnings if "hour" in w], warnings
+    code, doc, err = analyze_json(capsys, str(path), "--skip", "0")
+    assert code == 0, err
+    assert [r["latency_ms"] for r in doc["iterations"]] == [1.0] * 5
+    assert [round(r["gpu_busy_ms"], 6) for r in doc["iterations"]] == [0.2] * 5

@@ -1058,41 +1058,57 @@ def _load(path: Path) -> Any:
         raise TraceFormatError(f"{err.message}; {why}", path) from cause
 
 
-#: The event categories tracekit reads, as :func:`_without_far_events` names them.
-_FAR_NOUNS = {"Session": "Session events", "Node": "Node events", "Kernel": "Kernel events"}
+#: The event categories tracekit reads that are work (:func:`_without_far_events`), as it names them.
+_FAR_WORK = {"Node": "Node events", "Kernel": "Kernel events"}
+_FAR_RUNS = "Session events"
 
 
 def _without_far_events(frame: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     """``frame`` without the Session, Node and Kernel events stamped impossibly far from the rest of the
-    profile (more than an hour from every other event, ending more than an hour after the others began, or
-    with an end past int64: :func:`tracekit.readers.timestamps.far_events`, the rule of the nsys and Kineto
-    readers), with one warning naming them. ORT stamps events in microseconds since the profiling began, so a
-    damaged ``ts`` of 9.2e15 µs or a ``dur`` of 9.2e15 µs is 292 years: read as it is, such a 'model_run' is
-    an iteration of 9.2e12 ms, and such a node holds every later node of its thread (read as a control-flow
-    node, its run's operators become ranges). Only a minority of each category is ever left out."""
+    profile (:func:`tracekit.readers.timestamps.far_events`, the rule of the nsys and Kineto readers), with a
+    warning naming them. ORT stamps events in microseconds since the profiling began, so a damaged ``ts`` or
+    ``dur`` of 9.2e15 µs is 292 years: read as it is, such a 'model_run' is an iteration of 9.2e12 ms, and
+    such a node holds every later node of its thread (read as a control-flow node, the later runs' operators
+    become ranges).
+
+    Two passes, as the runs place the work: Node and Kernel events first, with the Session events (the runs)
+    as anchors, so that runs after a silence of hours (a server profiled through a quiet spell) keep their
+    work; then the Session events, with the work kept as anchors: a run far from all work (or ending more
+    than an hour after its group's last event began) is left out. Only a minority of each category is ever
+    left out."""
     start_f = pl.col("start").cast(pl.Float64)
     end_f = start_f + us_to_ns(pl.col("dur")).cast(pl.Float64).fill_null(0.0)
-    read_cats = pl.col("cat").is_in(list(_FAR_NOUNS))
+    read_cats = pl.col("cat").is_in([*_FAR_WORK, "Session"])
     lo, hi, last = frame.filter(read_cats).select(lo=start_f.min(), hi=start_f.max(), last=end_f.max()).row(0)
     if lo is None or (max(hi, last) - lo <= FAR_NS and last < 2.0**63):
         return frame  # (every profile of an hour or less: one pass)
     cats = frame.get_column("cat")
     start = frame.get_column("start")
     ends = frame.select(end_f).to_series()
-    nulls = pl.Series(values=[None] * frame.height, dtype=start.dtype)
-    ends_nulls = pl.Series(values=[None] * frame.height, dtype=pl.Float64)
-    starts, event_ends = {}, {}
-    for cat, noun in _FAR_NOUNS.items():
-        this = (cats == cat).fill_null(False)
-        starts[noun], event_ends[noun] = start.zip_with(this, nulls), ends.zip_with(this, ends_nulls)
-    far, warning = far_events(starts, ends=event_ends)
-    if warning is None:
+    none_start = pl.Series(values=[None] * frame.height, dtype=start.dtype)
+    none_end = pl.Series(values=[None] * frame.height, dtype=pl.Float64)
+
+    def only(mask: pl.Series) -> tuple[pl.Series, pl.Series]:
+        return start.zip_with(mask, none_start), ends.zip_with(mask, none_end)
+
+    is_run = (cats == "Session").fill_null(False)
+    work = {noun: only((cats == cat).fill_null(False)) for cat, noun in _FAR_WORK.items()}
+    far, said = far_events(
+        {noun: s for noun, (s, _) in work.items()},
+        anchors=[only(is_run)[0]],
+        ends={noun: e for noun, (_, e) in work.items()},
+    )
+    far_work = far[_FAR_WORK["Node"]] | far[_FAR_WORK["Kernel"]]
+    kept_work = (cats.is_in(list(_FAR_WORK)).fill_null(False)) & ~far_work
+    runs_start, runs_end = only(is_run)
+    far_runs, said_runs = far_events(
+        {_FAR_RUNS: runs_start}, anchors=[only(kept_work)[0]], ends={_FAR_RUNS: runs_end}
+    )
+    spoken = [w for w in (said_runs, said) if w is not None]
+    if not spoken:
         return frame
-    warnings.append(warning)
-    mask = pl.Series(values=[False] * frame.height)
-    for noun in starts:
-        mask = mask | far[noun]
-    return frame.filter(~mask)
+    warnings.extend(spoken)
+    return frame.filter(~(far_work | far_runs[_FAR_RUNS]))
 
 
 def read(path: Path) -> Trace:
