@@ -1860,36 +1860,48 @@ def _without_unplaced_events(path: Path, x_events: pl.DataFrame, warnings: list[
     return x_events.filter(~unplaced)
 
 
-def _without_far_events(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
-    """``x_events`` without the device ops and API calls stamped impossibly far from the rest of the trace
-    (an hour from every other event, or with an end past int64:
-    :func:`tracekit.readers.timestamps.far_events`), with one warning; the other events (annotations,
-    operators) place the trace. A kernel at ts 9.2e15 µs, 292 years after its launch, was read as an
-    iteration of 9.2e12 ms."""
+#: no call left out as far (:func:`_without_far_events`)
+_NO_FAR_CALLS = pl.DataFrame(schema={"correlation": pl.Int64, "far_pid": pl.Int64})
+
+
+def _without_far_events(x_events: pl.DataFrame) -> tuple[pl.DataFrame, str | None, pl.DataFrame]:
+    """``x_events`` without the device ops, API calls and annotations stamped impossibly far from the rest of
+    the trace (an hour from every other event, or with an end past int64:
+    :func:`tracekit.readers.timestamps.far_events`; an annotation only where nothing but annotations lies
+    near it), the warning that says so (None: nothing left out), and the correlation ids (with the process)
+    of the calls left out whose ids no kept call carries (:func:`_placed_by_own_start`). The other events
+    (operators) place the trace. A kernel at ts 9.2e15 µs, 292 years after its launch, was read as an
+    iteration of 9.2e12 ms; an annotation 5 h after the others as an iteration of no work."""
     if x_events.is_empty():
-        return x_events
+        return x_events, None, _NO_FAR_CALLS
     start_f = pl.col("start").cast(pl.Float64)
     lo, hi, last = x_events.select(
         lo=start_f.min(), hi=start_f.max(), last=(start_f + pl.col("dur_ns").cast(pl.Float64)).max()
     ).row(0)
     if lo is None or (max(hi, last if last is not None else hi) - lo <= FAR_NS and (last or 0) < 2.0**63):
         # (every trace of an hour or less, its ends included: one pass)
-        return x_events
+        return x_events, None, _NO_FAR_CALLS
     kinds = x_events.select(
-        op=pl.col("cat_l").is_in(list(OP_CATEGORIES)), call=pl.col("cat_l").is_in(list(API_CATEGORIES))
+        op=pl.col("cat_l").is_in(list(OP_CATEGORIES)),
+        call=pl.col("cat_l").is_in(list(API_CATEGORIES)),
+        range=pl.col("cat_l").is_in([*USER_RANGE_CATEGORIES, *GPU_RANGE_CATEGORIES]),
     )
     start, dur = x_events.get_column("start"), x_events.get_column("dur_ns")
-    is_op, is_call = kinds.get_column("op"), kinds.get_column("call")
+    is_op, is_call, is_range = kinds.get_column("op"), kinds.get_column("call"), kinds.get_column("range")
     nulls = pl.Series(values=[None] * x_events.height, dtype=start.dtype)
     far, warning = far_events(
         {"device ops": start.zip_with(is_op, nulls), "API calls": start.zip_with(is_call, nulls)},
-        anchors=[start.zip_with(~(is_op | is_call), nulls)],
+        anchors=[start.zip_with(~(is_op | is_call | is_range), nulls)],
         durations={"device ops": dur, "API calls": dur},
+        ranges={"annotations": start.zip_with(is_range, nulls)},
     )
     if warning is None:
-        return x_events
-    warnings.append(warning)
-    return x_events.filter(~(far["device ops"] | far["API calls"]))
+        return x_events, None, _NO_FAR_CALLS
+    return (
+        x_events.filter(~(far["device ops"] | far["API calls"] | far["annotations"])),
+        warning,
+        _NO_FAR_CALLS,
+    )
 
 
 def _legacy_export(path: Path) -> bool:
@@ -2362,7 +2374,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
 
     x_events = _without_unplaced_events(path, x_events, warnings)
     x_events = _lost_ends(x_events, warnings)
-    x_events = _without_far_events(x_events, warnings)
+    x_events, far_warning, far_calls = _without_far_events(x_events)
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
     scopes = None
     gpu_program = None
@@ -2372,6 +2384,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     main_pid = _main_pid(x_events)
     api = _api(x_events)
     gpu_ops = _gpu_ops(x_events, flows, api, main_pid)
+    if far_warning is not None:
+        warnings.append(far_warning)
     if gpu_ops.height:
         device = "gpu"
         ops = gpu_ops

@@ -140,7 +140,7 @@ from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics, sampling_period_ns
 from tracekit.readers.nsys_meta import export_meta, gpu_table, per_process_numbering
 from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
-from tracekit.readers.timestamps import far_events
+from tracekit.readers.timestamps import CAPTURE_SLACK_NS, FAR_NS, far_events
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 #: Largest kernel or API table (rows) read side by side with the other (one thread each,
@@ -1703,25 +1703,62 @@ def _profiler_overhead(
     )
 
 
+#: NVTX_EVENTS.eventType of ranges: push/pop and start/end (with and without a payload)
+_RANGE_TYPES = "59, 60, 70, 71"
+
+
+def _real_name(export: Database, table: str) -> str:
+    """The name ``table`` has in the file (a :class:`_VersionedNames` view reads some under another)."""
+    return export._real(table) if isinstance(export, _VersionedNames) else table
+
+
 def _range_starts(export: Database) -> pl.Series:
     """The start times (ns) of the export's NVTX ranges (push/pop and start/end), for the far-event rule."""
     t = "NVTX_EVENTS"
     if not export.has(t) or not {"start", "eventType"} <= export.columns(t):
         return pl.Series("start", [], dtype=pl.Int64)
     rows = export.con.execute(
-        f'SELECT "start" FROM {quote(t)} WHERE "eventType" IN (59, 60, 70, 71) AND typeof("start") = \'integer\''
+        f'SELECT "start" FROM {quote(_real_name(export, t))} WHERE "eventType" IN ({_RANGE_TYPES}) '
+        "AND typeof(\"start\") = 'integer'"
     ).fetchall()
     return pl.Series("start", [r[0] for r in rows], dtype=pl.Int64)
 
 
+def _ranges_may_lie_far(
+    export: Database, capture: tuple[int, int] | None, starts: dict[str, pl.Series]
+) -> bool:
+    """Whether an NVTX range may lie far from the export's work (outside the stated capture, or more than
+    an hour from the ops' and calls' span): one pass of SQLite's min/max over the ranges, so that their starts
+    are read only then."""
+    t = "NVTX_EVENTS"
+    if not export.has(t) or not {"start", "eventType"} <= export.columns(t):
+        return False
+    low, high = export.con.execute(
+        f'SELECT min("start"), max("start") FROM {quote(_real_name(export, t))} '
+        f'WHERE "eventType" IN ({_RANGE_TYPES}) '
+        "AND typeof(\"start\") = 'integer'"
+    ).fetchone()
+    if low is None:
+        return False
+    if capture is not None:
+        return low < capture[0] - CAPTURE_SLACK_NS or high > capture[1] + CAPTURE_SLACK_NS
+    points = [s for s in starts.values() if s.len() > s.null_count()]
+    if not points:
+        return False
+    first = min(int(s.min()) for s in points)  # type: ignore[arg-type]
+    last = max(int(s.max()) for s in points)  # type: ignore[arg-type]
+    return max(high, last) - min(low, first) > FAR_NS
+
+
 def _without_far_events(
     export: Database, ops: pl.DataFrame, api: pl.DataFrame | None, warnings: list[str]
-) -> tuple[pl.DataFrame, pl.DataFrame | None]:
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.Series]:
     """``ops`` and ``api`` without the device ops and calls stamped impossibly far from the rest of the
     export (:func:`tracekit.readers.timestamps.far_events`): outside the capture that ``ANALYSIS_DETAILS``
     says ran from the session clock's 0 to its ``duration``, or an hour from every other op and call, with one
-    warning. (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
-    the launch delay around to +2^63.)"""
+    warning; and the start times of the NVTX ranges so stamped, with no work beside them (to be left out of
+    the ranges). (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
+    the launch delay around to +2^63; an NVTX range 5 h after a 20-ms capture was an iteration of no work.)"""
     ends = _session_ends(export)
     capture = (0, max(ends)) if ends else None
     starts = {"device ops": ops.get_column("start")}
@@ -1729,19 +1766,22 @@ def _without_far_events(
     if api is not None:
         starts["API calls"] = api.get_column("start")
         ends["API calls"] = api.get_column("end")
+    none = pl.Series("start", [], dtype=pl.Int64)
     far, warning = far_events(starts, capture=capture, ends=ends)
-    if warning is None:
-        return ops, api
+    if warning is None and not _ranges_may_lie_far(export, capture, starts):
+        return ops, api, none
     # (something lies far: the ranges tell a phase of the program of its own, or a damaged capture record, from
-    # damaged rows; read only then)
-    far, warning = far_events(starts, anchors=[_range_starts(export)], capture=capture, ends=ends)
+    # damaged rows, and may lie far themselves; read only then)
+    range_starts = _range_starts(export)
+    far, warning = far_events(starts, capture=capture, ends=ends, ranges={"NVTX ranges": range_starts})
     if warning is None:
-        return ops, api
+        return ops, api, none
+    far_ops = far["device ops"]
     warnings.append(warning)
-    ops = ops.filter(~far["device ops"])
+    ops = ops.filter(~far_ops)
     if api is not None:
         api = api.filter(~far["API calls"])
-    return ops, api
+    return ops, api, range_starts.filter(far["NVTX ranges"])
 
 
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
@@ -1765,7 +1805,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ops = _read_ops(export, strings, path, read_cols, warnings, step, untimed)
         api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
 
-    ops, api = _without_far_events(export, ops, api, warnings)
+    ops, api, far_ranges = _without_far_events(export, ops, api, warnings)
     if api is not None:
         ops = _with_launching_process(ops, api, warnings)
         api = _calls_with_process(api, ops, warnings)
@@ -1787,6 +1827,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     if export.has("NVTX_EVENTS"):
         step("NVTX_EVENTS")
         raw = _read_nvtx(export, strings, path, warnings, _capture_start(diagnostics))
+        if far_ranges.len():  # (left out as far: :func:`_without_far_events`)
+            raw = raw.filter(~pl.col("start").is_in(far_ranges.implode()))
     if api is not None:
         ops = _ops_of_untraced_processes(ops, api, raw, warnings)
     unclosed = raw.filter(pl.col("end").is_null()).height

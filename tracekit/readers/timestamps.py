@@ -30,6 +30,7 @@ clock checks).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import NamedTuple
 
 import numpy as np
 import polars as pl
@@ -61,8 +62,8 @@ def main_group(starts: Sequence[pl.Series]) -> tuple[float, float] | None:
     """[first, last] start (ns) of the largest group of ``starts`` (groups cut where two neighbouring starts
     lie more than :data:`FAR_NS` apart: :func:`_clusters`, with no ranges); None when all starts form one
     group, or no group holds more than half of them."""
-    _, _, kept, largest = _clusters(list(starts), [])
-    return None if kept.all() else largest
+    cuts = _clusters(list(starts), [])
+    return None if cuts.kept.all() else cuts.largest
 
 
 def _distance(ns: float) -> str:
@@ -73,38 +74,63 @@ def _distance(ns: float) -> str:
     return f"{ns / 1e9:,.0f} s"
 
 
+class _Cuts(NamedTuple):
+    """The trace's events cut into clusters (:func:`_clusters`), per cluster (in time order)."""
+
+    lows: np.ndarray  # first start
+    highs: np.ndarray  # last start
+    kept: np.ndarray  # kept (its events are not far)
+    largest: tuple[float, float]  # the largest cluster's first and last start
+    with_events: np.ndarray  # holds events that may be left out (device ops, calls)
+    only_ranges: np.ndarray  # holds ranges and nothing else
+
+    def of(self, values: pl.Series) -> np.ndarray:
+        """The cluster of each of ``values`` (a null: the first)."""
+        return np.clip(
+            np.searchsorted(
+                self.lows, values.cast(pl.Float64).fill_null(self.lows[0]).to_numpy(), side="right"
+            )
+            - 1,
+            0,
+            None,
+        )
+
+
 def _clusters(
-    starts: Sequence[pl.Series], anchors: Sequence[pl.Series]
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, tuple[float, float]]:
-    """The trace's events cut into clusters where two neighbouring starts lie more than :data:`FAR_NS` apart:
-    (first starts, last starts, kept, the largest cluster's bounds). A cluster is kept when it is the largest,
-    or when it holds both ranges (``anchors``) and events that may be left out (``starts``): a phase of the
-    program of its own (a profiler paused for two hours, then resumed), not a damaged row; every cluster, when
-    none holds more than half the events (no body of the trace to be far from)."""
-    events = [_points(s) for s in starts]
-    marks = [_points(a) for a in anchors]
-    points = np.concatenate([*events, *marks]) if events or marks else np.zeros(0)
-    is_anchor = np.concatenate(
-        [
-            np.zeros(sum(e.size for e in events), dtype=np.int64),
-            np.ones(sum(m.size for m in marks), dtype=np.int64),
-        ]
+    starts: Sequence[pl.Series], anchors: Sequence[pl.Series], ranges: Sequence[pl.Series] = ()
+) -> _Cuts:
+    """The trace's events cut into clusters where two neighbouring starts lie more than :data:`FAR_NS` apart.
+    A cluster is kept when it is the largest, or when it holds both ranges or other events that place the trace
+    (``ranges``, ``anchors``) and events that may be left out (``starts``): a phase of the program of its own
+    (a profiler paused for two hours, then resumed), not a damaged row; every cluster, when none holds more
+    than half the events (no body of the trace to be far from)."""
+    kinds = [
+        (0, [_points(s) for s in starts]),
+        (1, [_points(a) for a in anchors]),
+        (2, [_points(r) for r in ranges]),
+    ]
+    parts = [p for _, group in kinds for p in group]
+    points = np.concatenate(parts) if parts else np.zeros(0)
+    kind = np.concatenate(
+        [np.full(p.size, k, dtype=np.int64) for k, group in kinds for p in group]
+        or [np.zeros(0, dtype=np.int64)]
     )
     if points.size == 0:
-        return np.zeros(1), np.zeros(1), np.ones(1, dtype=bool), (0.0, 0.0)
+        one = np.ones(1, dtype=bool)
+        return _Cuts(np.zeros(1), np.zeros(1), one, (0.0, 0.0), ~one, ~one)
     order = np.argsort(points, kind="stable")
-    points, is_anchor = points[order], is_anchor[order]
+    points, kind = points[order], kind[order]
     bounds = np.concatenate(([0], np.flatnonzero(np.diff(points) > FAR_NS) + 1, [points.size]))
     lows, highs = points[bounds[:-1]], points[bounds[1:] - 1]
-    anchored = np.add.reduceat(is_anchor, bounds[:-1]) > 0
-    with_events = np.add.reduceat(1 - is_anchor, bounds[:-1]) > 0
+    count = {k: np.add.reduceat((kind == k).astype(np.int64), bounds[:-1]) > 0 for k in (0, 1, 2)}
     sizes = np.diff(bounds)
     best = int(np.argmax(sizes))
-    kept = anchored & with_events
+    kept = (count[1] | count[2]) & count[0]
     kept[best] = True
     if sizes[best] * 2 <= points.size:  # no cluster holds most of the trace: none is the trace, none is far
         kept[:] = True
-    return lows, highs, kept, (float(lows[best]), float(highs[best]))
+    only_ranges = count[2] & ~count[0] & ~count[1]
+    return _Cuts(lows, highs, kept, (float(lows[best]), float(highs[best])), count[0], only_ranges)
 
 
 def far_events(
@@ -113,23 +139,31 @@ def far_events(
     capture: tuple[int, int] | None = None,
     durations: Mapping[str, pl.Series] | None = None,
     ends: Mapping[str, pl.Series] | None = None,
+    ranges: Mapping[str, pl.Series] | None = None,
 ) -> tuple[dict[str, pl.Series], str | None]:
     """Which events lie impossibly far from the rest of the trace (see the module doc), and the warning that
     says so (None when none does).
 
     ``starts``: a noun ("device ops", "API calls") -> the start times (ns, nulls allowed: a null is never far)
-    of events that may be left out; ``anchors``: start times of the trace's ranges (and other events that
-    place it), never left out; ``capture``: (start, end) of the capture on the trace's clock (ns), when the
-    trace says it; ``durations``: per noun, the durations (ns) where the reader computes the ends as start +
-    duration; ``ends``: per noun, the end times (ns) where the reader has them.
+    of events that may be left out; ``anchors``: start times of other events that place the trace (a CPU
+    operator), never left out; ``ranges``: a noun ("NVTX ranges") -> the start times of the trace's ranges,
+    which place it as anchors do, but may be left out themselves where they lie far from all its work (below);
+    ``capture``: (start, end) of the capture on the trace's clock (ns), when the trace says it;
+    ``durations``: per noun, the durations (ns) where the reader computes the ends as start + duration;
+    ``ends``: per noun, the end times (ns) where the reader has them.
 
-    Where a capture is stated and no range lies outside it, an event starting outside it (with
-    :data:`CAPTURE_SLACK_NS`), or ending after it, is far. Otherwise (no capture, or ranges outside it: the
-    record is contradicted) the events are cut into clusters (:func:`_clusters`), and an event is far when its
-    cluster is not kept (a lone row hours from the rest, no range beside it), or when it ends more than
-    :data:`FAR_NS` after its cluster's last start (a kernel of 28 years). An end past 2^63 ns (which would wrap
-    around to a negative time) is far in any case. Returns a boolean Series per noun (True: leave it out), of
-    its input's length."""
+    Where a capture is stated and no anchor, nor any range beside device ops or calls that lie outside it
+    too, lies outside it, an event starting outside it (with :data:`CAPTURE_SLACK_NS`), or ending after it,
+    is far, and so is a range starting outside it with no such work beside it (an NVTX range 5 h after a
+    20-ms capture: an iteration with no work). Otherwise (no capture, or one contradicted by what lies outside
+    it) the events are cut into clusters (:func:`_clusters`), and an event is far when its cluster is not kept
+    (a lone row hours from the rest, no range beside it), or when it ends more than :data:`FAR_NS` after its
+    cluster's last start (a kernel of 28 years); a range is far when its cluster holds nothing but ranges and
+    is not kept, where the trace's body holds other events (a trace of ranges alone has nothing else to place
+    it). An end past 2^63 ns (which would wrap around to a negative time) is far in any case. Only a minority
+    of each noun is left out. Returns a boolean Series per noun of ``starts`` and ``ranges`` (True: leave it
+    out), of its input's length."""
+    ranges = dict(ranges or {})
     end_values: dict[str, pl.Series] = {}
     for noun, series in starts.items():
         if ends is not None and noun in ends:
@@ -137,43 +171,70 @@ def far_events(
         elif durations is not None and noun in durations:
             # (in float64: start + duration cannot wrap around there)
             end_values[noun] = series.cast(pl.Float64) + durations[noun].cast(pl.Float64)
-    if capture is None and _span(starts.values(), anchors, end_values.values()) <= FAR_NS:
+    nothing = {
+        noun: pl.Series(noun, np.zeros(s.len(), dtype=bool)) for noun, s in (*starts.items(), *ranges.items())
+    }
+    if capture is None and _span(starts.values(), anchors, ranges.values(), end_values.values()) <= FAR_NS:
         # (no group lies apart, no end far past the starts: the common case, answered without sorting)
         if all(not (e.max() or 0) >= 2.0**63 for e in end_values.values()):  # type: ignore[operator]
-            return {noun: pl.Series(noun, np.zeros(s.len(), dtype=bool)) for noun, s in starts.items()}, None
+            return nothing, None
     contradicted = 0
+    #: per range noun, the ranges outside the stated capture with no work outside it beside them
+    lone: dict[str, pl.Series] = {}
     if capture is not None:
-        marks = np.concatenate([_points(a) for a in anchors]) if anchors else np.zeros(0)
         lo, hi = capture[0] - CAPTURE_SLACK_NS, capture[1] + CAPTURE_SLACK_NS
+
+        def outside(s: pl.Series) -> pl.Series:
+            v = s.cast(pl.Float64)
+            return ((v < lo) | (v > hi)).fill_null(False)
+
+        marks = np.concatenate([_points(a) for a in anchors]) if anchors else np.zeros(0)
         contradicted = int(((marks < lo) | (marks > hi)).sum())
+        if ranges:
+            out = _clusters(
+                [s.filter(outside(s)) for s in starts.values()],
+                [],
+                [r.filter(outside(r)) for r in ranges.values()],
+            )
+            for noun, series in ranges.items():
+                beside = pl.Series(noun, out.with_events[out.of(series)])
+                contradicted += int((outside(series) & beside).sum())
+                lone[noun] = outside(series) & ~beside
     stated = capture if capture is not None and not contradicted else None
-    lows, highs, kept_clusters, group = _clusters(list(starts.values()), list(anchors))
-    apart = not bool(kept_clusters.all())  # some cluster is not kept
+    cuts = _clusters(list(starts.values()), list(anchors), list(ranges.values()))
+    apart = not bool(cuts.kept.all())  # some cluster is not kept
+    body = not bool(cuts.only_ranges[int(np.searchsorted(cuts.lows, cuts.largest[0]))])
     far: dict[str, pl.Series] = {}
     left: list[str] = []  # "N nouns" left out
+    left_nouns: list[str] = []
     kept: list[str] = []  # "N of M nouns" kept: too many to be damaged rows
     #: the first far event of each reason (capture, group, end, late), of the nouns left out and of those kept
     examples: tuple[dict[str, int], dict[str, int]] = ({}, {})
-    for noun, series in starts.items():
+    for noun, series in (*starts.items(), *ranges.items()):
         values = series.cast(pl.Float64)
-        none = pl.Series(noun, np.zeros(series.len(), dtype=bool))
+        none = nothing[noun]
         reasons = {"capture": none, "group": none, "end": none, "late": none}
-        # each event's cluster (by its start; a null start: the first cluster, and never far by it)
-        where = np.clip(
-            np.searchsorted(lows, values.fill_null(lows[0]).to_numpy(), side="right") - 1, 0, None
-        )
-        if stated is not None:
+        where = cuts.of(series)  # each event's cluster (by its start; a null start: never far by it)
+        is_range = noun in ranges and noun not in starts
+        if is_range:
+            if stated is not None:
+                reasons["capture"] = lone[noun]
+            elif apart and body:
+                reasons["group"] = (
+                    pl.Series(noun, ~cuts.kept[where] & cuts.only_ranges[where]) & values.is_not_null()
+                )
+        elif stated is not None:
             lo, hi = stated[0] - CAPTURE_SLACK_NS, stated[1] + CAPTURE_SLACK_NS
             reasons["capture"] = ((values < lo) | (values > hi)).fill_null(False)
         elif apart:
-            reasons["group"] = pl.Series(noun, ~kept_clusters[where]) & values.is_not_null()
+            reasons["group"] = pl.Series(noun, ~cuts.kept[where]) & values.is_not_null()
         end = end_values.get(noun)
-        if end is not None:
+        if end is not None and not is_range:
             reasons["end"] = (end >= 2.0**63).fill_null(False)
             if stated is not None:
                 limit = pl.Series(noun, np.full(series.len(), stated[1] + CAPTURE_SLACK_NS, dtype=np.float64))
             else:
-                limit = pl.Series(noun, highs[where] + FAR_NS)
+                limit = pl.Series(noun, cuts.highs[where] + FAR_NS)
             reasons["late"] = ((end > limit) & ~reasons["end"]).fill_null(False)
         mask = reasons["capture"] | reasons["group"] | reasons["end"] | reasons["late"]
         count = int(mask.sum())
@@ -185,43 +246,37 @@ def far_events(
         if minority:
             far[noun] = mask
             left.append(f"{count:,} {noun}")
+            left_nouns.append(noun)
         else:
             kept.append(f"{count:,} of {total:,} {noun}")
         for reason, found in reasons.items():
             at = (end if reason == "late" and end is not None else series).filter(found)
             if at.len() and reason not in examples[not minority]:
-                edge = group[1] if reason == "group" else stated[1] if reason == "capture" else 0  # type: ignore[index]
+                edge = cuts.largest[1] if reason == "group" else stated[1] if reason == "capture" else 0  # type: ignore[index]
                 late = reason in ("end", "late") or float(at.max()) > edge  # type: ignore[arg-type]
                 examples[not minority][reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
     said = []
     if contradicted and capture is not None:
-        outside = sum(
-            int(
-                (
-                    (s.cast(pl.Float64) < capture[0] - CAPTURE_SLACK_NS)
-                    | (s.cast(pl.Float64) > capture[1] + CAPTURE_SLACK_NS)
-                ).sum()
-            )
-            for s in starts.values()
-        )
-        if outside:
+        outside_events = sum(int(outside(s).sum()) for s in starts.values())
+        if outside_events:
             said.append(
                 f"the trace says its capture ran from {capture[0]:,} to {capture[1]:,} ns, but {contradicted:,} of "
-                f"its ranges and {outside:,} other events lie outside it: that record is not used to judge its "
-                "events' times"
+                f"its ranges and {outside_events:,} other events lie outside it: that record is not used to judge "
+                "its events' times"
             )
     capture = stated
     if left:
         said.append(
-            f"{' and '.join(left)} stamped {_where(examples[0], capture, group)}, left out: no profiler records "
-            "an event so far from the rest of its capture (a damaged row or an exporter's bug), and read as it is "
-            "one such time becomes an iteration's latency"
+            f"{' and '.join(left)} stamped {_where(examples[0], capture, cuts.largest)}, left out: no profiler "
+            "records an event so far from the rest of its capture (a damaged row or an exporter's bug), and read "
+            "as it is one such time becomes an iteration's latency"
+            + (" (a range: an iteration without work)" if any(n in ranges for n in left_nouns) else "")
         )
     if kept:
         said.append(
-            f"{' and '.join(kept)} are stamped {_where(examples[1], capture, group)}: too many to be damaged "
-            "rows, so they are kept, but the trace's clocks (or its record of the capture) disagree with them: "
-            "latencies and launch delays between them and the rest are not real"
+            f"{' and '.join(kept)} are stamped {_where(examples[1], capture, cuts.largest)}: too many to be "
+            "damaged rows, so they are kept, but the trace's clocks (or its record of the capture) disagree with "
+            "them: latencies and launch delays between them and the rest are not real"
         )
     return far, "; ".join(said) if said else None
 

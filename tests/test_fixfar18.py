@@ -1,0 +1,219 @@
+"""fixfar18: the far-timestamp rule (tracekit/readers/timestamps.py) for ranges, and for device ops whose launch
+call was left out as far, in the nsys SQLite and Kineto readers.
+
+Every trace is hand-built here (SYNTHETIC: file names say so). Bases: an nsys export of NVTX 'iteration' ranges of
+1 ms (:func:`_nsys`: a kernel at 100-300 µs and one at 400-500 µs into each, launched 50-40 µs before: latency
+1.0 ms, GPU busy 0.3 ms, 2 kernels) and tests.hostile.small_trace_events (Kineto: an 'iteration' annotation of
+900 µs with 3 kernels of 10 µs: latency 0.9, busy 0.03 ms), moved to Kineto's epoch-µs clock.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+import pytest
+
+from tests.hostile import analyze_json, small_trace_events, write_json
+from tests.nsys_builder import NsysBuilder
+from tracekit.readers.timestamps import FAR_NS, far_events
+
+S_NS = 10**9
+HOUR_NS = FAR_NS
+T0_US = 1_700_000_000_000_000
+HOUR_US = 3_600 * 10**6
+CAPTURE = 20_000_000
+NEAR = [10_000_000, 12_000_000, 14_000_000]
+
+
+def _s(values: list[int | None]) -> pl.Series:
+    return pl.Series(values, dtype=pl.Int64)
+
+
+def _nsys(
+    path: Path,
+    starts: list[int],
+    capture_ns: int | None = CAPTURE,
+    call_shift: dict[int, int] | None = None,
+    call: str = "cudaLaunchKernel_v7000",
+    graph: bool = False,
+    copy: bool = False,
+    driver_twin: bool = False,
+    far_ranges: list[tuple[int, int]] = (),  # type: ignore[assignment]
+) -> Path:
+    """nsys export (SYNTHETIC) of a 1-ms NVTX 'iteration' at each of ``starts`` (ns), each with a kernel at
+    100-300 µs and one at 400-500 µs into it, launched by ``call`` 50-40 µs before each (correlation ids 1, 2,
+    ... in order). ``graph``: both kernels of an iteration launched by its first call (one correlation id, a
+    CUDA graph's). ``copy``: a memcpy of 100 µs at 600-700 µs into each, launched by cudaMemcpyAsync at 550 µs
+    (correlation 100 + i). ``driver_twin``: each launch also recorded as cuLaunchKernel nested in it (same id).
+    ``call_shift``: correlation id -> ns added to its calls' times; ``far_ranges``: more 'iteration' ranges
+    (start, end) with no work; ``capture_ns``: ANALYSIS_DETAILS' duration."""
+    shift = call_shift or {}
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for i, t0 in enumerate(starts):
+        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
+        first = corr
+        for k, (start, end) in enumerate(((100, 300), (400, 500))):
+            c = first if graph else corr
+            if not (graph and k):
+                at = t0 + start * 1000 - 50_000 + shift.get(c, 0)
+                b.runtime(at, at + 10_000, call, correlation=c)
+                if driver_twin:
+                    b.driver(at + 2_000, at + 8_000, "cuLaunchKernel", correlation=c)
+            b.kernel(
+                t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=c, graph=1 if graph else None
+            )
+            corr += 1
+        if copy:
+            c = 100 + i
+            at = t0 + 550_000 + shift.get(c, 0)
+            b.runtime(at, at + 10_000, "cudaMemcpyAsync_v3020", correlation=c)
+            b.memcpy(t0 + 600_000, t0 + 700_000, correlation=c)
+    for start, end in far_ranges:
+        b.nvtx_range(start, end, "iteration")
+    if capture_ns is not None:
+        b.capture(capture_ns, start_time=0)
+    return b.write(path)
+
+
+def _rows(doc: dict[str, Any]) -> list[tuple[float, float, int]]:
+    return [(it["latency_ms"], it["gpu_busy_ms"], it["kernels"]) for it in doc["iterations"]]
+
+
+def _analyze(capsys: pytest.CaptureFixture[str], path: Path) -> dict[str, Any]:
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0 and doc is not None, err
+    return doc
+
+
+# ------------------------------------------------------------------- ranges: timestamps.far_events
+
+
+def test_a_lone_range_hours_from_all_work_is_far() -> None:
+    ops, calls = _s([0, 10, 20]), _s([-5, 5, 15])
+    far, warning = far_events(
+        {"device ops": ops, "API calls": calls}, ranges={"ranges": _s([-10, 2, 5 * HOUR_NS])}
+    )
+    assert far["ranges"].to_list() == [False, False, True]
+    assert far["device ops"].to_list() == [False] * 3 and far["API calls"].to_list() == [False] * 3
+    assert warning is not None and warning.startswith(
+        "1 ranges stamped more than an hour from every other event"
+    )
+    assert warning.endswith("(a range: an iteration without work)")
+
+
+def test_a_range_beside_other_events_is_not_far() -> None:
+    """A far range with an operator beside it (a CPU phase of its own), or a far range beside far device ops and
+    calls (a phase the profiler resumed), is kept; so is any range of a trace of ranges alone (nothing else
+    places it)."""
+    ops = _s([0, 10, 20])
+    far, warning = far_events(
+        {"device ops": ops}, anchors=[_s([1, 5 * HOUR_NS + 1])], ranges={"ranges": _s([-10, 5 * HOUR_NS])}
+    )
+    assert far["ranges"].to_list() == [False, False] and warning is None
+    far, warning = far_events(
+        {"device ops": _s([0, 10, 20, 5 * HOUR_NS + 2])}, ranges={"ranges": _s([-10, 5, 5 * HOUR_NS])}
+    )
+    assert far["ranges"].to_list() == [False] * 3 and far["device ops"].to_list() == [False] * 4
+    assert warning is None
+    far, warning = far_events({"device ops": _s([])}, ranges={"ranges": _s([0, 1, 2, 5 * HOUR_NS])})
+    assert far["ranges"].to_list() == [False] * 4 and warning is None
+
+
+def test_far_ranges_that_are_a_majority_are_kept_and_said() -> None:
+    """2 of 3 ranges 5 h from the ops (the ops' cluster, 3 of 5 starts, is the body): not a minority of the
+    ranges, so kept, and said."""
+    far, warning = far_events(
+        {"device ops": _s([0, 1])}, ranges={"ranges": _s([2, 5 * HOUR_NS, 5 * HOUR_NS + 1])}
+    )
+    assert far["ranges"].to_list() == [False] * 3
+    assert warning is not None and warning.startswith("2 of 3 ranges are stamped more than an hour")
+
+
+def test_ranges_outside_a_stated_capture() -> None:
+    """With a capture of 20 ms: a range 5 h after it with no work beside it is far (the capture's words); one
+    at 70 s beside device ops there contradicts the record, which is then not used (nothing left out); one 30 s
+    after the capture's end (inside the 60-s slack) is no range outside it."""
+    ops = _s([10_000_000, 12_000_000])
+    far, warning = far_events(
+        {"device ops": ops}, capture=(0, CAPTURE), ranges={"ranges": _s([9_000_000, 11_000_000, 5 * HOUR_NS])}
+    )
+    assert far["ranges"].to_list() == [False, False, True]
+    assert warning is not None and warning.startswith(
+        "1 ranges stamped outside the capture (which the trace says ran from 0 to 20,000,000 ns), e.g. one at "
+        "18,000,000,000,000 ns, 5 hours after its end, left out"
+    )
+    far, warning = far_events(
+        {"device ops": _s([10_000_000, 12_000_000, 70 * S_NS + 5])},
+        capture=(0, CAPTURE),
+        ranges={"ranges": _s([9_000_000, 11_000_000, 70 * S_NS])},
+    )
+    assert far["ranges"].to_list() == [False] * 3 and far["device ops"].to_list() == [False] * 3
+    assert warning is not None and warning.startswith(
+        "the trace says its capture ran from 0 to 20,000,000 ns, but 1 of its ranges and 1 other events lie "
+        "outside it"
+    )
+    far, warning = far_events(
+        {"device ops": ops}, capture=(0, CAPTURE), ranges={"ranges": _s([9_000_000, CAPTURE + 30 * S_NS])}
+    )
+    assert far["ranges"].to_list() == [False, False] and warning is None
+
+
+# ------------------------------------------------------------------------------- ranges: the readers
+
+
+def test_nsys_range_hours_after_the_capture_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _nsys(
+        tmp_path / "far_range.synthetic.sqlite", NEAR, far_ranges=[(5 * HOUR_NS, 5 * HOUR_NS + 10**6)]
+    )
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 3
+    assert doc["warnings"][0].startswith("1 NVTX ranges stamped outside the capture"), doc["warnings"]
+
+
+def test_nsys_range_inside_the_capture_slack_is_still_an_iteration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: an empty range 30 s after a 20-ms capture's end (inside the 60-s slack) is read (an iteration of
+    no work, said as such by the analysis), nothing left out."""
+    late = CAPTURE + 30 * S_NS
+    doc = _analyze(
+        capsys, _nsys(tmp_path / "slack.synthetic.sqlite", NEAR, far_ranges=[(late, late + 10**6)])
+    )
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 3 + [(1.0, 0.0, 0)]
+    assert not any("stamped" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_nsys_range_hours_from_the_rest_without_a_capture_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _nsys(tmp_path / "far_range_nocap.synthetic.sqlite", NEAR, capture_ns=None,
+                 far_ranges=[(5 * HOUR_NS, 5 * HOUR_NS + 10**6)])  # fmt: skip
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 3
+    assert doc["warnings"][0].startswith("1 NVTX ranges stamped more than an hour from every other event")
+
+
+def _kineto(tmp_path: Path, name: str, events: list[dict[str, Any]]) -> Path:
+    return write_json(tmp_path / name, {"traceEvents": events, "traceName": "synthetic"})
+
+
+def test_kineto_annotation_beside_an_operator_hours_later_is_kept(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: an annotation 5 h after the rest with a CPU operator inside it is a CPU phase of its own (kept, an
+    iteration of no device work), not a damaged row."""
+    events = small_trace_events(4, t0=T0_US)
+    late = T0_US + 5 * HOUR_US
+    events.append(dict(events[0], ts=late))
+    events.append(
+        {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": late + 10, "dur": 50}
+    )
+    doc = _analyze(capsys, _kineto(tmp_path, "cpu_phase.synthetic.json", events))
+    assert _rows(doc) == [(0.9, 0.03, 3)] * 4 + [(0.9, 0.0, 0)]
+    assert not any("stamped" in w for w in doc["warnings"]), doc["warnings"]
