@@ -122,3 +122,47 @@ def test_readme_profiler_slowdown_range_ends_at_torchscripts_ratio():
     readme = " ".join((REPO / "README.md").read_text().split())
     quoted = re.search(r"on the committed H200 samples torch\.profiler (\d+\.\d+)-(\d+\.\d+)x", readme)
     assert quoted and quoted.group(2) == ratio
+
+
+# ------------------------------------------------------------------------ --help against the docs
+
+
+def _every_long_option() -> dict[str, list[str]]:
+    """Every command's long options as its --help shows them (hidden ones, argparse.SUPPRESS, left out)."""
+    import argparse
+    import importlib
+
+    from tracekit.cli import COMMANDS
+
+    parser = argparse.ArgumentParser(add_help=False)
+    sub = parser.add_subparsers()
+    out = {}
+    for name in sorted(COMMANDS):
+        importlib.import_module(f"tracekit.commands.{name}").register(sub)
+        options = []
+        for action in sub.choices[name]._actions:
+            if action.help == argparse.SUPPRESS:
+                continue
+            options += [o for o in action.option_strings if o.startswith("--") and o != "--help"]
+        out[name] = options
+    return out
+
+
+def test_every_option_in_help_is_named_in_the_docs():
+    """A new user reading the README and docs/ meets every option --help lists (``--output`` is ``-o``, which
+    the README describes). Before: compare --top, report --timeline-config, simulate --seq-len, --kernels,
+    --seed and --metrics-interval-us, collect --precision, --seed, --opset, --gen-tokens and --in-process
+    were in --help only."""
+    import re
+
+    text = (REPO / "README.md").read_text() + "".join(
+        p.read_text() for p in sorted((REPO / "docs").glob("*.md"))
+    )
+    named = set(re.findall(r"--[a-z][a-z0-9-]*", text))
+    missing = {
+        f"{command} {option}"
+        for command, options in _every_long_option().items()
+        for option in options
+        if option != "--output" and option not in named
+    }
+    assert not missing, sorted(missing)
