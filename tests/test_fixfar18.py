@@ -17,7 +17,7 @@ import pytest
 
 from tests.hostile import analyze_json, small_trace_events, write_json
 from tests.nsys_builder import NsysBuilder
-from tracekit.readers.timestamps import FAR_NS, far_events
+from tracekit.readers.timestamps import FAR_NS, far_events, launched_by_far_calls
 
 S_NS = 10**9
 HOUR_NS = FAR_NS
@@ -217,3 +217,125 @@ def test_kineto_annotation_beside_an_operator_hours_later_is_kept(
     doc = _analyze(capsys, _kineto(tmp_path, "cpu_phase.synthetic.json", events))
     assert _rows(doc) == [(0.9, 0.03, 3)] * 4 + [(0.9, 0.0, 0)]
     assert not any("stamped" in w for w in doc["warnings"]), doc["warnings"]
+
+
+# ------------------------------------------------------------- device ops whose launch call was far
+
+
+def test_launched_by_far_calls_needs_every_call_of_the_id_gone() -> None:
+    calls = pl.DataFrame({"pid": [1, 1, 1, 2], "correlation": [1, 1, 2, 2]})
+    far = pl.Series([True, False, True, False])
+    ops = pl.DataFrame({"pid": [1, 1, 2, 1], "correlation": [1, 2, 2, None]})
+    # id 1 of pid 1 has a kept twin; id 2 of pid 1 is gone (pid 2's id 2 is another process's)
+    assert launched_by_far_calls(ops, calls, far).to_list() == [False, True, False, False]
+    assert launched_by_far_calls(ops, calls, far, ["correlation"]).to_list() == [False, False, False, False]
+    assert launched_by_far_calls(ops, calls, pl.Series([False] * 4)).to_list() == [False] * 4
+
+
+def test_nsys_copy_whose_call_was_far_counts_in_its_iteration(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _nsys(tmp_path / "far_copy_call.synthetic.sqlite", NEAR, copy=True, call_shift={100: 3 * HOUR_NS})
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.4, 2)] * 3
+    assert doc["warnings"][0].startswith("1 API calls stamped outside the capture"), doc["warnings"]
+    assert "1 device ops launched by those calls lie among the rest" in doc["warnings"][0]
+    assert not any("before the capture began" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_nsys_graph_launch_far_keeps_all_its_kernels(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """One launch call of correlation 1 for both kernels of iteration 0 (a CUDA graph's), stamped 3 h after the
+    capture: both kernels keep iteration 0 (busy 0.3 ms)."""
+    path = _nsys(tmp_path / "far_graph_call.synthetic.sqlite", NEAR, call="cudaGraphLaunch_v10000", graph=True,
+                 call_shift={1: 3 * HOUR_NS})  # fmt: skip
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 3
+    assert "2 device ops launched by those calls lie among the rest" in doc["warnings"][0], doc["warnings"]
+
+
+def test_nsys_far_runtime_call_with_a_near_driver_twin_keeps_the_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cudaLaunchKernel of id 1 stamped 3 h away but its nested cuLaunchKernel (same id) where it was: the kernel
+    keeps its correlation id (its launch is the driver call's), no op is placed by its own start (the reader
+    collapses one launch recorded twice to the outermost row, the earlier: the driver's, before the far rule)."""
+    path = _nsys(tmp_path / "far_twin.synthetic.sqlite", NEAR, driver_twin=True, call_shift={1: 0})
+    # shift only the runtime row of id 1 (the driver row stays)
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + 10800000000000, end = end + 10800000000000 "
+        "WHERE correlationId = 1 AND eventClass = 0"
+    )
+    con.commit()
+    con.close()
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 3
+    # (the reader keeps one call per (pid, correlation), the outermost: the driver row, the earlier one)
+    assert not any("lie among the rest" in w or "no correlation id" in w for w in doc["warnings"])
+
+
+def test_nsys_far_call_of_a_far_kernel_goes_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: call and kernel of id 1 both 3 h away: both left out, nothing placed by its own start (iteration 0:
+    one kernel, 0.1 ms)."""
+    path = _nsys(tmp_path / "far_both.synthetic.sqlite", NEAR, call_shift={1: 3 * HOUR_NS})
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = start + 10800000000000, end = end + 10800000000000 "
+        "WHERE correlationId = 1"
+    )
+    con.commit()
+    con.close()
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.1, 1), (1.0, 0.3, 2), (1.0, 0.3, 2)]
+    assert doc["warnings"][0].startswith("1 device ops and 1 API calls stamped outside the capture")
+    assert not any("lie among the rest" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_kineto_far_call_linked_by_a_flow_event_keeps_its_kernel(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The kernels carry no correlation arg; ac2g flow events link them (the flow's end at the kernel's ts). The
+    first call, 3 h away, is left out; its kernel, linked by the flow, keeps iteration 0 by its own start."""
+    events = small_trace_events(4, t0=T0_US)
+    flows = []
+    for e in events:
+        corr = e.get("args", {}).get("correlation")
+        if corr is None:
+            continue
+        if e["cat"] == "kernel":
+            del e["args"]["correlation"]
+            flows.append({"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": e["pid"],
+                          "tid": e["tid"], "ts": e["ts"]})  # fmt: skip
+        else:
+            flows.append({"ph": "s", "cat": "ac2g", "name": "ac2g", "id": corr, "pid": e["pid"], "tid": e["tid"],
+                          "ts": e["ts"]})  # fmt: skip
+    first = next(e for e in events if e["cat"] == "cuda_runtime")
+    first["ts"] += 3 * HOUR_US
+    doc = _analyze(capsys, _kineto(tmp_path, "flow_far_call.synthetic.json", events + flows))
+    assert _rows(doc) == [(0.9, 0.03, 3)] * 4
+    assert doc["warnings"][0].startswith("1 API calls stamped more than an hour"), doc["warnings"]
+    assert "1 device ops launched by those calls lie among the rest" in doc["warnings"][0]
+    assert not any("launched before the capture" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_kineto_far_call_whose_id_another_call_carries_keeps_the_link(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cudaLaunchKernel of id 1 3 h away, its cuLaunchKernel (cuda_driver, same id) where it was: the kernel keeps
+    its link, and its launch time is the driver call's."""
+    events = small_trace_events(4, t0=T0_US)
+    first = next(e for e in events if e["cat"] == "cuda_runtime")
+    twin = dict(first, cat="cuda_driver", name="cuLaunchKernel", ts=first["ts"] + 1, dur=3)
+    first["ts"] += 3 * HOUR_US
+    doc = _analyze(capsys, _kineto(tmp_path, "twin_far_call.synthetic.json", [*events, twin]))
+    assert _rows(doc) == [(0.9, 0.03, 3)] * 4
+    assert doc["warnings"][0].startswith("1 API calls stamped more than an hour"), doc["warnings"]
+    assert not any("lie among the rest" in w or "no correlation id" in w for w in doc["warnings"])

@@ -114,12 +114,6 @@ def test_an_nvtx_range_hours_outside_the_capture_is_not_an_iteration(
     assert any("capture" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_sqlite.py: a launch call stamped 3 h after a 20 ms capture is left out as far, "
-    "then its kernel (inside iteration 0, at 10.1 ms) is said to be 'launched before the capture began', which "
-    "is false: the call was dropped as damaged",
-)
 def test_a_kernel_whose_call_was_left_out_as_far_is_not_said_launched_before_the_capture(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -439,12 +433,6 @@ def test_a_kineto_annotation_hours_from_the_rest_is_not_an_iteration(
     assert any("hour" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto.py: a launch call 3 h after its kernel is left out as far, then the kernel "
-    "is said 'launched before the capture window' / 'launched before the capture began' (false: its call was "
-    "dropped as damaged); iteration 0 reads 0.02 ms busy, 2 kernels",
-)
 def test_a_kineto_kernel_whose_call_was_left_out_as_far_is_not_said_launched_before(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -50,13 +50,6 @@ def test_overloads_differing_in_parameter_types_are_not_paired() -> None:
     assert renames == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_sqlite.py _without_far_events + analyzers/iterations.py: iteration 0's first "
-    "launch call stamped at 2^63-1808 ns (20 ms capture) is left out as far, and its kernel (10.1-10.3 ms, inside "
-    "iteration 0's range) then counts in no iteration ('launched before the capture began'): iteration 0 busy "
-    "0.1 ms, 1 kernel; right: 0.3 ms, 2 kernels (its call was recorded, damaged; hostile17b pins the words only)",
-)
 def test_a_kernel_whose_call_was_left_out_as_far_still_counts_in_its_iteration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

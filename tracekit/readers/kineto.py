@@ -1897,10 +1897,45 @@ def _without_far_events(x_events: pl.DataFrame) -> tuple[pl.DataFrame, str | Non
     )
     if warning is None:
         return x_events, None, _NO_FAR_CALLS
-    return (
-        x_events.filter(~(far["device ops"] | far["API calls"] | far["annotations"])),
-        warning,
-        _NO_FAR_CALLS,
+    links = _NO_FAR_CALLS
+    if far["API calls"].any() and "a_correlation" in x_events.columns:
+        calls = x_events.select(
+            correlation=pl.col("a_correlation").cast(pl.Int64, strict=False),
+            far_pid=pl.col("pid").cast(pl.Int64, strict=False),
+        ).filter(is_call)
+        gone = far["API calls"].filter(is_call)
+        links = (
+            calls.filter(gone)
+            .drop_nulls("correlation")
+            .unique("correlation", keep="first", maintain_order=True)
+            .join(calls.filter(~gone).drop_nulls("correlation"), on="correlation", how="anti")
+        )
+    return x_events.filter(~(far["device ops"] | far["API calls"] | far["annotations"])), warning, links
+
+
+def _placed_by_own_start(
+    gpu_ops: pl.DataFrame, links: pl.DataFrame, warning: str
+) -> tuple[pl.DataFrame, str]:
+    """``gpu_ops`` (:func:`_gpu_ops`) where an op whose launch call was left out as far (``links``:
+    :func:`_without_far_events`), while the op itself was not, keeps its own time: its correlation id is taken
+    away (it is placed in its iteration by its own start, as
+    :func:`tracekit.readers.timestamps.launched_by_far_calls` says), its process is its call's, and it is no
+    op "launched before the capture window"; and ``warning`` (the far-event warning) saying how many."""
+    if links.is_empty() or gpu_ops.is_empty():
+        return gpu_ops, warning
+    ops = gpu_ops.join(links, on="correlation", how="left", maintain_order="left")
+    orphaned = ops.get_column("far_pid").is_not_null() & ~ops.get_column("has_call")
+    count = int(orphaned.sum())
+    if not count:
+        return gpu_ops, warning
+    ops = ops.with_columns(
+        pid=pl.when(orphaned).then(pl.col("far_pid")).otherwise(pl.col("pid")),
+        correlation=pl.when(~orphaned).then(pl.col("correlation")),
+        has_call=pl.col("has_call") | orphaned,
+    ).drop("far_pid")
+    return ops, (
+        f"{warning}; {count:,} device ops launched by those calls lie among the rest (only their calls' times "
+        "are damaged): each is placed in its iteration by its own start, with no launch call"
     )
 
 
@@ -2385,6 +2420,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     api = _api(x_events)
     gpu_ops = _gpu_ops(x_events, flows, api, main_pid)
     if far_warning is not None:
+        gpu_ops, far_warning = _placed_by_own_start(gpu_ops, far_calls, far_warning)
         warnings.append(far_warning)
     if gpu_ops.height:
         device = "gpu"

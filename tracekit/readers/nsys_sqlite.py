@@ -140,7 +140,7 @@ from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics, sampling_period_ns
 from tracekit.readers.nsys_meta import export_meta, gpu_table, per_process_numbering
 from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
-from tracekit.readers.timestamps import CAPTURE_SLACK_NS, FAR_NS, far_events
+from tracekit.readers.timestamps import CAPTURE_SLACK_NS, FAR_NS, far_events, launched_by_far_calls
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 #: Largest kernel or API table (rows) read side by side with the other (one thread each,
@@ -1758,7 +1758,12 @@ def _without_far_events(
     says ran from the session clock's 0 to its ``duration``, or an hour from every other op and call, with one
     warning; and the start times of the NVTX ranges so stamped, with no work beside them (to be left out of
     the ranges). (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
-    the launch delay around to +2^63; an NVTX range 5 h after a 20-ms capture was an iteration of no work.)"""
+    the launch delay around to +2^63; an NVTX range 5 h after a 20-ms capture was an iteration of no work.)
+
+    A device op whose launch call (its correlation id, in its process) was left out as far, while the op was
+    not, keeps its own time: its correlation id is taken away, so that it is placed in its iteration by its own
+    start (:func:`tracekit.readers.timestamps.launched_by_far_calls`), not said to have been launched before the
+    capture began, in no iteration."""
     ends = _session_ends(export)
     capture = (0, max(ends)) if ends else None
     starts = {"device ops": ops.get_column("start")}
@@ -1777,6 +1782,15 @@ def _without_far_events(
     if warning is None:
         return ops, api, none
     far_ops = far["device ops"]
+    keys = [k for k in ("pid", "correlation") if k in ops.columns and api is not None and k in api.columns]
+    if api is not None and "correlation" in keys and far["API calls"].any():
+        orphaned = launched_by_far_calls(ops, api, far["API calls"], keys) & ~far_ops
+        if orphaned.any():
+            ops = ops.with_columns(pl.when(~orphaned).then(pl.col("correlation")).alias("correlation"))
+            warning += (
+                f"; {int(orphaned.sum()):,} device ops launched by those calls lie among the rest (only their "
+                "calls' times are damaged): each is placed in its iteration by its own start, with no launch call"
+            )
     warnings.append(warning)
     ops = ops.filter(~far_ops)
     if api is not None:

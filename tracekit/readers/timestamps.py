@@ -281,6 +281,29 @@ def far_events(
     return far, "; ".join(said) if said else None
 
 
+def launched_by_far_calls(
+    ops: pl.DataFrame, calls: pl.DataFrame, far_calls: pl.Series, keys: Sequence[str] = ("pid", "correlation")
+) -> pl.Series:
+    """Per op (rows of ``ops``), whether the calls carrying its ``keys`` (its correlation id, and its process
+    where the ids are per process) were all left out as far (``far_calls``, per row of ``calls``) while the op
+    itself was not: its call's time is damaged, not the op's. A correlation id joins the call's start (which
+    decides the op's iteration, and its launch delay) to the op; with the call gone, the op read as it is would
+    count as launched before the capture began, in no iteration. Such an op keeps its own time (the reader
+    takes its link away: it is placed by its own start)."""
+    keys = list(keys)
+    if not far_calls.any() or ops.is_empty():
+        return pl.Series("far_call", np.zeros(ops.height, dtype=bool))
+    gone = calls.filter(far_calls).select(keys).drop_nulls().unique()
+    still = calls.filter(~far_calls).select(keys).drop_nulls().unique()
+    gone = gone.join(still, on=keys, how="anti").with_columns(far_call=pl.lit(True))
+    return (
+        ops.select(keys)
+        .join(gone, on=keys, how="left", maintain_order="left")
+        .get_column("far_call")
+        .fill_null(False)
+    )
+
+
 def _where(
     examples: dict[str, int], capture: tuple[int, int] | None, group: tuple[float, float] | None
 ) -> str:
