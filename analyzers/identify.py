@@ -546,9 +546,15 @@ _OGS = r"^_matmul(?:_ogs)?_[nt]+_[a-z0-9]+x"
 #: TensorRT-LLM's generated batched GEMMs (trtllm-gen, FlashInfer) spell ``bmm_{out}_{A}{B}_{accumulator}_...``
 #: (``bmm_Bfloat16_E2m1E2m1_Fp32``: fp4 x fp4; ``bmm_Bfloat16_MxE2m1Bfloat16_Fp32``: fp4 weights, bf16 compute).
 _BMM = r"^bmm_[a-z0-9]+_"
-#: vLLM's KV-cache type as a template argument: ``(vllm::Fp8KVCacheDataType)0`` (mangled ``...TypeE0E``) is
-#: kAuto, the cache in the model's type, not fp8; 1 and 2 are e4m3 and e5m2. Taken out before typing.
-_NOT_FP8 = r"fp8kvcachedatatype(?:\)|e)0"
+#: Spellings of fp8 that are no fp8 data, taken out before typing: vLLM's KV-cache type as a template argument
+#: ``(vllm::Fp8KVCacheDataType)0`` (mangled ``...TypeE0E``) is kAuto, the cache in the model's type (1 and 2
+#: are e4m3 and e5m2); and block-scale factors: NVFP4's unsigned e4m3 scales (``ue4m3``: cuBLASLt's
+#: ``nvjet_sm100_ootst_..._Avec16UE4M3_Bvec16UE4M3``, CUTLASS's ``block_scaled_ue4m3xe2m1``) scale fp4 data,
+#: MX formats' ``ue8m0`` scales whatever they scale.
+_NOT_FP8 = r"fp8kvcachedatatype(?:\)|e)0|ue4m3|ue8m0"
+#: cuBLASLt's NVFP4 operands: 16-element blocks with ue4m3 scales (``Avec16UE4M3``) hold e2m1 data (read as
+#: such before the scales are taken out)
+_NVFP4_BLOCKS = r"vec16ue4m3"
 #: A kernel naming several types counts for the first of these that matches: the narrowest it computes in.
 _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
     # weight-only fp4 GEMMs compute in their activations' type (the fp4 weights are dequantized to it)
@@ -574,7 +580,9 @@ _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
 
 def kernel_type(name: pl.Expr) -> pl.Expr:
     """The floating type a kernel name spells (:data:`_KERNEL_TYPES`, first match), or null."""
-    lower = name.str.to_lowercase().str.replace_all(_NOT_FP8, "")
+    lower = (
+        name.str.to_lowercase().str.replace_all(_NVFP4_BLOCKS, "vec16_e2m1_").str.replace_all(_NOT_FP8, "")
+    )
     expr = pl.lit(None, dtype=pl.String)
     for value, pattern in reversed(_KERNEL_TYPES):
         expr = pl.when(lower.str.contains(pattern)).then(pl.lit(value)).otherwise(expr)

@@ -63,6 +63,26 @@ def test_fp8_and_fp4_kernel_spellings(name: str, expected: str | None) -> None:
     assert frame.select(kernel_type(pl.col("name"))).item() == expected
 
 
+#: Block-scale factors are no data type: NVFP4 scales its e2m1 data with unsigned e4m3 factors (cuBLASLt's
+#: ``nvjet_sm100_ootst_..._Avec16UE4M3_Bvec16UE4M3``, CUTLASS's ``block_scaled_ue4m3xe2m1``), MX formats with
+#: ue8m0 ones. These NVFP4 GEMMs read fp8 (their scales' e4m3) before this was known.
+SCALED_NAMES = {
+    "nvjet_sm100_ootst_128x128_256x7_4x1_2cta_v_bx_Avec16UE4M3_Bvec16UE4M3_TNT": "fp4",
+    "cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue4m3xe2m1_ue4m3xe2m1_f32_bf16_bf16_tnt": "fp4",
+    "cutlass3x_sm100_bstensorop_s256x128x64gemm_block_scaled_ue8m0xe4m3_ue8m0xe4m3_f32_bf16_bf16_tnt": "fp8",
+    "nvjet_sm100_ootst_128x128_256x7_4x1_2cta_v_bx_Avec32UE8M0_Bvec32UE8M0_TNT": None,
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), SCALED_NAMES.items())
+def test_block_scale_factors_are_no_fp8(name: str, expected: str | None) -> None:
+    import polars as pl
+
+    from tracekit.analyzers.identify import kernel_type
+
+    assert pl.DataFrame({"name": [name]}).select(kernel_type(pl.col("name"))).item() == expected
+
+
 FP8_GEMM = (
     "sm90_xmma_gemm_e4m3bf16_e4m3f32_f32_tn_n_tilesize128x128x128_cgasize1x2x1_stage4_gmmastage2_"
     "warpgroupsize1x1x1_tensor64x128x32"
