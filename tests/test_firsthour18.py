@@ -166,3 +166,17 @@ def test_every_option_in_help_is_named_in_the_docs():
         if option != "--output" and option not in named
     }
     assert not missing, sorted(missing)
+
+
+def test_split_idle_on_an_ncu_report_alone_is_one_line_as_metrics_md_says(capsys):
+    """metrics.md: "An Nsight Compute report alone is refused too, in one line (exit 2)"."""
+    from tracekit.cli import main
+
+    ncu = REPO / "sample_traces" / "h200_bert_fp16" / "pytorch-ncu" / "pytorch_b1_s128.ncu.csv.gz"
+    assert main(["analyze", str(ncu), "--split-idle", "0.1", "-q"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and str(ncu) in err and "back to back" in err
+    assert (
+        "An Nsight Compute report alone is\nrefused too, in one line (exit 2)"
+        in (REPO / "docs" / "metrics.md").read_text()
+    )
