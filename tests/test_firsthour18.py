@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import fnmatch
 import shlex
+from pathlib import Path
 
 import pytest
 
@@ -178,3 +179,31 @@ def test_split_idle_on_an_ncu_report_alone_is_one_line_as_metrics_md_says(capsys
     assert "\n" not in err and str(ncu) in err and "back to back" in err
     metrics = " ".join((REPO / "docs" / "metrics.md").read_text().split())
     assert "An Nsight Compute report alone is refused too, in one line (exit 2)" in metrics
+
+
+# ------------------------------------------------------------------------ error messages a new user meets
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/nsys_report.py export_hint (realtrace18): the nsys export command it gives for a "
+    "report without nsys is not quoted, so a name with a space gives a command that exports nothing",
+)
+def test_the_nsys_export_command_given_for_a_name_with_a_space_runs_as_given():
+    """`tracekit analyze 'my run.nsys-rep'` without nsys says "export it where nsys is: nsys export --type
+    sqlite -o my run.sqlite my run.nsys-rep": pasted into a shell, nsys gets -o my, then run.sqlite, my and
+    run.nsys-rep as four inputs. The words of the command, as a shell splits them, are the 7 of the export."""
+    import shlex
+
+    from tracekit.readers.nsys_report import export_hint
+
+    words = shlex.split(export_hint(Path("my run.synthetic.nsys-rep")))
+    assert words == [
+        "nsys",
+        "export",
+        "--type",
+        "sqlite",
+        "-o",
+        "my run.synthetic.sqlite",
+        "my run.synthetic.nsys-rep",
+    ]
