@@ -402,6 +402,35 @@ def window_iterations(analyzed: Analysis) -> int | None:
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
 
 
+def windows_not_iterations(analyzed: Analysis) -> str | None:
+    """Why a side's iterations, windows cut at idle gaps (``--split-idle``: range ``idle>MSms``), are not its
+    iterations, or None (they are, as far as its trace can tell): its trace holds ranges the default rules
+    choose, at least 2 of them, and the windows number otherwise (the threshold cut inside iterations, or
+    joined them; the reader's own warning, :func:`tracekit.analyzers.ranges.synthetic_windows`). Their
+    figures are then per window, not per iteration: the H200 eager b1 sample under ``--split-idle 0.05`` is
+    675 windows of 0.124 ms for 20 iterations of 7.9 ms, its CUDA-graph b1 6 windows for 20, and compare had
+    read 'B / A 10.03x' on the latency and 71.5x on GPU busy."""
+    name = analyzed.range_name or ""
+    if not name.startswith("idle>"):
+        return None
+    from tracekit.analyzers.ranges import select_ranges
+    from tracekit.errors import TracekitError
+
+    try:
+        default = select_ranges(analyzed.trace_data)
+    except TracekitError:
+        return None
+    count = default.frame.height
+    windows = analyzed.iterations.height + (analyzed.skipped or 0)
+    if default.synthetic or count < 2 or count == windows:
+        return None
+    verb = "cuts inside" if windows > count else "joins"
+    return (
+        f"{windows} windows cut at idle gaps ({name}) against the {count} ranges named {default.name!r} its trace "
+        f"holds: the threshold {verb} iterations, so its figures are per window, not per iteration"
+    )
+
+
 def _without_sides(rows: list[dict[str, Any]], sides: list[str]) -> list[dict[str, Any]]:
     """The summary rows with the values of ``sides`` (and then every delta, ratio and interval test) withheld;
     the rows as they are without any."""
@@ -466,6 +495,13 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
             "A and B have no iterations of their own (each one window over its whole trace): their figures are "
             f"totals over each trace, not per iteration, so the summary shows none of them; {held}"
         )
+    # windows of --split-idle that are not the side's iterations: per window, not comparable per iteration
+    cut = {side: why for side, x in (("a", a), ("b", b)) if (why := windows_not_iterations(x)) is not None}
+    for side, why in cut.items():
+        window_notes.append(
+            f"{side.upper()}'s iterations are {why}: the summary and the per-name table show none of "
+            f"{side.upper()}'s figures (compare without --split-idle, or with a threshold that cuts at the ranges)"
+        )
     ncu = [side for side, x in (("a", a), ("b", b)) if x.config.profiler == "ncu"]
     spelling_notes: list[str] = []
     kernels = kernel_deltas(
@@ -474,7 +510,7 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         ncu_side=ncu[0] if len(ncu) == 1 else None,
         notes=spelling_notes,
     )
-    for side in windows:
+    for side in [*windows, *cut]:
         if spans[side] is None:
             kernels = kernels.with_columns(
                 pl.lit(None, pl.Float64).alias(c)
@@ -493,13 +529,16 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         ]
     )
     summary = summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations), same_device)
+    sides = {"a": _side(a), "b": _side(b)}
+    for side in cut:  # (the median utilization of its windows, not of its iterations)
+        sides[side]["gpu_utilization"] = None
     return {
         "config": config,
         "statistic": STATISTIC,
         "device": device,
-        "a": _side(a),
-        "b": _side(b),
-        "summary": _without_sides(summary, windows),
+        "a": sides["a"],
+        "b": sides["b"],
+        "summary": _without_sides(summary, [*windows, *cut]),
         "kernels": kernels.to_dicts(),
         "a_has_ops": not a.trace_data.ops.is_empty(),
         "b_has_ops": not b.trace_data.ops.is_empty(),

@@ -258,3 +258,87 @@ def test_analyze_says_the_profiler_cost_over_the_iterations_the_rules_keep(tmp_p
     a = tracekit.analyze(_kineto_run(tmp_path))
     slowed = [w for w in a.warnings if " slowed this run " in w]
     assert slowed == [_slowed("2.00", "2.000", KEPT_9_OF_10, "1.000")]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3a. compare: --split-idle windows that are not the iterations of their trace
+
+
+def _two_kernel_trace(tmp_path: Path, name: str, second_us: int) -> Path:
+    """A synthetic Kineto trace of 4 'iteration' ranges of 1 ms, 1.5 ms apart; in each, a 100-us kernel
+    (launched at +10 us, running +30..+130) and a ``second_us`` kernel (launched at +440, running from +460).
+    Idle gaps: 330 us inside an iteration, at least 870 us between two. --split-idle 0.2 cuts 8 windows,
+    --split-idle 0.5 cuts 4: from the first launch (+10) to the second kernel's end (+460 + second_us)."""
+    events: list[dict[str, Any]] = []
+    corr = 0
+    for i in range(4):
+        t = 1_000_000 + i * 1500
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "iteration",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": 1000,
+            }
+        )
+        for launch, dur in ((10, 100), (440, second_us)):
+            corr += 1
+            events += [
+                {
+                    "ph": "X",
+                    "cat": "cuda_runtime",
+                    "name": "cudaLaunchKernel",
+                    "pid": 1,
+                    "tid": 1,
+                    "ts": t + launch,
+                    "dur": 5,
+                    "args": {"correlation": corr},
+                },
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": f"k{dur}",
+                    "pid": 0,
+                    "tid": 7,
+                    "ts": t + launch + 20,
+                    "dur": dur,
+                    "args": {"correlation": corr, "device": 0, "stream": 7},
+                },
+            ]
+    path = tmp_path / f"{name}.synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events}))
+    return path
+
+
+def test_compare_withholds_split_idle_windows_that_are_not_iterations(tmp_path: Path) -> None:
+    """--split-idle 0.2 cuts each 1-ms iteration in two (8 windows for 4 ranges): the windows' figures had been
+    compared as per-iteration ones (latency 0.12 ms per window, 'kernels / iteration' 1)."""
+    import tracekit
+    from tracekit.analyzers.compare import compare
+
+    a_path, b_path = _two_kernel_trace(tmp_path, "a", 100), _two_kernel_trace(tmp_path, "b", 200)
+    doc = compare(tracekit.analyze(a_path, split_idle=0.2), tracekit.analyze(b_path, split_idle=0.2))
+    rows = {r["metric"]: r for r in doc["summary"]}
+    assert all(r["a"] is None and r["b"] is None and r["ratio"] is None for r in rows.values())
+    assert all(k["count_a"] is None and k["count_b"] is None for k in doc["kernels"])
+    assert doc["a"]["gpu_utilization"] is None and doc["b"]["gpu_utilization"] is None
+    assert doc["warnings"][:2] == [
+        f"{side}'s iterations are 8 windows cut at idle gaps (idle>0.2ms) against the 4 ranges named "
+        "'iteration' its trace holds: the threshold cuts inside iterations, so its figures are per window, not "
+        f"per iteration: the summary and the per-name table show none of {side}'s figures (compare without "
+        "--split-idle, or with a threshold that cuts at the ranges)"
+        for side in ("A", "B")
+    ]
+    from tracekit.renderers.compare import _no_common_name_note
+
+    assert _no_common_name_note(doc) is None  # (not 'no op name in common': the figures are withheld)
+
+    # a threshold between the two kinds of gap cuts at the ranges: compared as before, per window
+    doc = compare(tracekit.analyze(a_path, split_idle=0.5), tracekit.analyze(b_path, split_idle=0.5))
+    rows = {r["metric"]: r for r in doc["summary"]}
+    assert rows["latency_ms"]["a"] == pytest.approx(0.55) and rows["latency_ms"]["b"] == pytest.approx(0.65)
+    assert rows["kernels"]["a"] == rows["kernels"]["b"] == 2
+    assert not any("windows cut at idle gaps" in w for w in doc["warnings"])

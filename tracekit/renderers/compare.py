@@ -143,6 +143,8 @@ def _no_common_name_note(doc: dict[str, Any]) -> str | None:
         return None
     if any(k["count_a"] is not None and k["count_b"] is not None for k in kernels):
         return None
+    if any(all(k[f"count_{side}"] is None for k in kernels) for side in ("a", "b")):
+        return None  # a side's figures withheld (its warning says why), not names on one side only
     return f"A and B have no op name in common ({len(kernels)} names, each on one side only): no Δ per name"
 
 
