@@ -555,6 +555,9 @@ _NOT_FP8 = r"fp8kvcachedatatype(?:\)|e)0|ue4m3|ue8m0"
 #: cuBLASLt's NVFP4 operands: 16-element blocks with ue4m3 scales (``Avec16UE4M3``) hold e2m1 data (read as
 #: such before the scales are taken out)
 _NVFP4_BLOCKS = r"vec16ue4m3"
+#: cuBLASLt's nvjet GEMMs (Hopper, Blackwell) spell their types in letters after ``nvjet_`` (and the arch):
+#: ``tst`` bf16 in and out with fp32 compute, ``hsh`` fp16, ``sss`` fp32; the first letter is the input's.
+_NVJET = r"^nvjet_(?:sm\d+[a-z]?_)?"
 #: A kernel naming several types counts for the first of these that matches: the narrowest it computes in.
 _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
     # weight-only fp4 GEMMs compute in their activations' type (the fp4 weights are dequantized to it)
@@ -566,15 +569,17 @@ _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
     # fp4 (e2m1: NVFP4, MXFP4) on both sides of the GEMM (W4A4)
     ("fp4", rf"e2m1|fp4|{_TENSILE}f4"),
     # mangled names (ROCm's ck_tile, aiter): DF16b is std::bfloat16_t in the Itanium ABI
-    ("bf16", rf"bfloat16|bf16|__nv_bfloat16|{_TENSILE}b|^_z.*df16b"),
+    # nvFuser's runtime names bf16 ``__bfloat`` (its own struct)
+    ("bf16", rf"bfloat16|bf16|__nv_bfloat16|__bfloat\b|{_TENSILE}b|^_z.*df16b|{_NVJET}t[a-z]{{2}}_"),
     # CUTLASS: cutlass::half_t in a templated kernel; tensorop_f16_s16816gemm_f16 in its library's instances;
     # DF16_ is _Float16 (mangled)
     (
         "fp16",
-        rf"c10::half|__half\b|\bhalf\b|half_t\b|_f16_s\d|fp16|f16f16|h884|h1688|h16816|{_TENSILE}h|^_z.*df16_",
+        rf"c10::half|__half\b|\bhalf\b|half_t\b|_f16_s\d|fp16|f16f16|h884|h1688|h16816|{_TENSILE}h|^_z.*df16_"
+        rf"|{_NVJET}h[a-z]{{2}}_",
     ),
     # cuBLAS/cuDNN sm80+ fp32 GEMMs spell f32f32, or tf32f32 where TF32 tensor cores compute an fp32 model's
-    ("fp32", rf"<float[,>]|\bfloat\b|sgemm|scudnn|s884|s1688|s16816|f32f32|{_TENSILE}s"),
+    ("fp32", rf"<float[,>]|\bfloat\b|sgemm|scudnn|s884|s1688|s16816|f32f32|{_TENSILE}s|{_NVJET}s[a-z]{{2}}_"),
 )
 
 
