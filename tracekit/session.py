@@ -46,6 +46,8 @@ from tracekit.inputs import (  # noqa: F401 (re-exported: the configuration and 
 )
 
 if TYPE_CHECKING:
+    import polars as pl
+
     from tracekit.analysis import Analysis
     from tracekit.model import FrameSpec, Trace
 
@@ -227,7 +229,9 @@ def analyze_trace(
     # (only over the run's own iterations: another --range, or --split-idle windows, are not what was timed)
     own_iterations = options.split_idle_ms is None and options.range_name in (None, trace.meta.get("range"))
     cost_warnings, cost_notes, cost_doubt = (
-        _profiler_cost(summary, config, options.bound_threshold) if own_iterations else ([], [], None)
+        _profiler_cost(summary, result.iterations, config, options.bound_threshold)
+        if own_iterations
+        else ([], [], None)
     )
     if cost_doubt and not summary.verdict_uncertain:
         summary = replace(summary, verdict_uncertain=cost_doubt)
@@ -281,19 +285,20 @@ PROFILER_WORDS = {
 
 
 def _profiler_cost(
-    summary: Any, config: TraceConfig, bound_threshold: float
+    summary: Any, frame: pl.DataFrame, config: TraceConfig, bound_threshold: float
 ) -> tuple[list[str], list[str], str | None]:
     """(warnings, notes, doubt) about what the profiler cost this run, against the configuration's untraced
-    latency (:func:`tracekit.analyzers.profiler_cost.findings`)."""
+    latency (:func:`tracekit.analyzers.profiler_cost.findings`): the traced latency is the
+    :func:`tracekit.analyzers.stability.measure` of the analyzed iterations (``frame``), after the stability
+    rules as the untraced median is, so analyze says what report says (report's ``traced_median_ms``)."""
     from tracekit.analyzers.profiler_cost import findings
+    from tracekit.analyzers.stability import measure
 
-    def median(name: str) -> float | None:
-        stats = summary.fields.get(name)
-        return None if stats is None else stats.p50
-
+    busy = summary.fields.get("gpu_busy_ms")
+    traced = measure(frame.get_column("latency_ms").to_list()) if "latency_ms" in frame.columns else None
     return findings(
-        median("latency_ms"),
-        median("gpu_busy_ms"),
+        traced,
+        None if busy is None else busy.p50,
         summary.bound,
         bound_threshold,
         config,  # its untraced latency by report's one rule (profiler_cost.untraced_of)
