@@ -207,3 +207,44 @@ def test_the_nsys_export_command_given_for_a_name_with_a_space_runs_as_given():
         "my run.synthetic.sqlite",
         "my run.synthetic.nsys-rep",
     ]
+
+
+def _spaced_folder(tmp_path: Path) -> Path:
+    """A folder with a space in its name holding one committed synthetic rank trace and its sidecar."""
+    import shutil
+
+    folder = tmp_path / "my runs"
+    folder.mkdir()
+    for name in ("rank0.synthetic.json.gz", "rank0.synthetic.meta.json"):
+        shutil.copy(REPO / "sample_traces" / "synthetic" / "ranks4" / name, folder / name)
+    return folder
+
+
+def test_the_one_trace_note_names_a_command_that_runs_as_given(tmp_path, capsys, monkeypatch):
+    """`tracekit analyze 'my runs'` finding one trace notes "tracekit analyze my runs/rank0... gives its
+    per-iteration analysis": pasted, that analyzes 'my' and 'runs/rank0...'. The command is shell-quoted."""
+    from tracekit.cli import main
+
+    folder = _spaced_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["analyze", "my runs", "--jobs", "1", "--format", "json", "-o", "out.json"]) == 0
+    err = capsys.readouterr().err
+    note = next(line for line in err.splitlines() if "one trace found" in line)
+    command = note.split("; ", 1)[1].removesuffix(" gives its per-iteration analysis")
+    assert shlex.split(command) == ["tracekit", "analyze", str(Path("my runs") / "rank0.synthetic.json.gz")]
+    assert folder.is_dir()
+
+
+def test_tables_not_a_run_directory_line_names_commands_that_run_as_given(tmp_path, capsys, monkeypatch):
+    """`tracekit table 'my runs'` (traces, no run.json) says "pass the files (my runs/*.json.gz), or analyze
+    the folder with tracekit analyze my runs": both unquoted. The folder is quoted, the pattern left to expand."""
+    from tracekit.cli import main
+
+    _spaced_folder(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    assert main(["table", "my runs"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert (
+        "pass the files ('my runs'/*.json.gz), or analyze the folder with tracekit analyze 'my runs'" in err
+    )

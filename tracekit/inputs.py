@@ -27,6 +27,7 @@ decoding while they do: :func:`tracekit.readers.begin_reading`).
 
 from __future__ import annotations
 
+import shlex
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -452,12 +453,13 @@ def _check_run_dir(path: Path) -> None:
 
     if (path / RUN_FILE).is_file():
         return
+    shell = shlex.quote(str(path))  # the folder in the commands named below, as a shell takes it
     runs = sorted(p.parent for p in path.glob(f"*/{RUN_FILE}") if p.is_file())
     if runs:
         raise TracekitError(
             f"not a tracekit run directory (no run.json); the run director{'ies' if len(runs) > 1 else 'y'} "
             f"{_first_three([r.name for r in runs])} stand{'' if len(runs) > 1 else 's'} below it: pass "
-            f"{'them' if len(runs) > 1 else 'it'} ({path}/*/), or analyze the folder with tracekit analyze {path}",
+            f"{'them' if len(runs) > 1 else 'it'} ({shell}/*/), or analyze the folder with tracekit analyze {shell}",
             path,
         )
     traces = sorted(
@@ -491,8 +493,8 @@ def _check_run_dir(path: Path) -> None:
     pattern = max(TRACE_GLOBS, key=lambda g: sum(fnmatch(t, g) for t in traces))
     raise TracekitError(
         f"not a tracekit run directory (no run.json); it holds {len(traces)} trace file"
-        f"{'s' if len(traces) > 1 else ''} ({shown}): pass the files ({path}/{pattern}), or analyze the "
-        f"folder with tracekit analyze {path}",
+        f"{'s' if len(traces) > 1 else ''} ({shown}): pass the files ({shell}/{pattern}), or analyze the "
+        f"folder with tracekit analyze {shell}",
         path,
     )
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import glob
 import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -124,7 +125,7 @@ def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> in
         info(
             args,
             f"tracekit: note: one trace found ({paths[0]}): this is the cross-trace table (one row); "
-            f"tracekit analyze {paths[0]} gives its per-iteration analysis",
+            f"tracekit analyze {shlex.quote(paths[0])} gives its per-iteration analysis",
         )
     failed: list[str] = []
     with progress.task(f"analyzing {len(paths)} traces", total=len(paths)) as bar:
