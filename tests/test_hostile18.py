@@ -369,3 +369,77 @@ def test_gaps_named_gz_is_refused_and_a_timeline_named_gz_is_gzipped(
     code, _, err = _run(capsys, "analyze", str(trace), "--timeline", str(timeline), "-q")
     assert code == 0, err
     assert "traceEvents" in json.loads(gzip.decompress(timeline.read_bytes()))
+
+
+# ----------------------------------------------------------------------------------------------- simulate
+
+#: 2^63: one past the largest int64
+PAST_INT64 = str(1 << 63)
+
+
+def _simulate(capsys: pytest.CaptureFixture[str], out: Path, *extra: str) -> tuple[int, str, str]:
+    return _run(
+        capsys, "simulate", "--runtime", "pytorch", "--batch-sizes", "1", "--iters", "2", "--traces", "kineto",
+        "-o", str(out), "-q", *extra,
+    )  # fmt: skip
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/commands/simulate.py / tracekit/simulate/mechanism.py: --seq-len 2^63 is taken: numpy's "
+    "'RuntimeWarning: invalid value encountered in cast' (mechanism.py: np.rint(mean * factor).astype(np.int64)), "
+    "exit 0, and traces + truth of 800 kernels of 1 ns each (the cast's NaN floored) written as the model's ground "
+    "truth for seq_len 9223372036854775808; expected one line, exit 2, nothing written (as --batch-sizes past "
+    "2^31-1 is refused, and --set of a non-finite parameter since 69d87ad)",
+)
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_simulate_refuses_a_sequence_length_it_cannot_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "sim"
+    code, _, err = _simulate(capsys, out, "--seq-len", PAST_INT64)
+    assert code == 2, err
+    assert "RuntimeWarning" not in err and err.count("\n") == 1, err
+    assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/commands/simulate.py / tracekit/simulate: --noise-warmup 2^63: 'tracekit: internal error: "
+    "OverflowError: Python int too large to convert to C long', exit 1; expected one line, exit 2 (a bound, as "
+    "--noise-stalls and --noise have)",
+)
+def test_simulate_noise_warmup_past_int64_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = _simulate(capsys, tmp_path / "sim", "--noise", "0.1", "--noise-warmup", PAST_INT64)
+    assert code == 2, err
+    assert "internal error" not in err and "--noise-warmup" in err, err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/commands/simulate.py: --iters, --kernels or --ranks 2^63 are taken and simulate runs on "
+    "(still running after 60 s; --ranks grew to 1 GB in 8 s), where --ops past 100000 is one line; expected one "
+    "line, exit 2, at once (a bound on counts)",
+)
+@pytest.mark.parametrize("option", ["--iters", "--kernels", "--ranks"])
+def test_simulate_refuses_counts_past_any_bound_at_once(tmp_path: Path, option: str) -> None:
+    """In a child process, stopped after 4 s (a refusal takes about one second: the import)."""
+    import subprocess
+    import sys
+
+    out = tmp_path / "sim"
+    args = ["simulate", "--runtime", "pytorch", "--batch-sizes", "1", "--traces", "kineto", "-o", str(out)]
+    args += ["--no-progress", "-q", option, PAST_INT64]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tracekit.cli", *args], cwd=tmp_path, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        _, err = proc.communicate(timeout=4)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        pytest.fail(f"simulate {option} {PAST_INT64} still running after 4 s")
+    assert proc.returncode == 2, err
+    assert option in err and err.count("\n") == 1, err
