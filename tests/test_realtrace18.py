@@ -457,3 +457,23 @@ def test_the_nvfuser_crossentropy_trace_reads_bf16(real_traces) -> None:
         "bf16",
         "kernel names: 73% of typed kernel time is bf16 (7 kernels)",
     )
+
+
+def test_an_ort_run_of_negative_dur_is_skipped_and_said(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A 'model_run' of dur -1000 µs (a damaged row) among five: skipped by the reader with a warning that
+    says so, not taken for a run that stopped after none of its nodes (it was: '1 of 5 'model_run' events
+    ran only a prefix of the nodes another run ran'); its two nodes count in no iteration. Four iterations of
+    1.0 ms, 0.4 ms busy."""
+    from tests.hostile import analyze_json
+    from tracekit.readers.ort import read
+
+    path = _ort_file(tmp_path, _damage(_cpu(), "model_run", 1, dur=-1000))
+    warnings = read(path).meta["warnings"]
+    assert not [w for w in warnings if "prefix" in w], warnings
+    assert (
+        "1 'model_run' event(s) with a negative dur (-1000 µs) were skipped: a run cannot end before it "
+        "began, so how long it lasted is not known, and its nodes count in no iteration"
+    ) in warnings
+    code, doc, err = analyze_json(capsys, str(path), "--skip", "0")
+    assert code == 0, err
+    assert [(r["latency_ms"], r["gpu_busy_ms"]) for r in doc["iterations"]] == [(1.0, 0.4)] * 4

@@ -1139,6 +1139,19 @@ def read(path: Path) -> Trace:
             f"{lost_runs} '{MODEL_RUN}' event(s) without a readable dur (null, missing, NaN, Infinity or not a "
             "number) were skipped: how long those runs lasted is not known, so their nodes count in no iteration"
         )
+    # a run of negative dur (a damaged row) holds none of its nodes either: no iteration, and no run that
+    # stopped after none of its nodes
+    negative_run = (
+        (pl.col("cat") == "Session") & (pl.col("name") == MODEL_RUN) & (pl.col("op_end") < pl.col("start"))
+    ).fill_null(False)
+    negative = frame.filter(negative_run)
+    if negative.height:
+        frame = frame.filter(~negative_run)
+        example = (negative.get_column("op_end") - negative.get_column("start")).min() / 1000
+        warnings.append(
+            f"{negative.height} '{MODEL_RUN}' event(s) with a negative dur ({example:g} µs) were skipped: a run "
+            "cannot end before it began, so how long it lasted is not known, and its nodes count in no iteration"
+        )
     frame, cupti_errors = _without_cupti_error(frame)
     if cupti_errors:
         warnings.append(
