@@ -467,7 +467,14 @@ def build_report(
         ):
             row.setdefault(key, None)
         lat, batch = row["latency_ms"], row["batch_size"]
-        row["throughput_per_s"] = batch / lat * 1e3 if lat and batch is not None else None
+        row["throughput_per_s"] = batch / lat * 1e3 if _positive(lat) and batch is not None else None
+        if batch is not None and lat is not None and not _positive(lat):
+            # (a median of 0 ms had been 'lower' than batch 1, 0.00x, on the plateau, and the free headroom)
+            source = f"{row['latency_source']} " if row.get("latency_source") else ""
+            warnings.append(
+                f"{row['path']}: its {source}latency median is {lat!r} ms, no duration of a run: left out of "
+                "the sweep (no ratio, plateau or throughput is drawn from it)"
+            )
         if batch is None and row.get("_batch_candidates"):
             warnings.append(
                 f"{row['path']}: batch size uncertain (its sources give "
@@ -488,7 +495,7 @@ def build_report(
     # throughput for free").
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for row in kept:
-        if row["batch_size"] is not None and row["latency_ms"] is not None:
+        if row["batch_size"] is not None and _positive(row["latency_ms"]):
             groups.setdefault(sweep_key(row), []).append(row)
     varying = [k for i, k in enumerate(SWEEP_IDENTITY) if len({key[2 + i] for key in groups}) > 1]
 

@@ -107,14 +107,6 @@ def test_a_headroom_at_the_base_has_no_interval_of_itself() -> None:
     assert sweep["headroom_throughput_gain_low"] is None and sweep["headroom_throughput_gain_high"] is None
 
 
-def test_a_base_without_a_latency_gets_no_ratio() -> None:
-    """A base whose latency is 0 (a damaged set) is no base of a ratio: null, not 1.0."""
-    rows = [_row(1, Measurement(count=3, kept=3, median=0.0)), _row(2, measure(BASE_VALUES))]
-    doc = build_report(rows).to_json(describe)
-    base = doc["configs"][0]
-    assert base["sweep_base"] is True and base["latency_vs_smallest"] is None
-
-
 def test_the_committed_sweep_reads_base_for_batch_1(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     """H200 sweep-cuda-graphs (committed): batch 1 had read '1.00x [0.99–1.01]' in report.md."""
     from tracekit.cli import main
@@ -342,3 +334,42 @@ def test_compare_withholds_split_idle_windows_that_are_not_iterations(tmp_path: 
     assert rows["latency_ms"]["a"] == pytest.approx(0.55) and rows["latency_ms"]["b"] == pytest.approx(0.65)
     assert rows["kernels"]["a"] == rows["kernels"]["b"] == 2
     assert not any("windows cut at idle gaps" in w for w in doc["warnings"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3b. report: a latency median of 0 ms is no sweep point
+
+
+@pytest.mark.parametrize("zero", [Measurement(count=3, kept=3, median=0.0), measure([0.0] * 10)])
+def test_a_zero_latency_is_left_out_of_the_sweep(zero: Measurement) -> None:
+    """Batch 2's median of 0 ms had been 0.00x batch 1, 'lower', on the plateau and the free headroom ('batch 2
+    costs 0.00x batch 1 ... the throughput for free'), or, without an interval, a TypeError in the wording."""
+    rows = [
+        _row(1, measure(BASE_VALUES)),
+        _row(2, zero),
+        _row(4, measure([1.05 * v for v in BASE_VALUES])),
+    ]
+    doc = build_report(rows).to_json(describe)
+    (sweep,) = doc["sweeps"]
+    assert sweep["batch_sizes"] == [1, 4] and sweep["plateau"] == [1] and sweep["headroom_batch_size"] == 1
+    b2 = doc["configs"][1]
+    assert (b2["latency_vs_smallest"], b2["throughput_per_s"], b2["plateau_state"]) == (None, None, None)
+    assert not any(r["kind"] == "headroom" for r in doc["recommendations"])
+    assert doc["warnings"] == [
+        "pytorch_b2.synthetic: its traced latency median is 0.0 ms, no duration of a run: left out of the sweep "
+        "(no ratio, plateau or throughput is drawn from it)"
+    ]
+
+
+def test_a_zero_latency_base_leaves_the_next_batch_the_base() -> None:
+    rows = [
+        _row(1, measure([0.0] * 10)),
+        _row(2, measure(BASE_VALUES)),
+        _row(4, measure([2 * v for v in BASE_VALUES])),
+    ]
+    doc = build_report(rows).to_json(describe)
+    (sweep,) = doc["sweeps"]
+    assert sweep["smallest_batch_size"] == 2 and sweep["batch_sizes"] == [2, 4]
+    b4 = doc["configs"][2]
+    assert b4["latency_vs_smallest"] == pytest.approx(2.0, rel=1e-12) and b4["vs_smallest"] == "higher"
+    assert doc["configs"][1]["sweep_base"] is True and doc["configs"][0]["sweep_base"] is None
