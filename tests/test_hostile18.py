@@ -499,3 +499,39 @@ def test_table_of_a_trace_and_its_byte_identical_copy_lists_it_once(
     code, out, err = _run(capsys, "table", str(t), str(u), "--format", "csv")
     assert len(list(csv.DictReader(io.StringIO(out)))) == 1
     assert "is the same recording as" in err and "byte-identical copy" in err
+
+
+# ------------------------------------------------------------------------------------- ranges of no length
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/ranges.py (lengthless): ranges of no duration are left out only beside ranges of their name "
+    "that have one; when EVERY 'iteration' range lasts 0 (Kineto dur 0, nsys end = start: markers, or ends the "
+    "profiler never recorded) they are the iterations: each reads latency 0.0 ms (mean 0.000 in the summary), exit "
+    "0; expected no iteration of latency 0 (test_kineto14's rule): the ranges left out with that warning and the "
+    "trace analyzed without them, or one line, exit 2",
+)
+@pytest.mark.parametrize("fmt", ["kineto", "nsys"])
+def test_iteration_ranges_that_all_last_zero_give_no_latency_of_zero(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    if fmt == "kineto":
+        events = small_trace_events()
+        for event in events:
+            if event["name"] == "iteration":
+                event["dur"] = 0
+        path = _kineto(tmp_path / "zero-ranges.synthetic.json", events)
+    else:
+        from tests.hostile import run_sql, three_iteration_nsys
+
+        path = run_sql(
+            three_iteration_nsys(tmp_path / "zero-ranges.synthetic.sqlite"),
+            "UPDATE NVTX_EVENTS SET end = start",
+        )
+    code, doc, err = _json(capsys, str(path))
+    if code == 2:
+        assert str(path) in err and err.count("\n") == 1, err
+        return
+    assert code == 0, err
+    assert 0.0 not in [it["latency_ms"] for it in doc["iterations"]], doc["iterations"]
