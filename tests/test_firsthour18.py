@@ -105,24 +105,30 @@ def test_readme_table3_is_what_its_reproduce_command_prints():
         assert (round(row["untraced_latency_ms"], 3), round(row["latency_ms"], 3)) == (untraced, traced), name
 
 
-def test_readme_profiler_slowdown_range_ends_at_torchscripts_ratio():
-    """The README's limits say "on the committed H200 samples torch.profiler 1.25-2.01x". The largest is
-    TorchScript batch 1, whose untraced median is 2.055 ms since round 17's one rule (2.088 before): analyze
-    now says "slowed this run 2.04x" (4.200 / 2.055 ms), so the range's upper end is 2.04."""
+def test_readme_profiler_slowdown_range_is_analyzes_on_the_h200_samples():
+    """The README's limits say "on the committed H200 samples torch.profiler 1.25-2.01x". Since round 17's one
+    untraced rule TorchScript batch 1 (the largest) is over an untraced median of 2.055 ms (2.088 before):
+    2.04x; since analyze takes the traced median over the iterations the stability rules keep (f531dfd),
+    torch.compile (reduce-overhead) batch 1 is 1.25x no more, and the smallest slowdown analyze warns of is
+    torch.compile batch 8's, 1.32x (the other torch.profiler runs, CUDA graphs and the sweep, are below 1.25x,
+    unwarned)."""
     import re
     import warnings
 
     import tracekit
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        a = tracekit.analyze(str(H200 / "torchscript" / "torchscript_b1_s128.torch.json.gz"))
-    said = next(w for w in a.warnings if "slowed this run" in w)
-    ratio = re.search(r"slowed this run (\d+\.\d+)x", said).group(1)
-    assert ratio == "2.04"
+    def slowdown(path: Path) -> str:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            said = next(w for w in tracekit.analyze(str(path)).warnings if "slowed this run" in w)
+        return re.search(r"slowed this run (\d+\.\d+)x", said).group(1)
+
+    low = slowdown(H200 / "compile" / "compile_b8_s128.torch.json.gz")
+    high = slowdown(H200 / "torchscript" / "torchscript_b1_s128.torch.json.gz")
+    assert (low, high) == ("1.32", "2.04")
     readme = " ".join((REPO / "README.md").read_text().split())
     quoted = re.search(r"on the committed H200 samples torch\.profiler (\d+\.\d+)-(\d+\.\d+)x", readme)
-    assert quoted and quoted.group(2) == ratio
+    assert quoted and quoted.groups() == (low, high)
 
 
 # ------------------------------------------------------------------------ --help against the docs
