@@ -1278,6 +1278,9 @@ class Measured:
     #: ``_row``), found once for the CPU context, the attribution's detail and the longest gaps shown; None:
     #: not found (then each finds them)
     longest_rows: pl.Series | None = None
+    #: the analyzed iterations that hold device ops none of which has a start and an end time (not recorded):
+    #: their busy time is unknown, not 0 (:func:`summarize_stages` withholds it; their kernels still count)
+    untimed_iterations: tuple[int, ...] = ()
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -1603,13 +1606,23 @@ def measure_gaps(
     untimed = (
         ops.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item() if ops.height else 0
     )
+    untimed_iterations = _untimed_iterations(ops) if untimed else ()
+    if untimed_iterations and untimed < ops.height:
+        # (iterations none of whose ops was timed are withheld, not doubted: the doubt is for the others)
+        ops_timed_somewhere = ops.filter(~pl.col("iteration").is_in(list(untimed_iterations)))
+        untimed = ops_timed_somewhere.select(
+            (pl.col("start").is_null() | pl.col("end").is_null()).sum()
+        ).item()
+        doubt_base = ops_timed_somewhere.height
+    else:
+        doubt_base = ops.height
     untimed_doubt = (
         [
-            f"verdict uncertain: {untimed} of {ops.height} device ops in the iterations "
-            f"({untimed / ops.height:.0%}) have no start or end time: the GPU busy time and the utilization are "
+            f"verdict uncertain: {untimed} of {doubt_base} device ops in the iterations "
+            f"({untimed / doubt_base:.0%}) have no start or end time: the GPU busy time and the utilization are "
             "short by however long they ran"
         ]
-        if untimed and untimed >= UNTIMED_DOUBT * ops.height
+        if untimed and untimed >= UNTIMED_DOUBT * doubt_base and untimed < doubt_base
         else []
     )
     windows = _windows(ranges, ops)
@@ -1787,7 +1800,21 @@ def measure_gaps(
         tuple(setting_up),
         busy_unknown,
         longest_rows,
+        tuple(i for i in untimed_iterations if i in set(frame.get_column("index").to_list())),
     )
+
+
+def _untimed_iterations(ops: pl.DataFrame) -> tuple[int, ...]:
+    """The iterations whose every device op (of ``ops``, with their ``iteration``) lacks a start or an end
+    time: nothing of their device work was timed."""
+    timed = pl.col("start").is_not_null() & pl.col("end").is_not_null()
+    found = (
+        ops.filter(pl.col("iteration").is_not_null())
+        .group_by("iteration")
+        .agg(timed.any().alias("timed"))
+        .filter(~pl.col("timed"))
+    )
+    return tuple(sorted(found.get_column("iteration").to_list()))
 
 
 #: Ops whose times :func:`_time_unit_ns` looks at first: one of them off a whole microsecond answers at once.
@@ -2224,8 +2251,15 @@ def summarize_stages(
         doubts = _verdict_doubts(attribution, frame)
         uncertain += doubts
         warnings += doubts
+    frame, gaps, untimed_said, untimed_reason = _untimed_withheld(frame, gaps, measured.untimed_iterations)
+    warnings += untimed_said
+    if untimed_reason is not None:
+        attribution = None
     reason = (
-        no_verdict_reason(trace) or _no_work_in_iterations(trace, assignment, frame) or measured.busy_unknown
+        no_verdict_reason(trace)
+        or _no_work_in_iterations(trace, assignment, frame)
+        or measured.busy_unknown
+        or untimed_reason
     )
     if not timeline or measured.busy_unknown:
         # No measured timeline (an Nsight Compute report alone): what needs one is not shown. No iteration
@@ -2306,6 +2340,45 @@ def summarize_stages(
         setup_caveat=measured.setup_caveat,
         capture_refusal=measured.capture_refusal,
         setup_iterations=measured.setup_iterations,
+    )
+
+
+def _untimed_withheld(
+    frame: pl.DataFrame, gaps: pl.DataFrame, untimed: tuple[int, ...]
+) -> tuple[pl.DataFrame, pl.DataFrame, list[str], str | None]:
+    """(frame, gaps, warnings, no-verdict reason) with the busy figures (:data:`BUSY_FIELDS`, the idle time by
+    cause) and the idle gaps of the ``untimed`` iterations withheld: none of their device ops has a start and
+    an end time, so their busy time is unknown (it had read 0.0, utilization 0: "framework-bound"); their
+    kernels still count. When that is every analyzed iteration, no verdict can be given (the reason)."""
+    from tracekit.analyzers.attribution import CAUSE_MS
+
+    if not untimed:
+        return frame, gaps, [], None
+    where = pl.col("index").is_in(list(untimed))
+    blank = [c for c in (*BUSY_FIELDS, *CAUSE_MS) if c in frame.columns]
+    frame = frame.with_columns(pl.when(~where).then(pl.col(c)).alias(c) for c in blank)
+    gaps = gaps.filter(~pl.col("iteration").is_in(list(untimed)))
+    if len(untimed) < frame.height:
+        indices = list(untimed)
+        return (
+            frame,
+            gaps,
+            [
+                f"{len(untimed)} of {frame.height} iterations (index {', '.join(map(str, indices))}) hold device ops "
+                "none of which has a start or end time (not recorded): their GPU busy time, utilization and idle time "
+                "are not known and not shown; their kernels count"
+            ],
+            None,
+        )
+    return (
+        frame,
+        gaps,
+        [],
+        (
+            f"no framework-/compute-bound verdict: none of the device ops in the {frame.height} analyzed iterations "
+            "has a start and end time (not recorded), so no iteration's GPU busy time is known (latency, launches "
+            "and kernel counts are shown)"
+        ),
     )
 
 

@@ -1,0 +1,84 @@
+"""The lead's fixes of round 18 (defects found by the round's helpers in the lead's files), each on a hand-built
+SYNTHETIC trace whose answer is known exactly."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import analyze_json, small_trace_events
+
+
+def _kineto(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps({"traceEvents": events, "traceName": "synthetic"}))
+    return path
+
+
+def _untimed(events: list[dict[str, Any]], iterations: set[int]) -> list[dict[str, Any]]:
+    """``events`` (small_trace_events: iterations 1 ms apart from ts 1,000,000 µs) with the kernels of
+    ``iterations`` stripped of their dur."""
+    for event in events:
+        if event["cat"] == "kernel" and (event["ts"] - 1_000_000) // 1000 in iterations:
+            del event["dur"]
+    return events
+
+
+def test_iterations_whose_every_kernel_is_untimed_have_no_busy_time(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Iteration 1's three kernels have no dur; iterations 0, 2 and 3 hold three 10-µs kernels each (busy 0.03
+    of 0.9 ms). Iteration 1's busy time is unknown, not 0.0: its busy, overhead, utilization and idle are null,
+    its 3 kernels still counted; the verdict stands on the three timed iterations (framework-bound, 3.3%),
+    without doubt: every op of those three was timed (it had read busy mean 0.0225 ms, min 0.0, and "verdict
+    uncertain: 3 of 12 device ops ... (25%)")."""
+    path = _kineto(tmp_path / "part.synthetic.json", _untimed(small_trace_events(), {1}))
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0, err
+    rows = doc["iterations"]
+    assert [r["kernels"] for r in rows] == [3, 3, 3, 3]
+    assert [r["gpu_busy_ms"] for r in rows] == [0.03, None, 0.03, 0.03]
+    assert [r["gpu_utilization"] for r in rows][1] is None and rows[1]["idle_ms"] is None
+    assert rows[1]["framework_overhead_ms"] is None and rows[1]["latency_ms"] == 0.9
+    assert not any("hold no device op" in w for w in doc["warnings"])
+    assert doc["summary"]["bound"] == "framework"
+    busy = doc["summary"]["gpu_busy_ms"]
+    assert (busy["mean"], busy["min"], busy["max"]) == (0.03, 0.03, 0.03)
+    assert doc["summary"]["verdict_uncertain"] is None
+    assert any("1 of 4 iterations (index 1)" in w and "none of which has a start or end time" in w for w in doc["warnings"]), (
+        doc["warnings"]
+    )
+
+
+def test_no_verdict_when_no_kernel_of_any_iteration_is_timed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Every kernel untimed: no busy time anywhere, so no verdict (bound null, with the reason), kernels 3 each."""
+    path = _kineto(tmp_path / "none.synthetic.json", _untimed(small_trace_events(), {0, 1, 2, 3}))
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0, err
+    assert [r["kernels"] for r in doc["iterations"]] == [3, 3, 3, 3]
+    assert [r["gpu_busy_ms"] for r in doc["iterations"]] == [None] * 4
+    assert doc["summary"]["bound"] is None
+    assert doc["warnings"][0].startswith(
+        "no framework-/compute-bound verdict: none of the device ops in the 4"
+    ), doc
+    assert not any(w.startswith("verdict uncertain") for w in doc["warnings"])
+
+
+def test_a_partly_timed_iteration_still_doubts_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Iteration 1 wholly untimed (withheld), and one kernel of iteration 2 untimed: 1 of the 9 ops of the
+    other three iterations (11%, over the 10% line) makes the verdict uncertain; iteration 2 reads busy 0.02."""
+    events = _untimed(small_trace_events(), {1})
+    kernel = next(e for e in events if e["cat"] == "kernel" and e["ts"] > 1_002_000)
+    del kernel["dur"]
+    code, doc, err = analyze_json(capsys, str(_kineto(tmp_path / "mixed.synthetic.json", events)))
+    assert code == 0, err
+    assert [r["gpu_busy_ms"] for r in doc["iterations"]] == [0.03, None, 0.02, 0.03]
+    assert doc["summary"]["verdict_uncertain"].startswith(
+        "verdict uncertain: 1 of 9 device ops in the iterations (11%)"
+    )
