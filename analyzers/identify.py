@@ -548,10 +548,10 @@ _OGS = r"^_matmul(?:_ogs)?_[nt]+_[a-z0-9]+x"
 _BMM = r"^bmm_[a-z0-9]+_"
 #: Spellings of fp8 that are no fp8 data, taken out before typing: vLLM's KV-cache type as a template argument
 #: ``(vllm::Fp8KVCacheDataType)0`` (mangled ``...TypeE0E``) is kAuto, the cache in the model's type (1 and 2
-#: are e4m3 and e5m2); and block-scale factors: NVFP4's unsigned e4m3 scales (``ue4m3``: cuBLASLt's
+#: are e4m3 and e5m2; ``::kAuto`` where a demangler names the value); and block-scale factors: NVFP4's unsigned e4m3 scales (``ue4m3``: cuBLASLt's
 #: ``nvjet_sm100_ootst_..._Avec16UE4M3_Bvec16UE4M3``, CUTLASS's ``block_scaled_ue4m3xe2m1``) scale fp4 data,
 #: MX formats' ``ue8m0`` scales whatever they scale.
-_NOT_FP8 = r"fp8kvcachedatatype(?:\)|e)0|ue4m3|ue8m0"
+_NOT_FP8 = r"fp8kvcachedatatype(?:\)0|e0|::kauto)|ue4m3|ue8m0"
 #: cuBLASLt's NVFP4 operands: 16-element blocks with ue4m3 scales (``Avec16UE4M3``) hold e2m1 data (read as
 #: such before the scales are taken out)
 _NVFP4_BLOCKS = r"vec16ue4m3"

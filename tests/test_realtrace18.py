@@ -45,6 +45,11 @@ NOT_FP8_NAMES = {
     "(__hip_bfloat16 const*, __hip_bfloat16 const*, __hip_bfloat16*, __hip_bfloat16*, long const*)": "bf16",
     "void paged_attention_ll4mi_QKV_mfma16_kernel<0, __hip_bfloat16, __hip_bfloat16, "
     "(vllm::Fp8KVCacheDataType)0, 1, 128, 256, false, 4, 1>(__hip_bfloat16 const*, float)": "bf16",
+    "void vllm::paged_attention_v2_kernel<__nv_bfloat16, __nv_bfloat16, 128, 16, 128, "
+    "vllm::Fp8KVCacheDataType::kAuto, false, 512>(float*)": "bf16",
+    "_ZN4vllm25paged_attention_v1_kernelI13__nv_bfloat16S1_Li128ELi16ELi128ELNS_18Fp8KVCacheDataTypeE0ELb0EEEvPT_": (
+        "bf16"
+    ),
     "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu": "bf16",
     "_matmul_NNT_bf16xbf16xmxfp4_16x256x128x1": "bf16",
     "bmm_Bfloat16_MxE2m1Bfloat16_Fp32_t128x8x512_s5_sm100f": "bf16",
