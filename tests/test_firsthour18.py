@@ -275,3 +275,22 @@ def test_design_md_profiler_cost_numbers_are_analyzes():
     design = " ".join((REPO / "docs" / "design.md").read_text().split())
     assert "the H200 eager b1 run says 7.941 ms, 19 of 20 kept" in design
     assert "session` still passes run.json's statistics alone" not in design
+
+
+def test_skip_help_says_naming_the_default_range_keeps_the_warmup_rule():
+    """analyze --help said the recorded warm-up count applies "only for the ranges it counts, not --range NAME":
+    `--range model_run` on the committed ORT profile (the ranges the default takes) drops its 10 warm-up runs
+    as the default does (round 17). The help says so; another name still drops none."""
+    import warnings
+
+    import tracekit
+    from tracekit.cli import build_parser
+
+    ort = REPO / "sample_traces" / "cpu_onnx_bert_ort" / "onnx_b1_s128.ort.json.gz"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert tracekit.analyze(str(ort), range="model_run").iterations.height == 20
+    parser = build_parser(["analyze"])
+    sub = next(a for a in parser._actions if a.dest == "command").choices["analyze"]
+    text = " ".join(next(a for a in sub._actions if a.dest == "skip").help.split())
+    assert "also when --range names them" in text and "not another --range or --split-idle" in text

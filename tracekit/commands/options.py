@@ -60,7 +60,8 @@ def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool
         metavar="N",
         help="drop the first N iterations (warm-up); default 0, or the run's warm-up count when a trace "
         "records its warm-up runs as iterations (ONNX Runtime profiles, tracekit's nsys captures on CUDA: "
-        "from the trace's .meta.json; only for the ranges it counts, not --range NAME or --split-idle)",
+        "from the trace's .meta.json; only for the ranges it counts, also when --range names them, not "
+        "another --range or --split-idle)",
     )
     if bound_threshold:
         from tracekit.api import Options
