@@ -66,6 +66,11 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_golden.py",
             "tests/test_fuzz9_ncu_utilization.py",
             "tests/test_hostile10_ncu.py",
+            # the concurrent-kernel rule (0f08dc2), the unit in a metric's name (4797526): mutation18
+            "tests/test_hostile13_analysis_occupancy.py",
+            "tests/test_fixncu16.py",
+            "tests/test_fuzz9_ncu.py",
+            "tests/test_mutation18.py",
         ],
     ),
     "kernel_metrics": (
@@ -222,6 +227,9 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_hostile10_comm.py",
             "tests/test_fuzz9_kineto_comm.py",
             "tests/test_mutants10_compact.py",
+            # a stated rank / world size (0fb188f, 6c16654): mutation18
+            "tests/test_followups17.py",
+            "tests/test_mutation18.py",
         ],
     ),
     "cache": (
@@ -320,6 +328,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_gap_context.py",
             "tests/test_iterations_mutants.py",
             "tests/test_mutation16.py",
+            "tests/test_perf17.py",  # _near's candidate search (9f2f973)
+            "tests/test_mutation18.py",
         ],
     ),
     "steps": (
@@ -345,6 +355,20 @@ MODULES: dict[str, tuple[str, list[str]]] = {
     "recommendations": (
         "tracekit/analyzers/recommendations.py",
         ["tests/test_report.py", "tests/test_fuzz5_predict.py", "tests/test_mutation17.py"],
+    ),
+    # added 2026-11-28 night (mutation18): the plateau, transition and framework-bound rules of the report
+    "sweep": (
+        "tracekit/analyzers/sweep.py",
+        [
+            "tests/test_mutants14_analysis.py",
+            "tests/test_stability14.py",
+            "tests/test_hostile13_analysis.py",
+            "tests/test_simulate.py",
+            "tests/test_fuzz5_predict.py",
+            "tests/test_noise.py",
+            "tests/test_mutation17.py",
+            "tests/test_mutation18.py",
+        ],
     ),
 }
 
