@@ -294,3 +294,16 @@ def test_skip_help_says_naming_the_default_range_keeps_the_warmup_rule():
     sub = next(a for a in parser._actions if a.dest == "command").choices["analyze"]
     text = " ".join(next(a for a in sub._actions if a.dest == "skip").help.split())
     assert "also when --range names them" in text and "not another --range or --split-idle" in text
+
+
+def test_doctors_unknown_format_lists_the_formats_doctor_takes(capsys):
+    """`tracekit doctor --format jsonn` said "choose from table, markdown, csv, json", and then `--format csv`
+    is refused ("doctor prints --format table or json"). The usage line lists doctor's own two."""
+    from tracekit.cli import main
+
+    with pytest.raises(SystemExit) as exited:
+        main(["doctor", "--format", "jsonn"])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err
+    assert "unknown format 'jsonn' (choose from table, json)" in err

@@ -10,6 +10,7 @@ creates missing folders.
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 from pathlib import Path
 
@@ -30,8 +31,9 @@ EXTENSION_FORMATS: dict[str, str] = {
 }
 
 
-def format_name(text: str) -> str:
-    """argparse type for ``--format``: a current name, or an old one mapped to it (with a note)."""
+def format_name(text: str, formats: tuple[str, ...] = FORMATS) -> str:
+    """argparse type for ``--format``: a current name, or an old one mapped to it (with a note). An unknown
+    name is refused listing ``formats``, the ones the command renders (``doctor``: table and json)."""
     name = text.strip().lower()
     if name in FORMATS:
         return name
@@ -39,7 +41,7 @@ def format_name(text: str) -> str:
         new = FORMAT_ALIASES[name]
         print(f"tracekit: note: --format {name} is now called --format {new}", file=sys.stderr)
         return new
-    raise argparse.ArgumentTypeError(f"unknown format {text!r} (choose from {', '.join(FORMATS)})")
+    raise argparse.ArgumentTypeError(f"unknown format {text!r} (choose from {', '.join(formats)})")
 
 
 class _NoProgress(argparse.Action):
@@ -115,7 +117,7 @@ def add_output_options(
     add_progress_options(parser)
     parser.add_argument(
         "--format",
-        type=format_name,
+        type=format_name if formats == FORMATS else functools.partial(format_name, formats=formats),
         default=None,
         metavar="{" + ",".join(formats) + "}",
         help=format_help or "output format (default: from the -o file's extension, else table)",
