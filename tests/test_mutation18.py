@@ -269,6 +269,16 @@ def test_bound_doubt_without_an_interval() -> None:
         "the 30% threshold: 1 framework-bound, 1 compute-bound (too few for an interval of the median)"
     )
     assert bound_doubt([0.35, 0.45], threshold=0.3) is None
+    # a 60% threshold (printed 60, not 101 x 0.6 = 60.6 -> 61): 0.55 framework-bound, 0.65 compute-bound
+    assert bound_doubt([0.55, 0.65], threshold=0.6) == (
+        "verdict uncertain: the median utilization 60.0% (compute-bound) rests on 2 iterations on both sides of "
+        "the 60% threshold: 1 framework-bound, 1 compute-bound (too few for an interval of the median)"
+    )
+    # with an interval: 6 values, (min, max) = (10%, 90%) across 60%; the median 50% is framework-bound
+    assert bound_doubt([0.1, 0.2, 0.3, 0.7, 0.8, 0.9], threshold=0.6) == (
+        "verdict uncertain: the median utilization 50.0% (framework-bound) has a 95% interval of 10.0% to 90.0%, "
+        "across the 60% threshold: 3 of 6 iterations are framework-bound, 3 compute-bound"
+    )
 
 
 def test_bound_doubt_with_an_interval_across_or_touching_the_threshold() -> None:
