@@ -307,3 +307,19 @@ def test_doctors_unknown_format_lists_the_formats_doctor_takes(capsys):
     err = capsys.readouterr().err.strip()
     assert "\n" not in err
     assert "unknown format 'jsonn' (choose from table, json)" in err
+
+
+@pytest.mark.parametrize(("command", "name"), [("analyze", "out.json.gz"), ("table", "out.csv.gz")])
+def test_an_output_named_gz_is_refused_before_any_work(tmp_path, capsys, command, name):
+    """hostile18: `-o out.json.gz` took no format from the name (its last suffix, .gz, names none) and wrote the
+    terminal table, uncompressed, exit 0 (silently under -q). -o writes no compressed file: one line, exit 2,
+    naming the name to give; nothing written."""
+    from tracekit.cli import main
+
+    out = tmp_path / name
+    trace = REPO / "sample_traces" / "synthetic" / "ranks4" / "rank0.synthetic.json.gz"
+    assert main([command, str(trace), "-o", str(out), "-q"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(out) in err
+    assert f"name it {name.removesuffix('.gz')}" in err
+    assert not out.exists()

@@ -164,6 +164,13 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
         target = Path(out)
         check_outputs([target], inputs)
         check_file_target(target)
+        if target.suffix.lower() == ".gz":
+            # (the last suffix names no format: out.json.gz had received the terminal table, uncompressed)
+            raise TracekitError(
+                f"-o writes uncompressed text, not a .gz file: name it {target.name[: -len('.gz')]} (and "
+                "compress that file yourself)",
+                target,
+            )
         implied = EXTENSION_FORMATS.get(target.suffix.lower())
         if fmt is None and implied is None and target.suffix:
             # (a file named as a spreadsheet or a web page would get the terminal table without a word)
