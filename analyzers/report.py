@@ -158,7 +158,63 @@ def untraced_measurement(analyzed: Analysis) -> Measurement | None:
 
 
 def config_row(analyzed: Analysis) -> dict[str, Any]:
-    """One configuration's report row from its analyzed trace (see module docstring)."""
+    """One configuration's report row from its analyzed trace (see module docstring); its traced figures
+    withheld where its iterations are ``--split-idle`` windows that are not its trace's iterations
+    (:func:`_windows_withheld`)."""
+    from tracekit.analyzers.compare import windows_not_iterations
+
+    row = _config_row(analyzed)
+    cut = windows_not_iterations(analyzed)
+    return row if cut is None else _windows_withheld(row, cut)
+
+
+#: The row's figures that are per iteration of the traced set: withheld over windows that are not iterations.
+PER_ITERATION_KEYS: tuple[str, ...] = (
+    "traced_latency_ms",
+    "traced_median_ms",
+    "gpu_busy_ms",
+    "framework_overhead_ms",
+    "framework_overhead_fraction",
+    *CAUSE_COLUMNS,
+    "graph_projected_ms",
+    "gpu_utilization",
+    "bound",
+    "kernels",
+    "launches",
+    "launch_api_ms",
+    "launch_latency_us",
+    "idle_gaps",
+)
+
+
+def _windows_withheld(row: dict[str, Any], cut: str) -> dict[str, Any]:
+    """``row`` without its per-iteration traced figures (:data:`PER_ITERATION_KEYS`), and without its latency
+    where that is the traced one, with a warning: its iterations are windows that are not iterations (``cut``,
+    :func:`tracekit.analyzers.compare.windows_not_iterations`). The H200 eager b1 sample under
+    ``--split-idle 0.05`` (675 windows for 20 iterations) had read 'the launch-call time alone is 0.0338 ms per
+    iteration (6 launches ...): projected latency 0.0306 ms' and '89% of latency is framework overhead (0.148
+    ms of 0.165 ms)', per window."""
+    out = {**row, **dict.fromkeys(PER_ITERATION_KEYS)}
+    out.update(_graph_caveat=None, _replays_graphs=False)
+    what = "busy/overhead breakdown, its verdict"
+    if row["latency_source"] == "traced":
+        out.update(
+            latency_ms=None,
+            latency_ci_low=None,
+            latency_ci_high=None,
+            latency_cv=None,
+            latency_unstable=None,
+            _latency=None,
+        )
+        what += " and its latency (the traced one: left out of the sweep)"
+    out["warnings"] = [
+        *row["warnings"],
+        f"the report shows none of its traced figures ({what}): its iterations are {cut}",
+    ]
+    return out
+
+
+def _config_row(analyzed: Analysis) -> dict[str, Any]:
     config, summary = analyzed.config, analyzed.summary
     frame = analyzed.iterations
     traced_stats = measure(frame.get_column("latency_ms").to_list())

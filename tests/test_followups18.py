@@ -373,3 +373,28 @@ def test_a_zero_latency_base_leaves_the_next_batch_the_base() -> None:
     b4 = doc["configs"][2]
     assert b4["latency_vs_smallest"] == pytest.approx(2.0, rel=1e-12) and b4["vs_smallest"] == "higher"
     assert doc["configs"][1]["sweep_base"] is True and doc["configs"][0]["sweep_base"] is None
+
+
+def test_report_withholds_the_traced_figures_of_windows_that_are_not_iterations(tmp_path: Path) -> None:
+    """Under --split-idle 0.2 each 1-ms iteration is 2 windows: the row's 'per iteration' breakdown had been
+    per window (traced 0.12 ms, busy 0.1 ms, 1 kernel, and its latency the sweep's)."""
+    import tracekit
+    from tracekit.analyzers.report import PER_ITERATION_KEYS, config_row
+
+    path = _two_kernel_trace(tmp_path, "pytorch_b1_s128", 100)
+    row = config_row(tracekit.analyze(path, split_idle=0.2))
+    assert all(row[k] is None for k in PER_ITERATION_KEYS)
+    assert (row["latency_ms"], row["latency_ci_low"], row["latency_source"]) == (None, None, "traced")
+    assert row["warnings"][-1] == (
+        "the report shows none of its traced figures (busy/overhead breakdown, its verdict and its latency (the "
+        "traced one: left out of the sweep)): its iterations are 8 windows cut at idle gaps (idle>0.2ms) against "
+        "the 4 ranges named 'iteration' its trace holds: the threshold cuts inside iterations, so its figures "
+        "are per window, not per iteration"
+    )
+    doc = build_report([row]).to_json(describe)
+    assert doc["sweeps"] == [] and doc["recommendations"] == []
+    # windows that are the iterations: the row as before (4 windows from +10 us to +560 us, 2 kernels)
+    row = config_row(tracekit.analyze(path, split_idle=0.5))
+    assert row["traced_latency_ms"] == pytest.approx(0.55) and row["gpu_busy_ms"] == pytest.approx(0.2)
+    assert row["latency_ms"] == pytest.approx(0.55) and row["kernels"] == 2
+    assert not any("windows cut at idle gaps" in w for w in row["warnings"])
