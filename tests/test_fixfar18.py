@@ -102,7 +102,9 @@ def test_a_lone_range_hours_from_all_work_is_far() -> None:
     assert warning is not None and warning.startswith(
         "1 ranges stamped more than an hour from every other event"
     )
-    assert warning.endswith("(a range: an iteration without work)")
+    assert warning.endswith(
+        "left out: no profiler records a range so far from all the work of its capture (a damaged row or an exporter's bug), and read as it is such a range becomes an iteration hours long, or one without work"
+    )
 
 
 def test_a_range_beside_other_events_is_not_far() -> None:
@@ -339,3 +341,66 @@ def test_kineto_far_call_whose_id_another_call_carries_keeps_the_link(
     assert _rows(doc) == [(0.9, 0.03, 3)] * 4
     assert doc["warnings"][0].startswith("1 API calls stamped more than an hour"), doc["warnings"]
     assert not any("lie among the rest" in w or "no correlation id" in w for w in doc["warnings"])
+
+
+# ----------------------------------------------------------------------------- a range's damaged end
+
+
+def test_a_range_ending_hours_after_everything_is_far() -> None:
+    """A range's end judged as an event's: past the stated capture (with its slack), or more than FAR_NS after
+    its cluster's last start; a range over all the work, ending with it, is kept."""
+    ops = _s([10, 20, 30])
+    starts, ends = _s([0, 5, 9]), _s([5 * HOUR_NS, 9, 40])
+    far, warning = far_events({"device ops": ops}, ranges={"ranges": starts}, ends={"ranges": ends})
+    assert far["ranges"].to_list() == [True, False, False]
+    assert warning is not None and warning.startswith(
+        "1 ranges stamped to end more than an hour after every other event began, e.g. one ending at "
+        "18,000,000,000,000 ns, left out"
+    )
+    far, warning = far_events(
+        {"device ops": ops}, ranges={"ranges": starts}, ends={"ranges": _s([40, 9, 40])}
+    )
+    assert far["ranges"].to_list() == [False] * 3 and warning is None
+    far, warning = far_events(
+        {"device ops": ops},
+        capture=(0, CAPTURE),
+        ranges={"ranges": starts},
+        ends={"ranges": _s([CAPTURE + 60 * S_NS + 1, CAPTURE + 60 * S_NS, None])},
+    )
+    assert far["ranges"].to_list() == [True, False, False]
+    assert warning is not None and warning.startswith("1 ranges stamped to end after the capture")
+
+
+@pytest.mark.parametrize("capture", [CAPTURE, None])
+def test_nsys_iteration_whose_end_was_damaged_does_not_swallow_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], capture: int | None
+) -> None:
+    """Iteration 0's NVTX end stamped 5 h later: it had been one iteration of 17,999,990 ms holding the other
+    two (left out as nested in it). Now it is left out, said, and the other two read as they are; iteration 0's
+    2 kernels count in no iteration (said)."""
+    path = _nsys(tmp_path / "far_end.synthetic.sqlite", NEAR, capture_ns=capture)
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("UPDATE NVTX_EVENTS SET end = 18000000000000 WHERE rowid = 1")
+    con.commit()
+    con.close()
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 2
+    assert doc["warnings"][0].startswith("1 NVTX ranges stamped to end "), doc["warnings"]
+    assert any(
+        w.startswith("2 device ops (0.300 ms busy) were launched outside every iteration")
+        for w in doc["warnings"]
+    )
+
+
+def test_kineto_annotation_whose_dur_was_damaged_does_not_swallow_the_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    events = small_trace_events(4, t0=T0_US)
+    events[0]["dur"] = 5 * HOUR_US  # the first 'iteration' annotation
+    doc = _analyze(capsys, _kineto(tmp_path, "far_dur.synthetic.json", events))
+    assert _rows(doc) == [(0.9, 0.03, 3)] * 3
+    assert doc["warnings"][0].startswith(
+        "1 annotations stamped to end more than an hour after every other event"
+    )

@@ -1892,7 +1892,7 @@ def _without_far_events(x_events: pl.DataFrame) -> tuple[pl.DataFrame, str | Non
     far, warning = far_events(
         {"device ops": start.zip_with(is_op, nulls), "API calls": start.zip_with(is_call, nulls)},
         anchors=[start.zip_with(~(is_op | is_call | is_range), nulls)],
-        durations={"device ops": dur, "API calls": dur},
+        durations={"device ops": dur, "API calls": dur, "annotations": dur},
         ranges={"annotations": start.zip_with(is_range, nulls)},
     )
     if warning is None:

@@ -1712,51 +1712,55 @@ def _real_name(export: Database, table: str) -> str:
     return export._real(table) if isinstance(export, _VersionedNames) else table
 
 
-def _range_starts(export: Database) -> pl.Series:
-    """The start times (ns) of the export's NVTX ranges (push/pop and start/end), for the far-event rule."""
+def _range_times(export: Database) -> pl.DataFrame:
+    """The start and end times (ns; an end null where it is not an integer) of the export's NVTX ranges
+    (push/pop and start/end), for the far-event rule."""
     t = "NVTX_EVENTS"
     if not export.has(t) or not {"start", "eventType"} <= export.columns(t):
-        return pl.Series("start", [], dtype=pl.Int64)
+        return pl.DataFrame(schema={"start": pl.Int64, "end": pl.Int64})
+    end = export.col(t, "end")
     rows = export.con.execute(
-        f'SELECT "start" FROM {quote(_real_name(export, t))} WHERE "eventType" IN ({_RANGE_TYPES}) '
-        "AND typeof(\"start\") = 'integer'"
+        f"SELECT \"start\", CASE WHEN typeof({end}) = 'integer' THEN {end} END FROM {quote(_real_name(export, t))} "
+        f'WHERE "eventType" IN ({_RANGE_TYPES}) AND typeof("start") = \'integer\''
     ).fetchall()
-    return pl.Series("start", [r[0] for r in rows], dtype=pl.Int64)
+    return pl.DataFrame(rows, schema={"start": pl.Int64, "end": pl.Int64}, orient="row")
 
 
 def _ranges_may_lie_far(
     export: Database, capture: tuple[int, int] | None, starts: dict[str, pl.Series]
 ) -> bool:
-    """Whether an NVTX range may lie far from the export's work (outside the stated capture, or more than
-    an hour from the ops' and calls' span): one pass of SQLite's min/max over the ranges, so that their starts
-    are read only then."""
+    """Whether an NVTX range may lie far from the export's work (starting outside the stated capture or ending
+    after it, or more than an hour from the ops' and calls' span): one pass of SQLite's min/max over the ranges,
+    so that their times are read only then."""
     t = "NVTX_EVENTS"
     if not export.has(t) or not {"start", "eventType"} <= export.columns(t):
         return False
-    low, high = export.con.execute(
-        f'SELECT min("start"), max("start") FROM {quote(_real_name(export, t))} '
-        f'WHERE "eventType" IN ({_RANGE_TYPES}) '
+    end = export.col(t, "end")
+    low, high, last = export.con.execute(
+        f'SELECT min("start"), max("start"), max(CASE WHEN typeof({end}) = \'integer\' THEN {end} END) '
+        f'FROM {quote(_real_name(export, t))} WHERE "eventType" IN ({_RANGE_TYPES}) '
         "AND typeof(\"start\") = 'integer'"
     ).fetchone()
     if low is None:
         return False
+    high = max(high, last if last is not None else high)
     if capture is not None:
         return low < capture[0] - CAPTURE_SLACK_NS or high > capture[1] + CAPTURE_SLACK_NS
     points = [s for s in starts.values() if s.len() > s.null_count()]
     if not points:
         return False
     first = min(int(s.min()) for s in points)  # type: ignore[arg-type]
-    last = max(int(s.max()) for s in points)  # type: ignore[arg-type]
-    return max(high, last) - min(low, first) > FAR_NS
+    latest = max(int(s.max()) for s in points)  # type: ignore[arg-type]
+    return max(high, latest) - min(low, first) > FAR_NS
 
 
 def _without_far_events(
     export: Database, ops: pl.DataFrame, api: pl.DataFrame | None, warnings: list[str]
-) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.Series]:
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
     """``ops`` and ``api`` without the device ops and calls stamped impossibly far from the rest of the
     export (:func:`tracekit.readers.timestamps.far_events`): outside the capture that ``ANALYSIS_DETAILS``
     says ran from the session clock's 0 to its ``duration``, or an hour from every other op and call, with one
-    warning; and the start times of the NVTX ranges so stamped, with no work beside them (to be left out of
+    warning; and the (start, end) of the NVTX ranges so stamped, with no work beside them (to be left out of
     the ranges). (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
     the launch delay around to +2^63; an NVTX range 5 h after a 20-ms capture was an iteration of no work.)
 
@@ -1771,14 +1775,17 @@ def _without_far_events(
     if api is not None:
         starts["API calls"] = api.get_column("start")
         ends["API calls"] = api.get_column("end")
-    none = pl.Series("start", [], dtype=pl.Int64)
+    none = pl.DataFrame(schema={"start": pl.Int64, "end": pl.Int64})
     far, warning = far_events(starts, capture=capture, ends=ends)
     if warning is None and not _ranges_may_lie_far(export, capture, starts):
         return ops, api, none
     # (something lies far: the ranges tell a phase of the program of its own, or a damaged capture record, from
     # damaged rows, and may lie far themselves; read only then)
-    range_starts = _range_starts(export)
-    far, warning = far_events(starts, capture=capture, ends=ends, ranges={"NVTX ranges": range_starts})
+    ranges = _range_times(export)
+    ends["NVTX ranges"] = ranges.get_column("end")
+    far, warning = far_events(
+        starts, capture=capture, ends=ends, ranges={"NVTX ranges": ranges.get_column("start")}
+    )
     if warning is None:
         return ops, api, none
     far_ops = far["device ops"]
@@ -1795,7 +1802,7 @@ def _without_far_events(
     ops = ops.filter(~far_ops)
     if api is not None:
         api = api.filter(~far["API calls"])
-    return ops, api, range_starts.filter(far["NVTX ranges"])
+    return ops, api, ranges.filter(far["NVTX ranges"])
 
 
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
@@ -1841,8 +1848,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     if export.has("NVTX_EVENTS"):
         step("NVTX_EVENTS")
         raw = _read_nvtx(export, strings, path, warnings, _capture_start(diagnostics))
-        if far_ranges.len():  # (left out as far: :func:`_without_far_events`)
-            raw = raw.filter(~pl.col("start").is_in(far_ranges.implode()))
+        if far_ranges.height:  # (left out as far: :func:`_without_far_events`)
+            raw = raw.join(far_ranges, on=["start", "end"], how="anti", nulls_equal=True)
     if api is not None:
         ops = _ops_of_untraced_processes(ops, api, raw, warnings)
     unclosed = raw.filter(pl.col("end").is_null()).height

@@ -160,12 +160,14 @@ def far_events(
     (a lone row hours from the rest, no range beside it), or when it ends more than :data:`FAR_NS` after its
     cluster's last start (a kernel of 28 years); a range is far when its cluster holds nothing but ranges and
     is not kept, where the trace's body holds other events (a trace of ranges alone has nothing else to place
-    it). An end past 2^63 ns (which would wrap around to a negative time) is far in any case. Only a minority
-    of each noun is left out. Returns a boolean Series per noun of ``starts`` and ``ranges`` (True: leave it
+    it). A range's end (``ends``/``durations`` of its noun) is judged as an event's is (after the stated
+    capture, or more than :data:`FAR_NS` after its cluster's last start: an 'iteration' whose end was damaged
+    had swallowed every later iteration into one of 5 hours). An end past 2^63 ns (which would wrap around to
+    a negative time) is far in any case. Only a minority of each noun is left out. Returns a boolean Series per noun of ``starts`` and ``ranges`` (True: leave it
     out), of its input's length."""
     ranges = dict(ranges or {})
     end_values: dict[str, pl.Series] = {}
-    for noun, series in starts.items():
+    for noun, series in (*starts.items(), *ranges.items()):
         if ends is not None and noun in ends:
             end_values[noun] = ends[noun].cast(pl.Float64)
         elif durations is not None and noun in durations:
@@ -205,11 +207,13 @@ def far_events(
     apart = not bool(cuts.kept.all())  # some cluster is not kept
     body = not bool(cuts.only_ranges[int(np.searchsorted(cuts.lows, cuts.largest[0]))])
     far: dict[str, pl.Series] = {}
-    left: list[str] = []  # "N nouns" left out
-    left_nouns: list[str] = []
-    kept: list[str] = []  # "N of M nouns" kept: too many to be damaged rows
-    #: the first far event of each reason (capture, group, end, late), of the nouns left out and of those kept
-    examples: tuple[dict[str, int], dict[str, int]] = ({}, {})
+    #: per kind (False: events, True: ranges): "N nouns" left out, "N of M nouns" kept (too many to be damaged
+    #: rows), and the first far one of each reason (capture, group, end, late) of those left out and of those kept
+    left: dict[bool, list[str]] = {False: [], True: []}
+    kept: dict[bool, list[str]] = {False: [], True: []}
+    examples: dict[tuple[bool, bool], dict[str, int]] = {
+        (r, k): {} for r in (False, True) for k in (False, True)
+    }
     for noun, series in (*starts.items(), *ranges.items()):
         values = series.cast(pl.Float64)
         none = nothing[noun]
@@ -229,7 +233,7 @@ def far_events(
         elif apart:
             reasons["group"] = pl.Series(noun, ~cuts.kept[where]) & values.is_not_null()
         end = end_values.get(noun)
-        if end is not None and not is_range:
+        if end is not None:
             reasons["end"] = (end >= 2.0**63).fill_null(False)
             if stated is not None:
                 limit = pl.Series(noun, np.full(series.len(), stated[1] + CAPTURE_SLACK_NS, dtype=np.float64))
@@ -245,16 +249,15 @@ def far_events(
         minority = count * 2 < total
         if minority:
             far[noun] = mask
-            left.append(f"{count:,} {noun}")
-            left_nouns.append(noun)
+            left[is_range].append(f"{count:,} {noun}")
         else:
-            kept.append(f"{count:,} of {total:,} {noun}")
+            kept[is_range].append(f"{count:,} of {total:,} {noun}")
         for reason, found in reasons.items():
             at = (end if reason == "late" and end is not None else series).filter(found)
-            if at.len() and reason not in examples[not minority]:
+            if at.len() and reason not in examples[is_range, not minority]:
                 edge = cuts.largest[1] if reason == "group" else stated[1] if reason == "capture" else 0  # type: ignore[index]
                 late = reason in ("end", "late") or float(at.max()) > edge  # type: ignore[arg-type]
-                examples[not minority][reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
+                examples[is_range, not minority][reason] = int(at.max() if late else at.min())  # type: ignore[arg-type]
     said = []
     if contradicted and capture is not None:
         outside_events = sum(int(outside(s).sum()) for s in starts.values())
@@ -265,19 +268,30 @@ def far_events(
                 "its events' times"
             )
     capture = stated
-    if left:
-        said.append(
-            f"{' and '.join(left)} stamped {_where(examples[0], capture, cuts.largest)}, left out: no profiler "
-            "records an event so far from the rest of its capture (a damaged row or an exporter's bug), and read "
-            "as it is one such time becomes an iteration's latency"
-            + (" (a range: an iteration without work)" if any(n in ranges for n in left_nouns) else "")
+    for is_range in (False, True):
+        consequence = (
+            "a range so far from all the work of its capture (a damaged row or an exporter's bug), and read as it "
+            "is such a range becomes an iteration hours long, or one without work"
+            if is_range
+            else "an event so far from the rest of its capture (a damaged row or an exporter's bug), and read as it "
+            "is one such time becomes an iteration's latency"
         )
-    if kept:
-        said.append(
-            f"{' and '.join(kept)} are stamped {_where(examples[1], capture, cuts.largest)}: too many to be "
-            "damaged rows, so they are kept, but the trace's clocks (or its record of the capture) disagree with "
-            "them: latencies and launch delays between them and the rest are not real"
-        )
+        if left[is_range]:
+            said.append(
+                f"{' and '.join(left[is_range])} stamped {_where(examples[is_range, False], capture, cuts.largest)}, "
+                f"left out: no profiler records {consequence}"
+            )
+        if kept[is_range]:
+            said.append(
+                f"{' and '.join(kept[is_range])} are stamped "
+                f"{_where(examples[is_range, True], capture, cuts.largest)}: too many to be damaged rows, so they "
+                "are kept, but the trace's clocks (or its record of the capture) disagree with them: "
+                + (
+                    "the iterations they make are not real"
+                    if is_range
+                    else "latencies and launch delays between them and the rest are not real"
+                )
+            )
     return far, "; ".join(said) if said else None
 
 
