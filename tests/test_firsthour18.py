@@ -323,3 +323,44 @@ def test_an_output_named_gz_is_refused_before_any_work(tmp_path, capsys, command
     assert err.count("\n") == 1 and str(out) in err
     assert f"name it {name.removesuffix('.gz')}" in err
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------ simulate's bounds
+
+PAST_INT64 = str(1 << 63)
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("--seq-len", "--seq-len must be from 1 to 2147483647 (got 9223372036854775808)"),
+        ("--batch-sizes", "--batch-sizes must be from 1 to 2147483647 (got 9223372036854775808)"),
+        ("--iters", "--iters must be from 1 to 10000000 (got 9223372036854775808)"),
+        ("--kernels", "--kernels must be from 1 to 100000000 (got 9223372036854775808)"),
+        ("--noise-warmup", "--noise-warmup must be from 0 to 10000000 (got 9223372036854775808)"),
+        ("--ranks", "--ranks must be from 2 to 1024 (got 9223372036854775808)"),
+    ],
+)
+def test_simulate_refuses_values_past_its_bounds_at_once(tmp_path, capsys, option, said):
+    """hostile18: --seq-len (or a batch size) 2^63 wrote 1-ns kernels as ground truth after numpy's cast
+    warning; --noise-warmup 2^63 was an internal error (OverflowError); --iters, --kernels or --ranks 2^63 ran
+    on. Each is one line naming the option, its bound and the value, exit 2, nothing written."""
+    from tracekit.cli import main
+
+    out = tmp_path / "sim"
+    argv = [
+        "simulate",
+        "--runtime",
+        "pytorch",
+        "--traces",
+        "kineto",
+        "-o",
+        str(out),
+        "-q",
+        option,
+        PAST_INT64,
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and said in err, err
+    assert not out.exists()

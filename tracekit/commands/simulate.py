@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
 from typing import Any
 
 from tracekit.commands.options import int_list
@@ -12,6 +13,16 @@ from tracekit.commands.output import add_progress_options
 from tracekit.errors import TracekitError
 
 RUNTIME_CHOICES = ("pytorch", "torchscript", "cuda-graphs", "onnx", "onnx-cuda-graphs")
+
+
+#: The largest batch size and sequence length (run.json's check and collect take the same): past it the
+#: model's kernel durations overflow int64 (2^63 had written 1-ns kernels as ground truth, after a numpy warning).
+MAX_DIMENSION = 2**31 - 1
+#: Iterations per batch size (and --noise-warmup), kernels per batch size, ranks: bounds, so that a count no run
+#: could finish (2^63) is refused at once instead of running on (or ending in an OverflowError).
+MAX_ITERS = 10_000_000
+MAX_KERNELS = 100_000_000
+MAX_RANKS = 1024
 
 
 def _batch_sizes(text: str) -> list[int]:
@@ -31,8 +42,31 @@ def _integer_at_least(minimum: int, text: str) -> int:
     return value
 
 
-def _positive(text: str) -> int:
-    return _integer_at_least(1, text)
+def _at_least(minimum: int) -> Callable[[str], int]:
+    """argparse type: an integer of at least ``minimum`` (the maxima are checked by :func:`check_bounds`, in
+    one line naming the option and the value, after parsing: a usage error here raises SystemExit)."""
+
+    def parse(text: str) -> int:
+        return _integer_at_least(minimum, text)
+
+    return parse
+
+
+def check_bounds(args: argparse.Namespace) -> None:
+    """TracekitError (one line, exit 2, before anything is written) for a count or size past simulate's bounds."""
+    bounds = [
+        ("--seq-len", args.seq_len, 1, MAX_DIMENSION),
+        ("--iters", args.iters, 1, MAX_ITERS),
+        ("--kernels", args.kernels, 1, MAX_KERNELS),
+        ("--noise-warmup", args.noise_warmup, 0, MAX_ITERS),
+        ("--ranks", args.ranks, 2, MAX_RANKS),
+    ]
+    for option, value, low, high in bounds:
+        if value is not None and value > high:
+            raise TracekitError(f"{option} must be from {low} to {high} (got {value})")
+    big = [b for b in args.batch_sizes if b > MAX_DIMENSION]
+    if big:
+        raise TracekitError(f"--batch-sizes must be from 1 to {MAX_DIMENSION} (got {big[0]})")
 
 
 def _ranks(text: str) -> int:
@@ -98,19 +132,30 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="batch sizes to simulate (default 1)",
     )
     parser.add_argument(
-        "--seq-len", type=_positive, default=128, metavar="S", help="sequence length (default 128)"
+        "--seq-len",
+        type=_at_least(1),
+        default=128,
+        metavar="S",
+        help="sequence length (default 128)",
     )
     parser.add_argument(
-        "--iters", type=_positive, default=20, metavar="N", help="iterations per batch size (default 20)"
+        "--iters",
+        type=_at_least(1),
+        default=20,
+        metavar="N",
+        help="iterations per batch size (default 20)",
     )
     parser.add_argument(
         "--kernels",
-        type=_positive,
+        type=_at_least(1),
         metavar="N",
         help="target kernels per batch size (overrides --iters; for benchmarks; default: off)",
     )
     parser.add_argument(
-        "--ops", type=_positive, metavar="N", help="operators (kernels) per iteration (preset default)"
+        "--ops",
+        type=_at_least(1),
+        metavar="N",
+        help="operators (kernels) per iteration (preset default)",
     )
     parser.add_argument(
         "--seed", type=_non_negative, default=0, metavar="S", help="random seed, an integer >= 0 (default 0)"
@@ -255,6 +300,7 @@ def _rank_overrides(items: list[str], simulation: type) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     from tracekit.simulate import Noise, preset, simulate_sweep
 
+    check_bounds(args)
     if args.ranks is not None:
         return run_ranks(args)
     if args.runtime is None:
