@@ -404,3 +404,17 @@ def test_kineto_annotation_whose_dur_was_damaged_does_not_swallow_the_others(
     assert doc["warnings"][0].startswith(
         "1 annotations stamped to end more than an hour after every other event"
     )
+
+
+@pytest.mark.parametrize("capture", [CAPTURE, None])
+def test_nsys_range_hours_before_the_capture_is_said_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], capture: int | None
+) -> None:
+    """A range 5 h before the rest (start < 0) is left out as far, said once: not a second time as a range that
+    'began before the capture started'."""
+    path = _nsys(tmp_path / "far_before.synthetic.sqlite", NEAR, capture_ns=capture,
+                 far_ranges=[(-5 * HOUR_NS, -5 * HOUR_NS + 10**6)])  # fmt: skip
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 3
+    assert doc["warnings"][0].startswith("1 NVTX ranges stamped "), doc["warnings"]
+    assert len(doc["warnings"]) == 1, doc["warnings"]

@@ -676,7 +676,12 @@ def _nested(raw: pl.DataFrame) -> pl.DataFrame:
 
 
 def _read_nvtx(
-    export: Database, strings: pl.DataFrame, path: Path, warnings: list[str], capture_start: int = 0
+    export: Database,
+    strings: pl.DataFrame,
+    path: Path,
+    warnings: list[str],
+    capture_start: int = 0,
+    far: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
     (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
@@ -691,7 +696,8 @@ def _read_nvtx(
     that range's push and stops at its pop, and nsys (2022.4, recorded) writes that pop as the capture's end
     too. That range keeps its end, with a warning (read as cut, a capture triggered by its only 'iteration'
     had been "no ranges: nothing to analyze", and the trigger range of one around 5 iterations was said to
-    be cut by the capture). Warnings are appended to ``warnings``."""
+    be cut by the capture). Warnings are appended to ``warnings``. ``far``: the (start, end) of ranges left out
+    as stamped impossibly far (:func:`_without_far_events`, which said so), left out first."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
     exprs = {
@@ -770,6 +776,8 @@ def _read_nvtx(
     )
     ranges = _without_profiler_ranges(ranges, warnings)
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
+    if far is not None and far.height:  # (before any other rule: said once)
+        ranges = ranges.join(far, on=["start", "end"], how="anti", nulls_equal=True)
     ranges = _without_ranges_before_capture(ranges, warnings, capture_start)
     ends = _session_ends(export)
     # (the never-closed warning of :func:`_close_unclosed` counts them; a table of domain rows only, as nsys
@@ -1847,9 +1855,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     raw = empty_frame(RAW_RANGES_SCHEMA)
     if export.has("NVTX_EVENTS"):
         step("NVTX_EVENTS")
-        raw = _read_nvtx(export, strings, path, warnings, _capture_start(diagnostics))
-        if far_ranges.height:  # (left out as far: :func:`_without_far_events`)
-            raw = raw.join(far_ranges, on=["start", "end"], how="anti", nulls_equal=True)
+        raw = _read_nvtx(export, strings, path, warnings, _capture_start(diagnostics), far_ranges)
     if api is not None:
         ops = _ops_of_untraced_processes(ops, api, raw, warnings)
     unclosed = raw.filter(pl.col("end").is_null()).height
