@@ -814,6 +814,7 @@ def select_ranges(
         choice = synthetic_windows(trace, None, reason=f"no named ranges ({said})")
     else:
         choice = _select_closed(trace, candidates, range_name, path)
+        choice = _without_instants(trace, candidates, choice, range_name, path)
     if unnamed:
         choice.warnings.append(
             f"left out {unnamed} range{'s' if unnamed > 1 else ''} without a name: a range needs a name "
@@ -836,6 +837,41 @@ def select_ranges(
             "such a range has no latency and is no iteration"
         )
     return choice
+
+
+def _without_instants(
+    trace: Trace, candidates: pl.DataFrame, choice: RangeChoice, range_name: str | None, path: str | None
+) -> RangeChoice:
+    """``choice``, unless every range it chose lasts 0 (or less) and no range of their name (or of the same
+    name but for its numbers) has a duration: instants (markers, or ranges whose every end the profiler did not
+    record: Kineto writes dur 0 then), none of which has a latency. Then the choice is made again without such
+    ranges, with a warning; with ``--range`` naming them, a NoActivityError. (Beside ranges of their name that
+    have a duration, such ranges are left out before the choice: :func:`select_ranges`.)"""
+    frame = choice.frame
+    if choice.synthetic or frame.is_empty() or not (frame["range_end"] <= frame["range_start"]).all():
+        return choice
+    matched = frame.get_column("name").unique(maintain_order=True).to_list()
+    n = frame.height
+    what = f"the {n} {choice.name!r} ranges" if n > 1 else f"the one {choice.name!r} range"
+    if matched != [choice.name]:
+        what += f" ({_names(matched)})"
+    said = (
+        f"{what}: {'they all last' if n > 1 else 'it lasts'} 0, and no range of {'their' if n > 1 else 'its'} "
+        "name has a duration: markers, or ranges whose end the profiler did not record (Kineto writes dur 0 "
+        "then), so none is an iteration (none has a latency)"
+    )
+    if range_name is not None:
+        raise NoActivityError(
+            f"no iteration in {said}; leave out --range to analyze the whole trace, or split it with "
+            "--split-idle MS",
+            path,
+        )
+    instant = (pl.col("end") <= pl.col("start")) & ~(pl.col("end") > pl.col("start")).any().over(
+        _numbered_stem(pl.col("key"))
+    )
+    again = _select_closed(trace, candidates.filter(~instant), None, path)
+    again.warnings.insert(0, f"left out {said}")
+    return again
 
 
 def _select_closed(

@@ -482,3 +482,57 @@ def test_an_ort_run_of_negative_dur_is_skipped_and_said(tmp_path, capsys: pytest
     code, doc, err = analyze_json(capsys, str(path), "--skip", "0")
     assert code == 0, err
     assert [(r["latency_ms"], r["gpu_busy_ms"]) for r in doc["iterations"]] == [(1.0, 0.4)] * 4
+
+
+# ------------------------------------------------------------------------ iteration ranges that all last 0
+
+
+def _all_zero(tmp_path, fmt: str):
+    import json
+
+    from tests.hostile import run_sql, small_trace_events, three_iteration_nsys
+
+    if fmt == "kineto":
+        events = small_trace_events()
+        for event in events:
+            if event["name"] == "iteration":
+                event["dur"] = 0
+        path = tmp_path / "zero_ranges.synthetic.json"
+        path.write_text(json.dumps({"traceEvents": events}))
+        return path
+    return run_sql(
+        three_iteration_nsys(tmp_path / "zero_ranges.synthetic.sqlite"), "UPDATE NVTX_EVENTS SET end = start"
+    )
+
+
+@pytest.mark.parametrize(
+    ("fmt", "expected"),
+    [
+        # 4 iterations of 3 kernels of 10 us: first launch 1,000,010 us, last kernel end 1,003,240 us
+        ("kineto", (4, [(3.23, 0.12, 12)])),
+        # 3 iterations of kernels [100, 300) and [400, 500) us: first launch 10.05 ms, last kernel end 14.5 ms
+        ("nsys", (3, [(4.45, 0.9, 6)])),
+    ],
+)
+def test_iteration_ranges_that_all_last_zero_are_no_iterations(
+    tmp_path, capsys: pytest.CaptureFixture[str], fmt: str, expected
+) -> None:
+    """Every 'iteration' range lasts 0 (Kineto dur 0, nsys end = start): they were the iterations, each of
+    latency 0.0 ms. Now they are left out with a warning and the trace is analyzed without them (here: one
+    window over the whole trace); asked for with --range, a one-line error (exit 2)."""
+    from tests.hostile import analyze_json, run_cli
+
+    path = _all_zero(tmp_path, fmt)
+    n, rows = expected
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0, err
+    assert [(r["latency_ms"], round(r["gpu_busy_ms"], 6), r["kernels"]) for r in doc["iterations"]] == rows
+    assert (
+        f"left out the {n} 'iteration' ranges: they all last 0, and no range of their name has a duration: "
+        "markers, or ranges whose end the profiler did not record (Kineto writes dur 0 then), so none is an "
+        "iteration (none has a latency)"
+    ) in doc["warnings"]
+    code, out, err = run_cli(capsys, "analyze", str(path), "--range", "iteration")
+    assert code == 2
+    assert err.count("\n") == 1 and str(path) in err
+    assert f"no iteration in the {n} 'iteration' ranges: they all last 0" in err
