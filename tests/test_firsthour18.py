@@ -364,3 +364,28 @@ def test_simulate_refuses_values_past_its_bounds_at_once(tmp_path, capsys, optio
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and said in err, err
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------ names that are not UTF-8
+
+
+def test_written_text_keeps_a_lone_surrogate_as_an_escape(tmp_path):
+    """hostile18: a trace named with a Latin-1 byte (Python holds b'caf\\xe9' as 'caf\\udce9') or a run.json
+    model holding an escaped lone surrogate made every -o file stop with 'internal error: UnicodeEncodeError:
+    surrogates not allowed'. The file is written in UTF-8, the lone surrogate as its backslash escape."""
+    from tracekit.io import write_text_atomic
+
+    out = tmp_path / "out.md"
+    write_text_atomic(out, "trace caf\udce9.synthetic.json: é\n")
+    assert out.read_bytes() == "trace caf\\udce9.synthetic.json: é\n".encode()
+
+
+def test_standard_output_keeps_a_lone_surrogate_as_an_escape(capsys):
+    """The same on standard output, whatever its error handler (pytest's capture, like an en_US.UTF-8
+    terminal, is strict)."""
+    import argparse
+
+    from tracekit.commands.output import emit
+
+    emit(argparse.Namespace(output=None, quiet=True), '{"trace": "caf\udce9"}\n')
+    assert capsys.readouterr().out == '{"trace": "caf\\udce9"}\n'

@@ -341,9 +341,11 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
 
 
 def write_text_atomic(target: str | Path, text: str) -> None:
-    """Write ``text`` to ``target`` atomically."""
+    """Write ``text`` to ``target`` atomically, in UTF-8. A lone surrogate (a file name that is not UTF-8, which
+    Python holds as ``caf\\udce9``, or a JSON escape of one read back) is written as its backslash escape:
+    strict UTF-8 had stopped every output that named such a file with an internal error."""
     with atomic_path(target) as tmp:
-        tmp.write_text(text)
+        tmp.write_text(text, encoding="utf-8", errors="backslashreplace")
 
 
 def write_bytes_atomic(target: str | Path, data: bytes) -> None:

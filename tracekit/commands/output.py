@@ -196,4 +196,8 @@ def emit(args: argparse.Namespace, text: str) -> None:
         write_text_atomic(out, text)
         info(args, f"wrote {out}")
     else:
-        sys.stdout.write(text)
+        try:
+            sys.stdout.write(text)
+        except UnicodeEncodeError:  # a lone surrogate (a file name that is not UTF-8) on a strict stream
+            encoding = sys.stdout.encoding or "utf-8"
+            sys.stdout.write(text.encode(encoding, "backslashreplace").decode(encoding))
