@@ -12,7 +12,9 @@ A rule fires only when its condition holds, per sweep (runtime, sequence length)
   (``graph_projected_ms``: busy + one replay gap per kernel + the replay's head and tail,
   :func:`tracekit.analyzers.attribution.project_cuda_graphs`), or, when the trace gives none, max(GPU busy,
   latency − launch time); and only when that projection is at least ``LAUNCH_SHARE_MIN`` of the traced latency
-  below it (launch calls that ran while the GPU was busy cost nothing a graph would save).
+  below it (launch calls that ran while the GPU was busy cost nothing a graph would save), and, where the run
+  timed the configuration without the profiler, that much below the untraced latency too (a saving only the
+  profiler's idle time makes is none).
 - ``headroom``: the plateau extends past the smallest batch size: the largest batch size on it costs little
   more latency and multiplies throughput; whether its latency differs from the smallest batch size's at all
   is stated only outside the noise (``difference``: "higher", "lower" or "within noise").
@@ -274,6 +276,11 @@ def launch_calls(v: SweepView) -> Recommendation | None:
     if traced - projected < LAUNCH_SHARE_MIN * traced:
         # the launch calls ran while the device was busy (a GPU-bound run): a graph would buy little or nothing
         return None
+    untraced = base.get("untraced_latency_ms")
+    if untraced and untraced - projected < LAUNCH_SHARE_MIN * untraced:
+        # the saving is the profiler's: without it the run already takes about the projected latency (traced
+        # 3.0 ms, untraced 1.0, projected 0.95: a graph saves 5% of the real run, not 68%)
+        return None
     numbers = {
         "launch_api_ms": launch_ms,
         "launches": launches,
@@ -281,6 +288,8 @@ def launch_calls(v: SweepView) -> Recommendation | None:
         "projected_latency_ms": projected,
         "projection": "attribution" if base.get("graph_projected_ms") else "launch time removed",
     }
+    if untraced:
+        numbers["untraced_latency_ms"] = untraced  # the saving is judged against it too
     if base.get("_replays_graphs"):
         numbers["replays_graphs"] = True  # the launches counted are those outside the graphs it replays
     if base.get("_graph_caveat"):

@@ -394,3 +394,48 @@ def test_report_withholds_the_traced_figures_of_windows_that_are_not_iterations(
     assert row["traced_latency_ms"] == pytest.approx(0.55) and row["gpu_busy_ms"] == pytest.approx(0.2)
     assert row["latency_ms"] == pytest.approx(0.55) and row["kernels"] == 2
     assert not any("windows cut at idle gaps" in w for w in row["warnings"])
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3c. recommendations: no CUDA-graph saving that only the profiler's idle time makes
+
+
+def _launch_bound_row(untraced: float | None) -> dict[str, Any]:
+    """Batch 1 traced at 3.0 ms (busy 0.9, 100 kernels and 100 launches, 0.5 ms in launch calls), projected
+    as one CUDA graph at 0.95 ms; timed without the profiler at ``untraced`` ms (the sweep's latency)."""
+    stats = Measurement(count=10, kept=10, median=untraced) if untraced is not None else measure([3.0] * 10)
+    row = _row(1, stats, busy=0.9)
+    row.update(
+        latency_source="untraced" if untraced is not None else "traced",
+        untraced_latency_ms=untraced,
+        traced_latency_ms=3.0,
+        framework_overhead_ms=2.1,
+        framework_overhead_fraction=0.7,
+        gpu_utilization=0.3,
+        kernels=100.0,
+        launches=100.0,
+        launch_api_ms=0.5,
+        graph_projected_ms=0.95,
+    )
+    return row
+
+
+def test_no_cuda_graph_saving_that_is_only_the_profilers() -> None:
+    """Untraced 1.0 ms against the projected 0.95: a graph saves 5% of the real run (below the rule's 10%),
+    but the rule had judged it against the traced 3.0 ms (68%) and recommended it."""
+    kinds = [r["kind"] for r in build_report([_launch_bound_row(1.0)]).to_json(describe)["recommendations"]]
+    assert "launch_calls" not in kinds
+    # untraced 2.0 ms: 52% of it saved, recommended, with the untraced latency among its numbers
+    (lc,) = [
+        r
+        for r in build_report([_launch_bound_row(2.0)]).to_json(describe)["recommendations"]
+        if r["kind"] == "launch_calls"
+    ]
+    assert lc["numbers"]["untraced_latency_ms"] == 2.0 and lc["numbers"]["projected_latency_ms"] == 0.95
+    # no untraced latency: judged against the traced one, as before
+    (lc,) = [
+        r
+        for r in build_report([_launch_bound_row(None)]).to_json(describe)["recommendations"]
+        if r["kind"] == "launch_calls"
+    ]
+    assert "untraced_latency_ms" not in lc["numbers"] and lc["numbers"]["traced_latency_ms"] == 3.0
