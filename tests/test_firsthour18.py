@@ -389,3 +389,30 @@ def test_standard_output_keeps_a_lone_surrogate_as_an_escape(capsys):
 
     emit(argparse.Namespace(output=None, quiet=True), '{"trace": "caf\udce9"}\n')
     assert capsys.readouterr().out == '{"trace": "caf\\udce9"}\n'
+
+
+# ------------------------------------------------------------------------ analyze's outputs, all or none
+
+
+def test_outputs_together_put_nothing_in_place_when_one_fails(tmp_path):
+    """hostile18: analyze wrote (renamed into place) --gaps and --timeline before -o; when -o then failed (a full
+    disk), the old gaps and timeline files were already replaced. Inside io.outputs_together every file is put
+    in place only once all are written, the special targets (a device, a pipe) first."""
+    from tracekit.errors import TracekitError
+    from tracekit.io import outputs_together, write_text_atomic
+
+    gaps, out = tmp_path / "gaps.csv", tmp_path / "out.json"
+    gaps.write_text("old\n")
+    out.write_text("old\n")
+    with pytest.raises(TracekitError, match="No space left on device"):
+        with outputs_together():
+            write_text_atomic(gaps, "new\n")
+            write_text_atomic("/dev/full", "new\n")
+            write_text_atomic(out, "new\n")
+    assert gaps.read_text() == "old\n" and out.read_text() == "old\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gaps.csv", "out.json"]  # no temporary left
+    with outputs_together():
+        write_text_atomic(gaps, "new\n")
+        write_text_atomic(out, "new\n")
+        assert gaps.read_text() == "old\n"  # not yet
+    assert gaps.read_text() == "new\n" and out.read_text() == "new\n"

@@ -325,19 +325,59 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     umask = os.umask(0)
     os.umask(umask)
     os.chmod(tmp_path, 0o666 & ~umask)
+    deferred = False
     try:
         yield tmp_path
-        try:
-            if special:
-                with open(tmp_path, "rb") as src, open(target, "wb") as out:
-                    shutil.copyfileobj(src, out)
-            else:
-                os.replace(tmp_path, target)
-        except OSError as exc:
-            raise TracekitError(f"cannot write: {exc.strerror or exc}", target) from None
+        if _PENDING is not None:  # inside outputs_together: put in place with the others, at its end
+            _PENDING.append((tmp_path, target, special))
+            deferred = True
+        else:
+            _put_in_place(tmp_path, target, special)
     finally:
-        if tmp_path.exists():
+        if not deferred and tmp_path.exists():
             tmp_path.unlink()
+
+
+def _put_in_place(tmp_path: Path, target: Path, special: bool) -> None:
+    """The last step of :func:`atomic_path`: ``tmp_path`` renamed onto ``target`` (copied into it, ``special``:
+    a device or a pipe); a failure is one line (TracekitError) naming the target."""
+    try:
+        if special:
+            with open(tmp_path, "rb") as src, open(target, "wb") as out:
+                shutil.copyfileobj(src, out)
+        else:
+            os.replace(tmp_path, target)
+    except OSError as exc:
+        raise TracekitError(f"cannot write: {exc.strerror or exc}", target) from None
+
+
+#: Inside :func:`outputs_together`: the (temporary file, target, special) of every write not yet in place.
+_PENDING: list[tuple[Path, Path, bool]] | None = None
+
+
+@contextlib.contextmanager
+def outputs_together() -> Iterator[None]:
+    """Every :func:`atomic_path` write inside the block is put in place only when the block ends without an
+    error, all together: first the special targets (a device such as ``/dev/full``, a pipe), whose writes can
+    fail, then the renames. A failure leaves every output of the block as it was (analyze's ``-o``, ``--gaps``
+    and ``--timeline``: a full disk under ``-o`` had left ``--gaps`` and ``--timeline`` already replaced).
+    Nested blocks are the outer block's."""
+    global _PENDING
+    if _PENDING is not None:
+        yield
+        return
+    pending: list[tuple[Path, Path, bool]] = []
+    _PENDING = pending
+    try:
+        yield
+        _PENDING = None
+        for tmp_path, target, special in sorted(pending, key=lambda item: not item[2]):  # specials first
+            _put_in_place(tmp_path, target, special)
+    finally:
+        _PENDING = None
+        for tmp_path, _, _ in pending:
+            if tmp_path.exists():
+                tmp_path.unlink()
 
 
 def write_text_atomic(target: str | Path, text: str) -> None:

@@ -119,17 +119,29 @@ def run(args: argparse.Namespace) -> int:
         item, options, api.EVERYTHING if args.timeline else "needed", cache_dir=args.cache
     )
     doc = analyzed.to_json()
-    if args.gaps:
-        from tracekit.renderers.analysis import write_gaps
+    from tracekit.io import outputs_together
 
-        write_gaps(args.gaps, analyzed.idle_gaps)
+    # -o, --gaps and --timeline are put in place together, once all are written: a full disk under -o had
+    # left --gaps and --timeline already replaced
+    with outputs_together():
+        if args.gaps:
+            from tracekit.renderers.analysis import write_gaps
+
+            write_gaps(args.gaps, analyzed.idle_gaps)
+        if args.timeline:
+            from tracekit.renderers.timeline import write_timeline
+
+            write_timeline(analyzed, args.timeline)
+        if args.output:
+            emit(args, render("analyze", doc, args.format), said=False)
+    if args.gaps:
         info(args, f"wrote {args.gaps}")
     if args.timeline:
-        from tracekit.renderers.timeline import write_timeline
-
-        write_timeline(analyzed, args.timeline)
         info(args, f"wrote {args.timeline}: open it in ui.perfetto.dev")
-    if not args.output and args.format == "table" and sys.stdout.isatty():
+    if args.output:
+        info(args, f"wrote {args.output}")
+        warn(doc["warnings"])
+    elif args.format == "table" and sys.stdout.isatty():
         from rich.console import Console
 
         from tracekit.renderers.analysis import print_rich
@@ -137,6 +149,6 @@ def run(args: argparse.Namespace) -> int:
         print_rich(doc, Console())
     else:
         emit(args, render("analyze", doc, args.format))
-        if args.output or args.format != "table":  # a table on stdout (terminal, file or pipe) ends with them
+        if args.format != "table":  # a table on stdout (terminal, file or pipe) ends with them
             warn(doc["warnings"])
     return 0

@@ -187,14 +187,16 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
     return args.format
 
 
-def emit(args: argparse.Namespace, text: str) -> None:
-    """Write a rendered result to ``-o FILE`` (atomically; "wrote FILE" on stderr) or to stdout."""
+def emit(args: argparse.Namespace, text: str, said: bool = True) -> None:
+    """Write a rendered result to ``-o FILE`` (atomically; "wrote FILE" on stderr unless ``said`` is False: the
+    caller says it once the file is in place) or to stdout."""
     from tracekit.io import write_text_atomic
 
     out = getattr(args, "output", None)
     if out:
         write_text_atomic(out, text)
-        info(args, f"wrote {out}")
+        if said:
+            info(args, f"wrote {out}")
     else:
         try:
             sys.stdout.write(text)
