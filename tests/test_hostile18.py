@@ -591,7 +591,8 @@ def test_report_of_a_run_whose_model_name_holds_a_lone_surrogate_is_no_internal_
 def test_a_trace_whose_file_name_is_not_utf8_can_be_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, name: str | None
 ) -> None:
-    """A strict xfail (internal error: UnicodeEncodeError on a strict stdout and every -o file) until 899caf0; a pin now."""
+    """A strict xfail (internal error: UnicodeEncodeError on a strict stdout and every -o file) until 899caf0; a
+    pin now."""
     import os
 
     raw = os.fsencode(str(tmp_path)) + b"/caf\xe9.synthetic.json"
@@ -626,16 +627,10 @@ def test_a_range_argument_that_is_not_utf8_is_one_line(
     assert code == 2 and err.count("\n") == 1, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/fleet/run.py (the --jobs pool) / tracekit/fleet: a trace whose file name is not UTF-8 "
-    "(b'caf\\xe9.synthetic.json') among others with --jobs 2: 'T: worker failed: UnicodeEncodeError: ... "
-    "surrogates not allowed', exit 1, its analysis lost (analyzed alone, to a surrogateescape stdout, it reads); "
-    "expected both traces analyzed (exit 0)",
-)
 def test_a_trace_whose_file_name_is_not_utf8_is_analyzed_by_the_pool(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A strict xfail (worker failed: UnicodeEncodeError, exit 1) until 899caf0; a pin now."""
     import os
 
     odd = Path(os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.synthetic.json"))
