@@ -658,3 +658,27 @@ def test_report_of_a_run_folder_whose_name_is_not_utf8(
     assert "internal error" not in err, err
     assert code == 0, err
     assert (tmp_path / "rep" / "report.csv").is_file()
+
+
+def test_zero_length_iteration_markers_give_way_to_the_profiler_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin (6f6e340's rule, where another range series exists): every 'iteration' lasts 0 beside ProfilerStep#N
+    ranges of 950 µs over the same work: the steps are the iterations (4 x 0.95 ms, 3 kernels, 0.03 ms busy), the
+    markers left out with a warning; --range iteration is one line naming the way out."""
+    events = small_trace_events()
+    for event in list(events):
+        if event["name"] == "iteration":
+            event["dur"] = 0
+            step = dict(event, name=f"ProfilerStep#{(event['ts'] - 1_000_000) // 1000}", dur=950)
+            events.append(step)
+    path = _kineto(tmp_path / "markers.synthetic.json", events)
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    assert doc["range"] == "ProfilerStep#*"
+    assert [(it["latency_ms"], it["gpu_busy_ms"], it["kernels"]) for it in doc["iterations"]] == [
+        (0.95, 0.03, 3)
+    ] * 4
+    assert any(w.startswith("left out the 4 'iteration' ranges: they all last 0") for w in doc["warnings"])
+    code, _, err = _run(capsys, "analyze", str(path), "--range", "iteration")
+    assert code == 2 and err.count("\n") == 1 and "--split-idle" in err, err
