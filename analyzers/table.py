@@ -351,7 +351,7 @@ def _without_repeats(
     two paths, a link) or a byte-identical copy labelled the same configuration (its --ncu file, when another
     one, is said not to be joined). A copy labelled another configuration (run.json or sidecars saying two
     things of one recording) keeps both rows, with a warning."""
-    from tracekit.io import BYTE_COPY, Recordings
+    from tracekit.io import BYTE_COPY, CONTENT_COPY, Recordings
 
     seen = Recordings()
     kept, warnings = [], []
@@ -359,11 +359,17 @@ def _without_repeats(
         first, how = seen.find(row.get("trace"))
         if (
             isinstance(first, dict)
-            and how == BYTE_COPY
+            and how in (BYTE_COPY, CONTENT_COPY)
             and not all(first.get(k) == row.get(k) for k in IDENTITY_KEYS)
         ):
             warnings.append(
-                f"{row['trace']} is a byte-identical copy of {first['trace']} but labelled another "
+                f"{row['trace']} is "
+                + (
+                    "a byte-identical copy of"
+                    if how == BYTE_COPY
+                    else "the same recording, once inflated, as"
+                )
+                + f" {first['trace']} but labelled another "
                 f"configuration ({row_label(row)}, not {row_label(first)}): one recording in two rows"
             )
             first = None

@@ -416,3 +416,28 @@ def test_outputs_together_put_nothing_in_place_when_one_fails(tmp_path):
         write_text_atomic(out, "new\n")
         assert gaps.read_text() == "old\n"  # not yet
     assert gaps.read_text() == "new\n" and out.read_text() == "new\n"
+
+
+def test_a_trace_and_its_gzipped_copy_are_one_recording(tmp_path):
+    """hostile18: a trace and a gzipped copy of it (t.json, t.json.gz) were two rows of table, without a word:
+    io.Recordings compared the bytes on disk. The inflated bytes are compared (the gzip trailer's size first)."""
+    import gzip
+
+    from tracekit.io import BYTE_COPY, CONTENT_COPY, Recordings
+
+    plain = tmp_path / "t.synthetic.json"
+    plain.write_text('{"traceEvents": [], "otherData": {"synthetic": true}}\n')
+    packed = tmp_path / "t.synthetic.json.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes(), mtime=0))
+    again = tmp_path / "u.synthetic.json.gz"
+    again.write_bytes(gzip.compress(plain.read_bytes(), compresslevel=1, mtime=7))
+    other = tmp_path / "v.synthetic.json.gz"
+    other.write_bytes(gzip.compress(plain.read_bytes().replace(b"true", b"tru3"), mtime=0))
+    seen = Recordings()
+    seen.add(plain, "first")
+    assert seen.find(packed) == ("first", CONTENT_COPY)
+    assert seen.find(again) == ("first", CONTENT_COPY)
+    assert seen.find(other) == (None, "")  # same inflated size, other bytes
+    copy = tmp_path / "w.synthetic.json"
+    copy.write_bytes(plain.read_bytes())
+    assert seen.find(copy) == ("first", BYTE_COPY)

@@ -119,12 +119,16 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 #: how :class:`Recordings` found a file again
 SAME_FILE, BYTE_COPY = "the same file twice or a link to it", "a byte-identical copy"
+#: A copy whose bytes are the same once gzip is inflated (t.json and t.json.gz, or two compressions of them).
+CONTENT_COPY = "the same bytes once inflated (gzip)"
+GZIP_MAGIC = b"\x1f\x8b"
 
 
 class Recordings:
     """The files seen so far, to tell one recording given twice: the same file (another spelling of its path, a
-    link to it: one device and inode) or a byte-identical copy (SHA-256, asked only of files of equal size).
-    Each file seen is remembered with a value (the row it gave)."""
+    link to it: one device and inode), a byte-identical copy, or a copy that is the same once gzip is inflated
+    (SHA-256 of the inflated bytes, asked only of files whose sizes, inflated, are equal: a gzip file's trailer
+    gives its size modulo 2^32). Each file seen is remembered with a value (the row it gave)."""
 
     def __init__(self) -> None:
         self._by_inode: dict[tuple[int, int], object] = {}
@@ -142,32 +146,60 @@ class Recordings:
             return None
         return (st.st_dev, st.st_ino, st.st_size)
 
+    @staticmethod
+    def _gzipped(path: str) -> bool:
+        try:
+            with open(path, "rb") as fh:
+                return fh.read(2) == GZIP_MAGIC
+        except OSError:
+            return False
+
+    def _content_size(self, path: str, size: int) -> int:
+        """``size`` modulo 2^32, or for a gzip file the inflated size its trailer gives (modulo 2^32 too)."""
+        if size >= 18 and self._gzipped(path):
+            try:
+                with open(path, "rb") as fh:
+                    fh.seek(-4, os.SEEK_END)
+                    return int.from_bytes(fh.read(4), "little")
+            except OSError:
+                pass
+        return size % (1 << 32)
+
     def _digest(self, path: str) -> str | None:
+        """SHA-256 of the file's bytes, inflated where it is gzipped (None: it cannot be read or inflated)."""
         if path not in self._digests:
+            import gzip
             import hashlib
+            import zlib
 
             digest = hashlib.sha256()
             try:
-                with open(path, "rb") as fh:
+                opener = gzip.open if self._gzipped(path) else open
+                with opener(path, "rb") as fh:
                     for block in iter(lambda: fh.read(1 << 20), b""):
                         digest.update(block)
                 self._digests[path] = digest.hexdigest()
-            except OSError:
+            except (OSError, EOFError, zlib.error):
                 self._digests[path] = None
         return self._digests[path]
 
     def find(self, path: str | Path | None) -> tuple[object | None, str]:
         """(the value remembered with the first file of ``path``'s recording, how it is the same:
-        :data:`SAME_FILE` or :data:`BYTE_COPY`), or (None, "") for a recording not seen."""
+        :data:`SAME_FILE`, :data:`BYTE_COPY` or :data:`CONTENT_COPY`), or (None, "") for a recording not seen."""
         key = self.identity(path)
         if key is None:
             return None, ""
         if key[:2] in self._by_inode:
             return self._by_inode[key[:2]], SAME_FILE
-        mine = self._digest(str(path))
-        for other, value in self._by_size.get(key[2], []):
+        candidates = self._by_size.get(self._content_size(str(path), key[2]), [])
+        mine = self._digest(str(path)) if candidates else None
+        import filecmp
+
+        for other, value in candidates:
             if mine is not None and self._digest(other) == mine:
-                return value, BYTE_COPY
+                both_plain = not self._gzipped(str(path)) and not self._gzipped(other)
+                same_bytes = both_plain or filecmp.cmp(str(path), other, shallow=False)
+                return value, BYTE_COPY if same_bytes else CONTENT_COPY
         return None, ""
 
     def add(self, path: str | Path | None, value: object) -> None:
@@ -175,7 +207,7 @@ class Recordings:
         key = self.identity(path)
         if key is not None:
             self._by_inode.setdefault(key[:2], value)
-            self._by_size.setdefault(key[2], []).append((str(path), value))
+            self._by_size.setdefault(self._content_size(str(path), key[2]), []).append((str(path), value))
 
 
 def _unwritable(folder: Path) -> str | None:
