@@ -47,9 +47,10 @@ def test_iterations_whose_every_kernel_is_untimed_have_no_busy_time(
     busy = doc["summary"]["gpu_busy_ms"]
     assert (busy["mean"], busy["min"], busy["max"]) == (0.03, 0.03, 0.03)
     assert doc["summary"]["verdict_uncertain"] is None
-    assert any("1 of 4 iterations (index 1)" in w and "none of which has a start or end time" in w for w in doc["warnings"]), (
-        doc["warnings"]
-    )
+    assert any(
+        "1 of 4 iterations (index 1)" in w and "none of which has a start or end time" in w
+        for w in doc["warnings"]
+    ), doc["warnings"]
 
 
 def test_no_verdict_when_no_kernel_of_any_iteration_is_timed(
@@ -82,3 +83,49 @@ def test_a_partly_timed_iteration_still_doubts_the_verdict(
     assert doc["summary"]["verdict_uncertain"].startswith(
         "verdict uncertain: 1 of 9 device ops in the iterations (11%)"
     )
+
+
+# ------------------------------------------------------------------------- file names that are not UTF-8
+
+
+def _odd_name(folder: Path) -> Path:
+    """``folder``/caf\\xe9.synthetic.json (Latin-1 bytes: not UTF-8), a small SYNTHETIC Kineto trace."""
+    import os
+
+    return _kineto(
+        Path(os.fsdecode(os.fsencode(str(folder)) + b"/caf\xe9.synthetic.json")), small_trace_events()
+    )
+
+
+def test_a_pool_worker_names_its_note_for_a_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    """The memory ceiling's note of a many-trace worker is named by a hash of the path's bytes: a name that is
+    not UTF-8 had made every --jobs worker fail ('worker failed: UnicodeEncodeError')."""
+    import hashlib
+
+    from tracekit.fleet.run import _note_name
+
+    path = str(_odd_name(tmp_path))
+    assert (
+        _note_name(path)
+        == hashlib.blake2b(str(tmp_path).encode() + b"/caf\xe9.synthetic.json", digest_size=8).hexdigest()
+    )
+
+
+def test_the_memory_ceiling_stops_the_analysis_of_a_file_whose_name_is_not_utf8(tmp_path: Path) -> None:
+    """--max-memory below what the analysis needs ends it in one line naming the file (its backslash escape),
+    exit 2. With a name that is not UTF-8, the ceiling's thread had died on a UnicodeEncodeError (a traceback),
+    and the analysis went on past the ceiling to exit 0."""
+    import subprocess
+    import sys
+
+    path = _odd_name(tmp_path)
+    done = subprocess.run(
+        [sys.executable, "-m", "tracekit.cli", "analyze", path.name, "--max-memory", "60M", "-q"],
+        cwd=tmp_path,
+        capture_output=True,
+        timeout=120,
+    )
+    err = done.stderr.decode("utf-8", errors="strict")
+    assert done.returncode == 2, err
+    assert err.startswith("tracekit: caf\\udce9.synthetic.json: memory use passed 60 MiB ("), err
+    assert err.count("\n") == 1 and "Traceback" not in err, err

@@ -308,7 +308,8 @@ class _Watchdog:
         else:
             where = f"{_state['input']}: " if _state["input"] else ""
             with contextlib.suppress(OSError):
-                os.write(2, f"tracekit: {where}{what}\n".encode())
+                # (a file name that is not UTF-8 is written as its backslash escape, as every output is)
+                os.write(2, f"tracekit: {where}{what}\n".encode(errors="backslashreplace"))
         os._exit(LimitError.exit_code)
 
 

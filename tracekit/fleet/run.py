@@ -101,7 +101,7 @@ class WorkerCeiling:
 def _note_name(path: str) -> str:
     import hashlib
 
-    return hashlib.blake2b(path.encode(), digest_size=8).hexdigest()
+    return hashlib.blake2b(os.fsencode(path), digest_size=8).hexdigest()  # (a name that is not UTF-8 too)
 
 
 def death_note(notes: str, path: str) -> str | None:
