@@ -681,7 +681,7 @@ def _read_nvtx(
     path: Path,
     warnings: list[str],
     capture_start: int = 0,
-    far: pl.DataFrame | None = None,
+    far: Callable[[pl.DataFrame], pl.DataFrame] | None = None,
 ) -> pl.DataFrame:
     """Raw NVTX ranges with names and domains; ``end`` may be null (depth computed later). Read columnar
     (:meth:`~tracekit.readers.sqlite_engine.Database.numeric_frame`; PyTorch's ``emit_nvtx`` writes a range
@@ -696,8 +696,8 @@ def _read_nvtx(
     that range's push and stops at its pop, and nsys (2022.4, recorded) writes that pop as the capture's end
     too. That range keeps its end, with a warning (read as cut, a capture triggered by its only 'iteration'
     had been "no ranges: nothing to analyze", and the trigger range of one around 5 iterations was said to
-    be cut by the capture). Warnings are appended to ``warnings``. ``far``: the (start, end) of ranges left out
-    as stamped impossibly far (:func:`_without_far_events`, which said so), left out first."""
+    be cut by the capture). Warnings are appended to ``warnings``. ``far``: the rule that leaves out the ranges
+    stamped impossibly far (:func:`_without_far_ranges`), applied first."""
     t = "NVTX_EVENTS"
     _require_columns(export, t, ("start", "eventType"), path)
     exprs = {
@@ -776,8 +776,8 @@ def _read_nvtx(
     )
     ranges = _without_profiler_ranges(ranges, warnings)
     ranges = ranges.with_columns(domain=domain).drop("domain_id", "domain_name", "event_type")
-    if far is not None and far.height:  # (before any other rule: said once)
-        ranges = ranges.join(far, on=["start", "end"], how="anti", nulls_equal=True)
+    if far is not None:  # (before any other rule: said once)
+        ranges = far(ranges)
     ranges = _without_ranges_before_capture(ranges, warnings, capture_start)
     ends = _session_ends(export)
     # (the never-closed warning of :func:`_close_unclosed` counts them; a table of domain rows only, as nsys
@@ -1734,42 +1734,59 @@ def _range_times(export: Database) -> pl.DataFrame:
     return pl.DataFrame(rows, schema={"start": pl.Int64, "end": pl.Int64}, orient="row")
 
 
-def _ranges_may_lie_far(
-    export: Database, capture: tuple[int, int] | None, starts: dict[str, pl.Series]
-) -> bool:
-    """Whether an NVTX range may lie far from the export's work (starting outside the stated capture or ending
-    after it, or more than an hour from the ops' and calls' span): one pass of SQLite's min/max over the ranges,
-    so that their times are read only then."""
-    t = "NVTX_EVENTS"
-    if not export.has(t) or not {"start", "eventType"} <= export.columns(t):
-        return False
-    end = export.col(t, "end")
-    low, high, last = export.con.execute(
-        f'SELECT min("start"), max("start"), max(CASE WHEN typeof({end}) = \'integer\' THEN {end} END) '
-        f'FROM {quote(_real_name(export, t))} WHERE "eventType" IN ({_RANGE_TYPES}) '
-        "AND typeof(\"start\") = 'integer'"
-    ).fetchone()
+def _without_far_ranges(
+    ranges: pl.DataFrame,
+    ops: pl.DataFrame,
+    api: pl.DataFrame | None,
+    capture: tuple[int, int] | None,
+    warnings: list[str],
+) -> pl.DataFrame:
+    """``ranges`` (raw NVTX ranges: start, end) without those stamped impossibly far from all the export's work
+    (:func:`tracekit.readers.timestamps.far_events`, the ops and calls placing the trace), with a warning; for
+    an export none of whose ops and calls lay far (:func:`_without_far_events` judged the ranges with them
+    otherwise). One min/max over the ranges answers the usual export."""
+    if ranges.is_empty():
+        return ranges
+    low, high, last = ranges.select(
+        low=pl.col("start").min(), high=pl.col("start").max(), last=pl.col("end").max()
+    ).row(0)
     if low is None:
-        return False
+        return ranges
     high = max(high, last if last is not None else high)
+    work = [ops.get_column("start")] + ([] if api is None else [api.get_column("start")])
     if capture is not None:
-        return low < capture[0] - CAPTURE_SLACK_NS or high > capture[1] + CAPTURE_SLACK_NS
-    points = [s for s in starts.values() if s.len() > s.null_count()]
-    if not points:
-        return False
-    first = min(int(s.min()) for s in points)  # type: ignore[arg-type]
-    latest = max(int(s.max()) for s in points)  # type: ignore[arg-type]
-    return max(high, latest) - min(low, first) > FAR_NS
+        if low >= capture[0] - CAPTURE_SLACK_NS and high <= capture[1] + CAPTURE_SLACK_NS:
+            return ranges
+    else:
+        points = [s for s in work if s.len() > s.null_count()]
+        if not points:
+            return ranges  # (a trace of ranges alone: nothing else places them)
+        first = min(int(s.min()) for s in points)  # type: ignore[arg-type]
+        latest = max(int(s.max()) for s in points)  # type: ignore[arg-type]
+        if max(high, latest) - min(low, first) <= FAR_NS:
+            return ranges
+    far, warning = far_events(
+        {},
+        anchors=work,
+        capture=capture,
+        ends={"NVTX ranges": ranges.get_column("end")},
+        ranges={"NVTX ranges": ranges.get_column("start")},
+    )
+    if warning is None:
+        return ranges
+    warnings.append(warning)
+    return ranges.filter(~far["NVTX ranges"])
 
 
 def _without_far_events(
     export: Database, ops: pl.DataFrame, api: pl.DataFrame | None, warnings: list[str]
-) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame]:
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None]:
     """``ops`` and ``api`` without the device ops and calls stamped impossibly far from the rest of the
     export (:func:`tracekit.readers.timestamps.far_events`): outside the capture that ``ANALYSIS_DETAILS``
     says ran from the session clock's 0 to its ``duration``, or an hour from every other op and call, with one
     warning; and the (start, end) of the NVTX ranges so stamped, with no work beside them (to be left out of
-    the ranges). (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
+    the ranges), or None where no op or call lay far (the ranges are then judged as they are read:
+    :func:`_without_far_ranges`). (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
     the launch delay around to +2^63; an NVTX range 5 h after a 20-ms capture was an iteration of no work.)
 
     A device op whose launch call (its correlation id, in its process) was left out as far, while the op was
@@ -1785,8 +1802,8 @@ def _without_far_events(
         ends["API calls"] = api.get_column("end")
     none = pl.DataFrame(schema={"start": pl.Int64, "end": pl.Int64})
     far, warning = far_events(starts, capture=capture, ends=ends)
-    if warning is None and not _ranges_may_lie_far(export, capture, starts):
-        return ops, api, none
+    if warning is None:  # (the ranges are judged where they are read: :func:`_without_far_ranges`)
+        return ops, api, None
     # (something lies far: the ranges tell a phase of the program of its own, or a damaged capture record, from
     # damaged rows, and may lie far themselves; read only then)
     ranges = _range_times(export)
@@ -1835,6 +1852,15 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
 
     ops, api, far_ranges = _without_far_events(export, ops, api, warnings)
+
+    def far_rule(ranges: pl.DataFrame) -> pl.DataFrame:
+        """The NVTX ranges without those stamped impossibly far (said): judged with the ops and calls where
+        one of them lay far (:func:`_without_far_events`), else here."""
+        if far_ranges is not None:
+            return ranges.join(far_ranges, on=["start", "end"], how="anti", nulls_equal=True)
+        ends = _session_ends(export)
+        return _without_far_ranges(ranges, ops, api, (0, max(ends)) if ends else None, warnings)
+
     if api is not None:
         ops = _with_launching_process(ops, api, warnings)
         api = _calls_with_process(api, ops, warnings)
@@ -1855,7 +1881,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     raw = empty_frame(RAW_RANGES_SCHEMA)
     if export.has("NVTX_EVENTS"):
         step("NVTX_EVENTS")
-        raw = _read_nvtx(export, strings, path, warnings, _capture_start(diagnostics), far_ranges)
+        raw = _read_nvtx(export, strings, path, warnings, _capture_start(diagnostics), far_rule)
     if api is not None:
         ops = _ops_of_untraced_processes(ops, api, raw, warnings)
     unclosed = raw.filter(pl.col("end").is_null()).height
