@@ -418,3 +418,21 @@ def test_nsys_range_hours_before_the_capture_is_said_once(
     assert _rows(doc) == [(1.0, 0.3, 2)] * 3
     assert doc["warnings"][0].startswith("1 NVTX ranges stamped "), doc["warnings"]
     assert len(doc["warnings"]) == 1, doc["warnings"]
+
+
+def test_kineto_cpu_only_trace_leaves_out_a_lone_annotation_hours_away(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A CPU-only Kineto trace (annotations and operators, no device op or call): an annotation 5 h after the
+    rest with nothing beside it is left out; the 3 iterations stay (each 0.9 ms)."""
+    events: list[dict[str, Any]] = []
+    for i in range(3):
+        ts = T0_US + i * 1000
+        events.append({"ph": "X", "cat": "user_annotation", "name": "iteration", "pid": 1, "tid": 1, "ts": ts,
+                       "dur": 900})  # fmt: skip
+        events.append({"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": ts + 100,
+                       "dur": 500})  # fmt: skip
+    events.append(dict(events[0], ts=T0_US + 5 * HOUR_US))
+    doc = _analyze(capsys, _kineto(tmp_path, "cpu_far.synthetic.json", events))
+    assert [it["latency_ms"] for it in doc["iterations"]] == [0.9, 0.9, 0.9]
+    assert doc["warnings"][0].startswith("1 annotations stamped more than an hour"), doc["warnings"]
