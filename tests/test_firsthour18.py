@@ -441,3 +441,21 @@ def test_a_trace_and_its_gzipped_copy_are_one_recording(tmp_path):
     copy = tmp_path / "w.synthetic.json"
     copy.write_bytes(plain.read_bytes())
     assert seen.find(copy) == ("first", BYTE_COPY)
+
+
+# ------------------------------------------------------------------------ report's wording
+
+
+def test_a_transition_from_one_iteration_each_says_the_noise_is_unknown():
+    """followups18: a transition judged from two medians of 1 iteration each read as a fact ("no framework-bound
+    plateau: batch 2 already costs 1.50x batch 1 (tolerance 10%)"), where the headroom and runtime wordings say
+    "noise unknown: too few iterations for an interval". The transition says it too."""
+    from tests.test_followups18 import _row
+    from tracekit.analyzers.report import build_report
+    from tracekit.analyzers.stability import measure
+    from tracekit.renderers.recommendations import describe
+
+    rows = [_row(1, measure([1.0])), _row(2, measure([1.5]))]
+    (rec,) = [r for r in build_report(rows).to_json(describe)["recommendations"] if r["kind"] == "transition"]
+    assert rec["numbers"]["latency_ratio"] == 1.5 and rec["numbers"]["latency_ratio_low"] is None
+    assert "1.50x batch 1 (tolerance 10%; noise unknown: too few iterations for an interval)" in rec["text"]

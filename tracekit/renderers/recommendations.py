@@ -155,7 +155,9 @@ def _transition(r: Recommendation) -> str:
             f"(up to batch {n['largest_batch_size']})."
         )
     ratio = _interval(n.get("latency_ratio_low"), n.get("latency_ratio_high"))
-    where = f"{n['latency_ratio']:.2f}x" + (f", 95% interval {ratio}" if ratio else "")
+    # (no interval: medians of too few iterations; the headroom and runtime wordings say so too)
+    noise = "" if ratio else "; noise unknown: too few iterations for an interval"
+    where = f"{n['latency_ratio']:.2f}x" + (f", 95% interval {ratio}" if ratio else noise)
     after = n.get("after_batch_size")
     if after is not None and r.batch_size > 2 * after:
         # batch sizes between were not measured (skipped, failed): the transition is not known more closely
@@ -169,14 +171,14 @@ def _transition(r: Recommendation) -> str:
         text = (
             f"{_name(r)}: batch {r.batch_size} costs {n['latency_ratio']:.2f}x batch {b0} ("
             + (f"95% interval {ratio}; " if ratio else "")
-            + f"tolerance {tol})"
+            + f"tolerance {tol}{noise})"
         )
     elif f["last_plateau"] == b0 and not f.get("edge"):
         text = (
             f"{_name(r)}: no framework-bound plateau: batch {r.batch_size} already costs "
             f"{n['latency_ratio']:.2f}x batch {b0} ("
             + (f"95% interval {ratio}; " if ratio else "")
-            + f"tolerance {tol})"
+            + f"tolerance {tol}{noise})"
         )
     else:
         text = (
