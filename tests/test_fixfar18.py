@@ -436,3 +436,29 @@ def test_kineto_cpu_only_trace_leaves_out_a_lone_annotation_hours_away(
     doc = _analyze(capsys, _kineto(tmp_path, "cpu_far.synthetic.json", events))
     assert [it["latency_ms"] for it in doc["iterations"]] == [0.9, 0.9, 0.9]
     assert doc["warnings"][0].startswith("1 annotations stamped more than an hour"), doc["warnings"]
+
+
+def test_nsys_far_runtime_row_before_its_near_driver_twin_keeps_the_twin(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """cudaLaunchKernel of id 1 stamped 3 h *before* the capture, its nested cuLaunchKernel (same id) where it
+    was. The reader keeps one row per launch (the outermost: the earliest), which had been the damaged one: it
+    was then left out as far, the kernel lost its link (placed by its own start, 'no correlation id') and
+    iteration 0 counted 1 launch of 2. The far rows are now left out before the collapse: 2 launches, the link
+    kept."""
+    path = _nsys(tmp_path / "far_twin_before.synthetic.sqlite", NEAR, driver_twin=True)
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute(
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start - 10800000000000, end = end - 10800000000000 "
+        "WHERE correlationId = 1 AND eventClass = 0"
+    )
+    con.commit()
+    con.close()
+    doc = _analyze(capsys, path)
+    assert [(*row, it["launches"]) for row, it in zip(_rows(doc), doc["iterations"], strict=True)] == [
+        (1.0, 0.3, 2, 2)
+    ] * 3
+    assert doc["warnings"][0].startswith("1 API calls stamped outside the capture"), doc["warnings"]
+    assert len(doc["warnings"]) == 1, doc["warnings"]

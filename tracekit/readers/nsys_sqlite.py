@@ -1138,15 +1138,18 @@ def _read_api(
     path: Path,
     cols: frozenset[str] | None,
     step: Callable[[str], None],
+    collapse: bool = True,
 ) -> pl.DataFrame:
-    """Runtime and driver calls (:data:`API_SCHEMA`), duplicate rows of one call collapsed to the outermost."""
+    """Runtime and driver calls (:data:`API_SCHEMA`), duplicate rows of one call collapsed to the outermost
+    (``collapse``; the reader collapses them itself after leaving out the rows stamped far, so that a launch
+    recorded twice, one row of it damaged, keeps the other: :func:`_without_far_events`)."""
     parts = []
     for table in (RUNTIME_TABLE, DRIVER_TABLE):
         if export.has(table):
             step(table)
             parts.append(_read_api_table(export, table, strings, path, cols))
     api = pl.concat([conform(p, API_SCHEMA) for p in parts]) if parts else empty_frame(API_SCHEMA)
-    return collapse_duplicate_calls(api)
+    return collapse_duplicate_calls(api) if collapse else api
 
 
 def _with_launching_process(ops: pl.DataFrame, api: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
@@ -1786,8 +1789,9 @@ def _without_far_events(
     says ran from the session clock's 0 to its ``duration``, or an hour from every other op and call, with one
     warning; and the (start, end) of the NVTX ranges so stamped, with no work beside them (to be left out of
     the ranges), or None where no op or call lay far (the ranges are then judged as they are read:
-    :func:`_without_far_ranges`). (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a start of -2^63 wrapped
-    the launch delay around to +2^63; an NVTX range 5 h after a 20-ms capture was an iteration of no work.)
+    :func:`_without_far_ranges`). (A start of 2^63 - 807 ns read as it was made a latency of 9.2e12 ms, a
+    start of -2^63 wrapped the launch delay around to +2^63; an NVTX range 5 h after a 20-ms capture was an
+    iteration of no work.) ``api``: every row of a call recorded twice (collapsed after this).
 
     A device op whose launch call (its correlation id, in its process) was left out as far, while the op was
     not, keeps its own time: its correlation id is taken away, so that it is placed in its iteration by its own
@@ -1845,13 +1849,15 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     if "api" in want and rows <= SIDE_BY_SIDE_MAX_ROWS:  # the two largest tables, read side by side
         ops, api = export.side_by_side(
             lambda: _read_ops(export, strings, path, read_cols, warnings, step, untimed),
-            lambda: _read_api(export, strings, path, want["api"], step),
+            lambda: _read_api(export, strings, path, want["api"], step, collapse=False),
         )
     else:
         ops = _read_ops(export, strings, path, read_cols, warnings, step, untimed)
-        api = _read_api(export, strings, path, want["api"], step) if "api" in want else None
+        api = _read_api(export, strings, path, want["api"], step, collapse=False) if "api" in want else None
 
     ops, api, far_ranges = _without_far_events(export, ops, api, warnings)
+    if api is not None:  # (after the far rows are left out: a launch recorded twice keeps its undamaged row)
+        api = collapse_duplicate_calls(api)
 
     def far_rule(ranges: pl.DataFrame) -> pl.DataFrame:
         """The NVTX ranges without those stamped impossibly far (said): judged with the ops and calls where
