@@ -25,6 +25,17 @@ left out, with one warning that counts them and says where they were:
 Only a minority is ever left out: a kind of event (device ops, API calls) of which half or more would go is
 kept whole and said (a device clock other than the host's is a different problem, said by the analysis'
 clock checks).
+
+Ranges (NVTX ranges, Kineto annotations) place the trace, and are judged too: one starting outside the stated
+capture with no device work outside it beside it, or (no capture) in a cluster of nothing but ranges while
+the trace's body holds other events, or ending as an event may not (above), is left out when a minority of
+the ranges (an NVTX range 5 h after a 20-ms capture had been an iteration of no work; an iteration whose end
+was damaged, one of 5 hours swallowing every later one). A range of a trace of ranges alone is judged only
+against a stated capture.
+
+A device op whose launch call was left out while the op was not keeps its own time: the correlation id joins
+the call's start (which decides the op's iteration) to the op, and only the call's time is damaged
+(:func:`launched_by_far_calls`; the readers take the op's link away, so that it is placed by its own start).
 """
 
 from __future__ import annotations
