@@ -309,6 +309,40 @@ def per_kernel(kernel_metrics: pl.DataFrame) -> pl.DataFrame:
     return wide.select("kernel", "name", "range", "duration_ns", *exprs).sort("kernel")
 
 
+#: How the warnings name each per-kernel column.
+_LABELS = {"sms_active": "SMs active", "warp_occupancy": "warp occupancy"}
+
+
+def _impossible_shares(values: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``values`` (:func:`per_kernel`) with every SMs-active or warp-occupancy value that no share can be (below
+    0, above 100, or not finite: a cycle ratio over 0 elapsed cycles) made NaN (missing: skipped and counted,
+    as ncu's "n/a"), and a warning per column naming the metric, how many kernels and the extreme value. The
+    ncu reader reads a ``%`` share of a peak outside 0-100 so already; this checks what it does not see: the
+    ratio of two cycle counts (active cycles above elapsed ones: a damaged counter, or two replay passes that
+    disagree), ncu 2019.x's legacy warp percentage and Kineto's occupancy estimate."""
+    for column, label in _LABELS.items():
+        v = pl.col(column)
+        bad = (v.is_not_null() & ~v.is_nan() & ((v < 0) | (v > 100) | ~v.is_finite())).fill_null(False)
+        flagged = values.filter(bad)
+        if flagged.is_empty():
+            continue
+        finite = flagged.filter(pl.col(column).is_finite())
+        extremes = []
+        if finite.height and finite[column].max() > 100:
+            extremes.append(f"largest {finite[column].max():g}%")
+        if finite.height and finite[column].min() < 0:
+            extremes.append(f"smallest {finite[column].min():g}%")
+        if finite.height < flagged.height:
+            extremes.append("not a finite number")
+        how = ", ".join(sorted(set(flagged[f"{column}_how"].drop_nulls().to_list())))
+        warnings.append(
+            f"{label} ({how}): {flagged.height} of {values.height} kernels have a value outside 0-100% "
+            f"({', '.join(extremes)}), which no share can be: read as missing (NaN) for those kernels"
+        )
+        values = values.with_columns(pl.when(bad).then(float("nan")).otherwise(v).alias(column))
+    return values
+
+
 @dataclass
 class KernelMetricsResult:
     """``kernels``: per-kernel values (plus, when joined, iteration, position (launch order), timeline_ns,
@@ -770,7 +804,7 @@ def analyze_kernel_metrics(
     km = metrics_trace.kernel_metrics
     same_trace = timeline is not None and metrics_trace is timeline
     source = "kineto estimate" if (same_trace or km["metric"].eq(KINETO_OCCUPANCY).any()) else "ncu"
-    values = per_kernel(km)
+    values = _impossible_shares(per_kernel(km), warnings)
     ranges = [] if same_trace else list(metrics_trace.meta.get("range_results") or [])
     if ranges:
         # A range-replay result spans a whole range, the gaps between its kernels included: no kernel's value.

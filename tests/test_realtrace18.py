@@ -536,3 +536,89 @@ def test_iteration_ranges_that_all_last_zero_are_no_iterations(
     assert code == 2
     assert err.count("\n") == 1 and str(path) in err
     assert f"no iteration in the {n} 'iteration' ranges: they all last 0" in err
+
+
+# ------------------------------------------------------------------ per-kernel shares outside 0-100 %
+
+
+def _metrics_trace(rows: list[tuple[int, int, str, str, float]]):
+    """An ncu-like Trace (SYNTHETIC): (kernel, duration ns, metric, unit, value) rows, kernels k0, k1..."""
+    import polars as pl
+
+    from tracekit.model import Trace
+
+    km = pl.DataFrame(
+        {
+            "kernel": [r[0] for r in rows],
+            "name": [f"k{r[0]}" for r in rows],
+            "range": [None] * len(rows),
+            "duration_ns": [r[1] for r in rows],
+            "metric": [r[2] for r in rows],
+            "unit": [r[3] for r in rows],
+            "value": [float(r[4]) for r in rows],
+        },
+        schema={
+            "kernel": pl.Int64,
+            "name": pl.String,
+            "range": pl.String,
+            "duration_ns": pl.Int64,
+            "metric": pl.String,
+            "unit": pl.String,
+            "value": pl.Float64,
+        },
+    )
+    return Trace(kernel_metrics=km, meta={"synthetic": True})
+
+
+@pytest.mark.parametrize(
+    ("active", "elapsed", "bad", "said"),
+    [
+        ("sm__cycles_active.avg", "sm__cycles_elapsed.avg", (2000, 1000), "largest 200%"),
+        ("sm__cycles_active.avg", "gpc__cycles_elapsed.max", (2000, 1000), "largest 200%"),
+        ("sm__active_cycles_avg", "sm__elapsed_cycles_avg", (2000, 1000), "largest 200%"),
+        ("sm__cycles_active.avg", "sm__cycles_elapsed.avg", (-500, 1000), "smallest -50%"),
+        ("sm__cycles_active.avg", "sm__cycles_elapsed.avg", (500, 0), "not a finite number"),
+    ],
+)
+def test_sms_active_from_cycle_counts_outside_0_100_is_missing(active, elapsed, bad, said) -> None:
+    """k0 (10 us) with an impossible ratio (200%, -50%, or 500 / 0 cycles), k1 (30 us) at 900 / 1000 cycles
+    (90%): the kernel-time average is k1's 90.0, k0 read as missing with a warning (it was 117.5, 55.0 or inf,
+    unsaid)."""
+    from tracekit.analyzers.kernel_metrics import analyze_kernel_metrics
+
+    trace = _metrics_trace(
+        [
+            (0, 10_000, active, "cycle", bad[0]),
+            (0, 10_000, elapsed, "cycle", bad[1]),
+            (1, 30_000, active, "cycle", 900),
+            (1, 30_000, elapsed, "cycle", 1000),
+        ]
+    )
+    result = analyze_kernel_metrics(trace)
+    assert result.value("sms_active", wall_time=False) == 90.0
+    assert [w for w in result.warnings if w.startswith("SMs active")] == [
+        f"SMs active (100*{active}/{elapsed}): 1 of 2 kernels have a value outside 0-100% ({said}), which no "
+        "share can be: read as missing (NaN) for those kernels"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("metric", "value", "said"),
+    [
+        ("sm__active_warps_avg_per_active_cycle_pct", 150, "largest 150%"),
+        ("est. achieved occupancy %", 150, "largest 150%"),
+        ("est. achieved occupancy %", -50, "smallest -50%"),
+    ],
+)
+def test_warp_occupancy_outside_0_100_is_missing(metric: str, value: float, said: str) -> None:
+    """The legacy ncu warp occupancy and Kineto's estimate of 150% or -50% for k0 (10 us) beside 50% for k1
+    (30 us): 50.0 (it was 75.0 or 25.0)."""
+    from tracekit.analyzers.kernel_metrics import analyze_kernel_metrics
+
+    trace = _metrics_trace([(0, 10_000, metric, "%", value), (1, 30_000, metric, "%", 50)])
+    result = analyze_kernel_metrics(trace)
+    assert result.value("warp_occupancy", wall_time=False) == 50.0
+    assert [w for w in result.warnings if w.startswith("warp occupancy")] == [
+        f"warp occupancy ({metric}): 1 of 2 kernels have a value outside 0-100% ({said}), which no share can "
+        "be: read as missing (NaN) for those kernels"
+    ]
