@@ -79,20 +79,13 @@ CYCLE_PAIRS = {
 }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/kernel_metrics.py _candidates: SMs active from cycle counts (100 x active / elapsed) is not "
-    "checked as the % metric is (tracekit/readers/ncu.py reads a share outside 0-100 as missing): a kernel whose "
-    "active cycles exceed the elapsed ones (2000 / 1000: 200%) makes the kernel-time average 117.5% SMs active, "
-    "with no warning; expected 90.0 (that kernel read as missing, said)",
-)
 @pytest.mark.parametrize("pair", sorted(CYCLE_PAIRS))
 def test_sms_active_from_cycle_counts_is_never_above_100(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], pair: str
 ) -> None:
     """Kernel k0 (10 µs): 2000 active cycles of 1000 elapsed (no share can be 200%: a damaged counter, or the two
     counters from replay passes that disagree); k1 (30 µs): 900 of 1000 (90%). Got: 117.5 = (10 x 200 + 30 x 90)
-    / 40, no warning."""
+    / 40, no warning. A strict xfail (117.5, no warning) until 88c7875; a pin now."""
     active, elapsed = CYCLE_PAIRS[pair]
     path = _ncu(
         tmp_path / "cycles.synthetic.ncu.csv",
@@ -105,15 +98,10 @@ def test_sms_active_from_cycle_counts_is_never_above_100(
     assert "200" in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/kernel_metrics.py _candidates: sm__cycles_elapsed.avg of 0 makes SMs active 100 x 500 / 0 = "
-    "inf for that kernel, and table writes sms_active_kernel_time 'inf' (exit 0, no warning); expected 90.0 (the "
-    "kernel without a readable ratio read as missing, said)",
-)
 def test_zero_elapsed_cycles_give_no_infinite_sms_active(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A strict xfail ('inf') until 88c7875; a pin now."""
     path = _ncu(
         tmp_path / "zero-elapsed.synthetic.ncu.csv",
         {"sm__cycles_active.avg": "cycle", "sm__cycles_elapsed.avg": "cycle"},
@@ -124,14 +112,10 @@ def test_zero_elapsed_cycles_give_no_infinite_sms_active(
     assert row["sms_active_kernel_time"] == "90.0", row["sms_active_kernel_time"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/kernel_metrics.py: negative active cycles (-500 of 1000: -50%) are averaged in: SMs active "
-    "55.0 = (10 x -50 + 30 x 90) / 40, no warning; expected 90.0 (read as missing, said, as a negative % is)",
-)
 def test_negative_active_cycles_are_not_averaged_in(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A strict xfail (55.0) until 88c7875; a pin now."""
     path = _ncu(
         tmp_path / "negative-cycles.synthetic.ncu.csv",
         {"sm__cycles_active.avg": "cycle", "sm__cycles_elapsed.avg": "cycle"},
@@ -142,16 +126,10 @@ def test_negative_active_cycles_are_not_averaged_in(
     assert row["sms_active_kernel_time"] == "90.0", row["sms_active_kernel_time"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ncu.py _impossible_percentages (PEAK_SHARE) / analyzers/kernel_metrics.py: the legacy warp "
-    "occupancy sm__active_warps_avg_per_active_cycle_pct (ncu 2019.x, Pascal) is not range-checked as "
-    "sm__warps_active.avg.pct_of_peak_sustained_active is: 150% is averaged in (75.0 = (10 x 150 + 30 x 50) / 40), "
-    "no warning; expected 50.0",
-)
 def test_the_legacy_warp_occupancy_above_100_is_read_as_missing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A strict xfail (75.0) until 88c7875; a pin now."""
     path = _ncu(
         tmp_path / "legacy-warps.synthetic.ncu.csv",
         {"sm__active_warps_avg_per_active_cycle_pct": "%"},
@@ -162,17 +140,11 @@ def test_the_legacy_warp_occupancy_above_100_is_read_as_missing(
     assert row["warp_occupancy_kernel_time"] == "50.0", row["warp_occupancy_kernel_time"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/kernel_metrics.py (KINETO_OCCUPANCY): Kineto's 'est. achieved occupancy %' of 150 or -50 (no "
-    "occupancy can be) is averaged in: table's warp_occupancy_kernel_time 83.3333333333 = (150 + 50 + 50) / 3 "
-    "(-50: 16.6666666667, and the wall-time warp_occupancy 0.555555555556), no warning; expected 50.0 (read as "
-    "missing, said, as ncu's % of a peak is)",
-)
 @pytest.mark.parametrize("value", [150, -50])
 def test_a_kineto_occupancy_estimate_outside_0_100_is_read_as_missing(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], value: int
 ) -> None:
+    """A strict xfail (83.3333333333 / 16.6666666667, no warning) until 88c7875; a pin now."""
     events = small_trace_events()
     for event in events:
         if event["cat"] == "kernel":
@@ -180,8 +152,10 @@ def test_a_kineto_occupancy_estimate_outside_0_100_is_read_as_missing(
     path = _kineto(tmp_path / "occupancy.synthetic.json", events)
     code, row, err = _table_row(capsys, str(path))
     assert code == 0, err
-    assert row["warp_occupancy_source"] == "kineto estimate"
+    assert row["kernel_time_source"] == "kineto estimate"
     assert row["warp_occupancy_kernel_time"] == "50.0", row["warp_occupancy_kernel_time"]
+    # (the wall-time figure is withheld: the kernels read as missing hold a third of each iteration's kernel time)
+    assert row["warp_occupancy"] == "", row["warp_occupancy"]
 
 
 # --------------------------------------------------------------------------------------- Kineto: untimed kernels
