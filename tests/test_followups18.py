@@ -445,16 +445,34 @@ def test_no_cuda_graph_saving_that_is_only_the_profilers() -> None:
 # 3d. one iteration each: a claim without an interval says so
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/recommendations.py (firsthour18's) _transition words a transition judged by "
-    "two medians of 1 iteration each as a fact; _headroom says 'noise unknown: too few iterations for an "
-    "interval' in that case, _transition should too",
-)
 def test_a_transition_from_one_iteration_each_says_the_noise_is_unknown() -> None:
+    """It had read "no framework-bound plateau: batch 2 already costs 1.50x batch 1 (tolerance 10%)", a fact from
+    one iteration each (firsthour18's 1979b76 fixed the wording of this test's strict xfail)."""
     rows = [_row(1, measure([1.0])), _row(2, measure([1.5]))]
     (rec,) = [r for r in build_report(rows).to_json(describe)["recommendations"] if r["kind"] == "transition"]
     assert rec["numbers"]["latency_ratio"] == 1.5 and rec["numbers"]["latency_ratio_low"] is None
-    # it reads "pytorch (seq 128): no framework-bound plateau: batch 2 already costs 1.50x batch 1 (tolerance 10%);
-    # GPU utilization there is 13%."
     assert "noise unknown" in rec["text"]
+
+
+# ---------------------------------------------------------------------------------------------------------
+# 3e. stability: a faster start is no warm-up
+
+#: 10 iterations at 2.000/2.001/2.002 ms, then 10 at 2.200/2.201/2.202 (the same pattern): latency rose 10%.
+ROSE = [2.0 + 0.001 * (i % 3) for i in range(10)] + [2.2 + 0.001 * (i % 3) for i in range(10)]
+
+
+def test_a_faster_first_half_is_kept_and_the_rise_said() -> None:
+    """The faster half had been dropped as 'warm-up' (iterations 0-9) and the rest read as stable: median
+    2.201 [2.2-2.202], no word of the rise. Kept: median (2.001 + 2.201) / 2 = 2.101, interval ranks 5 and 14
+    of 20 (2.001, 2.201), and the trend rule says the latency rose (first third's median 2.001, last 2.201)."""
+    m = measure(ROSE)
+    assert (m.warmup, m.outliers, m.kept) == ((), (), 20)
+    assert m.median == pytest.approx(2.101, abs=1e-12)
+    assert (m.ci_low, m.ci_high) == (pytest.approx(2.001), pytest.approx(2.201))
+    assert m.unstable and m.warnings == (
+        "unstable: latency rose from 2.001 to 2.201 ms (medians of the first and last third of the kept "
+        "iterations)",
+    )
+    # a slower start is still warm-up: the first half dropped, the rest's median 2.001
+    slow = measure(list(reversed(ROSE)))
+    assert slow.warmup == tuple(range(10)) and slow.median == pytest.approx(2.001) and not slow.unstable
