@@ -622,3 +622,30 @@ def test_warp_occupancy_outside_0_100_is_missing(metric: str, value: float, said
         f"warp occupancy ({metric}): 1 of 2 kernels have a value outside 0-100% ({said}), which no share can "
         "be: read as missing (NaN) for those kernels"
     ]
+
+
+# ------------------------------------------------------------------------ nsys export hint
+
+
+@pytest.mark.parametrize(
+    ("name", "words"),
+    [
+        ("my run.synthetic.nsys-rep", ["-o", "my run.synthetic.sqlite", "my run.synthetic.nsys-rep"]),
+        ("it's.synthetic.qdrep", ["-o", "it's.synthetic.sqlite", "it's.synthetic.qdrep"]),
+        ("plain.synthetic.nsys-rep", ["-o", "plain.synthetic.sqlite", "plain.synthetic.nsys-rep"]),
+    ],
+)
+def test_the_nsys_export_hint_runs_as_given(name: str, words: list[str]) -> None:
+    """The command a report without nsys is told to run, split as a shell splits it: a name with a space or a
+    quote was not quoted (``-o my run.synthetic.sqlite my run.synthetic.nsys-rep``: nsys got four inputs)."""
+    import shlex
+    from pathlib import Path
+
+    from tracekit.readers.nsys_report import export_hint
+
+    assert shlex.split(export_hint(Path(name))) == ["nsys", "export", "--type", "sqlite", *words]
+    if name.startswith("plain"):
+        assert (
+            export_hint(Path(name))
+            == "nsys export --type sqlite -o plain.synthetic.sqlite plain.synthetic.nsys-rep"
+        )

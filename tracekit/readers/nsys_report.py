@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -36,8 +37,9 @@ POLL_S = 0.1
 
 
 def export_hint(path: Path) -> str:
-    """The command that exports ``path`` by hand."""
-    return f"nsys export --type sqlite -o {path.stem}.sqlite {path.name}"
+    """The command that exports ``path`` by hand, each name quoted for a POSIX shell where it must be (a name
+    with a space, a quote...: as given, nsys got its words as separate inputs)."""
+    return f"nsys export --type sqlite -o {shlex.quote(path.stem + '.sqlite')} {shlex.quote(path.name)}"
 
 
 def export(report: Path, folder: Path) -> Path:
