@@ -688,7 +688,9 @@ class Sweep:
             "gpu": (self.gpu or {}).get("name"),
             "cpu": self.run["cpu"],
             "measurement": "real",
-            "range": "iteration",
+            # the ranges that are the timed iterations: ORT's profile records each InferenceSession.run, the
+            # call the untraced loop timed, as a 'model_run' (the collector's NVTX 'iteration' is not in it)
+            "range": "model_run" if profiler == "ort" else "iteration",
             "iterations": len(result.get("latencies_ms") or []) or self.opts.iters,  # ncu runs fewer
             # Runs the trace holds before the timed ones (ORT profiles record from session creation: shape
             # probes, warm-up and ORT's CUDA-graph capture run; nsys on CUDA: the profiler warm-up step after

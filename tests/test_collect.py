@@ -559,6 +559,13 @@ def test_real_ort_profiler_collection(tmp_path: Path) -> None:
     meta = json.loads((out / "onnx_b1_s16.ort.meta.json").read_text())
     assert meta["warmup_iterations"] == 1 and meta["warmup_in_trace"] is True
     assert meta["runtime_details"]["providers"] == ["CPUExecutionProvider"]
+    # the timed iterations are the profile's runs, so report sets the traced median against the untraced one
+    # (the sidecar had said 'iteration', the collector's NVTX name, and report gave no profiler ratio)
+    assert meta["range"] == "model_run"
+    import tracekit
+
+    row = tracekit.report([str(out)]).configs.row(0, named=True)
+    assert row["profiler_ratio"] == pytest.approx(row["traced_median_ms"] / row["untraced_latency_ms"])
     cached = list((Path(os.environ["TRACEKIT_CACHE"]) / "onnx").glob("tiny-fp32-opset17-*.onnx"))
     assert len(cached) == 1
 
