@@ -750,6 +750,15 @@ def choose_ranges(
     return choice.frame, choice.name, choice.how
 
 
+def _is_text(value: str) -> bool:
+    """Whether ``value`` is encodable as UTF-8 (no lone surrogate)."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def select_ranges(
     trace: Trace, range_name: str | None = None, split_idle_ms: float | None = None
 ) -> RangeChoice:
@@ -760,6 +769,14 @@ def select_ranges(
     Raises NoActivityError when nothing matches or the trace holds neither ranges nor ops, TracekitError on
     a bad pattern, value or option combination."""
     path = trace.meta.get("path")
+    if range_name is not None and not _is_text(range_name):
+        # (argv from a terminal of another encoding: b'ite\xe9' reaches Python as 'ite\udce9', which no range
+        # name of a trace is, and which polars cannot take)
+        raise NoActivityError(
+            f"no range matches {range_name!r}: it is not UTF-8 text (a terminal of another encoding?), and a "
+            "trace's range names are",
+            path,
+        )
     if range_name is not None and split_idle_ms is None:
         synthetic = _synthetic_request(trace, range_name)
         if synthetic is not None:

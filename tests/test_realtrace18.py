@@ -649,3 +649,19 @@ def test_the_nsys_export_hint_runs_as_given(name: str, words: list[str]) -> None
             export_hint(Path(name))
             == "nsys export --type sqlite -o plain.synthetic.sqlite plain.synthetic.nsys-rep"
         )
+
+
+def test_a_range_argument_that_is_not_utf8_is_one_line_exit_2(
+    tmp_path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--range`` from a Latin-1 terminal (b'ite\\xe9': argv holds 'ite\\udce9'): one line naming the trace,
+    exit 2 (it was an internal error: UnicodeEncodeError in polars)."""
+    import json
+
+    from tests.hostile import run_cli, small_trace_events
+
+    path = tmp_path / "t.synthetic.json"
+    path.write_text(json.dumps({"traceEvents": small_trace_events()}))
+    code, _, err = run_cli(capsys, "analyze", str(path), "--range", "ite\udce9")
+    assert code == 2 and err.count("\n") == 1, err
+    assert "no range matches 'ite\\udce9': it is not UTF-8 text" in err and str(path) in err
