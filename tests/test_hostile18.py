@@ -574,15 +574,10 @@ def test_a_trace_whose_file_name_is_not_utf8_can_be_written(
     assert out.stat().st_size > 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py (the --range pattern handed to polars): a --range argument that is not UTF-8 "
-    "(b'ite\\xe9' from a Latin-1 terminal: argv holds 'ite\\udce9') is 'internal error on T: UnicodeEncodeError: "
-    "... surrogates not allowed', exit 1; expected one line, exit 2 ('no range matches ...')",
-)
 def test_a_range_argument_that_is_not_utf8_is_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """A strict xfail (internal error: UnicodeEncodeError) until 9c32354; a pin now."""
     path = _kineto(tmp_path / "t.synthetic.json")
     code, _, err = _run(capsys, "analyze", str(path), "--range", "ite\udce9")
     assert "internal error" not in err, err
