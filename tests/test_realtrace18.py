@@ -665,3 +665,21 @@ def test_a_range_argument_that_is_not_utf8_is_one_line_exit_2(
     code, _, err = run_cli(capsys, "analyze", str(path), "--range", "ite\udce9")
     assert code == 2 and err.count("\n") == 1, err
     assert "no range matches 'ite\\udce9': it is not UTF-8 text" in err and str(path) in err
+
+
+def test_an_ort_node_name_with_a_lone_surrogate_is_read(tmp_path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Node name holding an escaped lone surrogate ('\\udce9', as Python's json.dump writes a
+    surrogateescape-decoded name): the profile is read, that name with the surrogate written as its escape
+    (it was an internal error: UnicodeEncodeError in polars). Three runs of 1.0 ms, 0.4 ms busy."""
+
+    from tests.hostile import analyze_json
+    from tracekit.readers.ort import read
+
+    events = _cpu(3)
+    next(e for e in events if e["cat"] == "Node")["name"] = "/a/Mat\udce9Mul_kernel_time"
+    path = _ort_file(tmp_path, events)
+    names = read(path).ops.get_column("name").to_list()
+    assert names[0] == "MatMul:/a/Mat\\udce9Mul"
+    code, doc, err = analyze_json(capsys, str(path), "--skip", "0")
+    assert code == 0, err
+    assert [(r["latency_ms"], r["gpu_busy_ms"]) for r in doc["iterations"]] == [(1.0, 0.4)] * 3

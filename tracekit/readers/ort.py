@@ -200,6 +200,13 @@ def _events(doc: Any, path: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]
     return events, header
 
 
+def _utf8(value: Any) -> Any:
+    """``value``, a text with its lone surrogates (which UTF-8 cannot encode) written as their escapes."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    return value
+
+
 def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
     """The complete events (``ph`` "X" or none) as text columns plus ``order`` (file position), ``start``/
     ``end`` (ns; ``start`` null where ts is unreadable, ``end`` = ``start`` where dur is), ``op_end`` (ns,
@@ -256,9 +263,23 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
         "ort_event",
         "ort_corr",
     )
-    frame = pl.DataFrame(
-        {n: pl.Series(n, list(c), dtype=pl.String, strict=False) for n, c in zip(names, columns, strict=True)}
-    ).with_row_index("order")
+    try:
+        frame = pl.DataFrame(
+            {
+                n: pl.Series(n, list(c), dtype=pl.String, strict=False)
+                for n, c in zip(names, columns, strict=True)
+            }
+        )
+    except UnicodeEncodeError:
+        # a lone surrogate in a name ('\udce9': Python's json.dump writes a surrogateescape-decoded name so),
+        # which no UTF-8 string holds: written as its escape ('\\udce9') instead
+        frame = pl.DataFrame(
+            {
+                n: pl.Series(n, [_utf8(v) for v in c], dtype=pl.String, strict=False)
+                for n, c in zip(names, columns, strict=True)
+            }
+        )
+    frame = frame.with_row_index("order")
     frame = frame.filter(pl.col("ph").is_null() | (pl.col("ph") == "X"))
     duration = us_to_ns(pl.col("dur"))
     return frame.with_columns(
