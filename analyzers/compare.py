@@ -419,7 +419,15 @@ def windows_not_iterations(analyzed: Analysis) -> str | None:
     try:
         default = select_ranges(analyzed.trace_data)
     except TracekitError:
-        return None
+        # (an analysis loaded from its JSON document has no trace: the reader's own sentence, where it said one)
+        said = next(
+            (w for w in analyzed.warnings if re.match(r"\d+ windows? against \d+ ranges named ", w)), None
+        )
+        return (
+            None
+            if said is None
+            else f"{said.split(' (', 1)[0]}, so its figures are per window, not per iteration"
+        )
     count = default.frame.height
     windows = analyzed.iterations.height + (analyzed.skipped or 0)
     if default.synthetic or count < 2 or count == windows:

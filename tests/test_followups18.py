@@ -476,3 +476,20 @@ def test_a_faster_first_half_is_kept_and_the_rise_said() -> None:
     # a slower start is still warm-up: the first half dropped, the rest's median 2.001
     slow = measure(list(reversed(ROSE)))
     assert slow.warmup == tuple(range(10)) and slow.median == pytest.approx(2.001) and not slow.unstable
+
+
+def test_a_loaded_analysis_of_such_windows_is_withheld_too(tmp_path: Path) -> None:
+    """An analysis loaded from its JSON document has no trace to count ranges in: the reader's own sentence
+    says it ('8 windows against 4 ranges named ...'); its row had kept the per-window figures (traced 0.12 ms)."""
+    import tracekit
+    from tracekit.analysis import Analysis
+    from tracekit.analyzers.report import config_row
+
+    analyzed = tracekit.analyze(_two_kernel_trace(tmp_path, "pytorch_b1_s128", 100), split_idle=0.2)
+    loaded = Analysis.from_json(json.loads(json.dumps(analyzed.to_json())))
+    row = config_row(loaded)
+    assert row["traced_latency_ms"] is None and row["gpu_busy_ms"] is None and row["latency_ms"] is None
+    assert row["warnings"][-1].endswith(
+        "its iterations are 8 windows against 4 ranges named 'iteration' in the trace: the threshold cuts inside "
+        "iterations, so its figures are per window, not per iteration"
+    )
