@@ -436,12 +436,16 @@ def test_report_gives_no_profiler_ratio_for_split_idle_windows() -> None:
     trace = SAMPLES / "h200_bert_fp16" / "pytorch" / "pytorch_b1_s128.torch.json.gz"
     row = config_row(tracekit.analyze(trace, split_idle=0.05))
     assert row["iterations"] == 675
-    assert row["traced_median_ms"] == pytest.approx(0.12392, abs=1e-12)
+    assert row["traced_median_ms"] is None  # per window (0.12392 ms): withheld since followups18's 490bd70
     assert row["untraced_latency_ms"] == pytest.approx(4.453193, abs=1e-12)
     assert row["profiler_ratio"] is None
-    assert row["warnings"][-1] == (
+    assert row["warnings"][-2] == (
         "no profiler ratio: the untraced latency is of the run's 'iteration' iterations, and the traced latency "
         "here is of --split-idle windows (idle>0.05ms), not the same quantity"
+    )
+    assert row["warnings"][-1].startswith(
+        "the report shows none of its traced figures (busy/overhead breakdown, its verdict): its iterations are "
+        "675 windows cut at idle gaps"
     )
     own = config_row(tracekit.analyze(trace))
     assert own["profiler_ratio"] == pytest.approx(7.940878 / 4.453193, rel=1e-12)

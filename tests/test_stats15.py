@@ -330,13 +330,13 @@ def test_analyze_json_and_csv_carry_no_float_noise(
 def test_spread_warning_on_a_set_holding_a_0_ms_iteration_reads_from_0_to() -> None:
     from tracekit.analyzers.stability import spread_warning
 
-    # Mean of all ten 45.1 / 10 = 4.51 ms; without iteration 0 (0 ms, dropped by rule 'warmup': a start
-    # outside the second half's spread) 45.1 / 9 = 5.011 ms, 11% apart; sample stdev of all ten
-    # sqrt(22.709 / 9) = 1.5885 ms, 35.2% of the mean.
+    # Mean of all ten 45.1 / 10 = 4.51 ms; without iteration 0 (0 ms, dropped by rule 'outlier': a start
+    # faster than the rest is no warm-up since followups18's 084f42d) 45.1 / 9 = 5.011 ms, 11% apart; sample
+    # stdev of all ten sqrt(22.709 / 9) = 1.5885 ms, 35.2% of the mean.
     values = [0.0, 5.0, 5.1, 4.9, 5.0, 5.2, 5.0, 4.8, 5.1, 5.0]
     assert spread_warning(values) == (
         "iteration latencies vary from 0 to 5.2 ms (coefficient of variation 35.2% over all 10): iteration 0 "
-        "is warm-up (rule 'warmup'), and the mean includes it (4.51 ms, 5.011 without it)"
+        "is an outlier (rule 'outlier': modified z-score > 3.5), and the mean includes it (4.51 ms, 5.011 without it)"
     )
     # A set without a 0 keeps its ratio.
     assert spread_warning([2.0, 5.0, 5.1, 4.9, 5.0, 5.2, 5.0, 4.8, 5.1, 5.0]).startswith(
