@@ -190,11 +190,6 @@ def test_split_idle_on_an_ncu_report_alone_is_one_line_as_metrics_md_says(capsys
 # ------------------------------------------------------------------------ error messages a new user meets
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_report.py export_hint (realtrace18): the nsys export command it gives for a "
-    "report without nsys is not quoted, so a name with a space gives a command that exports nothing",
-)
 def test_the_nsys_export_command_given_for_a_name_with_a_space_runs_as_given():
     """`tracekit analyze 'my run.nsys-rep'` without nsys says "export it where nsys is: nsys export --type
     sqlite -o my run.sqlite my run.nsys-rep": pasted into a shell, nsys gets -o my, then run.sqlite, my and
