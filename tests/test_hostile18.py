@@ -188,13 +188,6 @@ def test_kernels_without_any_duration_give_no_verdict(
 # ------------------------------------------------------------------------------------------ reading limits
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto.py _cut_long_names: --max-string 4G (the size format the help gives) or any "
-    "value from 2^32 B compares polars' UInt32 string lengths with it: 'internal error on T: OverflowError: number "
-    "too large to fit in target type' (2^63-1: 'Python int too large to convert to C long'), exit 1, for analyze, "
-    "compare and table of any Kineto trace; expected the trace's analysis (no name is that long: nothing cut)",
-)
 @pytest.mark.parametrize("size", ["4G", "1T", "9223372036854775807"])
 def test_a_string_limit_of_gigabytes_reads_a_kineto_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], size: str
@@ -635,13 +628,6 @@ def test_zero_length_iteration_markers_give_way_to_the_profiler_steps(
     assert code == 2 and err.count("\n") == 1 and "--split-idle" in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/io.py Recordings (23fa0d9: candidates by the gzip trailer's inflated size): a gzipped copy "
-    "written as two gzip members (cat a.gz b.gz, bgzip, an appending writer; every tracekit reader reads them one "
-    "after the other) carries only its last member's size in the trailer, so it is never a candidate: table lists "
-    "t.json and t2.json.gz as two rows, no word (a one-member copy is one row: pinned above); expected one row",
-)
 def test_table_of_a_trace_and_its_two_member_gzipped_copy_lists_it_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -1731,6 +1731,11 @@ def _summary(x_events: pl.DataFrame) -> dict[str, Any]:
     return cpu_op_summary(cpu, calls)
 
 
+#: polars holds no string longer than this many bytes (its lengths are UInt32): a --max-string from here on
+#: cuts nothing
+_LONGEST_STRING = (1 << 32) - 1
+
+
 def _cut_long_names(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     """``x_events`` with every name longer than the string limit (:data:`tracekit.limits.MAX_STRING_BYTES`,
     ``--max-string``) cut to it (whole UTF-8 characters), and a warning that counts them and names the
@@ -1739,6 +1744,8 @@ def _cut_long_names(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame
     (:mod:`tracekit.readers.json_value`), so that memory stayed bounded; this is the one cut the frames
     see. One vectorized length test when no name is that long."""
     limit = limits.current.max_string
+    if limit >= _LONGEST_STRING:  # (polars' UInt32 lengths cannot be compared with it: OverflowError)
+        return x_events
     names = x_events.get_column("name")
     long = names.str.len_bytes() > limit
     if not long.any():
