@@ -127,13 +127,21 @@ GZIP_MAGIC = b"\x1f\x8b"
 class Recordings:
     """The files seen so far, to tell one recording given twice: the same file (another spelling of its path, a
     link to it: one device and inode), a byte-identical copy, or a copy that is the same once gzip is inflated
-    (SHA-256 of the inflated bytes, asked only of files whose sizes, inflated, are equal: a gzip file's trailer
-    gives its size modulo 2^32). Each file seen is remembered with a value (the row it gave)."""
+    (SHA-256 of the inflated bytes). The whole digest is asked only of files whose first
+    :data:`PREFIX_BYTES` bytes, inflated, are the same (and, both plain, whose sizes are equal): a gzip file's
+    trailer gives the inflated size of its last member only (a file of several members, ``cat a.gz b.gz``, is
+    read as their concatenation), so no size read from the file selects the candidates. Only regular files are
+    compared by content (a pipe cannot be read again). Each file seen is remembered with a value (the row it
+    gave)."""
+
+    #: bytes of content (inflated) whose digest selects the candidates for the whole digest
+    PREFIX_BYTES = 1 << 16
 
     def __init__(self) -> None:
         self._by_inode: dict[tuple[int, int], object] = {}
-        self._by_size: dict[int, list[tuple[str, object]]] = {}
+        self._by_prefix: dict[str, list[tuple[str, object]]] = {}
         self._digests: dict[str, str | None] = {}
+        self._prefixes: dict[str, str | None] = {}
 
     @staticmethod
     def identity(path: str | Path | None) -> tuple[int, int, int] | None:
@@ -147,6 +155,13 @@ class Recordings:
         return (st.st_dev, st.st_ino, st.st_size)
 
     @staticmethod
+    def _regular(path: str) -> bool:
+        try:
+            return stat.S_ISREG(os.stat(path).st_mode)
+        except (OSError, TypeError, ValueError):
+            return False
+
+    @staticmethod
     def _gzipped(path: str) -> bool:
         try:
             with open(path, "rb") as fh:
@@ -154,28 +169,40 @@ class Recordings:
         except OSError:
             return False
 
-    def _content_size(self, path: str, size: int) -> int:
-        """``size`` modulo 2^32, or for a gzip file the inflated size its trailer gives (modulo 2^32 too)."""
-        if size >= 18 and self._gzipped(path):
-            try:
-                with open(path, "rb") as fh:
-                    fh.seek(-4, os.SEEK_END)
-                    return int.from_bytes(fh.read(4), "little")
-            except OSError:
-                pass
-        return size % (1 << 32)
+    def _content(self, path: str) -> BinaryIO:
+        """The file's content, inflated where it is gzipped (every member, one after the other)."""
+        import gzip
+
+        return gzip.open(path, "rb") if self._gzipped(path) else open(path, "rb")  # type: ignore[return-value]
+
+    def _prefix(self, path: str) -> str | None:
+        """SHA-256 of the first :data:`PREFIX_BYTES` bytes of the content (None: not a regular file, or it
+        cannot be read or inflated)."""
+        import hashlib
+        import zlib
+
+        if path not in self._prefixes:
+            self._prefixes[path] = None
+            if self._regular(path):
+                with contextlib.suppress(OSError, EOFError, zlib.error), self._content(path) as fh:
+                    head = b""
+                    while len(head) < self.PREFIX_BYTES:
+                        block = fh.read(self.PREFIX_BYTES - len(head))
+                        if not block:
+                            break
+                        head += block
+                    self._prefixes[path] = hashlib.sha256(head).hexdigest()
+        return self._prefixes[path]
 
     def _digest(self, path: str) -> str | None:
         """SHA-256 of the file's bytes, inflated where it is gzipped (None: it cannot be read or inflated)."""
         if path not in self._digests:
-            import gzip
             import hashlib
             import zlib
 
             digest = hashlib.sha256()
             try:
-                opener = gzip.open if self._gzipped(path) else open
-                with opener(path, "rb") as fh:
+                with self._content(path) as fh:
                     for block in iter(lambda: fh.read(1 << 20), b""):
                         digest.update(block)
                 self._digests[path] = digest.hexdigest()
@@ -191,13 +218,17 @@ class Recordings:
             return None, ""
         if key[:2] in self._by_inode:
             return self._by_inode[key[:2]], SAME_FILE
-        candidates = self._by_size.get(self._content_size(str(path), key[2]), [])
-        mine = self._digest(str(path)) if candidates else None
+        prefix = self._prefix(str(path)) if self._by_prefix else None
+        candidates = self._by_prefix.get(prefix, []) if prefix is not None else []
         import filecmp
 
+        plain = not self._gzipped(str(path)) if candidates else True
         for other, value in candidates:
+            both_plain = plain and not self._gzipped(other)
+            if both_plain and os.path.getsize(other) != key[2]:
+                continue
+            mine = self._digest(str(path))
             if mine is not None and self._digest(other) == mine:
-                both_plain = not self._gzipped(str(path)) and not self._gzipped(other)
                 same_bytes = both_plain or filecmp.cmp(str(path), other, shallow=False)
                 return value, BYTE_COPY if same_bytes else CONTENT_COPY
         return None, ""
@@ -207,7 +238,9 @@ class Recordings:
         key = self.identity(path)
         if key is not None:
             self._by_inode.setdefault(key[:2], value)
-            self._by_size.setdefault(self._content_size(str(path), key[2]), []).append((str(path), value))
+            prefix = self._prefix(str(path))
+            if prefix is not None:
+                self._by_prefix.setdefault(prefix, []).append((str(path), value))
 
 
 def _unwritable(folder: Path) -> str | None:

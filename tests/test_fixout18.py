@@ -1,0 +1,72 @@
+"""fixout18 (round 18): tracekit/io.py, tracekit/commands/*, analyzers/report.py. Inputs are hand-built (SYNTHETIC)
+in pytest's tmp folder: tests.hostile.small_trace_events (a Kineto trace of 4 iterations of 0.9 ms, 3 kernels of
+10 µs each: busy 0.03 ms per iteration) unless a test says otherwise."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import run_cli as _run
+from tests.hostile import small_trace_events
+
+
+def _kineto(path: Path, events: list[dict[str, Any]] | None = None) -> Path:
+    events = small_trace_events() if events is None else events
+    path.write_text(json.dumps({"traceEvents": events, "traceName": "synthetic"}))
+    return path
+
+
+# ------------------------------------------------------------------------ io.Recordings: gzip members
+
+
+def test_a_copy_gzipped_in_several_members_is_the_same_recording(tmp_path: Path) -> None:
+    """A gzip file may hold several members, read one after the other (``cat a.gz b.gz``, bgzip, an appending
+    writer): its trailer gives the last member's inflated size only (here 11 bytes of a 54-byte text), which
+    23fa0d9 took as the candidate key, so such a copy was never compared. It is the same recording; a
+    two-member file of other text is not."""
+    from tracekit.io import CONTENT_COPY, Recordings
+
+    text = b'{"traceEvents": [], "otherData": {"synthetic": true}}\n'
+    assert len(text) == 54
+    plain = tmp_path / "t.synthetic.json"
+    plain.write_bytes(text)
+    members = tmp_path / "t2.synthetic.json.gz"
+    members.write_bytes(gzip.compress(text[:43], mtime=0) + gzip.compress(text[43:], mtime=0))
+    assert int.from_bytes(members.read_bytes()[-4:], "little") == 11  # the last member's size only
+    three = tmp_path / "t3.synthetic.json.gz"
+    three.write_bytes(b"".join(gzip.compress(text[i : i + 20], mtime=0) for i in range(0, 54, 20)))
+    other = tmp_path / "v.synthetic.json.gz"
+    other.write_bytes(gzip.compress(text[:43], mtime=0) + gzip.compress(text[43:].replace(b"true", b"tru3")))
+    seen = Recordings()
+    seen.add(plain, "first")
+    assert seen.find(members) == ("first", CONTENT_COPY)
+    assert seen.find(three) == ("first", CONTENT_COPY)
+    assert seen.find(other) == (None, "")
+    # the other way round: the multi-member file seen first
+    seen = Recordings()
+    seen.add(members, "members")
+    assert seen.find(plain) == ("members", CONTENT_COPY)
+    assert seen.find(three) == ("members", CONTENT_COPY)
+
+
+def test_table_lists_a_trace_and_its_two_member_gzipped_copy_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The CLI side: ``table t.json t2.json.gz`` (t2 two gzip members of t's text) is one row (4 iterations of
+    0.9 ms), and says the second is the same recording."""
+    t = _kineto(tmp_path / "t.synthetic.json")
+    data = t.read_bytes()
+    gz = tmp_path / "t2.synthetic.json.gz"
+    gz.write_bytes(gzip.compress(data[:1000], mtime=0) + gzip.compress(data[1000:], mtime=0))
+    code, out, err = _run(capsys, "table", str(t), str(gz), "--format", "csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    assert code == 0, err
+    assert [(r["trace"], r["iterations"], r["latency_ms"]) for r in rows] == [(str(t), "4", "0.9")]
+    assert f"{gz} is the same recording as {t}" in err
