@@ -1553,19 +1553,30 @@ def without_repeats(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
     """``results`` with a recording given more than once (the same file by two paths, a link, a copy:
     :func:`_recording`) kept once, and a warning naming each repeat: counted twice it would be two traces
     claiming one rank (not one job), or a rank that ties with itself."""
+    from tracekit.io import BYTE_COPY, CONTENT_COPY, Recordings
+
     seen: dict[Any, dict[str, Any]] = {}
+    files = Recordings()  # (a copy of the file, byte for byte or once inflated, as table and report tell it)
     kept, warnings = [], []
     for r in results:
         keys = _recording(r)
         first = next((seen[k] for k in keys if k in seen), None)
+        how = ""
+        if first is None:
+            found, how = files.find(r.get("path"))
+            first = found if isinstance(found, dict) else None
         if first is not None:
+            what = {BYTE_COPY: "a byte-identical copy", CONTENT_COPY: "a copy, once inflated"}.get(
+                how, "the same file twice, a link or a copy"
+            )
             warnings.append(
                 f"{r.get('path') or r['name']} is the same recording as {first.get('path') or first['name']} "
-                "(the same file twice, a link or a copy): summarized once"
+                f"({what}): summarized once"
             )
             continue
         for k in keys:
             seen.setdefault(k, r)
+        files.add(r.get("path"), r)
         kept.append(r)
     return kept, warnings
 

@@ -381,13 +381,6 @@ def test_simulate_refuses_counts_past_any_bound_at_once(tmp_path: Path, option: 
 # ------------------------------------------------------------------------------------- one recording twice
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranks.py _recording / without_repeats: analyze of a trace and its byte-identical copy (no "
-    "collectives) reads two traces: two rows, 'spread: slowest t, fastest u, 1.000x', no word; a link to it is "
-    "'the same recording ... summarized once' (realpath), and table/report tell a byte-identical copy "
-    "(tracekit/io.py Recordings); expected one row and that warning",
-)
 def test_analyze_of_a_trace_and_its_byte_identical_copy_summarizes_it_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -643,12 +636,6 @@ def test_table_of_a_trace_and_its_two_member_gzipped_copy_lists_it_once(
     assert "same recording" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/commands/output.py (686f369 refuses only .gz): -o out.json.xz / .bz2 / .zst / out.csv.zip still "
-    "receive the terminal table, uncompressed, exit 0, without a word (with --format json: uncompressed JSON); "
-    "expected one line, exit 2, as for .gz",
-)
 @pytest.mark.parametrize("name", ["out.json.xz", "out.json.bz2", "out.json.zst", "out.csv.zip"])
 def test_an_output_named_for_another_compression_is_refused_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
