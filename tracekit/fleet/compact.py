@@ -321,7 +321,7 @@ def _stated_count(meta: Mapping[str, Any], key: str, lowest: int) -> tuple[int |
         number = int(value)
     elif isinstance(value, float) and value.is_integer():
         number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
+    elif isinstance(value, str) and value.strip().isascii() and value.strip().isdigit():  # ('²' is no digit)
         number = int(value.strip())
     highest = MAX_WORLD_SIZE if key == "world_size" else MAX_WORLD_SIZE - 1
     if number is not None and lowest <= number <= highest:
