@@ -70,3 +70,83 @@ def test_table_lists_a_trace_and_its_two_member_gzipped_copy_once(
     assert code == 0, err
     assert [(r["trace"], r["iterations"], r["latency_ms"]) for r in rows] == [(str(t), "4", "0.9")]
     assert f"{gz} is the same recording as {t}" in err
+
+
+# ------------------------------------------------------------------------ outputs named for a compression
+
+COMPRESSED = ["out.json.xz", "out.json.bz2", "out.json.zst", "out.csv.zip", "out.JSON.XZ", "out.tgz", "out.json.lz4"]
+
+
+@pytest.mark.parametrize("command", ["analyze", "table", "compare"])
+@pytest.mark.parametrize("name", COMPRESSED)
+def test_an_output_named_for_a_compression_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, name: str
+) -> None:
+    """686f369 refused ``-o out.json.gz`` only: an -o named .xz, .bz2, .zst, .zip (any case) received the
+    terminal table, uncompressed, exit 0, without a word. One line, exit 2, naming the file and the name to give;
+    nothing written (refused before the trace is read: a trace that does not exist is not reached)."""
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    missing = str(tmp_path / "nothing.synthetic.json")  # read after -o is checked: never reached
+    args = [str(trace), missing] if command == "compare" else [missing]
+    out = tmp_path / name
+    code, stdout, err = _run(capsys, command, *args, "-o", str(out), "-q")
+    suffix = Path(name).suffix.lower()
+    stem = name[: -len(suffix)]
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"tracekit: {out}: -o writes uncompressed text, not a {suffix} file: name it {stem} (and compress that "
+        "file yourself)\n",
+    )
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("name", ["gaps.csv.xz", "gaps.json.bz2", "gaps.csv.zst", "gaps.zip", "gaps.csv.tgz"])
+def test_gaps_named_for_a_compression_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """--gaps gaps.csv.xz had written the CSV, uncompressed, under that name (only .gz was refused)."""
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    gaps = tmp_path / name
+    code, stdout, err = _run(capsys, "analyze", str(trace), "--gaps", str(gaps), "-q")
+    suffix = Path(name).suffix
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"tracekit: {gaps}: --gaps writes CSV (JSON when the name ends in .json), not a {suffix} file: name it "
+        ".csv or .json\n",
+    )
+    assert not gaps.exists()
+
+
+@pytest.mark.parametrize("name", ["t.json.xz", "t.json.bz2", "t.json.zst", "t.json.zip", "t.zip"])
+def test_a_timeline_named_for_a_compression_other_than_gzip_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """--timeline t.json.xz had written the JSON, uncompressed, under that name (.gz is gzipped: pinned in
+    test_hostile18)."""
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    timeline = tmp_path / name
+    code, stdout, err = _run(capsys, "analyze", str(trace), "--timeline", str(timeline), "-q")
+    suffix = Path(name).suffix
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"tracekit: {timeline}: --timeline writes Chrome trace-event JSON (for ui.perfetto.dev), not a {suffix} "
+        "file: name it .json (or .json.gz)\n",
+    )
+    assert not timeline.exists()
+
+
+@pytest.mark.parametrize("name", ["rep.xz", "rep.tar.bz2", "rep.zst", "rep.tgz"])
+def test_a_report_folder_named_like_an_archive_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str
+) -> None:
+    """report -o rep.zip and rep.gz were refused as file names; rep.xz, rep.tar.bz2, rep.zst, rep.tgz were
+    created as folders (a folder named as an archive)."""
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    out = tmp_path / name
+    code, stdout, err = _run(capsys, "report", str(trace), "-o", str(out), "--no-figures", "-q")
+    assert code == 2 and stdout == "" and err.count("\n") == 1, err
+    assert err.startswith(f"tracekit: {out}: -o takes a folder"), err
+    assert not out.exists()

@@ -303,18 +303,34 @@ OTHER_FORMATS = frozenset(
 )  # fmt: skip
 
 
+#: Extensions of compressed files and archives: a tracekit output is written uncompressed (``--timeline``
+#: gzips a ``.gz`` name), so a file named with one of these would not be what its name says.
+COMPRESSED_SUFFIXES = frozenset(
+    {".gz", ".tgz", ".xz", ".txz", ".lzma", ".bz2", ".tbz", ".tbz2", ".zst", ".zstd", ".tzst", ".zip", ".lz4",
+     ".lz", ".7z", ".br", ".z", ".rar"}
+)  # fmt: skip
+
+
+def compressed_suffix(target: str | Path) -> str | None:
+    """The extension of ``target`` (lower case) when it names a compression or an archive
+    (:data:`COMPRESSED_SUFFIXES`), else None."""
+    suffix = Path(target).suffix.lower()
+    return suffix if suffix in COMPRESSED_SUFFIXES else None
+
+
 def check_named_for(
     target: Path, option: str, writes: str, fits: Iterable[str], hint: str, gzip: bool = False
 ) -> None:
     """TracekitError (exit 2, one line) when ``option``'s output file ``target``, which is always written as
     ``writes`` (words), is named for another format (its extension in :data:`OTHER_FORMATS` and not in
-    ``fits``; ``.gz`` too unless the writer compresses such a name, ``gzip``, which then looks at the
-    extension before it): ``hint`` says what to name it. Other and no extensions are taken as they are."""
+    ``fits``), or for a compression or an archive (:data:`COMPRESSED_SUFFIXES`: ``.gz`` too unless the writer
+    compresses such a name, ``gzip``, which then looks at the extension before it): ``hint`` says what to name
+    it. Other and no extensions are taken as they are."""
     name = target.name.lower()
     if gzip:
         name = name.removesuffix(".gz")
     suffix = Path(name).suffix
-    if (suffix in OTHER_FORMATS or suffix == ".gz") and suffix not in set(fits):
+    if (suffix in OTHER_FORMATS or suffix in COMPRESSED_SUFFIXES) and suffix not in set(fits):
         raise TracekitError(f"{option} writes {writes}, not a {suffix} file: {hint}", target)
 
 

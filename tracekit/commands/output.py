@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from tracekit.errors import LEFT_OUT, TracekitError, one_line
-from tracekit.io import check_file_target, check_outputs
+from tracekit.io import COMPRESSED_SUFFIXES, check_file_target, check_outputs, compressed_suffix
 
 #: The output formats every command accepts, in the order ``--help`` lists them.
 FORMATS: tuple[str, ...] = ("table", "markdown", "csv", "json")
@@ -134,7 +134,7 @@ def add_output_options(
 
 #: Names ``-o DIR`` refuses as folder names: they look like files (``report -o rep.json``).
 FILE_LIKE_SUFFIXES: frozenset[str] = frozenset(
-    [*EXTENSION_FORMATS, ".html", ".htm", ".png", ".svg", ".pdf", ".gz", ".sqlite", ".zip"]
+    [*EXTENSION_FORMATS, ".html", ".htm", ".png", ".svg", ".pdf", ".sqlite", *COMPRESSED_SUFFIXES]
 )
 
 
@@ -164,10 +164,12 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
         target = Path(out)
         check_outputs([target], inputs)
         check_file_target(target)
-        if target.suffix.lower() == ".gz":
-            # (the last suffix names no format: out.json.gz had received the terminal table, uncompressed)
+        packed = compressed_suffix(target)
+        if packed is not None:
+            # (the last suffix names no format: out.json.gz, .xz, .zst, out.csv.zip had received the terminal
+            # table, uncompressed)
             raise TracekitError(
-                f"-o writes uncompressed text, not a .gz file: name it {target.name[: -len('.gz')]} (and "
+                f"-o writes uncompressed text, not a {packed} file: name it {target.name[: -len(packed)]} (and "
                 "compress that file yourself)",
                 target,
             )
