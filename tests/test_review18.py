@@ -250,3 +250,25 @@ def test_an_ort_profile_with_its_setup_beside_its_runs_keeps_it(tmp_path) -> Non
         {"name": "model_loading_uri", "ms": 0.05},
         {"name": "session_initialization", "ms": 0.04},
     )
+
+
+# ------------------------------------------------------------ tracekit/commands/simulate.py: bounds
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/commands/simulate.py check_bounds: batch size and --seq-len are bounded each to 2^31-1, but "
+    "their product still overflows the model's int64 kernel durations: '--batch-sizes 2147483647 --seq-len "
+    "2147483647' runs (numpy 'invalid value encountered in cast'), exit 0, and writes as ground truth a latency of "
+    "616,898,878,972.6 ms and sm_active_pct_mean 1966.8 (%); expected one line, exit 2, nothing written",
+)
+def test_simulate_refuses_a_batch_times_sequence_it_cannot_model(tmp_path, capsys) -> None:
+    from tests.hostile import run_cli
+
+    out = tmp_path / "sim"
+    code, _, err = run_cli(
+        capsys, "simulate", "--runtime", "pytorch", "--batch-sizes", "2147483647", "--seq-len", "2147483647",
+        "--iters", "2", "--traces", "kineto", "-o", str(out),
+    )  # fmt: skip
+    assert code == 2, err
+    assert not out.exists() or not any(out.iterdir())
