@@ -335,3 +335,28 @@ def test_a_step_whose_end_was_damaged_to_90_minutes_is_left_out(tmp_path) -> Non
     assert [w for w in analyzed.warnings if w.startswith("1 annotations stamped to end more than an hour")]
     assert analyzed.iterations.get_column("kernels").to_list() == [2, 2, 2]
     assert analyzed.iterations.get_column("latency_ms").to_list() == pytest.approx([0.99] * 3, abs=1e-12)
+
+
+# ------------------------------------------------ analyzers/stability.py: a faster start is no warm-up (084f42d)
+
+
+@pytest.mark.parametrize(
+    ("values", "warmup", "outliers", "median", "unstable"),
+    [
+        # a slow start (cold caches): dropped as warm-up, as before
+        ([9.0, 8.0, 7.0] + [2.0, 2.01, 2.02] * 5 + [2.0, 2.01], (0, 1, 2), (), 2.01, False),
+        # a first iteration served fast (a cache), then the slow warm-up: no warm-up prefix (the first is not
+        # slower), but the slow three are outliers (3 of 20, under a quarter): the same median
+        ([2.0, 9.0, 8.0, 7.0] + [2.0, 2.01, 2.02] * 5 + [2.0], (), (1, 2, 3), 2.01, False),
+        # the same with a first iteration far faster: it is an outlier too (4 of 20)
+        ([1.0, 9.0, 8.0, 7.0] + [2.0, 2.01, 2.02] * 5 + [2.0], (), (0, 1, 2, 3), 2.01, False),
+        # latency that rose 10% halfway (a clock that throttled): kept whole, a trend, unstable
+        ([2.0, 2.001, 2.002] * 3 + [2.0] + [2.2, 2.201, 2.202] * 3 + [2.2], (), (), 2.101, True),
+    ],
+)
+def test_warm_up_patterns(values, warmup, outliers, median, unstable) -> None:
+    from tracekit.analyzers.stability import measure
+
+    m = measure(values)
+    assert (m.warmup, m.outliers, m.unstable) == (warmup, outliers, unstable)
+    assert m.median == pytest.approx(median, abs=1e-12)
