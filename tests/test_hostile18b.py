@@ -361,3 +361,90 @@ def test_an_untimed_kernel_outside_every_iteration_has_no_busy_of_zero(
     said = [w for w in doc["warnings"] if "outside every iteration" in w]
     assert len(said) == 1 and "0.000 ms busy" not in said[0], said
     assert outside["busy_ms"] is None, outside
+
+
+# ------------------------------------------------------------------ 4. --split-idle windows in report and compare
+
+
+def _straddling(path: Path) -> Path:
+    """Kineto (SYNTHETIC): 4 'iteration' annotations of 900 µs, 1000 µs apart, each launching 2 kernels: in
+    iterations 0-2 at 10-110 and 600-890 µs (an idle gap of 490 µs inside), in iteration 3 at 10-110 and
+    200-890 µs; 120 µs of idle between iterations. Per iteration: 0.9 ms, busy 0.39 (0.79 the last), 2 kernels.
+    --split-idle 0.3 cuts the 3 inner gaps of 490 µs: 4 windows, as many as the ranges, but each after the
+    first straddles two iterations (0.108, 0.518, 0.518, 1.298 ms)."""
+    events: list[dict[str, Any]] = []
+    corr = 1
+    for i in range(4):
+        s = T0 + i * 1000
+        events.append(_lone(s))
+        for a, b in [(10, 110), (600, 890)] if i < 3 else [(10, 110), (200, 890)]:
+            events += [
+                {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": s + a - 8,
+                 "dur": 5, "args": {"correlation": corr}},
+                {"ph": "X", "cat": "kernel", "name": f"k{a}", "pid": 0, "tid": 7, "ts": s + a, "dur": b - a,
+                 "args": {"correlation": corr, "device": 0, "stream": 7}},
+            ]  # fmt: skip
+            corr += 1
+    path.write_text(json.dumps({"traceEvents": events, "traceName": f"synthetic {path.name}"}))
+    return path
+
+
+def test_windows_straddling_iterations_read_as_windows_by_analyze(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: the iterations by default, and the 4 windows of --split-idle 0.3 (analyze shows what was asked)."""
+    path = _straddling(tmp_path / "straddle.synthetic.json")
+    assert _rows(_analyze(capsys, path)) == [(0.9, 0.39, 2)] * 3 + [(0.9, 0.79, 2)]
+    assert _rows(_analyze(capsys, path, "--split-idle", "0.3")) == [
+        (0.108, 0.1, 1),
+        (0.518, 0.39, 2),
+        (0.518, 0.39, 2),
+        (1.298, 1.08, 3),
+    ]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/compare.py windows_not_iterations (used by analyzers/report.py): windows judged by their "
+    "count alone: 4 windows of --split-idle 0.3 against 4 ranges pass, though 3 of them straddle two "
+    "iterations; report's row keeps traced median 0.518 ms (iterations 0.9), busy 0.49, 'compute', no word; "
+    "expected the row's traced figures withheld as for 8 windows against 4 ranges",
+)
+def test_report_withholds_windows_that_straddle_iterations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _straddling(tmp_path / "pytorch_b1_s128.synthetic.torch.json")
+    meta = {"synthetic": True, "runtime": "pytorch", "batch_size": 1, "seq_len": 128, "device": "gpu",
+            "range": "iteration", "profiler": "torch"}  # fmt: skip
+    (tmp_path / "pytorch_b1_s128.synthetic.torch.meta.json").write_text(json.dumps(meta))
+    out = tmp_path / "rep"
+    code, _, err = run_cli(
+        capsys, "report", str(trace), "--split-idle", "0.3", "-o", str(out), "--no-figures", "-q"
+    )
+    assert code == 0, err
+    (row,) = json.loads((out / "report.json").read_text())["configs"]
+    assert row["iterations"] == 4
+    assert (row["traced_median_ms"], row["latency_ms"], row["bound"]) == (None, None, None), (
+        row["traced_median_ms"],
+        row["latency_ms"],
+        row["bound"],
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/compare.py windows_not_iterations: compare --split-idle 0.3 of two such traces (4 windows, "
+    "4 ranges, 3 windows straddling two iterations) shows traced latency 0.518 vs 0.518, busy 0.39, per window, "
+    "no word; expected the summary withheld with the 'windows cut at idle gaps' warning",
+)
+def test_compare_withholds_windows_that_straddle_iterations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _straddling(tmp_path / "a.synthetic.json")
+    b = _straddling(tmp_path / "b.synthetic.json")
+    code, out, err = run_cli(capsys, "compare", str(a), str(b), "--split-idle", "0.3", "--format", "json")
+    assert code == 0, err
+    (comparison,) = json.loads(out)["comparisons"]
+    latency = next(m for m in comparison["summary"] if m["metric"] == "latency_ms")
+    assert (latency["a"], latency["b"]) == (None, None), (latency["a"], latency["b"])
+    assert any("windows cut at idle gaps" in w for w in comparison["warnings"]), comparison["warnings"]
