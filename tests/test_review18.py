@@ -360,3 +360,56 @@ def test_warm_up_patterns(values, warmup, outliers, median, unstable) -> None:
     m = measure(values)
     assert (m.warmup, m.outliers, m.unstable) == (warmup, outliers, unstable)
     assert m.median == pytest.approx(median, abs=1e-12)
+
+
+# ---------------------------------------------- analyzers/iterations.py: iterations of untimed device ops
+
+
+def _untimed_first_iteration(tmp_path):
+    """4 iterations of tests.hostile.small_trace_events (3 launches of 5 µs, kernels of 10 µs); the first lasts
+    9.0 ms and its 3 kernels have no dur (not recorded); the other three: 0.9 ms, busy 0.03, dispatch 0.81 ms,
+    launch 0.015 ms, in flight 0.045 ms."""
+    from tests.hostile import small_trace_events
+
+    events = small_trace_events(iterations=4, kernels=3, t0=1_000_000)
+    for event in events:
+        if event["ts"] >= 1_001_000:
+            event["ts"] += 20_000
+        elif event["cat"] == "user_annotation":
+            event["dur"] = 9000
+        elif event["cat"] == "kernel":
+            del event["dur"]
+    return _kineto(tmp_path / "untimed_first.synthetic.json", events)
+
+
+def test_an_iteration_of_untimed_kernels_has_its_busy_and_causes_withheld(tmp_path) -> None:
+    """Pin (this round's untimed-iteration rule): iteration 0's busy and causes are withheld and said."""
+    import tracekit
+
+    analyzed = tracekit.analyze(_untimed_first_iteration(tmp_path))
+    frame = analyzed.iterations
+    assert frame.get_column("latency_ms").to_list() == pytest.approx([9.0, 0.9, 0.9, 0.9], abs=1e-12)
+    assert frame.get_column("gpu_busy_ms").to_list() == pytest.approx([None, 0.03, 0.03, 0.03], abs=1e-12)
+    assert frame.get_column("dispatch_ms").to_list() == pytest.approx([None, 0.81, 0.81, 0.81], abs=1e-12)
+    assert frame.get_column("kernels").to_list() == [3, 3, 3, 3]
+    assert any(
+        w.startswith("1 of 4 iterations (index 0) hold device ops none of which") for w in analyzed.warnings
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/iterations.py _untimed_withheld: the iteration whose kernels are untimed has its causes "
+    "withheld in the table, but the idle-time attribution (IdleSummary) still counts its 9 ms as idle: dispatch "
+    "total 11.415 ms, mean 2.854 (8.985 of it the untimed iteration's, whose kernel time is unknown), idle mean "
+    "2.9025, where the timed iterations give dispatch 2.43 ms in all, mean 0.81, idle mean 0.87",
+)
+def test_the_idle_attribution_leaves_out_an_iteration_of_untimed_kernels(tmp_path) -> None:
+    import tracekit
+
+    analyzed = tracekit.analyze(_untimed_first_iteration(tmp_path))
+    attribution = analyzed.attribution
+    assert attribution is not None
+    dispatch = next(c for c in attribution.causes if c.cause == "dispatch")
+    assert (dispatch.total_ms, dispatch.mean_ms) == pytest.approx((2.43, 0.81), abs=1e-9)
+    assert attribution.idle_ms["mean"] == pytest.approx(0.87, abs=1e-9)
