@@ -413,3 +413,52 @@ def test_the_idle_attribution_leaves_out_an_iteration_of_untimed_kernels(tmp_pat
     dispatch = next(c for c in attribution.causes if c.cause == "dispatch")
     assert (dispatch.total_ms, dispatch.mean_ms) == pytest.approx((2.43, 0.81), abs=1e-9)
     assert attribution.idle_ms["mean"] == pytest.approx(0.87, abs=1e-9)
+
+
+# --------------------------------------- tracekit/readers/nsys_sqlite.py: a kernel whose launch call was far
+
+HOUR_NS = 3600 * 10**9
+
+
+def _far_call_nsys(tmp_path):
+    """tests.hostile.three_iteration_nsys (3 x 1.0 ms, busy 0.3, 2 kernels each; capture stated 0 to 20 ms) with
+    the launch call of correlation 1 (iteration 0's first kernel) stamped 3 hours later (a damaged row)."""
+    from tests.hostile import run_sql, three_iteration_nsys
+
+    path = three_iteration_nsys(tmp_path / "far_call.synthetic.sqlite", capture_ns=20_000_000)
+    return run_sql(
+        path,
+        f'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + {3 * HOUR_NS}, "end" = "end" + {3 * HOUR_NS} '
+        "WHERE correlationId = 1",
+    )
+
+
+def test_a_kernel_whose_call_was_far_keeps_its_iteration(tmp_path) -> None:
+    """Pin (e323879): the kernel keeps iteration 0 (busy 0.3 ms, 2 kernels), and 1 launch is counted there."""
+    import tracekit
+
+    analyzed = tracekit.analyze(_far_call_nsys(tmp_path))
+    frame = analyzed.iterations
+    assert frame.get_column("gpu_busy_ms").to_list() == pytest.approx([0.3] * 3, abs=1e-12)
+    assert frame.get_column("kernels").to_list() == [2, 2, 2]
+    assert frame.get_column("launches").to_list() == [1, 2, 2]
+    assert analyzed.warnings[0].startswith("1 API calls stamped outside the capture")
+    assert analyzed.warnings[0].endswith(
+        "1 device ops launched by those calls lie among the rest (only their calls' times are damaged): each is "
+        "placed in its iteration by its own start, with no launch call"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/nsys_sqlite.py (e323879) with analyzers/iterations.py: the one kernel whose far launch "
+    "call was left out is said twice, the second time wrongly: after the far warning's '1 device ops launched by "
+    "those calls lie among the rest ... placed in its iteration by its own start', iterations.py adds '1 device ops "
+    "in the iterations carry no correlation id (nothing links them to a launching call)': the reader took its id "
+    "away, and the first warning names its call",
+)
+def test_a_kernel_whose_call_was_far_is_said_once(tmp_path) -> None:
+    import tracekit
+
+    analyzed = tracekit.analyze(_far_call_nsys(tmp_path))
+    assert not [w for w in analyzed.warnings if "carry no correlation id" in w], analyzed.warnings
