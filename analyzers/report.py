@@ -309,14 +309,17 @@ def _config_row(analyzed: Analysis) -> dict[str, Any]:
 
 def _not_the_timed_iterations(analyzed: Analysis) -> str | None:
     """Why the analyzed iterations are not the ones the untraced latency timed (None: they are): windows of
-    ``--split-idle``, or ranges other than those the run's sidecar names (``--range``), as analyze's
-    profiler-cost check has it (:func:`tracekit.session.analyze_trace`)."""
+    ``--split-idle``, or a ``--range`` other than the one the run's sidecar names, by analyze's profiler-cost
+    rule (:func:`tracekit.session.analyze_trace`: the default choice is the run's own iterations), so that
+    report and analyze give one ratio. (An ORT run's sidecar said 'iteration', the collector's NVTX name, while
+    its profile's timed runs are 'model_run', which the default rules choose: report had given no ratio.)"""
     meta = analyzed.source.trace.meta if analyzed.source is not None else {}
     timed = meta.get("range")
     name = analyzed.range_name or ""
+    requested = analyzed.range_choice.startswith("requested with --range")
     if name.startswith("idle>"):
         what = f"--split-idle windows ({name})"
-    elif timed is not None and name != timed:
+    elif requested and timed is not None and name != timed:
         what = f"'{name}' ranges"
     else:
         return None

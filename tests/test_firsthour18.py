@@ -39,12 +39,6 @@ def test_the_tours_table_runs_after_the_runs_it_compares_are_collected():
 ORT_RUN = REPO / "sample_traces" / "cpu_onnx_bert_ort"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/report.py (followups18) or collectors/sweep.py's sidecar range (lead): report withholds "
-    "the profiler ratio of every ORT-profiled run ('iteration' in the sidecar, 'model_run' in the profile), "
-    "where analyze, table and compare take the default ranges as the timed ones and give it",
-)
 def test_report_gives_an_ort_runs_profiler_ratio_as_analyze_does():
     """`tracekit collect --profiler ort` writes range 'iteration' into the sidecar (the collector's NVTX name)
     but ORT's profile holds one 'model_run' per InferenceSession.run, the call the untraced loop timed, which

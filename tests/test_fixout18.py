@@ -74,7 +74,15 @@ def test_table_lists_a_trace_and_its_two_member_gzipped_copy_once(
 
 # ------------------------------------------------------------------------ outputs named for a compression
 
-COMPRESSED = ["out.json.xz", "out.json.bz2", "out.json.zst", "out.csv.zip", "out.JSON.XZ", "out.tgz", "out.json.lz4"]
+COMPRESSED = [
+    "out.json.xz",
+    "out.json.bz2",
+    "out.json.zst",
+    "out.csv.zip",
+    "out.JSON.XZ",
+    "out.tgz",
+    "out.json.lz4",
+]
 
 
 @pytest.mark.parametrize("command", ["analyze", "table", "compare"])
@@ -150,3 +158,79 @@ def test_a_report_folder_named_like_an_archive_is_refused(
     assert code == 2 and stdout == "" and err.count("\n") == 1, err
     assert err.startswith(f"tracekit: {out}: -o takes a folder"), err
     assert not out.exists()
+
+
+# ------------------------------------------------------------------------ report's profiler ratio, as analyze's
+
+
+def _ort_run(tmp_path: Path, sidecar_range: str) -> Path:
+    """An ORT CPU profile (tests.hostile.ort_cpu_events: 8 model_run of 1.000 ms, operators 0.4 ms busy) with a
+    sidecar naming ``sidecar_range`` as the timed ranges, timed untraced at a median of 0.5 ms (8 of 8 kept, an
+    interval [0.49, 0.51]): the profiler ratio is 1.0 / 0.5 = 2.0."""
+    from tests.hostile import ort_cpu_events
+
+    path = tmp_path / "onnx_b1_s128.synthetic.ort.json"
+    path.write_text(json.dumps(ort_cpu_events(runs=8)))
+    meta = {
+        "synthetic": True,
+        "profiler": "ort",
+        "runtime": "onnx",
+        "batch_size": 1,
+        "seq_len": 128,
+        "device": "cpu",
+        "range": sidecar_range,
+        "untraced_latency_ms": {"median": 0.5, "kept": 8, "count": 8, "ci_low": 0.49, "ci_high": 0.51},
+    }
+    (tmp_path / "onnx_b1_s128.synthetic.ort.meta.json").write_text(json.dumps(meta))
+    return path
+
+
+def _ratio_and_refusals(path: Path, range_name: str | None = None) -> tuple[float | None, list[str]]:
+    import warnings
+
+    import tracekit
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        built = tracekit.report([str(path)], range=range_name)
+    row = built.configs.row(0, named=True)
+    assert row["traced_median_ms"] == 1.0 and row["untraced_latency_ms"] == 0.5
+    prefix = f"{path}: no profiler ratio"
+    return row["profiler_ratio"], [w[len(f"{path}: ") :] for w in built.warnings if w.startswith(prefix)]
+
+
+def _analyze_says_slowed(path: Path, range_name: str | None = None) -> bool:
+    import tracekit
+
+    return any("slowed this run 2.00x" in w for w in tracekit.analyze(str(path), range=range_name).warnings)
+
+
+@pytest.mark.parametrize("sidecar_range", ["iteration", "model_run"])
+def test_report_gives_the_profiler_ratio_of_the_default_ranges_as_analyze_does(
+    tmp_path: Path, sidecar_range: str
+) -> None:
+    """The sidecar of every ORT run collected before 2034a90 says range 'iteration' (the collector's NVTX name),
+    while ORT's profile holds one 'model_run' per InferenceSession.run, the call the untraced loop timed, and
+    the default rules choose them. analyze (session.analyze_trace: no --range is the run's own iterations) said
+    "slowed this run 2.00x"; report (the chosen name against the sidecar's) said "no profiler ratio ... not the
+    same quantity" and gave None. Both give 2.0 now, whatever the sidecar names."""
+    path = _ort_run(tmp_path, sidecar_range)
+    assert _ratio_and_refusals(path) == (2.0, [])
+    assert _analyze_says_slowed(path)
+
+
+def test_a_range_other_than_the_sidecars_gives_no_profiler_ratio_in_report_or_analyze(tmp_path: Path) -> None:
+    """analyze's rule the other way: a --range other than the one the sidecar names is not what was timed (even
+    where it selects the default's ranges): no ratio, and report says why; the sidecar's own name gives it."""
+    path = _ort_run(tmp_path, "iteration")
+    assert _ratio_and_refusals(path, "model_run") == (
+        None,
+        [
+            "no profiler ratio: the untraced latency is of the run's 'iteration' iterations, and the traced "
+            "latency here is of 'model_run' ranges, not the same quantity"
+        ],
+    )
+    assert not _analyze_says_slowed(path, "model_run")
+    path = _ort_run(tmp_path, "model_run")
+    assert _ratio_and_refusals(path, "model_run") == (2.0, [])
+    assert _analyze_says_slowed(path, "model_run")
