@@ -569,3 +569,37 @@ def test_a_bf16_model_with_an_fp8_kv_cache_does_not_read_fp8(
                    names={0: BF16_GEMM, 1: FP8_KV_ATTENTION, 2: BF16_ADD})  # fmt: skip
     config = _analyze(capsys, path)["config"]
     assert config["precision"] == "bf16", config["evidence"]
+
+
+# ------------------------------------------------------------------ 5. the stability rules (a faster start is kept)
+
+
+def test_a_faster_start_is_kept_and_a_single_fast_first_iteration_is_an_outlier() -> None:
+    """Pins of the changed rule 1: 5 fast iterations (0.5 ms) before 15 at 1.0 are all kept (median 1.0, unstable
+    by CV 25.4%); 10 at 1.0 then 10 at 2.0 are kept with 'latency rose'; one 0.1-ms first iteration is dropped
+    as an outlier, not warm-up."""
+    from tracekit.analyzers.stability import measure
+
+    r = measure([0.5] * 5 + [1.0] * 15)
+    assert (r.kept, r.median, r.dropped, r.unstable) == (20, 1.0, {}, True)
+    assert r.warnings == ("unstable: coefficient of variation 25.4% (> 10%)",)
+    r = measure([1.0] * 10 + [2.0] * 10)
+    assert (r.kept, r.median, r.ci_low, r.ci_high, r.dropped) == (20, 1.5, 1.0, 2.0, {})
+    assert "latency rose from 1 to 2 ms" in r.warnings[0]
+    r = measure([0.1] + [1.0] * 19)
+    assert (r.kept, r.median, r.dropped, r.unstable) == (19, 1.0, {0: "outlier"}, False)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/stability.py (rules 1 and 2 together): 12 iterations at 2.0 ms then 8 at 1.0 (latency fell "
+    "after 60% of the run) read median 1.0 [1.0-1.0], stable, no warning: rule 1 drops the first 10 as warm-up "
+    "(its cap: half the set), rule 2 the other two 2.0s as outliers of the rest; 12 of 20 dropped. Expected the "
+    "set unstable (a fall, not a warm-up: most of the run ran at 2.0)",
+)
+def test_a_fall_after_most_of_the_run_is_not_warm_up_plus_outliers() -> None:
+    from tracekit.analyzers.stability import measure
+
+    r = measure([2.0] * 12 + [1.0] * 8)
+    assert r.count == 20
+    assert r.unstable, (r.kept, r.median, r.ci_low, r.ci_high, r.dropped, r.notes)
