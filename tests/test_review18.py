@@ -462,3 +462,28 @@ def test_a_kernel_whose_call_was_far_is_said_once(tmp_path) -> None:
 
     analyzed = tracekit.analyze(_far_call_nsys(tmp_path))
     assert not [w for w in analyzed.warnings if "carry no correlation id" in w], analyzed.warnings
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/commands/simulate.py check_bounds: --iters (10,000,000) and --ops (100,000) are bounded each, "
+    "not their product: '--iters 10000000 --ops 100000' (10^12 kernels, 10,000 times --kernels' own bound of 10^8) "
+    "starts simulating, a run no one could finish, where the bounds were added so that such a count 'is refused at "
+    "once instead of running on'",
+)
+def test_simulate_refuses_iterations_times_operators_past_the_kernel_bound(
+    tmp_path, capsys, monkeypatch
+) -> None:
+    import tracekit.simulate
+    from tests.hostile import run_cli
+
+    def reached(*args, **kwargs):
+        raise AssertionError("the simulation started")
+
+    monkeypatch.setattr(tracekit.simulate, "simulate_sweep", reached)
+    out = tmp_path / "sim"
+    code, _, err = run_cli(
+        capsys, "simulate", "--runtime", "pytorch", "--batch-sizes", "1", "--iters", "10000000", "--ops", "100000",
+        "--traces", "kineto", "-o", str(out),
+    )  # fmt: skip
+    assert code == 2, err
