@@ -290,6 +290,93 @@ def test_a_far_cpu_operator_does_not_stretch_the_window_of_a_cpu_only_trace(
     assert any("stamped" in w for w in doc["warnings"]), doc["warnings"]
 
 
+# ------------------------------------------------------------------ 1b. nsys: the 60-s slack of a stated capture
+
+CAPTURE = 20_000_000  # ns
+NSYS_NEAR = [10_000_000, 12_000_000, 14_000_000]
+
+
+def _nsys(path: Path, starts: list[int], ranges: list[tuple[int, int]], capture: int | None = CAPTURE,
+          work: bool = True) -> Path:  # fmt: skip
+    """nsys export (SYNTHETIC): an NVTX 'iteration' of 1 ms at each of ``starts`` (ns), each (``work``) with a
+    kernel at 100-300 µs and one at 400-500 µs into it, launched 50-40 µs before (latency 1.0, busy 0.3 ms, 2
+    kernels); ``ranges``: more 'iteration' ranges (start, end) with no work; ``capture``: ANALYSIS_DETAILS."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for t0 in starts:
+        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
+        for start, end in ((100, 300), (400, 500)) if work else ():
+            at = t0 + start * 1000 - 50_000
+            b.runtime(at, at + 10_000, "cudaLaunchKernel_v7000", correlation=corr)
+            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
+            corr += 1
+    for start, end in ranges:
+        b.nvtx_range(start, end, "iteration")
+    if capture is not None:
+        b.capture(capture, start_time=0)
+    return b.write(path)
+
+
+@pytest.mark.parametrize(
+    ("start", "kept"),
+    [
+        (CAPTURE + 60 * S_NS - 1_000_000, True),  # ends exactly at capture end + 60 s
+        (CAPTURE + 60 * S_NS - 1_000_000 + 1, False),  # ends 1 ns later
+        (CAPTURE + 60 * S_NS, False),  # starts at the edge: its end lies past it
+    ],
+    ids=["end-at-edge", "end-1ns-past", "start-at-edge"],
+)
+def test_an_empty_nvtx_range_at_the_capture_slack_edges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: int, kept: bool
+) -> None:
+    """Pins: an empty NVTX range of 1 ms beside 3 iterations of a 20-ms capture is an (empty) iteration when it
+    lies within the 60-s slack, start and end, and left out, said, 1 ns beyond."""
+    path = _nsys(tmp_path / "slack.synthetic.sqlite", NSYS_NEAR, [(start, start + 1_000_000)])
+    doc = _analyze(capsys, path)
+    far = [w for w in doc["warnings"] if "NVTX ranges stamped" in w]
+    if kept:
+        assert sorted(_rows(doc)) == sorted([(1.0, 0.3, 2)] * 3 + [(1.0, 0.0, 0)]) and not far
+    else:
+        assert _rows(doc) == [(1.0, 0.3, 2)] * 3 and len(far) == 1, doc["warnings"]
+
+
+@pytest.mark.parametrize(
+    ("start", "said"),
+    [(-60 * S_NS, "began before the capture started"), (-60 * S_NS - 1, "stamped outside the capture")],
+    ids=["60s-before", "60s-1ns-before"],
+)
+def test_an_empty_nvtx_range_before_the_capture_is_said_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], start: int, said: str
+) -> None:
+    """Pins: a range starting 60 s before a stated capture is left out by the reader's own rule (a range that
+    began before the capture: nsys 2022.4 drops them), 1 ns earlier as far; one sentence either way."""
+    path = _nsys(tmp_path / "before.synthetic.sqlite", NSYS_NEAR, [(start, start + 1_000_000)])
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, 0.3, 2)] * 3
+    about = [w for w in doc["warnings"] if "NVTX range" in w]
+    assert len(about) == 1 and said in about[0], doc["warnings"]
+
+
+@pytest.mark.parametrize("capture", [CAPTURE, None], ids=["capture", "no-capture"])
+def test_an_nvtx_only_export_judges_a_far_range_by_the_capture_alone(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], capture: int | None
+) -> None:
+    """Pins: NVTX ranges alone (3 at 10-14 ms, one 5 h later): left out against a stated capture of 20 ms; kept
+    without one (nothing else places the ranges); latency 1.0 each, no verdict."""
+    hours = 5 * 3_600 * S_NS
+    path = _nsys(tmp_path / "nvtx_only.synthetic.sqlite", NSYS_NEAR, [(hours, hours + 1_000_000)], capture,
+                 work=False)  # fmt: skip
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(1.0, None, 0)] * (3 if capture else 4)
+    assert doc["summary"]["bound"] is None
+    assert any(w.startswith("1 NVTX ranges stamped outside the capture") for w in doc["warnings"]) == bool(
+        capture
+    )
+
+
 # ------------------------------------------------------------------ 2. iterations whose kernels have no duration
 
 
