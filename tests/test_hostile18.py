@@ -209,14 +209,6 @@ def test_a_string_limit_of_two_gibibytes_reads_a_kineto_trace(
     assert [it["gpu_busy_ms"] for it in doc["iterations"]] == [0.03] * 4
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto_stream.py: --max-event ('refuse a JSON event ... longer than SIZE', limits.md's "
-    "table: 'one JSON event (whitespace collapsed, strings cut)') is applied only to a value too long for the 8 MiB "
-    "decode window (_oversized): an event of ~100 KB (2000 strings of 50 B in its args) with --max-event 10K is read, "
-    "exit 0; expected one line, exit 2, naming --max-event (or the option's help and limits.md saying it applies "
-    "from 8 MiB only)",
-)
 def test_an_event_past_a_small_event_limit_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -172,6 +172,8 @@ def read_value(text: Stream, pos: int, max_string: int, max_out: int) -> tuple[b
                 cuts += cut
                 i = stop + 1
                 if depth == 0:
+                    if len(out) > max_out:
+                        raise TooLong(start)
                     return bytes(out), i, cuts
                 continue
             # an escape: two bytes, six for \uXXXX, twelve for a surrogate pair (kept whole: half of one is no
@@ -228,6 +230,8 @@ def read_value(text: Stream, pos: int, max_string: int, max_out: int) -> tuple[b
             depth -= n
             i = stop + n
             if depth == 0:
+                if len(out) > max_out:  # (its closing brackets count too)
+                    raise TooLong(start)
                 return bytes(out), i, cuts
         else:  # "," "]" "}" at depth 0: the end of a scalar (or of nothing: the decoder judges)
             return bytes(out), stop, cuts

@@ -219,6 +219,7 @@ def _head(text: _Text) -> tuple[dict[str, msgspec.Raw], int]:
                 head = _decode_object(before[:-1] + b"}")
                 if head is None:
                     continue
+                check_sizes(before[:-1] + b"}", text.dropped + opening, text.path)
                 return head, match.end() - 1
         if text.eof:
             raise _Whole(text.rest())
@@ -283,6 +284,67 @@ def _invalid_at(text: _Text, pos: int, reason: str) -> TraceFormatError:
     )
 
 
+class _Bytes:
+    """A text held whole, as the stream :func:`tracekit.readers.json_value.read_value` reads
+    (``dropped``: the absolute offset of its first byte)."""
+
+    def __init__(self, buf: bytes, dropped: int) -> None:
+        self.buf, self.eof, self.dropped = buf, True, dropped
+
+    def fill(self, size: int) -> None:
+        """Nothing to read: the text is all here."""
+
+    def drop(self, pos: int) -> None:
+        """Nothing is dropped (read_value drops only text it has read when more is to come)."""
+
+
+_DECODE_RAWS = msgspec.json.Decoder(list[msgspec.Raw])
+#: what lies between two values of an array or object: whitespace, one ``,`` or ``:``, whitespace
+_BETWEEN = re.compile(rb"[ \t\r\n]*(?:[,:][ \t\r\n]*)?")
+
+
+def check_sizes(text: bytes, base: int, path: Path, start: int = 1) -> None:
+    """LimitError (:func:`_too_long`) when a value of the JSON array or object ``text`` (at absolute offset
+    ``base`` of the JSON text; its values from ``text[start]`` on, to its closing bracket) is longer than
+    the event limit (``--max-event``), measured as a value too long for any decode window is
+    (:func:`_oversized`): its compact copy, whitespace runs collapsed and strings cut
+    (:func:`tracekit.readers.json_value.read_value`). An event of a chunk, a top-level value or key.
+
+    A text no longer than the limit holds no such value: with the default limit (16 MiB, above every decode
+    window) this is one comparison. Past it, an array's elements are measured by one msgspec pass (their
+    text lengths, an upper bound of their copies' lengths); only an element longer than the limit (or every
+    value, when that pass fails: a text the decoder mends) has its copy measured."""
+    limit = limits.current.max_event
+    if len(text) <= limit:
+        return
+    sizes: list[int] | None = None
+    if start == 1 and text[:1] == b"[":
+        try:
+            sizes = list(map(len, _DECODE_RAWS.decode(text)))
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            sizes = None
+        if sizes is not None and max(sizes, default=0) <= limit:
+            return
+    stream = _Bytes(text, base)
+    pos, index = start, 0
+    try:
+        while True:
+            between = _BETWEEN.match(text, pos)
+            assert between is not None  # (it matches the empty text)
+            pos = between.end()
+            if pos >= len(text) or text[pos] in b"]}":
+                return
+            if sizes is not None and index < len(sizes) and sizes[index] <= limit:
+                pos += sizes[index]
+            else:
+                _, pos, _ = json_value.read_value(stream, pos, limits.current.max_string, limit)
+            index += 1
+    except json_value.Truncated:  # (the text decoded: cannot happen)
+        return
+    except json_value.TooLong as exc:
+        raise _too_long(path, exc.start) from None
+
+
 def _too_long(path: Path, start: int) -> LimitError:
     """The error for a value whose compact copy passes the event limit."""
     return LimitError(
@@ -336,6 +398,8 @@ def _last_chunk(
             continue
         events = [] if not body.strip(_WS) else kd._decode_chunk(b"[" + body + b"]", lenient)
         if events is not None:
+            check_sizes(b"[" + body + b"]", base + start - 1, path)
+            check_sizes(buf[match.start() + 1 :], base + match.start() + 1, path, start=0)
             return events, tail
     if complete is not None:
         raise TraceFormatError(_after_events(buf, complete + 1, base), path)
@@ -490,6 +554,8 @@ def _whole(
     if progress:
         progress("read", 1.0)
     head, events = kd.split_document(data, path)
+    if len(events) > limits.current.max_event:  # (its text is found in the document's: a copy holds it too)
+        check_sizes(bytes(events), data.find(bytes(events)) if events is not data else 0, path)
     if header is not None:
         header.update(head)
     yield from kd.event_chunks(events, progress, lenient)
@@ -542,13 +608,14 @@ def _chunks_of(
             events = kd._decode_chunk(b"[" + body + b"]", lenient)
             if events is None:
                 raise PartBoundaryError(f"the part boundary at text offset {end_at[0]} is not between events")
+            check_sizes(b"[" + body + b"]", text.dropped + pos - 1, path)
             if progress:
                 progress("decode", text.done(end_at[0] - text.dropped))
             yield events
             return {}
         chunk, end = None, None
         if len(buf) > pos + want + 1:  # text beyond the target: cut before it
-            chunk, end = _cut_chunk(buf, pos, pos + want, lenient)
+            chunk, cut, end = _cut_chunk(buf, pos, pos + want, lenient)
             if chunk is None and want >= OVERSIZED_WINDOW:  # one value longer than any window: read it alone
                 if stop is not None:  # (not within a part: the file is then decoded in one process)
                     raise PartBoundaryError("a value longer than the decode window")
@@ -571,6 +638,7 @@ def _chunks_of(
                 progress("decode", 1.0)
             yield events
             return tail
+        check_sizes(b"[" + buf[pos:cut] + b"]", text.dropped + pos - 1, path)
         del buf  # the next drop copies the rest of the text: do not keep this one alive
         pos, want = end, kd.CHUNK_BYTES
         if progress:
@@ -578,13 +646,13 @@ def _chunks_of(
         yield chunk
 
 
-def _cut_chunk(buf: bytes, start: int, target: int, lenient: kd.Lenient) -> tuple[list[Any] | None, int]:
-    """(events of buf[start:cut], offset of the next event) for an event boundary before ``target`` whose
-    chunk decodes (:func:`tracekit.readers.kineto_json.decodable_cut`); (None, 0) when none does."""
+def _cut_chunk(buf: bytes, start: int, target: int, lenient: kd.Lenient) -> tuple[list[Any] | None, int, int]:
+    """(events of buf[start:cut], cut, offset of the next event) for an event boundary before ``target``
+    whose chunk decodes (:func:`tracekit.readers.kineto_json.decodable_cut`); (None, 0, 0) when none does."""
     found = kd.decodable_cut(memoryview(buf), start, target, lenient)
     if found is None:
-        return None, 0
-    return found[0], found[2]
+        return None, 0, 0
+    return found
 
 
 def _oversized(text: _Text, pos: int, path: Path, lenient: kd.Lenient) -> tuple[list[Any], int, bool]:

@@ -1,0 +1,193 @@
+"""Fixes of the Kineto reader defects hostile18 pinned as strict xfails (tests/test_hostile18.py), round 18
+(fixread18), and the neighbours of each found on the same code paths.
+
+Every trace is hand-built in pytest's temporary folder (names say "synthetic"). The base is tests/hostile.py's
+small_trace_events: 4 iterations of 0.9 ms, 3 kernels of 10 µs each (GPU busy 0.03 ms per iteration). Events are
+written compact (``separators=(",", ":")``), so an event's compact copy (whitespace collapsed, strings cut) is its
+text, and the byte offsets below follow from the text written.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import analyze_json as _json
+from tests.hostile import small_trace_events
+from tracekit.readers import kineto_json
+
+HEAD = b'{"traceEvents":['
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+def _write(path: Path, events: list[Any], head: bytes = HEAD, tail: bytes = b"]}") -> tuple[Path, list[int]]:
+    """(path, the byte offset of each event) of a Kineto document written compact: ``head`` + the events
+    joined by "," + ``tail``."""
+    texts = [_compact(e) for e in events]
+    offsets, at = [], len(head)
+    for text in texts:
+        offsets.append(at)
+        at += len(text) + 1
+    path.write_bytes(head + b",".join(texts) + tail)
+    return path, offsets
+
+
+def _one_line(err: str, path: Path) -> str:
+    assert "Traceback" not in err and "internal error" not in err, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("tracekit: ") and str(path) in lines[0], err
+    return lines[0]
+
+
+def _base_numbers(doc: dict[str, Any] | None) -> None:
+    assert doc is not None
+    assert [it["latency_ms"] for it in doc["iterations"]] == [0.9] * 4
+    assert [it["gpu_busy_ms"] for it in doc["iterations"]] == [0.03] * 4
+
+
+# ------------------------------------------------------------------------------- --max-event below the window
+
+
+def _with_blob(index: int = 2, count: int = 2000) -> list[dict[str, Any]]:
+    """The base events, event ``index`` (a cudaLaunchKernel) carrying ``count`` strings of 50 B in its args."""
+    events = small_trace_events()
+    events[index]["args"]["blob"] = ["x" * 50] * count
+    return events
+
+
+def test_an_event_exactly_at_the_event_limit_is_read_and_one_byte_over_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The limit is on the event's compact copy, "longer than SIZE" refused: an event of exactly SIZE bytes is
+    read; with SIZE one byte less the one line names the event's byte offset (the third event)."""
+    events = _with_blob()
+    size = len(_compact(events[2]))
+    assert size == 106_137  # 2000 strings of 52 B, their commas and brackets, '"blob":' and the event's 128 B
+    path, offsets = _write(tmp_path / "limit.synthetic.json", events)
+    code, doc, err = _json(capsys, str(path), "--max-event", str(size))
+    assert code == 0, err
+    _base_numbers(doc)
+    code, _, err = _json(capsys, str(path), "--max-event", str(size - 1))
+    assert code == 2, err
+    line = _one_line(err, path)
+    assert f"the JSON value at byte {offsets[2]} of the JSON text is longer than 104 KiB" in line
+    assert "--max-event SIZE" in line
+
+
+def test_an_event_past_the_limit_in_a_middle_chunk_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same check on a chunk cut before the end of the text (chunks of 4 KiB here, instead of 1 MiB): the
+    event over 10 KiB is the 58th of 280 (offset exact), the chunks before it decode."""
+    monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 4096)
+    events = small_trace_events(iterations=40)
+    events[57]["args"]["blob"] = ["x" * 50] * 400  # ~21 KB
+    assert events[57]["cat"] == "cuda_runtime"
+    path, offsets = _write(tmp_path / "middle.synthetic.json", events)
+    # past the first chunk, and more text after it than the 32 KiB window that holds it (not the last chunk)
+    assert offsets[57] > 4096 and path.stat().st_size - offsets[57] > 32768 + 2
+    code, _, err = _json(capsys, str(path), "--max-event", "10K")
+    assert code == 2, err
+    assert f"the JSON value at byte {offsets[57]} of the JSON text is longer than 10 KiB" in _one_line(
+        err, path
+    )
+    code, doc, err = _json(capsys, str(path), "--max-event", "30K")
+    assert code == 0, err
+    assert len(doc["iterations"]) == 40
+
+
+def test_an_event_long_only_by_its_whitespace_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whitespace runs count as one byte (the compact copy): an event padded with 50,000 spaces between two of its
+    keys is read with --max-event 10K."""
+    events = small_trace_events()
+    text = _compact(events[2]).replace(b'"cat"', b" " * 50_000 + b'"cat"', 1)
+    texts = [_compact(e) for e in events]
+    texts[2] = text
+    path = tmp_path / "padded.synthetic.json"
+    path.write_bytes(HEAD + b",".join(texts) + b"]}")
+    code, doc, err = _json(capsys, str(path), "--max-event", "10K")
+    assert code == 0, err
+    _base_numbers(doc)
+
+
+def test_an_event_long_only_by_a_string_cut_to_the_string_limit_is_read(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Strings count as cut (to a few times --max-string, as for an event longer than the decode window): a
+    kernel named with 50,000 bytes is read with --max-string 1K --max-event 10K, its name cut to 1 KiB and
+    said."""
+    events = small_trace_events()
+    events[2]["name"] = "k" * 50_000
+    assert events[2]["cat"] == "kernel"
+    path, _ = _write(tmp_path / "long-name.synthetic.json", events)
+    code, doc, err = _json(capsys, str(path), "--max-string", "1K", "--max-event", "10K")
+    assert code == 0, err
+    _base_numbers(doc)
+    assert "1 event name(s) longer than 1 KiB cut to 1 KiB" in err, err
+
+
+@pytest.mark.parametrize("where", ["head", "tail"])
+def test_a_top_level_value_past_the_event_limit_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """A top-level value before or after the events (20 KB) with --max-event 10K: refused in one line naming the
+    value's byte offset; 30K reads the trace."""
+    big = b'"deviceProperties":' + _compact([{"name": "x" * 50}] * 300)
+    if where == "head":
+        head = b'{"traceName":"synthetic",' + big + b',"traceEvents":['
+        path, _ = _write(tmp_path / "head.synthetic.json", small_trace_events(), head=head)
+        at = len(b'{"traceName":"synthetic","deviceProperties":')
+    else:
+        path, _ = _write(tmp_path / "tail.synthetic.json", small_trace_events(), tail=b"]," + big + b"}")
+        at = path.read_bytes().index(b'"deviceProperties":') + len(b'"deviceProperties":')
+    code, _, err = _json(capsys, str(path), "--max-event", "10K")
+    assert code == 2, err
+    assert f"the JSON value at byte {at} of the JSON text is longer than 10 KiB" in _one_line(err, path)
+    code, doc, err = _json(capsys, str(path), "--max-event", "30K")
+    assert code == 0, err
+    _base_numbers(doc)
+
+
+def test_an_event_past_the_limit_in_a_bare_array_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A document read whole (the chrome "JSON array format": a bare array of events) is checked too."""
+    path, offsets = _write(tmp_path / "bare.synthetic.json", _with_blob(), head=b"[", tail=b"]")
+    code, _, err = _json(capsys, str(path), "--max-event", "10K")
+    assert code == 2, err
+    assert f"the JSON value at byte {offsets[2]} of the JSON text is longer than 10 KiB" in _one_line(
+        err, path
+    )
+
+
+def test_an_event_past_the_limit_in_a_chunk_the_decoder_mends_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A chunk with a non-finite number (read as null, kineto#105) is measured value by value: the long event
+    is refused at its offset; without it (the text still past the limit) the trace is read."""
+    events = _with_blob()
+    events[5]["args"]["bandwidth"] = "NAN-HERE"
+    path, offsets = _write(tmp_path / "nan.synthetic.json", events)
+    path.write_bytes(path.read_bytes().replace(b'"NAN-HERE"', b"nan"))
+    code, _, err = _json(capsys, str(path), "--max-event", "10K")
+    assert code == 2, err
+    assert f"the JSON value at byte {offsets[2]} of the JSON text is longer than 10 KiB" in _one_line(
+        err, path
+    )
+    events = small_trace_events()
+    events[5]["args"]["bandwidth"] = "NAN-HERE"
+    path, _ = _write(tmp_path / "nan-small.synthetic.json", events)
+    path.write_bytes(path.read_bytes().replace(b'"NAN-HERE"', b"nan"))
+    assert path.stat().st_size > 1024
+    code, doc, err = _json(capsys, str(path), "--max-event", "1K")
+    assert code == 0, err
+    _base_numbers(doc)
