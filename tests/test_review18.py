@@ -554,3 +554,33 @@ def test_untimed_iterations_are_found_in_linear_time(tmp_path, monkeypatch) -> N
         assert analyzed.iterations.height == n
         counts.append(calls[0])
     assert counts[0] == counts[1], counts
+
+
+#: 2 'iteration' ranges of 3.1 ms, 10 ms apart, each holding 5 requests of 2 kernels of 50 µs (10 µs apart),
+#: 600 µs apart: --split-idle 0.3 cuts 10 windows of 0.118 ms, 5 to a range.
+REQUESTS_IN_STEPS = [
+    (step * 10_000, [k for r in range(5) for k in ((step * 10_000 + 10 + r * 600, step * 10_000 + 60 + r * 600),
+                                                  (step * 10_000 + 70 + r * 600, step * 10_000 + 120 + r * 600))])
+    for step in range(2)
+]  # fmt: skip
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/report.py _windows_withheld (490bd70): the row's warnings say '10 windows against 2 ranges' "
+    "twice: the reader's '10 windows against 2 ranges named 'iteration' in the trace: the threshold cuts inside "
+    "iterations ...' and the report's 'the report shows none of its traced figures ...: its iterations are 10 "
+    "windows cut at idle gaps (idle>0.3ms) against the 2 ranges named 'iteration' its trace holds: the threshold "
+    "cuts inside iterations ...' (one fact, one sentence: the second could name the first)",
+)
+def test_a_row_of_windows_that_are_not_iterations_says_the_count_once(tmp_path) -> None:
+    import tracekit
+    from tracekit.analyzers.report import config_row
+
+    path = _iterations_kineto(tmp_path / "requests_in_steps.synthetic.json", REQUESTS_IN_STEPS, dur=3100)
+    analyzed = tracekit.analyze(path, split_idle=0.3)
+    assert analyzed.iterations.get_column("latency_ms").to_list() == pytest.approx([0.118] * 10, abs=1e-12)
+    row = config_row(analyzed)
+    assert row["traced_median_ms"] is None  # (withheld: see the report, a concern, not pinned as a defect)
+    said = [w for w in row["warnings"] if "10 windows" in w and "2 ranges" in w]
+    assert len(said) == 1, said
