@@ -1800,7 +1800,7 @@ def measure_gaps(
         tuple(setting_up),
         busy_unknown,
         longest_rows,
-        tuple(i for i in untimed_iterations if i in set(frame.get_column("index").to_list())),
+        tuple(sorted(set(untimed_iterations) & set(frame.get_column("index").to_list()))),
     )
 
 
@@ -2242,6 +2242,8 @@ def summarize_stages(
     if attribution is not None and timeline and host_unrecorded(trace):
         warnings.append(HOST_UNRECORDED)
         attribution = None
+    if attribution is not None and measured.untimed_iterations:
+        attribution = _attribution_without(attribution, measured.untimed_iterations)
     if attribution is not None:
         causes = attribution.iterations.select("index", *CAUSE_MS)
         frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
@@ -2340,6 +2342,33 @@ def summarize_stages(
         setup_caveat=measured.setup_caveat,
         capture_refusal=measured.capture_refusal,
         setup_iterations=measured.setup_iterations,
+    )
+
+
+def _attribution_without(attribution: Any, untimed: tuple[int, ...]) -> Any:
+    """``attribution`` without the ``untimed`` iterations (:func:`_untimed_withheld`): their idle time is not
+    known (their kernels' times are not), so it is in no cause's total or mean, nor in the CUDA-graph
+    projection (it had counted 9 ms of an untimed iteration as dispatch)."""
+    from dataclasses import replace as replaced
+
+    from tracekit.analyzers.attribution import summarize_attribution
+
+    def kept(frame: pl.DataFrame | None, column: str) -> pl.DataFrame | None:
+        return None if frame is None else frame.filter(~pl.col(column).is_in(list(untimed)))
+
+    iterations = kept(attribution.iterations, "index")
+    assert iterations is not None
+    parts = attribution.projection_parts
+    return replaced(
+        attribution,
+        iterations=iterations,
+        summary=summarize_attribution(iterations),
+        gaps=kept(attribution.gaps, "iteration"),
+        detail=kept(attribution.detail, "iteration"),
+        lags=kept(attribution.lags, "iteration"),
+        projection_parts=None
+        if parts is None
+        else kept(parts, "index" if "index" in parts.columns else "iteration"),
     )
 
 

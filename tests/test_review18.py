@@ -398,13 +398,6 @@ def test_an_iteration_of_untimed_kernels_has_its_busy_and_causes_withheld(tmp_pa
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py _untimed_withheld: the iteration whose kernels are untimed has its causes "
-    "withheld in the table, but the idle-time attribution (IdleSummary) still counts its 9 ms as idle: dispatch "
-    "total 11.415 ms, mean 2.854 (8.985 of it the untimed iteration's, whose kernel time is unknown), idle mean "
-    "2.9025, where the timed iterations give dispatch 2.43 ms in all, mean 0.81, idle mean 0.87",
-)
 def test_the_idle_attribution_leaves_out_an_iteration_of_untimed_kernels(tmp_path) -> None:
     import tracekit
 
@@ -525,13 +518,6 @@ def _one_kernel_iterations(path, n: int, timed: bool):
     return _kineto(path, events)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py measure_gaps: 'tuple(i for i in untimed_iterations if i in set(frame...))' "
-    "builds the set of analyzed indices once per untimed iteration: quadratic, 20,000 iterations of untimed "
-    "kernels took 12.0 s to analyze against 1.0 s timed (5,000: 1.3 s vs 0.7 s); counted here as set() calls "
-    "in the module: 44 for 40 untimed iterations, 164 for 160 (3 when timed)",
-)
 def test_untimed_iterations_are_found_in_linear_time(tmp_path, monkeypatch) -> None:
     import builtins
 
