@@ -234,3 +234,52 @@ def test_a_range_other_than_the_sidecars_gives_no_profiler_ratio_in_report_or_an
     path = _ort_run(tmp_path, "model_run")
     assert _ratio_and_refusals(path, "model_run") == (2.0, [])
     assert _analyze_says_slowed(path, "model_run")
+
+
+# ------------------------------------------------------------------------ special outputs: a named pipe
+
+
+def test_an_output_to_a_named_pipe_without_a_reader_is_one_line_not_a_hang(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """-o FIFO with no reader had blocked forever in open() (hostile18: 20 s and on). The pipe is opened without
+    blocking; no reader within io.STREAM_WAIT_S (the input side's wait; 0.3 s here): one line, exit 2."""
+    import os
+    import time
+
+    from tracekit import io as tio
+
+    monkeypatch.setattr(tio, "STREAM_WAIT_S", 0.3)
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    begun = time.monotonic()
+    code, stdout, err = _run(capsys, "analyze", str(trace), "-o", str(fifo), "-q")
+    assert time.monotonic() - begun < 5
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"tracekit: {fifo}: cannot write: no reader opened this named pipe in 0.3 s (start its reader first)\n",
+    )
+
+
+def test_an_output_to_a_named_pipe_with_a_reader_is_written_through(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: a reader on the pipe gets the whole output (the JSON document: 4 iterations), the pipe stays a
+    pipe."""
+    import os
+    import stat
+    import threading
+
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_bytes()))
+    reader.start()
+    code, _, err = _run(capsys, "analyze", str(trace), "-o", str(fifo), "--format", "json", "-q")
+    reader.join(10)
+    assert code == 0, err
+    assert len(json.loads(got[0])["iterations"]) == 4
+    assert stat.S_ISFIFO(os.stat(fifo).st_mode)

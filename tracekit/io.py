@@ -379,7 +379,7 @@ def atomic_path(target: str | Path) -> Iterator[Path]:
     A symbolic link is followed: the file it points to is replaced, not the link. A target that exists and is
     no regular file (``/dev/null``, ``/dev/stdout``, a named pipe) is written through, as a plain ``open``
     would, once the block succeeds (from a temporary file in the system's temporary folder): never replaced
-    by a file. A target that cannot be written is one line (TracekitError), not a traceback."""
+    by a file (a named pipe with no reader within :data:`STREAM_WAIT_S` is one line, not a wait forever). A target that cannot be written is one line (TracekitError), not a traceback."""
     target = Path(target)
     if is_input(target):
         raise TracekitError("refusing to write over an input file", target)
@@ -424,12 +424,43 @@ def _put_in_place(tmp_path: Path, target: Path, special: bool) -> None:
     a device or a pipe); a failure is one line (TracekitError) naming the target."""
     try:
         if special:
-            with open(tmp_path, "rb") as src, open(target, "wb") as out:
+            with open(tmp_path, "rb") as src, _open_special(target) as out:
                 shutil.copyfileobj(src, out)
         else:
             os.replace(tmp_path, target)
     except OSError as exc:
         raise TracekitError(f"cannot write: {exc.strerror or exc}", target) from None
+
+
+def _open_special(target: Path) -> BinaryIO:
+    """``target`` (a device, a pipe) opened for writing. A named pipe is opened without blocking: with no reader
+    within :data:`STREAM_WAIT_S` (the wait of a silent input pipe), TracekitError (one line); a plain open had
+    waited for a reader forever."""
+    try:
+        fifo = stat.S_ISFIFO(os.stat(target).st_mode)
+    except OSError:
+        fifo = False
+    if not fifo:
+        return open(target, "wb")
+    import time
+
+    deadline = time.monotonic() + STREAM_WAIT_S
+    while True:
+        try:
+            fd = os.open(target, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # (ENXIO: no reader yet)
+                raise
+            if time.monotonic() >= deadline:
+                raise TracekitError(
+                    f"cannot write: no reader opened this named pipe in {STREAM_WAIT_S:g} s (start its reader "
+                    "first)",
+                    target,
+                ) from None
+            time.sleep(0.05)
+    os.set_blocking(fd, True)
+    return os.fdopen(fd, "wb")
 
 
 #: Inside :func:`outputs_together`: the (temporary file, target, special) of every write not yet in place.
