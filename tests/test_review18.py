@@ -304,14 +304,6 @@ def _steps_kineto(path, steps: list[tuple[int, int]]):
 NINETY_MIN_US = 90 * 60 * 10**6
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py far_events: a range's end is 'late' against the last start of the "
-    "cluster its START lies in, not against the events after it: an idle server's step annotation of 90 min "
-    "whose end falls 10 µs before the next step begins is left out as 'stamped to end more than an hour after "
-    "every other event began ... a damaged row' (false: the next step began after it), and its 2 kernels "
-    "(0.1 ms) count in no iteration: 3 iterations instead of 4",
-)
 def test_a_step_that_waited_90_minutes_for_the_next_is_no_damaged_range(tmp_path) -> None:
     import tracekit
 

@@ -28,7 +28,8 @@ clock checks).
 
 Ranges (NVTX ranges, Kineto annotations) place the trace, and are judged too: one starting outside the stated
 capture with no device work outside it beside it, or (no capture) in a cluster of nothing but ranges while
-the trace's body holds other events, or ending as an event may not (above), is left out when a minority of
+the trace's body holds other events, or ending as an event may not (above; a range may last through a
+silence, so its end is late only where no event starts within :data:`FAR_NS` of it), is left out when a minority of
 the ranges (an NVTX range 5 h after a 20-ms capture had been an iteration of no work; an iteration whose end
 was damaged, one of 5 hours swallowing every later one). A range of a trace of ranges alone is judged only
 against a stated capture.
@@ -172,8 +173,9 @@ def far_events(
     cluster's last start (a kernel of 28 years); a range is far when its cluster holds nothing but ranges and
     is not kept, where the trace's body holds other events (a trace of ranges alone has nothing else to place
     it). A range's end (``ends``/``durations`` of its noun) is judged as an event's is (after the stated
-    capture, or more than :data:`FAR_NS` after its cluster's last start: an 'iteration' whose end was damaged
-    had swallowed every later iteration into one of 5 hours). An end past 2^63 ns (which would wrap around to
+    capture, or more than :data:`FAR_NS` from every event's start: an 'iteration' whose end was damaged had
+    swallowed every later iteration into one of 5 hours; a step that waited 90 minutes for the next one to
+    begin ends beside that one's start, and is kept). An end past 2^63 ns (which would wrap around to
     a negative time) is far in any case. Only a minority of each noun is left out. Returns a boolean Series per noun of ``starts`` and ``ranges`` (True: leave it
     out), of its input's length."""
     ranges = dict(ranges or {})
@@ -248,6 +250,13 @@ def far_events(
             reasons["end"] = (end >= 2.0**63).fill_null(False)
             if stated is not None:
                 limit = pl.Series(noun, np.full(series.len(), stated[1] + CAPTURE_SLACK_NS, dtype=np.float64))
+            elif is_range:
+                # a range may last through a silence (an idle server's step, waiting for the next request): its
+                # end is late only where no event of the trace starts within FAR_NS of it (the cluster whose
+                # first start is the last at or before end + FAR_NS: its last start + FAR_NS)
+                reach = end.cast(pl.Float64).fill_null(float("-inf")).to_numpy() + FAR_NS
+                beside = np.maximum(np.searchsorted(cuts.lows, reach, side="right") - 1, where)
+                limit = pl.Series(noun, cuts.highs[beside] + FAR_NS)
             else:
                 limit = pl.Series(noun, cuts.highs[where] + FAR_NS)
             reasons["late"] = ((end > limit) & ~reasons["end"]).fill_null(False)
