@@ -283,3 +283,65 @@ def test_an_output_to_a_named_pipe_with_a_reader_is_written_through(
     assert code == 0, err
     assert len(json.loads(got[0])["iterations"]) == 4
     assert stat.S_ISFIFO(os.stat(fifo).st_mode)
+
+
+# ------------------------------------------------------------------------ report's files: inputs, all or none
+
+
+def test_report_into_a_folder_whose_report_csv_is_its_input_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report x/report.csv -o x (a trace named report.csv, given as the input): report.json and the timeline
+    figures were written, then the refusal came on report.csv. One line, before any work, nothing written."""
+    folder = tmp_path / "x"
+    folder.mkdir()
+    trace = _kineto(folder / "report.csv")
+    before = trace.read_bytes()
+    code, stdout, err = _run(capsys, "report", str(trace), "-o", str(folder), "-q")
+    assert (code, stdout) == (2, "")
+    assert err == f"tracekit: {trace}: refusing to write over an input file (choose another -o)\n"
+    assert sorted(p.name for p in folder.iterdir()) == ["report.csv"]
+    assert trace.read_bytes() == before
+
+
+def test_report_into_a_run_folder_holding_a_trace_named_like_its_file_writes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report RUN -o RUN, the run folder's run.json naming a trace report.md (found by reading the folder): the
+    refusal came on report.md after report.json, report.csv and 6 figure files were written beside it. One
+    line, before the first file is written (after the analysis, which finds the input), nothing written."""
+    folder = tmp_path / "run"
+    folder.mkdir()
+    trace = _kineto(folder / "report.md")
+    run = {"kind": "simulate", "synthetic": True, "runtime": "pytorch", "device": "gpu"}
+    run["configs"] = [{"batch_size": 1, "seq_len": 128, "status": "ok", "traces": {"kineto": "report.md"}}]
+    (folder / "run.json").write_text(json.dumps(run))
+    before = {p.name: p.read_bytes() for p in folder.iterdir()}
+    code, stdout, err = _run(capsys, "report", str(folder), "-o", str(folder), "-q")
+    assert (code, stdout) == (2, ""), err
+    assert err.endswith(f"tracekit: {trace}: refusing to write over an input file (choose another -o)\n"), err
+    assert {p.name: p.read_bytes() for p in folder.iterdir()} == before
+
+
+def test_a_failed_report_file_leaves_the_earlier_report_as_it_was(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """report.json, report.csv and report.md were renamed into place one by one (and an earlier report's
+    figures removed first): a failure on report.md left a new report.json beside the old report.md. Now all are
+    put in place together, and the stale figures removed only then."""
+    from tracekit.renderers import report_markdown
+
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    out = tmp_path / "rep"
+    out.mkdir()
+    old = {name: f"old {name}\n" for name in ("report.json", "report.csv", "report.md", "fig_latency.png")}
+    for name, text in old.items():
+        (out / name).write_text(text)
+
+    def fails(*args: Any, **kwargs: Any) -> str:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(report_markdown, "render_report_markdown", fails)
+    code, _, err = _run(capsys, "report", str(trace), "-o", str(out), "--no-figures", "-q")
+    assert code == 1 and "internal error" in err and "No space left on device" in err, err
+    assert {p.name: p.read_text() for p in out.iterdir()} == old

@@ -116,8 +116,20 @@ def build(args: argparse.Namespace) -> tuple[Any, Any, list[str]]:
     )
 
 
+#: The files ``report -o DIR`` writes (or, figures of an earlier report, removes) in DIR.
+REPORT_FILES = ("report.json", "report.csv", "report.md")
+
+
+def _report_outputs(out_dir: Path) -> list[Path]:
+    """Every file ``report`` may write or remove in ``out_dir``: its three files and every figure file."""
+    from tracekit.renderers.report_figures import FIGURE_FORMATS, FIGURE_STEMS
+
+    figures = [out_dir / f"{stem}.{fmt}" for stem in FIGURE_STEMS.values() for fmt in FIGURE_FORMATS]
+    return [*(out_dir / name for name in REPORT_FILES), *figures]
+
+
 def run(args: argparse.Namespace) -> int:
-    from tracekit.io import check_output_dir, output_dir, write_text_atomic
+    from tracekit.io import check_output_dir, check_outputs, output_dir, outputs_together, write_text_atomic
     from tracekit.renderers import render
     from tracekit.renderers.recommendations import describe
     from tracekit.renderers.report_figures import stale_figures, write_figures
@@ -131,26 +143,35 @@ def run(args: argparse.Namespace) -> int:
     if not out_dir.parent.is_dir():
         raise TracekitError(f"cannot create the report folder: {out_dir.parent} does not exist", out_dir)
     check_output_dir(out_dir)  # before the analyses, which may take long
+    # an input given as a file and named as one of the report's files in -o DIR (report x/report.csv -o x): refused
+    # before the work; one found in a run folder, once the analyses have read it, before anything is written
+    # (report.json and the figures had been written before the refusal on report.csv)
+    check_outputs(_report_outputs(out_dir), [i for i in args.inputs if Path(i).is_file()])
     report, timeline, left_out = build(args)
+    check_outputs(_report_outputs(out_dir), [])
     out_dir = output_dir(out_dir)
-    figures = {} if args.no_figures else write_figures(report, timeline, out_dir)  # renderers.report_figures
-    # An earlier report's figures that this one did not draw (--no-figures, no timeline) would sit beside a
-    # report.md that does not show them, read as this report's: removed, and said.
+    # the figures and the three files are put in place together, once all are written (a failure had left a
+    # new report.json beside an earlier report.md); an earlier report's figures that this one did not draw
+    # (--no-figures, no timeline) would sit beside a report.md that does not show them, read as this
+    # report's: removed once the new report is in place, and said
+    with outputs_together():
+        figures = (
+            {} if args.no_figures else write_figures(report, timeline, out_dir)
+        )  # renderers.report_figures
+        doc = report.to_json(describe)
+        doc["figures"] = {k: {"png": v, "svg": v[:-4] + ".svg"} for k, v in figures.items()}
+        if timeline is not None:
+            doc["timeline"] = {
+                "title": timeline.title,
+                "iterations": timeline.iterations["index"].to_list(),
+                "truncated": timeline.truncated,
+            }
+        write_text_atomic(out_dir / "report.json", render_json(doc))
+        write_text_atomic(out_dir / "report.csv", configs_csv(doc))
+        write_text_atomic(out_dir / "report.md", render_report_markdown(doc, figures))
     stale = stale_figures(out_dir, figures)
     for path in stale:
         path.unlink()
-
-    doc = report.to_json(describe)
-    doc["figures"] = {k: {"png": v, "svg": v[:-4] + ".svg"} for k, v in figures.items()}
-    if timeline is not None:
-        doc["timeline"] = {
-            "title": timeline.title,
-            "iterations": timeline.iterations["index"].to_list(),
-            "truncated": timeline.truncated,
-        }
-    write_text_atomic(out_dir / "report.json", render_json(doc))
-    write_text_atomic(out_dir / "report.csv", configs_csv(doc))
-    write_text_atomic(out_dir / "report.md", render_report_markdown(doc, figures))
     sys.stdout.write(render("report", doc, args.format))
     warn(report.warnings)  # always on stderr (also in report.md and report.json)
     if stale:
