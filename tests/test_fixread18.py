@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+import tracekit
 from tests.hostile import analyze_json as _json
 from tests.hostile import small_trace_events
 from tracekit.readers import kineto_json
@@ -191,3 +192,129 @@ def test_an_event_past_the_limit_in_a_chunk_the_decoder_mends_is_refused(
     code, doc, err = _json(capsys, str(path), "--max-event", "1K")
     assert code == 0, err
     _base_numbers(doc)
+
+
+# --------------------------------------------------------------------------- escaped lone surrogates and kin
+
+
+def _kernel_names(path: Path) -> list[str]:
+    return sorted(tracekit.read_trace(path).ops.get_column("name").unique().to_list())
+
+
+BASE_KERNELS = ["kernel_0", "kernel_1", "kernel_2"]
+
+
+@pytest.mark.parametrize("worker", ["0", "1"])
+@pytest.mark.parametrize(
+    ("escape", "read_as"),
+    [
+        ("\\udce9", "\\udce9"),  # a lone low surrogate (a surrogateescape'd byte 0xe9): its escape's text
+        ("\\ud83d", "\\ud83d"),  # a lone high one
+        ("\\udce9\\ud83d", "\\udce9\\ud83d"),  # a low one then a high one: no pair, both kept as text
+        ("\\ud83d\\ude00", "\U0001f600"),  # a pair: the character it escapes
+        ("\\\\udce9", "\\udce9"),  # an escaped backslash then "udce9": that text, as before
+        ("\\u0000", "\x00"),  # NUL: a character polars holds
+        ("\\u001f", "\x1f"),  # the wire's separator, escaped in the JSON text
+    ],
+)
+def test_a_name_with_an_escape_is_read_with_its_text(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    worker: str,
+    escape: str,
+    read_as: str,
+) -> None:
+    """hostile18's lone surrogate (tests/test_hostile18.py, kernel and python_function cases) and its kin, in a
+    kernel's name, read in this process and by the decoding worker (TRACEKIT_DECODE_WORKER): the kernel
+    'k<escape>' (the first iteration's kernel_0) is read as 'k' + the text on the right, and the numbers are the base's. A lone surrogate is kept
+    as the six characters of its escape (UTF-8 cannot hold it), as the ORT reader (65f149c) and the outputs
+    (899caf0) keep it."""
+    monkeypatch.setenv("TRACEKIT_DECODE_WORKER", worker)
+    events = small_trace_events()
+    events[2]["name"] = "KERNEL-NAME"
+    assert events[2]["cat"] == "kernel"
+    path = tmp_path / "escape.synthetic.json"
+    path.write_text(json.dumps({"traceEvents": events}).replace("KERNEL-NAME", "k" + escape))
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    _base_numbers(doc)
+    assert _kernel_names(path) == sorted(["k" + read_as, *BASE_KERNELS])  # (kernel_0 of the other 3)
+
+
+@pytest.mark.parametrize(
+    "where", ["head", "long head", "tail", "bare array", "utf-16", "bom", "args", "raw field", "oversized"]
+)
+def test_a_lone_surrogate_anywhere_does_not_refuse_the_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """'\\udce9' in a top-level value before the events (in a head short enough to be decoded at once, and in one
+    past 1 MiB, read value by value), after them, in a bare array, in a UTF-16 document, after a BOM, in an
+    ignored args value, in a value read as JSON text (a CPU operator's 'Input type'), and in an event longer than
+    the decode window (64 KiB here): the trace reads as the base (4 x 0.9 ms, 0.03 ms busy)."""
+    events: list[Any] = small_trace_events()
+    head, tail = b'{"traceEvents":[', b"]}"
+    if where == "head":
+        head = b'{"traceName":"syn\\udce9thetic","traceEvents":['
+    elif where == "long head":
+        head = b'{"pad":"' + b"x" * (3 << 20) + b'","traceName":"syn\\udce9thetic","traceEvents":['
+    elif where == "tail":
+        tail = b'],"traceName":"syn\\udce9thetic"}'
+    elif where == "bare array":
+        head, tail = b"[", b"]"
+        events[0]["args"] = {"note": "\udce9"}
+    elif where in ("utf-16", "bom", "args"):
+        events[0]["args"] = {"note": "\udce9"}
+    elif where == "raw field":
+        events.append(
+            {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 1_000_001, "dur": 5,
+             "args": {"Input Dims": [[1]], "Input type": ["fl\udce9"]}}
+        )  # fmt: skip
+    elif where == "oversized":
+        monkeypatch.setattr(kineto_json, "CHUNK_BYTES", 4096)
+        monkeypatch.setattr("tracekit.readers.kineto_stream.OVERSIZED_WINDOW", 1 << 16)
+        events[2]["args"]["blob"] = ["x" * 50] * 2000  # ~106 KB
+        events[2]["args"]["note"] = "\udce9"
+    text = head + b",".join(json.dumps(e, separators=(",", ":")).encode() for e in events) + tail
+    if where == "utf-16":
+        text = text.decode().encode("utf-16")
+    elif where == "bom":
+        text = b"\xef\xbb\xbf" + text
+    path = tmp_path / "surrogate.synthetic.json"
+    path.write_bytes(text)
+    assert b"\\udce9" in path.read_bytes() or where == "utf-16"
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    _base_numbers(doc)
+    if where == "raw field":
+        assert tracekit.read_trace(path).meta["first_op_inputs"]["types"] == ["fl\\udce9"]
+
+
+def test_a_trace_with_a_lone_surrogate_in_a_name_gives_every_output(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile18's case downstream: analyze with -o out.json (the escape's text, JSON-escaped: 'k\\\\udce9'),
+    --timeline, --gaps; --format csv; table; compare: exit 0, no internal error; the kernel's row in compare is
+    named 'k\\udce9'."""
+    from tests.hostile import run_cli
+
+    events = small_trace_events()
+    events[2]["name"] = "k\udce9"
+    path = tmp_path / "surrogate.synthetic.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    base, _ = _write(tmp_path / "base.synthetic.json", small_trace_events())
+    out, timeline, gaps = tmp_path / "out.json", tmp_path / "t.json", tmp_path / "g.csv"
+    code, _, err = run_cli(
+        capsys, "analyze", str(path), "-o", str(out), "--format", "json", "--timeline", str(timeline),
+        "--gaps", str(gaps),
+    )  # fmt: skip
+    assert code == 0, err
+    _base_numbers(json.loads(out.read_text()))
+    assert "k\\\\udce9" in timeline.read_text()
+    code, text, err = run_cli(capsys, "analyze", str(path), "--format", "csv")
+    assert code == 0 and text.count("\n") == 5, err
+    code, _, err = run_cli(capsys, "table", str(path), "--format", "csv")
+    assert code == 0, err
+    code, text, err = run_cli(capsys, "compare", str(path), str(base))
+    assert code == 0, err
+    assert "k\\udce9" in text

@@ -445,14 +445,6 @@ def test_iteration_ranges_that_all_last_zero_give_no_latency_of_zero(
 # ------------------------------------------------------------------------------------ JSON: lone surrogates
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto_stream.py / kineto_decode.py (msgspec): one escaped lone surrogate in a string "
-    "('\\udce9': what Python's json.dump writes for a path decoded with surrogateescape, a file name that is not "
-    "UTF-8) refuses the whole trace: 'truncated or invalid JSON: JSON is malformed: invalid utf-16 surrogate pair "
-    "at byte N', exit 2; Python's json.loads and JSON.parse (Perfetto) read it, and a name of raw non-UTF-8 bytes "
-    "is read (U+FFFD); expected the trace's analysis (the surrogate in a kernel name, or in an ignored python_function event)",
-)
 @pytest.mark.parametrize("where", ["python_function", "kernel"])
 def test_an_escaped_lone_surrogate_does_not_refuse_the_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str

@@ -409,11 +409,18 @@ EXECUTION_TRACE_KEYS = frozenset({"schema", "nodes"})
 
 def decode_header_value(value: msgspec.Raw) -> Any:
     """A top-level value of the document, decoded (floats as their text; bytes that are not UTF-8 in its
-    strings as U+FFFD)."""
-    try:
-        return _DECODE_HEADER.decode(value)
-    except UnicodeDecodeError:
-        return _DECODE_HEADER.decode(bytes(value).decode("utf-8", "replace").encode())
+    strings as U+FFFD; the spellings :func:`repair` mends, mended)."""
+    text = bytes(value)
+    while True:
+        try:
+            return _DECODE_HEADER.decode(text)
+        except UnicodeDecodeError:
+            text = text.decode("utf-8", "replace").encode()
+        except msgspec.DecodeError as exc:  # a copy read value by value (a long head) was never mended
+            repaired = repair(text, exc)
+            if repaired is None:
+                raise
+            text = repaired
 
 
 _MISSING = msgspec.Raw(b"")
@@ -532,10 +539,10 @@ def _decode_chunk(text: bytes, lenient: Lenient = False) -> list[_FastEvent] | l
     its error is at its end (the cut was inside a string or a nested value), or the array closes before
     the error (the text runs past the end of the events array).
 
-    Three spellings that some profilers write and strict JSON lacks are read: a non-finite number
+    Four spellings that some profilers write and strict JSON lacks are read: a non-finite number
     (:func:`repair_non_finite`) becomes null, a backslash that starts no escape reads as itself
-    (:func:`repair_escapes`), and a string with bytes that are not UTF-8 gets U+FFFD for them (as most trace
-    viewers show it). Any other error inside the text raises :class:`InvalidJSON`:
+    (:func:`repair_escapes`), an escaped lone UTF-16 surrogate as its escape's text (:func:`repair_surrogates`),
+    and a string with bytes that are not UTF-8 gets U+FFFD for them (as most trace viewers show it). Any other error inside the text raises :class:`InvalidJSON`:
     moving the cut back cannot help then."""
     while True:
         try:
@@ -656,10 +663,42 @@ def repair_escapes(text: bytes, error: msgspec.DecodeError) -> bytes | None:
     return repaired if repaired != text else None
 
 
+#: msgspec's reasons for an escaped UTF-16 surrogate without its other half (``"\\udce9"``; its typed decoders
+#: say "unexpected end of hex escape" for a high one followed by no escape)
+_SURROGATE_ERRORS: tuple[str, ...] = (
+    "invalid utf-16 surrogate pair",
+    "unexpected end of escaped utf-16 surrogate pair",
+    "unexpected end of hex escape",
+)
+#: an escaped surrogate pair (kept), a lone escaped surrogate (group 1, after its backslash), or any other escape
+#: (kept: a backslash and the byte after it, so that ``\\\\`` pairs up)
+_PAIR_OR_LONE_SURROGATE = re.compile(
+    rb"\\(?:u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|(u[dD][89a-fA-F][0-9a-fA-F]{2})|.)",
+    re.DOTALL,
+)
+
+
+def repair_surrogates(text: bytes, error: msgspec.DecodeError) -> bytes | None:
+    """``text`` with every escaped UTF-16 surrogate that is not half of a pair written as the text of its
+    escape (``\\udce9`` -> ``\\\\udce9``: the string then holds the six characters ``\\udce9``), when msgspec
+    stopped at one (``error``); None otherwise (and when nothing changes).
+
+    Python's json.dump writes such an escape for a str holding a lone surrogate, which is how Python holds a
+    file name or argument that is not UTF-8 (``os.fsdecode``'s surrogateescape): a ``with_stack`` path or a
+    record_function name taken from one. json.loads and JSON.parse read it; msgspec, and UTF-8 text (polars'
+    strings), cannot hold it. Its escape is kept rather than U+FFFD so that two such names stay apart, as
+    tracekit's outputs write such a name (backslashreplace) and as the ORT reader reads it."""
+    if not _error_reason(error).endswith(_SURROGATE_ERRORS):
+        return None
+    repaired = _PAIR_OR_LONE_SURROGATE.sub(lambda m: b"\\\\" + m.group(1) if m.group(1) else m.group(0), text)
+    return repaired if repaired != text else None
+
+
 def repair(text: bytes, error: msgspec.DecodeError) -> bytes | None:
     """``text`` mended where msgspec stopped (``error``) for a spelling some profilers write that strict JSON
-    lacks (:func:`repair_non_finite`, :func:`repair_escapes`); None when it is no such spelling."""
-    return repair_non_finite(text, error) or repair_escapes(text, error)
+    lacks (:func:`repair_non_finite`, :func:`repair_escapes`, :func:`repair_surrogates`); None when it is no
+    such spelling."""
+    return repair_non_finite(text, error) or repair_escapes(text, error) or repair_surrogates(text, error)
 
 
 #: a JSON string (matched whole, so that nothing inside it is touched) or a non-finite number (group 1)
