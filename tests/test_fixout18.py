@@ -345,3 +345,37 @@ def test_a_failed_report_file_leaves_the_earlier_report_as_it_was(
     code, _, err = _run(capsys, "report", str(trace), "-o", str(out), "--no-figures", "-q")
     assert code == 1 and "internal error" in err and "No space left on device" in err, err
     assert {p.name: p.read_text() for p in out.iterdir()} == old
+
+
+# ------------------------------------------------------------------------ analyze of a pattern that matches -o
+
+
+def test_analyze_of_a_pattern_matching_its_own_output_file_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """analyze 'd/*.json' -o d/all.json, run twice: the second run's pattern matched the first run's all.json,
+    which was tried as a trace (left out: "this looks like the output of tracekit analyze"), exit 1, and then
+    replaced: an input changed. One line, exit 2, before any work, all.json as it was. (A folder, ``analyze d``,
+    passes over the JSON files that hold no trace: all.json is no input there and is written, pinned.)"""
+    folder = tmp_path / "d"
+    folder.mkdir()
+    _kineto(folder / "a.synthetic.json")
+    _kineto(folder / "b.synthetic.json", small_trace_events(iterations=2))
+    out = folder / "all.json"
+    code, _, err = _run(capsys, "analyze", str(folder / "*.json"), "-o", str(out), "-q")
+    assert code == 0, err
+    first = out.read_bytes()
+    assert [r["iterations"] for r in json.loads(first)["rows"]] == [4, 2]
+    code, stdout, err = _run(capsys, "analyze", str(folder / "*.json"), "-o", str(out), "-q")
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"tracekit: {out}: refusing to write over an input file (choose another -o)\n",
+    )
+    assert out.read_bytes() == first
+    from tracekit.io import forget_inputs
+
+    forget_inputs()  # (a new process: this one registered all.json as an input above)
+    code, _, err = _run(capsys, "analyze", str(folder), "-o", str(out), "-q")
+    assert code == 0, err
+    assert [r["iterations"] for r in json.loads(out.read_bytes())["rows"]] == [4, 2]

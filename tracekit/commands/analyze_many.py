@@ -113,6 +113,12 @@ def run_many(args: argparse.Namespace, inputs: list[str], options: object) -> in
     if args.cache and not args.scheduler:  # (on a cluster the folder is the workers': checked there)
         api.cache_folder(args.cache)
     paths, passed_over = expand(inputs)
+    if getattr(args, "output", None):
+        from tracekit.io import check_outputs
+
+        # (a pattern matching -o's own file, an earlier run's output: it was tried as a trace, left out, and
+        # replaced; refused before the work, as an input named outright is)
+        check_outputs([args.output], [p for p in paths if "://" not in p])
     if passed_over:
         shown = ", ".join(passed_over[:3]) + (
             f" and {len(passed_over) - 3} more" if len(passed_over) > 3 else ""
