@@ -205,14 +205,6 @@ def test_windows_as_many_as_the_ranges_but_not_at_them_are_not_iterations(tmp_pa
 # ------------------------------------------------------------------- tracekit/readers/ort.py: far events
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ort.py _without_far_events: an ORT profile whose session was created 2 h before its "
-    "first run (a server loads its model at start, the first request comes later; ORT records from session "
-    "creation) loses model_loading_uri and session_initialization as '2 Session events stamped more than an "
-    "hour from every other event ... a damaged row': session_setup () instead of 0.05 + 0.04 ms, and a false "
-    "warning (the first event of a profile is its clock's 0, never far by itself)",
-)
 def test_an_ort_session_created_hours_before_its_first_run_keeps_its_setup(tmp_path) -> None:
     import json
 

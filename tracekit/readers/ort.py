@@ -1112,18 +1112,23 @@ def _without_far_events(frame: pl.DataFrame, warnings: list[str]) -> pl.DataFram
     def only(mask: pl.Series) -> tuple[pl.Series, pl.Series]:
         return start.zip_with(mask, none_start), ends.zip_with(mask, none_end)
 
-    is_run = (cats == "Session").fill_null(False)
+    is_session = (cats == "Session").fill_null(False)
+    # (the session's own setup, model_loading_uri and session_initialization, is where ORT's clock begins:
+    # never far by itself, however long before the first run it was: a server loads its model at start and
+    # serves its first request hours later; its figures are durations)
+    is_setup = is_session & (frame.get_column("name") != "model_run").fill_null(False)
+    is_run = is_session & ~is_setup
     work = {noun: only((cats == cat).fill_null(False)) for cat, noun in _FAR_WORK.items()}
     far, said = far_events(
         {noun: s for noun, (s, _) in work.items()},
-        anchors=[only(is_run)[0]],
+        anchors=[only(is_session)[0]],
         ends={noun: e for noun, (_, e) in work.items()},
     )
     far_work = far[_FAR_WORK["Node"]] | far[_FAR_WORK["Kernel"]]
     kept_work = (cats.is_in(list(_FAR_WORK)).fill_null(False)) & ~far_work
     runs_start, runs_end = only(is_run)
     far_runs, said_runs = far_events(
-        {_FAR_RUNS: runs_start}, anchors=[only(kept_work)[0]], ends={_FAR_RUNS: runs_end}
+        {_FAR_RUNS: runs_start}, anchors=[only(kept_work)[0], only(is_setup)[0]], ends={_FAR_RUNS: runs_end}
     )
     spoken = [w for w in (said_runs, said) if w is not None]
     if not spoken:
