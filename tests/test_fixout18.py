@@ -379,3 +379,48 @@ def test_analyze_of_a_pattern_matching_its_own_output_file_is_refused_before_any
     code, _, err = _run(capsys, "analyze", str(folder), "-o", str(out), "-q")
     assert code == 0, err
     assert [r["iterations"] for r in json.loads(out.read_bytes())["rows"]] == [4, 2]
+
+
+# ------------------------------------------------------------------------ simulate --ranks --overwrite
+
+
+@pytest.mark.parametrize(
+    ("setting", "said"),
+    [
+        ("straggler=9", "tracekit: simulate --ranks: straggler rank 9 is not one of the 2 ranks\n"),
+        ("steps=x", "tracekit: --set steps=x: expected int (invalid literal for int() with base 10: 'x')\n"),
+    ],
+)
+def test_simulate_ranks_overwrite_with_a_bad_setting_removes_nothing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setting: str, said: str
+) -> None:
+    """simulate --ranks 2 -o rk --overwrite --set straggler=9 removed the earlier rank traces and their sidecars,
+    then refused the setting: rk held ranks.synthetic.truth.json alone, the truth of traces no longer there. The
+    settings are checked first: one line, exit 2, the 5 files as they were."""
+    out = tmp_path / "rk"
+    code, _, err = _run(capsys, "simulate", "--ranks", "2", "--iters", "2", "-o", str(out), "-q")
+    assert code == 0, err
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    assert sorted(before) == [
+        "rank0.synthetic.json.gz",
+        "rank0.synthetic.meta.json",
+        "rank1.synthetic.json.gz",
+        "rank1.synthetic.meta.json",
+        "ranks.synthetic.truth.json",
+    ]
+    code, stdout, err = _run(
+        capsys,
+        "simulate",
+        "--ranks",
+        "2",
+        "--iters",
+        "2",
+        "-o",
+        str(out),
+        "-q",
+        "--overwrite",
+        "--set",
+        setting,
+    )
+    assert (code, stdout, err) == (2, "", said)
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before

@@ -235,17 +235,8 @@ def run_ranks(args: argparse.Namespace) -> int:
         raise TracekitError("--ranks needs at least 2 ranks")
     kernels = args.ops or 20
     steps = args.iters if args.kernels is None else max(1, args.kernels // (kernels + 2))
-    if not args.output:
-        from datetime import datetime
-
-        Path("runs").mkdir(exist_ok=True)
-        args.output = f"runs/simulated-ranks-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
-    out = output_dir(args.output)
-    existing = list(out.glob("rank*.synthetic.json.gz"))
-    if existing and not args.overwrite:
-        raise TracekitError("holds simulated rank traces already; pass --overwrite to replace them", out)
-    for old in [*existing, *out.glob("rank*.synthetic.meta.json")]:  # the traces and their sidecars
-        old.unlink()
+    # (the parameters checked before anything is removed: --overwrite with a bad --set had removed the earlier
+    # rank traces, then refused, leaving their truth file describing traces no longer there)
     params: dict[str, Any] = {
         "ranks": args.ranks,
         "steps": steps,
@@ -257,6 +248,17 @@ def run_ranks(args: argparse.Namespace) -> int:
         sim = RankSimulation(**params)
     except ValueError as exc:
         raise TracekitError(f"simulate --ranks: {exc}") from exc
+    if not args.output:
+        from datetime import datetime
+
+        Path("runs").mkdir(exist_ok=True)
+        args.output = f"runs/simulated-ranks-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    out = output_dir(args.output)
+    existing = list(out.glob("rank*.synthetic.json.gz"))
+    if existing and not args.overwrite:
+        raise TracekitError("holds simulated rank traces already; pass --overwrite to replace them", out)
+    for old in [*existing, *out.glob("rank*.synthetic.meta.json")]:  # the traces and their sidecars
+        old.unlink()
     paths = write_ranks(sim, out)
     if not args.quiet:
         print(
