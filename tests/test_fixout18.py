@@ -424,3 +424,20 @@ def test_simulate_ranks_overwrite_with_a_bad_setting_removes_nothing(
     )
     assert (code, stdout, err) == (2, "", said)
     assert {p.name: p.read_bytes() for p in out.iterdir()} == before
+
+
+@pytest.mark.parametrize("name", ["", " "])
+def test_report_into_an_empty_folder_name_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    """report -o "" (an unset shell variable, -o "$OUT") wrote report.md, report.json and report.csv into the
+    current folder (Path("") is "."); -o " " made a folder named by a space. One line, exit 2, nothing written."""
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    monkeypatch.chdir(tmp_path)
+    code, stdout, err = _run(capsys, "report", str(trace), "-o", name, "--no-figures", "-q")
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"tracekit: -o {name!r} names no folder: give the report folder's name (default ./report)\n",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["t.synthetic.json"]

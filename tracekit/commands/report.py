@@ -138,6 +138,12 @@ def run(args: argparse.Namespace) -> int:
     from tracekit.renderers.tabular import render_json
 
     args.format = args.format or "table"
+    if (
+        not args.output.strip()
+    ):  # (-o "$UNSET": Path("") is the current folder, which had received the report)
+        raise TracekitError(
+            f"-o {args.output!r} names no folder: give the report folder's name (default ./report)"
+        )
     out_dir = Path(args.output)
     check_output_folder(out_dir, "report.md, report.json, report.csv and the figures")
     if not out_dir.parent.is_dir():
