@@ -546,12 +546,14 @@ _OGS = r"^_matmul(?:_ogs)?_[nt]+_[a-z0-9]+x"
 #: TensorRT-LLM's generated batched GEMMs (trtllm-gen, FlashInfer) spell ``bmm_{out}_{A}{B}_{accumulator}_...``
 #: (``bmm_Bfloat16_E2m1E2m1_Fp32``: fp4 x fp4; ``bmm_Bfloat16_MxE2m1Bfloat16_Fp32``: fp4 weights, bf16 compute).
 _BMM = r"^bmm_[a-z0-9]+_"
-#: Spellings of fp8 that are no fp8 data, taken out before typing: vLLM's KV-cache type as a template argument
-#: ``(vllm::Fp8KVCacheDataType)0`` (mangled ``...TypeE0E``) is kAuto, the cache in the model's type (1 and 2
-#: are e4m3 and e5m2; ``::kAuto`` where a demangler names the value); and block-scale factors: NVFP4's unsigned e4m3 scales (``ue4m3``: cuBLASLt's
+#: Spellings of fp8 that are no fp8 compute, taken out before typing: vLLM's KV-cache type as a template
+#: argument ``(vllm::Fp8KVCacheDataType)N`` (mangled ``...TypeEN``; ``::kAuto``, ``::kFp8E4M3`` where a
+#: demangler names the value) and TensorRT-LLM XQA's ``kvt_e4m3``: the cache's storage type (0 = kAuto, the
+#: model's; 1 and 2 e4m3 and e5m2), which the attention kernel dequantizes to its own type (``scalar_t``, named
+#: beside it) and computes in float: a bf16 model with an fp8 cache is a bf16 model; and block-scale factors: NVFP4's unsigned e4m3 scales (``ue4m3``: cuBLASLt's
 #: ``nvjet_sm100_ootst_..._Avec16UE4M3_Bvec16UE4M3``, CUTLASS's ``block_scaled_ue4m3xe2m1``) scale fp4 data,
 #: MX formats' ``ue8m0`` scales whatever they scale.
-_NOT_FP8 = r"fp8kvcachedatatype(?:\)0|e0|::kauto)|ue4m3|ue8m0"
+_NOT_FP8 = r"fp8kvcachedatatype(?:\)\d|e\d|::k[a-z0-9]+)|kvt_e[45]m[23]|ue4m3|ue8m0"
 #: cuBLASLt's NVFP4 operands: 16-element blocks with ue4m3 scales (``Avec16UE4M3``) hold e2m1 data (read as
 #: such before the scales are taken out)
 _NVFP4_BLOCKS = r"vec16ue4m3"
@@ -565,7 +567,9 @@ _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
     ("fp16", rf"{_OGS}fp16x|{_BMM}(?:(?:mx)?e2m1fp16|fp16(?:mx)?e2m1)_"),
     # fp8 (e4m3, e5m2; Triton's fp8e4nv, ROCm's fnuz; Tensile's F8 and B8): activations, attention or KV cache
     # in fp8. A GEMM of fp4 weights and fp8 activations (``MxE2m1MxE4m3``, W4A8) runs at the fp8 rate.
-    ("fp8", rf"e4m3|e5m2|float8|fp8|f8f8|{_TENSILE}(?:f8|b8)"),
+    # cuBLASLt's nvjet GEMMs of five letters name A's type first: ``qqtst`` e4m3 x e4m3 to bf16 (``ootst``,
+    # e2m1 with NVFP4's scales, is typed by them: an ``o`` with MX scales is not known to be fp4)
+    ("fp8", rf"e4m3|e5m2|float8|fp8|f8f8|{_TENSILE}(?:f8|b8)|{_NVJET}q[a-z]{{4}}_"),
     # fp4 (e2m1: NVFP4, MXFP4) on both sides of the GEMM (W4A4)
     ("fp4", rf"e2m1|fp4|{_TENSILE}f4"),
     # mangled names (ROCm's ck_tile, aiter): DF16b is std::bfloat16_t in the Itanium ABI

@@ -51,12 +51,6 @@ BF16_ELEMENTWISE = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/identify.py: the nvjet rule types the 3-letter form (tst/hsh/sss) only; cuBLASLt's fp8 "
-    "GEMMs nvjet_sm90_qqtst_* / nvjet_sm100_qqtst_* are untyped, so a W8A8 model whose fp8 GEMMs take 60% of "
-    "the kernel time reads 'bf16, 100% of typed kernel time (2 kernels)' from its bf16 projection and adds",
-)
 def test_an_fp8_model_of_nvjet_gemms_reads_fp8() -> None:
     from tracekit.analyzers.identify import precision_from_kernels
 
@@ -95,13 +89,6 @@ BF16_GEMM = (
 )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/identify.py: an fp8 KV cache makes a bf16 model 'fp8': vLLM's paged_attention_v2 over "
-    "Fp8KVCacheDataType)1 (cache dequantized to bf16, computed in float) is typed fp8 (it was bf16 before 1d83a4d), "
-    "so a long-context decode whose attention takes 60% of the kernel time reads 'fp8, 60%' though every GEMM is "
-    "bf16; the rule's own docstring counts a kernel 'for the narrowest it computes in'",
-)
 def test_a_bf16_model_with_an_fp8_kv_cache_reads_bf16() -> None:
     from tracekit.analyzers.identify import precision_from_kernels
 
