@@ -441,3 +441,40 @@ def test_report_into_an_empty_folder_name_is_refused(
         f"tracekit: -o {name!r} names no folder: give the report folder's name (default ./report)\n",
     )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["t.synthetic.json"]
+
+
+# ------------------------------------------------------------------------ run folders named like files
+
+
+@pytest.mark.parametrize("name", ["sim.json", "sim.zip", "sim.tar.xz", "sim.csv"])
+@pytest.mark.parametrize("ranks", [False, True])
+def test_simulate_into_a_folder_named_like_a_file_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], name: str, ranks: bool
+) -> None:
+    """simulate -o sim.json (or sim.zip) made a folder named sim.json holding the run, where report -o rep.json
+    is refused: the same rule, one line, exit 2, nothing made."""
+    out = tmp_path / name
+    args = ["--ranks", "2"] if ranks else ["--runtime", "pytorch", "--batch-sizes", "1"]
+    code, stdout, err = _run(capsys, "simulate", *args, "--iters", "2", "-o", str(out), "-q")
+    what = "the rank traces" if ranks else "the run: run.json and the traces"
+    assert (code, stdout, err) == (
+        2,
+        "",
+        f"tracekit: {out}: -o takes a folder (it receives {what}), and this looks like a file name; give a "
+        f"folder name such as {out.with_suffix('')}\n",
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_collect_into_a_folder_named_like_a_file_is_refused_before_any_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """collect -o run.json: the same line as simulate's, before torch is imported (no CUDA needed)."""
+    out = tmp_path / "bert.json"
+    code, stdout, err = _run(capsys, "collect", "--runtime", "pytorch", "--iters", "1", "-o", str(out), "-q")
+    assert (code, stdout) == (2, ""), err
+    assert err == (
+        f"tracekit: {out}: -o takes a folder (it receives the run: run.json and the traces), and this looks like "
+        f"a file name; give a folder name such as {tmp_path / 'bert'}\n"
+    )
+    assert not out.exists()

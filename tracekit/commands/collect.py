@@ -237,6 +237,10 @@ def run(args: argparse.Namespace) -> int:
         in_process=args.in_process,
         tf32=args.tf32,
     )
+    if args.output:  # (-o run.json had made a folder named run.json)
+        from tracekit.commands.output import check_output_folder
+
+        check_output_folder(Path(args.output), "the run: run.json and the traces", stdout_format=False)
     validate(opts)
     require_collect_packages(args.runtime)
     sweep = Sweep(opts)

@@ -138,16 +138,21 @@ FILE_LIKE_SUFFIXES: frozenset[str] = frozenset(
 )
 
 
-def check_output_folder(path: Path, what: str) -> None:
-    """TracekitError (exit 2) when a folder output (``report -o DIR``) is named like a file or is a file:
-    ``what`` names what the folder receives."""
+def check_output_folder(path: Path, what: str, stdout_format: bool = True) -> None:
+    """TracekitError (exit 2) when a folder output (``report -o DIR``, ``simulate``, ``collect``) is named like a
+    file or is a file: ``what`` names what the folder receives; ``stdout_format``: the command prints a
+    ``--format`` on stdout (the hint names it)."""
     if path.exists() and not path.is_dir():
         raise TracekitError(f"is a file; -o takes a folder (it receives {what})", path)
     if path.suffix.lower() in FILE_LIKE_SUFFIXES and not path.is_dir():
+        hint = (
+            f" (--format {EXTENSION_FORMATS.get(path.suffix.lower(), 'json')} chooses what is printed on stdout)"
+            if stdout_format
+            else ""
+        )
         raise TracekitError(
             f"-o takes a folder (it receives {what}), and this looks like a file name; give a folder name "
-            f"such as {path.with_suffix('')} (--format {EXTENSION_FORMATS.get(path.suffix.lower(), 'json')} "
-            "chooses what is printed on stdout)",
+            f"such as {path.with_suffix('')}{hint}",
             path,
         )
 

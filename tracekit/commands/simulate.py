@@ -248,6 +248,10 @@ def run_ranks(args: argparse.Namespace) -> int:
         sim = RankSimulation(**params)
     except ValueError as exc:
         raise TracekitError(f"simulate --ranks: {exc}") from exc
+    if args.output:
+        from tracekit.commands.output import check_output_folder
+
+        check_output_folder(Path(args.output), "the rank traces", stdout_format=False)
     if not args.output:
         from datetime import datetime
 
@@ -333,6 +337,12 @@ def run(args: argparse.Namespace) -> int:
     params = preset(args.runtime, overrides)
     noise = Noise(sd=args.noise, stall_rate=args.noise_stalls, warmup=args.noise_warmup)
     noise.validate()
+    if args.output:  # (-o sim.json had made a folder named sim.json)
+        from pathlib import Path
+
+        from tracekit.commands.output import check_output_folder
+
+        check_output_folder(Path(args.output), "the run: run.json and the traces", stdout_format=False)
     if not args.output:
         from datetime import datetime
         from pathlib import Path
