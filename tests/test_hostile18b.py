@@ -514,17 +514,11 @@ def test_ort_runs_scattered_over_hours_are_all_kept(
     assert not any("stamped" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ort.py (_without_far_events' second pass: the Session events judged against the "
-    "kept work): a session created, then its first run 2 h later (a server idle before its first request), has "
-    "its model_loading_uri and session_initialization left out as 'a damaged row or an exporter's bug'; ORT "
-    "records them at session creation: expected nothing said far",
-)
 def test_an_ort_session_loaded_hours_before_its_first_run_is_not_damaged(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """model_loading_uri at 0, session_initialization at 60 µs, 3 runs from 2 h on. Got: '2 Session events
+    """Pin since d5a35eb (a strict xfail of this file until then). model_loading_uri at 0, session_initialization
+    at 60 µs, 3 runs from 2 h on (a server idle before its first request). Had: '2 Session events
     stamped more than an hour from every other event (...), e.g. one at 0 ns, 2 hours before them, left out: no
     profiler records an event so far from the rest of its capture (a damaged row ...)'. The runs read right."""
     path = _ort(tmp_path / "idle_server.synthetic.ort.json", [2 * HOUR + 200 + i * 2000 for i in range(3)])
