@@ -74,6 +74,7 @@ from tracekit.model import (
     GRAPH_LAUNCH_NAMES,
     GRAPH_REPLAYS,
     LAUNCH_API_NAMES,
+    OPS_OF_FAR_CALLS,
     PARTIAL_RUNS,
     REMOTE_PROVIDER_NODES,
     RUN_SHAPES,
@@ -1229,7 +1230,9 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
         unassigned = unassigned_ops(ops, iteration, missing, ranges, when, trace.api)
         warnings += _unassigned_warnings(unassigned, choice.synthetic, lost)
         del when
-    warnings += _correlation_warnings(ops, assigned, missing, trace.api, choice.synthetic, lost)
+    warnings += _correlation_warnings(
+        ops, assigned, missing, trace.api, choice.synthetic, lost, int(trace.meta.get(OPS_OF_FAR_CALLS) or 0)
+    )
     warnings += gpu_annotation_check(trace, ranges, ops, iteration, choice.name)
     # Every op, those of no iteration too: a gap's next op is any op starting at its end (the one launched
     # first), so that its cause does not depend on which ops the windows hold.
@@ -2533,13 +2536,15 @@ def _correlation_warnings(
     api: pl.DataFrame,
     synthetic: bool,
     lost: tuple[str | None, int, str | None] = (None, 0, None),
+    of_far_calls: int = 0,
 ) -> list[str]:
     """Facts about ops without a launching call in the iterations: counted from the ops, never from gaps
-    (``lost``: as :func:`_unassigned_warnings` takes it)."""
+    (``lost``: as :func:`_unassigned_warnings` takes it; ``of_far_calls``: ops whose id the reader took away
+    with their far launch call, and said: not counted again)."""
     if not _has_launch_calls(api):
         return []
     out = []
-    no_id = int((assigned & ops.get_column("correlation").is_null()).sum())
+    no_id = max(0, int((assigned & ops.get_column("correlation").is_null()).sum()) - of_far_calls)
     if no_id:
         out.append(
             f"{no_id} device ops in the iterations carry no correlation id (nothing links them to a launching "

@@ -120,6 +120,11 @@ ON_REQUEST_FRAMES: frozenset[str] = frozenset({"launches"})
 #: every frame, those read on request included (a :data:`FrameSpec`)
 ALL_FRAMES: tuple[str, ...] = tuple(SCHEMAS)
 
+#: ``Trace.meta`` key: how many device ops lost their correlation id because their launch call was left out as
+#: far (:func:`tracekit.readers.timestamps.launched_by_far_calls`); the reader's warning says them, so the
+#: analysis does not say them again as ops that carry no id
+OPS_OF_FAR_CALLS = "ops_of_far_calls"
+
 # ``meta`` keys a reader writes and the analysis reads, named once for both sides
 #: ONNX Runtime: each ``model_run``'s input shape, when the runs are of two or more (``readers.ort.run_shapes``)
 RUN_SHAPES = "run_shapes"

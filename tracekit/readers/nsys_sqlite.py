@@ -127,6 +127,7 @@ from tracekit.model import (
     LAUNCH_API_NAMES,
     LAUNCHES_SCHEMA,
     META_LOST_EVENTS,
+    OPS_OF_FAR_CALLS,
     OPS_SCHEMA,
     FrameSpec,
     Trace,
@@ -1782,7 +1783,11 @@ def _without_far_ranges(
 
 
 def _without_far_events(
-    export: Database, ops: pl.DataFrame, api: pl.DataFrame | None, warnings: list[str]
+    export: Database,
+    ops: pl.DataFrame,
+    api: pl.DataFrame | None,
+    warnings: list[str],
+    orphans: list[int] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None]:
     """``ops`` and ``api`` without the device ops and calls stamped impossibly far from the rest of the
     export (:func:`tracekit.readers.timestamps.far_events`): outside the capture that ``ANALYSIS_DETAILS``
@@ -1822,6 +1827,8 @@ def _without_far_events(
     if api is not None and "correlation" in keys and far["API calls"].any():
         orphaned = launched_by_far_calls(ops, api, far["API calls"], keys) & ~far_ops
         if orphaned.any():
+            if orphans is not None:  # (:data:`OPS_OF_FAR_CALLS`: said here, not again as ops without an id)
+                orphans.append(int(orphaned.sum()))
             ops = ops.with_columns(pl.when(~orphaned).then(pl.col("correlation")).alias("correlation"))
             warning += (
                 f"; {int(orphaned.sum()):,} device ops launched by those calls lie among the rest (only their "
@@ -1855,7 +1862,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ops = _read_ops(export, strings, path, read_cols, warnings, step, untimed)
         api = _read_api(export, strings, path, want["api"], step, collapse=False) if "api" in want else None
 
-    ops, api, far_ranges = _without_far_events(export, ops, api, warnings)
+    ops, api, far_ranges = _without_far_events(export, ops, api, warnings, orphans := [])
     if api is not None:  # (after the far rows are left out: a launch recorded twice keeps its undamaged row)
         api = collapse_duplicate_calls(api)
 
@@ -1963,6 +1970,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     ):  # (warned above; the analysis weighs them: :func:`tracekit.analyzers.plausibility.unread_device_work`)
         meta["unread_device_tables"] = unread_tables
     launches = _read_launches(export) if "launches" in want and device == "gpu" else None
+    if orphans:
+        meta[OPS_OF_FAR_CALLS] = sum(orphans)
     meta["warnings"] = warnings
     return Trace(
         launches=launches,
