@@ -318,3 +318,76 @@ def test_a_trace_with_a_lone_surrogate_in_a_name_gives_every_output(
     code, text, err = run_cli(capsys, "compare", str(path), str(base))
     assert code == 0, err
     assert "k\\udce9" in text
+
+
+# ------------------------------------------------------- a head past 1 MiB, read value by value; lone backslashes
+
+#: a top-level value before the events, after 3 MiB of another (the head is then read value by value)
+LONG_PAD = b'{"pad":"' + b"x" * (3 << 20) + b'",'
+
+
+def _with_head_value(path: Path, value: bytes, long: bool) -> Path:
+    head = (LONG_PAD if long else b"{") + b'"v":' + value + b',"traceEvents":['
+    return _write(path, small_trace_events(), head=head)[0]
+
+
+@pytest.mark.parametrize("long", [False, True], ids=["short head", "long head"])
+@pytest.mark.parametrize("value", [b"nan", b"-Infinity", b'"C:\\data\\q.py"'])
+def test_a_top_level_value_the_decoder_mends_is_read_in_a_long_head_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: bytes, long: bool
+) -> None:
+    """A non-finite number (read as null) and a Windows path with backslashes that start no escape (read as
+    themselves, pytorch#98432) before the events: read as in a short head (the long head's values had been
+    decoded unmended: 'internal error: DecodeError', exit 1)."""
+    path = _with_head_value(tmp_path / "head.synthetic.json", value, long)
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    _base_numbers(doc)
+
+
+@pytest.mark.parametrize("value", [b"tru", b"1.2.3", b'{"a":1 2}'])
+def test_an_invalid_top_level_value_in_a_long_head_is_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], value: bytes
+) -> None:
+    """Invalid JSON as a top-level value after 3 MiB of head: one line, exit 2, naming the value's byte (a short
+    head's error is one line too: pinned beside it), not 'internal error: DecodeError', exit 1."""
+    at = len(LONG_PAD) + len(b'"v":')
+    path = _with_head_value(tmp_path / "long.synthetic.json", value, long=True)
+    code, _, err = _json(capsys, str(path))
+    assert code == 2, err
+    assert (
+        f"truncated or invalid JSON: the top-level value at byte {at} of the JSON text does not decode"
+        in (_one_line(err, path))
+    )
+    path = _with_head_value(tmp_path / "short.synthetic.json", value, long=False)
+    code, _, err = _json(capsys, str(path))
+    assert code == 2, err
+    assert "truncated or invalid JSON" in _one_line(err, path)
+
+
+@pytest.mark.parametrize("where", ["name", "args", "bare array", "tail"])
+def test_a_backslash_that_starts_no_escape_is_read_as_itself_anywhere(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    """'C:\\x\\q' (torch 2.0's unescaped Windows paths, pytorch#98432) is read as itself in a kernel name (as
+    before), and now also in an args value that the decoder skips, in a bare array and after the events (msgspec
+    says 'invalid escaped character' there, not 'invalid escape character in string': the trace had been refused
+    as invalid JSON)."""
+    events = small_trace_events()
+    head, tail = HEAD, b"]}"
+    if where == "name":
+        events[2]["name"] = "PATH"
+    else:
+        events[0]["args"] = {"note": "PATH"}
+    if where == "bare array":
+        head, tail = b"[", b"]"
+    elif where == "tail":
+        events[0].pop("args")
+        tail = b'],"note":"PATH"}'
+    path, _ = _write(tmp_path / "backslash.synthetic.json", events, head=head, tail=tail)
+    path.write_bytes(path.read_bytes().replace(b"PATH", b"C:\\x\\q"))
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    _base_numbers(doc)
+    if where == "name":
+        assert _kernel_names(path) == sorted(["C:\\x\\q", *BASE_KERNELS])

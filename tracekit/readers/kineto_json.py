@@ -409,18 +409,11 @@ EXECUTION_TRACE_KEYS = frozenset({"schema", "nodes"})
 
 def decode_header_value(value: msgspec.Raw) -> Any:
     """A top-level value of the document, decoded (floats as their text; bytes that are not UTF-8 in its
-    strings as U+FFFD; the spellings :func:`repair` mends, mended)."""
-    text = bytes(value)
-    while True:
-        try:
-            return _DECODE_HEADER.decode(text)
-        except UnicodeDecodeError:
-            text = text.decode("utf-8", "replace").encode()
-        except msgspec.DecodeError as exc:  # a copy read value by value (a long head) was never mended
-            repaired = repair(text, exc)
-            if repaired is None:
-                raise
-            text = repaired
+    strings as U+FFFD)."""
+    try:
+        return _DECODE_HEADER.decode(value)
+    except UnicodeDecodeError:
+        return _DECODE_HEADER.decode(bytes(value).decode("utf-8", "replace").encode())
 
 
 _MISSING = msgspec.Raw(b"")
@@ -644,8 +637,13 @@ def repair_non_finite(text: bytes, error: msgspec.DecodeError) -> bytes | None:
     return None
 
 
-#: msgspec's reasons for a backslash that starts no JSON escape (``\c``; ``\u`` without four hex digits)
-_BAD_ESCAPES: tuple[str, ...] = ("invalid escape character in string", "invalid character in unicode escape")
+#: msgspec's reasons for a backslash that starts no JSON escape (``\c``; ``\u`` without four hex digits); its
+#: untyped and raw decoders, and a typed one skipping a field, say "invalid escaped character" for ``\c``
+_BAD_ESCAPES: tuple[str, ...] = (
+    "invalid escape character in string",
+    "invalid escaped character",
+    "invalid character in unicode escape",
+)
 #: a JSON escape (kept as it is) or a backslash that starts none (group 1: the backslash alone)
 _ESCAPE_OR_LONE = re.compile(rb'\\(?:u[0-9a-fA-F]{4}|["\\/bfnrt])|(\\)')
 

@@ -263,13 +263,21 @@ def _head_streamed(text: _Text, opening: int) -> tuple[dict[str, msgspec.Raw], i
             known = kd._own_output(dict.fromkeys([*head, *(_decode_object(b"{" + key + b": null}") or {})]))
             if known:
                 raise TraceFormatError(f"not a Kineto trace: no traceEvents{known}", path)
+            at = text.dropped + pos
             value, pos, _ = json_value.read_value(
                 text, pos, limits.current.max_string, limits.current.max_event
             )
             name = _decode_object(b"{" + key + b": null}")
             if name is None:
                 raise _invalid_at(text, pos, "a key that is not a JSON string")
-            head[next(iter(name))] = msgspec.Raw(value)
+            # the value decoded (mended as the events are: a non-finite number, a lone backslash or surrogate)
+            pair = _decode_object(b"{" + key + b":" + value + b"}")
+            if pair is None:
+                raise TraceFormatError(
+                    f"truncated or invalid JSON: the top-level value at byte {at} of the JSON text does not decode",
+                    path,
+                )
+            head.update(pair)
     except json_value.Truncated:
         raise TraceFormatError(
             "truncated or invalid JSON: the document ends before its events", path
