@@ -478,3 +478,17 @@ def test_collect_into_a_folder_named_like_a_file_is_refused_before_any_work(
         f"a file name; give a folder name such as {tmp_path / 'bert'}\n"
     )
     assert not out.exists()
+
+
+def test_report_into_dev_stdout_says_it_is_no_folder(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """report -o /dev/stdout (or /dev/null) said "is a file"; it is a device: "is no folder"."""
+    trace = _kineto(tmp_path / "t.synthetic.json")
+    code, stdout, err = _run(capsys, "report", str(trace), "-o", "/dev/null", "--no-figures", "-q")
+    assert (code, stdout, err) == (
+        2,
+        "",
+        "tracekit: /dev/null: is no folder (a device or a pipe); -o takes a folder (it receives report.md, "
+        "report.json, report.csv and the figures)\n",
+    )

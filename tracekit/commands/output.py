@@ -143,7 +143,10 @@ def check_output_folder(path: Path, what: str, stdout_format: bool = True) -> No
     file or is a file: ``what`` names what the folder receives; ``stdout_format``: the command prints a
     ``--format`` on stdout (the hint names it)."""
     if path.exists() and not path.is_dir():
-        raise TracekitError(f"is a file; -o takes a folder (it receives {what})", path)
+        kind = (
+            "a file" if path.is_file() else "no folder (a device or a pipe)"
+        )  # (/dev/stdout read "is a file")
+        raise TracekitError(f"is {kind}; -o takes a folder (it receives {what})", path)
     if path.suffix.lower() in FILE_LIKE_SUFFIXES and not path.is_dir():
         hint = (
             f" (--format {EXTENSION_FORMATS.get(path.suffix.lower(), 'json')} chooses what is printed on stdout)"
