@@ -391,3 +391,26 @@ def test_a_backslash_that_starts_no_escape_is_read_as_itself_anywhere(
     _base_numbers(doc)
     if where == "name":
         assert _kernel_names(path) == sorted(["C:\\x\\q", *BASE_KERNELS])
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_lone_surrogate_code_unit_in_a_utf16_document_is_read_as_its_escape(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], encoding: str
+) -> None:
+    """A UTF-16/32 document (no BOM) whose first kernel_0 is named 'k' + the lone code unit U+DC00 (as Python's
+    json.loads reads it: surrogatepass) is read as an escaped one is: 'k\\udc00', the base's numbers. It had been
+    one line ("'utf-16-le' codec can't decode bytes ...: illegal encoding"), where UTF-8 bytes that are not UTF-8
+    read as U+FFFD. A UTF-16 text cut inside a code unit is still one line."""
+    text = json.dumps({"traceEvents": small_trace_events()}, ensure_ascii=False)
+    lone = "\udc00".encode(encoding, "surrogatepass")
+    data = text.encode(encoding).replace("kernel_0".encode(encoding), "k".encode(encoding) + lone, 1)
+    path = tmp_path / "lone.synthetic.json"
+    path.write_bytes(data)
+    code, doc, err = _json(capsys, str(path))
+    assert code == 0, err
+    _base_numbers(doc)
+    assert _kernel_names(path) == sorted(["k\\udc00", *BASE_KERNELS])
+    path.write_bytes(text.encode(encoding)[:-1])
+    code, _, err = _json(capsys, str(path))
+    assert code == 2, err
+    assert "truncated data" in _one_line(err, path)

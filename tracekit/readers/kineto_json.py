@@ -295,8 +295,9 @@ def normalize_json_bytes(raw: bytes, path: Path) -> bytes:
     if encoding == "utf-8-sig":
         raw = raw[3:]
     elif encoding != "utf-8":  # UTF-16/32, as json.loads accepts: re-encode (never written by torch)
-        try:
-            raw = raw.decode(encoding).encode()
+        try:  # a lone surrogate code unit (json.loads keeps it: surrogatepass) as its escape, then read as an
+            # escaped one is (:func:`repair_surrogates`: the six characters of its escape)
+            raw = raw.decode(encoding, "surrogatepass").encode("utf-8", "backslashreplace")
         except UnicodeError as exc:
             raise TraceFormatError(f"truncated or invalid JSON: {exc}", path) from exc
     return raw
