@@ -414,3 +414,55 @@ def test_a_lone_surrogate_code_unit_in_a_utf16_document_is_read_as_its_escape(
     code, _, err = _json(capsys, str(path))
     assert code == 2, err
     assert "truncated data" in _one_line(err, path)
+
+
+# ------------------------------------------------------------- the reading limits in the ORT reader (not mine)
+
+
+def _ort(path: Path, events: list[dict[str, Any]]) -> Path:
+    path.write_text(json.dumps(events))
+    return path
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/ort.py: --max-event ('refuse a JSON event (its strings cut) ... longer than SIZE', "
+    "limits.md's table: 'one JSON event ... or top-level value') is not applied to an ONNX Runtime profile: an "
+    "event of ~106 KB with --max-event 10K is read, exit 0 (the Kineto reader refuses it since 22e2db1); expected "
+    "one line, exit 2, naming --max-event (or limits.md and the help saying the limit is the Kineto reader's)",
+)
+def test_an_ort_event_past_the_event_limit_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.hostile import ort_cpu_events
+
+    events = ort_cpu_events()
+    events[1].setdefault("args", {})["blob"] = ["x" * 50] * 2000
+    path = _ort(tmp_path / "big.synthetic.ort.json", events)
+    code, _, err = _json(capsys, str(path), "--max-event", "10K")
+    assert code == 2, err
+    assert "--max-event" in _one_line(err, path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/ort.py: --max-string ('cut JSON strings (event names) longer than SIZE, with a "
+    "warning') is not applied to an ONNX Runtime profile: a Node named with 5,000 bytes is kept whole with "
+    "--max-string 1K, no warning (the Kineto reader cuts it: '1 event name(s) longer than 1 KiB cut to 1 KiB'); "
+    "expected that cut and warning, the numbers unchanged (3 x 1.0 ms, 0.4 busy)",
+)
+def test_an_ort_node_name_past_the_string_limit_is_cut(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.hostile import ort_cpu_events
+
+    events = ort_cpu_events()
+    node = next(e for e in events if e["cat"] == "Node")
+    node["name"] = "N" * 5000 + "_kernel_time"
+    path = _ort(tmp_path / "long.synthetic.ort.json", events)
+    code, doc, err = _json(capsys, str(path), "--max-string", "1K")
+    assert code == 0, err
+    assert doc is not None
+    assert [it["latency_ms"] for it in doc["iterations"]] == [1.0] * 3
+    assert [it["gpu_busy_ms"] for it in doc["iterations"]] == [0.4] * 3
+    assert "longer than 1 KiB cut to 1 KiB" in err, err
