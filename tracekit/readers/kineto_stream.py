@@ -219,7 +219,8 @@ def _head(text: _Text) -> tuple[dict[str, msgspec.Raw], int]:
                 head = _decode_object(before[:-1] + b"}")
                 if head is None:
                     continue
-                check_sizes(before[:-1] + b"}", text.dropped + opening, text.path)
+                if len(before) + 1 > limits.current.max_event:  # (no copy of the head otherwise)
+                    check_sizes(before[:-1] + b"}", text.dropped + opening, text.path)
                 return head, match.end() - 1
         if text.eof:
             raise _Whole(text.rest())
@@ -406,8 +407,9 @@ def _last_chunk(
             continue
         events = [] if not body.strip(_WS) else kd._decode_chunk(b"[" + body + b"]", lenient)
         if events is not None:
-            check_sizes(b"[" + body + b"]", base + start - 1, path)
-            check_sizes(buf[match.start() + 1 :], base + match.start() + 1, path, start=0)
+            if len(buf) - start + 2 > limits.current.max_event:  # (no copies otherwise)
+                check_sizes(b"[" + body + b"]", base + start - 1, path)
+                check_sizes(buf[match.start() + 1 :], base + match.start() + 1, path, start=0)
             return events, tail
     if complete is not None:
         raise TraceFormatError(_after_events(buf, complete + 1, base), path)
@@ -616,7 +618,8 @@ def _chunks_of(
             events = kd._decode_chunk(b"[" + body + b"]", lenient)
             if events is None:
                 raise PartBoundaryError(f"the part boundary at text offset {end_at[0]} is not between events")
-            check_sizes(b"[" + body + b"]", text.dropped + pos - 1, path)
+            if len(body) + 2 > limits.current.max_event:
+                check_sizes(b"[" + body + b"]", text.dropped + pos - 1, path)
             if progress:
                 progress("decode", text.done(end_at[0] - text.dropped))
             yield events
@@ -646,7 +649,8 @@ def _chunks_of(
                 progress("decode", 1.0)
             yield events
             return tail
-        check_sizes(b"[" + buf[pos:cut] + b"]", text.dropped + pos - 1, path)
+        if cut - pos + 2 > limits.current.max_event:  # (no copy of the chunk's text otherwise)
+            check_sizes(b"[" + buf[pos:cut] + b"]", text.dropped + pos - 1, path)
         del buf  # the next drop copies the rest of the text: do not keep this one alive
         pos, want = end, kd.CHUNK_BYTES
         if progress:
