@@ -489,3 +489,23 @@ def test_a_range_argument_that_is_not_utf8_matches_the_range_named_from_the_same
     assert code == 0, err
     assert doc is not None
     assert [it["latency_ms"] for it in doc["iterations"]] == [0.9] * 4
+
+
+def test_tracekits_own_output_for_a_file_name_that_is_not_utf8_is_named_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile18's note: `analyze -o out.json --format json` of a trace named b'caf\\xe9...' writes its name with
+    the escape '\\udce9' (899caf0); given back as a trace, that document is named as tracekit's own output, not
+    called malformed JSON ('invalid utf-16 surrogate pair')."""
+    import os
+
+    from tests.hostile import run_cli
+
+    trace, _ = _write(Path(os.fsdecode(bytes(tmp_path) + b"/caf\xe9.synthetic.json")), small_trace_events())
+    out = tmp_path / "out.json"
+    code, _, err = run_cli(capsys, "analyze", str(trace), "-o", str(out), "--format", "json")
+    assert code == 0, err
+    assert b"\\udce9" in out.read_bytes()
+    code, _, err = run_cli(capsys, "analyze", str(out))
+    assert code == 2, err
+    assert "this looks like the output of `tracekit analyze --format json`" in _one_line(err, out)
