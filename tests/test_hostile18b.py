@@ -730,13 +730,6 @@ def test_a_faster_start_is_kept_and_a_single_fast_first_iteration_is_an_outlier(
     assert (r.kept, r.median, r.dropped, r.unstable) == (19, 1.0, {0: "outlier"}, False)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/stability.py (rules 1 and 2 together): 12 iterations at 2.0 ms then 8 at 1.0 (latency fell "
-    "after 60% of the run) read median 1.0 [1.0-1.0], stable, no warning: rule 1 drops the first 10 as warm-up "
-    "(its cap: half the set), rule 2 the other two 2.0s as outliers of the rest; 12 of 20 dropped. Expected the "
-    "set unstable (a fall, not a warm-up: most of the run ran at 2.0)",
-)
 def test_a_fall_after_most_of_the_run_is_not_warm_up_plus_outliers() -> None:
     from tracekit.analyzers.stability import measure
 
@@ -820,14 +813,6 @@ def test_a_negative_base_median_leaves_the_next_batch_the_base() -> None:
     assert doc["warnings"][0].startswith(f"pytorch_b1.synthetic: its traced latency median is {bad} ms")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/stability.py measure (statistics.stdev of a set holding inf) / analyzers/profiler_cost.py "
-    "latency_csv_values (float('inf') read as a latency): report of a run whose latency.csv holds one 'inf' among "
-    "9 x 1.0 ms ends 'internal error: AttributeError: 'float' object has no attribute 'numerator'', exit 1; "
-    "expected the inf read as no duration (untraced median 1.0 from the other 9) or one line naming latency.csv, "
-    "exit 2",
-)
 def test_report_of_a_latency_csv_holding_inf_is_no_internal_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

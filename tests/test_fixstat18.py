@@ -1,0 +1,158 @@
+"""fixstat18: the stability rules (a level shift, non-finite latencies), recorded untraced statistics that
+contradict each other, compare's per-name times of untimed kernels, and --split-idle windows that number as
+many as the ranges without being them.
+
+Every input is hand-built and SYNTHETIC (files named ``*.synthetic.*``, trace metadata saying so)."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import run_cli
+
+T0 = 1_700_000_000_000_000  # µs
+
+
+def _kineto(path: Path, iterations: list[tuple[int, list[tuple[int, int | None]]]], dur: int = 900) -> Path:
+    """Kineto trace (SYNTHETIC): per (range start µs, [(kernel start µs, kernel dur µs or None)]) an 'iteration'
+    annotation of ``dur`` µs and its kernels named k0, k1, ... (by position), each launched 8 µs before it
+    starts by a call of 5 µs."""
+    events: list[dict[str, Any]] = []
+    corr = 1
+    for start, kernels in iterations:
+        events.append({"ph": "X", "cat": "user_annotation", "name": "iteration", "pid": 1, "tid": 1,
+                       "ts": T0 + start, "dur": dur})  # fmt: skip
+        for k, (s, d) in enumerate(kernels):
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                           "ts": T0 + s - 8, "dur": 5, "args": {"correlation": corr}})  # fmt: skip
+            kernel: dict[str, Any] = {"ph": "X", "cat": "kernel", "name": f"k{k}", "pid": 0, "tid": 7,
+                                      "ts": T0 + s, "args": {"correlation": corr, "device": 0, "stream": 7}}  # fmt: skip
+            if d is not None:
+                kernel["dur"] = d
+            events.append(kernel)
+            corr += 1
+    path.write_text(json.dumps({"traceEvents": events, "traceName": f"synthetic {path.name}"}))
+    return path
+
+
+def _sidecar(trace: Path, **extra: Any) -> None:
+    meta = {"synthetic": True, "runtime": "pytorch", "batch_size": 1, "seq_len": 128, "device": "gpu",
+            "range": "iteration", "profiler": "torch", **extra}  # fmt: skip
+    trace.with_name(trace.name.removesuffix(".json") + ".meta.json").write_text(json.dumps(meta))
+
+
+# --------------------------------------------------------------- analyzers/stability.py: a level shift
+
+
+def test_a_fall_that_outlasts_half_the_run_is_a_level_shift_not_warm_up() -> None:
+    """12 at 2.0 ms then 8 at 1.0: nothing dropped (it had been 12 of 20: 10 as warm-up, 2 as outliers, and the
+    rest 'stable, 1.0 [1.0-1.0]'); unstable, the fall said at iteration 12; median 2.0 of all 20, interval
+    [1.0, 2.0]."""
+    from tracekit.analyzers.stability import level_shift, measure, slow_start, warmup_prefix
+
+    values = [2.0] * 12 + [1.0] * 8
+    assert (warmup_prefix(values), level_shift(values), slow_start(values)) == (0, 12, 0)
+    r = measure(values)
+    assert (r.count, r.kept, r.median, r.ci_low, r.ci_high, r.warmup, r.outliers) == (
+        20,
+        20,
+        2.0,
+        1.0,
+        2.0,
+        (),
+        (),
+    )
+    assert r.unstable is True
+    assert r.warnings == (
+        "unstable: latency fell from 2 to 1 ms at iteration 12 (the first 12 of 20 ran slower: a level shift that "
+        "lasted past half the run, not warm-up); coefficient of variation 31.4% (> 10%)",
+    )
+    # the milder form: 11 then 9 (had been 11 of 20 dropped, 'stable 1.0')
+    r = measure([2.0] * 11 + [1.0] * 9)
+    assert (r.kept, r.median, r.unstable, level_shift([2.0] * 11 + [1.0] * 9)) == (20, 2.0, True, 11)
+    assert "latency fell from 2 to 1 ms at iteration 11 (the first 11 of 20" in r.warnings[0]
+
+
+def test_a_level_shift_is_a_change_that_counts() -> None:
+    """DRIFT_MIN (5%): 12 at 1.06 then 8 at 1.0 is a shift (unstable, nothing dropped, median 1.06); 12 at 1.03
+    then 8 at 1.0 is not (the warm-up rule as before: 12 dropped, 1.0, stable; left to the lead, see the report)."""
+    from tracekit.analyzers.stability import level_shift, measure
+
+    r = measure([1.06] * 12 + [1.0] * 8)
+    assert (level_shift([1.06] * 12 + [1.0] * 8), r.kept, r.median, r.unstable) == (12, 20, 1.06, True)
+    assert r.warnings == (
+        "unstable: latency fell from 1.06 to 1 ms at iteration 12 (the first 12 of 20 ran slower: a level shift "
+        "that lasted past half the run, not warm-up)",
+    )
+    r = measure([1.03] * 12 + [1.0] * 8)
+    assert (level_shift([1.03] * 12 + [1.0] * 8), r.kept, r.median, r.unstable) == (0, 8, 1.0, False)
+
+
+def test_a_warm_up_of_exactly_half_the_run_is_still_dropped() -> None:
+    """The rule's cap: 10 at 5.0 then 10 at 1.0 drops the 10 (stable, 1.0); 3 at 3.0 then 17 at 1.0 drops 3."""
+    from tracekit.analyzers.stability import level_shift, measure
+
+    r = measure([5.0] * 10 + [1.0] * 10)
+    assert (r.kept, r.median, r.warmup, r.unstable, level_shift([5.0] * 10 + [1.0] * 10)) == (
+        10,
+        1.0,
+        tuple(range(10)),
+        False,
+        0,
+    )
+    r = measure([3.0] * 3 + [1.0] * 17)
+    assert (r.kept, r.median, r.warmup, r.unstable) == (17, 1.0, (0, 1, 2), False)
+
+
+# --------------------------------------------------------------- analyzers/stability.py: non-finite latencies
+
+
+def test_infinite_latencies_are_left_out_with_a_warning() -> None:
+    """9 x 1.0 and one inf: 9 kept, median 1.0, said (statistics.stdev had raised AttributeError); -inf too;
+    all inf: no median; an inf CPU time is no CPU time."""
+    from tracekit.analyzers.stability import measure
+
+    r = measure([1.0] * 9 + [math.inf])
+    assert (r.count, r.kept, r.median, r.ci_low, r.ci_high, r.unstable) == (9, 9, 1.0, 1.0, 1.0, False)
+    assert r.warnings == (
+        "1 of 10 iterations (iteration 9) has an infinite latency (ms), no duration: left out of the statistics",
+    )
+    r = measure([-math.inf, 2.0, math.inf, 2.0, 2.0, math.nan])
+    assert (r.count, r.kept, r.median) == (3, 3, 2.0)
+    assert r.warnings[0].startswith("2 of 5 iterations (iterations 0, 2) have an infinite latency")
+    r = measure([math.inf] * 3)
+    assert (r.count, r.kept, r.median) == (0, 0, None)
+    assert r.warnings == (
+        "3 of 3 iterations (iterations 0-2) have an infinite latency (ms), no duration: left out of the statistics",
+    )
+    r = measure([5.0] + [1.0] * 9, cpu=[math.inf] + [0.5] * 9)
+    assert (r.kept, r.median, r.warmup, r.cause) == (9, 1.0, (0,), None)
+
+
+def test_report_of_a_latency_csv_holding_inf_reads_the_other_nine(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sidecar whose untraced statistics lack a median (latency.csv is read): 9 x 1.0 ms and 'inf' give the
+    untraced median 1.0 and the warning (it had been 'internal error: AttributeError', exit 1)."""
+    trace = _kineto(
+        tmp_path / "pytorch_b1_s128.synthetic.torch.json",
+        [(i * 1000, [(i * 1000 + 10, 10)]) for i in range(4)],
+    )
+    _sidecar(trace, untraced_latency_ms={"mean": 1.0, "count": 10})
+    rows = ["runtime,batch_size,seq_len,iteration,latency_ms"]
+    rows += [f"pytorch,1,128,{i},{v}" for i, v in enumerate(["1.0"] * 9 + ["inf"])]
+    (tmp_path / "latency.csv").write_text("\n".join(rows) + "\n")
+    out = tmp_path / "rep"
+    code, _, err = run_cli(capsys, "report", str(trace), "-o", str(out), "--no-figures", "-q")
+    assert code == 0, err
+    (row,) = json.loads((out / "report.json").read_text())["configs"]
+    assert row["untraced_latency_ms"] == 1.0
+    assert row["warnings"] == [
+        "untraced latency: 1 of 10 iterations (iteration 9) has an infinite latency (ms), no duration: left out "
+        "of the statistics"
+    ]
