@@ -156,3 +156,67 @@ def test_report_of_a_latency_csv_holding_inf_reads_the_other_nine(
         "untraced latency: 1 of 10 iterations (iteration 9) has an infinite latency (ms), no duration: left out "
         "of the statistics"
     ]
+
+
+# --------------------------------------------------------------- tracekit/runs.py: contradicting statistics
+
+
+@pytest.mark.parametrize(
+    ("stats", "said"),
+    [
+        (
+            {"median": 10.0, "ci_low": 0.9, "ci_high": 1.1, "kept": 10, "count": 10},
+            "untraced_latency_ms.median (10.0) lies outside its own interval untraced_latency_ms.ci_low/ci_high "
+            "[0.9, 1.1]: statistics that contradict each other",
+        ),
+        (
+            {"median": 0.5, "ci_low": 0.9, "ci_high": 1.1, "kept": 10, "count": 10},
+            "untraced_latency_ms.median (0.5) lies outside its own interval untraced_latency_ms.ci_low/ci_high "
+            "[0.9, 1.1]: statistics that contradict each other",
+        ),
+        (
+            {"median": 1.0, "ci_low": 0.9, "ci_high": 1.1, "kept": 11, "count": 10},
+            "untraced_latency_ms.kept (11) is above untraced_latency_ms.count (10): statistics that contradict "
+            "each other",
+        ),
+    ],
+)
+def test_untraced_statistics_that_contradict_each_other_are_refused(stats: dict[str, Any], said: str) -> None:
+    from tracekit.inputs import check_sidecar
+    from tracekit.runs import check_run
+
+    assert check_sidecar({"untraced_latency_ms": stats}) == said
+    run = {"configs": [{"batch_size": 1, "seq_len": 8, "traces": {}, "untraced_latency_ms": stats}]}
+    assert check_run(run) == said.replace("untraced_latency_ms", "configs[0].untraced_latency_ms")
+
+
+def test_untraced_statistics_at_their_bounds_are_used() -> None:
+    """A median equal to either bound (ties: [1.0, 1.0]) and kept == count pass; no interval, no check."""
+    from tracekit.inputs import check_sidecar
+
+    for stats in (
+        {"median": 1.0, "ci_low": 1.0, "ci_high": 1.0, "kept": 10, "count": 10},
+        {"median": 0.9, "ci_low": 0.9, "ci_high": 1.1},
+        {"median": 1.1, "ci_low": 0.9, "ci_high": 1.1},
+        {"median": 10.0, "ci_low": 0.9},
+        {"median": 10.0, "min": 0.9, "max": 1.1},  # (min/max not checked against the median: see runs.py)
+    ):
+        assert check_sidecar({"untraced_latency_ms": stats}) is None, stats
+
+
+def test_report_refuses_a_sidecar_whose_median_lies_outside_its_interval(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It had been used: report.md '10 [0.9–1.1]', profiler ratio 0.09."""
+    trace = _kineto(
+        tmp_path / "pytorch_b1_s128.synthetic.torch.json",
+        [(i * 1000, [(i * 1000 + 10, 10)]) for i in range(4)],
+    )
+    _sidecar(
+        trace, untraced_latency_ms={"median": 10.0, "ci_low": 0.9, "ci_high": 1.1, "kept": 10, "count": 10}
+    )
+    code, _, err = run_cli(capsys, "report", str(trace), "-o", str(tmp_path / "rep"), "--no-figures", "-q")
+    assert code == 2
+    assert len(err.strip().splitlines()) == 1
+    assert "pytorch_b1_s128.synthetic.torch.meta.json" in err
+    assert "untraced_latency_ms.median (10.0) lies outside its own interval" in err

@@ -838,13 +838,6 @@ def test_report_of_a_latency_csv_holding_inf_is_no_internal_error(
         assert "latency.csv" in err and len(err.strip().splitlines()) == 1, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/runs.py _check_untraced (each recorded statistic checked alone): a sidecar whose untraced "
-    "median 10.0 ms lies outside its own 95% interval [0.9, 1.1] is used: report.md reads '10 [0.9–1.1]', "
-    "profiler ratio 0.09, no word; expected one line naming the sidecar (a damaged record, as a median of 0 or "
-    "-1 is), exit 2",
-)
 def test_recorded_statistics_whose_median_lies_outside_its_interval_are_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
