@@ -74,16 +74,73 @@ KERNEL_DELTA_SCHEMA: dict[str, pl.DataType] = {
 }
 
 
-def per_name(analyzed: Analysis, iterations: int | None = None) -> pl.DataFrame:
+def per_name(
+    analyzed: Analysis, iterations: int | None = None, notes: list[str] | None = None
+) -> pl.DataFrame:
     """Per op name: mean count and mean summed duration (µs) per analyzed iteration (``iterations``: over that
-    many instead, for a whole-trace window that holds them: :func:`window_iterations`)."""
+    many instead, for a whole-trace window that holds them: :func:`window_iterations`).
+
+    An op without a start or end ran for an unknown time, not 0: a name never timed has no time (null), and a
+    name timed in some iterations only has its mean over the iterations in which each of its ops was timed
+    (an iteration without the name counts, as 0), said in ``notes``. Kernels without ``dur`` had read 'time
+    0.000 µs' (ratio 0.0), and a kernel of 10 µs timed in 1 of 4 iterations 2.5 µs (ratio 0.25)."""
     n_iter = iterations or analyzed.iterations.height
     if n_iter == 0 or analyzed.trace_data.ops.is_empty():
         return pl.DataFrame(schema={"name": pl.String, "count": pl.Float64, "time_us": pl.Float64})
-    return analyzed.ops.group_by("name").agg(
-        (pl.len() / n_iter).cast(pl.Float64).alias("count"),
-        ((pl.col("end") - pl.col("start")).sum() / 1e3 / n_iter).cast(pl.Float64).alias("time_us"),
+    per_iteration = analyzed.ops.group_by("name", "iteration").agg(
+        pl.len().alias("n"),
+        (pl.col("end") - pl.col("start")).sum().alias("ns"),
+        (pl.col("end").is_null() | pl.col("start").is_null()).any().alias("untimed"),
     )
+    per = per_iteration.group_by("name").agg(
+        pl.col("n").sum().alias("n"),
+        pl.col("ns").filter(~pl.col("untimed")).sum().alias("ns"),
+        pl.col("untimed").sum().cast(pl.Int64).alias("untimed"),
+    )
+    # (a whole-trace window of ``iterations``: its one window timed or not, nothing between)
+    known = (
+        pl.when(pl.col("untimed") == 0).then(pl.lit(n_iter)).otherwise(pl.lit(0))
+        if iterations
+        else pl.lit(n_iter) - pl.col("untimed")
+    )
+    per = per.with_columns(known.alias("known"))
+    if notes is not None:
+        _untimed_said(per, n_iter, notes)
+    return per.select(
+        "name",
+        (pl.col("n") / n_iter).cast(pl.Float64).alias("count"),
+        pl.when(pl.col("known") > 0)
+        .then(pl.col("ns") / 1e3 / pl.col("known"))
+        .cast(pl.Float64)
+        .alias("time_us"),
+    )
+
+
+def _untimed_said(per: pl.DataFrame, n_iter: int, notes: list[str]) -> None:
+    """Notes on the names of :func:`per_name`'s frame (``n``, ``untimed``, ``known``) that ran without a
+    duration: never timed (no time), or timed in some iterations only (the mean over those)."""
+    never = per.filter(pl.col("known") == 0).sort("name")["name"].to_list()
+    partly = per.filter((pl.col("untimed") > 0) & (pl.col("known") > 0)).sort("known", "name")
+    if never:
+        notes.append(
+            f"{len(never)} op name{'s' if len(never) > 1 else ''} ({_names_shown(never)}) ran without a "
+            f"duration in every iteration: {'their' if len(never) > 1 else 'its'} per-name time is not known "
+            "(shown as none, not 0)"
+        )
+    if not partly.is_empty():
+        first = partly.row(0, named=True)
+        notes.append(
+            f"{partly.height} op name{'s' if partly.height > 1 else ''} "
+            f"({_names_shown(partly['name'].to_list())}) ran without a duration in some iterations: "
+            f"{'their' if partly.height > 1 else 'its'} per-name time is the mean over the iterations in which "
+            f"{'they were' if partly.height > 1 else 'it was'} timed (as few as {first['known']} of {n_iter}, "
+            f"{_shown_name(first['name'])}), not over all {n_iter}"
+        )
+
+
+def _names_shown(names: list[str], most: int = 3) -> str:
+    shown = ", ".join(_shown_name(n) for n in names[:most])
+    return shown if len(names) <= most else f"{shown} and {len(names) - most} more"
 
 
 #: Copy and memset names with their memory kind (Kineto's "Memset (Device)", "Memcpy HtoD (Pageable ->
@@ -512,12 +569,17 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         )
     ncu = [side for side, x in (("a", a), ("b", b)) if x.config.profiler == "ncu"]
     spelling_notes: list[str] = []
+    untimed: dict[str, list[str]] = {"a": [], "b": []}
     kernels = kernel_deltas(
-        per_name(a, spans["a"]),
-        per_name(b, spans["b"]),
+        per_name(a, spans["a"], untimed["a"]),
+        per_name(b, spans["b"], untimed["b"]),
         ncu_side=ncu[0] if len(ncu) == 1 else None,
         notes=spelling_notes,
     )
+    withheld = {side for side in [*windows, *cut] if spans[side] is None}
+    untimed_notes = [
+        f"{side.upper()}: {note}" for side in ("a", "b") if side not in withheld for note in untimed[side]
+    ]
     for side in [*windows, *cut]:
         if spans[side] is None:
             kernels = kernels.with_columns(
@@ -553,6 +615,7 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
         "warnings": apart
         + window_notes
         + spelling_notes
+        + untimed_notes
         + [f"A: {w}" for w in a.warnings]
         + [f"B: {w}" for w in b.warnings],
     }

@@ -18,19 +18,20 @@ from tests.hostile import run_cli
 T0 = 1_700_000_000_000_000  # µs
 
 
-def _kineto(path: Path, iterations: list[tuple[int, list[tuple[int, int | None]]]], dur: int = 900) -> Path:
+def _kineto(path: Path, iterations: list[tuple[int, list[tuple[Any, ...]]]], dur: int = 900) -> Path:
     """Kineto trace (SYNTHETIC): per (range start µs, [(kernel start µs, kernel dur µs or None)]) an 'iteration'
-    annotation of ``dur`` µs and its kernels named k0, k1, ... (by position), each launched 8 µs before it
-    starts by a call of 5 µs."""
+    annotation of ``dur`` µs and its kernels named k0, k1, ... (by position; a third element: the name), each
+    launched 8 µs before it starts by a call of 5 µs."""
     events: list[dict[str, Any]] = []
     corr = 1
     for start, kernels in iterations:
         events.append({"ph": "X", "cat": "user_annotation", "name": "iteration", "pid": 1, "tid": 1,
                        "ts": T0 + start, "dur": dur})  # fmt: skip
-        for k, (s, d) in enumerate(kernels):
+        for k, (s, d, *named) in enumerate(kernels):
             events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
                            "ts": T0 + s - 8, "dur": 5, "args": {"correlation": corr}})  # fmt: skip
-            kernel: dict[str, Any] = {"ph": "X", "cat": "kernel", "name": f"k{k}", "pid": 0, "tid": 7,
+            kernel: dict[str, Any] = {"ph": "X", "cat": "kernel", "name": named[0] if named else f"k{k}",
+                                      "pid": 0, "tid": 7,
                                       "ts": T0 + s, "args": {"correlation": corr, "device": 0, "stream": 7}}  # fmt: skip
             if d is not None:
                 kernel["dur"] = d
@@ -220,3 +221,64 @@ def test_report_refuses_a_sidecar_whose_median_lies_outside_its_interval(
     assert len(err.strip().splitlines()) == 1
     assert "pytorch_b1_s128.synthetic.torch.meta.json" in err
     assert "untraced_latency_ms.median (10.0) lies outside its own interval" in err
+
+
+# --------------------------------------------------------------- analyzers/compare.py: per-name times
+
+
+def _compare(capsys: pytest.CaptureFixture[str], a: Path, b: Path, *args: str) -> dict[str, Any]:
+    code, out, err = run_cli(capsys, "compare", str(a), str(b), *args, "--format", "json")
+    assert code == 0, err
+    (comparison,) = json.loads(out)["comparisons"]
+    return comparison
+
+
+def _its(kernels: list[list[int | None]]) -> list[tuple[int, list[tuple[int, int | None]]]]:
+    """Iterations 1 ms apart, each with kernels k0, k1, ... of the given durations (µs; None: no dur) at 10,
+    110, ... µs into it."""
+    return [
+        (i * 1000, [(i * 1000 + 10 + 100 * k, d) for k, d in enumerate(ds)]) for i, ds in enumerate(kernels)
+    ]
+
+
+def test_compare_gives_untimed_kernels_no_time(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A: k0 10 µs, k1 20 µs in each of 4 iterations; B: the same without dur. B's per-name time is none (it
+    had read 0.0, delta -10.0, ratio 0.0), its counts stay 1.0, and it is said."""
+    a = _kineto(tmp_path / "a.synthetic.json", _its([[10, 20]] * 4))
+    b = _kineto(tmp_path / "b.synthetic.json", _its([[None, None]] * 4))
+    comparison = _compare(capsys, a, b)
+    rows = {k["name"]: k for k in comparison["kernels"]}
+    assert {n: (k["count_a"], k["count_b"], k["time_a_us"], k["time_b_us"], k["time_delta_us"], k["time_ratio"])
+            for n, k in rows.items()} == {"k0": (1.0, 1.0, 10.0, None, None, None),
+                                          "k1": (1.0, 1.0, 20.0, None, None, None)}  # fmt: skip
+    assert (
+        "B: 2 op names (k0, k1) ran without a duration in every iteration: their per-name time is not known "
+        "(shown as none, not 0)"
+    ) in comparison["warnings"]
+    assert not [w for w in comparison["warnings"] if w.startswith("A: 2 op names")]
+
+
+def test_compare_gives_a_partly_timed_kernel_its_mean_over_its_timed_iterations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """B: k0 of 10 µs in iterations 0 and 1, without dur in 2, absent from 3; k1 of 30 µs in all 4. k0's time
+    is (10 + 10 + 0) / 3 iterations = 6.667 µs (iteration 2 unknown; 3 known, as 0), count 0.75; it had read
+    20 / 4 = 5.0. A: k0 10 µs and k1 30 µs in each: delta -3.333, ratio 0.6667; k1 unchanged."""
+    a = _kineto(tmp_path / "a.synthetic.json", _its([[10, 30]] * 4))
+    b = _kineto(
+        tmp_path / "b.synthetic.json",
+        [(0, [(10, 10), (110, 30)]), (1000, [(1010, 10), (1110, 30)]), (2000, [(2010, None), (2110, 30)]),
+         (3000, [(3110, 30, "k1")])],
+    )  # fmt: skip
+    comparison = _compare(capsys, a, b)
+    rows = {k["name"]: k for k in comparison["kernels"]}
+    k0 = rows["k0"]
+    assert (k0["count_a"], k0["count_b"], k0["time_a_us"]) == (1.0, 0.75, 10.0)
+    assert (rows["k1"]["time_b_us"], rows["k1"]["time_ratio"]) == (30.0, 1.0)
+    assert (k0["time_b_us"], k0["time_delta_us"], k0["time_ratio"]) == pytest.approx(
+        (20 / 3, 20 / 3 - 10, 2 / 3), abs=1e-9
+    )
+    assert [w for w in comparison["warnings"] if "some iterations" in w] == [
+        "B: 1 op name (k0) ran without a duration in some iterations: its per-name time is the mean over the "
+        "iterations in which it was timed (as few as 3 of 4, k0), not over all 4"
+    ]

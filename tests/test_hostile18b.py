@@ -404,11 +404,6 @@ def test_skip_that_drops_the_only_timed_iteration_gives_no_verdict(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/compare.py (per-name times): kernels without any duration read 'time B µs 0.000', "
-    "time_b_us 0.0, time_ratio 0.0 (-10 µs), beside the summary that rightly withholds B's busy; expected None",
-)
 def test_compare_gives_no_per_name_time_of_kernels_without_durations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -428,13 +423,6 @@ def test_compare_gives_no_per_name_time_of_kernels_without_durations(
         assert (k["time_b_us"], k["time_delta_us"], k["time_ratio"]) == (None, None, None), k
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/compare.py (per-name times): a kernel timed (10 µs) in 1 of B's 4 iterations and without "
-    "dur in the other 3 reads time_b_us 2.5, delta -7.5, ratio 0.25 (its unknown times counted 0), beside B's "
-    "busy median 0.03 ms = A's; expected its mean over the iterations where it was timed (10.0, ratio 1.0) or "
-    "no time (None)",
-)
 def test_compare_gives_no_per_name_time_diluted_by_untimed_iterations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
