@@ -358,7 +358,10 @@ def test_an_output_that_cannot_be_a_run_folder_is_refused_before_torch(
     held.mkdir()
     (held / "run.json").write_text('{"kind": "collect", "synthetic": true}')
     cases = [
-        (afile, f"tracekit: {afile}: exists and is not a folder"),
+        (
+            afile,
+            f"tracekit: {afile}: is a file; -o takes a folder (it receives the run: run.json and the traces)",
+        ),
         (
             afile / "sub" / "run",
             f"tracekit: {afile / 'sub' / 'run'}: cannot create the output folder: {afile} is a file, not a folder",

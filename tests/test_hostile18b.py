@@ -438,12 +438,6 @@ def test_compare_gives_no_per_name_time_diluted_by_untimed_iterations(
         assert (k["time_b_us"], k["time_ratio"]) in [(10.0, 1.0), (None, None)], k
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/timeline.py (the utilization counter: gpu_utilization.fill_null(0.0)): the "
-    "--timeline of a trace whose iterations 1-3 have no timed device op draws their utilization as 0.0 at each "
-    "window start, where the analysis withholds it (null, said); expected no 0.0 sample for those windows",
-)
 def test_the_timeline_draws_no_zero_utilization_for_untimed_iterations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

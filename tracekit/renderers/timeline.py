@@ -187,9 +187,15 @@ def timeline_events(analyzed: Analysis, pieces: pl.DataFrame) -> dict[str, Any]:
                 ).alias("args"),
             )
         )
-        util = pl.col("gpu_utilization").fill_null(0.0) if "gpu_utilization" in iters.columns else pl.lit(0.0)
-        up = iters.select(pl.col("window_start_ns").alias("t"), util.alias("v"))
-        down = iters.select(pl.col("window_end_ns").alias("t"), pl.lit(0.0).alias("v"))
+        # (an iteration whose utilization the analysis withholds, its device ops untimed, draws no sample: the
+        # counter does not say 0.0 where nothing is known)
+        util = pl.col("gpu_utilization") if "gpu_utilization" in iters.columns else pl.lit(0.0)
+        up = iters.select(pl.col("window_start_ns").alias("t"), util.cast(pl.Float64).alias("v"))
+        unknown = up.filter(pl.col("v").is_null()).get_column("t")
+        up = up.filter(pl.col("v").is_not_null())
+        down = iters.select(pl.col("window_end_ns").alias("t"), pl.lit(0.0).alias("v")).filter(
+            ~pl.col("t").is_in(unknown.implode())
+        )
         # a window's end coinciding with the next one's start keeps the next one's value
         counter = pl.concat([down, up]).unique(subset="t", keep="last", maintain_order=True).sort("t")
         frames.append(
