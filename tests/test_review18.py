@@ -417,18 +417,8 @@ def test_a_kernel_whose_call_was_far_keeps_its_iteration(tmp_path) -> None:
 @pytest.mark.parametrize(
     "kind",
     [
-        "nsys",  # (fixed by the lead: the reader counts the ops in meta, the analysis does not say them again)
-        pytest.param(
-            "kineto",
-            marks=pytest.mark.xfail(
-                strict=True,
-                reason="tracekit/readers/nsys_sqlite.py and kineto.py (e323879) with analyzers/iterations.py: the one kernel whose far launch "
-                "call was left out is said twice, the second time wrongly: after the far warning's '1 device ops launched by "
-                "those calls lie among the rest ... placed in its iteration by its own start', iterations.py adds '1 device ops "
-                "in the iterations carry no correlation id (nothing links them to a launching call)': the reader took its id "
-                "away, and the first warning names its call",
-            ),
-        ),
+        "nsys",  # (fixed by the lead: the readers count the ops in meta, the analysis does not say them again)
+        "kineto",
     ],
 )
 def test_a_kernel_whose_call_was_far_is_said_once(tmp_path, kind) -> None:

@@ -165,6 +165,7 @@ from tracekit.model import (
     META_OPS_OF_SHARED_IDS,
     META_PYTHON_THREADS,
     META_PYTHON_TRACING,
+    OPS_OF_FAR_CALLS,
     OPS_SCHEMA,
     RANGES_SCHEMA,
     FrameSpec,
@@ -2426,8 +2427,11 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     main_pid = _main_pid(x_events)
     api = _api(x_events)
     gpu_ops = _gpu_ops(x_events, flows, api, main_pid)
+    of_far_calls = 0  # (ops whose id went with their far launch call: said by the far warning, not again)
     if far_warning is not None:
+        before = gpu_ops.get_column("correlation").null_count() if gpu_ops.height else 0
         gpu_ops, far_warning = _placed_by_own_start(gpu_ops, far_calls, far_warning)
+        of_far_calls = (gpu_ops.get_column("correlation").null_count() if gpu_ops.height else 0) - before
         warnings.append(far_warning)
     if gpu_ops.height:
         device = "gpu"
@@ -2534,6 +2538,8 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
             warnings.append(LAUNCHES_FROM_A_PIPE)
         else:
             launches = _launches(path)
+    if of_far_calls:
+        meta[OPS_OF_FAR_CALLS] = of_far_calls
     meta["warnings"] = warnings
     trace = Trace(
         ops=conform(ops, OPS_SCHEMA),
