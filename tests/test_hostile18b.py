@@ -260,13 +260,6 @@ def test_thirty_far_empty_ranges_are_said_as_ten_are(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py / readers/kineto.py (CPU operators are anchors, never judged far): a "
-    "CPU-only trace without annotations (one window) with one operator stamped 5 h later or at 9.2e15 µs (292 "
-    "years) reads one iteration of 18,000,000.1 ms / 7,500,000,000,000.1 ms, busy 3.3, 5 ops, without a word; "
-    "expected the lone far operator left out as a far device op is (3.8 ms, busy 3.2, 4 ops) and said",
-)
 @pytest.mark.parametrize("far_ts", [T0 + 5 * HOUR, 9_200_000_000_000_000], ids=["5h", "292y"])
 def test_a_far_cpu_operator_does_not_stretch_the_window_of_a_cpu_only_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], far_ts: int
@@ -596,13 +589,6 @@ def test_windows_straddling_iterations_read_as_windows_by_analyze(
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/compare.py windows_not_iterations (used by analyzers/report.py): windows judged by their "
-    "count alone: 4 windows of --split-idle 0.3 against 4 ranges pass, though 3 of them straddle two "
-    "iterations; report's row keeps traced median 0.518 ms (iterations 0.9), busy 0.49, 'compute', no word; "
-    "expected the row's traced figures withheld as for 8 windows against 4 ranges",
-)
 def test_report_withholds_windows_that_straddle_iterations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -624,12 +610,6 @@ def test_report_withholds_windows_that_straddle_iterations(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/compare.py windows_not_iterations: compare --split-idle 0.3 of two such traces (4 windows, "
-    "4 ranges, 3 windows straddling two iterations) shows traced latency 0.518 vs 0.518, busy 0.39, per window, "
-    "no word; expected the summary withheld with the 'windows cut at idle gaps' warning",
-)
 def test_compare_withholds_windows_that_straddle_iterations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

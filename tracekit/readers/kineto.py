@@ -1897,10 +1897,17 @@ def _without_far_events(x_events: pl.DataFrame) -> tuple[pl.DataFrame, str | Non
     start, dur = x_events.get_column("start"), x_events.get_column("dur_ns")
     is_op, is_call, is_range = kinds.get_column("op"), kinds.get_column("call"), kinds.get_column("range")
     nulls = pl.Series(values=[None] * x_events.height, dtype=start.dtype)
+    is_other = ~(is_op | is_call | is_range)
+    # (a trace without device ops is a CPU run: its operators are its work, judged as device ops are; where
+    # device ops are, the operators place the trace)
+    cpu_run = not bool(is_op.any())
+    starts = {"device ops": start.zip_with(is_op, nulls), "API calls": start.zip_with(is_call, nulls)}
+    if cpu_run:
+        starts[_CPU_EVENTS] = start.zip_with(is_other, nulls)
     far, warning = far_events(
-        {"device ops": start.zip_with(is_op, nulls), "API calls": start.zip_with(is_call, nulls)},
-        anchors=[start.zip_with(~(is_op | is_call | is_range), nulls)],
-        durations={"device ops": dur, "API calls": dur, "annotations": dur},
+        starts,
+        anchors=[] if cpu_run else [start.zip_with(is_other, nulls)],
+        durations={"device ops": dur, "API calls": dur, "annotations": dur, _CPU_EVENTS: dur},
         ranges={"annotations": start.zip_with(is_range, nulls)},
     )
     if warning is None:
@@ -1918,7 +1925,15 @@ def _without_far_events(x_events: pl.DataFrame) -> tuple[pl.DataFrame, str | Non
             .unique("correlation", keep="first", maintain_order=True)
             .join(calls.filter(~gone).drop_nulls("correlation"), on="correlation", how="anti")
         )
-    return x_events.filter(~(far["device ops"] | far["API calls"] | far["annotations"])), warning, links
+    gone = far["device ops"] | far["API calls"] | far["annotations"]
+    if cpu_run:
+        gone = gone | far[_CPU_EVENTS]
+    return x_events.filter(~gone), warning, links
+
+
+#: :func:`_without_far_events`' noun for the CPU events (operators, Python functions) of a trace without
+#: device ops
+_CPU_EVENTS = "CPU events"
 
 
 def _placed_by_own_start(
