@@ -462,19 +462,23 @@ def window_iterations(analyzed: Analysis) -> int | None:
 def windows_not_iterations(analyzed: Analysis) -> str | None:
     """Why a side's iterations, windows cut at idle gaps (``--split-idle``: range ``idle>MSms``), are not its
     iterations, or None (they are, as far as its trace can tell): its trace holds ranges the default rules
-    choose, at least 2 of them, and the windows number otherwise (the threshold cut inside iterations, or
-    joined them; the reader's own warning, :func:`tracekit.analyzers.ranges.synthetic_windows`). Their
-    figures are then per window, not per iteration: the H200 eager b1 sample under ``--split-idle 0.05`` is
-    675 windows of 0.124 ms for 20 iterations of 7.9 ms, its CUDA-graph b1 6 windows for 20, and compare had
-    read 'B / A 10.03x' on the latency and 71.5x on GPU busy."""
+    choose, at least 2 of them, and the windows are not those ranges (:func:`tracekit.analyzers.ranges.
+    windows_off_ranges`: they number otherwise, the threshold cut inside iterations or joined them; or as
+    many, but not one window to each range, it did both; the reader's own warning,
+    :func:`tracekit.analyzers.ranges.synthetic_windows`). Their figures are then per window, not per
+    iteration: the H200 eager b1 sample under ``--split-idle 0.05`` is 675 windows of 0.124 ms for 20
+    iterations of 7.9 ms, its CUDA-graph b1 6 windows for 20, and compare had read 'B / A 10.03x' on the
+    latency and 71.5x on GPU busy; 4 windows that cut one iteration in two and joined two others (0.108,
+    0.108, 0.308, 1.308 ms for 4 ranges of 0.99 ms) had passed as the 4 iterations by their count."""
     name = analyzed.range_name or ""
     if not name.startswith("idle>"):
         return None
-    from tracekit.analyzers.ranges import select_ranges
+    from tracekit.analyzers.ranges import _synthetic_request, windows_off_ranges
     from tracekit.errors import TracekitError
 
     try:
-        default = select_ranges(analyzed.trace_data)
+        trace = analyzed.trace_data
+        request = _synthetic_request(trace, name)
     except TracekitError:
         # (an analysis loaded from its JSON document has no trace: the reader's own sentence, where it said one)
         said = next(
@@ -485,14 +489,16 @@ def windows_not_iterations(analyzed: Analysis) -> str | None:
             if said is None
             else f"{said.split(' (', 1)[0]}, so its figures are per window, not per iteration"
         )
-    count = default.frame.height
-    windows = analyzed.iterations.height + (analyzed.skipped or 0)
-    if default.synthetic or count < 2 or count == windows:
+    if request is None or request[0] is None:
         return None
-    verb = "cuts inside" if windows > count else "joins"
+    found = windows_off_ranges(trace, request[0])
+    if found is None:
+        return None
+    windows, count, range_name, verb = found
+    at = ", but not at them" if windows == count else ""
     return (
-        f"{windows} windows cut at idle gaps ({name}) against the {count} ranges named {default.name!r} its trace "
-        f"holds: the threshold {verb} iterations, so its figures are per window, not per iteration"
+        f"{windows} windows cut at idle gaps ({name}) against the {count} ranges named {range_name!r} its trace "
+        f"holds{at}: the threshold {verb} iterations, so its figures are per window, not per iteration"
     )
 
 

@@ -1163,7 +1163,7 @@ def synthetic_windows(
             "these are single ops, not iterations, and the idle time between them is in no window; choose a "
             "longer gap (the trace's own idle gaps between iterations), or the trace's ranges with --range"
         )
-    warnings += _windows_against_ranges(trace, ops, frame.height)
+    warnings += _windows_against_ranges(trace, ops, frame)
     idle = "the CPU operators were" if device == -1 else f"the GPU ({where}) was"
     what = f"{frame.height} iterations cut where {idle} idle longer than {ms} ms"
     how = f"requested with --range: {what}" if requested else f"--split-idle {ms}: {what}"
@@ -1173,25 +1173,91 @@ def synthetic_windows(
     return RangeChoice(frame, f"idle>{ms}ms", how, warnings)
 
 
-def _windows_against_ranges(trace: Trace, ops: pl.DataFrame, windows: int) -> list[str]:
-    """A warning when ``--split-idle`` cut ``windows`` windows from a trace whose own iterations, the ranges the
-    default rules choose (:func:`select_ranges` without it), number otherwise: more windows, the threshold cut
-    inside iterations (the H200 eager sample's 0.36 ms dispatch gaps against its 0.04 ms between iterations:
-    105 windows of 0.226 ms for 20 ranges of 8 ms); fewer, it joined them. With the longest idle gap of the
-    device timeline inside a range and the shortest one between ranges: whether any threshold would cut at the
-    ranges, and which. Nothing when the trace has no ranges the default rules choose, only one, or as many."""
+def windows_off_ranges(trace: Trace, split_idle_ms: float) -> tuple[int, int, str, str] | None:
+    """Whether the ``--split-idle split_idle_ms`` windows of ``trace`` are not its iterations, the ranges the
+    default rules choose (:func:`select_ranges` without it): (windows, ranges, the ranges' name, what the
+    threshold did: "cuts inside", "joins", or "cuts inside and joins"), or None when they are (each range holds
+    exactly one window and each window lies in one range: :func:`_off_ranges`) or the trace has no ranges the
+    default rules choose, or only one (a whole run's or a benchmark's range is no count of iterations:
+    splitting it is the option's use). What :func:`synthetic_windows` warns of, for a caller that holds the
+    trace (compare, report)."""
+    ops = launch_times(trace).filter(pl.col("start").is_not_null() & pl.col("end").is_not_null())
+    if ops.is_empty():
+        return None
+    found = _against_ranges(trace, ops, idle_split(ops, split_idle_ms))
+    return None if found is None else found[:4]
+
+
+def _against_ranges(
+    trace: Trace, ops: pl.DataFrame, windows: pl.DataFrame
+) -> tuple[int, int, str, str, RangeChoice] | None:
+    """(windows, ranges, name, what the threshold did, the default choice) of :func:`windows_off_ranges`."""
     try:
         default = select_ranges(trace)
     except TracekitError:
-        return []
+        return None
     count = default.frame.height
-    if default.synthetic or count < 2 or count == windows:
+    if default.synthetic or count < 2:
         # (one range, a whole run's or a benchmark's, is no count of iterations: splitting it is the option's use)
+        return None
+    n = windows.height
+    if n == count:
+        if not _off_ranges(ops, windows, default.frame):
+            return None
+        verb = "cuts inside and joins"
+    else:
+        verb = "cuts inside" if n > count else "joins"
+    return n, count, default.name, verb, default
+
+
+def _off_ranges(ops: pl.DataFrame, windows: pl.DataFrame, ranges: pl.DataFrame) -> int:
+    """How many of ``windows`` (:func:`idle_split`'s, as many as ``ranges``) are not one range each: a window
+    whose ops (assigned by their device start, as the analysis assigns them) were launched in no range or in
+    more than one, or in a range that another window's ops were launched in too. 0: the windows coincide with
+    the ranges (one-to-one). Counts alone had taken 4 windows that cut one iteration in two and joined two
+    others (0.108, 0.108, 0.308, 1.308 ms for 4 ranges of 0.99 ms) for the 4 iterations."""
+    spans = ranges.select(
+        pl.col("range_start").alias("r_start"), pl.col("range_end").alias("r_end")
+    ).with_row_index("range")
+    placed = (
+        ops.select("launch", "start")
+        .sort("start")
+        .join_asof(
+            windows.select("gpu_start").with_row_index("window").sort("gpu_start"),
+            left_on="start",
+            right_on="gpu_start",
+            strategy="backward",
+        )
+        .sort("launch")
+        .join_asof(spans.sort("r_start"), left_on="launch", right_on="r_start", strategy="backward")
+        .with_columns(
+            pl.when(pl.col("launch") <= pl.col("r_end")).then(pl.col("range")).otherwise(None).alias("range")
+        )
+    )
+    per_window = placed.group_by("window").agg(
+        pl.col("range").n_unique().alias("ranges"),  # (null counts as a value: launched outside every range)
+        pl.col("range").first().alias("first"),
+    )
+    alone = per_window.filter((pl.col("ranges") == 1) & pl.col("first").is_not_null())
+    shared = alone.filter(pl.col("first").is_duplicated()).height
+    return windows.height - alone.height + shared
+
+
+def _windows_against_ranges(trace: Trace, ops: pl.DataFrame, windows: pl.DataFrame) -> list[str]:
+    """A warning when ``--split-idle`` cut ``windows`` from a trace whose own iterations, the ranges the
+    default rules choose (:func:`select_ranges` without it), are not those windows: more windows, the threshold
+    cut inside iterations (the H200 eager sample's 0.36 ms dispatch gaps against its 0.04 ms between
+    iterations: 105 windows of 0.226 ms for 20 ranges of 8 ms); fewer, it joined them; as many, not at the
+    ranges (:func:`_off_ranges`), it did both. With the longest idle gap of the device timeline inside a range
+    and the shortest one between ranges: whether any threshold would cut at the ranges, and which. Nothing when
+    the trace has no ranges the default rules choose, only one, or when each window is one range."""
+    found = _against_ranges(trace, ops, windows)
+    if found is None:
         return []
-    verb = "cuts inside" if windows > count else "joins"
+    n, count, name, verb, default = found
     said = (
-        f"{windows} window{'s' if windows != 1 else ''} against {count} ranges named {default.name!r} in the "
-        f"trace: the threshold {verb} iterations"
+        f"{n} window{'s' if n != 1 else ''} against {count} ranges named {name!r} in the trace"
+        f"{', but not at them' if n == count else ''}: the threshold {verb} iterations"
     )
     # the device timeline's busy stretches (disjoint, in order); the gaps between them are its idle gaps
     busy = merged_intervals(ops)

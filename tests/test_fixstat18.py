@@ -282,3 +282,139 @@ def test_compare_gives_a_partly_timed_kernel_its_mean_over_its_timed_iterations(
         "B: 1 op name (k0) ran without a duration in some iterations: its per-name time is the mean over the "
         "iterations in which it was timed (as few as 3 of 4, k0), not over all 4"
     ]
+
+
+# ------------------------------------------------- analyzers/compare.py + ranges.py: windows that are not the ranges
+
+
+def _windows(tmp_path: Path, name: str, iterations: list[tuple[int, list[tuple[Any, ...]]]], dur: int = 990):
+    import tracekit
+
+    return tracekit.analyze(_kineto(tmp_path / f"{name}.synthetic.json", iterations, dur=dur), split_idle=0.3)
+
+
+#: 4 ranges of 990 µs, 1 ms apart, 2 kernels each: a 500-µs gap inside iteration 0 and 100 µs between iterations
+#: 2 and 3 (kernel spans in µs). --split-idle 0.3 gives 4 windows, 0.108, 0.108, 0.308, 1.308 ms (as in
+#: test_review18): as many as the ranges, not at them.
+CUT_AND_JOINED = [
+    (0, [(10, 100), (610, 100)]),
+    (1000, [(1110, 100), (1310, 100)]),
+    (2000, [(2010, 100), (2210, 700)]),
+    (3000, [(3010, 100), (3210, 100)]),
+]
+
+
+def test_windows_as_many_as_the_ranges_but_not_at_them_are_said_and_withheld(tmp_path: Path) -> None:
+    from tracekit.analyzers.compare import windows_not_iterations
+    from tracekit.analyzers.ranges import (
+        _off_ranges,
+        idle_split,
+        launch_times,
+        select_ranges,
+        windows_off_ranges,
+    )
+
+    analyzed = _windows(tmp_path, "cut_and_joined", CUT_AND_JOINED)
+    assert analyzed.iterations["latency_ms"].to_list() == pytest.approx(
+        [0.108, 0.108, 0.308, 1.308], abs=1e-12
+    )
+    trace = analyzed.trace_data
+    ops = launch_times(trace)
+    # windows 0 and 1 in range 0 (one range, two windows), window 3 over ranges 2 and 3: 3 of 4 are not a range
+    assert _off_ranges(ops, idle_split(ops, 0.3), select_ranges(trace).frame) == 3
+    assert windows_off_ranges(trace, 0.3) == (4, 4, "iteration", "cuts inside and joins")
+    assert windows_off_ranges(trace, 0.45) == (3, 4, "iteration", "joins")  # (cuts at 500 and 600 µs only)
+    assert windows_not_iterations(analyzed) == (
+        "4 windows cut at idle gaps (idle>0.3ms) against the 4 ranges named 'iteration' its trace holds, but not "
+        "at them: the threshold cuts inside and joins iterations, so its figures are per window, not per iteration"
+    )
+    assert [w for w in analyzed.warnings if "against 4 ranges" in w] == [
+        "4 windows against 4 ranges named 'iteration' in the trace, but not at them: the threshold cuts inside and "
+        "joins iterations (an idle gap inside a range lasts up to 0.5 ms, longer than the shortest between two "
+        "ranges, 0.1 ms: no --split-idle threshold cuts this trace at its ranges; analyze the ranges themselves, "
+        "without --split-idle)"
+    ]
+
+
+def test_windows_that_are_the_ranges_are_iterations(tmp_path: Path) -> None:
+    """4 ranges, 2 kernels each 100 µs apart, 690 µs between iterations: --split-idle 0.3 cuts at the ranges,
+    4 windows of 0.308 ms, each in its own range: nothing said, nothing withheld."""
+    from tracekit.analyzers.compare import windows_not_iterations
+    from tracekit.analyzers.ranges import windows_off_ranges
+
+    analyzed = _windows(tmp_path, "at_ranges", _its_at([(100, 100)] * 4))
+    assert analyzed.iterations["latency_ms"].to_list() == pytest.approx([0.308] * 4, abs=1e-12)
+    assert windows_off_ranges(analyzed.trace_data, 0.3) is None
+    assert windows_not_iterations(analyzed) is None
+    assert not [w for w in analyzed.warnings if "windows against" in w]
+
+
+def _its_at(pairs: list[tuple[int, int]]) -> list[tuple[int, list[tuple[Any, ...]]]]:
+    """Iterations 1 ms apart, each a kernel of 100 µs at 10 µs and a second one ``gap`` µs after its end, of
+    ``second`` µs: per (gap, second)."""
+    return [
+        (i * 1000, [(i * 1000 + 10, 100), (i * 1000 + 110 + gap, second)])
+        for i, (gap, second) in enumerate(pairs)
+    ]
+
+
+def test_a_window_of_ops_launched_outside_every_range_is_no_range(tmp_path: Path) -> None:
+    """3 ranges (0, 1000, 2000 µs) of 990 µs; a kernel launched at 3492 µs, after them all; ranges 1 and 2 joined
+    (their kernels 50 µs apart, range 1's 30 µs): 3 windows for 3 ranges, one in no range, one over two."""
+    from tracekit.analyzers.ranges import windows_off_ranges
+
+    iterations = [(0, [(10, 100)]), (1000, [(1010, 900), (1940, 50)]), (2000, [(2040, 100)])]
+    path = _kineto(tmp_path / "outside.synthetic.json", iterations, dur=990)
+    events = json.loads(path.read_text())
+    events["traceEvents"] += [
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": T0 + 3492,
+         "dur": 5, "args": {"correlation": 99}},
+        {"ph": "X", "cat": "kernel", "name": "late", "pid": 0, "tid": 7, "ts": T0 + 3500, "dur": 10,
+         "args": {"correlation": 99, "device": 0, "stream": 7}},
+    ]  # fmt: skip
+    path.write_text(json.dumps(events))
+    from tracekit.api import read_trace
+
+    assert windows_off_ranges(read_trace(path), 0.3) == (3, 3, "iteration", "cuts inside and joins")
+
+
+def test_report_and_compare_withhold_windows_as_many_as_but_not_at_the_ranges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """report: the row's traced figures withheld (it had shown traced median 0.208 ms per window for 0.99-ms
+    iterations); compare: the summary withheld with the reason."""
+    trace = _kineto(tmp_path / "pytorch_b1_s128.synthetic.torch.json", CUT_AND_JOINED, dur=990)
+    _sidecar(trace)
+    out = tmp_path / "rep"
+    code, _, err = run_cli(
+        capsys, "report", str(trace), "--split-idle", "0.3", "-o", str(out), "--no-figures", "-q"
+    )
+    assert code == 0, err
+    (row,) = json.loads((out / "report.json").read_text())["configs"]
+    assert (
+        row["iterations"],
+        row["traced_median_ms"],
+        row["latency_ms"],
+        row["gpu_busy_ms"],
+        row["bound"],
+    ) == (
+        4,
+        None,
+        None,
+        None,
+        None,
+    )
+    assert row["warnings"][-1] == (
+        "the report shows none of its traced figures (busy/overhead breakdown, its verdict and its latency (the "
+        "traced one: left out of the sweep)): its iterations are 4 windows cut at idle gaps (idle>0.3ms) against "
+        "the 4 ranges named 'iteration' its trace holds, but not at them: the threshold cuts inside and joins "
+        "iterations, so its figures are per window, not per iteration"
+    )
+    b = _kineto(tmp_path / "b.synthetic.json", CUT_AND_JOINED, dur=990)
+    comparison = _compare(capsys, trace, b, "--split-idle", "0.3")
+    latency = next(m for m in comparison["summary"] if m["metric"] == "latency_ms")
+    assert (latency["a"], latency["b"], latency["ratio"]) == (None, None, None)
+    assert comparison["warnings"][0].startswith(
+        "A's iterations are 4 windows cut at idle gaps (idle>0.3ms) against the 4 ranges named 'iteration' its "
+        "trace holds, but not at them: the threshold cuts inside and joins iterations"
+    )

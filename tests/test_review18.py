@@ -169,13 +169,6 @@ CUT_AND_JOINED = [
 ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/compare.py windows_not_iterations (and analyzers/ranges.py _windows_against_ranges, the "
-    "same count test): --split-idle windows are taken for the trace's iterations when they only NUMBER as many "
-    "as its ranges; a threshold that cuts inside one iteration and joins two others gives 4 windows of 0.108, "
-    "0.108, 0.308, 1.308 ms for 4 ranges of 0.99 ms, and report/compare show them per iteration without a word",
-)
 def test_windows_as_many_as_the_ranges_but_not_at_them_are_not_iterations(tmp_path) -> None:
     import tracekit
     from tracekit.analyzers.compare import windows_not_iterations
