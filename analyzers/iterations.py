@@ -690,10 +690,16 @@ def unassigned_ops(
     out: dict[str, Any] = {}
     for key, mask in (("launch_not_in_trace", missing), ("outside_iterations", none & ~missing)):
         count = int(mask.sum())
+        timed = mask & ops["start"].is_not_null() & ops["end"].is_not_null()
         entry: dict[str, Any] = {
             "ops": count,
-            "busy_ms": union_ns(ops["start"].filter(mask), ops["end"].filter(mask)) / 1e6 if count else 0.0,
+            # (None: none of them has a start and end time, so their busy time is not known, not 0)
+            "busy_ms": union_ns(ops["start"].filter(mask), ops["end"].filter(mask)) / 1e6
+            if count and timed.any()
+            else (None if count else 0.0),
         }
+        if count and int(timed.sum()) < count:
+            entry["untimed"] = count - int(timed.sum())
         if key == "launch_not_in_trace" and count and api is not None and not api.is_empty():
             inside = int(plausibility.inside_call_ids(ops, mask, api).sum())
             if inside:
@@ -1628,6 +1634,8 @@ def measure_gaps(
         if untimed and untimed >= UNTIMED_DOUBT * doubt_base and untimed < doubt_base
         else []
     )
+    if assignment.choice.synthetic and has_ops and not untimed_doubt:
+        untimed_doubt = _untimed_outside_windows(trace.ops)
     windows = _windows(ranges, ops)
     # (per op only where some iteration's first op started before its window: the windows say so at once)
     early = has_ops and windows.select((pl.col("gpu_start") < pl.col("window_start")).any()).item()
@@ -1805,6 +1813,21 @@ def measure_gaps(
         longest_rows,
         tuple(sorted(set(untimed_iterations) & set(frame.get_column("index").to_list()))),
     )
+
+
+def _untimed_outside_windows(ops: pl.DataFrame) -> list[str]:
+    """The doubt where synthetic windows (one over the trace, or ``--split-idle``'s) are cut around the timed
+    device ops of a trace (``ops``, all of them) of which at least :data:`UNTIMED_DOUBT` have no start or end
+    time: those ran for an unknown time, somewhere the windows cannot say (they had been 'outside every
+    iteration', and the windows around the timed copies alone 'compute', sure of it)."""
+    untimed = int(ops.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item())
+    if not untimed or untimed < UNTIMED_DOUBT * ops.height:
+        return []
+    return [
+        f"verdict uncertain: {untimed} of the trace's {ops.height} device ops ({untimed / ops.height:.0%}) have no "
+        "start or end time, and the windows are cut around the timed ones: their busy time and utilization "
+        "leave those out"
+    ]
 
 
 def _untimed_iterations(ops: pl.DataFrame) -> tuple[int, ...]:
@@ -2508,7 +2531,7 @@ def _unassigned_warnings(
                 + (", the others before the capture began" if inside < missing["ops"] else "")
             )
         out.append(
-            f"{missing['ops']} device ops ({missing['busy_ms']:.3f} ms busy) have a correlation id but no "
+            f"{missing['ops']} device ops ({_busy_said(missing)}) have a correlation id but no "
             f"launching call in the trace ({why}): they count in no iteration"
         )
     if outside["ops"]:
@@ -2523,10 +2546,20 @@ def _unassigned_warnings(
             if outside.get(k)
         )
         out.append(
-            f"{outside['ops']} device ops ({outside['busy_ms']:.3f} ms busy) were launched outside every "
+            f"{outside['ops']} device ops ({_busy_said(outside)}) were launched outside every "
             f"iteration ({where or 'outside the ranges'}): they count in no iteration"
         )
     return out
+
+
+def _busy_said(entry: dict[str, Any]) -> str:
+    """The busy time of unassigned ops (:func:`_unassigned_counts`' entry) in words: '0.123 ms busy', with
+    those that have no start or end time said apart ('busy unknown' when none has one)."""
+    untimed = entry.get("untimed", 0)
+    if entry["busy_ms"] is None:
+        return "busy time unknown: no start or end time"
+    said = f"{entry['busy_ms']:.3f} ms busy"
+    return f"{said} and {untimed} with no start or end time" if untimed else said
 
 
 def _correlation_warnings(

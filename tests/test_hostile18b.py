@@ -505,13 +505,6 @@ def test_an_ort_session_loaded_hours_before_its_first_run_is_not_damaged(
 # ------------------------------------------------------------------ 2b. untimed kernels under --split-idle
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py / ranges.py (synthetic windows): --split-idle on a trace whose kernels have no "
-    "dur cuts windows around the timed copies alone (4 x 0.07 ms, busy 0.05, 0 kernels) and gives 'compute' with "
-    "verdict_uncertain None, the 12 untimed kernels 'outside every iteration'; expected no verdict, or a doubted "
-    "one (the untimed-ops doubt counts only the ops inside the windows)",
-)
 def test_split_idle_windows_around_timed_copies_give_no_certain_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -525,12 +518,6 @@ def test_split_idle_windows_around_timed_copies_give_no_certain_verdict(
     assert doc["summary"]["bound"] is None or doc["summary"]["verdict_uncertain"], doc["summary"]["bound"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (unassigned ops): a kernel without dur launched after the last iteration is "
-    "'1 device ops (0.000 ms busy) ... outside every iteration', unassigned_ops busy_ms 0.0; its time is not "
-    "known: expected busy_ms None and no '0.000 ms busy' in the warning",
-)
 def test_an_untimed_kernel_outside_every_iteration_has_no_busy_of_zero(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -143,12 +143,14 @@ def _unassigned_line(doc: dict[str, Any]) -> str | None:
     apart = doc.get("unassigned_ops") or {}
     parts = []
     missing, outside = apart.get("launch_not_in_trace") or {}, apart.get("outside_iterations") or {}
+
+    def busy(entry: dict[str, Any]) -> str:  # (None: none of them has a start and end time)
+        return "busy unknown" if entry.get("busy_ms") is None else f"{_duration(entry['busy_ms'])} busy"
+
     if missing.get("ops"):
-        parts.append(f"{missing['ops']} launched before the capture ({_duration(missing['busy_ms'])} busy)")
+        parts.append(f"{missing['ops']} launched before the capture ({busy(missing)})")
     if outside.get("ops"):
-        parts.append(
-            f"{outside['ops']} launched outside every iteration ({_duration(outside['busy_ms'])} busy)"
-        )
+        parts.append(f"{outside['ops']} launched outside every iteration ({busy(outside)})")
     return "device ops in no iteration (not counted): " + "; ".join(parts) if parts else None
 
 
