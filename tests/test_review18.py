@@ -227,13 +227,6 @@ def test_an_ort_profile_with_its_setup_beside_its_runs_keeps_it(tmp_path) -> Non
 # ------------------------------------------------------------ tracekit/commands/simulate.py: bounds
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/commands/simulate.py check_bounds: batch size and --seq-len are bounded each to 2^31-1, but "
-    "their product still overflows the model's int64 kernel durations: '--batch-sizes 2147483647 --seq-len "
-    "2147483647' runs (numpy 'invalid value encountered in cast'), exit 0, and writes as ground truth a latency of "
-    "616,898,878,972.6 ms and sm_active_pct_mean 1966.8 (%); expected one line, exit 2, nothing written",
-)
 @pytest.mark.filterwarnings("ignore::RuntimeWarning")  # (numpy's overflow warning: the defect itself)
 def test_simulate_refuses_a_batch_times_sequence_it_cannot_model(tmp_path, capsys) -> None:
     from tests.hostile import run_cli
@@ -436,13 +429,6 @@ def test_a_kernel_whose_call_was_far_is_said_once(tmp_path, kind) -> None:
     assert not [w for w in analyzed.warnings if "carry no correlation id" in w], analyzed.warnings
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/commands/simulate.py check_bounds: --iters (10,000,000) and --ops (100,000) are bounded each, "
-    "not their product: '--iters 10000000 --ops 100000' (10^12 kernels, 10,000 times --kernels' own bound of 10^8) "
-    "starts simulating, a run no one could finish, where the bounds were added so that such a count 'is refused at "
-    "once instead of running on'",
-)
 def test_simulate_refuses_iterations_times_operators_past_the_kernel_bound(
     tmp_path, capsys, monkeypatch
 ) -> None:

@@ -67,6 +67,14 @@ def check_bounds(args: argparse.Namespace) -> None:
     big = [b for b in args.batch_sizes if b > MAX_DIMENSION]
     if big:
         raise TracekitError(f"--batch-sizes must be from 1 to {MAX_DIMENSION} (got {big[0]})")
+    tokens = max(args.batch_sizes, default=1) * (args.seq_len or 1)
+    if (
+        tokens > MAX_DIMENSION
+    ):  # (the model's kernel durations grow with them: past it, no int64 ns holds one)
+        raise TracekitError(
+            f"--batch-sizes x --seq-len must be at most {MAX_DIMENSION} tokens per iteration (got "
+            f"{max(args.batch_sizes)} x {args.seq_len} = {tokens})"
+        )
 
 
 def _ranks(text: str) -> int:
@@ -335,6 +343,11 @@ def run(args: argparse.Namespace) -> int:
         args.traces = args.traces or args.old_traces
     args.traces = args.traces or "both"
     params = preset(args.runtime, overrides)
+    if args.kernels is None and args.iters * params.ops > MAX_KERNELS:
+        raise TracekitError(
+            f"--iters x operators per iteration (--ops, or the preset's) must be at most {MAX_KERNELS:,} kernels "
+            f"per batch size (got {args.iters:,} x {params.ops:,} = {args.iters * params.ops:,})"
+        )
     noise = Noise(sd=args.noise, stall_rate=args.noise_stalls, warmup=args.noise_warmup)
     noise.validate()
     if args.output:  # (-o sim.json had made a folder named sim.json)
