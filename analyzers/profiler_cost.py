@@ -56,9 +56,14 @@ def untraced_measurement(
     stats = Measurement.from_json(dict(recorded))
     if stats is not None:
         return stats if _positive(stats.median) else None
+    said: tuple[str, ...] = ()
     if latency_csv:
         measured = measure(latency_csv[0], latency_csv[1], device="cpu" if device == "cpu" else "gpu")
-        return measured if _positive(measured.median) else None
+        if measured.count:
+            return measured if _positive(measured.median) else None
+        # (no finite value in it: as if there were no latency.csv, its warning kept; all 'inf' had been None
+        # without a word)
+        said = (*measured.warnings, "latency.csv holds no finite latency of this configuration")
     for key in ("median", "p50", "mean"):
         if key in recorded and recorded[key] is not None:
             value = recorded[key]
@@ -66,7 +71,9 @@ def untraced_measurement(
                 return None
             count = recorded.get("count")
             count = count if isinstance(count, int) and not isinstance(count, bool) and count >= 0 else 0
-            return Measurement(count=count, kept=count, median=float(value))
+            if said:
+                said = (*said[:-1], f"{said[-1]}: the recorded {key} is used instead, without an interval")
+            return Measurement(count=count, kept=count, median=float(value), warnings=said)
     return None
 
 

@@ -159,6 +159,30 @@ def test_report_of_a_latency_csv_holding_inf_reads_the_other_nine(
     ]
 
 
+def test_a_latency_csv_of_no_finite_latency_is_not_used_and_said() -> None:
+    """10 x inf (or NaN): no value of latency.csv is used; the recorded mean (1.0) is, without an interval, and
+    both are said (all inf had given no untraced latency and no word). A finite set is measured as before."""
+    from tracekit.analyzers.profiler_cost import untraced_measurement
+
+    m = untraced_measurement({"mean": 1.0, "count": 10}, ([math.inf] * 10, None))
+    assert m is not None
+    assert (m.median, m.count, m.ci_low) == (1.0, 10, None)
+    assert m.warnings == (
+        "10 of 10 iterations (iterations 0-9) have an infinite latency (ms), no duration: left out of the "
+        "statistics",
+        "latency.csv holds no finite latency of this configuration: the recorded mean is used instead, without "
+        "an interval",
+    )
+    m = untraced_measurement({"p50": 2.0, "mean": 1.0}, ([math.nan] * 3, None))
+    assert m is not None and (m.median, m.warnings) == (
+        2.0,
+        ("latency.csv holds no finite latency of this configuration: the recorded p50 is used instead, without an "
+         "interval",),
+    )  # fmt: skip
+    m = untraced_measurement({"mean": 5.0}, ([2.0] * 9 + [math.inf], None))
+    assert m is not None and (m.median, m.count, m.kept) == (2.0, 9, 9)
+
+
 # --------------------------------------------------------------- tracekit/runs.py: contradicting statistics
 
 
