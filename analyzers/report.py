@@ -207,9 +207,17 @@ def _windows_withheld(row: dict[str, Any], cut: str) -> dict[str, Any]:
             _latency=None,
         )
         what += " and its latency (the traced one: left out of the sweep)"
+    # (where the row's own warnings already count the windows against the ranges, the reason is named, not
+    # said twice)
+    counted = any(" windows against " in w and " ranges " in w for w in row["warnings"])
+    why = (
+        "the windows cut at idle gaps that the warning above counts, not its trace's iterations"
+        if counted
+        else cut
+    )
     out["warnings"] = [
         *row["warnings"],
-        f"the report shows none of its traced figures ({what}): its iterations are {cut}",
+        f"the report shows none of its traced figures ({what}): its iterations are {why}",
     ]
     return out
 

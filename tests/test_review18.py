@@ -499,14 +499,6 @@ REQUESTS_IN_STEPS = [
 ]  # fmt: skip
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/report.py _windows_withheld (490bd70): the row's warnings say '10 windows against 2 ranges' "
-    "twice: the reader's '10 windows against 2 ranges named 'iteration' in the trace: the threshold cuts inside "
-    "iterations ...' and the report's 'the report shows none of its traced figures ...: its iterations are 10 "
-    "windows cut at idle gaps (idle>0.3ms) against the 2 ranges named 'iteration' its trace holds: the threshold "
-    "cuts inside iterations ...' (one fact, one sentence: the second could name the first)",
-)
 def test_a_row_of_windows_that_are_not_iterations_says_the_count_once(tmp_path) -> None:
     import tracekit
     from tracekit.analyzers.report import config_row
