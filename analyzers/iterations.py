@@ -593,8 +593,19 @@ def _op_keys(
     when = calls.get_column("call_start").gather(call)
     pids = calls.get_column("call_pid").gather(call).fill_null(ops.get_column("pid"))
     threads = calls.get_column("call_thread").gather(call).fill_null(_op_threads(ops))
-    when = pl.select(pl.when(~missing).then(when.fill_null(ops.get_column("start")))).to_series()
+    own = ops.get_column("start")
+    # (a call stamped more than LAUNCH_DELAY_MAX_NS from its op is a damaged time, not a launch delay, kept by
+    # the reader where it was no minority: the op is placed by its own start)
+    damaged = ((when - own).abs() > LAUNCH_DELAY_MAX_NS).fill_null(False)
+    when = pl.select(
+        pl.when(~missing).then(pl.when(damaged).then(own).otherwise(when.fill_null(own)))
+    ).to_series()
     return when, pids, threads
+
+
+#: A launch call stamped further than this (ns) from its op's start is a damaged time, not a launch delay (an
+#: hour: the readers' far-timestamp distance, tracekit.readers.timestamps.FAR_NS)
+LAUNCH_DELAY_MAX_NS = 3_600 * 10**9
 
 
 def shared_iterations(

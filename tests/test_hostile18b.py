@@ -174,13 +174,6 @@ def test_a_kineto_graph_launch_far_keeps_its_three_kernels(
     assert "3 device ops launched by those calls lie among the rest" in far
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py (far_events keeps a half of the calls far, 'not real') + "
-    "analyzers/iterations.py (places their kernels by those calls' times): iterations 0-1 read busy 0.0 with 0 "
-    "kernels and a certain 'framework' verdict; expected each kernel placed by its own start (4 x 0.03 ms, 3 "
-    "kernels), as when the far calls are a minority, or the verdict doubted",
-)
 def test_half_the_launch_calls_stamped_hours_later_do_not_empty_their_iterations(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
