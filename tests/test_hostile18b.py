@@ -232,13 +232,6 @@ def test_ten_far_empty_ranges_of_thirteen_are_kept_and_said(
     assert doc["summary"]["verdict_uncertain"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py (the trace's body is the cluster of most events, here 30 lone ranges): "
-    "30 annotations with nothing beside them 5 h after the 3 iterations holding all the work are not said far "
-    "(10 are: pinned above), and the 33 iterations give a certain 'framework' (median utilization 0.0, "
-    "verdict_uncertain None); expected the far-range sentence ('30 of 33 annotations are stamped ...')",
-)
 def test_thirty_far_empty_ranges_are_said_as_ten_are(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
