@@ -770,13 +770,10 @@ def select_ranges(
     a bad pattern, value or option combination."""
     path = trace.meta.get("path")
     if range_name is not None and not _is_text(range_name):
-        # (argv from a terminal of another encoding: b'ite\xe9' reaches Python as 'ite\udce9', which no range
-        # name of a trace is, and which polars cannot take)
-        raise NoActivityError(
-            f"no range matches {range_name!r}: it is not UTF-8 text (a terminal of another encoding?), and a "
-            "trace's range names are",
-            path,
-        )
+        # (argv from a terminal of another encoding: b'ite\xe9' reaches Python as 'ite\udce9', which polars
+        # cannot take; the readers keep such a name, escaped in the trace, as its escape text 'ite\\udce9', so
+        # the argument is matched as that)
+        range_name = range_name.encode("utf-8", "backslashreplace").decode("utf-8")
     if range_name is not None and split_idle_ms is None:
         synthetic = _synthetic_request(trace, range_name)
         if synthetic is not None:

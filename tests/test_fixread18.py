@@ -468,14 +468,6 @@ def test_an_ort_node_name_past_the_string_limit_is_cut(
     assert "longer than 1 KiB cut to 1 KiB" in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py (9c32354): a --range argument that is not UTF-8 (argv b'step\\xe9' reaches Python "
-    "as 'step\\udce9') is refused ('no range matches ...: it is not UTF-8 text'), though the Kineto reader now "
-    "reads a range name escaped as '\\udce9' (Python's json.dump of the same bytes) as the text 'step\\\\udce9' "
-    "(c740e5c; the ORT reader and the outputs keep it so too): expected the argument, with its lone surrogates as "
-    "their escapes (backslashreplace), to match that range: 4 x 0.9 ms",
-)
 def test_a_range_argument_that_is_not_utf8_matches_the_range_named_from_the_same_bytes(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
