@@ -99,6 +99,24 @@ def device_trace(
     return make_trace(ranges, api, ops, meta, **fields)
 
 
+def kernels_trace(spans: list[tuple[str, int]]) -> Trace:
+    """A SYNTHETIC trace of kernels back to back on one stream, each (name, duration ns): for the kernel-name
+    rules (precision from kernel names, weighted by kernel time)."""
+    starts, t = [], 0
+    for _, d in spans:
+        starts.append(t)
+        t += d
+    ops = pl.DataFrame(
+        {
+            "start": starts,
+            "end": [s + d for s, (_, d) in zip(starts, spans, strict=True)],
+            "kind": ["kernel"] * len(spans),
+            "name": [n for n, _ in spans],
+        }
+    )
+    return Trace(ops=ops, meta={"synthetic": True})
+
+
 def spans(frame: pl.DataFrame) -> list[tuple[int, int]]:
     """The ``(range_start, range_end)`` pairs of a range choice's frame."""
     return list(zip(frame["range_start"].to_list(), frame["range_end"].to_list(), strict=True))

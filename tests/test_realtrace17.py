@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.builders import kineto_event, kineto_file
+from tests.builders import kernels_trace, kineto_event, kineto_file
 from tests.hostile import analyze_json
 from tests.nsys_builder import NsysBuilder
 
@@ -216,27 +216,6 @@ BF16_ELEMENTWISE = (
 )
 
 
-def _kernels_trace(spans: list[tuple[str, int]]):
-    """Kernels back to back, each (name, duration ns); synthetic."""
-    import polars as pl
-
-    from tracekit.model import Trace
-
-    starts, t = [], 0
-    for _, d in spans:
-        starts.append(t)
-        t += d
-    ops = pl.DataFrame(
-        {
-            "start": starts,
-            "end": [s + d for s, (_, d) in zip(starts, spans, strict=True)],
-            "kind": ["kernel"] * len(spans),
-            "name": [n for n, _ in spans],
-        }
-    )
-    return Trace(ops=ops, meta={"synthetic": True})
-
-
 @pytest.mark.parametrize(
     ("gemm", "other", "expected"),
     [
@@ -258,7 +237,7 @@ def test_rocm_gemm_and_mangled_names_carry_their_type(
     kernel untyped). The tf32 GEMM is fp32 work: 3 kernels typed, not 1."""
     from tracekit.analyzers.identify import precision_from_kernels
 
-    found = precision_from_kernels(_kernels_trace([(gemm, 800), (FLOAT_NORM, 150), (other, 50)]))
+    found = precision_from_kernels(kernels_trace([(gemm, 800), (FLOAT_NORM, 150), (other, 50)]))
     assert found is not None
     assert (found.value, found.evidence) == expected
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import kernels_trace
+
 # ------------------------------------------------------------------------------ fp8 and fp4 kernel names
 
 #: Real spellings: the TraceLens B200 vLLM trace (gpt-oss: mxfp4 MoE weights, e4m3 activations, fp8 KV cache),
@@ -102,27 +104,6 @@ W4A16_GEMM = "_matmul_ogs_NNT_bf16xbf16xmxfp4_16x128x256x1_swiglu"
 W4A4_GEMM = "bmm_Bfloat16_E2m1E2m1_Fp32_Ab16_Bb16_t128x128x256u2_s6_et128x128_m256x128x64_sm100f"
 
 
-def _kernels_trace(spans: list[tuple[str, int]]):
-    """Kernels back to back, each (name, duration ns); synthetic."""
-    import polars as pl
-
-    from tracekit.model import Trace
-
-    starts, t = [], 0
-    for _, d in spans:
-        starts.append(t)
-        t += d
-    ops = pl.DataFrame(
-        {
-            "start": starts,
-            "end": [s + d for s, (_, d) in zip(starts, spans, strict=True)],
-            "kind": ["kernel"] * len(spans),
-            "name": [n for n, _ in spans],
-        }
-    )
-    return Trace(ops=ops, meta={"synthetic": True})
-
-
 @pytest.mark.parametrize(
     ("gemm", "expected"),
     [
@@ -138,7 +119,7 @@ def test_an_fp8_model_reads_fp8_not_its_output_type(gemm: str, expected: tuple[s
     """A GEMM of 600 ns, a bf16 element-wise kernel of 300 ns and an fp32 norm of 100 ns."""
     from tracekit.analyzers.identify import precision_from_kernels
 
-    found = precision_from_kernels(_kernels_trace([(gemm, 600), (BF16_ELEMENTWISE, 300), (FLOAT_NORM, 100)]))
+    found = precision_from_kernels(kernels_trace([(gemm, 600), (BF16_ELEMENTWISE, 300), (FLOAT_NORM, 100)]))
     assert found is not None
     assert (found.value, found.evidence) == expected
 
@@ -440,7 +421,7 @@ def test_a_bf16_model_of_nvjet_gemms_reads_bf16() -> None:
     untyped)."""
     from tracekit.analyzers.identify import precision_from_kernels
 
-    found = precision_from_kernels(_kernels_trace([(LETTER_NAMES_GEMM, 600), (FLOAT_NORM, 400)]))
+    found = precision_from_kernels(kernels_trace([(LETTER_NAMES_GEMM, 600), (FLOAT_NORM, 400)]))
     assert found is not None
     assert (found.value, found.evidence) == (
         "bf16",

@@ -7,28 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.builders import kernels_trace
+
 # ------------------------------------------------------------------------ analyzers/identify.py: kernel types
-
-
-def _kernels_trace(spans: list[tuple[str, int]]):
-    """Kernels back to back on one stream, each (name, duration ns); synthetic."""
-    import polars as pl
-
-    from tracekit.model import Trace
-
-    starts, t = [], 0
-    for _, d in spans:
-        starts.append(t)
-        t += d
-    ops = pl.DataFrame(
-        {
-            "start": starts,
-            "end": [s + d for s, (_, d) in zip(starts, spans, strict=True)],
-            "kind": ["kernel"] * len(spans),
-            "name": [n for n, _ in spans],
-        }
-    )
-    return Trace(ops=ops, meta={"synthetic": True})
 
 
 def _typed(*names: str) -> list[str | None]:
@@ -56,7 +37,7 @@ def test_an_fp8_model_of_nvjet_gemms_reads_fp8() -> None:
 
     assert _typed(NVJET_FP8, "nvjet_sm100_qqtst_128x256_128x6_2x1_2cta_v_bz_bias_TNT") == ["fp8", "fp8"]
     found = precision_from_kernels(
-        _kernels_trace([(NVJET_FP8, 600), (NVJET_BF16, 300), (BF16_ELEMENTWISE, 100)])
+        kernels_trace([(NVJET_FP8, 600), (NVJET_BF16, 300), (BF16_ELEMENTWISE, 100)])
     )
     assert found is not None
     assert (found.value, found.evidence) == (
@@ -93,7 +74,7 @@ def test_a_bf16_model_with_an_fp8_kv_cache_reads_bf16() -> None:
     from tracekit.analyzers.identify import precision_from_kernels
 
     found = precision_from_kernels(
-        _kernels_trace([(FP8_CACHE_ATTENTION, 600), (BF16_GEMM, 300), (BF16_ELEMENTWISE, 100)])
+        kernels_trace([(FP8_CACHE_ATTENTION, 600), (BF16_GEMM, 300), (BF16_ELEMENTWISE, 100)])
     )
     assert found is not None
     assert found.value == "bf16", found.evidence
