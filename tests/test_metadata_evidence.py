@@ -238,7 +238,9 @@ def test_dev_set_metadata(name):
     row, warnings = table_row(TraceInput(path=path), AnalysisOptions())
     assert (row["batch_size"], row["batch_size_source"], row["seq_len"]) == (batch, source, seq)
     assert row["uncertain"] is None
-    assert row["precision"] == "bf16"
+    # (the B200 gpt-oss trace's MoE GEMMs and attention compute in fp8: typed since round 18, 54% of its typed
+    # kernel time; the others are bf16 models)
+    assert row["precision"] == ("fp8" if name == "b200_vllm_eager.json.gz" else "bf16")
     assert not any("batch" in w for w in warnings), warnings
 
 
