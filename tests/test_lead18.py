@@ -129,3 +129,30 @@ def test_the_memory_ceiling_stops_the_analysis_of_a_file_whose_name_is_not_utf8(
     assert done.returncode == 2, err
     assert err.startswith("tracekit: caf\\udce9.synthetic.json: memory use passed 60 MiB ("), err
     assert err.count("\n") == 1 and "Traceback" not in err, err
+
+
+# --------------------------------------------------------------------- table: a run folder's files are inputs
+
+
+def test_table_refuses_a_run_folders_own_file_as_output_before_the_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`table RUN -o RUN/run.json` is refused in one line, exit 2, before any analysis (it had been refused
+    only after analyzing every trace), and run.json is left byte for byte."""
+    import shutil
+
+    from tracekit import api
+    from tracekit.cli import main
+
+    run = tmp_path / "run"
+    shutil.copytree(Path(__file__).resolve().parents[1] / "sample_traces" / "cpu_onnx_bert_ort", run)
+    before = (run / "run.json").read_bytes()
+
+    def analyzed(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError("the traces were analyzed")
+
+    monkeypatch.setattr(api, "table_document", analyzed)
+    assert main(["table", str(run), "-o", str(run / "run.json")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"tracekit: {run / 'run.json'}: refusing to write over an input file (choose another -o)\n"
+    assert (run / "run.json").read_bytes() == before

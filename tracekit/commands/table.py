@@ -9,6 +9,7 @@ and :mod:`tracekit.analyzers.utilization`), render (:mod:`tracekit.renderers.tab
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
 from tracekit.commands.options import add_iteration_options, iteration_options
 from tracekit.commands.output import add_output_options, emit, exit_code, resolve_output, warn
@@ -75,7 +76,10 @@ def run(args: argparse.Namespace) -> int:
             )
         raise TracekitError("table needs at least one INPUT (a run directory or trace file)")
     options = iteration_options(args)
-    resolve_output(args, [*args.inputs, *args.ncu])
+    # (a run folder's own files are inputs too: run.json, its traces, sidecars and latency.csv, refused as -o
+    # before the work, not after it)
+    held = [str(f) for d in args.inputs if Path(d).is_dir() for f in Path(d).iterdir() if f.is_file()]
+    resolve_output(args, [*args.inputs, *args.ncu, *held])
     doc = api.table_document(args.inputs, options, ncu=args.ncu, paper=args.paper)
     emit(args, render(doc, args.format, wide=args.wide))
     if args.output or args.format != "table":  # the table's own footer lists them otherwise
