@@ -156,3 +156,28 @@ def test_table_refuses_a_run_folders_own_file_as_output_before_the_work(
     err = capsys.readouterr().err
     assert err == f"tracekit: {run / 'run.json'}: refusing to write over an input file (choose another -o)\n"
     assert (run / "run.json").read_bytes() == before
+
+
+# ------------------------------------------------- nsys: a kernel of no process whose launch call was far
+
+
+def test_an_nsys_kernel_without_a_process_keeps_its_iteration_when_its_call_was_far(tmp_path: Path) -> None:
+    """three_iteration_nsys (3 x 1.0 ms, busy 0.3, 2 kernels each; capture 0 to 20 ms) with the launch call of
+    correlation 1 stamped 3 h later and that kernel's globalPid NULL: the kernel keeps iteration 0 by its own
+    start (busy 0.3, 2 kernels), as with its process known (fixfar18's left item: the (pid, correlation) join
+    missed it, and it read 'launched before the capture', iteration 0 at 0.1 ms busy)."""
+    import tracekit
+    from tests.hostile import run_sql, three_iteration_nsys
+
+    hour = 3600 * 10**9
+    path = run_sql(
+        three_iteration_nsys(tmp_path / "far_call_no_pid.synthetic.sqlite", capture_ns=20_000_000),
+        f'UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET start = start + {3 * hour}, "end" = "end" + {3 * hour} '
+        "WHERE correlationId = 1",
+        "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = NULL WHERE correlationId = 1",
+    )
+    analyzed = tracekit.analyze(path)
+    frame = analyzed.iterations
+    assert frame.get_column("gpu_busy_ms").to_list() == pytest.approx([0.3] * 3, abs=1e-12)
+    assert frame.get_column("kernels").to_list() == [2, 2, 2]
+    assert not any("before the capture" in w for w in analyzed.warnings), analyzed.warnings

@@ -336,12 +336,24 @@ def launched_by_far_calls(
     gone = calls.filter(far_calls).select(keys).drop_nulls().unique()
     still = calls.filter(~far_calls).select(keys).drop_nulls().unique()
     gone = gone.join(still, on=keys, how="anti").with_columns(far_call=pl.lit(True))
-    return (
+    found = (
         ops.select(keys)
         .join(gone, on=keys, how="left", maintain_order="left")
         .get_column("far_call")
         .fill_null(False)
     )
+    if "pid" in keys and "correlation" in keys and ops.get_column("pid").null_count():
+        # an op of no recorded process (nsys globalPid NULL; the reader gives it its call's later): by its id
+        # alone, where one process's far call carries that id and no kept call does
+        ids = gone.group_by("correlation").agg(pl.len().alias("n")).filter(pl.col("n") == 1)
+        ids = ids.join(still.select("correlation").unique(), on="correlation", how="anti").get_column(
+            "correlation"
+        )
+        found = found | (
+            ops.get_column("pid").is_null()
+            & ops.get_column("correlation").is_in(ids.implode()).fill_null(False)
+        )
+    return found
 
 
 def _where(
