@@ -357,3 +357,104 @@ def test_nsys_kernels_all_without_a_process_read_as_the_one_process(tmp_path: Pa
     rows = analyzed.iterations.select("latency_ms", "gpu_busy_ms", "kernels").rows()
     assert [(lat, round(busy, 12), k) for lat, busy, k in rows] == [(1.0, 0.3, 2)] * 3
     assert any(w.startswith("6 device ops have no process id (globalPid null)") for w in analyzed.warnings)
+
+
+# ------------------------------------------------------------------ 1/5. ops with no start time (Kineto)
+
+
+def _drop_field(path: Path, field: str, ids: set[int]) -> Path:
+    doc = json.loads(path.read_text())
+    for e in doc["traceEvents"]:
+        if e["cat"] == "kernel" and e["args"]["correlation"] in ids:
+            del e[field]
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_kernels_without_dur_doubt_the_verdict(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Pin (the twin of the next test): the second kernel of each iteration (ids 2, 5, 8, 11) without 'dur': counted
+    (3 per iteration), busy 0.02 of what was timed, verdict doubted (4 of 12, 33%)."""
+    path = _drop_field(_kineto(tmp_path / "no_dur.synthetic.json", _near(4)), "dur", {2, 5, 8, 11})
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == [(0.9, 0.02, 3)] * 4
+    assert doc["summary"]["verdict_uncertain"].startswith(
+        "verdict uncertain: 4 of 12 device ops in the iterations"
+    )
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers (Kineto): a kernel without 'ts' is dropped as '4 complete events without a readable "
+    "ts were skipped' (not said to be device ops), and the iterations read (0.9, 0.02, 2), 'framework', sure of "
+    "it, where the same kernels without 'dur' are counted and doubt the verdict",
+)
+def test_kernels_without_ts_are_not_dropped_silently(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The second kernel of each iteration (ids 2, 5, 8, 11: 4 of 12, their launch calls inside the iterations)
+    without 'ts'. Got: (0.9, 0.02, 2) x 4, bound 'framework', verdict_uncertain None, and only '4 complete events
+    without a readable ts were skipped'. A kernel with no start time has no busy time known, as one with no
+    duration: expected 3 kernels per iteration (placed by their calls) or, at least, the doubted verdict the
+    'dur' twin gets."""
+    path = _drop_field(_kineto(tmp_path / "no_ts.synthetic.json", _near(4)), "ts", {2, 5, 8, 11})
+    doc = _analyze(capsys, path)
+    assert [k for _, _, k in _rows(doc)] == [3] * 4 or doc["summary"]["verdict_uncertain"], (
+        _rows(doc),
+        doc["summary"]["bound"],
+    )
+    assert doc["summary"]["verdict_uncertain"], _rows(doc)
+
+
+# ------------------------------------------------------------------ 5. --split-idle windows and untimed ops (26fdee9)
+
+
+def _gapped(path: Path, untimed: set[int], windows: int = 5, per: int = 2) -> Path:
+    """No annotation: ``windows`` bursts 10 ms apart of ``per`` launches 100 µs apart (ids 1, 2, ...), each
+    kernel 20 µs after its call, dur 50 µs (``untimed``: ids without dur)."""
+    events: list[dict[str, Any]] = []
+    c = 1
+    for w in range(windows):
+        for k in range(per):
+            launch = T0 + w * 10_000 + k * 100
+            events.append({"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1,
+                           "ts": launch, "dur": 5, "args": {"correlation": c}})  # fmt: skip
+            kernel = {"ph": "X", "cat": "kernel", "name": f"k{k}", "pid": 0, "tid": 7, "ts": launch + 20,
+                      "dur": 50, "args": {"correlation": c, "device": 0, "stream": 7}}  # fmt: skip
+            if c in untimed:
+                del kernel["dur"]
+            events.append(kernel)
+            c += 1
+    path.write_text(json.dumps({"traceEvents": events, "traceName": "synthetic", "metadata": "synthetic"}))
+    return path
+
+
+def test_split_idle_with_a_tenth_of_ops_untimed_doubts_the_verdict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: 5 bursts of 2 kernels of 50 µs, kernel 4 (burst 1's second) without dur: 1 of 10, exactly a tenth.
+    --split-idle 1 cuts 5 windows, burst 1's reads (0.07, 0.05, 1), the others (0.17, 0.1, 2); the untimed op
+    is said 'busy time unknown' outside every iteration, and the verdict doubted."""
+    path = _gapped(tmp_path / "split_tenth.synthetic.json", {4})
+    doc = _analyze(capsys, path, "--split-idle", "1")
+    assert _rows(doc) == [(0.17, 0.1, 2), (0.07, 0.05, 1), (0.17, 0.1, 2), (0.17, 0.1, 2), (0.17, 0.1, 2)]
+    assert any(w.startswith("1 device ops (busy time unknown: no start or end time) were launched outside")
+               for w in doc["warnings"])  # fmt: skip
+    assert doc["summary"]["verdict_uncertain"].startswith(
+        "verdict uncertain: 1 of the trace's 10 device ops (10%)"
+    )
+
+
+def test_split_idle_with_a_whole_burst_untimed_is_one_window_fewer_and_doubted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: burst 1's both kernels (ids 3, 4) without dur: 4 windows of (0.17, 0.1, 2), the 2 ops said 'busy time
+    unknown', the verdict doubted (2 of 10, 20%)."""
+    path = _gapped(tmp_path / "split_burst.synthetic.json", {3, 4})
+    doc = _analyze(capsys, path, "--split-idle", "1")
+    assert _rows(doc) == [(0.17, 0.1, 2)] * 4
+    assert any(
+        w.startswith("2 device ops (busy time unknown: no start or end time)") for w in doc["warnings"]
+    )
+    assert doc["summary"]["verdict_uncertain"].startswith(
+        "verdict uncertain: 2 of the trace's 10 device ops (20%)"
+    )
