@@ -172,11 +172,11 @@ def test_iterations_mostly_untimed_doubt_the_verdict(
 # ------------------------------------------------------------------ 7. table RUN -o RUN/<file> (d1cec4c)
 
 
-@pytest.mark.parametrize("spelling", ["dot", "dotdot", "symlink", "sidecar", "latency"])
+@pytest.mark.parametrize("spelling", ["dot", "dotdot", "symlink", "sidecar", "latency", "trace"])
 def test_table_refuses_a_run_folders_file_however_spelled_before_the_work(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, spelling: str
 ) -> None:
-    """Pin: RUN/./run.json, RUN/sub/../run.json, a link to run.json, the ORT sidecar and latency.csv are each
+    """Pin: RUN/./run.json, RUN/sub/../run.json, a link to run.json, the ORT sidecar, latency.csv and the trace are each
     refused in one line, exit 2, before any analysis, and left byte for byte."""
     from tracekit import api
     from tracekit.cli import main
@@ -189,6 +189,7 @@ def test_table_refuses_a_run_folders_file_however_spelled_before_the_work(
         "symlink": run / "run.json",
         "sidecar": run / "onnx_b1_s128.ort.meta.json",
         "latency": run / "latency.csv",
+        "trace": run / "onnx_b1_s128.ort.json.gz",
     }[spelling]
     out = {
         "dot": f"{run}/./run.json",
@@ -196,6 +197,7 @@ def test_table_refuses_a_run_folders_file_however_spelled_before_the_work(
         "symlink": str(tmp_path / "link.json"),
         "sidecar": str(target),
         "latency": str(target),
+        "trace": str(target),
     }[spelling]
     if spelling == "symlink":
         (tmp_path / "link.json").symlink_to(target)
