@@ -313,12 +313,6 @@ def _nsys(path: Path, extra_call: tuple[int, int] | None = None) -> Path:
     return b.write(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py (0c536fd): a kernel of no process whose id is carried by two "
-    "processes' far calls (both left out) reads 'launched before the capture began' and counts in no "
-    "iteration: iteration 0 at 0.1 ms busy, 1 kernel, for 0.3 and 2",
-)
 def test_an_nsys_kernel_without_a_process_whose_id_two_far_calls_carry_keeps_its_iteration(
     tmp_path: Path,
 ) -> None:

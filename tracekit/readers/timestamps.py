@@ -344,8 +344,8 @@ def launched_by_far_calls(
     )
     if "pid" in keys and "correlation" in keys and ops.get_column("pid").null_count():
         # an op of no recorded process (nsys globalPid NULL; the reader gives it its call's later): by its id
-        # alone, where one process's far call carries that id and no kept call does
-        ids = gone.group_by("correlation").agg(pl.len().alias("n")).filter(pl.col("n") == 1)
+        # alone, where far calls carry that id (whichever process's call it was) and no kept call does
+        ids = gone.select("correlation").unique()
         ids = ids.join(still.select("correlation").unique(), on="correlation", how="anti").get_column(
             "correlation"
         )
