@@ -1738,28 +1738,42 @@ _LONGEST_STRING = (1 << 32) - 1
 
 
 def _cut_long_names(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
-    """``x_events`` with every name longer than the string limit (:data:`tracekit.limits.MAX_STRING_BYTES`,
-    ``--max-string``) cut to it (whole UTF-8 characters), and a warning that counts them and names the
-    first such event (its category, the start of its name, its ts). The decoder has already cut such a
-    string in an event too long for a chunk window to a few times the limit
-    (:mod:`tracekit.readers.json_value`), so that memory stayed bounded; this is the one cut the frames
-    see. One vectorized length test when no name is that long."""
+    """``x_events`` with every name longer than the string limit cut to it (:func:`cut_long_names`). The
+    decoder has already cut such a string in an event too long for a chunk window to a few times the limit
+    (:mod:`tracekit.readers.json_value`), so that memory stayed bounded; this is the one cut the frames see."""
+    return cut_long_names(x_events, warnings, "cat_l")
+
+
+def cut_long_names(
+    frame: pl.DataFrame, warnings: list[str], category: str, suffixes: tuple[str, ...] = ()
+) -> pl.DataFrame:
+    """``frame`` (``name``, ``start`` in ns, and ``category``) with every name longer than the string limit
+    (:data:`tracekit.limits.MAX_STRING_BYTES`, ``--max-string``) cut to it (whole UTF-8 characters, keeping
+    the first of ``suffixes`` it ends with: what the name says the event is), and a warning that counts them
+    and names the first such event (its category, the start of its name, its ts). One vectorized length test
+    when no name is that long. The Kineto and ONNX Runtime readers' one rule."""
     limit = limits.current.max_string
-    if limit >= _LONGEST_STRING:  # (polars' UInt32 lengths cannot be compared with it: OverflowError)
-        return x_events
-    names = x_events.get_column("name")
-    long = names.str.len_bytes() > limit
+    if frame.is_empty() or limit >= _LONGEST_STRING:  # (polars' UInt32 lengths cannot be compared with it)
+        return frame
+    names = frame.get_column("name")
+    long = (names.str.len_bytes() > limit).fill_null(False)
     if not long.any():
-        return x_events
+        return frame
     rows = long.arg_true()
-    cut = [name.encode()[:limit].decode("utf-8", "ignore") for name in names.gather(rows).to_list()]
-    first = x_events.row(int(rows[0]), named=True)
+
+    def cut_to(name: str) -> str:
+        suffix = next((x for x in suffixes if name.endswith(x)), "")
+        head = name[: len(name) - len(suffix)].encode("utf-8", "surrogatepass")
+        return head[: max(0, limit - len(suffix))].decode("utf-8", "ignore") + suffix
+
+    cut = [cut_to(name) for name in names.gather(rows).to_list()]
+    first = frame.row(int(rows[0]), named=True)
     warnings.append(
         f"{len(rows)} event name(s) longer than {format_size(limit)} cut to {format_size(limit)} (--max-string "
-        f"SIZE keeps more); the first: the {first['cat_l']} event at ts {first['start'] / 1000:.3f} us named "
+        f"SIZE keeps more); the first: the {first[category]} event at ts {first['start'] / 1000:.3f} us named "
         f"'{cut[0][:60]}...'"
     )
-    return x_events.with_columns(names.scatter(rows, pl.Series(cut, dtype=pl.String)))
+    return frame.with_columns(names.scatter(rows, pl.Series(cut, dtype=pl.String)))
 
 
 #: the lists libkineto's ChromeTraceLogger writes as top-level keys with what its logger collected while

@@ -111,7 +111,7 @@ from tracekit.model import (
     Trace,
     conform,
 )
-from tracekit.readers.kineto import gc_paused, load_json, us_to_ns
+from tracekit.readers.kineto import cut_long_names, gc_paused, load_json, us_to_ns
 from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.timestamps import FAR_NS, far_events
 
@@ -1139,44 +1139,14 @@ def _without_far_events(frame: pl.DataFrame, warnings: list[str]) -> pl.DataFram
     return frame.filter(~(far_work | far_runs[_FAR_RUNS]))
 
 
-def _cut_long_names(frame: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
-    """``frame`` with every event name longer than the string limit (``--max-string``,
-    :data:`tracekit.limits.MAX_STRING_BYTES`) cut to it (whole UTF-8 characters), with a warning that counts them
-    and names the first, as the Kineto reader does. (The profile is read whole: the limit bounds the names the
-    frames and outputs carry, not the reading.)"""
-    from tracekit import limits
-
-    limit = limits.current.max_string
-    if frame.is_empty() or limit >= 2**32:  # (polars' UInt32 lengths cannot be compared past it)
-        return frame
-    names = frame.get_column("name")
-    long = (names.str.len_bytes() > limit).fill_null(False)
-    if not long.any():
-        return frame
-    rows = long.arg_true()
-
-    def cut_to(name: str) -> str:  # (ORT's suffix, which says what the Node event is, is kept)
-        suffix = next((x for x in _NAME_SUFFIXES if name.endswith(x)), "")
-        head = name[: len(name) - len(suffix)].encode("utf-8", "surrogatepass")
-        return head[: max(0, limit - len(suffix))].decode("utf-8", "ignore") + suffix
-
-    cut = [cut_to(name) for name in names.gather(rows)]
-    first = frame.row(int(rows[0]), named=True)
-    size = limits.format_size(limit)
-    warnings.append(
-        f"{len(rows)} event name(s) longer than {size} cut to {size} (--max-string SIZE keeps more); the first: "
-        f"the {first['cat']} event at ts {first['start'] / 1000:.3f} us named '{cut[0][:60]}...'"
-    )
-    return frame.with_columns(names.scatter(rows, pl.Series(cut, dtype=pl.String)))
-
-
 def read(path: Path) -> Trace:
     """Read an ONNX Runtime profile into a normalized Trace (see module doc)."""
     path = Path(path)
     events, header = _events(_load(path), path)
     frame = _frame(events)
     warnings: list[str] = []
-    frame = _cut_long_names(frame, warnings)
+    # (the profile is read whole: the limit bounds the names the frames and outputs carry, not the reading)
+    frame = cut_long_names(frame, warnings, "cat", _NAME_SUFFIXES)
     read_categories = pl.col("cat").is_in(["Session", "Node", "Kernel"])
     recorded = frame.filter(pl.col("cat").is_in(["Session", "Node"])).height
     if recorded >= ORT_MAX_EVENTS:
