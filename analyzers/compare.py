@@ -24,6 +24,7 @@ Per-kernel-name figures are per iteration, over the analyzed iterations (after `
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 import polars as pl
@@ -459,6 +460,16 @@ def window_iterations(analyzed: Analysis) -> int | None:
     return count if isinstance(count, int) and not isinstance(count, bool) and count > 0 else None
 
 
+def windows_sentence(warnings: Sequence[str]) -> str | None:
+    """The analysis' own warning that counts ``--split-idle`` windows against the trace's ranges
+    (:func:`tracekit.analyzers.ranges.synthetic_windows`: "N windows against M ranges named X in the trace: ..."),
+    or None."""
+    return next((w for w in warnings if _WINDOWS_SENTENCE.match(w)), None)
+
+
+_WINDOWS_SENTENCE = re.compile(r"\d+ windows? against \d+ ranges named ")
+
+
 def windows_not_iterations(analyzed: Analysis) -> str | None:
     """Why a side's iterations, windows cut at idle gaps (``--split-idle``: range ``idle>MSms``), are not its
     iterations, or None (they are, as far as its trace can tell): its trace holds ranges the default rules
@@ -481,9 +492,7 @@ def windows_not_iterations(analyzed: Analysis) -> str | None:
         request = _synthetic_request(trace, name)
     except TracekitError:
         # (an analysis loaded from its JSON document has no trace: the reader's own sentence, where it said one)
-        said = next(
-            (w for w in analyzed.warnings if re.match(r"\d+ windows? against \d+ ranges named ", w)), None
-        )
+        said = windows_sentence(analyzed.warnings)
         return (
             None
             if said is None

@@ -209,7 +209,9 @@ def _windows_withheld(row: dict[str, Any], cut: str) -> dict[str, Any]:
         what += " and its latency (the traced one: left out of the sweep)"
     # (where the row's own warnings already count the windows against the ranges, the reason is named, not
     # said twice)
-    counted = any(" windows against " in w and " ranges " in w for w in row["warnings"])
+    from tracekit.analyzers.compare import windows_sentence
+
+    counted = windows_sentence(row["warnings"]) is not None
     why = (
         "the windows cut at idle gaps that the warning above counts, not its trace's iterations"
         if counted
