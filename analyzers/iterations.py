@@ -701,7 +701,7 @@ def unassigned_ops(
     out: dict[str, Any] = {}
     for key, mask in (("launch_not_in_trace", missing), ("outside_iterations", none & ~missing)):
         count = int(mask.sum())
-        timed = mask & ops["start"].is_not_null() & ops["end"].is_not_null()
+        timed = mask & ~ops.select(_untimed()).to_series()
         entry: dict[str, Any] = {
             "ops": count,
             # (None: none of them has a start and end time, so their busy time is not known, not 0)
@@ -1308,6 +1308,11 @@ class Measured:
 UNTIMED_DOUBT = 0.1
 
 
+def _untimed() -> pl.Expr:
+    """Per op: it has no start or no end time (not recorded), so it ran for an unknown time."""
+    return pl.col("start").is_null() | pl.col("end").is_null()
+
+
 #: A slow first half whose first iteration is within this factor of the half's median is flat (no cold first
 #: step decaying): the slow-start warning then says a change of level is as likely as warm-up.
 LEVEL_FLAT = 1.1
@@ -1623,19 +1628,21 @@ def measure_gaps(
                 f"{count} device ops in the iterations have no {missing} time (not recorded): they count as "
                 "kernels but not in GPU busy time, which is short by however long they ran"
             )
-    untimed = (
-        ops.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item() if ops.height else 0
-    )
-    untimed_iterations = _untimed_iterations(ops) if untimed else ()
-    if untimed_iterations and untimed < ops.height:
+    untimed = ops.select(_untimed().sum()).item() if ops.height else 0
+    untimed_iterations: tuple[int, ...] = ()
+    doubt_base = ops.height
+    if untimed:
+        per = (
+            ops.filter(pl.col("iteration").is_not_null())
+            .group_by("iteration")
+            .agg(pl.len().alias("ops"), _untimed().sum().alias("untimed"))
+        )
         # (iterations none of whose ops was timed are withheld, not doubted: the doubt is for the others)
-        ops_timed_somewhere = ops.filter(~pl.col("iteration").is_in(list(untimed_iterations)))
-        untimed = ops_timed_somewhere.select(
-            (pl.col("start").is_null() | pl.col("end").is_null()).sum()
-        ).item()
-        doubt_base = ops_timed_somewhere.height
-    else:
-        doubt_base = ops.height
+        whole = per.filter(pl.col("untimed") == pl.col("ops"))
+        untimed_iterations = tuple(sorted(whole.get_column("iteration").to_list()))
+        if untimed_iterations and untimed < ops.height:
+            untimed -= int(whole.get_column("untimed").sum())
+            doubt_base -= int(whole.get_column("ops").sum())
     untimed_doubt = (
         [
             f"verdict uncertain: {untimed} of {doubt_base} device ops in the iterations "
@@ -1831,7 +1838,7 @@ def _untimed_outside_windows(ops: pl.DataFrame) -> list[str]:
     device ops of a trace (``ops``, all of them) of which at least :data:`UNTIMED_DOUBT` have no start or end
     time: those ran for an unknown time, somewhere the windows cannot say (they had been 'outside every
     iteration', and the windows around the timed copies alone 'compute', sure of it)."""
-    untimed = int(ops.select((pl.col("start").is_null() | pl.col("end").is_null()).sum()).item())
+    untimed = int(ops.select(_untimed().sum()).item())
     if not untimed or untimed < UNTIMED_DOUBT * ops.height:
         return []
     return [
@@ -1839,19 +1846,6 @@ def _untimed_outside_windows(ops: pl.DataFrame) -> list[str]:
         "start or end time, and the windows are cut around the timed ones: their busy time and utilization "
         "leave those out"
     ]
-
-
-def _untimed_iterations(ops: pl.DataFrame) -> tuple[int, ...]:
-    """The iterations whose every device op (of ``ops``, with their ``iteration``) lacks a start or an end
-    time: nothing of their device work was timed."""
-    timed = pl.col("start").is_not_null() & pl.col("end").is_not_null()
-    found = (
-        ops.filter(pl.col("iteration").is_not_null())
-        .group_by("iteration")
-        .agg(timed.any().alias("timed"))
-        .filter(~pl.col("timed"))
-    )
-    return tuple(sorted(found.get_column("iteration").to_list()))
 
 
 #: Ops whose times :func:`_time_unit_ns` looks at first: one of them off a whole microsecond answers at once.
@@ -2395,7 +2389,6 @@ def _attribution_without(attribution: Any, untimed: tuple[int, ...]) -> Any:
 
     iterations = kept(attribution.iterations, "index")
     assert iterations is not None
-    parts = attribution.projection_parts
     return replaced(
         attribution,
         iterations=iterations,
@@ -2403,9 +2396,7 @@ def _attribution_without(attribution: Any, untimed: tuple[int, ...]) -> Any:
         gaps=kept(attribution.gaps, "iteration"),
         detail=kept(attribution.detail, "iteration"),
         lags=kept(attribution.lags, "iteration"),
-        projection_parts=None
-        if parts is None
-        else kept(parts, "index" if "index" in parts.columns else "iteration"),
+        projection_parts=kept(attribution.projection_parts, "index"),
     )
 
 
