@@ -208,7 +208,7 @@ from tracekit.readers.kineto_stream import stream_events
 from tracekit.readers.kineto_summary import cpu_op_summary, first_op_candidate, first_op_inputs
 from tracekit.readers.kineto_wire import WireChunk
 from tracekit.readers.nesting import nesting_depth
-from tracekit.readers.timestamps import FAR_NS, far_events
+from tracekit.readers.timestamps import FAR_NS, far_events, placed_by_own_start_said
 
 GZIP_MAGIC = b"\x1f\x8b"
 
@@ -1952,28 +1952,26 @@ _CPU_EVENTS = "CPU events"
 
 def _placed_by_own_start(
     gpu_ops: pl.DataFrame, links: pl.DataFrame, warning: str
-) -> tuple[pl.DataFrame, str]:
+) -> tuple[pl.DataFrame, str, int]:
     """``gpu_ops`` (:func:`_gpu_ops`) where an op whose launch call was left out as far (``links``:
     :func:`_without_far_events`), while the op itself was not, keeps its own time: its correlation id is taken
     away (it is placed in its iteration by its own start, as
     :func:`tracekit.readers.timestamps.launched_by_far_calls` says), its process is its call's, and it is no
-    op "launched before the capture window"; and ``warning`` (the far-event warning) saying how many."""
+    op "launched before the capture window"; ``warning`` (the far-event warning) saying how many; and how many
+    (:data:`tracekit.model.OPS_OF_FAR_CALLS`)."""
     if links.is_empty() or gpu_ops.is_empty():
-        return gpu_ops, warning
+        return gpu_ops, warning, 0
     ops = gpu_ops.join(links, on="correlation", how="left", maintain_order="left")
     orphaned = ops.get_column("far_pid").is_not_null() & ~ops.get_column("has_call")
     count = int(orphaned.sum())
     if not count:
-        return gpu_ops, warning
+        return gpu_ops, warning, 0
     ops = ops.with_columns(
         pid=pl.when(orphaned).then(pl.col("far_pid")).otherwise(pl.col("pid")),
         correlation=pl.when(~orphaned).then(pl.col("correlation")),
         has_call=pl.col("has_call") | orphaned,
     ).drop("far_pid")
-    return ops, (
-        f"{warning}; {count:,} device ops launched by those calls lie among the rest (only their calls' times "
-        "are damaged): each is placed in its iteration by its own start, with no launch call"
-    )
+    return ops, warning + placed_by_own_start_said(count), count
 
 
 def _legacy_export(path: Path) -> bool:
@@ -2458,9 +2456,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     gpu_ops = _gpu_ops(x_events, flows, api, main_pid)
     of_far_calls = 0  # (ops whose id went with their far launch call: said by the far warning, not again)
     if far_warning is not None:
-        before = gpu_ops.get_column("correlation").null_count() if gpu_ops.height else 0
-        gpu_ops, far_warning = _placed_by_own_start(gpu_ops, far_calls, far_warning)
-        of_far_calls = (gpu_ops.get_column("correlation").null_count() if gpu_ops.height else 0) - before
+        gpu_ops, far_warning, of_far_calls = _placed_by_own_start(gpu_ops, far_calls, far_warning)
         warnings.append(far_warning)
     if gpu_ops.height:
         device = "gpu"

@@ -141,7 +141,13 @@ from tracekit.readers.nesting import leaf_mask, nesting_depth
 from tracekit.readers.nsys_gpu_metrics import read_gpu_metrics, sampling_period_ns
 from tracekit.readers.nsys_meta import export_meta, gpu_table, per_process_numbering
 from tracekit.readers.sqlite_engine import Database, binary_to_text, fetch_frame, open_database, quote
-from tracekit.readers.timestamps import CAPTURE_SLACK_NS, FAR_NS, far_events, launched_by_far_calls
+from tracekit.readers.timestamps import (
+    CAPTURE_SLACK_NS,
+    FAR_NS,
+    far_events,
+    launched_by_far_calls,
+    placed_by_own_start_said,
+)
 
 KERNEL_TABLE = "CUPTI_ACTIVITY_KIND_KERNEL"
 #: Largest kernel or API table (rows) read side by side with the other (one thread each,
@@ -1787,8 +1793,7 @@ def _without_far_events(
     ops: pl.DataFrame,
     api: pl.DataFrame | None,
     warnings: list[str],
-    orphans: list[int] | None = None,
-) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None]:
+) -> tuple[pl.DataFrame, pl.DataFrame | None, pl.DataFrame | None, int]:
     """``ops`` and ``api`` without the device ops and calls stamped impossibly far from the rest of the
     export (:func:`tracekit.readers.timestamps.far_events`): outside the capture that ``ANALYSIS_DETAILS``
     says ran from the session clock's 0 to its ``duration``, or an hour from every other op and call, with one
@@ -1801,7 +1806,7 @@ def _without_far_events(
     A device op whose launch call (its correlation id, in its process) was left out as far, while the op was
     not, keeps its own time: its correlation id is taken away, so that it is placed in its iteration by its own
     start (:func:`tracekit.readers.timestamps.launched_by_far_calls`), not said to have been launched before the
-    capture began, in no iteration."""
+    capture began, in no iteration; the last of the four returned is how many (:data:`OPS_OF_FAR_CALLS`)."""
     ends = _session_ends(export)
     capture = (0, max(ends)) if ends else None
     starts = {"device ops": ops.get_column("start")}
@@ -1812,7 +1817,7 @@ def _without_far_events(
     none = pl.DataFrame(schema={"start": pl.Int64, "end": pl.Int64})
     far, warning = far_events(starts, capture=capture, ends=ends)
     if warning is None:  # (the ranges are judged where they are read: :func:`_without_far_ranges`)
-        return ops, api, None
+        return ops, api, None, 0
     # (something lies far: the ranges tell a phase of the program of its own, or a damaged capture record, from
     # damaged rows, and may lie far themselves; read only then)
     ranges = _range_times(export)
@@ -1821,24 +1826,21 @@ def _without_far_events(
         starts, capture=capture, ends=ends, ranges={"NVTX ranges": ranges.get_column("start")}
     )
     if warning is None:
-        return ops, api, none
+        return ops, api, none, 0
     far_ops = far["device ops"]
+    orphans = 0
     keys = [k for k in ("pid", "correlation") if k in ops.columns and api is not None and k in api.columns]
     if api is not None and "correlation" in keys and far["API calls"].any():
         orphaned = launched_by_far_calls(ops, api, far["API calls"], keys) & ~far_ops
-        if orphaned.any():
-            if orphans is not None:  # (:data:`OPS_OF_FAR_CALLS`: said here, not again as ops without an id)
-                orphans.append(int(orphaned.sum()))
+        orphans = int(orphaned.sum())
+        if orphans:
             ops = ops.with_columns(pl.when(~orphaned).then(pl.col("correlation")).alias("correlation"))
-            warning += (
-                f"; {int(orphaned.sum()):,} device ops launched by those calls lie among the rest (only their "
-                "calls' times are damaged): each is placed in its iteration by its own start, with no launch call"
-            )
+            warning += placed_by_own_start_said(orphans)
     warnings.append(warning)
     ops = ops.filter(~far_ops)
     if api is not None:
         api = api.filter(~far["API calls"])
-    return ops, api, ranges.filter(far["NVTX ranges"])
+    return ops, api, ranges.filter(far["NVTX ranges"]), orphans
 
 
 def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) -> Trace:
@@ -1862,7 +1864,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         ops = _read_ops(export, strings, path, read_cols, warnings, step, untimed)
         api = _read_api(export, strings, path, want["api"], step, collapse=False) if "api" in want else None
 
-    ops, api, far_ranges = _without_far_events(export, ops, api, warnings, orphans := [])
+    ops, api, far_ranges, of_far_calls = _without_far_events(export, ops, api, warnings)
     if api is not None:  # (after the far rows are left out: a launch recorded twice keeps its undamaged row)
         api = collapse_duplicate_calls(api)
 
@@ -1970,8 +1972,8 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     ):  # (warned above; the analysis weighs them: :func:`tracekit.analyzers.plausibility.unread_device_work`)
         meta["unread_device_tables"] = unread_tables
     launches = _read_launches(export) if "launches" in want and device == "gpu" else None
-    if orphans:
-        meta[OPS_OF_FAR_CALLS] = sum(orphans)
+    if of_far_calls:  # (said by the far warning: the analysis does not say them again as ops without an id)
+        meta[OPS_OF_FAR_CALLS] = of_far_calls
     meta["warnings"] = warnings
     return Trace(
         launches=launches,

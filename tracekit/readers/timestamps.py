@@ -321,6 +321,15 @@ def far_events(
     return far, "; ".join(said) if said else None
 
 
+def placed_by_own_start_said(count: int) -> str:
+    """What the far-event warning adds for the ``count`` device ops whose launch calls were left out as far
+    (:func:`launched_by_far_calls`), as the nsys and Kineto readers say it."""
+    return (
+        f"; {count:,} device ops launched by those calls lie among the rest (only their calls' times are "
+        "damaged): each is placed in its iteration by its own start, with no launch call"
+    )
+
+
 def launched_by_far_calls(
     ops: pl.DataFrame, calls: pl.DataFrame, far_calls: pl.Series, keys: Sequence[str] = ("pid", "correlation")
 ) -> pl.Series:
