@@ -67,10 +67,9 @@ def check_bounds(args: argparse.Namespace) -> None:
     big = [b for b in args.batch_sizes if b > MAX_DIMENSION]
     if big:
         raise TracekitError(f"--batch-sizes must be from 1 to {MAX_DIMENSION} (got {big[0]})")
+    # (the model's kernel durations grow with the tokens of an iteration: past it, no int64 ns holds one)
     tokens = max(args.batch_sizes, default=1) * (args.seq_len or 1)
-    if (
-        tokens > MAX_DIMENSION
-    ):  # (the model's kernel durations grow with them: past it, no int64 ns holds one)
+    if tokens > MAX_DIMENSION:
         raise TracekitError(
             f"--batch-sizes x --seq-len must be at most {MAX_DIMENSION} tokens per iteration (got "
             f"{max(args.batch_sizes)} x {args.seq_len} = {tokens})"
