@@ -256,24 +256,21 @@ def ort_cpu_events(runs: int = 3) -> list[dict[str, Any]]:
         ort_event("Session", "model_loading_uri", 0, 50),
         ort_event("Session", "session_initialization", 60, 40),
     ]
-    t = 200
-    for _ in range(runs):
-        events += [
-            ort_event("Session", "model_run", t, 1000),
-            ort_event(
-                "Node",
-                "/a/MatMul_kernel_time",
-                t + 10,
-                300,
-                op_name="MatMul",
-                provider="CPUExecutionProvider",
-            ),
-            ort_event(
-                "Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"
-            ),
-        ]
-        t += 2000
+    for i in range(runs):
+        events += ort_cpu_run(200 + i * 2000)
     return events
+
+
+def ort_cpu_run(t: int) -> list[dict[str, Any]]:
+    """One ORT model_run of 1000 µs at ``t`` µs (SYNTHETIC), holding a MatMul node of 300 µs (from +10) and an
+    Add node of 100 µs (from +320): latency 1.0 ms, operator busy 0.4 ms."""
+    return [
+        ort_event("Session", "model_run", t, 1000),
+        ort_event(
+            "Node", "/a/MatMul_kernel_time", t + 10, 300, op_name="MatMul", provider="CPUExecutionProvider"
+        ),
+        ort_event("Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"),
+    ]
 
 
 def three_iteration_nsys(path: Path, iterations: int = 3, capture_ns: int | None = None) -> Path:
@@ -281,6 +278,15 @@ def three_iteration_nsys(path: Path, iterations: int = 3, capture_ns: int | None
     launching two kernels (launch call 50-40 µs before each), at 100-300 µs and 400-500 µs into the range:
     latency 1.000 ms, GPU busy 0.300 ms, 2 kernels per iteration. ``capture_ns``: an ANALYSIS_DETAILS row
     saying the capture ran from 0 for that long."""
+    b = three_iteration_builder(iterations)
+    if capture_ns is not None:
+        b.capture(capture_ns, start_time=0)
+    return b.write(path)
+
+
+def three_iteration_builder(iterations: int = 3) -> Any:
+    """The :class:`tests.nsys_builder.NsysBuilder` of :func:`three_iteration_nsys` before its capture row and
+    its write (correlation ids 1, 2, ... in launch order), for a test to add rows to."""
     from tests.nsys_builder import NsysBuilder
 
     b = NsysBuilder()
@@ -294,9 +300,7 @@ def three_iteration_nsys(path: Path, iterations: int = 3, capture_ns: int | None
                       correlation=corr)  # fmt: skip
             b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
             corr += 1
-    if capture_ns is not None:
-        b.capture(capture_ns, start_time=0)
-    return b.write(path)
+    return b
 
 
 def run_sql(path: Path, *statements: str) -> Path:

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from tests.hostile import analyze_json, ort_event, run_cli
+from tests.hostile import analyze_json, ort_cpu_run, ort_event, run_cli
 
 #: Kineto's epoch-µs clock (2023-11)
 T0 = 1_700_000_000_000_000
@@ -447,20 +447,7 @@ def _ort(path: Path, runs: list[int], load: int = 0) -> Path:
         ort_event("Session", "session_initialization", load + 60, 40),
     ]
     for t in runs:
-        events += [
-            ort_event("Session", "model_run", t, 1000),
-            ort_event(
-                "Node",
-                "/a/MatMul_kernel_time",
-                t + 10,
-                300,
-                op_name="MatMul",
-                provider="CPUExecutionProvider",
-            ),  # fmt: skip
-            ort_event(
-                "Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"
-            ),
-        ]
+        events += ort_cpu_run(t)
     path.write_text(json.dumps(events))
     return path
 

@@ -220,26 +220,9 @@ HOUR_US = 3_600 * 10**6
 
 def _ort_runs(t0: int, n: int) -> list[dict[str, Any]]:
     """``n`` ORT model_run of 1000 µs, 2000 µs apart from ``t0``, each a MatMul of 300 and an Add of 100 µs."""
-    from tests.hostile import ort_event
+    from tests.hostile import ort_cpu_run
 
-    events: list[dict[str, Any]] = []
-    for i in range(n):
-        t = t0 + i * 2000
-        events += [
-            ort_event("Session", "model_run", t, 1000),
-            ort_event(
-                "Node",
-                "/a/MatMul_kernel_time",
-                t + 10,
-                300,
-                op_name="MatMul",
-                provider="CPUExecutionProvider",
-            ),
-            ort_event(
-                "Node", "/b/Add_kernel_time", t + 320, 100, op_name="Add", provider="CPUExecutionProvider"
-            ),
-        ]
-    return events
+    return [event for i in range(n) for event in ort_cpu_run(t0 + i * 2000)]
 
 
 def _setup(t: int) -> list[dict[str, Any]]:
@@ -293,19 +276,9 @@ def test_ort_setup_and_far_runs(
 def _nsys(path: Path, extra_call: tuple[int, int] | None = None) -> Path:
     """tests.hostile.three_iteration_nsys's trace (3 x 1.0 ms, busy 0.3, 2 kernels each; capture 0-20 ms), with
     ``extra_call`` (start ns, pid): one more cudaLaunchKernel of correlation id 1 from another process."""
-    from tests.nsys_builder import NsysBuilder
+    from tests.hostile import three_iteration_builder
 
-    b = NsysBuilder()
-    b.gpu(0, "NVIDIA H100")
-    corr = 1
-    for i in range(3):
-        t0 = 10_000_000 + i * 2_000_000
-        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
-        for start, end in ((100, 300), (400, 500)):
-            b.runtime(t0 + start * 1000 - 50_000, t0 + start * 1000 - 40_000, "cudaLaunchKernel_v7000",
-                      correlation=corr)  # fmt: skip
-            b.kernel(t0 + start * 1000, t0 + end * 1000, f"k{start}", correlation=corr)
-            corr += 1
+    b = three_iteration_builder()
     if extra_call is not None:
         at, pid = extra_call
         b.runtime(at, at + 10_000, "cudaLaunchKernel_v7000", correlation=1, pid=pid, tid=pid)
