@@ -567,6 +567,18 @@ def _iterations_and_keys(
 ) -> tuple[pl.Series, pl.Series, pl.DataFrame, pl.Series, tuple[pl.Series, pl.Series, pl.Series] | None]:
     """:func:`_iterations_of`, and the ops' :func:`_op_keys` where it computed them (None: synthetic
     windows, which assign by the op's own start), so that :func:`assign` need not compute them again."""
+    iteration, call, calls, missing, keys, _ = _placed(ops, api, ranges)
+    return iteration, call, calls, missing, keys
+
+
+def _placed(
+    ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame
+) -> tuple[
+    pl.Series, pl.Series, pl.DataFrame, pl.Series, tuple[pl.Series, pl.Series, pl.Series] | None, pl.Series
+]:
+    """:func:`_iterations_and_keys`, and per op whether it went to an iteration by its call while its own time
+    lies more than :data:`LAUNCH_DELAY_MAX_NS` from that call: its own time is the damaged one, so where it ran
+    within the iteration is not known (:func:`assign` then takes it as untimed)."""
     call, calls = _match_calls(ops, api)
     ranges = sort_frame(ranges, ["range_start"], [False])
     if _has_launch_calls(api):
@@ -579,28 +591,47 @@ def _iterations_and_keys(
         spans = ranges.select(
             "iteration", pl.col("gpu_start").alias("range_start"), (pl.col("gpu_end") + 1).alias("range_end")
         )
-        return _iteration_in(starts, spans), call, calls, missing, None
-    when, pids, threads = _op_keys(ops, call, calls, missing)
-    return _iteration_at(when, ranges, pids, threads), call, calls, missing, (when, pids, threads)
+        return (
+            _iteration_in(starts, spans),
+            call,
+            calls,
+            missing,
+            None,
+            pl.repeat(False, ops.height, eager=True),
+        )
+    when, pids, threads, own_start = _op_keys(ops, call, calls, missing)
+    iteration = _iteration_at(when, ranges, pids, threads)
+    own_damaged = pl.repeat(False, ops.height, eager=True)
+    if own_start.null_count() < own_start.len():
+        # A call and its op more than LAUNCH_DELAY_MAX_NS apart: one of the two times is damaged. The op goes
+        # where its call puts it when that is inside an iteration, else where its own start does (the call
+        # stamped far: hostile18b; the op stamped far: hostile18c).
+        by_own = _iteration_at(own_start, ranges, pids, threads)
+        use_own = iteration.is_null() & by_own.is_not_null()
+        iteration = pl.select(pl.when(use_own).then(by_own).otherwise(iteration)).to_series()
+        when = pl.select(pl.when(use_own).then(own_start).otherwise(when)).to_series()
+        own_damaged = (own_start.is_not_null() & ~use_own & iteration.is_not_null()).alias("own_damaged")
+    return iteration, call, calls, missing, (when, pids, threads), own_damaged
 
 
 def _op_keys(
     ops: pl.DataFrame, call: pl.Series, calls: pl.DataFrame, missing: pl.Series
-) -> tuple[pl.Series, pl.Series, pl.Series]:
+) -> tuple[pl.Series, pl.Series, pl.Series, pl.Series]:
     """Per op: (the time that decides its iteration -- its launching call's start, else its own start; null
     when launched before the capture --, its process, its thread: its launching call's, or a CPU operator's
-    own)."""
+    own; its own start where its call lies more than LAUNCH_DELAY_MAX_NS from it, else null).
+
+    A call and its op that far apart are no launch delay: one of the two times is damaged, kept by the reader
+    where it was no minority. :func:`_iterations_and_keys` places such an op by whichever of the two times
+    lies in an iteration, its call's first."""
     when = calls.get_column("call_start").gather(call)
     pids = calls.get_column("call_pid").gather(call).fill_null(ops.get_column("pid"))
     threads = calls.get_column("call_thread").gather(call).fill_null(_op_threads(ops))
     own = ops.get_column("start")
-    # (a call stamped more than LAUNCH_DELAY_MAX_NS from its op is a damaged time, not a launch delay, kept by
-    # the reader where it was no minority: the op is placed by its own start)
-    damaged = ((when - own).abs() > LAUNCH_DELAY_MAX_NS).fill_null(False)
-    when = pl.select(
-        pl.when(~missing).then(pl.when(damaged).then(own).otherwise(when.fill_null(own)))
-    ).to_series()
-    return when, pids, threads
+    damaged = ((when - own).abs() > LAUNCH_DELAY_MAX_NS).fill_null(False) & ~missing
+    own_start = pl.select(pl.when(damaged).then(own)).to_series()
+    when = pl.select(pl.when(~missing).then(when.fill_null(own))).to_series()
+    return when, pids, threads, own_start
 
 
 #: A launch call stamped further than this (ns) from its op's start is a damaged time, not a launch delay (an
@@ -1231,9 +1262,19 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
         pl.col("kind").is_in(KERNEL_KINDS),
         thread=_op_threads(trace.ops),
     )
-    iteration, call, calls, missing, keys = _iterations_and_keys(ops, trace.api, ranges)
-    shared_ops, shared = shared_iterations(*(keys or _op_keys(ops, call, calls, missing)), ranges)
+    iteration, call, calls, missing, keys, own_damaged = _placed(ops, trace.api, ranges)
+    shared_ops, shared = shared_iterations(*(keys or _op_keys(ops, call, calls, missing)[:3]), ranges)
     del keys
+    damaged = int(own_damaged.sum())
+    if damaged:
+        # (placed by their calls, their own times hours away: where and how they ran in the iteration is not
+        # known, so they count as kernels of no known time -- untimed -- not as busy time hours after it ends)
+        ops = ops.with_columns(pl.when(~own_damaged).then(pl.col(c)).alias(c) for c in ("start", "end"))
+        warnings.append(
+            f"{damaged} device ops are stamped more than an hour from their launch calls, which lie in "
+            "iterations: they count in their calls' iterations, with no known start or end time (their own "
+            "times are the damaged ones)"
+        )
     assigned = iteration.is_not_null()
     # (before the warnings on ops without a launching call: where their calls were lost during the capture,
     # those warnings say so, not "launched before the capture began", which the doubt contradicts)
@@ -1301,6 +1342,9 @@ class Measured:
     #: the analyzed iterations that hold device ops none of which has a start and an end time (not recorded):
     #: their busy time is unknown, not 0 (:func:`summarize_stages` withholds it; their kernels still count)
     untimed_iterations: tuple[int, ...] = ()
+    #: those of :attr:`untimed_iterations` some of whose device ops have times, but fewer than half: withheld
+    #: too (their busy time would count only the timed few), said apart
+    mostly_untimed_iterations: tuple[int, ...] = ()
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -1630,6 +1674,7 @@ def measure_gaps(
             )
     untimed = ops.select(_untimed().sum()).item() if ops.height else 0
     untimed_iterations: tuple[int, ...] = ()
+    mostly_untimed: tuple[int, ...] = ()
     doubt_base = ops.height
     if untimed:
         per = (
@@ -1637,9 +1682,13 @@ def measure_gaps(
             .group_by("iteration")
             .agg(pl.len().alias("ops"), _untimed().sum().alias("untimed"))
         )
-        # (iterations none of whose ops was timed are withheld, not doubted: the doubt is for the others)
+        # (iterations none of whose ops was timed are withheld, not doubted: the doubt is for the others.
+        # Those half or more of whose ops were not timed are named: three untimed kernels beside one timed copy
+        # of 10 µs had read busy 0.01 ms, 1% utilized, said nowhere)
         whole = per.filter(pl.col("untimed") == pl.col("ops"))
         untimed_iterations = tuple(sorted(whole.get_column("iteration").to_list()))
+        mostly = per.filter((2 * pl.col("untimed") >= pl.col("ops")) & (pl.col("untimed") < pl.col("ops")))
+        mostly_untimed = tuple(sorted(mostly.get_column("iteration").to_list()))
         if untimed_iterations and untimed < ops.height:
             untimed -= int(whole.get_column("untimed").sum())
             doubt_base -= int(whole.get_column("ops").sum())
@@ -1830,6 +1879,7 @@ def measure_gaps(
         busy_unknown,
         longest_rows,
         tuple(sorted(set(untimed_iterations) & set(frame.get_column("index").to_list()))),
+        tuple(sorted(set(mostly_untimed) & set(frame.get_column("index").to_list()))),
     )
 
 
@@ -2284,7 +2334,9 @@ def summarize_stages(
         doubts = _verdict_doubts(attribution, frame)
         uncertain += doubts
         warnings += doubts
-    frame, gaps, untimed_said, untimed_reason = _untimed_withheld(frame, gaps, measured.untimed_iterations)
+    frame, gaps, untimed_said, untimed_reason = _untimed_withheld(
+        frame, gaps, measured.untimed_iterations, measured.mostly_untimed_iterations
+    )
     warnings += untimed_said
     if untimed_reason is not None:
         attribution = None
@@ -2401,16 +2453,28 @@ def _attribution_without(attribution: Any, untimed: tuple[int, ...]) -> Any:
 
 
 def _untimed_withheld(
-    frame: pl.DataFrame, gaps: pl.DataFrame, untimed: tuple[int, ...]
+    frame: pl.DataFrame, gaps: pl.DataFrame, untimed: tuple[int, ...], mostly: tuple[int, ...] = ()
 ) -> tuple[pl.DataFrame, pl.DataFrame, list[str], str | None]:
     """(frame, gaps, warnings, no-verdict reason) with the busy figures (:data:`BUSY_FIELDS`, the idle time by
     cause) and the idle gaps of the ``untimed`` iterations withheld: none of their device ops has a start and
     an end time, so their busy time is unknown (it had read 0.0, utilization 0: "framework-bound"); their
-    kernels still count. When that is every analyzed iteration, no verdict can be given (the reason)."""
+    kernels still count. When that is every analyzed iteration, no verdict can be given (the reason). The
+    ``mostly`` untimed iterations (half or more of their device ops, not all) keep the busy time of their
+    timed ops, and are named: it is a lower bound (when they are all the analyzed iterations, the trace-wide
+    doubt says it: half the ops or more are then untimed)."""
     from tracekit.analyzers.attribution import CAUSE_MS
 
+    said = (
+        [
+            f"{len(mostly)} of {frame.height} iterations (index {', '.join(map(str, mostly))}) hold device ops "
+            "half or more of which have no start or end time (not recorded): their GPU busy time and utilization "
+            "count only the timed ones, a lower bound"
+        ]
+        if mostly and len(mostly) < frame.height
+        else []
+    )
     if not untimed:
-        return frame, gaps, [], None
+        return frame, gaps, said, None
     where = pl.col("index").is_in(list(untimed))
     blank = [c for c in (*BUSY_FIELDS, *CAUSE_MS) if c in frame.columns]
     frame = frame.with_columns(pl.when(~where).then(pl.col(c)).alias(c) for c in blank)
@@ -2423,14 +2487,15 @@ def _untimed_withheld(
             [
                 f"{len(untimed)} of {frame.height} iterations (index {', '.join(map(str, indices))}) hold device ops "
                 "none of which has a start or end time (not recorded): their GPU busy time, utilization and idle time "
-                "are not known and not shown; their kernels count"
+                "are not known and not shown; their kernels count",
+                *said,
             ],
             None,
         )
     return (
         frame,
         gaps,
-        [],
+        said,
         (
             f"no framework-/compute-bound verdict: none of the device ops in the {frame.height} analyzed iterations "
             "has a start and end time (not recorded), so no iteration's GPU busy time is known (latency, launches "
