@@ -1,0 +1,270 @@
+"""Hostile inputs, round 19 (hostile19), from the outside (the CLI in this process, tests.hostile.run_cli): what
+real profilers write that earlier rounds did not build: Kineto begin/end ('B'/'E') pairs beside complete events,
+PyTorch 2.5+ spellings (Spans/Traces string pids, 'Record Window End', ac2g flows with 'bp', gpu_user_annotation
+copies 1 ns wider, cuda_sync events on the device's stream), Nsight Systems exports whose StringIds lack ids,
+ONNX Runtime profiles, Nsight Compute's details page, and several traces in one command.
+
+Every trace is hand-built (SYNTHETIC: file names hold 'synthetic', Kineto metadata says so):
+- Kineto: tests.hostile.small_trace_events: per iteration one 'iteration' annotation of 900 µs, 3 launches
+  (5 µs) 10 + 100 k µs in, each kernel 20 µs after its call, dur 10 µs: latency 0.9 ms, GPU busy 0.03 ms,
+  3 kernels, 3 launches per iteration (4 iterations).
+- nsys: tests.hostile.three_iteration_nsys: 3 NVTX 'iteration' ranges of 1 ms, two kernels each (0.2 + 0.1 ms),
+  launch calls of 10 µs 50 µs before each kernel: latency 1.0, busy 0.3, 2 kernels, 2 launches, launch-call
+  CPU time 20 µs per iteration.
+- ORT: tests.hostile.ort_cpu_events: 3 model_run of 1.0 ms, nodes of 0.3 + 0.1 ms: busy 0.4.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import analyze_json, run_sql, small_trace_events, three_iteration_nsys
+
+KINETO_ROWS = [(0.9, 0.03, 3, 3)] * 4
+NSYS_ROWS = [(1.0, 0.3, 2, 2)] * 3
+
+
+def _kineto(tmp_path: Path, name: str, events: list[dict[str, Any]], **top: Any) -> Path:
+    doc = {"schemaVersion": 1, "traceEvents": events, "metadata": {"synthetic": True}, **top}
+    path = tmp_path / f"{name}.synthetic.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def _analyze(capsys: pytest.CaptureFixture[str], path: Path, *args: str) -> dict[str, Any]:
+    code, doc, err = analyze_json(capsys, str(path), *args)
+    assert code == 0 and doc is not None, err
+    return doc
+
+
+def _rows(doc: dict[str, Any]) -> list[tuple[float, float | None, int, int | None]]:
+    return [(it["latency_ms"], it["gpu_busy_ms"], it["kernels"], it["launches"]) for it in doc["iterations"]]
+
+
+def _as_begin_end(event: dict[str, Any]) -> list[dict[str, Any]]:
+    """A complete event as a 'B'/'E' pair (the Trace Event Format's duration events): the begin event holds
+    its fields but dur, the end event its pid, tid and end time."""
+    begin = {k: v for k, v in event.items() if k != "dur"}
+    begin["ph"] = "B"
+    end = {"ph": "E", "pid": event["pid"], "tid": event["tid"], "ts": event["ts"] + event["dur"]}
+    return [begin, end]
+
+
+# ---------------------------------------------------------------------------------- Kineto: 'B'/'E' pairs
+
+
+def test_pin_begin_end_annotations_alone_are_said_and_give_no_iterations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: every 'iteration' annotation written as a B/E pair: no range is read, and a warning says the
+    user_annotation events are no complete events (begin/end pairs are not read); one window over the trace
+    (3.23 ms: first launch 1,000,010 µs to last kernel end 1,003,240 µs, busy 0.12, 12 kernels)."""
+    events = []
+    for e in small_trace_events():
+        events += _as_begin_end(e) if e["cat"] == "user_annotation" else [e]
+    doc = _analyze(capsys, _kineto(tmp_path, "be_all", events))
+    assert _rows(doc) == [(3.23, 0.12, 12, 12)]
+    assert any("begin/end pairs are not read" in w for w in doc["warnings"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/kineto.py: 2 of 4 'iteration' annotations written as B/E pairs are dropped without "
+    "a word; 2 iterations read, the other 6 kernels said 'launched outside every iteration (6 after the last)'; "
+    "the B/E warning comes only when no annotation is a complete event",
+)
+def test_begin_end_annotations_beside_complete_ones_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Iterations 0-1 as complete ('X') annotations, 2-3 as B/E pairs (the Trace Event Format allows both;
+    a trace merged from two writers holds both). Got: 2 iterations (0.9, 0.03, 3, 3), '6 device ops (0.060 ms
+    busy) were launched outside every iteration (6 after the last)', and nothing about the 2 begin/end pairs.
+    Expected: the warning the all-B/E trace gets (pinned above), naming the 2 begin/end 'user_annotation'
+    events that were not read, so that a reader knows why 2 of 4 marked iterations are missing (or the pairs
+    read: 4 x (0.9, 0.03, 3, 3))."""
+    events, n = [], 0
+    for e in small_trace_events():
+        if e["cat"] == "user_annotation":
+            n += 1
+            if n > 2:
+                events += _as_begin_end(e)
+                continue
+        events.append(e)
+    doc = _analyze(capsys, _kineto(tmp_path, "be_mixed", events))
+    assert _rows(doc) == KINETO_ROWS or any("begin/end" in w for w in doc["warnings"]), doc["warnings"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/kineto.py + analyzers/iterations.py: the last iteration's 3 kernels written as B/E "
+    "pairs are dropped without a word, and the iteration is left out as 'the capture ended before the device "
+    "ran them' - a wrong cause: the kernels are in the file",
+)
+def test_begin_end_kernels_beside_complete_ones_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The 3 kernels of iteration 3 written as B/E pairs, the other 9 as complete events. Got: 3 iterations
+    (0.9, 0.03, 3, 3) and 'left out the last iteration, iteration: 3 of its launch calls have no op in the
+    trace ...: the capture ended before the device ran them', nothing about the begin/end kernels (the
+    all-B/E trace says 'the trace has events of category 'kernel' but none is a complete event'). Expected: a
+    warning naming the 3 kernel begin/end events that were not read (or them read: 4 x (0.9, 0.03, 3, 3))."""
+    events, n = [], 0
+    for e in small_trace_events():
+        if e["cat"] == "kernel":
+            n += 1
+            if n > 9:
+                events += _as_begin_end(e)
+                continue
+        events.append(e)
+    doc = _analyze(capsys, _kineto(tmp_path, "be_kernels", events))
+    assert _rows(doc) == KINETO_ROWS or any("begin/end" in w for w in doc["warnings"]), doc["warnings"]
+
+
+# ------------------------------------------------------------------------------ Kineto: PyTorch 2.5+ spelling
+
+
+def _pytorch25(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` as PyTorch 2.5+'s Kineto writes them (libkineto/src/output_json.cpp): ProfilerStep#N
+    user_annotations with their gpu_user_annotation copies (1 ns earlier, 2 ns longer), 'External id' args,
+    ac2g flow pairs ('s' on the call, 'f' with "bp": "e" on the kernel), process/thread name metadata, the
+    'Trace' span on pid "Spans", 'Iteration Start' on pid "Traces" and 'Record Window End' on pid ""."""
+    out: list[dict[str, Any]] = [
+        {"name": "process_name", "ph": "M", "ts": 1e6, "pid": 1, "tid": 0, "args": {"name": "python3"}},
+        {"name": "thread_name", "ph": "M", "ts": 1e6, "pid": 0, "tid": 7, "args": {"name": "stream 7"}},
+    ]
+    kernels = [e for e in events if e["cat"] == "kernel"]
+    step = 0
+    for e in copy.deepcopy(events):
+        if e["cat"] == "user_annotation":
+            e["name"] = f"ProfilerStep#{step + 2}"
+            e["args"] = {"External id": 1000 + step, "Record function id": 0, "Ev Idx": step}
+            inside = [k for k in kernels if e["ts"] <= k["ts"] < e["ts"] + e["dur"]]
+            first, last = inside[0], inside[-1]
+            gpu = dict(e, cat="gpu_user_annotation", pid=0, tid=7, args={"External id": 1000 + step})
+            gpu["ts"] = first["ts"] - 0.001
+            gpu["dur"] = last["ts"] + last["dur"] - first["ts"] + 0.002
+            out += [e, gpu]
+            step += 1
+        elif e["cat"] == "cuda_runtime":
+            e["args"].update({"cbid": 211, "External id": e["args"]["correlation"] + 5000})
+            flow = {"ph": "s", "id": e["args"]["correlation"], "pid": 1, "tid": 1, "ts": e["ts"]}
+            out += [e, dict(flow, cat="ac2g", name="ac2g")]
+        elif e["cat"] == "kernel":
+            e["args"].update({"External id": e["args"]["correlation"] + 5000, "queued": 0, "grid": [1, 1, 1]})
+            flow = {"ph": "f", "id": e["args"]["correlation"], "pid": 0, "tid": 7, "ts": e["ts"], "bp": "e"}
+            out += [e, dict(flow, cat="ac2g", name="ac2g")]
+        else:
+            out.append(e)
+    start = events[0]["ts"] - 10
+    end = max(e["ts"] + e["dur"] for e in events) + 10
+    out += [
+        {"ph": "X", "cat": "Trace", "ts": start, "dur": end - start, "pid": "Spans", "tid": "PyTorch Profiler",
+         "name": "PyTorch Profiler (0)", "args": {"Op count": 0}},
+        {"name": "Iteration Start: PyTorch Profiler", "ph": "i", "s": "g", "pid": "Traces",
+         "tid": "Trace PyTorch Profiler", "ts": start},
+        {"name": "Record Window End", "ph": "i", "s": "g", "pid": "", "tid": "", "ts": end},
+    ]  # fmt: skip
+    return out
+
+
+def test_pin_a_pytorch25_spelled_trace_reads_its_profiler_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: the small trace in PyTorch 2.5+'s spelling (above), with deviceProperties, baseTimeNanoseconds,
+    traceName and displayTimeUnit 'ms': 4 ProfilerStep iterations of (0.9, 0.03, 3, 3), the GPU copies of the
+    steps not counted as work, the GPU named, nothing warned (but what is inferred from names: pytest's folder holds 'pytorch')."""
+    top = {
+        "deviceProperties": [{"id": 0, "name": "NVIDIA H100 80GB HBM3", "computeMajor": 9, "numSms": 132}],
+        "baseTimeNanoseconds": 1_700_000_000_000_000_000,
+        "traceName": "synthetic.pt.trace.json",
+        "displayTimeUnit": "ms",
+    }
+    doc = _analyze(capsys, _kineto(tmp_path, "spelling25", _pytorch25(small_trace_events()), **top))
+    assert _rows(doc) == KINETO_ROWS
+    assert doc["range"] == "ProfilerStep#*"
+    assert doc["trace"]["gpu"] == "NVIDIA H100 80GB HBM3"
+    assert [w for w in doc["warnings"] if not w.startswith("not stated by run.json")] == []
+
+
+@pytest.mark.parametrize("unit", ["ns", "ms"])
+def test_pin_display_time_unit_changes_no_number(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], unit: str
+) -> None:
+    """Pin: the Trace Event Format's displayTimeUnit is how a viewer shows times; ts and dur stay µs. With
+    'ns' or 'ms' the small trace still reads 4 x (0.9, 0.03, 3, 3)."""
+    doc = _analyze(capsys, _kineto(tmp_path, f"dtu_{unit}", small_trace_events(), displayTimeUnit=unit))
+    assert _rows(doc) == KINETO_ROWS
+
+
+def test_pin_cuda_sync_events_on_the_device_stream_are_no_gpu_work(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: Kineto's cuda_sync events (PyTorch 2.3+, 'Stream Wait Event', pid = device, tid = stream) lie on
+    the GPU's stream rows but are waits, not work: a 500-µs one per iteration leaves (0.9, 0.03, 3, 3)."""
+    events = small_trace_events()
+    for i in range(4):
+        args = {"cuda_sync_kind": "Stream Wait Event", "stream": 7, "correlation": 900 + i, "device": 0}
+        events.append(
+            {"ph": "X", "cat": "cuda_sync", "name": "Stream Wait Event", "pid": 0, "tid": 7,
+             "ts": 1_000_000 + i * 1000 + 300, "dur": 500, "args": args}
+        )  # fmt: skip
+    assert _rows(_analyze(capsys, _kineto(tmp_path, "cuda_sync", events))) == KINETO_ROWS
+
+
+def test_pin_kernels_overlapping_on_two_streams_count_their_union(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: per iteration kernel_0 lasts 150 µs (+30 to +180) and kernel_1 runs on stream 8 inside it (+130 to
+    +140): busy is the union, 150 + 10 (kernel_2) = 0.16 ms."""
+    events = small_trace_events()
+    kernels = [e for e in events if e["cat"] == "kernel"]
+    for i in range(0, 12, 3):
+        kernels[i]["dur"] = 150
+        kernels[i + 1]["args"]["stream"] = 8
+        kernels[i + 1]["tid"] = 8
+    assert _rows(_analyze(capsys, _kineto(tmp_path, "overlap", events))) == [(0.9, 0.16, 3, 3)] * 4
+
+
+# ------------------------------------------------------------------------------------- nsys: StringIds holes
+
+
+def test_pin_nsys_kernel_name_ids_missing_from_string_ids_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: the kernels' name id 'k100' deleted from StringIds: the numbers stay (1.0, 0.3, 2, 2) and a
+    warning says '3 kernels have a name id missing from StringIds'."""
+    path = three_iteration_nsys(tmp_path / "kname.synthetic.sqlite")
+    run_sql(path, "DELETE FROM StringIds WHERE value = 'k100'")
+    doc = _analyze(capsys, path)
+    assert _rows(doc) == NSYS_ROWS
+    assert any("3 kernels have a name id missing from StringIds" in w for w in doc["warnings"])
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/nsys_sqlite.py: the 6 launch calls' name id missing from StringIds: launches 0, "
+    "launch-call CPU time 0.0 µs (for 2 / 20.0), their 0.02 ms moved to other_api, no word (the kernels' twin "
+    "case warns)",
+)
+def test_nsys_runtime_name_ids_missing_from_string_ids_do_not_read_zero_launches(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'cudaLaunchKernel_v7000' deleted from StringIds (a damaged export: the runtime rows' nameId points
+    nowhere). Each call still carries the correlation id of the kernel it launched. Got per iteration
+    launches 0, launch_api_us 0.0, launch_ms 0.0, other_api_ms 0.02, launch latency None, and no warning,
+    while the kernels' name-id hole is said (pinned above). Expected: launches 2 / 20.0 µs (the correlation
+    join says which calls launched the kernels), or the launch figures withheld with a warning naming the
+    missing StringIds ids - never a confident 0."""
+    path = three_iteration_nsys(tmp_path / "rtname.synthetic.sqlite")
+    run_sql(path, "DELETE FROM StringIds WHERE value LIKE 'cudaLaunch%'")
+    doc = _analyze(capsys, path)
+    first = doc["iterations"][0]
+    said = any("StringIds" in w for w in doc["warnings"])
+    assert (first["launches"], first["launch_api_us"]) == (2, 20.0) or (
+        said and first["launch_api_us"] != 0.0
+    )
