@@ -108,7 +108,7 @@ def cuda_device_map(cuda_index: int, nsys_listing: dict[str, int] | None = None)
         ident.notes.append("no GPU UUID from torch (or a MIG instance): not mapped to NVML")
         return ident
     try:
-        handle = nv.nvmlDeviceGetHandleByUUID(ident.uuid)
+        handle = handle_by_uuid(nv, ident.uuid)
         ident.nvml_index = int(nv.nvmlDeviceGetIndex(handle))
     except Exception as exc:
         ident.how = "none"
@@ -129,6 +129,17 @@ def cuda_device_map(cuda_index: int, nsys_listing: dict[str, int] | None = None)
             "follows CUDA_VISIBLE_DEVICES; NVML orders by PCI bus)"
         )
     return ident
+
+
+def handle_by_uuid(nv: Any, uuid: str) -> Any:
+    """``nvmlDeviceGetHandleByUUID(uuid)``, as bytes where the binding takes only bytes: nvidia-ml-py wraps it in
+    ``convertStrBytes`` (str in), but the bindings before it (NVIDIA's older pynvml.py, the ``pynvml`` package up
+    to 11.4.1, which shadows nvidia-ml-py where both are installed) pass the argument to ``c_char_p``, and
+    ``c_char_p(str)`` raises TypeError: the GPU was then said to be unknown to NVML and left unmapped."""
+    try:
+        return nv.nvmlDeviceGetHandleByUUID(uuid)
+    except TypeError:
+        return nv.nvmlDeviceGetHandleByUUID(uuid.encode())
 
 
 def _short_bus(bus: str) -> str:

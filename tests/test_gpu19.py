@@ -1,0 +1,183 @@
+"""gpu19: the GPU calls of collection checked against the libraries' own source, pinned with fakes.
+
+No GPU and no real torch here: fake ``torch`` / ``pynvml`` / ``onnxruntime`` modules stand in, shaped as the
+real ones are (each fake says which source it follows). What was found right is pinned too, so that a change
+that breaks it fails here first.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib.util
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MIB = 1024 * 1024
+
+
+def _load_benchmark(name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _fake_torch(monkeypatch: pytest.MonkeyPatch, cuda: bool = True, count: int = 1) -> types.ModuleType:
+    fake = types.ModuleType("torch")
+    fake.cuda = types.SimpleNamespace(  # type: ignore[attr-defined]
+        is_available=lambda: cuda, device_count=lambda: count if cuda else 0
+    )
+    fake.version = types.SimpleNamespace(cuda="13.0" if cuda else None)  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "torch", fake)
+    return fake
+
+
+# -- NVML: the bindings before convertStrBytes take and give bytes ----------------------------------------------
+# nvidia-ml-py 13.615 (this venv's pynvml.py) wraps nvmlDeviceGetHandleByUUID, nvmlDeviceGetUUID, GetName and
+# nvmlSystemGetDriverVersion in convertStrBytes: str in, str out. The older bindings do not: their
+#     def nvmlDeviceGetHandleByUUID(uuid):
+#         c_uuid = c_char_p(uuid)
+# (NVIDIA's pynvml.py before convertStrBytes, and the gpuopenanalytics ``pynvml`` package up to 11.4.1, which
+# NVIDIA's own pytorch:24.07 container ships and which shadows nvidia-ml-py's module: vllm-project/vllm#8953,
+# huggingface/optimum-benchmark#240) give bytes back and take only bytes: ctypes.c_char_p(str) raises
+# "TypeError: bytes or integer address expected instead of str instance".
+class _NVMLError(Exception):
+    pass
+
+
+_OLD_GPUS = [  # (uuid, busId, busIdLegacy, name)
+    (
+        b"GPU-1111aaaa-0000-0000-0000-000000000000",
+        b"00000000:19:00.0",
+        b"0000:19:00.0",
+        b"NVIDIA H100 80GB HBM3",
+    ),
+    (b"GPU-2222bbbb-0000-0000-0000-000000000000", b"00000000:3B:00.0", b"0000:3B:00.0", b"NVIDIA H200"),
+]
+
+
+def _old_pynvml(monkeypatch: pytest.MonkeyPatch) -> types.ModuleType:
+    nv = types.ModuleType("pynvml")
+    nv.NVMLError = _NVMLError  # type: ignore[attr-defined]
+    nv.NVML_CLOCK_SM, nv.NVML_CLOCK_MEM = 1, 2  # type: ignore[attr-defined]
+
+    def by_uuid(uuid: Any) -> int:
+        c_uuid = ctypes.c_char_p(uuid)  # as the old binding does: a str raises TypeError here
+        hits = [i for i, g in enumerate(_OLD_GPUS) if g[0] == c_uuid.value]
+        if not hits:
+            raise _NVMLError("Not Found")
+        return hits[0]
+
+    def by_index(i: int) -> int:
+        if not 0 <= i < len(_OLD_GPUS):
+            raise _NVMLError("Invalid Argument")
+        return i
+
+    for name, fn in {
+        "nvmlInit": lambda: None,
+        "nvmlDeviceGetCount": lambda: len(_OLD_GPUS),
+        "nvmlDeviceGetHandleByIndex": by_index,
+        "nvmlDeviceGetHandleByUUID": by_uuid,
+        "nvmlDeviceGetIndex": lambda h: h,
+        "nvmlDeviceGetUUID": lambda h: _OLD_GPUS[h][0],
+        "nvmlDeviceGetName": lambda h: _OLD_GPUS[h][3],
+        "nvmlSystemGetDriverVersion": lambda: b"535.54.03",
+        "nvmlDeviceGetPciInfo": lambda h: types.SimpleNamespace(
+            busId=_OLD_GPUS[h][1], busIdLegacy=_OLD_GPUS[h][2]
+        ),
+        "nvmlDeviceGetMemoryInfo": lambda h: types.SimpleNamespace(total=150_754_820_096, free=0, used=0),
+        "nvmlDeviceGetClockInfo": lambda h, t: (345, 3201)[t - 1],
+        "nvmlDeviceGetMaxClockInfo": lambda h, t: (1980, 3201)[t - 1],
+        "nvmlDeviceGetCudaComputeCapability": lambda h: (9, 0),
+    }.items():
+        setattr(nv, name, fn)
+    monkeypatch.setitem(sys.modules, "pynvml", nv)
+    return nv
+
+
+class _CUuuid:
+    """torch._C._CUuuid as get_device_properties(i).uuid gives it: str() without the GPU- prefix (H200 loan)."""
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def _torch_with_h200(monkeypatch: pytest.MonkeyPatch, uuid: str) -> None:
+    fake = _fake_torch(monkeypatch)
+    props = types.SimpleNamespace(
+        name="NVIDIA H200", uuid=_CUuuid(uuid), major=9, minor=0, total_memory=143_771 * MIB
+    )
+    fake.cuda.get_device_properties = lambda i: props  # type: ignore[attr-defined]
+
+
+def test_cuda_device_map_maps_the_gpu_with_an_old_nvml_binding_that_takes_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracekit.collectors.gpu import cuda_device_map
+
+    _old_pynvml(monkeypatch)
+    _torch_with_h200(monkeypatch, "2222bbbb-0000-0000-0000-000000000000")
+    ident = cuda_device_map(0, {"0000:19:00.0": 0, "0000:3b:00.0": 1})
+    # before: how "none", nvml_index None and the note "NVML does not know GPU-2222bbbb-...: TypeError", so
+    # the run had no NVML index, no nsys GPU id and no GPU metrics, on a GPU NVML knows well
+    assert ident.to_json() == {
+        "cuda_index": 0,
+        "name": "NVIDIA H200",
+        "uuid": "GPU-2222bbbb-0000-0000-0000-000000000000",
+        "nvml_index": 1,
+        "pci_bus_id": "0000:3b:00.0",
+        "nsys_gpu_id": 1,
+        "driver": "535.54.03",
+        "compute_capability": "9.0",
+        "memory_total_mib": 143_771,
+        "how": "uuid",
+        "notes": [
+            "cuda:0 is NVML GPU 1 (CUDA orders fastest first or follows CUDA_VISIBLE_DEVICES; NVML orders "
+            "by PCI bus)"
+        ],
+    }
+
+
+def test_cuda_device_map_still_says_an_unknown_uuid_with_an_old_binding(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracekit.collectors.gpu import cuda_device_map
+
+    _old_pynvml(monkeypatch)
+    _torch_with_h200(monkeypatch, "9999cccc-0000-0000-0000-000000000000")
+    ident = cuda_device_map(0)
+    assert (ident.nvml_index, ident.nsys_gpu_id, ident.how) == (None, None, "none")
+    assert ident.notes == ["NVML does not know GPU-9999cccc-0000-0000-0000-000000000000: _NVMLError"]
+
+
+def test_the_other_nvml_reads_decode_an_old_bindings_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Right before this round, pinned: gpu_info, the UUID prefix lookup and the driver version decode bytes."""
+    from tracekit.collectors.environment import versions
+    from tracekit.collectors.profilers.nvml import gpu_info, nvml_uuid_to_index
+
+    _old_pynvml(monkeypatch)
+    assert gpu_info(1) == {
+        "index": 1,
+        "name": "NVIDIA H200",
+        "uuid": "GPU-2222bbbb-0000-0000-0000-000000000000",
+        "driver": "535.54.03",
+        "memory_total_mib": 143_771,
+        "sm_clock_mhz": 345,
+        "mem_clock_mhz": 3201,
+        "max_sm_clock_mhz": 1980,
+        "max_mem_clock_mhz": 3201,
+        "compute_capability": "9.0",
+    }
+    assert nvml_uuid_to_index("GPU-2222") == 1 and nvml_uuid_to_index("GPU-") is None
+    fake = _fake_torch(monkeypatch)
+    fake.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 91900))  # type: ignore[attr-defined]
+    assert versions()["driver"] == "535.54.03"
