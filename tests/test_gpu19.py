@@ -181,3 +181,77 @@ def test_the_other_nvml_reads_decode_an_old_bindings_bytes(monkeypatch: pytest.M
     fake = _fake_torch(monkeypatch)
     fake.backends = types.SimpleNamespace(cudnn=types.SimpleNamespace(version=lambda: 91900))  # type: ignore[attr-defined]
     assert versions()["driver"] == "535.54.03"
+
+
+# -- torch.compile(mode="reduce-overhead"): the graphs Inductor's cudagraph trees recorded -------------------------
+# torch 2.13 torch/_inductor/cudagraph_trees.py: get_manager(device_index, create_if_none_exists=True);
+# CUDAGraphTreeManager.roots: dict[FunctionID, list[CUDAGraphNode]]; a function run while another node is current
+# is recorded as that node's child (``child_nodes = self.roots if self.current_node is None else
+# self.current_node.children``), CUDAGraphNode.children: dict[FunctionID, list[CUDAGraphNode]]; shutdown() walks
+# roots and then every node's children to reach every graph. counters["inductor"]["cudagraph_skips"] is bumped by
+# cudagraph_utils.log_cudagraph_skip_and_bump_counter.
+class _Node:
+    def __init__(self, children: dict[str, list[_Node]] | None = None) -> None:
+        self.children = children or {}
+
+
+def _fake_inductor(monkeypatch: pytest.MonkeyPatch, roots: Any, skips: int = 0) -> list[tuple[int, bool]]:
+    asked: list[tuple[int, bool]] = []
+    manager = types.SimpleNamespace(roots=roots)
+
+    def get_manager(device_index: int, create_if_none_exists: bool = True) -> Any:
+        asked.append((device_index, create_if_none_exists))
+        return manager
+
+    torch = _fake_torch(monkeypatch)
+    inductor = types.ModuleType("torch._inductor")
+    trees = types.ModuleType("torch._inductor.cudagraph_trees")
+    trees.get_manager = get_manager  # type: ignore[attr-defined]
+    inductor.cudagraph_trees = trees  # type: ignore[attr-defined]
+    dynamo = types.ModuleType("torch._dynamo")
+    dynamo_utils = types.ModuleType("torch._dynamo.utils")
+    dynamo_utils.counters = {"inductor": {"cudagraph_skips": skips}}  # type: ignore[attr-defined]
+    dynamo.utils = dynamo_utils  # type: ignore[attr-defined]
+    torch._inductor = inductor  # type: ignore[attr-defined]
+    torch._dynamo = dynamo  # type: ignore[attr-defined]
+    for name, module in {
+        "torch._inductor": inductor,
+        "torch._inductor.cudagraph_trees": trees,
+        "torch._dynamo": dynamo,
+        "torch._dynamo.utils": dynamo_utils,
+    }.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    return asked
+
+
+def test_recorded_graphs_counts_every_graph_of_the_tree_not_only_its_roots(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracekit.collectors.runtimes.base import RunContext
+    from tracekit.collectors.runtimes.compile import CompileCudaGraphsRuntime, recorded_graphs
+
+    # a forward split by two graph breaks: the first function a root, the next its child, the third the
+    # child's child, which was recorded twice (a re-record beside the first): 4 graphs
+    tree = {"f0": [_Node({"f1": [_Node({"f2": [_Node(), _Node()]})]})]}
+    asked = _fake_inductor(monkeypatch, tree)
+    assert recorded_graphs(1) == 4  # before: 1 (the roots alone)
+    assert asked == [(1, False)]  # never makes a manager of its own
+    runtime = CompileCudaGraphsRuntime()
+    runtime.ctx = RunContext(model=None, inputs=(), device="cuda:1", precision="fp16")
+    runtime._skips_before = 0
+    assert runtime.describe() == {
+        "runtime": "compile-cudagraphs",
+        "mode": "reduce-overhead",
+        "cuda_graphs_used": True,
+        "graphs_recorded": 4,
+        "cudagraph_skips": 0,
+    }
+
+
+def test_recorded_graphs_without_a_tree_is_zero(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors.runtimes.compile import recorded_graphs
+
+    _fake_inductor(monkeypatch, None)  # after shutdown(): roots None
+    assert recorded_graphs(0) == 0
+    _fake_inductor(monkeypatch, {})  # a manager that recorded nothing (every function skipped)
+    assert recorded_graphs(0) == 0

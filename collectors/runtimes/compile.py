@@ -58,7 +58,10 @@ def cudagraph_skips() -> int:
 
 
 def recorded_graphs(device_index: int) -> int:
-    """CUDA graphs recorded by Inductor's cudagraph trees on ``device_index`` (0 when none, or no manager)."""
+    """CUDA graphs recorded by Inductor's cudagraph trees on ``device_index`` (0 when none, or no manager): every
+    node of the trees. A function run while another graph is current is recorded as that node's child
+    (``CUDAGraphNode.children``), so a forward split by graph breaks is one root and its descendants, and the
+    roots alone undercount it; the walk is the one ``CUDAGraphTreeManager.shutdown`` makes."""
     try:
         from torch._inductor import cudagraph_trees
 
@@ -67,7 +70,14 @@ def recorded_graphs(device_index: int) -> int:
         return 0
     if manager is None or getattr(manager, "roots", None) is None:
         return 0
-    return sum(len(nodes) for nodes in manager.roots.values())
+    nodes = [node for roots in manager.roots.values() for node in roots]
+    count = 0
+    while nodes:
+        node = nodes.pop()
+        count += 1
+        for children in (getattr(node, "children", None) or {}).values():
+            nodes.extend(children)
+    return count
 
 
 class CompileRuntime(Runtime):
