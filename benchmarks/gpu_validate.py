@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -36,17 +37,24 @@ def refuse(message: str) -> int:
 
 def preflight(device: str) -> str | None:
     """None when this machine can run the validation, else the one-line reason: gpu_check's (torch with CUDA,
-    the device visible), then Nsight Systems on PATH."""
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from gpu_check import preflight as cuda_preflight  # benchmarks/gpu_check.py
+    the device visible), then an Nsight Systems found as gpu_check finds it (``TRACEKIT_NSYS``, PATH, else the
+    nsys Nsight Compute bundles, the only one of some GPU images), which ``tracekit collect`` is then pointed
+    at through ``TRACEKIT_NSYS``."""
+    here = str(Path(__file__).resolve().parent)
+    if here not in sys.path:
+        sys.path.insert(0, here)
+    import gpu_check  # benchmarks/gpu_check.py
 
-    why = cuda_preflight(device)
+    why = gpu_check.preflight(device)
     if why is not None:
         return why
-    from tracekit.collectors.profilers.nsys import find_nsys
-
-    if not find_nsys():
-        return "needs Nsight Systems (nsys) on PATH"
+    nsys = gpu_check.nsys_for_check()
+    if not nsys:
+        return (
+            "needs Nsight Systems (nsys): none on PATH or in TRACEKIT_NSYS, and no nsys bundled with "
+            "Nsight Compute"
+        )
+    os.environ["TRACEKIT_NSYS"] = nsys
     return None
 
 

@@ -255,3 +255,35 @@ def test_recorded_graphs_without_a_tree_is_zero(monkeypatch: pytest.MonkeyPatch)
     assert recorded_graphs(0) == 0
     _fake_inductor(monkeypatch, {})  # a manager that recorded nothing (every function skipped)
     assert recorded_graphs(0) == 0
+
+
+# -- benchmarks/gpu_validate.py: the nsys it looks for, the runtimes it asks for on the GPU -------------------------
+def _gpu_validate(monkeypatch: pytest.MonkeyPatch, bundled: str | None) -> types.ModuleType:
+    """gpu_validate with gpu_check's CUDA preflight passing and ``bundled`` as what gpu_check's nsys_for_check
+    finds (TRACEKIT_NSYS, PATH, else the nsys Nsight Compute bundles: the only nsys of the H200 image of the
+    2026-11-28 loans, which had none on PATH)."""
+    monkeypatch.setattr(sys, "path", list(sys.path))  # preflight puts benchmarks/ on it
+    gpu_check = _load_benchmark("gpu_check")
+    monkeypatch.setattr(gpu_check, "preflight", lambda device: None)
+    monkeypatch.setattr(gpu_check, "nsys_for_check", lambda: bundled)
+    monkeypatch.setitem(sys.modules, "gpu_check", gpu_check)
+    from tracekit.collectors.profilers import nsys as nsys_mod
+
+    monkeypatch.setattr(nsys_mod, "find_nsys", lambda: None)  # none on PATH, TRACEKIT_NSYS unset
+    return _load_benchmark("gpu_validate")
+
+
+def test_gpu_validate_collects_with_the_nsys_nsight_compute_bundles(monkeypatch: pytest.MonkeyPatch) -> None:
+    bundled = "/opt/nvidia/nsight-compute/2025.3.1/host/target-linux-x64/nsys"
+    validate = _gpu_validate(monkeypatch, bundled)
+    # main() sets TRACEKIT_NSYS itself: set then delete through monkeypatch so that its undo removes it
+    monkeypatch.setenv("TRACEKIT_NSYS", "unset by the test")
+    monkeypatch.delenv("TRACEKIT_NSYS")
+    # before: "needs Nsight Systems (nsys) on PATH" (exit 2), where gpu_check collects with the bundled one
+    assert validate.preflight("cuda:0") is None
+    assert validate.os.environ["TRACEKIT_NSYS"] == bundled
+    monkeypatch.delenv("TRACEKIT_NSYS")
+    validate = _gpu_validate(monkeypatch, None)
+    assert validate.preflight("cuda:0") == (
+        "needs Nsight Systems (nsys): none on PATH or in TRACEKIT_NSYS, and no nsys bundled with Nsight Compute"
+    )
