@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from tests.hostile import analyze_json, run_sql, small_trace_events, three_iteration_nsys
+from tests.hostile import analyze_json, run_cli, run_sql, small_trace_events, three_iteration_nsys
 
 KINETO_ROWS = [(0.9, 0.03, 3, 3)] * 4
 NSYS_ROWS = [(1.0, 0.3, 2, 2)] * 3
@@ -331,3 +331,53 @@ def test_a_kineto_kernel_at_ts_zero_still_counts_in_its_launch_calls_iteration(
     kernel["ts"], kernel["dur"] = 0, 0
     doc = _analyze(capsys, _kineto(tmp_path, "ts0", events))
     assert _rows(doc)[1] == (0.9, 0.02, 3, 3)
+
+
+# ------------------------------------------------------------------------ Kineto: GPU-side annotations only
+
+
+def _gpu_steps_only() -> list[dict[str, Any]]:
+    """The small trace as torch.profiler(activities=[CUDA]) writes it: no host annotation, each step only as
+    its gpu_user_annotation 'ProfilerStep#N' on the kernels' stream, spanning its 3 kernels."""
+    events, step = [], 0
+    kernels = [e for e in small_trace_events() if e["cat"] == "kernel"]
+    for e in small_trace_events():
+        if e["cat"] != "user_annotation":
+            events.append(e)
+            continue
+        inside = [k for k in kernels if e["ts"] <= k["ts"] < e["ts"] + e["dur"]]
+        start, end = inside[0]["ts"] - 0.001, inside[-1]["ts"] + inside[-1]["dur"] + 0.001
+        events.append(
+            {"ph": "X", "cat": "gpu_user_annotation", "name": f"ProfilerStep#{step}", "pid": 0, "tid": 7,
+             "ts": start, "dur": end - start, "args": {"External id": step}}
+        )  # fmt: skip
+        step += 1
+    return events
+
+
+def test_pin_gpu_side_annotations_alone_give_one_window_and_say_why(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: only GPU-side ProfilerStep annotations: one window (3.23 ms, busy 0.12, 12 kernels), and the choice
+    line says 'its 4 GPU-side annotations ... are not iterations'."""
+    doc = _analyze(capsys, _kineto(tmp_path, "gpu_steps", _gpu_steps_only()))
+    assert _rows(doc) == [(3.23, 0.12, 12, 12)]
+    assert "4 GPU-side annotations" in doc["range_choice"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/ranges.py: --range 'ProfilerStep#*' on a trace whose 4 ProfilerStep#N annotations are "
+    "GPU-side only says 'the trace holds no NVTX ranges or profiler annotations' - it holds 4, by that name",
+)
+def test_a_range_naming_gpu_side_annotations_says_they_are_gpu_side(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same trace, `--range 'ProfilerStep#*'`: got exit 2, "no range named 'ProfilerStep#*': the trace holds
+    no NVTX ranges or profiler annotations (leave out --range ...)". The default choice line knows better ('its
+    4 GPU-side annotations, the projections of host ranges onto the GPU timeline, are not iterations').
+    Expected: the same one line, exit 2, saying the name matches 4 GPU-side annotations only (no host range)."""
+    path = _kineto(tmp_path, "gpu_steps", _gpu_steps_only())
+    code, _, err = run_cli(capsys, "analyze", str(path), "--range", "ProfilerStep#*")
+    assert code == 2
+    assert "no NVTX ranges or profiler annotations" not in err and "GPU-side" in err, err
