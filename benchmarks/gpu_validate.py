@@ -128,6 +128,16 @@ def main(argv: list[str] | None = None) -> int:
         if not works.get("works"):
             failures.append(f"{runtime}: cannot run here ({works.get('why')})")
             continue
+        if "cuda" not in works.get("devices", ["cuda"]):  # onnx where ORT's CUDA provider does not load
+            on = ", ".join(works.get("devices") or [])
+            why = (
+                (doc.get("onnxruntime") or {}).get("why") if runtime in ("onnx", "onnx-cuda-graphs") else None
+            )
+            failures.append(
+                f"{runtime}: cannot run on {args.device} here (doctor: it runs on the {on} only"
+                + (f"; {why})" if why else ")")
+            )
+            continue
         rc, seconds = collect(runtime, out, args, ncu_ok and runtime in TABLE3)
         timings[runtime] = seconds
         if rc != 0:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib.util
+import json
 import sys
 import types
 from pathlib import Path
@@ -287,3 +288,48 @@ def test_gpu_validate_collects_with_the_nsys_nsight_compute_bundles(monkeypatch:
     assert validate.preflight("cuda:0") == (
         "needs Nsight Systems (nsys): none on PATH or in TRACEKIT_NSYS, and no nsys bundled with Nsight Compute"
     )
+
+
+def test_gpu_validate_does_not_collect_a_runtime_doctor_says_runs_on_the_cpu_only(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """doctor's runtimes: ``onnx`` works with ``devices: ["cpu"]`` where ORT's CUDA provider does not load (the
+    CPU build of onnxruntime on the H200 image). Collecting it with --device cuda:0 only ended in exit 2."""
+    validate = _gpu_validate(monkeypatch, "/usr/local/bin/nsys")
+    monkeypatch.setenv("TRACEKIT_NSYS", "unset by the test")
+    monkeypatch.delenv("TRACEKIT_NSYS")
+    doc = {
+        "profilers": {"ncu": {"works": False}},
+        "onnxruntime": {"why": "no CUDAExecutionProvider in this build (install onnxruntime-gpu)"},
+        "runtimes": {
+            "pytorch": {"works": True, "devices": ["cpu", "cuda"]},
+            "torchscript": {"works": True, "devices": ["cpu", "cuda"]},
+            "cuda-graphs": {"works": True, "devices": ["cuda"]},
+            "onnx": {"works": True, "devices": ["cpu"]},
+            "onnx-cuda-graphs": {
+                "works": False,
+                "why": "needs ORT's CUDA provider (no CUDAExecutionProvider)",
+            },
+            "compile": {"works": True, "devices": ["cpu", "cuda"]},
+            "compile-cudagraphs": {"works": True, "devices": ["cuda"]},
+        },
+    }
+    from tracekit.collectors import doctor
+
+    monkeypatch.setattr(doctor, "diagnose", lambda: doc)
+    collected: list[str] = []
+
+    def collect(runtime: str, out: Path, args: Any, ncu: bool) -> tuple[int, float]:
+        collected.append(runtime)
+        return 0, 1.0
+
+    monkeypatch.setattr(validate, "collect", collect)
+    monkeypatch.setattr(validate, "tracekit", lambda *argv: 0)
+    assert validate.main(["-o", str(tmp_path / "v")]) == 1
+    assert collected == ["pytorch", "torchscript", "cuda-graphs", "compile", "compile-cudagraphs"]
+    summary = json.loads((tmp_path / "v" / "validate.json").read_text())
+    assert summary["failures"] == [
+        "onnx: cannot run on cuda:0 here (doctor: it runs on the cpu only; no CUDAExecutionProvider in this "
+        "build (install onnxruntime-gpu))",
+        "onnx-cuda-graphs: cannot run here (needs ORT's CUDA provider (no CUDAExecutionProvider))",
+    ]
