@@ -560,6 +560,9 @@ _NVFP4_BLOCKS = r"vec16ue4m3"
 #: cuBLASLt's nvjet GEMMs (Hopper, Blackwell) spell their types in letters after ``nvjet_`` (and the arch):
 #: ``tst`` bf16 in and out with fp32 compute, ``hsh`` fp16, ``sss`` fp32; the first letter is the input's.
 _NVJET = r"^nvjet_(?:sm\d+[a-z]?_)?"
+#: CUTLASS kernels over int8 (``int8_t`` demangles as ``signed char``): their operands are int8 where the name
+#: says so; only CUTLASS's, since a PyTorch kernel over an int8 tensor (a fill, a copy) computes nothing in it.
+_CUTLASS_INT8 = r"^(?:void )?cutlass::.*\bsigned char\b"
 #: A kernel naming several types counts for the first of these that matches: the narrowest it computes in.
 _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
     # weight-only fp4 GEMMs compute in their activations' type (the fp4 weights are dequantized to it)
@@ -572,6 +575,11 @@ _KERNEL_TYPES: tuple[tuple[str, str], ...] = (
     ("fp8", rf"e4m3|e5m2|float8|fp8|f8f8|{_TENSILE}(?:f8|b8)|{_NVJET}q[a-z]{{4}}_"),
     # fp4 (e2m1: NVFP4, MXFP4) on both sides of the GEMM (W4A4)
     ("fp4", rf"e2m1|fp4|{_TENSILE}f4"),
+    # int8 GEMMs (W8A8): CUTLASS templates over ``signed char`` operands (int32 accumulator, a float epilogue
+    # that had made them fp32), CUTLASS library instances (``i16832gemm_s8``), cute's integer MMA atoms
+    # (``S32S8S8``), cuBLAS's xmma tactics (``xmma_gemm_i8i8_i8i32``), hipBLASLt/Tensile's ``I8``. NCCL's
+    # ``..._int8_t`` collectives and element-wise kernels over int8 tensors compute in no type: not matched
+    ("int8", rf"{_CUTLASS_INT8}|i\d{{4,6}}gemm_s8|s32[su]8[su]8|xmma_gemm_i8|i8i32|{_TENSILE}i8"),
     # mangled names (ROCm's ck_tile, aiter): DF16b is std::bfloat16_t in the Itanium ABI
     # nvFuser's runtime names bf16 ``__bfloat`` (its own struct)
     ("bf16", rf"bfloat16|bf16|__nv_bfloat16|__bfloat\b|{_TENSILE}b|^_z.*df16b|{_NVJET}t[a-z]{{2}}_"),
@@ -603,7 +611,7 @@ def precision_from_kernels(trace: Trace) -> Inferred | None:
     (value None, :data:`UNCERTAIN`, when two types have exactly the same time).
 
     Half-precision kernels often also name ``float`` (accumulators), fp8 ones ``bfloat16`` (output, scales): a
-    kernel matching several types counts for the narrowest it computes in (fp8, fp4, bf16, fp16, fp32; a GEMM
+    kernel matching several types counts for the narrowest it computes in (fp8, fp4, int8, bf16, fp16, fp32; a GEMM
     of fp4 weights counts for its activations' type, :data:`_KERNEL_TYPES`)."""
     kernels = trace.ops.filter(pl.col("kind") == "kernel")
     if kernels.is_empty():

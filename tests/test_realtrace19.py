@@ -1,0 +1,82 @@
+"""Round 19's real-trace fidelity: labels a user sees (analyzers/identify.py, analyzers/steps.py). Synthetic traces
+built here, with exact expected values; the real traces are read from ../shared/real_traces when present
+(skipped otherwise)."""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from tests.builders import kernels_trace
+from tracekit.analyzers.identify import kernel_type, precision_from_kernels
+
+# ------------------------------------------------------------------------------ int8 kernel names
+
+#: An int8 CUTLASS GEMM as Nsight Compute demangles it (the shape of the real CUTLASS example report's kernels,
+#: cut short: int8 operands ``signed char``, int32 accumulator ``int``, an epilogue that scales in ``float``).
+#: Read fp32 before (its ``float``), the precision of the whole report with it.
+CUTLASS_INT8 = (
+    "void cutlass::Kernel<cutlass::gemm::kernel::Gemm<cutlass::gemm::threadblock::MmaMultistage<"
+    "cutlass::gemm::GemmShape<(int)128, (int)96, (int)64>, signed char, cutlass::layout::ColumnMajorInterleaved<"
+    "(int)32>, cutlass::arch::Mma<cutlass::gemm::GemmShape<(int)16, (int)8, (int)32>, (int)32, signed char, "
+    "cutlass::layout::RowMajor, signed char, cutlass::layout::ColumnMajor, int, cutlass::layout::RowMajor, "
+    "cutlass::arch::OpMultiplyAddSaturate>, cutlass::epilogue::thread::LinearCombinationRelu<signed char, (int)8, "
+    "int, float>>>(T1::Params)"
+)
+#: Spellings of int8 GEMMs: cuBLAS's xmma tactics (TensorRT W8A8 engines, torch._int_mm), CUTLASS 2.x library
+#: instances (cuBLASLt's int8 fallback on H100), CUTLASS's integer MMA atoms (cute), hipBLASLt/Tensile.
+INT8_NAMES = {
+    CUTLASS_INT8: "int8",
+    "sm80_xmma_gemm_i8i8_i8i32_f32_tn_n_tilesize256x128x64_stage4_warpsize4x2x1_tensor16x8x32": "int8",
+    "sm80_xmma_gemm_i8f32_i8i32_f32_tn_n_tilesize128x128x64_stage3_warpsize2x2x1_tensor16x8x32_fused": "int8",
+    "sm90_xmma_gemm_i8i32_i8i32_i32_tn_n_tilesize256x128x128_warpgroupsize2x1x1_execute_segment_k_off_kernel": (
+        "int8"
+    ),
+    "void cutlass::Kernel2<cutlass_80_tensorop_i16832gemm_s8_128x64_128x3_tn_align4>(T1::Params)": "int8",
+    "cutlass_80_wmma_tensorop_i161616gemm_s8_forwardCompat_128x128_32x2_tn_align4": "int8",
+    "cutlass_tensorop_s8_i16832gemm_s8_256x128_64x3_n32t32_align16": "int8",
+    "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, "
+    "cute::SM80_16x8x32_S32S8S8S32_TN, cutlass::bfloat16_t>>(T1::Params)": "int8",
+    "Cijk_Ailk_Bljk_I8II_BH_MT128x128x64_MI32x32x8x1_SN_1LDSB0": "int8",
+}
+#: Names with int8 in them that compute in no integer type: NCCL's byte collectives, a fill of an int8 tensor.
+NOT_INT8_NAMES = {
+    "ncclKernel_Broadcast_RING_LL_Sum_int8_t(ncclDevComm*, unsigned long, ncclWork*)": None,
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<signed char>, "
+    "at::detail::Array<char*, 1>>(int, at::native::FillFunctor<signed char>, at::detail::Array<char*, 1>)": None,
+    # an fp8 GEMM stays fp8 whatever else it names
+    "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::float_e4m3_t, signed char>>": "fp8",
+}
+
+
+@pytest.mark.parametrize(("name", "expected"), [*INT8_NAMES.items(), *NOT_INT8_NAMES.items()])
+def test_int8_kernel_spellings(name: str, expected: str | None) -> None:
+    """Each spelling's type (the int8 GEMMs read fp32 from their float epilogue, or nothing, before)."""
+    assert pl.DataFrame({"name": [name]}).select(kernel_type(pl.col("name"))).item() == expected
+
+
+FLOAT_NORM = "void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float, at::native::MeanOps<float>>>"
+
+
+def test_an_int8_gemm_model_reads_int8_not_fp32() -> None:
+    """An int8 CUTLASS GEMM of 900 ns and an fp32 reduction of 100 ns: before, '100% of typed kernel time is
+    fp32 (2 kernels)' (the GEMM's float epilogue); the real CUTLASS report (3 such GEMMs, 48.032 us) read fp32."""
+    found = precision_from_kernels(kernels_trace([(CUTLASS_INT8, 900), (FLOAT_NORM, 100)]))
+    assert found is not None
+    assert (found.value, found.evidence) == (
+        "int8",
+        "kernel names: 90% of typed kernel time is int8 (1 kernels)",
+    )
+
+
+def test_real_cutlass_int8_report_reads_int8(real_traces) -> None:
+    """The CUTLASS example's ncu report (13_fused_two_gemms_s8_sm80_shmem: int8 GEMMs) is int8, 3 kernels."""
+    from tracekit.readers import read_trace
+
+    trace = read_trace(real_traces / "ncu" / "cutlass_a100_3kernels.ncu-rep")
+    found = precision_from_kernels(trace)
+    assert found is not None
+    assert (found.value, found.evidence) == (
+        "int8",
+        "kernel names: 100% of typed kernel time is int8 (3 kernels)",
+    )
