@@ -17,6 +17,8 @@ under torch.profiler (Kineto) unless said:
     nsys-torchscript, nsys-compile        is found)
     onnx-cpu                              ONNX Runtime on the CPU provider, fp32, batch 1, ORT profiler (left
                                           out when the nsys steps run, to keep to the time budget)
+    onnx-cuda, onnx-cuda-graphs           batch 1 and 8 on ORT's CUDA provider, IO binding, then ORT's own CUDA
+                                          graphs (left out where onnxruntime has no CUDAExecutionProvider)
     doctor                                ``tracekit doctor`` as JSON
 
 A step that would start after ``--budget-s`` is skipped and said so. Then the invariants are checked on what
@@ -24,7 +26,8 @@ was written, with the standard library only (:mod:`tracekit.collectors.kineto_ch
 :mod:`tracekit.collectors.nsys_check`): warm-up left out of the trace, kernels in every timed iteration, one
 graph launch per iteration for graph runtimes and none for the others, the same attention kernels and no
 fp32/TF32 GEMM kernels across the fp16 runtimes, untraced vs traced latency, Nsight Compute's coverage of
-whole iterations, and nsys GPU-metric samples where permitted.
+whole iterations, nsys GPU-metric samples where permitted, and what each runtime said of itself in run.json
+(graphs really used; ORT on the CUDA provider with IO binding and no Memcpy node).
 
 Output in ``OUT``: the other steps' run directories together in ``runs.tar.gz``, each nsys step's as
 ``<step>.tar.gz`` without its ``.nsys-rep`` reports (two configurations' exports gzip to 4-7 MB, under the
@@ -68,9 +71,16 @@ STEPS: tuple[tuple[str, str, tuple[str, ...], int], ...] = (
         ("--batch-sizes", "1", "--profiler", "ort", "--device", "cpu", "--precision", "fp32"),
         60,
     ),
+    # ONNX Runtime's CUDA provider (only where onnxruntime-gpu is installed; the image of the H200 loans had the
+    # CPU build): IO binding on device buffers, then ORT's own CUDA graph capture. Last, so that on such a box
+    # they take what the budget leaves; run them with --only onnx-cuda onnx-cuda-graphs doctor.
+    ("onnx-cuda", "onnx", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
+    ("onnx-cuda-graphs", "onnx-cuda-graphs", ("--batch-sizes", "1,8", "--profiler", "torch"), 90),
 )
 STEP_NAMES = tuple(s[0] for s in STEPS) + ("doctor",)
-GRAPH_STEPS = frozenset({"cuda-graphs", "compile-cudagraphs", "nsys-cuda-graphs"})
+GRAPH_STEPS = frozenset({"cuda-graphs", "compile-cudagraphs", "nsys-cuda-graphs", "onnx-cuda-graphs"})
+#: Steps on ORT's CUDA provider: run only where onnxruntime lists CUDAExecutionProvider (:func:`ort_cuda_missing`).
+ORT_CUDA_STEPS = ("onnx-cuda", "onnx-cuda-graphs")
 NSYS_STEPS = ("nsys-pytorch", "nsys-cuda-graphs", "nsys-torchscript", "nsys-compile")
 #: Where an image may keep its only nsys: the one Nsight Compute bundles (its importer needs libdw.so.1).
 BUNDLED_NSYS = "/opt/nvidia/nsight-compute/*/host/target-linux-x64/nsys"
@@ -133,7 +143,7 @@ def collect_argv(
         argv += ["--device", args.device]
     if "--precision" not in extra:
         argv += ["--precision", "fp16"]
-    iters = str(min(args.iters, 10)) if runtime == "onnx" else str(args.iters)
+    iters = str(min(args.iters, 10)) if step == "onnx-cpu" else str(args.iters)
     argv += [*extra, "--warmup", str(args.warmup), "--iters", iters, "--no-progress", "--overwrite"]
     # the untraced set times on until its interval is tight: at most --max-time s a configuration here
     argv += ["--max-time", str(args.max_time)]
@@ -209,6 +219,78 @@ def kineto_checks(run_dir: Path, step: str, iters: int) -> tuple[list[dict[str, 
         )
         out.append(check("summary", None, label, **s.to_json()))
     return out, names
+
+
+def runtime_checks(run_dir: Path, step: str) -> list[dict[str, Any]]:
+    """What each configuration's runtime said of itself (run.json ``runtime_details``, its ``describe()``):
+
+    - a graph step: ``cuda_graphs_used`` true (torch: the capture ran; compile-cudagraphs: Inductor's cudagraph
+      trees hold graphs and made no skip decision, its fallback to kernel launches being silent otherwise;
+      ORT: the session accepted ``enable_cuda_graph`` and its capture runs were made in prepare);
+    - an ORT CUDA step: the session's first provider is CUDAExecutionProvider with IO binding (ORT falls back to
+      the CPU silently, and a CPU latency must not be read as CUDA's), and ORT's Memcpy count is 0 (a node it
+      placed off the CUDA provider runs on the CPU with a copy each way, in the latency).
+    """
+    out: list[dict[str, Any]] = []
+    graphs = step in GRAPH_STEPS
+    ort_cuda = step in ORT_CUDA_STEPS
+    if not (graphs or ort_cuda):
+        return out
+    run = json.loads((run_dir / "run.json").read_text())
+    for cfg in run.get("configs", []):
+        if cfg.get("status") != "ok":
+            continue  # kineto_checks says "collected" False with the error
+        label = f"{step} b{cfg['batch_size']}"
+        details = cfg.get("runtime_details")
+        if not isinstance(details, dict):
+            out.append(check("runtime details", False, f"{label}: run.json holds no runtime_details"))
+            continue
+        if ort_cuda:
+            provider, binding = details.get("provider_used"), details.get("io_binding")
+            copies = details.get("memcpy_nodes")
+            out.append(
+                check(
+                    "ORT on the CUDA provider",
+                    provider == "CUDAExecutionProvider" and binding is True,
+                    f"{label}: {provider}, IO binding {binding}",
+                )
+            )
+            out.append(
+                check(
+                    "ORT Memcpy nodes",
+                    copies == 0 and not isinstance(copies, bool),
+                    f"{label}: {copies} host<->device copy nodes ORT inserted",
+                )
+            )
+        if graphs:
+            used = details.get("cuda_graphs_used")
+            if "graphs_recorded" in details:
+                how = (
+                    f" ({details.get('graphs_recorded')} graph(s) in Inductor's cudagraph trees, "
+                    f"{details.get('cudagraph_skips')} cudagraph skips)"
+                )
+            elif "capture_runs_in_prepare" in details:
+                how = f" ({details.get('capture_runs_in_prepare')} runs in prepare allocate and capture)"
+            else:
+                how = ""
+            out.append(
+                check("runtime used CUDA graphs", used is True, f"{label}: cuda_graphs_used {used}{how}")
+            )
+    return out
+
+
+def ort_cuda_missing() -> str | None:
+    """Why the ORT CUDA steps cannot run here (one line), None when onnxruntime lists CUDAExecutionProvider.
+    (Listed is not loadable: the collection itself refuses a session ORT moved to the CPU.)"""
+    try:
+        import onnxruntime
+
+        providers = list(onnxruntime.get_available_providers())
+    except Exception as exc:
+        return f"onnxruntime cannot be imported ({type(exc).__name__})"
+    if "CUDAExecutionProvider" in providers:
+        return None
+    return f"onnxruntime has no CUDAExecutionProvider here ({', '.join(providers)}): the CPU build"
 
 
 def precision_checks(kernel_names: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
@@ -345,6 +427,7 @@ def nsys_checks(out_dir: Path, iters: int) -> list[dict[str, Any]]:
                 ),
                 check("summary", None, label, **s.to_json()),
             ]
+        out += runtime_checks(run_dir, step)
     return out
 
 
@@ -480,8 +563,12 @@ def main(argv: list[str] | None = None) -> int:
         if not args.only:  # the time budget: the ORT CPU step (checked on any machine) gives way
             wanted.discard("onnx-cpu")
             summary["steps"]["onnx-cpu"] = {"left out": "nsys steps ran instead (the time budget)"}
+    no_ort_cuda = ort_cuda_missing() if wanted & set(ORT_CUDA_STEPS) else None
     for step, runtime, extra, estimate in STEPS:
         if step not in wanted:
+            continue
+        if step in ORT_CUDA_STEPS and no_ort_cuda:
+            summary["steps"][step] = {"left out": no_ort_cuda}
             continue
         if step in NSYS_STEPS and not nsys:
             summary["steps"][step] = {"left out": "no nsys (TRACEKIT_NSYS, PATH, or Nsight Compute's bundle)"}
@@ -503,10 +590,11 @@ def main(argv: list[str] | None = None) -> int:
         summary["steps"]["doctor"] = run_step(["doctor", "--format", "json"], 180, out)
     names: dict[str, Any] = {}
     b1_kernels: int | None = None
-    for step in FP16_TORCH_STEPS:
+    for step in FP16_TORCH_STEPS + ORT_CUDA_STEPS:
         if (out / step / "run.json").is_file():
             try:
                 checks, names[step] = kineto_checks(out / step, step, args.iters)
+                checks += runtime_checks(out / step, step)
             except Exception as exc:
                 checks = [check("readable", False, f"{step}: {type(exc).__name__}: {exc}")]
             summary["checks"] += checks

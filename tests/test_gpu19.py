@@ -333,3 +333,145 @@ def test_gpu_validate_does_not_collect_a_runtime_doctor_says_runs_on_the_cpu_onl
         "build (install onnxruntime-gpu))",
         "onnx-cuda-graphs: cannot run here (needs ORT's CUDA provider (no CUDAExecutionProvider))",
     ]
+
+
+# -- benchmarks/gpu_check.py: what a lent GPU should show of the runtimes' own accounts -----------------------------
+H200 = REPO / "sample_traces" / "h200_bert_fp16"
+
+
+def test_gpu_check_checks_the_runtime_details_of_the_committed_h200_graph_runs() -> None:
+    gpu_check = _load_benchmark("gpu_check")
+    checks = gpu_check.runtime_checks(H200 / "compile-cudagraphs", "compile-cudagraphs")
+    assert [(c["check"], c["ok"], c["detail"]) for c in checks] == [
+        (
+            "runtime used CUDA graphs",
+            True,
+            "compile-cudagraphs b1: cuda_graphs_used True (1 graph(s) in Inductor's cudagraph trees, "
+            "0 cudagraph skips)",
+        ),
+        (
+            "runtime used CUDA graphs",
+            True,
+            "compile-cudagraphs b8: cuda_graphs_used True (2 graph(s) in Inductor's cudagraph trees, "
+            "0 cudagraph skips)",
+        ),
+    ]
+    checks = gpu_check.runtime_checks(H200 / "cuda-graphs", "cuda-graphs")
+    assert [(c["ok"], c["detail"]) for c in checks] == [
+        (True, "cuda-graphs b1: cuda_graphs_used True"),
+        (True, "cuda-graphs b8: cuda_graphs_used True"),
+    ]
+    assert gpu_check.runtime_checks(H200 / "pytorch", "pytorch") == []  # nothing to say of eager runs
+
+
+def _run_dir(tmp_path: Path, details: list[dict[str, Any] | None], status: str = "ok") -> Path:
+    """A synthetic run directory: run.json only, one configuration per ``details`` (batch 1, 8, ...)."""
+    run = tmp_path / "synthetic-run"
+    run.mkdir()
+    configs = [
+        {"batch_size": b, "seq_len": 128, "status": status, "runtime_details": d}
+        for b, d in zip((1, 8, 16), details, strict=False)
+    ]
+    (run / "run.json").write_text(json.dumps({"synthetic": True, "configs": configs}))
+    return run
+
+
+def test_gpu_check_asks_an_onnx_cuda_run_for_the_cuda_provider_and_its_copies(tmp_path: Path) -> None:
+    gpu_check = _load_benchmark("gpu_check")
+    on_cuda = {
+        "runtime": "onnx",
+        "providers": ["CUDAExecutionProvider", "CPUExecutionProvider"],
+        "provider_used": "CUDAExecutionProvider",
+        "io_binding": True,
+        "memcpy_nodes": 0,
+        "cuda_graph": False,
+        "cuda_graphs_used": False,
+        "capture_runs_in_prepare": 0,
+    }
+    fell_back = {
+        **on_cuda,
+        "provider_used": "CPUExecutionProvider",
+        "io_binding": False,
+        "memcpy_nodes": None,
+    }
+    copies = {**on_cuda, "memcpy_nodes": 25}
+    checks = gpu_check.runtime_checks(_run_dir(tmp_path, [on_cuda, fell_back, copies]), "onnx-cuda")
+    assert [(c["check"], c["ok"], c["detail"]) for c in checks] == [
+        ("ORT on the CUDA provider", True, "onnx-cuda b1: CUDAExecutionProvider, IO binding True"),
+        ("ORT Memcpy nodes", True, "onnx-cuda b1: 0 host<->device copy nodes ORT inserted"),
+        ("ORT on the CUDA provider", False, "onnx-cuda b8: CPUExecutionProvider, IO binding False"),
+        ("ORT Memcpy nodes", False, "onnx-cuda b8: None host<->device copy nodes ORT inserted"),
+        ("ORT on the CUDA provider", True, "onnx-cuda b16: CUDAExecutionProvider, IO binding True"),
+        ("ORT Memcpy nodes", False, "onnx-cuda b16: 25 host<->device copy nodes ORT inserted"),
+    ]
+
+
+def test_gpu_check_asks_an_onnx_cuda_graphs_run_for_its_capture(tmp_path: Path) -> None:
+    gpu_check = _load_benchmark("gpu_check")
+    captured = {
+        "runtime": "onnx-cuda-graphs",
+        "provider_used": "CUDAExecutionProvider",
+        "io_binding": True,
+        "memcpy_nodes": 0,
+        "cuda_graph": True,
+        "cuda_graphs_used": True,
+        "capture_runs_in_prepare": 3,
+    }
+    checks = gpu_check.runtime_checks(_run_dir(tmp_path, [captured, None], status="ok"), "onnx-cuda-graphs")
+    assert [(c["check"], c["ok"], c["detail"]) for c in checks] == [
+        ("ORT on the CUDA provider", True, "onnx-cuda-graphs b1: CUDAExecutionProvider, IO binding True"),
+        ("ORT Memcpy nodes", True, "onnx-cuda-graphs b1: 0 host<->device copy nodes ORT inserted"),
+        (
+            "runtime used CUDA graphs",
+            True,
+            "onnx-cuda-graphs b1: cuda_graphs_used True (3 runs in prepare allocate and capture)",
+        ),
+        ("runtime details", False, "onnx-cuda-graphs b8: run.json holds no runtime_details"),
+    ]
+
+
+def test_gpu_check_collects_onnx_on_the_gpu_only_where_the_cuda_provider_is_built_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    gpu_check = _load_benchmark("gpu_check")
+    ran: list[list[str]] = []
+
+    def fake_step(argv: list[str], timeout: float, cwd: Path) -> dict[str, Any]:
+        ran.append(argv)
+        return {"argv": argv, "rc": 0}
+
+    monkeypatch.setattr(gpu_check, "preflight", lambda device: None)
+    monkeypatch.setattr(gpu_check, "environment", lambda device: {})
+    monkeypatch.setattr(gpu_check, "run_step", fake_step)
+    monkeypatch.setattr(gpu_check, "nsys_for_check", lambda: None)
+    monkeypatch.setenv("TRACEKIT_NO_PROGRESS", "unset by the test")
+    monkeypatch.delenv("TRACEKIT_NO_PROGRESS")
+    for providers in (
+        ["AzureExecutionProvider", "CPUExecutionProvider"],
+        ["CUDAExecutionProvider", "CPUExecutionProvider"],
+    ):
+        ort = types.ModuleType("onnxruntime")
+        ort.get_available_providers = lambda providers=providers: list(providers)  # type: ignore[attr-defined]
+        monkeypatch.setitem(sys.modules, "onnxruntime", ort)
+        ran.clear()
+        out = tmp_path / str(len(providers) + ("CUDAExecutionProvider" in providers))
+        only = ["onnx-cpu", "onnx-cuda", "onnx-cuda-graphs"]
+        assert gpu_check.main(["-o", str(out), "--no-bundle", "--only", *only]) == 0
+        summary = json.loads((out / "gpu_check.json").read_text())
+        steps = [a[a.index("-o") + 1].rsplit("/", 1)[1] for a in ran]
+        if "CUDAExecutionProvider" in providers:
+            assert steps == ["onnx-cpu", "onnx-cuda", "onnx-cuda-graphs"]
+            cuda_runs = {a[a.index("--runtime") + 1]: a for a in ran[1:]}
+            for argv in cuda_runs.values():
+                assert argv[argv.index("--device") + 1] == "cuda:0"
+                assert argv[argv.index("--precision") + 1] == "fp16"
+                assert argv[argv.index("--profiler") + 1] == "torch"
+                assert argv[argv.index("--iters") + 1] == "20"  # not the CPU step's 10
+            assert sorted(cuda_runs) == ["onnx", "onnx-cuda-graphs"]
+        else:
+            assert steps == ["onnx-cpu"]
+            assert summary["steps"]["onnx-cuda"] == {
+                "left out": "onnxruntime has no CUDAExecutionProvider here (AzureExecutionProvider, "
+                "CPUExecutionProvider): the CPU build"
+            }
+            assert summary["steps"]["onnx-cuda-graphs"] == summary["steps"]["onnx-cuda"]
