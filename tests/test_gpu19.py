@@ -475,3 +475,83 @@ def test_gpu_check_collects_onnx_on_the_gpu_only_where_the_cuda_provider_is_buil
                 "CPUExecutionProvider): the CPU build"
             }
             assert summary["steps"]["onnx-cuda-graphs"] == summary["steps"]["onnx-cuda"]
+
+
+# -- torch.cuda graphs: the documented capture order, pinned ----------------------------------------------------
+# torch 2.13 docs (CUDA Graphs, "Whole-network capture") and torch/cuda/graphs.py: warm up on a side stream that
+# first waits on the current stream, make the current stream wait on the side stream, then capture inside
+# torch.cuda.graph (whose __enter__ synchronizes the device, empties the cache and switches to its own capture
+# stream), replay with graph.replay() and synchronize before reading the clock.
+def _fake_cuda_torch(monkeypatch: pytest.MonkeyPatch, log: list[str]) -> types.ModuleType:
+    import contextlib
+
+    torch = _fake_torch(monkeypatch)
+
+    class Stream:
+        def __init__(self, name: str) -> None:
+            self.name = name
+
+        def wait_stream(self, other: Stream) -> None:
+            log.append(f"{self.name}.wait_stream({other.name})")
+
+    @contextlib.contextmanager
+    def entered(what: str) -> Any:
+        log.append(f"enter {what}")
+        yield
+        log.append(f"exit {what}")
+
+    class Graph:
+        def replay(self) -> None:
+            log.append("replay")
+
+    torch.device = lambda d: d  # type: ignore[attr-defined]
+    torch.inference_mode = lambda: entered("inference_mode")  # type: ignore[attr-defined]
+    torch.cuda.device = lambda d: entered(f"device {d}")  # type: ignore[attr-defined]
+    torch.cuda.Stream = lambda device=None: log.append(f"Stream({device})") or Stream("side")  # type: ignore[attr-defined]
+    torch.cuda.current_stream = lambda device=None: Stream("current")  # type: ignore[attr-defined]
+    torch.cuda.stream = lambda s: entered(f"stream {s.name}")  # type: ignore[attr-defined]
+    torch.cuda.CUDAGraph = lambda: log.append("CUDAGraph()") or Graph()  # type: ignore[attr-defined]
+    torch.cuda.graph = lambda g: entered("graph capture")  # type: ignore[attr-defined]
+    torch.cuda.synchronize = lambda device=None: log.append(f"synchronize({device})")  # type: ignore[attr-defined]
+    return torch
+
+
+def test_cuda_graphs_warms_up_on_a_side_stream_then_captures_then_replays_and_syncs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracekit.collectors.runtimes.base import RunContext
+    from tracekit.collectors.runtimes.cuda_graphs import CAPTURE_WARMUP, CudaGraphsRuntime
+
+    log: list[str] = []
+    _fake_cuda_torch(monkeypatch, log)
+    inputs = (types.SimpleNamespace(clone=lambda: log.append("clone") or "static"),)
+    model = types.SimpleNamespace(module=lambda *x: log.append(f"forward{x}") or "out")
+    rt = CudaGraphsRuntime()
+    rt.prepare(RunContext(model=model, inputs=inputs, device="cuda:1", precision="fp16"))
+    assert CAPTURE_WARMUP == 3
+    assert log == [
+        "clone",
+        "enter device cuda:1",
+        "Stream(cuda:1)",
+        "side.wait_stream(current)",  # the side stream sees the static inputs the current stream wrote
+        "enter stream side",
+        "enter inference_mode",
+        "forward('static',)",
+        "forward('static',)",
+        "forward('static',)",
+        "exit inference_mode",
+        "exit stream side",
+        "current.wait_stream(side)",  # the capture starts after the warm-up finished
+        "CUDAGraph()",
+        "enter graph capture",
+        "enter inference_mode",
+        "forward('static',)",  # the one captured forward, on the inputs the warm-up used
+        "exit inference_mode",
+        "exit graph capture",
+        "exit device cuda:1",
+        "synchronize(cuda:1)",
+    ]
+    log.clear()
+    assert rt.run() == "out" and log == ["replay"]  # the timed run replays; the output stays the static one
+    rt.sync()
+    assert log == ["replay", "synchronize(cuda:1)"]
