@@ -1233,6 +1233,9 @@ class Assignment:
     shared: tuple[int, tuple[int, ...]] = (0, ())
     #: the range name asked for (``--range``; None: chosen by the default rules)
     range_asked: str | None = None
+    #: ops placed by their calls whose own times lie more than :data:`LAUNCH_DELAY_MAX_NS` away: their start
+    #: and end are taken as unknown (null) in ``ops``, and said (:func:`assign`)
+    damaged_times: int = 0
 
     @property
     def ranges(self) -> pl.DataFrame:
@@ -1296,7 +1299,16 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
     # first), so that its cause does not depend on which ops the windows hold.
     ops = ops.drop("pid", "correlation").with_columns(call, iteration, missing.alias("no_launch"))
     return Assignment(
-        choice, device, ops, calls, unassigned, warnings, lost, (shared_ops, tuple(shared)), range_name
+        choice,
+        device,
+        ops,
+        calls,
+        unassigned,
+        warnings,
+        lost,
+        (shared_ops, tuple(shared)),
+        range_name,
+        damaged,
     )
 
 
@@ -1629,7 +1641,7 @@ def _with_run_shapes(
     return frame, None, [], [said], []
 
 
-#: ``meta`` key a reader sets when it has warned that GPU ops have no end time (the Kineto reader's
+#: ``meta`` key a reader sets when it has warned that GPU ops have no start or no end time (the Kineto reader's
 #: :data:`tracekit.readers.kineto.OPS_WITHOUT_END`): :func:`measure_gaps` does not say it again
 OPS_WITHOUT_END = "ops_without_end"
 
@@ -1664,10 +1676,15 @@ def measure_gaps(
         ops = ops.filter(pl.col("iteration").is_not_null())
     if has_ops and ops.is_empty():
         warnings.append(f"{NO_WORK_INSIDE_WARNING} the {name!r} ranges")
-    for missing in ("start", "end"):
-        count = ops.get_column(missing).null_count()
+    # (an op without a start has no end either: the end line counts those with a start only; the ops whose
+    # damaged times assign() took as unknown were said there)
+    counts = ops.select(
+        start=pl.col("start").null_count() - assignment.damaged_times,
+        end=(pl.col("start").is_not_null() & pl.col("end").is_null()).sum(),
+    ).row(0, named=True)
+    for missing, count in counts.items():
         # (a reader that said so already, for the trace's ops: one line for one fact)
-        if count and not (missing == "end" and trace.meta.get(OPS_WITHOUT_END)):
+        if count > 0 and not trace.meta.get(OPS_WITHOUT_END):
             warnings.append(
                 f"{count} device ops in the iterations have no {missing} time (not recorded): they count as "
                 "kernels but not in GPU busy time, which is short by however long they ran"
@@ -2486,7 +2503,8 @@ def _untimed_withheld(
             gaps,
             [
                 f"{len(untimed)} of {frame.height} iterations (index {', '.join(map(str, indices))}) hold device ops "
-                "none of which has a start or end time (not recorded): their GPU busy time, utilization and idle time "
+                "none of which has a start or end time (not recorded, or damaged): their GPU busy time, utilization and "
+                "idle time "
                 "are not known and not shown; their kernels count",
                 *said,
             ],

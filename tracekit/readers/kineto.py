@@ -26,11 +26,13 @@ many-trace summary; ``distributedInfo.pg_config``'s NCCL groups of two or more r
 (``Collective name``, ``Process Group Name``, ``Process Group Ranks``) is ``meta["collective_args"]``
 (:func:`collective_args`: read for the kernels that carry them only, never a column of every op).
 
-Unreadable values: complete events without a readable ``ts`` are skipped, and a warning counts them. A GPU
+Unreadable values: complete events without a readable ``ts`` are skipped, and a warning counts them, but for
+GPU ops: one without a ``ts`` still ran, and keeps its place by its launch call with a null ``start`` and
+``end`` (a kernel of unknown time; it had been dropped, and its iteration read 'framework', sure of it). A GPU
 op whose ``dur`` does not read (null, missing, NaN/Infinity, not a number, past int64 ns) keeps its place
-with a null ``end`` (no end time, as nsys leaves a NULL end: it counts as an op but in no busy time), and a
-warning counts them (``meta["ops_without_end"]``, :data:`OPS_WITHOUT_END`, says the reader did, so the
-analysis does not repeat it); the other events read such a duration as 0.
+with a null ``end`` (no end time, as nsys leaves a NULL end: it counts as an op but in no busy time). A warning
+counts each (``meta["ops_without_end"]``, :data:`OPS_WITHOUT_END`, says the reader did, so the analysis does
+not repeat it); the other events read such a duration as 0.
 
 Not Kineto traces, named in one line (TraceFormatError) rather than analyzed: a trace without device ops that
 holds an accelerator's runtime calls of a backend whose device work tracekit does not read (Intel Gaudi's
@@ -966,8 +968,8 @@ def _cpu_ops(top_level: pl.DataFrame) -> pl.DataFrame:
     )
 
 
-#: ``meta`` key: how many GPU ops have no end time (unreadable ``dur``), set when the reader has warned about
-#: them (:func:`tracekit.analyzers.iterations.measure_gaps` then does not repeat it)
+#: ``meta`` key: how many GPU ops have no end time (unreadable ``ts`` or ``dur``), set when the reader has warned
+#: about them (:func:`tracekit.analyzers.iterations.measure_gaps` then does not repeat it)
 OPS_WITHOUT_END = "ops_without_end"
 
 
@@ -1458,7 +1460,11 @@ def wire_rows(
             frame = frame.filter(~is_python)
     bad_ts = frame.get_column("start").null_count()
     if bad_ts:
-        frame = frame.filter(pl.col("start").is_not_null())
+        # (a device op without a start time still ran: it stays, untimed -- its call places it, and the
+        # analysis counts it as a kernel of unknown time --, where other events without one are skipped)
+        dropped = pl.col("start").is_null() & ~pl.col("cat_l").is_in(list(OP_CATEGORIES))
+        bad_ts = int(frame.select(dropped.sum()).item())
+        frame = frame.filter(~dropped)
     return frame.select("cat_l", *_ROW_COLUMNS), categories, first, bad_ts
 
 
@@ -2469,13 +2475,21 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
             )
         elif orphans:
             warnings.append(_orphans_warning(ops, api))
-        no_end = ops.get_column("end").null_count()
-        if no_end:
-            warnings.append(
-                f"{no_end} of {ops.height} GPU ops (kernel, memcpy, memset events) have no readable dur (null, negative, "
-                "missing, NaN, Infinity or not a number): they have no end time, so they count as kernels but "
-                "not in GPU busy time, which is short by however long they ran"
-            )
+        no_start, no_end = ops.select(
+            no_start=pl.col("start").null_count(),
+            no_end=(pl.col("start").is_not_null() & pl.col("end").is_null()).sum(),
+        ).row(0)
+        for count, field, unread, time in (
+            (no_start, "ts", "null, missing, NaN, Infinity or not a number", "start"),
+            (no_end, "dur", "null, negative, missing, NaN, Infinity or not a number", "end"),
+        ):
+            if count:
+                warnings.append(
+                    f"{count} of {ops.height} GPU ops (kernel, memcpy, memset events) have no readable {field} "
+                    f"({unread}): they have no {time} time, so they count as kernels but not in GPU busy time, "
+                    "which is short by however long they ran"
+                )
+        no_end += no_start
         shared_ids = int(ops.get_column("shared_id").sum())
         if shared_ids:
             warnings.append(_shared_ids_warning(ops, api, shared_ids))
