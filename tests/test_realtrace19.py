@@ -8,7 +8,8 @@ import polars as pl
 import pytest
 
 from tests.builders import kernels_trace
-from tracekit.analyzers.identify import kernel_type, precision_from_kernels
+from tracekit.analyzers.identify import kernel_type, precision_from_kernels, runtime_from_content
+from tracekit.model import Trace
 
 # ------------------------------------------------------------------------------ int8 kernel names
 
@@ -80,3 +81,77 @@ def test_real_cutlass_int8_report_reads_int8(real_traces) -> None:
         "int8",
         "kernel names: 100% of typed kernel time is int8 (3 kernels)",
     )
+
+
+# ------------------------------------------------------------------------------ a compiled helper
+
+
+def _runtime_trace(kernels: list[str], ranges: list[str], aten_ops: int) -> Trace:
+    """SYNTHETIC: kernels of 100 ns back to back, ranges by name, a Kineto CPU-operator summary of
+    ``aten_ops`` ``aten::linear`` operators (the Kineto reader's contract)."""
+    n = len(kernels)
+    ops = pl.DataFrame(
+        {
+            "start": [i * 100 for i in range(n)],
+            "end": [i * 100 + 100 for i in range(n)],
+            "kind": ["kernel"] * n,
+            "name": kernels,
+            "graph": [None] * n,
+        },
+        schema_overrides={"graph": pl.Int64},
+    )
+    rng = pl.DataFrame({"start": [0] * len(ranges), "end": [10] * len(ranges), "name": ranges})
+    summary = {
+        "count": aten_ops,
+        "names": {"aten::linear": aten_ops},
+        "namespaces": {"aten": aten_ops},
+        "launches": n,
+        "launches_outside_ops": 0.0,
+    }
+    return Trace(ops=ops, ranges=rng, meta={"synthetic": True, "cpu_op_summary": summary})
+
+
+ATEN = "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<c10::BFloat16>>(int)"
+#: vLLM compiles VocabParallelEmbedding's get_masked_input_and_mask with torch.compile even in eager mode:
+#: the B200 eager trace holds this one Inductor kernel (and one 'Torch-Compiled Region') among 768 kernels.
+MASK_KERNEL = "triton_poi_fused_add_bitwise_and_bitwise_not_bitwise_or_ge_lt_mul_sub_0"
+
+
+def test_one_compiled_helper_does_not_make_an_eager_model_compiled() -> None:
+    """1 Inductor kernel among 400 (0.25%) beside 300 aten operators: the model runs eager. It read 'compile'
+    ('1 Inductor/Triton kernel name(s) (triton_*)'), over a file name that said 'eager'."""
+    found = runtime_from_content(
+        _runtime_trace([MASK_KERNEL, *[ATEN] * 399], ["Torch-Compiled Region: 0/1"], aten_ops=300)
+    )
+    assert found is not None
+    assert (found.value, found.evidence) == (
+        "pytorch",
+        "300 aten:: operators, no TorchScript markers; torch.compile only around a helper "
+        "(1 of 400 kernels from Inductor: 0.25%)",
+    )
+
+
+def test_a_compiled_model_is_still_compile() -> None:
+    """2 Inductor kernels of 400 (0.5%, the bound) and 40 of 400: compiled, as before."""
+    for n in (2, 40):
+        found = runtime_from_content(
+            _runtime_trace([*[MASK_KERNEL] * n, *[ATEN] * (400 - n)], ["Torch-Compiled Region: 0/1"], 300)
+        )
+        assert found is not None
+        assert (found.value, found.evidence) == ("compile", "1 Inductor/Triton kernel name(s) (triton_*)")
+
+
+def test_real_b200_vllm_eager_reads_pytorch(real_traces) -> None:
+    """The TraceLens B200 trace is vLLM eager (its MANIFEST; the file name says 'eager'): 1 Inductor kernel of
+    768 (VocabParallelEmbedding's compiled mask). The MI300 full-graph trace (48 of 425, 11%) stays compiled."""
+    from tracekit.readers import read_trace
+
+    b200 = runtime_from_content(read_trace(real_traces / "tracelens" / "b200_vllm_eager.json.gz"))
+    assert b200 is not None
+    assert b200.value == "pytorch"
+    assert b200.evidence.endswith(
+        "torch.compile only around a helper (1 of 768 kernels from Inductor: 0.13%)"
+    )
+    graphs = runtime_from_content(read_trace(real_traces / "tracelens" / "vllm_decode_full_graphs.json.gz"))
+    assert graphs is not None
+    assert graphs.value == "compile-cudagraphs"
