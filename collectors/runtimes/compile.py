@@ -113,7 +113,12 @@ class CompileCudaGraphsRuntime(CompileRuntime):
 
     def describe(self) -> dict[str, Any]:
         """Adds ``cuda_graphs_used`` (graphs recorded and no skip), ``graphs_recorded`` and
-        ``cudagraph_skips`` (Inductor's skip decisions since :meth:`prepare`)."""
+        ``cudagraph_skips`` (Inductor's skip decisions since :meth:`prepare`).
+
+        ``graphs_recorded`` is what Inductor's cudagraph trees hold on the device in this process: a fresh worker
+        process per run (the default) gives the configuration's own graphs, but an ``--in-process`` sweep adds
+        up its configurations (the H200 check's compile-cudagraphs b8 read 2: b1's graph and its own; its
+        traces launch 1 graph per iteration). Which graphs a configuration replayed is in its trace."""
         index = self.ctx.cuda_index if self.ctx is not None else None
         graphs = recorded_graphs(index) if index is not None else 0
         skips = cudagraph_skips() - getattr(self, "_skips_before", 0)
