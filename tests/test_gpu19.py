@@ -555,3 +555,85 @@ def test_cuda_graphs_warms_up_on_a_side_stream_then_captures_then_replays_and_sy
     assert rt.run() == "out" and log == ["replay"]  # the timed run replays; the output stays the static one
     rt.sync()
     assert log == ["replay", "synchronize(cuda:1)"]
+
+
+# -- ORT: the plain session that gives onnx-cuda-graphs its output shape is gone before the capture runs -------------
+# onnxruntime 1.32 (onnxruntime_inference_collection.py): an IOBinding keeps its session (``_session``, checked by
+# run_with_iobinding: "IOBinding must be used with the session that created it.") and its ORT-allocated outputs
+# are OrtValues in that session's CUDA arena. ``del plain`` alone left the session alive through its binding
+# until prepare returned: during the graph session's allocating and capture runs two sessions held the weights
+# and their arenas on the GPU.
+class _OrtFakeSession:
+    def __init__(self, fake: _OrtFake, path: str, sess_options: Any = None, providers: Any = None) -> None:
+        import weakref
+
+        self.fake = fake
+        self.graph = providers[0][1].get("enable_cuda_graph") == "1"
+        fake.alive.append(weakref.ref(self))
+        self.runs = 0
+
+    def get_providers(self) -> list[str]:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+    def get_inputs(self) -> list[Any]:
+        return [types.SimpleNamespace(name="input_ids"), types.SimpleNamespace(name="attention_mask")]
+
+    def get_outputs(self) -> list[Any]:
+        return [types.SimpleNamespace(name="output", type="tensor(float16)")]
+
+    def io_binding(self) -> Any:
+        session = self
+        return types.SimpleNamespace(
+            _session=session,  # as ORT's IOBinding keeps it
+            bind_input=lambda *a: None,
+            bind_output=lambda *a, **k: None,
+            get_outputs=lambda: [types.SimpleNamespace(shape=lambda: [1, 128, 768], _session=session)],
+        )
+
+    def run_with_iobinding(self, binding: Any, run_options: Any = None) -> None:
+        assert binding._session is self
+        self.runs += 1
+        if self.graph:  # how many sessions are alive while the graph session runs
+            import gc
+
+            gc.collect()
+            self.fake.alive_during_graph_runs.append(sum(1 for ref in self.fake.alive if ref() is not None))
+
+
+class _OrtFake(types.ModuleType):
+    def __init__(self) -> None:
+        super().__init__("onnxruntime")
+        self.__version__ = "1.32.0"
+        self.alive: list[Any] = []
+        self.alive_during_graph_runs: list[int] = []
+        self.SessionOptions = lambda: types.SimpleNamespace()
+        self.InferenceSession = lambda path, sess_options=None, providers=None: _OrtFakeSession(
+            self, path, sess_options, providers
+        )
+
+    def get_available_providers(self) -> list[str]:
+        return ["CUDAExecutionProvider", "CPUExecutionProvider"]
+
+
+def test_onnx_cuda_graphs_frees_its_shape_session_before_capturing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tracekit.collectors.runtimes import onnx as onnx_mod
+    from tracekit.collectors.runtimes.base import RunContext
+
+    torch = _fake_torch(monkeypatch)
+    for name in ("float32", "float16", "int64", "int32"):
+        setattr(torch, name, name)
+    torch.empty = lambda shape, dtype=None, device=None: types.SimpleNamespace(  # type: ignore[attr-defined]
+        dtype=dtype, data_ptr=lambda: 0x7F00
+    )
+    torch.cuda.synchronize = lambda device=None: None  # type: ignore[attr-defined]
+    monkeypatch.setattr(onnx_mod, "_np_dtype", lambda tensor: "np")
+    ort = _OrtFake()
+    monkeypatch.setitem(sys.modules, "onnxruntime", ort)
+    monkeypatch.setattr(onnx_mod, "export_onnx", lambda *a, **k: Path("/nonexistent/synthetic-bert.onnx"))
+    tensor = types.SimpleNamespace(shape=(1, 128), contiguous=lambda: tensor, data_ptr=lambda: 0x7E00)
+    model = types.SimpleNamespace(input_names=["input_ids", "attention_mask"], kind="text")
+    rt = onnx_mod.OnnxCudaGraphsRuntime()
+    rt.prepare(RunContext(model=model, inputs=(tensor, tensor), device="cuda:0", precision="fp16"))
+    assert len(ort.alive) == 2  # the graph session and the plain one that gave the output shape
+    # before: [2, 2, 2], the plain session kept alive by its IO binding through every capture run
+    assert ort.alive_during_graph_runs == [1, 1, 1]

@@ -401,7 +401,10 @@ class OnnxRuntime(Runtime):
                 "tensor(float16)": torch.float16,
                 "tensor(int64)": torch.int64,
             }[plain.get_outputs()[0].type]
-            del plain
+            # The binding keeps its session (IOBinding._session) and its output lives in that session's arena:
+            # both go now, not after the capture runs below, which would otherwise run beside a second copy of
+            # the weights and a second CUDA arena.
+            del pb, plain
         self.output = torch.empty(tuple(shape), dtype=dtype, device=f"cuda:{self.device_id}")
         self.binding.bind_output(
             out_name, "cuda", self.device_id, _np_dtype(self.output), tuple(shape), self.output.data_ptr()
