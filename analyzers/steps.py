@@ -33,7 +33,8 @@ step ranges that start inside it: *mixed* when they include prefill and decode w
 else their common class. Only the outermost step ranges count (:func:`outermost_steps`): one inside another
 of its process is the same step annotated twice (SGLang's ``step[DECODE bs=32]`` inside
 ``execute_32_context_0(...)_generation_32(...)`` in the real SGLang traces), whose requests summed would count
-twice. Iterations with no recognised step name stay unclassified (null).
+twice. Iterations with no recognised step name stay unclassified (null). A step in vLLM's format holding an
+SGLang ``step[...]`` of its process is SGLang's (its scheduler writes both there): ``step_engine`` is "SGLang".
 
 Recorded shapes (Kineto ``Input Dims``) are not used: the trace model does not carry them.
 """
@@ -185,12 +186,13 @@ def outermost_steps(trace: Trace) -> pl.DataFrame:
     return steps.filter(~held).sort(["start", "_row"]).drop("_row")
 
 
-def _inner_steps(own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
-    """(iteration, name) of the outermost engine step ranges of ``trace`` (:func:`outermost_steps`) that start
-    inside each iteration's range *of the same process* (two engines in one trace, data-parallel ranks each
-    with its own ``ProfilerStep``, run their steps side by side: one engine's step is no step of the other's
-    iteration); by time alone where a range or an iteration has no process (a reader that records none)."""
-    inner = outermost_steps(trace).select("start", "name", "pid")
+def _inner_steps(own: pl.DataFrame, trace: Trace, steps: pl.DataFrame | None = None) -> pl.DataFrame:
+    """(iteration, name) of the outermost engine step ranges of ``trace`` (:func:`outermost_steps`; or of
+    ``steps``: ``start``, ``name``, ``pid``) that start inside each iteration's range *of the same process*
+    (two engines in one trace, data-parallel ranks each with its own ``ProfilerStep``, run their steps side by
+    side: one engine's step is no step of the other's iteration); by time alone where a range or an iteration
+    has no process (a reader that records none)."""
+    inner = (outermost_steps(trace) if steps is None else steps).select("start", "name", "pid")
     if inner.is_empty() or own.is_empty():
         return pl.DataFrame(schema={"iteration": pl.Int64, "name": pl.String})
     if "pid" not in own.columns:
@@ -242,12 +244,37 @@ def step_classes(ranges: pl.DataFrame, trace: Trace | None = None) -> pl.DataFra
         .with_columns(pl.lit(True).alias("_k"))
         .with_columns(_class_of("_p", "_d", "_k"))
     )
+    if trace is not None:
+        per_iteration = _sglang_in_vllm_format(per_iteration, own, trace)
     return own.select("iteration").join(
         per_iteration.select(
             "iteration", "step_engine", "step_class", "context_requests", "generation_requests"
         ),
         on="iteration",
         how="left",
+    )
+
+
+def _sglang_in_vllm_format(per_iteration: pl.DataFrame, own: pl.DataFrame, trace: Trace) -> pl.DataFrame:
+    """``per_iteration`` with ``step_engine`` "SGLang" for the iterations read as vLLM steps that hold an SGLang
+    ``step[...]`` range of their process: SGLang's scheduler opens its steps in vLLM's detailed format too
+    (``execute_32_context_0(sq0sk0...)_generation_32(...)`` around ``step[DECODE bs=32]`` in the real TraceLens
+    SGLang traces, opened in sglang/srt/managers/scheduler.py's ``_run_batch_inner``); vLLM writes no
+    ``step[...]``. The classes and request counts are the vLLM-format name's, the same step's."""
+    vllm = per_iteration.filter(pl.col("step_engine") == "vLLM")
+    if vllm.is_empty():
+        return per_iteration
+    sglang = trace.ranges.filter(on_host() & pl.col("name").str.contains(ENGINE_STEPS["SGLang"]))
+    if sglang.is_empty():
+        return per_iteration
+    pid = pl.col("pid").cast(pl.Int64) if "pid" in sglang.columns else pl.lit(None, pl.Int64).alias("pid")
+    sglang = sglang.select("start", "name", pid)
+    held = _inner_steps(own.join(vllm.select("iteration"), on="iteration", how="semi"), trace, sglang)
+    return per_iteration.with_columns(
+        pl.when(pl.col("iteration").is_in(held.get_column("iteration").implode()))
+        .then(pl.lit("SGLang"))
+        .otherwise(pl.col("step_engine"))
+        .alias("step_engine")
     )
 
 

@@ -155,3 +155,67 @@ def test_real_b200_vllm_eager_reads_pytorch(real_traces) -> None:
     graphs = runtime_from_content(read_trace(real_traces / "tracelens" / "vllm_decode_full_graphs.json.gz"))
     assert graphs is not None
     assert graphs.value == "compile-cudagraphs"
+
+
+# ------------------------------------------------------------------------------ SGLang steps in vLLM's format
+
+
+def _serving_trace(inner: str | None) -> Trace:
+    """SYNTHETIC: one process's two steps in vLLM's detailed format (0-10 us and 20-30 us), each holding
+    ``inner`` (1-9 us and 21-29 us) when given; one kernel of 2 us in each step."""
+    outer = [
+        "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk100sqsq32sqsk100)",
+        "execute_32_context_0(sq0sk0sqsq0sqsk0)_generation_32(sq32sk132sqsq32sqsk132)",
+    ]
+    names, starts, ends = list(outer), [0, 20_000], [10_000, 30_000]
+    if inner is not None:
+        names += [inner, inner]
+        starts += [1_000, 21_000]
+        ends += [9_000, 29_000]
+    n = len(names)
+    ranges = pl.DataFrame(
+        {
+            "start": starts,
+            "end": ends,
+            "name": names,
+            "pid": [7] * n,
+            "thread": [1] * n,
+            "device": [None] * n,
+        },
+        schema_overrides={"device": pl.Int32},
+    )
+    return Trace(
+        ops=pl.DataFrame({"start": [2_000, 22_000], "end": [4_000, 24_000], "kind": ["kernel"] * 2}),
+        ranges=ranges,
+        meta={"synthetic": True},
+    )
+
+
+@pytest.mark.parametrize(("inner", "engine"), [("step[DECODE bs=32]", "SGLang"), (None, "vLLM")])
+def test_steps_in_vllm_format_holding_sglang_steps_are_sglang(inner: str | None, engine: str) -> None:
+    """SGLang's scheduler opens its step in vLLM's detailed format around its own ``step[DECODE bs=32]`` (the
+    real TraceLens SGLang traces: the range starts inside sglang/srt/managers/scheduler.py's _run_batch_inner).
+    Each iteration's engine read 'vLLM'; the classes and counts (decode, 0 + 32) were right and stay."""
+    from tracekit.analyzers.ranges import choose_ranges
+    from tracekit.analyzers.steps import step_classes
+
+    trace = _serving_trace(inner)
+    classes = step_classes(choose_ranges(trace)[0], trace)
+    assert classes.select("step_engine", "step_class", "context_requests", "generation_requests").rows() == [
+        (engine, "decode", 0, 32),
+        (engine, "decode", 0, 32),
+    ]
+
+
+def test_real_sglang_traces_name_sglang(real_traces) -> None:
+    """TraceLens's SGLang decode and prefill traces: engine SGLang, classes decode (0 + 32) and prefill (15 + 0)."""
+    import tracekit
+
+    for name, row in (
+        ("sglang_qwen3-8b_decode", ("SGLang", "decode", 0, 32)),
+        ("sglang_qwen3-8b_prefilldecode", ("SGLang", "prefill", 15, 0)),
+        ("vllm_decode_full_graphs", ("vLLM", "decode", 0, 32)),
+    ):
+        result = tracekit.analyze(real_traces / "tracelens" / f"{name}.json.gz")
+        got = result.iterations.select("step_engine", "step_class", "context_requests", "generation_requests")
+        assert got.rows() == [row], name
