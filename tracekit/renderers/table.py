@@ -305,6 +305,14 @@ def _rows_list(numbers: Sequence[int]) -> str:
     return ", ".join(str(n) for n in numbers)
 
 
+#: Under a table that shows the untraced latency beside the traced one (not --paper, which says it its way).
+UNTRACED_LEGEND = (
+    "traced latency: the mean of every analyzed iteration (profiler on); untraced latency: the median of the "
+    "same configuration timed without a profiler (run.json or the trace's sidecar; an older run's latency.csv), "
+    "after the stability rules"
+)
+
+
 def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list[str]:
     """Lines under the terminal table: what each row is (trace file, evidence), markers, metric sources."""
     rows = doc["rows"]
@@ -347,11 +355,14 @@ def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list
         )
     if paper:
         lines.append(
-            "latency: traced (profiler on) for measured rows, published for 'pub' rows; untraced: the same "
-            "configuration timed without a profiler (run.json); measured / published uses the untraced latency "
-            "('(traced)' where the run has none), only where batch size and precision match the study's "
+            "latency: traced (profiler on) for measured rows, published for 'pub' rows; untraced: the median of "
+            "the same configuration timed without a profiler (run.json); measured / published uses the untraced "
+            "latency ('(traced)' where the run has none), only where batch size and precision match the study's "
             "(≠: what differs, ?: unknown)"
         )
+    elif any(r.get("untraced_latency_ms") is not None for r in rows):
+        # two latencies of one configuration side by side, often 2x apart: say which statistic each is
+        lines.append(UNTRACED_LEGEND)
     return lines
 
 

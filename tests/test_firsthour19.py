@@ -1,0 +1,155 @@
+"""firsthour19: a new user's first hour (README top to bottom from a fresh clone and a fresh virtualenv, the
+Python API, --help, formats, error messages). Inputs are hand-built (synthetic) traces written in the test."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import run_cli, small_trace_events
+
+# ------------------------------------------------------------------------ hand-built inputs
+
+
+def _kineto(path: Path, durations_us: list[int], kernel: str = "k") -> Path:
+    """A Kineto trace (SYNTHETIC): one ``iteration`` annotation per duration (µs), 100 µs apart, each with one
+    launch at +10 µs (5 µs long) and one 10-µs kernel named ``kernel`` at +30 µs."""
+    events: list[dict[str, Any]] = []
+    t = 1_000_000
+    for corr, dur in enumerate(durations_us, start=1):
+        events += [
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "iteration",
+                "pid": 1,
+                "tid": 1,
+                "ts": t,
+                "dur": dur,
+            },
+            {
+                "ph": "X",
+                "cat": "cuda_runtime",
+                "name": "cudaLaunchKernel",
+                "pid": 1,
+                "tid": 1,
+                "ts": t + 10,
+                "dur": 5,
+                "args": {"correlation": corr},
+            },
+            {
+                "ph": "X",
+                "cat": "kernel",
+                "name": kernel,
+                "pid": 0,
+                "tid": 7,
+                "ts": t + 30,
+                "dur": 10,
+                "args": {"correlation": corr, "device": 0, "stream": 7},
+            },
+        ]
+        t += dur + 100
+    path.write_text(json.dumps({"traceEvents": events, "metadata": {"synthetic": True}}))
+    return path
+
+
+def _with_untraced(tmp_path: Path) -> Path:
+    """tests.hostile's tiny trace (4 iterations of 0.9 ms, 3 kernels of 10 µs: traced mean 0.900 ms, busy 0.030)
+    and a sidecar stating an untraced median of 0.45 ms (interval 0.40-0.50, 20 kept)."""
+    trace = tmp_path / "tiny.synthetic.json"
+    trace.write_text(
+        json.dumps({"traceEvents": small_trace_events(iterations=4), "metadata": {"synthetic": True}})
+    )
+    sidecar = {
+        "synthetic": True,
+        "runtime": "pytorch",
+        "batch_size": 1,
+        "seq_len": 128,
+        "precision": "fp16",
+        "device": "gpu",
+        "untraced_latency_ms": {"median": 0.45, "ci_low": 0.4, "ci_high": 0.5, "kept": 20, "count": 20},
+    }
+    (tmp_path / "tiny.synthetic.meta.json").write_text(json.dumps(sidecar))
+    return trace
+
+
+# ------------------------------------------------------------------------ table: what "untraced ms" is
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_tables_untraced_column_says_it_is_a_median_beside_a_traced_mean(tmp_path, capsys, fmt):
+    """`tracekit table` (without --paper) showed "latency ms 0.900" beside "untraced ms 0.450" and said what
+    the first is (a note on latency_ms: the mean over every traced iteration) but nothing of the second: that it
+    is the median of the same configuration timed without a profiler. A new user read two latencies of one
+    configuration, 2x apart, without knowing that one is a traced mean and the other an untraced median."""
+    trace = _with_untraced(tmp_path)
+    code, out, err = run_cli(capsys, "table", str(trace), "--format", fmt)
+    assert code == 0, err
+    assert "0.900" in out and "0.450" in out
+    flat = " ".join(out.split())
+    assert (
+        "traced latency: the mean of every analyzed iteration (profiler on); untraced latency: the median of the "
+        "same configuration timed without a profiler" in flat
+    )
+
+
+def test_the_table_says_nothing_of_an_untraced_column_it_does_not_show(tmp_path, capsys):
+    """No untraced latency (no sidecar): no column, and no line about one."""
+    trace = _kineto(tmp_path / "plain.synthetic.json", [1000] * 4)
+    code, out, err = run_cli(capsys, "table", str(trace))
+    assert code == 0, err
+    assert "untraced" not in out
+
+
+# ------------------------------------------------------------------------ others' files: strict xfails
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/report.py (lead): report's 'dropped N warm-up (rule 'warmup': iterations 0-1 ...)' counts "
+    "from the first analyzed iteration (stability.measure's positions), while analyze, --gaps, the longest-gaps "
+    "table and report's own spread warning number iterations by their index in the trace (2-3 here)",
+)
+def test_report_names_dropped_iterations_by_the_index_analyze_gives_them(tmp_path, capsys):
+    """A run that records 2 warm-up runs in its trace (sidecar: warmup_in_trace, iterations 18): 20 ranges,
+    the first 2 skipped; the next 2 take 3 ms against ~1.005 ms for the rest. analyze's iterations carry index
+    2..19, so the slow ones are iterations 2 and 3; report said "iterations 0-1" (the tour's ORT run: report's
+    "iterations 0-1 ... iterations 7, 18" beside "iterations 3-4 ... iterations 10, 21", of the same run, two
+    lines apart)."""
+    trace = _kineto(
+        tmp_path / "slow.synthetic.json", [5000, 5000, 3000, 3000] + [1000 + (i % 3) * 5 for i in range(16)]
+    )
+    sidecar = {
+        "synthetic": True,
+        "warmup_iterations": 2,
+        "warmup_in_trace": True,
+        "range": "iteration",
+        "iterations": 18,
+    }
+    (tmp_path / "slow.synthetic.meta.json").write_text(json.dumps(sidecar))
+    code, out, err = run_cli(capsys, "analyze", str(trace), "--format", "json")
+    assert code == 0, err
+    assert [r["index"] for r in json.loads(out)["iterations"]][:2] == [2, 3]
+    code, out, err = run_cli(capsys, "report", str(trace), "-o", str(tmp_path / "rep"), "--no-figures")
+    assert code == 0, err
+    said = [line for line in err.splitlines() if "dropped 2 warm-up" in line]
+    assert said, err
+    assert "iterations 2-3" in said[0]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/attribution.py (lead): the idle-gap column next_call_end holds a nanosecond timestamp "
+    "without the _ns suffix that Analysis' docstring promises ('Units are in the names'); it reaches "
+    "a.idle_gaps and the --gaps file so",
+)
+def test_every_time_column_of_the_idle_gaps_names_its_unit(tmp_path):
+    import tracekit
+
+    trace = _kineto(tmp_path / "gaps.synthetic.json", [1000] * 4)
+    gaps = tracekit.analyze(str(trace)).idle_gaps
+    assert "next_call_end" in gaps.columns or "next_call_end_ns" in gaps.columns
+    assert "next_call_end" not in gaps.columns
