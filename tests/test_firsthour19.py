@@ -104,6 +104,35 @@ def test_the_table_says_nothing_of_an_untraced_column_it_does_not_show(tmp_path,
     assert "untraced" not in out
 
 
+# ------------------------------------------------------------------------ compare: the per-name table's order
+
+
+def test_compares_per_name_title_says_how_names_on_one_side_are_ordered(tmp_path, capsys):
+    """Two traces with no op name in common (A: kernel ``ka``, B: kernel ``kb``, one 10-µs kernel per
+    iteration): every Δ of the per-name table is "—", yet its title said "top 2 of 2 by |Δ time|". The rows are
+    ordered by |Δ| counting an absent side as 0 (analyzers/compare.py), i.e. by the one side's time: the title
+    says so."""
+    a = _kineto(tmp_path / "a.synthetic.json", [1000] * 4, kernel="ka")
+    b = _kineto(tmp_path / "b.synthetic.json", [1000] * 4, kernel="kb")
+    code, out, err = run_cli(capsys, "compare", str(a), str(b))
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "(top 2 of 2 by |Δ time|; a name run on one side only: by its time there)" in flat
+    code, out, err = run_cli(capsys, "compare", str(a), str(b), "--format", "markdown")
+    assert code == 0, err
+    assert "(top 2 of 2 by |Δ time|; a name run on one side only: by its time there)" in out
+
+
+def test_compares_per_name_title_is_unchanged_where_every_name_ran_on_both_sides(tmp_path, capsys):
+    a = _kineto(tmp_path / "a.synthetic.json", [1000] * 4, kernel="k")
+    b = _kineto(tmp_path / "b.synthetic.json", [1000] * 4, kernel="k")
+    code, out, err = run_cli(capsys, "compare", str(a), str(b))
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "(top 1 of 1 by |Δ time|)" in flat
+    assert "one side only" not in flat
+
+
 # ------------------------------------------------------------------------ others' files: strict xfails
 
 

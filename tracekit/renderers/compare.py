@@ -123,6 +123,16 @@ def _kernel_rows(doc: dict[str, Any], top: int | None) -> list[dict[str, Any]]:
     ]
 
 
+def _order(shown: list[dict[str, Any]]) -> str:
+    """How the per-name rows are ordered (analyzers/compare.py: by |Δ time|, an absent side counted as 0): a
+    name that ran on one side only has no Δ ("—"), and is placed by its own time there, which the title says."""
+    one_sided = any(
+        k["time_delta_us"] is None and (k["time_a_us"] is not None or k["time_b_us"] is not None)
+        for k in shown
+    )
+    return "|Δ time|; a name run on one side only: by its time there" if one_sided else "|Δ time|"
+
+
 def _no_ops_note(doc: dict[str, Any]) -> str | None:
     """'B has no op data (a latency-only trace): its per-name columns are "—"', or None."""
     missing = [side.upper() for side in ("a", "b") if doc.get(f"{side}_has_ops") is False]
@@ -181,7 +191,9 @@ def render(doc: dict[str, Any], fmt: str) -> str:
     for comparison in doc["comparisons"]:
         kernels = _kernel_rows(comparison, top)
         n = len(comparison["kernels"])
-        kernel_title = f"per-iteration time and count by op name (top {len(kernels)} of {n} by |Δ time|)"
+        kernel_title = (
+            f"per-iteration time and count by op name (top {len(kernels)} of {n} by {_order(kernels)})"
+        )
         summary = _summary_rows(comparison)
         note = _no_ops_note(comparison) or _no_common_name_note(comparison)
         legend = (
