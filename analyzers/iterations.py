@@ -1274,9 +1274,8 @@ def assign(trace: Trace, range_name: str | None = None, split_idle_ms: float | N
         # known, so they count as kernels of no known time -- untimed -- not as busy time hours after it ends)
         ops = ops.with_columns(pl.when(~own_damaged).then(pl.col(c)).alias(c) for c in ("start", "end"))
         warnings.append(
-            f"{damaged} device ops are stamped more than an hour from their launch calls, which lie in "
-            "iterations: they count in their calls' iterations, with no known start or end time (their own "
-            "times are the damaged ones)"
+            f"{damaged} device ops are stamped more than an hour from their launch calls (one of the two times "
+            "is damaged): they count in the iterations their calls lie in, with no known start or end time"
         )
     assigned = iteration.is_not_null()
     # (before the warnings on ops without a launching call: where their calls were lost during the capture,
@@ -2484,7 +2483,8 @@ def _untimed_withheld(
     said = (
         [
             f"{len(mostly)} of {frame.height} iterations (index {', '.join(map(str, mostly))}) hold device ops "
-            "half or more of which have no start or end time (not recorded): their GPU busy time and utilization "
+            "half or more of which have no start or end time (not recorded, or damaged): their GPU busy time and "
+            "utilization "
             "count only the timed ones, a lower bound"
         ]
         if mostly and len(mostly) < frame.height

@@ -113,9 +113,10 @@ def _clusters(
 ) -> _Cuts:
     """The trace's events cut into clusters where two neighbouring starts lie more than :data:`FAR_NS` apart.
     A cluster is kept when it is the largest, or when it holds both ranges or other events that place the trace
-    (``ranges``, ``anchors``) and events that may be left out (``starts``): a phase of the program of its own
-    (a profiler paused for two hours, then resumed), not a damaged row; every cluster, when none holds more
-    than half the events (no body of the trace to be far from)."""
+    (``ranges``, ``anchors``) and events that may be left out (``starts``), or events of two or more of
+    ``starts`` (device ops and API calls): a phase of the program of its own (a profiler paused for two hours,
+    then resumed), not a damaged row; every cluster, when none holds more than half the events (no body of the
+    trace to be far from)."""
     kinds = [
         (0, [_points(s) for s in starts]),
         (1, [_points(a) for a in anchors]),
@@ -127,14 +128,31 @@ def _clusters(
         [np.full(p.size, k, dtype=np.int64) for k, group in kinds for p in group]
         or [np.zeros(0, dtype=np.int64)]
     )
+    # (which of ``starts`` each point is, -1 for the others)
+    series = np.concatenate(
+        [
+            np.full(p.size, i if k == 0 else -1, dtype=np.int64)
+            for k, group in kinds
+            for i, p in enumerate(group)
+        ]
+        or [np.zeros(0, dtype=np.int64)]
+    )
     if points.size == 0:
         one = np.ones(1, dtype=bool)
         return _Cuts(np.zeros(1), np.zeros(1), one, (0.0, 0.0), ~one, ~one)
     order = np.argsort(points, kind="stable")
-    points, kind = points[order], kind[order]
+    points, kind, series = points[order], kind[order], series[order]
     bounds = np.concatenate(([0], np.flatnonzero(np.diff(points) > FAR_NS) + 1, [points.size]))
     lows, highs = points[bounds[:-1]], points[bounds[1:] - 1]
     count = {k: np.add.reduceat((kind == k).astype(np.int64), bounds[:-1]) > 0 for k in (0, 1, 2)}
+    # (a cluster holding events of two or more of ``starts`` -- device ops beside the calls that launched
+    # them -- is work of its own, as one with ranges beside its events is: 30 CPU operators 5 h after every
+    # kernel and its call had made all the GPU work 'far')
+    both = (
+        sum(np.add.reduceat((series == i).astype(np.int64), bounds[:-1]) > 0 for i in range(len(starts))) >= 2
+        if len(starts) >= 2
+        else np.zeros(bounds.size - 1, dtype=bool)
+    )
     # (the trace's body is where most of its work is: the events that may be left out and those that place it;
     # ranges count only in a trace of nothing else. 30 lone annotations 5 h after 3 iterations holding all the
     # work had been its body, and the work's cluster 'far')
@@ -143,7 +161,7 @@ def _clusters(
         weight = np.ones(points.size, dtype=np.int64)
     sizes = np.add.reduceat(weight, bounds[:-1])
     best = int(np.argmax(sizes))
-    kept = (count[1] | count[2]) & count[0]
+    kept = ((count[1] | count[2]) & count[0]) | both
     kept[best] = True
     if sizes[best] * 2 <= weight.sum():  # no cluster holds most of the trace: none is the trace, none is far
         kept[:] = True
