@@ -133,6 +133,24 @@ def test_compares_per_name_title_is_unchanged_where_every_name_ran_on_both_sides
     assert "one side only" not in flat
 
 
+# ------------------------------------------------------------------------ analyze: the longest gaps' length
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_longest_gaps_table_names_the_quantity_of_its_microsecond_column(tmp_path, capsys, fmt):
+    """The "longest idle gaps" table headed a column "µs" alone, beside "starts at (ms into iteration)": a unit
+    with no quantity (the gap's length, duration_us in the JSON). A longer header wraps the others at 80
+    columns, so the legend under the table says it, as it says "cause" and "launcher was". Hand-built: 4
+    iterations of 1 ms, one kernel at +30 µs of 10 µs, so each iteration's trailing gap lasts 1000 - 40 = 960.0
+    µs."""
+    trace = _kineto(tmp_path / "gaps.synthetic.json", [1000] * 4)
+    code, out, err = run_cli(capsys, "analyze", str(trace), "--format", fmt)
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "µs: the gap's length; cause: the one holding most of the gap" in flat
+    assert "960.0" in out
+
+
 # ------------------------------------------------------------------------ others' files: strict xfails
 
 
@@ -182,3 +200,32 @@ def test_every_time_column_of_the_idle_gaps_names_its_unit(tmp_path):
     gaps = tracekit.analyze(str(trace)).idle_gaps
     assert "next_call_end" in gaps.columns or "next_call_end_ns" in gaps.columns
     assert "next_call_end" not in gaps.columns
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/api.py (lead): tracekit.analyze's docstring example says a.iterations.shape is (10, 25) on "
+    "the committed table3_pytorch SQLite sample; it is (10, 23), the 23 fields of analyze --format json",
+)
+def test_the_python_apis_docstring_examples_hold(monkeypatch):
+    """A notebook user reads help(tracekit.analyze) and runs its example; every example of tracekit/api.py
+    should print what it says. Only analyze's shape does not (the table, report and read_trace ones hold)."""
+    import doctest
+    import sys
+    import warnings
+
+    import tracekit
+    import tracekit.api
+    from tests.conftest import REPO
+
+    monkeypatch.chdir(REPO)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    failed = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for test in doctest.DocTestFinder().find(tracekit.api, globs={"tracekit": tracekit}):
+            if test.examples:
+                result = runner.run(test, out=sys.stderr.write)
+                if result.failed:
+                    failed.append(test.name)
+    assert failed == []

@@ -239,11 +239,11 @@ DEVICE_COLUMNS = [
 ]
 
 
-#: What the longest gaps' "cause" and "launcher was" columns are (analyzers/attribution.py): a gap that began in
-#: a sync call and is mostly dispatch reads "dispatch" beside "sync". Said under the table rather than in the
-#: headers, which would narrow the other columns.
+#: What the longest gaps' "µs", "cause" and "launcher was" columns are (analyzers/attribution.py): a gap that
+#: began in a sync call and is mostly dispatch reads "dispatch" beside "sync". Said under the table rather than in
+#: the headers, which would narrow the other columns.
 GAP_LEGEND = (
-    "cause: the one holding most of the gap (its time by cause: --gaps FILE); launcher was: the launching "
+    "µs: the gap's length; cause: the one holding most of the gap (its time by cause: --gaps FILE); launcher was: the launching "
     "thread's state when the gap began"
 )
 
