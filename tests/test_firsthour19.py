@@ -133,6 +133,32 @@ def test_compares_per_name_title_is_unchanged_where_every_name_ran_on_both_sides
     assert "one side only" not in flat
 
 
+def test_compares_markdown_document_holds_its_warnings(tmp_path, capsys):
+    """README: warnings go to standard error "and into a JSON or Markdown document". compare's JSON held them,
+    its Markdown none: `compare A B -o cmp.md` kept a table whose A had an outlier 3x the rest without a word
+    of it. Hand-built: A's 10 iterations are 1 ms but the last, 3 ms (an outlier by rule); B's all 1 ms."""
+    a = _kineto(tmp_path / "a.synthetic.json", [1000] * 9 + [3000])
+    b = _kineto(tmp_path / "b.synthetic.json", [1000] * 10)
+    code, out, err = run_cli(capsys, "compare", str(a), str(b), "--format", "markdown")
+    assert code == 0, err
+    said = "A: iteration latencies vary 3.0x (1 to 3 ms; coefficient of variation 52.7% over all 10)"
+    assert said in err
+    assert "## Warnings" in out
+    (line,) = [line for line in out.splitlines() if said in line]
+    assert line.startswith("- ")
+
+
+def test_compare_of_one_file_with_itself_says_so_in_its_json_too(tmp_path, capsys):
+    """`compare A A` warned on stderr that every difference is 0 by construction, but its JSON document (and
+    so -o cmp.json) did not carry that warning, while it carries every other."""
+    a = _kineto(tmp_path / "a.synthetic.json", [1000] * 4)
+    code, out, err = run_cli(capsys, "compare", str(a), str(a), "--format", "json")
+    assert code == 0, err
+    said = f"A and B are the same file ({a}): every difference below is 0 by construction"
+    assert json.loads(out)["warnings"] == [said]
+    assert err.count(said) == 1
+
+
 # ------------------------------------------------------------------------ analyze: the longest gaps' length
 
 

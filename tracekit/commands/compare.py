@@ -36,18 +36,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from tracekit import api
     from tracekit.renderers import render
+    from tracekit.renderers.compare import all_warnings
 
     options = iteration_options(args)
     resolve_output(args, [args.a, args.b])
     doc = api.compare(args.a, args.b, options, args.top)
+    left_out = list(doc["warnings"])
+    # in the document too (JSON, Markdown, -o), as every other warning is
+    doc["warnings"] = _same_input(args.a, args.b) + doc["warnings"]
     emit(args, render("compare", doc, args.format))
-    for warning in (
-        _same_input(args.a, args.b)
-        + doc["warnings"]
-        + [f"{c['config']}: {w}" for c in doc["comparisons"] for w in c["warnings"]]
-    ):
+    for warning in all_warnings(doc):
         print(f"warning: {one_line(warning)}", file=sys.stderr)
-    return exit_code(args, doc["warnings"])
+    return exit_code(args, left_out)
 
 
 def _same_input(a: str, b: str) -> list[str]:

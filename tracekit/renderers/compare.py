@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracekit.errors import one_line
 from tracekit.fields import COUNT_FIELDS, device_word
 from tracekit.renderers.tabular import (
     as_count,
@@ -180,6 +181,12 @@ def _csv(comparisons: list[dict[str, Any]], top: int | None) -> str:
     return render_csv(rows, CSV_COLUMNS)
 
 
+def all_warnings(doc: dict[str, Any]) -> list[str]:
+    """The document's warnings, then each comparison's after its configuration: what ``tracekit compare`` says
+    on stderr and its Markdown document under "Warnings"."""
+    return doc["warnings"] + [f"{c['config']}: {w}" for c in doc["comparisons"] for w in c["warnings"]]
+
+
 def render(doc: dict[str, Any], fmt: str) -> str:
     """The comparisons in ``fmt`` (table | markdown | csv | json)."""
     top = doc.get("top") or None
@@ -220,4 +227,8 @@ def render(doc: dict[str, Any], fmt: str) -> str:
                 *([note] if note else []),
                 render_rich(kernels, KERNEL_COLUMNS, title=kernel_title),
             ]
+    if fmt == "markdown":
+        warnings = all_warnings(doc)
+        if warnings:  # the terminal table leaves them to stderr; a Markdown document keeps them
+            out += ["", "## Warnings", "", *(f"- {one_line(w)}" for w in warnings)]
     return "\n".join(out)
