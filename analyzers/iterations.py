@@ -1841,6 +1841,7 @@ def measure_gaps(
     warnings += capture_notes
     frame = _iteration_columns(frame, has_api, has_ops)
     doubts = untimed_doubt + clock_doubts(before_call, frame) + implausible + capture_doubts + shared_doubt
+    doubts += _pauses_in_windows(gaps, frame.height, assignment.choice.synthetic)
     parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)
     notes += parent_notes
     doubts += parent_doubts
@@ -1897,6 +1898,27 @@ def measure_gaps(
         tuple(sorted(set(untimed_iterations) & set(frame.get_column("index").to_list()))),
         tuple(sorted(set(mostly_untimed) & set(frame.get_column("index").to_list()))),
     )
+
+
+def _pauses_in_windows(gaps: pl.DataFrame, windows: int, synthetic: bool) -> list[str]:
+    """The doubt where windows cut from the work itself (one over a trace without ranges, or ``--split-idle``'s)
+    hold an idle gap longer than :data:`LAUNCH_DELAY_MAX_NS`: a pause of the program (or a clock that jumped),
+    not an iteration's idle time. Two halves of a trace 5 h apart had made one window of 18,000,003 ms,
+    'framework', sure of it. A range the program drew may last through a silence (an idle server's step): its
+    windows are not judged so. ``windows``: how many are analyzed."""
+    if not synthetic or gaps.is_empty():
+        return []
+    long = gaps.filter((pl.col("end_ns") - pl.col("start_ns")) > LAUNCH_DELAY_MAX_NS)
+    if long.is_empty():
+        return []
+    longest = long.select((pl.col("end_ns") - pl.col("start_ns")).max()).item()
+    holding = long.get_column("iteration").n_unique()
+    return [
+        f"verdict uncertain: {holding} of the {windows} windows cut from the trace's work (it has no ranges, or "
+        f"--split-idle cut them) hold idle time of more than an hour in one gap (the longest {longest / 3.6e12:,.1f} "
+        "hours): a pause of the program or a clock that jumped, not an iteration's idle time, so their latency and "
+        "utilization are not an iteration's (--split-idle MS cuts windows at idle gaps of MS ms)"
+    ]
 
 
 def _untimed_outside_windows(ops: pl.DataFrame) -> list[str]:

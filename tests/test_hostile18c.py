@@ -485,12 +485,6 @@ def _two_phases(path: Path, kind: str) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py + analyzers/iterations.py: two equal halves of a trace without ranges "
-    "5 h apart are both kept (no cluster holds most) and read as one window of 18,000,003.8 ms (CPU) / "
-    "18,000,003.07 ms (GPU), 'framework', verdict_uncertain None, without a word",
-)
 @pytest.mark.parametrize(
     ("kind", "latency", "busy"), [("cpu", 18_000_003.8, 6.4), ("gpu", 18_000_003.07, 0.4)]
 )
@@ -501,11 +495,19 @@ def test_one_window_over_two_phases_hours_apart_is_said(
     is a minority, so the far rule keeps both, and the one window runs over the pause: got one iteration of
     18,000,003.8 ms busy 6.4 (CPU; 18,000,003.07 / 0.4 GPU), bound 'framework', sure of it, no warning about the
     5 h. The numbers can stand (the window is what was asked), but a window 99.99...% idle across a 5 h
-    pause is no iteration: expected the verdict doubted, or a warning naming the pause (more than an hour)."""
-    doc = _analyze(capsys, _two_phases(tmp_path / f"two_phases_{kind}.synthetic.json", kind))
+    pause is no iteration: expected the verdict doubted, or a warning naming the pause (more than an hour).
+    Now doubted, naming the gap; --split-idle cuts the two halves apart, and is not doubted."""
+    path = _two_phases(tmp_path / f"two_phases_{kind}.synthetic.json", kind)
+    doc = _analyze(capsys, path)
     assert _rows(doc) == [(latency, busy, 8)]
     said = any("hour" in w for w in doc["warnings"])
     assert said or doc["summary"]["verdict_uncertain"], (_rows(doc), doc["summary"]["bound"], doc["warnings"])
+    assert doc["summary"]["verdict_uncertain"].startswith(
+        "verdict uncertain: 1 of the 1 windows cut from the trace's work (it has no ranges, or --split-idle cut "
+        "them) hold idle time of more than an hour in one gap (the longest 5.0 hours)"
+    )
+    split = _analyze(capsys, path, "--split-idle", "100")
+    assert len(split["iterations"]) == 2 and not split["summary"]["verdict_uncertain"], split["warnings"]
 
 
 # ------------------------------------------------------------------ 5. an iteration mostly untimed (d211172)
