@@ -527,3 +527,64 @@ def test_an_nsys_launch_call_of_negative_duration_still_links_its_kernel(
     run_sql(path, "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start - 1000 WHERE correlationId = 4")
     doc = _analyze(capsys, path)
     assert _rows(doc) == NSYS_ROWS, (_rows(doc), doc["warnings"])
+
+
+def _ort_gpu_profile(tmp_path: Path, name: str, first_kernel_dur: Any) -> Path:
+    """An ORT CUDA profile (SYNTHETIC; the spelling of tests/test_reader_ort.py's _gpu_profile): 3 model_run of
+    1000 µs, each with a MatMul and a Relu Node (20 µs, CUDAExecutionProvider), each followed by its Kernel
+    event of 100 µs 5 µs after the node began (stream "7", parent_name the node): latency 1.0, GPU busy 0.2,
+    2 kernels per run. Run 0's MatMul kernel gets ``first_kernel_dur``."""
+
+    def event(cat: str, name: str, ts: int, dur: Any, **args: Any) -> dict[str, Any]:
+        return {"cat": cat, "pid": 1, "tid": 1, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
+
+    events = [
+        event("Session", "model_loading_uri", 0, 50),
+        event("Session", "session_initialization", 60, 40),
+    ]
+    for r in range(3):
+        t = 1000 * r + 200
+        events.append(event("Session", "model_run", t, 1000))
+        for k, op in enumerate(("MatMul", "Relu")):
+            node_ts, node = t + 10 + 300 * k, f"/{k}/{op}_kernel_time"
+            events.append(event("Node", node, node_ts, 20, op_name=op, provider="CUDAExecutionProvider"))
+            kernel = event("Kernel", f"{op.lower()}_kernel", node_ts + 5, 100, stream="7", op_name=op)
+            kernel.update(pid=-1, tid=-1)
+            kernel["args"]["parent_name"] = node
+            events.append(kernel)
+    events[4]["dur"] = first_kernel_dur
+    path = tmp_path / f"{name}.synthetic.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def test_pin_an_ort_gpu_kernel_without_dur_counts_untimed_and_doubts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin: run 0's MatMul Kernel event with dur null: run 0 (1.0, 0.1, 2), said ('1 of 6 GPU ops (Kernel events)
+    have no readable dur'), run 0 named a lower bound, the verdict doubted (17%)."""
+    doc = _analyze(capsys, _ort_gpu_profile(tmp_path, "ortgpu_null", None))
+    assert _rows(doc) == [(1.0, 0.1, 2, None), (1.0, 0.2, 2, None), (1.0, 0.2, 2, None)]
+    assert any("have no readable dur" in w for w in doc["warnings"])
+    assert doc["summary"]["verdict_uncertain"]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/readers/ort.py queue_on_streams: run 0's Kernel event of dur -100 is clipped to a duration "
+    "of 0 before any check: run 0 (1.0, 0.1, 2) shown as measured, verdict sure, and not one word about the "
+    "negative duration (its null-dur twin is said, named a lower bound and doubted)",
+)
+def test_an_ort_gpu_kernel_of_negative_dur_is_not_read_as_lasting_zero_unsaid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The same Kernel event with dur -100. Got: run 0 (1.0, 0.1, 2, None), verdict_uncertain None, and among
+    the warnings nothing about a negative or unreadable duration (queue_on_streams' ``clip(lower_bound=0)``
+    makes it an op of 0 µs, so drop_negative_durations never sees it). Expected what the null-dur twin gets:
+    '1 of 6 GPU ops ... no readable dur', run 0 named a lower bound, the verdict doubted."""
+    doc = _analyze(capsys, _ort_gpu_profile(tmp_path, "ortgpu_negative", -100))
+    assert _rows(doc)[0] == (1.0, 0.1, 2, None)
+    assert any("dur" in w and ("negative" in w or "no readable" in w) for w in doc["warnings"]), doc[
+        "warnings"
+    ]
+    assert doc["summary"]["verdict_uncertain"]
