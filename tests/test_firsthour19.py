@@ -177,6 +177,47 @@ def test_the_longest_gaps_table_names_the_quantity_of_its_microsecond_column(tmp
     assert "960.0" in out
 
 
+# ------------------------------------------------------------------------ -o -: standard output
+
+
+@pytest.mark.parametrize("command", ["analyze", "table"])
+def test_dash_as_the_output_file_is_standard_output(tmp_path, capsys, monkeypatch, command):
+    """`-` reads standard input, but `-o -` wrote a file named "-" into the working folder ("wrote -"), where a
+    Unix user expects standard output. It is standard output now. Hand-built trace: 4 iterations of 0.9 ms."""
+    trace = _with_untraced(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, command, str(trace), "-o", "-", "--format", "json")
+    assert code == 0, err
+    assert not (tmp_path / "-").exists()
+    doc = json.loads(out)
+    latency = doc["summary"]["latency_ms"]["mean"] if command == "analyze" else doc["rows"][0]["latency_ms"]
+    assert latency == pytest.approx(0.9, abs=1e-12)
+    assert "wrote" not in err
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [
+        (["report", "{trace}", "-o", "-", "--no-figures"], "-o -: report writes a folder"),
+        (
+            ["simulate", "--runtime", "pytorch", "--batch-sizes", "1", "-o", "-"],
+            "-o -: simulate writes a folder",
+        ),
+        (["analyze", "{trace}", "--gaps", "-"], "--gaps -: standard output holds the main result"),
+        (["analyze", "{trace}", "--timeline", "-"], "--timeline -: standard output holds the main result"),
+    ],
+)
+def test_dash_where_standard_output_cannot_take_it_is_one_line(tmp_path, capsys, monkeypatch, argv, said):
+    """`report -o -` made a folder named "-"; `analyze --gaps -` a file named "-". One line, exit 2, and
+    nothing written."""
+    trace = _kineto(tmp_path / "t.synthetic.json", [1000] * 4)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_cli(capsys, *(a.replace("{trace}", str(trace)) for a in argv))
+    assert code == 2, err
+    assert err.startswith(f"tracekit: {said}") and err.count("\n") == 1, err
+    assert not (tmp_path / "-").exists()
+
+
 # ------------------------------------------------------------------------ others' files: strict xfails
 
 

@@ -152,7 +152,10 @@ def _main(argv: list[str] | None) -> int:
         return 2
     if args.command in ANALYSIS_COMMANDS:  # before anything imports numpy; the user's own setting wins
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    from tracekit.commands.output import dash_outputs
+
     try:
+        dash_outputs(args)
         apply_limits(args)
         code = int(args.func(args) or 0)
         sys.stdout.flush()  # a full disk says so here, not in the exit's flush (whose errors are lost)

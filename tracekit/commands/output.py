@@ -127,8 +127,8 @@ def add_output_options(
             "-o",
             "--output",
             metavar="FILE",
-            help="write to FILE (atomically; never over an input; its folder must exist) instead of stdout "
-            "(default: stdout)",
+            help="write to FILE (atomically; never over an input; its folder must exist) instead of stdout; "
+            "- is stdout (default: stdout)",
         )
 
 
@@ -158,6 +158,34 @@ def check_output_folder(path: Path, what: str, stdout_format: bool = True) -> No
             f"such as {path.with_suffix('')}{hint}",
             path,
         )
+
+
+#: Commands whose ``-o`` is a folder (and what it receives): ``-o -`` cannot be standard output for them.
+FOLDER_OUTPUT_COMMANDS = {
+    "report": "report.md, report.json, report.csv and the figures",
+    "collect": "run.json and the traces",
+    "simulate": "run.json, the traces and their truth",
+}
+
+
+def dash_outputs(args: argparse.Namespace) -> None:
+    """``-o -`` is standard output, as ``-`` is standard input (it had written a file, or for ``report`` a
+    folder, named "-"). Where standard output cannot take it, one line (exit 2) before any work: a command
+    whose ``-o`` is a folder, and ``analyze --gaps -`` / ``--timeline -`` (standard output holds the main
+    result)."""
+    if getattr(args, "output", None) == "-":
+        command = getattr(args, "command", None)
+        if command in FOLDER_OUTPUT_COMMANDS:
+            raise TracekitError(
+                f"-o -: {command} writes a folder ({FOLDER_OUTPUT_COMMANDS[command]}), not standard output: "
+                "name the folder"
+            )
+        args.output = None
+    for flag in ("gaps", "timeline"):
+        if getattr(args, flag, None) == "-":
+            raise TracekitError(
+                f"--{flag} -: standard output holds the main result, not --{flag}'s file: name a file"
+            )
 
 
 def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
