@@ -608,7 +608,7 @@ def test_pin_kineto_launch_calls_of_an_unknown_name_are_said(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="tracekit/readers/kineto.py _unknown_launches: launch calls whose name is null or missing are left "
+    reason="tracekit/readers/kineto.py _unknown_launch_warning: launch calls whose name is null or missing are left "
     "out of the 'calls that tracekit does not know as kernel launches' warning (it filters name is_not_null): "
     'launches 0, launch-call CPU time 0.0 µs, their 15 µs moved to other_api, no word (a name "" is said)',
 )
