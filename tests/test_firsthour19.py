@@ -104,6 +104,17 @@ def test_the_table_says_nothing_of_an_untraced_column_it_does_not_show(tmp_path,
     assert "untraced" not in out
 
 
+def test_tables_help_names_the_untraced_column(capsys):
+    """`tracekit table --help` listed latency, busy and overhead "(means over iterations)" and nothing of the
+    untraced column the table shows beside them."""
+    from tracekit.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["table", "--help"])
+    flat = " ".join(capsys.readouterr().out.split())
+    assert "the untraced latency (the median timed without a profiler, where the run records it)" in flat
+
+
 # ------------------------------------------------------------------------ compare: the per-name table's order
 
 

@@ -21,7 +21,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="The study's utilization table (latency, SMs active, warp occupancy) across runtimes.",
         description=(
             "One row per runtime (and batch size / sequence length): graph compilation, kernel serialization, "
-            "latency, GPU busy and framework overhead (means over iterations), SMs active and warp occupancy "
+            "traced latency, GPU busy and framework overhead (means over iterations), the untraced latency (the "
+            "median timed without a profiler, where the run records it), SMs active and warp occupancy "
             "(wall-time, from Nsight Systems GPU metrics, else Nsight Compute joined to the timeline, else the "
             "Kineto estimate) with their source, and the kernel-time-only averages beside them."
         ),
