@@ -158,6 +158,14 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_fuzz9_ncu_utilization.py",
             "tests/test_mutants10_iterations.py",
             "tests/test_mutants11_iterations.py",
+            # a call and its op more than an hour apart, untimed ops and iterations (edff3a5, 26fdee9, a1bf69a,
+            # 9c3d6e6): mutation19
+            "tests/test_hostile18b.py",
+            "tests/test_hostile18c.py",
+            "tests/test_fixfar18.py",
+            "tests/test_lead18.py",
+            "tests/test_review18.py",
+            "tests/test_mutation19.py",
         ],
     ),
     "ranges": (
@@ -182,6 +190,8 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_projection.py",
             "tests/test_cli_attribution.py",
             "tests/test_golden.py",
+            "tests/test_perf17.py",  # _classify by names_mask (4b182a9)
+            "tests/test_mutation19.py",
         ],
     ),
     "identify": (
@@ -356,6 +366,21 @@ MODULES: dict[str, tuple[str, list[str]]] = {
         "tracekit/analyzers/recommendations.py",
         ["tests/test_report.py", "tests/test_fuzz5_predict.py", "tests/test_mutation17.py"],
     ),
+    # added 2026-11-29 (mutation19): far timestamps, and the ops whose launch calls were left out as far
+    "timestamps": (
+        "tracekit/readers/timestamps.py",
+        [
+            "tests/test_fixfar18.py",
+            "tests/test_fixread17.py",
+            "tests/test_hostile17b.py",
+            "tests/test_hostile18b.py",
+            "tests/test_hostile18c.py",
+            "tests/test_implausible.py",
+            "tests/test_review17.py",
+            "tests/test_review18.py",
+            "tests/test_mutation19.py",
+        ],
+    ),
     # added 2026-11-28 night (mutation18): the plateau, transition and framework-bound rules of the report
     "sweep": (
         "tracekit/analyzers/sweep.py",
@@ -449,10 +474,11 @@ def mutmut_config(module: str, workdir: Path) -> dict[str, object]:
     return config
 
 
-def prepare(module: str, workdir: Path, rev: str, overlay: list[str]) -> None:
+def prepare(module: str, workdir: Path, rev: str, overlay: list[str], goldens: bool = True) -> None:
     """A fresh copy of commit ``rev`` (the goldens and the code they pin agree there; the shared working tree
     holds others' unfinished edits), with the working tree's ``overlay`` paths over it (your new tests), in
-    the installed layout, with mutmut's configuration for ``module``."""
+    the installed layout, with mutmut's configuration for ``module``; ``goldens`` False: the copy's goldens
+    are not regenerated (minutes: only for runs whose tests leave test_golden.py out, e.g. ``--try``)."""
     if workdir.exists():
         shutil.rmtree(workdir)
     workdir.mkdir(parents=True)
@@ -467,7 +493,8 @@ def prepare(module: str, workdir: Path, rev: str, overlay: list[str]) -> None:
         target = workdir / _installed(rel)
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(REPO / rel, target)
-    refresh_goldens(workdir)
+    if goldens:
+        refresh_goldens(workdir)
     write_config(module, workdir)
 
 
@@ -572,16 +599,21 @@ create_mutants(1)
 SAMPLE_FILE = "sample.json"
 
 
+def generate(module: str, workdir: Path) -> list[str]:
+    """Generate the copy's mutants (no test run); their names, sorted."""
+    subprocess.run(
+        [sys.executable, "-c", GENERATE], cwd=workdir, env=_env(), check=True, capture_output=True, text=True
+    )
+    return sorted(results(workdir, module))
+
+
 def draw_sample(
     module: str, workdir: Path, size: int | None, seed: int, functions: list[str] | None = None
 ) -> list[str]:
     """Generate the copy's mutants and draw ``size`` of their names uniformly at random (``seed``), among the
     mutants of ``functions`` only when given (``size`` None: all of those); the draw is written to
     WORKDIR/sample.json for the report."""
-    subprocess.run(
-        [sys.executable, "-c", GENERATE], cwd=workdir, env=_env(), check=True, capture_output=True, text=True
-    )
-    names = sorted(results(workdir, module))
+    names = generate(module, workdir)
     if functions:
         names = [name for name in names if _function(name) in functions]
         if not names:
@@ -653,9 +685,10 @@ def try_tests(module: str, workdir: Path, tests: list[str], names: list[str]) ->
             f"no such mutant in {workdir}: {', '.join(unknown)} (names as mutmut writes them: x_func__mutmut_3)"
         )
         return 2
-    if not names:
+    if not names:  # (a copy made with --prepare-only: its mutants, or its draw's, are all "not checked")
         alive = survivors(module, workdir)[1]
-        names = [name for name, state, *_ in alive if state in ("survived", "no tests", "suspicious")]
+        states = ("survived", "no tests", "suspicious", "not checked")
+        names = [name for name, state, *_ in alive if state in states]
     env = _env(root)
     command = [sys.executable, "-m", "pytest", "-q", "-x", "-p", "no:cacheprovider", *tests]
     clean = subprocess.run(
@@ -867,6 +900,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reason", default="", help="with --equivalent: why no output can change")
     parser.add_argument("--rev", default="HEAD", help="commit to copy (default HEAD)")
     parser.add_argument(
+        "--prepare-only",
+        action="store_true",
+        help="make the copy and its mutants (and the --sample/--functions draw) but run none: for --try",
+    )
+    parser.add_argument(
+        "--no-goldens",
+        action="store_true",
+        help="do not regenerate the copy's goldens (minutes; only for tests without test_golden.py, e.g. --try)",
+    )
+    parser.add_argument(
         "--overlay",
         nargs="+",
         default=[],
@@ -896,12 +939,20 @@ def main(argv: list[str] | None = None) -> int:
             started = dt.datetime.now()
             code = rerun_survivors(module, workdir, args.overlay, args.max_children)
         elif not args.report_only:
-            prepare(module, workdir, args.rev, args.overlay)
+            prepare(module, workdir, args.rev, args.overlay, goldens=not args.no_goldens)
             chosen = (
                 draw_sample(module, workdir, args.sample, args.seed, args.functions)
                 if args.sample or args.functions
                 else None
             )
+            if args.prepare_only:
+                count = len(chosen) if chosen is not None else len(generate(module, workdir))
+                print(
+                    f"{module}: {count} mutants made in {workdir}, none run; test files against them: "
+                    f"python benchmarks/mutation.py {module} --workdir {args.workdir} --try TEST... "
+                    "[--mutants NAME...]"
+                )
+                continue
             started = dt.datetime.now()
             code = run_mutmut(workdir, args.max_children, chosen)
         if args.rerun_survivors or not args.report_only:
