@@ -221,6 +221,31 @@ def test_real_sglang_traces_name_sglang(real_traces) -> None:
         assert got.rows() == [row], name
 
 
+# ------------------------------------------------------------------------------ nsys: a GPU name that is no text
+
+
+@pytest.mark.parametrize(("how", "gpu"), [("blob", "NVIDIA H100"), ("gpuinfo_number", None)])
+def test_a_gpu_name_that_is_no_text_is_text_or_unknown(tmp_path, how: str, gpu: str | None) -> None:
+    """A damaged SYNTHETIC export (hostile19's case): TARGET_INFO_GPU.name a BLOB (X'4e56...' = b"NVIDIA H100"),
+    or no TARGET_INFO_GPU and GpuInfo naming the GPU 5. The name was kept as bytes / int, and analyze's headline
+    and JSON output failed on it (internal error). Now the bytes are decoded and a number is no name."""
+    import json
+
+    from tests.hostile import run_sql, three_iteration_builder
+    from tracekit.readers import read_trace
+
+    b = three_iteration_builder(3)
+    if how == "gpuinfo_number":
+        b.rows.pop("TARGET_INFO_GPU")
+        b.env("GpuInfo", json.dumps({"Gpus": [{"Id": 0, "Name": 5, "PwGpuId": 0, "CuDevice": 0}]}))
+    path = b.write(tmp_path / f"gpu_{how}.synthetic.sqlite")
+    if how == "blob":
+        run_sql(path, "UPDATE TARGET_INFO_GPU SET name = X'4e56494449412048313030'")
+    meta = read_trace(path).meta
+    assert meta.get("gpu") == gpu
+    assert [g["name"] for g in meta["gpus"]] == [gpu]
+
+
 # ------------------------------------------------------------------------------ others' files: strict xfails
 
 

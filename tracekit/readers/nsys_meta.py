@@ -60,6 +60,17 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
+def _as_name(value: Any) -> str | None:
+    """A GPU name as text: a str as it is; bytes (a BLOB in a damaged export's TEXT column) decoded as UTF-8,
+    undecodable bytes replaced; anything else (a number in GpuInfo's JSON) None: no name. Kept as bytes or an
+    int, it had failed analyze's headline and its JSON output (an internal error)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value).decode("utf-8", errors="replace").rstrip("\x00") or None
+    return None
+
+
 #: The GPU table of nsys 2021.1 and before (``deviceId``, ``name``, ...), TARGET_INFO_GPU's predecessor (NVIDIA's
 #: own 2021.1 report scripts join it to the kernels ``USING(deviceId)``).
 EARLY_GPU_TABLE = "TARGET_INFO_CUDA_GPU"
@@ -107,7 +118,13 @@ def gpu_table(
     # ids as integers (a JSON GpuInfo may spell them as strings); a GPU whose id is no integer is left out,
     # a PerfWorks id or cuDevice that is none is unknown (one line of a damaged table had stopped the read)
     rows = [
-        {**r, "gid": _as_int(r["gid"]), "pw": _as_int(r["pw"]), "cu": _as_int(r["cu"])}
+        {
+            **r,
+            "gid": _as_int(r["gid"]),
+            "name": _as_name(r["name"]),
+            "pw": _as_int(r["pw"]),
+            "cu": _as_int(r["cu"]),
+        }
         for r in rows
         if _as_int(r["gid"]) is not None
     ]
