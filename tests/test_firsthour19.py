@@ -170,6 +170,18 @@ def test_compare_of_one_file_with_itself_says_so_in_its_json_too(tmp_path, capsy
     assert err.count(said) == 1
 
 
+def test_compares_heading_says_an_unknown_runtime_in_words(tmp_path, capsys):
+    """Two bare traces (no run.json, no sidecar, nothing that names a runtime): the heading read "A = ?
+    (a.synthetic.json, ...)". It says "runtime unknown"."""
+    a = _kineto(tmp_path / "a.synthetic.json", [1000] * 4)
+    b = _kineto(tmp_path / "b.synthetic.json", [1000] * 4)
+    code, out, err = run_cli(capsys, "compare", str(a), str(b))
+    assert code == 0, err
+    heading = out.splitlines()[0]
+    assert f"A = runtime unknown ({a}, " in heading and f"B = runtime unknown ({b}, " in heading
+    assert "= ?" not in heading
+
+
 # ------------------------------------------------------------------------ analyze: the longest gaps' length
 
 

@@ -76,8 +76,9 @@ def _verdict(side: dict[str, Any]) -> str:
 def _heading(doc: dict[str, Any]) -> str:
     a, b = doc["a"], doc["b"]
     heading = (
-        f"{doc['config']}: A = {a.get('runtime_label') or a['runtime'] or '?'} ({a['path']}, {_verdict(a)}), "
-        f"B = {b.get('runtime_label') or b['runtime'] or '?'} ({b['path']}, {_verdict(b)})"
+        f"{doc['config']}: A = {a.get('runtime_label') or a['runtime'] or 'runtime unknown'} ({a['path']}, "
+        f"{_verdict(a)}), B = {b.get('runtime_label') or b['runtime'] or 'runtime unknown'} ({b['path']}, "
+        f"{_verdict(b)})"
     )
     return heading + (" [SYNTHETIC data]" if a["synthetic"] or b["synthetic"] else "")
 
