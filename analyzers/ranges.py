@@ -894,6 +894,15 @@ def _select_closed(
     """:func:`select_ranges` among ``candidates``, the trace's closed CPU ranges with their ``key``."""
     if candidates.is_empty():
         if range_name is not None:
+            gpu_side = trace.ranges.filter(pl.col("domain") == "gpu").height
+            if gpu_side:  # (torch.profiler with activities=[CUDA]: the steps only as their device spans)
+                raise NoActivityError(
+                    f"no range named {range_name!r}: the trace holds no host ranges, only {gpu_side:,} GPU-side "
+                    "annotations (the projections of host ranges onto the GPU timeline: they span only their "
+                    "device work, so none is an iteration); leave out --range to analyze the whole trace, or "
+                    "split it with --split-idle MS",
+                    path,
+                )
             raise NoActivityError(
                 f"no range named {range_name!r}: the trace holds no NVTX ranges or profiler annotations "
                 "(leave out --range to analyze the whole trace, or split it with --split-idle MS)",

@@ -246,6 +246,30 @@ def test_a_gpu_name_that_is_no_text_is_text_or_unknown(tmp_path, how: str, gpu: 
     assert [g["name"] for g in meta["gpus"]] == [gpu]
 
 
+# ------------------------------------------------------------------------------ --range on GPU-side annotations only
+
+
+def test_a_range_naming_gpu_side_annotations_only_says_so() -> None:
+    """SYNTHETIC: torch.profiler(activities=[CUDA]) writes each step only as its GPU-side annotation
+    (hostile19's case): 2 'ProfilerStep#N' of domain gpu, 2 kernels, no host range. `--range 'ProfilerStep#*'`
+    said 'the trace holds no NVTX ranges or profiler annotations' - it holds 2 by that name."""
+    from tests.builders import make_trace
+    from tracekit.analyzers.ranges import select_ranges
+    from tracekit.errors import NoActivityError
+
+    trace = make_trace(
+        ranges=[(100, 300, "ProfilerStep#0", 0, "gpu"), (500, 700, "ProfilerStep#1", 0, "gpu")],
+        ops=[(100, 300, None, 7), (500, 700, None, 7)],
+    )
+    with pytest.raises(NoActivityError) as raised:
+        select_ranges(trace, "ProfilerStep#*")
+    assert str(raised.value).endswith(
+        "no range named 'ProfilerStep#*': the trace holds no host ranges, only 2 GPU-side annotations (the "
+        "projections of host ranges onto the GPU timeline: they span only their device work, so none is an "
+        "iteration); leave out --range to analyze the whole trace, or split it with --split-idle MS"
+    )
+
+
 # ------------------------------------------------------------------------------ others' files: strict xfails
 
 
