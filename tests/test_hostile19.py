@@ -369,22 +369,17 @@ def test_pin_gpu_side_annotations_alone_give_one_window_and_say_why(
     assert "4 GPU-side annotations" in doc["range_choice"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py: --range 'ProfilerStep#*' on a trace whose 4 ProfilerStep#N annotations are "
-    "GPU-side only says 'the trace holds no NVTX ranges or profiler annotations' - it holds 4, by that name",
-)
 def test_a_range_naming_gpu_side_annotations_says_they_are_gpu_side(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The same trace, `--range 'ProfilerStep#*'`: got exit 2, "no range named 'ProfilerStep#*': the trace holds
-    no NVTX ranges or profiler annotations (leave out --range ...)". The default choice line knows better ('its
-    4 GPU-side annotations, the projections of host ranges onto the GPU timeline, are not iterations').
-    Expected: the same one line, exit 2, saying the name matches 4 GPU-side annotations only (no host range)."""
+    """Pin (ec4b18c, the fix of this file's strict xfail): the same trace, `--range 'ProfilerStep#*'`. Before:
+    exit 2, "no range named 'ProfilerStep#*': the trace holds no NVTX ranges or profiler annotations", though it
+    holds 4 by that name on the GPU side. Now the same one line, exit 2, saying there are no host ranges, only 4
+    GPU-side annotations."""
     path = _kineto(tmp_path, "gpu_steps", _gpu_steps_only())
     code, _, err = run_cli(capsys, "analyze", str(path), "--range", "ProfilerStep#*")
     assert code == 2
-    assert "no NVTX ranges or profiler annotations" not in err and "GPU-side" in err, err
+    assert "no NVTX ranges or profiler annotations" not in err and "only 4 GPU-side annotations" in err, err
 
 
 # ------------------------------------------------------------------------ nsys: a GPU name that is no text
