@@ -200,6 +200,21 @@ def test_the_longest_gaps_table_names_the_quantity_of_its_microsecond_column(tmp
     assert "960.0" in out
 
 
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_longest_gaps_legend_says_how_iterations_are_numbered_after_a_skip(tmp_path, capsys, fmt):
+    """The tour's ORT run: "iterations: 20 ranges named 'model_run'" above a longest-gaps table that lists
+    iterations 20 and 22: they are numbered in the trace, the 3 recorded warm-up runs (skipped) counted. Said
+    where some were skipped. Hand-built: 5 iterations of 1 ms, --skip 2: the gaps table lists 2, 3 and 4."""
+    trace = _kineto(tmp_path / "gaps.synthetic.json", [1000] * 5)
+    code, out, err = run_cli(capsys, "analyze", str(trace), "--skip", "2", "--format", fmt)
+    assert code == 0, err
+    flat = " ".join(out.split())
+    assert "iteration: numbered from 0 in the trace, the 2 skipped at its start included" in flat
+    code, out, err = run_cli(capsys, "analyze", str(trace), "--format", fmt)
+    assert code == 0, err
+    assert "skipped at its start" not in " ".join(out.split())
+
+
 # ------------------------------------------------------------------------ -o -: standard output
 
 

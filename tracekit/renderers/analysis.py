@@ -248,6 +248,17 @@ GAP_LEGEND = (
 )
 
 
+def _gap_legend(doc: dict[str, Any]) -> str:
+    """:data:`GAP_LEGEND`, and where leading iterations were skipped, how the "iteration" column numbers them:
+    in the trace, so that "iterations: 20" can sit above an iteration 22 (3 skipped)."""
+    skipped = doc.get("skipped") or 0
+    if not skipped:
+        return GAP_LEGEND
+    return (
+        f"{GAP_LEGEND}; iteration: numbered from 0 in the trace, the {skipped} skipped at its start included"
+    )
+
+
 CAUSE_COLUMNS = [
     ("cause", "cause"),
     ("mean_ms", "mean ms"),
@@ -416,7 +427,7 @@ def print_rich(doc: dict[str, Any], console: Console) -> None:
     console.print(table)
     _print_causes(doc, console)
     if doc["longest_gaps"]:
-        gaps = Table(title="longest idle gaps", caption=GAP_LEGEND, header_style="bold")
+        gaps = Table(title="longest idle gaps", caption=_gap_legend(doc), header_style="bold")
         for key, header in GAP_COLUMNS:
             gaps.add_column(header, justify="left" if key in ("position", "cpu_context") else "right")
         for row in doc["longest_gaps"]:
@@ -508,7 +519,7 @@ def render_markdown_doc(doc: dict[str, Any]) -> str:
             "## Longest idle gaps",
             "",
             render_markdown(doc["longest_gaps"], GAP_COLUMNS),
-            GAP_LEGEND,
+            _gap_legend(doc),
         ]
     for title, rows, columns in _sections(doc):
         parts += ["", f"## {title[0].upper()}{title[1:]}", "", render_markdown(rows, columns)]
