@@ -755,3 +755,29 @@ def test_the_launch_dimension_mismatch_counts_the_kernels_it_compared(
     row, err = _table_row(capsys, str(timeline), "--ncu", str(ncu))
     assert row["sms_active"] == ""
     assert "launch dimensions of 6 of 6 matched kernels differ" in err, err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/table.py / kernel_metrics.py: `table ORT_CPU_PROFILE --ncu REPORT`: the row names the report "
+    "(ncu_trace) but no value of it is used and nothing says why (the timeline measured CPU operators, no kernel "
+    "to join); a named --ncu input is ignored without a word",
+)
+def test_an_ncu_report_beside_a_cpu_timeline_is_said_unused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The ORT CPU profile (3 runs, CPU operators) with a 2-kernel Nsight Compute report. Got: one row, device
+    'cpu', ncu_trace = the report, sms_active empty, and no warning mentioning Nsight Compute or ncu at all.
+    Expected a warning (or one line, exit 2) saying the report is not joined because the timeline holds no GPU
+    kernels."""
+    from tests.hostile import ort_cpu_events
+
+    ort = tmp_path / "cpu_run.synthetic.json"
+    ort.write_text(json.dumps(ort_cpu_events()))
+    ncu = _ncu_of_another_program(tmp_path / "other.synthetic.csv", 2)
+    row, err = _table_row(capsys, str(ort), "--ncu", str(ncu))
+    assert (row["device"], row["sms_active"]) == ("cpu", "")
+    said = [
+        line for line in err.splitlines() if " ncu: " in line or "Nsight Compute" in line or "--ncu" in line
+    ]
+    assert said, err
