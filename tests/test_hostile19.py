@@ -759,25 +759,27 @@ def test_the_launch_dimension_mismatch_counts_the_kernels_it_compared(
 
 @pytest.mark.xfail(
     strict=True,
-    reason="analyzers/table.py / kernel_metrics.py: `table ORT_CPU_PROFILE --ncu REPORT`: the row names the report "
-    "(ncu_trace) but no value of it is used and nothing says why (the timeline measured CPU operators, no kernel "
-    "to join); a named --ncu input is ignored without a word",
+    reason="analyzers/table.py / kernel_metrics.py: `table TIMELINE --ncu REPORT` where TIMELINE has no GPU "
+    "kernel timeline (an ORT CPU profile; an Nsight Compute report itself): the row names the report (ncu_trace) "
+    "but no value of it is used and nothing says why; a named --ncu input is ignored without a word",
 )
-def test_an_ncu_report_beside_a_cpu_timeline_is_said_unused(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+@pytest.mark.parametrize("timeline", ["ort_cpu", "ncu"])
+def test_an_ncu_report_beside_no_kernel_timeline_is_said_unused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], timeline: str
 ) -> None:
-    """The ORT CPU profile (3 runs, CPU operators) with a 2-kernel Nsight Compute report. Got: one row, device
-    'cpu', ncu_trace = the report, sms_active empty, and no warning mentioning Nsight Compute or ncu at all.
-    Expected a warning (or one line, exit 2) saying the report is not joined because the timeline holds no GPU
-    kernels."""
+    """The ORT CPU profile (3 runs of CPU operators), or a one-kernel Nsight Compute CSV, with a 2-kernel Nsight
+    Compute report (80% SMs active). Got: one row, ncu_trace = the report, sms_active and its kernel-time
+    average empty, and no warning about the report at all. Expected a warning (or one line, exit 2) saying the
+    report is not joined because the first input holds no kernel timeline."""
     from tests.hostile import ort_cpu_events
 
-    ort = tmp_path / "cpu_run.synthetic.json"
-    ort.write_text(json.dumps(ort_cpu_events()))
+    if timeline == "ort_cpu":
+        first = tmp_path / "cpu_run.synthetic.json"
+        first.write_text(json.dumps(ort_cpu_events()))
+    else:
+        first = _ncu_of_another_program(tmp_path / "first.synthetic.csv", 1)
     ncu = _ncu_of_another_program(tmp_path / "other.synthetic.csv", 2)
-    row, err = _table_row(capsys, str(ort), "--ncu", str(ncu))
-    assert (row["device"], row["sms_active"]) == ("cpu", "")
-    said = [
-        line for line in err.splitlines() if " ncu: " in line or "Nsight Compute" in line or "--ncu" in line
-    ]
+    row, err = _table_row(capsys, str(first), "--ncu", str(ncu))
+    assert (row["ncu_trace"].endswith("other.synthetic.csv"), row["sms_active"]) == (True, "")
+    said = [line for line in err.splitlines() if "other.synthetic.csv" in line or " ncu: " in line]
     assert said, err
