@@ -465,3 +465,26 @@ def test_classify_without_graph_launches_counts_none() -> None:
     assert (codes.tolist(), str(codes.dtype), graphs) == ([1, 2, 3, 3], "int8", 0)
     codes, graphs = _classify(pl.DataFrame({"name": ["cudaGraphLaunch_v10000"]}))
     assert (codes.tolist(), graphs) == ([1], 1)
+
+
+def test_untimed_withheld_names_two_untimed_iterations_with_a_comma() -> None:
+    """Kills the index list's separator mutant (``'XX, XX'.join``): iterations 0 and 2 of 3 wholly untimed
+    read 'index 0, 2'; only iteration 1's gap is left."""
+    frame, gaps = _frame(3)
+    _, kept, said, reason = _untimed_withheld(frame, gaps, (0, 2))
+    assert said == [_whole(2, 3, "0, 2")] and reason is None
+    assert kept.get_column("iteration").to_list() == [1]
+
+
+@pytest.mark.parametrize(("start", "kernels"), [(200, 2), (201, 1)])
+def test_a_window_cut_from_the_work_holds_an_untimed_op_up_to_its_last_ns_only(
+    start: int, kernels: int
+) -> None:
+    """Kills _placed's synthetic span mutants (``gpu_end + 2``, ``gpu_end - 1``): no ranges, so one window over
+    the timed op [100, 200]; an op with no end starting at 200 lies in it (2 kernels), one starting at 201
+    does not (1 kernel; it counts in no iteration)."""
+    trace = make_trace(
+        api=[(10, 20, 1, "cudaLaunchKernel"), (30, 40, 2, "cudaLaunchKernel")],
+        ops=[(100, 200, 1, 7), (start, None, 2, 7)],
+    )
+    assert _rows(trace) == [(0, kernels, 100)]
