@@ -699,6 +699,7 @@ def _drop_mismatched(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
         if "launch_match" in joined.columns
         else pl.Series([False] * joined.height, dtype=pl.Boolean)
     )
+    joined = _drop_unchecked(joined, warnings)
     bad = by_name | by_launch
     if not bad.any():
         return joined
@@ -724,6 +725,39 @@ def _drop_mismatched(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
         "wall-time value, and the kernel-time averages leave those kernels out"
     )
     return joined.with_columns([pl.when(bad).then(None).otherwise(pl.col(c)).alias(c) for c in COLUMNS])
+
+
+def _drop_unchecked(joined: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+    """``joined`` without the Nsight Compute values of the timeline kernels that have no name (a Kineto kernel
+    of ``"name": null``, an nsys name id missing from StringIds) and no launch dimensions to compare either:
+    nothing can check that the join by order paired them with their own kernels (an unrelated report's values
+    had been used, unsaid), so they count as unmeasured, as a report renamed by NVTX ranges does. Kernels of no
+    name whose launch dimensions match are kept, and a warning says they were checked by those alone."""
+    ncu_named = joined.get_column("name").is_not_null()
+    nameless = joined.get_column("timeline_name").is_null() & ncu_named
+    if not nameless.any():
+        return joined
+    launch = (
+        joined.get_column("launch_match")
+        if "launch_match" in joined.columns
+        else pl.Series([None] * joined.height, dtype=pl.Boolean)
+    )
+    unchecked = nameless & launch.is_null()
+    by_launch = nameless & launch.eq(True).fill_null(False)
+    matched = int(ncu_named.sum())
+    if by_launch.any():
+        warnings.append(
+            f"{int(by_launch.sum())} of {matched} matched kernels have no name in the timeline: their Nsight "
+            "Compute values are matched by position and launch dimensions only"
+        )
+    if not unchecked.any():
+        return joined
+    warnings.append(
+        f"{int(unchecked.sum())} of {matched} matched kernels have no name in the timeline and no launch "
+        "dimensions to check them by: the join by order cannot be checked, so their Nsight Compute values are "
+        "not used"
+    )
+    return joined.with_columns([pl.when(unchecked).then(None).otherwise(pl.col(c)).alias(c) for c in COLUMNS])
 
 
 #: the largest share of an iteration's kernel time that kernels with a NaN value (ncu could not measure

@@ -270,6 +270,98 @@ def test_a_range_naming_gpu_side_annotations_only_says_so() -> None:
     )
 
 
+# ------------------------------------------------------------------------------ table --ncu: timeline kernels of no name
+
+
+def _other_ncu(path, kernels: int, grid: str):
+    """A SYNTHETIC Nsight Compute raw-page CSV of ``kernels`` kernels of another program (named
+    other_program_kernel_i), 200 us each, 80% SMs active, launched ``grid`` x (128, 1, 1)."""
+    head = ["ID", "Process ID", "Process Name", "Host Name", "Kernel Name", "Context", "Stream", "Block Size",
+            "Grid Size", "Device", "CC", "gpu__time_duration.sum",
+            "sm__cycles_active.avg.pct_of_peak_sustained_elapsed"]  # fmt: skip
+    units = [""] * 11 + ["usecond", "%"]
+    rows = [
+        [
+            i,
+            7,
+            "python",
+            "h",
+            f"other_program_kernel_{i}",
+            1,
+            7,
+            "(128, 1, 1)",
+            grid,
+            "0",
+            "9.0",
+            "200.00",
+            "80.00",
+        ]
+        for i in range(kernels)
+    ]
+    path.write_text("\n".join(",".join(f'"{v}"' for v in line) for line in [head, units, *rows]) + "\n")
+    return path
+
+
+def _unnamed(tmp_path, source: str):
+    """(a SYNTHETIC timeline whose kernels have no name, kernels per iteration): the small Kineto trace with
+    "name": null on its kernels (4 iterations of 3, no launch dimensions), or the 3-iteration nsys trace with
+    its kernel names deleted from StringIds (2 a iteration, launched (1,1,1) x (128,1,1))."""
+    import json
+
+    from tests.hostile import run_sql, small_trace_events, three_iteration_nsys
+
+    if source == "nsys":
+        path = three_iteration_nsys(tmp_path / "unnamed.synthetic.sqlite")
+        run_sql(path, "DELETE FROM StringIds WHERE value IN ('k100', 'k400')")
+        return path, 2
+    events = small_trace_events()
+    for e in events:
+        if e["cat"] == "kernel":
+            e["name"] = None
+    path = tmp_path / "unnamed.synthetic.json"
+    path.write_text(json.dumps({"traceEvents": events}))
+    return path, 3
+
+
+def _table_csv(capsys, *args: str):
+    import csv
+    import io
+
+    from tests.hostile import run_cli
+
+    code, out, err = run_cli(capsys, "table", *args, "--wide", "--format", "csv")
+    assert code == 0, err
+    (row,) = list(csv.DictReader(io.StringIO(out)))
+    return row, err
+
+
+def test_ncu_values_are_not_joined_unchecked_to_kernels_of_no_name(tmp_path, capsys) -> None:
+    """The Kineto timeline's kernels have no name and no launch dimensions, the report is another program's:
+    nothing can check the join by order. Before: sms_active 2.66666666667 (80% x 0.03 / 0.9 ms) and kernel-time
+    80.0 from 'ncu', unsaid (hostile19's case). Now no value, and a warning says why."""
+    timeline, per_iteration = _unnamed(tmp_path, "kineto")
+    ncu = _other_ncu(tmp_path / "other.synthetic.csv", per_iteration, "(1, 1, 1)")
+    row, err = _table_csv(capsys, str(timeline), "--ncu", str(ncu))
+    assert (row["sms_active"], row["sms_active_kernel_time"]) == ("", "")
+    assert (
+        "12 of 12 matched kernels have no name in the timeline and no launch dimensions to check them by: the "
+        "join by order cannot be checked, so their Nsight Compute values are not used"
+    ) in err
+
+
+def test_ncu_values_joined_to_kernels_of_no_name_by_launch_dimensions_are_said(tmp_path, capsys) -> None:
+    """The nsys timeline's kernels have no name but launch dimensions, the same as the report's: the join is
+    checked by them alone. The value stays (sms_active 24.0 = 80% x 0.3 / 1.0 ms), and now a warning says so."""
+    timeline, per_iteration = _unnamed(tmp_path, "nsys")
+    ncu = _other_ncu(tmp_path / "other.synthetic.csv", per_iteration, "(1, 1, 1)")
+    row, err = _table_csv(capsys, str(timeline), "--ncu", str(ncu))
+    assert float(row["sms_active"]) == 24.0
+    assert (
+        "6 of 6 matched kernels have no name in the timeline: their Nsight Compute values are matched by "
+        "position and launch dimensions only"
+    ) in err
+
+
 # ------------------------------------------------------------------------------ others' files: strict xfails
 
 
