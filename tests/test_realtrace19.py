@@ -362,6 +362,16 @@ def test_ncu_values_joined_to_kernels_of_no_name_by_launch_dimensions_are_said(t
     ) in err
 
 
+def test_the_launch_dimension_mismatch_counts_the_kernels_compared(tmp_path, capsys) -> None:
+    """Launch dimensions that differ ((64,1,1) in the report, (1,1,1) in the timeline) on kernels of no name:
+    it read 'the launch dimensions of 6 of 0 matched kernels differ' (0: the kernels checked by name)."""
+    timeline, per_iteration = _unnamed(tmp_path, "nsys")
+    ncu = _other_ncu(tmp_path / "other.synthetic.csv", per_iteration, "(64, 1, 1)")
+    row, err = _table_csv(capsys, str(timeline), "--ncu", str(ncu))
+    assert row["sms_active"] == ""
+    assert "the launch dimensions of 6 of 6 matched kernels differ" in err, err
+
+
 # ------------------------------------------------------------------------------ others' files: strict xfails
 
 
