@@ -1681,9 +1681,11 @@ def measure_gaps(
         start=pl.col("start").null_count() - assignment.damaged_times,
         end=(pl.col("start").is_not_null() & pl.col("end").is_null()).sum(),
     ).row(0, named=True)
+    # (a reader that said so already, for every such op of the trace: one line for one fact)
+    said = int(trace.meta.get(OPS_WITHOUT_END) or 0)
+    said_all = said and said >= trace.ops.select(_untimed().sum()).item()
     for missing, count in counts.items():
-        # (a reader that said so already, for the trace's ops: one line for one fact)
-        if count > 0 and not trace.meta.get(OPS_WITHOUT_END):
+        if count > 0 and not said_all:
             warnings.append(
                 f"{count} device ops in the iterations have no {missing} time (not recorded): they count as "
                 "kernels but not in GPU busy time, which is short by however long they ran"
@@ -1745,6 +1747,7 @@ def measure_gaps(
     )
     launch = _launch_stats(trace, ranges, ops, assignment.calls)
     gaps = _idle_gaps(ops, windows)
+    holding_ops = ops.get_column("iteration").drop_nulls().unique()  # (timed or not)
     del ops
     # The gaps are the window less the busy time: busy = latency - the gaps' length.
     idle = _per_iteration_sums(gaps, windows, pl.col("duration_ns"), "idle_ns")
@@ -1863,11 +1866,17 @@ def measure_gaps(
             f"{unsynced} of {frame.height} iterations are unsynchronized (GPU work outlives the range): "
             "latency is the steady-state period max(range end, GPU end) - max(range start, previous GPU end)"
         )
-    # An 'empty' gap (the whole window) and no kernel: an iteration whose ops have no start or end has an
-    # 'empty' gap too, and one of copies alone has no kernel; both hold ops, and neither is counted.
+    # An 'empty' gap (the whole window) and no op at all: an iteration whose ops have no start or end has an
+    # 'empty' gap too, and so has one of untimed whole-graph executions (no kernel); both hold ops, and neither
+    # is counted (two such iterations had been said to hold no device op, 'utilization 0', beside their
+    # withheld busy time).
     empty_gaps = gaps.filter(pl.col("position") == "empty").get_column("iteration") if has_ops else None
     empty = (
-        int(frame.filter(pl.col("index").is_in(empty_gaps.implode()) & (pl.col("kernels") == 0)).height)
+        int(
+            frame.filter(
+                pl.col("index").is_in(empty_gaps.implode()) & ~pl.col("index").is_in(holding_ops.implode())
+            ).height
+        )
         if empty_gaps is not None and empty_gaps.len()
         else 0
     )

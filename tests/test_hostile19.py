@@ -273,13 +273,6 @@ def test_nsys_runtime_name_ids_missing_from_string_ids_do_not_read_zero_launches
 # --------------------------------------------------------- device work CUPTI could not time (start = end = 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_sqlite.py: a kernel row with start = end = 0 (CUPTI could not time it) is left "
-    "out (as documented), but its launch call lies in iteration 1 and nothing says so: iteration 1 reads kernels "
-    "1 for 2 launches and busy 0.2 ms as known, sure verdict; expected iteration 1 named (or the kernel counted "
-    "untimed and the iteration named a lower bound, as a Kineto kernel without dur since a1bf69a)",
-)
 def test_an_nsys_kernel_cupti_could_not_time_names_the_iteration_it_shortens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -713,23 +706,16 @@ def test_pin_an_ncu_report_of_other_kernels_is_not_joined_to_named_ones(
     assert "differ in name" in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/kernel_metrics.py: timeline kernels of no name cannot be checked against the ncu report's "
-    "names, yet every value is joined, unsaid: an unrelated 3-kernel profile (200-µs kernels named "
-    "other_program_kernel_i, launch dims alike) gives sms_active 2.67% (Kineto) / 24.0% (nsys), kernel-time 80.0 "
-    "from 'ncu' (the --print-nvtx-rename case, names not checkable, is refused with a warning)",
-)
 @pytest.mark.parametrize("source", ["kineto", "nsys"])
 def test_an_ncu_report_is_not_joined_unchecked_to_kernels_of_no_name(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str
 ) -> None:
-    """`table TIMELINE --ncu REPORT --wide`, the timeline's kernels without names (Kineto "name": null; nsys
-    name ids deleted from StringIds, which analyze only warns about), the report another program's. Got
-    sms_active 2.66666666667 (80% x 0.03/0.9) for Kineto, 24.0 for nsys, sms_active_kernel_time 80.0,
-    sms_active_source 'ncu', and no ncu warning at all. kernel_metrics.py's rule for a report renamed by NVTX
-    ranges: 'no name can be checked, so no value of it is used, with a warning'. Expected the same here: no ncu
-    value (or at least a warning that the join is unchecked)."""
+    """Pin (1af2e4f, the fix of this file's strict xfail): `table TIMELINE --ncu REPORT --wide`, the timeline's
+    kernels without names (Kineto "name": null; nsys name ids deleted from StringIds, which analyze only warns
+    about), the report another program's with launch dims like the timeline's (nsys) or none to compare
+    (Kineto). Before: sms_active 2.66666666667 (80% x 0.03/0.9) for Kineto, 24.0 for nsys, kernel-time 80.0,
+    source 'ncu', no ncu warning. Now no value where nothing checks the pairing, and a warning where launch
+    dimensions alone checked it."""
     timeline, per_iteration = _unnamed_timeline(tmp_path, source)
     # (the nsys kernels' launch dims are (1,1,1) x (128,1,1): the profile's alike, so only names could tell)
     ncu = _ncu_of_another_program(tmp_path / "other.synthetic.csv", per_iteration, grid="(1, 1, 1)")
@@ -738,18 +724,13 @@ def test_an_ncu_report_is_not_joined_unchecked_to_kernels_of_no_name(
     assert row["sms_active"] == "" or said, (row["sms_active"], err)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/kernel_metrics.py: with timeline kernels of no name and launch dims that differ, the warning "
-    "reads 'the launch dimensions of 6 of 0 matched kernels differ' (its count is of the name-checked kernels)",
-)
 def test_the_launch_dimension_mismatch_counts_the_kernels_it_compared(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The nsys timeline of no kernel names with the other program's profile whose grid is (64,1,1) (the
-    timeline's (1,1,1)): the launch-dimension check rightly refuses every value, but says '... 6 of 6 matched
-    kernels differ in launch dimensions ...' and then 'the launch dimensions of 6 of 0 matched kernels differ'.
-    Expected '6 of 6' in both."""
+    """Pin (bb86cf8, the fix of this file's strict xfail): the nsys timeline of no kernel names with the other
+    program's profile whose grid is (64,1,1) (the timeline's (1,1,1)): every value refused, and the warning
+    counts the compared kernels, 'the launch dimensions of 6 of 6 matched kernels differ' (it read '6 of
+    0')."""
     timeline, per_iteration = _unnamed_timeline(tmp_path, "nsys")
     ncu = _ncu_of_another_program(tmp_path / "other.synthetic.csv", per_iteration)
     row, err = _table_row(capsys, str(timeline), "--ncu", str(ncu))

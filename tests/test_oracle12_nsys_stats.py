@@ -347,7 +347,8 @@ def test_differences_nsys_2022_4_rows(tmp_path: Path) -> None:
     """A 2022.4 export: each call written twice (the "CUDA backtrace" row, same correlation id), a kernel
     CUPTI could not time (start = end = 0), a push never popped that nsys 2022.4 ends at the capture's end.
     nsys counts both rows of a call, the untimed kernel (0 ns) and the open range (to the last NVTX
-    timestamp); tracekit one row per call, no untimed kernel (warned), no end for the open range (warned)."""
+    timestamp); tracekit one row per call, the untimed kernel counted with no time (warned: in no duration), no
+    end for the open range (warned)."""
     b = NsysBuilder(
         version="2022.4.2.1",
         meta_table="EXPORT_META_DATA",
@@ -365,7 +366,7 @@ def test_differences_nsys_2022_4_rows(tmp_path: Path) -> None:
     path = b.write(tmp_path / "old.sqlite")
     trace = read_trace(path)
     assert o.kernels_nsys(o.nsys_report(path, "gpukernsum") or []) == {"k": (4, 303, 0, 102)}
-    assert o.kernels_tracekit(trace.ops) == {"k": (3, 303, 100, 102)}
+    assert o.kernels_tracekit(trace.ops) == {"k": (4, 303, 100, 102)}
     assert o.api_nsys(o.nsys_report(path, "cudaapisum") or []) == {"cudaLaunchKernel": (6, 540)}
     assert o.api_tracekit(trace.api) == {"cudaLaunchKernel": (3, 300)}  # the outermost row of each call
     nvtx = o.nvtx_nsys(o.nsys_report(path, "nvtxsum") or [])

@@ -98,13 +98,15 @@ def test_whole_graph_executions_are_device_ops_with_a_warning(tmp_path: Path) ->
     assert rows(
         trace.ops, "start", "end", "device", "stream", "pid", "correlation", "graph", "kind", "name"
     ) == [
+        (None, None, 0, 7, 100, 9, 5, "graph", "CUDA graph 5"),  # CUPTI could not time it: kept, untimed
         (1200, 1800, 0, 7, 100, 1, 5, "graph", "CUDA graph 5"),
         (3200, 3800, 0, 7, 100, 2, 5, "graph", "CUDA graph 5"),
     ]
     assert trace.meta["device"] == "gpu"
-    assert any(w.startswith("2 CUDA graph executions were traced whole") for w in trace.warnings)
+    assert any(w.startswith("3 CUDA graph executions were traced whole") for w in trace.warnings)
     assert (
-        "1 graph rows have no timestamps (start and end 0: CUPTI could not time them): left out"
+        "1 graph rows have no timestamps (start and end 0: CUPTI could not time them): they count in the "
+        "iterations their launch calls lie in, with no start or end time (not in any busy time)"
         in trace.warnings
     )
     whole = analyze_iterations(trace, "iteration").iterations
@@ -117,19 +119,26 @@ def test_whole_graph_executions_are_device_ops_with_a_warning(tmp_path: Path) ->
     assert whole["kernels"].to_list() == [0, 0] and nodes["kernels"].to_list() == [3, 3]
 
 
-def test_rows_cupti_could_not_time_are_left_out(tmp_path: Path) -> None:
-    # CUPTI writes start = end = 0 for an activity it could not time: kept, such a row put an op at the
-    # session's start, so a trace without ranges (one window, first launch to last op end) began at 0
+def test_rows_cupti_could_not_time_are_kept_untimed(tmp_path: Path) -> None:
+    # CUPTI writes start = end = 0 for an activity it could not time: kept as they are, such a row put an op at
+    # the session's start, so a trace without ranges (one window, first launch to last op end) began at 0; left
+    # out, an iteration that launched one read one kernel fewer and its busy time as known. Kept untimed (null
+    # start and end), they count where their launch calls lie, in no busy time.
     b = NsysBuilder()
     b.runtime(1000, 1050, "cudaLaunchKernel_v7000", correlation=1)
     b.kernel(1100, 1300, "gemm", correlation=1)
     b.kernel(0, 0, "lost", correlation=2)
     b.memcpy(0, 0, copy_kind=1)
     trace = read(b.write(tmp_path / "untimed.sqlite"))
-    assert rows(trace.ops, "start", "end", "name") == [(1100, 1300, "gemm")]
+    assert sorted(rows(trace.ops, "start", "end", "name"), key=str) == [
+        (1100, 1300, "gemm"),
+        (None, None, "[CUDA memcpy HtoD]"),
+        (None, None, "lost"),
+    ]
+    kept = "they count in the iterations their launch calls lie in, with no start or end time (not in any busy time)"
     assert [w for w in trace.warnings if "no timestamps" in w] == [
-        "1 kernel rows have no timestamps (start and end 0: CUPTI could not time them): left out",
-        "1 memcpy rows have no timestamps (start and end 0: CUPTI could not time them): left out",
+        f"1 kernel rows have no timestamps (start and end 0: CUPTI could not time them): {kept}",
+        f"1 memcpy rows have no timestamps (start and end 0: CUPTI could not time them): {kept}",
     ]
     # counted for the analysis too (plausibility.untimed_rows), which had parsed the warnings' words
     assert trace.meta["untimed_rows"] == {"kernel": 1, "memcpy": 1}

@@ -130,7 +130,9 @@ def test_untimed_whole_graph_rows_are_the_stated_cause_of_their_lost_replays(tmp
     """An nsys export (--cuda-graph-trace=graph) whose GRAPH_TRACE rows for 2 of 10 launches have start = end
     = 0: the reader leaves them out ('2 graph rows have no timestamps ... left out'), and the lost-replay
     doubt gave another cause, 'the profiler recorded none of their work (graph nodes not traced, or their
-    records dropped)'. It now names the untimed rows."""
+    records dropped)'. It then named the untimed rows. Now the reader keeps them, untimed, in the iterations
+    their launches lie in (3 and 6): those iterations' busy is withheld and named, the other 8 read theirs, and
+    no replay is lost (each launch has its execution)."""
     from tests.nsys_builder import NsysBuilder
 
     us = 1000
@@ -148,12 +150,13 @@ def test_untimed_whole_graph_rows_are_the_stated_cause_of_their_lost_replays(tmp
     b.gpu(0, "NVIDIA H100")
     a = tracekit.analyze(b.write(tmp_path / "graph_untimed.synthetic.sqlite"))
     assert any(w.startswith("2 graph rows have no timestamps") for w in a.warnings), a.warnings
-    doubt = a.verdict_uncertain or ""
-    assert doubt.startswith(
-        "verdict uncertain: 2 of 10 CUDA-graph launches have no kernel or graph execution"
+    busy = [None if b is None else round(b, 9) for b in a.iterations["gpu_busy_ms"].to_list()]
+    assert busy == [0.034] * 3 + [None] + [0.034] * 2 + [None] + [0.034] * 3
+    assert any(
+        w.startswith("2 of 10 iterations (index 3, 6) hold device ops none of which") for w in a.warnings
     )
-    assert "their whole-graph rows are in the export without timestamps (2 whole-graph rows" in doubt, doubt
-    assert "graph nodes not traced" not in doubt, doubt
+    assert not any("hold no device op" in w or "have no start time" in w for w in a.warnings), a.warnings
+    assert a.verdict_uncertain is None and a.summary.bound == "framework"
 
 
 def test_the_report_row_leaves_out_the_setup_caveat_of_an_iteration_its_means_leave_out(
