@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 
 from tests.builders import kineto_event
@@ -157,7 +158,7 @@ def test_record_counts_that_do_not_say_1_or_true_say_nothing(tmp_path: Path, val
 
 def test_unplaced_events_are_counted_with_their_device_ops(tmp_path: Path) -> None:
     """Two placed steps and, read "ts": 0, "dur": 0: one step, one launch call and two kernels: 4 events, 2
-    of them device ops, left out with the exact warning."""
+    of them device ops, all left out (z1's launch call is zeroed too, z2 has none), with the exact warning."""
     events = _steps()
     events += [
         kineto_event("user_annotation", "ProfilerStep#9", 0, 0, PID, TID),
@@ -170,10 +171,34 @@ def test_unplaced_events_are_counted_with_their_device_ops(tmp_path: Path) -> No
     assert trace.api.height == 2
     assert _said(trace, "ts 0.000 and dur 0.000") == [
         "4 events (2 of them device ops) read ts 0.000 and dur 0.000, as torch.profiler writes an event it could "
-        "not place in time (pytorch#188481): their times are unknown, so they are left out of every figure: the "
-        "steps, operators and device work they record count nowhere, and an iteration that held some of them "
-        "is short by them"
+        "not place in time (pytorch#188481): their times are unknown: they are left out of every figure: the "
+        "steps, operators, calls and device work they record count nowhere, and an iteration that held some of "
+        "them is short by them"
     ]
+
+
+def test_an_unplaced_device_op_whose_launch_call_is_placed_stays_untimed(tmp_path: Path) -> None:
+    """The twin: z1 zeroed but its launch call (correlation 900) placed: z1 stays, untimed (no start, no end),
+    z2 (no call) is left out with the zeroed step; the warning counts both, and no 'no readable ts' line
+    says z1 again."""
+    events = _steps()
+    events += [
+        kineto_event("user_annotation", "ProfilerStep#9", 0, 0, PID, TID),
+        kineto_event("cuda_runtime", "cudaLaunchKernel", 2_000, 5, PID, TID, correlation=900),
+        _device("kernel", "z1", 0, 0, 900),
+        _device("kernel", "z2", 0, 0, 901),
+    ]
+    trace = read(_write(tmp_path, events, "unplaced_kept.synthetic.json"))
+    assert trace.ops.height == 3
+    assert trace.ops.filter(pl.col("start").is_null() & pl.col("end").is_null())["name"].to_list() == ["z1"]
+    assert _said(trace, "ts 0.000 and dur 0.000") == [
+        "3 events (2 of them device ops) read ts 0.000 and dur 0.000, as torch.profiler writes an event it could "
+        "not place in time (pytorch#188481): their times are unknown: 2 of them are left out of every figure: the "
+        "steps, operators, calls and device work they record count nowhere, and an iteration that held some of "
+        "them is short by them; 1 device ops whose launch calls are placed count as kernels of unknown time in "
+        "the iterations those calls lie in (in no busy time)"
+    ]
+    assert not _said(trace, "no readable ts")
 
 
 def test_a_zeroed_event_whose_duration_does_not_read_is_kept(tmp_path: Path) -> None:

@@ -1853,24 +1853,29 @@ def _lost_ends(x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
     )
 
 
-def _without_unplaced_events(path: Path, x_events: pl.DataFrame, warnings: list[str]) -> pl.DataFrame:
+def _without_unplaced_events(
+    path: Path, x_events: pl.DataFrame, warnings: list[str]
+) -> tuple[pl.DataFrame, int]:
     """``x_events`` without the events torch.profiler could not place in time, with a warning counting them:
     events that read ``"ts": 0.000, "dur": 0.000`` in a trace whose other events have times. libkineto writes
     times relative to its base time and clamps one before the base to 0 (``transToRelativeTime``), and a
     duration below 0 to 0 (kineto#646: end times of 0); torch 2.12 wrote half a trace so (pytorch#188481: 'in
     the second half of the trace, nearly all of them list "ts": 0.000 and "dur": 0.000'). Kept, they made
     steps of 0 µs at time 0 (an iteration of latency 0) and device ops outside every iteration. An event at
-    0 that lasts is kept (a hand-made trace's origin). TraceFormatError when every device op is such an
-    event: read without them, the trace would pass for a CPU run."""
+    0 that lasts is kept (a hand-made trace's origin). A device op so written whose launch call is placed
+    still ran where that call says: it stays, untimed (no start, no end; left out, its iteration had read one
+    kernel fewer and its busy time as known). TraceFormatError when every device op is such an event.
+    Returns the events and how many device ops were kept untimed so."""
     unplaced = (pl.col("start") == 0) & (pl.col("dur_ns") == 0) & ~pl.col("dur_unread")
+    is_op = pl.col("cat_l").is_in(list(OP_CATEGORIES))
     counts = x_events.select(
         n=unplaced.sum(),
         placed=(~unplaced).sum(),
-        ops=(unplaced & pl.col("cat_l").is_in(list(OP_CATEGORIES))).sum(),
-        placed_ops=(~unplaced & pl.col("cat_l").is_in(list(OP_CATEGORIES))).sum(),
+        ops=(unplaced & is_op).sum(),
+        placed_ops=(~unplaced & is_op).sum(),
     ).row(0, named=True)
     if not counts["n"] or not counts["placed"]:
-        return x_events
+        return x_events, 0
     message = (
         f"{counts['n']:,} events ({counts['ops']:,} of them device ops) read ts 0.000 and dur 0.000, as "
         "torch.profiler writes an event it could not place in time (pytorch#188481): their times are unknown"
@@ -1881,11 +1886,35 @@ def _without_unplaced_events(path: Path, x_events: pl.DataFrame, warnings: list[
             "again (a shorter capture, or another torch version)",
             path,
         )
-    warnings.append(
-        f"{message}, so they are left out of every figure: the steps, operators and device work they record "
-        "count nowhere, and an iteration that held some of them is short by them"
+    placed_calls = x_events.filter(~unplaced & pl.col("cat_l").is_in(list(API_CATEGORIES)))
+    stays = (
+        unplaced
+        & is_op
+        & pl.col("a_correlation")
+        .cast(pl.Int64, strict=False)
+        .is_in(placed_calls.get_column("a_correlation").cast(pl.Int64, strict=False).drop_nulls().implode())
+        .fill_null(False)
     )
-    return x_events.filter(~unplaced)
+    kept_ops = int(x_events.select(stays.sum()).item())
+    said = []
+    left_out = counts["n"] - kept_ops
+    if left_out:
+        which = f"{left_out:,} of them are" if kept_ops else "they are"
+        said.append(
+            f"{which} left out of every figure: the steps, operators, calls and device work they record count "
+            "nowhere, and an iteration that held some of them is short by them"
+        )
+    if kept_ops:
+        said.append(
+            f"{kept_ops:,} device ops whose launch calls are placed count as kernels of unknown time in the "
+            "iterations those calls lie in (in no busy time)"
+        )
+    warnings.append(f"{message}: {'; '.join(said)}")
+    kept = x_events.filter(~unplaced | stays).with_columns(
+        start=pl.when(stays).then(None).otherwise(pl.col("start")),
+        dur_unread=pl.col("dur_unread") | stays,
+    )
+    return kept, kept_ops
 
 
 #: no call left out as far (:func:`_without_far_events`)
@@ -2448,7 +2477,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     if bad_ts:
         warnings.append(f"{bad_ts} complete events without a readable ts were skipped")
 
-    x_events = _without_unplaced_events(path, x_events, warnings)
+    x_events, zeroed = _without_unplaced_events(path, x_events, warnings)
     x_events = _lost_ends(x_events, warnings)
     x_events, far_warning, far_calls = _without_far_events(x_events)
     x_events = x_events.with_columns(tid_i=leading_int_series(x_events.get_column("tid")))
@@ -2480,7 +2509,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
             no_end=(pl.col("start").is_not_null() & pl.col("end").is_null()).sum(),
         ).row(0)
         for count, field, unread, time in (
-            (no_start, "ts", "null, missing, NaN, Infinity or not a number", "start"),
+            (no_start - zeroed, "ts", "null, missing, NaN, Infinity or not a number", "start"),
             (no_end, "dur", "null, negative, missing, NaN, Infinity or not a number", "end"),
         ):
             if count:
