@@ -372,6 +372,66 @@ def test_the_launch_dimension_mismatch_counts_the_kernels_compared(tmp_path, cap
     assert "the launch dimensions of 6 of 6 matched kernels differ" in err, err
 
 
+# ------------------------------------------------------------------------------ ORT: events of negative dur
+
+
+def _ort_gpu_events(first_kernel_dur: int) -> list[dict]:
+    """A SYNTHETIC ORT CUDA profile: 3 model_run of 1000 us, each a MatMul and a Relu Node (20 us) whose Kernel
+    event (100 us, stream "7") starts 5 us after its node; run 0's MatMul kernel lasts ``first_kernel_dur``."""
+
+    def event(cat: str, name: str, ts: int, dur: int, **args) -> dict:
+        return {"cat": cat, "pid": 1, "tid": 1, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
+
+    events = [
+        event("Session", "model_loading_uri", 0, 50),
+        event("Session", "session_initialization", 60, 40),
+    ]
+    for r in range(3):
+        t = 1000 * r + 200
+        events.append(event("Session", "model_run", t, 1000))
+        for k, op in enumerate(("MatMul", "Relu")):
+            node = f"/{k}/{op}_kernel_time"
+            events.append(
+                event("Node", node, t + 10 + 300 * k, 20, op_name=op, provider="CUDAExecutionProvider")
+            )
+            kernel = event("Kernel", f"{op.lower()}_kernel", t + 15 + 300 * k, 100, stream="7", op_name=op)
+            kernel.update(pid=-1, tid=-1)
+            kernel["args"]["parent_name"] = node
+            events.append(kernel)
+    events[4]["dur"] = first_kernel_dur
+    return events
+
+
+@pytest.mark.parametrize("source", ["gpu", "cpu"])
+def test_an_ort_event_of_negative_dur_counts_as_one_of_no_readable_dur(tmp_path, source: str) -> None:
+    """Run 0's MatMul (a Kernel event of dur -100 on a CUDA profile; a Node of dur -300 on a CPU profile) reads
+    as its null-dur twin: counted, with no end time, said. Before: the kernel was clipped to 0 us, unsaid
+    (run 0: busy 0.1 as measured); the node dropped as 'a device op ... kineto#646' (run 0: 1 operator)."""
+    import json
+
+    from tests.hostile import ort_cpu_events
+    from tracekit.readers import read_trace
+
+    if source == "gpu":
+        events = _ort_gpu_events(-100)
+    else:
+        events = ort_cpu_events()
+        events[3]["dur"] = -300  # run 0's MatMul node
+    path = tmp_path / f"ort_negative_{source}.synthetic.json"
+    path.write_text(json.dumps(events))
+    trace = read_trace(path)
+    untimed = trace.ops.filter(pl.col("end").is_null())
+    assert (trace.ops.height, untimed.height) == (6, 1)
+    assert untimed["name"][0] == ("matmul_kernel" if source == "gpu" else "MatMul:/a/MatMul")
+    what = "GPU ops (Kernel events)" if source == "gpu" else "operators (Node events)"
+    assert any(
+        w.startswith(
+            f"1 of 6 {what} have a negative dur (they end before they begin: damaged events, no duration either)"
+        )
+        for w in trace.meta["warnings"]
+    ), trace.meta["warnings"]
+
+
 # ------------------------------------------------------------------------------ others' files: strict xfails
 
 

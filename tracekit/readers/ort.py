@@ -294,6 +294,12 @@ def _frame(events: list[dict[str, Any]]) -> pl.DataFrame:
     )
 
 
+#: An op's end time: null where its dur is unreadable or negative (a damaged event: it ends before it begins, so
+#: it has no duration either; a Kernel event's had been clipped to 0 us unsaid, a Node event's dropped as a
+#: device op's lost end). Such an op counts, with no busy time, and a warning says how many.
+_OP_END = pl.when(pl.col("op_end") >= pl.col("start")).then(pl.col("op_end"))
+
+
 #: The Kernel event ORT 1.8-1.10 write, alone, when CUPTI could not be started (ts 0, dur 0).
 CUPTI_ERROR_EVENT = "not_available_due_to_cupti_error"
 
@@ -1240,7 +1246,7 @@ def read(path: Path) -> Trace:
     node_name = pl.col("name").str.strip_suffix(KERNEL_SUFFIX)
     node_ops = nodes.select(
         "start",
-        end="op_end",
+        end=_OP_END,
         device=pl.lit(-1, pl.Int32),
         stream="tid_i",
         pid="pid_i",
@@ -1258,7 +1264,7 @@ def read(path: Path) -> Trace:
         kernel_name = pl.col("name").fill_null("")
         ops = kernels.select(
             "start",
-            end="op_end",
+            end=_OP_END,
             device=pl.col("device").cast(pl.Int32, strict=False),
             stream=_stream(pl.col("stream")),
             pid=pl.lit(main_pid, dtype=pl.Int64),
@@ -1347,16 +1353,22 @@ def read(path: Path) -> Trace:
             )
     warnings += _truncation_warning(kernels if device == "gpu" else nodes.filter(~container), device)
     no_end = ops.get_column("end").null_count()
-    if no_end:
-        what, busy = (
-            ("GPU ops (Kernel events)", "GPU busy")
-            if device == "gpu"
-            else ("operators (Node events)", "busy")
-        )
+    read = kernels if device == "gpu" else nodes.filter(~container)
+    negative = read.filter(pl.col("op_end") < pl.col("start")).height
+    what, busy = (
+        ("GPU ops (Kernel events)", "GPU busy") if device == "gpu" else ("operators (Node events)", "busy")
+    )
+    if no_end - negative > 0:
         warnings.append(
-            f"{no_end} of {ops.height} {what} have no readable dur (null, missing, NaN, Infinity or not a "
-            f"number): they have no end time, so they count as ops but not in {busy} time, which is short by "
-            "however long they ran"
+            f"{no_end - negative} of {ops.height} {what} have no readable dur (null, missing, NaN, Infinity or "
+            f"not a number): they have no end time, so they count as ops but not in {busy} time, which is short "
+            "by however long they ran"
+        )
+    if negative:
+        warnings.append(
+            f"{negative} of {ops.height} {what} have a negative dur (they end before they begin: damaged events, "
+            f"no duration either): they have no end time, so they count as ops but not in {busy} time, which is "
+            "short by however long they ran"
         )
     ranges = pl.concat(range_parts)
     ranges = ranges.with_columns(depth=nesting_depth(ranges, ["domain", "pid", "thread"]))
