@@ -309,18 +309,17 @@ def test_pin_a_kineto_kernel_without_dur_names_its_iteration_a_lower_bound(
 def test_a_kineto_kernel_at_ts_zero_names_the_iteration_it_shortens(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Iteration 1's second kernel (correlation 5) at ts 0, dur 0, the other events at epoch-like µs: torch.profiler's
-    'could not place it in time' (design.md: left out with a warning). Got: '1 events (1 of them device ops) read
-    ts 0.000 and dur 0.000 ...: left out of every figure ... an iteration that held some of them is short by
-    them'; iteration 1 (0.9, 0.02, 2, 3), which one is not said although the kernel's launch call (correlation
-    5) lies in it. Expected: the iteration named ('index 1'), or the kernel counted there untimed (0.9, 0.02, 3,
-    3), as a kernel without dur is."""
+    """Pin (1a0a4e0, the fix of this file's strict xfail): iteration 1's second kernel (correlation 5) at ts 0,
+    dur 0, the other events at epoch-like µs: torch.profiler's 'could not place it in time' (pytorch#188481).
+    Before: left out of every figure, 'an iteration that held some of them is short by them' without naming it,
+    iteration 1 (0.9, 0.02, 2, 3). Now it counts, untimed, in the iteration its launch call lies in: (0.9, 0.02,
+    3, 3), said (1 of 3 untimed there: under the lower-bound and doubt thresholds)."""
     events = small_trace_events()
     kernel = [e for e in events if e["cat"] == "kernel"][4]
     kernel["ts"], kernel["dur"] = 0, 0
     doc = _analyze(capsys, _kineto(tmp_path, "ts0", events))
-    named = any("index 1" in w for w in doc["warnings"])
-    assert named or _rows(doc)[1] == (0.9, 0.02, 3, 3), (_rows(doc), doc["warnings"])
+    assert _rows(doc) == [(0.9, 0.03, 3, 3), (0.9, 0.02, 3, 3), (0.9, 0.03, 3, 3), (0.9, 0.03, 3, 3)]
+    assert any("pytorch#188481" in w and "iterations those calls lie in" in w for w in doc["warnings"])
 
 
 # ------------------------------------------------------------------------ Kineto: GPU-side annotations only
@@ -431,32 +430,20 @@ def test_pin_an_ort_node_without_dur_counts_untimed_and_doubts(
     assert doc["summary"]["verdict_uncertain"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py drop_negative_durations (reached from readers/ort.py): run 0's MatMul Node of dur "
-    "-300 is dropped, not counted untimed as a null dur is: run 0 reads 1 operator and busy 0.1 ms as known, "
-    "verdict sure, and the warning calls the CPU node a 'device op' with 'kineto#646's missing end time' on an ORT "
-    "profile",
-)
 def test_an_ort_node_of_negative_dur_is_read_as_its_null_dur_twin(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The same Node with dur -300 (an ORT profile holds integer µs; a negative one is no duration either). Got:
-    '1 device ops with a negative duration (end before start, a profiler bug such as kineto#646's missing end
-    time) ignored', run 0 (1.0, 0.1, 1, None), verdict_uncertain None. Expected what the null-dur twin above
-    gets (and what the Kineto reader does with a negative dur: 'no readable dur (null, negative, ...)'): the
-    operator counted without busy time, run 0 (1.0, 0.1, 2), the verdict doubted."""
+    """Pin (066e907, the fix of this file's strict xfail): the same Node with dur -300. Before: '1 device ops
+    with a negative duration (end before start, a profiler bug such as kineto#646's missing end time) ignored',
+    run 0 (1.0, 0.1, 1, None), verdict sure. Now as the null-dur twin above: the operator counted without busy
+    time, run 0 (1.0, 0.1, 2), named a lower bound, the verdict doubted, a warning of its own."""
     doc = _analyze(capsys, _ort_with_matmul_dur(tmp_path, "ort_negative", -300))
     assert _rows(doc)[0] == (1.0, 0.1, 2, None)
     assert doc["summary"]["verdict_uncertain"]
+    assert any("(index 0)" in w and "lower bound" in w for w in doc["warnings"])
+    assert not any("kineto#646" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py drop_negative_durations: an nsys kernel row with end < start is dropped: iteration 1 "
-    "reads 1 kernel for 2 launches and busy 0.2 ms as known, verdict sure, and the warning blames 'kineto#646' "
-    "on an Nsight Systems export",
-)
 def test_an_nsys_kernel_ending_before_it_starts_is_not_dropped_unsaid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -484,13 +471,6 @@ def test_pin_a_kineto_launch_call_of_negative_dur_still_links_its_kernel(
     assert any("read as lasting 0 from their start" in w for w in doc["warnings"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py drop_negative_durations (nsys has no _lost_ends): an nsys launch call with end < "
-    "start is dropped, so its timed 0.1-ms kernel counts in no iteration: iteration 1 (1.0, 0.2, 1, 1) for (1.0, "
-    "0.3, 2, 2), sure verdict, and the kernel is said 'launched during the capture ... with their call records "
-    "lost' - the record is there",
-)
 def test_an_nsys_launch_call_of_negative_duration_still_links_its_kernel(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -547,19 +527,13 @@ def test_pin_an_ort_gpu_kernel_without_dur_counts_untimed_and_doubts(
     assert doc["summary"]["verdict_uncertain"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ort.py queue_on_streams: run 0's Kernel event of dur -100 is clipped to a duration "
-    "of 0 before any check: run 0 (1.0, 0.1, 2) shown as measured, verdict sure, and not one word about the "
-    "negative duration (its null-dur twin is said, named a lower bound and doubted)",
-)
 def test_an_ort_gpu_kernel_of_negative_dur_is_not_read_as_lasting_zero_unsaid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The same Kernel event with dur -100. Got: run 0 (1.0, 0.1, 2, None), verdict_uncertain None, and among
-    the warnings nothing about a negative or unreadable duration (queue_on_streams' ``clip(lower_bound=0)``
-    makes it an op of 0 µs, so drop_negative_durations never sees it). Expected what the null-dur twin gets:
-    '1 of 6 GPU ops ... no readable dur', run 0 named a lower bound, the verdict doubted."""
+    """Pin (066e907, the fix of this file's strict xfail): the same Kernel event with dur -100. Before: run 0
+    (1.0, 0.1, 2, None), verdict sure, and not one word about the negative duration (queue_on_streams'
+    clip(lower_bound=0) made it an op of 0 µs). Now as the null-dur twin: said ('have a negative dur'), run 0
+    named a lower bound, the verdict doubted."""
     doc = _analyze(capsys, _ort_gpu_profile(tmp_path, "ortgpu_negative", -100))
     assert _rows(doc)[0] == (1.0, 0.1, 2, None)
     assert any("dur" in w and ("negative" in w or "no readable" in w) for w in doc["warnings"]), doc[
