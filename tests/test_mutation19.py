@@ -488,3 +488,27 @@ def test_a_window_cut_from_the_work_holds_an_untimed_op_up_to_its_last_ns_only(
         ops=[(100, 200, 1, 7), (start, None, 2, 7)],
     )
     assert _rows(trace) == [(0, kernels, 100)]
+
+
+def test_an_op_placed_by_its_own_start_takes_only_its_own_process_iteration() -> None:
+    """Kills _placed's ``by_own`` mutants that drop the op's process (``pids`` None, or the threads passed as
+    pids): iteration 0 is process 1's [0, 1000), iteration 1 process 2's [2000, 3000). Process 2's call 3 is
+    stamped H + 1 ns after its op, which starts at 500, inside process 1's iteration only: by its own start it
+    lies in no iteration of its process, so it counts in none (said); each iteration keeps its 1 kernel."""
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration", 1), (2000, 3000, "iteration", 2)],
+        api=[
+            (100, 110, 1, "cudaLaunchKernel", 1),
+            (2100, 2110, 2, "cudaLaunchKernel", 2),
+            (501 + H, 511 + H, 3, "cudaLaunchKernel", 2),
+        ],
+        ops=[(200, 300, 1, 7, 1), (2200, 2300, 2, 7, 2), (500, 600, 3, 7, 2)],
+        range_fields=("start", "end", "name", "pid"),
+        api_fields=("start", "end", "correlation", "name", "pid"),
+        op_fields=("start", "end", "correlation", "stream", "pid"),
+    )
+    assert _rows(trace) == [(0, 1, 100), (1, 1, 100)]
+    assert analyze_iterations(trace).warnings[-1] == (
+        "1 device ops (0.000 ms busy) were launched outside every iteration (1 after the last): they count in no "
+        "iteration"
+    )
