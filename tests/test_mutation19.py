@@ -412,23 +412,25 @@ def test_distance_takes_the_largest_whole_unit(ns: float, said: str) -> None:
 
 def test_where_says_where_far_events_lie_for_each_reason() -> None:
     """_where's five texts, exact (kills the text, edge and direction mutants): a capture of [0, 20 s] and an
-    event 3 h after its end; a capture starting at 2 h and one at 0, before it; a group [0, 1 s] and one 5 h
-    after it, or one 2 h before a group; an end after a capture, or after every event; an end past 2^63."""
+    event 3 h after its end; a capture of [2 h, 4 h] and one at 0, 2 h before it; a group [0, 1 s] and one
+    5 h after it, or one 2 h before a group of [2 h, 4 h] (the edge is the near end: kills ``edge`` taken
+    as the far end); an end after a capture, or after every event; an end past 2^63."""
     s = 10**9
     assert _where({"capture": 3 * H + 20 * s}, (0, 20 * s), None) == (
         "outside the capture (which the trace says ran from 0 to 20,000,000,000 ns), e.g. one at "
         "10,820,000,000,000 ns, 3 hours after its end"
     )
-    assert _where({"capture": 0}, (2 * H, 2 * H + 20 * s), None) == (
-        "outside the capture (which the trace says ran from 7,200,000,000,000 to 7,220,000,000,000 ns), e.g. "
+    # (the edge is the capture's start: 2 h before it, not 4 h before its end)
+    assert _where({"capture": 0}, (2 * H, 4 * H), None) == (
+        "outside the capture (which the trace says ran from 7,200,000,000,000 to 14,400,000,000,000 ns), e.g. "
         "one at 0 ns, 2 hours before its start"
     )
     assert _where({"group": s + 5 * H}, None, (0.0, 1e9)) == (
         "more than an hour from every other event (the others lie from 0 to 1,000,000,000 ns), e.g. one at "
         "18,001,000,000,000 ns, 5 hours after them"
     )
-    assert _where({"group": 0}, None, (2.0 * H, 2.0 * H + 1e9)) == (
-        "more than an hour from every other event (the others lie from 7,200,000,000,000 to 7,201,000,000,000 "
+    assert _where({"group": 0}, None, (2.0 * H, 4.0 * H)) == (
+        "more than an hour from every other event (the others lie from 7,200,000,000,000 to 14,400,000,000,000 "
         "ns), e.g. one at 0 ns, 2 hours before them"
     )
     # the capture's text first; without a capture the group's; a 'capture' example without a capture is none
