@@ -514,3 +514,13 @@ def test_an_op_placed_by_its_own_start_takes_only_its_own_process_iteration() ->
         "1 device ops (0.000 ms busy) were launched outside every iteration (1 after the last): they count in no "
         "iteration"
     )
+
+
+def test_launched_by_far_calls_without_far_calls_is_a_boolean_mask_of_false() -> None:
+    """Kills the early return's ``dtype=None`` (float zeros compare equal to False in a list, but the readers
+    negate and AND the mask: ``~`` of a Float64 Series raises): no far call gives a Boolean Series of False."""
+    calls = pl.DataFrame({"pid": [1], "correlation": [5]})
+    ops = pl.DataFrame({"pid": [1, 1], "correlation": [5, 6]})
+    out = launched_by_far_calls(ops, calls, pl.Series([False]))
+    assert (out.dtype, out.to_list()) == (pl.Boolean, [False, False])
+    assert (~out).to_list() == [True, True]
