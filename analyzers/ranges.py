@@ -1086,7 +1086,7 @@ SPLIT_MIN_OPS = 20
 #: The readers' warnings that say what they left out of the trace or could not read: the reason a trace left
 #: with nothing to analyze was left so (every op dropped for a negative duration, every row untimed, a
 #: duration in a unit tracekit does not know, ...).
-LEFT_OUT = re.compile(r"\b(ignored|left out|skipped|dropped|unknown|no readable)\b")
+LEFT_OUT = re.compile(r"\b(ignored|left out|skipped|dropped|unknown|no readable|no (?:start|end) time)\b")
 
 
 def synthetic_windows(
@@ -1111,6 +1111,12 @@ def synthetic_windows(
             )
         left_out = [w for w in trace.meta.get("warnings", []) if LEFT_OUT.search(w)]
         why = f" (the reader left out what it could not use: {'; '.join(left_out)})" if left_out else ""
+        if trace.ops.height:  # (device ops, none with a start and an end: no window can be cut around them)
+            raise NoActivityError(
+                f"no ranges, and none of its {trace.ops.height:,} device ops has both a start and an end time: "
+                f"nothing to analyze{why.replace('left out what it could not use', 'said')}",
+                path,
+            )
         raise NoActivityError(f"no ranges and no device activity: nothing to analyze{why}", path)
     known = ops["device"].drop_nulls().unique()
     windows = idle_split(ops, split_idle_ms)

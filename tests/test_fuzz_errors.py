@@ -330,8 +330,9 @@ def test_json_errors_name_the_byte_of_the_whole_text_where_it_breaks(
 def test_a_trace_left_empty_by_the_reader_says_what_was_left_out(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # Every start and end negated: every row has a negative duration and is left out. The one line used to
-    # say "nothing to analyze" only, with the reader's reasons lost.
+    # Every start and end negated: every row has a negative duration: the ranges are left out, the device ops
+    # kept with no end time (the calls lasting 0). The one line used to say "nothing to analyze" only, with
+    # the reader's reasons lost; then "no device activity" beside 4000 device ops.
     path = _nsys_copy(
         tmp_path,
         "negated.sqlite",
@@ -344,7 +345,8 @@ def test_a_trace_left_empty_by_the_reader_says_what_was_left_out(
         "with a negative duration (end before start, a profiler bug such as kineto#646's missing end time)"
     )
     assert _one_line(code, err) == (
-        f"{path}: no ranges and no device activity: nothing to analyze (the reader left out what it could not "
-        f"use: 4000 device ops {negative} ignored; 4010 API calls {negative} ignored; 10 ranges {negative} "
+        f"{path}: no ranges, and none of its 4,000 device ops has both a start and an end time: nothing to "
+        "analyze (the reader said: 4000 device ops with a negative duration (end before start: a damaged row or "
+        f"a profiler's lost end time): they count with no end time (in no busy time); 10 ranges {negative} "
         "ignored)"
     )

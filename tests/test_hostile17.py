@@ -169,17 +169,22 @@ def test_nsys_kernel_table_as_a_view_and_a_real_start_read_as_the_table(
         assert _busy(doc) == [(0.3, 2)] * 3
 
 
-def test_nsys_a_kernel_ending_before_it_starts_is_left_out_and_said(
+def test_nsys_a_kernel_ending_before_it_starts_is_kept_untimed_and_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Kernel 1 (iteration 0) ends before it starts: it counts in iteration 0 with no end time (it had been
+    left out: 1 kernel for 2 launches, its busy time as known), and the line says so."""
     path = _sql(
         _nsys(tmp_path / "backwards.synthetic.sqlite"),
         "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET end = start - 150000 WHERE rowid = 1",
     )
     code, doc, err = _json(capsys, str(path))
     assert code == 0, err
-    assert _busy(doc) == [(0.1, 1), (0.3, 2), (0.3, 2)]
-    assert doc["warnings"][0].startswith("1 device ops with a negative duration (end before start")
+    assert _busy(doc) == [(0.1, 2), (0.3, 2), (0.3, 2)]
+    assert doc["warnings"][0] == (
+        "1 device ops with a negative duration (end before start: a damaged row or a profiler's lost end time): "
+        "they count with no end time (in no busy time)"
+    )
 
 
 def test_nsys_nvtx_range_without_end_is_no_iteration_and_said(

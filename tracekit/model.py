@@ -442,10 +442,31 @@ TIMED_FRAMES: dict[str, str] = {
 def drop_negative_durations(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """(``frame`` without the rows whose ``end`` is before their ``start``, how many were dropped). Such a row
     has no meaning as an interval (Kineto wrote ``dur`` = -``ts`` for events whose end it missed, kineto#646);
-    rows with a null end (a range never closed) are kept."""
+    rows with a null end (a range never closed) are kept. For ranges and CPU operators: device ops and API
+    calls keep their place (:func:`mend_negative_durations`)."""
     negative = (pl.col("end") < pl.col("start")).fill_null(False)
     dropped = int(frame.select(negative.sum()).item()) if frame.height else 0
     return (frame.filter(~negative), dropped) if dropped else (frame, 0)
+
+
+def mend_negative_durations(frame: pl.DataFrame, name: str) -> tuple[pl.DataFrame, int, str]:
+    """(``frame`` with the rows whose ``end`` is before their ``start`` mended, how many, what was done to them)
+    for the ``ops`` and ``api`` frames (``name``). The start of such a row is known and its end is not. A device
+    op keeps its place with no end (it counts as a kernel, in no busy time, and the analysis doubts a verdict on
+    it); an API call lasts 0 from its start, so that it still links the device work it launched. Dropped, an
+    nsys kernel of end < start had left its iteration a kernel short with its busy time as known, and a launch
+    call so stamped had left its kernel in no iteration, 'its call record lost'."""
+    negative = (pl.col("end") < pl.col("start")).fill_null(False)
+    count = int(frame.select(negative.sum()).item()) if frame.height else 0
+    if not count:
+        return frame, 0, ""
+    if name == "ops":
+        done = "they count with no end time (in no busy time)"
+        mended = pl.when(negative).then(None).otherwise(pl.col("end"))
+    else:
+        done = "read as lasting 0 from their start, so each still links the device work it launched"
+        mended = pl.when(negative).then(pl.col("start")).otherwise(pl.col("end"))
+    return frame.with_columns(mended.alias("end")), count, done
 
 
 def drop_repeated_rows(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
@@ -518,7 +539,14 @@ class Trace:
         self.meta.setdefault("warnings", [])
         for name, schema in SCHEMAS.items():
             frame = conform(getattr(self, name), schema)
-            if name in TIMED_FRAMES:
+            if name in ("ops", "api"):
+                frame, mended, done = mend_negative_durations(frame, name)
+                if mended:
+                    self.meta["warnings"].append(
+                        f"{mended} {self._noun(name)} with a negative duration (end before start: a damaged row or "
+                        f"a profiler's lost end time): {done}"
+                    )
+            elif name in TIMED_FRAMES:
                 frame, dropped = drop_negative_durations(frame)
                 if dropped:
                     self.meta["warnings"].append(
@@ -542,6 +570,10 @@ class Trace:
     @property
     def warnings(self) -> list[str]:
         return self.meta["warnings"]
+
+    def _noun(self, name: str) -> str:
+        """What the rows of frame ``name`` are: :data:`TIMED_FRAMES`, but "operators" for the ops of a CPU run."""
+        return "operators" if name == "ops" and self.meta.get("device") == "cpu" else TIMED_FRAMES[name]
 
 
 def busiest_gpu_name(ops: pl.DataFrame, names: dict[int, str]) -> str | None:
