@@ -146,7 +146,7 @@ def test_readme_says_analyze_ends_its_table_with_the_warnings_also_into_a_file(
     text = " ".join(README.read_text().split())
     assert "the terminal's standard output" not in text
     assert (
-        "except that `analyze` and `table`, printing their table (`--format table`) on standard output, end it "
+        "except that `analyze` (of one trace) and `table`, printing their table (`--format table`) on standard output, end it "
         "with them there and not on standard error, also when standard output is a file or a pipe" in text
     )
 
