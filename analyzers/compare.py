@@ -157,7 +157,8 @@ def _unknown_kinds_matched(a: pl.DataFrame, b: pl.DataFrame) -> tuple[pl.DataFra
     one name of that op left unmatched: both renamed "Memset (Device in A, Unknown in B)". Without this the
     same memsets read as one name gone and another new. Other names are kept. Loops over distinct names
     (tens), not events."""
-    names_a, names_b = set(a["name"].to_list()), set(b["name"].to_list())
+    # (a kernel of no name -- an nsys name id missing from StringIds, a Kineto "name": null -- has no kind)
+    names_a, names_b = (set(side["name"].drop_nulls().to_list()) for side in (a, b))
     # (op, memory kind) of every copy and memset name, parsed once
     kinded = {n: m.groups() for n in names_a | names_b if (m := re.match(_KINDED, n)) is not None}
     renames_a: dict[str, str] = {}
