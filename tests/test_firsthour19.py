@@ -307,11 +307,6 @@ def test_every_time_column_of_the_idle_gaps_names_its_unit(tmp_path):
     assert "next_call_end" not in gaps.columns
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/api.py (lead): tracekit.analyze's docstring example says a.iterations.shape is (10, 25) on "
-    "the committed table3_pytorch SQLite sample; it is (10, 23), the 23 fields of analyze --format json",
-)
 def test_the_python_apis_docstring_examples_hold(monkeypatch):
     """A notebook user reads help(tracekit.analyze) and runs its example; every example of tracekit/api.py
     should print what it says. Only analyze's shape does not (the table, report and read_trace ones hold)."""

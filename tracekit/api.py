@@ -134,7 +134,7 @@ def analyze(
 
     >>> a = tracekit.analyze("sample_traces/synthetic/table3_pytorch/pytorch_b1_s128.synthetic.sqlite")
     >>> a.iterations.shape
-    (10, 25)
+    (10, 23)
     >>> a.verdict
     'framework'
     >>> round(a.summary.mean("gpu_utilization"), 3)
