@@ -590,11 +590,11 @@ def test_kineto_launch_calls_without_a_name_are_said(
 def test_compare_of_kernels_without_a_name_is_no_internal_error(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], source: str
 ) -> None:
-    """B: the nsys trace whose 'k100' name id is deleted from StringIds (analyze reads it, warning '3 kernels
-    have a name id missing from StringIds': pinned above), or the Kineto trace with "name": null on every
-    kernel (analyze reads 4 x (0.9, 0.03, 3, 3)). `compare A B` (A the intact trace) got exit 1, 'internal
-    error: TypeError ...'. Expected the comparison, exit 0: the summary equal on both sides (latency 1.0 /
-    0.9, busy 0.3 / 0.03), the unnamed kernels under some unknown-name row."""
+    """Pin (f4f76b7, the fix of this file's strict xfail): B the nsys trace whose 'k100' name id is deleted from
+    StringIds (analyze reads it, warning '3 kernels have a name id missing from StringIds': pinned above), or the
+    Kineto trace with "name": null on every kernel. `compare A B` (A the intact trace) was exit 1, 'internal
+    error: TypeError: expected string or bytes-like object, got 'NoneType''. Now the comparison, exit 0, the
+    summary equal on both sides, the unnamed kernels a row of their own (name None, 200 µs on B for nsys)."""
     if source == "nsys":
         a = three_iteration_nsys(tmp_path / "a.synthetic.sqlite")
         b = three_iteration_nsys(tmp_path / "b.synthetic.sqlite")
@@ -611,6 +611,8 @@ def test_compare_of_kernels_without_a_name_is_no_internal_error(
     summary = {s["metric"]: (s["a"], s["b"]) for s in json.loads(out)["comparisons"][0]["summary"]}
     busy = 0.3 if source == "nsys" else 0.03
     assert summary["gpu_busy_ms"] == (busy, busy)
+    unnamed = [k for k in json.loads(out)["comparisons"][0]["kernels"] if k["name"] is None]
+    assert [(k["count_a"], k["count_b"]) for k in unnamed] == [(None, 1.0 if source == "nsys" else 3.0)]
 
 
 # ------------------------------------------------------------- table --ncu: timeline kernels of no name
