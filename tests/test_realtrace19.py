@@ -435,14 +435,6 @@ def test_an_ort_event_of_negative_dur_counts_as_one_of_no_readable_dur(tmp_path,
 # ------------------------------------------------------------------------------ others' files: strict xfails
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py gpu_annotation_check (the lead's): Kineto's GPU-side annotation of a range "
-    "spans only the device work whose innermost user annotation it is; work launched under a nested "
-    "annotation (ProcessGroupNCCL's nccl:_all_gather_base) gets its own, so the outer one ending before it is "
-    "no disagreement. The real B200 vLLM trace warns '1 ops launched in an iteration ran outside its "
-    "GPU-side annotation' for its NCCL all-gather, which its own 'nccl:_all_gather_base' annotation holds",
-)
 def test_work_under_a_nested_annotation_is_no_gpu_annotation_disagreement() -> None:
     """SYNTHETIC: a step [0, 1000) launches a GEMM (corr 1, at 10) and, inside its nested 'nccl:all_gather'
     range [500, 900), a collective (corr 2, at 510). Kineto's GPU-side copies: the step's spans its own GEMM
