@@ -1887,6 +1887,10 @@ def measure_gaps(
         )
     unit = _time_unit_ns(trace.ops) if has_ops else None
     small_gaps = resolution.small_gaps_per_iteration(gaps, unit) if unit is not None else None
+    if untimed_iterations:
+        # (their gaps are withheld with their busy time: left in, they had taken places among the longest gaps
+        # found here, and the list shown after withholding them had gaps without their causes)
+        gaps = gaps.filter(~pl.col("iteration").is_in(list(untimed_iterations)))
     gaps, longest_rows = _with_cpu_context(trace, gaps, ranges)
     return Measured(
         frame,

@@ -790,8 +790,9 @@ def _kernel_time_average(
 
 def _wall_time_per_iteration(joined: pl.DataFrame, analysis: IterationAnalysis) -> pl.DataFrame:
     """Per analyzed iteration: Σ(kernel time × value) / latency of each column (%), None when some kernel
-    of the iteration has no value, or when its NaN kernels hold more than :data:`NAN_TIME_TOLERANCE` of its
-    kernel time (they would count as 0: a figure too low by an unknown amount)."""
+    of the iteration has no value or no known time on the timeline, or when its NaN kernels hold more than
+    :data:`NAN_TIME_TOLERANCE` of its kernel time (they would count as 0: a figure too low by an unknown
+    amount)."""
     lat = analysis.iterations.select("index", "latency_ms")
     ns = pl.col("timeline_ns")
     per_iter = joined.group_by("iteration").agg(
@@ -802,6 +803,9 @@ def _wall_time_per_iteration(joined: pl.DataFrame, analysis: IterationAnalysis) 
         + [
             (
                 pl.col(c).is_null().any()
+                # (a kernel of no known time -- no start or end on the timeline -- weighs nothing: its
+                # iteration of untimed kernels had read 0%, pulling the mean down, beside its withheld busy)
+                | ns.is_null().any()
                 | (pl.when(pl.col(c).is_nan()).then(ns).otherwise(0).sum() > NAN_TIME_TOLERANCE * ns.sum())
             ).alias(f"{c}_incomplete")
             for c in COLUMNS

@@ -729,12 +729,6 @@ def test_an_ncu_report_beside_no_kernel_timeline_is_said_unused(
     assert said, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/kernel_metrics.py: the wall-time SMs active counts an iteration whose kernels are all "
-    "untimed as 0%: table --ncu gives sms_active 2.25 = mean(3, 0, 3, 3) beside gpu_busy_ms 0.03 and "
-    "gpu_utilization 0.0333, which leave that iteration out (its busy is withheld); expected 3.0 or no value",
-)
 def test_wall_time_sms_active_leaves_out_an_iteration_of_untimed_kernels(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -764,13 +758,6 @@ def test_wall_time_sms_active_leaves_out_an_iteration_of_untimed_kernels(
     assert row["sms_active"] in ("3.0", ""), row["sms_active"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py longest_gaps: with iteration 1's kernels untimed, the 10th longest gap "
-    "listed (iteration 0's leading 30 µs) has cause, host_state and cpu_context None (the table prints '—'), "
-    "while --gaps gives the same gap cause 'launch_latency', host_state 'dispatch': the causes are joined for "
-    "another top 10",
-)
 def test_every_listed_longest_gap_has_its_cause_beside_an_untimed_iteration(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
