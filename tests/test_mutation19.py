@@ -524,3 +524,40 @@ def test_launched_by_far_calls_without_far_calls_is_a_boolean_mask_of_false() ->
     out = launched_by_far_calls(ops, calls, pl.Series([False]))
     assert (out.dtype, out.to_list()) == (pl.Boolean, [False, False])
     assert (~out).to_list() == [True, True]
+
+
+def _causes_ns(trace: Trace) -> dict[str, int]:
+    it = analyze_iterations(trace).iterations
+    return {
+        c: round(it[f"{c}_ms"][0] * 1e6) for c in ("dispatch", "launch", "sync", "other_api", "in_flight")
+    }
+
+
+def test_a_window_of_no_process_takes_any_process_op_as_its_gaps_next_op() -> None:
+    """Kills _next_op_calls' ``own_process`` mutant (``op_pid == NULL & main_pid == NULL``): a trace without
+    ranges is one window of no process, and each gap's next op is launched in process 1. The leading gap
+    [10, 100) ends at op 1, launched by call [10, 20): 10 ns launch, 80 in flight; the inner gap [200, 300)
+    at op 2, call [250, 260): 50 ns dispatch, 10 launch, 40 in flight."""
+    trace = make_trace(
+        api=[(10, 20, 1, "cudaLaunchKernel"), (250, 260, 2, "cudaLaunchKernel")],
+        ops=[(100, 200, 1, 7), (300, 400, 2, 7)],
+    )
+    assert _causes_ns(trace) == {"dispatch": 50, "launch": 20, "sync": 0, "other_api": 0, "in_flight": 120}
+
+
+def test_of_two_ops_starting_at_a_gaps_end_the_one_launched_first_decides() -> None:
+    """Kills _next_op_calls' dedup guard made ``np.any(None)`` (every candidate kept, the last written wins):
+    ops 2 and 3 both start at 400, the end of the inner gap [100, 400); op 2 was launched first (call
+    [200, 210)), op 3 later (call [300, 310)). From op 2's launch on the gap is in flight: dispatch 100, launch
+    10, in flight 190 (by op 3 it would read 190, 20, 90). With the leading gap [0, 50) (dispatch 10, launch
+    10, in flight 30) and the trailing [500, 1000) (dispatch 500): 610, 20, 220."""
+    trace = make_trace(
+        ranges=[(0, 1000, "iteration")],
+        api=[
+            (10, 20, 1, "cudaLaunchKernel"),
+            (200, 210, 2, "cudaLaunchKernel"),
+            (300, 310, 3, "cudaLaunchKernel"),
+        ],
+        ops=[(50, 100, 1, 7), (400, 450, 2, 7), (400, 500, 3, 8)],
+    )
+    assert _causes_ns(trace) == {"dispatch": 610, "launch": 20, "sync": 0, "other_api": 0, "in_flight": 220}
