@@ -390,3 +390,27 @@ def test_pin_untimed_kernels_alone_give_their_counts_and_no_verdict(
     run_sql(bare, "UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET start = 0, end = 0")
     code, _, err = run_cli(capsys, "analyze", str(bare))
     assert code == 2 and "none of its 6 device ops has both a start and an end time" in err, err
+
+
+def test_pin_the_hour_long_gap_doubt_follows_skip(tmp_path: Path) -> None:
+    """Pin (5b68845 with --skip): no ranges, iteration 1's calls and kernels 2 h later and iteration 2's 12 h later;
+    --split-idle 1e7 ms (2.8 h) makes window 0 of iterations 0-1 (7,200,002.45 ms, the 2-h gap inside) and window 1
+    of iteration 2 (0.45 ms). Doubted with both; --skip 1 leaves window 1 alone, not doubted."""
+    import tracekit
+
+    moves = [
+        f'UPDATE {table} SET start = start + {shift}, "end" = "end" + {shift} WHERE correlationId BETWEEN {lo} AND {hi}'
+        for lo, hi, shift in ((3, 4, 2 * HOUR), (5, 6, 12 * HOUR))
+        for table in ("CUPTI_ACTIVITY_KIND_KERNEL", "CUPTI_ACTIVITY_KIND_RUNTIME")
+    ]
+    path = run_sql(
+        three_iteration_nsys(tmp_path / "three_phases.synthetic.sqlite"), *moves, "DELETE FROM NVTX_EVENTS"
+    )
+    both = tracekit.analyze(path, split_idle=1e7)
+    assert [round(v, 6) for v in both.iterations.get_column("latency_ms")] == [7_200_002.45, 0.45]
+    assert both.verdict_uncertain.startswith(
+        "verdict uncertain: 1 of the 2 windows cut from the trace's work"
+    )
+    last = tracekit.analyze(path, split_idle=1e7, skip=1)
+    assert last.iterations.select("latency_ms", "kernels").rows() == [(0.45, 2)]
+    assert last.verdict_uncertain is None
