@@ -227,7 +227,9 @@ def _windows_withheld(row: dict[str, Any], cut: str) -> dict[str, Any]:
 def _config_row(analyzed: Analysis) -> dict[str, Any]:
     config, summary = analyzed.config, analyzed.summary
     frame = analyzed.iterations
-    traced_stats = measure(frame.get_column("latency_ms").to_list())
+    traced_stats = measure(
+        frame.get_column("latency_ms").to_list(), indices=frame.get_column("index").to_list()
+    )
     if traced_stats.dropped:  # the breakdown's means leave out what the stability rules dropped
         keep = [i not in traced_stats.dropped for i in range(frame.height)]
         frame = frame.filter(pl.Series(keep))

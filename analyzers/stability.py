@@ -415,12 +415,16 @@ def measure(
     unit: str = "ms",
     device: str | None = None,
     preempted: Sequence[float] | None = None,
+    indices: Sequence[int] | None = None,
 ) -> Measurement:
     """The :class:`Measurement` of one timed set: ``values`` per iteration in iteration order (None and NaN
     entries are ignored, their positions still count as iteration indices); ``cpu``: the process CPU time of
     each iteration, same unit, and ``preempted``: its involuntary context switches, for the cause (rule 6);
-    ``device`` "cpu" names the cause's "another process".
+    ``device`` "cpu" names the cause's "another process"; ``indices``: the iterations' names in the texts
+    (the trace's index of each value, as analyze numbers them; None: its position). The Measurement's own
+    fields (``warmup``, ``outliers``, ``dropped``) are positions either way.
     """
+    name = (lambda i: indices[i]) if indices is not None else (lambda i: i)
     indexed = [(i, float(v)) for i, v in enumerate(values) if v is not None and not math.isnan(float(v))]
     infinite = [i for i, v in indexed if not math.isfinite(v)]
     if infinite:  # (no duration: statistics.stdev of a set holding inf had raised AttributeError)
@@ -467,14 +471,14 @@ def measure(
         parts = []
         if warm:
             parts.append(
-                f"{len(warm)} warm-up (rule 'warmup': iterations {_span(warm)}, median "
+                f"{len(warm)} warm-up (rule 'warmup': iterations {_span([name(i) for i in warm])}, median "
                 f"{_fmt(statistics.median(series[:k]))} {unit} against {_fmt(statistics.median(series[k:]))} "
                 f"{unit} after them)"
             )
         if outliers:
             parts.append(
                 f"{len(outliers)} outlier{'s' if len(outliers) > 1 else ''} (rule 'outlier': modified z-score "
-                f"> {OUTLIER_Z}; iteration{'s' if len(outliers) > 1 else ''} {_span(outliers)})"
+                f"> {OUTLIER_Z}; iteration{'s' if len(outliers) > 1 else ''} {_span([name(i) for i in outliers])})"
             )
         notes.append(f"dropped {' and '.join(parts)}; {len(kept)} of {count} iterations kept")
     if infinite:
@@ -483,7 +487,7 @@ def measure(
     if shift:
         reasons.append(
             f"latency fell from {_fmt(statistics.median(series[:shift]))} to "
-            f"{_fmt(statistics.median(series[shift:]))} {unit} at iteration {indexed[shift][0]} (the first "
+            f"{_fmt(statistics.median(series[shift:]))} {unit} at iteration {name(indexed[shift][0])} (the first "
             f"{shift} of {count} ran slower: a level shift that lasted past half the run, not warm-up)"
         )
     if cv is not None and cv > UNSTABLE_CV:

@@ -259,12 +259,6 @@ def test_dash_where_standard_output_cannot_take_it_is_one_line(tmp_path, capsys,
 # ------------------------------------------------------------------------ others' files: strict xfails
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/report.py (lead): report's 'dropped N warm-up (rule 'warmup': iterations 0-1 ...)' counts "
-    "from the first analyzed iteration (stability.measure's positions), while analyze, --gaps, the longest-gaps "
-    "table and report's own spread warning number iterations by their index in the trace (2-3 here)",
-)
 def test_report_names_dropped_iterations_by_the_index_analyze_gives_them(tmp_path, capsys):
     """A run that records 2 warm-up runs in its trace (sidecar: warmup_in_trace, iterations 18): 20 ranges,
     the first 2 skipped; the next 2 take 3 ms against ~1.005 ms for the rest. analyze's iterations carry index
