@@ -195,6 +195,9 @@ class Attribution:
     graph_launches: int = 0
     detail: pl.DataFrame | None = None
     lags: pl.DataFrame | None = None
+    #: iterations left out as of unknown idle time (their device ops untimed, or most of them:
+    #: :func:`tracekit.analyzers.iterations._attribution_without`): no CUDA-graph projection either
+    unknown: tuple[int, ...] = ()
 
 
 # ------------------------------------------------------------------------------------------- host states
@@ -1578,7 +1581,11 @@ def project_cuda_graphs(
     assert parts is not None
     head = GRAPH_HEAD_NS if graph_head_ns is None else graph_head_ns
     tail = GRAPH_TAIL_NS if graph_tail_ns is None else graph_tail_ns
-    frame = iterations.select("index", (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("latency"))
+    # (not the iterations of unknown idle time: one whose busy time is withheld had projected to its whole
+    # latency, saving nothing, 1.49x for 2.94x)
+    frame = iterations.filter(~pl.col("index").is_in(list(attribution.unknown))).select(
+        "index", (pl.col("window_end_ns") - pl.col("window_start_ns")).alias("latency")
+    )
     frame = frame.join(
         parts.join(attribution.iterations.select("index", "idle_ns"), on="index"),
         on="index",

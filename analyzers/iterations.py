@@ -2374,8 +2374,9 @@ def summarize_stages(
     if attribution is not None and timeline and host_unrecorded(trace):
         warnings.append(HOST_UNRECORDED)
         attribution = None
-    if attribution is not None and measured.untimed_iterations:
-        attribution = _attribution_without(attribution, measured.untimed_iterations)
+    unknown_idle = (*measured.untimed_iterations, *measured.mostly_untimed_iterations)
+    if attribution is not None and unknown_idle:
+        attribution = _attribution_without(attribution, unknown_idle)
     if attribution is not None:
         causes = attribution.iterations.select("index", *CAUSE_MS)
         frame = frame.join(causes, on="index", how="left", maintain_order="left").with_columns(
@@ -2480,9 +2481,10 @@ def summarize_stages(
 
 
 def _attribution_without(attribution: Any, untimed: tuple[int, ...]) -> Any:
-    """``attribution`` without the ``untimed`` iterations (:func:`_untimed_withheld`): their idle time is not
-    known (their kernels' times are not), so it is in no cause's total or mean, nor in the CUDA-graph
-    projection (it had counted 9 ms of an untimed iteration as dispatch)."""
+    """``attribution`` without the ``untimed`` iterations (:func:`_untimed_withheld`, and those half or more
+    untimed): their idle time is not known (their kernels' times are not, or most of them), so it is in no
+    cause's total or mean, nor in the CUDA-graph projection (it had counted 9 ms of an untimed iteration as
+    dispatch; an untimed kernel's 0.1 ms of a half-untimed one as dispatch, and as saved by graphs)."""
     from dataclasses import replace as replaced
 
     from tracekit.analyzers.attribution import summarize_attribution
@@ -2500,6 +2502,7 @@ def _attribution_without(attribution: Any, untimed: tuple[int, ...]) -> Any:
         detail=kept(attribution.detail, "iteration"),
         lags=kept(attribution.lags, "iteration"),
         projection_parts=kept(attribution.projection_parts, "index"),
+        unknown=tuple(sorted({*attribution.unknown, *untimed})),
     )
 
 
@@ -2519,8 +2522,8 @@ def _untimed_withheld(
         [
             f"{len(mostly)} of {frame.height} iterations (index {', '.join(map(str, mostly))}) hold device ops "
             "half or more of which have no start or end time (not recorded, or damaged): their GPU busy time and "
-            "utilization "
-            "count only the timed ones, a lower bound"
+            "utilization count only the timed ones, a lower bound, and their idle time by cause and CUDA-graph "
+            "projection are not shown"
         ]
         if mostly and len(mostly) < frame.height
         else []

@@ -192,13 +192,6 @@ def test_pin_iterations_of_damaged_kernel_times_withhold_their_busy_and_launch_l
     assert (dispatch["cause"], round(dispatch["total_ms"], 9)) == ("dispatch", 1.2)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/attribution.py project_cuda_graphs (idle_ns fill_null(0)): iterations 0-1, whose busy a1bf69a "
-    "withholds (kernels 2 h from their calls), project to their whole latency (busy = latency - 0 idle): 'mean "
-    "latency 1.000 ms -> 0.670 ms (saves 0.330 ms, 1.49x)', no caveat. Expected over the 2 iterations whose busy "
-    "is known: 1.000 -> 0.340027 ms (saves 0.659973, 2.94x), or no projection",
-)
 def test_the_graph_projection_leaves_out_iterations_of_unknown_busy(tmp_path: Path) -> None:
     import tracekit
 
@@ -206,13 +199,6 @@ def test_the_graph_projection_leaves_out_iterations_of_unknown_busy(tmp_path: Pa
     assert not projection.applies or projection.projected_ms == pytest.approx(PROJECTED_MS, abs=1e-9)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/attribution.py project_cuda_graphs / iterations.py _untimed_withheld: iteration 1, named a "
-    "lower bound (its k400 untimed, fb000ad), projects busy 0.2 + head + tail = 0.23925 ms, so the untimed "
-    "kernel's 0.1 ms counts as saved: mean 1.000 -> 0.306435 ms (3.26x) beside 0.340027 (2.94x) with it timed, "
-    "no caveat. Expected 0.340027 over iterations 0 and 2, or a caveat naming the untimed ops",
-)
 def test_the_graph_projection_does_not_save_an_untimed_kernels_time(tmp_path: Path) -> None:
     import tracekit
 
@@ -223,14 +209,6 @@ def test_the_graph_projection_does_not_save_an_untimed_kernels_time(tmp_path: Pa
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py _untimed_withheld (the 'mostly' line, a1bf69a): iteration 1 (k400 untimed, "
-    "1 of its 2 ops) keeps its idle causes: dispatch 0.74 ms (0.6 with k400 timed: its 0.1 ms of unknown place "
-    "is read as host dispatch in the 0.7-ms trailing gap), in the idle attribution's total 1.94 (1.8); the line "
-    "names only 'GPU busy time and utilization' a lower bound. Expected its causes withheld (dispatch None) or "
-    "the line to name its idle time an upper bound",
-)
 def test_a_mostly_untimed_iteration_does_not_show_its_idle_causes_as_known(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
