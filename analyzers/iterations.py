@@ -1353,8 +1353,9 @@ class Measured:
     #: the analyzed iterations that hold device ops none of which has a start and an end time (not recorded):
     #: their busy time is unknown, not 0 (:func:`summarize_stages` withholds it; their kernels still count)
     untimed_iterations: tuple[int, ...] = ()
-    #: those of :attr:`untimed_iterations` some of whose device ops have times, but fewer than half: withheld
-    #: too (their busy time would count only the timed few), said apart
+    #: the analyzed iterations half or more of whose device ops, but not all, have no start or end time (apart
+    #: from :attr:`untimed_iterations`): their busy time counts the timed ones only, a lower bound, named;
+    #: their idle causes and CUDA-graph projection are left out (:func:`_attribution_without`)
     mostly_untimed_iterations: tuple[int, ...] = ()
 
 

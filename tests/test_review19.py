@@ -54,14 +54,6 @@ def _untimed_nsys(tmp_path: Path, name: str, *extra: str) -> Path:
 # ------------------------------------------------------------- 1. a damaged pair kept as a phase (2a94258)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py _clusters (2a94258, `kept = ... | both`): a kernel and its launch call "
-    "both stamped 9e18 ns (285 years after the rest) are a cluster of two kinds of events, so kept as 'a phase of "
-    "its own'. Without ranges the one window spans them: latency 8,999,999,999,990.049 ms, busy 0.9, 6 kernels, "
-    "utilization 1e-13 (doubted only as a pause). At 047956a they were left out as damaged: latency 4.45, busy "
-    "0.8, 5 kernels",
-)
 def test_a_damaged_pair_285_years_away_is_no_phase_of_its_own(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -114,9 +114,9 @@ def _clusters(
     """The trace's events cut into clusters where two neighbouring starts lie more than :data:`FAR_NS` apart.
     A cluster is kept when it is the largest, or when it holds both ranges or other events that place the trace
     (``ranges``, ``anchors``) and events that may be left out (``starts``), or events of two or more of
-    ``starts`` (device ops and API calls): a phase of the program of its own (a profiler paused for two hours,
-    then resumed), not a damaged row; every cluster, when none holds more than half the events (no body of the
-    trace to be far from)."""
+    ``starts`` (device ops and API calls), at least half as many as the largest cluster holds: a phase of the
+    program of its own (a profiler paused for two hours, then resumed), not a damaged row; every cluster, when
+    none holds more than half the events (no body of the trace to be far from)."""
     kinds = [
         (0, [_points(s) for s in starts]),
         (1, [_points(a) for a in anchors]),
@@ -161,6 +161,10 @@ def _clusters(
         weight = np.ones(points.size, dtype=np.int64)
     sizes = np.add.reduceat(weight, bounds[:-1])
     best = int(np.argmax(sizes))
+    # (... when it holds at least half as many of them as the body does: a kernel and its launch call both
+    # stamped 285 years away are a damaged pair, not a phase -- kept, the one window had read 9e12 ms)
+    starts_in = np.add.reduceat((kind == 0).astype(np.int64), bounds[:-1])
+    both &= 2 * starts_in >= starts_in[best]
     kept = ((count[1] | count[2]) & count[0]) | both
     kept[best] = True
     if sizes[best] * 2 <= weight.sum():  # no cluster holds most of the trace: none is the trace, none is far
