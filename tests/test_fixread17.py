@@ -177,7 +177,7 @@ def test_nsys_device_ops_all_outside_the_capture_are_kept_and_said(tmp_path: Pat
     assert trace.ops.height == 6
     assert [w for w in trace.meta["warnings"] if "stamped" in w] == [
         "6 of 6 device ops are stamped outside the capture (which the trace says ran from 0 to 20,000,000 ns), "
-        "e.g. one at 100,014,400,000 ns, 100 s after its end: too many to be damaged rows, so they are kept, but "
+        "e.g. one at 100,014,400,000 ns, 100 s after its end: too many to leave out as damaged rows, so they are kept, but "
         "the trace's clocks (or its record of the capture) disagree with them: latencies and launch delays "
         "between them and the rest are not real"
     ]
@@ -201,7 +201,7 @@ def test_main_group_and_who_is_left_out() -> None:
     assert far["device ops"].to_list() == [False, False]
     assert warning == (
         "2 of 2 device ops are stamped more than an hour from every other event (the others lie from 0 to 4 ns), "
-        "e.g. one at 36,000,000,000,005 ns, 10 hours after them: too many to be damaged rows, so they are kept, "
+        "e.g. one at 36,000,000,000,005 ns, 10 hours after them: too many to leave out as damaged rows, so they are kept, "
         "but the trace's clocks (or its record of the capture) disagree with them: latencies and launch delays "
         "between them and the rest are not real"
     )

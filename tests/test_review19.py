@@ -212,14 +212,6 @@ def test_a_mostly_untimed_iteration_does_not_show_its_idle_causes_as_known(
 # ------------------------------------------- 4. rows ending before they start, mended (621e5e5)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py mend_negative_durations sets no meta['ops_without_end'] (the readers' "
-    "OPS_WITHOUT_END), so analyzers/iterations.py measure_gaps says the mended kernel again: '1 device ops with a "
-    "negative duration (... a damaged row ...): they count with no end time' and then '1 device ops in the "
-    "iterations have no end time (not recorded)': two lines for 1 op, the second contradicting the first. "
-    "Expected 1 line with 'no end time'",
-)
 def test_an_nsys_kernel_ending_before_it_starts_is_said_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -232,13 +224,6 @@ def test_an_nsys_kernel_ending_before_it_starts_is_said_once(
     assert sum("no end time" in w for w in doc["warnings"]) == 1, doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py measure_gaps (said_all: the reader's count must cover every untimed op of the "
-    "trace): an nsys trace with 1 kernel CUPTI could not time (the reader says it) and 1 ending before it starts "
-    "(model.py says it) gets both said twice: the reader's and model's lines, then '1 device ops in the iterations "
-    "have no start time (not recorded)' and '1 ... no end time (not recorded)'. Expected 2 lines, one per op",
-)
 def test_untimed_and_mended_kernels_are_each_said_once(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -386,16 +371,6 @@ def test_pin_the_hour_long_gap_doubt_follows_skip(tmp_path: Path) -> None:
     assert last.verdict_uncertain is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/timestamps.py (far_events' 'too many to be damaged rows') beside analyzers/iterations.py "
-    "assign (a1bf69a): hostile18c's nsys case (kernels 1-4 stamped 2 h after their calls) is said twice for the "
-    "same 4 ops, the lines contradicting: '4 of 8 device ops are stamped more than an hour from every other event "
-    "... too many to be damaged rows, so they are kept ... latencies and launch delays between them and the rest "
-    "are not real', then '4 device ops are stamped more than an hour from their launch calls (one of the two times "
-    "is damaged): they count ... with no known start or end time'. Expected one line, not calling them both not "
-    "damaged and damaged",
-)
 def test_kernels_hours_from_their_calls_are_not_said_undamaged_and_damaged(tmp_path: Path) -> None:
     import tracekit
 

@@ -541,6 +541,9 @@ class Trace:
             frame = conform(getattr(self, name), schema)
             if name in ("ops", "api"):
                 frame, mended, done = mend_negative_durations(frame, name)
+                if mended and name == "ops":
+                    # (said here: the analysis does not say them again -- tracekit.readers.kineto.OPS_WITHOUT_END)
+                    self.meta["ops_without_end"] = int(self.meta.get("ops_without_end") or 0) + mended
                 if mended:
                     self.meta["warnings"].append(
                         f"{mended} {self._noun(name)} with a negative duration (end before start: a damaged row or "

@@ -248,8 +248,9 @@ def far_events(
     apart = not bool(cuts.kept.all())  # some cluster is not kept
     body = not bool(cuts.only_ranges[int(np.searchsorted(cuts.lows, cuts.largest[0]))])
     far: dict[str, pl.Series] = {}
-    #: per kind (False: events, True: ranges): "N nouns" left out, "N of M nouns" kept (too many to be damaged
-    #: rows), and the first far one of each reason (capture, group, end, late) of those left out and of those kept
+    #: per kind (False: events, True: ranges): "N nouns" left out, "N of M nouns" kept (too many to leave out as
+    #: damaged rows), and the first far one of each reason (capture, group, end, late) of those left out and of
+    #: those kept
     left: dict[bool, list[str]] = {False: [], True: []}
     kept: dict[bool, list[str]] = {False: [], True: []}
     examples: dict[tuple[bool, bool], dict[str, int]] = {
@@ -332,7 +333,7 @@ def far_events(
         if kept[is_range]:
             said.append(
                 f"{' and '.join(kept[is_range])} are stamped "
-                f"{_where(examples[is_range, True], capture, cuts.largest)}: too many to be damaged rows, so they "
+                f"{_where(examples[is_range, True], capture, cuts.largest)}: too many to leave out as damaged rows, so they "
                 "are kept, but the trace's clocks (or its record of the capture) disagree with them: "
                 + (
                     "the iterations they make are not real"
