@@ -591,8 +591,18 @@ def _placed(
         spans = ranges.select(
             "iteration", pl.col("gpu_start").alias("range_start"), (pl.col("gpu_end") + 1).alias("range_end")
         )
+        iteration = _iteration_in(starts, spans)
+        if starts.null_count():
+            # An op of no known time goes to the window whose span holds its launch call's start (the
+            # windows' host side: first launch to last end), else to none: it had been 'launched outside
+            # every iteration' beside the reader's word that its call places it
+            untimed_call = pl.select(
+                pl.when(starts.is_null()).then(calls.get_column("call_start").gather(call))
+            ).to_series()
+            by_call = _iteration_in(untimed_call, ranges.select("iteration", "range_start", "range_end"))
+            iteration = pl.select(pl.coalesce(iteration, by_call)).to_series()
         return (
-            _iteration_in(starts, spans),
+            iteration,
             call,
             calls,
             missing,

@@ -90,14 +90,6 @@ def test_pin_a_phase_two_hours_later_of_kernels_and_their_calls_is_kept(
 # ----------------------------------------- 2. untimed ops kept by their calls, in windows cut from the work
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py _placed (synthetic windows assign by the op's own start): an nsys kernel CUPTI "
-    "could not time (fb000ad keeps it, 'they count in the iterations their launch calls lie in') in a trace "
-    "without ranges: its call lies inside the one window (10.05-14.5 ms), yet it counts in none: kernels 5 for "
-    "launches 6, and a second line contradicts the reader's: '1 device ops (busy time unknown ...) were launched "
-    "outside every iteration (1 between): they count in no iteration'. Expected kernels 6, no such line",
-)
 def test_an_untimed_nsys_kernel_counts_in_the_window_its_call_lies_in(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -106,13 +98,6 @@ def test_an_untimed_nsys_kernel_counts_in_the_window_its_call_lies_in(
     assert _rows(doc) == [(4.45, 0.8, 6, 6)]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py _placed, as above, for Kineto (1a0a4e0): kernel_1 of correlation 5 read ts 0 "
-    "dur 0, its call placed ('count as kernels of unknown time in the iterations those calls lie in'); without "
-    "annotations the one window (1,000,030-1,003,260 µs) holds its call, yet kernels 11 for launches 12 and "
-    "'1 device ops ... were launched outside every iteration (1 between)'. Expected kernels 12",
-)
 def test_a_kineto_kernel_at_ts_zero_counts_in_the_window_its_call_lies_in(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
