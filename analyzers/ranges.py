@@ -1104,9 +1104,14 @@ def synthetic_windows(
         host = trace.ranges.filter(on_host()).height
         if host and (split_idle_ms is not None or requested):
             option = "--split-idle" if not requested else "a synthetic window"
+            activity = (
+                f"none of this trace's {trace.ops.height:,} device ops has both a start and an end time"
+                if trace.ops.height
+                else "this trace has no device activity"
+            )
             raise NoActivityError(
-                f"{option} cuts the device timeline, and this trace has no device activity; its {host:,} "
-                "ranges are not used in that mode (analyze them with --range NAME, or without --split-idle)",
+                f"{option} cuts the device timeline, and {activity}; its {host:,} ranges are not used in that "
+                "mode (analyze them with --range NAME, or without --split-idle)",
                 path,
             )
         left_out = [w for w in trace.meta.get("warnings", []) if LEFT_OUT.search(w)]

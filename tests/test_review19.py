@@ -293,13 +293,6 @@ def test_split_idle_windows_do_not_span_a_call_and_its_op_hours_apart(
     assert max(it["latency_ms"] for it in doc["iterations"]) < 1.0, _rows(doc)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranges.py synthetic_windows: every kernel of three_iteration_nsys a row CUPTI could not time "
-    "(fb000ad keeps all 6, untimed): with --split-idle 0.5 the error says 'this trace has no device activity; its "
-    "3 ranges are not used in that mode' though it holds 6 device ops (the branch 621e5e5 added for a trace "
-    "without ranges says 'none of its 6 device ops has both a start and an end time'). Expected the 6 named",
-)
 def test_split_idle_over_untimed_kernels_does_not_say_no_device_activity(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
