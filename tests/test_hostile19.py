@@ -245,12 +245,6 @@ def test_pin_nsys_kernel_name_ids_missing_from_string_ids_are_said(
     assert any("3 kernels have a name id missing from StringIds" in w for w in doc["warnings"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/nsys_sqlite.py: the 6 launch calls' name id missing from StringIds: launches 0, "
-    "launch-call CPU time 0.0 µs (for 2 / 20.0), their 0.02 ms moved to other_api, no word (the kernels' twin "
-    "case warns)",
-)
 def test_nsys_runtime_name_ids_missing_from_string_ids_do_not_read_zero_launches(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -558,12 +552,6 @@ def test_pin_kineto_launch_calls_of_an_unknown_name_are_said(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto.py _unknown_launch_warning: launch calls whose name is null or missing are left "
-    "out of the 'calls that tracekit does not know as kernel launches' warning (it filters name is_not_null): "
-    'launches 0, launch-call CPU time 0.0 µs, their 15 µs moved to other_api, no word (a name "" is said)',
-)
 @pytest.mark.parametrize("how", ["null", "missing"])
 def test_kineto_launch_calls_without_a_name_are_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], how: str

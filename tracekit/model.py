@@ -469,6 +469,29 @@ def mend_negative_durations(frame: pl.DataFrame, name: str) -> tuple[pl.DataFram
     return frame.with_columns(mended.alias("end")), count, done
 
 
+def name_unnamed_launches(api: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
+    """(``api`` with each call of no name that launched a kernel or a whole CUDA graph -- an op carries its
+    (pid, correlation) -- named ``cudaLaunchKernel`` or ``cudaGraphLaunch``, how many were named, how many had
+    no name). A damaged export (an nsys name id missing from StringIds, a Kineto call of ``"name": null``) had
+    read 0 launches and 0.0 µs of launch time for every iteration, unsaid."""
+    unnamed = int(api.get_column("name").null_count())
+    launched = (
+        ops.filter(pl.col("kind").is_in(["kernel", "graph"]) & pl.col("correlation").is_not_null())
+        .group_by("pid", "correlation")
+        .agg((pl.col("kind") == "graph").any().alias("_graph"))
+    )
+    joined = api.join(
+        launched, on=["pid", "correlation"], how="left", nulls_equal=True, maintain_order="left"
+    )
+    name = (
+        pl.when(pl.col("name").is_null() & pl.col("_graph").is_not_null())
+        .then(pl.when(pl.col("_graph")).then(pl.lit("cudaGraphLaunch")).otherwise(pl.lit("cudaLaunchKernel")))
+        .otherwise(pl.col("name"))
+    )
+    named = int(joined.select((pl.col("name").is_null() & pl.col("_graph").is_not_null()).sum()).item())
+    return joined.with_columns(name.alias("name")).drop("_graph"), named, unnamed
+
+
 def drop_repeated_rows(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """(``frame`` (sorted by start, end) with each row that repeats an earlier one in every column dropped, how
     many were dropped). Only rows with a correlation id count: a device op or API call recorded twice by the
@@ -567,6 +590,14 @@ class Trace:
                     "field, its correlation id included) counted once"
                 )
                 setattr(self, name, frame)
+        if self.api.height and self.ops.height and self.api.get_column("name").null_count():
+            self.api, named, unnamed = name_unnamed_launches(self.api, self.ops)
+            self.meta["warnings"].append(
+                f"{unnamed} API calls have no name (a name id missing from the export's strings, or none "
+                f"written): the {named} of them that launched kernels or CUDA graphs (by correlation id) are named "
+                "cudaLaunchKernel or cudaGraphLaunch, so that they count as launches; the others stay unnamed "
+                "(their time counts as other API time)"
+            )
         # Parents before the children they enclose: by start, then longest first.
         self.ranges = sort_frame(self.ranges, ["start", "end"], [False, True])
 
