@@ -204,6 +204,11 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
         row.update({k: v for k, v in result.fields().items() if "kernel_time" in k})
         row["empty_because"] = NCU_ALONE
         said = [w for w in result.warnings if not w.startswith(KERNEL_TIME_ONLY_WARNING)]
+        if item.ncu is not None:  # (named, it had been ignored without a word)
+            said.append(
+                f"{item.ncu}: not joined: {item.path.name} is itself an Nsight Compute report, with no kernel "
+                "timeline to join another to"
+            )
         return row, [*warnings, *ncu_reader_warnings(trace), *said, f"{NCU_ALONE}; {NCU_ALONE_FIX}"]
     analyzed = analyze_trace(trace, item, options)
     ncu, failed = _read_ncu(item)
@@ -217,6 +222,12 @@ def table_row(item: TraceInput, options: AnalysisOptions) -> tuple[dict[str, Any
             ),
         )
     row, warnings = analyzed_row(analyzed, item, ncu)
+    if ncu is not None and not trace.ops.get_column("kind").eq("kernel").any():
+        # (named, it had been ignored without a word)
+        warnings.append(
+            f"{item.ncu}: not joined: {item.path.name} holds no GPU kernel timeline (a CPU run), so its "
+            "per-kernel values have no kernels to go to"
+        )
     if failed is not None:
         # The timeline row stands without the join: its figures from the other sources, and the ncu file
         # left out like any input that cannot be read (a failure of the command: exit 1).

@@ -689,12 +689,6 @@ def test_the_launch_dimension_mismatch_counts_the_kernels_it_compared(
     assert "launch dimensions of 6 of 6 matched kernels differ" in err, err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/table.py / kernel_metrics.py: `table TIMELINE --ncu REPORT` where TIMELINE has no GPU "
-    "kernel timeline (an ORT CPU profile; an Nsight Compute report itself): the row names the report (ncu_trace) "
-    "but no value of it is used and nothing says why; a named --ncu input is ignored without a word",
-)
 @pytest.mark.parametrize("timeline", ["ort_cpu", "ncu"])
 def test_an_ncu_report_beside_no_kernel_timeline_is_said_unused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], timeline: str
