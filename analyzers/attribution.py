@@ -970,7 +970,7 @@ def _chunk_causes(
     trailing: np.ndarray,
 ) -> dict[str, np.ndarray]:
     """The attribution of a chunk of gaps (numpy in, numpy out): ``pid``, ``thread`` (the deciding host
-    thread), ``next_call_end`` (``_NULL``: none; ``_BEFORE``: launched before the capture), ``waited`` and
+    thread), ``next_call_end_ns`` (``_NULL``: none; ``_BEFORE``: launched before the capture), ``waited`` and
     one ``*_ns`` array per cause and device-side cause."""
     nxt = _next_op_calls(ctx, iteration, trailing, e, eligible)
     main_pid, main_thread = ctx.main(iteration)
@@ -1002,7 +1002,7 @@ def _chunk_causes(
     return {
         "pid": pid,
         "thread": thread,
-        "next_call_end": np.where(nxt["found"], nxt["call_end"], np.where(before, _BEFORE, _NULL)),
+        "next_call_end_ns": np.where(nxt["found"], nxt["call_end"], np.where(before, _BEFORE, _NULL)),
         "dispatch_ns": (c - s) - api_ns.sum(axis=0),
         "launch_ns": api_ns[0],
         "sync_ns": api_ns[1],
@@ -1059,14 +1059,14 @@ def attribute_gaps(
 
 #: The per-gap columns :func:`attribute_gaps` adds: the gap's ``cause`` (:data:`GAP_CAUSE`), the deciding
 #: thread's state at the gap's start (``host_state``, :data:`HOST_STATE`; null: no thread known), that
-#: thread (``pid``, ``thread``), its next op's launch (``next_call_end``; null: no launching call in the
+#: thread (``pid``, ``thread``), its next op's launch (``next_call_end_ns``; null: no launching call in the
 #: trace; ``no_launch``: launched before the capture), and the ns of every cause and device-side cause.
 GAP_COLUMNS: tuple[str, ...] = (
     "cause",
     "host_state",
     "pid",
     "thread",
-    "next_call_end",
+    "next_call_end_ns",
     "no_launch",
     *CAUSE_NS,
     *DEVICE_NS,
@@ -1096,10 +1096,10 @@ def _gap_frame(
     computed)."""
     if parts is None:
         parts = [arrays for _, arrays in _gap_chunks(gaps, ctx)]
-    names = ("pid", "thread", "next_call_end", *CAUSE_NS, *DEVICE_NS)
+    names = ("pid", "thread", "next_call_end_ns", *CAUSE_NS, *DEVICE_NS)
     columns = {n: np.concatenate([p[n] for p in parts]) if parts else np.zeros(0, np.int64) for n in names}
-    before = columns["next_call_end"] == _BEFORE
-    columns["next_call_end"] = np.where(before, _NULL, columns["next_call_end"])
+    before = columns["next_call_end_ns"] == _BEFORE
+    columns["next_call_end_ns"] = np.where(before, _NULL, columns["next_call_end_ns"])
     s = _np(gaps.get_column("start_ns"))
     # the cause holding most of the gap: a gap whose next op was launched before it began is device-side
     # whole (launch order first), so its cause is a device-side one
@@ -1112,7 +1112,7 @@ def _gap_frame(
         pl.Series("host_state", state).replace_strict(
             [-1, 0, 1, 2, 3], [None, *HOST_STATE.categories], return_dtype=HOST_STATE
         ),
-        *(_nullable(columns[n], n) for n in ("pid", "thread", "next_call_end")),
+        *(_nullable(columns[n], n) for n in ("pid", "thread", "next_call_end_ns")),
         pl.Series("no_launch", before),
         *(pl.Series(n, columns[n]) for n in (*CAUSE_NS, *DEVICE_NS)),
     )
@@ -1312,7 +1312,7 @@ def idle_pieces(
     [start_ns, end_ns) exactly."""
     intervals = api_intervals(api) if intervals is None else intervals
     s, e = _np(gap_causes.get_column("start_ns")), _np(gap_causes.get_column("end_ns"))
-    c = np.clip(_np(gap_causes.get_column("next_call_end"), _FAR), s, e)
+    c = np.clip(_np(gap_causes.get_column("next_call_end_ns"), _FAR), s, e)
     if "no_launch" in gap_causes.columns:  # launched before the capture: device-side whole
         c = np.where(gap_causes.get_column("no_launch").to_numpy(), s, c)
     op_intervals, names = ({}, None) if cpu_ops is None else cpu_operator_intervals(cpu_ops)

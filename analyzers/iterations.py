@@ -295,7 +295,7 @@ class IterationAnalysis:
 
     def gap_causes(self, trace: Trace) -> pl.DataFrame:
         """Every idle gap with its cause columns (``cause``, ``host_state``, ``pid``, ``thread``,
-        ``next_call_end``, ``no_launch``, the ns of every cause and device-side cause:
+        ``next_call_end_ns``, ``no_launch``, the ns of every cause and device-side cause:
         :data:`tracekit.analyzers.attribution.GAP_COLUMNS`), computed on demand (a row per gap: large on
         large traces) by the same rules as the per-iteration sums. ``trace``: the analyzed trace."""
         from tracekit.analyzers.attribution import GAP_COLUMNS, DeviceTimeline, attribute_gaps

@@ -277,7 +277,7 @@ def test_missing_correlation_ids_use_the_main_thread_and_no_in_flight() -> None:
         (700, 800, "other_api"),
         (800, 1000, "dispatch"),
     ]
-    assert result.gaps["next_call_end"].to_list() == [80, None, None]
+    assert result.gaps["next_call_end_ns"].to_list() == [80, None, None]
     # the warning counts ops (a fact), not gaps: one op in the iteration has no correlation id
     analysis = analyze_iterations(trace)
     assert any(

@@ -666,7 +666,7 @@ def _every_gap_cause():  # noqa: ANN202
     )
 
 
-#: per gap: cause, host_state, thread, next_call_end, dispatch, launch, sync, other_api, in_flight,
+#: per gap: cause, host_state, thread, next_call_end_ns, dispatch, launch, sync, other_api, in_flight,
 #: launch_latency, queued, stream_wait, launch_lag (ns)
 EVERY_GAP = [
     ("dispatch", "dispatch", 1, 200, 150, 50, 0, 0, 100, 100, 0, 0, 0),
@@ -675,7 +675,7 @@ EVERY_GAP = [
     ("queued", "dispatch", 1, 1_420_000, 10_000, 10_000, 0, 0, 180_000, 50_000, 130_000, 0, 0),
     ("sync", "dispatch", 1, None, 200_000, 0, 1_100_000, 0, 0, 0, 0, 0, 0),
 ]
-GAP_FIELDS = ["cause", "host_state", "thread", "next_call_end", *CAUSE_NS, *DEVICE_NS]
+GAP_FIELDS = ["cause", "host_state", "thread", "next_call_end_ns", *CAUSE_NS, *DEVICE_NS]
 
 
 def test_every_per_gap_cause_by_hand() -> None:
@@ -1097,7 +1097,7 @@ def test_gaps_of_a_trace_without_device_ops_are_the_main_threads_host_states() -
     ranges = iteration_ranges(trace)
     gaps = attribute_gaps(_empty_windows(), trace.ops, trace.api, ranges)
     assert gaps.select(
-        "cause", "host_state", "pid", "thread", "next_call_end", "no_launch", *CAUSE_NS
+        "cause", "host_state", "pid", "thread", "next_call_end_ns", "no_launch", *CAUSE_NS
     ).rows() == [
         ("dispatch", "dispatch", 1, 1, None, False, 700, 0, 300, 0, 0),
         ("other_api", "dispatch", 1, 2, None, False, 200, 0, 0, 800, 0),

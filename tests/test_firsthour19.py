@@ -286,12 +286,6 @@ def test_report_names_dropped_iterations_by_the_index_analyze_gives_them(tmp_pat
     assert "iterations 2-3" in said[0]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/attribution.py (lead): the idle-gap column next_call_end holds a nanosecond timestamp "
-    "without the _ns suffix that Analysis' docstring promises ('Units are in the names'); it reaches "
-    "a.idle_gaps and the --gaps file so",
-)
 def test_every_time_column_of_the_idle_gaps_names_its_unit(tmp_path):
     import tracekit
 

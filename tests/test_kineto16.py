@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
-import pytest
 
 from tests.builders import kineto_event
 from tracekit.api import analyze

@@ -26,7 +26,7 @@ def test_a_trailing_gap_ending_at_a_zero_ns_op_is_in_flight_after_its_launch() -
         (600, 900, "in_flight"),
     ]
     assert result.gaps["position"].to_list() == ["leading", "trailing"]
-    assert result.gaps["next_call_end"].to_list() == [200, 600]
+    assert result.gaps["next_call_end_ns"].to_list() == [200, 600]
 
 
 def test_a_trailing_gap_is_not_ended_by_a_positive_op_of_the_next_range() -> None:
@@ -101,4 +101,4 @@ def test_an_inner_gap_is_ended_by_the_positive_op_not_a_zero_ns_one_launched_ear
         (550, 600, "in_flight"),
         (700, 1000, "dispatch"),
     ]
-    assert result.gaps["next_call_end"].to_list()[:2] == [200, 550]
+    assert result.gaps["next_call_end_ns"].to_list()[:2] == [200, 550]
