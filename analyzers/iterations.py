@@ -73,6 +73,7 @@ from tracekit.model import (
     GPU_PROVIDER_NODES,
     GRAPH_LAUNCH_NAMES,
     GRAPH_REPLAYS,
+    HOUR_NS,
     LAUNCH_API_NAMES,
     OPS_OF_FAR_CALLS,
     PARTIAL_RUNS,
@@ -645,8 +646,8 @@ def _op_keys(
 
 
 #: A launch call stamped further than this (ns) from its op's start is a damaged time, not a launch delay (an
-#: hour: the readers' far-timestamp distance, tracekit.readers.timestamps.FAR_NS)
-LAUNCH_DELAY_MAX_NS = 3_600 * 10**9
+#: hour: the readers' far-timestamp distance, tracekit.model.HOUR_NS)
+LAUNCH_DELAY_MAX_NS = HOUR_NS
 
 
 def shared_iterations(

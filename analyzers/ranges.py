@@ -136,7 +136,7 @@ from dataclasses import dataclass, field
 import polars as pl
 
 from tracekit.errors import NoActivityError, TracekitError
-from tracekit.model import API_NAME_SUFFIX, LAUNCH_API_NAMES, Trace, merged_intervals, on_host
+from tracekit.model import API_NAME_SUFFIX, HOUR_NS, LAUNCH_API_NAMES, Trace, merged_intervals, on_host
 
 DEFAULT_RANGE = "iteration"
 PROFILER_STEP_KEY = "ProfilerStep#*"
@@ -1021,7 +1021,8 @@ def _format_default(trace: Trace, candidates: pl.DataFrame) -> tuple[pl.DataFram
 def launch_times(trace: Trace) -> pl.DataFrame:
     """The trace's ops as (``device``, ``launch``, ``start``, ``end``): ``launch`` is the start of the op's
     launching call (the earliest API call with its (pid, correlation)) when the trace holds one and it is not
-    after the op's start, else the op's start. In ``trace.ops`` order."""
+    after the op's start nor more than an hour before it (a damaged time), else the op's start. In
+    ``trace.ops`` order."""
     ops = trace.ops.select("device", "pid", "correlation", "start", "end")
     calls = (
         trace.api.filter(pl.col("correlation").is_not_null())
@@ -1031,9 +1032,12 @@ def launch_times(trace: Trace) -> pl.DataFrame:
     if calls.is_empty():
         return ops.select("device", pl.col("start").alias("launch"), "start", "end")
     joined = ops.join(calls, on=["pid", "correlation"], how="left", maintain_order="left")
+    # (a call more than an hour before its op is no launch delay but a damaged time: the op's own start, so
+    # that a --split-idle window does not stretch over the hours between them, 7,200,000 ms)
+    call = pl.when(pl.col("start") - pl.col("call_start") <= HOUR_NS).then(pl.col("call_start"))
     return joined.select(
         "device",
-        pl.min_horizontal(pl.col("call_start").fill_null(pl.col("start")), pl.col("start")).alias("launch"),
+        pl.min_horizontal(call.fill_null(pl.col("start")), pl.col("start")).alias("launch"),
         "start",
         "end",
     )

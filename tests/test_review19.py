@@ -277,20 +277,20 @@ def test_pin_one_window_over_two_phases_hours_apart_is_doubted_and_ranges_are_no
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py _placed: --split-idle windows assign by the op's own start and skip a1bf69a's "
-    "rule, so hostile18c's nsys case (4 iterations, kernels 1-4 stamped 2 h after their calls) cut at 0.5 ms "
-    "gives windows 2-3 of 7,200,000.45 ms each (first launch at 10.05 ms, last op 2 h later), windows 0-1 of "
-    "0 kernels for 2 launches, and '4 device ops ... launched outside every iteration'; doubted only as a "
-    "pause. Expected no window spanning a call and its op more than an hour apart (every latency < 1 ms here)",
-)
 def test_split_idle_windows_do_not_span_a_call_and_its_op_hours_apart(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
+    """Fixed (ranges.launch_times: a call more than an hour before its op is no launch): the far kernels make
+    windows of their own, 0.4 ms with 2 kernels and no launch, beside the near ones' 0.45 ms; no window spans
+    the 2 h (it had been doubted as a pause: 5b68845)."""
     doc = _analyze(capsys, _half_far_nsys(tmp_path), "--split-idle", "0.5")
-    assert doc["summary"]["verdict_uncertain"]  # (5b68845: it is doubted)
     assert max(it["latency_ms"] for it in doc["iterations"]) < 1.0, _rows(doc)
+    assert [(it["latency_ms"], it["kernels"], it["launches"]) for it in doc["iterations"]] == [
+        (0.45, 2, 2),
+        (0.45, 2, 2),
+        (0.4, 2, 0),
+        (0.4, 2, 0),
+    ]
 
 
 def test_split_idle_over_untimed_kernels_does_not_say_no_device_activity(

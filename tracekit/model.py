@@ -439,6 +439,12 @@ TIMED_FRAMES: dict[str, str] = {
 }
 
 
+#: An hour (ns): how far an event may lie from the rest of its trace (the readers' far-timestamp rule,
+#: :data:`tracekit.readers.timestamps.FAR_NS`), and how far a launch call may lie from its op's start before
+#: the two are no launch delay but a damaged time (:data:`tracekit.analyzers.iterations.LAUNCH_DELAY_MAX_NS`)
+HOUR_NS = 3_600 * 10**9
+
+
 def drop_negative_durations(frame: pl.DataFrame) -> tuple[pl.DataFrame, int]:
     """(``frame`` without the rows whose ``end`` is before their ``start``, how many were dropped). Such a row
     has no meaning as an interval (Kineto wrote ``dur`` = -``ts`` for events whose end it missed, kineto#646);

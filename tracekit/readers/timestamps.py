@@ -47,9 +47,11 @@ from typing import NamedTuple
 import numpy as np
 import polars as pl
 
+from tracekit.model import HOUR_NS
+
 #: how far (ns) an event may lie from the main group of a trace's events: an hour (a profiler's capture of one
 #: process holds no silence that long: a scheduled profiler writes one trace per active cycle)
-FAR_NS = 3_600 * 10**9
+FAR_NS = HOUR_NS
 #: how far (ns) an event may start outside the capture the trace says it made: a minute
 CAPTURE_SLACK_NS = 60 * 10**9
 
