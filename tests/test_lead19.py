@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from tracekit.model import API_SCHEMA, OPS_SCHEMA, Trace, conform, name_unnamed_launches
+from tracekit.model import API_NAMES_READ, API_SCHEMA, OPS_SCHEMA, Trace, conform, name_unnamed_launches
 
 
 def _frames() -> tuple[pl.DataFrame, pl.DataFrame]:
@@ -54,8 +54,12 @@ def test_calls_of_no_name_that_launched_kernels_or_graphs_are_named_so() -> None
 
 
 def test_a_trace_names_them_and_says_so() -> None:
+    """Where the reader read the names (``meta[API_NAMES_READ]``); not where it was asked for none (the
+    calls' names all null by request: nothing named, nothing said)."""
     api, ops = _frames()
-    trace = Trace(ops=ops, api=api)
+    assert Trace(ops=ops, api=api).api["name"].null_count() == 5
+    assert Trace(ops=ops, api=api).warnings == []
+    trace = Trace(ops=ops, api=api, meta={API_NAMES_READ: True})
     assert trace.api.sort("start")["name"].to_list()[:2] == ["cudaLaunchKernel", "cudaGraphLaunch"]
     assert trace.warnings == [
         "5 API calls have no name (a name id missing from the export's strings, or none written): the 2 of them "

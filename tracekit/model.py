@@ -439,6 +439,10 @@ TIMED_FRAMES: dict[str, str] = {
 }
 
 
+#: ``meta`` key a reader sets (True) when it read the API calls' names: a call of no name is then one whose
+#: name the trace lacks (:func:`name_unnamed_launches`), not one whose name was not asked for
+API_NAMES_READ = "api_names_read"
+
 #: An hour (ns): how far an event may lie from the rest of its trace (the readers' far-timestamp rule,
 #: :data:`tracekit.readers.timestamps.FAR_NS`), and how far a launch call may lie from its op's start before
 #: the two are no launch delay but a damaged time (:data:`tracekit.analyzers.iterations.LAUNCH_DELAY_MAX_NS`)
@@ -596,7 +600,13 @@ class Trace:
                     "field, its correlation id included) counted once"
                 )
                 setattr(self, name, frame)
-        if self.api.height and self.ops.height and self.api.get_column("name").null_count():
+        # (only where the reader read the calls' names: one asked for no names leaves them all null)
+        if (
+            self.meta.get(API_NAMES_READ)
+            and self.api.height
+            and self.ops.height
+            and self.api.get_column("name").null_count()
+        ):
             self.api, named, unnamed = name_unnamed_launches(self.api, self.ops)
             self.meta["warnings"].append(
                 f"{unnamed} API calls have no name (a name id missing from the export's strings, or none "

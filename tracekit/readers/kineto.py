@@ -154,6 +154,7 @@ from tracekit.errors import TraceFormatError
 from tracekit.io import is_stream, peek_input
 from tracekit.limits import format_size
 from tracekit.model import (
+    API_NAMES_READ,
     API_SCHEMA,
     COMPILED_CPU_CODE,
     CPU_OPS_SCHEMA,
@@ -2609,6 +2610,7 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
     if of_far_calls:
         meta[OPS_OF_FAR_CALLS] = of_far_calls
     meta["warnings"] = warnings
+    meta[API_NAMES_READ] = True
     trace = Trace(
         ops=conform(ops, OPS_SCHEMA),
         api=conform(api, API_SCHEMA),

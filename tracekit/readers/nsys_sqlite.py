@@ -123,6 +123,7 @@ from tracekit import progress
 from tracekit.calls import collapse_duplicate_calls
 from tracekit.errors import TraceFormatError
 from tracekit.model import (
+    API_NAMES_READ,
     API_SCHEMA,
     LAUNCH_API_NAMES,
     LAUNCHES_SCHEMA,
@@ -1981,6 +1982,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
     if of_far_calls:  # (said by the far warning: the analysis does not say them again as ops without an id)
         meta[OPS_OF_FAR_CALLS] = of_far_calls
     meta["warnings"] = warnings
+    meta[API_NAMES_READ] = "api" in want and (want["api"] is None or "name" in want["api"])
     return Trace(
         launches=launches,
         ops=ops,
