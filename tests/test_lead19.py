@@ -66,3 +66,13 @@ def test_a_trace_names_them_and_says_so() -> None:
         "that launched kernels or CUDA graphs (by correlation id) are named cudaLaunchKernel or cudaGraphLaunch, "
         "so that they count as launches; the others stay unnamed (their time counts as other API time)"
     ]
+
+
+def test_a_trace_made_again_from_its_frames_and_meta_names_and_says_nothing_twice() -> None:
+    """A --cache hit builds the Trace again from the stored frames and meta: the calls of no name left (ids 3,
+    4 and process 2's) are not said a second time, and the flag is not kept in meta."""
+    api, ops = _frames()
+    trace = Trace(ops=ops, api=api, meta={API_NAMES_READ: True})
+    again = Trace(ops=trace.ops, api=trace.api, meta=dict(trace.meta, warnings=list(trace.warnings)))
+    assert len(again.warnings) == 1 and API_NAMES_READ not in again.meta
+    assert again.api["name"].to_list() == trace.api["name"].to_list()

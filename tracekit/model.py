@@ -600,9 +600,11 @@ class Trace:
                     "field, its correlation id included) counted once"
                 )
                 setattr(self, name, frame)
-        # (only where the reader read the calls' names: one asked for no names leaves them all null)
+        # (only where the reader read the calls' names: one asked for no names leaves them all null; the flag
+        # is taken out of meta, so that a Trace made again from these frames and meta -- a --cache hit -- does
+        # not name and say them a second time)
         if (
-            self.meta.get(API_NAMES_READ)
+            self.meta.pop(API_NAMES_READ, False)
             and self.api.height
             and self.ops.height
             and self.api.get_column("name").null_count()
