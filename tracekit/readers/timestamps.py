@@ -146,15 +146,15 @@ def _clusters(
     points, kind, series = points[order], kind[order], series[order]
     bounds = np.concatenate(([0], np.flatnonzero(np.diff(points) > FAR_NS) + 1, [points.size]))
     lows, highs = points[bounds[:-1]], points[bounds[1:] - 1]
-    count = {k: np.add.reduceat((kind == k).astype(np.int64), bounds[:-1]) > 0 for k in (0, 1, 2)}
+    per_kind = {k: np.add.reduceat((kind == k).astype(np.int64), bounds[:-1]) for k in (0, 1, 2)}
+    count = {k: n > 0 for k, n in per_kind.items()}
     # (a cluster holding events of two or more of ``starts`` -- device ops beside the calls that launched
     # them -- is work of its own, as one with ranges beside its events is: 30 CPU operators 5 h after every
     # kernel and its call had made all the GPU work 'far')
-    both = (
-        sum(np.add.reduceat((series == i).astype(np.int64), bounds[:-1]) > 0 for i in range(len(starts))) >= 2
-        if len(starts) >= 2
-        else np.zeros(bounds.size - 1, dtype=bool)
-    )
+    series_in = np.zeros(bounds.size - 1, dtype=np.int64)
+    for i in range(len(starts)):
+        series_in += np.add.reduceat((series == i).astype(np.int64), bounds[:-1]) > 0
+    both = series_in >= 2
     # (the trace's body is where most of its work is: the events that may be left out and those that place it;
     # ranges count only in a trace of nothing else. 30 lone annotations 5 h after 3 iterations holding all the
     # work had been its body, and the work's cluster 'far')
@@ -165,8 +165,7 @@ def _clusters(
     best = int(np.argmax(sizes))
     # (... when it holds at least half as many of them as the body does: a kernel and its launch call both
     # stamped 285 years away are a damaged pair, not a phase -- kept, the one window had read 9e12 ms)
-    starts_in = np.add.reduceat((kind == 0).astype(np.int64), bounds[:-1])
-    both &= 2 * starts_in >= starts_in[best]
+    both &= 2 * per_kind[0] >= per_kind[0][best]
     kept = ((count[1] | count[2]) & count[0]) | both
     kept[best] = True
     if sizes[best] * 2 <= weight.sum():  # no cluster holds most of the trace: none is the trace, none is far
