@@ -76,6 +76,7 @@ from tracekit.model import (
     HOUR_NS,
     LAUNCH_API_NAMES,
     OPS_OF_FAR_CALLS,
+    OPS_WITHOUT_END,
     PARTIAL_RUNS,
     REMOTE_PROVIDER_NODES,
     RUN_SHAPES,
@@ -560,16 +561,7 @@ def _iterations_of(
     """Per op (rows of ``ops``, with pid, correlation, start): (``iteration`` or null, ``call`` (row of the
     calls frame or null), the calls frame, ``missing``: the op has a correlation id and the trace holds
     launching calls, but not this op's: launched before the capture)."""
-    return _iterations_and_keys(ops, api, ranges)[:4]
-
-
-def _iterations_and_keys(
-    ops: pl.DataFrame, api: pl.DataFrame, ranges: pl.DataFrame
-) -> tuple[pl.Series, pl.Series, pl.DataFrame, pl.Series, tuple[pl.Series, pl.Series, pl.Series] | None]:
-    """:func:`_iterations_of`, and the ops' :func:`_op_keys` where it computed them (None: synthetic
-    windows, which assign by the op's own start), so that :func:`assign` need not compute them again."""
-    iteration, call, calls, missing, keys, _ = _placed(ops, api, ranges)
-    return iteration, call, calls, missing, keys
+    return _placed(ops, api, ranges)[:4]
 
 
 def _placed(
@@ -577,9 +569,11 @@ def _placed(
 ) -> tuple[
     pl.Series, pl.Series, pl.DataFrame, pl.Series, tuple[pl.Series, pl.Series, pl.Series] | None, pl.Series
 ]:
-    """:func:`_iterations_and_keys`, and per op whether it went to an iteration by its call while its own time
-    lies more than :data:`LAUNCH_DELAY_MAX_NS` from that call: its own time is the damaged one, so where it ran
-    within the iteration is not known (:func:`assign` then takes it as untimed)."""
+    """:func:`_iterations_of`; the ops' :func:`_op_keys` where it computed them (None: synthetic windows,
+    which assign by the op's own start), so that :func:`assign` need not compute them again; and per op
+    whether it went to an iteration by its call while its own time lies more than :data:`LAUNCH_DELAY_MAX_NS`
+    from that call: its own time is the damaged one, so where it ran within the iteration is not known
+    (:func:`assign` then takes it as untimed)."""
     call, calls = _match_calls(ops, api)
     ranges = sort_frame(ranges, ["range_start"], [False])
     if _has_launch_calls(api):
@@ -633,7 +627,7 @@ def _op_keys(
     own; its own start where its call lies more than LAUNCH_DELAY_MAX_NS from it, else null).
 
     A call and its op that far apart are no launch delay: one of the two times is damaged, kept by the reader
-    where it was no minority. :func:`_iterations_and_keys` places such an op by whichever of the two times
+    where it was no minority. :func:`_placed` places such an op by whichever of the two times
     lies in an iteration, its call's first."""
     when = calls.get_column("call_start").gather(call)
     pids = calls.get_column("call_pid").gather(call).fill_null(ops.get_column("pid"))
@@ -1652,11 +1646,6 @@ def _with_run_shapes(
     return frame, None, [], [said], []
 
 
-#: ``meta`` key a reader sets when it has warned that GPU ops have no start or no end time (the Kineto reader's
-#: :data:`tracekit.readers.kineto.OPS_WITHOUT_END`): :func:`measure_gaps` does not say it again
-OPS_WITHOUT_END = "ops_without_end"
-
-
 def leading_iterations(ranges: pl.DataFrame, skip: int) -> list[int]:
     """The iterations ``--skip skip`` drops: the first ``skip``, or, when the iterations come from several
     processes (two ranks, or a pipeline's stages, in one capture: each runs its own warm-up), the first
@@ -1940,7 +1929,7 @@ def _pauses_in_windows(gaps: pl.DataFrame, windows: int, synthetic: bool) -> lis
     holding = long.get_column("iteration").n_unique()
     return [
         f"verdict uncertain: {holding} of the {windows} windows cut from the trace's work (it has no ranges, or "
-        f"--split-idle cut them) hold idle time of more than an hour in one gap (the longest {longest / 3.6e12:,.1f} "
+        f"--split-idle cut them) hold idle time of more than an hour in one gap (the longest {longest / HOUR_NS:,.1f} "
         "hours): a pause of the program or a clock that jumped, not an iteration's idle time, so their latency and "
         "utilization are not an iteration's (--split-idle MS cuts windows at idle gaps of MS ms)"
     ]
@@ -2554,8 +2543,7 @@ def _untimed_withheld(
             [
                 f"{len(untimed)} of {frame.height} iterations (index {', '.join(map(str, indices))}) hold device ops "
                 "none of which has a start or end time (not recorded, or damaged): their GPU busy time, utilization and "
-                "idle time "
-                "are not known and not shown; their kernels count",
+                "idle time are not known and not shown; their kernels count",
                 *said,
             ],
             None,

@@ -1118,14 +1118,14 @@ def synthetic_windows(
                 "mode (analyze them with --range NAME, or without --split-idle)",
                 path,
             )
-        left_out = [w for w in trace.meta.get("warnings", []) if LEFT_OUT.search(w)]
-        why = f" (the reader left out what it could not use: {'; '.join(left_out)})" if left_out else ""
+        left_out = "; ".join(w for w in trace.meta.get("warnings", []) if LEFT_OUT.search(w))
         if trace.ops.height:  # (device ops, none with a start and an end: no window can be cut around them)
             raise NoActivityError(
                 f"no ranges, and none of its {trace.ops.height:,} device ops has both a start and an end time: "
-                f"nothing to analyze{why.replace('left out what it could not use', 'said')}",
+                f"nothing to analyze{f' (the reader said: {left_out})' if left_out else ''}",
                 path,
             )
+        why = f" (the reader left out what it could not use: {left_out})" if left_out else ""
         raise NoActivityError(f"no ranges and no device activity: nothing to analyze{why}", path)
     known = ops["device"].drop_nulls().unique()
     windows = idle_split(ops, split_idle_ms)

@@ -124,6 +124,9 @@ ALL_FRAMES: tuple[str, ...] = tuple(SCHEMAS)
 #: far (:func:`tracekit.readers.timestamps.launched_by_far_calls`); the reader's warning says them, so the
 #: analysis does not say them again as ops that carry no id
 OPS_OF_FAR_CALLS = "ops_of_far_calls"
+#: ``Trace.meta`` key: how many device ops with no start or no end time the reader (or :class:`Trace`, for
+#: those it mended) has said, so that :func:`tracekit.analyzers.iterations.measure_gaps` does not say them again
+OPS_WITHOUT_END = "ops_without_end"
 
 # ``meta`` keys a reader writes and the analysis reads, named once for both sides
 #: ONNX Runtime: each ``model_run``'s input shape, when the runs are of two or more (``readers.ort.run_shapes``)
@@ -575,8 +578,8 @@ class Trace:
             if name in ("ops", "api"):
                 frame, mended, done = mend_negative_durations(frame, name)
                 if mended and name == "ops":
-                    # (said here: the analysis does not say them again -- tracekit.readers.kineto.OPS_WITHOUT_END)
-                    self.meta["ops_without_end"] = int(self.meta.get("ops_without_end") or 0) + mended
+                    # (said here: the analysis does not say them again)
+                    self.meta[OPS_WITHOUT_END] = int(self.meta.get(OPS_WITHOUT_END) or 0) + mended
                 if mended:
                     self.meta["warnings"].append(
                         f"{mended} {self._noun(name)} with a negative duration (end before start: a damaged row or "

@@ -31,8 +31,8 @@ GPU ops: one without a ``ts`` still ran, and keeps its place by its launch call 
 ``end`` (a kernel of unknown time; it had been dropped, and its iteration read 'framework', sure of it). A GPU
 op whose ``dur`` does not read (null, missing, NaN/Infinity, not a number, past int64 ns) keeps its place
 with a null ``end`` (no end time, as nsys leaves a NULL end: it counts as an op but in no busy time). A warning
-counts each (``meta["ops_without_end"]``, :data:`OPS_WITHOUT_END`, says the reader did, so the analysis does
-not repeat it); the other events read such a duration as 0.
+counts each (``meta["ops_without_end"]``, :data:`tracekit.model.OPS_WITHOUT_END`, says the reader did, so the
+analysis does not repeat it); the other events read such a duration as 0.
 
 Not Kineto traces, named in one line (TraceFormatError) rather than analyzed: a trace without device ops that
 holds an accelerator's runtime calls of a backend whose device work tracekit does not read (Intel Gaudi's
@@ -170,6 +170,7 @@ from tracekit.model import (
     META_PYTHON_TRACING,
     OPS_OF_FAR_CALLS,
     OPS_SCHEMA,
+    OPS_WITHOUT_END,
     RANGES_SCHEMA,
     FrameSpec,
     Trace,
@@ -967,11 +968,6 @@ def _cpu_ops(top_level: pl.DataFrame) -> pl.DataFrame:
         kind=pl.lit("operator"),
         name="name",
     )
-
-
-#: ``meta`` key: how many GPU ops have no end time (unreadable ``ts`` or ``dur``), set when the reader has warned
-#: about them (:func:`tracekit.analyzers.iterations.measure_gaps` then does not repeat it)
-OPS_WITHOUT_END = "ops_without_end"
 
 
 #: The tid of a GPU-side annotation in the 2021 spelling (category ``User``: libkineto's output_json.cpp,

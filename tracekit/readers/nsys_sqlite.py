@@ -130,6 +130,7 @@ from tracekit.model import (
     META_LOST_EVENTS,
     OPS_OF_FAR_CALLS,
     OPS_SCHEMA,
+    OPS_WITHOUT_END,
     FrameSpec,
     Trace,
     calls_named,
@@ -1971,9 +1972,7 @@ def _read(export: Database, path: Path, want: dict[str, frozenset[str] | None]) 
         )
     if untimed:
         meta["untimed_rows"] = untimed
-        # (said here, kept untimed: the analysis does not say them again, as for the Kineto reader's
-        # tracekit.readers.kineto.OPS_WITHOUT_END)
-        meta["ops_without_end"] = sum(untimed.values())
+        meta[OPS_WITHOUT_END] = sum(untimed.values())  # (said here, kept untimed: not said again)
     if (
         unread_tables
     ):  # (warned above; the analysis weighs them: :func:`tracekit.analyzers.plausibility.unread_device_work`)

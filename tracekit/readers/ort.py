@@ -104,6 +104,7 @@ from tracekit.model import (
     GPU_PROVIDER_NODES,
     GRAPH_REPLAYS,
     OPS_SCHEMA,
+    OPS_WITHOUT_END,
     PARTIAL_RUNS,
     RANGES_SCHEMA,
     REMOTE_PROVIDER_NODES,
@@ -1432,7 +1433,7 @@ def read(path: Path) -> Trace:
 
     meta: dict[str, Any] = {"path": str(path), "format": "ort"}
     if no_end:  # (said above: the analysis does not say it again)
-        meta["ops_without_end"] = no_end
+        meta[OPS_WITHOUT_END] = no_end
     if on_gpu and device == "cpu":  # [events on a GPU provider, events]: the analysis withholds the verdict
         meta[GPU_PROVIDER_NODES] = [on_gpu, nodes.height]
     if remote:  # [events on a remote provider, events]
