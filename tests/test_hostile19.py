@@ -482,29 +482,11 @@ def test_an_nsys_launch_call_of_negative_duration_still_links_its_kernel(
 
 
 def _ort_gpu_profile(tmp_path: Path, name: str, first_kernel_dur: Any) -> Path:
-    """An ORT CUDA profile (SYNTHETIC; the spelling of tests/test_reader_ort.py's _gpu_profile): 3 model_run of
-    1000 µs, each with a MatMul and a Relu Node (20 µs, CUDAExecutionProvider), each followed by its Kernel
-    event of 100 µs 5 µs after the node began (stream "7", parent_name the node): latency 1.0, GPU busy 0.2,
-    2 kernels per run. Run 0's MatMul kernel gets ``first_kernel_dur``."""
+    """tests.hostile.ort_gpu_events written to ``name``.synthetic.json (run 0's MatMul kernel of
+    ``first_kernel_dur``)."""
+    from tests.hostile import ort_gpu_events
 
-    def event(cat: str, name: str, ts: int, dur: Any, **args: Any) -> dict[str, Any]:
-        return {"cat": cat, "pid": 1, "tid": 1, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
-
-    events = [
-        event("Session", "model_loading_uri", 0, 50),
-        event("Session", "session_initialization", 60, 40),
-    ]
-    for r in range(3):
-        t = 1000 * r + 200
-        events.append(event("Session", "model_run", t, 1000))
-        for k, op in enumerate(("MatMul", "Relu")):
-            node_ts, node = t + 10 + 300 * k, f"/{k}/{op}_kernel_time"
-            events.append(event("Node", node, node_ts, 20, op_name=op, provider="CUDAExecutionProvider"))
-            kernel = event("Kernel", f"{op.lower()}_kernel", node_ts + 5, 100, stream="7", op_name=op)
-            kernel.update(pid=-1, tid=-1)
-            kernel["args"]["parent_name"] = node
-            events.append(kernel)
-    events[4]["dur"] = first_kernel_dur
+    events = ort_gpu_events(first_kernel_dur)
     path = tmp_path / f"{name}.synthetic.json"
     path.write_text(json.dumps(events))
     return path

@@ -376,30 +376,12 @@ def test_the_launch_dimension_mismatch_counts_the_kernels_compared(tmp_path, cap
 
 
 def _ort_gpu_events(first_kernel_dur: int) -> list[dict]:
-    """A SYNTHETIC ORT CUDA profile: 3 model_run of 1000 us, each a MatMul and a Relu Node (20 us) whose Kernel
-    event (100 us, stream "7") starts 5 us after its node; run 0's MatMul kernel lasts ``first_kernel_dur``."""
+    """A SYNTHETIC ORT CUDA profile (tests.hostile.ort_gpu_events): 3 model_run of 1000 us, each a MatMul and a
+    Relu Node (20 us) whose Kernel event (100 us, stream "7") starts 5 us after its node; run 0's MatMul kernel
+    lasts ``first_kernel_dur``."""
+    from tests.hostile import ort_gpu_events
 
-    def event(cat: str, name: str, ts: int, dur: int, **args) -> dict:
-        return {"cat": cat, "pid": 1, "tid": 1, "dur": dur, "ts": ts, "ph": "X", "name": name, "args": args}
-
-    events = [
-        event("Session", "model_loading_uri", 0, 50),
-        event("Session", "session_initialization", 60, 40),
-    ]
-    for r in range(3):
-        t = 1000 * r + 200
-        events.append(event("Session", "model_run", t, 1000))
-        for k, op in enumerate(("MatMul", "Relu")):
-            node = f"/{k}/{op}_kernel_time"
-            events.append(
-                event("Node", node, t + 10 + 300 * k, 20, op_name=op, provider="CUDAExecutionProvider")
-            )
-            kernel = event("Kernel", f"{op.lower()}_kernel", t + 15 + 300 * k, 100, stream="7", op_name=op)
-            kernel.update(pid=-1, tid=-1)
-            kernel["args"]["parent_name"] = node
-            events.append(kernel)
-    events[4]["dur"] = first_kernel_dur
-    return events
+    return ort_gpu_events(first_kernel_dur)
 
 
 @pytest.mark.parametrize("source", ["gpu", "cpu"])
