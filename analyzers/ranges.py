@@ -395,10 +395,21 @@ def _engine_choice(candidates: pl.DataFrame, engine: pl.Series) -> tuple[pl.Data
     counts = outer.get_column("engine").value_counts().sort(["count", "engine"], descending=[True, False])
     top = counts["engine"][0]
     chosen = outer.filter(pl.col("engine") == top)
-    how = f"{top} serving-engine steps ({chosen.height} ranges of {chosen['name'].n_unique()} names)"
+    sized = f"({chosen.height} ranges of {chosen['name'].n_unique()} names)"
+    how = f"{top} serving-engine steps {sized}"
     others = steps.filter(pl.col("engine") != top)
     if others.height:
         inner = steps.filter(_held(steps) & (pl.col("engine") != top))
+        if top == "vLLM" and _each_holds_sglang(chosen, inner):
+            # SGLang's scheduler opens its steps in vLLM's format around its own step[...] (analyzers/steps.py
+            # says step_engine "SGLang" of such a step): the steps are SGLang's
+            names = _names(sorted(inner["name"].unique().to_list()))
+            how = (
+                f"SGLang serving-engine steps in vLLM's format {sized}, each around its SGLang step range: "
+                f"{inner.height} nested inside them ({names})"
+            )
+            others = others.join(inner, on=["pid", "start", "end", "name"], how="anti")
+            inner = inner.clear()
         parts = []
         for label, rows in (
             ("nested inside them", inner),
@@ -410,8 +421,29 @@ def _engine_choice(candidates: pl.DataFrame, engine: pl.Series) -> tuple[pl.Data
                 parts.append(
                     f"{rows.height} {engines} step range{'s' if rows.height > 1 else ''} {label} ({names})"
                 )
-        how += "; also seen: " + "; ".join(parts)
+        if parts:
+            how += "; also seen: " + "; ".join(parts)
     return chosen, REGEX_PREFIX + ENGINE_STEPS[top], how + "; choose another with --range"
+
+
+def _each_holds_sglang(chosen: pl.DataFrame, inner: pl.DataFrame) -> bool:
+    """Whether every ``chosen`` step range holds an SGLang step range of ``inner`` (the engine steps nested in
+    another) of its own process: then the chosen ones are SGLang's steps written in vLLM's format."""
+    sglang = inner.filter(pl.col("engine") == "SGLang")
+    if sglang.is_empty():
+        return False
+    pairs = (
+        chosen.select("pid", "start", "end")
+        .with_row_index("_step")
+        .join(
+            sglang.select("pid", pl.col("start").alias("_s"), pl.col("end").alias("_e")),
+            on="pid",
+            how="inner",
+            nulls_equal=True,
+        )
+    )
+    held = pairs.filter((pl.col("_s") >= pl.col("start")) & (pl.col("_e") <= pl.col("end")))
+    return held.get_column("_step").n_unique() == chosen.height
 
 
 def _operators_said(operators: pl.DataFrame, top_depth: int | None) -> str:

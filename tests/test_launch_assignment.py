@@ -277,8 +277,8 @@ def test_the_outermost_engine_step_wins_and_the_nested_one_is_named() -> None:
     frame, name, how = R.choose_ranges(trace, None)
     assert frame["name"].to_list() == [outer] and name.startswith("re:^execute_")
     assert how == (
-        "vLLM serving-engine steps (1 ranges of 1 names); also seen: 1 SGLang step range nested inside them "
-        "('step[DECODE bs=32]'); choose another with --range"
+        "SGLang serving-engine steps in vLLM's format (1 ranges of 1 names), each around its SGLang step "
+        "range: 1 nested inside them ('step[DECODE bs=32]'); choose another with --range"
     )
 
 
