@@ -80,6 +80,7 @@ from tracekit.model import (
     PARTIAL_RUNS,
     REMOTE_PROVIDER_NODES,
     RUN_SHAPES,
+    UNREAD_DEVICE_EVENTS,
     Trace,
     calls_named,
     merged_intervals,
@@ -2098,10 +2099,17 @@ def _left_out_last(trace: Trace, assignment: Assignment, frame: pl.DataFrame) ->
     last = frame.row(frame.height - 1, named=True)
     cut = plausibility.cut_off_launches(trace, last["range_start"], last["range_end"], last.get("pid"))
     if cut:
+        unread = trace.meta.get(UNREAD_DEVICE_EVENTS) or trace.meta.get("unread_device_tables")
+        cause = (
+            "either their ops are among the device work the trace holds and tracekit does not read "
+            f"({', '.join(map(str, unread))}) or the capture ended before the device ran them"
+            if unread
+            else "the capture ended before the device ran them"
+        )
         return last["iteration"], (
             f"left out the last iteration, {last['name']}: {cut} of its launch calls have no op in the "
-            "trace, launched after the last launch of their thread whose op it holds: the capture ended "
-            "before the device ran them, so its busy time is not measured"
+            f"trace, launched after the last launch of their thread whose op it holds: {cause}, so its busy "
+            "time is not measured"
         )
     replay = plausibility.cut_off_replay(trace, last["range_start"], last["range_end"], last.get("pid"))
     if replay:

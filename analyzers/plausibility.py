@@ -59,6 +59,7 @@ from tracekit.model import (
     META_OPS_OF_SHARED_IDS,
     META_PYTHON_THREADS,
     META_PYTHON_TRACING,
+    UNREAD_DEVICE_EVENTS,
     Trace,
     calls_named,
     merged_intervals,
@@ -928,14 +929,20 @@ def phase_ranges_as_operators(trace: Trace, frame: pl.DataFrame) -> str | None:
 def unread_device_work(trace: Trace) -> str | None:
     """Doubt when the trace has GPU work in tables its reader does not read (``meta["unread_device_tables"]``:
     an Nsight Systems export's ``CUPTI_ACTIVITY_KIND_MEMCPY2``, ``..._DEVICE_GRAPH_TRACE``, ``..._CDP_KERNEL``
-    and the like) besides the ops it read: GPU busy is short by that work's time, so a framework-bound verdict
+    and the like) or in events it does not read (``meta["unread_device_events"]``: a Kineto file's kernels
+    written as begin/end pairs beside complete ones) besides the ops it read: GPU busy is short by that work's time, so a framework-bound verdict
     may be wrong; None otherwise (a trace whose only GPU work is there has no ops and no verdict at all)."""
     tables = trace.meta.get("unread_device_tables")
-    if not tables or trace.ops.is_empty():
+    events = trace.meta.get(UNREAD_DEVICE_EVENTS)
+    if not (tables or events) or trace.ops.is_empty():
         return None
-    named = ", ".join(str(t) for t in tables)
+    where = (
+        f"in tables tracekit does not read ({', '.join(str(t) for t in tables)})"
+        if tables
+        else f"in events tracekit does not read ({', '.join(str(e) for e in events)})"
+    )
     return (
-        f"verdict uncertain: the trace holds GPU work in tables tracekit does not read ({named}): GPU busy is "
+        f"verdict uncertain: the trace holds GPU work {where}: GPU busy is "
         "short by its time, so the utilization is a lower bound and a framework-bound verdict may be wrong"
     )
 

@@ -72,12 +72,6 @@ def test_pin_begin_end_annotations_alone_are_said_and_give_no_iterations(
     assert any("begin/end pairs are not read" in w for w in doc["warnings"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto.py: 2 of 4 'iteration' annotations written as B/E pairs are dropped without "
-    "a word; 2 iterations read, the other 6 kernels said 'launched outside every iteration (6 after the last)'; "
-    "the B/E warning comes only when no annotation is a complete event",
-)
 def test_begin_end_annotations_beside_complete_ones_are_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -99,12 +93,6 @@ def test_begin_end_annotations_beside_complete_ones_are_said(
     assert _rows(doc) == KINETO_ROWS or any("begin/end" in w for w in doc["warnings"]), doc["warnings"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/kineto.py + analyzers/iterations.py: the last iteration's 3 kernels written as B/E "
-    "pairs are dropped without a word, and the iteration is left out as 'the capture ended before the device "
-    "ran them' - a wrong cause: the kernels are in the file",
-)
 def test_begin_end_kernels_beside_complete_ones_are_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

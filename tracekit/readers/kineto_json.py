@@ -234,6 +234,16 @@ def _other_event(phase: str) -> type[msgspec.Struct]:
 
 
 _FAST_OTHER: tuple[type[msgspec.Struct], ...] = tuple(_other_event(p) for p in OTHER_PHASES)
+#: the phases of begin/end pairs: duration events (``B``/``E``) and async ones (``b``/``e``), which tracekit
+#: does not read (Kineto writes complete events; a trace merged from another writer may hold pairs)
+BEGIN_END_PHASES = "BEbe"
+#: the fast structs of :data:`BEGIN_END_PHASES`' events
+BEGIN_END_TYPES: frozenset[type[msgspec.Struct]] = frozenset(
+    t for t, p in zip(_FAST_OTHER, OTHER_PHASES, strict=True) if p in BEGIN_END_PHASES
+)
+#: the prefix of the entries a chunk's category names gain for the read categories some of whose events are
+#: begin/end pairs (:data:`BEGIN_END_PHASES`): ``BEGIN_END_MARK + category``; the reader takes them out
+BEGIN_END_MARK = "\x00begin/end "
 
 
 class _LaunchArgs(msgspec.Struct, gc=False):

@@ -34,7 +34,7 @@ keep every event with every field as ``"raw"`` text plus a ``ph`` column: the fr
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from itertools import compress, repeat
 from operator import is_not, not_, or_
 from pathlib import Path
@@ -45,6 +45,8 @@ import msgspec
 from tracekit.readers.kineto_json import (
     _NULL,
     _SEP,
+    BEGIN_END_MARK,
+    BEGIN_END_TYPES,
     COMM_FIELDS,
     COMM_ROWS,
     CPU_OP_CATEGORIES,
@@ -52,6 +54,7 @@ from tracekit.readers.kineto_json import (
     INT_ARGS,
     KEPT_CATEGORIES,
     PYTHON_CATEGORIES,
+    READ_CATEGORIES,
     Progress,
     _FastEvent,
     args_of,
@@ -202,6 +205,8 @@ def _with_distinct(wire: WireChunk, positions: dict[str, dict[str, int]]) -> Wir
 
 def _encode_fast(chunk: list[Any], positions: dict[str, dict[str, int]]) -> WireChunk:
     categories = set(map(getattr, chunk, repeat("cat"))) - {None}
+    if not BEGIN_END_TYPES.isdisjoint(map(type, chunk)):  # (rare: a C-level test otherwise)
+        categories |= begin_end_marks(e.cat for e in chunk if type(e) in BEGIN_END_TYPES)
     kept = list(filter(_FastEvent.__instancecheck__, chunk))
     cats = list(map(getattr, kept, repeat("cat")))
     present = set(cats)
@@ -239,6 +244,12 @@ def _encode_fast(chunk: list[Any], positions: dict[str, dict[str, int]]) -> Wire
     if python_events is not None:
         inputs = {**(inputs or {}), PYTHON_EVENTS: ("python", python_events)}
     return len(kept), categories, columns, inputs
+
+
+def begin_end_marks(categories: Iterable[str | None]) -> set[str]:
+    """The marks (:data:`~tracekit.readers.kineto_json.BEGIN_END_MARK`) of the read categories among
+    ``categories``, those of a chunk's begin/end events."""
+    return {BEGIN_END_MARK + c for c in set(categories) - {None} if c.lower() in READ_CATEGORIES}
 
 
 def python_count(columns: dict[str, Column]) -> int:
