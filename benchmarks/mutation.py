@@ -381,6 +381,20 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_mutation19.py",
         ],
     ),
+    # added 2026-11-29 (mutation20): the Trace's own mending (device ops and calls that end before they start,
+    # calls of no name, repeated rows); score it with --functions (the schemas and the rest are read by all)
+    "model": (
+        "tracekit/model.py",
+        [
+            "tests/test_kineto16.py",
+            "tests/test_lead19.py",
+            "tests/test_review19.py",
+            "tests/test_analyze_metrics.py",
+            "tests/test_nsys_mutants.py",
+            "tests/test_kineto_decode.py",
+            "tests/test_mutation20.py",
+        ],
+    ),
     # added 2026-11-28 night (mutation18): the plateau, transition and framework-bound rules of the report
     "sweep": (
         "tracekit/analyzers/sweep.py",

@@ -1,0 +1,159 @@
+"""mutation20: the mutants that the existing tests let live in the code that computes the numbers users see
+(readers/timestamps.py's `far_events`/`_clusters`, attribution's `_iteration_sums`, model.py's mending of
+device ops and calls that end before they start; notes/mutation20.md lists each mutant).
+
+Every input here is hand-built and SYNTHETIC (series, frames and traces written in the test, nothing on disk);
+each expected number is worked out beside its case. Times in ns.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from tests.builders import make_trace
+from tracekit.model import OPS_WITHOUT_END, drop_negative_durations, mend_negative_durations
+from tracekit.readers.timestamps import FAR_NS, far_events
+
+H = FAR_NS
+MS = 1_000_000
+
+
+def _s(values: list[int | None]) -> pl.Series:
+    return pl.Series(values, dtype=pl.Int64)
+
+
+# ------------------------------------------------------------------ timestamps.far_events / _clusters
+
+
+def test_a_cpu_operator_outside_the_capture_contradicts_it_even_with_ranges_inside() -> None:
+    """Capture [0, 20 ms]; a CPU operator (anchor) 5 h after it, ranges all inside. The anchor contradicts the
+    record (1), and the ranges add 0 to that count: the record is not used, and the cluster rule keeps the
+    device op at 5 h + 2 (its cluster holds the anchor beside it). Had the ranges' count replaced the
+    anchors' (far_events M90, `contradicted = ...`), the capture would judge, and that op would be far."""
+    far, warning = far_events(
+        {"device ops": _s([10 * MS, 12 * MS, 14 * MS, 5 * H + 2])},
+        anchors=[_s([11 * MS, 5 * H + 1])],
+        capture=(0, 20 * MS),
+        ranges={"ranges": _s([9 * MS, 13 * MS])},
+    )
+    assert far["device ops"].to_list() == [False] * 4
+    assert far["ranges"].to_list() == [False] * 2
+    assert warning is not None
+    assert warning.startswith("the trace says its capture ran from 0 to 20,000,000 ns, but 1 of its ")
+    assert warning.endswith(
+        "and 1 other events lie outside it: that record is not used to judge its events' times"
+    )
+
+
+def test_an_end_past_2_63_names_the_latest_start_even_when_every_start_is_negative() -> None:
+    """Starts -2000, -1000, 0, 10, 20 (one cluster, no capture); the first two end at 2^64 (past 2^63 ns): 2 of
+    5, a minority, left out. The example is the latest such start, -1,000 (an 'end' example is always the
+    max); far_events M321 (`reason in ("END", "late")`) took the max only for a start after 0, here the min,
+    -2,000."""
+    far, warning = far_events(
+        {"device ops": _s([-2000, -1000, 0, 10, 20])},
+        ends={"device ops": pl.Series([2.0**64, 2.0**64, 30.0, 40.0, 50.0])},
+    )
+    assert far["device ops"].to_list() == [True, True, False, False, False]
+    assert warning == (
+        "2 device ops stamped with an end past 2^63 ns (292 years: start + duration; e.g. one starting at -1,000 "
+        "ns), which would wrap around to a negative time, left out: no profiler records an event so far from the "
+        "rest of its capture (a damaged row or an exporter's bug), and read as it is one such time becomes an "
+        "iteration's latency"
+    )
+
+
+def test_null_starts_do_not_count_in_the_minority_rule() -> None:
+    """Device ops at 0 and 5 h, two more with no start; CPU operators at 1, 2, 3. The cluster at 0 (4 events of
+    5) is the body; the op at 5 h is far by group. It is 1 of the 2 ops with a start: not a minority, so kept
+    and said ("1 of 2"). far_events M280 (`len + null_count`: a total of 6) left it out as a minority."""
+    far, warning = far_events({"device ops": _s([0, None, None, 5 * H])}, anchors=[_s([1, 2, 3])])
+    assert far["device ops"].to_list() == [False] * 4
+    assert warning is not None
+    assert warning.startswith(
+        "1 of 2 device ops are stamped more than an hour from every other event (the others lie from 0 to 3 ns), "
+        "e.g. one at 18,000,000,000,000 ns, 5 hours after them: too many to leave out as damaged rows, so they "
+        "are kept"
+    )
+
+
+# ------------------------------------------------------------------ model: mending and dropping
+
+
+def _rows(rows: list[tuple[int, int | None]]) -> pl.DataFrame:
+    return pl.DataFrame(rows, schema={"start": pl.Int64, "end": pl.Int64}, orient="row")
+
+
+#: (start, end): a whole row, one of no length, one ending 5 ns before it starts, one with no end
+FOUR = [(0, 10), (20, 20), (30, 25), (40, None)]
+
+OPS_DONE = "they count with no end time (in no busy time)"
+CALLS_DONE = "read as lasting 0 from their start, so each still links the device work it launched"
+
+
+def test_mend_negative_durations_of_device_ops_nulls_only_the_end_before_the_start() -> None:
+    """Of FOUR, only (30, 25) ends before it starts: 1 mended, its end null. The row of no length (20, 20)
+    keeps its end (M6, `<=`, nulled it too: 2), and the row with no end is not counted (M10,
+    `fill_null(True)`: 2)."""
+    frame, count, done = mend_negative_durations(_rows(FOUR), "ops")
+    assert frame.rows() == [(0, 10), (20, 20), (30, None), (40, None)]
+    assert (count, done) == (1, OPS_DONE)
+
+
+def test_mend_negative_durations_of_calls_makes_the_call_last_0_from_its_start() -> None:
+    """The same rows as API calls: (30, 25) becomes (30, 30), not (30, None) (M37); the row of no length and
+    the one with no end are left as they are."""
+    frame, count, done = mend_negative_durations(_rows(FOUR), "api")
+    assert frame.rows() == [(0, 10), (20, 20), (30, 30), (40, None)]
+    assert (count, done) == (1, CALLS_DONE)
+
+
+def test_mend_negative_durations_with_nothing_to_mend() -> None:
+    """No row ends before it starts, or no row at all: (the frame, 0, "") (M16: an empty frame counted 1;
+    M18: 1; M19: "XXXX")."""
+    whole = _rows([(0, 10), (20, 20)])
+    frame, count, done = mend_negative_durations(whole, "ops")
+    assert (frame.rows(), count, done) == ([(0, 10), (20, 20)], 0, "")
+    empty = _rows([])
+    frame, count, done = mend_negative_durations(empty, "api")
+    assert (frame.height, count, done) == (0, 0, "")
+
+
+def test_drop_negative_durations_drops_only_the_row_ending_before_its_start() -> None:
+    """Ranges: (30, 25) goes; the one of no length and the one never closed stay (M6, M10 dropped them);
+    nothing to drop, or an empty frame: 0 (M16, M21 said 1; M12, `and False`, never dropped)."""
+    frame, dropped = drop_negative_durations(_rows(FOUR))
+    assert (frame.rows(), dropped) == ([(0, 10), (20, 20), (40, None)], 1)
+    frame, dropped = drop_negative_durations(_rows([(0, 10), (20, 20)]))
+    assert (frame.rows(), dropped) == ([(0, 10), (20, 20)], 0)
+    frame, dropped = drop_negative_durations(_rows([]))
+    assert (frame.height, dropped) == (0, 0)
+
+
+def test_a_trace_adds_the_ops_it_mended_to_those_its_reader_said() -> None:
+    """The reader said 2 device ops without an end (meta); the Trace mends one more (end 25 < start 30): 3, and
+    one warning for it. M31 (`- mended`) gave 1, M33 (`and 0`, the reader's count lost) 1. The calls' and the
+    ranges' warnings are their own, and a call mended adds no op."""
+    trace = make_trace(
+        ops=[(0, 10, 1), (30, 25, 2)],
+        api=[(0, 5, 1, "cudaLaunchKernel"), (20, 15, 2, "cudaLaunchKernel")],
+        ranges=[(0, 100, "a"), (50, 40, "b")],
+        meta={OPS_WITHOUT_END: 2},
+    )
+    assert trace.meta[OPS_WITHOUT_END] == 3
+    assert trace.ops.select("start", "end").rows() == [(0, 10), (30, None)]
+    assert trace.api.select("start", "end").rows() == [(0, 5), (20, 20)]
+    assert trace.ranges.select("start", "end").rows() == [(0, 100)]
+    negative = "with a negative duration (end before start: a damaged row or a profiler's lost end time)"
+    assert [w for w in trace.warnings if "negative duration" in w] == [
+        f"1 device ops {negative}: {OPS_DONE}",
+        f"1 API calls {negative}: {CALLS_DONE}",
+        "1 ranges with a negative duration (end before start, a profiler bug such as kineto#646's missing end "
+        "time) ignored",
+    ]
+
+
+def test_a_trace_of_whole_rows_says_nothing_and_counts_no_op_without_end() -> None:
+    trace = make_trace(ops=[(0, 10, 1)], api=[(0, 5, 1, "cudaLaunchKernel")], ranges=[(0, 100, "a")])
+    assert OPS_WITHOUT_END not in trace.meta
+    assert not [w for w in trace.warnings if "negative duration" in w]
