@@ -920,6 +920,15 @@ def _without_instants(
     return again
 
 
+def _untimed_nvtx(trace: Trace) -> str:
+    """The NVTX ranges an Nsight Compute report's kernels ran in (``meta["nvtx_ranges"]``, the ncu reader), as
+    ``'a', 'b'``; "" when none (any other trace)."""
+    names = trace.meta.get("nvtx_ranges")
+    if trace.meta.get("timeline") is not False or not isinstance(names, list) or not names:
+        return ""
+    return _names([str(n) for n in names])
+
+
 def _select_closed(
     trace: Trace, candidates: pl.DataFrame, range_name: str | None, path: str | None
 ) -> RangeChoice:
@@ -933,6 +942,14 @@ def _select_closed(
                     "annotations (the projections of host ranges onto the GPU timeline: they span only their "
                     "device work, so none is an iteration); leave out --range to analyze the whole trace, or "
                     "split it with --split-idle MS",
+                    path,
+                )
+            untimed = _untimed_nvtx(trace)
+            if untimed:
+                raise NoActivityError(
+                    f"no range named {range_name!r}: Nsight Compute records NVTX ranges only as the push/pop "
+                    f"ranges open at each kernel's launch, with no start or end ({untimed}), so none is an "
+                    "iteration; leave out --range to analyze the report as one window",
                     path,
                 )
             raise NoActivityError(
@@ -1203,6 +1220,12 @@ def synthetic_windows(
             if gpu_side
             else "no ranges in the trace"
         )
+        untimed = _untimed_nvtx(trace)
+        if untimed and not gpu_side:
+            none = (
+                "no timed ranges in the trace (Nsight Compute records NVTX ranges only as the push/pop ranges "
+                f"open at each kernel's launch, with no start or end: {untimed})"
+            )
         if trace.meta.get("timeline") is False:  # (Nsight Compute: kernels back to back, no gaps to cut at)
             how = f"{none}: {what}"
         else:

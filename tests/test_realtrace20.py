@@ -4,6 +4,8 @@ hand-built synthetic trace with exact expected values."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from tests.builders import make_trace
@@ -67,6 +69,73 @@ def test_real_sglang_traces_choice_line_says_sglang(name: str, inner: str) -> No
     _, _, how = R.choose_ranges(read_trace(real_trace("tracelens", name)), None)
     assert how.startswith("SGLang serving-engine steps in vLLM's format (1 ranges of 1 names)")
     assert f"1 nested inside them ({inner!r})" in how and "vLLM serving-engine" not in how
+
+
+# ------------------------------------------------------------------ Nsight Compute's NVTX ranges
+
+NVTX = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
+#: ``ncu --csv --page raw --nvtx`` of three kernels, two inside push/pop range 'Non-fused-GEMM', one inside
+#: 'Fused-GEMM' (the real CUTLASS report's shape; values hand-made)
+NCU_NVTX_CSV = f"""\
+"ID","Process ID","Process Name","Host Name","{NVTX}","Kernel Name","Context","Stream","Block Size","Grid Size",\
+"Device","CC","device__attribute_display_name","gpu__time_duration.sum"
+"","","","","","","","","","","","","","nsecond"
+"0","1","gemm","h","1  ""<default domain>:Non-fused-GEMM:none:none:none:none:none:none"" ","gemm_a","1","7",\
+"(128, 1, 1)","(64, 1, 1)","0","8.0","NVIDIA A100 80GB PCIe","1000"
+"1","1","gemm","h","1  ""<default domain>:Non-fused-GEMM:none:none:none:none:none:none"" ","gemm_b","1","7",\
+"(128, 1, 1)","(64, 1, 1)","0","8.0","NVIDIA A100 80GB PCIe","2000"
+"2","1","gemm","h","1  ""<default domain>:Fused-GEMM:none:none:none:none:none:none"" ","gemm_c","1","7",\
+"(128, 1, 1)","(64, 1, 1)","0","8.0","NVIDIA A100 80GB PCIe","3000"
+"""
+
+
+def _ncu_csv(tmp_path: Path) -> Path:
+    path = tmp_path / "synthetic_nvtx.ncu.csv"
+    path.write_text(NCU_NVTX_CSV)
+    return path
+
+
+def test_ncu_reader_names_the_nvtx_ranges_its_kernels_ran_in(tmp_path: Path) -> None:
+    from tracekit.readers import read_trace
+
+    trace = read_trace(_ncu_csv(tmp_path))
+    assert trace.ops["end"].to_list() == [1000, 3000, 6000]
+    assert trace.meta["nvtx_ranges"] == ["Non-fused-GEMM", "Fused-GEMM"]
+
+
+def test_ncu_window_line_does_not_say_the_report_holds_no_ranges(tmp_path: Path) -> None:
+    """The real CUTLASS report (ncu --nvtx, push/pop ranges around its GEMMs) read "no ranges in the trace"."""
+    from tracekit.readers import read_trace
+
+    choice = R.select_ranges(read_trace(_ncu_csv(tmp_path)), None)
+    assert choice.how == (
+        "no timed ranges in the trace (Nsight Compute records NVTX ranges only as the push/pop ranges open at "
+        "each kernel's launch, with no start or end: 'Non-fused-GEMM', 'Fused-GEMM'): one window over the "
+        "whole trace (device 0, first op launch to last op end)"
+    )
+
+
+def test_ncu_range_by_name_says_why_no_range_is_an_iteration(tmp_path: Path) -> None:
+    """``--range Non-fused-GEMM`` on that report said "the trace holds no NVTX ranges or profiler annotations"."""
+    from tracekit.errors import NoActivityError
+    from tracekit.readers import read_trace
+
+    with pytest.raises(NoActivityError) as err:
+        R.select_ranges(read_trace(_ncu_csv(tmp_path)), "Non-fused-GEMM")
+    assert (
+        "no range named 'Non-fused-GEMM': Nsight Compute records NVTX ranges only as the push/pop ranges "
+        "open at each kernel's launch, with no start or end ('Non-fused-GEMM', 'Fused-GEMM'), so none is an "
+        "iteration; leave out --range to analyze the report as one window" in str(err.value)
+    )
+
+
+@pytest.mark.real_traces
+def test_real_cutlass_report_names_its_nvtx_ranges() -> None:
+    from tracekit.readers import read_trace
+
+    trace = read_trace(real_trace("ncu", "cutlass_a100_3kernels.ncu-rep"))
+    assert trace.meta["nvtx_ranges"] == ["Non-fused-GEMM", "Fused-GEMM"]
+    assert R.select_ranges(trace, None).how.startswith("no timed ranges in the trace (Nsight Compute")
 
 
 # ------------------------------------------------------------------------------ others' files: strict xfails

@@ -32,7 +32,9 @@ kernel ran inside an NVTX start/end range: their count; such ranges are not read
 ``.ncu-rep``, read from the report's embedded version string; unknown for CSV), ``gpu``, ``device`` "gpu",
 ``timeline`` False, ``kernels`` (the count of results, range results included), ``synthetic`` ("synthetic" in
 the file name, as the other readers), ``nvtx_stacks`` (only when some kernel ran inside nested push/pop
-ranges: per kernel, its ranges outer to inner; ``range`` is the innermost).
+ranges: per kernel, its ranges outer to inner; ``range`` is the innermost), ``nvtx_ranges`` (only when some
+kernel ran inside a push/pop range: the innermost ranges' names, in profiling order of their first kernel;
+ncu records them as the state at each launch, with no start or end, so none can be an iteration).
 
 CSV input: leading ``==PROF==``/program output lines are skipped up to the header (its first field is
 ``"ID"``); without one, the error quotes ncu's last ``==WARNING==``/``==ERROR==`` lines ("No kernels were
@@ -503,6 +505,9 @@ def _finish(kernels: pl.DataFrame, long: pl.DataFrame, meta: dict[str, Any], pat
     if timed.height:
         warnings.append(TIMELINE_WARNING)
     meta.update(device="gpu", timeline=False, kernels=kernels.height)
+    named = kernels.get_column("range").drop_nulls().unique(maintain_order=True).to_list()
+    if named:  # (ncu --nvtx: the ranges open at each launch, with no times: the analysis says so)
+        meta["nvtx_ranges"] = named
     return Trace(
         ops=ops if timed.height else empty_frame(OPS_SCHEMA),
         kernel_metrics=kernel_metrics.select(list(KERNEL_METRICS_SCHEMA)),
