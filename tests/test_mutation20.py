@@ -11,7 +11,9 @@ from __future__ import annotations
 import polars as pl
 
 from tests.builders import make_trace
-from tracekit.model import OPS_WITHOUT_END, drop_negative_durations, mend_negative_durations
+from tracekit.analyzers.attribution import CAUSE_NS, GRAPH_KERNEL_GAP_NS, DeviceTimeline, attribute_idle
+from tracekit.analyzers.iterations import IterationAnalysis, analyze_iterations
+from tracekit.model import OPS_WITHOUT_END, Trace, drop_negative_durations, mend_negative_durations
 from tracekit.readers.timestamps import FAR_NS, far_events
 
 H = FAR_NS
@@ -157,3 +159,67 @@ def test_a_trace_of_whole_rows_says_nothing_and_counts_no_op_without_end() -> No
     trace = make_trace(ops=[(0, 10, 1)], api=[(0, 5, 1, "cudaLaunchKernel")], ranges=[(0, 100, "a")])
     assert OPS_WITHOUT_END not in trace.meta
     assert not [w for w in trace.warnings if "negative duration" in w]
+
+
+# ------------------------------------------------------------------ attribution._iteration_sums
+
+
+def _three_steps() -> tuple[Trace, IterationAnalysis]:
+    """Three steps [1000 i, 1000 i + 1000); in each, calls [100, 110) and [120, 130) launch kernels [300, 400)
+    and [600, 700) (offsets from the step's start). Each step: a leading gap of 300, an inner one of 200, a
+    trailing one of 300: idle 800 = dispatch 400 + launch 10 + in flight 390."""
+    ranges, api, ops = [], [], []
+    for i in range(3):
+        b = 1000 * i
+        ranges.append((b, b + 1000, "step"))
+        api += [
+            (b + 100, b + 110, 2 * i + 1, "cudaLaunchKernel"),
+            (b + 120, b + 130, 2 * i + 2, "cudaLaunchKernel"),
+        ]
+        ops += [(b + 300, b + 400, 2 * i + 1), (b + 600, b + 700, 2 * i + 2)]
+    trace = make_trace(ranges=ranges, api=api, ops=ops)
+    return trace, analyze_iterations(trace, "step")
+
+
+def _sums(index: list[int], kernel_gap_ns: int = GRAPH_KERNEL_GAP_NS) -> tuple[list[tuple], list[tuple]]:
+    trace, analysis = _three_steps()
+    result = attribute_idle(
+        analysis.gaps,
+        trace.ops.select("start", "end", "pid", "correlation", "device"),
+        trace.api,
+        analysis.ranges,
+        pl.Series(index),
+        kernel_gap_ns=kernel_gap_ns,
+        timeline=DeviceTimeline.of(trace.ops),
+    )
+    return (
+        result.iterations.select("index", "idle_ns", *CAUSE_NS).rows(),
+        result.projection_parts.rows(),
+    )
+
+
+#: (idle, dispatch, launch, sync, other API, in flight) of each step; (leading, trailing, inner gaps, inner ns,
+#: inner floor) with the default kernel gap (the inner gap of 200 is shorter: its own length)
+STEP = (800, 400, 10, 0, 0, 390)
+PARTS = (300, 300, 1, 200, 200)
+
+
+def test_iteration_sums_of_steps_0_and_2_leave_out_step_1() -> None:
+    """Index [0, 2] (not contiguous): each keeps its own gaps, step 1's go. M67 (`pos >= 1`) and M77 (clip
+    from 1) left step 0's gaps out (a row of zeros)."""
+    assert _sums([0, 2]) == ([(0, *STEP), (2, *STEP)], [(0, *PARTS), (2, *PARTS)])
+    assert _sums([2, 0]) == _sums([0, 2])
+
+
+def test_iteration_sums_of_the_middle_step_alone() -> None:
+    """Index [1]: the gaps of steps 0 and 2 lie before and after it. M76 (no upper clip) and M84 (clip to 1)
+    read past the one-element index (IndexError)."""
+    assert _sums([1]) == ([(1, *STEP)], [(1, *PARTS)])
+
+
+def test_iteration_sums_floor_an_inner_gap_at_the_kernel_gap() -> None:
+    """A kernel gap of 50 ns: the inner gap of 200 is floored at 50 (no waits in it), not 200."""
+    assert _sums([0, 1, 2], kernel_gap_ns=50) == (
+        [(i, *STEP) for i in range(3)],
+        [(i, 300, 300, 1, 200, 50) for i in range(3)],
+    )
