@@ -69,6 +69,7 @@ from tracekit.calls import outermost_of_keys, outermost_of_pairs, pair_key, pair
 from tracekit.errors import NoActivityError, TracekitError
 from tracekit.fields import NUMERIC_FIELDS
 from tracekit.model import (
+    CALLS_WITHOUT_END,
     GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY,
     GPU_PROVIDER_NODES,
     GRAPH_LAUNCH_NAMES,
@@ -1045,6 +1046,33 @@ def _launch_stats(trace: Trace, ranges: pl.DataFrame, ops: pl.DataFrame, calls: 
     )
 
 
+def _calls_without_end(trace: Trace, ranges: pl.DataFrame) -> pl.DataFrame:
+    """(iteration, ``_launches_without_end``): the iterations holding API calls read as lasting 0 because they
+    ended before they started (``meta[CALLS_WITHOUT_END]``: :class:`tracekit.model.Trace` mended them), with
+    how many of those are launch calls (a call counts in a range of its own process, as launches do). Their
+    launch-call time and queue time are not known (a launch call stamped to end 1 µs before it began had read
+    as a free launch: 10 µs of launch time for 20, the queue 45 µs for 40, sure)."""
+    listed = trace.meta.get(CALLS_WITHOUT_END)
+    empty = pl.DataFrame(schema={"iteration": pl.Int64, "_launches_without_end": pl.UInt32})
+    if not listed or trace.api.is_empty():
+        return empty
+    mended = pl.DataFrame(listed, schema={"pid": pl.Int64, "start": pl.Int64}, orient="row").unique()
+    calls = (
+        trace.api.filter(pl.col("end") == pl.col("start"))
+        .join(mended, on=["pid", "start"], how="semi", nulls_equal=True)
+        .select("start", "pid", "name")
+    )
+    if calls.is_empty():
+        return empty
+    calls = calls.with_columns(
+        _iteration_at(calls.get_column("start"), ranges, calls.get_column("pid")),
+        launch=_launch_mask(calls),
+    ).filter(pl.col("iteration").is_not_null())
+    return calls.group_by("iteration").agg(
+        pl.col("launch").sum().cast(pl.UInt32).alias("_launches_without_end")
+    )
+
+
 #: Per-iteration helper columns of :func:`_launch_stats` read by :func:`launch_notes`, then dropped.
 LAUNCH_NOTE_COLUMNS = ("_first_ops", "_in_call", "_before_call", "_min_latency_ns")
 
@@ -1363,6 +1391,10 @@ class Measured:
     #: from :attr:`untimed_iterations`): their busy time counts the timed ones only, a lower bound, named;
     #: their idle causes and CUDA-graph projection are left out (:func:`_attribution_without`)
     mostly_untimed_iterations: tuple[int, ...] = ()
+    #: the analyzed iterations that hold API calls read as lasting 0 because they ended before they started
+    #: (``meta[CALLS_WITHOUT_END]``): their true length is unknown, so the launch figures of those holding such
+    #: launch calls are withheld, and their idle causes and CUDA-graph projection are left out
+    calls_without_end_iterations: tuple[int, ...] = ()
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -1748,6 +1780,16 @@ def measure_gaps(
         .agg(pl.len().alias("kernels"))
     )
     launch = _launch_stats(trace, ranges, ops, assignment.calls)
+    without_end = _calls_without_end(trace, ranges)
+    if without_end.height:  # (their launch-call and queue times are not known: withheld)
+        launch = (
+            launch.join(without_end, on="iteration", how="left")
+            .with_columns(
+                pl.when(pl.col("_launches_without_end").fill_null(0) == 0).then(pl.col(c)).alias(c)
+                for c in ("launch_api_us", "queue_us")
+            )
+            .drop("_launches_without_end")
+        )
     gaps = _idle_gaps(ops, windows)
     holding_ops = ops.get_column("iteration").drop_nulls().unique()  # (timed or not)
     del ops
@@ -1912,6 +1954,11 @@ def measure_gaps(
         longest_rows,
         tuple(sorted(set(untimed_iterations) & set(frame.get_column("index").to_list()))),
         tuple(sorted(set(mostly_untimed) & set(frame.get_column("index").to_list()))),
+        tuple(
+            sorted(
+                set(without_end.get_column("iteration").to_list()) & set(frame.get_column("index").to_list())
+            )
+        ),
     )
 
 
@@ -2383,7 +2430,13 @@ def summarize_stages(
     if attribution is not None and timeline and host_unrecorded(trace):
         warnings.append(HOST_UNRECORDED)
         attribution = None
-    unknown_idle = (*measured.untimed_iterations, *measured.mostly_untimed_iterations)
+    unknown_idle = (
+        *measured.untimed_iterations,
+        *measured.mostly_untimed_iterations,
+        *measured.calls_without_end_iterations,
+    )
+    if measured.calls_without_end_iterations:
+        warnings.append(_calls_without_end_said(measured.calls_without_end_iterations, frame.height))
     if attribution is not None and unknown_idle:
         attribution = _attribution_without(attribution, unknown_idle)
     if attribution is not None:
@@ -2486,6 +2539,17 @@ def summarize_stages(
         setup_caveat=measured.setup_caveat,
         capture_refusal=measured.capture_refusal,
         setup_iterations=measured.setup_iterations,
+    )
+
+
+def _calls_without_end_said(iterations: tuple[int, ...], analyzed: int) -> str:
+    """The warning naming the analyzed ``iterations`` that hold API calls of unknown end (ended before they
+    started, or no readable end: :attr:`Measured.calls_without_end_iterations`), of ``analyzed``."""
+    return (
+        f"{len(iterations)} of {analyzed} iterations (index {', '.join(map(str, iterations))}) hold API calls "
+        "whose end time is unknown (stamped to end before they start, or no readable end: a damaged row or a "
+        "profiler's lost end time; read as lasting 0): their length is unknown, so the launch-call time and queue time of those iterations' launches, and their idle "
+        "time by cause and CUDA-graph projection, are not shown"
     )
 
 
@@ -3030,7 +3094,14 @@ def _iteration_columns(frame: pl.DataFrame, has_api: bool, has_ops: bool) -> pl.
     """The per-iteration frame's public columns (:data:`tracekit.fields.ITERATION_FIELDS`, units in their
     names) from the joined windows, busy time, gaps, kernels and launch statistics (in ns)."""
     if has_api:
-        frame = frame.with_columns(pl.col("launches").fill_null(0), pl.col("launch_api_us").fill_null(0.0))
+        # (no launch: 0 launches of 0 µs; a launch-call time withheld, its launches known, stays null)
+        frame = frame.with_columns(
+            pl.col("launches").fill_null(0),
+            pl.when(pl.col("launches").is_null())
+            .then(0.0)
+            .otherwise(pl.col("launch_api_us"))
+            .alias("launch_api_us"),
+        )
     ms = 1e6
     frame = frame.select(
         pl.col("iteration").alias("index"),

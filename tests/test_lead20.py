@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.hostile import analyze_json, small_trace_events
+from tests.hostile import analyze_json, run_sql, small_trace_events, three_iteration_nsys
 
 PAIRED = "are written as begin/end pairs ('ph' 'B'/'E' or 'b'/'e') beside complete events ('ph' 'X')"
 
@@ -97,3 +97,47 @@ def test_annotations_all_begin_end_are_said_once(tmp_path: Path, capsys: pytest.
     assert _rows(doc) == [(3.23, 0.12, 12, 12)]
     said = [w for w in doc["warnings"] if "begin/end" in w]
     assert len(said) == 1 and "begin/end pairs are not read" in said[0], said
+
+
+# ------------------------------------------------------ calls of unknown end: their iterations' launch figures
+
+
+def test_a_kineto_launch_call_of_negative_dur_withholds_its_iterations_launch_figures(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Iteration 1's second launch call (of 5 µs) written with dur -5 (kineto#646's lost end): it lasts 0,
+    so its iteration's launch-call time would read 10 µs for 15 and its queue 15 µs from the call's start.
+    Now iteration 1's launch_api_us, queue_us and idle causes are withheld (None), named by index; the
+    other iterations keep theirs (15.0 µs, 15.0 µs, launch 0.015 ms); the launches still count (3)."""
+    events = small_trace_events()
+    [e for e in events if e["cat"] == "cuda_runtime"][4]["dur"] = -5
+    doc = _analyze(capsys, _kineto(tmp_path, "negative_call", events))
+    fields = ("launches", "launch_api_us", "queue_us", "launch_ms", "dispatch_ms")
+    got = [tuple(it[f] for f in fields) for it in doc["iterations"]]
+    assert (
+        got
+        == [(3, 15.0, 15.0, 0.015, 0.81), (3, None, None, None, None)] + [(3, 15.0, 15.0, 0.015, 0.81)] * 2
+    )
+    assert any(
+        w.startswith("1 of 4 iterations (index 1) hold API calls whose end time is unknown")
+        for w in doc["warnings"]
+    )
+
+
+def test_an_nsys_launch_call_ending_before_it_starts_is_said_again_from_the_cache(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The nsys twin (review19's case: iteration 1's call of correlation 4 stamped to end 1 µs before it
+    starts), analyzed twice through --cache: the second analysis (the mended frames and meta from the cache)
+    withholds and names the same iteration; the others keep 20.0 µs and a 40.0 µs queue."""
+    path = run_sql(
+        three_iteration_nsys(tmp_path / "negative_call.synthetic.sqlite"),
+        "UPDATE CUPTI_ACTIVITY_KIND_RUNTIME SET end = start - 1000 WHERE correlationId = 4",
+    )
+    cache = tmp_path / "cache"
+    for _ in range(2):
+        code, doc, err = analyze_json(capsys, str(path), "--cache", str(cache))
+        assert code == 0 and doc is not None, err
+        got = [(it["launch_api_us"], it["queue_us"]) for it in doc["iterations"]]
+        assert got == [(20.0, 40.0), (None, None), (20.0, 40.0)]
+        assert sum("(index 1) hold API calls whose end time is unknown" in w for w in doc["warnings"]) == 1

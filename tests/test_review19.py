@@ -223,14 +223,6 @@ def test_untimed_and_mended_kernels_are_each_said_once(
     assert len(said) == 2, said
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py mend_negative_durations (621e5e5: an API call of end < start lasts 0 from its start): "
-    "iteration 1's launch call of correlation 4 (10 µs, stamped to end 1 µs before it starts) reads 0 µs, so the "
-    "iteration shows launch_api_us 10.0 and launch_ms 0.01 (20.0 and 0.02 with the call whole) and queue_us 45.0 "
-    "(40.0), verdict sure, the iteration named nowhere. Expected its launch figures withheld (None) or iteration 1 "
-    "named",
-)
 def test_a_launch_call_ending_before_it_starts_does_not_read_as_a_free_launch(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

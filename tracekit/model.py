@@ -127,6 +127,11 @@ OPS_OF_FAR_CALLS = "ops_of_far_calls"
 #: ``Trace.meta`` key: how many device ops with no start or no end time the reader (or :class:`Trace`, for
 #: those it mended) has said, so that :func:`tracekit.analyzers.iterations.measure_gaps` does not say them again
 OPS_WITHOUT_END = "ops_without_end"
+#: ``Trace.meta`` key: the API calls read as lasting 0 because their end is unknown -- they ended before they
+#: started (:func:`mend_negative_durations`; Kineto's reader: a negative or unreadable ``dur``) --, as
+#: ``[pid, start]`` pairs: the analysis withholds the launch figures and idle causes of the iterations that
+#: hold them
+CALLS_WITHOUT_END = "calls_without_end"
 
 # ``meta`` keys a reader writes and the analysis reads, named once for both sides
 #: ONNX Runtime: each ``model_run``'s input shape, when the runs are of two or more (``readers.ort.run_shapes``)
@@ -579,6 +584,8 @@ class Trace:
         for name, schema in SCHEMAS.items():
             frame = conform(getattr(self, name), schema)
             if name in ("ops", "api"):
+                if name == "api":
+                    self._record_calls_without_end(frame)
                 frame, mended, done = mend_negative_durations(frame, name)
                 if mended and name == "ops":
                     # (said here: the analysis does not say them again)
@@ -628,6 +635,15 @@ class Trace:
     @property
     def warnings(self) -> list[str]:
         return self.meta["warnings"]
+
+    def _record_calls_without_end(self, api: pl.DataFrame) -> None:
+        """Add the (pid, start) of each call of ``api`` that ends before it starts to
+        ``meta[CALLS_WITHOUT_END]`` (a Trace made again from mended frames and this meta, a ``--cache`` hit,
+        keeps the list and adds nothing)."""
+        negative = api.filter((pl.col("end") < pl.col("start")).fill_null(False))
+        if negative.height:
+            found = negative.select("pid", "start").rows()
+            self.meta[CALLS_WITHOUT_END] = [*self.meta.get(CALLS_WITHOUT_END, []), *map(list, found)]
 
     def _noun(self, name: str) -> str:
         """What the rows of frame ``name`` are: :data:`TIMED_FRAMES`, but "operators" for the ops of a CPU run."""

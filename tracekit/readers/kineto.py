@@ -156,6 +156,7 @@ from tracekit.limits import format_size
 from tracekit.model import (
     API_NAMES_READ,
     API_SCHEMA,
+    CALLS_WITHOUT_END,
     COMPILED_CPU_CODE,
     CPU_OPS_SCHEMA,
     GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY,
@@ -2668,6 +2669,13 @@ def read(path: Path, progress: Progress | None = None, frames: FrameSpec = None)
             launches = _launches(path)
     if of_far_calls:
         meta[OPS_OF_FAR_CALLS] = of_far_calls
+    without_end = x_events.filter(pl.col("cat_l").is_in(list(API_CATEGORIES)) & pl.col("dur_unread"))
+    if (
+        without_end.height
+    ):  # (calls read as lasting 0: the analysis withholds their iterations' launch figures)
+        meta[CALLS_WITHOUT_END] = without_end.select(
+            pl.col("pid").cast(pl.Int64, strict=False), "start"
+        ).rows()
     if unread_device_events:  # (the analysis doubts the verdict: plausibility.unread_device_work)
         meta[UNREAD_DEVICE_EVENTS] = unread_device_events
     meta["warnings"] = warnings
