@@ -419,8 +419,43 @@ def resolve_inputs(
                 raise TracekitError(missing(path), path)
             inputs.append(TraceInput(path=path))  # one of several: its read fails alone (left out, exit 1)
         else:
-            inputs.append(_file_input(path))
+            item = _file_input(path)
+            if item.format is None and len(paths) == 1:
+                _refuse_alone(path)
+            inputs.append(item)
     return _attach_ncu(inputs, [Path(p) for p in ncu]) if ncu else inputs
+
+
+def _refuse_alone(path: Path) -> None:
+    """TracekitError (one line) for a file given alone that is no trace, with its reader's reason, as a missing
+    file given alone is: ``compare`` pairs a side's inputs by configuration, so such a file had read "no
+    configuration ... in both A [(None, None)] and B [...]", and ``table``/``report`` had said it as a left-out
+    input. A run's ``run.json`` (given for its run) names its folder, for whichever command reads it: the
+    reader's own line names ``tracekit analyze``. Standard input is left to its read (a pipe is read once)."""
+    import json
+
+    from tracekit.io import is_stream
+    from tracekit.readers import detect_format, holds_no_trace
+    from tracekit.runs import RUN_FILE
+
+    if is_stream(path):
+        return
+    try:
+        detect_format(path)
+    except TracekitError as e:
+        if path.name == RUN_FILE and holds_no_trace(path):
+            try:
+                configs = json.loads(path.read_bytes()).get("configs")
+            except (OSError, ValueError, AttributeError):
+                configs = None
+            if isinstance(configs, list):
+                folder = shlex.quote(str(path.parent))
+                raise TracekitError(
+                    f"a tracekit {RUN_FILE} (settings), not a trace: pass its folder ({folder}) instead", path
+                ) from None
+        raise e from None
+    except OSError:
+        return  # its read names the problem
 
 
 #: File names that look like traces, for the hint of :func:`_check_run_dir`.
