@@ -435,7 +435,7 @@ def measure(
             count=0,
             kept=0,
             median=None,
-            warnings=(_infinite_said(infinite, len(infinite), unit),) if infinite else (),
+            warnings=(_infinite_said(list(map(name, infinite)), len(infinite), unit),) if infinite else (),
         )
     series = [v for _, v in indexed]
     shift = level_shift(series)
@@ -482,7 +482,7 @@ def measure(
             )
         notes.append(f"dropped {' and '.join(parts)}; {len(kept)} of {count} iterations kept")
     if infinite:
-        warnings.append(_infinite_said(infinite, count + len(infinite), unit))
+        warnings.append(_infinite_said(list(map(name, infinite)), count + len(infinite), unit))
     reasons: list[str] = []
     if shift:
         reasons.append(
@@ -559,7 +559,8 @@ def measure(
 
 
 def _infinite_said(infinite: Sequence[int], count: int, unit: str) -> str:
-    """The warning for iterations whose latency is infinite (positions ``infinite`` of ``count``)."""
+    """The warning for iterations whose latency is infinite (``infinite``: their names, :func:`measure`'s
+    ``indices`` or positions, of ``count``)."""
     n = len(infinite)
     return (
         f"{n} of {count} iterations (iteration{'s' if n > 1 else ''} {_span(list(infinite))}) "

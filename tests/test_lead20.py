@@ -141,3 +141,20 @@ def test_an_nsys_launch_call_ending_before_it_starts_is_said_again_from_the_cach
         got = [(it["launch_api_us"], it["queue_us"]) for it in doc["iterations"]]
         assert got == [(20.0, 40.0), (None, None), (20.0, 40.0)]
         assert sum("(index 1) hold API calls whose end time is unknown" in w for w in doc["warnings"]) == 1
+
+
+def test_an_infinite_latency_is_named_by_the_traces_index_not_its_position() -> None:
+    """stability.measure names warm-up, outliers and shifts by ``indices`` (analyze's numbering); its
+    infinite-latency line had still named positions: with iterations 2-11 measured, an infinite 4th read
+    'iteration 3' for iteration 5."""
+    from tracekit.analyzers.stability import measure
+
+    values = [1.0, 1.0, 1.0, float("inf"), 1.0, 1.0, 1.0, 1.0, 1.0, 1.0]
+    got = measure(values, indices=list(range(2, 12)))
+    assert got.warnings[0] == (
+        "1 of 10 iterations (iteration 5) has an infinite latency (ms), no duration: left out of the statistics"
+    )
+    none_finite = measure([float("inf")] * 2, indices=[7, 9])
+    assert none_finite.warnings == (
+        "2 of 2 iterations (iterations 7, 9) have an infinite latency (ms), no duration: left out of the statistics",
+    )
