@@ -131,15 +131,6 @@ def _nsys_graph(path: Path, launch_name: str) -> Path:
     return b.write(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/model.py name_unnamed_launches: a call of no name whose correlation id several kernels "
-    "carry (a CUDA graph's kernels, and on nsys graphId set) is named cudaLaunchKernel (only an op of kind "
-    "'graph' makes it cudaGraphLaunch): the CUDA-graph projection then applies to a trace that already "
-    "replays graphs (Kineto 0.9 -> 0.0708 ms, 12.71x; nsys 1.0 -> 0.340 ms, 2.94x; named, 'not applicable'), "
-    "and the verdict is doubted for 'kernel launches (not graph launches) linked to several kernels each: the "
-    "ids ... are reused'",
-)
 @pytest.mark.parametrize("fmt", ["kineto", "nsys"])
 def test_an_unnamed_graph_launch_is_read_as_the_graph_launch_it_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str

@@ -492,14 +492,22 @@ def mend_negative_durations(frame: pl.DataFrame, name: str) -> tuple[pl.DataFram
 
 def name_unnamed_launches(api: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """(``api`` with each call of no name that launched a kernel or a whole CUDA graph -- an op carries its
-    (pid, correlation) -- named ``cudaLaunchKernel`` or ``cudaGraphLaunch``, how many were named, how many had
+    (pid, correlation) -- named ``cudaLaunchKernel`` or ``cudaGraphLaunch``: a graph launch when an op of it is a
+    whole graph, carries a graph id, or when several kernels carry its id (CUPTI gives a graph's kernels their
+    launch's id; one kernel launch runs one kernel), how many were named, how many had
     no name). A damaged export (an nsys name id missing from StringIds, a Kineto call of ``"name": null``) had
     read 0 launches and 0.0 µs of launch time for every iteration, unsaid."""
     unnamed = int(api.get_column("name").null_count())
     launched = (
         ops.filter(pl.col("kind").is_in(["kernel", "graph"]) & pl.col("correlation").is_not_null())
         .group_by("pid", "correlation")
-        .agg((pl.col("kind") == "graph").any().alias("_graph"))
+        .agg(
+            (
+                (pl.col("kind") == "graph").any()
+                | (pl.col("graph").fill_null(0) != 0).any()
+                | ((pl.col("kind") == "kernel").sum() > 1)
+            ).alias("_graph")
+        )
     )
     joined = api.join(
         launched, on=["pid", "correlation"], how="left", nulls_equal=True, maintain_order="left"
