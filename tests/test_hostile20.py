@@ -49,14 +49,6 @@ def _rows(doc: dict[str, Any]) -> list[tuple[float, float | None, int, int | Non
 # ------------------------------------------------------------------------- several inputs, none analyzable
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/session.py for_each_input: when no input of several can be analyzed it raises 'no input "
-    "could be analyzed:\\n  left out: ...' joined by newlines, which the CLI's one_line (tracekit/errors.py) "
-    "prints as a literal backslash-n: 'tracekit: no input could be analyzed:\\n  left out: a...\\n  left out: "
-    "b...' (analyze's many-trace path says it on one line: 'none of the 2 traces could be analyzed (the "
-    "first: ...)')",
-)
 @pytest.mark.parametrize("inputs", [2, 3])
 def test_no_input_analyzable_is_one_line_without_escaped_newlines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], inputs: int

@@ -243,7 +243,7 @@ def test_a_trace_left_out_is_exit_1(
     for trace in run.glob("*.sqlite"):
         trace.write_bytes(b"")
     assert main(command(name, run, runs["cuda-graphs"], tmp_path / "rep2")) == 2
-    assert capsys.readouterr().err.startswith("tracekit: no input could be analyzed:")
+    assert capsys.readouterr().err.startswith("tracekit: none of the 3 inputs could be analyzed: ")
 
 
 def test_a_damaged_ncu_file_keeps_the_timeline_row(

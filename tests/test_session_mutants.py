@@ -305,9 +305,8 @@ def test_when_every_input_fails_the_error_lists_each():
     with pytest.raises(TracekitError) as caught:
         for_each_input(["bad1", "bad2"], _step)
     assert str(caught.value) == (
-        "no input could be analyzed:\n"
-        "  left out: bad1: not a trace tracekit can read\n"
-        "  left out: bad2: not a trace tracekit can read"
+        "none of the 2 inputs could be analyzed: bad1: not a trace tracekit can read; "
+        "bad2: not a trace tracekit can read"
     )
 
 

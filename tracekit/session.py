@@ -325,6 +325,7 @@ def for_each_input(items: Sequence[X], step: Callable[[X], T]) -> tuple[list[T],
             if len(items) == 1:
                 raise
             left_out.append(f"{LEFT_OUT}{exc}")
-    if items and not results:
-        raise TracekitError("no input could be analyzed:\n  " + "\n  ".join(left_out))
+    if items and not results:  # (one line: each input's reason names its file)
+        reasons = "; ".join(line.removeprefix(LEFT_OUT) for line in left_out)
+        raise TracekitError(f"none of the {len(items)} inputs could be analyzed: {reasons}")
     return results, left_out
