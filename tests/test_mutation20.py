@@ -223,3 +223,25 @@ def test_iteration_sums_floor_an_inner_gap_at_the_kernel_gap() -> None:
         [(i, *STEP) for i in range(3)],
         [(i, 300, 300, 1, 200, 50) for i in range(3)],
     )
+
+
+def test_a_far_cluster_of_one_kind_of_three_is_no_phase_of_its_own() -> None:
+    """Three kinds of starts (a Kineto CPU run: no device ops, calls, CPU operators). The body: calls 0, 1 and
+    operators 2-5 (6 starts); 5 h later, operators alone (3 starts, at least half as many as the body holds,
+    but of one kind only). That cluster is no phase (no second kind, no range or anchor beside it): 3 of the 7
+    operators, a minority, left out. _clusters M130 (`series != i`) counted a cluster of one kind of three as
+    holding two, and kept it."""
+    far, warning = far_events(
+        {
+            "device ops": _s([]),
+            "API calls": _s([0, 1]),
+            "CPU operators": _s([2, 3, 4, 5, 5 * H, 5 * H + 1, 5 * H + 2]),
+        }
+    )
+    assert far["CPU operators"].to_list() == [False] * 4 + [True] * 3
+    assert far["API calls"].to_list() == [False, False]
+    assert warning is not None
+    assert warning.startswith(
+        "3 CPU operators stamped more than an hour from every other event (the others lie from 0 to 5 ns), e.g. "
+        "one at 18,000,000,000,002 ns, 5 hours after them, left out"
+    )
