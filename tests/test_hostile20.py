@@ -209,3 +209,28 @@ def test_compare_markdown_with_warnings_ends_with_a_newline(
     code, _, err = run_cli(capsys, "compare", str(kineto), str(ort), "-o", str(written), "-q")
     assert code == 0, err
     assert (out.endswith("\n"), written.read_text().endswith("\n")) == (True, True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/renderers/report_markdown.py (and the finding texts of analyzers/recommendations.py): a "
+    "sidecar's runtime text holding a newline is written raw into report.md's bullets ('- Inputs: ... "
+    "(runtimes: py' then a line '# heading); devices: gpu.'), so the report gains headings its input wrote",
+)
+def test_a_sidecar_text_with_a_newline_does_not_write_report_markdown_structure(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`report T -o OUT` where T (the small Kineto trace) has a sidecar .meta.json whose runtime is
+    'py\\n# heading': report.md is written and no line of it begins with '# heading'."""
+    trace = _kineto(tmp_path, "m_b1", small_trace_events())
+    sidecar = tmp_path / "m_b1.synthetic.meta.json"
+    sidecar.write_text(
+        json.dumps({"synthetic": True, "runtime": "py\n# heading", "batch_size": 1, "device": "gpu"})
+    )
+    out = tmp_path / "rep"
+    code, _, err = run_cli(capsys, "report", str(trace), "-o", str(out), "--no-figures", "-q")
+    assert code == 0, err
+    text = (out / "report.md").read_text()
+    assert "heading" in text
+    injected = [line for line in text.splitlines() if line.startswith("# heading")]
+    assert injected == [], injected
