@@ -53,9 +53,10 @@ def _rows(doc: dict[str, Any]) -> list[tuple[float, float | None, int, int | Non
 def test_no_input_analyzable_is_one_line_without_escaped_newlines(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], inputs: int
 ) -> None:
-    """`table K N [K3] --range nomatch` (Kineto traces and an nsys export, none holding a range 'nomatch'): exit
-    2 and one readable line naming both files, without the two characters backslash, 'n' that one_line writes
-    for a newline inside the message."""
+    """Pin (8ad3ff0, the fix of this file's strict xfail). `table K N [K3] --range nomatch` (Kineto traces and an
+    nsys export, none holding a range 'nomatch'): exit 2 and one readable line naming every file, without the
+    two characters backslash, 'n' that one_line writes for a newline inside the message. Before: 'tracekit: no
+    input could be analyzed:\\n  left out: K: ...\\n  left out: N: ...'."""
     kineto = _kineto(tmp_path, "k", small_trace_events())
     nsys = three_iteration_nsys(tmp_path / "n.synthetic.sqlite")
     third = _kineto(tmp_path, "k3", small_trace_events(iterations=3))
@@ -65,6 +66,8 @@ def test_no_input_analyzable_is_one_line_without_escaped_newlines(
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
     assert "k.synthetic.json" in lines[0] and "n.synthetic.sqlite" in lines[0]
+    assert ("k3.synthetic.json" in lines[0]) == (inputs == 3)
+    assert lines[0].count("no range matches 'nomatch'") == inputs
     assert "\\n" not in lines[0], lines[0]
 
 
@@ -127,9 +130,11 @@ def _nsys_graph(path: Path, launch_name: str) -> Path:
 def test_an_unnamed_graph_launch_is_read_as_the_graph_launch_it_is(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
 ) -> None:
-    """The same graph trace with its graph launch calls named (cudaGraphLaunch) and of no name (Kineto "name":
-    null; nsys the name id missing from StringIds) reads alike: the rows, no CUDA-graph projection ('the trace
-    already replays CUDA graphs'), no doubt about reused correlation ids."""
+    """Pin (8a7c442, the fix of this file's strict xfail). The same graph trace with its graph launch calls named
+    (cudaGraphLaunch) and of no name (Kineto "name": null; nsys the name id missing from StringIds) reads alike:
+    the rows, no CUDA-graph projection ('the trace already replays CUDA graphs'), no doubt about reused
+    correlation ids. Before: the unnamed calls were named cudaLaunchKernel, the projection applied (Kineto
+    12.71x, nsys 2.94x) and the verdict was doubted for 'kernel launches linked to several kernels each'."""
     if fmt == "kineto":
         named = _kineto(tmp_path, "graph_named", _kineto_graph_events("cudaGraphLaunch"))
         unnamed = _kineto(tmp_path, "graph_unnamed", _kineto_graph_events(None))
@@ -234,3 +239,22 @@ def test_a_sidecar_text_with_a_newline_does_not_write_report_markdown_structure(
     assert "heading" in text
     injected = [line for line in text.splitlines() if line.startswith("# heading")]
     assert injected == [], injected
+
+
+def test_pin_an_unnamed_launch_of_one_kernel_stays_a_kernel_launch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Pin, the other side of 8a7c442: the small Kineto trace with every launch call "name": null (each call's id
+    carried by one kernel, no graph id) reads as kernel launches: 4 x (0.9, 0.03, 3, 3), the projection
+    applies (as on the named trace: no graph is replayed), nothing doubted."""
+    events = small_trace_events()
+    for e in events:
+        if e["cat"] == "cuda_runtime":
+            e["name"] = None
+    named = _analyze(capsys, _kineto(tmp_path, "named", small_trace_events()))
+    doc = _analyze(capsys, _kineto(tmp_path, "unnamed", events))
+    assert _rows(doc) == _rows(named) == KINETO_ROWS
+    projection = doc["idle_attribution"]["cuda_graph_projection"]
+    assert projection["applies"] is True
+    assert projection["speedup"] == named["idle_attribution"]["cuda_graph_projection"]["speedup"]
+    assert doc["summary"]["verdict_uncertain"] is None
