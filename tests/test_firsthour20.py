@@ -294,3 +294,78 @@ def test_the_readmes_cuda_graph_sweep_figures_are_the_untraced_medians_report_gi
     assert by_batch[1] == pytest.approx(0.7269605)
     assert by_batch[128] == pytest.approx(7.531638)
     assert found.groups() == (f"{by_batch[1]:.2f}", f"{by_batch[128]:.2f}")
+
+
+# ------------------------------------------------------------------------ collect: a profiler blind to ORT on the CPU
+
+
+class _NoSweep:
+    """Stands in for collectors.sweep.Sweep: records that the sweep would start, runs nothing."""
+
+    started: list[str] = []
+
+    def __init__(self, opts: Any) -> None:
+        self.out = opts.out_dir
+
+    def execute(self) -> dict[str, Any]:
+        _NoSweep.started.append(str(self.out))
+        return {"configs": []}
+
+
+@pytest.fixture
+def no_sweep(monkeypatch):
+    import tracekit.collectors.sweep as sweep
+    import tracekit.commands.collect as collect
+
+    _NoSweep.started = []
+    monkeypatch.setattr(sweep, "Sweep", _NoSweep)
+    monkeypatch.setattr(collect, "require_collect_packages", lambda runtime: None)
+    return _NoSweep.started
+
+
+@pytest.mark.parametrize(
+    ("profilers", "named"),
+    [
+        (["nsys"], "--profiler nsys records"),
+        (["torch"], "--profiler torch records"),
+        (["ort", "nsys", "torch"], "--profiler nsys and torch record"),
+    ],
+)
+def test_collect_warns_before_the_sweep_that_a_profiler_records_no_ort_operator_on_the_cpu(
+    tmp_path, capsys, no_sweep, profilers, named
+):
+    """`collect --runtime onnx --device cpu --profiler nsys` (or torch) ran for its 36 s and said "ok"; its trace
+    held ranges only (nsys: no operator; torch: "5 of 5 timed iterations hold no operator"), so analyze gave no
+    verdict. The README's tour says so in a comment; collect said nothing."""
+    argv = ["collect", "--runtime", "onnx", "--device", "cpu", "--model", "tiny", "-o", str(tmp_path / "run")]
+    for p in profilers:
+        argv += ["--profiler", p]
+    code, out, err = run_cli(capsys, *argv)
+    assert (code, out) == (0, "")
+    assert no_sweep == [str(tmp_path / "run")]
+    warning = err.splitlines()[0]
+    assert warning == (
+        f"tracekit collect: warning: {named} no ONNX Runtime operator on the CPU (ORT's nodes are neither torch "
+        "operators nor CUDA work): such a trace gives each iteration's latency only, no operator busy time and no "
+        "verdict; --profiler ort records ORT's nodes"
+    )
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--runtime", "onnx", "--device", "cpu", "--profiler", "ort"],
+        ["--runtime", "pytorch", "--device", "cpu", "--profiler", "torch"],
+        ["--runtime", "pytorch", "--device", "cpu", "--profiler", "nsys"],
+        [
+            "--runtime",
+            "onnx",
+            "--profiler",
+            "nsys",
+        ],  # --device auto: a GPU machine's nsys records ORT's kernels
+    ],
+)
+def test_collect_says_nothing_of_profilers_that_see_the_work(tmp_path, capsys, no_sweep, argv):
+    code, out, err = run_cli(capsys, "collect", *argv, "--model", "tiny", "-o", str(tmp_path / "run"))
+    assert (code, out) == (0, "")
+    assert "warning" not in err

@@ -200,6 +200,29 @@ def require_collect_packages(runtime: str) -> None:
         )
 
 
+#: profilers that record nothing of an ONNX Runtime CPU session: nsys sees no CUDA work, and torch.profiler only
+#: torch's own operators (a tiny-model run: "5 of 5 timed iterations hold no operator in the torch.profiler trace")
+ORT_BLIND_ON_CPU = ("nsys", "torch")
+
+
+def ort_blind_profilers(runtime: str, device: str, profilers: list[str]) -> str | None:
+    """The warning, said before the sweep starts, when ``--device cpu`` runs an ONNX runtime under a profiler
+    that records none of its operators (its trace gives latency only, and analyze no verdict); None otherwise.
+    Only for ``--device cpu`` as given: ``auto`` is resolved later (torch is imported then), and on a GPU nsys
+    records ORT's kernels."""
+    if device != "cpu" or not runtime.startswith("onnx"):
+        return None
+    blind = [p for p in ORT_BLIND_ON_CPU if p in profilers]
+    if not blind:
+        return None
+    names = " and ".join(blind)
+    return (
+        f"--profiler {names} record{'s' if len(blind) == 1 else ''} no ONNX Runtime operator on the CPU (ORT's "
+        "nodes are neither torch operators nor CUDA work): such a trace gives each iteration's latency only, no "
+        "operator busy time and no verdict; --profiler ort records ORT's nodes"
+    )
+
+
 def run(args: argparse.Namespace) -> int:
     # collectors.sweep imports neither torch nor transformers: names and numbers are checked (validate) before
     # anything heavy is imported, and the CUDA check (Sweep) imports torch alone, before any model is built.
@@ -243,6 +266,9 @@ def run(args: argparse.Namespace) -> int:
         check_output_folder(Path(args.output), "the run: run.json and the traces", stdout_format=False)
     validate(opts)
     require_collect_packages(args.runtime)
+    blind = ort_blind_profilers(args.runtime, args.device, profilers or [])
+    if blind:
+        print(f"tracekit collect: warning: {blind}", file=sys.stderr)
     sweep = Sweep(opts)
     result = sweep.execute()
     ok = sum(1 for c in result["configs"] if c["status"] == "ok")
