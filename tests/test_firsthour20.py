@@ -369,3 +369,28 @@ def test_collect_says_nothing_of_profilers_that_see_the_work(tmp_path, capsys, n
     code, out, err = run_cli(capsys, "collect", *argv, "--model", "tiny", "-o", str(tmp_path / "run"))
     assert (code, out) == (0, "")
     assert "warning" not in err
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/iterations.py (lead): a trace of an ONNX Runtime run (runtime onnx, stated) with ranges "
+    "and no operator is told to profile with torch.profiler, which records none of ORT's operators",
+)
+def test_no_verdict_advice_for_an_onnx_runtime_run_names_ort_s_profiler(tmp_path, capsys):
+    """4 `iteration` ranges of 900 µs and nothing else, its sidecar saying runtime onnx on the CPU (what `collect
+    --runtime onnx --device cpu --profiler torch` writes: "5 of 5 timed iterations hold no operator")."""
+    events = [
+        {"ph": "X", "cat": "user_annotation", "name": "iteration", "pid": 1, "tid": 1, "ts": t, "dur": 900}
+        for t in range(1_000_000, 1_004_000, 1000)
+    ]
+    trace = tmp_path / "onnx_b1_s32.synthetic.torch.json"
+    trace.write_text(json.dumps({"traceEvents": events, "metadata": {"synthetic": True}}))
+    sidecar = {"synthetic": True, "runtime": "onnx", "profiler": "torch", "device": "cpu", "batch_size": 1}
+    (tmp_path / "onnx_b1_s32.synthetic.torch.meta.json").write_text(json.dumps(sidecar))
+    code, out, _ = run_cli(capsys, "analyze", str(trace), "--format", "json")
+    assert code == 0
+    doc = json.loads(out)
+    assert [it["latency_ms"] for it in doc["iterations"]] == [0.9, 0.9, 0.9, 0.9]
+    (advice,) = [w for w in doc["warnings"] if w.startswith("no framework-/compute-bound verdict")]
+    assert "--profiler ort" in advice or "ONNX Runtime's profiler" in advice
+    assert "torch.profiler" not in advice
