@@ -141,13 +141,6 @@ def test_real_cutlass_report_names_its_nvtx_ranges() -> None:
 # ------------------------------------------------------------------------------ others' files: strict xfails
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (lead's) gpu_annotation_check: Kineto's GPU-side annotation spans only the "
-    "device work launched by a thread whose own annotation stack holds the range (CUPTI external correlation "
-    "per thread); backward kernels launched by the autograd engine's thread (pt_autograd_0) are under no "
-    "step annotation there, so their lying outside it is no disagreement",
-)
 def test_backward_work_of_the_autograd_thread_is_no_gpu_annotation_disagreement() -> None:
     """SYNTHETIC (the real MI250 ROCm trace's shape: 6 of its 7 'outside' ops are backward kernels launched by
     thread pt_autograd_0, 1 is the optimizer's, under a nested annotation). Step [0, 1000) on thread 1
