@@ -258,3 +258,43 @@ def test_pin_an_unnamed_launch_of_one_kernel_stays_a_kernel_launch(
     assert projection["applies"] is True
     assert projection["speedup"] == named["idle_attribution"]["cuda_graph_projection"]["speedup"]
     assert doc["summary"]["verdict_uncertain"] is None
+
+
+# ------------------------------------------------------------------ escape sequences on the terminal table
+
+
+#: a terminal escape sequence (clear the screen) and an OSC title sequence
+_ESCAPES = "\x1b[2J\x1b]0;pwned\x07"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/renderers (the terminal tables of analyze, table and compare): a file name or a kernel "
+    "name holding an escape sequence is printed raw on stdout ('trace: .../esc\\x1b[2J...', compare's per-name "
+    "row '│ evil\\x1b[2J\\x1b]0;pwnedk │', table's row and its 'warning:' lines on stdout), where stderr's copy "
+    "of the same text is escaped by errors.one_line ('reaches the terminal as text')",
+)
+@pytest.mark.parametrize("command", ["analyze", "analyze_two", "table", "compare_names"])
+def test_the_terminal_table_prints_escape_sequences_as_text(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
+) -> None:
+    """The default (terminal) format of analyze, analyze of two traces and table on a trace whose file name
+    holds an escape sequence, and of compare on traces whose kernel names hold one: no ESC byte on stdout."""
+    plain = _kineto(tmp_path, "plain", small_trace_events())
+    odd = tmp_path / f"esc{_ESCAPES}x.synthetic.json"
+    odd.write_text(plain.read_text())
+    events = small_trace_events()
+    for e in events:
+        if e["cat"] == "kernel":
+            e["name"] = f"evil{_ESCAPES}{e['name']}"
+    evil = _kineto(tmp_path, "evil", events)
+    args = {
+        "analyze": ["analyze", str(odd)],
+        "analyze_two": ["analyze", str(odd), str(evil)],
+        "table": ["table", str(odd)],
+        "compare_names": ["compare", str(plain), str(evil)],
+    }[command]
+    code, out, err = run_cli(capsys, *args)
+    assert code == 0, err
+    assert "\x1b" not in err  # (stderr escapes it already)
+    assert [line for line in out.splitlines() if "\x1b" in line] == []
