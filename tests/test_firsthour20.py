@@ -470,3 +470,31 @@ def test_a_compute_bound_verdict_on_operators_the_profiler_lengthened_is_uncerta
     assert a.verdict == "compute"
     assert a.summary.mean("gpu_busy_ms") == pytest.approx(0.6)
     assert a.verdict_uncertain is not None
+
+
+# ------------------------------------------------------------------------ --help
+
+
+@pytest.mark.parametrize("command", ["table", "report", "compare"])
+def test_help_of_a_command_without_jobs_does_not_speak_of_jobs(capsys, command):
+    """table, report and compare --help said of --max-memory "with several traces, the collecting process: --jobs
+    and Dask workers have no ceiling": options they do not have (only analyze takes --jobs and --scheduler)."""
+    with pytest.raises(SystemExit) as done:
+        run_cli(capsys, command, "--help")
+    assert done.value.code == 0
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "--max-memory SIZE stop when tracekit and its decoding workers hold more than SIZE of memory (default: 3/4 of the machine's)"
+        in text
+    )
+    assert "--jobs" not in text and "Dask" not in text
+
+
+def test_analyzes_help_keeps_what_max_memory_means_for_its_workers(capsys):
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "analyze", "--help")
+    text = " ".join(capsys.readouterr().out.split())
+    assert (
+        "(default: 3/4 of the machine's; with several traces, the collecting process: --jobs and Dask workers have "
+        "no ceiling)" in text
+    )

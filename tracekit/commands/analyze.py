@@ -33,7 +33,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="trace file (format detected from content); several files, folders or globs: one analysis each "
         "and the cross-trace table (ranks, GPUs, files: spread, straggler, skew, communication)",
     )
-    add_iteration_options(parser)
+    add_iteration_options(parser, workers=True)
     add_many_options(parser)
     add_output_options(parser)
     parser.add_argument(

@@ -34,8 +34,12 @@ def positive_int(text: str) -> int:
     return value
 
 
-def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool = True) -> None:
-    """Add ``--range``, ``--skip`` and (optionally) ``--bound-threshold`` with one meaning everywhere."""
+def add_iteration_options(
+    parser: argparse.ArgumentParser, bound_threshold: bool = True, workers: bool = False
+) -> None:
+    """Add ``--range``, ``--skip`` and (optionally) ``--bound-threshold`` with one meaning everywhere, and the
+    input limits (``workers``: the command takes ``--jobs`` and ``--scheduler``, which ``--max-memory``'s help
+    then speaks of)."""
     parser.add_argument(
         "--range",
         dest="range_name",
@@ -74,7 +78,7 @@ def add_iteration_options(parser: argparse.ArgumentParser, bound_threshold: bool
             help="framework-bound when the median GPU (or operator) utilization is below U (default "
             f"{Options().bound_threshold:g})",
         )
-    add_input_limit_options(parser)
+    add_input_limit_options(parser, workers)
 
 
 def iteration_options(args: argparse.Namespace) -> Options:
@@ -95,8 +99,9 @@ def size(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from exc
 
 
-def add_input_limit_options(parser: argparse.ArgumentParser) -> None:
-    """Add the options that lift the limits on what one input may cost (:mod:`tracekit.limits`)."""
+def add_input_limit_options(parser: argparse.ArgumentParser, workers: bool = False) -> None:
+    """Add the options that lift the limits on what one input may cost (:mod:`tracekit.limits`); ``workers``:
+    the command takes ``--jobs``/``--scheduler`` (analyze), whose worker processes no ceiling holds."""
     group = parser.add_argument_group("limits on hostile or huge inputs (sizes: 512M, 4G, 1.5GiB)")
     group.add_argument(
         "--max-inflated",
@@ -110,7 +115,12 @@ def add_input_limit_options(parser: argparse.ArgumentParser) -> None:
         type=size,
         metavar="SIZE",
         help="stop when tracekit and its decoding workers hold more than SIZE of memory (default: 3/4 of "
-        "the machine's; with several traces, the collecting process: --jobs and Dask workers have no ceiling)",
+        "the machine's"
+        + (
+            "; with several traces, the collecting process: --jobs and Dask workers have no ceiling)"
+            if workers
+            else ")"
+        ),
     )
     group.add_argument(
         "--max-string",
