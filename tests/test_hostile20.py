@@ -325,3 +325,63 @@ def test_a_broken_link_named_as_a_trace_in_a_folder_is_said(
     assert "rank0.synthetic.json" in out and "rank2.synthetic.sqlite" in out
     assert code in (0, 1), err
     assert "rank1.synthetic.json" in err, err
+
+
+# --------------------------------------------------------------- a synchronized range inside earlier GPU work
+
+
+def _spill_events(iterations: int = 6) -> list[dict[str, Any]]:
+    """Kineto (SYNTHETIC): 'iteration' annotations of 1000 µs back to back. Even iterations launch (10 µs in) one
+    kernel of 1400 µs (30 µs in), which runs 430 µs into the next range; odd iterations launch (900 µs in) one
+    kernel of 10 µs (920 µs in), after that spill ended. 6 ranges, 6.0 ms in all; the GPU runs 4.23 ms of it."""
+    events: list[dict[str, Any]] = []
+    for i in range(iterations):
+        start = 1_000_000 + i * 1000
+        events.append(
+            {
+                "ph": "X",
+                "cat": "user_annotation",
+                "name": "iteration",
+                "pid": 1,
+                "tid": 1,
+                "ts": start,
+                "dur": 1000,
+            }
+        )
+        call_at, kernel_at, dur, name = (10, 30, 1400, "big") if i % 2 == 0 else (900, 920, 10, "small")
+        call = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1}
+        events.append({**call, "ts": start + call_at, "dur": 5, "args": {"correlation": i + 1}})
+        kernel = {
+            "ph": "X",
+            "cat": "kernel",
+            "name": name,
+            "pid": 0,
+            "tid": 7,
+            "ts": start + kernel_at,
+            "dur": dur,
+        }
+        events.append({**kernel, "args": {"correlation": i + 1, "device": 0, "stream": 7}})
+    return events
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="analyzers/iterations.py (_windows, the idle attribution): a synchronized range that begins inside the "
+    "earlier iteration's GPU work keeps its range as its window (design.md: 'a synchronized range inside earlier "
+    "GPU work overlaps that iteration's window'), and the 430 µs the GPU spends there on iteration 0's kernel "
+    "read as idle, cause dispatch: iterations 1, 3, 5 read idle 0.99 ms (dispatch 0.97) though the GPU was "
+    "idle 0.56 ms of them; the 3 x 0.43 ms are in two latencies (mean 1.215 ms for 6 ranges of 1.0 ms in "
+    "6.0 ms), and nothing says so (--split-idle windows that overlap get a warning counting them)",
+)
+def test_a_synchronized_range_inside_earlier_gpu_work_does_not_read_that_work_as_idle_unsaid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The spill trace: rows 3 x [(1.43, 1.4, 1, 1), (1.0, 0.01, 1, 1)] (pinned: the documented windows).
+    Either a warning says that windows overlap earlier iterations' GPU work (naming the overlap), or the odd
+    iterations' idle leaves out the time the GPU ran the earlier kernel (dispatch at most 0.56 ms)."""
+    doc = _analyze(capsys, _kineto(tmp_path, "spill", _spill_events()))
+    assert _rows(doc) == [(1.43, 1.4, 1, 1), (1.0, 0.01, 1, 1)] * 3
+    odd = doc["iterations"][1::2]
+    said = any("overlap" in w for w in doc["warnings"])
+    counted = all(it["dispatch_ms"] <= 0.56 for it in odd)
+    assert said or counted, ([it["dispatch_ms"] for it in odd], doc["warnings"])
