@@ -513,3 +513,37 @@ def test_the_readmes_figure_for_the_studys_own_trace_says_it_is_the_median(real_
     stats = a.summary.fields["latency_ms"]
     assert (len(a.iterations), round(stats.p50, 3), round(stats.mean, 3)) == (10, 2.958, 3.016)
     assert found.group(1).startswith("a median of 2.958 ms per iteration over its 10 iterations")
+
+
+@pytest.mark.parametrize(
+    ("command", "flag", "fmt"),
+    [
+        ("analyze", "--json", "json"),
+        ("table", "--csv", "csv"),
+        ("compare", "--markdown", "markdown"),
+        ("doctor", "--json", "json"),
+        ("analyze", "--md", "markdown"),
+    ],
+)
+def test_a_format_given_as_its_own_flag_names_format(tmp_path, capsys, command, flag, fmt):
+    """`tracekit analyze t --json` (as jq, nvidia-smi and many profilers' tools take it) said only "unrecognized
+    arguments: --json"."""
+    trace = _trace(tmp_path / "t.synthetic.json")
+    args = {"doctor": [], "compare": [str(trace), str(trace)]}.get(command, [str(trace)])
+    with pytest.raises(SystemExit) as done:
+        run_cli(capsys, command, *args, flag)
+    assert done.value.code == 2
+    err = capsys.readouterr().err
+    assert err.splitlines()[-1] == (
+        f"tracekit {command}: error: unrecognized arguments: {flag}; did you mean --format {fmt}? "
+        f"(see tracekit {command} --help)"
+    )
+
+
+def test_a_format_flag_where_no_format_is_taken_says_so(capsys):
+    with pytest.raises(SystemExit):
+        run_cli(capsys, "collect", "--json")
+    assert capsys.readouterr().err.splitlines()[-1] == (
+        "tracekit collect: error: unrecognized arguments: --json; collect writes its results into its -o folder "
+        "and prints none, so it takes no --format (see tracekit collect --help)"
+    )

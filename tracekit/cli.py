@@ -98,6 +98,10 @@ def commands_with_option(option: str) -> list[str]:
     return found
 
 
+#: a format given as its own flag, as other tools take it (``jq``-style ``--json``): the --format it means
+FORMAT_FLAGS = {"--json": "json", "--csv": "csv", "--markdown": "markdown", "--md": "markdown"}
+
+
 def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
     """argparse's "unrecognized arguments" message, with the nearest option of ``parser`` for a misspelled
     one (``--fromat``: did you mean --format?), else the commands that have the option (``analyze --ncu``:
@@ -110,6 +114,10 @@ def unrecognized(extras: list[str], parser: argparse.ArgumentParser) -> str:
     for extra in extras:
         if extra.startswith("--"):
             option = extra.split("=", 1)[0]
+            if option in FORMAT_FLAGS and command in NO_FORMAT_COMMANDS:
+                option = "--format"  # collect --json: that it takes no format at all, said below
+            if option in FORMAT_FLAGS and "--format" in options:
+                return f"{text}; did you mean --format {FORMAT_FLAGS[option]}?"
             if option == "--format" and command in NO_FORMAT_COMMANDS:
                 return (
                     f"{text}; {command} writes its results into its -o folder and prints none, so it takes no "
