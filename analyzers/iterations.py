@@ -1436,8 +1436,8 @@ def _slow_start_warning(
 ) -> tuple[list[str], list[int]]:
     """(a warning, the iterations it names) when the first iterations of ``frame`` (analyzed, in order) are a
     slow start (:func:`tracekit.analyzers.stability.slow_start`: warm-up left in the trace, such as lazy module
-    loading, compilation or cold caches) that moves the mean latency by more than 5%: the means include it, the
-    medians and the verdict do not. When it is the whole first half it moves the medians too, and when that
+    loading, compilation or cold caches) that moves the mean latency by more than 5%: the means, the medians and
+    the verdict include it, and the warning gives the mean and median with and without it. When that whole first
     half is flat (:data:`LEVEL_FLAT`) a change of level during the run is said to be as likely as warm-up. Not
     when they are serving steps of another class than the rest (:func:`_other_step_class`: a prefill step
     before decode steps is longer by its work, not warm-up)."""
@@ -1455,12 +1455,11 @@ def _slow_start_warning(
         f"{median:.3f} ms for the rest)"
     )
     half = k >= len(latency) // 2  # the whole first half: the most the warm-up rule can name
-    # half the iterations move the medians too; the clause says so rather than "the medians do not"
+    # (the medians and the verdict are over every analyzed iteration too: each figure is said with and
+    # without them; "the medians and the verdict do not" had been said of medians that held them)
     medians = (
-        f"the means and the medians include them ({means} without them; median "
+        f"the means, the medians and the verdict include them ({means} without them; median "
         f"{statistics.median(latency):.3f} ms, {median:.3f} without them)"
-        if half
-        else f"the means include them ({means} without them), the medians and the verdict do not"
     )
     if half and latency[0] <= LEVEL_FLAT * statistics.median(latency[:k]):
         # a flat slow half, not a cold first step decaying (a real H200 compile-cudagraphs b8 trace: 10 of 20

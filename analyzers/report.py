@@ -395,8 +395,8 @@ def _row_projection(analyzed: Analysis, kept: pl.DataFrame, dropped: bool) -> Pr
 
 def _row_warnings(analyzed: Analysis, traced_stats: Measurement) -> list[str]:
     """The analysis' warnings, but its slow start where the stability rules dropped it from this row's traced
-    means (both :func:`tracekit.analyzers.stability.warmup_prefix`): its "the means include them" is not this
-    row's, whose traced latency is the mean without them; the drop is said instead. An analysis' own spread
+    means (both :func:`tracekit.analyzers.stability.warmup_prefix`): its "the means, the medians and the
+    verdict include them" is not this row's, whose traced latency is the mean without them; the drop is said instead. An analysis' own spread
     sentence (:data:`tracekit.analyzers.stability.SPREAD_MARK`, of the mean of every iteration) is left out
     the same way: the row says its own, of its traced mean (:func:`_traced_spread`)."""
     from tracekit.analyzers.stability import SPREAD_MARK

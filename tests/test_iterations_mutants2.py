@@ -28,8 +28,9 @@ def test_three_slow_iterations_are_listed_without_an_ellipsis() -> None:
     assert _said([3.0, 2.5, 2.2] + [1.0] * 7) == (
         [
             "the first 3 of 10 'step' iterations are a slow start (3.000, 2.500, 2.200 ms, against a median of "
-            f"1.000 ms for the rest): {WARM_CAUSE}; the means include them (mean latency 1.470 ms, 1.000 without "
-            "them), the medians and the verdict do not: --skip 3 drops them"
+            f"1.000 ms for the rest): {WARM_CAUSE}; the means, the medians and the verdict include "
+            "them (mean latency 1.470 ms, 1.000 without them; median 1.000 ms, 1.000 without them): --skip 3 "
+            "drops them"
         ],
         [4, 5, 6],
     )
@@ -39,8 +40,9 @@ def test_four_slow_iterations_show_three_and_an_ellipsis() -> None:
     assert _said([3.0, 2.5, 2.2, 2.0] + [1.0] * 6) == (
         [
             "the first 4 of 10 'step' iterations are a slow start (3.000, 2.500, 2.200, ... ms, against a median "
-            f"of 1.000 ms for the rest): {WARM_CAUSE}; the means include them (mean latency 1.570 ms, 1.000 "
-            "without them), the medians and the verdict do not: --skip 4 drops them"
+            f"of 1.000 ms for the rest): {WARM_CAUSE}; the means, the medians and the verdict include "
+            "them (mean latency 1.570 ms, 1.000 without them; median 1.000 ms, 1.000 without them): --skip 4 "
+            "drops them"
         ],
         [4, 5, 6, 7],
     )
@@ -50,8 +52,8 @@ def test_two_slow_iterations_name_exactly_their_iterations() -> None:
     assert _said([4.0, 3.0] + [1.0] * 8, first=10) == (
         [
             "the first 2 of 10 'step' iterations are a slow start (4.000, 3.000 ms, against a median of 1.000 ms "
-            f"for the rest): {WARM_CAUSE}; the means include them (mean latency 1.500 ms, 1.000 without them), "
-            "the medians and the verdict do not: --skip 2 drops them"
+            f"for the rest): {WARM_CAUSE}; the means, the medians and the verdict include them (mean latency "
+            "1.500 ms, 1.000 without them; median 1.000 ms, 1.000 without them): --skip 2 drops them"
         ],
         [10, 11],
     )
@@ -63,7 +65,7 @@ def test_an_odd_run_whose_slow_start_is_its_first_half_moves_the_medians() -> No
     assert named == [4, 5, 6, 7, 8]
     assert said == [
         "the first 5 of 11 'step' iterations are a slow start (2.000, 2.000, 2.000, ... ms, against a median of "
-        f"1.000 ms for the rest): {FLAT_CAUSE}; the means and the medians include them (mean latency 1.455 ms, "
+        f"1.000 ms for the rest): {FLAT_CAUSE}; the means, the medians and the verdict include them (mean latency 1.455 ms, "
         "1.000 without them; median 1.000 ms, 1.000 without them): --skip 5 drops them, a longer run would tell "
         "which"
     ]
@@ -74,8 +76,9 @@ def test_four_of_eleven_is_not_the_first_half() -> None:
     assert named == [4, 5, 6, 7]
     assert said == [
         "the first 4 of 11 'step' iterations are a slow start (2.000, 2.000, 2.000, ... ms, against a median of "
-        f"1.000 ms for the rest): {WARM_CAUSE}; the means include them (mean latency 1.364 ms, 1.000 without "
-        "them), the medians and the verdict do not: --skip 4 drops them"
+        f"1.000 ms for the rest): {WARM_CAUSE}; the means, the medians and the verdict include "
+        "them (mean latency 1.364 ms, 1.000 without them; median 1.000 ms, 1.000 without them): --skip 4 "
+        "drops them"
     ]
 
 
@@ -85,7 +88,7 @@ def test_a_first_iteration_at_exactly_level_flat_times_the_half_median_is_flat()
     said, _ = _said([0.88, 0.8, 0.8, 0.8, 0.8] + [0.4] * 5)
     assert said == [
         "the first 5 of 10 'step' iterations are a slow start (0.880, 0.800, 0.800, ... ms, against a median of "
-        f"0.400 ms for the rest): {FLAT_CAUSE}; the means and the medians include them (mean latency 0.608 ms, "
+        f"0.400 ms for the rest): {FLAT_CAUSE}; the means, the medians and the verdict include them (mean latency 0.608 ms, "
         "0.400 without them; median 0.600 ms, 0.400 without them): --skip 5 drops them, a longer run would tell "
         "which"
     ]
@@ -93,7 +96,7 @@ def test_a_first_iteration_at_exactly_level_flat_times_the_half_median_is_flat()
     said, _ = _said([0.89, 0.8, 0.8, 0.8, 0.8] + [0.4] * 5)
     assert said == [
         "the first 5 of 10 'step' iterations are a slow start (0.890, 0.800, 0.800, ... ms, against a median of "
-        f"0.400 ms for the rest): {WARM_CAUSE}; the means and the medians include them (mean latency 0.609 ms, "
+        f"0.400 ms for the rest): {WARM_CAUSE}; the means, the medians and the verdict include them (mean latency 0.609 ms, "
         "0.400 without them; median 0.600 ms, 0.400 without them): --skip 5 drops them"
     ]
 
@@ -123,8 +126,9 @@ def test_latencies_of_seconds_are_read_in_ms_exactly() -> None:
     # ns / 1e6: a 4 s first iteration reads 4000.000 ms (a divisor off by one part in a million: 3999.996)
     assert _said([4000.0, 3000.0] + [1000.0] * 8)[0] == [
         "the first 2 of 10 'step' iterations are a slow start (4000.000, 3000.000 ms, against a median of "
-        f"1000.000 ms for the rest): {WARM_CAUSE}; the means include them (mean latency 1500.000 ms, 1000.000 "
-        "without them), the medians and the verdict do not: --skip 2 drops them"
+        f"1000.000 ms for the rest): {WARM_CAUSE}; the means, the medians and the verdict include them (mean "
+        "latency 1500.000 ms, 1000.000 without them; median 1000.000 ms, 1000.000 without them): --skip 2 drops "
+        "them"
     ]
 
 

@@ -316,8 +316,9 @@ def test_analyze_warns_of_a_slow_start_in_the_means() -> None:
     said = [w for w in analyze_iterations(_warm_trace(), skip=None).warnings if "slow start" in w]
     assert said == [
         "the first 1 of 10 'iteration' iterations are a slow start (100.000 ms, against a median of 0.999 ms for "
-        "the rest): warm-up in the trace (lazy loading, compilation, cold caches); the means include them (mean "
-        "latency 10.899 ms, 0.999 without them), the medians and the verdict do not: --skip 1 drops them"
+        "the rest): warm-up in the trace (lazy loading, compilation, cold caches); the means, the medians and the "
+        "verdict include them (mean latency 10.899 ms, 0.999 without them; median 0.999 ms, 0.999 without them): "
+        "--skip 1 drops them"
     ]
     # a --skip the user chose is theirs: no word
     assert not [w for w in analyze_iterations(_warm_trace(), skip=0).warnings if "slow start" in w]
@@ -350,15 +351,15 @@ def test_a_slow_first_half_is_not_called_warm_up_alone_and_moves_the_medians() -
     assert slow_start_said([1550, 900, 890, 880, 870, 844, 844, 843, 853, 840]) == [
         "the first 5 of 10 'iteration' iterations are a slow start (1.550, 0.900, 0.890, ... ms, against a "
         "median of 0.844 ms for the rest): warm-up in the trace (lazy loading, compilation, cold caches); the "
-        "means and the medians include them (mean latency 0.931 ms, 0.845 without them; median 0.861 ms, 0.844 "
-        "without them): --skip 5 drops them"
+        "means, the medians and the verdict include them (mean latency 0.931 ms, 0.845 without them; median "
+        "0.861 ms, 0.844 without them): --skip 5 drops them"
     ]
     assert slow_start_said([1450] * 10 + [1220] * 10) == [
         "the first 10 of 20 'iteration' iterations are a slow start (1.450, 1.450, 1.450, ... ms, against a "
         "median of 1.220 ms for the rest): the whole first half of the run, at one level: warm-up left in the "
         "trace and a change of level during the run (GPU clocks, host load, another process) cannot be told apart; the "
-        "means and the medians include them (mean latency 1.335 ms, 1.220 without them; median 1.335 ms, 1.220 "
-        "without them): --skip 10 drops them, a longer run would tell which"
+        "means, the medians and the verdict include them (mean latency 1.335 ms, 1.220 without them; median "
+        "1.335 ms, 1.220 without them): --skip 10 drops them, a longer run would tell which"
     ]
 
 
