@@ -184,6 +184,23 @@ def table(
     or trace files). An input that cannot be analyzed among several is left out (with a warning, see
     :func:`warnings.warn`); alone, it raises TracekitError.
 
+    Columns (:mod:`tracekit.analyzers.table` defines each; None: not known, or not measured). Units are in
+    the names (``*_ms`` milliseconds) except where said here:
+
+    - ``row`` (1-based); what ran: ``runtime``, ``model``, ``batch_size``, ``seq_len``, ``precision`` (each
+      with ``<key>_source``: run.json, sidecar or inferred; ``evidence``, ``runtime_evidence``, ``uncertain``),
+      ``device`` ("gpu" or "cpu"), ``gpu``, ``profiler``, ``graph_compilation``, ``kernel_serialization``,
+      ``synthetic``, ``trace``, ``ncu_trace``;
+    - ``iterations``: how many were analyzed (a count); ``latency_ms``, ``gpu_busy_ms``,
+      ``framework_overhead_ms``: means over them, traced (``latency_source``); ``gpu_utilization``: the mean
+      of each iteration's busy / latency, a fraction (0..1);
+    - ``untraced_latency_ms``: the latency timed without a profiler (run.json or sidecar), its median, with
+      ``untraced_ci_low`` / ``untraced_ci_high`` its 95% interval in ms;
+    - ``sms_active``, ``warp_occupancy``: wall-time means over the iterations, in percent (0..100), with
+      ``*_source`` and ``*_metric``; ``sms_active_kernel_time``, ``warp_occupancy_kernel_time``: averages
+      over kernel time only (Nsight Compute, else the profiler's estimate), in percent, from
+      ``kernel_time_source``; ``empty_because``: why the timeline columns are empty (an ncu report alone).
+
     >>> tracekit.table(["sample_traces/synthetic/table3_pytorch"]).select("runtime", "latency_ms").row(0)
     ('pytorch', 10.30...)
     """
@@ -313,7 +330,25 @@ def compare(
 @dataclass
 class Report:
     """``tracekit report``'s data: ``configs`` (one row per configuration), ``sweeps`` (plateau, transition,
-    headroom per runtime and sequence length), ``recommendations`` (kind, text, numbers) and ``warnings``."""
+    headroom per runtime and sequence length), ``recommendations`` (kind, text, numbers) and ``warnings``.
+
+    :mod:`tracekit.analyzers.report` defines every column. Units are in the names (``*_ms`` milliseconds,
+    ``*_us`` microseconds, ``throughput_per_s`` samples per second); the others:
+
+    - ``configs``: ``iterations`` analyzed, ``skipped_iterations`` (warm-up), ``latency_iterations`` /
+      ``latency_dropped`` / ``traced_kept_iterations`` kept and dropped by the stability rules (counts);
+      ``latency_ms`` is a median (untraced when the run timed it, ``latency_source``), ``latency_ci_low`` /
+      ``latency_ci_high`` its 95% interval (ms), ``latency_cv`` its coefficient of variation (a fraction);
+      ``profiler_ratio``: traced / untraced median latency (a ratio); ``gpu_busy_ms``,
+      ``framework_overhead_ms``, the idle causes and ``gpu_utilization`` (a fraction, 0..1) are means over
+      the kept traced iterations, ``framework_overhead_fraction`` = framework_overhead_ms / traced_latency_ms
+      (0..1); ``kernels``, ``launches``, ``idle_gaps``: mean counts per iteration; ``latency_vs_smallest``
+      (with ``_low`` / ``_high``): latency_ms over the smallest batch size's (a ratio);
+      ``throughput_per_s``: batch size / latency;
+    - ``sweeps`` (lists follow ``batch_sizes``): ``latency_ms`` and ``latency_ci_low`` / ``_high`` (ms),
+      ``plateau``, ``transition_batch_size`` with ``transition_latency_ratio`` (its latency over the smallest
+      batch's), ``headroom_batch_size`` with ``headroom_latency_ratio`` and ``headroom_throughput_gain`` (its
+      throughput over the smallest batch's): ratios, each with ``_low`` / ``_high``."""
 
     configs: pl.DataFrame
     sweeps: pl.DataFrame
@@ -433,31 +468,81 @@ def analyze_many(
     options: AnalysisOptions | None = None,
     jobs: int | None = None,
     scheduler: str | None = None,
-    cache_dir: str | None = None,
+    cache_dir: str | os.PathLike[str] | None = None,
     on_done: Callable[[Any], None] | None = None,
+    *,
+    range: str | None = None,
+    skip: int | None = None,
+    bound_threshold: float | None = None,
+    split_idle: float | None = None,
 ) -> dict[str, Any]:
     """One analysis per trace (files or fsspec URLs; serially, in ``jobs`` worker processes, or on the Dask
     cluster at ``scheduler``: :func:`tracekit.fleet.run.analyze_many`), then the cross-trace document
-    (:func:`tracekit.analyzers.ranks.summarize`) with ``failed`` (path and one-line error of each trace that
-    could not be analyzed). ``paths``: one path or several; folders and globs are expanded as the command
-    line does (:func:`tracekit.commands.analyze_many.expand`: the trace files in a folder, recursively).
-    ``on_done`` is called with each trace's outcome as it finishes. TracekitError when no trace could be
-    analyzed, with the first one's error."""
+    (:func:`tracekit.analyzers.ranks.summarize`): what ``tracekit analyze A B ... --format json`` writes, as
+    plain Python values (no numpy scalars). ``paths``: one path or several; folders and globs are expanded as
+    the command line does (:func:`tracekit.commands.analyze_many.expand`: the trace files in a folder,
+    recursively). The options are :func:`analyze`'s keywords (``range``, ``skip``, ``bound_threshold``,
+    ``split_idle``), or ``options`` (an :data:`Options`), not both; ``cache_dir``: ``--cache DIR``.
+    ``on_done`` is called with each trace's outcome as it finishes. TracekitError when no trace is given, or
+    none could be analyzed (with the first one's error).
+
+    The document (units in the names: ``*_ms`` milliseconds, ``*_us`` microseconds, ``*_ns`` nanoseconds;
+    docs/design.md, "Many traces", defines each figure). A figure that cannot be given is absent or carries
+    ``why`` instead, and a warning says so:
+
+    - ``rows``: one per trace (``gpu_rows``: one per GPU of a multi-GPU trace, with ``of_trace`` and
+      ``device_id``): ``trace`` (its label: ``rank N``, else the file name), ``file``, ``rank``, ``gpu``,
+      ``device``, ``range``, ``iterations`` (analyzed), ``median_latency_ms``; the means over the iterations
+      whose value is known of ``mean_latency_ms``, ``mean_gpu_busy_ms``, ``mean_framework_overhead_ms``,
+      ``mean_gpu_utilization`` (a fraction, 0..1), the idle time by cause (``mean_dispatch_ms``,
+      ``mean_launch_ms``, ``mean_sync_ms``, ``mean_other_api_ms``, ``mean_in_flight_ms``),
+      ``mean_comm_ms`` / ``mean_exposed_comm_ms`` (communication kernels, and the part of them no
+      computation overlaps; None: no communication kernel in the trace); ``verdict`` and
+      ``verdict_uncertain`` (a bool: the why is among the warnings), ``synthetic``;
+    - ``traces``: how many rows; ``failed``: ``path`` and one-line ``error`` of each trace not analyzed;
+      ``warnings``: each trace's measurement warnings (named) and what was not compared, and why;
+    - ``spread``: ``slowest`` / ``fastest`` trace by median latency, ``slowest_median_latency_ms`` /
+      ``fastest_median_latency_ms``, and ``ratio`` (slowest / fastest); where the traces hold other steps,
+      over the ``steps`` numbered alike (``on_steps``);
+    - ``clocks``: ``aligned``, ``offsets_ns`` (each trace's clock minus the reference's, ns), ``residual_us``
+      (the largest disagreement left, µs), ``matched`` (collectives), ``method``, ``reference``, ``why``;
+    - ``straggler`` (only with aligned clocks): the trace that arrives last at the most collectives,
+      ``arrives_last`` of ``collectives``, ``median_wait_ms`` / ``total_wait_ms`` (what the others wait for it),
+      ``arrives_last_by_trace``;
+    - ``skew`` (only with aligned clocks): ``median_start_skew_ms`` / ``max_start_skew_ms`` of the step starts
+      over ``steps`` common steps;
+    - ``slowest_by_step``: the trace with the longest iteration most often (``slowest``, ``slowest_steps`` of
+      ``steps``; durations only, no clock needed).
+    """
     from tracekit.analyzers.ranks import summarize
     from tracekit.commands.analyze_many import expand
     from tracekit.errors import TracekitError
     from tracekit.fleet.run import analyze_many as run_all
 
+    keywords = {"range": range, "skip": skip, "bound_threshold": bound_threshold, "split_idle": split_idle}
+    given = {k: v for k, v in keywords.items() if v is not None}
+    if options is not None and not isinstance(options, AnalysisOptions):
+        raise TracekitError(
+            f"options: an Options (tracekit.api.Options), not {type(options).__name__}; or pass "
+            "range=, skip=, bound_threshold=, split_idle= as keywords"
+        )
+    if options is not None and given:
+        raise TracekitError(f"give either options or the keywords ({', '.join(given)}), not both")
+    if options is None:
+        threshold = FRAMEWORK_BOUND_UTILIZATION if bound_threshold is None else bound_threshold
+        options = AnalysisOptions.from_kwargs(range, skip, threshold, split_idle)
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]  # one path, not its characters
+    if not paths:
+        raise TracekitError("no traces to analyze: give analyze_many one path or several")
     paths, _ = expand([os.fspath(p) for p in paths])
 
     outcomes = run_all(
         paths,
-        options or AnalysisOptions(),
+        options,
         jobs=jobs,
         scheduler=scheduler,
-        cache_dir=cache_dir,
+        cache_dir=None if cache_dir is None else os.fspath(cache_dir),
         on_done=on_done,
     )
     results = [o.result for o in outcomes if o.ok and o.result is not None]
@@ -467,4 +552,17 @@ def analyze_many(
         raise TracekitError(f"none of the {len(paths)} traces could be analyzed{why}")
     doc = summarize(results)
     doc["failed"] = [{"path": o.path, "error": o.error} for o in outcomes if not o.ok]
-    return doc
+    return _plain(doc)
+
+
+def _plain(value: Any) -> Any:
+    """``value`` with numpy scalars as the Python numbers they hold (a notebook shows ``0.006``, not
+    ``np.float64(0.006)``; ``type(x) is float`` holds), in dicts and lists; anything else as it is."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    item = getattr(value, "item", None)
+    if item is not None and type(value).__module__ == "numpy" and getattr(value, "ndim", None) == 0:
+        return item()
+    return value
