@@ -196,11 +196,6 @@ def _cpu_run_with_untraced(tmp_path: Path) -> Path:
     return trace
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/profiler_cost.py (lead): on a CPU trace the profiler-cost doubt speaks of 'the GPU busy "
-    "time traced here', which is the CPU operators' busy time",
-)
 def test_the_profiler_cost_doubt_of_a_cpu_trace_speaks_of_operator_busy_time(tmp_path, capsys):
     """Operator busy 0.350 ms is 58.3% of the untraced 0.600 ms: the framework-bound verdict (38.9% traced) is
     doubted, rightly; the sentence named GPU busy time on a trace that has no GPU (seen on the tiny model's
@@ -213,11 +208,6 @@ def test_the_profiler_cost_doubt_of_a_cpu_trace_speaks_of_operator_busy_time(tmp
     assert "GPU" not in doubt
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/profiler_cost.py (lead): the untraced latency is said to come from 'run.json' when the "
-    "trace's sidecar .meta.json gave it (firsthour19's proposal, still open)",
-)
 def test_the_profiler_cost_warning_names_the_sidecar_it_took_the_untraced_latency_from(tmp_path, capsys):
     code, out, _ = run_cli(capsys, "analyze", str(_cpu_run_with_untraced(tmp_path)), "--format", "json")
     assert code == 0
@@ -433,11 +423,6 @@ def _profiled_operators_longer_than_the_untraced_run(tmp_path: Path) -> Path:
     return trace
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/profiler_cost.py (lead): 'the framework overhead shown includes the profiler's own cost, "
-    "about X ms' is said where X exceeds the framework overhead shown (the profiler lengthened the operators)",
-)
 def test_the_profiler_cost_is_not_put_in_an_overhead_smaller_than_it(tmp_path, capsys):
     """The tiny model under ORT's profiler on the CPU: "slowed this run 9.27x ... the framework overhead shown
     includes ONNX Runtime's profiler's own cost, about 0.746 ms per iteration", beside a median framework overhead
@@ -453,11 +438,6 @@ def test_the_profiler_cost_is_not_put_in_an_overhead_smaller_than_it(tmp_path, c
     assert "the framework overhead shown includes torch.profiler's own cost, about 0.600 ms" not in cost
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/profiler_cost.py (lead): a compute-bound verdict stands unquestioned where the traced "
-    "operators' busy time alone exceeds the whole untraced latency (only a framework-bound one is checked)",
-)
 def test_a_compute_bound_verdict_on_operators_the_profiler_lengthened_is_uncertain(tmp_path):
     import tracekit
 
@@ -547,3 +527,23 @@ def test_a_format_flag_where_no_format_is_taken_says_so(capsys):
         "tracekit collect: error: unrecognized arguments: --json; collect writes its results into its -o folder "
         "and prints none, so it takes no --format (see tracekit collect --help)"
     )
+
+
+# ------------------------------------------------------------------------ analyze's headline after a skip
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_iterations_headline_says_how_many_were_skipped_before_them(tmp_path, capsys, fmt):
+    """The sample ORT profile: "iterations: 20 ranges named 'model_run'" headed the output of a trace that holds
+    30 (its 10 warm-up runs skipped by its sidecar): said only in a note at the end. Hand-built: 5 iterations,
+    --skip 2."""
+    trace = _trace(tmp_path / "t.synthetic.json", iterations=5)
+    code, out, _ = run_cli(capsys, "analyze", str(trace), "--skip", "2", "--format", fmt)
+    assert code == 0
+    assert (
+        "iterations: 3 ranges named 'iteration' after the first 2 skipped (default range name 'iteration')"
+        in out
+    )
+    code, out, _ = run_cli(capsys, "analyze", str(trace), "--format", fmt)
+    assert code == 0
+    assert "iterations: 5 ranges named 'iteration' (default range name 'iteration')" in out

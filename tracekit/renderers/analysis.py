@@ -99,8 +99,10 @@ def _headline(doc: dict[str, Any]) -> list[str]:
         f"trace: {t['path']}  ({t['format']}{' ' + str(t['format_version']) if t.get('format_version') else ''})",
         f"device measured: {t['device']}{' (' + t['gpu'] + ')' if t.get('gpu') else ''}"
         + ("  [SYNTHETIC trace]" if t.get("synthetic") else ""),
-        f"iterations: {s['iterations']} range{'' if s['iterations'] == 1 else 's'} {_range_words(doc)} "
-        f"({doc['range_choice']})",
+        f"iterations: {s['iterations']} range{'' if s['iterations'] == 1 else 's'} {_range_words(doc)}"
+        # the skipped ones head the trace and keep their numbers (the gaps table's iteration 22 under "20")
+        + (f" after the first {doc['skipped']} skipped" if doc.get("skipped") else "")
+        + f" ({doc['range_choice']})",
     ]
     util = s["gpu_utilization"]["p50"]
     if s.get("bound") and util is not None:
