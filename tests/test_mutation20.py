@@ -9,8 +9,10 @@ each expected number is worked out beside its case. Times in ns.
 from __future__ import annotations
 
 import polars as pl
+import pytest
 
 from tests.builders import make_trace
+from tracekit.analyzers import attribution
 from tracekit.analyzers.attribution import CAUSE_NS, GRAPH_KERNEL_GAP_NS, DeviceTimeline, attribute_idle
 from tracekit.analyzers.iterations import IterationAnalysis, analyze_iterations
 from tracekit.model import OPS_WITHOUT_END, Trace, drop_negative_durations, mend_negative_durations
@@ -244,4 +246,16 @@ def test_a_far_cluster_of_one_kind_of_three_is_no_phase_of_its_own() -> None:
     assert warning.startswith(
         "3 CPU operators stamped more than an hour from every other event (the others lie from 0 to 5 ns), e.g. "
         "one at 18,000,000,000,002 ns, 5 hours after them, left out"
+    )
+
+
+def test_iteration_sums_in_chunks_of_two_gaps_are_the_same(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The gaps are summed chunk by chunk (65,536 a chunk); with chunks of 2 gaps, the 9 gaps of the three
+    steps fall in 5 chunks, and every sum is the same as in one. M128 (`acc["inner_floor_ns"] = ...`) kept
+    only the last chunk's floors: 0 for every step (the inner gaps are gaps 2, 5 and 8 of 9, in chunks 1, 3
+    and 4 of 5; the last chunk holds step 2's trailing gap alone)."""
+    monkeypatch.setattr(attribution, "_CHUNK", 2)
+    assert _sums([0, 1, 2], kernel_gap_ns=50) == (
+        [(i, *STEP) for i in range(3)],
+        [(i, 300, 300, 1, 200, 50) for i in range(3)],
     )
