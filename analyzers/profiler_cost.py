@@ -177,9 +177,13 @@ def findings(
     bound_threshold: float,
     untraced: Any,
     profiler: str | None = None,
+    device: str | None = None,
+    overhead_ms: float | None = None,
+    source: str | None = None,
 ) -> tuple[list[str], list[str], str | None]:
     """(warnings, notes, doubt) about the profiler's cost. ``latency_ms``/``busy_ms``: the analyzed iterations'
-    median latency and GPU busy time (ms). ``latency_ms`` as a
+    median latency and busy time (ms: GPU busy, or the CPU operators' busy time when ``device`` is "cpu").
+    ``latency_ms`` as a
     :class:`tracekit.analyzers.stability.Measurement` of the traced iterations is the right one: its median is
     after the stability rules, like the untraced median it is set against (report's ``traced_median_ms`` and
     ``profiler_ratio``), and the warning says over how many iterations when the rules left some out; a bare
@@ -188,7 +192,13 @@ def findings(
     ``untraced``: the configuration (:class:`tracekit.inputs.TraceConfig`: its untraced latency by
     :func:`untraced_of`, as report's) or its untraced latency statistics alone (run.json), None when not
     recorded;
-    ``profiler``: its name, for the words. ``doubt``: a "verdict uncertain: ..." text, or None."""
+    ``profiler``: its name, for the words; ``overhead_ms``: the median framework overhead shown (the profiler's
+    cost is said to be in it only when it fits in it: a profiler that lengthened the traced work itself --
+    torch.profiler's operators on the CPU -- put the rest in the busy time); ``source``: where the untraced
+    latency was recorded, for the words (default "run.json"). ``doubt``: a "verdict uncertain: ..." text, or
+    None: a framework-bound verdict whose busy time is at or above the threshold of the untraced latency, or a
+    compute-bound one whose busy time alone exceeds the whole untraced latency (the profiler lengthened the
+    traced work, so the verdict may be its)."""
     over = ""
     if latency_ms is not None and not isinstance(latency_ms, (int, float)):
         stats = latency_ms
@@ -206,19 +216,36 @@ def findings(
     if ratio <= PERTURBATION_RATIO:
         return [], [], None
     who = profiler or "the profiler"
+    busy_noun = "operator busy time" if device == "cpu" else "GPU busy time"
+    cost = latency_ms - reference
+    if overhead_ms is not None and cost > overhead_ms:
+        where = (
+            f"{who} cost about {cost:.3f} ms per iteration, more than the framework overhead shown "
+            f"({overhead_ms:.3f} ms): it lengthened the traced work itself, so the {busy_noun} is inflated too "
+            "and neither is the untraced run's"
+        )
+    else:
+        where = f"the framework overhead shown includes {who}'s own cost, about {cost:.3f} ms per iteration"
     warnings = [
         f"{who}{SLOWED_MARK}{ratio:.2f}x: median latency {latency_ms:.3f} ms traced{over} against "
-        f"{reference:.3f} ms untraced (the same configuration timed without a profiler, run.json): the "
-        f"framework overhead shown includes {who}'s own cost, about {latency_ms - reference:.3f} ms per iteration"
+        f"{reference:.3f} ms untraced (the same configuration timed without a profiler, {source or 'run.json'}): "
+        f"{where}"
     ]
-    if bound != "framework" or busy_ms is None:
+    if busy_ms is None:
         return warnings, [], None
-    untraced_utilization = busy_ms / reference
     said = (
-        f"the GPU busy time traced here ({busy_ms:.3f} ms, median) is {untraced_utilization:.1%} "
+        f"the {busy_noun} traced here ({busy_ms:.3f} ms, median) is {busy_ms / reference:.1%} "
         f"of the untraced median latency ({reference:.3f} ms)"
     )
-    if untraced_utilization >= bound_threshold:
+    if bound == "compute" and busy_ms > reference:
+        doubt = (
+            f"verdict uncertain: {said}: {who} lengthened the traced work itself, so the compute-bound verdict "
+            f"may be {who}'s"
+        )
+        return [*warnings, doubt], [], doubt
+    if bound != "framework":
+        return warnings, [], None
+    if busy_ms / reference >= bound_threshold:
         doubt = (
             f"verdict uncertain: without {who}, {said}, at or above the {bound_threshold:.0%} threshold: the run may be "
             f"compute-bound, and framework-bound only under {who}"

@@ -430,7 +430,19 @@ def _profiler_cost_as_the_row(
             out.append(w)
             continue
         who = w.split(SLOWED_MARK, 1)[0]
-        said, _, _ = findings(traced_stats, None, None, 0.5, analyzed.config, who)
+        source = w.split("timed without a profiler, ", 1)[1].split("): ", 1)[0]
+        overhead = analyzed.summary.fields.get("framework_overhead_ms")
+        said, _, _ = findings(
+            traced_stats,
+            None,
+            None,
+            0.5,
+            analyzed.config,
+            who,
+            device=analyzed.config.device,
+            overhead_ms=None if overhead is None else overhead.p50,
+            source=source,
+        )
         out.extend(said)
     return out
 

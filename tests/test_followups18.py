@@ -198,10 +198,10 @@ def _kineto_run(tmp_path: Path, latencies: list[float] = TRACED) -> Path:
     return path
 
 
-def _slowed(ratio: str, traced: str, over: str, cost: str) -> str:
+def _slowed(ratio: str, traced: str, over: str, cost: str, source: str = "run.json") -> str:
     return (
         f"torch.profiler slowed this run {ratio}x: median latency {traced} ms traced{over} against 1.000 ms "
-        "untraced (the same configuration timed without a profiler, run.json): the framework overhead shown "
+        f"untraced (the same configuration timed without a profiler, {source}): the framework overhead shown "
         f"includes torch.profiler's own cost, about {cost} ms per iteration"
     )
 
@@ -235,7 +235,7 @@ def test_reports_profiler_cost_warning_is_over_the_rows_iterations(tmp_path: Pat
     row = config_row(tracekit.analyze(_kineto_run(tmp_path)))
     assert (row["traced_median_ms"], row["profiler_ratio"], row["traced_kept_iterations"]) == (2.0, 2.0, 9)
     slowed = [w for w in row["warnings"] if " slowed this run " in w]
-    assert slowed == [_slowed("2.00", "2.000", KEPT_9_OF_10, "1.000")]
+    assert slowed == [_slowed("2.00", "2.000", KEPT_9_OF_10, "1.000", "its sidecar .meta.json")]
 
 
 def test_analyze_says_the_profiler_cost_over_the_iterations_the_rules_keep(tmp_path: Path) -> None:
@@ -245,7 +245,7 @@ def test_analyze_says_the_profiler_cost_over_the_iterations_the_rules_keep(tmp_p
 
     a = tracekit.analyze(_kineto_run(tmp_path))
     slowed = [w for w in a.warnings if " slowed this run " in w]
-    assert slowed == [_slowed("2.00", "2.000", KEPT_9_OF_10, "1.000")]
+    assert slowed == [_slowed("2.00", "2.000", KEPT_9_OF_10, "1.000", "its sidecar .meta.json")]
 
 
 # ---------------------------------------------------------------------------------------------------------

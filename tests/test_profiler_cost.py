@@ -61,8 +61,21 @@ def test_a_framework_bound_verdict_the_profiler_may_have_made_is_uncertain() -> 
 
 
 def test_a_compute_bound_verdict_needs_no_check() -> None:
-    warnings, notes, doubt = findings(3.0, 2.5, "compute", 0.5, {"median": 1.0})
+    warnings, notes, doubt = findings(3.0, 0.8, "compute", 0.5, {"median": 1.0})
     assert len(warnings) == 1 and notes == [] and doubt is None
+
+
+def test_a_compute_bound_verdict_whose_busy_time_exceeds_the_untraced_latency_is_doubted() -> None:
+    """Busy 2.5 ms traced against 1.0 ms untraced in all: the profiler lengthened the traced work itself, so
+    a compute-bound verdict may be its (firsthour20: torch.profiler's CPU operators)."""
+    warnings, notes, doubt = findings(
+        3.0, 2.5, "compute", 0.5, {"median": 1.0}, "torch.profiler", device="cpu"
+    )
+    assert notes == [] and doubt == warnings[1] == (
+        "verdict uncertain: the operator busy time traced here (2.500 ms, median) is 250.0% of the untraced "
+        "median latency (1.000 ms): torch.profiler lengthened the traced work itself, so the compute-bound "
+        "verdict may be torch.profiler's"
+    )
 
 
 def test_the_h200_eager_sample_says_what_torch_profiler_cost() -> None:
@@ -74,7 +87,7 @@ def test_the_h200_eager_sample_says_what_torch_profiler_cost() -> None:
     assert slowed == [
         "torch.profiler slowed this run 1.78x: median latency 7.941 ms traced (over the 19 of 20 iterations the "
         "stability rules keep, as the untraced median is) against 4.453 ms untraced (the same configuration timed "
-        "without a profiler, run.json): the framework overhead shown includes torch.profiler's own cost, about "
+        "without a profiler, its sidecar .meta.json): the framework overhead shown includes torch.profiler's own cost, about "
         "3.488 ms per iteration"
     ]
     assert any(n.startswith("framework-bound without torch.profiler too:") and "13.6%" in n for n in a.notes)

@@ -229,7 +229,7 @@ def analyze_trace(
     # (only over the run's own iterations: another --range, or --split-idle windows, are not what was timed)
     own_iterations = options.split_idle_ms is None and options.range_name in (None, trace.meta.get("range"))
     cost_warnings, cost_notes, cost_doubt = (
-        _profiler_cost(summary, result.iterations, config, options.bound_threshold)
+        _profiler_cost(summary, result.iterations, config, options.bound_threshold, item.stated_by)
         if own_iterations
         else ([], [], None)
     )
@@ -285,16 +285,22 @@ PROFILER_WORDS = {
 
 
 def _profiler_cost(
-    summary: Any, frame: pl.DataFrame, config: TraceConfig, bound_threshold: float
+    summary: Any,
+    frame: pl.DataFrame,
+    config: TraceConfig,
+    bound_threshold: float,
+    stated_by: str | None = None,
 ) -> tuple[list[str], list[str], str | None]:
     """(warnings, notes, doubt) about what the profiler cost this run, against the configuration's untraced
     latency (:func:`tracekit.analyzers.profiler_cost.findings`): the traced latency is the
     :func:`tracekit.analyzers.stability.measure` of the analyzed iterations (``frame``), after the stability
-    rules as the untraced median is, so analyze says what report says (report's ``traced_median_ms``)."""
+    rules as the untraced median is, so analyze says what report says (report's ``traced_median_ms``).
+    ``stated_by``: what recorded the untraced latency (:data:`tracekit.inputs.FROM_RUN` or the sidecar)."""
     from tracekit.analyzers.profiler_cost import findings
     from tracekit.analyzers.stability import measure
 
     busy = summary.fields.get("gpu_busy_ms")
+    overhead = summary.fields.get("framework_overhead_ms")
     traced = measure(frame.get_column("latency_ms").to_list()) if "latency_ms" in frame.columns else None
     return findings(
         traced,
@@ -303,6 +309,9 @@ def _profiler_cost(
         bound_threshold,
         config,  # its untraced latency by report's one rule (profiler_cost.untraced_of)
         PROFILER_WORDS.get(config.profiler or "", config.profiler),
+        device=config.device,
+        overhead_ms=None if overhead is None else overhead.p50,
+        source="its sidecar .meta.json" if stated_by == FROM_SIDECAR else "run.json",
     )
 
 
