@@ -562,3 +562,21 @@ def test_compare_is_part_of_the_package_api_as_table_and_report_are(tmp_path):
     (pair,) = doc["comparisons"]
     latency = pair["summary"][0]
     assert (latency["metric"], latency["a"], latency["delta"]) == ("latency_ms", pytest.approx(0.9), 0.0)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/api.py (api20) / readers/__init__.py (lead): tracekit.analyze(a run folder) says 'is a "
+    "directory, not a trace file' and not what to call instead (a trace in it, analyze_many, table, report), "
+    "where `tracekit analyze FOLDER` on the command line takes the folder",
+)
+def test_the_python_analyze_of_a_run_folder_says_what_to_call_instead(tmp_path):
+    import tracekit
+    from tracekit.errors import TracekitError
+
+    run = _run_folder(tmp_path / "run-synthetic")
+    with pytest.raises(TracekitError) as caught:
+        tracekit.analyze(run)
+    text = str(caught.value)
+    assert text.startswith(f"{run}: is a directory")
+    assert "pytorch_b1_s32.synthetic.json" in text or "analyze_many" in text
