@@ -488,3 +488,50 @@ def test_report_says_when_a_sweep_mixes_range_choices(
     doc = json.loads((out / "report.json").read_text())
     assert "2.11x" in (out / "report.md").read_text()
     assert any("ProfilerStep" in w and "range" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def _misnested(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
+    """(track, earlier slice, later slice) for each complete ('X') event that begins inside an earlier one of its
+    (pid, tid) track and ends after it: what the Trace Event Format forbids ('duration events ... must be nested')
+    and Perfetto drops (google/perfetto#4280)."""
+    tracks: dict[tuple[Any, Any], list[tuple[float, float, str]]] = {}
+    for e in events:
+        if e.get("ph") == "X":
+            tracks.setdefault((e["pid"], e["tid"]), []).append(
+                (e["ts"], e["ts"] + e["dur"], e.get("name", ""))
+            )
+    bad = []
+    for track, slices in tracks.items():
+        stack: list[tuple[float, float, str]] = []
+        for s in sorted(slices, key=lambda x: (x[0], -x[1])):
+            while stack and stack[-1][1] <= s[0]:
+                stack.pop()
+            if stack and s[1] > stack[-1][1]:
+                bad.append((track, stack[-1], s))
+            stack.append(s)
+    return bad
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/renderers/timeline.py: the 'iterations' track writes every iteration window as an 'X' slice "
+    "on one tid without the nesting lanes the other tracks get (nesting_lanes), so windows that overlap (a "
+    "synchronized range inside the earlier iteration's GPU work, as design.md documents; --split-idle windows "
+    "when the host runs ahead) are misnested slices: 'iteration 0' [0, 1430] and 'iteration 1' [1000, 2000] µs, "
+    "which Perfetto drops (google/perfetto#4280; the JSON format: duration events must nest)",
+)
+def test_the_timeline_keeps_overlapping_iteration_windows_nestable(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`analyze SPILL --timeline t.json` (the spill trace: windows [0, 1430], [1000, 2000], ... µs): on every
+    track of t.json the complete events nest or are disjoint, and the six iterations are all there."""
+    out = tmp_path / "t.json"
+    code, _, err = run_cli(
+        capsys, "analyze", str(_kineto(tmp_path, "spill", _spill_events())), "--timeline", str(out)
+    )
+    assert code == 0, err
+    events = json.loads(out.read_text())["traceEvents"]
+    assert sorted(e["name"] for e in events if e.get("cat") == "iteration") == [
+        f"iteration {i}" for i in range(6)
+    ]
+    assert _misnested(events) == []
