@@ -81,6 +81,20 @@ def test_null_starts_do_not_count_in_the_minority_rule() -> None:
     )
 
 
+def test_far_ranges_that_are_a_majority_are_said_in_full() -> None:
+    """Device ops at 0 and 1, ranges at 2, 5 h and 5 h + 1: the ranges' cluster at 5 h holds ranges alone and
+    is not the body, but its 2 ranges are 2 of 3, no minority: kept, and the whole sentence says so (far_events
+    M385 upper-cased its last words; the existing test compares only the start)."""
+    far, warning = far_events({"device ops": _s([0, 1])}, ranges={"ranges": _s([2, 5 * H, 5 * H + 1])})
+    assert far["ranges"].to_list() == [False] * 3 and far["device ops"].to_list() == [False] * 2
+    assert warning == (
+        "2 of 3 ranges are stamped more than an hour from every other event (the others lie from 0 to 2 ns), "
+        "e.g. one at 18,000,000,000,001 ns, 5 hours after them: too many to leave out as damaged rows, so they "
+        "are kept, but the trace's clocks (or its record of the capture) disagree with them: the iterations they "
+        "make are not real"
+    )
+
+
 # ------------------------------------------------------------------ model: mending and dropping
 
 
