@@ -606,3 +606,24 @@ def test_the_docs_first_nsys_cuda_graph_iteration_is_the_committed_traces(capsys
     assert "0.948" not in json.dumps(
         json.loads((root / "sample_traces/h200_bert_fp16/gpu_check.run7.json").read_text())
     )
+
+
+def test_the_readmes_gpu_check_timings_are_those_of_the_committed_summaries():
+    """ "On one H200 it took 191 s (pytorch 14–19 s, cuda-graphs 12, torchscript 15, eager under ncu 52–56, ...)":
+    191 s is gpu_check.run1.json's total, its steps took pytorch 18.5 and torchscript 15.5 s (not 15), and the
+    ranges mixed in the second run's pytorch and ncu steps (14.4, 56.2 s)."""
+    root = Path(__file__).resolve().parent.parent
+    text = " ".join((root / "README.md").read_text().split())
+    run1, run2 = (
+        json.loads((root / f"sample_traces/h200_bert_fp16/gpu_check.run{n}.json").read_text()) for n in (1, 2)
+    )
+    steps = {k: v["seconds"] for k, v in run1["steps"].items()}
+    assert (round(run1["seconds"]), steps["pytorch"], steps["torchscript"]) == (191, 18.5, 15.5)
+    said = (
+        f"On one H200 it took {run1['seconds']:.0f} s (`gpu_check.run1.json`: pytorch {steps['pytorch']}, "
+        f"cuda-graphs {steps['cuda-graphs']}, torchscript {steps['torchscript']}, eager under ncu "
+        f"{steps['pytorch-ncu']}, compile {steps['compile']}, compile-cudagraphs {steps['compile-cudagraphs']}, "
+        f"ORT {steps['onnx-cpu']}, doctor {steps['doctor']} s; `run2`'s pytorch and ncu steps alone: "
+        f"{run2['steps']['pytorch']['seconds']} and {run2['steps']['pytorch-ncu']['seconds']} s)"
+    )
+    assert said in text
