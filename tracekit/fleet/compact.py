@@ -9,7 +9,8 @@ the union of their intervals over the trace's devices and ``exposed_comm_ms`` th
 that no computation of their own device (of any iteration) overlaps
 (:func:`tracekit.analyzers.communication.comm_per_iteration`). ``collective_ends_ns`` / ``collective_starts_ns`` (int64 arrays) hold each NCCL/RCCL collective's
 (``NCCL_PATTERN``: the others, a serving engine's own all-reduce on the compute stream, are not matched across
-ranks) end and start in launch order, and ``collective_kinds`` the operation its kernel name says
+ranks) end and start in launch order (the first :data:`MAX_COLLECTIVES`; ``collectives_total`` says how many
+the trace holds), and ``collective_kinds`` the operation its kernel name says
 (:data:`COLLECTIVE_KIND`, lower case; "" where it says none): collectives end together on every rank, which
 is how :mod:`tracekit.analyzers.ranks` aligns clocks across traces, matching them in launch order and
 checking their kinds. A collective whose launching call is not in the trace (launched before the capture
@@ -278,13 +279,24 @@ def _device_collective(ops: pl.DataFrame) -> pl.Expr:
 
 def _in_launch_order(ops: pl.DataFrame) -> pl.DataFrame:
     """The collectives of ``ops`` in launch order (:func:`collectives_in_launch_order`)."""
+    return _all_in_launch_order(ops).head(MAX_COLLECTIVES)
+
+
+def _all_in_launch_order(ops: pl.DataFrame) -> pl.DataFrame:
+    """Every collective of ``ops`` that :func:`_in_launch_order` takes the first :data:`MAX_COLLECTIVES` of."""
     collectives = ops.filter(
         _device_collective(ops) & pl.col("start").is_not_null() & pl.col("end").is_not_null()
     )
     if collectives["call_start"].null_count() < collectives.height:
         collectives = collectives.filter(pl.col("call_start").is_not_null())
     # (either every call_start is there or none is)
-    return collectives.sort("call_start", "start").head(MAX_COLLECTIVES)
+    return collectives.sort("call_start", "start")
+
+
+def collectives_total(ops: pl.DataFrame) -> int:
+    """How many collectives :func:`_in_launch_order` would list without its cap (:data:`MAX_COLLECTIVES`):
+    traces whose lists were cut hold as many as this, not as many as their lists (``collectives_total``)."""
+    return _all_in_launch_order(ops).height
 
 
 def columns(frame: pl.DataFrame) -> dict[str, Any]:
@@ -443,7 +455,9 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         iterations = iterations.join(comm, left_on="index", right_on="iteration", how="left").with_columns(
             pl.col("comm_ms").fill_null(0.0), pl.col("exposed_comm_ms").fill_null(0.0)
         )
-        ordered = _in_launch_order(ops)  # (one filter of the ops' names, for both)
+        every = _all_in_launch_order(ops)  # (one filter of the ops' names, for both)
+        total = every.height
+        ordered = every.head(MAX_COLLECTIVES)
         starts, ends, kinds = collectives_in_launch_order(ops, ordered)
         collective_its = collective_iterations(ordered)
         streams = collective_streams(analyzed.trace_data.ops)
@@ -456,6 +470,7 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
             comm_ms=pl.lit(None, pl.Float64), exposed_comm_ms=pl.lit(None, pl.Float64)
         )
         starts = ends = np.zeros(0, dtype=np.int64)
+        total = 0
         kinds = []
         collective_its = []
         streams = {}
@@ -481,6 +496,8 @@ def compact(analyzed: Analysis, options: AnalysisOptions | None = None) -> dict[
         "iterations": columns(iterations),
         "collective_starts_ns": starts,
         "collective_ends_ns": ends,
+        # how many collectives the trace holds: more than those lists where they were cut at MAX_COLLECTIVES
+        "collectives_total": total,
         "collective_kinds": kinds,
         "collective_iterations": collective_its,
         "collective_streams": streams,
