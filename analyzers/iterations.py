@@ -131,6 +131,13 @@ _COLLECT_HINTS: dict[str, str] = {
     "ort": "ONNX Runtime's profiler with its Node events kept (the default), or nsys/torch.profiler on a GPU",
 }
 
+#: the hint for an ONNX Runtime run (its stated runtime) traced by another profiler, which records none of
+#: ORT's operators
+_ORT_RUN_HINT = (
+    "the run is ONNX Runtime's, whose operators only its own profiler records: tracekit collect --runtime onnx "
+    "--profiler ort for a CPU run; nsys profile -t cuda,nvtx for a GPU run"
+)
+
 
 def no_verdict_reason(trace: Trace) -> str | None:
     """Why a trace gets no framework-/compute-bound verdict, in one line that says what the input can and
@@ -173,6 +180,9 @@ def no_verdict_reason(trace: Trace) -> str | None:
         return lost
     if trace.ops.is_empty():
         hint = _COLLECT_HINTS.get(fmt, "a profiler that records device work or operators")
+        if str(trace.meta.get("runtime") or "").startswith("onnx") and fmt != "ort":
+            # (an ONNX Runtime run under another profiler: none of ORT's operators is recorded there)
+            hint = _ORT_RUN_HINT
         return (
             "no framework-/compute-bound verdict: the trace holds ranges but no GPU or operator activity, so it "
             "gives latency and the range's length on the host per iteration, not how much of it the device or "

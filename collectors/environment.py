@@ -39,7 +39,7 @@ def resolve_device(requested: str, runtime: str, cuda_only: bool) -> str:
                 "this torch build has no CUDA" if torch.version.cuda is None else "no CUDA device is visible"
             )
             what = f"runtime '{runtime}'" if cuda_only else "--device cuda"
-            raise TracekitError(f"{what} needs CUDA, and {why}")
+            raise TracekitError(f"{what} needs CUDA, and {why}: {_on_the_cpu(runtime, cuda_only)}")
         index = int(requested.split(":")[1]) if ":" in requested else 0
         if index >= torch.cuda.device_count():
             raise TracekitError(f"{requested}: only {torch.cuda.device_count()} CUDA device(s) visible")
@@ -47,6 +47,20 @@ def resolve_device(requested: str, runtime: str, cuda_only: bool) -> str:
     if requested == "auto" and has_cuda:
         return "cuda:0"
     return "cpu"
+
+
+def _on_the_cpu(runtime: str, cuda_only: bool) -> str:
+    """What to do instead where CUDA is wanted and missing: the runtimes that run on the CPU, or ``--device
+    cpu``, and ``tracekit doctor``, which says what this machine can run."""
+    from tracekit.collectors.runtimes import CUDA_ONLY, RUNTIMES
+
+    if cuda_only:
+        on_cpu = ", ".join(r for r in RUNTIMES if r not in CUDA_ONLY)
+        return (
+            f"on this machine choose a runtime that runs on the CPU ({on_cpu}) with --device cpu; "
+            "`tracekit doctor` says what it can run"
+        )
+    return f"run --runtime {runtime} with --device cpu (or auto); `tracekit doctor` says what this machine can run"
 
 
 def cpu_model() -> str:

@@ -118,7 +118,11 @@ def test_a_cuda_only_runtime_on_auto_without_cuda_is_refused_once_before_any_fol
     run = sweep.Sweep(opts)
     with pytest.raises(TracekitError) as info:
         run.execute()
-    assert info.value.message == "runtime 'cuda-graphs' needs CUDA, and this torch build has no CUDA"
+    assert info.value.message == (
+        "runtime 'cuda-graphs' needs CUDA, and this torch build has no CUDA: on this machine choose a runtime "
+        "that runs on the CPU (pytorch, torchscript, compile, onnx) with --device cpu; `tracekit doctor` says "
+        "what it can run"
+    )
     assert calls == [("auto", "cuda-graphs", True)]
     assert not (tmp_path / "run").exists()
 
@@ -814,8 +818,20 @@ def test_widths_that_built_are_accepted() -> None:
     [
         # a CUDA build of torch with no device visible (CUDA_VISIBLE_DEVICES="", a node without a GPU):
         # torch.cuda.is_available() is False while torch.version.cuda names the build's CUDA
-        (False, "12.8", "cuda", "tracekit: --device cuda needs CUDA, and no CUDA device is visible"),
-        (False, None, "cuda:0", "tracekit: --device cuda needs CUDA, and this torch build has no CUDA"),
+        (
+            False,
+            "12.8",
+            "cuda",
+            "tracekit: --device cuda needs CUDA, and no CUDA device is visible: run --runtime pytorch with "
+            "--device cpu (or auto); `tracekit doctor` says what this machine can run",
+        ),
+        (
+            False,
+            None,
+            "cuda:0",
+            "tracekit: --device cuda needs CUDA, and this torch build has no CUDA: run --runtime pytorch with "
+            "--device cpu (or auto); `tracekit doctor` says what this machine can run",
+        ),
         (True, "12.8", "cuda:1", "tracekit: cuda:1: only 1 CUDA device(s) visible"),
     ],
 )

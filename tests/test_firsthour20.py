@@ -216,11 +216,6 @@ def test_the_profiler_cost_warning_names_the_sidecar_it_took_the_untraced_latenc
     assert "run.json" not in cost
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/__init__.py (lead): the lazily loaded API is not in dir(tracekit), so a notebook's or the "
-    "REPL's completion of 'tracekit.' offers only 'Any' and 'annotations'",
-)
 def test_the_python_api_is_in_dir_of_the_package_for_completion():
     import tracekit
 
@@ -238,12 +233,6 @@ def _no_cuda_torch(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(__import__("sys").modules, "torch", fake)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectors/environment.py (lead): a GPU runtime or --device cuda on a CPU machine says what is "
-    "wrong ('needs CUDA, and this torch build has no CUDA') but not what to do (a CPU runtime, --device cpu, "
-    "tracekit doctor)",
-)
 @pytest.mark.parametrize(
     ("device", "runtime", "cuda_only"), [("auto", "cuda-graphs", True), ("cuda", "pytorch", False)]
 )
@@ -356,11 +345,6 @@ def test_collect_says_nothing_of_profilers_that_see_the_work(tmp_path, capsys, n
     assert "warning" not in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (lead): a trace of an ONNX Runtime run (runtime onnx, stated) with ranges "
-    "and no operator is told to profile with torch.profiler, which records none of ORT's operators",
-)
 def test_no_verdict_advice_for_an_onnx_runtime_run_names_ort_s_profiler(tmp_path, capsys):
     """4 `iteration` ranges of 900 µs and nothing else, its sidecar saying runtime onnx on the CPU (what `collect
     --runtime onnx --device cpu --profiler torch` writes: "5 of 5 timed iterations hold no operator")."""
@@ -549,11 +533,6 @@ def test_the_iterations_headline_says_how_many_were_skipped_before_them(tmp_path
     assert "iterations: 5 ranges named 'iteration' (default range name 'iteration')" in out
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/__init__.py (lead): tracekit.compare is missing (AttributeError) though tracekit.api.compare "
-    "exists and the README calls the CLI a thin layer over the API (analyze, table, report are there)",
-)
 def test_compare_is_part_of_the_package_api_as_table_and_report_are(tmp_path):
     import tracekit
 
