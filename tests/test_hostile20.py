@@ -535,3 +535,53 @@ def test_the_timeline_keeps_overlapping_iteration_windows_nestable(
         f"iteration {i}" for i in range(6)
     ]
     assert _misnested(events) == []
+
+
+# ---------------------------------------------------------------- --skip over the ranges of two processes
+
+
+def _two_process_nsys(path: Path) -> Path:
+    """nsys (SYNTHETIC): processes 100 and 200 on one GPU, each with 3 'iteration' ranges of 1 ms (process 200's
+    0.5 ms after process 100's); process 100 launches 0.2 + 0.05 ms of kernels per range, process 200 0.05 +
+    0.05 ms: 6 iterations, alternating (1.0, 0.25, 2, 2) and (1.0, 0.1, 2, 2)."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for pid, offset, stream in ((100, 0, 7), (200, 500_000, 9)):
+        spans = ((100, 300), (400, 450)) if pid == 100 else ((550, 600), (650, 700))
+        for i in range(3):
+            t0 = 10_000_000 + i * 2_000_000 + offset
+            b.nvtx_range(t0, t0 + 1_000_000, "iteration", pid=pid, tid=pid)
+            for s, e in spans:
+                b.runtime(t0 + s * 1000 - 50_000, t0 + s * 1000 - 40_000, "cudaLaunchKernel_v7000",
+                          correlation=corr, pid=pid, tid=pid)  # fmt: skip
+                b.kernel(t0 + s * 1000, t0 + e * 1000, f"k{s}", correlation=corr, pid=pid, stream=stream)
+                corr += 1
+    return b.write(path)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="tracekit/renderers/analysis.py (0617dbf's headline): with ranges of two processes, --skip 1 drops the "
+    "first range of each (2 in all, as the warning says), but the headline reads 'iterations: 4 ranges named "
+    "'iteration' after the first 1 skipped' (4 + 1 is not the 6 ranges) and the longest-gaps legend 'the 1 "
+    "skipped at its start' (doc['skipped'] is the per-process count)",
+)
+def test_the_headline_counts_the_ranges_skipped_in_each_process(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`analyze TWO_PROCESSES --skip 1` (6 ranges, 3 per process): the JSON keeps iterations 2-5 and the warning
+    says 2 were dropped (pinned); the terminal headline says the 2 (or 'of each process'), not 'after the first 1
+    skipped'."""
+    path = _two_process_nsys(tmp_path / "two_processes.synthetic.sqlite")
+    doc = _analyze(capsys, path, "--skip", "1")
+    assert [it["index"] for it in doc["iterations"]] == [2, 3, 4, 5]
+    assert _rows(doc) == [(1.0, 0.25, 2, 2), (1.0, 0.1, 2, 2)] * 2
+    assert any("(2 in all)" in w for w in doc["warnings"])
+    code, out, err = run_cli(capsys, "analyze", str(path), "--skip", "1")
+    assert code == 0, err
+    (headline,) = [line for line in out.splitlines() if line.startswith("iterations:")]
+    assert "first 1 skipped" not in headline, headline
+    assert "2" in headline.split("ranges")[1] or "each process" in headline, headline
