@@ -650,3 +650,38 @@ def test_the_readmes_wheel_size_is_the_wheel_pip_builds(tmp_path):
     assert found is not None
     assert float(found.group(1)) == round(wheel.stat().st_size / 1e6, 1)
 
+
+def _two_processes(path: Path) -> Path:
+    """nsys (SYNTHETIC): processes 100 and 200 on one GPU, 3 'iteration' ranges of 1 ms each (process 200's 0.5 ms
+    after process 100's), one 0.2-ms kernel launched in each."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    corr = 1
+    for pid, offset, stream in ((100, 0, 7), (200, 500_000, 9)):
+        for i in range(3):
+            t0 = 10_000_000 + i * 2_000_000 + offset
+            b.nvtx_range(t0, t0 + 1_000_000, "iteration", pid=pid, tid=pid)
+            b.runtime(t0 + 50_000, t0 + 60_000, "cudaLaunchKernel_v7000", correlation=corr, pid=pid, tid=pid)
+            b.kernel(t0 + 100_000, t0 + 300_000, "k", correlation=corr, pid=pid, stream=stream)
+            corr += 1
+    return b.write(path)
+
+
+@pytest.mark.parametrize("fmt", ["table", "markdown"])
+def test_the_headline_after_a_skip_of_each_processs_first_iterations_counts_them_all(tmp_path, capsys, fmt):
+    """--skip 1 over two processes' ranges drops the first of each (2 of 6, said in a warning); the headline had
+    read "4 ranges ... after the first 1 skipped" and the gaps legend "the 1 skipped at its start" (hostile20)."""
+    trace = _two_processes(tmp_path / "two.synthetic.sqlite")
+    code, out, _ = run_cli(capsys, "analyze", str(trace), "--skip", "1", "--format", fmt)
+    assert code == 0
+    flat = " ".join(out.split())
+    assert (
+        "iterations: 4 ranges named 'iteration' after the first 1 of each process skipped (2 in all) ("
+        in flat
+    )
+    assert (
+        "iteration: numbered from 0 in the trace, the 2 skipped (the first 1 of each process) included"
+        in flat
+    )

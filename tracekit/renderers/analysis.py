@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import re
 from typing import TYPE_CHECKING, Any
 
 from tracekit.analyzers import stats
@@ -101,7 +102,7 @@ def _headline(doc: dict[str, Any]) -> list[str]:
         + ("  [SYNTHETIC trace]" if t.get("synthetic") else ""),
         f"iterations: {s['iterations']} range{'' if s['iterations'] == 1 else 's'} {_range_words(doc)}"
         # the skipped ones head the trace and keep their numbers (the gaps table's iteration 22 under "20")
-        + (f" after the first {doc['skipped']} skipped" if doc.get("skipped") else "")
+        + _skipped_headline(doc)
         + f" ({doc['range_choice']})",
     ]
     util = s["gpu_utilization"]["p50"]
@@ -253,12 +254,41 @@ GAP_LEGEND = (
 def _gap_legend(doc: dict[str, Any]) -> str:
     """:data:`GAP_LEGEND`, and where leading iterations were skipped, how the "iteration" column numbers them:
     in the trace, so that "iterations: 20" can sit above an iteration 22 (3 skipped)."""
-    skipped = doc.get("skipped") or 0
+    skipped, in_all = _skipped(doc)
     if not skipped:
         return GAP_LEGEND
-    return (
-        f"{GAP_LEGEND}; iteration: numbered from 0 in the trace, the {skipped} skipped at its start included"
+    which = (
+        f"the {skipped} skipped at its start"
+        if in_all is None
+        else f"the {in_all} skipped (the first {skipped} of each process)"
     )
+    return f"{GAP_LEGEND}; iteration: numbered from 0 in the trace, {which} included"
+
+
+def _skipped_headline(doc: dict[str, Any]) -> str:
+    """ " after the first 10 skipped" (" after the first 1 of each process skipped (2 in all)"), or ""."""
+    skipped, in_all = _skipped(doc)
+    if not skipped:
+        return ""
+    if in_all is None:
+        return f" after the first {skipped} skipped"
+    return f" after the first {skipped} of each process skipped ({in_all} in all)"
+
+
+#: analyze's warning where ``--skip N`` dropped the first N of each of several processes' series of ranges
+#: (analyzers/iterations.py): the JSON's ``skipped`` is then the count per process, not in all
+EACH_PROCESS_SKIPPED = re.compile(r"the first (\d+) of each process were dropped \((\d+) in all\)")
+
+
+def _skipped(doc: dict[str, Any]) -> tuple[int, int | None]:
+    """(the iterations skipped, per process where ``--skip`` cut several processes' series, and then their number
+    in all; else None): (0, None) where nothing was skipped."""
+    skipped = doc.get("skipped") or 0
+    for warning in (doc.get("warnings") or ()) if skipped else ():
+        found = EACH_PROCESS_SKIPPED.search(warning)
+        if found and int(found.group(1)) == skipped:
+            return skipped, int(found.group(2))
+    return skipped, None
 
 
 CAUSE_COLUMNS = [
