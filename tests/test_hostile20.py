@@ -562,19 +562,12 @@ def _two_process_nsys(path: Path) -> Path:
     return b.write(path)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/analysis.py (0617dbf's headline): with ranges of two processes, --skip 1 drops the "
-    "first range of each (2 in all, as the warning says), but the headline reads 'iterations: 4 ranges named "
-    "'iteration' after the first 1 skipped' (4 + 1 is not the 6 ranges) and the longest-gaps legend 'the 1 "
-    "skipped at its start' (doc['skipped'] is the per-process count)",
-)
 def test_the_headline_counts_the_ranges_skipped_in_each_process(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """`analyze TWO_PROCESSES --skip 1` (6 ranges, 3 per process): the JSON keeps iterations 2-5 and the warning
-    says 2 were dropped (pinned); the terminal headline says the 2 (or 'of each process'), not 'after the first 1
-    skipped'."""
+    """Pin (c71972e, the fix of this file's strict xfail). `analyze TWO_PROCESSES --skip 1` (6 ranges, 3 per
+    process): the JSON keeps iterations 2-5 and the warning says 2 were dropped; the terminal headline says the 2
+    (or 'of each process'), not 'after the first 1 skipped' (0617dbf's headline had: 4 + 1 is not the 6)."""
     path = _two_process_nsys(tmp_path / "two_processes.synthetic.sqlite")
     doc = _analyze(capsys, path, "--skip", "1")
     assert [it["index"] for it in doc["iterations"]] == [2, 3, 4, 5]
@@ -585,6 +578,7 @@ def test_the_headline_counts_the_ranges_skipped_in_each_process(
     (headline,) = [line for line in out.splitlines() if line.startswith("iterations:")]
     assert "first 1 skipped" not in headline, headline
     assert "2" in headline.split("ranges")[1] or "each process" in headline, headline
+    assert "after the first 1 of each process skipped (2 in all)" in headline
 
 
 # ----------------------------------------------------------------------- serving steps of unreadable counts
@@ -644,3 +638,29 @@ def test_a_range_name_with_a_newline_does_not_write_markdown_structure(
     code, out, err = run_cli(capsys, "analyze", *args, "--format", "markdown")
     assert code == 0, err
     assert [line for line in out.splitlines() if line.startswith("# heading")] == []
+
+
+@pytest.mark.parametrize("case", ["ranges", "one_window", "split_idle", "nsys"])
+def test_pin_no_iteration_overlaps_earlier_gpu_work_where_none_ran_before(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """Pin (the other side of the spill xfail above): traces in which no iteration begins inside earlier GPU
+    work get no such warning, and none at all: the small Kineto trace (4 x (0.9, 0.03, 3, 3)), the same without
+    its ranges (one window, (3.23, 0.12, 12, 12)) and cut by --split-idle 0.05 (12 windows of one kernel), and
+    the nsys trace (3 x (1.0, 0.3, 2, 2)). In particular iteration 0 has no earlier iteration: a work-in-progress
+    overlap warning said '1 of 4 iterations (index 0) begin while an earlier iteration's GPU work still runs
+    (0.900 ms in all)' of the clean small trace."""
+    events = small_trace_events()
+    if case == "ranges":
+        doc, rows = _analyze(capsys, _kineto(tmp_path, "clean", events)), KINETO_ROWS
+    elif case == "nsys":
+        doc, rows = _analyze(capsys, three_iteration_nsys(tmp_path / "clean.synthetic.sqlite")), NSYS_ROWS
+    else:
+        trace = _kineto(tmp_path, "clean", [e for e in events if e["cat"] != "user_annotation"])
+        if case == "one_window":
+            doc, rows = _analyze(capsys, trace), [(3.23, 0.12, 12, 12)]
+        else:
+            doc, rows = _analyze(capsys, trace, "--split-idle", "0.05"), [(0.03, 0.01, 1, 1)] * 12
+    assert _rows(doc) == rows
+    assert [w for w in doc["warnings"] if "earlier iteration" in w] == []
+    assert doc["warnings"] == [] or case == "one_window", doc["warnings"]
