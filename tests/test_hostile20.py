@@ -390,14 +390,6 @@ def test_a_synchronized_range_inside_earlier_gpu_work_does_not_read_that_work_as
 # ------------------------------------------------------------------------- ORT: a run recorded twice
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/readers/ort.py _merged_sessions: a model_run repeated exactly (same thread, ts and dur, with "
-    "its nodes) counts as a run overlapping an earlier one, and the profile is refused as 'profiles of several "
-    "sessions ... were merged into this file' although it holds one session_initialization (the message says "
-    "'(1 'session_initialization' events)' itself); Kineto and nsys count a repeated record once, with a "
-    "warning ('recorded twice ... counted once')",
-)
 def test_an_ort_run_recorded_twice_is_not_read_as_merged_sessions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

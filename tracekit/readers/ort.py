@@ -879,6 +879,45 @@ def _containers(nodes: pl.DataFrame) -> pl.Series:
     return indexed.select(pl.col("_row").is_in(holders.implode()).alias("container")).to_series()
 
 
+def _without_repeated_runs(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
+    """(``frame`` without the copies of each ``model_run`` recorded twice, how many runs were recorded more than
+    once, how many events were left out in all). A run recorded twice is a ``model_run`` event equal to an
+    earlier one in every field read, of positive length: one thread runs one ``Run`` at a time, so two such
+    events are one run written twice (a profile concatenated with part of itself), not two sessions' runs
+    (:func:`_merged_sessions`). The events that start inside such a run (its nodes, and its kernels, on any
+    thread) were written as often as it was: of each group of ``c`` events equal in every field, the first
+    ``max(1, c // m)`` are kept (``m``: how often the run was written), so that a node the run itself ran
+    twice in one microsecond (a 0 µs node of a loop's body) stays twice, and an event written once stays.
+    Kineto's and nsys' readers count a record written twice once in the same way (tracekit.model)."""
+    fields = [c for c in frame.columns if c != "order"]
+    is_run = ((pl.col("cat") == "Session") & (pl.col("name") == MODEL_RUN)).fill_null(False)
+    runs = frame.filter(is_run & (pl.col("op_end") > pl.col("start")).fill_null(False))
+    if runs.height < 2:
+        return frame, 0, 0
+    copies = runs.group_by(fields).agg(pl.len().alias("_m"), pl.col("order").min().alias("_first"))
+    repeated = copies.filter(pl.col("_m") > 1)
+    if repeated.is_empty():
+        return frame, 0, 0
+    dropped_runs = (
+        runs.join(repeated.select(*fields, "_first"), on=fields, how="inner", nulls_equal=True)
+        .filter(pl.col("order") != pl.col("_first"))
+        .select("order")
+    )
+    windows = repeated.select(run_start="start", run_end="op_end", _m="_m").sort("run_start")
+    inside = (
+        frame.filter(~is_run)
+        .select("order", *fields)
+        .sort("start")
+        .join_asof(windows, left_on="start", right_on="run_start", strategy="backward")
+        .filter((pl.col("start") < pl.col("run_end")).fill_null(False))
+    )
+    keep = pl.max_horizontal(pl.lit(1), pl.len().over(fields) // pl.col("_m"))
+    extra = inside.sort("order").filter(pl.int_range(pl.len()).over(fields) >= keep).select("order")
+    left_out = pl.concat([dropped_runs, extra]).get_column("order")
+    kept = frame.filter(~pl.col("order").is_in(left_out.implode()))
+    return kept, repeated.height, left_out.len()
+
+
 def _merged_sessions(session: pl.DataFrame) -> int:
     """How many ``model_run`` events start before an earlier one on the same thread (pid, tid) ended: one
     session runs one ``Run`` at a time per thread, so this happens only where the profiles of several
@@ -1205,6 +1244,14 @@ def read(path: Path) -> Trace:
         )
     frame = _without_far_events(frame, warnings)
 
+    frame, repeated_runs, repeats = _without_repeated_runs(frame)
+    if repeated_runs:
+        warnings.append(
+            f"{repeated_runs} '{MODEL_RUN}' event{'s' if repeated_runs > 1 else ''} recorded twice or more (a "
+            "second event equal to the first in every field, on the same thread), with the events inside "
+            f"{'them' if repeated_runs > 1 else 'it'}: one thread runs one run at a time, so each is one run "
+            f"written again into the profile; counted once ({repeats} repeated events left out)"
+        )
     session = frame.filter(pl.col("cat") == "Session")
     merged = _merged_sessions(session)
     if merged:

@@ -1,0 +1,71 @@
+"""Round 20, helper fix20a: pins of the fixes of strict xfails in tracekit/readers/ort.py, analyzers/steps.py,
+compare.py, report.py, ranks.py and tracekit/analysis.py, beside the tests that pinned them (test_hostile20,
+test_api20).
+
+Every trace is hand-built (SYNTHETIC: file names hold 'synthetic'):
+- ORT: tests.hostile.ort_cpu_events: 3 model_run of 1000 µs at 200, 2200, 4200 µs, each with a MatMul node of
+  300 µs and an Add node of 100 µs: latency 1.0 ms, operator busy 0.4 ms, 2 operators per run.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.hostile import analyze_json, ort_cpu_events, ort_cpu_run, ort_event
+
+# ------------------------------------------------------------------------- ORT: a run recorded twice
+
+
+def _ort(tmp_path: Path, name: str, events: list[dict[str, Any]]) -> Path:
+    path = tmp_path / f"{name}.synthetic.json"
+    path.write_text(json.dumps(events))
+    return path
+
+
+def _ort_rows(doc: dict[str, Any]) -> list[tuple[float, float, int]]:
+    return [(it["latency_ms"], it["gpu_busy_ms"], it["kernels"]) for it in doc["iterations"]]
+
+
+def test_a_run_written_twice_keeps_a_node_its_body_ran_twice(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Run 1 (at 2200 µs) holds, beside MatMul and Add, a 0 µs Identity node run twice in one microsecond (a
+    loop's body: two events equal in every field), and the whole run (model_run, 4 nodes) is written a second
+    time: the run counts once with its 4 operators (busy 0.4 ms), not 2 (each repeat dropped) nor 6; 5 events
+    are left out, and a warning says so."""
+    run = ort_cpu_run(2200)
+    loop = ort_event(
+        "Node", "/loop/Identity_kernel_time", 2700, 0, op_name="Identity", provider="CPUExecutionProvider"
+    )
+    run += [loop, dict(loop)]
+    events = ort_cpu_events()
+    events = events[:5] + run + events[8:] + run
+    code, doc, err = analyze_json(capsys, str(_ort(tmp_path, "loop_twice", events)))
+    assert code == 0 and doc is not None, err
+    assert _ort_rows(doc) == [(1.0, 0.4, 2), (1.0, 0.4, 4), (1.0, 0.4, 2)]
+    (said,) = [w for w in doc["warnings"] if "recorded twice" in w]
+    assert said.startswith("1 'model_run' event recorded twice") and "(5 repeated events left out)" in said
+
+
+def test_a_run_written_three_times_counts_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Run 1 written three times (3 x 3 events): 3 runs of (1.0, 0.4, 2); 6 events left out."""
+    events = ort_cpu_events() + ort_cpu_run(2200) + ort_cpu_run(2200)
+    code, doc, err = analyze_json(capsys, str(_ort(tmp_path, "thrice", events)))
+    assert code == 0 and doc is not None, err
+    assert _ort_rows(doc) == [(1.0, 0.4, 2)] * 3
+    assert any("(6 repeated events left out)" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_runs_that_overlap_without_being_equal_are_still_merged_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A run at 2500 µs (another session's, 300 µs into run 1 on the same thread): not a repeat, so the
+    profile is refused as several sessions merged, as before."""
+    events = ort_cpu_events() + ort_cpu_run(2500)
+    code, _, err = analyze_json(capsys, str(_ort(tmp_path, "merged", events)))
+    assert code == 2
+    assert "1 'model_run' event overlaps an earlier one on the same thread" in err
