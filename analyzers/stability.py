@@ -471,14 +471,14 @@ def measure(
         parts = []
         if warm:
             parts.append(
-                f"{len(warm)} warm-up (rule 'warmup': iterations {_span([name(i) for i in warm])}, median "
+                f"{len(warm)} warm-up (rule 'warmup': iterations {index_span([name(i) for i in warm])}, median "
                 f"{_fmt(statistics.median(series[:k]))} {unit} against {_fmt(statistics.median(series[k:]))} "
                 f"{unit} after them)"
             )
         if outliers:
             parts.append(
                 f"{len(outliers)} outlier{'s' if len(outliers) > 1 else ''} (rule 'outlier': modified z-score "
-                f"> {OUTLIER_Z}; iteration{'s' if len(outliers) > 1 else ''} {_span([name(i) for i in outliers])})"
+                f"> {OUTLIER_Z}; iteration{'s' if len(outliers) > 1 else ''} {index_span([name(i) for i in outliers])})"
             )
         notes.append(f"dropped {' and '.join(parts)}; {len(kept)} of {count} iterations kept")
     if infinite:
@@ -563,7 +563,7 @@ def _infinite_said(infinite: Sequence[int], count: int, unit: str) -> str:
     ``indices`` or positions, of ``count``)."""
     n = len(infinite)
     return (
-        f"{n} of {count} iterations (iteration{'s' if n > 1 else ''} {_span(list(infinite))}) "
+        f"{n} of {count} iterations (iteration{'s' if n > 1 else ''} {index_span(list(infinite))}) "
         f"{'have' if n > 1 else 'has'} an infinite latency ({unit}), no duration: left out of the statistics"
     )
 
@@ -629,7 +629,7 @@ def spread_warning(
         if rule == "outlier":
             what = f"outlier{'s' if plural else ''} (rule 'outlier': modified z-score > {OUTLIER_Z})"
         groups.append(
-            f"iteration{'s' if plural else ''} {_span(which)} {'are' if plural else 'is an'} {what}"
+            f"iteration{'s' if plural else ''} {index_span(which)} {'are' if plural else 'is an'} {what}"
         )
     listed = ", ".join(groups).replace(" is an warm-up", " is warm-up")
     it = "them" if len(dropped) > 1 else "it"
@@ -657,11 +657,11 @@ def spread_warning(
     return f"{head}: unstable: {reasons} (no outlier by rule 'outlier')"
 
 
-#: Most runs of consecutive indices :func:`_span` lists before it says how many more there are.
+#: Most runs of consecutive indices :func:`index_span` lists before it says how many more there are.
 SPAN_RUNS = 8
 
 
-def _span(indices: list[int]) -> str:
+def index_span(indices: list[int]) -> str:
     """'0-4', '3, 7, 9' (consecutive runs joined; after :data:`SPAN_RUNS` runs, '... and N more')."""
     parts: list[str] = []
     start = prev = None

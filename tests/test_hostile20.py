@@ -364,15 +364,6 @@ def _spill_events(iterations: int = 6) -> list[dict[str, Any]]:
     return events
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/iterations.py (_windows, the idle attribution): a synchronized range that begins inside the "
-    "earlier iteration's GPU work keeps its range as its window (design.md: 'a synchronized range inside earlier "
-    "GPU work overlaps that iteration's window'), and the 430 µs the GPU spends there on iteration 0's kernel "
-    "read as idle, cause dispatch: iterations 1, 3, 5 read idle 0.99 ms (dispatch 0.97) though the GPU was "
-    "idle 0.56 ms of them; the 3 x 0.43 ms are in two latencies (mean 1.215 ms for 6 ranges of 1.0 ms in "
-    "6.0 ms), and nothing says so (--split-idle windows that overlap get a warning counting them)",
-)
 def test_a_synchronized_range_inside_earlier_gpu_work_does_not_read_that_work_as_idle_unsaid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

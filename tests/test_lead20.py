@@ -158,3 +158,21 @@ def test_an_infinite_latency_is_named_by_the_traces_index_not_its_position() -> 
     assert none_finite.warnings == (
         "2 of 2 iterations (iterations 7, 9) have an infinite latency (ms), no duration: left out of the statistics",
     )
+
+
+def test_a_synchronized_range_that_begins_inside_earlier_gpu_work_is_said_with_its_overlap(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """hostile20's spill trace (tests.test_hostile20._spill_events): ranges of 1 ms, the even ones' kernels
+    of 1.4 ms spilling 0.43 ms into the next range, whose own kernel (10 µs) is synchronized: those windows are
+    their ranges (the documented rule), and the warning names them and the overlap exactly."""
+    from tests.test_hostile20 import _spill_events
+
+    doc = _analyze(capsys, _kineto(tmp_path, "spill", _spill_events()))
+    said = [w for w in doc["warnings"] if "earlier iteration's GPU work still runs" in w]
+    assert said == [
+        "3 of 6 iterations (index 1, 3, 5) begin while an earlier iteration's GPU work still runs: their windows, "
+        "their ranges, overlap it (1.290 ms in all, up to 0.430 ms), so that time is in two iterations' "
+        "latencies, and in theirs it reads as idle time (framework overhead) though the device was busy with "
+        "the earlier work"
+    ]

@@ -24,10 +24,10 @@ from tracekit.analyzers.stability import (
     Measurement,
     _cause,
     _preemption,
-    _span,
     _trend,
     describe_interval,
     difference,
+    index_span,
     is_tight,
     measure,
     median_ci_ranks,
@@ -73,9 +73,9 @@ def test_busy_exactly_at_the_threshold_of_the_untraced_latency_makes_the_verdict
 def test_span_joins_runs_and_keeps_single_indices_single() -> None:
     # [0, 2, 3]: 0 alone, then 2-3; [0, 1, 3]: 0-1, then 3 alone (kills the in-loop `start != prev`, which
     # read "0-0, 2-3" and "0, 3")
-    assert _span([0, 2, 3]) == "0, 2-3"
-    assert _span([0, 1, 3]) == "0-1, 3"
-    assert _span([4]) == "4"
+    assert index_span([0, 2, 3]) == "0, 2-3"
+    assert index_span([0, 1, 3]) == "0-1, 3"
+    assert index_span([4]) == "4"
 
 
 def test_a_typical_iteration_of_0_ms_gives_no_cpu_ratio_and_no_error() -> None:
@@ -99,7 +99,7 @@ def test_a_slow_iteration_at_exactly_the_stolen_ratio_kept_running() -> None:
 def test_the_span_counts_the_runs_it_lists_before_saying_how_many_more() -> None:
     # 12 indices in 9 runs: 0-2, 4, 6, ..., 16, 18-19; 8 runs shown hold 3 + 7 = 10 indices, so 2 more
     # (kills `int(None)` in the count of a shown range)
-    assert _span([0, 1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 19]) == "0-2, 4, 6, 8, 10, 12, 14, 16 and 2 more"
+    assert index_span([0, 1, 2, 4, 6, 8, 10, 12, 14, 16, 18, 19]) == "0-2, 4, 6, 8, 10, 12, 14, 16 and 2 more"
 
 
 def test_a_trend_from_a_first_third_of_0_ms_is_not_computed() -> None:
