@@ -126,14 +126,18 @@ def step_counts(names: pl.Expr) -> list[pl.Expr]:
 
 def _flags(names: pl.Expr) -> list[pl.Expr]:
     """Per name (after :func:`step_counts`): ``prefill_work``, ``decode_work`` (an SGLang MIXED step without
-    counts has both), ``known`` (a step whose class the name gives)."""
+    counts has both), ``known`` (a step whose class the name gives: both counts readable)."""
     mode = names.str.extract(_SGLANG, 1)
     c, g = pl.col("context_requests"), pl.col("generation_requests")
     mixed_mode = (mode == "MIXED") & c.is_null()
     return [
         ((c > 0) | mixed_mode).fill_null(False).alias("prefill_work"),
         ((g > 0) | mixed_mode).fill_null(False).alias("decode_work"),
-        (pl.col("step_engine").is_not_null() & (c.is_not_null() | mixed_mode)).alias("known"),
+        # both counts read (a count past int64 is read as null: the step's work is not known, and a step of
+        # unknown work is no idle step), or an SGLang MIXED step without them
+        (pl.col("step_engine").is_not_null() & ((c.is_not_null() & g.is_not_null()) | mixed_mode))
+        .fill_null(False)
+        .alias("known"),
     ]
 
 

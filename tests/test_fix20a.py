@@ -69,3 +69,41 @@ def test_runs_that_overlap_without_being_equal_are_still_merged_sessions(
     code, _, err = analyze_json(capsys, str(_ort(tmp_path, "merged", events)))
     assert code == 2
     assert "1 'model_run' event overlaps an earlier one on the same thread" in err
+
+
+# ----------------------------------------------------------------------- serving steps of unreadable counts
+
+
+@pytest.mark.parametrize(
+    ("name", "counts"),
+    [
+        ("execute_context_3(30)_generation_99999999999999999999(0)", (3, None)),  # was 'prefill'
+        ("execute_new_2_cached_99999999999999999999", (2, None)),  # was 'prefill'
+        ("step[DECODE bs=99999999999999999999]", (0, None)),  # was 'idle'
+        ("execute_context_0(0)_generation_99999999999999999999(0)", (0, None)),  # was 'idle'
+    ],
+)
+def test_a_step_with_one_count_unreadable_is_not_classified(name: str, counts: tuple[Any, Any]) -> None:
+    """A count past int64 is read as null: the step's work is not known (a prefill step may be mixed, a step of
+    0 context requests may be decoding), so it is unclassified (null), not 'prefill' or 'idle' by the count
+    that was read."""
+    import polars as pl
+
+    from tracekit.analyzers.steps import classify_names
+
+    row = classify_names(pl.Series([name])).row(0, named=True)
+    assert (row["context_requests"], row["generation_requests"], row["step_class"]) == (*counts, None)
+
+
+def test_steps_whose_counts_read_are_still_classified() -> None:
+    """The control: counts read give the classes of the module docstring; SGLang MIXED without counts is mixed."""
+    import polars as pl
+
+    from tracekit.analyzers.steps import classify_names
+
+    names = [
+        "execute_context_0(0)_generation_0(0)",
+        "execute_context_2(9)_generation_5(5)",
+        "step[MIXED bs=4]",
+    ]
+    assert classify_names(pl.Series(names))["step_class"].to_list() == ["idle", "mixed", "mixed"]

@@ -567,13 +567,6 @@ def test_the_headline_counts_the_ranges_skipped_in_each_process(
 # ----------------------------------------------------------------------- serving steps of unreadable counts
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/steps.py: a vLLM step 'execute_context_99999999999999999999999(1)_generation_0(0)' (a context "
-    "count past int64, read as null) is classified 'idle' (no request served) with context_requests None and "
-    "generation_requests 0; a step whose count cannot be read is no idle step (steps.py's 'known' flag asks for "
-    "a context count)",
-)
 def test_a_step_whose_request_count_is_unreadable_is_not_idle(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
