@@ -418,12 +418,6 @@ def test_the_analyze_many_docstring_names_every_key_it_returns(tmp_path: Path) -
 # ---------------------------------------------------------------------------- others' files (strict xfail)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/analysis.py (lead): Analysis' docstring says 'Units are in the names', but the frames of "
-    "Analysis.ops (start, end, call_start, call_end) and Analysis.ranges (range_start, range_end, gpu_start, "
-    "gpu_end) hold nanoseconds under names without a unit, and their docstrings do not say so",
-)
 def test_the_ops_and_ranges_docstrings_say_their_times_are_nanoseconds() -> None:
     a = tracekit.analyze(SAMPLE)
     assert {"start", "end", "call_start", "call_end"} <= set(a.ops.columns)

@@ -543,12 +543,6 @@ def test_compare_is_part_of_the_package_api_as_table_and_report_are(tmp_path):
     assert (latency["metric"], latency["a"], latency["delta"]) == ("latency_ms", pytest.approx(0.9), 0.0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/api.py (api20) / readers/__init__.py (lead): tracekit.analyze(a run folder) says 'is a "
-    "directory, not a trace file' and not what to call instead (a trace in it, analyze_many, table, report), "
-    "where `tracekit analyze FOLDER` on the command line takes the folder",
-)
 def test_the_python_analyze_of_a_run_folder_says_what_to_call_instead(tmp_path):
     import tracekit
     from tracekit.errors import TracekitError

@@ -129,7 +129,9 @@ def _gap_cause_dtypes() -> dict[str, pl.DataType]:
 @dataclass(frozen=True, eq=False)
 class Analysis:
     """One trace's analysis (module docstring). Units are in the names: ``*_ns`` integer nanoseconds, ``*_ms``
-    milliseconds, ``*_us`` microseconds, utilization a fraction.
+    milliseconds, ``*_us`` microseconds, utilization a fraction; except the frames of :attr:`ops` and
+    :attr:`ranges`, whose time columns (``start``, ``end``, ``call_start``, ``call_end``; ``range_start``,
+    ``range_end``, ``gpu_start``, ``gpu_end``) carry no unit in their names and are integer nanoseconds too.
 
     ``trace``: what was analyzed (:class:`TraceInfo`); ``config``: its configuration with the source and
     evidence of each value (:class:`tracekit.inputs.TraceConfig`); ``range_name`` / ``range_choice``: the
@@ -207,8 +209,11 @@ class Analysis:
 
     @property
     def ranges(self) -> pl.DataFrame:
-        """Every chosen iteration range (``iteration``, ``range_start``, ``range_end``, ``thread``, ...), warm-up
-        included (this process' analyses only)."""
+        """Every chosen iteration range (``iteration``, ``range_start``, ``range_end``, ``thread``, ``pid``,
+        ``name``, ``device``, ``gpu_start``, ``gpu_end``), warm-up included (this process' analyses only).
+        ``range_start``, ``range_end``, ``gpu_start`` and ``gpu_end`` are integer nanoseconds on the trace's
+        clock, as ``iterations``' ``start_ns`` / ``end_ns`` (a range's ``range_start`` / ``range_end`` are its
+        iteration's ``start_ns`` / ``end_ns``)."""
         ranges = self._source("the ranges").iterations.ranges
         assert ranges is not None
         return ranges
@@ -237,7 +242,8 @@ class Analysis:
     def ops(self) -> pl.DataFrame:
         """The trace's ops of the analyzed iterations with an ``iteration`` column and their launching call's
         ``call_start``/``call_end`` (:func:`tracekit.analyzers.iterations.assign_ops`; computed on first use;
-        this process' analyses only)."""
+        this process' analyses only). ``start``, ``end``, ``call_start`` and ``call_end`` are integer
+        nanoseconds on the trace's clock, as ``iterations``' ``start_ns`` / ``end_ns``."""
         from tracekit.analyzers.iterations import assign_ops
 
         source = self._source("the ops")
