@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION, PLATEAU_TOLERANCE
+from tracekit.errors import TracekitError
 from tracekit.session import EVERYTHING, AnalysisOptions, analyze_input, for_each_input
 
 if TYPE_CHECKING:
@@ -141,9 +142,28 @@ def analyze(
     0.156
     """
     options = AnalysisOptions.from_kwargs(range, skip, bound_threshold, split_idle)
+    if Path(path).is_dir():
+        raise TracekitError(_folder_given(Path(path)), path)
     if cache is not None:
         cache = cache_folder(cache)
     return analyze_input(Path(path), options, cache_dir=cache)
+
+
+def _folder_given(folder: Path) -> str:
+    """What :func:`analyze` says of a folder (one trace is what it takes): the calls that take a folder, and
+    the first traces it holds (``tracekit analyze FOLDER`` on the command line analyzes each of them)."""
+    try:
+        names = [item.path.name for item in resolve_inputs([folder])]
+    except TracekitError:
+        names = []
+    if not names:
+        return "is a directory holding no trace tracekit reads: tracekit.analyze takes one trace file"
+    return (
+        "is a directory: tracekit.analyze takes one trace; for every trace of the folder call "
+        "tracekit.analyze_many([folder]) (the cross-trace summary), tracekit.table([folder]) or "
+        f"tracekit.report([folder]); its traces: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''} "
+        "(tracekit.analyze(one of them))"
+    )
 
 
 def load(path: PathLike) -> Analysis:
