@@ -367,15 +367,20 @@ def _spill_events(iterations: int = 6) -> list[dict[str, Any]]:
 def test_a_synchronized_range_inside_earlier_gpu_work_does_not_read_that_work_as_idle_unsaid(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The spill trace: rows 3 x [(1.43, 1.4, 1, 1), (1.0, 0.01, 1, 1)] (pinned: the documented windows).
-    Either a warning says that windows overlap earlier iterations' GPU work (naming the overlap), or the odd
-    iterations' idle leaves out the time the GPU ran the earlier kernel (dispatch at most 0.56 ms)."""
+    """Pin (1404879, the fix of this file's strict xfail). The spill trace: rows 3 x [(1.43, 1.4, 1, 1), (1.0, 0.01,
+    1, 1)] (the documented windows). Either a warning says that windows overlap earlier iterations' GPU work
+    (naming the overlap), or the odd iterations' idle leaves out the time the GPU ran the earlier kernel (dispatch
+    at most 0.56 ms). 1404879 says it: '3 of 6 iterations (index 1, 3, 5) ... (1.290 ms in all, up to 0.430 ms)'.
+    Before: no word, odd iterations idle 0.99 (dispatch 0.97), mean latency 1.215 ms."""
     doc = _analyze(capsys, _kineto(tmp_path, "spill", _spill_events()))
     assert _rows(doc) == [(1.43, 1.4, 1, 1), (1.0, 0.01, 1, 1)] * 3
     odd = doc["iterations"][1::2]
     said = any("overlap" in w for w in doc["warnings"])
     counted = all(it["dispatch_ms"] <= 0.56 for it in odd)
     assert said or counted, ([it["dispatch_ms"] for it in odd], doc["warnings"])
+    if said:
+        (overlap,) = [w for w in doc["warnings"] if "overlap" in w]
+        assert "3 of 6 iterations (index 1, 3, 5)" in overlap and "1.290 ms in all, up to 0.430 ms" in overlap
 
 
 # ------------------------------------------------------------------------- ORT: a run recorded twice
@@ -384,9 +389,10 @@ def test_a_synchronized_range_inside_earlier_gpu_work_does_not_read_that_work_as
 def test_an_ort_run_recorded_twice_is_not_read_as_merged_sessions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """tests.hostile.ort_cpu_events (3 runs of 1.0 ms, busy 0.4, 2 nodes) with run 1 (its model_run and its two
-    Node events) written a second time, event for event: the 3 runs, each (1.0, 0.4, 2), and a warning
-    that says the repeat (or, refused, a line that does not blame several sessions)."""
+    """Pin (3dc77b0, the fix of this file's strict xfail). tests.hostile.ort_cpu_events (3 runs of 1.0 ms, busy
+    0.4, 2 nodes) with run 1 (its model_run and its two Node events) written a second time, event for event: the
+    3 runs, each (1.0, 0.4, 2), and a warning that says the repeat (or, refused, a line that does not blame
+    several sessions). Before: refused, 'profiles of several sessions ... were merged' of a one-session file."""
     from tests.hostile import ort_cpu_events, ort_cpu_run
 
     path = tmp_path / "ort_twice.synthetic.json"
@@ -570,9 +576,9 @@ def test_the_headline_counts_the_ranges_skipped_in_each_process(
 def test_a_step_whose_request_count_is_unreadable_is_not_idle(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The small Kineto trace with its 4 annotations named as vLLM steps: one of an unreadable (past int64)
-    context count, a decode step of 5, a prefill step of 3, an idle step: classes (None or the count read,
-    'decode', 'prefill', 'idle'); the first is never 'idle'."""
+    """Pin (b6716b0, the fix of this file's strict xfail). The small Kineto trace with its 4 annotations named as
+    vLLM steps: one of an unreadable (past int64) context count, a decode step of 5, a prefill step of 3, an idle
+    step: classes (None or the count read, 'decode', 'prefill', 'idle'); the first is never 'idle' (it was)."""
     names = [
         "execute_context_99999999999999999999999(1)_generation_0(0)",
         "execute_context_0(0)_generation_5(5)",
@@ -590,6 +596,7 @@ def test_a_step_whose_request_count_is_unreadable_is_not_idle(
     ]
     assert classes[1:] == [("decode", 0, 5), ("prefill", 3, 0), ("idle", 0, 0)]
     assert classes[0][0] != "idle", classes[0]
+    assert classes[0][0] is None and classes[0][1] is None, classes[0]  # (b6716b0: unclassified, no counts)
 
 
 @pytest.mark.xfail(
