@@ -701,3 +701,24 @@ def test_an_fp16_onnx_export_loads(tmp_path, capsys, monkeypatch):
     run = json.loads((tmp_path / "run" / "run.json").read_text())
     assert [c["status"] for c in run["configs"]] == ["ok"], err[-300:]
     assert code == 0
+
+
+# ------------------------------------------------------------------------ Markdown documents end whole
+
+
+def test_compares_markdown_with_warnings_ends_with_a_newline(tmp_path, capsys):
+    """compare's Markdown ended with its last warning bullet and no newline (hostile20's xfail): `cat` joined the
+    next text to it. A Kineto trace against an ORT CPU profile (warnings: a '## Warnings' section)."""
+    from tests.hostile import ort_cpu_events
+
+    kineto = _trace(tmp_path / "k.synthetic.json")
+    ort = tmp_path / "o.synthetic.json"
+    ort.write_text(json.dumps(ort_cpu_events()))
+    code, out, _ = run_cli(capsys, "compare", str(kineto), str(ort), "--format", "markdown")
+    assert code == 0
+    assert "\n## Warnings\n" in out
+    assert out.endswith("\n") and not out.endswith("\n\n")
+    written = tmp_path / "cmp.md"
+    code, _, _ = run_cli(capsys, "compare", str(kineto), str(ort), "-o", str(written), "-q")
+    assert code == 0
+    assert written.read_text() == out

@@ -232,4 +232,7 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         warnings = all_warnings(doc)
         if warnings:  # the terminal table leaves them to stderr; a Markdown document keeps them
             out += ["", "## Warnings", "", *(f"- {one_line(w)}" for w in warnings)]
-    return "\n".join(out)
+    text = "\n".join(out)
+    # a Markdown document ends with its last line's newline (a warning bullet had ended it bare: `cat` joined
+    # the next text to it), as analyze's and table's do
+    return text + "\n" if fmt == "markdown" and not text.endswith("\n") else text
