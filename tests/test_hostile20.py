@@ -520,9 +520,10 @@ def test_the_timeline_keeps_overlapping_iteration_windows_nestable(
     )
     assert code == 0, err
     events = json.loads(out.read_text())["traceEvents"]
-    assert sorted(e["name"] for e in events if e.get("cat") == "iteration") == [
-        f"iteration {i}" for i in range(6)
-    ]
+    named = {
+        e["name"] for e in events if e.get("cat") == "iteration" and "name" in e
+    }  # (X slices or async b/e)
+    assert sorted(named) == [f"iteration {i}" for i in range(6)]
     assert _misnested(events) == []
 
 
