@@ -111,6 +111,8 @@ TORCHSCRIPT_SUBSTRINGS = ("GraphExecutor", "graph_executor", "CodeImpl::")
 COMPILE_SUBSTRINGS = ("CompiledFunction", "Torch-Compiled Region", "CompiledFxGraph")
 #: Kernel names Inductor generates (``triton_poi_fused_add_0``, older ``triton__0d1d2d``).
 INDUCTOR_KERNEL = r"(^|\s)triton_"
+#: Kernel names nvFuser generates (``<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(...)``, ``nvfuser_inner_persistent_...``).
+NVFUSER_KERNEL = r"(^|\s|::)nvfuser_"
 #: Share of a trace's kernels below which its Inductor kernels are a compiled helper, not a compiled model
 #: (:func:`_compile_evidence`).
 COMPILED_HELPER_SHARE = 0.005
@@ -265,6 +267,26 @@ def _compile_evidence(trace: Trace, names: _TraceNames) -> tuple[str | None, str
     return None, None
 
 
+def _nvfuser_evidence(trace: Trace, names: _TraceNames) -> str | None:
+    """Evidence that nvFuser (NVIDIA's JIT fuser: Lightning Thunder, TorchScript's old fuser, its own C++
+    tests) compiled the model's kernels, or None: its kernels (``nvfuser_*``) are at least
+    :data:`COMPILED_HELPER_SHARE` of the trace's kernels. The real NVIDIA/Fuser exports: 31-34% of the kernel
+    time, beside cuBLAS and ATen's input fills, which had read "pytorch" (eager)."""
+    if not _count(names.ops, regex=NVFUSER_KERNEL):
+        return None
+    kernels = trace.ops.filter(pl.col("kind") == "kernel")
+    fused = kernels.filter(pl.col("name").str.contains(NVFUSER_KERNEL))
+    if not kernels.height or fused.height < COMPILED_HELPER_SHARE * kernels.height:
+        return None
+    timed = kernels.select((pl.col("end") - pl.col("start")).sum()).item() or 0
+    share = (fused.select((pl.col("end") - pl.col("start")).sum()).item() or 0) / timed if timed else None
+    of_time = f", {share:.0%} of the kernel time" if share is not None else ""
+    return (
+        f"{fused.height} of {kernels.height} kernels are nvFuser's JIT-fused kernels (nvfuser_*{of_time}): "
+        "a JIT compiler (nvFuser, as Lightning Thunder runs it), not PyTorch eager, TorchScript or torch.compile"
+    )
+
+
 def runtime_from_content(trace: Trace) -> Inferred | None:
     """The runtime the trace's events point to (rules 1-6 of the module docstring), or None."""
     graphs = graph_launches(trace)
@@ -275,6 +297,9 @@ def runtime_from_content(trace: Trace) -> Inferred | None:
         if graphs:
             return Inferred("onnx-cuda-graphs", f"{ort}; {graphs}")
         return Inferred("onnx", ort)
+    nvfuser = _nvfuser_evidence(trace, names)
+    if nvfuser is not None:  # (no runtime of tracekit's: withheld, with its evidence)
+        return Inferred(None, nvfuser, OTHER_RUNTIME)
     compiled, helper = _compile_evidence(trace, names)
     if compiled is not None:
         if graphs:
@@ -435,8 +460,10 @@ FLOAT_COMPUTE_OPS = frozenset(
 UNCERTAIN = "uncertain: sources disagree"
 #: Source of a batch size that differs from one serving step to the next (the value is then None).
 VARIES = "varies by serving step"
+#: Source of a runtime the content names that is none of tracekit's (nvFuser's JIT: the value is then None).
+OTHER_RUNTIME = "none of tracekit's runtimes"
 #: Every source of an inferred value.
-INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES)
+INFERRED_SOURCES = (FROM_CONTENT, FROM_NAME, UNCERTAIN, VARIES, OTHER_RUNTIME)
 
 
 def _first_ops(trace: Trace) -> list[dict[str, Any]]:

@@ -171,7 +171,10 @@ def _base_row(
         for w in (() if untraced is None else untraced.warnings)
         if isinstance(w, str)
     ]
-    if config.runtime is None:
+    if config.runtime is None and config.evidence.get("runtime"):
+        # (the content names a runtime that none of tracekit's is: nvFuser's JIT)
+        warnings.append(f"runtime unknown: {config.sources.get('runtime')} ({config.evidence['runtime']})")
+    elif config.runtime is None:
         warnings.append(
             "runtime unknown: no run.json or sidecar metadata, and neither the trace content nor the file name "
             "says it"

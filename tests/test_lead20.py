@@ -176,3 +176,47 @@ def test_a_synchronized_range_that_begins_inside_earlier_gpu_work_is_said_with_i
         "latencies, and in theirs it reads as idle time (framework overhead) though the device was busy with "
         "the earlier work"
     ]
+
+
+# ---------------------------------------------------------------------- nvFuser's JIT is none of the runtimes
+
+
+def _fused(names: list[str]) -> Any:
+    """A hand-built trace of kernels named ``names``, 10 ns each but the first three 100 ns."""
+    from tests.builders import make_trace
+
+    ops = [
+        (i * 200, i * 200 + (100 if i < 3 else 10), i, 7, "kernel", 0, name) for i, name in enumerate(names)
+    ]
+    return make_trace(ops=ops, op_fields=("start", "end", "correlation", "stream", "kind", "device", "name"))
+
+
+def test_nvfusers_kernels_withhold_the_runtime_with_their_evidence() -> None:
+    """nvFuser's kernels (as nsys demangles them: '<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(...)') beside ATen
+    ones: not PyTorch eager (the real NVIDIA/Fuser exports had read 'pytorch'), and none of tracekit's runtimes:
+    the value is withheld with its evidence (2 of 5 kernels, 200 of 320 ns: 62%)."""
+    from tracekit.analyzers.identify import OTHER_RUNTIME, runtime_from_content
+
+    found = runtime_from_content(
+        _fused(
+            [
+                "<unnamed>::nvfuser_pointwise_f0_c1_r0_g0(<unnamed>::Tensor<float, (int)2, (int)2>)",
+                "nvfuser_inner_persistent_f1_c1_r0_g2",
+                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>",
+                "nvjet_tst_192x192_64x4_2x1_v_bz_coopB_TNN",
+            ]
+        )
+    )
+    assert found is not None and (found.value, found.source) == (None, OTHER_RUNTIME)
+    assert found.evidence.startswith("2 of 5 kernels are nvFuser's JIT-fused kernels (nvfuser_*, 62% of the")
+
+
+def test_one_nvfuser_kernel_among_many_is_a_helper_not_the_runtime() -> None:
+    """Below 0.5% of the kernels (1 of 300), as Inductor's helper rule: the ATen rule decides (pytorch)."""
+    from tracekit.analyzers.identify import runtime_from_content
+
+    found = runtime_from_content(
+        _fused(["nvfuser_pointwise_f0_c1_r0_g0"] + ["void at::native::reduce_kernel<512, 1>"] * 299)
+    )
+    assert found is not None and found.value == "pytorch"

@@ -325,7 +325,9 @@ def legend(doc: dict[str, Any], wide: bool = False, paper: bool = False) -> list
         said = []
         for key in ("runtime", "batch_size", "seq_len", "precision"):
             source = r.get(f"{key}_source")
-            if source is None or (r.get(key) is None and key not in (r.get("uncertain") or {})):
+            # (a value withheld is shown where it is uncertain or has evidence: nvFuser's JIT is no runtime)
+            withheld = key not in (r.get("uncertain") or {}) and not (r.get("evidence") or {}).get(key)
+            if source is None or (r.get(key) is None and withheld):
                 continue
             evidence = (r.get("evidence") or {}).get(key, "").replace(f" in {path.name}", "")
             shown = source if r.get(key) is None else f"{r[key]} {source}"
