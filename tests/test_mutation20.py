@@ -8,6 +8,8 @@ each expected number is worked out beside its case. Times in ns.
 
 from __future__ import annotations
 
+import math
+
 import polars as pl
 import pytest
 
@@ -15,6 +17,7 @@ from tests.builders import make_trace
 from tracekit.analyzers import attribution
 from tracekit.analyzers.attribution import CAUSE_NS, GRAPH_KERNEL_GAP_NS, DeviceTimeline, attribute_idle
 from tracekit.analyzers.iterations import IterationAnalysis, analyze_iterations
+from tracekit.analyzers.stability import Difference, measure, ratio_state
 from tracekit.model import OPS_WITHOUT_END, Trace, drop_negative_durations, mend_negative_durations
 from tracekit.readers.timestamps import FAR_NS, far_events
 
@@ -273,3 +276,30 @@ def test_iteration_sums_in_chunks_of_two_gaps_are_the_same(monkeypatch: pytest.M
         [(i, *STEP) for i in range(3)],
         [(i, 300, 300, 1, 200, 50) for i in range(3)],
     )
+
+
+# ------------------------------------------------------------------ stability
+
+
+def test_a_set_of_nothing_but_infinite_latencies_says_so() -> None:
+    """Every value infinite: no statistic (count 0, no median), and the one line that says why. measure M31
+    dropped the line, leaving a set of no iteration and no word."""
+    m = measure([math.inf, math.inf])
+    assert (m.count, m.kept, m.median) == (0, 0, None)
+    assert m.warnings == (
+        "2 of 2 iterations (iterations 0-1) have an infinite latency (ms), no duration: left out of the "
+        "statistics",
+    )
+    m = measure([math.inf, None, math.inf], indices=[4, 5, 6])
+    assert m.warnings == (
+        "2 of 2 iterations (iterations 4, 6) have an infinite latency (ms), no duration: left out of the "
+        "statistics",
+    )
+
+
+def test_ratio_state_with_one_bound_of_its_interval_unknown_goes_by_the_point_ratio() -> None:
+    """A Difference whose ratio interval lacks one bound (a sparse document) is judged by its point ratio: 2.0
+    against 1.5 is "above", 2.0 against 2.5 "below". ratio_state M2 (`and`) read the missing bound (a TypeError
+    comparing None)."""
+    assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, None, 3.0), 1.5) == "above"
+    assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, 1.8, None), 2.5) == "below"
