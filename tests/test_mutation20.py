@@ -17,7 +17,7 @@ from tests.builders import make_trace
 from tracekit.analyzers import attribution
 from tracekit.analyzers.attribution import CAUSE_NS, GRAPH_KERNEL_GAP_NS, DeviceTimeline, attribute_idle
 from tracekit.analyzers.iterations import IterationAnalysis, analyze_iterations
-from tracekit.analyzers.stability import Difference, measure, ratio_state
+from tracekit.analyzers.stability import Difference, level_shift, measure, ratio_state
 from tracekit.model import OPS_WITHOUT_END, Trace, drop_negative_durations, mend_negative_durations
 from tracekit.readers.timestamps import FAR_NS, far_events
 
@@ -303,3 +303,12 @@ def test_ratio_state_with_one_bound_of_its_interval_unknown_goes_by_the_point_ra
     comparing None)."""
     assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, None, 3.0), 1.5) == "above"
     assert ratio_state(Difference(1.0, 2.0, 1.0, 2.0, 1.8, None), 2.5) == "below"
+
+
+def test_a_level_shift_needs_a_later_level_above_0() -> None:
+    """12 iterations at 2.0 ms then 8 at 1.0: a level shift of 12 (the docstring's case). Then 8 at 0.0: the
+    later level is 0, no level a fall can be measured against (DRIFT_MIN * 0), and the rule says none (0).
+    level_shift M51 (`after >= 0`) called it a shift of 12; 6 at 2.0 then 4 at 0.0 likewise (6)."""
+    assert level_shift([2.0] * 12 + [1.0] * 8) == 12
+    assert level_shift([2.0] * 12 + [0.0] * 8) == 0
+    assert level_shift([2.0] * 6 + [0.0] * 4) == 0
