@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING, Any
 
 from tracekit.analyzers import stats
+from tracekit.errors import one_line
 from tracekit.fields import FIELDS, ITERATION_FIELDS, device_word
 from tracekit.renderers.tabular import (
     as_count,
@@ -539,11 +540,12 @@ def _markdown_causes(doc: dict[str, Any]) -> list[str]:
 
 def render_markdown_doc(doc: dict[str, Any]) -> str:
     """The same content as Markdown."""
-    parts = ["# tracekit analyze", ""] + [f"- {line}" for line in _headline(doc)] + [""]
+    # (each line of free text one line, as errors.one_line writes a file or range name's newline: "\\n")
+    parts = ["# tracekit analyze", ""] + [f"- {one_line(line)}" for line in _headline(doc)] + [""]
     parts.append(render_markdown(_summary_rows(doc), SUMMARY_COLUMNS))
     if _launch_legend(doc):
         parts.append(f"{_launch_legend(doc)}.")
-    parts += [f"Note: {note}" for note in _notes(doc)]
+    parts += [f"Note: {one_line(note)}" for note in _notes(doc)]
     parts += _markdown_causes(doc)
     if doc["longest_gaps"]:
         parts += [
@@ -556,7 +558,7 @@ def render_markdown_doc(doc: dict[str, Any]) -> str:
     for title, rows, columns in _sections(doc):
         parts += ["", f"## {title[0].upper()}{title[1:]}", "", render_markdown(rows, columns)]
     if doc["warnings"]:
-        parts += ["", "## Warnings", ""] + [f"- {w}" for w in doc["warnings"]]
+        parts += ["", "## Warnings", ""] + [f"- {one_line(w)}" for w in doc["warnings"]]
     return "\n".join(parts) + "\n"
 
 

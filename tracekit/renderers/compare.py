@@ -210,7 +210,7 @@ def render(doc: dict[str, Any], fmt: str) -> str:
         )
         if fmt == "markdown":
             out += [
-                f"## {_heading(comparison)}",
+                f"## {one_line(_heading(comparison))}",
                 "",
                 render_markdown(summary, SUMMARY_COLUMNS),
                 legend,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tracekit.errors import one_line
 from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import format_value, render_csv, render_json, render_markdown
 
@@ -211,7 +212,7 @@ def render_ranks(doc: dict[str, Any], fmt: str) -> str:
         return render_csv(table_rows(doc), CSV_COLUMNS)
     if fmt == "markdown":
         body = render_markdown(_shown(table_rows(doc)), list(columns(doc)))
-        return body + "\n" + "".join(f"- {line}\n" for line in summary_lines(doc))
+        return body + "\n" + "".join(f"- {one_line(line)}\n" for line in summary_lines(doc))
     return _text_table(doc) + "\n".join(summary_lines(doc, warnings=False)) + "\n"
 
 
