@@ -614,6 +614,14 @@ def compare(a: Analysis, b: Analysis, config: str | None = None) -> dict[str, An
             "differenced"
         ]
     )
+    # iterations cut by different ranges ('iteration' against 'ProfilerStep#*', or ORT's 'model_run', which
+    # leaves out the Python call around it): one side's iteration may be other work than the other's; said as
+    # `analyze A B` says it (ranks.range_warning); whole-trace windows and --split-idle windows that are not
+    # the iterations are said above
+    if not windows and not cut:
+        from tracekit.analyzers.ranks import range_warning
+
+        apart += range_warning([{"range": a.range_name, "label": "A"}, {"range": b.range_name, "label": "B"}])
     summary = summary_deltas(a.summary, b.summary, device, (a.iterations, b.iterations), same_device)
     sides = {"a": _side(a), "b": _side(b)}
     for side in cut:  # (the median utilization of its windows, not of its iterations)

@@ -55,6 +55,7 @@ import polars as pl
 from tracekit.analyzers.attribution import ALREADY_GRAPHS, Projection, projection
 from tracekit.analyzers.identify import INFERRED_SOURCES, UNCERTAIN
 from tracekit.analyzers.iterations import SLOW_START_MARK
+from tracekit.analyzers.ranks import range_warning
 from tracekit.analyzers.recommendations import Recommendation, recommend
 from tracekit.analyzers.stability import Measurement, difference, measure
 from tracekit.analyzers.sweep import (
@@ -308,6 +309,8 @@ def _config_row(analyzed: Analysis) -> dict[str, Any]:
         "launch_latency_us": mean("launch_latency_us"),
         "idle_gaps": mean("idle_gaps"),
         "path": str(config.path),
+        # the ranges its iterations are (a sweep of rows cut by different ranges is warned: build_report)
+        "_range": analyzed.range_name,
         "warnings": _row_warnings(analyzed, traced_stats)
         + _uncertain_unsaid(analyzed, summary.verdict_uncertain)
         + _traced_spread(analyzed, instability=source != "traced")
@@ -596,6 +599,19 @@ def build_report(
         sweep.update(precision=key[4], unidentified=key[5])
         sweep["label"] = _sweep_label(key[0], dict(zip(SWEEP_IDENTITY, key[2:], strict=True)), varying)
         sweeps.append(sweep)
+        # batch sizes whose iterations are cut by different ranges: one batch's iteration may be other work
+        # than another's (ProfilerStep#* of two iterations against 'iteration': '2.11x' for the same work per
+        # iteration); said as `analyze A B` says it (ranks.range_warning)
+        warnings.extend(
+            f"{sweep['label']}{'' if key[1] is None else f' (seq {key[1]})'}: {text}"
+            for text in range_warning(
+                [
+                    {"range": r["_range"], "label": f"batch {r['batch_size']}"}
+                    for r in members
+                    if r.get("_range")
+                ]
+            )
+        )
         if sweep["not_compared"]:
             first = members[0]
             warnings.append(

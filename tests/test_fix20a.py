@@ -107,3 +107,85 @@ def test_steps_whose_counts_read_are_still_classified() -> None:
         "step[MIXED bs=4]",
     ]
     assert classify_names(pl.Series(names))["step_class"].to_list() == ["idle", "mixed", "mixed"]
+
+
+# --------------------------------------------------------- compare and report: iterations cut by different ranges
+
+RANGES_APART = "iterations are cut by different ranges ({}): a step of one trace may be other work than a step of another"
+
+
+def _kineto(tmp_path: Path, name: str, steps: bool = False, iterations: int = 4) -> Path:
+    """tests.hostile.small_trace_events (``iterations`` 'iteration' ranges of 0.9 ms, 3 kernels each); ``steps``:
+    the 4 ranges renamed ProfilerStep#0, #1, each two iterations long (1.9 ms, 6 kernels)."""
+    from tests.hostile import small_trace_events
+
+    events = small_trace_events(iterations=iterations)
+    if steps:
+        events = [e for e in events if e["cat"] != "user_annotation"]
+        events += [
+            {"ph": "X", "cat": "user_annotation", "name": f"ProfilerStep#{k}", "pid": 1, "tid": 1}
+            | {"ts": 1_000_000 + 2000 * k, "dur": 1900}
+            for k in range(2)
+        ]
+    path = tmp_path / f"{name}.synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "metadata": {"synthetic": True}}))
+    return path
+
+
+def _compare_warnings(capsys: pytest.CaptureFixture[str], a: Path, b: Path) -> list[str]:
+    from tests.hostile import run_cli
+
+    code, out, err = run_cli(capsys, "compare", str(a), str(b), "--format", "json")
+    assert code == 0, err
+    (pair,) = json.loads(out)["comparisons"]
+    return pair["warnings"]
+
+
+def test_compare_names_both_range_choices_and_says_nothing_when_they_agree(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """'iteration' against ProfilerStep#*: the first warning names both, as `analyze A B` does (ranks.py);
+    two 'iteration' traces, or two ORT profiles ('model_run'): none; an ORT profile against an 'iteration'
+    trace: 'model_run' named (ORT's run leaves out the Python call that a harness' range holds)."""
+    iteration, steps = _kineto(tmp_path, "iter"), _kineto(tmp_path, "steps", steps=True)
+    said = _compare_warnings(capsys, iteration, steps)
+    assert said[0] == RANGES_APART.format("'iteration' in A; 'ProfilerStep#*' in B")
+    assert not any(
+        "different ranges" in w for w in _compare_warnings(capsys, iteration, _kineto(tmp_path, "i2"))
+    )
+    ort = _ort(tmp_path, "ort_a", ort_cpu_events())
+    assert not any(
+        "different ranges" in w
+        for w in _compare_warnings(capsys, ort, _ort(tmp_path, "ort_b", ort_cpu_events()))
+    )
+    apart = [w for w in _compare_warnings(capsys, ort, iteration) if "different ranges" in w]
+    assert apart == [RANGES_APART.format("'model_run' in A; 'iteration' in B")]
+
+
+def test_a_report_sweep_names_its_batches_by_range(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sweep of batch 1, 2, 4 whose batch 2 alone is cut by ProfilerStep#*: one warning, the batches grouped
+    by their ranges; a sweep of one range choice: none. (Batch 4 holds 3 iterations: no byte copy of batch 1,
+    which the report would count once.)"""
+    from tests.hostile import run_cli
+
+    for batch in (1, 2, 4):
+        _kineto(tmp_path, f"m_b{batch}", steps=batch == 2, iterations=3 if batch == 4 else 4)
+        meta = {"synthetic": True, "runtime": "pytorch", "batch_size": batch, "seq_len": 128, "device": "gpu"}
+        (tmp_path / f"m_b{batch}.synthetic.meta.json").write_text(json.dumps(meta))
+
+    def warnings(batches: tuple[int, ...]) -> list[str]:
+        out = tmp_path / f"rep{len(batches)}"
+        traces = [str(tmp_path / f"m_b{b}.synthetic.json") for b in batches]
+        code, _, err = run_cli(capsys, "report", *traces, "-o", str(out), "--no-figures", "-q")
+        assert code == 0, err
+        return [
+            w for w in json.loads((out / "report.json").read_text())["warnings"] if "different ranges" in w
+        ]
+
+    assert warnings((1, 2, 4)) == [
+        "pytorch (seq 128): "
+        + RANGES_APART.format("'iteration' in batch 1, batch 4; 'ProfilerStep#*' in batch 2")
+    ]
+    assert warnings((1, 4)) == []

@@ -411,13 +411,6 @@ def test_an_ort_run_recorded_twice_is_not_read_as_merged_sessions(
 # --------------------------------------------------------------- compare: iterations cut by different ranges
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/compare.py: compare differences A's 'iteration' ranges against B's 'ProfilerStep#*' ranges "
-    "(each two of A's iterations long) without a word: traced latency 0.9 vs 1.9 ms, B / A 2.111, no warning; "
-    "analyze A B says 'iterations are cut by different ranges (...): a step of one trace may be other work than "
-    "a step of another' (analyzers/ranks.py)",
-)
 def test_compare_says_when_its_sides_are_cut_by_different_ranges(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -445,13 +438,6 @@ def test_compare_says_when_its_sides_are_cut_by_different_ranges(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/report.py (the sweep): a sweep whose batch-1 trace is cut by 'iteration' ranges and whose "
-    "batch-2 trace by 'ProfilerStep#*' ranges two iterations long reads 'no framework-bound plateau: batch 2 "
-    "already costs 2.11x batch 1' with no warning that the configurations' iterations are different ranges "
-    "(report.json warnings: [])",
-)
 def test_report_says_when_a_sweep_mixes_range_choices(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
