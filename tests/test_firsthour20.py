@@ -749,3 +749,14 @@ def test_a_newline_in_a_file_or_range_name_writes_no_markdown_structure(tmp_path
     assert [line for line in out.splitlines() if line.startswith("# heading")] == []
     shown = "iter\\n# heading" if command == "analyze_range" else "nl\\n# heading | x.synthetic.json"
     assert shown in out
+
+
+def test_a_newline_in_a_file_name_writes_no_markdown_structure_into_tables_notes(tmp_path, capsys):
+    """table's Markdown: the rows legend and the warnings name the trace 'nl\\n# heading | x.synthetic.json' raw
+    (hostile20's xfail, its table case)."""
+    odd = tmp_path / "nl\n# heading | x.synthetic.json"
+    _trace(odd)
+    code, out, _ = run_cli(capsys, "table", str(odd), "--format", "markdown")
+    assert code == 0
+    assert [line for line in out.splitlines() if line.startswith("# heading")] == []
+    assert "nl\\n# heading | x.synthetic.json" in out

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from tracekit.errors import one_line
 from tracekit.fields import common_device, device_name, device_word
 from tracekit.renderers.tabular import format_value, render_csv, render_json, render_markdown
 
@@ -442,8 +443,10 @@ def _markdown(doc: dict[str, Any], device: str | None) -> str:
         for r in doc["rows"]
     ]
     parts = ["## Measured", "", render_markdown(rows, _markdown_columns(doc, device))]
-    parts += [f"- {line.strip()}" for line in legend(doc, wide=True)[1:]]
-    parts += [f"- note: {n}" for n in doc["notes"]] + [f"- warning: {w}" for w in doc["warnings"]]
+    # (each bullet one line: a file name's newline written "\\n", as errors.one_line writes it)
+    parts += [f"- {one_line(line.strip())}" for line in legend(doc, wide=True)[1:]]
+    parts += [f"- note: {one_line(n)}" for n in doc["notes"]]
+    parts += [f"- warning: {one_line(w)}" for w in doc["warnings"]]
     if "paper" in doc:
         gpu = doc["paper"]["setup"]["gpu"]
         published = [{**r, "runtime": r["label"], "device": f"gpu ({gpu})"} for r in doc["paper"]["rows"]]
