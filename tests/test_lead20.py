@@ -220,3 +220,40 @@ def test_one_nvfuser_kernel_among_many_is_a_helper_not_the_runtime() -> None:
         _fused(["nvfuser_pointwise_f0_c1_r0_g0"] + ["void at::native::reduce_kernel<512, 1>"] * 299)
     )
     assert found is not None and found.value == "pytorch"
+
+
+def test_a_zeroed_kernel_whose_id_another_processs_zeroed_call_carries_is_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """pytorch#188481's zeroed events ('ts 0.000, dur 0.000') in a file of two processes: process 2's launch
+    call and kernel of correlation 5 both zeroed, while process 1's call of id 5 (iteration 1's second) is
+    placed. Correlation ids are per process, so the zeroed kernel may be process 2's: it had been kept,
+    untimed, in process 1's iteration 1 (4 kernels for 3 launches); it is left out now, said."""
+    events = small_trace_events()
+    events += [
+        {
+            "ph": "X",
+            "cat": "cuda_runtime",
+            "name": "cudaLaunchKernel",
+            "pid": 2,
+            "tid": 2,
+            "ts": 0,
+            "dur": 0,
+            "args": {"correlation": 5},
+        },
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "other",
+            "pid": 0,
+            "tid": 8,
+            "ts": 0,
+            "dur": 0,
+            "args": {"correlation": 5, "device": 0, "stream": 8},
+        },
+    ]
+    doc = _analyze(capsys, _kineto(tmp_path, "two_processes_zeroed", events))
+    assert _rows(doc) == [(0.9, 0.03, 3, 3)] * 4
+    assert any("pytorch#188481" in w and "left out of every figure" in w for w in doc["warnings"]), doc[
+        "warnings"
+    ]

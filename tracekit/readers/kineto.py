@@ -1937,14 +1937,17 @@ def _without_unplaced_events(
             "again (a shorter capture, or another torch version)",
             path,
         )
-    placed_calls = x_events.filter(~unplaced & pl.col("cat_l").is_in(list(API_CATEGORIES)))
+    is_call = pl.col("cat_l").is_in(list(API_CATEGORIES))
+    correlation = pl.col("a_correlation").cast(pl.Int64, strict=False)
+    placed_ids = x_events.filter(~unplaced & is_call).select(correlation).to_series().drop_nulls()
+    # (an id that a zeroed call carries too -- another process's, in a file of several: correlation ids are
+    # per process -- may be that call's op: whose call placed it is not known, so it is left out)
+    zeroed_ids = x_events.filter(unplaced & is_call).select(correlation).to_series().drop_nulls()
     stays = (
         unplaced
         & is_op
-        & pl.col("a_correlation")
-        .cast(pl.Int64, strict=False)
-        .is_in(placed_calls.get_column("a_correlation").cast(pl.Int64, strict=False).drop_nulls().implode())
-        .fill_null(False)
+        & correlation.is_in(placed_ids.implode()).fill_null(False)
+        & ~correlation.is_in(zeroed_ids.implode()).fill_null(False)
     )
     kept_ops = int(x_events.select(stays.sum()).item())
     said = []
