@@ -17,7 +17,14 @@ from tests.builders import make_trace
 from tracekit.analyzers import attribution
 from tracekit.analyzers.attribution import CAUSE_NS, GRAPH_KERNEL_GAP_NS, DeviceTimeline, attribute_idle
 from tracekit.analyzers.iterations import IterationAnalysis, analyze_iterations
-from tracekit.analyzers.stability import Difference, level_shift, measure, ratio_state
+from tracekit.analyzers.stability import (
+    Difference,
+    Measurement,
+    level_shift,
+    measure,
+    ratio_state,
+    spread_warning,
+)
 from tracekit.model import OPS_WITHOUT_END, Trace, drop_negative_durations, mend_negative_durations
 from tracekit.readers.timestamps import FAR_NS, far_events
 
@@ -312,3 +319,27 @@ def test_a_level_shift_needs_a_later_level_above_0() -> None:
     assert level_shift([2.0] * 12 + [1.0] * 8) == 12
     assert level_shift([2.0] * 12 + [0.0] * 8) == 0
     assert level_shift([2.0] * 6 + [0.0] * 4) == 0
+
+
+#: iteration 0 at 4.0 ms (warm-up), then 1.0 and 1.3 in turn: every 10 iterations' mean 1.42, the 9 kept 1.1333
+WARM = [4.0, 1.0, 1.3, 1.0, 1.3, 1.0, 1.3, 1.0, 1.3, 1.0]
+
+
+def test_spread_warning_of_an_unstable_set_names_how_far_its_warm_up_moves_the_mean() -> None:
+    """WARM, its warm-up already said (said=1): the mean moved is not said again, the instability is, with the
+    move, |1.42 - 1.1333| / 1.1333 = 25.3% (spread_warning M158 printed 101x it: 25.5%). The kept 9 vary by
+    a CV of 14.0% (> 10%)."""
+    assert spread_warning(WARM, said=1) == (
+        "iteration latencies vary 4.0x (1 to 4 ms; coefficient of variation 64.7% over all 10): unstable: "
+        "coefficient of variation 14.0% (> 10%) (iteration 0 is warm-up (rule 'warmup'), moving the mean by "
+        "25.3%)"
+    )
+
+
+def test_a_measurement_keeps_its_warm_up_through_json() -> None:
+    """measure(WARM) drops iteration 0 as warm-up; to_json and from_json keep it (Measurement.from_json M73
+    read a key of another name: no warm-up)."""
+    m = measure(WARM)
+    assert (m.warmup, m.outliers) == ((0,), ())
+    back = Measurement.from_json(m.to_json())
+    assert back is not None and (back.warmup, back.outliers, back.kept) == ((0,), (), 9)
