@@ -1270,6 +1270,8 @@ def warmup_problem(meta: dict[str, Any], ranges_found: int) -> str | None:
     if flag is not True:
         return f"the sidecar's warmup_in_trace is {flag!r}, not true or false"
     for key, value in (("warmup_iterations", warmup), ("iterations", iters)):
+        if value is None:
+            return f"the sidecar says warmup_in_trace but not {key}"
         if not _count(value):
             return f"the sidecar's {key} is {value!r}, not a count"
     if warmup and ranges_found != warmup + iters:
@@ -1891,6 +1893,13 @@ def measure_gaps(
             )
     if skip:
         dropped_its = leading_iterations(ranges, skip)
+        if len(dropped_its) >= total and not skip_given:  # (the sidecar's count, not the user's --skip)
+            raise NoActivityError(
+                f"the sidecar says the first {skip} of the {total} {name!r} iterations are warm-up "
+                f"(warmup_iterations {skip}, iterations {trace.meta.get('iterations')!r}): no timed iteration "
+                "is left (--skip 0 analyzes them all)",
+                path,
+            )
         if len(dropped_its) >= total:
             raise NoActivityError(f"--skip {skip} drops all {total} {name!r} iterations", path)
         if len(dropped_its) > skip:  # (several processes' series: each one's first iterations)

@@ -257,3 +257,19 @@ def test_a_zeroed_kernel_whose_id_another_processs_zeroed_call_carries_is_left_o
     assert any("pytorch#188481" in w and "left out of every figure" in w for w in doc["warnings"]), doc[
         "warnings"
     ]
+
+
+def test_a_sidecar_whose_warm_up_is_every_run_says_so_not_skip(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A sidecar saying 3 warm-up runs and 0 timed ones, on a trace of 3 iterations, with no --skip given:
+    exit 2 naming the sidecar's counts, where it had said '--skip 3 drops all 3' of a --skip nobody gave."""
+    path = _kineto(tmp_path, "all_warmup", small_trace_events(iterations=3))
+    sidecar = {"synthetic": True, "warmup_in_trace": True, "warmup_iterations": 3, "iterations": 0}
+    path.with_name("all_warmup.synthetic.meta.json").write_text(json.dumps(sidecar))
+    code, _, err = analyze_json(capsys, str(path))
+    assert code == 2
+    assert err.strip().endswith(
+        "the sidecar says the first 3 of the 3 'iteration' iterations are warm-up (warmup_iterations 3, "
+        "iterations 0): no timed iteration is left (--skip 0 analyzes them all)"
+    ), err

@@ -112,7 +112,7 @@ def test_launch_medians_take_kernel_and_graph_launches_not_copies_or_memsets(bas
         (
             {"warmup_in_trace": True, "warmup_iterations": 3},
             7,
-            "the sidecar's iterations is None, not a count",
+            "the sidecar says warmup_in_trace but not iterations",
             0,
         ),
         (
