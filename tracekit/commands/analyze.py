@@ -144,9 +144,10 @@ def run(args: argparse.Namespace) -> int:
     elif args.format == "table" and sys.stdout.isatty():
         from rich.console import Console
 
+        from tracekit.commands.output import as_text_doc
         from tracekit.renderers.analysis import print_rich
 
-        print_rich(doc, Console())
+        print_rich(as_text_doc(doc), Console())  # (names from the trace as text: an escape sequence prints)
     else:
         emit(args, render("analyze", doc, args.format))
         if args.format != "table":  # a table on stdout (terminal, file or pipe) ends with them

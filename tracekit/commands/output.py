@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import re
 import sys
 from pathlib import Path
 
@@ -225,11 +226,38 @@ def resolve_output(args: argparse.Namespace, inputs: list[str | Path]) -> str:
     return args.format
 
 
+#: control characters (C0 but tab and newline, DEL, C1) that a terminal acts on: an escape sequence in a file or
+#: kernel name (clear the screen, set the title) would act as well as print
+CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def as_text(text: str) -> str:
+    """``text`` with each control character but tab and newline written as Python escapes it (``\\x1b``), as
+    :func:`tracekit.errors.one_line` writes stderr's lines: names from a trace reach the terminal as text."""
+    return CONTROL.sub(lambda m: repr(m.group())[1:-1], text) if CONTROL.search(text) else text
+
+
+def as_text_doc(doc: object) -> object:
+    """``doc`` (a JSON-like document) with every string :func:`as_text`: for a renderer that writes to the
+    terminal itself (analyze's table on a terminal, through rich), where :func:`emit` cannot clean its text."""
+    if isinstance(doc, str):
+        return as_text(doc)
+    if isinstance(doc, dict):
+        return {k: as_text_doc(v) for k, v in doc.items()}
+    if isinstance(doc, (list, tuple)):
+        return [as_text_doc(v) for v in doc]
+    return doc
+
+
 def emit(args: argparse.Namespace, text: str, said: bool = True) -> None:
     """Write a rendered result to ``-o FILE`` (atomically; "wrote FILE" on stderr unless ``said`` is False: the
-    caller says it once the file is in place) or to stdout."""
+    caller says it once the file is in place) or to stdout. The formats read by people (the terminal table,
+    Markdown) write control characters as text (:func:`as_text`); JSON escapes them itself, and CSV keeps the
+    data as it is."""
     from tracekit.io import write_text_atomic
 
+    if getattr(args, "format", None) in ("table", "markdown"):
+        text = as_text(text)
     out = getattr(args, "output", None)
     if out:
         write_text_atomic(out, text)
