@@ -42,7 +42,10 @@ Input: the compact results of :mod:`tracekit.fleet.compact`, one per trace. All 
   aligned. Matched from the last, each trace's last steps are the ones lined up, skewed and compared for the
   slowest (a trace holding fewer began later); matched from the first, its first: without step numbers a
   capture that began later and one that ended earlier read the same, and are then not aligned.
-  ``matched_from`` says which, and the straggler compares the same collectives.
+  ``matched_from`` says which, and the straggler compares the same collectives. A compact result keeps the
+  first 4,096 collectives of its trace (``collectives_total`` says how many it holds): where some trace's
+  lists were cut, they are matched by position only where every trace holds as many in all, from the first
+  only where every list begins at the same numbered step, else not at all (:func:`cut_lists`).
 - **straggler** (needs aligned clocks): at each matched collective, the trace that *arrives* (starts the
   collective) last is the one the others wait for; the wait it causes is its arrival minus the median arrival
   of the others. The straggler is the trace that arrives last most often; reported with how often and the
@@ -968,6 +971,66 @@ def captured_apart(results: list[dict[str, Any]]) -> str | None:
     return None
 
 
+#: A result's flag (:func:`with_cut_flag`): its lists of collectives hold only the first of more
+#: (``collectives_total``), the compact result's cap (tracekit.fleet.compact.MAX_COLLECTIVES).
+CUT = "_collectives_cut"
+
+
+def with_cut_flag(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with :data:`CUT` set where it holds more collectives (``collectives_total``) than its lists
+    (cut at the compact result's cap): set before any list is restricted (by process group, step number,
+    point-to-point kernels), which shortens the lists but not the total."""
+    kept = len(result.get("collective_ends_ns", ()))
+    total = result.get("collectives_total")
+    cut = isinstance(total, int) and total > kept
+    return {**result, CUT: (kept, total)} if cut else result
+
+
+def cut_lists(results: list[dict[str, Any]], counts: list[int]) -> tuple[str | None, str | None]:
+    """Where some trace's lists of collectives were cut (:func:`with_cut_flag`): (why the collectives cannot be
+    matched, or None; how they may be matched, or None: from the first only). Only each trace's first
+    collectives are kept, so matched from the last cannot be checked at all, nor from the first whether a
+    capture began at another collective. So the lists are matched by position where every trace holds as many
+    collectives in all and as many in the lists compared, and from the first where every list begins with the
+    first collective of the same numbered step (:func:`step_numbers`; the steps numbered alike,
+    :func:`by_step_number`); else not at all. (Past the cap, traces of 4,300 and 4,200 collectives had both read
+    4,096 and been matched from the first, with no doubt: a capture begun 100 steps later was 'aligned' 26.150
+    ms off for a 2.5 ms offset, residual 0.)"""
+    cut = [r for r in results if r.get(CUT)]
+    if not cut:
+        return None, None
+    totals = [r[CUT][1] if r.get(CUT) else len(r.get("collective_ends_ns", ())) for r in results]
+    if len(set(totals)) == 1 and len(set(counts)) == 1:
+        return None, None
+    held = _named([f"{label(r)}: {r[CUT][0]:,} of {r[CUT][1]:,}" for r in cut], "; ")
+    if _same_first_step(results):
+        return None, (
+            f"only the first collectives of some traces are kept ({held}), and every list begins at the same "
+            "numbered step"
+        )
+    return (
+        f"traces hold {min(totals):,} to {max(totals):,} collectives, and only the first of some are kept "
+        f"({held}): whether they match from the first or from the last cannot be checked on the collectives "
+        "kept, so which collective matches which is not known"
+    ), None
+
+
+def _same_first_step(results: list[dict[str, Any]]) -> bool:
+    """Whether every trace numbers its steps, its first step (by number) is the same, and its first collective
+    was launched in that step (``collective_iterations``)."""
+    firsts = set()
+    for r in results:
+        numbers = step_numbers(r)
+        of = r.get("collective_iterations")
+        if not numbers or of is None or not len(of) or len(of) != len(r.get("collective_ends_ns", ())):
+            return False
+        first = min(numbers)
+        if of[0] is None or int(of[0]) != int(r["iterations"]["index"][numbers.index(first)]):
+            return False
+        firsts.add(first)
+    return len(firsts) == 1
+
+
 def clock_offsets(
     results: list[dict[str, Any]], apart: str | None = None, groups: str | None = None
 ) -> dict[str, Any]:
@@ -1007,8 +1070,15 @@ def clock_offsets(
                 "across ranks)"
             )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
+    cut, first_only = cut_lists(results, counts)
+    if cut:
+        return {"aligned": False, "why": cut, "offsets_ns": None, "matched": 0}
     n = min(counts)
     differ = kinds_differ(results, n)
+    if first_only:  # (lists cut at the cap, begun at one step: matched from the first, never from the last)
+        if differ:
+            return {"aligned": False, "why": differ, "offsets_ns": None, "matched": 0}
+        return _partial_match(_aligned(results, n, last=False), results, n, first_only)
     same_count = len(set(counts)) == 1
     # (with equal counts the last n are the first n)
     differ_last = differ if same_count else kinds_differ(results, n, last=True)
@@ -1040,22 +1110,33 @@ def clock_offsets(
             return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
         fits, how = lined_up, " (the only way the steps line up)"
     chosen = fits[0] if fits else first
+    chosen["last"] = chosen is last
+    return _partial_match(chosen, results, n, how)
+
+
+def _partial_match(chosen: dict[str, Any], results: list[dict[str, Any]], n: int, how: str) -> dict[str, Any]:
+    """The ``clocks`` document of traces of different numbers of collectives matched from the first or (where
+    ``chosen["last"]``) from the last ``n``: not aligned where the ends matched disagree by more than
+    :data:`PARTIAL_MATCH_RESIDUAL_NS`; ``how``: why this way (said after what was matched)."""
+    counts = [len(r.get("collective_ends_ns", ())) for r in results]
+    span = f"traces hold {min(counts)} to {max(counts)} collectives"
+    end = "last" if chosen.get("last") else "first"
     if chosen["fits"] and chosen["residual"] > PARTIAL_MATCH_RESIDUAL_NS:
         # (a guess of which collective is which holds only where the ends it matches agree as one
         # collective's do; one all-reduce missing from a trace had matched 7 others 1060 us apart and given a
         # clock offset 10.8 ms off, and a straggler waiting 1.22 ms for a 0.2 ms truth)
         why = (
-            f"{span}: matched from the {'last' if chosen is last else 'first'}, their ends still disagree by up "
+            f"{span}: matched from the {end}, their ends still disagree by up "
             f"to {chosen['residual'] / 1e3:.3f} µs (one collective's end on every rank agrees within "
             f"{PARTIAL_MATCH_RESIDUAL_NS / 1e3:.0f} µs): which collective matches which is not known"
         )
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     out = _aligned_or_not(chosen, results, n)
     if out["aligned"]:
-        out["why"] = f"{span}; the {'last' if chosen is last else 'first'} {n} were matched{how}" + (
-            f"; {ONE_MATCHED}" if n == 1 else ""
-        )
-        out["matched_from"] = "last" if chosen is last else "first"
+        if how and not how.startswith(" ("):
+            how = f" ({how})"
+        out["why"] = f"{span}; the {end} {n} were matched{how}" + (f"; {ONE_MATCHED}" if n == 1 else "")
+        out["matched_from"] = end
     return out
 
 
@@ -1244,6 +1325,8 @@ def by_step_number(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]],
             restricted["collective_ends_ns"] = np.asarray(r["collective_ends_ns"])[mask]
             kinds = list(r.get("collective_kinds") or [""] * len(mask))
             restricted["collective_kinds"] = [k for k, m in zip(kinds, mask, strict=True) if m]
+            # (the steps of the collectives kept too: :func:`_same_first_step` reads the first one's)
+            restricted["collective_iterations"] = [i for i, m in zip(of, mask, strict=True) if m]
             for key in ("collective_ops", "collective_groups"):
                 said = r.get(key)
                 if said is not None and len(said) == len(mask):
@@ -1584,6 +1667,8 @@ def without_repeats(results: list[dict[str, Any]]) -> tuple[list[dict[str, Any]]
 def summarize(results: list[dict[str, Any]]) -> dict[str, Any]:
     """The cross-trace document (see the module docstring)."""
     results, repeats = without_repeats(results)
+    # (which traces' lists of collectives were cut at the compact result's cap, before any is restricted)
+    results = [with_cut_flag(r) for r in results]
     # (point-to-point kernels are communication, not collectives matched across traces)
     results = with_labels(_order([collectives_only(r) for r in results]))
     # (collectives of one process group, where the kernels say their groups: matched within it)

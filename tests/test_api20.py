@@ -463,14 +463,6 @@ def test_the_compact_result_counts_the_collectives_past_its_cap(
     assert (len(result["collective_ends_ns"]), result["collectives_total"]) == (10, 10)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="analyzers/ranks.py (lead): the clock alignment counts each trace's collectives by the lists the "
-    "workers keep (at most fleet.compact.MAX_COLLECTIVES = 4096); past the cap, traces holding 4,300 and 4,200 "
-    "collectives both read 4,096, are matched from the first with no doubt, and a capture begun 100 steps "
-    "later is 'aligned' with an offset 100 steps off (26.150 ms for 2.5, residual 0), where below the cap "
-    "the same traces are not aligned (both matchings fit); compact now carries collectives_total",
-)
 def test_collectives_past_the_cap_are_not_aligned_by_position(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

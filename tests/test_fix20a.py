@@ -189,3 +189,75 @@ def test_a_report_sweep_names_its_batches_by_range(
         + RANGES_APART.format("'iteration' in batch 1, batch 4; 'ProfilerStep#*' in batch 2")
     ]
     assert warnings((1, 4)) == []
+
+
+# --------------------------------------------------------------- clocks: collectives past the compact result's cap
+
+
+def _two_ranks(tmp_path: Path, later: int, numbered: bool) -> list[Path]:
+    """Two simulated ranks of 12 steps (one all-reduce each), rank 1's clock 2.5 ms ahead; rank 1's capture
+    begun ``later`` steps later; ``numbered``: ProfilerStep#N kept, else renamed 'iteration'."""
+    import gzip
+
+    from tracekit.simulate.ranks import RankSimulation, write_ranks
+
+    paths = write_ranks(
+        RankSimulation(ranks=2, steps=12, kernels=2, clock_offset_ns=[0, 2_500_000]), tmp_path / "cap"
+    )
+    for k, path in enumerate(paths):
+        doc = json.loads(gzip.decompress(path.read_bytes()))
+        events = doc["traceEvents"]
+        if k == 1 and later:
+            starts = [float(e["ts"]) for e in events if e["name"].startswith("ProfilerStep#")]
+            events = [e for e in events if float(e["ts"]) >= starts[later]]
+        for e in events:
+            if not numbered and e["name"].startswith("ProfilerStep#"):
+                e["name"] = "iteration"
+        doc["traceEvents"] = events
+        path.write_bytes(gzip.compress(json.dumps(doc).encode()))
+    return paths
+
+
+@pytest.mark.parametrize(
+    ("later", "numbered", "cap", "offsets", "why"),
+    [
+        # rank 0 alone cut (10 of 12 kept, rank 1's 10 whole): the lists hold 10 and 10, which had been matched
+        # by position, 'aligned' at 3.098 ms (2.5 + 2 steps of 0.299), residual 0
+        (
+            2,
+            False,
+            10,
+            None,
+            "traces hold 10 to 12 collectives, and only the first of some are kept (rank 0: 10 of 12): whether "
+            "they match from the first or from the last cannot be checked on the collectives kept, so which "
+            "collective matches which is not known",
+        ),
+        # numbered steps: restricted to #2-#11, both lists begin at #2: matched from the first (6), exact
+        (
+            2,
+            True,
+            8,
+            [0, 2_500_000],
+            "traces hold 6 to 8 collectives; the first 6 were matched (only the first collectives of some traces "
+            "are kept (rank 0: 8 of 12; rank 1: 8 of 10), and every list begins at the same numbered step)",
+        ),
+        # as many in all (12 and 12), both cut to 8: matched by position, exact
+        (0, False, 8, [0, 2_500_000], None),
+    ],
+)
+def test_clock_alignment_on_lists_cut_at_the_cap(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    later: int,
+    numbered: bool,
+    cap: int,
+    offsets: list[int] | None,
+    why: str | None,
+) -> None:
+    import tracekit
+    from tracekit.fleet import compact
+
+    paths = _two_ranks(tmp_path, later, numbered)
+    monkeypatch.setattr(compact, "MAX_COLLECTIVES", cap)
+    clocks = tracekit.analyze_many(paths, jobs=1)["clocks"]
+    assert (clocks["aligned"], clocks["offsets_ns"], clocks.get("why")) == (offsets is not None, offsets, why)
