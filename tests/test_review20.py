@@ -604,7 +604,7 @@ def test_every_iteration_left_out_of_the_causes_does_not_crash_the_text_report(
     doc = _analyze(capsys, path)
     projection = doc["idle_attribution"]["cuda_graph_projection"]
     assert projection is None or projection["applies"] is False or projection["latency_ms"] is not None
-    for fmt in ("text", "markdown"):
+    for fmt in ("table", "markdown"):
         code, out, err = run_cli(capsys, "analyze", str(path), "--format", fmt)
         assert code == 0, err
         assert "internal error" not in err
