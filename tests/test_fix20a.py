@@ -60,6 +60,31 @@ def test_a_run_written_three_times_counts_once(tmp_path: Path, capsys: pytest.Ca
     assert any("(6 repeated events left out)" in w for w in doc["warnings"]), doc["warnings"]
 
 
+def test_a_profile_written_twice_is_not_read_as_merged_sessions(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The whole profile written twice (set-up and runs): the 3 runs of (1.0, 0.4, 2), the set-up once, and no
+    warning that several sessions' profiles were merged (before: '2 'session_initialization' events in one
+    process: ... profiles of several sessions ... were merged into this file'); a second session_initialization
+    at another time (a session re-created) is still said."""
+    code, doc, err = analyze_json(capsys, str(_ort(tmp_path, "whole_twice", ort_cpu_events() * 2)))
+    assert code == 0 and doc is not None, err
+    assert _ort_rows(doc) == [(1.0, 0.4, 2)] * 3
+    assert doc["session_setup"] == [
+        {"name": "model_loading_uri", "ms": 0.05},
+        {"name": "session_initialization", "ms": 0.04},
+    ]
+    assert not any("merged into this file" in w for w in doc["warnings"]), doc["warnings"]
+    assert any(
+        w.startswith("2 set-up events ('model_loading_uri', 'session_initialization') recorded twice")
+        for w in doc["warnings"]
+    )
+    again = ort_cpu_events() + [ort_event("Session", "session_initialization", 7000, 40)] + ort_cpu_run(7200)
+    code, doc, err = analyze_json(capsys, str(_ort(tmp_path, "recreated", again)))
+    assert code == 0 and doc is not None, err
+    assert any(w.startswith("2 'session_initialization' events in one process") for w in doc["warnings"])
+
+
 def test_runs_that_overlap_without_being_equal_are_still_merged_sessions(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -918,6 +918,26 @@ def _without_repeated_runs(frame: pl.DataFrame) -> tuple[pl.DataFrame, int, int]
     return kept, repeated.height, left_out.len()
 
 
+def _without_repeated_setup(frame: pl.DataFrame) -> tuple[pl.DataFrame, list[str]]:
+    """(``frame`` without the Session events other than ``model_run`` (set-up: ``model_loading_uri``,
+    ``session_initialization``) that repeat an earlier one in every field read, of positive length, the names
+    of those left out). One session writes each once, and one thread cannot begin two equal spans at one
+    time: such a copy is the event written again (a profile concatenated with itself), which had been read as
+    a second session merged into the file ('2 session_initialization events in one process')."""
+    fields = [c for c in frame.columns if c != "order"]
+    setup = (
+        (pl.col("cat") == "Session") & (pl.col("name") != MODEL_RUN) & (pl.col("op_end") > pl.col("start"))
+    ).fill_null(False)
+    events = frame.filter(setup)
+    if events.height < 2:
+        return frame, []
+    copies = events.sort("order").filter(pl.int_range(pl.len()).over(fields) > 0)
+    if copies.is_empty():
+        return frame, []
+    kept = frame.filter(~pl.col("order").is_in(copies.get_column("order").implode()))
+    return kept, copies.get_column("name").to_list()
+
+
 def _merged_sessions(session: pl.DataFrame) -> int:
     """How many ``model_run`` events start before an earlier one on the same thread (pid, tid) ended: one
     session runs one ``Run`` at a time per thread, so this happens only where the profiles of several
@@ -1251,6 +1271,14 @@ def read(path: Path) -> Trace:
             "second event equal to the first in every field, on the same thread), with the events inside "
             f"{'them' if repeated_runs > 1 else 'it'}: one thread runs one run at a time, so each is one run "
             f"written again into the profile; counted once ({repeats} repeated events left out)"
+        )
+    frame, setup_repeats = _without_repeated_setup(frame)
+    if setup_repeats:
+        names = ", ".join(f"'{n}'" for n in dict.fromkeys(setup_repeats))
+        warnings.append(
+            f"{len(setup_repeats)} set-up event{'s' if len(setup_repeats) > 1 else ''} ({names}) recorded twice (a "
+            "second event equal to the first in every field, on the same thread): one session writes each once, "
+            "so each is the same event written again into the profile, not another session's; counted once"
         )
     session = frame.filter(pl.col("cat") == "Session")
     merged = _merged_sessions(session)
