@@ -882,7 +882,35 @@ def select_ranges(
             f"left out {n} range{'s' if n > 1 else ''} without a start or an end time ({names}): "
             "such a range has no latency and is no iteration"
         )
+    mixed = None if choice.synthetic else _domains_of(choice.frame, candidates)
+    if mixed is not None:
+        choice.warnings.append(mixed)
     return choice
+
+
+def _domains_of(chosen: pl.DataFrame, candidates: pl.DataFrame) -> str | None:
+    """A warning when the chosen ranges come from more than one NVTX domain (a library's own domain may name
+    a range as the user does: 'iteration' ranges of the default domain and of a library's between them had
+    made 6 iterations, 3 of them empty, unsaid); None otherwise. ``chosen``: the choice's frame; ``candidates``:
+    the ranges it was chosen from (with ``domain``)."""
+    if chosen.is_empty() or "domain" not in candidates.columns:
+        return None
+    keys = ["start", "end", "pid", "thread", "name"]
+    domains = (
+        chosen.select(pl.col("range_start").alias("start"), pl.col("range_end").alias("end"), *keys[2:])
+        .join(candidates.select(*keys, "domain"), on=keys, how="left", nulls_equal=True)
+        .group_by("domain")
+        .len()
+        .sort("len", "domain", descending=[True, False], nulls_last=True)
+    )
+    if domains.height < 2:
+        return None
+    counts = ", ".join(f"{d if d is not None else 'none'}: {n}" for d, n in domains.iter_rows())
+    return (
+        f"the {chosen.height} iteration ranges come from {domains.height} NVTX domains ({counts}): a library may "
+        "name its own ranges as the program names its iterations, and those are other work; --range chooses "
+        "by name, not by domain"
+    )
 
 
 def _without_instants(

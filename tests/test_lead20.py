@@ -273,3 +273,31 @@ def test_a_sidecar_whose_warm_up_is_every_run_says_so_not_skip(
         "the sidecar says the first 3 of the 3 'iteration' iterations are warm-up (warmup_iterations 3, "
         "iterations 0): no timed iteration is left (--skip 0 analyzes them all)"
     ), err
+
+
+def test_iteration_ranges_of_two_nvtx_domains_are_said(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """3 'iteration' ranges of the default domain (1 ms, 2 ms apart, one kernel each) and 3 'iteration'
+    ranges a library opened in its own domain 'libfoo' between them, holding nothing: 6 iterations, 3 empty,
+    as before, and now a warning naming the two domains and their counts (hostile20's seen-not-tested)."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.nvtx_domain(1, 5, "libfoo")
+    for i in range(3):
+        t0 = 10_000_000 + i * 2_000_000
+        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
+        b.nvtx_range(t0 + 1_200_000, t0 + 1_300_000, "iteration", domain=5)
+        b.runtime(t0 + 50_000, t0 + 60_000, "cudaLaunchKernel_v7000", correlation=i + 1)
+        b.kernel(t0 + 100_000, t0 + 300_000, "k", correlation=i + 1)
+    path = b.write(tmp_path / "two_domains.synthetic.sqlite")
+    doc = _analyze(capsys, path)
+    assert len(doc["iterations"]) == 6
+    said = [w for w in doc["warnings"] if "NVTX domains" in w]
+    assert said == [
+        "the 6 iteration ranges come from 2 NVTX domains (default: 3, libfoo: 3): a library may name its own "
+        "ranges as the program names its iterations, and those are other work; --range chooses by name, not "
+        "by domain"
+    ], doc["warnings"]
