@@ -154,3 +154,27 @@ def devices_sharing_iterations(trace: Trace) -> set[int]:
     if many.is_empty():
         return set()
     return set(ops.filter(pl.col("pid").is_in(many["pid"].implode()))["device"].to_list())
+
+
+def gpu_models_warning(trace: Trace) -> str | None:
+    """A warning when the trace's kernels ran on GPUs of more than one model (``meta["gpus"]`` names each
+    device): the trace's ``gpu`` names the busiest only, and the iterations' figures mix the models (a trace
+    of an H100 and an A100, equally busy, had read "gpu: NVIDIA H100" alone). None otherwise."""
+    gpus = trace.meta.get("gpus")
+    if not isinstance(gpus, list) or len(gpus) < 2 or trace.ops.is_empty():
+        return None
+    names = {g.get("id"): g.get("name") for g in gpus if isinstance(g, dict) and g.get("name") is not None}
+    kernels = trace.ops.filter(pl.col("kind") == "kernel")
+    used = (kernels if kernels.height else trace.ops).group_by("device").len()
+    by_model: dict[str, int] = {}
+    for device, count in used.iter_rows():
+        if device in names:
+            by_model[str(names[device])] = by_model.get(str(names[device]), 0) + int(count)
+    if len(by_model) < 2:
+        return None
+    what = "kernels" if kernels.height else "device ops"
+    shown = ", ".join(f"{name}: {n}" for name, n in sorted(by_model.items(), key=lambda kv: (-kv[1], kv[0])))
+    return (
+        f"the {what} ran on GPUs of {len(by_model)} models ({shown} {what}): the trace's GPU names the "
+        f"busiest, {trace.meta.get('gpu')}, and the iterations' figures mix the models"
+    )

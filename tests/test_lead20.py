@@ -301,3 +301,31 @@ def test_iteration_ranges_of_two_nvtx_domains_are_said(
         "ranges as the program names its iterations, and those are other work; --range chooses by name, not "
         "by domain"
     ], doc["warnings"]
+
+
+def test_kernels_on_gpus_of_two_models_are_said(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """An H100 (device 0) and an A100 (device 1) each running one kernel per iteration: the trace's GPU is the
+    busiest (a tie: the lower id, the H100), and now a warning says the kernels ran on two models."""
+    from tests.nsys_builder import NsysBuilder
+
+    b = NsysBuilder()
+    b.gpu(0, "NVIDIA H100")
+    b.gpu(1, "NVIDIA A100")
+    for i in range(3):
+        t0 = 10_000_000 + i * 2_000_000
+        b.nvtx_range(t0, t0 + 1_000_000, "iteration")
+        for d in (0, 1):
+            b.runtime(
+                t0 + 50_000 + d * 100,
+                t0 + 60_000 + d * 100,
+                "cudaLaunchKernel_v7000",
+                correlation=2 * i + d + 1,
+            )
+            b.kernel(t0 + 100_000, t0 + 300_000, "k", device=d, correlation=2 * i + d + 1)
+    doc = _analyze(capsys, b.write(tmp_path / "two_models.synthetic.sqlite"))
+    assert doc["trace"]["gpu"] == "NVIDIA H100"
+    said = [w for w in doc["warnings"] if "GPUs of" in w]
+    assert said == [
+        "the kernels ran on GPUs of 2 models (NVIDIA A100: 3, NVIDIA H100: 3 kernels): the trace's GPU names the "
+        "busiest, NVIDIA H100, and the iterations' figures mix the models"
+    ], doc["warnings"]

@@ -185,7 +185,12 @@ def analyze_trace(
     from tracekit.analysis import Analysis, Source, TraceInfo
     from tracekit.analyzers import iterations as it
     from tracekit.analyzers.attribution import idle_summary, projection
-    from tracekit.analyzers.devices import analyze_devices, independent_devices_doubt, per_device_rows
+    from tracekit.analyzers.devices import (
+        analyze_devices,
+        gpu_models_warning,
+        independent_devices_doubt,
+        per_device_rows,
+    )
 
     options = options or AnalysisOptions()
     if item is None:
@@ -268,7 +273,13 @@ def analyze_trace(
         else projection(
             frame, attribution, result.device, result.setup_caveat, result.capture_refusal
         ),  # stage: project
-        warnings=(*result.warnings, *cost_warnings, *inference_notes(config), *config.inference_warnings),
+        warnings=(
+            *result.warnings,
+            *filter(None, [gpu_models_warning(trace)]),
+            *cost_warnings,
+            *inference_notes(config),
+            *config.inference_warnings,
+        ),
         no_verdict=result.no_verdict,
         session_setup=tuple(meta.get("session_setup") or ()),
         source=Source(trace, item, result, None if devices is None else tuple(devices)),
