@@ -161,14 +161,6 @@ def test_an_unnamed_graph_launch_is_read_as_the_graph_launch_it_is(
 _NEWLINE_NAME = "nl\n# heading | x.synthetic.json"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers (analysis.py, the many-trace and table notes, compare.py's title): a trace "
-    "file name holding a newline is written raw into Markdown bullets and headings ('- trace: nl' then a line "
-    "'# heading | x.synthetic.json ...', '## nl' then '# heading ... vs ...'), so the document gains a "
-    "heading the input wrote; table cells of the same documents replace the newline and escape '|', and "
-    "stderr writes it as '\\n' (errors.one_line)",
-)
 @pytest.mark.parametrize("command", ["analyze", "analyze_two", "table", "compare"])
 def test_a_file_name_with_a_newline_does_not_write_markdown_structure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
@@ -191,12 +183,6 @@ def test_a_file_name_with_a_newline_does_not_write_markdown_structure(
     assert injected == [], injected
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/compare.py: compare's Markdown document ends with its '## Warnings' list without "
-    "a final newline (stdout and -o FILE alike), so 'cat' or a shell joins the next text to the last warning "
-    "('...only their durations are measuredwarning: ...'); analyze's and table's documents end with one",
-)
 def test_compare_markdown_with_warnings_ends_with_a_newline(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -267,13 +253,6 @@ def test_pin_an_unnamed_launch_of_one_kernel_stays_a_kernel_launch(
 _ESCAPES = "\x1b[2J\x1b]0;pwned\x07"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers (the terminal tables of analyze, table and compare): a file name or a kernel "
-    "name holding an escape sequence is printed raw on stdout ('trace: .../esc\\x1b[2J...', compare's per-name "
-    "row '│ evil\\x1b[2J\\x1b]0;pwnedk │', table's row and its 'warning:' lines on stdout), where stderr's copy "
-    "of the same text is escaped by errors.one_line ('reaches the terminal as text')",
-)
 @pytest.mark.parametrize("command", ["analyze", "analyze_two", "table", "compare_names"])
 def test_the_terminal_table_prints_escape_sequences_as_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str
@@ -586,12 +565,6 @@ def test_a_step_whose_request_count_is_unreadable_is_not_idle(
     assert classes[0][0] is None and classes[0][1] is None, classes[0]  # (b6716b0: unclassified, no counts)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/analysis.py (as for file names above): a range name holding a newline is written "
-    "raw into analyze's Markdown headline ('- iterations: 4 ranges named 'iter' then a line \"# heading' (most "
-    'frequent top-level range ...)") and into the many-trace warnings bullet',
-)
 @pytest.mark.parametrize("many", [False, True])
 def test_a_range_name_with_a_newline_does_not_write_markdown_structure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], many: bool
