@@ -248,6 +248,16 @@ def step_classes(ranges: pl.DataFrame, trace: Trace | None = None) -> pl.DataFra
         .with_columns(pl.lit(True).alias("_k"))
         .with_columns(_class_of("_p", "_d", "_k"))
     )
+    # an iteration holding an engine step whose class its name does not give (a count past int64, an SGLang
+    # mode not known) is of unknown work: not the class, nor the counts, of its other steps (a step of an
+    # unreadable context count beside a decode step of 4 had read 'decode', 0 context requests)
+    unknown = classified.filter(pl.col("step_engine").is_not_null() & pl.col("step_class").is_null())
+    if unknown.height:
+        held = pl.col("iteration").is_in(unknown.get_column("iteration").implode())
+        per_iteration = per_iteration.with_columns(
+            pl.when(~held).then(pl.col(c)).alias(c)
+            for c in ("step_class", "context_requests", "generation_requests")
+        )
     if trace is not None:
         per_iteration = _sglang_in_vllm_format(per_iteration, own, trace)
     return own.select("iteration").join(

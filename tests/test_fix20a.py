@@ -134,6 +134,40 @@ def test_steps_whose_counts_read_are_still_classified() -> None:
     assert classify_names(pl.Series(names))["step_class"].to_list() == ["idle", "mixed", "mixed"]
 
 
+def test_an_iteration_holding_a_step_of_unknown_work_takes_no_class_from_its_others(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """4 ProfilerStep#k ranges (the small Kineto trace's 'iteration' ranges renamed), each holding two vLLM
+    steps: a decode step of 4 requests after a step of an unreadable (past int64) context count in #0 and #2,
+    of 1 context request in #1 and #3. #1 and #3 are mixed (1, 4); #0 and #2 hold a step of unknown work: no
+    class and no counts (before: 'decode', 0 context requests, 4 generation), engine vLLM still said."""
+    from tests.hostile import small_trace_events
+
+    events = []
+    for e in small_trace_events():
+        if e["cat"] != "user_annotation":
+            events.append(e)
+            continue
+        k = len([x for x in events if x["name"].startswith("ProfilerStep#")])
+        first = "execute_context_99999999999999999999999(1)" if k % 2 == 0 else "execute_context_1(5)"
+        events += [
+            {**e, "name": f"ProfilerStep#{k}"},
+            {**e, "name": f"{first}_generation_0(0)", "ts": e["ts"] + 1, "dur": 400},
+            {**e, "name": "execute_context_0(0)_generation_4(4)", "ts": e["ts"] + 450, "dur": 400},
+        ]
+    path = tmp_path / "steps_inner.synthetic.json"
+    path.write_text(json.dumps({"schemaVersion": 1, "traceEvents": events, "metadata": {"synthetic": True}}))
+    code, doc, err = analyze_json(capsys, str(path))
+    assert code == 0 and doc is not None, err
+    assert doc["range"] == "ProfilerStep#*"
+    rows = [
+        (it["step_engine"], it["step_class"], it["context_requests"], it["generation_requests"])
+        for it in doc["iterations"]
+    ]
+    assert rows == [("vLLM", None, None, None), ("vLLM", "mixed", 1, 4)] * 2
+    assert [(c["step_class"], c["steps"]) for c in doc["step_classes"]] == [("mixed", 2), ("unclassified", 2)]
+
+
 # --------------------------------------------------------- compare and report: iterations cut by different ranges
 
 RANGES_APART = "iterations are cut by different ranges ({}): a step of one trace may be other work than a step of another"
