@@ -1741,6 +1741,14 @@ def projection(
         return Projection(False, f"{ALREADY_GRAPHS} ({attribution.graph_launches} graph launch calls)")
     if not iterations.height or not (iterations.get_column("gpu_busy_ms").fill_null(0) > 0).any():
         return Projection(False, "no device work in the analyzed iterations")
+    if iterations.filter(~pl.col("index").is_in(list(attribution.unknown))).is_empty():
+        # (every iteration's idle time unknown: untimed ops, calls of unknown end; its figures had been null
+        # beside 'applies', and the terminal view had failed on them)
+        return Projection(
+            False,
+            "no analyzed iteration's idle time is known (device ops without times, or API calls of unknown "
+            "end, in each: the warnings name them)",
+        )
     frame, info = project_cuda_graphs(iterations, attribution)
     latency, projected = frame.get_column("latency_ms").mean(), frame.get_column("projected_ms").mean()
     typical = frame.select(pl.col("latency_ms", "projected_ms").median()).row(0)

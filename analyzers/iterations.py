@@ -829,13 +829,14 @@ def _windows(ranges: pl.DataFrame, ops: pl.DataFrame) -> pl.DataFrame:
     ).with_columns(pl.max_horizontal("range_end", "gpu_end", "window_start").alias("window_end"))
 
 
-def _synchronized_over_earlier_work(windows: pl.DataFrame) -> str | None:
-    """The warning for synchronized iterations whose range begins while an earlier iteration's GPU work (of
-    its process) still runs: their window is their range (the time the user's timer sees), so that time is in
-    two iterations' latencies, and in theirs it reads as idle, framework overhead, though the device was busy
-    with the earlier work (hostile20: kernels of 1.4 ms spilling 0.43 ms into the next 1-ms range had read
-    0.99 ms idle there, 0.97 dispatch, where the GPU was idle 0.56 ms). None when there is none."""
-    over = (
+def _synchronized_over_earlier_work(windows: pl.DataFrame) -> pl.DataFrame:
+    """(iteration, overlap ns): the synchronized iterations whose range begins while an earlier iteration's
+    GPU work (of its process) still runs, and for how long. Their window is their range (the time the user's
+    timer sees), so that time is in two iterations' latencies, and in theirs it reads as idle, framework
+    overhead, though the device was busy with the earlier work (hostile20: kernels of 1.4 ms spilling
+    0.43 ms into the next 1-ms range had read 0.99 ms idle there, 0.97 dispatch, where the GPU was idle
+    0.56 ms). Said by :func:`_overlap_said` over the analyzed iterations."""
+    return (
         windows.filter(pl.col("synchronized") & pl.col("earlier_gpu_end").is_not_null())
         .select(
             "iteration",
@@ -843,12 +844,18 @@ def _synchronized_over_earlier_work(windows: pl.DataFrame) -> str | None:
         )
         .filter(pl.col("overlap") > 0)
     )
+
+
+def _overlap_said(over: pl.DataFrame, frame: pl.DataFrame) -> str | None:
+    """The warning for the analyzed iterations (``frame``: ``index``) among ``over``
+    (:func:`_synchronized_over_earlier_work`), or None when none of them is analyzed."""
+    over = over.filter(pl.col("iteration").is_in(frame.get_column("index").implode()))
     if over.is_empty():
         return None
     from tracekit.analyzers.stability import index_span
 
     return (
-        f"{over.height} of {windows.height} iterations (index {index_span(over['iteration'].to_list())}) begin "
+        f"{over.height} of {frame.height} iterations (index {index_span(over['iteration'].to_list())}) begin "
         "while an earlier iteration's GPU work still runs: their windows, their ranges, overlap it "
         f"({over['overlap'].sum() / 1e6:.3f} ms in all, up to {over['overlap'].max() / 1e6:.3f} ms), so that "
         "time is in two iterations' latencies, and in theirs it reads as idle time (framework overhead) though "
@@ -1799,8 +1806,6 @@ def measure_gaps(
         untimed_doubt = _untimed_outside_windows(trace.ops)
     windows = _windows(ranges, ops)
     spilled = _synchronized_over_earlier_work(windows) if has_ops else None
-    if spilled is not None:
-        warnings.append(spilled)
     # (per op only where some iteration's first op started before its window: the windows say so at once)
     early = has_ops and windows.select((pl.col("gpu_start") < pl.col("window_start")).any()).item()
     early_ns = _work_before_windows(ops, windows) if early else 0
@@ -1939,6 +1944,9 @@ def measure_gaps(
     capture_notes, capture_doubts, capture_refusal, capturing = _capture_findings(trace, ranges, frame)
     warnings += capture_notes
     frame = _iteration_columns(frame, has_api, has_ops)
+    overlap = None if spilled is None or spilled.is_empty() else _overlap_said(spilled, frame)
+    if overlap is not None:  # (over the analyzed iterations: after --skip and a cut-off last one)
+        warnings.append(overlap)
     doubts = untimed_doubt + clock_doubts(before_call, frame) + implausible + capture_doubts + shared_doubt
     doubts += _pauses_in_windows(gaps, frame.height, assignment.choice.synthetic)
     parent_notes, parent_doubts = parent_clock_findings(trace.meta.get("ops_before_parent"), frame)

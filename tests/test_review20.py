@@ -426,14 +426,6 @@ def test_the_overlap_warning_counts_each_processs_earlier_work_only(
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="1404879 (analyzers/iterations.py _synchronized_over_earlier_work, called in measure_gaps before "
-    "--skip drops iterations): with --skip 2 the analyzed iterations are 2-5, yet the warning reads '3 of 6 "
-    "iterations (index 1, 3, 5) ... (1.290 ms in all, up to 0.430 ms)', naming skipped iteration 1; expected "
-    "'2 of 4 iterations (index 3, 5) ... (0.860 ms in all, up to 0.430 ms)' (--skip 5: '1 of 1 ... (index 5) "
-    "... 0.430 ms' for '3 of 6')",
-)
 def test_the_overlap_warning_is_over_the_analyzed_iterations_after_skip(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -579,16 +571,6 @@ def test_nvfusers_kernels_as_a_kineto_trace_names_them_are_found() -> None:
 # =============================================================== b59f669: every iteration left out of the causes
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="b59f669 (analyzers/iterations.py _attribution_without / summarize_stages; crash in "
-    "tracekit/renderers/analysis.py projection_lines, _duration(None)): when every iteration holds a launch call "
-    "of unknown end (calls of correlation 1, 3, 5 stamped to end 1 µs before they start), all are left out of "
-    "the idle causes, but the CUDA-graph projection stays 'applies': true with latency_ms, projected_ms, saved_ms "
-    "and speedup null; the text and Markdown renderers then stop with exit 1, 'internal error on ...: TypeError: "
-    "bad operand type for abs(): NoneType'. The same happens when every iteration is half untimed (kernels 2, 4, "
-    "6 at start = end = 0). Expected: exit 0, and the projection withheld (applies false or absent, said why)",
-)
 @pytest.mark.parametrize(
     "damage",
     [
