@@ -343,3 +343,17 @@ def test_a_measurement_keeps_its_warm_up_through_json() -> None:
     assert (m.warmup, m.outliers) == ((0,), ())
     back = Measurement.from_json(m.to_json())
     assert back is not None and (back.warmup, back.outliers, back.kept) == ((0,), (), 9)
+
+
+def test_a_call_recorded_twice_counts_once() -> None:
+    """Call 1 written twice, equal in every field (its correlation id included): counted once, said once
+    (Trace.__post_init__'s `setattr(self, None, frame)` mutant raised a TypeError here)."""
+    trace = make_trace(
+        ops=[(0, 10, 1), (20, 30, 2)],
+        api=[(0, 5, 1, "cudaLaunchKernel"), (0, 5, 1, "cudaLaunchKernel"), (15, 18, 2, "cudaLaunchKernel")],
+    )
+    assert trace.api.select("start", "end", "correlation").rows() == [(0, 5, 1), (15, 18, 2)]
+    assert [w for w in trace.warnings if "recorded twice" in w] == [
+        "1 API calls recorded twice (a second event equal to the first in every field, its correlation id "
+        "included) counted once"
+    ]
