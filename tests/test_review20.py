@@ -300,14 +300,6 @@ def _unnamed_reused(tmp_path: Path, name: str, named: bool) -> Path:
     return _kineto(tmp_path, name, events)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="8a7c442 (tracekit/model.py name_unnamed_launches: '(kind == kernel).sum() > 1' per (pid, "
-    "correlation)): with correlation ids reused (a wrap-around after 6), each of the 12 unnamed launch calls "
-    "is followed by one kernel of its id, yet two kernels carry each id, so all 12 are named cudaGraphLaunch and "
-    "the runtime is inferred 'cuda-graphs' ('12 cudaGraphLaunch calls'); expected 12 cudaLaunchKernel and the "
-    "runtime of the same file with its names (not inferred: None)",
-)
 def test_unnamed_kernel_launches_with_reused_ids_are_not_graph_launches(tmp_path: Path) -> None:
     import tracekit
 

@@ -493,20 +493,33 @@ def mend_negative_durations(frame: pl.DataFrame, name: str) -> tuple[pl.DataFram
 def name_unnamed_launches(api: pl.DataFrame, ops: pl.DataFrame) -> tuple[pl.DataFrame, int, int]:
     """(``api`` with each call of no name that launched a kernel or a whole CUDA graph -- an op carries its
     (pid, correlation) -- named ``cudaLaunchKernel`` or ``cudaGraphLaunch``: a graph launch when an op of it is a
-    whole graph, carries a graph id, or when several kernels carry its id (CUPTI gives a graph's kernels their
-    launch's id; one kernel launch runs one kernel), how many were named, how many had
+    whole graph, carries a graph id, or when more kernels carry its id than calls do (CUPTI gives a graph's
+    kernels their launch's id; one kernel launch runs one kernel), how many were named, how many had
     no name). A damaged export (an nsys name id missing from StringIds, a Kineto call of ``"name": null``) had
     read 0 launches and 0.0 µs of launch time for every iteration, unsaid."""
     unnamed = int(api.get_column("name").null_count())
+    # calls per id: an id the profiler reused (a counter that wrapped, merged captures) is carried by as many
+    # kernels as calls, one each, and is no graph (review20: 12 reused ids had all read cudaGraphLaunch)
+    calls = (
+        api.filter(pl.col("correlation").is_not_null())
+        .group_by("pid", "correlation")
+        .agg(pl.len().alias("_calls"))
+    )
     launched = (
         ops.filter(pl.col("kind").is_in(["kernel", "graph"]) & pl.col("correlation").is_not_null())
         .group_by("pid", "correlation")
         .agg(
+            (pl.col("kind") == "graph").any().alias("_whole"),
+            (pl.col("graph").fill_null(0) != 0).any().alias("_in_graph"),
+            (pl.col("kind") == "kernel").sum().alias("_kernels"),
+        )
+        .join(calls, on=["pid", "correlation"], how="left", nulls_equal=True)
+        .select(
+            "pid",
+            "correlation",
             (
-                (pl.col("kind") == "graph").any()
-                | (pl.col("graph").fill_null(0) != 0).any()
-                | ((pl.col("kind") == "kernel").sum() > 1)
-            ).alias("_graph")
+                pl.col("_whole") | pl.col("_in_graph") | (pl.col("_kernels") > pl.col("_calls").fill_null(1))
+            ).alias("_graph"),
         )
     )
     joined = api.join(
