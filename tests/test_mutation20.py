@@ -357,3 +357,25 @@ def test_a_call_recorded_twice_counts_once() -> None:
         "1 API calls recorded twice (a second event equal to the first in every field, its correlation id "
         "included) counted once"
     ]
+
+
+# ------------------------------------------------------------------ iterations
+
+
+def test_the_sidecar_warm_up_line_names_the_sidecars_own_ranges() -> None:
+    """A sidecar that counts its warm-up in its 'step' ranges (meta range 'step', warmup_in_trace); the
+    analysis of 'op' ranges drops none and names 'step' (measure_gaps M394 read the meta key 'RANGE': always
+    'iteration', which the existing test's sidecar, without a range key, reads too)."""
+    ranges, api, ops = [], [], []
+    for i in range(3):
+        b = 1000 * i
+        ranges += [(b, b + 1000, "step"), (b + 50, b + 900, "op", 1)]
+        api.append((b + 100, b + 110, i + 1, "cudaLaunchKernel"))
+        ops.append((b + 300, b + 500, i + 1))
+    trace = make_trace(ranges=ranges, api=api, ops=ops, meta={"range": "step", "warmup_in_trace": True})
+    analysis = analyze_iterations(trace, "op", skip=None)
+    assert analysis.iterations["index"].to_list() == [0, 1, 2]
+    assert [w for w in analysis.warnings if "sidecar" in w] == [
+        "the sidecar's warm-up runs are counted in its 'step' ranges, not in these 'op' ones: none dropped "
+        "(--skip N drops the first N)"
+    ]
