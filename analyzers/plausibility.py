@@ -926,23 +926,38 @@ def phase_ranges_as_operators(trace: Trace, frame: pl.DataFrame) -> str | None:
     )
 
 
-def unread_device_work(trace: Trace) -> str | None:
+def unread_device_work(
+    trace: Trace, frame: pl.DataFrame | None = None, threshold: float | None = None
+) -> str | None:
     """Doubt when the trace has GPU work in tables its reader does not read (``meta["unread_device_tables"]``:
     an Nsight Systems export's ``CUPTI_ACTIVITY_KIND_MEMCPY2``, ``..._DEVICE_GRAPH_TRACE``, ``..._CDP_KERNEL``
     and the like) or in events it does not read (``meta["unread_device_events"]``: a Kineto file's kernels
-    written as begin/end pairs beside complete ones) besides the ops it read: GPU busy is short by that work's time, so a framework-bound verdict
-    may be wrong; None otherwise (a trace whose only GPU work is there has no ops and no verdict at all)."""
+    written as begin/end pairs beside complete ones; on a CPU trace its operators) besides the ops it read:
+    busy time is short by that work's time, so a framework-bound verdict may be wrong; None otherwise (a trace
+    whose only such work is there has no ops and no verdict at all), and None where the verdict is
+    compute-bound over the analyzed iterations (``frame``: ``busy_ns``, ``latency_ns``; ``threshold``: the
+    analysis' framework-bound utilization): unread work can only raise a busy time already above the
+    threshold (review20)."""
     tables = trace.meta.get("unread_device_tables")
     events = trace.meta.get(UNREAD_DEVICE_EVENTS)
     if not (tables or events) or trace.ops.is_empty():
         return None
+    if frame is not None and {"busy_ns", "latency_ns"} <= set(frame.columns) and frame.height:
+        from tracekit.analyzers.sweep import FRAMEWORK_BOUND_UTILIZATION
+
+        median = frame.select((pl.col("busy_ns") / pl.col("latency_ns")).median()).item()
+        limit = FRAMEWORK_BOUND_UTILIZATION if threshold is None else threshold
+        if median is not None and median >= limit:
+            return None
+    cpu = trace.meta.get("device") == "cpu"
     where = (
         f"in tables tracekit does not read ({', '.join(str(t) for t in tables)})"
         if tables
         else f"in events tracekit does not read ({', '.join(str(e) for e in events)})"
     )
+    work, busy = ("operator work", "operator busy time") if cpu else ("GPU work", "GPU busy")
     return (
-        f"verdict uncertain: the trace holds GPU work {where}: GPU busy is "
+        f"verdict uncertain: the trace holds {work} {where}: {busy} is "
         "short by its time, so the utilization is a lower bound and a framework-bound verdict may be wrong"
     )
 
@@ -1443,7 +1458,7 @@ def findings(
     silence = _silence_answer(trace, frame, threshold)
     kind, said = silence if silence is not None else (None, None)
     found = [
-        unread_device_work(trace),
+        unread_device_work(trace, frame, threshold),
         gpu_tracing_stopped(trace),
         lost_device_events(trace),
         collapsed_iterations(frame),

@@ -121,13 +121,6 @@ def test_a_kernel_pair_decoded_by_the_worker_process_is_said_and_kept_through_th
         assert "events tracekit does not read" in str(doc["summary"]["verdict_uncertain"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="02d59d1 (readers/kineto.py _begin_end_warnings): on a CPU trace the operators ARE the busy time, but "
-    "a cpu_op written as a B/E pair is not recorded in meta unread_device_events, so the verdict is not doubted: "
-    "iteration 1 reads operator busy 0.2 ms for 0.3 (1 operator for 2), bound 'framework', verdict_uncertain "
-    "None; expected a doubt naming the unread 'cpu_op' events, as for kernels",
-)
 def test_cpu_operators_as_begin_end_pairs_doubt_a_cpu_runs_verdict_as_kernels_do(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -141,13 +134,6 @@ def test_cpu_operators_as_begin_end_pairs_doubt_a_cpu_runs_verdict_as_kernels_do
     assert "'cpu_op'" in str(doc["summary"]["verdict_uncertain"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="02d59d1 (readers/kineto.py _begin_end_warnings, beside the reader's no-calls line): every launch call "
-    "a B/E pair: the reader says 'the host side was not profiled (torch.profiler without ProfilerActivity.CPU)' "
-    "and then that the 'cuda_runtime' pairs are written 'beside complete events ('ph' 'X') of that category', "
-    "where the file holds none; expected one line: the 12 calls are written as begin/end pairs, not read",
-)
 def test_launch_calls_all_begin_end_are_not_said_unprofiled_nor_beside_complete_ones(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -584,15 +570,6 @@ def test_every_iteration_left_out_of_the_causes_does_not_crash_the_text_report(
         assert "internal error" not in err
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="02d59d1 (analyzers/plausibility.py unread_device_work, run whatever the verdict): a compute-bound "
-    "trace (annotations of 350 µs, 3 kernels of 95 µs: busy 0.285 ms, 81.4%; iteration 1's second kernel a B/E "
-    "pair: 0.19 ms, 54.3%) is doubted: 'verdict uncertain: ... GPU busy is short by its time, so the utilization "
-    "is a lower bound and a framework-bound verdict may be wrong'. Unread GPU work can only raise a lower bound "
-    "already above the threshold, so the compute-bound verdict stands; expected verdict_uncertain None (the "
-    "reader's warning still says the pair)",
-)
 def test_unread_kernel_pairs_do_not_doubt_a_compute_bound_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
