@@ -504,15 +504,6 @@ def test_api_analyze_of_an_empty_folder_says_it_holds_no_trace(tmp_path: Path) -
     )
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="e7b706f (tracekit/api.py _folder_given: resolve_inputs raises 'not a tracekit run directory (no "
-    "run.json); it holds 4 trace files' for a plain folder, and the except turns that into no names): "
-    "tracekit.analyze(a folder of 4 Kineto traces, no run.json) says it 'is a directory holding no trace "
-    "tracekit reads'; expected it to name its traces (t0.synthetic.json, t1.synthetic.json, t2.synthetic.json, "
-    "...) and a call that takes them (analyze_many([folder]) does: 4 traces; table([folder]) refuses a folder "
-    "without run.json)",
-)
 def test_api_analyze_of_a_plain_folder_of_traces_does_not_say_it_holds_none(tmp_path: Path) -> None:
     import tracekit
     from tracekit.errors import TracekitError

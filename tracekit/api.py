@@ -150,19 +150,31 @@ def analyze(
 
 
 def _folder_given(folder: Path) -> str:
-    """What :func:`analyze` says of a folder (one trace is what it takes): the calls that take a folder, and
-    the first traces it holds (``tracekit analyze FOLDER`` on the command line analyzes each of them)."""
+    """What :func:`analyze` says of a folder (one trace is what it takes): the calls that take a folder (a run
+    folder, with run.json: ``analyze_many``, ``table``, ``report``; any other: ``analyze_many``, as
+    ``tracekit analyze FOLDER`` takes it), and the first traces it holds."""
+    from tracekit.commands.analyze_many import expand
+
+    run = True
     try:
         names = [item.path.name for item in resolve_inputs([folder])]
     except TracekitError:
-        names = []
+        run = False
+        try:
+            names = [Path(p).name for p in expand([str(folder)])[0]]
+        except TracekitError:
+            names = []
     if not names:
         return "is a directory holding no trace tracekit reads: tracekit.analyze takes one trace file"
-    return (
-        "is a directory: tracekit.analyze takes one trace; for every trace of the folder call "
+    calls = (
         "tracekit.analyze_many([folder]) (the cross-trace summary), tracekit.table([folder]) or "
-        f"tracekit.report([folder]); its traces: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''} "
-        "(tracekit.analyze(one of them))"
+        "tracekit.report([folder])"
+        if run
+        else "tracekit.analyze_many([folder]) (the cross-trace summary)"
+    )
+    return (
+        f"is a directory: tracekit.analyze takes one trace; for every trace of the folder call {calls}; its "
+        f"traces: {', '.join(names[:3])}{', ...' if len(names) > 3 else ''} (tracekit.analyze(one of them))"
     )
 
 
