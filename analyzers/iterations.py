@@ -1445,6 +1445,9 @@ class Measured:
     #: (``meta[CALLS_WITHOUT_END]``): their true length is unknown, so the launch figures of those holding such
     #: launch calls are withheld, and their idle causes and CUDA-graph projection are left out
     calls_without_end_iterations: tuple[int, ...] = ()
+    #: those of :attr:`calls_without_end_iterations` whose calls of unknown end include launch calls (their
+    #: launch-call and queue times are withheld; the others keep theirs)
+    launches_without_end_iterations: tuple[int, ...] = ()
 
 
 #: Device ops without a start or end time (not recorded) beyond this share of the iterations' ops make the
@@ -2019,6 +2022,12 @@ def measure_gaps(
                 set(without_end.get_column("iteration").to_list()) & set(frame.get_column("index").to_list())
             )
         ),
+        tuple(
+            sorted(
+                set(without_end.filter(pl.col("_launches_without_end") > 0).get_column("iteration").to_list())
+                & set(frame.get_column("index").to_list())
+            )
+        ),
     )
 
 
@@ -2496,7 +2505,11 @@ def summarize_stages(
         *measured.calls_without_end_iterations,
     )
     if measured.calls_without_end_iterations:
-        warnings.append(_calls_without_end_said(measured.calls_without_end_iterations, frame.height))
+        warnings.append(
+            _calls_without_end_said(
+                measured.calls_without_end_iterations, measured.launches_without_end_iterations, frame.height
+            )
+        )
     if attribution is not None and unknown_idle:
         attribution = _attribution_without(attribution, unknown_idle)
     if attribution is not None:
@@ -2602,14 +2615,24 @@ def summarize_stages(
     )
 
 
-def _calls_without_end_said(iterations: tuple[int, ...], analyzed: int) -> str:
+def _calls_without_end_said(iterations: tuple[int, ...], launching: tuple[int, ...], analyzed: int) -> str:
     """The warning naming the analyzed ``iterations`` that hold API calls of unknown end (ended before they
-    started, or no readable end: :attr:`Measured.calls_without_end_iterations`), of ``analyzed``."""
+    started, or no readable end: :attr:`Measured.calls_without_end_iterations`), of ``analyzed``, and what is
+    withheld of them: their idle causes, and the launch figures of those among them (``launching``) whose
+    calls of unknown end include launch calls (review20: a damaged sync call's iteration keeps its launch
+    figures, and the sentence had said them withheld)."""
+    launches = (
+        "the launch-call time and queue time of those iterations' launches, and "
+        if set(launching) == set(iterations)
+        else f"the launch-call time and queue time of the launches of index {', '.join(map(str, launching))}, and "
+        if launching
+        else ""
+    )
     return (
         f"{len(iterations)} of {analyzed} iterations (index {', '.join(map(str, iterations))}) hold API calls "
         "whose end time is unknown (stamped to end before they start, or no readable end: a damaged row or a "
-        "profiler's lost end time; read as lasting 0): their length is unknown, so the launch-call time and queue time of those iterations' launches, and their idle "
-        "time by cause and CUDA-graph projection, are not shown"
+        f"profiler's lost end time; read as lasting 0): their length is unknown, so {launches}their idle "
+        f"time by cause and CUDA-graph projection{',' if launches else ''} are not shown"
     )
 
 

@@ -246,14 +246,6 @@ def test_a_kineto_launch_call_without_dur_withholds_its_iterations_launch_figure
     assert len(_said(doc, "1 of 4 iterations (index 1) " + UNKNOWN_END)) == 1
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="b59f669 (analyzers/iterations.py _calls_without_end_said): a cudaStreamSynchronize stamped to end "
-    "1 µs before it starts (no launch call damaged) in iteration 1: its launch-call time and queue are shown "
-    "(20.0 µs, 40.0 µs, rightly: its launches are whole) but the warning says 'the launch-call time and queue "
-    "time of those iterations' launches ... are not shown'; expected the sentence to withhold only what is "
-    "withheld (its idle causes: dispatch None) for an iteration holding no launch call of unknown end",
-)
 def test_a_sync_call_of_unknown_end_does_not_say_its_iterations_launch_figures_are_withheld(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
