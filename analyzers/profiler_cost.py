@@ -196,9 +196,10 @@ def findings(
     cost is said to be in it only when it fits in it: a profiler that lengthened the traced work itself --
     torch.profiler's operators on the CPU -- put the rest in the busy time); ``source``: where the untraced
     latency was recorded, for the words (default "run.json"). ``doubt``: a "verdict uncertain: ..." text, or
-    None: a framework-bound verdict whose busy time is at or above the threshold of the untraced latency, or a
-    compute-bound one whose busy time alone exceeds the whole untraced latency (the profiler lengthened the
-    traced work, so the verdict may be its)."""
+    None: a framework-bound verdict whose busy time is at or above the threshold of the untraced latency, or,
+    on a CPU trace, a compute-bound one whose operator busy time alone exceeds the whole untraced latency (the
+    profiler lengthened the traced operators, so the verdict may be its; on a GPU trace kernels keep their
+    durations, and such a record is said not comparable instead)."""
     over = ""
     if latency_ms is not None and not isinstance(latency_ms, (int, float)):
         stats = latency_ms
@@ -218,11 +219,19 @@ def findings(
     who = profiler or "the profiler"
     busy_noun = "operator busy time" if device == "cpu" else "GPU busy time"
     cost = latency_ms - reference
-    if overhead_ms is not None and cost > overhead_ms:
+    if overhead_ms is not None and cost > overhead_ms and device == "cpu":
         where = (
             f"{who} cost about {cost:.3f} ms per iteration, more than the framework overhead shown "
             f"({overhead_ms:.3f} ms): it lengthened the traced work itself, so the {busy_noun} is inflated too "
             "and neither is the untraced run's"
+        )
+    elif overhead_ms is not None and cost > overhead_ms:
+        # (kernels keep their durations under a profiler: GPU work longer than the whole untraced run says the
+        # untraced record is not of a comparable run, not that the profiler lengthened the kernels; review20)
+        where = (
+            f"the difference, {cost:.3f} ms per iteration, is more than the framework overhead shown "
+            f"({overhead_ms:.3f} ms): the {busy_noun} alone exceeds the untraced latency, and kernels keep their "
+            "durations under a profiler, so the untraced record may not be of a comparable run"
         )
     else:
         where = f"the framework overhead shown includes {who}'s own cost, about {cost:.3f} ms per iteration"
@@ -237,7 +246,7 @@ def findings(
         f"the {busy_noun} traced here ({busy_ms:.3f} ms, median) is {busy_ms / reference:.1%} "
         f"of the untraced median latency ({reference:.3f} ms)"
     )
-    if bound == "compute" and busy_ms > reference:
+    if bound == "compute" and busy_ms > reference and device == "cpu":
         doubt = (
             f"verdict uncertain: {said}: {who} lengthened the traced work itself, so the compute-bound verdict "
             f"may be {who}'s"

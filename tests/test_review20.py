@@ -440,15 +440,6 @@ def _gpu_run_slower_untraced_than_its_kernels(tmp_path: Path) -> Path:
     return path
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="2fb31a6 (analyzers/profiler_cost.py findings): on a GPU trace whose GPU busy (0.600 ms) exceeds the "
-    "untraced latency (0.300 ms), the sentences say the profiler 'lengthened the traced work itself, so the GPU "
-    "busy time is inflated too' and that the compute-bound verdict 'may be torch.profiler's'; the module's own "
-    "premise is that kernels keep their durations under a profiler, so GPU work longer than the whole untraced "
-    "run says the untraced run is not comparable (another configuration, or a wrong record), not that the "
-    "profiler inflated the kernels; expected no 'GPU busy time is inflated' claim on a GPU trace",
-)
 def test_a_gpu_traces_kernels_longer_than_the_untraced_run_are_not_said_inflated_by_the_profiler(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
