@@ -160,22 +160,23 @@ def test_drop_negative_durations_drops_only_the_row_ending_before_its_start() ->
 
 def test_a_trace_adds_the_ops_it_mended_to_those_its_reader_said() -> None:
     """The reader said 2 device ops without an end (meta); the Trace mends one more (end 25 < start 30): 3, and
-    one warning for it. M31 (`- mended`) gave 1, M33 (`and 0`, the reader's count lost) 1. The calls' and the
-    ranges' warnings are their own, and a call mended adds no op."""
+    one warning for it. M31 (`- mended`) gave 1, M33 (`and 0`, the reader's count lost) 1. The calls' (2 of
+    them) and the ranges' warnings are their own, and a call mended adds no op (`name != "ops"` counted the 2
+    calls: 4)."""
     trace = make_trace(
         ops=[(0, 10, 1), (30, 25, 2)],
-        api=[(0, 5, 1, "cudaLaunchKernel"), (20, 15, 2, "cudaLaunchKernel")],
+        api=[(0, 5, 1, "cudaLaunchKernel"), (20, 15, 2, "cudaLaunchKernel"), (40, 35, 3, "cudaLaunchKernel")],
         ranges=[(0, 100, "a"), (50, 40, "b")],
         meta={OPS_WITHOUT_END: 2},
     )
     assert trace.meta[OPS_WITHOUT_END] == 3
     assert trace.ops.select("start", "end").rows() == [(0, 10), (30, None)]
-    assert trace.api.select("start", "end").rows() == [(0, 5), (20, 20)]
+    assert trace.api.select("start", "end").rows() == [(0, 5), (20, 20), (40, 40)]
     assert trace.ranges.select("start", "end").rows() == [(0, 100)]
     negative = "with a negative duration (end before start: a damaged row or a profiler's lost end time)"
     assert [w for w in trace.warnings if "negative duration" in w] == [
         f"1 device ops {negative}: {OPS_DONE}",
-        f"1 API calls {negative}: {CALLS_DONE}",
+        f"2 API calls {negative}: {CALLS_DONE}",
         "1 ranges with a negative duration (end before start, a profiler bug such as kineto#646's missing end "
         "time) ignored",
     ]
@@ -378,4 +379,24 @@ def test_the_sidecar_warm_up_line_names_the_sidecars_own_ranges() -> None:
     assert [w for w in analysis.warnings if "sidecar" in w] == [
         "the sidecar's warm-up runs are counted in its 'step' ranges, not in these 'op' ones: none dropped "
         "(--skip N drops the first N)"
+    ]
+
+
+def test_the_unsynchronized_line_in_full() -> None:
+    """Steps [0, 1000) and [1000, 2000); their kernels [800, 1200) and [1900, 2300) outlive them. Windows:
+    [0, max(1000, 1200)) and [max(1000, 1200), max(2000, 2300)), and the line that says how, word for word
+    (measure_gaps M677 lower-cased its 'GPU'; the existing tests compare a part of it)."""
+    trace = make_trace(
+        ranges=[(0, 1000, "step"), (1000, 2000, "step")],
+        api=[(100, 110, 1, "cudaLaunchKernel"), (1100, 1110, 2, "cudaLaunchKernel")],
+        ops=[(800, 1200, 1), (1900, 2300, 2)],
+    )
+    analysis = analyze_iterations(trace, "step")
+    assert analysis.iterations.select("index", "window_start_ns", "window_end_ns", "synchronized").rows() == [
+        (0, 0, 1200, False),
+        (1, 1200, 2300, False),
+    ]
+    assert [w for w in analysis.warnings if "unsynchronized" in w] == [
+        "2 of 2 iterations are unsynchronized (GPU work outlives the range): latency is the steady-state period "
+        "max(range end, GPU end) - max(range start, previous GPU end)"
     ]
