@@ -166,6 +166,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_lead18.py",
             "tests/test_review18.py",
             "tests/test_mutation19.py",
+            "tests/test_mutation20.py",  # the sidecar's warm-up line, the unsynchronized line
         ],
     ),
     "ranges": (
@@ -192,6 +193,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_golden.py",
             "tests/test_perf17.py",  # _classify by names_mask (4b182a9)
             "tests/test_mutation19.py",
+            "tests/test_mutation20.py",  # _iteration_sums: an index not contiguous, chunks of 2 gaps
         ],
     ),
     "identify": (
@@ -358,6 +360,7 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_mutants14_analysis.py",
             "tests/test_noise.py",
             "tests/test_mutation17.py",
+            "tests/test_mutation20.py",
         ],
     ),
     # test_report.py's slowest cases (presets, figures, the CLI: ~60 s together) are not marked slow; they
@@ -379,6 +382,10 @@ MODULES: dict[str, tuple[str, list[str]]] = {
             "tests/test_review17.py",
             "tests/test_review18.py",
             "tests/test_mutation19.py",
+            # mutation20: far_events and _clusters (the anchors' count, three kinds of starts, the 2^63 example)
+            "tests/test_hostile19.py",
+            "tests/test_review19.py",
+            "tests/test_mutation20.py",
         ],
     ),
     # added 2026-11-29 (mutation20): the Trace's own mending (device ops and calls that end before they start,
