@@ -2987,12 +2987,20 @@ def gpu_annotation_check(
             "iteration", pl.col("g0").alias("range_start"), pl.col("g1").alias("range_end")
         ),
     )
+    by_thread = threads is not None and "thread" in ranges.columns
     foreign = (
-        with_it.with_columns(annotated.alias("annotated"))
+        with_it.with_columns(annotated.alias("annotated"), op_thread=threads if by_thread else pl.lit(None))
         .filter(pl.col("annotated").is_not_null() & ~pl.col("iteration").eq_missing(pl.col("annotated")))
         .join(spans.select(pl.col("iteration").alias("annotated"), pl.col("g1").alias("a1")), on="annotated")
         .filter(pl.col("end") <= pl.col("a1"))
     )
+    if by_thread and foreign.height:
+        # (an op of another thread than the annotated range's is in no copy of it by design: its lying inside
+        # the copy's span is no disagreement either; review20)
+        annotated_threads = ranges.select(pl.col("iteration").alias("annotated"), pl.col("thread").alias("t"))
+        foreign = foreign.join(annotated_threads, on="annotated", how="left").filter(
+            pl.col("op_thread").is_null() | pl.col("t").is_null() | (pl.col("op_thread") == pl.col("t"))
+        )
     if outside.is_empty() and foreign.is_empty():
         return []
     parts = []

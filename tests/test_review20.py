@@ -578,15 +578,6 @@ def test_an_unread_kernel_pair_in_the_left_out_last_iteration_does_not_doubt_the
     assert doc["summary"]["verdict_uncertain"] is None
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="3b578b6 (analyzers/iterations.py gpu_annotation_check: the thread rule filters only the 'outside' "
-    "ops, not the 'foreign' ones): iteration 0's thread-2 kernel (launched at +850 µs, run on stream 8 at 1040-1060 "
-    "µs, inside iteration 1's GPU-side copy 1030-1130) is said: 'disagree with the assignment by launch: 1 ops "
-    "(0.020 ms busy) inside an iteration's GPU-side annotation were launched outside that iteration'. By the "
-    "commit's own rule another thread's op is not in any copy by design, so its lying within a copy's span is no "
-    "disagreement either; expected no GPU-side-annotation warning",
-)
 def test_another_threads_kernel_inside_the_next_gpu_annotation_is_no_disagreement(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
