@@ -178,6 +178,14 @@ def no_verdict_reason(trace: Trace) -> str | None:
     lost = _launches_without_kernels(trace)
     if lost is not None:  # (launch calls recorded: the device's activity was lost, the most specific reason)
         return lost
+    if trace.ops.is_empty() and trace.meta.get(UNREAD_DEVICE_EVENTS):
+        # (the work is there, written as begin/end pairs: review20)
+        return (
+            "no framework-/compute-bound verdict: the trace's device or operator work is in events tracekit does "
+            f"not read ({', '.join(map(str, trace.meta[UNREAD_DEVICE_EVENTS]))}), so it gives latency per "
+            "iteration, not how much of it the device or operators were busy; for the verdict, export the trace "
+            "with complete events ('ph' 'X'), as torch.profiler writes them"
+        )
     if trace.ops.is_empty():
         hint = _COLLECT_HINTS.get(fmt, "a profiler that records device work or operators")
         if str(trace.meta.get("runtime") or "").startswith("onnx") and fmt != "ort":

@@ -147,14 +147,6 @@ def test_launch_calls_all_begin_end_are_not_said_unprofiled_nor_beside_complete_
     assert any("'cuda_runtime'" in w and "begin/end" in w for w in doc["warnings"])
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="02d59d1 (readers/kineto.py _begin_end_warnings 'cpu' kind; iterations.no_verdict_reason): every "
-    "cpu_op of a CPU trace a B/E pair: 'no framework-/compute-bound verdict: the trace holds ranges but no GPU "
-    "or operator activity ... profile with device or operator activity', and the pairs said to be 'beside "
-    "complete events' of cpu_op, where it holds 8 operators as pairs and no complete one; expected the reason "
-    "to name the begin/end pairs (they hold the operators), not 'beside complete events'",
-)
 def test_cpu_operators_all_begin_end_are_named_as_the_reason_for_no_verdict(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
