@@ -722,7 +722,7 @@ def test_api_errors_name_the_file(tmp_path: Path) -> None:
     folder = tmp_path / "folder.synthetic.json"
     folder.mkdir()
     calls = [
-        (tracekit.analyze, "is a directory, not a trace file"),
+        (tracekit.analyze, "is a directory holding no trace tracekit reads"),
         (tracekit.read_trace, "is a directory, not a trace file"),
         (lambda p: tracekit.table([p]), "not a tracekit run directory (no run.json)"),
     ]
