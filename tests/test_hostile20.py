@@ -282,13 +282,6 @@ def test_the_terminal_table_prints_escape_sequences_as_text(
 # ---------------------------------------------------------------------------------------- folders as inputs
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/commands/analyze_many.py expand: a folder's entries are taken where Path.is_file() holds, "
-    "so a link named as a trace whose target is gone ('rank1.synthetic.json' -> nowhere) is left out without "
-    "a word: 'analyze FOLDER' analyzes the other trace alone, exit 0 (JSON files that hold no trace are said: "
-    "'passed over 1 JSON file(s) in the folders that hold no trace')",
-)
 def test_a_broken_link_named_as_a_trace_in_a_folder_is_said(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -81,7 +81,13 @@ def expand(inputs: list[str]) -> tuple[list[str], list[str]]:
             continue
         path = Path(raw)
         if path.is_dir():
-            found = sorted(str(p) for p in path.rglob("*") if p.is_file() and _in_folder(p))
+            # (a link named as a trace whose target is gone is an input too: its one line says so, and the
+            # run exits 1, rather than leaving it out unsaid; hostile20)
+            found = sorted(
+                str(p)
+                for p in path.rglob("*")
+                if (p.is_file() or (p.is_symlink() and not p.exists())) and _in_folder(p)
+            )
             if not found:
                 raise TracekitError(f"a directory with no trace files in it ({FOLDER_NAMES})", path)
             skip = [p for p in found if p.endswith((".json", ".json.gz")) and api.holds_no_trace(p)]
