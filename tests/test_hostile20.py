@@ -202,12 +202,6 @@ def test_compare_markdown_with_warnings_ends_with_a_newline(
     assert (out.endswith("\n"), written.read_text().endswith("\n")) == (True, True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/report_markdown.py (and the finding texts of analyzers/recommendations.py): a "
-    "sidecar's runtime text holding a newline is written raw into report.md's bullets ('- Inputs: ... "
-    "(runtimes: py' then a line '# heading); devices: gpu.'), so the report gains headings its input wrote",
-)
 def test_a_sidecar_text_with_a_newline_does_not_write_report_markdown_structure(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

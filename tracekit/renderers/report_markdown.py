@@ -7,6 +7,7 @@ from typing import Any
 
 from tracekit.analyzers.attribution import GRAPH_HEAD_NS, GRAPH_KERNEL_GAP_NS, GRAPH_TAIL_NS
 from tracekit.analyzers.sweep import sweep_label
+from tracekit.errors import one_line
 from tracekit.fields import common_device, device_word
 from tracekit.renderers.tabular import render_markdown
 
@@ -313,10 +314,12 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
     devices = sorted({str(c["device"]) for c in doc["configs"]})
     word = device_word(common_device(c["device"] for c in doc["configs"]))
     sources = sorted({c["latency_source"] for c in doc["configs"]})
+    # (text from the inputs -- a sidecar's runtime, a file name in a warning -- is one line in each bullet, a
+    # newline written "\\n" as errors.one_line writes it, so that an input cannot add a heading; hostile20)
+    runtimes = one_line(", ".join(dict.fromkeys(str(c["runtime"]) for c in doc["configs"])))
     out += [
         f"- Inputs: {_plural(len(doc['configs']), 'configuration')}, {_plural(len(doc['sweeps']), 'sweep')} "
-        f"(runtimes: {', '.join(dict.fromkeys(c['runtime'] for c in doc['configs']))}); devices: "
-        f"{', '.join(devices)}.",
+        f"(runtimes: {runtimes}); devices: {one_line(', '.join(devices))}.",
         f"- Latency used for the sweep: {' and '.join(sources)} median latency with its 95% interval "
         "(untraced = measured with the profiler off; traced = the trace's iterations), after dropping warm-up "
         "drift and outliers by rule (the `dropped` column; report.json lists which). A difference is stated "
@@ -331,7 +334,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         "",
     ]
     if doc["recommendations"]:
-        out += [f"- {r['text']}" for r in doc["recommendations"]]
+        out += [f"- {one_line(r['text'])}" for r in doc["recommendations"]]
     else:
         out.append("- None: the data supports no recommendation.")
     out += ["", "## Sweeps", "", render_markdown(sweep_rows(doc), SWEEP_COLUMNS)]
@@ -351,7 +354,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         columns = [(k, h.replace("{device}", word)) for k, h in CAUSE_TABLE_COLUMNS]
         out += ["## Framework overhead by cause", "", cause_text(word), ""]
         out += [render_markdown(causes, columns)]
-        out += [f"- {line}" for line in headroom_lines(doc)] + [""]
+        out += [f"- {one_line(line)}" for line in headroom_lines(doc)] + [""]
     if figures.get("latency"):
         out += [
             "## Latency vs batch size",
@@ -365,7 +368,7 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
         out += [
             "## Timeline",
             "",
-            f"{doc.get('timeline', {}).get('title', '')}: {TIMELINE_ROWS[word]}",
+            f"{one_line(str(doc.get('timeline', {}).get('title', '')))}: {TIMELINE_ROWS[word]}",
             "",
             f"![timeline]({figures['timeline']})",
             "",
@@ -373,6 +376,6 @@ def render_report_markdown(doc: dict[str, Any], figures: dict[str, str]) -> str:
     columns = [(k, h.replace("{device}", word)) for k, h in CONFIG_TABLE_COLUMNS]
     out += ["## Configurations", "", render_markdown(config_display_rows(doc), columns)]
     if doc.get("warnings"):
-        out += ["## Warnings", ""] + [f"- {w}" for w in doc["warnings"]] + [""]
+        out += ["## Warnings", ""] + [f"- {one_line(w)}" for w in doc["warnings"]] + [""]
     out += ["Data: `report.json`, `report.csv`.", ""]
     return "\n".join(out)
