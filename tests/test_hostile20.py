@@ -453,14 +453,6 @@ def _misnested(events: list[dict[str, Any]]) -> list[tuple[Any, ...]]:
     return bad
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="tracekit/renderers/timeline.py: the 'iterations' track writes every iteration window as an 'X' slice "
-    "on one tid without the nesting lanes the other tracks get (nesting_lanes), so windows that overlap (a "
-    "synchronized range inside the earlier iteration's GPU work, as design.md documents; --split-idle windows "
-    "when the host runs ahead) are misnested slices: 'iteration 0' [0, 1430] and 'iteration 1' [1000, 2000] µs, "
-    "which Perfetto drops (google/perfetto#4280; the JSON format: duration events must nest)",
-)
 def test_the_timeline_keeps_overlapping_iteration_windows_nestable(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -173,6 +173,18 @@ def timeline_events(analyzed: Analysis, pieces: pl.DataFrame) -> dict[str, Any]:
     tracks._next[ANALYSIS_PID] = IDLE_TID + 1
     if iters.height:
         wanted = ["latency_ms", "gpu_busy_ms", "gpu_utilization", "idle_ms", "synchronized"]
+        # windows that overlap (a synchronized range inside earlier GPU work, --split-idle windows of a host
+        # that ran ahead) go on lanes of their own, as on the other tracks: misnested slices on one track are
+        # dropped by Perfetto (hostile20)
+        iters = iters.sort(["window_start_ns", "window_end_ns"], descending=[False, True])
+        lanes = nesting_lanes(
+            iters.get_column("window_start_ns").to_numpy(), iters.get_column("window_end_ns").to_numpy()
+        )
+        lane_tids = [ITERATIONS_TID] + [
+            tracks.add(ANALYSIS_PID, f"iterations (lane {lane + 1})")
+            for lane in range(1, int(lanes.max()) + 1)
+        ]
+        iters = iters.with_columns(pl.Series("_tid", [lane_tids[lane] for lane in lanes], dtype=pl.Int64))
         frames.append(
             iters.select(
                 pl.format("iteration {}", pl.col("index")).alias("name"),
@@ -181,7 +193,7 @@ def timeline_events(analyzed: Analysis, pieces: pl.DataFrame) -> dict[str, Any]:
                 _us("window_start_ns", origin).alias("ts"),
                 _dur_us("window_start_ns", "window_end_ns").alias("dur"),
                 pl.lit(ANALYSIS_PID).alias("pid"),
-                pl.lit(ITERATIONS_TID).alias("tid"),
+                pl.col("_tid").alias("tid"),
                 pl.struct(
                     [pl.col("index").alias("iteration"), *[pl.col(c) for c in wanted if c in iters.columns]]
                 ).alias("args"),
