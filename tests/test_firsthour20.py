@@ -682,12 +682,6 @@ def test_the_headline_after_a_skip_of_each_processs_first_iterations_counts_them
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="collectors (lead: the ONNX export): --runtime onnx --precision fp16 exports a graph ONNX Runtime "
-    "refuses to load ('Type parameter (T) of Optype (LayerNormalization) bound to different types (tensor(float) "
-    "and tensor(float16)'), on any device: the model file is wrong, not the CPU provider",
-)
 def test_an_fp16_onnx_export_loads(tmp_path, capsys, monkeypatch):
     """`collect --runtime onnx --device cpu --model tiny --precision fp16` ran 9 s and failed its configuration
     (exit 2): the second LayerNormalization gets a float input beside fp16 weights. The README's ONNX Runtime row

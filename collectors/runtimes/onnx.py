@@ -31,8 +31,15 @@ def cache_dir() -> Path:
     return Path(root) / "onnx"
 
 
+#: Cached fp16 exports made before :func:`_consistent_fp16` are not loadable: their file name differs
+_FP16_EXPORT = "-v2"
+
+
 def export_path(model: Any, precision: str, opset: int) -> Path:
-    return cache_dir() / f"{model.spec.name}-{precision}-opset{opset}-{model.config_hash()}.onnx"
+    """The cache file of (model, precision, opset): ``{model}-{precision}-opset{N}-{config hash}.onnx`` (fp16:
+    ``...-v2.onnx``, the consistent-fp16 rewrite)."""
+    version = _FP16_EXPORT if precision == "fp16" else ""
+    return cache_dir() / f"{model.spec.name}-{precision}-opset{opset}-{model.config_hash()}{version}.onnx"
 
 
 def export_onnx(model: Any, inputs: tuple[Any, ...], precision: str, opset: int) -> Path:
@@ -82,10 +89,25 @@ def export_onnx(model: Any, inputs: tuple[Any, ...], precision: str, opset: int)
             raise RunFailure(
                 f"ONNX export of {model.spec.name} ({precision}, opset {opset}) failed: {errors[0]}"
             )
+        if precision == "fp16":
+            _consistent_fp16(tmp)
         os.replace(tmp, target)
     finally:
         shutil.rmtree(tmpdir, ignore_errors=True)
     return target
+
+
+def _consistent_fp16(path: Path) -> None:
+    """Rewrite the fp16 export at ``path`` so that every float tensor is fp16, with ONNX Runtime's own
+    converter (``onnxruntime.transformers.float16.convert_float_to_float16``, which keeps the ops it knows
+    need fp32 behind casts). The TorchScript exporter writes a half-precision BERT's attention in fp32 (casts
+    to float and fp32 weights after ``scaled_dot_product_attention``), so the residual add fed a float tensor
+    to an fp16 LayerNormalization, and ONNX Runtime refused the model on every device ("Type parameter (T) of
+    Optype (LayerNormalization) bound to different types"; firsthour20)."""
+    import onnx
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+
+    onnx.save(convert_float_to_float16(onnx.load(str(path)), keep_io_types=False), str(path))
 
 
 def _np_dtype(tensor: Any) -> Any:
