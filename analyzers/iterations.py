@@ -2961,20 +2961,14 @@ def gpu_annotation_check(
     # per op: the annotation span of its own iteration, and the annotation (if any) its start lies in
     spans = pairs.select("iteration", "g0", "g1")
     with_it = ops.select("start", "end").with_columns(iteration.alias("iteration"))
+    # (only ops launched on the range's own thread are in its GPU-side copy; unknown threads are kept)
+    by_thread = threads is not None and "thread" in ranges.columns
+    with_it = with_it.with_columns(op_thread=threads if by_thread else pl.lit(None, pl.Int64))
+    same_thread = pl.col("op_thread").is_null() | pl.col("t").is_null() | (pl.col("op_thread") == pl.col("t"))
+    range_threads = ranges.select("iteration", pl.col("thread").alias("t")) if by_thread else None
     own = with_it.join(spans, on="iteration", how="inner")
-    if threads is not None and "thread" in ranges.columns:
-        # (only ops launched on the range's own thread are in its GPU-side copy; unknown threads are kept)
-        range_threads = ranges.select("iteration", pl.col("thread").alias("range_thread"))
-        own = (
-            with_it.with_columns(threads.alias("op_thread"))
-            .join(spans, on="iteration", how="inner")
-            .join(range_threads, on="iteration", how="left")
-            .filter(
-                pl.col("op_thread").is_null()
-                | pl.col("range_thread").is_null()
-                | (pl.col("op_thread") == pl.col("range_thread"))
-            )
-        )
+    if range_threads is not None:
+        own = own.join(range_threads, on="iteration", how="left").filter(same_thread)
     outside = own.filter((pl.col("start") < pl.col("g0")) | (pl.col("end") > pl.col("g1")))
     nested = trace.ranges.filter(
         (pl.col("domain") == "gpu") & ~pl.col("name").is_in(host.get_column("name").unique().implode())
@@ -2995,20 +2989,18 @@ def gpu_annotation_check(
             "iteration", pl.col("g0").alias("range_start"), pl.col("g1").alias("range_end")
         ),
     )
-    by_thread = threads is not None and "thread" in ranges.columns
     foreign = (
-        with_it.with_columns(annotated.alias("annotated"), op_thread=threads if by_thread else pl.lit(None))
+        with_it.with_columns(annotated.alias("annotated"))
         .filter(pl.col("annotated").is_not_null() & ~pl.col("iteration").eq_missing(pl.col("annotated")))
         .join(spans.select(pl.col("iteration").alias("annotated"), pl.col("g1").alias("a1")), on="annotated")
         .filter(pl.col("end") <= pl.col("a1"))
     )
-    if by_thread and foreign.height:
+    if range_threads is not None and foreign.height:
         # (an op of another thread than the annotated range's is in no copy of it by design: its lying inside
         # the copy's span is no disagreement either; review20)
-        annotated_threads = ranges.select(pl.col("iteration").alias("annotated"), pl.col("thread").alias("t"))
-        foreign = foreign.join(annotated_threads, on="annotated", how="left").filter(
-            pl.col("op_thread").is_null() | pl.col("t").is_null() | (pl.col("op_thread") == pl.col("t"))
-        )
+        foreign = foreign.join(
+            range_threads.rename({"iteration": "annotated"}), on="annotated", how="left"
+        ).filter(same_thread)
     if outside.is_empty() and foreign.is_empty():
         return []
     parts = []
