@@ -148,8 +148,8 @@ REMOTE_PROVIDER_NODES = "remote_provider_nodes"
 GPU_PROGRAM_WITHOUT_DEVICE_ACTIVITY = "gpu_program_without_device_activity"
 #: Kineto: a CPU-only trace's torch.compile regions whose generated C++ kernels are no operators
 COMPILED_CPU_CODE = "compiled_cpu_code"
-#: Kineto: the device-op events of the file that were not read, named (kernels written as begin/end pairs
-#: beside complete events of their category); the analysis doubts the verdict (plausibility.unread_device_work)
+#: Kineto: the work of the file that was not read, named (kernels, and on a CPU trace operators, written as
+#: begin/end pairs); the analysis doubts a framework-bound verdict on it (plausibility.unread_device_work)
 UNREAD_DEVICE_EVENTS = "unread_device_events"
 
 #: Names of API calls that launch GPU work (after the version suffix is stripped: ``cudaLaunchKernel_v7000``):
