@@ -155,7 +155,7 @@ def test_ranges_outside_a_stated_capture() -> None:
     )
     assert far["ranges"].to_list() == [False] * 3 and far["device ops"].to_list() == [False] * 3
     assert warning is not None and warning.startswith(
-        "the trace says its capture ran from 0 to 20,000,000 ns, but 1 of its ranges and 1 other events lie "
+        "the trace says its capture ran from 0 to 20,000,000 ns, but 1 of its ranges and 1 other event lie "
         "outside it"
     )
     far, warning = far_events(

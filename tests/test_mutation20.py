@@ -53,9 +53,11 @@ def test_a_cpu_operator_outside_the_capture_contradicts_it_even_with_ranges_insi
     assert far["device ops"].to_list() == [False] * 4
     assert far["ranges"].to_list() == [False] * 2
     assert warning is not None
-    assert warning.startswith("the trace says its capture ran from 0 to 20,000,000 ns, but 1 of its ")
+    assert warning.startswith(
+        "the trace says its capture ran from 0 to 20,000,000 ns, but 1 CPU operator and 1 other event lie outside"
+    )
     assert warning.endswith(
-        "and 1 other events lie outside it: that record is not used to judge its events' times"
+        "and 1 other event lie outside it: that record is not used to judge its events' times"
     )
 
 

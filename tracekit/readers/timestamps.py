@@ -222,7 +222,7 @@ def far_events(
         # (no group lies apart, no end far past the starts: the common case, answered without sorting)
         if all(not (e.max() or 0) >= 2.0**63 for e in end_values.values()):  # type: ignore[operator]
             return nothing, None
-    contradicted = 0
+    contradicted = anchors_out = 0
     #: per range noun, the ranges outside the stated capture with no work outside it beside them
     lone: dict[str, pl.Series] = {}
     if capture is not None:
@@ -233,7 +233,7 @@ def far_events(
             return ((v < lo) | (v > hi)).fill_null(False)
 
         marks = np.concatenate([_points(a) for a in anchors]) if anchors else np.zeros(0)
-        contradicted = int(((marks < lo) | (marks > hi)).sum())
+        contradicted = anchors_out = int(((marks < lo) | (marks > hi)).sum())
         if ranges:
             out = _clusters(
                 [s.filter(outside(s)) for s in starts.values()],
@@ -312,10 +312,20 @@ def far_events(
     if contradicted and capture is not None:
         outside_events = sum(int(outside(s).sum()) for s in starts.values())
         if outside_events:
+            # (the anchors, CPU operators, are counted as such, not among the ranges; mutation20)
+            parts = [
+                f"{n:,} {noun if n > 1 else one}"
+                for n, noun, one in (
+                    (contradicted - anchors_out, "of its ranges", "of its ranges"),
+                    (anchors_out, "CPU operators", "CPU operator"),
+                    (outside_events, "other events", "other event"),
+                )
+                if n
+            ]
             said.append(
-                f"the trace says its capture ran from {capture[0]:,} to {capture[1]:,} ns, but {contradicted:,} of "
-                f"its ranges and {outside_events:,} other events lie outside it: that record is not used to judge "
-                "its events' times"
+                f"the trace says its capture ran from {capture[0]:,} to {capture[1]:,} ns, but "
+                f"{', '.join(parts[:-1]) + ' and ' + parts[-1] if len(parts) > 1 else parts[0]} lie outside it: "
+                "that record is not used to judge its events' times"
             )
     capture = stated
     for is_range in (False, True):
