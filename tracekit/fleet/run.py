@@ -21,6 +21,7 @@ depend on the executor.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import sys
 import time
@@ -486,6 +487,34 @@ def _stop_workers(pool: Any) -> None:
         pool.shutdown(wait=False, cancel_futures=True)
 
 
+def _connect(client_class: Any, address: str) -> Any:
+    """A Dask ``Client`` of the scheduler at ``address``, or TracekitError (one line) when it cannot be made.
+
+    Built with the cyclic garbage collector paused, after a collection, and a Client left half-built by a
+    failure is collected at once: Dask's ``LoopRunner`` holds a class-wide lock while it starts a Client's loop,
+    and a garbage collection run there finalized an earlier failed Client, whose ``close`` takes that lock
+    again: the process hung (seen in CI after ``--scheduler`` tests of bad addresses)."""
+    from tracekit.errors import TracekitError
+
+    gc.collect()
+    message = None
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return client_class(address, timeout="10s")
+    except ValueError as exc:  # (an address Dask does not read: no port, the dashboard's http://)
+        message = f"--scheduler {address}: not a Dask scheduler address ({exc})"
+    except TypeError as exc:  # (tls:// without Dask's TLS configuration, ucx:// without UCX installed)
+        message = f"--scheduler {address}: Dask cannot open a connection of this kind here ({exc})"
+    except (OSError, TimeoutError) as exc:
+        message = f"cannot reach the Dask scheduler at {address} ({exc})"
+    finally:
+        if enabled:
+            gc.enable()
+    gc.collect()  # (the failed Client, now unreferenced, finalized here: no Dask lock is held)
+    raise TracekitError(message)
+
+
 def _on_dask(
     paths: list[str],
     opts: tuple[Any, ...],
@@ -500,16 +529,7 @@ def _on_dask(
         from distributed import Client, as_completed
     except ImportError as exc:
         raise TracekitError("--scheduler needs Dask distributed: pip install 'tracekit[cluster]'") from exc
-    try:
-        client = Client(address, timeout="10s")
-    except ValueError as exc:  # (an address Dask does not read: no port, the dashboard's http://)
-        raise TracekitError(f"--scheduler {address}: not a Dask scheduler address ({exc})") from exc
-    except TypeError as exc:  # (tls:// without Dask's TLS configuration, ucx:// without UCX installed)
-        raise TracekitError(
-            f"--scheduler {address}: Dask cannot open a connection of this kind here ({exc})"
-        ) from exc
-    except (OSError, TimeoutError) as exc:
-        raise TracekitError(f"cannot reach the Dask scheduler at {address} ({exc})") from exc
+    client = _connect(Client, address)
     by_path: dict[int, Outcome] = {}
     try:
         client.run(_init_dask_worker)
