@@ -329,3 +329,31 @@ def test_kernels_on_gpus_of_two_models_are_said(tmp_path: Path, capsys: pytest.C
         "the kernels ran on GPUs of 2 models (NVIDIA A100: 3, NVIDIA H100: 3 kernels): the trace's GPU names the "
         "busiest, NVIDIA H100, and the iterations' figures mix the models"
     ], doc["warnings"]
+
+
+def test_a_dask_client_is_built_with_the_collector_paused_and_a_failed_one_collected() -> None:
+    """fleet.run._connect: Dask's LoopRunner holds a class-wide lock while a Client starts; a garbage
+    collection there had finalized an earlier failed Client, whose close takes the lock again (a CI hang).
+    A stand-in Client records whether the collector ran during its construction; a failure is one line and
+    leaves the collector as it was."""
+    import gc
+
+    from tracekit.errors import TracekitError
+    from tracekit.fleet.run import _connect
+
+    seen: list[bool] = []
+
+    class Failing:
+        def __init__(self, address: str, timeout: str) -> None:
+            seen.append(gc.isenabled())
+            raise ValueError("no port")
+
+    class Working:
+        def __init__(self, address: str, timeout: str) -> None:
+            seen.append(gc.isenabled())
+
+    with pytest.raises(TracekitError) as caught:
+        _connect(Failing, "tcp://host")
+    assert str(caught.value) == "--scheduler tcp://host: not a Dask scheduler address (no port)"
+    assert isinstance(_connect(Working, "tcp://host:8786"), Working)
+    assert seen == [False, False] and gc.isenabled()
