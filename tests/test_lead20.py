@@ -357,3 +357,17 @@ def test_a_dask_client_is_built_with_the_collector_paused_and_a_failed_one_colle
     assert str(caught.value) == "--scheduler tcp://host: not a Dask scheduler address (no port)"
     assert isinstance(_connect(Working, "tcp://host:8786"), Working)
     assert seen == [False, False] and gc.isenabled()
+
+
+def test_a_memory_watchdog_interrupted_before_its_thread_started_halts_without_an_error() -> None:
+    """limits._Watchdog.halt: a Ctrl-C between making the thread and starting it (in start()) had left a thread
+    that was never started, and halt()'s join raised 'cannot join thread before it is started': the
+    interrupted command ended in a traceback, exit 1 (test_hostile16's Ctrl-C pin, in CI)."""
+    import threading
+
+    from tracekit.limits import _Watchdog
+
+    dog = _Watchdog(1 << 40)
+    dog.thread = threading.Thread(target=lambda: None)  # made, not started
+    dog.halt()
+    assert dog.thread is None and dog.stop.is_set()

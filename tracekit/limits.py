@@ -281,7 +281,9 @@ class _Watchdog:
 
     def halt(self) -> None:
         self.stop.set()
-        if self.thread is not None:
+        # (a thread made but not yet started -- a Ctrl-C between the two in start() -- is not joined: join()
+        # raises then, and the interrupted command had ended in a traceback, exit 1; seen in CI)
+        if self.thread is not None and self.thread.ident is not None:
             self.thread.join()
         self.thread = None
 
