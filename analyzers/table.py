@@ -314,6 +314,7 @@ def analyzed_row(analyzed: Analysis, item: TraceInput, ncu: Any = None) -> tuple
     from tracekit.inputs import INFERRED_NOTE
 
     row, warnings = _base_row(item, analyzed.config, analyzed.trace_data.meta)
+    row["_range"] = analyzed.range_name  # (for the table's different-ranges warning; not a column)
     # The inferred values are in the row (and the table's legend), not repeated as a warning.
     warnings += [w for w in analyzed.warnings if not w.startswith(INFERRED_NOTE)]
     summary = analyzed.summary
@@ -399,6 +400,22 @@ def _without_repeats(
     return kept, warnings
 
 
+def _range_warning(rows: list[dict[str, Any]], labels: list[str]) -> list[str]:
+    """The warning when the rows' iterations are cut by different ranges ('iteration' against
+    'ProfilerStep#*', or ONNX Runtime's 'model_run', which leaves out the Python call around ``Run()`` that a
+    harness's 'iteration' holds): one row's iteration may be other work than another's, as ``analyze A B``,
+    ``compare`` and report's sweeps say it (:func:`tracekit.analyzers.ranks.range_warning`). Rows of one
+    window over a whole trace or of ``--split-idle`` windows are left out of it. Pops each row's ``_range``."""
+    from tracekit.analyzers.ranks import IDLE_WINDOWS, WHOLE_WINDOW, range_warning
+
+    cut = []
+    for row, label in zip(rows, labels, strict=True):
+        name = row.pop("_range", None)
+        if name and name != WHOLE_WINDOW and not IDLE_WINDOWS.match(str(name)):
+            cut.append({"range": name, "label": label})
+    return range_warning(cut)
+
+
 def build_table(
     results: list[tuple[dict[str, Any], list[str]]], left_out: list[str], paper: bool = False
 ) -> dict[str, Any]:
@@ -413,16 +430,19 @@ def build_table(
     profilers: dict[str, set[str | None]] = {}
     for (row, _), label in zip(results, labels, strict=True):
         profilers.setdefault(label, set()).add(row.get("profiler"))
+    shown: list[str] = []
     for (row, row_warnings), label in zip(results, labels, strict=True):
         rows.append(row)
         if len(profilers[label]) > 1 and row.get("profiler"):  # one label, several profilers: name each
             label += f" ({row['profiler']})"
+        shown.append(label)
         for w in dict.fromkeys(row_warnings):
             if w.startswith(LEFT_OUT):
                 warnings.append(w)  # an input of the row left out (its --ncu file): with the others
             else:
                 said.append(f"{label}: {w}")
     warnings += said
+    warnings += _range_warning(rows, shown)
     order = {name: i for i, name in enumerate(RUNTIME_ORDER)}
     rows.sort(
         key=lambda r: (

@@ -371,3 +371,27 @@ def test_a_memory_watchdog_interrupted_before_its_thread_started_halts_without_a
     dog.thread = threading.Thread(target=lambda: None)  # made, not started
     dog.halt()
     assert dog.thread is None and dog.stop.is_set()
+
+
+def test_table_says_when_its_rows_are_cut_by_different_ranges(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`table A B`: A cut by 'iteration' annotations, B the same work under 'ProfilerStep#N' ones: the table
+    says its rows' iterations are cut by different ranges, as compare and analyze A B do (fix20a left table)."""
+    import copy
+
+    from tests.hostile import run_cli
+
+    a = _kineto(tmp_path, "a_iteration", small_trace_events())
+    steps = copy.deepcopy(small_trace_events())
+    n = 0
+    for e in steps:
+        if e["cat"] == "user_annotation":
+            e["name"] = f"ProfilerStep#{n}"
+            n += 1
+    b = _kineto(tmp_path, "b_steps", steps)
+    code, out, err = run_cli(capsys, "table", str(a), str(b), "--format", "json")
+    assert code == 0, err
+    said = [w for w in json.loads(out)["warnings"] if "cut by different ranges" in w]
+    assert len(said) == 1 and "'iteration' in " in said[0] and "'ProfilerStep#*' in " in said[0], said
+    assert all("_range" not in row for row in json.loads(out)["rows"])
