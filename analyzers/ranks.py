@@ -1108,7 +1108,7 @@ def clock_offsets(
                 f"line up under {'both' if lined_up else 'neither'}: which collective matches which is not known"
             )
             return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
-        fits, how = lined_up, " (the only way the steps line up)"
+        fits, how = lined_up, "the only way the steps line up"
     chosen = fits[0] if fits else first
     chosen["last"] = chosen is last
     return _partial_match(chosen, results, n, how)
@@ -1117,7 +1117,7 @@ def clock_offsets(
 def _partial_match(chosen: dict[str, Any], results: list[dict[str, Any]], n: int, how: str) -> dict[str, Any]:
     """The ``clocks`` document of traces of different numbers of collectives matched from the first or (where
     ``chosen["last"]``) from the last ``n``: not aligned where the ends matched disagree by more than
-    :data:`PARTIAL_MATCH_RESIDUAL_NS`; ``how``: why this way (said after what was matched)."""
+    :data:`PARTIAL_MATCH_RESIDUAL_NS`; ``how``: why this way, or "" (said in parentheses after what was matched)."""
     counts = [len(r.get("collective_ends_ns", ())) for r in results]
     span = f"traces hold {min(counts)} to {max(counts)} collectives"
     end = "last" if chosen.get("last") else "first"
@@ -1133,9 +1133,8 @@ def _partial_match(chosen: dict[str, Any], results: list[dict[str, Any]], n: int
         return {"aligned": False, "why": why, "offsets_ns": None, "matched": 0}
     out = _aligned_or_not(chosen, results, n)
     if out["aligned"]:
-        if how and not how.startswith(" ("):
-            how = f" ({how})"
-        out["why"] = f"{span}; the {end} {n} were matched{how}" + (f"; {ONE_MATCHED}" if n == 1 else "")
+        said = f" ({how})" if how else ""
+        out["why"] = f"{span}; the {end} {n} were matched{said}" + (f"; {ONE_MATCHED}" if n == 1 else "")
         out["matched_from"] = end
     return out
 
