@@ -293,12 +293,6 @@ def _all_in_launch_order(ops: pl.DataFrame) -> pl.DataFrame:
     return collectives.sort("call_start", "start")
 
 
-def collectives_total(ops: pl.DataFrame) -> int:
-    """How many collectives :func:`_in_launch_order` would list without its cap (:data:`MAX_COLLECTIVES`):
-    traces whose lists were cut hold as many as this, not as many as their lists (``collectives_total``)."""
-    return _all_in_launch_order(ops).height
-
-
 def columns(frame: pl.DataFrame) -> dict[str, Any]:
     """``frame`` by column, as arrays: float columns as float64 (a null is NaN), integer columns as int64
     (nanosecond times stay exact), or as a list of ints when they hold a null (None). Measured on 16
