@@ -495,18 +495,23 @@ def _connect(client_class: Any, address: str) -> Any:
     and a garbage collection run there finalized an earlier failed Client, whose ``close`` takes that lock
     again: the process hung (seen in CI after ``--scheduler`` tests of bad addresses)."""
     from tracekit.errors import TracekitError
-    from tracekit.readers.kineto import gc_paused
 
+    # (the collector paused here, not with readers.kineto.gc_paused: no module outside the readers imports
+    # their internals, tests/test_import_graph.py)
     gc.collect()
-    with gc_paused():
-        try:
-            return client_class(address, timeout="10s")
-        except ValueError as exc:  # (an address Dask does not read: no port, the dashboard's http://)
-            message = f"--scheduler {address}: not a Dask scheduler address ({exc})"
-        except TypeError as exc:  # (tls:// without Dask's TLS configuration, ucx:// without UCX installed)
-            message = f"--scheduler {address}: Dask cannot open a connection of this kind here ({exc})"
-        except (OSError, TimeoutError) as exc:
-            message = f"cannot reach the Dask scheduler at {address} ({exc})"
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        return client_class(address, timeout="10s")
+    except ValueError as exc:  # (an address Dask does not read: no port, the dashboard's http://)
+        message = f"--scheduler {address}: not a Dask scheduler address ({exc})"
+    except TypeError as exc:  # (tls:// without Dask's TLS configuration, ucx:// without UCX installed)
+        message = f"--scheduler {address}: Dask cannot open a connection of this kind here ({exc})"
+    except (OSError, TimeoutError) as exc:
+        message = f"cannot reach the Dask scheduler at {address} ({exc})"
+    finally:
+        if enabled:
+            gc.enable()
     gc.collect()  # (the failed Client, now unreferenced, finalized here: no Dask lock is held)
     raise TracekitError(message)
 
